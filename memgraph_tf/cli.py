@@ -1,0 +1,83 @@
+"""The ``memgraph-tf`` command line.
+
+Each subcommand imports its implementation lazily, so ``memgraph-tf --help`` is instant and
+``install-modules`` works without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def _build_ops(args: argparse.Namespace) -> int:
+    from memgraph_tf.ops import _loader
+
+    path = _loader.build_library(force=args.force, cache_dir=args.cache_dir)
+    print(path)
+    return 0
+
+
+def _install_modules(args: argparse.Namespace) -> int:
+    from memgraph_tf.procedures import install
+
+    for path in install.install_modules(args.directory, overwrite=not args.no_overwrite):
+        print(path)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from memgraph_tf.serving import server
+
+    return server.main(args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from memgraph_tf import demo
+
+    return demo.main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memgraph-tf", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("build-ops", help="compile the UnpackBlob op library (cached)")
+    p.add_argument("--force", action="store_true", help="rebuild even if a cached build exists")
+    p.add_argument("--cache-dir", default=None, help="override MEMGRAPH_TF_OP_CACHE_DIR")
+    p.set_defaults(func=_build_ops)
+
+    p = sub.add_parser("install-modules", help="copy the tf_features query modules into DIR")
+    p.add_argument("directory", help="Memgraph's query-modules directory")
+    p.add_argument("--no-overwrite", action="store_true", help="fail instead of replacing files")
+    p.set_defaults(func=_install_modules)
+
+    p = sub.add_parser("serve", help="serve SavedModels over TF Serving's REST API")
+    p.add_argument("model_base_path", help="BASE with BASE/<version>/saved_model.pb")
+    p.add_argument("--model-name", default=None, help="name in URLs (default: BASE's name)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--graph", default=None, help="Bolt URI (or 'embedded:PATH') to fetch node blobs")
+    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024)
+    p.set_defaults(func=_serve)
+
+    p = sub.add_parser("demo", help="the end-to-end demo (Cora: modules -> training -> serving)")
+    p.add_argument("--dataset", default="cora", choices=["cora", "citeseer"])
+    p.add_argument("--workdir", default=None, help="where to write the bundle (default: temp dir)")
+    p.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
