@@ -1,0 +1,272 @@
+"""Writes the golden vectors of blob format v1 (run: python tests/golden/generate.py).
+
+valid/NAME.bin   + NAME.json  {"description", "sections": [{"name", "dtype", "shape", "values"}]}
+invalid/NAME.bin + NAME.json  {"description", "error", optional "ragged": [names]}
+
+The valid bytes are written by hand here with ``struct`` from the spec's layout, not by
+``memgraph_tf.blob.pack``, so that the test "the packer's bytes equal the golden vectors" checks the
+packer against the spec. Invalid vectors are valid ones with one field broken; their "error" is the
+exact message docs/blob-format.md prescribes, computed from the layout, never by running a reader.
+Strings in "values" are UTF-8 text; floats are exact (binary fractions) so JSON holds them exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import struct
+
+HERE = pathlib.Path(__file__).resolve().parent
+CODES = {"bool": 1, "int32": 2, "int64": 3, "float32": 4, "float64": 5, "string": 6}
+FMT = {"bool": "?", "int32": "i", "int64": "q", "float32": "f", "float64": "d"}
+
+
+def align8(n: int) -> int:
+    return (n + 7) // 8 * 8
+
+
+def payload(dtype: str, values: list) -> bytes:
+    if dtype == "string":
+        raw = [v.encode("utf-8") for v in values]
+        offs = [0]
+        for r in raw:
+            offs.append(offs[-1] + len(r))
+        return struct.pack(f"<{len(offs)}Q", *offs) + b"".join(raw)
+    return struct.pack(f"<{len(values)}{FMT[dtype]}", *values)
+
+
+def build(sections: list[dict]) -> bytes:
+    """Lays out sections per docs/blob-format.md section 1 (independently of memgraph_tf.blob)."""
+    table = b""
+    payloads = b""
+    start = 32 + 128 * len(sections)
+    for s in sections:
+        p = payload(s["dtype"], s["values"])
+        dims = list(s["shape"]) + [0] * (8 - len(s["shape"]))
+        name = s["name"].encode()
+        table += struct.pack(
+            "<BBHIQQ8q40s", CODES[s["dtype"]], len(s["shape"]), len(name), 0,
+            start + len(payloads), len(p), *dims, name,
+        )
+        payloads += p + b"\0" * (align8(len(p)) - len(p))
+    total = start + len(payloads)
+    return struct.pack("<4sHHIIQQ", b"MGTF", 1, 0, len(sections), 0, total, 0) + table + payloads
+
+
+def sec(name: str, dtype: str, shape: list[int], values: list) -> dict:
+    return {"name": name, "dtype": dtype, "shape": shape, "values": values}
+
+
+VALID: dict[str, tuple[str, list[dict]]] = {
+    "empty": ("no sections at all", []),
+    "small_mixed": (
+        "the spec's hex-dump example: int64 ids, float32 matrix, strings",
+        [
+            sec("ids", "int64", [2], [7, 9]),
+            sec("x", "float32", [2, 2], [1.5, -2.0, 0.25, 3.0]),
+            sec("tag", "string", [2], ["a", "bc"]),
+        ],
+    ),
+    "all_dtypes": (
+        "one section of every dtype, ranks 0..2, negative numbers, empty and non-ASCII strings",
+        [
+            sec("b", "bool", [3], [True, False, True]),
+            sec("i32", "int32", [2, 3], [0, -1, 2147483647, -2147483648, 5, 6]),
+            sec("i64", "int64", [], [-9007199254740993]),
+            sec("f32", "float32", [], [0.5]),
+            sec("f64", "float64", [4], [-0.0, 1e-300, 3.25, -1024.0]),
+            sec("s", "string", [2, 2], ["", "h\u00e9llo", "x", "graph \u2192 tensor"]),
+        ],
+    ),
+    "empty_dims": (
+        "sections with a zero dimension (no payload bytes)",
+        [
+            sec("e", "float32", [0, 128], []),
+            sec("s", "string", [0], []),
+            sec("i", "int64", [3, 0], []),
+        ],
+    ),
+    "ragged": (
+        "a ragged int64 section (values + row_splits) and a ragged float32 [5, 2] section",
+        [
+            sec("nbrs", "int64", [5], [10, 11, 12, 13, 14]),
+            sec("nbrs.row_splits", "int64", [4], [0, 2, 2, 5]),
+            sec("vec", "float32", [3, 2], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            sec("vec.row_splits", "int64", [3], [0, 3, 3]),
+        ],
+    ),
+    "rank8": (
+        "a section of the maximum rank 8",
+        [sec("x", "int32", [1, 2, 1, 1, 2, 1, 1, 1], [1, 2, 3, 4])],
+    ),
+    "sample_like": (
+        "the layout tf_features.sample produces for 2 seeds, fanout 2, 3 features",
+        [
+            sec("ids_0", "int64", [2], [0, 1]),
+            sec("features_0", "float32", [2, 3], [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]),
+            sec("ids_1", "int64", [2, 2], [1, 2, 0, 0]),
+            sec("features_1", "float32", [2, 2, 3], [1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 0, 0, 0, 0, 0, 0]),
+            sec("mask_1", "bool", [2, 2], [True, True, True, False]),
+        ],
+    ),
+    "long_name": (
+        "a 40-byte name using every allowed punctuation character",
+        [sec("Aa0_.-:/" + "z" * 32, "float64", [1], [2.0])],
+    ),
+}
+
+
+def u16(b: bytes, off: int, v: int) -> bytes:
+    return b[:off] + struct.pack("<H", v) + b[off + 2 :]
+
+
+def u32(b: bytes, off: int, v: int) -> bytes:
+    return b[:off] + struct.pack("<I", v) + b[off + 4 :]
+
+
+def u64(b: bytes, off: int, v: int) -> bytes:
+    return b[:off] + struct.pack("<Q", v) + b[off + 8 :]
+
+
+def i64(b: bytes, off: int, v: int) -> bytes:
+    return b[:off] + struct.pack("<q", v) + b[off + 8 :]
+
+
+def byte(b: bytes, off: int, v: int) -> bytes:
+    return b[:off] + bytes([v]) + b[off + 1 :]
+
+
+def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
+    small = build(VALID["small_mixed"][1])  # 3 sections: table 32..416, payloads from 416
+    E0, E1, E2 = 32, 160, 288
+    P0 = 416  # ids: 16 bytes -> 416..432; x: 16 bytes -> 432..448; tag: 24+3 bytes -> 448..475, pad to 480
+    assert len(small) == 480
+    mixed = build(VALID["all_dtypes"][1])
+    rag = build(VALID["ragged"][1])
+    out: dict[str, tuple[str, bytes, str, dict]] = {}
+
+    def add(name: str, desc: str, data: bytes, error: str, **extra) -> None:
+        out[name] = (desc, data, error, extra)
+
+    add("short_header", "10 bytes only", small[:10], "header: expected at least 32 bytes, got 10 at offset 0")
+    add("bad_magic", "magic is 'MGTX'", small[:3] + b"X" + small[4:], "magic: expected 'MGTF', got 'MGTX' at offset 0")
+    add("bad_magic_binary", "magic has a NUL and a quote", b"M\0'\xff" + small[4:],
+        "magic: expected 'MGTF', got 'M\\x00\\x27\\xff' at offset 0")
+    add("bad_version", "version 2", u16(small, 4, 2), "version: expected 1, got 2 at offset 4")
+    add("bad_flags", "flags bit 0 set", u16(small, 6, 1), "flags: expected 0, got 1 at offset 6")
+    add("too_many_sections", "section_count 1025", u32(small, 8, 1025),
+        "section_count: expected <= 1024, got 1025 at offset 8")
+    add("reserved0", "reserved0 = 7", u32(small, 12, 7), "reserved0: expected 0, got 7 at offset 12")
+    add("total_length_mismatch", "total_length 1000 for a 480-byte blob", u64(small, 16, 1000),
+        "total_length: expected 480 (the blob's size), got 1000 at offset 16")
+    add("reserved1", "reserved1 = 1", u64(small, 24, 1), "reserved1: expected 0, got 1 at offset 24")
+    add("table_truncated", "section_count 4 but only 480 bytes (table needs 544)", u32(small, 8, 4),
+        "section table: expected at least 544 bytes for 4 sections, got 480 at offset 32")
+    add("bad_dtype_zero", "dtype code 0", byte(small, E0, 0), "section 0 dtype: expected 1..6, got 0 at offset 32")
+    add("bad_dtype_seven", "dtype code 7 in section 1", byte(small, E1, 7),
+        "section 1 dtype: expected 1..6, got 7 at offset 160")
+    add("bad_rank", "rank 9", byte(small, E1 + 1, 9), "section 1 rank: expected <= 8, got 9 at offset 161")
+    add("name_length_zero", "name_length 0", u16(small, E0 + 2, 0),
+        "section 0 name_length: expected 1..40, got 0 at offset 34")
+    add("name_length_41", "name_length 41", u16(small, E2 + 2, 41),
+        "section 2 name_length: expected 1..40, got 41 at offset 290")
+    add("entry_reserved", "entry reserved = 3", u32(small, E1 + 4, 3),
+        "section 1 reserved: expected 0, got 3 at offset 164")
+    add("name_bad_char", "a space in a name", byte(small, E0 + 89, 0x20),
+        "section 0 name: expected [A-Za-z0-9_.:/-], got byte 0x20 at offset 121")
+    add("name_nul", "a NUL inside the name (name_length 3 for 'x')", u16(small, E1 + 2, 3),
+        "section 1 name: expected [A-Za-z0-9_.:/-], got byte 0x00 at offset 249")
+    add("name_padding", "non-zero byte after the name", byte(small, E1 + 88 + 39, 0x41),
+        "section 1 name padding: expected 0, got byte 0x41 at offset 287")
+    dup = small[: E1 + 88] + b"ids".ljust(40, b"\0") + small[E1 + 128 :]
+    dup = u16(dup, E1 + 2, 3)
+    add("duplicate_name", "section 1 renamed to 'ids'", dup,
+        "section 1 ('ids') name: expected a unique name, got a duplicate at offset 248")
+    add("negative_dim", "dims[1] = -3", i64(small, E1 + 24 + 8, -3),
+        "section 1 ('x') dims[1]: expected 0..2147483647, got -3 at offset 192")
+    add("huge_dim", "dims[0] = 2^31", i64(small, E0 + 24, 2**31),
+        "section 0 ('ids') dims[0]: expected 0..2147483647, got 2147483648 at offset 56")
+    add("unused_dim", "dims[5] = 1 with rank 2", i64(small, E1 + 24 + 40, 1),
+        "section 1 ('x') dims[5]: expected 0 (unused), got 1 at offset 224")
+    add("payload_offset_wrong", "section 1 payload_offset 440", u64(small, E1 + 8, 440),
+        "section 1 ('x') payload_offset: expected 432, got 440 at offset 168")
+    big = i64(i64(small, E1 + 24, 65536), E1 + 32, 65536)
+    add("too_many_elements", "dims [65536, 65536]", big,
+        "section 1 ('x') dims: expected <= 2147483647 elements, got more at offset 184")
+    add("payload_length_mismatch", "float32 [2,2] with payload_length 12", u64(small, E1 + 16, 12),
+        "section 1 ('x') payload_length: expected 16, got 12 at offset 176")
+    add("string_payload_short", "string [2] with payload_length 16 (offsets need 24)", u64(small, E2 + 16, 16),
+        "section 2 ('tag') payload_length: expected >= 24, got 16 at offset 304")
+    claim = i64(u64(small, E1 + 16, 1_000_000 * 128 * 4), E1 + 24, 1_000_000)
+    claim = i64(claim, E1 + 32, 128)
+    add("dims_claim_more_than_held", "float32 [1000000, 128] (512 MB) in a 480-byte blob", claim,
+        "section 1 ('x') payload: expected to end by 480, got end 512000432 at offset 176")
+    add("nonzero_padding", "padding byte after the strings is 0x01", byte(small, 477, 1),
+        "padding: expected 0, got byte 0x01 at offset 477")
+    # all_dtypes: bool section payload at 32 + 128*6 = 800
+    add("bool_value_two", "a bool byte of 2", byte(mixed, 801, 2),
+        "section 0 ('b') bool: expected 0 or 1, got 2 at offset 801")
+    add("string_offset0", "string offsets[0] = 1", u64(small, 448, 1),
+        "section 2 ('tag') offsets[0]: expected 0..0, got 1 at offset 448")
+    add("string_offset_beyond_data", "string offsets[1] = 4, beyond the 3 data bytes", u64(small, 456, 4),
+        "section 2 ('tag') offsets[1]: expected 0..3, got 4 at offset 456")
+    s_off = payload_offset(mixed, 5)  # all_dtypes 's': offsets [0, 0, 6, 7, 23]
+    add("string_offset_decreasing", "string offsets [0, 0, 8, 7, 23]", u64(mixed, s_off + 16, 8),
+        f"section 5 ('s') offsets[3]: expected 8..23, got 7 at offset {s_off + 24}")
+    add("string_offset_last", "string last offset 2 (data has 3 bytes)", u64(small, 464, 2),
+        "section 2 ('tag') offsets[2]: expected 3..3, got 2 at offset 464")
+    trail = u64(small + b"\0" * 8, 16, 488)
+    add("trailing_bytes", "8 extra zero bytes after the last payload, total_length 488", trail,
+        "total_length: expected 480, got 488 at offset 16")
+    # ragged: table 32..544; nbrs values 544..584; nbrs.row_splits 584..616; vec 616..640; vec.row_splits 640..664
+    add("ragged_splits_first", "row_splits[0] = 1", u64(rag, 584, 1),
+        "section 'nbrs.row_splits' [0]: expected 0..0, got 1 at offset 584", ragged=["nbrs"])
+    add("ragged_splits_decreasing", "row_splits [0, 2, 1, 5]", u64(rag, 600, 1),
+        "section 'nbrs.row_splits' [2]: expected 2..5, got 1 at offset 600", ragged=["nbrs"])
+    add("ragged_splits_last", "row_splits [0, 3, 3] for 3 rows of vec... last is 2", u64(rag, 656, 2),
+        "section 'vec.row_splits' [2]: expected 3..3, got 2 at offset 656", ragged=["vec"])
+    wrong = build([
+        sec("nbrs", "int64", [5], [10, 11, 12, 13, 14]),
+        sec("nbrs.row_splits", "int32", [4], [0, 2, 2, 5]),
+    ])
+    add("ragged_splits_int32", "nbrs.row_splits stored as int32", wrong,
+        "section 'nbrs.row_splits': expected int64 rank 1 with >= 1 element, got int32 rank 1 at offset 160",
+        ragged=["nbrs"])
+    return out
+
+
+def payload_offset(data: bytes, index: int) -> int:
+    return struct.unpack_from("<Q", data, 32 + 128 * index + 8)[0]
+
+
+def hexdump(data: bytes) -> str:
+    lines = []
+    for off in range(0, len(data), 16):
+        chunk = data[off : off + 16]
+        hexpart = " ".join(f"{b:02x}" for b in chunk)
+        lines.append(f"{off:08x}  {hexpart}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    for sub in ("valid", "invalid"):
+        (HERE / sub).mkdir(exist_ok=True)
+        for old in (HERE / sub).glob("*"):
+            old.unlink()
+    for name, (desc, sections) in VALID.items():
+        data = build(sections)
+        (HERE / "valid" / f"{name}.bin").write_bytes(data)
+        doc = {"description": desc, "sections": sections}
+        for s in sections:
+            if s["dtype"].startswith("float"):
+                assert all(math.isfinite(v) for v in s["values"])
+        (HERE / "valid" / f"{name}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    for name, (desc, data, error, extra) in invalid().items():
+        (HERE / "invalid" / f"{name}.bin").write_bytes(data)
+        doc = {"description": desc, "error": error, **extra}
+        (HERE / "invalid" / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
