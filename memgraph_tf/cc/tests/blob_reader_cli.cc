@@ -1,0 +1,154 @@
+// Test harness for the plain C++ blob reader (no TensorFlow).
+//
+//   blob_reader_cli FILE...              one JSON line per file
+//   blob_reader_cli --truncations FILE   one JSON line per proper prefix of FILE (lengths 0..size-1)
+//
+// Each line is {"file": ..., "length": L, "ok": true, "sections": [...]} or
+// {"file": ..., "length": L, "ok": false, "error": "<the reader's message>"}. A section is
+// {"name", "dtype", "shape", "values" (flat, row-major)}; strings are JSON strings whose code points
+// are the raw bytes (\u00XX for bytes outside printable ASCII, so Python's .encode("latin-1") gives
+// the bytes back); floats are printed with enough digits to round-trip (NaN / Infinity as Python's
+// json module writes them). As memgraph_tf.blob.unpack does, every NAME / NAME.row_splits pair is
+// validated as ragged; its failure is reported like a format error. Exit status: 0 when every blob
+// was processed (valid or not), 2 on usage or I/O errors.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "../blob_reader.h"
+
+namespace {
+
+using memgraph_tf::BlobDType;
+using memgraph_tf::BlobReader;
+using memgraph_tf::BlobSection;
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c >= 0x20 && c <= 0x7e) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonDouble(double v, int digits) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+  return buf;
+}
+
+template <typename T>
+T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+std::string SectionJson(const BlobSection& s) {
+  std::string out = "{\"name\": " + JsonString(s.name) + ", \"dtype\": \"" +
+                    memgraph_tf::BlobDTypeName(s.dtype) + "\", \"shape\": [";
+  for (int k = 0; k < s.rank; ++k) {
+    if (k) out += ", ";
+    out += std::to_string(s.dims[k]);
+  }
+  out += "], \"values\": [";
+  for (int64_t j = 0; j < s.num_elements; ++j) {
+    if (j) out += ", ";
+    switch (s.dtype) {
+      case BlobDType::kBool: out += s.payload[j] ? "true" : "false"; break;
+      case BlobDType::kInt32: out += std::to_string(Load<int32_t>(s.payload + 4 * j)); break;
+      case BlobDType::kInt64: out += std::to_string(Load<int64_t>(s.payload + 8 * j)); break;
+      case BlobDType::kFloat32: out += JsonDouble(Load<float>(s.payload + 4 * j), 9); break;
+      case BlobDType::kFloat64: out += JsonDouble(Load<double>(s.payload + 8 * j), 17); break;
+      case BlobDType::kString: out += JsonString(s.StringAt(j)); break;
+    }
+  }
+  return out + "]}";
+}
+
+std::string Report(const std::string& file, const uint8_t* data, size_t size) {
+  BlobReader reader;
+  std::string head = "{\"file\": " + JsonString(file) + ", \"length\": " + std::to_string(size);
+  if (!reader.Parse(data, size)) {
+    return head + ", \"ok\": false, \"error\": " + JsonString(reader.error()) + "}";
+  }
+  for (const BlobSection& s : reader.sections()) {
+    const std::string_view name = s.name;
+    const std::string_view suffix = memgraph_tf::kRowSplitsSuffix;
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix &&
+        reader.Find(name.substr(0, name.size() - suffix.size())) != nullptr) {
+      continue;  // the row splits of a ragged pair, validated with its values
+    }
+    const std::string splits = std::string(name) + std::string(memgraph_tf::kRowSplitsSuffix);
+    if (reader.Find(splits) != nullptr) {
+      const BlobSection* rs = nullptr;
+      std::string error;
+      if (!reader.ValidateRagged(s, &rs, &error)) {
+        return head + ", \"ok\": false, \"error\": " + JsonString(error) + "}";
+      }
+    }
+  }
+  std::string out = head + ", \"ok\": true, \"sections\": [";
+  for (size_t i = 0; i < reader.num_sections(); ++i) {
+    if (i) out += ", ";
+    out += SectionJson(reader.section(i));
+  }
+  return out + "]}";
+}
+
+bool ReadFile(const char* path, std::vector<uint8_t>* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s FILE... | --truncations FILE\n", argv[0]);
+    return 2;
+  }
+  if (std::strcmp(argv[1], "--truncations") == 0) {
+    if (argc != 3) {
+      std::fprintf(stderr, "--truncations takes exactly one FILE\n");
+      return 2;
+    }
+    std::vector<uint8_t> data;
+    if (!ReadFile(argv[2], &data)) {
+      std::fprintf(stderr, "cannot read %s\n", argv[2]);
+      return 2;
+    }
+    for (size_t len = 0; len < data.size(); ++len) {
+      // A fresh exact-size copy per prefix, so AddressSanitizer builds catch any overread.
+      std::vector<uint8_t> prefix(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(len));
+      std::printf("%s\n", Report(argv[2], prefix.data(), prefix.size()).c_str());
+    }
+    return 0;
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::vector<uint8_t> data;
+    if (!ReadFile(argv[i], &data)) {
+      std::fprintf(stderr, "cannot read %s\n", argv[i]);
+      return 2;
+    }
+    std::printf("%s\n", Report(argv[i], data.data(), data.size()).c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,257 @@
+// CPU kernel of MemgraphTf>UnpackBlob. One pass: every blob is validated in full by the plain reader
+// (blob_reader.h) and every requested section checked (dtype, ragged pair, shape agreement) before any
+// output is allocated; then each blob's payload is copied straight into its slice of the output.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "blob_reader.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow/core/framework/types.h"
+
+namespace memgraph_tf {
+
+using ::tensorflow::DataType;
+using ::tensorflow::OpKernel;
+using ::tensorflow::OpKernelConstruction;
+using ::tensorflow::OpKernelContext;
+using ::tensorflow::PartialTensorShape;
+using ::tensorflow::Tensor;
+using ::tensorflow::TensorShape;
+using ::tensorflow::tstring;
+namespace errors = ::tensorflow::errors;
+
+namespace {
+
+bool ToBlobDType(DataType dt, BlobDType* out) {
+  switch (dt) {
+    case tensorflow::DT_BOOL: *out = BlobDType::kBool; return true;
+    case tensorflow::DT_INT32: *out = BlobDType::kInt32; return true;
+    case tensorflow::DT_INT64: *out = BlobDType::kInt64; return true;
+    case tensorflow::DT_FLOAT: *out = BlobDType::kFloat32; return true;
+    case tensorflow::DT_DOUBLE: *out = BlobDType::kFloat64; return true;
+    case tensorflow::DT_STRING: *out = BlobDType::kString; return true;
+    default: return false;
+  }
+}
+
+std::string ShapeText(const int64_t* dims, int begin, int end) {
+  std::string s = "[";
+  for (int k = begin; k < end; ++k) {
+    if (k > begin) s += ",";
+    s += std::to_string(dims[k]);
+  }
+  return s + "]";
+}
+
+std::string PartialShapeText(const PartialTensorShape& shape) {
+  if (shape.unknown_rank()) return "<unknown>";
+  std::string s = "[";
+  for (int k = 0; k < shape.dims(); ++k) {
+    if (k) s += ",";
+    s += shape.dim_size(k) < 0 ? std::string("?") : std::to_string(shape.dim_size(k));
+  }
+  return s + "]";
+}
+
+bool SameDims(const BlobSection& a, const BlobSection& b, int begin) {
+  if (a.rank != b.rank) return false;
+  for (int k = begin; k < a.rank; ++k) {
+    if (a.dims[k] != b.dims[k]) return false;
+  }
+  return true;
+}
+
+bool Compatible(const PartialTensorShape& want, const BlobSection& s) {
+  if (want.unknown_rank()) return true;
+  if (want.dims() != s.rank) return false;
+  for (int k = 0; k < s.rank; ++k) {
+    if (want.dim_size(k) >= 0 && want.dim_size(k) != s.dims[k]) return false;
+  }
+  return true;
+}
+
+// Copies `count` elements of section `s` to `out` starting at element `at` of out's flat buffer.
+void CopySection(const BlobSection& s, Tensor* out, int64_t at) {
+  if (s.dtype == BlobDType::kString) {
+    auto flat = out->flat<tstring>();
+    for (int64_t j = 0; j < s.num_elements; ++j) {
+      const std::string_view v = s.StringAt(j);
+      flat(at + j).assign(v.data(), v.size());
+    }
+    return;
+  }
+  if (s.payload_length == 0) return;
+  const size_t size = BlobDTypeSize(s.dtype);
+  char* dst = const_cast<char*>(out->tensor_data().data()) + static_cast<size_t>(at) * size;
+  std::memcpy(dst, s.payload, s.payload_length);
+}
+
+class UnpackBlobOp : public OpKernel {
+ public:
+  explicit UnpackBlobOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("names", &names_));
+    std::vector<DataType> dtypes;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtypes", &dtypes));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("ragged", &ragged_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("num_ragged", &num_ragged_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shapes", &shapes_));
+    OP_REQUIRES(ctx, dtypes.size() == names_.size(),
+                errors::InvalidArgument("dtypes: expected ", names_.size(),
+                                        " entries (one per name), got ", dtypes.size()));
+    OP_REQUIRES(ctx, ragged_.empty() || ragged_.size() == names_.size(),
+                errors::InvalidArgument("ragged: expected 0 or ", names_.size(),
+                                        " entries (one per name), got ", ragged_.size()));
+    OP_REQUIRES(ctx, shapes_.empty() || shapes_.size() == names_.size(),
+                errors::InvalidArgument("shapes: expected 0 or ", names_.size(),
+                                        " entries (one per name), got ", shapes_.size()));
+    if (ragged_.empty()) ragged_.assign(names_.size(), false);
+    int counted = 0;
+    for (bool r : ragged_) counted += r ? 1 : 0;
+    OP_REQUIRES(ctx, counted == num_ragged_,
+                errors::InvalidArgument("num_ragged: expected ", counted,
+                                        " (the true entries of ragged), got ", num_ragged_));
+    for (DataType dt : dtypes) {
+      BlobDType b;
+      OP_REQUIRES(ctx, ToBlobDType(dt, &b),
+                  errors::InvalidArgument("dtypes: expected bool, int32, int64, float, double or "
+                                          "string, got ",
+                                          tensorflow::DataTypeString(dt)));
+      dtypes_.push_back(b);
+    }
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& blobs = ctx->input(0);
+    OP_REQUIRES(ctx, blobs.dims() <= 1,
+                errors::InvalidArgument("blobs: expected a scalar or a vector of blobs, got shape ",
+                                        blobs.shape().DebugString()));
+    const bool batched = blobs.dims() == 1;
+    const int64_t batch = batched ? blobs.dim_size(0) : 1;
+    auto flat = blobs.flat<tstring>();
+    auto where = [batched](int64_t b) {
+      return batched ? "blob " + std::to_string(b) : std::string("blob");
+    };
+
+    // Pass 1: validate every blob and look up every section. Nothing is allocated but the readers
+    // (bounded by the blobs' own sizes) and one pointer per (name, blob).
+    std::vector<BlobReader> readers(static_cast<size_t>(batch));
+    for (int64_t b = 0; b < batch; ++b) {
+      const tstring& blob = flat(b);
+      const bool ok = readers[b].Parse(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
+      OP_REQUIRES(ctx, ok, errors::InvalidArgument(where(b), ": ", readers[b].error()));
+    }
+    const size_t n = names_.size();
+    std::vector<std::vector<const BlobSection*>> found(n);
+    std::vector<std::vector<const BlobSection*>> splits(n);
+    for (size_t i = 0; i < n; ++i) {
+      found[i].resize(static_cast<size_t>(batch));
+      if (ragged_[i]) splits[i].resize(static_cast<size_t>(batch));
+      for (int64_t b = 0; b < batch; ++b) {
+        std::string error;
+        const BlobSection* s = readers[b].Lookup(names_[i], dtypes_[i], &error);
+        OP_REQUIRES(ctx, s != nullptr, errors::InvalidArgument(where(b), ": ", error));
+        if (ragged_[i]) {
+          const BlobSection* rs = nullptr;
+          OP_REQUIRES(ctx, readers[b].ValidateRagged(*s, &rs, &error),
+                      errors::InvalidArgument(where(b), ": ", error));
+          splits[i][b] = rs;
+        }
+        if (!shapes_.empty()) {
+          OP_REQUIRES(ctx, Compatible(shapes_[i], *s),
+                      errors::InvalidArgument(where(b), " section '", names_[i],
+                                              "': expected shape ", PartialShapeText(shapes_[i]),
+                                              " (the shapes attr), got ",
+                                              ShapeText(s->dims, 0, s->rank)));
+        }
+        const BlobSection* first = found[i].empty() ? nullptr : found[i][0];
+        if (b > 0) {
+          // Dense sections must agree on the whole shape, ragged values on the inner dims.
+          const int begin = ragged_[i] ? 1 : 0;
+          OP_REQUIRES(
+              ctx, SameDims(*first, *s, begin),
+              errors::InvalidArgument(
+                  where(b), " section '", names_[i], "': expected shape ",
+                  ragged_[i] ? "[*" + std::string(first->rank > 1 ? "," : "") +
+                                   ShapeText(first->dims, 1, first->rank).substr(1)
+                             : ShapeText(first->dims, 0, first->rank),
+                  ", got ",
+                  ragged_[i] ? "[*" + std::string(s->rank > 1 ? "," : "") +
+                                   ShapeText(s->dims, 1, s->rank).substr(1)
+                             : ShapeText(s->dims, 0, s->rank),
+                  " (as blob 0)"));
+        }
+        found[i][b] = s;
+      }
+    }
+
+    // Pass 2: allocate each output once and copy every blob's payload into its slice.
+    int r = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const BlobSection& first = *found[i][0];
+      if (!ragged_[i]) {
+        TensorShape shape;
+        if (batched) OP_REQUIRES_OK(ctx, shape.AddDimWithStatus(batch));
+        for (int k = 0; k < first.rank; ++k) OP_REQUIRES_OK(ctx, shape.AddDimWithStatus(first.dims[k]));
+        Tensor* out = nullptr;
+        OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), shape, &out));
+        for (int64_t b = 0; b < batch; ++b) CopySection(*found[i][b], out, b * first.num_elements);
+        continue;
+      }
+      // Ragged: values of all blobs concatenated; row splits shifted by the values before them.
+      int64_t total_values = 0;
+      int64_t total_rows = 0;
+      for (int64_t b = 0; b < batch; ++b) {
+        total_values += found[i][b]->dims[0];
+        total_rows += splits[i][b]->dims[0] - 1;
+      }
+      TensorShape vshape;
+      OP_REQUIRES_OK(ctx, vshape.AddDimWithStatus(total_values));
+      int64_t inner = 1;
+      for (int k = 1; k < first.rank; ++k) {
+        OP_REQUIRES_OK(ctx, vshape.AddDimWithStatus(first.dims[k]));
+        inner *= first.dims[k];
+      }
+      Tensor* values = nullptr;
+      Tensor* row_splits = nullptr;
+      Tensor* batch_splits = nullptr;
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), vshape, &values));
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(n) + r,
+                                               TensorShape({total_rows + 1}), &row_splits));
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(n) + num_ragged_ + r,
+                                               TensorShape({batch + 1}), &batch_splits));
+      auto rs = row_splits->flat<int64_t>();
+      auto bs = batch_splits->flat<int64_t>();
+      int64_t value_base = 0;
+      int64_t row_base = 0;
+      rs(0) = 0;
+      bs(0) = 0;
+      for (int64_t b = 0; b < batch; ++b) {
+        const BlobSection& s = *found[i][b];
+        const BlobSection& sp = *splits[i][b];
+        CopySection(s, values, value_base * inner);
+        const int64_t rows = sp.dims[0] - 1;
+        for (int64_t j = 1; j <= rows; ++j) rs(row_base + j) = value_base + LoadI64(sp.payload + 8 * j);
+        row_base += rows;
+        value_base += s.dims[0];
+        bs(b + 1) = row_base;
+      }
+      ++r;
+    }
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<BlobDType> dtypes_;
+  std::vector<bool> ragged_;
+  int num_ragged_ = 0;
+  std::vector<PartialTensorShape> shapes_;
+};
+
+}  // namespace
+
+REGISTER_KERNEL_BUILDER(Name("MemgraphTf>UnpackBlob").Device(tensorflow::DEVICE_CPU), UnpackBlobOp);
+
+}  // namespace memgraph_tf

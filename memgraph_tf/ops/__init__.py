@@ -1,0 +1,173 @@
+"""TensorFlow decoders for memgraph-tf blobs (format v1, ``docs/blob-format.md``).
+
+* :func:`unpack_blob` -- the C++ op ``MemgraphTf>UnpackBlob`` (validate, then one copy per section).
+  The op library is compiled on first use (see :mod:`memgraph_tf.ops._loader`).
+* :func:`unpack_blob_portable` -- the same results from stock TensorFlow ops only, for SavedModels
+  served by the stock TF Serving image (which cannot load custom ops).
+
+Both take ``blobs`` (a scalar string tensor holding one blob, or a vector of blobs), the section
+``names`` to decode, their ``dtypes`` and the names to decode as ragged, and return one tensor per
+name: for a scalar blob the section's own shape; for a vector of blobs the sections stacked along a
+new leading batch dimension (every blob must have the same shape for a section). A ragged name comes
+back as a ``tf.RaggedTensor``: ``[nrows, (ragged), ...]`` for a scalar blob and
+``[batch, (nrows), (ragged), ...]`` for a vector. Malformed blobs raise
+``tf.errors.InvalidArgumentError`` whose message contains the spec's message (field and offset).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from memgraph_tf.ops._loader import OpLibraryError, build_library, load_library
+
+__all__ = [
+    "DTYPES",
+    "OpLibraryError",
+    "build_library",
+    "load_library",
+    "unpack_blob",
+    "unpack_blob_portable",
+]
+
+#: Accepted dtype spellings -> the blob dtype name.
+DTYPES = {
+    "bool": "bool",
+    "int32": "int32",
+    "int64": "int64",
+    "float32": "float32",
+    "float": "float32",
+    "float64": "float64",
+    "double": "float64",
+    "string": "string",
+}
+
+
+def _normalize_args(
+    names: str | Sequence[str],
+    dtypes: Any,
+    ragged: Iterable[str],
+) -> tuple[list[str], list[str], list[bool]]:
+    """Checks the arguments shared by both decoders; returns (names, blob dtype names, ragged flags)."""
+    import tensorflow as tf
+
+    if isinstance(names, str):
+        names = [names]
+    names = list(names)
+    if not names:
+        raise ValueError("names: expected at least one section name, got []")
+    for n in names:
+        if not isinstance(n, str) or not n:
+            raise ValueError(f"names: expected non-empty str section names, got {n!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"names: expected each name once, got {names}")
+    if isinstance(dtypes, (str, tf.DType)) or not isinstance(dtypes, Sequence):
+        dtypes = [dtypes]
+    dtypes = list(dtypes)
+    if len(dtypes) != len(names):
+        raise ValueError(
+            f"dtypes: expected {len(names)} entries (one per name in {names}), got {len(dtypes)}: {dtypes}"
+        )
+    out_dtypes = []
+    for d in dtypes:
+        key = d.name if isinstance(d, tf.DType) else d
+        if key not in DTYPES:
+            raise ValueError(f"dtypes: expected one of {sorted(DTYPES)} or the tf.DType, got {d!r}")
+        out_dtypes.append(DTYPES[key])
+    if isinstance(ragged, str):
+        ragged = [ragged]
+    ragged = list(ragged)
+    unknown = [r for r in ragged if r not in names]
+    if unknown:
+        raise ValueError(f"ragged: expected names among {names}, got {unknown}")
+    return names, out_dtypes, [n in ragged for n in names]
+
+
+_TF_DTYPES = {
+    "bool": "bool",
+    "int32": "int32",
+    "int64": "int64",
+    "float32": "float32",
+    "float64": "float64",
+    "string": "string",
+}
+
+
+def unpack_blob(
+    blobs: Any,
+    names: str | Sequence[str],
+    dtypes: Any,
+    ragged: Iterable[str] = (),
+    shapes: Sequence[Any] | None = None,
+    name: str | None = None,
+) -> list[Any]:
+    """Decodes sections of blob(s) with the C++ op ``MemgraphTf>UnpackBlob``.
+
+    Guarantees: returns one tensor per name in ``names`` order (``tf.RaggedTensor`` for names in
+    ``ragged``), each with the dtype given in ``dtypes``; every blob is validated in full before any
+    output is allocated. Raises ``tf.errors.InvalidArgumentError`` naming the blob index and the
+    spec's message for malformed blobs, an absent section, a dtype mismatch, an invalid ragged pair
+    or (vector of blobs) a shape that differs from blob 0's; ``ValueError`` naming the parameter for
+    bad arguments. ``shapes`` (optional, one per name, ``None`` dims allowed) gives the static
+    section shapes and is checked against every blob. Not differentiable.
+    """
+    import tensorflow as tf
+
+    names, blob_dtypes, ragged_flags = _normalize_args(names, dtypes, ragged)
+    attr_shapes = []
+    if shapes is not None:
+        if len(shapes) != len(names):
+            raise ValueError(f"shapes: expected {len(names)} entries (one per name), got {len(shapes)}")
+        attr_shapes = [tf.TensorShape(s) for s in shapes]
+    module = load_library()
+    blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
+    tf_dtypes = [tf.as_dtype(_TF_DTYPES[d]) for d in blob_dtypes]
+    num_ragged = sum(ragged_flags)
+    values, row_splits, batch_splits = module.memgraph_tf_unpack_blob(
+        blobs,
+        names=names,
+        dtypes=tf_dtypes,
+        ragged=ragged_flags,
+        num_ragged=num_ragged,
+        shapes=attr_shapes,
+        name=name,
+    )
+    return _assemble(blobs, values, row_splits, batch_splits, ragged_flags)
+
+
+def _assemble(blobs: Any, values: Sequence[Any], row_splits: Sequence[Any], batch_splits: Sequence[Any],
+              ragged_flags: Sequence[bool]) -> list[Any]:
+    import tensorflow as tf
+
+    out = []
+    r = 0
+    batched = blobs.shape.rank == 1 if blobs.shape.rank is not None else None
+    for i, is_ragged in enumerate(ragged_flags):
+        if not is_ragged:
+            out.append(values[i])
+            continue
+        rows = tf.RaggedTensor.from_row_splits(values[i], row_splits[r], validate=False)
+        if batched is None:
+            raise ValueError("blobs: expected a tensor of known rank (0 or 1) for ragged outputs, got unknown rank")
+        if batched:
+            rows = tf.RaggedTensor.from_row_splits(rows, batch_splits[r], validate=False)
+        out.append(rows)
+        r += 1
+    return out
+
+
+def unpack_blob_portable(
+    blobs: Any,
+    names: str | Sequence[str],
+    dtypes: Any,
+    ragged: Iterable[str] = (),
+    shapes: Sequence[Any] | None = None,
+    name: str | None = None,
+) -> list[Any]:
+    """Same contract and results as :func:`unpack_blob`, built from stock TensorFlow ops only.
+
+    Runs on the stock TF Serving image. Malformed blobs raise ``tf.errors.InvalidArgumentError``
+    whose message contains the spec's message (see :mod:`memgraph_tf.ops.portable`).
+    """
+    from memgraph_tf.ops import portable
+
+    return portable.unpack_blob_portable(blobs, names, dtypes, ragged=ragged, shapes=shapes, name=name)
