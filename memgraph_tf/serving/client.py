@@ -77,7 +77,7 @@ def encode_value(value: Any) -> str:
             return _encode_list(value.astype("float64").tolist(), force_float=True)
         if kind in "SO" or kind == "U":
             return _encode_list(value.tolist(), force_float=False)
-        return json.dumps(value.tolist())
+        return json.dumps(value.tolist(), separators=(",", ":"))
     if isinstance(value, Mapping):
         raise TypeError(
             f"feature value: expected bytes, str, bool, int, float or a list of them, got a "

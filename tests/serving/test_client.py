@@ -1,0 +1,145 @@
+"""ServingClient: JSON encoding rules, retries (503/504 and connection errors only), typed errors."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from memgraph_tf.serving import errors
+from memgraph_tf.serving.client import ServingClient, encode_example, encode_value
+from memgraph_tf.testing.arcadedb import free_port
+
+
+class ScriptedServer:
+    """A tiny real HTTP server answering POSTs from a script of (status, json body), counting them."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.requests = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _answer(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                outer.requests.append((self.command, self.path, self.rfile.read(n)))
+                status, payload = outer.script[min(len(outer.requests), len(outer.script)) - 1]
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_POST = _answer
+            do_GET = _answer
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+OK = (200, {"results": [[["a", 0.25], ["b", 0.75]]]})
+
+
+@pytest.mark.parametrize("status", [503, 504])
+def test_retry_after_503_and_504(status):
+    with ScriptedServer([(status, {"error": "busy"}), OK]) as srv:
+        with ServingClient(srv.url, "m", retries=2, backoff_s=0.01) as c:
+            assert c.classify([b"blob"]) == [[("a", 0.25), ("b", 0.75)]]
+    assert len(srv.requests) == 2
+    assert srv.requests[0][2] == srv.requests[1][2]  # the same body was sent again
+
+
+def test_no_retry_after_400():
+    with ScriptedServer([(400, {"error": "Feature: blob bad"}), OK]) as srv:
+        with ServingClient(srv.url, "m", retries=3, backoff_s=0.01) as c:
+            with pytest.raises(errors.BadRequestError, match="Feature: blob bad") as info:
+                c.classify([b"blob"])
+    assert len(srv.requests) == 1
+    assert (info.value.status, info.value.message) == (400, "Feature: blob bad")
+
+
+def test_503_until_retries_run_out_is_unavailable_error():
+    with ScriptedServer([(503, {"error": "still loading"})]) as srv:
+        with ServingClient(srv.url, "m", retries=2, backoff_s=0.01) as c:
+            with pytest.raises(errors.UnavailableError, match="still loading") as info:
+                c.status()
+    assert len(srv.requests) == 3 and info.value.status == 503
+
+
+def test_connection_refused_is_retried_then_typed():
+    port = free_port()
+    with ServingClient(f"http://127.0.0.1:{port}", "m", retries=1, backoff_s=0.01) as c:
+        with pytest.raises(errors.ServingConnectionError, match="cannot reach the server after 1 retries"):
+            c.status()
+
+
+def test_non_json_error_body_keeps_text():
+    with ScriptedServer([(500, "boom")]) as srv:
+        with ServingClient(srv.url, "m", retries=0) as c:
+            with pytest.raises(errors.InternalServerError, match="boom") as info:
+                c.status()
+    assert info.value.status == 500
+
+
+def test_request_layout():
+    with ScriptedServer([OK]) as srv:
+        with ServingClient(srv.url, "GraphSage", version=3) as c:
+            c.classify([b"\x00\xffMGTF"], context={"k": 1})
+    method, path, body = srv.requests[0]
+    assert (method, path) == ("POST", "/v1/models/GraphSage/versions/3:classify")
+    assert json.loads(body) == {"signature_name": "classify", "context": {"k": 1},
+                                "examples": [{"blob": {"b64": "AP9NR1RG"}}]}
+
+
+def test_encoding_follows_tf_serving_json_rules():
+    assert encode_value(b"\x00\x01") == '{"b64":"AAE="}'
+    assert encode_value(1.0) == "1.0"  # a float keeps its decimal point
+    assert encode_value(3) == "3" and encode_value(True) == "true"
+    assert encode_value([1, 2.5]) == "[1.0,2.5]"  # a list with a float is all floats
+    assert encode_value(np.array([1, 2], np.float32)) == "[1.0,2.0]"
+    assert encode_value(np.array([[1, 2]], np.int64)) == "[[1,2]]"
+    assert encode_value(float("nan")) == "NaN" and encode_value(float("-inf")) == "-Infinity"
+    assert encode_value("é") == '"\\u00e9"'
+    assert json.loads(encode_example({"x": np.float32(0.5), "s": "a"})) == {"x": 0.5, "s": "a"}
+    with pytest.raises(TypeError, match="examples: expected each example to be a blob"):
+        encode_example(42)
+    with pytest.raises(TypeError, match="got a mapping with keys"):
+        encode_value({"nested": 1})
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"base_url": "localhost:8501"}, "base_url: expected an http:// or https:// URL, got 'localhost:8501'"),
+    ({"model": "a/b"}, "model: expected a model name without '/' or ':', got 'a/b'"),
+    ({"version": 1, "label": "stable"}, "expected at most one of them"),
+    ({"timeout_s": 0}, "timeout_s: expected a number > 0, got 0"),
+    ({"retries": -1}, "retries: expected an int >= 0, got -1"),
+    ({"max_request_bytes": 10}, "max_request_bytes: expected an int >= 64, got 10"),
+])
+def test_argument_errors_name_the_parameter(kwargs, match):
+    args = {"base_url": "http://127.0.0.1:1", "model": "m", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        ServingClient(**args)
+
+
+def test_predict_needs_exactly_one_format():
+    with ServingClient("http://127.0.0.1:1", "m") as c:
+        with pytest.raises(ValueError, match="instances / inputs: expected exactly one of them, got neither"):
+            c.predict()
