@@ -1,0 +1,264 @@
+"""Run the unchanged ``tf_features`` query module in-process, through Memgraph's real ``mgp.py``.
+
+:class:`EmbeddedGraph` is an in-memory property graph plus a working ``_mgp`` (see
+:mod:`memgraph_tf.embedded._runtime`), so ``query_modules/tf_features.py`` is loaded and called
+exactly as Memgraph would load and call it::
+
+    g = EmbeddedGraph()
+    a = g.add_node(["Paper"], {"f": [1.0, 2.0]})
+    b = g.add_node(["Paper"], {"f": [3.0, 4.0]})
+    g.add_edge(a, b, "CITES")
+    [row] = g.call("tf_features.pack", [a, b], ["f"], {})   # {"blob": "TUdURgEAAAA...", "count": 2}
+
+Stdlib only apart from the Planetoid loader (which needs numpy and scipy to read the pickles).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import pickle
+from typing import Any, Iterable, Mapping, Sequence
+
+from memgraph_tf.embedded import _runtime
+from memgraph_tf.embedded._runtime import (
+    ArgumentTypeError,
+    EdgeRef,
+    EmbeddedError,
+    NodeRef,
+    ProcedureError,
+    ProcedureNotFoundError,
+    ResultConversionError,
+)
+
+__all__ = [
+    "ArgumentTypeError",
+    "EdgeRef",
+    "EmbeddedError",
+    "EmbeddedGraph",
+    "NodeRef",
+    "ProcedureError",
+    "ProcedureNotFoundError",
+    "ResultConversionError",
+    "default_module_paths",
+]
+
+
+def default_module_paths() -> list[pathlib.Path]:
+    """The query-module files an :class:`EmbeddedGraph` loads by default (``tf_features.py``)."""
+    from memgraph_tf.procedures.install import find_module_file
+
+    return [find_module_file()]
+
+
+class EmbeddedGraph:
+    """An in-memory graph whose query modules run through Memgraph's ``mgp.py``.
+
+    Node ids are dense internal ids from 0, in creation order. ``call`` behaves like
+    ``CALL name(args...) YIELD *`` on Memgraph, returning one dict per record; it raises
+    :class:`ArgumentTypeError` / :class:`ResultConversionError` for what Memgraph refuses and
+    :class:`ProcedureError` (message ``name: ExcType: text``, cause chained) when the procedure raises.
+    """
+
+    def __init__(self, modules: Iterable[str | os.PathLike[str]] | None = None) -> None:
+        self._runtime = _runtime.Runtime()
+        self._store = self._runtime.store
+        for path in default_module_paths() if modules is None else modules:
+            self._runtime.load(path)
+
+    # -- building -------------------------------------------------------------------------------
+    def add_node(self, labels: Sequence[str] = (), properties: Mapping[str, Any] | None = None) -> int:
+        """Adds a vertex; returns its internal id. Property values must be Memgraph property values."""
+        if isinstance(labels, str):
+            labels = [labels]
+        return self._store.add_vertex(labels, dict(properties or {}))
+
+    def add_edge(self, src: int, dst: int, edge_type: str, properties: Mapping[str, Any] | None = None) -> int:
+        """Adds a directed edge ``src -[edge_type]-> dst``; returns its id."""
+        return self._store.add_edge(src, dst, edge_type, dict(properties) if properties else None)
+
+    def set_property(self, node_id: int, key: str, value: Any) -> None:
+        """Sets (``None``: removes) a node property, e.g. a prediction written back."""
+        self._check_node(node_id)
+        self._store.set_property(self._store.vprops[node_id], key, value)
+
+    def get_property(self, node_id: int, key: str, default: Any = None) -> Any:
+        """A node property as a procedure would see it (lists as lists), or ``default``."""
+        self._check_node(node_id)
+        value = self._store.vprops[node_id].get(key)
+        return default if value is None else _runtime.load_value(value)
+
+    def labels(self, node_id: int) -> list[str]:
+        self._check_node(node_id)
+        return list(self._store.labels[node_id])
+
+    def node(self, node_id: int) -> NodeRef:
+        """A node reference to pass where a procedure takes vertices (Cypher ``MATCH (n) ...``)."""
+        self._check_node(node_id)
+        return NodeRef(self._store, node_id)
+
+    def nodes(self, label: str | None = None) -> list[int]:
+        """Internal ids of all nodes (with ``label`` if given), ascending."""
+        return [i for i, ls in enumerate(self._store.labels) if label is None or label in ls]
+
+    def neighbours(self, node_id: int, edge_types: Sequence[str] | None = None, direction: str = "both") -> list[int]:
+        """Distinct neighbour ids along ``edge_types`` (None: all) and ``direction``, ascending."""
+        self._check_node(node_id)
+        s = self._store
+        found = set()
+        if direction in ("out", "both"):
+            found.update(s.edst[e] for e in s.out_edges[node_id] if edge_types is None or s.etype[e] in edge_types)
+        if direction in ("in", "both"):
+            found.update(s.esrc[e] for e in s.in_edges[node_id] if edge_types is None or s.etype[e] in edge_types)
+        return sorted(found)
+
+    @property
+    def node_count(self) -> int:
+        return len(self._store.labels)
+
+    @property
+    def edge_count(self) -> int:
+        return len(self._store.etype)
+
+    def _check_node(self, node_id: int) -> None:
+        if not isinstance(node_id, int) or not 0 <= node_id < len(self._store.labels):
+            raise IndexError(f"node_id: expected an id in 0..{len(self._store.labels) - 1}, got {node_id!r}")
+
+    # -- calling --------------------------------------------------------------------------------
+    def call(self, procedure_name: str, *args: Any) -> list[dict[str, Any]]:
+        """``CALL procedure_name(*args) YIELD *``: one dict per record (nodes as :class:`NodeRef`)."""
+        return self._runtime.call(procedure_name, *args)
+
+    def load_module(self, path: str | os.PathLike[str]) -> list[str]:
+        """Loads another query-module file; returns its procedures' qualified names."""
+        module = self._runtime.load(path)
+        return sorted(p.qualified_name for p in module.procedures.values())
+
+    def procedures(self) -> dict[str, str]:
+        """Qualified name -> signature of every loaded procedure."""
+        return {p.qualified_name: p.signature() for m in self._runtime.modules.values() for p in m.procedures.values()}
+
+    def request_abort(self, abort: bool = True) -> None:
+        """Makes ``ctx.must_abort()`` true (Memgraph: the query was terminated or timed out)."""
+        self._runtime.abort_requested = abort
+
+    # -- loaders --------------------------------------------------------------------------------
+    @classmethod
+    def from_edge_list(
+        cls,
+        edges: str | os.PathLike[str] | Iterable[tuple[int, int]],
+        *,
+        num_nodes: int | None = None,
+        label: str = "Node",
+        edge_type: str = "EDGE",
+        node_properties: Mapping[str, Sequence[Any]] | None = None,
+        modules: Iterable[str | os.PathLike[str]] | None = None,
+    ) -> "EmbeddedGraph":
+        """A graph of nodes ``0..N-1`` (labelled ``label``) and one ``edge_type`` edge per pair.
+
+        ``edges`` is an iterable of ``(src, dst)`` ints or a text file of ``src dst`` lines (``#``
+        comments and blank lines skipped). ``N`` is ``num_nodes`` or 1 + the largest id.
+        ``node_properties[name][i]`` becomes property ``name`` of node ``i``. Internal id = node
+        number.
+        """
+        pairs: list[tuple[int, int]] = []
+        if isinstance(edges, (str, os.PathLike)):
+            with open(edges, encoding="utf-8") as f:
+                for lineno, line in enumerate(f, start=1):
+                    text = line.split("#", 1)[0].strip()
+                    if not text:
+                        continue
+                    parts = text.split()
+                    if len(parts) < 2:
+                        raise ValueError(f"{os.fspath(edges)}:{lineno}: expected 'src dst', got {line.strip()!r}")
+                    try:
+                        pairs.append((int(parts[0]), int(parts[1])))
+                    except ValueError:
+                        raise ValueError(
+                            f"{os.fspath(edges)}:{lineno}: expected two integer node ids, got {line.strip()!r}"
+                        ) from None
+        else:
+            pairs = [(int(a), int(b)) for a, b in edges]
+        biggest = max((max(a, b) for a, b in pairs), default=-1)
+        n = biggest + 1 if num_nodes is None else num_nodes
+        if n <= biggest:
+            raise ValueError(f"num_nodes: expected > {biggest} (the largest id in edges), got {num_nodes}")
+        if min((min(a, b) for a, b in pairs), default=0) < 0:
+            raise ValueError("edges: expected node ids >= 0, got a negative id")
+        node_properties = node_properties or {}
+        for name, values in node_properties.items():
+            if len(values) != n:
+                raise ValueError(f"node_properties[{name!r}]: expected {n} values (one per node), got {len(values)}")
+        g = cls(modules)
+        for i in range(n):
+            g._store.add_vertex([label], {name: values[i] for name, values in node_properties.items()})
+        for a, b in pairs:
+            g._store.add_edge(a, b, edge_type)
+        return g
+
+    @classmethod
+    def from_planetoid(
+        cls,
+        name: str,
+        root: str | os.PathLike[str],
+        *,
+        label: str = "Paper",
+        edge_type: str = "CITES",
+        modules: Iterable[str | os.PathLike[str]] | None = None,
+    ) -> "EmbeddedGraph":
+        """Cora / Citeseer / Pubmed from the Planetoid files ``root/ind.<name>.*``.
+
+        Node ``i`` (internal id ``i``, label ``label``) has properties ``id`` (= i), ``features``
+        (list of floats), ``label`` (int class; -1 for Citeseer's isolated test-range nodes that
+        have no label) and ``split`` (``train``: the first ``len(y)`` nodes, ``val``: the next 500,
+        ``test``: ``test.index``, else ``none``). Each undirected pair is stored once as
+        ``min -> max`` (use ``direction: 'both'``); self-loops once.
+        """
+        import numpy as np
+
+        root = pathlib.Path(root)
+        data = {}
+        for part in ("x", "y", "tx", "ty", "allx", "ally", "graph"):
+            path = root / f"ind.{name}.{part}"
+            if not path.exists():
+                raise FileNotFoundError(f"Planetoid {name!r}: expected {path}, got no such file")
+            with open(path, "rb") as f:
+                data[part] = pickle.load(f, encoding="latin1")
+        test_index = [int(line) for line in (root / f"ind.{name}.test.index").read_text().split()]
+        allx, tx = data["allx"], data["tx"]
+        ally, ty = np.asarray(data["ally"]), np.asarray(data["ty"])
+        lo, hi = min(test_index), max(test_index)
+        n = max(allx.shape[0] + (hi - lo + 1), len(data["graph"]))
+        width = allx.shape[1]
+        features = np.zeros((n, width), dtype=np.float32)
+        onehot = np.zeros((n, ally.shape[1]), dtype=np.float32)
+        features[: allx.shape[0]] = allx.toarray()
+        onehot[: allx.shape[0]] = ally
+        tx_dense = tx.toarray()
+        for row, node in enumerate(test_index):  # tx row j belongs to the j-th line of test.index
+            features[node] = tx_dense[row]
+            onehot[node] = ty[row]
+        labels = np.where(onehot.sum(axis=1) > 0, onehot.argmax(axis=1), -1)
+        split = ["none"] * n
+        n_train = np.asarray(data["y"]).shape[0]
+        for i in range(n_train):
+            split[i] = "train"
+        for i in range(n_train, n_train + 500):
+            split[i] = "val"
+        for i in test_index:
+            split[i] = "test"
+        g = cls(modules)
+        cache: dict[float, float] = {}  # share float objects: Planetoid features are mostly 0/1
+        for i in range(n):
+            row = [cache.setdefault(v, v) for v in features[i].tolist()]
+            g._store.add_vertex(
+                [label], {"id": i, "features": row, "label": int(labels[i]), "split": split[i]}
+            )
+        seen = set()
+        for src, dsts in data["graph"].items():
+            for dst in dsts:
+                a, b = (src, dst) if src <= dst else (dst, src)
+                if (a, b) not in seen and b < n:
+                    seen.add((a, b))
+                    g._store.add_edge(a, b, edge_type)
+        return g

@@ -1,0 +1,222 @@
+"""The small graph-access protocol the procedures are written against, and its ``mgp`` implementation.
+
+The packing and sampling code (:mod:`memgraph_tf.procedures.core`) sees nodes only as integer *keys*
+(a node's internal id, or the value of ``options.id_property``) and asks a :class:`GraphAccess` for
+properties and neighbours in batches. The query module uses :class:`MgpGraphAccess` (inside
+Memgraph); a client-side fallback over plain Cypher implements the same protocol and, since the
+core code sorts and deduplicates neighbours itself, produces the same bytes for the same graph and
+seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from memgraph_tf.procedures.errors import (
+    NodeNotFoundError,
+    ProcedureInputError,
+    PropertyValueError,
+    describe_value,
+)
+from memgraph_tf.procedures.options import Options
+
+ABORT_CHECK_EVERY = 256
+
+
+class GraphAccess(Protocol):
+    """What the procedures need from a graph. Keys are Python ints.
+
+    Implementations guarantee: ``properties`` returns one list per key (``None`` for a missing
+    property, lists as Python lists); ``neighbours`` returns, per key, the keys of the nodes one
+    edge away along ``edge_types`` (``None`` = all types) and ``direction`` (``out``, ``in``,
+    ``both``), in any order and possibly repeated; ``check_abort`` raises when the caller must stop.
+    """
+
+    def node_name(self, key: int) -> str:
+        """How a node is named in error messages (``node 5`` / ``node with id = 5``)."""
+
+    def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
+        """Property values per key, ``None`` where missing."""
+
+    def neighbours(
+        self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str
+    ) -> list[list[int]]:
+        """Neighbour keys per key."""
+
+    def check_abort(self) -> None:
+        """Raises if the procedure must stop (Memgraph: ``ctx.check_must_abort()``)."""
+
+
+def node_name(key: int, id_property: str | None) -> str:
+    """The canonical way errors name a node: ``node 5`` or ``node with id = 5``."""
+    return f"node {key}" if id_property is None else f"node with {id_property} = {key}"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class MgpGraphAccess:
+    """:class:`GraphAccess` over an ``mgp.ProcCtx`` (inside Memgraph or the embedded runtime).
+
+    Keys are internal vertex ids, or the integer values of ``options.id_property`` (looked up among
+    the vertices with ``options.label`` when given, else among all vertices).
+    """
+
+    def __init__(self, ctx: Any, options: Options) -> None:
+        self._ctx = ctx
+        self._graph = ctx.graph
+        self._id_property = options.id_property
+        self._label = options.label
+        self._vertices: dict[int, Any] = {}
+        self._index: dict[int, Any] | None = None
+        self._calls = 0
+
+    # -- protocol -------------------------------------------------------------------------------
+    def node_name(self, key: int) -> str:
+        return node_name(key, self._id_property)
+
+    def check_abort(self) -> None:
+        self._ctx.check_must_abort()
+
+    def _tick(self) -> None:
+        self._calls += 1
+        if self._calls % ABORT_CHECK_EVERY == 0:
+            self._ctx.check_must_abort()
+
+    def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
+        out = []
+        for key in keys:
+            self._tick()
+            props = self._vertices[key].properties
+            out.append([props.get(name) for name in names])
+        return out
+
+    def neighbours(
+        self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str
+    ) -> list[list[int]]:
+        types = None if edge_types is None else frozenset(edge_types)
+        out = []
+        for key in keys:
+            vertex = self._vertices[key]
+            found: list[int] = []
+            if direction in ("out", "both"):
+                for edge in vertex.out_edges:
+                    self._tick()
+                    if types is None or edge.type.name in types:
+                        found.append(self._register(edge.to_vertex))
+            if direction in ("in", "both"):
+                for edge in vertex.in_edges:
+                    self._tick()
+                    if types is None or edge.type.name in types:
+                        found.append(self._register(edge.from_vertex))
+            out.append(found)
+        return out
+
+    # -- resolution -----------------------------------------------------------------------------
+    def _key_of(self, vertex: Any) -> int:
+        if self._id_property is None:
+            return vertex.id
+        value = vertex.properties.get(self._id_property)
+        if not _is_int(value):
+            what = "no value" if value is None else describe_value(value)
+            raise PropertyValueError(
+                f"node {vertex.id} property {self._id_property!r} (options.id_property): expected an "
+                f"integer id, got {what}"
+            )
+        return value
+
+    def _register(self, vertex: Any) -> int:
+        key = self._key_of(vertex)
+        seen = self._vertices.get(key)
+        if seen is None:
+            self._vertices[key] = vertex
+        elif self._id_property is not None and seen.id != vertex.id:
+            raise ProcedureInputError(
+                f"options.id_property: expected unique ids, got {self._id_property} = {key} on the "
+                f"nodes with internal ids {seen.id} and {vertex.id}"
+            )
+        return key
+
+    def _build_index(self) -> dict[int, Any]:
+        index: dict[int, Any] = {}
+        for i, vertex in enumerate(self._graph.vertices):
+            if i % ABORT_CHECK_EVERY == 0:
+                self._ctx.check_must_abort()
+            if self._label is not None and not any(l.name == self._label for l in vertex.labels):
+                continue
+            value = vertex.properties.get(self._id_property)
+            if value is None:
+                continue
+            if not _is_int(value):
+                raise PropertyValueError(
+                    f"node {vertex.id} property {self._id_property!r} (options.id_property): expected "
+                    f"an integer id, got {describe_value(value)}"
+                )
+            if value in index:
+                raise ProcedureInputError(
+                    f"options.id_property: expected unique ids, got {self._id_property} = {value} on "
+                    f"the nodes with internal ids {index[value].id} and {vertex.id}"
+                )
+            index[value] = vertex
+        return index
+
+    def resolve(self, nodes: Any, param: str) -> list[int]:
+        """Turns a list of vertices or integer ids into keys; raises naming ``param[i]`` at fault.
+
+        Guarantees: the keys are in input order (duplicates kept) and every key can be passed to
+        :meth:`properties` and :meth:`neighbours`.
+        """
+        if not isinstance(nodes, (list, tuple)):
+            raise ProcedureInputError(f"{param}: expected a list of nodes or integer ids, got {describe_value(nodes)}")
+        if not nodes:
+            raise ProcedureInputError(f"{param}: expected at least one node or id, got an empty list")
+        keys = []
+        for i, node in enumerate(nodes):
+            if i % ABORT_CHECK_EVERY == 0:
+                self._ctx.check_must_abort()
+            if _is_int(node):
+                keys.append(self._resolve_id(node, f"{param}[{i}]"))
+            elif hasattr(node, "properties") and hasattr(node, "out_edges"):
+                keys.append(self._register(node))
+            else:
+                raise ProcedureInputError(
+                    f"{param}[{i}]: expected a node or an integer id, got {describe_value(node)}"
+                )
+        return keys
+
+    def _resolve_id(self, node_id: int, where: str) -> int:
+        if self._id_property is None:
+            if node_id not in self._vertices:
+                try:
+                    self._vertices[node_id] = self._graph.get_vertex_by_id(node_id)
+                except IndexError:
+                    raise NodeNotFoundError(
+                        f"{where}: unknown node id {node_id} (no node has that internal id)"
+                    ) from None
+            return node_id
+        if self._index is None:
+            self._index = self._build_index()
+        vertex = self._index.get(node_id)
+        if vertex is None:
+            scope = f":{self._label} node" if self._label else "node"
+            raise NodeNotFoundError(
+                f"{where}: unknown node id {node_id} (no {scope} has {self._id_property} = {node_id})"
+            )
+        return self._register(vertex)
+
+    def first_node_with(self, names: Sequence[str]) -> int:
+        """The key of the first vertex (in graph order, with ``options.label`` if set) having all
+        ``names``; raises :class:`PropertyValueError` when there is none."""
+        for i, vertex in enumerate(self._graph.vertices):
+            if i % ABORT_CHECK_EVERY == 0:
+                self._ctx.check_must_abort()
+            if self._label is not None and not any(l.name == self._label for l in vertex.labels):
+                continue
+            props = vertex.properties
+            if all(props.get(name) is not None for name in names):
+                return self._register(vertex)
+        scope = f"no :{self._label} node" if self._label else "no node"
+        raise PropertyValueError(
+            f"properties: expected a node having all of {list(names)!r}, got {scope} with all of them"
+        )

@@ -1,0 +1,75 @@
+"""``memgraph-tf install-modules DIR``: copy what Memgraph needs into its query-modules directory.
+
+The query-module file ``tf_features.py`` lives in the repository at ``query_modules/`` and is
+installed by the wheel as data under ``<prefix>/share/memgraph-tf/query_modules/`` (see
+``[tool.setuptools.data-files]`` in pyproject.toml); :func:`find_module_file` looks in
+``$MEMGRAPH_TF_QUERY_MODULES_DIR``, the checkout and that data directory, in that order.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+import shutil
+import sys
+import sysconfig
+
+_log = logging.getLogger(__name__)
+
+MODULE_FILE = "tf_features.py"
+ENV_MODULES_DIR = "MEMGRAPH_TF_QUERY_MODULES_DIR"
+HELPER_FILES = ("__init__.py", "blob.py")
+"""Files of the ``memgraph_tf`` package Memgraph needs, besides the ``procedures`` subpackage."""
+
+
+def module_search_path() -> list[pathlib.Path]:
+    """Directories searched for ``tf_features.py``, in order."""
+    here = pathlib.Path(__file__).resolve().parent.parent.parent  # the checkout root (or site-packages)
+    dirs = []
+    if os.environ.get(ENV_MODULES_DIR):
+        dirs.append(pathlib.Path(os.environ[ENV_MODULES_DIR]))
+    dirs.append(here / "query_modules")
+    for prefix in dict.fromkeys([sysconfig.get_path("data"), sys.prefix, sys.base_prefix]):
+        dirs.append(pathlib.Path(prefix) / "share" / "memgraph-tf" / "query_modules")
+    return dirs
+
+
+def find_module_file() -> pathlib.Path:
+    """The ``tf_features.py`` to deploy; raises FileNotFoundError listing the places searched."""
+    dirs = module_search_path()
+    for d in dirs:
+        candidate = d / MODULE_FILE
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"{MODULE_FILE}: expected in one of {', '.join(map(str, dirs))} (set {ENV_MODULES_DIR}), got none"
+    )
+
+
+def install_modules(directory: str | os.PathLike[str], overwrite: bool = True) -> list[str]:
+    """Copies ``tf_features.py`` and the helper package into ``directory`` (created if needed).
+
+    The helper package is a ``memgraph_tf/`` tree with only ``__init__.py``, ``blob.py`` and
+    ``procedures/*.py``: everything Memgraph imports, stdlib-only. Guarantees: returns the written
+    paths; with ``overwrite=False`` raises FileExistsError (naming the file) before writing
+    anything if any target exists.
+    """
+    target = pathlib.Path(directory)
+    package = pathlib.Path(__file__).resolve().parent.parent
+    sources = [(find_module_file(), target / MODULE_FILE)]
+    sources += [(package / name, target / "memgraph_tf" / name) for name in HELPER_FILES]
+    for src in sorted((package / "procedures").glob("*.py")):
+        sources.append((src, target / "memgraph_tf" / "procedures" / src.name))
+    if not overwrite:
+        for _, dst in sources:
+            if dst.exists():
+                raise FileExistsError(f"{dst}: expected no existing file (overwrite=False), got one")
+    written = []
+    for src, dst in sources:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+        written.append(str(dst))
+        _log.debug("installed %s -> %s", src, dst)
+    _log.info("installed %d files into %s; run CALL mg.load_all(); to (re)load them", len(written), target)
+    return written

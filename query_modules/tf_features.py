@@ -1,0 +1,62 @@
+"""Memgraph query module ``tf_features``: node features and GraphSAGE neighbourhoods as blobs.
+
+Deploy with ``memgraph-tf install-modules DIR`` (copies this file and the ``memgraph_tf`` helper
+package it imports into Memgraph's query-modules directory), then ``CALL mg.load_all();``.
+Blobs follow docs/blob-format.md and leave as base64url strings (Memgraph has no bytes type).
+Reference: docs/query-modules.md.
+"""
+
+import mgp
+
+from memgraph_tf import procedures as _procedures
+
+
+@mgp.read_proc
+def pack(
+    ctx: mgp.ProcCtx,
+    nodes: mgp.List[mgp.Any],
+    properties: mgp.List[str],
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(blob=str, count=int):
+    """One blob with ``ids`` [n], ``features`` [n, d], a section per string property and ``labels``
+    (with ``options.label_property``) for ``nodes`` (vertices, or integer ids)."""
+    encoded, count = _procedures.run_pack(ctx, nodes, properties, options)
+    return mgp.Record(blob=encoded, count=count)
+
+
+@mgp.read_proc
+def sample(
+    ctx: mgp.ProcCtx,
+    seeds: mgp.List[mgp.Any],
+    fanouts: mgp.List[int],
+    properties: mgp.List[str],
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(blob=str):
+    """One blob with ``ids_h``, ``features_h`` (h = 0..len(fanouts)), ``mask_h`` when padding, and
+    ``labels`` (with ``options.label_property``): GraphSAGE neighbourhoods of ``seeds``."""
+    return mgp.Record(blob=_procedures.run_sample(ctx, seeds, fanouts, properties, options))
+
+
+@mgp.read_proc
+def sample_per_node(
+    ctx: mgp.ProcCtx,
+    seeds: mgp.List[mgp.Any],
+    fanouts: mgp.List[int],
+    properties: mgp.List[str],
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(node_id=int, blob=str):
+    """One row per seed: its id and the blob ``sample`` would give for that seed alone."""
+    rows = _procedures.run_sample_per_node(ctx, seeds, fanouts, properties, options)
+    return [mgp.Record(node_id=node_id, blob=encoded) for node_id, encoded in rows]
+
+
+@mgp.read_proc
+def describe(
+    ctx: mgp.ProcCtx,
+    properties: mgp.List[str],
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(feature_width=int, dtype=str, columns=mgp.List[mgp.Map], sections=mgp.List[mgp.Map]):
+    """The feature width, dtype, per-property columns and the blob sections (pack layout, or the
+    sample layout for ``options.fanouts``) that these properties produce."""
+    info = _procedures.run_describe(ctx, properties, options)
+    return mgp.Record(**info)
