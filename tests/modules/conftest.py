@@ -1,0 +1,37 @@
+"""Fixtures for the tf_features query-module suites (embedded runtime and real Memgraph)."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent.parent
+DATASETS = REPO_ROOT.parent / "shared" / "datasets"
+
+
+def load_cases():
+    """The shared case module (tests/modules/_cases.py), loaded once under a private name."""
+    name = "_memgraph_tf_modules_cases"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "_cases.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture
+def embedded_runner():
+    return load_cases().EmbeddedRunner()
+
+
+@pytest.fixture(scope="session")
+def planetoid_root() -> pathlib.Path:
+    root = DATASETS / "planetoid"
+    if not (root / "ind.cora.graph").exists():
+        pytest.skip(f"Planetoid files not found under {root} (expected beside the repository)")
+    return root

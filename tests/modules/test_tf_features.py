@@ -1,0 +1,92 @@
+"""tf_features through the embedded runtime: the real module file, through the real mgp.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def _cases():
+    name = "_memgraph_tf_modules_cases"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "_cases.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+cases = _cases()
+
+
+@pytest.mark.parametrize("name", sorted(cases.CASES))
+def test_case(name, embedded_runner):
+    cases.CASES[name](embedded_runner)
+
+
+@pytest.mark.parametrize("name", sorted(cases.ERROR_CASES))
+def test_error_case(name, embedded_runner):
+    graph, procedure, args, message = cases.ERROR_CASES[name]
+    embedded_runner.build(graph())
+    with pytest.raises(embedded_runner.error_type, match=cases.regex(message(embedded_runner))):
+        embedded_runner.call(procedure, *args)
+
+
+def test_module_is_the_file_memgraph_loads(embedded_runner):
+    from memgraph_tf.procedures.install import find_module_file
+
+    embedded_runner.build(cases.small_graph())
+    procs = embedded_runner.graph.procedures()
+    assert sorted(procs) == [
+        "tf_features.describe",
+        "tf_features.pack",
+        "tf_features.sample",
+        "tf_features.sample_per_node",
+    ]
+    assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
+    assert procs["tf_features.pack"] == (
+        "tf_features.pack(nodes :: LIST OF ANY, properties :: LIST OF STRING, options = None :: MAP?) "
+        ":: (blob :: STRING, count :: INTEGER)"
+    )
+
+
+def test_blob_is_base64url_with_padding(embedded_runner):
+    import base64
+
+    embedded_runner.build(cases.small_graph())
+    [row] = embedded_runner.call("tf_features.pack", [0, 1, 2], ["f"], {})
+    text = row["blob"]
+    assert set(text) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=")
+    assert len(text) % 4 == 0
+    raw = base64.urlsafe_b64decode(text)
+    assert raw[:4] == b"MGTF"
+
+
+def test_wrong_argument_type_is_refused_before_the_call(embedded_runner):
+    from memgraph_tf.embedded import ArgumentTypeError
+
+    embedded_runner.build(cases.small_graph())
+    with pytest.raises(ArgumentTypeError, match=r"argument 'fanouts' at position 2 expects LIST OF INTEGER, got STRING"):
+        embedded_runner.call("tf_features.sample", [0], "2,2", ["f"])
+    with pytest.raises(ArgumentTypeError, match=r"argument 'fanouts' at position 2 expects LIST OF INTEGER, got LIST"):
+        embedded_runner.call("tf_features.sample", [0], [2.0], ["f"])
+    with pytest.raises(ArgumentTypeError, match=r"argument 'options' at position 3 expects MAP\?, got LIST"):
+        embedded_runner.call("tf_features.pack", [0], ["f"], ["dtype"])
+    with pytest.raises(ArgumentTypeError, match=r"tf_features.pack: expected 2 to 3 arguments, got 1"):
+        embedded_runner.call("tf_features.pack", [0])
+    with pytest.raises(ArgumentTypeError, match=r"argument 'nodes'\[0\]: expected a Cypher value .* got builtins.bytes"):
+        embedded_runner.call("tf_features.pack", [b"\x00"], ["f"])
+
+
+def test_abort_is_honoured(embedded_runner):
+    embedded_runner.build(cases.star_graph())
+    embedded_runner.graph.request_abort()
+    with pytest.raises(embedded_runner.error_type, match=r"tf_features.sample: AbortError"):
+        embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
+    embedded_runner.graph.request_abort(False)
+    assert embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
