@@ -1,0 +1,227 @@
+"""The embedded runtime converts and refuses values the way Memgraph does (real mgp.py on top)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from memgraph_tf.embedded import (
+    ArgumentTypeError,
+    EmbeddedGraph,
+    NodeRef,
+    ProcedureError,
+    ProcedureNotFoundError,
+    ResultConversionError,
+)
+
+PROBE = textwrap.dedent(
+    '''
+    import mgp
+    import numpy as np
+
+    KEPT = []
+
+    @mgp.read_proc
+    def give(ctx: mgp.ProcCtx, what: str) -> mgp.Record(value=mgp.Nullable[mgp.Any]):
+        values = {
+            "bytes": b"abc",
+            "np_int64": np.int64(3),
+            "np_float32": np.float32(1.5),
+            "np_float64": np.float64(2.5),
+            "np_array": np.arange(3),
+            "np_bool": np.bool_(True),
+            "overflow": 2**63,
+            "int": 2**63 - 1,
+            "tuple": (1, "a", [2.5]),
+            "nested_bytes": {"k": [1, b"x"]},
+            "set": {1, 2},
+            "nul": "ab\\x00cd",
+            "vertex": ctx.graph.get_vertex_by_id(1),
+        }
+        return mgp.Record(value=values[what])
+
+    @mgp.read_proc
+    def typed(ctx: mgp.ProcCtx) -> mgp.Record(n=int):
+        return mgp.Record(n="not an int")
+
+    @mgp.read_proc
+    def extra_field(ctx: mgp.ProcCtx) -> mgp.Record(a=int):
+        return mgp.Record(a=1, b=2)
+
+    @mgp.read_proc
+    def missing_field(ctx: mgp.ProcCtx) -> mgp.Record(a=int, b=int):
+        return mgp.Record(a=1)
+
+    @mgp.read_proc
+    def not_a_record(ctx: mgp.ProcCtx) -> mgp.Record(a=int):
+        return [{"a": 1}]
+
+    @mgp.read_proc
+    def many(ctx: mgp.ProcCtx, n: int) -> mgp.Record(i=int):
+        return [mgp.Record(i=i) for i in range(n)]
+
+    @mgp.read_proc
+    def nothing(ctx: mgp.ProcCtx) -> mgp.Record(i=int):
+        return None
+
+    @mgp.read_proc
+    def write_in_read(ctx: mgp.ProcCtx, v: mgp.Vertex) -> mgp.Record(ok=bool):
+        v.properties.set("p", 1)
+        return mgp.Record(ok=True)
+
+    @mgp.write_proc
+    def write(ctx: mgp.ProcCtx, v: mgp.Vertex, value: mgp.Any) -> mgp.Record(ok=bool):
+        v.properties.set("p", value)
+        return mgp.Record(ok=True)
+
+    @mgp.read_proc
+    def keep(ctx: mgp.ProcCtx, v: mgp.Vertex) -> mgp.Record(labels=mgp.List[str], deg=int):
+        KEPT.append(v)
+        return mgp.Record(labels=[l.name for l in v.labels], deg=len(list(v.out_edges)))
+
+    @mgp.read_proc
+    def use_kept(ctx: mgp.ProcCtx) -> mgp.Record(id=int):
+        return mgp.Record(id=KEPT[-1].id)
+
+    @mgp.read_proc
+    def args(ctx: mgp.ProcCtx, x: mgp.Number, y: mgp.Nullable[float] = None,
+             z: mgp.List[mgp.Nullable[int]] = [1]) -> mgp.Record(x=mgp.Number, y=mgp.Nullable[float], z=list):
+        return mgp.Record(x=x, y=y, z=z)
+    '''
+)
+
+
+@pytest.fixture
+def graph(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text(PROBE)
+    g = EmbeddedGraph(modules=[path])
+    g.add_node(["A"], {"p": 0})
+    g.add_node(["B", "C"], {"q": [1.0, 2.0]})
+    g.add_edge(1, 0, "R")
+    return g
+
+
+@pytest.mark.parametrize(
+    "what, type_name",
+    [
+        ("bytes", "builtins.bytes"),
+        ("np_int64", "numpy.int64"),
+        ("np_float32", "numpy.float32"),
+        ("np_array", "numpy.ndarray"),
+        ("np_bool", "numpy.bool"),
+        ("set", "builtins.set"),
+        ("nested_bytes", "builtins.bytes"),
+    ],
+)
+def test_unsupported_result_values_are_refused(graph, what, type_name):
+    with pytest.raises(ResultConversionError, match=rf"probe.give: record 0 field 'value'.*: Unsupported PyObject conversion of {type_name}"):
+        graph.call("probe.give", what)
+
+
+def test_convertible_result_values(graph):
+    assert graph.call("probe.give", "np_float64") == [{"value": 2.5}]
+    assert type(graph.call("probe.give", "np_float64")[0]["value"]) is float
+    assert graph.call("probe.give", "int") == [{"value": 2**63 - 1}]
+    assert graph.call("probe.give", "tuple") == [{"value": [1, "a", [2.5]]}]
+    assert graph.call("probe.give", "vertex") == [{"value": NodeRef(graph._store, 1)}]
+    # Memgraph hands strings over as C strings: a NUL ends them (why blobs travel as base64)
+    assert graph.call("probe.give", "nul") == [{"value": "ab"}]
+
+
+def test_int_overflow_is_refused(graph):
+    with pytest.raises(ResultConversionError, match=r"int 9223372036854775808 does not fit in int64"):
+        graph.call("probe.give", "overflow")
+
+
+def test_result_fields_must_match_the_declaration(graph):
+    with pytest.raises(ResultConversionError, match=r"probe.typed: record 0 field 'n': expected INTEGER, got STRING"):
+        graph.call("probe.typed")
+    with pytest.raises(ResultConversionError, match=r"probe.extra_field: record 0: unexpected result field 'b' \(declared: a\)"):
+        graph.call("probe.extra_field")
+    with pytest.raises(ResultConversionError, match=r"probe.missing_field: record 0: did not yield all fields .*missing: b"):
+        graph.call("probe.missing_field")
+    with pytest.raises(ResultConversionError, match=r"probe.not_a_record: record 0: expected an mgp.Record, got dict"):
+        graph.call("probe.not_a_record")
+
+
+def test_records(graph):
+    assert graph.call("probe.many", 3) == [{"i": 0}, {"i": 1}, {"i": 2}]
+    assert graph.call("probe.nothing") == []
+
+
+def test_read_procedures_see_an_immutable_graph(graph):
+    with pytest.raises(ProcedureError, match=r"probe.write_in_read: ImmutableObjectError: Cannot modify an immutable object"):
+        graph.call("probe.write_in_read", graph.node(0))
+    assert graph.call("probe.write", graph.node(0), [1, 2]) == [{"ok": True}]
+    assert graph.get_property(0, "p") == [1, 2]
+
+
+def test_graph_objects_are_invalid_after_the_call(graph):
+    assert graph.call("probe.keep", graph.node(1)) == [{"labels": ["B", "C"], "deg": 1}]
+    with pytest.raises(ProcedureError, match=r"probe.use_kept: InvalidContextError"):
+        graph.call("probe.use_kept")
+
+
+def test_argument_types_and_defaults(graph):
+    assert graph.call("probe.args", 3) == [{"x": 3, "y": None, "z": [1]}]
+    assert graph.call("probe.args", 2.5, 1.5, [None, 4]) == [{"x": 2.5, "y": 1.5, "z": [None, 4]}]
+    with pytest.raises(ArgumentTypeError, match=r"probe.args: argument 'x' at position 1 expects NUMBER, got BOOLEAN"):
+        graph.call("probe.args", True)
+    with pytest.raises(ArgumentTypeError, match=r"argument 'y' at position 2 expects FLOAT\?, got INTEGER"):
+        graph.call("probe.args", 1, 2)
+    with pytest.raises(ArgumentTypeError, match=r"argument 'x' at position 1 expects NUMBER, got NULL"):
+        graph.call("probe.args", None)
+    with pytest.raises(ArgumentTypeError, match=r"argument 'x': expected an int64, got 9223372036854775808"):
+        graph.call("probe.args", 2**63)
+    with pytest.raises(ArgumentTypeError, match=r"argument 'x': expected a Cypher value .* got numpy.int64"):
+        graph.call("probe.args", np.int64(3))
+    with pytest.raises(ArgumentTypeError, match=r"argument 'v' at position 1 expects NODE, got INTEGER"):
+        graph.call("probe.keep", 1)
+    other = EmbeddedGraph(modules=[])
+    other.add_node()
+    with pytest.raises(ArgumentTypeError, match=r"the node NodeRef\(0\) belongs to another graph"):
+        graph.call("probe.keep", other.node(0))
+
+
+def test_unknown_procedure(graph):
+    with pytest.raises(ProcedureNotFoundError, match=r"There is no procedure named 'probe.nope' \(known: .*probe.args"):
+        graph.call("probe.nope")
+
+
+def test_graph_api_errors():
+    g = EmbeddedGraph(modules=[])
+    a = g.add_node("L", {"x": 1})
+    with pytest.raises(IndexError, match=r"dst: expected a vertex id in 0..0, got 5"):
+        g.add_edge(a, 5, "T")
+    with pytest.raises(IndexError, match=r"node_id: expected an id in 0..0, got 3"):
+        g.set_property(3, "x", 1)
+    from memgraph_tf.embedded._runtime import ValueConversionError
+
+    with pytest.raises(ValueConversionError, match=r"property 'x': Unsupported PyObject conversion of bytes"):
+        g.set_property(a, "x", b"raw")
+    g.set_property(a, "x", None)
+    assert g.get_property(a, "x", "gone") == "gone"
+    assert g.labels(a) == ["L"]
+
+
+def test_mgp_imported_first_over_the_stub_is_rebound():
+    import importlib
+    import sys
+
+    from memgraph_tf.embedded import _runtime
+
+    # the PyPI stub, as a plain `import mgp` before the runtime would leave it
+    sys.modules.pop("_mgp")
+    stub = importlib.import_module("_mgp")
+    assert stub is not _runtime
+    mgp = importlib.reload(sys.modules["mgp"])
+    assert mgp._mgp is stub
+    with pytest.raises(AttributeError, match=r"has no attribute 'Module'"):
+        mgp.read_proc(lambda: None)
+    assert _runtime.activate()._mgp is _runtime
+    g = EmbeddedGraph()
+    g.add_node([], {"f": 1.0})
+    assert g.call("tf_features.pack", [0], ["f"])[0]["count"] == 1
