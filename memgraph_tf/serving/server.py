@@ -510,7 +510,15 @@ class ModelServer:
             raise ServingFailure(500, self._tf_message(exc)) from None
         except (TypeError, ValueError) as exc:
             raise _bad(str(exc)) from None
-        return {k: v.numpy() for k, v in out.items()}
+        import numpy as np
+
+        result = {}
+        for k, v in out.items():
+            val = v.numpy()
+            if v.dtype == tf.string and not isinstance(val, np.ndarray):
+                val = np.array(val, dtype=object)  # a scalar string comes back as bytes
+            result[k] = np.asarray(val)
+        return result
 
     def classify(self, mv: ModelVersion, doc: dict) -> dict:
         import tensorflow as tf

@@ -89,3 +89,77 @@ def toy():
     import types
 
     return types.SimpleNamespace(labels=TOY_LABELS, in_process=toy_in_process)
+
+
+# ------------------------------------------------------------------ a GraphSAGE-shaped model
+SAGE_FANOUTS = (3, 2)
+SAGE_DIM = 4
+SAGE_CLASSES = ["alpha", "beta", "gamma"]
+
+
+def make_sage_like(seed: int = 0):
+    """A small Keras model with GraphSAGE's input contract ({features_h, mask_h} -> [B, k]
+    probabilities) and attributes (fanouts, feature_dim, num_classes, class_names)."""
+    import keras
+    from keras import ops
+
+    keras.utils.set_random_seed(seed)
+    f1, f2 = SAGE_FANOUTS
+    d = SAGE_DIM
+    inp = {
+        "features_0": keras.Input((d,), name="features_0"),
+        "features_1": keras.Input((f1, d), name="features_1"),
+        "features_2": keras.Input((f1, f2, d), name="features_2"),
+        "mask_1": keras.Input((f1,), dtype="bool", name="mask_1"),
+        "mask_2": keras.Input((f1, f2), dtype="bool", name="mask_2"),
+    }
+    m2 = ops.expand_dims(ops.cast(inp["mask_2"], "float32"), -1)
+    h2 = ops.sum(inp["features_2"] * m2, axis=2) / ops.maximum(ops.sum(m2, axis=2), 1.0)
+    h1 = keras.layers.Dense(8, activation="relu")(ops.concatenate([inp["features_1"], h2], -1))
+    m1 = ops.expand_dims(ops.cast(inp["mask_1"], "float32"), -1)
+    agg = ops.sum(h1 * m1, axis=1) / ops.maximum(ops.sum(m1, axis=1), 1.0)
+    out = keras.layers.Dense(len(SAGE_CLASSES), activation="softmax")(
+        ops.concatenate([inp["features_0"], agg], -1))
+    model = keras.Model(inp, out)
+    model.fanouts = list(SAGE_FANOUTS)
+    model.feature_dim = d
+    model.num_classes = len(SAGE_CLASSES)
+    model.class_names = list(SAGE_CLASSES)
+    return model
+
+
+def sage_node_blobs(n: int, seed: int = 1):
+    """``n`` per-node blobs in the sample layout (n = 1 per blob), plus the batched model inputs."""
+    from memgraph_tf import blob
+
+    rng = np.random.default_rng(seed)
+    f1, f2 = SAGE_FANOUTS
+    feats = {
+        "features_0": rng.normal(size=(n, SAGE_DIM)).astype(np.float32),
+        "features_1": rng.normal(size=(n, f1, SAGE_DIM)).astype(np.float32),
+        "features_2": rng.normal(size=(n, f1, f2, SAGE_DIM)).astype(np.float32),
+        "mask_1": rng.random((n, f1)) > 0.2,
+        "mask_2": rng.random((n, f1, f2)) > 0.3,
+    }
+    blobs = []
+    for i in range(n):
+        sections = {
+            "ids_0": np.array([100 + i], np.int64),
+            "features_0": feats["features_0"][i : i + 1],
+            "ids_1": np.arange(f1, dtype=np.int64)[None],
+            "features_1": feats["features_1"][i : i + 1],
+            "mask_1": feats["mask_1"][i : i + 1],
+            "ids_2": np.arange(f1 * f2, dtype=np.int64).reshape(1, f1, f2),
+            "features_2": feats["features_2"][i : i + 1],
+            "mask_2": feats["mask_2"][i : i + 1],
+        }
+        blobs.append(blob.pack(sections))
+    return blobs, feats
+
+
+@pytest.fixture(scope="session")
+def sage():
+    import types
+
+    return types.SimpleNamespace(make=make_sage_like, blobs=sage_node_blobs,
+                                 classes=SAGE_CLASSES, fanouts=SAGE_FANOUTS, dim=SAGE_DIM)
