@@ -1,0 +1,65 @@
+"""The client: graph sources, tf.data over Cypher, blob pipelines, GraphSAGE training and inference.
+
+- :func:`connect` / :class:`BoltSource` / :class:`EmbeddedSource` -- where blobs and rows come from
+  (``sources``); errors in ``errors``.
+- :class:`OpenCypherDataset` -- a ``tf.data.Dataset`` over the rows of a Cypher query (``dataset``).
+- :func:`opencypher_fn` -- a tensor -> tensor function that runs a query (``fn``).
+- :func:`blob_dataset` and friends -- node ids -> procedure call -> base64 decode -> unpack op
+  (``pipeline``).
+- :class:`GraphSAGE`, :func:`train_graphsage`, :func:`evaluate` (``graphsage``);
+  :func:`predict_and_write` (``inference``).
+
+Names are imported lazily, so ``from memgraph_tf.client import connect`` does not import TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "connect": "sources",
+    "BoltSource": "sources",
+    "EmbeddedSource": "sources",
+    "GraphSource": "sources",
+    "CypherGraphAccess": "sources",
+    "OpenCypherDataset": "dataset",
+    "opencypher_fn": "fn",
+    "blob_dataset": "pipeline",
+    "node_id_dataset": "pipeline",
+    "sample_batch": "pipeline",
+    "FeatureCache": "pipeline",
+    "GraphSAGE": "graphsage",
+    "train_graphsage": "graphsage",
+    "evaluate": "graphsage",
+    "TrainResult": "graphsage",
+    "predict": "inference",
+    "predict_and_write": "inference",
+    "ClientError": "errors",
+    "ConfigurationError": "errors",
+    "GraphConnectionError": "errors",
+    "ServerUnavailable": "errors",
+    "AuthenticationError": "errors",
+    "QueryError": "errors",
+    "ProcedureUnavailable": "errors",
+    "ResultError": "errors",
+    "NullValueError": "errors",
+    "ValueTypeError": "errors",
+    "ValueLengthError": "errors",
+    "GraphDataError": "errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memgraph_tf.client' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"memgraph_tf.client.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,74 @@
+"""Errors raised by :mod:`memgraph_tf.client`.
+
+Every error the client raises on purpose derives from :class:`ClientError`; driver errors from
+``neo4j`` are translated at the boundary (the original stays attached as ``__cause__``), so callers
+need not import the driver to handle them. The tree::
+
+    ClientError                         base of every client error
+    +-- ConfigurationError              a bad argument or setting (also a ValueError)
+    +-- GraphConnectionError            talking to the server failed (also a ConnectionError)
+    |   +-- ServerUnavailable           nothing answers at the URI, or the connection died mid-query
+    |   +-- AuthenticationError         the server refused the credentials
+    +-- QueryError                      the server rejected or failed a query
+    |   +-- ProcedureUnavailable        a ``tf_features`` procedure is not installed on the server
+    +-- ResultError                     a row does not fit the declared output types (also a ValueError)
+    |   +-- NullValueError              a column holds null
+    |   +-- ValueTypeError              a value of the wrong type (also a TypeError)
+    |   +-- ValueLengthError            a list of the wrong length
+    +-- GraphDataError                  the graph lacks a node, or a property cannot be packed
+                                        (also a ValueError; the fallback packer's errors)
+
+Errors raised inside a ``tf.data`` pipeline reach the caller as the ``tf.errors.OpError`` subclass
+TensorFlow maps them to (``InvalidArgumentError`` for the ``ValueError`` family, ``UnknownError``
+otherwise); their message contains this module's message unchanged.
+"""
+
+from __future__ import annotations
+
+
+class ClientError(Exception):
+    """Base class of every error raised by ``memgraph_tf.client``."""
+
+
+class ConfigurationError(ClientError, ValueError):
+    """A bad argument or setting: the message names the parameter, the bad value and the allowed ones."""
+
+
+class GraphConnectionError(ClientError, ConnectionError):
+    """Talking to the graph server failed."""
+
+
+class ServerUnavailable(GraphConnectionError):
+    """Nothing answers at the URI, or the connection was lost while a query ran."""
+
+
+class AuthenticationError(GraphConnectionError):
+    """The server refused the credentials (the message never contains the password)."""
+
+
+class QueryError(ClientError):
+    """The server rejected or failed a query; the message carries the server's message and the query."""
+
+
+class ProcedureUnavailable(QueryError):
+    """A ``tf_features`` procedure is not installed on the server."""
+
+
+class ResultError(ClientError, ValueError):
+    """A result row does not fit the declared output types; names the column, the row and the value."""
+
+
+class NullValueError(ResultError):
+    """A column of a row holds null."""
+
+
+class ValueTypeError(ResultError, TypeError):
+    """A value has a type that cannot be cast to the column's dtype."""
+
+
+class ValueLengthError(ResultError):
+    """A list value has a length other than the column's declared one."""
+
+
+class GraphDataError(ClientError, ValueError):
+    """The graph lacks a node, or a property cannot be packed (client-side packing)."""

@@ -1,0 +1,695 @@
+"""Graph sources: where feature and neighbourhood blobs and query rows come from.
+
+Two sources offer the same operations (:class:`GraphSource`):
+
+* :class:`BoltSource` (made by :func:`connect`) talks Bolt to Memgraph -- or to any Bolt + openCypher
+  server -- over one long-lived ``neo4j`` driver. Reads and writes run as managed transactions, which
+  the driver retries on transient errors. On a server without the ``tf_features`` procedures (Neo4j,
+  ArcadeDB, a Memgraph without the modules) it detects that once and falls back to plain
+  parameterised Cypher that fetches properties and neighbours, then packs the blob on the client with
+  the very code the query module runs (:mod:`memgraph_tf.procedures`): slower, same bytes for the same
+  graph, ids and seed (give nodes stable ids with ``options["id_property"]``).
+* :class:`EmbeddedSource` runs the unchanged query modules in-process over an
+  :class:`memgraph_tf.embedded.EmbeddedGraph`.
+
+Credentials come from the arguments or from ``MEMGRAPH_TF_URI``, ``MEMGRAPH_TF_USER``,
+``MEMGRAPH_TF_PASSWORD`` (and ``MEMGRAPH_TF_DATABASE``); they are handed to the driver and never kept
+on the source, which also refuses to be pickled or copied, so nothing that captures a source (a model,
+a dataset graph) can carry them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import urllib.parse
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import neo4j
+import neo4j.exceptions as neo4j_errors
+
+from memgraph_tf import blob
+from memgraph_tf.client.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    GraphConnectionError,
+    GraphDataError,
+    ProcedureUnavailable,
+    QueryError,
+    ServerUnavailable,
+)
+
+logger = logging.getLogger(__name__)
+
+ENV_URI = "MEMGRAPH_TF_URI"
+ENV_USER = "MEMGRAPH_TF_USER"
+ENV_PASSWORD = "MEMGRAPH_TF_PASSWORD"
+ENV_DATABASE = "MEMGRAPH_TF_DATABASE"
+
+SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+"""URI schemes :func:`connect` accepts (``+s``: TLS with a verified certificate, ``+ssc``: TLS that
+accepts a self-signed one)."""
+
+DEFAULT_DRIVER_OPTIONS: dict[str, Any] = {
+    "connection_timeout": 10.0,
+    "connection_acquisition_timeout": 30.0,
+    "max_transaction_retry_time": 15.0,
+    "keep_alive": True,
+}
+"""Driver settings :func:`connect` uses unless ``driver_options`` overrides them."""
+
+PROCEDURES = ("tf_features.pack", "tf_features.sample", "tf_features.sample_per_node")
+_QUERY_SHOWN_CHARS = 200
+_NAME_RE = re.compile(r"^[^`\x00]+$")
+
+
+def _short(query: str) -> str:
+    query = " ".join(query.split())
+    return query if len(query) <= _QUERY_SHOWN_CHARS else query[: _QUERY_SHOWN_CHARS - 3] + "..."
+
+
+def _quote_name(name: str, param: str) -> str:
+    """A property/label name as a backquoted Cypher identifier; rejects what cannot be quoted."""
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigurationError(
+            f"{param}: expected a non-empty name without backquotes or NUL, got {name!r}"
+        )
+    return f"`{name}`"
+
+
+def _server_message(exc: BaseException) -> str:
+    message = getattr(exc, "message", None)
+    return str(message if message else exc)
+
+
+class GraphSource:
+    """The operations every source offers. Node ids are integers: internal ids, or the values of
+    ``options["id_property"]`` when given.
+
+    Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
+    return, for ``tf.io.decode_base64`` in a graph). Subclasses implement the ``*_b64`` methods,
+    :meth:`run` and :meth:`write_properties`.
+    """
+
+    kind = "graph"
+
+    # -- blobs ------------------------------------------------------------------------------------
+    def pack_blob_b64(self, node_ids: Sequence[int], properties: Sequence[str],
+                      options: Mapping[str, Any] | None = None) -> str:
+        raise NotImplementedError
+
+    def sample_blob_b64(self, seeds: Sequence[int], fanouts: Sequence[int], properties: Sequence[str],
+                        options: Mapping[str, Any] | None = None) -> str:
+        raise NotImplementedError
+
+    def sample_blobs_per_node_b64(self, seeds: Sequence[int], fanouts: Sequence[int],
+                                  properties: Sequence[str],
+                                  options: Mapping[str, Any] | None = None) -> list[str]:
+        raise NotImplementedError
+
+    def pack_blob(self, node_ids: Sequence[int], properties: Sequence[str],
+                  options: Mapping[str, Any] | None = None) -> bytes:
+        """The ``tf_features.pack`` blob (``ids``, ``features``, ``labels``...) of ``node_ids``."""
+        return blob.b64decode(self.pack_blob_b64(node_ids, properties, options))
+
+    def sample_blob(self, seeds: Sequence[int], fanouts: Sequence[int], properties: Sequence[str],
+                    options: Mapping[str, Any] | None = None) -> bytes:
+        """The ``tf_features.sample`` blob (``ids_h``, ``features_h``, ``mask_h``, ``labels``)."""
+        return blob.b64decode(self.sample_blob_b64(seeds, fanouts, properties, options))
+
+    def sample_blobs_per_node(self, seeds: Sequence[int], fanouts: Sequence[int],
+                              properties: Sequence[str],
+                              options: Mapping[str, Any] | None = None) -> list[bytes]:
+        """One blob per seed (n = 1), in seed order; each equals ``sample_blob([seed], ...)``."""
+        return [blob.b64decode(t) for t in self.sample_blobs_per_node_b64(seeds, fanouts, properties, options)]
+
+    # -- queries and writes -----------------------------------------------------------------------
+    def run(self, query: str, parameters: Mapping[str, Any] | None = None, *,
+            fetch_size: int | None = None) -> Iterator[Mapping[str, Any]]:
+        """Runs ``query`` and yields its records lazily (mapping column -> value)."""
+        raise NotImplementedError
+
+    def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
+                         id_property: str | None = None, batch_size: int = 1000) -> int:
+        """Sets property ``name`` of each node to its value, in batches; returns the nodes written.
+
+        Idempotent: writing the same values again leaves the graph as it was."""
+        raise NotImplementedError
+
+    def write_property(self, node_id: int, name: str, value: Any, *, id_property: str | None = None) -> int:
+        """Sets one node's property (see :meth:`write_properties`)."""
+        return self.write_properties([node_id], name, [value], id_property=id_property)
+
+    def close(self) -> None:
+        """Releases the source's resources; idempotent."""
+
+    def __enter__(self) -> "GraphSource":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- no capture --------------------------------------------------------------------------------
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            f"{type(self).__name__} cannot be pickled or copied: it holds a live connection, and its "
+            f"credentials must never be serialised (pass a source to each process instead)"
+        )
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        self.__reduce__()
+
+    def __copy__(self) -> Any:
+        self.__reduce__()
+
+
+def _check_write_args(node_ids: Sequence[int], values: Sequence[Any], batch_size: int) -> None:
+    if len(node_ids) != len(values):
+        raise ConfigurationError(
+            f"values: expected one value per node id ({len(node_ids)}), got {len(values)}"
+        )
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ConfigurationError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
+    for i, node_id in enumerate(node_ids):
+        if not isinstance(node_id, int) or isinstance(node_id, bool):
+            raise ConfigurationError(f"node_ids[{i}]: expected an integer id, got {node_id!r}")
+
+
+def _to_python(value: Any) -> Any:
+    """numpy scalars/arrays -> plain Python values the Bolt driver accepts."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_to_python(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------------------------------------
+# Bolt
+# ------------------------------------------------------------------------------------------------
+
+
+def _resolve_uri(uri: str | None) -> str:
+    uri = uri if uri is not None else os.environ.get(ENV_URI)
+    if not uri:
+        raise ConfigurationError(
+            f"uri: expected a Bolt URI such as bolt://host:7687 (argument or {ENV_URI}), got none"
+        )
+    if not isinstance(uri, str):
+        raise ConfigurationError(f"uri: expected a string, got {type(uri).__name__}")
+    parsed = urllib.parse.urlsplit(uri)
+    if parsed.scheme not in SCHEMES:
+        raise ConfigurationError(
+            f"uri: expected one of the schemes {', '.join(s + '://' for s in SCHEMES)}, "
+            f"got {parsed.scheme + '://' if parsed.scheme else 'none'} in {_redact(uri)!r}"
+        )
+    if parsed.username or parsed.password:
+        raise ConfigurationError(
+            "uri: expected no user or password inside the URI (pass auth=(user, password) or set "
+            f"{ENV_USER}/{ENV_PASSWORD}), got credentials in {_redact(uri)!r}"
+        )
+    if not parsed.hostname:
+        raise ConfigurationError(f"uri: expected a host, got none in {uri!r}")
+    return uri
+
+
+def _redact(uri: str) -> str:
+    parsed = urllib.parse.urlsplit(uri)
+    if parsed.username or parsed.password:
+        host = parsed.hostname or ""
+        if parsed.port:
+            host += f":{parsed.port}"
+        parsed = parsed._replace(netloc=f"***@{host}")
+    return urllib.parse.urlunsplit(parsed)
+
+
+def _resolve_auth(auth: Any) -> tuple[Any, str | None]:
+    """(driver auth, user name for messages)."""
+    if auth is None:
+        user = os.environ.get(ENV_USER)
+        password = os.environ.get(ENV_PASSWORD)
+        if user is None and password is None:
+            return None, None
+        return neo4j.basic_auth(user or "", password or ""), user or ""
+    if isinstance(auth, (tuple, list)):
+        if len(auth) != 2 or not all(isinstance(a, str) for a in auth):
+            raise ConfigurationError(
+                "auth: expected (user, password) as two strings, a neo4j auth object or None, "
+                f"got a {type(auth).__name__} of {len(auth)} item(s)"
+            )
+        return neo4j.basic_auth(auth[0], auth[1]), auth[0]
+    if isinstance(auth, neo4j.Auth):
+        return auth, getattr(auth, "principal", None)
+    raise ConfigurationError(
+        f"auth: expected (user, password), a neo4j auth object or None, got {type(auth).__name__}"
+    )
+
+
+def connect(uri: str | None = None, auth: Any = None, database: str | None = None, *,
+            use_procedures: bool | None = None, fetch_size: int = 1000, verify: bool = True,
+            **driver_options: Any) -> "BoltSource":
+    """Opens a :class:`BoltSource` over one long-lived ``neo4j`` driver.
+
+    ``uri`` (else ``MEMGRAPH_TF_URI``): ``bolt://``, ``bolt+s://``, ``bolt+ssc://``, ``neo4j://``
+    (and ``neo4j+s``/``neo4j+ssc``). ``auth``: ``(user, password)``, a neo4j auth object, or None to
+    use ``MEMGRAPH_TF_USER``/``MEMGRAPH_TF_PASSWORD`` (no auth when neither is set). ``database``:
+    else ``MEMGRAPH_TF_DATABASE``, else the server's default. ``use_procedures``: None detects the
+    ``tf_features`` procedures on first use; False always packs on the client; True requires them.
+    ``driver_options`` go to ``neo4j.GraphDatabase.driver`` over :data:`DEFAULT_DRIVER_OPTIONS`.
+
+    Guarantees: with ``verify`` (the default) the server was reached and accepted the credentials
+    before this returns, or :class:`ServerUnavailable` / :class:`AuthenticationError` was raised; the
+    credentials are given to the driver and kept nowhere else.
+    """
+    uri = _resolve_uri(uri)
+    driver_auth, user = _resolve_auth(auth)
+    database = database if database is not None else os.environ.get(ENV_DATABASE) or None
+    if use_procedures not in (None, True, False):
+        raise ConfigurationError(
+            f"use_procedures: expected None (detect), True or False, got {use_procedures!r}"
+        )
+    if not isinstance(fetch_size, int) or isinstance(fetch_size, bool) or fetch_size < 1:
+        raise ConfigurationError(f"fetch_size: expected an integer >= 1, got {fetch_size!r}")
+    options = dict(DEFAULT_DRIVER_OPTIONS)
+    options.update(driver_options)
+    try:
+        driver = neo4j.GraphDatabase.driver(uri, auth=driver_auth, **options)
+    except (neo4j_errors.ConfigurationError, ValueError, TypeError) as exc:
+        raise ConfigurationError(f"driver_options: the neo4j driver rejected them: {exc}") from exc
+    source = BoltSource(driver, uri=uri, database=database, user=user,
+                        use_procedures=use_procedures, fetch_size=fetch_size)
+    if verify:
+        try:
+            source.verify()
+        except BaseException:
+            source.close()
+            raise
+    return source
+
+
+class BoltSource(GraphSource):
+    """A :class:`GraphSource` over Bolt (see the module docstring). Make one with :func:`connect`.
+
+    Thread-safe (the driver pools connections). Holds no credentials: only the driver does.
+    """
+
+    kind = "bolt"
+
+    def __init__(self, driver: neo4j.Driver, *, uri: str, database: str | None, user: str | None = None,
+                 use_procedures: bool | None = None, fetch_size: int = 1000) -> None:
+        self._driver = driver
+        self.uri = _redact(uri)
+        self.database = database
+        self._user = user
+        self._use_procedures = use_procedures
+        self.fetch_size = fetch_size
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"BoltSource(uri={self.uri!r}, database={self.database!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def _translate(self, exc: BaseException, query: str | None = None) -> Exception:
+        where = f"{self.uri}" + (f" (database {self.database!r})" if self.database else "")
+        if isinstance(exc, neo4j_errors.AuthError):
+            who = f" for user {self._user!r}" if self._user is not None else ""
+            return AuthenticationError(
+                f"{where}: the server refused the credentials{who}: {_server_message(exc)}"
+            )
+        if isinstance(exc, (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired,
+                            neo4j_errors.IncompleteCommit, ConnectionError, OSError)):
+            during = f" while running {_short(query)!r}" if query else ""
+            return ServerUnavailable(f"{where}: server unavailable or connection lost{during}: {exc}")
+        if isinstance(exc, neo4j_errors.Neo4jError):
+            message = _server_message(exc)
+            text = f"{where}: query failed: {message}" + (f" (query: {_short(query)!r})" if query else "")
+            if re.search(r"(unknown|no|not found).{0,20}procedure|procedure.{0,40}(not found|unknown|does not exist)",
+                         message, re.IGNORECASE):
+                return ProcedureUnavailable(text)
+            return QueryError(text)
+        if isinstance(exc, neo4j_errors.DriverError):
+            return GraphConnectionError(f"{where}: driver error: {exc}")
+        return exc  # type: ignore[return-value]
+
+    def _session(self, *, write: bool = False, fetch_size: int | None = None) -> neo4j.Session:
+        if self._closed:
+            raise ConfigurationError(f"{self!r}: expected an open source, got a closed one")
+        kwargs: dict[str, Any] = {
+            "default_access_mode": neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS,
+            "fetch_size": fetch_size or self.fetch_size,
+        }
+        if self.database:
+            kwargs["database"] = self.database
+        return self._driver.session(**kwargs)
+
+    def verify(self) -> None:
+        """Checks the server answers and accepts the credentials (raises the client errors)."""
+        try:
+            self._driver.verify_connectivity()
+        except Exception as exc:  # translated below, original chained
+            raise self._translate(exc) from exc
+
+    def read(self, query: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Runs ``query`` in a managed read transaction (retried on transient errors); all rows."""
+        return self._managed(query, parameters, write=False)
+
+    def write(self, query: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Runs ``query`` in a managed write transaction (retried on transient errors); all rows."""
+        return self._managed(query, parameters, write=True)
+
+    def _managed(self, query: str, parameters: Mapping[str, Any] | None, *, write: bool) -> list[dict[str, Any]]:
+        def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
+            return [record.data() for record in tx.run(query, dict(parameters or {}))]
+
+        try:
+            with self._session(write=write) as session:
+                return (session.execute_write if write else session.execute_read)(work)
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            raise self._translate(exc, query) from exc
+
+    def run(self, query: str, parameters: Mapping[str, Any] | None = None, *,
+            fetch_size: int | None = None) -> Iterator[neo4j.Record]:
+        """Yields the records of ``query`` as the server streams them (``fetch_size`` per pull).
+
+        Guarantees: at most about ``fetch_size`` records are buffered; the session is closed when
+        the iterator is exhausted or closed; a lost connection raises :class:`ServerUnavailable`
+        (not a hang: the driver sees the socket close). Not retried: rows may already be consumed.
+        """
+        params = dict(parameters or {})
+        session = self._session(fetch_size=fetch_size)
+        try:
+            try:
+                result = session.run(query, params)
+                for record in result:
+                    yield record
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+                raise self._translate(exc, query) from exc
+        finally:
+            try:
+                session.close()
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
+                logger.debug("closing a session after an error failed", exc_info=True)
+
+    def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
+                         id_property: str | None = None, batch_size: int = 1000) -> int:
+        node_ids = [_to_python(i) for i in node_ids]
+        values = _to_python(list(values))
+        _check_write_args(node_ids, values, batch_size)
+        prop = _quote_name(name, "name")
+        match = (f"MATCH (n) WHERE n.{_quote_name(id_property, 'id_property')} = row.id"
+                 if id_property else "MATCH (n) WHERE id(n) = row.id")
+        query = f"UNWIND $rows AS row {match} SET n.{prop} = row.value RETURN count(n) AS written"
+        written = 0
+        for start in range(0, len(node_ids), batch_size):
+            rows = [{"id": i, "value": v} for i, v in
+                    zip(node_ids[start:start + batch_size], values[start:start + batch_size])]
+            result = self.write(query, {"rows": rows})
+            written += int(result[0]["written"]) if result else 0
+        return written
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._driver.close()
+
+    # -- procedures or fallback -------------------------------------------------------------------
+    def has_procedures(self) -> bool:
+        """Whether the server has the ``tf_features`` procedures (detected once, then cached)."""
+        if self._use_procedures is None:
+            try:
+                rows = self.read("CALL mg.procedures() YIELD name RETURN name")
+                names = {row["name"] for row in rows}
+                self._use_procedures = all(p in names for p in PROCEDURES)
+            except (QueryError, ValueError) as exc:
+                logger.info("%s: no mg.procedures() (%s): packing blobs on the client", self.uri, exc)
+                self._use_procedures = False
+            if not self._use_procedures:
+                logger.info("%s: the tf_features procedures are missing: packing blobs on the client "
+                            "from plain Cypher (slower, same bytes)", self.uri)
+        return self._use_procedures
+
+    def _call(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self.read(query, params)
+
+    def pack_blob_b64(self, node_ids: Sequence[int], properties: Sequence[str],
+                      options: Mapping[str, Any] | None = None) -> str:
+        node_ids, properties, options = _to_python(list(node_ids)), list(properties), _opts(options)
+        if self.has_procedures():
+            rows = self._call("CALL tf_features.pack($nodes, $properties, $options) YIELD blob RETURN blob",
+                              {"nodes": node_ids, "properties": properties, "options": options})
+            return rows[0]["blob"]
+        return _fallback().pack_b64(CypherGraphAccess.factory(self), node_ids, properties, options)
+
+    def sample_blob_b64(self, seeds: Sequence[int], fanouts: Sequence[int], properties: Sequence[str],
+                        options: Mapping[str, Any] | None = None) -> str:
+        seeds, fanouts, properties, options = (_to_python(list(seeds)), _to_python(list(fanouts)),
+                                               list(properties), _opts(options))
+        if self.has_procedures():
+            rows = self._call(
+                "CALL tf_features.sample($seeds, $fanouts, $properties, $options) YIELD blob RETURN blob",
+                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options})
+            return rows[0]["blob"]
+        return _fallback().sample_b64(CypherGraphAccess.factory(self), seeds, fanouts, properties, options)
+
+    def sample_blobs_per_node_b64(self, seeds: Sequence[int], fanouts: Sequence[int],
+                                  properties: Sequence[str],
+                                  options: Mapping[str, Any] | None = None) -> list[str]:
+        seeds, fanouts, properties, options = (_to_python(list(seeds)), _to_python(list(fanouts)),
+                                               list(properties), _opts(options))
+        if self.has_procedures():
+            rows = self._call(
+                "CALL tf_features.sample_per_node($seeds, $fanouts, $properties, $options) "
+                "YIELD node_id, blob RETURN node_id, blob",
+                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options})
+            return [row["blob"] for row in rows]
+        return _fallback().sample_per_node_b64(CypherGraphAccess.factory(self), seeds, fanouts,
+                                               properties, options)
+
+
+
+def _opts(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise ConfigurationError(f"options: expected a map or None, got {type(options).__name__}")
+    return {k: _to_python(v) for k, v in options.items()}
+
+
+def _fallback() -> Any:
+    from memgraph_tf.client import _fallback as module
+
+    return module
+
+
+class CypherGraphAccess:
+    """The procedures' graph-access protocol over plain parameterised Cypher on a :class:`BoltSource`.
+
+    Keys are the values of ``options.id_property`` (looked up among ``:options.label`` nodes when
+    given), or the server's ``id(n)`` without it. Properties and neighbours are fetched in batches
+    with ``UNWIND``; the packing code sorts and deduplicates neighbours itself, so the blob does not
+    depend on the order the server returns rows in.
+    """
+
+    def __init__(self, source: BoltSource, options: Any) -> None:
+        self._source = source
+        self._id_property = options.id_property
+        self._label = options.label
+        self._node = f"(n:{_quote_name(self._label, 'options.label')})" if self._label else "(n)"
+
+    @classmethod
+    def factory(cls, source: BoltSource) -> Callable[[Any], "CypherGraphAccess"]:
+        return lambda options: cls(source, options)
+
+    # -- protocol -------------------------------------------------------------------------------
+    def node_name(self, key: int) -> str:
+        from memgraph_tf.procedures.access import node_name
+
+        return node_name(key, self._id_property)
+
+    def check_abort(self) -> None:
+        """Nothing to check on the client: the caller can interrupt."""
+
+    def _key(self, var: str) -> str:
+        if self._id_property:
+            return f"{var}.{_quote_name(self._id_property, 'options.id_property')}"
+        return f"id({var})"
+
+    def _match(self) -> str:
+        return f"MATCH {self._node} WHERE {self._key('n')} = k"
+
+    def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
+        columns = ", ".join(f"n.{_quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names))
+        query = f"UNWIND $keys AS k {self._match()} RETURN k AS key" + (f", {columns}" if columns else "")
+        rows = self._source.read(query, {"keys": list(keys)})
+        by_key = {row["key"]: [row[f"p{i}"] for i in range(len(names))] for row in rows}
+        return [by_key[k] for k in keys]
+
+    def neighbours(self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str) -> list[list[int]]:
+        pattern = {"out": "-[r]->", "in": "<-[r]-", "both": "-[r]-"}[direction]
+        where = "" if edge_types is None else " AND type(r) IN $types"
+        query = (f"UNWIND $keys AS k MATCH {self._node}{pattern}(m) WHERE {self._key('n')} = k{where} "
+                 f"RETURN k AS key, {self._key('m')} AS nbr, id(m) AS internal")
+        rows = self._source.read(query, {"keys": list(keys), "types": list(edge_types or [])})
+        found: dict[int, list[int]] = {k: [] for k in keys}
+        for row in rows:
+            nbr = row["nbr"]
+            if not isinstance(nbr, int) or isinstance(nbr, bool):
+                what = "no value" if nbr is None else f"{type(nbr).__name__} {nbr!r}"
+                raise GraphDataError(
+                    f"node {row['internal']} property {self._id_property!r} (options.id_property): "
+                    f"expected an integer id, got {what}"
+                )
+            found[row["key"]].append(nbr)
+        return [found[k] for k in keys]
+
+    def resolve(self, nodes: Any, param: str) -> list[int]:
+        """Integer ids -> keys, in order; raises naming ``param[i]`` for a bad or unknown id."""
+        if not isinstance(nodes, (list, tuple)):
+            raise GraphDataError(f"{param}: expected a list of integer ids, got {type(nodes).__name__}")
+        if not nodes:
+            raise GraphDataError(f"{param}: expected at least one node or id, got an empty list")
+        for i, node in enumerate(nodes):
+            if not isinstance(node, int) or isinstance(node, bool):
+                raise GraphDataError(f"{param}[{i}]: expected an integer id, got {type(node).__name__} {node!r}")
+        distinct = list(dict.fromkeys(nodes))
+        query = f"UNWIND $keys AS k {self._match()} RETURN k AS key, count(n) AS found, collect(id(n))[0..2] AS internal"
+        counts = {row["key"]: row for row in self._source.read(query, {"keys": distinct})}
+        for i, node in enumerate(nodes):
+            row = counts.get(node)
+            if row is None or row["found"] == 0:
+                if self._id_property is None:
+                    raise GraphDataError(f"{param}[{i}]: unknown node id {node} (no node has that internal id)")
+                scope = f":{self._label} node" if self._label else "node"
+                raise GraphDataError(
+                    f"{param}[{i}]: unknown node id {node} (no {scope} has {self._id_property} = {node})"
+                )
+            if row["found"] > 1:
+                a, b = row["internal"][:2]
+                raise GraphDataError(
+                    f"options.id_property: expected unique ids, got {self._id_property} = {node} on the "
+                    f"nodes with internal ids {a} and {b}"
+                )
+        return list(nodes)
+
+
+# ------------------------------------------------------------------------------------------------
+# Embedded
+# ------------------------------------------------------------------------------------------------
+
+_CALL_RE = re.compile(
+    r"^\s*CALL\s+(?P<proc>[A-Za-z_][\w.]*)\s*\((?P<args>[^)]*)\)\s*"
+    r"(?:YIELD\s+(?P<yield>[\w\s,]+?))?\s*(?:RETURN\s+(?P<ret>[\w\s,]+?))?\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+class EmbeddedSource(GraphSource):
+    """A :class:`GraphSource` over an in-process :class:`memgraph_tf.embedded.EmbeddedGraph`: the
+    unchanged ``tf_features`` query modules run through Memgraph's real ``mgp.py``.
+
+    :meth:`run` accepts procedure calls only (``CALL module.proc($a, $b) [YIELD x, y] [RETURN x]``):
+    the embedded runtime runs query modules, not a Cypher engine.
+    """
+
+    kind = "embedded"
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self._index: dict[tuple[str, Any], dict[int, int]] = {}
+
+    def __repr__(self) -> str:
+        return f"EmbeddedSource({type(self.graph).__name__})"
+
+    def _call(self, procedure: str, *args: Any) -> list[dict[str, Any]]:
+        from memgraph_tf.embedded import ProcedureError, ProcedureNotFoundError
+        from memgraph_tf.procedures.errors import ProcedureInputError
+
+        try:
+            return self.graph.call(procedure, *args)
+        except ProcedureNotFoundError as exc:
+            raise ProcedureUnavailable(f"embedded graph: {exc}") from exc
+        except ProcedureError as exc:
+            if isinstance(exc.__cause__, ProcedureInputError):
+                raise GraphDataError(str(exc.__cause__)) from exc
+            raise QueryError(f"embedded graph: {exc}") from exc
+
+    def _single_blob(self, procedure: str, *args: Any) -> str:
+        return self._call(procedure, *args)[0]["blob"]
+
+    def pack_blob_b64(self, node_ids: Sequence[int], properties: Sequence[str],
+                      options: Mapping[str, Any] | None = None) -> str:
+        return self._single_blob("tf_features.pack", _to_python(list(node_ids)), list(properties), _opts(options))
+
+    def sample_blob_b64(self, seeds: Sequence[int], fanouts: Sequence[int], properties: Sequence[str],
+                        options: Mapping[str, Any] | None = None) -> str:
+        return self._single_blob("tf_features.sample", _to_python(list(seeds)), _to_python(list(fanouts)),
+                                 list(properties), _opts(options))
+
+    def sample_blobs_per_node_b64(self, seeds: Sequence[int], fanouts: Sequence[int],
+                                  properties: Sequence[str],
+                                  options: Mapping[str, Any] | None = None) -> list[str]:
+        rows = self._call("tf_features.sample_per_node", _to_python(list(seeds)),
+                               _to_python(list(fanouts)), list(properties), _opts(options))
+        return [row["blob"] for row in rows]
+
+    def run(self, query: str, parameters: Mapping[str, Any] | None = None, *,
+            fetch_size: int | None = None) -> Iterator[Mapping[str, Any]]:
+        match = _CALL_RE.match(query)
+        if match is None:
+            raise ConfigurationError(
+                "query: expected a procedure call 'CALL module.procedure($a, ...) [YIELD ...] [RETURN ...]' "
+                f"(the embedded runtime runs query modules, not Cypher), got {_short(query)!r}"
+            )
+        params = dict(parameters or {})
+        args = []
+        for i, arg in enumerate(a.strip() for a in match["args"].split(",") if a.strip()):
+            if not arg.startswith("$") or arg[1:] not in params:
+                raise ConfigurationError(
+                    f"query: argument {i} of {match['proc']}: expected a $parameter present in "
+                    f"parameters ({', '.join(sorted(params)) or 'none'}), got {arg!r}"
+                )
+            args.append(_to_python(params[arg[1:]]))
+        columns = None
+        for clause in ("ret", "yield"):
+            if match[clause]:
+                columns = [c.strip() for c in match[clause].split(",") if c.strip()]
+                break
+        for row in self._call(match["proc"], *args):
+            if columns is None:
+                yield dict(row)
+            else:
+                missing = [c for c in columns if c not in row]
+                if missing:
+                    raise ConfigurationError(
+                        f"query: expected {match['proc']} to yield {missing}, got fields {sorted(row)}"
+                    )
+                yield {c: row[c] for c in columns}
+
+    def _internal_ids(self, node_ids: Sequence[int], id_property: str | None) -> list[int]:
+        if id_property is None:
+            return list(node_ids)
+        index = self._id_index(id_property)
+        out = []
+        for i, node_id in enumerate(node_ids):
+            if node_id not in index:
+                raise GraphDataError(f"node_ids[{i}]: unknown node id {node_id} (no node has {id_property} = {node_id})")
+            out.append(index[node_id])
+        return out
+
+    def _id_index(self, id_property: str) -> dict[int, int]:
+        index: dict[int, int] = {}
+        for internal in self.graph.nodes():
+            value = self.graph.get_property(internal, id_property)
+            if value is not None:
+                index[value] = internal
+        return index
+
+    def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
+                         id_property: str | None = None, batch_size: int = 1000) -> int:
+        node_ids = [_to_python(i) for i in node_ids]
+        values = _to_python(list(values))
+        _check_write_args(node_ids, values, batch_size)
+        for internal, value in zip(self._internal_ids(node_ids, id_property), values):
+            self.graph.set_property(internal, name, value)
+        return len(node_ids)
