@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--graph", default=None, help="Bolt URI (or 'embedded:PATH') to fetch node blobs")
     p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024)
+    p.add_argument("--version-label", action="append", default=[], metavar="LABEL=VERSION",
+                   help="a version label, e.g. stable=1 (repeatable)")
     p.set_defaults(func=_serve)
 
     p = sub.add_parser("demo", help="the end-to-end demo (Cora: modules -> training -> serving)")
