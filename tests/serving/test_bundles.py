@@ -1,0 +1,250 @@
+"""Bundles from export_bundle, served over real HTTP by the local server: op and op-free."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import requests
+
+from memgraph_tf.serving import errors
+from memgraph_tf.serving.client import ServingClient
+
+HAS_PORTABLE = importlib.util.find_spec("memgraph_tf.ops.portable") is not None
+KINDS = [
+    pytest.param(True, id="op"),
+    pytest.param(False, id="op-free", marks=pytest.mark.skipif(
+        not HAS_PORTABLE, reason="memgraph_tf.ops.portable (the op-free decoder) not present")),
+]
+N_NODES = 7
+
+
+@pytest.fixture(scope="session")
+def sage_model(sage):
+    return sage.make()
+
+
+@pytest.fixture(scope="session")
+def node_data(sage, sage_model):
+    blobs, feats = sage.blobs(N_NODES)
+    return blobs, feats, sage_model(feats).numpy()
+
+
+@pytest.fixture(scope="session")
+def bundles(tmp_path_factory, sage_model):
+    from memgraph_tf.serving.export import export_bundle
+
+    base = tmp_path_factory.mktemp("bundles")
+    infos = {}
+    for use_op in (True, False):
+        if not use_op and not HAS_PORTABLE:
+            continue
+        name = "sage_op" if use_op else "sage_portable"
+        infos[use_op] = export_bundle(sage_model, base, name, 1, use_op=use_op,
+                                      sample_options={"seed": 7, "low_degree": "pad"},
+                                      labels={"stable": 1})
+    return base, infos
+
+
+@pytest.fixture(scope="session")
+def servers(bundles):
+    from memgraph_tf.serving.server import ModelServer, start_server
+
+    base, infos = bundles
+    running = {}
+    for use_op, info in infos.items():
+        running[use_op] = start_server(ModelServer(info.path.parent, info.name))
+        running[use_op].info = info
+    yield running
+    for r in running.values():
+        r.close()
+
+
+@pytest.mark.parametrize("use_op", KINDS)
+def test_classify_matches_keras_in_process(servers, node_data, sage, use_op):
+    blobs, _, want = node_data
+    srv = servers[use_op]
+    with ServingClient(srv.url, srv.info.name) as c:
+        results = c.classify(blobs)
+    assert [[lbl for lbl, _ in row] for row in results] == [sage.classes] * N_NODES
+    np.testing.assert_allclose([[s for _, s in row] for row in results], want, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("use_op", KINDS)
+def test_predict_matches_keras_in_process(servers, node_data, sage, use_op):
+    blobs, _, want = node_data
+    srv = servers[use_op]
+    with ServingClient(srv.url, srv.info.name) as c:
+        rows = c.predict(list(blobs))
+        cols = c.predict(inputs={"blobs": list(blobs)})
+    np.testing.assert_allclose([r["scores"] for r in rows], want, atol=1e-5, rtol=0)
+    assert [r["class_ids"] for r in rows] == want.argmax(1).tolist()
+    assert [r["classes"] for r in rows] == [sage.classes[i] for i in want.argmax(1)]
+    np.testing.assert_allclose(cols["scores"], want, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("use_op", KINDS)
+def test_classify_by_curl_style_json(servers, node_data, use_op):
+    """The raw REST body a user would write: base64 blob in {"b64": ...} under key "blob"."""
+    import base64
+
+    blobs, _, want = node_data
+    srv = servers[use_op]
+    body = {"signature_name": "classify",
+            "examples": [{"blob": {"b64": base64.b64encode(b).decode()}} for b in blobs[:2]]}
+    r = requests.post(f"{srv.url}/v1/models/{srv.info.name}/versions/1:classify", json=body,
+                      timeout=60)
+    assert r.status_code == 200
+    got = r.json()["results"]
+    np.testing.assert_allclose([[p[1] for p in row] for row in got], want[:2], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("use_op", KINDS)
+def test_malformed_blob_is_a_400_naming_the_field(servers, node_data, use_op):
+    blobs, _, _ = node_data
+    bad = bytearray(blobs[0])
+    bad[4] = 9  # version
+    srv = servers[use_op]
+    with ServingClient(srv.url, srv.info.name) as c:
+        with pytest.raises(errors.BadRequestError, match="version: expected 1, got 9 at offset 4"):
+            c.classify([bytes(bad)])
+        with pytest.raises(errors.BadRequestError,
+                           match="Unexpected element type in feature: blob|Data types don't match"):
+            c.classify([{"blob": [1, 2]}])
+
+
+def test_classify_signature_meets_tf_serving_classifier_rules(bundles, sage):
+    """Written from TF Serving's classifier contract (servables/tensorflow/classifier.cc, FACTS.md):
+    exactly one input, keyed "inputs", DT_STRING (serialized tf.Examples); outputs "classes"
+    (DT_STRING) and/or "scores" (DT_FLOAT), both [batch, k] with the same k; nothing else."""
+    from tensorflow.core.protobuf import saved_model_pb2
+    from tensorflow.core.framework import types_pb2
+
+    for info in bundles[1].values():
+        sm = saved_model_pb2.SavedModel()
+        sm.ParseFromString((info.path / "saved_model.pb").read_bytes())
+        (mg,) = [m for m in sm.meta_graphs if "serve" in m.meta_info_def.tags]
+        sig = mg.signature_def["classify"]
+        assert sig.method_name == "tensorflow/serving/classify"
+        assert list(sig.inputs) == ["inputs"]
+        assert sig.inputs["inputs"].dtype == types_pb2.DT_STRING
+        assert [d.size for d in sig.inputs["inputs"].tensor_shape.dim] == [-1]
+        assert set(sig.outputs) == {"classes", "scores"}
+        assert sig.outputs["classes"].dtype == types_pb2.DT_STRING
+        assert sig.outputs["scores"].dtype == types_pb2.DT_FLOAT
+        k = len(sage.classes)
+        for key in ("classes", "scores"):
+            assert [d.size for d in sig.outputs[key].tensor_shape.dim] == [-1, k]
+        predict = mg.signature_def["serving_default"]
+        assert predict.method_name == "tensorflow/serving/predict"
+        assert list(predict.inputs) == ["blobs"]
+        assert predict.inputs["blobs"].dtype == types_pb2.DT_STRING
+
+
+def test_bundle_layout_assets_and_models_config(bundles, sage):
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    base, infos = bundles
+    for use_op, info in infos.items():
+        v = info.path
+        assert (v / "saved_model.pb").is_file() and (v / "variables" / "variables.index").is_file()
+        assert (v / "assets" / "class_labels.txt").read_text().splitlines() == sage.classes
+        cfg = json.loads((v / "assets" / "memgraph_tf_bundle.json").read_text())
+        assert cfg["fanouts"] == list(sage.fanouts) and cfg["use_op"] is use_op
+        assert cfg["options"] == {"seed": 7, "low_degree": "pad"}
+        lib = v / "assets.extra" / "memgraph_tf"
+        if use_op:
+            meta = json.loads((lib / "op_library.json").read_text())
+            import tensorflow as tf
+            assert meta["tf_version"] == tf.__version__
+            assert (lib / meta["library"]).stat().st_size > 0
+        else:
+            assert not lib.exists()
+    cfg = model_server_config_pb2.ModelServerConfig()
+    text_format.Parse((base / "models.config").read_text(), cfg)
+    entries = {c.name: c for c in cfg.model_config_list.config}
+    assert set(entries) == {info.name for info in infos.values()}
+    for name, entry in entries.items():
+        assert entry.base_path == f"/models/{name}" and entry.model_platform == "tensorflow"
+        assert dict(entry.version_labels) == {"stable": 1}
+        assert list(entry.model_version_policy.specific.versions) == [1]
+
+
+@pytest.mark.skipif(not HAS_PORTABLE, reason="memgraph_tf.ops.portable not present")
+def test_op_free_bundle_has_only_stock_ops(bundles):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    from memgraph_tf.serving.server import _op_names
+
+    sm = saved_model_pb2.SavedModel()
+    sm.ParseFromString((bundles[1][False].path / "saved_model.pb").read_bytes())
+    ops = set().union(*(_op_names(mg) for mg in sm.meta_graphs))
+    assert not [op for op in ops if op.startswith("MemgraphTf")]
+    sm.ParseFromString((bundles[1][True].path / "saved_model.pb").read_bytes())
+    assert "MemgraphTf>UnpackBlob" in set().union(*(_op_names(mg) for mg in sm.meta_graphs))
+
+
+def test_export_refuses_existing_version_and_bad_arguments(bundles, sage_model, tmp_path):
+    from memgraph_tf.serving.export import export_bundle
+
+    base, infos = bundles
+    info = infos[True]
+    with pytest.raises(FileExistsError, match="version 1 of model 'sage_op' exists"):
+        export_bundle(sage_model, base, info.name, 1, use_op=True)
+    with pytest.raises(ValueError, match="sample_options: key 'password' looks like a connection"):
+        export_bundle(sage_model, tmp_path, "m", 1, use_op=False, sample_options={"password": "x"})
+    with pytest.raises(ValueError, match="version: expected an int >= 1 .*got 0"):
+        export_bundle(sage_model, tmp_path, "m", 0, use_op=False)
+    with pytest.raises(ValueError, match="name: expected letters, digits.*got 'a/b'"):
+        export_bundle(sage_model, tmp_path, "a/b", 1, use_op=False)
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+
+
+def test_sampling_config_through_the_config_signature(servers):
+    srv = servers[True]
+    with ServingClient(srv.url, srv.info.name) as c:
+        cfg = c.sampling_config()
+    assert cfg["fanouts"] == [3, 2] and cfg["properties"] == ["features"]
+    assert cfg["blob_feature_key"] == "blob"
+
+
+def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, repo_root):
+    """`memgraph-tf serve` in its own process: it must register the op from the bundle itself."""
+    from memgraph_tf.testing.arcadedb import free_port
+
+    blobs, _, want = node_data
+    info = bundles[1][True]
+    port = free_port()
+    cmd = [sys.executable, "-m", "memgraph_tf.cli", "serve", str(info.path.parent),
+           "--port", str(port), "--version-label", "stable=1"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.Popen(cmd, cwd=repo_root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                requests.get(f"{url}/v1/models/{info.name}", timeout=2)
+                break
+            except requests.ConnectionError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"server did not start: {proc.stdout.read()[-3000:]}")
+                time.sleep(0.5)
+        with ServingClient(url, info.name, label="stable") as c:
+            results = c.classify(blobs)
+            assert c.status()["model_version_status"][0]["state"] == "AVAILABLE"
+        np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5, rtol=0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        out = proc.stdout.read()
+        proc.stdout.close()
+    assert "loading the bundle's op library" in out
