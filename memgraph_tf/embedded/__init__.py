@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import pathlib
 import pickle
+import warnings
 from typing import Any, Iterable, Mapping, Sequence
 
 from memgraph_tf.embedded import _runtime
@@ -222,7 +223,9 @@ class EmbeddedGraph:
             path = root / f"ind.{name}.{part}"
             if not path.exists():
                 raise FileNotFoundError(f"Planetoid {name!r}: expected {path}, got no such file")
-            with open(path, "rb") as f:
+            with open(path, "rb") as f, warnings.catch_warnings():
+                # the pickles name scipy.sparse.csr.csr_matrix, a deprecated alias
+                warnings.simplefilter("ignore", DeprecationWarning)
                 data[part] = pickle.load(f, encoding="latin1")
         test_index = [int(line) for line in (root / f"ind.{name}.test.index").read_text().split()]
         allx, tx = data["allx"], data["tx"]
