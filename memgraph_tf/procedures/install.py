@@ -30,7 +30,12 @@ def module_search_path() -> list[pathlib.Path]:
     if os.environ.get(ENV_MODULES_DIR):
         dirs.append(pathlib.Path(os.environ[ENV_MODULES_DIR]))
     dirs.append(here / "query_modules")
-    for prefix in dict.fromkeys([sysconfig.get_path("data"), sys.prefix, sys.base_prefix]):
+    # a wheel's data: <prefix>/share/...; the package itself is <prefix>/lib/pythonX.Y/site-packages/memgraph_tf
+    prefixes = [sysconfig.get_path("data"), sys.prefix, sys.base_prefix]
+    parents = pathlib.Path(__file__).resolve().parents
+    if len(parents) > 5:
+        prefixes.append(str(parents[5]))
+    for prefix in dict.fromkeys(prefixes):
         dirs.append(pathlib.Path(prefix) / "share" / "memgraph-tf" / "query_modules")
     return dirs
 

@@ -124,3 +124,13 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
     assert g.call("tf_features.pack", [3, 0, 4], ["f", "name"], {"label_property": "y"}) == child["pack"]
     assert g.call("tf_features.sample", [0, 4], [2, 2], ["f"], {"seed": 4}) == child["sample"]
     assert g.call("tf_features.sample_per_node", [0, 4], [2, 2], ["f"], {"seed": 4}) == child["per_node"]
+
+
+def test_module_file_search(tmp_path, monkeypatch):
+    monkeypatch.setenv(install.ENV_MODULES_DIR, str(tmp_path))
+    assert install.find_module_file() == REPO_ROOT / "query_modules" / "tf_features.py"  # falls through
+    (tmp_path / "tf_features.py").write_text("# override\n")
+    assert install.find_module_file() == tmp_path / "tf_features.py"
+    dirs = install.module_search_path()
+    assert dirs[0] == tmp_path and dirs[1] == REPO_ROOT / "query_modules"
+    assert any(str(d).endswith("share/memgraph-tf/query_modules") for d in dirs)
