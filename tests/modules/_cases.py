@@ -203,8 +203,8 @@ class BoltRunner(Runner):
             else:
                 params[f"a{k}"] = _bolt_args(arg, self._ids)
                 call_args.append(f"$a{k}")
-        fields = YIELDS[procedure]
-        query = f"{prefix}CALL {procedure}({', '.join(call_args)}) YIELD {', '.join(fields)} RETURN {', '.join(fields)}"
+        fields = ", ".join(f"`{f}`" for f in YIELDS[procedure])
+        query = f"{prefix}CALL {procedure}({', '.join(call_args)}) YIELD {fields} RETURN {fields}"
         with self.driver.session() as s:
             return [dict(r) for r in s.run(query, **params)]
 

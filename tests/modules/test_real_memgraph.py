@@ -1,0 +1,70 @@
+"""The same tf_features cases against a real Memgraph over Bolt (neo4j driver).
+
+Runs when ``MEMGRAPH_TF_TEST_MEMGRAPH_URI`` (e.g. ``bolt://localhost:7687``) names a Memgraph whose
+query-modules directory holds ``memgraph-tf install-modules`` output (docker/compose.yaml does that);
+optional ``MEMGRAPH_TF_TEST_MEMGRAPH_USER`` / ``MEMGRAPH_TF_TEST_MEMGRAPH_PASSWORD``. The cases wipe
+the database they run on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+URI = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_URI")
+
+pytestmark = [
+    pytest.mark.memgraph,
+    pytest.mark.skipif(not URI, reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)"),
+]
+
+
+def _cases():
+    name = "_memgraph_tf_modules_cases"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "_cases.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+cases = _cases()
+
+
+@pytest.fixture(scope="module")
+def driver():
+    import neo4j
+
+    user = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_USER", "")
+    password = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_PASSWORD", "")
+    drv = neo4j.GraphDatabase.driver(URI, auth=(user, password) if user else None)
+    try:
+        with drv.session() as s:
+            s.run("CALL mg.load_all()").consume()
+        yield drv
+    finally:
+        drv.close()
+
+
+@pytest.fixture
+def bolt_runner(driver):
+    return cases.BoltRunner(driver)
+
+
+@pytest.mark.parametrize("name", sorted(cases.CASES))
+def test_case(name, bolt_runner):
+    cases.CASES[name](bolt_runner)
+
+
+@pytest.mark.parametrize("name", sorted(cases.ERROR_CASES))
+def test_error_case(name, bolt_runner):
+    graph, procedure, args, message = cases.ERROR_CASES[name]
+    bolt_runner.build(graph())
+    with pytest.raises(bolt_runner.error_type, match=cases.regex(message(bolt_runner))):
+        bolt_runner.call(procedure, *args)
