@@ -468,13 +468,16 @@ class ModelServer:
                 blobs = self.graph_source.sample_blobs_per_node(
                     ids, list(cfg["fanouts"]), list(cfg["properties"]),
                     dict(cfg.get("options") or {}))
-        except (KeyError, ValueError, LookupError) as exc:
-            raise _bad(f"fetching node ids {ids} from the graph: {exc}") from None
-        except (ConnectionError, OSError) as exc:
+        except (ConnectionError, OSError) as exc:  # incl. client.GraphConnectionError
             raise ServingFailure(503, f"the graph is unavailable: {exc}") from None
-        except Exception as exc:  # driver errors (neo4j.exceptions.*) have no common base here
-            if type(exc).__module__.startswith("neo4j"):
-                raise ServingFailure(503, f"the graph is unavailable: {exc}") from None
+        except (KeyError, ValueError, LookupError) as exc:  # incl. client.GraphDataError
+            raise _bad(f"fetching node ids {ids} from the graph: {exc}") from None
+        except Exception as exc:
+            from memgraph_tf.client import errors as client_errors
+
+            if isinstance(exc, client_errors.ClientError):
+                raise ServingFailure(500, f"fetching node ids {ids} from the graph: {exc}") \
+                    from None
             raise
         out = list(examples)
         key = cfg["blob_feature_key"]
@@ -833,16 +836,18 @@ def _parse_labels(items: list[str] | None) -> dict[str, int]:
 
 
 def open_graph_source(uri: str):
-    """A graph source for ``--graph``: ``embedded:PATH`` or a Bolt URI. The user name and password
-    come from ``MEMGRAPH_TF_GRAPH_USER`` / ``MEMGRAPH_TF_GRAPH_PASSWORD`` (never a command line, never a
-    bundle)."""
+    """A graph source for ``--graph``. ``embedded:DIR/NAME`` loads the Planetoid dataset NAME from
+    ``DIR/ind.NAME.*`` into an in-process graph that runs the unchanged query modules; anything
+    else is a Bolt URI for :func:`memgraph_tf.client.connect`, which takes the user name and password
+    from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` (never a command line, never a bundle)."""
     from memgraph_tf import client
 
     if uri.startswith("embedded:"):
-        return client.EmbeddedSource(uri[len("embedded:"):])
-    user = os.environ.get("MEMGRAPH_TF_GRAPH_USER", "")
-    password = os.environ.get("MEMGRAPH_TF_GRAPH_PASSWORD", "")
-    return client.connect(uri, (user, password) if user else None)
+        from memgraph_tf.embedded import EmbeddedGraph
+
+        path = pathlib.Path(uri[len("embedded:"):])
+        return client.EmbeddedSource(EmbeddedGraph.from_planetoid(path.name, path.parent))
+    return client.connect(uri)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,0 +1,119 @@
+"""Serving with a real graph (ArcadeDB over Bolt, with a user name and password): node ids -> blobs
+-> :classify, and the credentials rule for bundles exported while connected."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+import requests
+
+from memgraph_tf.serving import errors
+from memgraph_tf.serving.client import ServingClient, classify_nodes
+
+N = 12
+OPTIONS = {"id_property": "id", "seed": 3, "low_degree": "pad"}
+
+
+@pytest.fixture(scope="module")
+def arcadedb():
+    pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed")
+    from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
+
+    server = ArcadeDBServerProcess()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def source(arcadedb, sage):
+    from memgraph_tf.client import connect
+
+    rng = np.random.default_rng(5)
+    src = connect(arcadedb.uri, auth=arcadedb.auth, database=arcadedb.database)
+    rows = [{"id": i, "features": rng.normal(size=sage.dim).astype(float).tolist()} for i in range(N)]
+    edges = [{"a": i, "b": (i + k) % N} for i in range(N) for k in (1, 3)]
+    src.write("UNWIND $rows AS r CREATE (:Node {id: r.id, features: r.features})", {"rows": rows})
+    src.write("UNWIND $edges AS e MATCH (a:Node {id: e.a}), (b:Node {id: e.b}) "
+              "CREATE (a)-[:LINK]->(b)", {"edges": edges})
+    try:
+        yield src
+    finally:
+        src.close()
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, source, sage):
+    """A bundle exported while `source` is connected with user name and password."""
+    from memgraph_tf.serving.export import export_bundle
+
+    model = sage.make(seed=11)
+    base = tmp_path_factory.mktemp("graph_bundles")
+    info = export_bundle(model, base, "GraphSage", 1, use_op=True, properties=["features"],
+                         sample_options=OPTIONS)
+    return model, base, info
+
+
+def _in_process(model, blobs):
+    from memgraph_tf import blob
+
+    feats = {}
+    for b in blobs:
+        for k, v in blob.unpack(b).items():
+            if k.startswith(("features_", "mask_")):
+                feats.setdefault(k, []).append(v[0])
+    return model({k: np.stack(v) for k, v in feats.items()}).numpy()
+
+
+def test_bundle_holds_no_uri_user_or_password(exported, arcadedb):
+    _, base, info = exported
+    secrets_ = {"uri": arcadedb.uri, "password": arcadedb.password, "user": arcadedb.user,
+                "host:port": f"{arcadedb.host}:{arcadedb.bolt_port}",
+                "user in auth form": f"{arcadedb.user}:{arcadedb.password}"}
+    assert len(arcadedb.password) >= 12
+    files = [p for p in base.rglob("*") if p.is_file()]
+    names = {p.relative_to(info.path).parts[0] for p in files if info.path in p.parents}
+    assert {"saved_model.pb", "variables", "assets"} <= names  # the files the rule is about
+    for path in files:
+        data = path.read_bytes()
+        for what, value in secrets_.items():
+            assert value.encode() not in data, f"{what} found in {path}"
+            assert base64.b64encode(value.encode()) not in data, f"{what} (base64) in {path}"
+
+
+def test_graph_server_classifies_node_ids(exported, source):
+    from memgraph_tf.serving.server import ModelServer, start_server
+
+    model, base, info = exported
+    ids = [0, 5, 11]
+    blobs = source.sample_blobs_per_node(ids, [3, 2], ["features"], OPTIONS)
+    want = _in_process(model, blobs)
+    with start_server(ModelServer(info.path.parent, graph_source=source)) as srv:
+        r = requests.post(f"{srv.url}/v1/models/GraphSage/versions/1:classify", timeout=60,
+                          json={"signature_name": "classify",
+                                "examples": [{"node_id": i} for i in ids]})
+        assert r.status_code == 200, r.text
+        got = np.array([[s for _, s in row] for row in r.json()["results"]])
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+        with ServingClient(srv.url, "GraphSage") as c:
+            triples = classify_nodes(source, c, ids)
+            with pytest.raises(errors.BadRequestError, match=r"examples\[0\].node_id: expected an integer"):
+                c.classify([{"node_id": "x"}])
+    assert [t[0] for t in triples] == ids
+    assert [t[1] for t in triples] == [model.class_names[i] for i in want.argmax(1)]
+    np.testing.assert_allclose([t[2] for t in triples], want.max(1), atol=1e-5, rtol=0)
+
+
+def test_node_ids_without_a_graph_are_a_clear_400(exported):
+    from memgraph_tf.serving.server import ModelServer, start_server
+
+    _, _, info = exported
+    with start_server(ModelServer(info.path.parent)) as srv:
+        with ServingClient(srv.url, "GraphSage") as c:
+            with pytest.raises(errors.BadRequestError,
+                               match=r"examples\[0\]: 'node_id' needs a server started with --graph"):
+                c.classify([{"node_id": 1}])
