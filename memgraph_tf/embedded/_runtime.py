@@ -165,7 +165,10 @@ def store_value(value: Any, where: str) -> Any:
             raise ValueConversionError(f"{where}: expected an int64, got {value!r} (out of range)")
         return value
     if isinstance(value, (list, tuple)):
-        return tuple(store_value(v, where) for v in value)
+        items = [store_value(v, where) for v in value]
+        if all(type(v) in _SCALARS for v in items):
+            return _ScalarList(items)
+        return tuple(items)
     if isinstance(value, dict):
         for k in value:
             if not isinstance(k, str):
@@ -176,8 +179,17 @@ def store_value(value: Any, where: str) -> Any:
     raise ValueConversionError(f"{where}: Unsupported PyObject conversion of {type(value).__name__} to a property value")
 
 
+_SCALARS = frozenset([bool, int, float, str, type(None)])
+
+
+class _ScalarList(tuple):
+    """A stored list whose elements are all scalars (copied out with one ``list()``)."""
+
+
 def load_value(value: Any) -> Any:
     """A stored value as a procedure sees it: fresh lists and dicts."""
+    if type(value) is _ScalarList:
+        return list(value)
     if isinstance(value, tuple):
         return [load_value(v) for v in value]
     if isinstance(value, dict):
