@@ -320,7 +320,8 @@ class BoltSource(GraphSource):
         if isinstance(exc, (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired,
                             neo4j_errors.IncompleteCommit, ConnectionError, OSError)):
             during = f" while running {_short(query)!r}" if query else ""
-            return ServerUnavailable(f"{where}: server unavailable or connection lost{during}: {exc}")
+            return ServerUnavailable(
+                f"{where}: server unavailable or connection lost{during}: {' '.join(str(exc).split())}")
         if isinstance(exc, neo4j_errors.Neo4jError):
             message = _server_message(exc)
             text = f"{where}: query failed: {message}" + (f" (query: {_short(query)!r})" if query else "")
