@@ -130,6 +130,10 @@ class UnpackBlobOp : public OpKernel {
                                         blobs.shape().DebugString()));
     const bool batched = blobs.dims() == 1;
     const int64_t batch = batched ? blobs.dim_size(0) : 1;
+    // Section shapes come from the blobs, so an empty vector has no shape to give its outputs.
+    OP_REQUIRES(ctx, batch >= 1,
+                errors::InvalidArgument("blobs: expected a scalar or a vector of at least 1 blob, "
+                                        "got an empty vector"));
     auto flat = blobs.flat<tstring>();
     auto where = [batched](int64_t b) {
       return batched ? "blob " + std::to_string(b) : std::string("blob");
@@ -166,8 +170,8 @@ class UnpackBlobOp : public OpKernel {
                                               " (the shapes attr), got ",
                                               ShapeText(s->dims, 0, s->rank)));
         }
-        const BlobSection* first = found[i].empty() ? nullptr : found[i][0];
         if (b > 0) {
+          const BlobSection* first = found[i][0];
           // Dense sections must agree on the whole shape, ragged values on the inner dims.
           const int begin = ragged_[i] ? 1 : 0;
           OP_REQUIRES(

@@ -1,0 +1,631 @@
+"""The op-free blob decoder: ``unpack_blob_portable``, built from stock TensorFlow ops only.
+
+A SavedModel that decodes blobs with this function runs on the stock TF Serving image, which cannot
+load the custom ``MemgraphTf>UnpackBlob`` op. It returns the same tensors as
+:func:`memgraph_tf.ops.unpack_blob` and rejects the same blobs with the same messages.
+
+How it works (all vectorized over the blobs of a batch, no Python loop over data):
+
+1. The first 32 bytes of each blob give the section count; every blob is then read once into a
+   zero-padded ``[batch, W]`` uint8 matrix (``tf.io.decode_raw`` with ``fixed_length``), ``W`` being
+   the longest blob or the longest section table the headers claim (at most 32 + 128 * 1024 bytes),
+   so every later read is in bounds; the same buffer viewed as int64 words (``tf.bitcast``, no copy)
+   gives the 8-byte fields. Nothing is sized by a payload claim before the checks.
+2. Every rule of ``docs/blob-format.md`` section 4 is evaluated as a boolean tensor, per blob and per
+   section; the first failing rule in the spec's order is selected numerically. Payload scans (bool
+   bytes, string offsets) gather only payloads of sections that passed rules 11-24, which lie inside
+   the blob and do not overlap, so they never touch more bytes than the blob holds.
+3. Only when a blob is bad is the message formatted (``tf.cond``), with the spec's exact text, and
+   raised as ``tf.errors.InvalidArgumentError``. Stock TF's ``Assert`` op C-escapes string data (a
+   quote becomes ``\\'``), which would change the spec's messages, so the error is raised by
+   ``tf.strings.to_number`` on the message, the one stock op found whose ``InvalidArgumentError``
+   carries an input string verbatim: the message reads
+   ``StringToNumberOp could not correctly convert string: blob 0: <spec message>``.
+4. The outputs are computed under a control dependency on that check: payload bytes are sliced (one
+   blob) or gathered (a batch) from the matrix and reinterpreted with ``tf.bitcast`` (little-endian
+   hosts, as TensorFlow's CPU builds are).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+MAX_I31 = 2**31 - 1
+_BIG = np.int64(2**62)
+_DT_CODE = {"bool": 1, "int32": 2, "int64": 3, "float32": 4, "float64": 5, "string": 6}
+_DT_NAMES = ["?", "bool", "int32", "int64", "float32", "float64", "string", "?"]
+_SIZES = [0, 1, 4, 8, 4, 8, 0, 0]
+_TF = {"bool": tf.bool, "int32": tf.int32, "int64": tf.int64, "float32": tf.float32,
+       "float64": tf.float64, "string": tf.string}
+_NAME_OK = [
+    (65 <= b <= 90) or (97 <= b <= 122) or (48 <= b <= 57) or b in b"_.-:/" for b in range(256)
+]
+_HEX = [f"0x{b:02x}" for b in range(256)]
+_ESC = [chr(b) if 0x20 <= b <= 0x7E and b not in (0x5C, 0x27) else f"\\x{b:02x}" for b in range(256)]
+
+
+def _I(v: int) -> tf.Tensor:
+    return tf.constant(v, tf.int64)
+
+
+def _i64(x: Any) -> tf.Tensor:
+    return tf.cast(x, tf.int64)
+
+
+def _s(x: Any) -> tf.Tensor:
+    """Decimal text of a signed integer tensor."""
+    return tf.strings.as_string(_i64(x))
+
+
+def _u(x: Any) -> tf.Tensor:
+    """Decimal text of the unsigned 64-bit value whose bits are the int64 tensor ``x``."""
+    return tf.strings.as_string(tf.bitcast(_i64(x), tf.uint64))
+
+
+def _u65(a: Any, b: Any) -> tf.Tensor:
+    """Decimal text of a + b for int64 ``a`` >= 0 and ``b`` read as unsigned (the sum may pass 2^64)."""
+    au = tf.bitcast(_i64(a), tf.uint64)
+    bu = tf.bitcast(_i64(b), tf.uint64)
+    lo = au + bu  # wraps
+    carry = lo < au
+    ten10 = tf.constant(10**10, tf.uint64)
+    hi_part = lo // ten10 + tf.constant(1844674407, tf.uint64)
+    lo_part = lo % ten10 + tf.constant(3709551616, tf.uint64)
+    bump = lo_part >= ten10
+    hi_part = tf.where(bump, hi_part + 1, hi_part)
+    lo_part = tf.where(bump, lo_part - ten10, lo_part)
+    wide = tf.strings.join([tf.strings.as_string(hi_part),
+                            tf.strings.as_string(lo_part, width=10, fill="0")])
+    return tf.where(carry, wide, tf.strings.as_string(lo))
+
+
+def _join(*parts: Any) -> tf.Tensor:
+    return tf.strings.join([p if isinstance(p, tf.Tensor) else tf.constant(p) for p in parts])
+
+
+def _first(mask: tf.Tensor, axis: int = -1) -> tf.Tensor:
+    """Index of the first True along ``axis`` (the axis length if none), int64."""
+    n = tf.shape(mask, out_type=tf.int64)[axis]
+    idx = tf.argmax(tf.cast(mask, tf.int8), axis=axis, output_type=tf.int64)
+    return tf.where(tf.reduce_any(mask, axis=axis), idx, n)
+
+
+def _align8(x: tf.Tensor) -> tf.Tensor:
+    return tf.bitwise.bitwise_and(x + 7, tf.constant(-8, tf.int64))
+
+
+def _take(t: tf.Tensor, idx: tf.Tensor) -> tf.Tensor:
+    """t[b, idx[b]] for a [B, C, ...] tensor and [B] indices (clamped into range)."""
+    c = tf.shape(t, out_type=tf.int64)[1]
+    return tf.gather(t, tf.clip_by_value(idx, 0, tf.maximum(c - 1, 0)), batch_dims=1)
+
+
+def _gather_flat(flat: tf.Tensor, idx: tf.Tensor) -> tf.Tensor:
+    n = tf.shape(flat, out_type=tf.int64)[0]
+    return tf.gather(flat, tf.clip_by_value(idx, 0, tf.maximum(n - 1, 0)))
+
+
+class _Blobs:
+    """The parsed, checked view of a vector of blobs (see the module docstring)."""
+
+    def __init__(self, vec: tf.Tensor):
+        self.vec = vec
+        self.B = tf.shape(vec, out_type=tf.int64)[0]
+        self.L = _i64(tf.strings.length(vec))
+        head = _i64(tf.io.decode_raw(tf.strings.substr(vec, 0, 32), tf.uint8, fixed_length=32))
+        count_raw = head[:, 8] + head[:, 9] * 256 + head[:, 10] * 65536 + head[:, 11] * 16777216
+        cmax = tf.maximum(tf.minimum(tf.reduce_max(tf.concat([count_raw, tf.constant([0], tf.int64)], 0)), 1024), 1)
+        wmax = tf.maximum(tf.reduce_max(tf.concat([self.L, tf.constant([0], tf.int64)], 0)), 32 + 128 * cmax)
+        self.W = _align8(wmax)
+        self.C = cmax  # >= 1 so that per-section gathers are never empty
+        X = tf.io.decode_raw(vec, tf.uint8, fixed_length=tf.cast(self.W, tf.int32))
+        self.X = tf.reshape(X, tf.stack([self.B, self.W]))
+        self.W8 = self.W // 8
+        self.words = tf.bitcast(tf.reshape(self.X, tf.stack([self.B, self.W8, 8])), tf.int64)
+        self.Xflat = tf.reshape(self.X, [-1])
+        self.words_flat = tf.reshape(self.words, [-1])
+        self._header()
+        self._table()
+
+    # ---- header, rules 1-10 ---------------------------------------------------------------
+    def _header(self) -> None:
+        h = _i64(self.X[:, :32])
+        self.magic = self.X[:, :4]
+        self.version = h[:, 4] + h[:, 5] * 256
+        self.flags = h[:, 6] + h[:, 7] * 256
+        self.count = h[:, 8] + h[:, 9] * 256 + h[:, 10] * 65536 + h[:, 11] * 16777216
+        self.res0 = h[:, 12] + h[:, 13] * 256 + h[:, 14] * 65536 + h[:, 15] * 16777216
+        self.total = self.words[:, 2]
+        self.res1 = self.words[:, 3]
+        self.table_end = 32 + 128 * self.count
+        L = self.L
+        rules = [
+            L < 32,
+            tf.logical_not(tf.reduce_all(tf.equal(self.magic, tf.constant([77, 71, 84, 70], tf.uint8)), -1)),
+            tf.not_equal(self.version, 1),
+            tf.not_equal(self.flags, 0),
+            self.count > 1024,
+            tf.not_equal(self.res0, 0),
+            tf.not_equal(self.total, L),
+            self.total > MAX_I31,
+            tf.not_equal(self.res1, 0),
+            self.table_end > L,
+        ]
+        self.header_code = tf.where(
+            tf.reduce_any(tf.stack(rules, 1), 1), _first(tf.stack(rules, 1), 1) + 1, _I(0))
+
+    # ---- section table, rules 11-27 -----------------------------------------------------------
+    def _table(self) -> None:
+        B, C = self.B, self.C
+        T = tf.reshape(self.X[:, 32 : 32 + 128 * C], tf.stack([B, C, 128]))
+        TW = tf.reshape(self.words[:, 4 : 4 + 16 * C], tf.stack([B, C, 16]))
+        Ti = _i64(T[:, :, :8])
+        self.dtype = Ti[:, :, 0]
+        self.rank = Ti[:, :, 1]
+        self.nlen = Ti[:, :, 2] + Ti[:, :, 3] * 256
+        self.resv = Ti[:, :, 4] + Ti[:, :, 5] * 256 + Ti[:, :, 6] * 65536 + Ti[:, :, 7] * 16777216
+        self.p_off = TW[:, :, 1]
+        self.p_len = TW[:, :, 2]
+        self.dims = TW[:, :, 3:11]
+        self.name_bytes = T[:, :, 88:128]
+        self.name_words = TW[:, :, 11:16]
+        idx = tf.range(C, dtype=tf.int64)
+        self.in_table = idx[None, :] < self.count[:, None]
+        self.entry = 32 + 128 * idx[None, :] + tf.zeros_like(self.p_off)
+        L = self.L[:, None]
+
+        r11 = (self.dtype < 1) | (self.dtype > 6)
+        r12 = self.rank > 8
+        r13 = (self.nlen < 1) | (self.nlen > 40)
+        r14 = tf.not_equal(self.resv, 0)
+        in_name = tf.range(40, dtype=tf.int64)[None, None, :] < self.nlen[:, :, None]
+        name_ok = tf.gather(tf.constant(_NAME_OK), tf.cast(self.name_bytes, tf.int32))
+        bad15 = in_name & tf.logical_not(name_ok)
+        bad16 = tf.logical_not(in_name) & tf.not_equal(self.name_bytes, 0)
+        self.j15, self.j16 = _first(bad15), _first(bad16)
+        same = tf.reduce_all(tf.equal(self.name_words[:, :, None, :], self.name_words[:, None, :, :]), -1)
+        earlier = idx[None, :] < idx[:, None]  # [i, i']: i' < i
+        r17 = tf.reduce_any(same & earlier[None], -1)
+        in_rank = tf.range(8, dtype=tf.int64)[None, None, :] < self.rank[:, :, None]
+        bad18 = in_rank & ((self.dims < 0) | (self.dims > MAX_I31))
+        bad19 = tf.logical_not(in_rank) & tf.not_equal(self.dims, 0)
+        self.k18, self.k19 = _first(bad18), _first(bad19)
+        self.expected_off = (32 + 128 * self.count)[:, None] + tf.cumsum(
+            _align8(self.p_len), axis=1, exclusive=True)
+        r20 = tf.not_equal(self.p_off, self.expected_off)
+        nf = tf.reduce_prod(tf.where(in_rank, tf.cast(self.dims, tf.float64), 1.0), -1)
+        r21 = nf > MAX_I31
+        self.n = tf.cast(tf.clip_by_value(nf, 0.0, float(MAX_I31)), tf.int64)
+        self.size = tf.gather(tf.constant(_SIZES, tf.int64), tf.clip_by_value(self.dtype, 0, 7))
+        self.is_str = tf.equal(self.dtype, 6)
+        self.min_len = 8 * (self.n + 1)
+        r22 = tf.where(self.is_str, (self.p_len >= 0) & (self.p_len < self.min_len),
+                       tf.not_equal(self.p_len, self.n * self.size))
+        r23 = (self.p_len < 0) | (self.p_len > L - self.p_off)
+        self.end = self.p_off + self.p_len
+        pad_end = tf.minimum(_align8(self.end), L)
+        pidx = self.end[:, :, None] + tf.range(7, dtype=tf.int64)[None, None, :]
+        pbytes = tf.reshape(
+            tf.gather(self.X, tf.clip_by_value(tf.reshape(pidx, tf.stack([B, C * 7])), 0, self.W - 1),
+                      batch_dims=1),
+            tf.stack([B, C, 7]))
+        bad24 = (pidx < pad_end[:, :, None]) & tf.not_equal(pbytes, 0)
+        self.t24 = _first(bad24)
+        self.pbytes = pbytes
+        early = tf.stack([r11, r12, r13, r14, tf.reduce_any(bad15, -1), tf.reduce_any(bad16, -1), r17,
+                          tf.reduce_any(bad18, -1), tf.reduce_any(bad19, -1), r20, r21, r22, r23,
+                          tf.reduce_any(bad24, -1)], -1)
+        early_any = tf.reduce_any(early, -1) & self.in_table
+        early_code = _first(early) + 11
+        first_early = _first(early_any, 1)
+        self.elig = self.in_table & (idx[None, :] < first_early[:, None])
+        self._bools()
+        self._strings()
+        late = tf.where(self.elig & self.r25, _I(25), tf.where(self.elig & self.r26, _I(26), _I(0)))
+        self.sec_code = tf.where(early_any, early_code, late)
+        self.first_sec = _first(tf.not_equal(self.sec_code, 0), 1)
+        sec_fail = self.first_sec < C
+        self.end_total = (32 + 128 * self.count) + tf.reduce_sum(
+            tf.where(self.in_table, _align8(self.p_len), 0), 1)
+        r27 = tf.not_equal(self.end_total, self.total)
+        code = tf.where(tf.not_equal(self.header_code, 0), self.header_code,
+                        tf.where(sec_fail, _take(self.sec_code, self.first_sec), tf.where(r27, _I(27), _I(0))))
+        self.code = code
+
+    def _ranges(self, mask: tf.Tensor, start: tf.Tensor, length: tf.Tensor):
+        """Flat [start, start+length) ranges of the masked sections; returns (indices, segment)."""
+        s = tf.reshape(tf.where(mask, start, 0), [-1])
+        e = tf.reshape(tf.where(mask, start + length, 0), [-1])
+        rr = tf.ragged.range(s, e)
+        return rr.flat_values, rr.value_rowids()
+
+    def _bools(self) -> None:
+        B, C = self.B, self.C
+        mask = self.elig & tf.equal(self.dtype, 1) & (self.p_len > 0)
+        base = (tf.range(B, dtype=tf.int64) * self.W)[:, None]
+
+        def scan():
+            flat_idx, seg = self._ranges(mask, base + self.p_off, self.p_len)
+            vals = tf.gather(self.Xflat, flat_idx)
+            local = flat_idx - tf.gather(tf.reshape(base + tf.zeros_like(self.p_off), [-1]), seg)
+            first = tf.math.unsorted_segment_min(tf.where(vals > 1, local, _BIG), seg, B * C)
+            return tf.reshape(tf.minimum(first, _BIG), tf.stack([B, C]))
+
+        self.pos25 = tf.cond(tf.reduce_any(mask), scan, lambda: tf.fill(tf.stack([B, C]), _BIG))
+        self.r25 = self.pos25 < _BIG
+
+    def _strings(self) -> None:
+        B, C = self.B, self.C
+        mask = self.elig & self.is_str
+        wbase = (tf.range(B, dtype=tf.int64) * self.W8)[:, None] + self.p_off // 8
+        self.data_len = self.p_len - 8 * (self.n + 1)
+
+        def scan():
+            flat_idx, seg = self._ranges(mask, wbase, self.n + 1)
+            v = tf.gather(self.words_flat, flat_idx)
+            prev = tf.gather(self.words_flat, tf.maximum(flat_idx - 1, 0))
+            j = flat_idx - tf.gather(tf.reshape(wbase, [-1]), seg)
+            dl = tf.gather(tf.reshape(self.data_len, [-1]), seg)
+            bad = (tf.equal(j, 0) & tf.not_equal(v, 0)) | (
+                (j > 0) & ((v < 0) | (v < prev) | (v > dl)))
+            first = tf.math.unsorted_segment_min(tf.where(bad, j, _BIG), seg, B * C)
+            return tf.reshape(tf.minimum(first, _BIG), tf.stack([B, C]))
+
+        self.j26 = tf.cond(tf.reduce_any(mask), scan, lambda: tf.fill(tf.stack([B, C]), _BIG))
+        last = tf.gather(self.words_flat, tf.clip_by_value(
+            tf.reshape(wbase + self.n, [-1]), 0, B * self.W8 - 1))
+        self.last26 = tf.reshape(last, tf.stack([B, C]))
+        self.r26 = mask & ((self.j26 < _BIG) | tf.not_equal(self.last26, self.data_len))
+
+    def word_at(self, b: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
+        """The int64 at 8-aligned byte ``offset`` of blob ``b`` (clamped)."""
+        return _gather_flat(self.words_flat, b * self.W8 + offset // 8)
+
+    # ---- messages (only built when a blob is bad) ------------------------------------------------
+    def names(self) -> tf.Tensor:
+        """[B, C] section names as strings (valid for sections that passed rules 15-16)."""
+        chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(self.name_bytes, tf.int32))
+        in_name = tf.range(40, dtype=tf.int64)[None, None, :] < self.nlen[:, :, None]
+        return tf.strings.reduce_join(tf.where(in_name, chars, ""), axis=-1)
+
+    def format_error(self, b: tf.Tensor) -> tf.Tensor:
+        """The spec's message for blob ``b``'s first broken rule (scalar string)."""
+        i = self.first_sec[b]
+        ic = tf.minimum(i, tf.maximum(self.C - 1, 0))
+
+        def f(t):  # the failing section's field
+            return tf.gather(t[b], ic)
+
+        e = f(self.entry)
+        names = self.names()
+        name = tf.gather(names[b], ic)
+        si = _s(i)
+        sec = _join("section ", si)
+        where = _join("section ", si, " ('", name, "')")
+        nb = f(self.name_bytes)
+        j15, j16 = f(self.j15), f(self.j16)
+        dims = f(self.dims)
+        k18, k19 = f(self.k18), f(self.k19)
+        d18 = tf.gather(dims, tf.minimum(k18, 7))
+        d19 = tf.gather(dims, tf.minimum(k19, 7))
+        hexb = tf.constant(_HEX)
+        end = f(self.end)
+        t24 = f(self.t24)
+        pb24 = tf.gather(f(self.pbytes), tf.minimum(t24, 6))
+        pos25 = f(self.pos25)
+        v25 = _gather_flat(self.Xflat, b * self.W + pos25)
+        p_off, p_len = f(self.p_off), f(self.p_len)
+        j26f, last26, dl = f(self.j26), f(self.last26), f(self.data_len)
+        n = f(self.n)
+        jj = tf.where(j26f < _BIG, j26f, n)
+        v26 = self.word_at(b, p_off + 8 * jj)
+        prev26 = self.word_at(b, p_off + 8 * tf.maximum(jj - 1, 0))
+        kind_a = tf.equal(j26f, 0)  # offsets[0] != 0
+        kind_b = (j26f > 0) & (j26f < _BIG)  # offsets[j] outside [offsets[j-1], data length]
+        lo26 = tf.where(kind_a, _I(0), tf.where(kind_b, prev26, dl))  # else: offsets[n] != data length
+        hi26 = tf.where(kind_a, _I(0), dl)
+        exp22 = tf.where(f(self.is_str), _join(">= ", _s(f(self.min_len))), _s(n * f(self.size)))
+        esc = tf.strings.reduce_join(tf.gather(tf.constant(_ESC), tf.cast(self.magic[b], tf.int32)))
+        L = self.L[b]
+        count = self.count[b]
+        total = self.total[b]
+        msgs = [
+            _join("header: expected at least 32 bytes, got ", _s(L), " at offset 0"),
+            _join("magic: expected 'MGTF', got '", esc, "' at offset 0"),
+            _join("version: expected 1, got ", _s(self.version[b]), " at offset 4"),
+            _join("flags: expected 0, got ", _s(self.flags[b]), " at offset 6"),
+            _join("section_count: expected <= 1024, got ", _s(count), " at offset 8"),
+            _join("reserved0: expected 0, got ", _s(self.res0[b]), " at offset 12"),
+            _join("total_length: expected ", _s(L), " (the blob's size), got ", _u(total), " at offset 16"),
+            _join("total_length: expected <= 2147483647, got ", _u(total), " at offset 16"),
+            _join("reserved1: expected 0, got ", _u(self.res1[b]), " at offset 24"),
+            _join("section table: expected at least ", _s(self.table_end[b]), " bytes for ", _s(count),
+                  " sections, got ", _s(L), " at offset 32"),
+            _join(sec, " dtype: expected 1..6, got ", _s(f(self.dtype)), " at offset ", _s(e)),
+            _join(sec, " rank: expected <= 8, got ", _s(f(self.rank)), " at offset ", _s(e + 1)),
+            _join(sec, " name_length: expected 1..40, got ", _s(f(self.nlen)), " at offset ", _s(e + 2)),
+            _join(sec, " reserved: expected 0, got ", _s(f(self.resv)), " at offset ", _s(e + 4)),
+            _join(sec, " name: expected [A-Za-z0-9_.:/-], got byte ",
+                  tf.gather(hexb, tf.cast(tf.gather(nb, tf.minimum(j15, 39)), tf.int32)),
+                  " at offset ", _s(e + 88 + j15)),
+            _join(sec, " name padding: expected 0, got byte ",
+                  tf.gather(hexb, tf.cast(tf.gather(nb, tf.minimum(j16, 39)), tf.int32)),
+                  " at offset ", _s(e + 88 + j16)),
+            _join(where, " name: expected a unique name, got a duplicate at offset ", _s(e + 88)),
+            _join(where, " dims[", _s(k18), "]: expected 0..2147483647, got ", _s(d18), " at offset ",
+                  _s(e + 24 + 8 * k18)),
+            _join(where, " dims[", _s(k19), "]: expected 0 (unused), got ", _s(d19), " at offset ",
+                  _s(e + 24 + 8 * k19)),
+            _join(where, " payload_offset: expected ", _s(f(self.expected_off)), ", got ", _u(p_off),
+                  " at offset ", _s(e + 8)),
+            _join(where, " dims: expected <= 2147483647 elements, got more at offset ", _s(e + 24)),
+            _join(where, " payload_length: expected ", exp22, ", got ", _u(p_len), " at offset ",
+                  _s(e + 16)),
+            _join(where, " payload: expected to end by ", _s(L), ", got end ", _u65(p_off, p_len),
+                  " at offset ", _s(e + 16)),
+            _join("padding: expected 0, got byte ", tf.gather(hexb, tf.cast(pb24, tf.int32)),
+                  " at offset ", _s(end + t24)),
+            _join(where, " bool: expected 0 or 1, got ", _s(v25), " at offset ", _s(pos25)),
+            _join(where, " offsets[", _s(jj), "]: expected ", _s(lo26), "..", _s(hi26), ", got ",
+                  _u(v26), " at offset ", _s(p_off + 8 * jj)),
+            _join("total_length: expected ", _s(self.end_total[b]), ", got ", _u(total), " at offset 16"),
+        ]
+        return tf.gather(tf.stack(msgs), tf.clip_by_value(self.code[b] - 1, 0, len(msgs) - 1))
+
+
+def _raise_if(bad: tf.Tensor, message_fn) -> tf.Tensor:
+    """Raises InvalidArgumentError with ``message_fn()`` (scalar string) when ``bad``; returns a dummy."""
+
+    def fail():
+        # StringToNumber's error carries its input verbatim (see the module docstring).
+        return tf.strings.to_number(message_fn(), tf.float32)
+
+    return tf.cond(bad, fail, lambda: tf.constant(0.0))
+
+
+class _Lookup:
+    """Per requested name: the section index in each blob and the lookup/ragged/shape checks."""
+
+    def __init__(self, p: _Blobs, name: str, dtype: str, ragged: bool, shape: Any, batched: bool):
+        self.p, self.name, self.dtype, self.ragged, self.batched = p, name, dtype, ragged, batched
+        self.si, found = self._find(name)
+        f = lambda t: _take(t, self.si)  # noqa: E731
+        self.sdtype, self.rank, self.dims = f(p.dtype), f(p.rank), f(p.dims)
+        self.p_off, self.p_len, self.n, self.entry = f(p.p_off), f(p.p_len), f(p.n), f(p.entry)
+        codes = [tf.logical_not(found), tf.not_equal(self.sdtype, _DT_CODE[dtype])]
+        if ragged:
+            self.ri, rfound = self._find(name + ".row_splits")
+            g = lambda t: _take(t, self.ri)  # noqa: E731
+            self.rdtype, self.rrank, self.rdims = g(p.dtype), g(p.rank), g(p.dims)
+            self.r_off, self.rentry = g(p.p_off), g(p.entry)
+            bad_kind = tf.not_equal(self.rdtype, 3) | tf.not_equal(self.rrank, 1) | (self.rdims[:, 0] < 1)
+            self.nvalues = self.dims[:, 0]
+            ok_so_far = found & rfound & tf.logical_not(bad_kind)
+            rows = tf.where(ok_so_far & (self.rank >= 1), self.rdims[:, 0], 0)
+            self.rows = rows
+            wbase = tf.range(p.B, dtype=tf.int64) * p.W8 + self.r_off // 8
+            rr = tf.ragged.range(wbase, wbase + rows)
+            idx, seg = rr.flat_values, rr.value_rowids()
+            v = tf.gather(p.words_flat, idx)
+            prev = tf.gather(p.words_flat, tf.maximum(idx - 1, 0))
+            j = idx - tf.gather(wbase, seg)
+            nv = tf.gather(self.nvalues, seg)
+            bad = (tf.equal(j, 0) & tf.not_equal(v, 0)) | ((j > 0) & ((v < prev) | (v > nv)))
+            self.jbad = tf.minimum(tf.math.unsorted_segment_min(tf.where(bad, j, _BIG), seg, p.B), _BIG)
+            self.split_values, self.split_seg, self.split_j = v, seg, j
+            self.last = p.word_at(tf.range(p.B, dtype=tf.int64), self.r_off + 8 * (rows - 1))
+            codes += [
+                tf.logical_not(rfound),
+                bad_kind,
+                self.rank < 1,
+                tf.equal(self.jbad, 0),
+                (self.jbad > 0) & (self.jbad < _BIG),
+                tf.equal(self.jbad, _BIG) & tf.not_equal(self.last, self.nvalues),
+            ]
+        else:
+            codes += [tf.zeros_like(found)] * 6
+        self.shape = None if shape is None else tf.TensorShape(shape)
+        if self.shape is not None and self.shape.rank is not None:
+            want = self.shape.as_list()
+            bad = tf.not_equal(self.rank, len(want))
+            for k, d in enumerate(want):
+                if d is not None:
+                    bad |= tf.not_equal(self.dims[:, k], d)
+            codes.append(bad)
+        else:
+            codes.append(tf.zeros_like(found))
+        begin = 1 if ragged else 0
+        if batched:
+            diff = tf.not_equal(self.rank, self.rank[0]) | tf.reduce_any(
+                tf.not_equal(self.dims[:, begin:], self.dims[0:1, begin:]), -1)
+            codes.append(diff)
+        else:
+            codes.append(tf.zeros_like(found))
+        stacked = tf.stack(codes, 1)
+        self.code = tf.where(tf.reduce_any(stacked, 1), _first(stacked, 1) + 1, 0)
+
+    def _find(self, name: str):
+        p = self.p
+        raw = name.encode("utf-8")
+        if len(raw) > 40:
+            zero = tf.zeros(tf.stack([p.B]), tf.int64)
+            return zero, tf.zeros(tf.stack([p.B]), tf.bool)
+        words = np.frombuffer(raw.ljust(40, b"\0"), dtype="<i8").astype(np.int64)
+        match = tf.reduce_all(tf.equal(p.name_words, tf.constant(words)[None, None, :]), -1) & p.in_table
+        return _first(match, 1), tf.reduce_any(match, 1)
+
+    def format_error(self, b: tf.Tensor) -> tf.Tensor:
+        p, q = self.p, self.name
+        sq = f"section '{q}'"
+        rq = f"section '{q}.row_splits'"
+        names = p.names()[b]
+        present = tf.strings.reduce_join(
+            tf.boolean_mask(tf.strings.join(["'", names, "'"]), p.in_table[b]), separator=", ")
+        dt_names = tf.constant(_DT_NAMES)
+        prefix = _join("blob ", _s(b)) if self.batched else tf.constant("blob")
+
+        def shape_text(dims, rank, begin):
+            mask = (tf.range(8, dtype=tf.int64) >= begin) & (tf.range(8, dtype=tf.int64) < rank)
+            inner = tf.strings.reduce_join(tf.boolean_mask(_s(dims), mask), separator=",")
+            if begin:
+                return _join("[*", tf.where(rank > 1, ",", ""), inner, "]")
+            return _join("[", inner, "]")
+
+        msgs = [
+            _join(sq, f": expected a section named '{q}', got none (present: ", present, ")"),
+            _join(sq, f": expected dtype {self.dtype}, got ",
+                  tf.gather(dt_names, tf.clip_by_value(self.sdtype[b], 0, 7)), " at offset ", _s(self.entry[b])),
+        ]
+        if self.ragged:
+            jb = self.jbad[b]
+            rows = self.rows[b]
+            vj = p.word_at(b, self.r_off[b] + 8 * tf.minimum(jb, tf.maximum(rows - 1, 0)))
+            vprev = p.word_at(b, self.r_off[b] + 8 * tf.maximum(tf.minimum(jb, rows) - 1, 0))
+            nv = _s(self.nvalues[b])
+            msgs += [
+                tf.constant(f"{rq}: expected an int64 row-splits section for ragged '{q}', got none"),
+                _join(rq, ": expected int64 rank 1 with >= 1 element, got ",
+                      tf.gather(dt_names, tf.clip_by_value(self.rdtype[b], 0, 7)), " rank ", _s(self.rrank[b]),
+                      " at offset ", _s(self.rentry[b])),
+                _join(sq, ": expected rank >= 1 for ragged values, got 0 at offset ", _s(self.entry[b] + 1)),
+                _join(rq, " [0]: expected 0..0, got ", _s(vj), " at offset ", _s(self.r_off[b])),
+                _join(rq, " [", _s(jb), "]: expected ", _s(vprev), "..", nv, ", got ", _s(vj), " at offset ",
+                      _s(self.r_off[b] + 8 * jb)),
+                _join(rq, " [", _s(rows - 1), "]: expected ", nv, "..", nv, ", got ", _s(self.last[b]),
+                      " at offset ", _s(self.r_off[b] + 8 * (rows - 1))),
+            ]
+        else:
+            msgs += [tf.constant("")] * 6
+        got = shape_text(self.dims[b], self.rank[b], 0)
+        if self.shape is not None and self.shape.rank is not None:
+            want = "[" + ",".join("?" if d is None else str(d) for d in self.shape.as_list()) + "]"
+            msgs.append(_join(prefix, f" section '{q}': expected shape {want} (the shapes attr), got ", got))
+        else:
+            msgs.append(tf.constant(""))
+        begin = 1 if self.ragged else 0
+        msgs.append(_join(prefix, f" section '{q}': expected shape ",
+                          shape_text(self.dims[0], self.rank[0], begin), ", got ",
+                          shape_text(self.dims[b], self.rank[b], begin), " (as blob 0)"))
+        msg = tf.gather(tf.stack(msgs), tf.clip_by_value(self.code[b] - 1, 0, len(msgs) - 1))
+        # Reader errors are "blob b: <message>"; shape errors already start with "blob b section".
+        return tf.where(self.code[b] >= 9, msg, _join(prefix, ": ", msg))
+
+
+def _fixed_bytes(p: _Blobs, start: tf.Tensor, nbytes: tf.Tensor, single: bool) -> tf.Tensor:
+    """The concatenated bytes [start[b], start[b] + nbytes[b]) of every blob, as flat uint8."""
+    if single:
+        return tf.reshape(tf.slice(p.X, tf.stack([_I(0), start[0]]), tf.stack([_I(1), nbytes[0]])), [-1])
+    base = tf.range(p.B, dtype=tf.int64) * p.W + start
+    return tf.gather(p.Xflat, tf.ragged.range(base, base + nbytes).flat_values)
+
+
+def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single: bool) -> tf.Tensor:
+    """The ``count[b]`` elements of the section at ``p_off[b]`` of every blob, concatenated (1-D)."""
+    if dtype == "string":
+        wbase = tf.range(p.B, dtype=tf.int64) * p.W8 + p_off // 8
+        offs = tf.RaggedTensor.from_row_lengths(
+            tf.gather(p.words_flat, tf.ragged.range(wbase, wbase + count + 1).flat_values), count + 1)
+        starts = offs[:, :-1]
+        lengths = (offs[:, 1:] - starts).flat_values
+        data0 = tf.range(p.B, dtype=tf.int64) * p.W + p_off + 8 * (count + 1)
+        abs_starts = (starts + data0[:, None]).flat_values
+        idx = tf.ragged.range(abs_starts, abs_starts + lengths).flat_values
+        chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(tf.gather(p.Xflat, idx), tf.int32))
+        return tf.strings.reduce_join(tf.RaggedTensor.from_row_lengths(chars, lengths), axis=1)
+    size = _SIZES[_DT_CODE[dtype]]
+    raw = _fixed_bytes(p, p_off, count * size, single)
+    if dtype == "bool":
+        return tf.cast(raw, tf.bool)
+    return tf.reshape(tf.bitcast(tf.reshape(raw, [-1, size]), _TF[dtype]), [-1])
+
+
+def unpack_blob_portable(
+    blobs: Any,
+    names: str | Sequence[str],
+    dtypes: Any,
+    ragged: Iterable[str] = (),
+    shapes: Sequence[Any] | None = None,
+    name: str | None = None,
+) -> list[Any]:
+    """Decodes sections of blob(s) with stock TensorFlow ops only (runs on stock TF Serving).
+
+    Guarantees the contract of :func:`memgraph_tf.ops.unpack_blob`: the same outputs (values,
+    dtypes, shapes, ragged structure) and the same rejections, raised as
+    ``tf.errors.InvalidArgumentError`` whose message contains the op's message (``blob b: <spec
+    message>``). Works eagerly, in ``tf.function``, ``tf.data`` and SavedModels.
+    """
+    from memgraph_tf.ops import _normalize_args
+
+    names, blob_dtypes, ragged_flags = _normalize_args(names, dtypes, ragged)
+    if shapes is not None and len(shapes) != len(names):
+        raise ValueError(f"shapes: expected {len(names)} entries (one per name), got {len(shapes)}")
+    with tf.name_scope(name or "UnpackBlobPortable"):
+        blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
+        rank = blobs.shape.rank
+        if rank not in (0, 1):
+            raise ValueError(
+                f"blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape {blobs.shape}")
+        batched = rank == 1
+        vec = blobs if batched else tf.reshape(blobs, [1])
+        if batched:
+            nonempty = _raise_if(tf.equal(tf.size(vec), 0), lambda: tf.constant(
+                "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector"))
+            with tf.control_dependencies([nonempty]):
+                vec = tf.identity(vec)
+        p = _Blobs(vec)
+        bad_blob = _first(tf.not_equal(p.code, 0), 0)
+        prefix = (lambda b: _join("blob ", _s(b), ": ")) if batched else (lambda b: tf.constant("blob: "))
+        guard = _raise_if(bad_blob < p.B, lambda: _join(prefix(bad_blob), p.format_error(bad_blob)))
+        with tf.control_dependencies([guard]):
+            lookups = [
+                _Lookup(p, n, d, r, None if shapes is None else shapes[i], batched)
+                for i, (n, d, r) in enumerate(zip(names, blob_dtypes, ragged_flags))
+            ]
+            codes = tf.stack([lk.code for lk in lookups], 0)  # [names, B], name-major order
+            flat = tf.reshape(codes, [-1])
+            at = _first(tf.not_equal(flat, 0), 0)
+
+            def lookup_message():
+                qi = at // p.B
+                b = at % p.B
+                branches = {k: (lambda lk=lk: lk.format_error(b)) for k, lk in enumerate(lookups)}
+                return tf.switch_case(tf.cast(qi, tf.int32), branches)
+
+            guard2 = _raise_if(at < tf.size(flat, out_type=tf.int64), lookup_message)
+        outputs = []
+        with tf.control_dependencies([guard, guard2]):
+            for lk in lookups:
+                outputs.append(_decode(p, lk, batched))
+        return outputs
+
+
+def _decode(p: _Blobs, lk: _Lookup, batched: bool) -> Any:
+    single = not batched
+    dtype = lk.dtype
+    rank0 = lk.rank[0]
+    if not lk.ragged:
+        shape = tf.slice(lk.dims[0], tf.constant([0], tf.int64), tf.reshape(rank0, [1]))
+        values = _elements(p, dtype, lk.p_off, lk.n, single)
+        full = tf.concat([tf.reshape(p.B, [1]), shape], 0) if batched else shape
+        out = tf.reshape(values, full)
+        if lk.shape is not None and lk.shape.rank is not None:
+            out = tf.ensure_shape(out, ([None] if batched else []) + lk.shape.as_list())
+        return out
+    inner = tf.slice(lk.dims[0], tf.constant([1], tf.int64), tf.reshape(tf.maximum(rank0 - 1, 0), [1]))
+    inner_n = tf.reduce_prod(inner)
+    nvalues = lk.nvalues
+    values = _elements(p, dtype, lk.p_off, nvalues * inner_n, single)
+    values = tf.reshape(values, tf.concat([tf.constant([-1], tf.int64), inner], 0))
+    # Row splits of every blob, shifted by the values of the blobs before it; each blob's leading 0
+    # dropped but the first.
+    shift = tf.cumsum(nvalues, exclusive=True)
+    shifted = lk.split_values + tf.gather(shift, lk.split_seg)
+    row_splits = tf.concat([[tf.constant(0, tf.int64)], tf.boolean_mask(shifted, lk.split_j > 0)], 0)
+    rt = tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+    if batched:
+        batch_splits = tf.concat([[tf.constant(0, tf.int64)], tf.cumsum(lk.rows - 1)], 0)
+        rt = tf.RaggedTensor.from_row_splits(rt, batch_splits, validate=False)
+    return rt
