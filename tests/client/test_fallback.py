@@ -1,0 +1,93 @@
+"""Client-side packing over plain Cypher (ArcadeDB) gives the embedded query module's exact bytes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from memgraph_tf import blob
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.errors import GraphDataError
+from memgraph_tf.embedded import EmbeddedGraph
+
+pytestmark = pytest.mark.arcadedb
+
+LABEL = "FbNode"
+N = 30
+ID_OFFSET = 1000  # ids differ from embedded internal ids: the id_property is what both sides share
+
+
+def _graph_data():
+    rng = random.Random(20240601)
+    nodes = []
+    for i in range(N):
+        nodes.append({"id": ID_OFFSET + i, "feat": [rng.uniform(-1, 1) for _ in range(4)],
+                      "w": rng.randint(-5, 5), "cls": i % 3, "name": f"n{i}"})
+    edges = []
+    for i in range(N - 2):  # node N-1 stays isolated
+        for j in rng.sample(range(N - 1), rng.randint(0, 5)):
+            edges.append((i, j, "CITES" if rng.random() < 0.7 else "LINKS"))
+    edges += [(3, 3, "CITES"), (4, 5, "CITES"), (4, 5, "CITES")]  # a self-loop and a duplicate edge
+    return nodes, edges
+
+
+@pytest.fixture(scope="module")
+def twin_graphs(bolt_source):
+    nodes, edges = _graph_data()
+    embedded = EmbeddedGraph()
+    for props in nodes:
+        embedded.add_node([LABEL], props)
+    for a, b, t in edges:
+        embedded.add_edge(a, b, t)
+    bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
+    bolt_source.write(f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, feat: r.feat, w: r.w, cls: r.cls, name: r.name}})",
+                      {"rows": nodes})
+    for t in ("CITES", "LINKS"):
+        pairs = [{"a": ID_OFFSET + a, "b": ID_OFFSET + b} for a, b, et in edges if et == t]
+        bolt_source.write(f"UNWIND $pairs AS p MATCH (x:{LABEL} {{id: p.a}}), (y:{LABEL} {{id: p.b}}) CREATE (x)-[:{t}]->(y)",
+                          {"pairs": pairs})
+    return EmbeddedSource(embedded), bolt_source
+
+
+OPTIONS = {"id_property": "id", "label": LABEL}
+
+
+def test_pack_same_bytes(twin_graphs):
+    embedded, bolt = twin_graphs
+    ids = [ID_OFFSET + i for i in (7, 0, 29, 7, 12)]
+    for props, opts in ((["feat", "w"], OPTIONS), (["feat", "name"], {**OPTIONS, "label_property": "cls"}),
+                        (["w"], {**OPTIONS, "dtype": "float64"})):
+        expected = embedded.pack_blob(ids, props, opts)
+        assert bolt.pack_blob(ids, props, opts) == expected
+    unpacked = blob.unpack(bolt.pack_blob(ids, ["feat", "name"], OPTIONS))
+    assert unpacked["ids"].tolist() == ids
+    assert [v.decode() for v in unpacked["name"]] == [f"n{i - ID_OFFSET}" for i in ids]
+
+
+@pytest.mark.parametrize("extra", [
+    {"seed": 7},
+    {"seed": 11, "direction": "out", "edge_types": ["CITES"]},
+    {"seed": 3, "direction": "in", "low_degree": "resample", "label_property": "cls"},
+    {"seed": 5, "replace": True},
+])
+def test_sample_same_bytes(twin_graphs, extra):
+    embedded, bolt = twin_graphs
+    seeds = [ID_OFFSET + i for i in (0, 3, 4, 29, 17)]
+    opts = {**OPTIONS, **extra}
+    expected = embedded.sample_blob(seeds, [3, 2], ["feat", "w"], opts)
+    assert bolt.sample_blob(seeds, [3, 2], ["feat", "w"], opts) == expected
+    per_node = bolt.sample_blobs_per_node(seeds, [3, 2], ["feat", "w"], opts)
+    assert per_node == embedded.sample_blobs_per_node(seeds, [3, 2], ["feat", "w"], opts)
+    assert len(per_node) == len(seeds)
+    sections = blob.unpack(expected)
+    assert sections["features_2"].shape == (len(seeds), 3, 2, 5)
+
+
+def test_fallback_errors_match_the_procedures(twin_graphs):
+    embedded, bolt = twin_graphs
+    for source in (embedded, bolt):
+        with pytest.raises(GraphDataError, match=r"nodes\[1\]: unknown node id 5 \(no :FbNode node has id = 5\)"):
+            source.pack_blob([ID_OFFSET, 5], ["feat"], OPTIONS)
+        with pytest.raises(GraphDataError, match=r"options\.direction: expected one of 'out', 'in', 'both', got str 'up'"):
+            source.sample_blob([ID_OFFSET], [2], ["feat"], {**OPTIONS, "direction": "up"})
