@@ -359,7 +359,7 @@ def sample_ids(access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int]
 def sample(access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int], names: Sequence[str], options: Options) -> Sample:
     """Samples and reads the features of every sampled node (see :func:`sample_sections`)."""
     names = check_names(names)
-    check_size(len(seeds), fanouts, 0)
+    check_size(len(seeds), fanouts, None)
     ids, masks = sample_ids(access, seeds, fanouts, options)
     every = [k for hop_ids, hop_mask in zip(ids, masks) for k, m in zip(hop_ids, hop_mask) if m]
     table = build_table(access, seeds, names, options, allow_strings=False)  # seeds fix the layout

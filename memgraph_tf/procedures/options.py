@@ -127,13 +127,16 @@ def parse_fanouts(fanouts: Any, param: str = "fanouts") -> tuple[int, ...]:
     return tuple(fanouts)
 
 
-def check_size(n: int, fanouts: Sequence[int], width: int) -> None:
-    """Raises OptionError when ``features_K`` of a sample would exceed the format's element limit."""
+def check_size(n: int, fanouts: Sequence[int], width: int | None) -> None:
+    """Raises OptionError when ``features_K`` of a sample would exceed the format's element limit
+    (``width`` None: before the feature width is known, the ids alone)."""
     total = n
     for f in fanouts:
         total *= f
-    if total * max(width, 1) > MAX_ELEMENTS:
+    elements = total * max(width or 1, 1)
+    if elements > MAX_ELEMENTS:
+        times_width = "" if width is None else f" x width {width}"
         raise OptionError(
             f"fanouts: expected at most {MAX_ELEMENTS} elements in features_{len(fanouts)}, got "
-            f"{n} seeds x {' x '.join(map(str, fanouts))} x width {width} = {total * max(width, 1)}"
+            f"{n} seeds x {' x '.join(map(str, fanouts))}{times_width} = {elements}"
         )

@@ -645,6 +645,10 @@ ERROR_CASES: dict[str, ErrorCase] = {
         bad_values_graph, "tf_features.sample", ([I(0)], [1], ["f"], {"seed": 1}),
         lambda r: f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first node), got a list of 3",
     ),
+    "sample_too_large": (
+        small_graph, "tf_features.sample", ([I(0), I(1), I(2)], [1000, 1000, 1000], ["f"], {}),
+        lambda r: "fanouts: expected at most 2147483647 elements in features_3, got 3 seeds x 1000 x 1000 x 1000 = 3000000000",
+    ),
     "describe_no_node_has_properties": (
         small_graph, "tf_features.describe", (["f", "nope"], {}),
         lambda r: "properties: expected a node having all of ['f', 'nope'], got no node with all of them",
