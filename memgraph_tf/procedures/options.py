@@ -106,7 +106,7 @@ def parse_options(procedure: str, options: Mapping[str, Any] | None) -> Options:
             values[key] = value
         elif key == "fanouts":
             values[key] = parse_fanouts(value, "options.fanouts")
-    if "label" in values and "id_property" not in values:
+    if "label" in values and "id_property" not in values and procedure != "describe":
         raise OptionError(
             f"options.label: expected together with options.id_property (it selects the nodes whose "
             f"id property is looked up), got label {values['label']!r} alone"

@@ -66,7 +66,7 @@ def small_graph() -> GraphSpec:
                 },
             )
         )
-    nodes.append((["Author"], {"pid": 100, "f": [9.0, 9.0, 9.0]}))  # same pid, other label
+    nodes.append((["Author"], {"pid": 100, "f": [9.0, 9.0]}))  # same pid, other label, shorter f
     edges = [
         (0, 1, "CITES"),
         (0, 2, "CITES"),
@@ -484,6 +484,8 @@ def describe_pack_and_sample_layouts(r: Runner) -> None:
         {"name": "name", "kind": "string", "width": 0, "offset": 4},
     ]
     assert [s["name"] for s in row["sections"]] == ["ids", "features", "name"]
+    [row] = r.call("tf_features.describe", ["pid", "f"], {"label": "Author"})  # label alone filters
+    assert row["columns"][1] == {"name": "f", "kind": "vector", "width": 2, "offset": 1}
     [row] = r.call("tf_features.describe", ["f"], {"fanouts": [3, 2], "dtype": "float64", "label_property": "y"})
     sections = {s["name"]: (s["dtype"], s["shape"]) for s in row["sections"]}
     assert sections == {
