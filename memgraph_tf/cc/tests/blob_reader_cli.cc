@@ -2,6 +2,8 @@
 //
 //   blob_reader_cli FILE...              one JSON line per file
 //   blob_reader_cli --truncations FILE   one JSON line per proper prefix of FILE (lengths 0..size-1)
+//   blob_reader_cli --frames             one JSON line per frame read from stdin; a frame is a u32
+//                                        little-endian length then that many bytes (file: "frame N")
 //
 // Each line is {"file": ..., "length": L, "ok": true, "sections": [...]} or
 // {"file": ..., "length": L, "ok": false, "error": "<the reader's message>"}. A section is
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -49,7 +52,10 @@ std::string JsonDouble(double v, int digits) {
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
-  return buf;
+  std::string out(buf);
+  // Keep floats floats in JSON ("-0" would read back as the integer 0).
+  if (out.find_first_of(".e") == std::string::npos) out += ".0";
+  return out;
 }
 
 template <typename T>
@@ -122,8 +128,32 @@ bool ReadFile(const char* path, std::vector<uint8_t>* out) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE... | --truncations FILE\n", argv[0]);
+    std::fprintf(stderr, "usage: %s FILE... | --truncations FILE | --frames\n", argv[0]);
     return 2;
+  }
+  if (std::strcmp(argv[1], "--frames") == 0) {
+    std::vector<uint8_t> all((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    size_t pos = 0;
+    for (int frame = 0; pos < all.size(); ++frame) {
+      if (all.size() - pos < 4) {
+        std::fprintf(stderr, "frame %d: truncated length prefix\n", frame);
+        return 2;
+      }
+      const uint32_t len = static_cast<uint32_t>(all[pos]) | (static_cast<uint32_t>(all[pos + 1]) << 8) |
+                           (static_cast<uint32_t>(all[pos + 2]) << 16) |
+                           (static_cast<uint32_t>(all[pos + 3]) << 24);
+      pos += 4;
+      if (all.size() - pos < len) {
+        std::fprintf(stderr, "frame %d: expected %u bytes, got %zu\n", frame, len, all.size() - pos);
+        return 2;
+      }
+      // An exact-size copy, so AddressSanitizer builds catch any overread.
+      std::vector<uint8_t> data(all.begin() + static_cast<std::ptrdiff_t>(pos),
+                                all.begin() + static_cast<std::ptrdiff_t>(pos + len));
+      pos += len;
+      std::printf("%s\n", Report("frame " + std::to_string(frame), data.data(), data.size()).c_str());
+    }
+    return 0;
   }
   if (std::strcmp(argv[1], "--truncations") == 0) {
     if (argc != 3) {
