@@ -6,6 +6,7 @@ Blobs follow docs/blob-format.md and leave as base64url strings (Memgraph has no
 Reference: docs/query-modules.md.
 """
 
+# No `from __future__ import annotations` here: mgp.py reads the annotations as real types.
 import mgp
 
 from memgraph_tf import procedures as _procedures

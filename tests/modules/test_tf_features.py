@@ -90,3 +90,23 @@ def test_abort_is_honoured(embedded_runner):
         embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
     embedded_runner.graph.request_abort(False)
     assert embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
+
+
+def test_module_file_is_thin_and_imports_only_what_memgraph_has():
+    import ast
+
+    path = HERE.parent.parent / "query_modules" / "tf_features.py"
+    tree = ast.parse(path.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(f"{node.module}.{node.names[0].name}" if node.module == "memgraph_tf" else node.module)
+    assert imported == {"mgp", "memgraph_tf.procedures"}
+    procs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert [p.name for p in procs] == ["pack", "sample", "sample_per_node", "describe"]
+    for proc in procs:
+        assert [ast.unparse(d) for d in proc.decorator_list] == ["mgp.read_proc"]
+        assert all(a.annotation is not None for a in proc.args.args), proc.name
+        assert len(proc.body) <= 4, f"{proc.name} should delegate to memgraph_tf.procedures"
