@@ -47,6 +47,12 @@ def driver():
     try:
         with drv.session() as s:
             s.run("CALL mg.load_all()").consume()
+            names = {r["name"] for r in s.run("CALL mg.procedures() YIELD name RETURN name")}
+        missing = {"tf_features.pack", "tf_features.sample", "tf_features.sample_per_node", "tf_features.describe"} - names
+        assert not missing, (
+            f"{URI}: expected the tf_features procedures, got none of {sorted(missing)}; run "
+            "`memgraph-tf install-modules <query-modules dir>` (docker/compose.yaml mounts docker/query_modules)"
+        )
         yield drv
     finally:
         drv.close()
