@@ -266,9 +266,10 @@ def _pack_sections(table: FeatureTable, keys: Sequence[int], options: Options) -
     }
     for col in table.columns:
         if col.kind == "string":
-            if col.name in sections:
+            if col.name in ("ids", "features", "labels"):
                 raise OptionError(
-                    f"properties: expected string property names other than 'ids' and 'features', got {col.name!r}"
+                    f"properties: expected string property names other than 'ids', 'features' and 'labels' "
+                    f"(section names of the blob), got {col.name!r}"
                 )
             values = table.strings[col.name]
             sections[col.name] = [values[table.row_of[k]] for k in keys]

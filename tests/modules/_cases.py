@@ -651,6 +651,10 @@ ERROR_CASES: dict[str, ErrorCase] = {
         small_graph, "tf_features.sample", ([I(0), I(1), I(2)], [1000, 1000, 1000], ["f"], {}),
         lambda r: "fanouts: expected at most 2147483647 elements in features_3, got 3 seeds x 1000 x 1000 x 1000 = 3000000000",
     ),
+    "string_property_named_like_a_section": (
+        lambda: GraphSpec([(["T"], {"labels": "a,b"})], []), "tf_features.pack", ([I(0)], ["labels"], {}),
+        lambda r: "properties: expected string property names other than 'ids', 'features' and 'labels' (section names of the blob), got 'labels'",
+    ),
     "describe_no_node_has_properties": (
         small_graph, "tf_features.describe", (["f", "nope"], {}),
         lambda r: "properties: expected a node having all of ['f', 'nope'], got no node with all of them",
