@@ -215,13 +215,15 @@ def test_mgp_imported_first_over_the_stub_is_rebound():
 
     # the PyPI stub, as a plain `import mgp` before the runtime would leave it
     sys.modules.pop("_mgp")
-    stub = importlib.import_module("_mgp")
-    assert stub is not _runtime
-    mgp = importlib.reload(sys.modules["mgp"])
-    assert mgp._mgp is stub
-    with pytest.raises(AttributeError, match=r"has no attribute 'Module'"):
-        mgp.read_proc(lambda: None)
-    assert _runtime.activate()._mgp is _runtime
+    try:
+        stub = importlib.import_module("_mgp")
+        assert stub is not _runtime
+        mgp = importlib.reload(sys.modules["mgp"])
+        assert mgp._mgp is stub
+        with pytest.raises(AttributeError, match=r"has no attribute 'Module'"):
+            mgp.read_proc(lambda: None)
+    finally:
+        assert _runtime.activate()._mgp is _runtime
     g = EmbeddedGraph()
     g.add_node([], {"f": 1.0})
     assert g.call("tf_features.pack", [0], ["f"])[0]["count"] == 1
