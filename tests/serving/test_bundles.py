@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,12 +15,7 @@ import requests
 from memgraph_tf.serving import errors
 from memgraph_tf.serving.client import ServingClient
 
-HAS_PORTABLE = importlib.util.find_spec("memgraph_tf.ops.portable") is not None
-KINDS = [
-    pytest.param(True, id="op"),
-    pytest.param(False, id="op-free", marks=pytest.mark.skipif(
-        not HAS_PORTABLE, reason="memgraph_tf.ops.portable (the op-free decoder) not present")),
-]
+KINDS = [pytest.param(True, id="op"), pytest.param(False, id="op-free")]
 N_NODES = 7
 
 
@@ -43,8 +37,6 @@ def bundles(tmp_path_factory, sage_model):
     base = tmp_path_factory.mktemp("bundles")
     infos = {}
     for use_op in (True, False):
-        if not use_op and not HAS_PORTABLE:
-            continue
         name = "sage_op" if use_op else "sage_portable"
         infos[use_op] = export_bundle(sage_model, base, name, 1, use_op=use_op,
                                       sample_options={"seed": 7, "low_degree": "pad"},
@@ -177,7 +169,6 @@ def test_bundle_layout_assets_and_models_config(bundles, sage):
         assert list(entry.model_version_policy.specific.versions) == [1]
 
 
-@pytest.mark.skipif(not HAS_PORTABLE, reason="memgraph_tf.ops.portable not present")
 def test_op_free_bundle_has_only_stock_ops(bundles):
     from tensorflow.core.protobuf import saved_model_pb2
 
