@@ -302,7 +302,9 @@ def _encode_flat(name: str, dtype: str, flat: Sequence[Any]) -> bytes:
         return bytes(flat)
     if isinstance(flat, array.array) and (flat.typecode != _TYPECODES[dtype] or dtype == "bool"):
         flat = flat.tolist()
-    if not isinstance(flat, array.array):
+    if isinstance(flat, array.array):
+        arr = flat
+    else:
         for i, v in enumerate(flat):
             if dtype == "bool":
                 ok = isinstance(v, bool) or (isinstance(v, int) and v in (0, 1))

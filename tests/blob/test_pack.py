@@ -132,3 +132,13 @@ def test_round_trip_random_sections(sections) -> None:
             assert out[name].dtype == arr.dtype
             np.testing.assert_array_equal(out[name], arr)
     assert blob.pack({k: out[k] for k in out}) == data  # canonical: same values -> same bytes
+
+
+def test_array_module_inputs() -> None:
+    import array
+
+    dense = blob.pack({"x": blob.Dense(array.array("d", [1.0, 2.0]), [2], "float64")})
+    plain = blob.pack({"x": array.array("d", [1.0, 2.0])})
+    assert dense == plain == blob.pack({"x": np.array([1.0, 2.0])})
+    converted = blob.pack({"x": blob.Dense(array.array("d", [1.0, 2.0]), [2], "float32")})
+    assert blob.unpack(converted)["x"].dtype == np.float32
