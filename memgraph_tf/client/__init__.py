@@ -4,8 +4,8 @@
   (``sources``); errors in ``errors``.
 - :class:`OpenCypherDataset` -- a ``tf.data.Dataset`` over the rows of a Cypher query (``dataset``).
 - :func:`opencypher_fn` -- a tensor -> tensor function that runs a query (``fn``).
-- :func:`blob_dataset` and friends -- node ids -> procedure call -> base64 decode -> unpack op
-  (``pipeline``).
+- :func:`sample_dataset`, :func:`pack_dataset`, :class:`FeatureCache` -- node ids -> procedure call
+  -> base64 decode -> unpack op, batched and prefetched (``pipeline``).
 - :class:`GraphSAGE`, :func:`train_graphsage`, :func:`evaluate` (``graphsage``);
   :func:`predict_and_write` (``inference``).
 
@@ -25,9 +25,8 @@ _EXPORTS = {
     "CypherGraphAccess": "sources",
     "OpenCypherDataset": "dataset",
     "opencypher_fn": "fn",
-    "blob_dataset": "pipeline",
-    "node_id_dataset": "pipeline",
-    "sample_batch": "pipeline",
+    "sample_dataset": "pipeline",
+    "pack_dataset": "pipeline",
     "FeatureCache": "pipeline",
     "GraphSAGE": "graphsage",
     "train_graphsage": "graphsage",

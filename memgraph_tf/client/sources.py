@@ -124,6 +124,11 @@ class GraphSource:
         """One blob per seed (n = 1), in seed order; each equals ``sample_blob([seed], ...)``."""
         return [blob.b64decode(t) for t in self.sample_blobs_per_node_b64(seeds, fanouts, properties, options)]
 
+    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
+        """Ids of all nodes (with ``label``): values of ``id_property`` (nodes without it skipped),
+        or internal ids; ascending."""
+        raise NotImplementedError
+
     # -- queries and writes -----------------------------------------------------------------------
     def run(self, query: str, parameters: Mapping[str, Any] | None = None, *,
             fetch_size: int | None = None) -> Iterator[Mapping[str, Any]]:
@@ -177,7 +182,9 @@ def _check_write_args(node_ids: Sequence[int], values: Sequence[Any], batch_size
 
 
 def _to_python(value: Any) -> Any:
-    """numpy scalars/arrays -> plain Python values the Bolt driver accepts."""
+    """numpy scalars/arrays and eager tensors -> plain Python values the Bolt driver accepts."""
+    if hasattr(value, "numpy") and callable(value.numpy):
+        value = value.numpy()
     if hasattr(value, "tolist"):
         return value.tolist()
     if isinstance(value, (list, tuple)):
@@ -408,6 +415,12 @@ class BoltSource(GraphSource):
             result = self.write(query, {"rows": rows})
             written += int(result[0]["written"]) if result else 0
         return written
+
+    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
+        node = f"(n:{_quote_name(label, 'label')})" if label else "(n)"
+        key = f"n.{_quote_name(id_property, 'id_property')}" if id_property else "id(n)"
+        rows = self.read(f"MATCH {node} WHERE {key} IS NOT NULL RETURN {key} AS id")
+        return sorted(row["id"] for row in rows)
 
     def close(self) -> None:
         if not self._closed:
@@ -685,6 +698,13 @@ class EmbeddedSource(GraphSource):
             if value is not None:
                 index[value] = internal
         return index
+
+    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
+        internal = self.graph.nodes(label)
+        if id_property is None:
+            return internal
+        values = (self.graph.get_property(i, id_property) for i in internal)
+        return sorted(v for v in values if v is not None)
 
     def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
                          id_property: str | None = None, batch_size: int = 1000) -> int:

@@ -1,0 +1,291 @@
+"""Blob pipelines: ``tf.data`` stages from node ids to tensors.
+
+Each stage is: a batch of node ids -> one procedure call (``tf_features.sample`` / ``pack``, through
+``tf.py_function``) -> the base64url text -> ``tf.io.decode_base64`` -> the unpack op -> a dict of
+tensors. The calls run in parallel ``map`` workers and the result is prefetched, so database round
+trips overlap training (the driver releases the GIL while it waits on the socket).
+
+:class:`FeatureCache` fetches the features of a node set once (``tf_features.pack``) and gathers
+rows by id in the graph; :func:`sample_dataset` can then ask the procedures for neighbour ids only,
+which moves far fewer bytes per step when nodes recur across batches (small graphs, many epochs).
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from memgraph_tf import blob
+from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.client.sources import GraphSource
+
+logger = logging.getLogger(__name__)
+
+PAD_ID = -1
+"""The id the procedures write for a padded neighbour slot."""
+
+_PACK_ONLY = ("allow_non_finite", "dtype", "id_property", "label", "label_property")
+DECODERS = ("auto", "op", "portable")
+
+
+def _check_positive(name: str, value: Any) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ConfigurationError(f"{name}: expected an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _node_ids(node_ids: Any) -> np.ndarray:
+    ids = np.asarray(node_ids)
+    if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
+        raise ConfigurationError(
+            f"node_ids: expected a non-empty 1-D sequence of integer ids, got shape {list(ids.shape)} of {ids.dtype}"
+        )
+    return ids.astype(np.int64)
+
+
+def _fanouts(fanouts: Any) -> tuple[int, ...]:
+    if not isinstance(fanouts, (list, tuple)) or not fanouts:
+        raise ConfigurationError(f"fanouts: expected a non-empty list of integers >= 1 (one per hop), got {fanouts!r}")
+    return tuple(_check_positive(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
+
+
+def unpacker(decoder: str = "auto") -> Any:
+    """The blob decoder: ``op`` (the C++ op, built on first use), ``portable`` (stock TF ops) or
+    ``auto`` (the op, else the portable decoder when the op library cannot be built)."""
+    from memgraph_tf import ops
+
+    if decoder not in DECODERS:
+        raise ConfigurationError(f"decoder: expected one of {', '.join(DECODERS)}, got {decoder!r}")
+    if decoder == "portable":
+        return ops.unpack_blob_portable
+    if decoder == "op":
+        return ops.unpack_blob
+    try:
+        ops.load_library()
+        return ops.unpack_blob
+    except ops.OpLibraryError as exc:
+        logger.warning("the UnpackBlob op library is unavailable (%s); using the portable decoder", exc)
+        return ops.unpack_blob_portable
+
+
+def pack_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The subset of sample ``options`` that ``tf_features.pack`` accepts."""
+    return {k: v for k, v in (options or {}).items() if k in _PACK_ONLY}
+
+
+def feature_width(source: GraphSource, node_id: int, properties: Sequence[str],
+                  options: Mapping[str, Any] | None = None) -> int:
+    """The feature width ``d`` that ``properties`` give (packs one node to find out)."""
+    sections = blob.unpack(source.pack_blob([int(node_id)], list(properties), pack_options(options)))
+    return int(sections["features"].shape[1])
+
+
+class FeatureCache:
+    """The features (and optionally labels) of a node set, fetched once through ``tf_features.pack``.
+
+    Guarantees: :meth:`gather` returns, for ids of any shape, the rows of those nodes (zeros for
+    ``PAD_ID``), computed in the graph (usable in ``tf.data``); an id that is not in the cache fails
+    with ``tf.errors.InvalidArgumentError`` naming it, never with a silent zero row.
+    """
+
+    def __init__(self, ids: np.ndarray, features: np.ndarray, labels: np.ndarray | None = None) -> None:
+        self.ids = np.asarray(ids, dtype=np.int64)
+        features = np.asarray(features)
+        self.width = int(features.shape[1])
+        self.dtype = tf.as_dtype(features.dtype)
+        # one extra zero row at the end: where PAD_ID and unknown ids point
+        table = np.concatenate([features, np.zeros((1, self.width), dtype=features.dtype)])
+        self._table = tf.constant(table)
+        self.labels = None if labels is None else np.asarray(labels, dtype=np.int64)
+        self._rows = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(self.ids), tf.range(len(self.ids), dtype=tf.int64)),
+            default_value=len(self.ids),
+        )
+
+    @classmethod
+    def from_source(cls, source: GraphSource, node_ids: Any, properties: Sequence[str],
+                    options: Mapping[str, Any] | None = None, *, chunk_size: int = 2048) -> "FeatureCache":
+        """Packs ``node_ids`` in chunks of ``chunk_size`` through the source's ``pack`` procedure."""
+        ids = np.unique(_node_ids(node_ids))
+        chunk_size = _check_positive("chunk_size", chunk_size)
+        opts = pack_options(options)
+        feats, labels = [], []
+        for start in range(0, len(ids), chunk_size):
+            part = ids[start:start + chunk_size].tolist()
+            sections = blob.unpack(source.pack_blob(part, list(properties), opts))
+            feats.append(sections["features"])
+            if "labels" in sections:
+                labels.append(sections["labels"])
+        logger.info("feature cache: %d nodes x %d features", len(ids), feats[0].shape[1])
+        return cls(ids, np.concatenate(feats), np.concatenate(labels) if labels else None)
+
+    def gather(self, ids: tf.Tensor) -> tf.Tensor:
+        """Rows for ``ids`` (any shape) -> ``ids.shape + [width]``."""
+        ids = tf.cast(ids, tf.int64)
+        rows = self._rows.lookup(ids)
+        missing = tf.logical_and(tf.equal(rows, len(self.ids)), tf.not_equal(ids, PAD_ID))
+        check = tf.debugging.Assert(
+            tf.logical_not(tf.reduce_any(missing)),
+            ["feature cache: expected every sampled node id to be cached, got uncached id(s)",
+             tf.boolean_mask(ids, missing)[:5]],
+            name="feature_cache_check",
+        )
+        with tf.control_dependencies([check]):
+            return tf.gather(self._table, rows)
+
+
+def _batch_seed(base_seed: int | None, index: Any) -> int | None:
+    if base_seed is None:
+        return None
+    # a stable 63-bit seed per (base seed, batch index): batches sample differently, runs repeat
+    return zlib.crc32(f"{base_seed}/{int(index)}".encode()) * 2**31 + int(index) % 2**31
+
+
+def sample_dataset(
+    source: GraphSource,
+    node_ids: Any,
+    fanouts: Sequence[int],
+    properties: Sequence[str],
+    *,
+    options: Mapping[str, Any] | None = None,
+    batch_size: int = 128,
+    shuffle: bool = False,
+    seed: int | None = None,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+    feature_cache: FeatureCache | None = None,
+    include_ids: bool = True,
+    num_parallel_calls: int | None = tf.data.AUTOTUNE,
+    prefetch: int | None = tf.data.AUTOTUNE,
+    decoder: str = "auto",
+) -> tf.data.Dataset:
+    """GraphSAGE batches: ``{"features_h", "mask_h", "ids_h", "labels"}`` per batch of seed ids.
+
+    Every batch is one ``tf_features.sample`` call. ``seed`` makes the run reproducible while each
+    batch still draws its own neighbourhoods (the procedure's ``options.seed`` is derived from
+    ``seed`` and the batch index; an explicit ``options["seed"]`` instead fixes every node's sample
+    for good). With ``feature_cache`` the procedure returns neighbour ids only and the features are
+    gathered from the cache. ``labels`` is present when ``options["label_property"]`` is set.
+
+    Guarantees: ``features_h`` has the static shape ``[batch, f1..fh, d]`` and ``mask_h``
+    ``[batch, f1..fh]`` (masks only when ``options["low_degree"]`` is ``pad``, the default).
+    """
+    ids = _node_ids(node_ids)
+    fanouts = _fanouts(list(fanouts))
+    batch_size = _check_positive("batch_size", batch_size)
+    options = dict(options or {})
+    props = list(properties)
+    pad = options.get("low_degree", "pad") == "pad"
+    has_labels = bool(options.get("label_property"))
+    fixed_seed = "seed" in options and options["seed"] is not None
+    if feature_cache is not None:
+        width, fdtype = feature_cache.width, feature_cache.dtype
+        fetch_props: list[str] = []
+    else:
+        width = feature_width(source, int(ids[0]), props, options)
+        fdtype = tf.as_dtype(options.get("dtype", "float32"))
+        fetch_props = props
+    unpack = unpacker(decoder)
+
+    names, dtypes, shapes = [], [], []
+    shape: list[int | None] = [None]
+    for h in range(len(fanouts) + 1):
+        if h:
+            shape = shape + [fanouts[h - 1]]
+        names.append(f"ids_{h}"); dtypes.append(tf.int64); shapes.append(list(shape))
+        if feature_cache is None:
+            names.append(f"features_{h}"); dtypes.append(fdtype); shapes.append(shape + [width])
+        if h and pad:
+            names.append(f"mask_{h}"); dtypes.append(tf.bool); shapes.append(list(shape))
+    if has_labels:
+        names.append("labels"); dtypes.append(tf.int64); shapes.append([None])
+
+    def call(batch_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+        opts = dict(options)
+        if not fixed_seed:
+            opts["seed"] = _batch_seed(seed, index.numpy())
+        return source.sample_blob_b64(batch_ids.numpy().tolist(), list(fanouts), fetch_props, opts)
+
+    def fetch(batch_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+        text = tf.py_function(call, [batch_ids, index], Tout=tf.string, name="tf_features_sample")
+        text.set_shape([])
+        return text
+
+    def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
+        tensors = unpack(tf.io.decode_base64(text), names, dtypes, shapes=shapes)
+        out = dict(zip(names, tensors))
+        if feature_cache is not None:
+            for h in range(len(fanouts) + 1):
+                out[f"features_{h}"] = feature_cache.gather(out[f"ids_{h}"])
+        if not include_ids:
+            for h in range(len(fanouts) + 1):
+                del out[f"ids_{h}"]
+        return out
+
+    ds = tf.data.Dataset.from_tensor_slices(ids)
+    if shuffle:
+        ds = ds.shuffle(len(ids), seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    ds = tf.data.Dataset.zip((ds, tf.data.Dataset.counter()))
+    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, deterministic=True)
+    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, deterministic=True)
+    if prefetch is not None:
+        ds = ds.prefetch(prefetch)
+    return ds
+
+
+def pack_dataset(
+    source: GraphSource,
+    node_ids: Any,
+    properties: Sequence[str],
+    *,
+    options: Mapping[str, Any] | None = None,
+    batch_size: int = 1024,
+    num_parallel_calls: int | None = tf.data.AUTOTUNE,
+    prefetch: int | None = tf.data.AUTOTUNE,
+    decoder: str = "auto",
+) -> tf.data.Dataset:
+    """Feature batches ``{"ids", "features", "labels"?}``: one ``tf_features.pack`` call per batch.
+
+    Guarantees: ``features`` has the static shape ``[batch, d]``; rows follow ``node_ids``' order.
+    """
+    ids = _node_ids(node_ids)
+    batch_size = _check_positive("batch_size", batch_size)
+    opts = pack_options(options)
+    props = list(properties)
+    width = feature_width(source, int(ids[0]), props, opts)
+    fdtype = tf.as_dtype(opts.get("dtype", "float32"))
+    unpack = unpacker(decoder)
+    names = ["ids", "features"] + (["labels"] if opts.get("label_property") else [])
+    dtypes = [tf.int64, fdtype] + ([tf.int64] if opts.get("label_property") else [])
+    shapes = [[None], [None, width]] + ([[None]] if opts.get("label_property") else [])
+
+    def call(batch_ids: tf.Tensor) -> tf.Tensor:
+        return source.pack_blob_b64(batch_ids.numpy().tolist(), props, opts)
+
+    def fetch(batch_ids: tf.Tensor) -> tf.Tensor:
+        text = tf.py_function(call, [batch_ids], Tout=tf.string, name="tf_features_pack")
+        text.set_shape([])
+        return text
+
+    def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
+        return dict(zip(names, unpack(tf.io.decode_base64(text), names, dtypes, shapes=shapes)))
+
+    ds = tf.data.Dataset.from_tensor_slices(ids).batch(batch_size)
+    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, deterministic=True)
+    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, deterministic=True)
+    if prefetch is not None:
+        ds = ds.prefetch(prefetch)
+    return ds
+
+
+def model_inputs(batch: Mapping[str, tf.Tensor], hops: int) -> dict[str, tf.Tensor]:
+    """The GraphSAGE model's inputs (``features_h``, ``mask_h``) from a :func:`sample_dataset` batch."""
+    keys = [f"features_{h}" for h in range(hops + 1)] + [f"mask_{h}" for h in range(1, hops + 1)]
+    return {k: batch[k] for k in keys if k in batch}
