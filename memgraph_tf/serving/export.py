@@ -184,7 +184,8 @@ def export_bundle(
     ``feature_dim`` and ``class_names`` default to the model's attributes of those names.
     ``scores``: ``"probabilities"`` (the model's output used as is), ``"logits"`` (softmax
     applied) or ``"auto"`` (logits when the model has a true ``output_is_logits`` attribute, else
-    probabilities). ``labels`` maps version labels
+    probabilities; :class:`memgraph_tf.client.GraphSAGE` is known to return logits). ``labels`` maps
+    version labels
     to versions in models.config. Raises FileExistsError if the version exists and not
     ``overwrite``; ValueError naming the parameter for bad arguments.
     """
@@ -201,6 +202,9 @@ def export_bundle(
         raise ValueError(f"scores: expected 'auto', 'probabilities' or 'logits', got {scores!r}")
     if not blob_feature_key or not isinstance(blob_feature_key, str):
         raise ValueError(f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}")
+    if class_names is None and getattr(model, "class_names", None) is None:
+        raise ValueError("class_names: not given and the model has none; pass class_names=[...] "
+                         "(one label per score column)")
     class_names = [str(c) for c in _model_attr(model, "class_names", class_names)]
     if not class_names or len(set(class_names)) != len(class_names):
         raise ValueError(f"class_names: expected unique labels, got {class_names!r}")
@@ -221,7 +225,12 @@ def export_bundle(
             if not re.fullmatch(r"[A-Za-z0-9_\-]+", str(lbl)) or not isinstance(v, int):
                 raise ValueError(f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}")
     if scores == "auto":
-        scores = "logits" if getattr(model, "output_is_logits", False) else "probabilities"
+        # memgraph_tf.client.GraphSAGE returns logits; other models say so with output_is_logits.
+        is_sage = type(model).__name__ == "GraphSAGE" and \
+            type(model).__module__ == "memgraph_tf.client.graphsage"
+        scores = "logits" if getattr(model, "output_is_logits", is_sage) else "probabilities"
+    if hasattr(model, "ensure_built"):
+        model.ensure_built()  # create a subclassed model's weights outside the traced functions
 
     base = pathlib.Path(base_dir)
     model_dir = base / name

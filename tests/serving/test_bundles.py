@@ -239,3 +239,23 @@ def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, repo_root):
         out = proc.stdout.read()
         proc.stdout.close()
     assert "loading the bundle's op library" in out
+
+
+def test_graphsage_bundle_scores_are_softmax_of_its_logits(tmp_path, node_data, sage):
+    """The project's GraphSAGE returns logits: the bundle's scores are their softmax."""
+    import tensorflow as tf
+
+    from memgraph_tf.client.graphsage import GraphSAGE
+    from memgraph_tf.serving.export import export_bundle
+    from memgraph_tf.serving.server import ModelServer, start_server
+
+    blobs, feats, _ = node_data
+    model = GraphSAGE(list(sage.fanouts), sage.dim, len(sage.classes), hidden_units=8,
+                      class_names=sage.classes)
+    model.ensure_built()
+    want = tf.nn.softmax(model(feats, training=False)).numpy()
+    info = export_bundle(model, tmp_path, "sage", 3, use_op=False)
+    assert info.config["scores"] == "logits"
+    with start_server(ModelServer(info.path.parent)) as srv, ServingClient(srv.url, "sage") as c:
+        results = c.classify(blobs)
+    np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5, rtol=0)
