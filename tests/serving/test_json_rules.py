@@ -1,0 +1,42 @@
+"""The server's JSON -> tf.Example conversion, written from TF Serving's rules (util/json_tensor.cc)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memgraph_tf.serving.server import ServingFailure, json_to_example
+
+
+def kinds(ex):
+    return {k: f.WhichOneof("kind") for k, f in ex.features.feature.items()}
+
+
+def test_kinds_follow_the_json_tokens():
+    ex = json_to_example({"f": [1.0, 2.5], "i": [1, 2], "b": True, "s": "text",
+                          "raw": {"b64": "AP8="}, "one": 0.5})
+    assert kinds(ex) == {"f": "float_list", "i": "int64_list", "b": "int64_list",
+                         "s": "bytes_list", "raw": "bytes_list", "one": "float_list"}
+    feat = ex.features.feature
+    assert list(feat["f"].float_list.value) == [1.0, 2.5]
+    assert list(feat["i"].int64_list.value) == [1, 2]
+    assert list(feat["b"].int64_list.value) == [1]
+    assert list(feat["raw"].bytes_list.value) == [b"\x00\xff"]
+    assert list(feat["s"].bytes_list.value) == [b"text"]
+
+
+@pytest.mark.parametrize("obj, message", [
+    ({"x": [1.0, 2]}, "Unexpected element type in feature: x expecting type: float"),
+    ({"x": [1, 2.0]}, "Unexpected element type in feature: x expecting type: int64"),
+    ({"x": ["a", 1]}, "Unexpected element type in feature: x expecting type: bytes"),
+    ({"x": [[1.0]]}, "Feature: x has element with unexpected JSON type: Array"),
+    ({"x": None}, "Feature: x has element with unexpected JSON type: Null"),
+    ({"x": {"b64": "AA==", "y": 1}}, "Feature: x has element with unexpected JSON type: Object"),
+    ({"x": {"b64": "!!"}}, "Unable to base64 decode"),
+    ({"x": [1e39]}, "Cannot convert JSON value: 1e+39 to float without loss of precision."),
+    ({"x": [2**63]}, "Feature: x has uint64 element. Only int64 is supported."),
+    ([1], "Example must be JSON object but got JSON Array"),
+])
+def test_rejections(obj, message):
+    with pytest.raises(ServingFailure, match=message.replace("(", r"\(").replace("+", r"\+")) as info:
+        json_to_example(obj)
+    assert info.value.status == 400
