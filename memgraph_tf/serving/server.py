@@ -546,7 +546,12 @@ class ModelServer:
         import tensorflow as tf
 
         serialized = self._examples(doc, "classify", mv)
-        name, sig, fn = self._signature(mv, doc.get("signature_name"))
+        sig_name = doc.get("signature_name")
+        if not sig_name and mv.bundle_config is not None and "classify" in mv.signature_defs:
+            # Our bundles' serving_default is the predict signature; without a name, :classify
+            # goes to their classify signature (so the design notes' bare request works).
+            sig_name = "classify"
+        name, sig, fn = self._signature(mv, sig_name)
         if len(sig.inputs) != 1:
             raise _bad(f"Expected one input Tensor in signature {name!r}, got {len(sig.inputs)}")
         (in_key, in_info), = sig.inputs.items()

@@ -94,8 +94,7 @@ def test_graph_server_classifies_node_ids(exported, source):
     want = _in_process(model, blobs)
     with start_server(ModelServer(info.path.parent, graph_source=source)) as srv:
         r = requests.post(f"{srv.url}/v1/models/GraphSage/versions/1:classify", timeout=60,
-                          json={"signature_name": "classify",
-                                "examples": [{"node_id": i} for i in ids]})
+                          json={"examples": [{"node_id": i} for i in ids]})  # the notes' request
         assert r.status_code == 200, r.text
         got = np.array([[s for _, s in row] for row in r.json()["results"]])
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
