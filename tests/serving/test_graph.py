@@ -59,14 +59,7 @@ def exported(tmp_path_factory, source, sage):
 
 
 def _in_process(model, blobs):
-    from memgraph_tf import blob
-
-    feats = {}
-    for b in blobs:
-        for k, v in blob.unpack(b).items():
-            if k.startswith(("features_", "mask_")):
-                feats.setdefault(k, []).append(v[0])
-    return model({k: np.stack(v) for k, v in feats.items()}).numpy()
+    return model(_features(blobs)).numpy()
 
 
 def test_bundle_holds_no_uri_user_or_password(exported, arcadedb):
@@ -116,3 +109,43 @@ def test_node_ids_without_a_graph_are_a_clear_400(exported):
             with pytest.raises(errors.BadRequestError,
                                match=r"examples\[0\]: 'node_id' needs a server started with --graph"):
                 c.classify([{"node_id": 1}])
+
+
+def test_embedded_cora_graph_source(tmp_path, repo_root):
+    """`--graph embedded:DIR/cora`: the unchanged query modules in process feed :classify."""
+    import tensorflow as tf
+
+    from memgraph_tf.client.graphsage import GraphSAGE
+    from memgraph_tf.serving.export import export_bundle
+    from memgraph_tf.serving.server import ModelServer, open_graph_source, start_server
+
+    cora = repo_root.parent / "shared" / "datasets" / "planetoid" / "cora"
+    if not (cora.parent / "ind.cora.graph").exists():
+        pytest.skip(f"Planetoid Cora not found under {cora.parent}")
+    options = {"seed": 1}
+    model = GraphSAGE([3, 2], 1433, 7, hidden_units=8, class_names=[f"c{i}" for i in range(7)])
+    info = export_bundle(model, tmp_path, "cora", 1, use_op=False, sample_options=options)
+    source = open_graph_source(f"embedded:{cora}")
+    ids = [0, 5, 2000]
+    blobs = source.sample_blobs_per_node(ids, [3, 2], ["features"], options)
+    want = tf.nn.softmax(model(_features(blobs), training=False)).numpy()
+    with start_server(ModelServer(info.path.parent, graph_source=source)) as srv:
+        with ServingClient(srv.url, "cora") as c:
+            triples = classify_nodes(source, c, ids)
+        r = requests.post(f"{srv.url}/v1/models/cora:classify", timeout=60,
+                          json={"examples": [{"node_id": i} for i in ids]})
+    assert r.status_code == 200, r.text
+    np.testing.assert_allclose([[s for _, s in row] for row in r.json()["results"]], want,
+                               atol=1e-5, rtol=0)
+    assert [t[1] for t in triples] == [f"c{i}" for i in want.argmax(1)]
+
+
+def _features(blobs):
+    from memgraph_tf import blob
+
+    feats = {}
+    for b in blobs:
+        for k, v in blob.unpack(b).items():
+            if k.startswith(("features_", "mask_")):
+                feats.setdefault(k, []).append(v[0])
+    return {k: np.stack(v) for k, v in feats.items()}
