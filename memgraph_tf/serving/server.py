@@ -778,7 +778,14 @@ class _Handler(BaseHTTPRequestHandler):
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()
             return b"".join(chunks)
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length < 0:
+                raise ValueError
+        except ValueError:
+            self._reply(400, {"error": f"Content-Length: expected a non-negative integer, got "
+                                       f"{self.headers.get('Content-Length')!r}"}, close=True)
+            return None
         if length > limit:
             self._too_large(length, limit, drain=length)
             return None

@@ -87,12 +87,16 @@ def test_client_splits_large_requests_and_concatenates(toy_server, toy):
         with ServingClient(toy_server.url, "toy", max_request_bytes=1000) as c:
             results = c.classify([{"x": row} for row in many])
             rows = c.predict([row for row in many])
+            n_before = len(calls)
+            cols = c.predict(inputs={"x": many})
+            assert len(calls) - n_before >= 2  # the columnar request was split too
     finally:
         ms.handle = original
     assert len(calls) > 4 and max(calls) <= 1000
     np.testing.assert_allclose([[s for _, s in r] for r in results],
                                softmax(toy.in_process(2, many)), atol=1e-5)
     np.testing.assert_allclose([r["logits"] for r in rows], toy.in_process(2, many), atol=1e-5)
+    np.testing.assert_allclose(cols["logits"], toy.in_process(2, many), atol=1e-5)
 
 
 def test_one_item_above_max_request_bytes_is_refused_locally(toy_server):
@@ -224,3 +228,15 @@ def test_server_refuses_a_base_path_without_versions(tmp_path):
 
     with pytest.raises(ValueError, match="expected numbered version directories"):
         ModelServer(tmp_path)
+
+
+def test_bad_content_length_is_a_400(toy_server):
+    import socket
+
+    host, port = toy_server.httpd.server_address[:2]
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Length: abc\r\n\r\n")
+        answer = sock.recv(65536).decode()
+    assert answer.startswith("HTTP/1.1 400")
+    assert "Content-Length: expected a non-negative integer, got 'abc'" in answer
