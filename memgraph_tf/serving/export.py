@@ -9,6 +9,8 @@
         assets/class_labels.txt          one class label per line, in score order
         assets/memgraph_tf_bundle.json   how to build the model's input: fanouts, properties,
                                          sampling options, sections, blob feature key, labels
+        assets.extra/tf_serving_warmup_requests  one :classify request (an all-zero node), which
+                                         TF Serving replays at load time (warmup=True)
         assets.extra/memgraph_tf/        op bundles only: the op library (.so) and
                                          op_library.json (the TF version it was built for)
 
@@ -59,6 +61,7 @@ PREDICT_SIGNATURE = "serving_default"
 CONFIG_SIGNATURE = "memgraph_tf_config"
 OP_NAMES = ("MemgraphTf>UnpackBlob",)
 CLASSIFY_METHOD_NAME = "tensorflow/serving/classify"
+WARMUP_FILE = "tf_serving_warmup_requests"  # TF Serving's name, under assets.extra/
 
 _CREDENTIAL_KEY = re.compile(r"(uri|url|host|auth|user|passw|secret|token|credential|key)", re.I)
 
@@ -172,6 +175,7 @@ def export_bundle(
     labels: Mapping[str, int] | None = None,
     serving_base_path: str = "/models",
     overwrite: bool = False,
+    warmup: bool = True,
 ) -> BundleInfo:
     """Export ``model`` (a Keras model called with ``{section name: tensor [batch, ...]}`` and
     returning ``[batch, k]`` scores) to ``base_dir/name/version/`` and update
@@ -282,6 +286,8 @@ def export_bundle(
         _set_classify_method_name(out)
         if use_op:
             _bundle_op_library(out)
+        if warmup:
+            _write_warmup(out, sections, blob_feature_key, name)
         if final.exists():
             shutil.rmtree(final)
         os.replace(out, final)
@@ -304,6 +310,35 @@ def _set_classify_method_name(saved_dir: pathlib.Path) -> None:
         if CLASSIFY_SIGNATURE in mg.signature_def:
             mg.signature_def[CLASSIFY_SIGNATURE].method_name = CLASSIFY_METHOD_NAME
     pb.write_bytes(sm.SerializeToString(deterministic=True))
+
+
+def warmup_blob(sections: Mapping[str, tuple[str, Sequence[int]]]) -> bytes:
+    """A blob holding every section of ``sections`` filled with zeros (false for bool): a node
+    with no features, used for warmup requests."""
+    import numpy as np
+
+    from memgraph_tf import blob
+
+    return blob.pack({k: np.zeros(tuple(shape), dtype=np.bool_ if dt == "bool" else dt)
+                      for k, (dt, shape) in sections.items()})
+
+
+def _write_warmup(version_dir: pathlib.Path, sections, blob_feature_key: str, name: str) -> None:
+    import tensorflow as tf
+    from tensorflow.core.example import example_pb2
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    ex = example_pb2.Example()
+    ex.features.feature[blob_feature_key].bytes_list.value.append(warmup_blob(sections))
+    log_entry = prediction_log_pb2.PredictionLog()
+    req = log_entry.classify_log.request
+    req.model_spec.name = name
+    req.model_spec.signature_name = CLASSIFY_SIGNATURE
+    req.input.example_list.examples.append(ex)
+    dest = version_dir / "assets.extra"
+    dest.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(dest / WARMUP_FILE)) as writer:
+        writer.write(log_entry.SerializeToString())
 
 
 def _bundle_op_library(version_dir: pathlib.Path) -> None:

@@ -259,3 +259,23 @@ def test_graphsage_bundle_scores_are_softmax_of_its_logits(tmp_path, node_data, 
     with start_server(ModelServer(info.path.parent)) as srv, ServingClient(srv.url, "sage") as c:
         results = c.classify(blobs)
     np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5, rtol=0)
+
+
+def test_warmup_file_is_a_classify_request_the_bundle_answers(bundles, servers, sage):
+    """assets.extra/tf_serving_warmup_requests: TFRecord of PredictionLog (TF Serving's format)."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    for use_op, info in bundles[1].items():
+        records = list(tf.data.TFRecordDataset(
+            str(info.path / "assets.extra" / "tf_serving_warmup_requests")).as_numpy_iterator())
+        assert len(records) == 1
+        log_entry = prediction_log_pb2.PredictionLog.FromString(records[0])
+        req = log_entry.classify_log.request
+        assert (req.model_spec.name, req.model_spec.signature_name) == (info.name, "classify")
+        (ex,) = req.input.example_list.examples
+        blob_bytes = ex.features.feature["blob"].bytes_list.value[0]
+        with ServingClient(servers[use_op].url, info.name) as c:
+            (row,) = c.classify([blob_bytes])
+        assert [lbl for lbl, _ in row] == sage.classes
+        assert abs(sum(s for _, s in row) - 1.0) < 1e-5
