@@ -240,3 +240,10 @@ def test_bad_content_length_is_a_400(toy_server):
         answer = sock.recv(65536).decode()
     assert answer.startswith("HTTP/1.1 400")
     assert "Content-Length: expected a non-negative integer, got 'abc'" in answer
+
+
+def test_classify_context_is_merged_into_each_example(client, toy):
+    ctx = X[0]
+    results = client.classify([{}, {"x": X[1]}], context={"x": ctx})
+    want = softmax(toy.in_process(2, np.stack([ctx, X[1]])))  # the example's own x wins
+    np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5)
