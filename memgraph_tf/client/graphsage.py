@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from typing import Any, Mapping, NamedTuple, Sequence
 
 import keras
@@ -252,6 +253,23 @@ def build_feature_cache(source: GraphSource, properties: Sequence[str], options:
     return FeatureCache.from_source(source, node_ids, properties, {k: v for k, v in opts.items() if k != "label_property"})
 
 
+_INFER_FNS: "weakref.WeakKeyDictionary[GraphSAGE, Any]" = weakref.WeakKeyDictionary()
+
+
+def _softmax_fn(model: GraphSAGE) -> Any:
+    """One traced ``softmax(model(x))`` per model (traced once, reused across calls)."""
+    fn = _INFER_FNS.get(model)
+    if fn is None:
+        ref = weakref.ref(model)  # the cached function must not keep the model alive
+
+        @tf.function(reduce_retracing=True)
+        def fn(x: Mapping[str, tf.Tensor]) -> tf.Tensor:
+            return tf.nn.softmax(ref()(x, training=False))
+
+        _INFER_FNS[model] = fn
+    return fn
+
+
 def predict_proba(model: GraphSAGE, source: GraphSource, node_ids: Any, *, properties: Sequence[str] = ("features",),
                   options: Mapping[str, Any] | None = None, draws: int = 1, batch_size: int = 256,
                   feature_cache: FeatureCache | None = None, seed: int | None = None,
@@ -264,10 +282,7 @@ def predict_proba(model: GraphSAGE, source: GraphSource, node_ids: Any, *, prope
     total = np.zeros((len(ids), model.num_classes), dtype=np.float64)
     labels = None
 
-    @tf.function(reduce_retracing=True)
-    def infer(x: Mapping[str, tf.Tensor]) -> tf.Tensor:
-        return tf.nn.softmax(model(x, training=False))
-
+    infer = _softmax_fn(model)
     for draw in range(draws):
         ds = sample_dataset(source, ids, model.fanouts, properties, options=options, batch_size=batch_size,
                             seed=None if seed is None else seed * 7919 + draw, feature_cache=feature_cache,
@@ -312,6 +327,7 @@ def train_graphsage(
     dropout: float = 0.5,
     l2: float = 5e-4,
     normalize_features: bool = False,
+    normalize_hidden: bool = False,
     learning_rate: float = 0.01,
     batch_size: int = 256,
     steps: int = 200,
@@ -360,7 +376,8 @@ def train_graphsage(
     if num_classes is None:
         num_classes = _infer_num_classes(source, train_ids, val_ids, label_property, opts)
     model = GraphSAGE(fanouts, feature_dim, num_classes, hidden_units=hidden_units, dropout=dropout, l2=l2,
-                      normalize_features=normalize_features, class_names=class_names)
+                      normalize_features=normalize_features, normalize_hidden=normalize_hidden,
+                      class_names=class_names)
     model.ensure_built()
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
