@@ -1,0 +1,315 @@
+"""MemgraphTf>UnpackBlob (memgraph_tf.ops.unpack_blob) and the op-free decoder
+(memgraph_tf.ops.unpack_blob_portable): golden vectors, every truncation, mutations, batching,
+ragged outputs, argument errors, gradients."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from memgraph_tf import blob
+
+DECODERS = ["op", "portable"]
+PORTABLE_MUTATION_VECTORS = {"small_mixed", "all_dtypes", "ragged"}
+
+
+def decoder(ops, kind: str):
+    return ops.unpack_blob if kind == "op" else ops.unpack_blob_portable
+
+
+@functools.lru_cache(maxsize=None)
+def graph_decoder(kind: str, names: tuple, dtypes: tuple, ragged: tuple = ()):
+    """A tf.function over one scalar blob (one trace, many calls: fast for thousands of blobs)."""
+    from memgraph_tf import ops
+
+    fn = decoder(ops, kind)
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+    def run(b):
+        out = fn(b, list(names), list(dtypes), ragged=list(ragged))
+        return [o.flat_values if isinstance(o, tf.RaggedTensor) else o for o in out]
+
+    return run
+
+
+def error_of(fn, *args, **kwargs) -> str | None:
+    try:
+        fn(*args, **kwargs)
+    except tf.errors.InvalidArgumentError as exc:
+        return exc.message
+    return None
+
+
+def request_for(data: bytes, doc: dict | None = None) -> tuple[tuple, tuple, tuple]:
+    """Names/dtypes to ask for: the ragged names of an invalid vector, else every section, else 'x'."""
+    try:
+        table = blob.read_table(data)
+    except blob.BlobFormatError:
+        return ("x",), ("float32",), ()
+    if doc and doc.get("ragged"):
+        by = {s.name: s.dtype for s in table}
+        return tuple(doc["ragged"]), tuple(by[n] for n in doc["ragged"]), tuple(doc["ragged"])
+    if not table:
+        return ("x",), ("float32",), ()
+    return tuple(s.name for s in table), tuple(s.dtype for s in table), ()
+
+
+def good_blob(names, dtypes, ragged=()) -> bytes:
+    """A valid blob holding one element of each requested section (ragged ones as one row)."""
+    sections = {}
+    for n, d in zip(names, dtypes):
+        value = ["a"] if d == "string" else np.zeros([1], helpers_np_dtype(d))
+        sections[n] = blob.Ragged(value, [0, 1]) if n in ragged else value
+    return blob.pack(sections, {n: d for n, d in zip(names, dtypes)})
+
+
+def helpers_np_dtype(d: str):
+    return {"bool": np.bool_, "int32": np.int32, "int64": np.int64, "float32": np.float32,
+            "float64": np.float64}[d]
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_valid_golden_vectors_decode_to_the_json_values(ops, kind, valid_vector, helpers):
+    name, data, doc = valid_vector
+    if not doc["sections"]:
+        message = error_of(decoder(ops, kind), data, ["x"], ["float32"])
+        assert "blob: section 'x': expected a section named 'x', got none (present: )" in message
+        return
+    names = [s["name"] for s in doc["sections"]]
+    dtypes = [s["dtype"] for s in doc["sections"]]
+    out = decoder(ops, kind)(data, names, dtypes)
+    assert len(out) == len(names)
+    py = blob.unpack(data)
+    for got, want in zip(out, doc["sections"]):
+        assert got.dtype == tf.as_dtype(want["dtype"])
+        helpers.assert_same_array(got.numpy(), helpers.expected_array(want), f"{name}/{want['name']}")
+        # Same as the Python reader.
+        value = py.get(want["name"])
+        if isinstance(value, blob.Ragged):
+            value = value.values
+        if value is not None:
+            helpers.assert_same_array(got.numpy(), np.asarray(value), f"{name}/{want['name']} vs blob.unpack")
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_invalid_golden_vectors_raise_the_spec_message(ops, kind, invalid_vector):
+    name, data, doc = invalid_vector
+    names, dtypes, ragged = request_for(data, doc)
+    message = error_of(decoder(ops, kind), data, list(names), list(dtypes), ragged=list(ragged))
+    assert message is not None, f"{name} accepted ({doc['description']})"
+    assert doc["error"] in message
+    # Vector of blobs: the bad blob is named by its index.
+    good = good_blob(names, dtypes, ragged)
+    message = error_of(decoder(ops, kind), [good, data], list(names), list(dtypes), ragged=list(ragged))
+    assert message is not None and f"blob 1: {doc['error']}" in message
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_ragged_golden_vector_decodes_as_ragged_tensors(ops, kind, helpers):
+    data = dict((v[0], v[1]) for v in helpers.valid).get("ragged")
+    if data is None:
+        pytest.skip("tests/golden/valid/ragged.bin is absent")
+    py = blob.unpack(data)
+    nbrs, vec = decoder(ops, kind)(data, ["nbrs", "vec"], ["int64", "float32"], ragged=["nbrs", "vec"])
+    assert isinstance(nbrs, tf.RaggedTensor) and isinstance(vec, tf.RaggedTensor)
+    want = py["nbrs"]
+    assert nbrs.to_list() == [list(want.values[a:b]) for a, b in zip(want.row_splits[:-1], want.row_splits[1:])]
+    assert vec.shape.rank == 3 and vec.flat_values.shape[-1] == 2
+    assert vec.to_list() == [py["vec"].values[a:b].tolist() for a, b in zip(py["vec"].row_splits[:-1],
+                                                                             py["vec"].row_splits[1:])]
+    # A vector of blobs: [batch, (nrows), (ragged), ...], rows of each blob in order.
+    other = blob.pack({"nbrs": blob.Ragged(np.array([5, 6, 7], np.int64), [0, 1, 3]),
+                       "vec": blob.Ragged(np.ones((1, 2), np.float32), [0, 0, 1])})
+    nb2, vec2 = decoder(ops, kind)([data, other], ["nbrs", "vec"], ["int64", "float32"], ragged=["nbrs", "vec"])
+    assert nb2.to_list() == [nbrs.to_list(), [[5], [6, 7]]]
+    assert vec2.to_list() == [vec.to_list(), [[], [[1.0, 1.0]]]]
+    assert nb2.ragged_rank == 2
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_every_truncation_of_every_valid_vector_is_rejected(ops, kind, valid_vector, helpers):
+    name, data, _ = valid_vector
+    names, dtypes, ragged = request_for(data)
+    run = graph_decoder(kind, names, dtypes, ragged)
+    for n in range(len(data)):
+        ok, want = helpers.python_result(data[:n])
+        assert not ok
+        message = error_of(run, tf.constant(data[:n]))
+        assert message is not None, f"{name}[:{n}] accepted"
+        assert f"blob: {want}" in message, f"{name}[:{n}]"
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_single_byte_mutations_match_the_python_reader(ops, kind, valid_vector, helpers):
+    """Each byte of each valid vector set to 0x00, 0x01, 0x07, 0x80, 0xff (the portable decoder: 0x00,
+    0x01, 0xff on three vectors, its graph being ~10x slower per call): both TF decoders accept
+    exactly what memgraph_tf.blob.unpack accepts, with its values, and reject the rest with its
+    message (all sections requested, ragged pairs as ragged, like blob.unpack)."""
+    name, data, _ = valid_vector
+    if kind == "portable" and name not in PORTABLE_MUTATION_VECTORS:
+        pytest.skip(f"portable decoder: mutations run on {sorted(PORTABLE_MUTATION_VECTORS)} only (time)")
+    table = blob.read_table(data)
+    if not table:
+        pytest.skip("no sections to request")
+    splits = {s.name for s in table if s.name.endswith(".row_splits")}
+    ragged = tuple(s.name for s in table if s.name + ".row_splits" in splits)
+    names = tuple(s.name for s in table if s.name not in {r + ".row_splits" for r in ragged})
+    by = {s.name: s.dtype for s in table}
+    run = graph_decoder(kind, names, tuple(by[n] for n in names), ragged)
+    values = (0x00, 0x01, 0x07, 0x80, 0xFF) if kind == "op" else (0x00, 0x01, 0xFF)
+    for mutated in helpers.mutations(data, values):
+        ok, want = helpers.python_result(mutated)
+        try:
+            out = run(tf.constant(mutated))
+        except tf.errors.InvalidArgumentError as exc:
+            if ok:
+                # A mutated name makes the requested section absent: a lookup error, not a format one.
+                assert "expected a section named" in exc.message or "expected dtype" in exc.message, exc.message
+                continue
+            assert f"blob: {want}" in exc.message
+            continue
+        assert ok, f"{name}: accepted a blob Python rejects with {want}"
+        for n, got in zip(names, out):
+            value = want[n].values if isinstance(want[n], blob.Ragged) else want[n]
+            got = got.numpy()
+            if got.dtype.kind == "f":
+                assert np.array_equal(got.reshape(-1), np.asarray(value).reshape(-1), equal_nan=True)
+            else:
+                assert got.reshape(-1).tolist() == np.asarray(value).reshape(-1).tolist()
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_dims_claiming_more_than_held_is_rejected_before_allocating(ops, kind):
+    """dims [1000, 1000] float32 (4 MB) in a 176-byte blob.
+
+    Both decoders validate before they allocate anything sized by the blob: the op's kernel runs the
+    plain reader over every blob (rule 21 bounds the element count without overflow, rule 22 ties
+    payload_length to the dims, rule 23 ties it to the blob's real size) and allocates its outputs
+    only after every blob and section passed; the portable decoder reads only the blob's own bytes
+    (padded to the header's section table) and builds its outputs under a control dependency on the
+    check. A 4 TB allocation attempt would fail with ResourceExhaustedError, not this message."""
+    claim = bytearray(blob.pack({"x": np.zeros((2, 2), np.float32)}))
+    claim[32 + 24: 32 + 40] = (1000).to_bytes(8, "little") * 2
+    message = error_of(decoder(ops, kind), bytes(claim), ["x"], ["float32"])
+    assert "blob: section 0 ('x') payload_length: expected 4000000, got 16 at offset 48" in message
+    claim[32 + 16: 32 + 24] = (4 * 10**6).to_bytes(8, "little")
+    message = error_of(decoder(ops, kind), bytes(claim), ["x"], ["float32"])
+    assert "blob: section 0 ('x') payload: expected to end by 176, got end 4000160 at offset 48" in message
+    # More elements than 2^31 - 1: rule 21, checked with an overflow-free product.
+    claim[32 + 24: 32 + 40] = (2**31 - 1).to_bytes(8, "little") * 2
+    message = error_of(decoder(ops, kind), bytes(claim), ["x"], ["float32"])
+    assert "blob: section 0 ('x') dims: expected <= 2147483647 elements, got more at offset 56" in message
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_batched_blobs_stack_along_a_new_leading_dim(ops, kind):
+    blobs = [blob.pack({"x": np.full((2, 3), i, np.float32), "s": [f"n{i}", ""], "ok": [i % 2 == 0]})
+             for i in range(4)]
+    x, s, ok = decoder(ops, kind)(blobs, ["x", "s", "ok"], [tf.float32, "string", "bool"])
+    assert x.shape == (4, 2, 3)
+    assert x.numpy()[:, 0, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert s.numpy().tolist() == [[f"n{i}".encode(), b""] for i in range(4)]
+    assert ok.numpy().reshape(-1).tolist() == [True, False, True, False]
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_batched_blobs_with_mismatching_shapes_name_the_blob(ops, kind):
+    blobs = [blob.pack({"x": np.zeros((2, 16), np.float32)})] * 3 + [blob.pack({"x": np.zeros((3, 16), np.float32)})]
+    message = error_of(decoder(ops, kind), blobs, ["x"], ["float32"])
+    assert "blob 3 section 'x': expected shape [2,16], got [3,16] (as blob 0)" in message
+    # Ragged sections only need the same inner dims.
+    r = [blob.pack({"v": blob.Ragged(np.zeros((n, 4), np.float32), [0, n])}) for n in (1, 5)]
+    (v,) = decoder(ops, kind)(r, ["v"], ["float32"], ragged=["v"])
+    assert v.shape.as_list()[0] == 2 and v.flat_values.shape.as_list() == [6, 4]
+    r.append(blob.pack({"v": blob.Ragged(np.zeros((2, 3), np.float32), [0, 2])}))
+    message = error_of(decoder(ops, kind), r, ["v"], ["float32"], ragged=["v"])
+    assert "blob 2 section 'v': expected shape [*,4], got [*,3] (as blob 0)" in message
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_absent_section_and_wrong_dtype_are_named(ops, kind):
+    data = blob.pack({"a": np.zeros(2, np.int64), "b": np.zeros(1, np.float32)})
+    message = error_of(decoder(ops, kind), data, ["c"], ["float32"])
+    assert "blob: section 'c': expected a section named 'c', got none (present: 'a', 'b')" in message
+    message = error_of(decoder(ops, kind), data, ["a"], ["float32"])
+    assert "blob: section 'a': expected dtype float32, got int64 at offset 32" in message
+    message = error_of(decoder(ops, kind), data, ["a"], ["int64"], ragged=["a"])
+    assert ("blob: section 'a.row_splits': expected an int64 row-splits section for ragged 'a', got none"
+            in message)
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_shapes_give_static_shapes_and_are_checked(ops, kind):
+    data = blob.pack({"x": np.zeros((3, 8), np.float32)})
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def run(b):
+        (x,) = decoder(ops, kind)(b, ["x"], ["float32"], shapes=[[None, 8]])
+        assert x.shape.as_list() == [None, None, 8]
+        return x
+
+    assert run(tf.constant([data, data])).shape == (2, 3, 8)
+    message = error_of(decoder(ops, kind), data, ["x"], ["float32"], shapes=[[3, 7]])
+    assert "blob section 'x': expected shape [3,7] (the shapes attr), got [3,8]" in message
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_argument_errors_name_the_parameter(ops, kind):
+    fn = decoder(ops, kind)
+    data = blob.pack({"x": [1.0]})
+    with pytest.raises(ValueError, match=r"names: expected at least one section name, got \[\]"):
+        fn(data, [], [])
+    with pytest.raises(ValueError, match=r"dtypes: expected 1 entries \(one per name in \['x'\]\), got 2"):
+        fn(data, ["x"], ["float32", "int64"])
+    with pytest.raises(ValueError, match=r"dtypes: expected one of \[.*'float32'.*\] or the tf.DType, got 'float16'"):
+        fn(data, ["x"], ["float16"])
+    with pytest.raises(ValueError, match=r"ragged: expected names among \['x'\], got \['y'\]"):
+        fn(data, ["x"], ["float64"], ragged=["y"])
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError), match=r"blobs: expected a scalar or a vector"):
+        fn(tf.constant([[data]]), ["x"], ["float64"])
+    message = error_of(fn, tf.constant([], tf.string), ["x"], ["float64"])
+    assert "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector" in message
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_works_in_tf_function_and_tf_data(ops, kind):
+    blobs = [blob.pack({"x": np.arange(4, dtype=np.float32) + i, "nb": blob.Ragged([i, i + 1], [0, 2])})
+             for i in range(5)]
+
+    @tf.function
+    def f(b):
+        x, nb = decoder(ops, kind)(b, ["x", "nb"], ["float32", "int64"], ragged=["nb"])
+        return x, nb.flat_values
+
+    x, nb = f(tf.constant(blobs[2]))
+    assert x.numpy().tolist() == [2.0, 3.0, 4.0, 5.0] and nb.numpy().tolist() == [2, 3]
+    ds = tf.data.Dataset.from_tensor_slices(blobs).map(
+        lambda b: decoder(ops, kind)(b, ["x"], ["float32"])[0]).batch(5)
+    (batch,) = list(ds)
+    assert batch.numpy()[:, 0].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    ds = tf.data.Dataset.from_tensor_slices(blobs).batch(2).map(
+        lambda b: decoder(ops, kind)(b, ["x"], ["float32"])[0])
+    assert [t.shape[0] for t in ds] == [2, 2, 1]
+
+
+def test_op_is_registered_not_differentiable(ops):
+    """tf.gradients through the op gives None instead of LookupError('No gradient defined')."""
+    data = blob.pack({"x": np.ones(3, np.float32)})
+    graph = tf.Graph()
+    with graph.as_default():
+        b = tf.constant(data)
+        w = tf.constant(2.0)
+        (x,) = ops.unpack_blob(b, ["x"], ["float32"])
+        y = tf.reduce_sum(x * w)
+        grads = tf.gradients(y, [w, b])
+        unpack_op = x.op
+        assert unpack_op.type == "MemgraphTf>UnpackBlob"
+        from tensorflow.python.framework import ops as tf_ops
+
+        assert tf_ops.get_gradient_function(unpack_op) is None
+        assert tf_ops.get_gradient_function(y.op) is not None  # a differentiable op for contrast
+    assert grads[1] is None and grads[0] is not None
+
