@@ -136,8 +136,10 @@ class ServingClient:
 
     ``version`` and ``label`` select ``/versions/N`` or ``/labels/L`` (at most one); neither means
     the latest version. ``timeout_s`` bounds every request (connect and read). ``retries`` is the
-    number of extra attempts after a connection error or a 503/504 answer, with exponential
-    backoff starting at ``backoff_s``; nothing else is retried. A request whose body would exceed
+    number of extra attempts after a connection error (the connection could not be made) or a
+    503/504 answer, with exponential backoff starting at ``backoff_s`` (and ``Retry-After`` when
+    the server sends one); nothing else is retried: not 4xx/500, not a read timeout and not a
+    connection dropped after the request was sent (the server may have done the work). A request whose body would exceed
     ``max_request_bytes`` is split into parts by item; results come back concatenated in order.
     Thread-safe for concurrent calls (one pooled session of ``pool_size`` connections).
     """

@@ -206,14 +206,26 @@ def test_sampling_config_through_the_config_signature(servers):
     assert cfg["blob_feature_key"] == "blob"
 
 
-def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, repo_root):
-    """`memgraph-tf serve` in its own process: it must register the op from the bundle itself."""
+@pytest.mark.parametrize("library", ["bundled", "other-tf"])
+def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, repo_root, tmp_path, library):
+    """`memgraph-tf serve` in its own process must register the op before loading the bundle:
+    from the bundle's library when it was built for this TF, else by building the project's."""
+    import shutil
+
     from memgraph_tf.testing.arcadedb import free_port
 
     blobs, _, want = node_data
     info = bundles[1][True]
+    base = info.path.parent
+    if library == "other-tf":
+        base = tmp_path / info.name
+        shutil.copytree(info.path.parent, base)
+        meta_path = base / "1" / "assets.extra" / "memgraph_tf" / "op_library.json"
+        meta = json.loads(meta_path.read_text())
+        meta["tf_version"] = "0.0.1"
+        meta_path.write_text(json.dumps(meta))
     port = free_port()
-    cmd = [sys.executable, "-m", "memgraph_tf.cli", "serve", str(info.path.parent),
+    cmd = [sys.executable, "-m", "memgraph_tf.cli", "serve", str(base),
            "--port", str(port), "--version-label", "stable=1"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     proc = subprocess.Popen(cmd, cwd=repo_root, env=env, stdout=subprocess.PIPE,
@@ -238,7 +250,10 @@ def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, repo_root):
         proc.wait(timeout=30)
         out = proc.stdout.read()
         proc.stdout.close()
-    assert "loading the bundle's op library" in out
+    if library == "bundled":
+        assert "loading the bundle's op library" in out
+    else:
+        assert "the bundle's op library was built for TF 0.0.1" in out
 
 
 def test_graphsage_bundle_scores_are_softmax_of_its_logits(tmp_path, node_data, sage):
