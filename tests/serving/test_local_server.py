@@ -237,7 +237,10 @@ def test_bad_content_length_is_a_400(toy_server):
     with socket.create_connection((host, port), timeout=10) as sock:
         sock.sendall(b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n"
                      b"Content-Length: abc\r\n\r\n")
-        answer = sock.recv(65536).decode()
+        chunks = []
+        while chunk := sock.recv(65536):  # the server closes the connection after answering
+            chunks.append(chunk)
+        answer = b"".join(chunks).decode()
     assert answer.startswith("HTTP/1.1 400")
     assert "Content-Length: expected a non-negative integer, got 'abc'" in answer
 
