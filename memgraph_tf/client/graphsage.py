@@ -176,10 +176,21 @@ class GraphSAGE(keras.Model):
             out[name] = np.ones(spec.shape, dtype=bool) if spec.dtype == tf.bool else np.zeros(spec.shape, np.float32)
         return out
 
+    def build(self, input_shape: Any = None) -> None:
+        """Creates every weight from the config alone (the input shapes follow from it)."""
+        width = self.feature_dim
+        for layer, units in zip(self.sage_layers, self.hidden_units):
+            if not layer.built:
+                layer.build((None, width))
+            width = 2 * units
+        if not self.classifier.built:
+            self.classifier.build((None, width))
+        self.built = True
+
     def ensure_built(self) -> "GraphSAGE":
-        """Creates the weights (by calling the model on :meth:`example_inputs`); returns self."""
-        if not self.built or not self.weights:
-            self(self.example_inputs(1))
+        """Creates the weights if needed; returns self."""
+        if not self.built:
+            self.build()
         return self
 
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:

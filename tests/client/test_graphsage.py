@@ -1,0 +1,106 @@
+"""The Keras 3 GraphSAGE model: the mean aggregator's arithmetic, masks, config and saving, arguments."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from memgraph_tf.client import GraphSAGE
+from memgraph_tf.client.errors import ConfigurationError
+
+
+def _inputs(rng, batch, fanouts, dim, masks=True):
+    x, shape = {}, [batch]
+    for h in range(len(fanouts) + 1):
+        if h:
+            shape = shape + [fanouts[h - 1]]
+        x[f"features_{h}"] = rng.standard_normal(shape + [dim]).astype(np.float32)
+        if h and masks:
+            x[f"mask_{h}"] = rng.random(shape) < 0.7
+    return x
+
+
+def test_one_layer_matches_the_mean_aggregator_formula():
+    rng = np.random.default_rng(1)
+    model = GraphSAGE([4], feature_dim=5, num_classes=3, hidden_units=6, dropout=0.0, l2=0.0)
+    x = _inputs(rng, 7, [4], 5)
+    x["mask_1"][0] = False  # a node with no valid neighbour: zero mean
+    logits = model(x).numpy()
+    layer = model.sage_layers[0]
+    w_self, w_neigh = layer.self_dense.kernel.numpy(), layer.neigh_dense.kernel.numpy()
+    bias = layer.bias.numpy()
+    m = x["mask_1"].astype(np.float32)[..., None]
+    mean = (x["features_1"] * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
+    hidden = np.maximum(np.concatenate([x["features_0"] @ w_self, mean @ w_neigh], axis=1) + bias, 0.0)
+    expected = hidden @ model.classifier.kernel.numpy() + model.classifier.bias.numpy()
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
+    assert logits.shape == (7, 3)
+
+
+def test_padded_slots_do_not_change_the_output():
+    rng = np.random.default_rng(2)
+    model = GraphSAGE([3, 2], feature_dim=4, num_classes=2, hidden_units=[5, 3])
+    x = _inputs(rng, 6, [3, 2], 4)
+    before = model(x, training=False).numpy()
+    noisy = {k: v.copy() for k, v in x.items()}
+    noisy["features_1"][~x["mask_1"]] = 100.0
+    noisy["features_2"][~x["mask_2"]] = -50.0
+    np.testing.assert_allclose(model(noisy, training=False).numpy(), before, rtol=1e-5, atol=1e-5)
+    # and a valid slot does change it
+    valid = np.argwhere(x["mask_1"])[0]
+    noisy["features_1"][tuple(valid)] += 10.0
+    assert not np.allclose(model(noisy, training=False).numpy(), before, atol=1e-4)
+
+
+def test_without_masks_every_slot_counts():
+    rng = np.random.default_rng(3)
+    model = GraphSAGE([2], feature_dim=3, num_classes=2, dropout=0.0)
+    x = _inputs(rng, 4, [2], 3, masks=False)
+    all_true = dict(x, mask_1=np.ones((4, 2), dtype=bool))
+    np.testing.assert_allclose(model(x).numpy(), model(all_true).numpy(), rtol=1e-6)
+
+
+def test_config_round_trip_and_keras_file(tmp_path):
+    model = GraphSAGE([3, 2], feature_dim=4, num_classes=3, hidden_units=8, dropout=0.3, l2=1e-4,
+                      normalize_features=True, class_names=["a", "b", "c"])
+    model.ensure_built()
+    config = model.get_config()
+    assert config["fanouts"] == [3, 2] and config["feature_dim"] == 4 and config["num_classes"] == 3
+    assert config["class_names"] == ["a", "b", "c"] and config["hidden_units"] == [8, 8]
+    clone = GraphSAGE.from_config(config).ensure_built()
+    clone.set_weights(model.get_weights())
+    x = model.example_inputs(5)
+    x["features_1"] = np.random.default_rng(4).random(x["features_1"].shape).astype(np.float32)
+    np.testing.assert_allclose(clone(x).numpy(), model(x).numpy(), rtol=1e-6)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded, GraphSAGE) and loaded.fanouts == (3, 2) and loaded.class_names == ["a", "b", "c"]
+    np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-6)
+
+
+def test_traces_with_its_input_signature():
+    model = GraphSAGE([2, 2], feature_dim=3, num_classes=2).ensure_built()
+    fn = tf.function(lambda x: model(x, training=False), input_signature=[model.input_signature()])
+    out = fn(model.example_inputs(3))
+    assert out.shape == (3, 2)
+
+
+def test_argument_errors():
+    with pytest.raises(ConfigurationError, match=r"fanouts: expected a non-empty list of integers >= 1, got \[\]"):
+        GraphSAGE([], feature_dim=3, num_classes=2)
+    with pytest.raises(ConfigurationError, match=r"fanouts\[1\]: expected an integer >= 1, got 0"):
+        GraphSAGE([2, 0], feature_dim=3, num_classes=2)
+    with pytest.raises(ConfigurationError, match=r"num_classes: expected >= 2, got 1"):
+        GraphSAGE([2], feature_dim=3, num_classes=1)
+    with pytest.raises(ConfigurationError, match=r"hidden_units: expected an int or one width per layer \(2\), got \[4\]"):
+        GraphSAGE([2, 2], feature_dim=3, num_classes=2, hidden_units=[4])
+    with pytest.raises(ConfigurationError, match=r"dropout: expected a number in \[0, 1.0\), got 1.5"):
+        GraphSAGE([2], feature_dim=3, num_classes=2, dropout=1.5)
+    with pytest.raises(ConfigurationError, match=r"class_names: expected 2 names \(one per class\), got 3"):
+        GraphSAGE([2], feature_dim=3, num_classes=2, class_names=["a", "b", "c"])
+    model = GraphSAGE([2, 2], feature_dim=3, num_classes=2)
+    with pytest.raises(ConfigurationError, match=r"inputs: expected features_0..features_2 \(fanouts \[2, 2\]\), missing \['features_2'\]"):
+        model({"features_0": np.zeros((1, 3), np.float32), "features_1": np.zeros((1, 2, 3), np.float32)})

@@ -1,0 +1,120 @@
+"""Blob pipelines over the embedded query modules: node ids -> procedure -> base64 -> unpack op."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from memgraph_tf.client import FeatureCache, pack_dataset, sample_dataset
+from memgraph_tf.client.errors import ConfigurationError
+
+ID0 = 10_000
+OPTS = {"id_property": "id", "label_property": "label"}
+
+
+def _node_features(features, ids):
+    """Expected features for ids (PAD_ID -> zeros)."""
+    out = np.zeros(ids.shape + (features.shape[1],), dtype=np.float32)
+    valid = ids >= 0
+    out[valid] = features[ids[valid] - ID0]
+    return out
+
+
+def test_sample_batches_have_static_shapes_and_the_graph_s_values(community):
+    source, labels, features = community
+    ids = np.arange(ID0, ID0 + 50)
+    ds = sample_dataset(source, ids, [4, 3], ["features"], options=OPTS, batch_size=16, seed=5)
+    spec = ds.element_spec
+    assert spec["features_2"].shape.as_list() == [None, 4, 3, 8]
+    assert spec["mask_1"].shape.as_list() == [None, 4] and spec["mask_1"].dtype == tf.bool
+    batches = list(ds)
+    assert [int(b["ids_0"].shape[0]) for b in batches] == [16, 16, 16, 2]
+    got_ids = np.concatenate([b["ids_0"].numpy() for b in batches])
+    assert got_ids.tolist() == ids.tolist()
+    for b in batches:
+        for h in range(3):
+            hop_ids = b[f"ids_{h}"].numpy()
+            np.testing.assert_array_equal(b[f"features_{h}"].numpy(), _node_features(features, hop_ids))
+            if h:
+                np.testing.assert_array_equal(b[f"mask_{h}"].numpy(), hop_ids >= 0)
+        np.testing.assert_array_equal(b["labels"].numpy(), labels[b["ids_0"].numpy() - ID0])
+
+
+def test_feature_cache_gives_the_same_tensors(community):
+    source, _, features = community
+    ids = np.arange(ID0, ID0 + 40)
+    cache = FeatureCache.from_source(source, np.arange(ID0, ID0 + len(features)), ["features"], OPTS, chunk_size=64)
+    assert cache.width == 8 and cache.labels is not None
+    direct = list(sample_dataset(source, ids, [3, 2], ["features"], options=OPTS, batch_size=13, seed=9))
+    cached = list(sample_dataset(source, ids, [3, 2], ["features"], options=OPTS, batch_size=13, seed=9,
+                                 feature_cache=cache))
+    assert len(direct) == len(cached) == 4
+    for a, b in zip(direct, cached):
+        assert sorted(a) == sorted(b)
+        for key in a:
+            np.testing.assert_array_equal(a[key].numpy(), b[key].numpy())
+
+
+def test_seed_reproduces_while_batches_draw_anew(community):
+    source, _, _ = community
+    ids = np.arange(ID0, ID0 + 30)
+
+    def epochs(seed):
+        ds = sample_dataset(source, ids, [2], ["features"], options=OPTS, batch_size=30, seed=seed, repeat=True)
+        return [b["ids_1"].numpy() for b in ds.take(2)]
+
+    first, again = epochs(1), epochs(1)
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first[0], first[1]), "each batch should sample its own neighbourhoods"
+
+
+def test_portable_decoder_matches_the_op(community):
+    source, _, _ = community
+    ids = np.arange(ID0 + 5, ID0 + 25)
+    a = list(sample_dataset(source, ids, [3], ["features"], options=OPTS, batch_size=8, seed=2, decoder="op"))
+    b = list(sample_dataset(source, ids, [3], ["features"], options=OPTS, batch_size=8, seed=2, decoder="portable"))
+    for x, y in zip(a, b):
+        for key in x:
+            np.testing.assert_array_equal(x[key].numpy(), y[key].numpy())
+
+
+def test_pack_dataset(community):
+    source, labels, features = community
+    ids = np.arange(ID0 + 100, ID0 + 150)[::-1]
+    batches = list(pack_dataset(source, ids, ["features"], options={**OPTS, "seed": 3}, batch_size=20))
+    assert batches[0]["features"].shape.as_list() == [20, 8]
+    got = np.concatenate([b["features"].numpy() for b in batches])
+    np.testing.assert_array_equal(got, features[ids - ID0])
+    np.testing.assert_array_equal(np.concatenate([b["labels"].numpy() for b in batches]), labels[ids - ID0])
+    np.testing.assert_array_equal(np.concatenate([b["ids"].numpy() for b in batches]), ids)
+
+
+def test_uncached_ids_fail_loudly(community):
+    source, _, _ = community
+    partial = FeatureCache.from_source(source, [ID0, ID0 + 1], ["features"], OPTS)
+    ds = sample_dataset(source, np.arange(ID0, ID0 + 10), [3], ["features"], options=OPTS, batch_size=10,
+                        feature_cache=partial, seed=0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"feature cache: expected every sampled node id to be cached, got uncached id\(s\)"):
+        list(ds)
+
+
+def test_procedure_errors_surface_with_their_message(community):
+    source, _, _ = community
+    ds = sample_dataset(source, [ID0, 77], [2], ["features"], options=OPTS, batch_size=2, feature_cache=None,
+                        seed=0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"seeds\[1\]: unknown node id 77 \(no node has id = 77\)"):
+        list(ds)
+
+
+def test_argument_errors(community):
+    source, _, _ = community
+    with pytest.raises(ConfigurationError, match=r"batch_size: expected an integer >= 1, got 0"):
+        sample_dataset(source, [ID0], [2], ["features"], options=OPTS, batch_size=0)
+    with pytest.raises(ConfigurationError, match=r"fanouts: expected a non-empty list of integers >= 1 \(one per hop\), got \[\]"):
+        sample_dataset(source, [ID0], [], ["features"], options=OPTS)
+    with pytest.raises(ConfigurationError, match=r"node_ids: expected a non-empty 1-D sequence of integer ids, got shape \[0\]"):
+        sample_dataset(source, [], [2], ["features"], options=OPTS)
+    with pytest.raises(ConfigurationError, match=r"decoder: expected one of auto, op, portable, got 'fast'"):
+        sample_dataset(source, [ID0], [2], ["features"], options=OPTS, decoder="fast")
