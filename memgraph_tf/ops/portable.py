@@ -618,7 +618,7 @@ def _decode(p: _Blobs, lk: _Lookup, batched: bool) -> Any:
     inner_n = tf.reduce_prod(inner)
     nvalues = lk.nvalues
     values = _elements(p, dtype, lk.p_off, nvalues * inner_n, single)
-    values = tf.reshape(values, tf.concat([tf.constant([-1], tf.int64), inner], 0))
+    values = tf.reshape(values, tf.concat([tf.reshape(tf.reduce_sum(nvalues), [1]), inner], 0))  # no -1: inner may hold a 0
     # Row splits of every blob, shifted by the values of the blobs before it; each blob's leading 0
     # dropped but the first.
     shift = tf.cumsum(nvalues, exclusive=True)

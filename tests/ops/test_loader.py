@@ -1,0 +1,112 @@
+"""Building, caching and loading the op library (memgraph_tf/ops/_loader.py), with real g++."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import tensorflow as tf
+
+from memgraph_tf.ops import _loader
+
+
+def test_library_path_is_keyed_by_tf_version_and_source_hash(tmp_path):
+    path = _loader.library_path(tmp_path)
+    assert path.name == "_memgraph_tf_ops.so"
+    assert path.parent.parent == tmp_path
+    assert path.parent.name.startswith(f"tf{tf.__version__}-")
+    assert _loader.library_path(tmp_path) == path  # stable
+
+
+def test_cache_dir_comes_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("MEMGRAPH_TF_OP_CACHE_DIR", str(tmp_path / "c"))
+    assert _loader.default_cache_dir() == tmp_path / "c"
+    assert _loader.library_path().parent.parent == tmp_path / "c"
+    monkeypatch.delenv("MEMGRAPH_TF_OP_CACHE_DIR")
+    assert _loader.default_cache_dir() == pathlib.Path.home() / ".cache" / "memgraph-tf" / "ops"
+
+
+def test_missing_compiler_error_says_what_was_tried_and_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.setenv("MEMGRAPH_TF_CXX", "g++-that-does-not-exist")
+    with pytest.raises(_loader.OpLibraryError, match=r"cannot build the op library") as info:
+        _loader.build_library(cache_dir=tmp_path)
+    message = str(info.value)
+    assert f"cache: no library at {_loader.library_path(tmp_path)}" in message
+    assert "compiler: 'g++-that-does-not-exist' not found on PATH" in message
+    assert f"TensorFlow found: {tf.__version__}; needed: 2.21.*" in message
+    assert "install g++ (apt-get install g++)" in message
+    assert not list(tmp_path.rglob("*.so*")), "no partial library may be left behind"
+
+
+def test_compile_failure_reports_the_command_and_compiler_output(monkeypatch, tmp_path):
+    fake = tmp_path / "bin" / "fake-cxx"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'fatal error: tensorflow/core/framework/op.h: No such file' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MEMGRAPH_TF_CXX", str(fake))
+    with pytest.raises(_loader.OpLibraryError, match=r"exited 1:\nfatal error: tensorflow/core/framework/op.h") as info:
+        _loader.build_library(cache_dir=tmp_path / "cache")
+    assert "-shared -fPIC" in str(info.value)
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()], "temporary file left behind"
+
+
+@pytest.mark.slow
+def test_concurrent_builds_into_one_cache_all_load(tmp_path):
+    """Two processes build into the same empty cache at once (real g++); both get a complete,
+    loadable library because each writes its own temporary file and renames it into place."""
+    script = textwrap.dedent(
+        """
+        import sys
+        import tensorflow as tf
+        from memgraph_tf.ops import _loader
+        path = _loader.build_library(cache_dir=sys.argv[1])
+        lib = tf.load_op_library(path)
+        print(path, hasattr(lib, "memgraph_tf_unpack_blob"))
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+        assert out.strip().endswith(" True")
+    paths = {out.split()[0] for out, _ in outs}
+    assert len(paths) == 1
+    (lib_dir,) = {pathlib.Path(p).parent for p in paths}
+    assert sorted(f.name for f in lib_dir.iterdir()) == ["_memgraph_tf_ops.so"]
+
+
+def test_cached_build_is_reused_and_force_rebuilds(tmp_path, ops, monkeypatch):
+    # Seed the cache with the library the session already built (no second compile needed).
+    built = pathlib.Path(_loader.build_library())
+    target = _loader.library_path(tmp_path)
+    target.parent.mkdir(parents=True)
+    shutil.copy2(built, target)
+    before = target.stat().st_mtime_ns
+    assert _loader.build_library(cache_dir=tmp_path) == str(target)
+    assert target.stat().st_mtime_ns == before
+    # force=True compiles again even though the cache holds a library: with a compiler that fails,
+    # the error shows the forced rebuild and the cached library stays whole.
+    fake = tmp_path / "fake-cxx"
+    fake.write_text("#!/bin/sh\necho 'error: forced' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MEMGRAPH_TF_CXX", str(fake))
+    with pytest.raises(_loader.OpLibraryError, match=r"cache: rebuild forced") as info:
+        _loader.build_library(force=True, cache_dir=tmp_path)
+    assert "exited 3:\nerror: forced" in str(info.value)
+    assert target.read_bytes() == built.read_bytes()
+    assert sorted(f.name for f in target.parent.iterdir()) == ["_memgraph_tf_ops.so"]
+
+
+def test_cli_build_ops_prints_the_cached_library(tmp_path):
+    env = dict(os.environ)
+    proc = subprocess.run([sys.executable, "-m", "memgraph_tf.cli", "build-ops"], capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    path = pathlib.Path(proc.stdout.strip().splitlines()[-1])
+    assert path.name == "_memgraph_tf_ops.so" and path.is_file()
