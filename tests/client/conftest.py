@@ -82,3 +82,9 @@ def community():
 
     graph, labels, features = build_community_graph()
     return EmbeddedSource(graph), labels, features
+
+
+@pytest.fixture(scope="session")
+def make_community():
+    """The :func:`build_community_graph` function, for tests that need a graph of their own."""
+    return build_community_graph

@@ -1,0 +1,82 @@
+"""Training GraphSAGE through the query modules, evaluation, and batch inference written back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memgraph_tf.client import EmbeddedSource, evaluate, predict_and_write, train_graphsage
+from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.client.inference import predict
+
+ID0 = 10_000
+OPTS = {"id_property": "id"}
+
+
+@pytest.fixture(scope="module")
+def trained(community):
+    source, labels, _ = community
+    ids = np.arange(ID0, ID0 + len(labels))
+    train, val, test = ids[:60], ids[60:100], ids[100:]
+    result = train_graphsage(source, train, val, options=OPTS, fanouts=(5, 3), hidden_units=16, steps=60,
+                             eval_every=10, batch_size=32, seed=0, learning_rate=0.01, class_names=["a", "b", "c"])
+    return result, train, val, test
+
+
+def test_training_learns_the_communities(trained, community):
+    source, labels, _ = community
+    result, train, val, test = trained
+    assert result.model.num_classes == 3 and result.model.feature_dim == 8 and result.model.fanouts == (5, 3)
+    history = result.history
+    assert len(history["step"]) == 60 and history["eval_step"][:2] == [10, 20]
+    assert np.mean(history["loss"][-10:]) < np.mean(history["loss"][:10])
+    assert result.best_val_accuracy == max(history["val_accuracy"])
+    test_acc = evaluate(result.model, source, test, options=OPTS, draws=3, seed=0)["accuracy"]
+    majority = np.bincount(labels[test - ID0]).max() / len(test)
+    assert test_acc >= 0.8 > majority + 0.2, (test_acc, majority)
+
+
+def test_predict_and_write_is_batched_and_idempotent(trained, community):
+    source, labels, _ = community
+    result, _, _, test = trained
+    model = result.model
+    expected = predict(model, source, test, options=OPTS, seed=0, batch_size=16)
+    assert expected.probabilities.shape == (len(test), 3)
+    np.testing.assert_allclose(expected.probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    for _ in range(2):  # running again writes the same values
+        written = predict_and_write(model, source, test, options=OPTS, chunk_size=len(test), batch_size=16,
+                                    progress=False, write_class_names=True)
+        assert written == len(test)
+        graph = source.graph
+        got = [graph.get_property(int(i) - ID0, "predicted_class") for i in test]
+        assert got == [model.class_names[c] for c in expected.classes]
+        scores = [graph.get_property(int(i) - ID0, "predicted_score") for i in test]
+        np.testing.assert_allclose(scores, expected.scores, rtol=1e-6)
+    assert graph.get_property(0, "predicted_class") is None  # a training node was not written
+
+
+def test_predict_and_write_every_node_by_default(trained, make_community):
+    result = trained[0]
+    graph, _, _ = make_community(num_nodes=40)
+    source = EmbeddedSource(graph)
+    written = predict_and_write(result.model, source, options=OPTS, property_name="cls", score_property=None,
+                                chunk_size=16, progress=False)
+    assert written == 40
+    values = [graph.get_property(i, "cls") for i in range(40)]
+    assert all(isinstance(v, int) and 0 <= v < 3 for v in values)
+    assert graph.get_property(0, "predicted_score") is None
+    with pytest.raises(ConfigurationError, match=r"property_name: expected a non-empty name without backquotes or NUL, got ''"):
+        predict_and_write(result.model, source, options=OPTS, property_name="", progress=False)
+
+
+def test_training_argument_errors(community):
+    source, labels, _ = community
+    ids = np.arange(ID0, ID0 + 10)
+    with pytest.raises(ConfigurationError, match=r"options.seed: expected no fixed sampling seed for training"):
+        train_graphsage(source, ids, options={**OPTS, "seed": 3}, steps=1)
+    with pytest.raises(ConfigurationError, match=r"steps: expected an integer >= 1, got 0"):
+        train_graphsage(source, ids, options=OPTS, steps=0)
+    with pytest.raises(ConfigurationError, match=r"learning_rate: expected a number > 0, got -1"):
+        train_graphsage(source, ids, options=OPTS, learning_rate=-1)
+    with pytest.raises(ConfigurationError, match=r"labels: expected class indices in 0..1 for every training node, got 2"):
+        train_graphsage(source, ids, options=OPTS, num_classes=2, steps=1, fanouts=(2,))
