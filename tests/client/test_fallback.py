@@ -91,3 +91,35 @@ def test_fallback_errors_match_the_procedures(twin_graphs):
             source.pack_blob([ID_OFFSET, 5], ["feat"], OPTIONS)
         with pytest.raises(GraphDataError, match=r"options\.direction: expected one of 'out', 'in', 'both', got str 'up'"):
             source.sample_blob([ID_OFFSET], [2], ["feat"], {**OPTIONS, "direction": "up"})
+
+
+def test_pipeline_and_inference_over_bolt_match_embedded(twin_graphs):
+    import numpy as np
+
+    from memgraph_tf.client import GraphSAGE, predict_and_write, sample_dataset
+    from memgraph_tf.client.inference import predict
+
+    embedded, bolt = twin_graphs
+    ids = [ID_OFFSET + i for i in range(N)]
+    a = list(sample_dataset(embedded, ids, [3, 2], ["feat", "w"], options=OPTIONS, batch_size=8, seed=4))
+    b = list(sample_dataset(bolt, ids, [3, 2], ["feat", "w"], options=OPTIONS, batch_size=8, seed=4))
+    assert len(a) == len(b) == 4
+    for x, y in zip(a, b):
+        for key in x:
+            np.testing.assert_array_equal(x[key].numpy(), y[key].numpy())
+
+    model = GraphSAGE([3, 2], feature_dim=5, num_classes=3, hidden_units=4).ensure_built()
+    expected = predict(model, embedded, ids, properties=["feat", "w"], options=OPTIONS, seed=0, batch_size=8)
+    written = predict_and_write(model, bolt, ids, properties=["feat", "w"], options=OPTIONS, seed=0, batch_size=8,
+                                chunk_size=12, property_name="pred", progress=False)
+    assert written == N
+    rows = bolt.read(f"MATCH (n:{LABEL}) RETURN n.id AS id, n.pred AS pred, n.predicted_score AS score ORDER BY id")
+    assert [r["pred"] for r in rows] != [None] * N
+    by_id = {r["id"]: r for r in rows}
+    # chunked writing samples per chunk; compare with the same chunking through the embedded source
+    for start in range(0, N, 12):
+        chunk = ids[start:start + 12]
+        pred = predict(model, embedded, chunk, properties=["feat", "w"], options=OPTIONS, seed=start, batch_size=8)
+        assert [by_id[i]["pred"] for i in chunk] == pred.classes.tolist()
+        np.testing.assert_allclose([by_id[i]["score"] for i in chunk], pred.scores, rtol=1e-6)
+    assert expected.classes.shape == (N,)

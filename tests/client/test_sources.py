@@ -123,3 +123,13 @@ def test_server_killed_mid_stream_raises_without_hanging():
         with pytest.raises(ServerUnavailable, match=r"server unavailable or connection lost"):
             list(source.run("RETURN 1 AS x"))
         source.close()
+
+
+def test_routing_scheme_and_tls_schemes(arcadedb_server):
+    with connect(arcadedb_server.uri.replace("bolt://", "neo4j://"), auth=arcadedb_server.auth,
+                 database="g") as source:
+        assert [r["x"] for r in source.run("UNWIND [7] AS x RETURN x")] == [7]
+    # the test server speaks plain Bolt: a TLS scheme must try TLS and fail clearly, not fall back
+    with pytest.raises(ServerUnavailable, match=r"bolt\+ssc://127\.0\.0\.1:\d+ \(database 'g'\): server unavailable .*SSL"):
+        connect(arcadedb_server.uri.replace("bolt://", "bolt+ssc://"), auth=arcadedb_server.auth, database="g",
+                connection_timeout=3.0)
