@@ -379,17 +379,17 @@ class _Blobs:
 def _raise_if(bad: tf.Tensor, message_fn) -> tf.Tensor:
     """Raises InvalidArgumentError with ``message_fn()`` (scalar string) when ``bad``; returns a dummy."""
 
-    def fail():
-        # StringToNumber's error carries its input verbatim (see the module docstring).
-        return tf.strings.to_number(message_fn(), tf.float32)
-
-    return tf.cond(bad, fail, lambda: tf.constant(0.0))
+    # The message is only formatted when needed (tf.cond); StringToNumber's error carries its input
+    # verbatim (see the module docstring), and "0" converts cleanly.
+    message = tf.cond(bad, message_fn, lambda: tf.constant("0"))
+    return tf.strings.to_number(message, tf.float32)
 
 
 class _Lookup:
     """Per requested name: the section index in each blob and the lookup/ragged/shape checks."""
 
-    def __init__(self, p: _Blobs, name: str, dtype: str, ragged: bool, shape: Any, batched: bool):
+    def __init__(self, p: _Blobs, name: str, dtype: str, ragged: bool, shape: Any, batched: bool,
+                 dep: tf.Tensor):
         self.p, self.name, self.dtype, self.ragged, self.batched = p, name, dtype, ragged, batched
         self.si, found = self._find(name)
         f = lambda t: _take(t, self.si)  # noqa: E731
@@ -404,7 +404,10 @@ class _Lookup:
             bad_kind = tf.not_equal(self.rdtype, 3) | tf.not_equal(self.rrank, 1) | (self.rdims[:, 0] < 1)
             self.nvalues = self.dims[:, 0]
             ok_so_far = found & rfound & tf.logical_not(bad_kind)
+            # Bounded by the blob's size even if the format check had not run (``dep`` is the
+            # check's zero result: a data dependency Grappler cannot prune, unlike a control edge).
             rows = tf.where(ok_so_far & (self.rank >= 1), self.rdims[:, 0], 0)
+            rows = tf.clip_by_value(rows, 0, p.L // 8) + dep
             self.rows = rows
             wbase = tf.range(p.B, dtype=tf.int64) * p.W8 + self.r_off // 8
             rr = tf.ragged.range(wbase, wbase + rows)
@@ -579,9 +582,12 @@ def unpack_blob_portable(
         bad_blob = _first(tf.not_equal(p.code, 0), 0)
         prefix = (lambda b: _join("blob ", _s(b), ": ")) if batched else (lambda b: tf.constant("blob: "))
         guard = _raise_if(bad_blob < p.B, lambda: _join(prefix(bad_blob), p.format_error(bad_blob)))
+        # The checks' results (0) are added to every position read below: a data dependency, so the
+        # decoding cannot run before (or without) the checks, whatever graph optimizations do.
+        dep = tf.cast(guard, tf.int64)
         with tf.control_dependencies([guard]):
             lookups = [
-                _Lookup(p, n, d, r, None if shapes is None else shapes[i], batched)
+                _Lookup(p, n, d, r, None if shapes is None else shapes[i], batched, dep)
                 for i, (n, d, r) in enumerate(zip(names, blob_dtypes, ragged_flags))
             ]
             codes = tf.stack([lk.code for lk in lookups], 0)  # [names, B], name-major order
@@ -596,19 +602,20 @@ def unpack_blob_portable(
 
             guard2 = _raise_if(at < tf.size(flat, out_type=tf.int64), lookup_message)
         outputs = []
+        dep2 = dep + tf.cast(guard2, tf.int64)
         with tf.control_dependencies([guard, guard2]):
             for lk in lookups:
-                outputs.append(_decode(p, lk, batched))
+                outputs.append(_decode(p, lk, batched, dep2))
         return outputs
 
 
-def _decode(p: _Blobs, lk: _Lookup, batched: bool) -> Any:
+def _decode(p: _Blobs, lk: _Lookup, batched: bool, dep: tf.Tensor) -> Any:
     single = not batched
     dtype = lk.dtype
     rank0 = lk.rank[0]
     if not lk.ragged:
         shape = tf.slice(lk.dims[0], tf.constant([0], tf.int64), tf.reshape(rank0, [1]))
-        values = _elements(p, dtype, lk.p_off, lk.n, single)
+        values = _elements(p, dtype, lk.p_off + dep, lk.n, single)
         full = tf.concat([tf.reshape(p.B, [1]), shape], 0) if batched else shape
         out = tf.reshape(values, full)
         if lk.shape is not None and lk.shape.rank is not None:
@@ -617,12 +624,12 @@ def _decode(p: _Blobs, lk: _Lookup, batched: bool) -> Any:
     inner = tf.slice(lk.dims[0], tf.constant([1], tf.int64), tf.reshape(tf.maximum(rank0 - 1, 0), [1]))
     inner_n = tf.reduce_prod(inner)
     nvalues = lk.nvalues
-    values = _elements(p, dtype, lk.p_off, nvalues * inner_n, single)
+    values = _elements(p, dtype, lk.p_off + dep, nvalues * inner_n, single)
     values = tf.reshape(values, tf.concat([tf.reshape(tf.reduce_sum(nvalues), [1]), inner], 0))  # no -1: inner may hold a 0
     # Row splits of every blob, shifted by the values of the blobs before it; each blob's leading 0
     # dropped but the first.
     shift = tf.cumsum(nvalues, exclusive=True)
-    shifted = lk.split_values + tf.gather(shift, lk.split_seg)
+    shifted = lk.split_values + tf.gather(shift, lk.split_seg) + dep
     row_splits = tf.concat([[tf.constant(0, tf.int64)], tf.boolean_mask(shifted, lk.split_j > 0)], 0)
     rt = tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
     if batched:

@@ -13,7 +13,7 @@ import tensorflow as tf
 from memgraph_tf import blob
 
 DECODERS = ["op", "portable"]
-PORTABLE_MUTATION_VECTORS = {"small_mixed", "all_dtypes", "ragged"}
+PORTABLE_MUTATION_VECTORS = {"all_dtypes", "ragged"}
 
 
 def decoder(ops, kind: str):
@@ -132,8 +132,9 @@ def test_ragged_golden_vector_decodes_as_ragged_tensors(ops, kind, helpers):
 @pytest.mark.parametrize("kind", DECODERS)
 def test_every_truncation_of_every_valid_vector_is_rejected(ops, kind, valid_vector, helpers):
     name, data, _ = valid_vector
-    names, dtypes, ragged = request_for(data)
-    run = graph_decoder(kind, names, dtypes, ragged)
+    # A truncated blob fails the format checks, which come before any section lookup, so one traced
+    # function (asking for "x") serves every vector.
+    run = graph_decoder(kind, ("x",), ("float32",))
     for n in range(len(data)):
         ok, want = helpers.python_result(data[:n])
         assert not ok
@@ -145,7 +146,7 @@ def test_every_truncation_of_every_valid_vector_is_rejected(ops, kind, valid_vec
 @pytest.mark.parametrize("kind", DECODERS)
 def test_single_byte_mutations_match_the_python_reader(ops, kind, valid_vector, helpers):
     """Each byte of each valid vector set to 0x00, 0x01, 0x07, 0x80, 0xff (the portable decoder: 0x00,
-    0x01, 0xff on three vectors, its graph being ~10x slower per call): both TF decoders accept
+    0x01, 0xff on two vectors, its graph being ~10x slower per call): both TF decoders accept
     exactly what memgraph_tf.blob.unpack accepts, with its values, and reject the rest with its
     message (all sections requested, ragged pairs as ragged, like blob.unpack)."""
     name, data, _ = valid_vector

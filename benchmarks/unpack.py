@@ -1,0 +1,178 @@
+"""Benchmark: decoding blobs with the UnpackBlob op vs the portable decoder vs stock alternatives.
+
+    .venv/bin/python benchmarks/unpack.py [--rows 100000] [--cols 128] [--batch 256] [--repeat 15]
+
+Every figure is measured in this run, on this machine, and printed with ratios against baselines
+measured in the same run (never compared with numbers from elsewhere):
+
+1. one float32 [rows, cols] blob (default 100k x 128 = 51.2 MB of payload): the op, the portable
+   decoder, tf.io.parse_example of the same values as one float_list feature, tf.io.decode_raw of the
+   bare payload, and a numpy copy of the payload (np.frombuffer(...).copy());
+2. batches of `batch` small per-node blobs (~1 KB: float32 [240] features + int64 id), decoded as one
+   vector: the same five;
+3. the per-call cost on a single ~1 KB blob (eager and inside tf.function).
+
+Targets (issue 2): on 1., op >= 0.6x the numpy copy's throughput and >= 2x parse_example's.
+Timings are the median of `repeat` runs after a warm-up; the machine may be shared, so look at ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import time
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from memgraph_tf import blob
+from memgraph_tf.ops import load_library, unpack_blob, unpack_blob_portable
+
+log = logging.getLogger("benchmarks.unpack")
+
+
+def median_time_s(fn: Callable[[], object], repeat: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def example_bytes(values: np.ndarray) -> bytes:
+    feature = tf.train.Feature(float_list=tf.train.FloatList(value=values.reshape(-1)))
+    return tf.train.Example(features=tf.train.Features(feature={"x": feature})).SerializeToString()
+
+
+def report(title: str, payload_bytes: int, calls: int, results: dict[str, float], baselines: list[str]) -> None:
+    print(f"\n== {title} ({payload_bytes / 1e6:.2f} MB of payload per call)")
+    header = f"{'decoder':<28}{'ms/call':>10}{'GB/s':>9}{'calls/s':>11}" + "".join(
+        f"{'x ' + b:>18}" for b in baselines)
+    print(header)
+    for name, seconds in results.items():
+        row = f"{name:<28}{seconds * 1e3:>10.3f}{payload_bytes / seconds / 1e9:>9.2f}{calls / seconds:>11.1f}"
+        for b in baselines:
+            row += f"{results[b] / seconds:>18.2f}"
+        print(row)
+
+
+def big_blob(rows: int, cols: int, repeat: int) -> dict[str, float]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((rows, cols), dtype=np.float32)
+    data = blob.pack({"x": x})
+    (info,) = blob.read_table(data)
+    payload = data[info.payload_offset : info.payload_offset + info.payload_length]
+    blob_t = tf.constant(data)
+    payload_t = tf.constant(payload)
+    serialized = tf.constant([example_bytes(x)])
+    spec = {"x": tf.io.FixedLenFeature([rows * cols], tf.float32)}
+
+    op_fn = tf.function(lambda b: unpack_blob(b, ["x"], ["float32"])[0])
+    portable_fn = tf.function(lambda b: unpack_blob_portable(b, ["x"], ["float32"])[0])
+    parse_fn = tf.function(lambda s: tf.io.parse_example(s, spec)["x"])
+    raw_fn = tf.function(lambda p: tf.io.decode_raw(p, tf.float32))
+    mv = memoryview(data)
+
+    # Same values everywhere (checked once, outside the timings).
+    want = x.reshape(-1)
+    assert np.array_equal(op_fn(blob_t).numpy().reshape(-1), want)
+    assert np.array_equal(portable_fn(blob_t).numpy().reshape(-1), want)
+    assert np.array_equal(parse_fn(serialized).numpy().reshape(-1), want)
+    assert np.array_equal(raw_fn(payload_t).numpy(), want)
+
+    results = {
+        "numpy copy": median_time_s(
+            lambda: np.frombuffer(mv, np.float32, count=rows * cols, offset=info.payload_offset).copy(), repeat),
+        "op (UnpackBlob)": median_time_s(lambda: op_fn(blob_t), repeat),
+        "op eager": median_time_s(lambda: unpack_blob(blob_t, ["x"], ["float32"]), repeat),
+        "portable": median_time_s(lambda: portable_fn(blob_t), repeat),
+        "tf.io.decode_raw": median_time_s(lambda: raw_fn(payload_t), repeat),
+        "tf.io.parse_example": median_time_s(lambda: parse_fn(serialized), repeat),
+    }
+    report(f"one float32 [{rows}, {cols}] blob", len(payload), 1, results, ["numpy copy", "tf.io.parse_example"])
+    return results
+
+
+def small_blobs(batch: int, repeat: int) -> dict[str, float]:
+    rng = np.random.default_rng(1)
+    feats = rng.standard_normal((batch, 240), dtype=np.float32)
+    blobs = [blob.pack({"id": np.array([i], np.int64), "x": feats[i]}) for i in range(batch)]
+    infos = [blob.read_table(b) for b in blobs]
+    x_off = infos[0][1].payload_offset
+    payloads = [b[x_off : x_off + 960] for b in blobs]
+    blobs_t = tf.constant(blobs)
+    payloads_t = tf.constant(payloads)
+    serialized = tf.constant([example_bytes(f) for f in feats])
+    spec = {"x": tf.io.FixedLenFeature([240], tf.float32)}
+    op_fn = tf.function(lambda b: unpack_blob(b, ["id", "x"], ["int64", "float32"]))
+    portable_fn = tf.function(lambda b: unpack_blob_portable(b, ["id", "x"], ["int64", "float32"]))
+    parse_fn = tf.function(lambda s: tf.io.parse_example(s, spec)["x"])
+    raw_fn = tf.function(lambda p: tf.io.decode_raw(p, tf.float32))
+
+    def numpy_copy():
+        return np.stack([np.frombuffer(b, np.float32, count=240, offset=x_off) for b in blobs])
+
+    assert np.array_equal(op_fn(blobs_t)[1].numpy(), feats)
+    assert np.array_equal(portable_fn(blobs_t)[1].numpy(), feats)
+    assert np.array_equal(parse_fn(serialized).numpy(), feats)
+    assert np.array_equal(raw_fn(payloads_t).numpy(), feats)
+    assert np.array_equal(numpy_copy(), feats)
+    results = {
+        "numpy copy (loop+stack)": median_time_s(numpy_copy, repeat),
+        "op (UnpackBlob)": median_time_s(lambda: op_fn(blobs_t), repeat),
+        "portable": median_time_s(lambda: portable_fn(blobs_t), repeat),
+        "tf.io.decode_raw": median_time_s(lambda: raw_fn(payloads_t), repeat),
+        "tf.io.parse_example": median_time_s(lambda: parse_fn(serialized), repeat),
+    }
+    size = sum(len(b) for b in blobs)
+    print(f"\n(per-node blob: {len(blobs[0])} bytes; {batch} per batch)")
+    report(f"batches of {batch} small blobs", size, 1, results, ["numpy copy (loop+stack)", "tf.io.parse_example"])
+    return results
+
+
+def per_call(repeat: int) -> None:
+    data = blob.pack({"id": np.array([7], np.int64), "x": np.ones(240, np.float32)})
+    t = tf.constant(data)
+    op_fn = tf.function(lambda b: unpack_blob(b, ["id", "x"], ["int64", "float32"]))
+    portable_fn = tf.function(lambda b: unpack_blob_portable(b, ["id", "x"], ["int64", "float32"]))
+    n = 200
+    rows = {
+        "op eager": lambda: unpack_blob(t, ["id", "x"], ["int64", "float32"]),
+        "op in tf.function": lambda: op_fn(t),
+        "portable in tf.function": lambda: portable_fn(t),
+        "blob.unpack (numpy)": lambda: blob.unpack(data),
+    }
+    print(f"\n== per-call cost on one {len(data)}-byte blob")
+    for name, fn in rows.items():
+        seconds = median_time_s(lambda: [fn() for _ in range(n)], max(3, repeat // 3)) / n
+        print(f"{name:<28}{seconds * 1e6:>10.1f} us/call")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--cols", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    load_library()
+    print(f"TensorFlow {tf.__version__}, numpy {np.__version__}")
+    big = big_blob(args.rows, args.cols, args.repeat)
+    small_blobs(args.batch, args.repeat)
+    per_call(args.repeat)
+    op = big["op (UnpackBlob)"]
+    vs_numpy = big["numpy copy"] / op
+    vs_parse = big["tf.io.parse_example"] / op
+    print(f"\ntargets on [{args.rows}, {args.cols}] float32: op / numpy copy = {vs_numpy:.2f}x (target >= 0.6: "
+          f"{'MET' if vs_numpy >= 0.6 else 'NOT MET'}); op / parse_example = {vs_parse:.2f}x "
+          f"(target >= 2: {'MET' if vs_parse >= 2 else 'NOT MET'})")
+
+
+if __name__ == "__main__":
+    main()
