@@ -18,9 +18,10 @@ need not import the driver to handle them. The tree::
     +-- GraphDataError                  the graph lacks a node, or a property cannot be packed
                                         (also a ValueError; the fallback packer's errors)
 
-Errors raised inside a ``tf.data`` pipeline reach the caller as the ``tf.errors.OpError`` subclass
-TensorFlow maps them to (``InvalidArgumentError`` for the ``ValueError`` family, ``UnknownError``
-otherwise); their message contains this module's message unchanged.
+Errors raised inside a ``tf.data`` pipeline or ``tf.py_function`` reach the caller as the
+``tf.errors.OpError`` subclass TensorFlow maps them to (``InvalidArgumentError`` for the ``ValueError``
+and ``TypeError`` families, another ``OpError`` such as ``UnknownError`` otherwise); their message
+contains this module's message unchanged.
 """
 
 from __future__ import annotations
