@@ -442,7 +442,7 @@ class _Lookup:
             codes.append(tf.zeros_like(found))
         begin = 1 if ragged else 0
         if batched:
-            diff = tf.not_equal(self.rank, self.rank[0]) | tf.reduce_any(
+            diff = tf.not_equal(self.rank, self.rank[:1]) | tf.reduce_any(
                 tf.not_equal(self.dims[:, begin:], self.dims[0:1, begin:]), -1)
             codes.append(diff)
         else:
@@ -573,18 +573,15 @@ def unpack_blob_portable(
                 f"blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape {blobs.shape}")
         batched = rank == 1
         vec = blobs if batched else tf.reshape(blobs, [1])
-        if batched:
-            nonempty = _raise_if(tf.equal(tf.size(vec), 0), lambda: tf.constant(
-                "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector"))
-            with tf.control_dependencies([nonempty]):
-                vec = tf.identity(vec)
-        p = _Blobs(vec)
+        nonempty = _raise_if(tf.equal(tf.size(vec), 0), lambda: tf.constant(
+            "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector"))
+        p = _Blobs(vec)  # safe on an empty vector; nothing below reads blob 0 before `dep`
         bad_blob = _first(tf.not_equal(p.code, 0), 0)
         prefix = (lambda b: _join("blob ", _s(b), ": ")) if batched else (lambda b: tf.constant("blob: "))
         guard = _raise_if(bad_blob < p.B, lambda: _join(prefix(bad_blob), p.format_error(bad_blob)))
         # The checks' results (0) are added to every position read below: a data dependency, so the
         # decoding cannot run before (or without) the checks, whatever graph optimizations do.
-        dep = tf.cast(guard, tf.int64)
+        dep = tf.cast(guard, tf.int64) + tf.cast(nonempty, tf.int64)
         with tf.control_dependencies([guard]):
             lookups = [
                 _Lookup(p, n, d, r, None if shapes is None else shapes[i], batched, dep)
@@ -612,16 +609,18 @@ def unpack_blob_portable(
 def _decode(p: _Blobs, lk: _Lookup, batched: bool, dep: tf.Tensor) -> Any:
     single = not batched
     dtype = lk.dtype
-    rank0 = lk.rank[0]
+    # Blob 0's shape, read at index `dep` (= 0 once the checks passed: see unpack_blob_portable).
+    rank0 = tf.gather(lk.rank, dep)
+    dims0 = tf.gather(lk.dims, dep)
     if not lk.ragged:
-        shape = tf.slice(lk.dims[0], tf.constant([0], tf.int64), tf.reshape(rank0, [1]))
+        shape = tf.slice(dims0, tf.constant([0], tf.int64), tf.reshape(rank0, [1]))
         values = _elements(p, dtype, lk.p_off + dep, lk.n, single)
         full = tf.concat([tf.reshape(p.B, [1]), shape], 0) if batched else shape
         out = tf.reshape(values, full)
         if lk.shape is not None and lk.shape.rank is not None:
             out = tf.ensure_shape(out, ([None] if batched else []) + lk.shape.as_list())
         return out
-    inner = tf.slice(lk.dims[0], tf.constant([1], tf.int64), tf.reshape(tf.maximum(rank0 - 1, 0), [1]))
+    inner = tf.slice(dims0, tf.constant([1], tf.int64), tf.reshape(tf.maximum(rank0 - 1, 0), [1]))
     inner_n = tf.reduce_prod(inner)
     nvalues = lk.nvalues
     values = _elements(p, dtype, lk.p_off + dep, nvalues * inner_n, single)

@@ -273,6 +273,9 @@ def test_argument_errors_name_the_parameter(ops, kind):
         fn(tf.constant([[data]]), ["x"], ["float64"])
     message = error_of(fn, tf.constant([], tf.string), ["x"], ["float64"])
     assert "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector" in message
+    graph_fn = tf.function(lambda b: fn(b, ["x"], ["float64"]), input_signature=[tf.TensorSpec([None], tf.string)])
+    message = error_of(graph_fn, tf.constant([], tf.string))
+    assert "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector" in message
 
 
 @pytest.mark.parametrize("kind", DECODERS)
