@@ -292,7 +292,7 @@ def _softmax_fn(model: GraphSAGE) -> Any:
     if fn is None:
         ref = weakref.ref(model)  # the cached function must not keep the model alive
 
-        @tf.function(reduce_retracing=True)
+        @tf.function(reduce_retracing=True, autograph=False)
         def fn(x: Mapping[str, tf.Tensor]) -> tf.Tensor:
             return tf.nn.softmax(ref()(x, training=False))
 
@@ -416,7 +416,7 @@ def train_graphsage(
                               shuffle=True, seed=seed, repeat=True, feature_cache=feature_cache,
                               include_ids=False, decoder=decoder)
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def train_step(x: Mapping[str, tf.Tensor], y: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         with tf.GradientTape() as tape:
             logits = model(x, training=True)

@@ -76,3 +76,13 @@ def test_errors(bolt_source, train_nodes):
     wrong_width = opencypher_fn(bolt_source, QUERY, "node_ids", tf.float32, shape=[4])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"column 'value' row 0: expected a list of 4 values, got a list of 3"):
         wrong_width(tf.constant([10]))
+
+
+def test_no_uri_or_credentials_in_the_traced_graph(bolt_source, arcadedb_server, train_nodes):
+    fetch = opencypher_fn(bolt_source, QUERY, "node_ids", tf.float32, shape=[3])
+    concrete = tf.function(fetch).get_concrete_function(tf.TensorSpec([None], tf.int64))
+    serialized = concrete.graph.as_graph_def().SerializeToString()
+    assert b"EagerPyFunc" in serialized  # the query runs in Python: nothing to serialise into a model
+    assert arcadedb_server.password.encode() not in serialized
+    assert f"127.0.0.1:{arcadedb_server.bolt_port}".encode() not in serialized
+    assert b"MATCH" not in serialized
