@@ -157,3 +157,9 @@ def test_rows_are_streamed_not_materialised(bolt_source):
     ds = OpenCypherDataset(counting, "UNWIND range(1, 200000) AS i RETURN i", tf.int64, fetch_size=50)
     assert [int(v) for v in ds.take(3)] == [1, 2, 3]
     assert 3 <= counting.handed_out <= 100
+
+
+def test_empty_result_is_an_empty_dataset(bolt_source):
+    ds = OpenCypherDataset(bolt_source, "MATCH (n:NoSuchLabel) RETURN n.x AS x", {"x": ("float32", [4])})
+    assert list(ds) == []
+    assert ds.element_spec["x"].shape.as_list() == [4]
