@@ -61,7 +61,7 @@ def predict_and_write(
     Guarantees: nodes are written in chunks of ``chunk_size`` (each chunk one managed write
     transaction per property), with a tqdm progress bar; with a fixed ``seed`` (the default)
     re-running writes the same values, so an interrupted run can simply be run again. Returns the
-    number of nodes written.
+    number of nodes written (fewer than asked, with a warning, when some ids match no node).
     """
     _quote_name(property_name, "property_name")
     if score_property is not None:
@@ -72,6 +72,7 @@ def predict_and_write(
         raise ConfigurationError("write_class_names: expected a model with class_names, got a model without them")
     opts = {k: v for k, v in dict(options or {}).items() if k != "label_property"}
     id_property = opts.get("id_property")
+    label = opts.get("label") if id_property else None
     if node_ids is None:
         node_ids = source.node_ids(label=opts.get("label"), id_property=id_property)
     ids = np.asarray(node_ids, dtype=np.int64)
@@ -85,10 +86,12 @@ def predict_and_write(
             classes = ([model.class_names[c] for c in pred.classes] if write_class_names
                        else [int(c) for c in pred.classes])
             written += source.write_properties(chunk.tolist(), property_name, classes, id_property=id_property,
-                                               batch_size=chunk_size)
+                                               label=label, batch_size=chunk_size)
             if score_property is not None:
                 source.write_properties(chunk.tolist(), score_property, [float(s) for s in pred.scores],
-                                        id_property=id_property, batch_size=chunk_size)
+                                        id_property=id_property, label=label, batch_size=chunk_size)
             bar.update(len(chunk))
+    if written < len(ids):
+        logger.warning("predictions of %d node(s) matched no node and were not written", len(ids) - written)
     logger.info("wrote predictions of %d nodes to %r", written, property_name)
     return written

@@ -136,15 +136,20 @@ class GraphSource:
         raise NotImplementedError
 
     def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
-                         id_property: str | None = None, batch_size: int = 1000) -> int:
-        """Sets property ``name`` of each node to its value, in batches; returns the nodes written.
+                         id_property: str | None = None, label: str | None = None,
+                         batch_size: int = 1000) -> int:
+        """Sets property ``name`` of each node to its value, in batches of ``batch_size`` (one
+        managed write transaction each); nodes are found by ``id_property`` (among ``label`` nodes,
+        which lets the server use a label-property index) or by internal id. Returns the number of
+        nodes written (ids that match no node are not counted).
 
         Idempotent: writing the same values again leaves the graph as it was."""
         raise NotImplementedError
 
-    def write_property(self, node_id: int, name: str, value: Any, *, id_property: str | None = None) -> int:
+    def write_property(self, node_id: int, name: str, value: Any, *, id_property: str | None = None,
+                       label: str | None = None) -> int:
         """Sets one node's property (see :meth:`write_properties`)."""
-        return self.write_properties([node_id], name, [value], id_property=id_property)
+        return self.write_properties([node_id], name, [value], id_property=id_property, label=label)
 
     def close(self) -> None:
         """Releases the source's resources; idempotent."""
@@ -355,7 +360,7 @@ class BoltSource(GraphSource):
         """Checks the server answers and accepts the credentials (raises the client errors)."""
         try:
             self._driver.verify_connectivity()
-        except Exception as exc:  # translated below, original chained
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._translate(exc) from exc
 
     def read(self, query: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -400,13 +405,15 @@ class BoltSource(GraphSource):
                 logger.debug("closing a session after an error failed", exc_info=True)
 
     def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
-                         id_property: str | None = None, batch_size: int = 1000) -> int:
+                         id_property: str | None = None, label: str | None = None,
+                         batch_size: int = 1000) -> int:
         node_ids = [_to_python(i) for i in node_ids]
         values = _to_python(list(values))
         _check_write_args(node_ids, values, batch_size)
         prop = _quote_name(name, "name")
-        match = (f"MATCH (n) WHERE n.{_quote_name(id_property, 'id_property')} = row.id"
-                 if id_property else "MATCH (n) WHERE id(n) = row.id")
+        node = f"(n:{_quote_name(label, 'label')})" if label else "(n)"
+        match = (f"MATCH {node} WHERE n.{_quote_name(id_property, 'id_property')} = row.id"
+                 if id_property else f"MATCH {node} WHERE id(n) = row.id")
         query = f"UNWIND $rows AS row {match} SET n.{prop} = row.value RETURN count(n) AS written"
         written = 0
         for start in range(0, len(node_ids), batch_size):
@@ -680,20 +687,17 @@ class EmbeddedSource(GraphSource):
                     )
                 yield {c: row[c] for c in columns}
 
-    def _internal_ids(self, node_ids: Sequence[int], id_property: str | None) -> list[int]:
+    def _internal_ids(self, node_ids: Sequence[int], id_property: str | None, label: str | None) -> list[int]:
+        """Internal ids of the nodes that exist (``-1`` for the others), in order."""
         if id_property is None:
-            return list(node_ids)
-        index = self._id_index(id_property)
-        out = []
-        for i, node_id in enumerate(node_ids):
-            if node_id not in index:
-                raise GraphDataError(f"node_ids[{i}]: unknown node id {node_id} (no node has {id_property} = {node_id})")
-            out.append(index[node_id])
-        return out
+            candidates = set(self.graph.nodes(label))
+            return [i if i in candidates else -1 for i in node_ids]
+        index = self._id_index(id_property, label)
+        return [index.get(node_id, -1) for node_id in node_ids]
 
-    def _id_index(self, id_property: str) -> dict[int, int]:
+    def _id_index(self, id_property: str, label: str | None = None) -> dict[int, int]:
         index: dict[int, int] = {}
-        for internal in self.graph.nodes():
+        for internal in self.graph.nodes(label):
             value = self.graph.get_property(internal, id_property)
             if value is not None:
                 index[value] = internal
@@ -707,10 +711,15 @@ class EmbeddedSource(GraphSource):
         return sorted(v for v in values if v is not None)
 
     def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
-                         id_property: str | None = None, batch_size: int = 1000) -> int:
+                         id_property: str | None = None, label: str | None = None,
+                         batch_size: int = 1000) -> int:
         node_ids = [_to_python(i) for i in node_ids]
         values = _to_python(list(values))
         _check_write_args(node_ids, values, batch_size)
-        for internal, value in zip(self._internal_ids(node_ids, id_property), values):
-            self.graph.set_property(internal, name, value)
-        return len(node_ids)
+        _quote_name(name, "name")
+        written = 0
+        for internal, value in zip(self._internal_ids(node_ids, id_property, label), values):
+            if internal >= 0:
+                self.graph.set_property(internal, name, value)
+                written += 1
+        return written

@@ -86,9 +86,12 @@ def test_write_properties_batched_and_idempotent(bolt_source):
     ids = list(range(0, 25, 2))
     values = [i * 10 for i in ids]
     for _ in range(2):
-        assert bolt_source.write_properties(ids, "pred", values, id_property="key", batch_size=4) == len(ids)
+        assert bolt_source.write_properties(ids, "pred", values, id_property="key", label="WpNode",
+                                            batch_size=4) == len(ids)
+    assert bolt_source.write_properties([1, 999], "other", [5, 6], id_property="key", label="WpNode") == 1
     rows = bolt_source.read("MATCH (n:WpNode) RETURN n.key AS k, n.pred AS p ORDER BY k")
     assert {r["k"]: r["p"] for r in rows} == {i: (i * 10 if i % 2 == 0 else None) for i in range(25)}
+    assert bolt_source.read("MATCH (n:WpNode) WHERE n.other IS NOT NULL RETURN n.key AS k") == [{"k": 1}]
     with pytest.raises(ConfigurationError, match=r"values: expected one value per node id \(2\), got 1"):
         bolt_source.write_properties([1, 2], "pred", [1], id_property="key")
     with pytest.raises(ConfigurationError, match=r"name: expected a non-empty name without backquotes or NUL, got 'a`b'"):

@@ -80,3 +80,14 @@ def test_training_argument_errors(community):
         train_graphsage(source, ids, options=OPTS, learning_rate=-1)
     with pytest.raises(ConfigurationError, match=r"labels: expected class indices in 0..1 for every training node, got 2"):
         train_graphsage(source, ids, options=OPTS, num_classes=2, steps=1, fanouts=(2,))
+
+
+def test_embedded_write_properties_counts_only_existing_nodes(make_community):
+    graph, _, _ = make_community(num_nodes=12)
+    source = EmbeddedSource(graph)
+    assert source.write_properties([ID0 + 1, 5, ID0 + 11], "x", [1.5, 2.5, 3.5], id_property="id") == 2
+    assert [graph.get_property(i, "x") for i in (1, 5, 11)] == [1.5, None, 3.5]
+    assert source.write_properties([3, 99], "y", ["a", "b"]) == 1  # internal ids
+    assert graph.get_property(3, "y") == "a"
+    assert source.node_ids(id_property="id") == [ID0 + i for i in range(12)]
+    assert source.node_ids(label="Missing") == []
