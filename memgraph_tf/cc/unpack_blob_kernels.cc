@@ -85,7 +85,7 @@ void CopySection(const BlobSection& s, Tensor* out, int64_t at) {
   }
   if (s.payload_length == 0) return;
   const size_t size = BlobDTypeSize(s.dtype);
-  char* dst = const_cast<char*>(out->tensor_data().data()) + static_cast<size_t>(at) * size;
+  char* dst = static_cast<char*>(out->data()) + static_cast<size_t>(at) * size;
   std::memcpy(dst, s.payload, s.payload_length);
 }
 
