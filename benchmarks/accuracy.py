@@ -12,6 +12,7 @@ standard deviation (target on Cora: mean >= 0.80; GCN's published figures: 0.815
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import pathlib
 import statistics
@@ -33,6 +34,8 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=PLANETOID_RECIPE["steps"])
     parser.add_argument("--test-draws", type=int, default=5, help="neighbourhood samples averaged at test time")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
+                        help="override a recipe setting, e.g. --set eval_draws=8 --set fanouts=[25,10]")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
@@ -51,6 +54,11 @@ def main() -> int:
           f"{len(split['train'])}/{len(split['val'])}/{len(split['test'])}, loaded in "
           f"{time.perf_counter() - started:.1f} s")
     recipe = dict(PLANETOID_RECIPE, steps=args.steps)
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if key not in recipe:
+            parser.error(f"--set: expected one of {', '.join(recipe)}, got {key!r}")
+        recipe[key] = json.loads(value)
     print("recipe:", ", ".join(f"{k}={v}" for k, v in recipe.items()))
     accuracies = []
     for seed in args.seeds:
