@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
 #include "blob_reader.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
@@ -21,9 +24,14 @@ using ::tensorflow::PartialTensorShape;
 using ::tensorflow::Tensor;
 using ::tensorflow::TensorShape;
 using ::tensorflow::tstring;
-namespace errors = ::tensorflow::errors;
 
 namespace {
+
+// An InvalidArgument status whose message is the concatenation of `parts`.
+template <typename... Parts>
+absl::Status Invalid(const Parts&... parts) {
+  return absl::InvalidArgumentError(absl::StrCat(parts...));
+}
 
 bool ToBlobDType(DataType dt, BlobDType* out) {
   switch (dt) {
@@ -99,24 +107,24 @@ class UnpackBlobOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("num_ragged", &num_ragged_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shapes", &shapes_));
     OP_REQUIRES(ctx, dtypes.size() == names_.size(),
-                errors::InvalidArgument("dtypes: expected ", names_.size(),
+                Invalid("dtypes: expected ", names_.size(),
                                         " entries (one per name), got ", dtypes.size()));
     OP_REQUIRES(ctx, ragged_.empty() || ragged_.size() == names_.size(),
-                errors::InvalidArgument("ragged: expected 0 or ", names_.size(),
+                Invalid("ragged: expected 0 or ", names_.size(),
                                         " entries (one per name), got ", ragged_.size()));
     OP_REQUIRES(ctx, shapes_.empty() || shapes_.size() == names_.size(),
-                errors::InvalidArgument("shapes: expected 0 or ", names_.size(),
+                Invalid("shapes: expected 0 or ", names_.size(),
                                         " entries (one per name), got ", shapes_.size()));
     if (ragged_.empty()) ragged_.assign(names_.size(), false);
     int counted = 0;
     for (bool r : ragged_) counted += r ? 1 : 0;
     OP_REQUIRES(ctx, counted == num_ragged_,
-                errors::InvalidArgument("num_ragged: expected ", counted,
+                Invalid("num_ragged: expected ", counted,
                                         " (the true entries of ragged), got ", num_ragged_));
     for (DataType dt : dtypes) {
       BlobDType b;
       OP_REQUIRES(ctx, ToBlobDType(dt, &b),
-                  errors::InvalidArgument("dtypes: expected bool, int32, int64, float, double or "
+                  Invalid("dtypes: expected bool, int32, int64, float, double or "
                                           "string, got ",
                                           tensorflow::DataTypeString(dt)));
       dtypes_.push_back(b);
@@ -126,13 +134,13 @@ class UnpackBlobOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& blobs = ctx->input(0);
     OP_REQUIRES(ctx, blobs.dims() <= 1,
-                errors::InvalidArgument("blobs: expected a scalar or a vector of blobs, got shape ",
+                Invalid("blobs: expected a scalar or a vector of blobs, got shape ",
                                         blobs.shape().DebugString()));
     const bool batched = blobs.dims() == 1;
     const int64_t batch = batched ? blobs.dim_size(0) : 1;
     // Section shapes come from the blobs, so an empty vector has no shape to give its outputs.
     OP_REQUIRES(ctx, batch >= 1,
-                errors::InvalidArgument("blobs: expected a scalar or a vector of at least 1 blob, "
+                Invalid("blobs: expected a scalar or a vector of at least 1 blob, "
                                         "got an empty vector"));
     auto flat = blobs.flat<tstring>();
     auto where = [batched](int64_t b) {
@@ -145,7 +153,7 @@ class UnpackBlobOp : public OpKernel {
     for (int64_t b = 0; b < batch; ++b) {
       const tstring& blob = flat(b);
       const bool ok = readers[b].Parse(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
-      OP_REQUIRES(ctx, ok, errors::InvalidArgument(where(b), ": ", readers[b].error()));
+      OP_REQUIRES(ctx, ok, Invalid(where(b), ": ", readers[b].error()));
     }
     const size_t n = names_.size();
     std::vector<std::vector<const BlobSection*>> found(n);
@@ -156,16 +164,16 @@ class UnpackBlobOp : public OpKernel {
       for (int64_t b = 0; b < batch; ++b) {
         std::string error;
         const BlobSection* s = readers[b].Lookup(names_[i], dtypes_[i], &error);
-        OP_REQUIRES(ctx, s != nullptr, errors::InvalidArgument(where(b), ": ", error));
+        OP_REQUIRES(ctx, s != nullptr, Invalid(where(b), ": ", error));
         if (ragged_[i]) {
           const BlobSection* rs = nullptr;
           OP_REQUIRES(ctx, readers[b].ValidateRagged(*s, &rs, &error),
-                      errors::InvalidArgument(where(b), ": ", error));
+                      Invalid(where(b), ": ", error));
           splits[i][b] = rs;
         }
         if (!shapes_.empty()) {
           OP_REQUIRES(ctx, Compatible(shapes_[i], *s),
-                      errors::InvalidArgument(where(b), " section '", names_[i],
+                      Invalid(where(b), " section '", names_[i],
                                               "': expected shape ", PartialShapeText(shapes_[i]),
                                               " (the shapes attr), got ",
                                               ShapeText(s->dims, 0, s->rank)));
@@ -176,7 +184,7 @@ class UnpackBlobOp : public OpKernel {
           const int begin = ragged_[i] ? 1 : 0;
           OP_REQUIRES(
               ctx, SameDims(*first, *s, begin),
-              errors::InvalidArgument(
+              Invalid(
                   where(b), " section '", names_[i], "': expected shape ",
                   ragged_[i] ? "[*" + std::string(first->rank > 1 ? "," : "") +
                                    ShapeText(first->dims, 1, first->rank).substr(1)

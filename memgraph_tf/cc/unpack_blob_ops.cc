@@ -1,8 +1,11 @@
 // Registration of MemgraphTf>UnpackBlob: decodes named sections of memgraph-tf blobs (format v1,
 // docs/blob-format.md) into tensors. The Python wrapper is memgraph_tf.ops.unpack_blob; the op has
 // no gradient (registered in Python with tf.no_gradient).
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
@@ -10,14 +13,19 @@
 namespace memgraph_tf {
 
 using ::tensorflow::PartialTensorShape;
-using ::tensorflow::Status;
 using ::tensorflow::shape_inference::DimensionHandle;
 using ::tensorflow::shape_inference::InferenceContext;
 using ::tensorflow::shape_inference::ShapeHandle;
 
 namespace {
 
-Status UnpackBlobShape(InferenceContext* c) {
+// An InvalidArgument status whose message is the concatenation of `parts`.
+template <typename... Parts>
+absl::Status Invalid(const Parts&... parts) {
+  return absl::InvalidArgumentError(absl::StrCat(parts...));
+}
+
+absl::Status UnpackBlobShape(InferenceContext* c) {
   ShapeHandle blobs;
   TF_RETURN_IF_ERROR(c->WithRankAtMost(c->input(0), 1, &blobs));
   std::vector<std::string> names;
@@ -31,21 +39,21 @@ Status UnpackBlobShape(InferenceContext* c) {
   int num_ragged = 0;
   TF_RETURN_IF_ERROR(c->GetAttr("num_ragged", &num_ragged));
   if (dtypes.size() != names.size()) {
-    return tensorflow::errors::InvalidArgument("dtypes: expected ", names.size(),
+    return Invalid("dtypes: expected ", names.size(),
                                                " entries (one per name), got ", dtypes.size());
   }
   if (!ragged.empty() && ragged.size() != names.size()) {
-    return tensorflow::errors::InvalidArgument("ragged: expected 0 or ", names.size(),
+    return Invalid("ragged: expected 0 or ", names.size(),
                                                " entries (one per name), got ", ragged.size());
   }
   if (!shapes.empty() && shapes.size() != names.size()) {
-    return tensorflow::errors::InvalidArgument("shapes: expected 0 or ", names.size(),
+    return Invalid("shapes: expected 0 or ", names.size(),
                                                " entries (one per name), got ", shapes.size());
   }
   int counted = 0;
   for (bool r : ragged) counted += r ? 1 : 0;
   if (counted != num_ragged) {
-    return tensorflow::errors::InvalidArgument("num_ragged: expected ", counted,
+    return Invalid("num_ragged: expected ", counted,
                                                " (the true entries of ragged), got ", num_ragged);
   }
   const bool rank_known = c->RankKnown(blobs);
@@ -63,7 +71,7 @@ Status UnpackBlobShape(InferenceContext* c) {
       ShapeHandle values = section;
       if (c->RankKnown(section)) {
         if (c->Rank(section) < 1) {
-          return tensorflow::errors::InvalidArgument(
+          return Invalid(
               "shapes[", i, "]: expected rank >= 1 for ragged section '", names[i], "', got rank 0");
         }
         TF_RETURN_IF_ERROR(c->ReplaceDim(section, 0, c->UnknownDim(), &values));
