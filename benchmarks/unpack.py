@@ -151,7 +151,9 @@ def per_call(repeat: int) -> None:
     op_fn = tf.function(lambda b: unpack_blob(b, ["id", "x"], ["int64", "float32"]))
     portable_fn = tf.function(lambda b: unpack_blob_portable(b, ["id", "x"], ["int64", "float32"]))
     n = 200
+    identity_fn = tf.function(tf.identity)
     rows = {
+        "tf.function(tf.identity)": lambda: identity_fn(t),  # the bare call overhead, for scale
         "op eager": lambda: unpack_blob(t, ["id", "x"], ["int64", "float32"]),
         "op in tf.function": lambda: op_fn(t),
         "portable in tf.function": lambda: portable_fn(t),

@@ -521,8 +521,16 @@ def _fixed_bytes(p: _Blobs, start: tf.Tensor, nbytes: tf.Tensor, single: bool) -
     """The concatenated bytes [start[b], start[b] + nbytes[b]) of every blob, as flat uint8."""
     if single:
         return tf.reshape(tf.slice(p.X, tf.stack([_I(0), start[0]]), tf.stack([_I(1), nbytes[0]])), [-1])
-    base = tf.range(p.B, dtype=tf.int64) * p.W + start
-    return tf.gather(p.Xflat, tf.ragged.range(base, base + nbytes).flat_values)
+
+    def same_layout():  # the common case: every blob has the section at the same place
+        return tf.reshape(tf.slice(p.X, tf.stack([_I(0), start[0]]), tf.stack([p.B, nbytes[0]])), [-1])
+
+    def gathered():
+        base = tf.range(p.B, dtype=tf.int64) * p.W + start
+        return tf.gather(p.Xflat, tf.ragged.range(base, base + nbytes).flat_values)
+
+    uniform = tf.reduce_all(tf.equal(start, start[0])) & tf.reduce_all(tf.equal(nbytes, nbytes[0]))
+    return tf.cond(uniform, same_layout, gathered)
 
 
 def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single: bool) -> tf.Tensor:

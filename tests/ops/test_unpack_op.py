@@ -217,6 +217,14 @@ def test_batched_blobs_stack_along_a_new_leading_dim(ops, kind):
     assert x.numpy()[:, 0, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert s.numpy().tolist() == [[f"n{i}".encode(), b""] for i in range(4)]
     assert ok.numpy().reshape(-1).tolist() == [True, False, True, False]
+    # Sections at different places in different blobs (other sections before them, other order).
+    mixed = [blob.pack({"x": np.full((2, 3), 7, np.float32), "s": ["a", "b"], "ok": [True]}),
+             blob.pack({"pad": np.zeros(5, np.int32), "ok": [False], "s": ["", "ccc"],
+                        "x": np.full((2, 3), 8, np.float32)})]
+    x, s, ok = decoder(ops, kind)(mixed, ["x", "s", "ok"], [tf.float32, "string", "bool"])
+    assert x.numpy()[:, 1, 2].tolist() == [7.0, 8.0]
+    assert s.numpy().tolist() == [[b"a", b"b"], [b"", b"ccc"]]
+    assert ok.numpy().tolist() == [[True], [False]]
 
 
 @pytest.mark.parametrize("kind", DECODERS)
