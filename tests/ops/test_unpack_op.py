@@ -328,3 +328,14 @@ def test_op_is_registered_not_differentiable(ops):
         assert tf_ops.get_gradient_function(y.op) is not None  # a differentiable op for contrast
     assert grads[1] is None and grads[0] is not None
 
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_base64url_transport_decodes_in_graph(ops, kind):
+    """Blobs leave Memgraph as base64url text with padding (spec section 6): tf.io.decode_base64
+    (web-safe alphabet) turns them back into blobs inside the graph."""
+    blobs = [blob.pack({"x": np.array([i, -i], np.float32), "t": [f"\u00e9{i}" * i]}) for i in range(3)]
+    text = tf.constant([blob.b64encode(b) for b in blobs])
+    x, t = decoder(ops, kind)(tf.io.decode_base64(text), ["x", "t"], ["float32", "string"])
+    assert x.numpy().tolist() == [[0.0, 0.0], [1.0, -1.0], [2.0, -2.0]]
+    assert [v.decode() for v in t.numpy().reshape(-1)] == ["", "\u00e91", "\u00e92\u00e92"]
