@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import types
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,8 @@ CC_DIR = pathlib.Path(__file__).resolve().parent.parent / "cc"
 SOURCES = ("blob_reader.cc", "unpack_blob_ops.cc", "unpack_blob_kernels.cc")
 HEADERS = ("blob_reader.h",)
 BUILD_TIMEOUT_S = 600
+OP_NAME = "MemgraphTf>UnpackBlob"
+WRAPPER_NAME = "memgraph_tf_unpack_blob"
 
 _lock = threading.Lock()
 _module: Any = None
@@ -146,10 +149,42 @@ def _failure(what: str, tried: list[str], todo: str) -> str:
     return f"{what}.\nTried:\n{steps}\n{_version_note()}\nWhat to do: {todo}"
 
 
+def _wrappers_for_registered_op(tf: Any, path: str) -> Any:
+    """Python wrappers for the op when another copy of the library registered it first.
+
+    When a copy of this library (for instance one bundled with a SavedModel) was loaded earlier in
+    the process, the op and its kernel already exist: the wrappers are generated from the
+    registered OpDef (tf.load_op_library would only wrap ops it newly registers).
+    """
+    from tensorflow.core.framework import op_def_pb2
+    from tensorflow.python.framework import _pywrap_python_op_gen, op_def_registry
+
+    op_def = op_def_registry.get(OP_NAME)
+    if op_def is None:
+        raise OpLibraryError(
+            _failure("cannot load the op library", [f"tf.load_op_library({path!r}) registered no {OP_NAME}"],
+                     f"rebuild it with `memgraph-tf build-ops --force` (or delete {pathlib.Path(path).parent})"))
+    log.warning("%s was already registered by another copy of the op library; using that registration", OP_NAME)
+    op_list = op_def_pb2.OpList()
+    op_list.op.add().CopyFrom(op_def)
+    namespace: dict[str, Any] = {}
+    exec(_pywrap_python_op_gen.GetPythonWrappers(op_list.SerializeToString()), namespace)  # noqa: S102
+    return types.SimpleNamespace(**{WRAPPER_NAME: namespace[WRAPPER_NAME]})
+
+
+def _register_no_gradient(tf: Any) -> None:
+    try:
+        tf.no_gradient(OP_NAME)
+    except KeyError:  # already registered in this process
+        pass
+
+
 def load_library(cache_dir: str | os.PathLike[str] | None = None) -> Any:
     """Builds (if needed) and loads the op library once per process; returns the loaded module.
 
-    Also registers ``MemgraphTf>UnpackBlob`` as not differentiable. Thread-safe.
+    Also registers ``MemgraphTf>UnpackBlob`` as not differentiable. Thread-safe. When another copy
+    of the library already registered the op in this process, that registration is used (loading a
+    second copy would register its kernel twice) and nothing is built.
     """
     global _module
     if _module is not None:
@@ -158,6 +193,14 @@ def load_library(cache_dir: str | os.PathLike[str] | None = None) -> Any:
         if _module is not None:
             return _module
         tf = _tf()
+        from tensorflow.python.framework import op_def_registry
+
+        if op_def_registry.get(OP_NAME) is not None:
+            # Another copy of the library (e.g. one bundled with a SavedModel) is already loaded:
+            # loading ours too would register the kernel twice and make the op unusable.
+            _module = _wrappers_for_registered_op(tf, "<already loaded>")
+            _register_no_gradient(tf)
+            return _module
         path = build_library(cache_dir=cache_dir)
         try:
             module = tf.load_op_library(path)
@@ -170,9 +213,8 @@ def load_library(cache_dir: str | os.PathLike[str] | None = None) -> Any:
                     f"rebuild it with `memgraph-tf build-ops --force` (or delete {pathlib.Path(path).parent})",
                 )
             ) from exc
-        try:
-            tf.no_gradient("MemgraphTf>UnpackBlob")
-        except KeyError:  # already registered by an earlier load in this process
-            pass
+        if not hasattr(module, WRAPPER_NAME):
+            module = _wrappers_for_registered_op(tf, path)
+        _register_no_gradient(tf)
         _module = module
         return module

@@ -110,3 +110,27 @@ def test_cli_build_ops_prints_the_cached_library(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = pathlib.Path(proc.stdout.strip().splitlines()[-1])
     assert path.name == "_memgraph_tf_ops.so" and path.is_file()
+
+
+def test_a_copy_of_the_library_loaded_first_still_gives_a_working_op(tmp_path):
+    """A SavedModel bundle may ship a copy of the library that gets loaded first: load_library then
+    uses that registration (loading ours as well would register the kernel twice, which makes TF
+    reject every call) and unpack_blob works."""
+    script = textwrap.dedent(
+        """
+        import shutil, sys
+        import numpy as np
+        import tensorflow as tf
+        from memgraph_tf import blob
+        from memgraph_tf.ops import _loader, unpack_blob
+        copy = shutil.copy(_loader.build_library(), sys.argv[1])
+        tf.load_op_library(copy)
+        (x,) = unpack_blob(blob.pack({"x": np.array([1.5, -2.0], np.float32)}), ["x"], ["float32"])
+        print(x.numpy().tolist())
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "bundled_ops.so")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[1.5, -2.0]"
+    assert "already registered by another copy of the op library" in proc.stderr
