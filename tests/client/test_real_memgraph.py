@@ -1,0 +1,66 @@
+"""The client against a real Memgraph with the tf_features modules (MEMGRAPH_TF_TEST_MEMGRAPH_URI).
+
+Memgraph cannot run on the development machine (FACTS.md); these tests run wherever the variable names a
+Memgraph (e.g. ``docker compose -f docker/compose.yaml up memgraph``) and skip otherwise. They check the
+procedure path of BoltSource: it detects the modules and returns the same bytes as the client-side
+fallback over the same server.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from memgraph_tf.client import OpenCypherDataset, connect, sample_dataset
+
+URI = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_URI")
+pytestmark = [
+    pytest.mark.memgraph,
+    pytest.mark.skipif(not URI, reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)"),
+]
+LABEL = "MgtfClientTest"
+OPTIONS = {"id_property": "id", "label": LABEL, "seed": 3}
+
+
+@pytest.fixture(scope="module")
+def sources():
+    user = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_USER", "")
+    password = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_PASSWORD", "")
+    with_procs = connect(URI, auth=(user, password))
+    without = connect(URI, auth=(user, password), use_procedures=False)
+    with_procs.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
+    rng = np.random.default_rng(0)
+    nodes = [{"id": 500 + i, "f": rng.standard_normal(3).tolist(), "y": i % 2} for i in range(20)]
+    with_procs.write(f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, f: r.f, y: r.y}})", {"rows": nodes})
+    pairs = [{"a": 500 + i, "b": 500 + (i * 7 + 3) % 20} for i in range(20)]
+    with_procs.write(f"UNWIND $p AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE (a)-[:E]->(b)",
+                     {"p": pairs})
+    yield with_procs, without
+    with_procs.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
+    with_procs.close()
+    without.close()
+
+
+def test_procedures_detected_and_same_bytes_as_fallback(sources):
+    with_procs, without = sources
+    if not with_procs.has_procedures():
+        pytest.skip("this Memgraph has no tf_features modules (memgraph-tf install-modules DIR; CALL mg.load_all())")
+    ids = [500 + i for i in (3, 0, 19)]
+    pack_options = {"id_property": "id", "label": LABEL, "label_property": "y"}
+    assert with_procs.pack_blob(ids, ["f"], pack_options) == without.pack_blob(ids, ["f"], pack_options)
+    assert with_procs.sample_blob(ids, [3, 2], ["f"], OPTIONS) == without.sample_blob(ids, [3, 2], ["f"], OPTIONS)
+    assert with_procs.sample_blobs_per_node(ids, [2], ["f"], OPTIONS) == \
+        without.sample_blobs_per_node(ids, [2], ["f"], OPTIONS)
+    batch = next(iter(sample_dataset(with_procs, ids, [3, 2], ["f"], options=OPTIONS, batch_size=3)))
+    assert batch["features_2"].shape.as_list() == [3, 3, 2, 3]
+
+
+def test_open_cypher_dataset_on_memgraph(sources):
+    with_procs, _ = sources
+    ds = OpenCypherDataset(with_procs, f"MATCH (n:{LABEL}) RETURN n.id AS id, n.f AS f ORDER BY n.id",
+                           {"id": tf.int64, "f": ("float32", [3])})
+    ids = [int(e["id"]) for e in ds]
+    assert ids == list(range(500, 520))
