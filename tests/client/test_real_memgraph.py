@@ -29,8 +29,9 @@ OPTIONS = {"id_property": "id", "label": LABEL, "seed": 3}
 def sources():
     user = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_USER", "")
     password = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_PASSWORD", "")
-    with_procs = connect(URI, auth=(user, password))
-    without = connect(URI, auth=(user, password), use_procedures=False)
+    auth = (user, password) if user else None
+    with_procs = connect(URI, auth=auth)
+    without = connect(URI, auth=auth, use_procedures=False)
     with_procs.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
     rng = np.random.default_rng(0)
     nodes = [{"id": 500 + i, "f": rng.standard_normal(3).tolist(), "y": i % 2} for i in range(20)]
