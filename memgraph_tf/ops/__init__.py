@@ -82,16 +82,6 @@ def _normalize_args(
     return names, out_dtypes, [n in ragged for n in names]
 
 
-_TF_DTYPES = {
-    "bool": "bool",
-    "int32": "int32",
-    "int64": "int64",
-    "float32": "float32",
-    "float64": "float64",
-    "string": "string",
-}
-
-
 def unpack_blob(
     blobs: Any,
     names: str | Sequence[str],
@@ -120,7 +110,7 @@ def unpack_blob(
         attr_shapes = [tf.TensorShape(s) for s in shapes]
     module = load_library()
     blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
-    tf_dtypes = [tf.as_dtype(_TF_DTYPES[d]) for d in blob_dtypes]
+    tf_dtypes = [tf.as_dtype(d) for d in blob_dtypes]  # blob dtype names are TF's names
     num_ragged = sum(ragged_flags)
     values, row_splits, batch_splits = module.memgraph_tf_unpack_blob(
         blobs,
