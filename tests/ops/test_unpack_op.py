@@ -339,3 +339,16 @@ def test_base64url_transport_decodes_in_graph(ops, kind):
     x, t = decoder(ops, kind)(tf.io.decode_base64(text), ["x", "t"], ["float32", "string"])
     assert x.numpy().tolist() == [[0.0, 0.0], [1.0, -1.0], [2.0, -2.0]]
     assert [v.decode() for v in t.numpy().reshape(-1)] == ["", "\u00e91", "\u00e92\u00e92"]
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+@pytest.mark.parametrize("payload_length", [2**64 - 1, 2**64 - 160, 2**63, 2**64 - 161])
+def test_payload_end_past_2_to_64_is_printed_exactly(ops, kind, payload_length, helpers):
+    """payload_offset (160) + a string section's payload_length may exceed 2^64: the message gives
+    the true sum, as Python's integers do."""
+    bad = bytearray(blob.pack({"s": ["ab"]}))
+    bad[32 + 16: 32 + 24] = payload_length.to_bytes(8, "little")
+    ok, want = helpers.python_result(bytes(bad))
+    assert not ok and f"got end {160 + payload_length} at offset 48" in want
+    message = error_of(decoder(ops, kind), bytes(bad), ["s"], ["string"])
+    assert f"blob: {want}" in message
