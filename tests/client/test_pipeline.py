@@ -118,3 +118,22 @@ def test_argument_errors(community):
         sample_dataset(source, [], [2], ["features"], options=OPTS)
     with pytest.raises(ConfigurationError, match=r"decoder: expected one of auto, op, portable, got 'fast'"):
         sample_dataset(source, [ID0], [2], ["features"], options=OPTS, decoder="fast")
+
+
+def test_embedded_source_runs_procedure_calls_as_queries(community):
+    from memgraph_tf import blob, ops
+    from memgraph_tf.client import OpenCypherDataset
+
+    source, _, features = community
+    params = {"ids": [ID0 + 3, ID0 + 4], "props": ["features"], "opts": {"id_property": "id"}}
+    ds = OpenCypherDataset(source, "CALL tf_features.pack($ids, $props, $opts) YIELD blob, count RETURN blob, count",
+                           {"blob": tf.string, "count": tf.int64}, params)
+    [row] = list(ds)
+    assert int(row["count"]) == 2
+    assert blob.b64decode(row["blob"].numpy().decode()) == source.pack_blob(params["ids"], ["features"], params["opts"])
+    [feats] = ops.unpack_blob(tf.io.decode_base64(row["blob"]), ["features"], [tf.float32])
+    np.testing.assert_array_equal(feats.numpy(), features[[3, 4]])
+    with pytest.raises(ConfigurationError, match=r"query: expected a procedure call 'CALL module.procedure\(\$a, ...\) \[YIELD ...\] \[RETURN ...\]' \(the embedded runtime runs query modules, not Cypher\), got 'MATCH \(n\) RETURN n'"):
+        list(source.run("MATCH (n) RETURN n"))
+    with pytest.raises(ConfigurationError, match=r"query: argument 1 of tf_features.pack: expected a \$parameter present in parameters \(ids\), got '\$props'"):
+        list(source.run("CALL tf_features.pack($ids, $props, $opts)", {"ids": [ID0]}))
