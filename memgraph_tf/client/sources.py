@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import urllib.parse
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -617,7 +618,9 @@ class EmbeddedSource(GraphSource):
 
     def __init__(self, graph: Any) -> None:
         self.graph = graph
-        self._index: dict[tuple[str, Any], dict[int, int]] = {}
+        # tf.data runs procedure calls from several threads; the in-memory graph is not meant for
+        # concurrent use, and the calls are GIL-bound anyway, so they take turns
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"EmbeddedSource({type(self.graph).__name__})"
@@ -627,7 +630,8 @@ class EmbeddedSource(GraphSource):
         from memgraph_tf.procedures.errors import ProcedureInputError
 
         try:
-            return self.graph.call(procedure, *args)
+            with self._lock:
+                return self.graph.call(procedure, *args)
         except ProcedureNotFoundError as exc:
             raise ProcedureUnavailable(f"embedded graph: {exc}") from exc
         except ProcedureError as exc:
@@ -718,8 +722,9 @@ class EmbeddedSource(GraphSource):
         _check_write_args(node_ids, values, batch_size)
         _quote_name(name, "name")
         written = 0
-        for internal, value in zip(self._internal_ids(node_ids, id_property, label), values):
-            if internal >= 0:
-                self.graph.set_property(internal, name, value)
-                written += 1
+        with self._lock:
+            for internal, value in zip(self._internal_ids(node_ids, id_property, label), values):
+                if internal >= 0:
+                    self.graph.set_property(internal, name, value)
+                    written += 1
         return written
