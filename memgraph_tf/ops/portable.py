@@ -6,13 +6,12 @@ load the custom ``MemgraphTf>UnpackBlob`` op. It returns the same tensors as
 
 How it works (all vectorized over the blobs of a batch, no Python loop over data):
 
-1. The first 32 bytes of each blob give the section count; every blob is then read once into a
-   zero-padded ``[batch, W]`` uint8 matrix (``tf.io.decode_raw`` with ``fixed_length``), ``W`` being
-   the longest blob or the longest section table the headers claim (at most 32 + 128 * 1024 bytes),
-   so every later read is in bounds; the same buffer viewed as int64 words (``tf.bitcast``, no copy)
-   gives the 8-byte fields. Nothing is sized by a payload claim before the checks.
+1. All blobs are concatenated once into a flat uint8 vector (``tf.io.decode_raw``), so memory stays
+   proportional to the blobs' total size, whatever one blob's size or claims; every read is a gather
+   at clamped positions. Section table entries are read only for blobs whose header passed (the table
+   then fits in the blob), giving one flat list of entries for all blobs.
 2. Every rule of ``docs/blob-format.md`` section 4 is evaluated as a boolean tensor, per blob and per
-   section; the first failing rule in the spec's order is selected numerically. Payload scans (bool
+   table entry; the first failing rule in the spec's order is selected numerically. Payload scans (bool
    bytes, string offsets) gather only payloads of sections that passed rules 11-24, which lie inside
    the blob and do not overlap, so they never touch more bytes than the blob holds.
 3. Only when a blob is bad is the message formatted (``tf.cond``), with the spec's exact text, and
@@ -21,9 +20,10 @@ How it works (all vectorized over the blobs of a batch, no Python loop over data
    ``tf.strings.to_number`` on the message, the one stock op found whose ``InvalidArgumentError``
    carries an input string verbatim: the message reads
    ``StringToNumberOp could not correctly convert string: blob 0: <spec message>``.
-4. The outputs are computed under a control dependency on that check: payload bytes are sliced (one
-   blob) or gathered (a batch) from the matrix and reinterpreted with ``tf.bitcast`` (little-endian
-   hosts, as TensorFlow's CPU builds are).
+4. The outputs are computed from positions that include the checks' (zero) results, a data
+   dependency that no graph optimization can drop: fixed-size payloads are cut with
+   ``tf.strings.substr`` and read with ``tf.io.decode_raw`` (little-endian on any host); strings are
+   assembled from their bytes. Nothing is decoded from a blob that failed a check.
 """
 
 from __future__ import annotations
@@ -97,49 +97,64 @@ def _align8(x: tf.Tensor) -> tf.Tensor:
     return tf.bitwise.bitwise_and(x + 7, tf.constant(-8, tf.int64))
 
 
-def _take(t: tf.Tensor, idx: tf.Tensor) -> tf.Tensor:
-    """t[b, idx[b]] for a [B, C, ...] tensor and [B] indices (clamped into range)."""
-    c = tf.shape(t, out_type=tf.int64)[1]
-    return tf.gather(t, tf.clip_by_value(idx, 0, tf.maximum(c - 1, 0)), batch_dims=1)
+def _pad1(t: tf.Tensor) -> tf.Tensor:
+    """``t`` with one zero row appended along axis 0 (so a gather at index len(t) is valid)."""
+    zeros = tf.zeros(tf.concat([[1], tf.shape(t)[1:]], 0), t.dtype)
+    return tf.concat([t, zeros], 0)
 
 
-def _gather_flat(flat: tf.Tensor, idx: tf.Tensor) -> tf.Tensor:
-    n = tf.shape(flat, out_type=tf.int64)[0]
-    return tf.gather(flat, tf.clip_by_value(idx, 0, tf.maximum(n - 1, 0)))
+def _at(t: tf.Tensor, idx: tf.Tensor) -> tf.Tensor:
+    """t[idx] with idx clamped to [0, len(t)]; index len(t) (or any past it) reads a zero row."""
+    n = tf.shape(t, out_type=tf.int64)[0]
+    return tf.gather(_pad1(t), tf.clip_by_value(idx, 0, n))
 
 
 class _Blobs:
-    """The parsed, checked view of a vector of blobs (see the module docstring)."""
+    """The parsed, checked view of a vector of blobs (see the module docstring).
 
-    def __init__(self, vec: tf.Tensor):
+    All blobs are concatenated into one flat byte vector ``F`` (each blob at ``base[b]``), so
+    memory stays proportional to the blobs' total size whatever their individual sizes or claims.
+    The section table entries of all blobs whose header passed rules 1-10 form one flat list of
+    ``E`` entries (entry ``e`` belongs to blob ``seg[e]`` and is its section ``local[e]``).
+    """
+
+    def __init__(self, vec: tf.Tensor, single: bool):
         self.vec = vec
         self.B = tf.shape(vec, out_type=tf.int64)[0]
         self.L = _i64(tf.strings.length(vec))
-        head = _i64(tf.io.decode_raw(tf.strings.substr(vec, 0, 32), tf.uint8, fixed_length=32))
-        count_raw = head[:, 8] + head[:, 9] * 256 + head[:, 10] * 65536 + head[:, 11] * 16777216
-        cmax = tf.maximum(tf.minimum(tf.reduce_max(tf.concat([count_raw, tf.constant([0], tf.int64)], 0)), 1024), 1)
-        wmax = tf.maximum(tf.reduce_max(tf.concat([self.L, tf.constant([0], tf.int64)], 0)), 32 + 128 * cmax)
-        self.W = _align8(wmax)
-        self.C = cmax  # >= 1 so that per-section gathers are never empty
-        X = tf.io.decode_raw(vec, tf.uint8, fixed_length=tf.cast(self.W, tf.int32))
-        self.X = tf.reshape(X, tf.stack([self.B, self.W]))
-        self.W8 = self.W // 8
-        self.words = tf.bitcast(tf.reshape(self.X, tf.stack([self.B, self.W8, 8])), tf.int64)
-        self.Xflat = tf.reshape(self.X, [-1])
-        self.words_flat = tf.reshape(self.words, [-1])
+        self.base = tf.cumsum(self.L, exclusive=True)
+        joined = vec[0] if single else tf.strings.reduce_join(vec)
+        self.N = tf.reduce_sum(self.L) + 8  # 8 zero bytes at the end: every 8-byte read is in range
+        self.F = tf.io.decode_raw(joined, tf.uint8, fixed_length=tf.cast(self.N, tf.int32))
         self._header()
         self._table()
 
+    # ---- reading --------------------------------------------------------------------------------
+    def bytes_at(self, pos: tf.Tensor) -> tf.Tensor:
+        return tf.gather(self.F, tf.clip_by_value(pos, 0, self.N - 1))
+
+    def u64_at(self, pos: tf.Tensor) -> tf.Tensor:
+        """The int64 (bits of the little-endian u64) at absolute byte position(s) ``pos``."""
+        raw = self.bytes_at(pos[..., None] + tf.range(8, dtype=tf.int64))
+        return tf.bitcast(raw, tf.int64)
+
+    def word_at(self, b: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
+        """The 8-byte field at ``offset`` of blob ``b``."""
+        return self.u64_at(tf.gather(self.base, b) + offset)
+
     # ---- header, rules 1-10 ---------------------------------------------------------------
     def _header(self) -> None:
-        h = _i64(self.X[:, :32])
-        self.magic = self.X[:, :4]
+        k = tf.range(32, dtype=tf.int64)[None, :]
+        head8 = tf.where(k < self.L[:, None], self.bytes_at(self.base[:, None] + k), tf.constant(0, tf.uint8))
+        h = _i64(head8)
+        self.magic = head8[:, :4]
         self.version = h[:, 4] + h[:, 5] * 256
         self.flags = h[:, 6] + h[:, 7] * 256
         self.count = h[:, 8] + h[:, 9] * 256 + h[:, 10] * 65536 + h[:, 11] * 16777216
         self.res0 = h[:, 12] + h[:, 13] * 256 + h[:, 14] * 65536 + h[:, 15] * 16777216
-        self.total = self.words[:, 2]
-        self.res1 = self.words[:, 3]
+        words = tf.bitcast(tf.reshape(head8, [-1, 4, 8]), tf.int64)
+        self.total = words[:, 2]
+        self.res1 = words[:, 3]
         self.table_end = 32 + 128 * self.count
         L = self.L
         rules = [
@@ -154,47 +169,61 @@ class _Blobs:
             tf.not_equal(self.res1, 0),
             self.table_end > L,
         ]
-        self.header_code = tf.where(
-            tf.reduce_any(tf.stack(rules, 1), 1), _first(tf.stack(rules, 1), 1) + 1, _I(0))
+        stacked = tf.stack(rules, 1)
+        self.header_code = tf.where(tf.reduce_any(stacked, 1), _first(stacked, 1) + 1, _I(0))
 
     # ---- section table, rules 11-27 -----------------------------------------------------------
     def _table(self) -> None:
-        B, C = self.B, self.C
-        T = tf.reshape(self.X[:, 32 : 32 + 128 * C], tf.stack([B, C, 128]))
-        TW = tf.reshape(self.words[:, 4 : 4 + 16 * C], tf.stack([B, C, 16]))
-        Ti = _i64(T[:, :, :8])
-        self.dtype = Ti[:, :, 0]
-        self.rank = Ti[:, :, 1]
-        self.nlen = Ti[:, :, 2] + Ti[:, :, 3] * 256
-        self.resv = Ti[:, :, 4] + Ti[:, :, 5] * 256 + Ti[:, :, 6] * 65536 + Ti[:, :, 7] * 16777216
-        self.p_off = TW[:, :, 1]
-        self.p_len = TW[:, :, 2]
-        self.dims = TW[:, :, 3:11]
-        self.name_bytes = T[:, :, 88:128]
-        self.name_words = TW[:, :, 11:16]
-        idx = tf.range(C, dtype=tf.int64)
-        self.in_table = idx[None, :] < self.count[:, None]
-        self.entry = 32 + 128 * idx[None, :] + tf.zeros_like(self.p_off)
-        L = self.L[:, None]
+        B = self.B
+        # Entries are read only for blobs whose header passed: count <= 1024 and the table fits in
+        # the blob, so all entries together are at most (sum of blob sizes) / 128.
+        n_entries = tf.where(tf.equal(self.header_code, 0), self.count, _I(0))
+        rr = tf.ragged.range(n_entries)
+        self.local = rr.flat_values
+        self.seg = rr.value_rowids()
+        self.row_starts = rr.row_starts()
+        self.E = tf.shape(self.local, out_type=tf.int64)[0]
+        seg, local = self.seg, self.local
+        self.entry = 32 + 128 * local  # offset in its blob
+        ebase = tf.gather(self.base, seg)
+        EB = self.bytes_at((ebase + self.entry)[:, None] + tf.range(128, dtype=tf.int64)[None, :])
+        EW = tf.bitcast(tf.reshape(EB, [-1, 16, 8]), tf.int64)
+        Ti = _i64(EB[:, :8])
+        self.dtype = Ti[:, 0]
+        self.rank = Ti[:, 1]
+        self.nlen = Ti[:, 2] + Ti[:, 3] * 256
+        self.resv = Ti[:, 4] + Ti[:, 5] * 256 + Ti[:, 6] * 65536 + Ti[:, 7] * 16777216
+        self.p_off = EW[:, 1]
+        self.p_len = EW[:, 2]
+        self.dims = EW[:, 3:11]
+        self.name_bytes = EB[:, 88:128]
+        self.name_words = EW[:, 11:16]
+        L = tf.gather(self.L, seg)
 
         r11 = (self.dtype < 1) | (self.dtype > 6)
         r12 = self.rank > 8
         r13 = (self.nlen < 1) | (self.nlen > 40)
         r14 = tf.not_equal(self.resv, 0)
-        in_name = tf.range(40, dtype=tf.int64)[None, None, :] < self.nlen[:, :, None]
+        in_name = tf.range(40, dtype=tf.int64)[None, :] < self.nlen[:, None]
         name_ok = tf.gather(tf.constant(_NAME_OK), tf.cast(self.name_bytes, tf.int32))
         bad15 = in_name & tf.logical_not(name_ok)
         bad16 = tf.logical_not(in_name) & tf.not_equal(self.name_bytes, 0)
         self.j15, self.j16 = _first(bad15), _first(bad16)
-        same = tf.reduce_all(tf.equal(self.name_words[:, :, None, :], self.name_words[:, None, :, :]), -1)
-        earlier = idx[None, :] < idx[:, None]  # [i, i']: i' < i
-        r17 = tf.reduce_any(same & earlier[None], -1)
-        in_rank = tf.range(8, dtype=tf.int64)[None, None, :] < self.rank[:, :, None]
+        # Rule 17: an earlier entry of the same blob with the same 40 name bytes (exact: UniqueV2
+        # over the rows [blob, name words]).
+        _, group = tf.raw_ops.UniqueV2(x=tf.concat([seg[:, None], self.name_words], 1),
+                                       axis=tf.constant([0], tf.int64), out_idx=tf.int64)
+        position = tf.range(self.E, dtype=tf.int64)
+        first_seen = tf.math.unsorted_segment_min(position, group, tf.maximum(self.E, 1))
+        r17 = tf.gather(first_seen, group) < position
+        in_rank = tf.range(8, dtype=tf.int64)[None, :] < self.rank[:, None]
         bad18 = in_rank & ((self.dims < 0) | (self.dims > MAX_I31))
         bad19 = tf.logical_not(in_rank) & tf.not_equal(self.dims, 0)
         self.k18, self.k19 = _first(bad18), _first(bad19)
-        self.expected_off = (32 + 128 * self.count)[:, None] + tf.cumsum(
-            _align8(self.p_len), axis=1, exclusive=True)
+        aligned = _align8(self.p_len)
+        running = tf.cumsum(aligned, exclusive=True)
+        within = running - tf.gather(running, tf.gather(self.row_starts, seg))
+        self.expected_off = tf.gather(self.table_end, seg) + within
         r20 = tf.not_equal(self.p_off, self.expected_off)
         nf = tf.reduce_prod(tf.where(in_rank, tf.cast(self.dims, tf.float64), 1.0), -1)
         r21 = nf > MAX_I31
@@ -207,101 +236,91 @@ class _Blobs:
         r23 = (self.p_len < 0) | (self.p_len > L - self.p_off)
         self.end = self.p_off + self.p_len
         pad_end = tf.minimum(_align8(self.end), L)
-        pidx = self.end[:, :, None] + tf.range(7, dtype=tf.int64)[None, None, :]
-        pbytes = tf.reshape(
-            tf.gather(self.X, tf.clip_by_value(tf.reshape(pidx, tf.stack([B, C * 7])), 0, self.W - 1),
-                      batch_dims=1),
-            tf.stack([B, C, 7]))
-        bad24 = (pidx < pad_end[:, :, None]) & tf.not_equal(pbytes, 0)
+        pidx = self.end[:, None] + tf.range(7, dtype=tf.int64)[None, :]
+        self.pbytes = self.bytes_at(ebase[:, None] + pidx)
+        bad24 = (pidx < pad_end[:, None]) & tf.not_equal(self.pbytes, 0)
         self.t24 = _first(bad24)
-        self.pbytes = pbytes
         early = tf.stack([r11, r12, r13, r14, tf.reduce_any(bad15, -1), tf.reduce_any(bad16, -1), r17,
                           tf.reduce_any(bad18, -1), tf.reduce_any(bad19, -1), r20, r21, r22, r23,
                           tf.reduce_any(bad24, -1)], -1)
-        early_any = tf.reduce_any(early, -1) & self.in_table
+        early_any = tf.reduce_any(early, -1)
         early_code = _first(early) + 11
-        first_early = _first(early_any, 1)
-        self.elig = self.in_table & (idx[None, :] < first_early[:, None])
-        self._bools()
-        self._strings()
+        first_early = tf.math.unsorted_segment_min(tf.where(early_any, local, _BIG), seg, B)
+        # Entries before their blob's first failure of rules 11-24: payloads inside the blob, disjoint.
+        self.elig = local < tf.gather(first_early, seg)
+        self._bools(ebase)
+        self._strings(ebase)
         late = tf.where(self.elig & self.r25, _I(25), tf.where(self.elig & self.r26, _I(26), _I(0)))
         self.sec_code = tf.where(early_any, early_code, late)
-        self.first_sec = _first(tf.not_equal(self.sec_code, 0), 1)
-        sec_fail = self.first_sec < C
-        self.end_total = (32 + 128 * self.count) + tf.reduce_sum(
-            tf.where(self.in_table, _align8(self.p_len), 0), 1)
+        self.first_sec = tf.minimum(tf.math.unsorted_segment_min(
+            tf.where(tf.not_equal(self.sec_code, 0), local, _BIG), seg, B), _BIG)
+        sec_fail = self.first_sec < _BIG
+        self.end_total = self.table_end + tf.math.unsorted_segment_sum(aligned, seg, B)
         r27 = tf.not_equal(self.end_total, self.total)
+        self.fail_entry = self.row_starts + tf.where(sec_fail, self.first_sec, 0)
         code = tf.where(tf.not_equal(self.header_code, 0), self.header_code,
-                        tf.where(sec_fail, _take(self.sec_code, self.first_sec), tf.where(r27, _I(27), _I(0))))
+                        tf.where(sec_fail, _at(self.sec_code, self.fail_entry), tf.where(r27, _I(27), _I(0))))
         self.code = code
 
     def _ranges(self, mask: tf.Tensor, start: tf.Tensor, length: tf.Tensor):
-        """Flat [start, start+length) ranges of the masked sections; returns (indices, segment)."""
-        s = tf.reshape(tf.where(mask, start, 0), [-1])
-        e = tf.reshape(tf.where(mask, start + length, 0), [-1])
-        rr = tf.ragged.range(s, e)
+        """Flat [start, start+length) ranges of the masked entries; returns (positions, entry)."""
+        rr = tf.ragged.range(tf.where(mask, start, 0), tf.where(mask, start + length, 0))
         return rr.flat_values, rr.value_rowids()
 
-    def _bools(self) -> None:
-        B, C = self.B, self.C
+    def _bools(self, ebase: tf.Tensor) -> None:
         mask = self.elig & tf.equal(self.dtype, 1) & (self.p_len > 0)
-        base = (tf.range(B, dtype=tf.int64) * self.W)[:, None]
 
         def scan():
-            flat_idx, seg = self._ranges(mask, base + self.p_off, self.p_len)
-            vals = tf.gather(self.Xflat, flat_idx)
-            local = flat_idx - tf.gather(tf.reshape(base + tf.zeros_like(self.p_off), [-1]), seg)
-            first = tf.math.unsorted_segment_min(tf.where(vals > 1, local, _BIG), seg, B * C)
-            return tf.reshape(tf.minimum(first, _BIG), tf.stack([B, C]))
+            pos, entry = self._ranges(mask, ebase + self.p_off, self.p_len)
+            vals = self.bytes_at(pos)
+            local = pos - tf.gather(ebase, entry)
+            first = tf.math.unsorted_segment_min(tf.where(vals > 1, local, _BIG), entry, self.E)
+            return tf.minimum(first, _BIG)
 
-        self.pos25 = tf.cond(tf.reduce_any(mask), scan, lambda: tf.fill(tf.stack([B, C]), _BIG))
+        self.pos25 = tf.cond(tf.reduce_any(mask), scan, lambda: tf.fill(tf.reshape(self.E, [1]), _BIG))
         self.r25 = self.pos25 < _BIG
 
-    def _strings(self) -> None:
-        B, C = self.B, self.C
+    def _strings(self, ebase: tf.Tensor) -> None:
         mask = self.elig & self.is_str
-        wbase = (tf.range(B, dtype=tf.int64) * self.W8)[:, None] + self.p_off // 8
         self.data_len = self.p_len - 8 * (self.n + 1)
 
         def scan():
-            flat_idx, seg = self._ranges(mask, wbase, self.n + 1)
-            v = tf.gather(self.words_flat, flat_idx)
-            prev = tf.gather(self.words_flat, tf.maximum(flat_idx - 1, 0))
-            j = flat_idx - tf.gather(tf.reshape(wbase, [-1]), seg)
-            dl = tf.gather(tf.reshape(self.data_len, [-1]), seg)
+            j, entry = self._ranges(mask, tf.zeros_like(self.n), self.n + 1)
+            pos = tf.gather(ebase + self.p_off, entry) + 8 * j
+            v = self.u64_at(pos)
+            prev = self.u64_at(pos - 8)
+            dl = tf.gather(self.data_len, entry)
             bad = (tf.equal(j, 0) & tf.not_equal(v, 0)) | (
                 (j > 0) & ((v < 0) | (v < prev) | (v > dl)))
-            first = tf.math.unsorted_segment_min(tf.where(bad, j, _BIG), seg, B * C)
-            return tf.reshape(tf.minimum(first, _BIG), tf.stack([B, C]))
+            first = tf.math.unsorted_segment_min(tf.where(bad, j, _BIG), entry, self.E)
+            return tf.minimum(first, _BIG)
 
-        self.j26 = tf.cond(tf.reduce_any(mask), scan, lambda: tf.fill(tf.stack([B, C]), _BIG))
-        last = tf.gather(self.words_flat, tf.clip_by_value(
-            tf.reshape(wbase + self.n, [-1]), 0, B * self.W8 - 1))
-        self.last26 = tf.reshape(last, tf.stack([B, C]))
+        self.j26 = tf.cond(tf.reduce_any(mask), scan, lambda: tf.fill(tf.reshape(self.E, [1]), _BIG))
+        self.last26 = self.u64_at(ebase + self.p_off + 8 * self.n)
         self.r26 = mask & ((self.j26 < _BIG) | tf.not_equal(self.last26, self.data_len))
 
-    def word_at(self, b: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
-        """The int64 at 8-aligned byte ``offset`` of blob ``b`` (clamped)."""
-        return _gather_flat(self.words_flat, b * self.W8 + offset // 8)
-
     # ---- messages (only built when a blob is bad) ------------------------------------------------
-    def names(self) -> tf.Tensor:
-        """[B, C] section names as strings (valid for sections that passed rules 15-16)."""
-        chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(self.name_bytes, tf.int32))
-        in_name = tf.range(40, dtype=tf.int64)[None, None, :] < self.nlen[:, :, None]
+    def entry_names(self, entries: tf.Tensor) -> tf.Tensor:
+        """The names of the given entries (valid for entries that passed rules 15-16)."""
+        nb = _at(self.name_bytes, entries)
+        chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(nb, tf.int32))
+        in_name = tf.range(40, dtype=tf.int64) < _at(self.nlen, entries)[..., None]
         return tf.strings.reduce_join(tf.where(in_name, chars, ""), axis=-1)
+
+    def blob_entries(self, b: tf.Tensor) -> tf.Tensor:
+        """The entry indices of blob ``b``, in table order."""
+        return tf.boolean_mask(tf.range(self.E, dtype=tf.int64), tf.equal(self.seg, b))
 
     def format_error(self, b: tf.Tensor) -> tf.Tensor:
         """The spec's message for blob ``b``'s first broken rule (scalar string)."""
         i = self.first_sec[b]
-        ic = tf.minimum(i, tf.maximum(self.C - 1, 0))
+        ei = self.fail_entry[b]
 
         def f(t):  # the failing section's field
-            return tf.gather(t[b], ic)
+            return _at(t, ei)
 
-        e = f(self.entry)
-        names = self.names()
-        name = tf.gather(names[b], ic)
+        e = 32 + 128 * i
+        name = self.entry_names(ei)
         si = _s(i)
         sec = _join("section ", si)
         where = _join("section ", si, " ('", name, "')")
@@ -316,9 +335,9 @@ class _Blobs:
         t24 = f(self.t24)
         pb24 = tf.gather(f(self.pbytes), tf.minimum(t24, 6))
         pos25 = f(self.pos25)
-        v25 = _gather_flat(self.Xflat, b * self.W + pos25)
+        v25 = self.bytes_at(self.base[b] + pos25)
         p_off, p_len = f(self.p_off), f(self.p_len)
-        j26f, last26, dl = f(self.j26), f(self.last26), f(self.data_len)
+        j26f, dl = f(self.j26), f(self.data_len)
         n = f(self.n)
         jj = tf.where(j26f < _BIG, j26f, n)
         v26 = self.word_at(b, p_off + 8 * jj)
@@ -391,14 +410,14 @@ class _Lookup:
     def __init__(self, p: _Blobs, name: str, dtype: str, ragged: bool, shape: Any, batched: bool,
                  dep: tf.Tensor):
         self.p, self.name, self.dtype, self.ragged, self.batched = p, name, dtype, ragged, batched
-        self.si, found = self._find(name)
-        f = lambda t: _take(t, self.si)  # noqa: E731
+        self.si, found = self._find(name)  # per blob: the entry index, whether found
+        f = lambda t: _at(t, self.si)  # noqa: E731
         self.sdtype, self.rank, self.dims = f(p.dtype), f(p.rank), f(p.dims)
         self.p_off, self.p_len, self.n, self.entry = f(p.p_off), f(p.p_len), f(p.n), f(p.entry)
         codes = [tf.logical_not(found), tf.not_equal(self.sdtype, _DT_CODE[dtype])]
         if ragged:
             self.ri, rfound = self._find(name + ".row_splits")
-            g = lambda t: _take(t, self.ri)  # noqa: E731
+            g = lambda t: _at(t, self.ri)  # noqa: E731
             self.rdtype, self.rrank, self.rdims = g(p.dtype), g(p.rank), g(p.dims)
             self.r_off, self.rentry = g(p.p_off), g(p.entry)
             bad_kind = tf.not_equal(self.rdtype, 3) | tf.not_equal(self.rrank, 1) | (self.rdims[:, 0] < 1)
@@ -409,12 +428,11 @@ class _Lookup:
             rows = tf.where(ok_so_far & (self.rank >= 1), self.rdims[:, 0], 0)
             rows = tf.clip_by_value(rows, 0, p.L // 8) + dep
             self.rows = rows
-            wbase = tf.range(p.B, dtype=tf.int64) * p.W8 + self.r_off // 8
-            rr = tf.ragged.range(wbase, wbase + rows)
-            idx, seg = rr.flat_values, rr.value_rowids()
-            v = tf.gather(p.words_flat, idx)
-            prev = tf.gather(p.words_flat, tf.maximum(idx - 1, 0))
-            j = idx - tf.gather(wbase, seg)
+            rr = tf.ragged.range(rows)
+            j, seg = rr.flat_values, rr.value_rowids()
+            pos = tf.gather(p.base + self.r_off, seg) + 8 * j
+            v = p.u64_at(pos)
+            prev = p.u64_at(pos - 8)
             nv = tf.gather(self.nvalues, seg)
             bad = (tf.equal(j, 0) & tf.not_equal(v, 0)) | ((j > 0) & ((v < prev) | (v > nv)))
             self.jbad = tf.minimum(tf.math.unsorted_segment_min(tf.where(bad, j, _BIG), seg, p.B), _BIG)
@@ -454,19 +472,19 @@ class _Lookup:
         p = self.p
         raw = name.encode("utf-8")
         if len(raw) > 40:
-            zero = tf.zeros(tf.stack([p.B]), tf.int64)
-            return zero, tf.zeros(tf.stack([p.B]), tf.bool)
+            return p.row_starts, tf.zeros(tf.reshape(p.B, [1]), tf.bool)
         words = np.frombuffer(raw.ljust(40, b"\0"), dtype="<i8").astype(np.int64)
-        match = tf.reduce_all(tf.equal(p.name_words, tf.constant(words)[None, None, :]), -1) & p.in_table
-        return _first(match, 1), tf.reduce_any(match, 1)
+        match = tf.reduce_all(tf.equal(p.name_words, tf.constant(words)[None, :]), -1)
+        first = tf.math.unsorted_segment_min(tf.where(match, p.local, _BIG), p.seg, p.B)
+        found = first < _BIG
+        return p.row_starts + tf.where(found, first, 0), found
 
     def format_error(self, b: tf.Tensor) -> tf.Tensor:
         p, q = self.p, self.name
         sq = f"section '{q}'"
         rq = f"section '{q}.row_splits'"
-        names = p.names()[b]
-        present = tf.strings.reduce_join(
-            tf.boolean_mask(tf.strings.join(["'", names, "'"]), p.in_table[b]), separator=", ")
+        names = p.entry_names(p.blob_entries(b))
+        present = tf.strings.reduce_join(tf.strings.join(["'", names, "'"]), separator=", ")
         dt_names = tf.constant(_DT_NAMES)
         prefix = _join("blob ", _s(b)) if self.batched else tf.constant("blob")
 
@@ -517,40 +535,32 @@ class _Lookup:
         return tf.where(self.code[b] >= 9, msg, _join(prefix, ": ", msg))
 
 
-def _fixed_bytes(p: _Blobs, start: tf.Tensor, nbytes: tf.Tensor, single: bool) -> tf.Tensor:
-    """The concatenated bytes [start[b], start[b] + nbytes[b]) of every blob, as flat uint8."""
-    if single:
-        return tf.reshape(tf.slice(p.X, tf.stack([_I(0), start[0]]), tf.stack([_I(1), nbytes[0]])), [-1])
-
-    def same_layout():  # the common case: every blob has the section at the same place
-        return tf.reshape(tf.slice(p.X, tf.stack([_I(0), start[0]]), tf.stack([p.B, nbytes[0]])), [-1])
-
-    def gathered():
-        base = tf.range(p.B, dtype=tf.int64) * p.W + start
-        return tf.gather(p.Xflat, tf.ragged.range(base, base + nbytes).flat_values)
-
-    uniform = tf.reduce_all(tf.equal(start, start[0])) & tf.reduce_all(tf.equal(nbytes, nbytes[0]))
-    return tf.cond(uniform, same_layout, gathered)
-
-
 def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single: bool) -> tf.Tensor:
-    """The ``count[b]`` elements of the section at ``p_off[b]`` of every blob, concatenated (1-D)."""
+    """The ``count[b]`` elements of the section at ``p_off[b]`` of every blob, concatenated (1-D).
+
+    Fixed-size dtypes: each blob's payload is cut out with tf.strings.substr (same shape as the
+    blobs: no broadcast copy) and tf.io.decode_raw reads it (little-endian on any host).
+    Strings: the offsets and bytes are gathered from the flat byte vector.
+    """
     if dtype == "string":
-        wbase = tf.range(p.B, dtype=tf.int64) * p.W8 + p_off // 8
+        start = p.base + p_off
+        rr = tf.ragged.range(count + 1)
         offs = tf.RaggedTensor.from_row_lengths(
-            tf.gather(p.words_flat, tf.ragged.range(wbase, wbase + count + 1).flat_values), count + 1)
+            p.u64_at(tf.gather(start, rr.value_rowids()) + 8 * rr.flat_values), count + 1)
         starts = offs[:, :-1]
         lengths = (offs[:, 1:] - starts).flat_values
-        data0 = tf.range(p.B, dtype=tf.int64) * p.W + p_off + 8 * (count + 1)
+        data0 = start + 8 * (count + 1)
         abs_starts = (starts + data0[:, None]).flat_values
         idx = tf.ragged.range(abs_starts, abs_starts + lengths).flat_values
-        chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(tf.gather(p.Xflat, idx), tf.int32))
+        chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(p.bytes_at(idx), tf.int32))
         return tf.strings.reduce_join(tf.RaggedTensor.from_row_lengths(chars, lengths), axis=1)
     size = _SIZES[_DT_CODE[dtype]]
-    raw = _fixed_bytes(p, p_off, count * size, single)
-    if dtype == "bool":
-        return tf.cast(raw, tf.bool)
-    return tf.reshape(tf.bitcast(tf.reshape(raw, [-1, size]), _TF[dtype]), [-1])
+    payload = tf.strings.substr(p.vec, p_off, count * size)
+    if not single:
+        payload = tf.strings.reduce_join(payload)  # blobs may hold different counts (ragged)
+    else:
+        payload = payload[0]
+    return tf.reshape(tf.io.decode_raw(payload, _TF[dtype]), [-1])
 
 
 def unpack_blob_portable(
@@ -583,7 +593,7 @@ def unpack_blob_portable(
         vec = blobs if batched else tf.reshape(blobs, [1])
         nonempty = _raise_if(tf.equal(tf.size(vec), 0), lambda: tf.constant(
             "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector"))
-        p = _Blobs(vec)  # safe on an empty vector; nothing below reads blob 0 before `dep`
+        p = _Blobs(vec, single=not batched)  # safe on an empty vector; blob 0 is read after `dep`
         bad_blob = _first(tf.not_equal(p.code, 0), 0)
         prefix = (lambda b: _join("blob ", _s(b), ": ")) if batched else (lambda b: tf.constant("blob: "))
         guard = _raise_if(bad_blob < p.B, lambda: _join(prefix(bad_blob), p.format_error(bad_blob)))

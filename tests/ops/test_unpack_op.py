@@ -352,3 +352,34 @@ def test_payload_end_past_2_to_64_is_printed_exactly(ops, kind, payload_length, 
     assert not ok and f"got end {160 + payload_length} at offset 48" in want
     message = error_of(decoder(ops, kind), bytes(bad), ["s"], ["string"])
     assert f"blob: {want}" in message
+
+
+def test_portable_memory_follows_the_blobs_total_size(tmp_path):
+    """20,000 blobs of 32 bytes, each claiming 1024 sections (a 131 KB table): the portable decoder
+    must not size anything by the claims (20,000 x 131 KB would be 2.6 GB). Peak RSS of a fresh
+    process stays within a few hundred MB of TensorFlow's own."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import resource, struct
+        import tensorflow as tf
+        from memgraph_tf.ops import unpack_blob_portable
+        claim = b"MGTF" + struct.pack("<HHIIQQ", 1, 0, 1024, 0, 32, 0)
+        tf.constant(0)  # TF initialised before the baseline
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            unpack_blob_portable(tf.constant([claim] * 20000), ["x"], ["float32"])
+        except tf.errors.InvalidArgumentError as exc:
+            print("ERR", " ".join(exc.message.splitlines()))
+        print("GROWTH_MB", (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert "blob 0: section table: expected at least 131104 bytes for 1024 sections, got 32 at offset 32" in lines[0]
+    growth_mb = int(lines[-1].split()[1])
+    assert growth_mb < 400, f"peak RSS grew by {growth_mb} MB"
