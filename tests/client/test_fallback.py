@@ -123,3 +123,18 @@ def test_pipeline_and_inference_over_bolt_match_embedded(twin_graphs):
         assert [by_id[i]["pred"] for i in chunk] == pred.classes.tolist()
         np.testing.assert_allclose([by_id[i]["score"] for i in chunk], pred.scores, rtol=1e-6)
     assert expected.classes.shape == (N,)
+
+
+def test_missing_procedures_detected_once(arcadedb_server, twin_graphs, caplog):
+    import logging
+
+    from memgraph_tf.client import connect
+
+    with connect(arcadedb_server.uri, auth=arcadedb_server.auth, database="g") as source:
+        with caplog.at_level(logging.INFO, logger="memgraph_tf.client.sources"):
+            first = source.pack_blob([ID_OFFSET], ["feat"], OPTIONS)
+            second = source.sample_blob([ID_OFFSET], [2], ["feat"], {**OPTIONS, "seed": 1})
+        assert first == twin_graphs[0].pack_blob([ID_OFFSET], ["feat"], OPTIONS)
+        assert second == twin_graphs[0].sample_blob([ID_OFFSET], [2], ["feat"], {**OPTIONS, "seed": 1})
+        notes = [r.getMessage() for r in caplog.records if "procedures are missing" in r.getMessage()]
+        assert len(notes) == 1 and "packing blobs on the client from plain Cypher" in notes[0]
