@@ -28,6 +28,7 @@ How it works (all vectorized over the blobs of a batch, no Python loop over data
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -538,8 +539,9 @@ class _Lookup:
 def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single: bool) -> tf.Tensor:
     """The ``count[b]`` elements of the section at ``p_off[b]`` of every blob, concatenated (1-D).
 
-    Fixed-size dtypes: each blob's payload is cut out with tf.strings.substr (same shape as the
-    blobs: no broadcast copy) and tf.io.decode_raw reads it (little-endian on any host).
+    Fixed-size dtypes: one blob's payload is sliced from the flat bytes and bitcast; a batch's
+    payloads are cut out with tf.strings.substr (same shape as the blobs: no broadcast copy) and
+    read by tf.io.decode_raw (little-endian on any host).
     Strings: the offsets and bytes are gathered from the flat byte vector.
     """
     if dtype == "string":
@@ -555,11 +557,14 @@ def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single:
         chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(p.bytes_at(idx), tf.int32))
         return tf.strings.reduce_join(tf.RaggedTensor.from_row_lengths(chars, lengths), axis=1)
     size = _SIZES[_DT_CODE[dtype]]
+    if single and sys.byteorder == "little":
+        # One blob: a slice of the flat bytes (tf.strings.substr copies large strings slowly).
+        raw = tf.slice(p.F, tf.reshape(p_off[0], [1]), tf.reshape(count[0] * size, [1]))
+        if dtype == "bool":
+            return tf.cast(raw, tf.bool)
+        return tf.reshape(tf.bitcast(tf.reshape(raw, [-1, size]), _TF[dtype]), [-1])
     payload = tf.strings.substr(p.vec, p_off, count * size)
-    if not single:
-        payload = tf.strings.reduce_join(payload)  # blobs may hold different counts (ragged)
-    else:
-        payload = payload[0]
+    payload = tf.strings.reduce_join(payload)  # blobs may hold different counts (ragged)
     return tf.reshape(tf.io.decode_raw(payload, _TF[dtype]), [-1])
 
 
