@@ -25,7 +25,7 @@ import os
 import re
 import threading
 import urllib.parse
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import neo4j
 import neo4j.exceptions as neo4j_errors
