@@ -383,3 +383,20 @@ def test_portable_memory_follows_the_blobs_total_size(tmp_path):
     assert "blob 0: section table: expected at least 131104 bytes for 1024 sections, got 32 at offset 32" in lines[0]
     growth_mb = int(lines[-1].split()[1])
     assert growth_mb < 400, f"peak RSS grew by {growth_mb} MB"
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_error_order_in_a_batch_is_format_first_then_name_major(ops, kind):
+    """Both decoders report the same first error: every blob's format before any lookup, then the
+    names in request order, each over the blobs in order."""
+    ab = blob.pack({"a": [1.0], "b": [2.0]})
+    only_a = blob.pack({"a": [1.0]})
+    only_b = blob.pack({"b": [2.0]})
+    truncated = ab[:-8]
+    fn = decoder(ops, kind)
+    message = error_of(fn, [ab, only_a, truncated], ["a", "b"], ["float64", "float64"])
+    assert f"blob 2: total_length: expected {len(ab) - 8} (the blob's size), got {len(ab)} at offset 16" in message
+    message = error_of(fn, [ab, only_a, only_b], ["a", "b"], ["float64", "float64"])
+    assert "blob 2: section 'a': expected a section named 'a', got none (present: 'b')" in message
+    message = error_of(fn, [ab, only_a, only_b], ["b", "a"], ["float64", "float64"])
+    assert "blob 1: section 'b': expected a section named 'b', got none (present: 'a')" in message
