@@ -1,6 +1,7 @@
 // CPU kernel of MemgraphTf>UnpackBlob. One pass: every blob is validated in full by the plain reader
 // (blob_reader.h) and every requested section checked (dtype, ragged pair, shape agreement) before any
 // output is allocated; then each blob's payload is copied straight into its slice of the output.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/framework/types.h"
+#include "tensorflow/core/util/work_sharder.h"
 
 namespace memgraph_tf {
 
@@ -81,8 +83,12 @@ bool Compatible(const PartialTensorShape& want, const BlobSection& s) {
   return true;
 }
 
-// Copies `count` elements of section `s` to `out` starting at element `at` of out's flat buffer.
-void CopySection(const BlobSection& s, Tensor* out, int64_t at) {
+// Payloads at least this large are copied by several worker threads (one memcpy per chunk).
+constexpr uint64_t kParallelCopyBytes = 4u << 20;
+constexpr uint64_t kCopyChunkBytes = 1u << 20;
+
+// Copies section `s` into `out`, starting at element `at` of out's flat buffer.
+void CopySection(OpKernelContext* ctx, const BlobSection& s, Tensor* out, int64_t at) {
   if (s.dtype == BlobDType::kString) {
     auto flat = out->flat<tstring>();
     for (int64_t j = 0; j < s.num_elements; ++j) {
@@ -94,7 +100,20 @@ void CopySection(const BlobSection& s, Tensor* out, int64_t at) {
   if (s.payload_length == 0) return;
   const size_t size = BlobDTypeSize(s.dtype);
   char* dst = static_cast<char*>(out->data()) + static_cast<size_t>(at) * size;
-  std::memcpy(dst, s.payload, s.payload_length);
+  const uint8_t* src = s.payload;
+  const uint64_t length = s.payload_length;
+  if (length < kParallelCopyBytes) {
+    std::memcpy(dst, src, length);
+    return;
+  }
+  const auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
+  const int64_t chunks = static_cast<int64_t>((length + kCopyChunkBytes - 1) / kCopyChunkBytes);
+  tensorflow::Shard(workers->num_threads, workers->workers, chunks, static_cast<int64_t>(kCopyChunkBytes),
+                    [dst, src, length](int64_t begin, int64_t end) {
+                      const uint64_t from = static_cast<uint64_t>(begin) * kCopyChunkBytes;
+                      const uint64_t to = std::min<uint64_t>(static_cast<uint64_t>(end) * kCopyChunkBytes, length);
+                      std::memcpy(dst + from, src + from, to - from);
+                    });
 }
 
 class UnpackBlobOp : public OpKernel {
@@ -209,7 +228,7 @@ class UnpackBlobOp : public OpKernel {
         for (int k = 0; k < first.rank; ++k) OP_REQUIRES_OK(ctx, shape.AddDimWithStatus(first.dims[k]));
         Tensor* out = nullptr;
         OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), shape, &out));
-        for (int64_t b = 0; b < batch; ++b) CopySection(*found[i][b], out, b * first.num_elements);
+        for (int64_t b = 0; b < batch; ++b) CopySection(ctx, *found[i][b], out, b * first.num_elements);
         continue;
       }
       // Ragged: values of all blobs concatenated; row splits shifted by the values before them.
@@ -243,7 +262,7 @@ class UnpackBlobOp : public OpKernel {
       for (int64_t b = 0; b < batch; ++b) {
         const BlobSection& s = *found[i][b];
         const BlobSection& sp = *splits[i][b];
-        CopySection(s, values, value_base * inner);
+        CopySection(ctx, s, values, value_base * inner);
         const int64_t rows = sp.dims[0] - 1;
         for (int64_t j = 1; j <= rows; ++j) rs(row_base + j) = value_base + LoadI64(sp.payload + 8 * j);
         row_base += rows;

@@ -400,3 +400,18 @@ def test_error_order_in_a_batch_is_format_first_then_name_major(ops, kind):
     assert "blob 2: section 'a': expected a section named 'a', got none (present: 'b')" in message
     message = error_of(fn, [ab, only_a, only_b], ["b", "a"], ["float64", "float64"])
     assert "blob 1: section 'b': expected a section named 'b', got none (present: 'a')" in message
+
+
+@pytest.mark.parametrize("kind", DECODERS)
+def test_large_payloads_decode_exactly(ops, kind):
+    """Payloads past the op's parallel-copy threshold (4 MB: copied in 1 MB chunks by worker
+    threads), not a multiple of the chunk size, alone and in a batch."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((9000, 131), dtype=np.float32)  # 4.7 MB
+    y = rng.integers(-(2**62), 2**62, size=(3, 250_001), dtype=np.int64)  # 6 MB
+    data = blob.pack({"x": x, "y": y})
+    gx, gy = decoder(ops, kind)(data, ["x", "y"], ["float32", "int64"])
+    assert gx.numpy().tobytes() == x.tobytes() and gy.numpy().tobytes() == y.tobytes()
+    other = blob.pack({"x": x[::-1].copy(), "y": -y})
+    (bx,) = decoder(ops, kind)([data, other], ["x"], ["float32"])
+    assert bx.numpy().tobytes() == np.stack([x, x[::-1]]).tobytes()
