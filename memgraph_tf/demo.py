@@ -49,12 +49,13 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def run(dataset: str = "cora", workdir: str | os.PathLike | None = None, *, steps: int = 200,
+def run(dataset: str = "cora", workdir: str | os.PathLike | None = None, *, steps: int | None = None,
         seed: int = 0, classify_count: int = 64) -> dict:
     """Runs the demo and returns its figures (accuracies, agreement, timings)."""
     import numpy as np
 
     from memgraph_tf.client import EmbeddedSource, evaluate, predict, predict_and_write, train_graphsage
+    from memgraph_tf.client.graphsage import PLANETOID_RECIPE
     from memgraph_tf.embedded import EmbeddedGraph
     from memgraph_tf.serving import ModelServer, ServingClient, classify_nodes, export_bundle, start_server
 
@@ -74,12 +75,14 @@ def run(dataset: str = "cora", workdir: str | os.PathLike | None = None, *, step
     t0 = time.perf_counter()
     num_classes = 1 + max(int(graph.get_property(n, "label")) for n in splits["train"] + splits["val"])
     class_names = [f"class_{i}" for i in range(num_classes)]
-    result = train_graphsage(source, splits["train"], splits["val"], fanouts=(10, 10), hidden_units=64,
-                             steps=steps, seed=seed, class_names=class_names)
+    recipe = dict(PLANETOID_RECIPE)
+    if steps is not None:
+        recipe["steps"] = steps
+    result = train_graphsage(source, splits["train"], splits["val"], seed=seed, class_names=class_names, **recipe)
     model = result.model
-    test = evaluate(model, source, splits["test"], feature_cache=result.feature_cache, seed=seed)
+    test = evaluate(model, source, splits["test"], feature_cache=result.feature_cache, seed=seed, draws=10)
     figures.update(val_accuracy=result.best_val_accuracy, test_accuracy=test["accuracy"])
-    _say(f"[2/5] trained GraphSAGE (fanouts 10,10) via tf_features blobs: best val acc "
+    _say(f"[2/5] trained GraphSAGE (fanouts {recipe['fanouts']}) via tf_features blobs: best val acc "
          f"{result.best_val_accuracy:.3f}, test acc {test['accuracy']:.3f} "
          f"({time.perf_counter() - t0:.1f} s)")
 
