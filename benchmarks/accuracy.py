@@ -19,8 +19,6 @@ import statistics
 import sys
 import time
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULT_ROOT = REPO_ROOT.parent / "shared" / "datasets" / "planetoid"
 
 
 def main() -> int:
@@ -30,7 +28,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="cora", choices=["cora", "citeseer"])
-    parser.add_argument("--root", default=str(DEFAULT_ROOT), help="folder with the ind.<name>.* files")
+    parser.add_argument("--root", default=None, help="folder with the ind.<name>.* files (default: memgraph_tf.datasets.planetoid_root)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=PLANETOID_RECIPE["steps"])
     parser.add_argument("--test-draws", type=int, default=5, help="neighbourhood samples averaged at test time")
@@ -41,6 +39,14 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s: %(message)s")
 
+    if args.root is None:
+        from memgraph_tf.datasets import planetoid_root
+
+        try:
+            args.root = str(planetoid_root(args.dataset))
+        except FileNotFoundError as exc:
+            print(exc, file=sys.stderr)
+            return 2
     if not (pathlib.Path(args.root) / f"ind.{args.dataset}.x").exists():
         print(f"Planetoid files not found under {args.root}", file=sys.stderr)
         return 2

@@ -23,26 +23,9 @@ import pathlib
 import tempfile
 import time
 
+from memgraph_tf.datasets import planetoid_root
+
 logger = logging.getLogger(__name__)
-
-
-def planetoid_root() -> pathlib.Path:
-    """Where the Planetoid files are: ``$MEMGRAPH_TF_DATASETS[/planetoid]`` or ``../shared/datasets/planetoid``."""
-    tried = []
-    env = os.environ.get("MEMGRAPH_TF_DATASETS")
-    candidates = []
-    if env:
-        candidates += [pathlib.Path(env) / "planetoid", pathlib.Path(env)]
-    repo = pathlib.Path(__file__).resolve().parent.parent
-    candidates.append(repo.parent / "shared" / "datasets" / "planetoid")
-    for c in candidates:
-        tried.append(str(c))
-        if (c / "ind.cora.x").exists():
-            return c
-    raise FileNotFoundError(
-        "Planetoid files: expected ind.cora.* in one of " + ", ".join(tried)
-        + "; set MEMGRAPH_TF_DATASETS to the directory holding planetoid/"
-    )
 
 
 def _say(message: str) -> None:
@@ -61,7 +44,7 @@ def run(dataset: str = "cora", workdir: str | os.PathLike | None = None, *, step
 
     figures: dict = {"dataset": dataset}
     t0 = time.perf_counter()
-    graph = EmbeddedGraph.from_planetoid(dataset, planetoid_root())
+    graph = EmbeddedGraph.from_planetoid(dataset, planetoid_root(dataset))
     source = EmbeddedSource(graph)
     splits: dict[str, list[int]] = {"train": [], "val": [], "test": []}
     for node in graph.nodes():

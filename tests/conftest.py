@@ -18,3 +18,14 @@ def repo_root() -> pathlib.Path:
 @pytest.fixture(scope="session")
 def golden_dir() -> pathlib.Path:
     return GOLDEN_DIR
+
+
+@pytest.fixture(scope="session")
+def planetoid_dir() -> pathlib.Path:
+    """The Planetoid files (see memgraph_tf.datasets); the test skips, saying where it looked, if absent."""
+    from memgraph_tf.datasets import planetoid_root
+
+    try:
+        return planetoid_root("cora")
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))

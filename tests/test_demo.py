@@ -25,6 +25,8 @@ def test_demo_runs_end_to_end_on_cora(tmp_path, capsys) -> None:
 
 def test_planetoid_root_error_lists_what_it_tried(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("MEMGRAPH_TF_DATASETS", str(tmp_path / "nowhere"))
-    monkeypatch.setattr(demo, "__file__", str(tmp_path / "pkg" / "demo.py"))
+    from memgraph_tf import datasets
+
+    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "pkg" / "datasets.py"))
     with pytest.raises(FileNotFoundError, match=r"expected ind\.cora\.\* in one of .*nowhere/planetoid, .*nowhere, "):
-        demo.planetoid_root()
+        datasets.planetoid_root()

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pathlib
 
 import pytest
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLANETOID_DIR = REPO_ROOT.parent / "shared" / "datasets" / "planetoid"
 
 
 @pytest.fixture(scope="session")
@@ -35,12 +32,6 @@ def bolt_source(arcadedb_server):
     finally:
         source.close()
 
-
-@pytest.fixture(scope="session")
-def planetoid_dir() -> pathlib.Path:
-    if not (PLANETOID_DIR / "ind.cora.x").exists():
-        pytest.skip(f"Planetoid datasets not found beside the repository ({PLANETOID_DIR})")
-    return PLANETOID_DIR
 
 
 @pytest.fixture(scope="session")

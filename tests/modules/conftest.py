@@ -9,8 +9,6 @@ import sys
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-REPO_ROOT = HERE.parent.parent
-DATASETS = REPO_ROOT.parent / "shared" / "datasets"
 
 
 def load_cases():
@@ -30,8 +28,5 @@ def embedded_runner():
 
 
 @pytest.fixture(scope="session")
-def planetoid_root() -> pathlib.Path:
-    root = DATASETS / "planetoid"
-    if not (root / "ind.cora.graph").exists():
-        pytest.skip(f"Planetoid files not found under {root} (expected beside the repository)")
-    return root
+def planetoid_root(planetoid_dir) -> pathlib.Path:
+    return planetoid_dir

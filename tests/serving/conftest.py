@@ -7,8 +7,6 @@ import pathlib
 import numpy as np
 import pytest
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-DATASETS = REPO_ROOT.parent / "shared" / "datasets"
 
 TOY_LABELS = ["cold", "hot"]
 

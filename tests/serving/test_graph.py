@@ -111,7 +111,7 @@ def test_node_ids_without_a_graph_are_a_clear_400(exported):
                 c.classify([{"node_id": 1}])
 
 
-def test_embedded_cora_graph_source(tmp_path, repo_root):
+def test_embedded_cora_graph_source(tmp_path, planetoid_dir):
     """`--graph embedded:DIR/cora`: the unchanged query modules in process feed :classify."""
     import tensorflow as tf
 
@@ -119,9 +119,7 @@ def test_embedded_cora_graph_source(tmp_path, repo_root):
     from memgraph_tf.serving.export import export_bundle
     from memgraph_tf.serving.server import ModelServer, open_graph_source, start_server
 
-    cora = repo_root.parent / "shared" / "datasets" / "planetoid" / "cora"
-    if not (cora.parent / "ind.cora.graph").exists():
-        pytest.skip(f"Planetoid Cora not found under {cora.parent}")
+    cora = planetoid_dir / "cora"
     options = {"seed": 1}
     model = GraphSAGE([3, 2], 1433, 7, hidden_units=8, class_names=[f"c{i}" for i in range(7)])
     info = export_bundle(model, tmp_path, "cora", 1, use_op=False, sample_options=options)
