@@ -140,7 +140,7 @@ def byte(b: bytes, off: int, v: int) -> bytes:
 def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
     small = build(VALID["small_mixed"][1])  # 3 sections: table 32..416, payloads from 416
     E0, E1, E2 = 32, 160, 288
-    P0 = 416  # ids: 16 bytes -> 416..432; x: 16 bytes -> 432..448; tag: 24+3 bytes -> 448..475, pad to 480
+    # payloads from 416: ids: 16 bytes -> 416..432; x: 16 bytes -> 432..448; tag: 24+3 bytes -> 448..475, pad to 480
     assert len(small) == 480
     mixed = build(VALID["all_dtypes"][1])
     rag = build(VALID["ragged"][1])
