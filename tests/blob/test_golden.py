@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -70,9 +71,8 @@ def test_reader_decodes_golden_values(path: pathlib.Path) -> None:
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
 def test_invalid_vectors_rejected_with_spec_message(path: pathlib.Path) -> None:
     doc, data = _load(path)
-    with pytest.raises(blob.BlobFormatError) as info:
+    with pytest.raises(blob.BlobFormatError, match=re.escape(doc["error"])):
         blob.unpack(data)
-    assert doc["error"] in str(info.value)
 
 
 @pytest.mark.parametrize("path", VALID, ids=lambda p: p.stem)
