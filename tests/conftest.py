@@ -29,3 +29,15 @@ def planetoid_dir() -> pathlib.Path:
         return planetoid_root("cora")
     except FileNotFoundError as exc:
         pytest.skip(str(exc))
+
+
+
+@pytest.fixture(scope="session")
+def arcadedb_server():
+    """A real ArcadeDB server (own process, Bolt on 127.0.0.1, random ports, database ``g``) shared
+    by the session; skips when arcadedb-embedded is not installed."""
+    pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed")
+    from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
+
+    with ArcadeDBServerProcess() as server:
+        yield server

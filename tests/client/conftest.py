@@ -2,23 +2,7 @@
 
 from __future__ import annotations
 
-
 import pytest
-
-
-
-@pytest.fixture(scope="session")
-def arcadedb_server():
-    """A real ArcadeDB server (Bolt on 127.0.0.1, random port, database ``g``) for the session."""
-    pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed")
-    from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
-
-    server = ArcadeDBServerProcess()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -18,15 +18,12 @@ OPTIONS = {"id_property": "id", "seed": 3, "low_degree": "pad"}
 
 @pytest.fixture(scope="module")
 def arcadedb():
+    """A server of this module's own: its graph must not meet the client suite's."""
     pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed")
     from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
 
-    server = ArcadeDBServerProcess()
-    server.start()
-    try:
+    with ArcadeDBServerProcess() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
