@@ -92,6 +92,42 @@ def test_abort_is_honoured(embedded_runner):
     assert embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
 
 
+class _AbortFrom:
+    """An abort flag for ``EmbeddedGraph.request_abort`` that counts how often the procedure checks it
+    (each ``ctx.check_must_abort()`` reads it once) and reads true from check number ``at`` on."""
+
+    def __init__(self, at=None):
+        self.at = at
+        self.checks = 0
+
+    def __bool__(self):
+        self.checks += 1
+        return self.at is not None and self.checks >= self.at
+
+
+@pytest.mark.parametrize(
+    "procedure, args, min_checks",
+    [
+        # one call over 3,001 nodes: resolving ids and reading properties check every 256 nodes
+        ("tf_features.pack", (list(range(3001)), ["f"], {}), 2 * 3001 // 256),
+        # one seed whose 3,000 neighbours are walked and read: the checks come from inside sampling
+        ("tf_features.sample", ([0], [2000], ["f"], {"seed": 1}), 3000 // 256),
+        ("tf_features.sample_per_node", ([0], [2000], ["f"], {"seed": 1}), 3000 // 256),
+    ],
+)
+def test_long_loops_check_for_abort(embedded_runner, procedure, args, min_checks):
+    embedded_runner.build(cases.star_graph(3000))
+    counter = _AbortFrom()
+    embedded_runner.graph.request_abort(counter)
+    assert embedded_runner.call(procedure, *args)
+    total = counter.checks
+    assert total >= min_checks, f"{procedure} checked for abort only {total} times"
+    # an abort that arrives at the last check, late in the work, still stops the procedure
+    embedded_runner.graph.request_abort(_AbortFrom(at=total))
+    with pytest.raises(embedded_runner.error_type, match=rf"{procedure}: AbortError"):
+        embedded_runner.call(procedure, *args)
+
+
 def test_module_file_is_thin_and_imports_only_what_memgraph_has():
     import ast
 
