@@ -111,7 +111,8 @@ def run_sample_per_node(ctx: Any, seeds: Any, fanouts: Any, properties: Any, opt
 
 def run_describe(ctx: Any, properties: Any, options: Any) -> dict[str, Any]:
     """``tf_features.describe``: the layout pack/sample produce for ``properties`` (inspecting the
-    first node, with ``options.label`` if given, that has all of them)."""
+    first node, with ``options.label`` if given, that has all of them and, with
+    ``options.id_property``, an id)."""
     opts = parse_options("describe", options)
     names = core.check_names(properties)
     access = MgpGraphAccess(ctx, opts)

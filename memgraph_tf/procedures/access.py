@@ -207,16 +207,19 @@ class MgpGraphAccess:
 
     def first_node_with(self, names: Sequence[str]) -> int:
         """The key of the first vertex (in graph order, with ``options.label`` if set) having all
-        ``names``; raises :class:`PropertyValueError` when there is none."""
+        ``names`` and, with ``options.id_property``, an id (a node pack/sample can be asked for by
+        id); raises :class:`PropertyValueError` when there is none."""
+        required = list(names) + ([self._id_property] if self._id_property is not None else [])
         for i, vertex in enumerate(self._graph.vertices):
             if i % ABORT_CHECK_EVERY == 0:
                 self._ctx.check_must_abort()
             if self._label is not None and not any(l.name == self._label for l in vertex.labels):
                 continue
             props = vertex.properties
-            if all(props.get(name) is not None for name in names):
+            if all(props.get(name) is not None for name in required):
                 return self._register(vertex)
         scope = f"no :{self._label} node" if self._label else "no node"
+        with_id = "" if self._id_property is None else f" and options.id_property {self._id_property!r}"
         raise PropertyValueError(
-            f"properties: expected a node having all of {list(names)!r}, got {scope} with all of them"
+            f"properties: expected a node having all of {list(names)!r}{with_id}, got {scope} with all of them"
         )

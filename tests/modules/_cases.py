@@ -504,6 +504,18 @@ def describe_pack_and_sample_layouts(r: Runner) -> None:
     assert {k: (str(v.dtype), [-1] + list(v.shape[1:])) for k, v in out.items()} == sections
 
 
+@case
+def describe_with_id_property_inspects_a_node_that_has_an_id(r: Runner) -> None:
+    # the first node with 'f' has no id: pack/sample by id can never reach it, so describe must not
+    # inspect it (nor fail on it); it describes what pack by id really produces
+    spec = GraphSpec([(["P"], {"f": [1.0, 2.0, 3.0]}), (["P"], {"f": [4.0, 5.0], "pid": 7})], [])
+    r.build(spec)
+    [row] = r.call("tf_features.describe", ["f"], {"id_property": "pid"})
+    assert row["feature_width"] == 2
+    [packed] = r.call("tf_features.pack", [7], ["f"], {"id_property": "pid"})
+    assert decode(packed)["features"].shape == (1, row["feature_width"])
+
+
 # --------------------------------------------------------------------------------------------
 # Error cases: (graph, procedure, args, expected message fragment as a function of the runner)
 # --------------------------------------------------------------------------------------------
@@ -658,5 +670,9 @@ ERROR_CASES: dict[str, ErrorCase] = {
     "describe_no_node_has_properties": (
         small_graph, "tf_features.describe", (["f", "nope"], {}),
         lambda r: "properties: expected a node having all of ['f', 'nope'], got no node with all of them",
+    ),
+    "describe_no_node_has_properties_and_id": (
+        small_graph, "tf_features.describe", (["f"], {"id_property": "nope", "label": "Author"}),
+        lambda r: "properties: expected a node having all of ['f'] and options.id_property 'nope', got no :Author node with all of them",
     ),
 }
