@@ -173,19 +173,24 @@ class EmbeddedGraph:
                     if len(parts) < 2:
                         raise ValueError(f"{os.fspath(edges)}:{lineno}: expected 'src dst', got {line.strip()!r}")
                     try:
-                        pairs.append((int(parts[0]), int(parts[1])))
+                        pair = (int(parts[0]), int(parts[1]))
                     except ValueError:
                         raise ValueError(
                             f"{os.fspath(edges)}:{lineno}: expected two integer node ids, got {line.strip()!r}"
                         ) from None
+                    if min(pair) < 0:
+                        raise ValueError(f"{os.fspath(edges)}:{lineno}: expected node ids >= 0, got {line.strip()!r}")
+                    pairs.append(pair)
         else:
             pairs = [(int(a), int(b)) for a, b in edges]
         biggest = max((max(a, b) for a, b in pairs), default=-1)
         n = biggest + 1 if num_nodes is None else num_nodes
         if n <= biggest:
             raise ValueError(f"num_nodes: expected > {biggest} (the largest id in edges), got {num_nodes}")
-        if min((min(a, b) for a, b in pairs), default=0) < 0:
-            raise ValueError("edges: expected node ids >= 0, got a negative id")
+        negative = next(((k, a, b) for k, (a, b) in enumerate(pairs) if a < 0 or b < 0), None)
+        if negative is not None:
+            k, a, b = negative
+            raise ValueError(f"edges[{k}]: expected node ids >= 0, got ({a}, {b})")
         node_properties = node_properties or {}
         for name, values in node_properties.items():
             if len(values) != n:

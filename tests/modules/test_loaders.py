@@ -98,3 +98,8 @@ def test_edge_list_errors(tmp_path):
         EmbeddedGraph.from_edge_list([(0, 5)], num_nodes=3)
     with pytest.raises(ValueError, match=r"node_properties\['f'\]: expected 6 values \(one per node\), got 2"):
         EmbeddedGraph.from_edge_list([(0, 5)], node_properties={"f": [1, 2]})
+    with pytest.raises(ValueError, match=r"edges\[1\]: expected node ids >= 0, got \(2, -1\)"):
+        EmbeddedGraph.from_edge_list([(0, 1), (2, -1)])
+    path.write_text("0 1\n# negative\n-3 1\n")
+    with pytest.raises(ValueError, match=r"bad.txt:3: expected node ids >= 0, got '-3 1'"):
+        EmbeddedGraph.from_edge_list(path)
