@@ -507,10 +507,12 @@ def _fallback() -> Any:
 class CypherGraphAccess:
     """The procedures' graph-access protocol over plain parameterised Cypher on a :class:`BoltSource`.
 
-    Keys are the values of ``options.id_property`` (looked up among ``:options.label`` nodes when
-    given), or the server's ``id(n)`` without it. Properties and neighbours are fetched in batches
-    with ``UNWIND``; the packing code sorts and deduplicates neighbours itself, so the blob does not
-    depend on the order the server returns rows in.
+    Keys are the values of ``options.id_property`` (seeds looked up among ``:options.label`` nodes
+    when given), or the server's ``id(n)`` without it. As in the query module, a key stands for the
+    very node it was found on -- a seed, or a neighbour reached over an edge, with or without the
+    label -- so properties and neighbours are fetched by internal id, and two nodes met under the
+    same key are an error. Fetches are batched with ``UNWIND``; the packing code sorts and
+    deduplicates neighbours itself, so the blob does not depend on the order the server returns rows in.
     """
 
     def __init__(self, source: BoltSource, options: Any) -> None:
@@ -518,6 +520,7 @@ class CypherGraphAccess:
         self._id_property = options.id_property
         self._label = options.label
         self._node = f"(n:{_quote_name(self._label, 'options.label')})" if self._label else "(n)"
+        self._internal: dict[int, Any] = {}  # key -> the server's id(n) of the node it stands for
 
     @classmethod
     def factory(cls, source: BoltSource) -> Callable[[Any], "CypherGraphAccess"]:
@@ -540,19 +543,39 @@ class CypherGraphAccess:
     def _match(self) -> str:
         return f"MATCH {self._node} WHERE {self._key('n')} = k"
 
+    def _rows(self, keys: Sequence[int]) -> list[dict[str, Any]]:
+        """``{"key", "internal"}`` per distinct key: the node each key stands for."""
+        if self._id_property is None:
+            return [{"key": k, "internal": k} for k in dict.fromkeys(keys)]
+        return [{"key": k, "internal": self._internal[k]} for k in dict.fromkeys(keys)]
+
+    def _register(self, key: int, internal: Any) -> None:
+        seen = self._internal.setdefault(key, internal)
+        if seen != internal:
+            raise GraphDataError(
+                f"options.id_property: expected unique ids, got {self._id_property} = {key} on the "
+                f"nodes with internal ids {seen} and {internal}"
+            )
+
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
         columns = ", ".join(f"n.{_quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names))
-        query = f"UNWIND $keys AS k {self._match()} RETURN k AS key" + (f", {columns}" if columns else "")
-        rows = self._source.read(query, {"keys": list(keys)})
+        query = ("UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal RETURN row.key AS key"
+                 + (f", {columns}" if columns else ""))
+        rows = self._source.read(query, {"rows": self._rows(keys)})
         by_key = {row["key"]: [row[f"p{i}"] for i in range(len(names))] for row in rows}
+        missing = [k for k in keys if k not in by_key]
+        if missing:
+            raise GraphDataError(
+                f"{self.node_name(missing[0])}: expected the node to exist, got none (deleted while packing?)"
+            )
         return [by_key[k] for k in keys]
 
     def neighbours(self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str) -> list[list[int]]:
         pattern = {"out": "-[r]->", "in": "<-[r]-", "both": "-[r]-"}[direction]
         where = "" if edge_types is None else " AND type(r) IN $types"
-        query = (f"UNWIND $keys AS k MATCH {self._node}{pattern}(m) WHERE {self._key('n')} = k{where} "
-                 f"RETURN k AS key, {self._key('m')} AS nbr, id(m) AS internal")
-        rows = self._source.read(query, {"keys": list(keys), "types": list(edge_types or [])})
+        query = (f"UNWIND $rows AS row MATCH (n){pattern}(m) WHERE id(n) = row.internal{where} "
+                 f"RETURN row.key AS key, {self._key('m')} AS nbr, id(m) AS internal")
+        rows = self._source.read(query, {"rows": self._rows(keys), "types": list(edge_types or [])})
         found: dict[int, list[int]] = {k: [] for k in keys}
         for row in rows:
             nbr = row["nbr"]
@@ -562,6 +585,8 @@ class CypherGraphAccess:
                     f"node {row['internal']} property {self._id_property!r} (options.id_property): "
                     f"expected an integer id, got {what}"
                 )
+            if self._id_property is not None:
+                self._register(nbr, row["internal"])
             found[row["key"]].append(nbr)
         return [found[k] for k in keys]
 
@@ -592,6 +617,8 @@ class CypherGraphAccess:
                     f"options.id_property: expected unique ids, got {self._id_property} = {node} on the "
                     f"nodes with internal ids {a} and {b}"
                 )
+            if self._id_property is not None:
+                self._register(node, row["internal"][0])
         return list(nodes)
 
 

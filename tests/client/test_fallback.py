@@ -138,3 +138,51 @@ def test_missing_procedures_detected_once(arcadedb_server, twin_graphs, caplog):
         assert second == twin_graphs[0].sample_blob([ID_OFFSET], [2], ["feat"], {**OPTIONS, "seed": 1})
         notes = [r.getMessage() for r in caplog.records if "procedures are missing" in r.getMessage()]
         assert len(notes) == 1 and "packing blobs on the client from plain Cypher" in notes[0]
+
+
+@pytest.fixture(scope="module")
+def mixed_label_graphs(bolt_source):
+    """Seeds are :FbPaper nodes; some of their neighbours are :FbAuthor nodes (outside options.label).
+    A second component has an author whose id equals a paper's id (5 -> author 6, paper 6)."""
+    papers = [{"id": i, "f": [float(i), -float(i)]} for i in (1, 2, 3, 4, 5, 6)]
+    authors = [{"id": i, "f": [0.5 * i, 1.0]} for i in (100, 101, 6)]
+    edges = [(("P", 1), ("P", 2)), (("P", 1), ("A", 100)), (("P", 2), ("A", 100)), (("A", 100), ("P", 3)),
+             (("A", 101), ("P", 4)), (("P", 3), ("A", 101)), (("P", 5), ("A", 6))]
+    embedded = EmbeddedGraph()
+    internal = {}
+    for kind, label, rows in (("P", "FbPaper", papers), ("A", "FbAuthor", authors)):
+        for props in rows:
+            internal[(kind, props["id"])] = embedded.add_node([label], props)
+    for a, b in edges:
+        embedded.add_edge(internal[a], internal[b], "WROTE")
+    bolt_source.write("MATCH (n:FbPaper) DETACH DELETE n")
+    bolt_source.write("MATCH (n:FbAuthor) DETACH DELETE n")
+    bolt_source.write("UNWIND $rows AS r CREATE (:FbPaper {id: r.id, f: r.f})", {"rows": papers})
+    bolt_source.write("UNWIND $rows AS r CREATE (:FbAuthor {id: r.id, f: r.f})", {"rows": authors})
+    label = {"P": "FbPaper", "A": "FbAuthor"}
+    for (ka, a), (kb, b) in edges:
+        bolt_source.write(f"MATCH (x:{label[ka]} {{id: $a}}), (y:{label[kb]} {{id: $b}}) CREATE (x)-[:WROTE]->(y)",
+                          {"a": a, "b": b})
+    return EmbeddedSource(embedded), bolt_source
+
+
+def test_neighbours_outside_the_label_same_bytes(mixed_label_graphs):
+    embedded, bolt = mixed_label_graphs
+    opts = {"id_property": "id", "label": "FbPaper", "seed": 2}
+    for direction in ("out", "both"):
+        o = {**opts, "direction": direction}
+        expected = embedded.sample_blob([1, 2, 4], [2, 2], ["f"], o)
+        assert bolt.sample_blob([1, 2, 4], [2, 2], ["f"], o) == expected
+    # two hops out of paper 1 go through author 100 (no :FbPaper label) to paper 3
+    sections = blob.unpack(embedded.sample_blob([1], [3, 3], ["f"], {**opts, "direction": "out", "replace": True}))
+    assert 100 in sections["ids_1"] and 3 in sections["ids_2"]
+    assert bolt.sample_blob([1], [3, 3], ["f"], {**opts, "direction": "out", "replace": True}) == \
+        embedded.sample_blob([1], [3, 3], ["f"], {**opts, "direction": "out", "replace": True})
+
+
+def test_one_id_on_two_met_nodes_is_an_error_on_both(mixed_label_graphs):
+    embedded, bolt = mixed_label_graphs
+    opts = {"id_property": "id", "label": "FbPaper", "seed": 2, "direction": "out"}
+    for source in (embedded, bolt):
+        with pytest.raises(GraphDataError, match=r"options\.id_property: expected unique ids, got id = 6 on the nodes with internal ids"):
+            source.sample_blob([6, 5], [2], ["f"], opts)
