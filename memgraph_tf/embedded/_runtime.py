@@ -157,13 +157,25 @@ class Store:
 
 
 def store_value(value: Any, where: str) -> Any:
-    """A property value as stored (lists become tuples); refuses what Memgraph cannot store."""
-    if value is None or isinstance(value, (bool, str, float)):
+    """A property value as stored (lists become tuples); refuses what Memgraph cannot store.
+
+    Subclasses of ``float``, ``str`` and ``int`` (``numpy.float64``, ``numpy.str_``) are stored as
+    the plain type, as Memgraph stores a double, string or integer: procedures never see them.
+    """
+    if value is None or type(value) in _SCALARS:
+        if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+            raise ValueConversionError(f"{where}: expected an int64, got {value!r} (out of range)")
         return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValueConversionError(f"{where}: expected an int64, got {value!r} (out of range)")
-        return value
+        return int(value)
     if isinstance(value, (list, tuple)):
         items = [store_value(v, where) for v in value]
         if all(type(v) in _SCALARS for v in items):

@@ -202,6 +202,8 @@ def test_graph_api_errors():
 
     with pytest.raises(ValueConversionError, match=r"property 'x': Unsupported PyObject conversion of bytes"):
         g.set_property(a, "x", b"raw")
+    with pytest.raises(ValueConversionError, match=r"property 'x': expected an int64, got 9223372036854775808"):
+        g.set_property(a, "x", [1, 2**63])
     g.set_property(a, "x", None)
     assert g.get_property(a, "x", "gone") == "gone"
     assert g.labels(a) == ["L"]
@@ -227,3 +229,13 @@ def test_mgp_imported_first_over_the_stub_is_rebound():
     g = EmbeddedGraph()
     g.add_node([], {"f": 1.0})
     assert g.call("tf_features.pack", [0], ["f"])[0]["count"] == 1
+
+
+def test_numpy_scalar_subclasses_are_stored_as_plain_values():
+    # numpy.float64 / numpy.str_ subclass float / str: Memgraph stores a double / string, so a
+    # procedure reading the property back gets the plain Python type (numpy.float32 is refused above)
+    g = EmbeddedGraph(modules=[])
+    g.add_node([], {"x": np.float64(1.5), "v": [np.float64(2.5), 3], "s": np.str_("a")})
+    assert type(g.get_property(0, "x")) is float and g.get_property(0, "x") == 1.5
+    assert [type(v) for v in g.get_property(0, "v")] == [float, int]
+    assert type(g.get_property(0, "s")) is str
