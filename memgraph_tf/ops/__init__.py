@@ -70,7 +70,7 @@ def _normalize_args(
     out_dtypes = []
     for d in dtypes:
         key = d.name if isinstance(d, tf.DType) else d
-        if key not in DTYPES:
+        if not isinstance(key, str) or key not in DTYPES:
             raise ValueError(f"dtypes: expected one of {sorted(DTYPES)} or the tf.DType, got {d!r}")
         out_dtypes.append(DTYPES[key])
     if isinstance(ragged, str):
@@ -110,6 +110,9 @@ def unpack_blob(
         attr_shapes = [tf.TensorShape(s) for s in shapes]
     module = load_library()
     blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
+    if blobs.shape.rank is not None and blobs.shape.rank > 1:
+        raise ValueError(
+            f"blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape {blobs.shape}")
     tf_dtypes = [tf.as_dtype(d) for d in blob_dtypes]  # blob dtype names are TF's names
     num_ragged = sum(ragged_flags)
     values, row_splits, batch_splits = module.memgraph_tf_unpack_blob(

@@ -280,8 +280,19 @@ def test_argument_errors_name_the_parameter(ops, kind):
         fn(data, ["x"], ["float16"])
     with pytest.raises(ValueError, match=r"ragged: expected names among \['x'\], got \['y'\]"):
         fn(data, ["x"], ["float64"], ragged=["y"])
-    with pytest.raises((ValueError, tf.errors.InvalidArgumentError), match=r"blobs: expected a scalar or a vector"):
+    with pytest.raises(ValueError, match=r"dtypes: expected one of \[.*'float32'.*\] or the tf.DType, got \[1\]"):
+        fn(data, ["x"], [[1]])
+    with pytest.raises(ValueError, match=r"names: expected each name once, got \['x', 'x'\]"):
+        fn(data, ["x", "x"], ["float64", "float64"])
+    with pytest.raises(ValueError, match=r"names: expected non-empty str section names, got 3"):
+        fn(data, [3], ["float64"])
+    with pytest.raises(ValueError, match=r"shapes: expected 1 entries \(one per name\), got 2"):
+        fn(data, ["x"], ["float64"], shapes=[[1], [2]])
+    rank2 = r"blobs: expected a scalar or a vector of blobs \(rank 0 or 1\), got shape \(1, 1\)"
+    with pytest.raises(ValueError, match=rank2):
         fn(tf.constant([[data]]), ["x"], ["float64"])
+    with pytest.raises(ValueError, match=rank2):  # the same when traced
+        tf.function(lambda b: fn(b, ["x"], ["float64"]))(tf.constant([[data]]))
     message = error_of(fn, tf.constant([], tf.string), ["x"], ["float64"])
     assert "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector" in message
     graph_fn = tf.function(lambda b: fn(b, ["x"], ["float64"]), input_signature=[tf.TensorSpec([None], tf.string)])
