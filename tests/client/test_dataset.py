@@ -97,6 +97,20 @@ def test_null_is_an_error_naming_column_row_and_value(bolt_source, items):
         list(ds.rows())
 
 
+def test_row_numbers_count_across_fetched_chunks(bolt_source, items):
+    xs = [float(i) for i in range(11)]
+    xs[7] = None
+    ds = OpenCypherDataset(bolt_source, "UNWIND $xs AS x RETURN x AS score", {"score": tf.float64}, {"xs": xs},
+                           fetch_size=3)
+    with pytest.raises(NullValueError, match=r"column 'score' row 7: expected a number for float64, got null"):
+        list(ds.rows())
+    seen = []
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"column 'score' row 7: expected a number for float64, got null"):
+        for value in ds:
+            seen.append(float(value["score"]))
+    assert seen == xs[:6]  # the chunks before the bad one (rows 0-5) arrived intact
+
+
 def test_wrong_type_is_an_error(bolt_source, items):
     ds = OpenCypherDataset(bolt_source, "MATCH (n:DsItem) RETURN n.name AS name ORDER BY n.id", {"name": tf.int64})
     with pytest.raises(ValueTypeError, match=r"column 'name' row 0: expected an integer for int64, got str 'node-0-é'"):
