@@ -727,15 +727,15 @@ def _to_python(value: Any, ctx: CallContext, mgp: Any) -> Any:
 
 def from_python(value: Any, where: str, store: Store) -> Any:
     """Memgraph's conversion of a procedure's result value; refuses what Memgraph refuses."""
-    if value is None or isinstance(value, (bool, str)):
-        if isinstance(value, str) and "\x00" in value:
-            # Memgraph hands strings over as C strings: everything after a NUL is lost.
-            return value.split("\x00", 1)[0]
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):  # a subclass (numpy.str_) arrives as a plain string
+        # Memgraph hands strings over as C strings: everything after a NUL is lost.
+        return str(value).split("\x00", 1)[0]
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise ResultConversionError(f"{where}: int {value} does not fit in int64 (overflow)")
-        return value
+        return int(value)
     if isinstance(value, float):  # includes numpy.float64, a float subclass, as in Memgraph
         return float(value)
     if isinstance(value, (list, tuple)):

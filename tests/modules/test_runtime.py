@@ -30,6 +30,7 @@ PROBE = textwrap.dedent(
             "np_int64": np.int64(3),
             "np_float32": np.float32(1.5),
             "np_float64": np.float64(2.5),
+            "np_str": np.str_("s"),
             "np_array": np.arange(3),
             "np_bool": np.bool_(True),
             "overflow": 2**63,
@@ -124,6 +125,8 @@ def test_unsupported_result_values_are_refused(graph, what, type_name):
 def test_convertible_result_values(graph):
     assert graph.call("probe.give", "np_float64") == [{"value": 2.5}]
     assert type(graph.call("probe.give", "np_float64")[0]["value"]) is float
+    assert graph.call("probe.give", "np_str") == [{"value": "s"}]
+    assert type(graph.call("probe.give", "np_str")[0]["value"]) is str
     assert graph.call("probe.give", "int") == [{"value": 2**63 - 1}]
     assert graph.call("probe.give", "tuple") == [{"value": [1, "a", [2.5]]}]
     assert graph.call("probe.give", "vertex") == [{"value": NodeRef(graph._store, 1)}]
