@@ -671,6 +671,16 @@ ERROR_CASES: dict[str, ErrorCase] = {
         small_graph, "tf_features.describe", (["f", "nope"], {}),
         lambda r: "properties: expected a node having all of ['f', 'nope'], got no node with all of them",
     ),
+    "id_property_missing_on_sampled_neighbour": (
+        lambda: GraphSpec([(["P"], {"f": [1.0], "pid": 5}), (["Q"], {"f": [2.0]})], [(0, 1, "E")]),
+        "tf_features.sample", ([5], [1], ["f"], {"id_property": "pid", "label": "P", "seed": 1}),
+        lambda r: f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got no value",
+    ),
+    "id_property_not_an_integer": (
+        lambda: GraphSpec([(["P"], {"f": [1.0], "pid": 5}), (["P"], {"f": [2.0], "pid": "six"})], []),
+        "tf_features.pack", ([5], ["f"], {"id_property": "pid"}),
+        lambda r: f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got str 'six'",
+    ),
     "describe_no_node_has_properties_and_id": (
         small_graph, "tf_features.describe", (["f"], {"id_property": "nope", "label": "Author"}),
         lambda r: "properties: expected a node having all of ['f'] and options.id_property 'nope', got no :Author node with all of them",
