@@ -134,3 +134,45 @@ def test_a_copy_of_the_library_loaded_first_still_gives_a_working_op(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[1.5, -2.0]"
     assert "already registered by another copy of the op library" in proc.stderr
+
+
+def test_library_path_changes_with_the_sources(tmp_path, monkeypatch):
+    """The cache key covers the C++ sources: an edited source gets a fresh folder (a stale build is
+    never loaded for new sources)."""
+    before = _loader.library_path(tmp_path)
+    cc = tmp_path / "cc"
+    shutil.copytree(_loader.CC_DIR, cc)
+    monkeypatch.setattr(_loader, "CC_DIR", cc)
+    assert _loader.library_path(tmp_path) == before  # same bytes, same key
+    (cc / "blob_reader.h").write_text((cc / "blob_reader.h").read_text() + "\n// edited\n")
+    after = _loader.library_path(tmp_path)
+    assert after.parent != before.parent and after.parent.name.startswith(f"tf{tf.__version__}-")
+
+
+def test_load_failure_says_what_was_tried_and_what_to_do(tmp_path):
+    """A cached library that TensorFlow cannot load (here: not an ELF file) gives an OpLibraryError
+    listing the build used, tf.load_op_library's error, the TF version found and needed, and the
+    remedy; never a bare NotFoundError."""
+    script = textwrap.dedent(
+        """
+        from memgraph_tf.ops import _loader
+        target = _loader.library_path()
+        target.parent.mkdir(parents=True)
+        target.write_bytes(b"not a shared library")
+        try:
+            _loader.load_library()
+        except _loader.OpLibraryError as exc:
+            print("ERROR<<" + str(exc) + ">>")
+        """
+    )
+    env = {**os.environ, "MEMGRAPH_TF_OP_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ERROR<<" in proc.stdout, f"no OpLibraryError: {proc.stdout[-2000:]}"
+    message = proc.stdout.split("ERROR<<", 1)[1].rsplit(">>", 1)[0]
+    target = next(tmp_path.rglob("_memgraph_tf_ops.so"))
+    assert message.startswith("cannot load the op library.\nTried:\n")
+    assert f"  - build: {target}" in message
+    assert f"tf.load_op_library('{target}') failed: " in message
+    assert f"TensorFlow found: {tf.__version__}; needed: 2.21.*" in message
+    assert f"What to do: rebuild it with `memgraph-tf build-ops --force` (or delete {target.parent})" in message
