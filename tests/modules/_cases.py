@@ -681,6 +681,18 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack", ([5], ["f"], {"id_property": "pid"}),
         lambda r: f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got str 'six'",
     ),
+    "empty_property_name": (
+        small_graph, "tf_features.pack", ([I(0)], ["f", ""], {}),
+        lambda r: "properties[1]: expected a non-empty property name, got str ''",
+    ),
+    "describe_bad_fanouts": (
+        small_graph, "tf_features.describe", (["f"], {"fanouts": [3, 0]}),
+        lambda r: "options.fanouts[1]: expected an integer >= 1, got int 0",
+    ),
+    "describe_string_property_with_fanouts": (
+        small_graph, "tf_features.describe", (["f", "name"], {"fanouts": [3]}),
+        lambda r: "properties: expected numeric properties for sampling, got string property 'name'",
+    ),
     "describe_no_node_has_properties_and_id": (
         small_graph, "tf_features.describe", (["f"], {"id_property": "nope", "label": "Author"}),
         lambda r: "properties: expected a node having all of ['f'] and options.id_property 'nope', got no :Author node with all of them",
