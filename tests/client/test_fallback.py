@@ -186,3 +186,24 @@ def test_one_id_on_two_met_nodes_is_an_error_on_both(mixed_label_graphs):
     for source in (embedded, bolt):
         with pytest.raises(GraphDataError, match=r"options\.id_property: expected unique ids, got id = 6 on the nodes with internal ids"):
             source.sample_blob([6, 5], [2], ["f"], opts)
+
+
+def test_internal_ids_without_id_property(twin_graphs):
+    import numpy as np
+
+    _, bolt = twin_graphs
+    rows = bolt.read(f"MATCH (n:{LABEL}) RETURN id(n) AS internal, n.feat AS feat, n.id AS id ORDER BY n.id")
+    internal = [r["internal"] for r in rows]
+    ids = [internal[7], internal[0], internal[7]]
+    packed = blob.unpack(bolt.pack_blob(ids, ["feat"]))
+    assert packed["ids"].tolist() == ids
+    np.testing.assert_allclose(packed["features"], [rows[7]["feat"], rows[0]["feat"], rows[7]["feat"]], rtol=1e-6)
+    edges = bolt.read(f"MATCH (a:{LABEL})-[:CITES|LINKS]->(b:{LABEL}) RETURN id(a) AS a, id(b) AS b")
+    out = {i: {e["b"] for e in edges if e["a"] == i} for i in internal}
+    seeds = [internal[4], internal[N - 1]]  # node 4 has out-edges; node N-1 has none
+    sampled = blob.unpack(bolt.sample_blob(seeds, [3], ["feat"], {"seed": 1, "direction": "out"}))
+    first = [int(i) for i in sampled["ids_1"][0] if i >= 0]
+    assert first and set(first) <= out[internal[4]]
+    assert sampled["ids_1"][1].tolist() == [-1, -1, -1] and not out[internal[N - 1]]
+    with pytest.raises(GraphDataError, match=r"nodes\[0\]: unknown node id -5 \(no node has that internal id\)"):
+        bolt.pack_blob([-5], ["feat"])
