@@ -374,6 +374,13 @@ def _make_module_class():
                      config_text, labels_asset, config_asset):
             super().__init__(name="memgraph_tf_bundle")
             self.model = model
+            # Track the tf.Variables under Keras 3's keras.Variable wrappers too. Without this the
+            # SavedModel loads through tf.saved_model.load but not the TF1 way TF Serving (and
+            # saved_model_cli) load it -- session + restore op: the restore op fills other
+            # handles than the ones the signatures read, and every request fails with "Could not
+            # find variable dense/bias" (keras-team/keras#20095, tensorflow/serving#2250).
+            self.model_tf_variables = [
+                v if isinstance(v, tf.Variable) else v.value for v in model.variables]
             self.labels_asset = labels_asset
             self.config_asset = config_asset
             self._sections = dict(sections)

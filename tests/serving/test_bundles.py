@@ -294,3 +294,69 @@ def test_warmup_file_is_a_classify_request_the_bundle_answers(bundles, servers, 
             (row,) = c.classify([blob_bytes])
         assert [lbl for lbl, _ in row] == sage.classes
         assert abs(sum(s for _, s in row) - 1.0) < 1e-5
+
+
+def _run_like_tf_serving(version_dir, signature_name: str, value) -> dict:
+    """Run one signature the way tensorflow_model_server does (SavedModelBundle): a TF1 session,
+    the restore op fed with the variables path, then the signature's tensors by the names in its
+    SignatureDef -- not the TF2 object graph that tf.saved_model.load (and the local server) use."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with tf.compat.v1.Session(graph=graph) as sess:
+        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], str(version_dir))
+        sig = meta.signature_def[signature_name]
+        (in_info,) = sig.inputs.values()
+        names = sorted(sig.outputs)
+        fetched = sess.run([sig.outputs[k].name for k in names], {in_info.name: value})
+    return dict(zip(names, fetched))
+
+
+@pytest.mark.parametrize("use_op", KINDS)
+def test_bundle_runs_the_way_tf_serving_loads_it(bundles, node_data, sage, use_op):
+    """TF Serving's classifier.cc at run time: feed the serialized Examples to the "inputs"
+    tensor, then classes (DT_STRING) and scores (DT_FLOAT) must both be [number of examples, k];
+    the scores must be the Keras model's. The warmup record and predict run the same way."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    blobs, _, want = node_data
+    info = bundles[1][use_op]
+    serialized = []
+    for b in blobs:
+        ex = tf.train.Example()
+        ex.features.feature["blob"].bytes_list.value.append(b)
+        serialized.append(ex.SerializeToString())
+    out = _run_like_tf_serving(info.path, "classify", serialized)
+    assert out["classes"].dtype == object and out["scores"].dtype == np.float32
+    assert out["classes"].shape == out["scores"].shape == (N_NODES, len(sage.classes))
+    assert out["classes"].tolist() == [[c.encode() for c in sage.classes]] * N_NODES
+    np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)
+
+    out = _run_like_tf_serving(info.path, "serving_default", blobs)
+    np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)
+    assert out["class_ids"].tolist() == want.argmax(1).tolist()
+
+    (record,) = tf.data.TFRecordDataset(
+        str(info.path / "assets.extra" / "tf_serving_warmup_requests")).as_numpy_iterator()
+    req = prediction_log_pb2.PredictionLog.FromString(record).classify_log.request
+    warm = [ex.SerializeToString() for ex in req.input.example_list.examples]
+    out = _run_like_tf_serving(info.path, req.model_spec.signature_name, warm)
+    assert out["scores"].shape == (1, len(sage.classes))
+
+
+def test_graphsage_bundle_runs_the_way_tf_serving_loads_it(tmp_path, node_data, sage):
+    """The project's own (subclassed Keras) GraphSAGE, exported op-free for the stock image."""
+    import tensorflow as tf
+
+    from memgraph_tf.client.graphsage import GraphSAGE
+    from memgraph_tf.serving.export import export_bundle
+
+    blobs, feats, _ = node_data
+    model = GraphSAGE(list(sage.fanouts), sage.dim, len(sage.classes), hidden_units=8,
+                      class_names=sage.classes)
+    model.ensure_built()
+    want = tf.nn.softmax(model(feats, training=False)).numpy()
+    info = export_bundle(model, tmp_path, "sage", 1, use_op=False)
+    out = _run_like_tf_serving(info.path, "serving_default", blobs)
+    np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)
