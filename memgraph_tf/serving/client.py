@@ -43,6 +43,21 @@ CONFIG_SIGNATURE = "memgraph_tf_config"
 _RETRY_STATUSES = (503, 504)
 
 
+class _Retry(Retry):
+    """urllib3's Retry with the backoff this client promises: ``backoff_s`` before the first
+    retry, then doubling (urllib3 itself retries the first time without waiting)."""
+
+    def get_backoff_time(self) -> float:
+        failed = 0
+        for attempt in reversed(self.history):
+            if attempt.redirect_location is not None:
+                break
+            failed += 1
+        if failed == 0 or self.backoff_factor <= 0:
+            return 0.0
+        return float(min(self.backoff_max, self.backoff_factor * 2 ** (failed - 1)))
+
+
 # ------------------------------------------------------------------------------------------ JSON
 def _float_text(x: float) -> str:
     if math.isnan(x):
@@ -137,10 +152,11 @@ class ServingClient:
     ``version`` and ``label`` select ``/versions/N`` or ``/labels/L`` (at most one); neither means
     the latest version. ``timeout_s`` bounds every request (connect and read). ``retries`` is the
     number of extra attempts after a connection error (the connection could not be made) or a
-    503/504 answer, with exponential backoff starting at ``backoff_s`` (and ``Retry-After`` when
-    the server sends one); nothing else is retried: not 4xx/500, not a read timeout and not a
-    connection dropped after the request was sent (the server may have done the work). A request whose body would exceed
-    ``max_request_bytes`` is split into parts by item; results come back concatenated in order.
+    503/504 answer, waiting ``backoff_s`` before the first retry and doubling the wait each time
+    (or what ``Retry-After`` says when the server sends it); nothing else is retried: not
+    4xx/500, not a read timeout and not a connection dropped after the request was sent (the
+    server may have done the work). A request whose body would exceed ``max_request_bytes`` is
+    split into parts by item; results come back concatenated in order.
     Thread-safe for concurrent calls (one pooled session of ``pool_size`` connections).
     """
 
@@ -173,6 +189,8 @@ class ServingClient:
             raise ValueError(f"timeout_s: expected a number > 0, got {timeout_s!r}")
         if not isinstance(retries, int) or retries < 0:
             raise ValueError(f"retries: expected an int >= 0, got {retries!r}")
+        if backoff_s is None or not backoff_s >= 0:
+            raise ValueError(f"backoff_s: expected a number >= 0, got {backoff_s!r}")
         if not isinstance(max_request_bytes, int) or max_request_bytes < 64:
             raise ValueError(f"max_request_bytes: expected an int >= 64, got {max_request_bytes!r}")
         self.base_url = base_url.rstrip("/")
@@ -191,7 +209,7 @@ class ServingClient:
             path += f"/labels/{label}"
         self.model_url = self.base_url + path
         self.session = requests.Session()
-        retry = Retry(
+        retry = _Retry(
             total=retries,
             connect=retries,
             read=0,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -20,6 +21,7 @@ class ScriptedServer:
     def __init__(self, script):
         self.script = list(script)
         self.requests = []
+        self.times = []  # time.monotonic() of each request's arrival
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,6 +31,7 @@ class ScriptedServer:
                 pass
 
             def _answer(self):
+                outer.times.append(time.monotonic())
                 n = int(self.headers.get("Content-Length") or 0)
                 outer.requests.append((self.command, self.path, self.rfile.read(n)))
                 status, payload = outer.script[min(len(outer.requests), len(outer.script)) - 1]
@@ -61,34 +64,44 @@ OK = (200, {"results": [[["a", 0.25], ["b", 0.75]]]})
 @pytest.mark.parametrize("status", [503, 504])
 def test_retry_after_503_and_504(status):
     with ScriptedServer([(status, {"error": "busy"}), OK]) as srv:
-        with ServingClient(srv.url, "m", retries=2, backoff_s=0.01) as c:
+        with ServingClient(srv.url, "m", retries=2, backoff_s=0.2) as c:
             assert c.classify([b"blob"]) == [[("a", 0.25), ("b", 0.75)]]
     assert len(srv.requests) == 2
     assert srv.requests[0][2] == srv.requests[1][2]  # the same body was sent again
+    assert srv.times[1] - srv.times[0] >= 0.2  # after backoff_s, not at once
 
 
-def test_no_retry_after_400():
-    with ScriptedServer([(400, {"error": "Feature: blob bad"}), OK]) as srv:
+@pytest.mark.parametrize("status, err_type", [
+    (400, errors.BadRequestError), (404, errors.NotFoundError),
+    (500, errors.InternalServerError)])
+def test_no_retry_after_400_404_500(status, err_type):
+    with ScriptedServer([(status, {"error": "Feature: blob bad"}), OK]) as srv:
         with ServingClient(srv.url, "m", retries=3, backoff_s=0.01) as c:
-            with pytest.raises(errors.BadRequestError, match="Feature: blob bad") as info:
+            with pytest.raises(err_type, match=f"HTTP {status}: Feature: blob bad") as info:
                 c.classify([b"blob"])
     assert len(srv.requests) == 1
-    assert (info.value.status, info.value.message) == (400, "Feature: blob bad")
+    assert (info.value.status, info.value.message) == (status, "Feature: blob bad")
 
 
 def test_503_until_retries_run_out_is_unavailable_error():
     with ScriptedServer([(503, {"error": "still loading"})]) as srv:
-        with ServingClient(srv.url, "m", retries=2, backoff_s=0.01) as c:
+        with ServingClient(srv.url, "m", retries=2, backoff_s=0.1) as c:
             with pytest.raises(errors.UnavailableError, match="still loading") as info:
                 c.status()
     assert len(srv.requests) == 3 and info.value.status == 503
+    gaps = [b - a for a, b in zip(srv.times, srv.times[1:])]
+    assert gaps[0] >= 0.1 and gaps[1] >= 0.2, gaps  # backoff_s, then doubled
 
 
-def test_connection_refused_is_retried_then_typed():
+def test_connection_refused_is_retried_with_backoff_then_typed():
     port = free_port()
-    with ServingClient(f"http://127.0.0.1:{port}", "m", retries=1, backoff_s=0.01) as c:
-        with pytest.raises(errors.ServingConnectionError, match="cannot reach the server after 1 retries"):
+    with ServingClient(f"http://127.0.0.1:{port}", "m", retries=3, backoff_s=0.1) as c:
+        t0 = time.monotonic()
+        with pytest.raises(errors.ServingConnectionError,
+                           match="cannot reach the server after 3 retries"):
             c.status()
+        waited = time.monotonic() - t0
+    assert waited >= 0.1 + 0.2 + 0.4  # three retries, each after its backoff
 
 
 def test_non_json_error_body_keeps_text():
@@ -131,6 +144,7 @@ def test_encoding_follows_tf_serving_json_rules():
     ({"version": 1, "label": "stable"}, "expected at most one of them"),
     ({"timeout_s": 0}, "timeout_s: expected a number > 0, got 0"),
     ({"retries": -1}, "retries: expected an int >= 0, got -1"),
+    ({"backoff_s": -0.5}, "backoff_s: expected a number >= 0, got -0.5"),
     ({"max_request_bytes": 10}, "max_request_bytes: expected an int >= 64, got 10"),
 ])
 def test_argument_errors_name_the_parameter(kwargs, match):
