@@ -177,3 +177,19 @@ def test_empty_result_is_an_empty_dataset(bolt_source):
     ds = OpenCypherDataset(bolt_source, "MATCH (n:NoSuchLabel) RETURN n.x AS x", {"x": ("float32", [4])})
     assert list(ds) == []
     assert ds.element_spec["x"].shape.as_list() == [4]
+
+
+def test_tensor_specs_and_ragged_strings(bolt_source, items):
+    rows = [["a", "bé"], [], ["c"]]
+    ds = OpenCypherDataset(
+        bolt_source, "UNWIND range(0, 2) AS i RETURN i AS i, $words[i] AS words, [i, i + 1] AS pair",
+        {"i": tf.TensorSpec([], tf.int64), "words": tf.RaggedTensorSpec([None], tf.string),
+         "pair": tf.TensorSpec([2], tf.int32)},
+        {"words": rows})
+    [batch] = list(ds.batch(3))
+    assert batch["i"].numpy().tolist() == [0, 1, 2]
+    assert isinstance(batch["words"], tf.RaggedTensor)
+    assert [[w.decode("utf-8") for w in r] for r in batch["words"].to_list()] == rows
+    assert batch["pair"].dtype == tf.int32 and batch["pair"].numpy().tolist() == [[0, 1], [1, 2], [2, 3]]
+    with pytest.raises(ConfigurationError, match=r"output_types\['m'\]: expected a shape whose only unknown dimension is the first .*got \[3, None\]"):
+        OpenCypherDataset(bolt_source, ALL, {"m": tf.TensorSpec([3, None], tf.float32)})
