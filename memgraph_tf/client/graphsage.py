@@ -387,6 +387,7 @@ def train_graphsage(
     steps = _positive_int("steps", steps)
     eval_every = _positive_int("eval_every", eval_every)
     patience = _positive_int("patience", patience)
+    eval_draws = _positive_int("eval_draws", eval_draws)
     if not isinstance(learning_rate, (int, float)) or isinstance(learning_rate, bool) or learning_rate <= 0:
         raise ConfigurationError(f"learning_rate: expected a number > 0, got {learning_rate!r}")
     opts = _labels_options(options, label_property)

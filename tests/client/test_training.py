@@ -76,6 +76,8 @@ def test_training_argument_errors(community):
         train_graphsage(source, ids, options={**OPTS, "seed": 3}, steps=1)
     with pytest.raises(ConfigurationError, match=r"steps: expected an integer >= 1, got 0"):
         train_graphsage(source, ids, options=OPTS, steps=0)
+    with pytest.raises(ConfigurationError, match=r"eval_draws: expected an integer >= 1, got 0"):
+        train_graphsage(source, ids, ids, options=OPTS, eval_draws=0, steps=1)
     with pytest.raises(ConfigurationError, match=r"learning_rate: expected a number > 0, got -1"):
         train_graphsage(source, ids, options=OPTS, learning_rate=-1)
     with pytest.raises(ConfigurationError, match=r"labels: expected class indices in 0..1 for every training node, got 2"):
