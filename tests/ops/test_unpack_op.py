@@ -194,7 +194,9 @@ def test_dims_claiming_more_than_held_is_rejected_before_allocating(ops, kind):
     payload_length to the dims, rule 23 ties it to the blob's real size) and allocates its outputs
     only after every blob and section passed; the portable decoder reads only the blob's own bytes
     (padded to the header's section table) and builds its outputs under a control dependency on the
-    check. A 4 TB allocation attempt would fail with ResourceExhaustedError, not this message."""
+    check. The last two claims would need 2^64 bytes (float32 [2^31-1, 2^31-1]) and 2^31-1 strings
+    (~48 GB of tstring objects, each constructed): a decoder that sized an output by the dims
+    before checking them would fail with ResourceExhaustedError or die, not give this message."""
     claim = bytearray(blob.pack({"x": np.zeros((2, 2), np.float32)}))
     claim[32 + 24: 32 + 40] = (1000).to_bytes(8, "little") * 2
     message = error_of(decoder(ops, kind), bytes(claim), ["x"], ["float32"])
@@ -206,6 +208,12 @@ def test_dims_claiming_more_than_held_is_rejected_before_allocating(ops, kind):
     claim[32 + 24: 32 + 40] = (2**31 - 1).to_bytes(8, "little") * 2
     message = error_of(decoder(ops, kind), bytes(claim), ["x"], ["float32"])
     assert "blob: section 0 ('x') dims: expected <= 2147483647 elements, got more at offset 56" in message
+    # 2^31 - 1 strings (within the element limit) whose offsets alone would need 16 GB, in 184 bytes.
+    strings = bytearray(blob.pack({"s": ["ab"]}))
+    strings[32 + 24: 32 + 32] = (2**31 - 1).to_bytes(8, "little")
+    strings[32 + 16: 32 + 24] = (8 * 2**31).to_bytes(8, "little")
+    message = error_of(decoder(ops, kind), bytes(strings), ["s"], ["string"])
+    assert "blob: section 0 ('s') payload: expected to end by 184, got end 17179869344 at offset 48" in message
 
 
 @pytest.mark.parametrize("kind", DECODERS)
