@@ -98,7 +98,9 @@ def unpack_blob(
     spec's message for malformed blobs, an absent section, a dtype mismatch, an invalid ragged pair
     or (vector of blobs) a shape that differs from blob 0's; ``ValueError`` naming the parameter for
     bad arguments. ``shapes`` (optional, one per name, ``None`` dims allowed) gives the static
-    section shapes and is checked against every blob. Not differentiable.
+    section shapes and is checked against every blob. An empty vector of blobs is rejected
+    (``InvalidArgumentError``: the output shapes come from the blobs). ``blobs`` of unknown static
+    rank are accepted for dense names only. Not differentiable.
     """
     import tensorflow as tf
 
@@ -159,7 +161,8 @@ def unpack_blob_portable(
     """Same contract and results as :func:`unpack_blob`, built from stock TensorFlow ops only.
 
     Runs on the stock TF Serving image. Malformed blobs raise ``tf.errors.InvalidArgumentError``
-    whose message contains the spec's message (see :mod:`memgraph_tf.ops.portable`).
+    whose message contains the spec's message (see :mod:`memgraph_tf.ops.portable`). Unlike the op,
+    ``blobs`` must have a static rank (0 or 1; ``ValueError`` otherwise).
     """
     from memgraph_tf.ops import portable
 

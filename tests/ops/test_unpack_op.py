@@ -434,3 +434,25 @@ def test_large_payloads_decode_exactly(ops, kind):
     other = blob.pack({"x": x[::-1].copy(), "y": -y})
     (bx,) = decoder(ops, kind)([data, other], ["x"], ["float32"])
     assert bx.numpy().tobytes() == np.stack([x, x[::-1]]).tobytes()
+
+
+def test_blobs_of_unknown_static_rank(ops):
+    """The op accepts blobs of unknown static rank for dense names (it checks the rank when it runs);
+    ragged outputs need the rank to know their nesting, and the portable decoder always needs it."""
+    data = blob.pack({"x": [1.5], "r": blob.Ragged(np.array([1, 2], np.int64), [0, 2])})
+    graph = tf.Graph()
+    with graph.as_default():
+        unknown = tf.compat.v1.placeholder(tf.string, None)
+        (x,) = ops.unpack_blob(unknown, ["x"], ["float64"])
+        with pytest.raises(ValueError, match=r"blobs: expected a tensor of known rank \(0 or 1\) for ragged "
+                                             r"outputs, got unknown rank"):
+            ops.unpack_blob(unknown, ["r"], ["int64"], ragged=["r"])
+        with pytest.raises(ValueError, match=r"blobs: expected a scalar or a vector of blobs \(rank 0 or 1\), "
+                                             r"got shape <unknown>"):
+            ops.unpack_blob_portable(unknown, ["x"], ["float64"])
+    with tf.compat.v1.Session(graph=graph) as session:
+        assert session.run(x, {unknown: [data, data]}).tolist() == [[1.5], [1.5]]
+        assert session.run(x, {unknown: data}).tolist() == [1.5]
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"blobs: expected a scalar or a vector of blobs, got shape \[1,1\]"):
+            session.run(x, {unknown: [[data]]})
