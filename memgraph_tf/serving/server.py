@@ -766,7 +766,16 @@ class _Handler(BaseHTTPRequestHandler):
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             chunks, total = [], 0
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline(1024)
+                try:
+                    size = int(line.split(b";")[0].strip() or b"0", 16)
+                    if size < 0:
+                        raise ValueError
+                except ValueError:
+                    self._reply(400, {"error": f"Transfer-Encoding: chunked: expected a hex chunk "
+                                               f"size at body offset {total}, got {line[:40]!r}"},
+                                close=True)
+                    return None
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass

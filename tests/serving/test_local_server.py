@@ -250,3 +250,53 @@ def test_classify_context_is_merged_into_each_example(client, toy):
     results = client.classify([{}, {"x": X[1]}], context={"x": ctx})
     want = softmax(toy.in_process(2, np.stack([ctx, X[1]])))  # the example's own x wins
     np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5)
+
+
+def _raw_request(toy_server, head: bytes, body: bytes) -> tuple[int, dict]:
+    """Send bytes over a socket; return the status and JSON body of the one answer."""
+    import socket
+
+    host, port = toy_server.httpd.server_address[:2]
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.sendall(head + body)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            assert chunk, f"the server closed the connection without an answer: {data!r}"
+            data += chunk
+        headers, rest = data.split(b"\r\n\r\n", 1)
+        length = int(next(line.split(b":")[1] for line in headers.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:")))
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            assert chunk, "the server closed the connection in the middle of its answer"
+            rest += chunk
+    return int(headers.split(b" ")[1]), json.loads(rest[:length])
+
+
+CHUNKED_HEAD = (b"POST /v1/models/toy:classify HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+
+
+def test_chunked_body(toy_server, toy):
+    doc = json.dumps({"signature_name": "classify",
+                      "examples": [{"x": X[0].tolist()}, {"x": X[1].tolist()}]}).encode()
+    chunks = [doc[:10], doc[10:]]
+    body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+    status, payload = _raw_request(toy_server, CHUNKED_HEAD, body)
+    assert status == 200, payload
+    np.testing.assert_allclose([[s for _, s in r] for r in payload["results"]],
+                               softmax(toy.in_process(2, X[:2])), atol=1e-5)
+
+
+def test_chunked_body_with_a_bad_chunk_size_is_a_400(toy_server):
+    status, payload = _raw_request(toy_server, CHUNKED_HEAD, b"5\r\n{\"a\":\r\nzz\r\n")
+    assert (status, payload) == (400, {"error": "Transfer-Encoding: chunked: expected a hex "
+                                                "chunk size at body offset 5, got b'zz\\r\\n'"})
+
+
+def test_chunked_body_above_the_limit_is_a_413(toy_server):
+    status, payload = _raw_request(toy_server, CHUNKED_HEAD, b"20000\r\n" + b" " * 1024)
+    assert status == 413
+    assert payload == {"error": f"Request body of {0x20000} bytes exceeds the server's "
+                                f"max_request_bytes={64 * 1024}"}
