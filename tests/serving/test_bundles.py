@@ -250,6 +250,8 @@ def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, repo_root, 
         proc.wait(timeout=30)
         out = proc.stdout.read()
         proc.stdout.close()
+    # no --host: bound to 127.0.0.1 only (the address main() logs is the socket's own)
+    assert f"at http://127.0.0.1:{port}/v1/models/{info.name}" in out
     if library == "bundled":
         assert "loading the bundle's op library" in out
     else:

@@ -155,6 +155,28 @@ def test_bad_requests_get_tf_serving_errors(toy_server, case):
     assert info.value.status == status and info.value.message == payload["error"]
 
 
+def test_client_typed_errors_through_its_own_calls(client):
+    with pytest.raises(errors.BadRequestError, match="'examples' value is an empty array") as info:
+        client.classify([])
+    assert info.value.status == 400 and info.value.message.endswith(
+        "'examples' value is an empty array")
+    with pytest.raises(errors.BadRequestError,
+                       match="Data types don't match. Data type: int64 but expected type: float"):
+        client.classify([{"x": [1, 2, 3]}])  # ints make an int64 feature; the model wants float
+
+
+def test_default_host_is_loopback(toy_server):
+    from memgraph_tf.cli import build_parser
+    from memgraph_tf.serving.server import make_http_server
+
+    assert build_parser().parse_args(["serve", "BASE"]).host == "127.0.0.1"
+    httpd = make_http_server(toy_server.model_server, port=0)
+    try:
+        assert httpd.server_address[0] == "127.0.0.1"
+    finally:
+        httpd.server_close()
+
+
 def test_unknown_model(toy_server):
     r = requests.post(f"{toy_server.url}/v1/models/nope:classify", data=b'{"examples": [{}]}',
                       timeout=30)
