@@ -183,8 +183,13 @@ class ServingClient:
             raise ValueError(
                 f"version={version!r} and label={label!r}: expected at most one of them"
             )
-        if version is not None and (not isinstance(version, int) or version < 0):
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)
+                                    or version < 0):
             raise ValueError(f"version: expected a non-negative int or None, got {version!r}")
+        if label is not None and (not isinstance(label, str) or not label
+                                  or any(c in label for c in "/:?#")):
+            raise ValueError(f"label: expected a version label without '/', ':', '?' or '#', "
+                             f"or None, got {label!r}")
         if timeout_s is None or not timeout_s > 0:
             raise ValueError(f"timeout_s: expected a number > 0, got {timeout_s!r}")
         if not isinstance(retries, int) or retries < 0:

@@ -142,6 +142,9 @@ def test_encoding_follows_tf_serving_json_rules():
     ({"base_url": "localhost:8501"}, "base_url: expected an http:// or https:// URL, got 'localhost:8501'"),
     ({"model": "a/b"}, "model: expected a model name without '/' or ':', got 'a/b'"),
     ({"version": 1, "label": "stable"}, "expected at most one of them"),
+    ({"version": True}, "version: expected a non-negative int or None, got True"),
+    ({"label": "a/b"}, "label: expected a version label without '/', ':', '\\?' or '#', or "
+                       "None, got 'a/b'"),
     ({"timeout_s": 0}, "timeout_s: expected a number > 0, got 0"),
     ({"retries": -1}, "retries: expected an int >= 0, got -1"),
     ({"backoff_s": -0.5}, "backoff_s: expected a number >= 0, got -0.5"),
