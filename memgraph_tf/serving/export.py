@@ -380,7 +380,8 @@ def _make_module_class():
             # handles than the ones the signatures read, and every request fails with "Could not
             # find variable dense/bias" (keras-team/keras#20095, tensorflow/serving#2250).
             self.model_tf_variables = [
-                v if isinstance(v, tf.Variable) else v.value for v in model.variables]
+                v if isinstance(v, tf.Variable) else v.value
+                for v in getattr(model, "variables", ())]
             self.labels_asset = labels_asset
             self.config_asset = config_asset
             self._sections = dict(sections)
