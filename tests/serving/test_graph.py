@@ -48,14 +48,26 @@ def source(arcadedb, sage):
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory, source, sage):
-    """A bundle exported while `source` is connected with user name and password."""
+def exported(tmp_path_factory, source, sage, arcadedb):
+    """A bundle exported while `source` is connected with user name and password, and with the
+    connection settings in the MEMGRAPH_TF_* environment as a deployment would have them."""
     from memgraph_tf.serving.export import export_bundle
 
     model = sage.make(seed=11)
     base = tmp_path_factory.mktemp("graph_bundles")
-    info = export_bundle(model, base, "GraphSage", 1, use_op=True, properties=["features"],
-                         sample_options=OPTIONS)
+    env = {"MEMGRAPH_TF_URI": arcadedb.uri, "MEMGRAPH_TF_USER": arcadedb.user,
+           "MEMGRAPH_TF_PASSWORD": arcadedb.password}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        info = export_bundle(model, base, "GraphSage", 1, use_op=True, properties=["features"],
+                             sample_options=OPTIONS)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return model, base, info
 
 
