@@ -22,6 +22,7 @@ class ScriptedServer:
         self.script = list(script)
         self.requests = []
         self.times = []  # time.monotonic() of each request's arrival
+        self.peers = []  # the client's (host, port) of each request: one per TCP connection
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,6 +33,7 @@ class ScriptedServer:
 
             def _answer(self):
                 outer.times.append(time.monotonic())
+                outer.peers.append(self.client_address)
                 n = int(self.headers.get("Content-Length") or 0)
                 outer.requests.append((self.command, self.path, self.rfile.read(n)))
                 status, payload = outer.script[min(len(outer.requests), len(outer.script)) - 1]
@@ -102,6 +104,15 @@ def test_connection_refused_is_retried_with_backoff_then_typed():
             c.status()
         waited = time.monotonic() - t0
     assert waited >= 0.1 + 0.2 + 0.4  # three retries, each after its backoff
+
+
+def test_one_pooled_connection_is_reused():
+    with ScriptedServer([OK]) as srv:
+        with ServingClient(srv.url, "m") as c:
+            for _ in range(4):
+                c.classify([b"blob"])
+            c.status()
+    assert len(srv.peers) == 5 and len(set(srv.peers)) == 1, srv.peers
 
 
 def test_non_json_error_body_keeps_text():
