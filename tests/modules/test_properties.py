@@ -3,10 +3,7 @@ the graph-access protocol contract: another GraphAccess over the same graph give
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import random
-import sys
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -14,21 +11,7 @@ from hypothesis import strategies as st
 
 from memgraph_tf import blob, procedures
 
-HERE = pathlib.Path(__file__).resolve().parent
-
-
-def _cases():
-    name = "_memgraph_tf_modules_cases"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "_cases.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-cases = _cases()
-
+import _memgraph_tf_modules_cases as cases  # registered by conftest.py
 
 @st.composite
 def graphs(draw):
@@ -38,7 +21,6 @@ def graphs(draw):
         st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.sampled_from(["A", "B"])), max_size=25)
     )
     return cases.GraphSpec(nodes, edges)
-
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -72,7 +54,6 @@ def test_random_graph_samples(spec, data, fanouts, direction, edge_types, replac
         for name, value in part.items():
             np.testing.assert_array_equal(value[0], out[name][i])
 
-
 class ShuffledDictAccess:
     """A GraphAccess over plain dicts that hands neighbours out shuffled and repeated: what a Cypher
     fallback might see. The shared code must still produce the module's bytes."""
@@ -97,7 +78,6 @@ class ShuffledDictAccess:
             self.rng.shuffle(found)
             out.append(found)
         return out
-
 
 @settings(max_examples=25, deadline=None)
 @given(spec=graphs(), seed=st.integers(0, 1000), shuffle=st.integers(0, 1000))

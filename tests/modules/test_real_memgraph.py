@@ -8,34 +8,18 @@ the database they run on.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import pathlib
-import sys
 
 import pytest
 
-HERE = pathlib.Path(__file__).resolve().parent
+import _memgraph_tf_modules_cases as cases  # registered by conftest.py
+
 URI = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_URI")
 
 pytestmark = [
     pytest.mark.memgraph,
     pytest.mark.skipif(not URI, reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)"),
 ]
-
-
-def _cases():
-    name = "_memgraph_tf_modules_cases"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "_cases.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-cases = _cases()
-
 
 @pytest.fixture(scope="module")
 def driver():
@@ -57,16 +41,13 @@ def driver():
     finally:
         drv.close()
 
-
 @pytest.fixture
 def bolt_runner(driver):
     return cases.BoltRunner(driver)
 
-
 @pytest.mark.parametrize("name", sorted(cases.CASES))
 def test_case(name, bolt_runner):
     cases.CASES[name](bolt_runner)
-
 
 @pytest.mark.parametrize("name", sorted(cases.ERROR_CASES))
 def test_error_case(name, bolt_runner):

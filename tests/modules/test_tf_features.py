@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
 
 import pytest
 
+import _memgraph_tf_modules_cases as cases  # registered by conftest.py
+
 HERE = pathlib.Path(__file__).resolve().parent
-
-
-def _cases():
-    name = "_memgraph_tf_modules_cases"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "_cases.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-cases = _cases()
-
 
 @pytest.mark.parametrize("name", sorted(cases.CASES))
 def test_case(name, embedded_runner):
     cases.CASES[name](embedded_runner)
-
 
 @pytest.mark.parametrize("name", sorted(cases.ERROR_CASES))
 def test_error_case(name, embedded_runner):
@@ -35,7 +20,6 @@ def test_error_case(name, embedded_runner):
     embedded_runner.build(graph())
     with pytest.raises(embedded_runner.error_type, match=cases.regex(message(embedded_runner))):
         embedded_runner.call(procedure, *args)
-
 
 def test_module_is_the_file_memgraph_loads(embedded_runner):
     from memgraph_tf.procedures.install import find_module_file
@@ -54,7 +38,6 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
         ":: (blob :: STRING, count :: INTEGER)"
     )
 
-
 def test_blob_is_base64url_with_padding(embedded_runner):
     import base64
 
@@ -65,7 +48,6 @@ def test_blob_is_base64url_with_padding(embedded_runner):
     assert len(text) % 4 == 0
     raw = base64.urlsafe_b64decode(text)
     assert raw[:4] == b"MGTF"
-
 
 def test_wrong_argument_type_is_refused_before_the_call(embedded_runner):
     from memgraph_tf.embedded import ArgumentTypeError
@@ -82,7 +64,6 @@ def test_wrong_argument_type_is_refused_before_the_call(embedded_runner):
     with pytest.raises(ArgumentTypeError, match=r"argument 'nodes'\[0\]: expected a Cypher value .* got builtins.bytes"):
         embedded_runner.call("tf_features.pack", [b"\x00"], ["f"])
 
-
 def test_abort_is_honoured(embedded_runner):
     embedded_runner.build(cases.star_graph())
     embedded_runner.graph.request_abort()
@@ -90,7 +71,6 @@ def test_abort_is_honoured(embedded_runner):
         embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
     embedded_runner.graph.request_abort(False)
     assert embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
-
 
 class _AbortFrom:
     """An abort flag for ``EmbeddedGraph.request_abort`` that counts how often the procedure checks it
@@ -103,7 +83,6 @@ class _AbortFrom:
     def __bool__(self):
         self.checks += 1
         return self.at is not None and self.checks >= self.at
-
 
 @pytest.mark.parametrize(
     "procedure, args, min_checks",
@@ -126,7 +105,6 @@ def test_long_loops_check_for_abort(embedded_runner, procedure, args, min_checks
     embedded_runner.graph.request_abort(_AbortFrom(at=total))
     with pytest.raises(embedded_runner.error_type, match=rf"{procedure}: AbortError"):
         embedded_runner.call(procedure, *args)
-
 
 def test_module_file_is_thin_and_imports_only_what_memgraph_has():
     import ast
