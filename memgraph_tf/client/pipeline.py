@@ -145,6 +145,11 @@ def _batch_seed(base_seed: int | None, index: Any) -> int | None:
     return zlib.crc32(f"{base_seed}/{int(index)}".encode()) * 2**31 + int(index) % 2**31
 
 
+def _ordered(num_parallel_calls: int | None) -> dict[str, bool]:
+    """``deterministic=True`` for parallel maps (batches stay in order); nothing for sequential ones."""
+    return {} if num_parallel_calls is None else {"deterministic": True}
+
+
 def sample_dataset(
     source: GraphSource,
     node_ids: Any,
@@ -233,8 +238,10 @@ def sample_dataset(
         ds = ds.repeat()
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     ds = tf.data.Dataset.zip((ds, tf.data.Dataset.counter()))
-    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, deterministic=True)
-    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, deterministic=True)
+    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls,
+                **_ordered(num_parallel_calls))
+    ds = ds.map(decode, num_parallel_calls=num_parallel_calls,
+                **_ordered(num_parallel_calls))
     if prefetch is not None:
         ds = ds.prefetch(prefetch)
     return ds
@@ -278,8 +285,10 @@ def pack_dataset(
         return dict(zip(names, unpack(tf.io.decode_base64(text), names, dtypes, shapes=shapes)))
 
     ds = tf.data.Dataset.from_tensor_slices(ids).batch(batch_size)
-    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, deterministic=True)
-    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, deterministic=True)
+    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls,
+                **_ordered(num_parallel_calls))
+    ds = ds.map(decode, num_parallel_calls=num_parallel_calls,
+                **_ordered(num_parallel_calls))
     if prefetch is not None:
         ds = ds.prefetch(prefetch)
     return ds
