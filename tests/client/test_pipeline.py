@@ -137,3 +137,48 @@ def test_embedded_source_runs_procedure_calls_as_queries(community):
         list(source.run("MATCH (n) RETURN n"))
     with pytest.raises(ConfigurationError, match=r"query: argument 1 of tf_features.pack: expected a \$parameter present in parameters \(ids\), got '\$props'"):
         list(source.run("CALL tf_features.pack($ids, $props, $opts)", {"ids": [ID0]}))
+
+
+class _CountingSource:
+    """Delegates to a source and counts tf_features.sample calls (one per batch)."""
+
+    def __init__(self, source):
+        self._source = source
+        self.sample_calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self._source, name)
+
+    def sample_blob_b64(self, *args, **kwargs):
+        self.sample_calls += 1
+        return self._source.sample_blob_b64(*args, **kwargs)
+
+
+def _calls_while_one_batch_is_held(source, autotune=False, **pipeline_args) -> int:
+    import time
+
+    counting = _CountingSource(source)
+    ds = sample_dataset(counting, np.arange(ID0, ID0 + 120), [3, 2], ["features"], options=OPTS,
+                        batch_size=8, seed=1, **pipeline_args)
+    if not autotune:  # measure what the pipeline itself asks for
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        options.experimental_optimization.inject_prefetch = False
+        ds = ds.with_options(options)
+    it = iter(ds)
+    next(it)  # the "training step" holds this batch and asks for nothing more
+    deadline = time.monotonic() + 10
+    while counting.sample_calls < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    return counting.sample_calls
+
+
+def test_database_calls_run_ahead_of_training(community):
+    """While the consumer holds one batch, the pipeline already calls the procedure for the next
+    ones (prefetch + parallel map): database round trips overlap training steps. The control, the
+    same pipeline with prefetch and parallelism off, makes exactly one call for one batch."""
+    source = community[0]
+    assert _calls_while_one_batch_is_held(source, num_parallel_calls=None, prefetch=None) == 1
+    assert _calls_while_one_batch_is_held(source, num_parallel_calls=2, prefetch=2) >= 3
+    assert _calls_while_one_batch_is_held(source, autotune=True) >= 3  # the defaults (AUTOTUNE)
