@@ -35,7 +35,17 @@ OP_NAME = "MemgraphTf>UnpackBlob"
 WRAPPER_NAME = "memgraph_tf_unpack_blob"
 
 _lock = threading.Lock()
-_module: Any = None
+
+
+class _State:
+    """The loaded module, kept on an object rather than a module global: when ``unpack_blob`` is
+    first called inside ``tf.function``, autograph runs a converted copy of :func:`load_library`
+    whose ``global`` statements would write to the copy's namespace, not this module's."""
+
+    module: Any = None
+
+
+_state = _State()
 
 
 class OpLibraryError(RuntimeError):
@@ -186,21 +196,20 @@ def load_library(cache_dir: str | os.PathLike[str] | None = None) -> Any:
     of the library already registered the op in this process, that registration is used (loading a
     second copy would register its kernel twice) and nothing is built.
     """
-    global _module
-    if _module is not None:
-        return _module
+    if _state.module is not None:
+        return _state.module
     with _lock:
-        if _module is not None:
-            return _module
+        if _state.module is not None:
+            return _state.module
         tf = _tf()
         from tensorflow.python.framework import op_def_registry
 
         if op_def_registry.get(OP_NAME) is not None:
             # Another copy of the library (e.g. one bundled with a SavedModel) is already loaded:
             # loading ours too would register the kernel twice and make the op unusable.
-            _module = _wrappers_for_registered_op(tf, "<already loaded>")
+            _state.module = _wrappers_for_registered_op(tf, "<already loaded>")
             _register_no_gradient(tf)
-            return _module
+            return _state.module
         path = build_library(cache_dir=cache_dir)
         try:
             module = tf.load_op_library(path)
@@ -216,5 +225,5 @@ def load_library(cache_dir: str | os.PathLike[str] | None = None) -> Any:
         if not hasattr(module, WRAPPER_NAME):
             module = _wrappers_for_registered_op(tf, path)
         _register_no_gradient(tf)
-        _module = module
+        _state.module = module
         return module

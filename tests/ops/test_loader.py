@@ -136,6 +136,29 @@ def test_a_copy_of_the_library_loaded_first_still_gives_a_working_op(tmp_path):
     assert "already registered by another copy of the op library" in proc.stderr
 
 
+def test_first_use_inside_tf_function_loads_the_library_once(tmp_path):
+    """When the op is first used inside tf.function, autograph runs a converted copy of load_library;
+    the loaded module must still be remembered, so a later eager call neither loads again nor takes
+    the "another copy registered the op" path."""
+    script = textwrap.dedent(
+        """
+        import logging
+        import numpy as np
+        import tensorflow as tf
+        from memgraph_tf import blob
+        from memgraph_tf.ops import _loader, unpack_blob
+        logging.basicConfig(level=logging.INFO)
+        data = tf.constant(blob.pack({"x": np.array([1.5, -2.0], np.float32)}))
+        traced = tf.function(lambda b: unpack_blob(b, ["x"], ["float32"])[0])
+        print(traced(data).numpy().tolist(), _loader._state.module is not None)
+        print(unpack_blob(data, ["x"], ["float32"])[0].numpy().tolist())
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-2:] == ["[1.5, -2.0] True", "[1.5, -2.0]"]
+    assert "already registered by another copy" not in proc.stderr
+
 def test_library_path_changes_with_the_sources(tmp_path, monkeypatch):
     """The cache key covers the C++ sources: an edited source gets a fresh folder (a stale build is
     never loaded for new sources)."""

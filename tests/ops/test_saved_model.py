@@ -28,7 +28,7 @@ RELOAD = textwrap.dedent(
     print(json.dumps({"x": out["x"].numpy().tolist(), "nbrs": out["nbrs"].numpy().tolist(),
                       "nbrs_splits": out["nbrs_splits"].numpy().tolist(),
                       "loaded_op": "memgraph_tf.ops._loader" in sys.modules and
-                                   sys.modules["memgraph_tf.ops._loader"]._module is not None}))
+                                   sys.modules["memgraph_tf.ops._loader"]._state.module is not None}))
     """
 )
 
