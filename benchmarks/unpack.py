@@ -14,7 +14,9 @@ measured in the same run (never compared with numbers from elsewhere):
    with a single copy, so it shows the copy floor rather than the cost of the Example format);
 2. batches of `batch` small per-node blobs (~1 KB: float32 [240] features + int64 id), decoded as one
    vector: the same five;
-3. the per-call cost on a single ~1 KB blob (eager and inside tf.function).
+3. the per-call cost on a single ~1 KB blob (eager and inside tf.function);
+4. the blob of 1. as the Memgraph transport's base64url text (68 MB): the op decoding the text itself
+   (encoding="base64") vs tf.io.decode_base64 then the op vs Python's base64 decoder then numpy.
 
 Targets (issue 2): on 1., op >= 0.6x the numpy copy's throughput and >= 2x parse_example's.
 Timings are the median of `repeat` interleaved rounds after a warm-up (every decoder once per round),
@@ -193,6 +195,36 @@ def per_call(repeat: int) -> None:
         print(f"{name:<28}{seconds * 1e6:>10.1f} us/call")
 
 
+def base64_blob(rows: int, cols: int, repeat: int) -> dict[str, float]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((rows, cols), dtype=np.float32)
+    data = blob.pack({"x": x})
+    text = blob.b64encode(data)
+    text_t = tf.constant(text)
+    (info,) = blob.read_table(data)
+    fused_fn = tf.function(lambda t: unpack_blob(t, ["x"], ["float32"], encoding="base64")[0])
+    two_step_fn = tf.function(lambda t: unpack_blob(tf.io.decode_base64(t), ["x"], ["float32"])[0])
+    portable_fn = tf.function(lambda t: unpack_blob_portable(t, ["x"], ["float32"], encoding="base64")[0])
+
+    def python_decode():
+        raw = blob.b64decode(text)
+        return np.frombuffer(raw, np.float32, count=rows * cols, offset=info.payload_offset)
+
+    assert np.array_equal(fused_fn(text_t).numpy(), x)
+    assert np.array_equal(two_step_fn(text_t).numpy(), x)
+    assert np.array_equal(portable_fn(text_t).numpy(), x)
+    assert np.array_equal(python_decode().reshape(rows, cols), x)
+    results = interleaved_medians({
+        "op, encoding=base64": lambda: fused_fn(text_t),
+        "tf.io.decode_base64 + op": lambda: two_step_fn(text_t),
+        "portable, encoding=base64": lambda: portable_fn(text_t),
+        "python b64decode + numpy": python_decode,
+    }, max(5, repeat // 3))
+    report(f"the [{rows}, {cols}] blob as base64url text", len(text), 1, results,
+           ["tf.io.decode_base64 + op", "python b64decode + numpy"], counted="base64 text")
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
@@ -206,6 +238,7 @@ def main() -> None:
     big = big_blob(args.rows, args.cols, args.repeat)
     small_blobs(args.batch, args.repeat)
     per_call(args.repeat)
+    b64 = base64_blob(args.rows, args.cols, args.repeat)
     op = big["op (UnpackBlob)"]
     vs_numpy = big["numpy copy"] / op
     print(f"\ntargets on [{args.rows}, {args.cols}] float32 (op in tf.function):")
@@ -216,6 +249,8 @@ def main() -> None:
     ratio = big["tf.io.parse_example"] / op
     print(f"  for scale: op / parse_example of one {args.rows * args.cols}-value Example = {ratio:.2f}x "
           "(both are one copy of the payload, bounded by memory bandwidth)")
+    ratio = b64["tf.io.decode_base64 + op"] / b64["op, encoding=base64"]
+    print(f"  base64 text in the op / tf.io.decode_base64 then the op = {ratio:.2f}x")
 
 
 if __name__ == "__main__":

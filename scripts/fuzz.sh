@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the plain C++ blob reader with libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer.
+# Fuzzes the plain C++ blob reader and base64url decoder with libFuzzer + ASan + UBSan.
 #   bash scripts/fuzz.sh SECONDS
 # Installs clang with apt-get when it is missing and this runs as root (Debian ships libFuzzer with
 # clang); otherwise prints a SKIPPED line and exits 0. Seeds the corpus from tests/golden/**/*.bin in
@@ -43,7 +43,8 @@ mkdir -p "$work/corpus" "$artifacts"
 bin="$work/blob_reader_fuzzer"
 if ! "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -fno-omit-frame-pointer -I "$repo/memgraph_tf/cc" \
-    "$repo/memgraph_tf/cc/blob_reader.cc" "$repo/memgraph_tf/cc/fuzz/blob_reader_fuzzer.cc" -o "$bin" 2>"$work/build.log"; then
+    "$repo/memgraph_tf/cc/blob_reader.cc" "$repo/memgraph_tf/cc/base64url.cc" \
+    "$repo/memgraph_tf/cc/fuzz/blob_reader_fuzzer.cc" -o "$bin" 2>"$work/build.log"; then
   if grep -qi "fuzzer" "$work/build.log" && grep -qiE "cannot find|no such file|not found" "$work/build.log"; then
     echo "fuzz: SKIPPED ($cxx has no libFuzzer runtime: $(head -c 300 "$work/build.log"))"
     exit 0
@@ -54,8 +55,11 @@ if ! "$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-
 fi
 seeds=0
 while IFS= read -r -d '' f; do
-  cp "$f" "$work/corpus/$(basename "$(dirname "$f")")_$(basename "$f")"
-  seeds=$((seeds + 1))
+  seed="$work/corpus/$(basename "$(dirname "$f")")_$(basename "$f")"
+  cp "$f" "$seed"
+  # The same vector as the Memgraph transport's base64url text, for the decoder's path to the reader.
+  base64 -w0 "$f" | tr '+/' '-_' >"$seed.b64"
+  seeds=$((seeds + 2))
 done < <(find "$repo/tests/golden" -name '*.bin' -print0)
 echo "fuzz: $cxx, ${seconds}s, ${seeds} seeds from tests/golden, work dir $work"
 status=0

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
+#include "base64url.h"
 #include "blob_reader.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
@@ -165,6 +166,42 @@ void CopySection(OpKernelContext* ctx, const BlobSection& s, Tensor* out, int64_
                     });
 }
 
+// Decodes base64url `text` into a new uint8 temp tensor *out (texts of at least kParallelCopyBytes
+// characters are decoded by several worker threads, each a range of whole 4-character groups; the
+// first bad character of the text is reported whichever thread found it).
+absl::Status DecodeBase64(OpKernelContext* ctx, std::string_view text, Tensor* out) {
+  Base64UrlPlan plan;
+  std::string error;
+  if (!Base64UrlPlanFor(text, &plan, &error)) return absl::InvalidArgumentError(error);
+  TF_RETURN_IF_ERROR(ctx->allocate_temp(tensorflow::DT_UINT8,
+                                        TensorShape({static_cast<int64_t>(plan.decoded_bytes)}), out));
+  uint8_t* dst = out->flat<uint8_t>().data();
+  if (plan.chars < kParallelCopyBytes) {
+    if (!Base64UrlDecode(text, plan, dst, &error)) return absl::InvalidArgumentError(error);
+    return absl::OkStatus();
+  }
+  const auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
+  const uint64_t groups = plan.chars / 4;
+  const int64_t parts = static_cast<int64_t>(std::max<uint64_t>(
+      1, std::min<uint64_t>(static_cast<uint64_t>(workers->num_threads) * 8, plan.chars / kMinCopyPartBytes)));
+  const uint64_t step = (groups + static_cast<uint64_t>(parts) - 1) / static_cast<uint64_t>(parts) * 4;
+  std::vector<size_t> bad(static_cast<size_t>(parts), plan.chars);
+  tensorflow::Shard(workers->num_threads, workers->workers, parts, static_cast<int64_t>(step),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t part = begin; part < end; ++part) {
+                        const uint64_t from = std::min<uint64_t>(static_cast<uint64_t>(part) * step, plan.chars);
+                        const uint64_t to = part + 1 == parts
+                                                ? plan.chars
+                                                : std::min<uint64_t>(static_cast<uint64_t>(part + 1) * step, plan.chars);
+                        size_t at = plan.chars;
+                        if (!Base64UrlDecodeRange(text, from, to, dst, &at)) bad[static_cast<size_t>(part)] = at;
+                      }
+                    });
+  const size_t first = *std::min_element(bad.begin(), bad.end());
+  if (first < plan.chars) return absl::InvalidArgumentError(Base64UrlCharError(text, first));
+  return absl::OkStatus();
+}
+
 class UnpackBlobOp : public OpKernel {
  public:
   explicit UnpackBlobOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -174,6 +211,11 @@ class UnpackBlobOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("ragged", &ragged_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("num_ragged", &num_ragged_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shapes", &shapes_));
+    std::string encoding;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("encoding", &encoding));
+    OP_REQUIRES(ctx, encoding == "raw" || encoding == "base64",
+                Invalid("encoding: expected 'raw' or 'base64', got '", encoding, "'"));
+    base64_ = encoding == "base64";
     OP_REQUIRES(ctx, dtypes.size() == names_.size(),
                 Invalid("dtypes: expected ", names_.size(),
                                         " entries (one per name), got ", dtypes.size()));
@@ -217,10 +259,23 @@ class UnpackBlobOp : public OpKernel {
 
     // Pass 1: validate every blob and look up every section. Nothing is allocated but the readers
     // (bounded by the blobs' own sizes) and one pointer per (name, blob).
+    // With encoding="base64", each text is first decoded into a temp tensor that the readers (and
+    // so the outputs' copies) read from.
     std::vector<BlobReader> readers(static_cast<size_t>(batch));
+    std::vector<Tensor> decoded(base64_ ? static_cast<size_t>(batch) : 0);
     for (int64_t b = 0; b < batch; ++b) {
       const tstring& blob = flat(b);
-      const bool ok = readers[b].Parse(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
+      const uint8_t* data = reinterpret_cast<const uint8_t*>(blob.data());
+      size_t size = blob.size();
+      if (base64_) {
+        const absl::Status st = DecodeBase64(ctx, std::string_view(blob.data(), blob.size()), &decoded[b]);
+        OP_REQUIRES(ctx, st.ok(), st.code() == absl::StatusCode::kInvalidArgument
+                                      ? Invalid(where(b), ": ", st.message())
+                                      : st);
+        data = decoded[b].flat<uint8_t>().data();
+        size = static_cast<size_t>(decoded[b].NumElements());
+      }
+      const bool ok = readers[b].Parse(data, size);
       OP_REQUIRES(ctx, ok, Invalid(where(b), ": ", readers[b].error()));
     }
     const size_t n = names_.size();
@@ -328,6 +383,7 @@ class UnpackBlobOp : public OpKernel {
   std::vector<bool> ragged_;
   int num_ragged_ = 0;
   std::vector<PartialTensorShape> shapes_;
+  bool base64_ = false;
 };
 
 }  // namespace

@@ -108,6 +108,7 @@ REGISTER_OP("MemgraphTf>UnpackBlob")
     .Attr("ragged: list(bool) = []")
     .Attr("num_ragged: int >= 0 = 0")
     .Attr("shapes: list(shape) = []")
+    .Attr("encoding: {'raw', 'base64'} = 'raw'")
     .SetShapeFn(UnpackBlobShape)
     .Doc(R"doc(
 Decodes named sections of memgraph-tf blobs (format v1, docs/blob-format.md).
@@ -122,6 +123,8 @@ dtypes: the dtype each section must have (float = float32, double = float64).
 ragged: per name, whether it is decoded as ragged with its NAME.row_splits section (empty: none).
 num_ragged: the number of true entries of ragged.
 shapes: optional per-name section shapes (unknown dims allowed); checked against every blob.
+encoding: 'raw' (the blobs' bytes) or 'base64' (base64url text, padded or not, as blobs leave
+  Memgraph: decoded inside the op, so no decode_base64 step and no intermediate string tensor).
 )doc");
 
 }  // namespace memgraph_tf

@@ -1,7 +1,7 @@
 """Blob pipelines: ``tf.data`` stages from node ids to tensors.
 
 Each stage is: a batch of node ids -> one procedure call (``tf_features.sample`` / ``pack``, through
-``tf.py_function``) -> the base64url text -> ``tf.io.decode_base64`` -> the unpack op -> a dict of
+``tf.py_function``) -> the base64url text -> the unpack op (which decodes the base64) -> a dict of
 tensors. The calls run in parallel ``map`` workers and the result is prefetched, so database round
 trips overlap training (the driver releases the GIL while it waits on the socket).
 
@@ -221,7 +221,7 @@ def sample_dataset(
         return text
 
     def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
-        tensors = unpack(tf.io.decode_base64(text), names, dtypes, shapes=shapes)
+        tensors = unpack(text, names, dtypes, shapes=shapes, encoding="base64")
         out = dict(zip(names, tensors))
         if feature_cache is not None:
             for h in range(len(fanouts) + 1):
@@ -282,7 +282,7 @@ def pack_dataset(
         return text
 
     def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
-        return dict(zip(names, unpack(tf.io.decode_base64(text), names, dtypes, shapes=shapes)))
+        return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 
     ds = tf.data.Dataset.from_tensor_slices(ids).batch(batch_size)
     ds = ds.map(fetch, num_parallel_calls=num_parallel_calls,

@@ -89,7 +89,7 @@ class GraphSource:
     ``options["id_property"]`` when given.
 
     Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
-    return, for ``tf.io.decode_base64`` in a graph). Subclasses implement the ``*_b64`` methods,
+    return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement the ``*_b64`` methods,
     :meth:`run` and :meth:`write_properties`.
     """
 

@@ -22,12 +22,16 @@ from memgraph_tf.ops._loader import OpLibraryError, build_library, load_library
 
 __all__ = [
     "DTYPES",
+    "ENCODINGS",
     "OpLibraryError",
     "build_library",
     "load_library",
     "unpack_blob",
     "unpack_blob_portable",
 ]
+
+#: Accepted values of ``encoding``: the blobs' raw bytes, or base64url text as blobs leave Memgraph.
+ENCODINGS = ("raw", "base64")
 
 #: Accepted dtype spellings -> the blob dtype name.
 DTYPES = {
@@ -82,6 +86,12 @@ def _normalize_args(
     return names, out_dtypes, [n in ragged for n in names]
 
 
+def _check_encoding(encoding: Any) -> str:
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding: expected one of {list(ENCODINGS)}, got {encoding!r}")
+    return encoding
+
+
 def unpack_blob(
     blobs: Any,
     names: str | Sequence[str],
@@ -89,6 +99,7 @@ def unpack_blob(
     ragged: Iterable[str] = (),
     shapes: Sequence[Any] | None = None,
     name: str | None = None,
+    encoding: str = "raw",
 ) -> list[Any]:
     """Decodes sections of blob(s) with the C++ op ``MemgraphTf>UnpackBlob``.
 
@@ -101,9 +112,15 @@ def unpack_blob(
     section shapes and is checked against every blob. An empty vector of blobs is rejected
     (``InvalidArgumentError``: the output shapes come from the blobs). ``blobs`` of unknown static
     rank are accepted for dense names only. Not differentiable.
+
+    ``encoding="base64"`` takes base64url text (padded or not: the form blobs leave Memgraph in)
+    instead of raw blobs and decodes it inside the op, with several threads for large texts: no
+    ``tf.io.decode_base64`` step and no intermediate string tensor. A bad character or length is an
+    ``InvalidArgumentError`` ``base64: expected ..., got ... at offset N`` (N counts characters).
     """
     import tensorflow as tf
 
+    encoding = _check_encoding(encoding)
     names, blob_dtypes, ragged_flags = _normalize_args(names, dtypes, ragged)
     attr_shapes = []
     if shapes is not None:
@@ -124,6 +141,7 @@ def unpack_blob(
         ragged=ragged_flags,
         num_ragged=num_ragged,
         shapes=attr_shapes,
+        encoding=encoding,
         name=name,
     )
     return _assemble(blobs, values, row_splits, batch_splits, ragged_flags)
@@ -157,13 +175,16 @@ def unpack_blob_portable(
     ragged: Iterable[str] = (),
     shapes: Sequence[Any] | None = None,
     name: str | None = None,
+    encoding: str = "raw",
 ) -> list[Any]:
     """Same contract and results as :func:`unpack_blob`, built from stock TensorFlow ops only.
 
     Runs on the stock TF Serving image. Malformed blobs raise ``tf.errors.InvalidArgumentError``
     whose message contains the spec's message (see :mod:`memgraph_tf.ops.portable`). Unlike the op,
-    ``blobs`` must have a static rank (0 or 1; ``ValueError`` otherwise).
+    ``blobs`` must have a static rank (0 or 1; ``ValueError`` otherwise), and with
+    ``encoding="base64"`` invalid text gives ``tf.io.decode_base64``'s message.
     """
     from memgraph_tf.ops import portable
 
-    return portable.unpack_blob_portable(blobs, names, dtypes, ragged=ragged, shapes=shapes, name=name)
+    return portable.unpack_blob_portable(blobs, names, dtypes, ragged=ragged, shapes=shapes, name=name,
+                                         encoding=encoding)

@@ -575,6 +575,7 @@ def unpack_blob_portable(
     ragged: Iterable[str] = (),
     shapes: Sequence[Any] | None = None,
     name: str | None = None,
+    encoding: str = "raw",
 ) -> list[Any]:
     """Decodes sections of blob(s) with stock TensorFlow ops only (runs on stock TF Serving).
 
@@ -582,14 +583,19 @@ def unpack_blob_portable(
     dtypes, shapes, ragged structure) and the same rejections, raised as
     ``tf.errors.InvalidArgumentError`` whose message contains the op's message (``blob b: <spec
     message>``). Works eagerly, in ``tf.function``, ``tf.data`` and SavedModels.
+    ``encoding="base64"`` decodes base64url text first with ``tf.io.decode_base64``: the same
+    values as the op for valid text, but TensorFlow's own message for invalid text.
     """
-    from memgraph_tf.ops import _normalize_args
+    from memgraph_tf.ops import _check_encoding, _normalize_args
 
+    encoding = _check_encoding(encoding)
     names, blob_dtypes, ragged_flags = _normalize_args(names, dtypes, ragged)
     if shapes is not None and len(shapes) != len(names):
         raise ValueError(f"shapes: expected {len(names)} entries (one per name), got {len(shapes)}")
     with tf.name_scope(name or "UnpackBlobPortable"):
         blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
+        if encoding == "base64":
+            blobs = tf.io.decode_base64(blobs)
         rank = blobs.shape.rank
         if rank not in (0, 1):
             raise ValueError(

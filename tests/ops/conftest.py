@@ -76,7 +76,8 @@ def reader_cli(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     if gxx is None:
         pytest.skip("g++ not found: the C++ reader harness cannot be built (apt-get install g++)")
     out = tmp_path_factory.mktemp("reader_cli") / "blob_reader_cli"
-    sources = [str(CC_DIR / "blob_reader.cc"), str(CC_DIR / "tests" / "blob_reader_cli.cc")]
+    sources = [str(CC_DIR / "blob_reader.cc"), str(CC_DIR / "base64url.cc"),
+               str(CC_DIR / "tests" / "blob_reader_cli.cc")]
     base = [gxx, "-std=c++17", "-O1", "-g", "-Wall", "-Wextra"]
     sanitized = base + ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                         "-fno-omit-frame-pointer"]
@@ -97,11 +98,16 @@ def _cli_env() -> dict[str, str]:
     return {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"}
 
 
-def run_cli(cli: pathlib.Path, *args: str, frames: list[bytes] | None = None) -> list[dict[str, Any]]:
-    """Runs the harness (``frames``: blobs sent with ``--frames``); one parsed JSON object per line.
+def run_cli(cli: pathlib.Path, *args: str, frames: list[bytes] | None = None,
+            base64_frames: list[bytes] | None = None) -> list[dict[str, Any]]:
+    """Runs the harness (``frames``: blobs sent with ``--frames``; ``base64_frames``: texts sent with
+    ``--base64-frames``); one parsed JSON object per line.
 
     Fails the test if the harness crashes or a sanitizer reports (non-zero exit)."""
     stdin = None
+    if base64_frames is not None:
+        args, frames = ("--base64-frames", *args), None
+        stdin = b"".join(len(f).to_bytes(4, "little") + f for f in base64_frames)
     if frames is not None:
         args = ("--frames", *args)
         stdin = b"".join(len(f).to_bytes(4, "little") + f for f in frames)

@@ -1,4 +1,6 @@
-// libFuzzer target over the plain blob reader (memgraph_tf/cc/blob_reader.{h,cc}).
+// libFuzzer target over the plain blob reader (memgraph_tf/cc/blob_reader.{h,cc}) and the plain
+// base64url decoder (memgraph_tf/cc/base64url.{h,cc}): every input is read as a blob, then as base64url
+// text (decoded whole and in three ranges, which must agree) whose decoded bytes are read as a blob.
 //
 // Built by scripts/fuzz.sh with -fsanitize=fuzzer,address,undefined. For every input it parses the
 // blob; on success it exercises every accessor the op kernel uses: Find/Lookup of every section
@@ -12,7 +14,9 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "../base64url.h"
 #include "../blob_reader.h"
 
 namespace {
@@ -23,9 +27,54 @@ void Check(bool ok) {
   if (!ok) __builtin_trap();
 }
 
+void FuzzBlob(const uint8_t* data, size_t size);
+
+// Reads the input as base64url text: an error names "base64: expected ..., got ..."; on success the
+// whole-text decode and a three-range decode (as the op's threads split it) give the same bytes, in
+// exact-size buffers so that ASan catches a write past the decoded size.
+void FuzzBase64(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  memgraph_tf::Base64UrlPlan plan;
+  std::string error;
+  if (!memgraph_tf::Base64UrlPlanFor(text, &plan, &error)) {
+    Check(error.rfind("base64: expected ", 0) == 0 && error.find(", got ") != std::string::npos);
+    return;
+  }
+  Check(plan.chars <= size && plan.chars % 4 != 1);
+  Check(plan.decoded_bytes == plan.chars / 4 * 3 + (plan.chars % 4 ? plan.chars % 4 - 1 : 0));
+  std::vector<uint8_t> whole(plan.decoded_bytes);
+  const bool ok = memgraph_tf::Base64UrlDecode(text, plan, whole.data(), &error);
+  std::vector<uint8_t> parts(plan.decoded_bytes);
+  const size_t groups = plan.chars / 4;
+  const size_t cuts[4] = {0, groups / 3 * 4, groups * 2 / 3 * 4, plan.chars};
+  size_t first_bad = plan.chars;
+  for (int r = 2; r >= 0; --r) {
+    size_t bad = plan.chars;
+    if (!memgraph_tf::Base64UrlDecodeRange(text, cuts[r], cuts[r + 1], parts.data(), &bad)) {
+      Check(bad >= cuts[r] && bad < cuts[r + 1]);
+      first_bad = bad;
+    }
+  }
+  Check(ok == (first_bad == plan.chars));
+  if (!ok) {
+    Check(error == memgraph_tf::Base64UrlCharError(text, first_bad));
+    return;
+  }
+  Check(whole == parts);
+  FuzzBlob(whole.data(), whole.size());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzBlob(data, size);
+  FuzzBase64(data, size);
+  return 0;
+}
+
+namespace {
+
+void FuzzBlob(const uint8_t* data, size_t size) {
   using memgraph_tf::BlobDType;
   using memgraph_tf::BlobReader;
   using memgraph_tf::BlobSection;
@@ -36,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(e.find(": expected ") != std::string::npos);
     Check(e.find(", got ") != std::string::npos);
     Check(reader.num_sections() == 0);
-    return 0;
+    return;
   }
   uint64_t sum = 0;
   uint64_t prev_end = 32 + 128 * static_cast<uint64_t>(reader.num_sections());
@@ -83,5 +132,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string error;
   Check(reader.Lookup("no such section", BlobDType::kFloat32, &error) == nullptr);
   g_sink = sum;
-  return 0;
 }
+
+}  // namespace

@@ -4,6 +4,9 @@
 //   blob_reader_cli --truncations FILE   one JSON line per proper prefix of FILE (lengths 0..size-1)
 //   blob_reader_cli --frames             one JSON line per frame read from stdin; a frame is a u32
 //                                        little-endian length then that many bytes (file: "frame N")
+//   blob_reader_cli --base64-frames      frames of base64url text, decoded by base64url.h (in three
+//                                        ranges, as the op's threads would): {"file", "ok": true,
+//                                        "decoded": "<hex>"} or {"file", "ok": false, "error": ...}
 //
 // Each line is {"file": ..., "length": L, "ok": true, "sections": [...]} or
 // {"file": ..., "length": L, "ok": false, "error": "<the reader's message>"}. A section is
@@ -22,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "../base64url.h"
 #include "../blob_reader.h"
 
 namespace {
@@ -117,6 +121,35 @@ std::string Report(const std::string& file, const uint8_t* data, size_t size) {
   return out + "]}";
 }
 
+std::string Base64Report(const std::string& file, const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const std::string head = "{\"file\": " + JsonString(file);
+  memgraph_tf::Base64UrlPlan plan;
+  std::string error;
+  if (!memgraph_tf::Base64UrlPlanFor(text, &plan, &error)) {
+    return head + ", \"ok\": false, \"error\": " + JsonString(error) + "}";
+  }
+  std::vector<uint8_t> out(plan.decoded_bytes);  // exact size: ASan catches any overwrite
+  // Three ranges split at whole groups (the last takes the partial group), decoded last to first.
+  const size_t groups = plan.chars / 4;
+  const size_t cuts[4] = {0, groups / 3 * 4, groups * 2 / 3 * 4, plan.chars};
+  size_t first_bad = plan.chars;
+  for (int r = 2; r >= 0; --r) {
+    size_t bad = 0;
+    if (!memgraph_tf::Base64UrlDecodeRange(text, cuts[r], cuts[r + 1], out.data(), &bad)) first_bad = bad;
+  }
+  if (first_bad < plan.chars) {
+    return head + ", \"ok\": false, \"error\": " + JsonString(memgraph_tf::Base64UrlCharError(text, first_bad)) + "}";
+  }
+  std::string hex;
+  static const char* kHex = "0123456789abcdef";
+  for (uint8_t b : out) {
+    hex.push_back(kHex[b >> 4]);
+    hex.push_back(kHex[b & 15]);
+  }
+  return head + ", \"ok\": true, \"decoded\": \"" + hex + "\"}";
+}
+
 bool ReadFile(const char* path, std::vector<uint8_t>* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
@@ -128,10 +161,11 @@ bool ReadFile(const char* path, std::vector<uint8_t>* out) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE... | --truncations FILE | --frames\n", argv[0]);
+    std::fprintf(stderr, "usage: %s FILE... | --truncations FILE | --frames | --base64-frames\n", argv[0]);
     return 2;
   }
-  if (std::strcmp(argv[1], "--frames") == 0) {
+  const bool base64 = std::strcmp(argv[1], "--base64-frames") == 0;
+  if (base64 || std::strcmp(argv[1], "--frames") == 0) {
     std::vector<uint8_t> all((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     size_t pos = 0;
     for (int frame = 0; pos < all.size(); ++frame) {
@@ -151,7 +185,9 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> data(all.begin() + static_cast<std::ptrdiff_t>(pos),
                                 all.begin() + static_cast<std::ptrdiff_t>(pos + len));
       pos += len;
-      std::printf("%s\n", Report("frame " + std::to_string(frame), data.data(), data.size()).c_str());
+      const std::string name = "frame " + std::to_string(frame);
+      std::printf("%s\n", (base64 ? Base64Report(name, data.data(), data.size())
+                                  : Report(name, data.data(), data.size())).c_str());
     }
     return 0;
   }
