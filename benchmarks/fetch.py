@@ -6,7 +6,7 @@ Rows of ``--dim`` float features, fetched two ways in the same run:
   floats, decoded by the Python driver, validated and cast to float32, then batched;
 * **blob**: the same features packed as one blob per ``--batch`` rows (what ``tf_features.pack`` returns
   on Memgraph: a base64url string), fetched as one string per batch through ``OpenCypherDataset``, then
-  ``tf.io.decode_base64`` and the unpack op inside the tf.data graph.
+  the unpack op, which decodes the base64 text itself, inside the tf.data graph.
 
 Both produce identical float32 tensors (checked). Prints rows/s for each and the ratio (target >= 10x); medians of ``--repeats`` interleaved passes after one warm-up each.
 
@@ -58,7 +58,7 @@ def blob_dataset(source, dim: int, decoder: str) -> tf.data.Dataset:
     ds = OpenCypherDataset(source, "MATCH (b:BenchBatch) RETURN b.blob AS blob ORDER BY b.i", tf.string, fetch_size=8)
 
     def decode(text: tf.Tensor) -> tf.Tensor:
-        return unpack(tf.io.decode_base64(text), ["features"], [tf.float32], shapes=[[None, dim]])[0]
+        return unpack(text, ["features"], [tf.float32], shapes=[[None, dim]], encoding="base64")[0]
 
     return ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
