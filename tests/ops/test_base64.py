@@ -151,3 +151,15 @@ def _re(text: str) -> str:
     import re
 
     return re.escape(text)
+
+
+def test_size_limit_is_checked_before_anything_is_allocated(reader_cli, helpers):
+    """A text whose decoded size would pass the blob limit (2^31-1 bytes) is rejected by the plan,
+    which looks at the length and the last characters only: the harness gives it 2.9 GB of reserved,
+    untouched address space (under ASan a 2 GB allocation would fail loudly)."""
+    limit_chars = (2**31 - 1) // 3 * 4 + 2  # 2,863,311,530 characters decode to 2^31-1 bytes exactly
+    (ok,) = helpers.run_cli(reader_cli, "--base64-plan-size", str(limit_chars))
+    assert ok == {"ok": True, "decoded_bytes": 2**31 - 1}
+    (over,) = helpers.run_cli(reader_cli, "--base64-plan-size", str(limit_chars + 1))
+    assert over == {"ok": False, "error": "base64: expected at most 2147483647 decoded bytes (the blob size "
+                                          "limit), got 2147483648 at offset 0"}

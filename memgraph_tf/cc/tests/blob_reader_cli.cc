@@ -7,6 +7,10 @@
 //   blob_reader_cli --base64-frames      frames of base64url text, decoded by base64url.h (in three
 //                                        ranges, as the op's threads would): {"file", "ok": true,
 //                                        "decoded": "<hex>"} or {"file", "ok": false, "error": ...}
+//   blob_reader_cli --base64-plan-size N  the plan's verdict on a text of N characters ('A'... as far
+//                                        as the plan may look: a reserved, never-touched mapping), as
+//                                        {"ok": true, "decoded_bytes": D} or {"ok": false, "error": ...};
+//                                        shows the size limit is enforced before anything is allocated
 //
 // Each line is {"file": ..., "length": L, "ok": true, "sections": [...]} or
 // {"file": ..., "length": L, "ok": false, "error": "<the reader's message>"}. A section is
@@ -16,8 +20,11 @@
 // json module writes them). As memgraph_tf.blob.unpack does, every NAME / NAME.row_splits pair is
 // validated as ragged; its failure is reported like a format error. Exit status: 0 when every blob
 // was processed (valid or not), 2 on usage or I/O errors.
+#include <sys/mman.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -163,6 +170,27 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s FILE... | --truncations FILE | --frames | --base64-frames\n", argv[0]);
     return 2;
+  }
+  if (std::strcmp(argv[1], "--base64-plan-size") == 0 && argc == 3) {
+    const size_t n = static_cast<size_t>(std::strtoull(argv[2], nullptr, 10));
+    // Address space only (MAP_NORESERVE, never written): the plan reads the last two characters.
+    void* map = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) {
+      std::fprintf(stderr, "cannot reserve %zu bytes of address space\n", n);
+      return 2;
+    }
+    char* text = static_cast<char*>(map);
+    text[n - 1] = 'A';
+    if (n > 1) text[n - 2] = 'A';
+    memgraph_tf::Base64UrlPlan plan;
+    std::string error;
+    if (memgraph_tf::Base64UrlPlanFor(std::string_view(text, n), &plan, &error)) {
+      std::printf("{\"ok\": true, \"decoded_bytes\": %zu}\n", plan.decoded_bytes);
+    } else {
+      std::printf("{\"ok\": false, \"error\": %s}\n", JsonString(error).c_str());
+    }
+    munmap(map, n);
+    return 0;
   }
   const bool base64 = std::strcmp(argv[1], "--base64-frames") == 0;
   if (base64 || std::strcmp(argv[1], "--frames") == 0) {
