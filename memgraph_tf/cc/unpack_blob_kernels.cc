@@ -1,6 +1,8 @@
 // CPU kernel of MemgraphTf>UnpackBlob. One pass: every blob is validated in full by the plain reader
 // (blob_reader.h) and every requested section checked (dtype, ragged pair, shape agreement) before any
-// output is allocated; then each blob's payload is copied straight into its slice of the output.
+// output is allocated; then each blob's payload is copied straight into its slice of the output
+// (large payloads by several worker threads, with non-temporal stores past 16 MB). With
+// encoding="base64" each blob arrives as base64url text and is first decoded (base64url.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -258,9 +260,9 @@ class UnpackBlobOp : public OpKernel {
     };
 
     // Pass 1: validate every blob and look up every section. Nothing is allocated but the readers
-    // (bounded by the blobs' own sizes) and one pointer per (name, blob).
-    // With encoding="base64", each text is first decoded into a temp tensor that the readers (and
-    // so the outputs' copies) read from.
+    // (bounded by the blobs' own sizes), one pointer per (name, blob) and, with encoding="base64",
+    // each text's decoded bytes (a temp tensor of the size the text implies, checked against the
+    // blob size limit first) that the readers, and so the outputs' copies, read from.
     std::vector<BlobReader> readers(static_cast<size_t>(batch));
     std::vector<Tensor> decoded(base64_ ? static_cast<size_t>(batch) : 0);
     for (int64_t b = 0; b < batch; ++b) {
