@@ -77,3 +77,29 @@ def test_saved_model_reloads_in_a_fresh_process(ops, kind, tmp_path):
     assert result["nbrs"] == [0, 0, 1, 0, 1, 2]
     assert result["nbrs_splits"] == [0, 1, 3, 6]
     assert result["loaded_op"] == (kind == "op")
+
+
+def test_saved_models_name_the_encoding_attr_only_when_it_is_not_the_default(ops, tmp_path):
+    """A SavedModel decoding raw blobs does not mention ``encoding`` (TF strips default-valued attrs),
+    so it still loads in a server built with an op library from before that attr existed; one that
+    decodes base64 text records it."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    class Decoder(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def raw(self, blobs):
+            return ops.unpack_blob(blobs, ["x"], ["float32"])[0]
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def text(self, texts):
+            return ops.unpack_blob(texts, ["x"], ["float32"], encoding="base64")[0]
+
+    tf.saved_model.save(Decoder(), str(tmp_path))
+    sm = saved_model_pb2.SavedModel()
+    sm.ParseFromString((tmp_path / "saved_model.pb").read_bytes())
+    encodings = {}
+    for f in sm.meta_graphs[0].graph_def.library.function:
+        for node in f.node_def:
+            if node.op == "MemgraphTf>UnpackBlob":
+                encodings[f.signature.name.split("_")[3]] = node.attr["encoding"].s if "encoding" in node.attr else None
+    assert encodings == {"raw": None, "text": b"base64"}
