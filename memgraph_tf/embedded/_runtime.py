@@ -244,12 +244,16 @@ def _check_mutable(ctx: CallContext) -> None:
         raise ImmutableObjectError("Cannot modify an immutable object (the procedure is a read procedure).")
 
 
-class Vertex:
-    __slots__ = ("_ctx", "_id")
+class _Handle:
+    """What the _mgp vertex and edge handles share: a call context and an id in its store. Equal when
+    they are the same kind of handle to the same id of the same store."""
 
-    def __init__(self, ctx: CallContext, vid: int) -> None:
+    __slots__ = ("_ctx", "_id")
+    _kind = ""
+
+    def __init__(self, ctx: CallContext, handle_id: int) -> None:
         self._ctx = ctx
-        self._id = vid
+        self._id = handle_id
 
     def is_valid(self) -> bool:
         return self._ctx.valid
@@ -259,6 +263,17 @@ class Vertex:
 
     def get_id(self) -> int:
         return self._id
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self) and other._id == self._id and other._ctx.store is self._ctx.store
+
+    def __hash__(self) -> int:
+        return hash((self._kind, self._id))
+
+
+class Vertex(_Handle):
+    __slots__ = ()
+    _kind = "v"
 
     def labels_count(self) -> int:
         return len(self._ctx.store.labels[self._id])
@@ -297,28 +312,10 @@ class Vertex:
     def iter_out_edges(self) -> MgpIterable:
         return MgpIterable([Edge(self._ctx, e) for e in self._ctx.store.out_edges[self._id]])
 
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Vertex) and other._id == self._id and other._ctx.store is self._ctx.store
 
-    def __hash__(self) -> int:
-        return hash(("v", self._id))
-
-
-class Edge:
-    __slots__ = ("_ctx", "_id")
-
-    def __init__(self, ctx: CallContext, eid: int) -> None:
-        self._ctx = ctx
-        self._id = eid
-
-    def is_valid(self) -> bool:
-        return self._ctx.valid
-
-    def underlying_graph_is_mutable(self) -> bool:
-        return self._ctx.mutable
-
-    def get_id(self) -> int:
-        return self._id
+class Edge(_Handle):
+    __slots__ = ()
+    _kind = "e"
 
     def get_type_name(self) -> str:
         return self._ctx.store.etype[self._id]
@@ -342,12 +339,6 @@ class Edge:
         if store.eprops[self._id] is None:
             store.eprops[self._id] = {}
         store.set_property(store.eprops[self._id], name, value)
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Edge) and other._id == self._id and other._ctx.store is self._ctx.store
-
-    def __hash__(self) -> int:
-        return hash(("e", self._id))
 
 
 class Path:
