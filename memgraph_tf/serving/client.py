@@ -18,7 +18,7 @@ import json
 import logging
 import math
 import numbers
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import requests
@@ -320,16 +320,8 @@ class ServingClient:
         uses ``serving_default``). Raises a :mod:`.errors` error on failure."""
         if signature_name is ...:
             signature_name = self.classify_signature
-        items = [encode_example(e, self.blob_feature_key) for e in examples]
         results: list[list[tuple[str, float]]] = []
-        url = self.model_url + ":classify"
-        for body in self._parts(self._head(signature_name, context) + '"examples":[', items, "]}"):
-            payload = self._request("POST", url, body)
-            part = payload.get("results")
-            if not isinstance(part, list):
-                raise errors.InvalidResponseError(
-                    f"expected key 'results' holding a list, got keys {sorted(payload)}", url=url
-                )
+        for part in self._example_results("classify", examples, signature_name, context):
             results.extend([(str(lbl), float(score)) for lbl, score in row] for row in part)
         return results
 
@@ -341,9 +333,18 @@ class ServingClient:
         context: Mapping[str, Any] | None = None,
     ) -> list[float]:
         """``:regress``: one float per example (same example encoding as :meth:`classify`)."""
-        items = [encode_example(e, self.blob_feature_key) for e in examples]
         out: list[float] = []
-        url = self.model_url + ":regress"
+        for part in self._example_results("regress", examples, signature_name, context):
+            out.extend(float(v) for v in part)
+        return out
+
+    def _example_results(
+        self, verb: str, examples: Sequence[Any], signature_name: str | None, context: Mapping[str, Any] | None
+    ) -> Iterator[list[Any]]:
+        """POSTs ``examples`` to ``:verb`` (in parts, see :meth:`_parts`) and yields each answer's
+        ``results`` list in order; an answer without one is an ``InvalidResponseError``."""
+        items = [encode_example(e, self.blob_feature_key) for e in examples]
+        url = f"{self.model_url}:{verb}"
         for body in self._parts(self._head(signature_name, context) + '"examples":[', items, "]}"):
             payload = self._request("POST", url, body)
             part = payload.get("results")
@@ -351,8 +352,7 @@ class ServingClient:
                 raise errors.InvalidResponseError(
                     f"expected key 'results' holding a list, got keys {sorted(payload)}", url=url
                 )
-            out.extend(float(v) for v in part)
-        return out
+            yield part
 
     def predict(
         self,
