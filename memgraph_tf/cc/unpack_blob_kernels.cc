@@ -99,6 +99,14 @@ constexpr uint64_t kMinCopyPartBytes = 1u << 20;
 // of every destination line cuts the memory traffic of the copy by a third.
 constexpr uint64_t kStreamCopyBytes = 16u << 20;
 
+// How many contiguous ranges `bytes` of work is split into: at least kMinCopyPartBytes each, and at
+// most eight per worker thread, so that a thread that starts late (woken from sleep, or sharing its
+// core) takes fewer of them.
+int64_t NumParts(int num_threads, uint64_t bytes) {
+  const uint64_t most = static_cast<uint64_t>(std::max(num_threads, 1)) * 8;
+  return static_cast<int64_t>(std::max<uint64_t>(1, std::min<uint64_t>(most, bytes / kMinCopyPartBytes)));
+}
+
 // memcpy with non-temporal (cache-bypassing) stores where the CPU has them (SSE2: every x86-64).
 void StreamCopy(char* dst, const uint8_t* src, size_t n) {
 #if defined(__SSE2__)
@@ -153,11 +161,8 @@ void CopySection(OpKernelContext* ctx, const BlobSection& s, Tensor* out, int64_
       std::memcpy(dst + from, src + from, to - from);
     }
   };
-  // Contiguous ranges of at least kMinCopyPartBytes, eight per worker thread: a thread that starts
-  // late (woken from sleep, or sharing its core) takes fewer of them.
   const auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
-  const int64_t parts = static_cast<int64_t>(std::max<uint64_t>(
-      1, std::min<uint64_t>(static_cast<uint64_t>(workers->num_threads) * 8, length / kMinCopyPartBytes)));
+  const int64_t parts = NumParts(workers->num_threads, length);
   // parts * step >= length: step is ceil(length / parts) rounded up to a cache line.
   const uint64_t step = ((length + static_cast<uint64_t>(parts) - 1) / static_cast<uint64_t>(parts) + 63) &
                         ~uint64_t{63};
@@ -184,8 +189,7 @@ absl::Status DecodeBase64(OpKernelContext* ctx, std::string_view text, Tensor* o
   }
   const auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
   const uint64_t groups = plan.chars / 4;
-  const int64_t parts = static_cast<int64_t>(std::max<uint64_t>(
-      1, std::min<uint64_t>(static_cast<uint64_t>(workers->num_threads) * 8, plan.chars / kMinCopyPartBytes)));
+  const int64_t parts = NumParts(workers->num_threads, plan.chars);
   const uint64_t step = (groups + static_cast<uint64_t>(parts) - 1) / static_cast<uint64_t>(parts) * 4;
   std::vector<size_t> bad(static_cast<size_t>(parts), plan.chars);
   tensorflow::Shard(workers->num_threads, workers->workers, parts, static_cast<int64_t>(step),
