@@ -21,6 +21,8 @@ import struct
 import sys
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
+from memgraph_tf.errors import MemgraphTfError
+
 try:  # numpy is optional for packing (Memgraph's Python may lack it)
     import numpy as _np
 except ImportError:  # pragma: no cover - exercised by the stdlib-only subprocess test
@@ -98,7 +100,7 @@ _TYPECODES = {
 }
 
 
-class BlobFormatError(ValueError):
+class BlobFormatError(MemgraphTfError, ValueError):
     """A blob (or the data given to :func:`pack`) breaks the format v1 rules.
 
     The message names the field and, for blobs, the absolute byte offset at fault, in the form

@@ -1,6 +1,7 @@
 """Errors raised by :mod:`memgraph_tf.client`.
 
-Every error the client raises on purpose derives from :class:`ClientError`; driver errors from
+Every error the client raises on purpose derives from :class:`ClientError` (itself a
+:class:`memgraph_tf.errors.MemgraphTfError`, the root of the library's tree); driver errors from
 ``neo4j`` are translated at the boundary (the original stays attached as ``__cause__``), so callers
 need not import the driver to handle them. The tree::
 
@@ -26,8 +27,10 @@ contains this module's message unchanged.
 
 from __future__ import annotations
 
+from memgraph_tf.errors import MemgraphTfError
 
-class ClientError(Exception):
+
+class ClientError(MemgraphTfError):
     """Base class of every error raised by ``memgraph_tf.client``."""
 
 

@@ -2,8 +2,10 @@
 
 PyPI's ``mgp`` package ships Memgraph's real Python API layer ``mgp.py`` but only an empty stub of
 the C extension ``_mgp`` it is built on. This module is that extension, written from what ``mgp.py``
-uses, over a plain in-memory property graph (:class:`Store`). It is **standalone and stdlib-only**
-(it may be copied as ``_mgp.py`` next to ``mgp.py``): :func:`activate` makes it the ``_mgp`` that
+uses, over a plain in-memory property graph (:class:`Store`). It is **stdlib-only** and needs no
+other module of the library than ``memgraph_tf.errors`` (stdlib-only too, and shipped with the helper
+package ``install-modules`` writes), so it may be copied as ``_mgp.py`` next to ``mgp.py`` wherever that
+helper package is importable: :func:`activate` makes it the ``_mgp`` that
 ``import mgp`` binds to, :class:`Runtime` loads query-module files the way Memgraph does (the module
 is named after the file; its ``@mgp.read_proc`` functions register on ``_MODULE`` while it loads)
 and calls procedures converting values the way Memgraph does:
@@ -28,6 +30,8 @@ import pathlib
 import sys
 from typing import Any, Callable, Iterable
 
+from memgraph_tf.errors import MemgraphTfError
+
 _log = logging.getLogger("memgraph_tf.embedded")
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -35,6 +39,9 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # ------------------------------------------------------------------------------------------------
 # Errors of the C API (mgp.py subclasses each of them)
 # ------------------------------------------------------------------------------------------------
+# They stand in for the errors of Memgraph's C extension and derive from Exception as those do (not
+# from MemgraphTfError): mgp.py subclasses and translates them, and a query module must see the same
+# errors here as in Memgraph.
 
 
 class UnknownError(Exception):
@@ -88,7 +95,7 @@ class AuthorizationError(Exception):
 # Errors of the runtime itself (what a Cypher client would see as a failed query).
 
 
-class EmbeddedError(Exception):
+class EmbeddedError(MemgraphTfError):
     """Base class of the errors :meth:`Runtime.call` raises."""
 
 

@@ -21,6 +21,8 @@ import threading
 import types
 from typing import Any
 
+from memgraph_tf.errors import MemgraphTfError
+
 log = logging.getLogger(__name__)
 
 LIBRARY_NAME = "_memgraph_tf_ops.so"
@@ -48,7 +50,7 @@ class _State:
 _state = _State()
 
 
-class OpLibraryError(RuntimeError):
+class OpLibraryError(MemgraphTfError, RuntimeError):
     """The op library could not be built or loaded; the message lists every step tried."""
 
 

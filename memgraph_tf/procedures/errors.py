@@ -1,16 +1,18 @@
 """Errors raised by the ``tf_features`` procedures (stdlib only).
 
-Every error is a :class:`ValueError` subclass whose message names what is at fault: the parameter,
-option, node id, property and, for vector elements, the index. Memgraph reports the message to the
-client unchanged.
+Every error is a :class:`ValueError` subclass (and a :class:`memgraph_tf.errors.MemgraphTfError`)
+whose message names what is at fault: the parameter, option, node id, property and, for vector
+elements, the index. Memgraph reports the message to the client unchanged.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
+from memgraph_tf.errors import MemgraphTfError
 
-class ProcedureInputError(ValueError):
+
+class ProcedureInputError(MemgraphTfError, ValueError):
     """Bad input to a ``tf_features`` procedure (arguments, options or graph data)."""
 
 

@@ -19,7 +19,7 @@ _log = logging.getLogger(__name__)
 
 MODULE_FILE = "tf_features.py"
 ENV_MODULES_DIR = "MEMGRAPH_TF_QUERY_MODULES_DIR"
-HELPER_FILES = ("__init__.py", "blob.py")
+HELPER_FILES = ("__init__.py", "blob.py", "errors.py", "layout.py")
 """Files of the ``memgraph_tf`` package Memgraph needs, besides the ``procedures`` subpackage."""
 
 

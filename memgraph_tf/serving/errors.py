@@ -1,6 +1,7 @@
 """Typed errors for talking to a TensorFlow Serving compatible REST endpoint.
 
-Every error raised by :class:`memgraph_tf.serving.ServingClient` is a :class:`ServingError`. Errors
+Every error raised by :class:`memgraph_tf.serving.ServingClient` is a :class:`ServingError` (itself a
+:class:`memgraph_tf.errors.MemgraphTfError`, the root of the library's tree). Errors
 that come from an HTTP answer carry the HTTP ``status`` and the server's message (the ``"error"``
 field of TF Serving's ``{"error": "..."}`` body, or the raw body when it is not that shape)::
 
@@ -20,6 +21,16 @@ field of TF Serving's ``{"error": "..."}`` body, or the raw body when it is not 
         +-- UnavailableError          503  UNAVAILABLE (retried)
         +-- DeadlineExceededError     504  DEADLINE_EXCEEDED (retried)
     +-- InvalidResponseError          a 2xx answer that is not the JSON the API promises
+    +-- BundleError                   a bundle or an export argument breaks the bundle contract
+    |                                 (also a ValueError); ``key`` names the config key / parameter
+    +-- BundleExistsError             the version directory exists (also a FileExistsError)
+    +-- NeighbourhoodError            node id -> neighbourhood blob failed (classify_nodes, --graph):
+        +-- NodeIdError               a node id is not an int64 integer (also a ValueError)    -> 400
+        +-- NeighbourhoodDataError    the graph lacks a node, or its data cannot be packed
+                                      (also a ValueError)                                      -> 400
+        +-- GraphUnavailableError     the graph cannot be reached (also a ConnectionError)     -> 503
+        +-- GraphSourceError          any other failure the graph source reports, or an answer
+                                      that does not fit (wrong blob count)                     -> 500
 
 The HTTP status codes are the ones TF Serving's ``http_server.cc`` maps gRPC status codes to.
 :func:`error_for_status` builds the right subclass from a status and message.
@@ -27,8 +38,10 @@ The HTTP status codes are the ones TF Serving's ``http_server.cc`` maps gRPC sta
 
 from __future__ import annotations
 
+from memgraph_tf.errors import MemgraphTfError
 
-class ServingError(Exception):
+
+class ServingError(MemgraphTfError):
     """Base class. ``status`` is the HTTP status (``None`` when there was no HTTP answer);
     ``message`` is the server's error message (or a local description); ``url`` the request URL."""
 
@@ -102,6 +115,43 @@ class DeadlineExceededError(ServingHTTPError):
     """504: the server ran out of time. The client retries these."""
 
 
+class BundleError(ServingError, ValueError):
+    """A bundle, or an argument meant for one, breaks the bundle contract (``serving/bundle.py``):
+    a config key that is unknown, missing or of the wrong type, an unreadable asset, an
+    ``export_bundle`` argument it cannot use. ``key`` names the config key or parameter (``None``
+    when the whole document is at fault). Also a ValueError."""
+
+    def __init__(self, message: str, *, key: str | None = None):
+        self.key = key
+        super().__init__(message)
+
+
+class BundleExistsError(ServingError, FileExistsError):
+    """``export_bundle``: the version directory exists and ``overwrite`` is False."""
+
+
+class NeighbourhoodError(ServingError):
+    """Turning node ids into neighbourhood blobs (``serving/neighbourhoods.py``) failed. The
+    source's own error, if any, is attached as ``__cause__``."""
+
+
+class NodeIdError(NeighbourhoodError, ValueError):
+    """A node id is not an integer in the int64 range; the message names where it came from."""
+
+
+class NeighbourhoodDataError(NeighbourhoodError, ValueError):
+    """The graph source rejected the request's data: a node it lacks, a property it cannot pack."""
+
+
+class GraphUnavailableError(NeighbourhoodError, ConnectionError):
+    """The graph source cannot be reached (its ConnectionError or OSError)."""
+
+
+class GraphSourceError(NeighbourhoodError):
+    """Any other failure the graph source reports as a memgraph-tf error (a failed query), or an
+    answer that does not fit the request (a wrong number of blobs)."""
+
+
 _BY_STATUS: dict[int, type[ServingError]] = {
     400: BadRequestError,
     401: UnauthorizedError,
@@ -126,11 +176,18 @@ def error_for_status(status: int, message: str, url: str | None = None) -> Servi
 
 __all__ = [
     "BadRequestError",
+    "BundleError",
+    "BundleExistsError",
     "ConflictError",
     "DeadlineExceededError",
     "ForbiddenError",
+    "GraphSourceError",
+    "GraphUnavailableError",
     "InternalServerError",
     "InvalidResponseError",
+    "NeighbourhoodDataError",
+    "NeighbourhoodError",
+    "NodeIdError",
     "NotFoundError",
     "NotImplementedByServerError",
     "RequestTooLargeError",

@@ -30,6 +30,8 @@ import threading
 import time
 from typing import IO
 
+from memgraph_tf.errors import MemgraphTfError
+
 logger = logging.getLogger(__name__)
 
 READY_LINE = "READY"
@@ -43,7 +45,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-class ArcadeDBStartError(RuntimeError):
+class ArcadeDBStartError(MemgraphTfError, RuntimeError):
     """The ArcadeDB child process did not become ready; the message carries its last output."""
 
 

@@ -66,7 +66,8 @@ def _same_graph_in_process():
 def test_install_layout(tmp_path):
     written = install.install_modules(tmp_path / "qm")
     rel = sorted(str(pathlib.Path(p).relative_to(tmp_path / "qm")) for p in written)
-    expected = ["memgraph_tf/__init__.py", "memgraph_tf/blob.py", "tf_features.py"] + [
+    expected = ["memgraph_tf/__init__.py", "memgraph_tf/blob.py", "memgraph_tf/errors.py", "memgraph_tf/layout.py",
+                "tf_features.py"] + [
         f"memgraph_tf/procedures/{p.name}" for p in (REPO_ROOT / "memgraph_tf" / "procedures").glob("*.py")
     ]
     assert rel == sorted(expected)

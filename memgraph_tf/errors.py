@@ -1,0 +1,119 @@
+"""The root of memgraph-tf's error tree (standard library only: Memgraph imports it too).
+
+Every error the library raises on purpose derives from :class:`MemgraphTfError`, so
+``except MemgraphTfError`` catches whatever memgraph-tf reports and lets programming errors
+(``AttributeError``, a bare ``TypeError`` or ``ValueError`` from a wrong call) through. Each class
+keeps the built-in base it had before the common root (in parentheses below), so
+``except ValueError`` and the like still catch what they caught. The whole tree, with the module
+that defines each subtree::
+
+    MemgraphTfError
+    +-- BlobFormatError (ValueError)                     memgraph_tf.blob: a blob or pack() input breaks v1
+    +-- OpLibraryError (RuntimeError)                    memgraph_tf.ops: cannot build or load the op library
+    +-- ProcedureInputError (ValueError)                 memgraph_tf.procedures.errors: bad input to tf_features.*
+    |   +-- OptionError                                  an argument or option is unknown or bad
+    |   +-- NodeNotFoundError (LookupError)              a node id is not in the graph
+    |   +-- PropertyValueError                           a property is missing or cannot be packed
+    +-- EmbeddedError                                    memgraph_tf.embedded: a CALL that failed
+    |   +-- ProcedureNotFoundError (LookupError)         no loaded module has the procedure
+    |   +-- ArgumentTypeError (TypeError)                arguments do not fit the signature
+    |   +-- ResultConversionError (TypeError)            a result Memgraph could not convert
+    |   +-- ProcedureError (RuntimeError)                the procedure raised (its error is the __cause__)
+    +-- ClientError                                      memgraph_tf.client.errors
+    |   +-- ConfigurationError (ValueError)              a bad argument or setting
+    |   +-- GraphConnectionError (ConnectionError)
+    |   |   +-- ServerUnavailable                        nothing answers, or the connection died mid-query
+    |   |   +-- AuthenticationError                      the server refused the credentials
+    |   +-- QueryError                                   the server rejected or failed a query
+    |   |   +-- ProcedureUnavailable                     a tf_features procedure is not installed
+    |   +-- ResultError (ValueError)                     a row does not fit the declared output types
+    |   |   +-- NullValueError                           a column holds null
+    |   |   +-- ValueTypeError (TypeError)               a value of the wrong type
+    |   |   +-- ValueLengthError                         a list of the wrong length
+    |   +-- GraphDataError (ValueError)                  a node is missing or a property cannot be packed
+    +-- ServingError                                     memgraph_tf.serving.errors (.status, .message, .url)
+    |   +-- ServingConnectionError                       no HTTP answer after all retries
+    |   +-- ServingTimeoutError                          no answer within timeout_s
+    |   +-- InvalidResponseError                         a 2xx answer that is not the promised JSON
+    |   +-- RequestTooLargeError                         413, or one item alone above max_request_bytes
+    |   +-- ServingHTTPError                             any other non-2xx answer
+    |   |   +-- BadRequestError                          400
+    |   |   +-- UnauthorizedError                        401
+    |   |   +-- ForbiddenError                           403
+    |   |   +-- NotFoundError                            404
+    |   |   +-- ConflictError                            409
+    |   |   +-- TooManyRequestsError                     429
+    |   |   +-- InternalServerError                      500
+    |   |   +-- NotImplementedByServerError              501
+    |   |   +-- UnavailableError                         503 (retried)
+    |   |   +-- DeadlineExceededError                    504 (retried)
+    |   +-- BundleError (ValueError)                     a bundle or export argument breaks the contract
+    |   +-- BundleExistsError (FileExistsError)          export_bundle: the version directory exists
+    |   +-- NeighbourhoodError                           node ids -> neighbourhood blobs failed
+    |       +-- NodeIdError (ValueError)                 a node id is not an int64 integer
+    |       +-- NeighbourhoodDataError (ValueError)      the graph lacks a node, or its data cannot be packed
+    |       +-- GraphUnavailableError (ConnectionError)  the graph cannot be reached
+    |       +-- GraphSourceError                         any other failure of the graph source
+    +-- ArcadeDBStartError (RuntimeError)                memgraph_tf.testing.arcadedb: no test server
+
+Not in the tree, on purpose:
+
+* the ``_mgp`` errors of :mod:`memgraph_tf.embedded._runtime` (``UnknownError``,
+  ``InvalidArgumentError``, ``ImmutableObjectError``, ...): they stand in for the errors of
+  Memgraph's C extension, which Memgraph's ``mgp.py`` subclasses and translates, so they derive from
+  ``Exception`` exactly as Memgraph's do, and a query module sees the same errors embedded and in
+  Memgraph;
+* errors raised by TensorFlow ops (a malformed blob given to ``ops.unpack_blob`` is a
+  ``tf.errors.InvalidArgumentError``), and the ``tf.errors.OpError`` that TensorFlow makes of an
+  error raised inside ``tf.data`` or ``tf.py_function``: TensorFlow decides their types;
+* ``ValueError`` / ``TypeError`` for a call with wrong arguments (a programming error).
+
+The package bases are importable from here by name (``from memgraph_tf.errors import ClientError``).
+They are looked up on first use, so importing this module needs the standard library alone; using a
+name imports its package (those packages import TensorFlow or the Bolt driver only lazily).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "ArcadeDBStartError",
+    "BlobFormatError",
+    "ClientError",
+    "EmbeddedError",
+    "MemgraphTfError",
+    "OpLibraryError",
+    "ProcedureInputError",
+    "ServingError",
+]
+
+
+class MemgraphTfError(Exception):
+    """Base class of every error memgraph-tf raises on purpose."""
+
+
+# The base of each package's subtree -> the module that defines it (imported on first use).
+_PACKAGE_BASES = {
+    "BlobFormatError": "memgraph_tf.blob",
+    "OpLibraryError": "memgraph_tf.ops",
+    "ProcedureInputError": "memgraph_tf.procedures.errors",
+    "EmbeddedError": "memgraph_tf.embedded",
+    "ClientError": "memgraph_tf.client.errors",
+    "ServingError": "memgraph_tf.serving.errors",
+    "ArcadeDBStartError": "memgraph_tf.testing.arcadedb",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PACKAGE_BASES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PACKAGE_BASES))
