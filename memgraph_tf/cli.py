@@ -12,9 +12,9 @@ import sys
 
 
 def _build_ops(args: argparse.Namespace) -> int:
-    from memgraph_tf.ops import _loader
+    from memgraph_tf import ops
 
-    path = _loader.build_library(force=args.force, cache_dir=args.cache_dir)
+    path = ops.build_library(force=args.force, cache_dir=args.cache_dir)
     print(path)
     return 0
 

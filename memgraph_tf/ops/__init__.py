@@ -4,6 +4,9 @@
   The op library is compiled on first use (see :mod:`memgraph_tf.ops._loader`).
 * :func:`unpack_blob_portable` -- the same results from stock TensorFlow ops only, for SavedModels
   served by the stock TF Serving image (which cannot load custom ops).
+* :func:`build_library` / :func:`load_library` -- compile (cached) / load the op library; the public
+  entry points for code outside this package (``memgraph-tf build-ops``, op bundles in
+  ``memgraph_tf.serving.export``). :class:`OpLibraryError` when it cannot be built or loaded.
 
 Both take ``blobs`` (a scalar string tensor holding one blob, or a vector of blobs), the section
 ``names`` to decode, their ``dtypes`` and the names to decode as ragged, and return one tensor per
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from memgraph_tf.ops._args import DTYPES, ENCODINGS, check_encoding, check_shapes, normalize_args
 from memgraph_tf.ops._loader import OpLibraryError, build_library, load_library
 
 __all__ = [
@@ -29,67 +33,6 @@ __all__ = [
     "unpack_blob",
     "unpack_blob_portable",
 ]
-
-#: Accepted values of ``encoding``: the blobs' raw bytes, or base64url text as blobs leave Memgraph.
-ENCODINGS = ("raw", "base64")
-
-#: Accepted dtype spellings -> the blob dtype name.
-DTYPES = {
-    "bool": "bool",
-    "int32": "int32",
-    "int64": "int64",
-    "float32": "float32",
-    "float": "float32",
-    "float64": "float64",
-    "double": "float64",
-    "string": "string",
-}
-
-
-def _normalize_args(
-    names: str | Sequence[str],
-    dtypes: Any,
-    ragged: Iterable[str],
-) -> tuple[list[str], list[str], list[bool]]:
-    """Checks the arguments shared by both decoders; returns (names, blob dtype names, ragged flags)."""
-    import tensorflow as tf
-
-    if isinstance(names, str):
-        names = [names]
-    names = list(names)
-    if not names:
-        raise ValueError("names: expected at least one section name, got []")
-    for n in names:
-        if not isinstance(n, str) or not n:
-            raise ValueError(f"names: expected non-empty str section names, got {n!r}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"names: expected each name once, got {names}")
-    if isinstance(dtypes, (str, tf.DType)) or not isinstance(dtypes, Sequence):
-        dtypes = [dtypes]
-    dtypes = list(dtypes)
-    if len(dtypes) != len(names):
-        raise ValueError(
-            f"dtypes: expected {len(names)} entries (one per name in {names}), got {len(dtypes)}: {dtypes}"
-        )
-    out_dtypes = []
-    for d in dtypes:
-        key = d.name if isinstance(d, tf.DType) else d
-        if not isinstance(key, str) or key not in DTYPES:
-            raise ValueError(f"dtypes: expected one of {sorted(DTYPES)} or the tf.DType, got {d!r}")
-        out_dtypes.append(DTYPES[key])
-    if isinstance(ragged, str):
-        ragged = [ragged]
-    ragged = list(ragged)
-    unknown = [r for r in ragged if r not in names]
-    if unknown:
-        raise ValueError(f"ragged: expected names among {names}, got {unknown}")
-    return names, out_dtypes, [n in ragged for n in names]
-
-
-def _check_encoding(encoding: Any) -> str:
-    if encoding not in ENCODINGS:
-        raise ValueError(f"encoding: expected one of {list(ENCODINGS)}, got {encoding!r}")
-    return encoding
 
 
 def unpack_blob(
@@ -120,13 +63,10 @@ def unpack_blob(
     """
     import tensorflow as tf
 
-    encoding = _check_encoding(encoding)
-    names, blob_dtypes, ragged_flags = _normalize_args(names, dtypes, ragged)
-    attr_shapes = []
-    if shapes is not None:
-        if len(shapes) != len(names):
-            raise ValueError(f"shapes: expected {len(names)} entries (one per name), got {len(shapes)}")
-        attr_shapes = [tf.TensorShape(s) for s in shapes]
+    encoding = check_encoding(encoding)
+    names, blob_dtypes, ragged_flags = normalize_args(names, dtypes, ragged)
+    check_shapes(shapes, names)
+    attr_shapes = [] if shapes is None else [tf.TensorShape(s) for s in shapes]
     module = load_library()
     blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
     if blobs.shape.rank is not None and blobs.shape.rank > 1:

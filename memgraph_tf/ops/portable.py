@@ -34,6 +34,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from memgraph_tf.ops._args import check_encoding, check_shapes, normalize_args
+
 MAX_I31 = 2**31 - 1
 _BIG = np.int64(2**62)
 _DT_CODE = {"bool": 1, "int32": 2, "int64": 3, "float32": 4, "float64": 5, "string": 6}
@@ -586,12 +588,9 @@ def unpack_blob_portable(
     ``encoding="base64"`` decodes base64url text first with ``tf.io.decode_base64``: the same
     values as the op for valid text, but TensorFlow's own message for invalid text.
     """
-    from memgraph_tf.ops import _check_encoding, _normalize_args
-
-    encoding = _check_encoding(encoding)
-    names, blob_dtypes, ragged_flags = _normalize_args(names, dtypes, ragged)
-    if shapes is not None and len(shapes) != len(names):
-        raise ValueError(f"shapes: expected {len(names)} entries (one per name), got {len(shapes)}")
+    encoding = check_encoding(encoding)
+    names, blob_dtypes, ragged_flags = normalize_args(names, dtypes, ragged)
+    check_shapes(shapes, names)
     with tf.name_scope(name or "UnpackBlobPortable"):
         blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
         if encoding == "base64":

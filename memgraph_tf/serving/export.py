@@ -344,9 +344,9 @@ def _write_warmup(version_dir: pathlib.Path, sections, blob_feature_key: str, na
 def _bundle_op_library(version_dir: pathlib.Path) -> None:
     import tensorflow as tf
 
-    from memgraph_tf.ops import _loader
+    from memgraph_tf import ops
 
-    so = pathlib.Path(_loader.build_library())
+    so = pathlib.Path(ops.build_library())
     dest = version_dir.joinpath("assets.extra", "memgraph_tf")
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(so, dest / so.name)
