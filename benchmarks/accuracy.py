@@ -24,7 +24,7 @@ import time
 def main() -> int:
     from memgraph_tf.client import EmbeddedSource, evaluate, train_graphsage
     from memgraph_tf.client.graphsage import PLANETOID_RECIPE, build_feature_cache
-    from memgraph_tf.embedded import EmbeddedGraph
+    from memgraph_tf.datasets import planetoid_graph
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="cora", choices=["cora", "citeseer"])
@@ -51,7 +51,7 @@ def main() -> int:
         print(f"Planetoid files not found under {args.root}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    graph = EmbeddedGraph.from_planetoid(args.dataset, args.root)
+    graph = planetoid_graph(args.dataset, args.root)
     source = EmbeddedSource(graph)
     split = {name: [i for i in graph.nodes() if graph.get_property(i, "split") == name]
              for name in ("train", "val", "test")}

@@ -20,9 +20,9 @@ def _build_ops(args: argparse.Namespace) -> int:
 
 
 def _install_modules(args: argparse.Namespace) -> int:
-    from memgraph_tf.procedures import install
+    from memgraph_tf import deploy
 
-    for path in install.install_modules(args.directory, overwrite=not args.no_overwrite):
+    for path in deploy.install_modules(args.directory, overwrite=not args.no_overwrite):
         print(path)
     return 0
 

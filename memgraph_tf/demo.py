@@ -1,6 +1,6 @@
 """The end-to-end demo (``memgraph-tf demo``): the whole path a user's data takes, on Cora.
 
-1. Load the Planetoid graph into the in-process Memgraph runtime (``EmbeddedGraph``), where the
+1. Load the Planetoid graph into the in-process Memgraph runtime (``datasets.planetoid_graph``), where the
    unchanged ``query_modules/tf_features.py`` runs through Memgraph's real ``mgp.py``.
 2. Train GraphSAGE with features and neighbourhoods coming only through ``tf_features.*`` blobs,
    unpacked by the C++ op; report validation and test accuracy.
@@ -23,7 +23,7 @@ import pathlib
 import tempfile
 import time
 
-from memgraph_tf.datasets import planetoid_root
+from memgraph_tf.datasets import planetoid_graph
 
 logger = logging.getLogger(__name__)
 
@@ -39,12 +39,11 @@ def run(dataset: str = "cora", workdir: str | os.PathLike | None = None, *, step
 
     from memgraph_tf.client import EmbeddedSource, evaluate, predict, predict_and_write, train_graphsage
     from memgraph_tf.client.graphsage import PLANETOID_RECIPE
-    from memgraph_tf.embedded import EmbeddedGraph
     from memgraph_tf.serving import ModelServer, ServingClient, classify_nodes, export_bundle, start_server
 
     figures: dict = {"dataset": dataset}
     t0 = time.perf_counter()
-    graph = EmbeddedGraph.from_planetoid(dataset, planetoid_root(dataset))
+    graph = planetoid_graph(dataset)
     source = EmbeddedSource(graph)
     splits: dict[str, list[int]] = {"train": [], "val": [], "test": []}
     for node in graph.nodes():

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from memgraph_tf import demo
+from memgraph_tf import datasets, demo
 
 
 def test_demo_runs_end_to_end_on_cora(tmp_path, capsys) -> None:
     try:
-        demo.planetoid_root()
+        datasets.planetoid_root()
     except FileNotFoundError as exc:
         pytest.skip(f"Planetoid files not available: {exc}")
     figures = demo.run("cora", tmp_path, steps=30, classify_count=8)
@@ -25,8 +25,6 @@ def test_demo_runs_end_to_end_on_cora(tmp_path, capsys) -> None:
 
 def test_planetoid_root_error_lists_what_it_tried(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("MEMGRAPH_TF_DATASETS", str(tmp_path / "nowhere"))
-    from memgraph_tf import datasets
-
     monkeypatch.setattr(datasets, "__file__", str(tmp_path / "pkg" / "datasets.py"))
     with pytest.raises(FileNotFoundError, match=r"expected ind\.cora\.\* in one of .*nowhere/planetoid, .*nowhere, "):
         datasets.planetoid_root()

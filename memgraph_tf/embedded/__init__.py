@@ -10,15 +10,14 @@ exactly as Memgraph would load and call it::
     g.add_edge(a, b, "CITES")
     [row] = g.call("tf_features.pack", [a, b], ["f"], {})   # {"blob": "TUdURgEAAAA...", "count": 2}
 
-Stdlib only apart from the Planetoid loader (which needs numpy and scipy to read the pickles).
+Standard library only. Datasets are read elsewhere and loaded with the generic loader
+:meth:`EmbeddedGraph.from_edge_list` (the Planetoid graphs: :func:`memgraph_tf.datasets.planetoid_graph`).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
-import pickle
-import warnings
 from typing import Any, Iterable, Mapping, Sequence
 
 from memgraph_tf.embedded import _runtime
@@ -47,7 +46,7 @@ __all__ = [
 
 def default_module_paths() -> list[pathlib.Path]:
     """The query-module files an :class:`EmbeddedGraph` loads by default (``tf_features.py``)."""
-    from memgraph_tf.procedures.install import find_module_file
+    from memgraph_tf.deploy import find_module_file
 
     return [find_module_file()]
 
@@ -200,73 +199,4 @@ class EmbeddedGraph:
             g._store.add_vertex([label], {name: values[i] for name, values in node_properties.items()})
         for a, b in pairs:
             g._store.add_edge(a, b, edge_type)
-        return g
-
-    @classmethod
-    def from_planetoid(
-        cls,
-        name: str,
-        root: str | os.PathLike[str],
-        *,
-        label: str = "Paper",
-        edge_type: str = "CITES",
-        modules: Iterable[str | os.PathLike[str]] | None = None,
-    ) -> "EmbeddedGraph":
-        """Cora / Citeseer / Pubmed from the Planetoid files ``root/ind.<name>.*``.
-
-        Node ``i`` (internal id ``i``, label ``label``) has properties ``id`` (= i), ``features``
-        (list of floats), ``label`` (int class; -1 for Citeseer's isolated test-range nodes that
-        have no label) and ``split`` (``train``: the first ``len(y)`` nodes, ``val``: the next 500,
-        ``test``: ``test.index``, else ``none``). Each undirected pair is stored once as
-        ``min -> max`` (use ``direction: 'both'``); self-loops once.
-        """
-        import numpy as np
-
-        root = pathlib.Path(root)
-        data = {}
-        for part in ("x", "y", "tx", "ty", "allx", "ally", "graph"):
-            path = root / f"ind.{name}.{part}"
-            if not path.exists():
-                raise FileNotFoundError(f"Planetoid {name!r}: expected {path}, got no such file")
-            with open(path, "rb") as f, warnings.catch_warnings():
-                # the pickles name scipy.sparse.csr.csr_matrix, a deprecated alias
-                warnings.simplefilter("ignore", DeprecationWarning)
-                data[part] = pickle.load(f, encoding="latin1")
-        test_index = [int(line) for line in (root / f"ind.{name}.test.index").read_text().split()]
-        allx, tx = data["allx"], data["tx"]
-        ally, ty = np.asarray(data["ally"]), np.asarray(data["ty"])
-        lo, hi = min(test_index), max(test_index)
-        n = max(allx.shape[0] + (hi - lo + 1), len(data["graph"]))
-        width = allx.shape[1]
-        features = np.zeros((n, width), dtype=np.float32)
-        onehot = np.zeros((n, ally.shape[1]), dtype=np.float32)
-        features[: allx.shape[0]] = allx.toarray()
-        onehot[: allx.shape[0]] = ally
-        tx_dense = tx.toarray()
-        for row, node in enumerate(test_index):  # tx row j belongs to the j-th line of test.index
-            features[node] = tx_dense[row]
-            onehot[node] = ty[row]
-        labels = np.where(onehot.sum(axis=1) > 0, onehot.argmax(axis=1), -1)
-        split = ["none"] * n
-        n_train = np.asarray(data["y"]).shape[0]
-        for i in range(n_train):
-            split[i] = "train"
-        for i in range(n_train, n_train + 500):
-            split[i] = "val"
-        for i in test_index:
-            split[i] = "test"
-        g = cls(modules)
-        cache: dict[float, float] = {}  # share float objects: Planetoid features are mostly 0/1
-        for i in range(n):
-            row = [cache.setdefault(v, v) for v in features[i].tolist()]
-            g._store.add_vertex(
-                [label], {"id": i, "features": row, "label": int(labels[i]), "split": split[i]}
-            )
-        seen = set()
-        for src, dsts in data["graph"].items():
-            for dst in dsts:
-                a, b = (src, dst) if src <= dst else (dst, src)
-                if (a, b) not in seen and b < n:
-                    seen.add((a, b))
-                    g._store.add_edge(a, b, edge_type)
         return g

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 from memgraph_tf.errors import MemgraphTfError
 
-_log = logging.getLogger("memgraph_tf.embedded")
+logger = logging.getLogger(__name__)
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -435,6 +435,9 @@ SOURCE_TYPE_PULSAR = 2
 
 
 class _Logger:
+    """``mgp.Logger``'s backend: what query modules log goes to ``memgraph_tf.embedded.module``, a
+    channel of its own beside this module's ``logger``."""
+
     def __init__(self) -> None:
         self._log = logging.getLogger("memgraph_tf.embedded.module")
 
@@ -799,7 +802,7 @@ def load_module_file(path: str | pathlib.Path) -> Module:
         spec.loader.exec_module(py_module)
     finally:
         _MODULE = previous
-    _log.debug("loaded query module %s from %s: %s", module.name, path, sorted(module.procedures))
+    logger.debug("loaded query module %s from %s: %s", module.name, path, sorted(module.procedures))
     return module
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from memgraph_tf.errors import MemgraphTfError
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 LIBRARY_NAME = "_memgraph_tf_ops.so"
 TF_VERSION_NEEDED = "2.21"
@@ -106,7 +106,7 @@ def build_library(force: bool = False, cache_dir: str | os.PathLike[str] | None 
     """
     target = library_path(cache_dir)
     if target.exists() and not force:
-        log.debug("op library cached at %s", target)
+        logger.debug("op library cached at %s", target)
         return str(target)
     cxx = os.environ.get(ENV_CXX, "g++")
     tried = [f"cache: no library at {target}" if not target.exists() else f"cache: rebuild forced ({target})"]
@@ -131,7 +131,7 @@ def build_library(force: bool = False, cache_dir: str | os.PathLike[str] | None 
         + link_flags
         + ["-o", tmp_name]
     )
-    log.info("building the op library: %s", " ".join(cmd))
+    logger.info("building the op library: %s", " ".join(cmd))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
@@ -152,7 +152,7 @@ def build_library(force: bool = False, cache_dir: str | os.PathLike[str] | None 
         )
     os.chmod(tmp_name, 0o755)
     os.replace(tmp_name, target)  # atomic: a concurrent builder's file is replaced whole
-    log.info("op library built: %s", target)
+    logger.info("op library built: %s", target)
     return str(target)
 
 
@@ -176,7 +176,7 @@ def _wrappers_for_registered_op(tf: Any, path: str) -> Any:
         raise OpLibraryError(
             _failure("cannot load the op library", [f"tf.load_op_library({path!r}) registered no {OP_NAME}"],
                      f"rebuild it with `memgraph-tf build-ops --force` (or delete {pathlib.Path(path).parent})"))
-    log.warning("%s was already registered by another copy of the op library; using that registration", OP_NAME)
+    logger.warning("%s was already registered by another copy of the op library; using that registration", OP_NAME)
     op_list = op_def_pb2.OpList()
     op_list.op.add().CopyFrom(op_def)
     namespace: dict[str, Any] = {}

@@ -21,9 +21,9 @@ def bolt_source(arcadedb_server):
 @pytest.fixture(scope="session")
 def cora_graph(planetoid_dir):
     """Cora as an EmbeddedGraph (built once per session: ~10 s)."""
-    from memgraph_tf.embedded import EmbeddedGraph
+    from memgraph_tf.datasets import planetoid_graph
 
-    return EmbeddedGraph.from_planetoid("cora", planetoid_dir)
+    return planetoid_graph("cora", planetoid_dir)
 
 
 def build_community_graph(num_nodes: int = 150, num_classes: int = 3, dim: int = 8, seed: int = 0):

@@ -13,7 +13,7 @@ import pytest
 
 import mgp as _mgp_module  # noqa: F401 - only to locate mgp.py
 from memgraph_tf.embedded import EmbeddedGraph, _runtime
-from memgraph_tf.procedures import install
+from memgraph_tf import deploy
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
@@ -64,7 +64,7 @@ def _same_graph_in_process():
 
 
 def test_install_layout(tmp_path):
-    written = install.install_modules(tmp_path / "qm")
+    written = deploy.install_modules(tmp_path / "qm")
     rel = sorted(str(pathlib.Path(p).relative_to(tmp_path / "qm")) for p in written)
     expected = ["memgraph_tf/__init__.py", "memgraph_tf/blob.py", "memgraph_tf/errors.py", "memgraph_tf/layout.py",
                 "tf_features.py"] + [
@@ -75,15 +75,25 @@ def test_install_layout(tmp_path):
     # nothing Memgraph does not need (no TensorFlow code, no embedded runtime)
     assert not (tmp_path / "qm" / "memgraph_tf" / "embedded").exists()
     assert not (tmp_path / "qm" / "memgraph_tf" / "ops").exists()
+    # the deployment tooling stays outside the package it copies
+    assert not (tmp_path / "qm" / "memgraph_tf" / "deploy.py").exists()
+    assert not (REPO_ROOT / "memgraph_tf" / "procedures" / "install.py").exists()
+
+
+def test_install_refuses_before_writing_when_a_helper_file_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr(deploy, "HELPER_FILES", deploy.HELPER_FILES + ("no_such_helper.py",))
+    with pytest.raises(FileNotFoundError, match=r"helper files: expected .*memgraph_tf/no_such_helper\.py in the package"):
+        deploy.install_modules(tmp_path / "qm")
+    assert not (tmp_path / "qm").exists()
 
 
 def test_install_no_overwrite_refuses_before_writing(tmp_path):
-    install.install_modules(tmp_path)
+    deploy.install_modules(tmp_path)
     (tmp_path / "tf_features.py").write_text("# changed\n")
     with pytest.raises(FileExistsError, match=r"tf_features.py: expected no existing file \(overwrite=False\), got one"):
-        install.install_modules(tmp_path, overwrite=False)
+        deploy.install_modules(tmp_path, overwrite=False)
     assert (tmp_path / "tf_features.py").read_text() == "# changed\n"
-    install.install_modules(tmp_path, overwrite=True)
+    deploy.install_modules(tmp_path, overwrite=True)
     assert (tmp_path / "tf_features.py").read_text() != "# changed\n"
 
 
@@ -104,7 +114,7 @@ def test_cli_install_modules(tmp_path):
 
 def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
     installed = tmp_path / "query_modules"
-    install.install_modules(installed)
+    deploy.install_modules(installed)
     mgp_dir = tmp_path / "mgp"
     mgp_dir.mkdir()
     shutil.copyfile(_mgp_module.__file__, mgp_dir / "mgp.py")
@@ -128,10 +138,10 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
 
 
 def test_module_file_search(tmp_path, monkeypatch):
-    monkeypatch.setenv(install.ENV_MODULES_DIR, str(tmp_path))
-    assert install.find_module_file() == REPO_ROOT / "query_modules" / "tf_features.py"  # falls through
+    monkeypatch.setenv(deploy.ENV_MODULES_DIR, str(tmp_path))
+    assert deploy.find_module_file() == REPO_ROOT / "query_modules" / "tf_features.py"  # falls through
     (tmp_path / "tf_features.py").write_text("# override\n")
-    assert install.find_module_file() == tmp_path / "tf_features.py"
-    dirs = install.module_search_path()
+    assert deploy.find_module_file() == tmp_path / "tf_features.py"
+    dirs = deploy.module_search_path()
     assert dirs[0] == tmp_path and dirs[1] == REPO_ROOT / "query_modules"
     assert any(str(d).endswith("share/memgraph-tf/query_modules") for d in dirs)

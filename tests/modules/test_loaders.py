@@ -1,4 +1,5 @@
-"""EmbeddedGraph loaders: Planetoid files and edge lists, then tf_features over them."""
+"""Loaders: the Planetoid files (memgraph_tf.datasets) and edge lists into an EmbeddedGraph, then
+tf_features over them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import pytest
 pytestmark = pytest.mark.filterwarnings("ignore:Please import `csr_matrix`:DeprecationWarning")
 
 from memgraph_tf import blob
+from memgraph_tf.datasets import load_planetoid, planetoid_graph
 from memgraph_tf.embedded import EmbeddedGraph
 
 
 @pytest.fixture(scope="module")
 def cora(planetoid_root):
-    return EmbeddedGraph.from_planetoid("cora", planetoid_root)
+    return planetoid_graph("cora", planetoid_root)
 
 
 def test_cora_loads_with_the_standard_split(cora, planetoid_root):
@@ -63,7 +65,7 @@ def test_cora_through_tf_features(cora):
 
 
 def test_citeseer_isolated_test_range_nodes(planetoid_root):
-    g = EmbeddedGraph.from_planetoid("citeseer", planetoid_root)
+    g = planetoid_graph("citeseer", planetoid_root)
     assert g.node_count == 3327
     missing = [i for i in range(g.node_count) if g.get_property(i, "label") == -1]
     assert len(missing) == 15  # test-range indices with no row in tx
@@ -73,7 +75,23 @@ def test_citeseer_isolated_test_range_nodes(planetoid_root):
 
 def test_planetoid_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"Planetoid 'cora': expected .*ind.cora.x, got no such file"):
-        EmbeddedGraph.from_planetoid("cora", tmp_path)
+        load_planetoid("cora", tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"Planetoid 'cora': expected .*ind.cora.x, got no such file"):
+        planetoid_graph("cora", tmp_path)
+
+
+def test_load_planetoid_is_the_graph_s_data(cora, planetoid_root):
+    data = load_planetoid("cora", planetoid_root)
+    assert data.name == "cora" and data.num_nodes == cora.node_count == 2708
+    assert data.features.dtype == np.float32 and data.features.shape == (2708, 1433)
+    assert data.labels.dtype == np.int64 and set(data.labels.tolist()) == set(range(7))
+    assert data.split.count("train") == 140 and data.split.count("val") == 500 and data.split.count("test") == 1000
+    assert len(data.edges) == cora.edge_count and all(a <= b for a, b in data.edges)
+    assert len(set(data.edges)) == len(data.edges)
+    for node in (0, 1708, 2707):
+        np.testing.assert_array_equal(np.asarray(cora.get_property(node, "features"), np.float32), data.features[node])
+        assert cora.get_property(node, "label") == data.labels[node]
+        assert cora.get_property(node, "split") == data.split[node]
 
 
 def test_edge_list_file(tmp_path):

@@ -22,7 +22,7 @@ def test_error_case(name, embedded_runner):
         embedded_runner.call(procedure, *args)
 
 def test_module_is_the_file_memgraph_loads(embedded_runner):
-    from memgraph_tf.procedures.install import find_module_file
+    from memgraph_tf.deploy import find_module_file
 
     embedded_runner.build(cases.small_graph())
     procs = embedded_runner.graph.procedures()

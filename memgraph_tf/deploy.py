@@ -1,5 +1,8 @@
 """``memgraph-tf install-modules DIR``: copy what Memgraph needs into its query-modules directory.
 
+Deployment tooling: it runs on the machine that installs, and is itself not copied into Memgraph
+(it lives outside ``memgraph_tf/procedures/``, which is copied whole).
+
 The query-module file ``tf_features.py`` lives in the repository at ``query_modules/`` and is
 installed by the wheel as data under ``<prefix>/share/memgraph-tf/query_modules/`` (see
 ``[tool.setuptools.data-files]`` in pyproject.toml); :func:`find_module_file` looks in
@@ -15,26 +18,27 @@ import shutil
 import sys
 import sysconfig
 
-_log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 MODULE_FILE = "tf_features.py"
 ENV_MODULES_DIR = "MEMGRAPH_TF_QUERY_MODULES_DIR"
 HELPER_FILES = ("__init__.py", "blob.py", "errors.py", "layout.py")
-"""Files of the ``memgraph_tf`` package Memgraph needs, besides the ``procedures`` subpackage."""
+"""Files of the ``memgraph_tf`` package Memgraph needs, besides the ``procedures`` subpackage: what
+``procedures/*.py`` imports from the package, every one stdlib-only. All of them must exist."""
 
 
 def module_search_path() -> list[pathlib.Path]:
     """Directories searched for ``tf_features.py``, in order."""
-    here = pathlib.Path(__file__).resolve().parent.parent.parent  # the checkout root (or site-packages)
+    here = pathlib.Path(__file__).resolve().parent.parent  # the checkout root (or site-packages)
     dirs = []
     if os.environ.get(ENV_MODULES_DIR):
         dirs.append(pathlib.Path(os.environ[ENV_MODULES_DIR]))
     dirs.append(here / "query_modules")
     # a wheel's data: <prefix>/share/...; the package itself is <prefix>/lib/pythonX.Y/site-packages/memgraph_tf
     prefixes = [sysconfig.get_path("data"), sys.prefix, sys.base_prefix]
-    parents = pathlib.Path(__file__).resolve().parents
-    if len(parents) > 5:
-        prefixes.append(str(parents[5]))
+    parents = pathlib.Path(__file__).resolve().parents  # memgraph_tf, site-packages, pythonX.Y, lib, <prefix>
+    if len(parents) > 4:
+        prefixes.append(str(parents[4]))
     for prefix in dict.fromkeys(prefixes):
         dirs.append(pathlib.Path(prefix) / "share" / "memgraph-tf" / "query_modules")
     return dirs
@@ -55,15 +59,19 @@ def find_module_file() -> pathlib.Path:
 def install_modules(directory: str | os.PathLike[str], overwrite: bool = True) -> list[str]:
     """Copies ``tf_features.py`` and the helper package into ``directory`` (created if needed).
 
-    The helper package is a ``memgraph_tf/`` tree with only ``__init__.py``, ``blob.py`` and
+    The helper package is a ``memgraph_tf/`` tree with only :data:`HELPER_FILES` and
     ``procedures/*.py``: everything Memgraph imports, stdlib-only. Guarantees: returns the written
     paths; with ``overwrite=False`` raises FileExistsError (naming the file) before writing
-    anything if any target exists.
+    anything if any target exists; a helper file missing from the package raises
+    FileNotFoundError (naming it) before writing anything.
     """
     target = pathlib.Path(directory)
-    package = pathlib.Path(__file__).resolve().parent.parent
+    package = pathlib.Path(__file__).resolve().parent
     sources = [(find_module_file(), target / MODULE_FILE)]
     sources += [(package / name, target / "memgraph_tf" / name) for name in HELPER_FILES]
+    missing = [str(src) for src, _ in sources if not src.is_file()]
+    if missing:
+        raise FileNotFoundError(f"helper files: expected {', '.join(missing)} in the package, got none")
     for src in sorted((package / "procedures").glob("*.py")):
         sources.append((src, target / "memgraph_tf" / "procedures" / src.name))
     if not overwrite:
@@ -75,6 +83,6 @@ def install_modules(directory: str | os.PathLike[str], overwrite: bool = True) -
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
         written.append(str(dst))
-        _log.debug("installed %s -> %s", src, dst)
-    _log.info("installed %d files into %s; run CALL mg.load_all(); to (re)load them", len(written), target)
+        logger.debug("installed %s -> %s", src, dst)
+    logger.info("installed %d files into %s; run CALL mg.load_all(); to (re)load them", len(written), target)
     return written
