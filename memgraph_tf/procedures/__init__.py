@@ -2,17 +2,20 @@
 
 The query module is a thin layer of typed ``@mgp.read_proc`` functions over the ``run_*`` functions
 here. The work itself (:mod:`memgraph_tf.procedures.core`) is written against a small graph-access
-protocol (:class:`~memgraph_tf.procedures.access.GraphAccess`), so the same code, and the same bytes,
-serve a client-side fallback over plain Cypher.
+protocol (:class:`~memgraph_tf.procedures.access.GraphAccess`). :class:`ProcedureRunner` is the one
+place that turns a procedure's raw arguments into that work -- option parsing, argument checks,
+node resolution, in that order -- over any *access factory* (``Options -> ProcedureAccess``): the
+``run_*`` functions give it Memgraph's ``mgp`` context, the client-side fallback gives it Cypher over
+Bolt, so both run the same code and produce the same bytes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from memgraph_tf import blob
 from memgraph_tf.procedures import core
-from memgraph_tf.procedures.access import GraphAccess, MgpGraphAccess, node_name
+from memgraph_tf.procedures.access import GraphAccess, MgpGraphAccess, ProcedureAccess, node_name
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
     OptionError,
@@ -22,16 +25,20 @@ from memgraph_tf.procedures.errors import (
 from memgraph_tf.procedures.options import Options, parse_fanouts, parse_options
 
 __all__ = [
+    "AccessFactory",
     "GraphAccess",
     "MgpGraphAccess",
     "NodeNotFoundError",
     "OptionError",
     "Options",
     "ProcedureInputError",
+    "ProcedureAccess",
+    "ProcedureRunner",
     "PropertyValueError",
     "core",
     "node_name",
     "parse_fanouts",
+    "mgp_runner",
     "parse_options",
     "pack_blob",
     "run_describe",
@@ -49,8 +56,8 @@ def _options(procedure: str, options: Any) -> Options:
 
 def pack_blob(access: GraphAccess, keys: Sequence[int], properties: Any, options: Any = None) -> bytes:
     """The ``tf_features.pack`` blob for already-resolved ``keys`` over any :class:`GraphAccess`
-    (``options``: the raw map or :class:`Options`). The query module and a client-side fallback
-    both call this, so equal graphs give equal bytes."""
+    (``options``: the raw map or :class:`Options`). :class:`ProcedureRunner` calls this for the
+    query module and the client-side fallback alike, so equal graphs give equal bytes."""
     opts = _options("pack", options)
     core.check_names(properties)
     return core.pack(access, keys, properties, opts)
@@ -80,46 +87,88 @@ def sample_per_node_blobs(
     return rows
 
 
+AccessFactory = Callable[[Options], ProcedureAccess]
+"""Makes the graph access for one call from its parsed options."""
+
+
+class ProcedureRunner:
+    """Runs ``tf_features.pack``/``sample``/``sample_per_node``/``describe`` from their raw
+    arguments over the graph accesses ``access_factory`` makes (one per call).
+
+    Guarantees, for every graph access: the options are parsed for the procedure, then the fanouts
+    and the property names are checked, then the access is made and the nodes are resolved, so the
+    same bad input raises the same :class:`ProcedureInputError` (same message) everywhere; equal
+    graphs, arguments and ``options.seed`` give equal bytes.
+    """
+
+    def __init__(self, access_factory: AccessFactory) -> None:
+        self._factory = access_factory
+
+    def _prepare(self, procedure: str, nodes: Any, param: str, properties: Any, options: Any,
+                 fanouts: Any = None) -> tuple[ProcedureAccess, list[int], Options]:
+        opts = parse_options(procedure, options)
+        if fanouts is not None:
+            parse_fanouts(fanouts)
+        core.check_names(properties)
+        access = self._factory(opts)
+        return access, access.resolve(nodes, param), opts
+
+    def pack(self, nodes: Any, properties: Any, options: Any = None) -> tuple[bytes, int]:
+        """``tf_features.pack``: (blob, node count)."""
+        access, keys, opts = self._prepare("pack", nodes, "nodes", properties, options)
+        return pack_blob(access, keys, properties, opts), len(keys)
+
+    def sample(self, seeds: Any, fanouts: Any, properties: Any, options: Any = None) -> bytes:
+        """``tf_features.sample``: the blob of all seeds' neighbourhoods."""
+        access, keys, opts = self._prepare("sample", seeds, "seeds", properties, options, fanouts)
+        return sample_blob(access, keys, fanouts, properties, opts)
+
+    def sample_per_node(self, seeds: Any, fanouts: Any, properties: Any, options: Any = None) -> list[tuple[int, bytes]]:
+        """``tf_features.sample_per_node``: (seed key, blob of that seed alone) per seed, in order."""
+        access, keys, opts = self._prepare("sample_per_node", seeds, "seeds", properties, options, fanouts)
+        return sample_per_node_blobs(access, keys, fanouts, properties, opts)
+
+    def describe(self, properties: Any, options: Any = None) -> dict[str, Any]:
+        """``tf_features.describe``: the layout pack/sample produce for ``properties`` (inspecting
+        the first node, with ``options.label`` if given, that has all of them and, with
+        ``options.id_property``, an id) and, with ``options.label_property``, ``num_classes``
+        (see :func:`memgraph_tf.procedures.core.num_classes`)."""
+        opts = parse_options("describe", options)
+        names = core.check_names(properties)
+        access = self._factory(opts)
+        columns: list[core.Column] = []
+        if names:
+            key = access.first_node_with(names)
+            if key is None:
+                raise core.no_node_error(names, opts)
+            values = access.properties([key], names)[0]
+            columns = core.infer_columns(access.node_name(key), names, values)
+        classes = core.num_classes(access, opts.label_property) if opts.label_property else None
+        return core.describe(columns, opts, classes)
+
+
+def mgp_runner(ctx: Any) -> ProcedureRunner:
+    """The runner over Memgraph's ``mgp.ProcCtx`` (inside Memgraph or the embedded runtime)."""
+    return ProcedureRunner(lambda opts: MgpGraphAccess(ctx, opts))
+
+
 def run_pack(ctx: Any, nodes: Any, properties: Any, options: Any) -> tuple[str, int]:
     """``tf_features.pack``: returns (base64url blob, node count)."""
-    opts = parse_options("pack", options)
-    core.check_names(properties)
-    access = MgpGraphAccess(ctx, opts)
-    keys = access.resolve(nodes, "nodes")
-    return blob.b64encode(pack_blob(access, keys, properties, opts)), len(keys)
-
-
-def _prepare(ctx: Any, procedure: str, seeds: Any, fanouts: Any, properties: Any, options: Any):
-    opts = parse_options(procedure, options)
-    parse_fanouts(fanouts)
-    core.check_names(properties)
-    access = MgpGraphAccess(ctx, opts)
-    return access, access.resolve(seeds, "seeds"), opts
+    data, count = mgp_runner(ctx).pack(nodes, properties, options)
+    return blob.b64encode(data), count
 
 
 def run_sample(ctx: Any, seeds: Any, fanouts: Any, properties: Any, options: Any) -> str:
     """``tf_features.sample``: the base64url blob of all seeds' neighbourhoods."""
-    access, keys, opts = _prepare(ctx, "sample", seeds, fanouts, properties, options)
-    return blob.b64encode(sample_blob(access, keys, fanouts, properties, opts))
+    return blob.b64encode(mgp_runner(ctx).sample(seeds, fanouts, properties, options))
 
 
 def run_sample_per_node(ctx: Any, seeds: Any, fanouts: Any, properties: Any, options: Any) -> list[tuple[int, str]]:
     """``tf_features.sample_per_node``: (seed key, base64url blob of that seed alone) per seed."""
-    access, keys, opts = _prepare(ctx, "sample_per_node", seeds, fanouts, properties, options)
-    return [(key, blob.b64encode(data)) for key, data in sample_per_node_blobs(access, keys, fanouts, properties, opts)]
+    rows = mgp_runner(ctx).sample_per_node(seeds, fanouts, properties, options)
+    return [(key, blob.b64encode(data)) for key, data in rows]
 
 
 def run_describe(ctx: Any, properties: Any, options: Any) -> dict[str, Any]:
-    """``tf_features.describe``: the layout pack/sample produce for ``properties`` (inspecting the
-    first node, with ``options.label`` if given, that has all of them and, with
-    ``options.id_property``, an id)."""
-    opts = parse_options("describe", options)
-    names = core.check_names(properties)
-    access = MgpGraphAccess(ctx, opts)
-    key = access.first_node_with(names) if names else None
-    if key is None:
-        columns: list[core.Column] = []
-    else:
-        values = access.properties([key], names)[0]
-        columns = core.infer_columns(access.node_name(key), names, values)
-    return core.describe(columns, opts)
+    """``tf_features.describe``: see :meth:`ProcedureRunner.describe`."""
+    return mgp_runner(ctx).describe(properties, options)

@@ -10,7 +10,7 @@ seed.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
@@ -45,6 +45,28 @@ class GraphAccess(Protocol):
 
     def check_abort(self) -> None:
         """Raises if the procedure must stop (Memgraph: ``ctx.check_must_abort()``)."""
+
+
+class ProcedureAccess(GraphAccess, Protocol):
+    """A :class:`GraphAccess` that also resolves the procedures' node arguments and inspects the
+    graph for ``tf_features.describe``: what :class:`memgraph_tf.procedures.ProcedureRunner` needs.
+    Made per call by an *access factory* from the parsed :class:`Options` (``id_property`` and
+    ``label`` decide what a key is and which nodes are looked at).
+
+    Implementations: :class:`MgpGraphAccess` (inside Memgraph) and the client's Cypher access.
+    """
+
+    def resolve(self, nodes: Any, param: str) -> list[int]:
+        """Keys of ``nodes`` (vertices or integer ids) in input order, duplicates kept; raises
+        naming ``param[i]`` for a node that is not a node or not in the graph."""
+
+    def first_node_with(self, names: Sequence[str]) -> int | None:
+        """The key of the first node (with ``options.label``) having all ``names`` and, with
+        ``options.id_property``, an id; None when there is none."""
+
+    def label_values(self, name: str) -> Iterable[tuple[Any, int]]:
+        """``(value, internal id of a node holding it)`` covering at least every distinct value of
+        property ``name`` among the nodes (with ``options.label``) that have it."""
 
 
 def node_name(key: int, id_property: str | None) -> str:
@@ -205,21 +227,30 @@ class MgpGraphAccess:
             )
         return self._register(vertex)
 
-    def first_node_with(self, names: Sequence[str]) -> int:
-        """The key of the first vertex (in graph order, with ``options.label`` if set) having all
-        ``names`` and, with ``options.id_property``, an id (a node pack/sample can be asked for by
-        id); raises :class:`PropertyValueError` when there is none."""
-        required = list(names) + ([self._id_property] if self._id_property is not None else [])
+    # -- inspection (tf_features.describe) ------------------------------------------------------
+    def _labelled(self) -> Iterator[Any]:
+        """The vertices with ``options.label`` (all without it), in graph order, checking for abort."""
         for i, vertex in enumerate(self._graph.vertices):
             if i % ABORT_CHECK_EVERY == 0:
                 self._ctx.check_must_abort()
-            if self._label is not None and not any(l.name == self._label for l in vertex.labels):
-                continue
+            if self._label is None or any(l.name == self._label for l in vertex.labels):
+                yield vertex
+
+    def first_node_with(self, names: Sequence[str]) -> int | None:
+        """The key of the first vertex (in graph order, with ``options.label`` if set) having all
+        ``names`` and, with ``options.id_property``, an id (a node pack/sample can be asked for by
+        id); None when there is none."""
+        required = list(names) + ([self._id_property] if self._id_property is not None else [])
+        for vertex in self._labelled():
             props = vertex.properties
             if all(props.get(name) is not None for name in required):
                 return self._register(vertex)
-        scope = f"no :{self._label} node" if self._label else "no node"
-        with_id = "" if self._id_property is None else f" and options.id_property {self._id_property!r}"
-        raise PropertyValueError(
-            f"properties: expected a node having all of {list(names)!r}{with_id}, got {scope} with all of them"
-        )
+        return None
+
+    def label_values(self, name: str) -> Iterator[tuple[Any, int]]:
+        """``(value, internal id)`` of property ``name`` on every vertex (with ``options.label``)
+        that has it, in graph order."""
+        for vertex in self._labelled():
+            value = vertex.properties.get(name)
+            if value is not None:
+                yield value, vertex.id

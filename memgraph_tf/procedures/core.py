@@ -22,7 +22,8 @@ import random
 import sys
 from typing import Any, NamedTuple, Sequence
 
-from memgraph_tf import blob
+from memgraph_tf import blob, layout
+from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import GraphAccess
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
 from memgraph_tf.procedures.options import Options, check_size
@@ -31,9 +32,6 @@ try:  # optional: only makes the finiteness check faster
     import numpy as _np
 except ImportError:  # pragma: no cover - exercised by the stdlib-only subprocess test
     _np = None
-
-PAD_ID = -1
-"""The id written for a padded neighbour slot (its ``mask_h`` entry is false, its features zero)."""
 
 _TYPECODE = {"float32": "f", "float64": "d"}
 _NP_DTYPE = {"float32": "<f4", "float64": "<f8"}
@@ -96,6 +94,29 @@ def infer_columns(name_of_node: str, names: Sequence[str], values: Sequence[Any]
     return columns
 
 
+def refuse_strings(columns: Sequence[Column]) -> None:
+    """Raises :class:`OptionError` naming the first string property (sampling packs numbers only)."""
+    for col in columns:
+        if col.kind == "string":
+            raise OptionError(
+                f"properties: expected numeric properties for sampling, got string property {col.name!r} "
+                f"(string properties get their own section only in tf_features.pack)"
+            )
+
+
+def _string_sections(columns: Sequence[Column]) -> list[str]:
+    """The string properties' section names for the pack layout; raises :class:`OptionError` for a
+    string property named like a fixed section (``ids``, ``features``, ``labels``)."""
+    names = [c.name for c in columns if c.kind == "string"]
+    for name in names:
+        if name in layout.PACK_SECTION_NAMES:
+            raise OptionError(
+                f"properties: expected string property names other than 'ids', 'features' and 'labels' "
+                f"(section names of the blob), got {name!r}"
+            )
+    return names
+
+
 def check_names(names: Any, param: str = "properties") -> list[str]:
     """Validates the property-name list: strings, non-empty, no duplicates."""
     if not isinstance(names, (list, tuple)):
@@ -156,12 +177,8 @@ def build_table(
         rows.extend(access.properties(distinct[start : start + chunk], fetch))
     if columns is None:
         columns = infer_columns(access.node_name(distinct[0]), names, rows[0][: len(names)])
-    for col in columns:
-        if col.kind == "string" and not allow_strings:
-            raise OptionError(
-                f"properties: expected numeric properties for sampling, got string property {col.name!r} "
-                f"(string properties get their own section only in tf_features.pack)"
-            )
+    if not allow_strings:
+        refuse_strings(columns)
     width = sum(c.width for c in columns)
     flat = array.array(_TYPECODE[options.dtype])
     strings: dict[str, list[str]] = {c.name: [] for c in columns if c.kind == "string"}
@@ -224,8 +241,9 @@ def _raise_bad_value(node: str, col: Column, value: Any) -> None:
     )
 
 
-def _gather(table: FeatureTable, keys: Sequence[int], dtype: str) -> array.array:
-    """Rows of ``keys`` in order (``PAD_ID`` -> zeros)."""
+def _gather(table: FeatureTable, keys: Sequence[int], dtype: str, mask: Sequence[bool] | None = None) -> array.array:
+    """Rows of ``keys`` in order; zeros for a key not in the table (``PAD_ID``) and, with ``mask``,
+    wherever the mask is false (a padded slot, whatever its id)."""
     d = table.width
     out = array.array(_TYPECODE[dtype])
     if d == 0:
@@ -233,10 +251,10 @@ def _gather(table: FeatureTable, keys: Sequence[int], dtype: str) -> array.array
     src = table.flat
     zero = array.array(_TYPECODE[dtype], bytes(d * src.itemsize))
     row_of = table.row_of
-    if len(row_of) == len(keys) and all(row_of.get(k) == i for i, k in enumerate(keys)):
+    if mask is None and len(row_of) == len(keys) and all(row_of.get(k) == i for i, k in enumerate(keys)):
         return src  # keys are the distinct keys in table order: no copy
-    for k in keys:
-        r = row_of.get(k)
+    for i, k in enumerate(keys):
+        r = row_of.get(k) if mask is None or mask[i] else None
         if r is None:
             out.extend(zero)
         else:
@@ -259,22 +277,23 @@ def pack(access: GraphAccess, keys: Sequence[int], names: Sequence[str], options
 
 
 def _pack_sections(table: FeatureTable, keys: Sequence[int], options: Options) -> dict[str, Any]:
+    """The pack blob's sections, in :func:`memgraph_tf.layout.pack_sections` order and shapes."""
     n = len(keys)
-    sections: dict[str, Any] = {
-        "ids": blob.Dense(_le(array.array("q", keys)), [n], "int64"),
-        "features": blob.Dense(_le(_gather(table, keys, options.dtype)), [n, table.width], options.dtype),
-    }
-    for col in table.columns:
-        if col.kind == "string":
-            if col.name in ("ids", "features", "labels"):
-                raise OptionError(
-                    f"properties: expected string property names other than 'ids', 'features' and 'labels' "
-                    f"(section names of the blob), got {col.name!r}"
-                )
-            values = table.strings[col.name]
-            sections[col.name] = [values[table.row_of[k]] for k in keys]
-    if options.label_property:
-        sections["labels"] = blob.Dense(_le(array.array("q", [table.labels[k] for k in keys])), [n], "int64")
+    strings = _string_sections(table.columns)
+    sections: dict[str, Any] = {}
+    for sec in layout.pack_sections(table.width, options.dtype, strings=strings,
+                                    labels=bool(options.label_property), batch=n):
+        if sec.role == "ids":
+            data = _le(array.array("q", keys))
+        elif sec.role == "features":
+            data = _le(_gather(table, keys, options.dtype))
+        elif sec.role == "labels":
+            data = _le(array.array("q", [table.labels[k] for k in keys]))
+        else:  # a string property
+            values = table.strings[sec.name]
+            sections[sec.name] = [values[table.row_of[k]] for k in keys]
+            continue
+        sections[sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
     return sections
 
 
@@ -380,52 +399,32 @@ def _no_labels(options: Options) -> Options:
 
 
 def sample_sections(result: Sample, fanouts: Sequence[int], options: Options, rows: slice | None = None) -> dict[str, Any]:
-    """Blob sections of a sample, in this order: for h = 0..K ``ids_h`` int64 [n, f1..fh],
+    """Blob sections of a sample, exactly :func:`memgraph_tf.layout.sample_sections` (names, order,
+    dtypes, shapes with n = the number of seed rows): for h = 0..K ``ids_h`` int64 [n, f1..fh],
     ``features_h`` [n, f1..fh, d], ``mask_h`` bool [n, f1..fh] (h >= 1, when padding); then
     ``labels`` int64 [n] when ``options.label_property``. ``rows`` restricts to some seed rows."""
     n_all = len(result.ids[0])
     start, stop, _ = (rows or slice(0, n_all)).indices(n_all)
     n = stop - start
+    per_hop = [1]  # nodes per seed row at hop h
+    for f in fanouts:
+        per_hop.append(per_hop[-1] * f)
     sections: dict[str, Any] = {}
-    shape = [n]
-    per_row = 1
-    for h in range(len(fanouts) + 1):
-        if h:
-            shape = shape + [fanouts[h - 1]]
-            per_row *= fanouts[h - 1]
-        lo, hi = start * per_row, stop * per_row
-        hop_ids = result.ids[h][lo:hi]
-        hop_mask = result.masks[h][lo:hi]
-        feats_keys = [k if m else PAD_ID for k, m in zip(hop_ids, hop_mask)]
-        sections[f"ids_{h}"] = blob.Dense(_le(array.array("q", hop_ids)), list(shape), "int64")
-        sections[f"features_{h}"] = blob.Dense(
-            _le(_gather_masked(result.table, feats_keys, hop_mask, options.dtype)),
-            shape + [result.table.width],
-            options.dtype,
-        )
-        if h and options.pad:
-            sections[f"mask_{h}"] = blob.Dense(bytes(hop_mask), list(shape), "bool")
-    if options.label_property:
-        labels = [result.table.labels[k] for k in result.ids[0][start:stop]]
-        sections["labels"] = blob.Dense(_le(array.array("q", labels)), [n], "int64")
-    return sections
-
-
-def _gather_masked(table: FeatureTable, keys: list[int], mask: list[bool], dtype: str) -> array.array:
-    d = table.width
-    out = array.array(_TYPECODE[dtype])
-    if d == 0:
-        return out
-    src = table.flat
-    zero = array.array(_TYPECODE[dtype], bytes(d * src.itemsize))
-    row_of = table.row_of
-    for k, m in zip(keys, mask):
-        if m:
-            r = row_of[k]
-            out.extend(src[r * d : (r + 1) * d])
+    for sec in layout.sample_sections(fanouts, result.table.width, options.dtype, pad=options.pad,
+                                      labels=bool(options.label_property), batch=n):
+        if sec.role == "labels":
+            data = _le(array.array("q", [result.table.labels[k] for k in result.ids[0][start:stop]]))
         else:
-            out.extend(zero)
-    return out
+            lo, hi = start * per_hop[sec.hop], stop * per_hop[sec.hop]
+            hop_ids = result.ids[sec.hop][lo:hi]
+            if sec.role == "ids":
+                data = _le(array.array("q", hop_ids))
+            elif sec.role == "mask":
+                data = bytes(result.masks[sec.hop][lo:hi])
+            else:  # features
+                data = _le(_gather(result.table, hop_ids, options.dtype, result.masks[sec.hop][lo:hi]))
+        sections[sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
+    return sections
 
 
 # ------------------------------------------------------------------------------------------------
@@ -433,38 +432,58 @@ def _gather_masked(table: FeatureTable, keys: list[int], mask: list[bool], dtype
 # ------------------------------------------------------------------------------------------------
 
 
-def describe(columns: list[Column], options: Options) -> dict[str, Any]:
+def num_classes(access: Any, label_property: str) -> int | None:
+    """1 + the largest class in ``label_property`` over the nodes (with ``options.label``) that have
+    it, or None when none has a class >= 0. Negative values (such as -1 for "unlabelled") count as
+    no class; nodes without the property are skipped.
+
+    Guarantees: one pass over the values ``access.label_values`` hands out; a value that is not an
+    integer raises :class:`PropertyValueError` naming the node (by internal id) and the value,
+    as ``pack`` would for that node.
+    """
+    top = -1
+    for value, internal_id in access.label_values(label_property):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise PropertyValueError(
+                f"node {internal_id} property {label_property!r} (options.label_property): expected an "
+                f"integer class, got {describe_value(value)}"
+            )
+        if value > top:
+            top = value
+    return None if top < 0 else top + 1
+
+
+def no_node_error(names: Sequence[str], options: Options) -> PropertyValueError:
+    """The error ``describe`` raises when no node has all ``names`` (and, with
+    ``options.id_property``, an id) among the nodes with ``options.label``."""
+    scope = f"no :{options.label} node" if options.label else "no node"
+    with_id = "" if options.id_property is None else f" and options.id_property {options.id_property!r}"
+    return PropertyValueError(
+        f"properties: expected a node having all of {list(names)!r}{with_id}, got {scope} with all of them"
+    )
+
+
+def describe(columns: list[Column], options: Options, classes: int | None = None) -> dict[str, Any]:
     """What pack/sample produce for these columns: ``feature_width``, ``dtype``, ``columns``
-    (name, kind, width, offset) and ``sections`` (name, dtype, shape with -1 for the batch
-    dimension; the sample layout when ``options.fanouts`` is set, else the pack layout)."""
+    (name, kind, width, offset), ``sections`` (name, dtype, shape with -1 for the batch dimension;
+    the sample layout of :func:`memgraph_tf.layout.sample_sections` when ``options.fanouts`` is
+    set, else the pack layout of :func:`memgraph_tf.layout.pack_sections`) and ``num_classes``
+    (``classes``: see :func:`num_classes`; None without ``options.label_property``).
+
+    Guarantees: raises :class:`OptionError` exactly where pack (a string property named like a
+    fixed section) or sample (any string property) would refuse these columns.
+    """
     width = sum(c.width for c in columns)
-    sections = []
+    labels = bool(options.label_property)
     if options.fanouts is None:
-        sections.append({"name": "ids", "dtype": "int64", "shape": [-1]})
-        sections.append({"name": "features", "dtype": options.dtype, "shape": [-1, width]})
-        for c in columns:
-            if c.kind == "string":
-                sections.append({"name": c.name, "dtype": "string", "shape": [-1]})
+        sections = layout.pack_sections(width, options.dtype, strings=_string_sections(columns), labels=labels)
     else:
-        for c in columns:
-            if c.kind == "string":
-                raise OptionError(
-                    f"properties: expected numeric properties for sampling, got string property {c.name!r} "
-                    f"(string properties get their own section only in tf_features.pack)"
-                )
-        shape = [-1]
-        for h in range(len(options.fanouts) + 1):
-            if h:
-                shape = shape + [options.fanouts[h - 1]]
-            sections.append({"name": f"ids_{h}", "dtype": "int64", "shape": list(shape)})
-            sections.append({"name": f"features_{h}", "dtype": options.dtype, "shape": shape + [width]})
-            if h and options.pad:
-                sections.append({"name": f"mask_{h}", "dtype": "bool", "shape": list(shape)})
-    if options.label_property:
-        sections.append({"name": "labels", "dtype": "int64", "shape": [-1]})
+        refuse_strings(columns)
+        sections = layout.sample_sections(options.fanouts, width, options.dtype, pad=options.pad, labels=labels)
     return {
         "feature_width": width,
         "dtype": options.dtype,
         "columns": [{"name": c.name, "kind": c.kind, "width": c.width, "offset": c.offset} for c in columns],
-        "sections": sections,
+        "sections": [s.to_map() for s in sections],
+        "num_classes": classes if labels else None,
     }

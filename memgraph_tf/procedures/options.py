@@ -5,23 +5,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Sequence
 
+from memgraph_tf import layout
 from memgraph_tf.procedures.errors import OptionError, describe_value, quoted
 
-FEATURE_DTYPES = ("float32", "float64")
+FEATURE_DTYPES = layout.FEATURE_DTYPES
 DIRECTIONS = ("out", "in", "both")
 LOW_DEGREE = ("pad", "resample")
 MAX_HOPS = 6
 """``features_K`` has rank K + 2 and the blob format allows rank <= 8."""
 MAX_ELEMENTS = 2**31 - 1
 
-_PACK_OPTIONS = ("allow_non_finite", "dtype", "id_property", "label", "label_property")
-_SAMPLE_OPTIONS = _PACK_OPTIONS + ("direction", "edge_types", "low_degree", "replace", "seed")
-ALLOWED_OPTIONS = {
-    "pack": _PACK_OPTIONS,
-    "sample": _SAMPLE_OPTIONS,
-    "sample_per_node": _SAMPLE_OPTIONS,
-    "describe": _SAMPLE_OPTIONS + ("fanouts",),
-}
+ALLOWED_OPTIONS = layout.OPTION_NAMES
+"""The option names per procedure (defined in :mod:`memgraph_tf.layout`)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -156,7 +156,7 @@ YIELDS = {
     "tf_features.pack": ["blob", "count"],
     "tf_features.sample": ["blob"],
     "tf_features.sample_per_node": ["node_id", "blob"],
-    "tf_features.describe": ["feature_width", "dtype", "columns", "sections"],
+    "tf_features.describe": ["feature_width", "dtype", "columns", "sections", "num_classes"],
 }
 
 
@@ -516,6 +516,30 @@ def describe_with_id_property_inspects_a_node_that_has_an_id(r: Runner) -> None:
     assert decode(packed)["features"].shape == (1, row["feature_width"])
 
 
+@case
+def describe_num_classes(r: Runner) -> None:
+    spec = small_graph()  # Paper i has y = i % 3; the Author node has no y
+    r.build(spec)
+    expected = max(props["y"] for _, props in spec.nodes if "y" in props) + 1
+    [row] = r.call("tf_features.describe", ["f"], {"label_property": "y"})
+    assert row["num_classes"] == expected == 3
+    [row] = r.call("tf_features.describe", [], {"label_property": "y", "label": "Paper", "fanouts": [2]})
+    assert row["num_classes"] == 3 and row["feature_width"] == 0
+    [row] = r.call("tf_features.describe", ["f"], {"label_property": "y", "label": "Author"})
+    assert row["num_classes"] is None  # no Author node has a class
+    [row] = r.call("tf_features.describe", ["f"], {})
+    assert row["num_classes"] is None  # no label_property: no class count
+    [row] = r.call("tf_features.describe", ["f"], {"label_property": "x"})  # x = 10 * i
+    assert row["num_classes"] == 51
+    # -1 ("unlabelled") is no class; nodes without the property are skipped; the count is not
+    # limited to the node describe inspects
+    r.build(GraphSpec([(["P"], {"f": [1.0], "c": -1}), (["P"], {"f": [2.0]}), (["Q"], {"c": 6})], []))
+    [row] = r.call("tf_features.describe", ["f"], {"label_property": "c"})
+    assert row["num_classes"] == 7 and row["feature_width"] == 1
+    [row] = r.call("tf_features.describe", ["f"], {"label_property": "c", "label": "P"})
+    assert row["num_classes"] is None
+
+
 # --------------------------------------------------------------------------------------------
 # Error cases: (graph, procedure, args, expected message fragment as a function of the runner)
 # --------------------------------------------------------------------------------------------
@@ -692,6 +716,19 @@ ERROR_CASES: dict[str, ErrorCase] = {
     "describe_string_property_with_fanouts": (
         small_graph, "tf_features.describe", (["f", "name"], {"fanouts": [3]}),
         lambda r: "properties: expected numeric properties for sampling, got string property 'name'",
+    ),
+    "describe_non_integer_label": (
+        bad_values_graph, "tf_features.describe", (["s"], {"label_property": "label"}),
+        lambda r: f"node {r.nid(6)} property 'label' (options.label_property): expected an integer class, got str 'cat'",
+    ),
+    "describe_float_label": (
+        lambda: GraphSpec([(["P"], {"f": [1.0], "c": 1}), (["P"], {"f": [2.0], "c": 2.0})], []),
+        "tf_features.describe", (["f"], {"label_property": "c", "label": "P"}),
+        lambda r: f"node {r.nid(1)} property 'c' (options.label_property): expected an integer class, got float 2.0",
+    ),
+    "describe_string_property_named_like_a_section": (
+        lambda: GraphSpec([(["T"], {"labels": "a,b"})], []), "tf_features.describe", (["labels"], {}),
+        lambda r: "properties: expected string property names other than 'ids', 'features' and 'labels' (section names of the blob), got 'labels'",
     ),
     "describe_no_node_has_properties_and_id": (
         small_graph, "tf_features.describe", (["f"], {"id_property": "nope", "label": "Author"}),
