@@ -1,10 +1,12 @@
 """GraphSAGE (mean aggregator) in Keras 3, over the tensors the ``tf_features.sample`` procedure returns,
 and its training and evaluation over a graph source.
 
-The model's inputs are the sample blob's sections: ``features_0`` ``[B, d]``, ``features_h``
-``[B, f1..fh, d]`` and, when low-degree nodes are padded, ``mask_h`` ``[B, f1..fh]`` (bool). Its
-output is class logits ``[B, num_classes]``. The call is a pure function of those tensors (no
-database access, no Python side effects), so it exports cleanly into a SavedModel.
+The model's inputs are the sample blob's sections (:func:`memgraph_tf.layout.model_input_sections`):
+``features_0`` ``[B, d]``, ``features_h`` ``[B, f1..fh, d]`` in the feature dtype (``float32`` or
+``float64``, ``options.dtype``) and, when low-degree nodes are padded, ``mask_h`` ``[B, f1..fh]``
+(bool). It computes in float32 and outputs class logits ``[B, num_classes]``. The call is a pure
+function of those tensors (no database access, no Python side effects), so it exports cleanly into a
+SavedModel.
 
 Layer ``k`` (of ``K = len(fanouts)``) updates every hop ``i <= K - k``:
 ``h_i <- act([h_i W_self || mean_mask(h_{i+1}) W_neigh] + b)``, where the mean runs over the
@@ -24,8 +26,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from memgraph_tf import layout
 from memgraph_tf.client.errors import ConfigurationError
-from memgraph_tf.client.pipeline import FeatureCache, model_inputs, sample_dataset
+from memgraph_tf.client.pipeline import FeatureCache, describe_options, feature_layout, model_inputs, sample_dataset
 from memgraph_tf.client.sources import GraphSource
 
 logger = logging.getLogger(__name__)
@@ -102,17 +105,21 @@ class GraphSAGE(keras.Model):
     ``num_classes``; ``hidden_units``: width of each layer's self and neighbour transforms (an int,
     or one per layer); ``dropout`` on every layer's inputs; ``l2`` weight decay on all kernels;
     ``normalize_features``: divide each feature row by its sum (bag-of-words inputs);
-    ``class_names``: optional label text per class index (kept in the config, used by serving).
+    ``class_names``: optional label text per class index (kept in the config, used by serving);
+    ``feature_dtype``: the dtype of the ``features_h`` inputs, as the blobs carry them
+    (``options.dtype``: ``float32`` or ``float64``; the model computes in float32).
 
     Guarantees: ``model(inputs)`` returns logits ``[B, num_classes]`` for a dict holding
     ``features_0..K`` (and optionally ``mask_1..K``); extra keys are ignored; the same config
-    rebuilds the same architecture (``get_config`` / ``from_config``).
+    rebuilds the same architecture (``get_config`` / ``from_config``); :meth:`input_signature`
+    is the sample layout's model inputs in ``feature_dtype``.
     """
 
     def __init__(self, fanouts: Sequence[int], feature_dim: int, num_classes: int, *,
                  hidden_units: int | Sequence[int] = 64, dropout: float = 0.5, l2: float = 5e-4,
                  normalize_features: bool = False, normalize_hidden: bool = False,
-                 class_names: Sequence[str] | None = None, **kwargs: Any) -> None:
+                 class_names: Sequence[str] | None = None, feature_dtype: str = "float32",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(fanouts, (list, tuple)) or not fanouts:
             raise ConfigurationError(f"fanouts: expected a non-empty list of integers >= 1, got {fanouts!r}")
@@ -138,6 +145,10 @@ class GraphSAGE(keras.Model):
                     f"class_names: expected {self.num_classes} names (one per class), got {len(class_names)}"
                 )
         self.class_names = class_names
+        if feature_dtype not in layout.FEATURE_DTYPES:
+            raise ConfigurationError(
+                f"feature_dtype: expected one of {', '.join(layout.FEATURE_DTYPES)}, got {feature_dtype!r}")
+        self.feature_dtype = feature_dtype
         self.sage_layers = [
             MeanAggregator(u, activation="relu", dropout=self.dropout_rate, l2=self.l2,
                            normalize=self.normalize_hidden, name=f"sage_{k + 1}")
@@ -154,26 +165,22 @@ class GraphSAGE(keras.Model):
 
     def input_names(self, masks: bool = True) -> list[str]:
         """``features_0..K`` then (``masks``) ``mask_1..K``."""
-        names = [f"features_{h}" for h in range(self.hops + 1)]
-        return names + ([f"mask_{h}" for h in range(1, self.hops + 1)] if masks else [])
+        return layout.model_input_names(self.hops, masks)
 
     def input_signature(self, masks: bool = True, batch_size: int | None = None) -> dict[str, tf.TensorSpec]:
-        """``tf.TensorSpec`` per input (for ``tf.function``/SavedModel export)."""
-        specs = {}
-        shape: list[int | None] = [batch_size]
-        for h in range(self.hops + 1):
-            if h:
-                shape = shape + [self.fanouts[h - 1]]
-            specs[f"features_{h}"] = tf.TensorSpec(shape + [self.feature_dim], tf.float32, name=f"features_{h}")
-            if h and masks:
-                specs[f"mask_{h}"] = tf.TensorSpec(list(shape), tf.bool, name=f"mask_{h}")
-        return specs
+        """``tf.TensorSpec`` per input (for ``tf.function``/SavedModel export), in blob order:
+        ``features_h`` in ``feature_dtype`` and, with ``masks``, ``mask_h`` bool."""
+        sections = layout.model_input_sections(self.fanouts, self.feature_dim, self.feature_dtype, masks=masks,
+                                               batch=batch_size)
+        return {s.name: tf.TensorSpec(list(s.shape), s.dtype, name=s.name) for s in sections}
 
     def example_inputs(self, batch_size: int = 1, masks: bool = True) -> dict[str, np.ndarray]:
-        """All-zero inputs of the right shapes (``masks`` all true); calling on them builds the model."""
+        """All-zero inputs of the right shapes and dtypes (``masks`` all true); calling on them
+        builds the model."""
         out = {}
         for name, spec in self.input_signature(masks, batch_size).items():
-            out[name] = np.ones(spec.shape, dtype=bool) if spec.dtype == tf.bool else np.zeros(spec.shape, np.float32)
+            out[name] = np.ones(spec.shape, dtype=bool) if spec.dtype == tf.bool else np.zeros(
+                spec.shape, spec.dtype.as_numpy_dtype)
         return out
 
     def build(self, input_shape: Any = None) -> None:
@@ -195,13 +202,14 @@ class GraphSAGE(keras.Model):
 
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
         hops = self.hops
-        missing = [f"features_{h}" for h in range(hops + 1) if f"features_{h}" not in inputs]
+        names = [layout.features_name(i) for i in range(hops + 1)]
+        missing = [name for name in names if name not in inputs]
         if missing:
             raise ConfigurationError(
-                f"inputs: expected features_0..features_{hops} (fanouts {list(self.fanouts)}), missing {missing}"
+                f"inputs: expected {names[0]}..{names[-1]} (fanouts {list(self.fanouts)}), missing {missing}"
             )
-        h = [keras.ops.cast(inputs[f"features_{i}"], "float32") for i in range(hops + 1)]
-        masks = [None] + [inputs.get(f"mask_{i}") for i in range(1, hops + 1)]
+        h = [keras.ops.cast(inputs[name], "float32") for name in names]
+        masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, hops + 1)]
         if self.normalize_features:
             h = [x / keras.ops.maximum(keras.ops.sum(x, axis=-1, keepdims=True), 1e-12) for x in h]
         for layer in self.sage_layers:
@@ -221,6 +229,7 @@ class GraphSAGE(keras.Model):
             "normalize_features": self.normalize_features,
             "normalize_hidden": self.normalize_hidden,
             "class_names": None if self.class_names is None else list(self.class_names),
+            "feature_dtype": self.feature_dtype,
         }
 
     @classmethod
@@ -381,8 +390,10 @@ def train_graphsage(
     evaluation are restored at the end, and training stops after ``patience`` steps without a gain.
     ``seed`` makes weights, shuffling and sampling reproducible.
 
-    Guarantees: returns the model (built, best weights) and its history; labels must be integers in
-    ``0..num_classes-1`` (``num_classes`` default: 1 + the largest label among train and val nodes).
+    Guarantees: returns the model (built, best weights, ``feature_dtype`` the blobs' feature dtype)
+    and its history; labels must be integers in ``0..num_classes-1`` (``num_classes`` default:
+    ``tf_features.describe``'s ``num_classes``, 1 + the largest label among the nodes with
+    ``options["label"]``, at least 2).
     """
     steps = _positive_int("steps", steps)
     eval_every = _positive_int("eval_every", eval_every)
@@ -399,16 +410,14 @@ def train_graphsage(
     if feature_cache is None and use_feature_cache:
         feature_cache = build_feature_cache(source, props, opts)
     if feature_cache is not None:
-        feature_dim = feature_cache.width
+        feature_dim, feature_dtype = feature_cache.width, feature_cache.dtype.name
     else:
-        from memgraph_tf.client.pipeline import feature_width
-
-        feature_dim = feature_width(source, int(train_ids[0]), props, opts)
+        feature_dim, feature_dtype = feature_layout(source, props, opts)
     if num_classes is None:
-        num_classes = _infer_num_classes(source, train_ids, val_ids, label_property, opts)
+        num_classes = _infer_num_classes(source, label_property, opts)
     model = GraphSAGE(fanouts, feature_dim, num_classes, hidden_units=hidden_units, dropout=dropout, l2=l2,
                       normalize_features=normalize_features, normalize_hidden=normalize_hidden,
-                      class_names=class_names)
+                      class_names=class_names, feature_dtype=feature_dtype)
     model.ensure_built()
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -469,13 +478,15 @@ def _check_labels(labels: np.ndarray, num_classes: int) -> None:
         )
 
 
-def _infer_num_classes(source: GraphSource, train_ids: np.ndarray, val_ids: np.ndarray | None,
-                       label_property: str, options: Mapping[str, Any]) -> int:
-    from memgraph_tf import blob
-    from memgraph_tf.client.pipeline import pack_options
-
-    ids = np.concatenate([train_ids, val_ids]) if val_ids is not None else train_ids
-    opts = pack_options(options)
+def _infer_num_classes(source: GraphSource, label_property: str, options: Mapping[str, Any]) -> int:
+    """``tf_features.describe``'s ``num_classes`` for ``label_property`` over the nodes (with
+    ``options["label"]``), at least 2; raises :class:`ConfigurationError` when no node has a class."""
+    opts = describe_options(options)
     opts["label_property"] = label_property
-    labels = blob.unpack(source.pack_blob(np.unique(ids).tolist(), [], opts))["labels"]
-    return max(int(labels.max()) + 1, 2)
+    classes = source.describe([], opts)["num_classes"]
+    if classes is None:
+        scope = f":{opts['label']} node" if opts.get("label") else "node"
+        raise ConfigurationError(
+            f"label_property: expected a class (an integer >= 0) in {label_property!r} on some {scope}, "
+            "got none (pass num_classes= to set the class count)")
+    return max(int(classes), 2)

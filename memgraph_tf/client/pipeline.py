@@ -19,16 +19,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from memgraph_tf import blob
+from memgraph_tf import blob, layout
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.sources import GraphSource
+from memgraph_tf.layout import PAD_ID
 
 logger = logging.getLogger(__name__)
 
-PAD_ID = -1
-"""The id the procedures write for a padded neighbour slot."""
-
-_PACK_ONLY = ("allow_non_finite", "dtype", "id_property", "label", "label_property")
 DECODERS = ("auto", "op", "portable")
 
 
@@ -74,14 +71,27 @@ def unpacker(decoder: str = "auto") -> Any:
 
 def pack_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     """The subset of sample ``options`` that ``tf_features.pack`` accepts."""
-    return {k: v for k, v in (options or {}).items() if k in _PACK_ONLY}
+    return {k: v for k, v in (options or {}).items() if k in layout.PACK_OPTIONS}
 
 
-def feature_width(source: GraphSource, node_id: int, properties: Sequence[str],
+def describe_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The subset of pack/sample ``options`` that ``tf_features.describe`` accepts (all of them:
+    describe takes every sample option, plus ``fanouts``)."""
+    return {k: v for k, v in (options or {}).items() if k in layout.DESCRIBE_OPTIONS}
+
+
+def feature_layout(source: GraphSource, properties: Sequence[str],
+                   options: Mapping[str, Any] | None = None) -> tuple[int, str]:
+    """``(width d, dtype name)`` of the features ``properties`` give under ``options``, from
+    ``tf_features.describe`` (nothing is packed or fetched)."""
+    info = source.describe(list(properties), describe_options(options))
+    return int(info["feature_width"]), str(info["dtype"])
+
+
+def feature_width(source: GraphSource, properties: Sequence[str],
                   options: Mapping[str, Any] | None = None) -> int:
-    """The feature width ``d`` that ``properties`` give (packs one node to find out)."""
-    sections = blob.unpack(source.pack_blob([int(node_id)], list(properties), pack_options(options)))
-    return int(sections["features"].shape[1])
+    """The feature width ``d`` that ``properties`` give, as ``tf_features.describe`` reports it."""
+    return feature_layout(source, properties, options)[0]
 
 
 class FeatureCache:
@@ -117,9 +127,9 @@ class FeatureCache:
         for start in range(0, len(ids), chunk_size):
             part = ids[start:start + chunk_size].tolist()
             sections = blob.unpack(source.pack_blob(part, list(properties), opts))
-            feats.append(sections["features"])
-            if "labels" in sections:
-                labels.append(sections["labels"])
+            feats.append(sections[layout.FEATURES])
+            if layout.LABELS in sections:
+                labels.append(sections[layout.LABELS])
         logger.info("feature cache: %d nodes x %d features", len(ids), feats[0].shape[1])
         return cls(ids, np.concatenate(feats), np.concatenate(labels) if labels else None)
 
@@ -168,7 +178,8 @@ def sample_dataset(
     prefetch: int | None = tf.data.AUTOTUNE,
     decoder: str = "auto",
 ) -> tf.data.Dataset:
-    """GraphSAGE batches: ``{"features_h", "mask_h", "ids_h", "labels"}`` per batch of seed ids.
+    """GraphSAGE batches: a dict of ``features_h``, ``mask_h``, ``ids_h`` and ``labels`` (the sample
+    layout, :func:`memgraph_tf.layout.sample_sections`) per batch of seed ids.
 
     Every batch is one ``tf_features.sample`` call. ``seed`` makes the run reproducible while each
     batch still draws its own neighbourhoods (the procedure's ``options.seed`` is derived from
@@ -184,30 +195,23 @@ def sample_dataset(
     batch_size = _check_positive("batch_size", batch_size)
     options = dict(options or {})
     props = list(properties)
-    pad = options.get("low_degree", "pad") == "pad"
+    pad = options.get("low_degree") in (None, "pad")  # a null option means the default, "pad"
     has_labels = bool(options.get("label_property"))
     fixed_seed = "seed" in options and options["seed"] is not None
     if feature_cache is not None:
-        width, fdtype = feature_cache.width, feature_cache.dtype
+        width, fdtype = feature_cache.width, feature_cache.dtype.name
         fetch_props: list[str] = []
     else:
-        width = feature_width(source, int(ids[0]), props, options)
-        fdtype = tf.as_dtype(options.get("dtype", "float32"))
+        width, fdtype = feature_layout(source, props, options)
         fetch_props = props
     unpack = unpacker(decoder)
 
-    names, dtypes, shapes = [], [], []
-    shape: list[int | None] = [None]
-    for h in range(len(fanouts) + 1):
-        if h:
-            shape = shape + [fanouts[h - 1]]
-        names.append(f"ids_{h}"); dtypes.append(tf.int64); shapes.append(list(shape))
-        if feature_cache is None:
-            names.append(f"features_{h}"); dtypes.append(fdtype); shapes.append(shape + [width])
-        if h and pad:
-            names.append(f"mask_{h}"); dtypes.append(tf.bool); shapes.append(list(shape))
-    if has_labels:
-        names.append("labels"); dtypes.append(tf.int64); shapes.append([None])
+    sections = layout.sample_sections(fanouts, width, fdtype, pad=pad, labels=has_labels, batch=None)
+    if feature_cache is not None:  # the blob's features are empty: they come from the cache
+        sections = [s for s in sections if s.role != "features"]
+    names = [s.name for s in sections]
+    dtypes = [s.dtype for s in sections]
+    shapes = [list(s.shape) for s in sections]
 
     def call(batch_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
         opts = dict(options)
@@ -225,10 +229,10 @@ def sample_dataset(
         out = dict(zip(names, tensors))
         if feature_cache is not None:
             for h in range(len(fanouts) + 1):
-                out[f"features_{h}"] = feature_cache.gather(out[f"ids_{h}"])
+                out[layout.features_name(h)] = feature_cache.gather(out[layout.ids_name(h)])
         if not include_ids:
             for h in range(len(fanouts) + 1):
-                del out[f"ids_{h}"]
+                del out[layout.ids_name(h)]
         return out
 
     ds = tf.data.Dataset.from_tensor_slices(ids)
@@ -266,12 +270,12 @@ def pack_dataset(
     batch_size = _check_positive("batch_size", batch_size)
     opts = pack_options(options)
     props = list(properties)
-    width = feature_width(source, int(ids[0]), props, opts)
-    fdtype = tf.as_dtype(opts.get("dtype", "float32"))
+    width, fdtype = feature_layout(source, props, opts)
     unpack = unpacker(decoder)
-    names = ["ids", "features"] + (["labels"] if opts.get("label_property") else [])
-    dtypes = [tf.int64, fdtype] + ([tf.int64] if opts.get("label_property") else [])
-    shapes = [[None], [None, width]] + ([[None]] if opts.get("label_property") else [])
+    sections = layout.pack_sections(width, fdtype, labels=bool(opts.get("label_property")), batch=None)
+    names = [s.name for s in sections]
+    dtypes = [s.dtype for s in sections]
+    shapes = [list(s.shape) for s in sections]
 
     def call(batch_ids: tf.Tensor) -> tf.Tensor:
         return source.pack_blob_b64(batch_ids.numpy().tolist(), props, opts)
@@ -296,5 +300,4 @@ def pack_dataset(
 
 def model_inputs(batch: Mapping[str, tf.Tensor], hops: int) -> dict[str, tf.Tensor]:
     """The GraphSAGE model's inputs (``features_h``, ``mask_h``) from a :func:`sample_dataset` batch."""
-    keys = [f"features_{h}" for h in range(hops + 1)] + [f"mask_{h}" for h in range(1, hops + 1)]
-    return {k: batch[k] for k in keys if k in batch}
+    return {k: batch[k] for k in layout.model_input_names(hops) if k in batch}

@@ -60,7 +60,7 @@ DEFAULT_DRIVER_OPTIONS: dict[str, Any] = {
 }
 """Driver settings :func:`connect` uses unless ``driver_options`` overrides them."""
 
-PROCEDURES = ("tf_features.pack", "tf_features.sample", "tf_features.sample_per_node")
+PROCEDURES = ("tf_features.pack", "tf_features.sample", "tf_features.sample_per_node", "tf_features.describe")
 _QUERY_SHOWN_CHARS = 200
 _NAME_RE = re.compile(r"^[^`\x00]+$")
 
@@ -124,6 +124,16 @@ class GraphSource:
                               options: Mapping[str, Any] | None = None) -> list[bytes]:
         """One blob per seed (n = 1), in seed order; each equals ``sample_blob([seed], ...)``."""
         return [blob.b64decode(t) for t in self.sample_blobs_per_node_b64(seeds, fanouts, properties, options)]
+
+    def describe(self, properties: Sequence[str], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """What ``tf_features.describe`` reports for ``properties`` (docs/query-modules.md):
+        ``feature_width``, ``dtype``, ``columns``, ``sections`` (the pack layout, or the sample layout
+        with ``options["fanouts"]``) and ``num_classes`` (with ``options["label_property"]``: 1 + the
+        largest class among the nodes with ``options["label"]``; else None).
+
+        Guarantees: the map the procedure returns, without packing or fetching any features; a
+        bad input raises :class:`GraphDataError` with the procedure's message."""
+        raise NotImplementedError
 
     def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
         """Ids of all nodes (with ``label``): values of ``id_property`` (nodes without it skipped),
@@ -488,6 +498,18 @@ class BoltSource(GraphSource):
         return _fallback().sample_per_node_b64(CypherGraphAccess.factory(self), seeds, fanouts,
                                                properties, options)
 
+    def describe(self, properties: Sequence[str], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        properties, options = list(properties), _opts(options)
+        if self.has_procedures():
+            rows = self._call(
+                f"CALL tf_features.describe($properties, $options) YIELD {_DESCRIBE_FIELDS} "
+                f"RETURN {_DESCRIBE_FIELDS}",
+                {"properties": properties, "options": options})
+            return dict(rows[0])
+        return _fallback().describe(CypherGraphAccess.factory(self), properties, options)
+
+
+_DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
 
 
 def _opts(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -549,6 +571,15 @@ class CypherGraphAccess:
             return [{"key": k, "internal": k} for k in dict.fromkeys(keys)]
         return [{"key": k, "internal": self._internal[k]} for k in dict.fromkeys(keys)]
 
+    def _check_id(self, key: Any, internal: Any) -> None:
+        """Raises :class:`GraphDataError` unless the key found on node ``internal`` is an integer."""
+        if not isinstance(key, int) or isinstance(key, bool):
+            what = "no value" if key is None else f"{type(key).__name__} {key!r}"
+            raise GraphDataError(
+                f"node {internal} property {self._id_property!r} (options.id_property): "
+                f"expected an integer id, got {what}"
+            )
+
     def _register(self, key: int, internal: Any) -> None:
         seen = self._internal.setdefault(key, internal)
         if seen != internal:
@@ -579,16 +610,35 @@ class CypherGraphAccess:
         found: dict[int, list[int]] = {k: [] for k in keys}
         for row in rows:
             nbr = row["nbr"]
-            if not isinstance(nbr, int) or isinstance(nbr, bool):
-                what = "no value" if nbr is None else f"{type(nbr).__name__} {nbr!r}"
-                raise GraphDataError(
-                    f"node {row['internal']} property {self._id_property!r} (options.id_property): "
-                    f"expected an integer id, got {what}"
-                )
+            self._check_id(nbr, row["internal"])
             if self._id_property is not None:
                 self._register(nbr, row["internal"])
             found[row["key"]].append(nbr)
         return [found[k] for k in keys]
+
+    def first_node_with(self, names: Sequence[str]) -> int | None:
+        """The key of the node with the smallest ``id(n)`` (with ``options.label``) having all
+        ``names`` and, with ``options.id_property``, an id; None when there is none."""
+        required = list(names) + ([self._id_property] if self._id_property is not None else [])
+        where = " AND ".join(f"n.{_quote_name(name, 'properties')} IS NOT NULL" for name in required)
+        rows = self._source.read(
+            f"MATCH {self._node} WHERE {where} RETURN {self._key('n')} AS key, id(n) AS internal "
+            "ORDER BY internal LIMIT 1")
+        if not rows:
+            return None
+        key, internal = rows[0]["key"], rows[0]["internal"]
+        if self._id_property is not None:
+            self._check_id(key, internal)
+            self._register(key, internal)
+        return key
+
+    def label_values(self, name: str) -> list[tuple[Any, Any]]:
+        """``(value, id(n) of one node holding it)`` per distinct value of ``name`` among the nodes
+        (with ``options.label``) that have it: one aggregating query, a row per class."""
+        prop = f"n.{_quote_name(name, 'options.label_property')}"
+        rows = self._source.read(
+            f"MATCH {self._node} WHERE {prop} IS NOT NULL RETURN {prop} AS value, min(id(n)) AS internal")
+        return [(row["value"], row["internal"]) for row in rows]
 
     def resolve(self, nodes: Any, param: str) -> list[int]:
         """Integer ids -> keys, in order; raises naming ``param[i]`` for a bad or unknown id."""
@@ -677,6 +727,9 @@ class EmbeddedSource(GraphSource):
                         options: Mapping[str, Any] | None = None) -> str:
         return self._single_blob("tf_features.sample", _to_python(list(seeds)), _to_python(list(fanouts)),
                                  list(properties), _opts(options))
+
+    def describe(self, properties: Sequence[str], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return dict(self._call("tf_features.describe", list(properties), _opts(options))[0])
 
     def sample_blobs_per_node_b64(self, seeds: Sequence[int], fanouts: Sequence[int],
                                   properties: Sequence[str],

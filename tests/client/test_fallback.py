@@ -93,6 +93,34 @@ def test_fallback_errors_match_the_procedures(twin_graphs):
             source.sample_blob([ID_OFFSET], [2], ["feat"], {**OPTIONS, "direction": "up"})
 
 
+def test_describe_over_cypher_matches_the_procedure(twin_graphs):
+    embedded, bolt = twin_graphs
+    for props, opts in ((["feat", "w"], OPTIONS),
+                        (["feat", "name"], {**OPTIONS, "label_property": "cls", "dtype": "float64"}),
+                        (["feat"], {**OPTIONS, "label_property": "cls", "fanouts": [3, 2], "low_degree": "resample"}),
+                        ([], {"label_property": "w"})):
+        expected = embedded.describe(props, opts)
+        assert bolt.describe(props, opts) == expected
+    info = bolt.describe(["feat", "w"], {**OPTIONS, "label_property": "cls", "fanouts": [2]})
+    assert info["num_classes"] == 3 and info["feature_width"] == 5  # cls = i % 3; feat has 4 values, w 1
+    assert [s["name"] for s in info["sections"]] == ["ids_0", "features_0", "ids_1", "features_1", "mask_1", "labels"]
+    top_w = max(node["w"] for node in _graph_data()[0])  # w in -5..5; negative values are no class
+    assert bolt.describe([], {"label_property": "w"})["num_classes"] == (top_w + 1 if top_w >= 0 else None)
+
+
+def test_describe_errors_over_cypher_match_the_procedure(twin_graphs):
+    embedded, bolt = twin_graphs
+    for source in (embedded, bolt):
+        with pytest.raises(GraphDataError, match=r"properties: expected a node having all of \['feat', 'nope'\] and "
+                                                 r"options.id_property 'id', got no :FbNode node with all of them"):
+            source.describe(["feat", "nope"], OPTIONS)
+        with pytest.raises(GraphDataError, match=r"property 'name' \(options.label_property\): expected an integer "
+                                                 r"class, got str 'n\d+'"):
+            source.describe(["feat"], {**OPTIONS, "label_property": "name"})
+        with pytest.raises(GraphDataError, match=r"options.fanouts\[0\]: expected an integer >= 1, got int 0"):
+            source.describe(["feat"], {**OPTIONS, "fanouts": [0]})
+
+
 def test_pipeline_and_inference_over_bolt_match_embedded(twin_graphs):
     import numpy as np
 

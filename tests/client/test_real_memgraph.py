@@ -57,6 +57,10 @@ def test_procedures_detected_and_same_bytes_as_fallback(sources):
         without.sample_blobs_per_node(ids, [2], ["f"], OPTIONS)
     batch = next(iter(sample_dataset(with_procs, ids, [3, 2], ["f"], options=OPTIONS, batch_size=3)))
     assert batch["features_2"].shape.as_list() == [3, 3, 2, 3]
+    describe_options = {**pack_options, "fanouts": [3, 2]}
+    info = with_procs.describe(["f"], describe_options)
+    assert info == without.describe(["f"], describe_options)
+    assert info["feature_width"] == 3 and info["num_classes"] == 2
 
 
 def test_open_cypher_dataset_on_memgraph(sources):
