@@ -84,16 +84,12 @@ def default_sections(fanouts: Sequence[int], feature_dim: int, *, masks: bool = 
     """The per-node blob sections a GraphSAGE model with these ``fanouts`` reads, as
     ``{name: (dtype, per-node shape)}``: ``features_h`` (``dtype``) ``[1, f1..fh, d]`` for
     h = 0..H and, with ``masks``, ``mask_h`` bool ``[1, f1..fh]`` for h = 1..H (the sample layout
-    with n = 1; the query modules write masks when ``options.low_degree`` is ``"pad"``)."""
-    out: dict[str, tuple[str, tuple[int, ...]]] = {}
-    dims: list[int] = [1]
-    for h in range(len(fanouts) + 1):
-        if h:
-            dims.append(int(fanouts[h - 1]))
-        out[f"features_{h}"] = (dtype, tuple(dims) + (int(feature_dim),))
-        if masks and h:
-            out[f"mask_{h}"] = ("bool", tuple(dims))
-    return out
+    with n = 1; the query modules write masks when ``options.low_degree`` is ``"pad"``), built from
+    :func:`memgraph_tf.layout.model_input_sections`."""
+    from memgraph_tf import layout
+
+    sections = layout.model_input_sections([int(f) for f in fanouts], int(feature_dim), dtype, masks=masks, batch=1)
+    return {s.name: (s.dtype, tuple(s.shape)) for s in sections}
 
 
 def _check_json(value: Any, where: str) -> None:
