@@ -10,6 +10,8 @@ Where things live:
 - ``memgraph_tf.errors`` -- ``MemgraphTfError``, the root of every error the library raises on
   purpose; its docstring draws the whole tree.
 - ``memgraph_tf.blob`` -- blob format v1 (spec: ``docs/blob-format.md``), pack/unpack.
+- ``memgraph_tf.layout`` -- the pack/sample blob layout (section names, dtypes, shapes, ``PAD_ID``,
+  option names) that the procedures write and the client and serving read.
 - ``memgraph_tf.layout`` -- the sections of the ``tf_features`` blobs, option names, ``PAD_ID``.
 - ``memgraph_tf.ops`` -- the C++ ``MemgraphTf>UnpackBlob`` op and the op-free decoder.
 - ``memgraph_tf.procedures`` -- the library behind ``query_modules/tf_features.py``.
