@@ -27,10 +27,33 @@ def _install_modules(args: argparse.Namespace) -> int:
     return 0
 
 
+def open_graph_source(uri: str):
+    """A graph source for ``serve --graph``. ``embedded:DIR/NAME`` loads the Planetoid dataset NAME
+    from ``DIR/ind.NAME.*`` into an in-process graph that runs the unchanged query modules; anything
+    else is a Bolt URI for :func:`memgraph_tf.client.connect`, which takes the user name and password
+    from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` (never a command line, never a bundle)."""
+    import pathlib
+
+    from memgraph_tf import client
+
+    if uri.startswith("embedded:"):
+        from memgraph_tf.datasets import planetoid_graph
+
+        path = pathlib.Path(uri[len("embedded:"):])
+        return client.EmbeddedSource(planetoid_graph(path.name, path.parent))
+    return client.connect(uri)
+
+
 def _serve(args: argparse.Namespace) -> int:
+    # The CLI owns the graph connection: the server only receives a source object.
     from memgraph_tf.serving import server
 
-    return server.main(args)
+    source = open_graph_source(args.graph) if getattr(args, "graph", None) else None
+    try:
+        return server.main(args, graph_source=source)
+    finally:
+        if source is not None and hasattr(source, "close"):
+            source.close()
 
 
 def _demo(args: argparse.Namespace) -> int:

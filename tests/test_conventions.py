@@ -9,16 +9,8 @@ import pathlib
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCES = sorted([*(REPO_ROOT / "memgraph_tf").rglob("*.py"), *(REPO_ROOT / "query_modules").rglob("*.py")])
 
-# Modules whose logger is still named ``log``: renamed by the owner of memgraph_tf/serving (issue 9),
-# who removes each from this set then. Every other module must follow the convention now.
-LOGGER_RENAME_PENDING = {
-    "memgraph_tf/serving/bundle.py",
-    "memgraph_tf/serving/client.py",
-    "memgraph_tf/serving/export.py",
-    "memgraph_tf/serving/model_server.py",
-    "memgraph_tf/serving/neighbourhoods.py",
-    "memgraph_tf/serving/server.py",
-}
+# Modules whose logger is still named ``log`` (none left: the serving modules were renamed in issue 9).
+LOGGER_RENAME_PENDING: set[str] = set()
 
 
 def _package(dotted: str) -> str:

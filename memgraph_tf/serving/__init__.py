@@ -1,10 +1,15 @@
 """Serving: SavedModel bundles for TF Serving, a REST client, and a local TF-Serving-compatible server.
 
+- ``bundle.py`` is the bundle contract: asset and signature names, :class:`BundleConfig` (read and
+  written there only), :class:`SamplingSpec`, op-library record, version directory discovery.
 - :func:`export_bundle` (``export.py``) writes ``BASE/NAME/VERSION/`` with ``classify`` and
   ``serving_default`` signatures, class labels, a ``models.config``, and (op bundles) the op library.
 - :class:`ServingClient`, :func:`classify_nodes` (``client.py``) talk TF Serving's REST API.
-- ``errors.py`` is the typed error tree the client raises.
-- ``server.py`` is ``memgraph-tf serve``: TF Serving's REST API for any SavedModel, in Python.
+- ``neighbourhoods.py``: node ids -> neighbourhood blobs from a graph source, shared by
+  :func:`classify_nodes` and the server's ``node_id`` examples.
+- ``errors.py`` is the typed error tree of this package.
+- ``memgraph-tf serve``: ``server.py`` (HTTP) over :class:`ModelServer` (``model_server.py``:
+  versions, signatures, REST semantics) and ``rest_json.py`` (JSON <-> tf.Example / tensors).
 
 Attributes are imported lazily so that ``from memgraph_tf.serving import ServingClient`` does not
 import TensorFlow.
@@ -20,7 +25,9 @@ _LAZY = {
     "classify_nodes": "client",
     "export_bundle": "export",
     "BundleInfo": "export",
-    "ModelServer": "server",
+    "BundleConfig": "bundle",
+    "SamplingSpec": "bundle",
+    "ModelServer": "model_server",
     "start_server": "server",
 }
 

@@ -8,6 +8,11 @@ every request, retries with exponential backoff on connection errors and on 503 
 (urllib3's ``Retry``), and splits requests whose JSON body would exceed ``max_request_bytes`` into
 parts whose results are concatenated in order.
 
+:func:`classify_nodes` turns node ids into neighbourhood blobs with
+:mod:`memgraph_tf.serving.neighbourhoods` (the component the local server's ``node_id`` examples
+use too) and classifies them. Signature names, the blob feature key and the bundle config come
+from :mod:`memgraph_tf.serving.bundle`.
+
 This module needs only ``requests`` (no TensorFlow) so that a thin client can import it.
 """
 
@@ -26,19 +31,23 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from memgraph_tf.serving import errors
+from memgraph_tf.serving.bundle import (
+    CLASSIFY_SIGNATURE,
+    CONFIG_INPUT,
+    CONFIG_OUTPUT,
+    CONFIG_SIGNATURE,
+    DEFAULT_BLOB_FEATURE_KEY,
+    BundleConfig,
+    SamplingSpec,
+)
+from memgraph_tf.serving.neighbourhoods import check_node_ids, fetch_blobs
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF_S = 0.2
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
-#: The signature our bundles expose for ``:classify`` (``serving_default`` is the predict one).
-DEFAULT_CLASSIFY_SIGNATURE = "classify"
-#: The feature key that holds a node's blob inside a tf.Example (docs/blob-format.md, section 6).
-DEFAULT_BLOB_FEATURE_KEY = "blob"
-#: The predict signature our bundles expose with the sampling settings (see export.py).
-CONFIG_SIGNATURE = "memgraph_tf_config"
 
 _RETRY_STATUSES = (503, 504)
 
@@ -171,7 +180,7 @@ class ServingClient:
         retries: int = DEFAULT_RETRIES,
         backoff_s: float = DEFAULT_BACKOFF_S,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        classify_signature: str | None = DEFAULT_CLASSIFY_SIGNATURE,
+        classify_signature: str | None = CLASSIFY_SIGNATURE,
         blob_feature_key: str = DEFAULT_BLOB_FEATURE_KEY,
         pool_size: int = 8,
     ):
@@ -294,7 +303,7 @@ class ServingClient:
         if part or not bodies:
             bodies.append(head + ",".join(part) + tail)
         if len(bodies) > 1:
-            log.debug("split a request of %d items into %d parts", len(items), len(bodies))
+            logger.debug("split a request of %d items into %d parts", len(items), len(bodies))
         return bodies
 
     def _head(self, signature_name: str | None, context: Mapping | None) -> str:
@@ -434,15 +443,21 @@ class ServingClient:
         """``GET .../metadata``: the model spec and its signature defs as TF Serving reports them."""
         return self._request("GET", self.model_url + "/metadata")
 
-    def sampling_config(self) -> dict:
-        """The sampling settings a memgraph-tf bundle was exported with (fanouts, properties,
-        options, blob feature key, class names), read through its ``memgraph_tf_config`` predict
-        signature, which works on stock TF Serving too. Never contains a graph URI or credentials."""
-        out = self.predict(inputs={"unused": 0}, signature_name=CONFIG_SIGNATURE)
-        text = out["config_json"] if isinstance(out, dict) else out
+    def bundle_config(self) -> BundleConfig:
+        """The config a memgraph-tf bundle was exported with (fanouts, properties, options, blob
+        feature key, class names, ...), read through its ``memgraph_tf_config`` predict signature,
+        which works on stock TF Serving too. Validated: a config that breaks the bundle contract
+        raises :class:`~memgraph_tf.serving.errors.BundleError` naming the key. Never contains a
+        graph URI or credentials."""
+        out = self.predict(inputs={CONFIG_INPUT: 0}, signature_name=CONFIG_SIGNATURE)
+        text = out[CONFIG_OUTPUT] if isinstance(out, dict) else out
         if isinstance(text, list):
             text = text[0]
-        return json.loads(text)
+        return BundleConfig.from_json(text)
+
+    def sampling_config(self) -> dict:
+        """:meth:`bundle_config` as a plain JSON dict (``BundleConfig.to_dict()``)."""
+        return self.bundle_config().to_dict()
 
 
 def classify_nodes(
@@ -450,28 +465,34 @@ def classify_nodes(
     client: ServingClient,
     node_ids: Sequence[int],
     *,
-    sampling: Mapping[str, Any] | None = None,
+    sampling: SamplingSpec | Mapping[str, Any] | None = None,
 ) -> list[tuple[int, str, float]]:
     """Classify graph nodes through a serving endpoint: ``node_ids`` -> each node's neighbourhood
     blob from ``source.sample_blobs_per_node(seeds, fanouts, properties, options)`` -> ``:classify``
     -> ``(node_id, label, score)`` per node, in input order, where ``label`` is the top class.
 
-    ``sampling`` (keys ``fanouts``, ``properties``, ``options``) defaults to the settings stored in
-    the bundle (:meth:`ServingClient.sampling_config`), so the blobs match what the model was
-    trained on. Large id lists are split by the client's ``max_request_bytes``.
+    ``sampling`` (a :class:`~memgraph_tf.serving.bundle.SamplingSpec`, or a mapping with keys
+    ``fanouts``, ``properties``, ``options``) defaults to the settings stored in the bundle
+    (:meth:`ServingClient.bundle_config`), so the blobs match what the model was trained on. Large
+    id lists are split by the client's ``max_request_bytes``.
+
+    Ids are integers (``numbers.Integral``) in the int64 range, else
+    :class:`~memgraph_tf.serving.errors.NodeIdError`; a bad ``sampling`` raises
+    :class:`~memgraph_tf.serving.errors.BundleError`; the graph's failures arrive as the
+    :class:`~memgraph_tf.serving.errors.NeighbourhoodError` subclasses of
+    :mod:`memgraph_tf.serving.neighbourhoods` (a ConnectionError for an unreachable graph, a
+    ValueError for missing nodes), the source's error as ``__cause__``.
     """
-    ids = [int(i) for i in node_ids]
+    ids = check_node_ids(list(node_ids))
     if not ids:
         return []
-    cfg = dict(sampling) if sampling is not None else client.sampling_config()
-    missing = [k for k in ("fanouts", "properties") if k not in cfg]
-    if missing:
-        raise ValueError(f"sampling: missing keys {missing}; expected fanouts and properties")
-    blobs = source.sample_blobs_per_node(
-        ids, list(cfg["fanouts"]), list(cfg["properties"]), dict(cfg.get("options") or {})
-    )
-    if len(blobs) != len(ids):
-        raise ValueError(f"source returned {len(blobs)} blobs for {len(ids)} node ids")
+    if isinstance(sampling, SamplingSpec):
+        spec = sampling
+    elif sampling is not None:
+        spec = SamplingSpec.from_mapping(sampling)
+    else:
+        spec = client.bundle_config().sampling
+    blobs = fetch_blobs(source, ids, spec)
     results = client.classify(blobs)
     out = []
     for nid, pairs in zip(ids, results):

@@ -31,6 +31,12 @@ The blob is decoded in the graph either by the C++ op ``MemgraphTf>UnpackBlob`` 
 serve with ``memgraph-tf serve`` or a ``tensorflow_model_server`` built with the op) or by stock
 TensorFlow ops (``use_op=False``: runs on the stock ``tensorflow/serving`` image).
 
+The names of every file, folder, signature and tensor key above, and the config itself
+(:class:`memgraph_tf.serving.bundle.BundleConfig`), are defined in :mod:`memgraph_tf.serving.bundle`.
+Bad arguments raise :class:`memgraph_tf.serving.errors.BundleError` (also a ValueError) naming the
+parameter; an existing version raises :class:`~memgraph_tf.serving.errors.BundleExistsError` (also
+a FileExistsError).
+
 Credentials rule: nothing in a bundle comes from the graph connection. The exporter never takes a
 source object; ``sample_options`` is checked for credential-like keys and values must be plain JSON.
 """
@@ -38,7 +44,6 @@ source object; ``sample_options`` is checked for credential-like keys and values
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import pathlib
@@ -49,21 +54,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-log = logging.getLogger(__name__)
+from memgraph_tf.serving import bundle
+from memgraph_tf.serving.bundle import (
+    CLASSIFY_SIGNATURE,
+    CONFIG_SIGNATURE,
+    DEFAULT_BLOB_FEATURE_KEY,
+    PREDICT_SIGNATURE,
+    BundleConfig,
+)
+from memgraph_tf.serving.errors import BundleError, BundleExistsError
 
-BUNDLE_FORMAT = "memgraph-tf-bundle"
-BUNDLE_FORMAT_VERSION = 1
-CONFIG_ASSET = "memgraph_tf_bundle.json"
-LABELS_ASSET = "class_labels.txt"
-OP_LIBRARY_INFO = "op_library.json"
-CLASSIFY_SIGNATURE = "classify"
-PREDICT_SIGNATURE = "serving_default"
-CONFIG_SIGNATURE = "memgraph_tf_config"
-OP_NAMES = ("MemgraphTf>UnpackBlob",)
-CLASSIFY_METHOD_NAME = "tensorflow/serving/classify"
-WARMUP_FILE = "tf_serving_warmup_requests"  # TF Serving's name, under assets.extra/
-
-_CREDENTIAL_KEY = re.compile(r"(uri|url|host|auth|user|passw|secret|token|credential|key)", re.I)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class BundleInfo:
     version: int
     use_op: bool
     signatures: tuple[str, ...]
-    config: dict
+    config: dict  # BundleConfig.to_dict(): the JSON written to the config asset
 
 
 def default_sections(fanouts: Sequence[int], feature_dim: int, *, masks: bool = True,
@@ -92,31 +93,12 @@ def default_sections(fanouts: Sequence[int], feature_dim: int, *, masks: bool = 
     return {s.name: (s.dtype, tuple(s.shape)) for s in sections}
 
 
-def _check_json(value: Any, where: str) -> None:
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise ValueError(f"{where}: expected string keys, got {k!r}")
-            if _CREDENTIAL_KEY.search(k):
-                raise ValueError(
-                    f"{where}: key {k!r} looks like a connection setting or credential; a bundle "
-                    f"must never hold the graph URI, user name or password"
-                )
-            _check_json(v, f"{where}.{k}")
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _check_json(v, f"{where}[{i}]")
-    elif not (value is None or isinstance(value, (str, int, float, bool))):
-        raise ValueError(f"{where}: expected JSON values (str, int, float, bool, None, lists, "
-                         f"dicts), got {type(value).__name__}")
-
-
 def _model_attr(model: Any, name: str, given: Any) -> Any:
     if given is not None:
         return given
     value = getattr(model, name, None)
     if value is None:
-        raise ValueError(f"{name}: not given and the model has no {name!r} attribute")
+        raise BundleError(f"{name}: not given and the model has no {name!r} attribute", key=name)
     return value
 
 
@@ -161,7 +143,7 @@ def export_bundle(
     *,
     use_op: bool,
     class_names: Sequence[str] | None = None,
-    blob_feature_key: str = "blob",
+    blob_feature_key: str = DEFAULT_BLOB_FEATURE_KEY,
     fanouts: Sequence[int] | None = None,
     feature_dim: int | None = None,
     properties: Sequence[str] = ("features",),
@@ -180,83 +162,81 @@ def export_bundle(
     Guarantees: the version directory appears whole or not at all (written beside it, then
     renamed); the ``classify`` signature meets TF Serving's classifier contract; with
     ``use_op=False`` the graph holds stock TensorFlow ops only; nothing from a graph connection is
-    written (``sample_options`` with a credential-like key raises ValueError). ``fanouts``,
+    written (``sample_options`` with a credential-like key raises BundleError); the config asset
+    and the ``memgraph_tf_config`` signature hold one validated :class:`BundleConfig`. ``fanouts``,
     ``feature_dim`` and ``class_names`` default to the model's attributes of those names.
     ``scores``: ``"probabilities"`` (the model's output used as is), ``"logits"`` (softmax
     applied) or ``"auto"`` (logits when the model has a true ``output_is_logits`` attribute, else
     probabilities; :class:`memgraph_tf.client.GraphSAGE` is known to return logits). ``labels`` maps
     version labels
-    to versions in models.config. Raises FileExistsError if the version exists and not
-    ``overwrite``; ValueError naming the parameter for bad arguments.
+    to versions in models.config. Raises BundleExistsError (a FileExistsError) if the version
+    exists and not ``overwrite``; BundleError (a ValueError) naming the parameter for bad
+    arguments, before anything is written.
     """
     import tensorflow as tf
 
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
-        raise ValueError(f"name: expected letters, digits, '_', '.', '-', got {name!r}")
+        raise BundleError(f"name: expected letters, digits, '_', '.', '-', got {name!r}", key="name")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"version: expected an int >= 1 (TF Serving version directory), got "
-                         f"{version!r}")
+        raise BundleError(f"version: expected an int >= 1 (TF Serving version directory), got "
+                          f"{version!r}", key="version")
     if not isinstance(use_op, bool):
-        raise ValueError(f"use_op: expected True or False, got {use_op!r}")
-    if scores not in ("auto", "probabilities", "logits"):
-        raise ValueError(f"scores: expected 'auto', 'probabilities' or 'logits', got {scores!r}")
+        raise BundleError(f"use_op: expected True or False, got {use_op!r}", key="use_op")
+    if scores not in ("auto",) + bundle.SCORES_KINDS:
+        raise BundleError(f"scores: expected 'auto', 'probabilities' or 'logits', got {scores!r}",
+                          key="scores")
     if not blob_feature_key or not isinstance(blob_feature_key, str):
-        raise ValueError(f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}")
+        raise BundleError(f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}",
+                          key="blob_feature_key")
     if class_names is None and getattr(model, "class_names", None) is None:
-        raise ValueError("class_names: not given and the model has none; pass class_names=[...] "
-                         "(one label per score column)")
+        raise BundleError("class_names: not given and the model has none; pass class_names=[...] "
+                          "(one label per score column)", key="class_names")
     class_names = [str(c) for c in _model_attr(model, "class_names", class_names)]
     if not class_names or len(set(class_names)) != len(class_names):
-        raise ValueError(f"class_names: expected unique labels, got {class_names!r}")
+        raise BundleError(f"class_names: expected unique labels, got {class_names!r}",
+                          key="class_names")
     if any("\n" in c for c in class_names):
-        raise ValueError(f"class_names: expected labels without newlines, got {class_names!r}")
-    fanouts = [int(f) for f in _model_attr(model, "fanouts", fanouts)]
+        raise BundleError(f"class_names: expected labels without newlines, got {class_names!r}",
+                          key="class_names")
+    fanouts = list(bundle.check_fanouts([int(f) for f in _model_attr(model, "fanouts", fanouts)]))
     feature_dim = int(_model_attr(model, "feature_dim", feature_dim))
+    if feature_dim < 1:
+        raise BundleError(f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim")
     options = dict(sample_options or {})
-    _check_json(options, "sample_options")
+    bundle.check_plain_json(options, "sample_options")
     if sections is None:
         sections = default_sections(
             fanouts, feature_dim, masks=options.get("low_degree", "pad") == "pad",
             dtype=options.get("dtype") or "float32")
     sections = {k: (str(dt), tuple(int(d) for d in shape)) for k, (dt, shape) in sections.items()}
-    _check_json(list(properties), "properties")
+    bundle.check_plain_json(list(properties), "properties")
     if labels:
         for lbl, v in labels.items():
             if not re.fullmatch(r"[A-Za-z0-9_\-]+", str(lbl)) or not isinstance(v, int):
-                raise ValueError(f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}")
+                raise BundleError(f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}",
+                                  key="labels")
     if scores == "auto":
         # memgraph_tf.client.GraphSAGE returns logits; other models say so with output_is_logits.
         is_sage = type(model).__name__ == "GraphSAGE" and \
             type(model).__module__ == "memgraph_tf.client.graphsage"
         scores = "logits" if getattr(model, "output_is_logits", is_sage) else "probabilities"
+    config = BundleConfig(
+        model_name=name, version=version, use_op=use_op, blob_feature_key=blob_feature_key,
+        class_names=class_names, fanouts=fanouts, feature_dim=feature_dim,
+        properties=list(properties), options=options, sections=sections, scores=scores,
+        tensorflow_version=tf.__version__,
+    )
+    config_text = config.to_json()
     if hasattr(model, "ensure_built"):
         model.ensure_built()  # create a subclassed model's weights outside the traced functions
 
     base = pathlib.Path(base_dir)
     model_dir = base / name
-    final = model_dir / str(version)
+    final = model_dir / bundle.version_dir_name(version)
     if final.exists() and not overwrite:
-        raise FileExistsError(f"{final}: version {version} of model {name!r} exists "
-                              f"(pass overwrite=True to replace it)")
+        raise BundleExistsError(f"{final}: version {version} of model {name!r} exists "
+                                f"(pass overwrite=True to replace it)")
     model_dir.mkdir(parents=True, exist_ok=True)
-
-    config = {
-        "format": BUNDLE_FORMAT,
-        "format_version": BUNDLE_FORMAT_VERSION,
-        "model_name": name,
-        "version": version,
-        "use_op": use_op,
-        "blob_feature_key": blob_feature_key,
-        "class_names": class_names,
-        "fanouts": fanouts,
-        "feature_dim": feature_dim,
-        "properties": list(properties),
-        "options": options,
-        "sections": {k: {"dtype": dt, "shape": list(shape)} for k, (dt, shape) in sections.items()},
-        "scores": scores,
-        "tensorflow_version": tf.__version__,
-    }
-    config_text = json.dumps(config, indent=2, sort_keys=True)
 
     if use_op:
         from memgraph_tf import ops
@@ -266,12 +246,11 @@ def export_bundle(
         tmp_path = pathlib.Path(tmp)
         src = tmp_path / "src"
         src.mkdir()
-        (src / LABELS_ASSET).write_text("\n".join(class_names) + "\n")
-        (src / CONFIG_ASSET).write_text(config_text)
-        module = _BundleModule(model, sections, class_names, blob_feature_key, use_op,
-                               scores == "logits", config_text,
-                               tf.saved_model.Asset(str(src / LABELS_ASSET)),
-                               tf.saved_model.Asset(str(src / CONFIG_ASSET)))
+        labels_path, config_path = bundle.write_assets(src, config)
+        module = _BundleModule(model, config.sections, config.class_names, blob_feature_key,
+                               use_op, scores == "logits", config_text,
+                               tf.saved_model.Asset(str(labels_path)),
+                               tf.saved_model.Asset(str(config_path)))
         out = tmp_path / "out"
         signatures = {
             CLASSIFY_SIGNATURE: module.classify.get_concrete_function(),
@@ -283,15 +262,16 @@ def export_bundle(
         if use_op:
             _bundle_op_library(out)
         if warmup:
-            _write_warmup(out, sections, blob_feature_key, name)
+            _write_warmup(out, config.sections, blob_feature_key, name)
         if final.exists():
             shutil.rmtree(final)
         os.replace(out, final)
     models_config = _write_models_config(base, name, [version], dict(labels or {}),
                                          serving_base_path)
-    log.info("exported %s version %d (%s) to %s", name, version,
+    logger.info("exported %s version %d (%s) to %s", name, version,
              "C++ op" if use_op else "op-free", final)
-    return BundleInfo(final, models_config, name, version, use_op, tuple(signatures), config)
+    return BundleInfo(final, models_config, name, version, use_op, tuple(signatures),
+                      config.to_dict())
 
 
 def _set_classify_method_name(saved_dir: pathlib.Path) -> None:
@@ -304,7 +284,7 @@ def _set_classify_method_name(saved_dir: pathlib.Path) -> None:
     sm.ParseFromString(pb.read_bytes())
     for mg in sm.meta_graphs:
         if CLASSIFY_SIGNATURE in mg.signature_def:
-            mg.signature_def[CLASSIFY_SIGNATURE].method_name = CLASSIFY_METHOD_NAME
+            mg.signature_def[CLASSIFY_SIGNATURE].method_name = bundle.CLASSIFY_METHOD_NAME
     pb.write_bytes(sm.SerializeToString(deterministic=True))
 
 
@@ -331,9 +311,9 @@ def _write_warmup(version_dir: pathlib.Path, sections, blob_feature_key: str, na
     req.model_spec.name = name
     req.model_spec.signature_name = CLASSIFY_SIGNATURE
     req.input.example_list.examples.append(ex)
-    dest = version_dir / "assets.extra"
-    dest.mkdir(parents=True, exist_ok=True)
-    with tf.io.TFRecordWriter(str(dest / WARMUP_FILE)) as writer:
+    path = bundle.warmup_path(version_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
         writer.write(log_entry.SerializeToString())
 
 
@@ -343,21 +323,17 @@ def _bundle_op_library(version_dir: pathlib.Path) -> None:
     from memgraph_tf import ops
 
     so = pathlib.Path(ops.build_library())
-    dest = version_dir.joinpath("assets.extra", "memgraph_tf")
+    dest = bundle.op_library_dir(version_dir)
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(so, dest / so.name)
-    info = {
-        "library": so.name,
-        "ops": list(OP_NAMES),
-        "tf_version": tf.__version__,
-        "tf_git_version": tf.version.GIT_VERSION,
-        "cxx11_abi_flag": [f for f in tf.sysconfig.get_compile_flags() if f.startswith("-D")],
-        "sha256": hashlib.sha256(so.read_bytes()).hexdigest(),
-        "note": "load with tf.load_op_library before tf.saved_model.load; only valid for this "
-                "TensorFlow version. TF Serving needs the op linked into tensorflow_model_server "
-                "(docker/tf-serving-custom-op).",
-    }
-    (dest / OP_LIBRARY_INFO).write_text(json.dumps(info, indent=2, sort_keys=True))
+    bundle.write_op_library_info(version_dir, bundle.OpLibraryInfo(
+        library=so.name,
+        ops=bundle.OP_NAMES,
+        tf_version=tf.__version__,
+        tf_git_version=tf.version.GIT_VERSION,
+        cxx11_abi_flag=[f for f in tf.sysconfig.get_compile_flags() if f.startswith("-D")],
+        sha256=hashlib.sha256(so.read_bytes()).hexdigest(),
+    ))
 
 
 def _make_module_class():
@@ -403,26 +379,32 @@ def _make_module_class():
             out = tf.cast(out, tf.float32)
             return tf.nn.softmax(out, axis=-1) if self._logits else out
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")], autograph=False)
+        # The argument names are the signatures' input keys (bundle.CLASSIFY_INPUT,
+        # PREDICT_INPUT, CONFIG_INPUT); the TensorSpec names repeat them for the graph.
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=bundle.CLASSIFY_INPUT)],
+                     autograph=False)
         def classify(self, inputs):
             parsed = tf.io.parse_example(
                 inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)})
             scores = self._scores(parsed[self._blob_key])
             labels = tf.constant(self._class_names, dtype=tf.string)
             classes = tf.tile(labels[None, :], [tf.shape(scores)[0], 1])
-            return {"classes": classes, "scores": scores}
+            return {bundle.CLASSES_OUTPUT: classes, bundle.SCORES_OUTPUT: scores}
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="blobs")], autograph=False)
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=bundle.PREDICT_INPUT)],
+                     autograph=False)
         def predict(self, blobs):
             scores = self._scores(blobs)
             ids = tf.argmax(scores, axis=-1, output_type=tf.int64)
             labels = tf.constant(self._class_names, dtype=tf.string)
-            return {"scores": scores, "class_ids": ids, "classes": tf.gather(labels, ids)}
+            return {bundle.SCORES_OUTPUT: scores, bundle.CLASS_IDS_OUTPUT: ids,
+                    bundle.CLASSES_OUTPUT: tf.gather(labels, ids)}
 
-        @tf.function(input_signature=[tf.TensorSpec(None, tf.int64, name="unused")], autograph=False)
+        @tf.function(input_signature=[tf.TensorSpec(None, tf.int64, name=bundle.CONFIG_INPUT)],
+                     autograph=False)
         def config(self, unused):
             del unused
-            return {"config_json": tf.constant(self._config_text, dtype=tf.string)}
+            return {bundle.CONFIG_OUTPUT: tf.constant(self._config_text, dtype=tf.string)}
 
     return BundleModule
 

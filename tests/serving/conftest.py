@@ -73,7 +73,8 @@ def toy_base(tmp_path_factory) -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def toy_server(toy_base):
-    from memgraph_tf.serving.server import ModelServer, start_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
 
     ms = ModelServer(toy_base, "toy", labels={"stable": 1}, max_request_bytes=64 * 1024)
     with start_server(ms) as running:

@@ -47,7 +47,8 @@ def bundles(tmp_path_factory, sage_model):
 
 @pytest.fixture(scope="session")
 def servers(bundles):
-    from memgraph_tf.serving.server import ModelServer, start_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
 
     base, infos = bundles
     running = {}
@@ -174,7 +175,7 @@ def test_bundle_layout_assets_and_models_config(bundles, sage):
 def test_op_free_bundle_has_only_stock_ops(bundles):
     from tensorflow.core.protobuf import saved_model_pb2
 
-    from memgraph_tf.serving.server import _op_names
+    from memgraph_tf.serving.model_server import op_names as _op_names
 
     sm = saved_model_pb2.SavedModel()
     sm.ParseFromString((bundles[1][False].path / "saved_model.pb").read_bytes())
@@ -266,7 +267,8 @@ def test_graphsage_bundle_scores_are_softmax_of_its_logits(tmp_path, node_data, 
 
     from memgraph_tf.client.graphsage import GraphSAGE
     from memgraph_tf.serving.export import export_bundle
-    from memgraph_tf.serving.server import ModelServer, start_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
 
     blobs, feats, _ = node_data
     model = GraphSAGE(list(sage.fanouts), sage.dim, len(sage.classes), hidden_units=8,

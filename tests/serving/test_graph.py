@@ -92,7 +92,8 @@ def test_bundle_holds_no_uri_user_or_password(exported, arcadedb):
 
 
 def test_graph_server_classifies_node_ids(exported, source):
-    from memgraph_tf.serving.server import ModelServer, start_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
 
     model, base, info = exported
     ids = [0, 5, 11]
@@ -114,7 +115,8 @@ def test_graph_server_classifies_node_ids(exported, source):
 
 
 def test_node_ids_without_a_graph_are_a_clear_400(exported):
-    from memgraph_tf.serving.server import ModelServer, start_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
 
     _, _, info = exported
     with start_server(ModelServer(info.path.parent)) as srv:
@@ -130,7 +132,9 @@ def test_embedded_cora_graph_source(tmp_path, planetoid_dir):
 
     from memgraph_tf.client.graphsage import GraphSAGE
     from memgraph_tf.serving.export import export_bundle
-    from memgraph_tf.serving.server import ModelServer, open_graph_source, start_server
+    from memgraph_tf.cli import open_graph_source
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
 
     cora = planetoid_dir / "cora"
     options = {"seed": 1}

@@ -246,7 +246,7 @@ def test_malformed_path_and_method(toy_server):
 
 
 def test_server_refuses_a_base_path_without_versions(tmp_path):
-    from memgraph_tf.serving.server import ModelServer
+    from memgraph_tf.serving.model_server import ModelServer
 
     with pytest.raises(ValueError, match="expected numbered version directories"):
         ModelServer(tmp_path)

@@ -1,0 +1,495 @@
+"""The bundle contract: what a memgraph-tf SavedModel bundle holds, what each part is called, and the
+one place its config and op-library record are read and written.
+
+Standard library only (plus :mod:`memgraph_tf.blob`'s dtype table), so the REST client imports it
+without TensorFlow. The layout, each name defined here and nowhere else::
+
+    BASE/NAME/VERSION/                     VERSION: any all-ASCII-digit name; the version is its
+                                           integer value (``00000123`` is version 123)
+      saved_model.pb, variables/
+      assets/LABELS_ASSET                  one class label per line, in score order
+      assets/CONFIG_ASSET                  :class:`BundleConfig` as JSON
+      assets.extra/WARMUP_FILE             one :classify request TF Serving replays at load time
+      assets.extra/memgraph_tf/            OP_LIBRARY_DIR, op bundles only:
+        OP_LIBRARY_INFO                    :class:`OpLibraryInfo` as JSON
+        <library>.so                       the op library it names
+
+Signatures (names and tensor keys): ``CLASSIFY_SIGNATURE`` (TF Serving's classifier contract:
+input ``CLASSIFY_INPUT``, outputs ``CLASSES_OUTPUT`` and ``SCORES_OUTPUT``; method name
+``CLASSIFY_METHOD_NAME``), ``PREDICT_SIGNATURE`` (input ``PREDICT_INPUT``: raw blobs) and
+``CONFIG_SIGNATURE`` (input ``CONFIG_INPUT``, output ``CONFIG_OUTPUT``: the config JSON text).
+
+Every failure to meet the contract is a :class:`memgraph_tf.serving.errors.BundleError` (also a
+ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
+never holds a graph URI, user name or password -- option keys that look like one are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pathlib
+import re
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field
+from typing import Any
+
+from memgraph_tf.blob import DTYPES
+from memgraph_tf.serving.errors import BundleError
+
+logger = logging.getLogger(__name__)
+
+# ----------------------------------------------------------------------------------------- names
+BUNDLE_FORMAT = "memgraph-tf-bundle"
+#: The newest config format this code reads and the one it writes.
+BUNDLE_FORMAT_VERSION = 1
+
+ASSETS_DIR = "assets"
+ASSETS_EXTRA_DIR = "assets.extra"
+CONFIG_ASSET = "memgraph_tf_bundle.json"
+LABELS_ASSET = "class_labels.txt"
+#: TF Serving's name for the warmup record file, under ``assets.extra/``.
+WARMUP_FILE = "tf_serving_warmup_requests"
+#: The op library folder, relative to a version directory.
+OP_LIBRARY_DIR = (ASSETS_EXTRA_DIR, "memgraph_tf")
+OP_LIBRARY_INFO = "op_library.json"
+OP_NAMES = ("MemgraphTf>UnpackBlob",)
+
+CLASSIFY_SIGNATURE = "classify"
+PREDICT_SIGNATURE = "serving_default"
+CONFIG_SIGNATURE = "memgraph_tf_config"
+CLASSIFY_METHOD_NAME = "tensorflow/serving/classify"
+#: TF Serving's classifier tensor keys (servables/tensorflow/classifier.cc).
+CLASSIFY_INPUT = "inputs"
+CLASSES_OUTPUT = "classes"
+SCORES_OUTPUT = "scores"
+PREDICT_INPUT = "blobs"
+CLASS_IDS_OUTPUT = "class_ids"
+CONFIG_INPUT = "unused"
+CONFIG_OUTPUT = "config_json"
+#: The tf.Example feature that holds a node's blob (docs/blob-format.md, section 6).
+DEFAULT_BLOB_FEATURE_KEY = "blob"
+
+SCORES_KINDS = ("probabilities", "logits")
+INT64_MAX = 2**63 - 1
+
+_CREDENTIAL_KEY = re.compile(r"(uri|url|host|auth|user|passw|secret|token|credential|key)", re.I)
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_VERSION_DIR = re.compile(r"[0-9]+")
+
+
+# ------------------------------------------------------------------------------------ validation
+def _fail(key: str | None, expected: str, value: Any, where: str | None = None) -> BundleError:
+    return BundleError(f"{where or key}: expected {expected}, got {_show(value)}", key=key)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_plain_json(value: Any, where: str) -> None:
+    """Raise :class:`BundleError` (``key`` = the top-level name in ``where``) unless ``value`` is
+    plain JSON (str, int, float, bool, None, lists, string-keyed dicts) with no key that looks like
+    a connection setting or credential (uri, host, user, password, token, ...). Guarantees that
+    what passes can go into a bundle without carrying a graph URI, user name or password."""
+    top = where.split(".", 1)[0].split("[", 1)[0]
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise BundleError(f"{where}: expected string keys, got {k!r}", key=top)
+            if _CREDENTIAL_KEY.search(k):
+                raise BundleError(
+                    f"{where}: key {k!r} looks like a connection setting or credential; a bundle "
+                    f"must never hold the graph URI, user name or password", key=top)
+            check_plain_json(v, f"{where}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            check_plain_json(v, f"{where}[{i}]")
+    elif not (value is None or isinstance(value, (str, int, float, bool))):
+        raise BundleError(f"{where}: expected JSON values (str, int, float, bool, None, lists, "
+                          f"dicts), got {type(value).__name__}", key=top)
+
+
+def check_fanouts(value: Any, key: str = "fanouts") -> tuple[int, ...]:
+    """``value`` as a tuple when it is a non-empty list of ints >= 1 (one per hop), else
+    :class:`BundleError` naming ``key``."""
+    return _int_list(key, value, 1, non_empty=True)
+
+
+def _int_list(key: str, value: Any, minimum: int, *, non_empty: bool) -> tuple[int, ...]:
+    if not isinstance(value, (list, tuple)) or (non_empty and not value) or \
+            not all(_is_int(v) and v >= minimum for v in value):
+        raise _fail(key, f"a {'non-empty ' if non_empty else ''}list of ints >= {minimum}", value)
+    return tuple(value)
+
+
+def _str_list(key: str, value: Any, *, unique: bool = False) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not value or \
+            not all(isinstance(v, str) and v for v in value):
+        raise _fail(key, "a non-empty list of non-empty strings", value)
+    if unique and len(set(value)) != len(value):
+        raise _fail(key, "unique strings", value)
+    return tuple(value)
+
+
+def _options(key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(key, "a JSON object of sampling options", value)
+    check_plain_json(value, key)
+    return json.loads(json.dumps(dict(value)))  # a detached deep copy
+
+
+# -------------------------------------------------------------------------------------- sampling
+@dataclass(frozen=True)
+class SamplingSpec:
+    """How one node's neighbourhood blob is built: the arguments of
+    ``sample_blobs_per_node(ids, fanouts, properties, options)``. Validated on construction:
+    ``fanouts`` a non-empty list of ints >= 1, ``properties`` a non-empty list of names,
+    ``options`` plain JSON without credential-like keys."""
+
+    fanouts: tuple[int, ...]
+    properties: tuple[str, ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fanouts", check_fanouts(self.fanouts))
+        object.__setattr__(self, "properties", _str_list("properties", self.properties))
+        object.__setattr__(self, "options", _options("options", self.options))
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any], where: str = "sampling") -> SamplingSpec:
+        """The spec in ``mapping``'s keys ``fanouts``, ``properties`` (required) and ``options``
+        (optional); other keys are ignored, so a whole bundle config dict works too. Raises
+        :class:`BundleError` naming missing keys or the bad one."""
+        if not isinstance(mapping, Mapping):
+            raise BundleError(f"{where}: expected a mapping with keys fanouts and properties, got "
+                              f"{type(mapping).__name__}", key=where)
+        missing = [k for k in ("fanouts", "properties") if k not in mapping]
+        if missing:
+            raise BundleError(f"{where}: missing keys {missing}; expected fanouts and properties",
+                              key=missing[0])
+        return cls(mapping["fanouts"], mapping["properties"], mapping.get("options") or {})
+
+    def arguments(self) -> tuple[list[int], list[str], dict[str, Any]]:
+        """``(fanouts, properties, options)`` as fresh plain lists and dict, ready for a source."""
+        return list(self.fanouts), list(self.properties), json.loads(json.dumps(self.options))
+
+
+# ---------------------------------------------------------------------------------------- config
+Section = tuple[str, tuple[int, ...]]
+
+
+def _sections(key: str, value: Any) -> dict[str, Section]:
+    if not isinstance(value, Mapping) or not value:
+        raise _fail(key, "a non-empty object {name: {dtype, shape}}", value)
+    out: dict[str, Section] = {}
+    for name, spec in value.items():
+        where = f"{key}.{name}"
+        if not isinstance(name, str) or not name:
+            raise BundleError(f"{key}: expected non-empty section names, got {name!r}", key=key)
+        if isinstance(spec, Mapping):
+            if set(spec) != {"dtype", "shape"}:
+                raise _fail(key, "an object with exactly the keys dtype and shape", spec, where)
+            dtype, shape = spec["dtype"], spec["shape"]
+        elif isinstance(spec, (list, tuple)) and len(spec) == 2:
+            dtype, shape = spec
+        else:
+            raise _fail(key, "{dtype, shape}", spec, where)
+        if dtype not in DTYPES or dtype == "string":
+            raise BundleError(f"{where}.dtype: expected one of "
+                              f"{sorted(d for d in DTYPES if d != 'string')}, got {_show(dtype)}",
+                              key=key)
+        if not isinstance(shape, (list, tuple)) or not all(_is_int(d) and d >= 0 for d in shape):
+            raise BundleError(f"{where}.shape: expected a list of ints >= 0, got {_show(shape)}",
+                              key=key)
+        out[name] = (dtype, tuple(shape))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class BundleConfig:
+    """The bundle config (``assets/CONFIG_ASSET`` and the ``CONFIG_SIGNATURE`` output): what a
+    client needs to build the model's input, and how the bundle was made. The JSON keys are the
+    field names plus ``format`` (always ``BUNDLE_FORMAT``).
+
+    Guarantees: an instance is valid -- every field is checked on construction and a bad one
+    raises :class:`BundleError` naming its key; ``from_dict(to_dict())`` gives an equal config;
+    ``to_json`` is deterministic (sorted keys) and holds no credential-like option key.
+    """
+
+    model_name: str
+    version: int
+    use_op: bool
+    blob_feature_key: str
+    class_names: tuple[str, ...]
+    fanouts: tuple[int, ...]
+    feature_dim: int
+    properties: tuple[str, ...]
+    options: Mapping[str, Any]
+    sections: Mapping[str, Section]
+    scores: str
+    tensorflow_version: str
+    format_version: int = BUNDLE_FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        if not isinstance(self.model_name, str) or not _MODEL_NAME.fullmatch(self.model_name):
+            raise _fail("model_name", "letters, digits, '_', '.', '-'", self.model_name)
+        if not _is_int(self.version) or not 1 <= self.version <= INT64_MAX:
+            raise _fail("version", "an int >= 1", self.version)
+        if not isinstance(self.use_op, bool):
+            raise _fail("use_op", "true or false", self.use_op)
+        if not isinstance(self.blob_feature_key, str) or not self.blob_feature_key:
+            raise _fail("blob_feature_key", "a non-empty string", self.blob_feature_key)
+        put("class_names", _str_list("class_names", self.class_names, unique=True))
+        if any("\n" in c for c in self.class_names):
+            raise _fail("class_names", "labels without newlines", list(self.class_names))
+        put("fanouts", check_fanouts(self.fanouts))
+        if not _is_int(self.feature_dim) or self.feature_dim < 1:
+            raise _fail("feature_dim", "an int >= 1", self.feature_dim)
+        put("properties", _str_list("properties", self.properties))
+        put("options", _options("options", self.options))
+        put("sections", _sections("sections", self.sections))
+        if self.scores not in SCORES_KINDS:
+            raise _fail("scores", f"one of {list(SCORES_KINDS)}", self.scores)
+        if not isinstance(self.tensorflow_version, str) or not self.tensorflow_version:
+            raise _fail("tensorflow_version", "a non-empty string", self.tensorflow_version)
+        if not _is_int(self.format_version) or not 1 <= self.format_version <= BUNDLE_FORMAT_VERSION:
+            raise _fail("format_version", f"an int from 1 to {BUNDLE_FORMAT_VERSION} (this "
+                        f"memgraph-tf reads bundle formats up to {BUNDLE_FORMAT_VERSION})",
+                        self.format_version)
+
+    @property
+    def sampling(self) -> SamplingSpec:
+        """The sampling settings the model was trained with."""
+        return SamplingSpec(self.fanouts, self.properties, self.options)
+
+    # -- JSON
+    def to_dict(self) -> dict[str, Any]:
+        """The config as plain JSON values (lists, not tuples)."""
+        return {
+            "format": BUNDLE_FORMAT,
+            "format_version": self.format_version,
+            "model_name": self.model_name,
+            "version": self.version,
+            "use_op": self.use_op,
+            "blob_feature_key": self.blob_feature_key,
+            "class_names": list(self.class_names),
+            "fanouts": list(self.fanouts),
+            "feature_dim": self.feature_dim,
+            "properties": list(self.properties),
+            "options": json.loads(json.dumps(self.options)),
+            "sections": {k: {"dtype": dt, "shape": list(shape)}
+                         for k, (dt, shape) in self.sections.items()},
+            "scores": self.scores,
+            "tensorflow_version": self.tensorflow_version,
+        }
+
+    def to_json(self) -> str:
+        """Deterministic JSON text (indented, sorted keys): what goes into the bundle."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> BundleConfig:
+        """A validated config from parsed JSON. Raises :class:`BundleError` naming the key for an
+        unknown key, a missing one, a wrong ``format``, a newer ``format_version`` or a value of
+        the wrong type."""
+        if not isinstance(data, Mapping):
+            raise BundleError(f"bundle config: expected a JSON object, got "
+                              f"{type(data).__name__}")
+        keys = _CONFIG_KEYS
+        unknown = sorted(k for k in data if k not in keys)
+        if unknown:
+            raise BundleError(f"{unknown[0]}: unknown bundle config key (expected only "
+                              f"{sorted(keys)})", key=unknown[0])
+        if data.get("format") != BUNDLE_FORMAT:
+            raise _fail("format", repr(BUNDLE_FORMAT), data.get("format"))
+        missing = sorted(k for k in keys if k not in data and k != "format")
+        if missing:
+            raise BundleError(f"{missing[0]}: missing from the bundle config (missing: {missing})",
+                              key=missing[0])
+        values = {k: v for k, v in data.items() if k != "format"}
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> BundleConfig:
+        """:meth:`from_dict` of JSON text; text that is not JSON is a :class:`BundleError`."""
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise BundleError(f"bundle config: expected JSON text, got {_show(text)} ({exc})") \
+                from None
+        return cls.from_dict(data)
+
+
+_CONFIG_KEYS = frozenset(BundleConfig.__dataclass_fields__) | {"format"}
+
+
+def write_assets(directory: str | os.PathLike, config: BundleConfig) -> tuple[pathlib.Path,
+                                                                              pathlib.Path]:
+    """Write ``LABELS_ASSET`` (``config.class_names``, one per line) and ``CONFIG_ASSET``
+    (``config.to_json()``) into ``directory``; returns their paths (labels, config)."""
+    directory = pathlib.Path(directory)
+    labels = directory / LABELS_ASSET
+    labels.write_text("\n".join(config.class_names) + "\n")
+    cfg = directory / CONFIG_ASSET
+    cfg.write_text(config.to_json())
+    return labels, cfg
+
+
+def read_bundle_config(version_dir: str | os.PathLike) -> BundleConfig | None:
+    """The config of the bundle at ``version_dir``; ``None`` when it has no ``CONFIG_ASSET`` (a
+    SavedModel that is not ours). Raises :class:`BundleError` naming the file and the key when
+    the asset exists but breaks the contract."""
+    return _read_record(pathlib.Path(version_dir, ASSETS_DIR, CONFIG_ASSET), BundleConfig.from_json)
+
+
+def _read_record(path: pathlib.Path, parse: Any) -> Any:
+    """``parse(bytes of path)``, None when there is no such file; a BundleError names the file."""
+    if not path.is_file():
+        return None
+    try:
+        return parse(path.read_bytes())
+    except BundleError as exc:
+        raise BundleError(f"{path}: {exc}", key=exc.key) from None
+
+
+# ------------------------------------------------------------------------------------ op library
+@dataclass(frozen=True, kw_only=True)
+class OpLibraryInfo:
+    """``OP_LIBRARY_DIR/OP_LIBRARY_INFO``: the op library shipped in an op bundle and the
+    TensorFlow build it is valid for. ``library`` is a bare file name in the same folder."""
+
+    library: str
+    ops: tuple[str, ...]
+    tf_version: str
+    tf_git_version: str
+    cxx11_abi_flag: tuple[str, ...]
+    sha256: str
+    note: str = ("load with tf.load_op_library before tf.saved_model.load; only valid for this "
+                 "TensorFlow version. TF Serving needs the op linked into tensorflow_model_server "
+                 "(docker/tf-serving-custom-op).")
+
+    def __post_init__(self) -> None:
+        lib = self.library
+        if not isinstance(lib, str) or not lib or lib in (".", "..") or "/" in lib \
+                or "\\" in lib or "\0" in lib:
+            raise _fail("library", "a bare file name", lib)
+        object.__setattr__(self, "ops", _str_list("ops", self.ops))
+        for key in ("tf_version", "tf_git_version", "sha256", "note"):
+            if not isinstance(getattr(self, key), str):
+                raise _fail(key, "a string", getattr(self, key))
+        flags = self.cxx11_abi_flag
+        if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+            raise _fail("cxx11_abi_flag", "a list of strings", flags)
+        object.__setattr__(self, "cxx11_abi_flag", tuple(flags))
+
+    def to_json(self) -> str:
+        data = {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+        return json.dumps(data, indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> OpLibraryInfo:
+        """A validated record; raises :class:`BundleError` naming the key at fault."""
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise BundleError(f"op library info: expected JSON text ({exc})") from None
+        if not isinstance(data, Mapping):
+            raise BundleError(f"op library info: expected a JSON object, got "
+                              f"{type(data).__name__}")
+        fields = cls.__dataclass_fields__
+        unknown = sorted(k for k in data if k not in fields)
+        if unknown:
+            raise BundleError(f"{unknown[0]}: unknown op library info key", key=unknown[0])
+        missing = sorted(k for k, f in fields.items() if k not in data and f.default is MISSING)
+        if missing:
+            raise BundleError(f"{missing[0]}: missing from the op library info", key=missing[0])
+        return cls(**data)
+
+
+def op_library_dir(version_dir: str | os.PathLike) -> pathlib.Path:
+    """``version_dir/assets.extra/memgraph_tf``."""
+    return pathlib.Path(version_dir).joinpath(*OP_LIBRARY_DIR)
+
+
+def write_op_library_info(version_dir: str | os.PathLike, info: OpLibraryInfo) -> pathlib.Path:
+    """Write ``info`` to ``op_library_dir(version_dir)/OP_LIBRARY_INFO`` (creating the folder)."""
+    dest = op_library_dir(version_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / OP_LIBRARY_INFO
+    path.write_text(info.to_json())
+    return path
+
+
+def read_op_library_info(version_dir: str | os.PathLike) -> OpLibraryInfo | None:
+    """The op library record of the bundle at ``version_dir``, ``None`` when it has none; raises
+    :class:`BundleError` naming the file when the record breaks the contract."""
+    return _read_record(op_library_dir(version_dir) / OP_LIBRARY_INFO, OpLibraryInfo.from_json)
+
+
+def warmup_path(version_dir: str | os.PathLike) -> pathlib.Path:
+    """``version_dir/assets.extra/tf_serving_warmup_requests``."""
+    return pathlib.Path(version_dir, ASSETS_EXTRA_DIR, WARMUP_FILE)
+
+
+# -------------------------------------------------------------------------------------- versions
+def parse_version_dir(name: str) -> int | None:
+    """The version a directory name stands for: any all-ASCII-digit name, read as its integer
+    value (``"00000123"`` -> 123), as TF Serving reads it; ``None`` for any other name and for a
+    value above int64 (TF Serving's ``safe_strto64`` fails on those, so it skips them too)."""
+    if not _VERSION_DIR.fullmatch(name):
+        return None
+    value = int(name)
+    return value if value <= INT64_MAX else None
+
+
+def version_dir_name(version: int) -> str:
+    """The directory name :func:`memgraph_tf.serving.export.export_bundle` writes for ``version``."""
+    return str(version)
+
+
+def discover_versions(base_path: str | os.PathLike) -> dict[int, pathlib.Path]:
+    """``{version: directory}`` for every child of ``base_path`` whose name is a version
+    (:func:`parse_version_dir`) and that holds ``saved_model.pb`` or ``saved_model.pbtxt``, in
+    ascending version order. Other children are ignored. When two names give one version
+    (``1`` and ``001``), the one sorting last by name wins with a warning, as in TF Serving's
+    ``file_system_storage_path_source.cc``."""
+    found: dict[int, pathlib.Path] = {}
+    for child in sorted(pathlib.Path(base_path).iterdir(), key=lambda p: p.name):
+        version = parse_version_dir(child.name)
+        if version is None or not child.is_dir():
+            continue
+        if not ((child / "saved_model.pb").exists() or (child / "saved_model.pbtxt").exists()):
+            continue
+        if version in found:
+            logger.warning("duplicate version directories: version %d will be loaded from %s, %s "
+                        "will be ignored", version, child, found[version])
+        found[version] = child
+    return dict(sorted(found.items()))
+
+
+__all__ = [
+    "BundleConfig",
+    "OpLibraryInfo",
+    "SamplingSpec",
+    "check_fanouts",
+    "check_plain_json",
+    "discover_versions",
+    "op_library_dir",
+    "parse_version_dir",
+    "read_bundle_config",
+    "read_op_library_info",
+    "version_dir_name",
+    "warmup_path",
+    "write_assets",
+    "write_op_library_info",
+]

@@ -1,0 +1,135 @@
+"""Node id -> neighbourhood blob: the one component that asks a graph source for the per-node blobs
+a bundle's model reads. Used by :func:`memgraph_tf.serving.client.classify_nodes` (client side)
+and by the local server's ``{"node_id": ...}`` examples (``memgraph-tf serve --graph``).
+
+A graph source is any object with ``sample_blobs_per_node(ids, fanouts, properties, options) ->
+list[bytes]`` (the :mod:`memgraph_tf.client` sources have it; this module does not import them).
+Failures come back as :class:`memgraph_tf.serving.errors.NeighbourhoodError` subclasses, the
+source's own error attached as ``__cause__``, sorted by what the caller can do::
+
+    NodeIdError             a node id is not an int64 integer            (server: 400)
+    NeighbourhoodDataError  the source raised a ValueError / LookupError (server: 400)
+                            -- a node it lacks, a property it cannot pack
+    GraphUnavailableError   the source raised a ConnectionError / OSError (server: 503)
+    GraphSourceError        the source raised another MemgraphTfError (a failed query), or
+                            answered with the wrong number of blobs       (server: 500)
+
+Any other exception from the source (a programming error) propagates unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import numbers
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from memgraph_tf.errors import MemgraphTfError
+from memgraph_tf.serving.bundle import INT64_MAX, SamplingSpec
+from memgraph_tf.serving.errors import (
+    GraphSourceError,
+    GraphUnavailableError,
+    NeighbourhoodDataError,
+    NeighbourhoodError,
+    NodeIdError,
+)
+
+logger = logging.getLogger(__name__)
+
+_SHOWN_IDS = 10
+
+
+def _show(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 100 else text[:100] + "..."
+
+
+def _ids_text(ids: Sequence[int]) -> str:
+    if len(ids) <= _SHOWN_IDS:
+        return str(list(ids))
+    return "[" + ", ".join(map(str, ids[:_SHOWN_IDS])) + f", ...] ({len(ids)} ids)"
+
+
+def check_node_ids(node_ids: Sequence[Any], names: Sequence[str] | None = None) -> list[int]:
+    """``node_ids`` as Python ints. Guarantees each is an integer (``numbers.Integral``, not a
+    bool) in the int64 range, else raises :class:`NodeIdError` naming it by ``names[i]``
+    (default ``node_ids[i]``)."""
+    out = []
+    for i, nid in enumerate(node_ids):
+        name = names[i] if names is not None else f"node_ids[{i}]"
+        if isinstance(nid, bool) or not isinstance(nid, numbers.Integral):
+            raise NodeIdError(f"{name}: expected an integer, got {_show(nid)}")
+        value = int(nid)
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise NodeIdError(f"{name}: expected an integer in the int64 range, got {value}")
+        out.append(value)
+    return out
+
+
+class NeighbourhoodFetcher:
+    """Fetches per-node neighbourhood blobs from one graph source.
+
+    ``serialize`` (default True) makes calls into the source one at a time (a lock), for sources
+    that are not safe to call from many threads at once, as the server's request threads do.
+    """
+
+    def __init__(self, source: Any, *, serialize: bool = True):
+        if not callable(getattr(source, "sample_blobs_per_node", None)):
+            raise TypeError(f"source: expected an object with sample_blobs_per_node(ids, fanouts, "
+                            f"properties, options), got {type(source).__name__}")
+        self.source = source
+        self._lock = threading.Lock() if serialize else None
+
+    def fetch(self, node_ids: Sequence[Any], sampling: SamplingSpec, *,
+              names: Sequence[str] | None = None) -> list[bytes]:
+        """One blob per id, in order, sampled with ``sampling`` (the bundle's fanouts, properties
+        and options). Guarantees: ids are checked first (:func:`check_node_ids`, named by
+        ``names``); the result has exactly one ``bytes`` blob per id; an empty id list returns
+        ``[]`` without calling the source; failures raise the :class:`NeighbourhoodError`
+        subclass the module docstring lists."""
+        if names is not None and len(names) != len(node_ids):
+            raise ValueError(f"names: expected one per node id ({len(node_ids)}), got {len(names)}")
+        ids = check_node_ids(node_ids, names)
+        if not ids:
+            return []
+        fanouts, properties, options = sampling.arguments()
+        what = f"fetching node ids {_ids_text(ids)} from the graph"
+        try:
+            if self._lock is None:
+                blobs = self.source.sample_blobs_per_node(ids, fanouts, properties, options)
+            else:
+                with self._lock:
+                    blobs = self.source.sample_blobs_per_node(ids, fanouts, properties, options)
+        except NeighbourhoodError:
+            raise
+        except (ConnectionError, OSError) as exc:
+            raise GraphUnavailableError(f"the graph is unavailable: {exc}") from exc
+        except (ValueError, LookupError) as exc:
+            raise NeighbourhoodDataError(f"{what}: {exc}") from exc
+        except MemgraphTfError as exc:
+            raise GraphSourceError(f"{what}: {exc}") from exc
+        blobs = list(blobs)
+        if len(blobs) != len(ids):
+            raise GraphSourceError(f"{what}: the source returned {len(blobs)} blobs for "
+                                   f"{len(ids)} node ids")
+        for i, b in enumerate(blobs):
+            if not isinstance(b, (bytes, bytearray, memoryview)):
+                raise GraphSourceError(f"{what}: the source returned a {type(b).__name__} for "
+                                       f"node {ids[i]}, expected bytes")
+        logger.debug("fetched %d neighbourhood blobs (%d bytes)", len(blobs),
+                  sum(len(b) for b in blobs))
+        return [bytes(b) for b in blobs]
+
+
+def fetch_blobs(source: Any, node_ids: Sequence[Any], sampling: SamplingSpec, *,
+                names: Sequence[str] | None = None) -> list[bytes]:
+    """:meth:`NeighbourhoodFetcher.fetch` with a one-off fetcher (no lock)."""
+    return NeighbourhoodFetcher(source, serialize=False).fetch(node_ids, sampling, names=names)
+
+
+__all__ = ["NeighbourhoodFetcher", "check_node_ids", "fetch_blobs"]
