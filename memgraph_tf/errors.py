@@ -47,6 +47,7 @@ that defines each subtree::
     |   |   +-- NotImplementedByServerError              501
     |   |   +-- UnavailableError                         503 (retried)
     |   |   +-- DeadlineExceededError                    504 (retried)
+    |   +-- ServingFailure                               memgraph-tf serve answers a request with this status
     |   +-- BundleError (ValueError)                     a bundle or export argument breaks the contract
     |   +-- BundleExistsError (FileExistsError)          export_bundle: the version directory exists
     |   +-- NeighbourhoodError                           node ids -> neighbourhood blobs failed

@@ -21,6 +21,8 @@ field of TF Serving's ``{"error": "..."}`` body, or the raw body when it is not 
         +-- UnavailableError          503  UNAVAILABLE (retried)
         +-- DeadlineExceededError     504  DEADLINE_EXCEEDED (retried)
     +-- InvalidResponseError          a 2xx answer that is not the JSON the API promises
+    +-- ServingFailure                the local server (memgraph-tf serve) answers a request with
+    |                                 this error status (raised inside the server, never to a client)
     +-- BundleError                   a bundle or an export argument breaks the bundle contract
     |                                 (also a ValueError); ``key`` names the config key / parameter
     +-- BundleExistsError             the version directory exists (also a FileExistsError)
@@ -115,6 +117,15 @@ class DeadlineExceededError(ServingHTTPError):
     """504: the server ran out of time. The client retries these."""
 
 
+class ServingFailure(ServingError):
+    """Raised inside ``memgraph-tf serve`` (``model_server.py``, ``rest_json.py``): the request is
+    answered with HTTP ``status`` and ``{"error": message}``, the status and message TF Serving
+    gives for the same input."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message, status=status)
+
+
 class BundleError(ServingError, ValueError):
     """A bundle, or an argument meant for one, breaks the bundle contract (``serving/bundle.py``):
     a config key that is unknown, missing or of the wrong type, an unreadable asset, an
@@ -193,6 +204,7 @@ __all__ = [
     "RequestTooLargeError",
     "ServingConnectionError",
     "ServingError",
+    "ServingFailure",
     "ServingHTTPError",
     "ServingTimeoutError",
     "TooManyRequestsError",

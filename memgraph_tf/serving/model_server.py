@@ -25,7 +25,8 @@ from typing import Any
 from memgraph_tf.serving import bundle, errors, rest_json
 from memgraph_tf.serving.bundle import BundleConfig
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
-from memgraph_tf.serving.rest_json import ServingFailure, bad_request
+from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.serving.rest_json import bad_request
 
 logger = logging.getLogger(__name__)
 

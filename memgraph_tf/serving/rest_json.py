@@ -23,16 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.errors import MemgraphTfError
-
-
-class ServingFailure(MemgraphTfError):
-    """A request failure with its HTTP status; the message goes into ``{"error": ...}``."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
+from memgraph_tf.serving.errors import ServingFailure
 
 
 def bad_request(message: str) -> ServingFailure:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memgraph_tf.serving.rest_json import ServingFailure, json_to_example
+from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.serving.rest_json import json_to_example
 
 
 def kinds(ex):
