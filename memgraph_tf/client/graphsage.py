@@ -25,6 +25,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import keras
 import numpy as np
 import tensorflow as tf
+from tqdm.auto import tqdm
 
 from memgraph_tf import layout
 from memgraph_tf.client.errors import ConfigurationError
@@ -379,6 +380,7 @@ def train_graphsage(
     feature_cache: FeatureCache | None = None,
     seed: int | None = None,
     decoder: str = "auto",
+    progress: bool = False,
 ) -> TrainResult:
     """Trains a :class:`GraphSAGE` on ``train_ids`` with neighbourhoods sampled by the source's
     ``tf_features.sample`` procedure (features through ``tf_features.pack`` into a
@@ -388,7 +390,8 @@ def train_graphsage(
     ``batch_size`` shuffled training nodes. With ``val_ids``, every ``eval_every`` steps the
     validation accuracy (averaged over ``eval_draws`` samples) is measured; the weights of the best
     evaluation are restored at the end, and training stops after ``patience`` steps without a gain.
-    ``seed`` makes weights, shuffling and sampling reproducible.
+    ``seed`` makes weights, shuffling and sampling reproducible. ``progress`` shows a tqdm bar
+    (steps, with the latest loss and accuracies).
 
     Guarantees: returns the model (built, best weights, ``feature_dtype`` the blobs' feature dtype)
     and its history; labels must be integers in ``0..num_classes-1`` (``num_classes`` default:
@@ -442,6 +445,7 @@ def train_graphsage(
                                        "val_accuracy": []}
     best_acc, best_step, best_weights = None, 0, None
     started = time.monotonic()
+    bar = tqdm(total=steps, unit="step", desc="train", disable=not progress)
     for step, batch in enumerate(train_ds.take(steps), start=1):
         y = batch["labels"]
         _check_labels(y.numpy(), num_classes)
@@ -449,6 +453,10 @@ def train_graphsage(
         history["step"].append(step)
         history["loss"].append(float(loss))
         history["train_accuracy"].append(float(acc))
+        bar.update(1)
+        bar.set_postfix(loss=f"{float(loss):.3f}", train=f"{float(acc):.2f}",
+                        val="-" if not history["val_accuracy"] else f"{history['val_accuracy'][-1]:.3f}",
+                        refresh=False)
         if val_ids is not None and (step % eval_every == 0 or step == steps):
             val = evaluate(model, source, val_ids, properties=props, label_property=label_property, options=opts,
                            draws=eval_draws, feature_cache=feature_cache,
@@ -461,6 +469,7 @@ def train_graphsage(
             elif step - best_step >= patience:
                 logger.info("early stop at step %d (best val acc %.3f at step %d)", step, best_acc, best_step)
                 break
+    bar.close()
     if best_weights is not None:
         model.set_weights(best_weights)
     else:
