@@ -13,11 +13,12 @@ TF Serving's REST API for them, without any HTTP (that is :mod:`.server`).
 
 from __future__ import annotations
 
-import base64
+import json
 import logging
 import os
 import pathlib
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,8 @@ from memgraph_tf.serving.rest_json import bad_request
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: Default cap on the examples / instances of one request (``--max-examples``).
+DEFAULT_MAX_EXAMPLES = 1024
 #: TF Serving's default signature name.
 DEFAULT_SIGNATURE = "serving_default"
 
@@ -39,8 +42,11 @@ _PREDICT_RE = re.compile(
     re.IGNORECASE,
 )
 _STATUS_RE = re.compile(
-    r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+)|/labels/([^/:]+))?(/metadata)?", re.IGNORECASE
+    r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+)|/labels/([^/:]+))?(?:/(metadata))?",
+    re.IGNORECASE,
 )
+#: The paths TF Serving's REST handler takes (others get 404 from its HTTP server).
+_API_RE = re.compile(r"/v1/.*", re.IGNORECASE | re.DOTALL)
 #: The HTTP status each neighbourhood failure is answered with.
 NEIGHBOURHOOD_STATUS: dict[type[errors.NeighbourhoodError], int] = {
     errors.NodeIdError: 400,
@@ -155,14 +161,45 @@ def load_version(version_dir: pathlib.Path, version: int) -> ModelVersion:
 
 
 # ------------------------------------------------------------------------------------ the model
+#: TF status code name -> the HTTP status TF Serving answers with (model_servers/http_server.cc,
+#: ToHTTPStatusCode).
+_TF_ERROR_STATUS = {
+    "CancelledError": 499, "UnknownError": 500, "InvalidArgumentError": 400,
+    "DeadlineExceededError": 504, "NotFoundError": 404, "AlreadyExistsError": 409,
+    "PermissionDeniedError": 403, "ResourceExhaustedError": 429,
+    "FailedPreconditionError": 400, "AbortedError": 409, "OutOfRangeError": 400,
+    "UnimplementedError": 501, "InternalError": 500, "UnavailableError": 503,
+    "DataLossError": 500, "UnauthenticatedError": 401,
+}
+
+
+def _int64_version(text: str | None) -> int | None:
+    """A URL's version number; 400 "Failed to convert version: N to numeric." beyond int64, as
+    TF Serving's ``ParseModelInfo`` (``http_rest_api_util.cc``) answers."""
+    if text is None:
+        return None
+    value = int(text)
+    if value > bundle.INT64_MAX:
+        raise bad_request(f"Failed to convert version: {text} to numeric.")
+    return value
+
+
 class ModelServer:
     """Serves the versions of one model (``BASE/<version>/``, any all-digit version directory
-    name) over TF Serving's REST semantics.
+    name) with TF Serving's semantics, for any front end:
+
+    - REST: :meth:`handle_bytes` maps one HTTP request to ``(status, JSON bytes)`` and never
+      raises (:meth:`handle` is the same with the JSON parsed);
+    - any transport (REST, gRPC): :meth:`resolve`, :meth:`run_classify` / :meth:`run_regress`
+      on serialized tf.Examples, :meth:`run_predict` on a dict of numpy arrays,
+      :meth:`status_response` and :meth:`metadata_response` (TF Serving's protos); these raise
+      :class:`~memgraph_tf.serving.errors.ServingFailure` with TF Serving's HTTP status.
 
     ``labels`` maps a version label to a version number. ``graph_source`` (optional) is an object
     with ``sample_blobs_per_node(seeds, fanouts, properties, options) -> list[bytes]`` used for
     ``{"node_id": ...}`` examples; its settings come from each bundle's own config asset.
-    ``max_request_bytes`` is read by the HTTP layer.
+    ``max_request_bytes`` is enforced by the HTTP layer; ``max_examples`` caps the examples /
+    instances of one request (413); ``max_json_depth`` the nesting of a request body (400).
     """
 
     def __init__(
@@ -173,15 +210,23 @@ class ModelServer:
         labels: Mapping[str, int] | None = None,
         graph_source: Any = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        max_examples: int = DEFAULT_MAX_EXAMPLES,
+        max_json_depth: int = rest_json.DEFAULT_MAX_JSON_DEPTH,
     ):
         self.base_path = pathlib.Path(base_path).resolve()
         if not self.base_path.is_dir():
             raise ValueError(f"model_base_path: expected a directory, got {str(base_path)!r}")
-        if not isinstance(max_request_bytes, int) or max_request_bytes < 1:
-            raise ValueError(
-                f"max_request_bytes: expected an int >= 1, got {max_request_bytes!r}")
+        for key, value, low, high in (("max_request_bytes", max_request_bytes, 1, None),
+                                      ("max_examples", max_examples, 1, None),
+                                      ("max_json_depth", max_json_depth, 2, 500)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low or \
+                    (high is not None and value > high):
+                span = f">= {low}" if high is None else f"from {low} to {high}"
+                raise ValueError(f"{key}: expected an int {span}, got {value!r}")
         self.model_name = model_name or self.base_path.name
         self.max_request_bytes = max_request_bytes
+        self.max_examples = max_examples
+        self.max_json_depth = max_json_depth
         self.graph_source = graph_source
         self.neighbourhoods = NeighbourhoodFetcher(graph_source) if graph_source is not None \
             else None
@@ -195,7 +240,7 @@ class ModelServer:
         for v, path in found.items():
             self.versions[v] = load_version(path, v)
             logger.info("loaded %s version %d from %s (signatures: %s)", self.model_name, v,
-                     path.name, sorted(self.versions[v].functions))
+                        path.name, sorted(self.versions[v].functions))
         self.labels = dict(labels or {})
         for lbl, v in self.labels.items():
             if v not in self.versions:
@@ -204,64 +249,88 @@ class ModelServer:
                     f"{sorted(self.versions)}")
 
     # -- resolution
-    def resolve(self, name: str, version: str | None, label: str | None) -> ModelVersion:
-        """The version a request names (by number, label, or the newest); 404 / 400 otherwise."""
+    def resolve(self, name: str, version: str | int | None, label: str | None) -> ModelVersion:
+        """The version a request names (by number, label, or the newest). 404 "Servable not
+        found for request: Latest(NAME)" / "Specific(NAME, N)", 400 "Unrecognized servable
+        version label: L", as TF Serving's ServerCore answers."""
         if label is not None:
             if label not in self.labels or name != self.model_name:
                 raise bad_request(f"Unrecognized servable version label: {label}")
             return self.versions[self.labels[label]]
+        if version is not None:
+            version = int(version)
         if name != self.model_name:
-            req = f"Specific({name}, {version})" if version else f"Latest({name})"
+            req = f"Specific({name}, {version})" if version is not None else f"Latest({name})"
             raise ServingFailure(404, f"Servable not found for request: {req}")
         if version is None:
             return self.versions[max(self.versions)]
-        if int(version) not in self.versions:
+        if version not in self.versions:
             raise ServingFailure(404, f"Servable not found for request: Specific({name}, {version})")
-        return self.versions[int(version)]
+        return self.versions[version]
 
     @staticmethod
     def _signature(mv: ModelVersion, signature_name: str | None):
         name = signature_name or DEFAULT_SIGNATURE
         if name not in mv.signature_defs:
-            raise bad_request(f'Serving signature name: "{name}" not found in signature def '
-                              f"(available: {sorted(mv.signature_defs)})")
+            raise bad_request(f'Serving signature name: "{name}" not found in signature def')
         return name, mv.signature_defs[name], mv.functions[name]
 
     # -- request bodies
-    @staticmethod
-    def parse_json(body: bytes) -> dict:
-        """See :func:`memgraph_tf.serving.rest_json.parse_request_body`."""
-        return rest_json.parse_request_body(body)
+    def parse_json(self, body: bytes) -> dict:
+        """See :func:`memgraph_tf.serving.rest_json.parse_request_body` (with this server's
+        ``max_json_depth``)."""
+        return rest_json.parse_request_body(body, max_depth=self.max_json_depth)
 
-    def _examples(self, doc: dict, method: str, mv: ModelVersion) -> list[bytes]:
-        examples = self._resolve_node_ids(rest_json.request_examples(doc, method), mv)
-        return rest_json.serialize_examples(examples, doc.get("context", rest_json.NO_CONTEXT))
+    def _check_size(self, doc: dict) -> None:
+        n = rest_json.request_batch_size(doc)
+        if n > self.max_examples:
+            raise ServingFailure(413, f"Request holds {n} examples/instances, above this server's "
+                                      f"limit of {self.max_examples} per request (max_examples, "
+                                      f"memgraph-tf serve --max-examples)")
 
-    def _resolve_node_ids(self, examples: list, mv: ModelVersion) -> list:
-        """For our bundles, replace each ``{"node_id": N, ...}`` example by ``{..., blob_key:
-        {"b64": N's neighbourhood blob}}``; other models see ``node_id`` as a plain feature."""
-        idx = [i for i, e in enumerate(examples) if isinstance(e, dict) and "node_id" in e]
-        if not idx:
-            return examples
+    def _example_protos(self, examples: list, mv: ModelVersion) -> list:
+        """JSON examples -> ``tf.train.Example`` s. For our bundles, an example ``{"node_id": N,
+        ...}`` gets N's neighbourhood blob as its blob feature (400 when it also carries that
+        feature, or the server has no graph); other models see ``node_id`` as a plain feature."""
         cfg = mv.bundle_config
-        if cfg is None:
-            return examples  # not our bundle: node_id is just an int64 feature
+        idx = [i for i, e in enumerate(examples) if isinstance(e, dict) and "node_id" in e] \
+            if cfg is not None else []
+        if not idx:
+            return [rest_json.json_to_example(e) for e in examples]
+        key = cfg.blob_feature_key
+        for i in idx:
+            if key in examples[i]:
+                raise bad_request(f"examples[{i}]: 'node_id' and '{key}' are both given; send "
+                                  f"one of them")
         if self.neighbourhoods is None:
             raise bad_request(f"examples[{idx[0]}]: 'node_id' needs a server started with "
                               f"--graph; without one, send the node's blob as "
-                              f"{{\"{cfg.blob_feature_key}\": {{\"b64\": ...}}}}")
+                              f"{{\"{key}\": {{\"b64\": ...}}}}")
+        node_ids = []
+        for i in idx:
+            nid = examples[i]["node_id"]
+            if isinstance(nid, rest_json.JsonBigNumber):
+                shown = nid.text if len(nid.text) <= 40 else nid.text[:40] + "..."
+                raise bad_request(f"examples[{i}].node_id: expected an integer in the int64 "
+                                  f"range, got {shown}")
+            node_ids.append(nid)
+        protos = [rest_json.json_to_example(
+            {k: v for k, v in e.items() if k != "node_id"} if i in set(idx) else e)
+            for i, e in enumerate(examples)]
         try:
-            blobs = self.neighbourhoods.fetch([examples[i]["node_id"] for i in idx], cfg.sampling,
+            blobs = self.neighbourhoods.fetch(node_ids, cfg.sampling,
                                               names=[f"examples[{i}].node_id" for i in idx])
         except errors.NeighbourhoodError as exc:
             status = next(s for cls, s in NEIGHBOURHOOD_STATUS.items() if isinstance(exc, cls))
             raise ServingFailure(status, exc.message) from None
-        out = list(examples)
-        key = cfg.blob_feature_key
         for i, blob in zip(idx, blobs):
-            extra = {k: v for k, v in examples[i].items() if k != "node_id"}
-            out[i] = {**extra, key: {"b64": base64.b64encode(blob).decode("ascii")}}
-        return out
+            protos[i].features.feature[key].bytes_list.value.append(blob)
+        return protos
+
+    def _examples(self, doc: dict, method: str, mv: ModelVersion) -> list[bytes]:
+        context = rest_json.request_context(doc)
+        examples = rest_json.request_examples(doc, method)
+        return rest_json.serialize_examples(self._example_protos(examples, mv), context)
 
     # -- running signatures
     @staticmethod
@@ -274,27 +343,19 @@ class ModelServer:
             msg = msg.split(marker, 1)[1]
         return msg.strip()
 
-    def _run(self, fn, feeds: dict):
-        """Call a signature function; TF errors become the status TF Serving gives them
-        (InvalidArgument / NotFound / FailedPrecondition / OutOfRange 400, Unimplemented 501,
-        other 500). Returns ``{output: numpy array}``."""
+    def _execute(self, fn, tensors: dict) -> dict:
+        """Call a signature function on TF tensors; returns ``{output: numpy array}``. TF errors
+        become the HTTP status TF Serving gives their code (``http_server.cc``)."""
+        import numpy as np
         import tensorflow as tf
 
         try:
-            out = fn(**feeds)
-        except tf.errors.InvalidArgumentError as exc:
-            raise bad_request(self._tf_message(exc)) from None
-        except (tf.errors.UnimplementedError,) as exc:
-            raise ServingFailure(501, self._tf_message(exc)) from None
-        except (tf.errors.NotFoundError, tf.errors.FailedPreconditionError,
-                tf.errors.OutOfRangeError) as exc:
-            raise bad_request(self._tf_message(exc)) from None
+            out = fn(**tensors)
         except tf.errors.OpError as exc:
-            raise ServingFailure(500, self._tf_message(exc)) from None
-        except (TypeError, ValueError) as exc:
+            status = _TF_ERROR_STATUS.get(type(exc).__name__, 500)
+            raise ServingFailure(status, self._tf_message(exc)) from None
+        except (TypeError, ValueError) as exc:  # the inputs do not fit the concrete function
             raise bad_request(str(exc)) from None
-        import numpy as np
-
         result = {}
         for k, v in out.items():
             val = v.numpy()
@@ -303,12 +364,44 @@ class ModelServer:
             result[k] = np.asarray(val)
         return result
 
+    def _call(self, mv: ModelVersion, name: str, fn, feeds: Mapping[str, Any]) -> dict:
+        """Run signature ``name`` of ``mv`` on numpy ``feeds`` (already of the signature's
+        dtypes): ``{output: numpy array}``."""
+        import tensorflow as tf
+
+        sig = mv.signature_defs[name]
+        tensors = {k: tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
+                   for k, v in feeds.items()}
+        return self._execute(fn, tensors)
+
+    def run_predict(self, mv: ModelVersion, feeds: Mapping[str, Any],
+                    signature_name: str | None = None) -> dict:
+        """Run a predict signature on ``{input name: numpy array}`` (any transport): the
+        ``{output name: numpy array}`` it returns. 400 when the inputs are not exactly the
+        signature's."""
+        import numpy as np
+
+        name, sig, fn = self._signature(mv, signature_name)
+        if set(feeds) != set(sig.inputs):
+            extra = sorted(set(feeds) - set(sig.inputs))
+            missing = sorted(set(sig.inputs) - set(feeds))
+            raise bad_request(f"Request inputs do not match required inputs for model "
+                              f"`{self.model_name}`. Send extra: {extra}. Missing but required: "
+                              f"{missing}.")
+        arrays = {}
+        for k, v in feeds.items():
+            np_dt = rest_json.numpy_dtype(sig.inputs[k].dtype)
+            arrays[k] = np.asarray(v, dtype=np_dt) if np_dt is not None else np.asarray(v)
+        return self._call(mv, name, fn, arrays)
+
     def run_classify(self, mv: ModelVersion, serialized: list[bytes],
                      signature_name: str | None):
         """Run a classify signature (TF Serving's classifier contract) on serialized
-        tf.Examples: ``(classes, scores)``, each ``[n, k]`` or None when the signature lacks
-        it. Without a signature name, our bundles use their ``classify`` signature (their
-        ``serving_default`` is the predict one), other SavedModels ``serving_default``."""
+        tf.Examples (any transport): ``(classes, scores)``, each ``[n, k]`` or None when the
+        signature lacks it. Without a signature name, our bundles use their ``classify``
+        signature (their ``serving_default`` is the predict one), other SavedModels
+        ``serving_default``."""
+        import numpy as np
         import tensorflow as tf
 
         if not signature_name and mv.bundle_config is not None and \
@@ -326,21 +419,28 @@ class ModelServer:
         if classes_key not in sig.outputs and scores_key not in sig.outputs:
             raise bad_request(f"Expected signature {name!r} to have a 'classes' or 'scores' "
                               f"output, got {sorted(sig.outputs)}")
-        out = self._run(fn, {in_key: tf.constant(serialized, dtype=tf.string)})
+        feed = np.empty(len(serialized), dtype=object)
+        feed[:] = list(serialized)
+        out = self._call(mv, name, fn, {in_key: feed})
         n = len(serialized)
         classes, scores = out.get(classes_key), out.get(scores_key)
         for key, arr in ((classes_key, classes), (scores_key, scores)):
             if arr is not None and (arr.ndim != 2 or arr.shape[0] != n):
-                raise ServingFailure(500, f"Expected output Tensor {key!r} of shape "
-                                     f"[{n}, k], got {list(arr.shape)}")
+                raise bad_request(f"Expected output Tensor {key!r} of shape [{n}, k], got "
+                                  f"{list(arr.shape)}")
         if classes is not None and scores is not None and classes.shape != scores.shape:
-            raise ServingFailure(500, f"Tensors 'classes' {list(classes.shape)} and 'scores' "
-                                 f"{list(scores.shape)} do not have the same shape")
+            raise bad_request(f"Tensors 'classes' {list(classes.shape)} and 'scores' "
+                              f"{list(scores.shape)} do not have the same shape")
+        if scores is not None and scores.dtype.kind != "f":
+            raise bad_request(f"Expected scores Tensor of DT_FLOAT, got {scores.dtype}")
+        if classes is not None and classes.dtype != object:
+            raise bad_request(f"Expected classes Tensor of DT_STRING, got {classes.dtype}")
         return classes, scores
 
     def run_regress(self, mv: ModelVersion, serialized: list[bytes],
                     signature_name: str | None):
-        """Run a regress signature on serialized tf.Examples: a ``[n]`` array."""
+        """Run a regress signature on serialized tf.Examples (any transport): a ``[n]`` array."""
+        import numpy as np
         import tensorflow as tf
 
         name, sig, fn = self._signature(mv, signature_name)
@@ -350,19 +450,22 @@ class ModelServer:
         if "outputs" not in sig.outputs:
             raise bad_request(f"Expected signature {name!r} to have an 'outputs' output, got "
                               f"{sorted(sig.outputs)}")
-        out = self._run(fn, {next(iter(sig.inputs)): tf.constant(serialized, dtype=tf.string)})
+        feed = np.empty(len(serialized), dtype=object)
+        feed[:] = list(serialized)
+        out = self._call(mv, name, fn, {next(iter(sig.inputs)): feed})
         vals = out["outputs"]
         if vals.ndim == 2 and vals.shape[1] == 1:
             vals = vals[:, 0]
-        if vals.ndim != 1 or vals.shape[0] != len(serialized):
-            raise ServingFailure(500, f"Expected output Tensor 'outputs' of shape "
-                                 f"[{len(serialized)}] or [{len(serialized)}, 1], got "
-                                 f"{list(out['outputs'].shape)}")
+        if vals.ndim != 1 or vals.shape[0] != len(serialized) or vals.dtype.kind != "f":
+            raise bad_request(f"Expected output Tensor 'outputs' of DT_FLOAT and shape "
+                              f"[{len(serialized)}] or [{len(serialized)}, 1], got "
+                              f"{out['outputs'].dtype} {list(out['outputs'].shape)}")
         return vals
 
-    # -- REST methods
+    # -- REST methods on parsed bodies
     def classify(self, mv: ModelVersion, doc: dict) -> dict:
-        """``:classify`` for a parsed body: ``{"results": [[[label, score], ...], ...]}``."""
+        """``:classify`` for a parsed body: ``{"results": [[[label, score], ...], ...]}`` (write
+        it with :func:`~memgraph_tf.serving.rest_json.dumps`)."""
         serialized = self._examples(doc, "classify", mv)
         classes, scores = self.run_classify(mv, serialized, doc.get("signature_name"))
         return rest_json.classify_response(classes, scores)
@@ -375,16 +478,19 @@ class ModelServer:
 
     def predict(self, mv: ModelVersion, doc: dict) -> dict:
         """``:predict`` for a parsed body, row (``instances``) or columnar (``inputs``)."""
-        import tensorflow as tf
-
-        name, sig, fn = self._signature(mv, doc.get("signature_name"))
+        name, sig, _ = self._signature(mv, doc.get("signature_name"))
         feeds, columnar = rest_json.predict_feeds(
-            doc, {k: info.dtype for k, info in sig.inputs.items()}, name)
-        tensors = {k: tf.constant(arr, dtype=dt) for k, (dt, arr) in feeds.items()}
-        return rest_json.predict_response(self._run(fn, tensors), columnar)
+            doc, {k: info.dtype for k, info in sig.inputs.items()}, doc.get("signature_name", ""))
+        return rest_json.predict_response(self.run_predict(mv, feeds, name), columnar)
 
-    def status(self, name: str, version: str | None, label: str | None) -> dict:
-        """The model version status answer (every version, or the one named)."""
+    # -- status and metadata
+    def status_response(self, name: str, version: str | int | None = None,
+                        label: str | None = None):
+        """TF Serving's ``GetModelStatusResponse`` (every version, newest first, or the one
+        named). 404 "Could not find any versions of model NAME" / "Could not find version N of
+        model NAME", 400 for an unknown label."""
+        from tensorflow_serving.apis import get_model_status_pb2
+
         if name != self.model_name:
             raise ServingFailure(404, f"Could not find any versions of model {name}")
         if label is not None:
@@ -397,13 +503,26 @@ class ModelServer:
             versions = [int(version)]
         else:
             versions = sorted(self.versions, reverse=True)
-        return {"model_version_status": [
-            {"version": str(v), "state": "AVAILABLE",
-             "status": {"error_code": "OK", "error_message": ""}} for v in versions]}
+        resp = get_model_status_pb2.GetModelStatusResponse()
+        for v in versions:
+            st = resp.model_version_status.add()
+            st.version = v
+            st.state = get_model_status_pb2.ModelVersionStatus.AVAILABLE
+            st.status.SetInParent()  # error_code OK, error_message "" (printed, as TF Serving)
+        return resp
 
-    def metadata(self, mv: ModelVersion) -> dict:
-        """The GetModelMetadataResponse for ``mv`` as JSON (its signature defs)."""
+    def status(self, name: str, version: str | int | None = None,
+               label: str | None = None) -> dict:
+        """The status answer as TF Serving prints it (``always_print_primitive_fields``)."""
         from google.protobuf import json_format
+
+        return json_format.MessageToDict(self.status_response(name, version, label),
+                                         preserving_proto_field_name=True,
+                                         always_print_fields_with_no_presence=True)
+
+    def metadata_response(self, mv: ModelVersion):
+        """TF Serving's ``GetModelMetadataResponse`` for ``mv``: its name and version, and the
+        ``signature_def`` metadata (a ``SignatureDefMap`` packed in an ``Any``)."""
         from tensorflow_serving.apis import get_model_metadata_pb2
 
         resp = get_model_metadata_pb2.GetModelMetadataResponse()
@@ -413,37 +532,96 @@ class ModelServer:
         for k, v in mv.signature_defs.items():
             sdm.signature_def[k].CopyFrom(v)
         resp.metadata["signature_def"].Pack(sdm)
-        out = json_format.MessageToDict(resp, preserving_proto_field_name=True)
-        out["model_spec"]["signature_name"] = ""
-        return out
+        return resp
 
-    # -- dispatch
-    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
-        """Answer one request: ``(http_status, json_body)``. Never raises for bad input."""
-        path = path.split("?", 1)[0]
+    def metadata(self, mv: ModelVersion) -> dict:
+        """The metadata answer as TF Serving's REST API prints it (``http_rest_api_util.cc``,
+        ``ToJsonString``): ``model_spec`` and the unpacked ``SignatureDefMap``, proto field
+        names, default-valued fields included (``"dim": []``, ``"name": ""``), no ``"@type"``."""
+        from google.protobuf import json_format
+        from tensorflow_serving.apis import get_model_metadata_pb2
+
+        resp = self.metadata_response(mv)
+
+        sig_map = get_model_metadata_pb2.SignatureDefMap()
+        resp.metadata["signature_def"].Unpack(sig_map)
+        opts = {"preserving_proto_field_name": True, "always_print_fields_with_no_presence": True}
+        return {"model_spec": json_format.MessageToDict(resp.model_spec, **opts),
+                "metadata": {"signature_def": json_format.MessageToDict(sig_map, **opts)}}
+
+    # -- REST dispatch
+    def _rest_post(self, name: str, version: int | None, label: str | None, verb: str,
+                   body: bytes) -> dict:
+        doc = self.parse_json(body)
+        if verb == "predict":
+            self._check_size(doc)
+            mv = self.resolve(name, version, label)
+            return self.predict(mv, doc)
+        rest_json.request_context(doc)  # TF Serving checks the context before the examples
+        rest_json.request_examples(doc, verb)
+        self._check_size(doc)
+        mv = self.resolve(name, version, label)
+        return self.classify(mv, doc) if verb == "classify" else self.regress(mv, doc)
+
+    def _dispatch(self, method: str, path: str) -> tuple[str, tuple]:
+        m = _PREDICT_RE.fullmatch(path)
+        if method == "POST" and m:
+            name, version, label, verb = m.groups()
+            name = urllib.parse.unquote(name)
+            label = urllib.parse.unquote(label) if label is not None else None
+            version = _int64_version(version)
+            if verb not in ("classify", "regress", "predict"):  # TF Serving compares exactly
+                raise bad_request(f"Malformed request: {method} {path}")
+            return "post", (name, version, label, verb)
+        m = _STATUS_RE.fullmatch(path)
+        if method == "GET" and m:
+            name, version, label, sub = m.groups()
+            name = urllib.parse.unquote(name) if name else ""
+            label = urllib.parse.unquote(label) if label is not None else None
+            version = _int64_version(version)
+            if not name:
+                raise bad_request("Missing model name in request.")
+            return ("metadata" if sub == "metadata" else "status"), (name, version, label)
+        if not _API_RE.fullmatch(path):
+            raise ServingFailure(404, f"Not found: {method} {path}")
+        raise bad_request(f"Malformed request: {method} {path}")
+
+    def answer(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
+        """One REST request -> ``(http_status, answer)`` where the answer is the JSON value to
+        write with :func:`~memgraph_tf.serving.rest_json.dumps`. Never raises."""
+        path = path.split("?", 1)[0].split("#", 1)[0]
         try:
-            m = _PREDICT_RE.fullmatch(path)
-            if method == "POST" and m:
-                name, version, label, verb = m.groups()
-                mv = self.resolve(name, version, label)
-                doc = self.parse_json(body)
-                return 200, getattr(self, verb.lower())(mv, doc)
-            m = _STATUS_RE.fullmatch(path)
-            if method == "GET" and m:
-                name, version, label, meta = m.groups()
-                if not name:
-                    raise bad_request("Missing model name in request.")
-                if meta:
-                    return 200, self.metadata(self.resolve(name, version, label))
-                return 200, self.status(name, version, label)
-            if not path.lower().startswith("/v1/"):
-                raise ServingFailure(404, f"Not found: {method} {path}")
-            raise bad_request(f"Malformed request: {method} {path}")
+            kind, args = self._dispatch(method, path)
+            if kind == "post":
+                name, version, label, verb = args
+                return 200, self._rest_post(name, version, label, verb, body)
+            name, version, label = args
+            if kind == "metadata":
+                return 200, self.metadata(self.resolve(name, version, label))
+            return 200, self.status(name, version, label)
         except ServingFailure as exc:
             return exc.status, {"error": exc.message}
         except Exception as exc:  # a server bug: still answer in TF Serving's error format
             logger.exception("internal error on %s %s", method, path)
             return 500, {"error": f"{type(exc).__name__}: {exc}"}
 
+    def handle_bytes(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        """One REST request -> ``(http_status, UTF-8 JSON body)``, the body written as TF
+        Serving writes it (float32 with six significant digits where they round-trip). Never
+        raises for any input."""
+        status, payload = self.answer(method, path, body)
+        try:
+            return status, rest_json.dumps(payload).encode("utf-8")
+        except Exception as exc:  # pragma: no cover  (answers are built from known types)
+            logger.exception("cannot write the answer to %s %s", method, path)
+            return 500, rest_json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
 
-__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "ModelServer", "ModelVersion", "load_version", "op_names"]
+    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
+        """:meth:`handle_bytes` with the JSON body parsed back (``NaN`` / ``Infinity`` become
+        floats). Never raises for bad input."""
+        status, data = self.handle_bytes(method, path, body)
+        return status, json.loads(data)
+
+
+__all__ = ["DEFAULT_MAX_EXAMPLES", "DEFAULT_MAX_REQUEST_BYTES", "ModelServer", "ModelVersion",
+           "load_version", "op_names"]

@@ -1,17 +1,24 @@
 """TF Serving's REST JSON <-> tf.Example / tensor conversion, written from its rules
-(``g3doc/api_rest.md``, ``util/json_tensor.cc``), with TF Serving's error messages.
+(``g3doc/api_rest.md``, ``util/json_tensor.cc``) with TF Serving's error messages and number
+formatting.
 
-- request bodies: :func:`parse_request_body` (a JSON object with an optional string
-  ``signature_name``);
-- ``:classify`` / ``:regress``: :func:`request_examples` and :func:`serialize_examples` (JSON
-  examples, merged with ``context``, -> serialized ``tf.Example`` s via :func:`json_to_example`);
-  answers from :func:`classify_response` and :func:`regress_response`;
-- ``:predict``: :func:`predict_feeds` (row ``instances`` or columnar ``inputs`` -> numpy arrays of
-  the signature's dtypes) and :func:`predict_response` (outputs -> ``predictions`` / ``outputs``).
+- request bodies: :func:`parse_request_body` -- checks the nesting depth on the raw bytes
+  (:func:`check_json_depth`) and reads integers beyond int64 as :class:`JsonBigNumber` (never a
+  Python ``int``) *before* building Python objects; refuses duplicate keys; maps Python's JSON
+  errors to rapidjson's words (TF Serving parses with rapidjson);
+- ``:classify`` / ``:regress``: :func:`request_context`, :func:`request_examples`,
+  :func:`json_to_example`, :func:`serialize_examples`; answers from :func:`classify_response`
+  and :func:`regress_response`;
+- ``:predict``: :func:`predict_feeds` (row ``instances`` / columnar ``inputs`` -> numpy arrays
+  of the signature's dtypes, with ``json_tensor.cc``'s shape and size checks) and
+  :func:`predict_response`;
+- answers are written by :func:`dumps`, which prints float32 values the way TF Serving's
+  ``WriteDecimal`` does (six significant digits when they round-trip, else nine; ``.0`` added to
+  whole numbers; ``NaN`` / ``Infinity``): :func:`format_decimal`.
 
 Every rejection is a :class:`ServingFailure` carrying the HTTP status TF Serving answers with
-(400 for bad input, 501 for an unsupported dtype, 500 for an output that breaks the API). No
-HTTP and no model execution here; TensorFlow and numpy are imported on first use.
+(400 for bad input, 501 for an input dtype the REST API does not convert). No HTTP and no model
+execution here; numpy is imported on first use, TensorFlow only to build tf.Example protos.
 """
 
 from __future__ import annotations
@@ -20,25 +27,152 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.serving.errors import ServingFailure
 
+#: Default for the deepest JSON nesting a request may use (the top-level object is level 1).
+DEFAULT_MAX_JSON_DEPTH = 64
+
+_F32_MAX = 3.4028234663852886e38
+_RAPIDJSON_F32_LIMIT = 3.4028234e38  # rapidjson's Value::IsFloat() bound
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_UINT32_MAX, _UINT64_MAX = 2**32 - 1, 2**64 - 1
+_F32_MAX_INT = 2**24 - 1  # the largest integer every smaller one of which float32 holds exactly
+_F64_MAX_INT = 2**53 - 1
+_KIND_NAMES = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64"}
+#: tensorflow/core/framework/types.proto DataType -> DataTypeString (the names TF Serving prints).
+DATA_TYPE_NAMES = {
+    1: "float", 2: "double", 3: "int32", 4: "uint8", 5: "int16", 6: "int8", 7: "string",
+    8: "complex64", 9: "int64", 10: "bool", 11: "qint8", 12: "quint8", 13: "qint32",
+    14: "bfloat16", 15: "qint16", 16: "quint16", 17: "uint16", 18: "complex128", 19: "half",
+    20: "resource", 21: "variant", 22: "uint32", 23: "uint64",
+}
+_ERROR_TEXT_LIMIT = 2000  # characters of a JSON value echoed inside an error message
+
 
 def bad_request(message: str) -> ServingFailure:
-    """A 400 :class:`ServingFailure`."""
+    """A 400 :class:`ServingFailure` (TF Serving's INVALID_ARGUMENT)."""
     return ServingFailure(400, message)
 
 
 _bad = bad_request
 
-_F32_MAX = 3.4028234663852886e38
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_KIND_NAMES = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64"}
+
+# ------------------------------------------------------------------------------ number printing
+def format_decimal(value: float, bits: int = 32) -> str:
+    """``value`` as TF Serving's ``WriteDecimal<float|double>`` prints it (``json_tensor.cc``):
+    ``%g`` (six significant digits) when that reads back as the same float32 (``bits=32``) or
+    float64 (``bits=64``), else ``%.9g`` / ``%.17g``; ``.0`` appended when the text has neither
+    a ``.`` nor an exponent; ``NaN``, ``Infinity``, ``-Infinity`` for non-finite values."""
+    import numpy as np
+
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "-Infinity" if value < 0 else "Infinity"
+    if bits == 32:
+        value = float(np.float32(value))
+        text = "%g" % value
+        if float(np.float32(float(text))) != value:
+            text = "%.9g" % value
+    else:
+        text = "%g" % value
+        if float(text) != value:
+            text = "%.17g" % value
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return text
+
+
+def _float_tokens(arr) -> list[str]:
+    """Flat list of :func:`format_decimal` texts for a float array (float16/32 print as float,
+    float64 as double, as TF Serving does), vectorised where it can be."""
+    import numpy as np
+
+    is32 = arr.dtype != np.float64
+    flat = arr.astype(np.float32 if is32 else np.float64).ravel()
+    values = flat.tolist()
+    tokens = ["%g" % v for v in values]
+    finite = np.isfinite(flat)
+    back = np.array(tokens, dtype=np.float64)
+    if is32:
+        back = back.astype(np.float32)
+    long_fmt = "%.9g" if is32 else "%.17g"
+    for i in np.flatnonzero((back != flat) & finite).tolist():
+        tokens[i] = long_fmt % values[i]
+    for i, t in enumerate(tokens):
+        if "." not in t and "e" not in t:
+            tokens[i] = t + ".0" if finite[i] else ("NaN" if t == "nan" else
+                                                    "-Infinity" if t == "-inf" else "Infinity")
+        elif not finite[i]:  # pragma: no cover  (non-finite text never has '.' or 'e')
+            tokens[i] = format_decimal(values[i], 32 if is32 else 64)
+    return tokens
+
+
+class RawJson(str):
+    """Text :func:`dumps` writes as it is (a number token or a finished JSON value)."""
+
+    __slots__ = ()
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON for an answer: :class:`RawJson` written verbatim, other floats with
+    :func:`format_decimal` (float64 rules), strings as UTF-8 text (not ``\\u`` escapes, as
+    rapidjson writes them)."""
+    if isinstance(obj, RawJson):
+        return str(obj)
+    if isinstance(obj, str):
+        return json.dumps(obj, ensure_ascii=False)
+    if isinstance(obj, dict):
+        return "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + dumps(v)
+                              for k, v in obj.items()) + "}"
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(dumps(v) for v in obj) + "]"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if obj is None:
+        return "null"
+    if isinstance(obj, int):
+        return str(obj)
+    if isinstance(obj, float):
+        return format_decimal(obj, 64)
+    raise TypeError(f"dumps: cannot write a {type(obj).__name__}")
 
 
 # ------------------------------------------------------------------------------------ JSON values
+class JsonBigNumber:
+    """An integer token outside int64, kept as text (never converted to a Python ``int`` with
+    thousands of digits). rapidjson reads such a token as uint64 when it fits (``kind ==
+    "uint64"``, ``value`` an int) and as a double otherwise (``kind == "double"``, ``value`` a
+    float), and so does every conversion here."""
+
+    __slots__ = ("text", "kind", "value")
+
+    def __init__(self, text: str):
+        self.text = text
+        digits = text.lstrip("-")
+        if not text.startswith("-") and len(digits) <= 20 and int(text) <= _UINT64_MAX:
+            self.kind, self.value = "uint64", int(text)
+        else:
+            self.kind, self.value = "double", float(text)
+
+    def __repr__(self) -> str:
+        return f"JsonBigNumber({self.text[:40]!r})"
+
+
+def _as_json_number(v: Any) -> Any:
+    """A Python int outside int64 (from a caller, not the parser) as the parser would give it."""
+    if type(v) is int and not _INT64_MIN <= v <= _INT64_MAX:
+        return JsonBigNumber(str(v))
+    return v
+
+
 def json_type(v: Any) -> str:
     """The JSON type name TF Serving's messages use for a parsed value."""
     if v is None:
@@ -56,6 +190,77 @@ def json_type(v: Any) -> str:
     return "Number"
 
 
+class _Truncated(Exception):
+    pass
+
+
+def json_value_str(v: Any, limit: int = _ERROR_TEXT_LIMIT) -> str:
+    """A JSON value as TF Serving's ``JsonValueToString`` prints it inside error messages
+    (rapidjson's PrettyWriter: 4-space indents; float-range numbers with float32 digits), cut
+    after ``limit`` characters with ``...`` (TF Serving prints the whole value)."""
+    out: list[str] = []
+    size = [0]
+
+    def put(text: str) -> None:
+        out.append(text)
+        size[0] += len(text)
+        if size[0] > limit:
+            raise _Truncated
+
+    def scalar(x: Any) -> str:
+        if isinstance(x, JsonBigNumber):
+            if x.kind == "uint64":
+                return x.text
+            return format_decimal(x.value, 32 if abs(x.value) <= _RAPIDJSON_F32_LIMIT else 64)
+        if x is True:
+            return "true"
+        if x is False:
+            return "false"
+        if x is None:
+            return "null"
+        if isinstance(x, int):
+            return str(x)
+        if isinstance(x, float):
+            in_f32 = -_RAPIDJSON_F32_LIMIT <= x <= _RAPIDJSON_F32_LIMIT
+            return format_decimal(x, 32 if in_f32 else 64)
+        return json.dumps(str(x), ensure_ascii=False)
+
+    def walk(x: Any, indent: int) -> None:
+        if isinstance(x, dict):
+            if not x:
+                put("{}")
+                return
+            put("{\n")
+            for i, (k, val) in enumerate(x.items()):
+                put(" " * (indent + 4) + json.dumps(str(k), ensure_ascii=False) + ": ")
+                walk(val, indent + 4)
+                put(",\n" if i + 1 < len(x) else "\n")
+            put(" " * indent + "}")
+        elif isinstance(x, list):
+            if not x:
+                put("[]")
+                return
+            put("[\n")
+            for i, val in enumerate(x):
+                put(" " * (indent + 4))
+                walk(val, indent + 4)
+                put(",\n" if i + 1 < len(x) else "\n")
+            put(" " * indent + "]")
+        else:
+            put(scalar(x))
+
+    try:
+        walk(v, 0)
+    except _Truncated:
+        return "".join(out)[:limit] + "..."
+    return "".join(out)
+
+
+def _format_error(doc: Any, *parts: str) -> ServingFailure:
+    """TF Serving's ``FormatError``: ``JSON Value: <doc> <parts>``."""
+    return _bad("JSON Value: " + json_value_str(doc) + " " + "".join(parts))
+
+
 def is_b64(v: Any) -> bool:
     """True for ``{"b64": "<text>"}`` (the only key): TF Serving's encoding of binary values."""
     return isinstance(v, dict) and len(v) == 1 and isinstance(v.get("b64"), str)
@@ -71,36 +276,163 @@ def b64_value(v: dict) -> bytes:
         raise _bad("Unable to base64 decode") from None
 
 
-def parse_request_body(body: bytes) -> dict:
-    """A POST body -> its JSON object. 400 for an empty body, text that is not UTF-8 JSON, a
-    value that is not an object, or a ``signature_name`` that is not a string."""
+# ------------------------------------------------------------------------------- request bodies
+def _structure(body: bytes):
+    """``(positions, deltas)`` of the brackets and braces of ``body`` that lie outside JSON
+    strings (escaped quotes handled), with +1 for an opener and -1 for a closer. Exact up to the
+    first syntax error of the document, which is as far as any JSON parser descends."""
+    import numpy as np
+
+    b = np.frombuffer(body, np.uint8)
+    quotes = np.flatnonzero(b == 0x22)
+    if quotes.size:
+        backslashes = np.flatnonzero(b == 0x5C)
+        if backslashes.size:
+            starts = np.ones(backslashes.size, bool)
+            starts[1:] = np.diff(backslashes) != 1
+            run_start = backslashes[starts]
+            prev = quotes - 1
+            after_bs = np.zeros(quotes.size, bool)
+            ok = prev >= 0
+            after_bs[ok] = b[prev[ok]] == 0x5C
+            where = np.flatnonzero(after_bs)
+            run = prev[where] - run_start[np.searchsorted(run_start, prev[where], "right") - 1] + 1
+            escaped = np.zeros(quotes.size, bool)
+            escaped[where] = (run % 2) == 1
+            quotes = quotes[~escaped]
+    opens = (b == 0x5B) | (b == 0x7B)
+    pos = np.flatnonzero(opens | (b == 0x5D) | (b == 0x7D))
+    pos = pos[(np.searchsorted(quotes, pos) % 2) == 0]
+    return pos, np.where(opens[pos], 1, -1)
+
+
+def _key_before(body: bytes, offset: int) -> str | None:
+    m = re.search(rb'"((?:[^"\\]|\\.){0,200})"\s*:\s*$', body[max(0, offset - 400):offset])
+    return m.group(1).decode("utf-8", "replace") if m else None
+
+
+def check_json_depth(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> None:
+    """400 when ``body`` nests arrays/objects deeper than ``max_depth`` (the top-level object is
+    level 1), naming the offset and the top-level key it is under. Runs on the raw bytes, before
+    any parsing (TF Serving sets no limit; a Python parser would recurse until it fails)."""
+    if body.count(b"[") + body.count(b"{") <= max_depth:
+        return
+    import numpy as np
+
+    pos, delta = _structure(body)
+    depth = np.cumsum(delta)
+    over = np.flatnonzero(depth > max_depth)
+    if not over.size:
+        return
+    first = int(over[0])
+    offset = int(pos[first])
+    tops = np.flatnonzero((depth[: first + 1] == 2) & (delta[: first + 1] == 1))
+    key = _key_before(body, int(pos[tops[-1]])) if tops.size else None
+    under = f" under key '{key}'" if key is not None else ""
+    raise _bad(f"JSON Parse error: nesting deeper than {max_depth} levels at offset: {offset}"
+               f"{under} (this server's limit, --max-json-depth)")
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def _checked_int(text: str) -> int | JsonBigNumber:
+    if len(text) <= 19:
+        value = int(text)
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+    return JsonBigNumber(text)
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _object_without_duplicates(pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
+_PY_TO_RAPIDJSON = {
+    "Expecting value": "Invalid value.",
+    "Expecting property name enclosed in double quotes": "Missing a name for object member.",
+    "Expecting ':' delimiter": "Missing a colon after a name of object member.",
+    "Unterminated string starting at": "Missing a closing quotation mark in string.",
+    "Invalid control character at": "Invalid encoding in string.",
+    "Invalid \\escape": "Invalid escape character in string.",
+    "Invalid \\uXXXX escape": "Incorrect hex digit after \\u escape in string.",
+    "Extra data": "The document root must not be followed by other values.",
+}
+
+
+def _parse_error_text(body: bytes, exc: json.JSONDecodeError) -> str:
+    if exc.msg == "Expecting ',' delimiter":
+        import numpy as np
+
+        pos, delta = _structure(body[: exc.pos])
+        if pos.size:
+            depth = np.cumsum(delta)
+            opener = np.flatnonzero((delta == 1) & (depth == depth[-1]))
+            if depth[-1] > 0 and opener.size and body[int(pos[opener[-1]])] == 0x5B:
+                return "Missing a comma or ']' after an array element."
+        return "Missing a comma or '}' after an object member."
+    return _PY_TO_RAPIDJSON.get(exc.msg, exc.msg)
+
+
+def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict:
+    """A POST body -> its JSON object, by TF Serving's ``ParseJson`` / ``FillSignature``: 400 for
+    an empty body ("JSON Parse error: The document is empty"), text that is not UTF-8 JSON
+    ("JSON Parse error: <rapidjson's words> at offset: N"), a value that is not an object
+    ("JSON Value: ... Is not object") or a ``signature_name`` that is not a string. Beyond TF
+    Serving: nesting deeper than ``max_depth`` and duplicate keys in one object are 400 too.
+    Integers beyond int64 come back as :class:`JsonBigNumber`."""
     if not body:
         raise _bad("JSON Parse error: The document is empty")
+    check_json_depth(body, max_depth)
     try:
-        doc = json.loads(body)
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _bad(f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}") \
             from None
+    hook = _checked_int if _LONG_DIGITS.search(body) else None
+    try:
+        doc = json.loads(text, object_pairs_hook=_object_without_duplicates, parse_int=hook)
+    except _DuplicateKey as exc:
+        raise _bad(f"JSON Parse error: duplicate key {json.dumps(exc.args[0])} in one object "
+                   f"(this server refuses duplicate keys)") from None
     except json.JSONDecodeError as exc:
-        raise _bad(f"JSON Parse error: {exc.msg} at offset: {exc.pos}") from None
+        raise _bad(f"JSON Parse error: {_parse_error_text(body, exc)} at offset: {exc.pos}") \
+            from None
+    except (RecursionError, ValueError) as exc:  # defence in depth: the scans above prevent it
+        raise _bad(f"JSON Parse error: {exc}") from None
     if not isinstance(doc, dict):
-        raise _bad(f"JSON Value: {json.dumps(doc)[:200]} Is not object")
+        raise _format_error(doc, "Is not object")
     sig = doc.get("signature_name")
-    if sig is not None and not isinstance(sig, str):
-        raise _bad("JSON Value: not formatted correctly. 'signature_name' key must be a "
-                   "string value.")
+    if "signature_name" in doc and not isinstance(sig, str):
+        raise _bad("JSON Value: " + json_value_str(doc) + " not formatted correctly. "
+                   "'signature_name' key must be a string value.")
     return doc
 
 
 # ---------------------------------------------------------------------------------- tf.Example
-def _add_feature_value(feature, kind: list, name: str, v: Any) -> None:
+def _kind_error(name: str, kind: str) -> ServingFailure:
+    return _bad(f"Unexpected element type in feature: {name} expecting type: {_KIND_NAMES[kind]}")
+
+
+def _add_feature_value(feature, name: str, v: Any) -> None:
+    """TF Serving's ``AddValueToFeature`` for one JSON value."""
+    kind = feature.WhichOneof("kind")
+    v = _as_json_number(v)
+
     def want(k: str) -> None:
-        if kind and kind[0] != k:
-            raise _bad(
-                f"Unexpected element type in feature: {name} expecting type: {_KIND_NAMES[kind[0]]}"
-            )
-        if not kind:
-            kind.append(k)
+        if kind is not None and kind != k:
+            raise _kind_error(name, kind)
 
     if v is None or isinstance(v, list) or (isinstance(v, dict) and not is_b64(v)):
         raise _bad(f"Feature: {name} has element with unexpected JSON type: {json_type(v)}")
@@ -113,21 +445,24 @@ def _add_feature_value(feature, kind: list, name: str, v: Any) -> None:
     elif isinstance(v, str):
         want("bytes_list")
         feature.bytes_list.value.append(v.encode("utf-8"))
-    elif isinstance(v, float):
+    elif isinstance(v, float) or (isinstance(v, JsonBigNumber) and v.kind == "double"):
         want("float_list")
-        if math.isfinite(v) and abs(v) > _F32_MAX:
-            raise _bad(f"Cannot convert JSON value: {v!r} to float without loss of precision.")
-        feature.float_list.value.append(v)
+        x = v.value if isinstance(v, JsonBigNumber) else v
+        if math.isfinite(x) and abs(x) > _F32_MAX:
+            raise _bad(f"Cannot convert JSON value: {json_value_str(v)} to float without loss "
+                       f"of precision.")
+        feature.float_list.value.append(x)
+    elif isinstance(v, JsonBigNumber):  # uint64
+        want("int64_list")
+        raise _bad(f"Feature: {name} has uint64 element. Only int64 is supported.")
     else:
         want("int64_list")
-        if v > _INT64_MAX or v < _INT64_MIN:
-            raise _bad(f"Feature: {name} has uint64 element. Only int64 is supported.")
         feature.int64_list.value.append(v)
 
 
 def _fast_fill(feature, content: list) -> bool:
-    """Fill a feature from a homogeneous list of floats or of ints in one call (the same result
-    as the element-wise path); False when the list is mixed, so the slow path reports the error."""
+    """Fill a feature from a homogeneous list of floats or of int64 ints in one call (the same
+    result as the element-wise path); False when the list is anything else."""
     first = type(content[0])
     if first is float and all(type(v) is float for v in content):
         if any(abs(v) > _F32_MAX and math.isfinite(v) for v in content):
@@ -143,9 +478,10 @@ def _fast_fill(feature, content: list) -> bool:
 
 
 def json_to_example(obj: Any):
-    """One JSON example object -> ``tf.train.Example`` by TF Serving's rules: string -> bytes,
-    ``{"b64": ...}`` -> decoded bytes, number with a decimal point -> float, integer or bool ->
-    int64; the first element of a list fixes the feature's kind. 400 for anything else."""
+    """One JSON example object -> ``tf.train.Example`` by TF Serving's ``MakeExampleFromJsonObject``:
+    string -> bytes, ``{"b64": ...}`` -> decoded bytes, number with a decimal point or exponent
+    (or an integer beyond uint64) -> float, integer or bool -> int64; the first element of a list
+    fixes the feature's kind. 400 with TF Serving's message for anything else."""
     from tensorflow.core.example import example_pb2
 
     if not isinstance(obj, dict):
@@ -153,239 +489,508 @@ def json_to_example(obj: Any):
     ex = example_pb2.Example()
     for name, content in obj.items():
         feature = ex.features.feature[name]
-        if isinstance(content, list) and content and _fast_fill(feature, content):
-            continue
-        kind: list = []
-        for v in content if isinstance(content, list) else [content]:
-            _add_feature_value(feature, kind, name, v)
+        if isinstance(content, list):
+            if content and _fast_fill(feature, content):
+                continue
+            for v in content:
+                _add_feature_value(feature, name, v)
+        else:
+            _add_feature_value(feature, name, content)
     return ex
-
-
-def request_examples(doc: dict, method: str) -> list:
-    """The ``examples`` list of a ``:classify`` / ``:regress`` body (not yet converted); 400 when
-    it is missing, not a list, or empty."""
-    if "examples" not in doc:
-        raise _bad(f"JSON Value: {json.dumps(doc)[:200]} When method is {method}, key "
-                   f"'examples' is expected and was not found")
-    examples = doc["examples"]
-    if not isinstance(examples, list):
-        raise _bad(f"JSON Value: {json.dumps(doc)[:200]} Expecting 'examples' value to be "
-                   f"an list/array")
-    if not examples:
-        raise _bad(f"JSON Value: {json.dumps(doc)[:200]} 'examples' value is an empty array")
-    return examples
 
 
 NO_CONTEXT: Any = object()
 
 
+def request_context(doc: dict):
+    """The ``context`` of a ``:classify`` / ``:regress`` body as a ``tf.train.Example``, or
+    :data:`NO_CONTEXT` when there is none. Checked before ``examples``, as TF Serving does (a
+    body holding only a context that is not an object gets "Example must be JSON object ...")."""
+    if "context" not in doc:
+        return NO_CONTEXT
+    return json_to_example(doc["context"])
+
+
+def request_examples(doc: dict, method: str = "classify") -> list:
+    """The ``examples`` list of a ``:classify`` / ``:regress`` body (not yet converted); 400 when
+    it is missing, not a list, or empty. TF Serving's message says "When method is classify"
+    for ``:regress`` too, and so does this one; ``method`` is kept for callers."""
+    del method
+    if "examples" not in doc:
+        raise _format_error(doc, "When method is classify, key 'examples' is expected and was "
+                                 "not found")
+    examples = doc["examples"]
+    if not isinstance(examples, list):
+        raise _format_error(doc, "Expecting 'examples' value to be an list/array")
+    if not examples:
+        raise _format_error(doc, "'examples' value is an empty array")
+    return examples
+
+
 def serialize_examples(examples: Sequence[Any], context: Any = NO_CONTEXT) -> list[bytes]:
-    """Serialized ``tf.Example`` s, one per JSON example, each merged with ``context`` (unless it
-    is :data:`NO_CONTEXT`; a JSON ``null`` context is a 400 like any non-object example):
-    concatenated serialized protos merge, so the example's own features override the context's,
-    as in TF Serving's ExampleListWithContext."""
-    ctx = json_to_example(context).SerializeToString() if context is not NO_CONTEXT else b""
-    return [ctx + json_to_example(e).SerializeToString() for e in examples]
+    """Serialized ``tf.Example`` s, one per example (a JSON object or an ``Example``), each
+    merged with ``context`` (an ``Example``, a JSON object, or :data:`NO_CONTEXT`): concatenated
+    serialized protos merge, so the example's own features override the context's, as in TF
+    Serving's ExampleListWithContext."""
+    if context is NO_CONTEXT:
+        ctx = b""
+    else:
+        ctx = (context if hasattr(context, "SerializeToString") else json_to_example(context)) \
+            .SerializeToString()
+    out = []
+    for e in examples:
+        ex = e if hasattr(e, "SerializeToString") else json_to_example(e)
+        out.append(ctx + ex.SerializeToString())
+    return out
 
 
 def classify_response(classes, scores) -> dict:
     """``{"results": [[[label, score], ...], ...]}`` from ``[n, k]`` arrays of class labels
-    (bytes) and/or scores (either may be None: labels "" / scores 0.0, as TF Serving writes)."""
+    (bytes) and/or scores (either may be None: labels "" / scores 0.0, as TF Serving writes);
+    scores printed as float32 (:func:`format_decimal`). Write it with :func:`dumps`."""
+    import numpy as np
+
     ref = classes if classes is not None else scores
     n, k = ref.shape
+    if scores is not None:
+        tokens = _float_tokens(np.asarray(scores, dtype=np.float32))
+    else:
+        tokens = ["0.0"] * (n * k)
     results = []
     for r in range(n):
         row = []
         for j in range(k):
             label = classes[r, j].decode("utf-8", "replace") if classes is not None else ""
-            score = float(scores[r, j]) if scores is not None else 0.0
-            row.append([label, score])
+            row.append([label, RawJson(tokens[r * k + j])])
         results.append(row)
     return {"results": results}
 
 
 def regress_response(values) -> dict:
-    """``{"results": [v, ...]}`` from a ``[n]`` array."""
-    return {"results": values.astype("float64").tolist()}
+    """``{"results": [v, ...]}`` from a ``[n]`` array, printed as float32 (RegressionResult's
+    value is a float). Write it with :func:`dumps`."""
+    import numpy as np
+
+    return {"results": [RawJson(t) for t in _float_tokens(np.asarray(values, np.float32))]}
 
 
 # -------------------------------------------------------------------------------------- tensors
-_DT: dict = {}
+_NP: dict = {}
 
 
-def _dtypes():
-    if not _DT:
+def numpy_dtype(dtype_enum: int):
+    """The numpy dtype that holds a DataType enum's values (object for strings); None for the
+    types without one here (their values are refused by the conversion anyway)."""
+    if not _NP:
         import numpy as np
-        import tensorflow as tf
 
-        for dt in (tf.float32, tf.float64, tf.int32, tf.int64, tf.int16, tf.int8, tf.uint8,
-                   tf.uint32, tf.uint64, tf.bool, tf.string, tf.float16):
-            _DT[dt.as_datatype_enum] = (dt, np.dtype(dt.as_numpy_dtype) if dt != tf.string
-                                        else np.dtype(object))
-    return _DT
+        _NP.update({k: np.dtype(v) for k, v in {
+            1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8,
+            7: object, 9: np.int64, 10: np.bool_, 19: np.float16, 22: np.uint32,
+            23: np.uint64}.items()})
+    return _NP.get(dtype_enum)
 
 
-def json_to_array(value: Any, dtype_enum: int, what: str):
-    """A JSON value (nested lists) -> ``(tf dtype, numpy array)`` of the signature input's dtype
-    (``dtype_enum``, a ``DataType`` enum). 400 for ragged lists or values of another type; 501
-    for a dtype the REST API does not convert."""
+def _type_error(v: Any, dtype_enum: int) -> ServingFailure:
+    return _bad(f"JSON Value: {json_value_str(v)} Type: {json_type(v)} is not of expected type: "
+                f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}")
+
+
+def _lossy(v: Any, target: str) -> ServingFailure:
+    return _bad(f"Cannot convert JSON value: {json_value_str(v)} to {target} without loss of "
+                f"precision.")
+
+
+def _leaf(v: Any, dtype_enum: int) -> Any:
+    """TF Serving's ``AddValueToTensor`` (plus the b64 objects of ``FillTensorProto``) for one
+    JSON leaf: the Python value to store, or a 400 / 501 :class:`ServingFailure`."""
+    v = _as_json_number(v)
+    if isinstance(v, dict):
+        if dtype_enum != 7:
+            raise _type_error(v, dtype_enum)
+        if not is_b64(v):
+            raise _bad(f"JSON Value: {json_value_str(v)} not formatted correctly for base64 data")
+        return b64_value(v)
+    is_num = not isinstance(v, bool) and isinstance(v, (int, float, JsonBigNumber))
+    if dtype_enum in (1, 2):  # float, double
+        if not is_num:
+            raise _type_error(v, dtype_enum)
+        limit_int = _F32_MAX_INT if dtype_enum == 1 else _F64_MAX_INT
+        if isinstance(v, int) or (isinstance(v, JsonBigNumber) and v.kind == "uint64"):
+            x = v if isinstance(v, int) else v.value
+            if abs(x) > limit_int:
+                raise _lossy(v, "float" if dtype_enum == 1 else "double")
+            return float(x)
+        x = v.value if isinstance(v, JsonBigNumber) else v
+        if dtype_enum == 1 and math.isfinite(x) and abs(x) > _F32_MAX:
+            raise _lossy(v, "float")
+        return x
+    if dtype_enum in (3, 4, 5, 6):  # int32, uint8, int16, int8: rapidjson IsInt()
+        if not (isinstance(v, int) and not isinstance(v, bool) and _INT32_MIN <= v <= _INT32_MAX):
+            raise _type_error(v, dtype_enum)
+        return v
+    if dtype_enum == 7:
+        if not isinstance(v, str):
+            raise _type_error(v, dtype_enum)
+        return v.encode("utf-8")
+    if dtype_enum == 9:
+        if not (isinstance(v, int) and not isinstance(v, bool)):
+            raise _type_error(v, dtype_enum)
+        return v
+    if dtype_enum == 10:
+        if not isinstance(v, bool):
+            raise _type_error(v, dtype_enum)
+        return v
+    if dtype_enum == 22:
+        if not (isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _UINT32_MAX):
+            raise _type_error(v, dtype_enum)
+        return v
+    if dtype_enum == 23:
+        if isinstance(v, JsonBigNumber) and v.kind == "uint64":
+            return v.value
+        if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            raise _type_error(v, dtype_enum)
+        return v
+    raise ServingFailure(501, f"Conversion of JSON Value: {json_value_str(v)} to type: "
+                              f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}")
+
+
+_FAST_TYPES = {1: (float, int), 2: (float, int), 9: (int,), 7: (str,), 10: (bool,)}
+
+
+def _leaves(values: list, dtype_enum: int, rank: int, level: int) -> list:
+    """Convert one innermost list (all of whose elements must be leaves) in order; a fast path
+    for homogeneous lists of the common types, the exact element-wise rules otherwise."""
+    types = set(map(type, values))
+    fast = _FAST_TYPES.get(dtype_enum)
+    if fast and types <= set(fast):
+        if dtype_enum == 7:
+            return [v.encode("utf-8") for v in values]
+        if int in types and any(type(v) is int and not _INT64_MIN <= v <= _INT64_MAX
+                                for v in values):
+            return [_leaf(v, dtype_enum) for v in values]
+        if dtype_enum in (1, 2) and int in types:
+            limit_int = _F32_MAX_INT if dtype_enum == 1 else _F64_MAX_INT
+            if any(type(v) is int and abs(v) > limit_int for v in values):
+                return [_leaf(v, dtype_enum) for v in values]  # reports the first lossy one
+        if dtype_enum == 1 and float in types and \
+                any(type(v) is float and abs(v) > _F32_MAX and math.isfinite(v) for v in values):
+            return [_leaf(v, dtype_enum) for v in values]
+        return values
+    out = []
+    for v in values:
+        if isinstance(v, list):
+            raise _bad(f"Encountered list at unexpected level: {level + 1} expected < {rank}")
+        out.append(_leaf(v, dtype_enum))
+    return out
+
+
+def _dense_shape(value: Any) -> list[int]:
+    """TF Serving's ``GetDenseTensorShape``: the sizes of the first element at each level."""
+    shape = []
+    while isinstance(value, list):
+        shape.append(len(value))
+        if not value:
+            break
+        value = value[0]
+    return shape
+
+
+def _fill(value: Any, level: int, shape: list[int], dtype_enum: int, out: list) -> None:
+    """TF Serving's ``FillTensorProto``: append the leaves of ``value`` to ``out`` in row-major
+    order, checking that the nesting is the dense ``shape``."""
+    rank = len(shape)
+    if not isinstance(value, list):
+        if level != rank:
+            raise _bad(f"JSON Value: {json_value_str(value)} found at incorrect level: "
+                       f"{level + 1} in the JSON DOM. Expected at level: {rank}")
+        out.append(_leaf(value, dtype_enum))
+        return
+    if level >= rank:
+        raise _bad(f"Encountered list at unexpected level: {level} expected < {rank}")
+    if len(value) != shape[level]:
+        raise _bad(f"Encountered list at unexpected size: {len(value)} at level: {level} "
+                   f"expected size: {shape[level]}")
+    if level == rank - 1:
+        out.extend(_leaves(value, dtype_enum, rank, level))
+        return
+    for v in value:
+        _fill(v, level + 1, shape, dtype_enum, out)
+
+
+def _tensor_values(value: Any, dtype_enum: int) -> tuple[list[int], list]:
+    shape = _dense_shape(value)
+    out: list = []
+    _fill(value, 0, shape, dtype_enum, out)
+    return shape, out
+
+
+def _array(shape: list[int], values: list, dtype_enum: int):
     import numpy as np
 
-    table = _dtypes()
-    if dtype_enum not in table:
-        raise ServingFailure(501, f"Conversion of JSON Value to type enum {dtype_enum} ({what})")
-    tf_dt, np_dt = table[dtype_enum]
-    if tf_dt.name == "string":
-        def conv(v):
-            if isinstance(v, list):
-                return [conv(x) for x in v]
-            if isinstance(v, str):
-                return v.encode("utf-8")
-            if is_b64(v):
-                return b64_value(v)
-            raise _bad(f"JSON Value: {json.dumps(v)} Type: {json_type(v)} is not of expected "
-                       f"type: string ({what})")
-        value = conv(value)
-    try:
-        arr = np.array(value, dtype=object if tf_dt.name == "string" else None)
-    except ValueError as exc:
-        raise _bad(f"{what}: expected a rectangular nested list, got ragged lists ({exc})") from None
-    if arr.dtype == object and tf_dt.name != "string":
-        raise _bad(f"{what}: expected a rectangular nested list of numbers for type "
-                   f"{tf_dt.name}, got {json.dumps(value)[:200]}")
-    kind = arr.dtype.kind
-    ok = {
-        "f": kind in "iuf", "i": kind in "iu", "u": kind in "iu", "b": kind == "b",
-    }.get(np_dt.kind, True)
-    if tf_dt.name == "string":
-        ok = arr.size == 0 or all(isinstance(x, bytes) for x in arr.reshape(-1))
-    if not ok:
-        sample = arr.reshape(-1)[0].item() if arr.size else None
-        raise _bad(f"JSON Value: {json.dumps(sample)} Type: {json_type(sample)} is not of "
-                   f"expected type: {tf_dt.name} ({what})")
-    if tf_dt.name != "string":
-        arr = arr.astype(np_dt)
-    return tf_dt, arr
+    np_dt = numpy_dtype(dtype_enum)
+    if np_dt is None:  # no values reached _leaf (an empty list): still not convertible
+        raise ServingFailure(501, f"Conversion of JSON Value: [] to type: "
+                                  f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}")
+    if np_dt == np.dtype(object):
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
+        return arr.reshape(shape)
+    if np_dt.kind in "iu" and np_dt.itemsize < 4:
+        # TF Serving stores int8/int16/uint8 values in TensorProto.int_val (int32) and casts.
+        return np.array(values, dtype=np.int64).astype(np_dt).reshape(shape)
+    return np.array(values, dtype=np_dt).reshape(shape)
 
 
-def tensor_to_json(name: str, arr) -> Any:
-    """A numpy output -> JSON-ready Python values: floats as float64 lists; strings as text, or
-    ``{"b64": ...}`` when the output's name ends in ``_bytes`` or the bytes are not UTF-8."""
-    if arr.dtype == object or arr.dtype.kind == "S":
-        as_b64 = name.endswith("_bytes")
+def json_to_array(value: Any, dtype_enum: int, what: str = ""):
+    """A JSON value (nested lists) -> numpy array of the signature input's dtype
+    (``dtype_enum``, a ``DataType`` enum), by TF Serving's ``GetDenseTensorShape`` /
+    ``FillTensorProto`` / ``AddValueToTensor``: 400 with its messages for ragged lists or values
+    of another type, 501 for a dtype the REST API does not convert. ``what`` is unused (kept
+    for callers)."""
+    del what
+    shape, values = _tensor_values(value, dtype_enum)
+    return _array(shape, values, dtype_enum)
 
-        def conv(v):
-            if isinstance(v, list):
-                return [conv(x) for x in v]
-            if as_b64:
-                return {"b64": base64.b64encode(v).decode("ascii")}
+
+def _shape_str(shape: list[int]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _status_text(exc: ServingFailure) -> str:
+    """absl::Status::ToString() of a failure, as TF Serving nests it in row-format errors."""
+    code = {400: "INVALID_ARGUMENT", 501: "UNIMPLEMENTED"}.get(exc.status, "UNKNOWN")
+    return f"{code}: {exc.message}"
+
+
+def _instances_feeds(doc: dict, infos: dict[str, int]) -> dict:
+    """TF Serving's ``FillTensorMapFromInstancesList``."""
+    inst = doc["instances"]
+    if not isinstance(inst[0], dict) and len(infos) > 1:
+        raise _bad("instances is a plain list, but expecting list of objects as multiple "
+                   "input tensors required as per tensorinfo_map")
+
+    def element_is_object(v: Any) -> bool:
+        return isinstance(v, dict) and not is_b64(v)
+
+    objects = element_is_object(inst[0])
+    names = sorted(infos)
+    sizes: dict[str, int] = {}
+    shapes: dict[str, list[int]] = {}
+    values: dict[str, list] = {}
+
+    def add(item: Any, name: str) -> None:
+        if name not in infos:
+            raise _bad(f"JSON object: does not have named input: {name}")
+        shape, vals = _tensor_values(item, infos[name])
+        if name not in sizes:
+            sizes[name], shapes[name], values[name] = len(vals), shape, []
+        elif sizes[name] != len(vals):
+            raise _bad(f"Expecting tensor size: {sizes[name]} but got: {len(vals)}")
+        elif shapes[name] != shape:
+            raise _bad(f"Expecting shape {_shape_str(shapes[name])} but got: {_shape_str(shape)}")
+        values[name].extend(vals)
+
+    for i, elem in enumerate(inst):
+        if objects:
+            if not element_is_object(elem):
+                raise _bad(f"Expecting object but got list at item {i} of input list")
+            for name, item in elem.items():
+                try:
+                    add(item, name)
+                except ServingFailure as exc:
+                    raise _bad(f"Failed to process element: {i} key: {name} of 'instances' list. "
+                               f"Error: {_status_text(exc)}") from None
+            if set(elem) != set(infos):
+                raise _bad(f"Failed to process element: {i} of 'instances' list. JSON object: "
+                           f"{json_value_str(elem)} keys must be equal to: {','.join(names)}")
+        else:
+            if element_is_object(elem):
+                raise _bad(f"Expecting value/list but got object at item {i} of input list")
             try:
-                return v.decode("utf-8")
-            except UnicodeDecodeError:
-                return {"b64": base64.b64encode(v).decode("ascii")}
-        return conv(arr.tolist())
-    if arr.dtype.kind == "f":
-        return arr.astype("float64").tolist()
-    return arr.tolist()
+                add(elem, names[0])
+            except ServingFailure as exc:
+                raise _bad(f"Failed to process element: {i} of 'instances' list. Error: "
+                           f"{_status_text(exc)}") from None
+    n = len(inst)
+    return {name: _array([n] + shapes[name], values[name], infos[name]) for name in values}
 
 
 def predict_feeds(doc: dict, inputs: Mapping[str, int], signature_name: str) -> tuple[dict, bool]:
-    """A ``:predict`` body -> ``({input name: (tf dtype, numpy array)}, columnar)`` for a
-    signature whose inputs are ``{name: DataType enum}``. Exactly one of row format
-    (``instances``) and columnar format (``inputs``, ``columnar`` True); 400 otherwise, with
-    TF Serving's messages."""
+    """A ``:predict`` body -> ``({input name: numpy array}, columnar)`` for a signature whose
+    inputs are ``{name: DataType enum}``, by TF Serving's ``FillPredictRequestFromJson``: exactly
+    one of row format (``instances``) and columnar format (``inputs``, ``columnar`` True); every
+    rejection with TF Serving's message."""
     infos = dict(inputs)
     if not infos:
-        raise _bad(f"Failed to get input map for signature: {signature_name}")
+        raise _bad(f"Failed to get input map for signature: {signature_name or 'DEFAULT'}")
     has_inst, has_inputs = "instances" in doc, "inputs" in doc
-    if has_inst == has_inputs:
-        if has_inst:
-            raise _bad("Not formatted correctly expecting only one of 'inputs' or "
-                       "'instances' keys to exist")
-        raise _bad("Missing 'inputs' or 'instances' key")
-    feeds: dict[str, Any] = {}
     if has_inst:
-        inst = doc["instances"]
-        if not isinstance(inst, list):
-            raise _bad("Excepting 'instances' to be an list/array")
-        if not inst:
-            raise _bad("No values in 'instances' array")
-        named = isinstance(inst[0], dict) and not is_b64(inst[0])
-        if not named and len(infos) > 1:
-            raise _bad("instances is a plain list, but expecting list of objects as multiple "
+        if has_inputs:
+            raise _format_error(doc, "Not formatted correctly expecting only one of 'inputs' or "
+                                     "'instances' keys to exist ")
+        if not isinstance(doc["instances"], list):
+            raise _format_error(doc, "Excepting 'instances' to be an list/array")
+        if not doc["instances"]:
+            raise _format_error(doc, "No values in 'instances' array")
+        return _instances_feeds(doc, infos), False
+    if not has_inputs:
+        raise _bad("Missing 'inputs' or 'instances' key")
+    val = doc["inputs"]
+    feeds: dict[str, Any] = {}
+    if not isinstance(val, dict) or is_b64(val):
+        if len(infos) > 1:
+            raise _bad("inputs is a plain value/list, but expecting an object as multiple "
                        "input tensors required as per tensorinfo_map")
-        cols: dict[str, list] = {k: [] for k in infos} if named else {next(iter(infos)): []}
-        for i, item in enumerate(inst):
-            if named:
-                if not isinstance(item, dict) or is_b64(item):
-                    raise _bad(f"Expecting object but got list at item {i} of input list")
-                if set(item) != set(infos):
-                    raise _bad(f"Failed to process element: {i} of 'instances' list. JSON "
-                               f"object: keys must be equal to: {','.join(sorted(infos))}")
-                for k, v in item.items():
-                    cols[k].append(v)
-            else:
-                if isinstance(item, dict) and not is_b64(item):
-                    raise _bad(f"Expecting value/list but got object at item {i} of input "
-                               f"list")
-                cols[next(iter(cols))].append(item)
-        for k, vals in cols.items():
-            feeds[k] = json_to_array(vals, infos[k], f"input {k!r}")
+        name = next(iter(infos))
+        feeds[name] = json_to_array(val, infos[name])
     else:
-        val = doc["inputs"]
-        if isinstance(val, dict) and not is_b64(val):
-            for k in infos:
-                if k not in val:
-                    raise _bad(f"Missing named input: {k} in 'inputs' object.")
-                feeds[k] = json_to_array(val[k], infos[k], f"input {k!r}")
-        else:
-            if len(infos) > 1:
-                raise _bad("inputs is a plain value/list, but expecting an object as "
-                           "multiple input tensors required as per tensorinfo_map")
-            k = next(iter(infos))
-            feeds[k] = json_to_array(val, infos[k], f"input {k!r}")
-    return feeds, has_inputs
+        for name in sorted(infos):
+            if name not in val:
+                raise _bad(f"Missing named input: {name} in 'inputs' object.")
+            feeds[name] = json_to_array(val[name], infos[name])
+    return feeds, True
+
+
+def request_batch_size(doc: dict) -> int:
+    """How many examples / instances a request body holds (``examples`` or ``instances``
+    length; for columnar ``inputs``, the largest first dimension), for a per-request cap; 0
+    when the body has none of these lists."""
+    for key in ("examples", "instances"):
+        if isinstance(doc.get(key), list):
+            return len(doc[key])
+    val = doc.get("inputs")
+    if isinstance(val, list):
+        return len(val)
+    if isinstance(val, dict):
+        return max((len(v) for v in val.values() if isinstance(v, list)), default=0)
+    return 0
+
+
+# ------------------------------------------------------------------------------------- answers
+def _dtype_name(arr) -> str:
+    import numpy as np
+
+    name = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+            np.dtype(np.float16): "half"}.get(arr.dtype)
+    return name or str(arr.dtype)
+
+
+def tensor_tokens(name: str, arr):
+    """An output array -> numpy object array (same shape) of JSON texts, as TF Serving's
+    ``AddSingleValueAndAdvance`` writes each value: float/half/double by :func:`format_decimal`,
+    ints, bools, strings as text (``{"b64": ...}`` when the output's name ends in ``_bytes``, or
+    -- unlike TF Serving, which writes the raw bytes -- when they are not UTF-8). 400 "Failed to
+    write JSON value for tensor type: T" for any other dtype (complex64, uint16, bfloat16, ...)."""
+    import numpy as np
+
+    flat = arr.ravel()
+    kind = arr.dtype.kind
+    if arr.dtype in (np.float16, np.float32, np.float64):
+        tokens = _float_tokens(arr)
+    elif kind in "iu" and arr.dtype != np.uint16:
+        tokens = [str(v) for v in flat.tolist()]
+    elif kind == "b":
+        tokens = ["true" if v else "false" for v in flat.tolist()]
+    elif kind in "OS":
+        as_b64 = name.endswith("_bytes")
+        tokens = []
+        for v in flat.tolist():
+            if isinstance(v, str):
+                v = v.encode("utf-8")
+            if not isinstance(v, bytes):
+                raise _bad(f"Failed to write JSON value for tensor type: {_dtype_name(arr)}")
+            text = None
+            if not as_b64:
+                try:
+                    text = json.dumps(v.decode("utf-8"), ensure_ascii=False)
+                except UnicodeDecodeError:
+                    text = None
+            tokens.append(text if text is not None else
+                          '{"b64":"' + base64.b64encode(v).decode("ascii") + '"}')
+    else:
+        raise _bad(f"Failed to write JSON value for tensor type: {_dtype_name(arr)}")
+    out = np.empty(len(tokens), dtype=object)
+    out[:] = tokens
+    return out.reshape(arr.shape)
+
+
+def _nest(tokens) -> str:
+    if isinstance(tokens, str):  # one element of a 1-D token array
+        return tokens
+    if tokens.ndim == 0:
+        return tokens.item()
+    if tokens.ndim == 1:
+        return "[" + ",".join(tokens.tolist()) + "]"
+    return "[" + ",".join(_nest(t) for t in tokens) + "]"
+
+
+def tensor_to_json(name: str, arr) -> RawJson:
+    """One output array as JSON text (see :func:`tensor_tokens`)."""
+    import numpy as np
+
+    return RawJson(_nest(tensor_tokens(name, np.asarray(arr))))
 
 
 def predict_response(out: Mapping[str, Any], columnar: bool) -> dict:
     """Signature outputs (numpy arrays) -> ``{"outputs": ...}`` (columnar) or
     ``{"predictions": ...}`` (row format: one object per batch row, or the bare values when there
-    is one output). 500 when a row-format output has no batch dimension or the batch sizes
-    differ."""
+    is one output), by TF Serving's ``MakeJsonFromTensors``. 400 when a row-format output has no
+    shape information (a scalar), the batch sizes differ, or a dtype cannot be written. Write
+    it with :func:`dumps`."""
+    import numpy as np
+
     names = sorted(out)
+    if not names:
+        raise _bad("Cannot convert empty tensor map to JSON")
+    arrays = {k: np.asarray(out[k]) for k in names}
     if columnar:
         if len(names) == 1:
-            return {"outputs": tensor_to_json(names[0], out[names[0]])}
-        return {"outputs": {k: tensor_to_json(k, out[k]) for k in names}}
+            return {"outputs": tensor_to_json(names[0], arrays[names[0]])}
+        return {"outputs": {k: tensor_to_json(k, arrays[k]) for k in names}}
     batch = None
     for k in names:
-        if out[k].ndim == 0:
-            raise ServingFailure(500, f"Tensor name: {k} has no shape information ")
-        if batch is not None and out[k].shape[0] != batch:
-            raise ServingFailure(500, f"Tensor name: {k} has inconsistent batch size: "
-                                 f"{out[k].shape[0]} expecting: {batch}")
-        batch = out[k].shape[0]
-    values = {k: tensor_to_json(k, out[k]) for k in names}
+        if arrays[k].ndim == 0:
+            raise _bad(f"Tensor name: {k} has no shape information ")
+        if batch is not None and arrays[k].shape[0] != batch:
+            raise _bad(f"Tensor name: {k} has inconsistent batch size: {arrays[k].shape[0]} "
+                       f"expecting: {batch}")
+        batch = arrays[k].shape[0]
+    tokens = {k: tensor_tokens(k, arrays[k]) for k in names}
     if len(names) == 1:
-        return {"predictions": values[names[0]]}
-    return {"predictions": [{k: values[k][i] for k in names} for i in range(batch)]}
+        t = tokens[names[0]]
+        return {"predictions": [RawJson(_nest(t[i])) for i in range(batch)]}
+    return {"predictions": [{k: RawJson(_nest(tokens[k][i])) for k in names}
+                            for i in range(batch)]}
 
 
 __all__ = [
+    "DATA_TYPE_NAMES",
+    "DEFAULT_MAX_JSON_DEPTH",
+    "JsonBigNumber",
     "NO_CONTEXT",
+    "RawJson",
     "ServingFailure",
     "b64_value",
     "bad_request",
+    "check_json_depth",
     "classify_response",
+    "dumps",
+    "format_decimal",
     "is_b64",
     "json_to_array",
     "json_to_example",
     "json_type",
+    "json_value_str",
+    "numpy_dtype",
     "parse_request_body",
     "predict_feeds",
     "predict_response",
     "regress_response",
+    "request_batch_size",
+    "request_context",
     "request_examples",
     "serialize_examples",
     "tensor_to_json",
+    "tensor_tokens",
 ]

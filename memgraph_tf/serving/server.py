@@ -45,8 +45,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt: str, *args: Any) -> None:  # route http.server's log to logging
         logger.debug("%s " + fmt, self.address_string(), *args)
 
-    def _reply(self, status: int, payload: dict, close: bool = False) -> None:
-        data = json.dumps(payload).encode("utf-8")
+    def _reply(self, status: int, payload: dict | bytes, close: bool = False) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -115,12 +115,10 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._read_body()
         if body is None:
             return
-        status, payload = self.model_server.handle("POST", self.path, body)
-        self._reply(status, payload)
+        self._reply(*self.model_server.handle_bytes("POST", self.path, body))
 
     def do_GET(self) -> None:  # noqa: N802
-        status, payload = self.model_server.handle("GET", self.path, b"")
-        self._reply(status, payload)
+        self._reply(*self.model_server.handle_bytes("GET", self.path, b""))
 
 
 class RunningServer:

@@ -75,14 +75,14 @@ def test_status_all_versions_and_metadata(client):
 def test_client_splits_large_requests_and_concatenates(toy_server, toy):
     calls = []
     ms = toy_server.model_server
-    original = ms.handle
+    original = ms.handle_bytes
 
     def counting(method, path, body):
         calls.append(len(body))
         return original(method, path, body)
 
     many = np.tile(X, (40, 1))
-    ms.handle = counting
+    ms.handle_bytes = counting
     try:
         with ServingClient(toy_server.url, "toy", max_request_bytes=1000) as c:
             results = c.classify([{"x": row} for row in many])
@@ -91,7 +91,7 @@ def test_client_splits_large_requests_and_concatenates(toy_server, toy):
             cols = c.predict(inputs={"x": many})
             assert len(calls) - n_before >= 2  # the columnar request was split too
     finally:
-        ms.handle = original
+        ms.handle_bytes = original
     assert len(calls) > 4 and max(calls) <= 1000
     np.testing.assert_allclose([[s for _, s in r] for r in results],
                                softmax(toy.in_process(2, many)), atol=1e-5)
@@ -227,7 +227,9 @@ def test_predict_errors(toy_server):
         (b'{"nothing": 1}', "Missing 'inputs' or 'instances' key"),
         (b'{"instances": []}', "No values in 'instances' array"),
         (b'{"instances": [["a", "b", "c"]]}', "is not of expected type: float"),
-        (b'{"instances": [[1.0, 2.0], [1.0]]}', "ragged"),
+        (b'{"instances": [[1.0, 2.0, 3.0], [1.0]]}',
+         "Failed to process element: 1 of 'instances' list. Error: INVALID_ARGUMENT: Expecting "
+         "tensor size: 3 but got: 1"),
         (b'{"signature_name": "nope", "instances": [[1.0, 2.0, 3.0]]}',
          'Serving signature name: "nope" not found in signature def'),
     ]
