@@ -28,8 +28,9 @@ def _install_modules(args: argparse.Namespace) -> int:
 
 
 def open_graph_source(uri: str):
-    """A graph source for ``serve --graph``. ``embedded:DIR/NAME`` loads the Planetoid dataset NAME
-    from ``DIR/ind.NAME.*`` into an in-process graph that runs the unchanged query modules; anything
+    """A graph source for ``serve --graph``. ``embedded:NAME`` loads a dataset shipped in the package
+    (``cora``, ``citeseer``; or ``synthetic``), ``embedded:DIR/NAME`` the Planetoid dataset NAME from
+    ``DIR/ind.NAME.*``, into an in-process graph that runs the unchanged query modules; anything
     else is a Bolt URI for :func:`memgraph_tf.client.connect`, which takes the user name and password
     from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` (never a command line, never a bundle)."""
     import pathlib
@@ -39,7 +40,10 @@ def open_graph_source(uri: str):
     if uri.startswith("embedded:"):
         from memgraph_tf.datasets import planetoid_graph
 
-        path = pathlib.Path(uri[len("embedded:"):])
+        spec = uri[len("embedded:"):]
+        if "/" not in spec:
+            return client.EmbeddedSource(planetoid_graph(spec))
+        path = pathlib.Path(spec)
         return client.EmbeddedSource(planetoid_graph(path.name, path.parent))
     return client.connect(uri)
 
@@ -57,6 +61,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import os
+
+    # before TensorFlow is imported: keep its C++ info and warning lines off the demo's screen
+    # (demo.import_tensorflow_quietly filters the start-up lines this variable does not reach)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from memgraph_tf import demo
 
     return demo.main(args)
@@ -88,9 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a version label, e.g. stable=1 (repeatable)")
     p.set_defaults(func=_serve)
 
-    p = sub.add_parser("demo", help="the end-to-end demo (Cora: modules -> training -> serving)")
-    p.add_argument("--dataset", default="cora", choices=["cora", "citeseer"])
-    p.add_argument("--workdir", default=None, help="where to write the bundle (default: temp dir)")
+    from memgraph_tf import demo  # standard library only until it runs
+
+    p = sub.add_parser("demo", help="the end-to-end demo: dataset -> training -> bundles -> serving -> "
+                                    "batch inference -> pictures and report.html")
+    demo.add_arguments(p)
     p.set_defaults(func=_demo)
     return parser
 

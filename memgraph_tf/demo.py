@@ -1,15 +1,20 @@
-"""The end-to-end demo (``memgraph-tf demo``): the whole path a user's data takes, on Cora.
+"""The end-to-end demo (``memgraph-tf demo``): the whole path a user's data takes, leaving behind what a
+person can follow up -- bundles, pictures and a report in ``--out`` (default ``./memgraph-tf-demo/``).
 
-1. Load the Planetoid graph into the in-process Memgraph runtime (``datasets.planetoid_graph``), where the
-   unchanged ``query_modules/tf_features.py`` runs through Memgraph's real ``mgp.py``.
-2. Train GraphSAGE with features and neighbourhoods coming only through ``tf_features.*`` blobs,
-   unpacked by the C++ op; report validation and test accuracy.
-3. Export two TF Serving bundles (op-free for the stock image, and with the op) and serve the op-free
-   one with the local TF-Serving-compatible server on 127.0.0.1.
-4. Classify test nodes over real HTTP (``:classify`` with per-node blobs as ``{"b64": ...}``), and
-   with the design notes' ``{"examples": [{"node_id": 1}, ...]}`` request; compare with in-process
-   predictions.
-5. Batch inference: predict every node and write ``predicted_class`` back to the graph.
+1. **load** the dataset (Cora by default, shipped in the package) into a graph: the in-process Memgraph
+   runtime, where the unchanged ``query_modules/tf_features.py`` runs through Memgraph's real
+   ``mgp.py``; or, with ``--graph bolt://...``, a real Memgraph, written through Cypher in ``UNWIND``
+   batches (:func:`memgraph_tf.datasets.load_into_graph`).
+2. **train** GraphSAGE with features and neighbourhoods coming only through ``tf_features.*`` blobs,
+   unpacked by the C++ op; measure test accuracy (mean of several neighbourhood draws).
+3. **export** two TF Serving bundles into ``OUT/``: ``portable/`` (stock ops only, for the stock
+   ``tensorflow/serving`` image) and ``with_op/`` (the C++ op inside).
+4. **serve** the portable bundle with the local TF-Serving-compatible server (REST, and gRPC where
+   :mod:`memgraph_tf.serving.grpc_server` is present) and classify test nodes by ``node_id`` -- the
+   server fetches each node's neighbourhood blob from the graph -- comparing with in-process predictions.
+5. **batch inference**: classify every node and write the class back to the graph.
+6. **report**: ``training.png``, ``confusion.png``, ``throughput.png`` and ``report.html`` in ``OUT/``,
+   a summary table on the terminal, and the commands to go on.
 
 Nothing here needs a Memgraph server or TF Serving; the same calls work against them (see README).
 """
@@ -17,98 +22,363 @@ Nothing here needs a Memgraph server or TF Serving; the same calls work against 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import pathlib
+import re
+import sys
 import tempfile
 import time
+from typing import Any, Iterator
 
-from memgraph_tf.datasets import planetoid_graph
+from memgraph_tf import datasets, report
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_OUT = "memgraph-tf-demo"
+MODEL_NAME = "GraphSage"
+EVAL_DRAWS = 10
+GRAPH_LABEL = "Paper"
+GRAPH_EDGE_TYPE = "CITES"
+SYNTHETIC_RECIPE = {"steps": 60, "eval_every": 10, "patience": 60, "batch_size": 80}
+"""Overrides of ``PLANETOID_RECIPE`` for the small synthetic graph (CI)."""
 
-def _say(message: str) -> None:
+_NATIVE_LOG = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] "
+    r"|E\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] failed call to cuInit"
+    r"|To enable the following instructions:)")
+"""TensorFlow's native start-up lines (absl info/warning lines written before its logging is set up,
+and the ``cuInit`` error of a machine without a GPU), which ``TF_CPP_MIN_LOG_LEVEL`` does not reach."""
+
+
+def _say(message: str = "") -> None:
     print(message, flush=True)
 
 
-def run(dataset: str = "cora", workdir: str | os.PathLike | None = None, *, steps: int | None = None,
-        seed: int = 0, classify_count: int = 64) -> dict:
-    """Runs the demo and returns its figures (accuracies, agreement, timings)."""
+@contextlib.contextmanager
+def native_log_filter() -> Iterator[None]:
+    """While active, file descriptor 2 goes to a temporary file; on exit its lines come back to
+    stderr except TensorFlow's native start-up lines (:data:`_NATIVE_LOG`). Other errors, fatal
+    lines and Python tracebacks pass through."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            kept = [line for line in text.splitlines(keepends=True) if not _NATIVE_LOG.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+
+
+def import_tensorflow_quietly() -> Any:
+    """Imports TensorFlow and initialises its devices inside :func:`native_log_filter`; returns the module."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with native_log_filter():
+        import tensorflow as tf
+
+        tf.config.list_physical_devices()
+        tf.constant(0)  # the first op initialises the devices (the cuInit line)
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    return tf
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+
+def _bar(progress: bool, **kwargs: Any) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(disable=not progress, leave=False, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------------
+# the stages
+# ------------------------------------------------------------------------------------------------
+
+def _load(data: datasets.Planetoid, graph: str | None, replace: bool, progress: bool) -> tuple[Any, dict, Any, str]:
+    """(source, sampling options, embedded graph or None, description)."""
+    from memgraph_tf import client
+
+    if graph is None:
+        g = datasets.planetoid_graph(data)
+        return client.EmbeddedSource(g), {}, g, "the in-process runtime (the query modules through mgp.py)"
+    source = client.connect(graph)
+    total = data.num_nodes + len(data.edges)
+    with _bar(progress, total=total, desc="load", unit="row") as bar:
+        datasets.load_into_graph(source, data, label=GRAPH_LABEL, edge_type=GRAPH_EDGE_TYPE, replace=replace,
+                                 progress=lambda kind, n: bar.update(n))
+    return source, {"label": GRAPH_LABEL, "id_property": "id"}, None, f"{source!r}"
+
+
+def _predict_draws(model: Any, source: Any, ids: list[int], *, options: dict, feature_cache: Any, seed: int,
+                   draws: int, progress: bool) -> Any:
+    """Class probabilities averaged over ``draws`` neighbourhood samples, one progress step per draw."""
     import numpy as np
 
-    from memgraph_tf.client import EmbeddedSource, evaluate, predict, predict_and_write, train_graphsage
+    from memgraph_tf.client.graphsage import predict_proba
+
+    total = None
+    with _bar(progress, total=draws, desc="test", unit="draw") as bar:
+        for d in range(draws):
+            p = predict_proba(model, source, ids, options=options or None, feature_cache=feature_cache,
+                              seed=(seed + 1) * 1000 + d)
+            total = p if total is None else total + p
+            bar.update(1)
+    return np.asarray(total) / draws
+
+
+def _grpc_classify(server: Any, ids: list[int]) -> tuple[list[str], float] | None:
+    """gRPC ``Classify`` of ``ids`` by ``node_id`` on the running model server: (top labels, seconds),
+    or None where :mod:`memgraph_tf.serving.grpc_server` is not present.
+
+    INTEGRATION POINT (gRPC serving): fill in once ``memgraph_tf.serving.grpc_server`` and
+    ``grpc_client`` are committed; until then the demo serves over REST only and says so."""
+    try:
+        import memgraph_tf.serving.grpc_server  # noqa: F401
+    except ImportError:
+        return None
+    return None
+
+
+def _classify_stage(model: Any, source: Any, options: dict, out: pathlib.Path, feature_cache: Any,
+                    progress: bool) -> tuple[int, float, str]:
+    """Batch inference over every node: (nodes written, seconds, how).
+
+    INTEGRATION POINT (batch inference): use ``memgraph_tf.client.batch`` (``memgraph-tf classify``)
+    once committed; until then ``memgraph_tf.client.predict_and_write``."""
+    from memgraph_tf.client import predict_and_write
+
+    clock = _Clock()
+    written = predict_and_write(model, source, options=options or None, feature_cache=feature_cache,
+                                write_class_names=True, progress=progress)
+    return written, clock.seconds, "predict_and_write (in-process model)"
+
+
+def _commands(out: pathlib.Path, dataset: str, graph: str | None, example_ids: list[int]) -> list[str]:
+    base = out / "portable" / MODEL_NAME
+    graph_arg = graph if graph else f"embedded:{dataset}"
+    examples = ", ".join(f'{{"node_id": {i}}}' for i in example_ids)
+    return [
+        "# serve the op-free bundle (stock TF Serving runs it too; see docs/serving.md), node ids read from the graph:",
+        f"memgraph-tf serve {base} --graph {graph_arg} --port 8501 &",
+        "# classify nodes by node id:",
+        f"curl -s -X POST http://127.0.0.1:8501/v1/models/{MODEL_NAME}:classify "
+        f"-d '{{\"examples\": [{examples}]}}'",
+        "# batch inference again (every node; the class written back to the graph):",
+        f"memgraph-tf demo --dataset {dataset} --out {out}" + (f" --graph {graph} --replace" if graph else ""),
+        "# the pictures and this summary: open it in a browser",
+        f"{out / 'report.html'}",
+    ]
+
+
+def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, graph: str | None = None,
+        replace: bool = False, steps: int | None = None, seed: int = 0, classify_count: int = 64,
+        progress: bool = True) -> dict[str, Any]:
+    """Runs the demo (see the module docstring) and returns its figures: ``test_accuracy``,
+    ``val_accuracy``, ``served_accuracy``, ``served_agreement``, ``written``, ``seconds``, the
+    :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``)."""
+    import numpy as np
+
+    tf = import_tensorflow_quietly()  # noqa: F841 -- before anything else imports TensorFlow
+
+    from memgraph_tf.client import predict, train_graphsage
     from memgraph_tf.client.graphsage import PLANETOID_RECIPE
-    from memgraph_tf.serving import ModelServer, ServingClient, classify_nodes, export_bundle, start_server
+    from memgraph_tf.serving import ModelServer, ServingClient, export_bundle, start_server
 
-    figures: dict = {"dataset": dataset}
-    t0 = time.perf_counter()
-    graph = planetoid_graph(dataset)
-    source = EmbeddedSource(graph)
-    splits: dict[str, list[int]] = {"train": [], "val": [], "test": []}
-    for node in graph.nodes():
-        split = graph.get_property(node, "split")
-        if split in splits:
-            splits[split].append(node)
-    _say(f"[1/5] loaded {dataset}: {len(graph.nodes())} nodes; train/val/test = "
-         f"{len(splits['train'])}/{len(splits['val'])}/{len(splits['test'])} "
-         f"({time.perf_counter() - t0:.1f} s)")
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stages: list[report.Stage] = []
+    notes: list[str] = []
+    n_stages = 6
 
-    t0 = time.perf_counter()
-    num_classes = 1 + max(int(graph.get_property(n, "label")) for n in splits["train"] + splits["val"])
-    class_names = [f"class_{i}" for i in range(num_classes)]
+    # 1. load
+    clock = _Clock()
+    data = datasets.load_dataset(dataset)
+    source, options, embedded, graph_text = _load(data, graph, replace, progress)
+    train_ids, val_ids, test_ids = data.ids("train"), data.ids("val"), data.ids("test")
+    test_ids = [i for i in test_ids if data.labels[i] >= 0]
+    stages.append(report.Stage("load graph", clock.seconds, data.num_nodes, "nodes",
+                               "embedded runtime" if graph is None else "Cypher UNWIND batches"))
+    _say(f"[1/{n_stages}] loaded {dataset} into {graph_text}: {data.num_nodes:,} nodes, "
+         f"{len(data.edges):,} edges; train/val/test {len(train_ids)}/{len(val_ids)}/{len(test_ids)} "
+         f"({clock.seconds:.1f} s)")
+
+    # 2. train and test
+    clock = _Clock()
     recipe = dict(PLANETOID_RECIPE)
+    if dataset == "synthetic":
+        recipe.update(SYNTHETIC_RECIPE)
     if steps is not None:
         recipe["steps"] = steps
-    result = train_graphsage(source, splits["train"], splits["val"], seed=seed, class_names=class_names, **recipe)
+    result = train_graphsage(source, train_ids, val_ids, options=options or None, seed=seed,
+                             class_names=list(data.class_names), progress=progress, **recipe)
     model = result.model
-    test = evaluate(model, source, splits["test"], feature_cache=result.feature_cache, seed=seed, draws=10)
-    figures.update(val_accuracy=result.best_val_accuracy, test_accuracy=test["accuracy"])
-    _say(f"[2/5] trained GraphSAGE (fanouts {recipe['fanouts']}) via tf_features blobs: best val acc "
-         f"{result.best_val_accuracy:.3f}, test acc {test['accuracy']:.3f} "
-         f"({time.perf_counter() - t0:.1f} s)")
+    trained_steps = len(result.history["step"])
+    stages.append(report.Stage("train", clock.seconds, trained_steps, "steps",
+                               f"{len(train_ids)} nodes, fanouts {'x'.join(map(str, recipe['fanouts']))}"))
+    clock = _Clock()
+    probs = _predict_draws(model, source, test_ids, options=options, feature_cache=result.feature_cache, seed=seed,
+                           draws=EVAL_DRAWS, progress=progress)
+    predicted = probs.argmax(axis=1)
+    truth = data.labels[test_ids]
+    test_accuracy = float(np.mean(predicted == truth))
+    stages.append(report.Stage("test evaluation", clock.seconds, len(test_ids) * EVAL_DRAWS, "nodes",
+                               f"{len(test_ids)} nodes x {EVAL_DRAWS} draws"))
+    published = datasets.PUBLISHED_ACCURACY.get(dataset, {})
+    beside = ", ".join(f"{k} {v:.3f}" for k, v in published.items())
+    _say(f"[2/{n_stages}] trained GraphSAGE for {trained_steps} steps via tf_features blobs "
+         f"({stages[-2].seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step {result.best_step}), "
+         f"test acc {test_accuracy:.3f}" + (f" (published: {beside})" if beside else ""))
 
-    with tempfile.TemporaryDirectory(prefix="memgraph-tf-demo-") as tmp:
-        base = pathlib.Path(workdir) if workdir else pathlib.Path(tmp)
-        base.mkdir(parents=True, exist_ok=True)
-        portable = export_bundle(model, base / "portable", "GraphSage", 1, use_op=False, overwrite=True)
-        with_op = export_bundle(model, base / "with_op", "GraphSage", 1, use_op=True, overwrite=True)
-        _say(f"[3/5] exported bundles: {portable.path} (stock ops only), {with_op.path} (op)")
+    # 3. export
+    clock = _Clock()
+    with _bar(progress, total=2, desc="export", unit="bundle") as bar:
+        portable = export_bundle(model, out / "portable", MODEL_NAME, 1, use_op=False, overwrite=True,
+                                 sample_options=options or None)
+        bar.update(1)
+        with_op = export_bundle(model, out / "with_op", MODEL_NAME, 1, use_op=True, overwrite=True,
+                                sample_options=options or None)
+        bar.update(1)
+    stages.append(report.Stage("export bundles", clock.seconds, None, "", "2 bundles: op-free + with the op"))
+    bundles = {"op-free bundle (stock TF Serving)": str(portable.path), "bundle with the C++ op": str(with_op.path)}
+    _say(f"[3/{n_stages}] exported {portable.path} (stock ops only) and {with_op.path} (the op) "
+         f"({clock.seconds:.1f} s)")
 
-        server = ModelServer(base / "portable" / "GraphSage", "GraphSage", graph_source=source)
-        with start_server(server) as running:
-            client = ServingClient(running.url, "GraphSage", timeout_s=30)
-            ids = splits["test"][:classify_count]
-            t0 = time.perf_counter()
-            served = classify_nodes(source, client, ids)
-            elapsed = time.perf_counter() - t0
-            by_node_id = client.classify([{"node_id": int(i)} for i in ids[:4]])
-            local = predict(model, source, ids, feature_cache=result.feature_cache, seed=seed)
-            agree = float(np.mean([int(label.split("_")[1]) == int(c)
-                                   for (_, label, _), c in zip(served, local.classes)]))
-            truth = [int(graph.get_property(n, "label")) for n in ids]
-            served_acc = float(np.mean([int(label.split("_")[1]) == t for (_, label, _), t in zip(served, truth)]))
-            figures.update(served_accuracy=served_acc, served_agreement=agree,
-                           classify_ms_per_node=1000 * elapsed / len(ids))
-            status = client.status()
-            _say(f"[4/5] {running.url} :classify of {len(ids)} test nodes (b64 blobs) in {elapsed * 1000:.0f} ms: "
-                 f"accuracy {served_acc:.3f}, agreement with in-process predictions {agree:.3f} "
-                 f"(each side samples its own neighbourhoods); status {status}")
-            _say(f"      design-notes request {{\"examples\": [{{\"node_id\": {ids[0]}}}, ...]}} -> "
-                 f"{[max(r, key=lambda p: p[1])[0] for r in by_node_id]}")
+    # 4. serve
+    ids = test_ids[:classify_count]
+    names = list(data.class_names)
+    local = predict(model, source, ids, options=options or None, feature_cache=result.feature_cache, seed=seed)
+    served: list[report.ServedCheck] = []
+    server = ModelServer(out / "portable" / MODEL_NAME, MODEL_NAME, graph_source=source)
+    with start_server(server) as running, ServingClient(running.url, MODEL_NAME, timeout_s=60) as client:
+        clock = _Clock()
+        results = []
+        with _bar(progress, total=len(ids), desc="serve", unit="node") as bar:
+            for lo in range(0, len(ids), 16):
+                part = ids[lo:lo + 16]
+                results += client.classify([{"node_id": int(i)} for i in part])
+                bar.update(len(part))
+        rest_seconds = clock.seconds
+        labels = [max(r, key=lambda p: p[1])[0] for r in results]
+        served.append(_check("REST :classify by node_id", labels, names, ids, data, local.classes, rest_seconds))
+        stages.append(report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id"))
+        grpc = _grpc_classify(server, ids)
+        if grpc is not None:
+            g_labels, g_seconds = grpc
+            served.append(_check("gRPC Classify by node_id", g_labels, names, ids, data, local.classes, g_seconds))
+            stages.append(report.Stage("serve: gRPC Classify", g_seconds, len(ids), "nodes", "by node_id"))
+        else:
+            notes.append("gRPC: not served by this build (memgraph_tf.serving.grpc_server is not present)")
+    for c in served:
+        _say(f"[4/{n_stages}] {c.how}: {c.nodes} test nodes in {c.seconds * 1000:.0f} ms; accuracy {c.accuracy:.3f}, "
+             f"agreement with in-process predictions {c.agreement:.3f}")
+    _say(f"      e.g. node {ids[0]} -> {labels[0]} (truth: {names[int(data.labels[ids[0]])]})")
 
-    t0 = time.perf_counter()
-    written = predict_and_write(model, source, feature_cache=result.feature_cache, progress=False)
-    sample = [(n, graph.get_property(n, "predicted_class")) for n in splits["test"][:3]]
-    figures["written"] = written
-    _say(f"[5/5] batch inference wrote predicted_class/predicted_score on {written} nodes "
-         f"({time.perf_counter() - t0:.1f} s); e.g. {sample}")
-    return figures
+    # 5. batch inference
+    written, seconds, how = _classify_stage(model, source, options, out, result.feature_cache, progress)
+    stages.append(report.Stage("batch inference", seconds, written, "nodes", how))
+    sample = ""
+    if embedded is not None:
+        sample = "; e.g. " + ", ".join(f"{n}: {embedded.get_property(n, 'predicted_class')}" for n in test_ids[:3])
+    _say(f"[5/{n_stages}] batch inference wrote the predicted class of {written:,} nodes back to the graph "
+         f"({seconds:.1f} s, {how}){sample}")
+
+    # 6. pictures and report
+    clock = _Clock()
+    title = {"cora": "Cora", "citeseer": "Citeseer"}.get(dataset, dataset)
+    images = {
+        "Training: loss, training and validation accuracy": report.training_curves(
+            result.history, out / "training.png", test_accuracy=test_accuracy, published=published,
+            best_step=result.best_step, title=f"{title}: GraphSAGE training"),
+        "Confusion matrix on the test nodes": report.confusion_figure(
+            report.confusion_matrix(truth, predicted, len(names)), names, out / "confusion.png",
+            title=f"{title}, {len(test_ids)} test nodes: accuracy {test_accuracy:.3f}"),
+    }
+    images["Throughput and time per stage"] = report.throughput_figure(stages, out / "throughput.png",
+                                                                        title=f"{title}: the demo's stages")
+    stages.append(report.Stage("pictures + report", clock.seconds))
+    summary = report.Summary(
+        dataset=dataset, graph=graph_text, num_nodes=data.num_nodes, num_edges=len(data.edges),
+        num_features=int(data.features.shape[1]), class_names=names, train_nodes=len(train_ids),
+        val_nodes=len(val_ids), test_nodes=len(test_ids), test_accuracy=test_accuracy,
+        val_accuracy=result.best_val_accuracy, eval_draws=EVAL_DRAWS, published=published, served=served,
+        stages=stages, out_dir=str(out), bundles=bundles, commands=_commands(out, dataset, graph, ids[:2]),
+        notes=notes)
+    html = report.write_report(out, summary, images)
+    _say(f"[6/{n_stages}] wrote {', '.join(p.name for p in images.values())} and {html.name} into {out} "
+         f"({clock.seconds:.1f} s)")
+    if embedded is None and hasattr(source, "close"):
+        source.close()
+    return {
+        "dataset": dataset, "test_accuracy": test_accuracy, "val_accuracy": result.best_val_accuracy,
+        "served_accuracy": served[0].accuracy, "served_agreement": served[0].agreement, "written": written,
+        "seconds": summary.total_seconds, "summary": summary,
+        "files": {"report": html, **{p.stem: p for p in images.values()}, "portable": portable.path,
+                  "with_op": with_op.path},
+    }
+
+
+def _check(how: str, labels: list[str], names: list[str], ids: list[int], data: datasets.Planetoid,
+           local_classes: Any, seconds: float) -> report.ServedCheck:
+    import numpy as np
+
+    served = np.asarray([names.index(label) for label in labels])
+    truth = data.labels[ids]
+    return report.ServedCheck(how, len(ids), float(np.mean(served == truth)),
+                              float(np.mean(served == np.asarray(local_classes))), seconds)
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+# ------------------------------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``memgraph-tf demo`` options."""
+    parser.add_argument("--dataset", default="cora", choices=list(datasets.DATASETS),
+                        help="cora / citeseer (shipped in the package) or synthetic (a small random graph)")
+    parser.add_argument("--graph", default=None, metavar="URI",
+                        help="load the dataset into this Memgraph (bolt://...; user and password from "
+                             "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD) instead of the in-process runtime")
+    parser.add_argument("--replace", action="store_true",
+                        help=f"with --graph: delete existing :{GRAPH_LABEL} nodes first")
+    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                        help=f"where the bundles, pictures and report.html go (default: ./{DEFAULT_OUT}/)")
+    parser.add_argument("--steps", type=int, default=None, help="training steps (default: the recipe's)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for weights and sampling (default: 0)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def main(args: argparse.Namespace) -> int:
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
-    figures = run(args.dataset, args.workdir)
-    _say("demo figures: " + ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
-                                      for k, v in figures.items()))
+    """``memgraph-tf demo``: runs :func:`run`, prints the summary and the commands to go on."""
+    if not getattr(args, "verbose", False):
+        for name in ("memgraph_tf", "absl"):  # absl: SavedModel export's renaming notes
+            logging.getLogger(name).setLevel(logging.WARNING)
+    clock = _Clock()
+    figures = run(args.dataset, args.out, graph=args.graph, replace=args.replace, steps=args.steps, seed=args.seed,
+                  progress=not args.no_progress)
+    summary = figures["summary"]
+    _say()
+    _say(report.summary_text(summary))
+    _say()
+    _say("to go on:")
+    for line in summary.commands:
+        _say(f"  {line}")
+    _say()
+    _say(f"demo finished in {clock.seconds:.0f} s; test accuracy {figures['test_accuracy']:.3f}")
     return 0

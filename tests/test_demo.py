@@ -1,30 +1,158 @@
-"""The main job (``memgraph-tf demo``) end to end, shortened: it must keep working as the parts evolve."""
+"""The main job (``memgraph-tf demo``): the whole pipeline on the small synthetic graph (CI), what it
+leaves in the output folder (bundles, pictures that decode, a report that shows them), its command
+line, its summary and the filter that keeps TensorFlow's start-up lines off the screen."""
 
 from __future__ import annotations
 
+import os
+import re
+
+import numpy as np
 import pytest
 
-from memgraph_tf import datasets, demo
+from memgraph_tf import cli, datasets, demo, report
 
 
-def test_demo_runs_end_to_end_on_cora(tmp_path, capsys) -> None:
-    try:
-        datasets.planetoid_root()
-    except FileNotFoundError as exc:
-        pytest.skip(f"Planetoid files not available: {exc}")
-    figures = demo.run("cora", tmp_path, steps=30, classify_count=8)
-    out = capsys.readouterr().out
-    for step in range(1, 6):
-        assert f"[{step}/5]" in out
-    assert (tmp_path / "portable" / "GraphSage" / "1" / "saved_model.pb").exists()
-    assert (tmp_path / "with_op" / "GraphSage" / "1" / "saved_model.pb").exists()
-    assert figures["written"] == 2708
-    assert figures["test_accuracy"] > 0.5  # 30 steps: well above the 0.3 of the majority class
+@pytest.fixture(scope="module")
+def synthetic_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        figures = demo.run("synthetic", out, steps=30, classify_count=16, progress=False)
+    return out, figures, printed.getvalue()
+
+
+def test_demo_pipeline_on_the_synthetic_graph(synthetic_run) -> None:
+    out, figures, printed = synthetic_run
+    for step in range(1, 7):
+        assert f"[{step}/6]" in printed
+    assert figures["written"] == 400
+    assert figures["test_accuracy"] > 0.8  # 4 balanced classes: chance is 0.25
     assert figures["served_agreement"] >= 0.75
+    summary = figures["summary"]
+    assert [s.name for s in summary.stages][:3] == ["load graph", "train", "test evaluation"]
+    assert summary.stages[1].count == 30
+    assert summary.served[0].nodes == 16
 
 
-def test_planetoid_root_error_lists_what_it_tried(monkeypatch, tmp_path) -> None:
-    monkeypatch.setenv("MEMGRAPH_TF_DATASETS", str(tmp_path / "nowhere"))
-    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "pkg" / "datasets.py"))
-    with pytest.raises(FileNotFoundError, match=r"expected ind\.cora\.\* in one of .*nowhere/planetoid, .*nowhere, "):
-        datasets.planetoid_root()
+def test_demo_leaves_bundles_pictures_and_report(synthetic_run) -> None:
+    import matplotlib.image
+
+    out, figures, _ = synthetic_run
+    for kind in ("portable", "with_op"):
+        assert (out / kind / "GraphSage" / "1" / "saved_model.pb").is_file()
+        assert figures["files"][kind] == out / kind / "GraphSage" / "1"
+    assert (out / "with_op" / "GraphSage" / "1" / "assets.extra").is_dir()
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs == ["confusion.png", "throughput.png", "training.png"]
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for name in pngs:
+        image = matplotlib.image.imread(out / name)
+        assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 300, name
+        assert image.std() > 0.05, f"{name} is blank"
+        assert f'<img src="{name}"' in page
+    assert "red, green, blue, yellow" in page
+    assert f"{figures['test_accuracy']:.3f}" in page
+    assert "each side samples its own neighbourhoods" in page
+
+
+def test_demo_output_folder_is_the_one_given(tmp_path, monkeypatch) -> None:
+    args = cli.build_parser().parse_args(["demo"])
+    assert (args.out, args.dataset, args.graph) == ("memgraph-tf-demo", "cora", None)
+    args = cli.build_parser().parse_args(["demo", "--dataset", "synthetic", "--out", str(tmp_path / "x"),
+                                          "--graph", "bolt://db:7687", "--replace", "--steps", "5"])
+    assert (args.dataset, args.out, args.graph, args.replace, args.steps) == (
+        "synthetic", str(tmp_path / "x"), "bolt://db:7687", True, 5)
+    with pytest.raises(SystemExit, match=r"^2$"):
+        cli.build_parser().parse_args(["demo", "--dataset", "pubmed"])
+
+
+def test_commands_to_go_on_name_the_output_folder() -> None:
+    import pathlib
+
+    lines = demo._commands(pathlib.Path("memgraph-tf-demo"), "cora", None, [1708, 1709])
+    text = "\n".join(lines)
+    assert "memgraph-tf serve memgraph-tf-demo/portable/GraphSage --graph embedded:cora --port 8501" in text
+    assert ('curl -s -X POST http://127.0.0.1:8501/v1/models/GraphSage:classify '
+            '-d \'{"examples": [{"node_id": 1708}, {"node_id": 1709}]}\'') in text
+    real = "\n".join(demo._commands(pathlib.Path("out"), "cora", "bolt://db:7687", [1]))
+    assert "--graph bolt://db:7687" in real
+
+
+def test_serve_graph_argument_opens_a_packaged_dataset() -> None:
+    source = cli.open_graph_source("embedded:synthetic")
+    assert len(source.node_ids()) == 400
+    with pytest.raises(ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'nope'"):
+        cli.open_graph_source("embedded:nope")
+
+
+def test_native_log_filter_drops_only_tensorflow_start_up_lines(capfd) -> None:
+    lines = [
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+        "I0000 00:00:1795426048.153049   22215 port.cc:153] oneDNN custom operations are on.\n",
+        "I0000 00:00:1795426048.153351   22215 cudart_stub.cc:31] Could not find cuda drivers on your machine\n",
+        "E0000 00:00:1795426050.308762   22215 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error\n",
+        "E0000 00:00:1795426050.308762   22215 kernel.cc:7] a real error\n",
+        "Traceback (most recent call last):\n",
+    ]
+    with demo.native_log_filter():
+        for line in lines:
+            os.write(2, line.encode())
+    err = capfd.readouterr().err
+    assert err == lines[4] + lines[5]
+
+
+def _summary(**changes) -> report.Summary:
+    fields = dict(
+        dataset="cora", graph="g", num_nodes=2708, num_edges=5278, num_features=1433,
+        class_names=datasets.CLASS_NAMES["cora"], train_nodes=140, val_nodes=500, test_nodes=1000,
+        test_accuracy=0.812, val_accuracy=0.79, eval_draws=10, published=datasets.PUBLISHED_ACCURACY["cora"],
+        served=[report.ServedCheck("REST :classify by node_id", 64, 0.906, 0.938, 0.5)],
+        stages=[report.Stage("train", 40.0, 200, "steps"), report.Stage("pictures + report", 2.0)],
+        out_dir="out", bundles={"b": "out/portable/GraphSage/1"}, commands=["memgraph-tf serve x"])
+    fields.update(changes)
+    return report.Summary(**fields)
+
+
+def test_summary_table_puts_test_accuracy_beside_the_published_figures() -> None:
+    text = report.summary_text(_summary())
+    rows = {line.split("  ")[0]: line for line in text.splitlines()}
+    assert re.search(r"GraphSAGE test accuracy \(this run\)\s+0\.812\s+1000 test nodes", text)
+    assert re.search(r"GCN, published\s+0\.815", rows["GCN, published"])
+    assert re.search(r"GAT, published\s+0\.830", rows["GAT, published"])
+    assert re.search(r"served vs in-process agreement, REST :classify by node_id\s+0\.938\s+64 test nodes", text)
+    assert "measured on 64 test nodes and test accuracy on 1000: a smaller sample" in text.replace("\n", " ")
+    assert re.search(r"train\s+40\.0 s\s+200 steps\s+5\.00 step/s", text)
+    assert re.search(r"total\s+42\.0 s", text)
+    assert "{" not in text  # a table, not a raw dict
+
+
+def test_confusion_matrix_counts_pairs_and_skips_unlabelled() -> None:
+    m = report.confusion_matrix([0, 0, 1, 2, -1], [0, 1, 1, 0, 2], 3)
+    assert m.tolist() == [[1, 1, 0], [0, 1, 0], [1, 0, 0]]
+
+
+def test_report_refuses_pictures_outside_its_folder(tmp_path) -> None:
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError, match=r"images\['x'\]: expected a file inside .*out, got "):
+        report.write_report(tmp_path / "out", _summary(), {"x": tmp_path / "elsewhere.png"})
+
+
+def test_throughput_figure_draws_rates_and_times(tmp_path) -> None:
+    import matplotlib.image
+
+    stages = [report.Stage("a", 2.0, 100, "nodes"), report.Stage("b", 1.0), report.Stage("c", 0.5, 10, "steps")]
+    path = report.throughput_figure(stages, tmp_path / "t.png")
+    assert matplotlib.image.imread(path).shape[2] in (3, 4)
+    assert [s.rate_text() for s in stages] == ["50.0 node/s", "-", "20.0 step/s"]
+
+
+def test_readme_shows_the_architecture_picture(repo_root) -> None:
+    import matplotlib.image
+
+    image = matplotlib.image.imread(repo_root / "docs" / "architecture.png")
+    assert image.shape[0] > 300 and image.shape[1] > 600
+    assert "](docs/architecture.png)" in (repo_root / "README.md").read_text(encoding="utf-8")

@@ -1,0 +1,37 @@
+"""The README's Python snippets run as written, in order, in one namespace (a later snippet uses what an
+earlier one made), in a scratch folder, on the data shipped in the package."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+SNIPPET = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def _snippets(repo_root) -> list[str]:
+    return SNIPPET.findall((repo_root / "README.md").read_text(encoding="utf-8"))
+
+
+def test_readme_has_the_tour_snippets(repo_root) -> None:
+    code = "\n".join(_snippets(repo_root))
+    for needed in ("graph.call(\"tf_features.pack\"", "train_graphsage(", "export_bundle(", "predict_and_write(",
+                   "blob.pack("):
+        assert needed in code, needed
+
+
+@pytest.mark.slow
+def test_readme_python_snippets_run(repo_root, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "readme"}
+    for i, code in enumerate(_snippets(repo_root)):
+        exec(compile(code, f"README.md python snippet {i + 1}", "exec"), namespace)
+    # what the tour's comments promise
+    assert namespace["row"]["count"] == 2 and namespace["row"]["blob"].startswith("TUdURgEAAAAC")
+    accuracy = namespace["evaluate"](namespace["result"].model, namespace["source"], namespace["data"].ids("test"),
+                                     feature_cache=namespace["result"].feature_cache)["accuracy"]
+    assert accuracy > 0.7  # 60 steps; chance is 0.32 (the largest class)
+    assert (tmp_path / "models" / "GraphSage" / "1" / "saved_model.pb").is_file()
+    assert namespace["graph"].get_property(1708, "predicted_class") in namespace["data"].class_names
+    assert namespace["x"].numpy().tolist() == [[1.5, -2.0], [0.25, 3.0]]
