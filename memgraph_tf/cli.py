@@ -20,17 +20,25 @@ def _build_ops(args: argparse.Namespace) -> int:
 
 
 def _install_modules(args: argparse.Namespace) -> int:
+    """``memgraph-tf install-modules DIR``: the written paths on stdout, exit 0; a user error (an
+    existing file with ``--no-overwrite``, a DIR that is a file or not writable, a missing
+    package file) is one line on stderr and exit 2, never a traceback."""
     from memgraph_tf import deploy
 
-    for path in deploy.install_modules(args.directory, overwrite=not args.no_overwrite):
+    try:
+        paths = deploy.install_modules(args.directory, overwrite=not args.no_overwrite)
+    except (OSError, ValueError) as exc:
+        logging.getLogger(__name__).debug("install-modules failed", exc_info=True)
+        sys.stderr.write(f"memgraph-tf install-modules: {exc}\n")
+        return 2
+    for path in paths:
         print(path)
     return 0
 
 
 def open_graph_source(uri: str):
-    """A graph source for ``serve --graph``. ``embedded:NAME`` loads a dataset shipped in the package
-    (``cora``, ``citeseer``; or ``synthetic``), ``embedded:DIR/NAME`` the Planetoid dataset NAME from
-    ``DIR/ind.NAME.*``, into an in-process graph that runs the unchanged query modules; anything
+    """A graph source for ``serve --graph``. ``embedded:DIR/NAME`` loads the Planetoid dataset NAME
+    from ``DIR/ind.NAME.*`` into an in-process graph that runs the unchanged query modules; anything
     else is a Bolt URI for :func:`memgraph_tf.client.connect`, which takes the user name and password
     from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` (never a command line, never a bundle)."""
     import pathlib
@@ -40,32 +48,24 @@ def open_graph_source(uri: str):
     if uri.startswith("embedded:"):
         from memgraph_tf.datasets import planetoid_graph
 
-        spec = uri[len("embedded:"):]
-        if "/" not in spec:
-            return client.EmbeddedSource(planetoid_graph(spec))
-        path = pathlib.Path(spec)
+        path = pathlib.Path(uri[len("embedded:"):])
         return client.EmbeddedSource(planetoid_graph(path.name, path.parent))
     return client.connect(uri)
 
 
 def _serve(args: argparse.Namespace) -> int:
+    """``memgraph-tf serve``: exit 0 after Ctrl-C; a user error (missing or empty model
+    directory, bad label, busy port, unreachable --graph) is one line on stderr and exit 2."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
     # The CLI owns the graph connection: the server only receives a source object.
     from memgraph_tf.serving import server
 
-    source = open_graph_source(args.graph) if getattr(args, "graph", None) else None
-    try:
-        return server.main(args, graph_source=source)
-    finally:
-        if source is not None and hasattr(source, "close"):
-            source.close()
+    return server.run_cli(args, open_graph_source)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    import os
-
-    # before TensorFlow is imported: keep its C++ info and warning lines off the demo's screen
-    # (demo.import_tensorflow_quietly filters the start-up lines this variable does not reach)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from memgraph_tf import demo
 
     return demo.main(args)
@@ -92,16 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--graph", default=None, help="Bolt URI (or 'embedded:PATH') to fetch node blobs")
-    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024)
+    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024,
+                   help="bodies above this get 413 (default 64 MiB)")
     p.add_argument("--version-label", action="append", default=[], metavar="LABEL=VERSION",
                    help="a version label, e.g. stable=1 (repeatable)")
+    p.add_argument("--max-examples", type=int, default=1024,
+                   help="examples / instances per request; more get 413 (default 1024)")
+    p.add_argument("--max-json-depth", type=int, default=64,
+                   help="deepest JSON nesting of a request body; deeper gets 400 (default 64)")
+    p.add_argument("--idle-timeout-s", type=int, default=60,
+                   help="close connections idle this many seconds (default 60)")
+    p.add_argument("--rest-api-num-threads", type=int, default=None,
+                   help="request threads (default: max(8, 4 x CPUs), as TF Serving)")
     p.set_defaults(func=_serve)
 
-    from memgraph_tf import demo  # standard library only until it runs
-
-    p = sub.add_parser("demo", help="the end-to-end demo: dataset -> training -> bundles -> serving -> "
-                                    "batch inference -> pictures and report.html")
-    demo.add_arguments(p)
+    p = sub.add_parser("demo", help="the end-to-end demo (Cora: modules -> training -> serving)")
+    p.add_argument("--dataset", default="cora", choices=["cora", "citeseer"])
+    p.add_argument("--workdir", default=None, help="where to write the bundle (default: temp dir)")
     p.set_defaults(func=_demo)
     return parser
 

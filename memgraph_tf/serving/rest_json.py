@@ -336,12 +336,19 @@ def check_json_depth(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> No
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
+class _NumberTooBig(Exception):
+    pass
+
+
 def _checked_int(text: str) -> int | JsonBigNumber:
     if len(text) <= 19:
         value = int(text)
         if _INT64_MIN <= value <= _INT64_MAX:
             return value
-    return JsonBigNumber(text)
+    number = JsonBigNumber(text)
+    if number.kind == "double" and math.isinf(number.value):
+        raise _NumberTooBig(text)
+    return number
 
 
 class _DuplicateKey(Exception):
@@ -409,6 +416,10 @@ def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
     except json.JSONDecodeError as exc:
         raise _bad(f"JSON Parse error: {_parse_error_text(body, exc)} at offset: {exc.pos}") \
             from None
+    except _NumberTooBig as exc:  # rapidjson's words for an integer beyond double range
+        offset = body.find(exc.args[0].encode("ascii"))
+        raise _bad(f"JSON Parse error: Number too big to be stored in double. at offset: "
+                   f"{offset}") from None
     except (RecursionError, ValueError) as exc:  # defence in depth: the scans above prevent it
         raise _bad(f"JSON Parse error: {exc}") from None
     if not isinstance(doc, dict):

@@ -1,141 +1,224 @@
-"""The HTTP layer of ``memgraph-tf serve``: a local server that speaks TensorFlow Serving's REST API.
+"""The HTTP layer of ``memgraph-tf serve``: TF Serving's REST API on the waitress WSGI server.
 
 ``memgraph-tf serve MODEL_BASE_PATH`` serves every SavedModel found as ``MODEL_BASE_PATH/<version>/``
 (any all-digit directory name; ``00000123`` is version 123), ours or not, with or without the
 ``MemgraphTf>UnpackBlob`` op. The layers, one module each:
 
-- this module: HTTP/1.1 over :class:`http.server.ThreadingHTTPServer` -- request bodies
-  (``Content-Length`` or chunked), the ``max_request_bytes`` limit (413, as TF Serving's libevent
-  front end answers when a body limit is set), keep-alive, ``TCP_NODELAY``; it binds 127.0.0.1
-  unless told otherwise;
+- this module: HTTP/1.1 through `waitress <https://docs.pylonsproject.org/projects/waitress/>`_
+  (request parsing, ``Content-Length`` and chunked bodies, keep-alive, ``TCP_NODELAY``, a fixed
+  pool of request threads). What it adds: idle connections are closed after ``idle_timeout_s``
+  (waitress's ``channel_timeout``); a body above ``max_request_bytes`` gets 413; every answer,
+  waitress's own protocol errors included (400 for a malformed request line or chunk, 413, 431,
+  501), is TF Serving's ``{"error": "..."}`` JSON; it binds 127.0.0.1 unless told otherwise;
 - :mod:`.model_server` -- :class:`~.model_server.ModelServer`: versions, signatures, TF execution,
-  and the REST API's URLs, bodies and status codes (``g3doc/api_rest.md``,
-  ``model_servers/http_rest_api_handler.cc``): ``POST /v1/models/NAME[/versions/N|/labels/L]
-  :classify|:regress|:predict``, ``GET`` status and ``.../metadata``, errors as
-  ``{"error": "message"}``;
+  and the REST API's URLs, bodies and status codes;
 - :mod:`.rest_json` -- JSON <-> tf.Example / tensors (``util/json_tensor.cc``);
 - :mod:`.neighbourhoods` -- ``{"node_id": ...}`` examples -> blobs, with a graph source the caller
   passes in (the CLI opens it for ``--graph``; this package never imports ``memgraph_tf.client``).
-
-Concurrency: each request runs on its own thread; the model runs through the loaded SavedModel's
-concrete signature functions, which are safe to call from many threads.
 """
 
 from __future__ import annotations
 
 import argparse
+import http
 import json
 import logging
+import os
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from memgraph_tf.serving.model_server import DEFAULT_MAX_REQUEST_BYTES, ModelServer
+from waitress import wasyncore
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.server import TcpWSGIServer
+from waitress.task import ErrorTask, ThreadedTaskDispatcher
+
+from memgraph_tf.serving.model_server import (
+    DEFAULT_MAX_EXAMPLES,
+    DEFAULT_MAX_REQUEST_BYTES,
+    ModelServer,
+)
+from memgraph_tf.serving.rest_json import DEFAULT_MAX_JSON_DEPTH
 
 logger = logging.getLogger(__name__)
 
+#: Seconds a connection may stay idle (no bytes in, no request running) before it is closed.
+DEFAULT_IDLE_TIMEOUT_S = 60
+#: Request threads: TF Serving's ``--rest_api_num_threads`` default is 4 per CPU.
+DEFAULT_REST_THREADS = max(8, 4 * (os.cpu_count() or 1))
+#: Open connections at most; beyond, new ones wait in the listen backlog.
+DEFAULT_CONNECTION_LIMIT = 256
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "memgraph-tf-serve"
-    # Headers and body go out in two writes: without TCP_NODELAY, Nagle + delayed ACK add ~40 ms.
-    disable_nagle_algorithm = True
-    model_server: ModelServer  # set on the subclass made per server
 
-    def log_message(self, fmt: str, *args: Any) -> None:  # route http.server's log to logging
-        logger.debug("%s " + fmt, self.address_string(), *args)
+def _json_body(message: str) -> bytes:
+    return json.dumps({"error": message}).encode("utf-8")
 
-    def _reply(self, status: int, payload: dict | bytes, close: bool = False) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if close:
-            self.send_header("Connection", "close")
-            self.close_connection = True
-        self.end_headers()
-        self.wfile.write(data)
 
-    def _read_body(self) -> bytes | None:
-        """The body, or None after answering 413 when it exceeds max_request_bytes."""
-        limit = self.model_server.max_request_bytes
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks, total = [], 0
-            while True:
-                line = self.rfile.readline(1024)
-                try:
-                    size = int(line.split(b";")[0].strip() or b"0", 16)
-                    if size < 0:
-                        raise ValueError
-                except ValueError:
-                    self._reply(400, {"error": f"Transfer-Encoding: chunked: expected a hex chunk "
-                                               f"size at body offset {total}, got {line[:40]!r}"},
-                                close=True)
-                    return None
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                total += size
-                if total > limit:
-                    self._too_large(total, limit, drain=0, close=True)
-                    return None
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            return b"".join(chunks)
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length < 0:
-                raise ValueError
-        except ValueError:
-            self._reply(400, {"error": f"Content-Length: expected a non-negative integer, got "
-                                       f"{self.headers.get('Content-Length')!r}"}, close=True)
-            return None
-        if length > limit:
-            self._too_large(length, limit, drain=length)
-            return None
-        return self.rfile.read(length) if length else b""
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return {499: "Client Closed Request"}.get(status, "Error")
 
-    def _too_large(self, size: int, limit: int, drain: int, close: bool = False) -> None:
-        # Read (and drop) a body up to 16x the limit so the client sees the answer instead of a
-        # reset connection; anything bigger is cut off.
-        if drain and drain <= 16 * max(limit, 1 << 20):
-            left = drain
-            while left > 0:
-                chunk = self.rfile.read(min(left, 1 << 20))
-                if not chunk:
-                    break
-                left -= len(chunk)
+
+class _JsonErrorTask(ErrorTask):
+    """waitress's answer to a request it could not read (malformed request line or headers,
+    bad chunk, body or headers too large, unsupported transfer coding), as ``{"error": ...}``
+    JSON instead of waitress's text page; the connection is closed afterwards."""
+
+    def execute(self) -> None:
+        e = self.request.error
+        if e.code == 413:
+            limit = getattr(self.channel.server, "max_request_bytes", "?")
+            message = f"Request body exceeds the server's max_request_bytes={limit}"
         else:
-            close = True
-        self._reply(413, {"error": f"Request body of {size} bytes exceeds the server's "
-                                   f"max_request_bytes={limit}"}, close=close)
+            message = f"{e.reason}: {e.body}"
+        body = _json_body(message)
+        self.status = f"{e.code} {e.reason}"
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        body = self._read_body()
-        if body is None:
-            return
-        self._reply(*self.model_server.handle_bytes("POST", self.path, body))
 
-    def do_GET(self) -> None:  # noqa: N802
-        self._reply(*self.model_server.handle_bytes("GET", self.path, b""))
+class _Channel(HTTPChannel):
+    error_task_class = _JsonErrorTask
+
+
+class _TcpServer(TcpWSGIServer):
+    channel_class = _Channel
+    max_request_bytes: int | None = None  # for _JsonErrorTask's 413 message
+
+
+class RestApp:
+    """The WSGI application: one request -> :meth:`ModelServer.handle_bytes`. Answers every
+    request with JSON and never raises (a bug becomes a 500 ``{"error": ...}``)."""
+
+    def __init__(self, model_server: ModelServer):
+        self.model_server = model_server
+
+    @staticmethod
+    def _path(environ: dict) -> str:
+        # TF Serving matches its URL patterns on the path as sent (percent-encoded) and decodes
+        # the model name and label afterwards; REQUEST_URI is that path (plus any query).
+        uri = environ.get("REQUEST_URI") or ""
+        if not uri.startswith("/"):
+            from urllib.parse import quote
+
+            uri = quote(environ.get("PATH_INFO", "/"), safe="/:@!$&'()*+,;=")
+        return uri.split("?", 1)[0]
+
+    def __call__(self, environ: dict, start_response) -> list[bytes]:
+        ms = self.model_server
+        try:
+            method = environ.get("REQUEST_METHOD", "GET")
+            path = self._path(environ)
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            if length > ms.max_request_bytes:
+                status, data = 413, _json_body(
+                    f"Request body of {length} bytes exceeds the server's "
+                    f"max_request_bytes={ms.max_request_bytes}")
+            else:
+                body = environ["wsgi.input"].read(length) if length > 0 else b""
+                status, data = ms.handle_bytes(method, path, body)
+        except Exception as exc:  # noqa: BLE001  (a bug: still answer, in TF Serving's format)
+            logger.exception("internal error in the HTTP layer")
+            status, data = 500, _json_body(f"{type(exc).__name__}: {exc}")
+        start_response(f"{status} {_reason(status)}",
+                       [("Content-Type", "application/json"),
+                        ("Content-Length", str(len(data)))])
+        return [data]
+
+
+class RestServer:
+    """A bound (not yet serving) REST server: :meth:`serve_forever` in one thread,
+    :meth:`close` from any thread. ``server_address`` is ``(host, port)``, ``url`` its base URL.
+
+    ``threads`` request threads run the model; ``idle_timeout_s`` (whole seconds >= 1) closes
+    connections idle that long, checked every second; bodies up to ``max_request_bytes`` (the
+    model server's) are read, larger ones get 413 (up to twice the limit the body is read first
+    so the client sees the answer; beyond that the connection is closed after the answer)."""
+
+    def __init__(self, model_server: ModelServer, host: str = "127.0.0.1", port: int = 8501, *,
+                 threads: int = DEFAULT_REST_THREADS,
+                 idle_timeout_s: int = DEFAULT_IDLE_TIMEOUT_S,
+                 connection_limit: int = DEFAULT_CONNECTION_LIMIT):
+        for key, value in (("threads", threads), ("idle_timeout_s", idle_timeout_s),
+                           ("connection_limit", connection_limit)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{key}: expected an int >= 1, got {value!r}")
+        self.app = RestApp(model_server)
+        limit = model_server.max_request_bytes
+        self.adj = Adjustments(
+            host=host, port=port, threads=threads, channel_timeout=idle_timeout_s,
+            cleanup_interval=1, asyncore_loop_timeout=1, asyncore_use_poll=True,
+            connection_limit=connection_limit,
+            # waitress refuses bodies >= this; the app answers 413 (JSON, connection kept) for
+            # bodies between max_request_bytes and here.
+            max_request_body_size=limit + max(limit, 1 << 20) + 1,
+            ident="memgraph-tf-serve", expose_tracebacks=False,
+        )
+        self._map: dict = {}
+        self._dispatcher = ThreadedTaskDispatcher()
+        self._dispatcher.set_thread_count(threads)
+        self._servers = [_TcpServer(self.app, map=self._map, dispatcher=self._dispatcher,
+                                    adj=self.adj, sockinfo=info) for info in self.adj.listen]
+        for s in self._servers:
+            s.max_request_bytes = limit
+        first = self._servers[0]
+        self.server_address = (first.effective_host, int(first.effective_port))
+        host_text = first.effective_host
+        if ":" in host_text:
+            host_text = f"[{host_text}]"
+        self.url = f"http://{host_text}:{self.server_address[1]}"
+        self._stop = threading.Event()
+        self._closed = False
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`close` (or KeyboardInterrupt); then release the sockets and stop
+        the request threads."""
+        try:
+            while not self._stop.is_set() and self._map:
+                wasyncore.loop(timeout=self.adj.asyncore_loop_timeout, map=self._map,
+                               use_poll=True, count=1)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if not self._closed:
+            self._closed = True
+            wasyncore.close_all(self._map)
+            self._dispatcher.shutdown(timeout=5)
+
+    def close(self) -> None:
+        """Stop serving (wakes the serving thread) and release the port. Safe to call twice."""
+        self._stop.set()
+        for s in self._servers:
+            try:
+                s.pull_trigger()
+            except OSError:  # already closed
+                pass
+
+    def server_close(self) -> None:
+        """Release the sockets of a server that never served (or has stopped)."""
+        self._stop.set()
+        self._release()
 
 
 class RunningServer:
-    """A started HTTP server (see :func:`start_server`): ``url``, ``port``, ``close()``."""
+    """A started REST server (see :func:`start_server`): ``url``, ``port``, ``close()``."""
 
-    def __init__(self, httpd: ThreadingHTTPServer, thread: threading.Thread):
-        self.httpd = httpd
+    def __init__(self, server: RestServer, thread: threading.Thread):
+        self.server = server
+        self.httpd = server  # older name
         self.thread = thread
-        host, port = httpd.server_address[:2]
-        self.port = port
-        self.url = f"http://{host}:{port}"
+        self.port = server.server_address[1]
+        self.url = server.url
 
     def close(self) -> None:
         """Stop serving and release the port."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=10)
+        self.server.close()
+        self.thread.join(timeout=15)
 
     def __enter__(self) -> RunningServer:
         return self
@@ -144,21 +227,21 @@ class RunningServer:
         self.close()
 
 
-def make_http_server(model_server: ModelServer, host: str = "127.0.0.1",
-                     port: int = 8501) -> ThreadingHTTPServer:
-    """A ThreadingHTTPServer (daemon threads) answering with ``model_server``; port 0 picks one."""
-    handler = type("Handler", (_Handler,), {"model_server": model_server})
-    httpd = ThreadingHTTPServer((host, port), handler)
-    httpd.daemon_threads = True
-    return httpd
+def make_http_server(model_server: ModelServer, host: str = "127.0.0.1", port: int = 8501,
+                     **options: Any) -> RestServer:
+    """A bound :class:`RestServer` answering with ``model_server``; port 0 picks one.
+    ``options``: ``threads``, ``idle_timeout_s``, ``connection_limit``."""
+    return RestServer(model_server, host, port, **options)
 
 
-def start_server(model_server: ModelServer, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
-    """Serve ``model_server`` from a background thread; returns once the socket is listening."""
-    httpd = make_http_server(model_server, host, port)
-    thread = threading.Thread(target=httpd.serve_forever, name="memgraph-tf-serve", daemon=True)
+def start_server(model_server: ModelServer, host: str = "127.0.0.1", port: int = 0,
+                 **options: Any) -> RunningServer:
+    """Serve ``model_server`` from a background thread; returns once the socket is listening
+    (connections made now wait in the backlog until the loop picks them up)."""
+    server = make_http_server(model_server, host, port, **options)
+    thread = threading.Thread(target=server.serve_forever, name="memgraph-tf-serve", daemon=True)
     thread.start()
-    return RunningServer(httpd, thread)
+    return RunningServer(server, thread)
 
 
 def _parse_labels(items: list[str] | None) -> dict[str, int]:
@@ -171,29 +254,76 @@ def _parse_labels(items: list[str] | None) -> dict[str, int]:
     return labels
 
 
-def main(args: argparse.Namespace, graph_source: Any = None) -> int:
-    """``memgraph-tf serve``: load the model, then serve until interrupted. Returns 0.
-    ``graph_source`` (opened for ``--graph`` by the caller, which also closes it) feeds
-    ``node_id`` examples."""
-    ms = ModelServer(
+def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -> ModelServer:
+    """The :class:`ModelServer` that ``memgraph-tf serve`` arguments describe."""
+    return ModelServer(
         args.model_base_path,
         args.model_name,
         labels=_parse_labels(getattr(args, "version_label", None)),
         graph_source=graph_source,
         max_request_bytes=args.max_request_bytes,
+        max_examples=getattr(args, "max_examples", DEFAULT_MAX_EXAMPLES),
+        max_json_depth=getattr(args, "max_json_depth", DEFAULT_MAX_JSON_DEPTH),
     )
-    httpd = make_http_server(ms, args.host, args.port)
-    host, port = httpd.server_address[:2]
-    logger.info("serving model %r versions %s at http://%s:%d/v1/models/%s", ms.model_name,
-             sorted(ms.versions), host, port, ms.model_name)
+
+
+def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
+    """Load the model ``args`` describe and serve it until interrupted (KeyboardInterrupt ends
+    it cleanly). Returns 0. Errors while loading or binding propagate."""
+    ms = model_server_from_args(args, graph_source)
+    threads = getattr(args, "rest_api_num_threads", None) or DEFAULT_REST_THREADS
+    server = make_http_server(ms, args.host, args.port, threads=threads,
+                              idle_timeout_s=getattr(args, "idle_timeout_s",
+                                                     DEFAULT_IDLE_TIMEOUT_S))
+    logger.info("serving model %r versions %s at %s/v1/models/%s", ms.model_name,
+                sorted(ms.versions), server.url, ms.model_name)
     try:
-        httpd.serve_forever()
+        server.serve_forever()
     except KeyboardInterrupt:
         logger.info("interrupted, shutting down")
     finally:
-        httpd.server_close()
+        server.server_close()
     return 0
 
 
-__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "ModelServer", "RunningServer", "main", "make_http_server",
-           "start_server"]
+def main(args: argparse.Namespace, graph_source: Any = None) -> int:
+    """``memgraph-tf serve`` with a graph source opened by the caller (which also closes it):
+    see :func:`serve`."""
+    return serve(args, graph_source)
+
+
+def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
+    """``memgraph-tf serve`` as the command line runs it: opens ``--graph`` with
+    ``open_graph_source(uri)``, serves, closes the source. Guarantees: 0 after an interrupt; 2
+    with one line on stderr (``memgraph-tf serve: ...``) and no traceback for any failure before
+    serving starts (a missing or empty model directory, an unloadable model, a bad label or
+    limit, a busy port, a graph that cannot be opened). ``-v`` logs the traceback."""
+    import sys
+
+    def fail(message: str) -> int:
+        logger.debug("memgraph-tf serve failed", exc_info=True)
+        sys.stderr.write(f"memgraph-tf serve: {message}\n")
+        return 2
+
+    source = None
+    if getattr(args, "graph", None):
+        try:
+            source = open_graph_source(args.graph)
+        except Exception as exc:  # noqa: BLE001  (any failure to open is the user's to fix)
+            return fail(f"--graph {args.graph}: {exc}")
+    try:
+        return serve(args, source)
+    except OSError as exc:
+        if getattr(exc, "filename", None) is None and exc.errno is not None:
+            return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror}")
+        return fail(str(exc))
+    except Exception as exc:  # noqa: BLE001  (loading errors: ValueError, BundleError, TF's)
+        return fail(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    finally:
+        if source is not None and hasattr(source, "close"):
+            source.close()
+
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_REQUEST_BYTES", "DEFAULT_REST_THREADS",
+           "ModelServer", "RestApp", "RestServer", "RunningServer", "main", "run_cli", "serve",
+           "make_http_server", "model_server_from_args", "start_server"]
