@@ -104,6 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="close connections idle this many seconds (default 60)")
     p.add_argument("--rest-api-num-threads", type=int, default=None,
                    help="request threads (default: max(8, 4 x CPUs), as TF Serving)")
+    p.add_argument("--enable-batching", action="store_true",
+                   help="merge concurrent requests of one version and signature into one model "
+                        "call (TF Serving's --enable_batching)")
+    p.add_argument("--max-batch-size", type=int, default=128,
+                   help="rows per merged call (default 128)")
+    p.add_argument("--batch-timeout-micros", type=int, default=0,
+                   help="how long a batch waits for more rows (default 0: runs as soon as a "
+                        "batch thread is free)")
+    p.add_argument("--num-batch-threads", type=int, default=None,
+                   help="merged calls running at once (default: CPUs)")
+    p.add_argument("--max-enqueued-batches", type=int, default=100,
+                   help="batches waiting at most; beyond, 503 (default 100)")
     p.set_defaults(func=_serve)
 
     p = sub.add_parser("demo", help="the end-to-end demo (Cora: modules -> training -> serving)")

@@ -18,6 +18,8 @@ import logging
 import os
 import pathlib
 import re
+import threading
+import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -160,6 +162,177 @@ def load_version(version_dir: pathlib.Path, version: int) -> ModelVersion:
     return ModelVersion(version, version_dir, sigdefs, functions, cfg, loaded)
 
 
+# ------------------------------------------------------------------------- server-side batching
+@dataclass(frozen=True)
+class BatchingOptions:
+    """Server-side batching, as TF Serving's ``--enable_batching`` with a batching parameters
+    file (``max_batch_size``, ``batch_timeout_micros``, ``num_batch_threads``,
+    ``max_enqueued_batches``). Sizes count examples / rows (the first dimension), as TF
+    Serving's task sizes do."""
+
+    max_batch_size: int = 128
+    batch_timeout_micros: int = 0
+    num_batch_threads: int = max(1, os.cpu_count() or 1)
+    max_enqueued_batches: int = 100
+
+    def __post_init__(self) -> None:
+        for key, low in (("max_batch_size", 1), ("batch_timeout_micros", 0),
+                         ("num_batch_threads", 1), ("max_enqueued_batches", 1)):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"batching {key}: expected an int >= {low}, got {value!r}")
+
+
+class _Task:
+    __slots__ = ("feeds", "size", "runner", "done", "result", "error")
+
+    def __init__(self, feeds: dict, size: int, runner):
+        self.feeds, self.size, self.runner = feeds, size, runner
+        self.done = threading.Event()
+        self.result: dict | None = None
+        self.error: BaseException | None = None
+
+
+class _Batch:
+    __slots__ = ("key", "tasks", "size", "deadline")
+
+    def __init__(self, key: Any, deadline: float):
+        self.key, self.tasks, self.size, self.deadline = key, [], 0, deadline
+
+
+class BatchScheduler:
+    """Merges concurrent model calls with the same key (version, signature, input dtypes and
+    per-row shapes) into one call, as TF Serving's BasicBatchScheduler does: a batch is run when
+    it holds ``max_batch_size`` rows or ``batch_timeout_micros`` after its first task, by one of
+    ``num_batch_threads`` threads; with a timeout of 0 a batch runs as soon as a thread is free,
+    so batches form while every thread is busy.
+
+    Guarantees: every caller gets exactly the answer (or the error) an unbatched call would give:
+    outputs are split by the rows each task brought; a batch whose outputs are not all batch-major
+    (a scalar, another first dimension), or whose merged call fails, is run again task by task. A
+    task larger than ``max_batch_size`` runs alone. More than ``max_enqueued_batches`` batches
+    waiting is a 503 (TF Serving's UNAVAILABLE "queue ... is full"), which clients retry."""
+
+    def __init__(self, options: BatchingOptions):
+        self.options = options
+        self._cond = threading.Condition()
+        self._open: dict[Any, _Batch] = {}
+        self._ready: list[_Batch] = []
+        self._closed = False
+        self.batches_run = 0
+        self.tasks_run = 0
+        self._threads = [threading.Thread(target=self._work, name=f"memgraph-tf-batch-{i}",
+                                          daemon=True)
+                         for i in range(options.num_batch_threads)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, key: Any, feeds: dict, size: int, runner) -> dict:
+        """Run ``runner(feeds)`` (``{name: array}`` -> ``{output: array}``), batched with other
+        tasks of ``key``; returns this task's outputs or raises its error."""
+        if size > self.options.max_batch_size or size < 1:
+            return runner(feeds)
+        task = _Task(feeds, size, runner)
+        with self._cond:
+            if self._closed:
+                return runner(feeds)
+            batch = self._open.get(key)
+            if batch is not None and batch.size + size > self.options.max_batch_size:
+                self._ready.append(self._open.pop(key))
+                batch = None
+            if batch is None:
+                if len(self._ready) >= self.options.max_enqueued_batches:
+                    raise ServingFailure(503, "The batch scheduling queue to which this task was "
+                                              "submitted is full")
+                batch = _Batch(key, time.monotonic() + self.options.batch_timeout_micros / 1e6)
+                self._open[key] = batch
+            batch.tasks.append(task)
+            batch.size += size
+            if batch.size >= self.options.max_batch_size:
+                self._ready.append(self._open.pop(key))
+            self._cond.notify_all()
+        task.done.wait()
+        if task.error is not None:
+            raise task.error
+        return task.result
+
+    def _next(self) -> _Batch | None:
+        """The next batch to run (called with the lock held), waiting as long as needed."""
+        while not self._closed:
+            if self._ready:
+                return self._ready.pop(0)
+            now = time.monotonic()
+            due = [b for b in self._open.values() if b.deadline <= now]
+            if due:
+                batch = min(due, key=lambda b: b.deadline)
+                del self._open[batch.key]
+                return batch
+            wait = min((b.deadline - now for b in self._open.values()), default=None)
+            self._cond.wait(timeout=wait)
+        return None
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                batch = self._next()
+            if batch is None:
+                return
+            self._run(batch)
+
+    @staticmethod
+    def _one(task: _Task) -> None:
+        try:
+            task.result = task.runner(task.feeds)
+        except BaseException as exc:  # noqa: BLE001  (handed to the waiting caller)
+            task.error = exc
+        task.done.set()
+
+    def _run(self, batch: _Batch) -> None:
+        import numpy as np
+
+        tasks = batch.tasks
+        with self._cond:
+            self.batches_run += 1
+            self.tasks_run += len(tasks)
+        if len(tasks) == 1:
+            self._one(tasks[0])
+            return
+        try:
+            merged = {k: np.concatenate([t.feeds[k] for t in tasks]) for k in tasks[0].feeds}
+            out = tasks[0].runner(merged)
+            total = batch.size
+            if not all(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == total
+                       for v in out.values()):
+                raise _NotBatchMajor
+        except BaseException:  # noqa: BLE001  (a failed or unsplittable batch: one by one)
+            for t in tasks:
+                self._one(t)
+            return
+        start = 0
+        for t in tasks:
+            t.result = {k: v[start:start + t.size] for k, v in out.items()}
+            start += t.size
+            t.done.set()
+
+    def close(self) -> None:
+        """Stop the batch threads once the queued batches are run; later calls run directly."""
+        with self._cond:
+            self._ready.extend(self._open.values())
+            self._open.clear()
+            pending = list(self._ready)
+            self._ready.clear()
+            self._closed = True
+            self._cond.notify_all()
+        for batch in pending:
+            self._run(batch)
+        for t in self._threads:
+            t.join(timeout=5)
+
+
+class _NotBatchMajor(Exception):
+    pass
+
+
 # ------------------------------------------------------------------------------------ the model
 #: TF status code name -> the HTTP status TF Serving answers with (model_servers/http_server.cc,
 #: ToHTTPStatusCode).
@@ -200,6 +373,9 @@ class ModelServer:
     ``{"node_id": ...}`` examples; its settings come from each bundle's own config asset.
     ``max_request_bytes`` is enforced by the HTTP layer; ``max_examples`` caps the examples /
     instances of one request (413); ``max_json_depth`` the nesting of a request body (400).
+    ``batching`` (TF Serving's ``--enable_batching``) merges concurrent calls of one version and
+    signature into one model call (:class:`BatchScheduler`), for REST and gRPC alike.
+    ``model_calls`` counts the signature function calls made. Call :meth:`close` when done.
     """
 
     def __init__(
@@ -212,6 +388,7 @@ class ModelServer:
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         max_examples: int = DEFAULT_MAX_EXAMPLES,
         max_json_depth: int = rest_json.DEFAULT_MAX_JSON_DEPTH,
+        batching: BatchingOptions | None = None,
     ):
         self.base_path = pathlib.Path(base_path).resolve()
         if not self.base_path.is_dir():
@@ -247,6 +424,15 @@ class ModelServer:
                 raise ValueError(
                     f"labels: label {lbl!r} points at version {v}, expected one of "
                     f"{sorted(self.versions)}")
+        self.model_calls = 0
+        self._calls_lock = threading.Lock()
+        self.batching = batching
+        self.batcher = BatchScheduler(batching) if batching is not None else None
+
+    def close(self) -> None:
+        """Stop the batch threads (if any). The server answers on, unbatched."""
+        if self.batcher is not None:
+            self.batcher.close()
 
     # -- resolution
     def resolve(self, name: str, version: str | int | None, label: str | None) -> ModelVersion:
@@ -341,7 +527,9 @@ class ModelServer:
         marker = "<stack traces unavailable>\n"
         if marker in msg:
             msg = msg.split(marker, 1)[1]
-        return msg.strip()
+        # and the eager function's name ("[Op:__inference_signature_wrapper_classify_912]"),
+        # which TF Serving's session run does not add and which differs between loads
+        return re.sub(r"\s*\[Op:[^\]]*\]\s*$", "", msg.strip())
 
     def _execute(self, fn, tensors: dict) -> dict:
         """Call a signature function on TF tensors; returns ``{output: numpy array}``. TF errors
@@ -349,6 +537,8 @@ class ModelServer:
         import numpy as np
         import tensorflow as tf
 
+        with self._calls_lock:
+            self.model_calls += 1
         try:
             out = fn(**tensors)
         except tf.errors.OpError as exc:
@@ -366,13 +556,25 @@ class ModelServer:
 
     def _call(self, mv: ModelVersion, name: str, fn, feeds: Mapping[str, Any]) -> dict:
         """Run signature ``name`` of ``mv`` on numpy ``feeds`` (already of the signature's
-        dtypes): ``{output: numpy array}``."""
+        dtypes): ``{output: numpy array}``; through the batch scheduler when batching is on and
+        every input has the same first dimension."""
         import tensorflow as tf
 
         sig = mv.signature_defs[name]
-        tensors = {k: tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
-                   for k, v in feeds.items()}
-        return self._execute(fn, tensors)
+
+        def run(arrays: Mapping[str, Any]) -> dict:
+            tensors = {k: tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
+                       for k, v in arrays.items()}
+            return self._execute(fn, tensors)
+
+        if self.batcher is None or not feeds:
+            return run(feeds)
+        rows = {v.shape[0] if getattr(v, "ndim", 0) >= 1 else None for v in feeds.values()}
+        if len(rows) != 1 or None in rows:
+            return run(feeds)
+        key = (mv.version, name, tuple((k, str(v.dtype), v.shape[1:])
+                                       for k, v in sorted(feeds.items())))
+        return self.batcher.submit(key, dict(feeds), rows.pop(), run)
 
     def run_predict(self, mv: ModelVersion, feeds: Mapping[str, Any],
                     signature_name: str | None = None) -> dict:
@@ -623,5 +825,5 @@ class ModelServer:
         return status, json.loads(data)
 
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "DEFAULT_MAX_REQUEST_BYTES", "ModelServer", "ModelVersion",
-           "load_version", "op_names"]
+__all__ = ["BatchScheduler", "BatchingOptions", "DEFAULT_MAX_EXAMPLES",
+           "DEFAULT_MAX_REQUEST_BYTES", "ModelServer", "ModelVersion", "load_version", "op_names"]

@@ -11,7 +11,7 @@
   waitress's own protocol errors included (400 for a malformed request line or chunk, 413, 431,
   501), is TF Serving's ``{"error": "..."}`` JSON; it binds 127.0.0.1 unless told otherwise;
 - :mod:`.model_server` -- :class:`~.model_server.ModelServer`: versions, signatures, TF execution,
-  and the REST API's URLs, bodies and status codes;
+  server-side batching, and the REST API's URLs, bodies and status codes;
 - :mod:`.rest_json` -- JSON <-> tf.Example / tensors (``util/json_tensor.cc``);
 - :mod:`.neighbourhoods` -- ``{"node_id": ...}`` examples -> blobs, with a graph source the caller
   passes in (the CLI opens it for ``--graph``; this package never imports ``memgraph_tf.client``).
@@ -36,6 +36,7 @@ from waitress.task import ErrorTask, ThreadedTaskDispatcher
 from memgraph_tf.serving.model_server import (
     DEFAULT_MAX_EXAMPLES,
     DEFAULT_MAX_REQUEST_BYTES,
+    BatchingOptions,
     ModelServer,
 )
 from memgraph_tf.serving.rest_json import DEFAULT_MAX_JSON_DEPTH
@@ -254,6 +255,22 @@ def _parse_labels(items: list[str] | None) -> dict[str, int]:
     return labels
 
 
+def batching_options(args: argparse.Namespace) -> BatchingOptions | None:
+    """The ``--enable-batching`` settings of parsed ``serve`` arguments (None when off)."""
+    if not getattr(args, "enable_batching", False):
+        return None
+    defaults = BatchingOptions()
+
+    def pick(name: str) -> int:
+        value = getattr(args, name, None)
+        return getattr(defaults, name) if value is None else value
+
+    return BatchingOptions(max_batch_size=pick("max_batch_size"),
+                           batch_timeout_micros=pick("batch_timeout_micros"),
+                           num_batch_threads=pick("num_batch_threads"),
+                           max_enqueued_batches=pick("max_enqueued_batches"))
+
+
 def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -> ModelServer:
     """The :class:`ModelServer` that ``memgraph-tf serve`` arguments describe."""
     return ModelServer(
@@ -264,6 +281,7 @@ def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -
         max_request_bytes=args.max_request_bytes,
         max_examples=getattr(args, "max_examples", DEFAULT_MAX_EXAMPLES),
         max_json_depth=getattr(args, "max_json_depth", DEFAULT_MAX_JSON_DEPTH),
+        batching=batching_options(args),
     )
 
 
@@ -275,14 +293,16 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
     server = make_http_server(ms, args.host, args.port, threads=threads,
                               idle_timeout_s=getattr(args, "idle_timeout_s",
                                                      DEFAULT_IDLE_TIMEOUT_S))
-    logger.info("serving model %r versions %s at %s/v1/models/%s", ms.model_name,
-                sorted(ms.versions), server.url, ms.model_name)
+    logger.info("serving model %r versions %s at %s/v1/models/%s%s", ms.model_name,
+                sorted(ms.versions), server.url, ms.model_name,
+                f" (batching: {ms.batching})" if ms.batching else "")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         logger.info("interrupted, shutting down")
     finally:
         server.server_close()
+        ms.close()
     return 0
 
 
@@ -325,5 +345,6 @@ def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
 
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_REQUEST_BYTES", "DEFAULT_REST_THREADS",
-           "ModelServer", "RestApp", "RestServer", "RunningServer", "main", "run_cli", "serve",
+           "BatchingOptions", "ModelServer", "RestApp", "RestServer", "RunningServer",
+           "batching_options", "main", "run_cli", "serve",
            "make_http_server", "model_server_from_args", "start_server"]
