@@ -29,7 +29,7 @@ def _install_modules(args: argparse.Namespace) -> int:
         paths = deploy.install_modules(args.directory, overwrite=not args.no_overwrite)
     except (OSError, ValueError) as exc:
         logging.getLogger(__name__).debug("install-modules failed", exc_info=True)
-        sys.stderr.write(f"memgraph-tf install-modules: {exc}\n")
+        sys.stderr.write(f"memgraph-tf install-modules: {type(exc).__name__}: {exc}\n")
         return 2
     for path in paths:
         print(path)

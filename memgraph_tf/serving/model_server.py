@@ -415,7 +415,13 @@ class ModelServer:
             )
         self.versions: dict[int, ModelVersion] = {}
         for v, path in found.items():
-            self.versions[v] = load_version(path, v)
+            try:
+                self.versions[v] = load_version(path, v)
+            except (errors.BundleError, ValueError):
+                raise
+            except Exception as exc:  # a corrupt or unreadable SavedModel: name the directory
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise ValueError(f"{path}: cannot load the SavedModel: {first}") from exc
             logger.info("loaded %s version %d from %s (signatures: %s)", self.model_name, v,
                         path.name, sorted(self.versions[v].functions))
         self.labels = dict(labels or {})
