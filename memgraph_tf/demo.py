@@ -143,48 +143,85 @@ def _predict_draws(model: Any, source: Any, ids: list[int], *, options: dict, fe
     return np.asarray(total) / draws
 
 
-def _grpc_classify(server: Any, ids: list[int]) -> tuple[list[str], float] | None:
-    """gRPC ``Classify`` of ``ids`` by ``node_id`` on the running model server: (top labels, seconds),
-    or None where :mod:`memgraph_tf.serving.grpc_server` is not present.
-
-    INTEGRATION POINT (gRPC serving): fill in once ``memgraph_tf.serving.grpc_server`` and
-    ``grpc_client`` are committed; until then the demo serves over REST only and says so."""
+def _grpc_classify(server: Any, ids: list[int], progress: bool) -> tuple[list[str], float, str] | None:
+    """gRPC ``Classify`` of ``ids`` by ``node_id`` on the running model server (a second front end
+    over the same loaded model): (top labels, seconds, target), or None where
+    :mod:`memgraph_tf.serving.grpc_server` / ``grpc_client`` are not part of this build."""
     try:
-        import memgraph_tf.serving.grpc_server  # noqa: F401
+        from memgraph_tf.serving.grpc_client import GrpcServingClient
+        from memgraph_tf.serving.grpc_server import start_grpc_server
     except ImportError:
         return None
-    return None
+    with start_grpc_server(server) as running, GrpcServingClient(running.target, MODEL_NAME, timeout_s=60) as client:
+        client.classify([{"node_id": int(ids[0])}])  # the first call sets up the channel: not timed
+        clock = _Clock()
+        results = []
+        with _bar(progress, total=len(ids), desc="gRPC", unit="node") as bar:
+            for lo in range(0, len(ids), 16):
+                part = ids[lo:lo + 16]
+                results += client.classify([{"node_id": int(i)} for i in part])
+                bar.update(len(part))
+        return [max(r, key=lambda p: p[1])[0] for r in results], clock.seconds, running.target
 
 
-def _classify_stage(model: Any, source: Any, options: dict, out: pathlib.Path, feature_cache: Any,
+def _classify_stage(model: Any, source: Any, options: dict, bundle_dir: pathlib.Path, feature_cache: Any,
                     progress: bool) -> tuple[int, float, str]:
-    """Batch inference over every node: (nodes written, seconds, how).
-
-    INTEGRATION POINT (batch inference): use ``memgraph_tf.client.batch`` (``memgraph-tf classify``)
-    once committed; until then ``memgraph_tf.client.predict_and_write``."""
-    from memgraph_tf.client import predict_and_write
-
+    """Batch inference over every node, the class name written to ``predicted_class``: (nodes
+    written, seconds, how). With :mod:`memgraph_tf.client.batch` (``memgraph-tf classify``) the
+    exported op-free bundle runs in-process, as ``memgraph-tf classify --model`` runs it; without it
+    (an older build) :func:`memgraph_tf.client.predict_and_write` runs the in-process model."""
     clock = _Clock()
-    written = predict_and_write(model, source, options=options or None, feature_cache=feature_cache,
-                                write_class_names=True, progress=progress)
-    return written, clock.seconds, "predict_and_write (in-process model)"
+    try:
+        from memgraph_tf.client import batch
+    except ImportError:
+        from memgraph_tf.client import predict_and_write
+
+        written = predict_and_write(model, source, options=options or None, feature_cache=feature_cache,
+                                    write_class_names=True, progress=progress)
+        return written, clock.seconds, "predict_and_write, the in-process model"
+    with batch.BundleBackend(bundle_dir) as backend:
+        summary = batch.BatchClassifier(source, backend, write_property="predicted_class", overwrite=True,
+                                        progress=progress).run()
+    return summary.classified, clock.seconds, "memgraph_tf.client.batch, the op-free bundle"
+
+
+def _cli_has(command: str, option: str) -> bool:
+    """Whether ``memgraph-tf COMMAND`` exists (and takes ``option``, when given) in this build."""
+    from memgraph_tf import cli
+
+    parser = cli.build_parser()
+    for action in parser._subparsers._group_actions:  # noqa: SLF001 -- argparse keeps subparsers here only
+        sub = action.choices.get(command)
+        if sub is not None:
+            return not option or any(option in a.option_strings for a in sub._actions)  # noqa: SLF001
+    return False
 
 
 def _commands(out: pathlib.Path, dataset: str, graph: str | None, example_ids: list[int]) -> list[str]:
     base = out / "portable" / MODEL_NAME
     graph_arg = graph if graph else f"embedded:{dataset}"
     examples = ", ".join(f'{{"node_id": {i}}}' for i in example_ids)
-    return [
+    grpc = " --grpc-port 8500" if _cli_has("serve", "--grpc-port") else ""
+    lines = [
         "# serve the op-free bundle (stock TF Serving runs it too; see docs/serving.md), node ids read from the graph:",
-        f"memgraph-tf serve {base} --graph {graph_arg} --port 8501 &",
+        f"memgraph-tf serve {base} --graph {graph_arg} --port 8501{grpc} &",
         "# classify nodes by node id:",
         f"curl -s -X POST http://127.0.0.1:8501/v1/models/{MODEL_NAME}:classify "
         f"-d '{{\"examples\": [{examples}]}}'",
-        "# batch inference again (every node; the class written back to the graph):",
-        f"memgraph-tf demo --dataset {dataset} --out {out}" + (f" --graph {graph} --replace" if graph else ""),
-        "# the pictures and this summary: open it in a browser",
-        f"{out / 'report.html'}",
     ]
+    if _cli_has("classify", ""):
+        lines += [
+            "# batch inference again: every node, the class written back as predicted_class"
+            + (" (embedded: the graph lives as long as the command)" if not graph else ""),
+            f"memgraph-tf classify --graph {graph_arg} --model {base} --overwrite",
+        ]
+    else:
+        lines += [
+            "# batch inference again (every node; the class written back to the graph):",
+            f"memgraph-tf demo --dataset {dataset} --out {out}" + (f" --graph {graph} --replace" if graph else ""),
+        ]
+    lines += ["# the pictures and this summary: open it in a browser", f"{out / 'report.html'}"]
+    return lines
 
 
 def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, graph: str | None = None,
@@ -242,7 +279,9 @@ def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, gra
                                f"{len(test_ids)} nodes x {EVAL_DRAWS} draws"))
     published = datasets.PUBLISHED_ACCURACY.get(dataset, {})
     beside = ", ".join(f"{k} {v:.3f}" for k, v in published.items())
-    _say(f"[2/{n_stages}] trained GraphSAGE for {trained_steps} steps via tf_features blobs "
+    via = ("tf_features blobs" if embedded is not None or source.has_procedures()
+           else "blobs packed on the client (this server has no tf_features procedures)")
+    _say(f"[2/{n_stages}] trained GraphSAGE for {trained_steps} steps via {via} "
          f"({stages[-2].seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step {result.best_step}), "
          f"test acc {test_accuracy:.3f}" + (f" (published: {beside})" if beside else ""))
 
@@ -267,6 +306,7 @@ def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, gra
     served: list[report.ServedCheck] = []
     server = ModelServer(out / "portable" / MODEL_NAME, MODEL_NAME, graph_source=source)
     with start_server(server) as running, ServingClient(running.url, MODEL_NAME, timeout_s=60) as client:
+        client.classify([{"node_id": int(ids[0])}])  # the first call warms the model up: not timed
         clock = _Clock()
         results = []
         with _bar(progress, total=len(ids), desc="serve", unit="node") as bar:
@@ -278,9 +318,9 @@ def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, gra
         labels = [max(r, key=lambda p: p[1])[0] for r in results]
         served.append(_check("REST :classify by node_id", labels, names, ids, data, local.classes, rest_seconds))
         stages.append(report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id"))
-        grpc = _grpc_classify(server, ids)
+        grpc = _grpc_classify(server, ids, progress)
         if grpc is not None:
-            g_labels, g_seconds = grpc
+            g_labels, g_seconds, _ = grpc
             served.append(_check("gRPC Classify by node_id", g_labels, names, ids, data, local.classes, g_seconds))
             stages.append(report.Stage("serve: gRPC Classify", g_seconds, len(ids), "nodes", "by node_id"))
         else:
@@ -291,7 +331,8 @@ def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, gra
     _say(f"      e.g. node {ids[0]} -> {labels[0]} (truth: {names[int(data.labels[ids[0]])]})")
 
     # 5. batch inference
-    written, seconds, how = _classify_stage(model, source, options, out, result.feature_cache, progress)
+    written, seconds, how = _classify_stage(model, source, options, out / "portable" / MODEL_NAME,
+                                            result.feature_cache, progress)
     stages.append(report.Stage("batch inference", seconds, written, "nodes", how))
     sample = ""
     if embedded is not None:

@@ -4,6 +4,7 @@ line, its summary and the filter that keeps TensorFlow's start-up lines off the 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 
@@ -36,6 +37,10 @@ def test_demo_pipeline_on_the_synthetic_graph(synthetic_run) -> None:
     assert [s.name for s in summary.stages][:3] == ["load graph", "train", "test evaluation"]
     assert summary.stages[1].count == 30
     assert summary.served[0].nodes == 16
+    grpc = importlib.util.find_spec("memgraph_tf.serving.grpc_server") is not None
+    assert [c.how for c in summary.served] == ["REST :classify by node_id"] + (["gRPC Classify by node_id"] if grpc else [])
+    for check in summary.served:
+        assert check.agreement >= 0.75, check
 
 
 def test_demo_leaves_bundles_pictures_and_report(synthetic_run) -> None:
@@ -57,6 +62,33 @@ def test_demo_leaves_bundles_pictures_and_report(synthetic_run) -> None:
     assert "red, green, blue, yellow" in page
     assert f"{figures['test_accuracy']:.3f}" in page
     assert "each side samples its own neighbourhoods" in page
+
+
+@pytest.mark.arcadedb
+def test_demo_with_graph_loads_a_real_bolt_server_through_cypher(tmp_path, monkeypatch) -> None:
+    if not os.environ.get("CI"):
+        pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed")
+    import contextlib
+    import io
+
+    from memgraph_tf.client import connect
+    from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
+
+    with ArcadeDBServerProcess() as server:  # its own server: the demo writes :Paper nodes
+        monkeypatch.setenv("MEMGRAPH_TF_USER", server.auth[0])
+        monkeypatch.setenv("MEMGRAPH_TF_PASSWORD", server.auth[1])
+        monkeypatch.setenv("MEMGRAPH_TF_DATABASE", server.database)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            figures = demo.run("synthetic", tmp_path, graph=server.uri, steps=10, classify_count=8, progress=False)
+        with connect(server.uri) as source:
+            [row] = source.run("MATCH (n:Paper) WHERE n.predicted_class IS NOT NULL RETURN count(n) AS c")
+            [edges] = source.run("MATCH (:Paper)-[e:CITES]->(:Paper) RETURN count(e) AS c")
+    assert row["c"] == 400 and figures["written"] == 400
+    assert edges["c"] == len(datasets.synthetic().edges)
+    assert "blobs packed on the client" in printed.getvalue()  # ArcadeDB has no tf_features procedures
+    assert re.search(rf"--graph {re.escape(server.uri)} --port 8501( --grpc-port 8500)? &$", figures["summary"].commands[1])
+    assert (tmp_path / "report.html").is_file()
 
 
 def test_demo_output_folder_is_the_one_given(tmp_path, monkeypatch) -> None:
