@@ -30,8 +30,10 @@ from typing import Any
 from waitress import wasyncore
 from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
 from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
+from waitress.utilities import RequestEntityTooLarge
 
 from memgraph_tf.serving.model_server import (
     DEFAULT_MAX_EXAMPLES,
@@ -69,21 +71,41 @@ class _JsonErrorTask(ErrorTask):
 
     def execute(self) -> None:
         e = self.request.error
-        if e.code == 413:
+        code, reason = e.code, e.reason
+        if code == 413:
             limit = getattr(self.channel.server, "max_request_bytes", "?")
             message = f"Request body exceeds the server's max_request_bytes={limit}"
         else:
-            message = f"{e.reason}: {e.body}"
+            message = f"{reason}: {e.body}"
+        if code >= 500:  # waitress's 501 for a transfer coding it does not know: the request
+            code, reason = 400, "Bad Request"  # is at fault, and no input may cost a 5xx
         body = _json_body(message)
-        self.status = f"{e.code} {e.reason}"
+        self.status = f"{code} {reason}"
         self.response_headers.append(("Content-Type", "application/json"))
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
 
 
+class _Parser(HTTPRequestParser):
+    """waitress's request parser, refusing a chunked body as soon as a chunk *announces* more
+    bytes than the limit (waitress itself counts only bytes received, so a client announcing a
+    huge chunk and stalling would get no answer until the idle timeout)."""
+
+    def received(self, data: bytes) -> int:
+        consumed = super().received(data)
+        rcv = self.body_rcv
+        if self.chunked and rcv is not None and not self.completed and self.error is None:
+            max_body = self.adj.max_request_body_size
+            if self.body_bytes_received + getattr(rcv, "chunk_remainder", 0) >= max_body:
+                self.error = RequestEntityTooLarge(f"exceeds max_body of {max_body}")
+                self.completed = True
+        return consumed
+
+
 class _Channel(HTTPChannel):
     error_task_class = _JsonErrorTask
+    parser_class = _Parser
 
 
 class _TcpServer(TcpWSGIServer):
