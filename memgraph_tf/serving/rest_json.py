@@ -315,8 +315,8 @@ def check_json_depth(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> No
     """400 when ``body`` nests arrays/objects deeper than ``max_depth`` (the top-level object is
     level 1), naming the offset and the top-level key it is under. Runs on the raw bytes, before
     any parsing (TF Serving sets no limit; a Python parser would recurse until it fails)."""
-    if body.count(b"[") + body.count(b"{") <= max_depth:
-        return
+    if len(body) < 65536 and body.count(b"[") + body.count(b"{") <= max_depth:
+        return  # a cheap way out for small bodies; large ones always hold more brackets
     import numpy as np
 
     pos, delta = _structure(body)
@@ -333,7 +333,14 @@ def check_json_depth(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> No
                f"{under} (this server's limit, --max-json-depth)")
 
 
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_DIGITS_TO_1 = bytes(1 if 0x30 <= i <= 0x39 else 0 for i in range(256))
+_NINETEEN_DIGITS = b"\x01" * 19
+
+
+def _has_long_digit_run(body: bytes) -> bool:
+    """Whether ``body`` holds 19 ASCII digits in a row (an integer that may not fit int64);
+    two C-speed passes, several times faster than a regular expression."""
+    return _NINETEEN_DIGITS in body.translate(_DIGITS_TO_1)
 
 
 class _NumberTooBig(Exception):
@@ -407,7 +414,7 @@ def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
     except UnicodeDecodeError as exc:
         raise _bad(f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}") \
             from None
-    hook = _checked_int if _LONG_DIGITS.search(body) else None
+    hook = _checked_int if _has_long_digit_run(body) else None
     try:
         doc = json.loads(text, object_pairs_hook=_object_without_duplicates, parse_int=hook)
     except _DuplicateKey as exc:
@@ -558,7 +565,8 @@ def serialize_examples(examples: Sequence[Any], context: Any = NO_CONTEXT) -> li
 def classify_response(classes, scores) -> dict:
     """``{"results": [[[label, score], ...], ...]}`` from ``[n, k]`` arrays of class labels
     (bytes) and/or scores (either may be None: labels "" / scores 0.0, as TF Serving writes);
-    scores printed as float32 (:func:`format_decimal`). Write it with :func:`dumps`."""
+    scores printed as float32 (:func:`format_decimal`). The results are one :class:`RawJson`
+    text; write the answer with :func:`dumps`."""
     import numpy as np
 
     ref = classes if classes is not None else scores
@@ -567,14 +575,17 @@ def classify_response(classes, scores) -> dict:
         tokens = _float_tokens(np.asarray(scores, dtype=np.float32))
     else:
         tokens = ["0.0"] * (n * k)
-    results = []
+    if classes is not None:
+        labels = [json.dumps(c.decode("utf-8", "replace") if isinstance(c, bytes) else str(c),
+                             ensure_ascii=False) for c in classes.ravel().tolist()]
+    else:
+        labels = ['""'] * (n * k)
+    rows = []
     for r in range(n):
-        row = []
-        for j in range(k):
-            label = classes[r, j].decode("utf-8", "replace") if classes is not None else ""
-            row.append([label, RawJson(tokens[r * k + j])])
-        results.append(row)
-    return {"results": results}
+        base = r * k
+        rows.append("[" + ",".join(f"[{labels[base + j]},{tokens[base + j]}]"
+                                   for j in range(k)) + "]")
+    return {"results": RawJson("[" + ",".join(rows) + "]")}
 
 
 def regress_response(values) -> dict:

@@ -180,6 +180,10 @@ class RestServer:
             # bodies between max_request_bytes and here.
             max_request_body_size=limit + max(limit, 1 << 20) + 1,
             ident="memgraph-tf-serve", expose_tracebacks=False,
+            # keep bodies up to 8 MiB in memory (waitress spools larger ones to a temporary
+            # file; its default of 512 KiB sent every 64-node blob request to disk), and read
+            # the socket in 64 KiB pieces
+            inbuf_overflow=8 << 20, recv_bytes=1 << 16,
         )
         self._map: dict = {}
         self._dispatcher = ThreadedTaskDispatcher()
@@ -311,6 +315,9 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
     """Load the model ``args`` describe and serve it until interrupted (KeyboardInterrupt ends
     it cleanly). Returns 0. Errors while loading or binding propagate."""
     ms = model_server_from_args(args, graph_source)
+    # waitress warns on every request that waits for a free thread: under load that is the
+    # normal state, not news (the CLI's own log would be flooded)
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     threads = getattr(args, "rest_api_num_threads", None) or DEFAULT_REST_THREADS
     server = make_http_server(ms, args.host, args.port, threads=threads,
                               idle_timeout_s=getattr(args, "idle_timeout_s",
