@@ -6,9 +6,11 @@ What it measures, all in one run against ``memgraph-tf serve`` subprocesses on 1
    (single client, sequential) of (a) each node's blob in ``{"b64": ...}`` against (b) the same
    features as JSON float lists in tf.Examples (a second SavedModel whose classify signature parses
    float features). Ratios float/blob are printed; both give the same scores (checked).
-2. Load: ``--clients`` concurrent clients (threads, one ServingClient each) for ``--duration-s``
-   seconds per batch size (1 and 64 nodes per request): requests/s, nodes/s, p50 / p99 latency, and
-   the error count, which must be zero (exit status 1 otherwise).
+2. Load: ``--clients`` concurrent clients (threads, one client each) for ``--duration-s`` seconds
+   per row: 1 and 64 nodes per request, with server-side batching off and on (``serve
+   --enable-batching``, default settings): requests/s, nodes/s, p50 / p99 latency, and the error
+   count, which must be zero (exit status 1 otherwise). One function per transport runs a load
+   phase (:func:`rest_load_phase`); each row names its transport.
 
 Usage::
 
@@ -128,7 +130,7 @@ def export_float_model(model, path: pathlib.Path, fanouts: list[int], dim: int,
 class Server:
     """``memgraph-tf serve BASE --port P`` in a subprocess."""
 
-    def __init__(self, base: pathlib.Path, name: str):
+    def __init__(self, base: pathlib.Path, name: str, extra_args: tuple[str, ...] = ()):
         from memgraph_tf.testing.arcadedb import free_port
 
         self.port = free_port()
@@ -137,7 +139,8 @@ class Server:
         self.log_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memgraph_tf.cli", "serve", str(base), "--model-name", name,
-             "--port", str(self.port)], env=env, stdout=self.log_file, stderr=subprocess.STDOUT)
+             "--port", str(self.port), *extra_args], env=env, stdout=self.log_file,
+            stderr=subprocess.STDOUT)
         import requests
 
         deadline = time.monotonic() + 180
@@ -180,7 +183,10 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
-def load_phase(url: str, model: str, examples: list, clients: int, duration_s: float) -> dict:
+def rest_load_phase(url: str, model: str, examples: list, clients: int,
+                    duration_s: float) -> dict:
+    """``clients`` threads, each with its own REST ServingClient, classifying ``examples`` in a
+    loop for ``duration_s``: requests, errors, req/s, nodes/s, p50 / p99 latency."""
     from memgraph_tf.serving.client import ServingClient
 
     latencies: list[list[float]] = [[] for _ in range(clients)]
@@ -269,23 +275,34 @@ def main(argv: list[str] | None = None) -> int:
                       f"{mf / mb:>10.2f}")
             cb.close(), cf.close()
 
-            print(f"\n## load: {args.clients} concurrent clients, {args.duration_s:g} s per row, "
-                  f"blob {{b64}} classify")
-            print(f"{'nodes/req':>9} {'requests':>9} {'req/s':>8} {'nodes/s':>9} {'p50 ms':>8} "
-                  f"{'p99 ms':>8} {'errors':>7}")
             total_errors = 0
             rows = {}
+            print(f"\n## load: {args.clients} concurrent clients, {args.duration_s:g} s per row, "
+                  f"blob {{b64}} classify")
+            print(f"{'transport':>9} {'batching':>8} {'nodes/req':>9} {'requests':>9} "
+                  f"{'req/s':>8} {'nodes/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
+            for batching in ("off", "on"):
+                if batching == "on":
+                    servers["blob"].close()
+                    servers["blob"] = Server(tmp / "blob" / "GraphSage", "GraphSage",
+                                             ("--enable-batching",))
+                for n in (1, 64):
+                    r = rest_load_phase(servers["blob"].url, "GraphSage", blobs[:n],
+                                        args.clients, args.duration_s)
+                    rows["rest", batching, n] = r
+                    total_errors += len(r["errors"])
+                    print(f"{'rest':>9} {batching:>8} {n:>9} {r['requests']:>9} {r['rps']:>8.1f} "
+                          f"{r['nodes_per_s']:>9.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+                          f"{len(r['errors']):>7}")
+                    for e in r["errors"][:5]:
+                        print("   error:", e)
+            for batching in ("off", "on"):
+                print(f"\n64-node vs 1-node requests, nodes/s, batching {batching}: "
+                      f"{rows['rest', batching, 64]['nodes_per_s'] / rows['rest', batching, 1]['nodes_per_s']:.1f}x")
             for n in (1, 64):
-                r = load_phase(servers["blob"].url, "GraphSage", blobs[:n], args.clients,
-                               args.duration_s)
-                rows[n] = r
-                total_errors += len(r["errors"])
-                print(f"{n:>9} {r['requests']:>9} {r['rps']:>8.1f} {r['nodes_per_s']:>9.1f} "
-                      f"{r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {len(r['errors']):>7}")
-                for e in r["errors"][:5]:
-                    print("   error:", e)
-            print(f"\nbatching gain (64-node vs 1-node requests, nodes/s): "
-                  f"{rows[64]['nodes_per_s'] / rows[1]['nodes_per_s']:.1f}x")
+                on, off = rows["rest", "on", n], rows["rest", "off", n]
+                print(f"server-side batching on vs off, {n}-node requests: req/s "
+                      f"{on['rps'] / off['rps']:.2f}x, p99 {on['p99_ms'] / off['p99_ms']:.2f}x")
         finally:
             for s in servers.values():
                 s.close()
