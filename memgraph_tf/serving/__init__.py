@@ -4,15 +4,18 @@
   written there only), :class:`SamplingSpec`, op-library record, version directory discovery.
 - :func:`export_bundle` (``export.py``) writes ``BASE/NAME/VERSION/`` with ``classify`` and
   ``serving_default`` signatures, class labels, a ``models.config``, and (op bundles) the op library.
-- :class:`ServingClient`, :func:`classify_nodes` (``client.py``) talk TF Serving's REST API.
+- :class:`ServingClient`, :func:`classify_nodes` (``client.py``) talk TF Serving's REST API;
+  :class:`GrpcServingClient` (``grpc_client.py``) is its twin over TF Serving's gRPC API.
 - ``neighbourhoods.py``: node ids -> neighbourhood blobs from a graph source, shared by
   :func:`classify_nodes` and the server's ``node_id`` examples.
 - ``errors.py`` is the typed error tree of this package.
 - ``memgraph-tf serve``: ``server.py`` (HTTP) over :class:`ModelServer` (``model_server.py``:
-  versions, signatures, REST semantics) and ``rest_json.py`` (JSON <-> tf.Example / tensors).
+  versions, signatures, REST semantics) and ``rest_json.py`` (JSON <-> tf.Example / tensors);
+  ``grpc_server.py`` (``--grpc-port``: PredictionService and ModelService over the same
+  ModelServer, :func:`start_grpc_server`) with ``grpc_codec.py`` (TensorProto / tf.Example).
 
 Attributes are imported lazily so that ``from memgraph_tf.serving import ServingClient`` does not
-import TensorFlow.
+import TensorFlow (the gRPC modules do: tensorflow-serving-api's protos live in TensorFlow).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ _LAZY = {
     "SamplingSpec": "bundle",
     "ModelServer": "model_server",
     "start_server": "server",
+    "GrpcServingClient": "grpc_client",
+    "start_grpc_server": "grpc_server",
 }
 
 __all__ = sorted(_LAZY) + ["errors"]

@@ -322,6 +322,16 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
     server = make_http_server(ms, args.host, args.port, threads=threads,
                               idle_timeout_s=getattr(args, "idle_timeout_s",
                                                      DEFAULT_IDLE_TIMEOUT_S))
+    grpc_running = None
+    if getattr(args, "grpc_port", None) is not None:  # --grpc-port: gRPC over the same ms
+        from memgraph_tf.serving import grpc_server
+
+        try:
+            grpc_running = grpc_server.start_from_args(ms, args)
+        except BaseException:
+            server.server_close()
+            ms.close()
+            raise
     logger.info("serving model %r versions %s at %s/v1/models/%s%s", ms.model_name,
                 sorted(ms.versions), server.url, ms.model_name,
                 f" (batching: {ms.batching})" if ms.batching else "")
@@ -331,6 +341,8 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
         logger.info("interrupted, shutting down")
     finally:
         server.server_close()
+        if grpc_running is not None:
+            grpc_running.close()
         ms.close()
     return 0
 
