@@ -5,10 +5,12 @@
    (converted to a numpy array on the client); nodes/s and MB/s of float32 feature payload, and the
    ratio, measured in this run.
 2. 2-hop GraphSAGE sampling (fanouts 10, 5) seeds/s on a power-law (preferential-attachment) graph
-   of 100k nodes, ids only and with features, batched (``sample``) and per node
-   (``sample_per_node``).
+   of 100k nodes, ids only and with features, batched (``sample``) and one seed per call, against
+   the pre-issue-11 sampling code (``_sample_baseline.py``, a frozen copy that must write the same
+   bytes) in alternating rounds of the same run; then per node (``sample_per_node``) and the compact
+   and sparse layouts.
 
-Usage: python benchmarks/query_modules.py [--pack-nodes N] [--graph-nodes N] [--seeds N]
+Usage: python benchmarks/query_modules.py [--pack-nodes N] [--graph-nodes N] [--seeds N] [--skip-pack]
 The embedded runtime adds Python overhead per graph access that Memgraph's C++ side does not have,
 so absolute numbers are a floor; the ratios compare like with like.
 """
@@ -83,9 +85,23 @@ def power_law_graph(n: int, m: int, d: int, seed: int = 0) -> EmbeddedGraph:
     return g
 
 
-def bench_sample(n: int, seeds_count: int, batch: int, d: int) -> None:
+def _seeds_per_s(g: EmbeddedGraph, proc: str, seeds: list[int], size: int, fanouts: list[int], props: list[str],
+                 options: dict) -> tuple[float, float]:
+    """(seeds per wall-clock second, seeds per CPU second of this thread)."""
+    t0, c0 = time.perf_counter(), time.thread_time()
+    for start in range(0, len(seeds), size):
+        assert g.call(proc, seeds[start : start + size], fanouts, props, options)
+    return len(seeds) / (time.perf_counter() - t0), len(seeds) / (time.thread_time() - c0)
+
+
+def bench_sample(n: int, seeds_count: int, batch: int, d: int, rounds: int) -> None:
+    """Sampling seeds/s of ``tf_features.sample`` against the pre-issue-11 code path
+    (``_sample_baseline.sample``, a frozen copy), alternating the two ``rounds`` times on the same
+    graph and seeds; the ratio is of the best round of each, in wall-clock time and in this
+    thread's CPU time (steadier on a shared machine). The two must write the same bytes."""
     t0 = time.perf_counter()
     g = power_law_graph(n, 4, d)
+    g.load_module(HERE / "_sample_baseline.py")
     build_s = time.perf_counter() - t0
     degrees = [len(g.neighbours(i)) for i in range(0, n, max(1, n // 2000))]
     print(f"power-law graph: {g.node_count} nodes, {g.edge_count} edges (built in {build_s:.1f} s); "
@@ -93,23 +109,37 @@ def bench_sample(n: int, seeds_count: int, batch: int, d: int) -> None:
     rng = random.Random(1)
     seeds = [rng.randrange(n) for _ in range(seeds_count)]
     fanouts = [10, 5]
-    results = {}
-    for label, props, proc, size in [
-        ("ids only, batched", [], "tf_features.sample", batch),
-        (f"{d}-d features, batched", ["f"], "tf_features.sample", batch),
-        (f"{d}-d features, per node", ["f"], "tf_features.sample_per_node", batch),
-        (f"{d}-d features, 1 seed/call", ["f"], "tf_features.sample", 1),
+    opts = {"seed": 7}
+    for props in ([], ["f"]):
+        [old] = g.call("_sample_baseline.sample", seeds[:batch], fanouts, props, opts)
+        [new] = g.call("tf_features.sample", seeds[:batch], fanouts, props, opts)
+        assert old["blob"] == new["blob"], "the baseline and tf_features.sample wrote different bytes"
+    print(f"  2-hop (10, 5), {len(seeds)} seeds; best of {rounds} alternating rounds; baseline = the "
+          f"pre-issue-11 code path (same bytes, checked)")
+    for label, props, size in [
+        ("ids only, batched", [], batch),
+        (f"{d}-d features, batched", ["f"], batch),
+        (f"{d}-d features, 1 seed/call", ["f"], 1),
     ]:
         count = seeds_count if size > 1 else min(seeds_count, 300)
-        t0 = time.perf_counter()
-        for start in range(0, count, size):
-            rows = g.call(proc, seeds[start : start + size], fanouts, props, {"seed": 7})
-            assert rows
-        dt = time.perf_counter() - t0
-        results[label] = count / dt
-        print(f"  2-hop (10, 5) {label:28s}: {count / dt:9.0f} seeds/s")
-    base = results[f"{d}-d features, 1 seed/call"]
-    print(f"  ratio batched/1-seed-per-call: {results[f'{d}-d features, batched'] / base:.2f}x")
+        old, new = [], []
+        for _ in range(rounds):
+            old.append(_seeds_per_s(g, "_sample_baseline.sample", seeds[:count], size, fanouts, props, opts))
+            new.append(_seeds_per_s(g, "tf_features.sample", seeds[:count], size, fanouts, props, opts))
+        wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
+        cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
+        print(f"  {label:28s}: baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
+              f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
+              f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
+              f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))})")
+    for label, proc, layout_name in [
+        (f"{d}-d features, per node", "tf_features.sample_per_node", "dense"),
+        (f"{d}-d, batched, compact", "tf_features.sample", "compact"),
+        (f"{d}-d, batched, sparse", "tf_features.sample", "sparse"),
+    ]:
+        rate = max(_seeds_per_s(g, proc, seeds, batch, fanouts, ["f"], {**opts, "layout": layout_name})[0]
+                   for _ in range(rounds))
+        print(f"  {label:28s}: now {rate:7.0f} seeds/s")
 
 
 def main() -> None:
@@ -121,9 +151,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-pack", action="store_true", help="only the sampling benchmark")
     args = parser.parse_args()
-    bench_pack(args.pack_nodes, args.dim, args.repeat)
-    bench_sample(args.graph_nodes, args.seeds, args.batch, args.graph_dim)
+    if not args.skip_pack:
+        bench_pack(args.pack_nodes, args.dim, args.repeat)
+    bench_sample(args.graph_nodes, args.seeds, args.batch, args.graph_dim, args.repeat)
 
 
 if __name__ == "__main__":

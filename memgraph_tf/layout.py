@@ -10,10 +10,28 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
 * **pack** (``tf_features.pack``): ``ids`` int64 ``[n]``; ``features`` ``[n, d]`` in the feature
   dtype; one string section ``[n]`` per string property (named after the property); ``labels``
   int64 ``[n]`` with ``options.label_property``.
-* **sample** (``tf_features.sample``): for ``h = 0..K`` in this order ``ids_h`` int64
-  ``[n, f1..fh]``, ``features_h`` ``[n, f1..fh, d]``, ``mask_h`` bool ``[n, f1..fh]`` (``h >= 1``,
-  only when low-degree nodes are padded); then ``labels`` int64 ``[n]`` with
-  ``options.label_property``. A padded slot has id :data:`PAD_ID`, zero features and mask false.
+* **sample** (``tf_features.sample``), ``options.layout`` (:data:`LAYOUTS`) chooses how:
+
+  - ``dense`` (the default): for ``h = 0..K`` in this order ``ids_h`` int64 ``[n, f1..fh]``,
+    ``features_h`` ``[n, f1..fh, d]``, ``mask_h`` bool ``[n, f1..fh]`` (``h >= 1``, only when
+    low-degree nodes are padded); then ``labels`` int64 ``[n]`` with ``options.label_property``. A
+    padded slot has id :data:`PAD_ID`, zero features and mask false.
+  - ``compact``: each distinct sampled node once, in a *table* of ``u`` rows, and per hop the row
+    of every slot: ``index_h`` int32 ``[n, f1..fh]`` for ``h = 0..K`` (``-1`` for a padded slot);
+    ``table_ids`` int64 ``[u]`` (the rows' node keys) and ``table`` ``[u, d]`` (their features),
+    each a ragged pair with one row (``NAME.row_splits`` = ``[0, u]``); then ``labels``.
+  - ``sparse``: as ``compact``, with the table in CSR form instead of ``table``:
+    ``table_columns`` int32 ``[nnz]`` with ``table_columns.row_splits`` int64 ``[u + 1]`` (the
+    columns of row ``r``'s non-zero entries, increasing, are
+    ``table_columns[row_splits[r]:row_splits[r+1]]``) and ``table_values`` ``[nnz]`` (their values;
+    a ragged pair with one row, ``[0, nnz]``).
+
+  ``u`` and ``nnz`` vary from blob to blob; every section whose length varies is a ragged pair
+  (docs/blob-format.md, section 3), so that a vector of blobs decodes with the decoders' ragged
+  support. :func:`memgraph_tf.ops.layouts.decode_sample` turns any layout back into the dense
+  one's tensors (in the graph). The table's rows are the sampled nodes in order of first
+  appearance (hop 0, then hop 1, ..., each hop row-major); a row is written once even when it is
+  reached many times.
 """
 
 from __future__ import annotations
@@ -26,18 +44,27 @@ __all__ = [
     "FEATURES",
     "IDS",
     "LABELS",
+    "LAYOUTS",
     "OPTION_NAMES",
     "PACK_OPTIONS",
     "PACK_SECTION_NAMES",
     "PAD_ID",
+    "ROW_SPLITS_SUFFIX",
     "SAMPLE_OPTIONS",
     "Section",
+    "TABLE",
+    "TABLE_COLUMNS",
+    "TABLE_IDS",
+    "TABLE_VALUES",
     "features_name",
     "ids_name",
+    "index_name",
     "mask_name",
     "model_input_names",
     "model_input_sections",
     "pack_sections",
+    "ragged_names",
+    "row_splits_name",
     "sample_sections",
 ]
 
@@ -53,9 +80,22 @@ LABELS = "labels"
 PACK_SECTION_NAMES = (IDS, FEATURES, LABELS)
 """The fixed section names of the pack layout (a string property may not be named like them)."""
 
+LAYOUTS = ("dense", "compact", "sparse")
+"""The sample layouts (``options.layout``); ``dense`` is the default."""
+TABLE_IDS = "table_ids"
+"""compact/sparse: the node key of each table row, int64 ``[u]`` (a ragged pair with one row)."""
+TABLE = "table"
+"""compact: the features of each table row, ``[u, d]`` (a ragged pair with one row)."""
+TABLE_COLUMNS = "table_columns"
+"""sparse: the column of each non-zero table entry, int32 ``[nnz]``; its row splits are the CSR ones."""
+TABLE_VALUES = "table_values"
+"""sparse: the value of each non-zero table entry, ``[nnz]`` (a ragged pair with one row)."""
+ROW_SPLITS_SUFFIX = ".row_splits"
+"""The suffix of a ragged pair's row-splits section (docs/blob-format.md, section 3)."""
+
 PACK_OPTIONS = ("allow_non_finite", "dtype", "id_property", "label", "label_property")
 """Options of ``tf_features.pack`` (also accepted by every other procedure)."""
-SAMPLE_OPTIONS = PACK_OPTIONS + ("direction", "edge_types", "low_degree", "replace", "seed")
+SAMPLE_OPTIONS = PACK_OPTIONS + ("direction", "edge_types", "layout", "low_degree", "replace", "seed")
 """Options of ``tf_features.sample`` and ``sample_per_node``."""
 DESCRIBE_OPTIONS = SAMPLE_OPTIONS + ("fanouts",)
 """Options of ``tf_features.describe``."""
@@ -84,6 +124,16 @@ def mask_name(h: int) -> str:
     return f"mask_{h}"
 
 
+def index_name(h: int) -> str:
+    """The compact/sparse sample section of hop ``h``'s table rows: ``index_h``."""
+    return f"index_{_hop(h)}"
+
+
+def row_splits_name(name: str) -> str:
+    """The row-splits section of the ragged pair ``name``: ``name.row_splits``."""
+    return name + ROW_SPLITS_SUFFIX
+
+
 def _hop(h: int) -> int:
     if not isinstance(h, int) or isinstance(h, bool) or h < 0:
         raise ValueError(f"h: expected a hop index, an integer >= 0, got {h!r}")
@@ -92,8 +142,11 @@ def _hop(h: int) -> int:
 
 class Section(NamedTuple):
     """One blob section: ``name``, ``dtype`` (a blob dtype name), ``shape`` (the batch dimension
-    first, as the ``batch`` argument that made it); ``role`` is one of ``ids``, ``features``,
-    ``mask``, ``labels``, ``string``; ``hop`` is ``h`` in a sample layout, else None."""
+    first, as the ``batch`` argument that made it; a length that varies from blob to blob, such as
+    the table's ``u``, is ``-1``, or None when ``batch`` is None); ``role`` is one of ``ids``,
+    ``features``, ``mask``, ``labels``, ``string`` and, in the compact/sparse layouts, ``index``,
+    ``table_ids``, ``table``, ``columns``, ``values``, ``row_splits``; ``hop`` is ``h`` for the
+    per-hop sections of a sample layout, else None."""
 
     name: str
     dtype: str
@@ -121,32 +174,72 @@ def _check(fanouts: Sequence[int] | None, width: int, dtype: str, batch: int | N
     return tuple(fanouts)
 
 
+def _layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout: expected one of {', '.join(map(repr, LAYOUTS))}, got {layout!r}")
+    return layout
+
+
 def sample_sections(fanouts: Sequence[int], width: int, dtype: str = "float32", *, pad: bool = True,
-                    labels: bool = False, batch: int | None = -1) -> list[Section]:
+                    labels: bool = False, batch: int | None = -1, layout: str = "dense") -> list[Section]:
     """The sections of a ``tf_features.sample`` blob, in blob order (see the module docstring).
 
     ``fanouts``: one integer >= 1 per hop; ``width``: the feature width ``d``; ``dtype``: the
     features' dtype (``options.dtype``); ``pad``: masks are written (``options.low_degree`` is
-    ``pad``); ``labels``: a ``labels`` section is written (``options.label_property`` is set);
-    ``batch``: the first dimension of every shape (``-1`` as ``describe`` reports it, None for a
-    ``tf.TensorSpec``, ``n`` for a blob of n seeds).
+    ``pad``; the compact and sparse layouts have no masks: a padded slot's index is ``-1``);
+    ``labels``: a ``labels`` section is written (``options.label_property`` is set); ``batch``: the
+    first dimension of every per-seed shape (``-1`` as ``describe`` reports it, None for a
+    ``tf.TensorSpec``, ``n`` for a blob of n seeds); ``layout``: one of :data:`LAYOUTS`
+    (``options.layout``).
 
     Guarantees: the names, dtypes, order and shapes are exactly those of the blobs the procedures
-    write; a bad argument raises ValueError naming it, its value and what is allowed.
+    write, where a length that varies from blob to blob (``u``, ``nnz``) reads ``-1`` (None when
+    ``batch`` is None); a bad argument raises ValueError naming it, its value and what is allowed.
     """
     fanouts = _check(fanouts, width, dtype, batch)
+    layout = _layout(layout)
     out: list[Section] = []
     shape: tuple = (batch,)
     for h in range(len(fanouts) + 1):
         if h:
             shape = shape + (fanouts[h - 1],)
+        if layout != "dense":
+            out.append(Section(index_name(h), "int32", shape, "index", h))
+            continue
         out.append(Section(ids_name(h), "int64", shape, "ids", h))
         out.append(Section(features_name(h), dtype, shape + (width,), "features", h))
         if h and pad:
             out.append(Section(mask_name(h), "bool", shape, "mask", h))
+    if layout != "dense":
+        out.extend(_ragged(TABLE_IDS, "int64", (), "table_ids", batch))
+        out.extend(_table_sections(width, dtype, batch, layout))
     if labels:
         out.append(Section(LABELS, "int64", (batch,), "labels"))
     return out
+
+
+def _ragged(name: str, dtype: str, inner: tuple, role: str, batch: int | None,
+            rows: int | None = 1) -> list[Section]:
+    """A ragged pair: ``name`` ``[-1, *inner]`` and ``name.row_splits`` int64 ``[rows + 1]``
+    (``rows`` None: a number of rows that varies too)."""
+    var = None if batch is None else -1
+    splits = var if rows is None else rows + 1
+    return [Section(name, dtype, (var,) + inner, role),
+            Section(row_splits_name(name), "int64", (splits,), "row_splits")]
+
+
+def _table_sections(width: int, dtype: str, batch: int | None, layout: str) -> list[Section]:
+    if layout == "compact":
+        return _ragged(TABLE, dtype, (width,), "table", batch)
+    return (_ragged(TABLE_COLUMNS, "int32", (), "columns", batch, rows=None)
+            + _ragged(TABLE_VALUES, dtype, (), "values", batch))
+
+
+def ragged_names(sections: Sequence[Section]) -> list[str]:
+    """The names in ``sections`` that are the values of a ragged pair (their ``NAME.row_splits``
+    is in ``sections`` too): what a decoder must be asked to decode as ragged."""
+    names = {s.name for s in sections}
+    return [s.name for s in sections if row_splits_name(s.name) in names]
 
 
 def pack_sections(width: int, dtype: str = "float32", *, strings: Sequence[str] = (), labels: bool = False,
@@ -172,12 +265,16 @@ def pack_sections(width: int, dtype: str = "float32", *, strings: Sequence[str] 
 
 
 def model_input_sections(fanouts: Sequence[int], width: int, dtype: str = "float32", *, masks: bool = True,
-                         batch: int | None = -1) -> list[Section]:
-    """The sections a GraphSAGE model reads from a sample blob: ``features_h`` for h = 0..K and,
-    with ``masks``, ``mask_h`` for h = 1..K, in blob order (:func:`sample_sections` without the
-    ids and labels)."""
-    return [s for s in sample_sections(fanouts, width, dtype, pad=masks, batch=batch)
-            if s.role in ("features", "mask")]
+                         batch: int | None = -1, layout: str = "dense") -> list[Section]:
+    """The sections a GraphSAGE model reads from a sample blob, in blob order: in the dense layout
+    ``features_h`` for h = 0..K and, with ``masks``, ``mask_h`` for h = 1..K; in the compact and
+    sparse layouts ``index_h`` for h = 0..K and the table's sections (``table`` or
+    ``table_columns``/``table_values``, each with its row splits). That is :func:`sample_sections`
+    without the ids and labels; :func:`memgraph_tf.ops.layouts.decode_sample` makes the model's
+    inputs (:func:`model_input_names`) from any of them."""
+    return [s for s in sample_sections(fanouts, width, dtype, pad=masks, batch=batch, layout=layout)
+            if s.role not in ("ids", "labels", "table_ids")
+            and not (s.role == "row_splits" and s.name == row_splits_name(TABLE_IDS))]
 
 
 def model_input_names(hops: int, masks: bool = True) -> list[str]:

@@ -23,6 +23,7 @@ from memgraph_tf import blob, layout
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.sources import GraphSource
 from memgraph_tf.layout import PAD_ID
+from memgraph_tf.ops import layouts
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +188,9 @@ def sample_dataset(
     for good). With ``feature_cache`` the procedure returns neighbour ids only and the features are
     gathered from the cache. ``labels`` is present when ``options["label_property"]`` is set.
 
+    ``options["layout"]`` (``dense``, ``compact``, ``sparse``) is the layout the procedure writes;
+    the batches are the same in every layout (:func:`memgraph_tf.ops.layouts.decode_sample`).
+
     Guarantees: ``features_h`` has the static shape ``[batch, f1..fh, d]`` and ``mask_h``
     ``[batch, f1..fh]`` (masks only when ``options["low_degree"]`` is ``pad``, the default).
     """
@@ -198,6 +202,9 @@ def sample_dataset(
     pad = options.get("low_degree") in (None, "pad")  # a null option means the default, "pad"
     has_labels = bool(options.get("label_property"))
     fixed_seed = "seed" in options and options["seed"] is not None
+    layout_name = options.get("layout") or "dense"
+    if layout_name not in layout.LAYOUTS:
+        raise ConfigurationError(f"options.layout: expected one of {', '.join(layout.LAYOUTS)}, got {layout_name!r}")
     if feature_cache is not None:
         width, fdtype = feature_cache.width, feature_cache.dtype.name
         fetch_props: list[str] = []
@@ -205,13 +212,6 @@ def sample_dataset(
         width, fdtype = feature_layout(source, props, options)
         fetch_props = props
     unpack = unpacker(decoder)
-
-    sections = layout.sample_sections(fanouts, width, fdtype, pad=pad, labels=has_labels, batch=None)
-    if feature_cache is not None:  # the blob's features are empty: they come from the cache
-        sections = [s for s in sections if s.role != "features"]
-    names = [s.name for s in sections]
-    dtypes = [s.dtype for s in sections]
-    shapes = [list(s.shape) for s in sections]
 
     def call(batch_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
         opts = dict(options)
@@ -225,8 +225,10 @@ def sample_dataset(
         return text
 
     def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
-        tensors = unpack(text, names, dtypes, shapes=shapes, encoding="base64")
-        out = dict(zip(names, tensors))
+        # any layout -> the dense layout's tensors (the blob's features are empty with a cache)
+        out = layouts.decode_sample(text, fanouts, 0 if feature_cache is not None else width, fdtype,
+                                    layout_name=layout_name, pad=pad, labels=has_labels,
+                                    features=feature_cache is None, ids=True, unpack=unpack, encoding="base64")
         if feature_cache is not None:
             for h in range(len(fanouts) + 1):
                 out[layout.features_name(h)] = feature_cache.gather(out[layout.ids_name(h)])

@@ -78,21 +78,47 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# The calls on mgp.py's underlying ``_mgp`` vertex/edge handles that the fast path makes. mgp.py
+# itself is written over exactly these (``Vertex.in_edges`` is ``self._vertex.iter_in_edges()``,
+# ``get()``/``next()``, ``Edge.from_vertex`` is ``Vertex(self._edge.from_vertex())``, ``Vertex.id``
+# is ``self._vertex.get_id()``, ``Properties.get`` is ``get_property``), from Memgraph's first Python
+# API to 3.x and in PyPI ``mgp``.
+_HANDLE_CALLS = ("get_id", "get_property", "iter_in_edges", "iter_out_edges")
+
+
+def _handle_of(vertex: Any) -> Any:
+    """The ``_mgp`` handle an ``mgp.Vertex`` wraps, or None when this mgp.py keeps it elsewhere."""
+    handle = getattr(vertex, "_vertex", None)
+    if handle is None or not all(callable(getattr(handle, name, None)) for name in _HANDLE_CALLS):
+        return None
+    return handle
+
+
 class MgpGraphAccess:
     """:class:`GraphAccess` over an ``mgp.ProcCtx`` (inside Memgraph or the embedded runtime).
 
     Keys are internal vertex ids, or the integer values of ``options.id_property`` (looked up among
     the vertices with ``options.label`` when given, else among all vertices).
+
+    Neighbours and properties are read through the ``_mgp`` handles under mgp.py's ``Vertex`` and
+    ``Edge`` objects (the *handle* path): per edge one ``from_vertex()``/``to_vertex()`` and one
+    ``get_id()`` call, without the wrapper objects, validity checks and exception translation
+    mgp.py adds around each of them (about 3x the cost per edge). That is safe here because every
+    handle is used only during the call that produced it, which is what those checks guard. When
+    the mgp.py in use does not expose the handles, or with ``handles=False``, the public mgp API is
+    used instead (the *public* path); both give the same keys in the same order, the same errors
+    and an abort check at least every :data:`ABORT_CHECK_EVERY` edges or nodes read.
     """
 
-    def __init__(self, ctx: Any, options: Options) -> None:
+    def __init__(self, ctx: Any, options: Options, *, handles: bool = True) -> None:
         self._ctx = ctx
         self._graph = ctx.graph
         self._id_property = options.id_property
         self._label = options.label
-        self._vertices: dict[int, Any] = {}
+        self._vertices: dict[int, Any] = {}  # key -> _mgp handle (handle path) or mgp.Vertex
         self._index: dict[int, Any] | None = None
-        self._calls = 0
+        self._budget = ABORT_CHECK_EVERY  # reads left until the next abort check
+        self._handles: bool | None = None if handles else False  # None: decided by the first vertex
 
     # -- protocol -------------------------------------------------------------------------------
     def node_name(self, key: int) -> str:
@@ -102,64 +128,143 @@ class MgpGraphAccess:
         self._ctx.check_must_abort()
 
     def _tick(self) -> None:
-        self._calls += 1
-        if self._calls % ABORT_CHECK_EVERY == 0:
+        self._budget -= 1
+        if not self._budget:
+            self._budget = ABORT_CHECK_EVERY
             self._ctx.check_must_abort()
 
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
         out = []
+        vertices = self._vertices
         for key in keys:
             self._tick()
-            props = self._vertices[key].properties
-            out.append([props.get(name) for name in names])
+            if self._handles:
+                get = vertices[key].get_property
+                out.append([get(name) for name in names])
+            else:
+                props = vertices[key].properties
+                out.append([props.get(name) for name in names])
         return out
 
     def neighbours(
         self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str
     ) -> list[list[int]]:
         types = None if edge_types is None else frozenset(edge_types)
+        if not self._handles:
+            return [self._public_neighbours(key, types, direction) for key in keys]
+        outgoing, incoming = direction in ("out", "both"), direction in ("in", "both")
+        vertices = self._vertices
         out = []
         for key in keys:
-            vertex = self._vertices[key]
+            handle = vertices[key]
             found: list[int] = []
-            if direction in ("out", "both"):
-                for edge in vertex.out_edges:
-                    self._tick()
-                    if types is None or edge.type.name in types:
-                        found.append(self._register(edge.to_vertex))
-            if direction in ("in", "both"):
-                for edge in vertex.in_edges:
-                    self._tick()
-                    if types is None or edge.type.name in types:
-                        found.append(self._register(edge.from_vertex))
+            if outgoing:
+                self._read_edges(handle.iter_out_edges(), True, types, found)
+            if incoming:
+                self._read_edges(handle.iter_in_edges(), False, types, found)
             out.append(found)
         return out
 
-    # -- resolution -----------------------------------------------------------------------------
+    def _read_edges(self, edges: Any, outgoing: bool, types: frozenset[str] | None, found: list[int]) -> None:
+        """Appends the key of the vertex at the other end of each edge of the ``_mgp`` iterator
+        ``edges`` (of an allowed type) to ``found``, registering its handle; checks for abort every
+        :data:`ABORT_CHECK_EVERY` edges."""
+        vertices = self._vertices
+        append = found.append
+        step = edges.next
+        check = self._ctx.check_must_abort
+        budget = self._budget
+        edge = edges.get()
+        if types is None and self._id_property is None and not outgoing:  # the common cases, kept tight
+            while edge is not None:
+                other = edge.from_vertex()
+                key = other.get_id()
+                vertices[key] = other  # any handle of a vertex will do
+                append(key)
+                budget -= 1
+                if not budget:
+                    budget = ABORT_CHECK_EVERY
+                    check()
+                edge = step()
+        elif types is None and self._id_property is None:
+            while edge is not None:
+                other = edge.to_vertex()
+                key = other.get_id()
+                vertices[key] = other
+                append(key)
+                budget -= 1
+                if not budget:
+                    budget = ABORT_CHECK_EVERY
+                    check()
+                edge = step()
+        else:
+            while edge is not None:
+                if types is None or edge.get_type_name() in types:
+                    append(self._register_handle(edge.to_vertex() if outgoing else edge.from_vertex()))
+                budget -= 1
+                if not budget:
+                    budget = ABORT_CHECK_EVERY
+                    check()
+                edge = step()
+        self._budget = budget
+
+    def _public_neighbours(self, key: int, types: frozenset[str] | None, direction: str) -> list[int]:
+        vertex = self._vertices[key]
+        found: list[int] = []
+        if direction in ("out", "both"):
+            for edge in vertex.out_edges:
+                self._tick()
+                if types is None or edge.type.name in types:
+                    found.append(self._register_handle(edge.to_vertex))
+        if direction in ("in", "both"):
+            for edge in vertex.in_edges:
+                self._tick()
+                if types is None or edge.type.name in types:
+                    found.append(self._register_handle(edge.from_vertex))
+        return found
+
+    # -- keys of vertices -----------------------------------------------------------------------
     def _key_of(self, vertex: Any) -> int:
-        if self._id_property is None:
-            return vertex.id
-        value = vertex.properties.get(self._id_property)
+        """The key of a handle (handle path) or an mgp.Vertex (public path)."""
+        if self._handles:
+            if self._id_property is None:
+                return vertex.get_id()
+            value = vertex.get_property(self._id_property)
+        else:
+            if self._id_property is None:
+                return vertex.id
+            value = vertex.properties.get(self._id_property)
         if not _is_int(value):
             what = "no value" if value is None else describe_value(value)
             raise PropertyValueError(
-                f"node {vertex.id} property {self._id_property!r} (options.id_property): expected an "
-                f"integer id, got {what}"
+                f"node {self._internal_id(vertex)} property {self._id_property!r} (options.id_property): "
+                f"expected an integer id, got {what}"
             )
         return value
 
+    def _internal_id(self, vertex: Any) -> int:
+        return vertex.get_id() if self._handles else vertex.id
+
     def _register(self, vertex: Any) -> int:
+        """Registers an ``mgp.Vertex`` (from the arguments or the public API) and returns its key."""
+        if self._handles is None:
+            self._handles = _handle_of(vertex) is not None
+        return self._register_handle(_handle_of(vertex) if self._handles else vertex)
+
+    def _register_handle(self, vertex: Any) -> int:
+        """Registers a vertex in the form the path in use keeps (see :meth:`_key_of`)."""
         key = self._key_of(vertex)
         seen = self._vertices.get(key)
         if seen is None:
             self._vertices[key] = vertex
-        elif self._id_property is not None and seen.id != vertex.id:
+        elif self._id_property is not None and self._internal_id(seen) != self._internal_id(vertex):
             raise ProcedureInputError(
                 f"options.id_property: expected unique ids, got {self._id_property} = {key} on the "
-                f"nodes with internal ids {seen.id} and {vertex.id}"
+                f"nodes with internal ids {self._internal_id(seen)} and {self._internal_id(vertex)}"
             )
         return key
 
+    # -- resolution -----------------------------------------------------------------------------
     def _build_index(self) -> dict[int, Any]:
         index: dict[int, Any] = {}
         for i, vertex in enumerate(self._graph.vertices):
@@ -211,11 +316,12 @@ class MgpGraphAccess:
         if self._id_property is None:
             if node_id not in self._vertices:
                 try:
-                    self._vertices[node_id] = self._graph.get_vertex_by_id(node_id)
+                    vertex = self._graph.get_vertex_by_id(node_id)
                 except IndexError:
                     raise NodeNotFoundError(
                         f"{where}: unknown node id {node_id} (no node has that internal id)"
                     ) from None
+                self._register(vertex)
             return node_id
         if self._index is None:
             self._index = self._build_index()

@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover - exercised by the stdlib-only subproces
 
 _TYPECODE = {"float32": "f", "float64": "d"}
 _NP_DTYPE = {"float32": "<f4", "float64": "<f8"}
+_INT32 = "i" if array.array("i").itemsize == 4 else "l"  # a 4-byte array typecode
 
 
 class Column(NamedTuple):
@@ -399,16 +400,20 @@ def _no_labels(options: Options) -> Options:
 
 
 def sample_sections(result: Sample, fanouts: Sequence[int], options: Options, rows: slice | None = None) -> dict[str, Any]:
-    """Blob sections of a sample, exactly :func:`memgraph_tf.layout.sample_sections` (names, order,
-    dtypes, shapes with n = the number of seed rows): for h = 0..K ``ids_h`` int64 [n, f1..fh],
-    ``features_h`` [n, f1..fh, d], ``mask_h`` bool [n, f1..fh] (h >= 1, when padding); then
-    ``labels`` int64 [n] when ``options.label_property``. ``rows`` restricts to some seed rows."""
+    """Blob sections of a sample, exactly :func:`memgraph_tf.layout.sample_sections` for
+    ``options.layout`` (names, order, dtypes, shapes with n = the number of seed rows). Dense: for
+    h = 0..K ``ids_h`` int64 [n, f1..fh], ``features_h`` [n, f1..fh, d], ``mask_h`` bool
+    [n, f1..fh] (h >= 1, when padding); compact/sparse: ``index_h`` and the table (see
+    :func:`_compact_sections`); then ``labels`` int64 [n] when ``options.label_property``.
+    ``rows`` restricts to some seed rows."""
     n_all = len(result.ids[0])
     start, stop, _ = (rows or slice(0, n_all)).indices(n_all)
     n = stop - start
     per_hop = [1]  # nodes per seed row at hop h
     for f in fanouts:
         per_hop.append(per_hop[-1] * f)
+    if options.layout != "dense":
+        return _compact_sections(result, fanouts, options, start, stop, per_hop)
     sections: dict[str, Any] = {}
     for sec in layout.sample_sections(fanouts, result.table.width, options.dtype, pad=options.pad,
                                       labels=bool(options.label_property), batch=n):
@@ -425,6 +430,82 @@ def sample_sections(result: Sample, fanouts: Sequence[int], options: Options, ro
                 data = _le(_gather(result.table, hop_ids, options.dtype, result.masks[sec.hop][lo:hi]))
         sections[sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
     return sections
+
+
+def _compact_sections(result: Sample, fanouts: Sequence[int], options: Options, start: int, stop: int,
+                      per_hop: list[int]) -> dict[str, Any]:
+    """The compact/sparse sections of seed rows ``start:stop`` (memgraph_tf.layout, docs/blob-format.md
+    section 8): ``index_h`` int32 (the table row of each slot, -1 where the mask is false); the
+    table of the distinct keys of those rows in order of first appearance (hop by hop, row-major)
+    as ``table_ids`` and ``table`` (compact) or ``table_columns``/``table_values`` (sparse, CSR:
+    the entries that are not zero, columns increasing); ``labels``.
+
+    Guarantees: gathering the table rows by ``index_h`` (zeros for -1) gives exactly the dense
+    layout's ``features_h`` of the same rows (values equal; an entry of -0.0 is not written in the
+    sparse form and reads back as 0.0), and ``table_ids`` by ``index_h`` its ``ids_h``."""
+    table = result.table
+    d = table.width
+    row_of: dict[int, int] = {}
+    order: list[int] = []
+    sections: dict[str, Any] = {}
+    specs = layout.sample_sections(fanouts, d, options.dtype, pad=options.pad,
+                                   labels=bool(options.label_property), batch=stop - start, layout=options.layout)
+    for sec in specs:
+        if sec.role != "index":
+            continue
+        lo, hi = start * per_hop[sec.hop], stop * per_hop[sec.hop]
+        index = array.array(_INT32)
+        append = index.append
+        for key, valid in zip(result.ids[sec.hop][lo:hi], result.masks[sec.hop][lo:hi]):
+            if valid:
+                r = row_of.get(key)
+                if r is None:
+                    r = row_of[key] = len(order)
+                    order.append(key)
+                append(r)
+            else:
+                append(-1)
+        sections[sec.name] = blob.Dense(_le(index), list(sec.shape), sec.dtype)
+    u = len(order)
+    one_row = array.array("q", [0, u])
+    sections[layout.TABLE_IDS] = blob.Ragged(blob.Dense(_le(array.array("q", order)), [u], "int64"), one_row)
+    feats = _gather(table, order, options.dtype)
+    if options.layout == "compact":
+        sections[layout.TABLE] = blob.Ragged(blob.Dense(_le(feats), [u, d], options.dtype), one_row)
+    else:
+        columns, values, splits = _csr(feats, u, d, options.dtype)
+        nnz = len(columns)
+        sections[layout.TABLE_COLUMNS] = blob.Ragged(blob.Dense(_le(columns), [nnz], "int32"), splits)
+        sections[layout.TABLE_VALUES] = blob.Ragged(blob.Dense(_le(values), [nnz], options.dtype),
+                                                    array.array("q", [0, nnz]))
+    if options.label_property:
+        labels = array.array("q", [table.labels[k] for k in result.ids[0][start:stop]])
+        sections[layout.LABELS] = blob.Dense(_le(labels), [stop - start], "int64")
+    return sections
+
+
+def _csr(flat: array.array, u: int, d: int, dtype: str) -> tuple[array.array, array.array, array.array]:
+    """(columns int32, values, row splits int64) of the entries of the ``[u, d]`` row-major
+    ``flat`` that are not zero (NaN is not zero; -0.0 is), row by row, columns increasing. numpy,
+    when present, only makes it faster: the arrays are the same."""
+    if _np is not None and u and d:
+        mat = _np.frombuffer(flat, dtype=_np.float32 if flat.typecode == "f" else _np.float64).reshape(u, d)
+        rows, cols = _np.nonzero(mat)
+        splits = _np.zeros(u + 1, dtype=_np.int64)
+        _np.cumsum(_np.bincount(rows, minlength=u), out=splits[1:])
+        return (array.array(_INT32, cols.astype(_np.int32).tobytes()),
+                array.array(_TYPECODE[dtype], mat[rows, cols].tobytes()),
+                array.array("q", splits.tobytes()))
+    columns = array.array(_INT32)
+    values = array.array(_TYPECODE[dtype])
+    splits = array.array("q", [0])
+    for r in range(u):
+        for j, v in enumerate(flat[r * d : (r + 1) * d]):
+            if v:
+                columns.append(j)
+                values.append(v)
+        splits.append(len(columns))
+    return columns, values, splits
 
 
 # ------------------------------------------------------------------------------------------------
@@ -465,8 +546,9 @@ def no_node_error(names: Sequence[str], options: Options) -> PropertyValueError:
 
 def describe(columns: list[Column], options: Options, classes: int | None = None) -> dict[str, Any]:
     """What pack/sample produce for these columns: ``feature_width``, ``dtype``, ``columns``
-    (name, kind, width, offset), ``sections`` (name, dtype, shape with -1 for the batch dimension;
-    the sample layout of :func:`memgraph_tf.layout.sample_sections` when ``options.fanouts`` is
+    (name, kind, width, offset), ``sections`` (name, dtype, shape with -1 for the batch dimension
+    and for lengths that vary from blob to blob; the sample layout of
+    :func:`memgraph_tf.layout.sample_sections` in ``options.layout`` when ``options.fanouts`` is
     set, else the pack layout of :func:`memgraph_tf.layout.pack_sections`) and ``num_classes``
     (``classes``: see :func:`num_classes`; None without ``options.label_property``).
 
@@ -479,7 +561,8 @@ def describe(columns: list[Column], options: Options, classes: int | None = None
         sections = layout.pack_sections(width, options.dtype, strings=_string_sections(columns), labels=labels)
     else:
         refuse_strings(columns)
-        sections = layout.sample_sections(options.fanouts, width, options.dtype, pad=options.pad, labels=labels)
+        sections = layout.sample_sections(options.fanouts, width, options.dtype, pad=options.pad, labels=labels,
+                                          layout=options.layout)
     return {
         "feature_width": width,
         "dtype": options.dtype,

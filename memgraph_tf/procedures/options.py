@@ -11,6 +11,7 @@ from memgraph_tf.procedures.errors import OptionError, describe_value, quoted
 FEATURE_DTYPES = layout.FEATURE_DTYPES
 DIRECTIONS = ("out", "in", "both")
 LOW_DEGREE = ("pad", "resample")
+LAYOUTS = layout.LAYOUTS
 MAX_HOPS = 6
 """``features_K`` has rank K + 2 and the blob format allows rank <= 8."""
 MAX_ELEMENTS = 2**31 - 1
@@ -34,6 +35,7 @@ class Options:
     low_degree: str = "pad"
     seed: int | None = None
     fanouts: tuple[int, ...] | None = None
+    layout: str = "dense"
 
     @property
     def pad(self) -> bool:
@@ -91,6 +93,8 @@ def parse_options(procedure: str, options: Mapping[str, Any] | None) -> Options:
             values[key] = _choice(key, value, DIRECTIONS)
         elif key == "low_degree":
             values[key] = _choice(key, value, LOW_DEGREE)
+        elif key == "layout":
+            values[key] = _choice(key, value, LAYOUTS)
         elif key == "edge_types":
             ok = isinstance(value, (list, tuple)) and all(isinstance(t, str) and t for t in value)
             _expect(key, value, ok, "a list of edge type names (strings)")

@@ -205,9 +205,9 @@ def _sections(key: str, value: Any) -> dict[str, Section]:
             raise BundleError(f"{where}.dtype: expected one of "
                               f"{sorted(d for d in DTYPES if d != 'string')}, got {_show(dtype)}",
                               key=key)
-        if not isinstance(shape, (list, tuple)) or not all(_is_int(d) and d >= 0 for d in shape):
-            raise BundleError(f"{where}.shape: expected a list of ints >= 0, got {_show(shape)}",
-                              key=key)
+        if not isinstance(shape, (list, tuple)) or not all(_is_int(d) and d >= -1 for d in shape):
+            raise BundleError(f"{where}.shape: expected a list of ints >= 0, or -1 for a length that "
+                              f"varies from blob to blob, got {_show(shape)}", key=key)
         out[name] = (dtype, tuple(shape))
     return out
 
@@ -215,7 +215,9 @@ def _sections(key: str, value: Any) -> dict[str, Section]:
 @dataclass(frozen=True, kw_only=True)
 class BundleConfig:
     """The bundle config (``assets/CONFIG_ASSET`` and the ``CONFIG_SIGNATURE`` output): what a
-    client needs to build the model's input, and how the bundle was made. The JSON keys are the
+    client needs to build the model's input, and how the bundle was made. ``options`` are the
+    sampling options (``options.layout`` the sample layout the bundle reads); ``sections`` the blob
+    sections the model reads, a shape's ``-1`` a length that varies from blob to blob. The JSON keys are the
     field names plus ``format`` (always ``BUNDLE_FORMAT``).
 
     Guarantees: an instance is valid -- every field is checked on construction and a bad one

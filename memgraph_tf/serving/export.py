@@ -29,7 +29,9 @@ Signatures:
 
 The blob is decoded in the graph either by the C++ op ``MemgraphTf>UnpackBlob`` (``use_op=True``:
 serve with ``memgraph-tf serve`` or a ``tensorflow_model_server`` built with the op) or by stock
-TensorFlow ops (``use_op=False``: runs on the stock ``tensorflow/serving`` image).
+TensorFlow ops (``use_op=False``: runs on the stock ``tensorflow/serving`` image). Blobs in the
+compact or sparse sample layout (``layout=``) are then gathered/densified to the dense model inputs
+by :func:`memgraph_tf.ops.layouts.decode_sample` (stock ops only).
 
 The names of every file, folder, signature and tensor key above, and the config itself
 (:class:`memgraph_tf.serving.bundle.BundleConfig`), are defined in :mod:`memgraph_tf.serving.bundle`.
@@ -81,15 +83,18 @@ class BundleInfo:
 
 
 def default_sections(fanouts: Sequence[int], feature_dim: int, *, masks: bool = True,
-                     dtype: str = "float32") -> dict[str, tuple[str, tuple[int, ...]]]:
+                     dtype: str = "float32", layout: str = "dense") -> dict[str, tuple[str, tuple[int, ...]]]:
     """The per-node blob sections a GraphSAGE model with these ``fanouts`` reads, as
-    ``{name: (dtype, per-node shape)}``: ``features_h`` (``dtype``) ``[1, f1..fh, d]`` for
-    h = 0..H and, with ``masks``, ``mask_h`` bool ``[1, f1..fh]`` for h = 1..H (the sample layout
-    with n = 1; the query modules write masks when ``options.low_degree`` is ``"pad"``), built from
+    ``{name: (dtype, per-node shape)}``: in the dense layout ``features_h`` (``dtype``)
+    ``[1, f1..fh, d]`` for h = 0..H and, with ``masks``, ``mask_h`` bool ``[1, f1..fh]`` for
+    h = 1..H (the sample layout with n = 1; the query modules write masks when
+    ``options.low_degree`` is ``"pad"``); in the compact and sparse layouts ``index_h`` and the
+    table's sections, ``-1`` for a length that varies from blob to blob. Built from
     :func:`memgraph_tf.layout.model_input_sections`."""
-    from memgraph_tf import layout
+    from memgraph_tf import layout as layouts
 
-    sections = layout.model_input_sections([int(f) for f in fanouts], int(feature_dim), dtype, masks=masks, batch=1)
+    sections = layouts.model_input_sections([int(f) for f in fanouts], int(feature_dim), dtype, masks=masks,
+                                            batch=1, layout=layout)
     return {s.name: (s.dtype, tuple(s.shape)) for s in sections}
 
 
@@ -149,6 +154,7 @@ def export_bundle(
     properties: Sequence[str] = ("features",),
     sample_options: Mapping[str, Any] | None = None,
     sections: Mapping[str, tuple[str, Sequence[int]]] | None = None,
+    layout: str | None = None,
     scores: str = "auto",
     labels: Mapping[str, int] | None = None,
     serving_base_path: str = "/models",
@@ -169,7 +175,12 @@ def export_bundle(
     applied) or ``"auto"`` (logits when the model has a true ``output_is_logits`` attribute, else
     probabilities; :class:`memgraph_tf.client.GraphSAGE` is known to return logits). ``labels`` maps
     version labels
-    to versions in models.config. Raises BundleExistsError (a FileExistsError) if the version
+    to versions in models.config. ``layout`` (``"dense"``, ``"compact"``, ``"sparse"``; default
+    ``sample_options["layout"]``, else dense) is the sample layout of the blobs the bundle reads:
+    it is stored as ``options.layout`` in the config, so servers and clients ask
+    ``tf_features.sample_per_node`` for that layout, and the model gathers/densifies it in the
+    graph (:func:`memgraph_tf.ops.layouts.decode_sample`) to the same inputs, hence the same
+    scores, as the dense layout. Raises BundleExistsError (a FileExistsError) if the version
     exists and not ``overwrite``; BundleError (a ValueError) naming the parameter for bad
     arguments, before anything is written.
     """
@@ -204,10 +215,11 @@ def export_bundle(
         raise BundleError(f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim")
     options = dict(sample_options or {})
     bundle.check_plain_json(options, "sample_options")
+    sample_layout = _sample_layout(layout, options, sections)
     if sections is None:
         sections = default_sections(
             fanouts, feature_dim, masks=options.get("low_degree", "pad") == "pad",
-            dtype=options.get("dtype") or "float32")
+            dtype=options.get("dtype") or "float32", layout=sample_layout)
     sections = {k: (str(dt), tuple(int(d) for d in shape)) for k, (dt, shape) in sections.items()}
     bundle.check_plain_json(list(properties), "properties")
     if labels:
@@ -247,10 +259,13 @@ def export_bundle(
         src = tmp_path / "src"
         src.mkdir()
         labels_path, config_path = bundle.write_assets(src, config)
+        gathered = None if sample_layout == "dense" else dict(
+            fanouts=fanouts, width=feature_dim, dtype=options.get("dtype") or "float32",
+            layout_name=sample_layout, pad=options.get("low_degree", "pad") == "pad")
         module = _BundleModule(model, config.sections, config.class_names, blob_feature_key,
                                use_op, scores == "logits", config_text,
                                tf.saved_model.Asset(str(labels_path)),
-                               tf.saved_model.Asset(str(config_path)))
+                               tf.saved_model.Asset(str(config_path)), gathered)
         out = tmp_path / "out"
         signatures = {
             CLASSIFY_SIGNATURE: module.classify.get_concrete_function(),
@@ -262,7 +277,14 @@ def export_bundle(
         if use_op:
             _bundle_op_library(out)
         if warmup:
-            _write_warmup(out, config.sections, blob_feature_key, name)
+            if gathered is None:
+                warm = warmup_blob(config.sections)
+            else:
+                from memgraph_tf.ops import layouts
+
+                warm = layouts.zero_node_blob(fanouts, feature_dim, gathered["dtype"], layout_name=sample_layout,
+                                              pad=gathered["pad"])
+            _write_warmup(out, warm, blob_feature_key, name)
         if final.exists():
             shutil.rmtree(final)
         os.replace(out, final)
@@ -299,13 +321,13 @@ def warmup_blob(sections: Mapping[str, tuple[str, Sequence[int]]]) -> bytes:
                       for k, (dt, shape) in sections.items()})
 
 
-def _write_warmup(version_dir: pathlib.Path, sections, blob_feature_key: str, name: str) -> None:
+def _write_warmup(version_dir: pathlib.Path, warm: bytes, blob_feature_key: str, name: str) -> None:
     import tensorflow as tf
     from tensorflow.core.example import example_pb2
     from tensorflow_serving.apis import prediction_log_pb2
 
     ex = example_pb2.Example()
-    ex.features.feature[blob_feature_key].bytes_list.value.append(warmup_blob(sections))
+    ex.features.feature[blob_feature_key].bytes_list.value.append(warm)
     log_entry = prediction_log_pb2.PredictionLog()
     req = log_entry.classify_log.request
     req.model_spec.name = name
@@ -315,6 +337,27 @@ def _write_warmup(version_dir: pathlib.Path, sections, blob_feature_key: str, na
     path.parent.mkdir(parents=True, exist_ok=True)
     with tf.io.TFRecordWriter(str(path)) as writer:
         writer.write(log_entry.SerializeToString())
+
+
+def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -> str:
+    """The bundle's sample layout from ``layout`` and ``options["layout"]`` (which it is written
+    back to when given); BundleError naming the parameter for an unknown or conflicting one, or for
+    custom ``sections`` with a layout other than dense."""
+    from memgraph_tf import layout as layouts
+
+    given = options.get("layout")
+    if layout is not None and given is not None and layout != given:
+        raise BundleError(f"layout: expected the same layout as sample_options['layout'] ({given!r}), got "
+                          f"{layout!r}", key="layout")
+    chosen = layout if layout is not None else (given if given is not None else "dense")
+    if chosen not in layouts.LAYOUTS:
+        raise BundleError(f"layout: expected one of {list(layouts.LAYOUTS)}, got {chosen!r}", key="layout")
+    if layout is not None:
+        options["layout"] = layout
+    if sections is not None and chosen != "dense":
+        raise BundleError(f"sections: expected none (the {chosen} layout's sections are fixed), got custom "
+                          f"sections", key="sections")
+    return chosen
 
 
 def _bundle_op_library(version_dir: pathlib.Path) -> None:
@@ -343,7 +386,7 @@ def _make_module_class():
         """The exported object: the Keras model plus decoding and the three signatures."""
 
         def __init__(self, model, sections, class_names, blob_feature_key, use_op, logits,
-                     config_text, labels_asset, config_asset):
+                     config_text, labels_asset, config_asset, gathered=None):
             super().__init__(name="memgraph_tf_bundle")
             self.model = model
             # Track the tf.Variables under Keras 3's keras.Variable wrappers too. Without this the
@@ -362,10 +405,17 @@ def _make_module_class():
             self._use_op = use_op
             self._logits = logits
             self._config_text = config_text
+            self._gathered = gathered  # compact/sparse: decode_sample's layout arguments
 
         def _decode(self, blobs):
             from memgraph_tf import ops
 
+            if self._gathered is not None:  # gathered/densified back to the dense model inputs
+                from memgraph_tf.ops import layouts
+
+                fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
+                tensors = layouts.decode_sample(blobs, unpack=fn, **self._gathered)
+                return {n: t[:, 0] for n, t in tensors.items()}
             names = list(self._sections)
             dtypes = [self._sections[n][0] for n in names]
             shapes = [list(self._sections[n][1]) for n in names]

@@ -1,0 +1,113 @@
+"""Body bytes per Cora node for each sample layout, and the same scores from each.
+
+``body_bytes_per_node()`` samples every Cora node's neighbourhood once per layout (fanouts 10, 10,
+the ``features`` property, ``tf_features.sample_per_node`` through the embedded runtime, one seed
+for all layouts) and prints the size of the TF Serving REST ``:classify`` body that carries it
+(``{"examples": [{"blob": {"b64": ...}}]}``) for dense, compact and sparse: node 0, and the median,
+90th percentile and maximum over the nodes measured; with ratios dense / layout.
+
+``same_scores()`` exports an (untrained, seeded) GraphSAGE as op-free bundles in each layout and
+checks that their ``serving_default`` scores for the same sampled neighbourhoods are bitwise equal.
+
+Usage: .venv/bin/python benchmarks/layouts.py [--nodes N] [--no-scores]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import statistics
+import tempfile
+
+import numpy as np
+
+from memgraph_tf import blob
+
+log = logging.getLogger("benchmarks.layouts")
+
+FANOUTS = [10, 10]
+LAYOUTS = ("dense", "compact", "sparse")
+
+
+def cora_graph():
+    from memgraph_tf.datasets import planetoid_graph
+
+    return planetoid_graph("cora")
+
+
+def blobs_per_node(graph, node_ids: list[int], layout: str, seed: int = 7) -> list[bytes]:
+    rows = graph.call("tf_features.sample_per_node", node_ids, FANOUTS, ["features"],
+                      {"seed": seed, "layout": layout, "direction": "both"})
+    return [blob.b64decode(r["blob"]) for r in rows]
+
+
+def body_bytes(data: bytes) -> int:
+    """The REST ``:classify`` body for one node: its blob as ``{"b64": standard base64}``."""
+    body = {"examples": [{"blob": {"b64": base64.b64encode(data).decode("ascii")}}]}
+    return len(json.dumps(body, separators=(",", ":")).encode())
+
+
+def body_bytes_per_node(nodes: int | None = None, graph=None) -> dict[str, list[int]]:
+    """Prints and returns the body bytes per node for each layout (``nodes``: the first N nodes,
+    default all; dense on at most 64, its size being the same for every node)."""
+    graph = graph if graph is not None else cora_graph()
+    ids = list(range(graph.node_count if nodes is None else min(nodes, graph.node_count)))
+    sizes = {}
+    for layout in LAYOUTS:
+        part = ids[:64] if layout == "dense" else ids
+        sizes[layout] = [body_bytes(b) for b in blobs_per_node(graph, part, layout)]
+    dense = statistics.median(sizes["dense"])
+    print(f"REST :classify body bytes per Cora node, fanouts {tuple(FANOUTS)}, {len(ids)} nodes "
+          f"(dense: {len(sizes['dense'])}, all the same size)")
+    print(f"  {'layout':8s} {'node 0':>9s} {'median':>9s} {'p90':>9s} {'max':>9s}  dense/median")
+    for layout, s in sizes.items():
+        p90 = float(np.percentile(s, 90))
+        print(f"  {layout:8s} {s[0]:9d} {statistics.median(s):9.0f} {p90:9.0f} {max(s):9d}  "
+              f"{dense / statistics.median(s):8.1f}x")
+    return sizes
+
+
+def same_scores(nodes: int = 64, graph=None) -> None:
+    """Exports op-free GraphSAGE bundles in each layout and compares their scores on the same
+    neighbourhoods (raises AssertionError if any differs)."""
+    import tensorflow as tf
+
+    from memgraph_tf.client.graphsage import GraphSAGE
+    from memgraph_tf.serving.export import export_bundle
+
+    graph = graph if graph is not None else cora_graph()
+    ids = list(range(nodes))
+    model = GraphSAGE(FANOUTS, 1433, 7, hidden_units=64, normalize_features=True, normalize_hidden=True,
+                      class_names=[f"c{i}" for i in range(7)])
+    model.ensure_built()
+    scores = {}
+    with tempfile.TemporaryDirectory() as base:
+        for layout in LAYOUTS:
+            info = export_bundle(model, base, f"cora_{layout}", 1, use_op=False, layout=layout,
+                                 sample_options={"seed": 7, "direction": "both"}, warmup=False)
+            loaded = tf.saved_model.load(str(info.path))
+            blobs = tf.constant(blobs_per_node(graph, ids, layout))
+            scores[layout] = loaded.signatures["serving_default"](blobs=blobs)["scores"].numpy()
+    for layout in LAYOUTS[1:]:
+        assert scores[layout].tobytes() == scores["dense"].tobytes(), f"{layout} scores differ from dense"
+    top = scores["dense"].argmax(axis=1)
+    print(f"scores of {nodes} Cora nodes, op-free bundles: compact and sparse bitwise equal to dense "
+          f"(top classes {np.bincount(top, minlength=7).tolist()})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=None, help="measure the first N nodes (default: all)")
+    parser.add_argument("--no-scores", action="store_true", help="skip the bundle score comparison")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    graph = cora_graph()
+    body_bytes_per_node(args.nodes, graph)
+    if not args.no_scores:
+        same_scores(graph=graph)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Bundles exported per sample layout (issue 11): dense, compact and sparse bundles, op and op-free,
+give the same scores for the same sampled neighbourhoods; the layout is stored in the bundle config,
+so the server's node_id path asks the graph for that layout; warmup requests are valid blobs."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import requests
+
+from memgraph_tf import blob
+from memgraph_tf.serving import bundle
+from memgraph_tf.serving.errors import BundleError
+
+LAYOUTS = ["dense", "compact", "sparse"]
+NODES = 12
+
+
+@pytest.fixture(scope="module")
+def graph(sage):
+    from memgraph_tf.embedded import EmbeddedGraph
+
+    rng = random.Random(11)
+    g = EmbeddedGraph()
+    for i in range(NODES):  # bag-of-words-like rows: mostly zeros
+        g.add_node(["Paper"], {"features": [rng.choice([0.0, 0.0, 0.0, 1.0, 0.5]) for _ in range(sage.dim)]})
+    for _ in range(2 * NODES):
+        g.add_edge(rng.randrange(NODES), rng.randrange(NODES), "CITES")
+    return g
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory, sage):
+    from memgraph_tf.serving.export import export_bundle
+
+    base = tmp_path_factory.mktemp("layout_bundles")
+    model = sage.make(seed=2)
+    infos = {}
+    for layout_name in LAYOUTS:
+        for use_op in (True, False):
+            name = f"sage_{layout_name}_{'op' if use_op else 'portable'}"
+            infos[layout_name, use_op] = export_bundle(
+                model, base, name, 1, use_op=use_op, properties=["features"],
+                sample_options={"seed": 3, "low_degree": "pad"}, layout=layout_name)
+    return infos
+
+
+def per_node_blobs(graph, sage, layout_name):
+    rows = graph.call("tf_features.sample_per_node", list(range(NODES)), list(sage.fanouts), ["features"],
+                      {"seed": 3, "layout": layout_name})
+    return [blob.b64decode(r["blob"]) for r in rows]
+
+
+def load(info):
+    import tensorflow as tf
+
+    if info.use_op:
+        from memgraph_tf import ops
+
+        ops.load_library()
+    return tf.saved_model.load(str(info.path))
+
+
+def classify(model, blobs):
+    import tensorflow as tf
+    from tensorflow.core.example import example_pb2
+
+    examples = []
+    for b in blobs:
+        ex = example_pb2.Example()
+        ex.features.feature[bundle.DEFAULT_BLOB_FEATURE_KEY].bytes_list.value.append(b)
+        examples.append(ex.SerializeToString())
+    return model.signatures[bundle.CLASSIFY_SIGNATURE](inputs=tf.constant(examples))[bundle.SCORES_OUTPUT].numpy()
+
+
+def test_every_layout_and_decoder_gives_the_dense_scores(bundles, graph, sage):
+    import tensorflow as tf
+
+    dense = per_node_blobs(graph, sage, "dense")
+    want = classify(load(bundles["dense", True]), dense)
+    assert want.shape == (NODES, len(sage.classes))
+    for (layout_name, use_op), info in bundles.items():
+        blobs = per_node_blobs(graph, sage, layout_name)
+        model = load(info)
+        np.testing.assert_array_equal(classify(model, blobs), want, err_msg=f"{layout_name} use_op={use_op}")
+        predicted = model.signatures[bundle.PREDICT_SIGNATURE](blobs=tf.constant(blobs))
+        np.testing.assert_array_equal(predicted[bundle.SCORES_OUTPUT].numpy(), want)
+
+
+@pytest.mark.parametrize("layout_name", LAYOUTS)
+def test_the_layout_is_in_the_config_and_the_warmup_request_runs(bundles, layout_name):
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    from memgraph_tf import layout
+
+    info = bundles[layout_name, False]
+    config = bundle.read_bundle_config(info.path)
+    assert config.options == {"seed": 3, "low_degree": "pad", "layout": layout_name}
+    assert config.sampling.arguments()[2]["layout"] == layout_name  # what servers and clients sample with
+    want = layout.model_input_sections(config.fanouts, config.feature_dim, layout=layout_name, batch=1)
+    assert config.sections == {s.name: (s.dtype, tuple(s.shape)) for s in want}
+    [record] = list(tf.data.TFRecordDataset(str(bundle.warmup_path(info.path))).as_numpy_iterator())
+    log = prediction_log_pb2.PredictionLog.FromString(record)
+    examples = [ex.SerializeToString() for ex in log.classify_log.request.input.example_list.examples]
+    scores = load(info).signatures[bundle.CLASSIFY_SIGNATURE](inputs=tf.constant(examples))[bundle.SCORES_OUTPUT]
+    assert scores.shape == (1, len(config.class_names))
+
+
+def test_the_server_samples_node_ids_in_the_bundle_s_layout(bundles, graph, sage):
+    from memgraph_tf.client.sources import EmbeddedSource
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    class Spy(EmbeddedSource):
+        def sample_blobs_per_node(self, seeds, fanouts, properties, options=None):
+            self.options = dict(options or {})
+            return super().sample_blobs_per_node(seeds, fanouts, properties, options)
+
+    source = Spy(graph)
+    info = bundles["sparse", False]
+    want = classify(load(bundles["dense", False]), per_node_blobs(graph, sage, "dense"))
+    with start_server(ModelServer(info.path.parent, info.name, graph_source=source)) as srv:
+        r = requests.post(f"{srv.url}/v1/models/{info.name}:classify", timeout=120,
+                          json={"examples": [{"node_id": i} for i in range(NODES)]})
+    assert r.status_code == 200, r.text
+    assert source.options["layout"] == "sparse"
+    got = [[score for _, score in row] for row in r.json()["results"]]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)  # JSON prints floats with 6-9 digits
+
+
+def test_export_refuses_a_bad_or_conflicting_layout(tmp_path, sage):
+    from memgraph_tf.serving.export import export_bundle
+
+    model = sage.make()
+    with pytest.raises(BundleError, match=r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'csr'"):
+        export_bundle(model, tmp_path, "m", 1, use_op=False, layout="csr")
+    with pytest.raises(BundleError, match=r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'coo'"):
+        export_bundle(model, tmp_path, "m", 1, use_op=False, sample_options={"layout": "coo"})
+    with pytest.raises(BundleError, match=r"layout: expected the same layout as sample_options\['layout'\] "
+                                          r"\('compact'\), got 'sparse'"):
+        export_bundle(model, tmp_path, "m", 1, use_op=False, layout="sparse", sample_options={"layout": "compact"})
+    with pytest.raises(BundleError, match=r"sections: expected none \(the sparse layout's sections are fixed\)"):
+        export_bundle(model, tmp_path, "m", 1, use_op=False, layout="sparse",
+                      sections={"features_0": ("float32", (1, 4))})
+    assert not (tmp_path / "m").exists()  # refused before anything was written
