@@ -31,6 +31,9 @@ that defines each subtree::
     |   |   +-- ValueTypeError (TypeError)               a value of the wrong type
     |   |   +-- ValueLengthError                         a list of the wrong length
     |   +-- GraphDataError (ValueError)                  a node is missing or a property cannot be packed
+    |   |   +-- InvalidNodeError                         batch inference stopped at a node it cannot classify
+    |   +-- ModelError                                   batch inference: the model backend failed
+    |       +-- ModelInputError (ValueError)             the model rejected an input blob
     +-- ServingError                                     memgraph_tf.serving.errors (.status, .message, .url)
     |   +-- ServingConnectionError                       no HTTP answer after all retries
     |   +-- ServingTimeoutError                          no answer within timeout_s

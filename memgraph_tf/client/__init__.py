@@ -8,6 +8,9 @@
   -> base64 decode -> unpack op, batched and prefetched (``pipeline``).
 - :class:`GraphSAGE`, :func:`train_graphsage`, :func:`evaluate` (``graphsage``);
   :func:`predict_and_write` (``inference``).
+- :func:`classify_graph`, :class:`BatchClassifier`, :class:`BundleBackend`, :func:`rest_backend`,
+  :func:`grpc_backend` -- batch inference with an exported bundle: resumable, sharded, pipelined
+  (``batch``; ``memgraph-tf classify``).
 
 Names are imported lazily, so ``from memgraph_tf.client import connect`` does not import TensorFlow.
 """
@@ -34,6 +37,15 @@ _EXPORTS = {
     "TrainResult": "graphsage",
     "predict": "inference",
     "predict_and_write": "inference",
+    "classify_graph": "batch",
+    "BatchClassifier": "batch",
+    "BatchSummary": "batch",
+    "BundleBackend": "batch",
+    "ModelBackend": "batch",
+    "ServingBackend": "batch",
+    "Shard": "batch",
+    "rest_backend": "batch",
+    "grpc_backend": "batch",
     "ClientError": "errors",
     "ConfigurationError": "errors",
     "GraphConnectionError": "errors",
@@ -46,6 +58,9 @@ _EXPORTS = {
     "ValueTypeError": "errors",
     "ValueLengthError": "errors",
     "GraphDataError": "errors",
+    "InvalidNodeError": "errors",
+    "ModelError": "errors",
+    "ModelInputError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -17,7 +17,10 @@ need not import the driver to handle them. The tree::
     |   +-- ValueTypeError              a value of the wrong type (also a TypeError)
     |   +-- ValueLengthError            a list of the wrong length
     +-- GraphDataError                  the graph lacks a node, or a property cannot be packed
-                                        (also a ValueError; the fallback packer's errors)
+    |                                   (also a ValueError; the fallback packer's errors)
+    |   +-- InvalidNodeError            batch inference stopped at a node it cannot classify
+    +-- ModelError                      batch inference: the model backend failed
+        +-- ModelInputError             the model rejected an input blob (also a ValueError)
 
 Errors raised inside a ``tf.data`` pipeline or ``tf.py_function`` reach the caller as the
 ``tf.errors.OpError`` subclass TensorFlow maps them to (``InvalidArgumentError`` for the ``ValueError``
@@ -76,3 +79,25 @@ class ValueLengthError(ResultError):
 
 class GraphDataError(ClientError, ValueError):
     """The graph lacks a node, or a property cannot be packed (client-side packing)."""
+
+
+class InvalidNodeError(GraphDataError):
+    """Batch inference (:mod:`memgraph_tf.client.batch`) stopped at a node it cannot classify: an
+    unknown id, features that cannot be packed (its own or a sampled neighbour's), or a blob the
+    model rejects. ``node_id`` names the node and ``reason`` says why; nothing of the batch that
+    holds it was written."""
+
+    def __init__(self, node_id: int, reason: str, message: str | None = None) -> None:
+        self.node_id = node_id
+        self.reason = reason
+        super().__init__(message or f"node {node_id}: {reason}")
+
+
+class ModelError(ClientError):
+    """Batch inference: the model backend failed on a batch (the model, or the server that runs
+    it); the backend's own error is the ``__cause__``."""
+
+
+class ModelInputError(ModelError, ValueError):
+    """The model rejected an input batch (a blob it cannot decode, or of a shape it does not
+    take): the fault is in the data of some node of the batch, which batch inference can find."""

@@ -1,0 +1,515 @@
+"""Batch inference (memgraph_tf.client.batch): an exported bundle run in-process and behind the
+local server over REST and gRPC, over the embedded graph and over real Bolt (ArcadeDB, client-side
+fallback); resume, shards, subset/order/batch-size invariance, invalid nodes, failures. The
+command line and the SIGKILL/SIGINT subprocess tests are in test_batch_cli.py."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.batch import (
+    BatchClassifier,
+    BundleBackend,
+    ModelBackend,
+    Shard,
+    check_where,
+    classify_graph,
+    property_names,
+    rest_backend,
+    serialize_blob_example,
+)
+from memgraph_tf.client.errors import (
+    ConfigurationError,
+    InvalidNodeError,
+    ModelError,
+    ModelInputError,
+    ServerUnavailable,
+)
+from memgraph_tf.embedded import EmbeddedGraph
+
+LABEL = "BatchItem"
+CLASSES = ["red", "green", "blue"]
+FANOUTS = [3, 2]
+DIM = 4
+SEED = 11
+OPTIONS = {"id_property": "id", "label": LABEL, "seed": SEED}
+N = 90
+
+
+def node_id(i: int) -> int:
+    """Sparse ids, negative and positive, so id order, keyset pages and shards are not trivial."""
+    return 7 * i - 200
+
+
+def graph_data(n: int = N, bad: tuple[int, ...] = (), seed: int = 0):
+    """``(nodes, edges)``: nodes ``{"id", "features"}``, edges ``(i, j)`` by index; the ``bad``
+    indices get features one value too long and no edges (so only they are invalid; the other
+    edges are the same as without them)."""
+    rng = np.random.default_rng(seed)
+    feats = rng.normal(size=(n, DIM + 1)).astype(np.float32) * 2.0
+    nodes = [{"id": node_id(i), "features": feats[i, : DIM + (1 if i in bad else 0)].tolist()} for i in range(n)]
+    edges = []
+    for i in range(n):
+        for j in rng.choice(n, size=3, replace=False).tolist():
+            if j != i and i not in bad and j not in bad:
+                edges.append((i, j))
+    return nodes, edges
+
+
+def isolated_run(source: EmbeddedSource, model, ids) -> dict:
+    """Each node classified alone (batch size 1) into property ``alone``: the values a node gets
+    whatever else is in its batch."""
+    classify_graph(source, model, node_ids=ids, batch_size=1, write_property="alone", progress=False)
+    return predictions(source, "alone")
+
+
+def embedded_source(n: int = N, bad: tuple[int, ...] = ()) -> EmbeddedSource:
+    nodes, edges = graph_data(n, bad)
+    graph = EmbeddedGraph()
+    for props in nodes:
+        graph.add_node([LABEL], props)
+    graph.add_node(["Other"], {"id": 10**6, "features": [0.0] * DIM})  # not a BatchItem: never classified
+    for a, b in edges:
+        graph.add_edge(a, b, "LINK")
+    return EmbeddedSource(graph)
+
+
+def predictions(source: EmbeddedSource, prop: str = "predicted_class") -> dict[int, tuple]:
+    """``{id: (class, score, version)}`` of the nodes that carry ``prop``."""
+    cls, score, version = property_names(prop)
+    graph = source.graph
+    out = {}
+    for internal in graph.nodes():
+        value = graph.get_property(internal, cls)
+        if value is not None:
+            out[graph.get_property(internal, "id")] = (value, graph.get_property(internal, score),
+                                                     graph.get_property(internal, version))
+    return out
+
+
+def assert_same(got: dict, want: dict) -> None:
+    assert sorted(got) == sorted(want)
+    assert [got[k][0] for k in sorted(got)] == [want[k][0] for k in sorted(want)]
+    np.testing.assert_allclose([got[k][1] for k in sorted(got)], [want[k][1] for k in sorted(want)], rtol=1e-6)
+    assert {v[2] for v in got.values()} == {v[2] for v in want.values()}
+
+
+# ------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def sage_model():
+    import keras
+
+    from memgraph_tf.client import GraphSAGE
+
+    keras.utils.set_random_seed(3)
+    return GraphSAGE(FANOUTS, DIM, len(CLASSES), hidden_units=8, dropout=0.0, class_names=CLASSES).ensure_built()
+
+
+@pytest.fixture(scope="module")
+def bundle_base(tmp_path_factory, sage_model):
+    """BASE/BatchSage with version 1, op-free, sampling options OPTIONS."""
+    from memgraph_tf.serving import export_bundle
+
+    base = tmp_path_factory.mktemp("batch_bundles")
+    export_bundle(sage_model, base, "BatchSage", 1, use_op=False, properties=["features"],
+                  sample_options=OPTIONS, warmup=False)
+    return base / "BatchSage"
+
+
+@pytest.fixture(scope="module")
+def backend(bundle_base):
+    with BundleBackend(bundle_base) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def reference(backend):
+    """An uninterrupted full run over the embedded graph: ``{id: (class, score, version)}``."""
+    source = embedded_source()
+    summary = classify_graph(source, backend, batch_size=32, progress=False)
+    assert summary.classified == N and summary.skipped == summary.failed == summary.up_to_date == 0
+    return predictions(source)
+
+
+# ------------------------------------------------------------------------------------- unit parts
+def test_serialized_example_is_tf_example_bytes():
+    import tensorflow as tf
+
+    for blob, key in ((b"", "blob"), (b"\x00\xff" * 300, "blob"), (bytes(range(256)) * 70, "nödé")):
+        want = tf.train.Example(features=tf.train.Features(feature={
+            key: tf.train.Feature(bytes_list=tf.train.BytesList(value=[blob]))})).SerializeToString()
+        assert serialize_blob_example(blob, key) == want
+
+
+def test_shards_partition_every_key():
+    shards = [Shard.parse(f"{i}/3") for i in range(3)]
+    for key in list(range(-50, 50)) + [2**62, -2**62]:
+        assert sum(s.contains(key) for s in shards) == 1
+    assert Shard.parse(" 1 / 4 ") == Shard(1, 4)
+    with pytest.raises(ConfigurationError, match=r"shard: expected i/N with N >= 1 and 0 <= i < N, got 3/3"):
+        Shard.parse("3/3")
+    with pytest.raises(ConfigurationError, match=r"shard: expected i/N such as 0/3, got '1-3'"):
+        Shard.parse("1-3")
+
+
+def test_where_accepts_predicates_and_refuses_anything_else():
+    assert check_where(" n.year >= $year AND n.title <> 'MATCH; )' ", {"year": 2}) == \
+        "n.year >= $year AND n.title <> 'MATCH; )'"
+    assert check_where("size([(n)--(m) WHERE m.x > 1 | m]) > 2 AND `weird name` IS NULL")
+    cases = [
+        ("n.x = 1 RETURN n", r"got the clause keyword RETURN"),
+        ("n.x = 1) OR (true", r"expected balanced brackets, got an unmatched '\)'"),
+        ("(n.x = 1", r"expected balanced brackets, got an unclosed '\('"),
+        ("n.x = 1; MATCH (m) DETACH DELETE m", r"expected one predicate expression, got ';'"),
+        ("n.x = 1 // comment", r"expected one predicate expression, got '//'"),
+        ("n.name = 'open", r"expected a closed '...' starting at character 9"),
+        ("EXISTS { MATCH (n)--() }", r"got the clause keyword MATCH"),
+        ("n.x = $missing", r"\$missing is used but not given .*--param missing=VALUE"),
+        ("", r"where: expected a non-empty Cypher predicate over n"),
+    ]
+    for where, message in cases:
+        with pytest.raises(ConfigurationError, match=message):
+            check_where(where)
+    with pytest.raises(ConfigurationError, match=r"names starting with 'mgtf_' are reserved"):
+        check_where("n.x = $mgtf_version", {"mgtf_version": 1})
+
+
+# ------------------------------------------------------------------------ embedded, in-process
+def test_full_run_writes_class_score_and_version(reference, sage_model, backend):
+    from memgraph_tf.client import predict
+
+    assert backend.version == 1 and backend.name == "BatchSage"
+    assert len(reference) == N
+    assert {c for c, _, _ in reference.values()} <= set(CLASSES)
+    assert len({c for c, _, _ in reference.values()}) >= 2  # the model tells nodes apart
+    assert {v for _, _, v in reference.values()} == {1}
+    # the same numbers through the independent tf.data path with the Keras model itself
+    ids = sorted(reference)
+    source = embedded_source()
+    pred = predict(sage_model, source, ids, properties=["features"], options=OPTIONS, batch_size=16)
+    assert [reference[i][0] for i in ids] == [CLASSES[c] for c in pred.classes]
+    np.testing.assert_allclose([reference[i][1] for i in ids], pred.scores, rtol=1e-5)
+    assert 10**6 not in reference  # a node without the label
+
+
+def test_subset_order_and_batch_size_do_not_change_predictions(reference, backend):
+    source = embedded_source()
+    ids = sorted(reference)
+    random.Random(5).shuffle(ids)
+    subset = ids[:37]
+    for batch_size in (1, 5, 64):
+        summary = classify_graph(source, backend, node_ids=subset, batch_size=batch_size,
+                                 write_property=f"p{batch_size}", progress=False)
+        assert summary.classified == len(subset)
+        assert_same(predictions(source, f"p{batch_size}"), {i: reference[i] for i in subset})
+    # the test can fail: another seed gives other neighbourhoods for some of these nodes
+    blobs = [source.sample_blobs_per_node(subset, FANOUTS, ["features"], {**OPTIONS, "seed": s}) for s in (SEED, SEED + 1)]
+    assert blobs[0] != blobs[1]
+
+
+def test_three_shards_classify_every_node_exactly_once(reference, backend):
+    source = embedded_source()
+    counts = []
+    for i in range(3):
+        summary = classify_graph(source, backend, shard=f"{i}/3", batch_size=8, write_property=f"s{i}",
+                                 progress=False)
+        counts.append(summary.classified)
+        assert all(k % 3 == i for k in predictions(source, f"s{i}"))
+    assert sum(counts) == N and min(counts) > 0
+    merged: dict = {}
+    for i in range(3):
+        part = predictions(source, f"s{i}")
+        assert not set(part) & set(merged)
+        merged.update(part)
+    assert_same(merged, reference)
+
+
+def test_rerun_skips_nodes_with_this_version_and_overwrite_redoes_them(reference, backend):
+    source = embedded_source()
+    first = sorted(reference)[10:40]
+    classify_graph(source, backend, node_ids=first, progress=False)
+    written: list[int] = []
+    run = BatchClassifier(source, backend, batch_size=16, progress=False)
+    original = run._target.write
+    run._target.write = lambda preds: written.extend(p[0] for p in preds) or original(preds)
+    summary = run.run()
+    assert summary.up_to_date == len(first) and summary.classified == N - len(first)
+    assert sorted(written) == sorted(set(reference) - set(first))
+    assert_same(predictions(source), reference)
+    again = classify_graph(source, backend, progress=False)
+    assert (again.classified, again.up_to_date, again.total) == (0, N, 0)
+    redo = classify_graph(source, backend, overwrite=True, progress=False)
+    assert (redo.classified, redo.up_to_date) == (N, 0)
+
+
+def test_where_callable_and_label_checks_on_the_embedded_graph(reference, backend):
+    source = embedded_source()
+    summary = classify_graph(source, backend, where=lambda key: key > 0, progress=False)
+    assert summary.classified == sum(1 for k in reference if k > 0)
+    assert sorted(predictions(source)) == sorted(k for k in reference if k > 0)
+    with pytest.raises(ConfigurationError, match=r"where: the embedded graph runs no Cypher"):
+        BatchClassifier(source, backend, where="n.id > 0")
+    with pytest.raises(ConfigurationError, match=r"label: the model samples :BatchItem nodes .*got 'Other'"):
+        BatchClassifier(source, backend, label="Other")
+    with pytest.raises(ConfigurationError, match=r"batch_size: expected an integer >= 1, got 0"):
+        BatchClassifier(source, backend, batch_size=0)
+    with pytest.raises(ConfigurationError, match=r"write_property: expected a non-empty name without backquotes"):
+        BatchClassifier(source, backend, write_property="a`b")
+
+
+def test_invalid_node_stops_the_run_and_its_batch_is_not_written(reference, backend):
+    bad = 20  # batch 3 of 8-node batches (ids ascend with the index)
+    source = embedded_source(bad=(bad,))
+    run = BatchClassifier(source, backend, batch_size=8, progress=False)
+    with pytest.raises(InvalidNodeError, match=rf"^node {node_id(bad)}: ") as info:
+        run.run()
+    assert info.value.node_id == node_id(bad)
+    assert "features" in info.value.reason
+    written = predictions(source)
+    assert sorted(written) == [node_id(i) for i in range(16)]  # batches 1 and 2; nothing of batch 3
+    assert run.summary.classified == 16 and run.summary.failed == 8
+    assert_same(written, isolated_run(source, backend, sorted(written)))
+
+
+def test_skip_invalid_reports_the_node_and_writes_the_rest(reference, backend):
+    bad = (20, 21, 60)
+    source = embedded_source(bad=bad)
+    summary = classify_graph(source, backend, batch_size=8, skip_invalid=True, progress=False)
+    assert summary.skipped == 3 and summary.classified == N - 3
+    assert [nid for nid, _ in summary.invalid] == [node_id(i) for i in bad]
+    assert all(node_id(i) == nid and "features" in reason for i, (nid, reason) in zip(bad, summary.invalid))
+    written = predictions(source)
+    assert set(written) == set(reference) - {node_id(i) for i in bad}
+    assert_same(written, isolated_run(source, backend, sorted(written)))
+    with pytest.raises(InvalidNodeError, match=r"^node 999999: unknown node id 999999"):
+        classify_graph(embedded_source(), backend, node_ids=[node_id(0), 999999], progress=False)
+
+
+def test_a_blob_the_model_rejects_is_pinned_on_its_node(backend):
+    bad = 30
+    source = embedded_source(bad=(bad,))
+    # alone, the node's blob samples fine (its own 5 features fix the layout) but the model takes 4
+    with pytest.raises(InvalidNodeError, match=rf"^node {node_id(bad)}: .+") as info:
+        classify_graph(source, backend, node_ids=[node_id(bad)], progress=False)
+    assert isinstance(info.value.__cause__, ModelInputError)
+
+
+def test_a_node_without_features_is_named_with_the_procedure_s_reason(backend):
+    source = embedded_source()
+    source.graph.set_property(5, "features", None)
+    with pytest.raises(InvalidNodeError, match=rf"^node {node_id(5)}: node with id = {node_id(5)} property "
+                                               r"'features': expected a value, got none \(missing\)$"):
+        classify_graph(source, backend, batch_size=8, progress=False)
+    assert predictions(source) == {}  # node 5 is in the first batch: nothing written
+
+
+class _PickyModel(ModelBackend):
+    """Rejects any batch holding a blob from ``bad`` (by content), else asks the real model."""
+
+    def __init__(self, inner: BundleBackend, bad_blobs: set[bytes]):
+        self.inner, self.bad_blobs, self.config, self.version = inner, bad_blobs, inner.config, inner.version
+        self.calls = 0
+
+    def classify(self, blobs):
+        self.calls += 1
+        if any(b in self.bad_blobs for b in blobs):
+            raise ModelInputError("Invalid argument: the blob is bad")
+        return self.inner.classify(blobs)
+
+
+def test_model_rejections_are_split_down_to_the_nodes(reference, backend):
+    source = embedded_source()
+    ids = sorted(reference)
+    bad_ids = [ids[3], ids[4], ids[50]]
+    bad_blobs = set(source.sample_blobs_per_node(bad_ids, FANOUTS, ["features"], OPTIONS))
+    picky = _PickyModel(backend, bad_blobs)
+    summary = classify_graph(source, picky, batch_size=32, skip_invalid=True, progress=False)
+    assert summary.invalid == [(i, "Invalid argument: the blob is bad") for i in bad_ids]
+    assert_same(predictions(source), {k: v for k, v in reference.items() if k not in bad_ids})
+
+
+def test_concurrent_fetches_keep_batches_whole_and_in_order(reference, backend):
+    source = embedded_source()
+    seen: list[list[int]] = []
+    run = BatchClassifier(source, backend, batch_size=8, fetch_workers=3, queue_batches=1, progress=False)
+    original = run._target.write
+    run._target.write = lambda preds: seen.append([p[0] for p in preds]) or original(preds)
+    assert run.run().classified == N
+    assert [i for batch in seen for i in batch] == sorted(reference) and {len(b) for b in seen[:-1]} == {8}
+    assert_same(predictions(source), reference)
+
+
+class _FailingModel(ModelBackend):
+    """The real model, until call ``fail_on`` raises a ModelError (a model that is not the nodes' fault)."""
+
+    def __init__(self, inner: BundleBackend, fail_on: int):
+        self.inner, self.fail_on, self.config, self.version = inner, fail_on, inner.config, inner.version
+        self.calls = 0
+
+    def classify(self, blobs):
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise ModelError("the model server fell over")
+        return self.inner.classify(blobs)
+
+
+def test_a_model_failure_stops_the_run_without_splitting_the_batch(backend):
+    source = embedded_source()
+    model = _FailingModel(backend, fail_on=2)
+    run = BatchClassifier(source, model, batch_size=8, progress=False)
+    with pytest.raises(ModelError, match=r"^the model server fell over$"):
+        run.run()
+    assert model.calls == 2  # no halving: the fault is not in a node
+    assert run.summary.classified == 8 and len(predictions(source)) == 8
+
+
+def test_a_write_failure_stops_the_run_and_earlier_batches_stay(backend):
+    source = embedded_source()
+    run = BatchClassifier(source, backend, batch_size=8, progress=False)
+    original, calls = run._target.write, []
+
+    def write(preds):
+        calls.append(len(preds))
+        if len(calls) == 3:
+            raise ServerUnavailable("bolt://x: server unavailable or connection lost")
+        return original(preds)
+
+    run._target.write = write
+    with pytest.raises(ServerUnavailable, match=r"server unavailable or connection lost"):
+        run.run()
+    assert run.summary.classified == 16 and len(predictions(source)) == 16
+    again = classify_graph(source, backend, batch_size=8, progress=False)  # and a rerun finishes the job
+    assert (again.classified, again.up_to_date) == (N - 16, 16)
+
+
+def test_op_bundle_gives_the_op_free_bundle_s_predictions(tmp_path, sage_model, reference):
+    from memgraph_tf.serving import export_bundle
+
+    export_bundle(sage_model, tmp_path, "BatchSageOp", 4, use_op=True, properties=["features"],
+                  sample_options=OPTIONS, warmup=False)
+    source = embedded_source()
+    with BundleBackend(tmp_path / "BatchSageOp" / "4") as model:
+        assert model.version == 4 and model.config.use_op
+        classify_graph(source, model, progress=False)
+    got = predictions(source)
+    assert {v for _, _, v in got.values()} == {4}
+    assert_same({k: (c, s, 1) for k, (c, s, _) in got.items()}, reference)
+
+
+def test_bundle_backend_refuses_what_is_not_a_bundle(tmp_path):
+    with pytest.raises(ConfigurationError, match=r"model: expected a bundle directory .*no such directory"):
+        BundleBackend(tmp_path / "nope")
+    with pytest.raises(ConfigurationError, match=r"model: expected saved_model.pb or numbered version directories"):
+        BundleBackend(tmp_path)
+
+
+def test_predict_and_write_no_longer_depends_on_chunks(sage_model):
+    from memgraph_tf.client import predict_and_write
+
+    source = embedded_source(n=40)
+    ids = [node_id(i) for i in range(40)]
+    shuffled = list(ids)
+    random.Random(1).shuffle(shuffled)
+    opts = {"id_property": "id", "label": LABEL}
+    predict_and_write(sage_model, source, ids, options=opts, chunk_size=40, property_name="whole",
+                      score_property="whole_s", progress=False)
+    predict_and_write(sage_model, source, shuffled[:23], options=opts, chunk_size=4, batch_size=3,
+                      property_name="parts", score_property="parts_s", progress=False)
+    graph = source.graph
+    rows = {graph.get_property(i, "id"): i for i in graph.nodes(LABEL)}
+    for nid in shuffled[:23]:
+        assert graph.get_property(rows[nid], "parts") == graph.get_property(rows[nid], "whole")
+        assert graph.get_property(rows[nid], "parts_s") == pytest.approx(graph.get_property(rows[nid], "whole_s"), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------ REST and gRPC
+@pytest.fixture(scope="module")
+def model_server(bundle_base):
+    from memgraph_tf.serving.model_server import ModelServer
+
+    return ModelServer(bundle_base, "BatchSage")
+
+
+def test_rest_backend_through_the_local_server(model_server, reference):
+    from memgraph_tf.serving.server import start_server
+
+    source = embedded_source()
+    with start_server(model_server) as running, rest_backend(running.url, "BatchSage") as model:
+        assert model.version == 1 and model.client.version == 1  # pinned to what was newest
+        summary = classify_graph(source, model, batch_size=16, progress=False)
+    assert summary.classified == N
+    assert_same(predictions(source), reference)
+
+
+def test_grpc_backend_through_the_local_server(model_server, reference):
+    grpc_server = pytest.importorskip("memgraph_tf.serving.grpc_server",
+                                      reason="the gRPC server (memgraph_tf.serving.grpc_server) is not here")
+    from memgraph_tf.client.batch import grpc_backend
+
+    source = embedded_source()
+    with grpc_server.start_grpc_server(model_server) as running, grpc_backend(running.target, "BatchSage") as model:
+        assert model.version == 1
+        summary = classify_graph(source, model, batch_size=16, progress=False)
+    assert summary.classified == N
+    assert_same(predictions(source), reference)
+
+
+# ------------------------------------------------------------------------ real Bolt (ArcadeDB)
+@pytest.fixture(scope="module")
+def bolt_graph(bolt_source):
+    """The embedded test graph written to ArcadeDB (no tf_features procedures: client-side packing)."""
+    nodes, edges = graph_data()
+    bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
+    bolt_source.write(f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, features: r.features, half: r.id % 2}})",
+                      {"rows": nodes})
+    bolt_source.write(f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE (a)-[:LINK]->(b)",
+                      {"pairs": [{"a": node_id(a), "b": node_id(b)} for a, b in edges]})
+    assert not bolt_source.has_procedures()
+    return bolt_source
+
+
+def bolt_predictions(source, prop: str = "predicted_class") -> dict[int, tuple]:
+    cls, score, version = property_names(prop)
+    rows = source.read(f"MATCH (n:{LABEL}) WHERE n.`{cls}` IS NOT NULL "
+                       f"RETURN n.id AS id, n.`{cls}` AS c, n.`{score}` AS s, n.`{version}` AS v")
+    return {r["id"]: (r["c"], r["s"], r["v"]) for r in rows}
+
+
+@pytest.mark.arcadedb
+def test_bolt_fallback_run_equals_the_embedded_run(bolt_graph, backend, reference):
+    summary = classify_graph(bolt_graph, backend, batch_size=32, write_property="bolt", progress=False)
+    assert (summary.classified, summary.up_to_date) == (N, 0)
+    assert_same(bolt_predictions(bolt_graph, "bolt"), reference)
+    again = classify_graph(bolt_graph, backend, batch_size=32, write_property="bolt", progress=False)
+    assert (again.classified, again.up_to_date) == (0, N)
+
+
+@pytest.mark.arcadedb
+def test_bolt_where_predicate_and_shards(bolt_graph, backend, reference):
+    summary = classify_graph(bolt_graph, backend, where="n.half = $h", where_params={"h": 0},
+                             write_property="even", progress=False)
+    even = {k for k in reference if k % 2 == 0}
+    assert summary.classified == len(even)
+    assert_same(bolt_predictions(bolt_graph, "even"), {k: reference[k] for k in even})
+    merged: dict = {}
+    for i in range(3):
+        part_summary = classify_graph(bolt_graph, backend, shard=Shard(i, 3), batch_size=7,
+                                      write_property=f"bs{i}", progress=False)
+        part = bolt_predictions(bolt_graph, f"bs{i}")
+        assert part_summary.classified == len(part) and all(k % 3 == i for k in part)
+        assert not set(part) & set(merged)
+        merged.update(part)
+    assert_same(merged, reference)
+
+
+@pytest.mark.arcadedb
+def test_bolt_rest_backend(bolt_graph, model_server, reference):
+    from memgraph_tf.serving.server import start_server
+
+    with start_server(model_server) as running, rest_backend(running.url, "BatchSage") as model:
+        classify_graph(bolt_graph, model, batch_size=16, write_property="rest", progress=False)
+    assert_same(bolt_predictions(bolt_graph, "rest"), reference)
