@@ -37,8 +37,9 @@ def _install_modules(args: argparse.Namespace) -> int:
 
 
 def open_graph_source(uri: str):
-    """A graph source for ``serve --graph``. ``embedded:DIR/NAME`` loads the Planetoid dataset NAME
-    from ``DIR/ind.NAME.*`` into an in-process graph that runs the unchanged query modules; anything
+    """A graph source for ``serve --graph``. ``embedded:NAME`` loads a dataset shipped in the package
+    (``cora``, ``citeseer``; or ``synthetic``), ``embedded:DIR/NAME`` the Planetoid dataset NAME from
+    ``DIR/ind.NAME.*``, into an in-process graph that runs the unchanged query modules; anything
     else is a Bolt URI for :func:`memgraph_tf.client.connect`, which takes the user name and password
     from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` (never a command line, never a bundle)."""
     import pathlib
@@ -48,7 +49,10 @@ def open_graph_source(uri: str):
     if uri.startswith("embedded:"):
         from memgraph_tf.datasets import planetoid_graph
 
-        path = pathlib.Path(uri[len("embedded:"):])
+        spec = uri[len("embedded:"):]
+        if "/" not in spec:
+            return client.EmbeddedSource(planetoid_graph(spec))
+        path = pathlib.Path(spec)
         return client.EmbeddedSource(planetoid_graph(path.name, path.parent))
     return client.connect(uri)
 
@@ -65,7 +69,111 @@ def _serve(args: argparse.Namespace) -> int:
     return server.run_cli(args, open_graph_source)
 
 
+def _parse_params(items: list[str] | None) -> dict:
+    """``--param NAME=VALUE`` items -> {NAME: value}; VALUE is read as JSON when it parses as JSON
+    (``5``, ``2.5``, ``true``, ``"x"``, ``[1, 2]``), else taken as a string."""
+    import json
+
+    params = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--param: expected NAME=VALUE, got {item!r}")
+        try:
+            params[name] = json.loads(text)
+        except ValueError:
+            params[name] = text
+    return params
+
+
+def _classify_backend(args: argparse.Namespace):
+    from memgraph_tf.client import batch
+
+    if args.model is not None:
+        if args.model_name or args.model_version is not None:
+            raise ValueError("--model-name / --model-version: only with --serving or --serving-grpc "
+                             "(--model BUNDLE_DIR names its version directory itself)")
+        return batch.BundleBackend(args.model)
+    if not args.model_name:
+        raise ValueError("--model-name: required with --serving and --serving-grpc")
+    if args.serving is not None:
+        return batch.rest_backend(args.serving, args.model_name, version=args.model_version)
+    return batch.grpc_backend(args.serving_grpc, args.model_name, version=args.model_version)
+
+
+def _classify(args: argparse.Namespace) -> int:
+    """``memgraph-tf classify``: one line on failure, the summary on success. Exit codes: 0 done,
+    1 the run failed or stopped (what was written stays; rerun to resume), 2 a bad command line
+    or setting (nothing was written), 130 interrupted (Ctrl-C; rerun to resume)."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.client import BoltSource, batch
+    from memgraph_tf.client.errors import AuthenticationError, ConfigurationError, InvalidNodeError
+    from memgraph_tf.errors import MemgraphTfError
+    from memgraph_tf.serving.errors import BundleError, NotFoundError
+
+    def fail(code: int, message: str) -> int:
+        print(f"memgraph-tf classify: {message}", file=sys.stderr)
+        return code
+
+    source = model = run = None
+    try:
+        # what the command line alone decides is checked before the graph and the model are opened
+        shard = batch.Shard.parse(args.shard)
+        params = _parse_params(args.param)
+        if args.where is not None:
+            batch.check_where(args.where, params)
+        elif params:
+            raise ValueError("--param: only with --where")
+        source = open_graph_source(args.graph)
+        if args.where is not None and not isinstance(source, BoltSource):
+            raise ConfigurationError("where: the embedded graph runs no Cypher; --where needs a Bolt "
+                                     "graph (--graph bolt://...)")
+        model = _classify_backend(args)
+        run = batch.BatchClassifier(
+            source, model, write_property=args.write_property, label=args.label, where=args.where,
+            where_params=params, shard=shard, batch_size=args.batch_size,
+            skip_invalid=args.skip_invalid, overwrite=args.overwrite, progress=not args.no_progress,
+            fetch_workers=args.fetch_workers)
+        summary = run.run()
+    except KeyboardInterrupt:
+        done = run.summary.classified if run is not None else 0
+        return fail(130, f"interrupted after classifying {done} node(s); run the same command again "
+                         f"to resume")
+    except InvalidNodeError as exc:
+        s = run.summary
+        return fail(1, f"stopped at {exc}. Nothing of its batch was written; {s.classified} node(s) "
+                       f"classified before it (rerun with --skip-invalid to skip such nodes)")
+    except (ConfigurationError, BundleError, AuthenticationError, NotFoundError, FileNotFoundError) as exc:
+        return fail(2, f"error: {exc}")
+    except (MemgraphTfError, OSError) as exc:
+        done = run.summary.classified if run is not None else 0
+        return fail(1, f"failed: {exc} ({done} node(s) classified and written before; run the same "
+                       f"command again to resume)")
+    except ValueError as exc:  # a command-line value refused (by the CLI, or a client constructor)
+        return fail(2, f"error: {exc}")
+    except Exception as exc:  # a bug: still one line (the traceback with -v)
+        logging.getLogger(__name__).debug("internal error", exc_info=True)
+        return fail(1, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)")
+    finally:
+        for closable in (model, source):
+            if closable is not None:
+                closable.close()
+    print(summary.text())
+    for node, reason in summary.invalid[:20]:
+        print(f"  skipped node {node}: {reason}")
+    if summary.skipped > 20:
+        print(f"  ... and {summary.skipped - 20} more skipped node(s)")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
+    import os
+
+    # before TensorFlow is imported: keep its C++ info and warning lines off the demo's screen
+    # (demo.import_tensorflow_quietly filters the start-up lines this variable does not reach)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from memgraph_tf import demo
 
     return demo.main(args)
@@ -86,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-overwrite", action="store_true", help="fail instead of replacing files")
     p.set_defaults(func=_install_modules)
 
-    p = sub.add_parser("serve", help="serve SavedModels over TF Serving's REST API")
+    p = sub.add_parser("serve", help="serve SavedModels over TF Serving's REST (and gRPC) API")
     p.add_argument("model_base_path", help="BASE with BASE/<version>/saved_model.pb")
     p.add_argument("--model-name", default=None, help="name in URLs (default: BASE's name)")
     p.add_argument("--host", default="127.0.0.1")
@@ -116,11 +224,60 @@ def build_parser() -> argparse.ArgumentParser:
                    help="merged calls running at once (default: CPUs)")
     p.add_argument("--max-enqueued-batches", type=int, default=100,
                    help="batches waiting at most; beyond, 503 (default 100)")
+    p.add_argument("--grpc-port", type=int, default=None,
+                   help="also serve TF Serving's gRPC API (PredictionService, ModelService) on "
+                        "this port, over the same loaded model (TF Serving uses 8500)")
+    p.add_argument("--grpc-host", default=None, help="gRPC bind address (default: --host)")
+    p.add_argument("--grpc-max-workers", type=int, default=None,
+                   help="gRPC threads (default 8)")
+    p.add_argument("--grpc-max-message-bytes", type=int, default=None,
+                   help="gRPC messages above this get RESOURCE_EXHAUSTED (default 64 MiB)")
     p.set_defaults(func=_serve)
 
-    p = sub.add_parser("demo", help="the end-to-end demo (Cora: modules -> training -> serving)")
-    p.add_argument("--dataset", default="cora", choices=["cora", "citeseer"])
-    p.add_argument("--workdir", default=None, help="where to write the bundle (default: temp dir)")
+    from memgraph_tf import demo  # standard library only until it runs
+
+    p = sub.add_parser(
+        "classify", help="classify a graph's nodes with a model and write the predictions back",
+        description="Classify the nodes of a graph with an exported bundle (in-process, or behind TF "
+                    "Serving's REST or gRPC API) and write P (class label), P_score and P_version "
+                    "(model version) on each node; resumable (a rerun skips nodes that carry this "
+                    "version's prediction) and shardable. See docs/batch-inference.md.")
+    p.add_argument("--graph", required=True,
+                   help="bolt://HOST:PORT (or neo4j://, +s, +ssc; user and password from "
+                        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD, database MEMGRAPH_TF_DATABASE), or "
+                        "embedded:NAME / embedded:DIR/NAME (a dataset in-process)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", metavar="BUNDLE_DIR",
+                       help="run a bundle in-process: BASE/NAME (its newest version) or BASE/NAME/VERSION")
+    which.add_argument("--serving", metavar="URL", help="TF Serving's REST API, e.g. http://host:8501")
+    which.add_argument("--serving-grpc", metavar="HOST:PORT", help="TF Serving's gRPC API, e.g. host:8500")
+    p.add_argument("--model-name", default=None, help="the served model's name (--serving, --serving-grpc)")
+    p.add_argument("--model-version", type=int, default=None,
+                   help="the served version to use (default: the newest available when the run starts)")
+    p.add_argument("--label", default=None, help="classify only nodes with this label (default: the "
+                                                 "bundle's options.label)")
+    p.add_argument("--where", default=None, metavar="PREDICATE",
+                   help="a Cypher predicate over n, values as $parameters, e.g. 'n.year >= $year' "
+                        "(Bolt graphs only)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a --where parameter; VALUE is JSON if it parses, else a string (repeatable)")
+    p.add_argument("--shard", default="0/1", metavar="I/N",
+                   help="classify only the nodes whose id modulo N is I (default 0/1: all)")
+    p.add_argument("--batch-size", type=int, default=1024, help="nodes per batch (one write transaction each)")
+    p.add_argument("--write-property", default="predicted_class", metavar="P",
+                   help="write the class to P, its score to P_score, the model version to P_version")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="report and skip nodes that cannot be classified instead of stopping")
+    p.add_argument("--overwrite", action="store_true",
+                   help="also reclassify nodes that already carry this model version's prediction")
+    p.add_argument("--fetch-workers", type=int, default=1,
+                   help="batches fetched concurrently (helps over Bolt, where the server samples)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_classify)
+
+    p = sub.add_parser("demo", help="the end-to-end demo: dataset -> training -> bundles -> serving -> "
+                                    "batch inference -> pictures and report.html")
+    demo.add_arguments(p)
     p.set_defaults(func=_demo)
     return parser
 

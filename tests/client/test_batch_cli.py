@@ -1,0 +1,163 @@
+"""``memgraph-tf classify``: exit codes and one-line errors, the summary, and a real subprocess
+interrupted by SIGINT and killed by SIGKILL midway over real Bolt (ArcadeDB), then rerun to the end.
+
+The graph, bundle and reference run are those of test_batch.py (loaded from its file: with
+``--import-mode=importlib`` test modules cannot import each other)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from memgraph_tf.client.batch import ModelBackend, property_names
+
+_spec = importlib.util.spec_from_file_location("_batch_tests", pathlib.Path(__file__).with_name("test_batch.py"))
+kit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kit)
+
+# the fixtures this module shares with test_batch.py (module scope: built again for this module)
+sage_model, bundle_base, backend, reference, bolt_graph = (
+    kit.sage_model, kit.bundle_base, kit.backend, kit.reference, kit.bolt_graph)
+LABEL, CLASSES, N = kit.LABEL, kit.CLASSES, kit.N
+node_id, embedded_source, predictions, assert_same, bolt_predictions = (
+    kit.node_id, kit.embedded_source, kit.predictions, kit.assert_same, kit.bolt_predictions)
+
+
+# ------------------------------------------------------------------------------------ the CLI
+def _cli(monkeypatch, capsys, source, *args):
+    from memgraph_tf import cli
+
+    monkeypatch.setattr(cli, "open_graph_source", lambda uri: source)
+    code = cli.main(["classify", "--graph", "embedded:test", "--no-progress", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_classifies_and_prints_a_summary(monkeypatch, capsys, bundle_base, reference):
+    source = embedded_source()
+    code, out, err = _cli(monkeypatch, capsys, source, "--model", str(bundle_base), "--batch-size", "16",
+                          "--write-property", "cli")
+    assert code == 0, err
+    assert out.startswith(f"classified {N} nodes, skipped 0 invalid, failed 0, already up to date 0 (shard 0/1)")
+    assert "model BatchSage version 1 -> cli, cli_score, cli_version" in out
+    assert_same(predictions(source, "cli"), reference)
+
+
+def test_cli_over_rest_and_grpc(monkeypatch, capsys, bundle_base, reference):
+    from memgraph_tf.serving.grpc_server import start_grpc_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    source = embedded_source()
+    server = ModelServer(bundle_base, "BatchSage")
+    with start_server(server) as rest, start_grpc_server(server) as grpc:
+        for prop, args in (("rest", ["--serving", rest.url]), ("grpc", ["--serving-grpc", grpc.target])):
+            code, out, err = _cli(monkeypatch, capsys, source, *args, "--model-name", "BatchSage",
+                                  "--write-property", prop)
+            assert code == 0, err
+            assert f"model BatchSage version 1 -> {prop}, {prop}_score, {prop}_version" in out
+            assert_same(predictions(source, prop), reference)
+        code, out, err = _cli(monkeypatch, capsys, source, "--serving", rest.url, "--model-name", "Nope")
+        assert code == 2 and re.search(r"^memgraph-tf classify: error: .*Nope", err.splitlines()[-1]), err
+
+
+class _Shared(ModelBackend):
+    """The module's loaded bundle for CLI runs that test something else than loading (the CLI
+    closes its model; this one stays open)."""
+
+    def __init__(self, inner: BundleBackend):
+        self.inner, self.config, self.version = inner, inner.config, inner.version
+
+    def classify(self, blobs):
+        return self.inner.classify(blobs)
+
+
+def test_cli_errors_are_one_line_with_exit_codes(monkeypatch, capsys, bundle_base, backend, tmp_path):
+    from memgraph_tf import cli
+
+    real = cli._classify_backend
+    monkeypatch.setattr(cli, "_classify_backend",
+                        lambda args: _Shared(backend) if args.model == str(bundle_base) else real(args))
+    source = embedded_source(bad=(20,))
+    cases = [
+        (["--model", str(tmp_path / "none")], 2, r"^memgraph-tf classify: error: model: expected a bundle directory"),
+        (["--model", str(bundle_base), "--where", "n.id > 0"], 2,
+         r"^memgraph-tf classify: error: where: the embedded graph runs no Cypher"),
+        (["--model", str(bundle_base), "--shard", "3/3"], 2, r"^memgraph-tf classify: error: shard: expected i/N"),
+        (["--serving", "http://127.0.0.1:9"], 2, r"^memgraph-tf classify: error: --model-name: required"),
+        (["--model", str(bundle_base), "--batch-size", "8"], 1,
+         rf"^memgraph-tf classify: stopped at node {node_id(20)}: .*features.*Nothing of its batch was written; "
+         r"16 node\(s\) classified before it \(rerun with --skip-invalid"),
+    ]
+    for args, want_code, message in cases:
+        code, out, err = _cli(monkeypatch, capsys, source, *args)
+        lines = [line for line in err.splitlines() if line.startswith("memgraph-tf classify:")]
+        assert code == want_code, err
+        assert len(lines) == 1 and re.search(message, lines[0]), err
+        assert "Traceback" not in err and out == ""
+    code, out, err = _cli(monkeypatch, capsys, source, "--model", str(bundle_base), "--skip-invalid")
+    assert code == 0 and f"skipped node {node_id(20)}: " in out
+
+
+@pytest.mark.arcadedb
+def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
+        arcadedb_server, bolt_graph, bundle_base, reference):
+    prop = "killed"
+    cls, score, version = property_names(prop)
+    env = {**os.environ, "MEMGRAPH_TF_USER": arcadedb_server.user, "MEMGRAPH_TF_PASSWORD": arcadedb_server.password,
+           "MEMGRAPH_TF_DATABASE": arcadedb_server.database, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    command = [sys.executable, "-m", "memgraph_tf.cli", "classify", "--graph", arcadedb_server.uri,
+               "--model", str(bundle_base), "--batch-size", "2", "--write-property", prop, "--no-progress"]
+
+    def done() -> int:
+        return bolt_graph.read(f"MATCH (n:{LABEL}) WHERE n.`{version}` = 1 RETURN count(n) AS c")[0]["c"]
+
+    def interrupt(sig: int, after: int) -> subprocess.CompletedProcess:
+        """Starts the command, sends ``sig`` once ``after`` nodes carry version 1, waits for the end."""
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 180
+            while done() < after:
+                assert proc.poll() is None, f"the run ended before the signal: {proc.communicate()}"
+                assert time.monotonic() < deadline, "no batch written within 180 s"
+                time.sleep(0.02)
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+    # Ctrl-C: the batch being written is finished, one line says how to resume, exit code 130
+    stopped = interrupt(signal.SIGINT, 2)
+    assert stopped.returncode == 130, stopped.stderr
+    assert stopped.stderr.strip().splitlines()[-1].startswith("memgraph-tf classify: interrupted after classifying ")
+    assert "Traceback" not in stopped.stderr
+    at_int = done()
+    assert at_int % 2 == 0 and at_int < N
+
+    killed = interrupt(signal.SIGKILL, at_int + 6)
+    assert killed.returncode == -signal.SIGKILL
+    at_kill = done()
+    assert at_int + 6 <= at_kill < N, f"killed too late to test a resume: {at_kill} of {N} written"
+    assert at_kill % 2 == 0  # whole batches only
+    partial = bolt_predictions(bolt_graph, prop)
+    assert len(partial) == at_kill  # no node half-written
+    assert all(c in CLASSES and isinstance(s, float) and v == 1 for c, s, v in partial.values())
+
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"classified {N - at_kill} nodes, skipped 0 invalid, failed 0, already up to date {at_kill}" in rerun.stdout
+    rows = bolt_graph.read(f"MATCH (n:{LABEL}) RETURN n.id AS id, n.`{cls}` AS c, n.`{version}` AS v")
+    assert len(rows) == N and len({r["id"] for r in rows}) == N
+    assert all(r["v"] == 1 for r in rows)
+    assert_same(bolt_predictions(bolt_graph, prop), reference)
