@@ -1,0 +1,79 @@
+"""Batch inference and neighbourhood export on Apache Beam (``pip install 'memgraph-tf[beam]'``):
+the same work as ``memgraph-tf classify``, spread over the workers of Flink, Spark, Dataflow or
+Beam's DirectRunner. See docs/scaling.md.
+
+Composable transforms (:mod:`memgraph_tf.beam.transforms`)::
+
+    import apache_beam as beam
+    from memgraph_tf.beam import ClassifyNodes, GraphSpec, ModelSpec, create_pipeline
+
+    graph = GraphSpec("bolt://memgraph:7687")        # workers log in with MEMGRAPH_TF_USER / _PASSWORD
+    model = ModelSpec.resolve(bundle="models/GraphSage")
+    with create_pipeline("DirectRunner", num_workers=4, running_mode="multi_processing") as p:
+        p | ClassifyNodes(graph, model, batch_size=1024)
+
+* :class:`ReadNodeIds` -- node keys by key range (ranges cut on a worker, handed out by a
+  reshuffle, read by keyset pages), each node once;
+* :class:`FetchNeighbourhoods` -- per-node blobs through the ``tf_features`` query modules (or the
+  Bolt fallback, or the embedded runtime), sampling keyed by ``(seed, node)``;
+* :class:`ClassifyBlobs` -- RunInference with :class:`BlobModelHandler` (a bundle in-process, op or
+  op-free, or TF Serving over REST / gRPC);
+* :class:`WritePredictions` -- class, score and version in one ``UNWIND ... SET`` per batch,
+  leaving nodes that already carry this version alone (retried bundles write nothing twice);
+* :class:`ClassifyNodes` -- the four above; :class:`ExportNeighbourhoods` -- blobs as TFRecord
+  files of ``tf.Example`` s, for training at scale.
+
+The command-line hooks (:func:`add_runner_arguments`, :func:`run_classify_pipeline`) and
+:mod:`memgraph_tf.beam.runner` import no Beam until a pipeline runs; the transforms need it
+(importing them without Beam raises ImportError naming the extra).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from memgraph_tf.beam.runner import (
+    BEAM_MISSING,
+    RUNNERS,
+    BeamSummary,
+    add_runner_arguments,
+    classify_with_beam,
+    create_pipeline,
+    require_beam,
+    run_classify_pipeline,
+)
+
+logger = logging.getLogger(__name__)
+
+_LAZY = {
+    "GraphSpec": "memgraph_tf.beam.graphs",
+    "NodeSelection": "memgraph_tf.beam.graphs",
+    "register_graph": "memgraph_tf.beam.graphs",
+    "unregister_graph": "memgraph_tf.beam.graphs",
+    "ModelSpec": "memgraph_tf.beam.models",
+    "sampling_for": "memgraph_tf.beam.models",
+    "BlobModelHandler": "memgraph_tf.beam.transforms",
+    "ClassifyBlobs": "memgraph_tf.beam.transforms",
+    "ClassifyNodes": "memgraph_tf.beam.transforms",
+    "ExportNeighbourhoods": "memgraph_tf.beam.transforms",
+    "FetchNeighbourhoods": "memgraph_tf.beam.transforms",
+    "NodeScan": "memgraph_tf.beam.transforms",
+    "ReadNodeIds": "memgraph_tf.beam.transforms",
+    "WritePredictions": "memgraph_tf.beam.transforms",
+    "read_exported": "memgraph_tf.beam.transforms",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memgraph_tf.beam' has no attribute {name!r}")
+    if module.endswith("transforms"):
+        require_beam()
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = sorted([*_LAZY, "BEAM_MISSING", "RUNNERS", "BeamSummary", "add_runner_arguments",
+                  "classify_with_beam", "create_pipeline", "require_beam", "run_classify_pipeline"])

@@ -1,0 +1,354 @@
+"""Running the pipelines: runner and options (Beam's DirectRunner without its Prism detour, Flink,
+Spark, Dataflow), :func:`classify_with_beam` (Python) and the ``memgraph-tf classify --runner``
+hooks :func:`add_runner_arguments` / :func:`run_classify_pipeline`.
+
+This module imports only the standard library at import time, so the command line can offer
+``--runner`` without Apache Beam installed; Beam is imported when a pipeline is built.
+
+``DirectRunner`` here means Beam's portable FnApiRunner with ``direct_num_workers`` and
+``direct_running_mode`` -- what Beam's own ``DirectRunner`` falls back to after trying its Prism
+runner, which downloads a binary (impossible offline). ``BundleBasedDirectRunner`` is Beam's older
+in-process runner: one worker, but it retries a failed bundle (up to 4 attempts), as
+Dataflow, Flink and Spark do and the FnApiRunner does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import re
+import sys
+import time
+from typing import Any, Sequence
+
+logger = logging.getLogger(__name__)
+
+RUNNERS = ("DirectRunner", "BundleBasedDirectRunner", "FlinkRunner", "SparkRunner", "DataflowRunner")
+#: Runners whose workers run inside the launching process (``inprocess:``/``embedded:`` graphs).
+IN_PROCESS_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner")
+RUNNING_MODES = ("in_memory", "multi_threading", "multi_processing")
+
+BEAM_MISSING = ("Apache Beam is not installed: pip install 'memgraph-tf[beam]' (the extra pins a "
+                "Beam release that installs beside this TensorFlow)")
+
+
+def require_beam() -> Any:
+    """The ``apache_beam`` module; raises ImportError with the install command when it is missing."""
+    try:
+        import apache_beam
+    except ImportError as exc:
+        raise ImportError(BEAM_MISSING) from exc
+    return apache_beam
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    from memgraph_tf.client.errors import ConfigurationError
+
+    if value not in choices:
+        raise ConfigurationError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def running_mode_for(graph: Any, num_workers: int, running_mode: str | None) -> str:
+    """``running_mode`` when given; else ``multi_threading`` for an in-process graph (the workers
+    must share the launcher's graph), ``multi_processing`` for a Bolt graph with more than one
+    worker (Python threads share one core for Python code), ``in_memory`` for one worker."""
+    if running_mode is not None:
+        return _check_choice("running_mode", running_mode, RUNNING_MODES)
+    if graph.in_process:
+        return "multi_threading"
+    return "multi_processing" if num_workers > 1 else "in_memory"
+
+
+def pipeline_options(runner: str = "DirectRunner", *, num_workers: int = 1, running_mode: str = "in_memory",
+                     pipeline_args: Sequence[str] = ()) -> Any:
+    """``PipelineOptions`` for ``runner``: ``pipeline_args`` (Beam's own flags, e.g.
+    ``--flink_master=host:8081``, ``--project=...``), plus ``direct_num_workers`` and
+    ``direct_running_mode`` for the DirectRunner. ``save_main_session`` stays off: the transforms
+    import what they use."""
+    require_beam()
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    _check_choice("runner", runner, RUNNERS)
+    extra: dict[str, Any] = {}
+    if runner == "DirectRunner":
+        extra = {"direct_num_workers": num_workers, "direct_running_mode": running_mode}
+    elif runner != "BundleBasedDirectRunner":
+        extra = {"runner": runner}
+    return PipelineOptions(list(pipeline_args), **extra)
+
+
+def create_runner(runner: str, options: Any) -> Any:
+    """The runner object for ``runner``: the FnApiRunner for ``DirectRunner`` (with the pipeline
+    options handed to its workers, as Beam's DirectRunner does, but never Prism),
+    ``BundleBasedDirectRunner``, or None for the others (Beam resolves ``--runner`` itself)."""
+    require_beam()
+    _check_choice("runner", runner, RUNNERS)
+    if runner == "DirectRunner":
+        from apache_beam.portability.api import beam_provision_api_pb2
+        from apache_beam.runners.portability.fn_api_runner import fn_runner
+        from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+        encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+        return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(
+            beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))
+    if runner == "BundleBasedDirectRunner":
+        from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
+
+        return BundleBasedDirectRunner()
+    return None
+
+
+def create_pipeline(runner: str = "DirectRunner", *, num_workers: int = 1, running_mode: str = "in_memory",
+                    pipeline_args: Sequence[str] = ()) -> Any:
+    """A ``beam.Pipeline`` on ``runner`` (see :func:`pipeline_options`, :func:`create_runner`)."""
+    beam = require_beam()
+    options = pipeline_options(runner, num_workers=num_workers, running_mode=running_mode,
+                               pipeline_args=pipeline_args)
+    return beam.Pipeline(runner=create_runner(runner, options), options=options)
+
+
+@dataclasses.dataclass
+class BeamSummary:
+    """What a pipeline run did, from its committed counters: ``read`` node keys read, ``fetched``
+    blobs sampled, ``classified`` predictions made, ``written`` nodes written, ``unchanged``
+    predictions the write left alone (the node already carried this version: a retried bundle),
+    ``invalid`` nodes skipped (``skip_invalid``)."""
+
+    model_name: str
+    model_version: int
+    write_property: str
+    runner: str
+    workers: int
+    read: int = 0
+    fetched: int = 0
+    classified: int = 0
+    written: int = 0
+    unchanged: int = 0
+    invalid: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def nodes_per_s(self) -> float:
+        """Nodes written per second of the whole run (start-up of workers and model included)."""
+        return self.written / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def text(self) -> str:
+        """One line for people."""
+        from memgraph_tf.client.batch import property_names
+
+        cls, score, ver = property_names(self.write_property)
+        return (f"classified {self.classified} nodes, written {self.written}, unchanged {self.unchanged}, "
+                f"skipped {self.invalid} invalid on {self.runner} ({self.workers} worker(s)) in "
+                f"{self.elapsed_s:.1f} s: {self.nodes_per_s:.0f} nodes/s; model {self.model_name} "
+                f"version {self.model_version} -> {cls}, {score}, {ver}")
+
+
+def _counters(result: Any) -> dict[str, int]:
+    from apache_beam.metrics.metric import MetricsFilter
+
+    from memgraph_tf.beam.transforms import NAMESPACE
+
+    totals: dict[str, int] = {}
+    for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + int(value or 0)
+    return totals
+
+
+def check_runner_for_graph(graph: Any, runner: str, running_mode: str | None) -> None:
+    """Raises ConfigurationError when ``graph`` lives in this process (``embedded:``,
+    ``inprocess:``) but the runner's workers would not (another runner, or ``multi_processing``):
+    their writes would go to copies that nobody reads."""
+    from memgraph_tf.client.errors import ConfigurationError
+
+    if graph.in_process and (runner not in IN_PROCESS_RUNNERS or running_mode == "multi_processing"):
+        raise ConfigurationError(
+            f"graph: {graph.uri} lives in this process, but {runner} in {running_mode} mode runs workers "
+            f"elsewhere (their writes would be lost); use a Bolt graph, or the DirectRunner with "
+            f"running mode in_memory or multi_threading")
+
+
+def classify_with_beam(graph: Any, model: Any, *, runner: str = "DirectRunner", num_workers: int = 1,
+                       running_mode: str | None = None, pipeline_args: Sequence[str] = (),
+                       **classify_options: Any) -> BeamSummary:
+    """Runs :class:`~memgraph_tf.beam.transforms.ClassifyNodes` (``classify_options``: label,
+    where, where_params, write_property, batch_size, num_ranges, skip_invalid, overwrite,
+    read_graph) over
+    ``graph`` (a :class:`~memgraph_tf.beam.graphs.GraphSpec`) with ``model`` (a resolved
+    :class:`~memgraph_tf.beam.models.ModelSpec`) on ``runner`` and waits for it to finish.
+
+    Guarantees: the graph ends with the same predictions as ``memgraph-tf classify`` would write
+    (see ClassifyNodes); raises when the pipeline fails (what was written stays: rerun to resume);
+    the summary's counts are the runner's committed counters."""
+    require_beam()
+    from memgraph_tf.beam.graphs import acquire, release
+    from memgraph_tf.beam.transforms import ClassifyNodes
+
+    mode = running_mode_for(graph, num_workers, running_mode) if runner == "DirectRunner" else None
+    check_runner_for_graph(graph, runner, mode)
+    if classify_options.get("read_graph") is not None:
+        check_runner_for_graph(classify_options["read_graph"], runner, mode)
+    transform = ClassifyNodes(graph, model, **classify_options)
+    held = acquire(graph) if graph.in_process else None  # one copy, shared with the worker threads
+    t0 = time.perf_counter()
+    try:
+        pipeline = create_pipeline(runner, num_workers=num_workers, running_mode=mode or "in_memory",
+                                   pipeline_args=pipeline_args)
+        _ = pipeline | "ClassifyNodes" >> transform
+        logger.info("running ClassifyNodes for %s on %s (%d worker(s), %s)", model, runner, num_workers, mode)
+        result = pipeline.run()
+        result.wait_until_finish()
+        state = str(getattr(result, "state", "DONE"))
+        if not state.endswith("DONE"):
+            raise RuntimeError(f"the pipeline ended in state {state}")
+        counts = _counters(result)
+    finally:
+        if held is not None:
+            release(held)
+    summary = BeamSummary(model.model_name, model.version, transform.selection.write_property, runner,
+                          num_workers, read=counts.get("nodes_read", 0), fetched=counts.get("nodes_fetched", 0),
+                          classified=counts.get("nodes_classified", 0), written=counts.get("nodes_written", 0),
+                          unchanged=counts.get("nodes_unchanged", 0), invalid=counts.get("nodes_invalid", 0),
+                          elapsed_s=time.perf_counter() - t0)
+    logger.info("%s", summary.text())
+    return summary
+
+
+# ---------------------------------------------------------------------------------- command line
+def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds ``--runner``, ``--num-workers``, ``--running-mode``, ``--id-ranges``, ``--read-graph``
+    and the trailing Beam pipeline options (everything after ``--``) to the ``classify`` parser. Without
+    ``--runner`` nothing changes (``args.runner`` is None); with it, call
+    :func:`run_classify_pipeline`. Needs no Beam to add the arguments."""
+    group = parser.add_argument_group("Apache Beam (pip install 'memgraph-tf[beam]'; see docs/scaling.md)")
+    group.add_argument("--runner", choices=RUNNERS, default=None,
+                       help="run as an Apache Beam pipeline on this runner; Beam pipeline options go "
+                            "after --, e.g. -- --flink_master=HOST:8081 --environment_type=LOOPBACK")
+    group.add_argument("--num-workers", type=int, default=1,
+                       help="DirectRunner: worker threads or processes (direct_num_workers; default 1)")
+    group.add_argument("--running-mode", choices=RUNNING_MODES, default=None,
+                       help="DirectRunner: how workers run (default: multi_threading for an embedded "
+                            "graph, multi_processing for a Bolt graph with several workers)")
+    group.add_argument("--id-ranges", type=int, default=None,
+                       help="node-key ranges read in parallel (default 16, at least 4 per worker)")
+    group.add_argument("--read-graph", default=None, metavar="URI",
+                       help="read node ids and sample neighbourhoods here (a Memgraph replica); "
+                            "predictions are written to --graph (MAIN)")
+    group.add_argument("pipeline_args", nargs="*", default=[], metavar="-- BEAM_OPTION",
+                       help="Beam pipeline options (after --)")
+
+
+def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
+    """``NAME=VALUE`` items -> ``{NAME: value}``; VALUE is JSON when it parses as JSON, else a string
+    (the rule of ``memgraph-tf classify --param``). Raises ValueError for an item without ``=``."""
+    params: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--param: expected NAME=VALUE, got {item!r}")
+        try:
+            params[name] = json.loads(text)
+        except ValueError:
+            params[name] = text
+    return params
+
+
+def _worker_error(exc: BaseException) -> str:
+    """The last ``SomethingError: message`` line of a worker's traceback text (runners hand worker
+    errors back as text), else the exception itself."""
+    text = str(exc)
+    lines = [m.group(0) for m in re.finditer(r"(?m)^(?:[\w.]+\.)?(\w*(?:Error|Exception)): .*$", text)]
+    if lines:
+        return re.sub(r"^(?:[\w.]+\.)?(\w+: )", r"\1", lines[-1]).strip()[:1000]
+    return f"{type(exc).__name__}: {' '.join(text.split())[:1000]}"
+
+
+def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any = None) -> int:
+    """``memgraph-tf classify ... --runner R [-- BEAM OPTIONS]``: batch inference as a Beam pipeline
+    with the classify command's options (``--graph``, ``--model`` / ``--serving`` / ``--serving-grpc``
+    with ``--model-name`` / ``--model-version``, ``--label``, ``--where`` / ``--param``,
+    ``--write-property``, ``--batch-size``, ``--skip-invalid``, ``--overwrite``) plus
+    :func:`add_runner_arguments`'s. Prints the summary line; returns the exit code: 0 done, 1 the
+    pipeline failed (what was written stays; rerun to resume), 2 a bad command line or setting, or
+    Beam missing (nothing was run). Errors are one line on stderr, never a traceback."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+
+    def fail(code: int, message: str) -> int:
+        print(f"memgraph-tf classify: {message}", file=err)
+        return code
+
+    try:
+        require_beam()
+    except ImportError as exc:
+        return fail(2, f"error: {exc}")
+    from memgraph_tf.beam.graphs import GraphSpec
+    from memgraph_tf.beam.models import ModelSpec
+    from memgraph_tf.beam.transforms import DEFAULT_NUM_RANGES
+    from memgraph_tf.client.errors import ConfigurationError
+    from memgraph_tf.errors import MemgraphTfError
+
+    try:
+        if getattr(args, "shard", "0/1") not in (None, "0/1"):
+            raise ConfigurationError("--shard: not with --runner (the pipeline splits the node keys itself)")
+        if getattr(args, "fetch_workers", 1) not in (None, 1):
+            raise ConfigurationError("--fetch-workers: not with --runner (use --num-workers)")
+        if args.num_workers < 1:
+            raise ConfigurationError(f"--num-workers: expected an integer >= 1, got {args.num_workers}")
+        id_ranges = args.id_ranges if args.id_ranges is not None else max(DEFAULT_NUM_RANGES, 4 * args.num_workers)
+        params = parse_params(getattr(args, "param", None))
+        if params and args.where is None:
+            raise ConfigurationError("--param: only with --where")
+        graph = GraphSpec(args.graph)
+        read_graph = GraphSpec(args.read_graph) if getattr(args, "read_graph", None) else None
+        if args.where is not None and graph.in_process:
+            raise ConfigurationError("where: the embedded graph runs no Cypher; --where needs a Bolt graph "
+                                     "(--graph bolt://...)")
+        mode = running_mode_for(graph, args.num_workers, args.running_mode)
+        check_runner_for_graph(graph, args.runner, mode if args.runner == "DirectRunner" else None)
+        if args.model is not None:
+            if args.model_name or args.model_version is not None:
+                raise ConfigurationError("--model-name / --model-version: only with --serving or --serving-grpc")
+            model = ModelSpec.resolve(bundle=args.model)
+        else:
+            model = ModelSpec.resolve(rest=args.serving, grpc=args.serving_grpc, model_name=args.model_name,
+                                      version=args.model_version)
+        summary = classify_with_beam(
+            graph, model, runner=args.runner, num_workers=args.num_workers, running_mode=args.running_mode,
+            pipeline_args=list(args.pipeline_args or []), label=args.label, where=args.where, where_params=params,
+            write_property=args.write_property, batch_size=args.batch_size, num_ranges=id_ranges,
+            skip_invalid=args.skip_invalid, overwrite=args.overwrite, read_graph=read_graph)
+    except KeyboardInterrupt:
+        return fail(130, "interrupted; what was written stays: run the same command again to resume")
+    except (ConfigurationError, ValueError) as exc:
+        return fail(2, f"error: {exc}")
+    except (MemgraphTfError, OSError) as exc:
+        return fail(1, f"failed: {exc} (what was written stays: run the same command again to resume)")
+    except Exception as exc:  # a worker's error comes back from the runner as text
+        logger.debug("the pipeline failed", exc_info=True)
+        return fail(1, f"failed: {_worker_error(exc)} (what was written stays: run the same command again "
+                       f"to resume)")
+    print(summary.text(), file=out)
+    return 0
+
+
+__all__ = [
+    "BEAM_MISSING",
+    "IN_PROCESS_RUNNERS",
+    "RUNNERS",
+    "RUNNING_MODES",
+    "BeamSummary",
+    "add_runner_arguments",
+    "check_runner_for_graph",
+    "classify_with_beam",
+    "create_pipeline",
+    "create_runner",
+    "parse_params",
+    "pipeline_options",
+    "require_beam",
+    "run_classify_pipeline",
+    "running_mode_for",
+]
