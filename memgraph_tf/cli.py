@@ -105,6 +105,14 @@ def _classify(args: argparse.Namespace) -> int:
     """``memgraph-tf classify``: one line on failure, the summary on success. Exit codes: 0 done,
     1 the run failed or stopped (what was written stays; rerun to resume), 2 a bad command line
     or setting (nothing was written), 130 interrupted (Ctrl-C; rerun to resume)."""
+    if getattr(args, "runner", None):
+        from memgraph_tf.beam.runner import run_classify_pipeline
+
+        return run_classify_pipeline(args)
+    if getattr(args, "pipeline_args", None):
+        print(f"memgraph-tf classify: error: unexpected arguments {args.pipeline_args} (Beam pipeline "
+              f"options after -- need --runner)", file=sys.stderr)
+        return 2
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
@@ -273,6 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fetch-workers", type=int, default=1,
                    help="batches fetched concurrently (helps over Bolt, where the server samples)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from memgraph_tf.beam.runner import add_runner_arguments  # imports no Beam
+
+    add_runner_arguments(p)
     p.set_defaults(func=_classify)
 
     p = sub.add_parser("demo", help="the end-to-end demo: dataset -> training -> bundles -> serving -> "

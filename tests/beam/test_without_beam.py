@@ -41,3 +41,17 @@ def test_transforms_need_beam(no_beam):
         mgbeam.ClassifyNodes  # noqa: B018
     with pytest.raises(AttributeError, match=r"module 'memgraph_tf.beam' has no attribute 'Nothing'"):
         mgbeam.Nothing  # noqa: B018
+
+
+def test_the_classify_command_hands_runner_to_beam_and_refuses_stray_arguments(no_beam, capsys):
+    from memgraph_tf import cli
+
+    base = ["classify", "--graph", "bolt://127.0.0.1:1", "--model", "no-such-bundle", "--no-progress"]
+    assert cli.main(base + ["--runner", "DirectRunner"]) == 2
+    assert capsys.readouterr().err == (
+        "memgraph-tf classify: error: Apache Beam is not installed: pip install 'memgraph-tf[beam]' "
+        "(the extra pins a Beam release that installs beside this TensorFlow)\n")
+    assert cli.main(base + ["stray"]) == 2
+    assert capsys.readouterr().err == (
+        "memgraph-tf classify: error: unexpected arguments ['stray'] (Beam pipeline options after -- need "
+        "--runner)\n")
