@@ -189,12 +189,20 @@ def rest_load_phase(url: str, model: str, examples: list, clients: int,
     loop for ``duration_s``: requests, errors, req/s, nodes/s, p50 / p99 latency."""
     from memgraph_tf.serving.client import ServingClient
 
+    return load_phase(lambda: ServingClient(url, model, timeout_s=60, retries=0), examples,
+                      clients, duration_s)
+
+
+def load_phase(make_client, examples: list, clients: int, duration_s: float) -> dict:
+    """``clients`` threads, each with its own client from ``make_client()`` (a context manager
+    with ``classify``), classifying ``examples`` in a loop for ``duration_s``: requests, errors,
+    req/s, nodes/s, p50 / p99 latency."""
     latencies: list[list[float]] = [[] for _ in range(clients)]
     errors: list[str] = []
     stop = time.monotonic() + duration_s
 
     def worker(i: int) -> None:
-        with ServingClient(url, model, timeout_s=60, retries=0) as c:
+        with make_client() as c:
             while time.monotonic() < stop:
                 t0 = time.perf_counter()
                 try:
@@ -218,28 +226,39 @@ def rest_load_phase(url: str, model: str, examples: list, clients: int,
             "p50_ms": pct(flat, 50) * 1e3, "p99_ms": pct(flat, 99) * 1e3}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--duration-s", type=float, default=60.0, help="seconds per load phase")
+def parse_args(argv: list[str] | None, description: str, duration_help: str) -> argparse.Namespace:
+    """The command line this benchmark and ``serving_grpc.py`` share."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--duration-s", type=float, default=60.0, help=duration_help)
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--fanouts", default="10,5")
     p.add_argument("--feature-dim", type=int, default=64)
     p.add_argument("--reps", type=int, default=30, help="sequential requests per payload case")
     p.add_argument("--decoder", choices=["auto", "op", "portable"], default="auto",
                    help="blob decoder in the bundle (auto: op-free when available)")
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    return p.parse_args(argv)
+
+
+def model_settings(args: argparse.Namespace) -> tuple[list[int], int, list[str], str]:
+    """(fanouts, feature dim, class names, decoder with ``auto`` resolved) from :func:`parse_args`."""
     import importlib.util
 
-    from memgraph_tf.serving.client import ServingClient
-    from memgraph_tf.serving.export import export_bundle
-
     fanouts = [int(f) for f in args.fanouts.split(",")]
-    dim = args.feature_dim
     classes = [f"class_{i}" for i in range(7)]
     decoder = args.decoder
     if decoder == "auto":
         decoder = "portable" if importlib.util.find_spec("memgraph_tf.ops.portable") else "op"
+    return fanouts, args.feature_dim, classes, decoder
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv, __doc__, "seconds per load phase")
+    logging.basicConfig(level=logging.WARNING)
+
+    from memgraph_tf.serving.client import ServingClient
+    from memgraph_tf.serving.export import export_bundle
+
+    fanouts, dim, classes, decoder = model_settings(args)
     model = build_model(fanouts, dim, classes)
     blobs, feats = node_data(64, fanouts, dim)
     want = model(feats).numpy()

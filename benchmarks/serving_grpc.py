@@ -21,15 +21,11 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import logging
 import pathlib
 import statistics
 import sys
 import tempfile
-import threading
-import time
 
 import numpy as np
 
@@ -45,33 +41,8 @@ def grpc_load_phase(target: str, model: str, examples: list, clients: int,
     ``examples`` in a loop for ``duration_s``: requests, errors, req/s, nodes/s, p50 / p99."""
     from memgraph_tf.serving.grpc_client import GrpcServingClient
 
-    latencies: list[list[float]] = [[] for _ in range(clients)]
-    errors: list[str] = []
-    stop = time.monotonic() + duration_s
-
-    def worker(i: int) -> None:
-        with GrpcServingClient(target, model, timeout_s=60, retries=0) as c:
-            while time.monotonic() < stop:
-                t0 = time.perf_counter()
-                try:
-                    res = c.classify(examples)
-                    if len(res) != len(examples):
-                        errors.append(f"client {i}: {len(res)} results for {len(examples)}")
-                except Exception as exc:  # counted and reported: the run must have none
-                    errors.append(f"client {i}: {type(exc).__name__}: {exc}")
-                latencies[i].append(time.perf_counter() - t0)
-
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - t0
-    flat = [x for lst in latencies for x in lst]
-    return {"requests": len(flat), "errors": errors, "rps": len(flat) / wall,
-            "nodes_per_s": len(flat) * len(examples) / wall,
-            "p50_ms": serving.pct(flat, 50) * 1e3, "p99_ms": serving.pct(flat, 99) * 1e3}
+    return serving.load_phase(lambda: GrpcServingClient(target, model, timeout_s=60, retries=0),
+                              examples, clients, duration_s)
 
 
 def grpc_request_bytes(client, examples: list) -> int:
@@ -87,16 +58,7 @@ def grpc_request_bytes(client, examples: list) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--duration-s", type=float, default=60.0, help="seconds per load row")
-    p.add_argument("--clients", type=int, default=8)
-    p.add_argument("--fanouts", default="10,5")
-    p.add_argument("--feature-dim", type=int, default=64)
-    p.add_argument("--reps", type=int, default=30, help="sequential requests per payload case")
-    p.add_argument("--decoder", choices=["auto", "op", "portable"], default="auto",
-                   help="blob decoder in the bundle (auto: op-free when available)")
-    args = p.parse_args(argv)
+    args = serving.parse_args(argv, __doc__, "seconds per load row")
     logging.basicConfig(level=logging.WARNING)
 
     from memgraph_tf.serving.client import ServingClient
@@ -104,12 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from memgraph_tf.serving.grpc_client import GrpcServingClient
     from memgraph_tf.testing.arcadedb import free_port
 
-    fanouts = [int(f) for f in args.fanouts.split(",")]
-    dim = args.feature_dim
-    classes = [f"class_{i}" for i in range(7)]
-    decoder = args.decoder
-    if decoder == "auto":
-        decoder = "portable" if importlib.util.find_spec("memgraph_tf.ops.portable") else "op"
+    fanouts, dim, classes, decoder = serving.model_settings(args)
     model = serving.build_model(fanouts, dim, classes)
     blobs, feats = serving.node_data(64, fanouts, dim)
     want = model(feats).numpy()

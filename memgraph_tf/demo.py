@@ -153,15 +153,23 @@ def _grpc_classify(server: Any, ids: list[int], progress: bool) -> tuple[list[st
     except ImportError:
         return None
     with start_grpc_server(server) as running, GrpcServingClient(running.target, MODEL_NAME, timeout_s=60) as client:
-        client.classify([{"node_id": int(ids[0])}])  # the first call sets up the channel: not timed
-        clock = _Clock()
-        results = []
-        with _bar(progress, total=len(ids), desc="gRPC", unit="node") as bar:
-            for lo in range(0, len(ids), 16):
-                part = ids[lo:lo + 16]
-                results += client.classify([{"node_id": int(i)} for i in part])
-                bar.update(len(part))
-        return [max(r, key=lambda p: p[1])[0] for r in results], clock.seconds, running.target
+        labels, seconds = _classify_by_node_id(client, ids, progress, "gRPC")
+        return labels, seconds, running.target
+
+
+def _classify_by_node_id(client: Any, ids: list[int], progress: bool, desc: str) -> tuple[list[str], float]:
+    """Classify ``ids`` by ``node_id`` through a REST or gRPC client, 16 nodes a request: (top
+    labels, seconds). The first call (it warms the model up / sets up the channel) is not timed."""
+    client.classify([{"node_id": int(ids[0])}])
+    clock = _Clock()
+    results = []
+    with _bar(progress, total=len(ids), desc=desc, unit="node") as bar:
+        for lo in range(0, len(ids), 16):
+            part = ids[lo:lo + 16]
+            results += client.classify([{"node_id": int(i)} for i in part])
+            bar.update(len(part))
+    seconds = clock.seconds
+    return [max(r, key=lambda p: p[1])[0] for r in results], seconds
 
 
 def _classify_stage(model: Any, source: Any, options: dict, bundle_dir: pathlib.Path, feature_cache: Any,
@@ -306,16 +314,7 @@ def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, gra
     served: list[report.ServedCheck] = []
     server = ModelServer(out / "portable" / MODEL_NAME, MODEL_NAME, graph_source=source)
     with start_server(server) as running, ServingClient(running.url, MODEL_NAME, timeout_s=60) as client:
-        client.classify([{"node_id": int(ids[0])}])  # the first call warms the model up: not timed
-        clock = _Clock()
-        results = []
-        with _bar(progress, total=len(ids), desc="serve", unit="node") as bar:
-            for lo in range(0, len(ids), 16):
-                part = ids[lo:lo + 16]
-                results += client.classify([{"node_id": int(i)} for i in part])
-                bar.update(len(part))
-        rest_seconds = clock.seconds
-        labels = [max(r, key=lambda p: p[1])[0] for r in results]
+        labels, rest_seconds = _classify_by_node_id(client, ids, progress, "serve")
         served.append(_check("REST :classify by node_id", labels, names, ids, data, local.classes, rest_seconds))
         stages.append(report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id"))
         grpc = _grpc_classify(server, ids, progress)

@@ -43,3 +43,15 @@ def arcadedb_server():
 
     with ArcadeDBServerProcess() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def bolt_source(arcadedb_server):
+    """A BoltSource connected to the session's ArcadeDB server."""
+    from memgraph_tf.client import connect
+
+    source = connect(arcadedb_server.uri, auth=arcadedb_server.auth, database=arcadedb_server.database)
+    try:
+        yield source
+    finally:
+        source.close()

@@ -163,14 +163,3 @@ def test_load_into_graph_writes_the_dataset_through_cypher(bolt_source) -> None:
     datasets.load_into_graph(bolt_source, data, label="SynPaper", edge_type="SYN_CITES", replace=True)
     [row] = bolt_source.run("MATCH (n:SynPaper) RETURN count(n) AS c")
     assert row["c"] == 400
-
-
-@pytest.fixture(scope="module")
-def bolt_source(arcadedb_server):
-    from memgraph_tf.client import connect
-
-    source = connect(arcadedb_server.uri, auth=arcadedb_server.auth, database=arcadedb_server.database)
-    try:
-        yield source
-    finally:
-        source.close()

@@ -52,6 +52,34 @@ DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _RETRY_STATUSES = (503, 504)
 
 
+def check_version_and_label(version: Any, label: Any) -> None:
+    """The version selection both clients share: at most one of ``version`` / ``label``, and a
+    version is a non-negative int (not a bool). Each client checks ``label`` by its own rules."""
+    if version is not None and label is not None:
+        raise ValueError(
+            f"version={version!r} and label={label!r}: expected at most one of them"
+        )
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)
+                                or version < 0):
+        raise ValueError(f"version: expected a non-negative int or None, got {version!r}")
+
+
+def check_instances_or_inputs(instances: Any, inputs: Any) -> None:
+    """``predict``'s rule in both clients: exactly one of ``instances`` / ``inputs``."""
+    if (instances is None) == (inputs is None):
+        raise ValueError("instances / inputs: expected exactly one of them, got "
+                         f"{'both' if instances is not None else 'neither'}")
+
+
+def config_from_predict(out: Any) -> BundleConfig:
+    """The bundle config from what the ``memgraph_tf_config`` predict signature answered (a
+    ``{CONFIG_OUTPUT: text}`` mapping, or the bare value; a list holds it first), validated."""
+    text = out[CONFIG_OUTPUT] if isinstance(out, dict) else out
+    if isinstance(text, list):
+        text = text[0]
+    return BundleConfig.from_json(text)
+
+
 class _Retry(Retry):
     """urllib3's Retry with the backoff this client promises: ``backoff_s`` before the first
     retry, then doubling (urllib3 itself retries the first time without waiting)."""
@@ -188,13 +216,7 @@ class ServingClient:
             raise ValueError(f"base_url: expected an http:// or https:// URL, got {base_url!r}")
         if not model or "/" in model or ":" in model:
             raise ValueError(f"model: expected a model name without '/' or ':', got {model!r}")
-        if version is not None and label is not None:
-            raise ValueError(
-                f"version={version!r} and label={label!r}: expected at most one of them"
-            )
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int)
-                                    or version < 0):
-            raise ValueError(f"version: expected a non-negative int or None, got {version!r}")
+        check_version_and_label(version, label)
         if label is not None and (not isinstance(label, str) or not label
                                   or any(c in label for c in "/:?#")):
             raise ValueError(f"label: expected a version label without '/', ':', '?' or '#', "
@@ -375,9 +397,7 @@ class ServingClient:
         value; returns ``outputs``). Exactly one of them. Row requests split by row; columnar
         requests split only when every input is a list of the same length, and then each output
         is concatenated along its first dimension."""
-        if (instances is None) == (inputs is None):
-            raise ValueError("instances / inputs: expected exactly one of them, got "
-                             f"{'both' if instances is not None else 'neither'}")
+        check_instances_or_inputs(instances, inputs)
         head = self._head(signature_name, None)
         url = self.model_url + ":predict"
         if instances is not None:
@@ -449,11 +469,8 @@ class ServingClient:
         which works on stock TF Serving too. Validated: a config that breaks the bundle contract
         raises :class:`~memgraph_tf.serving.errors.BundleError` naming the key. Never contains a
         graph URI or credentials."""
-        out = self.predict(inputs={CONFIG_INPUT: 0}, signature_name=CONFIG_SIGNATURE)
-        text = out[CONFIG_OUTPUT] if isinstance(out, dict) else out
-        if isinstance(text, list):
-            text = text[0]
-        return BundleConfig.from_json(text)
+        return config_from_predict(self.predict(inputs={CONFIG_INPUT: 0},
+                                                signature_name=CONFIG_SIGNATURE))
 
     def sampling_config(self) -> dict:
         """:meth:`bundle_config` as a plain JSON dict (``BundleConfig.to_dict()``)."""

@@ -65,18 +65,22 @@ from memgraph_tf.serving import errors, grpc_codec
 from memgraph_tf.serving.bundle import (
     CLASSIFY_SIGNATURE,
     CONFIG_INPUT,
-    CONFIG_OUTPUT,
     CONFIG_SIGNATURE,
     DEFAULT_BLOB_FEATURE_KEY,
     BundleConfig,
 )
+from memgraph_tf.serving.client import (  # the REST client's defaults and argument rules
+    DEFAULT_BACKOFF_S,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    check_instances_or_inputs,
+    check_version_and_label,
+    config_from_predict,
+)
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_RETRIES = 3
-DEFAULT_BACKOFF_S = 0.2
-DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 _DEFAULT_SIGNATURE = "serving_default"
 _SIGNATURE_DEF_FIELD = "signature_def"
@@ -168,12 +172,7 @@ class GrpcServingClient:
                              f"scheme: that is ServingClient's), got {target!r}")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: expected a non-empty model name, got {model!r}")
-        if version is not None and label is not None:
-            raise ValueError(
-                f"version={version!r} and label={label!r}: expected at most one of them")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int)
-                                    or version < 0):
-            raise ValueError(f"version: expected a non-negative int or None, got {version!r}")
+        check_version_and_label(version, label)
         if label is not None and (not isinstance(label, str) or not label):
             raise ValueError(f"label: expected a non-empty str or None, got {label!r}")
         _check_timeout("timeout_s", timeout_s)
@@ -384,9 +383,7 @@ class GrpcServingClient:
         only). Values are cast to the signature's dtypes where that keeps their kind. Requests
         above max_request_bytes are split in halves along the first dimension when every input
         shares it."""
-        if (instances is None) == (inputs is None):
-            raise ValueError("instances / inputs: expected exactly one of them, got "
-                             f"{'both' if instances is not None else 'neither'}")
+        check_instances_or_inputs(instances, inputs)
         name = signature_name or _DEFAULT_SIGNATURE
         sig = self.signature_defs(timeout_s=timeout_s).get(name)
         if instances is not None:
@@ -497,12 +494,9 @@ class GrpcServingClient:
     def bundle_config(self, *, timeout_s: float | None = None) -> BundleConfig:
         """The memgraph-tf bundle's config through its ``memgraph_tf_config`` predict signature
         (validated; a bad config raises BundleError naming the key), as ServingClient's."""
-        out = self.predict(inputs={CONFIG_INPUT: 0}, signature_name=CONFIG_SIGNATURE,
-                           timeout_s=timeout_s)
-        text = out[CONFIG_OUTPUT] if isinstance(out, dict) else out
-        if isinstance(text, list):
-            text = text[0]
-        return BundleConfig.from_json(text)
+        return config_from_predict(self.predict(inputs={CONFIG_INPUT: 0},
+                                                signature_name=CONFIG_SIGNATURE,
+                                                timeout_s=timeout_s))
 
     def sampling_config(self, *, timeout_s: float | None = None) -> dict:
         """:meth:`bundle_config` as a plain JSON dict (``BundleConfig.to_dict()``)."""

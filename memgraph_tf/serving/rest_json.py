@@ -132,17 +132,25 @@ def dumps(obj: Any) -> str:
                               for k, v in obj.items()) + "}"
     if isinstance(obj, (list, tuple)):
         return "[" + ",".join(dumps(v) for v in obj) + "]"
-    if obj is True:
-        return "true"
-    if obj is False:
-        return "false"
-    if obj is None:
-        return "null"
-    if isinstance(obj, int):
-        return str(obj)
+    literal = _literal(obj)
+    if literal is not None:
+        return literal
     if isinstance(obj, float):
         return format_decimal(obj, 64)
     raise TypeError(f"dumps: cannot write a {type(obj).__name__}")
+
+
+def _literal(x: Any) -> str | None:
+    """``true`` / ``false`` / ``null`` / an int's digits for those values, else None."""
+    if x is True:
+        return "true"
+    if x is False:
+        return "false"
+    if x is None:
+        return "null"
+    if isinstance(x, int):
+        return str(x)
+    return None
 
 
 # ------------------------------------------------------------------------------------ JSON values
@@ -212,14 +220,9 @@ def json_value_str(v: Any, limit: int = _ERROR_TEXT_LIMIT) -> str:
             if x.kind == "uint64":
                 return x.text
             return format_decimal(x.value, 32 if abs(x.value) <= _RAPIDJSON_F32_LIMIT else 64)
-        if x is True:
-            return "true"
-        if x is False:
-            return "false"
-        if x is None:
-            return "null"
-        if isinstance(x, int):
-            return str(x)
+        literal = _literal(x)
+        if literal is not None:
+            return literal
         if isinstance(x, float):
             in_f32 = -_RAPIDJSON_F32_LIMIT <= x <= _RAPIDJSON_F32_LIMIT
             return format_decimal(x, 32 if in_f32 else 64)

@@ -1,21 +1,9 @@
-"""Fixtures for the client tests: one real ArcadeDB Bolt server per session, graph sources, datasets."""
+"""Fixtures for the client tests: graph sources, datasets (``bolt_source``, a BoltSource on the
+session's ArcadeDB server, lives in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def bolt_source(arcadedb_server):
-    """A BoltSource connected to the session's ArcadeDB server."""
-    from memgraph_tf.client import connect
-
-    source = connect(arcadedb_server.uri, auth=arcadedb_server.auth, database=arcadedb_server.database)
-    try:
-        yield source
-    finally:
-        source.close()
-
 
 
 @pytest.fixture(scope="session")
