@@ -69,23 +69,6 @@ def _serve(args: argparse.Namespace) -> int:
     return server.run_cli(args, open_graph_source)
 
 
-def _parse_params(items: list[str] | None) -> dict:
-    """``--param NAME=VALUE`` items -> {NAME: value}; VALUE is read as JSON when it parses as JSON
-    (``5``, ``2.5``, ``true``, ``"x"``, ``[1, 2]``), else taken as a string."""
-    import json
-
-    params = {}
-    for item in items or []:
-        name, sep, text = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"--param: expected NAME=VALUE, got {item!r}")
-        try:
-            params[name] = json.loads(text)
-        except ValueError:
-            params[name] = text
-    return params
-
-
 def _classify_backend(args: argparse.Namespace):
     from memgraph_tf.client import batch
 
@@ -116,6 +99,7 @@ def _classify(args: argparse.Namespace) -> int:
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.beam.runner import parse_params  # standard library only
     from memgraph_tf.client import BoltSource, batch
     from memgraph_tf.client.errors import AuthenticationError, ConfigurationError, InvalidNodeError
     from memgraph_tf.errors import MemgraphTfError
@@ -129,7 +113,7 @@ def _classify(args: argparse.Namespace) -> int:
     try:
         # what the command line alone decides is checked before the graph and the model are opened
         shard = batch.Shard.parse(args.shard)
-        params = _parse_params(args.param)
+        params = parse_params(args.param)
         if args.where is not None:
             batch.check_where(args.where, params)
         elif params:

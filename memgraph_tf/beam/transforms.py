@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import apache_beam as beam
@@ -41,15 +40,18 @@ from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInf
 
 from memgraph_tf.beam.graphs import GraphSpec, NodeSelection, NodeTable, acquire, release
 from memgraph_tf.beam.models import ModelSpec, sampling_for
-from memgraph_tf.client.batch import DEFAULT_BATCH_SIZE, DEFAULT_WRITE_PROPERTY, ModelBackend
+from memgraph_tf.client.batch import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_WRITE_PROPERTY,
+    ModelBackend,
+    failure_reason,
+    fetch_error_is_node_specific,
+)
 from memgraph_tf.client.errors import (
     ConfigurationError,
     InvalidNodeError,
     ModelInputError,
-    ProcedureUnavailable,
-    QueryError,
 )
-from memgraph_tf.serving import errors as serving_errors
 from memgraph_tf.serving.bundle import SamplingSpec
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 
@@ -63,8 +65,6 @@ DEFAULT_NUM_RANGES = 16
 #: Features of an exported tf.Example besides the blob.
 NODE_ID_FEATURE = "node_id"
 SEED_FEATURE = "seed"
-
-_REASON_CHARS = 500
 
 
 # ------------------------------------------------------------------------------------------ read
@@ -171,22 +171,6 @@ class ReadNodeIds(beam.PTransform):
 
 
 # ----------------------------------------------------------------------------------------- fetch
-def _node_specific(exc: BaseException) -> bool:
-    """Whether a fetch failure can be pinned on nodes of the batch (worth splitting it)."""
-    if isinstance(exc, (serving_errors.NeighbourhoodDataError, serving_errors.NodeIdError)):
-        return True
-    if isinstance(exc, serving_errors.GraphSourceError):
-        cause = exc.__cause__
-        return isinstance(cause, QueryError) and not isinstance(cause, ProcedureUnavailable)
-    return False
-
-
-def _reason(exc: BaseException) -> str:
-    cause = exc.__cause__ if isinstance(exc, serving_errors.NeighbourhoodError) and exc.__cause__ else exc
-    text = " ".join(str(cause).split())
-    return re.sub(r"^(seeds|node_ids)\[\d+\]: ", "", text)[:_REASON_CHARS]
-
-
 def isolate(keys: Sequence[int], call: Callable[[Sequence[int]], list[Any]],
             node_specific: Callable[[BaseException], bool]) -> tuple[list[tuple[int, Any]], list[tuple[int, str]]]:
     """``call`` over ``keys`` -> ``(good, bad)``: ``(key, result)`` for the keys it succeeds on, in
@@ -199,7 +183,7 @@ def isolate(keys: Sequence[int], call: Callable[[Sequence[int]], list[Any]],
         if not node_specific(exc):
             raise
         if len(keys) == 1:
-            return [], [(keys[0], _reason(exc))]
+            return [], [(keys[0], failure_reason(exc))]
         mid = len(keys) // 2
         good_a, bad_a = isolate(keys[:mid], call, node_specific)
         good_b, bad_b = isolate(keys[mid:], call, node_specific)
@@ -238,7 +222,7 @@ class _FetchFn(beam.DoFn):
         bad_keys: set[int] = set()
         for seed, sampling in specs:
             good, bad = isolate([k for k in keys if k not in bad_keys],
-                                lambda ks, s=sampling: self._fetch(s, ks), _node_specific)
+                                lambda ks, s=sampling: self._fetch(s, ks), fetch_error_is_node_specific)
             for key, reason in bad:
                 if not self.skip_invalid:
                     raise InvalidNodeError(key, reason)

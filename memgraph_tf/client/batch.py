@@ -646,7 +646,7 @@ class _Failure:
 _END = object()
 
 
-def _fetch_error_is_node_specific(exc: BaseException) -> bool:
+def fetch_error_is_node_specific(exc: BaseException) -> bool:
     """Whether a fetch failure can be pinned on nodes of the batch (worth splitting it)."""
     if isinstance(exc, (serving_errors.NeighbourhoodDataError, serving_errors.NodeIdError)):
         return True
@@ -656,7 +656,8 @@ def _fetch_error_is_node_specific(exc: BaseException) -> bool:
     return False
 
 
-def _reason(exc: BaseException) -> str:
+def failure_reason(exc: BaseException) -> str:
+    """The one-line reason (at most 500 characters) reported for a node a fetch failed on."""
     cause = exc.__cause__ if isinstance(exc, serving_errors.NeighbourhoodError) and exc.__cause__ else exc
     text = " ".join(str(cause).split())
     text = re.sub(r"^(seeds|node_ids)\[\d+\]: ", "", text)
@@ -785,7 +786,7 @@ class BatchClassifier:
             if not node_specific(exc):
                 raise
             if len(items) == 1:
-                node, reason = items[0][0], _reason(exc)
+                node, reason = items[0][0], failure_reason(exc)
                 if not self.skip_invalid:
                     raise InvalidNodeError(node, reason) from exc
                 return [], [(node, reason)]
@@ -800,7 +801,7 @@ class BatchClassifier:
         good, batch.invalid = self._split(
             [(nid, None) for nid in ids],
             lambda items: self._fetcher.fetch([nid for nid, _ in items], self.sampling),
-            _fetch_error_is_node_specific)
+            fetch_error_is_node_specific)
         batch.pairs = [(nid, blob) for (nid, _), blob in good]
         return batch
 
