@@ -4,6 +4,7 @@ names, and every module logs to ``logger = logging.getLogger(__name__)``."""
 from __future__ import annotations
 
 import ast
+import re
 import pathlib
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -84,3 +85,26 @@ def test_every_module_logs_to_logger_named_after_itself():
                 if line != "logger = logging.getLogger(__name__)" and not line.startswith("self."):
                     found[str(path.relative_to(REPO_ROOT))] = line
     assert set(found) <= LOGGER_RENAME_PENDING, {k: v for k, v in found.items() if k not in LOGGER_RENAME_PENDING}
+
+
+def _readme_table_paths() -> set[str]:
+    """Every backticked path in the README's "Where things are" table."""
+    text = (REPO_ROOT / "README.md").read_text()
+    table = text.split("## Where things are", 1)[1].split("\n## ", 1)[0]
+    return {p.rstrip("/") for p in re.findall(r"`([\w./-]+)`", table) if "/" in p}
+
+
+def test_readme_where_things_are_table_matches_the_tree():
+    """Each path the table names exists, and each package and top-level module of the library is named
+    (directly, or through a file inside it)."""
+    named = _readme_table_paths()
+    assert named, "no paths found in the README's 'Where things are' table"
+    missing = sorted(p for p in named if not (REPO_ROOT / p).exists())
+    assert not missing, f"the README table names paths that do not exist: {missing}"
+    parts = [
+        f"memgraph_tf/{c.name}"
+        for c in (REPO_ROOT / "memgraph_tf").iterdir()
+        if (c.is_dir() and (c / "__init__.py").exists()) or (c.suffix == ".py" and c.name != "__init__.py")
+    ]
+    unnamed = sorted(p for p in parts if not any(n == p or n.startswith(p + "/") for n in named))
+    assert not unnamed, f"library parts missing from the README's 'Where things are' table: {unnamed}"
