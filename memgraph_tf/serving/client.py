@@ -64,6 +64,57 @@ def check_version_and_label(version: Any, label: Any) -> None:
         raise ValueError(f"version: expected a non-negative int or None, got {version!r}")
 
 
+def check_timeout_s(value: Any, name: str = "timeout_s") -> float:
+    """``value`` as a float if it is a number > 0 (not a bool); raises ValueError naming ``name``."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not value > 0:
+        raise ValueError(f"{name}: expected a number > 0, got {value!r}")
+    return float(value)
+
+
+def check_byte_limit(name: str, value: Any) -> int:
+    """``value`` if it is an int >= 64 (not a bool); raises ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
+        raise ValueError(f"{name}: expected an int >= 64, got {value!r}")
+    return value
+
+
+class ServingClientBase:
+    """What :class:`ServingClient` and :class:`~memgraph_tf.serving.grpc_client.GrpcServingClient`
+    share: the checks and attributes of their common arguments (``model``, ``version`` /
+    ``label``, ``timeout_s``, ``retries``, ``backoff_s``, ``max_request_bytes``,
+    ``classify_signature``, ``blob_feature_key``) and the context manager that closes them.
+    Each client checks ``model`` and ``label`` by its own protocol's rules first."""
+
+    def _set_common(self, model: str, version: int | None, label: str | None, timeout_s: Any,
+                    retries: Any, backoff_s: Any, max_request_bytes: Any,
+                    classify_signature: str | None, blob_feature_key: str) -> None:
+        check_version_and_label(version, label)
+        timeout_s = check_timeout_s(timeout_s)
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries: expected an int >= 0, got {retries!r}")
+        if backoff_s is None or isinstance(backoff_s, bool) or not backoff_s >= 0:
+            raise ValueError(f"backoff_s: expected a number >= 0, got {backoff_s!r}")
+        self.model = model
+        self.version = version
+        self.label = label
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = float(backoff_s)
+        self.max_request_bytes = check_byte_limit("max_request_bytes", max_request_bytes)
+        self.classify_signature = classify_signature
+        self.blob_feature_key = blob_feature_key
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def check_instances_or_inputs(instances: Any, inputs: Any) -> None:
     """``predict``'s rule in both clients: exactly one of ``instances`` / ``inputs``."""
     if (instances is None) == (inputs is None):
@@ -183,7 +234,7 @@ def encode_example(example: Any, blob_feature_key: str = DEFAULT_BLOB_FEATURE_KE
 
 
 # ---------------------------------------------------------------------------------------- client
-class ServingClient:
+class ServingClient(ServingClientBase):
     """A client for one model on a TF Serving (or compatible) REST endpoint.
 
     ``version`` and ``label`` select ``/versions/N`` or ``/labels/L`` (at most one); neither means
@@ -216,28 +267,13 @@ class ServingClient:
             raise ValueError(f"base_url: expected an http:// or https:// URL, got {base_url!r}")
         if not model or "/" in model or ":" in model:
             raise ValueError(f"model: expected a model name without '/' or ':', got {model!r}")
-        check_version_and_label(version, label)
         if label is not None and (not isinstance(label, str) or not label
                                   or any(c in label for c in "/:?#")):
             raise ValueError(f"label: expected a version label without '/', ':', '?' or '#', "
                              f"or None, got {label!r}")
-        if timeout_s is None or not timeout_s > 0:
-            raise ValueError(f"timeout_s: expected a number > 0, got {timeout_s!r}")
-        if not isinstance(retries, int) or retries < 0:
-            raise ValueError(f"retries: expected an int >= 0, got {retries!r}")
-        if backoff_s is None or not backoff_s >= 0:
-            raise ValueError(f"backoff_s: expected a number >= 0, got {backoff_s!r}")
-        if not isinstance(max_request_bytes, int) or max_request_bytes < 64:
-            raise ValueError(f"max_request_bytes: expected an int >= 64, got {max_request_bytes!r}")
+        self._set_common(model, version, label, timeout_s, retries, backoff_s, max_request_bytes,
+                         classify_signature, blob_feature_key)
         self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.version = version
-        self.label = label
-        self.timeout_s = float(timeout_s)
-        self.retries = retries
-        self.max_request_bytes = max_request_bytes
-        self.classify_signature = classify_signature
-        self.blob_feature_key = blob_feature_key
         path = f"/v1/models/{model}"
         if version is not None:
             path += f"/versions/{version}"
@@ -266,12 +302,6 @@ class ServingClient:
     def close(self) -> None:
         """Close the pooled session."""
         self.session.close()
-
-    def __enter__(self) -> ServingClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _request(self, method: str, url: str, body: str | None = None) -> Any:
         data = body.encode("utf-8") if body is not None else None

@@ -74,8 +74,10 @@ from memgraph_tf.serving.client import (  # the REST client's defaults and argum
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT_S,
+    ServingClientBase,
+    check_byte_limit,
     check_instances_or_inputs,
-    check_version_and_label,
+    check_timeout_s,
     config_from_predict,
 )
 
@@ -137,7 +139,7 @@ def error_from_rpc(code: grpc.StatusCode, details: str, target: str | None = Non
     return exc
 
 
-class GrpcServingClient:
+class GrpcServingClient(ServingClientBase):
     """A gRPC client for one model of a TF Serving (or compatible) server at ``target``
     (``host:port``, or any gRPC target string). Thread-safe: one channel, shared by all calls.
 
@@ -172,29 +174,12 @@ class GrpcServingClient:
                              f"scheme: that is ServingClient's), got {target!r}")
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: expected a non-empty model name, got {model!r}")
-        check_version_and_label(version, label)
         if label is not None and (not isinstance(label, str) or not label):
             raise ValueError(f"label: expected a non-empty str or None, got {label!r}")
-        _check_timeout("timeout_s", timeout_s)
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValueError(f"retries: expected an int >= 0, got {retries!r}")
-        if backoff_s is None or isinstance(backoff_s, bool) or not backoff_s >= 0:
-            raise ValueError(f"backoff_s: expected a number >= 0, got {backoff_s!r}")
-        for name, value in (("max_request_bytes", max_request_bytes),
-                            ("max_response_bytes", max_response_bytes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 64:
-                raise ValueError(f"{name}: expected an int >= 64, got {value!r}")
+        self._set_common(model, version, label, timeout_s, retries, backoff_s, max_request_bytes,
+                         classify_signature, blob_feature_key)
+        self.max_response_bytes = check_byte_limit("max_response_bytes", max_response_bytes)
         self.target = target
-        self.model = model
-        self.version = version
-        self.label = label
-        self.timeout_s = float(timeout_s)
-        self.retries = retries
-        self.backoff_s = float(backoff_s)
-        self.max_request_bytes = max_request_bytes
-        self.max_response_bytes = max_response_bytes
-        self.classify_signature = classify_signature
-        self.blob_feature_key = blob_feature_key
         options = [
             ("grpc.max_send_message_length", max_request_bytes + _HEAD_BYTES),
             ("grpc.max_receive_message_length", max_response_bytes),
@@ -212,12 +197,6 @@ class GrpcServingClient:
         """Close the channel."""
         self.channel.close()
 
-    def __enter__(self) -> GrpcServingClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _spec(self, spec: Any, signature_name: str | None = None) -> None:
         spec.name = self.model
         if self.version is not None:
@@ -229,8 +208,7 @@ class GrpcServingClient:
 
     def _call(self, method: Any, request: Any, timeout_s: float | None) -> Any:
         """One unary call with the deadline, retries and error mapping of the module docstring."""
-        deadline_s = self.timeout_s if timeout_s is None else _check_timeout("timeout_s",
-                                                                             timeout_s)
+        deadline_s = self.timeout_s if timeout_s is None else check_timeout_s(timeout_s)
         wait_s = self.backoff_s
         attempt = 0
         while True:
@@ -356,12 +334,7 @@ class GrpcServingClient:
             cached = self._signatures
         if cached is not None and not refresh:
             return cached
-        resp = self._metadata_response(timeout_s)
-        sdm = get_model_metadata_pb2.SignatureDefMap()
-        if _SIGNATURE_DEF_FIELD not in resp.metadata or \
-                not resp.metadata[_SIGNATURE_DEF_FIELD].Unpack(sdm):
-            raise errors.InvalidResponseError(
-                "GetModelMetadata: the answer holds no SignatureDefMap", url=self.target)
+        _, sdm = self._metadata_response(timeout_s)
         sigs = dict(sdm.signature_def)
         with self._lock:
             self._signatures = sigs
@@ -463,11 +436,19 @@ class GrpcServingClient:
             raise errors.InvalidResponseError(f"Predict answer: {exc.message}",
                                               url=self.target) from None
 
-    def _metadata_response(self, timeout_s: float | None) -> Any:
+    def _metadata_response(self, timeout_s: float | None) -> tuple[Any, Any]:
+        """GetModelMetadata's answer and the ``SignatureDefMap`` unpacked from it (an answer
+        without one is an InvalidResponseError)."""
         req = get_model_metadata_pb2.GetModelMetadataRequest()
         self._spec(req.model_spec)
         req.metadata_field.append(_SIGNATURE_DEF_FIELD)
-        return self._call(self.stub.GetModelMetadata, req, timeout_s)
+        resp = self._call(self.stub.GetModelMetadata, req, timeout_s)
+        sdm = get_model_metadata_pb2.SignatureDefMap()
+        if _SIGNATURE_DEF_FIELD not in resp.metadata or \
+                not resp.metadata[_SIGNATURE_DEF_FIELD].Unpack(sdm):
+            raise errors.InvalidResponseError(
+                "GetModelMetadata: the answer holds no SignatureDefMap", url=self.target)
+        return resp, sdm
 
     def status(self, *, timeout_s: float | None = None) -> dict:
         """GetModelStatus as REST's status document: ``{"model_version_status": [{"version":
@@ -481,12 +462,7 @@ class GrpcServingClient:
         """GetModelMetadata as REST's metadata document: ``{"model_spec": ..., "metadata":
         {"signature_def": <the unpacked SignatureDefMap>}}`` in protobuf's JSON mapping with
         the proto field names and default-valued fields printed."""
-        resp = self._metadata_response(timeout_s)
-        sdm = get_model_metadata_pb2.SignatureDefMap()
-        if _SIGNATURE_DEF_FIELD not in resp.metadata or \
-                not resp.metadata[_SIGNATURE_DEF_FIELD].Unpack(sdm):
-            raise errors.InvalidResponseError(
-                "GetModelMetadata: the answer holds no SignatureDefMap", url=self.target)
+        resp, sdm = self._metadata_response(timeout_s)
         return {"model_spec": json_format.MessageToDict(resp.model_spec, **_JSON_OPTIONS),
                 "metadata": {_SIGNATURE_DEF_FIELD: json_format.MessageToDict(sdm,
                                                                              **_JSON_OPTIONS)}}
@@ -551,13 +527,6 @@ def _rest_outputs(out: Mapping[str, np.ndarray], columnar: bool) -> Any:
     if len(names) == 1:
         return values[names[0]]
     return [{k: values[k][i] for k in names} for i in range(batch)]
-
-
-def _check_timeout(name: str, value: Any) -> float:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not value > 0:
-        raise ValueError(f"{name}: expected a number > 0, got {value!r}")
-    return float(value)
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "GrpcServingClient", "HTTP_STATUS_FOR_GRPC", "error_from_rpc"]
