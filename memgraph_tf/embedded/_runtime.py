@@ -23,9 +23,12 @@ and calls procedures converting values the way Memgraph does:
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib
 import importlib.util
+import itertools
 import logging
+import operator
 import pathlib
 import sys
 from typing import Any, Callable, Iterable
@@ -183,7 +186,7 @@ def store_value(value: Any, where: str) -> Any:
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValueConversionError(f"{where}: expected an int64, got {value!r} (out of range)")
         return int(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
         items = [store_value(v, where) for v in value]
         if all(type(v) in _SCALARS for v in items):
             return _ScalarList(items)
@@ -231,19 +234,39 @@ class CallContext:
         self.must_abort = must_abort
 
 
-class MgpIterable:
-    __slots__ = ("_items", "_pos")
+_END = object()  # closes the key list an MgpIterable walks
+_NOT_END = functools.partial(operator.is_not, _END)
 
-    def __init__(self, items: list[Any]) -> None:
-        self._items = items
-        self._pos = 0
+
+class MgpIterable:
+    """An ``_mgp`` iterator: ``get()`` is the current item, ``next()`` moves on and returns the new
+    current item, None at the end and after it (mgp.py reads ``get()``, then ``next()`` until None).
+
+    The items are ``keys`` themselves, or with ``kind`` the handles ``kind(ctx, key)`` made as
+    ``next()`` reaches them (an edge iterator holds edge ids, not handles). ``next`` is a C-level
+    ``__next__`` (a chain over a map over the keys), so walking the iterator costs no Python frame
+    per item and keeps no handle alive; ``get`` finds the position from what is left of the keys."""
+
+    __slots__ = ("_keys", "_left", "_kind", "_ctx", "next")
+
+    def __init__(self, keys: list[Any], kind: type | None = None, ctx: CallContext | None = None) -> None:
+        keys.append(_END)
+        self._keys = keys
+        self._left = iter(keys)
+        self._kind = kind
+        self._ctx = ctx
+        stream = itertools.takewhile(_NOT_END, self._left)
+        if kind is not None:
+            stream = map(_new_handle, itertools.repeat(kind), zip(itertools.repeat(ctx), stream))
+        self.next = itertools.chain(stream, itertools.repeat(None)).__next__
+        self.next()  # the keys' iterator now stands after the current item
 
     def get(self) -> Any:
-        return self._items[self._pos] if self._pos < len(self._items) else None
-
-    def next(self) -> Any:
-        self._pos += 1
-        return self.get()
+        pos = len(self._keys) - self._left.__length_hint__() - 1
+        if pos >= len(self._keys) - 1:
+            return None
+        key = self._keys[pos]
+        return key if self._kind is None else _new_handle(self._kind, (self._ctx, key))
 
 
 def _check_mutable(ctx: CallContext) -> None:
@@ -251,16 +274,24 @@ def _check_mutable(ctx: CallContext) -> None:
         raise ImmutableObjectError("Cannot modify an immutable object (the procedure is a read procedure).")
 
 
-class _Handle:
+_new_handle = tuple.__new__
+
+
+class _Handle(tuple):
     """What the _mgp vertex and edge handles share: a call context and an id in its store. Equal when
-    they are the same kind of handle to the same id of the same store."""
+    they are the same kind of handle to the same id of the same store.
 
-    __slots__ = ("_ctx", "_id")
+    A handle is the pair ``(ctx, id)`` (a tuple subclass), so the hot paths make them with
+    ``_new_handle(cls, (ctx, id))`` without a Python-level ``__init__``; it is never treated as a
+    list (the conversions test for handles first)."""
+
+    __slots__ = ()
     _kind = ""
+    _ctx = property(operator.itemgetter(0))
+    _id = property(operator.itemgetter(1))
 
-    def __init__(self, ctx: CallContext, handle_id: int) -> None:
-        self._ctx = ctx
-        self._id = handle_id
+    def __new__(cls, ctx: CallContext, handle_id: int) -> "_Handle":
+        return _new_handle(cls, (ctx, handle_id))
 
     def is_valid(self) -> bool:
         return self._ctx.valid
@@ -269,7 +300,7 @@ class _Handle:
         return self._ctx.mutable
 
     def get_id(self) -> int:
-        return self._id
+        return self[1]
 
     def __eq__(self, other: Any) -> bool:
         return type(other) is type(self) and other._id == self._id and other._ctx.store is self._ctx.store
@@ -307,17 +338,17 @@ class Vertex(_Handle):
         return MgpIterable([(k, load_value(v)) for k, v in self._ctx.store.vprops[self._id].items()])
 
     def get_property(self, name: str) -> Any:
-        return load_value(self._ctx.store.vprops[self._id].get(name))
+        return load_value(self[0].store.vprops[self[1]].get(name))
 
     def set_property(self, name: str, value: Any) -> None:
         _check_mutable(self._ctx)
         self._ctx.store.set_property(self._ctx.store.vprops[self._id], name, value)
 
     def iter_in_edges(self) -> MgpIterable:
-        return MgpIterable([Edge(self._ctx, e) for e in self._ctx.store.in_edges[self._id]])
+        return MgpIterable(list(self[0].store.in_edges[self[1]]), Edge, self[0])
 
     def iter_out_edges(self) -> MgpIterable:
-        return MgpIterable([Edge(self._ctx, e) for e in self._ctx.store.out_edges[self._id]])
+        return MgpIterable(list(self[0].store.out_edges[self[1]]), Edge, self[0])
 
 
 class Edge(_Handle):
@@ -328,10 +359,12 @@ class Edge(_Handle):
         return self._ctx.store.etype[self._id]
 
     def from_vertex(self) -> Vertex:
-        return Vertex(self._ctx, self._ctx.store.esrc[self._id])
+        ctx = self[0]
+        return _new_handle(Vertex, (ctx, ctx.store.esrc[self[1]]))
 
     def to_vertex(self) -> Vertex:
-        return Vertex(self._ctx, self._ctx.store.edst[self._id])
+        ctx = self[0]
+        return _new_handle(Vertex, (ctx, ctx.store.edst[self[1]]))
 
     def iter_properties(self) -> MgpIterable:
         props = self._ctx.store.eprops[self._id] or {}
@@ -402,10 +435,10 @@ class Graph:
     def get_vertex_by_id(self, vertex_id: int) -> Vertex:
         if not isinstance(vertex_id, int) or not 0 <= vertex_id < len(self._ctx.store.labels):
             raise IndexError(f"Unable to find vertex with ID {vertex_id}.")
-        return Vertex(self._ctx, vertex_id)
+        return _new_handle(Vertex, (self._ctx, vertex_id))
 
     def iter_vertices(self) -> MgpIterable:
-        return MgpIterable([Vertex(self._ctx, i) for i in range(len(self._ctx.store.labels))])
+        return MgpIterable(list(range(len(self._ctx.store.labels))), Vertex, self._ctx)
 
     def create_vertex(self) -> Vertex:
         _check_mutable(self._ctx)
@@ -696,7 +729,7 @@ def to_cypher(value: Any, where: str) -> Any:
         if not INT64_MIN <= value <= INT64_MAX:
             raise ArgumentTypeError(f"{where}: expected an int64, got {value!r} (out of range)")
         return int(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
         return [to_cypher(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
         out = {}
@@ -739,7 +772,7 @@ def from_python(value: Any, where: str, store: Store) -> Any:
         return int(value)
     if isinstance(value, float):  # includes numpy.float64, a float subclass, as in Memgraph
         return float(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
         return [from_python(v, f"{where}[{i}]", store) for i, v in enumerate(value)]
     if isinstance(value, dict):
         out = {}
@@ -922,7 +955,7 @@ def _cypher_type_name(value: Any) -> str:
         return "FLOAT"
     if isinstance(value, str):
         return "STRING"
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
         return "LIST"
     if isinstance(value, dict):
         return "MAP"

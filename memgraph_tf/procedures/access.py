@@ -10,6 +10,9 @@ seed.
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from memgraph_tf.procedures.errors import (
@@ -84,6 +87,11 @@ def _is_int(value: Any) -> bool:
 # is ``self._vertex.get_id()``, ``Properties.get`` is ``get_property``), from Memgraph's first Python
 # API to 3.x and in PyPI ``mgp``.
 _HANDLE_CALLS = ("get_id", "get_property", "iter_in_edges", "iter_out_edges")
+_FROM_VERTEX = operator.methodcaller("from_vertex")
+_TO_VERTEX = operator.methodcaller("to_vertex")
+_GET_ID = operator.methodcaller("get_id")
+_NOT_NONE = functools.partial(operator.is_not, None)
+_NO_ARGS = itertools.repeat(())
 
 
 def _handle_of(vertex: Any) -> Any:
@@ -92,6 +100,20 @@ def _handle_of(vertex: Any) -> Any:
     if handle is None or not all(callable(getattr(handle, name, None)) for name in _HANDLE_CALLS):
         return None
     return handle
+
+
+class _Vertices(dict):
+    """Key -> vertex (an ``_mgp`` handle or an ``mgp.Vertex``). With ``lookup`` set (the handle path
+    with internal ids as keys), a key not registered is fetched by ``lookup(key)`` (the ``_mgp``
+    graph's ``get_vertex_by_id``) when first asked for, so neighbours need not be registered."""
+
+    lookup: Any = None
+
+    def __missing__(self, key: int) -> Any:
+        if self.lookup is None:
+            raise KeyError(key)
+        vertex = self[key] = self.lookup(key)
+        return vertex
 
 
 class MgpGraphAccess:
@@ -115,7 +137,7 @@ class MgpGraphAccess:
         self._graph = ctx.graph
         self._id_property = options.id_property
         self._label = options.label
-        self._vertices: dict[int, Any] = {}  # key -> _mgp handle (handle path) or mgp.Vertex
+        self._vertices = _Vertices()  # key -> _mgp handle (handle path) or mgp.Vertex
         self._index: dict[int, Any] | None = None
         self._budget = ABORT_CHECK_EVERY  # reads left until the next abort check
         self._handles: bool | None = None if handles else False  # None: decided by the first vertex
@@ -127,24 +149,32 @@ class MgpGraphAccess:
     def check_abort(self) -> None:
         self._ctx.check_must_abort()
 
-    def _tick(self) -> None:
-        self._budget -= 1
-        if not self._budget:
-            self._budget = ABORT_CHECK_EVERY
-            self._ctx.check_must_abort()
-
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
-        out = []
         vertices = self._vertices
-        for key in keys:
-            self._tick()
-            if self._handles:
-                get = vertices[key].get_property
-                out.append([get(name) for name in names])
-            else:
+        if not self._handles:
+            out = []
+            for key in keys:
+                self._spend(1)
                 props = vertices[key].properties
                 out.append([props.get(name) for name in names])
-        return out
+            return out
+        columns: list[list[Any]] = [[] for _ in names]
+        getters = [operator.methodcaller("get_property", name) for name in names]
+        for start in range(0, len(keys), ABORT_CHECK_EVERY):
+            handles = list(map(vertices.__getitem__, keys[start : start + ABORT_CHECK_EVERY]))
+            for column, get in zip(columns, getters):
+                column.extend(map(get, handles))
+            self._spend(len(handles))
+        if not names:
+            return [[] for _ in keys]
+        return list(map(list, zip(*columns)))
+
+    def _spend(self, reads: int) -> None:
+        """Counts ``reads`` (at most :data:`ABORT_CHECK_EVERY`) against the abort budget."""
+        self._budget -= reads
+        if self._budget <= 0:
+            self._budget += ABORT_CHECK_EVERY
+            self._ctx.check_must_abort()
 
     def neighbours(
         self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str
@@ -152,73 +182,116 @@ class MgpGraphAccess:
         types = None if edge_types is None else frozenset(edge_types)
         if not self._handles:
             return [self._public_neighbours(key, types, direction) for key in keys]
-        outgoing, incoming = direction in ("out", "both"), direction in ("in", "both")
-        vertices = self._vertices
-        out = []
-        for key in keys:
-            handle = vertices[key]
-            found: list[int] = []
-            if outgoing:
-                self._read_edges(handle.iter_out_edges(), True, types, found)
-            if incoming:
-                self._read_edges(handle.iter_in_edges(), False, types, found)
-            out.append(found)
+        handles = list(map(self._vertices.__getitem__, keys))
+        outgoing = direction in ("out", "both")
+        incoming = direction in ("in", "both")
+        if types is None and self._id_property is None:  # the common case: one C-level pass per edge list
+            out = []
+            for handle in handles:
+                row: list[int] = []
+                if outgoing:
+                    self._read_keys(handle.iter_out_edges(), _TO_VERTEX, row)
+                if incoming:
+                    self._read_keys(handle.iter_in_edges(), _FROM_VERTEX, row)
+                out.append(row)
+            return out
+        sides = []  # per direction: (the other ends' handles, where each key's edges start and end)
+        if outgoing:
+            sides.append(self._other_ends(handles, True, types))
+        if incoming:
+            sides.append(self._other_ends(handles, False, types))
+        if self._id_property is None:
+            vertices = self._vertices
+            found = []
+            for others, bounds in sides:
+                side_keys = list(map(_GET_ID, others))
+                if vertices.lookup is None:
+                    vertices.update(zip(side_keys, others))  # any handle of a vertex will do
+                found.append([side_keys[lo:hi] for lo, hi in zip(bounds, bounds[1:])])
+            return found[0] if len(found) == 1 else [a + b for a, b in zip(*found)]
+        out = []  # keys from the id property: registered key by key, out before in, as read
+        for i in range(len(keys)):
+            row: list[int] = []
+            for others, bounds in sides:
+                part = others[bounds[i] : bounds[i + 1]]
+                row.extend(map(self._register_handle, part))
+            out.append(row)
         return out
 
-    def _read_edges(self, edges: Any, outgoing: bool, types: frozenset[str] | None, found: list[int]) -> None:
-        """Appends the key of the vertex at the other end of each edge of the ``_mgp`` iterator
-        ``edges`` (of an allowed type) to ``found``, registering its handle; checks for abort every
-        :data:`ABORT_CHECK_EVERY` edges."""
+    def _read_keys(self, edges: Any, other_end: Any, row: list[int]) -> None:
+        """Appends the key (internal id) of ``other_end(edge)`` for each edge of the ``_mgp``
+        iterator ``edges`` to ``row``: C-level loops over repeated ``next()`` calls, in steps of at
+        most the abort budget (a check every :data:`ABORT_CHECK_EVERY` edges), keeping no handle
+        alive unless the vertices must be registered (no ``get_vertex_by_id`` to fetch them later)."""
+        first = edges.get()
+        if first is None:
+            return
+        stream = itertools.chain((first,), itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS)))
         vertices = self._vertices
-        append = found.append
-        step = edges.next
-        check = self._ctx.check_must_abort
-        budget = self._budget
-        edge = edges.get()
-        if types is None and self._id_property is None and not outgoing:  # the common cases, kept tight
-            while edge is not None:
-                other = edge.from_vertex()
-                key = other.get_id()
-                vertices[key] = other  # any handle of a vertex will do
-                append(key)
-                budget -= 1
-                if not budget:
-                    budget = ABORT_CHECK_EVERY
-                    check()
-                edge = step()
-        elif types is None and self._id_property is None:
-            while edge is not None:
-                other = edge.to_vertex()
-                key = other.get_id()
-                vertices[key] = other
-                append(key)
-                budget -= 1
-                if not budget:
-                    budget = ABORT_CHECK_EVERY
-                    check()
-                edge = step()
-        else:
-            while edge is not None:
-                if types is None or edge.get_type_name() in types:
-                    append(self._register_handle(edge.to_vertex() if outgoing else edge.from_vertex()))
-                budget -= 1
-                if not budget:
-                    budget = ABORT_CHECK_EVERY
-                    check()
-                edge = step()
-        self._budget = budget
+        while True:
+            budget = self._budget
+            before = len(row)
+            part = itertools.islice(stream, budget)
+            if vertices.lookup is None:
+                others = list(map(other_end, part))
+                found = list(map(_GET_ID, others))
+                vertices.update(zip(found, others))  # any handle of a vertex will do
+                row.extend(found)
+            else:
+                row.extend(map(_GET_ID, map(other_end, part)))
+            got = len(row) - before
+            self._spend(got)
+            if got < budget:  # the iterator ran out before the budget did
+                return
+
+    def _other_ends(self, handles: list[Any], outgoing: bool, types: frozenset[str] | None
+                    ) -> tuple[list[Any], list[int]]:
+        """The handles at the other end of the ``outgoing`` (else incoming) edges of each of
+        ``handles`` whose type is in ``types`` (None: any), concatenated, and the bounds of each
+        handle's part: handle i's are ``[bounds[i]:bounds[i + 1]]``."""
+        edges: list[Any] = []
+        bounds = [0]
+        for handle in handles:
+            self._collect(handle.iter_out_edges() if outgoing else handle.iter_in_edges(), edges)
+            bounds.append(len(edges))
+        if types is not None:
+            kept: list[Any] = []
+            kept_bounds = [0]
+            for lo, hi in zip(bounds, bounds[1:]):
+                kept.extend(e for e in edges[lo:hi] if e.get_type_name() in types)
+                kept_bounds.append(len(kept))
+            edges, bounds = kept, kept_bounds
+        return list(map(_TO_VERTEX if outgoing else _FROM_VERTEX, edges)), bounds
+
+    def _collect(self, edges: Any, into: list[Any]) -> None:
+        """Appends the edges of the ``_mgp`` iterator ``edges`` to ``into``, walking it with
+        C-level loops (``takewhile(is not None)`` over repeated ``next()`` calls) in steps of at
+        most the abort budget, and checks for abort every :data:`ABORT_CHECK_EVERY` edges."""
+        first = edges.get()
+        if first is None:
+            return
+        into.append(first)
+        self._spend(1)
+        rest = itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS))
+        while True:
+            before = len(into)
+            budget = self._budget
+            into.extend(itertools.islice(rest, budget))
+            self._spend(len(into) - before)
+            if len(into) - before < budget:  # the iterator ran out before the budget did
+                return
 
     def _public_neighbours(self, key: int, types: frozenset[str] | None, direction: str) -> list[int]:
         vertex = self._vertices[key]
         found: list[int] = []
         if direction in ("out", "both"):
             for edge in vertex.out_edges:
-                self._tick()
+                self._spend(1)
                 if types is None or edge.type.name in types:
                     found.append(self._register_handle(edge.to_vertex))
         if direction in ("in", "both"):
             for edge in vertex.in_edges:
-                self._tick()
+                self._spend(1)
                 if types is None or edge.type.name in types:
                     found.append(self._register_handle(edge.from_vertex))
         return found
@@ -249,6 +322,9 @@ class MgpGraphAccess:
         """Registers an ``mgp.Vertex`` (from the arguments or the public API) and returns its key."""
         if self._handles is None:
             self._handles = _handle_of(vertex) is not None
+            graph = getattr(self._graph, "_graph", None)  # the _mgp graph under mgp.Graph
+            if self._handles and self._id_property is None and callable(getattr(graph, "get_vertex_by_id", None)):
+                self._vertices.lookup = graph.get_vertex_by_id
         return self._register_handle(_handle_of(vertex) if self._handles else vertex)
 
     def _register_handle(self, vertex: Any) -> int:

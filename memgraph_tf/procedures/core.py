@@ -171,11 +171,12 @@ def build_table(
     """
     distinct = list(dict.fromkeys(keys))
     fetch = list(names) + ([options.label_property] if options.label_property else [])
-    rows = []
+    rows: list[list[Any]] = []
     chunk = 512
     for start in range(0, len(distinct), chunk):
         access.check_abort()
-        rows.extend(access.properties(distinct[start : start + chunk], fetch))
+        part = distinct[start : start + chunk]
+        rows.extend(access.properties(part, fetch) if fetch else [[] for _ in part])  # no names: nothing to read
     if columns is None:
         columns = infer_columns(access.node_name(distinct[0]), names, rows[0][: len(names)])
     if not allow_strings:
