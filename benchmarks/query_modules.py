@@ -6,9 +6,9 @@
    ratio, measured in this run.
 2. 2-hop GraphSAGE sampling (fanouts 10, 5) seeds/s on a power-law (preferential-attachment) graph
    of 100k nodes, ids only and with features, batched (``sample``) and one seed per call, against
-   the pre-issue-11 sampling code (``_sample_baseline.py``, a frozen copy that must write the same
-   bytes) in alternating rounds of the same run; then per node (``sample_per_node``) and the compact
-   and sparse layouts.
+   the pre-issue-11 sampler (the code at commit 93e52a3, materialised from git history by
+   ``_sample_baseline.py``; it must write the same bytes) in alternating rounds of the same run;
+   then per node (``sample_per_node``) and the compact and sparse layouts.
 
 Usage: python benchmarks/query_modules.py [--pack-nodes N] [--graph-nodes N] [--seeds N] [--skip-pack]
 The embedded runtime adds Python overhead per graph access that Memgraph's C++ side does not have,
@@ -21,6 +21,8 @@ import argparse
 import pathlib
 import random
 import statistics
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -29,6 +31,9 @@ from memgraph_tf import blob
 from memgraph_tf.embedded import EmbeddedGraph
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import _sample_baseline  # noqa: E402  (beside this file)
 
 
 def best_of(fn, repeat: int) -> float:
@@ -94,14 +99,15 @@ def _seeds_per_s(g: EmbeddedGraph, proc: str, seeds: list[int], size: int, fanou
     return len(seeds) / (time.perf_counter() - t0), len(seeds) / (time.thread_time() - c0)
 
 
-def bench_sample(n: int, seeds_count: int, batch: int, d: int, rounds: int) -> None:
+def bench_sample(n: int, seeds_count: int, batch: int, d: int, rounds: int, baseline_dir: str) -> None:
     """Sampling seeds/s of ``tf_features.sample`` against the pre-issue-11 code path
-    (``_sample_baseline.sample``, a frozen copy), alternating the two ``rounds`` times on the same
+    (``_sample_baseline.sample``: commit 93e52a3's sampler from git history, written under
+    ``baseline_dir``), alternating the two ``rounds`` times on the same
     graph and seeds; the ratio is of the best round of each, in wall-clock time and in this
     thread's CPU time (steadier on a shared machine). The two must write the same bytes."""
     t0 = time.perf_counter()
     g = power_law_graph(n, 4, d)
-    g.load_module(HERE / "_sample_baseline.py")
+    g.load_module(_sample_baseline.materialise(baseline_dir))
     build_s = time.perf_counter() - t0
     degrees = [len(g.neighbours(i)) for i in range(0, n, max(1, n // 2000))]
     print(f"power-law graph: {g.node_count} nodes, {g.edge_count} edges (built in {build_s:.1f} s); "
@@ -115,7 +121,7 @@ def bench_sample(n: int, seeds_count: int, batch: int, d: int, rounds: int) -> N
         [new] = g.call("tf_features.sample", seeds[:batch], fanouts, props, opts)
         assert old["blob"] == new["blob"], "the baseline and tf_features.sample wrote different bytes"
     print(f"  2-hop (10, 5), {len(seeds)} seeds; best of {rounds} alternating rounds; baseline = the "
-          f"pre-issue-11 code path (same bytes, checked)")
+          f"sampler at commit {_sample_baseline.COMMIT} (pre-issue-11, from git history; same bytes, checked)")
     for label, props, size in [
         ("ids only, batched", [], batch),
         (f"{d}-d features, batched", ["f"], batch),
@@ -155,7 +161,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.skip_pack:
         bench_pack(args.pack_nodes, args.dim, args.repeat)
-    bench_sample(args.graph_nodes, args.seeds, args.batch, args.graph_dim, args.repeat)
+    with tempfile.TemporaryDirectory() as baseline_dir:
+        bench_sample(args.graph_nodes, args.seeds, args.batch, args.graph_dim, args.repeat, baseline_dir)
 
 
 if __name__ == "__main__":
