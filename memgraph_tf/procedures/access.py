@@ -342,24 +342,71 @@ class MgpGraphAccess:
 
     # -- resolution -----------------------------------------------------------------------------
     def _build_index(self) -> dict[int, Any]:
-        index: dict[int, Any] = {}
-        for i, vertex in enumerate(self._graph.vertices):
-            if i % ABORT_CHECK_EVERY == 0:
+        """``options.id_property`` value -> vertex, over the vertices (with ``options.label``) that
+        have one, in graph order; raises naming the node for a value that is not an integer or
+        one held by two nodes.
+
+        Built once per call: ``_mgp`` gives no sign that the graph changed between calls (a
+        cache across calls could hand out a node whose id was changed or miss a duplicate), so
+        the scan is made cheap instead: over the ``_mgp`` graph's vertex handles with C-level
+        loops reading only the id property (labels only of the nodes that have one), the public
+        mgp API where the handles are not there."""
+        graph = getattr(self._graph, "_graph", None)  # the _mgp graph under mgp.Graph
+        if self._handles is False or not callable(getattr(graph, "iter_vertices", None)):
+            return self._index_entries(self._graph.vertices, lambda v: v.properties.get(self._id_property),
+                                       lambda v: v.id, self._public_has_label)
+        vertices = graph.iter_vertices()
+        first = vertices.get()
+        if first is None:
+            return {}
+        stream = itertools.chain((first,), itertools.takewhile(_NOT_NONE, itertools.starmap(vertices.next, _NO_ARGS)))
+        get_id_value = operator.methodcaller("get_property", self._id_property)
+
+        def with_ids() -> Iterator[tuple[Any, Any]]:  # (handle, id value) of the handles with a value
+            while True:
+                chunk = list(itertools.islice(stream, ABORT_CHECK_EVERY))
+                if not chunk:
+                    return
                 self._ctx.check_must_abort()
-            if self._label is not None and not any(l.name == self._label for l in vertex.labels):
-                continue
-            value = vertex.properties.get(self._id_property)
-            if value is None:
+                values = list(map(get_id_value, chunk))
+                yield from itertools.compress(zip(chunk, values), map(operator.is_not, values, itertools.repeat(None)))
+
+        self._handles = True
+        return self._index_entries(with_ids(), None, _GET_ID, self._handle_has_label, checked=False)
+
+    def _handle_has_label(self, handle: Any) -> bool:
+        label = self._label
+        return any(handle.label_at(i) == label for i in range(handle.labels_count()))
+
+    def _public_has_label(self, vertex: Any) -> bool:
+        return any(l.name == self._label for l in vertex.labels)
+
+    def _index_entries(self, items: Iterable[Any], value_of: Any, internal_id: Any, has_label: Any,
+                       checked: bool = True) -> dict[int, Any]:
+        """The index over ``items``: vertices (``value_of`` reads the id value; an abort check every
+        :data:`ABORT_CHECK_EVERY`), or with ``checked=False`` (vertex, id value) pairs of the vertices
+        that have one (the caller checks for abort)."""
+        index: dict[int, Any] = {}
+        for i, item in enumerate(items):
+            if checked:
+                if i % ABORT_CHECK_EVERY == 0:
+                    self._ctx.check_must_abort()
+                vertex, value = item, value_of(item)
+                if value is None:
+                    continue
+            else:
+                vertex, value = item
+            if self._label is not None and not has_label(vertex):
                 continue
             if not _is_int(value):
                 raise PropertyValueError(
-                    f"node {vertex.id} property {self._id_property!r} (options.id_property): expected "
+                    f"node {internal_id(vertex)} property {self._id_property!r} (options.id_property): expected "
                     f"an integer id, got {describe_value(value)}"
                 )
             if value in index:
                 raise ProcedureInputError(
                     f"options.id_property: expected unique ids, got {self._id_property} = {value} on "
-                    f"the nodes with internal ids {index[value].id} and {vertex.id}"
+                    f"the nodes with internal ids {internal_id(index[value])} and {internal_id(vertex)}"
                 )
             index[value] = vertex
         return index
@@ -407,7 +454,7 @@ class MgpGraphAccess:
             raise NodeNotFoundError(
                 f"{where}: unknown node id {node_id} (no {scope} has {self._id_property} = {node_id})"
             )
-        return self._register(vertex)
+        return self._register_handle(vertex) if self._handles else self._register(vertex)
 
     # -- inspection (tf_features.describe) ------------------------------------------------------
     def _labelled(self) -> Iterator[Any]:
