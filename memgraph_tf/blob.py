@@ -186,28 +186,25 @@ def _shape_of(name: str, value: Any) -> tuple[list[int], list[Any]]:
         raise BlobFormatError(f"section {name!r}: expected rank <= {MAX_RANK}, got {len(shape)}")
     flat: list[Any] = []
 
+    def not_rectangular(expected: str, index: Sequence[int], got: str) -> BlobFormatError:
+        return BlobFormatError(
+            f"section {name!r}: expected {expected} at index {list(index)}, got {got} "
+            "(a non-rectangular nested list: use blob.Ragged for variable-length rows)"
+        )
+
     def walk(node: Any, depth: int, index: tuple[int, ...]) -> None:
         if depth == len(shape):
             if isinstance(node, (list, tuple)):
-                raise BlobFormatError(
-                    f"section {name!r}: expected a scalar at index {list(index)}, got a list "
-                    "(a non-rectangular nested list: use blob.Ragged for variable-length rows)"
-                )
+                raise not_rectangular("a scalar", index, "a list")
             flat.append(node)
             return
         if not isinstance(node, (list, tuple)) or len(node) != shape[depth]:
             got = f"length {len(node)}" if isinstance(node, (list, tuple)) else "a scalar"
-            raise BlobFormatError(
-                f"section {name!r}: expected length {shape[depth]} at index {list(index)}, got {got} "
-                "(a non-rectangular nested list: use blob.Ragged for variable-length rows)"
-            )
+            raise not_rectangular(f"length {shape[depth]}", index, got)
         if depth + 1 == len(shape):
             for i, item in enumerate(node):
                 if isinstance(item, (list, tuple)):
-                    raise BlobFormatError(
-                        f"section {name!r}: expected a scalar at index {list(index) + [i]}, got a list "
-                        "(a non-rectangular nested list: use blob.Ragged for variable-length rows)"
-                    )
+                    raise not_rectangular("a scalar", index + (i,), "a list")
             flat.extend(node)
             return
         for i, item in enumerate(node):

@@ -79,8 +79,7 @@ name imports its package (those packages import TensorFlow or the Bolt driver on
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from memgraph_tf.lazy import lazy_attributes
 
 __all__ = [
     "ArcadeDBStartError",
@@ -110,14 +109,4 @@ _PACKAGE_BASES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _PACKAGE_BASES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PACKAGE_BASES))
+__getattr__, __dir__ = lazy_attributes(__name__, _PACKAGE_BASES, globals())

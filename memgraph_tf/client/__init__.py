@@ -17,8 +17,7 @@ Names are imported lazily, so ``from memgraph_tf.client import connect`` does no
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from memgraph_tf.lazy import lazy_attributes
 
 _EXPORTS = {
     "connect": "sources",
@@ -66,14 +65,5 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memgraph_tf.client' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"memgraph_tf.client.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {name: f".{module}" for name, module in _EXPORTS.items()}, globals())

@@ -90,7 +90,7 @@ class GraphSource:
 
     Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
     return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement the ``*_b64`` methods,
-    :meth:`run` and :meth:`write_properties`.
+    :meth:`run` and :meth:`_write_checked` (the write after :meth:`write_properties`' checks).
     """
 
     kind = "graph"
@@ -155,6 +155,17 @@ class GraphSource:
         nodes written (ids that match no node are not counted).
 
         Idempotent: writing the same values again leaves the graph as it was."""
+        node_ids = [_to_python(i) for i in node_ids]
+        values = _to_python(list(values))
+        _check_write_args(node_ids, values, batch_size)
+        _quote_name(name, "name")
+        return self._write_checked(node_ids, name, values, id_property=id_property, label=label,
+                                   batch_size=batch_size)
+
+    def _write_checked(self, node_ids: list[int], name: str, values: list[Any], *,
+                       id_property: str | None, label: str | None, batch_size: int) -> int:
+        """:meth:`write_properties` after its checks: ``node_ids`` are ints, one value each (plain
+        Python values), ``name`` a valid property name and ``batch_size`` >= 1."""
         raise NotImplementedError
 
     def write_property(self, node_id: int, name: str, value: Any, *, id_property: str | None = None,
@@ -415,12 +426,8 @@ class BoltSource(GraphSource):
             except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
                 logger.debug("closing a session after an error failed", exc_info=True)
 
-    def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
-                         id_property: str | None = None, label: str | None = None,
-                         batch_size: int = 1000) -> int:
-        node_ids = [_to_python(i) for i in node_ids]
-        values = _to_python(list(values))
-        _check_write_args(node_ids, values, batch_size)
+    def _write_checked(self, node_ids: list[int], name: str, values: list[Any], *,
+                       id_property: str | None, label: str | None, batch_size: int) -> int:
         prop = _quote_name(name, "name")
         node = f"(n:{_quote_name(label, 'label')})" if label else "(n)"
         match = (f"MATCH {node} WHERE n.{_quote_name(id_property, 'id_property')} = row.id"
@@ -794,13 +801,8 @@ class EmbeddedSource(GraphSource):
         values = (self.graph.get_property(i, id_property) for i in internal)
         return sorted(v for v in values if v is not None)
 
-    def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
-                         id_property: str | None = None, label: str | None = None,
-                         batch_size: int = 1000) -> int:
-        node_ids = [_to_python(i) for i in node_ids]
-        values = _to_python(list(values))
-        _check_write_args(node_ids, values, batch_size)
-        _quote_name(name, "name")
+    def _write_checked(self, node_ids: list[int], name: str, values: list[Any], *,
+                       id_property: str | None, label: str | None, batch_size: int) -> int:
         written = 0
         with self._lock:
             for internal, value in zip(self._internal_ids(node_ids, id_property, label), values):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from memgraph_tf.lazy import lazy_attributes
 from memgraph_tf.ops._args import DTYPES, ENCODINGS, check_encoding, check_shapes, normalize_args
 from memgraph_tf.ops._loader import OpLibraryError, build_library, load_library
 
@@ -108,23 +109,8 @@ def _assemble(blobs: Any, values: Sequence[Any], row_splits: Sequence[Any], batc
     return out
 
 
-def unpack_blob_portable(
-    blobs: Any,
-    names: str | Sequence[str],
-    dtypes: Any,
-    ragged: Iterable[str] = (),
-    shapes: Sequence[Any] | None = None,
-    name: str | None = None,
-    encoding: str = "raw",
-) -> list[Any]:
-    """Same contract and results as :func:`unpack_blob`, built from stock TensorFlow ops only.
-
-    Runs on the stock TF Serving image. Malformed blobs raise ``tf.errors.InvalidArgumentError``
-    whose message contains the spec's message (see :mod:`memgraph_tf.ops.portable`). Unlike the op,
-    ``blobs`` must have a static rank (0 or 1; ``ValueError`` otherwise), and with
-    ``encoding="base64"`` invalid text gives ``tf.io.decode_base64``'s message.
-    """
-    from memgraph_tf.ops import portable
-
-    return portable.unpack_blob_portable(blobs, names, dtypes, ragged=ragged, shapes=shapes, name=name,
-                                         encoding=encoding)
+# ``unpack_blob_portable`` is :func:`memgraph_tf.ops.portable.unpack_blob_portable` (same contract and
+# results as :func:`unpack_blob` from stock TensorFlow ops only), imported on first access so that
+# ``import memgraph_tf.ops`` does not import TensorFlow.
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {"unpack_blob_portable": "memgraph_tf.ops.portable"}, globals())
