@@ -13,6 +13,7 @@ import re
 from typing import Any, Callable
 
 import numpy as np
+import pytest
 
 from memgraph_tf import blob
 
@@ -735,3 +736,32 @@ ERROR_CASES: dict[str, ErrorCase] = {
         lambda r: "properties: expected a node having all of ['f'] and options.id_property 'nope', got no :Author node with all of them",
     ),
 }
+
+
+# --------------------------------------------------------------------------------------------
+# The tests of every runner
+# --------------------------------------------------------------------------------------------
+
+class RunnerTests:
+    """The cases above as tests; a test module runs them on its runner with a subclass named
+    ``Test...`` that provides the ``runner`` fixture."""
+
+    @pytest.mark.parametrize("name", sorted(CASES))
+    def test_case(self, name: str, runner: Runner) -> None:
+        CASES[name](runner)
+
+    @pytest.mark.parametrize("name", sorted(ERROR_CASES))
+    def test_error_case(self, name: str, runner: Runner) -> None:
+        graph, procedure, args, message = ERROR_CASES[name]
+        runner.build(graph())
+        with pytest.raises(runner.error_type, match=regex(message(runner))):
+            runner.call(procedure, *args)
+
+
+def sample_variant(runner: Runner, properties: list[str], options: dict[str, Any]) -> tuple[int, str, bool, bool]:
+    """Builds :func:`small_graph` on ``runner``; returns what a sample of ``properties`` with
+    ``options`` is laid out by: ``(feature width, dtype, pad, labels)``."""
+    spec = small_graph()
+    runner.build(spec)
+    return (len(features_of(spec, 0, properties)), options.get("dtype", "float32"),
+            options.get("low_degree", "pad") == "pad", "label_property" in options)

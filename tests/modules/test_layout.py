@@ -55,12 +55,7 @@ def _check_arrays(data: bytes, sections: list[layout.Section]) -> None:
 
 @pytest.mark.parametrize("properties, fanouts, options", SAMPLE_VARIANTS)
 def test_sample_layout_is_what_describe_reports_and_sample_writes(embedded_runner, properties, fanouts, options):
-    spec = cases.small_graph()
-    embedded_runner.build(spec)
-    width = len(cases.features_of(spec, 0, properties))
-    dtype = options.get("dtype", "float32")
-    pad = options.get("low_degree", "pad") == "pad"
-    labels = "label_property" in options
+    width, dtype, pad, labels = cases.sample_variant(embedded_runner, properties, options)
     [info] = embedded_runner.call("tf_features.describe", properties, {**options, "fanouts": fanouts})
     assert info["feature_width"] == width and info["dtype"] == dtype
     assert info["sections"] == [s.to_map() for s in layout.sample_sections(fanouts, width, dtype, pad=pad,

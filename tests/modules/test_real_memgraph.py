@@ -41,17 +41,7 @@ def driver():
     finally:
         drv.close()
 
-@pytest.fixture
-def bolt_runner(driver):
-    return cases.BoltRunner(driver)
-
-@pytest.mark.parametrize("name", sorted(cases.CASES))
-def test_case(name, bolt_runner):
-    cases.CASES[name](bolt_runner)
-
-@pytest.mark.parametrize("name", sorted(cases.ERROR_CASES))
-def test_error_case(name, bolt_runner):
-    graph, procedure, args, message = cases.ERROR_CASES[name]
-    bolt_runner.build(graph())
-    with pytest.raises(bolt_runner.error_type, match=cases.regex(message(bolt_runner))):
-        bolt_runner.call(procedure, *args)
+class TestMemgraph(cases.RunnerTests):
+    @pytest.fixture
+    def runner(self, driver):
+        return cases.BoltRunner(driver)

@@ -10,16 +10,11 @@ import _memgraph_tf_modules_cases as cases  # registered by conftest.py
 
 HERE = pathlib.Path(__file__).resolve().parent
 
-@pytest.mark.parametrize("name", sorted(cases.CASES))
-def test_case(name, embedded_runner):
-    cases.CASES[name](embedded_runner)
+class TestEmbedded(cases.RunnerTests):
+    @pytest.fixture
+    def runner(self, embedded_runner):
+        return embedded_runner
 
-@pytest.mark.parametrize("name", sorted(cases.ERROR_CASES))
-def test_error_case(name, embedded_runner):
-    graph, procedure, args, message = cases.ERROR_CASES[name]
-    embedded_runner.build(graph())
-    with pytest.raises(embedded_runner.error_type, match=cases.regex(message(embedded_runner))):
-        embedded_runner.call(procedure, *args)
 
 def test_module_is_the_file_memgraph_loads(embedded_runner):
     from memgraph_tf.deploy import find_module_file

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
+import signal
+import subprocess
+import sys
+import time
+import types
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
@@ -82,11 +89,79 @@ def toy_server(toy_base):
         yield running
 
 
+@contextlib.contextmanager
+def _recorded_calls(obj: Any, name: str, measure: Callable[..., Any]) -> Iterator[list[Any]]:
+    original = getattr(obj, name)
+    own = name in vars(obj)
+    seen: list[Any] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(measure(*args, **kwargs))
+        return original(*args, **kwargs)
+
+    setattr(obj, name, recording)
+    try:
+        yield seen
+    finally:
+        if own:
+            setattr(obj, name, original)
+        else:
+            delattr(obj, name)
+
+
+@pytest.fixture
+def recorded_calls():
+    """``with recorded_calls(obj, "method", measure) as seen:`` -- inside the block each call of
+    ``obj.method(*args)`` also appends ``measure(*args)`` to ``seen``; the method is restored after."""
+    return _recorded_calls
+
+
+@pytest.fixture
+def cli_server(repo_root):
+    """``with cli_server(args, model) as run:`` -- ``memgraph-tf serve ARGS --port P`` in its own
+    process, ready (it answers ``GET /v1/models/MODEL``) when the block starts: ``run.url``,
+    ``run.port``. When the block ends the process gets ``stop`` (SIGTERM unless given) and ``run``
+    gains ``returncode`` and ``output`` (stdout and stderr). A server that exits or does not answer
+    within ``start_timeout_s`` fails the test with its output."""
+    import os
+
+    import requests
+
+    from memgraph_tf.testing.arcadedb import free_port
+
+    @contextlib.contextmanager
+    def serve(args: list[str], model: str, *, stop: int = signal.SIGTERM,
+              start_timeout_s: float = 120) -> Iterator[types.SimpleNamespace]:
+        port = free_port()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memgraph_tf.cli", "serve", *args, "--port", str(port)],
+            cwd=repo_root, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        run = types.SimpleNamespace(url=f"http://127.0.0.1:{port}", port=port, returncode=None,
+                                    output="")
+        try:
+            deadline = time.monotonic() + start_timeout_s
+            while True:
+                try:
+                    requests.get(f"{run.url}/v1/models/{model}", timeout=2)
+                    break
+                except requests.ConnectionError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        pytest.fail(f"server did not start: {proc.stdout.read()[-3000:]}")
+                    time.sleep(0.5)
+            yield run
+        finally:
+            proc.send_signal(stop)
+            run.returncode = proc.wait(timeout=30)
+            run.output = proc.stdout.read()
+            proc.stdout.close()
+
+    return serve
+
+
 @pytest.fixture(scope="session")
 def toy():
     """Helpers for the toy model: ``toy.labels``, ``toy.in_process(version, x)``."""
-    import types
-
     return types.SimpleNamespace(labels=TOY_LABELS, in_process=toy_in_process)
 
 

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -210,12 +206,10 @@ def test_sampling_config_through_the_config_signature(servers):
 
 
 @pytest.mark.parametrize("library", ["bundled", "other-tf"])
-def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, repo_root, tmp_path, library):
+def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, cli_server, tmp_path, library):
     """`memgraph-tf serve` in its own process must register the op before loading the bundle:
     from the bundle's library when it was built for this TF, else by building the project's."""
     import shutil
-
-    from memgraph_tf.testing.arcadedb import free_port
 
     blobs, _, want = node_data
     info = bundles[1][True]
@@ -227,54 +221,40 @@ def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, repo_root, 
         meta = json.loads(meta_path.read_text())
         meta["tf_version"] = "0.0.1"
         meta_path.write_text(json.dumps(meta))
-    port = free_port()
-    cmd = [sys.executable, "-m", "memgraph_tf.cli", "serve", str(base),
-           "--port", str(port), "--version-label", "stable=1"]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.Popen(cmd, cwd=repo_root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                requests.get(f"{url}/v1/models/{info.name}", timeout=2)
-                break
-            except requests.ConnectionError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"server did not start: {proc.stdout.read()[-3000:]}")
-                time.sleep(0.5)
-        with ServingClient(url, info.name, label="stable") as c:
+    with cli_server([str(base), "--version-label", "stable=1"], info.name) as run:
+        with ServingClient(run.url, info.name, label="stable") as c:
             results = c.classify(blobs)
             assert c.status()["model_version_status"][0]["state"] == "AVAILABLE"
         np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5, rtol=0)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        out = proc.stdout.read()
-        proc.stdout.close()
     # no --host: bound to 127.0.0.1 only (the address main() logs is the socket's own)
-    assert f"at http://127.0.0.1:{port}/v1/models/{info.name}" in out
+    assert f"at http://127.0.0.1:{run.port}/v1/models/{info.name}" in run.output
     if library == "bundled":
-        assert "loading the bundle's op library" in out
+        assert "loading the bundle's op library" in run.output
     else:
-        assert "the bundle's op library was built for TF 0.0.1" in out
+        assert "the bundle's op library was built for TF 0.0.1" in run.output
+
+
+def _graphsage_and_its_softmax(sage, feats):
+    """The project's own (subclassed Keras) GraphSAGE shaped like ``sage``, and the softmax of its
+    logits for ``feats``: the scores its bundle must answer."""
+    import tensorflow as tf
+
+    from memgraph_tf.client.graphsage import GraphSAGE
+
+    model = GraphSAGE(list(sage.fanouts), sage.dim, len(sage.classes), hidden_units=8,
+                      class_names=sage.classes)
+    model.ensure_built()
+    return model, tf.nn.softmax(model(feats, training=False)).numpy()
 
 
 def test_graphsage_bundle_scores_are_softmax_of_its_logits(tmp_path, node_data, sage):
     """The project's GraphSAGE returns logits: the bundle's scores are their softmax."""
-    import tensorflow as tf
-
-    from memgraph_tf.client.graphsage import GraphSAGE
     from memgraph_tf.serving.export import export_bundle
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
     blobs, feats, _ = node_data
-    model = GraphSAGE(list(sage.fanouts), sage.dim, len(sage.classes), hidden_units=8,
-                      class_names=sage.classes)
-    model.ensure_built()
-    want = tf.nn.softmax(model(feats, training=False)).numpy()
+    model, want = _graphsage_and_its_softmax(sage, feats)
     info = export_bundle(model, tmp_path, "sage", 3, use_op=False)
     assert info.config["scores"] == "logits"
     with start_server(ModelServer(info.path.parent)) as srv, ServingClient(srv.url, "sage") as c:
@@ -353,16 +333,10 @@ def test_bundle_runs_the_way_tf_serving_loads_it(bundles, node_data, sage, use_o
 
 def test_graphsage_bundle_runs_the_way_tf_serving_loads_it(tmp_path, node_data, sage):
     """The project's own (subclassed Keras) GraphSAGE, exported op-free for the stock image."""
-    import tensorflow as tf
-
-    from memgraph_tf.client.graphsage import GraphSAGE
     from memgraph_tf.serving.export import export_bundle
 
     blobs, feats, _ = node_data
-    model = GraphSAGE(list(sage.fanouts), sage.dim, len(sage.classes), hidden_units=8,
-                      class_names=sage.classes)
-    model.ensure_built()
-    want = tf.nn.softmax(model(feats, training=False)).numpy()
+    model, want = _graphsage_and_its_softmax(sage, feats)
     info = export_bundle(model, tmp_path, "sage", 1, use_op=False)
     out = _run_like_tf_serving(info.path, "serving_default", blobs)
     np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)

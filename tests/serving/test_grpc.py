@@ -506,23 +506,13 @@ def test_client_errors_are_the_rest_clients_classes_with_the_servers_message(toy
         assert by_rest.value.message == by_grpc.value.message, name
 
 
-def test_client_splits_requests_above_max_request_bytes(toy_grpc, toy):
-    ms = toy_grpc.rest.model_server
-    sizes = []
-    original = ms.run_classify
-
-    def counting(mv, serialized, signature_name):
-        sizes.append(len(serialized))
-        return original(mv, serialized, signature_name)
-
+def test_client_splits_requests_above_max_request_bytes(toy_grpc, toy, recorded_calls):
     many = np.tile(X, (20, 1))
-    ms.run_classify = counting
-    try:
-        with GrpcServingClient(toy_grpc.target, "toy", max_request_bytes=1200) as c:
-            results = c.classify([{"x": row} for row in many])
-            cols = c.predict(inputs={"x": many})
-    finally:
-        del ms.run_classify
+    with recorded_calls(toy_grpc.rest.model_server, "run_classify",
+                        lambda mv, serialized, signature_name: len(serialized)) as sizes, \
+            GrpcServingClient(toy_grpc.target, "toy", max_request_bytes=1200) as c:
+        results = c.classify([{"x": row} for row in many])
+        cols = c.predict(inputs={"x": many})
     assert len(sizes) >= 3 and sum(sizes) == len(many) and max(sizes) <= MAX_EXAMPLES
     np.testing.assert_allclose([[s for _, s in r] for r in results],
                                softmax(toy.in_process(2, many)), atol=1e-5)
@@ -925,45 +915,22 @@ def test_example_features_follow_the_rest_clients_json_rules():
 
 
 # --------------------------------------------------------------------------------- the CLI
-def test_cli_serve_with_grpc_port_answers_both_apis_from_one_process(toy_base, repo_root):
+def test_cli_serve_with_grpc_port_answers_both_apis_from_one_process(toy_base, cli_server):
     """`memgraph-tf serve BASE --port P --grpc-port G`: one process, one ModelServer, both APIs;
     Ctrl-C (SIGINT) ends it with exit 0."""
-    import os
     import signal
-    import subprocess
-    import sys
 
-    import requests
-
-    port, grpc_port = free_port(), free_port()
-    cmd = [sys.executable, "-m", "memgraph_tf.cli", "serve", str(toy_base), "--port", str(port),
-           "--grpc-port", str(grpc_port), "--version-label", "stable=1", "--max-examples", "4"]
-    proc = subprocess.Popen(cmd, cwd=repo_root, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                requests.get(f"{url}/v1/models/toy", timeout=2)
-                break
-            except requests.ConnectionError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"server did not start: {proc.stdout.read()[-3000:]}")
-                time.sleep(0.5)
-        with ServingClient(url, "toy", label="stable") as rest, \
+    grpc_port = free_port()
+    with cli_server([str(toy_base), "--grpc-port", str(grpc_port), "--version-label", "stable=1",
+                     "--max-examples", "4"], "toy", stop=signal.SIGINT) as run:
+        with ServingClient(run.url, "toy", label="stable") as rest, \
                 GrpcServingClient(f"127.0.0.1:{grpc_port}", "toy", label="stable") as rpc:
             assert rpc.status() == rest.status()
             assert_same_answer(rest.classify([{"x": X[0]}]), rpc.classify([{"x": X[0]}]))
             with pytest.raises(errors.RequestTooLargeError, match=r"limit of 4 per request"):
                 rpc.classify([{"x": X[0]}] * 5)  # --max-examples reaches gRPC too
-    finally:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-        out = proc.stdout.read()
-        proc.stdout.close()
-    assert code == 0, out[-3000:]
-    assert f"gRPC: serving model 'toy' versions [1, 2] at 127.0.0.1:{grpc_port}" in out
+    assert run.returncode == 0, run.output[-3000:]
+    assert f"gRPC: serving model 'toy' versions [1, 2] at 127.0.0.1:{grpc_port}" in run.output
 
 
 def test_cli_serve_with_a_busy_grpc_port_is_one_line_and_exit_2(toy_base, repo_root):

@@ -72,26 +72,16 @@ def test_status_all_versions_and_metadata(client):
     assert sigs["serving_default"]["inputs"]["x"]["tensor_shape"]["dim"][1]["size"] == "3"
 
 
-def test_client_splits_large_requests_and_concatenates(toy_server, toy):
-    calls = []
-    ms = toy_server.model_server
-    original = ms.handle_bytes
-
-    def counting(method, path, body):
-        calls.append(len(body))
-        return original(method, path, body)
-
+def test_client_splits_large_requests_and_concatenates(toy_server, toy, recorded_calls):
     many = np.tile(X, (40, 1))
-    ms.handle_bytes = counting
-    try:
-        with ServingClient(toy_server.url, "toy", max_request_bytes=1000) as c:
-            results = c.classify([{"x": row} for row in many])
-            rows = c.predict([row for row in many])
-            n_before = len(calls)
-            cols = c.predict(inputs={"x": many})
-            assert len(calls) - n_before >= 2  # the columnar request was split too
-    finally:
-        ms.handle_bytes = original
+    with recorded_calls(toy_server.model_server, "handle_bytes",
+                        lambda method, path, body: len(body)) as calls, \
+            ServingClient(toy_server.url, "toy", max_request_bytes=1000) as c:
+        results = c.classify([{"x": row} for row in many])
+        rows = c.predict([row for row in many])
+        n_before = len(calls)
+        cols = c.predict(inputs={"x": many})
+        assert len(calls) - n_before >= 2  # the columnar request was split too
     assert len(calls) > 4 and max(calls) <= 1000
     np.testing.assert_allclose([[s for _, s in r] for r in results],
                                softmax(toy.in_process(2, many)), atol=1e-5)

@@ -31,15 +31,20 @@ class Dropped(AssertionError):
 
 
 # ----------------------------------------------------------------------------- HTTP by hand
+def receive(sock: socket.socket) -> bytes:
+    """The next bytes from ``sock``; ``b""`` once the server has closed or reset the connection."""
+    try:
+        return sock.recv(65536)
+    except ConnectionResetError:
+        return b""
+
+
 def read_answer(sock: socket.socket, method: bytes) -> tuple[int, dict, bytes]:
     """One complete HTTP answer from ``sock`` (1xx answers skipped): status, headers, body."""
     data = b""
     while True:
         while b"\r\n\r\n" not in data:
-            try:
-                chunk = sock.recv(65536)
-            except ConnectionResetError:
-                chunk = b""
+            chunk = receive(sock)
             if not chunk:
                 raise Dropped(f"closed before the headers: {data[:200]!r}")
             data += chunk
@@ -55,10 +60,7 @@ def read_answer(sock: socket.socket, method: bytes) -> tuple[int, dict, bytes]:
         break
     length = 0 if method == b"HEAD" else int(headers.get("content-length", "0"))
     while len(data) < length:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            chunk = b""
+        chunk = receive(sock)
         if not chunk:
             raise Dropped(f"closed in the middle of a {status} answer")
         data += chunk
