@@ -173,9 +173,7 @@ def store_value(value: Any, where: str) -> Any:
     the plain type, as Memgraph stores a double, string or integer: procedures never see them.
     """
     if value is None or type(value) in _SCALARS:
-        if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
-            raise ValueConversionError(f"{where}: expected an int64, got {value!r} (out of range)")
-        return value
+        return _int64(value, where, ValueConversionError) if type(value) is int else value
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, float):
@@ -183,25 +181,40 @@ def store_value(value: Any, where: str) -> Any:
     if isinstance(value, str):
         return str(value)
     if isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise ValueConversionError(f"{where}: expected an int64, got {value!r} (out of range)")
-        return int(value)
+        return _int64(value, where, ValueConversionError)
     if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
         items = [store_value(v, where) for v in value]
         if all(type(v) in _SCALARS for v in items):
             return _ScalarList(items)
         return tuple(items)
     if isinstance(value, dict):
-        for k in value:
-            if not isinstance(k, str):
-                raise ValueConversionError(f"{where}: expected map keys of type str, got {type(k).__name__}")
-        return {k: store_value(v, where) for k, v in value.items()}
+        return _map_of(value, lambda k, v: store_value(v, where), ValueConversionError,
+                       lambda k: f"{where}: expected map keys of type str, got {type(k).__name__}")
     if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
         return value
     raise ValueConversionError(f"{where}: Unsupported PyObject conversion of {type(value).__name__} to a property value")
 
 
 _SCALARS = frozenset([bool, int, float, str, type(None)])
+
+
+def _int64(value: int, where: str, error: type[Exception],
+           template: str = "{where}: expected an int64, got {value!r} (out of range)") -> int:
+    """``value`` as a plain int, or ``error`` (``template`` filled in) when it does not fit in int64."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise error(template.format(where=where, value=value))
+    return int(value)
+
+
+def _map_of(value: dict[Any, Any], convert: Callable[[str, Any], Any], error: type[Exception],
+            message: Callable[[Any], str]) -> dict[str, Any]:
+    """``{k: convert(k, v)}``; raises ``error(message(k))`` for the first key that is not a str."""
+    out = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            raise error(message(k))
+        out[k] = convert(k, v)
+    return out
 
 
 class _ScalarList(tuple):
@@ -469,28 +482,16 @@ SOURCE_TYPE_PULSAR = 2
 
 class _Logger:
     """``mgp.Logger``'s backend: what query modules log goes to ``memgraph_tf.embedded.module``, a
-    channel of its own beside this module's ``logger``."""
+    channel of its own beside this module's ``logger``. One method per ``mgp.Logger`` level
+    (``trace`` logs at DEBUG), each taking the message text."""
+
+    _LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "critical": logging.CRITICAL,
+               "error": logging.ERROR, "trace": logging.DEBUG, "debug": logging.DEBUG}
 
     def __init__(self) -> None:
         self._log = logging.getLogger("memgraph_tf.embedded.module")
-
-    def info(self, out: str) -> None:
-        self._log.info(out)
-
-    def warning(self, out: str) -> None:
-        self._log.warning(out)
-
-    def critical(self, out: str) -> None:
-        self._log.critical(out)
-
-    def error(self, out: str) -> None:
-        self._log.error(out)
-
-    def trace(self, out: str) -> None:
-        self._log.debug(out)
-
-    def debug(self, out: str) -> None:
-        self._log.debug(out)
+        for name, level in self._LEVELS.items():
+            setattr(self, name, functools.partial(self._log.log, level))
 
 
 _LOGGER = _Logger()
@@ -726,18 +727,12 @@ def to_cypher(value: Any, where: str) -> Any:
     if isinstance(value, float):  # numpy.float64 subclasses float and converts, as over Bolt
         return float(value)
     if isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise ArgumentTypeError(f"{where}: expected an int64, got {value!r} (out of range)")
-        return int(value)
+        return _int64(value, where, ArgumentTypeError)
     if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
         return [to_cypher(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise ArgumentTypeError(f"{where}: expected map keys of type str, got {type(k).__name__} {k!r}")
-            out[k] = to_cypher(v, f"{where}.{k}")
-        return out
+        return _map_of(value, lambda k, v: to_cypher(v, f"{where}.{k}"), ArgumentTypeError,
+                       lambda k: f"{where}: expected map keys of type str, got {type(k).__name__} {k!r}")
     if isinstance(value, (NodeRef, datetime.date, datetime.time, datetime.timedelta)):
         return value
     raise ArgumentTypeError(
@@ -767,20 +762,14 @@ def from_python(value: Any, where: str, store: Store) -> Any:
         # Memgraph hands strings over as C strings: everything after a NUL is lost.
         return str(value).split("\x00", 1)[0]
     if isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise ResultConversionError(f"{where}: int {value} does not fit in int64 (overflow)")
-        return int(value)
+        return _int64(value, where, ResultConversionError, "{where}: int {value} does not fit in int64 (overflow)")
     if isinstance(value, float):  # includes numpy.float64, a float subclass, as in Memgraph
         return float(value)
     if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
         return [from_python(v, f"{where}[{i}]", store) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise ResultConversionError(f"{where}: map keys must be str, got {type(k).__name__}")
-            out[k] = from_python(v, f"{where}.{k}", store)
-        return out
+        return _map_of(value, lambda k, v: from_python(v, f"{where}.{k}", store), ResultConversionError,
+                       lambda k: f"{where}: map keys must be str, got {type(k).__name__}")
     if _is_mgp(value, "Vertex"):
         return NodeRef(store, value._vertex.get_id())
     if _is_mgp(value, "Edge"):
@@ -944,21 +933,17 @@ class Runtime:
         return rows
 
 
+_SCALAR_TYPE_NAMES = ((bool, "BOOLEAN"), (int, "INTEGER"), (float, "FLOAT"), (str, "STRING"), (dict, "MAP"))
+
+
 def _cypher_type_name(value: Any) -> str:
     if value is None:
         return "NULL"
-    if isinstance(value, bool):
-        return "BOOLEAN"
-    if isinstance(value, int):
-        return "INTEGER"
-    if isinstance(value, float):
-        return "FLOAT"
-    if isinstance(value, str):
-        return "STRING"
+    for cls, name in _SCALAR_TYPE_NAMES:  # bool before int: a bool is an int
+        if isinstance(value, cls):
+            return name
     if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
         return "LIST"
-    if isinstance(value, dict):
-        return "MAP"
     if _is_node(value):
         return "NODE"
     if _is_edge(value):
