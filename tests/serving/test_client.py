@@ -157,9 +157,12 @@ def test_encoding_follows_tf_serving_json_rules():
     ({"label": "a/b"}, "label: expected a version label without '/', ':', '\\?' or '#', or "
                        "None, got 'a/b'"),
     ({"timeout_s": 0}, "timeout_s: expected a number > 0, got 0"),
+    ({"timeout_s": "5"}, "timeout_s: expected a number > 0, got '5'"),
     ({"retries": -1}, "retries: expected an int >= 0, got -1"),
+    ({"retries": True}, "retries: expected an int >= 0, got True"),
     ({"backoff_s": -0.5}, "backoff_s: expected a number >= 0, got -0.5"),
     ({"max_request_bytes": 10}, "max_request_bytes: expected an int >= 64, got 10"),
+    ({"max_request_bytes": True}, "max_request_bytes: expected an int >= 64, got True"),
 ])
 def test_argument_errors_name_the_parameter(kwargs, match):
     args = {"base_url": "http://127.0.0.1:1", "model": "m", **kwargs}

@@ -630,7 +630,9 @@ def test_connection_refused_is_retried_then_a_connection_error():
     ({"version": 1, "label": "a"}, r"expected at most one of them"),
     ({"timeout_s": 0}, r"timeout_s: expected a number > 0, got 0"),
     ({"retries": -1}, r"retries: expected an int >= 0, got -1"),
+    ({"backoff_s": -0.5}, r"backoff_s: expected a number >= 0, got -0.5"),
     ({"max_request_bytes": 10}, r"max_request_bytes: expected an int >= 64, got 10"),
+    ({"max_response_bytes": 63}, r"max_response_bytes: expected an int >= 64, got 63"),
 ])
 def test_client_argument_errors_name_the_parameter(kwargs, match):
     args = {"target": "127.0.0.1:1", "model": "m", **kwargs}
