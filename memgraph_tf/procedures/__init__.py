@@ -79,11 +79,28 @@ def sample_per_node_blobs(
     fan = parse_fanouts(fanouts)
     core.check_names(properties)
     result = core.sample(access, keys, fan, properties, opts)
+    if opts.layout == "dense":  # every section is [n, ...]: build them once, cut one row per seed
+        return _rows_of(access, keys, core.sample_sections(result, fan, opts))
     rows = []
     for i, key in enumerate(keys):
         if i % 256 == 255:
             access.check_abort()
         rows.append((key, blob.pack(core.sample_sections(result, fan, opts, slice(i, i + 1)))))
+    return rows
+
+
+def _rows_of(access: GraphAccess, keys: Sequence[int], sections: dict[str, Any]) -> list[tuple[int, bytes]]:
+    """``(key, blob)`` per row of the dense ``sections`` (each a :class:`blob.Dense` of
+    little-endian bytes with ``len(keys)`` rows): row i's blob is the sections cut to row i, which
+    is exactly what :func:`core.sample_sections` gives for ``slice(i, i + 1)``."""
+    n = len(keys)
+    cut = [(name, sec.flat, len(sec.flat) // n, [1, *sec.shape[1:]], sec.dtype) for name, sec in sections.items()]
+    rows = []
+    for i, key in enumerate(keys):
+        if i % 256 == 255:
+            access.check_abort()
+        rows.append((key, blob.pack({name: blob.Dense(data[i * size : (i + 1) * size], shape, dtype)
+                                     for name, data, size, shape, dtype in cut})))
     return rows
 
 

@@ -105,15 +105,16 @@ def _handle_of(vertex: Any) -> Any:
 class _Vertices(dict):
     """Key -> vertex (an ``_mgp`` handle or an ``mgp.Vertex``). With ``lookup`` set (the handle path
     with internal ids as keys), a key not registered is fetched by ``lookup(key)`` (the ``_mgp``
-    graph's ``get_vertex_by_id``) when first asked for, so neighbours need not be registered."""
+    graph's ``get_vertex_by_id``) whenever asked for and not kept (a node's handle is asked for
+    about twice per call; keeping thousands of handles alive only feeds the garbage collector), so
+    neighbours need not be registered."""
 
     lookup: Any = None
 
     def __missing__(self, key: int) -> Any:
         if self.lookup is None:
             raise KeyError(key)
-        vertex = self[key] = self.lookup(key)
-        return vertex
+        return self.lookup(key)
 
 
 class MgpGraphAccess:
