@@ -30,9 +30,7 @@ The command-line hooks (:func:`add_runner_arguments`, :func:`run_classify_pipeli
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import Any
 
 from memgraph_tf.beam.runner import (
     BEAM_MISSING,
@@ -44,6 +42,7 @@ from memgraph_tf.beam.runner import (
     require_beam,
     run_classify_pipeline,
 )
+from memgraph_tf.lazy import lazy_attributes
 
 logger = logging.getLogger(__name__)
 
@@ -66,13 +65,12 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memgraph_tf.beam' has no attribute {name!r}")
-    if module.endswith("transforms"):
+def _beam_for(module: str) -> None:
+    if module.endswith("transforms"):  # the only module that imports Beam at import time
         require_beam()
-    return getattr(importlib.import_module(module), name)
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), before_import=_beam_for)
 
 
 __all__ = sorted([*_LAZY, "BEAM_MISSING", "RUNNERS", "BeamSummary", "add_runner_arguments",

@@ -29,7 +29,7 @@ import logging
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
-from memgraph_tf.client.batch import PARAM_PREFIX, check_where, property_names
+from memgraph_tf.client.batch import PARAM_PREFIX, check_key_ids, check_where, property_names
 from memgraph_tf.client.errors import ConfigurationError, GraphDataError
 from memgraph_tf.client.sources import BoltSource, EmbeddedSource, GraphSource
 
@@ -303,11 +303,7 @@ class NodeTable:
             f"max({self._key}) AS hi", self._params)
         if not rows or rows[0]["lo"] is None:
             return None
-        lo, hi = rows[0]["lo"], rows[0]["hi"]
-        for value in (lo, hi):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise GraphDataError(f"node key {self._key}: expected integer ids, got "
-                                     f"{type(value).__name__} {value!r}")
+        lo, hi = check_key_ids([rows[0]["lo"], rows[0]["hi"]], self._key)
         return lo, hi
 
     def page(self, lo: int, hi: int, after: int | None, limit: int, todo: bool) -> list[int]:
@@ -336,12 +332,7 @@ class NodeTable:
                  f"{self._cypher_where(todo, [f'{self._key} >= ${p}lo', f'{self._key} < ${p}hi'])} "
                  f"RETURN {self._key} AS id ORDER BY id LIMIT {int(limit)}")
         rows = self.handle.source.read(query, {**self._params, f"{p}lo": lo, f"{p}hi": hi})
-        ids = [row["id"] for row in rows]
-        for value in ids:
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise GraphDataError(f"node key {self._key}: expected integer ids, got "
-                                     f"{type(value).__name__} {value!r}")
-        return ids
+        return check_key_ids([row["id"] for row in rows], self._key)
 
     def write(self, predictions: Sequence[Prediction], *, only_todo: bool) -> int:
         """Writes ``(key, class, score)`` predictions with the selection's version (see the class

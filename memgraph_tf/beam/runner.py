@@ -21,7 +21,9 @@ import logging
 import re
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
+
+from memgraph_tf.client.summary import RunSummary
 
 logger = logging.getLogger(__name__)
 
@@ -111,15 +113,14 @@ def create_pipeline(runner: str = "DirectRunner", *, num_workers: int = 1, runni
 
 
 @dataclasses.dataclass
-class BeamSummary:
-    """What a pipeline run did, from its committed counters: ``read`` node keys read, ``fetched``
+class BeamSummary(RunSummary):
+    """What a pipeline run did (:class:`~memgraph_tf.client.summary.RunSummary`: the model, the
+    property written, ``elapsed_s`` -- the whole run, start-up of workers and model included --
+    and :attr:`nodes_per_s` of the written nodes), from its committed counters: ``read`` node keys read, ``fetched``
     blobs sampled, ``classified`` predictions made, ``written`` nodes written, ``unchanged``
     predictions the write left alone (the node already carried this version: a retried bundle),
     ``invalid`` nodes skipped (``skip_invalid``)."""
 
-    model_name: str
-    model_version: int
-    write_property: str
     runner: str
     workers: int
     read: int = 0
@@ -128,22 +129,13 @@ class BeamSummary:
     written: int = 0
     unchanged: int = 0
     invalid: int = 0
-    elapsed_s: float = 0.0
 
-    @property
-    def nodes_per_s(self) -> float:
-        """Nodes written per second of the whole run (start-up of workers and model included)."""
-        return self.written / self.elapsed_s if self.elapsed_s > 0 else 0.0
+    rate_of: ClassVar[str] = "written"
 
-    def text(self) -> str:
-        """One line for people."""
-        from memgraph_tf.client.batch import property_names
-
-        cls, score, ver = property_names(self.write_property)
-        return (f"classified {self.classified} nodes, written {self.written}, unchanged {self.unchanged}, "
-                f"skipped {self.invalid} invalid on {self.runner} ({self.workers} worker(s)) in "
-                f"{self.elapsed_s:.1f} s: {self.nodes_per_s:.0f} nodes/s; model {self.model_name} "
-                f"version {self.model_version} -> {cls}, {score}, {ver}")
+    def counts_text(self) -> str:
+        return (f"classified {self.classified} nodes, written {self.written}, unchanged "
+                f"{self.unchanged}, skipped {self.invalid} invalid on {self.runner} "
+                f"({self.workers} worker(s))")
 
 
 def _counters(result: Any) -> dict[str, int]:

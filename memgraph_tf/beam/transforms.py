@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -44,8 +44,10 @@ from memgraph_tf.client.batch import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_WRITE_PROPERTY,
     ModelBackend,
-    failure_reason,
     fetch_error_is_node_specific,
+    isolate,
+    proto_field,
+    proto_varint,
 )
 from memgraph_tf.client.errors import (
     ConfigurationError,
@@ -171,26 +173,6 @@ class ReadNodeIds(beam.PTransform):
 
 
 # ----------------------------------------------------------------------------------------- fetch
-def isolate(keys: Sequence[int], call: Callable[[Sequence[int]], list[Any]],
-            node_specific: Callable[[BaseException], bool]) -> tuple[list[tuple[int, Any]], list[tuple[int, str]]]:
-    """``call`` over ``keys`` -> ``(good, bad)``: ``(key, result)`` for the keys it succeeds on, in
-    order, and ``(key, reason)`` for the others. A failing batch whose error is ``node_specific``
-    is halved until the failing keys are alone (sound because a node's result does not depend on
-    its batch); another error propagates."""
-    try:
-        results = call(keys)
-    except Exception as exc:
-        if not node_specific(exc):
-            raise
-        if len(keys) == 1:
-            return [], [(keys[0], failure_reason(exc))]
-        mid = len(keys) // 2
-        good_a, bad_a = isolate(keys[:mid], call, node_specific)
-        good_b, bad_b = isolate(keys[mid:], call, node_specific)
-        return good_a + good_b, bad_a + bad_b
-    return list(zip(keys, results)), []
-
-
 class _FetchFn(beam.DoFn):
     def __init__(self, graph: GraphSpec, sampling: SamplingSpec, seeds: Sequence[int] | None,
                  skip_invalid: bool) -> None:
@@ -466,23 +448,6 @@ class ClassifyNodes(beam.PTransform):
 
 
 # ---------------------------------------------------------------------------------------- export
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # int64 two's complement, as protobuf writes negative int64s
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 def example_bytes(features: Mapping[str, bytes | int]) -> bytes:
     """A serialized ``tf.Example`` with one value per feature: ``bytes`` -> a bytes_list, ``int`` ->
     an int64_list; features in sorted key order. Guarantees: ``tf.train.Example.FromString`` reads
@@ -491,13 +456,14 @@ def example_bytes(features: Mapping[str, bytes | int]) -> bytes:
     for key in sorted(features):
         value = features[key]
         if isinstance(value, (bytes, bytearray, memoryview)):
-            feature = _field(1, _field(1, bytes(value)))                 # Feature.bytes_list.value
+            feature = proto_field(1, proto_field(1, bytes(value)))  # Feature.bytes_list.value
         elif isinstance(value, int) and not isinstance(value, bool):
-            feature = _field(3, _field(1, _varint(value)))               # Feature.int64_list.value (packed)
+            # Feature.int64_list.value (packed)
+            feature = proto_field(3, proto_field(1, proto_varint(value)))
         else:
             raise ConfigurationError(f"features[{key!r}]: expected bytes or an int, got {type(value).__name__}")
-        entries.append(_field(1, _field(1, key.encode("utf-8")) + _field(2, feature)))
-    return _field(1, b"".join(entries))                                  # Example.features.feature
+        entries.append(proto_field(1, proto_field(1, key.encode("utf-8")) + proto_field(2, feature)))
+    return proto_field(1, b"".join(entries))  # Example.features.feature
 
 
 class ExportNeighbourhoods(beam.PTransform):

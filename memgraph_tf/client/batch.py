@@ -76,6 +76,7 @@ from memgraph_tf.client.errors import (
     QueryError,
 )
 from memgraph_tf.client.sources import BoltSource, EmbeddedSource, GraphSource, _quote_name
+from memgraph_tf.client.summary import RunSummary
 from memgraph_tf.serving import errors as serving_errors
 from memgraph_tf.serving.bundle import (
     CLASSES_OUTPUT,
@@ -269,7 +270,10 @@ class ModelBackend:
         return f"{type(self).__name__}({self.name!r}, version={self.version})"
 
 
-def _varint(value: int) -> bytes:
+def proto_varint(value: int) -> bytes:
+    """``value`` as a protobuf varint; a negative value as its int64 two's complement (ten bytes),
+    as protobuf writes negative int64s."""
+    value &= (1 << 64) - 1
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -281,17 +285,19 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _field(number: int, payload: bytes) -> bytes:
-    return bytes([number << 3 | 2]) + _varint(len(payload)) + payload
+def proto_field(number: int, payload: bytes) -> bytes:
+    """Field ``number`` holding ``payload`` with protobuf's length-delimited wire type (a message,
+    bytes, a string or a packed repeated field)."""
+    return proto_varint(number << 3 | 2) + proto_varint(len(payload)) + payload
 
 
 def serialize_blob_example(blob: bytes, feature_key: str) -> bytes:
     """A serialized ``tf.Example`` holding ``blob`` as the single value of the bytes feature
     ``feature_key`` -- byte for byte what ``tf.train.Example(...).SerializeToString()`` gives, without
     TensorFlow (docs/blob-format.md, section 6)."""
-    feature = _field(1, _field(1, bytes(blob)))                          # Feature.bytes_list.value
-    entry = _field(1, feature_key.encode("utf-8")) + _field(2, feature)  # map<string, Feature> entry
-    return _field(1, _field(1, entry))                                   # Example.features.feature
+    feature = proto_field(1, proto_field(1, bytes(blob)))                # Feature.bytes_list.value
+    entry = proto_field(1, feature_key.encode("utf-8")) + proto_field(2, feature)  # map entry
+    return proto_field(1, proto_field(1, entry))                         # Example.features.feature
 
 
 def _tf_message(exc: Any) -> str:
@@ -471,6 +477,16 @@ def grpc_backend(target: str, model_name: str, *, version: int | None = None,
 Prediction = tuple[int, str, float]  # (node id, class label, score)
 
 
+def check_key_ids(ids: list[Any], key: str) -> list[int]:
+    """``ids``, node keys a query returned for ``key`` (e.g. ``n.paper_id``), if each is an
+    integer; raises GraphDataError naming ``key`` and the value otherwise."""
+    for value in ids:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise GraphDataError(f"node key {key}: expected integer ids, got "
+                                 f"{type(value).__name__} {value!r}")
+    return ids
+
+
 class _BoltTarget:
     """Ids, counts and writes over Cypher (any Bolt server)."""
 
@@ -508,12 +524,7 @@ class _BoltTarget:
         query = (f"MATCH {self._node} WHERE {self._where(todo, after is not None)} "
                  f"RETURN {self._key} AS id ORDER BY id LIMIT {int(limit)}")
         rows = self._source.read(query, {**self._params, f"{PARAM_PREFIX}after": after})
-        ids = [row["id"] for row in rows]
-        for value in ids:
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise GraphDataError(f"node key {self._key}: expected integer ids, got "
-                                     f"{type(value).__name__} {value!r}")
-        return ids
+        return check_key_ids([row["id"] for row in rows], self._key)
 
     def write(self, predictions: Sequence[Prediction]) -> int:
         rows = [{"id": nid, "c": label, "s": score} for nid, label, score in predictions]
@@ -593,16 +604,14 @@ class _EmbeddedTarget:
 
 # ------------------------------------------------------------------------------------------ summary
 @dataclasses.dataclass
-class BatchSummary:
-    """What a run did. ``classified``: nodes written; ``skipped``: invalid nodes left unwritten
+class BatchSummary(RunSummary):
+    """What a run did (:class:`~memgraph_tf.client.summary.RunSummary`: the model, the property
+    written, ``elapsed_s``, :attr:`nodes_per_s` of the classified nodes). ``classified``: nodes written; ``skipped``: invalid nodes left unwritten
     (``skip_invalid``); ``failed``: nodes of the batch a run stopped at, plus predictions that
     matched no node when written (deleted meanwhile); ``up_to_date``: nodes left out because they
     already carried this version's prediction; ``total``: nodes the run set out to classify;
     ``invalid``: ``(node id, reason)`` of the first :data:`MAX_LISTED_INVALID` invalid nodes."""
 
-    model_name: str
-    model_version: int
-    write_property: str
     shard: str = "0/1"
     total: int = 0
     classified: int = 0
@@ -610,22 +619,12 @@ class BatchSummary:
     failed: int = 0
     up_to_date: int = 0
     batches: int = 0
-    elapsed_s: float = 0.0
     invalid: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     interrupted: bool = False
 
-    @property
-    def nodes_per_s(self) -> float:
-        """Classified nodes per second of the run (0 before it has run)."""
-        return self.classified / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    def text(self) -> str:
-        """One line for people."""
-        cls, score, ver = property_names(self.write_property)
+    def counts_text(self) -> str:
         return (f"classified {self.classified} nodes, skipped {self.skipped} invalid, failed "
-                f"{self.failed}, already up to date {self.up_to_date} (shard {self.shard}) in "
-                f"{self.elapsed_s:.1f} s: {self.nodes_per_s:.0f} nodes/s; model "
-                f"{self.model_name} version {self.model_version} -> {cls}, {score}, {ver}")
+                f"{self.failed}, already up to date {self.up_to_date} (shard {self.shard})")
 
 
 # ------------------------------------------------------------------------------------------- pipeline
@@ -662,6 +661,38 @@ def failure_reason(exc: BaseException) -> str:
     text = " ".join(str(cause).split())
     text = re.sub(r"^(seeds|node_ids)\[\d+\]: ", "", text)
     return text[:_REASON_CHARS]
+
+
+def isolate(items: Sequence[Any], call: Callable[[Sequence[Any]], list[Any]],
+            node_specific: Callable[[BaseException], bool], *,
+            node_of: Callable[[Any], int] | None = None,
+            skip_invalid: bool = True) -> tuple[list[tuple[Any, Any]], list[tuple[int, str]]]:
+    """``call`` over ``items`` -> ``(good, bad)``: ``(item, result)`` for the items it succeeds on,
+    in order, and ``(node id, reason)`` for the others (``node_of(item)`` is an item's node id; the
+    item itself without it). A failing batch whose error is ``node_specific`` is halved until the
+    failing items are alone (sound because a node's result does not depend on its batch); another
+    error propagates. Without ``skip_invalid`` the first bad node (in order) raises
+    :class:`InvalidNodeError`, the call's error as its cause."""
+    try:
+        results = call(items)
+    except Exception as exc:
+        if not node_specific(exc):
+            raise
+        if len(items) == 1:
+            node, reason = items[0] if node_of is None else node_of(items[0]), failure_reason(exc)
+            if not skip_invalid:
+                raise InvalidNodeError(node, reason) from exc
+            return [], [(node, reason)]
+        mid = len(items) // 2
+        options = {"node_of": node_of, "skip_invalid": skip_invalid}
+        good_a, bad_a = isolate(items[:mid], call, node_specific, **options)
+        good_b, bad_b = isolate(items[mid:], call, node_specific, **options)
+        return good_a + good_b, bad_a + bad_b
+    return list(zip(items, results)), []
+
+
+def _first(item: tuple[int, Any]) -> int:
+    return item[0]
 
 
 class BatchClassifier:
@@ -773,41 +804,19 @@ class BatchClassifier:
             yield ids
             after = ids[-1]
 
-    def _split(self, items: list[tuple[int, Any]], call: Callable[[list[tuple[int, Any]]], list[Any]],
-               node_specific: Callable[[BaseException], bool]) -> tuple[list[tuple[tuple[int, Any], Any]],
-                                                                         list[tuple[int, str]]]:
-        """``call`` over ``items`` ((node id, payload) pairs): ``(item, result)`` for the good items
-        in order and ``(node id, reason)`` for the bad ones, halving a batch whose failure is
-        node-specific until the bad nodes are isolated. Without ``skip_invalid`` the first bad node
-        (in order) raises :class:`InvalidNodeError`."""
-        try:
-            results = call(items)
-        except Exception as exc:
-            if not node_specific(exc):
-                raise
-            if len(items) == 1:
-                node, reason = items[0][0], failure_reason(exc)
-                if not self.skip_invalid:
-                    raise InvalidNodeError(node, reason) from exc
-                return [], [(node, reason)]
-            mid = len(items) // 2
-            good_a, bad_a = self._split(items[:mid], call, node_specific)
-            good_b, bad_b = self._split(items[mid:], call, node_specific)
-            return good_a + good_b, bad_a + bad_b
-        return list(zip(items, results)), []
-
     def _fetch(self, ids: list[int]) -> _Batch:
         batch = _Batch(ids)
-        good, batch.invalid = self._split(
+        good, batch.invalid = isolate(
             [(nid, None) for nid in ids],
             lambda items: self._fetcher.fetch([nid for nid, _ in items], self.sampling),
-            fetch_error_is_node_specific)
+            fetch_error_is_node_specific, node_of=_first, skip_invalid=self.skip_invalid)
         batch.pairs = [(nid, blob) for (nid, _), blob in good]
         return batch
 
     def _infer(self, batch: _Batch) -> _Batch:
-        good, bad = self._split(batch.pairs, lambda items: self.model.classify([b for _, b in items]),
-                                lambda exc: isinstance(exc, ModelInputError))
+        good, bad = isolate(batch.pairs, lambda items: self.model.classify([b for _, b in items]),
+                            lambda exc: isinstance(exc, ModelInputError), node_of=_first,
+                            skip_invalid=self.skip_invalid)
         batch.predictions = [(nid, label, score) for (nid, _), (label, score) in good]
         batch.invalid += bad
         batch.pairs = []
