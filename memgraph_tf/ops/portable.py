@@ -584,7 +584,8 @@ def unpack_blob_portable(
     Guarantees the contract of :func:`memgraph_tf.ops.unpack_blob`: the same outputs (values,
     dtypes, shapes, ragged structure) and the same rejections, raised as
     ``tf.errors.InvalidArgumentError`` whose message contains the op's message (``blob b: <spec
-    message>``). Works eagerly, in ``tf.function``, ``tf.data`` and SavedModels.
+    message>``). Works eagerly, in ``tf.function``, ``tf.data`` and SavedModels. Unlike the op,
+    ``blobs`` must have a static rank (0 or 1; ``ValueError`` otherwise).
     ``encoding="base64"`` decodes base64url text first with ``tf.io.decode_base64``: the same
     values as the op for valid text, but TensorFlow's own message for invalid text.
     """
