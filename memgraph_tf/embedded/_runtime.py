@@ -180,9 +180,9 @@ def store_value(value: Any, where: str) -> Any:
         return float(value)
     if isinstance(value, str):
         return str(value)
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, _Handle):  # a handle is no integer
         return _int64(value, where, ValueConversionError)
-    if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
+    if isinstance(value, (list, tuple)):
         items = [store_value(v, where) for v in value]
         if all(type(v) in _SCALARS for v in items):
             return _ScalarList(items)
@@ -242,44 +242,44 @@ class CallContext:
 
     def __init__(self, store: Store, mutable: bool, must_abort: Callable[[], bool]) -> None:
         self.store = store
+        # this call's handle classes: vertex(id) and edge(id) make handles in C
+        self.vertex = type("Vertex", (Vertex,), {"__slots__": (), "_ctx": self, "__new__": int.__new__})
+        self.edge = type("Edge", (Edge,), {"__slots__": (), "_ctx": self, "__new__": int.__new__})
+        self.esrc = store.esrc  # the edges' ends, read once per edge by Edge.from_vertex/to_vertex
+        self.edst = store.edst
         self.valid = True
         self.mutable = mutable
         self.must_abort = must_abort
 
 
-_END = object()  # closes the key list an MgpIterable walks
-_NOT_END = functools.partial(operator.is_not, _END)
+_ENDLESS = 2**62  # the None-padding after an iterator's items: "forever" for any caller
 
 
 class MgpIterable:
     """An ``_mgp`` iterator: ``get()`` is the current item, ``next()`` moves on and returns the new
     current item, None at the end and after it (mgp.py reads ``get()``, then ``next()`` until None).
 
-    The items are ``keys`` themselves, or with ``kind`` the handles ``kind(ctx, key)`` made as
-    ``next()`` reaches them (an edge iterator holds edge ids, not handles). ``next`` is a C-level
-    ``__next__`` (a chain over a map over the keys), so walking the iterator costs no Python frame
-    per item and keeps no handle alive; ``get`` finds the position from what is left of the keys."""
+    The items are ``keys`` themselves, or with ``make`` the handles ``make(key)`` made as ``next()``
+    reaches them (an edge iterator holds edge ids, not handles; ``make`` is then a C-level
+    callable). ``next`` is a C-level ``__next__`` (a chain over a map over the keys, then Nones), so
+    walking the iterator costs no Python frame per item and keeps no handle alive; ``get`` finds
+    the position from what is left of the keys and of the Nones."""
 
-    __slots__ = ("_keys", "_left", "_kind", "_ctx", "next")
+    __slots__ = ("_keys", "_left", "_nones", "_make", "next")
 
-    def __init__(self, keys: list[Any], kind: type | None = None, ctx: CallContext | None = None) -> None:
-        keys.append(_END)
+    def __init__(self, keys: list[Any], make: Callable[[Any], Any] | None = None) -> None:
         self._keys = keys
-        self._left = iter(keys)
-        self._kind = kind
-        self._ctx = ctx
-        stream = itertools.takewhile(_NOT_END, self._left)
-        if kind is not None:
-            stream = map(_new_handle, itertools.repeat(kind), zip(itertools.repeat(ctx), stream))
-        self.next = itertools.chain(stream, itertools.repeat(None)).__next__
+        self._left = left = iter(keys)
+        self._nones = nones = itertools.repeat(None, _ENDLESS)
+        self._make = make
+        self.next = itertools.chain(left if make is None else map(make, left), nones).__next__
         self.next()  # the keys' iterator now stands after the current item
 
     def get(self) -> Any:
-        pos = len(self._keys) - self._left.__length_hint__() - 1
-        if pos >= len(self._keys) - 1:
+        if self._nones.__length_hint__() < _ENDLESS or not self._keys:  # past the end
             return None
-        key = self._keys[pos]
-        return key if self._kind is None else _new_handle(self._kind, (self._ctx, key))
+        key = self._keys[len(self._keys) - self._left.__length_hint__() - 1]
+        return key if self._make is None else self._make(key)
 
 
 def _check_mutable(ctx: CallContext) -> None:
@@ -287,24 +287,13 @@ def _check_mutable(ctx: CallContext) -> None:
         raise ImmutableObjectError("Cannot modify an immutable object (the procedure is a read procedure).")
 
 
-_new_handle = tuple.__new__
-
-
-class _Handle(tuple):
-    """What the _mgp vertex and edge handles share: a call context and an id in its store. Equal when
-    they are the same kind of handle to the same id of the same store.
-
-    A handle is the pair ``(ctx, id)`` (a tuple subclass), so the hot paths make them with
-    ``_new_handle(cls, (ctx, id))`` without a Python-level ``__init__``; it is never treated as a
-    list (the conversions test for handles first)."""
+class _HandleApi:
+    """What the _mgp vertex and edge handles share: a call context (``_ctx``) and an id in its store
+    (``_id``). Equal when they are the same kind of handle to the same id of the same store; always
+    true as a condition (a vertex 0 too)."""
 
     __slots__ = ()
     _kind = ""
-    _ctx = property(operator.itemgetter(0))
-    _id = property(operator.itemgetter(1))
-
-    def __new__(cls, ctx: CallContext, handle_id: int) -> "_Handle":
-        return _new_handle(cls, (ctx, handle_id))
 
     def is_valid(self) -> bool:
         return self._ctx.valid
@@ -312,14 +301,33 @@ class _Handle(tuple):
     def underlying_graph_is_mutable(self) -> bool:
         return self._ctx.mutable
 
-    def get_id(self) -> int:
-        return self[1]
-
     def __eq__(self, other: Any) -> bool:
-        return type(other) is type(self) and other._id == self._id and other._ctx.store is self._ctx.store
+        return (isinstance(other, _HandleApi) and other._kind == self._kind and other._id == self._id
+                and other._ctx.store is self._ctx.store)
+
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
 
     def __hash__(self) -> int:
         return hash((self._kind, self._id))
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class _Handle(_HandleApi, int):
+    """A vertex or edge handle: the id itself (an int subclass), of the call's own subclass
+    (``ctx.vertex``, ``ctx.edge``) that holds the call context as ``_ctx``, so a handle is made in C
+    (``ctx.vertex(id)``) and ``get_id`` is ``int.__int__`` (a plain int, no Python frame). Never
+    taken for an integer: the conversions test for handles first."""
+
+    __slots__ = ()
+    _ctx: CallContext
+    _id = property(int.__int__)
+    get_id = int.__int__
+
+    def __new__(cls, ctx: CallContext, handle_id: int) -> "_Handle":
+        return (ctx.vertex if cls._kind == "v" else ctx.edge)(handle_id)
 
 
 class Vertex(_Handle):
@@ -351,17 +359,17 @@ class Vertex(_Handle):
         return MgpIterable([(k, load_value(v)) for k, v in self._ctx.store.vprops[self._id].items()])
 
     def get_property(self, name: str) -> Any:
-        return load_value(self[0].store.vprops[self[1]].get(name))
+        return load_value(self._ctx.store.vprops[self].get(name))
 
     def set_property(self, name: str, value: Any) -> None:
         _check_mutable(self._ctx)
         self._ctx.store.set_property(self._ctx.store.vprops[self._id], name, value)
 
     def iter_in_edges(self) -> MgpIterable:
-        return MgpIterable(list(self[0].store.in_edges[self[1]]), Edge, self[0])
+        return MgpIterable(list(self._ctx.store.in_edges[self]), self._ctx.edge)
 
     def iter_out_edges(self) -> MgpIterable:
-        return MgpIterable(list(self[0].store.out_edges[self[1]]), Edge, self[0])
+        return MgpIterable(list(self._ctx.store.out_edges[self]), self._ctx.edge)
 
 
 class Edge(_Handle):
@@ -372,12 +380,12 @@ class Edge(_Handle):
         return self._ctx.store.etype[self._id]
 
     def from_vertex(self) -> Vertex:
-        ctx = self[0]
-        return _new_handle(Vertex, (ctx, ctx.store.esrc[self[1]]))
+        ctx = self._ctx
+        return ctx.vertex(ctx.esrc[self])
 
     def to_vertex(self) -> Vertex:
-        ctx = self[0]
-        return _new_handle(Vertex, (ctx, ctx.store.edst[self[1]]))
+        ctx = self._ctx
+        return ctx.vertex(ctx.edst[self])
 
     def iter_properties(self) -> MgpIterable:
         props = self._ctx.store.eprops[self._id] or {}
@@ -448,10 +456,10 @@ class Graph:
     def get_vertex_by_id(self, vertex_id: int) -> Vertex:
         if not isinstance(vertex_id, int) or not 0 <= vertex_id < len(self._ctx.store.labels):
             raise IndexError(f"Unable to find vertex with ID {vertex_id}.")
-        return _new_handle(Vertex, (self._ctx, vertex_id))
+        return self._ctx.vertex(vertex_id)
 
     def iter_vertices(self) -> MgpIterable:
-        return MgpIterable(list(range(len(self._ctx.store.labels))), Vertex, self._ctx)
+        return MgpIterable(list(range(len(self._ctx.store.labels))), self._ctx.vertex)
 
     def create_vertex(self) -> Vertex:
         _check_mutable(self._ctx)
@@ -549,7 +557,7 @@ def type_string() -> CypherType:
 
 
 def type_int() -> CypherType:
-    return CypherType("INTEGER", lambda v: isinstance(v, int) and not isinstance(v, bool))
+    return CypherType("INTEGER", lambda v: isinstance(v, int) and not isinstance(v, (bool, _Handle)))
 
 
 def type_float() -> CypherType:
@@ -557,7 +565,7 @@ def type_float() -> CypherType:
 
 
 def type_number() -> CypherType:
-    return CypherType("NUMBER", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
+    return CypherType("NUMBER", lambda v: isinstance(v, (int, float)) and not isinstance(v, (bool, _Handle)))
 
 
 def type_map() -> CypherType:
@@ -726,9 +734,9 @@ def to_cypher(value: Any, where: str) -> Any:
         return value
     if isinstance(value, float):  # numpy.float64 subclasses float and converts, as over Bolt
         return float(value)
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, _Handle):  # a handle is no integer
         return _int64(value, where, ArgumentTypeError)
-    if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
+    if isinstance(value, (list, tuple)):
         return [to_cypher(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
         return _map_of(value, lambda k, v: to_cypher(v, f"{where}.{k}"), ArgumentTypeError,
@@ -761,11 +769,11 @@ def from_python(value: Any, where: str, store: Store) -> Any:
     if isinstance(value, str):  # a subclass (numpy.str_) arrives as a plain string
         # Memgraph hands strings over as C strings: everything after a NUL is lost.
         return str(value).split("\x00", 1)[0]
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, _Handle):  # a handle is no integer
         return _int64(value, where, ResultConversionError, "{where}: int {value} does not fit in int64 (overflow)")
     if isinstance(value, float):  # includes numpy.float64, a float subclass, as in Memgraph
         return float(value)
-    if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
+    if isinstance(value, (list, tuple)):
         return [from_python(v, f"{where}[{i}]", store) for i, v in enumerate(value)]
     if isinstance(value, dict):
         return _map_of(value, lambda k, v: from_python(v, f"{where}.{k}", store), ResultConversionError,
@@ -939,10 +947,12 @@ _SCALAR_TYPE_NAMES = ((bool, "BOOLEAN"), (int, "INTEGER"), (float, "FLOAT"), (st
 def _cypher_type_name(value: Any) -> str:
     if value is None:
         return "NULL"
+    if isinstance(value, _Handle):
+        return "NODE" if value._kind == "v" else "RELATIONSHIP"
     for cls, name in _SCALAR_TYPE_NAMES:  # bool before int: a bool is an int
         if isinstance(value, cls):
             return name
-    if isinstance(value, (list, tuple)) and not isinstance(value, _Handle):
+    if isinstance(value, (list, tuple)):
         return "LIST"
     if _is_node(value):
         return "NODE"
