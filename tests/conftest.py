@@ -32,6 +32,33 @@ def planetoid_dir() -> pathlib.Path:
         pytest.skip(str(exc))
 
 
+@pytest.fixture(scope="session")
+def small_sage_bundle(tmp_path_factory):
+    """``export(name, version, options, *, use_op, fanouts, dim, classes)`` -> ``BASE/NAME``: an
+    untrained GraphSAGE (8 hidden units, no dropout, weights from Keras seed 3; one model per
+    architecture for the session, so bundles of the same architecture hold the same weights)
+    exported with sampling options ``options``, property ``features``, no warmup file."""
+    models: dict = {}
+
+    def export(name: str, version: int, options: dict, *, use_op: bool, fanouts, dim: int, classes):
+        from memgraph_tf.serving import export_bundle
+
+        key = (tuple(fanouts), dim, tuple(classes))
+        if key not in models:
+            import keras
+
+            from memgraph_tf.client import GraphSAGE
+
+            keras.utils.set_random_seed(3)
+            models[key] = GraphSAGE(list(fanouts), dim, len(classes), hidden_units=8, dropout=0.0,
+                                    class_names=list(classes)).ensure_built()
+        base = tmp_path_factory.mktemp(f"{name}_bundles")
+        export_bundle(models[key], base, name, version, use_op=use_op, properties=["features"],
+                      sample_options=options, warmup=False)
+        return base / name
+
+    return export
+
 
 @pytest.fixture(scope="session")
 def arcadedb_server():

@@ -107,59 +107,36 @@ def h():
 
 
 @pytest.fixture(scope="session")
-def sage_model():
-    import keras
-
-    from memgraph_tf.client import GraphSAGE
-
-    keras.utils.set_random_seed(3)
-    return GraphSAGE(FANOUTS, DIM, len(CLASSES), hidden_units=8, dropout=0.0, class_names=CLASSES).ensure_built()
-
-
-@pytest.fixture(scope="session")
-def bundle_base(tmp_path_factory, sage_model):
+def bundle_base(small_sage_bundle):
     """BASE/BeamSage with version 1, op-free, sampling options OPTIONS."""
-    from memgraph_tf.serving import export_bundle
-
-    base = tmp_path_factory.mktemp("beam_bundles")
-    export_bundle(sage_model, base, "BeamSage", 1, use_op=False, properties=["features"],
-                  sample_options=OPTIONS, warmup=False)
-    return base / "BeamSage"
+    return small_sage_bundle("BeamSage", 1, OPTIONS, use_op=False, fanouts=FANOUTS, dim=DIM, classes=CLASSES)
 
 
 @pytest.fixture(scope="session")
-def op_bundle_base(tmp_path_factory, sage_model):
+def op_bundle_base(small_sage_bundle):
     """BASE/BeamSageOp with version 2: the same model decoding blobs with the C++ op."""
-    from memgraph_tf.serving import export_bundle
-
-    base = tmp_path_factory.mktemp("beam_op_bundles")
-    export_bundle(sage_model, base, "BeamSageOp", 2, use_op=True, properties=["features"],
-                  sample_options=OPTIONS, warmup=False)
-    return base / "BeamSageOp"
+    return small_sage_bundle("BeamSageOp", 2, OPTIONS, use_op=True, fanouts=FANOUTS, dim=DIM, classes=CLASSES)
 
 
 @pytest.fixture(scope="session")
-def reference(bundle_base):
+def backend(bundle_base):
+    """The op-free bundle loaded in-process once for the session (loading a SavedModel costs seconds)."""
+    from memgraph_tf.client.batch import BundleBackend
+
+    with BundleBackend(bundle_base) as model:
+        yield model
+
+
+@pytest.fixture(scope="session")
+def reference(backend):
     """``memgraph_tf.client.batch``'s uninterrupted full run over the embedded graph: ``{id: (class,
     score, version)}``."""
-    from memgraph_tf.client.batch import BundleBackend, classify_graph
+    from memgraph_tf.client.batch import classify_graph
 
     source = embedded_source()
-    with BundleBackend(bundle_base) as model:
-        summary = classify_graph(source, model, batch_size=32, progress=False)
+    summary = classify_graph(source, backend, batch_size=32, progress=False)
     assert summary.classified == N
     return predictions(source)
-
-
-@pytest.fixture(scope="session")
-def bolt_source(arcadedb_server):
-    from memgraph_tf.client import connect
-
-    source = connect(arcadedb_server.uri, auth=arcadedb_server.auth, database=arcadedb_server.database)
-    try:
-        yield source
-    finally:
-        source.close()
 
 
 @pytest.fixture
