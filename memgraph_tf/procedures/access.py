@@ -162,13 +162,18 @@ class MgpGraphAccess:
         columns: list[list[Any]] = [[] for _ in names]
         getters = [operator.methodcaller("get_property", name) for name in names]
         for start in range(0, len(keys), ABORT_CHECK_EVERY):
-            handles = list(map(vertices.__getitem__, keys[start : start + ABORT_CHECK_EVERY]))
+            handles = list(map(self._handle_getter(), keys[start : start + ABORT_CHECK_EVERY]))
             for column, get in zip(columns, getters):
                 column.extend(map(get, handles))
             self._spend(len(handles))
         if not names:
             return [[] for _ in keys]
         return list(map(list, zip(*columns)))
+
+    def _handle_getter(self) -> Any:
+        """key -> handle: the _mgp graph's ``get_vertex_by_id`` itself where keys are internal ids
+        (one call per key, none through the dict), else the registered handles."""
+        return self._vertices.lookup or self._vertices.__getitem__
 
     def _spend(self, reads: int) -> None:
         """Counts ``reads`` (at most :data:`ABORT_CHECK_EVERY`) against the abort budget."""
@@ -183,7 +188,7 @@ class MgpGraphAccess:
         types = None if edge_types is None else frozenset(edge_types)
         if not self._handles:
             return [self._public_neighbours(key, types, direction) for key in keys]
-        handles = list(map(self._vertices.__getitem__, keys))
+        handles = list(map(self._handle_getter(), keys))
         outgoing = direction in ("out", "both")
         incoming = direction in ("in", "both")
         if types is None and self._id_property is None:  # the common case: one C-level pass per edge list
