@@ -359,7 +359,8 @@ class Vertex(_Handle):
         return MgpIterable([(k, load_value(v)) for k, v in self._ctx.store.vprops[self._id].items()])
 
     def get_property(self, name: str) -> Any:
-        return load_value(self._ctx.store.vprops[self].get(name))
+        value = self._ctx.store.vprops[self].get(name)
+        return list(value) if type(value) is _ScalarList else load_value(value)  # the common case inline
 
     def set_property(self, name: str, value: Any) -> None:
         _check_mutable(self._ctx)
