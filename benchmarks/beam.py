@@ -22,8 +22,8 @@ Every Beam run's predicted classes are compared with the batch run's (they must 
 is keyed by node). The database, the workers and this process share the machine's cores: on 2
 cores, expect the cores, not Beam, to bound the speed-up.
 
-    /tmp/venv-beam/bin/python benchmarks/beam.py                    # 2,000 nodes over Bolt
-    /tmp/venv-beam/bin/python benchmarks/beam.py --nodes 5000 --workers 1,2,4 --embedded
+    .venv/bin/python benchmarks/beam.py                    # 2,000 nodes over Bolt (.venv: scripts/bootstrap.sh)
+    .venv/bin/python benchmarks/beam.py --nodes 5000 --workers 1,2,4 --embedded
 """
 
 from __future__ import annotations
