@@ -349,26 +349,31 @@ class _Core:
         return out
 
 
-class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
-    """``tensorflow.serving.PredictionService`` over a ModelServer (see the module docstring)."""
+def _rpc(name: str, work: str) -> Any:
+    """The servicer method ``name``: :func:`_answer` around the servicer's method ``work``."""
+
+    def method(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        return _answer(name, getattr(self, work), request, context)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+class _Servicer:
+    """What both servicers share: the :class:`_Core` they answer from."""
 
     def __init__(self, core: _Core):
         self.core = core
 
-    def Classify(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        return _answer("Classify", self.classify, request, context)
 
-    def Regress(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        return _answer("Regress", self.regress, request, context)
+class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServiceServicer):
+    """``tensorflow.serving.PredictionService`` over a ModelServer (see the module docstring)."""
 
-    def Predict(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        return _answer("Predict", self.predict, request, context)
-
-    def GetModelMetadata(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        return _answer("GetModelMetadata", self.metadata, request, context)
-
-    def MultiInference(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        return _answer("MultiInference", self.multi_inference, request, context)
+    Classify = _rpc("Classify", "classify")
+    Regress = _rpc("Regress", "regress")
+    Predict = _rpc("Predict", "predict")
+    GetModelMetadata = _rpc("GetModelMetadata", "metadata")
+    MultiInference = _rpc("MultiInference", "multi_inference")
 
     # -- the work, on decoded requests
     def classify(self, request: Any) -> Any:
@@ -485,18 +490,12 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
                        "Regress or Predict requests")
 
 
-class ModelStatusServicer(model_service_pb2_grpc.ModelServiceServicer):
+class ModelStatusServicer(_Servicer, model_service_pb2_grpc.ModelServiceServicer):
     """``tensorflow.serving.ModelService``: GetModelStatus; HandleReloadConfigRequest answers
     UNIMPLEMENTED (restart the server to serve other models)."""
 
-    def __init__(self, core: _Core):
-        self.core = core
-
-    def GetModelStatus(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        return _answer("GetModelStatus", self.status, request, context)
-
-    def HandleReloadConfigRequest(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        return _answer("HandleReloadConfigRequest", self.reload_config, request, context)
+    GetModelStatus = _rpc("GetModelStatus", "status")
+    HandleReloadConfigRequest = _rpc("HandleReloadConfigRequest", "reload_config")
 
     def status(self, request: Any) -> Any:
         """GetModelStatusRequest -> GetModelStatusResponse: every version (newest first), or the

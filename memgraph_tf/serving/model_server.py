@@ -389,6 +389,7 @@ class ModelServer:
         max_examples: int = DEFAULT_MAX_EXAMPLES,
         max_json_depth: int = rest_json.DEFAULT_MAX_JSON_DEPTH,
         batching: BatchingOptions | None = None,
+        warmup: bool = True,
     ):
         self.base_path = pathlib.Path(base_path).resolve()
         if not self.base_path.is_dir():
@@ -432,8 +433,68 @@ class ModelServer:
                     f"{sorted(self.versions)}")
         self.model_calls = 0
         self._calls_lock = threading.Lock()
+        self.warmup_requests = 0
+        self.batcher: BatchScheduler | None = None  # warmup calls run unbatched
+        if warmup:
+            for mv in self.versions.values():
+                self.warmup_requests += self._warm_up(mv)
+            self.model_calls = 0  # count the calls of requests only
         self.batching = batching
         self.batcher = BatchScheduler(batching) if batching is not None else None
+
+    def _warm_up(self, mv: ModelVersion) -> int:
+        """Replay ``mv``'s warmup records (``assets.extra/tf_serving_warmup_requests``, TFRecord of
+        PredictionLog, as TF Serving's ``--enable_model_warmup`` does): the first call of a
+        signature instantiates and optimizes its graph (seconds), which would otherwise fall on
+        the first client's request. Classify, regress and predict logs are replayed; for our
+        bundles the predict signature is also run on the classify record's blobs. A record that
+        fails is logged and skipped (TF Serving would refuse the version). Returns the number of
+        model calls made."""
+        path = bundle.warmup_path(mv.path)
+        if not path.is_file():
+            return 0
+        import tensorflow as tf
+        from tensorflow_serving.apis import prediction_log_pb2
+
+        calls = 0
+        try:
+            records = list(tf.data.TFRecordDataset(str(path)).as_numpy_iterator())
+        except Exception as exc:  # noqa: BLE001  (an unreadable file: serve unwarmed)
+            logger.warning("%s: cannot read the warmup records: %s", path, exc)
+            return 0
+        for i, raw in enumerate(records):
+            try:
+                entry = prediction_log_pb2.PredictionLog.FromString(raw)
+                kind = entry.WhichOneof("log_type")
+                if kind in ("classify_log", "regress_log"):
+                    req = getattr(entry, kind).request
+                    serialized = [ex.SerializeToString()
+                                  for ex in req.input.example_list.examples]
+                    run = self.run_classify if kind == "classify_log" else self.run_regress
+                    run(mv, serialized, req.model_spec.signature_name or None)
+                    calls += 1
+                    key = mv.bundle_config.blob_feature_key if mv.bundle_config else None
+                    blobs = [b for ex in req.input.example_list.examples
+                             for b in ex.features.feature[key].bytes_list.value] if key else []
+                    if blobs and bundle.PREDICT_SIGNATURE in mv.signature_defs and \
+                            set(mv.signature_defs[bundle.PREDICT_SIGNATURE].inputs) == \
+                            {bundle.PREDICT_INPUT}:
+                        self.run_predict(mv, {bundle.PREDICT_INPUT: blobs},
+                                         bundle.PREDICT_SIGNATURE)
+                        calls += 1
+                elif kind == "predict_log":
+                    from memgraph_tf.serving import grpc_codec
+
+                    req = entry.predict_log.request
+                    feeds = {k: grpc_codec.tensor_to_array(v, f"inputs[{k!r}]", self.max_examples << 20)
+                             for k, v in req.inputs.items()}
+                    self.run_predict(mv, feeds, req.model_spec.signature_name or None)
+                    calls += 1
+            except Exception as exc:  # noqa: BLE001  (logged; the version is served unwarmed)
+                message = exc.message if isinstance(exc, ServingFailure) else exc
+                logger.warning("%s: warmup record %d failed: %s", path, i, message)
+        logger.info("version %d: %d warmup model calls", mv.version, calls)
+        return calls
 
     def close(self) -> None:
         """Stop the batch threads (if any). The server answers on, unbatched."""

@@ -140,17 +140,18 @@ def dumps(obj: Any) -> str:
     raise TypeError(f"dumps: cannot write a {type(obj).__name__}")
 
 
+#: JSON's literal names: (Python value, JSON text, the type name TF Serving's messages use)
+_LITERALS = ((True, "true", "True"), (False, "false", "False"), (None, "null", "Null"))
+#: The type names of the other parsed JSON values (anything else is a Number)
+_CONTAINER_TYPES = ((dict, "Object"), (list, "Array"), (str, "String"))
+
+
 def _literal(x: Any) -> str | None:
     """``true`` / ``false`` / ``null`` / an int's digits for those values, else None."""
-    if x is True:
-        return "true"
-    if x is False:
-        return "false"
-    if x is None:
-        return "null"
-    if isinstance(x, int):
-        return str(x)
-    return None
+    for value, text, _ in _LITERALS:
+        if x is value:
+            return text
+    return str(x) if isinstance(x, int) else None
 
 
 # ------------------------------------------------------------------------------------ JSON values
@@ -183,19 +184,10 @@ def _as_json_number(v: Any) -> Any:
 
 def json_type(v: Any) -> str:
     """The JSON type name TF Serving's messages use for a parsed value."""
-    if v is None:
-        return "Null"
-    if v is True:
-        return "True"
-    if v is False:
-        return "False"
-    if isinstance(v, dict):
-        return "Object"
-    if isinstance(v, list):
-        return "Array"
-    if isinstance(v, str):
-        return "String"
-    return "Number"
+    for value, _, name in _LITERALS:
+        if v is value:
+            return name
+    return next((name for cls, name in _CONTAINER_TYPES if isinstance(v, cls)), "Number")
 
 
 class _Truncated(Exception):

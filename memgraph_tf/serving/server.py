@@ -180,10 +180,11 @@ class RestServer:
             # bodies between max_request_bytes and here.
             max_request_body_size=limit + max(limit, 1 << 20) + 1,
             ident="memgraph-tf-serve", expose_tracebacks=False,
-            # keep bodies up to 8 MiB in memory (waitress spools larger ones to a temporary
-            # file; its default of 512 KiB sent every 64-node blob request to disk), and read
-            # the socket in 64 KiB pieces
-            inbuf_overflow=8 << 20, recv_bytes=1 << 16,
+            # keep bodies up to the request limit in memory (waitress spools larger ones to a
+            # temporary file; its default of 512 KiB sent every 64-node blob request to disk),
+            # and read the socket in 256 KiB pieces (fewer trips through the event loop for a
+            # large body)
+            inbuf_overflow=max(limit, 8 << 20) + 1, recv_bytes=1 << 18,
         )
         self._map: dict = {}
         self._dispatcher = ThreadedTaskDispatcher()
@@ -308,6 +309,7 @@ def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -
         max_examples=getattr(args, "max_examples", DEFAULT_MAX_EXAMPLES),
         max_json_depth=getattr(args, "max_json_depth", DEFAULT_MAX_JSON_DEPTH),
         batching=batching_options(args),
+        warmup=getattr(args, "enable_model_warmup", True),
     )
 
 
