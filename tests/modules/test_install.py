@@ -67,6 +67,7 @@ def test_install_layout(tmp_path):
     written = deploy.install_modules(tmp_path / "qm")
     rel = sorted(str(pathlib.Path(p).relative_to(tmp_path / "qm")) for p in written)
     expected = ["memgraph_tf/__init__.py", "memgraph_tf/blob.py", "memgraph_tf/errors.py", "memgraph_tf/layout.py",
+                "memgraph_tf/lazy.py",
                 "tf_features.py"] + [
         f"memgraph_tf/procedures/{p.name}" for p in (REPO_ROOT / "memgraph_tf" / "procedures").glob("*.py")
     ]
