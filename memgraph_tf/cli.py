@@ -263,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true",
                    help="also reclassify nodes that already carry this model version's prediction")
     p.add_argument("--fetch-workers", type=int, default=1,
-                   help="batches fetched concurrently (helps over Bolt, where the server samples)")
+                   help="batches fetched concurrently: calls in flight over Bolt, forked sampling "
+                        "processes on an embedded graph")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     from memgraph_tf.beam.runner import add_runner_arguments  # imports no Beam
 

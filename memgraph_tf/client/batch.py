@@ -58,15 +58,19 @@ import bisect
 import collections
 import concurrent.futures
 import dataclasses
+import gc
 import logging
+import os
 import pathlib
 import queue
 import re
+import signal
 import threading
 import time
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from memgraph_tf.client.errors import (
+    ClientError,
     ConfigurationError,
     GraphDataError,
     InvalidNodeError,
@@ -83,6 +87,8 @@ from memgraph_tf.serving.bundle import (
     CLASSIFY_INPUT,
     CLASSIFY_SIGNATURE,
     CONFIG_ASSET,
+    PREDICT_INPUT,
+    PREDICT_SIGNATURE,
     SCORES_OUTPUT,
     BundleConfig,
     SamplingSpec,
@@ -311,9 +317,31 @@ def _tf_message(exc: Any) -> str:
     return " ".join(message.split())[:_REASON_CHARS]
 
 
+def _blob_predict_function(loaded: Any) -> Any:
+    """The bundle's ``serving_default`` function when it takes the raw blobs alone (input
+    ``blobs``, a string vector) and answers ``scores``; else None."""
+    function = loaded.functions.get(PREDICT_SIGNATURE)
+    if function is None:
+        return None
+    try:
+        args, kwargs = function.structured_input_signature
+        outputs = function.structured_outputs
+    except AttributeError:
+        return None
+    spec = kwargs.get(PREDICT_INPUT) if not args and set(kwargs) == {PREDICT_INPUT} else None
+    if spec is None or getattr(spec, "dtype", None) is None or spec.dtype.name != "string" \
+            or spec.shape.rank != 1 or not isinstance(outputs, Mapping) or SCORES_OUTPUT not in outputs:
+        return None
+    return function
+
+
 class BundleBackend(ModelBackend):
-    """A bundle run in-process: its ``classify`` signature on serialized ``tf.Example`` s carrying
-    each node's blob (what TF Serving's ``:classify`` runs), op or op-free bundle.
+    """A bundle run in-process, op or op-free bundle: its ``serving_default`` signature on the raw
+    blobs (the same model and scores as its ``classify`` signature, without building and parsing a
+    ``tf.Example`` per node), or, for a bundle whose ``serving_default`` does not take
+    ``blobs`` alone, its ``classify`` signature on serialized ``tf.Example`` s carrying each node's
+    blob (what TF Serving's ``:classify`` runs). The label is the class of the highest score (the
+    first on a tie), from the bundle's ``class_names``.
 
     ``path`` is a version directory (``BASE/NAME/VERSION``, holding ``saved_model.pb``) or a model
     directory (``BASE/NAME``: its highest version is used). Loading is
@@ -358,6 +386,8 @@ class BundleBackend(ModelBackend):
         self.path = version_dir
         self._loaded = loaded
         self._classify = loaded.functions[CLASSIFY_SIGNATURE]
+        self._predict = _blob_predict_function(loaded)
+        self._labels = list(self.config.class_names)
         logger.info("loaded %s version %d from %s", self.config.model_name, self.version, version_dir)
 
     def classify(self, blobs: Sequence[bytes]) -> list[tuple[str, float]]:
@@ -365,21 +395,27 @@ class BundleBackend(ModelBackend):
 
         if not blobs:
             return []
-        key = self.config.blob_feature_key
-        examples = tf.constant([serialize_blob_example(b, key) for b in blobs], dtype=tf.string)
         try:
-            out = self._classify(**{CLASSIFY_INPUT: examples})
+            if self._predict is not None:
+                out = self._predict(**{PREDICT_INPUT: tf.constant(list(blobs), dtype=tf.string)})
+            else:
+                key = self.config.blob_feature_key
+                examples = [serialize_blob_example(b, key) for b in blobs]
+                out = self._classify(**{CLASSIFY_INPUT: tf.constant(examples, dtype=tf.string)})
         except tf.errors.InvalidArgumentError as exc:
             raise ModelInputError(f"the model rejected the blob: {_tf_message(exc)}") from None
         except tf.errors.OpError as exc:
             raise ModelError(f"{self.name} version {self.version}: {_tf_message(exc)}") from None
         scores = out[SCORES_OUTPUT].numpy()
-        classes = out[CLASSES_OUTPUT].numpy()
+        if scores.ndim != 2 or scores.shape != (len(blobs), len(self._labels)):
+            raise ModelError(f"{self.name} version {self.version}: expected scores of shape "
+                             f"({len(blobs)}, {len(self._labels)}) (one per class name), got {scores.shape}")
         top = scores.argmax(axis=1)
-        return [(classes[i, t].decode("utf-8"), float(scores[i, t])) for i, t in enumerate(top.tolist())]
+        labels = self._labels
+        return list(zip([labels[t] for t in top.tolist()], scores[range(len(blobs)), top].tolist()))
 
     def close(self) -> None:
-        self._classify = None
+        self._classify = self._predict = None
         self._loaded = None
 
 
@@ -695,6 +731,141 @@ def _first(item: tuple[int, Any]) -> int:
     return item[0]
 
 
+def _fetch_worker(fetch: Callable[[list[int]], Any], conn: Any, inherited: Sequence[Any]) -> None:
+    """A forked fetch worker: ``fetch(ids)`` for each id list received on ``conn``, the batch (or
+    None when it failed: the parent then fetches that batch itself and raises its error) sent back;
+    returns at end of input (the parent closed its end, or died)."""
+    for other in inherited:  # the parent's ends of the pipes, so that only the parent holds them
+        other.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    while True:
+        try:
+            ids = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            result = fetch(ids)
+        except BaseException:  # noqa: BLE001 -- re-raised by the parent's own fetch of the batch
+            result = None
+        try:
+            conn.send(result)
+        except (BrokenPipeError, OSError):
+            return
+
+
+class _Fetchers:
+    """Fetches whole batches with ``fetch``, up to ``count`` at a time: in this thread (``count``
+    1) or in a pool of ``count`` threads (``threads``); results are taken back in the order the
+    batches were handed out."""
+
+    def __init__(self, fetch: Callable[[list[int]], Any], count: int, *, threads: bool = True) -> None:
+        self._fetch = fetch
+        self._count = count
+        self._busy: collections.deque = collections.deque()  # (worker or future, ids), in hand-out order
+        self._pool = (concurrent.futures.ThreadPoolExecutor(count, thread_name_prefix="mgtf-fetch")
+                      if count > 1 and threads else None)
+
+    @property
+    def idle(self) -> bool:
+        """Whether another batch can be handed out (:meth:`submit`)."""
+        return len(self._busy) < self._count
+
+    def pending(self) -> int:
+        return len(self._busy)
+
+    def oldest(self) -> list[int]:
+        """The ids of the oldest handed-out batch (the one :meth:`result` answers next)."""
+        return self._busy[0][1]
+
+    def submit(self, ids: list[int]) -> None:
+        self._busy.append((None if self._pool is None else self._pool.submit(self._fetch, ids), ids))
+
+    def result(self) -> Any:
+        future, ids = self._busy.popleft()
+        return self._fetch(ids) if future is None else future.result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            for future, _ in self._busy:
+                future.cancel()
+            self._pool.shutdown(wait=False)
+        self._busy.clear()
+
+
+class _ForkedFetchers(_Fetchers):
+    """``count`` processes forked from this one, each sampling whole batches with ``fetch`` from
+    the graph as it was at the fork (an :class:`EmbeddedSource`'s in-memory graph: sampling is
+    Python, so threads would take turns on the GIL). Batches are handed out round robin, at most
+    one per worker at a time, and their results taken back in the order they were handed out.
+    Guarantees: a worker's batch equals ``fetch(ids)`` in this process (keyed sampling over the
+    same graph); a batch a worker failed on is fetched again here, so its error is raised exactly
+    as without workers; a worker that dies raises :class:`ClientError` naming it; workers leave
+    when this process closes their pipe, or dies (they see the end of their input)."""
+
+    def __init__(self, fetch: Callable[[list[int]], Any], count: int, lock: Any) -> None:
+        import multiprocessing
+
+        try:
+            context = multiprocessing.get_context("fork")
+        except ValueError as exc:
+            raise ConfigurationError(f"fetch_workers: > 1 on an embedded graph forks sampling "
+                                     f"processes, which this platform cannot: {exc}") from exc
+        super().__init__(fetch, count, threads=False)
+        self._conns: list[Any] = []
+        self._procs: list[Any] = []
+        self._next = 0
+        gc.collect()
+        gc.freeze()  # the graph's objects stay out of the children's collections: fewer copied pages
+        try:
+            with lock:  # no thread of this process is inside the graph while it forks
+                for i in range(count):
+                    mine, theirs = context.Pipe(duplex=True)
+                    proc = context.Process(target=_fetch_worker, args=(fetch, theirs, self._conns + [mine]),
+                                           name=f"mgtf-fetch-{i}", daemon=True)
+                    proc.start()
+                    theirs.close()
+                    self._conns.append(mine)
+                    self._procs.append(proc)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            gc.unfreeze()
+        logger.info("sampling with %d forked fetch processes (pids %s)", count,
+                    ", ".join(str(p.pid) for p in self._procs))
+
+    def submit(self, ids: list[int]) -> None:
+        """Hands ``ids`` to the next worker; call only while :attr:`idle`."""
+        worker = self._next
+        self._next = (self._next + 1) % len(self._conns)
+        self._conns[worker].send(ids)
+        self._busy.append((worker, ids))
+
+    def result(self) -> Any:
+        """The oldest handed-out batch's result."""
+        worker, ids = self._busy.popleft()
+        try:
+            result = self._conns[worker].recv()
+        except (EOFError, OSError) as exc:
+            proc = self._procs[worker]
+            proc.join(1.0)
+            raise ClientError(f"fetch worker {worker} (pid {proc.pid}) exited with code {proc.exitcode} "
+                              f"while sampling nodes {ids[0]}..{ids[-1]}; nothing of that batch was "
+                              f"written (rerun to resume)") from exc
+        return self._fetch(ids) if result is None else result
+
+    def close(self) -> None:
+        for conn in self._conns:
+            conn.close()
+        for proc in self._procs:
+            proc.join(2.0)
+            if proc.exitcode is None:
+                proc.terminate()
+                proc.join(2.0)
+        self._conns, self._procs = [], []
+        self._busy.clear()
+
+
 class BatchClassifier:
     """Classifies the nodes of ``source`` with ``model`` and writes the predictions back (see the
     module docstring for what a run guarantees).
@@ -703,8 +874,12 @@ class BatchClassifier:
     no resume filter); otherwise ids stream from the graph (``label``, ``where``, ``shard``, and,
     unless ``overwrite``, only nodes without this version's prediction). ``where``: a Cypher
     predicate over ``n`` with ``where_params`` (Bolt sources), or a callable ``key -> bool``
-    (embedded sources). ``fetch_workers`` > 1 fetches that many batches concurrently (useful over
-    Bolt, where the server does the sampling). ``queue_batches`` bounds each queue between stages.
+    (embedded sources). ``fetch_workers`` > 1 fetches that many batches concurrently: over Bolt in
+    threads (the server does the sampling); on an embedded graph in that many processes forked
+    when :meth:`run` starts (sampling there is Python, bound to one core per process), which sample
+    the graph as it was then -- sampling is keyed, so the predictions are the same for any number
+    of workers (Linux/macOS: needs ``fork``; each worker's memory grows towards the graph's size as
+    it touches the graph's objects). ``queue_batches`` bounds each queue between stages.
     :attr:`summary` is updated as batches are written, also when :meth:`run` raises.
     """
 
@@ -768,6 +943,12 @@ class BatchClassifier:
                     f"got {type(where).__name__} (a Cypher predicate needs a Bolt graph)")
             if where_params:
                 raise ConfigurationError("where parameters: only for a Cypher predicate over a Bolt graph")
+            written = set(property_names(write_property)) & set(cfg.properties)
+            if fetch_workers > 1 and written:
+                raise ConfigurationError(
+                    f"fetch_workers: the forked sampling processes read the graph as it was when the "
+                    f"run started, but the model samples {sorted(written)}, which this run writes; use "
+                    f"another write_property or fetch_workers=1")
             self._target = _EmbeddedTarget(
                 source, id_property=id_property, label=label, where=where, shard=self.shard,
                 write_property=write_property, version=model.version)
@@ -856,34 +1037,25 @@ class BatchClassifier:
                 if self._stop.is_set():
                     return _END
 
-    def _producer(self, out: queue.Queue) -> None:
-        pool = (concurrent.futures.ThreadPoolExecutor(self.fetch_workers, thread_name_prefix="mgtf-fetch")
-                if self.fetch_workers > 1 else None)
-        pending: collections.deque = collections.deque()
+    def _producer(self, out: queue.Queue, fetchers: "_Fetchers") -> None:
         ids: list[int] = []
         try:
             for ids in self._id_batches():
-                if pool is None:
-                    if not self._put(out, self._fetch(ids)):
-                        return
+                fetchers.submit(ids)
+                if fetchers.idle:
                     continue
-                pending.append((ids, pool.submit(self._fetch, ids)))
-                while len(pending) >= self.fetch_workers:
-                    ids, future = pending.popleft()
-                    if not self._put(out, future.result()):
-                        return
-            while pending:
-                ids, future = pending.popleft()
-                if not self._put(out, future.result()):
+                ids = fetchers.oldest()
+                if not self._put(out, fetchers.result()):
+                    return
+            while fetchers.pending():
+                ids = fetchers.oldest()
+                if not self._put(out, fetchers.result()):
                     return
             self._put(out, _END)
         except BaseException as exc:  # handed to the writer, in order after the good batches
             self._put(out, _Failure(exc, ids))
         finally:
-            if pool is not None:
-                for _, future in pending:
-                    future.cancel()
-                pool.shutdown(wait=False)
+            fetchers.close()
 
     def _inferencer(self, inq: queue.Queue, out: queue.Queue) -> None:
         while True:
@@ -940,10 +1112,15 @@ class BatchClassifier:
                     self.batch_size, s.up_to_date)
         fetched: queue.Queue = queue.Queue(self.queue_batches)
         inferred: queue.Queue = queue.Queue(self.queue_batches)
+        # forked before any thread of the run starts (a fork copies only the forking thread)
+        fetchers = (_ForkedFetchers(self._fetch, self.fetch_workers, self.source._lock)
+                    if self.fetch_workers > 1 and isinstance(self.source, EmbeddedSource)
+                    else _Fetchers(self._fetch, self.fetch_workers))
         bar = tqdm(total=s.total, unit="node", desc=f"classify {self.shard}", disable=not self.progress,
                    smoothing=0.1, dynamic_ncols=True)
         threads = [
-            threading.Thread(target=self._producer, args=(fetched,), name="mgtf-ids-fetch", daemon=True),
+            threading.Thread(target=self._producer, args=(fetched, fetchers), name="mgtf-ids-fetch",
+                             daemon=True),
             threading.Thread(target=self._inferencer, args=(fetched, inferred), name="mgtf-model", daemon=True),
         ]
         writer = threading.Thread(target=self._writer, args=(inferred, bar), name="mgtf-write", daemon=True)
@@ -961,6 +1138,7 @@ class BatchClassifier:
             self._stop.set()
             for t in threads:
                 t.join(timeout=5.0)
+            fetchers.close()
             bar.close()
             s.elapsed_s = time.perf_counter() - t0
         if self._error is not None:

@@ -343,6 +343,131 @@ def test_concurrent_fetches_keep_batches_whole_and_in_order(reference, backend):
     assert_same(predictions(source), reference)
 
 
+def test_forked_fetch_workers_sample_in_other_processes_with_the_same_predictions(reference, backend):
+    import os
+
+    source = embedded_source()
+    run = BatchClassifier(source, backend, batch_size=8, fetch_workers=3, progress=False)
+    fetch, infer, pids = run._fetch, run._infer, []
+
+    def tagged(ids):  # runs in the worker that fetched the batch
+        batch = fetch(ids)
+        batch.pid = os.getpid()
+        return batch
+
+    run._fetch = tagged
+    run._infer = lambda batch: pids.append(batch.pid) or infer(batch)
+    assert run.run().classified == N
+    assert len(set(pids)) == 3 and os.getpid() not in pids and len(pids) == -(-N // 8)
+    assert_same(predictions(source), reference)
+
+
+def test_forked_fetch_workers_stop_at_an_invalid_node_like_one_process(reference, backend):
+    bad = 20
+    source = embedded_source(bad=(bad,))
+    run = BatchClassifier(source, backend, batch_size=8, fetch_workers=2, progress=False)
+    with pytest.raises(InvalidNodeError, match=rf"^node {node_id(bad)}: .*features"):
+        run.run()
+    assert sorted(predictions(source)) == [node_id(i) for i in range(16)]  # nothing of batch 3
+    assert run.summary.classified == 16 and run.summary.failed == 8
+    source = embedded_source(bad=(20, 21, 60))
+    summary = classify_graph(source, backend, batch_size=8, skip_invalid=True, fetch_workers=2, progress=False)
+    assert [nid for nid, _ in summary.invalid] == [node_id(i) for i in (20, 21, 60)]
+    written = predictions(source)
+    assert set(written) == set(reference) - {node_id(i) for i in (20, 21, 60)}
+    assert_same(written, isolated_run(source, backend, sorted(written)))
+
+
+def test_a_fetch_worker_that_dies_stops_the_run_naming_it(reference, backend):
+    import os
+
+    from memgraph_tf.client.errors import ClientError
+
+    source = embedded_source()
+    run = BatchClassifier(source, backend, batch_size=8, fetch_workers=2, progress=False)
+    fetch, parent = run._fetch, os.getpid()
+    run._fetch = lambda ids: os._exit(3) if node_id(20) in ids and os.getpid() != parent else fetch(ids)
+    with pytest.raises(ClientError, match=rf"^fetch worker 0 \(pid \d+\) exited with code 3 while sampling "
+                                          rf"nodes {node_id(16)}\.\.{node_id(23)}; nothing of that batch"):
+        run.run()
+    written = predictions(source)
+    assert sorted(written) == [node_id(i) for i in range(16)]
+    assert_same(written, {k: reference[k] for k in written})
+    again = classify_graph(source, backend, batch_size=8, fetch_workers=2, progress=False)
+    assert (again.classified, again.up_to_date) == (N - 16, 16)
+    assert_same(predictions(source), reference)
+
+
+def test_forked_fetch_workers_refuse_to_sample_a_property_the_run_writes(backend):
+    with pytest.raises(ConfigurationError, match=r"^fetch_workers: the forked sampling processes read the graph "
+                                                 r"as it was .* samples \['features'\], which this run writes"):
+        BatchClassifier(embedded_source(), backend, write_property="features", fetch_workers=2)
+
+
+def test_forked_fetch_workers_leave_when_their_process_is_killed(tmp_path, bundle_base):
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "run.py"
+    script.write_text(f"""
+import logging, sys
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.batch import BundleBackend, classify_graph
+from memgraph_tf.embedded import EmbeddedGraph
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+graph = EmbeddedGraph()
+for i in range(20000):
+    graph.add_node([{LABEL!r}], {{"id": i, "features": [0.5, 1.0, -1.0, float(i % 7)]}})
+for i in range(20000):
+    graph.add_edge(i, (i * 7 + 1) % 20000, "LINK")
+classify_graph(EmbeddedSource(graph), BundleBackend(sys.argv[1]), batch_size=16, fetch_workers=2,
+               progress=False)
+""")
+    proc = subprocess.Popen([sys.executable, str(script), str(bundle_base)], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    try:
+        pids = None
+        for line in proc.stderr:
+            found = re.search(r"forked fetch processes \(pids (\d+), (\d+)\)", line)
+            if found:
+                pids = [int(found[1]), int(found[2])]
+                break
+        assert pids is not None, "the run logged no fetch workers"
+        time.sleep(1.0)
+        assert proc.poll() is None, "the run ended before the kill"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 30
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids), f"fetch workers {pids} outlived their killed process"
+
+
+def test_predict_signature_gives_the_classify_signature_s_answers(backend, monkeypatch):
+    source = embedded_source()
+    blobs = source.sample_blobs_per_node([node_id(i) for i in range(40)], FANOUTS, ["features"], OPTIONS)
+    assert backend._predict is not None  # exported bundles have a blobs -> scores serving_default
+    direct = backend.classify(blobs)
+    monkeypatch.setattr(backend, "_predict", None)  # the classify signature on tf.Examples
+    assert backend.classify(blobs) == direct
+
+
 class _FailingModel(ModelBackend):
     """The real model, until call ``fail_on`` raises a ModelError (a model that is not the nodes' fault)."""
 
