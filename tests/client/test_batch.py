@@ -459,6 +459,30 @@ classify_graph(EmbeddedSource(graph), BundleBackend(sys.argv[1]), batch_size=16,
     assert not any(alive(p) for p in pids), f"fetch workers {pids} outlived their killed process"
 
 
+def test_a_run_freezes_the_graph_for_the_collector_and_leaves_it_as_it_found_it(reference, backend):
+    import gc
+
+    source = embedded_source()
+    run = BatchClassifier(source, backend, batch_size=32, progress=False)
+    infer, during = run._infer, []
+    run._infer = lambda batch: during.append(gc.get_freeze_count()) or infer(batch)
+    assert gc.get_freeze_count() == 0
+    run.run()
+    assert min(during) > 0 and gc.get_freeze_count() == 0
+    gc.freeze()  # a process that froze objects itself keeps them frozen, and the run freezes nothing more
+    try:
+        frozen = gc.get_freeze_count()
+        run = BatchClassifier(embedded_source(), backend, batch_size=32, overwrite=True, progress=False)
+        infer, during = run._infer, []
+        run._infer = lambda batch: during.append(gc.get_freeze_count()) or infer(batch)
+        run.run()
+        # (frozen objects that die leave the count: it may only go down)
+        assert max(during) <= frozen and 0 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+    assert_same(predictions(source), reference)
+
+
 def test_predict_signature_gives_the_classify_signature_s_answers(backend, monkeypatch):
     source = embedded_source()
     blobs = source.sample_blobs_per_node([node_id(i) for i in range(40)], FANOUTS, ["features"], OPTIONS)
