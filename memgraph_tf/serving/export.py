@@ -267,11 +267,10 @@ def export_bundle(
                                tf.saved_model.Asset(str(labels_path)),
                                tf.saved_model.Asset(str(config_path)), gathered)
         out = tmp_path / "out"
-        signatures = {
-            CLASSIFY_SIGNATURE: module.classify.get_concrete_function(),
-            PREDICT_SIGNATURE: module.predict.get_concrete_function(),
-            CONFIG_SIGNATURE: module.config.get_concrete_function(),
-        }
+        # Each signature is traced once, here. The functions are not attributes of the module:
+        # tf.saved_model.save traces a module's tf.function attributes again to serialize them,
+        # and the bundle is served through its signatures only.
+        signatures = module.signature_functions()
         tf.saved_model.save(module, str(out), signatures=signatures)
         _set_classify_method_name(out)
         if use_op:
@@ -429,10 +428,18 @@ def _make_module_class():
             out = tf.cast(out, tf.float32)
             return tf.nn.softmax(out, axis=-1) if self._logits else out
 
-        # The argument names are the signatures' input keys (bundle.CLASSIFY_INPUT,
-        # PREDICT_INPUT, CONFIG_INPUT); the TensorSpec names repeat them for the graph.
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=bundle.CLASSIFY_INPUT)],
-                     autograph=False)
+        def signature_functions(self):
+            """``{signature name: concrete function}``, each traced once. The argument names are
+            the signatures' input keys (bundle.CLASSIFY_INPUT, PREDICT_INPUT, CONFIG_INPUT); the
+            TensorSpec names repeat them for the graph."""
+            specs = {
+                CLASSIFY_SIGNATURE: (self.classify, tf.TensorSpec([None], tf.string, name=bundle.CLASSIFY_INPUT)),
+                PREDICT_SIGNATURE: (self.predict, tf.TensorSpec([None], tf.string, name=bundle.PREDICT_INPUT)),
+                CONFIG_SIGNATURE: (self.config, tf.TensorSpec(None, tf.int64, name=bundle.CONFIG_INPUT)),
+            }
+            return {name: tf.function(fn, input_signature=[spec], autograph=False).get_concrete_function()
+                    for name, (fn, spec) in specs.items()}
+
         def classify(self, inputs):
             parsed = tf.io.parse_example(
                 inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)})
@@ -441,8 +448,6 @@ def _make_module_class():
             classes = tf.tile(labels[None, :], [tf.shape(scores)[0], 1])
             return {bundle.CLASSES_OUTPUT: classes, bundle.SCORES_OUTPUT: scores}
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=bundle.PREDICT_INPUT)],
-                     autograph=False)
         def predict(self, blobs):
             scores = self._scores(blobs)
             ids = tf.argmax(scores, axis=-1, output_type=tf.int64)
@@ -450,8 +455,6 @@ def _make_module_class():
             return {bundle.SCORES_OUTPUT: scores, bundle.CLASS_IDS_OUTPUT: ids,
                     bundle.CLASSES_OUTPUT: tf.gather(labels, ids)}
 
-        @tf.function(input_signature=[tf.TensorSpec(None, tf.int64, name=bundle.CONFIG_INPUT)],
-                     autograph=False)
         def config(self, unused):
             del unused
             return {bundle.CONFIG_OUTPUT: tf.constant(self._config_text, dtype=tf.string)}
