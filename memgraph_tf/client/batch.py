@@ -11,16 +11,18 @@
 Parts, each replaceable:
 
 * a **model backend** (:class:`ModelBackend`): the bundle config (sampling settings, class names) and
-  ``classify(blobs) -> [(label, score), ...]``. :class:`BundleBackend` runs a bundle's ``classify``
-  signature in-process (loaded by :func:`memgraph_tf.serving.model_server.load_version`, op or
-  op-free bundle); :class:`ServingBackend` wraps any serving client with ``classify(blobs)`` and
+  ``classify(blobs) -> [(label, score), ...]``. :class:`BundleBackend` runs a bundle's model
+  in-process (its ``serving_default`` signature on the raw blobs; loaded by
+  :func:`memgraph_tf.serving.model_server.load_version`, op or op-free bundle);
+  :class:`ServingBackend` wraps any serving client with ``classify(blobs)`` and
   ``bundle_config()`` -- :func:`rest_backend` (TF Serving's REST API, :class:`ServingClient`) and
   :func:`grpc_backend` (its gRPC API, ``memgraph_tf.serving.grpc_client.GrpcServingClient``);
 * a **graph target** over the source: keyset-paged node ids, and one write per batch (Bolt: any
   Bolt server, Memgraph with the query modules or another server through the client-side fallback;
   or an in-process :class:`EmbeddedSource`);
 * the **pipeline** (:class:`BatchClassifier`): three threads joined by bounded queues -- ids and
-  neighbourhood blobs (the next batch), the model (the current batch), writes (the previous batch).
+  neighbourhood blobs (the next batch), the model (the current batch), writes (the previous batch);
+  on an embedded graph, ``fetch_workers`` > 1 samples in that many forked processes.
 
 Guarantees of a run:
 
@@ -60,7 +62,6 @@ import concurrent.futures
 import dataclasses
 import gc
 import logging
-import os
 import pathlib
 import queue
 import re
@@ -83,7 +84,6 @@ from memgraph_tf.client.sources import BoltSource, EmbeddedSource, GraphSource, 
 from memgraph_tf.client.summary import RunSummary
 from memgraph_tf.serving import errors as serving_errors
 from memgraph_tf.serving.bundle import (
-    CLASSES_OUTPUT,
     CLASSIFY_INPUT,
     CLASSIFY_SIGNATURE,
     CONFIG_ASSET,
