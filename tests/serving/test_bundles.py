@@ -257,7 +257,7 @@ def test_graphsage_bundle_scores_are_softmax_of_its_logits(tmp_path, node_data, 
     model, want = _graphsage_and_its_softmax(sage, feats)
     info = export_bundle(model, tmp_path, "sage", 3, use_op=False)
     assert info.config["scores"] == "logits"
-    with start_server(ModelServer(info.path.parent)) as srv, ServingClient(srv.url, "sage") as c:
+    with start_server(ModelServer(info.path.parent, warmup=False)) as srv, ServingClient(srv.url, "sage") as c:
         results = c.classify(blobs)
     np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5, rtol=0)
 

@@ -119,7 +119,7 @@ def test_node_ids_without_a_graph_are_a_clear_400(exported):
     from memgraph_tf.serving.server import start_server
 
     _, _, info = exported
-    with start_server(ModelServer(info.path.parent)) as srv:
+    with start_server(ModelServer(info.path.parent, warmup=False)) as srv:
         with ServingClient(srv.url, "GraphSage") as c:
             with pytest.raises(errors.BadRequestError,
                                match=r"examples\[0\]: 'node_id' needs a server started with --graph"):
@@ -144,7 +144,7 @@ def test_embedded_cora_graph_source(tmp_path, planetoid_dir):
     ids = [0, 5, 2000]
     blobs = source.sample_blobs_per_node(ids, [3, 2], ["features"], options)
     want = tf.nn.softmax(model(_features(blobs), training=False)).numpy()
-    with start_server(ModelServer(info.path.parent, graph_source=source)) as srv:
+    with start_server(ModelServer(info.path.parent, graph_source=source, warmup=False)) as srv:
         with ServingClient(srv.url, "cora") as c:
             triples = classify_nodes(source, c, ids)
         r = requests.post(f"{srv.url}/v1/models/cora:classify", timeout=60,

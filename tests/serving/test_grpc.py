@@ -127,20 +127,16 @@ class FakeGraph:
 
 
 @pytest.fixture(scope="module")
-def sage_pair(tmp_path_factory, sage):
-    """An exported op-free bundle served over REST and gRPC from one ModelServer that has a graph
-    source (the node_id path), plus the Keras model's own scores for its node blobs."""
-    from memgraph_tf.serving.export import export_bundle
+def sage_pair(sage_bundle, sage):
+    """The session's op-free bundle served over REST and gRPC from one ModelServer that has a
+    graph source (the node_id path), plus the Keras model's own scores for its node blobs."""
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    base = tmp_path_factory.mktemp("grpc_bundle")
-    model = sage.make(seed=5)
-    export_bundle(model, base, "sage", 1, use_op=False,
-                  sample_options={"seed": 7, "low_degree": "pad"}, warmup=False)
+    model = sage_bundle.model
     blobs, feats = sage.blobs(5, seed=11)
     graph = FakeGraph({100 + i: b for i, b in enumerate(blobs)})
-    ms = ModelServer(base / "sage", graph_source=graph)
+    ms = ModelServer(sage_bundle.path, graph_source=graph, warmup=False)
     with start_server(ms) as rest, start_grpc_server(ms, max_examples=MAX_EXAMPLES) as rpc:
         rpc.rest, rpc.graph, rpc.blobs = rest, graph, blobs
         rpc.keras_scores = model(feats).numpy()

@@ -165,16 +165,13 @@ class CountingSource:
 
 
 @pytest.fixture(scope="module")
-def sage_server(tmp_path_factory, sage):
-    from memgraph_tf.serving.export import export_bundle
+def sage_server(sage_bundle, sage):
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    base = tmp_path_factory.mktemp("limits")
-    export_bundle(sage.make(seed=2), base, "sage", 1, use_op=False, warmup=False)
     blobs, _ = sage.blobs(1, seed=5)
     source = CountingSource(blobs[0])
-    ms = ModelServer(base / "sage", graph_source=source, max_examples=16)
+    ms = ModelServer(sage_bundle.path, graph_source=source, max_examples=16, warmup=False)
     with start_server(ms) as srv:
         srv.source = source
         yield srv

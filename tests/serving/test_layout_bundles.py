@@ -122,7 +122,7 @@ def test_the_server_samples_node_ids_in_the_bundle_s_layout(bundles, graph, sage
     source = Spy(graph)
     info = bundles["sparse", False]
     want = classify(load(bundles["dense", False]), per_node_blobs(graph, sage, "dense"))
-    with start_server(ModelServer(info.path.parent, info.name, graph_source=source)) as srv:
+    with start_server(ModelServer(info.path.parent, info.name, graph_source=source, warmup=False)) as srv:
         r = requests.post(f"{srv.url}/v1/models/{info.name}:classify", timeout=120,
                           json={"examples": [{"node_id": i} for i in range(NODES)]})
     assert r.status_code == 200, r.text

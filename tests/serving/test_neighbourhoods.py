@@ -131,17 +131,15 @@ def node_table(sage):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, sage, node_table):
-    """An op-free bundle served with a fake graph source (the server's --graph path)."""
-    from memgraph_tf.serving.export import export_bundle
+def served(sage_bundle, node_table):
+    """The session's op-free bundle (sampling options seed 7, low_degree pad) served with a fake
+    graph source (the server's --graph path)."""
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    base = tmp_path_factory.mktemp("nbh")
-    export_bundle(sage.make(seed=4), base, "sage", 1, use_op=False,
-                  sample_options={"seed": 7, "low_degree": "pad"}, warmup=False)
+    assert sage_bundle.options == {"seed": 7, "low_degree": "pad"}
     source = FakeSource(node_table)
-    ms = ModelServer(base / "sage", graph_source=source)
+    ms = ModelServer(sage_bundle.path, graph_source=source, warmup=False)
     with start_server(ms) as srv:
         srv.source = source
         srv.model_server = ms

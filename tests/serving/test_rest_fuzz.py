@@ -211,10 +211,9 @@ def raw_malformed(rng: random.Random, port_path: str) -> bytes:
 
 # ------------------------------------------------------------------------------------- server
 @pytest.fixture(scope="module")
-def fuzz_server(toy_base, tmp_path_factory, sage):
+def fuzz_server(toy_base, sage_bundle, sage):
     """The toy model and a memgraph-tf bundle (with a fake graph for node ids), small limits,
     batching on, a 2 s idle timeout."""
-    from memgraph_tf.serving.export import export_bundle
     from memgraph_tf.serving.model_server import BatchingOptions, ModelServer
     from memgraph_tf.serving.server import start_server
 
@@ -226,12 +225,10 @@ def fuzz_server(toy_base, tmp_path_factory, sage):
                 raise ValueError(f"no node {max(ids)}")
             return [blobs[0] for _ in ids]
 
-    base = tmp_path_factory.mktemp("fuzz")
-    export_bundle(sage.make(seed=3), base, "sage", 1, use_op=False, warmup=False)
     opts = dict(max_request_bytes=256 * 1024, max_examples=64, max_json_depth=32,
                 batching=BatchingOptions(max_batch_size=32, num_batch_threads=1))
     toy = ModelServer(toy_base, "toy", labels={"stable": 1}, **opts)
-    sage_ms = ModelServer(base / "sage", graph_source=Source(), **opts)
+    sage_ms = ModelServer(sage_bundle.path, graph_source=Source(), warmup=False, **opts)
     with start_server(toy, idle_timeout_s=IDLE_TIMEOUT_S) as a, \
             start_server(sage_ms, idle_timeout_s=IDLE_TIMEOUT_S) as b:
         a.blob_b64 = base64.b64encode(blobs[0]).decode()

@@ -11,12 +11,11 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def warm_base(tmp_path_factory, sage):
-    from memgraph_tf.serving.export import export_bundle
+def warm_base(sage_bundle):
+    from memgraph_tf.serving import bundle
 
-    base = tmp_path_factory.mktemp("warmup")
-    export_bundle(sage.make(seed=3), base, "sage", 1, use_op=False)  # with its warmup record
-    return base / "sage"
+    assert bundle.warmup_path(sage_bundle.path / "1").is_file()  # the session's bundle, with its warmup record
+    return sage_bundle.path
 
 
 def _bodies(sage) -> tuple[bytes, bytes]:
@@ -66,15 +65,16 @@ def _write_records(path, records: list[bytes]) -> None:
             writer.write(r)
 
 
-def test_bad_warmup_records_are_logged_and_skipped(tmp_path, sage, caplog):
+def test_bad_warmup_records_are_logged_and_skipped(tmp_path, warm_base, sage, caplog):
+    import shutil
+
     from tensorflow_serving.apis import prediction_log_pb2
 
     from memgraph_tf.serving import bundle
-    from memgraph_tf.serving.export import export_bundle
     from memgraph_tf.serving.model_server import ModelServer
 
-    info = export_bundle(sage.make(seed=3), tmp_path, "sage", 1, use_op=False)
-    path = bundle.warmup_path(info.path)
+    shutil.copytree(warm_base, tmp_path / "sage")  # a copy of the session's bundle: its records are rewritten
+    path = bundle.warmup_path(tmp_path / "sage" / "1")
     good = path.read_bytes()
     wrong_signature = prediction_log_pb2.PredictionLog()
     wrong_signature.classify_log.request.model_spec.signature_name = "nope"
