@@ -135,7 +135,7 @@ def cli_server(repo_root):
         port = free_port()
         proc = subprocess.Popen(
             [sys.executable, "-m", "memgraph_tf.cli", "serve", *args, "--port", str(port)],
-            cwd=repo_root, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+            cwd=repo_root, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONFAULTHANDLER": "1"},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         run = types.SimpleNamespace(url=f"http://127.0.0.1:{port}", port=port, returncode=None,
                                     output="")
@@ -152,9 +152,18 @@ def cli_server(repo_root):
             yield run
         finally:
             proc.send_signal(stop)
-            run.returncode = proc.wait(timeout=30)
-            run.output = proc.stdout.read()
-            proc.stdout.close()
+            try:  # communicate drains the pipe while waiting: a chatty server cannot block on it
+                run.output, _ = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack
+                try:
+                    output, _ = proc.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    output, _ = proc.communicate()
+                pytest.fail(f"server did not exit within 30 s of signal {stop}; its output:\n"
+                            f"{output[-5000:]}")
+            run.returncode = proc.returncode
 
     return serve
 
