@@ -99,8 +99,9 @@ def predict_and_write(
     and writes each node's class to ``property_name`` (the class index, or with
     ``write_class_names`` the model's class name) and its probability to ``score_property``.
 
-    Guarantees: nodes are written in chunks of ``chunk_size`` (each chunk one managed write
-    transaction per property), with a tqdm progress bar; with a fixed ``seed`` (the default) each
+    Guarantees: nodes are written in chunks of ``chunk_size``, each chunk's classes and scores in
+    one statement of one managed write transaction (no node gets a class without its score), with
+    a tqdm progress bar; with a fixed ``seed`` (the default) each
     node is sampled as :func:`predict` samples it -- keyed by (seed, draw, node), never by its
     position -- so any subset, order or chunking writes the same values and an interrupted run can
     simply be run again (on all ids or the remaining ones). Returns the number of nodes written.
@@ -113,6 +114,9 @@ def predict_and_write(
     _quote_name(property_name, "property_name")
     if score_property is not None:
         _quote_name(score_property, "score_property")
+        if score_property == property_name:
+            raise ConfigurationError(f"score_property: expected a property other than property_name "
+                                     f"({property_name!r}), got the same")
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ConfigurationError(f"chunk_size: expected an integer >= 1, got {chunk_size!r}")
     if write_class_names and model.class_names is None:
@@ -132,11 +136,11 @@ def predict_and_write(
                            seed=seed, decoder=decoder)
             classes = ([model.class_names[c] for c in pred.classes] if write_class_names
                        else [int(c) for c in pred.classes])
-            written += source.write_properties(chunk.tolist(), property_name, classes, id_property=id_property,
-                                               label=label, batch_size=chunk_size)
+            columns: dict[str, list[Any]] = {property_name: classes}
             if score_property is not None:
-                source.write_properties(chunk.tolist(), score_property, [float(s) for s in pred.scores],
-                                        id_property=id_property, label=label, batch_size=chunk_size)
+                columns[score_property] = [float(s) for s in pred.scores]
+            written += source.write_columns(chunk.tolist(), columns, id_property=id_property,
+                                            label=label, batch_size=chunk_size)
             bar.update(len(chunk))
     if written < len(ids):
         logger.warning("predictions of %d node(s) matched no node and were not written", len(ids) - written)

@@ -90,7 +90,7 @@ class GraphSource:
 
     Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
     return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement the ``*_b64`` methods,
-    :meth:`run` and :meth:`_write_checked` (the write after :meth:`write_properties`' checks).
+    :meth:`run` and :meth:`_write_checked` (the write after :meth:`write_columns`' checks).
     """
 
     kind = "graph"
@@ -159,13 +159,33 @@ class GraphSource:
         values = _to_python(list(values))
         _check_write_args(node_ids, values, batch_size)
         _quote_name(name, "name")
-        return self._write_checked(node_ids, name, values, id_property=id_property, label=label,
+        return self._write_checked(node_ids, {name: values}, id_property=id_property, label=label,
                                    batch_size=batch_size)
 
-    def _write_checked(self, node_ids: list[int], name: str, values: list[Any], *,
+    def write_columns(self, node_ids: Sequence[int], columns: Mapping[str, Sequence[Any]], *,
+                      id_property: str | None = None, label: str | None = None,
+                      batch_size: int = 1000) -> int:
+        """Sets several properties per node: ``columns`` maps a property name to one value per
+        node id. Guarantees: a node's properties are set together, in one statement of one
+        managed write transaction per batch of ``batch_size`` nodes (over Bolt), under the
+        source's lock (embedded), so no node is left with some of them written; nodes are found
+        as in :meth:`write_properties`. Returns the number of nodes written. Idempotent."""
+        node_ids = [_to_python(i) for i in node_ids]
+        if not isinstance(columns, Mapping) or not columns:
+            raise ConfigurationError(f"columns: expected a non-empty mapping of property name -> "
+                                     f"values, got {columns!r}")
+        checked: dict[str, list[Any]] = {}
+        for name, values in columns.items():
+            _quote_name(name, "columns")
+            checked[name] = _to_python(list(values))
+            _check_write_args(node_ids, checked[name], batch_size, f"columns[{name!r}]")
+        return self._write_checked(node_ids, checked, id_property=id_property, label=label,
+                                   batch_size=batch_size)
+
+    def _write_checked(self, node_ids: list[int], columns: dict[str, list[Any]], *,
                        id_property: str | None, label: str | None, batch_size: int) -> int:
-        """:meth:`write_properties` after its checks: ``node_ids`` are ints, one value each (plain
-        Python values), ``name`` a valid property name and ``batch_size`` >= 1."""
+        """:meth:`write_columns` after its checks: ``node_ids`` are ints, each column holds one
+        plain Python value per id under a valid property name, and ``batch_size`` >= 1."""
         raise NotImplementedError
 
     def write_property(self, node_id: int, name: str, value: Any, *, id_property: str | None = None,
@@ -196,10 +216,11 @@ class GraphSource:
         self.__reduce__()
 
 
-def _check_write_args(node_ids: Sequence[int], values: Sequence[Any], batch_size: int) -> None:
+def _check_write_args(node_ids: Sequence[int], values: Sequence[Any], batch_size: int,
+                      param: str = "values") -> None:
     if len(node_ids) != len(values):
         raise ConfigurationError(
-            f"values: expected one value per node id ({len(node_ids)}), got {len(values)}"
+            f"{param}: expected one value per node id ({len(node_ids)}), got {len(values)}"
         )
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ConfigurationError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
@@ -426,17 +447,19 @@ class BoltSource(GraphSource):
             except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
                 logger.debug("closing a session after an error failed", exc_info=True)
 
-    def _write_checked(self, node_ids: list[int], name: str, values: list[Any], *,
+    def _write_checked(self, node_ids: list[int], columns: dict[str, list[Any]], *,
                        id_property: str | None, label: str | None, batch_size: int) -> int:
-        prop = _quote_name(name, "name")
+        names = list(columns)
+        sets = ", ".join(f"n.{_quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names))
         node = f"(n:{_quote_name(label, 'label')})" if label else "(n)"
         match = (f"MATCH {node} WHERE n.{_quote_name(id_property, 'id_property')} = row.id"
                  if id_property else f"MATCH {node} WHERE id(n) = row.id")
-        query = f"UNWIND $rows AS row {match} SET n.{prop} = row.value RETURN count(n) AS written"
+        query = f"UNWIND $rows AS row {match} SET {sets} RETURN count(n) AS written"
         written = 0
         for start in range(0, len(node_ids), batch_size):
-            rows = [{"id": i, "value": v} for i, v in
-                    zip(node_ids[start:start + batch_size], values[start:start + batch_size])]
+            stop = start + batch_size
+            rows = [{"id": i, **{f"v{j}": v for j, v in enumerate(values)}} for i, *values in
+                    zip(node_ids[start:stop], *(columns[name][start:stop] for name in names))]
             result = self.write(query, {"rows": rows})
             written += int(result[0]["written"]) if result else 0
         return written
@@ -801,12 +824,14 @@ class EmbeddedSource(GraphSource):
         values = (self.graph.get_property(i, id_property) for i in internal)
         return sorted(v for v in values if v is not None)
 
-    def _write_checked(self, node_ids: list[int], name: str, values: list[Any], *,
+    def _write_checked(self, node_ids: list[int], columns: dict[str, list[Any]], *,
                        id_property: str | None, label: str | None, batch_size: int) -> int:
         written = 0
+        items = list(columns.items())
         with self._lock:
-            for internal, value in zip(self._internal_ids(node_ids, id_property, label), values):
+            for row, internal in enumerate(self._internal_ids(node_ids, id_property, label)):
                 if internal >= 0:
-                    self.graph.set_property(internal, name, value)
+                    for name, values in items:
+                        self.graph.set_property(internal, name, values[row])
                     written += 1
         return written

@@ -98,6 +98,29 @@ def test_write_properties_batched_and_idempotent(bolt_source):
         bolt_source.write_properties([1], "a`b", [1], id_property="key")
 
 
+def test_write_columns_sets_every_column_in_one_statement_per_batch(bolt_source, monkeypatch):
+    bolt_source.write("MATCH (n:WcNode) DELETE n")
+    bolt_source.write("UNWIND range(0, 12) AS i CREATE (:WcNode {key: i})")
+    ids = list(range(13)) + [999]
+    queries = []
+    real_write = bolt_source.write
+    monkeypatch.setattr(bolt_source, "write", lambda q, p=None: queries.append(q) or real_write(q, p))
+    written = bolt_source.write_columns(ids, {"cls": [f"c{i}" for i in ids], "score": [i / 100 for i in ids]},
+                                        id_property="key", label="WcNode", batch_size=4)
+    assert written == 13  # 999 matches no node
+    assert len(queries) == 4  # one transaction per batch of 4 ids, both properties in its statement
+    assert all("`cls` = row.v0" in q and "`score` = row.v1" in q for q in queries)
+    rows = bolt_source.read("MATCH (n:WcNode) RETURN n.key AS k, n.cls AS c, n.score AS s ORDER BY k")
+    assert [(r["k"], r["c"], r["s"]) for r in rows] == [(i, f"c{i}", i / 100) for i in range(13)]
+    with pytest.raises(ConfigurationError, match=r"columns\['s'\]: expected one value per node id \(2\), got 1"):
+        bolt_source.write_columns([1, 2], {"c": [1, 2], "s": [1]}, id_property="key")
+    with pytest.raises(ConfigurationError, match=r"columns: expected a non-empty mapping of property name -> values, got \{\}"):
+        bolt_source.write_columns([1], {}, id_property="key")
+    with pytest.raises(ConfigurationError, match=r"columns: expected a non-empty name without backquotes or NUL, got 'a`b'"):
+        bolt_source.write_columns([1], {"ok": [1], "a`b": [1]}, id_property="key")
+    assert len(queries) == 4  # the refused calls sent nothing
+
+
 def test_server_killed_mid_stream_raises_without_hanging():
     with ArcadeDBServerProcess() as server:
         source = connect(server.uri, auth=server.auth, database=server.database, connection_timeout=5.0)

@@ -69,6 +69,32 @@ def test_predict_and_write_every_node_by_default(trained, make_community):
         predict_and_write(result.model, source, options=OPTS, property_name="", progress=False)
 
 
+def test_predict_and_write_writes_class_and_score_together(trained, make_community, monkeypatch):
+    result = trained[0]
+    graph, _, _ = make_community(num_nodes=20)
+    source = EmbeddedSource(graph)
+    calls = []
+    real = source._write_checked
+    monkeypatch.setattr(source, "_write_checked",
+                        lambda ids, columns, **kw: calls.append((list(ids), sorted(columns))) or real(ids, columns, **kw))
+    written = predict_and_write(result.model, source, options=OPTS, chunk_size=8, progress=False)
+    assert written == 20
+    both = ["predicted_class", "predicted_score"]
+    assert calls == [([ID0 + i for i in range(a, b)], both) for a, b in ((0, 8), (8, 16), (16, 20))]
+    assert all(graph.get_property(i, "predicted_score") is not None for i in range(20))
+    with pytest.raises(ConfigurationError, match=r"score_property: expected a property other than property_name \('p'\), got the same"):
+        predict_and_write(result.model, source, options=OPTS, property_name="p", score_property="p", progress=False)
+
+
+def test_embedded_write_columns_sets_each_nodes_columns(make_community):
+    graph, _, _ = make_community(num_nodes=6)
+    source = EmbeddedSource(graph)
+    assert source.write_columns([ID0 + 1, 77, ID0 + 4], {"a": [1, 2, 3], "b": ["x", "y", "z"]}, id_property="id") == 2
+    assert [(graph.get_property(i, "a"), graph.get_property(i, "b")) for i in (1, 4, 0)] == [(1, "x"), (3, "z"), (None, None)]
+    with pytest.raises(ConfigurationError, match=r"columns\['b'\]: expected one value per node id \(1\), got 2"):
+        source.write_columns([1], {"a": [1], "b": [1, 2]})
+
+
 def test_training_argument_errors(community):
     source, labels, _ = community
     ids = np.arange(ID0, ID0 + 10)
