@@ -353,6 +353,19 @@ def _checked_int(text: str) -> int | JsonBigNumber:
     return number
 
 
+#: An exponent of 3+ digits (``1e999``, ``2E+308``): a float literal that may overflow a double.
+_BIG_EXPONENT = re.compile(rb"[eE]\+?[0-9]{3}")
+
+
+def _checked_float(text: str) -> float:
+    """A JSON float literal as a double; a literal beyond double range (which Python would read as
+    infinity) raises :class:`_NumberTooBig`, as rapidjson refuses it."""
+    value = float(text)
+    if math.isinf(value):
+        raise _NumberTooBig(text)
+    return value
+
+
 class _DuplicateKey(Exception):
     pass
 
@@ -400,7 +413,9 @@ def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
     ("JSON Parse error: <rapidjson's words> at offset: N"), a value that is not an object
     ("JSON Value: ... Is not object") or a ``signature_name`` that is not a string. Beyond TF
     Serving: nesting deeper than ``max_depth`` and duplicate keys in one object are 400 too.
-    Integers beyond int64 come back as :class:`JsonBigNumber`."""
+    Integers beyond int64 come back as :class:`JsonBigNumber`; a number beyond double range
+    (``1e999``, a 400-digit integer) is 400 "Number too big to be stored in double.", as
+    rapidjson words it, never an infinity."""
     if not body:
         raise _bad("JSON Parse error: The document is empty")
     check_json_depth(body, max_depth)
@@ -409,16 +424,20 @@ def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
     except UnicodeDecodeError as exc:
         raise _bad(f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}") \
             from None
-    hook = _checked_int if _has_long_digit_run(body) else None
+    long_run = _has_long_digit_run(body)
+    hook = _checked_int if long_run else None
+    # Only bodies that can hold an overflowing float pay for a Python call per float literal.
+    float_hook = _checked_float if long_run or _BIG_EXPONENT.search(body) else None
     try:
-        doc = json.loads(text, object_pairs_hook=_object_without_duplicates, parse_int=hook)
+        doc = json.loads(text, object_pairs_hook=_object_without_duplicates, parse_int=hook,
+                         parse_float=float_hook)
     except _DuplicateKey as exc:
         raise _bad(f"JSON Parse error: duplicate key {json.dumps(exc.args[0])} in one object "
                    f"(this server refuses duplicate keys)") from None
     except json.JSONDecodeError as exc:
         raise _bad(f"JSON Parse error: {_parse_error_text(body, exc)} at offset: {exc.pos}") \
             from None
-    except _NumberTooBig as exc:  # rapidjson's words for an integer beyond double range
+    except _NumberTooBig as exc:  # rapidjson's words for a number beyond double range
         offset = body.find(exc.args[0].encode("ascii"))
         raise _bad(f"JSON Parse error: Number too big to be stored in double. at offset: "
                    f"{offset}") from None

@@ -130,6 +130,19 @@ def test_huge_integers_never_reach_pythons_int(limited):
             f"{body.index('999')}")})
 
 
+@pytest.mark.parametrize("literal", ["1e999", "-2.5E+400", "1" * 400 + ".5"])
+def test_floats_beyond_double_range_are_refused_not_read_as_infinity(limited, literal):
+    body = '{"instances": [[1.0, 2.0, %s]]}' % literal
+    r = post(limited, ":predict", body)
+    assert (r.status_code, r.json()) == (400, {"error": (
+        f"JSON Parse error: Number too big to be stored in double. at offset: {body.index(literal)}")})
+
+
+def test_floats_near_the_double_limits_still_parse():
+    doc = rest_json.parse_request_body(b'{"instances": [1.5e308, -1e308, 1e-999, 2E+2, "e999"]}')
+    assert doc["instances"] == [1.5e308, -1e308, 0.0, 200.0, "e999"]  # underflow is 0, as in rapidjson
+
+
 def test_integers_beyond_int64_name_the_field(limited):
     r = post(limited, ":predict", '{"instances": [[1.0, 2.0, 9223372036854775808]]}')
     assert (r.status_code, r.json()) == (400, {"error": (
