@@ -232,9 +232,6 @@ class GrpcServingClient(ServingClientBase):
                 raise error_from_rpc(code, details, self.target, timed_out=timed_out,
                                      retries=attempt) from None
 
-    def _examples(self, examples: Sequence[Any]) -> list[bytes]:
-        return [self._example(e).SerializeToString() for e in examples]
-
     def _example(self, example: Any) -> Any:
         if isinstance(example, (bytes, bytearray, memoryview)):
             return grpc_codec.example_from_features({self.blob_feature_key: bytes(example)})
@@ -264,20 +261,38 @@ class GrpcServingClient(ServingClientBase):
     def _example_calls(self, request_type: Any, method: Any, examples: Sequence[Any],
                        signature_name: str | None, context: Mapping[str, Any] | None,
                        timeout_s: float | None) -> list[Any]:
-        serialized = self._examples(examples)
-        ctx = self._example(context).SerializeToString() if context is not None else None
-        fixed = _HEAD_BYTES + (len(ctx) if ctx is not None else 0)
-        answers = []
-        for start, stop in self._parts([len(s) for s in serialized], fixed):
-            req = request_type()
-            self._spec(req.model_spec, signature_name)
-            if ctx is not None:
-                holder = req.input.example_list_with_context
-                holder.context.ParseFromString(ctx)
+        """One call per part of ``examples`` that fits max_request_bytes (usually one). The
+        examples are built once, in place in the first request (a blob goes straight into its
+        bytes feature: no serialize/parse round trip per example); only a request that must be
+        split copies them into per-part requests."""
+        whole = request_type()
+        self._spec(whole.model_spec, signature_name)
+        ctx = self._example(context) if context is not None else None
+        if ctx is not None:
+            holder = whole.input.example_list_with_context
+            holder.context.CopyFrom(ctx)
+        else:
+            holder = whole.input.example_list
+        key = self.blob_feature_key
+        for e in examples:
+            if isinstance(e, (bytes, bytearray, memoryview)):
+                holder.examples.add().features.feature[key].bytes_list.value.append(bytes(e))
             else:
-                holder = req.input.example_list
-            for s in serialized[start:stop]:
-                holder.examples.add().ParseFromString(s)
+                holder.examples.add().CopyFrom(self._example(e))
+        fixed = _HEAD_BYTES + (ctx.ByteSize() if ctx is not None else 0)
+        parts = self._parts([ex.ByteSize() for ex in holder.examples], fixed)
+        if len(parts) == 1:
+            return [self._call(method, whole, timeout_s)]
+        answers = []
+        for start, stop in parts:
+            req = request_type()
+            req.model_spec.CopyFrom(whole.model_spec)
+            if ctx is not None:
+                part = req.input.example_list_with_context
+                part.context.CopyFrom(ctx)
+            else:
+                part = req.input.example_list
+            part.examples.extend(holder.examples[start:stop])
             answers.append(self._call(method, req, timeout_s))
         return answers
 

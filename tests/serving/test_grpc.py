@@ -138,7 +138,7 @@ def sage_pair(sage_bundle, sage):
     graph = FakeGraph({100 + i: b for i, b in enumerate(blobs)})
     ms = ModelServer(sage_bundle.path, graph_source=graph, warmup=False)
     with start_server(ms) as rest, start_grpc_server(ms, max_examples=MAX_EXAMPLES) as rpc:
-        rpc.rest, rpc.graph, rpc.blobs = rest, graph, blobs
+        rpc.rest, rpc.graph, rpc.blobs, rpc.model_server = rest, graph, blobs, ms
         rpc.keras_scores = model(feats).numpy()
         yield rpc
 
@@ -203,6 +203,24 @@ def test_rest_and_grpc_same_answers_on_an_exported_bundle(sage_pair, sage):
     assert [p["classes"] for p in pairs["predict blobs"][1]] == \
         [sage.classes[i] for i in sage_pair.keras_scores.argmax(1)]
     assert pairs["sampling config"][1]["fanouts"] == list(sage.fanouts)
+
+
+def test_blob_examples_are_the_mapping_examples_and_split_like_them(sage_pair, recorded_calls):
+    """Blobs go into their bytes feature in place: the server gets the very tf.Examples that the
+    mapping form {blob_feature_key: blob} gives, in one request or split by max_request_bytes."""
+    blobs = sage_pair.blobs
+    limit = 2 * max(len(b) for b in blobs) + 1100  # at most 2 blobs per request
+    with recorded_calls(sage_pair.model_server, "run_classify",
+                        lambda mv, serialized, signature_name: list(serialized)) as seen:
+        with GrpcServingClient(sage_pair.target, "sage") as rpc:
+            whole = rpc.classify(blobs)
+            key = rpc.blob_feature_key
+            as_maps = rpc.classify([{key: b} for b in blobs])
+        with GrpcServingClient(sage_pair.target, "sage", max_request_bytes=limit) as rpc:
+            split = rpc.classify([memoryview(b) for b in blobs])
+    assert len(seen) == 2 + -(-len(blobs) // 2)
+    assert seen[0] == seen[1] and sum(seen[2:], []) == seen[0]
+    assert whole == as_maps == split
 
 
 def test_classify_nodes_takes_the_grpc_client(sage_pair):
