@@ -41,6 +41,8 @@ MODEL_NAME = "GraphSage"
 EVAL_DRAWS = 10
 GRAPH_LABEL = "Paper"
 GRAPH_EDGE_TYPE = "CITES"
+#: The largest share of non-zero feature values for which the demo exports sparse-layout bundles.
+SPARSE_BELOW = 0.1
 SYNTHETIC_RECIPE = {"steps": 60, "eval_every": 10, "patience": 60, "batch_size": 80}
 """Overrides of ``PLANETOID_RECIPE`` for the small synthetic graph (CI)."""
 
@@ -172,6 +174,18 @@ def _classify_by_node_id(client: Any, ids: list[int], progress: bool, desc: str)
     return [max(r, key=lambda p: p[1])[0] for r in results], seconds
 
 
+def bundle_layout(features: Any) -> str:
+    """The sample layout the demo exports its bundles in (docs/blob-format.md): ``sparse`` when at
+    most :data:`SPARSE_BELOW` of the feature values are non-zero (Planetoid's bag-of-words
+    features: about 1%), where it makes a Cora node's blob ~160x smaller than ``dense`` and
+    sampling it ~8x faster, with the same predictions; else ``dense``."""
+    import numpy as np
+
+    features = np.asarray(features)
+    nonzero = np.count_nonzero(features) / max(features.size, 1)
+    return "sparse" if nonzero <= SPARSE_BELOW else "dense"
+
+
 def _classify_stage(model: Any, source: Any, options: dict, bundle_dir: pathlib.Path, feature_cache: Any,
                     progress: bool) -> tuple[int, float, str]:
     """Batch inference over every node, the class name written to ``predicted_class``: (nodes
@@ -295,14 +309,16 @@ def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, gra
 
     # 3. export
     clock = _Clock()
+    layout = bundle_layout(data.features)
     with _bar(progress, total=2, desc="export", unit="bundle") as bar:
         portable = export_bundle(model, out / "portable", MODEL_NAME, 1, use_op=False, overwrite=True,
-                                 sample_options=options or None)
+                                 layout=layout, sample_options=options or None)
         bar.update(1)
         with_op = export_bundle(model, out / "with_op", MODEL_NAME, 1, use_op=True, overwrite=True,
-                                sample_options=options or None)
+                                layout=layout, sample_options=options or None)
         bar.update(1)
-    stages.append(report.Stage("export bundles", clock.seconds, None, "", "2 bundles: op-free + with the op"))
+    stages.append(report.Stage("export bundles", clock.seconds, None, "",
+                               f"2 bundles: op-free + with the op; {layout} layout"))
     bundles = {"op-free bundle (stock TF Serving)": str(portable.path), "bundle with the C++ op": str(with_op.path)}
     _say(f"[3/{n_stages}] exported {portable.path} (stock ops only) and {with_op.path} (the op) "
          f"({clock.seconds:.1f} s)")

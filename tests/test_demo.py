@@ -65,6 +65,20 @@ def test_demo_leaves_bundles_pictures_and_report(synthetic_run) -> None:
 
 
 @pytest.mark.arcadedb
+def test_demo_bundles_take_the_sparse_layout_for_bag_of_words_features(synthetic_run) -> None:
+    from memgraph_tf.serving import bundle
+
+    assert demo.bundle_layout(datasets.load_dataset("cora").features) == "sparse"  # ~1.3% non-zero
+    assert demo.bundle_layout(datasets.load_dataset("citeseer").features) == "sparse"
+    assert demo.bundle_layout(np.eye(10, dtype=np.float32)) == "sparse"  # 10%: at the threshold
+    assert demo.bundle_layout(np.eye(9, dtype=np.float32)) == "dense"
+    assert demo.bundle_layout(datasets.load_dataset("synthetic").features) == "sparse"  # 9.2% non-zero
+    out, _, _ = synthetic_run
+    for kind in ("portable", "with_op"):
+        config = bundle.read_bundle_config(out / kind / "GraphSage" / "1")
+        assert config.sampling.options.get("layout") == "sparse"
+
+
 def test_demo_with_graph_loads_a_real_bolt_server_through_cypher(tmp_path, monkeypatch) -> None:
     if not os.environ.get("CI"):
         pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed")
