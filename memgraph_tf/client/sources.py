@@ -178,7 +178,8 @@ class GraphSource:
         for name, values in columns.items():
             _quote_name(name, "columns")
             checked[name] = _to_python(list(values))
-            _check_write_args(node_ids, checked[name], batch_size, f"columns[{name!r}]")
+            _check_write_args(node_ids, checked[name], batch_size, f"columns[{name!r}]",
+                              length_only=len(checked) > 1)
         return self._write_checked(node_ids, checked, id_property=id_property, label=label,
                                    batch_size=batch_size)
 
@@ -217,11 +218,15 @@ class GraphSource:
 
 
 def _check_write_args(node_ids: Sequence[int], values: Sequence[Any], batch_size: int,
-                      param: str = "values") -> None:
+                      param: str = "values", *, length_only: bool = False) -> None:
+    """One value per node id in ``values`` (named ``param``), then, unless ``length_only`` (the ids
+    and batch size were checked with an earlier column), ``batch_size`` >= 1 and integer ids."""
     if len(node_ids) != len(values):
         raise ConfigurationError(
             f"{param}: expected one value per node id ({len(node_ids)}), got {len(values)}"
         )
+    if length_only:
+        return
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ConfigurationError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
     for i, node_id in enumerate(node_ids):
