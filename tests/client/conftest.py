@@ -7,11 +7,13 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def cora_graph(planetoid_dir):
-    """Cora as an EmbeddedGraph (built once per session: ~10 s)."""
+def cora_graph():
+    """Cora as an EmbeddedGraph (built once per session: ~10 s), from the copy shipped in the package,
+    so that it runs in any clone (tests/test_datasets.py checks that copy equals the Planetoid files
+    where those are beside the repository)."""
     from memgraph_tf.datasets import planetoid_graph
 
-    return planetoid_graph("cora", planetoid_dir)
+    return planetoid_graph("cora")
 
 
 def build_community_graph(num_nodes: int = 150, num_classes: int = 3, dim: int = 8, seed: int = 0):
