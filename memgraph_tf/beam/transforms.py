@@ -46,8 +46,6 @@ from memgraph_tf.client.batch import (
     ModelBackend,
     fetch_error_is_node_specific,
     isolate,
-    proto_field,
-    proto_varint,
 )
 from memgraph_tf.client.errors import (
     ConfigurationError,
@@ -55,6 +53,7 @@ from memgraph_tf.client.errors import (
     ModelInputError,
 )
 from memgraph_tf.serving.bundle import SamplingSpec
+from memgraph_tf.serving.grpc_codec import proto_field, proto_varint
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 
 logger = logging.getLogger(__name__)

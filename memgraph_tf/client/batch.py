@@ -93,6 +93,7 @@ from memgraph_tf.serving.bundle import (
     BundleConfig,
     SamplingSpec,
 )
+from memgraph_tf.serving.grpc_codec import serialize_blob_example
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 
 logger = logging.getLogger(__name__)
@@ -274,36 +275,6 @@ class ModelBackend:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, version={self.version})"
-
-
-def proto_varint(value: int) -> bytes:
-    """``value`` as a protobuf varint; a negative value as its int64 two's complement (ten bytes),
-    as protobuf writes negative int64s."""
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def proto_field(number: int, payload: bytes) -> bytes:
-    """Field ``number`` holding ``payload`` with protobuf's length-delimited wire type (a message,
-    bytes, a string or a packed repeated field)."""
-    return proto_varint(number << 3 | 2) + proto_varint(len(payload)) + payload
-
-
-def serialize_blob_example(blob: bytes, feature_key: str) -> bytes:
-    """A serialized ``tf.Example`` holding ``blob`` as the single value of the bytes feature
-    ``feature_key`` -- byte for byte what ``tf.train.Example(...).SerializeToString()`` gives, without
-    TensorFlow (docs/blob-format.md, section 6)."""
-    feature = proto_field(1, proto_field(1, bytes(blob)))                # Feature.bytes_list.value
-    entry = proto_field(1, feature_key.encode("utf-8")) + proto_field(2, feature)  # map entry
-    return proto_field(1, proto_field(1, entry))                         # Example.features.feature
 
 
 def _tf_message(exc: Any) -> str:

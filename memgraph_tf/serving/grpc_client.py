@@ -55,8 +55,10 @@ from tensorflow_serving.apis import (
     classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
+    model_pb2,
     model_service_pb2_grpc,
     predict_pb2,
+    prediction_service_pb2,
     prediction_service_pb2_grpc,
     regression_pb2,
 )
@@ -189,6 +191,14 @@ class GrpcServingClient(ServingClientBase):
             else grpc.insecure_channel(target, options)
         self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
         self.model_stub = model_service_pb2_grpc.ModelServiceStub(self.channel)
+        # Classify / Regress take requests written as bytes (see _example_calls).
+        service = prediction_service_pb2.DESCRIPTOR.services_by_name["PredictionService"]
+        self._example_methods = {
+            name: self.channel.unary_unary(f"/{service.full_name}/{name}",
+                                           request_serializer=None,
+                                           response_deserializer=response.FromString)
+            for name, response in (("Classify", classification_pb2.ClassificationResponse),
+                                   ("Regress", regression_pb2.RegressionResponse))}
         self._signatures: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
@@ -258,43 +268,33 @@ class GrpcServingClient(ServingClientBase):
             logger.debug("split a request of %d items into %d parts", len(sizes), len(parts))
         return parts
 
-    def _example_calls(self, request_type: Any, method: Any, examples: Sequence[Any],
-                       signature_name: str | None, context: Mapping[str, Any] | None,
-                       timeout_s: float | None) -> list[Any]:
-        """One call per part of ``examples`` that fits max_request_bytes (usually one). The
-        examples are built once, in place in the first request (a blob goes straight into its
-        bytes feature: no serialize/parse round trip per example); only a request that must be
-        split copies them into per-part requests."""
-        whole = request_type()
-        self._spec(whole.model_spec, signature_name)
-        ctx = self._example(context) if context is not None else None
-        if ctx is not None:
-            holder = whole.input.example_list_with_context
-            holder.context.CopyFrom(ctx)
-        else:
-            holder = whole.input.example_list
-        key = self.blob_feature_key
-        for e in examples:
-            if isinstance(e, (bytes, bytearray, memoryview)):
-                holder.examples.add().features.feature[key].bytes_list.value.append(bytes(e))
-            else:
-                holder.examples.add().CopyFrom(self._example(e))
-        fixed = _HEAD_BYTES + (ctx.ByteSize() if ctx is not None else 0)
-        parts = self._parts([ex.ByteSize() for ex in holder.examples], fixed)
-        if len(parts) == 1:
-            return [self._call(method, whole, timeout_s)]
-        answers = []
-        for start, stop in parts:
-            req = request_type()
-            req.model_spec.CopyFrom(whole.model_spec)
-            if ctx is not None:
-                part = req.input.example_list_with_context
-                part.context.CopyFrom(ctx)
-            else:
-                part = req.input.example_list
-            part.examples.extend(holder.examples[start:stop])
-            answers.append(self._call(method, req, timeout_s))
-        return answers
+    def _example_bytes(self, example: Any) -> tuple[Any, Any]:
+        """One example as the two parts of its serialized tf.Example (see
+        :func:`~memgraph_tf.serving.grpc_codec.example_request`); a blob is not copied."""
+        if isinstance(example, (bytes, bytearray, memoryview)):
+            blob = example
+            if isinstance(blob, memoryview):  # its bytes, whatever its format and strides
+                blob = blob.cast("B") if blob.c_contiguous else bytes(blob)
+            return grpc_codec.blob_example_prefix(len(blob), self.blob_feature_key), blob
+        return self._example(example).SerializeToString(), b""
+
+    def _example_calls(self, method: str, examples: Sequence[Any], signature_name: str | None,
+                       context: Mapping[str, Any] | None, timeout_s: float | None) -> list[Any]:
+        """One ``method`` (Classify / Regress) call per part of ``examples`` that fits
+        max_request_bytes (usually one). The request is written as bytes, byte for byte what
+        the request message would serialize to, with each blob copied once (into the request);
+        building it as a message and serializing that costs several times more (see
+        :mod:`~memgraph_tf.serving.grpc_codec`)."""
+        spec = model_pb2.ModelSpec()
+        self._spec(spec, signature_name)
+        spec_bytes = spec.SerializeToString()
+        ctx = self._example(context).SerializeToString() if context is not None else None
+        items = [self._example_bytes(e) for e in examples]
+        fixed = _HEAD_BYTES + (len(ctx) if ctx is not None else 0)
+        parts = self._parts([len(head) + len(body) for head, body in items], fixed)
+        call = self._example_methods[method]
+        return [self._call(call, grpc_codec.example_request(spec_bytes, items[start:stop], ctx),
+                           timeout_s) for start, stop in parts]
 
     # -- API
     def classify(
@@ -313,8 +313,7 @@ class GrpcServingClient(ServingClientBase):
         if signature_name is ...:
             signature_name = self.classify_signature
         out: list[list[tuple[str, float]]] = []
-        for resp in self._example_calls(classification_pb2.ClassificationRequest,
-                                        self.stub.Classify, examples, signature_name, context,
+        for resp in self._example_calls("Classify", examples, signature_name, context,
                                         timeout_s):
             out.extend([(c.label, float(c.score)) for c in row.classes]
                        for row in resp.result.classifications)
@@ -333,8 +332,8 @@ class GrpcServingClient(ServingClientBase):
     ) -> list[float]:
         """Regress: one float per example (same example encoding as :meth:`classify`)."""
         out: list[float] = []
-        for resp in self._example_calls(regression_pb2.RegressionRequest, self.stub.Regress,
-                                        examples, signature_name, context, timeout_s):
+        for resp in self._example_calls("Regress", examples, signature_name, context,
+                                        timeout_s):
             out.extend(float(r.value) for r in resp.result.regressions)
         if len(out) != len(examples):
             raise errors.InvalidResponseError(

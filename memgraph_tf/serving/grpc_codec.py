@@ -13,6 +13,13 @@ numpy arrays <-> ``tensorflow.TensorProto`` and Python feature values -> ``tenso
 - :func:`example_from_features` builds a ``tf.Example`` from a mapping of feature name to value by
   the same rules the REST client writes JSON with (bytes and str -> bytes_list, bool and int ->
   int64_list, float -> float_list, a list holding any float -> all floats).
+- Wire framing for the hot paths (no TensorFlow needed): :func:`blob_example_prefix` /
+  :func:`serialize_blob_example` give a blob's one-feature ``tf.Example`` and
+  :func:`example_request` a whole Classify/Regress request around serialized examples, each byte
+  for byte what protobuf's own serializer writes for the same message (tests compare them), in one
+  copy of the blobs. Building a 64-blob, 1.1 MB request as protobuf messages and serializing it
+  costs this machine 0.8-3 ms (upb's encoder doubles its buffer, and each fresh buffer page
+  faults); joining the framed bytes once costs about 0.1 ms.
 
 The protobuf modules come from TensorFlow's package (importing them imports TensorFlow).
 """
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -296,13 +303,102 @@ def example_from_features(features: Mapping[str, Any]) -> Any:
     return ex
 
 
+# ------------------------------------------------------------------------ protobuf wire framing
+def proto_varint(value: int) -> bytes:
+    """``value`` as a protobuf varint; a negative value as its int64 two's complement (ten bytes),
+    as protobuf writes negative int64s."""
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def proto_header(number: int, length: int) -> bytes:
+    """The tag and length that precede a length-delimited field ``number`` of ``length`` bytes."""
+    return proto_varint(number << 3 | 2) + proto_varint(length)
+
+
+def proto_field(number: int, payload: bytes) -> bytes:
+    """Field ``number`` holding ``payload`` with protobuf's length-delimited wire type (a message,
+    bytes, a string or a packed repeated field)."""
+    return proto_header(number, len(payload)) + payload
+
+
+_PREFIXES: dict[tuple[str, int], bytes] = {}
+
+
+def blob_example_prefix(blob_bytes: int, feature_key: str) -> bytes:
+    """The bytes that, followed by a blob of ``blob_bytes`` bytes, make the serialized
+    ``tf.Example`` holding that blob as the single value of the bytes feature ``feature_key``
+    (Example.features(1).feature(1){key(1), value(2): Feature.bytes_list(1).value(1)}). Cached per
+    (key, length): the blobs of one layout and fanout often share a length."""
+    cached = _PREFIXES.get((feature_key, blob_bytes))
+    if cached is not None:
+        return cached
+    value = proto_header(1, blob_bytes)                     # BytesList.value
+    feature = proto_header(1, len(value) + blob_bytes)      # Feature.bytes_list
+    key = proto_field(1, feature_key.encode("utf-8"))       # map entry key
+    entry_value = proto_header(2, len(feature) + len(value) + blob_bytes)  # map entry value
+    entry_bytes = len(key) + len(entry_value) + len(feature) + len(value) + blob_bytes
+    entry = proto_header(1, entry_bytes)                    # Features.feature (one map entry)
+    features = proto_header(1, len(entry) + entry_bytes)    # Example.features
+    prefix = features + entry + key + entry_value + feature + value
+    if len(_PREFIXES) < 4096:
+        _PREFIXES[(feature_key, blob_bytes)] = prefix
+    return prefix
+
+
+def serialize_blob_example(blob: bytes, feature_key: str) -> bytes:
+    """A serialized ``tf.Example`` holding ``blob`` as the single value of the bytes feature
+    ``feature_key`` -- byte for byte what ``tf.train.Example(...).SerializeToString()`` gives, without
+    TensorFlow (docs/blob-format.md, section 6)."""
+    return blob_example_prefix(len(blob), feature_key) + blob
+
+
+def example_request(model_spec: bytes, examples: Sequence[tuple[Any, Any]],
+                    context: bytes | None = None) -> bytes:
+    """A serialized ClassificationRequest / RegressionRequest (both are ``model_spec = 1,
+    input = 2``): ``model_spec`` is the serialized ModelSpec, each example a pair of bytes-like
+    parts whose concatenation is one serialized ``tf.Example`` (``(prefix, blob)`` from
+    :func:`blob_example_prefix`, or ``(serialized, b"")``), ``context`` a serialized
+    ``tf.Example`` that makes the input an ExampleListWithContext. The parts are copied once, into
+    the result."""
+    parts: list[Any] = []
+    total = 0
+    for head, body in examples:
+        n = len(head) + len(body)
+        tag = proto_header(1, n)                            # ExampleList(WithContext).examples
+        parts += (tag, head, body)
+        total += len(tag) + n
+    if context is not None:
+        tag = proto_header(2, len(context))                 # ExampleListWithContext.context
+        parts += (tag, context)
+        total += len(tag) + len(context)
+    # Input.example_list (1) or Input.example_list_with_context (2)
+    holder = proto_header(2 if context is not None else 1, total)
+    head = proto_field(1, model_spec) + proto_header(2, len(holder) + total) + holder
+    return b"".join([head, *parts])
+
+
 __all__ = [
     "MAX_RANK",
     "array_to_tensor",
     "as_array",
+    "blob_example_prefix",
     "dtype_name",
     "example_from_features",
+    "example_request",
     "fill_feature",
+    "proto_field",
+    "proto_header",
+    "proto_varint",
+    "serialize_blob_example",
     "supported_dtype",
     "tensor_to_array",
 ]

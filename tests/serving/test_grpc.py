@@ -930,6 +930,109 @@ def test_example_features_follow_the_rest_clients_json_rules():
         grpc_codec.example_from_features({"big": 2**64 - 1})
 
 
+# Blob lengths where a length varint inside the request grows a byte (127/128, 16383/16384,
+# 2**21 - 1 / 2**21, for the blob and for each message around it), and ordinary ones.
+WIRE_LENGTHS = sorted({0, 1, 17_232, 2**21 + 3} | {
+    edge + d for edge in (128, 16_384, 2**21) for d in range(-14, 3)})
+
+
+def _protobuf_request(request_type, spec_fields, examples, context=None):
+    """The request built as protobuf messages (what the wire framing must equal)."""
+    req = request_type()
+    for name, value in spec_fields.items():
+        if name == "version":
+            req.model_spec.version.value = value
+        else:
+            setattr(req.model_spec, name, value)
+    holder = req.input.example_list
+    if context is not None:
+        holder = req.input.example_list_with_context
+        holder.context.CopyFrom(context)
+    for ex in examples:
+        holder.examples.add().CopyFrom(ex)
+    return req
+
+
+def test_wire_framing_is_protobufs_own_serialization():
+    """example_request / blob_example_prefix give, byte for byte, what upb serializes for the
+    same Classify and Regress requests: blobs of every length where a varint grows, mapping
+    examples, a context, and each model spec form."""
+    from tensorflow.core.example import example_pb2
+
+    from memgraph_tf.serving.grpc_codec import blob_example_prefix, example_request
+
+    rng = random.Random(7)
+    blobs = [rng.randbytes(n) for n in WIRE_LENGTHS]
+    mapping = grpc_codec.example_from_features({"x": [1.5, 2.0], "blob": b"\x01", "n": 3})
+    context = grpc_codec.example_from_features({"ctx": "é"})
+    for request_type in (classification_pb2.ClassificationRequest,
+                         regression_pb2.RegressionRequest):
+        for spec_fields in ({"name": "m"}, {"name": "sage", "version": 3,
+                                            "signature_name": "classify"},
+                            {"name": "m", "version_label": "stable"}):
+            spec = _protobuf_request(request_type, spec_fields, []).model_spec
+            for key in ("blob", "nödé"):
+                examples = []
+                for b in blobs:
+                    ex = example_pb2.Example()
+                    ex.features.feature[key].bytes_list.value.append(b)
+                    assert blob_example_prefix(len(b), key) + b == ex.SerializeToString(), len(b)
+                    examples.append(ex)
+                want = _protobuf_request(request_type, spec_fields, examples)
+                got = example_request(spec.SerializeToString(),
+                                      [(blob_example_prefix(len(b), key), b) for b in blobs])
+                assert got == want.SerializeToString(), (request_type, spec_fields, key)
+            with_ctx = _protobuf_request(request_type, spec_fields, [mapping, examples[3]],
+                                         context)
+            got = example_request(spec.SerializeToString(),
+                                  [(mapping.SerializeToString(), b""),
+                                   (blob_example_prefix(len(blobs[3]), key), blobs[3])],
+                                  context.SerializeToString())
+            assert got == with_ctx.SerializeToString()
+            assert request_type.FromString(got) == with_ctx
+
+
+def test_client_sends_the_request_protobuf_would(monkeypatch):
+    """What GrpcServingClient puts on the wire for classify / regress is the serialization of the
+    request message the REST-twin contract describes: spec (name, version or label, signature),
+    examples (blobs of any bytes-like type in their bytes feature, mappings by the JSON rules)
+    and the context."""
+    from tensorflow.core.example import example_pb2
+
+    sent: list[bytes] = []
+    blobs = [b"\x00" * 130, bytearray(b"\x07" * 16_390), memoryview(np.arange(6, dtype=np.int32))]
+    mapping = {"x": [0.5, 1.0], "tag": "a"}
+    for kwargs, spec_fields in (({}, {"name": "m"}),
+                                ({"version": 4}, {"name": "m", "version": 4}),
+                                ({"label": "canary"}, {"name": "m", "version_label": "canary"})):
+        with GrpcServingClient("127.0.0.1:1", "m", **kwargs, retries=0) as c:
+            def fake_call(call, req, timeout_s, c=c):  # an empty answer: too few results
+                sent.append(req)
+                return classification_pb2.ClassificationResponse() \
+                    if call is c._example_methods["Classify"] else \
+                    regression_pb2.RegressionResponse()
+
+            monkeypatch.setattr(c, "_call", fake_call)
+            with pytest.raises(errors.InvalidResponseError, match=r"expected 4 classifications"):
+                c.classify([*blobs, mapping], context={"ctx": 1})
+            with pytest.raises(errors.InvalidResponseError, match=r"expected 3 regressions"):
+                c.regress(blobs, signature_name="reg")
+        examples = []
+        for b in blobs:
+            ex = example_pb2.Example()
+            ex.features.feature["blob"].bytes_list.value.append(bytes(b))
+            examples.append(ex)
+        want_classify = _protobuf_request(
+            classification_pb2.ClassificationRequest,
+            {**spec_fields, "signature_name": "classify"},
+            [*examples, grpc_codec.example_from_features(mapping)],
+            grpc_codec.example_from_features({"ctx": 1}))
+        want_regress = _protobuf_request(regression_pb2.RegressionRequest,
+                                         {**spec_fields, "signature_name": "reg"}, examples)
+        assert sent[-2] == want_classify.SerializeToString(), kwargs
+        assert sent[-1] == want_regress.SerializeToString(), kwargs
+
+
 # --------------------------------------------------------------------------------- the CLI
 def test_cli_serve_with_grpc_port_answers_both_apis_from_one_process(toy_base, cli_server):
     """`memgraph-tf serve BASE --port P --grpc-port G`: one process, one ModelServer, both APIs;
