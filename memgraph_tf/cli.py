@@ -224,6 +224,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gRPC threads (default 8)")
     p.add_argument("--grpc-max-message-bytes", type=int, default=None,
                    help="gRPC messages above this get RESOURCE_EXHAUSTED (default 64 MiB)")
+    p.add_argument("--tensorflow-intra-op-parallelism", type=int, default=0, metavar="N",
+                   help="threads TensorFlow uses inside one op (default 0: TensorFlow's choice, "
+                        "the number of cores; TF Serving's --tensorflow_intra_op_parallelism)")
+    p.add_argument("--tensorflow-inter-op-parallelism", type=int, default=0, metavar="N",
+                   help="threads TensorFlow runs independent ops and model calls on (default 0: "
+                        "TensorFlow's choice; TF Serving's --tensorflow_inter_op_parallelism). "
+                        "On a small machine under many concurrent requests, 1 and 1 cost less "
+                        "CPU per request: see docs/serving.md")
     p.set_defaults(func=_serve)
 
     from memgraph_tf import demo  # standard library only until it runs

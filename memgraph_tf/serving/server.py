@@ -313,9 +313,53 @@ def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -
     )
 
 
+_THREAD_OPTIONS = (
+    ("--tensorflow-intra-op-parallelism", "intra_op"),
+    ("--tensorflow-inter-op-parallelism", "inter_op"),
+)
+
+
+def set_tensorflow_threads(intra_op: int = 0, inter_op: int = 0) -> None:
+    """Size TensorFlow's thread pools for this process, as TF Serving's
+    ``--tensorflow_intra_op_parallelism`` / ``--tensorflow_inter_op_parallelism`` do: ``intra_op``
+    threads inside one op, ``inter_op`` threads that run independent ops (and so concurrent model
+    calls); 0 leaves TensorFlow's choice. Guarantees: a value equal to the current setting is a
+    no-op; otherwise it must run before TensorFlow has run anything in this process. Raises
+    ValueError naming the option for a negative or non-int value, or when TensorFlow is already
+    running with a different setting."""
+    values = {"intra_op": intra_op, "inter_op": inter_op}
+    for option, kind in _THREAD_OPTIONS:
+        value = values[kind]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{option}: expected an int >= 0 (0: TensorFlow's choice), got "
+                             f"{value!r}")
+    if not any(values.values()):
+        return  # TensorFlow's choice: not even an import
+    import tensorflow as tf
+
+    threading_config = tf.config.threading
+    for option, kind in _THREAD_OPTIONS:
+        value = values[kind]
+        if value == 0:
+            continue
+        get = getattr(threading_config, f"get_{kind}_parallelism_threads")
+        if get() == value:
+            continue
+        try:
+            getattr(threading_config, f"set_{kind}_parallelism_threads")(value)
+        except RuntimeError as exc:
+            raise ValueError(f"{option} {value}: TensorFlow is already running in this process "
+                             f"with {get() or 'its own choice of'} threads ({exc})") from None
+    logger.info("TensorFlow threads: intra-op %s, inter-op %s",
+                threading_config.get_intra_op_parallelism_threads() or "TensorFlow's choice",
+                threading_config.get_inter_op_parallelism_threads() or "TensorFlow's choice")
+
+
 def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
     """Load the model ``args`` describe and serve it until interrupted (KeyboardInterrupt ends
     it cleanly). Returns 0. Errors while loading or binding propagate."""
+    set_tensorflow_threads(getattr(args, "tensorflow_intra_op_parallelism", 0) or 0,
+                           getattr(args, "tensorflow_inter_op_parallelism", 0) or 0)
     ms = model_server_from_args(args, graph_source)
     # waitress warns on every request that waits for a free thread: under load that is the
     # normal state, not news (the CLI's own log would be flooded)
@@ -390,4 +434,5 @@ def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
 __all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_REQUEST_BYTES", "DEFAULT_REST_THREADS",
            "BatchingOptions", "ModelServer", "RestApp", "RestServer", "RunningServer",
            "batching_options", "main", "run_cli", "serve",
-           "make_http_server", "model_server_from_args", "start_server"]
+           "make_http_server", "model_server_from_args", "set_tensorflow_threads",
+           "start_server"]

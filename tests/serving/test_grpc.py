@@ -1036,12 +1036,14 @@ def test_client_sends_the_request_protobuf_would(monkeypatch):
 # --------------------------------------------------------------------------------- the CLI
 def test_cli_serve_with_grpc_port_answers_both_apis_from_one_process(toy_base, cli_server):
     """`memgraph-tf serve BASE --port P --grpc-port G`: one process, one ModelServer, both APIs;
-    Ctrl-C (SIGINT) ends it with exit 0."""
+    Ctrl-C (SIGINT) ends it with exit 0. The TensorFlow thread options reach TensorFlow (the log
+    line reads them back from its config)."""
     import signal
 
     grpc_port = free_port()
     with cli_server([str(toy_base), "--grpc-port", str(grpc_port), "--version-label", "stable=1",
-                     "--max-examples", "4"], "toy", stop=signal.SIGINT) as run:
+                     "--max-examples", "4", "--tensorflow-intra-op-parallelism", "1",
+                     "--tensorflow-inter-op-parallelism", "2"], "toy", stop=signal.SIGINT) as run:
         with ServingClient(run.url, "toy", label="stable") as rest, \
                 GrpcServingClient(f"127.0.0.1:{grpc_port}", "toy", label="stable") as rpc:
             assert rpc.status() == rest.status()
@@ -1050,6 +1052,7 @@ def test_cli_serve_with_grpc_port_answers_both_apis_from_one_process(toy_base, c
                 rpc.classify([{"x": X[0]}] * 5)  # --max-examples reaches gRPC too
     assert run.returncode == 0, run.output[-3000:]
     assert f"gRPC: serving model 'toy' versions [1, 2] at 127.0.0.1:{grpc_port}" in run.output
+    assert "TensorFlow threads: intra-op 1, inter-op 2" in run.output
 
 
 def test_cli_serve_with_a_busy_grpc_port_is_one_line_and_exit_2(toy_base, repo_root):

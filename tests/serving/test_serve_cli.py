@@ -52,12 +52,32 @@ def test_serve_a_directory_without_versions(tmp_path):
     ("--version-label", "stable", "--version-label: expected LABEL=VERSION, got 'stable'"),
     ("--max-examples", "0", "max_examples: expected an int >= 1, got 0"),
     ("--max-json-depth", "1", "max_json_depth: expected an int from 2 to 500, got 1"),
+    ("--tensorflow-inter-op-parallelism", "-1",
+     "--tensorflow-inter-op-parallelism: expected an int >= 0 (0: TensorFlow's choice), got -1"),
 ])
 def test_serve_bad_settings(tmp_path, flag, value, message):
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "saved_model.pb").write_bytes(b"")
     proc = run("serve", str(tmp_path), flag, value)
     assert_user_error(proc, f"memgraph-tf serve: {message}")
+
+
+def test_tensorflow_threads_cannot_change_once_tensorflow_runs():
+    """In a process where TensorFlow already ran, a different thread count is a ValueError
+    naming the option (TensorFlow would ignore it); the current count is accepted."""
+    import tensorflow as tf
+
+    from memgraph_tf.serving.server import set_tensorflow_threads
+
+    assert int(tf.reduce_sum(tf.constant([1, 2]))) == 3  # TensorFlow is running now
+    current = tf.config.threading.get_inter_op_parallelism_threads()
+    set_tensorflow_threads(inter_op=current)  # unchanged (0 or the count): no error
+    with pytest.raises(ValueError, match=rf"--tensorflow-inter-op-parallelism {current + 3}: "
+                                         r"TensorFlow is already running in this process"):
+        set_tensorflow_threads(inter_op=current + 3)
+    with pytest.raises(ValueError, match=r"--tensorflow-intra-op-parallelism: expected an int "
+                                         r">= 0 \(0: TensorFlow's choice\), got '2'"):
+        set_tensorflow_threads(intra_op="2")
 
 
 def test_serve_a_corrupt_saved_model(tmp_path):
