@@ -423,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     print(f"# serving benchmark: {args.clients} clients, {args.duration_s:g} s per row, decoder "
           f"{args.decoder}, {os.cpu_count()} CPUs, {load()}")
+    print(f"# memgraph-tf serve arguments: {' '.join(args.serve_arg) or '(the defaults)'}")
     graph = layouts.cora_graph()
     print("\n## bytes")
     layouts.body_bytes_per_node(args.cora_nodes, graph)
