@@ -13,7 +13,11 @@ on 127.0.0.1 that answer REST and gRPC (``--grpc-port``) from one ModelServer.
    agree, and compact / sparse give dense's scores.
    **Baseline** of each row's ratios: REST with batching off, same case and request size, measured
    in this run. The layout ratios are against the dense case, same transport and batching.
-3. ``--float-payload`` (optional): blob ``{"b64": ...}`` bodies against the same features as JSON
+3. Before issue 11: the synthetic case over REST (its only API then) against the server of the
+   last commit before issue 11 (``--before-rev``, checked out from git history into a temporary
+   worktree), same bundle and clients, in this run -- the in-run baseline of the 64-node goal
+   (>= 3x "today's" server); its scores are checked against this run's first.
+4. ``--float-payload`` (optional): blob ``{"b64": ...}`` bodies against the same features as JSON
    float lists (a second SavedModel parsing float features), sequential, size and latency.
 
 The load average (1 min) is printed with every row: the machine is shared; absolute figures move
@@ -56,6 +60,9 @@ CLASSES = [f"class_{i}" for i in range(7)]
 ISSUE_64_NODE_RPS = 96.0
 GOAL_1_NODE_P99_MS = 20.0
 GOAL_64_NODE_RPS = 3 * ISSUE_64_NODE_RPS
+GOAL_64_NODE_SPEEDUP = 3.0
+#: the last commit before issue 11's first change: its server is "today's" of the issue
+BEFORE_REV = "7514148"
 
 
 def build_model(fanouts: list[int], dim: int, classes: list[str], seed: int = 0):
@@ -153,7 +160,7 @@ class Server:
     gRPC; its target is ``self.target``)."""
 
     def __init__(self, base: pathlib.Path, name: str, extra_args: tuple[str, ...] = (),
-                 grpc: bool = False):
+                 grpc: bool = False, code_dir: pathlib.Path | None = None):
         from memgraph_tf.testing.arcadedb import free_port
 
         self.port = free_port()
@@ -164,11 +171,13 @@ class Server:
             self.target = f"127.0.0.1:{grpc_port}"
             extra_args = ("--grpc-port", str(grpc_port), *extra_args)
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        if code_dir is not None:  # another checkout's memgraph_tf (the "before" server)
+            env["PYTHONPATH"] = str(code_dir)
         self.log_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memgraph_tf.cli", "serve", str(base), "--model-name", name,
              "--port", str(self.port), *extra_args], env=env, stdout=self.log_file,
-            stderr=subprocess.STDOUT)
+            stderr=subprocess.STDOUT, cwd=code_dir)
         import requests
 
         deadline = time.monotonic() + 180
@@ -187,6 +196,52 @@ class Server:
         self.proc.terminate()
         self.proc.wait(timeout=30)
         self.log_file.close()
+
+
+def before_rows(args: argparse.Namespace, base: pathlib.Path, blobs: list, want: np.ndarray,
+                rows: dict) -> int:
+    """The synthetic case over REST (its only API) against the server of ``--before-rev`` (the
+    code before issue 11, checked out from git history into a temporary worktree), same bundle,
+    same clients, this run: rows ``(synthetic, n, rest, before)``; its scores are checked against
+    ``want`` (this run's) first. Returns the errors; prints why when the tree cannot be had."""
+    print(f"\n## before issue 11: the server of commit {args.before_rev} (a git worktree), REST, "
+          f"batching off, same bundle and clients, this run")
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    errors = 0
+    with tempfile.TemporaryDirectory(prefix="memgraph-tf-before-") as tmp:
+        tree = pathlib.Path(tmp) / "tree"
+        add = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree),
+                              args.before_rev], capture_output=True, text=True)
+        if add.returncode != 0:
+            print(f"  skipped: no checkout of {args.before_rev}: {add.stderr.strip()}")
+            return 0
+        try:
+            server = Server(base, MODEL, code_dir=tree)
+            try:
+                with make_client(server, "rest", CASES["synthetic"]) as old:
+                    got = np.array([[s for _, s in r] for r in old.classify(blobs[:8])])
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
+                                           err_msg="the before server's scores differ")
+                for n in args.sizes:
+                    r = load_phase(lambda: make_client(server, "rest", CASES["synthetic"]),
+                                   blobs[:n], args.clients, args.duration_s)
+                    rows["synthetic", n, "rest", "before"] = r
+                    errors += len(r["errors"])
+                    print_row("synthetic", n, "rest", "before", r)
+            finally:
+                server.close()
+        finally:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+                           capture_output=True)
+    return errors
+
+
+def print_row(case: str, n: int, transport: str, batching: str, r: dict) -> None:
+    print(f"{case:>9} {n:>5} {transport:>9} {batching:>8} {r['requests']:>8} {r['rps']:>8.1f} "
+          f"{r['nodes_per_s']:>9.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+          f"{len(r['errors']):>6} {r['load']:>5.1f}", flush=True)
+    for e in r["errors"][:5]:
+        print("   error:", e)
 
 
 def body_bytes(client, examples) -> int:
@@ -279,6 +334,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--float-payload", action="store_true",
                    help="also compare blob bodies with JSON float lists (synthetic model)")
     p.add_argument("--reps", type=int, default=30, help="sequential requests per payload case")
+    p.add_argument("--before-rev", default=BEFORE_REV,
+                   help=f"also load the synthetic case over REST against the server of this "
+                        f"commit, checked out from git history (default {BEFORE_REV}, the last "
+                        f"commit before issue 11; '' skips it)")
     args = p.parse_args(argv)
     for key, allowed in (("cases", CASES), ("transports", ("rest", "grpc")),
                          ("batching", ("off", "on"))):
@@ -325,8 +384,9 @@ def export_cases(base: pathlib.Path, cases: list[str], use_op: bool, graph) -> d
     return data
 
 
-def check_answers(server: Server, cases: dict[str, list]) -> None:
-    """REST and gRPC give the same scores for every case; compact and sparse give dense's."""
+def check_answers(server: Server, cases: dict[str, list]) -> dict[str, np.ndarray]:
+    """REST and gRPC give the same scores for every case; compact and sparse give dense's.
+    Returns each case's scores for its first 8 examples."""
     scores = {}
     for case, blobs in cases.items():
         got = {}
@@ -341,6 +401,7 @@ def check_answers(server: Server, cases: dict[str, list]) -> None:
         if case in scores and "dense" in scores:
             np.testing.assert_allclose(scores[case], scores["dense"], rtol=1e-5, atol=1e-6,
                                        err_msg=f"{case} scores differ from dense")
+    return scores
 
 
 def float_payload(args: argparse.Namespace, tmp: pathlib.Path) -> None:
@@ -387,7 +448,7 @@ def print_ratios(rows: dict) -> None:
     print("\n## ratios (baseline: REST, batching off, same case and nodes/request, this run)")
     for (case, n, transport, batching), r in rows.items():
         base = rows.get((case, n, "rest", "off"))
-        if base is None or base is r:
+        if base is None or base is r or batching == "before":
             continue
         print(f"  {case:>9} {n:>2}-node {transport:>4} batching {batching:>3}: req/s "
               f"{r['rps'] / base['rps']:.2f}x, p50 {r['p50_ms'] / base['p50_ms']:.2f}x, "
@@ -400,9 +461,9 @@ def print_ratios(rows: dict) -> None:
                   f"{r['rps'] / base['rps']:.2f}x, p99 {r['p99_ms'] / base['p99_ms']:.2f}x")
 
 
-def print_goals(rows: dict) -> None:
-    ones = {k: r for k, r in rows.items() if k[1] == 1}
-    sixty = {k: r for k, r in rows.items() if k[1] == 64}
+def print_goals(rows: dict, before_rev: str | None = None) -> None:
+    ones = {k: r for k, r in rows.items() if k[1] == 1 and k[3] != "before"}
+    sixty = {k: r for k, r in rows.items() if k[1] == 64 and k[3] != "before"}
     print("\n## issue 11 goals (on this machine, this run)")
     if ones:
         met = sorted(k for k, r in ones.items() if r["p99_ms"] < GOAL_1_NODE_P99_MS)
@@ -416,6 +477,17 @@ def print_goals(rows: dict) -> None:
         print(f"  64-node >= {GOAL_64_NODE_RPS:g} req/s (3x the issue's {ISSUE_64_NODE_RPS:g}, "
               f"an earlier run): met by {len(met)} of {len(sixty)} rows; highest "
               f"{sixty[best]['rps']:.1f} req/s ({'/'.join(map(str, best))})")
+    before = rows.get(("synthetic", 64, "rest", "before"))
+    if before is not None:
+        synth = {k: r for k, r in sixty.items() if k[0] == "synthetic"}
+        best = max(synth, key=lambda k: synth[k]["rps"])
+        speedup = synth[best]["rps"] / before["rps"]
+        print(f"  64-node >= {GOAL_64_NODE_SPEEDUP:g}x the server before issue 11 (commit "
+              f"{before_rev}, REST, this run: {before['rps']:.1f} req/s): "
+              f"{'met' if speedup >= GOAL_64_NODE_SPEEDUP else 'not met'}, best "
+              f"{synth[best]['rps']:.1f} req/s = {speedup:.2f}x ({'/'.join(map(str, best))}); "
+              f"{sum(r['rps'] >= GOAL_64_NODE_SPEEDUP * before['rps'] for r in synth.values())} "
+              f"of {len(synth)} synthetic 64-node rows")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -442,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
             extra = tuple(args.serve_arg) + (("--enable-batching",) if batching == "on" else ())
             server = Server(tmp / MODEL, MODEL, extra, grpc="grpc" in args.transports)
             try:
-                check_answers(server, cases)
+                scores = check_answers(server, cases)
                 for case, blobs in cases.items():
                     for n in args.sizes:
                         if case == "dense" and n > 1 and not args.dense_64:
@@ -452,16 +524,14 @@ def main(argv: list[str] | None = None) -> int:
                                            blobs[:n], args.clients, args.duration_s)
                             rows[case, n, transport, batching] = r
                             total_errors += len(r["errors"])
-                            print(f"{case:>9} {n:>5} {transport:>9} {batching:>8} "
-                                  f"{r['requests']:>8} {r['rps']:>8.1f} {r['nodes_per_s']:>9.1f} "
-                                  f"{r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
-                                  f"{len(r['errors']):>6} {r['load']:>5.1f}", flush=True)
-                            for e in r["errors"][:5]:
-                                print("   error:", e)
+                            print_row(case, n, transport, batching, r)
             finally:
                 server.close()
+        if "synthetic" in cases and args.before_rev:
+            total_errors += before_rows(args, tmp / MODEL, cases["synthetic"],
+                                        scores["synthetic"], rows)
         print_ratios(rows)
-        print_goals(rows)
+        print_goals(rows, args.before_rev)
         if args.float_payload:
             float_payload(args, tmp)
     print(f"\nerrors: {total_errors}; {load()}")
