@@ -37,6 +37,7 @@ import logging
 import math
 import os
 import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -216,7 +217,10 @@ def before_rows(args: argparse.Namespace, base: pathlib.Path, blobs: list, want:
             print(f"  skipped: no checkout of {args.before_rev}: {add.stderr.strip()}")
             return 0
         try:
-            server = Server(base, MODEL, code_dir=tree)
+            # the synthetic version alone: the old code does not read the layouts' bundles
+            only = pathlib.Path(tmp) / "models" / MODEL
+            shutil.copytree(base / str(CASES["synthetic"]), only / str(CASES["synthetic"]))
+            server = Server(only, MODEL, code_dir=tree)
             try:
                 with make_client(server, "rest", CASES["synthetic"]) as old:
                     got = np.array([[s for _, s in r] for r in old.classify(blobs[:8])])
