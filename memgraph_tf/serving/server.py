@@ -313,12 +313,6 @@ def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -
     )
 
 
-_THREAD_OPTIONS = (
-    ("--tensorflow-intra-op-parallelism", "intra_op"),
-    ("--tensorflow-inter-op-parallelism", "inter_op"),
-)
-
-
 def set_tensorflow_threads(intra_op: int = 0, inter_op: int = 0) -> None:
     """Size TensorFlow's thread pools for this process, as TF Serving's
     ``--tensorflow_intra_op_parallelism`` / ``--tensorflow_inter_op_parallelism`` do: ``intra_op``
@@ -327,32 +321,29 @@ def set_tensorflow_threads(intra_op: int = 0, inter_op: int = 0) -> None:
     no-op; otherwise it must run before TensorFlow has run anything in this process. Raises
     ValueError naming the option for a negative or non-int value, or when TensorFlow is already
     running with a different setting."""
-    values = {"intra_op": intra_op, "inter_op": inter_op}
-    for option, kind in _THREAD_OPTIONS:
-        value = values[kind]
+    settings = (("--tensorflow-intra-op-parallelism", "intra_op", intra_op),
+                ("--tensorflow-inter-op-parallelism", "inter_op", inter_op))
+    for option, _, value in settings:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{option}: expected an int >= 0 (0: TensorFlow's choice), got "
                              f"{value!r}")
-    if not any(values.values()):
+    if not intra_op and not inter_op:
         return  # TensorFlow's choice: not even an import
     import tensorflow as tf
 
-    threading_config = tf.config.threading
-    for option, kind in _THREAD_OPTIONS:
-        value = values[kind]
-        if value == 0:
-            continue
-        get = getattr(threading_config, f"get_{kind}_parallelism_threads")
-        if get() == value:
+    config = tf.config.threading
+    for option, kind, value in settings:
+        get = getattr(config, f"get_{kind}_parallelism_threads")
+        if value == 0 or get() == value:
             continue
         try:
-            getattr(threading_config, f"set_{kind}_parallelism_threads")(value)
+            getattr(config, f"set_{kind}_parallelism_threads")(value)
         except RuntimeError as exc:
             raise ValueError(f"{option} {value}: TensorFlow is already running in this process "
                              f"with {get() or 'its own choice of'} threads ({exc})") from None
     logger.info("TensorFlow threads: intra-op %s, inter-op %s",
-                threading_config.get_intra_op_parallelism_threads() or "TensorFlow's choice",
-                threading_config.get_inter_op_parallelism_threads() or "TensorFlow's choice")
+                config.get_intra_op_parallelism_threads() or "TensorFlow's choice",
+                config.get_inter_op_parallelism_threads() or "TensorFlow's choice")
 
 
 def serve(args: argparse.Namespace, graph_source: Any = None) -> int:

@@ -206,8 +206,9 @@ def test_rest_and_grpc_same_answers_on_an_exported_bundle(sage_pair, sage):
 
 
 def test_blob_examples_are_the_mapping_examples_and_split_like_them(sage_pair, recorded_calls):
-    """Blobs go into their bytes feature in place: the server gets the very tf.Examples that the
-    mapping form {blob_feature_key: blob} gives, in one request or split by max_request_bytes."""
+    """Blobs are framed straight into their bytes feature: the server gets the very tf.Examples
+    that the mapping form {blob_feature_key: blob} gives, in one request or split by
+    max_request_bytes."""
     blobs = sage_pair.blobs
     limit = 2 * max(len(b) for b in blobs) + 1100  # at most 2 blobs per request
     with recorded_calls(sage_pair.model_server, "run_classify",
@@ -965,19 +966,21 @@ def test_wire_framing_is_protobufs_own_serialization():
     blobs = [rng.randbytes(n) for n in WIRE_LENGTHS]
     mapping = grpc_codec.example_from_features({"x": [1.5, 2.0], "blob": b"\x01", "n": 3})
     context = grpc_codec.example_from_features({"ctx": "é"})
+    keyed: dict[str, list] = {}  # each key's examples, built once
+    for key in ("blob", "nödé"):
+        keyed[key] = []
+        for b in blobs:
+            ex = example_pb2.Example()
+            ex.features.feature[key].bytes_list.value.append(b)
+            assert blob_example_prefix(len(b), key) + b == ex.SerializeToString(), len(b)
+            keyed[key].append(ex)
     for request_type in (classification_pb2.ClassificationRequest,
                          regression_pb2.RegressionRequest):
         for spec_fields in ({"name": "m"}, {"name": "sage", "version": 3,
                                             "signature_name": "classify"},
                             {"name": "m", "version_label": "stable"}):
             spec = _protobuf_request(request_type, spec_fields, []).model_spec
-            for key in ("blob", "nödé"):
-                examples = []
-                for b in blobs:
-                    ex = example_pb2.Example()
-                    ex.features.feature[key].bytes_list.value.append(b)
-                    assert blob_example_prefix(len(b), key) + b == ex.SerializeToString(), len(b)
-                    examples.append(ex)
+            for key, examples in keyed.items():
                 want = _protobuf_request(request_type, spec_fields, examples)
                 got = example_request(spec.SerializeToString(),
                                       [(blob_example_prefix(len(b), key), b) for b in blobs])
