@@ -5,7 +5,9 @@ import mgp
 
 
 @mgp.read_proc
-def features(ctx: mgp.ProcCtx, nodes: mgp.List[int], prop: str) -> mgp.Record(id=int, features=mgp.List[float]):
+def features(ctx: mgp.ProcCtx, nodes: mgp.List[int], prop: str) -> mgp.Record(
+    id=int, features=mgp.List[float]
+):
     graph = ctx.graph
     rows = []
     for i, node_id in enumerate(nodes):

@@ -26,7 +26,8 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # The query module and the helper files it imports at that commit (all stdlib-only).
 _PACKAGE_FILES = ("__init__.py", "errors.py", "blob.py", "layout.py") + tuple(
-    f"procedures/{name}.py" for name in ("__init__", "access", "core", "errors", "options"))
+    f"procedures/{name}.py" for name in ("__init__", "access", "core", "errors", "options")
+)
 _QUERY_MODULE = "query_modules/tf_features.py"
 _NAME = re.compile(r"\bmemgraph_tf\b")
 
@@ -41,7 +42,9 @@ def _git_show(path: str, repo: pathlib.Path) -> str:
         raise BaselineUnavailable(
             f"the baseline sampler (commit {COMMIT}) is read from git history, but git is not on PATH"
         )
-    proc = subprocess.run([git, "-C", str(repo), "show", f"{COMMIT}:{path}"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [git, "-C", str(repo), "show", f"{COMMIT}:{path}"], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise BaselineUnavailable(
             f"the baseline sampler: cannot read {path} at commit {COMMIT} from the git history of {repo} "
@@ -50,7 +53,9 @@ def _git_show(path: str, repo: pathlib.Path) -> str:
     return proc.stdout
 
 
-def materialise(dest: str | os.PathLike[str], repo: str | os.PathLike[str] = REPO_ROOT) -> pathlib.Path:
+def materialise(
+    dest: str | os.PathLike[str], repo: str | os.PathLike[str] = REPO_ROOT
+) -> pathlib.Path:
     """Writes the commit's sampler under ``dest`` and returns the query-module file to load.
 
     Guarantees: the package is importable as :data:`PACKAGE` (registered in ``sys.modules``, no
@@ -65,11 +70,14 @@ def materialise(dest: str | os.PathLike[str], repo: str | os.PathLike[str] = REP
         target.write_text(_NAME.sub(PACKAGE, _git_show(f"memgraph_tf/{rel}", repo)))
     module_file = dest / f"{MODULE_NAME}.py"
     module_file.write_text(_NAME.sub(PACKAGE, _git_show(_QUERY_MODULE, repo)))
-    if PACKAGE in sys.modules:  # materialised before (the same files): look in the new copy from now on
+    if (
+        PACKAGE in sys.modules
+    ):  # materialised before (the same files): look in the new copy from now on
         sys.modules[PACKAGE].__path__[:] = [str(root)]
     else:
-        spec = importlib.util.spec_from_file_location(PACKAGE, root / "__init__.py",
-                                                      submodule_search_locations=[str(root)])
+        spec = importlib.util.spec_from_file_location(
+            PACKAGE, root / "__init__.py", submodule_search_locations=[str(root)]
+        )
         assert spec is not None and spec.loader is not None
         package = importlib.util.module_from_spec(spec)
         sys.modules[PACKAGE] = package

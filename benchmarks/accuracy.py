@@ -20,24 +20,38 @@ import sys
 import time
 
 
-
 def main() -> int:
     from memgraph_tf.client import EmbeddedSource, evaluate, train_graphsage
     from memgraph_tf.client.graphsage import PLANETOID_RECIPE, build_feature_cache
     from memgraph_tf.datasets import planetoid_graph
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", default="cora", choices=["cora", "citeseer"])
-    parser.add_argument("--root", default=None, help="folder with the ind.<name>.* files (default: memgraph_tf.datasets.planetoid_root)")
+    parser.add_argument(
+        "--root",
+        default=None,
+        help="folder with the ind.<name>.* files (default: memgraph_tf.datasets.planetoid_root)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=PLANETOID_RECIPE["steps"])
-    parser.add_argument("--test-draws", type=int, default=5, help="neighbourhood samples averaged at test time")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
-                        help="override a recipe setting, e.g. --set eval_draws=8 --set fanouts=[25,10]")
+    parser.add_argument(
+        "--test-draws", type=int, default=5, help="neighbourhood samples averaged at test time"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="override a recipe setting, e.g. --set eval_draws=8 --set fanouts=[25,10]",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s: %(message)s",
+    )
 
     if args.root is None:
         from memgraph_tf.datasets import planetoid_root
@@ -53,12 +67,16 @@ def main() -> int:
     started = time.perf_counter()
     graph = planetoid_graph(args.dataset, args.root)
     source = EmbeddedSource(graph)
-    split = {name: [i for i in graph.nodes() if graph.get_property(i, "split") == name]
-             for name in ("train", "val", "test")}
+    split = {
+        name: [i for i in graph.nodes() if graph.get_property(i, "split") == name]
+        for name in ("train", "val", "test")
+    }
     cache = build_feature_cache(source, ["features"], {})
-    print(f"{args.dataset}: {graph.node_count} nodes, {graph.edge_count} edges, split "
-          f"{len(split['train'])}/{len(split['val'])}/{len(split['test'])}, loaded in "
-          f"{time.perf_counter() - started:.1f} s")
+    print(
+        f"{args.dataset}: {graph.node_count} nodes, {graph.edge_count} edges, split "
+        f"{len(split['train'])}/{len(split['val'])}/{len(split['test'])}, loaded in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     recipe = dict(PLANETOID_RECIPE, steps=args.steps)
     for item in args.set:
         key, _, value = item.partition("=")
@@ -69,17 +87,29 @@ def main() -> int:
     accuracies = []
     for seed in args.seeds:
         t0 = time.perf_counter()
-        result = train_graphsage(source, split["train"], split["val"], feature_cache=cache, seed=seed, **recipe)
-        test = evaluate(result.model, source, split["test"], feature_cache=cache, draws=args.test_draws,
-                        seed=10_000 + seed)["accuracy"]
+        result = train_graphsage(
+            source, split["train"], split["val"], feature_cache=cache, seed=seed, **recipe
+        )
+        test = evaluate(
+            result.model,
+            source,
+            split["test"],
+            feature_cache=cache,
+            draws=args.test_draws,
+            seed=10_000 + seed,
+        )["accuracy"]
         accuracies.append(test)
-        print(f"seed {seed}: test accuracy {test:.4f} (best val {result.best_val_accuracy:.4f} at step "
-              f"{result.best_step}, {len(result.history['step'])} steps, {time.perf_counter() - t0:.0f} s)",
-              flush=True)
+        print(
+            f"seed {seed}: test accuracy {test:.4f} (best val {result.best_val_accuracy:.4f} at step "
+            f"{result.best_step}, {len(result.history['step'])} steps, {time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
     mean = statistics.fmean(accuracies)
     spread = statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0
-    print(f"{args.dataset}: test accuracy mean {mean:.4f}, std {spread:.4f}, min {min(accuracies):.4f}, "
-          f"max {max(accuracies):.4f} over {len(accuracies)} seeds")
+    print(
+        f"{args.dataset}: test accuracy mean {mean:.4f}, std {spread:.4f}, min {min(accuracies):.4f}, "
+        f"max {max(accuracies):.4f} over {len(accuracies)} seeds"
+    )
     return 0
 
 

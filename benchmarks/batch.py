@@ -68,8 +68,9 @@ def build_graph(n: int, dim: int, degree: float, seed: int = 0):
     m = int(n * degree / 2)
     src = rng.integers(0, n, size=m).tolist()
     dst = rng.integers(0, n, size=m).tolist()
-    return EmbeddedGraph.from_edge_list(zip(src, dst), num_nodes=n, label="Node",
-                                        node_properties={"features": features})
+    return EmbeddedGraph.from_edge_list(
+        zip(src, dst), num_nodes=n, label="Node", node_properties={"features": features}
+    )
 
 
 def export(directory: pathlib.Path, fanouts: list[int], dim: int, use_op: bool) -> pathlib.Path:
@@ -79,10 +80,12 @@ def export(directory: pathlib.Path, fanouts: list[int], dim: int, use_op: bool) 
     from memgraph_tf.serving import export_bundle
 
     keras.utils.set_random_seed(0)
-    model = GraphSAGE(fanouts, dim, 4, hidden_units=16, dropout=0.0,
-                      class_names=["a", "b", "c", "d"]).ensure_built()
-    info = export_bundle(model, directory, "BenchSage", 1, use_op=use_op, properties=["features"],
-                         warmup=False)
+    model = GraphSAGE(
+        fanouts, dim, 4, hidden_units=16, dropout=0.0, class_names=["a", "b", "c", "d"]
+    ).ensure_built()
+    info = export_bundle(
+        model, directory, "BenchSage", 1, use_op=use_op, properties=["features"], warmup=False
+    )
     return info.path
 
 
@@ -107,41 +110,79 @@ def child(args: argparse.Namespace) -> dict:
             yield ids
             after = ids[-1]
 
-    probe = BatchClassifier(source, model, batch_size=args.batch_size, write_property="probe", progress=False)
-    model.classify(source.sample_blobs_per_node([0, 1], fanouts, props, opts))  # trace the signature once
+    probe = BatchClassifier(
+        source, model, batch_size=args.batch_size, write_property="probe", progress=False
+    )
+    model.classify(
+        source.sample_blobs_per_node([0, 1], fanouts, props, opts)
+    )  # trace the signature once
 
     t0 = time.perf_counter()
     count = sum(len(source.pack_blob(ids, props)) and len(ids) for ids in paged(probe))
     read_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sampled = sum(len(source.sample_blobs_per_node(ids, fanouts, props, opts)) for ids in paged(probe))
+    sampled = sum(
+        len(source.sample_blobs_per_node(ids, fanouts, props, opts)) for ids in paged(probe)
+    )
     sample_s = time.perf_counter() - t0
 
     rss_before = _rss_mb()
     runs = {}
     for workers, prop in ((1, "predicted_class"), (args.fetch_workers, "forked")):
         cpu0, children0 = _cpu_s(resource.RUSAGE_SELF), _cpu_s(resource.RUSAGE_CHILDREN)
-        summary = BatchClassifier(source, model, batch_size=args.batch_size, write_property=prop,
-                                  fetch_workers=workers, progress=False).run()
+        summary = BatchClassifier(
+            source,
+            model,
+            batch_size=args.batch_size,
+            write_property=prop,
+            fetch_workers=workers,
+            progress=False,
+        ).run()
         assert summary.classified == count == sampled == args.child, (summary, count, sampled)
-        runs[workers] = {"e2e_s": summary.elapsed_s, "cpu_s": _cpu_s(resource.RUSAGE_SELF) - cpu0,
-                         "workers_cpu_s": _cpu_s(resource.RUSAGE_CHILDREN) - children0}
+        runs[workers] = {
+            "e2e_s": summary.elapsed_s,
+            "cpu_s": _cpu_s(resource.RUSAGE_SELF) - cpu0,
+            "workers_cpu_s": _cpu_s(resource.RUSAGE_CHILDREN) - children0,
+        }
     graph = source.graph
-    differ = sum(graph.get_property(i, "predicted_class") != graph.get_property(i, "forked")
-                 or graph.get_property(i, "predicted_class_score") != graph.get_property(i, "forked_score")
-                 for i in range(args.child))
-    assert differ == 0, f"{differ} nodes got other predictions with {args.fetch_workers} fetch workers"
+    differ = sum(
+        graph.get_property(i, "predicted_class") != graph.get_property(i, "forked")
+        or graph.get_property(i, "predicted_class_score") != graph.get_property(i, "forked_score")
+        for i in range(args.child)
+    )
+    assert differ == 0, (
+        f"{differ} nodes got other predictions with {args.fetch_workers} fetch workers"
+    )
     return {
-        "nodes": args.child, "build_s": build_s, "read_s": read_s, "sample_s": sample_s,
-        "runs": runs, "workers": args.fetch_workers, "rss_before_mb": rss_before, "peak_mb": _peak_mb(),
+        "nodes": args.child,
+        "build_s": build_s,
+        "read_s": read_s,
+        "sample_s": sample_s,
+        "runs": runs,
+        "workers": args.fetch_workers,
+        "rss_before_mb": rss_before,
+        "peak_mb": _peak_mb(),
         "worker_peak_mb": _peak_mb(resource.RUSAGE_CHILDREN),
     }
 
 
 def run_child(n: int, bundle: pathlib.Path, args: argparse.Namespace) -> dict:
-    command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", str(n), "--bundle", str(bundle),
-               "--dim", str(args.dim), "--degree", str(args.degree), "--batch-size", str(args.batch_size),
-               "--fetch-workers", str(args.fetch_workers)]
+    command = [
+        sys.executable,
+        str(pathlib.Path(__file__).resolve()),
+        "--child",
+        str(n),
+        "--bundle",
+        str(bundle),
+        "--dim",
+        str(args.dim),
+        "--degree",
+        str(args.degree),
+        "--batch-size",
+        str(args.batch_size),
+        "--fetch-workers",
+        str(args.fetch_workers),
+    ]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if out.returncode != 0:
@@ -150,22 +191,34 @@ def run_child(n: int, bundle: pathlib.Path, args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--nodes", type=int, default=100_000)
-    parser.add_argument("--small", type=int, default=10_000, help="the size the peak RSS is compared with")
+    parser.add_argument(
+        "--small", type=int, default=10_000, help="the size the peak RSS is compared with"
+    )
     parser.add_argument("--dim", type=int, default=16)
     parser.add_argument("--degree", type=float, default=4.0, help="average degree")
     parser.add_argument("--fanouts", default="5,5")
     parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--fetch-workers", type=int, default=2,
-                        help="forked sampling processes of the second end-to-end run (default 2)")
-    parser.add_argument("--op-free", action="store_true", help="the stock-ops bundle instead of the op one")
+    parser.add_argument(
+        "--fetch-workers",
+        type=int,
+        default=2,
+        help="forked sampling processes of the second end-to-end run (default 2)",
+    )
+    parser.add_argument(
+        "--op-free", action="store_true", help="the stock-ops bundle instead of the op one"
+    )
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--bundle", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fetch_workers < 2:
-        parser.error(f"--fetch-workers: expected 2 or more (the one-process run is always measured), "
-                     f"got {args.fetch_workers}")
+        parser.error(
+            f"--fetch-workers: expected 2 or more (the one-process run is always measured), "
+            f"got {args.fetch_workers}"
+        )
     if args.child is not None:
         print(json.dumps(child(args)))
         return
@@ -175,33 +228,50 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mgtf-bench-batch-") as tmp:
         bundle = export(pathlib.Path(tmp), fanouts, args.dim, use_op=not args.op_free)
         results = {n: run_child(n, bundle, args) for n in (args.nodes, args.small)}
-    print(f"batch inference, embedded graph, in-process {'op-free' if args.op_free else 'op'} bundle: "
-          f"fanouts {fanouts}, {args.dim} float32 features, average degree {args.degree}, "
-          f"batches of {args.batch_size}")
+    print(
+        f"batch inference, embedded graph, in-process {'op-free' if args.op_free else 'op'} bundle: "
+        f"fanouts {fanouts}, {args.dim} float32 features, average degree {args.degree}, "
+        f"batches of {args.batch_size}"
+    )
     k = args.fetch_workers
     for n, r in results.items():
         read, sample = n / r["read_s"], n / r["sample_s"]
         one, forked = (r["runs"][str(w)] for w in (1, k))
-        print(f"  {n:>7} nodes: ids + features {read:9.0f} nodes/s | ids + neighbourhoods {sample:7.0f} nodes/s")
+        print(
+            f"  {n:>7} nodes: ids + features {read:9.0f} nodes/s | ids + neighbourhoods {sample:7.0f} nodes/s"
+        )
         for name, run in (("1 process", one), (f"{k} fetch workers", forked)):
             e2e = n / run["e2e_s"]
-            print(f"           end to end, {name}: {e2e:7.0f} nodes/s = {e2e / read:.3f}x ids + features, "
-                  f"{e2e / sample:.2f}x sampling alone; CPU {run['cpu_s'] / n * 1e6:.0f} us/node in this "
-                  f"process + {run['workers_cpu_s'] / n * 1e6:.0f} us/node in fetch workers")
-        print(f"           {k} fetch workers vs 1 process: {one['e2e_s'] / forked['e2e_s']:.2f}x nodes/s, same "
-              f"predictions")
-        print(f"           peak RSS {r['peak_mb']:.0f} MB (before the end-to-end runs {r['rss_before_mb']:.0f} MB; "
-              f"graph built in {r['build_s']:.1f} s); largest fetch worker {r['worker_peak_mb']:.0f} MB")
+            print(
+                f"           end to end, {name}: {e2e:7.0f} nodes/s = {e2e / read:.3f}x ids + features, "
+                f"{e2e / sample:.2f}x sampling alone; CPU {run['cpu_s'] / n * 1e6:.0f} us/node in this "
+                f"process + {run['workers_cpu_s'] / n * 1e6:.0f} us/node in fetch workers"
+            )
+        print(
+            f"           {k} fetch workers vs 1 process: {one['e2e_s'] / forked['e2e_s']:.2f}x nodes/s, same "
+            f"predictions"
+        )
+        print(
+            f"           peak RSS {r['peak_mb']:.0f} MB (before the end-to-end runs {r['rss_before_mb']:.0f} MB; "
+            f"graph built in {r['build_s']:.1f} s); largest fetch worker {r['worker_peak_mb']:.0f} MB"
+        )
     big, small = results[args.nodes], results[args.small]
-    print(f"  peak RSS {args.nodes} vs {args.small} nodes: {big['peak_mb'] / small['peak_mb']:.2f}x "
-          f"(whole process, graph included); growth during the runs "
-          f"{big['peak_mb'] - big['rss_before_mb']:.0f} MB vs {small['peak_mb'] - small['rss_before_mb']:.0f} MB; "
-          f"largest fetch worker {big['worker_peak_mb'] / small['worker_peak_mb']:.2f}x")
+    print(
+        f"  peak RSS {args.nodes} vs {args.small} nodes: {big['peak_mb'] / small['peak_mb']:.2f}x "
+        f"(whole process, graph included); growth during the runs "
+        f"{big['peak_mb'] - big['rss_before_mb']:.0f} MB vs {small['peak_mb'] - small['rss_before_mb']:.0f} MB; "
+        f"largest fetch worker {big['worker_peak_mb'] / small['worker_peak_mb']:.2f}x"
+    )
     best = max(args.nodes / big["runs"][str(w)]["e2e_s"] for w in (1, k))
-    print(f"  load average before / after: {load_before} / {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-          f"({os.cpu_count()} CPUs)")
-    print(f"  goal >= 5000 nodes/s end to end at {args.nodes} nodes: {'met' if best >= 5000 else 'NOT met'} "
-          f"({best:.0f}, the faster of 1 process and {k} fetch workers)")
+    print(
+        f"  load average before / after: {load_before} / {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        f"({os.cpu_count()} CPUs)"
+    )
+    print(
+        f"  goal >= 5000 nodes/s end to end at {args.nodes} nodes: {'met' if best >= 5000 else 'NOT met'} "
+        f"({best:.0f}, the faster of 1 process and {k} fetch workers)"
+    )
+
 
 if __name__ == "__main__":
     main()

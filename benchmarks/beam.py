@@ -48,7 +48,11 @@ def graph_rows(n: int, dim: int, degree: float, seed: int = 0):
     features = rng.standard_normal((n, dim)).astype(np.float32)
     nodes = [{"id": i, "features": features[i].tolist()} for i in range(n)]
     m = int(n * degree / 2)
-    edges = [(int(a), int(b)) for a, b in zip(rng.integers(0, n, size=m), rng.integers(0, n, size=m)) if a != b]
+    edges = [
+        (int(a), int(b))
+        for a, b in zip(rng.integers(0, n, size=m), rng.integers(0, n, size=m))
+        if a != b
+    ]
     return nodes, edges
 
 
@@ -59,30 +63,49 @@ def export(directory: pathlib.Path, fanouts: list[int], dim: int, use_op: bool) 
     from memgraph_tf.serving import export_bundle
 
     keras.utils.set_random_seed(0)
-    model = GraphSAGE(fanouts, dim, 4, hidden_units=16, dropout=0.0, class_names=["a", "b", "c", "d"]).ensure_built()
-    export_bundle(model, directory, "BeamBench", 1, use_op=use_op, properties=["features"],
-                  sample_options=OPTIONS, warmup=False)
+    model = GraphSAGE(
+        fanouts, dim, 4, hidden_units=16, dropout=0.0, class_names=["a", "b", "c", "d"]
+    ).ensure_built()
+    export_bundle(
+        model,
+        directory,
+        "BeamBench",
+        1,
+        use_op=use_op,
+        properties=["features"],
+        sample_options=OPTIONS,
+        warmup=False,
+    )
     return directory / "BeamBench"
 
 
 def classes_bolt(source, prop: str) -> dict[int, str]:
-    rows = source.read(f"MATCH (n:{LABEL}) WHERE n.`{prop}` IS NOT NULL RETURN n.id AS id, n.`{prop}` AS c")
+    rows = source.read(
+        f"MATCH (n:{LABEL}) WHERE n.`{prop}` IS NOT NULL RETURN n.id AS id, n.`{prop}` AS c"
+    )
     return {r["id"]: r["c"] for r in rows}
 
 
 def classes_embedded(source, prop: str) -> dict[int, str]:
     graph = source.graph
-    return {graph.get_property(i, "id"): graph.get_property(i, prop) for i in graph.nodes(LABEL)
-            if graph.get_property(i, prop) is not None}
+    return {
+        graph.get_property(i, "id"): graph.get_property(i, prop)
+        for i in graph.nodes(LABEL)
+        if graph.get_property(i, prop) is not None
+    }
 
 
 def report(rows: list[tuple[str, int, float, float | None, int]], baseline: float) -> None:
-    print(f"  {'run':<34} {'nodes':>6} {'whole run':>16} {'steady':>16} {'vs batch':>9} {'differ':>6}")
+    print(
+        f"  {'run':<34} {'nodes':>6} {'whole run':>16} {'steady':>16} {'vs batch':>9} {'differ':>6}"
+    )
     for name, nodes, whole, steady, differ in rows:
         rate = nodes / whole
         steady_text = f"{nodes / steady:8.0f} nodes/s" if steady else " " * 16
         ratio = (nodes / steady if steady else rate) / baseline
-        print(f"  {name:<34} {nodes:>6} {rate:8.0f} nodes/s {steady_text} {ratio:8.2f}x {differ:>6}")
+        print(
+            f"  {name:<34} {nodes:>6} {rate:8.0f} nodes/s {steady_text} {ratio:8.2f}x {differ:>6}"
+        )
 
 
 def bolt_section(args, bundle: pathlib.Path) -> None:
@@ -93,46 +116,85 @@ def bolt_section(args, bundle: pathlib.Path) -> None:
 
     nodes, edges = graph_rows(args.nodes, args.dim, args.degree)
     with ArcadeDBServerProcess(heap_size="1g") as server:
-        os.environ.update(MEMGRAPH_TF_USER=server.user, MEMGRAPH_TF_PASSWORD=server.password,
-                          MEMGRAPH_TF_DATABASE=server.database)  # what the worker processes log in with
+        os.environ.update(
+            MEMGRAPH_TF_USER=server.user,
+            MEMGRAPH_TF_PASSWORD=server.password,
+            MEMGRAPH_TF_DATABASE=server.database,
+        )  # what the worker processes log in with
         source = connect(server.uri)
         t0 = time.perf_counter()
         for start in range(0, len(nodes), 1000):
-            source.write(f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, features: r.features}})",
-                         {"rows": nodes[start:start + 1000]})
+            source.write(
+                f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, features: r.features}})",
+                {"rows": nodes[start : start + 1000]},
+            )
         try:
             source.write(f"CREATE INDEX ON :{LABEL}(id)")
         except Exception:  # noqa: BLE001 -- ArcadeDB's own syntax differs; only slower without it
             logging.getLogger(__name__).info("no index on :%s(id)", LABEL)
         for start in range(0, len(edges), 2000):
-            source.write(f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p[0]}}), (b:{LABEL} {{id: p[1]}}) "
-                         f"CREATE (a)-[:LINK]->(b)", {"pairs": [list(e) for e in edges[start:start + 2000]]})
-        print(f"Bolt (ArcadeDB {server.uri}, client-side fallback): {args.nodes} nodes, {len(edges)} edges "
-              f"loaded in {time.perf_counter() - t0:.1f} s; batch size {args.batch_size}")
+            source.write(
+                f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p[0]}}), (b:{LABEL} {{id: p[1]}}) "
+                f"CREATE (a)-[:LINK]->(b)",
+                {"pairs": [list(e) for e in edges[start : start + 2000]]},
+            )
+        print(
+            f"Bolt (ArcadeDB {server.uri}, client-side fallback): {args.nodes} nodes, {len(edges)} edges "
+            f"loaded in {time.perf_counter() - t0:.1f} s; batch size {args.batch_size}"
+        )
         cfg = ModelSpec.resolve(bundle=bundle).config
-        sample = source.sample_blobs_per_node(list(range(min(100, args.nodes))), list(cfg.fanouts),
-                                              list(cfg.properties), OPTIONS)
+        sample = source.sample_blobs_per_node(
+            list(range(min(100, args.nodes))), list(cfg.fanouts), list(cfg.properties), OPTIONS
+        )
         per_node = sum(len(b) for b in sample) / len(sample)
         print(f"  blob per node: {per_node:.0f} bytes ({per_node * 4 / 3:.0f} as base64 text)")
         with BundleBackend(bundle) as backend:
-            classify_graph(source, backend, node_ids=[0, 1], write_property="bench_warmup", progress=False)
-            batch = classify_graph(source, backend, batch_size=args.batch_size, write_property="bench_batch",
-                                   progress=False)
+            classify_graph(
+                source, backend, node_ids=[0, 1], write_property="bench_warmup", progress=False
+            )
+            batch = classify_graph(
+                source,
+                backend,
+                batch_size=args.batch_size,
+                write_property="bench_batch",
+                progress=False,
+            )
         want = classes_bolt(source, "bench_batch")
         assert len(want) == args.nodes, len(want)
         rows = [("batch (classify_graph, 1 process)", batch.classified, batch.elapsed_s, None, 0)]
         spec, model = GraphSpec(server.uri), ModelSpec.resolve(bundle=bundle)
         for workers in args.workers:
-            common = dict(runner="DirectRunner", num_workers=workers, running_mode="multi_processing",
-                          batch_size=args.batch_size, num_ranges=max(8, 4 * workers), pipeline_args=QUIET)
-            fixed = classify_with_beam(spec, model, where="n.id < $k", where_params={"k": 1},
-                                       write_property=f"bench_fixed{workers}", **common)
+            common = dict(
+                runner="DirectRunner",
+                num_workers=workers,
+                running_mode="multi_processing",
+                batch_size=args.batch_size,
+                num_ranges=max(8, 4 * workers),
+                pipeline_args=QUIET,
+            )
+            fixed = classify_with_beam(
+                spec,
+                model,
+                where="n.id < $k",
+                where_params={"k": 1},
+                write_property=f"bench_fixed{workers}",
+                **common,
+            )
             full = classify_with_beam(spec, model, write_property=f"bench_beam{workers}", **common)
             got = classes_bolt(source, f"bench_beam{workers}")
             differ = sum(got.get(k) != v for k, v in want.items()) + len(set(got) - set(want))
-            rows.append((f"beam multi_processing, {workers} worker(s)", full.written, full.elapsed_s,
-                         max(full.elapsed_s - fixed.elapsed_s, 1e-9), differ))
-            print(f"  (beam {workers}: fixed cost {fixed.elapsed_s:.1f} s for {fixed.written} node)")
+            rows.append(
+                (
+                    f"beam multi_processing, {workers} worker(s)",
+                    full.written,
+                    full.elapsed_s,
+                    max(full.elapsed_s - fixed.elapsed_s, 1e-9),
+                    differ,
+                )
+            )
+            print(
+                f"  (beam {workers}: fixed cost {fixed.elapsed_s:.1f} s for {fixed.written} node)"
+            )
         report(rows, batch.classified / batch.elapsed_s)
         source.close()
 
@@ -157,20 +219,41 @@ def embedded_section(args, bundle: pathlib.Path) -> None:
     source = fresh()
     with BundleBackend(bundle) as backend:
         classify_graph(source, backend, node_ids=[0, 1], write_property="warmup", progress=False)
-        batch = classify_graph(source, backend, batch_size=args.batch_size, write_property="p", progress=False)
+        batch = classify_graph(
+            source, backend, batch_size=args.batch_size, write_property="p", progress=False
+        )
     want = classes_embedded(source, "p")
     rows = [("batch (classify_graph)", batch.classified, batch.elapsed_s, None, 0)]
     model = ModelSpec.resolve(bundle=bundle)
-    [blob] = source.sample_blobs_per_node([0], model.config.fanouts, model.config.properties, OPTIONS)
-    model.open(shared=True).classify([blob])  # the workers' shared bundle, loaded and warm before the clock
+    [blob] = source.sample_blobs_per_node(
+        [0], model.config.fanouts, model.config.properties, OPTIONS
+    )
+    model.open(shared=True).classify(
+        [blob]
+    )  # the workers' shared bundle, loaded and warm before the clock
     for workers, mode in ((1, "in_memory"), (2, "multi_threading")):
         source = fresh()
         spec = register_graph(source)
-        full = classify_with_beam(spec, model, num_workers=workers, running_mode=mode, batch_size=args.batch_size,
-                                  num_ranges=8, write_property="p", pipeline_args=QUIET)
+        full = classify_with_beam(
+            spec,
+            model,
+            num_workers=workers,
+            running_mode=mode,
+            batch_size=args.batch_size,
+            num_ranges=8,
+            write_property="p",
+            pipeline_args=QUIET,
+        )
         got = classes_embedded(source, "p")
-        rows.append((f"beam {mode}, {workers} worker(s)", full.written, full.elapsed_s, None,
-                     sum(got.get(k) != v for k, v in want.items())))
+        rows.append(
+            (
+                f"beam {mode}, {workers} worker(s)",
+                full.written,
+                full.elapsed_s,
+                None,
+                sum(got.get(k) != v for k, v in want.items()),
+            )
+        )
     report(rows, batch.classified / batch.elapsed_s)
 
 
@@ -181,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--degree", type=float, default=6.0)
     parser.add_argument("--fanouts", default="5,5")
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--workers", default="1,2", help="Beam worker processes to try, comma-separated")
+    parser.add_argument(
+        "--workers", default="1,2", help="Beam worker processes to try, comma-separated"
+    )
     parser.add_argument("--op", action="store_true", help="the op bundle (default: op-free)")
     parser.add_argument("--embedded", action="store_true", help="also the in-process comparison")
     parser.add_argument("--no-bolt", action="store_true", help="skip the Bolt section")
@@ -190,8 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     logging.basicConfig(level=logging.WARNING)
     fanouts = [int(f) for f in args.fanouts.split(",")]
-    print(f"memgraph_tf.beam benchmark: fanouts {fanouts}, dim {args.dim}, {'op' if args.op else 'op-free'} "
-          f"bundle, {os.cpu_count()} cores (python {sys.version.split()[0]})")
+    print(
+        f"memgraph_tf.beam benchmark: fanouts {fanouts}, dim {args.dim}, {'op' if args.op else 'op-free'} "
+        f"bundle, {os.cpu_count()} cores (python {sys.version.split()[0]})"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         bundle = export(pathlib.Path(tmp), fanouts, args.dim, args.op)
         if not args.no_bolt:

@@ -34,28 +34,41 @@ def load(source, rows: int, dim: int, batch: int) -> np.ndarray:
     source.write("MATCH (n:BenchRow) DELETE n")
     source.write("MATCH (n:BenchBatch) DELETE n")
     for start in range(0, rows, 1000):
-        part = data[start:start + 1000]
-        source.write("UNWIND $rows AS r CREATE (:BenchRow {i: r.i, f: r.f})",
-                     {"rows": [{"i": start + j, "f": row.tolist()} for j, row in enumerate(part)]})
+        part = data[start : start + 1000]
+        source.write(
+            "UNWIND $rows AS r CREATE (:BenchRow {i: r.i, f: r.f})",
+            {"rows": [{"i": start + j, "f": row.tolist()} for j, row in enumerate(part)]},
+        )
     blobs = []
     for b, start in enumerate(range(0, rows, batch)):
-        part = data[start:start + batch]
-        text = blob.pack_b64({"features": part, "ids": np.arange(start, start + len(part), dtype=np.int64)})
+        part = data[start : start + batch]
+        text = blob.pack_b64(
+            {"features": part, "ids": np.arange(start, start + len(part), dtype=np.int64)}
+        )
         blobs.append({"i": b, "blob": text})
     for start in range(0, len(blobs), 8):
-        source.write("UNWIND $rows AS r CREATE (:BenchBatch {i: r.i, blob: r.blob})", {"rows": blobs[start:start + 8]})
+        source.write(
+            "UNWIND $rows AS r CREATE (:BenchBatch {i: r.i, blob: r.blob})",
+            {"rows": blobs[start : start + 8]},
+        )
     return data
 
 
 def lists_dataset(source, dim: int, batch: int) -> tf.data.Dataset:
-    ds = OpenCypherDataset(source, "MATCH (n:BenchRow) RETURN n.f AS f ORDER BY n.i", {"f": ("float32", [dim])},
-                           fetch_size=1000)
+    ds = OpenCypherDataset(
+        source,
+        "MATCH (n:BenchRow) RETURN n.f AS f ORDER BY n.i",
+        {"f": ("float32", [dim])},
+        fetch_size=1000,
+    )
     return ds.map(lambda row: row["f"]).batch(batch)
 
 
 def blob_dataset(source, dim: int, decoder: str) -> tf.data.Dataset:
     unpack = unpacker(decoder)
-    ds = OpenCypherDataset(source, "MATCH (b:BenchBatch) RETURN b.blob AS blob ORDER BY b.i", tf.string, fetch_size=8)
+    ds = OpenCypherDataset(
+        source, "MATCH (b:BenchBatch) RETURN b.blob AS blob ORDER BY b.i", tf.string, fetch_size=8
+    )
 
     def decode(text: tf.Tensor) -> tf.Tensor:
         return unpack(text, ["features"], [tf.float32], shapes=[[None, dim]], encoding="base64")[0]
@@ -69,7 +82,9 @@ def run_once(ds: tf.data.Dataset) -> tuple[float, np.ndarray]:
     return time.perf_counter() - started, np.concatenate(parts)
 
 
-def measure(datasets: dict[str, tf.data.Dataset], repeats: int) -> dict[str, tuple[float, np.ndarray]]:
+def measure(
+    datasets: dict[str, tf.data.Dataset], repeats: int
+) -> dict[str, tuple[float, np.ndarray]]:
     """Median seconds per full pass, after one warm-up pass each (the server JIT-compiles its query
     paths); the ways take turns so that load from elsewhere hits both alike."""
     for ds in datasets.values():
@@ -84,10 +99,14 @@ def measure(datasets: dict[str, tf.data.Dataset], repeats: int) -> dict[str, tup
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=1024, help="rows per blob (and per lists batch)")
+    parser.add_argument(
+        "--batch", type=int, default=1024, help="rows per blob (and per lists batch)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--decoder", default="auto", choices=["auto", "op", "portable"])
     args = parser.parse_args()
@@ -96,18 +115,31 @@ def main() -> None:
         with connect(server.uri, auth=server.auth, database=server.database) as source:
             started = time.perf_counter()
             data = load(source, args.rows, args.dim, args.batch)
-            print(f"loaded {args.rows} rows x {args.dim} float32 into ArcadeDB in {time.perf_counter() - started:.1f} s")
+            print(
+                f"loaded {args.rows} rows x {args.dim} float32 into ArcadeDB in {time.perf_counter() - started:.1f} s"
+            )
             # "auto" falls back to the stock-op decoder when the op library cannot be built: say which ran
             way = "unpack op" if unpacker(args.decoder) is ops.unpack_blob else "portable decoder"
-            results = measure({"lists": lists_dataset(source, args.dim, args.batch),
-                               "blob": blob_dataset(source, args.dim, args.decoder)}, args.repeats)
+            results = measure(
+                {
+                    "lists": lists_dataset(source, args.dim, args.batch),
+                    "blob": blob_dataset(source, args.dim, args.decoder),
+                },
+                args.repeats,
+            )
             (lists_s, lists_out), (blob_s, blob_out) = results["lists"], results["blob"]
             if not (np.array_equal(lists_out, data) and np.array_equal(blob_out, data)):
                 raise SystemExit("fetched features differ from the features loaded")
     lists_rate, blob_rate = args.rows / lists_s, args.rows / blob_s
-    print(f"lists of floats via OpenCypherDataset : {lists_rate:12,.0f} rows/s  ({lists_s:.3f} s, median of {args.repeats})")
-    print(f"blob per {args.batch} rows via {way:<15}: {blob_rate:12,.0f} rows/s  ({blob_s:.3f} s, median of {args.repeats})")
-    print(f"ratio blob / lists                    : {blob_rate / lists_rate:12.1f} x  (target >= 10 x)")
+    print(
+        f"lists of floats via OpenCypherDataset : {lists_rate:12,.0f} rows/s  ({lists_s:.3f} s, median of {args.repeats})"
+    )
+    print(
+        f"blob per {args.batch} rows via {way:<15}: {blob_rate:12,.0f} rows/s  ({blob_s:.3f} s, median of {args.repeats})"
+    )
+    print(
+        f"ratio blob / lists                    : {blob_rate / lists_rate:12.1f} x  (target >= 10 x)"
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,13 @@ def cora_graph():
 
 
 def blobs_per_node(graph, node_ids: list[int], layout: str, seed: int = 7) -> list[bytes]:
-    rows = graph.call("tf_features.sample_per_node", node_ids, FANOUTS, ["features"],
-                      {"seed": seed, "layout": layout, "direction": "both"})
+    rows = graph.call(
+        "tf_features.sample_per_node",
+        node_ids,
+        FANOUTS,
+        ["features"],
+        {"seed": seed, "layout": layout, "direction": "both"},
+    )
     return [blob.b64decode(r["blob"]) for r in rows]
 
 
@@ -59,13 +64,17 @@ def body_bytes_per_node(nodes: int | None = None, graph=None) -> dict[str, list[
         part = ids[:64] if layout == "dense" else ids
         sizes[layout] = [body_bytes(b) for b in blobs_per_node(graph, part, layout)]
     dense = statistics.median(sizes["dense"])
-    print(f"REST :classify body bytes per Cora node, fanouts {tuple(FANOUTS)}, {len(ids)} nodes "
-          f"(dense: {len(sizes['dense'])}, all the same size)")
+    print(
+        f"REST :classify body bytes per Cora node, fanouts {tuple(FANOUTS)}, {len(ids)} nodes "
+        f"(dense: {len(sizes['dense'])}, all the same size)"
+    )
     print(f"  {'layout':8s} {'node 0':>9s} {'median':>9s} {'p90':>9s} {'max':>9s}  dense/median")
     for layout, s in sizes.items():
         p90 = float(np.percentile(s, 90))
-        print(f"  {layout:8s} {s[0]:9d} {statistics.median(s):9.0f} {p90:9.0f} {max(s):9d}  "
-              f"{dense / statistics.median(s):8.1f}x")
+        print(
+            f"  {layout:8s} {s[0]:9d} {statistics.median(s):9.0f} {p90:9.0f} {max(s):9d}  "
+            f"{dense / statistics.median(s):8.1f}x"
+        )
     return sizes
 
 
@@ -79,27 +88,48 @@ def same_scores(nodes: int = 64, graph=None) -> None:
 
     graph = graph if graph is not None else cora_graph()
     ids = list(range(nodes))
-    model = GraphSAGE(FANOUTS, 1433, 7, hidden_units=64, normalize_features=True, normalize_hidden=True,
-                      class_names=[f"c{i}" for i in range(7)])
+    model = GraphSAGE(
+        FANOUTS,
+        1433,
+        7,
+        hidden_units=64,
+        normalize_features=True,
+        normalize_hidden=True,
+        class_names=[f"c{i}" for i in range(7)],
+    )
     model.ensure_built()
     scores = {}
     with tempfile.TemporaryDirectory() as base:
         for layout in LAYOUTS:
-            info = export_bundle(model, base, f"cora_{layout}", 1, use_op=False, layout=layout,
-                                 sample_options={"seed": 7, "direction": "both"}, warmup=False)
+            info = export_bundle(
+                model,
+                base,
+                f"cora_{layout}",
+                1,
+                use_op=False,
+                layout=layout,
+                sample_options={"seed": 7, "direction": "both"},
+                warmup=False,
+            )
             loaded = tf.saved_model.load(str(info.path))
             blobs = tf.constant(blobs_per_node(graph, ids, layout))
             scores[layout] = loaded.signatures["serving_default"](blobs=blobs)["scores"].numpy()
     for layout in LAYOUTS[1:]:
-        assert scores[layout].tobytes() == scores["dense"].tobytes(), f"{layout} scores differ from dense"
+        assert scores[layout].tobytes() == scores["dense"].tobytes(), (
+            f"{layout} scores differ from dense"
+        )
     top = scores["dense"].argmax(axis=1)
-    print(f"scores of {nodes} Cora nodes, op-free bundles: compact and sparse bitwise equal to dense "
-          f"(top classes {np.bincount(top, minlength=7).tolist()})")
+    print(
+        f"scores of {nodes} Cora nodes, op-free bundles: compact and sparse bitwise equal to dense "
+        f"(top classes {np.bincount(top, minlength=7).tolist()})"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=None, help="measure the first N nodes (default: all)")
+    parser.add_argument(
+        "--nodes", type=int, default=None, help="measure the first N nodes (default: all)"
+    )
     parser.add_argument("--no-scores", action="store_true", help="skip the bundle score comparison")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)

@@ -66,9 +66,15 @@ def bench_pack(n: int, d: int, repeat: int) -> None:
     t_blob = best_of(via_blob, repeat)
     t_lists = best_of(via_lists, repeat)
     [row] = g.call("tf_features.pack", ids, ["f"], {})
-    print(f"pack {n} nodes x {d} float32 ({payload_mb:.1f} MB of features; blob text {len(row['blob']) / 1e6:.1f} MB)")
-    print(f"  blob  : {n / t_blob:10.0f} nodes/s  {payload_mb / t_blob:8.1f} MB/s  ({t_blob * 1e3:.0f} ms)")
-    print(f"  lists : {n / t_lists:10.0f} nodes/s  {payload_mb / t_lists:8.1f} MB/s  ({t_lists * 1e3:.0f} ms)")
+    print(
+        f"pack {n} nodes x {d} float32 ({payload_mb:.1f} MB of features; blob text {len(row['blob']) / 1e6:.1f} MB)"
+    )
+    print(
+        f"  blob  : {n / t_blob:10.0f} nodes/s  {payload_mb / t_blob:8.1f} MB/s  ({t_blob * 1e3:.0f} ms)"
+    )
+    print(
+        f"  lists : {n / t_lists:10.0f} nodes/s  {payload_mb / t_lists:8.1f} MB/s  ({t_lists * 1e3:.0f} ms)"
+    )
     print(f"  ratio blob/lists: {t_lists / t_blob:.2f}x")
 
 
@@ -90,8 +96,15 @@ def power_law_graph(n: int, m: int, d: int, seed: int = 0) -> EmbeddedGraph:
     return g
 
 
-def _seeds_per_s(g: EmbeddedGraph, proc: str, seeds: list[int], size: int, fanouts: list[int], props: list[str],
-                 options: dict) -> tuple[float, float]:
+def _seeds_per_s(
+    g: EmbeddedGraph,
+    proc: str,
+    seeds: list[int],
+    size: int,
+    fanouts: list[int],
+    props: list[str],
+    options: dict,
+) -> tuple[float, float]:
     """(seeds per wall-clock second, seeds per CPU second of this thread)."""
     t0, c0 = time.perf_counter(), time.thread_time()
     for start in range(0, len(seeds), size):
@@ -99,7 +112,9 @@ def _seeds_per_s(g: EmbeddedGraph, proc: str, seeds: list[int], size: int, fanou
     return len(seeds) / (time.perf_counter() - t0), len(seeds) / (time.thread_time() - c0)
 
 
-def bench_sample(n: int, seeds_count: int, batch: int, d: int, rounds: int, baseline_dir: str) -> None:
+def bench_sample(
+    n: int, seeds_count: int, batch: int, d: int, rounds: int, baseline_dir: str
+) -> None:
     """Sampling seeds/s of ``tf_features.sample`` against the pre-issue-11 code path
     (``_sample_baseline.sample``: commit 93e52a3's sampler from git history, written under
     ``baseline_dir``), alternating the two ``rounds`` times on the same
@@ -110,8 +125,10 @@ def bench_sample(n: int, seeds_count: int, batch: int, d: int, rounds: int, base
     g.load_module(_sample_baseline.materialise(baseline_dir))
     build_s = time.perf_counter() - t0
     degrees = [len(g.neighbours(i)) for i in range(0, n, max(1, n // 2000))]
-    print(f"power-law graph: {g.node_count} nodes, {g.edge_count} edges (built in {build_s:.1f} s); "
-          f"sampled degree median {statistics.median(degrees)}, max {max(degrees)}")
+    print(
+        f"power-law graph: {g.node_count} nodes, {g.edge_count} edges (built in {build_s:.1f} s); "
+        f"sampled degree median {statistics.median(degrees)}, max {max(degrees)}"
+    )
     rng = random.Random(1)
     seeds = [rng.randrange(n) for _ in range(seeds_count)]
     fanouts = [10, 5]
@@ -119,9 +136,13 @@ def bench_sample(n: int, seeds_count: int, batch: int, d: int, rounds: int, base
     for props in ([], ["f"]):
         [old] = g.call("_sample_baseline.sample", seeds[:batch], fanouts, props, opts)
         [new] = g.call("tf_features.sample", seeds[:batch], fanouts, props, opts)
-        assert old["blob"] == new["blob"], "the baseline and tf_features.sample wrote different bytes"
-    print(f"  2-hop (10, 5), {len(seeds)} seeds; best of {rounds} alternating rounds; baseline = the "
-          f"sampler at commit {_sample_baseline.COMMIT} (pre-issue-11, from git history; same bytes, checked)")
+        assert old["blob"] == new["blob"], (
+            "the baseline and tf_features.sample wrote different bytes"
+        )
+    print(
+        f"  2-hop (10, 5), {len(seeds)} seeds; best of {rounds} alternating rounds; baseline = the "
+        f"sampler at commit {_sample_baseline.COMMIT} (pre-issue-11, from git history; same bytes, checked)"
+    )
     for label, props, size in [
         ("ids only, batched", [], batch),
         (f"{d}-d features, batched", ["f"], batch),
@@ -130,21 +151,31 @@ def bench_sample(n: int, seeds_count: int, batch: int, d: int, rounds: int, base
         count = seeds_count if size > 1 else min(seeds_count, 300)
         old, new = [], []
         for _ in range(rounds):
-            old.append(_seeds_per_s(g, "_sample_baseline.sample", seeds[:count], size, fanouts, props, opts))
-            new.append(_seeds_per_s(g, "tf_features.sample", seeds[:count], size, fanouts, props, opts))
+            old.append(
+                _seeds_per_s(
+                    g, "_sample_baseline.sample", seeds[:count], size, fanouts, props, opts
+                )
+            )
+            new.append(
+                _seeds_per_s(g, "tf_features.sample", seeds[:count], size, fanouts, props, opts)
+            )
         wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
         cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
-        print(f"  {label:28s}: baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
-              f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
-              f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
-              f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))})")
+        print(
+            f"  {label:28s}: baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
+            f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
+            f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
+            f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))})"
+        )
     for label, proc, layout_name in [
         (f"{d}-d features, per node", "tf_features.sample_per_node", "dense"),
         (f"{d}-d, batched, compact", "tf_features.sample", "compact"),
         (f"{d}-d, batched, sparse", "tf_features.sample", "sparse"),
     ]:
-        rate = max(_seeds_per_s(g, proc, seeds, batch, fanouts, ["f"], {**opts, "layout": layout_name})[0]
-                   for _ in range(rounds))
+        rate = max(
+            _seeds_per_s(g, proc, seeds, batch, fanouts, ["f"], {**opts, "layout": layout_name})[0]
+            for _ in range(rounds)
+        )
         print(f"  {label:28s}: now {rate:7.0f} seeds/s")
 
 
@@ -162,7 +193,9 @@ def main() -> None:
     if not args.skip_pack:
         bench_pack(args.pack_nodes, args.dim, args.repeat)
     with tempfile.TemporaryDirectory() as baseline_dir:
-        bench_sample(args.graph_nodes, args.seeds, args.batch, args.graph_dim, args.repeat, baseline_dir)
+        bench_sample(
+            args.graph_nodes, args.seeds, args.batch, args.graph_dim, args.repeat, baseline_dir
+        )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import layouts  # noqa: E402  (benchmarks/layouts.py: Cora blobs per layout, body bytes)
+import layouts
 
 log = logging.getLogger("benchmarks.serving")
 
@@ -84,7 +84,8 @@ def build_model(fanouts: list[int], dim: int, classes: list[str], seed: int = 0)
         m = ops.expand_dims(ops.cast(inputs[f"mask_{h}"], "float32"), -1)
         agg = ops.sum(hidden * m, axis=h) / ops.maximum(ops.sum(m, axis=h), 1.0)
         hidden = keras.layers.Dense(32, activation="relu")(
-            ops.concatenate([inputs[f"features_{h - 1}"], agg], -1))
+            ops.concatenate([inputs[f"features_{h - 1}"], agg], -1)
+        )
     out = keras.layers.Dense(len(classes), activation="softmax")(hidden)
     model = keras.Model(inputs, out)
     model.fanouts, model.feature_dim, model.class_names = list(fanouts), dim, list(classes)
@@ -122,8 +123,9 @@ def float_examples(feats: dict[str, np.ndarray]) -> list[dict]:
     return [{k: v[i].reshape(-1) for k, v in feats.items()} for i in range(n)]
 
 
-def export_float_model(model, path: pathlib.Path, fanouts: list[int], dim: int,
-                       classes: list[str]) -> None:
+def export_float_model(
+    model, path: pathlib.Path, fanouts: list[int], dim: int, classes: list[str]
+) -> None:
     """A SavedModel whose classify signature takes the features as float lists in tf.Examples."""
     import tensorflow as tf
 
@@ -132,8 +134,9 @@ def export_float_model(model, path: pathlib.Path, fanouts: list[int], dim: int,
             super().__init__()
             self.model = model
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
-                     autograph=False)
+        @tf.function(
+            input_signature=[tf.TensorSpec([None], tf.string, name="inputs")], autograph=False
+        )
         def classify(self, inputs):
             spec = {}
             for h in range(len(fanouts) + 1):
@@ -152,16 +155,23 @@ def export_float_model(model, path: pathlib.Path, fanouts: list[int], dim: int,
             return {"classes": tf.tile(labels[None], [tf.shape(scores)[0], 1]), "scores": scores}
 
     m = FloatBundle()
-    tf.saved_model.save(m, str(path), signatures={"classify": m.classify,
-                                                   "serving_default": m.classify})
+    tf.saved_model.save(
+        m, str(path), signatures={"classify": m.classify, "serving_default": m.classify}
+    )
 
 
 class Server:
     """``memgraph-tf serve BASE --port P [--grpc-port G]`` in a subprocess (``grpc``: also serve
     gRPC; its target is ``self.target``)."""
 
-    def __init__(self, base: pathlib.Path, name: str, extra_args: tuple[str, ...] = (),
-                 grpc: bool = False, code_dir: pathlib.Path | None = None):
+    def __init__(
+        self,
+        base: pathlib.Path,
+        name: str,
+        extra_args: tuple[str, ...] = (),
+        grpc: bool = False,
+        code_dir: pathlib.Path | None = None,
+    ):
         from memgraph_tf.testing.arcadedb import free_port
 
         self.port = free_port()
@@ -176,9 +186,23 @@ class Server:
             env["PYTHONPATH"] = str(code_dir)
         self.log_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memgraph_tf.cli", "serve", str(base), "--model-name", name,
-             "--port", str(self.port), *extra_args], env=env, stdout=self.log_file,
-            stderr=subprocess.STDOUT, cwd=code_dir)
+            [
+                sys.executable,
+                "-m",
+                "memgraph_tf.cli",
+                "serve",
+                str(base),
+                "--model-name",
+                name,
+                "--port",
+                str(self.port),
+                *extra_args,
+            ],
+            env=env,
+            stdout=self.log_file,
+            stderr=subprocess.STDOUT,
+            cwd=code_dir,
+        )
         import requests
 
         deadline = time.monotonic() + 180
@@ -189,8 +213,10 @@ class Server:
             except requests.ConnectionError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.log_file.seek(0)
-                    raise RuntimeError(f"server for {base} did not start: "
-                                       f"{self.log_file.read()[-2000:].decode(errors='replace')}")
+                    raise RuntimeError(
+                        f"server for {base} did not start: "
+                        f"{self.log_file.read()[-2000:].decode(errors='replace')}"
+                    )
                 time.sleep(0.5)
 
     def close(self) -> None:
@@ -199,20 +225,26 @@ class Server:
         self.log_file.close()
 
 
-def before_rows(args: argparse.Namespace, base: pathlib.Path, blobs: list, want: np.ndarray,
-                rows: dict) -> int:
+def before_rows(
+    args: argparse.Namespace, base: pathlib.Path, blobs: list, want: np.ndarray, rows: dict
+) -> int:
     """The synthetic case over REST (its only API) against the server of ``--before-rev`` (the
     code before issue 11, checked out from git history into a temporary worktree), same bundle,
     same clients, this run: rows ``(synthetic, n, rest, before)``; its scores are checked against
     ``want`` (this run's) first. Returns the errors; prints why when the tree cannot be had."""
-    print(f"\n## before issue 11: the server of commit {args.before_rev} (a git worktree), REST, "
-          f"batching off, same bundle and clients, this run")
+    print(
+        f"\n## before issue 11: the server of commit {args.before_rev} (a git worktree), REST, "
+        f"batching off, same bundle and clients, this run"
+    )
     repo = pathlib.Path(__file__).resolve().parents[1]
     errors = 0
     with tempfile.TemporaryDirectory(prefix="memgraph-tf-before-") as tmp:
         tree = pathlib.Path(tmp) / "tree"
-        add = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree),
-                              args.before_rev], capture_output=True, text=True)
+        add = subprocess.run(
+            ["git", "-C", str(repo), "worktree", "add", "--detach", str(tree), args.before_rev],
+            capture_output=True,
+            text=True,
+        )
         if add.returncode != 0:
             print(f"  skipped: no checkout of {args.before_rev}: {add.stderr.strip()}")
             return 0
@@ -224,26 +256,36 @@ def before_rows(args: argparse.Namespace, base: pathlib.Path, blobs: list, want:
             try:
                 with make_client(server, "rest", CASES["synthetic"]) as old:
                     got = np.array([[s for _, s in r] for r in old.classify(blobs[:8])])
-                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
-                                           err_msg="the before server's scores differ")
+                np.testing.assert_allclose(
+                    got, want, rtol=1e-5, atol=1e-6, err_msg="the before server's scores differ"
+                )
                 for n in args.sizes:
-                    r = load_phase(lambda: make_client(server, "rest", CASES["synthetic"]),
-                                   blobs[:n], args.clients, args.duration_s)
+                    r = load_phase(
+                        lambda: make_client(server, "rest", CASES["synthetic"]),
+                        blobs[:n],
+                        args.clients,
+                        args.duration_s,
+                    )
                     rows["synthetic", n, "rest", "before"] = r
                     errors += len(r["errors"])
                     print_row("synthetic", n, "rest", "before", r)
             finally:
                 server.close()
         finally:
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-                           capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+                capture_output=True,
+            )
     return errors
 
 
 def print_row(case: str, n: int, transport: str, batching: str, r: dict) -> None:
-    print(f"{case:>9} {n:>5} {transport:>9} {batching:>8} {r['requests']:>8} {r['rps']:>8.1f} "
-          f"{r['nodes_per_s']:>9.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
-          f"{len(r['errors']):>6} {r['load']:>5.1f}", flush=True)
+    print(
+        f"{case:>9} {n:>5} {transport:>9} {batching:>8} {r['requests']:>8} {r['rps']:>8.1f} "
+        f"{r['nodes_per_s']:>9.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+        f"{len(r['errors']):>6} {r['load']:>5.1f}",
+        flush=True,
+    )
     for e in r["errors"][:5]:
         print("   error:", e)
 
@@ -252,8 +294,9 @@ def body_bytes(client, examples) -> int:
     from memgraph_tf.serving.client import encode_example
 
     items = [encode_example(e, client.blob_feature_key) for e in examples]
-    bodies = client._parts(client._head(client.classify_signature, None) + '"examples":[', items,
-                           "]}")
+    bodies = client._parts(
+        client._head(client.classify_signature, None) + '"examples":[', items, "]}"
+    )
     return sum(len(b.encode()) for b in bodies)
 
 
@@ -310,41 +353,74 @@ def load_phase(new_client, examples: list, clients: int, duration_s: float) -> d
         t.join()
     wall = time.perf_counter() - t0
     flat = [x for lst in latencies for x in lst]
-    return {"requests": len(flat), "errors": errors, "rps": len(flat) / wall,
-            "load": os.getloadavg()[0],
-            "nodes_per_s": len(flat) * len(examples) / wall,
-            "p50_ms": pct(flat, 50) * 1e3, "p99_ms": pct(flat, 99) * 1e3}
+    return {
+        "requests": len(flat),
+        "errors": errors,
+        "rps": len(flat) / wall,
+        "load": os.getloadavg()[0],
+        "nodes_per_s": len(flat) * len(examples) / wall,
+        "p50_ms": pct(flat, 50) * 1e3,
+        "p99_ms": pct(flat, 99) * 1e3,
+    }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--duration-s", type=float, default=10.0, help="seconds per load row")
     p.add_argument("--clients", type=int, default=8)
-    p.add_argument("--cora-nodes", type=int, default=None,
-                   help="measure body bytes on the first N Cora nodes (default: all 2,708)")
-    p.add_argument("--cases", default="dense,compact,sparse,synthetic",
-                   help=f"comma-separated, of {', '.join(CASES)}")
+    p.add_argument(
+        "--cora-nodes",
+        type=int,
+        default=None,
+        help="measure body bytes on the first N Cora nodes (default: all 2,708)",
+    )
+    p.add_argument(
+        "--cases",
+        default="dense,compact,sparse,synthetic",
+        help=f"comma-separated, of {', '.join(CASES)}",
+    )
     p.add_argument("--sizes", default="1,64", help="nodes per request, comma-separated")
     p.add_argument("--transports", default="rest,grpc")
     p.add_argument("--batching", default="off,on", help="server-side batching: off, on or both")
-    p.add_argument("--dense-64", action="store_true",
-                   help="also load dense Cora with 64-node requests (54 MB bodies)")
-    p.add_argument("--decoder", choices=["auto", "op", "portable"], default="auto",
-                   help="blob decoder in the bundles (auto: op-free when available)")
-    p.add_argument("--serve-arg", action="append", default=[],
-                   help="extra argument for every `memgraph-tf serve` (repeat), e.g. "
-                        "--serve-arg=--batch-timeout-micros=500")
-    p.add_argument("--float-payload", action="store_true",
-                   help="also compare blob bodies with JSON float lists (synthetic model)")
+    p.add_argument(
+        "--dense-64",
+        action="store_true",
+        help="also load dense Cora with 64-node requests (54 MB bodies)",
+    )
+    p.add_argument(
+        "--decoder",
+        choices=["auto", "op", "portable"],
+        default="auto",
+        help="blob decoder in the bundles (auto: op-free when available)",
+    )
+    p.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        help="extra argument for every `memgraph-tf serve` (repeat), e.g. "
+        "--serve-arg=--batch-timeout-micros=500",
+    )
+    p.add_argument(
+        "--float-payload",
+        action="store_true",
+        help="also compare blob bodies with JSON float lists (synthetic model)",
+    )
     p.add_argument("--reps", type=int, default=30, help="sequential requests per payload case")
-    p.add_argument("--before-rev", default=BEFORE_REV,
-                   help=f"also load the synthetic case over REST against the server of this "
-                        f"commit, checked out from git history (default {BEFORE_REV}, the last "
-                        f"commit before issue 11; '' skips it)")
+    p.add_argument(
+        "--before-rev",
+        default=BEFORE_REV,
+        help=f"also load the synthetic case over REST against the server of this "
+        f"commit, checked out from git history (default {BEFORE_REV}, the last "
+        f"commit before issue 11; '' skips it)",
+    )
     args = p.parse_args(argv)
-    for key, allowed in (("cases", CASES), ("transports", ("rest", "grpc")),
-                         ("batching", ("off", "on"))):
+    for key, allowed in (
+        ("cases", CASES),
+        ("transports", ("rest", "grpc")),
+        ("batching", ("off", "on")),
+    ):
         values = [v for v in getattr(args, key).split(",") if v]
         bad = [v for v in values if v not in allowed]
         if bad or not values:
@@ -377,13 +453,27 @@ def export_cases(base: pathlib.Path, cases: list[str], use_op: bool, graph) -> d
             export_bundle(model, base, MODEL, CASES[case], use_op=use_op, warmup=False)
         else:
             if cora is None:
-                cora = GraphSAGE(layouts.FANOUTS, 1433, len(CLASSES), hidden_units=64,
-                                 normalize_features=True, normalize_hidden=True,
-                                 class_names=CLASSES)
+                cora = GraphSAGE(
+                    layouts.FANOUTS,
+                    1433,
+                    len(CLASSES),
+                    hidden_units=64,
+                    normalize_features=True,
+                    normalize_hidden=True,
+                    class_names=CLASSES,
+                )
                 cora.ensure_built()
             blobs = layouts.blobs_per_node(graph, list(range(64)), case)
-            export_bundle(cora, base, MODEL, CASES[case], use_op=use_op, layout=case,
-                          sample_options={"seed": 7, "direction": "both"}, warmup=False)
+            export_bundle(
+                cora,
+                base,
+                MODEL,
+                CASES[case],
+                use_op=use_op,
+                layout=case,
+                sample_options={"seed": 7, "direction": "both"},
+                warmup=False,
+            )
         data[case] = blobs
     return data
 
@@ -398,13 +488,23 @@ def check_answers(server: Server, cases: dict[str, list]) -> dict[str, np.ndarra
             with make_client(server, transport, CASES[case]) as c:
                 got[transport] = np.array([[s for _, s in r] for r in c.classify(blobs[:8])])
         if "grpc" in got:
-            np.testing.assert_allclose(got["rest"], got["grpc"], rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{case}: REST and gRPC scores differ")
+            np.testing.assert_allclose(
+                got["rest"],
+                got["grpc"],
+                rtol=1e-5,
+                atol=1e-6,
+                err_msg=f"{case}: REST and gRPC scores differ",
+            )
         scores[case] = got["rest"]
     for case in ("compact", "sparse"):
         if case in scores and "dense" in scores:
-            np.testing.assert_allclose(scores[case], scores["dense"], rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{case} scores differ from dense")
+            np.testing.assert_allclose(
+                scores[case],
+                scores["dense"],
+                rtol=1e-5,
+                atol=1e-6,
+                err_msg=f"{case} scores differ from dense",
+            )
     return scores
 
 
@@ -421,26 +521,36 @@ def float_payload(args: argparse.Namespace, tmp: pathlib.Path) -> None:
     floats = float_examples(feats)
     export_bundle(model, tmp / "blob", "GraphSage", 1, use_op=args.decoder == "op")
     export_float_model(model, tmp / "float" / "1", fanouts, dim, CLASSES)
-    servers = [Server(tmp / "blob" / "GraphSage", "GraphSage"),
-               Server(tmp / "float", "GraphSageFloat")]
+    servers = [
+        Server(tmp / "blob" / "GraphSage", "GraphSage"),
+        Server(tmp / "float", "GraphSageFloat"),
+    ]
     try:
-        with ServingClient(servers[0].url, "GraphSage", timeout_s=60) as cb, \
-                ServingClient(servers[1].url, "GraphSageFloat", timeout_s=60) as cf:
+        with (
+            ServingClient(servers[0].url, "GraphSage", timeout_s=60) as cb,
+            ServingClient(servers[1].url, "GraphSageFloat", timeout_s=60) as cf,
+        ):
             got_b = np.array([[s for _, s in r] for r in cb.classify(blobs)])
             got_f = np.array([[s for _, s in r] for r in cf.classify(floats)])
             np.testing.assert_allclose(got_b, want, atol=1e-5)
             np.testing.assert_allclose(got_f, want, atol=1e-5)
-            print(f"\n## payload (synthetic model): blob {{b64}} vs the same features as JSON "
-                  f"float lists (sequential, {args.reps} requests each; {load()})")
-            print(f"{'nodes':>5} {'blob bytes':>11} {'float bytes':>12} {'bytes x':>8} "
-                  f"{'blob p50 ms':>12} {'float p50 ms':>13} {'latency x':>10}")
+            print(
+                f"\n## payload (synthetic model): blob {{b64}} vs the same features as JSON "
+                f"float lists (sequential, {args.reps} requests each; {load()})"
+            )
+            print(
+                f"{'nodes':>5} {'blob bytes':>11} {'float bytes':>12} {'bytes x':>8} "
+                f"{'blob p50 ms':>12} {'float p50 ms':>13} {'latency x':>10}"
+            )
             for n in args.sizes:
                 bb, fb = body_bytes(cb, blobs[:n]), body_bytes(cf, floats[:n])
                 cb.classify(blobs[:n]), cf.classify(floats[:n])  # warm
                 mb = statistics.median(timed(lambda: cb.classify(blobs[:n]), args.reps)) * 1e3
                 mf = statistics.median(timed(lambda: cf.classify(floats[:n]), args.reps)) * 1e3
-                print(f"{n:>5} {bb:>11} {fb:>12} {fb / bb:>8.2f} {mb:>12.2f} {mf:>13.2f} "
-                      f"{mf / mb:>10.2f}")
+                print(
+                    f"{n:>5} {bb:>11} {fb:>12} {fb / bb:>8.2f} {mb:>12.2f} {mf:>13.2f} "
+                    f"{mf / mb:>10.2f}"
+                )
     finally:
         for s in servers:
             s.close()
@@ -454,15 +564,19 @@ def print_ratios(rows: dict) -> None:
         base = rows.get((case, n, "rest", "off"))
         if base is None or base is r or batching == "before":
             continue
-        print(f"  {case:>9} {n:>2}-node {transport:>4} batching {batching:>3}: req/s "
-              f"{r['rps'] / base['rps']:.2f}x, p50 {r['p50_ms'] / base['p50_ms']:.2f}x, "
-              f"p99 {r['p99_ms'] / base['p99_ms']:.2f}x")
+        print(
+            f"  {case:>9} {n:>2}-node {transport:>4} batching {batching:>3}: req/s "
+            f"{r['rps'] / base['rps']:.2f}x, p50 {r['p50_ms'] / base['p50_ms']:.2f}x, "
+            f"p99 {r['p99_ms'] / base['p99_ms']:.2f}x"
+        )
     print("\n## layouts (baseline: dense, same transport, batching and nodes/request, this run)")
     for (case, n, transport, batching), r in rows.items():
         base = rows.get(("dense", n, transport, batching))
         if case in ("compact", "sparse") and base is not None:
-            print(f"  {case:>9} {n:>2}-node {transport:>4} batching {batching:>3}: req/s "
-                  f"{r['rps'] / base['rps']:.2f}x, p99 {r['p99_ms'] / base['p99_ms']:.2f}x")
+            print(
+                f"  {case:>9} {n:>2}-node {transport:>4} batching {batching:>3}: req/s "
+                f"{r['rps'] / base['rps']:.2f}x, p99 {r['p99_ms'] / base['p99_ms']:.2f}x"
+            )
 
 
 def print_goals(rows: dict, before_rev: str | None = None) -> None:
@@ -472,33 +586,41 @@ def print_goals(rows: dict, before_rev: str | None = None) -> None:
     if ones:
         met = sorted(k for k, r in ones.items() if r["p99_ms"] < GOAL_1_NODE_P99_MS)
         best = min(ones, key=lambda k: ones[k]["p99_ms"])
-        print(f"  1-node p99 < {GOAL_1_NODE_P99_MS:g} ms: met by {len(met)} of {len(ones)} rows "
-              f"{['/'.join(map(str, k)) for k in met]}; lowest {ones[best]['p99_ms']:.2f} ms "
-              f"({'/'.join(map(str, best))})")
+        print(
+            f"  1-node p99 < {GOAL_1_NODE_P99_MS:g} ms: met by {len(met)} of {len(ones)} rows "
+            f"{['/'.join(map(str, k)) for k in met]}; lowest {ones[best]['p99_ms']:.2f} ms "
+            f"({'/'.join(map(str, best))})"
+        )
     if sixty:
         met = sorted(k for k, r in sixty.items() if r["rps"] >= GOAL_64_NODE_RPS)
         best = max(sixty, key=lambda k: sixty[k]["rps"])
-        print(f"  64-node >= {GOAL_64_NODE_RPS:g} req/s (3x the issue's {ISSUE_64_NODE_RPS:g}, "
-              f"an earlier run): met by {len(met)} of {len(sixty)} rows; highest "
-              f"{sixty[best]['rps']:.1f} req/s ({'/'.join(map(str, best))})")
+        print(
+            f"  64-node >= {GOAL_64_NODE_RPS:g} req/s (3x the issue's {ISSUE_64_NODE_RPS:g}, "
+            f"an earlier run): met by {len(met)} of {len(sixty)} rows; highest "
+            f"{sixty[best]['rps']:.1f} req/s ({'/'.join(map(str, best))})"
+        )
     before = rows.get(("synthetic", 64, "rest", "before"))
     if before is not None:
         synth = {k: r for k, r in sixty.items() if k[0] == "synthetic"}
         best = max(synth, key=lambda k: synth[k]["rps"])
         speedup = synth[best]["rps"] / before["rps"]
-        print(f"  64-node >= {GOAL_64_NODE_SPEEDUP:g}x the server before issue 11 (commit "
-              f"{before_rev}, REST, this run: {before['rps']:.1f} req/s): "
-              f"{'met' if speedup >= GOAL_64_NODE_SPEEDUP else 'not met'}, best "
-              f"{synth[best]['rps']:.1f} req/s = {speedup:.2f}x ({'/'.join(map(str, best))}); "
-              f"{sum(r['rps'] >= GOAL_64_NODE_SPEEDUP * before['rps'] for r in synth.values())} "
-              f"of {len(synth)} synthetic 64-node rows")
+        print(
+            f"  64-node >= {GOAL_64_NODE_SPEEDUP:g}x the server before issue 11 (commit "
+            f"{before_rev}, REST, this run: {before['rps']:.1f} req/s): "
+            f"{'met' if speedup >= GOAL_64_NODE_SPEEDUP else 'not met'}, best "
+            f"{synth[best]['rps']:.1f} req/s = {speedup:.2f}x ({'/'.join(map(str, best))}); "
+            f"{sum(r['rps'] >= GOAL_64_NODE_SPEEDUP * before['rps'] for r in synth.values())} "
+            f"of {len(synth)} synthetic 64-node rows"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    print(f"# serving benchmark: {args.clients} clients, {args.duration_s:g} s per row, decoder "
-          f"{args.decoder}, {os.cpu_count()} CPUs, {load()}")
+    print(
+        f"# serving benchmark: {args.clients} clients, {args.duration_s:g} s per row, decoder "
+        f"{args.decoder}, {os.cpu_count()} CPUs, {load()}"
+    )
     print(f"# memgraph-tf serve arguments: {' '.join(args.serve_arg) or '(the defaults)'}")
     graph = layouts.cora_graph()
     print("\n## bytes")
@@ -509,11 +631,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memgraph-tf-bench-") as tmp:
         tmp = pathlib.Path(tmp)
         cases = export_cases(tmp, args.cases, args.decoder == "op", graph)
-        print(f"\n## load: {args.clients} concurrent clients, {args.duration_s:g} s per row; "
-              f"model {MODEL!r} versions {', '.join(f'{c}={CASES[c]}' for c in cases)}")
-        print(f"{'case':>9} {'nodes':>5} {'transport':>9} {'batching':>8} {'requests':>8} "
-              f"{'req/s':>8} {'nodes/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
-              f"{'load':>5}")
+        print(
+            f"\n## load: {args.clients} concurrent clients, {args.duration_s:g} s per row; "
+            f"model {MODEL!r} versions {', '.join(f'{c}={CASES[c]}' for c in cases)}"
+        )
+        print(
+            f"{'case':>9} {'nodes':>5} {'transport':>9} {'batching':>8} {'requests':>8} "
+            f"{'req/s':>8} {'nodes/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
+            f"{'load':>5}"
+        )
         for batching in args.batching:
             extra = tuple(args.serve_arg) + (("--enable-batching",) if batching == "on" else ())
             server = Server(tmp / MODEL, MODEL, extra, grpc="grpc" in args.transports)
@@ -524,16 +650,21 @@ def main(argv: list[str] | None = None) -> int:
                         if case == "dense" and n > 1 and not args.dense_64:
                             continue
                         for transport in args.transports:
-                            r = load_phase(lambda: make_client(server, transport, CASES[case]),
-                                           blobs[:n], args.clients, args.duration_s)
+                            r = load_phase(
+                                lambda: make_client(server, transport, CASES[case]),
+                                blobs[:n],
+                                args.clients,
+                                args.duration_s,
+                            )
                             rows[case, n, transport, batching] = r
                             total_errors += len(r["errors"])
                             print_row(case, n, transport, batching, r)
             finally:
                 server.close()
         if "synthetic" in cases and args.before_rev:
-            total_errors += before_rows(args, tmp / MODEL, cases["synthetic"],
-                                        scores["synthetic"], rows)
+            total_errors += before_rows(
+                args, tmp / MODEL, cases["synthetic"], scores["synthetic"], rows
+            )
         print_ratios(rows)
         print_goals(rows, args.before_rev)
         if args.float_payload:

@@ -8,7 +8,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import serving  # noqa: E402
+import serving
 
 if __name__ == "__main__":
     sys.exit(serving.main())

@@ -32,7 +32,7 @@ import logging
 import random
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -54,7 +54,9 @@ def median_time_s(fn: Callable[[], object], repeat: int, warmup: int = 2) -> flo
     return statistics.median(times)
 
 
-def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int, warmup: int = 2) -> dict[str, float]:
+def interleaved_medians(
+    fns: dict[str, Callable[[], object]], repeat: int, warmup: int = 2
+) -> dict[str, float]:
     """Median seconds per call of each function, timed in interleaved rounds (every function once per
     round, in a shuffled order), so that a slow stretch of a shared machine hits all of them alike and
     no function always runs right after the same other one (whose cache and allocator leftovers it
@@ -79,12 +81,21 @@ def example_bytes(values: np.ndarray) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature={"x": feature})).SerializeToString()
 
 
-def report(title: str, payload_bytes: int, calls: int, results: dict[str, float], baselines: list[str],
-           counted: str = "payload") -> None:
+def report(
+    title: str,
+    payload_bytes: int,
+    calls: int,
+    results: dict[str, float],
+    baselines: list[str],
+    counted: str = "payload",
+) -> None:
     """Prints one table; GB/s is ``payload_bytes`` (described by ``counted``) per call over the time."""
-    print(f"\n== {title} ({payload_bytes / 1e6:.2f} MB of {counted} per call; GB/s counts these bytes)")
+    print(
+        f"\n== {title} ({payload_bytes / 1e6:.2f} MB of {counted} per call; GB/s counts these bytes)"
+    )
     header = f"{'decoder':<28}{'ms/call':>10}{'GB/s':>9}{'calls/s':>11}" + "".join(
-        f"  x {b:<27}" for b in baselines)
+        f"  x {b:<27}" for b in baselines
+    )
     print(header)
     for name, seconds in results.items():
         row = f"{name:<28}{seconds * 1e3:>10.3f}{payload_bytes / seconds / 1e9:>9.2f}{calls / seconds:>11.1f}"
@@ -123,21 +134,39 @@ def big_blob(rows: int, cols: int, repeat: int) -> dict[str, float]:
     assert np.array_equal(raw_fn(payload_t).numpy(), want)
 
     warm = np.empty(rows * cols, np.float32)
-    results = interleaved_medians({
-        "numpy copy": lambda: np.frombuffer(mv, np.float32, count=rows * cols, offset=info.payload_offset).copy(),
-        "numpy copy, warm buffer": lambda: np.copyto(
-            warm, np.frombuffer(mv, np.float32, count=rows * cols, offset=info.payload_offset)),
-        "op (UnpackBlob)": lambda: op_fn(blob_t),
-        "op eager": lambda: unpack_blob(blob_t, ["x"], ["float32"]),
-        "portable": lambda: portable_fn(blob_t),
-        "tf.io.decode_raw": lambda: raw_fn(payload_t),
-        "tf.io.parse_example": lambda: parse_fn(serialized),
-        "parse_example, row Examples": lambda: parse_rows_fn(serialized_rows),
-    }, repeat)
-    print("\n(tf.io.parse_example: one Example holding all values as one packed float_list; "
-          f"'row Examples': {rows} Examples of {cols} floats, the per-node layout)")
-    report(f"one float32 [{rows}, {cols}] blob", len(payload), 1, results,
-           ["numpy copy", "numpy copy, warm buffer", "tf.io.parse_example", "parse_example, row Examples"])
+    results = interleaved_medians(
+        {
+            "numpy copy": lambda: np.frombuffer(
+                mv, np.float32, count=rows * cols, offset=info.payload_offset
+            ).copy(),
+            "numpy copy, warm buffer": lambda: np.copyto(
+                warm, np.frombuffer(mv, np.float32, count=rows * cols, offset=info.payload_offset)
+            ),
+            "op (UnpackBlob)": lambda: op_fn(blob_t),
+            "op eager": lambda: unpack_blob(blob_t, ["x"], ["float32"]),
+            "portable": lambda: portable_fn(blob_t),
+            "tf.io.decode_raw": lambda: raw_fn(payload_t),
+            "tf.io.parse_example": lambda: parse_fn(serialized),
+            "parse_example, row Examples": lambda: parse_rows_fn(serialized_rows),
+        },
+        repeat,
+    )
+    print(
+        "\n(tf.io.parse_example: one Example holding all values as one packed float_list; "
+        f"'row Examples': {rows} Examples of {cols} floats, the per-node layout)"
+    )
+    report(
+        f"one float32 [{rows}, {cols}] blob",
+        len(payload),
+        1,
+        results,
+        [
+            "numpy copy",
+            "numpy copy, warm buffer",
+            "tf.io.parse_example",
+            "parse_example, row Examples",
+        ],
+    )
     return results
 
 
@@ -165,18 +194,27 @@ def small_blobs(batch: int, repeat: int) -> dict[str, float]:
     assert np.array_equal(parse_fn(serialized).numpy(), feats)
     assert np.array_equal(raw_fn(payloads_t).numpy(), feats)
     assert np.array_equal(numpy_copy(), feats)
-    results = interleaved_medians({
-        "numpy copy (loop+stack)": numpy_copy,
-        "op (UnpackBlob)": lambda: op_fn(blobs_t),
-        "op eager": lambda: unpack_blob(blobs_t, ["id", "x"], ["int64", "float32"]),
-        "portable": lambda: portable_fn(blobs_t),
-        "tf.io.decode_raw": lambda: raw_fn(payloads_t),
-        "tf.io.parse_example": lambda: parse_fn(serialized),
-    }, repeat)
+    results = interleaved_medians(
+        {
+            "numpy copy (loop+stack)": numpy_copy,
+            "op (UnpackBlob)": lambda: op_fn(blobs_t),
+            "op eager": lambda: unpack_blob(blobs_t, ["id", "x"], ["int64", "float32"]),
+            "portable": lambda: portable_fn(blobs_t),
+            "tf.io.decode_raw": lambda: raw_fn(payloads_t),
+            "tf.io.parse_example": lambda: parse_fn(serialized),
+        },
+        repeat,
+    )
     size = sum(len(b) for b in blobs)
     print(f"\n(per-node blob: {len(blobs[0])} bytes; {batch} per batch)")
-    report(f"batches of {batch} small blobs", size, 1, results, ["numpy copy (loop+stack)", "tf.io.parse_example"],
-           counted="whole blobs (headers included)")
+    report(
+        f"batches of {batch} small blobs",
+        size,
+        1,
+        results,
+        ["numpy copy (loop+stack)", "tf.io.parse_example"],
+        counted="whole blobs (headers included)",
+    )
     return results
 
 
@@ -209,7 +247,9 @@ def base64_blob(rows: int, cols: int, repeat: int) -> dict[str, float]:
     (info,) = blob.read_table(data)
     fused_fn = tf.function(lambda t: unpack_blob(t, ["x"], ["float32"], encoding="base64")[0])
     two_step_fn = tf.function(lambda t: unpack_blob(tf.io.decode_base64(t), ["x"], ["float32"])[0])
-    portable_fn = tf.function(lambda t: unpack_blob_portable(t, ["x"], ["float32"], encoding="base64")[0])
+    portable_fn = tf.function(
+        lambda t: unpack_blob_portable(t, ["x"], ["float32"], encoding="base64")[0]
+    )
 
     def python_decode():
         raw = blob.b64decode(text)
@@ -219,19 +259,30 @@ def base64_blob(rows: int, cols: int, repeat: int) -> dict[str, float]:
     assert np.array_equal(two_step_fn(text_t).numpy(), x)
     assert np.array_equal(portable_fn(text_t).numpy(), x)
     assert np.array_equal(python_decode().reshape(rows, cols), x)
-    results = interleaved_medians({
-        "op, encoding=base64": lambda: fused_fn(text_t),
-        "tf.io.decode_base64 + op": lambda: two_step_fn(text_t),
-        "portable, encoding=base64": lambda: portable_fn(text_t),
-        "python b64decode + numpy": python_decode,
-    }, max(5, repeat // 3))
-    report(f"the [{rows}, {cols}] blob as base64url text", len(text), 1, results,
-           ["tf.io.decode_base64 + op", "python b64decode + numpy"], counted="base64 text")
+    results = interleaved_medians(
+        {
+            "op, encoding=base64": lambda: fused_fn(text_t),
+            "tf.io.decode_base64 + op": lambda: two_step_fn(text_t),
+            "portable, encoding=base64": lambda: portable_fn(text_t),
+            "python b64decode + numpy": python_decode,
+        },
+        max(5, repeat // 3),
+    )
+    report(
+        f"the [{rows}, {cols}] blob as base64url text",
+        len(text),
+        1,
+        results,
+        ["tf.io.decode_base64 + op", "python b64decode + numpy"],
+        counted="base64 text",
+    )
     return results
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--cols", type=int, default=128)
     parser.add_argument("--batch", type=int, default=256)
@@ -247,16 +298,24 @@ def main() -> None:
     op = big["op (UnpackBlob)"]
     vs_numpy = big["numpy copy"] / op
     print(f"\ntargets on [{args.rows}, {args.cols}] float32 (op in tf.function):")
-    print(f"  op / numpy copy into a fresh array = {vs_numpy:.2f}x "
-          f"(target >= 0.6: {'MET' if vs_numpy >= 0.6 else 'NOT MET'})")
-    print(f"  op / numpy copy into a warm buffer = {big['numpy copy, warm buffer'] / op:.2f}x "
-          "(one copy at memory speed: the like-for-like baseline)")
+    print(
+        f"  op / numpy copy into a fresh array = {vs_numpy:.2f}x "
+        f"(target >= 0.6: {'MET' if vs_numpy >= 0.6 else 'NOT MET'})"
+    )
+    print(
+        f"  op / numpy copy into a warm buffer = {big['numpy copy, warm buffer'] / op:.2f}x "
+        "(one copy at memory speed: the like-for-like baseline)"
+    )
     ratio = big["parse_example, row Examples"] / op
-    print(f"  op / tf.io.parse_example of {args.rows} row Examples = {ratio:.2f}x "
-          f"(target >= 2: {'MET' if ratio >= 2 else 'NOT MET'})")
+    print(
+        f"  op / tf.io.parse_example of {args.rows} row Examples = {ratio:.2f}x "
+        f"(target >= 2: {'MET' if ratio >= 2 else 'NOT MET'})"
+    )
     ratio = big["tf.io.parse_example"] / op
-    print(f"  for scale: op / parse_example of one {args.rows * args.cols}-value Example = {ratio:.2f}x "
-          "(both are one copy of the payload, bounded by memory bandwidth)")
+    print(
+        f"  for scale: op / parse_example of one {args.rows * args.cols}-value Example = {ratio:.2f}x "
+        "(both are one copy of the payload, bounded by memory bandwidth)"
+    )
     ratio = b64["tf.io.decode_base64 + op"] / b64["op, encoding=base64"]
     print(f"  base64 text in the op / tf.io.decode_base64 then the op = {ratio:.2f}x")
 

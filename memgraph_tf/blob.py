@@ -19,7 +19,8 @@ import array
 import base64
 import struct
 import sys
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from memgraph_tf.errors import MemgraphTfError
 
@@ -29,9 +30,7 @@ except ImportError:  # pragma: no cover - exercised by the stdlib-only subproces
     _np = None
 
 __all__ = [
-    "BlobFormatError",
     "DTYPES",
-    "Dense",
     "HEADER_BYTES",
     "MAGIC",
     "MAX_BLOB_BYTES",
@@ -39,9 +38,11 @@ __all__ = [
     "MAX_NAME_BYTES",
     "MAX_RANK",
     "MAX_SECTIONS",
-    "Ragged",
     "SECTION_ENTRY_BYTES",
     "VERSION",
+    "BlobFormatError",
+    "Dense",
+    "Ragged",
     "b64decode",
     "b64encode",
     "pack",
@@ -88,7 +89,9 @@ def _array_typecode(item_bytes: int, kind: str) -> str:
     for code in candidates:
         if array.array(code).itemsize == item_bytes:
             return code
-    raise RuntimeError(f"no array typecode of {item_bytes} bytes for kind {kind!r}")  # pragma: no cover
+    raise RuntimeError(
+        f"no array typecode of {item_bytes} bytes for kind {kind!r}"
+    )  # pragma: no cover
 
 
 _TYPECODES = {
@@ -115,7 +118,7 @@ class Ragged(NamedTuple):
     row_splits: Any
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Sequence[Any]]) -> "Ragged":
+    def from_rows(cls, rows: Sequence[Sequence[Any]]) -> Ragged:
         """Builds a Ragged from a list of variable-length rows (lists of scalars or of equal vectors)."""
         values: list[Any] = []
         splits = [0]
@@ -318,7 +321,9 @@ def _encode_flat(name: str, dtype: str, flat: Sequence[Any]) -> bytes:
                     f"section {name!r}: expected {dtype} values, got {type(v).__name__} {v!r} at index {i}"
                 )
         try:
-            arr = array.array(_TYPECODES[dtype], flat if dtype != "bool" else [1 if v else 0 for v in flat])
+            arr = array.array(
+                _TYPECODES[dtype], flat if dtype != "bool" else [1 if v else 0 for v in flat]
+            )
         except OverflowError as exc:
             bound = 2 ** (ITEM_BYTES[dtype] * 8 - 1)
             bad = next((i for i, v in enumerate(flat) if not -bound <= int(v) < bound), None)
@@ -354,12 +359,16 @@ def _section_from_numpy(name: str, arr: Any, dtype: str | None) -> tuple[str, li
             )
         return dtype, shape, _encode_strings(name, arr.reshape(-1).tolist())
     if arr.dtype.kind in "USO":
-        raise BlobFormatError(f"section {name!r}: expected dtype {dtype}, got string array {arr.dtype}")
+        raise BlobFormatError(
+            f"section {name!r}: expected dtype {dtype}, got string array {arr.dtype}"
+        )
     target = _np.dtype(_NUMPY_DTYPES[dtype])
     if arr.dtype != target:
         if dtype == "bool" and arr.dtype.kind in "iu":
             if arr.size and (arr.min() < 0 or arr.max() > 1):
-                raise BlobFormatError(f"section {name!r}: expected 0 or 1 for dtype bool, got other values")
+                raise BlobFormatError(
+                    f"section {name!r}: expected 0 or 1 for dtype bool, got other values"
+                )
         elif not _np.can_cast(arr.dtype, target, casting="same_kind"):
             raise BlobFormatError(
                 f"section {name!r}: expected values convertible to {dtype} without changing kind, "
@@ -385,7 +394,9 @@ def _normalize(name: str, value: Any, dtype: str | None) -> tuple[str, list[int]
         dt = _check_dtype_name(name, dtype or value.dtype)
         shape = [int(d) for d in value.shape]
         if len(shape) > MAX_RANK:
-            raise BlobFormatError(f"section {name!r}: expected rank <= {MAX_RANK}, got {len(shape)}")
+            raise BlobFormatError(
+                f"section {name!r}: expected rank <= {MAX_RANK}, got {len(shape)}"
+            )
         n = 1
         for d in shape:
             if d < 0:
@@ -423,10 +434,21 @@ def _normalize(name: str, value: Any, dtype: str | None) -> tuple[str, list[int]
         dt = dtype or _infer_dtype(name, flat)
         return dt, shape, _encode_flat(name, dt, flat)
     if isinstance(value, array.array):
-        dt = dtype or {"b": "int32", "h": "int32", "i": "int32", "l": "int64", "q": "int64",
-                       "f": "float32", "d": "float64", "B": "int32", "H": "int32"}.get(value.typecode)
+        dt = dtype or {
+            "b": "int32",
+            "h": "int32",
+            "i": "int32",
+            "l": "int64",
+            "q": "int64",
+            "f": "float32",
+            "d": "float64",
+            "B": "int32",
+            "H": "int32",
+        }.get(value.typecode)
         if dt is None:
-            raise BlobFormatError(f"section {name!r}: expected a supported array typecode, got {value.typecode!r}")
+            raise BlobFormatError(
+                f"section {name!r}: expected a supported array typecode, got {value.typecode!r}"
+            )
         return dt, [len(value)], _encode_flat(name, dt, value)
     raise BlobFormatError(
         f"section {name!r}: expected an array-like, a nested list, a list of str/bytes, "
@@ -461,7 +483,9 @@ def pack(sections: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -
         if isinstance(value, Ragged):
             dt, shape, payload = _normalize(name, value.values, dtypes.get(name))
             if not shape:
-                raise BlobFormatError(f"section {name!r}: expected ragged values of rank >= 1, got a scalar")
+                raise BlobFormatError(
+                    f"section {name!r}: expected ragged values of rank >= 1, got a scalar"
+                )
             splits_name = name + ROW_SPLITS_SUFFIX
             raw_splits = _check_name(splits_name)
             sdt, sshape, spayload = _normalize(splits_name, value.row_splits, "int64")
@@ -489,14 +513,18 @@ def pack(sections: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -
         n = 1
         for d in shape:
             if d > MAX_DIM:
-                raise BlobFormatError(f"section {raw_name.decode()!r}: expected dims <= {MAX_DIM}, got {shape}")
+                raise BlobFormatError(
+                    f"section {raw_name.decode()!r}: expected dims <= {MAX_DIM}, got {shape}"
+                )
             n *= d
         if n > MAX_ELEMENTS:
             raise BlobFormatError(
                 f"section {raw_name.decode()!r}: expected <= {MAX_ELEMENTS} elements, got {n}"
             )
         dims = list(shape) + [0] * (MAX_RANK - len(shape))
-        table += _ENTRY.pack(DTYPES[dt], len(shape), len(raw_name), 0, offset, len(payload), *dims, raw_name)
+        table += _ENTRY.pack(
+            DTYPES[dt], len(shape), len(raw_name), 0, offset, len(payload), *dims, raw_name
+        )
         offset = _align(offset + len(payload))
     total = offset
     if total > MAX_BLOB_BYTES:
@@ -596,7 +624,9 @@ def read_table(data: bytes | bytearray | memoryview) -> list[SectionInfo]:
             raise _err(f"{where} reserved", 0, reserved, e + 4)
         for j in range(name_len):
             if raw_name[j] not in _NAME_CHARS:
-                raise _err(f"{where} name", "[A-Za-z0-9_.:/-]", f"byte 0x{raw_name[j]:02x}", e + 88 + j)
+                raise _err(
+                    f"{where} name", "[A-Za-z0-9_.:/-]", f"byte 0x{raw_name[j]:02x}", e + 88 + j
+                )
         for j in range(name_len, MAX_NAME_BYTES):
             if raw_name[j] != 0:
                 raise _err(f"{where} name padding", 0, f"byte 0x{raw_name[j]:02x}", e + 88 + j)
@@ -669,9 +699,16 @@ def _check_string_offsets(mv: memoryview, info: SectionInfo, n: int, where: str)
             bad = _np.flatnonzero((offs[1:] < prev) | (offs[1:] > data_len))
             if bad.size:
                 j = int(bad[0]) + 1
-                raise _err(f"{where} offsets[{j}]", f"{int(offs[j - 1])}..{data_len}", int(offs[j]), base + 8 * j)
+                raise _err(
+                    f"{where} offsets[{j}]",
+                    f"{int(offs[j - 1])}..{data_len}",
+                    int(offs[j]),
+                    base + 8 * j,
+                )
         if offs[n] != data_len:
-            raise _err(f"{where} offsets[{n}]", f"{data_len}..{data_len}", int(offs[n]), base + 8 * n)
+            raise _err(
+                f"{where} offsets[{n}]", f"{data_len}..{data_len}", int(offs[n]), base + 8 * n
+            )
         return
     prev = 0  # pragma: no cover - stdlib-only path
     for j in range(n + 1):  # pragma: no cover
@@ -722,7 +759,10 @@ def unpack(data: bytes | bytearray | memoryview, *, copy: bool = True) -> dict[s
     by_name = {s.name: s for s in table}
     out: dict[str, Any] = {}
     for info in table:
-        if info.name.endswith(ROW_SPLITS_SUFFIX) and info.name[: -len(ROW_SPLITS_SUFFIX)] in by_name:
+        if (
+            info.name.endswith(ROW_SPLITS_SUFFIX)
+            and info.name[: -len(ROW_SPLITS_SUFFIX)] in by_name
+        ):
             continue
         value = _decode_section(mv, info, copy)
         splits_info = by_name.get(info.name + ROW_SPLITS_SUFFIX)
@@ -750,7 +790,9 @@ def _check_ragged(mv: memoryview, values: SectionInfo, splits: SectionInfo) -> A
     arr = _np.frombuffer(mv, dtype="<i8", count=splits.shape[0], offset=splits.payload_offset)
     base = splits.payload_offset
     if arr[0] != 0:
-        raise BlobFormatError(f"section '{sname}' [0]: expected 0..0, got {int(arr[0])} at offset {base}")
+        raise BlobFormatError(
+            f"section '{sname}' [0]: expected 0..0, got {int(arr[0])} at offset {base}"
+        )
     if arr.size > 1:
         bad = _np.flatnonzero((arr[1:] < arr[:-1]) | (arr[1:] > nvalues))
         if bad.size:

@@ -49,7 +49,7 @@ def open_graph_source(uri: str):
     if uri.startswith("embedded:"):
         from memgraph_tf.datasets import planetoid_graph
 
-        spec = uri[len("embedded:"):]
+        spec = uri[len("embedded:") :]
         if "/" not in spec:
             return client.EmbeddedSource(planetoid_graph(spec))
         path = pathlib.Path(spec)
@@ -74,8 +74,10 @@ def _classify_backend(args: argparse.Namespace):
 
     if args.model is not None:
         if args.model_name or args.model_version is not None:
-            raise ValueError("--model-name / --model-version: only with --serving or --serving-grpc "
-                             "(--model BUNDLE_DIR names its version directory itself)")
+            raise ValueError(
+                "--model-name / --model-version: only with --serving or --serving-grpc "
+                "(--model BUNDLE_DIR names its version directory itself)"
+            )
         return batch.BundleBackend(args.model)
     if not args.model_name:
         raise ValueError("--model-name: required with --serving and --serving-grpc")
@@ -93,8 +95,11 @@ def _classify(args: argparse.Namespace) -> int:
 
         return run_classify_pipeline(args)
     if getattr(args, "pipeline_args", None):
-        print(f"memgraph-tf classify: error: unexpected arguments {args.pipeline_args} (Beam pipeline "
-              f"options after -- need --runner)", file=sys.stderr)
+        print(
+            f"memgraph-tf classify: error: unexpected arguments {args.pipeline_args} (Beam pipeline "
+            f"options after -- need --runner)",
+            file=sys.stderr,
+        )
         return 2
     import os
 
@@ -120,34 +125,61 @@ def _classify(args: argparse.Namespace) -> int:
             raise ValueError("--param: only with --where")
         source = open_graph_source(args.graph)
         if args.where is not None and not isinstance(source, BoltSource):
-            raise ConfigurationError("where: the embedded graph runs no Cypher; --where needs a Bolt "
-                                     "graph (--graph bolt://...)")
+            raise ConfigurationError(
+                "where: the embedded graph runs no Cypher; --where needs a Bolt "
+                "graph (--graph bolt://...)"
+            )
         model = _classify_backend(args)
         run = batch.BatchClassifier(
-            source, model, write_property=args.write_property, label=args.label, where=args.where,
-            where_params=params, shard=shard, batch_size=args.batch_size,
-            skip_invalid=args.skip_invalid, overwrite=args.overwrite, progress=not args.no_progress,
-            fetch_workers=args.fetch_workers)
+            source,
+            model,
+            write_property=args.write_property,
+            label=args.label,
+            where=args.where,
+            where_params=params,
+            shard=shard,
+            batch_size=args.batch_size,
+            skip_invalid=args.skip_invalid,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+            fetch_workers=args.fetch_workers,
+        )
         summary = run.run()
     except KeyboardInterrupt:
         done = run.summary.classified if run is not None else 0
-        return fail(130, f"interrupted after classifying {done} node(s); run the same command again "
-                         f"to resume")
+        return fail(
+            130,
+            f"interrupted after classifying {done} node(s); run the same command again to resume",
+        )
     except InvalidNodeError as exc:
         s = run.summary
-        return fail(1, f"stopped at {exc}. Nothing of its batch was written; {s.classified} node(s) "
-                       f"classified before it (rerun with --skip-invalid to skip such nodes)")
-    except (ConfigurationError, BundleError, AuthenticationError, NotFoundError, FileNotFoundError) as exc:
+        return fail(
+            1,
+            f"stopped at {exc}. Nothing of its batch was written; {s.classified} node(s) "
+            f"classified before it (rerun with --skip-invalid to skip such nodes)",
+        )
+    except (
+        ConfigurationError,
+        BundleError,
+        AuthenticationError,
+        NotFoundError,
+        FileNotFoundError,
+    ) as exc:
         return fail(2, f"error: {exc}")
     except (MemgraphTfError, OSError) as exc:
         done = run.summary.classified if run is not None else 0
-        return fail(1, f"failed: {exc} ({done} node(s) classified and written before; run the same "
-                       f"command again to resume)")
+        return fail(
+            1,
+            f"failed: {exc} ({done} node(s) classified and written before; run the same "
+            f"command again to resume)",
+        )
     except ValueError as exc:  # a command-line value refused (by the CLI, or a client constructor)
         return fail(2, f"error: {exc}")
     except Exception as exc:  # a bug: still one line (the traceback with -v)
         logging.getLogger(__name__).debug("internal error", exc_info=True)
-        return fail(1, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)")
+        return fail(
+            1, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"
+        )
     finally:
         for closable in (model, source):
             if closable is not None:
@@ -191,96 +223,209 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-name", default=None, help="name in URLs (default: BASE's name)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8501)
-    p.add_argument("--graph", default=None, help="Bolt URI (or 'embedded:PATH') to fetch node blobs")
-    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024,
-                   help="bodies above this get 413 (default 64 MiB)")
-    p.add_argument("--version-label", action="append", default=[], metavar="LABEL=VERSION",
-                   help="a version label, e.g. stable=1 (repeatable)")
-    p.add_argument("--max-examples", type=int, default=1024,
-                   help="examples / instances per request; more get 413 (default 1024)")
-    p.add_argument("--max-json-depth", type=int, default=64,
-                   help="deepest JSON nesting of a request body; deeper gets 400 (default 64)")
-    p.add_argument("--idle-timeout-s", type=int, default=60,
-                   help="close connections idle this many seconds (default 60)")
-    p.add_argument("--rest-api-num-threads", type=int, default=None,
-                   help="request threads (default: max(8, 4 x CPUs), as TF Serving)")
-    p.add_argument("--enable-batching", action="store_true",
-                   help="merge concurrent requests of one version and signature into one model "
-                        "call (TF Serving's --enable_batching)")
-    p.add_argument("--max-batch-size", type=int, default=128,
-                   help="rows per merged call (default 128)")
-    p.add_argument("--batch-timeout-micros", type=int, default=0,
-                   help="how long a batch waits for more rows (default 0: runs as soon as a "
-                        "batch thread is free)")
-    p.add_argument("--num-batch-threads", type=int, default=None,
-                   help="merged calls running at once (default: CPUs)")
-    p.add_argument("--max-enqueued-batches", type=int, default=100,
-                   help="batches waiting at most; beyond, 503 (default 100)")
-    p.add_argument("--grpc-port", type=int, default=None,
-                   help="also serve TF Serving's gRPC API (PredictionService, ModelService) on "
-                        "this port, over the same loaded model (TF Serving uses 8500)")
+    p.add_argument(
+        "--graph", default=None, help="Bolt URI (or 'embedded:PATH') to fetch node blobs"
+    )
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="bodies above this get 413 (default 64 MiB)",
+    )
+    p.add_argument(
+        "--version-label",
+        action="append",
+        default=[],
+        metavar="LABEL=VERSION",
+        help="a version label, e.g. stable=1 (repeatable)",
+    )
+    p.add_argument(
+        "--max-examples",
+        type=int,
+        default=1024,
+        help="examples / instances per request; more get 413 (default 1024)",
+    )
+    p.add_argument(
+        "--max-json-depth",
+        type=int,
+        default=64,
+        help="deepest JSON nesting of a request body; deeper gets 400 (default 64)",
+    )
+    p.add_argument(
+        "--idle-timeout-s",
+        type=int,
+        default=60,
+        help="close connections idle this many seconds (default 60)",
+    )
+    p.add_argument(
+        "--rest-api-num-threads",
+        type=int,
+        default=None,
+        help="request threads (default: max(8, 4 x CPUs), as TF Serving)",
+    )
+    p.add_argument(
+        "--enable-batching",
+        action="store_true",
+        help="merge concurrent requests of one version and signature into one model "
+        "call (TF Serving's --enable_batching)",
+    )
+    p.add_argument(
+        "--max-batch-size", type=int, default=128, help="rows per merged call (default 128)"
+    )
+    p.add_argument(
+        "--batch-timeout-micros",
+        type=int,
+        default=0,
+        help="how long a batch waits for more rows (default 0: runs as soon as a "
+        "batch thread is free)",
+    )
+    p.add_argument(
+        "--num-batch-threads",
+        type=int,
+        default=None,
+        help="merged calls running at once (default: CPUs)",
+    )
+    p.add_argument(
+        "--max-enqueued-batches",
+        type=int,
+        default=100,
+        help="batches waiting at most; beyond, 503 (default 100)",
+    )
+    p.add_argument(
+        "--grpc-port",
+        type=int,
+        default=None,
+        help="also serve TF Serving's gRPC API (PredictionService, ModelService) on "
+        "this port, over the same loaded model (TF Serving uses 8500)",
+    )
     p.add_argument("--grpc-host", default=None, help="gRPC bind address (default: --host)")
-    p.add_argument("--grpc-max-workers", type=int, default=None,
-                   help="gRPC threads (default 8)")
-    p.add_argument("--grpc-max-message-bytes", type=int, default=None,
-                   help="gRPC messages above this get RESOURCE_EXHAUSTED (default 64 MiB)")
-    p.add_argument("--tensorflow-intra-op-parallelism", type=int, default=0, metavar="N",
-                   help="threads TensorFlow uses inside one op (default 0: TensorFlow's choice, "
-                        "the number of cores; TF Serving's --tensorflow_intra_op_parallelism)")
-    p.add_argument("--tensorflow-inter-op-parallelism", type=int, default=0, metavar="N",
-                   help="threads TensorFlow runs independent ops and model calls on (default 0: "
-                        "TensorFlow's choice; TF Serving's --tensorflow_inter_op_parallelism). "
-                        "On a small machine under many concurrent requests, 1 and 1 cost less "
-                        "CPU per request: see docs/serving.md")
+    p.add_argument("--grpc-max-workers", type=int, default=None, help="gRPC threads (default 8)")
+    p.add_argument(
+        "--grpc-max-message-bytes",
+        type=int,
+        default=None,
+        help="gRPC messages above this get RESOURCE_EXHAUSTED (default 64 MiB)",
+    )
+    p.add_argument(
+        "--tensorflow-intra-op-parallelism",
+        type=int,
+        default=0,
+        metavar="N",
+        help="threads TensorFlow uses inside one op (default 0: TensorFlow's choice, "
+        "the number of cores; TF Serving's --tensorflow_intra_op_parallelism)",
+    )
+    p.add_argument(
+        "--tensorflow-inter-op-parallelism",
+        type=int,
+        default=0,
+        metavar="N",
+        help="threads TensorFlow runs independent ops and model calls on (default 0: "
+        "TensorFlow's choice; TF Serving's --tensorflow_inter_op_parallelism). "
+        "On a small machine under many concurrent requests, 1 and 1 cost less "
+        "CPU per request: see docs/serving.md",
+    )
     p.set_defaults(func=_serve)
 
     from memgraph_tf import demo  # standard library only until it runs
 
     p = sub.add_parser(
-        "classify", help="classify a graph's nodes with a model and write the predictions back",
+        "classify",
+        help="classify a graph's nodes with a model and write the predictions back",
         description="Classify the nodes of a graph with an exported bundle (in-process, or behind TF "
-                    "Serving's REST or gRPC API) and write P (class label), P_score and P_version "
-                    "(model version) on each node; resumable (a rerun skips nodes that carry this "
-                    "version's prediction) and shardable. See docs/batch-inference.md.")
-    p.add_argument("--graph", required=True,
-                   help="bolt://HOST:PORT (or neo4j://, +s, +ssc; user and password from "
-                        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD, database MEMGRAPH_TF_DATABASE), or "
-                        "embedded:NAME / embedded:DIR/NAME (a dataset in-process)")
+        "Serving's REST or gRPC API) and write P (class label), P_score and P_version "
+        "(model version) on each node; resumable (a rerun skips nodes that carry this "
+        "version's prediction) and shardable. See docs/batch-inference.md.",
+    )
+    p.add_argument(
+        "--graph",
+        required=True,
+        help="bolt://HOST:PORT (or neo4j://, +s, +ssc; user and password from "
+        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD, database MEMGRAPH_TF_DATABASE), or "
+        "embedded:NAME / embedded:DIR/NAME (a dataset in-process)",
+    )
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--model", metavar="BUNDLE_DIR",
-                       help="run a bundle in-process: BASE/NAME (its newest version) or BASE/NAME/VERSION")
-    which.add_argument("--serving", metavar="URL", help="TF Serving's REST API, e.g. http://host:8501")
-    which.add_argument("--serving-grpc", metavar="HOST:PORT", help="TF Serving's gRPC API, e.g. host:8500")
-    p.add_argument("--model-name", default=None, help="the served model's name (--serving, --serving-grpc)")
-    p.add_argument("--model-version", type=int, default=None,
-                   help="the served version to use (default: the newest available when the run starts)")
-    p.add_argument("--label", default=None, help="classify only nodes with this label (default: the "
-                                                 "bundle's options.label)")
-    p.add_argument("--where", default=None, metavar="PREDICATE",
-                   help="a Cypher predicate over n, values as $parameters, e.g. 'n.year >= $year' "
-                        "(Bolt graphs only)")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a --where parameter; VALUE is JSON if it parses, else a string (repeatable)")
-    p.add_argument("--shard", default="0/1", metavar="I/N",
-                   help="classify only the nodes whose id modulo N is I (default 0/1: all)")
-    p.add_argument("--batch-size", type=int, default=1024, help="nodes per batch (one write transaction each)")
-    p.add_argument("--write-property", default="predicted_class", metavar="P",
-                   help="write the class to P, its score to P_score, the model version to P_version")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="report and skip nodes that cannot be classified instead of stopping")
-    p.add_argument("--overwrite", action="store_true",
-                   help="also reclassify nodes that already carry this model version's prediction")
-    p.add_argument("--fetch-workers", type=int, default=1,
-                   help="batches fetched concurrently: calls in flight over Bolt, forked sampling "
-                        "processes on an embedded graph")
+    which.add_argument(
+        "--model",
+        metavar="BUNDLE_DIR",
+        help="run a bundle in-process: BASE/NAME (its newest version) or BASE/NAME/VERSION",
+    )
+    which.add_argument(
+        "--serving", metavar="URL", help="TF Serving's REST API, e.g. http://host:8501"
+    )
+    which.add_argument(
+        "--serving-grpc", metavar="HOST:PORT", help="TF Serving's gRPC API, e.g. host:8500"
+    )
+    p.add_argument(
+        "--model-name", default=None, help="the served model's name (--serving, --serving-grpc)"
+    )
+    p.add_argument(
+        "--model-version",
+        type=int,
+        default=None,
+        help="the served version to use (default: the newest available when the run starts)",
+    )
+    p.add_argument(
+        "--label",
+        default=None,
+        help="classify only nodes with this label (default: the bundle's options.label)",
+    )
+    p.add_argument(
+        "--where",
+        default=None,
+        metavar="PREDICATE",
+        help="a Cypher predicate over n, values as $parameters, e.g. 'n.year >= $year' "
+        "(Bolt graphs only)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a --where parameter; VALUE is JSON if it parses, else a string (repeatable)",
+    )
+    p.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="I/N",
+        help="classify only the nodes whose id modulo N is I (default 0/1: all)",
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=1024, help="nodes per batch (one write transaction each)"
+    )
+    p.add_argument(
+        "--write-property",
+        default="predicted_class",
+        metavar="P",
+        help="write the class to P, its score to P_score, the model version to P_version",
+    )
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="report and skip nodes that cannot be classified instead of stopping",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="also reclassify nodes that already carry this model version's prediction",
+    )
+    p.add_argument(
+        "--fetch-workers",
+        type=int,
+        default=1,
+        help="batches fetched concurrently: calls in flight over Bolt, forked sampling "
+        "processes on an embedded graph",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     from memgraph_tf.beam.runner import add_runner_arguments  # imports no Beam
 
     add_runner_arguments(p)
     p.set_defaults(func=_classify)
 
-    p = sub.add_parser("demo", help="the end-to-end demo: dataset -> training -> bundles -> serving -> "
-                                    "batch inference -> pictures and report.html")
+    p = sub.add_parser(
+        "demo",
+        help="the end-to-end demo: dataset -> training -> bundles -> serving -> "
+        "batch inference -> pictures and report.html",
+    )
     demo.add_arguments(p)
     p.set_defaults(func=_demo)
     return parser

@@ -26,12 +26,13 @@ Importing this module needs the standard library alone.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import pathlib
 import pickle
 import warnings
-import logging
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memgraph_tf.client.sources import GraphSource
@@ -50,8 +51,15 @@ DATASETS = PACKAGED + ("synthetic",)
 """Every name :func:`load_dataset` knows without a ``root``."""
 
 CLASS_NAMES: dict[str, tuple[str, ...]] = {
-    "cora": ("Theory", "Reinforcement_Learning", "Genetic_Algorithms", "Neural_Networks",
-             "Probabilistic_Methods", "Case_Based", "Rule_Learning"),
+    "cora": (
+        "Theory",
+        "Reinforcement_Learning",
+        "Genetic_Algorithms",
+        "Neural_Networks",
+        "Probabilistic_Methods",
+        "Case_Based",
+        "Rule_Learning",
+    ),
     "citeseer": ("AI", "ML", "IR", "DB", "Agents", "HCI"),
 }
 """Planetoid label index -> the original LINQS class name."""
@@ -93,7 +101,8 @@ def planetoid_root(name: str = "cora") -> pathlib.Path:
         if (c / f"ind.{name}.graph").exists():
             return c
     raise FileNotFoundError(
-        f"Planetoid files: expected ind.{name}.* in one of " + ", ".join(str(c) for c in tried)
+        f"Planetoid files: expected ind.{name}.* in one of "
+        + ", ".join(str(c) for c in tried)
         + "; set MEMGRAPH_TF_DATASETS to the directory holding planetoid/"
     )
 
@@ -179,16 +188,34 @@ def load_planetoid(name: str, root: str | os.PathLike[str] | None = None) -> Pla
             if (a, b) not in seen and b < n:
                 seen.add((a, b))
                 edges.append((a, b))
-    return Planetoid(name=name, features=features, labels=labels, split=split, edges=edges,
-                     class_names=CLASS_NAMES.get(name, ()))
+    return Planetoid(
+        name=name,
+        features=features,
+        labels=labels,
+        split=split,
+        edges=edges,
+        class_names=CLASS_NAMES.get(name, ()),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # the packaged (compact) form
 # ------------------------------------------------------------------------------------------------
 
-COMPACT_KEYS = ("format", "name", "num_nodes", "width", "indptr", "indices", "labels", "edges", "train", "val",
-                "test", "class_names")
+COMPACT_KEYS = (
+    "format",
+    "name",
+    "num_nodes",
+    "width",
+    "indptr",
+    "indices",
+    "labels",
+    "edges",
+    "train",
+    "val",
+    "test",
+    "class_names",
+)
 """The arrays of a packaged dataset (see the module docstring)."""
 
 
@@ -203,8 +230,10 @@ def check_class_sizes(data: Planetoid) -> None:
     labels = np.asarray(data.labels)
     got = tuple(int(c) for c in np.bincount(labels[labels >= 0], minlength=len(expected)))
     if got != expected:
-        raise ValueError(f"{data.name}: expected class sizes {expected} (LINQS: "
-                         f"{', '.join(CLASS_NAMES[data.name])}), got {got}")
+        raise ValueError(
+            f"{data.name}: expected class sizes {expected} (LINQS: "
+            f"{', '.join(CLASS_NAMES[data.name])}), got {got}"
+        )
 
 
 def compact_arrays(data: Planetoid) -> dict[str, Any]:
@@ -217,10 +246,14 @@ def compact_arrays(data: Planetoid) -> dict[str, Any]:
         raise ValueError(f"{data.name}: expected 0/1 features (bag of words), got other values")
     n, width = features.shape
     if n > np.iinfo(np.int16).max or width > np.iinfo(np.int16).max:
-        raise ValueError(f"{data.name}: expected fewer than 32768 nodes and features, got {n} x {width}")
+        raise ValueError(
+            f"{data.name}: expected fewer than 32768 nodes and features, got {n} x {width}"
+        )
     labels = np.asarray(data.labels)
     if labels.min() < -1 or labels.max() > np.iinfo(np.int8).max:
-        raise ValueError(f"{data.name}: expected labels in -1..127, got {labels.min()}..{labels.max()}")
+        raise ValueError(
+            f"{data.name}: expected labels in -1..127, got {labels.min()}..{labels.max()}"
+        )
     rows, cols = np.nonzero(features)  # row-major: CSR order
     indptr = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
@@ -260,7 +293,9 @@ def read_compact(path: str | os.PathLike[str]) -> dict[str, Any]:
         arrays = {k: npz[k] for k in npz.files}
     missing = [k for k in COMPACT_KEYS if k not in arrays]
     if missing:
-        raise ValueError(f"{path}: expected the arrays {', '.join(COMPACT_KEYS)}, missing {', '.join(missing)}")
+        raise ValueError(
+            f"{path}: expected the arrays {', '.join(COMPACT_KEYS)}, missing {', '.join(missing)}"
+        )
     if int(arrays["format"]) != COMPACT_FORMAT:
         raise ValueError(f"{path}: expected format {COMPACT_FORMAT}, got {int(arrays['format'])}")
     return arrays
@@ -280,15 +315,22 @@ def from_compact(arrays: Mapping[str, Any]) -> Planetoid:
         for i in arrays[name].tolist():
             split[i] = name
     edges = [(int(a), int(b)) for a, b in np.asarray(arrays["edges"]).tolist()]
-    return Planetoid(name=str(arrays["name"]), features=features,
-                     labels=np.asarray(arrays["labels"], dtype=np.int64), split=split, edges=edges,
-                     class_names=tuple(str(c) for c in arrays["class_names"].tolist()))
+    return Planetoid(
+        name=str(arrays["name"]),
+        features=features,
+        labels=np.asarray(arrays["labels"], dtype=np.int64),
+        split=split,
+        edges=edges,
+        class_names=tuple(str(c) for c in arrays["class_names"].tolist()),
+    )
 
 
 def packaged_path(name: str) -> pathlib.Path:
     """The packaged file of ``name`` (one of :data:`PACKAGED`); ValueError for another name."""
     if name not in PACKAGED:
-        raise ValueError(f"dataset: expected one of {', '.join(PACKAGED)} (shipped in the package), got {name!r}")
+        raise ValueError(
+            f"dataset: expected one of {', '.join(PACKAGED)} (shipped in the package), got {name!r}"
+        )
     return DATA_DIR / f"{name}.npz"
 
 
@@ -296,8 +338,10 @@ def load_compact(name: str) -> Planetoid:
     """A packaged dataset (:data:`PACKAGED`), read from inside the package."""
     path = packaged_path(name)
     if not path.exists():
-        raise FileNotFoundError(f"{name}: expected the packaged file {path} (regenerate it with "
-                                "scripts/convert_planetoid.py)")
+        raise FileNotFoundError(
+            f"{name}: expected the packaged file {path} (regenerate it with "
+            "scripts/convert_planetoid.py)"
+        )
     return from_compact(read_compact(path))
 
 
@@ -308,8 +352,14 @@ def load_compact(name: str) -> Planetoid:
 SYNTHETIC_CLASSES = ("red", "green", "blue", "yellow")
 
 
-def synthetic(num_nodes: int = 400, width: int = 64, *, seed: int = 0, homophily: float = 0.85,
-              mean_degree: float = 4.0) -> Planetoid:
+def synthetic(
+    num_nodes: int = 400,
+    width: int = 64,
+    *,
+    seed: int = 0,
+    homophily: float = 0.85,
+    mean_degree: float = 4.0,
+) -> Planetoid:
     """A small random graph whose labels a 2-layer GraphSAGE learns in a few dozen steps.
 
     Node ``i`` has class ``i % 4`` (:data:`SYNTHETIC_CLASSES`); its 0/1 features switch on a few of
@@ -322,8 +372,10 @@ def synthetic(num_nodes: int = 400, width: int = 64, *, seed: int = 0, homophily
 
     classes = len(SYNTHETIC_CLASSES)
     if num_nodes < 300 or width < 4 * classes:
-        raise ValueError(f"synthetic: expected num_nodes >= 300 and width >= {4 * classes}, got "
-                         f"{num_nodes} and {width}")
+        raise ValueError(
+            f"synthetic: expected num_nodes >= 300 and width >= {4 * classes}, got "
+            f"{num_nodes} and {width}"
+        )
     rng = np.random.default_rng(seed)
     labels = np.arange(num_nodes) % classes
     topic = width // classes
@@ -350,13 +402,20 @@ def synthetic(num_nodes: int = 400, width: int = 64, *, seed: int = 0, homophily
         split[i] = "val"
     for i in rest[80:240]:
         split[i] = "test"
-    return Planetoid(name="synthetic", features=features, labels=labels.astype(np.int64), split=split,
-                     edges=sorted(edges), class_names=SYNTHETIC_CLASSES)
+    return Planetoid(
+        name="synthetic",
+        features=features,
+        labels=labels.astype(np.int64),
+        split=split,
+        edges=sorted(edges),
+        class_names=SYNTHETIC_CLASSES,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # by name, and as a graph
 # ------------------------------------------------------------------------------------------------
+
 
 def load_dataset(name: str, root: str | os.PathLike[str] | None = None) -> Planetoid:
     """A dataset by name: ``root`` None -- the packaged ``cora`` / ``citeseer``, or ``synthetic``;
@@ -378,7 +437,7 @@ def planetoid_graph(
     label: str = "Paper",
     edge_type: str = "CITES",
     modules: Iterable[str | os.PathLike[str]] | None = None,
-) -> "EmbeddedGraph":
+) -> EmbeddedGraph:
     """A dataset (a name for :func:`load_dataset`, or a :class:`Planetoid`) as an in-process graph
     running the query modules (``modules``: as for :class:`~memgraph_tf.embedded.EmbeddedGraph`).
 
@@ -412,7 +471,7 @@ def node_properties(data: Planetoid) -> dict[str, list[Any]]:
 
 
 def load_into_graph(
-    source: "GraphSource",
+    source: GraphSource,
     data: Planetoid,
     *,
     label: str = "Paper",
@@ -439,13 +498,20 @@ def load_into_graph(
     [row] = source.write(f"MATCH (n:{label}) RETURN count(n) AS c")
     existing = int(row["c"])
     if existing and not replace:
-        raise ValueError(f"label {label!r}: expected no existing :{label} nodes, got {existing} "
-                         "(pass replace=True / --replace to delete them first, or choose another label)")
+        raise ValueError(
+            f"label {label!r}: expected no existing :{label} nodes, got {existing} "
+            "(pass replace=True / --replace to delete them first, or choose another label)"
+        )
     while existing:
-        [row] = source.write(f"MATCH (n:{label}) WITH n LIMIT $k DETACH DELETE n RETURN count(*) AS c",
-                             {"k": batch_size})
+        [row] = source.write(
+            f"MATCH (n:{label}) WITH n LIMIT $k DETACH DELETE n RETURN count(*) AS c",
+            {"k": batch_size},
+        )
         existing = int(row["c"])
-    for query in (f"CREATE INDEX ON :{label}(id)", f"CREATE INDEX IF NOT EXISTS FOR (n:{label}) ON (n.id)"):
+    for query in (
+        f"CREATE INDEX ON :{label}(id)",
+        f"CREATE INDEX IF NOT EXISTS FOR (n:{label}) ON (n.id)",
+    ):
         try:
             source.write(query)
             break
@@ -454,18 +520,37 @@ def load_into_graph(
     props = node_properties(data)
     n = data.num_nodes
     for lo in range(0, n, batch_size):
-        rows = [{"id": i, "features": props["features"][i], "label": props["label"][i], "split": props["split"][i]}
-                for i in range(lo, min(n, lo + batch_size))]
-        source.write(f"UNWIND $rows AS r CREATE (:{label} {{id: r.id, features: r.features, label: r.label, "
-                     "split: r.split})", {"rows": rows})
+        rows = [
+            {
+                "id": i,
+                "features": props["features"][i],
+                "label": props["label"][i],
+                "split": props["split"][i],
+            }
+            for i in range(lo, min(n, lo + batch_size))
+        ]
+        source.write(
+            f"UNWIND $rows AS r CREATE (:{label} {{id: r.id, features: r.features, label: r.label, "
+            "split: r.split})",
+            {"rows": rows},
+        )
         if progress is not None:
             progress("nodes", len(rows))
     for lo in range(0, len(data.edges), batch_size):
-        pairs = [list(e) for e in data.edges[lo:lo + batch_size]]
-        source.write(f"UNWIND $pairs AS p MATCH (a:{label} {{id: p[0]}}) MATCH (b:{label} {{id: p[1]}}) "
-                     f"CREATE (a)-[:{edge_type}]->(b)", {"pairs": pairs})
+        pairs = [list(e) for e in data.edges[lo : lo + batch_size]]
+        source.write(
+            f"UNWIND $pairs AS p MATCH (a:{label} {{id: p[0]}}) MATCH (b:{label} {{id: p[1]}}) "
+            f"CREATE (a)-[:{edge_type}]->(b)",
+            {"pairs": pairs},
+        )
         if progress is not None:
             progress("edges", len(pairs))
-    logger.info("loaded %s into the graph: %d :%s nodes, %d :%s edges", data.name, n, label, len(data.edges),
-                edge_type)
+    logger.info(
+        "loaded %s into the graph: %d :%s nodes, %d :%s edges",
+        data.name,
+        n,
+        label,
+        len(data.edges),
+        edge_type,
+    )
     return {"nodes": n, "edges": len(data.edges)}

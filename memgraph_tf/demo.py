@@ -30,7 +30,8 @@ import re
 import sys
 import tempfile
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from memgraph_tf import datasets, report
 
@@ -50,7 +51,8 @@ _NATIVE_LOG = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
     r"|[IW]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] "
     r"|E\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] failed call to cuInit"
-    r"|To enable the following instructions:)")
+    r"|To enable the following instructions:)"
+)
 """TensorFlow's native start-up lines (absl info/warning lines written before its logging is set up,
 and the ``cuInit`` error of a machine without a GPU), which ``TF_CPP_MIN_LOG_LEVEL`` does not reach."""
 
@@ -113,23 +115,46 @@ def _bar(progress: bool, **kwargs: Any) -> Any:
 # the stages
 # ------------------------------------------------------------------------------------------------
 
-def _load(data: datasets.Planetoid, graph: str | None, replace: bool, progress: bool) -> tuple[Any, dict, Any, str]:
+
+def _load(
+    data: datasets.Planetoid, graph: str | None, replace: bool, progress: bool
+) -> tuple[Any, dict, Any, str]:
     """(source, sampling options, embedded graph or None, description)."""
     from memgraph_tf import client
 
     if graph is None:
         g = datasets.planetoid_graph(data)
-        return client.EmbeddedSource(g), {}, g, "the in-process runtime (the query modules through mgp.py)"
+        return (
+            client.EmbeddedSource(g),
+            {},
+            g,
+            "the in-process runtime (the query modules through mgp.py)",
+        )
     source = client.connect(graph)
     total = data.num_nodes + len(data.edges)
     with _bar(progress, total=total, desc="load", unit="row") as bar:
-        datasets.load_into_graph(source, data, label=GRAPH_LABEL, edge_type=GRAPH_EDGE_TYPE, replace=replace,
-                                 progress=lambda kind, n: bar.update(n))
+        datasets.load_into_graph(
+            source,
+            data,
+            label=GRAPH_LABEL,
+            edge_type=GRAPH_EDGE_TYPE,
+            replace=replace,
+            progress=lambda kind, n: bar.update(n),
+        )
     return source, {"label": GRAPH_LABEL, "id_property": "id"}, None, f"{source!r}"
 
 
-def _predict_draws(model: Any, source: Any, ids: list[int], *, options: dict, feature_cache: Any, seed: int,
-                   draws: int, progress: bool) -> Any:
+def _predict_draws(
+    model: Any,
+    source: Any,
+    ids: list[int],
+    *,
+    options: dict,
+    feature_cache: Any,
+    seed: int,
+    draws: int,
+    progress: bool,
+) -> Any:
     """Class probabilities averaged over ``draws`` neighbourhood samples, one progress step per draw."""
     import numpy as np
 
@@ -138,14 +163,22 @@ def _predict_draws(model: Any, source: Any, ids: list[int], *, options: dict, fe
     total = None
     with _bar(progress, total=draws, desc="test", unit="draw") as bar:
         for d in range(draws):
-            p = predict_proba(model, source, ids, options=options or None, feature_cache=feature_cache,
-                              seed=(seed + 1) * 1000 + d)
+            p = predict_proba(
+                model,
+                source,
+                ids,
+                options=options or None,
+                feature_cache=feature_cache,
+                seed=(seed + 1) * 1000 + d,
+            )
             total = p if total is None else total + p
             bar.update(1)
     return np.asarray(total) / draws
 
 
-def _grpc_classify(server: Any, ids: list[int], progress: bool) -> tuple[list[str], float, str] | None:
+def _grpc_classify(
+    server: Any, ids: list[int], progress: bool
+) -> tuple[list[str], float, str] | None:
     """gRPC ``Classify`` of ``ids`` by ``node_id`` on the running model server (a second front end
     over the same loaded model): (top labels, seconds, target), or None where
     :mod:`memgraph_tf.serving.grpc_server` / ``grpc_client`` are not part of this build."""
@@ -154,12 +187,17 @@ def _grpc_classify(server: Any, ids: list[int], progress: bool) -> tuple[list[st
         from memgraph_tf.serving.grpc_server import start_grpc_server
     except ImportError:
         return None
-    with start_grpc_server(server) as running, GrpcServingClient(running.target, MODEL_NAME, timeout_s=60) as client:
+    with (
+        start_grpc_server(server) as running,
+        GrpcServingClient(running.target, MODEL_NAME, timeout_s=60) as client,
+    ):
         labels, seconds = _classify_by_node_id(client, ids, progress, "gRPC")
         return labels, seconds, running.target
 
 
-def _classify_by_node_id(client: Any, ids: list[int], progress: bool, desc: str) -> tuple[list[str], float]:
+def _classify_by_node_id(
+    client: Any, ids: list[int], progress: bool, desc: str
+) -> tuple[list[str], float]:
     """Classify ``ids`` by ``node_id`` through a REST or gRPC client, 16 nodes a request: (top
     labels, seconds). The first call (it warms the model up / sets up the channel) is not timed."""
     client.classify([{"node_id": int(ids[0])}])
@@ -167,7 +205,7 @@ def _classify_by_node_id(client: Any, ids: list[int], progress: bool, desc: str)
     results = []
     with _bar(progress, total=len(ids), desc=desc, unit="node") as bar:
         for lo in range(0, len(ids), 16):
-            part = ids[lo:lo + 16]
+            part = ids[lo : lo + 16]
             results += client.classify([{"node_id": int(i)} for i in part])
             bar.update(len(part))
     seconds = clock.seconds
@@ -186,8 +224,14 @@ def bundle_layout(features: Any) -> str:
     return "sparse" if nonzero <= SPARSE_BELOW else "dense"
 
 
-def _classify_stage(model: Any, source: Any, options: dict, bundle_dir: pathlib.Path, feature_cache: Any,
-                    progress: bool) -> tuple[int, float, str]:
+def _classify_stage(
+    model: Any,
+    source: Any,
+    options: dict,
+    bundle_dir: pathlib.Path,
+    feature_cache: Any,
+    progress: bool,
+) -> tuple[int, float, str]:
     """Batch inference over every node, the class name written to ``predicted_class``: (nodes
     written, seconds, how). With :mod:`memgraph_tf.client.batch` (``memgraph-tf classify``) the
     exported op-free bundle runs in-process, as ``memgraph-tf classify --model`` runs it; without it
@@ -198,12 +242,19 @@ def _classify_stage(model: Any, source: Any, options: dict, bundle_dir: pathlib.
     except ImportError:
         from memgraph_tf.client import predict_and_write
 
-        written = predict_and_write(model, source, options=options or None, feature_cache=feature_cache,
-                                    write_class_names=True, progress=progress)
+        written = predict_and_write(
+            model,
+            source,
+            options=options or None,
+            feature_cache=feature_cache,
+            write_class_names=True,
+            progress=progress,
+        )
         return written, clock.seconds, "predict_and_write, the in-process model"
     with batch.BundleBackend(bundle_dir) as backend:
-        summary = batch.BatchClassifier(source, backend, write_property="predicted_class", overwrite=True,
-                                        progress=progress).run()
+        summary = batch.BatchClassifier(
+            source, backend, write_property="predicted_class", overwrite=True, progress=progress
+        ).run()
     return summary.classified, clock.seconds, "memgraph_tf.client.batch, the op-free bundle"
 
 
@@ -212,14 +263,16 @@ def _cli_has(command: str, option: str) -> bool:
     from memgraph_tf import cli
 
     parser = cli.build_parser()
-    for action in parser._subparsers._group_actions:  # noqa: SLF001 -- argparse keeps subparsers here only
+    for action in parser._subparsers._group_actions:
         sub = action.choices.get(command)
         if sub is not None:
-            return not option or any(option in a.option_strings for a in sub._actions)  # noqa: SLF001
+            return not option or any(option in a.option_strings for a in sub._actions)
     return False
 
 
-def _commands(out: pathlib.Path, dataset: str, graph: str | None, example_ids: list[int]) -> list[str]:
+def _commands(
+    out: pathlib.Path, dataset: str, graph: str | None, example_ids: list[int]
+) -> list[str]:
     base = out / "portable" / MODEL_NAME
     graph_arg = graph if graph else f"embedded:{dataset}"
     examples = ", ".join(f'{{"node_id": {i}}}' for i in example_ids)
@@ -240,15 +293,24 @@ def _commands(out: pathlib.Path, dataset: str, graph: str | None, example_ids: l
     else:
         lines += [
             "# batch inference again (every node; the class written back to the graph):",
-            f"memgraph-tf demo --dataset {dataset} --out {out}" + (f" --graph {graph} --replace" if graph else ""),
+            f"memgraph-tf demo --dataset {dataset} --out {out}"
+            + (f" --graph {graph} --replace" if graph else ""),
         ]
     lines += ["# the pictures and this summary: open it in a browser", f"{out / 'report.html'}"]
     return lines
 
 
-def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, graph: str | None = None,
-        replace: bool = False, steps: int | None = None, seed: int = 0, classify_count: int = 64,
-        progress: bool = True) -> dict[str, Any]:
+def run(
+    dataset: str = "cora",
+    out: str | os.PathLike[str] = DEFAULT_OUT,
+    *,
+    graph: str | None = None,
+    replace: bool = False,
+    steps: int | None = None,
+    seed: int = 0,
+    classify_count: int = 64,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Runs the demo (see the module docstring) and returns its figures: ``test_accuracy``,
     ``val_accuracy``, ``served_accuracy``, ``served_agreement``, ``written``, ``seconds``, the
     :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``)."""
@@ -272,11 +334,20 @@ def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, gra
     source, options, embedded, graph_text = _load(data, graph, replace, progress)
     train_ids, val_ids, test_ids = data.ids("train"), data.ids("val"), data.ids("test")
     test_ids = [i for i in test_ids if data.labels[i] >= 0]
-    stages.append(report.Stage("load graph", clock.seconds, data.num_nodes, "nodes",
-                               "embedded runtime" if graph is None else "Cypher UNWIND batches"))
-    _say(f"[1/{n_stages}] loaded {dataset} into {graph_text}: {data.num_nodes:,} nodes, "
-         f"{len(data.edges):,} edges; train/val/test {len(train_ids)}/{len(val_ids)}/{len(test_ids)} "
-         f"({clock.seconds:.1f} s)")
+    stages.append(
+        report.Stage(
+            "load graph",
+            clock.seconds,
+            data.num_nodes,
+            "nodes",
+            "embedded runtime" if graph is None else "Cypher UNWIND batches",
+        )
+    )
+    _say(
+        f"[1/{n_stages}] loaded {dataset} into {graph_text}: {data.num_nodes:,} nodes, "
+        f"{len(data.edges):,} edges; train/val/test {len(train_ids)}/{len(val_ids)}/{len(test_ids)} "
+        f"({clock.seconds:.1f} s)"
+    )
 
     # 2. train and test
     clock = _Clock()
@@ -285,138 +356,293 @@ def run(dataset: str = "cora", out: str | os.PathLike[str] = DEFAULT_OUT, *, gra
         recipe.update(SYNTHETIC_RECIPE)
     if steps is not None:
         recipe["steps"] = steps
-    result = train_graphsage(source, train_ids, val_ids, options=options or None, seed=seed,
-                             class_names=list(data.class_names), progress=progress, **recipe)
+    result = train_graphsage(
+        source,
+        train_ids,
+        val_ids,
+        options=options or None,
+        seed=seed,
+        class_names=list(data.class_names),
+        progress=progress,
+        **recipe,
+    )
     model = result.model
     trained_steps = len(result.history["step"])
-    stages.append(report.Stage("train", clock.seconds, trained_steps, "steps",
-                               f"{len(train_ids)} nodes, fanouts {'x'.join(map(str, recipe['fanouts']))}"))
+    stages.append(
+        report.Stage(
+            "train",
+            clock.seconds,
+            trained_steps,
+            "steps",
+            f"{len(train_ids)} nodes, fanouts {'x'.join(map(str, recipe['fanouts']))}",
+        )
+    )
     clock = _Clock()
-    probs = _predict_draws(model, source, test_ids, options=options, feature_cache=result.feature_cache, seed=seed,
-                           draws=EVAL_DRAWS, progress=progress)
+    probs = _predict_draws(
+        model,
+        source,
+        test_ids,
+        options=options,
+        feature_cache=result.feature_cache,
+        seed=seed,
+        draws=EVAL_DRAWS,
+        progress=progress,
+    )
     predicted = probs.argmax(axis=1)
     truth = data.labels[test_ids]
     test_accuracy = float(np.mean(predicted == truth))
-    stages.append(report.Stage("test evaluation", clock.seconds, len(test_ids) * EVAL_DRAWS, "nodes",
-                               f"{len(test_ids)} nodes x {EVAL_DRAWS} draws"))
+    stages.append(
+        report.Stage(
+            "test evaluation",
+            clock.seconds,
+            len(test_ids) * EVAL_DRAWS,
+            "nodes",
+            f"{len(test_ids)} nodes x {EVAL_DRAWS} draws",
+        )
+    )
     published = datasets.PUBLISHED_ACCURACY.get(dataset, {})
     beside = ", ".join(f"{k} {v:.3f}" for k, v in published.items())
-    via = ("tf_features blobs" if embedded is not None or source.has_procedures()
-           else "blobs packed on the client (this server has no tf_features procedures)")
-    _say(f"[2/{n_stages}] trained GraphSAGE for {trained_steps} steps via {via} "
-         f"({stages[-2].seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step {result.best_step}), "
-         f"test acc {test_accuracy:.3f}" + (f" (published: {beside})" if beside else ""))
+    via = (
+        "tf_features blobs"
+        if embedded is not None or source.has_procedures()
+        else "blobs packed on the client (this server has no tf_features procedures)"
+    )
+    _say(
+        f"[2/{n_stages}] trained GraphSAGE for {trained_steps} steps via {via} "
+        f"({stages[-2].seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step {result.best_step}), "
+        f"test acc {test_accuracy:.3f}" + (f" (published: {beside})" if beside else "")
+    )
 
     # 3. export
     clock = _Clock()
     layout = bundle_layout(data.features)
     with _bar(progress, total=2, desc="export", unit="bundle") as bar:
-        portable = export_bundle(model, out / "portable", MODEL_NAME, 1, use_op=False, overwrite=True,
-                                 layout=layout, sample_options=options or None)
+        portable = export_bundle(
+            model,
+            out / "portable",
+            MODEL_NAME,
+            1,
+            use_op=False,
+            overwrite=True,
+            layout=layout,
+            sample_options=options or None,
+        )
         bar.update(1)
-        with_op = export_bundle(model, out / "with_op", MODEL_NAME, 1, use_op=True, overwrite=True,
-                                layout=layout, sample_options=options or None)
+        with_op = export_bundle(
+            model,
+            out / "with_op",
+            MODEL_NAME,
+            1,
+            use_op=True,
+            overwrite=True,
+            layout=layout,
+            sample_options=options or None,
+        )
         bar.update(1)
-    stages.append(report.Stage("export bundles", clock.seconds, None, "",
-                               f"2 bundles: op-free + with the op; {layout} layout"))
-    bundles = {"op-free bundle (stock TF Serving)": str(portable.path), "bundle with the C++ op": str(with_op.path)}
-    _say(f"[3/{n_stages}] exported {portable.path} (stock ops only) and {with_op.path} (the op) "
-         f"({clock.seconds:.1f} s)")
+    stages.append(
+        report.Stage(
+            "export bundles",
+            clock.seconds,
+            None,
+            "",
+            f"2 bundles: op-free + with the op; {layout} layout",
+        )
+    )
+    bundles = {
+        "op-free bundle (stock TF Serving)": str(portable.path),
+        "bundle with the C++ op": str(with_op.path),
+    }
+    _say(
+        f"[3/{n_stages}] exported {portable.path} (stock ops only) and {with_op.path} (the op) "
+        f"({clock.seconds:.1f} s)"
+    )
 
     # 4. serve
     ids = test_ids[:classify_count]
     names = list(data.class_names)
-    local = predict(model, source, ids, options=options or None, feature_cache=result.feature_cache, seed=seed)
+    local = predict(
+        model, source, ids, options=options or None, feature_cache=result.feature_cache, seed=seed
+    )
     served: list[report.ServedCheck] = []
     server = ModelServer(out / "portable" / MODEL_NAME, MODEL_NAME, graph_source=source)
-    with start_server(server) as running, ServingClient(running.url, MODEL_NAME, timeout_s=60) as client:
+    with (
+        start_server(server) as running,
+        ServingClient(running.url, MODEL_NAME, timeout_s=60) as client,
+    ):
         labels, rest_seconds = _classify_by_node_id(client, ids, progress, "serve")
-        served.append(_check("REST :classify by node_id", labels, names, ids, data, local.classes, rest_seconds))
-        stages.append(report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id"))
+        served.append(
+            _check(
+                "REST :classify by node_id", labels, names, ids, data, local.classes, rest_seconds
+            )
+        )
+        stages.append(
+            report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id")
+        )
         grpc = _grpc_classify(server, ids, progress)
         if grpc is not None:
             g_labels, g_seconds, _ = grpc
-            served.append(_check("gRPC Classify by node_id", g_labels, names, ids, data, local.classes, g_seconds))
-            stages.append(report.Stage("serve: gRPC Classify", g_seconds, len(ids), "nodes", "by node_id"))
+            served.append(
+                _check(
+                    "gRPC Classify by node_id", g_labels, names, ids, data, local.classes, g_seconds
+                )
+            )
+            stages.append(
+                report.Stage("serve: gRPC Classify", g_seconds, len(ids), "nodes", "by node_id")
+            )
         else:
-            notes.append("gRPC: not served by this build (memgraph_tf.serving.grpc_server is not present)")
+            notes.append(
+                "gRPC: not served by this build (memgraph_tf.serving.grpc_server is not present)"
+            )
     for c in served:
-        _say(f"[4/{n_stages}] {c.how}: {c.nodes} test nodes in {c.seconds * 1000:.0f} ms; accuracy {c.accuracy:.3f}, "
-             f"agreement with in-process predictions {c.agreement:.3f}")
+        _say(
+            f"[4/{n_stages}] {c.how}: {c.nodes} test nodes in {c.seconds * 1000:.0f} ms; accuracy {c.accuracy:.3f}, "
+            f"agreement with in-process predictions {c.agreement:.3f}"
+        )
     _say(f"      e.g. node {ids[0]} -> {labels[0]} (truth: {names[int(data.labels[ids[0]])]})")
 
     # 5. batch inference
-    written, seconds, how = _classify_stage(model, source, options, out / "portable" / MODEL_NAME,
-                                            result.feature_cache, progress)
+    written, seconds, how = _classify_stage(
+        model, source, options, out / "portable" / MODEL_NAME, result.feature_cache, progress
+    )
     stages.append(report.Stage("batch inference", seconds, written, "nodes", how))
     sample = ""
     if embedded is not None:
-        sample = "; e.g. " + ", ".join(f"{n}: {embedded.get_property(n, 'predicted_class')}" for n in test_ids[:3])
-    _say(f"[5/{n_stages}] batch inference wrote the predicted class of {written:,} nodes back to the graph "
-         f"({seconds:.1f} s, {how}){sample}")
+        sample = "; e.g. " + ", ".join(
+            f"{n}: {embedded.get_property(n, 'predicted_class')}" for n in test_ids[:3]
+        )
+    _say(
+        f"[5/{n_stages}] batch inference wrote the predicted class of {written:,} nodes back to the graph "
+        f"({seconds:.1f} s, {how}){sample}"
+    )
 
     # 6. pictures and report
     clock = _Clock()
     title = {"cora": "Cora", "citeseer": "Citeseer"}.get(dataset, dataset)
     images = {
         "Training: loss, training and validation accuracy": report.training_curves(
-            result.history, out / "training.png", test_accuracy=test_accuracy, published=published,
-            best_step=result.best_step, title=f"{title}: GraphSAGE training"),
+            result.history,
+            out / "training.png",
+            test_accuracy=test_accuracy,
+            published=published,
+            best_step=result.best_step,
+            title=f"{title}: GraphSAGE training",
+        ),
         "Confusion matrix on the test nodes": report.confusion_figure(
-            report.confusion_matrix(truth, predicted, len(names)), names, out / "confusion.png",
-            title=f"{title}, {len(test_ids)} test nodes: accuracy {test_accuracy:.3f}"),
+            report.confusion_matrix(truth, predicted, len(names)),
+            names,
+            out / "confusion.png",
+            title=f"{title}, {len(test_ids)} test nodes: accuracy {test_accuracy:.3f}",
+        ),
     }
-    images["Throughput and time per stage"] = report.throughput_figure(stages, out / "throughput.png",
-                                                                        title=f"{title}: the demo's stages")
+    images["Throughput and time per stage"] = report.throughput_figure(
+        stages, out / "throughput.png", title=f"{title}: the demo's stages"
+    )
     stages.append(report.Stage("pictures + report", clock.seconds))
     summary = report.Summary(
-        dataset=dataset, graph=graph_text, num_nodes=data.num_nodes, num_edges=len(data.edges),
-        num_features=int(data.features.shape[1]), class_names=names, train_nodes=len(train_ids),
-        val_nodes=len(val_ids), test_nodes=len(test_ids), test_accuracy=test_accuracy,
-        val_accuracy=result.best_val_accuracy, eval_draws=EVAL_DRAWS, published=published, served=served,
-        stages=stages, out_dir=str(out), bundles=bundles, commands=_commands(out, dataset, graph, ids[:2]),
-        notes=notes)
+        dataset=dataset,
+        graph=graph_text,
+        num_nodes=data.num_nodes,
+        num_edges=len(data.edges),
+        num_features=int(data.features.shape[1]),
+        class_names=names,
+        train_nodes=len(train_ids),
+        val_nodes=len(val_ids),
+        test_nodes=len(test_ids),
+        test_accuracy=test_accuracy,
+        val_accuracy=result.best_val_accuracy,
+        eval_draws=EVAL_DRAWS,
+        published=published,
+        served=served,
+        stages=stages,
+        out_dir=str(out),
+        bundles=bundles,
+        commands=_commands(out, dataset, graph, ids[:2]),
+        notes=notes,
+    )
     html = report.write_report(out, summary, images)
-    _say(f"[6/{n_stages}] wrote {', '.join(p.name for p in images.values())} and {html.name} into {out} "
-         f"({clock.seconds:.1f} s)")
+    _say(
+        f"[6/{n_stages}] wrote {', '.join(p.name for p in images.values())} and {html.name} into {out} "
+        f"({clock.seconds:.1f} s)"
+    )
     if embedded is None and hasattr(source, "close"):
         source.close()
     return {
-        "dataset": dataset, "test_accuracy": test_accuracy, "val_accuracy": result.best_val_accuracy,
-        "served_accuracy": served[0].accuracy, "served_agreement": served[0].agreement, "written": written,
-        "seconds": summary.total_seconds, "summary": summary,
-        "files": {"report": html, **{p.stem: p for p in images.values()}, "portable": portable.path,
-                  "with_op": with_op.path},
+        "dataset": dataset,
+        "test_accuracy": test_accuracy,
+        "val_accuracy": result.best_val_accuracy,
+        "served_accuracy": served[0].accuracy,
+        "served_agreement": served[0].agreement,
+        "written": written,
+        "seconds": summary.total_seconds,
+        "summary": summary,
+        "files": {
+            "report": html,
+            **{p.stem: p for p in images.values()},
+            "portable": portable.path,
+            "with_op": with_op.path,
+        },
     }
 
 
-def _check(how: str, labels: list[str], names: list[str], ids: list[int], data: datasets.Planetoid,
-           local_classes: Any, seconds: float) -> report.ServedCheck:
+def _check(
+    how: str,
+    labels: list[str],
+    names: list[str],
+    ids: list[int],
+    data: datasets.Planetoid,
+    local_classes: Any,
+    seconds: float,
+) -> report.ServedCheck:
     import numpy as np
 
     served = np.asarray([names.index(label) for label in labels])
     truth = data.labels[ids]
-    return report.ServedCheck(how, len(ids), float(np.mean(served == truth)),
-                              float(np.mean(served == np.asarray(local_classes))), seconds)
+    return report.ServedCheck(
+        how,
+        len(ids),
+        float(np.mean(served == truth)),
+        float(np.mean(served == np.asarray(local_classes))),
+        seconds,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # command line
 # ------------------------------------------------------------------------------------------------
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``memgraph-tf demo`` options."""
-    parser.add_argument("--dataset", default="cora", choices=list(datasets.DATASETS),
-                        help="cora / citeseer (shipped in the package) or synthetic (a small random graph)")
-    parser.add_argument("--graph", default=None, metavar="URI",
-                        help="load the dataset into this Memgraph (bolt://...; user and password from "
-                             "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD) instead of the in-process runtime")
-    parser.add_argument("--replace", action="store_true",
-                        help=f"with --graph: delete existing :{GRAPH_LABEL} nodes first")
-    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                        help=f"where the bundles, pictures and report.html go (default: ./{DEFAULT_OUT}/)")
-    parser.add_argument("--steps", type=int, default=None, help="training steps (default: the recipe's)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for weights and sampling (default: 0)")
+    parser.add_argument(
+        "--dataset",
+        default="cora",
+        choices=list(datasets.DATASETS),
+        help="cora / citeseer (shipped in the package) or synthetic (a small random graph)",
+    )
+    parser.add_argument(
+        "--graph",
+        default=None,
+        metavar="URI",
+        help="load the dataset into this Memgraph (bolt://...; user and password from "
+        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD) instead of the in-process runtime",
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help=f"with --graph: delete existing :{GRAPH_LABEL} nodes first",
+    )
+    parser.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"where the bundles, pictures and report.html go (default: ./{DEFAULT_OUT}/)",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, help="training steps (default: the recipe's)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed for weights and sampling (default: 0)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -426,8 +652,15 @@ def main(args: argparse.Namespace) -> int:
         for name in ("memgraph_tf", "absl"):  # absl: SavedModel export's renaming notes
             logging.getLogger(name).setLevel(logging.WARNING)
     clock = _Clock()
-    figures = run(args.dataset, args.out, graph=args.graph, replace=args.replace, steps=args.steps, seed=args.seed,
-                  progress=not args.no_progress)
+    figures = run(
+        args.dataset,
+        args.out,
+        graph=args.graph,
+        replace=args.replace,
+        steps=args.steps,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
     summary = figures["summary"]
     _say()
     _say(report.summary_text(summary))

@@ -36,7 +36,9 @@ def module_search_path() -> list[pathlib.Path]:
     dirs.append(here / "query_modules")
     # a wheel's data: <prefix>/share/...; the package itself is <prefix>/lib/pythonX.Y/site-packages/memgraph_tf
     prefixes = [sysconfig.get_path("data"), sys.prefix, sys.base_prefix]
-    parents = pathlib.Path(__file__).resolve().parents  # memgraph_tf, site-packages, pythonX.Y, lib, <prefix>
+    parents = (
+        pathlib.Path(__file__).resolve().parents
+    )  # memgraph_tf, site-packages, pythonX.Y, lib, <prefix>
     if len(parents) > 4:
         prefixes.append(str(parents[4]))
     for prefix in dict.fromkeys(prefixes):
@@ -71,18 +73,24 @@ def install_modules(directory: str | os.PathLike[str], overwrite: bool = True) -
     sources += [(package / name, target / "memgraph_tf" / name) for name in HELPER_FILES]
     missing = [str(src) for src, _ in sources if not src.is_file()]
     if missing:
-        raise FileNotFoundError(f"helper files: expected {', '.join(missing)} in the package, got none")
+        raise FileNotFoundError(
+            f"helper files: expected {', '.join(missing)} in the package, got none"
+        )
     for src in sorted((package / "procedures").glob("*.py")):
         sources.append((src, target / "memgraph_tf" / "procedures" / src.name))
     if not overwrite:
         for _, dst in sources:
             if dst.exists():
-                raise FileExistsError(f"{dst}: expected no existing file (overwrite=False), got one")
+                raise FileExistsError(
+                    f"{dst}: expected no existing file (overwrite=False), got one"
+                )
     written = []
     for src, dst in sources:
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
         written.append(str(dst))
         logger.debug("installed %s -> %s", src, dst)
-    logger.info("installed %d files into %s; run CALL mg.load_all(); to (re)load them", len(written), target)
+    logger.info(
+        "installed %d files into %s; run CALL mg.load_all(); to (re)load them", len(written), target
+    )
     return written

@@ -36,12 +36,13 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 __all__ = [
     "DESCRIBE_OPTIONS",
-    "FEATURE_DTYPES",
     "FEATURES",
+    "FEATURE_DTYPES",
     "IDS",
     "LABELS",
     "LAYOUTS",
@@ -51,11 +52,11 @@ __all__ = [
     "PAD_ID",
     "ROW_SPLITS_SUFFIX",
     "SAMPLE_OPTIONS",
-    "Section",
     "TABLE",
     "TABLE_COLUMNS",
     "TABLE_IDS",
     "TABLE_VALUES",
+    "Section",
     "features_name",
     "ids_name",
     "index_name",
@@ -95,7 +96,14 @@ ROW_SPLITS_SUFFIX = ".row_splits"
 
 PACK_OPTIONS = ("allow_non_finite", "dtype", "id_property", "label", "label_property")
 """Options of ``tf_features.pack`` (also accepted by every other procedure)."""
-SAMPLE_OPTIONS = PACK_OPTIONS + ("direction", "edge_types", "layout", "low_degree", "replace", "seed")
+SAMPLE_OPTIONS = PACK_OPTIONS + (
+    "direction",
+    "edge_types",
+    "layout",
+    "low_degree",
+    "replace",
+    "seed",
+)
 """Options of ``tf_features.sample`` and ``sample_per_node``."""
 DESCRIBE_OPTIONS = SAMPLE_OPTIONS + ("fanouts",)
 """Options of ``tf_features.describe``."""
@@ -106,6 +114,7 @@ OPTION_NAMES = {
     "describe": DESCRIBE_OPTIONS,
 }
 """The option names each procedure accepts (any other key is an error)."""
+
 
 def ids_name(h: int) -> str:
     """The sample section of hop ``h``'s node ids: ``ids_h``."""
@@ -120,7 +129,9 @@ def features_name(h: int) -> str:
 def mask_name(h: int) -> str:
     """The sample section of hop ``h``'s validity mask: ``mask_h`` (``h >= 1``)."""
     if _hop(h) < 1:
-        raise ValueError(f"h: expected a hop >= 1 for a mask section (hop 0 holds the seeds), got {h!r}")
+        raise ValueError(
+            f"h: expected a hop >= 1 for a mask section (hop 0 holds the seeds), got {h!r}"
+        )
     return f"mask_{h}"
 
 
@@ -159,18 +170,27 @@ class Section(NamedTuple):
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
 
 
-def _check(fanouts: Sequence[int] | None, width: int, dtype: str, batch: int | None) -> tuple[int, ...]:
+def _check(
+    fanouts: Sequence[int] | None, width: int, dtype: str, batch: int | None
+) -> tuple[int, ...]:
     if not isinstance(width, int) or isinstance(width, bool) or width < 0:
         raise ValueError(f"width: expected the feature width, an integer >= 0, got {width!r}")
     if dtype not in FEATURE_DTYPES:
-        raise ValueError(f"dtype: expected one of {', '.join(map(repr, FEATURE_DTYPES))}, got {dtype!r}")
+        raise ValueError(
+            f"dtype: expected one of {', '.join(map(repr, FEATURE_DTYPES))}, got {dtype!r}"
+        )
     if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool) or batch < -1):
         raise ValueError(f"batch: expected None, -1 (unknown) or a size >= 0, got {batch!r}")
     if fanouts is None:
         return ()
-    if not isinstance(fanouts, (list, tuple)) or not fanouts or not all(
-            isinstance(f, int) and not isinstance(f, bool) and f >= 1 for f in fanouts):
-        raise ValueError(f"fanouts: expected a non-empty list of integers >= 1 (one per hop), got {fanouts!r}")
+    if (
+        not isinstance(fanouts, (list, tuple))
+        or not fanouts
+        or not all(isinstance(f, int) and not isinstance(f, bool) and f >= 1 for f in fanouts)
+    ):
+        raise ValueError(
+            f"fanouts: expected a non-empty list of integers >= 1 (one per hop), got {fanouts!r}"
+        )
     return tuple(fanouts)
 
 
@@ -180,8 +200,16 @@ def _layout(layout: str) -> str:
     return layout
 
 
-def sample_sections(fanouts: Sequence[int], width: int, dtype: str = "float32", *, pad: bool = True,
-                    labels: bool = False, batch: int | None = -1, layout: str = "dense") -> list[Section]:
+def sample_sections(
+    fanouts: Sequence[int],
+    width: int,
+    dtype: str = "float32",
+    *,
+    pad: bool = True,
+    labels: bool = False,
+    batch: int | None = -1,
+    layout: str = "dense",
+) -> list[Section]:
     """The sections of a ``tf_features.sample`` blob, in blob order (see the module docstring).
 
     ``fanouts``: one integer >= 1 per hop; ``width``: the feature width ``d``; ``dtype``: the
@@ -218,21 +246,25 @@ def sample_sections(fanouts: Sequence[int], width: int, dtype: str = "float32", 
     return out
 
 
-def _ragged(name: str, dtype: str, inner: tuple, role: str, batch: int | None,
-            rows: int | None = 1) -> list[Section]:
+def _ragged(
+    name: str, dtype: str, inner: tuple, role: str, batch: int | None, rows: int | None = 1
+) -> list[Section]:
     """A ragged pair: ``name`` ``[-1, *inner]`` and ``name.row_splits`` int64 ``[rows + 1]``
     (``rows`` None: a number of rows that varies too)."""
     var = None if batch is None else -1
     splits = var if rows is None else rows + 1
-    return [Section(name, dtype, (var,) + inner, role),
-            Section(row_splits_name(name), "int64", (splits,), "row_splits")]
+    return [
+        Section(name, dtype, (var,) + inner, role),
+        Section(row_splits_name(name), "int64", (splits,), "row_splits"),
+    ]
 
 
 def _table_sections(width: int, dtype: str, batch: int | None, layout: str) -> list[Section]:
     if layout == "compact":
         return _ragged(TABLE, dtype, (width,), "table", batch)
-    return (_ragged(TABLE_COLUMNS, "int32", (), "columns", batch, rows=None)
-            + _ragged(TABLE_VALUES, dtype, (), "values", batch))
+    return _ragged(TABLE_COLUMNS, "int32", (), "columns", batch, rows=None) + _ragged(
+        TABLE_VALUES, dtype, (), "values", batch
+    )
 
 
 def ragged_names(sections: Sequence[Section]) -> list[str]:
@@ -242,8 +274,14 @@ def ragged_names(sections: Sequence[Section]) -> list[str]:
     return [s.name for s in sections if row_splits_name(s.name) in names]
 
 
-def pack_sections(width: int, dtype: str = "float32", *, strings: Sequence[str] = (), labels: bool = False,
-                  batch: int | None = -1) -> list[Section]:
+def pack_sections(
+    width: int,
+    dtype: str = "float32",
+    *,
+    strings: Sequence[str] = (),
+    labels: bool = False,
+    batch: int | None = -1,
+) -> list[Section]:
     """The sections of a ``tf_features.pack`` blob, in blob order: ``ids``, ``features``, one string
     section per name in ``strings`` (the string properties, in property order), ``labels`` when
     ``labels``. Arguments as in :func:`sample_sections`.
@@ -252,29 +290,43 @@ def pack_sections(width: int, dtype: str = "float32", *, strings: Sequence[str] 
     :data:`PACK_SECTION_NAMES` raises ValueError (pack refuses such properties).
     """
     _check(None, width, dtype, batch)
-    out = [Section(IDS, "int64", (batch,), "ids"), Section(FEATURES, dtype, (batch, width), "features")]
+    out = [
+        Section(IDS, "int64", (batch,), "ids"),
+        Section(FEATURES, dtype, (batch, width), "features"),
+    ]
     for name in strings:
         if name in PACK_SECTION_NAMES:
             raise ValueError(
                 f"strings: expected string property names other than "
-                f"{', '.join(map(repr, PACK_SECTION_NAMES))} (section names of the blob), got {name!r}")
+                f"{', '.join(map(repr, PACK_SECTION_NAMES))} (section names of the blob), got {name!r}"
+            )
         out.append(Section(name, "string", (batch,), "string"))
     if labels:
         out.append(Section(LABELS, "int64", (batch,), "labels"))
     return out
 
 
-def model_input_sections(fanouts: Sequence[int], width: int, dtype: str = "float32", *, masks: bool = True,
-                         batch: int | None = -1, layout: str = "dense") -> list[Section]:
+def model_input_sections(
+    fanouts: Sequence[int],
+    width: int,
+    dtype: str = "float32",
+    *,
+    masks: bool = True,
+    batch: int | None = -1,
+    layout: str = "dense",
+) -> list[Section]:
     """The sections a GraphSAGE model reads from a sample blob, in blob order: in the dense layout
     ``features_h`` for h = 0..K and, with ``masks``, ``mask_h`` for h = 1..K; in the compact and
     sparse layouts ``index_h`` for h = 0..K and the table's sections (``table`` or
     ``table_columns``/``table_values``, each with its row splits). That is :func:`sample_sections`
     without the ids and labels; :func:`memgraph_tf.ops.layouts.decode_sample` makes the model's
     inputs (:func:`model_input_names`) from any of them."""
-    return [s for s in sample_sections(fanouts, width, dtype, pad=masks, batch=batch, layout=layout)
-            if s.role not in ("ids", "labels", "table_ids")
-            and not (s.role == "row_splits" and s.name == row_splits_name(TABLE_IDS))]
+    return [
+        s
+        for s in sample_sections(fanouts, width, dtype, pad=masks, batch=batch, layout=layout)
+        if s.role not in ("ids", "labels", "table_ids")
+        and not (s.role == "row_splits" and s.name == row_splits_name(TABLE_IDS))
+    ]
 
 
 def model_input_names(hops: int, masks: bool = True) -> list[str]:

@@ -9,7 +9,8 @@ Standard library only.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any
 
 
 def lazy_attributes(

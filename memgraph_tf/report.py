@@ -20,7 +20,8 @@ import html
 import logging
 import os
 import pathlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -117,15 +118,32 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def accuracy_rows(s: Summary) -> list[list[str]]:
     """``[what, figure, note]`` rows: test accuracy beside the published figures, then served checks."""
-    rows = [[f"GraphSAGE test accuracy (this run)", f"{s.test_accuracy:.3f}",
-             f"{s.test_nodes} test nodes, mean of {s.eval_draws} neighbourhood draws"]]
+    rows = [
+        [
+            "GraphSAGE test accuracy (this run)",
+            f"{s.test_accuracy:.3f}",
+            f"{s.test_nodes} test nodes, mean of {s.eval_draws} neighbourhood draws",
+        ]
+    ]
     if s.val_accuracy is not None:
-        rows.append(["GraphSAGE validation accuracy (best)", f"{s.val_accuracy:.3f}", f"{s.val_nodes} nodes"])
+        rows.append(
+            [
+                "GraphSAGE validation accuracy (best)",
+                f"{s.val_accuracy:.3f}",
+                f"{s.val_nodes} nodes",
+            ]
+        )
     for method, acc in s.published.items():
         rows.append([f"{method}, published", f"{acc:.3f}", "same Planetoid split"])
     for c in s.served:
         rows.append([f"served accuracy, {c.how}", f"{c.accuracy:.3f}", f"{c.nodes} test nodes"])
-        rows.append([f"served vs in-process agreement, {c.how}", f"{c.agreement:.3f}", f"{c.nodes} test nodes"])
+        rows.append(
+            [
+                f"served vs in-process agreement, {c.how}",
+                f"{c.agreement:.3f}",
+                f"{c.nodes} test nodes",
+            ]
+        )
     return rows
 
 
@@ -149,9 +167,11 @@ def served_note(s: Summary) -> str:
 def summary_text(s: Summary) -> str:
     """The summary as the terminal shows it: the dataset, an accuracy table, a stage table, the
     bundles and the commands to go on."""
-    head = (f"{s.dataset}: {s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_features:,} features, "
-            f"{len(s.class_names)} classes; train/val/test {s.train_nodes}/{s.val_nodes}/{s.test_nodes}; "
-            f"graph: {s.graph}")
+    head = (
+        f"{s.dataset}: {s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_features:,} features, "
+        f"{len(s.class_names)} classes; train/val/test {s.train_nodes}/{s.val_nodes}/{s.test_nodes}; "
+        f"graph: {s.graph}"
+    )
     parts = [head, "", format_table(["accuracy", "figure", "on"], accuracy_rows(s))]
     if s.served:
         parts += ["", _wrap(served_note(s))]
@@ -172,6 +192,7 @@ def _wrap(text: str, width: int = 100) -> str:
 # pictures
 # ------------------------------------------------------------------------------------------------
 
+
 def _pyplot() -> Any:
     import matplotlib
 
@@ -190,9 +211,15 @@ def _save(fig: Any, path: str | os.PathLike[str]) -> pathlib.Path:
     return path
 
 
-def training_curves(history: Mapping[str, Sequence[float]], path: str | os.PathLike[str], *,
-                    test_accuracy: float | None = None, published: Mapping[str, float] | None = None,
-                    best_step: int | None = None, title: str = "training") -> pathlib.Path:
+def training_curves(
+    history: Mapping[str, Sequence[float]],
+    path: str | os.PathLike[str],
+    *,
+    test_accuracy: float | None = None,
+    published: Mapping[str, float] | None = None,
+    best_step: int | None = None,
+    title: str = "training",
+) -> pathlib.Path:
     """Loss per step (left) and accuracy (right: training batch per step, validation per evaluation,
     the test accuracy and the published figures as horizontal lines). ``history``: as
     :class:`memgraph_tf.client.TrainResult` records it (``step``, ``loss``, ``train_accuracy``,
@@ -207,21 +234,34 @@ def training_curves(history: Mapping[str, Sequence[float]], path: str | os.PathL
     if len(loss) >= 10:
         k = max(5, len(loss) // 20)
         smooth = np.convolve(loss, np.ones(k) / k, mode="valid")
-        ax_loss.plot(steps[k - 1:], smooth, color="#1f77b4", lw=2, label=f"mean of {k} steps")
+        ax_loss.plot(steps[k - 1 :], smooth, color="#1f77b4", lw=2, label=f"mean of {k} steps")
     ax_loss.set_xlabel("training step")
     ax_loss.set_ylabel("loss (cross-entropy + L2)")
     ax_loss.set_title("loss")
     ax_loss.grid(alpha=0.3)
     ax_loss.legend(loc="upper right")
 
-    ax_acc.plot(steps, history["train_accuracy"], color="#ff7f0e", alpha=0.5, lw=1, label="train batch")
+    ax_acc.plot(
+        steps, history["train_accuracy"], color="#ff7f0e", alpha=0.5, lw=1, label="train batch"
+    )
     if history.get("eval_step"):
-        ax_acc.plot(history["eval_step"], history["val_accuracy"], "o-", color="#2ca02c", ms=4, lw=1.5,
-                    label="validation")
+        ax_acc.plot(
+            history["eval_step"],
+            history["val_accuracy"],
+            "o-",
+            color="#2ca02c",
+            ms=4,
+            lw=1.5,
+            label="validation",
+        )
     if best_step:
-        ax_acc.axvline(best_step, color="grey", ls=":", lw=1, label=f"best step ({best_step}): kept")
+        ax_acc.axvline(
+            best_step, color="grey", ls=":", lw=1, label=f"best step ({best_step}): kept"
+        )
     if test_accuracy is not None:
-        ax_acc.axhline(test_accuracy, color="#d62728", lw=1.5, label=f"test, this run: {test_accuracy:.3f}")
+        ax_acc.axhline(
+            test_accuracy, color="#d62728", lw=1.5, label=f"test, this run: {test_accuracy:.3f}"
+        )
     for (method, acc), style in zip((published or {}).items(), ("--", "-.", ":")):
         ax_acc.axhline(acc, color="black", ls=style, lw=1, label=f"{method} published: {acc:.3f}")
     ax_acc.set_ylim(0, 1.02)
@@ -246,8 +286,13 @@ def confusion_matrix(truth: Sequence[int], predicted: Sequence[int], num_classes
     return out
 
 
-def confusion_figure(matrix: Any, class_names: Sequence[str], path: str | os.PathLike[str], *,
-                     title: str = "confusion matrix") -> pathlib.Path:
+def confusion_figure(
+    matrix: Any,
+    class_names: Sequence[str],
+    path: str | os.PathLike[str],
+    *,
+    title: str = "confusion matrix",
+) -> pathlib.Path:
     """Rows: true class, columns: predicted class; colour = share of the row, text = count."""
     import numpy as np
 
@@ -260,8 +305,15 @@ def confusion_figure(matrix: Any, class_names: Sequence[str], path: str | os.Pat
     im = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
     for i in range(k):
         for j in range(k):
-            ax.text(j, i, str(int(m[i, j])), ha="center", va="center", fontsize=9,
-                    color="white" if share[i, j] > 0.55 else "black")
+            ax.text(
+                j,
+                i,
+                str(int(m[i, j])),
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="white" if share[i, j] > 0.55 else "black",
+            )
     labels = [n.replace("_", " ") for n in class_names]
     ax.set_xticks(range(k), labels, rotation=35, ha="right")
     ax.set_yticks(range(k), [f"{n} ({int(m[i].sum())})" for i, n in enumerate(labels)])
@@ -272,21 +324,28 @@ def confusion_figure(matrix: Any, class_names: Sequence[str], path: str | os.Pat
     return _save(fig, path)
 
 
-def throughput_figure(stages: Sequence[Stage], path: str | os.PathLike[str], *,
-                      title: str = "throughput per stage") -> pathlib.Path:
+def throughput_figure(
+    stages: Sequence[Stage], path: str | os.PathLike[str], *, title: str = "throughput per stage"
+) -> pathlib.Path:
     """Left: items per second of each stage that has a count (log scale); right: seconds per stage."""
     plt = _pyplot()
     rated = [s for s in stages if s.rate is not None]
-    fig, (ax_rate, ax_time) = plt.subplots(1, 2, figsize=(12, max(3.0, 0.5 * len(stages) + 1.5)),
-                                           gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax_rate, ax_time) = plt.subplots(
+        1, 2, figsize=(12, max(3.0, 0.5 * len(stages) + 1.5)), gridspec_kw={"width_ratios": [3, 2]}
+    )
     names = [s.name for s in rated][::-1]
     rates = [s.rate for s in rated][::-1]
     bars = ax_rate.barh(names, rates, color="#1f77b4")
     ax_rate.set_xscale("log")
     ax_rate.set_xlim(min(rates, default=1) / 2, max(rates, default=1) * 30)
     for bar, s in zip(bars, rated[::-1]):
-        ax_rate.text(bar.get_width() * 1.1, bar.get_y() + bar.get_height() / 2, s.rate_text(), va="center",
-                     fontsize=9)
+        ax_rate.text(
+            bar.get_width() * 1.1,
+            bar.get_y() + bar.get_height() / 2,
+            s.rate_text(),
+            va="center",
+            fontsize=9,
+        )
     ax_rate.set_xlabel("items per second (log scale)")
     ax_rate.set_title("throughput")
     ax_rate.grid(axis="x", alpha=0.3)
@@ -295,8 +354,13 @@ def throughput_figure(stages: Sequence[Stage], path: str | os.PathLike[str], *,
     bars = ax_time.barh(names, secs, color="#ff7f0e")
     ax_time.set_xlim(0, max(secs, default=1) * 1.3)
     for bar, sec in zip(bars, secs):
-        ax_time.text(bar.get_width() + max(secs) * 0.02, bar.get_y() + bar.get_height() / 2, f"{sec:.1f} s",
-                     va="center", fontsize=9)
+        ax_time.text(
+            bar.get_width() + max(secs) * 0.02,
+            bar.get_y() + bar.get_height() / 2,
+            f"{sec:.1f} s",
+            va="center",
+            fontsize=9,
+        )
     ax_time.set_xlabel("seconds")
     ax_time.set_title("time")
     ax_time.grid(axis="x", alpha=0.3)
@@ -317,28 +381,100 @@ def architecture_figure(path: str | os.PathLike[str]) -> pathlib.Path:
     ax.axis("off")
 
     def box(x, y, w, h, title, lines, color):
-        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05,rounding_size=0.15", fc=color,
-                                    ec="#333333", lw=1.2))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, y),
+                w,
+                h,
+                boxstyle="round,pad=0.05,rounding_size=0.15",
+                fc=color,
+                ec="#333333",
+                lw=1.2,
+            )
+        )
         ax.text(x + w / 2, y + h - 0.28, title, ha="center", va="top", fontsize=11, weight="bold")
-        ax.text(x + w / 2, y + h - 0.7, "\n".join(lines), ha="center", va="top", fontsize=8.5, linespacing=1.4)
+        ax.text(
+            x + w / 2,
+            y + h - 0.7,
+            "\n".join(lines),
+            ha="center",
+            va="top",
+            fontsize=8.5,
+            linespacing=1.4,
+        )
 
     def arrow(x1, y1, x2, y2, rad=0.0):
-        ax.add_patch(FancyArrowPatch((x1, y1), (x2, y2), arrowstyle="-|>", mutation_scale=14, lw=1.4,
-                                     color="#333333", connectionstyle=f"arc3,rad={rad}"))
+        ax.add_patch(
+            FancyArrowPatch(
+                (x1, y1),
+                (x2, y2),
+                arrowstyle="-|>",
+                mutation_scale=14,
+                lw=1.4,
+                color="#333333",
+                connectionstyle=f"arc3,rad={rad}",
+            )
+        )
 
     def label(x, y, text):
         ax.text(x, y, text, ha="center", va="center", fontsize=8, style="italic")
 
     top, h = 2.5, 2.8
-    box(0.2, top, 3.0, h, "Memgraph", ["your graph: nodes with", "feature lists, edges", "",
-                                       "CALL tf_features.pack", "CALL tf_features.sample", "(query modules, Python)"],
-        "#e8f0fe")
-    box(4.5, top, 3.0, h, "TensorFlow (client)", ["memgraph_tf.client:", "tf.data over Cypher,",
-                                                  "UnpackBlob C++ op,", "GraphSAGE training,", "batch inference"],
-        "#fff4e5")
-    box(8.8, top, 3.0, h, "serving", ["SavedModel bundles:", "op-free (stock TF Serving)", "or with the op;",
-                                      "memgraph-tf serve (REST),", ":classify by node_id"], "#e9f7ef")
-    box(4.5, 0.15, 3.0, 1.5, "embedded runtime", ["the same query modules", "in-process (CI, the demo)"], "#f3e8fd")
+    box(
+        0.2,
+        top,
+        3.0,
+        h,
+        "Memgraph",
+        [
+            "your graph: nodes with",
+            "feature lists, edges",
+            "",
+            "CALL tf_features.pack",
+            "CALL tf_features.sample",
+            "(query modules, Python)",
+        ],
+        "#e8f0fe",
+    )
+    box(
+        4.5,
+        top,
+        3.0,
+        h,
+        "TensorFlow (client)",
+        [
+            "memgraph_tf.client:",
+            "tf.data over Cypher,",
+            "UnpackBlob C++ op,",
+            "GraphSAGE training,",
+            "batch inference",
+        ],
+        "#fff4e5",
+    )
+    box(
+        8.8,
+        top,
+        3.0,
+        h,
+        "serving",
+        [
+            "SavedModel bundles:",
+            "op-free (stock TF Serving)",
+            "or with the op;",
+            "memgraph-tf serve (REST),",
+            ":classify by node_id",
+        ],
+        "#e9f7ef",
+    )
+    box(
+        4.5,
+        0.15,
+        3.0,
+        1.5,
+        "embedded runtime",
+        ["the same query modules", "in-process (CI, the demo)"],
+        "#f3e8fd",
+    )
     box(8.8, 0.15, 3.0, 1.5, "clients", ["curl, ServingClient,", "memgraph-tf classify"], "#fdecea")
     arrow(3.25, 4.5, 4.45, 4.5)
     label(3.85, 4.85, "one blob per\ncall (base64url)")
@@ -352,7 +488,9 @@ def architecture_figure(path: str | os.PathLike[str]) -> pathlib.Path:
     label(6.6, 2.07, "same blobs")
     arrow(10.3, 5.35, 1.7, 5.35, rad=0.18)
     label(6.0, 6.2, "serve --graph: node_id -> neighbourhood blob, straight from the database")
-    ax.set_title("memgraph-tf: the graph database does the graph work, TensorFlow the learning", fontsize=12)
+    ax.set_title(
+        "memgraph-tf: the graph database does the graph work, TensorFlow the learning", fontsize=12
+    )
     return _save(fig, path)
 
 
@@ -360,14 +498,21 @@ def architecture_figure(path: str | os.PathLike[str]) -> pathlib.Path:
 # report.html
 # ------------------------------------------------------------------------------------------------
 
+
 def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def write_report(out_dir: str | os.PathLike[str], summary: Summary, images: Mapping[str, str | os.PathLike[str]],
-                 name: str = "report.html") -> pathlib.Path:
+def write_report(
+    out_dir: str | os.PathLike[str],
+    summary: Summary,
+    images: Mapping[str, str | os.PathLike[str]],
+    name: str = "report.html",
+) -> pathlib.Path:
     """Writes ``out_dir/name``: the summary tables, each picture in ``images`` (caption -> path;
     referenced relative to ``out_dir``, so they must lie inside it) and the commands to go on."""
     out = pathlib.Path(out_dir)
@@ -376,10 +521,14 @@ def write_report(out_dir: str | os.PathLike[str], summary: Summary, images: Mapp
         rel = os.path.relpath(pathlib.Path(img).resolve(), out.resolve())
         if rel.startswith(".."):
             raise ValueError(f"images[{caption!r}]: expected a file inside {out}, got {img}")
-        figures.append(f'<figure><img src="{html.escape(pathlib.PurePath(rel).as_posix())}" '
-                       f'alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}</figcaption></figure>')
+        figures.append(
+            f'<figure><img src="{html.escape(pathlib.PurePath(rel).as_posix())}" '
+            f'alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}</figcaption></figure>'
+        )
     s = summary
-    bundles = "".join(f"<li>{html.escape(k)}: <code>{html.escape(v)}</code></li>" for k, v in s.bundles.items())
+    bundles = "".join(
+        f"<li>{html.escape(k)}: <code>{html.escape(v)}</code></li>" for k, v in s.bundles.items()
+    )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in s.notes)
     commands = html.escape("\n".join(s.commands))
     page = f"""<!doctype html>

@@ -56,8 +56,13 @@ def describe(
     ctx: mgp.ProcCtx,
     properties: mgp.List[str],
     options: mgp.Nullable[mgp.Map] = None,
-) -> mgp.Record(feature_width=int, dtype=str, columns=mgp.List[mgp.Map], sections=mgp.List[mgp.Map],
-                num_classes=mgp.Nullable[int]):
+) -> mgp.Record(
+    feature_width=int,
+    dtype=str,
+    columns=mgp.List[mgp.Map],
+    sections=mgp.List[mgp.Map],
+    num_classes=mgp.Nullable[int],
+):
     """The feature width, dtype, per-property columns and the blob sections (pack layout, or the
     sample layout for ``options.fanouts``) that these properties produce, and with
     ``options.label_property`` the class count (1 + the largest label)."""

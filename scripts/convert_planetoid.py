@@ -21,9 +21,15 @@ from memgraph_tf import datasets
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", metavar="NAME", help="datasets to convert (default: cora citeseer)")
-    parser.add_argument("--root", default=None, help="folder holding ind.<name>.* (default: planetoid_root)")
-    parser.add_argument("--out", default=str(datasets.DATA_DIR), help="output folder (default: the package's)")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help="datasets to convert (default: cora citeseer)"
+    )
+    parser.add_argument(
+        "--root", default=None, help="folder holding ind.<name>.* (default: planetoid_root)"
+    )
+    parser.add_argument(
+        "--out", default=str(datasets.DATA_DIR), help="output folder (default: the package's)"
+    )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(datasets.PACKAGED))
     if unknown:
@@ -34,8 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         datasets.check_class_sizes(data)
         path = datasets.save_compact(data, pathlib.Path(args.out) / f"{name}.npz")
         sizes = ", ".join(f"{c} {n}" for c, n in zip(data.class_names, datasets.CLASS_SIZES[name]))
-        print(f"{name}: {data.num_nodes} nodes, {len(data.edges)} edges, {data.features.shape[1]} features "
-              f"({int(data.features.sum())} ones); classes {sizes} -> {path.name} ({path.stat().st_size} bytes)")
+        print(
+            f"{name}: {data.num_nodes} nodes, {len(data.edges)} edges, {data.features.shape[1]} features "
+            f"({int(data.features.sum())} ones); classes {sizes} -> {path.name} ({path.stat().st_size} bytes)"
+        )
     return 0
 
 

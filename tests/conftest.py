@@ -50,11 +50,25 @@ def small_sage_bundle(tmp_path_factory):
             from memgraph_tf.client import GraphSAGE
 
             keras.utils.set_random_seed(3)
-            models[key] = GraphSAGE(list(fanouts), dim, len(classes), hidden_units=8, dropout=0.0,
-                                    class_names=list(classes)).ensure_built()
+            models[key] = GraphSAGE(
+                list(fanouts),
+                dim,
+                len(classes),
+                hidden_units=8,
+                dropout=0.0,
+                class_names=list(classes),
+            ).ensure_built()
         base = tmp_path_factory.mktemp(f"{name}_bundles")
-        export_bundle(models[key], base, name, version, use_op=use_op, properties=["features"],
-                      sample_options=options, warmup=False)
+        export_bundle(
+            models[key],
+            base,
+            name,
+            version,
+            use_op=use_op,
+            properties=["features"],
+            sample_options=options,
+            warmup=False,
+        )
         return base / name
 
     return export
@@ -65,7 +79,9 @@ def arcadedb_server():
     """A real ArcadeDB server (own process, Bolt on 127.0.0.1, random ports, database ``g``) shared
     by the session; skips when arcadedb-embedded is not installed."""
     if not os.environ.get("CI"):  # in CI the Bolt suite must run: a missing package fails there
-        pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed")
+        pytest.importorskip(
+            "arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed"
+        )
     from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
 
     with ArcadeDBServerProcess() as server:
@@ -77,7 +93,9 @@ def bolt_source(arcadedb_server):
     """A BoltSource connected to the session's ArcadeDB server."""
     from memgraph_tf.client import connect
 
-    source = connect(arcadedb_server.uri, auth=arcadedb_server.auth, database=arcadedb_server.database)
+    source = connect(
+        arcadedb_server.uri, auth=arcadedb_server.auth, database=arcadedb_server.database
+    )
     try:
         yield source
     finally:

@@ -4,11 +4,13 @@ names, and every module logs to ``logger = logging.getLogger(__name__)``."""
 from __future__ import annotations
 
 import ast
-import re
 import pathlib
+import re
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-SOURCES = sorted([*(REPO_ROOT / "memgraph_tf").rglob("*.py"), *(REPO_ROOT / "query_modules").rglob("*.py")])
+SOURCES = sorted(
+    [*(REPO_ROOT / "memgraph_tf").rglob("*.py"), *(REPO_ROOT / "query_modules").rglob("*.py")]
+)
 
 # Modules whose logger is still named ``log`` (none left: the serving modules were renamed in issue 9).
 LOGGER_RENAME_PENDING: set[str] = set()
@@ -36,16 +38,28 @@ def cross_package_private_uses(source: str, own: str) -> list[str]:
     found = []
     for node in ast.walk(tree):
         names = []
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("memgraph_tf"):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").startswith("memgraph_tf")
+        ):
             names = [(f"{node.module}.{a.name}", a.asname or a.name) for a in node.names]
         elif isinstance(node, ast.Import):
-            names = [(a.name, a.asname or a.name.split(".")[0]) for a in node.names if a.name.startswith("memgraph_tf")]
+            names = [
+                (a.name, a.asname or a.name.split(".")[0])
+                for a in node.names
+                if a.name.startswith("memgraph_tf")
+            ]
         for dotted, local in names:
             bound[local] = dotted
             if _is_private(dotted) and _package(dotted) != own:
                 found.append(f"{node.lineno}: imports {dotted}")
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+        ):
             dotted = f"{bound[node.value.id]}.{node.attr}"
             if _is_private(dotted) and _package(dotted) != own:
                 found.append(f"{node.lineno}: reads {dotted}")
@@ -53,8 +67,10 @@ def cross_package_private_uses(source: str, own: str) -> list[str]:
 
 
 def test_the_checker_sees_cross_package_private_uses():
-    source = ("from memgraph_tf.ops import _loader\nfrom memgraph_tf import ops\nops._loader.build_library()\n"
-              "from memgraph_tf.embedded._runtime import Store\nfrom memgraph_tf.ops._args import DTYPES\n")
+    source = (
+        "from memgraph_tf.ops import _loader\nfrom memgraph_tf import ops\nops._loader.build_library()\n"
+        "from memgraph_tf.embedded._runtime import Store\nfrom memgraph_tf.ops._args import DTYPES\n"
+    )
     assert cross_package_private_uses(source, "memgraph_tf.cli") == [
         "1: imports memgraph_tf.ops._loader",
         "4: imports memgraph_tf.embedded._runtime.Store",
@@ -79,12 +95,17 @@ def test_every_module_logs_to_logger_named_after_itself():
     found = {}
     for path in SOURCES:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                    and ast.unparse(node.value.func) == "logging.getLogger"):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func) == "logging.getLogger"
+            ):
                 line = ast.unparse(node)
                 if line != "logger = logging.getLogger(__name__)" and not line.startswith("self."):
                     found[str(path.relative_to(REPO_ROOT))] = line
-    assert set(found) <= LOGGER_RENAME_PENDING, {k: v for k, v in found.items() if k not in LOGGER_RENAME_PENDING}
+    assert set(found) <= LOGGER_RENAME_PENDING, {
+        k: v for k, v in found.items() if k not in LOGGER_RENAME_PENDING
+    }
 
 
 def _readme_table_paths() -> set[str]:
@@ -104,7 +125,10 @@ def test_readme_where_things_are_table_matches_the_tree():
     parts = [
         f"memgraph_tf/{c.name}"
         for c in (REPO_ROOT / "memgraph_tf").iterdir()
-        if (c.is_dir() and (c / "__init__.py").exists()) or (c.suffix == ".py" and c.name != "__init__.py")
+        if (c.is_dir() and (c / "__init__.py").exists())
+        or (c.suffix == ".py" and c.name != "__init__.py")
     ]
     unnamed = sorted(p for p in parts if not any(n == p or n.startswith(p + "/") for n in named))
-    assert not unnamed, f"library parts missing from the README's 'Where things are' table: {unnamed}"
+    assert not unnamed, (
+        f"library parts missing from the README's 'Where things are' table: {unnamed}"
+    )

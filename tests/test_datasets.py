@@ -39,11 +39,24 @@ def test_packaged_dataset_is_the_parsed_dataset(name) -> None:
     assert packaged.class_names == parsed.class_names == datasets.CLASS_NAMES[name]
 
 
-@pytest.mark.parametrize("name, sizes", [
-    ("cora", {"Theory": 351, "Reinforcement_Learning": 217, "Genetic_Algorithms": 418, "Neural_Networks": 818,
-              "Probabilistic_Methods": 426, "Case_Based": 298, "Rule_Learning": 180}),
-    ("citeseer", {"AI": 249, "ML": 590, "IR": 668, "DB": 701, "Agents": 596, "HCI": 508}),
-])
+@pytest.mark.parametrize(
+    "name, sizes",
+    [
+        (
+            "cora",
+            {
+                "Theory": 351,
+                "Reinforcement_Learning": 217,
+                "Genetic_Algorithms": 418,
+                "Neural_Networks": 818,
+                "Probabilistic_Methods": 426,
+                "Case_Based": 298,
+                "Rule_Learning": 180,
+            },
+        ),
+        ("citeseer", {"AI": 249, "ML": 590, "IR": 668, "DB": 701, "Agents": 596, "HCI": 508}),
+    ],
+)
 def test_class_names_match_the_linqs_class_sizes(name, sizes) -> None:
     data = datasets.load_dataset(name)
     counts = np.bincount(data.labels[data.labels >= 0], minlength=len(sizes))
@@ -54,7 +67,12 @@ def test_class_names_match_the_linqs_class_sizes(name, sizes) -> None:
 
 def test_packaged_datasets_have_the_standard_split() -> None:
     cora, citeseer = datasets.load_dataset("cora"), datasets.load_dataset("citeseer")
-    assert (cora.num_nodes, len(cora.edges), cora.features.shape[1], cora.num_classes) == (2708, 5278, 1433, 7)
+    assert (cora.num_nodes, len(cora.edges), cora.features.shape[1], cora.num_classes) == (
+        2708,
+        5278,
+        1433,
+        7,
+    )
     assert (citeseer.num_nodes, citeseer.features.shape[1], citeseer.num_classes) == (3327, 3703, 6)
     for data, train in ((cora, 140), (citeseer, 120)):
         assert len(data.ids("train")) == train
@@ -66,8 +84,12 @@ def test_packaged_datasets_have_the_standard_split() -> None:
 def test_check_class_sizes_refuses_a_wrong_mapping() -> None:
     data = datasets.load_dataset("cora")
     swapped = np.where(data.labels == 0, 1, np.where(data.labels == 1, 0, data.labels))
-    wrong = datasets.Planetoid("cora", data.features, swapped, data.split, data.edges, data.class_names)
-    with pytest.raises(ValueError, match=r"cora: expected class sizes \(351, 217, .*got \(217, 351, "):
+    wrong = datasets.Planetoid(
+        "cora", data.features, swapped, data.split, data.edges, data.class_names
+    )
+    with pytest.raises(
+        ValueError, match=r"cora: expected class sizes \(351, 217, .*got \(217, 351, "
+    ):
         datasets.check_class_sizes(wrong)
 
 
@@ -88,14 +110,21 @@ def test_packaged_datasets_need_no_files_beside_the_repository(monkeypatch, tmp_
 def test_planetoid_root_error_lists_what_it_tried(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("MEMGRAPH_TF_DATASETS", str(tmp_path / "nowhere"))
     monkeypatch.setattr(datasets, "__file__", str(tmp_path / "pkg" / "datasets.py"))
-    with pytest.raises(FileNotFoundError, match=r"expected ind\.cora\.\* in one of .*nowhere/planetoid, .*nowhere, "):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"expected ind\.cora\.\* in one of .*nowhere/planetoid, .*nowhere, ",
+    ):
         datasets.planetoid_root()
 
 
 def test_load_dataset_names_the_known_datasets() -> None:
-    with pytest.raises(ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'pubmed'"):
+    with pytest.raises(
+        ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'pubmed'"
+    ):
         datasets.load_dataset("pubmed")
-    with pytest.raises(ValueError, match=r"expected one of cora, citeseer \(shipped in the package\), got 'x'"):
+    with pytest.raises(
+        ValueError, match=r"expected one of cora, citeseer \(shipped in the package\), got 'x'"
+    ):
         datasets.packaged_path("x")
 
 
@@ -105,8 +134,12 @@ def test_compact_form_round_trips_and_checks_its_input(tmp_path) -> None:
     back = datasets.from_compact(datasets.read_compact(path))
     assert np.array_equal(back.features, data.features)
     assert np.array_equal(back.labels, data.labels)
-    assert (back.split, back.edges, back.class_names, back.name) == (data.split, data.edges, data.class_names,
-                                                                     "synthetic")
+    assert (back.split, back.edges, back.class_names, back.name) == (
+        data.split,
+        data.edges,
+        data.class_names,
+        "synthetic",
+    )
     halves = datasets.Planetoid("h", data.features * 0.5, data.labels, data.split, data.edges)
     with pytest.raises(ValueError, match=r"h: expected 0/1 features"):
         datasets.compact_arrays(halves)
@@ -149,17 +182,33 @@ def test_planetoid_graph_of_the_synthetic_dataset() -> None:
 def test_load_into_graph_writes_the_dataset_through_cypher(bolt_source) -> None:
     data = datasets.synthetic()
     calls = []
-    done = datasets.load_into_graph(bolt_source, data, label="SynPaper", edge_type="SYN_CITES", batch_size=150,
-                                    progress=lambda kind, n: calls.append((kind, n)))
+    done = datasets.load_into_graph(
+        bolt_source,
+        data,
+        label="SynPaper",
+        edge_type="SYN_CITES",
+        batch_size=150,
+        progress=lambda kind, n: calls.append((kind, n)),
+    )
     assert done == {"nodes": 400, "edges": len(data.edges)}
     assert calls[:3] == [("nodes", 150), ("nodes", 150), ("nodes", 100)]
     assert sum(n for kind, n in calls if kind == "edges") == len(data.edges)
-    [row] = bolt_source.run("MATCH (n:SynPaper {id: 7}) RETURN n.label AS label, n.features AS f, n.split AS s")
-    assert (row["label"], row["f"], row["s"]) == (int(data.labels[7]), data.features[7].tolist(), data.split[7])
+    [row] = bolt_source.run(
+        "MATCH (n:SynPaper {id: 7}) RETURN n.label AS label, n.features AS f, n.split AS s"
+    )
+    assert (row["label"], row["f"], row["s"]) == (
+        int(data.labels[7]),
+        data.features[7].tolist(),
+        data.split[7],
+    )
     [row] = bolt_source.run("MATCH (:SynPaper)-[e:SYN_CITES]->(:SynPaper) RETURN count(e) AS c")
     assert row["c"] == len(data.edges)
-    with pytest.raises(ValueError, match=r"label 'SynPaper': expected no existing :SynPaper nodes, got 400"):
+    with pytest.raises(
+        ValueError, match=r"label 'SynPaper': expected no existing :SynPaper nodes, got 400"
+    ):
         datasets.load_into_graph(bolt_source, data, label="SynPaper", edge_type="SYN_CITES")
-    datasets.load_into_graph(bolt_source, data, label="SynPaper", edge_type="SYN_CITES", replace=True)
+    datasets.load_into_graph(
+        bolt_source, data, label="SynPaper", edge_type="SYN_CITES", replace=True
+    )
     [row] = bolt_source.run("MATCH (n:SynPaper) RETURN count(n) AS c")
     assert row["c"] == 400

@@ -38,7 +38,9 @@ def test_demo_pipeline_on_the_synthetic_graph(synthetic_run) -> None:
     assert summary.stages[1].count == 30
     assert summary.served[0].nodes == 16
     grpc = importlib.util.find_spec("memgraph_tf.serving.grpc_server") is not None
-    assert [c.how for c in summary.served] == ["REST :classify by node_id"] + (["gRPC Classify by node_id"] if grpc else [])
+    assert [c.how for c in summary.served] == ["REST :classify by node_id"] + (
+        ["gRPC Classify by node_id"] if grpc else []
+    )
     for check in summary.served:
         assert check.agreement >= 0.75, check
 
@@ -72,7 +74,9 @@ def test_demo_bundles_take_the_sparse_layout_for_bag_of_words_features(synthetic
     assert demo.bundle_layout(datasets.load_dataset("citeseer").features) == "sparse"
     assert demo.bundle_layout(np.eye(10, dtype=np.float32)) == "sparse"  # 10%: at the threshold
     assert demo.bundle_layout(np.eye(9, dtype=np.float32)) == "dense"
-    assert demo.bundle_layout(datasets.load_dataset("synthetic").features) == "sparse"  # 9.2% non-zero
+    assert (
+        demo.bundle_layout(datasets.load_dataset("synthetic").features) == "sparse"
+    )  # 9.2% non-zero
     out, _, _ = synthetic_run
     for kind in ("portable", "with_op"):
         config = bundle.read_bundle_config(out / kind / "GraphSage" / "1")
@@ -81,7 +85,9 @@ def test_demo_bundles_take_the_sparse_layout_for_bag_of_words_features(synthetic
 
 def test_demo_with_graph_loads_a_real_bolt_server_through_cypher(tmp_path, monkeypatch) -> None:
     if not os.environ.get("CI"):
-        pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed")
+        pytest.importorskip(
+            "arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed"
+        )
     import contextlib
     import io
 
@@ -94,24 +100,50 @@ def test_demo_with_graph_loads_a_real_bolt_server_through_cypher(tmp_path, monke
         monkeypatch.setenv("MEMGRAPH_TF_DATABASE", server.database)
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            figures = demo.run("synthetic", tmp_path, graph=server.uri, steps=10, classify_count=8, progress=False)
+            figures = demo.run(
+                "synthetic", tmp_path, graph=server.uri, steps=10, classify_count=8, progress=False
+            )
         with connect(server.uri) as source:
-            [row] = source.run("MATCH (n:Paper) WHERE n.predicted_class IS NOT NULL RETURN count(n) AS c")
+            [row] = source.run(
+                "MATCH (n:Paper) WHERE n.predicted_class IS NOT NULL RETURN count(n) AS c"
+            )
             [edges] = source.run("MATCH (:Paper)-[e:CITES]->(:Paper) RETURN count(e) AS c")
     assert row["c"] == 400 and figures["written"] == 400
     assert edges["c"] == len(datasets.synthetic().edges)
-    assert "blobs packed on the client" in printed.getvalue()  # ArcadeDB has no tf_features procedures
-    assert re.search(rf"--graph {re.escape(server.uri)} --port 8501( --grpc-port 8500)? &$", figures["summary"].commands[1])
+    assert (
+        "blobs packed on the client" in printed.getvalue()
+    )  # ArcadeDB has no tf_features procedures
+    assert re.search(
+        rf"--graph {re.escape(server.uri)} --port 8501( --grpc-port 8500)? &$",
+        figures["summary"].commands[1],
+    )
     assert (tmp_path / "report.html").is_file()
 
 
 def test_demo_output_folder_is_the_one_given(tmp_path, monkeypatch) -> None:
     args = cli.build_parser().parse_args(["demo"])
     assert (args.out, args.dataset, args.graph) == ("memgraph-tf-demo", "cora", None)
-    args = cli.build_parser().parse_args(["demo", "--dataset", "synthetic", "--out", str(tmp_path / "x"),
-                                          "--graph", "bolt://db:7687", "--replace", "--steps", "5"])
+    args = cli.build_parser().parse_args(
+        [
+            "demo",
+            "--dataset",
+            "synthetic",
+            "--out",
+            str(tmp_path / "x"),
+            "--graph",
+            "bolt://db:7687",
+            "--replace",
+            "--steps",
+            "5",
+        ]
+    )
     assert (args.dataset, args.out, args.graph, args.replace, args.steps) == (
-        "synthetic", str(tmp_path / "x"), "bolt://db:7687", True, 5)
+        "synthetic",
+        str(tmp_path / "x"),
+        "bolt://db:7687",
+        True,
+        5,
+    )
     with pytest.raises(SystemExit, match=r"^2$"):
         cli.build_parser().parse_args(["demo", "--dataset", "pubmed"])
 
@@ -121,9 +153,14 @@ def test_commands_to_go_on_name_the_output_folder() -> None:
 
     lines = demo._commands(pathlib.Path("memgraph-tf-demo"), "cora", None, [1708, 1709])
     text = "\n".join(lines)
-    assert "memgraph-tf serve memgraph-tf-demo/portable/GraphSage --graph embedded:cora --port 8501" in text
-    assert ('curl -s -X POST http://127.0.0.1:8501/v1/models/GraphSage:classify '
-            '-d \'{"examples": [{"node_id": 1708}, {"node_id": 1709}]}\'') in text
+    assert (
+        "memgraph-tf serve memgraph-tf-demo/portable/GraphSage --graph embedded:cora --port 8501"
+        in text
+    )
+    assert (
+        "curl -s -X POST http://127.0.0.1:8501/v1/models/GraphSage:classify "
+        '-d \'{"examples": [{"node_id": 1708}, {"node_id": 1709}]}\''
+    ) in text
     real = "\n".join(demo._commands(pathlib.Path("out"), "cora", "bolt://db:7687", [1]))
     assert "--graph bolt://db:7687" in real
 
@@ -131,7 +168,9 @@ def test_commands_to_go_on_name_the_output_folder() -> None:
 def test_serve_graph_argument_opens_a_packaged_dataset() -> None:
     source = cli.open_graph_source("embedded:synthetic")
     assert len(source.node_ids()) == 400
-    with pytest.raises(ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'nope'"):
+    with pytest.raises(
+        ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'nope'"
+    ):
         cli.open_graph_source("embedded:nope")
 
 
@@ -153,12 +192,25 @@ def test_native_log_filter_drops_only_tensorflow_start_up_lines(capfd) -> None:
 
 def _summary(**changes) -> report.Summary:
     fields = dict(
-        dataset="cora", graph="g", num_nodes=2708, num_edges=5278, num_features=1433,
-        class_names=datasets.CLASS_NAMES["cora"], train_nodes=140, val_nodes=500, test_nodes=1000,
-        test_accuracy=0.812, val_accuracy=0.79, eval_draws=10, published=datasets.PUBLISHED_ACCURACY["cora"],
+        dataset="cora",
+        graph="g",
+        num_nodes=2708,
+        num_edges=5278,
+        num_features=1433,
+        class_names=datasets.CLASS_NAMES["cora"],
+        train_nodes=140,
+        val_nodes=500,
+        test_nodes=1000,
+        test_accuracy=0.812,
+        val_accuracy=0.79,
+        eval_draws=10,
+        published=datasets.PUBLISHED_ACCURACY["cora"],
         served=[report.ServedCheck("REST :classify by node_id", 64, 0.906, 0.938, 0.5)],
         stages=[report.Stage("train", 40.0, 200, "steps"), report.Stage("pictures + report", 2.0)],
-        out_dir="out", bundles={"b": "out/portable/GraphSage/1"}, commands=["memgraph-tf serve x"])
+        out_dir="out",
+        bundles={"b": "out/portable/GraphSage/1"},
+        commands=["memgraph-tf serve x"],
+    )
     fields.update(changes)
     return report.Summary(**fields)
 
@@ -169,8 +221,12 @@ def test_summary_table_puts_test_accuracy_beside_the_published_figures() -> None
     assert re.search(r"GraphSAGE test accuracy \(this run\)\s+0\.812\s+1000 test nodes", text)
     assert re.search(r"GCN, published\s+0\.815", rows["GCN, published"])
     assert re.search(r"GAT, published\s+0\.830", rows["GAT, published"])
-    assert re.search(r"served vs in-process agreement, REST :classify by node_id\s+0\.938\s+64 test nodes", text)
-    assert "measured on 64 test nodes and test accuracy on 1000: a smaller sample" in text.replace("\n", " ")
+    assert re.search(
+        r"served vs in-process agreement, REST :classify by node_id\s+0\.938\s+64 test nodes", text
+    )
+    assert "measured on 64 test nodes and test accuracy on 1000: a smaller sample" in text.replace(
+        "\n", " "
+    )
     assert re.search(r"train\s+40\.0 s\s+200 steps\s+5\.00 step/s", text)
     assert re.search(r"total\s+42\.0 s", text)
     assert "{" not in text  # a table, not a raw dict
@@ -190,7 +246,11 @@ def test_report_refuses_pictures_outside_its_folder(tmp_path) -> None:
 def test_throughput_figure_draws_rates_and_times(tmp_path) -> None:
     import matplotlib.image
 
-    stages = [report.Stage("a", 2.0, 100, "nodes"), report.Stage("b", 1.0), report.Stage("c", 0.5, 10, "steps")]
+    stages = [
+        report.Stage("a", 2.0, 100, "nodes"),
+        report.Stage("b", 1.0),
+        report.Stage("c", 0.5, 10, "steps"),
+    ]
     path = report.throughput_figure(stages, tmp_path / "t.png")
     assert matplotlib.image.imread(path).shape[2] in (3, 4)
     assert [s.rate_text() for s in stages] == ["50.0 node/s", "-", "20.0 step/s"]

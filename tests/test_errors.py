@@ -35,7 +35,9 @@ TREE_MODULES = (
 def test_blob_format_error():
     from memgraph_tf import blob
 
-    with pytest.raises(MemgraphTfError, match=r"header: expected at least 32 bytes, got 17 at offset 0") as info:
+    with pytest.raises(
+        MemgraphTfError, match=r"header: expected at least 32 bytes, got 17 at offset 0"
+    ) as info:
         blob.unpack(b"not a blob at all")
     assert isinstance(info.value, (blob.BlobFormatError, ValueError))
 
@@ -53,7 +55,10 @@ def test_op_library_error_from_a_loader_failure(monkeypatch, tmp_path):
 def test_procedure_option_error():
     from memgraph_tf import procedures
 
-    with pytest.raises(MemgraphTfError, match=r"options\.dtype: expected one of 'float32', 'float64', got str 'float16'") as info:
+    with pytest.raises(
+        MemgraphTfError,
+        match=r"options\.dtype: expected one of 'float32', 'float64', got str 'float16'",
+    ) as info:
         procedures.parse_options("pack", {"dtype": "float16"})
     assert isinstance(info.value, procedures.OptionError) and isinstance(info.value, ValueError)
 
@@ -61,7 +66,10 @@ def test_procedure_option_error():
 def test_client_configuration_error():
     from memgraph_tf import client
 
-    with pytest.raises(MemgraphTfError, match=r"uri: expected one of the schemes .*got ftp:// in 'ftp://localhost:7687'") as info:
+    with pytest.raises(
+        MemgraphTfError,
+        match=r"uri: expected one of the schemes .*got ftp:// in 'ftp://localhost:7687'",
+    ) as info:
         client.connect("ftp://localhost:7687")
     assert isinstance(info.value, client.ConfigurationError) and isinstance(info.value, ValueError)
 
@@ -73,7 +81,9 @@ def test_serving_client_against_a_closed_port():
 
     port = free_port()
     with ServingClient(f"http://127.0.0.1:{port}", "m", retries=0) as c:
-        with pytest.raises(MemgraphTfError, match=r"cannot reach the server after 0 retries") as info:
+        with pytest.raises(
+            MemgraphTfError, match=r"cannot reach the server after 0 retries"
+        ) as info:
             c.status()
     assert isinstance(info.value, serving_errors.ServingConnectionError)
     assert info.value.status is None
@@ -82,7 +92,9 @@ def test_serving_client_against_a_closed_port():
 def test_serving_error_for_status():
     from memgraph_tf.serving import errors as serving_errors
 
-    with pytest.raises(MemgraphTfError, match=r"^HTTP 404: Servable not found \(http://h/v1/models/m\)$") as info:
+    with pytest.raises(
+        MemgraphTfError, match=r"^HTTP 404: Servable not found \(http://h/v1/models/m\)$"
+    ) as info:
         raise serving_errors.error_for_status(404, "Servable not found", "http://h/v1/models/m")
     assert type(info.value) is serving_errors.NotFoundError
 
@@ -91,7 +103,9 @@ def test_embedded_procedure_not_found():
     from memgraph_tf.embedded import EmbeddedGraph, ProcedureNotFoundError
 
     g = EmbeddedGraph()
-    with pytest.raises(MemgraphTfError, match=r"There is no procedure named 'tf_features\.nope'") as info:
+    with pytest.raises(
+        MemgraphTfError, match=r"There is no procedure named 'tf_features\.nope'"
+    ) as info:
         g.call("tf_features.nope")
     assert isinstance(info.value, ProcedureNotFoundError) and isinstance(info.value, LookupError)
 
@@ -102,7 +116,12 @@ def test_the_mgp_stand_in_errors_stay_outside_the_tree():
 
     from memgraph_tf.embedded import _runtime
 
-    for name in ("UnknownError", "InvalidArgumentError", "ImmutableObjectError", "ValueConversionError"):
+    for name in (
+        "UnknownError",
+        "InvalidArgumentError",
+        "ImmutableObjectError",
+        "ValueConversionError",
+    ):
         stand_in = getattr(_runtime, name)
         assert stand_in.__bases__ == (Exception,), name
         assert not issubclass(stand_in, MemgraphTfError), name
@@ -116,7 +135,12 @@ _NODE = re.compile(r"^(?P<indent>[ |]*)\+-- (?P<name>\w+)(?: \((?P<extra>[\w, ]+
 
 def _drawn_tree() -> list[tuple[str, str, set[str]]]:
     """(class, parent, extra base names) for every line of the tree in errors.py's docstring."""
-    lines = errors.__doc__.split("The whole tree", 1)[1].split("::\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    lines = (
+        errors.__doc__.split("The whole tree", 1)[1]
+        .split("::\n\n", 1)[1]
+        .split("\n\n", 1)[0]
+        .splitlines()
+    )
     assert lines[0].strip() == "MemgraphTfError"
     stack = ["MemgraphTfError"]
     out = []
@@ -150,8 +174,9 @@ def test_the_drawn_tree_is_the_real_hierarchy():
         bases = [b.__name__ for b in cls.__bases__]
         assert bases[0] == parent, f"{name}: drawn under {parent}, derives from {bases}"
         assert set(bases[1:]) == extra, f"{name}: drawn with extra bases {extra}, has {bases[1:]}"
-    assert sorted(n for n, _, _ in drawn) == sorted(set(classes) - {"MemgraphTfError"}), \
+    assert sorted(n for n, _, _ in drawn) == sorted(set(classes) - {"MemgraphTfError"}), (
         "every MemgraphTfError subclass of the tree's modules is drawn once"
+    )
 
 
 def test_package_bases_are_exported_by_name():
@@ -163,11 +188,20 @@ def test_package_bases_are_exported_by_name():
     from memgraph_tf.serving.errors import ServingError
     from memgraph_tf.testing.arcadedb import ArcadeDBStartError
 
-    for cls in (BlobFormatError, ClientError, EmbeddedError, OpLibraryError, ProcedureInputError,
-                ServingError, ArcadeDBStartError):
+    for cls in (
+        BlobFormatError,
+        ClientError,
+        EmbeddedError,
+        OpLibraryError,
+        ProcedureInputError,
+        ServingError,
+        ArcadeDBStartError,
+    ):
         assert getattr(errors, cls.__name__) is cls
         assert cls.__name__ in errors.__all__ and issubclass(cls, MemgraphTfError)
-    with pytest.raises(AttributeError, match=r"module 'memgraph_tf\.errors' has no attribute 'NoSuchError'"):
+    with pytest.raises(
+        AttributeError, match=r"module 'memgraph_tf\.errors' has no attribute 'NoSuchError'"
+    ):
         errors.NoSuchError  # noqa: B018
 
 
@@ -179,9 +213,18 @@ def test_errors_module_imports_with_the_standard_library_alone():
         "from memgraph_tf.errors import BlobFormatError, ProcedureInputError; "
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('memgraph_tf'))))"
     )
-    proc = subprocess.run([sys.executable, "-S", "-c", code, str(REPO_ROOT)], capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(REPO_ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     loaded = json.loads(proc.stdout)
     assert "memgraph_tf.errors" in loaded and "memgraph_tf.blob" in loaded
-    assert not [m for m in loaded if m.startswith(("memgraph_tf.client", "memgraph_tf.serving", "memgraph_tf.ops"))]
+    assert not [
+        m
+        for m in loaded
+        if m.startswith(("memgraph_tf.client", "memgraph_tf.serving", "memgraph_tf.ops"))
+    ]

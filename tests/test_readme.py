@@ -16,8 +16,13 @@ def _snippets(repo_root) -> list[str]:
 
 def test_readme_has_the_tour_snippets(repo_root) -> None:
     code = "\n".join(_snippets(repo_root))
-    for needed in ("graph.call(\"tf_features.pack\"", "train_graphsage(", "export_bundle(", "predict_and_write(",
-                   "blob.pack("):
+    for needed in (
+        'graph.call("tf_features.pack"',
+        "train_graphsage(",
+        "export_bundle(",
+        "predict_and_write(",
+        "blob.pack(",
+    ):
         assert needed in code, needed
 
 
@@ -29,8 +34,12 @@ def test_readme_python_snippets_run(repo_root, tmp_path, monkeypatch) -> None:
         exec(compile(code, f"README.md python snippet {i + 1}", "exec"), namespace)
     # what the tour's comments promise
     assert namespace["row"]["count"] == 2 and namespace["row"]["blob"].startswith("TUdURgEAAAAC")
-    accuracy = namespace["evaluate"](namespace["result"].model, namespace["source"], namespace["data"].ids("test"),
-                                     feature_cache=namespace["result"].feature_cache)["accuracy"]
+    accuracy = namespace["evaluate"](
+        namespace["result"].model,
+        namespace["source"],
+        namespace["data"].ids("test"),
+        feature_cache=namespace["result"].feature_cache,
+    )["accuracy"]
     assert accuracy > 0.7  # 60 steps; chance is 0.32 (the largest class)
     assert (tmp_path / "models" / "GraphSage" / "1" / "saved_model.pb").is_file()
     assert namespace["graph"].get_property(1708, "predicted_class") in namespace["data"].class_names

@@ -73,5 +73,16 @@ def _beam_for(module: str) -> None:
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), before_import=_beam_for)
 
 
-__all__ = sorted([*_LAZY, "BEAM_MISSING", "RUNNERS", "BeamSummary", "add_runner_arguments",
-                  "classify_with_beam", "create_pipeline", "require_beam", "run_classify_pipeline"])
+__all__ = sorted(
+    [
+        *_LAZY,
+        "BEAM_MISSING",
+        "RUNNERS",
+        "BeamSummary",
+        "add_runner_arguments",
+        "classify_with_beam",
+        "create_pipeline",
+        "require_beam",
+        "run_classify_pipeline",
+    ]
+)

@@ -27,7 +27,8 @@ import dataclasses
 import itertools
 import logging
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from memgraph_tf.client.batch import PARAM_PREFIX, check_key_ids, check_where, property_names
 from memgraph_tf.client.errors import ConfigurationError, GraphDataError
@@ -39,7 +40,7 @@ logger = logging.getLogger(__name__)
 IN_PROCESS_SCHEMES = ("embedded:", "inprocess:")
 
 _REGISTRY_LOCK = threading.Lock()
-_HANDLES: dict[str, "GraphHandle"] = {}
+_HANDLES: dict[str, GraphHandle] = {}
 _KEYS = itertools.count(1)
 
 
@@ -56,11 +57,15 @@ class GraphSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.uri, str) or not self.uri.strip():
-            raise ConfigurationError(f"graph: expected a URI (bolt://HOST:PORT, embedded:NAME, "
-                                     f"inprocess:KEY), got {self.uri!r}")
+            raise ConfigurationError(
+                f"graph: expected a URI (bolt://HOST:PORT, embedded:NAME, "
+                f"inprocess:KEY), got {self.uri!r}"
+            )
         if not self.in_process and "@" in self.uri.split("://", 1)[-1].split("/", 1)[0]:
-            raise ConfigurationError("graph: expected a URI without user or password (workers take "
-                                     "them from MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD)")
+            raise ConfigurationError(
+                "graph: expected a URI without user or password (workers take "
+                "them from MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD)"
+            )
 
     @property
     def in_process(self) -> bool:
@@ -86,7 +91,9 @@ class GraphHandle:
         self._owned = owned
         self._key_index: dict[tuple, tuple[list[int], dict[int, int]]] = {}
 
-    def key_index(self, label: str | None, id_property: str | None) -> tuple[list[int], dict[int, int]]:
+    def key_index(
+        self, label: str | None, id_property: str | None
+    ) -> tuple[list[int], dict[int, int]]:
         """Embedded graphs: ``(sorted keys, key -> internal id)`` of the nodes with ``label`` whose
         key (``id_property``, else the internal id) is an integer; read once per process and
         cached. Raises :class:`GraphDataError` for a key that two nodes share."""
@@ -102,8 +109,10 @@ class GraphHandle:
                 if key is None or isinstance(key, bool) or not isinstance(key, int):
                     continue  # the procedures cannot sample such a node by id either
                 if internal_of.setdefault(key, internal) != internal:
-                    raise GraphDataError(f"{id_property}: expected unique ids, got {key} on the nodes "
-                                         f"with internal ids {internal_of[key]} and {internal}")
+                    raise GraphDataError(
+                        f"{id_property}: expected unique ids, got {key} on the nodes "
+                        f"with internal ids {internal_of[key]} and {internal}"
+                    )
             found = (sorted(internal_of), internal_of)
             self._key_index[cache_key] = found
             return found
@@ -127,8 +136,10 @@ def register_graph(graph: Any, key: str | None = None) -> GraphSpec:
     The caller keeps ownership (:func:`unregister_graph` forgets it; nothing is closed)."""
     source = graph if isinstance(graph, GraphSource) else EmbeddedSource(graph)
     if not isinstance(source, EmbeddedSource):
-        raise ConfigurationError(f"graph: expected an EmbeddedGraph or EmbeddedSource to register, got "
-                                 f"{type(graph).__name__} (give a Bolt graph by its URI)")
+        raise ConfigurationError(
+            f"graph: expected an EmbeddedGraph or EmbeddedSource to register, got "
+            f"{type(graph).__name__} (give a Bolt graph by its URI)"
+        )
     key = key or f"graph-{next(_KEYS)}"
     spec = GraphSpec(f"inprocess:{key}")
     with _REGISTRY_LOCK:
@@ -151,14 +162,18 @@ def _open(spec: GraphSpec) -> GraphHandle:
         raise ConfigurationError(
             f"graph: {spec.uri} is not registered in this process (pid-local graphs only work on "
             f"runners that run workers in the launcher's process: the DirectRunner's in_memory or "
-            f"multi_threading mode)")
+            f"multi_threading mode)"
+        )
     if spec.uri.startswith("embedded:"):
         from memgraph_tf.cli import open_graph_source
 
         logger.info("loading %s into this worker process", spec.uri)
-        return GraphHandle(spec.uri, open_graph_source(spec.uri), owned=False)  # kept for the process
-    return GraphHandle(f"{spec.uri}|{spec.database}", client.connect(spec.uri, database=spec.database),
-                       owned=True)
+        return GraphHandle(
+            spec.uri, open_graph_source(spec.uri), owned=False
+        )  # kept for the process
+    return GraphHandle(
+        f"{spec.uri}|{spec.database}", client.connect(spec.uri, database=spec.database), owned=True
+    )
 
 
 def acquire(spec: GraphSpec) -> GraphHandle:
@@ -212,17 +227,25 @@ class NodeSelection:
         if isinstance(self.where, str):
             object.__setattr__(self, "where", check_where(self.where, self.where_params))
         elif self.where is not None and not callable(self.where):
-            raise ConfigurationError(f"where: expected a Cypher predicate over n or a callable key -> "
-                                     f"bool, got {type(self.where).__name__}")
+            raise ConfigurationError(
+                f"where: expected a Cypher predicate over n or a callable key -> "
+                f"bool, got {type(self.where).__name__}"
+            )
         elif self.where_params:
             raise ConfigurationError("where parameters: only with a Cypher where predicate")
-        if self.version is not None and (not isinstance(self.version, int) or isinstance(self.version, bool)):
-            raise ConfigurationError(f"version: expected an integer model version, got {self.version!r}")
+        if self.version is not None and (
+            not isinstance(self.version, int) or isinstance(self.version, bool)
+        ):
+            raise ConfigurationError(
+                f"version: expected an integer model version, got {self.version!r}"
+            )
 
 
 def _check_name(name: Any, param: str) -> str:
     if not isinstance(name, str) or not name or "`" in name or "\x00" in name:
-        raise ConfigurationError(f"{param}: expected a non-empty name without backquotes or NUL, got {name!r}")
+        raise ConfigurationError(
+            f"{param}: expected a non-empty name without backquotes or NUL, got {name!r}"
+        )
     return f"`{name}`"
 
 
@@ -247,18 +270,25 @@ class NodeTable:
         self._props = property_names(selection.write_property)
         if handle.embedded:
             if isinstance(selection.where, str):
-                raise ConfigurationError("where: the embedded graph runs no Cypher; expected a callable "
-                                         "node key -> bool (a Cypher predicate needs a Bolt graph)")
+                raise ConfigurationError(
+                    "where: the embedded graph runs no Cypher; expected a callable "
+                    "node key -> bool (a Cypher predicate needs a Bolt graph)"
+                )
         else:
             if not isinstance(handle.source, BoltSource):
-                raise ConfigurationError(f"graph: expected a Bolt or embedded source, got "
-                                         f"{type(handle.source).__name__}")
+                raise ConfigurationError(
+                    f"graph: expected a Bolt or embedded source, got {type(handle.source).__name__}"
+                )
             if selection.where is not None and not isinstance(selection.where, str):
-                raise ConfigurationError("where: expected a Cypher predicate string over n for a Bolt "
-                                         "graph, got a callable")
+                raise ConfigurationError(
+                    "where: expected a Cypher predicate string over n for a Bolt "
+                    "graph, got a callable"
+                )
             s = selection
             self._node = f"(n:{_check_name(s.label, 'label')})" if s.label else "(n)"
-            self._key = f"n.{_check_name(s.id_property, 'id_property')}" if s.id_property else "id(n)"
+            self._key = (
+                f"n.{_check_name(s.id_property, 'id_property')}" if s.id_property else "id(n)"
+            )
             cls, score, ver = (_check_name(p, "write_property") for p in self._props)
             self._ver = ver
             self._set = f"n.{cls} = r.c, n.{score} = r.s, n.{ver} = ${PARAM_PREFIX}version"
@@ -280,7 +310,10 @@ class NodeTable:
         if where is not None and not where(key):
             return False
         if todo:
-            return self.handle.source.graph.get_property(internal, self._props[2]) != self.selection.version
+            return (
+                self.handle.source.graph.get_property(internal, self._props[2])
+                != self.selection.version
+            )
         return True
 
     def _check_todo(self, todo: bool) -> None:
@@ -300,7 +333,9 @@ class NodeTable:
             return (wanted[0], wanted[-1]) if wanted else None
         rows = self.handle.source.read(
             f"MATCH {self._node} WHERE {self._cypher_where(todo)} RETURN min({self._key}) AS lo, "
-            f"max({self._key}) AS hi", self._params)
+            f"max({self._key}) AS hi",
+            self._params,
+        )
         if not rows or rows[0]["lo"] is None:
             return None
         lo, hi = check_key_ids([rows[0]["lo"], rows[0]["hi"]], self._key)
@@ -328,9 +363,11 @@ class NodeTable:
                             break
             return out
         p = PARAM_PREFIX
-        query = (f"MATCH {self._node} WHERE "
-                 f"{self._cypher_where(todo, [f'{self._key} >= ${p}lo', f'{self._key} < ${p}hi'])} "
-                 f"RETURN {self._key} AS id ORDER BY id LIMIT {int(limit)}")
+        query = (
+            f"MATCH {self._node} WHERE "
+            f"{self._cypher_where(todo, [f'{self._key} >= ${p}lo', f'{self._key} < ${p}hi'])} "
+            f"RETURN {self._key} AS id ORDER BY id LIMIT {int(limit)}"
+        )
         rows = self.handle.source.read(query, {**self._params, f"{p}lo": lo, f"{p}hi": hi})
         return check_key_ids([row["id"] for row in rows], self._key)
 
@@ -344,10 +381,18 @@ class NodeTable:
         if self.handle.embedded:
             return self._write_embedded(predictions, only_todo)
         rows = [{"id": nid, "c": label, "s": float(score)} for nid, label, score in predictions]
-        guard = f" AND (n.{self._ver} IS NULL OR n.{self._ver} <> ${PARAM_PREFIX}version)" if only_todo else ""
-        query = (f"UNWIND $rows AS r MATCH {self._node} WHERE {self._key} = r.id{guard} "
-                 f"SET {self._set} RETURN count(n) AS written")
-        result = self.handle.source.write(query, {"rows": rows, f"{PARAM_PREFIX}version": self.selection.version})
+        guard = (
+            f" AND (n.{self._ver} IS NULL OR n.{self._ver} <> ${PARAM_PREFIX}version)"
+            if only_todo
+            else ""
+        )
+        query = (
+            f"UNWIND $rows AS r MATCH {self._node} WHERE {self._key} = r.id{guard} "
+            f"SET {self._set} RETURN count(n) AS written"
+        )
+        result = self.handle.source.write(
+            query, {"rows": rows, f"{PARAM_PREFIX}version": self.selection.version}
+        )
         return int(result[0]["written"]) if result else 0
 
     def _write_embedded(self, predictions: Sequence[Prediction], only_todo: bool) -> int:

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 KINDS = ("bundle", "rest", "grpc")
 
 _SHARED_LOCK = threading.Lock()
-_SHARED: dict["ModelSpec", ModelBackend] = {}
+_SHARED: dict[ModelSpec, ModelBackend] = {}
 
 
 def sampling_for(config: BundleConfig, seed: int | None = None) -> SamplingSpec:
@@ -61,29 +61,49 @@ class ModelSpec:
         return BundleConfig.from_json(self.config_json)
 
     @classmethod
-    def resolve(cls, *, bundle: Any = None, rest: str | None = None, grpc: str | None = None,
-                model_name: str | None = None, version: int | None = None) -> "ModelSpec":
+    def resolve(
+        cls,
+        *,
+        bundle: Any = None,
+        rest: str | None = None,
+        grpc: str | None = None,
+        model_name: str | None = None,
+        version: int | None = None,
+    ) -> ModelSpec:
         """Exactly one of ``bundle`` (``BASE/NAME`` -- its highest version -- or
         ``BASE/NAME/VERSION``), ``rest`` or ``grpc`` (with ``model_name``, and ``version``:
         default the newest AVAILABLE one, asked once here). Reads the bundle config (from the
         bundle's assets without TensorFlow, or from the server). Raises
         :class:`ConfigurationError` for a bad combination or a directory that is no bundle."""
-        given = [k for k, v in (("bundle", bundle), ("rest", rest), ("grpc", grpc)) if v is not None]
+        given = [
+            k for k, v in (("bundle", bundle), ("rest", rest), ("grpc", grpc)) if v is not None
+        ]
         if len(given) != 1:
-            raise ConfigurationError(f"model: expected exactly one of bundle, rest, grpc, got {given or 'none'}")
+            raise ConfigurationError(
+                f"model: expected exactly one of bundle, rest, grpc, got {given or 'none'}"
+            )
         if bundle is not None:
             if model_name is not None or version is not None:
-                raise ConfigurationError("model_name / version: only for a served model (a bundle "
-                                         "directory names its version itself)")
+                raise ConfigurationError(
+                    "model_name / version: only for a served model (a bundle "
+                    "directory names its version itself)"
+                )
             version_dir, number = _version_dir(pathlib.Path(bundle))
             from memgraph_tf.serving.bundle import read_bundle_config
 
             config = read_bundle_config(version_dir)
             if config is None:
-                raise ConfigurationError(f"model: {str(version_dir)!r} is not a memgraph-tf bundle "
-                                         f"(no bundle config in its assets)")
-            return cls("bundle", str(version_dir.resolve()), config.model_name,
-                       number if number is not None else config.version, config.to_json())
+                raise ConfigurationError(
+                    f"model: {str(version_dir)!r} is not a memgraph-tf bundle "
+                    f"(no bundle config in its assets)"
+                )
+            return cls(
+                "bundle",
+                str(version_dir.resolve()),
+                config.model_name,
+                number if number is not None else config.version,
+                config.to_json(),
+            )
         if not model_name:
             raise ConfigurationError("model_name: required for a served model (rest, grpc)")
         kind, target = ("rest", rest) if rest is not None else ("grpc", grpc)
@@ -121,8 +141,10 @@ class ModelSpec:
             backend = self._connect(self.version)
         if backend.version != self.version or backend.name != self.model_name:
             backend.close()
-            raise ModelError(f"model: expected {self.model_name} version {self.version} at {self.target}, "
-                             f"found {backend.name} version {backend.version}")
+            raise ModelError(
+                f"model: expected {self.model_name} version {self.version} at {self.target}, "
+                f"found {backend.name} version {backend.version}"
+            )
         return backend
 
     def __str__(self) -> str:
@@ -134,14 +156,18 @@ def _version_dir(path: pathlib.Path) -> tuple[pathlib.Path, int | None]:
     from memgraph_tf.serving.bundle import discover_versions, parse_version_dir
 
     if not path.is_dir():
-        raise ConfigurationError(f"model: expected a bundle directory (BASE/NAME or BASE/NAME/VERSION), "
-                                 f"got {str(path)!r}: no such directory")
+        raise ConfigurationError(
+            f"model: expected a bundle directory (BASE/NAME or BASE/NAME/VERSION), "
+            f"got {str(path)!r}: no such directory"
+        )
     if (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file():
         return path, parse_version_dir(path.name)
     found = discover_versions(path)
     if not found:
-        raise ConfigurationError(f"model: expected saved_model.pb or numbered version directories in "
-                                 f"{str(path)!r}, found neither")
+        raise ConfigurationError(
+            f"model: expected saved_model.pb or numbered version directories in "
+            f"{str(path)!r}, found neither"
+        )
     number, version_dir = max(found.items())
     return version_dir, number
 

@@ -21,19 +21,28 @@ import logging
 import re
 import sys
 import time
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from memgraph_tf.client.summary import RunSummary
 
 logger = logging.getLogger(__name__)
 
-RUNNERS = ("DirectRunner", "BundleBasedDirectRunner", "FlinkRunner", "SparkRunner", "DataflowRunner")
+RUNNERS = (
+    "DirectRunner",
+    "BundleBasedDirectRunner",
+    "FlinkRunner",
+    "SparkRunner",
+    "DataflowRunner",
+)
 #: Runners whose workers run inside the launching process (``inprocess:``/``embedded:`` graphs).
 IN_PROCESS_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner")
 RUNNING_MODES = ("in_memory", "multi_threading", "multi_processing")
 
-BEAM_MISSING = ("Apache Beam is not installed: pip install 'memgraph-tf[beam]' (the extra pins a "
-                "Beam release that installs beside this TensorFlow)")
+BEAM_MISSING = (
+    "Apache Beam is not installed: pip install 'memgraph-tf[beam]' (the extra pins a "
+    "Beam release that installs beside this TensorFlow)"
+)
 
 
 def require_beam() -> Any:
@@ -64,8 +73,13 @@ def running_mode_for(graph: Any, num_workers: int, running_mode: str | None) -> 
     return "multi_processing" if num_workers > 1 else "in_memory"
 
 
-def pipeline_options(runner: str = "DirectRunner", *, num_workers: int = 1, running_mode: str = "in_memory",
-                     pipeline_args: Sequence[str] = ()) -> Any:
+def pipeline_options(
+    runner: str = "DirectRunner",
+    *,
+    num_workers: int = 1,
+    running_mode: str = "in_memory",
+    pipeline_args: Sequence[str] = (),
+) -> Any:
     """``PipelineOptions`` for ``runner``: ``pipeline_args`` (Beam's own flags, e.g.
     ``--flink_master=host:8081``, ``--project=...``), plus ``direct_num_workers`` and
     ``direct_running_mode`` for the DirectRunner. ``save_main_session`` stays off: the transforms
@@ -94,8 +108,11 @@ def create_runner(runner: str, options: Any) -> Any:
         from apache_beam.runners.portability.portable_runner import JobServiceHandle
 
         encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
-        return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(
-            beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))
+        return fn_runner.FnApiRunner(
+            provision_info=fn_runner.ExtendedProvisionInfo(
+                beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
+            )
+        )
     if runner == "BundleBasedDirectRunner":
         from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
 
@@ -103,12 +120,18 @@ def create_runner(runner: str, options: Any) -> Any:
     return None
 
 
-def create_pipeline(runner: str = "DirectRunner", *, num_workers: int = 1, running_mode: str = "in_memory",
-                    pipeline_args: Sequence[str] = ()) -> Any:
+def create_pipeline(
+    runner: str = "DirectRunner",
+    *,
+    num_workers: int = 1,
+    running_mode: str = "in_memory",
+    pipeline_args: Sequence[str] = (),
+) -> Any:
     """A ``beam.Pipeline`` on ``runner`` (see :func:`pipeline_options`, :func:`create_runner`)."""
     beam = require_beam()
-    options = pipeline_options(runner, num_workers=num_workers, running_mode=running_mode,
-                               pipeline_args=pipeline_args)
+    options = pipeline_options(
+        runner, num_workers=num_workers, running_mode=running_mode, pipeline_args=pipeline_args
+    )
     return beam.Pipeline(runner=create_runner(runner, options), options=options)
 
 
@@ -133,9 +156,11 @@ class BeamSummary(RunSummary):
     rate_of: ClassVar[str] = "written"
 
     def counts_text(self) -> str:
-        return (f"classified {self.classified} nodes, written {self.written}, unchanged "
-                f"{self.unchanged}, skipped {self.invalid} invalid on {self.runner} "
-                f"({self.workers} worker(s))")
+        return (
+            f"classified {self.classified} nodes, written {self.written}, unchanged "
+            f"{self.unchanged}, skipped {self.invalid} invalid on {self.runner} "
+            f"({self.workers} worker(s))"
+        )
 
 
 def _counters(result: Any) -> dict[str, int]:
@@ -156,16 +181,26 @@ def check_runner_for_graph(graph: Any, runner: str, running_mode: str | None) ->
     their writes would go to copies that nobody reads."""
     from memgraph_tf.client.errors import ConfigurationError
 
-    if graph.in_process and (runner not in IN_PROCESS_RUNNERS or running_mode == "multi_processing"):
+    if graph.in_process and (
+        runner not in IN_PROCESS_RUNNERS or running_mode == "multi_processing"
+    ):
         raise ConfigurationError(
             f"graph: {graph.uri} lives in this process, but {runner} in {running_mode} mode runs workers "
             f"elsewhere (their writes would be lost); use a Bolt graph, or the DirectRunner with "
-            f"running mode in_memory or multi_threading")
+            f"running mode in_memory or multi_threading"
+        )
 
 
-def classify_with_beam(graph: Any, model: Any, *, runner: str = "DirectRunner", num_workers: int = 1,
-                       running_mode: str | None = None, pipeline_args: Sequence[str] = (),
-                       **classify_options: Any) -> BeamSummary:
+def classify_with_beam(
+    graph: Any,
+    model: Any,
+    *,
+    runner: str = "DirectRunner",
+    num_workers: int = 1,
+    running_mode: str | None = None,
+    pipeline_args: Sequence[str] = (),
+    **classify_options: Any,
+) -> BeamSummary:
     """Runs :class:`~memgraph_tf.beam.transforms.ClassifyNodes` (``classify_options``: label,
     where, where_params, write_property, batch_size, num_ranges, skip_invalid, overwrite,
     read_graph) over
@@ -187,10 +222,20 @@ def classify_with_beam(graph: Any, model: Any, *, runner: str = "DirectRunner", 
     held = acquire(graph) if graph.in_process else None  # one copy, shared with the worker threads
     t0 = time.perf_counter()
     try:
-        pipeline = create_pipeline(runner, num_workers=num_workers, running_mode=mode or "in_memory",
-                                   pipeline_args=pipeline_args)
+        pipeline = create_pipeline(
+            runner,
+            num_workers=num_workers,
+            running_mode=mode or "in_memory",
+            pipeline_args=pipeline_args,
+        )
         _ = pipeline | "ClassifyNodes" >> transform
-        logger.info("running ClassifyNodes for %s on %s (%d worker(s), %s)", model, runner, num_workers, mode)
+        logger.info(
+            "running ClassifyNodes for %s on %s (%d worker(s), %s)",
+            model,
+            runner,
+            num_workers,
+            mode,
+        )
         result = pipeline.run()
         result.wait_until_finish()
         state = str(getattr(result, "state", "DONE"))
@@ -200,11 +245,20 @@ def classify_with_beam(graph: Any, model: Any, *, runner: str = "DirectRunner", 
     finally:
         if held is not None:
             release(held)
-    summary = BeamSummary(model.model_name, model.version, transform.selection.write_property, runner,
-                          num_workers, read=counts.get("nodes_read", 0), fetched=counts.get("nodes_fetched", 0),
-                          classified=counts.get("nodes_classified", 0), written=counts.get("nodes_written", 0),
-                          unchanged=counts.get("nodes_unchanged", 0), invalid=counts.get("nodes_invalid", 0),
-                          elapsed_s=time.perf_counter() - t0)
+    summary = BeamSummary(
+        model.model_name,
+        model.version,
+        transform.selection.write_property,
+        runner,
+        num_workers,
+        read=counts.get("nodes_read", 0),
+        fetched=counts.get("nodes_fetched", 0),
+        classified=counts.get("nodes_classified", 0),
+        written=counts.get("nodes_written", 0),
+        unchanged=counts.get("nodes_unchanged", 0),
+        invalid=counts.get("nodes_invalid", 0),
+        elapsed_s=time.perf_counter() - t0,
+    )
     logger.info("%s", summary.text())
     return summary
 
@@ -215,22 +269,49 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     and the trailing Beam pipeline options (everything after ``--``) to the ``classify`` parser. Without
     ``--runner`` nothing changes (``args.runner`` is None); with it, call
     :func:`run_classify_pipeline`. Needs no Beam to add the arguments."""
-    group = parser.add_argument_group("Apache Beam (pip install 'memgraph-tf[beam]'; see docs/scaling.md)")
-    group.add_argument("--runner", choices=RUNNERS, default=None,
-                       help="run as an Apache Beam pipeline on this runner; Beam pipeline options go "
-                            "after --, e.g. -- --flink_master=HOST:8081 --environment_type=LOOPBACK")
-    group.add_argument("--num-workers", type=int, default=1,
-                       help="DirectRunner: worker threads or processes (direct_num_workers; default 1)")
-    group.add_argument("--running-mode", choices=RUNNING_MODES, default=None,
-                       help="DirectRunner: how workers run (default: multi_threading for an embedded "
-                            "graph, multi_processing for a Bolt graph with several workers)")
-    group.add_argument("--id-ranges", type=int, default=None,
-                       help="node-key ranges read in parallel (default 16, at least 4 per worker)")
-    group.add_argument("--read-graph", default=None, metavar="URI",
-                       help="read node ids and sample neighbourhoods here (a Memgraph replica); "
-                            "predictions are written to --graph (MAIN)")
-    group.add_argument("pipeline_args", nargs="*", default=[], metavar="-- BEAM_OPTION",
-                       help="Beam pipeline options (after --)")
+    group = parser.add_argument_group(
+        "Apache Beam (pip install 'memgraph-tf[beam]'; see docs/scaling.md)"
+    )
+    group.add_argument(
+        "--runner",
+        choices=RUNNERS,
+        default=None,
+        help="run as an Apache Beam pipeline on this runner; Beam pipeline options go "
+        "after --, e.g. -- --flink_master=HOST:8081 --environment_type=LOOPBACK",
+    )
+    group.add_argument(
+        "--num-workers",
+        type=int,
+        default=1,
+        help="DirectRunner: worker threads or processes (direct_num_workers; default 1)",
+    )
+    group.add_argument(
+        "--running-mode",
+        choices=RUNNING_MODES,
+        default=None,
+        help="DirectRunner: how workers run (default: multi_threading for an embedded "
+        "graph, multi_processing for a Bolt graph with several workers)",
+    )
+    group.add_argument(
+        "--id-ranges",
+        type=int,
+        default=None,
+        help="node-key ranges read in parallel (default 16, at least 4 per worker)",
+    )
+    group.add_argument(
+        "--read-graph",
+        default=None,
+        metavar="URI",
+        help="read node ids and sample neighbourhoods here (a Memgraph replica); "
+        "predictions are written to --graph (MAIN)",
+    )
+    group.add_argument(
+        "pipeline_args",
+        nargs="*",
+        default=[],
+        metavar="-- BEAM_OPTION",
+        help="Beam pipeline options (after --)",
+    )
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
@@ -252,7 +333,9 @@ def _worker_error(exc: BaseException) -> str:
     """The last ``SomethingError: message`` line of a worker's traceback text (runners hand worker
     errors back as text), else the exception itself."""
     text = str(exc)
-    lines = [m.group(0) for m in re.finditer(r"(?m)^(?:[\w.]+\.)?(\w*(?:Error|Exception)): .*$", text)]
+    lines = [
+        m.group(0) for m in re.finditer(r"(?m)^(?:[\w.]+\.)?(\w*(?:Error|Exception)): .*$", text)
+    ]
     if lines:
         return re.sub(r"^(?:[\w.]+\.)?(\w+: )", r"\1", lines[-1]).strip()[:1000]
     return f"{type(exc).__name__}: {' '.join(text.split())[:1000]}"
@@ -285,44 +368,79 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
 
     try:
         if getattr(args, "shard", "0/1") not in (None, "0/1"):
-            raise ConfigurationError("--shard: not with --runner (the pipeline splits the node keys itself)")
+            raise ConfigurationError(
+                "--shard: not with --runner (the pipeline splits the node keys itself)"
+            )
         if getattr(args, "fetch_workers", 1) not in (None, 1):
             raise ConfigurationError("--fetch-workers: not with --runner (use --num-workers)")
         if args.num_workers < 1:
-            raise ConfigurationError(f"--num-workers: expected an integer >= 1, got {args.num_workers}")
-        id_ranges = args.id_ranges if args.id_ranges is not None else max(DEFAULT_NUM_RANGES, 4 * args.num_workers)
+            raise ConfigurationError(
+                f"--num-workers: expected an integer >= 1, got {args.num_workers}"
+            )
+        id_ranges = (
+            args.id_ranges
+            if args.id_ranges is not None
+            else max(DEFAULT_NUM_RANGES, 4 * args.num_workers)
+        )
         params = parse_params(getattr(args, "param", None))
         if params and args.where is None:
             raise ConfigurationError("--param: only with --where")
         graph = GraphSpec(args.graph)
         read_graph = GraphSpec(args.read_graph) if getattr(args, "read_graph", None) else None
         if args.where is not None and graph.in_process:
-            raise ConfigurationError("where: the embedded graph runs no Cypher; --where needs a Bolt graph "
-                                     "(--graph bolt://...)")
+            raise ConfigurationError(
+                "where: the embedded graph runs no Cypher; --where needs a Bolt graph "
+                "(--graph bolt://...)"
+            )
         mode = running_mode_for(graph, args.num_workers, args.running_mode)
         check_runner_for_graph(graph, args.runner, mode if args.runner == "DirectRunner" else None)
         if args.model is not None:
             if args.model_name or args.model_version is not None:
-                raise ConfigurationError("--model-name / --model-version: only with --serving or --serving-grpc")
+                raise ConfigurationError(
+                    "--model-name / --model-version: only with --serving or --serving-grpc"
+                )
             model = ModelSpec.resolve(bundle=args.model)
         else:
-            model = ModelSpec.resolve(rest=args.serving, grpc=args.serving_grpc, model_name=args.model_name,
-                                      version=args.model_version)
+            model = ModelSpec.resolve(
+                rest=args.serving,
+                grpc=args.serving_grpc,
+                model_name=args.model_name,
+                version=args.model_version,
+            )
         summary = classify_with_beam(
-            graph, model, runner=args.runner, num_workers=args.num_workers, running_mode=args.running_mode,
-            pipeline_args=list(args.pipeline_args or []), label=args.label, where=args.where, where_params=params,
-            write_property=args.write_property, batch_size=args.batch_size, num_ranges=id_ranges,
-            skip_invalid=args.skip_invalid, overwrite=args.overwrite, read_graph=read_graph)
+            graph,
+            model,
+            runner=args.runner,
+            num_workers=args.num_workers,
+            running_mode=args.running_mode,
+            pipeline_args=list(args.pipeline_args or []),
+            label=args.label,
+            where=args.where,
+            where_params=params,
+            write_property=args.write_property,
+            batch_size=args.batch_size,
+            num_ranges=id_ranges,
+            skip_invalid=args.skip_invalid,
+            overwrite=args.overwrite,
+            read_graph=read_graph,
+        )
     except KeyboardInterrupt:
-        return fail(130, "interrupted; what was written stays: run the same command again to resume")
+        return fail(
+            130, "interrupted; what was written stays: run the same command again to resume"
+        )
     except (ConfigurationError, ValueError) as exc:
         return fail(2, f"error: {exc}")
     except (MemgraphTfError, OSError) as exc:
-        return fail(1, f"failed: {exc} (what was written stays: run the same command again to resume)")
+        return fail(
+            1, f"failed: {exc} (what was written stays: run the same command again to resume)"
+        )
     except Exception as exc:  # a worker's error comes back from the runner as text
         logger.debug("the pipeline failed", exc_info=True)
-        return fail(1, f"failed: {_worker_error(exc)} (what was written stays: run the same command again "
-                       f"to resume)")
+        return fail(
+            1,
+            f"failed: {_worker_error(exc)} (what was written stays: run the same command again "
+            f"to resume)",
+        )
     print(summary.text(), file=out)
     return 0
 

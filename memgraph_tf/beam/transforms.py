@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -115,8 +116,13 @@ class _SplitKeysFn(beam.DoFn):
             logger.info("no node to read in %s", self.scan.graph)
             return
         ranges = split_key_range(bounds[0], bounds[1], self.scan.num_ranges)
-        logger.info("reading node keys %d..%d of %s in %d range(s)", bounds[0], bounds[1], self.scan.graph,
-                    len(ranges))
+        logger.info(
+            "reading node keys %d..%d of %s in %d range(s)",
+            bounds[0],
+            bounds[1],
+            self.scan.graph,
+            len(ranges),
+        )
         yield from ranges
 
 
@@ -164,19 +170,31 @@ class ReadNodeIds(beam.PTransform):
         self.scan = scan
 
     def expand(self, pbegin: Any) -> Any:
-        return (pbegin
-                | "Scan" >> beam.Create([str(self.scan.graph)])
-                | "SplitKeyRanges" >> beam.ParDo(_SplitKeysFn(self.scan))
-                | "Distribute" >> beam.Reshuffle()
-                | "ReadKeyRange" >> beam.ParDo(_ReadRangeFn(self.scan)))
+        return (
+            pbegin
+            | "Scan" >> beam.Create([str(self.scan.graph)])
+            | "SplitKeyRanges" >> beam.ParDo(_SplitKeysFn(self.scan))
+            | "Distribute" >> beam.Reshuffle()
+            | "ReadKeyRange" >> beam.ParDo(_ReadRangeFn(self.scan))
+        )
 
 
 # ----------------------------------------------------------------------------------------- fetch
 class _FetchFn(beam.DoFn):
-    def __init__(self, graph: GraphSpec, sampling: SamplingSpec, seeds: Sequence[int] | None,
-                 skip_invalid: bool) -> None:
+    def __init__(
+        self,
+        graph: GraphSpec,
+        sampling: SamplingSpec,
+        seeds: Sequence[int] | None,
+        skip_invalid: bool,
+    ) -> None:
         super().__init__()
-        self.graph, self.sampling, self.seeds, self.skip_invalid = graph, sampling, seeds, skip_invalid
+        self.graph, self.sampling, self.seeds, self.skip_invalid = (
+            graph,
+            sampling,
+            seeds,
+            skip_invalid,
+        )
         self._fetched = Metrics.counter(NAMESPACE, "nodes_fetched")
         self._invalid = Metrics.counter(NAMESPACE, "nodes_invalid")
         self._bytes = Metrics.distribution(NAMESPACE, "blob_bytes")
@@ -197,13 +215,28 @@ class _FetchFn(beam.DoFn):
 
     def process(self, keys: Sequence[int]) -> Iterator[Any]:
         keys = list(keys)
-        specs = [(None, self.sampling)] if self.seeds is None else [
-            (seed, SamplingSpec(self.sampling.fanouts, self.sampling.properties,
-                                {**self.sampling.options, "seed": seed})) for seed in self.seeds]
+        specs = (
+            [(None, self.sampling)]
+            if self.seeds is None
+            else [
+                (
+                    seed,
+                    SamplingSpec(
+                        self.sampling.fanouts,
+                        self.sampling.properties,
+                        {**self.sampling.options, "seed": seed},
+                    ),
+                )
+                for seed in self.seeds
+            ]
+        )
         bad_keys: set[int] = set()
         for seed, sampling in specs:
-            good, bad = isolate([k for k in keys if k not in bad_keys],
-                                lambda ks, s=sampling: self._fetch(s, ks), fetch_error_is_node_specific)
+            good, bad = isolate(
+                [k for k in keys if k not in bad_keys],
+                lambda ks, s=sampling: self._fetch(s, ks),
+                fetch_error_is_node_specific,
+            )
             for key, reason in bad:
                 if not self.skip_invalid:
                     raise InvalidNodeError(key, reason)
@@ -229,8 +262,15 @@ class FetchNeighbourhoods(beam.PTransform):
     :class:`~memgraph_tf.client.errors.InvalidNodeError` naming it, or, with ``skip_invalid``, goes
     to ``invalid`` (with every seed's blob of it left out)."""
 
-    def __init__(self, graph: GraphSpec, sampling: SamplingSpec, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 seeds: Sequence[int] | None = None, skip_invalid: bool = False) -> None:
+    def __init__(
+        self,
+        graph: GraphSpec,
+        sampling: SamplingSpec,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        seeds: Sequence[int] | None = None,
+        skip_invalid: bool = False,
+    ) -> None:
         super().__init__()
         if seeds is not None:
             seeds = [int(s) for s in seeds]
@@ -240,10 +280,15 @@ class FetchNeighbourhoods(beam.PTransform):
         self.seeds, self.skip_invalid = seeds, skip_invalid
 
     def expand(self, keys: Any) -> Any:
-        results = (keys
-                   | "Batch" >> beam.BatchElements(min_batch_size=self.batch_size, max_batch_size=self.batch_size)
-                   | "Sample" >> beam.ParDo(_FetchFn(self.graph, self.sampling, self.seeds, self.skip_invalid))
-                   .with_outputs(INVALID, main="blobs"))
+        results = (
+            keys
+            | "Batch"
+            >> beam.BatchElements(min_batch_size=self.batch_size, max_batch_size=self.batch_size)
+            | "Sample"
+            >> beam.ParDo(
+                _FetchFn(self.graph, self.sampling, self.seeds, self.skip_invalid)
+            ).with_outputs(INVALID, main="blobs")
+        )
         return {"blobs": results.blobs, "invalid": results[INVALID]}
 
 
@@ -267,8 +312,9 @@ class BlobModelHandler(ModelHandler):
     those raise :class:`~memgraph_tf.client.errors.InvalidNodeError`, or with ``skip_invalid``
     get ``inference=Rejected(reason)``. Batches hold up to ``batch_size`` examples."""
 
-    def __init__(self, model: ModelSpec, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 skip_invalid: bool = False) -> None:
+    def __init__(
+        self, model: ModelSpec, *, batch_size: int = DEFAULT_BATCH_SIZE, skip_invalid: bool = False
+    ) -> None:
         super().__init__(min_batch_size=batch_size, max_batch_size=batch_size)
         self.model = model
         self.skip_invalid = skip_invalid
@@ -278,13 +324,20 @@ class BlobModelHandler(ModelHandler):
         logger.info("worker uses %s", self.model)
         return backend
 
-    def run_inference(self, batch: Sequence[tuple[int, bytes]], model: ModelBackend,
-                      inference_args: Mapping[str, Any] | None = None) -> list[PredictionResult]:
+    def run_inference(
+        self,
+        batch: Sequence[tuple[int, bytes]],
+        model: ModelBackend,
+        inference_args: Mapping[str, Any] | None = None,
+    ) -> list[PredictionResult]:
         model_id = f"{self.model.model_name}/{self.model.version}"
         keys = [key for key, _ in batch]
         blob_of = dict(batch)
-        good, bad = isolate(keys, lambda ks: model.classify([blob_of[k] for k in ks]),
-                            lambda exc: isinstance(exc, ModelInputError))
+        good, bad = isolate(
+            keys,
+            lambda ks: model.classify([blob_of[k] for k in ks]),
+            lambda exc: isinstance(exc, ModelInputError),
+        )
         if bad and not self.skip_invalid:
             raise InvalidNodeError(*bad[0])
         out = {key: (label, score) for key, (label, score) in good}
@@ -299,7 +352,9 @@ class BlobModelHandler(ModelHandler):
 
     def validate_inference_args(self, inference_args: Mapping[str, Any] | None) -> None:
         if inference_args:
-            raise ConfigurationError(f"inference_args: BlobModelHandler takes none, got {sorted(inference_args)}")
+            raise ConfigurationError(
+                f"inference_args: BlobModelHandler takes none, got {sorted(inference_args)}"
+            )
 
 
 class _SplitPredictionsFn(beam.DoFn):
@@ -324,14 +379,19 @@ class ClassifyBlobs(beam.PTransform):
     reason)}`` through RunInference with :class:`BlobModelHandler` (see there for what it
     guarantees)."""
 
-    def __init__(self, model: ModelSpec, *, batch_size: int = DEFAULT_BATCH_SIZE, skip_invalid: bool = False) -> None:
+    def __init__(
+        self, model: ModelSpec, *, batch_size: int = DEFAULT_BATCH_SIZE, skip_invalid: bool = False
+    ) -> None:
         super().__init__()
         self.handler = BlobModelHandler(model, batch_size=batch_size, skip_invalid=skip_invalid)
 
     def expand(self, blobs: Any) -> Any:
-        results = (blobs
-                   | "RunInference" >> RunInference(self.handler)
-                   | "Predictions" >> beam.ParDo(_SplitPredictionsFn()).with_outputs(INVALID, main="predictions"))
+        results = (
+            blobs
+            | "RunInference" >> RunInference(self.handler)
+            | "Predictions"
+            >> beam.ParDo(_SplitPredictionsFn()).with_outputs(INVALID, main="predictions")
+        )
         return {"predictions": results.predictions, "invalid": results[INVALID]}
 
 
@@ -359,9 +419,13 @@ class _WriteFn(beam.DoFn):
         self._written.inc(written)
         if written < len(predictions):
             self._unchanged.inc(len(predictions) - written)
-            logger.info("%d of %d prediction(s) left unchanged: the node already carries version %s "
-                        "(a retried bundle) or is gone", len(predictions) - written, len(predictions),
-                        self.selection.version)
+            logger.info(
+                "%d of %d prediction(s) left unchanged: the node already carries version %s "
+                "(a retried bundle) or is gone",
+                len(predictions) - written,
+                len(predictions),
+                self.selection.version,
+            )
         yield written
 
 
@@ -374,35 +438,60 @@ class WritePredictions(beam.PTransform):
     this version yet, so a bundle that a runner retries after its writes were committed writes no
     node twice; ``only_todo=False`` (``overwrite``) rewrites the same values instead."""
 
-    def __init__(self, graph: GraphSpec, selection: NodeSelection, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 only_todo: bool = True) -> None:
+    def __init__(
+        self,
+        graph: GraphSpec,
+        selection: NodeSelection,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        only_todo: bool = True,
+    ) -> None:
         super().__init__()
         if selection.version is None:
             raise ConfigurationError("selection: WritePredictions needs the model version")
-        self.graph, self.selection, self.batch_size, self.only_todo = graph, selection, batch_size, only_todo
+        self.graph, self.selection, self.batch_size, self.only_todo = (
+            graph,
+            selection,
+            batch_size,
+            only_todo,
+        )
 
     def expand(self, predictions: Any) -> Any:
-        return (predictions
-                | "Batch" >> beam.BatchElements(min_batch_size=self.batch_size, max_batch_size=self.batch_size)
-                | "Write" >> beam.ParDo(_WriteFn(self.graph, self.selection, self.only_todo)))
+        return (
+            predictions
+            | "Batch"
+            >> beam.BatchElements(min_batch_size=self.batch_size, max_batch_size=self.batch_size)
+            | "Write" >> beam.ParDo(_WriteFn(self.graph, self.selection, self.only_todo))
+        )
 
 
 # -------------------------------------------------------------------------------------- pipelines
-def selection_for(model: ModelSpec, *, label: str | None = None, where: Any = None,
-                  where_params: Mapping[str, Any] | None = None,
-                  write_property: str = DEFAULT_WRITE_PROPERTY) -> NodeSelection:
+def selection_for(
+    model: ModelSpec,
+    *,
+    label: str | None = None,
+    where: Any = None,
+    where_params: Mapping[str, Any] | None = None,
+    write_property: str = DEFAULT_WRITE_PROPERTY,
+) -> NodeSelection:
     """The nodes batch inference classifies with ``model``: ``label`` (default the bundle's
     ``options.label``; another label than the bundle's is refused, as ``memgraph-tf classify``
     does), keyed by the bundle's ``options.id_property`` (else internal ids)."""
     options = model.config.options
     bundle_label = options.get("label")
     if label is not None and bundle_label is not None and label != bundle_label:
-        raise ConfigurationError(f"label: the model samples :{bundle_label} nodes (its options.label), got "
-                                 f"{label!r}; leave label out or give {bundle_label!r}")
-    return NodeSelection(label=label if label is not None else bundle_label,
-                         id_property=options.get("id_property"), where=where,
-                         where_params=dict(where_params or {}), write_property=write_property,
-                         version=model.version)
+        raise ConfigurationError(
+            f"label: the model samples :{bundle_label} nodes (its options.label), got "
+            f"{label!r}; leave label out or give {bundle_label!r}"
+        )
+    return NodeSelection(
+        label=label if label is not None else bundle_label,
+        id_property=options.get("id_property"),
+        where=where,
+        where_params=dict(where_params or {}),
+        write_property=write_property,
+        version=model.version,
+    )
 
 
 class ClassifyNodes(beam.PTransform):
@@ -419,29 +508,55 @@ class ClassifyNodes(beam.PTransform):
     instance). A replica that lags may offer a node that MAIN already carries this version for;
     the write leaves such a node alone, so nothing is written twice, only sampled twice."""
 
-    def __init__(self, graph: GraphSpec, model: ModelSpec, *, label: str | None = None, where: Any = None,
-                 where_params: Mapping[str, Any] | None = None,
-                 write_property: str = DEFAULT_WRITE_PROPERTY, batch_size: int = DEFAULT_BATCH_SIZE,
-                 num_ranges: int = DEFAULT_NUM_RANGES, skip_invalid: bool = False,
-                 overwrite: bool = False, read_graph: GraphSpec | None = None) -> None:
+    def __init__(
+        self,
+        graph: GraphSpec,
+        model: ModelSpec,
+        *,
+        label: str | None = None,
+        where: Any = None,
+        where_params: Mapping[str, Any] | None = None,
+        write_property: str = DEFAULT_WRITE_PROPERTY,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        num_ranges: int = DEFAULT_NUM_RANGES,
+        skip_invalid: bool = False,
+        overwrite: bool = False,
+        read_graph: GraphSpec | None = None,
+    ) -> None:
         super().__init__()
         self.graph, self.model = graph, model
         self.read_graph = read_graph or graph
-        self.selection = selection_for(model, label=label, where=where, where_params=where_params,
-                                       write_property=write_property)
-        self.scan = NodeScan(self.read_graph, self.selection, todo=not overwrite, num_ranges=num_ranges,
-                             page_size=batch_size)
+        self.selection = selection_for(
+            model,
+            label=label,
+            where=where,
+            where_params=where_params,
+            write_property=write_property,
+        )
+        self.scan = NodeScan(
+            self.read_graph,
+            self.selection,
+            todo=not overwrite,
+            num_ranges=num_ranges,
+            page_size=batch_size,
+        )
         self.sampling = sampling_for(model.config)
         self.batch_size, self.skip_invalid, self.overwrite = batch_size, skip_invalid, overwrite
 
     def expand(self, pbegin: Any) -> Any:
         keys = pbegin | "ReadNodeIds" >> ReadNodeIds(self.scan)
         fetched = keys | "FetchNeighbourhoods" >> FetchNeighbourhoods(
-            self.read_graph, self.sampling, batch_size=self.batch_size, skip_invalid=self.skip_invalid)
+            self.read_graph,
+            self.sampling,
+            batch_size=self.batch_size,
+            skip_invalid=self.skip_invalid,
+        )
         classified = fetched["blobs"] | "Classify" >> ClassifyBlobs(
-            self.model, batch_size=self.batch_size, skip_invalid=self.skip_invalid)
+            self.model, batch_size=self.batch_size, skip_invalid=self.skip_invalid
+        )
         written = classified["predictions"] | "WritePredictions" >> WritePredictions(
-            self.graph, self.selection, batch_size=self.batch_size, only_todo=not self.overwrite)
+            self.graph, self.selection, batch_size=self.batch_size, only_todo=not self.overwrite
+        )
         invalid = (fetched["invalid"], classified["invalid"]) | "Invalid" >> beam.Flatten()
         return {"written": written, "invalid": invalid}
 
@@ -460,8 +575,12 @@ def example_bytes(features: Mapping[str, bytes | int]) -> bytes:
             # Feature.int64_list.value (packed)
             feature = proto_field(3, proto_field(1, proto_varint(value)))
         else:
-            raise ConfigurationError(f"features[{key!r}]: expected bytes or an int, got {type(value).__name__}")
-        entries.append(proto_field(1, proto_field(1, key.encode("utf-8")) + proto_field(2, feature)))
+            raise ConfigurationError(
+                f"features[{key!r}]: expected bytes or an int, got {type(value).__name__}"
+            )
+        entries.append(
+            proto_field(1, proto_field(1, key.encode("utf-8")) + proto_field(2, feature))
+        )
     return proto_field(1, b"".join(entries))  # Example.features.feature
 
 
@@ -479,36 +598,73 @@ class ExportNeighbourhoods(beam.PTransform):
     Nodes that cannot be sampled fail the job, or with ``skip_invalid`` are left out (output
     ``invalid`` of :class:`FetchNeighbourhoods`)."""
 
-    def __init__(self, graph: GraphSpec, sampling: SamplingSpec, file_path_prefix: str, *,
-                 selection: NodeSelection | None = None, seeds: Sequence[int] | None = None,
-                 blob_feature_key: str = "blob", batch_size: int = DEFAULT_BATCH_SIZE,
-                 num_ranges: int = DEFAULT_NUM_RANGES, num_shards: int = 0,
-                 skip_invalid: bool = False) -> None:
+    def __init__(
+        self,
+        graph: GraphSpec,
+        sampling: SamplingSpec,
+        file_path_prefix: str,
+        *,
+        selection: NodeSelection | None = None,
+        seeds: Sequence[int] | None = None,
+        blob_feature_key: str = "blob",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        num_ranges: int = DEFAULT_NUM_RANGES,
+        num_shards: int = 0,
+        skip_invalid: bool = False,
+    ) -> None:
         super().__init__()
         options = sampling.options
-        selection = selection or NodeSelection(label=options.get("label"), id_property=options.get("id_property"))
+        selection = selection or NodeSelection(
+            label=options.get("label"), id_property=options.get("id_property")
+        )
         if selection.version is not None:
-            raise ConfigurationError("selection: an export reads every selected node; give no model version")
+            raise ConfigurationError(
+                "selection: an export reads every selected node; give no model version"
+            )
         if blob_feature_key in (NODE_ID_FEATURE, SEED_FEATURE) or not blob_feature_key:
-            raise ConfigurationError(f"blob_feature_key: expected a name other than {NODE_ID_FEATURE!r} and "
-                                     f"{SEED_FEATURE!r}, got {blob_feature_key!r}")
+            raise ConfigurationError(
+                f"blob_feature_key: expected a name other than {NODE_ID_FEATURE!r} and "
+                f"{SEED_FEATURE!r}, got {blob_feature_key!r}"
+            )
         self.graph, self.sampling, self.prefix = graph, sampling, file_path_prefix
-        self.scan = NodeScan(graph, selection, todo=False, num_ranges=num_ranges, page_size=batch_size)
+        self.scan = NodeScan(
+            graph, selection, todo=False, num_ranges=num_ranges, page_size=batch_size
+        )
         self.seeds = list(seeds) if seeds is not None else [int(options.get("seed") or 0)]
         self.key, self.batch_size, self.num_shards, self.skip_invalid = (
-            blob_feature_key, batch_size, num_shards, skip_invalid)
+            blob_feature_key,
+            batch_size,
+            num_shards,
+            skip_invalid,
+        )
 
     def expand(self, pbegin: Any) -> Any:
         key = self.key
-        fetched = (pbegin
-                   | "ReadNodeIds" >> ReadNodeIds(self.scan)
-                   | "FetchNeighbourhoods" >> FetchNeighbourhoods(self.graph, self.sampling, batch_size=self.batch_size,
-                                                                  seeds=self.seeds, skip_invalid=self.skip_invalid))
-        return (fetched["blobs"]
-                | "ToExample" >> beam.MapTuple(lambda node, seed, blob: example_bytes(
-                    {key: blob, NODE_ID_FEATURE: node, SEED_FEATURE: seed}))
-                | "WriteTFRecord" >> beam.io.WriteToTFRecord(self.prefix, file_name_suffix=".tfrecord",
-                                                             num_shards=self.num_shards))
+        fetched = (
+            pbegin
+            | "ReadNodeIds" >> ReadNodeIds(self.scan)
+            | "FetchNeighbourhoods"
+            >> FetchNeighbourhoods(
+                self.graph,
+                self.sampling,
+                batch_size=self.batch_size,
+                seeds=self.seeds,
+                skip_invalid=self.skip_invalid,
+            )
+        )
+        return (
+            fetched["blobs"]
+            | "ToExample"
+            >> beam.MapTuple(
+                lambda node, seed, blob: example_bytes(
+                    {key: blob, NODE_ID_FEATURE: node, SEED_FEATURE: seed}
+                )
+            )
+            | "WriteTFRecord"
+            >> beam.io.WriteToTFRecord(
+                self.prefix, file_name_suffix=".tfrecord", num_shards=self.num_shards
+            )
+        )
 
 
 def read_exported(file_pattern: str, blob_feature_key: str = "blob") -> Any:
@@ -516,16 +672,22 @@ def read_exported(file_pattern: str, blob_feature_key: str = "blob") -> Any:
     files written by :class:`ExportNeighbourhoods` (imports TensorFlow)."""
     import tensorflow as tf
 
-    spec = {blob_feature_key: tf.io.FixedLenFeature([], tf.string),
-            NODE_ID_FEATURE: tf.io.FixedLenFeature([], tf.int64),
-            SEED_FEATURE: tf.io.FixedLenFeature([], tf.int64)}
+    spec = {
+        blob_feature_key: tf.io.FixedLenFeature([], tf.string),
+        NODE_ID_FEATURE: tf.io.FixedLenFeature([], tf.int64),
+        SEED_FEATURE: tf.io.FixedLenFeature([], tf.int64),
+    }
     files = tf.io.gfile.glob(file_pattern)
     if not files:
         raise ConfigurationError(f"file_pattern: no file matches {file_pattern!r}")
 
     def parse(record: Any) -> dict[str, Any]:
         parsed = tf.io.parse_single_example(record, spec)
-        return {"blob": parsed[blob_feature_key], "node_id": parsed[NODE_ID_FEATURE], "seed": parsed[SEED_FEATURE]}
+        return {
+            "blob": parsed[blob_feature_key],
+            "node_id": parsed[NODE_ID_FEATURE],
+            "seed": parsed[SEED_FEATURE],
+        }
 
     return tf.data.TFRecordDataset(sorted(files)).map(parse)
 

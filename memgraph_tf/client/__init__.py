@@ -66,4 +66,5 @@ __all__ = sorted(_EXPORTS)
 
 
 __getattr__, __dir__ = lazy_attributes(
-    __name__, {name: f".{module}" for name, module in _EXPORTS.items()}, globals())
+    __name__, {name: f".{module}" for name, module in _EXPORTS.items()}, globals()
+)

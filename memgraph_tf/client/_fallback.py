@@ -11,7 +11,8 @@ graph, ids, arguments and ``options.seed`` the blobs are byte-identical to the q
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from memgraph_tf import blob
 from memgraph_tf.client.errors import GraphDataError
@@ -27,23 +28,35 @@ def _as_graph_data_errors() -> Iterator[None]:
         raise GraphDataError(str(exc)) from exc
 
 
-def pack_b64(factory: AccessFactory, nodes: Sequence[int], properties: Sequence[str], options: Any) -> str:
+def pack_b64(
+    factory: AccessFactory, nodes: Sequence[int], properties: Sequence[str], options: Any
+) -> str:
     """``tf_features.pack`` on the client: the base64url blob."""
     with _as_graph_data_errors():
         data, _ = ProcedureRunner(factory).pack(nodes, properties, options)
     return blob.b64encode(data)
 
 
-def sample_b64(factory: AccessFactory, seeds: Sequence[int], fanouts: Sequence[int],
-               properties: Sequence[str], options: Any) -> str:
+def sample_b64(
+    factory: AccessFactory,
+    seeds: Sequence[int],
+    fanouts: Sequence[int],
+    properties: Sequence[str],
+    options: Any,
+) -> str:
     """``tf_features.sample`` on the client: the base64url blob."""
     with _as_graph_data_errors():
         data = ProcedureRunner(factory).sample(seeds, fanouts, properties, options)
     return blob.b64encode(data)
 
 
-def sample_per_node_b64(factory: AccessFactory, seeds: Sequence[int], fanouts: Sequence[int],
-                        properties: Sequence[str], options: Any) -> list[str]:
+def sample_per_node_b64(
+    factory: AccessFactory,
+    seeds: Sequence[int],
+    fanouts: Sequence[int],
+    properties: Sequence[str],
+    options: Any,
+) -> list[str]:
     """``tf_features.sample_per_node`` on the client: one base64url blob per seed, in order."""
     with _as_graph_data_errors():
         rows = ProcedureRunner(factory).sample_per_node(seeds, fanouts, properties, options)

@@ -68,7 +68,8 @@ import re
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from memgraph_tf.client.errors import (
     ClientError,
@@ -137,10 +138,11 @@ class Shard:
                 raise ConfigurationError(f"shard: expected integers i/N, got {name} {value!r}")
         if self.count < 1 or not 0 <= self.index < self.count:
             raise ConfigurationError(
-                f"shard: expected i/N with N >= 1 and 0 <= i < N, got {self.index}/{self.count}")
+                f"shard: expected i/N with N >= 1 and 0 <= i < N, got {self.index}/{self.count}"
+            )
 
     @classmethod
-    def parse(cls, text: str) -> "Shard":
+    def parse(cls, text: str) -> Shard:
         """``"i/N"`` -> ``Shard(i, N)``; anything else raises :class:`ConfigurationError`."""
         match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
         if match is None:
@@ -161,11 +163,38 @@ class Shard:
 
 
 # ---------------------------------------------------------------------------------------- --where
-_CLAUSE_WORDS = frozenset({
-    "MATCH", "OPTIONAL", "CREATE", "MERGE", "DELETE", "DETACH", "SET", "REMOVE", "CALL", "RETURN",
-    "WITH", "UNWIND", "FOREACH", "LOAD", "UNION", "ORDER", "SKIP", "LIMIT", "YIELD", "DROP",
-    "USING", "PROFILE", "EXPLAIN", "FINISH", "START", "COMMIT", "ROLLBACK", "BEGIN",
-})
+_CLAUSE_WORDS = frozenset(
+    {
+        "MATCH",
+        "OPTIONAL",
+        "CREATE",
+        "MERGE",
+        "DELETE",
+        "DETACH",
+        "SET",
+        "REMOVE",
+        "CALL",
+        "RETURN",
+        "WITH",
+        "UNWIND",
+        "FOREACH",
+        "LOAD",
+        "UNION",
+        "ORDER",
+        "SKIP",
+        "LIMIT",
+        "YIELD",
+        "DROP",
+        "USING",
+        "PROFILE",
+        "EXPLAIN",
+        "FINISH",
+        "START",
+        "COMMIT",
+        "ROLLBACK",
+        "BEGIN",
+    }
+)
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
@@ -189,8 +218,10 @@ def _outside_literals(text: str) -> str:
                     break
                 j += 1
             if j >= n:
-                raise ConfigurationError(f"where: expected a closed {c}...{c} starting at character "
-                                         f"{i}, got an unterminated one in {text!r}")
+                raise ConfigurationError(
+                    f"where: expected a closed {c}...{c} starting at character "
+                    f"{i}, got an unterminated one in {text!r}"
+                )
             out.append(" '' ")
             i = j + 1
         else:
@@ -210,36 +241,52 @@ def check_where(where: str, parameters: Mapping[str, Any] | None = None) -> str:
     ``$name`` it uses is in ``parameters`` and does not start with :data:`PARAM_PREFIX`. Values are
     only ever passed as parameters, never written into the query text."""
     if not isinstance(where, str) or not where.strip():
-        raise ConfigurationError(f"where: expected a non-empty Cypher predicate over n, got {where!r}")
+        raise ConfigurationError(
+            f"where: expected a non-empty Cypher predicate over n, got {where!r}"
+        )
     where = where.strip()
     bare = _outside_literals(where)
     for token in (";", "//", "/*"):
         if token in bare:
-            raise ConfigurationError(f"where: expected one predicate expression, got {token!r} in {where!r}")
+            raise ConfigurationError(
+                f"where: expected one predicate expression, got {token!r} in {where!r}"
+            )
     stack: list[str] = []
     for c in bare:
         if c in "([{":
             stack.append(c)
         elif c in _PAIRS:
             if not stack or stack.pop() != _PAIRS[c]:
-                raise ConfigurationError(f"where: expected balanced brackets, got an unmatched {c!r} in {where!r}")
+                raise ConfigurationError(
+                    f"where: expected balanced brackets, got an unmatched {c!r} in {where!r}"
+                )
     if stack:
-        raise ConfigurationError(f"where: expected balanced brackets, got an unclosed {stack[-1]!r} in {where!r}")
-    for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r"\$[A-Za-z_][A-Za-z0-9_]*", " ", bare)):
+        raise ConfigurationError(
+            f"where: expected balanced brackets, got an unclosed {stack[-1]!r} in {where!r}"
+        )
+    for word in re.findall(
+        r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r"\$[A-Za-z_][A-Za-z0-9_]*", " ", bare)
+    ):
         if word.upper() in _CLAUSE_WORDS:
-            raise ConfigurationError(f"where: expected a predicate expression over n, got the clause "
-                                     f"keyword {word.upper()} in {where!r}")
+            raise ConfigurationError(
+                f"where: expected a predicate expression over n, got the clause "
+                f"keyword {word.upper()} in {where!r}"
+            )
     params = dict(parameters or {})
     for name in params:
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise ConfigurationError(f"where parameters: expected identifier names, got {name!r}")
         if name.startswith(PARAM_PREFIX):
-            raise ConfigurationError(f"where parameters: names starting with {PARAM_PREFIX!r} are "
-                                     f"reserved for batch inference, got {name!r}")
+            raise ConfigurationError(
+                f"where parameters: names starting with {PARAM_PREFIX!r} are "
+                f"reserved for batch inference, got {name!r}"
+            )
     for name in re.findall(r"\$([A-Za-z_][A-Za-z0-9_]*)", bare):
         if name not in params:
-            raise ConfigurationError(f"where: ${name} is used but not given (parameters: "
-                                     f"{sorted(params) or 'none'}; CLI: --param {name}=VALUE)")
+            raise ConfigurationError(
+                f"where: ${name} is used but not given (parameters: "
+                f"{sorted(params) or 'none'}; CLI: --param {name}=VALUE)"
+            )
     return where
 
 
@@ -267,7 +314,7 @@ class ModelBackend:
     def close(self) -> None:
         """Releases the backend's resources; idempotent."""
 
-    def __enter__(self) -> "ModelBackend":
+    def __enter__(self) -> ModelBackend:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -284,7 +331,9 @@ def _tf_message(exc: Any) -> str:
     if marker in message:
         message = message.split(marker, 1)[1]
     message = re.sub(r"\s*\[\[\{\{.*?\}\}\]\]|\s*\[Op:[^\]]*\]", "", message)  # graph node names
-    message = re.sub(r"^\s*StringToNumberOp could not correctly convert string: ", "", message)  # op-free carrier
+    message = re.sub(
+        r"^\s*StringToNumberOp could not correctly convert string: ", "", message
+    )  # op-free carrier
     return " ".join(message.split())[:_REASON_CHARS]
 
 
@@ -300,8 +349,14 @@ def _blob_predict_function(loaded: Any) -> Any:
     except AttributeError:
         return None
     spec = kwargs.get(PREDICT_INPUT) if not args and set(kwargs) == {PREDICT_INPUT} else None
-    if spec is None or getattr(spec, "dtype", None) is None or spec.dtype.name != "string" \
-            or spec.shape.rank != 1 or not isinstance(outputs, Mapping) or SCORES_OUTPUT not in outputs:
+    if (
+        spec is None
+        or getattr(spec, "dtype", None) is None
+        or spec.dtype.name != "string"
+        or spec.shape.rank != 1
+        or not isinstance(outputs, Mapping)
+        or SCORES_OUTPUT not in outputs
+    ):
         return None
     return function
 
@@ -327,15 +382,19 @@ class BundleBackend(ModelBackend):
 
         path = pathlib.Path(path)
         if not path.is_dir():
-            raise ConfigurationError(f"model: expected a bundle directory (BASE/NAME or "
-                                     f"BASE/NAME/VERSION), got {str(path)!r}: no such directory")
+            raise ConfigurationError(
+                f"model: expected a bundle directory (BASE/NAME or "
+                f"BASE/NAME/VERSION), got {str(path)!r}: no such directory"
+            )
         if (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file():
             version_dir, version = path, bundle.parse_version_dir(path.name)
         else:
             found = bundle.discover_versions(path)
             if not found:
-                raise ConfigurationError(f"model: expected saved_model.pb or numbered version "
-                                         f"directories in {str(path)!r}, found neither")
+                raise ConfigurationError(
+                    f"model: expected saved_model.pb or numbered version "
+                    f"directories in {str(path)!r}, found neither"
+                )
             version, version_dir = max(found.items())
         try:
             loaded = model_server.load_version(version_dir, version or 0)
@@ -344,22 +403,33 @@ class BundleBackend(ModelBackend):
         except ValueError as exc:
             raise ModelError(f"model: cannot load {version_dir}: {exc}") from exc
         if loaded.bundle_config is None:
-            raise ConfigurationError(f"model: {str(version_dir)!r} is a SavedModel but not a "
-                                     f"memgraph-tf bundle (no assets/{CONFIG_ASSET})")
+            raise ConfigurationError(
+                f"model: {str(version_dir)!r} is a SavedModel but not a "
+                f"memgraph-tf bundle (no assets/{CONFIG_ASSET})"
+            )
         if CLASSIFY_SIGNATURE not in loaded.functions:
-            raise ConfigurationError(f"model: {str(version_dir)!r} has no {CLASSIFY_SIGNATURE!r} "
-                                     f"signature (has {sorted(loaded.functions)})")
+            raise ConfigurationError(
+                f"model: {str(version_dir)!r} has no {CLASSIFY_SIGNATURE!r} "
+                f"signature (has {sorted(loaded.functions)})"
+            )
         self.config = loaded.bundle_config
         self.version = version if version is not None else self.config.version
         if self.version != self.config.version:
-            logger.warning("%s: the directory says version %d, the bundle config %d: writing %d",
-                           version_dir, self.version, self.config.version, self.version)
+            logger.warning(
+                "%s: the directory says version %d, the bundle config %d: writing %d",
+                version_dir,
+                self.version,
+                self.config.version,
+                self.version,
+            )
         self.path = version_dir
         self._loaded = loaded
         self._classify = loaded.functions[CLASSIFY_SIGNATURE]
         self._predict = _blob_predict_function(loaded)
         self._labels = list(self.config.class_names)
-        logger.info("loaded %s version %d from %s", self.config.model_name, self.version, version_dir)
+        logger.info(
+            "loaded %s version %d from %s", self.config.model_name, self.version, version_dir
+        )
 
     def classify(self, blobs: Sequence[bytes]) -> list[tuple[str, float]]:
         import tensorflow as tf
@@ -379,8 +449,10 @@ class BundleBackend(ModelBackend):
             raise ModelError(f"{self.name} version {self.version}: {_tf_message(exc)}") from None
         scores = out[SCORES_OUTPUT].numpy()
         if scores.ndim != 2 or scores.shape != (len(blobs), len(self._labels)):
-            raise ModelError(f"{self.name} version {self.version}: expected scores of shape "
-                             f"({len(blobs)}, {len(self._labels)}) (one per class name), got {scores.shape}")
+            raise ModelError(
+                f"{self.name} version {self.version}: expected scores of shape "
+                f"({len(blobs)}, {len(self._labels)}) (one per class name), got {scores.shape}"
+            )
         top = scores.argmax(axis=1)
         labels = self._labels
         return list(zip([labels[t] for t in top.tolist()], scores[range(len(blobs)), top].tolist()))
@@ -399,11 +471,14 @@ class ServingBackend(ModelBackend):
     Guarantees: a 400 answer (:class:`memgraph_tf.serving.errors.BadRequestError`: the server could
     not use a blob) becomes :class:`ModelInputError`; other serving errors propagate unchanged."""
 
-    def __init__(self, client: Any, version: int | None = None, config: BundleConfig | None = None) -> None:
+    def __init__(
+        self, client: Any, version: int | None = None, config: BundleConfig | None = None
+    ) -> None:
         for method in ("classify", "bundle_config"):
             if not callable(getattr(client, method, None)):
-                raise ConfigurationError(f"client: expected an object with {method}(), got "
-                                         f"{type(client).__name__}")
+                raise ConfigurationError(
+                    f"client: expected an object with {method}(), got {type(client).__name__}"
+                )
         self.client = client
         self.config = config if config is not None else client.bundle_config()
         self.version = version if version is not None else self.config.version
@@ -416,8 +491,9 @@ class ServingBackend(ModelBackend):
         except serving_errors.BadRequestError as exc:
             raise ModelInputError(exc.message) from exc
         if len(results) != len(blobs):
-            raise ModelError(f"{self.name}: the server answered {len(results)} results for "
-                             f"{len(blobs)} examples")
+            raise ModelError(
+                f"{self.name}: the server answered {len(results)} results for {len(blobs)} examples"
+            )
         out = []
         for i, pairs in enumerate(results):
             if not pairs:
@@ -433,8 +509,11 @@ class ServingBackend(ModelBackend):
 
 
 def _newest_available(status: Mapping[str, Any], what: str) -> int:
-    versions = [int(v["version"]) for v in status.get("model_version_status", [])
-                if str(v.get("state", "")).upper() == "AVAILABLE"]
+    versions = [
+        int(v["version"])
+        for v in status.get("model_version_status", [])
+        if str(v.get("state", "")).upper() == "AVAILABLE"
+    ]
     if not versions:
         raise ModelError(f"{what}: no AVAILABLE version (status {status})")
     return max(versions)
@@ -455,18 +534,23 @@ def _pinned(make: Callable[[int | None], Any], version: int | None, what: str) -
         raise
 
 
-def rest_backend(url: str, model_name: str, *, version: int | None = None,
-                 **client_options: Any) -> ServingBackend:
+def rest_backend(
+    url: str, model_name: str, *, version: int | None = None, **client_options: Any
+) -> ServingBackend:
     """A :class:`ServingBackend` over TF Serving's REST API (:class:`ServingClient`,
     ``client_options`` passed on), pinned to ``version`` or to the newest available one."""
     from memgraph_tf.serving.client import ServingClient
 
-    return _pinned(lambda v: ServingClient(url, model_name, version=v, **client_options), version,
-                   f"{url} model {model_name!r}")
+    return _pinned(
+        lambda v: ServingClient(url, model_name, version=v, **client_options),
+        version,
+        f"{url} model {model_name!r}",
+    )
 
 
-def grpc_backend(target: str, model_name: str, *, version: int | None = None,
-                 **client_options: Any) -> ServingBackend:
+def grpc_backend(
+    target: str, model_name: str, *, version: int | None = None, **client_options: Any
+) -> ServingBackend:
     """A :class:`ServingBackend` over TF Serving's gRPC API
     (``memgraph_tf.serving.grpc_client.GrpcServingClient(target, model_name, version=...)``),
     pinned like :func:`rest_backend`. Raises :class:`ConfigurationError` when that module is not
@@ -474,10 +558,15 @@ def grpc_backend(target: str, model_name: str, *, version: int | None = None,
     try:
         from memgraph_tf.serving.grpc_client import GrpcServingClient
     except ImportError as exc:
-        raise ConfigurationError(f"serving-grpc: the gRPC client (memgraph_tf.serving.grpc_client) "
-                                 f"is not available: {exc}") from exc
-    return _pinned(lambda v: GrpcServingClient(target, model_name, version=v, **client_options),
-                   version, f"{target} model {model_name!r}")
+        raise ConfigurationError(
+            f"serving-grpc: the gRPC client (memgraph_tf.serving.grpc_client) "
+            f"is not available: {exc}"
+        ) from exc
+    return _pinned(
+        lambda v: GrpcServingClient(target, model_name, version=v, **client_options),
+        version,
+        f"{target} model {model_name!r}",
+    )
 
 
 # ---------------------------------------------------------------------------------- graph targets
@@ -489,17 +578,27 @@ def check_key_ids(ids: list[Any], key: str) -> list[int]:
     integer; raises GraphDataError naming ``key`` and the value otherwise."""
     for value in ids:
         if not isinstance(value, int) or isinstance(value, bool):
-            raise GraphDataError(f"node key {key}: expected integer ids, got "
-                                 f"{type(value).__name__} {value!r}")
+            raise GraphDataError(
+                f"node key {key}: expected integer ids, got {type(value).__name__} {value!r}"
+            )
     return ids
 
 
 class _BoltTarget:
     """Ids, counts and writes over Cypher (any Bolt server)."""
 
-    def __init__(self, source: BoltSource, *, id_property: str | None, label: str | None,
-                 where: str | None, where_params: Mapping[str, Any], shard: Shard,
-                 write_property: str, version: int) -> None:
+    def __init__(
+        self,
+        source: BoltSource,
+        *,
+        id_property: str | None,
+        label: str | None,
+        where: str | None,
+        where_params: Mapping[str, Any],
+        shard: Shard,
+        write_property: str,
+        version: int,
+    ) -> None:
         self._source = source
         self._node = f"(n:{_quote_name(label, 'label')})" if label else "(n)"
         self._key = f"n.{_quote_name(id_property, 'id_property')}" if id_property else "id(n)"
@@ -511,8 +610,12 @@ class _BoltTarget:
             self._conditions.append(shard.cypher(self._key))
         if where is not None:
             self._conditions.append(f"({where})")
-        self._params = {**where_params, f"{PARAM_PREFIX}version": version,
-                        f"{PARAM_PREFIX}shards": shard.count, f"{PARAM_PREFIX}shard": shard.index}
+        self._params = {
+            **where_params,
+            f"{PARAM_PREFIX}version": version,
+            f"{PARAM_PREFIX}shards": shard.count,
+            f"{PARAM_PREFIX}shard": shard.index,
+        }
 
     def _where(self, todo: bool, after: bool = False) -> str:
         conditions = list(self._conditions)
@@ -523,21 +626,28 @@ class _BoltTarget:
         return " AND ".join(conditions)
 
     def count(self, todo: bool) -> int:
-        rows = self._source.read(f"MATCH {self._node} WHERE {self._where(todo)} RETURN count(n) AS c",
-                                 self._params)
+        rows = self._source.read(
+            f"MATCH {self._node} WHERE {self._where(todo)} RETURN count(n) AS c", self._params
+        )
         return int(rows[0]["c"]) if rows else 0
 
     def page(self, after: int | None, limit: int, todo: bool) -> list[int]:
-        query = (f"MATCH {self._node} WHERE {self._where(todo, after is not None)} "
-                 f"RETURN {self._key} AS id ORDER BY id LIMIT {int(limit)}")
+        query = (
+            f"MATCH {self._node} WHERE {self._where(todo, after is not None)} "
+            f"RETURN {self._key} AS id ORDER BY id LIMIT {int(limit)}"
+        )
         rows = self._source.read(query, {**self._params, f"{PARAM_PREFIX}after": after})
         return check_key_ids([row["id"] for row in rows], self._key)
 
     def write(self, predictions: Sequence[Prediction]) -> int:
         rows = [{"id": nid, "c": label, "s": score} for nid, label, score in predictions]
-        query = (f"UNWIND $rows AS r MATCH {self._node} WHERE {self._key} = r.id "
-                 f"SET {self._set} RETURN count(n) AS written")
-        result = self._source.write(query, {"rows": rows, f"{PARAM_PREFIX}version": self._params[f"{PARAM_PREFIX}version"]})
+        query = (
+            f"UNWIND $rows AS r MATCH {self._node} WHERE {self._key} = r.id "
+            f"SET {self._set} RETURN count(n) AS written"
+        )
+        result = self._source.write(
+            query, {"rows": rows, f"{PARAM_PREFIX}version": self._params[f"{PARAM_PREFIX}version"]}
+        )
         return int(result[0]["written"]) if result else 0
 
 
@@ -546,9 +656,17 @@ class _EmbeddedTarget:
     ``label``, in ``shard``) is read once when the run starts; ``where`` is a callable ``key ->
     bool`` and the version filter is evaluated page by page."""
 
-    def __init__(self, source: EmbeddedSource, *, id_property: str | None, label: str | None,
-                 where: Callable[[int], bool] | None, shard: Shard, write_property: str,
-                 version: int) -> None:
+    def __init__(
+        self,
+        source: EmbeddedSource,
+        *,
+        id_property: str | None,
+        label: str | None,
+        where: Callable[[int], bool] | None,
+        shard: Shard,
+        write_property: str,
+        version: int,
+    ) -> None:
         self._source = source
         self._graph = source.graph
         self._props = property_names(write_property)
@@ -561,14 +679,20 @@ class _EmbeddedTarget:
         internal_of: dict[int, int] = {}
         with self._lock:
             for internal in self._graph.nodes(label):
-                key = internal if id_property is None else self._graph.get_property(internal, id_property)
+                key = (
+                    internal
+                    if id_property is None
+                    else self._graph.get_property(internal, id_property)
+                )
                 if key is None or isinstance(key, bool) or not isinstance(key, int):
                     continue  # the procedures cannot sample such a node by id either
                 if not shard.contains(key):
                     continue
                 if internal_of.setdefault(key, internal) != internal:
-                    raise GraphDataError(f"{id_property}: expected unique ids, got {key} on the nodes "
-                                         f"with internal ids {internal_of[key]} and {internal}")
+                    raise GraphDataError(
+                        f"{id_property}: expected unique ids, got {key} on the nodes "
+                        f"with internal ids {internal_of[key]} and {internal}"
+                    )
         self._keys = sorted(internal_of)
         self._internal = internal_of
 
@@ -630,15 +754,19 @@ class BatchSummary(RunSummary):
     interrupted: bool = False
 
     def counts_text(self) -> str:
-        return (f"classified {self.classified} nodes, skipped {self.skipped} invalid, failed "
-                f"{self.failed}, already up to date {self.up_to_date} (shard {self.shard})")
+        return (
+            f"classified {self.classified} nodes, skipped {self.skipped} invalid, failed "
+            f"{self.failed}, already up to date {self.up_to_date} (shard {self.shard})"
+        )
 
 
 # ------------------------------------------------------------------------------------------- pipeline
 @dataclasses.dataclass
 class _Batch:
     ids: list[int]
-    pairs: list[tuple[int, bytes]] = dataclasses.field(default_factory=list)  # (id, blob) of valid ids
+    pairs: list[tuple[int, bytes]] = dataclasses.field(
+        default_factory=list
+    )  # (id, blob) of valid ids
     predictions: list[Prediction] = dataclasses.field(default_factory=list)
     invalid: list[tuple[int, str]] = dataclasses.field(default_factory=list)
 
@@ -664,16 +792,24 @@ def fetch_error_is_node_specific(exc: BaseException) -> bool:
 
 def failure_reason(exc: BaseException) -> str:
     """The one-line reason (at most 500 characters) reported for a node a fetch failed on."""
-    cause = exc.__cause__ if isinstance(exc, serving_errors.NeighbourhoodError) and exc.__cause__ else exc
+    cause = (
+        exc.__cause__
+        if isinstance(exc, serving_errors.NeighbourhoodError) and exc.__cause__
+        else exc
+    )
     text = " ".join(str(cause).split())
     text = re.sub(r"^(seeds|node_ids)\[\d+\]: ", "", text)
     return text[:_REASON_CHARS]
 
 
-def isolate(items: Sequence[Any], call: Callable[[Sequence[Any]], list[Any]],
-            node_specific: Callable[[BaseException], bool], *,
-            node_of: Callable[[Any], int] | None = None,
-            skip_invalid: bool = True) -> tuple[list[tuple[Any, Any]], list[tuple[int, str]]]:
+def isolate(
+    items: Sequence[Any],
+    call: Callable[[Sequence[Any]], list[Any]],
+    node_specific: Callable[[BaseException], bool],
+    *,
+    node_of: Callable[[Any], int] | None = None,
+    skip_invalid: bool = True,
+) -> tuple[list[tuple[Any, Any]], list[tuple[int, str]]]:
     """``call`` over ``items`` -> ``(good, bad)``: ``(item, result)`` for the items it succeeds on,
     in order, and ``(node id, reason)`` for the others (``node_of(item)`` is an item's node id; the
     item itself without it). A failing batch whose error is ``node_specific`` is halved until the
@@ -729,12 +865,19 @@ class _Fetchers:
     1) or in a pool of ``count`` threads (``threads``); results are taken back in the order the
     batches were handed out."""
 
-    def __init__(self, fetch: Callable[[list[int]], Any], count: int, *, threads: bool = True) -> None:
+    def __init__(
+        self, fetch: Callable[[list[int]], Any], count: int, *, threads: bool = True
+    ) -> None:
         self._fetch = fetch
         self._count = count
-        self._busy: collections.deque = collections.deque()  # (worker or future, ids), in hand-out order
-        self._pool = (concurrent.futures.ThreadPoolExecutor(count, thread_name_prefix="mgtf-fetch")
-                      if count > 1 and threads else None)
+        self._busy: collections.deque = (
+            collections.deque()
+        )  # (worker or future, ids), in hand-out order
+        self._pool = (
+            concurrent.futures.ThreadPoolExecutor(count, thread_name_prefix="mgtf-fetch")
+            if count > 1 and threads
+            else None
+        )
 
     @property
     def idle(self) -> bool:
@@ -749,7 +892,9 @@ class _Fetchers:
         return self._busy[0][1]
 
     def submit(self, ids: list[int]) -> None:
-        self._busy.append((None if self._pool is None else self._pool.submit(self._fetch, ids), ids))
+        self._busy.append(
+            (None if self._pool is None else self._pool.submit(self._fetch, ids), ids)
+        )
 
     def result(self) -> Any:
         future, ids = self._busy.popleft()
@@ -779,8 +924,10 @@ class _ForkedFetchers(_Fetchers):
         try:
             context = multiprocessing.get_context("fork")
         except ValueError as exc:
-            raise ConfigurationError(f"fetch_workers: > 1 on an embedded graph forks sampling "
-                                     f"processes, which this platform cannot: {exc}") from exc
+            raise ConfigurationError(
+                f"fetch_workers: > 1 on an embedded graph forks sampling "
+                f"processes, which this platform cannot: {exc}"
+            ) from exc
         super().__init__(fetch, count, threads=False)
         self._conns: list[Any] = []
         self._procs: list[Any] = []
@@ -789,8 +936,12 @@ class _ForkedFetchers(_Fetchers):
             with lock:  # no thread of this process is inside the graph while it forks
                 for i in range(count):
                     mine, theirs = context.Pipe(duplex=True)
-                    proc = context.Process(target=_fetch_worker, args=(fetch, theirs, self._conns + [mine]),
-                                           name=f"mgtf-fetch-{i}", daemon=True)
+                    proc = context.Process(
+                        target=_fetch_worker,
+                        args=(fetch, theirs, self._conns + [mine]),
+                        name=f"mgtf-fetch-{i}",
+                        daemon=True,
+                    )
                     proc.start()
                     theirs.close()
                     self._conns.append(mine)
@@ -798,8 +949,11 @@ class _ForkedFetchers(_Fetchers):
         except BaseException:
             self.close()
             raise
-        logger.info("sampling with %d forked fetch processes (pids %s)", count,
-                    ", ".join(str(p.pid) for p in self._procs))
+        logger.info(
+            "sampling with %d forked fetch processes (pids %s)",
+            count,
+            ", ".join(str(p.pid) for p in self._procs),
+        )
 
     def submit(self, ids: list[int]) -> None:
         """Hands ``ids`` to the next worker; call only while :attr:`idle`."""
@@ -816,9 +970,11 @@ class _ForkedFetchers(_Fetchers):
         except (EOFError, OSError) as exc:
             proc = self._procs[worker]
             proc.join(1.0)
-            raise ClientError(f"fetch worker {worker} (pid {proc.pid}) exited with code {proc.exitcode} "
-                              f"while sampling nodes {ids[0]}..{ids[-1]}; nothing of that batch was "
-                              f"written (rerun to resume)") from exc
+            raise ClientError(
+                f"fetch worker {worker} (pid {proc.pid}) exited with code {proc.exitcode} "
+                f"while sampling nodes {ids[0]}..{ids[-1]}; nothing of that batch was "
+                f"written (rerun to resume)"
+            ) from exc
         return self._fetch(ids) if result is None else result
 
     def close(self) -> None:
@@ -850,15 +1006,29 @@ class BatchClassifier:
     :attr:`summary` is updated as batches are written, also when :meth:`run` raises.
     """
 
-    def __init__(self, source: GraphSource, model: ModelBackend, *,
-                 write_property: str = DEFAULT_WRITE_PROPERTY, label: str | None = None,
-                 where: str | Callable[[int], bool] | None = None,
-                 where_params: Mapping[str, Any] | None = None, shard: Shard | str | None = None,
-                 node_ids: Iterable[int] | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-                 skip_invalid: bool = False, overwrite: bool = False, progress: bool = True,
-                 fetch_workers: int = 1, queue_batches: int = 2) -> None:
-        for name, value in (("batch_size", batch_size), ("fetch_workers", fetch_workers),
-                            ("queue_batches", queue_batches)):
+    def __init__(
+        self,
+        source: GraphSource,
+        model: ModelBackend,
+        *,
+        write_property: str = DEFAULT_WRITE_PROPERTY,
+        label: str | None = None,
+        where: str | Callable[[int], bool] | None = None,
+        where_params: Mapping[str, Any] | None = None,
+        shard: Shard | str | None = None,
+        node_ids: Iterable[int] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        skip_invalid: bool = False,
+        overwrite: bool = False,
+        progress: bool = True,
+        fetch_workers: int = 1,
+        queue_batches: int = 2,
+    ) -> None:
+        for name, value in (
+            ("batch_size", batch_size),
+            ("fetch_workers", fetch_workers),
+            ("queue_batches", queue_batches),
+        ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigurationError(f"{name}: expected an integer >= 1, got {value!r}")
         for p in property_names(write_property):
@@ -877,7 +1047,9 @@ class BatchClassifier:
         self.write_property = write_property
 
         cfg = model.config
-        options = {k: v for k, v in cfg.options.items() if k != "label_property"}  # no labels needed
+        options = {
+            k: v for k, v in cfg.options.items() if k != "label_property"
+        }  # no labels needed
         if options.get("seed") is None:
             options["seed"] = DEFAULT_SEED
         self.sampling = SamplingSpec(cfg.fanouts, cfg.properties, options)
@@ -886,7 +1058,8 @@ class BatchClassifier:
         if label is not None and bundle_label is not None and label != bundle_label:
             raise ConfigurationError(
                 f"label: the model samples :{bundle_label} nodes (its options.label), got {label!r}; "
-                f"leave label out or give {bundle_label!r}")
+                f"leave label out or give {bundle_label!r}"
+            )
         label = label if label is not None else bundle_label
         self.label = label
         self.id_property = id_property
@@ -894,36 +1067,57 @@ class BatchClassifier:
 
         if isinstance(source, BoltSource):
             if where is not None and not isinstance(where, str):
-                raise ConfigurationError("where: expected a Cypher predicate string over n for a Bolt "
-                                         f"source, got {type(where).__name__}")
+                raise ConfigurationError(
+                    "where: expected a Cypher predicate string over n for a Bolt "
+                    f"source, got {type(where).__name__}"
+                )
             checked = check_where(where, where_params) if where is not None else None
             if where is None and where_params:
                 raise ConfigurationError("where parameters: given without a where predicate")
             self._target: Any = _BoltTarget(
-                source, id_property=id_property, label=label, where=checked,
-                where_params=dict(where_params or {}), shard=self.shard,
-                write_property=write_property, version=model.version)
+                source,
+                id_property=id_property,
+                label=label,
+                where=checked,
+                where_params=dict(where_params or {}),
+                shard=self.shard,
+                write_property=write_property,
+                version=model.version,
+            )
         elif isinstance(source, EmbeddedSource):
             if where is not None and not callable(where):
                 raise ConfigurationError(
                     "where: the embedded graph runs no Cypher; expected a callable node id -> bool, "
-                    f"got {type(where).__name__} (a Cypher predicate needs a Bolt graph)")
+                    f"got {type(where).__name__} (a Cypher predicate needs a Bolt graph)"
+                )
             if where_params:
-                raise ConfigurationError("where parameters: only for a Cypher predicate over a Bolt graph")
+                raise ConfigurationError(
+                    "where parameters: only for a Cypher predicate over a Bolt graph"
+                )
             written = set(property_names(write_property)) & set(cfg.properties)
             if fetch_workers > 1 and written:
                 raise ConfigurationError(
                     f"fetch_workers: the forked sampling processes read the graph as it was when the "
                     f"run started, but the model samples {sorted(written)}, which this run writes; use "
-                    f"another write_property or fetch_workers=1")
+                    f"another write_property or fetch_workers=1"
+                )
             self._target = _EmbeddedTarget(
-                source, id_property=id_property, label=label, where=where, shard=self.shard,
-                write_property=write_property, version=model.version)
+                source,
+                id_property=id_property,
+                label=label,
+                where=where,
+                shard=self.shard,
+                write_property=write_property,
+                version=model.version,
+            )
         else:
-            raise ConfigurationError(f"source: expected a BoltSource or an EmbeddedSource, got "
-                                     f"{type(source).__name__}")
+            raise ConfigurationError(
+                f"source: expected a BoltSource or an EmbeddedSource, got {type(source).__name__}"
+            )
         self._node_ids = None if node_ids is None else self._explicit_ids(node_ids)
-        self.summary = BatchSummary(model.name, model.version, write_property, shard=str(self.shard))
+        self.summary = BatchSummary(
+            model.name, model.version, write_property, shard=str(self.shard)
+        )
         self._stop = threading.Event()
         self._error: BaseException | None = None
 
@@ -942,7 +1136,7 @@ class BatchClassifier:
     def _id_batches(self) -> Iterator[list[int]]:
         if self._node_ids is not None:
             for start in range(0, len(self._node_ids), self.batch_size):
-                yield self._node_ids[start:start + self.batch_size]
+                yield self._node_ids[start : start + self.batch_size]
             return
         after = None
         while not self._stop.is_set():
@@ -957,14 +1151,21 @@ class BatchClassifier:
         good, batch.invalid = isolate(
             [(nid, None) for nid in ids],
             lambda items: self._fetcher.fetch([nid for nid, _ in items], self.sampling),
-            fetch_error_is_node_specific, node_of=_first, skip_invalid=self.skip_invalid)
+            fetch_error_is_node_specific,
+            node_of=_first,
+            skip_invalid=self.skip_invalid,
+        )
         batch.pairs = [(nid, blob) for (nid, _), blob in good]
         return batch
 
     def _infer(self, batch: _Batch) -> _Batch:
-        good, bad = isolate(batch.pairs, lambda items: self.model.classify([b for _, b in items]),
-                            lambda exc: isinstance(exc, ModelInputError), node_of=_first,
-                            skip_invalid=self.skip_invalid)
+        good, bad = isolate(
+            batch.pairs,
+            lambda items: self.model.classify([b for _, b in items]),
+            lambda exc: isinstance(exc, ModelInputError),
+            node_of=_first,
+            skip_invalid=self.skip_invalid,
+        )
         batch.predictions = [(nid, label, score) for (nid, _), (label, score) in good]
         batch.invalid += bad
         batch.pairs = []
@@ -976,8 +1177,10 @@ class BatchClassifier:
         s.batches += 1
         s.classified += written
         if written < len(batch.predictions):
-            logger.warning("%d prediction(s) of this batch matched no node when written (deleted "
-                           "meanwhile?)", len(batch.predictions) - written)
+            logger.warning(
+                "%d prediction(s) of this batch matched no node when written (deleted meanwhile?)",
+                len(batch.predictions) - written,
+            )
             s.failed += len(batch.predictions) - written
         for nid, reason in batch.invalid:
             logger.warning("skipped node %d: %s", nid, reason)
@@ -1004,7 +1207,7 @@ class BatchClassifier:
                 if self._stop.is_set():
                     return _END
 
-    def _producer(self, out: queue.Queue, fetchers: "_Fetchers") -> None:
+    def _producer(self, out: queue.Queue, fetchers: _Fetchers) -> None:
         ids: list[int] = []
         try:
             for ids in self._id_batches():
@@ -1074,9 +1277,16 @@ class BatchClassifier:
             s.total = self._target.count(not self.overwrite)
             if not self.overwrite:
                 s.up_to_date = self._target.count(False) - s.total
-        logger.info("classifying %d node(s) with %s version %d (shard %s, batches of %d; %d already "
-                    "up to date)", s.total, self.model.name, self.model.version, self.shard,
-                    self.batch_size, s.up_to_date)
+        logger.info(
+            "classifying %d node(s) with %s version %d (shard %s, batches of %d; %d already "
+            "up to date)",
+            s.total,
+            self.model.name,
+            self.model.version,
+            self.shard,
+            self.batch_size,
+            s.up_to_date,
+        )
         fetched: queue.Queue = queue.Queue(self.queue_batches)
         inferred: queue.Queue = queue.Queue(self.queue_batches)
         # the objects that exist now (an embedded graph's above all) are left out of the garbage
@@ -1089,21 +1299,34 @@ class BatchClassifier:
             gc.collect()
             gc.freeze()
         try:  # forked before any thread of the run starts (a fork copies only the forking thread)
-            fetchers = (_ForkedFetchers(self._fetch, self.fetch_workers, self.source._lock)
-                        if self.fetch_workers > 1 and isinstance(self.source, EmbeddedSource)
-                        else _Fetchers(self._fetch, self.fetch_workers))
+            fetchers = (
+                _ForkedFetchers(self._fetch, self.fetch_workers, self.source._lock)
+                if self.fetch_workers > 1 and isinstance(self.source, EmbeddedSource)
+                else _Fetchers(self._fetch, self.fetch_workers)
+            )
         except BaseException:
             if frozen:
                 gc.unfreeze()
             raise
-        bar = tqdm(total=s.total, unit="node", desc=f"classify {self.shard}", disable=not self.progress,
-                   smoothing=0.1, dynamic_ncols=True)
+        bar = tqdm(
+            total=s.total,
+            unit="node",
+            desc=f"classify {self.shard}",
+            disable=not self.progress,
+            smoothing=0.1,
+            dynamic_ncols=True,
+        )
         threads = [
-            threading.Thread(target=self._producer, args=(fetched, fetchers), name="mgtf-ids-fetch",
-                             daemon=True),
-            threading.Thread(target=self._inferencer, args=(fetched, inferred), name="mgtf-model", daemon=True),
+            threading.Thread(
+                target=self._producer, args=(fetched, fetchers), name="mgtf-ids-fetch", daemon=True
+            ),
+            threading.Thread(
+                target=self._inferencer, args=(fetched, inferred), name="mgtf-model", daemon=True
+            ),
         ]
-        writer = threading.Thread(target=self._writer, args=(inferred, bar), name="mgtf-write", daemon=True)
+        writer = threading.Thread(
+            target=self._writer, args=(inferred, bar), name="mgtf-write", daemon=True
+        )
         for t in threads + [writer]:
             t.start()
         try:

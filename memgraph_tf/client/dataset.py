@@ -12,7 +12,8 @@ rows is held at once, whatever the result's size.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -38,8 +39,14 @@ DTYPES: dict[str, tf.DType] = {
 }
 """The column dtypes a query result can be cast to."""
 
-_NUMPY = {"bool": np.bool_, "int32": np.int32, "int64": np.int64, "float32": np.float32,
-          "float64": np.float64, "string": object}
+_NUMPY = {
+    "bool": np.bool_,
+    "int32": np.int32,
+    "int64": np.int64,
+    "float32": np.float32,
+    "float64": np.float64,
+    "string": object,
+}
 _ACCEPTED = {
     "bool": (bool,),
     "int32": (int,),
@@ -75,7 +82,9 @@ class Column(NamedTuple):
         """The spec of a chunk of ``rows`` values (leading dimension)."""
         shape = [rows] + list(self.shape)
         if self.ragged:
-            return tf.RaggedTensorSpec(shape, DTYPES[self.dtype], ragged_rank=1, row_splits_dtype=tf.int64)
+            return tf.RaggedTensorSpec(
+                shape, DTYPES[self.dtype], ragged_rank=1, row_splits_dtype=tf.int64
+            )
         return tf.TensorSpec(shape, DTYPES[self.dtype])
 
     def label(self) -> str:
@@ -93,17 +102,12 @@ def _dtype_name(dtype: Any, where: str) -> str:
                 return name
         except TypeError:
             break
-    raise ConfigurationError(
-        f"{where}: expected a dtype among {', '.join(DTYPES)}, got {dtype!r}"
-    )
+    raise ConfigurationError(f"{where}: expected a dtype among {', '.join(DTYPES)}, got {dtype!r}")
 
 
 def _parse_spec(key: str | int, spec: Any) -> Column:
     where = f"output_types[{key!r}]"
-    if isinstance(spec, tf.RaggedTensorSpec):
-        shape = tuple(spec.shape.as_list())
-        name = _dtype_name(spec.dtype, where)
-    elif isinstance(spec, tf.TensorSpec):
+    if isinstance(spec, tf.RaggedTensorSpec) or isinstance(spec, tf.TensorSpec):
         shape = tuple(spec.shape.as_list())
         name = _dtype_name(spec.dtype, where)
     elif isinstance(spec, tuple) and len(spec) == 2 and not isinstance(spec[1], (str, tf.DType)):
@@ -111,7 +115,9 @@ def _parse_spec(key: str | int, spec: Any) -> Column:
         try:
             shape = tuple(tf.TensorShape(spec[1]).as_list())
         except (TypeError, ValueError) as exc:
-            raise ConfigurationError(f"{where}: expected (dtype, shape), got shape {spec[1]!r}") from exc
+            raise ConfigurationError(
+                f"{where}: expected (dtype, shape), got shape {spec[1]!r}"
+            ) from exc
     else:
         name = _dtype_name(spec, where)
         shape = ()
@@ -137,13 +143,18 @@ def parse_output_types(output_types: Any) -> tuple[list[Column], str]:
             raise ConfigurationError("output_types: expected at least one column, got an empty map")
         for key in output_types:
             if not isinstance(key, str):
-                raise ConfigurationError(f"output_types: expected column names (strings) as keys, got {key!r}")
+                raise ConfigurationError(
+                    f"output_types: expected column names (strings) as keys, got {key!r}"
+                )
         return [_parse_spec(k, v) for k, v in output_types.items()], "dict"
     if isinstance(output_types, list) or (
-        isinstance(output_types, tuple) and not (len(output_types) == 2 and _looks_like_shape(output_types[1]))
+        isinstance(output_types, tuple)
+        and not (len(output_types) == 2 and _looks_like_shape(output_types[1]))
     ):
         if not output_types:
-            raise ConfigurationError("output_types: expected at least one column, got an empty sequence")
+            raise ConfigurationError(
+                "output_types: expected at least one column, got an empty sequence"
+            )
         return [_parse_spec(i, v) for i, v in enumerate(output_types)], "tuple"
     return [_parse_spec(0, output_types)], "single"
 
@@ -173,15 +184,23 @@ class _Converter:
         at = "".join(f"[{i}]" for i in index)
         return f"{column.label()}{at} row {row}"
 
-    def check_value(self, column: Column, row: int, value: Any, shape: tuple[int | None, ...],
-                    index: tuple[int, ...] = ()) -> None:
+    def check_value(
+        self,
+        column: Column,
+        row: int,
+        value: Any,
+        shape: tuple[int | None, ...],
+        index: tuple[int, ...] = (),
+    ) -> None:
         """Raises the precise error for a value that does not fit (slow path, for messages)."""
         where = self.where(column, row, index)
         if value is None:
             raise NullValueError(f"{where}: expected {self._expected(column, shape)}, got null")
         if shape:
             if not isinstance(value, (list, tuple)):
-                raise ValueTypeError(f"{where}: expected {self._expected(column, shape)}, got {_describe(value)}")
+                raise ValueTypeError(
+                    f"{where}: expected {self._expected(column, shape)}, got {_describe(value)}"
+                )
             if shape[0] is not None and len(value) != shape[0]:
                 raise ValueLengthError(
                     f"{where}: expected a list of {shape[0]} values, got a list of {len(value)}: {_describe(value)}"
@@ -191,11 +210,15 @@ class _Converter:
             return
         accepted = _ACCEPTED[column.dtype]
         if type(value) not in accepted:
-            raise ValueTypeError(f"{where}: expected {_EXPECTED_TEXT[column.dtype]} for {column.dtype}, "
-                                 f"got {_describe(value)}")
+            raise ValueTypeError(
+                f"{where}: expected {_EXPECTED_TEXT[column.dtype]} for {column.dtype}, "
+                f"got {_describe(value)}"
+            )
         if column.dtype == "int32" and not _INT32_MIN <= value <= _INT32_MAX:
-            raise ValueTypeError(f"{where}: expected an integer in int32 range [{_INT32_MIN}, {_INT32_MAX}], "
-                                 f"got {value}")
+            raise ValueTypeError(
+                f"{where}: expected an integer in int32 range [{_INT32_MIN}, {_INT32_MAX}], "
+                f"got {value}"
+            )
 
     def _expected(self, column: Column, shape: tuple[int | None, ...]) -> str:
         if not shape:
@@ -236,7 +259,9 @@ class _Converter:
             return tf.RaggedTensor.from_row_lengths(arr, lengths, validate=False)
         return self._array(column, values, np_dtype, [len(values)] + list(column.shape), first_row)
 
-    def _array(self, column: Column, values: list[Any], np_dtype: Any, shape: list[int], first_row: int) -> np.ndarray:
+    def _array(
+        self, column: Column, values: list[Any], np_dtype: Any, shape: list[int], first_row: int
+    ) -> np.ndarray:
         if column.dtype == "string":
             arr = np.empty(len(values), dtype=object)
             arr[:] = _flatten(values, len(shape) - 1)
@@ -274,8 +299,15 @@ class OpenCypherDataset(tf.data.Dataset):
     ``fetch_size`` rows are held in memory.
     """
 
-    def __init__(self, source: GraphSource, query: str, output_types: Any,
-                 parameters: Mapping[str, Any] | None = None, *, fetch_size: int = 1000) -> None:
+    def __init__(
+        self,
+        source: GraphSource,
+        query: str,
+        output_types: Any,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        fetch_size: int = 1000,
+    ) -> None:
         if not isinstance(source, GraphSource):
             raise ConfigurationError(
                 f"source: expected a graph source from memgraph_tf.client.connect() or EmbeddedSource, "
@@ -284,7 +316,9 @@ class OpenCypherDataset(tf.data.Dataset):
         if not isinstance(query, str) or not query.strip():
             raise ConfigurationError(f"query: expected a non-empty Cypher query, got {query!r}")
         if parameters is not None and not isinstance(parameters, Mapping):
-            raise ConfigurationError(f"parameters: expected a map or None, got {type(parameters).__name__}")
+            raise ConfigurationError(
+                f"parameters: expected a map or None, got {type(parameters).__name__}"
+            )
         if not isinstance(fetch_size, int) or isinstance(fetch_size, bool) or fetch_size < 1:
             raise ConfigurationError(f"fetch_size: expected an integer >= 1, got {fetch_size!r}")
         self._source = source
@@ -341,7 +375,9 @@ class OpenCypherDataset(tf.data.Dataset):
                 if positions is None:
                     keys = list(record.keys())
                     positions = self._resolve_keys(keys)
-                    self._converter.columns = [c._replace(name=str(keys[p])) for c, p in zip(self._columns, positions)]
+                    self._converter.columns = [
+                        c._replace(name=str(keys[p])) for c, p in zip(self._columns, positions)
+                    ]
                 pending.append([values[p] for p in positions])
                 if len(pending) == self._fetch_size:
                     yield self._convert(pending, row)
@@ -357,14 +393,21 @@ class OpenCypherDataset(tf.data.Dataset):
     def _convert(self, rows: list[list[Any]], first_row: int) -> Any:
         columns = list(zip(*rows))
         return self._structure_of(
-            [self._converter.convert(c, list(values), first_row) for c, values in zip(self._converter.columns, columns)]
+            [
+                self._converter.convert(c, list(values), first_row)
+                for c, values in zip(self._converter.columns, columns)
+            ]
         )
 
     def rows(self) -> Iterator[Any]:
         """The same rows as the dataset, as numpy values, outside TensorFlow (errors keep their
         :class:`ResultError` types). Mainly for debugging a query."""
         for chunk in self._chunks():
-            items = chunk.values() if isinstance(chunk, dict) else (chunk if isinstance(chunk, tuple) else [chunk])
+            items = (
+                chunk.values()
+                if isinstance(chunk, dict)
+                else (chunk if isinstance(chunk, tuple) else [chunk])
+            )
             items = [i.to_list() if isinstance(i, tf.RaggedTensor) else i for i in items]
             for r in range(len(items[0])):
                 yield self._structure_of([i[r] for i in items])

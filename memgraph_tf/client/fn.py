@@ -9,12 +9,13 @@ Example (the design notes' GraphSAGE feature fetch)::
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from memgraph_tf.client.dataset import Column, _Converter, _dtype_name, DTYPES
+from memgraph_tf.client.dataset import DTYPES, Column, _Converter, _dtype_name
 from memgraph_tf.client.errors import ConfigurationError, ValueLengthError, ValueTypeError
 from memgraph_tf.client.sources import GraphSource
 
@@ -29,12 +30,21 @@ def _infer_shape(value: Any) -> tuple[int, ...]:
 
 def _to_parameter(array: np.ndarray) -> Any:
     if array.dtype == object:  # tf.string -> bytes; Cypher parameters want text
-        return [v.decode("utf-8") if isinstance(v, bytes) else v for v in array.reshape(-1).tolist()]
+        return [
+            v.decode("utf-8") if isinstance(v, bytes) else v for v in array.reshape(-1).tolist()
+        ]
     return array.tolist()
 
 
-def opencypher_fn(source: GraphSource, query: str, parameter_name: str, dtype: Any, *,
-                  shape: Sequence[int] | None = None, name: str = "opencypher_fn") -> Callable[[Any], tf.Tensor]:
+def opencypher_fn(
+    source: GraphSource,
+    query: str,
+    parameter_name: str,
+    dtype: Any,
+    *,
+    shape: Sequence[int] | None = None,
+    name: str = "opencypher_fn",
+) -> Callable[[Any], tf.Tensor]:
     """Returns ``f(tensor) -> tensor``: runs ``query`` with ``$parameter_name`` bound to the tensor's
     values (as a list; a scalar as itself) and stacks the single returned column, row by row, into a
     ``dtype`` tensor of shape ``[rows] + shape`` (``shape``: each row's value, inferred from the first
@@ -84,17 +94,28 @@ def opencypher_fn(source: GraphSource, query: str, parameter_name: str, dtype: A
                     f"row {r}: expected exactly one column, got {len(items)}: {list(record.keys())}"
                 )
             rows.append(items[0])
-        row_shape = fixed_shape if fixed_shape is not None else (_infer_shape(rows[0]) if rows else ())
+        row_shape = (
+            fixed_shape if fixed_shape is not None else (_infer_shape(rows[0]) if rows else ())
+        )
         column = Column("value", dtype_name, row_shape, name="value")
         if not rows:
-            return np.zeros((0,) + row_shape, dtype=np.dtype(object if dtype_name == "string" else tf_dtype.as_numpy_dtype))
+            return np.zeros(
+                (0,) + row_shape,
+                dtype=np.dtype(object if dtype_name == "string" else tf_dtype.as_numpy_dtype),
+            )
         converter = _Converter([column])
         try:
             return converter.convert(column, rows, 0)
         except ValueLengthError as exc:
-            raise ValueLengthError(f"{exc} (shape {list(row_shape)} was {'given' if shape is not None else 'taken from row 0'})") from exc
+            raise ValueLengthError(
+                f"{exc} (shape {list(row_shape)} was {'given' if shape is not None else 'taken from row 0'})"
+            ) from exc
 
-    static = tf.TensorShape([None] + list(fixed_shape)) if fixed_shape is not None else tf.TensorShape(None)
+    static = (
+        tf.TensorShape([None] + list(fixed_shape))
+        if fixed_shape is not None
+        else tf.TensorShape(None)
+    )
 
     def apply(values: Any) -> tf.Tensor:
         values = tf.convert_to_tensor(values)
@@ -102,5 +123,7 @@ def opencypher_fn(source: GraphSource, query: str, parameter_name: str, dtype: A
         out.set_shape(static)
         return out
 
-    apply.__doc__ = f"Runs the query with ${parameter_name} bound to the input; returns {dtype_name} rows."
+    apply.__doc__ = (
+        f"Runs the query with ${parameter_name} bound to the input; returns {dtype_name} rows."
+    )
     return apply

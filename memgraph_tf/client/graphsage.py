@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
@@ -29,7 +30,13 @@ from tqdm.auto import tqdm
 
 from memgraph_tf import layout
 from memgraph_tf.client.errors import ConfigurationError
-from memgraph_tf.client.pipeline import FeatureCache, describe_options, feature_layout, model_inputs, sample_dataset
+from memgraph_tf.client.pipeline import (
+    FeatureCache,
+    describe_options,
+    feature_layout,
+    model_inputs,
+    sample_dataset,
+)
 from memgraph_tf.client.sources import GraphSource
 
 logger = logging.getLogger(__name__)
@@ -54,8 +61,15 @@ class MeanAggregator(keras.layers.Layer):
     Output width is ``2 * units``. ``call(x [..., d], neighbours [..., f, d], mask [..., f] | None)``.
     """
 
-    def __init__(self, units: int, activation: str | None = "relu", dropout: float = 0.0, l2: float = 0.0,
-                 normalize: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        units: int,
+        activation: str | None = "relu",
+        dropout: float = 0.0,
+        l2: float = 0.0,
+        normalize: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.units = units
         self.activation = keras.activations.get(activation)
@@ -63,8 +77,12 @@ class MeanAggregator(keras.layers.Layer):
         self.l2 = l2
         self.normalize = normalize
         reg = keras.regularizers.L2(l2) if l2 else None
-        self.self_dense = keras.layers.Dense(units, use_bias=False, kernel_regularizer=reg, name="self")
-        self.neigh_dense = keras.layers.Dense(units, use_bias=False, kernel_regularizer=reg, name="neigh")
+        self.self_dense = keras.layers.Dense(
+            units, use_bias=False, kernel_regularizer=reg, name="self"
+        )
+        self.neigh_dense = keras.layers.Dense(
+            units, use_bias=False, kernel_regularizer=reg, name="neigh"
+        )
         self.drop = keras.layers.Dropout(dropout)
 
     def build(self, x_shape: Any, neighbours_shape: Any = None, mask_shape: Any = None) -> None:
@@ -84,7 +102,9 @@ class MeanAggregator(keras.layers.Layer):
             agg = total / count
         x = self.drop(x, training=training)
         agg = self.drop(agg, training=training)
-        out = keras.ops.concatenate([self.self_dense(x), self.neigh_dense(agg)], axis=-1) + self.bias
+        out = (
+            keras.ops.concatenate([self.self_dense(x), self.neigh_dense(agg)], axis=-1) + self.bias
+        )
         if self.activation is not None:
             out = self.activation(out)
         if self.normalize:
@@ -93,8 +113,15 @@ class MeanAggregator(keras.layers.Layer):
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
-        config.update({"units": self.units, "activation": keras.activations.serialize(self.activation),
-                       "dropout": self.dropout_rate, "l2": self.l2, "normalize": self.normalize})
+        config.update(
+            {
+                "units": self.units,
+                "activation": keras.activations.serialize(self.activation),
+                "dropout": self.dropout_rate,
+                "l2": self.l2,
+                "normalize": self.normalize,
+            }
+        )
         return config
 
 
@@ -116,20 +143,36 @@ class GraphSAGE(keras.Model):
     is the sample layout's model inputs in ``feature_dtype``.
     """
 
-    def __init__(self, fanouts: Sequence[int], feature_dim: int, num_classes: int, *,
-                 hidden_units: int | Sequence[int] = 64, dropout: float = 0.5, l2: float = 5e-4,
-                 normalize_features: bool = False, normalize_hidden: bool = False,
-                 class_names: Sequence[str] | None = None, feature_dtype: str = "float32",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        fanouts: Sequence[int],
+        feature_dim: int,
+        num_classes: int,
+        *,
+        hidden_units: int | Sequence[int] = 64,
+        dropout: float = 0.5,
+        l2: float = 5e-4,
+        normalize_features: bool = False,
+        normalize_hidden: bool = False,
+        class_names: Sequence[str] | None = None,
+        feature_dtype: str = "float32",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if not isinstance(fanouts, (list, tuple)) or not fanouts:
-            raise ConfigurationError(f"fanouts: expected a non-empty list of integers >= 1, got {fanouts!r}")
+            raise ConfigurationError(
+                f"fanouts: expected a non-empty list of integers >= 1, got {fanouts!r}"
+            )
         self.fanouts = tuple(_positive_int(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
         self.feature_dim = _positive_int("feature_dim", feature_dim)
         self.num_classes = _positive_int("num_classes", num_classes)
         if num_classes < 2:
             raise ConfigurationError(f"num_classes: expected >= 2, got {num_classes}")
-        units = [hidden_units] * len(self.fanouts) if isinstance(hidden_units, (int, np.integer)) else list(hidden_units)
+        units = (
+            [hidden_units] * len(self.fanouts)
+            if isinstance(hidden_units, (int, np.integer))
+            else list(hidden_units)
+        )
         if len(units) != len(self.fanouts):
             raise ConfigurationError(
                 f"hidden_units: expected an int or one width per layer ({len(self.fanouts)}), got {hidden_units!r}"
@@ -148,17 +191,26 @@ class GraphSAGE(keras.Model):
         self.class_names = class_names
         if feature_dtype not in layout.FEATURE_DTYPES:
             raise ConfigurationError(
-                f"feature_dtype: expected one of {', '.join(layout.FEATURE_DTYPES)}, got {feature_dtype!r}")
+                f"feature_dtype: expected one of {', '.join(layout.FEATURE_DTYPES)}, got {feature_dtype!r}"
+            )
         self.feature_dtype = feature_dtype
         self.sage_layers = [
-            MeanAggregator(u, activation="relu", dropout=self.dropout_rate, l2=self.l2,
-                           normalize=self.normalize_hidden, name=f"sage_{k + 1}")
+            MeanAggregator(
+                u,
+                activation="relu",
+                dropout=self.dropout_rate,
+                l2=self.l2,
+                normalize=self.normalize_hidden,
+                name=f"sage_{k + 1}",
+            )
             for k, u in enumerate(self.hidden_units)
         ]
         self.out_dropout = keras.layers.Dropout(self.dropout_rate)
         self.classifier = keras.layers.Dense(
-            self.num_classes, kernel_regularizer=keras.regularizers.L2(self.l2) if self.l2 else None,
-            name="classifier")
+            self.num_classes,
+            kernel_regularizer=keras.regularizers.L2(self.l2) if self.l2 else None,
+            name="classifier",
+        )
 
     @property
     def hops(self) -> int:
@@ -168,11 +220,14 @@ class GraphSAGE(keras.Model):
         """``features_0..K`` then (``masks``) ``mask_1..K``."""
         return layout.model_input_names(self.hops, masks)
 
-    def input_signature(self, masks: bool = True, batch_size: int | None = None) -> dict[str, tf.TensorSpec]:
+    def input_signature(
+        self, masks: bool = True, batch_size: int | None = None
+    ) -> dict[str, tf.TensorSpec]:
         """``tf.TensorSpec`` per input (for ``tf.function``/SavedModel export), in blob order:
         ``features_h`` in ``feature_dtype`` and, with ``masks``, ``mask_h`` bool."""
-        sections = layout.model_input_sections(self.fanouts, self.feature_dim, self.feature_dtype, masks=masks,
-                                               batch=batch_size)
+        sections = layout.model_input_sections(
+            self.fanouts, self.feature_dim, self.feature_dtype, masks=masks, batch=batch_size
+        )
         return {s.name: tf.TensorSpec(list(s.shape), s.dtype, name=s.name) for s in sections}
 
     def example_inputs(self, batch_size: int = 1, masks: bool = True) -> dict[str, np.ndarray]:
@@ -180,8 +235,11 @@ class GraphSAGE(keras.Model):
         builds the model."""
         out = {}
         for name, spec in self.input_signature(masks, batch_size).items():
-            out[name] = np.ones(spec.shape, dtype=bool) if spec.dtype == tf.bool else np.zeros(
-                spec.shape, spec.dtype.as_numpy_dtype)
+            out[name] = (
+                np.ones(spec.shape, dtype=bool)
+                if spec.dtype == tf.bool
+                else np.zeros(spec.shape, spec.dtype.as_numpy_dtype)
+            )
         return out
 
     def build(self, input_shape: Any = None) -> None:
@@ -195,7 +253,7 @@ class GraphSAGE(keras.Model):
             self.classifier.build((None, width))
         self.built = True
 
-    def ensure_built(self) -> "GraphSAGE":
+    def ensure_built(self) -> GraphSAGE:
         """Creates the weights if needed; returns self."""
         if not self.built:
             self.build()
@@ -234,7 +292,7 @@ class GraphSAGE(keras.Model):
         }
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "GraphSAGE":
+    def from_config(cls, config: Mapping[str, Any]) -> GraphSAGE:
         return cls(**config)
 
 
@@ -284,16 +342,22 @@ def _labels_options(options: Mapping[str, Any] | None, label_property: str) -> d
     return opts
 
 
-def build_feature_cache(source: GraphSource, properties: Sequence[str], options: Mapping[str, Any] | None = None,
-                        node_ids: Any = None) -> FeatureCache:
+def build_feature_cache(
+    source: GraphSource,
+    properties: Sequence[str],
+    options: Mapping[str, Any] | None = None,
+    node_ids: Any = None,
+) -> FeatureCache:
     """A :class:`FeatureCache` of ``node_ids`` (default: every node, with ``options.label`` if set)."""
     opts = dict(options or {})
     if node_ids is None:
         node_ids = source.node_ids(label=opts.get("label"), id_property=opts.get("id_property"))
-    return FeatureCache.from_source(source, node_ids, properties, {k: v for k, v in opts.items() if k != "label_property"})
+    return FeatureCache.from_source(
+        source, node_ids, properties, {k: v for k, v in opts.items() if k != "label_property"}
+    )
 
 
-_INFER_FNS: "weakref.WeakKeyDictionary[GraphSAGE, Any]" = weakref.WeakKeyDictionary()
+_INFER_FNS: weakref.WeakKeyDictionary[GraphSAGE, Any] = weakref.WeakKeyDictionary()
 
 
 def _softmax_fn(model: GraphSAGE) -> Any:
@@ -310,10 +374,20 @@ def _softmax_fn(model: GraphSAGE) -> Any:
     return fn
 
 
-def predict_proba(model: GraphSAGE, source: GraphSource, node_ids: Any, *, properties: Sequence[str] = ("features",),
-                  options: Mapping[str, Any] | None = None, draws: int = 1, batch_size: int = 256,
-                  feature_cache: FeatureCache | None = None, seed: int | None = None,
-                  decoder: str = "auto", with_labels: bool = False) -> Any:
+def predict_proba(
+    model: GraphSAGE,
+    source: GraphSource,
+    node_ids: Any,
+    *,
+    properties: Sequence[str] = ("features",),
+    options: Mapping[str, Any] | None = None,
+    draws: int = 1,
+    batch_size: int = 256,
+    feature_cache: FeatureCache | None = None,
+    seed: int | None = None,
+    decoder: str = "auto",
+    with_labels: bool = False,
+) -> Any:
     """Class probabilities ``[n, num_classes]`` for ``node_ids`` in order, averaged over ``draws``
     independent neighbourhood samples; with ``with_labels`` also the labels the blobs carry
     (``options["label_property"]`` must be set)."""
@@ -324,9 +398,18 @@ def predict_proba(model: GraphSAGE, source: GraphSource, node_ids: Any, *, prope
 
     infer = _softmax_fn(model)
     for draw in range(draws):
-        ds = sample_dataset(source, ids, model.fanouts, properties, options=options, batch_size=batch_size,
-                            seed=None if seed is None else seed * 7919 + draw, feature_cache=feature_cache,
-                            include_ids=False, decoder=decoder)
+        ds = sample_dataset(
+            source,
+            ids,
+            model.fanouts,
+            properties,
+            options=options,
+            batch_size=batch_size,
+            seed=None if seed is None else seed * 7919 + draw,
+            feature_cache=feature_cache,
+            include_ids=False,
+            decoder=decoder,
+        )
         parts, label_parts = [], []
         for batch in ds:
             parts.append(infer(model_inputs(batch, model.hops)).numpy())
@@ -339,17 +422,37 @@ def predict_proba(model: GraphSAGE, source: GraphSource, node_ids: Any, *, prope
     return (probs, labels) if with_labels else probs
 
 
-def evaluate(model: GraphSAGE, source: GraphSource, node_ids: Any, *, properties: Sequence[str] = ("features",),
-             label_property: str = "label", options: Mapping[str, Any] | None = None, draws: int = 3,
-             batch_size: int = 256, feature_cache: FeatureCache | None = None, seed: int | None = None,
-             decoder: str = "auto") -> dict[str, float]:
+def evaluate(
+    model: GraphSAGE,
+    source: GraphSource,
+    node_ids: Any,
+    *,
+    properties: Sequence[str] = ("features",),
+    label_property: str = "label",
+    options: Mapping[str, Any] | None = None,
+    draws: int = 3,
+    batch_size: int = 256,
+    feature_cache: FeatureCache | None = None,
+    seed: int | None = None,
+    decoder: str = "auto",
+) -> dict[str, float]:
     """Accuracy of ``model`` on ``node_ids`` (labels from ``label_property``), predictions averaged
     over ``draws`` neighbourhood samples. Returns ``{"accuracy", "num_nodes"}``."""
     opts = dict(options or {})
     opts["label_property"] = label_property
-    probs, labels = predict_proba(model, source, node_ids, properties=properties, options=opts, draws=draws,
-                                  batch_size=batch_size, feature_cache=feature_cache, seed=seed,
-                                  decoder=decoder, with_labels=True)
+    probs, labels = predict_proba(
+        model,
+        source,
+        node_ids,
+        properties=properties,
+        options=opts,
+        draws=draws,
+        batch_size=batch_size,
+        feature_cache=feature_cache,
+        seed=seed,
+        decoder=decoder,
+        with_labels=True,
+    )
     accuracy = float(np.mean(np.argmax(probs, axis=1) == labels))
     return {"accuracy": accuracy, "num_nodes": float(len(labels))}
 
@@ -402,7 +505,11 @@ def train_graphsage(
     eval_every = _positive_int("eval_every", eval_every)
     patience = _positive_int("patience", patience)
     eval_draws = _positive_int("eval_draws", eval_draws)
-    if not isinstance(learning_rate, (int, float)) or isinstance(learning_rate, bool) or learning_rate <= 0:
+    if (
+        not isinstance(learning_rate, (int, float))
+        or isinstance(learning_rate, bool)
+        or learning_rate <= 0
+    ):
         raise ConfigurationError(f"learning_rate: expected a number > 0, got {learning_rate!r}")
     opts = _labels_options(options, label_property)
     train_ids = np.asarray(train_ids, dtype=np.int64)
@@ -418,16 +525,36 @@ def train_graphsage(
         feature_dim, feature_dtype = feature_layout(source, props, opts)
     if num_classes is None:
         num_classes = _infer_num_classes(source, label_property, opts)
-    model = GraphSAGE(fanouts, feature_dim, num_classes, hidden_units=hidden_units, dropout=dropout, l2=l2,
-                      normalize_features=normalize_features, normalize_hidden=normalize_hidden,
-                      class_names=class_names, feature_dtype=feature_dtype)
+    model = GraphSAGE(
+        fanouts,
+        feature_dim,
+        num_classes,
+        hidden_units=hidden_units,
+        dropout=dropout,
+        l2=l2,
+        normalize_features=normalize_features,
+        normalize_hidden=normalize_hidden,
+        class_names=class_names,
+        feature_dtype=feature_dtype,
+    )
     model.ensure_built()
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    train_ds = sample_dataset(source, train_ids, model.fanouts, props, options=opts, batch_size=batch_size,
-                              shuffle=True, seed=seed, repeat=True, feature_cache=feature_cache,
-                              include_ids=False, decoder=decoder)
+    train_ds = sample_dataset(
+        source,
+        train_ids,
+        model.fanouts,
+        props,
+        options=opts,
+        batch_size=batch_size,
+        shuffle=True,
+        seed=seed,
+        repeat=True,
+        feature_cache=feature_cache,
+        include_ids=False,
+        decoder=decoder,
+    )
 
     @tf.function(reduce_retracing=True, autograph=False)
     def train_step(x: Mapping[str, tf.Tensor], y: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -441,8 +568,13 @@ def train_graphsage(
         accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, axis=1), y), tf.float32))
         return loss, accuracy
 
-    history: dict[str, list[float]] = {"step": [], "loss": [], "train_accuracy": [], "eval_step": [],
-                                       "val_accuracy": []}
+    history: dict[str, list[float]] = {
+        "step": [],
+        "loss": [],
+        "train_accuracy": [],
+        "eval_step": [],
+        "val_accuracy": [],
+    }
     best_acc, best_step, best_weights = None, 0, None
     started = time.monotonic()
     bar = tqdm(total=steps, unit="step", desc="train", disable=not progress)
@@ -454,20 +586,39 @@ def train_graphsage(
         history["loss"].append(float(loss))
         history["train_accuracy"].append(float(acc))
         bar.update(1)
-        bar.set_postfix(loss=f"{float(loss):.3f}", train=f"{float(acc):.2f}",
-                        val="-" if not history["val_accuracy"] else f"{history['val_accuracy'][-1]:.3f}",
-                        refresh=False)
+        bar.set_postfix(
+            loss=f"{float(loss):.3f}",
+            train=f"{float(acc):.2f}",
+            val="-" if not history["val_accuracy"] else f"{history['val_accuracy'][-1]:.3f}",
+            refresh=False,
+        )
         if val_ids is not None and (step % eval_every == 0 or step == steps):
-            val = evaluate(model, source, val_ids, properties=props, label_property=label_property, options=opts,
-                           draws=eval_draws, feature_cache=feature_cache,
-                           seed=None if seed is None else seed + step, decoder=decoder)["accuracy"]
+            val = evaluate(
+                model,
+                source,
+                val_ids,
+                properties=props,
+                label_property=label_property,
+                options=opts,
+                draws=eval_draws,
+                feature_cache=feature_cache,
+                seed=None if seed is None else seed + step,
+                decoder=decoder,
+            )["accuracy"]
             history["eval_step"].append(step)
             history["val_accuracy"].append(val)
-            logger.info("step %d: loss %.4f train acc %.3f val acc %.3f", step, float(loss), float(acc), val)
+            logger.info(
+                "step %d: loss %.4f train acc %.3f val acc %.3f", step, float(loss), float(acc), val
+            )
             if best_acc is None or val > best_acc:
                 best_acc, best_step, best_weights = val, step, model.get_weights()
             elif step - best_step >= patience:
-                logger.info("early stop at step %d (best val acc %.3f at step %d)", step, best_acc, best_step)
+                logger.info(
+                    "early stop at step %d (best val acc %.3f at step %d)",
+                    step,
+                    best_acc,
+                    best_step,
+                )
                 break
     bar.close()
     if best_weights is not None:
@@ -497,5 +648,6 @@ def _infer_num_classes(source: GraphSource, label_property: str, options: Mappin
         scope = f":{opts['label']} node" if opts.get("label") else "node"
         raise ConfigurationError(
             f"label_property: expected a class (an integer >= 0) in {label_property!r} on some {scope}, "
-            "got none (pass num_classes= to set the class count)")
+            "got none (pass num_classes= to set the class count)"
+        )
     return max(int(classes), 2)

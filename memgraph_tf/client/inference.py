@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -38,13 +39,25 @@ def draw_seed(base_seed: int, draw: int) -> int:
     mix of both."""
     if draw == 0:
         return int(base_seed)
-    digest = hashlib.blake2b(f"memgraph-tf/draw/{int(base_seed)}/{int(draw)}".encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(
+        f"memgraph-tf/draw/{int(base_seed)}/{int(draw)}".encode(), digest_size=8
+    ).digest()
     return int.from_bytes(digest, "little") >> 1
 
 
-def predict(model: GraphSAGE, source: GraphSource, node_ids: Any, *, properties: Sequence[str] = ("features",),
-            options: Mapping[str, Any] | None = None, draws: int = 1, batch_size: int = 256,
-            feature_cache: FeatureCache | None = None, seed: int | None = 0, decoder: str = "auto") -> Predictions:
+def predict(
+    model: GraphSAGE,
+    source: GraphSource,
+    node_ids: Any,
+    *,
+    properties: Sequence[str] = ("features",),
+    options: Mapping[str, Any] | None = None,
+    draws: int = 1,
+    batch_size: int = 256,
+    feature_cache: FeatureCache | None = None,
+    seed: int | None = 0,
+    decoder: str = "auto",
+) -> Predictions:
     """Predicted class and probability per node, in ``node_ids`` order, averaged over ``draws``
     neighbourhood samples.
 
@@ -59,18 +72,38 @@ def predict(model: GraphSAGE, source: GraphSource, node_ids: Any, *, properties:
     base = opts.get("seed") if opts.get("seed") is not None else seed
     try:
         if base is None:
-            probs = predict_proba(model, source, ids, properties=properties, options=opts, draws=draws,
-                                  batch_size=batch_size, feature_cache=feature_cache, seed=None, decoder=decoder)
+            probs = predict_proba(
+                model,
+                source,
+                ids,
+                properties=properties,
+                options=opts,
+                draws=draws,
+                batch_size=batch_size,
+                feature_cache=feature_cache,
+                seed=None,
+                decoder=decoder,
+            )
         else:
             total = None
             for draw in range(_positive("draws", draws)):
-                part = predict_proba(model, source, ids, properties=properties,
-                                     options={**opts, "seed": draw_seed(base, draw)}, draws=1,
-                                     batch_size=batch_size, feature_cache=feature_cache, seed=None,
-                                     decoder=decoder)
+                part = predict_proba(
+                    model,
+                    source,
+                    ids,
+                    properties=properties,
+                    options={**opts, "seed": draw_seed(base, draw)},
+                    draws=1,
+                    batch_size=batch_size,
+                    feature_cache=feature_cache,
+                    seed=None,
+                    decoder=decoder,
+                )
                 total = part.astype(np.float64) if total is None else total + part
             probs = (total / draws).astype(np.float32)
-    except tf.errors.InvalidArgumentError as exc:  # an unknown id or bad features, raised in tf.data
+    except (
+        tf.errors.InvalidArgumentError
+    ) as exc:  # an unknown id or bad features, raised in tf.data
         message = exc.message.split("<stack traces unavailable>")[-1]
         raise GraphDataError(" ".join(message.split())) from None
     classes = probs.argmax(axis=1)
@@ -115,12 +148,16 @@ def predict_and_write(
     if score_property is not None:
         _quote_name(score_property, "score_property")
         if score_property == property_name:
-            raise ConfigurationError(f"score_property: expected a property other than property_name "
-                                     f"({property_name!r}), got the same")
+            raise ConfigurationError(
+                f"score_property: expected a property other than property_name "
+                f"({property_name!r}), got the same"
+            )
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ConfigurationError(f"chunk_size: expected an integer >= 1, got {chunk_size!r}")
     if write_class_names and model.class_names is None:
-        raise ConfigurationError("write_class_names: expected a model with class_names, got a model without them")
+        raise ConfigurationError(
+            "write_class_names: expected a model with class_names, got a model without them"
+        )
     opts = {k: v for k, v in dict(options or {}).items() if k != "label_property"}
     id_property = opts.get("id_property")
     label = opts.get("label") if id_property else None
@@ -130,19 +167,34 @@ def predict_and_write(
     written = 0
     with tqdm(total=len(ids), unit="node", desc="predict", disable=not progress) as bar:
         for start in range(0, len(ids), chunk_size):
-            chunk = ids[start:start + chunk_size]
-            pred = predict(model, source, chunk, properties=properties, options=opts, draws=draws,
-                           batch_size=batch_size, feature_cache=feature_cache,
-                           seed=seed, decoder=decoder)
-            classes = ([model.class_names[c] for c in pred.classes] if write_class_names
-                       else [int(c) for c in pred.classes])
+            chunk = ids[start : start + chunk_size]
+            pred = predict(
+                model,
+                source,
+                chunk,
+                properties=properties,
+                options=opts,
+                draws=draws,
+                batch_size=batch_size,
+                feature_cache=feature_cache,
+                seed=seed,
+                decoder=decoder,
+            )
+            classes = (
+                [model.class_names[c] for c in pred.classes]
+                if write_class_names
+                else [int(c) for c in pred.classes]
+            )
             columns: dict[str, list[Any]] = {property_name: classes}
             if score_property is not None:
                 columns[score_property] = [float(s) for s in pred.scores]
-            written += source.write_columns(chunk.tolist(), columns, id_property=id_property,
-                                            label=label, batch_size=chunk_size)
+            written += source.write_columns(
+                chunk.tolist(), columns, id_property=id_property, label=label, batch_size=chunk_size
+            )
             bar.update(len(chunk))
     if written < len(ids):
-        logger.warning("predictions of %d node(s) matched no node and were not written", len(ids) - written)
+        logger.warning(
+            "predictions of %d node(s) matched no node and were not written", len(ids) - written
+        )
     logger.info("wrote predictions of %d nodes to %r", written, property_name)
     return written

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import zlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -47,7 +48,9 @@ def _node_ids(node_ids: Any) -> np.ndarray:
 
 def _fanouts(fanouts: Any) -> tuple[int, ...]:
     if not isinstance(fanouts, (list, tuple)) or not fanouts:
-        raise ConfigurationError(f"fanouts: expected a non-empty list of integers >= 1 (one per hop), got {fanouts!r}")
+        raise ConfigurationError(
+            f"fanouts: expected a non-empty list of integers >= 1 (one per hop), got {fanouts!r}"
+        )
     return tuple(_check_positive(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
 
 
@@ -66,7 +69,9 @@ def unpacker(decoder: str = "auto") -> Any:
         ops.load_library()
         return ops.unpack_blob
     except ops.OpLibraryError as exc:
-        logger.warning("the UnpackBlob op library is unavailable (%s); using the portable decoder", exc)
+        logger.warning(
+            "the UnpackBlob op library is unavailable (%s); using the portable decoder", exc
+        )
         return ops.unpack_blob_portable
 
 
@@ -81,16 +86,18 @@ def describe_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (options or {}).items() if k in layout.DESCRIBE_OPTIONS}
 
 
-def feature_layout(source: GraphSource, properties: Sequence[str],
-                   options: Mapping[str, Any] | None = None) -> tuple[int, str]:
+def feature_layout(
+    source: GraphSource, properties: Sequence[str], options: Mapping[str, Any] | None = None
+) -> tuple[int, str]:
     """``(width d, dtype name)`` of the features ``properties`` give under ``options``, from
     ``tf_features.describe`` (nothing is packed or fetched)."""
     info = source.describe(list(properties), describe_options(options))
     return int(info["feature_width"]), str(info["dtype"])
 
 
-def feature_width(source: GraphSource, properties: Sequence[str],
-                  options: Mapping[str, Any] | None = None) -> int:
+def feature_width(
+    source: GraphSource, properties: Sequence[str], options: Mapping[str, Any] | None = None
+) -> int:
     """The feature width ``d`` that ``properties`` give, as ``tf_features.describe`` reports it."""
     return feature_layout(source, properties, options)[0]
 
@@ -103,7 +110,9 @@ class FeatureCache:
     with ``tf.errors.InvalidArgumentError`` naming it, never with a silent zero row.
     """
 
-    def __init__(self, ids: np.ndarray, features: np.ndarray, labels: np.ndarray | None = None) -> None:
+    def __init__(
+        self, ids: np.ndarray, features: np.ndarray, labels: np.ndarray | None = None
+    ) -> None:
         self.ids = np.asarray(ids, dtype=np.int64)
         features = np.asarray(features)
         self.width = int(features.shape[1])
@@ -113,20 +122,29 @@ class FeatureCache:
         self._table = tf.constant(table)
         self.labels = None if labels is None else np.asarray(labels, dtype=np.int64)
         self._rows = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant(self.ids), tf.range(len(self.ids), dtype=tf.int64)),
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(self.ids), tf.range(len(self.ids), dtype=tf.int64)
+            ),
             default_value=len(self.ids),
         )
 
     @classmethod
-    def from_source(cls, source: GraphSource, node_ids: Any, properties: Sequence[str],
-                    options: Mapping[str, Any] | None = None, *, chunk_size: int = 2048) -> "FeatureCache":
+    def from_source(
+        cls,
+        source: GraphSource,
+        node_ids: Any,
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+        *,
+        chunk_size: int = 2048,
+    ) -> FeatureCache:
         """Packs ``node_ids`` in chunks of ``chunk_size`` through the source's ``pack`` procedure."""
         ids = np.unique(_node_ids(node_ids))
         chunk_size = _check_positive("chunk_size", chunk_size)
         opts = pack_options(options)
         feats, labels = [], []
         for start in range(0, len(ids), chunk_size):
-            part = ids[start:start + chunk_size].tolist()
+            part = ids[start : start + chunk_size].tolist()
             sections = blob.unpack(source.pack_blob(part, list(properties), opts))
             feats.append(sections[layout.FEATURES])
             if layout.LABELS in sections:
@@ -141,8 +159,10 @@ class FeatureCache:
         missing = tf.logical_and(tf.equal(rows, len(self.ids)), tf.not_equal(ids, PAD_ID))
         check = tf.debugging.Assert(
             tf.logical_not(tf.reduce_any(missing)),
-            ["feature cache: expected every sampled node id to be cached, got uncached id(s)",
-             tf.boolean_mask(ids, missing)[:5]],
+            [
+                "feature cache: expected every sampled node id to be cached, got uncached id(s)",
+                tf.boolean_mask(ids, missing)[:5],
+            ],
             name="feature_cache_check",
         )
         with tf.control_dependencies([check]):
@@ -204,7 +224,9 @@ def sample_dataset(
     fixed_seed = "seed" in options and options["seed"] is not None
     layout_name = options.get("layout") or "dense"
     if layout_name not in layout.LAYOUTS:
-        raise ConfigurationError(f"options.layout: expected one of {', '.join(layout.LAYOUTS)}, got {layout_name!r}")
+        raise ConfigurationError(
+            f"options.layout: expected one of {', '.join(layout.LAYOUTS)}, got {layout_name!r}"
+        )
     if feature_cache is not None:
         width, fdtype = feature_cache.width, feature_cache.dtype.name
         fetch_props: list[str] = []
@@ -226,9 +248,19 @@ def sample_dataset(
 
     def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
         # any layout -> the dense layout's tensors (the blob's features are empty with a cache)
-        out = layouts.decode_sample(text, fanouts, 0 if feature_cache is not None else width, fdtype,
-                                    layout_name=layout_name, pad=pad, labels=has_labels,
-                                    features=feature_cache is None, ids=True, unpack=unpack, encoding="base64")
+        out = layouts.decode_sample(
+            text,
+            fanouts,
+            0 if feature_cache is not None else width,
+            fdtype,
+            layout_name=layout_name,
+            pad=pad,
+            labels=has_labels,
+            features=feature_cache is None,
+            ids=True,
+            unpack=unpack,
+            encoding="base64",
+        )
         if feature_cache is not None:
             for h in range(len(fanouts) + 1):
                 out[layout.features_name(h)] = feature_cache.gather(out[layout.ids_name(h)])
@@ -244,10 +276,8 @@ def sample_dataset(
         ds = ds.repeat()
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     ds = tf.data.Dataset.zip((ds, tf.data.Dataset.counter()))
-    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls,
-                **_ordered(num_parallel_calls))
-    ds = ds.map(decode, num_parallel_calls=num_parallel_calls,
-                **_ordered(num_parallel_calls))
+    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
+    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
     if prefetch is not None:
         ds = ds.prefetch(prefetch)
     return ds
@@ -274,7 +304,9 @@ def pack_dataset(
     props = list(properties)
     width, fdtype = feature_layout(source, props, opts)
     unpack = unpacker(decoder)
-    sections = layout.pack_sections(width, fdtype, labels=bool(opts.get("label_property")), batch=None)
+    sections = layout.pack_sections(
+        width, fdtype, labels=bool(opts.get("label_property")), batch=None
+    )
     names = [s.name for s in sections]
     dtypes = [s.dtype for s in sections]
     shapes = [list(s.shape) for s in sections]
@@ -291,10 +323,8 @@ def pack_dataset(
         return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 
     ds = tf.data.Dataset.from_tensor_slices(ids).batch(batch_size)
-    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls,
-                **_ordered(num_parallel_calls))
-    ds = ds.map(decode, num_parallel_calls=num_parallel_calls,
-                **_ordered(num_parallel_calls))
+    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
+    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
     if prefetch is not None:
         ds = ds.prefetch(prefetch)
     return ds

@@ -25,7 +25,8 @@ import os
 import re
 import threading
 import urllib.parse
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import neo4j
 import neo4j.exceptions as neo4j_errors
@@ -60,7 +61,12 @@ DEFAULT_DRIVER_OPTIONS: dict[str, Any] = {
 }
 """Driver settings :func:`connect` uses unless ``driver_options`` overrides them."""
 
-PROCEDURES = ("tf_features.pack", "tf_features.sample", "tf_features.sample_per_node", "tf_features.describe")
+PROCEDURES = (
+    "tf_features.pack",
+    "tf_features.sample",
+    "tf_features.sample_per_node",
+    "tf_features.describe",
+)
 _QUERY_SHOWN_CHARS = 200
 _NAME_RE = re.compile(r"^[^`\x00]+$")
 
@@ -96,36 +102,67 @@ class GraphSource:
     kind = "graph"
 
     # -- blobs ------------------------------------------------------------------------------------
-    def pack_blob_b64(self, node_ids: Sequence[int], properties: Sequence[str],
-                      options: Mapping[str, Any] | None = None) -> str:
+    def pack_blob_b64(
+        self,
+        node_ids: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
         raise NotImplementedError
 
-    def sample_blob_b64(self, seeds: Sequence[int], fanouts: Sequence[int], properties: Sequence[str],
-                        options: Mapping[str, Any] | None = None) -> str:
+    def sample_blob_b64(
+        self,
+        seeds: Sequence[int],
+        fanouts: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
         raise NotImplementedError
 
-    def sample_blobs_per_node_b64(self, seeds: Sequence[int], fanouts: Sequence[int],
-                                  properties: Sequence[str],
-                                  options: Mapping[str, Any] | None = None) -> list[str]:
+    def sample_blobs_per_node_b64(
+        self,
+        seeds: Sequence[int],
+        fanouts: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> list[str]:
         raise NotImplementedError
 
-    def pack_blob(self, node_ids: Sequence[int], properties: Sequence[str],
-                  options: Mapping[str, Any] | None = None) -> bytes:
+    def pack_blob(
+        self,
+        node_ids: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> bytes:
         """The ``tf_features.pack`` blob (``ids``, ``features``, ``labels``...) of ``node_ids``."""
         return blob.b64decode(self.pack_blob_b64(node_ids, properties, options))
 
-    def sample_blob(self, seeds: Sequence[int], fanouts: Sequence[int], properties: Sequence[str],
-                    options: Mapping[str, Any] | None = None) -> bytes:
+    def sample_blob(
+        self,
+        seeds: Sequence[int],
+        fanouts: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> bytes:
         """The ``tf_features.sample`` blob (``ids_h``, ``features_h``, ``mask_h``, ``labels``)."""
         return blob.b64decode(self.sample_blob_b64(seeds, fanouts, properties, options))
 
-    def sample_blobs_per_node(self, seeds: Sequence[int], fanouts: Sequence[int],
-                              properties: Sequence[str],
-                              options: Mapping[str, Any] | None = None) -> list[bytes]:
+    def sample_blobs_per_node(
+        self,
+        seeds: Sequence[int],
+        fanouts: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> list[bytes]:
         """One blob per seed (n = 1), in seed order; each equals ``sample_blob([seed], ...)``."""
-        return [blob.b64decode(t) for t in self.sample_blobs_per_node_b64(seeds, fanouts, properties, options)]
+        return [
+            blob.b64decode(t)
+            for t in self.sample_blobs_per_node_b64(seeds, fanouts, properties, options)
+        ]
 
-    def describe(self, properties: Sequence[str], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def describe(
+        self, properties: Sequence[str], options: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """What ``tf_features.describe`` reports for ``properties`` (docs/query-modules.md):
         ``feature_width``, ``dtype``, ``columns``, ``sections`` (the pack layout, or the sample layout
         with ``options["fanouts"]``) and ``num_classes`` (with ``options["label_property"]``: 1 + the
@@ -141,14 +178,26 @@ class GraphSource:
         raise NotImplementedError
 
     # -- queries and writes -----------------------------------------------------------------------
-    def run(self, query: str, parameters: Mapping[str, Any] | None = None, *,
-            fetch_size: int | None = None) -> Iterator[Mapping[str, Any]]:
+    def run(
+        self,
+        query: str,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        fetch_size: int | None = None,
+    ) -> Iterator[Mapping[str, Any]]:
         """Runs ``query`` and yields its records lazily (mapping column -> value)."""
         raise NotImplementedError
 
-    def write_properties(self, node_ids: Sequence[int], name: str, values: Sequence[Any], *,
-                         id_property: str | None = None, label: str | None = None,
-                         batch_size: int = 1000) -> int:
+    def write_properties(
+        self,
+        node_ids: Sequence[int],
+        name: str,
+        values: Sequence[Any],
+        *,
+        id_property: str | None = None,
+        label: str | None = None,
+        batch_size: int = 1000,
+    ) -> int:
         """Sets property ``name`` of each node to its value, in batches of ``batch_size`` (one
         managed write transaction each); nodes are found by ``id_property`` (among ``label`` nodes,
         which lets the server use a label-property index) or by internal id. Returns the number of
@@ -159,12 +208,19 @@ class GraphSource:
         values = _to_python(list(values))
         _check_write_args(node_ids, values, batch_size)
         _quote_name(name, "name")
-        return self._write_checked(node_ids, {name: values}, id_property=id_property, label=label,
-                                   batch_size=batch_size)
+        return self._write_checked(
+            node_ids, {name: values}, id_property=id_property, label=label, batch_size=batch_size
+        )
 
-    def write_columns(self, node_ids: Sequence[int], columns: Mapping[str, Sequence[Any]], *,
-                      id_property: str | None = None, label: str | None = None,
-                      batch_size: int = 1000) -> int:
+    def write_columns(
+        self,
+        node_ids: Sequence[int],
+        columns: Mapping[str, Sequence[Any]],
+        *,
+        id_property: str | None = None,
+        label: str | None = None,
+        batch_size: int = 1000,
+    ) -> int:
         """Sets several properties per node: ``columns`` maps a property name to one value per
         node id. Guarantees: a node's properties are set together, in one statement of one
         managed write transaction per batch of ``batch_size`` nodes (over Bolt), under the
@@ -172,32 +228,53 @@ class GraphSource:
         as in :meth:`write_properties`. Returns the number of nodes written. Idempotent."""
         node_ids = [_to_python(i) for i in node_ids]
         if not isinstance(columns, Mapping) or not columns:
-            raise ConfigurationError(f"columns: expected a non-empty mapping of property name -> "
-                                     f"values, got {columns!r}")
+            raise ConfigurationError(
+                f"columns: expected a non-empty mapping of property name -> values, got {columns!r}"
+            )
         checked: dict[str, list[Any]] = {}
         for name, values in columns.items():
             _quote_name(name, "columns")
             checked[name] = _to_python(list(values))
-            _check_write_args(node_ids, checked[name], batch_size, f"columns[{name!r}]",
-                              length_only=len(checked) > 1)
-        return self._write_checked(node_ids, checked, id_property=id_property, label=label,
-                                   batch_size=batch_size)
+            _check_write_args(
+                node_ids,
+                checked[name],
+                batch_size,
+                f"columns[{name!r}]",
+                length_only=len(checked) > 1,
+            )
+        return self._write_checked(
+            node_ids, checked, id_property=id_property, label=label, batch_size=batch_size
+        )
 
-    def _write_checked(self, node_ids: list[int], columns: dict[str, list[Any]], *,
-                       id_property: str | None, label: str | None, batch_size: int) -> int:
+    def _write_checked(
+        self,
+        node_ids: list[int],
+        columns: dict[str, list[Any]],
+        *,
+        id_property: str | None,
+        label: str | None,
+        batch_size: int,
+    ) -> int:
         """:meth:`write_columns` after its checks: ``node_ids`` are ints, each column holds one
         plain Python value per id under a valid property name, and ``batch_size`` >= 1."""
         raise NotImplementedError
 
-    def write_property(self, node_id: int, name: str, value: Any, *, id_property: str | None = None,
-                       label: str | None = None) -> int:
+    def write_property(
+        self,
+        node_id: int,
+        name: str,
+        value: Any,
+        *,
+        id_property: str | None = None,
+        label: str | None = None,
+    ) -> int:
         """Sets one node's property (see :meth:`write_properties`)."""
         return self.write_properties([node_id], name, [value], id_property=id_property, label=label)
 
     def close(self) -> None:
         """Releases the source's resources; idempotent."""
 
-    def __enter__(self) -> "GraphSource":
+    def __enter__(self) -> GraphSource:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -217,8 +294,14 @@ class GraphSource:
         self.__reduce__()
 
 
-def _check_write_args(node_ids: Sequence[int], values: Sequence[Any], batch_size: int,
-                      param: str = "values", *, length_only: bool = False) -> None:
+def _check_write_args(
+    node_ids: Sequence[int],
+    values: Sequence[Any],
+    batch_size: int,
+    param: str = "values",
+    *,
+    length_only: bool = False,
+) -> None:
     """One value per node id in ``values`` (named ``param``), then, unless ``length_only`` (the ids
     and batch size were checked with an earlier column), ``batch_size`` >= 1 and integer ids."""
     if len(node_ids) != len(values):
@@ -306,9 +389,16 @@ def _resolve_auth(auth: Any) -> tuple[Any, str | None]:
     )
 
 
-def connect(uri: str | None = None, auth: Any = None, database: str | None = None, *,
-            use_procedures: bool | None = None, fetch_size: int = 1000, verify: bool = True,
-            **driver_options: Any) -> "BoltSource":
+def connect(
+    uri: str | None = None,
+    auth: Any = None,
+    database: str | None = None,
+    *,
+    use_procedures: bool | None = None,
+    fetch_size: int = 1000,
+    verify: bool = True,
+    **driver_options: Any,
+) -> BoltSource:
     """Opens a :class:`BoltSource` over one long-lived ``neo4j`` driver.
 
     ``uri`` (else ``MEMGRAPH_TF_URI``): ``bolt://``, ``bolt+s://``, ``bolt+ssc://``, ``neo4j://``
@@ -337,8 +427,14 @@ def connect(uri: str | None = None, auth: Any = None, database: str | None = Non
         driver = neo4j.GraphDatabase.driver(uri, auth=driver_auth, **options)
     except (neo4j_errors.ConfigurationError, ValueError, TypeError) as exc:
         raise ConfigurationError(f"driver_options: the neo4j driver rejected them: {exc}") from exc
-    source = BoltSource(driver, uri=uri, database=database, user=user,
-                        use_procedures=use_procedures, fetch_size=fetch_size)
+    source = BoltSource(
+        driver,
+        uri=uri,
+        database=database,
+        user=user,
+        use_procedures=use_procedures,
+        fetch_size=fetch_size,
+    )
     if verify:
         try:
             source.verify()
@@ -356,8 +452,16 @@ class BoltSource(GraphSource):
 
     kind = "bolt"
 
-    def __init__(self, driver: neo4j.Driver, *, uri: str, database: str | None, user: str | None = None,
-                 use_procedures: bool | None = None, fetch_size: int = 1000) -> None:
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        *,
+        uri: str,
+        database: str | None,
+        user: str | None = None,
+        use_procedures: bool | None = None,
+        fetch_size: int = 1000,
+    ) -> None:
         self._driver = driver
         self.uri = _redact(uri)
         self.database = database
@@ -377,16 +481,30 @@ class BoltSource(GraphSource):
             return AuthenticationError(
                 f"{where}: the server refused the credentials{who}: {_server_message(exc)}"
             )
-        if isinstance(exc, (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired,
-                            neo4j_errors.IncompleteCommit, ConnectionError, OSError)):
+        if isinstance(
+            exc,
+            (
+                neo4j_errors.ServiceUnavailable,
+                neo4j_errors.SessionExpired,
+                neo4j_errors.IncompleteCommit,
+                ConnectionError,
+                OSError,
+            ),
+        ):
             during = f" while running {_short(query)!r}" if query else ""
             return ServerUnavailable(
-                f"{where}: server unavailable or connection lost{during}: {' '.join(str(exc).split())}")
+                f"{where}: server unavailable or connection lost{during}: {' '.join(str(exc).split())}"
+            )
         if isinstance(exc, neo4j_errors.Neo4jError):
             message = _server_message(exc)
-            text = f"{where}: query failed: {message}" + (f" (query: {_short(query)!r})" if query else "")
-            if re.search(r"(unknown|no|not found).{0,20}procedure|procedure.{0,40}(not found|unknown|does not exist)",
-                         message, re.IGNORECASE):
+            text = f"{where}: query failed: {message}" + (
+                f" (query: {_short(query)!r})" if query else ""
+            )
+            if re.search(
+                r"(unknown|no|not found).{0,20}procedure|procedure.{0,40}(not found|unknown|does not exist)",
+                message,
+                re.IGNORECASE,
+            ):
                 return ProcedureUnavailable(text)
             return QueryError(text)
         if isinstance(exc, neo4j_errors.DriverError):
@@ -415,11 +533,15 @@ class BoltSource(GraphSource):
         """Runs ``query`` in a managed read transaction (retried on transient errors); all rows."""
         return self._managed(query, parameters, write=False)
 
-    def write(self, query: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def write(
+        self, query: str, parameters: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         """Runs ``query`` in a managed write transaction (retried on transient errors); all rows."""
         return self._managed(query, parameters, write=True)
 
-    def _managed(self, query: str, parameters: Mapping[str, Any] | None, *, write: bool) -> list[dict[str, Any]]:
+    def _managed(
+        self, query: str, parameters: Mapping[str, Any] | None, *, write: bool
+    ) -> list[dict[str, Any]]:
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query, dict(parameters or {}))]
 
@@ -429,8 +551,13 @@ class BoltSource(GraphSource):
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._translate(exc, query) from exc
 
-    def run(self, query: str, parameters: Mapping[str, Any] | None = None, *,
-            fetch_size: int | None = None) -> Iterator[neo4j.Record]:
+    def run(
+        self,
+        query: str,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        fetch_size: int | None = None,
+    ) -> Iterator[neo4j.Record]:
         """Yields the records of ``query`` as the server streams them (``fetch_size`` per pull).
 
         Guarantees: at most about ``fetch_size`` records are buffered; the session is closed when
@@ -452,19 +579,35 @@ class BoltSource(GraphSource):
             except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
                 logger.debug("closing a session after an error failed", exc_info=True)
 
-    def _write_checked(self, node_ids: list[int], columns: dict[str, list[Any]], *,
-                       id_property: str | None, label: str | None, batch_size: int) -> int:
+    def _write_checked(
+        self,
+        node_ids: list[int],
+        columns: dict[str, list[Any]],
+        *,
+        id_property: str | None,
+        label: str | None,
+        batch_size: int,
+    ) -> int:
         names = list(columns)
-        sets = ", ".join(f"n.{_quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names))
+        sets = ", ".join(
+            f"n.{_quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names)
+        )
         node = f"(n:{_quote_name(label, 'label')})" if label else "(n)"
-        match = (f"MATCH {node} WHERE n.{_quote_name(id_property, 'id_property')} = row.id"
-                 if id_property else f"MATCH {node} WHERE id(n) = row.id")
+        match = (
+            f"MATCH {node} WHERE n.{_quote_name(id_property, 'id_property')} = row.id"
+            if id_property
+            else f"MATCH {node} WHERE id(n) = row.id"
+        )
         query = f"UNWIND $rows AS row {match} SET {sets} RETURN count(n) AS written"
         written = 0
         for start in range(0, len(node_ids), batch_size):
             stop = start + batch_size
-            rows = [{"id": i, **{f"v{j}": v for j, v in enumerate(values)}} for i, *values in
-                    zip(node_ids[start:stop], *(columns[name][start:stop] for name in names))]
+            rows = [
+                {"id": i, **{f"v{j}": v for j, v in enumerate(values)}}
+                for i, *values in zip(
+                    node_ids[start:stop], *(columns[name][start:stop] for name in names)
+                )
+            ]
             result = self.write(query, {"rows": rows})
             written += int(result[0]["written"]) if result else 0
         return written
@@ -489,57 +632,93 @@ class BoltSource(GraphSource):
                 names = {row["name"] for row in rows}
                 self._use_procedures = all(p in names for p in PROCEDURES)
             except (QueryError, ValueError) as exc:
-                logger.info("%s: no mg.procedures() (%s): packing blobs on the client", self.uri, exc)
+                logger.info(
+                    "%s: no mg.procedures() (%s): packing blobs on the client", self.uri, exc
+                )
                 self._use_procedures = False
             if not self._use_procedures:
-                logger.info("%s: the tf_features procedures are missing: packing blobs on the client "
-                            "from plain Cypher (slower, same bytes)", self.uri)
+                logger.info(
+                    "%s: the tf_features procedures are missing: packing blobs on the client "
+                    "from plain Cypher (slower, same bytes)",
+                    self.uri,
+                )
         return self._use_procedures
 
     def _call(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         return self.read(query, params)
 
-    def pack_blob_b64(self, node_ids: Sequence[int], properties: Sequence[str],
-                      options: Mapping[str, Any] | None = None) -> str:
+    def pack_blob_b64(
+        self,
+        node_ids: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
         node_ids, properties, options = _to_python(list(node_ids)), list(properties), _opts(options)
         if self.has_procedures():
-            rows = self._call("CALL tf_features.pack($nodes, $properties, $options) YIELD blob RETURN blob",
-                              {"nodes": node_ids, "properties": properties, "options": options})
+            rows = self._call(
+                "CALL tf_features.pack($nodes, $properties, $options) YIELD blob RETURN blob",
+                {"nodes": node_ids, "properties": properties, "options": options},
+            )
             return rows[0]["blob"]
         return _fallback().pack_b64(CypherGraphAccess.factory(self), node_ids, properties, options)
 
-    def sample_blob_b64(self, seeds: Sequence[int], fanouts: Sequence[int], properties: Sequence[str],
-                        options: Mapping[str, Any] | None = None) -> str:
-        seeds, fanouts, properties, options = (_to_python(list(seeds)), _to_python(list(fanouts)),
-                                               list(properties), _opts(options))
+    def sample_blob_b64(
+        self,
+        seeds: Sequence[int],
+        fanouts: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        seeds, fanouts, properties, options = (
+            _to_python(list(seeds)),
+            _to_python(list(fanouts)),
+            list(properties),
+            _opts(options),
+        )
         if self.has_procedures():
             rows = self._call(
                 "CALL tf_features.sample($seeds, $fanouts, $properties, $options) YIELD blob RETURN blob",
-                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options})
+                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
+            )
             return rows[0]["blob"]
-        return _fallback().sample_b64(CypherGraphAccess.factory(self), seeds, fanouts, properties, options)
+        return _fallback().sample_b64(
+            CypherGraphAccess.factory(self), seeds, fanouts, properties, options
+        )
 
-    def sample_blobs_per_node_b64(self, seeds: Sequence[int], fanouts: Sequence[int],
-                                  properties: Sequence[str],
-                                  options: Mapping[str, Any] | None = None) -> list[str]:
-        seeds, fanouts, properties, options = (_to_python(list(seeds)), _to_python(list(fanouts)),
-                                               list(properties), _opts(options))
+    def sample_blobs_per_node_b64(
+        self,
+        seeds: Sequence[int],
+        fanouts: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        seeds, fanouts, properties, options = (
+            _to_python(list(seeds)),
+            _to_python(list(fanouts)),
+            list(properties),
+            _opts(options),
+        )
         if self.has_procedures():
             rows = self._call(
                 "CALL tf_features.sample_per_node($seeds, $fanouts, $properties, $options) "
                 "YIELD node_id, blob RETURN node_id, blob",
-                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options})
+                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
+            )
             return [row["blob"] for row in rows]
-        return _fallback().sample_per_node_b64(CypherGraphAccess.factory(self), seeds, fanouts,
-                                               properties, options)
+        return _fallback().sample_per_node_b64(
+            CypherGraphAccess.factory(self), seeds, fanouts, properties, options
+        )
 
-    def describe(self, properties: Sequence[str], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def describe(
+        self, properties: Sequence[str], options: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         properties, options = list(properties), _opts(options)
         if self.has_procedures():
             rows = self._call(
                 f"CALL tf_features.describe($properties, $options) YIELD {_DESCRIBE_FIELDS} "
                 f"RETURN {_DESCRIBE_FIELDS}",
-                {"properties": properties, "options": options})
+                {"properties": properties, "options": options},
+            )
             return dict(rows[0])
         return _fallback().describe(CypherGraphAccess.factory(self), properties, options)
 
@@ -580,7 +759,7 @@ class CypherGraphAccess:
         self._internal: dict[int, Any] = {}  # key -> the server's id(n) of the node it stands for
 
     @classmethod
-    def factory(cls, source: BoltSource) -> Callable[[Any], "CypherGraphAccess"]:
+    def factory(cls, source: BoltSource) -> Callable[[Any], CypherGraphAccess]:
         return lambda options: cls(source, options)
 
     # -- protocol -------------------------------------------------------------------------------
@@ -624,9 +803,12 @@ class CypherGraphAccess:
             )
 
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
-        columns = ", ".join(f"n.{_quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names))
-        query = ("UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal RETURN row.key AS key"
-                 + (f", {columns}" if columns else ""))
+        columns = ", ".join(
+            f"n.{_quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names)
+        )
+        query = "UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal RETURN row.key AS key" + (
+            f", {columns}" if columns else ""
+        )
         rows = self._source.read(query, {"rows": self._rows(keys)})
         by_key = {row["key"]: [row[f"p{i}"] for i in range(len(names))] for row in rows}
         missing = [k for k in keys if k not in by_key]
@@ -636,11 +818,15 @@ class CypherGraphAccess:
             )
         return [by_key[k] for k in keys]
 
-    def neighbours(self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str) -> list[list[int]]:
+    def neighbours(
+        self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str
+    ) -> list[list[int]]:
         pattern = {"out": "-[r]->", "in": "<-[r]-", "both": "-[r]-"}[direction]
         where = "" if edge_types is None else " AND type(r) IN $types"
-        query = (f"UNWIND $rows AS row MATCH (n){pattern}(m) WHERE id(n) = row.internal{where} "
-                 f"RETURN row.key AS key, {self._key('m')} AS nbr, id(m) AS internal")
+        query = (
+            f"UNWIND $rows AS row MATCH (n){pattern}(m) WHERE id(n) = row.internal{where} "
+            f"RETURN row.key AS key, {self._key('m')} AS nbr, id(m) AS internal"
+        )
         rows = self._source.read(query, {"rows": self._rows(keys), "types": list(edge_types or [])})
         found: dict[int, list[int]] = {k: [] for k in keys}
         for row in rows:
@@ -655,10 +841,13 @@ class CypherGraphAccess:
         """The key of the node with the smallest ``id(n)`` (with ``options.label``) having all
         ``names`` and, with ``options.id_property``, an id; None when there is none."""
         required = list(names) + ([self._id_property] if self._id_property is not None else [])
-        where = " AND ".join(f"n.{_quote_name(name, 'properties')} IS NOT NULL" for name in required)
+        where = " AND ".join(
+            f"n.{_quote_name(name, 'properties')} IS NOT NULL" for name in required
+        )
         rows = self._source.read(
             f"MATCH {self._node} WHERE {where} RETURN {self._key('n')} AS key, id(n) AS internal "
-            "ORDER BY internal LIMIT 1")
+            "ORDER BY internal LIMIT 1"
+        )
         if not rows:
             return None
         key, internal = rows[0]["key"], rows[0]["internal"]
@@ -672,18 +861,23 @@ class CypherGraphAccess:
         (with ``options.label``) that have it: one aggregating query, a row per class."""
         prop = f"n.{_quote_name(name, 'options.label_property')}"
         rows = self._source.read(
-            f"MATCH {self._node} WHERE {prop} IS NOT NULL RETURN {prop} AS value, min(id(n)) AS internal")
+            f"MATCH {self._node} WHERE {prop} IS NOT NULL RETURN {prop} AS value, min(id(n)) AS internal"
+        )
         return [(row["value"], row["internal"]) for row in rows]
 
     def resolve(self, nodes: Any, param: str) -> list[int]:
         """Integer ids -> keys, in order; raises naming ``param[i]`` for a bad or unknown id."""
         if not isinstance(nodes, (list, tuple)):
-            raise GraphDataError(f"{param}: expected a list of integer ids, got {type(nodes).__name__}")
+            raise GraphDataError(
+                f"{param}: expected a list of integer ids, got {type(nodes).__name__}"
+            )
         if not nodes:
             raise GraphDataError(f"{param}: expected at least one node or id, got an empty list")
         for i, node in enumerate(nodes):
             if not isinstance(node, int) or isinstance(node, bool):
-                raise GraphDataError(f"{param}[{i}]: expected an integer id, got {type(node).__name__} {node!r}")
+                raise GraphDataError(
+                    f"{param}[{i}]: expected an integer id, got {type(node).__name__} {node!r}"
+                )
         distinct = list(dict.fromkeys(nodes))
         query = f"UNWIND $keys AS k {self._match()} RETURN k AS key, count(n) AS found, collect(id(n))[0..2] AS internal"
         counts = {row["key"]: row for row in self._source.read(query, {"keys": distinct})}
@@ -691,7 +885,9 @@ class CypherGraphAccess:
             row = counts.get(node)
             if row is None or row["found"] == 0:
                 if self._id_property is None:
-                    raise GraphDataError(f"{param}[{i}]: unknown node id {node} (no node has that internal id)")
+                    raise GraphDataError(
+                        f"{param}[{i}]: unknown node id {node} (no node has that internal id)"
+                    )
                 scope = f":{self._label} node" if self._label else "node"
                 raise GraphDataError(
                     f"{param}[{i}]: unknown node id {node} (no {scope} has {self._id_property} = {node})"
@@ -754,27 +950,59 @@ class EmbeddedSource(GraphSource):
     def _single_blob(self, procedure: str, *args: Any) -> str:
         return self._call(procedure, *args)[0]["blob"]
 
-    def pack_blob_b64(self, node_ids: Sequence[int], properties: Sequence[str],
-                      options: Mapping[str, Any] | None = None) -> str:
-        return self._single_blob("tf_features.pack", _to_python(list(node_ids)), list(properties), _opts(options))
+    def pack_blob_b64(
+        self,
+        node_ids: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        return self._single_blob(
+            "tf_features.pack", _to_python(list(node_ids)), list(properties), _opts(options)
+        )
 
-    def sample_blob_b64(self, seeds: Sequence[int], fanouts: Sequence[int], properties: Sequence[str],
-                        options: Mapping[str, Any] | None = None) -> str:
-        return self._single_blob("tf_features.sample", _to_python(list(seeds)), _to_python(list(fanouts)),
-                                 list(properties), _opts(options))
+    def sample_blob_b64(
+        self,
+        seeds: Sequence[int],
+        fanouts: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        return self._single_blob(
+            "tf_features.sample",
+            _to_python(list(seeds)),
+            _to_python(list(fanouts)),
+            list(properties),
+            _opts(options),
+        )
 
-    def describe(self, properties: Sequence[str], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def describe(
+        self, properties: Sequence[str], options: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         return dict(self._call("tf_features.describe", list(properties), _opts(options))[0])
 
-    def sample_blobs_per_node_b64(self, seeds: Sequence[int], fanouts: Sequence[int],
-                                  properties: Sequence[str],
-                                  options: Mapping[str, Any] | None = None) -> list[str]:
-        rows = self._call("tf_features.sample_per_node", _to_python(list(seeds)),
-                               _to_python(list(fanouts)), list(properties), _opts(options))
+    def sample_blobs_per_node_b64(
+        self,
+        seeds: Sequence[int],
+        fanouts: Sequence[int],
+        properties: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        rows = self._call(
+            "tf_features.sample_per_node",
+            _to_python(list(seeds)),
+            _to_python(list(fanouts)),
+            list(properties),
+            _opts(options),
+        )
         return [row["blob"] for row in rows]
 
-    def run(self, query: str, parameters: Mapping[str, Any] | None = None, *,
-            fetch_size: int | None = None) -> Iterator[Mapping[str, Any]]:
+    def run(
+        self,
+        query: str,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        fetch_size: int | None = None,
+    ) -> Iterator[Mapping[str, Any]]:
         match = _CALL_RE.match(query)
         if match is None:
             raise ConfigurationError(
@@ -806,7 +1034,9 @@ class EmbeddedSource(GraphSource):
                     )
                 yield {c: row[c] for c in columns}
 
-    def _internal_ids(self, node_ids: Sequence[int], id_property: str | None, label: str | None) -> list[int]:
+    def _internal_ids(
+        self, node_ids: Sequence[int], id_property: str | None, label: str | None
+    ) -> list[int]:
         """Internal ids of the nodes that exist (``-1`` for the others), in order."""
         if id_property is None:
             candidates = set(self.graph.nodes(label))
@@ -829,8 +1059,15 @@ class EmbeddedSource(GraphSource):
         values = (self.graph.get_property(i, id_property) for i in internal)
         return sorted(v for v in values if v is not None)
 
-    def _write_checked(self, node_ids: list[int], columns: dict[str, list[Any]], *,
-                       id_property: str | None, label: str | None, batch_size: int) -> int:
+    def _write_checked(
+        self,
+        node_ids: list[int],
+        columns: dict[str, list[Any]],
+        *,
+        id_property: str | None,
+        label: str | None,
+        batch_size: int,
+    ) -> int:
         written = 0
         items = list(columns.items())
         with self._lock:

@@ -43,5 +43,7 @@ class RunSummary:
         from memgraph_tf.client.batch import property_names
 
         cls, score, ver = property_names(self.write_property)
-        return (f"{self.counts_text()} in {self.elapsed_s:.1f} s: {self.nodes_per_s:.0f} nodes/s; "
-                f"model {self.model_name} version {self.model_version} -> {cls}, {score}, {ver}")
+        return (
+            f"{self.counts_text()} in {self.elapsed_s:.1f} s: {self.nodes_per_s:.0f} nodes/s; "
+            f"model {self.model_name} version {self.model_version} -> {cls}, {score}, {ver}"
+        )

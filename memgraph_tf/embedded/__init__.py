@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 import pathlib
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from memgraph_tf.embedded import _runtime
 from memgraph_tf.embedded._runtime import (
@@ -67,13 +68,17 @@ class EmbeddedGraph:
             self._runtime.load(path)
 
     # -- building -------------------------------------------------------------------------------
-    def add_node(self, labels: Sequence[str] = (), properties: Mapping[str, Any] | None = None) -> int:
+    def add_node(
+        self, labels: Sequence[str] = (), properties: Mapping[str, Any] | None = None
+    ) -> int:
         """Adds a vertex; returns its internal id. Property values must be Memgraph property values."""
         if isinstance(labels, str):
             labels = [labels]
         return self._store.add_vertex(labels, dict(properties or {}))
 
-    def add_edge(self, src: int, dst: int, edge_type: str, properties: Mapping[str, Any] | None = None) -> int:
+    def add_edge(
+        self, src: int, dst: int, edge_type: str, properties: Mapping[str, Any] | None = None
+    ) -> int:
         """Adds a directed edge ``src -[edge_type]-> dst``; returns its id."""
         return self._store.add_edge(src, dst, edge_type, dict(properties) if properties else None)
 
@@ -101,15 +106,25 @@ class EmbeddedGraph:
         """Internal ids of all nodes (with ``label`` if given), ascending."""
         return [i for i, ls in enumerate(self._store.labels) if label is None or label in ls]
 
-    def neighbours(self, node_id: int, edge_types: Sequence[str] | None = None, direction: str = "both") -> list[int]:
+    def neighbours(
+        self, node_id: int, edge_types: Sequence[str] | None = None, direction: str = "both"
+    ) -> list[int]:
         """Distinct neighbour ids along ``edge_types`` (None: all) and ``direction``, ascending."""
         self._check_node(node_id)
         s = self._store
         found = set()
         if direction in ("out", "both"):
-            found.update(s.edst[e] for e in s.out_edges[node_id] if edge_types is None or s.etype[e] in edge_types)
+            found.update(
+                s.edst[e]
+                for e in s.out_edges[node_id]
+                if edge_types is None or s.etype[e] in edge_types
+            )
         if direction in ("in", "both"):
-            found.update(s.esrc[e] for e in s.in_edges[node_id] if edge_types is None or s.etype[e] in edge_types)
+            found.update(
+                s.esrc[e]
+                for e in s.in_edges[node_id]
+                if edge_types is None or s.etype[e] in edge_types
+            )
         return sorted(found)
 
     @property
@@ -122,7 +137,9 @@ class EmbeddedGraph:
 
     def _check_node(self, node_id: int) -> None:
         if not isinstance(node_id, int) or not 0 <= node_id < len(self._store.labels):
-            raise IndexError(f"node_id: expected an id in 0..{len(self._store.labels) - 1}, got {node_id!r}")
+            raise IndexError(
+                f"node_id: expected an id in 0..{len(self._store.labels) - 1}, got {node_id!r}"
+            )
 
     # -- calling --------------------------------------------------------------------------------
     def call(self, procedure_name: str, *args: Any) -> list[dict[str, Any]]:
@@ -136,7 +153,11 @@ class EmbeddedGraph:
 
     def procedures(self) -> dict[str, str]:
         """Qualified name -> signature of every loaded procedure."""
-        return {p.qualified_name: p.signature() for m in self._runtime.modules.values() for p in m.procedures.values()}
+        return {
+            p.qualified_name: p.signature()
+            for m in self._runtime.modules.values()
+            for p in m.procedures.values()
+        }
 
     def request_abort(self, abort: bool = True) -> None:
         """Makes ``ctx.must_abort()`` true (Memgraph: the query was terminated or timed out)."""
@@ -153,7 +174,7 @@ class EmbeddedGraph:
         edge_type: str = "EDGE",
         node_properties: Mapping[str, Sequence[Any]] | None = None,
         modules: Iterable[str | os.PathLike[str]] | None = None,
-    ) -> "EmbeddedGraph":
+    ) -> EmbeddedGraph:
         """A graph of nodes ``0..N-1`` (labelled ``label``) and one ``edge_type`` edge per pair.
 
         ``edges`` is an iterable of ``(src, dst)`` ints or a text file of ``src dst`` lines (``#``
@@ -170,7 +191,9 @@ class EmbeddedGraph:
                         continue
                     parts = text.split()
                     if len(parts) < 2:
-                        raise ValueError(f"{os.fspath(edges)}:{lineno}: expected 'src dst', got {line.strip()!r}")
+                        raise ValueError(
+                            f"{os.fspath(edges)}:{lineno}: expected 'src dst', got {line.strip()!r}"
+                        )
                     try:
                         pair = (int(parts[0]), int(parts[1]))
                     except ValueError:
@@ -178,14 +201,18 @@ class EmbeddedGraph:
                             f"{os.fspath(edges)}:{lineno}: expected two integer node ids, got {line.strip()!r}"
                         ) from None
                     if min(pair) < 0:
-                        raise ValueError(f"{os.fspath(edges)}:{lineno}: expected node ids >= 0, got {line.strip()!r}")
+                        raise ValueError(
+                            f"{os.fspath(edges)}:{lineno}: expected node ids >= 0, got {line.strip()!r}"
+                        )
                     pairs.append(pair)
         else:
             pairs = [(int(a), int(b)) for a, b in edges]
         biggest = max((max(a, b) for a, b in pairs), default=-1)
         n = biggest + 1 if num_nodes is None else num_nodes
         if n <= biggest:
-            raise ValueError(f"num_nodes: expected > {biggest} (the largest id in edges), got {num_nodes}")
+            raise ValueError(
+                f"num_nodes: expected > {biggest} (the largest id in edges), got {num_nodes}"
+            )
         negative = next(((k, a, b) for k, (a, b) in enumerate(pairs) if a < 0 or b < 0), None)
         if negative is not None:
             k, a, b = negative
@@ -193,10 +220,14 @@ class EmbeddedGraph:
         node_properties = node_properties or {}
         for name, values in node_properties.items():
             if len(values) != n:
-                raise ValueError(f"node_properties[{name!r}]: expected {n} values (one per node), got {len(values)}")
+                raise ValueError(
+                    f"node_properties[{name!r}]: expected {n} values (one per node), got {len(values)}"
+                )
         g = cls(modules)
         for i in range(n):
-            g._store.add_vertex([label], {name: values[i] for name, values in node_properties.items()})
+            g._store.add_vertex(
+                [label], {name: values[i] for name, values in node_properties.items()}
+            )
         for a, b in pairs:
             g._store.add_edge(a, b, edge_type)
         return g

@@ -28,10 +28,10 @@ import importlib
 import importlib.util
 import itertools
 import logging
-import operator
 import pathlib
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from memgraph_tf.errors import MemgraphTfError
 
@@ -136,24 +136,38 @@ class Store:
         self.edst: list[int] = []
         self.eprops: list[dict[str, Any] | None] = []
 
-    def add_vertex(self, labels: Iterable[str] = (), properties: dict[str, Any] | None = None) -> int:
+    def add_vertex(
+        self, labels: Iterable[str] = (), properties: dict[str, Any] | None = None
+    ) -> int:
         vid = len(self.labels)
         self.labels.append(list(labels))
-        self.vprops.append({k: store_value(v, f"property {k!r}") for k, v in (properties or {}).items() if v is not None})
+        self.vprops.append(
+            {
+                k: store_value(v, f"property {k!r}")
+                for k, v in (properties or {}).items()
+                if v is not None
+            }
+        )
         self.out_edges.append([])
         self.in_edges.append([])
         return vid
 
-    def add_edge(self, src: int, dst: int, edge_type: str, properties: dict[str, Any] | None = None) -> int:
+    def add_edge(
+        self, src: int, dst: int, edge_type: str, properties: dict[str, Any] | None = None
+    ) -> int:
         for end, name in ((src, "src"), (dst, "dst")):
             if not isinstance(end, int) or not 0 <= end < len(self.labels):
-                raise IndexError(f"{name}: expected a vertex id in 0..{len(self.labels) - 1}, got {end!r}")
+                raise IndexError(
+                    f"{name}: expected a vertex id in 0..{len(self.labels) - 1}, got {end!r}"
+                )
         eid = len(self.etype)
         self.etype.append(edge_type)
         self.esrc.append(src)
         self.edst.append(dst)
         self.eprops.append(
-            {k: store_value(v, f"property {k!r}") for k, v in properties.items() if v is not None} if properties else None
+            {k: store_value(v, f"property {k!r}") for k, v in properties.items() if v is not None}
+            if properties
+            else None
         )
         self.out_edges[src].append(eid)
         self.in_edges[dst].append(eid)
@@ -188,26 +202,40 @@ def store_value(value: Any, where: str) -> Any:
             return _ScalarList(items)
         return tuple(items)
     if isinstance(value, dict):
-        return _map_of(value, lambda k, v: store_value(v, where), ValueConversionError,
-                       lambda k: f"{where}: expected map keys of type str, got {type(k).__name__}")
+        return _map_of(
+            value,
+            lambda k, v: store_value(v, where),
+            ValueConversionError,
+            lambda k: f"{where}: expected map keys of type str, got {type(k).__name__}",
+        )
     if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
         return value
-    raise ValueConversionError(f"{where}: Unsupported PyObject conversion of {type(value).__name__} to a property value")
+    raise ValueConversionError(
+        f"{where}: Unsupported PyObject conversion of {type(value).__name__} to a property value"
+    )
 
 
 _SCALARS = frozenset([bool, int, float, str, type(None)])
 
 
-def _int64(value: int, where: str, error: type[Exception],
-           template: str = "{where}: expected an int64, got {value!r} (out of range)") -> int:
+def _int64(
+    value: int,
+    where: str,
+    error: type[Exception],
+    template: str = "{where}: expected an int64, got {value!r} (out of range)",
+) -> int:
     """``value`` as a plain int, or ``error`` (``template`` filled in) when it does not fit in int64."""
     if not INT64_MIN <= value <= INT64_MAX:
         raise error(template.format(where=where, value=value))
     return int(value)
 
 
-def _map_of(value: dict[Any, Any], convert: Callable[[str, Any], Any], error: type[Exception],
-            message: Callable[[Any], str]) -> dict[str, Any]:
+def _map_of(
+    value: dict[Any, Any],
+    convert: Callable[[str, Any], Any],
+    error: type[Exception],
+    message: Callable[[Any], str],
+) -> dict[str, Any]:
     """``{k: convert(k, v)}``; raises ``error(message(k))`` for the first key that is not a str."""
     out = {}
     for k, v in value.items():
@@ -243,7 +271,9 @@ class CallContext:
     def __init__(self, store: Store, mutable: bool, must_abort: Callable[[], bool]) -> None:
         self.store = store
         # this call's handle classes: vertex(id) and edge(id) make handles in C
-        self.vertex = type("Vertex", (Vertex,), {"__slots__": (), "_ctx": self, "__new__": int.__new__})
+        self.vertex = type(
+            "Vertex", (Vertex,), {"__slots__": (), "_ctx": self, "__new__": int.__new__}
+        )
         self.edge = type("Edge", (Edge,), {"__slots__": (), "_ctx": self, "__new__": int.__new__})
         self.esrc = store.esrc  # the edges' ends, read once per edge by Edge.from_vertex/to_vertex
         self.edst = store.edst
@@ -265,7 +295,7 @@ class MgpIterable:
     walking the iterator costs no Python frame per item and keeps no handle alive; ``get`` finds
     the position from what is left of the keys and of the Nones."""
 
-    __slots__ = ("_keys", "_left", "_nones", "_make", "next")
+    __slots__ = ("_keys", "_left", "_make", "_nones", "next")
 
     def __init__(self, keys: list[Any], make: Callable[[Any], Any] | None = None) -> None:
         self._keys = keys
@@ -284,7 +314,9 @@ class MgpIterable:
 
 def _check_mutable(ctx: CallContext) -> None:
     if not ctx.mutable:
-        raise ImmutableObjectError("Cannot modify an immutable object (the procedure is a read procedure).")
+        raise ImmutableObjectError(
+            "Cannot modify an immutable object (the procedure is a read procedure)."
+        )
 
 
 class _HandleApi:
@@ -302,8 +334,12 @@ class _HandleApi:
         return self._ctx.mutable
 
     def __eq__(self, other: Any) -> bool:
-        return (isinstance(other, _HandleApi) and other._kind == self._kind and other._id == self._id
-                and other._ctx.store is self._ctx.store)
+        return (
+            isinstance(other, _HandleApi)
+            and other._kind == self._kind
+            and other._id == self._id
+            and other._ctx.store is self._ctx.store
+        )
 
     def __ne__(self, other: Any) -> bool:
         return not self == other
@@ -326,7 +362,7 @@ class _Handle(_HandleApi, int):
     _id = property(int.__int__)
     get_id = int.__int__
 
-    def __new__(cls, ctx: CallContext, handle_id: int) -> "_Handle":
+    def __new__(cls, ctx: CallContext, handle_id: int) -> _Handle:
         return (ctx.vertex if cls._kind == "v" else ctx.edge)(handle_id)
 
 
@@ -356,11 +392,15 @@ class Vertex(_Handle):
             self._ctx.store.labels[self._id].remove(name)
 
     def iter_properties(self) -> MgpIterable:
-        return MgpIterable([(k, load_value(v)) for k, v in self._ctx.store.vprops[self._id].items()])
+        return MgpIterable(
+            [(k, load_value(v)) for k, v in self._ctx.store.vprops[self._id].items()]
+        )
 
     def get_property(self, name: str) -> Any:
         value = self._ctx.store.vprops[self].get(name)
-        return list(value) if type(value) is _ScalarList else load_value(value)  # the common case inline
+        return (
+            list(value) if type(value) is _ScalarList else load_value(value)
+        )  # the common case inline
 
     def set_property(self, name: str, value: Any) -> None:
         _check_mutable(self._ctx)
@@ -404,14 +444,14 @@ class Edge(_Handle):
 
 
 class Path:
-    __slots__ = ("_vertices", "_edges")
+    __slots__ = ("_edges", "_vertices")
 
     def __init__(self, vertices: list[Vertex], edges: list[Edge]) -> None:
         self._vertices = vertices
         self._edges = edges
 
     @staticmethod
-    def make_with_start(vertex: Vertex) -> "Path":
+    def make_with_start(vertex: Vertex) -> Path:
         return Path([vertex], [])
 
     def is_valid(self) -> bool:
@@ -494,8 +534,14 @@ class _Logger:
     channel of its own beside this module's ``logger``. One method per ``mgp.Logger`` level
     (``trace`` logs at DEBUG), each taking the message text."""
 
-    _LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "critical": logging.CRITICAL,
-               "error": logging.ERROR, "trace": logging.DEBUG, "debug": logging.DEBUG}
+    _LEVELS = {
+        "info": logging.INFO,
+        "warning": logging.WARNING,
+        "critical": logging.CRITICAL,
+        "error": logging.ERROR,
+        "trace": logging.DEBUG,
+        "debug": logging.DEBUG,
+    }
 
     def __init__(self) -> None:
         self._log = logging.getLogger("memgraph_tf.embedded.module")
@@ -558,7 +604,9 @@ def type_string() -> CypherType:
 
 
 def type_int() -> CypherType:
-    return CypherType("INTEGER", lambda v: isinstance(v, int) and not isinstance(v, (bool, _Handle)))
+    return CypherType(
+        "INTEGER", lambda v: isinstance(v, int) and not isinstance(v, (bool, _Handle))
+    )
 
 
 def type_float() -> CypherType:
@@ -566,7 +614,9 @@ def type_float() -> CypherType:
 
 
 def type_number() -> CypherType:
-    return CypherType("NUMBER", lambda v: isinstance(v, (int, float)) and not isinstance(v, (bool, _Handle)))
+    return CypherType(
+        "NUMBER", lambda v: isinstance(v, (int, float)) and not isinstance(v, (bool, _Handle))
+    )
 
 
 def type_map() -> CypherType:
@@ -586,7 +636,9 @@ def type_path() -> CypherType:
 
 
 def type_date() -> CypherType:
-    return CypherType("DATE", lambda v: isinstance(v, datetime.date) and not isinstance(v, datetime.datetime))
+    return CypherType(
+        "DATE", lambda v: isinstance(v, datetime.date) and not isinstance(v, datetime.datetime)
+    )
 
 
 def type_local_time() -> CypherType:
@@ -622,7 +674,7 @@ def type_nullable(inner: CypherType) -> CypherType:
 class Proc:
     """A registered procedure: its Python wrapper, arguments and result fields."""
 
-    def __init__(self, module: "Module", func: Callable[..., Any], is_write: bool) -> None:
+    def __init__(self, module: Module, func: Callable[..., Any], is_write: bool) -> None:
         self.module = module
         self.func = func
         self.name = func.__name__
@@ -637,24 +689,32 @@ class Proc:
 
     def add_arg(self, name: str, cypher_type: CypherType) -> None:
         if self.opt_args:
-            raise LogicErrorError(f"{self.qualified_name}: required argument {name!r} after optional ones")
+            raise LogicErrorError(
+                f"{self.qualified_name}: required argument {name!r} after optional ones"
+            )
         self.args.append((name, cypher_type))
 
     def add_opt_arg(self, name: str, cypher_type: CypherType, default: Any) -> None:
         converted = to_cypher(default, f"default of argument {name!r}")
         if not cypher_type.satisfied_by(converted):
-            raise ValueConversionError(f"{self.qualified_name}: default of {name!r} does not satisfy {cypher_type}")
+            raise ValueConversionError(
+                f"{self.qualified_name}: default of {name!r} does not satisfy {cypher_type}"
+            )
         self.opt_args.append((name, cypher_type, converted))
 
     def add_result(self, name: str, cypher_type: CypherType) -> None:
         if name in self.results:
-            raise KeyAlreadyExistsError(f"{self.qualified_name}: result field {name!r} declared twice")
+            raise KeyAlreadyExistsError(
+                f"{self.qualified_name}: result field {name!r} declared twice"
+            )
         self.results[name] = cypher_type
 
     add_deprecated_result = add_result
 
     def signature(self) -> str:
-        args = [f"{n} :: {t}" for n, t in self.args] + [f"{n} = {d!r} :: {t}" for n, t, d in self.opt_args]
+        args = [f"{n} :: {t}" for n, t in self.args] + [
+            f"{n} = {d!r} :: {t}" for n, t, d in self.opt_args
+        ]
         res = [f"{n} :: {t}" for n, t in self.results.items()]
         return f"{self.qualified_name}({', '.join(args)}) :: ({', '.join(res)})"
 
@@ -668,15 +728,15 @@ class Module:
         self.functions: dict[str, Callable[..., Any]] = {}
 
     @staticmethod
-    def add_read_procedure(module: "Module", func: Callable[..., Any]) -> Proc:
+    def add_read_procedure(module: Module, func: Callable[..., Any]) -> Proc:
         return module._add(func, False)
 
     @staticmethod
-    def add_write_procedure(module: "Module", func: Callable[..., Any]) -> Proc:
+    def add_write_procedure(module: Module, func: Callable[..., Any]) -> Proc:
         return module._add(func, True)
 
     @staticmethod
-    def add_function(module: "Module", func: Callable[..., Any]) -> Proc:
+    def add_function(module: Module, func: Callable[..., Any]) -> Proc:
         proc = Proc(module, func, False)
         module.functions[proc.name] = func
         return proc
@@ -702,7 +762,7 @@ _MODULE: Module | None = None
 class NodeRef:
     """A node in a call's arguments or results (``Runtime.node(id)``); compares by graph and id."""
 
-    __slots__ = ("store", "id")
+    __slots__ = ("id", "store")
 
     def __init__(self, store: Store, node_id: int) -> None:
         self.store = store
@@ -740,8 +800,12 @@ def to_cypher(value: Any, where: str) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_cypher(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return _map_of(value, lambda k, v: to_cypher(v, f"{where}.{k}"), ArgumentTypeError,
-                       lambda k: f"{where}: expected map keys of type str, got {type(k).__name__} {k!r}")
+        return _map_of(
+            value,
+            lambda k, v: to_cypher(v, f"{where}.{k}"),
+            ArgumentTypeError,
+            lambda k: f"{where}: expected map keys of type str, got {type(k).__name__} {k!r}",
+        )
     if isinstance(value, (NodeRef, datetime.date, datetime.time, datetime.timedelta)):
         return value
     raise ArgumentTypeError(
@@ -771,14 +835,23 @@ def from_python(value: Any, where: str, store: Store) -> Any:
         # Memgraph hands strings over as C strings: everything after a NUL is lost.
         return str(value).split("\x00", 1)[0]
     if isinstance(value, int) and not isinstance(value, _Handle):  # a handle is no integer
-        return _int64(value, where, ResultConversionError, "{where}: int {value} does not fit in int64 (overflow)")
+        return _int64(
+            value,
+            where,
+            ResultConversionError,
+            "{where}: int {value} does not fit in int64 (overflow)",
+        )
     if isinstance(value, float):  # includes numpy.float64, a float subclass, as in Memgraph
         return float(value)
     if isinstance(value, (list, tuple)):
         return [from_python(v, f"{where}[{i}]", store) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return _map_of(value, lambda k, v: from_python(v, f"{where}.{k}", store), ResultConversionError,
-                       lambda k: f"{where}: map keys must be str, got {type(k).__name__}")
+        return _map_of(
+            value,
+            lambda k, v: from_python(v, f"{where}.{k}", store),
+            ResultConversionError,
+            lambda k: f"{where}: map keys must be str, got {type(k).__name__}",
+        )
     if _is_mgp(value, "Vertex"):
         return NodeRef(store, value._vertex.get_id())
     if _is_mgp(value, "Edge"):
@@ -856,8 +929,12 @@ class Runtime:
         module = self.modules.get(module_name)
         proc = module.procedures.get(proc_name) if module else None
         if proc is None:
-            known = sorted(p.qualified_name for m in self.modules.values() for p in m.procedures.values())
-            raise ProcedureNotFoundError(f"There is no procedure named '{name}' (known: {', '.join(known)})")
+            known = sorted(
+                p.qualified_name for m in self.modules.values() for p in m.procedures.values()
+            )
+            raise ProcedureNotFoundError(
+                f"There is no procedure named '{name}' (known: {', '.join(known)})"
+            )
         return proc
 
     def call(self, name: str, *args: Any) -> list[dict[str, Any]]:
@@ -866,7 +943,9 @@ class Runtime:
         lo, hi = len(proc.args), len(proc.args) + len(proc.opt_args)
         if not lo <= len(args) <= hi:
             expected = f"{lo}" if lo == hi else f"{lo} to {hi}"
-            raise ArgumentTypeError(f"{name}: expected {expected} arguments, got {len(args)} ({proc.signature()})")
+            raise ArgumentTypeError(
+                f"{name}: expected {expected} arguments, got {len(args)} ({proc.signature()})"
+            )
         mgp = activate()
         ctx = CallContext(self.store, proc.is_write, lambda: self.abort_requested)
         try:
@@ -919,7 +998,9 @@ class Runtime:
         rows = []
         for i, record in enumerate(items):
             if not isinstance(record, mgp.Record):
-                raise ResultConversionError(f"{name}: record {i}: expected an mgp.Record, got {type(record).__name__}")
+                raise ResultConversionError(
+                    f"{name}: record {i}: expected an mgp.Record, got {type(record).__name__}"
+                )
             row = {}
             for field, value in record.fields.items():
                 if field not in proc.results:
@@ -942,7 +1023,13 @@ class Runtime:
         return rows
 
 
-_SCALAR_TYPE_NAMES = ((bool, "BOOLEAN"), (int, "INTEGER"), (float, "FLOAT"), (str, "STRING"), (dict, "MAP"))
+_SCALAR_TYPE_NAMES = (
+    (bool, "BOOLEAN"),
+    (int, "INTEGER"),
+    (float, "FLOAT"),
+    (str, "STRING"),
+    (dict, "MAP"),
+)
 
 
 def _cypher_type_name(value: Any) -> str:

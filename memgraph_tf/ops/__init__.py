@@ -19,7 +19,8 @@ back as a ``tf.RaggedTensor``: ``[nrows, (ragged), ...]`` for a scalar blob and
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from memgraph_tf.lazy import lazy_attributes
 from memgraph_tf.ops._args import DTYPES, ENCODINGS, check_encoding, check_shapes, normalize_args
@@ -72,7 +73,8 @@ def unpack_blob(
     blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
     if blobs.shape.rank is not None and blobs.shape.rank > 1:
         raise ValueError(
-            f"blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape {blobs.shape}")
+            f"blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape {blobs.shape}"
+        )
     tf_dtypes = [tf.as_dtype(d) for d in blob_dtypes]  # blob dtype names are TF's names
     num_ragged = sum(ragged_flags)
     values, row_splits, batch_splits = module.memgraph_tf_unpack_blob(
@@ -88,8 +90,13 @@ def unpack_blob(
     return _assemble(blobs, values, row_splits, batch_splits, ragged_flags)
 
 
-def _assemble(blobs: Any, values: Sequence[Any], row_splits: Sequence[Any], batch_splits: Sequence[Any],
-              ragged_flags: Sequence[bool]) -> list[Any]:
+def _assemble(
+    blobs: Any,
+    values: Sequence[Any],
+    row_splits: Sequence[Any],
+    batch_splits: Sequence[Any],
+    ragged_flags: Sequence[bool],
+) -> list[Any]:
     import tensorflow as tf
 
     out = []
@@ -101,7 +108,9 @@ def _assemble(blobs: Any, values: Sequence[Any], row_splits: Sequence[Any], batc
             continue
         rows = tf.RaggedTensor.from_row_splits(values[i], row_splits[r], validate=False)
         if batched is None:
-            raise ValueError("blobs: expected a tensor of known rank (0 or 1) for ragged outputs, got unknown rank")
+            raise ValueError(
+                "blobs: expected a tensor of known rank (0 or 1) for ragged outputs, got unknown rank"
+            )
         if batched:
             rows = tf.RaggedTensor.from_row_splits(rows, batch_splits[r], validate=False)
         out.append(rows)
@@ -113,4 +122,5 @@ def _assemble(blobs: Any, values: Sequence[Any], row_splits: Sequence[Any], batc
 # results as :func:`unpack_blob` from stock TensorFlow ops only), imported on first access so that
 # ``import memgraph_tf.ops`` does not import TensorFlow.
 __getattr__, __dir__ = lazy_attributes(
-    __name__, {"unpack_blob_portable": "memgraph_tf.ops.portable"}, globals())
+    __name__, {"unpack_blob_portable": "memgraph_tf.ops.portable"}, globals()
+)

@@ -7,7 +7,8 @@ functions that need it).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 #: Accepted values of ``encoding``: the blobs' raw bytes, or base64url text as blobs leave Memgraph.
 ENCODINGS = ("raw", "base64")

@@ -109,16 +109,24 @@ def build_library(force: bool = False, cache_dir: str | os.PathLike[str] | None 
         logger.debug("op library cached at %s", target)
         return str(target)
     cxx = os.environ.get(ENV_CXX, "g++")
-    tried = [f"cache: no library at {target}" if not target.exists() else f"cache: rebuild forced ({target})"]
+    tried = [
+        f"cache: no library at {target}"
+        if not target.exists()
+        else f"cache: rebuild forced ({target})"
+    ]
     if shutil.which(cxx) is None:
         tried.append(f"compiler: {cxx!r} not found on PATH (set {ENV_CXX} to choose another)")
-        raise OpLibraryError(_failure("cannot build the op library", tried, "install g++ (apt-get install g++)"))
+        raise OpLibraryError(
+            _failure("cannot build the op library", tried, "install g++ (apt-get install g++)")
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         tried.append(f"cache dir: cannot create {target.parent}: {exc}")
         raise OpLibraryError(
-            _failure("cannot build the op library", tried, f"set {ENV_CACHE_DIR} to a writable folder")
+            _failure(
+                "cannot build the op library", tried, f"set {ENV_CACHE_DIR} to a writable folder"
+            )
         ) from exc
     compile_flags, link_flags = _flags()
     fd, tmp_name = tempfile.mkstemp(prefix=LIBRARY_NAME + ".", suffix=".tmp", dir=target.parent)
@@ -137,7 +145,9 @@ def build_library(force: bool = False, cache_dir: str | os.PathLike[str] | None 
     except subprocess.TimeoutExpired as exc:
         os.unlink(tmp_name)
         tried.append(f"compile: {' '.join(cmd)} timed out after {BUILD_TIMEOUT_S} s")
-        raise OpLibraryError(_failure("cannot build the op library", tried, "retry on a less busy machine")) from exc
+        raise OpLibraryError(
+            _failure("cannot build the op library", tried, "retry on a less busy machine")
+        ) from exc
     if proc.returncode != 0:
         os.unlink(tmp_name)
         output = (proc.stderr or proc.stdout or "").strip()
@@ -174,13 +184,20 @@ def _wrappers_for_registered_op(tf: Any, path: str) -> Any:
     op_def = op_def_registry.get(OP_NAME)
     if op_def is None:
         raise OpLibraryError(
-            _failure("cannot load the op library", [f"tf.load_op_library({path!r}) registered no {OP_NAME}"],
-                     f"rebuild it with `memgraph-tf build-ops --force` (or delete {pathlib.Path(path).parent})"))
-    logger.warning("%s was already registered by another copy of the op library; using that registration", OP_NAME)
+            _failure(
+                "cannot load the op library",
+                [f"tf.load_op_library({path!r}) registered no {OP_NAME}"],
+                f"rebuild it with `memgraph-tf build-ops --force` (or delete {pathlib.Path(path).parent})",
+            )
+        )
+    logger.warning(
+        "%s was already registered by another copy of the op library; using that registration",
+        OP_NAME,
+    )
     op_list = op_def_pb2.OpList()
     op_list.op.add().CopyFrom(op_def)
     namespace: dict[str, Any] = {}
-    exec(_pywrap_python_op_gen.GetPythonWrappers(op_list.SerializeToString()), namespace)  # noqa: S102
+    exec(_pywrap_python_op_gen.GetPythonWrappers(op_list.SerializeToString()), namespace)
     return types.SimpleNamespace(**{WRAPPER_NAME: namespace[WRAPPER_NAME]})
 
 

@@ -23,7 +23,8 @@ pipeline (:func:`memgraph_tf.client.pipeline.sample_dataset`).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -78,28 +79,55 @@ def decode_sample(
 
     fanouts = [int(f) for f in fanouts]
     if not (features or ids):
-        raise ValueError("features, ids: expected at least one of them true (the table rows are what is decoded), "
-                         "got both false")
-    all_sections = layout.sample_sections(fanouts, width, dtype, pad=pad, labels=labels, batch=None,
-                                          layout=layout_name)
+        raise ValueError(
+            "features, ids: expected at least one of them true (the table rows are what is decoded), "
+            "got both false"
+        )
+    all_sections = layout.sample_sections(
+        fanouts, width, dtype, pad=pad, labels=labels, batch=None, layout=layout_name
+    )
     fn = _unpacker(unpack)
     blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
     if layout_name == "dense":
-        wanted = [s for s in all_sections
-                  if (s.role == "features" and features) or s.role == "mask"
-                  or (s.role == "ids" and ids) or s.role == "labels"]
-        tensors = fn(blobs, [s.name for s in wanted], [s.dtype for s in wanted],
-                     shapes=[list(s.shape) for s in wanted], encoding=encoding)
+        wanted = [
+            s
+            for s in all_sections
+            if (s.role == "features" and features)
+            or s.role == "mask"
+            or (s.role == "ids" and ids)
+            or s.role == "labels"
+        ]
+        tensors = fn(
+            blobs,
+            [s.name for s in wanted],
+            [s.dtype for s in wanted],
+            shapes=[list(s.shape) for s in wanted],
+            encoding=encoding,
+        )
         return dict(zip([s.name for s in wanted], tensors))
     scalar = blobs.shape.rank == 0
     vec = tf.reshape(blobs, [1]) if scalar else blobs
     table_roles = ("table", "columns", "values") if features else ()
-    wanted = [s for s in all_sections
-              if s.role in ("index", "labels") + table_roles or (s.role == "table_ids" and ids)]
+    wanted = [
+        s
+        for s in all_sections
+        if s.role in ("index", "labels") + table_roles or (s.role == "table_ids" and ids)
+    ]
     names = [s.name for s in wanted]
     ragged = [n for n in layout.ragged_names(all_sections) if n in names]
-    decoded = dict(zip(names, fn(vec, names, [s.dtype for s in wanted], ragged=ragged,
-                                 shapes=[list(s.shape) for s in wanted], encoding=encoding)))
+    decoded = dict(
+        zip(
+            names,
+            fn(
+                vec,
+                names,
+                [s.dtype for s in wanted],
+                ragged=ragged,
+                shapes=[list(s.shape) for s in wanted],
+                encoding=encoding,
+            ),
+        )
+    )
     out = _gather_layout(decoded, fanouts, width, dtype, layout_name, pad, features, ids)
     if labels:
         out[layout.LABELS] = decoded[layout.LABELS]
@@ -132,7 +160,9 @@ def _check(ok: Any, *message: Any) -> Any:
     false; the message carries no quote characters (``Assert`` escapes them)."""
     import tensorflow as tf
 
-    parts = [p if isinstance(p, str) else tf.strings.as_string(tf.cast(p, tf.int64)) for p in message]
+    parts = [
+        p if isinstance(p, str) else tf.strings.as_string(tf.cast(p, tf.int64)) for p in message
+    ]
     return tf.debugging.Assert(ok, [tf.strings.join(["memgraph_tf layout: "] + parts)])
 
 
@@ -152,8 +182,16 @@ def _pick(values: Any, at: Any) -> Any:
     return tf.gather(tf.concat([values, tf.zeros([1], values.dtype)], 0), at)
 
 
-def _gather_layout(decoded: dict[str, Any], fanouts: list[int], width: int, dtype: str, layout_name: str,
-                   pad: bool, features: bool, ids: bool) -> dict[str, Any]:
+def _gather_layout(
+    decoded: dict[str, Any],
+    fanouts: list[int],
+    width: int,
+    dtype: str,
+    layout_name: str,
+    pad: bool,
+    features: bool,
+    ids: bool,
+) -> dict[str, Any]:
     import tensorflow as tf
 
     hops = len(fanouts)
@@ -174,21 +212,41 @@ def _gather_layout(decoded: dict[str, Any], fanouts: list[int], width: int, dtyp
         _, vnnz = _one_row_spans(vals)
         bad = tf.not_equal(nnz, vnnz)
         b = _first_bad_blob(bad)
-        checks.append(_check(tf.logical_not(tf.reduce_any(bad)), "blob ", b, f" section {layout.TABLE_VALUES}: "
-                             f"expected as many values as {layout.TABLE_COLUMNS} has columns, ", _pick(nnz, b),
-                             ", got ", _pick(vnnz, b)))
+        checks.append(
+            _check(
+                tf.logical_not(tf.reduce_any(bad)),
+                "blob ",
+                b,
+                f" section {layout.TABLE_VALUES}: "
+                f"expected as many values as {layout.TABLE_COLUMNS} has columns, ",
+                _pick(nnz, b),
+                ", got ",
+                _pick(vnnz, b),
+            )
+        )
         column = cols.flat_values
         row = cols.values.value_rowids()  # the global table row of every entry
         same_row = tf.equal(row[1:], row[:-1])
         bad_col = (column < 0) | (column >= width)
         bad_order = tf.concat([[False], same_row & (column[1:] <= column[:-1])], 0)
         entry_blob = tf.searchsorted(cols.row_splits, row, side="right") - 1
-        for what, mask in (("columns in 0..d-1", bad_col), ("columns increasing within a row", bad_order)):
+        for what, mask in (
+            ("columns in 0..d-1", bad_col),
+            ("columns increasing within a row", bad_order),
+        ):
             at = _first_bad_blob(mask)
             blob_at = _pick(entry_blob, at)
-            checks.append(_check(tf.logical_not(tf.reduce_any(mask)), "blob ", blob_at,
-                                 f" section {layout.TABLE_COLUMNS}: expected {what} (d = {width}), got ",
-                                 _pick(column, at), " in table row ", _pick(row, at) - _pick(starts, blob_at)))
+            checks.append(
+                _check(
+                    tf.logical_not(tf.reduce_any(mask)),
+                    "blob ",
+                    blob_at,
+                    f" section {layout.TABLE_COLUMNS}: expected {what} (d = {width}), got ",
+                    _pick(column, at),
+                    " in table row ",
+                    _pick(row, at) - _pick(starts, blob_at),
+                )
+            )
         with tf.control_dependencies(checks):
             indices = tf.stack([row, tf.cast(column, tf.int64)], axis=1)
             dense = tf.scatter_nd(indices, vals.flat_values, tf.stack([table.rows + 1, width]))
@@ -202,9 +260,17 @@ def _gather_layout(decoded: dict[str, Any], fanouts: list[int], width: int, dtyp
         else:
             bad = tf.not_equal(id_sizes, table.sizes)
             b = _first_bad_blob(bad)
-            checks.append(_check(tf.logical_not(tf.reduce_any(bad)), "blob ", b, f" section {layout.TABLE_IDS}: "
-                                 "expected one id per table row, ", _pick(table.sizes, b), ", got ",
-                                 _pick(id_sizes, b)))
+            checks.append(
+                _check(
+                    tf.logical_not(tf.reduce_any(bad)),
+                    "blob ",
+                    b,
+                    f" section {layout.TABLE_IDS}: expected one id per table row, ",
+                    _pick(table.sizes, b),
+                    ", got ",
+                    _pick(id_sizes, b),
+                )
+            )
     out: dict[str, Any] = {}
     for h in range(hops + 1):
         name = layout.index_name(h)
@@ -216,8 +282,15 @@ def _gather_layout(decoded: dict[str, Any], fanouts: list[int], width: int, dtyp
         row_b = tf.gather(flat, tf.minimum(b, tf.shape(flat, out_type=tf.int64)[0] - 1))
         bad_b = tf.gather(bad, tf.minimum(b, tf.shape(bad, out_type=tf.int64)[0] - 1))
         got = _pick(row_b, _first_bad_blob(bad_b))
-        check = _check(tf.logical_not(tf.reduce_any(bad_blob)), "blob ", b, f" section {name}: expected table "
-                       "rows -1..u-1 (u = ", _pick(table.sizes, b), "), got ", got)
+        check = _check(
+            tf.logical_not(tf.reduce_any(bad_blob)),
+            "blob ",
+            b,
+            f" section {name}: expected table rows -1..u-1 (u = ",
+            _pick(table.sizes, b),
+            "), got ",
+            got,
+        )
         with tf.control_dependencies([check] + checks):
             extra = [1] * (index.shape.rank - 1)
             shifted = index + tf.reshape(table.starts, [-1] + extra)
@@ -232,8 +305,14 @@ def _gather_layout(decoded: dict[str, Any], fanouts: list[int], width: int, dtyp
     return out
 
 
-def zero_node_blob(fanouts: Sequence[int], width: int, dtype: str = "float32", *, layout_name: str = "dense",
-                   pad: bool = True) -> bytes:
+def zero_node_blob(
+    fanouts: Sequence[int],
+    width: int,
+    dtype: str = "float32",
+    *,
+    layout_name: str = "dense",
+    pad: bool = True,
+) -> bytes:
     """The blob ``sample_per_node`` would write, in ``layout_name``, for a node with key 0, zero
     features and no neighbours (every neighbour slot padded, or with ``pad`` false resampled from
     the node itself): a valid input for warmup requests.

@@ -29,7 +29,8 @@ How it works (all vectorized over the blobs of a batch, no Python loop over data
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -41,13 +42,21 @@ _BIG = np.int64(2**62)
 _DT_CODE = {"bool": 1, "int32": 2, "int64": 3, "float32": 4, "float64": 5, "string": 6}
 _DT_NAMES = ["?", "bool", "int32", "int64", "float32", "float64", "string", "?"]
 _SIZES = [0, 1, 4, 8, 4, 8, 0, 0]
-_TF = {"bool": tf.bool, "int32": tf.int32, "int64": tf.int64, "float32": tf.float32,
-       "float64": tf.float64, "string": tf.string}
+_TF = {
+    "bool": tf.bool,
+    "int32": tf.int32,
+    "int64": tf.int64,
+    "float32": tf.float32,
+    "float64": tf.float64,
+    "string": tf.string,
+}
 _NAME_OK = [
     (65 <= b <= 90) or (97 <= b <= 122) or (48 <= b <= 57) or b in b"_.-:/" for b in range(256)
 ]
 _HEX = [f"0x{b:02x}" for b in range(256)]
-_ESC = [chr(b) if 0x20 <= b <= 0x7E and b not in (0x5C, 0x27) else f"\\x{b:02x}" for b in range(256)]
+_ESC = [
+    chr(b) if 0x20 <= b <= 0x7E and b not in (0x5C, 0x27) else f"\\x{b:02x}" for b in range(256)
+]
 
 
 def _I(v: int) -> tf.Tensor:
@@ -80,8 +89,9 @@ def _u65(a: Any, b: Any) -> tf.Tensor:
     bump = lo_part >= ten10
     hi_part = tf.where(bump, hi_part + 1, hi_part)
     lo_part = tf.where(bump, lo_part - ten10, lo_part)
-    wide = tf.strings.join([tf.strings.as_string(hi_part),
-                            tf.strings.as_string(lo_part, width=10, fill="0")])
+    wide = tf.strings.join(
+        [tf.strings.as_string(hi_part), tf.strings.as_string(lo_part, width=10, fill="0")]
+    )
     return tf.where(carry, wide, tf.strings.as_string(lo))
 
 
@@ -148,7 +158,9 @@ class _Blobs:
     # ---- header, rules 1-10 ---------------------------------------------------------------
     def _header(self) -> None:
         k = tf.range(32, dtype=tf.int64)[None, :]
-        head8 = tf.where(k < self.L[:, None], self.bytes_at(self.base[:, None] + k), tf.constant(0, tf.uint8))
+        head8 = tf.where(
+            k < self.L[:, None], self.bytes_at(self.base[:, None] + k), tf.constant(0, tf.uint8)
+        )
         h = _i64(head8)
         self.magic = head8[:, :4]
         self.version = h[:, 4] + h[:, 5] * 256
@@ -162,7 +174,9 @@ class _Blobs:
         L = self.L
         rules = [
             L < 32,
-            tf.logical_not(tf.reduce_all(tf.equal(self.magic, tf.constant([77, 71, 84, 70], tf.uint8)), -1)),
+            tf.logical_not(
+                tf.reduce_all(tf.equal(self.magic, tf.constant([77, 71, 84, 70], tf.uint8)), -1)
+            ),
             tf.not_equal(self.version, 1),
             tf.not_equal(self.flags, 0),
             self.count > 1024,
@@ -214,8 +228,11 @@ class _Blobs:
         self.j15, self.j16 = _first(bad15), _first(bad16)
         # Rule 17: an earlier entry of the same blob with the same 40 name bytes (exact: UniqueV2
         # over the rows [blob, name words]).
-        _, group = tf.raw_ops.UniqueV2(x=tf.concat([seg[:, None], self.name_words], 1),
-                                       axis=tf.constant([0], tf.int64), out_idx=tf.int64)
+        _, group = tf.raw_ops.UniqueV2(
+            x=tf.concat([seg[:, None], self.name_words], 1),
+            axis=tf.constant([0], tf.int64),
+            out_idx=tf.int64,
+        )
         position = tf.range(self.E, dtype=tf.int64)
         first_seen = tf.math.unsorted_segment_min(position, group, tf.maximum(self.E, 1))
         r17 = tf.gather(first_seen, group) < position
@@ -234,8 +251,11 @@ class _Blobs:
         self.size = tf.gather(tf.constant(_SIZES, tf.int64), tf.clip_by_value(self.dtype, 0, 7))
         self.is_str = tf.equal(self.dtype, 6)
         self.min_len = 8 * (self.n + 1)
-        r22 = tf.where(self.is_str, (self.p_len >= 0) & (self.p_len < self.min_len),
-                       tf.not_equal(self.p_len, self.n * self.size))
+        r22 = tf.where(
+            self.is_str,
+            (self.p_len >= 0) & (self.p_len < self.min_len),
+            tf.not_equal(self.p_len, self.n * self.size),
+        )
         r23 = (self.p_len < 0) | (self.p_len > L - self.p_off)
         self.end = self.p_off + self.p_len
         pad_end = tf.minimum(_align8(self.end), L)
@@ -243,9 +263,25 @@ class _Blobs:
         self.pbytes = self.bytes_at(ebase[:, None] + pidx)
         bad24 = (pidx < pad_end[:, None]) & tf.not_equal(self.pbytes, 0)
         self.t24 = _first(bad24)
-        early = tf.stack([r11, r12, r13, r14, tf.reduce_any(bad15, -1), tf.reduce_any(bad16, -1), r17,
-                          tf.reduce_any(bad18, -1), tf.reduce_any(bad19, -1), r20, r21, r22, r23,
-                          tf.reduce_any(bad24, -1)], -1)
+        early = tf.stack(
+            [
+                r11,
+                r12,
+                r13,
+                r14,
+                tf.reduce_any(bad15, -1),
+                tf.reduce_any(bad16, -1),
+                r17,
+                tf.reduce_any(bad18, -1),
+                tf.reduce_any(bad19, -1),
+                r20,
+                r21,
+                r22,
+                r23,
+                tf.reduce_any(bad24, -1),
+            ],
+            -1,
+        )
         early_any = tf.reduce_any(early, -1)
         early_code = _first(early) + 11
         first_early = tf.math.unsorted_segment_min(tf.where(early_any, local, _BIG), seg, B)
@@ -255,14 +291,21 @@ class _Blobs:
         self._strings(ebase)
         late = tf.where(self.elig & self.r25, _I(25), tf.where(self.elig & self.r26, _I(26), _I(0)))
         self.sec_code = tf.where(early_any, early_code, late)
-        self.first_sec = tf.minimum(tf.math.unsorted_segment_min(
-            tf.where(tf.not_equal(self.sec_code, 0), local, _BIG), seg, B), _BIG)
+        self.first_sec = tf.minimum(
+            tf.math.unsorted_segment_min(
+                tf.where(tf.not_equal(self.sec_code, 0), local, _BIG), seg, B
+            ),
+            _BIG,
+        )
         sec_fail = self.first_sec < _BIG
         self.end_total = self.table_end + tf.math.unsorted_segment_sum(aligned, seg, B)
         r27 = tf.not_equal(self.end_total, self.total)
         self.fail_entry = self.row_starts + tf.where(sec_fail, self.first_sec, 0)
-        code = tf.where(tf.not_equal(self.header_code, 0), self.header_code,
-                        tf.where(sec_fail, _at(self.sec_code, self.fail_entry), tf.where(r27, _I(27), _I(0))))
+        code = tf.where(
+            tf.not_equal(self.header_code, 0),
+            self.header_code,
+            tf.where(sec_fail, _at(self.sec_code, self.fail_entry), tf.where(r27, _I(27), _I(0))),
+        )
         self.code = code
 
     def _ranges(self, mask: tf.Tensor, start: tf.Tensor, length: tf.Tensor):
@@ -280,7 +323,9 @@ class _Blobs:
             first = tf.math.unsorted_segment_min(tf.where(vals > 1, local, _BIG), entry, self.E)
             return tf.minimum(first, _BIG)
 
-        self.pos25 = tf.cond(tf.reduce_any(mask), scan, lambda: tf.fill(tf.reshape(self.E, [1]), _BIG))
+        self.pos25 = tf.cond(
+            tf.reduce_any(mask), scan, lambda: tf.fill(tf.reshape(self.E, [1]), _BIG)
+        )
         self.r25 = self.pos25 < _BIG
 
     def _strings(self, ebase: tf.Tensor) -> None:
@@ -294,11 +339,14 @@ class _Blobs:
             prev = self.u64_at(pos - 8)
             dl = tf.gather(self.data_len, entry)
             bad = (tf.equal(j, 0) & tf.not_equal(v, 0)) | (
-                (j > 0) & ((v < 0) | (v < prev) | (v > dl)))
+                (j > 0) & ((v < 0) | (v < prev) | (v > dl))
+            )
             first = tf.math.unsorted_segment_min(tf.where(bad, j, _BIG), entry, self.E)
             return tf.minimum(first, _BIG)
 
-        self.j26 = tf.cond(tf.reduce_any(mask), scan, lambda: tf.fill(tf.reshape(self.E, [1]), _BIG))
+        self.j26 = tf.cond(
+            tf.reduce_any(mask), scan, lambda: tf.fill(tf.reshape(self.E, [1]), _BIG)
+        )
         self.last26 = self.u64_at(ebase + self.p_off + 8 * self.n)
         self.r26 = mask & ((self.j26 < _BIG) | tf.not_equal(self.last26, self.data_len))
 
@@ -347,7 +395,9 @@ class _Blobs:
         prev26 = self.word_at(b, p_off + 8 * tf.maximum(jj - 1, 0))
         kind_a = tf.equal(j26f, 0)  # offsets[0] != 0
         kind_b = (j26f > 0) & (j26f < _BIG)  # offsets[j] outside [offsets[j-1], data length]
-        lo26 = tf.where(kind_a, _I(0), tf.where(kind_b, prev26, dl))  # else: offsets[n] != data length
+        lo26 = tf.where(
+            kind_a, _I(0), tf.where(kind_b, prev26, dl)
+        )  # else: offsets[n] != data length
         hi26 = tf.where(kind_a, _I(0), dl)
         exp22 = tf.where(f(self.is_str), _join(">= ", _s(f(self.min_len))), _s(n * f(self.size)))
         esc = tf.strings.reduce_join(tf.gather(tf.constant(_ESC), tf.cast(self.magic[b], tf.int32)))
@@ -361,39 +411,122 @@ class _Blobs:
             _join("flags: expected 0, got ", _s(self.flags[b]), " at offset 6"),
             _join("section_count: expected <= 1024, got ", _s(count), " at offset 8"),
             _join("reserved0: expected 0, got ", _s(self.res0[b]), " at offset 12"),
-            _join("total_length: expected ", _s(L), " (the blob's size), got ", _u(total), " at offset 16"),
+            _join(
+                "total_length: expected ",
+                _s(L),
+                " (the blob's size), got ",
+                _u(total),
+                " at offset 16",
+            ),
             _join("total_length: expected <= 2147483647, got ", _u(total), " at offset 16"),
             _join("reserved1: expected 0, got ", _u(self.res1[b]), " at offset 24"),
-            _join("section table: expected at least ", _s(self.table_end[b]), " bytes for ", _s(count),
-                  " sections, got ", _s(L), " at offset 32"),
+            _join(
+                "section table: expected at least ",
+                _s(self.table_end[b]),
+                " bytes for ",
+                _s(count),
+                " sections, got ",
+                _s(L),
+                " at offset 32",
+            ),
             _join(sec, " dtype: expected 1..6, got ", _s(f(self.dtype)), " at offset ", _s(e)),
             _join(sec, " rank: expected <= 8, got ", _s(f(self.rank)), " at offset ", _s(e + 1)),
-            _join(sec, " name_length: expected 1..40, got ", _s(f(self.nlen)), " at offset ", _s(e + 2)),
+            _join(
+                sec,
+                " name_length: expected 1..40, got ",
+                _s(f(self.nlen)),
+                " at offset ",
+                _s(e + 2),
+            ),
             _join(sec, " reserved: expected 0, got ", _s(f(self.resv)), " at offset ", _s(e + 4)),
-            _join(sec, " name: expected [A-Za-z0-9_.:/-], got byte ",
-                  tf.gather(hexb, tf.cast(tf.gather(nb, tf.minimum(j15, 39)), tf.int32)),
-                  " at offset ", _s(e + 88 + j15)),
-            _join(sec, " name padding: expected 0, got byte ",
-                  tf.gather(hexb, tf.cast(tf.gather(nb, tf.minimum(j16, 39)), tf.int32)),
-                  " at offset ", _s(e + 88 + j16)),
+            _join(
+                sec,
+                " name: expected [A-Za-z0-9_.:/-], got byte ",
+                tf.gather(hexb, tf.cast(tf.gather(nb, tf.minimum(j15, 39)), tf.int32)),
+                " at offset ",
+                _s(e + 88 + j15),
+            ),
+            _join(
+                sec,
+                " name padding: expected 0, got byte ",
+                tf.gather(hexb, tf.cast(tf.gather(nb, tf.minimum(j16, 39)), tf.int32)),
+                " at offset ",
+                _s(e + 88 + j16),
+            ),
             _join(where, " name: expected a unique name, got a duplicate at offset ", _s(e + 88)),
-            _join(where, " dims[", _s(k18), "]: expected 0..2147483647, got ", _s(d18), " at offset ",
-                  _s(e + 24 + 8 * k18)),
-            _join(where, " dims[", _s(k19), "]: expected 0 (unused), got ", _s(d19), " at offset ",
-                  _s(e + 24 + 8 * k19)),
-            _join(where, " payload_offset: expected ", _s(f(self.expected_off)), ", got ", _u(p_off),
-                  " at offset ", _s(e + 8)),
+            _join(
+                where,
+                " dims[",
+                _s(k18),
+                "]: expected 0..2147483647, got ",
+                _s(d18),
+                " at offset ",
+                _s(e + 24 + 8 * k18),
+            ),
+            _join(
+                where,
+                " dims[",
+                _s(k19),
+                "]: expected 0 (unused), got ",
+                _s(d19),
+                " at offset ",
+                _s(e + 24 + 8 * k19),
+            ),
+            _join(
+                where,
+                " payload_offset: expected ",
+                _s(f(self.expected_off)),
+                ", got ",
+                _u(p_off),
+                " at offset ",
+                _s(e + 8),
+            ),
             _join(where, " dims: expected <= 2147483647 elements, got more at offset ", _s(e + 24)),
-            _join(where, " payload_length: expected ", exp22, ", got ", _u(p_len), " at offset ",
-                  _s(e + 16)),
-            _join(where, " payload: expected to end by ", _s(L), ", got end ", _u65(p_off, p_len),
-                  " at offset ", _s(e + 16)),
-            _join("padding: expected 0, got byte ", tf.gather(hexb, tf.cast(pb24, tf.int32)),
-                  " at offset ", _s(end + t24)),
+            _join(
+                where,
+                " payload_length: expected ",
+                exp22,
+                ", got ",
+                _u(p_len),
+                " at offset ",
+                _s(e + 16),
+            ),
+            _join(
+                where,
+                " payload: expected to end by ",
+                _s(L),
+                ", got end ",
+                _u65(p_off, p_len),
+                " at offset ",
+                _s(e + 16),
+            ),
+            _join(
+                "padding: expected 0, got byte ",
+                tf.gather(hexb, tf.cast(pb24, tf.int32)),
+                " at offset ",
+                _s(end + t24),
+            ),
             _join(where, " bool: expected 0 or 1, got ", _s(v25), " at offset ", _s(pos25)),
-            _join(where, " offsets[", _s(jj), "]: expected ", _s(lo26), "..", _s(hi26), ", got ",
-                  _u(v26), " at offset ", _s(p_off + 8 * jj)),
-            _join("total_length: expected ", _s(self.end_total[b]), ", got ", _u(total), " at offset 16"),
+            _join(
+                where,
+                " offsets[",
+                _s(jj),
+                "]: expected ",
+                _s(lo26),
+                "..",
+                _s(hi26),
+                ", got ",
+                _u(v26),
+                " at offset ",
+                _s(p_off + 8 * jj),
+            ),
+            _join(
+                "total_length: expected ",
+                _s(self.end_total[b]),
+                ", got ",
+                _u(total),
+                " at offset 16",
+            ),
         ]
         return tf.gather(tf.stack(msgs), tf.clip_by_value(self.code[b] - 1, 0, len(msgs) - 1))
 
@@ -410,8 +543,16 @@ def _raise_if(bad: tf.Tensor, message_fn) -> tf.Tensor:
 class _Lookup:
     """Per requested name: the section index in each blob and the lookup/ragged/shape checks."""
 
-    def __init__(self, p: _Blobs, name: str, dtype: str, ragged: bool, shape: Any, batched: bool,
-                 dep: tf.Tensor):
+    def __init__(
+        self,
+        p: _Blobs,
+        name: str,
+        dtype: str,
+        ragged: bool,
+        shape: Any,
+        batched: bool,
+        dep: tf.Tensor,
+    ):
         self.p, self.name, self.dtype, self.ragged, self.batched = p, name, dtype, ragged, batched
         self.si, found = self._find(name)  # per blob: the entry index, whether found
         f = lambda t: _at(t, self.si)  # noqa: E731
@@ -423,7 +564,9 @@ class _Lookup:
             g = lambda t: _at(t, self.ri)  # noqa: E731
             self.rdtype, self.rrank, self.rdims = g(p.dtype), g(p.rank), g(p.dims)
             self.r_off, self.rentry = g(p.p_off), g(p.entry)
-            bad_kind = tf.not_equal(self.rdtype, 3) | tf.not_equal(self.rrank, 1) | (self.rdims[:, 0] < 1)
+            bad_kind = (
+                tf.not_equal(self.rdtype, 3) | tf.not_equal(self.rrank, 1) | (self.rdims[:, 0] < 1)
+            )
             self.nvalues = self.dims[:, 0]
             ok_so_far = found & rfound & tf.logical_not(bad_kind)
             # Bounded by the blob's size even if the format check had not run (``dep`` is the
@@ -438,7 +581,9 @@ class _Lookup:
             prev = p.u64_at(pos - 8)
             nv = tf.gather(self.nvalues, seg)
             bad = (tf.equal(j, 0) & tf.not_equal(v, 0)) | ((j > 0) & ((v < prev) | (v > nv)))
-            self.jbad = tf.minimum(tf.math.unsorted_segment_min(tf.where(bad, j, _BIG), seg, p.B), _BIG)
+            self.jbad = tf.minimum(
+                tf.math.unsorted_segment_min(tf.where(bad, j, _BIG), seg, p.B), _BIG
+            )
             self.split_values, self.split_seg, self.split_j = v, seg, j
             self.last = p.word_at(tf.range(p.B, dtype=tf.int64), self.r_off + 8 * (rows - 1))
             codes += [
@@ -464,7 +609,8 @@ class _Lookup:
         begin = 1 if ragged else 0
         if batched:
             diff = tf.not_equal(self.rank, self.rank[:1]) | tf.reduce_any(
-                tf.not_equal(self.dims[:, begin:], self.dims[0:1, begin:]), -1)
+                tf.not_equal(self.dims[:, begin:], self.dims[0:1, begin:]), -1
+            )
             codes.append(diff)
         else:
             codes.append(tf.zeros_like(found))
@@ -500,8 +646,13 @@ class _Lookup:
 
         msgs = [
             _join(sq, f": expected a section named '{q}', got none (present: ", present, ")"),
-            _join(sq, f": expected dtype {self.dtype}, got ",
-                  tf.gather(dt_names, tf.clip_by_value(self.sdtype[b], 0, 7)), " at offset ", _s(self.entry[b])),
+            _join(
+                sq,
+                f": expected dtype {self.dtype}, got ",
+                tf.gather(dt_names, tf.clip_by_value(self.sdtype[b], 0, 7)),
+                " at offset ",
+                _s(self.entry[b]),
+            ),
         ]
         if self.ragged:
             jb = self.jbad[b]
@@ -510,29 +661,72 @@ class _Lookup:
             vprev = p.word_at(b, self.r_off[b] + 8 * tf.maximum(tf.minimum(jb, rows) - 1, 0))
             nv = _s(self.nvalues[b])
             msgs += [
-                tf.constant(f"{rq}: expected an int64 row-splits section for ragged '{q}', got none"),
-                _join(rq, ": expected int64 rank 1 with >= 1 element, got ",
-                      tf.gather(dt_names, tf.clip_by_value(self.rdtype[b], 0, 7)), " rank ", _s(self.rrank[b]),
-                      " at offset ", _s(self.rentry[b])),
-                _join(sq, ": expected rank >= 1 for ragged values, got 0 at offset ", _s(self.entry[b] + 1)),
+                tf.constant(
+                    f"{rq}: expected an int64 row-splits section for ragged '{q}', got none"
+                ),
+                _join(
+                    rq,
+                    ": expected int64 rank 1 with >= 1 element, got ",
+                    tf.gather(dt_names, tf.clip_by_value(self.rdtype[b], 0, 7)),
+                    " rank ",
+                    _s(self.rrank[b]),
+                    " at offset ",
+                    _s(self.rentry[b]),
+                ),
+                _join(
+                    sq,
+                    ": expected rank >= 1 for ragged values, got 0 at offset ",
+                    _s(self.entry[b] + 1),
+                ),
                 _join(rq, " [0]: expected 0..0, got ", _s(vj), " at offset ", _s(self.r_off[b])),
-                _join(rq, " [", _s(jb), "]: expected ", _s(vprev), "..", nv, ", got ", _s(vj), " at offset ",
-                      _s(self.r_off[b] + 8 * jb)),
-                _join(rq, " [", _s(rows - 1), "]: expected ", nv, "..", nv, ", got ", _s(self.last[b]),
-                      " at offset ", _s(self.r_off[b] + 8 * (rows - 1))),
+                _join(
+                    rq,
+                    " [",
+                    _s(jb),
+                    "]: expected ",
+                    _s(vprev),
+                    "..",
+                    nv,
+                    ", got ",
+                    _s(vj),
+                    " at offset ",
+                    _s(self.r_off[b] + 8 * jb),
+                ),
+                _join(
+                    rq,
+                    " [",
+                    _s(rows - 1),
+                    "]: expected ",
+                    nv,
+                    "..",
+                    nv,
+                    ", got ",
+                    _s(self.last[b]),
+                    " at offset ",
+                    _s(self.r_off[b] + 8 * (rows - 1)),
+                ),
             ]
         else:
             msgs += [tf.constant("")] * 6
         got = shape_text(self.dims[b], self.rank[b], 0)
         if self.shape is not None and self.shape.rank is not None:
             want = "[" + ",".join("?" if d is None else str(d) for d in self.shape.as_list()) + "]"
-            msgs.append(_join(prefix, f" section '{q}': expected shape {want} (the shapes attr), got ", got))
+            msgs.append(
+                _join(prefix, f" section '{q}': expected shape {want} (the shapes attr), got ", got)
+            )
         else:
             msgs.append(tf.constant(""))
         begin = 1 if self.ragged else 0
-        msgs.append(_join(prefix, f" section '{q}': expected shape ",
-                          shape_text(self.dims[0], self.rank[0], begin), ", got ",
-                          shape_text(self.dims[b], self.rank[b], begin), " (as blob 0)"))
+        msgs.append(
+            _join(
+                prefix,
+                f" section '{q}': expected shape ",
+                shape_text(self.dims[0], self.rank[0], begin),
+                ", got ",
+                shape_text(self.dims[b], self.rank[b], begin),
+                " (as blob 0)",
+            )
+        )
         msg = tf.gather(tf.stack(msgs), tf.clip_by_value(self.code[b] - 1, 0, len(msgs) - 1))
         # Reader errors are "blob b: <message>"; shape errors already start with "blob b section".
         return tf.where(self.code[b] >= 9, msg, _join(prefix, ": ", msg))
@@ -550,13 +744,16 @@ def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single:
         start = p.base + p_off
         rr = tf.ragged.range(count + 1)
         offs = tf.RaggedTensor.from_row_lengths(
-            p.u64_at(tf.gather(start, rr.value_rowids()) + 8 * rr.flat_values), count + 1)
+            p.u64_at(tf.gather(start, rr.value_rowids()) + 8 * rr.flat_values), count + 1
+        )
         starts = offs[:, :-1]
         lengths = (offs[:, 1:] - starts).flat_values
         data0 = start + 8 * (count + 1)
         abs_starts = (starts + data0[:, None]).flat_values
         idx = tf.ragged.range(abs_starts, abs_starts + lengths).flat_values
-        chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(p.bytes_at(idx), tf.int32))
+        chars = tf.gather(
+            tf.constant([bytes([i]) for i in range(256)]), tf.cast(p.bytes_at(idx), tf.int32)
+        )
         return tf.strings.reduce_join(tf.RaggedTensor.from_row_lengths(chars, lengths), axis=1)
     size = _SIZES[_DT_CODE[dtype]]
     if single and sys.byteorder == "little":
@@ -599,14 +796,23 @@ def unpack_blob_portable(
         rank = blobs.shape.rank
         if rank not in (0, 1):
             raise ValueError(
-                f"blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape {blobs.shape}")
+                f"blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape {blobs.shape}"
+            )
         batched = rank == 1
         vec = blobs if batched else tf.reshape(blobs, [1])
-        nonempty = _raise_if(tf.equal(tf.size(vec), 0), lambda: tf.constant(
-            "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector"))
+        nonempty = _raise_if(
+            tf.equal(tf.size(vec), 0),
+            lambda: tf.constant(
+                "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector"
+            ),
+        )
         p = _Blobs(vec, single=not batched)  # safe on an empty vector; blob 0 is read after `dep`
         bad_blob = _first(tf.not_equal(p.code, 0), 0)
-        prefix = (lambda b: _join("blob ", _s(b), ": ")) if batched else (lambda b: tf.constant("blob: "))
+        prefix = (
+            (lambda b: _join("blob ", _s(b), ": "))
+            if batched
+            else (lambda b: tf.constant("blob: "))
+        )
         guard = _raise_if(bad_blob < p.B, lambda: _join(prefix(bad_blob), p.format_error(bad_blob)))
         # The checks' results (0) are added to every position read below: a data dependency, so the
         # decoding cannot run before (or without) the checks, whatever graph optimizations do.
@@ -653,12 +859,16 @@ def _decode(p: _Blobs, lk: _Lookup, batched: bool, dep: tf.Tensor) -> Any:
     inner_n = tf.reduce_prod(inner)
     nvalues = lk.nvalues
     values = _elements(p, dtype, lk.p_off + dep, nvalues * inner_n, single)
-    values = tf.reshape(values, tf.concat([tf.reshape(tf.reduce_sum(nvalues), [1]), inner], 0))  # no -1: inner may hold a 0
+    values = tf.reshape(
+        values, tf.concat([tf.reshape(tf.reduce_sum(nvalues), [1]), inner], 0)
+    )  # no -1: inner may hold a 0
     # Row splits of every blob, shifted by the values of the blobs before it; each blob's leading 0
     # dropped but the first.
     shift = tf.cumsum(nvalues, exclusive=True)
     shifted = lk.split_values + tf.gather(shift, lk.split_seg) + dep
-    row_splits = tf.concat([[tf.constant(0, tf.int64)], tf.boolean_mask(shifted, lk.split_j > 0)], 0)
+    row_splits = tf.concat(
+        [[tf.constant(0, tf.int64)], tf.boolean_mask(shifted, lk.split_j > 0)], 0
+    )
     rt = tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
     if batched:
         batch_splits = tf.concat([[tf.constant(0, tf.int64)], tf.cumsum(lk.rows - 1)], 0)

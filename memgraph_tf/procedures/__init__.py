@@ -11,7 +11,8 @@ Bolt, so both run the same code and produce the same bytes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from memgraph_tf import blob
 from memgraph_tf.procedures import core
@@ -31,16 +32,16 @@ __all__ = [
     "NodeNotFoundError",
     "OptionError",
     "Options",
-    "ProcedureInputError",
     "ProcedureAccess",
+    "ProcedureInputError",
     "ProcedureRunner",
     "PropertyValueError",
     "core",
-    "node_name",
-    "parse_fanouts",
     "mgp_runner",
-    "parse_options",
+    "node_name",
     "pack_blob",
+    "parse_fanouts",
+    "parse_options",
     "run_describe",
     "run_pack",
     "run_sample",
@@ -54,7 +55,9 @@ def _options(procedure: str, options: Any) -> Options:
     return options if isinstance(options, Options) else parse_options(procedure, options)
 
 
-def pack_blob(access: GraphAccess, keys: Sequence[int], properties: Any, options: Any = None) -> bytes:
+def pack_blob(
+    access: GraphAccess, keys: Sequence[int], properties: Any, options: Any = None
+) -> bytes:
     """The ``tf_features.pack`` blob for already-resolved ``keys`` over any :class:`GraphAccess`
     (``options``: the raw map or :class:`Options`). :class:`ProcedureRunner` calls this for the
     query module and the client-side fallback alike, so equal graphs give equal bytes."""
@@ -63,12 +66,16 @@ def pack_blob(access: GraphAccess, keys: Sequence[int], properties: Any, options
     return core.pack(access, keys, properties, opts)
 
 
-def sample_blob(access: GraphAccess, keys: Sequence[int], fanouts: Any, properties: Any, options: Any = None) -> bytes:
+def sample_blob(
+    access: GraphAccess, keys: Sequence[int], fanouts: Any, properties: Any, options: Any = None
+) -> bytes:
     """The ``tf_features.sample`` blob for resolved seed ``keys`` (see :func:`pack_blob`)."""
     opts = _options("sample", options)
     fan = parse_fanouts(fanouts)
     core.check_names(properties)
-    return blob.pack(core.sample_sections(core.sample(access, keys, fan, properties, opts), fan, opts))
+    return blob.pack(
+        core.sample_sections(core.sample(access, keys, fan, properties, opts), fan, opts)
+    )
 
 
 def sample_per_node_blobs(
@@ -89,18 +96,32 @@ def sample_per_node_blobs(
     return rows
 
 
-def _rows_of(access: GraphAccess, keys: Sequence[int], sections: dict[str, Any]) -> list[tuple[int, bytes]]:
+def _rows_of(
+    access: GraphAccess, keys: Sequence[int], sections: dict[str, Any]
+) -> list[tuple[int, bytes]]:
     """``(key, blob)`` per row of the dense ``sections`` (each a :class:`blob.Dense` of
     little-endian bytes with ``len(keys)`` rows): row i's blob is the sections cut to row i, which
     is exactly what :func:`core.sample_sections` gives for ``slice(i, i + 1)``."""
     n = len(keys)
-    cut = [(name, sec.flat, len(sec.flat) // n, [1, *sec.shape[1:]], sec.dtype) for name, sec in sections.items()]
+    cut = [
+        (name, sec.flat, len(sec.flat) // n, [1, *sec.shape[1:]], sec.dtype)
+        for name, sec in sections.items()
+    ]
     rows = []
     for i, key in enumerate(keys):
         if i % 256 == 255:
             access.check_abort()
-        rows.append((key, blob.pack({name: blob.Dense(data[i * size : (i + 1) * size], shape, dtype)
-                                     for name, data, size, shape, dtype in cut})))
+        rows.append(
+            (
+                key,
+                blob.pack(
+                    {
+                        name: blob.Dense(data[i * size : (i + 1) * size], shape, dtype)
+                        for name, data, size, shape, dtype in cut
+                    }
+                ),
+            )
+        )
     return rows
 
 
@@ -121,8 +142,15 @@ class ProcedureRunner:
     def __init__(self, access_factory: AccessFactory) -> None:
         self._factory = access_factory
 
-    def _prepare(self, procedure: str, nodes: Any, param: str, properties: Any, options: Any,
-                 fanouts: Any = None) -> tuple[ProcedureAccess, list[int], Options]:
+    def _prepare(
+        self,
+        procedure: str,
+        nodes: Any,
+        param: str,
+        properties: Any,
+        options: Any,
+        fanouts: Any = None,
+    ) -> tuple[ProcedureAccess, list[int], Options]:
         opts = parse_options(procedure, options)
         if fanouts is not None:
             parse_fanouts(fanouts)
@@ -140,9 +168,13 @@ class ProcedureRunner:
         access, keys, opts = self._prepare("sample", seeds, "seeds", properties, options, fanouts)
         return sample_blob(access, keys, fanouts, properties, opts)
 
-    def sample_per_node(self, seeds: Any, fanouts: Any, properties: Any, options: Any = None) -> list[tuple[int, bytes]]:
+    def sample_per_node(
+        self, seeds: Any, fanouts: Any, properties: Any, options: Any = None
+    ) -> list[tuple[int, bytes]]:
         """``tf_features.sample_per_node``: (seed key, blob of that seed alone) per seed, in order."""
-        access, keys, opts = self._prepare("sample_per_node", seeds, "seeds", properties, options, fanouts)
+        access, keys, opts = self._prepare(
+            "sample_per_node", seeds, "seeds", properties, options, fanouts
+        )
         return sample_per_node_blobs(access, keys, fanouts, properties, opts)
 
     def describe(self, properties: Any, options: Any = None) -> dict[str, Any]:
@@ -180,7 +212,9 @@ def run_sample(ctx: Any, seeds: Any, fanouts: Any, properties: Any, options: Any
     return blob.b64encode(mgp_runner(ctx).sample(seeds, fanouts, properties, options))
 
 
-def run_sample_per_node(ctx: Any, seeds: Any, fanouts: Any, properties: Any, options: Any) -> list[tuple[int, str]]:
+def run_sample_per_node(
+    ctx: Any, seeds: Any, fanouts: Any, properties: Any, options: Any
+) -> list[tuple[int, str]]:
     """``tf_features.sample_per_node``: (seed key, base64url blob of that seed alone) per seed."""
     rows = mgp_runner(ctx).sample_per_node(seeds, fanouts, properties, options)
     return [(key, blob.b64encode(data)) for key, data in rows]

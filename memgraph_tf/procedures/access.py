@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
@@ -191,7 +192,9 @@ class MgpGraphAccess:
         handles = list(map(self._handle_getter(), keys))
         outgoing = direction in ("out", "both")
         incoming = direction in ("in", "both")
-        if types is None and self._id_property is None:  # the common case: one C-level pass per edge list
+        if (
+            types is None and self._id_property is None
+        ):  # the common case: one C-level pass per edge list
             out = []
             for handle in handles:
                 row: list[int] = []
@@ -232,7 +235,9 @@ class MgpGraphAccess:
         first = edges.get()
         if first is None:
             return
-        stream = itertools.chain((first,), itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS)))
+        stream = itertools.chain(
+            (first,), itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS))
+        )
         vertices = self._vertices
         while True:
             budget = self._budget
@@ -250,8 +255,9 @@ class MgpGraphAccess:
             if got < budget:  # the iterator ran out before the budget did
                 return
 
-    def _other_ends(self, handles: list[Any], outgoing: bool, types: frozenset[str] | None
-                    ) -> tuple[list[Any], list[int]]:
+    def _other_ends(
+        self, handles: list[Any], outgoing: bool, types: frozenset[str] | None
+    ) -> tuple[list[Any], list[int]]:
         """The handles at the other end of the ``outgoing`` (else incoming) edges of each of
         ``handles`` whose type is in ``types`` (None: any), concatenated, and the bounds of each
         handle's part: handle i's are ``[bounds[i]:bounds[i + 1]]``."""
@@ -287,7 +293,9 @@ class MgpGraphAccess:
             if len(into) - before < budget:  # the iterator ran out before the budget did
                 return
 
-    def _public_neighbours(self, key: int, types: frozenset[str] | None, direction: str) -> list[int]:
+    def _public_neighbours(
+        self, key: int, types: frozenset[str] | None, direction: str
+    ) -> list[int]:
         vertex = self._vertices[key]
         found: list[int] = []
         if direction in ("out", "both"):
@@ -329,7 +337,11 @@ class MgpGraphAccess:
         if self._handles is None:
             self._handles = _handle_of(vertex) is not None
             graph = getattr(self._graph, "_graph", None)  # the _mgp graph under mgp.Graph
-            if self._handles and self._id_property is None and callable(getattr(graph, "get_vertex_by_id", None)):
+            if (
+                self._handles
+                and self._id_property is None
+                and callable(getattr(graph, "get_vertex_by_id", None))
+            ):
                 self._vertices.lookup = graph.get_vertex_by_id
         return self._register_handle(_handle_of(vertex) if self._handles else vertex)
 
@@ -359,23 +371,33 @@ class MgpGraphAccess:
         mgp API where the handles are not there."""
         graph = getattr(self._graph, "_graph", None)  # the _mgp graph under mgp.Graph
         if self._handles is False or not callable(getattr(graph, "iter_vertices", None)):
-            return self._index_entries(self._graph.vertices, lambda v: v.properties.get(self._id_property),
-                                       lambda v: v.id, self._public_has_label)
+            return self._index_entries(
+                self._graph.vertices,
+                lambda v: v.properties.get(self._id_property),
+                lambda v: v.id,
+                self._public_has_label,
+            )
         vertices = graph.iter_vertices()
         first = vertices.get()
         if first is None:
             return {}
-        stream = itertools.chain((first,), itertools.takewhile(_NOT_NONE, itertools.starmap(vertices.next, _NO_ARGS)))
+        stream = itertools.chain(
+            (first,), itertools.takewhile(_NOT_NONE, itertools.starmap(vertices.next, _NO_ARGS))
+        )
         get_id_value = operator.methodcaller("get_property", self._id_property)
 
-        def with_ids() -> Iterator[tuple[Any, Any]]:  # (handle, id value) of the handles with a value
+        def with_ids() -> Iterator[
+            tuple[Any, Any]
+        ]:  # (handle, id value) of the handles with a value
             while True:
                 chunk = list(itertools.islice(stream, ABORT_CHECK_EVERY))
                 if not chunk:
                     return
                 self._ctx.check_must_abort()
                 values = list(map(get_id_value, chunk))
-                yield from itertools.compress(zip(chunk, values), map(operator.is_not, values, itertools.repeat(None)))
+                yield from itertools.compress(
+                    zip(chunk, values), map(operator.is_not, values, itertools.repeat(None))
+                )
 
         self._handles = True
         return self._index_entries(with_ids(), None, _GET_ID, self._handle_has_label, checked=False)
@@ -387,8 +409,14 @@ class MgpGraphAccess:
     def _public_has_label(self, vertex: Any) -> bool:
         return any(l.name == self._label for l in vertex.labels)
 
-    def _index_entries(self, items: Iterable[Any], value_of: Any, internal_id: Any, has_label: Any,
-                       checked: bool = True) -> dict[int, Any]:
+    def _index_entries(
+        self,
+        items: Iterable[Any],
+        value_of: Any,
+        internal_id: Any,
+        has_label: Any,
+        checked: bool = True,
+    ) -> dict[int, Any]:
         """The index over ``items``: vertices (``value_of`` reads the id value; an abort check every
         :data:`ABORT_CHECK_EVERY`), or with ``checked=False`` (vertex, id value) pairs of the vertices
         that have one (the caller checks for abort)."""
@@ -424,9 +452,13 @@ class MgpGraphAccess:
         :meth:`properties` and :meth:`neighbours`.
         """
         if not isinstance(nodes, (list, tuple)):
-            raise ProcedureInputError(f"{param}: expected a list of nodes or integer ids, got {describe_value(nodes)}")
+            raise ProcedureInputError(
+                f"{param}: expected a list of nodes or integer ids, got {describe_value(nodes)}"
+            )
         if not nodes:
-            raise ProcedureInputError(f"{param}: expected at least one node or id, got an empty list")
+            raise ProcedureInputError(
+                f"{param}: expected at least one node or id, got an empty list"
+            )
         keys = []
         for i, node in enumerate(nodes):
             if i % ABORT_CHECK_EVERY == 0:

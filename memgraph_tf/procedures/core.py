@@ -21,7 +21,8 @@ import math
 import os
 import random
 import sys
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from memgraph_tf import blob, layout
 from memgraph_tf.layout import PAD_ID
@@ -73,7 +74,9 @@ def infer_columns(name_of_node: str, names: Sequence[str], values: Sequence[Any]
     offset = 0
     for name, value in zip(names, values):
         if value is None:
-            raise PropertyValueError(f"{name_of_node} property {name!r}: expected a value, got none (missing)")
+            raise PropertyValueError(
+                f"{name_of_node} property {name!r}: expected a value, got none (missing)"
+            )
         if isinstance(value, str):
             columns.append(Column(name, "string", 0, offset))
             continue
@@ -122,11 +125,15 @@ def _string_sections(columns: Sequence[Column]) -> list[str]:
 def check_names(names: Any, param: str = "properties") -> list[str]:
     """Validates the property-name list: strings, non-empty, no duplicates."""
     if not isinstance(names, (list, tuple)):
-        raise OptionError(f"{param}: expected a list of property names, got {describe_value(names)}")
+        raise OptionError(
+            f"{param}: expected a list of property names, got {describe_value(names)}"
+        )
     seen = set()
     for i, name in enumerate(names):
         if not isinstance(name, str) or not name:
-            raise OptionError(f"{param}[{i}]: expected a non-empty property name, got {describe_value(name)}")
+            raise OptionError(
+                f"{param}[{i}]: expected a non-empty property name, got {describe_value(name)}"
+            )
         if name in seen:
             raise OptionError(f"{param}[{i}]: expected each property once, got {name!r} twice")
         seen.add(name)
@@ -177,7 +184,9 @@ def build_table(
     for start in range(0, len(distinct), chunk):
         access.check_abort()
         part = distinct[start : start + chunk]
-        rows.extend(access.properties(part, fetch) if fetch else [[] for _ in part])  # no names: nothing to read
+        rows.extend(
+            access.properties(part, fetch) if fetch else [[] for _ in part]
+        )  # no names: nothing to read
     if columns is None:
         columns = infer_columns(access.node_name(distinct[0]), names, rows[0][: len(names)])
     if not allow_strings:
@@ -193,7 +202,11 @@ def build_table(
         for col, value in zip(columns, values):
             if col.kind == "number" and _is_number(value):
                 flat.append(value)
-            elif col.kind == "vector" and isinstance(value, (list, tuple)) and len(value) == col.width:
+            elif (
+                col.kind == "vector"
+                and isinstance(value, (list, tuple))
+                and len(value) == col.width
+            ):
                 try:
                     flat.extend(value)
                 except (TypeError, OverflowError):
@@ -223,13 +236,17 @@ def build_table(
                 f"{access.node_name(distinct[row])} property {where}: expected a finite number, got "
                 f"{shown!r} ({flat[bad]!r} as {options.dtype}); set options.allow_non_finite to accept NaN/inf"
             )
-    return FeatureTable(columns, width, flat, {k: i for i, k in enumerate(distinct)}, strings, labels)
+    return FeatureTable(
+        columns, width, flat, {k: i for i, k in enumerate(distinct)}, strings, labels
+    )
 
 
 _SEQUENCES = frozenset([list, tuple])
 
 
-def _fill_at_once(flat: array.array, columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> bool:
+def _fill_at_once(
+    flat: array.array, columns: Sequence[Column], rows: Sequence[Sequence[Any]]
+) -> bool:
     """Extends ``flat`` with every row in C-level loops when there is at most one column, numeric,
     and every value has its form (a number; a list of ``width`` numbers); returns False with
     ``flat`` untouched otherwise, and the row-by-row loop (which names the node at fault) runs.
@@ -258,7 +275,9 @@ _NUMBER_TYPES = frozenset([int, float, bool])
 
 def _raise_bad_value(node: str, col: Column, value: Any) -> None:
     if value is None:
-        raise PropertyValueError(f"{node} property {col.name!r}: expected a value, got none (missing)")
+        raise PropertyValueError(
+            f"{node} property {col.name!r}: expected a value, got none (missing)"
+        )
     if col.kind == "vector" and isinstance(value, (list, tuple)):
         if len(value) != col.width:
             raise PropertyValueError(
@@ -267,15 +286,21 @@ def _raise_bad_value(node: str, col: Column, value: Any) -> None:
             )
         for j, v in enumerate(value):
             if not _is_number(v):
-                raise PropertyValueError(f"{node} property {col.name!r}[{j}]: expected a number, got {describe_value(v)}")
+                raise PropertyValueError(
+                    f"{node} property {col.name!r}[{j}]: expected a number, got {describe_value(v)}"
+                )
             if abs(v) > 1.7976931348623157e308:
-                raise PropertyValueError(f"{node} property {col.name!r}[{j}]: expected a number in float range, got {v!r}")
+                raise PropertyValueError(
+                    f"{node} property {col.name!r}[{j}]: expected a number in float range, got {v!r}"
+                )
     raise PropertyValueError(
         f"{node} property {col.name!r}: expected {_kind_text(col)} (as on the first node), got {describe_value(value)}"
     )
 
 
-def _gather(table: FeatureTable, keys: Sequence[int], dtype: str, mask: Sequence[bool] | None = None) -> array.array:
+def _gather(
+    table: FeatureTable, keys: Sequence[int], dtype: str, mask: Sequence[bool] | None = None
+) -> array.array:
     """Rows of ``keys`` in order; zeros for a key not in the table (``PAD_ID``) and, with ``mask``,
     wherever the mask is false (a padded slot, whatever its id)."""
     d = table.width
@@ -285,7 +310,11 @@ def _gather(table: FeatureTable, keys: Sequence[int], dtype: str, mask: Sequence
     src = table.flat
     zero = array.array(_TYPECODE[dtype], bytes(d * src.itemsize))
     row_of = table.row_of
-    if mask is None and len(row_of) == len(keys) and all(row_of.get(k) == i for i, k in enumerate(keys)):
+    if (
+        mask is None
+        and len(row_of) == len(keys)
+        and all(row_of.get(k) == i for i, k in enumerate(keys))
+    ):
         return src  # keys are the distinct keys in table order: no copy
     for i, k in enumerate(keys):
         r = row_of.get(k) if mask is None or mask[i] else None
@@ -315,8 +344,9 @@ def _pack_sections(table: FeatureTable, keys: Sequence[int], options: Options) -
     n = len(keys)
     strings = _string_sections(table.columns)
     sections: dict[str, Any] = {}
-    for sec in layout.pack_sections(table.width, options.dtype, strings=strings,
-                                    labels=bool(options.label_property), batch=n):
+    for sec in layout.pack_sections(
+        table.width, options.dtype, strings=strings, labels=bool(options.label_property), batch=n
+    ):
         if sec.role == "ids":
             data = _le(array.array("q", keys))
         elif sec.role == "features":
@@ -349,8 +379,16 @@ def _rng(base_seed: int, key: int) -> random.Random:
     return random.Random(f"memgraph-tf/{base_seed}/{key}")
 
 
-def _draw(rng: random.Random, nbrs: list[int], self_key: int, f: int, replace: bool, pad: bool,
-          ids: list[int], mask: list[bool]) -> None:
+def _draw(
+    rng: random.Random,
+    nbrs: list[int],
+    self_key: int,
+    f: int,
+    replace: bool,
+    pad: bool,
+    ids: list[int],
+    mask: list[bool],
+) -> None:
     d = len(nbrs)
     if d == 0:
         if pad:
@@ -376,9 +414,13 @@ def _draw(rng: random.Random, nbrs: list[int], self_key: int, f: int, replace: b
             mask.extend([True] * f)
 
 
-def sample_ids(access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int], options: Options) -> tuple[list[list[int]], list[list[bool]]]:
+def sample_ids(
+    access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int], options: Options
+) -> tuple[list[list[int]], list[list[bool]]]:
     """Samples the k-hop neighbourhoods of ``seeds`` (keys); see the module docstring for the rules."""
-    base_seed = options.seed if options.seed is not None else int.from_bytes(os.urandom(8), "little")
+    base_seed = (
+        options.seed if options.seed is not None else int.from_bytes(os.urandom(8), "little")
+    )
     rngs = [_rng(base_seed, key) for key in seeds]
     ids: list[list[int]] = [list(seeds)]
     masks: list[list[bool]] = [[True] * len(seeds)]
@@ -386,11 +428,17 @@ def sample_ids(access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int]
     per_row = 1
     for h, f in enumerate(fanouts, start=1):
         prev_ids, prev_mask = ids[h - 1], masks[h - 1]
-        todo = [k for k in dict.fromkeys(k for k, m in zip(prev_ids, prev_mask) if m) if k not in neighbour_cache]
+        todo = [
+            k
+            for k in dict.fromkeys(k for k, m in zip(prev_ids, prev_mask) if m)
+            if k not in neighbour_cache
+        ]
         for start in range(0, len(todo), 512):
             access.check_abort()
             part = todo[start : start + 512]
-            for key, found in zip(part, access.neighbours(part, options.edge_types, options.direction)):
+            for key, found in zip(
+                part, access.neighbours(part, options.edge_types, options.direction)
+            ):
                 neighbour_cache[key] = sorted(set(found))
         cur_ids: list[int] = []
         cur_mask: list[bool] = []
@@ -400,7 +448,16 @@ def sample_ids(access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int]
             for slot in range(row * per_row, (row + 1) * per_row):
                 if prev_mask[slot]:
                     key = prev_ids[slot]
-                    _draw(rng, neighbour_cache[key], key, f, options.replace, options.pad, cur_ids, cur_mask)
+                    _draw(
+                        rng,
+                        neighbour_cache[key],
+                        key,
+                        f,
+                        options.replace,
+                        options.pad,
+                        cur_ids,
+                        cur_mask,
+                    )
                 else:
                     cur_ids.extend([PAD_ID] * f)
                     cur_mask.extend([False] * f)
@@ -410,7 +467,13 @@ def sample_ids(access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int]
     return ids, masks
 
 
-def sample(access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int], names: Sequence[str], options: Options) -> Sample:
+def sample(
+    access: GraphAccess,
+    seeds: Sequence[int],
+    fanouts: Sequence[int],
+    names: Sequence[str],
+    options: Options,
+) -> Sample:
     """Samples and reads the features of every sampled node (see :func:`sample_sections`)."""
     names = check_names(names)
     check_size(len(seeds), fanouts, None)
@@ -419,7 +482,9 @@ def sample(access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int], na
     table = build_table(access, seeds, names, options, allow_strings=False)  # seeds fix the layout
     extra = [k for k in dict.fromkeys(every) if k not in table.row_of]
     if extra:
-        more = build_table(access, extra, names, _no_labels(options), allow_strings=False, columns=table.columns)
+        more = build_table(
+            access, extra, names, _no_labels(options), allow_strings=False, columns=table.columns
+        )
         base = len(table.row_of)
         table.flat.extend(more.flat)
         for k, r in more.row_of.items():
@@ -432,7 +497,9 @@ def _no_labels(options: Options) -> Options:
     return dataclasses.replace(options, label_property=None)
 
 
-def sample_sections(result: Sample, fanouts: Sequence[int], options: Options, rows: slice | None = None) -> dict[str, Any]:
+def sample_sections(
+    result: Sample, fanouts: Sequence[int], options: Options, rows: slice | None = None
+) -> dict[str, Any]:
     """Blob sections of a sample, exactly :func:`memgraph_tf.layout.sample_sections` for
     ``options.layout`` (names, order, dtypes, shapes with n = the number of seed rows). Dense: for
     h = 0..K ``ids_h`` int64 [n, f1..fh], ``features_h`` [n, f1..fh, d], ``mask_h`` bool
@@ -448,10 +515,18 @@ def sample_sections(result: Sample, fanouts: Sequence[int], options: Options, ro
     if options.layout != "dense":
         return _compact_sections(result, fanouts, options, start, stop, per_hop)
     sections: dict[str, Any] = {}
-    for sec in layout.sample_sections(fanouts, result.table.width, options.dtype, pad=options.pad,
-                                      labels=bool(options.label_property), batch=n):
+    for sec in layout.sample_sections(
+        fanouts,
+        result.table.width,
+        options.dtype,
+        pad=options.pad,
+        labels=bool(options.label_property),
+        batch=n,
+    ):
         if sec.role == "labels":
-            data = _le(array.array("q", [result.table.labels[k] for k in result.ids[0][start:stop]]))
+            data = _le(
+                array.array("q", [result.table.labels[k] for k in result.ids[0][start:stop]])
+            )
         else:
             lo, hi = start * per_hop[sec.hop], stop * per_hop[sec.hop]
             hop_ids = result.ids[sec.hop][lo:hi]
@@ -460,13 +535,21 @@ def sample_sections(result: Sample, fanouts: Sequence[int], options: Options, ro
             elif sec.role == "mask":
                 data = bytes(result.masks[sec.hop][lo:hi])
             else:  # features
-                data = _le(_gather(result.table, hop_ids, options.dtype, result.masks[sec.hop][lo:hi]))
+                data = _le(
+                    _gather(result.table, hop_ids, options.dtype, result.masks[sec.hop][lo:hi])
+                )
         sections[sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
     return sections
 
 
-def _compact_sections(result: Sample, fanouts: Sequence[int], options: Options, start: int, stop: int,
-                      per_hop: list[int]) -> dict[str, Any]:
+def _compact_sections(
+    result: Sample,
+    fanouts: Sequence[int],
+    options: Options,
+    start: int,
+    stop: int,
+    per_hop: list[int],
+) -> dict[str, Any]:
     """The compact/sparse sections of seed rows ``start:stop`` (memgraph_tf.layout, docs/blob-format.md
     section 8): ``index_h`` int32 (the table row of each slot, -1 where the mask is false); the
     table of the distinct keys of those rows in order of first appearance (hop by hop, row-major)
@@ -481,8 +564,15 @@ def _compact_sections(result: Sample, fanouts: Sequence[int], options: Options, 
     row_of: dict[int, int] = {}
     order: list[int] = []
     sections: dict[str, Any] = {}
-    specs = layout.sample_sections(fanouts, d, options.dtype, pad=options.pad,
-                                   labels=bool(options.label_property), batch=stop - start, layout=options.layout)
+    specs = layout.sample_sections(
+        fanouts,
+        d,
+        options.dtype,
+        pad=options.pad,
+        labels=bool(options.label_property),
+        batch=stop - start,
+        layout=options.layout,
+    )
     for sec in specs:
         if sec.role != "index":
             continue
@@ -501,34 +591,45 @@ def _compact_sections(result: Sample, fanouts: Sequence[int], options: Options, 
         sections[sec.name] = blob.Dense(_le(index), list(sec.shape), sec.dtype)
     u = len(order)
     one_row = array.array("q", [0, u])
-    sections[layout.TABLE_IDS] = blob.Ragged(blob.Dense(_le(array.array("q", order)), [u], "int64"), one_row)
+    sections[layout.TABLE_IDS] = blob.Ragged(
+        blob.Dense(_le(array.array("q", order)), [u], "int64"), one_row
+    )
     feats = _gather(table, order, options.dtype)
     if options.layout == "compact":
         sections[layout.TABLE] = blob.Ragged(blob.Dense(_le(feats), [u, d], options.dtype), one_row)
     else:
         columns, values, splits = _csr(feats, u, d, options.dtype)
         nnz = len(columns)
-        sections[layout.TABLE_COLUMNS] = blob.Ragged(blob.Dense(_le(columns), [nnz], "int32"), splits)
-        sections[layout.TABLE_VALUES] = blob.Ragged(blob.Dense(_le(values), [nnz], options.dtype),
-                                                    array.array("q", [0, nnz]))
+        sections[layout.TABLE_COLUMNS] = blob.Ragged(
+            blob.Dense(_le(columns), [nnz], "int32"), splits
+        )
+        sections[layout.TABLE_VALUES] = blob.Ragged(
+            blob.Dense(_le(values), [nnz], options.dtype), array.array("q", [0, nnz])
+        )
     if options.label_property:
         labels = array.array("q", [table.labels[k] for k in result.ids[0][start:stop]])
         sections[layout.LABELS] = blob.Dense(_le(labels), [stop - start], "int64")
     return sections
 
 
-def _csr(flat: array.array, u: int, d: int, dtype: str) -> tuple[array.array, array.array, array.array]:
+def _csr(
+    flat: array.array, u: int, d: int, dtype: str
+) -> tuple[array.array, array.array, array.array]:
     """(columns int32, values, row splits int64) of the entries of the ``[u, d]`` row-major
     ``flat`` that are not zero (NaN is not zero; -0.0 is), row by row, columns increasing. numpy,
     when present, only makes it faster: the arrays are the same."""
     if _np is not None and u and d:
-        mat = _np.frombuffer(flat, dtype=_np.float32 if flat.typecode == "f" else _np.float64).reshape(u, d)
+        mat = _np.frombuffer(
+            flat, dtype=_np.float32 if flat.typecode == "f" else _np.float64
+        ).reshape(u, d)
         rows, cols = _np.nonzero(mat)
         splits = _np.zeros(u + 1, dtype=_np.int64)
         _np.cumsum(_np.bincount(rows, minlength=u), out=splits[1:])
-        return (array.array(_INT32, cols.astype(_np.int32).tobytes()),
-                array.array(_TYPECODE[dtype], mat[rows, cols].tobytes()),
-                array.array("q", splits.tobytes()))
+        return (
+            array.array(_INT32, cols.astype(_np.int32).tobytes()),
+            array.array(_TYPECODE[dtype], mat[rows, cols].tobytes()),
+            array.array("q", splits.tobytes()),
+        )
     columns = array.array(_INT32)
     values = array.array(_TYPECODE[dtype])
     splits = array.array("q", [0])
@@ -571,7 +672,9 @@ def no_node_error(names: Sequence[str], options: Options) -> PropertyValueError:
     """The error ``describe`` raises when no node has all ``names`` (and, with
     ``options.id_property``, an id) among the nodes with ``options.label``."""
     scope = f"no :{options.label} node" if options.label else "no node"
-    with_id = "" if options.id_property is None else f" and options.id_property {options.id_property!r}"
+    with_id = (
+        "" if options.id_property is None else f" and options.id_property {options.id_property!r}"
+    )
     return PropertyValueError(
         f"properties: expected a node having all of {list(names)!r}{with_id}, got {scope} with all of them"
     )
@@ -591,15 +694,25 @@ def describe(columns: list[Column], options: Options, classes: int | None = None
     width = sum(c.width for c in columns)
     labels = bool(options.label_property)
     if options.fanouts is None:
-        sections = layout.pack_sections(width, options.dtype, strings=_string_sections(columns), labels=labels)
+        sections = layout.pack_sections(
+            width, options.dtype, strings=_string_sections(columns), labels=labels
+        )
     else:
         refuse_strings(columns)
-        sections = layout.sample_sections(options.fanouts, width, options.dtype, pad=options.pad, labels=labels,
-                                          layout=options.layout)
+        sections = layout.sample_sections(
+            options.fanouts,
+            width,
+            options.dtype,
+            pad=options.pad,
+            labels=labels,
+            layout=options.layout,
+        )
     return {
         "feature_width": width,
         "dtype": options.dtype,
-        "columns": [{"name": c.name, "kind": c.kind, "width": c.width, "offset": c.offset} for c in columns],
+        "columns": [
+            {"name": c.name, "kind": c.kind, "width": c.width, "offset": c.offset} for c in columns
+        ],
         "sections": [s.to_map() for s in sections],
         "num_classes": classes if labels else None,
     }

@@ -7,7 +7,8 @@ elements, the index. Memgraph reports the message to the client unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from memgraph_tf.errors import MemgraphTfError
 

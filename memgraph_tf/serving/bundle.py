@@ -106,14 +106,19 @@ def check_plain_json(value: Any, where: str) -> None:
             if _CREDENTIAL_KEY.search(k):
                 raise BundleError(
                     f"{where}: key {k!r} looks like a connection setting or credential; a bundle "
-                    f"must never hold the graph URI, user name or password", key=top)
+                    f"must never hold the graph URI, user name or password",
+                    key=top,
+                )
             check_plain_json(v, f"{where}.{k}")
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             check_plain_json(v, f"{where}[{i}]")
     elif not (value is None or isinstance(value, (str, int, float, bool))):
-        raise BundleError(f"{where}: expected JSON values (str, int, float, bool, None, lists, "
-                          f"dicts), got {type(value).__name__}", key=top)
+        raise BundleError(
+            f"{where}: expected JSON values (str, int, float, bool, None, lists, "
+            f"dicts), got {type(value).__name__}",
+            key=top,
+        )
 
 
 def check_fanouts(value: Any, key: str = "fanouts") -> tuple[int, ...]:
@@ -123,15 +128,21 @@ def check_fanouts(value: Any, key: str = "fanouts") -> tuple[int, ...]:
 
 
 def _int_list(key: str, value: Any, minimum: int, *, non_empty: bool) -> tuple[int, ...]:
-    if not isinstance(value, (list, tuple)) or (non_empty and not value) or \
-            not all(_is_int(v) and v >= minimum for v in value):
+    if (
+        not isinstance(value, (list, tuple))
+        or (non_empty and not value)
+        or not all(_is_int(v) and v >= minimum for v in value)
+    ):
         raise _fail(key, f"a {'non-empty ' if non_empty else ''}list of ints >= {minimum}", value)
     return tuple(value)
 
 
 def _str_list(key: str, value: Any, *, unique: bool = False) -> tuple[str, ...]:
-    if not isinstance(value, (list, tuple)) or not value or \
-            not all(isinstance(v, str) and v for v in value):
+    if (
+        not isinstance(value, (list, tuple))
+        or not value
+        or not all(isinstance(v, str) and v for v in value)
+    ):
         raise _fail(key, "a non-empty list of non-empty strings", value)
     if unique and len(set(value)) != len(value):
         raise _fail(key, "unique strings", value)
@@ -168,12 +179,16 @@ class SamplingSpec:
         (optional); other keys are ignored, so a whole bundle config dict works too. Raises
         :class:`BundleError` naming missing keys or the bad one."""
         if not isinstance(mapping, Mapping):
-            raise BundleError(f"{where}: expected a mapping with keys fanouts and properties, got "
-                              f"{type(mapping).__name__}", key=where)
+            raise BundleError(
+                f"{where}: expected a mapping with keys fanouts and properties, got "
+                f"{type(mapping).__name__}",
+                key=where,
+            )
         missing = [k for k in ("fanouts", "properties") if k not in mapping]
         if missing:
-            raise BundleError(f"{where}: missing keys {missing}; expected fanouts and properties",
-                              key=missing[0])
+            raise BundleError(
+                f"{where}: missing keys {missing}; expected fanouts and properties", key=missing[0]
+            )
         return cls(mapping["fanouts"], mapping["properties"], mapping.get("options") or {})
 
     def arguments(self) -> tuple[list[int], list[str], dict[str, Any]]:
@@ -202,12 +217,17 @@ def _sections(key: str, value: Any) -> dict[str, Section]:
         else:
             raise _fail(key, "{dtype, shape}", spec, where)
         if dtype not in DTYPES or dtype == "string":
-            raise BundleError(f"{where}.dtype: expected one of "
-                              f"{sorted(d for d in DTYPES if d != 'string')}, got {_show(dtype)}",
-                              key=key)
+            raise BundleError(
+                f"{where}.dtype: expected one of "
+                f"{sorted(d for d in DTYPES if d != 'string')}, got {_show(dtype)}",
+                key=key,
+            )
         if not isinstance(shape, (list, tuple)) or not all(_is_int(d) and d >= -1 for d in shape):
-            raise BundleError(f"{where}.shape: expected a list of ints >= 0, or -1 for a length that "
-                              f"varies from blob to blob, got {_show(shape)}", key=key)
+            raise BundleError(
+                f"{where}.shape: expected a list of ints >= 0, or -1 for a length that "
+                f"varies from blob to blob, got {_show(shape)}",
+                key=key,
+            )
         out[name] = (dtype, tuple(shape))
     return out
 
@@ -264,10 +284,16 @@ class BundleConfig:
             raise _fail("scores", f"one of {list(SCORES_KINDS)}", self.scores)
         if not isinstance(self.tensorflow_version, str) or not self.tensorflow_version:
             raise _fail("tensorflow_version", "a non-empty string", self.tensorflow_version)
-        if not _is_int(self.format_version) or not 1 <= self.format_version <= BUNDLE_FORMAT_VERSION:
-            raise _fail("format_version", f"an int from 1 to {BUNDLE_FORMAT_VERSION} (this "
-                        f"memgraph-tf reads bundle formats up to {BUNDLE_FORMAT_VERSION})",
-                        self.format_version)
+        if (
+            not _is_int(self.format_version)
+            or not 1 <= self.format_version <= BUNDLE_FORMAT_VERSION
+        ):
+            raise _fail(
+                "format_version",
+                f"an int from 1 to {BUNDLE_FORMAT_VERSION} (this "
+                f"memgraph-tf reads bundle formats up to {BUNDLE_FORMAT_VERSION})",
+                self.format_version,
+            )
 
     @property
     def sampling(self) -> SamplingSpec:
@@ -289,8 +315,9 @@ class BundleConfig:
             "feature_dim": self.feature_dim,
             "properties": list(self.properties),
             "options": json.loads(json.dumps(self.options)),
-            "sections": {k: {"dtype": dt, "shape": list(shape)}
-                         for k, (dt, shape) in self.sections.items()},
+            "sections": {
+                k: {"dtype": dt, "shape": list(shape)} for k, (dt, shape) in self.sections.items()
+            },
             "scores": self.scores,
             "tensorflow_version": self.tensorflow_version,
         }
@@ -305,19 +332,21 @@ class BundleConfig:
         unknown key, a missing one, a wrong ``format``, a newer ``format_version`` or a value of
         the wrong type."""
         if not isinstance(data, Mapping):
-            raise BundleError(f"bundle config: expected a JSON object, got "
-                              f"{type(data).__name__}")
+            raise BundleError(f"bundle config: expected a JSON object, got {type(data).__name__}")
         keys = _CONFIG_KEYS
         unknown = sorted(k for k in data if k not in keys)
         if unknown:
-            raise BundleError(f"{unknown[0]}: unknown bundle config key (expected only "
-                              f"{sorted(keys)})", key=unknown[0])
+            raise BundleError(
+                f"{unknown[0]}: unknown bundle config key (expected only {sorted(keys)})",
+                key=unknown[0],
+            )
         if data.get("format") != BUNDLE_FORMAT:
             raise _fail("format", repr(BUNDLE_FORMAT), data.get("format"))
         missing = sorted(k for k in keys if k not in data and k != "format")
         if missing:
-            raise BundleError(f"{missing[0]}: missing from the bundle config (missing: {missing})",
-                              key=missing[0])
+            raise BundleError(
+                f"{missing[0]}: missing from the bundle config (missing: {missing})", key=missing[0]
+            )
         values = {k: v for k, v in data.items() if k != "format"}
         return cls(**values)
 
@@ -327,16 +356,18 @@ class BundleConfig:
         try:
             data = json.loads(text)
         except (ValueError, TypeError) as exc:
-            raise BundleError(f"bundle config: expected JSON text, got {_show(text)} ({exc})") \
-                from None
+            raise BundleError(
+                f"bundle config: expected JSON text, got {_show(text)} ({exc})"
+            ) from None
         return cls.from_dict(data)
 
 
 _CONFIG_KEYS = frozenset(BundleConfig.__dataclass_fields__) | {"format"}
 
 
-def write_assets(directory: str | os.PathLike, config: BundleConfig) -> tuple[pathlib.Path,
-                                                                              pathlib.Path]:
+def write_assets(
+    directory: str | os.PathLike, config: BundleConfig
+) -> tuple[pathlib.Path, pathlib.Path]:
     """Write ``LABELS_ASSET`` (``config.class_names``, one per line) and ``CONFIG_ASSET``
     (``config.to_json()``) into ``directory``; returns their paths (labels, config)."""
     directory = pathlib.Path(directory)
@@ -376,14 +407,22 @@ class OpLibraryInfo:
     tf_git_version: str
     cxx11_abi_flag: tuple[str, ...]
     sha256: str
-    note: str = ("load with tf.load_op_library before tf.saved_model.load; only valid for this "
-                 "TensorFlow version. TF Serving needs the op linked into tensorflow_model_server "
-                 "(docker/tf-serving-custom-op).")
+    note: str = (
+        "load with tf.load_op_library before tf.saved_model.load; only valid for this "
+        "TensorFlow version. TF Serving needs the op linked into tensorflow_model_server "
+        "(docker/tf-serving-custom-op)."
+    )
 
     def __post_init__(self) -> None:
         lib = self.library
-        if not isinstance(lib, str) or not lib or lib in (".", "..") or "/" in lib \
-                or "\\" in lib or "\0" in lib:
+        if (
+            not isinstance(lib, str)
+            or not lib
+            or lib in (".", "..")
+            or "/" in lib
+            or "\\" in lib
+            or "\0" in lib
+        ):
             raise _fail("library", "a bare file name", lib)
         object.__setattr__(self, "ops", _str_list("ops", self.ops))
         for key in ("tf_version", "tf_git_version", "sha256", "note"):
@@ -406,8 +445,7 @@ class OpLibraryInfo:
         except (ValueError, TypeError) as exc:
             raise BundleError(f"op library info: expected JSON text ({exc})") from None
         if not isinstance(data, Mapping):
-            raise BundleError(f"op library info: expected a JSON object, got "
-                              f"{type(data).__name__}")
+            raise BundleError(f"op library info: expected a JSON object, got {type(data).__name__}")
         fields = cls.__dataclass_fields__
         unknown = sorted(k for k in data if k not in fields)
         if unknown:
@@ -473,8 +511,13 @@ def discover_versions(base_path: str | os.PathLike) -> dict[int, pathlib.Path]:
         if not ((child / "saved_model.pb").exists() or (child / "saved_model.pbtxt").exists()):
             continue
         if version in found:
-            logger.warning("duplicate version directories: version %d will be loaded from %s, %s "
-                        "will be ignored", version, child, found[version])
+            logger.warning(
+                "duplicate version directories: version %d will be loaded from %s, %s "
+                "will be ignored",
+                version,
+                child,
+                found[version],
+            )
         found[version] = child
     return dict(sorted(found.items()))
 

@@ -56,18 +56,21 @@ def check_version_and_label(version: Any, label: Any) -> None:
     """The version selection both clients share: at most one of ``version`` / ``label``, and a
     version is a non-negative int (not a bool). Each client checks ``label`` by its own rules."""
     if version is not None and label is not None:
-        raise ValueError(
-            f"version={version!r} and label={label!r}: expected at most one of them"
-        )
-    if version is not None and (isinstance(version, bool) or not isinstance(version, int)
-                                or version < 0):
+        raise ValueError(f"version={version!r} and label={label!r}: expected at most one of them")
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 0
+    ):
         raise ValueError(f"version: expected a non-negative int or None, got {version!r}")
 
 
 def check_timeout_s(value: Any, name: str = "timeout_s") -> float:
     """``value`` as a float if it is a number > 0 (not a bool); raises ValueError naming ``name``."""
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not value > 0:
+    if (
+        value is None
+        or isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value > 0
+    ):
         raise ValueError(f"{name}: expected a number > 0, got {value!r}")
     return float(value)
 
@@ -86,9 +89,18 @@ class ServingClientBase:
     ``classify_signature``, ``blob_feature_key``) and the context manager that closes them.
     Each client checks ``model`` and ``label`` by its own protocol's rules first."""
 
-    def _set_common(self, model: str, version: int | None, label: str | None, timeout_s: Any,
-                    retries: Any, backoff_s: Any, max_request_bytes: Any,
-                    classify_signature: str | None, blob_feature_key: str) -> None:
+    def _set_common(
+        self,
+        model: str,
+        version: int | None,
+        label: str | None,
+        timeout_s: Any,
+        retries: Any,
+        backoff_s: Any,
+        max_request_bytes: Any,
+        classify_signature: str | None,
+        blob_feature_key: str,
+    ) -> None:
         check_version_and_label(version, label)
         timeout_s = check_timeout_s(timeout_s)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
@@ -118,8 +130,10 @@ class ServingClientBase:
 def check_instances_or_inputs(instances: Any, inputs: Any) -> None:
     """``predict``'s rule in both clients: exactly one of ``instances`` / ``inputs``."""
     if (instances is None) == (inputs is None):
-        raise ValueError("instances / inputs: expected exactly one of them, got "
-                         f"{'both' if instances is not None else 'neither'}")
+        raise ValueError(
+            "instances / inputs: expected exactly one of them, got "
+            f"{'both' if instances is not None else 'neither'}"
+        )
 
 
 def config_from_predict(out: Any) -> BundleConfig:
@@ -224,9 +238,11 @@ def encode_example(example: Any, blob_feature_key: str = DEFAULT_BLOB_FEATURE_KE
     if isinstance(example, (bytes, bytearray, memoryview)):
         return "{" + json.dumps(blob_feature_key) + ":" + encode_value(example) + "}"
     if isinstance(example, Mapping):
-        return "{" + ",".join(
-            json.dumps(str(k)) + ":" + encode_value(v) for k, v in example.items()
-        ) + "}"
+        return (
+            "{"
+            + ",".join(json.dumps(str(k)) + ":" + encode_value(v) for k, v in example.items())
+            + "}"
+        )
     raise TypeError(
         f"examples: expected each example to be a blob (bytes) or a mapping of features, got "
         f"{type(example).__name__}"
@@ -267,12 +283,24 @@ class ServingClient(ServingClientBase):
             raise ValueError(f"base_url: expected an http:// or https:// URL, got {base_url!r}")
         if not model or "/" in model or ":" in model:
             raise ValueError(f"model: expected a model name without '/' or ':', got {model!r}")
-        if label is not None and (not isinstance(label, str) or not label
-                                  or any(c in label for c in "/:?#")):
-            raise ValueError(f"label: expected a version label without '/', ':', '?' or '#', "
-                             f"or None, got {label!r}")
-        self._set_common(model, version, label, timeout_s, retries, backoff_s, max_request_bytes,
-                         classify_signature, blob_feature_key)
+        if label is not None and (
+            not isinstance(label, str) or not label or any(c in label for c in "/:?#")
+        ):
+            raise ValueError(
+                f"label: expected a version label without '/', ':', '?' or '#', "
+                f"or None, got {label!r}"
+            )
+        self._set_common(
+            model,
+            version,
+            label,
+            timeout_s,
+            retries,
+            backoff_s,
+            max_request_bytes,
+            classify_signature,
+            blob_feature_key,
+        )
         self.base_url = base_url.rstrip("/")
         path = f"/v1/models/{model}"
         if version is not None:
@@ -400,7 +428,11 @@ class ServingClient(ServingClientBase):
         return out
 
     def _example_results(
-        self, verb: str, examples: Sequence[Any], signature_name: str | None, context: Mapping[str, Any] | None
+        self,
+        verb: str,
+        examples: Sequence[Any],
+        signature_name: str | None,
+        context: Mapping[str, Any] | None,
     ) -> Iterator[list[Any]]:
         """POSTs ``examples`` to ``:verb`` (in parts, see :meth:`_parts`) and yields each answer's
         ``results`` list in order; an answer without one is an ``InvalidResponseError``."""
@@ -431,36 +463,57 @@ class ServingClient(ServingClientBase):
         head = self._head(signature_name, None)
         url = self.model_url + ":predict"
         if instances is not None:
-            items = [encode_value(x) if not isinstance(x, Mapping) else "{" + ",".join(
-                json.dumps(str(k)) + ":" + encode_value(v) for k, v in x.items()) + "}"
-                for x in instances]
+            items = [
+                encode_value(x)
+                if not isinstance(x, Mapping)
+                else "{"
+                + ",".join(json.dumps(str(k)) + ":" + encode_value(v) for k, v in x.items())
+                + "}"
+                for x in instances
+            ]
             preds: list[Any] = []
             for body in self._parts(head + '"instances":[', items, "]}"):
                 payload = self._request("POST", url, body)
                 if "predictions" not in payload:
                     raise errors.InvalidResponseError(
-                        f"expected key 'predictions', got keys {sorted(payload)}", url=url)
+                        f"expected key 'predictions', got keys {sorted(payload)}", url=url
+                    )
                 preds.extend(payload["predictions"])
             return preds
         if isinstance(inputs, Mapping):
-            body = head + '"inputs":{' + ",".join(
-                json.dumps(str(k)) + ":" + encode_value(v) for k, v in inputs.items()) + "}}"
-            lengths = {len(v) if isinstance(v, (list, tuple)) or hasattr(v, "shape") and
-                       getattr(v, "ndim", 0) > 0 else -1 for v in inputs.values()}
-            if len(body.encode()) <= self.max_request_bytes or len(lengths) != 1 or \
-                    lengths == {-1} or next(iter(lengths)) < 2:
+            body = (
+                head
+                + '"inputs":{'
+                + ",".join(json.dumps(str(k)) + ":" + encode_value(v) for k, v in inputs.items())
+                + "}}"
+            )
+            lengths = {
+                len(v)
+                if isinstance(v, (list, tuple)) or (hasattr(v, "shape") and getattr(v, "ndim", 0) > 0)
+                else -1
+                for v in inputs.values()
+            }
+            if (
+                len(body.encode()) <= self.max_request_bytes
+                or len(lengths) != 1
+                or lengths == {-1}
+                or next(iter(lengths)) < 2
+            ):
                 if len(body.encode()) > self.max_request_bytes:
                     raise errors.RequestTooLargeError(
                         f"a columnar request of {len(body.encode())} bytes cannot be split (inputs "
                         f"do not share a first dimension) and exceeds max_request_bytes="
-                        f"{self.max_request_bytes}")
+                        f"{self.max_request_bytes}"
+                    )
                 return self._outputs(self._request("POST", url, body), url)
             n = next(iter(lengths))
             half = n // 2
-            first = self.predict(inputs={k: v[:half] for k, v in inputs.items()},
-                                 signature_name=signature_name)
-            second = self.predict(inputs={k: v[half:] for k, v in inputs.items()},
-                                  signature_name=signature_name)
+            first = self.predict(
+                inputs={k: v[:half] for k, v in inputs.items()}, signature_name=signature_name
+            )
+            second = self.predict(
+                inputs={k: v[half:] for k, v in inputs.items()}, signature_name=signature_name
+            )
             if isinstance(first, dict):
                 return {k: list(first[k]) + list(second[k]) for k in first}
             return list(first) + list(second)
@@ -475,14 +528,16 @@ class ServingClient(ServingClientBase):
                 return list(a) + list(b)
             raise errors.RequestTooLargeError(
                 f"a columnar request of {len(body.encode())} bytes exceeds max_request_bytes="
-                f"{self.max_request_bytes}")
+                f"{self.max_request_bytes}"
+            )
         return self._outputs(self._request("POST", url, body), url)
 
     @staticmethod
     def _outputs(payload: dict, url: str) -> Any:
         if "outputs" not in payload:
             raise errors.InvalidResponseError(
-                f"expected key 'outputs', got keys {sorted(payload)}", url=url)
+                f"expected key 'outputs', got keys {sorted(payload)}", url=url
+            )
         return payload["outputs"]
 
     def status(self) -> dict:
@@ -499,8 +554,9 @@ class ServingClient(ServingClientBase):
         which works on stock TF Serving too. Validated: a config that breaks the bundle contract
         raises :class:`~memgraph_tf.serving.errors.BundleError` naming the key. Never contains a
         graph URI or credentials."""
-        return config_from_predict(self.predict(inputs={CONFIG_INPUT: 0},
-                                                signature_name=CONFIG_SIGNATURE))
+        return config_from_predict(
+            self.predict(inputs={CONFIG_INPUT: 0}, signature_name=CONFIG_SIGNATURE)
+        )
 
     def sampling_config(self) -> dict:
         """:meth:`bundle_config` as a plain JSON dict (``BundleConfig.to_dict()``)."""

@@ -82,8 +82,14 @@ class BundleInfo:
     config: dict  # BundleConfig.to_dict(): the JSON written to the config asset
 
 
-def default_sections(fanouts: Sequence[int], feature_dim: int, *, masks: bool = True,
-                     dtype: str = "float32", layout: str = "dense") -> dict[str, tuple[str, tuple[int, ...]]]:
+def default_sections(
+    fanouts: Sequence[int],
+    feature_dim: int,
+    *,
+    masks: bool = True,
+    dtype: str = "float32",
+    layout: str = "dense",
+) -> dict[str, tuple[str, tuple[int, ...]]]:
     """The per-node blob sections a GraphSAGE model with these ``fanouts`` reads, as
     ``{name: (dtype, per-node shape)}``: in the dense layout ``features_h`` (``dtype``)
     ``[1, f1..fh, d]`` for h = 0..H and, with ``masks``, ``mask_h`` bool ``[1, f1..fh]`` for
@@ -93,8 +99,9 @@ def default_sections(fanouts: Sequence[int], feature_dim: int, *, masks: bool = 
     :func:`memgraph_tf.layout.model_input_sections`."""
     from memgraph_tf import layout as layouts
 
-    sections = layouts.model_input_sections([int(f) for f in fanouts], int(feature_dim), dtype, masks=masks,
-                                            batch=1, layout=layout)
+    sections = layouts.model_input_sections(
+        [int(f) for f in fanouts], int(feature_dim), dtype, masks=masks, batch=1, layout=layout
+    )
     return {s.name: (s.dtype, tuple(s.shape)) for s in sections}
 
 
@@ -107,8 +114,13 @@ def _model_attr(model: Any, name: str, given: Any) -> Any:
     return value
 
 
-def _write_models_config(base: pathlib.Path, name: str, versions: list[int],
-                         labels: Mapping[str, int], serving_base_path: str) -> pathlib.Path:
+def _write_models_config(
+    base: pathlib.Path,
+    name: str,
+    versions: list[int],
+    labels: Mapping[str, int],
+    serving_base_path: str,
+) -> pathlib.Path:
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
@@ -130,8 +142,11 @@ def _write_models_config(base: pathlib.Path, name: str, versions: list[int],
         entry.version_labels[k] = int(v)
     if merged:
         # Labels may only point at loaded versions: serve every labelled one plus the newest.
-        wanted = sorted(set(merged.values()) | set(entry.model_version_policy.specific.versions)
-                        | {max(versions)})
+        wanted = sorted(
+            set(merged.values())
+            | set(entry.model_version_policy.specific.versions)
+            | {max(versions)}
+        )
         entry.model_version_policy.specific.ClearField("versions")
         entry.model_version_policy.specific.versions.extend(wanted)
     tmp = path.with_suffix(".config.tmp")
@@ -187,55 +202,84 @@ def export_bundle(
     import tensorflow as tf
 
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
-        raise BundleError(f"name: expected letters, digits, '_', '.', '-', got {name!r}", key="name")
+        raise BundleError(
+            f"name: expected letters, digits, '_', '.', '-', got {name!r}", key="name"
+        )
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise BundleError(f"version: expected an int >= 1 (TF Serving version directory), got "
-                          f"{version!r}", key="version")
+        raise BundleError(
+            f"version: expected an int >= 1 (TF Serving version directory), got {version!r}",
+            key="version",
+        )
     if not isinstance(use_op, bool):
         raise BundleError(f"use_op: expected True or False, got {use_op!r}", key="use_op")
     if scores not in ("auto",) + bundle.SCORES_KINDS:
-        raise BundleError(f"scores: expected 'auto', 'probabilities' or 'logits', got {scores!r}",
-                          key="scores")
+        raise BundleError(
+            f"scores: expected 'auto', 'probabilities' or 'logits', got {scores!r}", key="scores"
+        )
     if not blob_feature_key or not isinstance(blob_feature_key, str):
-        raise BundleError(f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}",
-                          key="blob_feature_key")
+        raise BundleError(
+            f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}",
+            key="blob_feature_key",
+        )
     if class_names is None and getattr(model, "class_names", None) is None:
-        raise BundleError("class_names: not given and the model has none; pass class_names=[...] "
-                          "(one label per score column)", key="class_names")
+        raise BundleError(
+            "class_names: not given and the model has none; pass class_names=[...] "
+            "(one label per score column)",
+            key="class_names",
+        )
     class_names = [str(c) for c in _model_attr(model, "class_names", class_names)]
     if not class_names or len(set(class_names)) != len(class_names):
-        raise BundleError(f"class_names: expected unique labels, got {class_names!r}",
-                          key="class_names")
+        raise BundleError(
+            f"class_names: expected unique labels, got {class_names!r}", key="class_names"
+        )
     if any("\n" in c for c in class_names):
-        raise BundleError(f"class_names: expected labels without newlines, got {class_names!r}",
-                          key="class_names")
+        raise BundleError(
+            f"class_names: expected labels without newlines, got {class_names!r}", key="class_names"
+        )
     fanouts = list(bundle.check_fanouts([int(f) for f in _model_attr(model, "fanouts", fanouts)]))
     feature_dim = int(_model_attr(model, "feature_dim", feature_dim))
     if feature_dim < 1:
-        raise BundleError(f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim")
+        raise BundleError(
+            f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim"
+        )
     options = dict(sample_options or {})
     bundle.check_plain_json(options, "sample_options")
     sample_layout = _sample_layout(layout, options, sections)
     if sections is None:
         sections = default_sections(
-            fanouts, feature_dim, masks=options.get("low_degree", "pad") == "pad",
-            dtype=options.get("dtype") or "float32", layout=sample_layout)
+            fanouts,
+            feature_dim,
+            masks=options.get("low_degree", "pad") == "pad",
+            dtype=options.get("dtype") or "float32",
+            layout=sample_layout,
+        )
     sections = {k: (str(dt), tuple(int(d) for d in shape)) for k, (dt, shape) in sections.items()}
     bundle.check_plain_json(list(properties), "properties")
     if labels:
         for lbl, v in labels.items():
             if not re.fullmatch(r"[A-Za-z0-9_\-]+", str(lbl)) or not isinstance(v, int):
-                raise BundleError(f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}",
-                                  key="labels")
+                raise BundleError(
+                    f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}", key="labels"
+                )
     if scores == "auto":
         # memgraph_tf.client.GraphSAGE returns logits; other models say so with output_is_logits.
-        is_sage = type(model).__name__ == "GraphSAGE" and \
-            type(model).__module__ == "memgraph_tf.client.graphsage"
+        is_sage = (
+            type(model).__name__ == "GraphSAGE"
+            and type(model).__module__ == "memgraph_tf.client.graphsage"
+        )
         scores = "logits" if getattr(model, "output_is_logits", is_sage) else "probabilities"
     config = BundleConfig(
-        model_name=name, version=version, use_op=use_op, blob_feature_key=blob_feature_key,
-        class_names=class_names, fanouts=fanouts, feature_dim=feature_dim,
-        properties=list(properties), options=options, sections=sections, scores=scores,
+        model_name=name,
+        version=version,
+        use_op=use_op,
+        blob_feature_key=blob_feature_key,
+        class_names=class_names,
+        fanouts=fanouts,
+        feature_dim=feature_dim,
+        properties=list(properties),
+        options=options,
+        sections=sections,
+        scores=scores,
         tensorflow_version=tf.__version__,
     )
     config_text = config.to_json()
@@ -246,8 +290,10 @@ def export_bundle(
     model_dir = base / name
     final = model_dir / bundle.version_dir_name(version)
     if final.exists() and not overwrite:
-        raise BundleExistsError(f"{final}: version {version} of model {name!r} exists "
-                                f"(pass overwrite=True to replace it)")
+        raise BundleExistsError(
+            f"{final}: version {version} of model {name!r} exists "
+            f"(pass overwrite=True to replace it)"
+        )
     model_dir.mkdir(parents=True, exist_ok=True)
 
     if use_op:
@@ -259,13 +305,29 @@ def export_bundle(
         src = tmp_path / "src"
         src.mkdir()
         labels_path, config_path = bundle.write_assets(src, config)
-        gathered = None if sample_layout == "dense" else dict(
-            fanouts=fanouts, width=feature_dim, dtype=options.get("dtype") or "float32",
-            layout_name=sample_layout, pad=options.get("low_degree", "pad") == "pad")
-        module = _BundleModule(model, config.sections, config.class_names, blob_feature_key,
-                               use_op, scores == "logits", config_text,
-                               tf.saved_model.Asset(str(labels_path)),
-                               tf.saved_model.Asset(str(config_path)), gathered)
+        gathered = (
+            None
+            if sample_layout == "dense"
+            else dict(
+                fanouts=fanouts,
+                width=feature_dim,
+                dtype=options.get("dtype") or "float32",
+                layout_name=sample_layout,
+                pad=options.get("low_degree", "pad") == "pad",
+            )
+        )
+        module = _BundleModule(
+            model,
+            config.sections,
+            config.class_names,
+            blob_feature_key,
+            use_op,
+            scores == "logits",
+            config_text,
+            tf.saved_model.Asset(str(labels_path)),
+            tf.saved_model.Asset(str(config_path)),
+            gathered,
+        )
         out = tmp_path / "out"
         # Each signature is traced once, here. The functions are not attributes of the module:
         # tf.saved_model.save traces a module's tf.function attributes again to serialize them,
@@ -281,18 +343,26 @@ def export_bundle(
             else:
                 from memgraph_tf.ops import layouts
 
-                warm = layouts.zero_node_blob(fanouts, feature_dim, gathered["dtype"], layout_name=sample_layout,
-                                              pad=gathered["pad"])
+                warm = layouts.zero_node_blob(
+                    fanouts,
+                    feature_dim,
+                    gathered["dtype"],
+                    layout_name=sample_layout,
+                    pad=gathered["pad"],
+                )
             _write_warmup(out, warm, blob_feature_key, name)
         if final.exists():
             shutil.rmtree(final)
         os.replace(out, final)
-    models_config = _write_models_config(base, name, [version], dict(labels or {}),
-                                         serving_base_path)
-    logger.info("exported %s version %d (%s) to %s", name, version,
-             "C++ op" if use_op else "op-free", final)
-    return BundleInfo(final, models_config, name, version, use_op, tuple(signatures),
-                      config.to_dict())
+    models_config = _write_models_config(
+        base, name, [version], dict(labels or {}), serving_base_path
+    )
+    logger.info(
+        "exported %s version %d (%s) to %s", name, version, "C++ op" if use_op else "op-free", final
+    )
+    return BundleInfo(
+        final, models_config, name, version, use_op, tuple(signatures), config.to_dict()
+    )
 
 
 def _set_classify_method_name(saved_dir: pathlib.Path) -> None:
@@ -316,8 +386,12 @@ def warmup_blob(sections: Mapping[str, tuple[str, Sequence[int]]]) -> bytes:
 
     from memgraph_tf import blob
 
-    return blob.pack({k: np.zeros(tuple(shape), dtype=np.bool_ if dt == "bool" else dt)
-                      for k, (dt, shape) in sections.items()})
+    return blob.pack(
+        {
+            k: np.zeros(tuple(shape), dtype=np.bool_ if dt == "bool" else dt)
+            for k, (dt, shape) in sections.items()
+        }
+    )
 
 
 def _write_warmup(version_dir: pathlib.Path, warm: bytes, blob_feature_key: str, name: str) -> None:
@@ -346,16 +420,24 @@ def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -
 
     given = options.get("layout")
     if layout is not None and given is not None and layout != given:
-        raise BundleError(f"layout: expected the same layout as sample_options['layout'] ({given!r}), got "
-                          f"{layout!r}", key="layout")
+        raise BundleError(
+            f"layout: expected the same layout as sample_options['layout'] ({given!r}), got "
+            f"{layout!r}",
+            key="layout",
+        )
     chosen = layout if layout is not None else (given if given is not None else "dense")
     if chosen not in layouts.LAYOUTS:
-        raise BundleError(f"layout: expected one of {list(layouts.LAYOUTS)}, got {chosen!r}", key="layout")
+        raise BundleError(
+            f"layout: expected one of {list(layouts.LAYOUTS)}, got {chosen!r}", key="layout"
+        )
     if layout is not None:
         options["layout"] = layout
     if sections is not None and chosen != "dense":
-        raise BundleError(f"sections: expected none (the {chosen} layout's sections are fixed), got custom "
-                          f"sections", key="sections")
+        raise BundleError(
+            f"sections: expected none (the {chosen} layout's sections are fixed), got custom "
+            f"sections",
+            key="sections",
+        )
     return chosen
 
 
@@ -368,14 +450,17 @@ def _bundle_op_library(version_dir: pathlib.Path) -> None:
     dest = bundle.op_library_dir(version_dir)
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(so, dest / so.name)
-    bundle.write_op_library_info(version_dir, bundle.OpLibraryInfo(
-        library=so.name,
-        ops=bundle.OP_NAMES,
-        tf_version=tf.__version__,
-        tf_git_version=tf.version.GIT_VERSION,
-        cxx11_abi_flag=[f for f in tf.sysconfig.get_compile_flags() if f.startswith("-D")],
-        sha256=hashlib.sha256(so.read_bytes()).hexdigest(),
-    ))
+    bundle.write_op_library_info(
+        version_dir,
+        bundle.OpLibraryInfo(
+            library=so.name,
+            ops=bundle.OP_NAMES,
+            tf_version=tf.__version__,
+            tf_git_version=tf.version.GIT_VERSION,
+            cxx11_abi_flag=[f for f in tf.sysconfig.get_compile_flags() if f.startswith("-D")],
+            sha256=hashlib.sha256(so.read_bytes()).hexdigest(),
+        ),
+    )
 
 
 def _make_module_class():
@@ -384,8 +469,19 @@ def _make_module_class():
     class BundleModule(tf.Module):
         """The exported object: the Keras model plus decoding and the three signatures."""
 
-        def __init__(self, model, sections, class_names, blob_feature_key, use_op, logits,
-                     config_text, labels_asset, config_asset, gathered=None):
+        def __init__(
+            self,
+            model,
+            sections,
+            class_names,
+            blob_feature_key,
+            use_op,
+            logits,
+            config_text,
+            labels_asset,
+            config_asset,
+            gathered=None,
+        ):
             super().__init__(name="memgraph_tf_bundle")
             self.model = model
             # Track the tf.Variables under Keras 3's keras.Variable wrappers too. Without this the
@@ -395,7 +491,8 @@ def _make_module_class():
             # find variable dense/bias" (keras-team/keras#20095, tensorflow/serving#2250).
             self.model_tf_variables = [
                 v if isinstance(v, tf.Variable) else v.value
-                for v in getattr(model, "variables", ())]
+                for v in getattr(model, "variables", ())
+            ]
             self.labels_asset = labels_asset
             self.config_asset = config_asset
             self._sections = dict(sections)
@@ -433,16 +530,30 @@ def _make_module_class():
             the signatures' input keys (bundle.CLASSIFY_INPUT, PREDICT_INPUT, CONFIG_INPUT); the
             TensorSpec names repeat them for the graph."""
             specs = {
-                CLASSIFY_SIGNATURE: (self.classify, tf.TensorSpec([None], tf.string, name=bundle.CLASSIFY_INPUT)),
-                PREDICT_SIGNATURE: (self.predict, tf.TensorSpec([None], tf.string, name=bundle.PREDICT_INPUT)),
-                CONFIG_SIGNATURE: (self.config, tf.TensorSpec(None, tf.int64, name=bundle.CONFIG_INPUT)),
+                CLASSIFY_SIGNATURE: (
+                    self.classify,
+                    tf.TensorSpec([None], tf.string, name=bundle.CLASSIFY_INPUT),
+                ),
+                PREDICT_SIGNATURE: (
+                    self.predict,
+                    tf.TensorSpec([None], tf.string, name=bundle.PREDICT_INPUT),
+                ),
+                CONFIG_SIGNATURE: (
+                    self.config,
+                    tf.TensorSpec(None, tf.int64, name=bundle.CONFIG_INPUT),
+                ),
             }
-            return {name: tf.function(fn, input_signature=[spec], autograph=False).get_concrete_function()
-                    for name, (fn, spec) in specs.items()}
+            return {
+                name: tf.function(
+                    fn, input_signature=[spec], autograph=False
+                ).get_concrete_function()
+                for name, (fn, spec) in specs.items()
+            }
 
         def classify(self, inputs):
             parsed = tf.io.parse_example(
-                inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)})
+                inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)}
+            )
             scores = self._scores(parsed[self._blob_key])
             labels = tf.constant(self._class_names, dtype=tf.string)
             classes = tf.tile(labels[None, :], [tf.shape(scores)[0], 1])
@@ -452,8 +563,11 @@ def _make_module_class():
             scores = self._scores(blobs)
             ids = tf.argmax(scores, axis=-1, output_type=tf.int64)
             labels = tf.constant(self._class_names, dtype=tf.string)
-            return {bundle.SCORES_OUTPUT: scores, bundle.CLASS_IDS_OUTPUT: ids,
-                    bundle.CLASSES_OUTPUT: tf.gather(labels, ids)}
+            return {
+                bundle.SCORES_OUTPUT: scores,
+                bundle.CLASS_IDS_OUTPUT: ids,
+                bundle.CLASSES_OUTPUT: tf.gather(labels, ids),
+            }
 
         def config(self, unused):
             del unused

@@ -110,9 +110,12 @@ HTTP_STATUS_FOR_GRPC: dict[grpc.StatusCode, int] = {
 }
 _RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 # gRPC core's details when no connection could be made (not an answer from the server).
-_NO_CONNECTION = re.compile(r"failed to connect|connection refused|DNS resolution failed|"
-                            r"connections to all backends failing|Socket closed|"
-                            r"Connection reset|name resolution", re.IGNORECASE)
+_NO_CONNECTION = re.compile(
+    r"failed to connect|connection refused|DNS resolution failed|"
+    r"connections to all backends failing|Socket closed|"
+    r"Connection reset|name resolution",
+    re.IGNORECASE,
+)
 # RESOURCE_EXHAUSTED for a request above a size limit (REST: 413), not for a busy server (429).
 _TOO_LARGE = re.compile(r"message larger than max|max_examples", re.IGNORECASE)
 # Bytes a repeated message field adds per element: tag + length varint (<= 5 bytes).
@@ -122,17 +125,25 @@ _HEAD_BYTES = 1024
 _JSON_OPTIONS = {"preserving_proto_field_name": True, "always_print_fields_with_no_presence": True}
 
 
-def error_from_rpc(code: grpc.StatusCode, details: str, target: str | None = None, *,
-                   timed_out: bool = False, retries: int = 0) -> errors.ServingError:
+def error_from_rpc(
+    code: grpc.StatusCode,
+    details: str,
+    target: str | None = None,
+    *,
+    timed_out: bool = False,
+    retries: int = 0,
+) -> errors.ServingError:
     """The :mod:`.errors` instance for a failed call: see the module docstring. ``timed_out``
     marks the client's own deadline; the result's ``grpc_code`` is ``code.name``."""
     details = details or ""
     if timed_out:
         exc: errors.ServingError = errors.ServingTimeoutError(
-            f"no answer within the deadline: {details}", url=target)
+            f"no answer within the deadline: {details}", url=target
+        )
     elif code == grpc.StatusCode.UNAVAILABLE and _NO_CONNECTION.search(details):
         exc = errors.ServingConnectionError(
-            f"cannot reach the server after {retries} retries: {details}", url=target)
+            f"cannot reach the server after {retries} retries: {details}", url=target
+        )
     elif code == grpc.StatusCode.RESOURCE_EXHAUSTED and _TOO_LARGE.search(details):
         exc = errors.RequestTooLargeError(details, status=413, url=target)
     else:
@@ -170,16 +181,26 @@ class GrpcServingClient(ServingClientBase):
         credentials: grpc.ChannelCredentials | None = None,
         channel_options: Sequence[tuple[str, Any]] = (),
     ):
-        if not isinstance(target, str) or not target or target.startswith(("http://",
-                                                                             "https://")):
-            raise ValueError(f"target: expected a gRPC target such as 'host:8500' (no http:// "
-                             f"scheme: that is ServingClient's), got {target!r}")
+        if not isinstance(target, str) or not target or target.startswith(("http://", "https://")):
+            raise ValueError(
+                f"target: expected a gRPC target such as 'host:8500' (no http:// "
+                f"scheme: that is ServingClient's), got {target!r}"
+            )
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: expected a non-empty model name, got {model!r}")
         if label is not None and (not isinstance(label, str) or not label):
             raise ValueError(f"label: expected a non-empty str or None, got {label!r}")
-        self._set_common(model, version, label, timeout_s, retries, backoff_s, max_request_bytes,
-                         classify_signature, blob_feature_key)
+        self._set_common(
+            model,
+            version,
+            label,
+            timeout_s,
+            retries,
+            backoff_s,
+            max_request_bytes,
+            classify_signature,
+            blob_feature_key,
+        )
         self.max_response_bytes = check_byte_limit("max_response_bytes", max_response_bytes)
         self.target = target
         options = [
@@ -187,18 +208,26 @@ class GrpcServingClient(ServingClientBase):
             ("grpc.max_receive_message_length", max_response_bytes),
             *channel_options,
         ]
-        self.channel = grpc.secure_channel(target, credentials, options) if credentials \
+        self.channel = (
+            grpc.secure_channel(target, credentials, options)
+            if credentials
             else grpc.insecure_channel(target, options)
+        )
         self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
         self.model_stub = model_service_pb2_grpc.ModelServiceStub(self.channel)
         # Classify / Regress take requests written as bytes (see _example_calls).
         service = prediction_service_pb2.DESCRIPTOR.services_by_name["PredictionService"]
         self._example_methods = {
-            name: self.channel.unary_unary(f"/{service.full_name}/{name}",
-                                           request_serializer=None,
-                                           response_deserializer=response.FromString)
-            for name, response in (("Classify", classification_pb2.ClassificationResponse),
-                                   ("Regress", regression_pb2.RegressionResponse))}
+            name: self.channel.unary_unary(
+                f"/{service.full_name}/{name}",
+                request_serializer=None,
+                response_deserializer=response.FromString,
+            )
+            for name, response in (
+                ("Classify", classification_pb2.ClassificationResponse),
+                ("Regress", regression_pb2.RegressionResponse),
+            )
+        }
         self._signatures: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
@@ -230,25 +259,37 @@ class GrpcServingClient(ServingClientBase):
                 details = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
                 code = code or grpc.StatusCode.UNKNOWN
                 # Our own deadline ran out (not a DEADLINE_EXCEEDED the server chose to send).
-                timed_out = code == grpc.StatusCode.DEADLINE_EXCEEDED and \
-                    time.monotonic() - start >= 0.95 * deadline_s
+                timed_out = (
+                    code == grpc.StatusCode.DEADLINE_EXCEEDED
+                    and time.monotonic() - start >= 0.95 * deadline_s
+                )
                 if code in _RETRIED and not timed_out and attempt < self.retries:
                     attempt += 1
-                    logger.debug("%s from %s: %s; retry %d/%d in %.3f s", code.name,
-                                 self.target, details, attempt, self.retries, wait_s)
+                    logger.debug(
+                        "%s from %s: %s; retry %d/%d in %.3f s",
+                        code.name,
+                        self.target,
+                        details,
+                        attempt,
+                        self.retries,
+                        wait_s,
+                    )
                     time.sleep(wait_s)
                     wait_s *= 2
                     continue
-                raise error_from_rpc(code, details, self.target, timed_out=timed_out,
-                                     retries=attempt) from None
+                raise error_from_rpc(
+                    code, details, self.target, timed_out=timed_out, retries=attempt
+                ) from None
 
     def _example(self, example: Any) -> Any:
         if isinstance(example, (bytes, bytearray, memoryview)):
             return grpc_codec.example_from_features({self.blob_feature_key: bytes(example)})
         if isinstance(example, Mapping):
             return grpc_codec.example_from_features(example)
-        raise TypeError(f"examples: expected each example to be a blob (bytes) or a mapping of "
-                        f"features, got {type(example).__name__}")
+        raise TypeError(
+            f"examples: expected each example to be a blob (bytes) or a mapping of "
+            f"features, got {type(example).__name__}"
+        )
 
     def _parts(self, sizes: list[int], fixed: int) -> list[tuple[int, int]]:
         """``(start, stop)`` ranges of items whose request stays within max_request_bytes."""
@@ -258,7 +299,8 @@ class GrpcServingClient(ServingClientBase):
             if fixed + n > self.max_request_bytes:
                 raise errors.RequestTooLargeError(
                     f"item {i} alone makes a request of {fixed + n} bytes, above "
-                    f"max_request_bytes={self.max_request_bytes}")
+                    f"max_request_bytes={self.max_request_bytes}"
+                )
             if i > start and size + n > self.max_request_bytes:
                 parts.append((start, i))
                 start, size = i, fixed
@@ -278,8 +320,14 @@ class GrpcServingClient(ServingClientBase):
             return grpc_codec.blob_example_prefix(len(blob), self.blob_feature_key), blob
         return self._example(example).SerializeToString(), b""
 
-    def _example_calls(self, method: str, examples: Sequence[Any], signature_name: str | None,
-                       context: Mapping[str, Any] | None, timeout_s: float | None) -> list[Any]:
+    def _example_calls(
+        self,
+        method: str,
+        examples: Sequence[Any],
+        signature_name: str | None,
+        context: Mapping[str, Any] | None,
+        timeout_s: float | None,
+    ) -> list[Any]:
         """One ``method`` (Classify / Regress) call per part of ``examples`` that fits
         max_request_bytes (usually one). The request is written as bytes, byte for byte what
         the request message would serialize to, with each blob copied once (into the request);
@@ -293,8 +341,12 @@ class GrpcServingClient(ServingClientBase):
         fixed = _HEAD_BYTES + (len(ctx) if ctx is not None else 0)
         parts = self._parts([len(head) + len(body) for head, body in items], fixed)
         call = self._example_methods[method]
-        return [self._call(call, grpc_codec.example_request(spec_bytes, items[start:stop], ctx),
-                           timeout_s) for start, stop in parts]
+        return [
+            self._call(
+                call, grpc_codec.example_request(spec_bytes, items[start:stop], ctx), timeout_s
+            )
+            for start, stop in parts
+        ]
 
     # -- API
     def classify(
@@ -313,13 +365,15 @@ class GrpcServingClient(ServingClientBase):
         if signature_name is ...:
             signature_name = self.classify_signature
         out: list[list[tuple[str, float]]] = []
-        for resp in self._example_calls("Classify", examples, signature_name, context,
-                                        timeout_s):
-            out.extend([(c.label, float(c.score)) for c in row.classes]
-                       for row in resp.result.classifications)
+        for resp in self._example_calls("Classify", examples, signature_name, context, timeout_s):
+            out.extend(
+                [(c.label, float(c.score)) for c in row.classes]
+                for row in resp.result.classifications
+            )
         if len(out) != len(examples):
             raise errors.InvalidResponseError(
-                f"expected {len(examples)} classifications, got {len(out)}", url=self.target)
+                f"expected {len(examples)} classifications, got {len(out)}", url=self.target
+            )
         return out
 
     def regress(
@@ -332,16 +386,17 @@ class GrpcServingClient(ServingClientBase):
     ) -> list[float]:
         """Regress: one float per example (same example encoding as :meth:`classify`)."""
         out: list[float] = []
-        for resp in self._example_calls("Regress", examples, signature_name, context,
-                                        timeout_s):
+        for resp in self._example_calls("Regress", examples, signature_name, context, timeout_s):
             out.extend(float(r.value) for r in resp.result.regressions)
         if len(out) != len(examples):
             raise errors.InvalidResponseError(
-                f"expected {len(examples)} regressions, got {len(out)}", url=self.target)
+                f"expected {len(examples)} regressions, got {len(out)}", url=self.target
+            )
         return out
 
-    def signature_defs(self, *, refresh: bool = False, timeout_s: float | None = None
-                       ) -> dict[str, Any]:
+    def signature_defs(
+        self, *, refresh: bool = False, timeout_s: float | None = None
+    ) -> dict[str, Any]:
         """The served version's ``SignatureDef`` protos by name (GetModelMetadata), cached after
         the first call unless ``refresh``."""
         with self._lock:
@@ -381,8 +436,10 @@ class GrpcServingClient(ServingClientBase):
                 keys = list(instances[0])
                 for i, row in enumerate(instances):
                     if not isinstance(row, Mapping) or set(row) != set(keys):
-                        raise ValueError(f"instances[{i}]: expected a mapping with the keys "
-                                         f"{sorted(keys)}, like instances[0]")
+                        raise ValueError(
+                            f"instances[{i}]: expected a mapping with the keys "
+                            f"{sorted(keys)}, like instances[0]"
+                        )
                 feeds = {k: [row[k] for row in instances] for k in keys}
             else:
                 feeds = {self._only_input(sig): instances}
@@ -409,13 +466,19 @@ class GrpcServingClient(ServingClientBase):
             return next(iter(sig.inputs))
         # Unknown signature (the server will name the problem) or several inputs.
         if sig is not None:
-            raise ValueError(f"inputs: the signature has inputs {sorted(sig.inputs)}; pass a "
-                             f"mapping of input name to value")
+            raise ValueError(
+                f"inputs: the signature has inputs {sorted(sig.inputs)}; pass a "
+                f"mapping of input name to value"
+            )
         return ""
 
-    def _predict_arrays(self, arrays: dict[str, np.ndarray], signature_name: str | None,
-                        output_filter: Sequence[str] | None, timeout_s: float | None
-                        ) -> dict[str, np.ndarray]:
+    def _predict_arrays(
+        self,
+        arrays: dict[str, np.ndarray],
+        signature_name: str | None,
+        output_filter: Sequence[str] | None,
+        timeout_s: float | None,
+    ) -> dict[str, np.ndarray]:
         req = predict_pb2.PredictRequest()
         self._spec(req.model_spec, signature_name)
         for k, arr in arrays.items():
@@ -430,25 +493,32 @@ class GrpcServingClient(ServingClientBase):
                 raise errors.RequestTooLargeError(
                     f"a predict request of {size} bytes exceeds max_request_bytes="
                     f"{self.max_request_bytes} and cannot be split (its inputs do not share a "
-                    f"first dimension of 2 or more)")
+                    f"first dimension of 2 or more)"
+                )
             half = n // 2
-            first = self._predict_arrays({k: a[:half] for k, a in arrays.items()},
-                                         signature_name, output_filter, timeout_s)
-            second = self._predict_arrays({k: a[half:] for k, a in arrays.items()},
-                                          signature_name, output_filter, timeout_s)
+            first = self._predict_arrays(
+                {k: a[:half] for k, a in arrays.items()}, signature_name, output_filter, timeout_s
+            )
+            second = self._predict_arrays(
+                {k: a[half:] for k, a in arrays.items()}, signature_name, output_filter, timeout_s
+            )
             if any(v.ndim == 0 for v in first.values()):
                 raise errors.RequestTooLargeError(
                     f"a predict request of {size} bytes exceeds max_request_bytes="
                     f"{self.max_request_bytes}, and its outputs have no first dimension to "
-                    f"join split answers along")
+                    f"join split answers along"
+                )
             return {k: np.concatenate([first[k], second[k]]) for k in first}
         resp = self._call(self.stub.Predict, req, timeout_s)
         try:
-            return {k: grpc_codec.tensor_to_array(t, f"output '{k}'", self.max_response_bytes)
-                    for k, t in resp.outputs.items()}
+            return {
+                k: grpc_codec.tensor_to_array(t, f"output '{k}'", self.max_response_bytes)
+                for k, t in resp.outputs.items()
+            }
         except errors.ServingFailure as exc:
-            raise errors.InvalidResponseError(f"Predict answer: {exc.message}",
-                                              url=self.target) from None
+            raise errors.InvalidResponseError(
+                f"Predict answer: {exc.message}", url=self.target
+            ) from None
 
     def _metadata_response(self, timeout_s: float | None) -> tuple[Any, Any]:
         """GetModelMetadata's answer and the ``SignatureDefMap`` unpacked from it (an answer
@@ -458,10 +528,12 @@ class GrpcServingClient(ServingClientBase):
         req.metadata_field.append(_SIGNATURE_DEF_FIELD)
         resp = self._call(self.stub.GetModelMetadata, req, timeout_s)
         sdm = get_model_metadata_pb2.SignatureDefMap()
-        if _SIGNATURE_DEF_FIELD not in resp.metadata or \
-                not resp.metadata[_SIGNATURE_DEF_FIELD].Unpack(sdm):
+        if _SIGNATURE_DEF_FIELD not in resp.metadata or not resp.metadata[
+            _SIGNATURE_DEF_FIELD
+        ].Unpack(sdm):
             raise errors.InvalidResponseError(
-                "GetModelMetadata: the answer holds no SignatureDefMap", url=self.target)
+                "GetModelMetadata: the answer holds no SignatureDefMap", url=self.target
+            )
         return resp, sdm
 
     def status(self, *, timeout_s: float | None = None) -> dict:
@@ -469,24 +541,28 @@ class GrpcServingClient(ServingClientBase):
         "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}, ...]}``."""
         req = get_model_status_pb2.GetModelStatusRequest()
         self._spec(req.model_spec)
-        return json_format.MessageToDict(self._call(self.model_stub.GetModelStatus, req, timeout_s),
-                                         **_JSON_OPTIONS)
+        return json_format.MessageToDict(
+            self._call(self.model_stub.GetModelStatus, req, timeout_s), **_JSON_OPTIONS
+        )
 
     def metadata(self, *, timeout_s: float | None = None) -> dict:
         """GetModelMetadata as REST's metadata document: ``{"model_spec": ..., "metadata":
         {"signature_def": <the unpacked SignatureDefMap>}}`` in protobuf's JSON mapping with
         the proto field names and default-valued fields printed."""
         resp, sdm = self._metadata_response(timeout_s)
-        return {"model_spec": json_format.MessageToDict(resp.model_spec, **_JSON_OPTIONS),
-                "metadata": {_SIGNATURE_DEF_FIELD: json_format.MessageToDict(sdm,
-                                                                             **_JSON_OPTIONS)}}
+        return {
+            "model_spec": json_format.MessageToDict(resp.model_spec, **_JSON_OPTIONS),
+            "metadata": {_SIGNATURE_DEF_FIELD: json_format.MessageToDict(sdm, **_JSON_OPTIONS)},
+        }
 
     def bundle_config(self, *, timeout_s: float | None = None) -> BundleConfig:
         """The memgraph-tf bundle's config through its ``memgraph_tf_config`` predict signature
         (validated; a bad config raises BundleError naming the key), as ServingClient's."""
-        return config_from_predict(self.predict(inputs={CONFIG_INPUT: 0},
-                                                signature_name=CONFIG_SIGNATURE,
-                                                timeout_s=timeout_s))
+        return config_from_predict(
+            self.predict(
+                inputs={CONFIG_INPUT: 0}, signature_name=CONFIG_SIGNATURE, timeout_s=timeout_s
+            )
+        )
 
     def sampling_config(self, *, timeout_s: float | None = None) -> dict:
         """:meth:`bundle_config` as a plain JSON dict (``BundleConfig.to_dict()``)."""
@@ -534,8 +610,11 @@ def _rest_outputs(out: Mapping[str, np.ndarray], columnar: bool) -> Any:
         if out[k].ndim == 0:
             raise errors.ServingFailure(400, f"Tensor name: {k} has no shape information ")
         if batch is not None and out[k].shape[0] != batch:
-            raise errors.ServingFailure(400, f"Tensor name: {k} has inconsistent batch size: "
-                                             f"{out[k].shape[0]} expecting: {batch}")
+            raise errors.ServingFailure(
+                400,
+                f"Tensor name: {k} has inconsistent batch size: "
+                f"{out[k].shape[0]} expecting: {batch}",
+            )
         batch = out[k].shape[0]
     values = {k: _json_value(k, out[k]) for k in names}
     if len(names) == 1:
@@ -543,4 +622,4 @@ def _rest_outputs(out: Mapping[str, np.ndarray], columnar: bool) -> Any:
     return [{k: values[k][i] for k in names} for i in range(batch)]
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "GrpcServingClient", "HTTP_STATUS_FOR_GRPC", "error_from_rpc"]
+__all__ = ["DEFAULT_TIMEOUT_S", "HTTP_STATUS_FOR_GRPC", "GrpcServingClient", "error_from_rpc"]

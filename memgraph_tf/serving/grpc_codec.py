@@ -40,19 +40,19 @@ MAX_RANK = 254
 
 # DataType enum -> (numpy dtype, TensorProto field holding the values). types.proto numbering.
 _DTYPES: dict[int, tuple[Any, str]] = {
-    1: (np.dtype(np.float32), "float_val"),      # DT_FLOAT
-    2: (np.dtype(np.float64), "double_val"),     # DT_DOUBLE
-    3: (np.dtype(np.int32), "int_val"),          # DT_INT32
-    4: (np.dtype(np.uint8), "int_val"),          # DT_UINT8
-    5: (np.dtype(np.int16), "int_val"),          # DT_INT16
-    6: (np.dtype(np.int8), "int_val"),           # DT_INT8
-    7: (np.dtype(object), "string_val"),         # DT_STRING
-    9: (np.dtype(np.int64), "int64_val"),        # DT_INT64
-    10: (np.dtype(np.bool_), "bool_val"),        # DT_BOOL
-    17: (np.dtype(np.uint16), "int_val"),        # DT_UINT16
-    19: (np.dtype(np.float16), "half_val"),      # DT_HALF (bits in an int32 field)
-    22: (np.dtype(np.uint32), "uint32_val"),     # DT_UINT32
-    23: (np.dtype(np.uint64), "uint64_val"),     # DT_UINT64
+    1: (np.dtype(np.float32), "float_val"),  # DT_FLOAT
+    2: (np.dtype(np.float64), "double_val"),  # DT_DOUBLE
+    3: (np.dtype(np.int32), "int_val"),  # DT_INT32
+    4: (np.dtype(np.uint8), "int_val"),  # DT_UINT8
+    5: (np.dtype(np.int16), "int_val"),  # DT_INT16
+    6: (np.dtype(np.int8), "int_val"),  # DT_INT8
+    7: (np.dtype(object), "string_val"),  # DT_STRING
+    9: (np.dtype(np.int64), "int64_val"),  # DT_INT64
+    10: (np.dtype(np.bool_), "bool_val"),  # DT_BOOL
+    17: (np.dtype(np.uint16), "int_val"),  # DT_UINT16
+    19: (np.dtype(np.float16), "half_val"),  # DT_HALF (bits in an int32 field)
+    22: (np.dtype(np.uint32), "uint32_val"),  # DT_UINT32
+    23: (np.dtype(np.uint64), "uint64_val"),  # DT_UINT64
 }
 DT_STRING = 7
 DT_HALF = 19
@@ -88,40 +88,61 @@ def tensor_to_array(tensor: Any, what: str, max_elements: int) -> np.ndarray:
     if enum == 0:
         raise ServingFailure(400, f"{what}: the TensorProto has no dtype (DT_INVALID)")
     if enum not in _DTYPES:
-        raise ServingFailure(501, f"{what}: dtype {dtype_name(enum)} is not supported by this "
-                                  f"server")
+        raise ServingFailure(
+            501, f"{what}: dtype {dtype_name(enum)} is not supported by this server"
+        )
     np_dt, field = _DTYPES[enum]
     shape = tensor.tensor_shape
     if shape.unknown_rank:
-        raise ServingFailure(400, f"{what}: Unable to parse tensor proto: the shape has an "
-                                  f"unknown rank")
+        raise ServingFailure(
+            400, f"{what}: Unable to parse tensor proto: the shape has an unknown rank"
+        )
     dims = [int(d.size) for d in shape.dim]
     if len(dims) > MAX_RANK:
-        raise ServingFailure(400, f"{what}: Unable to parse tensor proto: rank {len(dims)} is "
-                                  f"above TensorFlow's {MAX_RANK}")
+        raise ServingFailure(
+            400,
+            f"{what}: Unable to parse tensor proto: rank {len(dims)} is "
+            f"above TensorFlow's {MAX_RANK}",
+        )
     if any(d < 0 for d in dims):
-        raise ServingFailure(400, f"{what}: Unable to parse tensor proto: negative dimension in "
-                                  f"shape {dims}")
+        raise ServingFailure(
+            400, f"{what}: Unable to parse tensor proto: negative dimension in shape {dims}"
+        )
     n = math.prod(dims)
     if n > max_elements:
-        raise ServingFailure(400, f"{what}: a tensor of shape {dims} holds {n} elements, above "
-                                  f"the server's max_tensor_elements={max_elements}")
+        raise ServingFailure(
+            400,
+            f"{what}: a tensor of shape {dims} holds {n} elements, above "
+            f"the server's max_tensor_elements={max_elements}",
+        )
     content = tensor.tensor_content
     if content:
         if enum == DT_STRING:
-            raise ServingFailure(400, f"{what}: Unable to parse tensor proto: DT_STRING values "
-                                      f"must be in string_val, not tensor_content")
+            raise ServingFailure(
+                400,
+                f"{what}: Unable to parse tensor proto: DT_STRING values "
+                f"must be in string_val, not tensor_content",
+            )
         if len(content) != n * np_dt.itemsize:
-            raise ServingFailure(400, f"{what}: Unable to parse tensor proto: tensor_content "
-                                      f"holds {len(content)} bytes, shape {dims} of "
-                                      f"{dtype_name(enum)} needs {n * np_dt.itemsize}")
-        return np.frombuffer(content, dtype=np_dt.newbyteorder("<")).astype(np_dt, copy=False) \
+            raise ServingFailure(
+                400,
+                f"{what}: Unable to parse tensor proto: tensor_content "
+                f"holds {len(content)} bytes, shape {dims} of "
+                f"{dtype_name(enum)} needs {n * np_dt.itemsize}",
+            )
+        return (
+            np.frombuffer(content, dtype=np_dt.newbyteorder("<"))
+            .astype(np_dt, copy=False)
             .reshape(dims)
+        )
     values = getattr(tensor, field)
     m = len(values)
     if m > n:
-        raise ServingFailure(400, f"{what}: Unable to parse tensor proto: {m} values in {field} "
-                                  f"for shape {dims} ({n} elements)")
+        raise ServingFailure(
+            400,
+            f"{what}: Unable to parse tensor proto: {m} values in {field} "
+            f"for shape {dims} ({n} elements)",
+        )
     if m == 0:
         flat = np.full(n, b"", dtype=object) if enum == DT_STRING else np.zeros(n, np_dt)
         return flat.reshape(dims)
@@ -149,11 +170,18 @@ def as_array(value: Any, dtype_enum: int | None = None) -> np.ndarray:
     wider); otherwise they keep their own dtype, so the server reports the mismatch. Raises
     TypeError for ragged lists and values of other types."""
     arr = _as_array(value)
-    if dtype_enum is not None and dtype_enum in _DTYPES and dtype_enum != DT_STRING \
-            and arr.dtype.kind in "biuf":
+    if (
+        dtype_enum is not None
+        and dtype_enum in _DTYPES
+        and dtype_enum != DT_STRING
+        and arr.dtype.kind in "biuf"
+    ):
         target = _DTYPES[dtype_enum][0]
-        if arr.dtype != target and (np.can_cast(arr.dtype, target, "same_kind")
-                                    or arr.dtype.kind in "bi" and target.kind == "f"):
+        if arr.dtype != target and (
+            np.can_cast(arr.dtype, target, "same_kind")
+            or (arr.dtype.kind in "bi"
+            and target.kind == "f")
+        ):
             arr = arr.astype(target)
     return arr
 
@@ -179,7 +207,9 @@ def array_to_tensor(value: Any, out: Any = None, dtype_enum: int | None = None) 
             elif isinstance(v, str):
                 vals.append(v.encode("utf-8"))
             else:
-                raise TypeError(f"a string tensor holds a {type(v).__name__}, expected bytes or str")
+                raise TypeError(
+                    f"a string tensor holds a {type(v).__name__}, expected bytes or str"
+                )
         t.string_val.extend(vals)
         return t
     enum = _ENUM_FOR_NUMPY.get(arr.dtype)
@@ -203,8 +233,10 @@ def _as_array(value: Any) -> np.ndarray:
         return arr
     arr = np.asarray(value)
     if arr.dtype == object:
-        raise TypeError(f"expected a rectangular nested list of numbers, bools, bytes or str, got "
-                        f"{str(value)[:200]}")
+        raise TypeError(
+            f"expected a rectangular nested list of numbers, bools, bytes or str, got "
+            f"{str(value)[:200]}"
+        )
     return arr
 
 
@@ -258,15 +290,19 @@ def fill_feature(feature: Any, value: Any, name: str) -> None:
     and other types, and ValueError for integers outside int64."""
     if isinstance(value, np.ndarray):
         if value.ndim > 1:
-            raise TypeError(f"feature {name!r}: expected a flat list, got an array of shape "
-                            f"{list(value.shape)} (a tf.Example feature is one flat list)")
+            raise TypeError(
+                f"feature {name!r}: expected a flat list, got an array of shape "
+                f"{list(value.shape)} (a tf.Example feature is one flat list)"
+            )
         if value.dtype.kind == "f":
             feature.float_list.value.extend(value.astype(np.float32).reshape(-1).tolist())
             return
         items = value.reshape(-1).tolist()
     elif isinstance(value, Mapping):
-        raise TypeError(f"feature {name!r}: expected bytes, str, bool, int, float or a flat list "
-                        f"of them, got a mapping")
+        raise TypeError(
+            f"feature {name!r}: expected bytes, str, bool, int, float or a flat list "
+            f"of them, got a mapping"
+        )
     elif _is_bytes(value) or isinstance(value, str) or not isinstance(value, Iterable):
         items = [value]
     else:
@@ -274,14 +310,17 @@ def fill_feature(feature: Any, value: Any, name: str) -> None:
     if not items:
         return
     if all(_is_bytes(v) or isinstance(v, str) for v in items):
-        feature.bytes_list.value.extend(bytes(v) if _is_bytes(v) else v.encode("utf-8")
-                                        for v in items)
+        feature.bytes_list.value.extend(
+            bytes(v) if _is_bytes(v) else v.encode("utf-8") for v in items
+        )
         return
     if not all(isinstance(v, numbers.Real) or _is_bool(v) for v in items):
         bad = next(v for v in items if not (isinstance(v, numbers.Real) or _is_bool(v)))
-        raise TypeError(f"feature {name!r}: expected bytes, str, bool, int, float or a flat list "
-                        f"of one kind of them, got {type(bad).__name__} "
-                        f"{'in a list' if len(items) > 1 else ''}".rstrip())
+        raise TypeError(
+            f"feature {name!r}: expected bytes, str, bool, int, float or a flat list "
+            f"of one kind of them, got {type(bad).__name__} "
+            f"{'in a list' if len(items) > 1 else ''}".rstrip()
+        )
     if any(not (_is_bool(v) or isinstance(v, numbers.Integral)) for v in items):
         feature.float_list.value.extend(float(v) for v in items)
         return
@@ -341,13 +380,13 @@ def blob_example_prefix(blob_bytes: int, feature_key: str) -> bytes:
     cached = _PREFIXES.get((feature_key, blob_bytes))
     if cached is not None:
         return cached
-    value = proto_header(1, blob_bytes)                     # BytesList.value
-    feature = proto_header(1, len(value) + blob_bytes)      # Feature.bytes_list
-    key = proto_field(1, feature_key.encode("utf-8"))       # map entry key
+    value = proto_header(1, blob_bytes)  # BytesList.value
+    feature = proto_header(1, len(value) + blob_bytes)  # Feature.bytes_list
+    key = proto_field(1, feature_key.encode("utf-8"))  # map entry key
     entry_value = proto_header(2, len(feature) + len(value) + blob_bytes)  # map entry value
     entry_bytes = len(key) + len(entry_value) + len(feature) + len(value) + blob_bytes
-    entry = proto_header(1, entry_bytes)                    # Features.feature (one map entry)
-    features = proto_header(1, len(entry) + entry_bytes)    # Example.features
+    entry = proto_header(1, entry_bytes)  # Features.feature (one map entry)
+    features = proto_header(1, len(entry) + entry_bytes)  # Example.features
     prefix = features + entry + key + entry_value + feature + value
     if len(_PREFIXES) < 4096:
         _PREFIXES[(feature_key, blob_bytes)] = prefix
@@ -361,8 +400,9 @@ def serialize_blob_example(blob: bytes, feature_key: str) -> bytes:
     return blob_example_prefix(len(blob), feature_key) + blob
 
 
-def example_request(model_spec: bytes, examples: Sequence[tuple[Any, Any]],
-                    context: bytes | None = None) -> bytes:
+def example_request(
+    model_spec: bytes, examples: Sequence[tuple[Any, Any]], context: bytes | None = None
+) -> bytes:
     """A serialized ClassificationRequest / RegressionRequest (both are ``model_spec = 1,
     input = 2``): ``model_spec`` is the serialized ModelSpec, each example a pair of bytes-like
     parts whose concatenation is one serialized ``tf.Example`` (``(prefix, blob)`` from
@@ -373,11 +413,11 @@ def example_request(model_spec: bytes, examples: Sequence[tuple[Any, Any]],
     total = 0
     for head, body in examples:
         n = len(head) + len(body)
-        tag = proto_header(1, n)                            # ExampleList(WithContext).examples
+        tag = proto_header(1, n)  # ExampleList(WithContext).examples
         parts += (tag, head, body)
         total += len(tag) + n
     if context is not None:
-        tag = proto_header(2, len(context))                 # ExampleListWithContext.context
+        tag = proto_header(2, len(context))  # ExampleListWithContext.context
         parts += (tag, context)
         total += len(tag) + len(context)
     # Input.example_list (1) or Input.example_list_with_context (2)

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
@@ -118,7 +117,8 @@ def grpc_code_for(exc: ServingFailure) -> grpc.StatusCode:
         return code
     status = exc.status or 500
     return GRPC_CODE_FOR_HTTP.get(
-        status, grpc.StatusCode.INTERNAL if status >= 500 else grpc.StatusCode.INVALID_ARGUMENT)
+        status, grpc.StatusCode.INTERNAL if status >= 500 else grpc.StatusCode.INVALID_ARGUMENT
+    )
 
 
 @dataclass(frozen=True)
@@ -202,11 +202,14 @@ def add_services(server: grpc.Server, *servicers: Any) -> None:
         elif isinstance(servicer, model_service_pb2_grpc.ModelServiceServicer):
             model_service_pb2_grpc.add_ModelServiceServicer_to_server(servicer, capture)
         else:
-            raise TypeError(f"servicer: expected a generated PredictionServiceServicer or "
-                            f"ModelServiceServicer subclass, got {type(servicer).__name__}")
+            raise TypeError(
+                f"servicer: expected a generated PredictionServiceServicer or "
+                f"ModelServiceServicer subclass, got {type(servicer).__name__}"
+            )
     for service_name, handlers in capture.registered.items():
         server.add_registered_method_handlers(
-            service_name, {k: _safe_handler(h) for k, h in handlers.items()})
+            service_name, {k: _safe_handler(h) for k, h in handlers.items()}
+        )
     server.add_generic_rpc_handlers(tuple(_SafeDecoding(h) for h in capture.generic))
 
 
@@ -215,8 +218,10 @@ def _answer(method: str, work: Any, request: Any, context: grpc.ServicerContext)
     code and message; anything else -> INTERNAL (logged with its traceback)."""
     start = time.perf_counter()
     if isinstance(request, _Undecodable):
-        code, message = grpc.StatusCode.INVALID_ARGUMENT, (
-            f"Could not parse the request as {request.type_name}: {request.error}")
+        code, message = (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            (f"Could not parse the request as {request.type_name}: {request.error}"),
+        )
     else:
         try:
             response = work(request)
@@ -269,13 +274,18 @@ class _Core:
         """The signature a Classify/Regress request runs (TF Serving's InvalidArgument when it is
         missing). Classify on our bundles defaults to their classify signature, like REST."""
         name = requested
-        if not name and method == "classify" and mv.bundle_config is not None \
-                and bundle.CLASSIFY_SIGNATURE in mv.signature_defs:
+        if (
+            not name
+            and method == "classify"
+            and mv.bundle_config is not None
+            and bundle.CLASSIFY_SIGNATURE in mv.signature_defs
+        ):
             name = bundle.CLASSIFY_SIGNATURE
         name = name or DEFAULT_SIGNATURE
         if name not in mv.signature_defs:
-            raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                           f"No signature was found with the name: {name}")
+            raise _failure(
+                grpc.StatusCode.INVALID_ARGUMENT, f"No signature was found with the name: {name}"
+            )
         return name
 
     # -- examples
@@ -290,10 +300,12 @@ class _Core:
         if len(examples) == 0:
             raise _failure(grpc.StatusCode.INVALID_ARGUMENT, "Input is empty.")
         if len(examples) > self.limits.max_examples:
-            raise _failure(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                           f"Request holds {len(examples)} examples, above this server's limit "
-                           f"of {self.limits.max_examples} per request (max_examples, "
-                           f"memgraph-tf serve --max-examples)")
+            raise _failure(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"Request holds {len(examples)} examples, above this server's limit "
+                f"of {self.limits.max_examples} per request (max_examples, "
+                f"memgraph-tf serve --max-examples)",
+            )
         context = b""
         if kind == "example_list_with_context" and holder.HasField("context"):
             context = holder.context.SerializeToString()
@@ -306,30 +318,38 @@ class _Core:
         ModelServer's graph source with the bundle's sampling settings -- the REST ``node_id``
         path's checks, messages and statuses (:data:`NEIGHBOURHOOD_STATUS`)."""
         cfg = mv.bundle_config
-        idx = [i for i, ex in enumerate(examples) if NODE_ID_FEATURE in ex.features.feature] \
-            if cfg is not None else []
+        idx = (
+            [i for i, ex in enumerate(examples) if NODE_ID_FEATURE in ex.features.feature]
+            if cfg is not None
+            else []
+        )
         if not idx:
             return [ex.SerializeToString() for ex in examples]
         key = cfg.blob_feature_key
         for i in idx:
             if key in examples[i].features.feature:
-                raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                               f"examples[{i}]: '{NODE_ID_FEATURE}' and '{key}' are both given; "
-                               f"send one of them")
+                raise _failure(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"examples[{i}]: '{NODE_ID_FEATURE}' and '{key}' are both given; "
+                    f"send one of them",
+                )
         fetcher = self.model_server.neighbourhoods
         if fetcher is None:
-            raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                           f"examples[{idx[0]}]: '{NODE_ID_FEATURE}' needs a server started with "
-                           f"--graph; without one, send the node's blob as the bytes feature "
-                           f"'{key}'")
+            raise _failure(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"examples[{idx[0]}]: '{NODE_ID_FEATURE}' needs a server started with "
+                f"--graph; without one, send the node's blob as the bytes feature "
+                f"'{key}'",
+            )
         ids, names = [], []
         for i in idx:
             feature = examples[i].features.feature[NODE_ID_FEATURE]
             name = f"examples[{i}].{NODE_ID_FEATURE}"
             if feature.WhichOneof("kind") != "int64_list" or len(feature.int64_list.value) != 1:
-                raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                               f"{name}: expected one int64 value, got "
-                               f"{_describe_feature(feature)}")
+                raise _failure(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{name}: expected one int64 value, got {_describe_feature(feature)}",
+                )
             ids.append(int(feature.int64_list.value[0]))
             names.append(name)
         try:
@@ -389,8 +409,11 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
         resp = classification_pb2.ClassificationResponse()
         core.response_spec(resp.model_spec, mv, name)
         ref = classes if classes is not None else scores
-        labels = [[c.decode("utf-8", "replace") for c in row] for row in classes.tolist()] \
-            if classes is not None else None
+        labels = (
+            [[c.decode("utf-8", "replace") for c in row] for row in classes.tolist()]
+            if classes is not None
+            else None
+        )
         values = scores.astype("float32").tolist() if scores is not None else None
         for r in range(ref.shape[0]):
             row = resp.result.classifications.add().classes
@@ -426,8 +449,9 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
         mv = core.resolve(request)
         name = request.model_spec.signature_name or DEFAULT_SIGNATURE
         if name not in mv.signature_defs:
-            raise _failure(grpc.StatusCode.FAILED_PRECONDITION,
-                           f'Serving signature key "{name}" not found.')
+            raise _failure(
+                grpc.StatusCode.FAILED_PRECONDITION, f'Serving signature key "{name}" not found.'
+            )
         sig = mv.signature_defs[name]
         if set(request.inputs) != set(sig.inputs):
             sent, want = sorted(request.inputs), sorted(sig.inputs)
@@ -436,28 +460,35 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                 f"input size does not match signature: {len(sent)}!={len(want)} "
                 f"len({{{','.join(sent)}}}) != len({{{','.join(want)}}}). Sent extra: "
                 f"{{{','.join(k for k in sent if k not in sig.inputs)}}}. Missing but required: "
-                f"{{{','.join(k for k in want if k not in request.inputs)}}}.")
+                f"{{{','.join(k for k in want if k not in request.inputs)}}}.",
+            )
         aliases = list(request.output_filter)
         seen: set[str] = set()
         for alias in aliases:
             if alias not in sig.outputs:
-                raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                               f"output tensor alias not found in signature: {alias} Outputs "
-                               f"expected to be in the set {{{','.join(sorted(sig.outputs))}}}.")
+                raise _failure(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"output tensor alias not found in signature: {alias} Outputs "
+                    f"expected to be in the set {{{','.join(sorted(sig.outputs))}}}.",
+                )
             if alias in seen:
-                raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                               f"duplicate output tensor alias: {alias}")
+                raise _failure(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"duplicate output tensor alias: {alias}"
+                )
             seen.add(alias)
         arrays = {}
         for key, tensor in request.inputs.items():
             want = int(sig.inputs[key].dtype)
             if int(tensor.dtype) != want:
-                raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                               f"input '{key}': expects dtype {grpc_codec.dtype_name(want)} (the "
-                               f"signature's) but {grpc_codec.dtype_name(int(tensor.dtype))} is "
-                               f"provided")
-            arrays[key] = grpc_codec.tensor_to_array(tensor, f"input '{key}'",
-                                                     core.limits.max_tensor_elements)
+                raise _failure(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"input '{key}': expects dtype {grpc_codec.dtype_name(want)} (the "
+                    f"signature's) but {grpc_codec.dtype_name(int(tensor.dtype))} is "
+                    f"provided",
+                )
+            arrays[key] = grpc_codec.tensor_to_array(
+                tensor, f"input '{key}'", core.limits.max_tensor_elements
+            )
         outputs = core.model_server.run_predict(mv, arrays, name)
         resp = predict_pb2.PredictResponse()
         core.response_spec(resp.model_spec, mv, name)
@@ -475,19 +506,24 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
         if not request.HasField("model_spec"):
             raise _failure(grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec")
         if not request.metadata_field:
-            raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                           "GetModelMetadataRequest must specify at least one metadata_field")
+            raise _failure(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "GetModelMetadataRequest must specify at least one metadata_field",
+            )
         for field in request.metadata_field:
             if field != SIGNATURE_DEF_FIELD:
-                raise _failure(grpc.StatusCode.INVALID_ARGUMENT,
-                               f"Metadata field {field} is not supported")
+                raise _failure(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"Metadata field {field} is not supported"
+                )
         return core.model_server.metadata_response(core.resolve(request))
 
     @staticmethod
     def multi_inference(request: Any) -> Any:
-        raise _failure(grpc.StatusCode.UNIMPLEMENTED,
-                       "MultiInference is not implemented by memgraph-tf serve: send Classify, "
-                       "Regress or Predict requests")
+        raise _failure(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "MultiInference is not implemented by memgraph-tf serve: send Classify, "
+            "Regress or Predict requests",
+        )
 
 
 class ModelStatusServicer(_Servicer, model_service_pb2_grpc.ModelServiceServicer):
@@ -505,18 +541,21 @@ class ModelStatusServicer(_Servicer, model_service_pb2_grpc.ModelServiceServicer
         spec = request.model_spec
         which = spec.WhichOneof("version_choice")
         return self.core.model_server.status_response(
-            spec.name, spec.version.value if which == "version" else None,
-            spec.version_label if which == "version_label" else None)
+            spec.name,
+            spec.version.value if which == "version" else None,
+            spec.version_label if which == "version_label" else None,
+        )
 
     @staticmethod
     def reload_config(request: Any) -> Any:
-        raise _failure(grpc.StatusCode.UNIMPLEMENTED,
-                       "HandleReloadConfigRequest is not implemented by memgraph-tf serve: "
-                       "restart it to serve other models")
+        raise _failure(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "HandleReloadConfigRequest is not implemented by memgraph-tf serve: "
+            "restart it to serve other models",
+        )
 
 
-def make_servicers(model_server: ModelServer, limits: GrpcLimits | None = None
-                   ) -> tuple[Any, Any]:
+def make_servicers(model_server: ModelServer, limits: GrpcLimits | None = None) -> tuple[Any, Any]:
     """``(PredictionServicer, ModelStatusServicer)`` sharing ``model_server`` and ``limits``."""
     core = _Core(model_server, limits or GrpcLimits())
     return PredictionServicer(core), ModelStatusServicer(core)
@@ -552,8 +591,9 @@ class RunningGrpcServer:
 def _positive(name: str, value: Any, *, integer: bool = True) -> None:
     kinds = int if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
-        raise ValueError(f"{name}: expected {'an int' if integer else 'a number'} > 0, got "
-                         f"{value!r}")
+        raise ValueError(
+            f"{name}: expected {'an int' if integer else 'a number'} > 0, got {value!r}"
+        )
 
 
 def start_grpc_server(
@@ -609,9 +649,14 @@ def start_grpc_server(
         raise OSError(f"cannot bind the gRPC port {address}")
     server.start()
     running = RunningGrpcServer(server, host, bound, limits)
-    logger.info("gRPC: serving model %r versions %s at %s (%d threads, max_examples=%d)",
-                model_server.model_name, sorted(model_server.versions), running.target,
-                max_workers, limits.max_examples)
+    logger.info(
+        "gRPC: serving model %r versions %s at %s (%d threads, max_examples=%d)",
+        model_server.model_name,
+        sorted(model_server.versions),
+        running.target,
+        max_workers,
+        limits.max_examples,
+    )
     return running
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from memgraph_tf.serving import bundle, errors, rest_json
 from memgraph_tf.serving.bundle import BundleConfig
-from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.rest_json import bad_request
 
 logger = logging.getLogger(__name__)
@@ -129,7 +129,9 @@ def _load_missing_ops(version_dir: pathlib.Path, missing: list[str]) -> None:
         else:
             logger.info(
                 "the bundle's op library was built for TF %s, this is TF %s: using the "
-                "project's own build", info.tf_version, tf.__version__,
+                "project's own build",
+                info.tf_version,
+                tf.__version__,
             )
     if any(op.startswith("MemgraphTf") for op in missing):
         from memgraph_tf import ops as mgops
@@ -176,15 +178,19 @@ class BatchingOptions:
     max_enqueued_batches: int = 100
 
     def __post_init__(self) -> None:
-        for key, low in (("max_batch_size", 1), ("batch_timeout_micros", 0),
-                         ("num_batch_threads", 1), ("max_enqueued_batches", 1)):
+        for key, low in (
+            ("max_batch_size", 1),
+            ("batch_timeout_micros", 0),
+            ("num_batch_threads", 1),
+            ("max_enqueued_batches", 1),
+        ):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"batching {key}: expected an int >= {low}, got {value!r}")
 
 
 class _Task:
-    __slots__ = ("feeds", "size", "runner", "done", "result", "error")
+    __slots__ = ("done", "error", "feeds", "result", "runner", "size")
 
     def __init__(self, feeds: dict, size: int, runner):
         self.feeds, self.size, self.runner = feeds, size, runner
@@ -194,7 +200,7 @@ class _Task:
 
 
 class _Batch:
-    __slots__ = ("key", "tasks", "size", "deadline")
+    __slots__ = ("deadline", "key", "size", "tasks")
 
     def __init__(self, key: Any, deadline: float):
         self.key, self.tasks, self.size, self.deadline = key, [], 0, deadline
@@ -221,9 +227,10 @@ class BatchScheduler:
         self._closed = False
         self.batches_run = 0
         self.tasks_run = 0
-        self._threads = [threading.Thread(target=self._work, name=f"memgraph-tf-batch-{i}",
-                                          daemon=True)
-                         for i in range(options.num_batch_threads)]
+        self._threads = [
+            threading.Thread(target=self._work, name=f"memgraph-tf-batch-{i}", daemon=True)
+            for i in range(options.num_batch_threads)
+        ]
         for t in self._threads:
             t.start()
 
@@ -242,8 +249,9 @@ class BatchScheduler:
                 batch = None
             if batch is None:
                 if len(self._ready) >= self.options.max_enqueued_batches:
-                    raise ServingFailure(503, "The batch scheduling queue to which this task was "
-                                              "submitted is full")
+                    raise ServingFailure(
+                        503, "The batch scheduling queue to which this task was submitted is full"
+                    )
                 batch = _Batch(key, time.monotonic() + self.options.batch_timeout_micros / 1e6)
                 self._open[key] = batch
             batch.tasks.append(task)
@@ -301,8 +309,10 @@ class BatchScheduler:
             merged = {k: np.concatenate([t.feeds[k] for t in tasks]) for k in tasks[0].feeds}
             out = tasks[0].runner(merged)
             total = batch.size
-            if not all(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == total
-                       for v in out.values()):
+            if not all(
+                isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == total
+                for v in out.values()
+            ):
                 raise _NotBatchMajor
         except BaseException:  # noqa: BLE001  (a failed or unsplittable batch: one by one)
             for t in tasks:
@@ -310,7 +320,7 @@ class BatchScheduler:
             return
         start = 0
         for t in tasks:
-            t.result = {k: v[start:start + t.size] for k, v in out.items()}
+            t.result = {k: v[start : start + t.size] for k, v in out.items()}
             start += t.size
             t.done.set()
 
@@ -337,12 +347,22 @@ class _NotBatchMajor(Exception):
 #: TF status code name -> the HTTP status TF Serving answers with (model_servers/http_server.cc,
 #: ToHTTPStatusCode).
 _TF_ERROR_STATUS = {
-    "CancelledError": 499, "UnknownError": 500, "InvalidArgumentError": 400,
-    "DeadlineExceededError": 504, "NotFoundError": 404, "AlreadyExistsError": 409,
-    "PermissionDeniedError": 403, "ResourceExhaustedError": 429,
-    "FailedPreconditionError": 400, "AbortedError": 409, "OutOfRangeError": 400,
-    "UnimplementedError": 501, "InternalError": 500, "UnavailableError": 503,
-    "DataLossError": 500, "UnauthenticatedError": 401,
+    "CancelledError": 499,
+    "UnknownError": 500,
+    "InvalidArgumentError": 400,
+    "DeadlineExceededError": 504,
+    "NotFoundError": 404,
+    "AlreadyExistsError": 409,
+    "PermissionDeniedError": 403,
+    "ResourceExhaustedError": 429,
+    "FailedPreconditionError": 400,
+    "AbortedError": 409,
+    "OutOfRangeError": 400,
+    "UnimplementedError": 501,
+    "InternalError": 500,
+    "UnavailableError": 503,
+    "DataLossError": 500,
+    "UnauthenticatedError": 401,
 }
 
 
@@ -394,11 +414,17 @@ class ModelServer:
         self.base_path = pathlib.Path(base_path).resolve()
         if not self.base_path.is_dir():
             raise ValueError(f"model_base_path: expected a directory, got {str(base_path)!r}")
-        for key, value, low, high in (("max_request_bytes", max_request_bytes, 1, None),
-                                      ("max_examples", max_examples, 1, None),
-                                      ("max_json_depth", max_json_depth, 2, 500)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low or \
-                    (high is not None and value > high):
+        for key, value, low, high in (
+            ("max_request_bytes", max_request_bytes, 1, None),
+            ("max_examples", max_examples, 1, None),
+            ("max_json_depth", max_json_depth, 2, 500),
+        ):
+            if (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or value < low
+                or (high is not None and value > high)
+            ):
                 span = f">= {low}" if high is None else f"from {low} to {high}"
                 raise ValueError(f"{key}: expected an int {span}, got {value!r}")
         self.model_name = model_name or self.base_path.name
@@ -406,8 +432,9 @@ class ModelServer:
         self.max_examples = max_examples
         self.max_json_depth = max_json_depth
         self.graph_source = graph_source
-        self.neighbourhoods = NeighbourhoodFetcher(graph_source) if graph_source is not None \
-            else None
+        self.neighbourhoods = (
+            NeighbourhoodFetcher(graph_source) if graph_source is not None else None
+        )
         found = bundle.discover_versions(self.base_path)
         if not found:
             raise ValueError(
@@ -423,14 +450,20 @@ class ModelServer:
             except Exception as exc:  # a corrupt or unreadable SavedModel: name the directory
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise ValueError(f"{path}: cannot load the SavedModel: {first}") from exc
-            logger.info("loaded %s version %d from %s (signatures: %s)", self.model_name, v,
-                        path.name, sorted(self.versions[v].functions))
+            logger.info(
+                "loaded %s version %d from %s (signatures: %s)",
+                self.model_name,
+                v,
+                path.name,
+                sorted(self.versions[v].functions),
+            )
         self.labels = dict(labels or {})
         for lbl, v in self.labels.items():
             if v not in self.versions:
                 raise ValueError(
                     f"labels: label {lbl!r} points at version {v}, expected one of "
-                    f"{sorted(self.versions)}")
+                    f"{sorted(self.versions)}"
+                )
         self.model_calls = 0
         self._calls_lock = threading.Lock()
         self.warmup_requests = 0
@@ -468,26 +501,38 @@ class ModelServer:
                 kind = entry.WhichOneof("log_type")
                 if kind in ("classify_log", "regress_log"):
                     req = getattr(entry, kind).request
-                    serialized = [ex.SerializeToString()
-                                  for ex in req.input.example_list.examples]
+                    serialized = [ex.SerializeToString() for ex in req.input.example_list.examples]
                     run = self.run_classify if kind == "classify_log" else self.run_regress
                     run(mv, serialized, req.model_spec.signature_name or None)
                     calls += 1
                     key = mv.bundle_config.blob_feature_key if mv.bundle_config else None
-                    blobs = [b for ex in req.input.example_list.examples
-                             for b in ex.features.feature[key].bytes_list.value] if key else []
-                    if blobs and bundle.PREDICT_SIGNATURE in mv.signature_defs and \
-                            set(mv.signature_defs[bundle.PREDICT_SIGNATURE].inputs) == \
-                            {bundle.PREDICT_INPUT}:
-                        self.run_predict(mv, {bundle.PREDICT_INPUT: blobs},
-                                         bundle.PREDICT_SIGNATURE)
+                    blobs = (
+                        [
+                            b
+                            for ex in req.input.example_list.examples
+                            for b in ex.features.feature[key].bytes_list.value
+                        ]
+                        if key
+                        else []
+                    )
+                    if (
+                        blobs
+                        and bundle.PREDICT_SIGNATURE in mv.signature_defs
+                        and set(mv.signature_defs[bundle.PREDICT_SIGNATURE].inputs)
+                        == {bundle.PREDICT_INPUT}
+                    ):
+                        self.run_predict(
+                            mv, {bundle.PREDICT_INPUT: blobs}, bundle.PREDICT_SIGNATURE
+                        )
                         calls += 1
                 elif kind == "predict_log":
                     from memgraph_tf.serving import grpc_codec
 
                     req = entry.predict_log.request
-                    feeds = {k: grpc_codec.tensor_to_array(v, f"inputs[{k!r}]", self.max_examples << 20)
-                             for k, v in req.inputs.items()}
+                    feeds = {
+                        k: grpc_codec.tensor_to_array(v, f"inputs[{k!r}]", self.max_examples << 20)
+                        for k, v in req.inputs.items()
+                    }
                     self.run_predict(mv, feeds, req.model_spec.signature_name or None)
                     calls += 1
             except Exception as exc:  # noqa: BLE001  (logged; the version is served unwarmed)
@@ -518,7 +563,9 @@ class ModelServer:
         if version is None:
             return self.versions[max(self.versions)]
         if version not in self.versions:
-            raise ServingFailure(404, f"Servable not found for request: Specific({name}, {version})")
+            raise ServingFailure(
+                404, f"Servable not found for request: Specific({name}, {version})"
+            )
         return self.versions[version]
 
     @staticmethod
@@ -537,42 +584,56 @@ class ModelServer:
     def _check_size(self, doc: dict) -> None:
         n = rest_json.request_batch_size(doc)
         if n > self.max_examples:
-            raise ServingFailure(413, f"Request holds {n} examples/instances, above this server's "
-                                      f"limit of {self.max_examples} per request (max_examples, "
-                                      f"memgraph-tf serve --max-examples)")
+            raise ServingFailure(
+                413,
+                f"Request holds {n} examples/instances, above this server's "
+                f"limit of {self.max_examples} per request (max_examples, "
+                f"memgraph-tf serve --max-examples)",
+            )
 
     def _example_protos(self, examples: list, mv: ModelVersion) -> list:
         """JSON examples -> ``tf.train.Example`` s. For our bundles, an example ``{"node_id": N,
         ...}`` gets N's neighbourhood blob as its blob feature (400 when it also carries that
         feature, or the server has no graph); other models see ``node_id`` as a plain feature."""
         cfg = mv.bundle_config
-        idx = [i for i, e in enumerate(examples) if isinstance(e, dict) and "node_id" in e] \
-            if cfg is not None else []
+        idx = (
+            [i for i, e in enumerate(examples) if isinstance(e, dict) and "node_id" in e]
+            if cfg is not None
+            else []
+        )
         if not idx:
             return [rest_json.json_to_example(e) for e in examples]
         key = cfg.blob_feature_key
         for i in idx:
             if key in examples[i]:
-                raise bad_request(f"examples[{i}]: 'node_id' and '{key}' are both given; send "
-                                  f"one of them")
+                raise bad_request(
+                    f"examples[{i}]: 'node_id' and '{key}' are both given; send one of them"
+                )
         if self.neighbourhoods is None:
-            raise bad_request(f"examples[{idx[0]}]: 'node_id' needs a server started with "
-                              f"--graph; without one, send the node's blob as "
-                              f"{{\"{key}\": {{\"b64\": ...}}}}")
+            raise bad_request(
+                f"examples[{idx[0]}]: 'node_id' needs a server started with "
+                f"--graph; without one, send the node's blob as "
+                f'{{"{key}": {{"b64": ...}}}}'
+            )
         node_ids = []
         for i in idx:
             nid = examples[i]["node_id"]
             if isinstance(nid, rest_json.JsonBigNumber):
                 shown = nid.text if len(nid.text) <= 40 else nid.text[:40] + "..."
-                raise bad_request(f"examples[{i}].node_id: expected an integer in the int64 "
-                                  f"range, got {shown}")
+                raise bad_request(
+                    f"examples[{i}].node_id: expected an integer in the int64 range, got {shown}"
+                )
             node_ids.append(nid)
-        protos = [rest_json.json_to_example(
-            {k: v for k, v in e.items() if k != "node_id"} if i in set(idx) else e)
-            for i, e in enumerate(examples)]
+        protos = [
+            rest_json.json_to_example(
+                {k: v for k, v in e.items() if k != "node_id"} if i in set(idx) else e
+            )
+            for i, e in enumerate(examples)
+        ]
         try:
-            blobs = self.neighbourhoods.fetch(node_ids, cfg.sampling,
-                                              names=[f"examples[{i}].node_id" for i in idx])
+            blobs = self.neighbourhoods.fetch(
+                node_ids, cfg.sampling, names=[f"examples[{i}].node_id" for i in idx]
+            )
         except errors.NeighbourhoodError as exc:
             status = next(s for cls, s in NEIGHBOURHOOD_STATUS.items() if isinstance(exc, cls))
             raise ServingFailure(status, exc.message) from None
@@ -630,8 +691,9 @@ class ModelServer:
         sig = mv.signature_defs[name]
 
         def run(arrays: Mapping[str, Any]) -> dict:
-            tensors = {k: tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
-                       for k, v in arrays.items()}
+            tensors = {
+                k: tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype)) for k, v in arrays.items()
+            }
             return self._execute(fn, tensors)
 
         if self.batcher is None or not feeds:
@@ -639,12 +701,16 @@ class ModelServer:
         rows = {v.shape[0] if getattr(v, "ndim", 0) >= 1 else None for v in feeds.values()}
         if len(rows) != 1 or None in rows:
             return run(feeds)
-        key = (mv.version, name, tuple((k, str(v.dtype), v.shape[1:])
-                                       for k, v in sorted(feeds.items())))
+        key = (
+            mv.version,
+            name,
+            tuple((k, str(v.dtype), v.shape[1:]) for k, v in sorted(feeds.items())),
+        )
         return self.batcher.submit(key, dict(feeds), rows.pop(), run)
 
-    def run_predict(self, mv: ModelVersion, feeds: Mapping[str, Any],
-                    signature_name: str | None = None) -> dict:
+    def run_predict(
+        self, mv: ModelVersion, feeds: Mapping[str, Any], signature_name: str | None = None
+    ) -> dict:
         """Run a predict signature on ``{input name: numpy array}`` (any transport): the
         ``{output name: numpy array}`` it returns. 400 when the inputs are not exactly the
         signature's."""
@@ -654,17 +720,18 @@ class ModelServer:
         if set(feeds) != set(sig.inputs):
             extra = sorted(set(feeds) - set(sig.inputs))
             missing = sorted(set(sig.inputs) - set(feeds))
-            raise bad_request(f"Request inputs do not match required inputs for model "
-                              f"`{self.model_name}`. Send extra: {extra}. Missing but required: "
-                              f"{missing}.")
+            raise bad_request(
+                f"Request inputs do not match required inputs for model "
+                f"`{self.model_name}`. Send extra: {extra}. Missing but required: "
+                f"{missing}."
+            )
         arrays = {}
         for k, v in feeds.items():
             np_dt = rest_json.numpy_dtype(sig.inputs[k].dtype)
             arrays[k] = np.asarray(v, dtype=np_dt) if np_dt is not None else np.asarray(v)
         return self._call(mv, name, fn, arrays)
 
-    def run_classify(self, mv: ModelVersion, serialized: list[bytes],
-                     signature_name: str | None):
+    def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
         """Run a classify signature (TF Serving's classifier contract) on serialized
         tf.Examples (any transport): ``(classes, scores)``, each ``[n, k]`` or None when the
         signature lacks it. Without a signature name, our bundles use their ``classify``
@@ -673,21 +740,29 @@ class ModelServer:
         import numpy as np
         import tensorflow as tf
 
-        if not signature_name and mv.bundle_config is not None and \
-                bundle.CLASSIFY_SIGNATURE in mv.signature_defs:
+        if (
+            not signature_name
+            and mv.bundle_config is not None
+            and bundle.CLASSIFY_SIGNATURE in mv.signature_defs
+        ):
             signature_name = bundle.CLASSIFY_SIGNATURE
         name, sig, fn = self._signature(mv, signature_name)
         classes_key, scores_key = bundle.CLASSES_OUTPUT, bundle.SCORES_OUTPUT
         if len(sig.inputs) != 1:
-            raise bad_request(f"Expected one input Tensor in signature {name!r}, got "
-                              f"{len(sig.inputs)}")
-        (in_key, in_info), = sig.inputs.items()
+            raise bad_request(
+                f"Expected one input Tensor in signature {name!r}, got {len(sig.inputs)}"
+            )
+        ((in_key, in_info),) = sig.inputs.items()
         if in_info.dtype != tf.string.as_datatype_enum:
-            raise bad_request(f"Expected input {in_key!r} of signature {name!r} to be DT_STRING "
-                              f"serialized tf.Examples")
+            raise bad_request(
+                f"Expected input {in_key!r} of signature {name!r} to be DT_STRING "
+                f"serialized tf.Examples"
+            )
         if classes_key not in sig.outputs and scores_key not in sig.outputs:
-            raise bad_request(f"Expected signature {name!r} to have a 'classes' or 'scores' "
-                              f"output, got {sorted(sig.outputs)}")
+            raise bad_request(
+                f"Expected signature {name!r} to have a 'classes' or 'scores' "
+                f"output, got {sorted(sig.outputs)}"
+            )
         feed = np.empty(len(serialized), dtype=object)
         feed[:] = list(serialized)
         out = self._call(mv, name, fn, {in_key: feed})
@@ -695,30 +770,36 @@ class ModelServer:
         classes, scores = out.get(classes_key), out.get(scores_key)
         for key, arr in ((classes_key, classes), (scores_key, scores)):
             if arr is not None and (arr.ndim != 2 or arr.shape[0] != n):
-                raise bad_request(f"Expected output Tensor {key!r} of shape [{n}, k], got "
-                                  f"{list(arr.shape)}")
+                raise bad_request(
+                    f"Expected output Tensor {key!r} of shape [{n}, k], got {list(arr.shape)}"
+                )
         if classes is not None and scores is not None and classes.shape != scores.shape:
-            raise bad_request(f"Tensors 'classes' {list(classes.shape)} and 'scores' "
-                              f"{list(scores.shape)} do not have the same shape")
+            raise bad_request(
+                f"Tensors 'classes' {list(classes.shape)} and 'scores' "
+                f"{list(scores.shape)} do not have the same shape"
+            )
         if scores is not None and scores.dtype.kind != "f":
             raise bad_request(f"Expected scores Tensor of DT_FLOAT, got {scores.dtype}")
         if classes is not None and classes.dtype != object:
             raise bad_request(f"Expected classes Tensor of DT_STRING, got {classes.dtype}")
         return classes, scores
 
-    def run_regress(self, mv: ModelVersion, serialized: list[bytes],
-                    signature_name: str | None):
+    def run_regress(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
         """Run a regress signature on serialized tf.Examples (any transport): a ``[n]`` array."""
         import numpy as np
         import tensorflow as tf
 
         name, sig, fn = self._signature(mv, signature_name)
-        if len(sig.inputs) != 1 or next(iter(sig.inputs.values())).dtype != \
-                tf.string.as_datatype_enum:
+        if (
+            len(sig.inputs) != 1
+            or next(iter(sig.inputs.values())).dtype != tf.string.as_datatype_enum
+        ):
             raise bad_request(f"Expected one DT_STRING input Tensor in signature {name!r}")
         if "outputs" not in sig.outputs:
-            raise bad_request(f"Expected signature {name!r} to have an 'outputs' output, got "
-                              f"{sorted(sig.outputs)}")
+            raise bad_request(
+                f"Expected signature {name!r} to have an 'outputs' output, got "
+                f"{sorted(sig.outputs)}"
+            )
         feed = np.empty(len(serialized), dtype=object)
         feed[:] = list(serialized)
         out = self._call(mv, name, fn, {next(iter(sig.inputs)): feed})
@@ -726,9 +807,11 @@ class ModelServer:
         if vals.ndim == 2 and vals.shape[1] == 1:
             vals = vals[:, 0]
         if vals.ndim != 1 or vals.shape[0] != len(serialized) or vals.dtype.kind != "f":
-            raise bad_request(f"Expected output Tensor 'outputs' of DT_FLOAT and shape "
-                              f"[{len(serialized)}] or [{len(serialized)}, 1], got "
-                              f"{out['outputs'].dtype} {list(out['outputs'].shape)}")
+            raise bad_request(
+                f"Expected output Tensor 'outputs' of DT_FLOAT and shape "
+                f"[{len(serialized)}] or [{len(serialized)}, 1], got "
+                f"{out['outputs'].dtype} {list(out['outputs'].shape)}"
+            )
         return vals
 
     # -- REST methods on parsed bodies
@@ -743,18 +826,21 @@ class ModelServer:
         """``:regress`` for a parsed body: ``{"results": [v, ...]}``."""
         serialized = self._examples(doc, "regress", mv)
         return rest_json.regress_response(
-            self.run_regress(mv, serialized, doc.get("signature_name")))
+            self.run_regress(mv, serialized, doc.get("signature_name"))
+        )
 
     def predict(self, mv: ModelVersion, doc: dict) -> dict:
         """``:predict`` for a parsed body, row (``instances``) or columnar (``inputs``)."""
         name, sig, _ = self._signature(mv, doc.get("signature_name"))
         feeds, columnar = rest_json.predict_feeds(
-            doc, {k: info.dtype for k, info in sig.inputs.items()}, doc.get("signature_name", ""))
+            doc, {k: info.dtype for k, info in sig.inputs.items()}, doc.get("signature_name", "")
+        )
         return rest_json.predict_response(self.run_predict(mv, feeds, name), columnar)
 
     # -- status and metadata
-    def status_response(self, name: str, version: str | int | None = None,
-                        label: str | None = None):
+    def status_response(
+        self, name: str, version: str | int | None = None, label: str | None = None
+    ):
         """TF Serving's ``GetModelStatusResponse`` (every version, newest first, or the one
         named). 404 "Could not find any versions of model NAME" / "Could not find version N of
         model NAME", 400 for an unknown label."""
@@ -780,14 +866,15 @@ class ModelServer:
             st.status.SetInParent()  # error_code OK, error_message "" (printed, as TF Serving)
         return resp
 
-    def status(self, name: str, version: str | int | None = None,
-               label: str | None = None) -> dict:
+    def status(self, name: str, version: str | int | None = None, label: str | None = None) -> dict:
         """The status answer as TF Serving prints it (``always_print_primitive_fields``)."""
         from google.protobuf import json_format
 
-        return json_format.MessageToDict(self.status_response(name, version, label),
-                                         preserving_proto_field_name=True,
-                                         always_print_fields_with_no_presence=True)
+        return json_format.MessageToDict(
+            self.status_response(name, version, label),
+            preserving_proto_field_name=True,
+            always_print_fields_with_no_presence=True,
+        )
 
     def metadata_response(self, mv: ModelVersion):
         """TF Serving's ``GetModelMetadataResponse`` for ``mv``: its name and version, and the
@@ -815,12 +902,15 @@ class ModelServer:
         sig_map = get_model_metadata_pb2.SignatureDefMap()
         resp.metadata["signature_def"].Unpack(sig_map)
         opts = {"preserving_proto_field_name": True, "always_print_fields_with_no_presence": True}
-        return {"model_spec": json_format.MessageToDict(resp.model_spec, **opts),
-                "metadata": {"signature_def": json_format.MessageToDict(sig_map, **opts)}}
+        return {
+            "model_spec": json_format.MessageToDict(resp.model_spec, **opts),
+            "metadata": {"signature_def": json_format.MessageToDict(sig_map, **opts)},
+        }
 
     # -- REST dispatch
-    def _rest_post(self, name: str, version: int | None, label: str | None, verb: str,
-                   body: bytes) -> dict:
+    def _rest_post(
+        self, name: str, version: int | None, label: str | None, verb: str, body: bytes
+    ) -> dict:
         doc = self.parse_json(body)
         if verb == "predict":
             self._check_size(doc)
@@ -892,5 +982,13 @@ class ModelServer:
         return status, json.loads(data)
 
 
-__all__ = ["BatchScheduler", "BatchingOptions", "DEFAULT_MAX_EXAMPLES",
-           "DEFAULT_MAX_REQUEST_BYTES", "ModelServer", "ModelVersion", "load_version", "op_names"]
+__all__ = [
+    "DEFAULT_MAX_EXAMPLES",
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "BatchScheduler",
+    "BatchingOptions",
+    "ModelServer",
+    "ModelVersion",
+    "load_version",
+    "op_names",
+]

@@ -80,13 +80,16 @@ class NeighbourhoodFetcher:
 
     def __init__(self, source: Any, *, serialize: bool = True):
         if not callable(getattr(source, "sample_blobs_per_node", None)):
-            raise TypeError(f"source: expected an object with sample_blobs_per_node(ids, fanouts, "
-                            f"properties, options), got {type(source).__name__}")
+            raise TypeError(
+                f"source: expected an object with sample_blobs_per_node(ids, fanouts, "
+                f"properties, options), got {type(source).__name__}"
+            )
         self.source = source
         self._lock = threading.Lock() if serialize else None
 
-    def fetch(self, node_ids: Sequence[Any], sampling: SamplingSpec, *,
-              names: Sequence[str] | None = None) -> list[bytes]:
+    def fetch(
+        self, node_ids: Sequence[Any], sampling: SamplingSpec, *, names: Sequence[str] | None = None
+    ) -> list[bytes]:
         """One blob per id, in order, sampled with ``sampling`` (the bundle's fanouts, properties
         and options). Guarantees: ids are checked first (:func:`check_node_ids`, named by
         ``names``); the result has exactly one ``bytes`` blob per id; an empty id list returns
@@ -115,19 +118,28 @@ class NeighbourhoodFetcher:
             raise GraphSourceError(f"{what}: {exc}") from exc
         blobs = list(blobs)
         if len(blobs) != len(ids):
-            raise GraphSourceError(f"{what}: the source returned {len(blobs)} blobs for "
-                                   f"{len(ids)} node ids")
+            raise GraphSourceError(
+                f"{what}: the source returned {len(blobs)} blobs for {len(ids)} node ids"
+            )
         for i, b in enumerate(blobs):
             if not isinstance(b, (bytes, bytearray, memoryview)):
-                raise GraphSourceError(f"{what}: the source returned a {type(b).__name__} for "
-                                       f"node {ids[i]}, expected bytes")
-        logger.debug("fetched %d neighbourhood blobs (%d bytes)", len(blobs),
-                  sum(len(b) for b in blobs))
+                raise GraphSourceError(
+                    f"{what}: the source returned a {type(b).__name__} for "
+                    f"node {ids[i]}, expected bytes"
+                )
+        logger.debug(
+            "fetched %d neighbourhood blobs (%d bytes)", len(blobs), sum(len(b) for b in blobs)
+        )
         return [bytes(b) for b in blobs]
 
 
-def fetch_blobs(source: Any, node_ids: Sequence[Any], sampling: SamplingSpec, *,
-                names: Sequence[str] | None = None) -> list[bytes]:
+def fetch_blobs(
+    source: Any,
+    node_ids: Sequence[Any],
+    sampling: SamplingSpec,
+    *,
+    names: Sequence[str] | None = None,
+) -> list[bytes]:
     """:meth:`NeighbourhoodFetcher.fetch` with a one-off fetcher (no lock)."""
     return NeighbourhoodFetcher(source, serialize=False).fetch(node_ids, sampling, names=names)
 

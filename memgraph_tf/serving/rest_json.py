@@ -46,10 +46,29 @@ _F64_MAX_INT = 2**53 - 1
 _KIND_NAMES = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64"}
 #: tensorflow/core/framework/types.proto DataType -> DataTypeString (the names TF Serving prints).
 DATA_TYPE_NAMES = {
-    1: "float", 2: "double", 3: "int32", 4: "uint8", 5: "int16", 6: "int8", 7: "string",
-    8: "complex64", 9: "int64", 10: "bool", 11: "qint8", 12: "quint8", 13: "qint32",
-    14: "bfloat16", 15: "qint16", 16: "quint16", 17: "uint16", 18: "complex128", 19: "half",
-    20: "resource", 21: "variant", 22: "uint32", 23: "uint64",
+    1: "float",
+    2: "double",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    7: "string",
+    8: "complex64",
+    9: "int64",
+    10: "bool",
+    11: "qint8",
+    12: "quint8",
+    13: "qint32",
+    14: "bfloat16",
+    15: "qint16",
+    16: "quint16",
+    17: "uint16",
+    18: "complex128",
+    19: "half",
+    20: "resource",
+    21: "variant",
+    22: "uint32",
+    23: "uint64",
 }
 _ERROR_TEXT_LIMIT = 2000  # characters of a JSON value echoed inside an error message
 
@@ -106,8 +125,11 @@ def _float_tokens(arr) -> list[str]:
         tokens[i] = long_fmt % values[i]
     for i, t in enumerate(tokens):
         if "." not in t and "e" not in t:
-            tokens[i] = t + ".0" if finite[i] else ("NaN" if t == "nan" else
-                                                    "-Infinity" if t == "-inf" else "Infinity")
+            tokens[i] = (
+                t + ".0"
+                if finite[i]
+                else ("NaN" if t == "nan" else "-Infinity" if t == "-inf" else "Infinity")
+            )
         elif not finite[i]:  # pragma: no cover  (non-finite text never has '.' or 'e')
             tokens[i] = format_decimal(values[i], 32 if is32 else 64)
     return tokens
@@ -128,8 +150,13 @@ def dumps(obj: Any) -> str:
     if isinstance(obj, str):
         return json.dumps(obj, ensure_ascii=False)
     if isinstance(obj, dict):
-        return "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + dumps(v)
-                              for k, v in obj.items()) + "}"
+        return (
+            "{"
+            + ",".join(
+                json.dumps(str(k), ensure_ascii=False) + ":" + dumps(v) for k, v in obj.items()
+            )
+            + "}"
+        )
     if isinstance(obj, (list, tuple)):
         return "[" + ",".join(dumps(v) for v in obj) + "]"
     literal = _literal(obj)
@@ -161,7 +188,7 @@ class JsonBigNumber:
     "uint64"``, ``value`` an int) and as a double otherwise (``kind == "double"``, ``value`` a
     float), and so does every conversion here."""
 
-    __slots__ = ("text", "kind", "value")
+    __slots__ = ("kind", "text", "value")
 
     def __init__(self, text: str):
         self.text = text
@@ -302,7 +329,7 @@ def _structure(body: bytes):
 
 
 def _key_before(body: bytes, offset: int) -> str | None:
-    m = re.search(rb'"((?:[^"\\]|\\.){0,200})"\s*:\s*$', body[max(0, offset - 400):offset])
+    m = re.search(rb'"((?:[^"\\]|\\.){0,200})"\s*:\s*$', body[max(0, offset - 400) : offset])
     return m.group(1).decode("utf-8", "replace") if m else None
 
 
@@ -324,8 +351,10 @@ def check_json_depth(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> No
     tops = np.flatnonzero((depth[: first + 1] == 2) & (delta[: first + 1] == 1))
     key = _key_before(body, int(pos[tops[-1]])) if tops.size else None
     under = f" under key '{key}'" if key is not None else ""
-    raise _bad(f"JSON Parse error: nesting deeper than {max_depth} levels at offset: {offset}"
-               f"{under} (this server's limit, --max-json-depth)")
+    raise _bad(
+        f"JSON Parse error: nesting deeper than {max_depth} levels at offset: {offset}"
+        f"{under} (this server's limit, --max-json-depth)"
+    )
 
 
 _DIGITS_TO_1 = bytes(1 if 0x30 <= i <= 0x39 else 0 for i in range(256))
@@ -422,33 +451,44 @@ def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _bad(f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}") \
-            from None
+        raise _bad(
+            f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}"
+        ) from None
     long_run = _has_long_digit_run(body)
     hook = _checked_int if long_run else None
     # Only bodies that can hold an overflowing float pay for a Python call per float literal.
     float_hook = _checked_float if long_run or _BIG_EXPONENT.search(body) else None
     try:
-        doc = json.loads(text, object_pairs_hook=_object_without_duplicates, parse_int=hook,
-                         parse_float=float_hook)
+        doc = json.loads(
+            text,
+            object_pairs_hook=_object_without_duplicates,
+            parse_int=hook,
+            parse_float=float_hook,
+        )
     except _DuplicateKey as exc:
-        raise _bad(f"JSON Parse error: duplicate key {json.dumps(exc.args[0])} in one object "
-                   f"(this server refuses duplicate keys)") from None
+        raise _bad(
+            f"JSON Parse error: duplicate key {json.dumps(exc.args[0])} in one object "
+            f"(this server refuses duplicate keys)"
+        ) from None
     except json.JSONDecodeError as exc:
-        raise _bad(f"JSON Parse error: {_parse_error_text(body, exc)} at offset: {exc.pos}") \
-            from None
+        raise _bad(
+            f"JSON Parse error: {_parse_error_text(body, exc)} at offset: {exc.pos}"
+        ) from None
     except _NumberTooBig as exc:  # rapidjson's words for a number beyond double range
         offset = body.find(exc.args[0].encode("ascii"))
-        raise _bad(f"JSON Parse error: Number too big to be stored in double. at offset: "
-                   f"{offset}") from None
+        raise _bad(
+            f"JSON Parse error: Number too big to be stored in double. at offset: {offset}"
+        ) from None
     except (RecursionError, ValueError) as exc:  # defence in depth: the scans above prevent it
         raise _bad(f"JSON Parse error: {exc}") from None
     if not isinstance(doc, dict):
         raise _format_error(doc, "Is not object")
     sig = doc.get("signature_name")
     if "signature_name" in doc and not isinstance(sig, str):
-        raise _bad("JSON Value: " + json_value_str(doc) + " not formatted correctly. "
-                   "'signature_name' key must be a string value.")
+        raise _bad(
+            "JSON Value: " + json_value_str(doc) + " not formatted correctly. "
+            "'signature_name' key must be a string value."
+        )
     return doc
 
 
@@ -481,8 +521,10 @@ def _add_feature_value(feature, name: str, v: Any) -> None:
         want("float_list")
         x = v.value if isinstance(v, JsonBigNumber) else v
         if math.isfinite(x) and abs(x) > _F32_MAX:
-            raise _bad(f"Cannot convert JSON value: {json_value_str(v)} to float without loss "
-                       f"of precision.")
+            raise _bad(
+                f"Cannot convert JSON value: {json_value_str(v)} to float without loss "
+                f"of precision."
+            )
         feature.float_list.value.append(x)
     elif isinstance(v, JsonBigNumber):  # uint64
         want("int64_list")
@@ -549,8 +591,9 @@ def request_examples(doc: dict, method: str = "classify") -> list:
     for ``:regress`` too, and so does this one; ``method`` is kept for callers."""
     del method
     if "examples" not in doc:
-        raise _format_error(doc, "When method is classify, key 'examples' is expected and was "
-                                 "not found")
+        raise _format_error(
+            doc, "When method is classify, key 'examples' is expected and was not found"
+        )
     examples = doc["examples"]
     if not isinstance(examples, list):
         raise _format_error(doc, "Expecting 'examples' value to be an list/array")
@@ -567,8 +610,9 @@ def serialize_examples(examples: Sequence[Any], context: Any = NO_CONTEXT) -> li
     if context is NO_CONTEXT:
         ctx = b""
     else:
-        ctx = (context if hasattr(context, "SerializeToString") else json_to_example(context)) \
-            .SerializeToString()
+        ctx = (
+            context if hasattr(context, "SerializeToString") else json_to_example(context)
+        ).SerializeToString()
     out = []
     for e in examples:
         ex = e if hasattr(e, "SerializeToString") else json_to_example(e)
@@ -590,15 +634,20 @@ def classify_response(classes, scores) -> dict:
     else:
         tokens = ["0.0"] * (n * k)
     if classes is not None:
-        labels = [json.dumps(c.decode("utf-8", "replace") if isinstance(c, bytes) else str(c),
-                             ensure_ascii=False) for c in classes.ravel().tolist()]
+        labels = [
+            json.dumps(
+                c.decode("utf-8", "replace") if isinstance(c, bytes) else str(c), ensure_ascii=False
+            )
+            for c in classes.ravel().tolist()
+        ]
     else:
         labels = ['""'] * (n * k)
     rows = []
     for r in range(n):
         base = r * k
-        rows.append("[" + ",".join(f"[{labels[base + j]},{tokens[base + j]}]"
-                                   for j in range(k)) + "]")
+        rows.append(
+            "[" + ",".join(f"[{labels[base + j]},{tokens[base + j]}]" for j in range(k)) + "]"
+        )
     return {"results": RawJson("[" + ",".join(rows) + "]")}
 
 
@@ -620,21 +669,39 @@ def numpy_dtype(dtype_enum: int):
     if not _NP:
         import numpy as np
 
-        _NP.update({k: np.dtype(v) for k, v in {
-            1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8,
-            7: object, 9: np.int64, 10: np.bool_, 19: np.float16, 22: np.uint32,
-            23: np.uint64}.items()})
+        _NP.update(
+            {
+                k: np.dtype(v)
+                for k, v in {
+                    1: np.float32,
+                    2: np.float64,
+                    3: np.int32,
+                    4: np.uint8,
+                    5: np.int16,
+                    6: np.int8,
+                    7: object,
+                    9: np.int64,
+                    10: np.bool_,
+                    19: np.float16,
+                    22: np.uint32,
+                    23: np.uint64,
+                }.items()
+            }
+        )
     return _NP.get(dtype_enum)
 
 
 def _type_error(v: Any, dtype_enum: int) -> ServingFailure:
-    return _bad(f"JSON Value: {json_value_str(v)} Type: {json_type(v)} is not of expected type: "
-                f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}")
+    return _bad(
+        f"JSON Value: {json_value_str(v)} Type: {json_type(v)} is not of expected type: "
+        f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}"
+    )
 
 
 def _lossy(v: Any, target: str) -> ServingFailure:
-    return _bad(f"Cannot convert JSON value: {json_value_str(v)} to {target} without loss of "
-                f"precision.")
+    return _bad(
+        f"Cannot convert JSON value: {json_value_str(v)} to {target} without loss of precision."
+    )
 
 
 def _leaf(v: Any, dtype_enum: int) -> Any:
@@ -687,8 +754,11 @@ def _leaf(v: Any, dtype_enum: int) -> Any:
         if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
             raise _type_error(v, dtype_enum)
         return v
-    raise ServingFailure(501, f"Conversion of JSON Value: {json_value_str(v)} to type: "
-                              f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}")
+    raise ServingFailure(
+        501,
+        f"Conversion of JSON Value: {json_value_str(v)} to type: "
+        f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}",
+    )
 
 
 _FAST_TYPES = {1: (float, int), 2: (float, int), 9: (int,), 7: (str,), 10: (bool,)}
@@ -702,15 +772,19 @@ def _leaves(values: list, dtype_enum: int, rank: int, level: int) -> list:
     if fast and types <= set(fast):
         if dtype_enum == 7:
             return [v.encode("utf-8") for v in values]
-        if int in types and any(type(v) is int and not _INT64_MIN <= v <= _INT64_MAX
-                                for v in values):
+        if int in types and any(
+            type(v) is int and not _INT64_MIN <= v <= _INT64_MAX for v in values
+        ):
             return [_leaf(v, dtype_enum) for v in values]
         if dtype_enum in (1, 2) and int in types:
             limit_int = _F32_MAX_INT if dtype_enum == 1 else _F64_MAX_INT
             if any(type(v) is int and abs(v) > limit_int for v in values):
                 return [_leaf(v, dtype_enum) for v in values]  # reports the first lossy one
-        if dtype_enum == 1 and float in types and \
-                any(type(v) is float and abs(v) > _F32_MAX and math.isfinite(v) for v in values):
+        if (
+            dtype_enum == 1
+            and float in types
+            and any(type(v) is float and abs(v) > _F32_MAX and math.isfinite(v) for v in values)
+        ):
             return [_leaf(v, dtype_enum) for v in values]
         return values
     out = []
@@ -738,15 +812,19 @@ def _fill(value: Any, level: int, shape: list[int], dtype_enum: int, out: list) 
     rank = len(shape)
     if not isinstance(value, list):
         if level != rank:
-            raise _bad(f"JSON Value: {json_value_str(value)} found at incorrect level: "
-                       f"{level + 1} in the JSON DOM. Expected at level: {rank}")
+            raise _bad(
+                f"JSON Value: {json_value_str(value)} found at incorrect level: "
+                f"{level + 1} in the JSON DOM. Expected at level: {rank}"
+            )
         out.append(_leaf(value, dtype_enum))
         return
     if level >= rank:
         raise _bad(f"Encountered list at unexpected level: {level} expected < {rank}")
     if len(value) != shape[level]:
-        raise _bad(f"Encountered list at unexpected size: {len(value)} at level: {level} "
-                   f"expected size: {shape[level]}")
+        raise _bad(
+            f"Encountered list at unexpected size: {len(value)} at level: {level} "
+            f"expected size: {shape[level]}"
+        )
     if level == rank - 1:
         out.extend(_leaves(value, dtype_enum, rank, level))
         return
@@ -766,8 +844,11 @@ def _array(shape: list[int], values: list, dtype_enum: int):
 
     np_dt = numpy_dtype(dtype_enum)
     if np_dt is None:  # no values reached _leaf (an empty list): still not convertible
-        raise ServingFailure(501, f"Conversion of JSON Value: [] to type: "
-                                  f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}")
+        raise ServingFailure(
+            501,
+            f"Conversion of JSON Value: [] to type: "
+            f"{DATA_TYPE_NAMES.get(dtype_enum, str(dtype_enum))}",
+        )
     if np_dt == np.dtype(object):
         arr = np.empty(len(values), dtype=object)
         arr[:] = values
@@ -803,8 +884,10 @@ def _instances_feeds(doc: dict, infos: dict[str, int]) -> dict:
     """TF Serving's ``FillTensorMapFromInstancesList``."""
     inst = doc["instances"]
     if not isinstance(inst[0], dict) and len(infos) > 1:
-        raise _bad("instances is a plain list, but expecting list of objects as multiple "
-                   "input tensors required as per tensorinfo_map")
+        raise _bad(
+            "instances is a plain list, but expecting list of objects as multiple "
+            "input tensors required as per tensorinfo_map"
+        )
 
     def element_is_object(v: Any) -> bool:
         return isinstance(v, dict) and not is_b64(v)
@@ -835,19 +918,25 @@ def _instances_feeds(doc: dict, infos: dict[str, int]) -> dict:
                 try:
                     add(item, name)
                 except ServingFailure as exc:
-                    raise _bad(f"Failed to process element: {i} key: {name} of 'instances' list. "
-                               f"Error: {_status_text(exc)}") from None
+                    raise _bad(
+                        f"Failed to process element: {i} key: {name} of 'instances' list. "
+                        f"Error: {_status_text(exc)}"
+                    ) from None
             if set(elem) != set(infos):
-                raise _bad(f"Failed to process element: {i} of 'instances' list. JSON object: "
-                           f"{json_value_str(elem)} keys must be equal to: {','.join(names)}")
+                raise _bad(
+                    f"Failed to process element: {i} of 'instances' list. JSON object: "
+                    f"{json_value_str(elem)} keys must be equal to: {','.join(names)}"
+                )
         else:
             if element_is_object(elem):
                 raise _bad(f"Expecting value/list but got object at item {i} of input list")
             try:
                 add(elem, names[0])
             except ServingFailure as exc:
-                raise _bad(f"Failed to process element: {i} of 'instances' list. Error: "
-                           f"{_status_text(exc)}") from None
+                raise _bad(
+                    f"Failed to process element: {i} of 'instances' list. Error: "
+                    f"{_status_text(exc)}"
+                ) from None
     n = len(inst)
     return {name: _array([n] + shapes[name], values[name], infos[name]) for name in values}
 
@@ -863,8 +952,11 @@ def predict_feeds(doc: dict, inputs: Mapping[str, int], signature_name: str) -> 
     has_inst, has_inputs = "instances" in doc, "inputs" in doc
     if has_inst:
         if has_inputs:
-            raise _format_error(doc, "Not formatted correctly expecting only one of 'inputs' or "
-                                     "'instances' keys to exist ")
+            raise _format_error(
+                doc,
+                "Not formatted correctly expecting only one of 'inputs' or "
+                "'instances' keys to exist ",
+            )
         if not isinstance(doc["instances"], list):
             raise _format_error(doc, "Excepting 'instances' to be an list/array")
         if not doc["instances"]:
@@ -876,8 +968,10 @@ def predict_feeds(doc: dict, inputs: Mapping[str, int], signature_name: str) -> 
     feeds: dict[str, Any] = {}
     if not isinstance(val, dict) or is_b64(val):
         if len(infos) > 1:
-            raise _bad("inputs is a plain value/list, but expecting an object as multiple "
-                       "input tensors required as per tensorinfo_map")
+            raise _bad(
+                "inputs is a plain value/list, but expecting an object as multiple "
+                "input tensors required as per tensorinfo_map"
+            )
         name = next(iter(infos))
         feeds[name] = json_to_array(val, infos[name])
     else:
@@ -907,8 +1001,11 @@ def request_batch_size(doc: dict) -> int:
 def _dtype_name(arr) -> str:
     import numpy as np
 
-    name = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-            np.dtype(np.float16): "half"}.get(arr.dtype)
+    name = {
+        np.dtype(np.float32): "float",
+        np.dtype(np.float64): "double",
+        np.dtype(np.float16): "half",
+    }.get(arr.dtype)
     return name or str(arr.dtype)
 
 
@@ -942,8 +1039,11 @@ def tensor_tokens(name: str, arr):
                     text = json.dumps(v.decode("utf-8"), ensure_ascii=False)
                 except UnicodeDecodeError:
                     text = None
-            tokens.append(text if text is not None else
-                          '{"b64":"' + base64.b64encode(v).decode("ascii") + '"}')
+            tokens.append(
+                text
+                if text is not None
+                else '{"b64":"' + base64.b64encode(v).decode("ascii") + '"}'
+            )
     else:
         raise _bad(f"Failed to write JSON value for tensor type: {_dtype_name(arr)}")
     out = np.empty(len(tokens), dtype=object)
@@ -989,22 +1089,23 @@ def predict_response(out: Mapping[str, Any], columnar: bool) -> dict:
         if arrays[k].ndim == 0:
             raise _bad(f"Tensor name: {k} has no shape information ")
         if batch is not None and arrays[k].shape[0] != batch:
-            raise _bad(f"Tensor name: {k} has inconsistent batch size: {arrays[k].shape[0]} "
-                       f"expecting: {batch}")
+            raise _bad(
+                f"Tensor name: {k} has inconsistent batch size: {arrays[k].shape[0]} "
+                f"expecting: {batch}"
+            )
         batch = arrays[k].shape[0]
     tokens = {k: tensor_tokens(k, arrays[k]) for k in names}
     if len(names) == 1:
         t = tokens[names[0]]
         return {"predictions": [RawJson(_nest(t[i])) for i in range(batch)]}
-    return {"predictions": [{k: RawJson(_nest(tokens[k][i])) for k in names}
-                            for i in range(batch)]}
+    return {"predictions": [{k: RawJson(_nest(tokens[k][i])) for k in names} for i in range(batch)]}
 
 
 __all__ = [
     "DATA_TYPE_NAMES",
     "DEFAULT_MAX_JSON_DEPTH",
-    "JsonBigNumber",
     "NO_CONTEXT",
+    "JsonBigNumber",
     "RawJson",
     "ServingFailure",
     "b64_value",

@@ -138,18 +138,23 @@ class RestApp:
             path = self._path(environ)
             length = int(environ.get("CONTENT_LENGTH") or 0)
             if length > ms.max_request_bytes:
-                status, data = 413, _json_body(
-                    f"Request body of {length} bytes exceeds the server's "
-                    f"max_request_bytes={ms.max_request_bytes}")
+                status, data = (
+                    413,
+                    _json_body(
+                        f"Request body of {length} bytes exceeds the server's "
+                        f"max_request_bytes={ms.max_request_bytes}"
+                    ),
+                )
             else:
                 body = environ["wsgi.input"].read(length) if length > 0 else b""
                 status, data = ms.handle_bytes(method, path, body)
-        except Exception as exc:  # noqa: BLE001  (a bug: still answer, in TF Serving's format)
+        except Exception as exc:
             logger.exception("internal error in the HTTP layer")
             status, data = 500, _json_body(f"{type(exc).__name__}: {exc}")
-        start_response(f"{status} {_reason(status)}",
-                       [("Content-Type", "application/json"),
-                        ("Content-Length", str(len(data)))])
+        start_response(
+            f"{status} {_reason(status)}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+        )
         return [data]
 
 
@@ -162,35 +167,55 @@ class RestServer:
     model server's) are read, larger ones get 413 (up to twice the limit the body is read first
     so the client sees the answer; beyond that the connection is closed after the answer)."""
 
-    def __init__(self, model_server: ModelServer, host: str = "127.0.0.1", port: int = 8501, *,
-                 threads: int = DEFAULT_REST_THREADS,
-                 idle_timeout_s: int = DEFAULT_IDLE_TIMEOUT_S,
-                 connection_limit: int = DEFAULT_CONNECTION_LIMIT):
-        for key, value in (("threads", threads), ("idle_timeout_s", idle_timeout_s),
-                           ("connection_limit", connection_limit)):
+    def __init__(
+        self,
+        model_server: ModelServer,
+        host: str = "127.0.0.1",
+        port: int = 8501,
+        *,
+        threads: int = DEFAULT_REST_THREADS,
+        idle_timeout_s: int = DEFAULT_IDLE_TIMEOUT_S,
+        connection_limit: int = DEFAULT_CONNECTION_LIMIT,
+    ):
+        for key, value in (
+            ("threads", threads),
+            ("idle_timeout_s", idle_timeout_s),
+            ("connection_limit", connection_limit),
+        ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{key}: expected an int >= 1, got {value!r}")
         self.app = RestApp(model_server)
         limit = model_server.max_request_bytes
         self.adj = Adjustments(
-            host=host, port=port, threads=threads, channel_timeout=idle_timeout_s,
-            cleanup_interval=1, asyncore_loop_timeout=1, asyncore_use_poll=True,
+            host=host,
+            port=port,
+            threads=threads,
+            channel_timeout=idle_timeout_s,
+            cleanup_interval=1,
+            asyncore_loop_timeout=1,
+            asyncore_use_poll=True,
             connection_limit=connection_limit,
             # waitress refuses bodies >= this; the app answers 413 (JSON, connection kept) for
             # bodies between max_request_bytes and here.
             max_request_body_size=limit + max(limit, 1 << 20) + 1,
-            ident="memgraph-tf-serve", expose_tracebacks=False,
+            ident="memgraph-tf-serve",
+            expose_tracebacks=False,
             # keep bodies up to the request limit in memory (waitress spools larger ones to a
             # temporary file; its default of 512 KiB sent every 64-node blob request to disk),
             # and read the socket in 256 KiB pieces (fewer trips through the event loop for a
             # large body)
-            inbuf_overflow=max(limit, 8 << 20) + 1, recv_bytes=1 << 18,
+            inbuf_overflow=max(limit, 8 << 20) + 1,
+            recv_bytes=1 << 18,
         )
         self._map: dict = {}
         self._dispatcher = ThreadedTaskDispatcher()
         self._dispatcher.set_thread_count(threads)
-        self._servers = [_TcpServer(self.app, map=self._map, dispatcher=self._dispatcher,
-                                    adj=self.adj, sockinfo=info) for info in self.adj.listen]
+        self._servers = [
+            _TcpServer(
+                self.app, map=self._map, dispatcher=self._dispatcher, adj=self.adj, sockinfo=info
+            )
+            for info in self.adj.listen
+        ]
         for s in self._servers:
             s.max_request_bytes = limit
         first = self._servers[0]
@@ -207,8 +232,9 @@ class RestServer:
         the request threads."""
         try:
             while not self._stop.is_set() and self._map:
-                wasyncore.loop(timeout=self.adj.asyncore_loop_timeout, map=self._map,
-                               use_poll=True, count=1)
+                wasyncore.loop(
+                    timeout=self.adj.asyncore_loop_timeout, map=self._map, use_poll=True, count=1
+                )
         finally:
             self._release()
 
@@ -255,15 +281,17 @@ class RunningServer:
         self.close()
 
 
-def make_http_server(model_server: ModelServer, host: str = "127.0.0.1", port: int = 8501,
-                     **options: Any) -> RestServer:
+def make_http_server(
+    model_server: ModelServer, host: str = "127.0.0.1", port: int = 8501, **options: Any
+) -> RestServer:
     """A bound :class:`RestServer` answering with ``model_server``; port 0 picks one.
     ``options``: ``threads``, ``idle_timeout_s``, ``connection_limit``."""
     return RestServer(model_server, host, port, **options)
 
 
-def start_server(model_server: ModelServer, host: str = "127.0.0.1", port: int = 0,
-                 **options: Any) -> RunningServer:
+def start_server(
+    model_server: ModelServer, host: str = "127.0.0.1", port: int = 0, **options: Any
+) -> RunningServer:
     """Serve ``model_server`` from a background thread; returns once the socket is listening
     (connections made now wait in the backlog until the loop picks them up)."""
     server = make_http_server(model_server, host, port, **options)
@@ -292,10 +320,12 @@ def batching_options(args: argparse.Namespace) -> BatchingOptions | None:
         value = getattr(args, name, None)
         return getattr(defaults, name) if value is None else value
 
-    return BatchingOptions(max_batch_size=pick("max_batch_size"),
-                           batch_timeout_micros=pick("batch_timeout_micros"),
-                           num_batch_threads=pick("num_batch_threads"),
-                           max_enqueued_batches=pick("max_enqueued_batches"))
+    return BatchingOptions(
+        max_batch_size=pick("max_batch_size"),
+        batch_timeout_micros=pick("batch_timeout_micros"),
+        num_batch_threads=pick("num_batch_threads"),
+        max_enqueued_batches=pick("max_enqueued_batches"),
+    )
 
 
 def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -> ModelServer:
@@ -321,12 +351,15 @@ def set_tensorflow_threads(intra_op: int = 0, inter_op: int = 0) -> None:
     no-op; otherwise it must run before TensorFlow has run anything in this process. Raises
     ValueError naming the option for a negative or non-int value, or when TensorFlow is already
     running with a different setting."""
-    settings = (("--tensorflow-intra-op-parallelism", "intra_op", intra_op),
-                ("--tensorflow-inter-op-parallelism", "inter_op", inter_op))
+    settings = (
+        ("--tensorflow-intra-op-parallelism", "intra_op", intra_op),
+        ("--tensorflow-inter-op-parallelism", "inter_op", inter_op),
+    )
     for option, _, value in settings:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{option}: expected an int >= 0 (0: TensorFlow's choice), got "
-                             f"{value!r}")
+            raise ValueError(
+                f"{option}: expected an int >= 0 (0: TensorFlow's choice), got {value!r}"
+            )
     if not intra_op and not inter_op:
         return  # TensorFlow's choice: not even an import
     import tensorflow as tf
@@ -339,26 +372,36 @@ def set_tensorflow_threads(intra_op: int = 0, inter_op: int = 0) -> None:
         try:
             getattr(config, f"set_{kind}_parallelism_threads")(value)
         except RuntimeError as exc:
-            raise ValueError(f"{option} {value}: TensorFlow is already running in this process "
-                             f"with {get() or 'its own choice of'} threads ({exc})") from None
-    logger.info("TensorFlow threads: intra-op %s, inter-op %s",
-                config.get_intra_op_parallelism_threads() or "TensorFlow's choice",
-                config.get_inter_op_parallelism_threads() or "TensorFlow's choice")
+            raise ValueError(
+                f"{option} {value}: TensorFlow is already running in this process "
+                f"with {get() or 'its own choice of'} threads ({exc})"
+            ) from None
+    logger.info(
+        "TensorFlow threads: intra-op %s, inter-op %s",
+        config.get_intra_op_parallelism_threads() or "TensorFlow's choice",
+        config.get_inter_op_parallelism_threads() or "TensorFlow's choice",
+    )
 
 
 def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
     """Load the model ``args`` describe and serve it until interrupted (KeyboardInterrupt ends
     it cleanly). Returns 0. Errors while loading or binding propagate."""
-    set_tensorflow_threads(getattr(args, "tensorflow_intra_op_parallelism", 0) or 0,
-                           getattr(args, "tensorflow_inter_op_parallelism", 0) or 0)
+    set_tensorflow_threads(
+        getattr(args, "tensorflow_intra_op_parallelism", 0) or 0,
+        getattr(args, "tensorflow_inter_op_parallelism", 0) or 0,
+    )
     ms = model_server_from_args(args, graph_source)
     # waitress warns on every request that waits for a free thread: under load that is the
     # normal state, not news (the CLI's own log would be flooded)
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     threads = getattr(args, "rest_api_num_threads", None) or DEFAULT_REST_THREADS
-    server = make_http_server(ms, args.host, args.port, threads=threads,
-                              idle_timeout_s=getattr(args, "idle_timeout_s",
-                                                     DEFAULT_IDLE_TIMEOUT_S))
+    server = make_http_server(
+        ms,
+        args.host,
+        args.port,
+        threads=threads,
+        idle_timeout_s=getattr(args, "idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S),
+    )
     grpc_running = None
     if getattr(args, "grpc_port", None) is not None:  # --grpc-port: gRPC over the same ms
         from memgraph_tf.serving import grpc_server
@@ -369,9 +412,14 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
             server.server_close()
             ms.close()
             raise
-    logger.info("serving model %r versions %s at %s/v1/models/%s%s", ms.model_name,
-                sorted(ms.versions), server.url, ms.model_name,
-                f" (batching: {ms.batching})" if ms.batching else "")
+    logger.info(
+        "serving model %r versions %s at %s/v1/models/%s%s",
+        ms.model_name,
+        sorted(ms.versions),
+        server.url,
+        ms.model_name,
+        f" (batching: {ms.batching})" if ms.batching else "",
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -422,8 +470,21 @@ def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
             source.close()
 
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_REQUEST_BYTES", "DEFAULT_REST_THREADS",
-           "BatchingOptions", "ModelServer", "RestApp", "RestServer", "RunningServer",
-           "batching_options", "main", "run_cli", "serve",
-           "make_http_server", "model_server_from_args", "set_tensorflow_threads",
-           "start_server"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT_S",
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "DEFAULT_REST_THREADS",
+    "BatchingOptions",
+    "ModelServer",
+    "RestApp",
+    "RestServer",
+    "RunningServer",
+    "batching_options",
+    "main",
+    "make_http_server",
+    "model_server_from_args",
+    "run_cli",
+    "serve",
+    "set_tensorflow_threads",
+    "start_server",
+]

@@ -100,7 +100,7 @@ class ArcadeDBServerProcess:
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self) -> "ArcadeDBServerProcess":
+    def start(self) -> ArcadeDBServerProcess:
         """Start the child and wait until it reports ready and its Bolt port accepts connections."""
         if self._proc is not None:
             raise ArcadeDBStartError("ArcadeDB server: already started")
@@ -183,7 +183,7 @@ class ArcadeDBServerProcess:
         """Everything the child printed so far (ArcadeDB's log)."""
         return "".join(self._output)
 
-    def __enter__(self) -> "ArcadeDBServerProcess":
+    def __enter__(self) -> ArcadeDBServerProcess:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

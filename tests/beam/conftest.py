@@ -28,8 +28,14 @@ def graph_data(n: int = N, bad: tuple[int, ...] = (), seed: int = 0):
     indices get features one value too long and no edges (only they are invalid)."""
     rng = np.random.default_rng(seed)
     feats = rng.normal(size=(n, DIM + 1)).astype(np.float32) * 2.0
-    nodes = [{"id": node_id(i), "features": feats[i, : DIM + (1 if i in bad else 0)].tolist(), "label": i % 3}
-             for i in range(n)]
+    nodes = [
+        {
+            "id": node_id(i),
+            "features": feats[i, : DIM + (1 if i in bad else 0)].tolist(),
+            "label": i % 3,
+        }
+        for i in range(n)
+    ]
     edges = []
     for i in range(n):
         for j in rng.choice(n, size=3, replace=False).tolist():
@@ -76,8 +82,11 @@ def predictions(source, prop: str = "predicted_class") -> dict[int, tuple]:
     for internal in graph.nodes():
         value = graph.get_property(internal, cls)
         if value is not None:
-            out[graph.get_property(internal, "id")] = (value, graph.get_property(internal, score),
-                                                     graph.get_property(internal, version))
+            out[graph.get_property(internal, "id")] = (
+                value,
+                graph.get_property(internal, score),
+                graph.get_property(internal, version),
+            )
     return out
 
 
@@ -87,14 +96,19 @@ def writes_per_node(source, prop: str = "predicted_class") -> dict[int, int]:
 
     version = property_names(prop)[2]
     graph = source.graph
-    return {graph.get_property(internal, "id"): count
-            for (internal, key), count in graph.writes.items() if key == version}
+    return {
+        graph.get_property(internal, "id"): count
+        for (internal, key), count in graph.writes.items()
+        if key == version
+    }
 
 
 def assert_same(got: dict, want: dict) -> None:
     assert sorted(got) == sorted(want)
     assert [got[k][0] for k in sorted(got)] == [want[k][0] for k in sorted(want)]
-    np.testing.assert_allclose([got[k][1] for k in sorted(got)], [want[k][1] for k in sorted(want)], rtol=1e-6)
+    np.testing.assert_allclose(
+        [got[k][1] for k in sorted(got)], [want[k][1] for k in sorted(want)], rtol=1e-6
+    )
     assert {v[2] for v in got.values()} == {v[2] for v in want.values()}
 
 
@@ -109,13 +123,17 @@ def h():
 @pytest.fixture(scope="session")
 def bundle_base(small_sage_bundle):
     """BASE/BeamSage with version 1, op-free, sampling options OPTIONS."""
-    return small_sage_bundle("BeamSage", 1, OPTIONS, use_op=False, fanouts=FANOUTS, dim=DIM, classes=CLASSES)
+    return small_sage_bundle(
+        "BeamSage", 1, OPTIONS, use_op=False, fanouts=FANOUTS, dim=DIM, classes=CLASSES
+    )
 
 
 @pytest.fixture(scope="session")
 def op_bundle_base(small_sage_bundle):
     """BASE/BeamSageOp with version 2: the same model decoding blobs with the C++ op."""
-    return small_sage_bundle("BeamSageOp", 2, OPTIONS, use_op=True, fanouts=FANOUTS, dim=DIM, classes=CLASSES)
+    return small_sage_bundle(
+        "BeamSageOp", 2, OPTIONS, use_op=True, fanouts=FANOUTS, dim=DIM, classes=CLASSES
+    )
 
 
 @pytest.fixture(scope="session")
@@ -145,10 +163,15 @@ def bolt_graph(bolt_source):
     fallback samples)."""
     nodes, edges = graph_data()
     bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
-    bolt_source.write(f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, features: r.features, label: r.label}})",
-                      {"rows": nodes})
-    bolt_source.write(f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) "
-                      f"CREATE (a)-[:LINK]->(b)", {"pairs": [{"a": node_id(a), "b": node_id(b)} for a, b in edges]})
+    bolt_source.write(
+        f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, features: r.features, label: r.label}})",
+        {"rows": nodes},
+    )
+    bolt_source.write(
+        f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) "
+        f"CREATE (a)-[:LINK]->(b)",
+        {"pairs": [{"a": node_id(a), "b": node_id(b)} for a, b in edges]},
+    )
     assert not bolt_source.has_procedures()
     return bolt_source
 
@@ -167,6 +190,8 @@ def bolt_predictions(source, prop: str = "predicted_class") -> dict[int, tuple]:
     from memgraph_tf.client.batch import property_names
 
     cls, score, version = property_names(prop)
-    rows = source.read(f"MATCH (n:{LABEL}) WHERE n.`{cls}` IS NOT NULL "
-                       f"RETURN n.id AS id, n.`{cls}` AS c, n.`{score}` AS s, n.`{version}` AS v")
+    rows = source.read(
+        f"MATCH (n:{LABEL}) WHERE n.`{cls}` IS NOT NULL "
+        f"RETURN n.id AS id, n.`{cls}` AS c, n.`{score}` AS s, n.`{version}` AS v"
+    )
     return {r["id"]: (r["c"], r["s"], r["v"]) for r in rows}

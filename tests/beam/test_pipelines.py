@@ -16,16 +16,24 @@ import pytest
 try:
     import apache_beam  # noqa: F401
 except ImportError as exc:
-    if os.environ.get("CI"):  # CI installs the beam extra (scripts/bootstrap.sh): the Beam suite must run there
-        pytest.fail(f"apache-beam is not installed, but CI runs the Beam suite (scripts/bootstrap.sh installs "
-                    f"'.[test,beam]'): {exc}", pytrace=False)
-    pytest.skip("apache-beam is not installed here (pip install 'memgraph-tf[beam]')", allow_module_level=True)
+    if os.environ.get(
+        "CI"
+    ):  # CI installs the beam extra (scripts/bootstrap.sh): the Beam suite must run there
+        pytest.fail(
+            f"apache-beam is not installed, but CI runs the Beam suite (scripts/bootstrap.sh installs "
+            f"'.[test,beam]'): {exc}",
+            pytrace=False,
+        )
+    pytest.skip(
+        "apache-beam is not installed here (pip install 'memgraph-tf[beam]')",
+        allow_module_level=True,
+    )
 
-from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph  # noqa: E402
-from memgraph_tf.beam.graphs import GraphSpec, NodeSelection, NodeTable, acquire, release  # noqa: E402
-from memgraph_tf.beam.models import ModelSpec, sampling_for  # noqa: E402
-from memgraph_tf.beam.transforms import example_bytes, split_key_range  # noqa: E402
-from memgraph_tf.client.errors import ConfigurationError  # noqa: E402
+from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
+from memgraph_tf.beam.graphs import GraphSpec, NodeSelection, NodeTable, acquire, release
+from memgraph_tf.beam.models import ModelSpec, sampling_for
+from memgraph_tf.beam.transforms import example_bytes, split_key_range
+from memgraph_tf.client.errors import ConfigurationError
 
 
 @pytest.fixture
@@ -44,22 +52,30 @@ def model(bundle_base):
 
 # ------------------------------------------------------------------------------------ parts
 def test_key_ranges_cover_each_key_once():
-    for lo, hi, n in [(-200, 423, 5), (0, 0, 16), (5, 9, 16), (-2**62, 2**62, 7)]:
+    for lo, hi, n in [(-200, 423, 5), (0, 0, 16), (5, 9, 16), (-(2**62), 2**62, 7)]:
         ranges = split_key_range(lo, hi, n)
         assert len(ranges) <= n and ranges[0][0] == lo and ranges[-1][1] == hi + 1
-        assert all(a < b for a, b in ranges) and all(ranges[i][1] == ranges[i + 1][0] for i in range(len(ranges) - 1))
+        assert all(a < b for a, b in ranges) and all(
+            ranges[i][1] == ranges[i + 1][0] for i in range(len(ranges) - 1)
+        )
 
 
 def test_example_bytes_parse_back_as_tf_examples():
     import tensorflow as tf
 
-    for features in ({"blob": b"\x00\xff" * 300, "node_id": -200, "seed": 11},
-                     {"nödé": bytes(range(256)), "node_id": 2**63 - 1, "seed": 0}):
+    for features in (
+        {"blob": b"\x00\xff" * 300, "node_id": -200, "seed": 11},
+        {"nödé": bytes(range(256)), "node_id": 2**63 - 1, "seed": 0},
+    ):
         parsed = tf.train.Example.FromString(example_bytes(features))
-        got = {k: (v.bytes_list.value[0] if v.HasField("bytes_list") else v.int64_list.value[0])
-               for k, v in parsed.features.feature.items()}
+        got = {
+            k: (v.bytes_list.value[0] if v.HasField("bytes_list") else v.int64_list.value[0])
+            for k, v in parsed.features.feature.items()
+        }
         assert got == features
-    with pytest.raises(ConfigurationError, match=r"features\['x'\]: expected bytes or an int, got float"):
+    with pytest.raises(
+        ConfigurationError, match=r"features\['x'\]: expected bytes or an int, got float"
+    ):
         example_bytes({"x": 1.5})
 
 
@@ -72,20 +88,26 @@ def test_sampling_and_selection_are_the_batch_classifier_s(backend, model, h):
     assert (model.model_name, model.version) == (backend.name, backend.version)
     selection = selection_for(model)
     assert (selection.label, selection.id_property, selection.version) == (h.LABEL, "id", 1)
-    with pytest.raises(ConfigurationError, match=r"label: the model samples :BeamItem nodes .*got 'Other'"):
+    with pytest.raises(
+        ConfigurationError, match=r"label: the model samples :BeamItem nodes .*got 'Other'"
+    ):
         selection_for(model, label="Other")
 
 
 def test_specs_carry_no_credentials_and_in_process_graphs_stay_in_their_process():
     with pytest.raises(ConfigurationError, match=r"graph: expected a URI without user or password"):
         GraphSpec("bolt://neo4j:secret@db:7687")
-    with pytest.raises(ConfigurationError, match=r"graph: inprocess:nobody is not registered in this process"):
+    with pytest.raises(
+        ConfigurationError, match=r"graph: inprocess:nobody is not registered in this process"
+    ):
         acquire(GraphSpec("inprocess:nobody"))
     from memgraph_tf.beam.runner import check_runner_for_graph
 
     with pytest.raises(ConfigurationError, match=r"lives in this process, but FlinkRunner"):
         check_runner_for_graph(GraphSpec("inprocess:x"), "FlinkRunner", None)
-    with pytest.raises(ConfigurationError, match=r"DirectRunner in multi_processing mode runs workers elsewhere"):
+    with pytest.raises(
+        ConfigurationError, match=r"DirectRunner in multi_processing mode runs workers elsewhere"
+    ):
         check_runner_for_graph(GraphSpec("embedded:cora"), "DirectRunner", "multi_processing")
     check_runner_for_graph(GraphSpec("bolt://db:7687"), "DataflowRunner", None)  # fine
 
@@ -112,11 +134,25 @@ def test_node_table_pages_by_key_and_guarded_writes_write_once(graph, h):
 
 # ---------------------------------------------------------------- embedded graph, 1 and 4 workers
 @pytest.mark.parametrize("workers, mode", [(1, "in_memory"), (4, "multi_threading")])
-def test_embedded_run_equals_the_batch_module_each_node_once(graph, model, reference, h, workers, mode):
+def test_embedded_run_equals_the_batch_module_each_node_once(
+    graph, model, reference, h, workers, mode
+):
     spec, source = graph
-    summary = classify_with_beam(spec, model, runner="DirectRunner", num_workers=workers, running_mode=mode,
-                                 batch_size=16, num_ranges=8)
-    assert (summary.read, summary.classified, summary.written, summary.unchanged) == (h.N, h.N, h.N, 0)
+    summary = classify_with_beam(
+        spec,
+        model,
+        runner="DirectRunner",
+        num_workers=workers,
+        running_mode=mode,
+        batch_size=16,
+        num_ranges=8,
+    )
+    assert (summary.read, summary.classified, summary.written, summary.unchanged) == (
+        h.N,
+        h.N,
+        h.N,
+        0,
+    )
     h.assert_same(h.predictions(source), reference)
     assert h.writes_per_node(source) == {k: 1 for k in reference}
     assert 10**6 not in h.predictions(source)  # another label: never classified
@@ -147,8 +183,14 @@ def test_reads_from_a_lagging_replica_write_to_main_once(graph, model, backend, 
     done = sorted(reference)[::4]
     classify_graph(main, backend, node_ids=done, progress=False)
     try:
-        summary = classify_with_beam(main_spec, model, read_graph=replica_spec, num_workers=2,
-                                     running_mode="multi_threading", batch_size=16)
+        summary = classify_with_beam(
+            main_spec,
+            model,
+            read_graph=replica_spec,
+            num_workers=2,
+            running_mode="multi_threading",
+            batch_size=16,
+        )
     finally:
         unregister_graph(replica_spec)
     assert (summary.read, summary.written, summary.unchanged) == (h.N, h.N - len(done), len(done))
@@ -178,11 +220,14 @@ class _CrashAfterCommit:
         monkeypatch.setattr(NodeTable, "write", write)
 
 
-def test_a_bundle_beam_retries_after_its_writes_committed_writes_no_node_twice(graph, model, reference, h,
-                                                                                monkeypatch):
+def test_a_bundle_beam_retries_after_its_writes_committed_writes_no_node_twice(
+    graph, model, reference, h, monkeypatch
+):
     spec, source = graph
     fault = _CrashAfterCommit(monkeypatch, crash_at=2)
-    summary = classify_with_beam(spec, model, runner="BundleBasedDirectRunner", batch_size=16, num_ranges=3)
+    summary = classify_with_beam(
+        spec, model, runner="BundleBasedDirectRunner", batch_size=16, num_ranges=3
+    )
     assert fault.crashed == 1
     # Beam retried the bundle: its batches came again, the committed ones were left alone
     resent = [ids for ids, written in fault.calls if written == 0]
@@ -194,7 +239,9 @@ def test_a_bundle_beam_retries_after_its_writes_committed_writes_no_node_twice(g
     assert summary.unchanged >= len(resent[0]) and summary.written < h.N
 
 
-def test_the_fnapi_runner_does_not_retry_a_rerun_completes_the_job(graph, model, reference, h, monkeypatch):
+def test_the_fnapi_runner_does_not_retry_a_rerun_completes_the_job(
+    graph, model, reference, h, monkeypatch
+):
     spec, source = graph
     fault = _CrashAfterCommit(monkeypatch, crash_at=2)
     with pytest.raises(Exception, match=r"injected worker failure after the batch committed"):
@@ -214,14 +261,20 @@ def test_invalid_nodes_stop_the_job_or_are_skipped(model, backend, h):
     source = h.embedded_source(bad=(bad,))
     spec = register_graph(source)
     try:
-        with pytest.raises(Exception, match=rf"InvalidNodeError: node {h.node_id(bad)}: .*features"):
+        with pytest.raises(
+            Exception, match=rf"InvalidNodeError: node {h.node_id(bad)}: .*features"
+        ):
             classify_with_beam(spec, model, batch_size=8, num_ranges=2)
         before = len(h.predictions(source))
         assert h.node_id(bad) not in h.predictions(source)
         summary = classify_with_beam(spec, model, batch_size=8, num_ranges=2, skip_invalid=True)
     finally:
         unregister_graph(spec)
-    assert summary.invalid == 1 and summary.read == h.N - before and summary.written == h.N - 1 - before
+    assert (
+        summary.invalid == 1
+        and summary.read == h.N - before
+        and summary.written == h.N - 1 - before
+    )
     got = h.predictions(source)
     assert h.node_id(bad) not in got and len(got) == h.N - 1
     want_source = h.embedded_source(bad=(bad,))
@@ -249,13 +302,17 @@ def test_served_model_through_the_local_server(graph, model_server, reference, h
 
         running, target = start_server(server), "url"
     else:
-        grpc_server = pytest.importorskip("memgraph_tf.serving.grpc_server",
-                                          reason="the gRPC server (memgraph_tf.serving.grpc_server) is not here")
+        grpc_server = pytest.importorskip(
+            "memgraph_tf.serving.grpc_server",
+            reason="the gRPC server (memgraph_tf.serving.grpc_server) is not here",
+        )
         running, target = grpc_server.start_grpc_server(server), "target"
     with running:
         served = ModelSpec.resolve(**{transport: getattr(running, target)}, model_name="BeamSage")
         assert (served.kind, served.version) == (transport, 1)
-        summary = classify_with_beam(spec, served, num_workers=2, running_mode="multi_threading", batch_size=16)
+        summary = classify_with_beam(
+            spec, served, num_workers=2, running_mode="multi_threading", batch_size=16
+        )
     assert summary.written == h.N
     h.assert_same(h.predictions(source), reference)
 
@@ -272,11 +329,20 @@ def test_export_writes_each_node_and_seed_once_as_tf_examples(graph, tmp_path, h
     spec, source = graph
     sampling = SamplingSpec(h.FANOUTS, ["features"], {**h.OPTIONS, "label_property": "label"})
     with create_pipeline("DirectRunner", num_workers=2, running_mode="multi_threading") as p:
-        _ = p | ExportNeighbourhoods(spec, sampling, str(tmp_path / "hoods"), seeds=[1, 2], batch_size=16,
-                                     num_ranges=4, num_shards=3)
+        _ = p | ExportNeighbourhoods(
+            spec,
+            sampling,
+            str(tmp_path / "hoods"),
+            seeds=[1, 2],
+            batch_size=16,
+            num_ranges=4,
+            num_shards=3,
+        )
     files = sorted(tmp_path.glob("hoods-*-of-00003.tfrecord"))
     assert len(files) == 3
-    records = [{k: v.numpy() for k, v in r.items()} for r in read_exported(str(tmp_path / "hoods-*"))]
+    records = [
+        {k: v.numpy() for k, v in r.items()} for r in read_exported(str(tmp_path / "hoods-*"))
+    ]
     pairs = sorted((int(r["node_id"]), int(r["seed"])) for r in records)
     assert pairs == sorted((h.node_id(i), s) for i in range(h.N) for s in (1, 2))
     picked = random.Random(0).sample(records, 12)
@@ -292,20 +358,36 @@ def test_export_writes_each_node_and_seed_once_as_tf_examples(graph, tmp_path, h
 
 # ------------------------------------------------------------------------------ real Bolt (ArcadeDB)
 @pytest.mark.arcadedb
-def test_bolt_four_worker_processes_with_the_op_bundle(bolt_graph, bolt_env, op_bundle_base, reference, h):
+def test_bolt_four_worker_processes_with_the_op_bundle(
+    bolt_graph, bolt_env, op_bundle_base, reference, h
+):
     op_model = ModelSpec.resolve(bundle=op_bundle_base)
     assert op_model.config.use_op and op_model.version == 2
     spec = GraphSpec(bolt_env.uri)
-    summary = classify_with_beam(spec, op_model, runner="DirectRunner", num_workers=4,
-                                 running_mode="multi_processing", batch_size=16, num_ranges=8)
-    assert (summary.read, summary.classified, summary.written, summary.unchanged) == (h.N, h.N, h.N, 0)
+    summary = classify_with_beam(
+        spec,
+        op_model,
+        runner="DirectRunner",
+        num_workers=4,
+        running_mode="multi_processing",
+        batch_size=16,
+        num_ranges=8,
+    )
+    assert (summary.read, summary.classified, summary.written, summary.unchanged) == (
+        h.N,
+        h.N,
+        h.N,
+        0,
+    )
     got = h.bolt_predictions(bolt_graph)
     assert {v for _, _, v in got.values()} == {2}
     h.assert_same({k: (c, s, 1) for k, (c, s, _) in got.items()}, reference)
 
 
 @pytest.mark.arcadedb
-def test_bolt_one_worker_resumes_after_the_batch_module(bolt_graph, bolt_env, backend, model, reference, h):
+def test_bolt_one_worker_resumes_after_the_batch_module(
+    bolt_graph, bolt_env, backend, model, reference, h
+):
     from memgraph_tf.client.batch import classify_graph
 
     done = sorted(reference)[::3]
@@ -313,10 +395,18 @@ def test_bolt_one_worker_resumes_after_the_batch_module(bolt_graph, bolt_env, ba
     summary = classify_with_beam(GraphSpec(bolt_env.uri), model, batch_size=16, num_ranges=4)
     assert (summary.read, summary.written) == (h.N - len(done), h.N - len(done))
     h.assert_same(h.bolt_predictions(bolt_graph), reference)
-    where = classify_with_beam(GraphSpec(bolt_env.uri), model, where="n.id >= $low", where_params={"low": 0},
-                               write_property="positive", batch_size=16)
+    where = classify_with_beam(
+        GraphSpec(bolt_env.uri),
+        model,
+        where="n.id >= $low",
+        where_params={"low": 0},
+        write_property="positive",
+        batch_size=16,
+    )
     assert where.written == sum(1 for k in reference if k >= 0)
-    h.assert_same(h.bolt_predictions(bolt_graph, "positive"), {k: v for k, v in reference.items() if k >= 0})
+    h.assert_same(
+        h.bolt_predictions(bolt_graph, "positive"), {k: v for k, v in reference.items() if k >= 0}
+    )
 
 
 # ------------------------------------------------------------------------------------ command line
@@ -339,14 +429,32 @@ def test_cli_runs_the_pipeline_and_prints_a_summary(graph, bundle_base, referenc
 
     spec, source = graph
     args = _classify_parser().parse_args(
-        ["classify", "--graph", spec.uri, "--model", str(bundle_base), "--batch-size", "16", "--write-property",
-         "cli", "--no-progress", "--runner", "DirectRunner", "--num-workers", "2", "--",
-         "--direct_runner_bundle_repeat=0"])
+        [
+            "classify",
+            "--graph",
+            spec.uri,
+            "--model",
+            str(bundle_base),
+            "--batch-size",
+            "16",
+            "--write-property",
+            "cli",
+            "--no-progress",
+            "--runner",
+            "DirectRunner",
+            "--num-workers",
+            "2",
+            "--",
+            "--direct_runner_bundle_repeat=0",
+        ]
+    )
     assert args.pipeline_args == ["--direct_runner_bundle_repeat=0"]
     assert run_classify_pipeline(args) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"classified {h.N} nodes, written {h.N}, unchanged 0, skipped 0 invalid on DirectRunner "
-                          f"(2 worker(s))")
+    assert out.startswith(
+        f"classified {h.N} nodes, written {h.N}, unchanged 0, skipped 0 invalid on DirectRunner "
+        f"(2 worker(s))"
+    )
     assert "model BeamSage version 1 -> cli, cli_score, cli_version" in out
     h.assert_same(h.predictions(source, "cli"), reference)
 
@@ -357,11 +465,23 @@ def test_cli_refusals_are_one_line_with_exit_code_2(graph, bundle_base, capsys):
     spec, _ = graph
     base = ["classify", "--graph", spec.uri, "--model", str(bundle_base), "--no-progress"]
     cases = [
-        (["--runner", "FlinkRunner"], r"error: graph: inprocess:\S+ lives in this process, but FlinkRunner"),
-        (["--runner", "DirectRunner", "--running-mode", "multi_processing"], r"in multi_processing mode runs workers"),
+        (
+            ["--runner", "FlinkRunner"],
+            r"error: graph: inprocess:\S+ lives in this process, but FlinkRunner",
+        ),
+        (
+            ["--runner", "DirectRunner", "--running-mode", "multi_processing"],
+            r"in multi_processing mode runs workers",
+        ),
         (["--runner", "DirectRunner", "--shard", "1/3"], r"error: --shard: not with --runner"),
-        (["--runner", "DirectRunner", "--where", "n.id > 0"], r"error: where: the embedded graph runs no Cypher"),
-        (["--runner", "DirectRunner", "--num-workers", "0"], r"error: --num-workers: expected an integer >= 1"),
+        (
+            ["--runner", "DirectRunner", "--where", "n.id > 0"],
+            r"error: where: the embedded graph runs no Cypher",
+        ),
+        (
+            ["--runner", "DirectRunner", "--num-workers", "0"],
+            r"error: --num-workers: expected an integer >= 1",
+        ),
     ]
     parser = _classify_parser()
     for extra, message in cases:

@@ -79,7 +79,9 @@ def test_invalid_vectors_rejected_with_spec_message(path: pathlib.Path) -> None:
 def test_every_truncation_rejected(path: pathlib.Path) -> None:
     _, data = _load(path)
     for cut in range(len(data)):
-        with pytest.raises(blob.BlobFormatError, match=r"(header|total_length): expected .* at offset (0|16)"):
+        with pytest.raises(
+            blob.BlobFormatError, match=r"(header|total_length): expected .* at offset (0|16)"
+        ):
             blob.unpack(data[:cut])
 
 
@@ -89,7 +91,9 @@ def test_dims_claim_more_than_held_rejected_before_allocating() -> None:
     import tracemalloc
 
     tracemalloc.start()
-    with pytest.raises(blob.BlobFormatError, match=r"payload: expected to end by 480, got end 512000432"):
+    with pytest.raises(
+        blob.BlobFormatError, match=r"payload: expected to end by 480, got end 512000432"
+    ):
         blob.unpack(data)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -100,6 +104,9 @@ def test_ragged_pairs_come_back_as_ragged() -> None:
     _, data = _load(GOLDEN / "valid" / "ragged.json")
     out = blob.unpack(data)
     assert set(out) == {"nbrs", "vec"}
-    rows = [out["nbrs"].values[a:b].tolist() for a, b in zip(out["nbrs"].row_splits, out["nbrs"].row_splits[1:])]
+    rows = [
+        out["nbrs"].values[a:b].tolist()
+        for a, b in zip(out["nbrs"].row_splits, out["nbrs"].row_splits[1:])
+    ]
     assert rows == [[10, 11], [], [12, 13, 14]]
     assert out["vec"].values.shape == (3, 2)

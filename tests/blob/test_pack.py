@@ -18,7 +18,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_python_list_inference() -> None:
-    out = blob.unpack(blob.pack({"b": [True, False], "i": [[1, 2], [3, 4]], "f": [1, 2.5], "s": ["x", b"y"]}))
+    out = blob.unpack(
+        blob.pack({"b": [True, False], "i": [[1, 2], [3, 4]], "f": [1, 2.5], "s": ["x", b"y"]})
+    )
     assert out["b"].dtype == np.bool_ and out["i"].dtype == np.int64 and out["i"].shape == (2, 2)
     assert out["f"].dtype == np.float64 and out["f"].tolist() == [1.0, 2.5]
     assert out["s"].tolist() == [b"x", b"y"]
@@ -39,22 +41,78 @@ def test_copy_false_returns_read_only_views() -> None:
 @pytest.mark.parametrize(
     ("sections", "dtypes", "message"),
     [
-        ({"x": [[1, 2], [3]]}, None, r"section 'x': expected length 2 at index \[1\], got length 1 .*Ragged"),
-        ({"x": [1, "a"]}, None, r"section 'x': expected values of one kind, got int64 and string \(first string at index 1\)"),
-        ({"x": [1.5]}, {"x": "int64"}, r"section 'x': expected int64 values, got float 1.5 at index 0"),
-        ({"x": [2**63]}, None, r"section 'x': expected int64 values in \[-9223372036854775808, 9223372036854775807\], got 9223372036854775808 at index 0"),
-        ({"x": [1]}, {"x": "float16"}, r"section 'x': expected dtype one of \[.*'float32'.*\], got 'float16'"),
-        ({"x": [1]}, {"y": "int64"}, r"dtypes: expected names of given sections \['x'\], got \['y'\]"),
-        ({"bad name": [1]}, None, r"section name 'bad name': expected characters \[A-Za-z0-9_.:/-\], got ' '"),
+        (
+            {"x": [[1, 2], [3]]},
+            None,
+            r"section 'x': expected length 2 at index \[1\], got length 1 .*Ragged",
+        ),
+        (
+            {"x": [1, "a"]},
+            None,
+            r"section 'x': expected values of one kind, got int64 and string \(first string at index 1\)",
+        ),
+        (
+            {"x": [1.5]},
+            {"x": "int64"},
+            r"section 'x': expected int64 values, got float 1.5 at index 0",
+        ),
+        (
+            {"x": [2**63]},
+            None,
+            r"section 'x': expected int64 values in \[-9223372036854775808, 9223372036854775807\], got 9223372036854775808 at index 0",
+        ),
+        (
+            {"x": [1]},
+            {"x": "float16"},
+            r"section 'x': expected dtype one of \[.*'float32'.*\], got 'float16'",
+        ),
+        (
+            {"x": [1]},
+            {"y": "int64"},
+            r"dtypes: expected names of given sections \['x'\], got \['y'\]",
+        ),
+        (
+            {"bad name": [1]},
+            None,
+            r"section name 'bad name': expected characters \[A-Za-z0-9_.:/-\], got ' '",
+        ),
         ({"n" * 41: [1]}, None, r"expected 1..40 bytes, got 41"),
-        ({"x": np.zeros(2, np.float16)}, None, r"section 'x': expected a numpy dtype of .*, got float16"),
-        ({"x": np.array([1.5])}, {"x": "int64"}, r"section 'x': expected values convertible to int64 without changing kind, got float64"),
-        ({"x": np.array([2**40])}, {"x": "int32"}, r"section 'x': expected int32 values in \[-2147483648, 2147483647\], got 1099511627776"),
-        ({"x": blob.Dense([1, 2, 3], [2, 2], "int64")}, None, r"section 'x': expected 4 elements for shape \[2, 2\], got 3"),
-        ({"x": blob.Ragged([1, 2, 3], [0, 2])}, None, r"ragged 'x': expected row_splits starting at 0, non-decreasing, ending at 3"),
-        ({"x": blob.Ragged([1], [0, 1]), "x.row_splits": [0]}, None, r"section 'x.row_splits': expected a unique name, got a duplicate"),
+        (
+            {"x": np.zeros(2, np.float16)},
+            None,
+            r"section 'x': expected a numpy dtype of .*, got float16",
+        ),
+        (
+            {"x": np.array([1.5])},
+            {"x": "int64"},
+            r"section 'x': expected values convertible to int64 without changing kind, got float64",
+        ),
+        (
+            {"x": np.array([2**40])},
+            {"x": "int32"},
+            r"section 'x': expected int32 values in \[-2147483648, 2147483647\], got 1099511627776",
+        ),
+        (
+            {"x": blob.Dense([1, 2, 3], [2, 2], "int64")},
+            None,
+            r"section 'x': expected 4 elements for shape \[2, 2\], got 3",
+        ),
+        (
+            {"x": blob.Ragged([1, 2, 3], [0, 2])},
+            None,
+            r"ragged 'x': expected row_splits starting at 0, non-decreasing, ending at 3",
+        ),
+        (
+            {"x": blob.Ragged([1], [0, 1]), "x.row_splits": [0]},
+            None,
+            r"section 'x.row_splits': expected a unique name, got a duplicate",
+        ),
         ({"x": {1, 2}}, None, r"section 'x': expected an array-like, a nested list, .* got set"),
-        ({"x": [object()]}, None, r"section 'x': expected bool, int, float, str or bytes values, got object"),
+        (
+            {"x": [object()]},
+            None,
+            r"section 'x': expected bool, int, float, str or bytes values, got object",
+        ),
     ],
 )
 def test_pack_errors_name_the_section(sections, dtypes, message) -> None:
@@ -67,7 +125,9 @@ def test_base64url_transport_round_trip() -> None:
     text = blob.pack_b64({"x": np.arange(100, dtype=np.int64)})
     assert "+" not in text and "/" not in text and blob.b64decode(text) == data
     assert blob.unpack_b64(text)["x"].tolist() == list(range(100))
-    with pytest.raises(blob.BlobFormatError, match=r"base64: expected base64url text with padding, got '\*\*\*'"):
+    with pytest.raises(
+        blob.BlobFormatError, match=r"base64: expected base64url text with padding, got '\*\*\*'"
+    ):
         blob.b64decode("***")
 
 
@@ -88,11 +148,16 @@ print(json.dumps({"golden": out, "nested": nested.hex()}))
 """
     result = subprocess.run(
         [sys.executable, "-c", script, str(REPO / "tests" / "golden" / "valid")],
-        capture_output=True, text=True, check=True, cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
     )
     report = json.loads(result.stdout)
     assert report["golden"] and all(report["golden"].values()), report
-    expected = blob.pack({"a": np.array([[1.5, 2.0]], np.float32), "s": np.array(["q"], dtype=object)})
+    expected = blob.pack(
+        {"a": np.array([[1.5, 2.0]], np.float32), "s": np.array(["q"], dtype=object)}
+    )
     assert bytes.fromhex(report["nested"]) == expected
 
 
@@ -106,7 +171,11 @@ def _section(draw):
     n = int(np.prod(shape)) if shape else 1
     if dtype == "string":
         values = draw(st.lists(st.binary(max_size=6), min_size=n, max_size=n))
-        return np.array(values, dtype=object).reshape(shape) if shape else np.array(values[0], dtype=object)
+        return (
+            np.array(values, dtype=object).reshape(shape)
+            if shape
+            else np.array(values[0], dtype=object)
+        )
     if dtype == "bool":
         elems = st.booleans()
     elif dtype.startswith("int"):
@@ -119,7 +188,9 @@ def _section(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.from_regex(r"[A-Za-z0-9_]{1,12}", fullmatch=True), _section(), max_size=5))
+@given(
+    st.dictionaries(st.from_regex(r"[A-Za-z0-9_]{1,12}", fullmatch=True), _section(), max_size=5)
+)
 def test_round_trip_random_sections(sections) -> None:
     data = blob.pack(sections)
     out = blob.unpack(data)

@@ -29,7 +29,9 @@ def build_community_graph(num_nodes: int = 150, num_classes: int = 3, dim: int =
     features = (centers[labels] * 0.6 + rng.standard_normal((num_nodes, dim))).astype(np.float32)
     graph = EmbeddedGraph()
     for i in range(num_nodes):
-        graph.add_node(["Item"], {"id": 10_000 + i, "features": features[i].tolist(), "label": int(labels[i])})
+        graph.add_node(
+            ["Item"], {"id": 10_000 + i, "features": features[i].tolist(), "label": int(labels[i])}
+        )
     by_class = [np.flatnonzero(labels == c) for c in range(num_classes)]
     for i in range(num_nodes):
         for _ in range(int(rng.integers(1, 6))):

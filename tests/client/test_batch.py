@@ -51,7 +51,10 @@ def graph_data(n: int = N, bad: tuple[int, ...] = (), seed: int = 0):
     edges are the same as without them)."""
     rng = np.random.default_rng(seed)
     feats = rng.normal(size=(n, DIM + 1)).astype(np.float32) * 2.0
-    nodes = [{"id": node_id(i), "features": feats[i, : DIM + (1 if i in bad else 0)].tolist()} for i in range(n)]
+    nodes = [
+        {"id": node_id(i), "features": feats[i, : DIM + (1 if i in bad else 0)].tolist()}
+        for i in range(n)
+    ]
     edges = []
     for i in range(n):
         for j in rng.choice(n, size=3, replace=False).tolist():
@@ -63,7 +66,9 @@ def graph_data(n: int = N, bad: tuple[int, ...] = (), seed: int = 0):
 def isolated_run(source: EmbeddedSource, model, ids) -> dict:
     """Each node classified alone (batch size 1) into property ``alone``: the values a node gets
     whatever else is in its batch."""
-    classify_graph(source, model, node_ids=ids, batch_size=1, write_property="alone", progress=False)
+    classify_graph(
+        source, model, node_ids=ids, batch_size=1, write_property="alone", progress=False
+    )
     return predictions(source, "alone")
 
 
@@ -72,7 +77,9 @@ def embedded_source(n: int = N, bad: tuple[int, ...] = ()) -> EmbeddedSource:
     graph = EmbeddedGraph()
     for props in nodes:
         graph.add_node([LABEL], props)
-    graph.add_node(["Other"], {"id": 10**6, "features": [0.0] * DIM})  # not a BatchItem: never classified
+    graph.add_node(
+        ["Other"], {"id": 10**6, "features": [0.0] * DIM}
+    )  # not a BatchItem: never classified
     for a, b in edges:
         graph.add_edge(a, b, "LINK")
     return EmbeddedSource(graph)
@@ -86,15 +93,20 @@ def predictions(source: EmbeddedSource, prop: str = "predicted_class") -> dict[i
     for internal in graph.nodes():
         value = graph.get_property(internal, cls)
         if value is not None:
-            out[graph.get_property(internal, "id")] = (value, graph.get_property(internal, score),
-                                                     graph.get_property(internal, version))
+            out[graph.get_property(internal, "id")] = (
+                value,
+                graph.get_property(internal, score),
+                graph.get_property(internal, version),
+            )
     return out
 
 
 def assert_same(got: dict, want: dict) -> None:
     assert sorted(got) == sorted(want)
     assert [got[k][0] for k in sorted(got)] == [want[k][0] for k in sorted(want)]
-    np.testing.assert_allclose([got[k][1] for k in sorted(got)], [want[k][1] for k in sorted(want)], rtol=1e-6)
+    np.testing.assert_allclose(
+        [got[k][1] for k in sorted(got)], [want[k][1] for k in sorted(want)], rtol=1e-6
+    )
     assert {v[2] for v in got.values()} == {v[2] for v in want.values()}
 
 
@@ -106,7 +118,9 @@ def sage_model():
     from memgraph_tf.client import GraphSAGE
 
     keras.utils.set_random_seed(3)
-    return GraphSAGE(FANOUTS, DIM, len(CLASSES), hidden_units=8, dropout=0.0, class_names=CLASSES).ensure_built()
+    return GraphSAGE(
+        FANOUTS, DIM, len(CLASSES), hidden_units=8, dropout=0.0, class_names=CLASSES
+    ).ensure_built()
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +129,16 @@ def bundle_base(tmp_path_factory, sage_model):
     from memgraph_tf.serving import export_bundle
 
     base = tmp_path_factory.mktemp("batch_bundles")
-    export_bundle(sage_model, base, "BatchSage", 1, use_op=False, properties=["features"],
-                  sample_options=OPTIONS, warmup=False)
+    export_bundle(
+        sage_model,
+        base,
+        "BatchSage",
+        1,
+        use_op=False,
+        properties=["features"],
+        sample_options=OPTIONS,
+        warmup=False,
+    )
     return base / "BatchSage"
 
 
@@ -140,25 +162,32 @@ def test_serialized_example_is_tf_example_bytes():
     import tensorflow as tf
 
     for blob, key in ((b"", "blob"), (b"\x00\xff" * 300, "blob"), (bytes(range(256)) * 70, "nödé")):
-        want = tf.train.Example(features=tf.train.Features(feature={
-            key: tf.train.Feature(bytes_list=tf.train.BytesList(value=[blob]))})).SerializeToString()
+        want = tf.train.Example(
+            features=tf.train.Features(
+                feature={key: tf.train.Feature(bytes_list=tf.train.BytesList(value=[blob]))}
+            )
+        ).SerializeToString()
         assert serialize_blob_example(blob, key) == want
 
 
 def test_shards_partition_every_key():
     shards = [Shard.parse(f"{i}/3") for i in range(3)]
-    for key in list(range(-50, 50)) + [2**62, -2**62]:
+    for key in list(range(-50, 50)) + [2**62, -(2**62)]:
         assert sum(s.contains(key) for s in shards) == 1
     assert Shard.parse(" 1 / 4 ") == Shard(1, 4)
-    with pytest.raises(ConfigurationError, match=r"shard: expected i/N with N >= 1 and 0 <= i < N, got 3/3"):
+    with pytest.raises(
+        ConfigurationError, match=r"shard: expected i/N with N >= 1 and 0 <= i < N, got 3/3"
+    ):
         Shard.parse("3/3")
     with pytest.raises(ConfigurationError, match=r"shard: expected i/N such as 0/3, got '1-3'"):
         Shard.parse("1-3")
 
 
 def test_where_accepts_predicates_and_refuses_anything_else():
-    assert check_where(" n.year >= $year AND n.title <> 'MATCH; )' ", {"year": 2}) == \
-        "n.year >= $year AND n.title <> 'MATCH; )'"
+    assert (
+        check_where(" n.year >= $year AND n.title <> 'MATCH; )' ", {"year": 2})
+        == "n.year >= $year AND n.title <> 'MATCH; )'"
+    )
     assert check_where("size([(n)--(m) WHERE m.x > 1 | m]) > 2 AND `weird name` IS NULL")
     cases = [
         ("n.x = 1 RETURN n", r"got the clause keyword RETURN"),
@@ -202,12 +231,21 @@ def test_subset_order_and_batch_size_do_not_change_predictions(reference, backen
     random.Random(5).shuffle(ids)
     subset = ids[:37]
     for batch_size in (1, 5, 64):
-        summary = classify_graph(source, backend, node_ids=subset, batch_size=batch_size,
-                                 write_property=f"p{batch_size}", progress=False)
+        summary = classify_graph(
+            source,
+            backend,
+            node_ids=subset,
+            batch_size=batch_size,
+            write_property=f"p{batch_size}",
+            progress=False,
+        )
         assert summary.classified == len(subset)
         assert_same(predictions(source, f"p{batch_size}"), {i: reference[i] for i in subset})
     # the test can fail: another seed gives other neighbourhoods for some of these nodes
-    blobs = [source.sample_blobs_per_node(subset, FANOUTS, ["features"], {**OPTIONS, "seed": s}) for s in (SEED, SEED + 1)]
+    blobs = [
+        source.sample_blobs_per_node(subset, FANOUTS, ["features"], {**OPTIONS, "seed": s})
+        for s in (SEED, SEED + 1)
+    ]
     assert blobs[0] != blobs[1]
 
 
@@ -215,8 +253,9 @@ def test_three_shards_classify_every_node_exactly_once(reference, backend):
     source = embedded_source()
     counts = []
     for i in range(3):
-        summary = classify_graph(source, backend, shard=f"{i}/3", batch_size=8, write_property=f"s{i}",
-                                 progress=False)
+        summary = classify_graph(
+            source, backend, shard=f"{i}/3", batch_size=8, write_property=f"s{i}", progress=False
+        )
         counts.append(summary.classified)
         assert all(k % 3 == i for k in predictions(source, f"s{i}"))
     assert sum(counts) == N and min(counts) > 0
@@ -253,11 +292,15 @@ def test_where_callable_and_label_checks_on_the_embedded_graph(reference, backen
     assert sorted(predictions(source)) == sorted(k for k in reference if k > 0)
     with pytest.raises(ConfigurationError, match=r"where: the embedded graph runs no Cypher"):
         BatchClassifier(source, backend, where="n.id > 0")
-    with pytest.raises(ConfigurationError, match=r"label: the model samples :BatchItem nodes .*got 'Other'"):
+    with pytest.raises(
+        ConfigurationError, match=r"label: the model samples :BatchItem nodes .*got 'Other'"
+    ):
         BatchClassifier(source, backend, label="Other")
     with pytest.raises(ConfigurationError, match=r"batch_size: expected an integer >= 1, got 0"):
         BatchClassifier(source, backend, batch_size=0)
-    with pytest.raises(ConfigurationError, match=r"write_property: expected a non-empty name without backquotes"):
+    with pytest.raises(
+        ConfigurationError, match=r"write_property: expected a non-empty name without backquotes"
+    ):
         BatchClassifier(source, backend, write_property="a`b")
 
 
@@ -281,7 +324,9 @@ def test_skip_invalid_reports_the_node_and_writes_the_rest(reference, backend):
     summary = classify_graph(source, backend, batch_size=8, skip_invalid=True, progress=False)
     assert summary.skipped == 3 and summary.classified == N - 3
     assert [nid for nid, _ in summary.invalid] == [node_id(i) for i in bad]
-    assert all(node_id(i) == nid and "features" in reason for i, (nid, reason) in zip(bad, summary.invalid))
+    assert all(
+        node_id(i) == nid and "features" in reason for i, (nid, reason) in zip(bad, summary.invalid)
+    )
     written = predictions(source)
     assert set(written) == set(reference) - {node_id(i) for i in bad}
     assert_same(written, isolated_run(source, backend, sorted(written)))
@@ -301,8 +346,11 @@ def test_a_blob_the_model_rejects_is_pinned_on_its_node(backend):
 def test_a_node_without_features_is_named_with_the_procedure_s_reason(backend):
     source = embedded_source()
     source.graph.set_property(5, "features", None)
-    with pytest.raises(InvalidNodeError, match=rf"^node {node_id(5)}: node with id = {node_id(5)} property "
-                                               r"'features': expected a value, got none \(missing\)$"):
+    with pytest.raises(
+        InvalidNodeError,
+        match=rf"^node {node_id(5)}: node with id = {node_id(5)} property "
+        r"'features': expected a value, got none \(missing\)$",
+    ):
         classify_graph(source, backend, batch_size=8, progress=False)
     assert predictions(source) == {}  # node 5 is in the first batch: nothing written
 
@@ -311,7 +359,12 @@ class _PickyModel(ModelBackend):
     """Rejects any batch holding a blob from ``bad`` (by content), else asks the real model."""
 
     def __init__(self, inner: BundleBackend, bad_blobs: set[bytes]):
-        self.inner, self.bad_blobs, self.config, self.version = inner, bad_blobs, inner.config, inner.version
+        self.inner, self.bad_blobs, self.config, self.version = (
+            inner,
+            bad_blobs,
+            inner.config,
+            inner.version,
+        )
         self.calls = 0
 
     def classify(self, blobs):
@@ -335,15 +388,21 @@ def test_model_rejections_are_split_down_to_the_nodes(reference, backend):
 def test_concurrent_fetches_keep_batches_whole_and_in_order(reference, backend):
     source = embedded_source()
     seen: list[list[int]] = []
-    run = BatchClassifier(source, backend, batch_size=8, fetch_workers=3, queue_batches=1, progress=False)
+    run = BatchClassifier(
+        source, backend, batch_size=8, fetch_workers=3, queue_batches=1, progress=False
+    )
     original = run._target.write
     run._target.write = lambda preds: seen.append([p[0] for p in preds]) or original(preds)
     assert run.run().classified == N
-    assert [i for batch in seen for i in batch] == sorted(reference) and {len(b) for b in seen[:-1]} == {8}
+    assert [i for batch in seen for i in batch] == sorted(reference) and {
+        len(b) for b in seen[:-1]
+    } == {8}
     assert_same(predictions(source), reference)
 
 
-def test_forked_fetch_workers_sample_in_other_processes_with_the_same_predictions(reference, backend):
+def test_forked_fetch_workers_sample_in_other_processes_with_the_same_predictions(
+    reference, backend
+):
     import os
 
     source = embedded_source()
@@ -371,7 +430,9 @@ def test_forked_fetch_workers_stop_at_an_invalid_node_like_one_process(reference
     assert sorted(predictions(source)) == [node_id(i) for i in range(16)]  # nothing of batch 3
     assert run.summary.classified == 16 and run.summary.failed == 8
     source = embedded_source(bad=(20, 21, 60))
-    summary = classify_graph(source, backend, batch_size=8, skip_invalid=True, fetch_workers=2, progress=False)
+    summary = classify_graph(
+        source, backend, batch_size=8, skip_invalid=True, fetch_workers=2, progress=False
+    )
     assert [nid for nid, _ in summary.invalid] == [node_id(i) for i in (20, 21, 60)]
     written = predictions(source)
     assert set(written) == set(reference) - {node_id(i) for i in (20, 21, 60)}
@@ -386,9 +447,14 @@ def test_a_fetch_worker_that_dies_stops_the_run_naming_it(reference, backend):
     source = embedded_source()
     run = BatchClassifier(source, backend, batch_size=8, fetch_workers=2, progress=False)
     fetch, parent = run._fetch, os.getpid()
-    run._fetch = lambda ids: os._exit(3) if node_id(20) in ids and os.getpid() != parent else fetch(ids)
-    with pytest.raises(ClientError, match=rf"^fetch worker 0 \(pid \d+\) exited with code 3 while sampling "
-                                          rf"nodes {node_id(16)}\.\.{node_id(23)}; nothing of that batch"):
+    run._fetch = lambda ids: (
+        os._exit(3) if node_id(20) in ids and os.getpid() != parent else fetch(ids)
+    )
+    with pytest.raises(
+        ClientError,
+        match=rf"^fetch worker 0 \(pid \d+\) exited with code 3 while sampling "
+        rf"nodes {node_id(16)}\.\.{node_id(23)}; nothing of that batch",
+    ):
         run.run()
     written = predictions(source)
     assert sorted(written) == [node_id(i) for i in range(16)]
@@ -399,8 +465,11 @@ def test_a_fetch_worker_that_dies_stops_the_run_naming_it(reference, backend):
 
 
 def test_forked_fetch_workers_refuse_to_sample_a_property_the_run_writes(backend):
-    with pytest.raises(ConfigurationError, match=r"^fetch_workers: the forked sampling processes read the graph "
-                                                 r"as it was .* samples \['features'\], which this run writes"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"^fetch_workers: the forked sampling processes read the graph "
+        r"as it was .* samples \['features'\], which this run writes",
+    ):
         BatchClassifier(embedded_source(), backend, write_property="features", fetch_workers=2)
 
 
@@ -427,8 +496,12 @@ for i in range(20000):
 classify_graph(EmbeddedSource(graph), BundleBackend(sys.argv[1]), batch_size=16, fetch_workers=2,
                progress=False)
 """)
-    proc = subprocess.Popen([sys.executable, str(script), str(bundle_base)], stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(bundle_base)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     try:
         pids = None
         for line in proc.stderr:
@@ -472,7 +545,9 @@ def test_a_run_freezes_the_graph_for_the_collector_and_leaves_it_as_it_found_it(
     gc.freeze()  # a process that froze objects itself keeps them frozen, and the run freezes nothing more
     try:
         frozen = gc.get_freeze_count()
-        run = BatchClassifier(embedded_source(), backend, batch_size=32, overwrite=True, progress=False)
+        run = BatchClassifier(
+            embedded_source(), backend, batch_size=32, overwrite=True, progress=False
+        )
         infer, during = run._infer, []
         run._infer = lambda batch: during.append(gc.get_freeze_count()) or infer(batch)
         run.run()
@@ -485,7 +560,9 @@ def test_a_run_freezes_the_graph_for_the_collector_and_leaves_it_as_it_found_it(
 
 def test_predict_signature_gives_the_classify_signature_s_answers(backend, monkeypatch):
     source = embedded_source()
-    blobs = source.sample_blobs_per_node([node_id(i) for i in range(40)], FANOUTS, ["features"], OPTIONS)
+    blobs = source.sample_blobs_per_node(
+        [node_id(i) for i in range(40)], FANOUTS, ["features"], OPTIONS
+    )
     assert backend._predict is not None  # exported bundles have a blobs -> scores serving_default
     direct = backend.classify(blobs)
     monkeypatch.setattr(backend, "_predict", None)  # the classify signature on tf.Examples
@@ -496,7 +573,12 @@ class _FailingModel(ModelBackend):
     """The real model, until call ``fail_on`` raises a ModelError (a model that is not the nodes' fault)."""
 
     def __init__(self, inner: BundleBackend, fail_on: int):
-        self.inner, self.fail_on, self.config, self.version = inner, fail_on, inner.config, inner.version
+        self.inner, self.fail_on, self.config, self.version = (
+            inner,
+            fail_on,
+            inner.config,
+            inner.version,
+        )
         self.calls = 0
 
     def classify(self, blobs):
@@ -531,15 +613,25 @@ def test_a_write_failure_stops_the_run_and_earlier_batches_stay(backend):
     with pytest.raises(ServerUnavailable, match=r"server unavailable or connection lost"):
         run.run()
     assert run.summary.classified == 16 and len(predictions(source)) == 16
-    again = classify_graph(source, backend, batch_size=8, progress=False)  # and a rerun finishes the job
+    again = classify_graph(
+        source, backend, batch_size=8, progress=False
+    )  # and a rerun finishes the job
     assert (again.classified, again.up_to_date) == (N - 16, 16)
 
 
 def test_op_bundle_gives_the_op_free_bundle_s_predictions(tmp_path, sage_model, reference):
     from memgraph_tf.serving import export_bundle
 
-    export_bundle(sage_model, tmp_path, "BatchSageOp", 4, use_op=True, properties=["features"],
-                  sample_options=OPTIONS, warmup=False)
+    export_bundle(
+        sage_model,
+        tmp_path,
+        "BatchSageOp",
+        4,
+        use_op=True,
+        properties=["features"],
+        sample_options=OPTIONS,
+        warmup=False,
+    )
     source = embedded_source()
     with BundleBackend(tmp_path / "BatchSageOp" / "4") as model:
         assert model.version == 4 and model.config.use_op
@@ -550,9 +642,13 @@ def test_op_bundle_gives_the_op_free_bundle_s_predictions(tmp_path, sage_model, 
 
 
 def test_bundle_backend_refuses_what_is_not_a_bundle(tmp_path):
-    with pytest.raises(ConfigurationError, match=r"model: expected a bundle directory .*no such directory"):
+    with pytest.raises(
+        ConfigurationError, match=r"model: expected a bundle directory .*no such directory"
+    ):
         BundleBackend(tmp_path / "nope")
-    with pytest.raises(ConfigurationError, match=r"model: expected saved_model.pb or numbered version directories"):
+    with pytest.raises(
+        ConfigurationError, match=r"model: expected saved_model.pb or numbered version directories"
+    ):
         BundleBackend(tmp_path)
 
 
@@ -564,15 +660,34 @@ def test_predict_and_write_no_longer_depends_on_chunks(sage_model):
     shuffled = list(ids)
     random.Random(1).shuffle(shuffled)
     opts = {"id_property": "id", "label": LABEL}
-    predict_and_write(sage_model, source, ids, options=opts, chunk_size=40, property_name="whole",
-                      score_property="whole_s", progress=False)
-    predict_and_write(sage_model, source, shuffled[:23], options=opts, chunk_size=4, batch_size=3,
-                      property_name="parts", score_property="parts_s", progress=False)
+    predict_and_write(
+        sage_model,
+        source,
+        ids,
+        options=opts,
+        chunk_size=40,
+        property_name="whole",
+        score_property="whole_s",
+        progress=False,
+    )
+    predict_and_write(
+        sage_model,
+        source,
+        shuffled[:23],
+        options=opts,
+        chunk_size=4,
+        batch_size=3,
+        property_name="parts",
+        score_property="parts_s",
+        progress=False,
+    )
     graph = source.graph
     rows = {graph.get_property(i, "id"): i for i in graph.nodes(LABEL)}
     for nid in shuffled[:23]:
         assert graph.get_property(rows[nid], "parts") == graph.get_property(rows[nid], "whole")
-        assert graph.get_property(rows[nid], "parts_s") == pytest.approx(graph.get_property(rows[nid], "whole_s"), rel=1e-6)
+        assert graph.get_property(rows[nid], "parts_s") == pytest.approx(
+            graph.get_property(rows[nid], "whole_s"), rel=1e-6
+        )
 
 
 # ------------------------------------------------------------------------------ REST and gRPC
@@ -595,12 +710,17 @@ def test_rest_backend_through_the_local_server(model_server, reference):
 
 
 def test_grpc_backend_through_the_local_server(model_server, reference):
-    grpc_server = pytest.importorskip("memgraph_tf.serving.grpc_server",
-                                      reason="the gRPC server (memgraph_tf.serving.grpc_server) is not here")
+    grpc_server = pytest.importorskip(
+        "memgraph_tf.serving.grpc_server",
+        reason="the gRPC server (memgraph_tf.serving.grpc_server) is not here",
+    )
     from memgraph_tf.client.batch import grpc_backend
 
     source = embedded_source()
-    with grpc_server.start_grpc_server(model_server) as running, grpc_backend(running.target, "BatchSage") as model:
+    with (
+        grpc_server.start_grpc_server(model_server) as running,
+        grpc_backend(running.target, "BatchSage") as model,
+    ):
         assert model.version == 1
         summary = classify_graph(source, model, batch_size=16, progress=False)
     assert summary.classified == N
@@ -613,41 +733,63 @@ def bolt_graph(bolt_source):
     """The embedded test graph written to ArcadeDB (no tf_features procedures: client-side packing)."""
     nodes, edges = graph_data()
     bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
-    bolt_source.write(f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, features: r.features, half: r.id % 2}})",
-                      {"rows": nodes})
-    bolt_source.write(f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE (a)-[:LINK]->(b)",
-                      {"pairs": [{"a": node_id(a), "b": node_id(b)} for a, b in edges]})
+    bolt_source.write(
+        f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, features: r.features, half: r.id % 2}})",
+        {"rows": nodes},
+    )
+    bolt_source.write(
+        f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE (a)-[:LINK]->(b)",
+        {"pairs": [{"a": node_id(a), "b": node_id(b)} for a, b in edges]},
+    )
     assert not bolt_source.has_procedures()
     return bolt_source
 
 
 def bolt_predictions(source, prop: str = "predicted_class") -> dict[int, tuple]:
     cls, score, version = property_names(prop)
-    rows = source.read(f"MATCH (n:{LABEL}) WHERE n.`{cls}` IS NOT NULL "
-                       f"RETURN n.id AS id, n.`{cls}` AS c, n.`{score}` AS s, n.`{version}` AS v")
+    rows = source.read(
+        f"MATCH (n:{LABEL}) WHERE n.`{cls}` IS NOT NULL "
+        f"RETURN n.id AS id, n.`{cls}` AS c, n.`{score}` AS s, n.`{version}` AS v"
+    )
     return {r["id"]: (r["c"], r["s"], r["v"]) for r in rows}
 
 
 @pytest.mark.arcadedb
 def test_bolt_fallback_run_equals_the_embedded_run(bolt_graph, backend, reference):
-    summary = classify_graph(bolt_graph, backend, batch_size=32, write_property="bolt", progress=False)
+    summary = classify_graph(
+        bolt_graph, backend, batch_size=32, write_property="bolt", progress=False
+    )
     assert (summary.classified, summary.up_to_date) == (N, 0)
     assert_same(bolt_predictions(bolt_graph, "bolt"), reference)
-    again = classify_graph(bolt_graph, backend, batch_size=32, write_property="bolt", progress=False)
+    again = classify_graph(
+        bolt_graph, backend, batch_size=32, write_property="bolt", progress=False
+    )
     assert (again.classified, again.up_to_date) == (0, N)
 
 
 @pytest.mark.arcadedb
 def test_bolt_where_predicate_and_shards(bolt_graph, backend, reference):
-    summary = classify_graph(bolt_graph, backend, where="n.half = $h", where_params={"h": 0},
-                             write_property="even", progress=False)
+    summary = classify_graph(
+        bolt_graph,
+        backend,
+        where="n.half = $h",
+        where_params={"h": 0},
+        write_property="even",
+        progress=False,
+    )
     even = {k for k in reference if k % 2 == 0}
     assert summary.classified == len(even)
     assert_same(bolt_predictions(bolt_graph, "even"), {k: reference[k] for k in even})
     merged: dict = {}
     for i in range(3):
-        part_summary = classify_graph(bolt_graph, backend, shard=Shard(i, 3), batch_size=7,
-                                      write_property=f"bs{i}", progress=False)
+        part_summary = classify_graph(
+            bolt_graph,
+            backend,
+            shard=Shard(i, 3),
+            batch_size=7,
+            write_property=f"bs{i}",
+            progress=False,
+        )
         part = bolt_predictions(bolt_graph, f"bs{i}")
         assert part_summary.classified == len(part) and all(k % 3 == i for k in part)
         assert not set(part) & set(merged)

@@ -19,16 +19,28 @@ import pytest
 
 from memgraph_tf.client.batch import ModelBackend, property_names
 
-_spec = importlib.util.spec_from_file_location("_batch_tests", pathlib.Path(__file__).with_name("test_batch.py"))
+_spec = importlib.util.spec_from_file_location(
+    "_batch_tests", pathlib.Path(__file__).with_name("test_batch.py")
+)
 kit = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(kit)
 
 # the fixtures this module shares with test_batch.py (module scope: built again for this module)
 sage_model, bundle_base, backend, reference, bolt_graph = (
-    kit.sage_model, kit.bundle_base, kit.backend, kit.reference, kit.bolt_graph)
+    kit.sage_model,
+    kit.bundle_base,
+    kit.backend,
+    kit.reference,
+    kit.bolt_graph,
+)
 LABEL, CLASSES, N = kit.LABEL, kit.CLASSES, kit.N
 node_id, embedded_source, predictions, assert_same, bolt_predictions = (
-    kit.node_id, kit.embedded_source, kit.predictions, kit.assert_same, kit.bolt_predictions)
+    kit.node_id,
+    kit.embedded_source,
+    kit.predictions,
+    kit.assert_same,
+    kit.bolt_predictions,
+)
 
 
 # ------------------------------------------------------------------------------------ the CLI
@@ -43,10 +55,21 @@ def _cli(monkeypatch, capsys, source, *args):
 
 def test_cli_classifies_and_prints_a_summary(monkeypatch, capsys, bundle_base, reference):
     source = embedded_source()
-    code, out, err = _cli(monkeypatch, capsys, source, "--model", str(bundle_base), "--batch-size", "16",
-                          "--write-property", "cli")
+    code, out, err = _cli(
+        monkeypatch,
+        capsys,
+        source,
+        "--model",
+        str(bundle_base),
+        "--batch-size",
+        "16",
+        "--write-property",
+        "cli",
+    )
     assert code == 0, err
-    assert out.startswith(f"classified {N} nodes, skipped 0 invalid, failed 0, already up to date 0 (shard 0/1)")
+    assert out.startswith(
+        f"classified {N} nodes, skipped 0 invalid, failed 0, already up to date 0 (shard 0/1)"
+    )
     assert "model BatchSage version 1 -> cli, cli_score, cli_version" in out
     assert_same(predictions(source, "cli"), reference)
 
@@ -59,14 +82,29 @@ def test_cli_over_rest_and_grpc(monkeypatch, capsys, bundle_base, reference):
     source = embedded_source()
     server = ModelServer(bundle_base, "BatchSage")
     with start_server(server) as rest, start_grpc_server(server) as grpc:
-        for prop, args in (("rest", ["--serving", rest.url]), ("grpc", ["--serving-grpc", grpc.target])):
-            code, out, err = _cli(monkeypatch, capsys, source, *args, "--model-name", "BatchSage",
-                                  "--write-property", prop)
+        for prop, args in (
+            ("rest", ["--serving", rest.url]),
+            ("grpc", ["--serving-grpc", grpc.target]),
+        ):
+            code, out, err = _cli(
+                monkeypatch,
+                capsys,
+                source,
+                *args,
+                "--model-name",
+                "BatchSage",
+                "--write-property",
+                prop,
+            )
             assert code == 0, err
             assert f"model BatchSage version 1 -> {prop}, {prop}_score, {prop}_version" in out
             assert_same(predictions(source, prop), reference)
-        code, out, err = _cli(monkeypatch, capsys, source, "--serving", rest.url, "--model-name", "Nope")
-        assert code == 2 and re.search(r"^memgraph-tf classify: error: .*Nope", err.splitlines()[-1]), err
+        code, out, err = _cli(
+            monkeypatch, capsys, source, "--serving", rest.url, "--model-name", "Nope"
+        )
+        assert code == 2 and re.search(
+            r"^memgraph-tf classify: error: .*Nope", err.splitlines()[-1]
+        ), err
 
 
 class _Shared(ModelBackend):
@@ -80,22 +118,45 @@ class _Shared(ModelBackend):
         return self.inner.classify(blobs)
 
 
-def test_cli_errors_are_one_line_with_exit_codes(monkeypatch, capsys, bundle_base, backend, tmp_path):
+def test_cli_errors_are_one_line_with_exit_codes(
+    monkeypatch, capsys, bundle_base, backend, tmp_path
+):
     from memgraph_tf import cli
 
     real = cli._classify_backend
-    monkeypatch.setattr(cli, "_classify_backend",
-                        lambda args: _Shared(backend) if args.model == str(bundle_base) else real(args))
+    monkeypatch.setattr(
+        cli,
+        "_classify_backend",
+        lambda args: _Shared(backend) if args.model == str(bundle_base) else real(args),
+    )
     source = embedded_source(bad=(20,))
     cases = [
-        (["--model", str(tmp_path / "none")], 2, r"^memgraph-tf classify: error: model: expected a bundle directory"),
-        (["--model", str(bundle_base), "--where", "n.id > 0"], 2,
-         r"^memgraph-tf classify: error: where: the embedded graph runs no Cypher"),
-        (["--model", str(bundle_base), "--shard", "3/3"], 2, r"^memgraph-tf classify: error: shard: expected i/N"),
-        (["--serving", "http://127.0.0.1:9"], 2, r"^memgraph-tf classify: error: --model-name: required"),
-        (["--model", str(bundle_base), "--batch-size", "8"], 1,
-         rf"^memgraph-tf classify: stopped at node {node_id(20)}: .*features.*Nothing of its batch was written; "
-         r"16 node\(s\) classified before it \(rerun with --skip-invalid"),
+        (
+            ["--model", str(tmp_path / "none")],
+            2,
+            r"^memgraph-tf classify: error: model: expected a bundle directory",
+        ),
+        (
+            ["--model", str(bundle_base), "--where", "n.id > 0"],
+            2,
+            r"^memgraph-tf classify: error: where: the embedded graph runs no Cypher",
+        ),
+        (
+            ["--model", str(bundle_base), "--shard", "3/3"],
+            2,
+            r"^memgraph-tf classify: error: shard: expected i/N",
+        ),
+        (
+            ["--serving", "http://127.0.0.1:9"],
+            2,
+            r"^memgraph-tf classify: error: --model-name: required",
+        ),
+        (
+            ["--model", str(bundle_base), "--batch-size", "8"],
+            1,
+            rf"^memgraph-tf classify: stopped at node {node_id(20)}: .*features.*Nothing of its batch was written; "
+            r"16 node\(s\) classified before it \(rerun with --skip-invalid",
+        ),
     ]
     for args, want_code, message in cases:
         code, out, err = _cli(monkeypatch, capsys, source, *args)
@@ -103,26 +164,51 @@ def test_cli_errors_are_one_line_with_exit_codes(monkeypatch, capsys, bundle_bas
         assert code == want_code, err
         assert len(lines) == 1 and re.search(message, lines[0]), err
         assert "Traceback" not in err and out == ""
-    code, out, err = _cli(monkeypatch, capsys, source, "--model", str(bundle_base), "--skip-invalid")
+    code, out, err = _cli(
+        monkeypatch, capsys, source, "--model", str(bundle_base), "--skip-invalid"
+    )
     assert code == 0 and f"skipped node {node_id(20)}: " in out
 
 
 @pytest.mark.arcadedb
 def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
-        arcadedb_server, bolt_graph, bundle_base, reference):
+    arcadedb_server, bolt_graph, bundle_base, reference
+):
     prop = "killed"
     cls, score, version = property_names(prop)
-    env = {**os.environ, "MEMGRAPH_TF_USER": arcadedb_server.user, "MEMGRAPH_TF_PASSWORD": arcadedb_server.password,
-           "MEMGRAPH_TF_DATABASE": arcadedb_server.database, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    command = [sys.executable, "-m", "memgraph_tf.cli", "classify", "--graph", arcadedb_server.uri,
-               "--model", str(bundle_base), "--batch-size", "2", "--write-property", prop, "--no-progress"]
+    env = {
+        **os.environ,
+        "MEMGRAPH_TF_USER": arcadedb_server.user,
+        "MEMGRAPH_TF_PASSWORD": arcadedb_server.password,
+        "MEMGRAPH_TF_DATABASE": arcadedb_server.database,
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "memgraph_tf.cli",
+        "classify",
+        "--graph",
+        arcadedb_server.uri,
+        "--model",
+        str(bundle_base),
+        "--batch-size",
+        "2",
+        "--write-property",
+        prop,
+        "--no-progress",
+    ]
 
     def done() -> int:
-        return bolt_graph.read(f"MATCH (n:{LABEL}) WHERE n.`{version}` = 1 RETURN count(n) AS c")[0]["c"]
+        return bolt_graph.read(f"MATCH (n:{LABEL}) WHERE n.`{version}` = 1 RETURN count(n) AS c")[
+            0
+        ]["c"]
 
     def interrupt(sig: int, after: int) -> subprocess.CompletedProcess:
         """Starts the command, sends ``sig`` once ``after`` nodes carry version 1, waits for the end."""
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         try:
             deadline = time.monotonic() + 180
             while done() < after:
@@ -140,7 +226,11 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
     # Ctrl-C: the batch being written is finished, one line says how to resume, exit code 130
     stopped = interrupt(signal.SIGINT, 2)
     assert stopped.returncode == 130, stopped.stderr
-    assert stopped.stderr.strip().splitlines()[-1].startswith("memgraph-tf classify: interrupted after classifying ")
+    assert (
+        stopped.stderr.strip()
+        .splitlines()[-1]
+        .startswith("memgraph-tf classify: interrupted after classifying ")
+    )
     assert "Traceback" not in stopped.stderr
     at_int = done()
     assert at_int % 2 == 0 and at_int < N
@@ -156,8 +246,13 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
 
     rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"classified {N - at_kill} nodes, skipped 0 invalid, failed 0, already up to date {at_kill}" in rerun.stdout
-    rows = bolt_graph.read(f"MATCH (n:{LABEL}) RETURN n.id AS id, n.`{cls}` AS c, n.`{version}` AS v")
+    assert (
+        f"classified {N - at_kill} nodes, skipped 0 invalid, failed 0, already up to date {at_kill}"
+        in rerun.stdout
+    )
+    rows = bolt_graph.read(
+        f"MATCH (n:{LABEL}) RETURN n.id AS id, n.`{cls}` AS c, n.`{version}` AS v"
+    )
     assert len(rows) == N and len({r["id"] for r in rows}) == N
     assert all(r["v"] == 1 for r in rows)
     assert_same(bolt_predictions(bolt_graph, prop), reference)

@@ -33,7 +33,9 @@ def test_one_layer_matches_the_mean_aggregator_formula():
     bias = layer.bias.numpy()
     m = x["mask_1"].astype(np.float32)[..., None]
     mean = (x["features_1"] * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
-    hidden = np.maximum(np.concatenate([x["features_0"] @ w_self, mean @ w_neigh], axis=1) + bias, 0.0)
+    hidden = np.maximum(
+        np.concatenate([x["features_0"] @ w_self, mean @ w_neigh], axis=1) + bias, 0.0
+    )
     expected = hidden @ model.classifier.kernel.numpy() + model.classifier.bias.numpy()
     np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
     assert logits.shape == (7, 3)
@@ -63,8 +65,16 @@ def test_without_masks_every_slot_counts():
 
 
 def test_config_round_trip_and_keras_file(tmp_path):
-    model = GraphSAGE([3, 2], feature_dim=4, num_classes=3, hidden_units=8, dropout=0.3, l2=1e-4,
-                      normalize_features=True, class_names=["a", "b", "c"])
+    model = GraphSAGE(
+        [3, 2],
+        feature_dim=4,
+        num_classes=3,
+        hidden_units=8,
+        dropout=0.3,
+        l2=1e-4,
+        normalize_features=True,
+        class_names=["a", "b", "c"],
+    )
     model.ensure_built()
     config = model.get_config()
     assert config["fanouts"] == [3, 2] and config["feature_dim"] == 4 and config["num_classes"] == 3
@@ -77,7 +87,11 @@ def test_config_round_trip_and_keras_file(tmp_path):
     path = tmp_path / "model.keras"
     model.save(path)
     loaded = keras.models.load_model(path)
-    assert isinstance(loaded, GraphSAGE) and loaded.fanouts == (3, 2) and loaded.class_names == ["a", "b", "c"]
+    assert (
+        isinstance(loaded, GraphSAGE)
+        and loaded.fanouts == (3, 2)
+        and loaded.class_names == ["a", "b", "c"]
+    )
     np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-6)
 
 
@@ -89,18 +103,35 @@ def test_traces_with_its_input_signature():
 
 
 def test_argument_errors():
-    with pytest.raises(ConfigurationError, match=r"fanouts: expected a non-empty list of integers >= 1, got \[\]"):
+    with pytest.raises(
+        ConfigurationError, match=r"fanouts: expected a non-empty list of integers >= 1, got \[\]"
+    ):
         GraphSAGE([], feature_dim=3, num_classes=2)
     with pytest.raises(ConfigurationError, match=r"fanouts\[1\]: expected an integer >= 1, got 0"):
         GraphSAGE([2, 0], feature_dim=3, num_classes=2)
     with pytest.raises(ConfigurationError, match=r"num_classes: expected >= 2, got 1"):
         GraphSAGE([2], feature_dim=3, num_classes=1)
-    with pytest.raises(ConfigurationError, match=r"hidden_units: expected an int or one width per layer \(2\), got \[4\]"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"hidden_units: expected an int or one width per layer \(2\), got \[4\]",
+    ):
         GraphSAGE([2, 2], feature_dim=3, num_classes=2, hidden_units=[4])
-    with pytest.raises(ConfigurationError, match=r"dropout: expected a number in \[0, 1.0\), got 1.5"):
+    with pytest.raises(
+        ConfigurationError, match=r"dropout: expected a number in \[0, 1.0\), got 1.5"
+    ):
         GraphSAGE([2], feature_dim=3, num_classes=2, dropout=1.5)
-    with pytest.raises(ConfigurationError, match=r"class_names: expected 2 names \(one per class\), got 3"):
+    with pytest.raises(
+        ConfigurationError, match=r"class_names: expected 2 names \(one per class\), got 3"
+    ):
         GraphSAGE([2], feature_dim=3, num_classes=2, class_names=["a", "b", "c"])
     model = GraphSAGE([2, 2], feature_dim=3, num_classes=2)
-    with pytest.raises(ConfigurationError, match=r"inputs: expected features_0..features_2 \(fanouts \[2, 2\]\), missing \['features_2'\]"):
-        model({"features_0": np.zeros((1, 3), np.float32), "features_1": np.zeros((1, 2, 3), np.float32)})
+    with pytest.raises(
+        ConfigurationError,
+        match=r"inputs: expected features_0..features_2 \(fanouts \[2, 2\]\), missing \['features_2'\]",
+    ):
+        model(
+            {
+                "features_0": np.zeros((1, 3), np.float32),
+                "features_1": np.zeros((1, 2, 3), np.float32),
+            }
+        )

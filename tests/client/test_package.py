@@ -15,14 +15,18 @@ def test_sources_import_without_tensorflow():
         "heavy = sorted(m for m in ('tensorflow', 'keras') if m in sys.modules)\n"
         "print(','.join(heavy) or 'none')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip() == "none"
 
 
 def test_unknown_name_is_an_attribute_error():
     import memgraph_tf.client as client
 
-    with pytest.raises(AttributeError, match=r"module 'memgraph_tf.client' has no attribute 'nope'"):
+    with pytest.raises(
+        AttributeError, match=r"module 'memgraph_tf.client' has no attribute 'nope'"
+    ):
         client.nope  # noqa: B018
     assert "OpenCypherDataset" in dir(client)
 
@@ -32,9 +36,17 @@ def test_error_tree():
 
     assert issubclass(errors.ServerUnavailable, errors.GraphConnectionError)
     assert issubclass(errors.AuthenticationError, ConnectionError)
-    assert issubclass(errors.NullValueError, errors.ResultError) and issubclass(errors.NullValueError, ValueError)
+    assert issubclass(errors.NullValueError, errors.ResultError) and issubclass(
+        errors.NullValueError, ValueError
+    )
     assert issubclass(errors.ValueTypeError, TypeError)
     assert issubclass(errors.ProcedureUnavailable, errors.QueryError)
-    for name in ("ConfigurationError", "GraphConnectionError", "QueryError", "ResultError", "GraphDataError"):
+    for name in (
+        "ConfigurationError",
+        "GraphConnectionError",
+        "QueryError",
+        "ResultError",
+        "GraphDataError",
+    ):
         assert issubclass(getattr(errors, name), errors.ClientError)
         assert name in errors.__doc__

@@ -35,7 +35,9 @@ def test_sample_batches_have_static_shapes_and_the_graph_s_values(community):
     for b in batches:
         for h in range(3):
             hop_ids = b[f"ids_{h}"].numpy()
-            np.testing.assert_array_equal(b[f"features_{h}"].numpy(), _node_features(features, hop_ids))
+            np.testing.assert_array_equal(
+                b[f"features_{h}"].numpy(), _node_features(features, hop_ids)
+            )
             if h:
                 np.testing.assert_array_equal(b[f"mask_{h}"].numpy(), hop_ids >= 0)
         np.testing.assert_array_equal(b["labels"].numpy(), labels[b["ids_0"].numpy() - ID0])
@@ -44,11 +46,25 @@ def test_sample_batches_have_static_shapes_and_the_graph_s_values(community):
 def test_feature_cache_gives_the_same_tensors(community):
     source, _, features = community
     ids = np.arange(ID0, ID0 + 40)
-    cache = FeatureCache.from_source(source, np.arange(ID0, ID0 + len(features)), ["features"], OPTS, chunk_size=64)
+    cache = FeatureCache.from_source(
+        source, np.arange(ID0, ID0 + len(features)), ["features"], OPTS, chunk_size=64
+    )
     assert cache.width == 8 and cache.labels is not None
-    direct = list(sample_dataset(source, ids, [3, 2], ["features"], options=OPTS, batch_size=13, seed=9))
-    cached = list(sample_dataset(source, ids, [3, 2], ["features"], options=OPTS, batch_size=13, seed=9,
-                                 feature_cache=cache))
+    direct = list(
+        sample_dataset(source, ids, [3, 2], ["features"], options=OPTS, batch_size=13, seed=9)
+    )
+    cached = list(
+        sample_dataset(
+            source,
+            ids,
+            [3, 2],
+            ["features"],
+            options=OPTS,
+            batch_size=13,
+            seed=9,
+            feature_cache=cache,
+        )
+    )
     assert len(direct) == len(cached) == 4
     for a, b in zip(direct, cached):
         assert sorted(a) == sorted(b)
@@ -61,7 +77,9 @@ def test_seed_reproduces_while_batches_draw_anew(community):
     ids = np.arange(ID0, ID0 + 30)
 
     def epochs(seed):
-        ds = sample_dataset(source, ids, [2], ["features"], options=OPTS, batch_size=30, seed=seed, repeat=True)
+        ds = sample_dataset(
+            source, ids, [2], ["features"], options=OPTS, batch_size=30, seed=seed, repeat=True
+        )
         return [b["ids_1"].numpy() for b in ds.take(2)]
 
     first, again = epochs(1), epochs(1)
@@ -73,8 +91,16 @@ def test_seed_reproduces_while_batches_draw_anew(community):
 def test_portable_decoder_matches_the_op(community):
     source, _, _ = community
     ids = np.arange(ID0 + 5, ID0 + 25)
-    a = list(sample_dataset(source, ids, [3], ["features"], options=OPTS, batch_size=8, seed=2, decoder="op"))
-    b = list(sample_dataset(source, ids, [3], ["features"], options=OPTS, batch_size=8, seed=2, decoder="portable"))
+    a = list(
+        sample_dataset(
+            source, ids, [3], ["features"], options=OPTS, batch_size=8, seed=2, decoder="op"
+        )
+    )
+    b = list(
+        sample_dataset(
+            source, ids, [3], ["features"], options=OPTS, batch_size=8, seed=2, decoder="portable"
+        )
+    )
     for x, y in zip(a, b):
         for key in x:
             np.testing.assert_array_equal(x[key].numpy(), y[key].numpy())
@@ -83,28 +109,47 @@ def test_portable_decoder_matches_the_op(community):
 def test_pack_dataset(community):
     source, labels, features = community
     ids = np.arange(ID0 + 100, ID0 + 150)[::-1]
-    batches = list(pack_dataset(source, ids, ["features"], options={**OPTS, "seed": 3}, batch_size=20))
+    batches = list(
+        pack_dataset(source, ids, ["features"], options={**OPTS, "seed": 3}, batch_size=20)
+    )
     assert batches[0]["features"].shape.as_list() == [20, 8]
     got = np.concatenate([b["features"].numpy() for b in batches])
     np.testing.assert_array_equal(got, features[ids - ID0])
-    np.testing.assert_array_equal(np.concatenate([b["labels"].numpy() for b in batches]), labels[ids - ID0])
+    np.testing.assert_array_equal(
+        np.concatenate([b["labels"].numpy() for b in batches]), labels[ids - ID0]
+    )
     np.testing.assert_array_equal(np.concatenate([b["ids"].numpy() for b in batches]), ids)
 
 
 def test_uncached_ids_fail_loudly(community):
     source, _, _ = community
     partial = FeatureCache.from_source(source, [ID0, ID0 + 1], ["features"], OPTS)
-    ds = sample_dataset(source, np.arange(ID0, ID0 + 10), [3], ["features"], options=OPTS, batch_size=10,
-                        feature_cache=partial, seed=0)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"feature cache: expected every sampled node id to be cached, got uncached id\(s\)"):
+    ds = sample_dataset(
+        source,
+        np.arange(ID0, ID0 + 10),
+        [3],
+        ["features"],
+        options=OPTS,
+        batch_size=10,
+        feature_cache=partial,
+        seed=0,
+    )
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"feature cache: expected every sampled node id to be cached, got uncached id\(s\)",
+    ):
         list(ds)
 
 
 def test_procedure_errors_surface_with_their_message(community):
     source, _, _ = community
-    ds = sample_dataset(source, [ID0, 77], [2], ["features"], options=OPTS, batch_size=2, feature_cache=None,
-                        seed=0)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"seeds\[1\]: unknown node id 77 \(no node has id = 77\)"):
+    ds = sample_dataset(
+        source, [ID0, 77], [2], ["features"], options=OPTS, batch_size=2, feature_cache=None, seed=0
+    )
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"seeds\[1\]: unknown node id 77 \(no node has id = 77\)",
+    ):
         list(ds)
 
 
@@ -112,11 +157,19 @@ def test_argument_errors(community):
     source, _, _ = community
     with pytest.raises(ConfigurationError, match=r"batch_size: expected an integer >= 1, got 0"):
         sample_dataset(source, [ID0], [2], ["features"], options=OPTS, batch_size=0)
-    with pytest.raises(ConfigurationError, match=r"fanouts: expected a non-empty list of integers >= 1 \(one per hop\), got \[\]"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"fanouts: expected a non-empty list of integers >= 1 \(one per hop\), got \[\]",
+    ):
         sample_dataset(source, [ID0], [], ["features"], options=OPTS)
-    with pytest.raises(ConfigurationError, match=r"node_ids: expected a non-empty 1-D sequence of integer ids, got shape \[0\]"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"node_ids: expected a non-empty 1-D sequence of integer ids, got shape \[0\]",
+    ):
         sample_dataset(source, [], [2], ["features"], options=OPTS)
-    with pytest.raises(ConfigurationError, match=r"decoder: expected one of auto, op, portable, got 'fast'"):
+    with pytest.raises(
+        ConfigurationError, match=r"decoder: expected one of auto, op, portable, got 'fast'"
+    ):
         sample_dataset(source, [ID0], [2], ["features"], options=OPTS, decoder="fast")
 
 
@@ -126,16 +179,28 @@ def test_embedded_source_runs_procedure_calls_as_queries(community):
 
     source, _, features = community
     params = {"ids": [ID0 + 3, ID0 + 4], "props": ["features"], "opts": {"id_property": "id"}}
-    ds = OpenCypherDataset(source, "CALL tf_features.pack($ids, $props, $opts) YIELD blob, count RETURN blob, count",
-                           {"blob": tf.string, "count": tf.int64}, params)
+    ds = OpenCypherDataset(
+        source,
+        "CALL tf_features.pack($ids, $props, $opts) YIELD blob, count RETURN blob, count",
+        {"blob": tf.string, "count": tf.int64},
+        params,
+    )
     [row] = list(ds)
     assert int(row["count"]) == 2
-    assert blob.b64decode(row["blob"].numpy().decode()) == source.pack_blob(params["ids"], ["features"], params["opts"])
+    assert blob.b64decode(row["blob"].numpy().decode()) == source.pack_blob(
+        params["ids"], ["features"], params["opts"]
+    )
     [feats] = ops.unpack_blob(tf.io.decode_base64(row["blob"]), ["features"], [tf.float32])
     np.testing.assert_array_equal(feats.numpy(), features[[3, 4]])
-    with pytest.raises(ConfigurationError, match=r"query: expected a procedure call 'CALL module.procedure\(\$a, ...\) \[YIELD ...\] \[RETURN ...\]' \(the embedded runtime runs query modules, not Cypher\), got 'MATCH \(n\) RETURN n'"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"query: expected a procedure call 'CALL module.procedure\(\$a, ...\) \[YIELD ...\] \[RETURN ...\]' \(the embedded runtime runs query modules, not Cypher\), got 'MATCH \(n\) RETURN n'",
+    ):
         list(source.run("MATCH (n) RETURN n"))
-    with pytest.raises(ConfigurationError, match=r"query: argument 1 of tf_features.pack: expected a \$parameter present in parameters \(ids\), got '\$props'"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"query: argument 1 of tf_features.pack: expected a \$parameter present in parameters \(ids\), got '\$props'",
+    ):
         list(source.run("CALL tf_features.pack($ids, $props, $opts)", {"ids": [ID0]}))
 
 
@@ -158,8 +223,16 @@ def _calls_while_one_batch_is_held(source, autotune=False, **pipeline_args) -> i
     import time
 
     counting = _CountingSource(source)
-    ds = sample_dataset(counting, np.arange(ID0, ID0 + 120), [3, 2], ["features"], options=OPTS,
-                        batch_size=8, seed=1, **pipeline_args)
+    ds = sample_dataset(
+        counting,
+        np.arange(ID0, ID0 + 120),
+        [3, 2],
+        ["features"],
+        options=OPTS,
+        batch_size=8,
+        seed=1,
+        **pipeline_args,
+    )
     if not autotune:  # measure what the pipeline itself asks for
         options = tf.data.Options()
         options.autotune.enabled = False

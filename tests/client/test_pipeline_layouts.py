@@ -19,10 +19,14 @@ def test_every_layout_gives_the_dense_batches(community, layout_name, cached):
     ids = np.arange(ID0, ID0 + 30)
     cache = None
     if cached:
-        cache = FeatureCache.from_source(source, np.arange(ID0, ID0 + len(features)), ["features"], OPTS)
+        cache = FeatureCache.from_source(
+            source, np.arange(ID0, ID0 + len(features)), ["features"], OPTS
+        )
     kw = dict(batch_size=11, seed=3, feature_cache=cache, num_parallel_calls=None)
     dense = list(sample_dataset(source, ids, [3, 2], ["features"], options=OPTS, **kw))
-    ds = sample_dataset(source, ids, [3, 2], ["features"], options={**OPTS, "layout": layout_name}, **kw)
+    ds = sample_dataset(
+        source, ids, [3, 2], ["features"], options={**OPTS, "layout": layout_name}, **kw
+    )
     assert ds.element_spec["features_2"].shape.as_list() == [None, 3, 2, 8]
     got = list(ds)
     assert len(got) == len(dense) == 3
@@ -35,5 +39,8 @@ def test_every_layout_gives_the_dense_batches(community, layout_name, cached):
 
 def test_an_unknown_layout_is_a_configuration_error(community):
     source, _, _ = community
-    with pytest.raises(ConfigurationError, match=r"options.layout: expected one of dense, compact, sparse, got 'csr'"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"options.layout: expected one of dense, compact, sparse, got 'csr'",
+    ):
         sample_dataset(source, [ID0], [2], ["features"], options={**OPTS, "layout": "csr"})

@@ -19,7 +19,10 @@ from memgraph_tf.client import OpenCypherDataset, connect, sample_dataset
 URI = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_URI")
 pytestmark = [
     pytest.mark.memgraph,
-    pytest.mark.skipif(not URI, reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)"),
+    pytest.mark.skipif(
+        not URI,
+        reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)",
+    ),
 ]
 LABEL = "MgtfClientTest"
 OPTIONS = {"id_property": "id", "label": LABEL, "seed": 3}
@@ -35,10 +38,14 @@ def sources():
     with_procs.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
     rng = np.random.default_rng(0)
     nodes = [{"id": 500 + i, "f": rng.standard_normal(3).tolist(), "y": i % 2} for i in range(20)]
-    with_procs.write(f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, f: r.f, y: r.y}})", {"rows": nodes})
+    with_procs.write(
+        f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, f: r.f, y: r.y}})", {"rows": nodes}
+    )
     pairs = [{"a": 500 + i, "b": 500 + (i * 7 + 3) % 20} for i in range(20)]
-    with_procs.write(f"UNWIND $p AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE (a)-[:E]->(b)",
-                     {"p": pairs})
+    with_procs.write(
+        f"UNWIND $p AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE (a)-[:E]->(b)",
+        {"p": pairs},
+    )
     yield with_procs, without
     with_procs.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
     with_procs.close()
@@ -48,14 +55,23 @@ def sources():
 def test_procedures_detected_and_same_bytes_as_fallback(sources):
     with_procs, without = sources
     if not with_procs.has_procedures():
-        pytest.skip("this Memgraph has no tf_features modules (memgraph-tf install-modules DIR; CALL mg.load_all())")
+        pytest.skip(
+            "this Memgraph has no tf_features modules (memgraph-tf install-modules DIR; CALL mg.load_all())"
+        )
     ids = [500 + i for i in (3, 0, 19)]
     pack_options = {"id_property": "id", "label": LABEL, "label_property": "y"}
-    assert with_procs.pack_blob(ids, ["f"], pack_options) == without.pack_blob(ids, ["f"], pack_options)
-    assert with_procs.sample_blob(ids, [3, 2], ["f"], OPTIONS) == without.sample_blob(ids, [3, 2], ["f"], OPTIONS)
-    assert with_procs.sample_blobs_per_node(ids, [2], ["f"], OPTIONS) == \
-        without.sample_blobs_per_node(ids, [2], ["f"], OPTIONS)
-    batch = next(iter(sample_dataset(with_procs, ids, [3, 2], ["f"], options=OPTIONS, batch_size=3)))
+    assert with_procs.pack_blob(ids, ["f"], pack_options) == without.pack_blob(
+        ids, ["f"], pack_options
+    )
+    assert with_procs.sample_blob(ids, [3, 2], ["f"], OPTIONS) == without.sample_blob(
+        ids, [3, 2], ["f"], OPTIONS
+    )
+    assert with_procs.sample_blobs_per_node(
+        ids, [2], ["f"], OPTIONS
+    ) == without.sample_blobs_per_node(ids, [2], ["f"], OPTIONS)
+    batch = next(
+        iter(sample_dataset(with_procs, ids, [3, 2], ["f"], options=OPTIONS, batch_size=3))
+    )
     assert batch["features_2"].shape.as_list() == [3, 3, 2, 3]
     describe_options = {**pack_options, "fanouts": [3, 2]}
     info = with_procs.describe(["f"], describe_options)
@@ -65,7 +81,10 @@ def test_procedures_detected_and_same_bytes_as_fallback(sources):
 
 def test_open_cypher_dataset_on_memgraph(sources):
     with_procs, _ = sources
-    ds = OpenCypherDataset(with_procs, f"MATCH (n:{LABEL}) RETURN n.id AS id, n.f AS f ORDER BY n.id",
-                           {"id": tf.int64, "f": ("float32", [3])})
+    ds = OpenCypherDataset(
+        with_procs,
+        f"MATCH (n:{LABEL}) RETURN n.id AS id, n.f AS f ORDER BY n.id",
+        {"id": tf.int64, "f": ("float32", [3])},
+    )
     ids = [int(e["id"]) for e in ds]
     assert ids == list(range(500, 520))

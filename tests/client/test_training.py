@@ -18,15 +18,31 @@ def trained(community):
     source, labels, _ = community
     ids = np.arange(ID0, ID0 + len(labels))
     train, val, test = ids[:60], ids[60:100], ids[100:]
-    result = train_graphsage(source, train, val, options=OPTS, fanouts=(5, 3), hidden_units=16, steps=60,
-                             eval_every=10, batch_size=32, seed=0, learning_rate=0.01, class_names=["a", "b", "c"])
+    result = train_graphsage(
+        source,
+        train,
+        val,
+        options=OPTS,
+        fanouts=(5, 3),
+        hidden_units=16,
+        steps=60,
+        eval_every=10,
+        batch_size=32,
+        seed=0,
+        learning_rate=0.01,
+        class_names=["a", "b", "c"],
+    )
     return result, train, val, test
 
 
 def test_training_learns_the_communities(trained, community):
     source, labels, _ = community
     result, train, val, test = trained
-    assert result.model.num_classes == 3 and result.model.feature_dim == 8 and result.model.fanouts == (5, 3)
+    assert (
+        result.model.num_classes == 3
+        and result.model.feature_dim == 8
+        and result.model.fanouts == (5, 3)
+    )
     history = result.history
     assert len(history["step"]) == 60 and history["eval_step"][:2] == [10, 20]
     assert np.mean(history["loss"][-10:]) < np.mean(history["loss"][:10])
@@ -44,8 +60,16 @@ def test_predict_and_write_is_batched_and_idempotent(trained, community):
     assert expected.probabilities.shape == (len(test), 3)
     np.testing.assert_allclose(expected.probabilities.sum(axis=1), 1.0, rtol=1e-5)
     for _ in range(2):  # running again writes the same values
-        written = predict_and_write(model, source, test, options=OPTS, chunk_size=len(test), batch_size=16,
-                                    progress=False, write_class_names=True)
+        written = predict_and_write(
+            model,
+            source,
+            test,
+            options=OPTS,
+            chunk_size=len(test),
+            batch_size=16,
+            progress=False,
+            write_class_names=True,
+        )
         assert written == len(test)
         graph = source.graph
         got = [graph.get_property(int(i) - ID0, "predicted_class") for i in test]
@@ -59,13 +83,23 @@ def test_predict_and_write_every_node_by_default(trained, make_community):
     result = trained[0]
     graph, _, _ = make_community(num_nodes=40)
     source = EmbeddedSource(graph)
-    written = predict_and_write(result.model, source, options=OPTS, property_name="cls", score_property=None,
-                                chunk_size=16, progress=False)
+    written = predict_and_write(
+        result.model,
+        source,
+        options=OPTS,
+        property_name="cls",
+        score_property=None,
+        chunk_size=16,
+        progress=False,
+    )
     assert written == 40
     values = [graph.get_property(i, "cls") for i in range(40)]
     assert all(isinstance(v, int) and 0 <= v < 3 for v in values)
     assert graph.get_property(0, "predicted_score") is None
-    with pytest.raises(ConfigurationError, match=r"property_name: expected a non-empty name without backquotes or NUL, got ''"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"property_name: expected a non-empty name without backquotes or NUL, got ''",
+    ):
         predict_and_write(result.model, source, options=OPTS, property_name="", progress=False)
 
 
@@ -75,30 +109,58 @@ def test_predict_and_write_writes_class_and_score_together(trained, make_communi
     source = EmbeddedSource(graph)
     calls = []
     real = source._write_checked
-    monkeypatch.setattr(source, "_write_checked",
-                        lambda ids, columns, **kw: calls.append((list(ids), sorted(columns))) or real(ids, columns, **kw))
+    monkeypatch.setattr(
+        source,
+        "_write_checked",
+        lambda ids, columns, **kw: (
+            calls.append((list(ids), sorted(columns))) or real(ids, columns, **kw)
+        ),
+    )
     written = predict_and_write(result.model, source, options=OPTS, chunk_size=8, progress=False)
     assert written == 20
     both = ["predicted_class", "predicted_score"]
     assert calls == [([ID0 + i for i in range(a, b)], both) for a, b in ((0, 8), (8, 16), (16, 20))]
     assert all(graph.get_property(i, "predicted_score") is not None for i in range(20))
-    with pytest.raises(ConfigurationError, match=r"score_property: expected a property other than property_name \('p'\), got the same"):
-        predict_and_write(result.model, source, options=OPTS, property_name="p", score_property="p", progress=False)
+    with pytest.raises(
+        ConfigurationError,
+        match=r"score_property: expected a property other than property_name \('p'\), got the same",
+    ):
+        predict_and_write(
+            result.model,
+            source,
+            options=OPTS,
+            property_name="p",
+            score_property="p",
+            progress=False,
+        )
 
 
 def test_embedded_write_columns_sets_each_nodes_columns(make_community):
     graph, _, _ = make_community(num_nodes=6)
     source = EmbeddedSource(graph)
-    assert source.write_columns([ID0 + 1, 77, ID0 + 4], {"a": [1, 2, 3], "b": ["x", "y", "z"]}, id_property="id") == 2
-    assert [(graph.get_property(i, "a"), graph.get_property(i, "b")) for i in (1, 4, 0)] == [(1, "x"), (3, "z"), (None, None)]
-    with pytest.raises(ConfigurationError, match=r"columns\['b'\]: expected one value per node id \(1\), got 2"):
+    assert (
+        source.write_columns(
+            [ID0 + 1, 77, ID0 + 4], {"a": [1, 2, 3], "b": ["x", "y", "z"]}, id_property="id"
+        )
+        == 2
+    )
+    assert [(graph.get_property(i, "a"), graph.get_property(i, "b")) for i in (1, 4, 0)] == [
+        (1, "x"),
+        (3, "z"),
+        (None, None),
+    ]
+    with pytest.raises(
+        ConfigurationError, match=r"columns\['b'\]: expected one value per node id \(1\), got 2"
+    ):
         source.write_columns([1], {"a": [1], "b": [1, 2]})
 
 
 def test_training_argument_errors(community):
     source, labels, _ = community
     ids = np.arange(ID0, ID0 + 10)
-    with pytest.raises(ConfigurationError, match=r"options.seed: expected no fixed sampling seed for training"):
+    with pytest.raises(
+        ConfigurationError, match=r"options.seed: expected no fixed sampling seed for training"
+    ):
         train_graphsage(source, ids, options={**OPTS, "seed": 3}, steps=1)
     with pytest.raises(ConfigurationError, match=r"steps: expected an integer >= 1, got 0"):
         train_graphsage(source, ids, options=OPTS, steps=0)
@@ -106,14 +168,19 @@ def test_training_argument_errors(community):
         train_graphsage(source, ids, ids, options=OPTS, eval_draws=0, steps=1)
     with pytest.raises(ConfigurationError, match=r"learning_rate: expected a number > 0, got -1"):
         train_graphsage(source, ids, options=OPTS, learning_rate=-1)
-    with pytest.raises(ConfigurationError, match=r"labels: expected class indices in 0..1 for every training node, got 2"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"labels: expected class indices in 0..1 for every training node, got 2",
+    ):
         train_graphsage(source, ids, options=OPTS, num_classes=2, steps=1, fanouts=(2,))
 
 
 def test_embedded_write_properties_counts_only_existing_nodes(make_community):
     graph, _, _ = make_community(num_nodes=12)
     source = EmbeddedSource(graph)
-    assert source.write_properties([ID0 + 1, 5, ID0 + 11], "x", [1.5, 2.5, 3.5], id_property="id") == 2
+    assert (
+        source.write_properties([ID0 + 1, 5, ID0 + 11], "x", [1.5, 2.5, 3.5], id_property="id") == 2
+    )
     assert [graph.get_property(i, "x") for i in (1, 5, 11)] == [1.5, None, 3.5]
     assert source.write_properties([3, 99], "y", ["a", "b"]) == 1  # internal ids
     assert graph.get_property(3, "y") == "a"

@@ -46,8 +46,15 @@ def build(sections: list[dict]) -> bytes:
         dims = list(s["shape"]) + [0] * (8 - len(s["shape"]))
         name = s["name"].encode()
         table += struct.pack(
-            "<BBHIQQ8q40s", CODES[s["dtype"]], len(s["shape"]), len(name), 0,
-            start + len(payloads), len(p), *dims, name,
+            "<BBHIQQ8q40s",
+            CODES[s["dtype"]],
+            len(s["shape"]),
+            len(name),
+            0,
+            start + len(payloads),
+            len(p),
+            *dims,
+            name,
         )
         payloads += p + b"\0" * (align8(len(p)) - len(p))
     total = start + len(payloads)
@@ -106,7 +113,9 @@ VALID: dict[str, tuple[str, list[dict]]] = {
             sec("ids_0", "int64", [2], [0, 1]),
             sec("features_0", "float32", [2, 3], [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]),
             sec("ids_1", "int64", [2, 2], [1, 2, 0, 0]),
-            sec("features_1", "float32", [2, 2, 3], [1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 0, 0, 0, 0, 0, 0]),
+            sec(
+                "features_1", "float32", [2, 2, 3], [1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 0, 0, 0, 0, 0, 0]
+            ),
             sec("mask_1", "bool", [2, 2], [True, True, True, False]),
         ],
     ),
@@ -149,90 +158,243 @@ def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
     def add(name: str, desc: str, data: bytes, error: str, **extra) -> None:
         out[name] = (desc, data, error, extra)
 
-    add("short_header", "10 bytes only", small[:10], "header: expected at least 32 bytes, got 10 at offset 0")
-    add("bad_magic", "magic is 'MGTX'", small[:3] + b"X" + small[4:], "magic: expected 'MGTF', got 'MGTX' at offset 0")
-    add("bad_magic_binary", "magic has a NUL and a quote", b"M\0'\xff" + small[4:],
-        "magic: expected 'MGTF', got 'M\\x00\\x27\\xff' at offset 0")
+    add(
+        "short_header",
+        "10 bytes only",
+        small[:10],
+        "header: expected at least 32 bytes, got 10 at offset 0",
+    )
+    add(
+        "bad_magic",
+        "magic is 'MGTX'",
+        small[:3] + b"X" + small[4:],
+        "magic: expected 'MGTF', got 'MGTX' at offset 0",
+    )
+    add(
+        "bad_magic_binary",
+        "magic has a NUL and a quote",
+        b"M\0'\xff" + small[4:],
+        "magic: expected 'MGTF', got 'M\\x00\\x27\\xff' at offset 0",
+    )
     add("bad_version", "version 2", u16(small, 4, 2), "version: expected 1, got 2 at offset 4")
     add("bad_flags", "flags bit 0 set", u16(small, 6, 1), "flags: expected 0, got 1 at offset 6")
-    add("too_many_sections", "section_count 1025", u32(small, 8, 1025),
-        "section_count: expected <= 1024, got 1025 at offset 8")
-    add("reserved0", "reserved0 = 7", u32(small, 12, 7), "reserved0: expected 0, got 7 at offset 12")
-    add("total_length_mismatch", "total_length 1000 for a 480-byte blob", u64(small, 16, 1000),
-        "total_length: expected 480 (the blob's size), got 1000 at offset 16")
-    add("reserved1", "reserved1 = 1", u64(small, 24, 1), "reserved1: expected 0, got 1 at offset 24")
-    add("table_truncated", "section_count 4 but only 480 bytes (table needs 544)", u32(small, 8, 4),
-        "section table: expected at least 544 bytes for 4 sections, got 480 at offset 32")
-    add("bad_dtype_zero", "dtype code 0", byte(small, E0, 0), "section 0 dtype: expected 1..6, got 0 at offset 32")
-    add("bad_dtype_seven", "dtype code 7 in section 1", byte(small, E1, 7),
-        "section 1 dtype: expected 1..6, got 7 at offset 160")
-    add("bad_rank", "rank 9", byte(small, E1 + 1, 9), "section 1 rank: expected <= 8, got 9 at offset 161")
-    add("name_length_zero", "name_length 0", u16(small, E0 + 2, 0),
-        "section 0 name_length: expected 1..40, got 0 at offset 34")
-    add("name_length_41", "name_length 41", u16(small, E2 + 2, 41),
-        "section 2 name_length: expected 1..40, got 41 at offset 290")
-    add("entry_reserved", "entry reserved = 3", u32(small, E1 + 4, 3),
-        "section 1 reserved: expected 0, got 3 at offset 164")
-    add("name_bad_char", "a space in a name", byte(small, E0 + 89, 0x20),
-        "section 0 name: expected [A-Za-z0-9_.:/-], got byte 0x20 at offset 121")
-    add("name_nul", "a NUL inside the name (name_length 3 for 'x')", u16(small, E1 + 2, 3),
-        "section 1 name: expected [A-Za-z0-9_.:/-], got byte 0x00 at offset 249")
-    add("name_padding", "non-zero byte after the name", byte(small, E1 + 88 + 39, 0x41),
-        "section 1 name padding: expected 0, got byte 0x41 at offset 287")
+    add(
+        "too_many_sections",
+        "section_count 1025",
+        u32(small, 8, 1025),
+        "section_count: expected <= 1024, got 1025 at offset 8",
+    )
+    add(
+        "reserved0", "reserved0 = 7", u32(small, 12, 7), "reserved0: expected 0, got 7 at offset 12"
+    )
+    add(
+        "total_length_mismatch",
+        "total_length 1000 for a 480-byte blob",
+        u64(small, 16, 1000),
+        "total_length: expected 480 (the blob's size), got 1000 at offset 16",
+    )
+    add(
+        "reserved1", "reserved1 = 1", u64(small, 24, 1), "reserved1: expected 0, got 1 at offset 24"
+    )
+    add(
+        "table_truncated",
+        "section_count 4 but only 480 bytes (table needs 544)",
+        u32(small, 8, 4),
+        "section table: expected at least 544 bytes for 4 sections, got 480 at offset 32",
+    )
+    add(
+        "bad_dtype_zero",
+        "dtype code 0",
+        byte(small, E0, 0),
+        "section 0 dtype: expected 1..6, got 0 at offset 32",
+    )
+    add(
+        "bad_dtype_seven",
+        "dtype code 7 in section 1",
+        byte(small, E1, 7),
+        "section 1 dtype: expected 1..6, got 7 at offset 160",
+    )
+    add(
+        "bad_rank",
+        "rank 9",
+        byte(small, E1 + 1, 9),
+        "section 1 rank: expected <= 8, got 9 at offset 161",
+    )
+    add(
+        "name_length_zero",
+        "name_length 0",
+        u16(small, E0 + 2, 0),
+        "section 0 name_length: expected 1..40, got 0 at offset 34",
+    )
+    add(
+        "name_length_41",
+        "name_length 41",
+        u16(small, E2 + 2, 41),
+        "section 2 name_length: expected 1..40, got 41 at offset 290",
+    )
+    add(
+        "entry_reserved",
+        "entry reserved = 3",
+        u32(small, E1 + 4, 3),
+        "section 1 reserved: expected 0, got 3 at offset 164",
+    )
+    add(
+        "name_bad_char",
+        "a space in a name",
+        byte(small, E0 + 89, 0x20),
+        "section 0 name: expected [A-Za-z0-9_.:/-], got byte 0x20 at offset 121",
+    )
+    add(
+        "name_nul",
+        "a NUL inside the name (name_length 3 for 'x')",
+        u16(small, E1 + 2, 3),
+        "section 1 name: expected [A-Za-z0-9_.:/-], got byte 0x00 at offset 249",
+    )
+    add(
+        "name_padding",
+        "non-zero byte after the name",
+        byte(small, E1 + 88 + 39, 0x41),
+        "section 1 name padding: expected 0, got byte 0x41 at offset 287",
+    )
     dup = small[: E1 + 88] + b"ids".ljust(40, b"\0") + small[E1 + 128 :]
     dup = u16(dup, E1 + 2, 3)
-    add("duplicate_name", "section 1 renamed to 'ids'", dup,
-        "section 1 ('ids') name: expected a unique name, got a duplicate at offset 248")
-    add("negative_dim", "dims[1] = -3", i64(small, E1 + 24 + 8, -3),
-        "section 1 ('x') dims[1]: expected 0..2147483647, got -3 at offset 192")
-    add("huge_dim", "dims[0] = 2^31", i64(small, E0 + 24, 2**31),
-        "section 0 ('ids') dims[0]: expected 0..2147483647, got 2147483648 at offset 56")
-    add("unused_dim", "dims[5] = 1 with rank 2", i64(small, E1 + 24 + 40, 1),
-        "section 1 ('x') dims[5]: expected 0 (unused), got 1 at offset 224")
-    add("payload_offset_wrong", "section 1 payload_offset 440", u64(small, E1 + 8, 440),
-        "section 1 ('x') payload_offset: expected 432, got 440 at offset 168")
+    add(
+        "duplicate_name",
+        "section 1 renamed to 'ids'",
+        dup,
+        "section 1 ('ids') name: expected a unique name, got a duplicate at offset 248",
+    )
+    add(
+        "negative_dim",
+        "dims[1] = -3",
+        i64(small, E1 + 24 + 8, -3),
+        "section 1 ('x') dims[1]: expected 0..2147483647, got -3 at offset 192",
+    )
+    add(
+        "huge_dim",
+        "dims[0] = 2^31",
+        i64(small, E0 + 24, 2**31),
+        "section 0 ('ids') dims[0]: expected 0..2147483647, got 2147483648 at offset 56",
+    )
+    add(
+        "unused_dim",
+        "dims[5] = 1 with rank 2",
+        i64(small, E1 + 24 + 40, 1),
+        "section 1 ('x') dims[5]: expected 0 (unused), got 1 at offset 224",
+    )
+    add(
+        "payload_offset_wrong",
+        "section 1 payload_offset 440",
+        u64(small, E1 + 8, 440),
+        "section 1 ('x') payload_offset: expected 432, got 440 at offset 168",
+    )
     big = i64(i64(small, E1 + 24, 65536), E1 + 32, 65536)
-    add("too_many_elements", "dims [65536, 65536]", big,
-        "section 1 ('x') dims: expected <= 2147483647 elements, got more at offset 184")
-    add("payload_length_mismatch", "float32 [2,2] with payload_length 12", u64(small, E1 + 16, 12),
-        "section 1 ('x') payload_length: expected 16, got 12 at offset 176")
-    add("string_payload_short", "string [2] with payload_length 16 (offsets need 24)", u64(small, E2 + 16, 16),
-        "section 2 ('tag') payload_length: expected >= 24, got 16 at offset 304")
+    add(
+        "too_many_elements",
+        "dims [65536, 65536]",
+        big,
+        "section 1 ('x') dims: expected <= 2147483647 elements, got more at offset 184",
+    )
+    add(
+        "payload_length_mismatch",
+        "float32 [2,2] with payload_length 12",
+        u64(small, E1 + 16, 12),
+        "section 1 ('x') payload_length: expected 16, got 12 at offset 176",
+    )
+    add(
+        "string_payload_short",
+        "string [2] with payload_length 16 (offsets need 24)",
+        u64(small, E2 + 16, 16),
+        "section 2 ('tag') payload_length: expected >= 24, got 16 at offset 304",
+    )
     claim = i64(u64(small, E1 + 16, 1_000_000 * 128 * 4), E1 + 24, 1_000_000)
     claim = i64(claim, E1 + 32, 128)
-    add("dims_claim_more_than_held", "float32 [1000000, 128] (512 MB) in a 480-byte blob", claim,
-        "section 1 ('x') payload: expected to end by 480, got end 512000432 at offset 176")
-    add("nonzero_padding", "padding byte after the strings is 0x01", byte(small, 477, 1),
-        "padding: expected 0, got byte 0x01 at offset 477")
+    add(
+        "dims_claim_more_than_held",
+        "float32 [1000000, 128] (512 MB) in a 480-byte blob",
+        claim,
+        "section 1 ('x') payload: expected to end by 480, got end 512000432 at offset 176",
+    )
+    add(
+        "nonzero_padding",
+        "padding byte after the strings is 0x01",
+        byte(small, 477, 1),
+        "padding: expected 0, got byte 0x01 at offset 477",
+    )
     # all_dtypes: bool section payload at 32 + 128*6 = 800
-    add("bool_value_two", "a bool byte of 2", byte(mixed, 801, 2),
-        "section 0 ('b') bool: expected 0 or 1, got 2 at offset 801")
-    add("string_offset0", "string offsets[0] = 1", u64(small, 448, 1),
-        "section 2 ('tag') offsets[0]: expected 0..0, got 1 at offset 448")
-    add("string_offset_beyond_data", "string offsets[1] = 4, beyond the 3 data bytes", u64(small, 456, 4),
-        "section 2 ('tag') offsets[1]: expected 0..3, got 4 at offset 456")
+    add(
+        "bool_value_two",
+        "a bool byte of 2",
+        byte(mixed, 801, 2),
+        "section 0 ('b') bool: expected 0 or 1, got 2 at offset 801",
+    )
+    add(
+        "string_offset0",
+        "string offsets[0] = 1",
+        u64(small, 448, 1),
+        "section 2 ('tag') offsets[0]: expected 0..0, got 1 at offset 448",
+    )
+    add(
+        "string_offset_beyond_data",
+        "string offsets[1] = 4, beyond the 3 data bytes",
+        u64(small, 456, 4),
+        "section 2 ('tag') offsets[1]: expected 0..3, got 4 at offset 456",
+    )
     s_off = payload_offset(mixed, 5)  # all_dtypes 's': offsets [0, 0, 6, 7, 23]
-    add("string_offset_decreasing", "string offsets [0, 0, 8, 7, 23]", u64(mixed, s_off + 16, 8),
-        f"section 5 ('s') offsets[3]: expected 8..23, got 7 at offset {s_off + 24}")
-    add("string_offset_last", "string last offset 2 (data has 3 bytes)", u64(small, 464, 2),
-        "section 2 ('tag') offsets[2]: expected 3..3, got 2 at offset 464")
+    add(
+        "string_offset_decreasing",
+        "string offsets [0, 0, 8, 7, 23]",
+        u64(mixed, s_off + 16, 8),
+        f"section 5 ('s') offsets[3]: expected 8..23, got 7 at offset {s_off + 24}",
+    )
+    add(
+        "string_offset_last",
+        "string last offset 2 (data has 3 bytes)",
+        u64(small, 464, 2),
+        "section 2 ('tag') offsets[2]: expected 3..3, got 2 at offset 464",
+    )
     trail = u64(small + b"\0" * 8, 16, 488)
-    add("trailing_bytes", "8 extra zero bytes after the last payload, total_length 488", trail,
-        "total_length: expected 480, got 488 at offset 16")
+    add(
+        "trailing_bytes",
+        "8 extra zero bytes after the last payload, total_length 488",
+        trail,
+        "total_length: expected 480, got 488 at offset 16",
+    )
     # ragged: table 32..544; nbrs values 544..584; nbrs.row_splits 584..616; vec 616..640; vec.row_splits 640..664
-    add("ragged_splits_first", "row_splits[0] = 1", u64(rag, 584, 1),
-        "section 'nbrs.row_splits' [0]: expected 0..0, got 1 at offset 584", ragged=["nbrs"])
-    add("ragged_splits_decreasing", "row_splits [0, 2, 1, 5]", u64(rag, 600, 1),
-        "section 'nbrs.row_splits' [2]: expected 2..5, got 1 at offset 600", ragged=["nbrs"])
-    add("ragged_splits_last", "row_splits [0, 3, 3] for 3 rows of vec... last is 2", u64(rag, 656, 2),
-        "section 'vec.row_splits' [2]: expected 3..3, got 2 at offset 656", ragged=["vec"])
-    wrong = build([
-        sec("nbrs", "int64", [5], [10, 11, 12, 13, 14]),
-        sec("nbrs.row_splits", "int32", [4], [0, 2, 2, 5]),
-    ])
-    add("ragged_splits_int32", "nbrs.row_splits stored as int32", wrong,
+    add(
+        "ragged_splits_first",
+        "row_splits[0] = 1",
+        u64(rag, 584, 1),
+        "section 'nbrs.row_splits' [0]: expected 0..0, got 1 at offset 584",
+        ragged=["nbrs"],
+    )
+    add(
+        "ragged_splits_decreasing",
+        "row_splits [0, 2, 1, 5]",
+        u64(rag, 600, 1),
+        "section 'nbrs.row_splits' [2]: expected 2..5, got 1 at offset 600",
+        ragged=["nbrs"],
+    )
+    add(
+        "ragged_splits_last",
+        "row_splits [0, 3, 3] for 3 rows of vec... last is 2",
+        u64(rag, 656, 2),
+        "section 'vec.row_splits' [2]: expected 3..3, got 2 at offset 656",
+        ragged=["vec"],
+    )
+    wrong = build(
+        [
+            sec("nbrs", "int64", [5], [10, 11, 12, 13, 14]),
+            sec("nbrs.row_splits", "int32", [4], [0, 2, 2, 5]),
+        ]
+    )
+    add(
+        "ragged_splits_int32",
+        "nbrs.row_splits stored as int32",
+        wrong,
         "section 'nbrs.row_splits': expected int64 rank 1 with >= 1 element, got int32 rank 1 at offset 160",
-        ragged=["nbrs"])
+        ragged=["nbrs"],
+    )
     return out
 
 
@@ -261,7 +423,9 @@ def main() -> None:
         for s in sections:
             if s["dtype"].startswith("float"):
                 assert all(math.isfinite(v) for v in s["values"])
-        (HERE / "valid" / f"{name}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        (HERE / "valid" / f"{name}.json").write_text(
+            json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+        )
     for name, (desc, data, error, extra) in invalid().items():
         (HERE / "invalid" / f"{name}.bin").write_bytes(data)
         doc = {"description": desc, "error": error, **extra}

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,7 +83,9 @@ def small_graph() -> GraphSpec:
 
 def star_graph(leaves: int = 40) -> GraphSpec:
     """Hub 0 with ``leaves`` leaves; leaf j also links to leaf j+1 (a ring)."""
-    nodes = [(["N"], {"f": [0.0, 0.0]})] + [(["N"], {"f": [float(j), 1.0]}) for j in range(1, leaves + 1)]
+    nodes = [(["N"], {"f": [0.0, 0.0]})] + [
+        (["N"], {"f": [float(j), 1.0]}) for j in range(1, leaves + 1)
+    ]
     edges = [(0, j, "E") for j in range(1, leaves + 1)]
     edges += [(j, j % leaves + 1, "E") for j in range(1, leaves + 1)]
     return GraphSpec(nodes, edges)
@@ -93,7 +96,10 @@ def bad_values_graph() -> GraphSpec:
     nodes = [
         (["B"], {"f": [1.0, 2.0], "s": 1.0, "label": 1}),  # 0: fine
         (["B"], {"f": [1.0, 2.0, 3.0], "s": 2.0}),  # 1: vector of another length, no label
-        (["B"], {"f": [1.0, "two"], "s": "text"}),  # 2: non-numeric element; string where a number was
+        (
+            ["B"],
+            {"f": [1.0, "two"], "s": "text"},
+        ),  # 2: non-numeric element; string where a number was
         (["B"], {"f": [float("nan"), 1.0], "s": float("inf")}),  # 3: NaN / inf
         (["B"], {"s": 4.0}),  # 4: no f
         (["B"], {"f": {"a": 1}, "s": 1e300}),  # 5: a map; 1e300 overflows float32
@@ -176,7 +182,10 @@ class BoltRunner(Runner):
             self._ids = []
             for labels, props in spec.nodes:
                 label_text = "".join(f":`{label}`" for label in labels)
-                rec = s.run(f"CREATE (v{label_text}) SET v = $props RETURN id(v) AS id", props=_bolt_props(props)).single()
+                rec = s.run(
+                    f"CREATE (v{label_text}) SET v = $props RETURN id(v) AS id",
+                    props=_bolt_props(props),
+                ).single()
                 self._ids.append(rec["id"])
             for a, b, t in spec.edges:
                 s.run(
@@ -243,8 +252,17 @@ def features_of(spec: GraphSpec, i: int, names: list[str]) -> list[float]:
     return out
 
 
-def check_sample_structure(runner: Runner, spec: GraphSpec, seeds: list[int], fanouts: list[int], names: list[str],
-                           sections: dict[str, Any], edge_types=None, direction: str = "both", pad: bool = True) -> None:
+def check_sample_structure(
+    runner: Runner,
+    spec: GraphSpec,
+    seeds: list[int],
+    fanouts: list[int],
+    names: list[str],
+    sections: dict[str, Any],
+    edge_types=None,
+    direction: str = "both",
+    pad: bool = True,
+) -> None:
     """Shapes, masks, 'every sampled neighbour is a real neighbour', features of each slot."""
     inv = {runner.nid(i): i for i in range(len(spec.nodes))}
     d = len(features_of(spec, seeds[0], names))
@@ -320,7 +338,9 @@ def pack_ids_features_in_input_order(r: Runner) -> None:
     assert list(out) == ["ids", "features"]
     assert out["ids"].dtype == np.int64 and out["ids"].tolist() == [r.nid(i) for i in order]
     assert out["features"].dtype == np.float32 and out["features"].shape == (4, 5)
-    np.testing.assert_array_equal(out["features"], f32([features_of(spec, i, ["f", "x", "w"]) for i in order]))
+    np.testing.assert_array_equal(
+        out["features"], f32([features_of(spec, i, ["f", "x", "w"]) for i in order])
+    )
 
 
 @case
@@ -329,7 +349,10 @@ def pack_vertices_strings_labels_float64(r: Runner) -> None:
     r.build(spec)
     order = [2, 4, 2]
     [row] = r.call(
-        "tf_features.pack", [V(i) for i in order], ["w", "name", "f"], {"dtype": "float64", "label_property": "y"}
+        "tf_features.pack",
+        [V(i) for i in order],
+        ["w", "name", "f"],
+        {"dtype": "float64", "label_property": "y"},
     )
     out = decode(row)
     assert list(out) == ["ids", "features", "name", "labels"]
@@ -338,7 +361,9 @@ def pack_vertices_strings_labels_float64(r: Runner) -> None:
     expected = np.asarray([features_of(spec, i, ["w", "f"]) for i in order], dtype=np.float64)
     np.testing.assert_array_equal(out["features"], expected)
     assert out["name"].tolist() == [spec.nodes[i][1]["name"].encode() for i in order]
-    assert out["labels"].dtype == np.int64 and out["labels"].tolist() == [spec.nodes[i][1]["y"] for i in order]
+    assert out["labels"].dtype == np.int64 and out["labels"].tolist() == [
+        spec.nodes[i][1]["y"] for i in order
+    ]
 
 
 @case
@@ -348,7 +373,9 @@ def pack_by_id_property_with_label(r: Runner) -> None:
     [row] = r.call("tf_features.pack", [104, 100], ["f"], {"id_property": "pid", "label": "Paper"})
     out = decode(row)
     assert out["ids"].tolist() == [104, 100]
-    np.testing.assert_array_equal(out["features"], f32([spec.nodes[4][1]["f"], spec.nodes[0][1]["f"]]))
+    np.testing.assert_array_equal(
+        out["features"], f32([spec.nodes[4][1]["f"], spec.nodes[0][1]["f"]])
+    )
 
 
 @case
@@ -374,9 +401,25 @@ def sample_shapes_masks_real_neighbours(r: Runner) -> None:
     spec = small_graph()
     r.build(spec)
     seeds = [0, 5, 2, 0]
-    [row] = r.call("tf_features.sample", [I(s) for s in seeds], [3, 2], ["f", "x"], {"seed": 7, "label_property": "y"})
+    [row] = r.call(
+        "tf_features.sample",
+        [I(s) for s in seeds],
+        [3, 2],
+        ["f", "x"],
+        {"seed": 7, "label_property": "y"},
+    )
     out = decode(row)
-    assert list(out) == ["ids_0", "features_0", "ids_1", "features_1", "mask_1", "ids_2", "features_2", "mask_2", "labels"]
+    assert list(out) == [
+        "ids_0",
+        "features_0",
+        "ids_1",
+        "features_1",
+        "mask_1",
+        "ids_2",
+        "features_2",
+        "mask_2",
+        "labels",
+    ]
     check_sample_structure(r, spec, seeds, [3, 2], ["f", "x"], out)
     assert out["labels"].tolist() == [spec.nodes[s][1]["y"] for s in seeds]
     # node 0 has 4 distinct neighbours > fanout 3: no padding; node 5 is isolated: all padding
@@ -402,7 +445,9 @@ def sample_direction_and_edge_types(r: Runner) -> None:
                 expect = sorted(r.nid(j) for j in spec.neighbours(i, types, direction))
                 got = out["ids_1"][i].tolist()
                 assert got == expect + [-1] * (4 - len(expect)), (direction, types, i)
-                assert out["mask_1"][i].tolist() == [True] * len(expect) + [False] * (4 - len(expect))
+                assert out["mask_1"][i].tolist() == [True] * len(expect) + [False] * (
+                    4 - len(expect)
+                )
 
 
 @case
@@ -420,7 +465,9 @@ def sample_with_replacement(r: Runner) -> None:
 def sample_resample_low_degree(r: Runner) -> None:
     spec = small_graph()
     r.build(spec)
-    [row] = r.call("tf_features.sample", [I(4), I(5)], [5, 2], ["f"], {"seed": 5, "low_degree": "resample"})
+    [row] = r.call(
+        "tf_features.sample", [I(4), I(5)], [5, 2], ["f"], {"seed": 5, "low_degree": "resample"}
+    )
     out = decode(row)
     assert not any(name.startswith("mask_") for name in out)
     check_sample_structure(r, spec, [4, 5], [5, 2], ["f"], out, pad=False)
@@ -477,7 +524,9 @@ def sample_per_node_equals_single_seed_samples(r: Runner) -> None:
 def describe_pack_and_sample_layouts(r: Runner) -> None:
     spec = small_graph()
     r.build(spec)
-    [row] = r.call("tf_features.describe", ["f", "x", "name"], {"label": "Paper", "id_property": "pid"})
+    [row] = r.call(
+        "tf_features.describe", ["f", "x", "name"], {"label": "Paper", "id_property": "pid"}
+    )
     assert row["feature_width"] == 4 and row["dtype"] == "float32"
     assert row["columns"] == [
         {"name": "f", "kind": "vector", "width": 3, "offset": 0},
@@ -487,7 +536,11 @@ def describe_pack_and_sample_layouts(r: Runner) -> None:
     assert [s["name"] for s in row["sections"]] == ["ids", "features", "name"]
     [row] = r.call("tf_features.describe", ["pid", "f"], {"label": "Author"})  # label alone filters
     assert row["columns"][1] == {"name": "f", "kind": "vector", "width": 2, "offset": 1}
-    [row] = r.call("tf_features.describe", ["f"], {"fanouts": [3, 2], "dtype": "float64", "label_property": "y"})
+    [row] = r.call(
+        "tf_features.describe",
+        ["f"],
+        {"fanouts": [3, 2], "dtype": "float64", "label_property": "y"},
+    )
     sections = {s["name"]: (s["dtype"], s["shape"]) for s in row["sections"]}
     assert sections == {
         "ids_0": ("int64", [-1]),
@@ -501,7 +554,11 @@ def describe_pack_and_sample_layouts(r: Runner) -> None:
         "labels": ("int64", [-1]),
     }
     # and the sample blob really has that layout
-    out = decode(r.call("tf_features.sample", [I(0)], [3, 2], ["f"], {"dtype": "float64", "label_property": "y"})[0])
+    out = decode(
+        r.call(
+            "tf_features.sample", [I(0)], [3, 2], ["f"], {"dtype": "float64", "label_property": "y"}
+        )[0]
+    )
     assert {k: (str(v.dtype), [-1] + list(v.shape[1:])) for k, v in out.items()} == sections
 
 
@@ -524,7 +581,9 @@ def describe_num_classes(r: Runner) -> None:
     expected = max(props["y"] for _, props in spec.nodes if "y" in props) + 1
     [row] = r.call("tf_features.describe", ["f"], {"label_property": "y"})
     assert row["num_classes"] == expected == 3
-    [row] = r.call("tf_features.describe", [], {"label_property": "y", "label": "Paper", "fanouts": [2]})
+    [row] = r.call(
+        "tf_features.describe", [], {"label_property": "y", "label": "Paper", "fanouts": [2]}
+    )
     assert row["num_classes"] == 3 and row["feature_width"] == 0
     [row] = r.call("tf_features.describe", ["f"], {"label_property": "y", "label": "Author"})
     assert row["num_classes"] is None  # no Author node has a class
@@ -534,7 +593,9 @@ def describe_num_classes(r: Runner) -> None:
     assert row["num_classes"] == 51
     # -1 ("unlabelled") is no class; nodes without the property are skipped; the count is not
     # limited to the node describe inspects
-    r.build(GraphSpec([(["P"], {"f": [1.0], "c": -1}), (["P"], {"f": [2.0]}), (["Q"], {"c": 6})], []))
+    r.build(
+        GraphSpec([(["P"], {"f": [1.0], "c": -1}), (["P"], {"f": [2.0]}), (["Q"], {"c": 6})], [])
+    )
     [row] = r.call("tf_features.describe", ["f"], {"label_property": "c"})
     assert row["num_classes"] == 7 and row["feature_width"] == 1
     [row] = r.call("tf_features.describe", ["f"], {"label_property": "c", "label": "P"})
@@ -549,191 +610,326 @@ ErrorCase = tuple[Callable[[], GraphSpec], str, tuple, Callable[[Runner], str]]
 
 ERROR_CASES: dict[str, ErrorCase] = {
     "missing_property": (
-        bad_values_graph, "tf_features.pack", ([I(0), I(4)], ["f"], {}),
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(0), I(4)], ["f"], {}),
         lambda r: f"node {r.nid(4)} property 'f': expected a value, got none (missing)",
     ),
     "missing_property_first_node": (
-        bad_values_graph, "tf_features.pack", ([I(4)], ["s", "f"], {}),
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(4)], ["s", "f"], {}),
         lambda r: f"node {r.nid(4)} property 'f': expected a value, got none (missing)",
     ),
     "non_numeric_element": (
-        bad_values_graph, "tf_features.pack", ([I(0), I(2)], ["f"], {}),
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(0), I(2)], ["f"], {}),
         lambda r: f"node {r.nid(2)} property 'f'[1]: expected a number, got str 'two'",
     ),
     "string_where_number": (
-        bad_values_graph, "tf_features.pack", ([I(0), I(2)], ["s"], {}),
-        lambda r: f"node {r.nid(2)} property 's': expected a number (as on the first node), got str 'text'",
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(0), I(2)], ["s"], {}),
+        lambda r: (
+            f"node {r.nid(2)} property 's': expected a number (as on the first node), got str 'text'"
+        ),
     ),
     "map_value": (
-        bad_values_graph, "tf_features.pack", ([I(5)], ["f"], {}),
-        lambda r: f"node {r.nid(5)} property 'f': expected a number, a list of numbers or a string, got map",
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(5)], ["f"], {}),
+        lambda r: (
+            f"node {r.nid(5)} property 'f': expected a number, a list of numbers or a string, got map"
+        ),
     ),
     "vectors_of_different_lengths": (
-        bad_values_graph, "tf_features.pack", ([I(0), I(1)], ["f"], {}),
-        lambda r: f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first node), got a list of 3",
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(0), I(1)], ["f"], {}),
+        lambda r: (
+            f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first node), got a list of 3"
+        ),
     ),
     "nan_rejected": (
-        bad_values_graph, "tf_features.pack", ([I(0), I(3)], ["f"], {}),
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(0), I(3)], ["f"], {}),
         lambda r: f"node {r.nid(3)} property 'f'[0]: expected a finite number, got nan",
     ),
     "inf_rejected": (
-        bad_values_graph, "tf_features.pack", ([I(3)], ["s"], {}),
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(3)], ["s"], {}),
         lambda r: f"node {r.nid(3)} property 's': expected a finite number, got inf",
     ),
     "float32_overflow_rejected": (
-        bad_values_graph, "tf_features.pack", ([I(0), I(5)], ["s"], {}),
-        lambda r: f"node {r.nid(5)} property 's': expected a finite number, got 1e+300 (inf as float32)",
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(0), I(5)], ["s"], {}),
+        lambda r: (
+            f"node {r.nid(5)} property 's': expected a finite number, got 1e+300 (inf as float32)"
+        ),
     ),
     "unknown_id": (
-        small_graph, "tf_features.pack", ([I(0), 10**12], ["f"], {}),
+        small_graph,
+        "tf_features.pack",
+        ([I(0), 10**12], ["f"], {}),
         lambda r: "nodes[1]: unknown node id 1000000000000 (no node has that internal id)",
     ),
     "unknown_id_property_value": (
-        small_graph, "tf_features.pack", ([100, 105, 107], ["f"], {"id_property": "pid", "label": "Paper"}),
+        small_graph,
+        "tf_features.pack",
+        ([100, 105, 107], ["f"], {"id_property": "pid", "label": "Paper"}),
         lambda r: "nodes[2]: unknown node id 107 (no :Paper node has pid = 107)",
     ),
     "duplicate_id_property_value": (
-        small_graph, "tf_features.pack", ([101], ["f"], {"id_property": "pid"}),
-        lambda r: f"options.id_property: expected unique ids, got pid = 100 on the nodes with internal ids {r.nid(0)} and {r.nid(6)}",
+        small_graph,
+        "tf_features.pack",
+        ([101], ["f"], {"id_property": "pid"}),
+        lambda r: (
+            f"options.id_property: expected unique ids, got pid = 100 on the nodes with internal ids {r.nid(0)} and {r.nid(6)}"
+        ),
     ),
     "unknown_seed": (
-        small_graph, "tf_features.sample", ([10**12], [2], ["f"], {}),
+        small_graph,
+        "tf_features.sample",
+        ([10**12], [2], ["f"], {}),
         lambda r: "seeds[0]: unknown node id 1000000000000 (no node has that internal id)",
     ),
     "empty_nodes": (
-        small_graph, "tf_features.pack", ([], ["f"], {}),
+        small_graph,
+        "tf_features.pack",
+        ([], ["f"], {}),
         lambda r: "nodes: expected at least one node or id, got an empty list",
     ),
     "empty_seeds": (
-        small_graph, "tf_features.sample_per_node", ([], [2], ["f"], {}),
+        small_graph,
+        "tf_features.sample_per_node",
+        ([], [2], ["f"], {}),
         lambda r: "seeds: expected at least one node or id, got an empty list",
     ),
     "bad_node_entry": (
-        small_graph, "tf_features.pack", ([I(0), "five"], ["f"], {}),
+        small_graph,
+        "tf_features.pack",
+        ([I(0), "five"], ["f"], {}),
         lambda r: "nodes[1]: expected a node or an integer id, got str 'five'",
     ),
     "zero_fanout": (
-        small_graph, "tf_features.sample", ([I(0)], [2, 0], ["f"], {}),
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2, 0], ["f"], {}),
         lambda r: "fanouts[1]: expected an integer >= 1, got int 0",
     ),
     "negative_fanout": (
-        small_graph, "tf_features.sample", ([I(0)], [-3], ["f"], {}),
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [-3], ["f"], {}),
         lambda r: "fanouts[0]: expected an integer >= 1, got int -3",
     ),
     "no_fanouts": (
-        small_graph, "tf_features.sample", ([I(0)], [], ["f"], {}),
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [], ["f"], {}),
         lambda r: "fanouts: expected a list of 1 to 6 positive integers (one per hop), got list []",
     ),
     "too_many_hops": (
-        small_graph, "tf_features.sample", ([I(0)], [1] * 7, ["f"], {}),
-        lambda r: "fanouts: expected a list of 1 to 6 positive integers (one per hop), got list [1, 1, 1, 1, 1, ...]",
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [1] * 7, ["f"], {}),
+        lambda r: (
+            "fanouts: expected a list of 1 to 6 positive integers (one per hop), got list [1, 1, 1, 1, 1, ...]"
+        ),
     ),
     "unknown_option": (
-        small_graph, "tf_features.pack", ([I(0)], ["f"], {"fanout": 3}),
-        lambda r: "options: unknown option 'fanout' for tf_features.pack (allowed: 'allow_non_finite', 'dtype', 'id_property', 'label', 'label_property')",
+        small_graph,
+        "tf_features.pack",
+        ([I(0)], ["f"], {"fanout": 3}),
+        lambda r: (
+            "options: unknown option 'fanout' for tf_features.pack (allowed: 'allow_non_finite', 'dtype', 'id_property', 'label', 'label_property')"
+        ),
     ),
     "sample_option_on_pack": (
-        small_graph, "tf_features.pack", ([I(0)], ["f"], {"seed": 3}),
+        small_graph,
+        "tf_features.pack",
+        ([I(0)], ["f"], {"seed": 3}),
         lambda r: "options: unknown option 'seed' for tf_features.pack",
     ),
     "unknown_direction": (
-        small_graph, "tf_features.sample", ([I(0)], [2], ["f"], {"direction": "sideways"}),
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2], ["f"], {"direction": "sideways"}),
         lambda r: "options.direction: expected one of 'out', 'in', 'both', got str 'sideways'",
     ),
     "bad_low_degree": (
-        small_graph, "tf_features.sample", ([I(0)], [2], ["f"], {"low_degree": "drop"}),
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2], ["f"], {"low_degree": "drop"}),
         lambda r: "options.low_degree: expected one of 'pad', 'resample', got str 'drop'",
     ),
     "bad_dtype": (
-        small_graph, "tf_features.pack", ([I(0)], ["f"], {"dtype": "float16"}),
+        small_graph,
+        "tf_features.pack",
+        ([I(0)], ["f"], {"dtype": "float16"}),
         lambda r: "options.dtype: expected one of 'float32', 'float64', got str 'float16'",
     ),
     "bad_seed": (
-        small_graph, "tf_features.sample", ([I(0)], [2], ["f"], {"seed": "abc"}),
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2], ["f"], {"seed": "abc"}),
         lambda r: "options.seed: expected an integer or null, got str 'abc'",
     ),
     "bad_edge_types": (
-        small_graph, "tf_features.sample", ([I(0)], [2], ["f"], {"edge_types": "CITES"}),
-        lambda r: "options.edge_types: expected a list of edge type names (strings), got str 'CITES'",
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2], ["f"], {"edge_types": "CITES"}),
+        lambda r: (
+            "options.edge_types: expected a list of edge type names (strings), got str 'CITES'"
+        ),
     ),
     "bad_replace": (
-        small_graph, "tf_features.sample", ([I(0)], [2], ["f"], {"replace": 1}),
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2], ["f"], {"replace": 1}),
         lambda r: "options.replace: expected true or false, got int 1",
     ),
     "label_without_id_property": (
-        small_graph, "tf_features.pack", ([I(0)], ["f"], {"label": "Paper"}),
+        small_graph,
+        "tf_features.pack",
+        ([I(0)], ["f"], {"label": "Paper"}),
         lambda r: "options.label: expected together with options.id_property",
     ),
     "duplicate_property": (
-        small_graph, "tf_features.pack", ([I(0)], ["f", "x", "f"], {}),
+        small_graph,
+        "tf_features.pack",
+        ([I(0)], ["f", "x", "f"], {}),
         lambda r: "properties[2]: expected each property once, got 'f' twice",
     ),
     "string_property_in_sample": (
-        small_graph, "tf_features.sample", ([I(0)], [2], ["f", "name"], {}),
-        lambda r: "properties: expected numeric properties for sampling, got string property 'name'",
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2], ["f", "name"], {}),
+        lambda r: (
+            "properties: expected numeric properties for sampling, got string property 'name'"
+        ),
     ),
     "missing_label_property": (
-        bad_values_graph, "tf_features.pack", ([I(0), I(1)], ["s"], {"label_property": "label"}),
-        lambda r: f"node {r.nid(1)} property 'label' (options.label_property): expected an integer class, got none (missing)",
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(0), I(1)], ["s"], {"label_property": "label"}),
+        lambda r: (
+            f"node {r.nid(1)} property 'label' (options.label_property): expected an integer class, got none (missing)"
+        ),
     ),
     "non_integer_label": (
-        bad_values_graph, "tf_features.pack", ([I(6)], ["s"], {"label_property": "label"}),
-        lambda r: f"node {r.nid(6)} property 'label' (options.label_property): expected an integer class, got str 'cat'",
+        bad_values_graph,
+        "tf_features.pack",
+        ([I(6)], ["s"], {"label_property": "label"}),
+        lambda r: (
+            f"node {r.nid(6)} property 'label' (options.label_property): expected an integer class, got str 'cat'"
+        ),
     ),
     "missing_property_on_sampled_neighbour": (
-        bad_values_graph, "tf_features.sample", ([I(0)], [1], ["f"], {"seed": 1}),
-        lambda r: f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first node), got a list of 3",
+        bad_values_graph,
+        "tf_features.sample",
+        ([I(0)], [1], ["f"], {"seed": 1}),
+        lambda r: (
+            f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first node), got a list of 3"
+        ),
     ),
     "sample_too_large": (
-        small_graph, "tf_features.sample", ([I(0), I(1), I(2)], [1000, 1000, 1000], ["f"], {}),
-        lambda r: "fanouts: expected at most 2147483647 elements in features_3, got 3 seeds x 1000 x 1000 x 1000 = 3000000000",
+        small_graph,
+        "tf_features.sample",
+        ([I(0), I(1), I(2)], [1000, 1000, 1000], ["f"], {}),
+        lambda r: (
+            "fanouts: expected at most 2147483647 elements in features_3, got 3 seeds x 1000 x 1000 x 1000 = 3000000000"
+        ),
     ),
     "string_property_named_like_a_section": (
-        lambda: GraphSpec([(["T"], {"labels": "a,b"})], []), "tf_features.pack", ([I(0)], ["labels"], {}),
-        lambda r: "properties: expected string property names other than 'ids', 'features' and 'labels' (section names of the blob), got 'labels'",
+        lambda: GraphSpec([(["T"], {"labels": "a,b"})], []),
+        "tf_features.pack",
+        ([I(0)], ["labels"], {}),
+        lambda r: (
+            "properties: expected string property names other than 'ids', 'features' and 'labels' (section names of the blob), got 'labels'"
+        ),
     ),
     "describe_no_node_has_properties": (
-        small_graph, "tf_features.describe", (["f", "nope"], {}),
-        lambda r: "properties: expected a node having all of ['f', 'nope'], got no node with all of them",
+        small_graph,
+        "tf_features.describe",
+        (["f", "nope"], {}),
+        lambda r: (
+            "properties: expected a node having all of ['f', 'nope'], got no node with all of them"
+        ),
     ),
     "id_property_missing_on_sampled_neighbour": (
         lambda: GraphSpec([(["P"], {"f": [1.0], "pid": 5}), (["Q"], {"f": [2.0]})], [(0, 1, "E")]),
-        "tf_features.sample", ([5], [1], ["f"], {"id_property": "pid", "label": "P", "seed": 1}),
-        lambda r: f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got no value",
+        "tf_features.sample",
+        ([5], [1], ["f"], {"id_property": "pid", "label": "P", "seed": 1}),
+        lambda r: (
+            f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got no value"
+        ),
     ),
     "id_property_not_an_integer": (
-        lambda: GraphSpec([(["P"], {"f": [1.0], "pid": 5}), (["P"], {"f": [2.0], "pid": "six"})], []),
-        "tf_features.pack", ([5], ["f"], {"id_property": "pid"}),
-        lambda r: f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got str 'six'",
+        lambda: GraphSpec(
+            [(["P"], {"f": [1.0], "pid": 5}), (["P"], {"f": [2.0], "pid": "six"})], []
+        ),
+        "tf_features.pack",
+        ([5], ["f"], {"id_property": "pid"}),
+        lambda r: (
+            f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got str 'six'"
+        ),
     ),
     "empty_property_name": (
-        small_graph, "tf_features.pack", ([I(0)], ["f", ""], {}),
+        small_graph,
+        "tf_features.pack",
+        ([I(0)], ["f", ""], {}),
         lambda r: "properties[1]: expected a non-empty property name, got str ''",
     ),
     "describe_bad_fanouts": (
-        small_graph, "tf_features.describe", (["f"], {"fanouts": [3, 0]}),
+        small_graph,
+        "tf_features.describe",
+        (["f"], {"fanouts": [3, 0]}),
         lambda r: "options.fanouts[1]: expected an integer >= 1, got int 0",
     ),
     "describe_string_property_with_fanouts": (
-        small_graph, "tf_features.describe", (["f", "name"], {"fanouts": [3]}),
-        lambda r: "properties: expected numeric properties for sampling, got string property 'name'",
+        small_graph,
+        "tf_features.describe",
+        (["f", "name"], {"fanouts": [3]}),
+        lambda r: (
+            "properties: expected numeric properties for sampling, got string property 'name'"
+        ),
     ),
     "describe_non_integer_label": (
-        bad_values_graph, "tf_features.describe", (["s"], {"label_property": "label"}),
-        lambda r: f"node {r.nid(6)} property 'label' (options.label_property): expected an integer class, got str 'cat'",
+        bad_values_graph,
+        "tf_features.describe",
+        (["s"], {"label_property": "label"}),
+        lambda r: (
+            f"node {r.nid(6)} property 'label' (options.label_property): expected an integer class, got str 'cat'"
+        ),
     ),
     "describe_float_label": (
         lambda: GraphSpec([(["P"], {"f": [1.0], "c": 1}), (["P"], {"f": [2.0], "c": 2.0})], []),
-        "tf_features.describe", (["f"], {"label_property": "c", "label": "P"}),
-        lambda r: f"node {r.nid(1)} property 'c' (options.label_property): expected an integer class, got float 2.0",
+        "tf_features.describe",
+        (["f"], {"label_property": "c", "label": "P"}),
+        lambda r: (
+            f"node {r.nid(1)} property 'c' (options.label_property): expected an integer class, got float 2.0"
+        ),
     ),
     "describe_string_property_named_like_a_section": (
-        lambda: GraphSpec([(["T"], {"labels": "a,b"})], []), "tf_features.describe", (["labels"], {}),
-        lambda r: "properties: expected string property names other than 'ids', 'features' and 'labels' (section names of the blob), got 'labels'",
+        lambda: GraphSpec([(["T"], {"labels": "a,b"})], []),
+        "tf_features.describe",
+        (["labels"], {}),
+        lambda r: (
+            "properties: expected string property names other than 'ids', 'features' and 'labels' (section names of the blob), got 'labels'"
+        ),
     ),
     "describe_no_node_has_properties_and_id": (
-        small_graph, "tf_features.describe", (["f"], {"id_property": "nope", "label": "Author"}),
-        lambda r: "properties: expected a node having all of ['f'] and options.id_property 'nope', got no :Author node with all of them",
+        small_graph,
+        "tf_features.describe",
+        (["f"], {"id_property": "nope", "label": "Author"}),
+        lambda r: (
+            "properties: expected a node having all of ['f'] and options.id_property 'nope', got no :Author node with all of them"
+        ),
     ),
 }
 
@@ -741,6 +937,7 @@ ERROR_CASES: dict[str, ErrorCase] = {
 # --------------------------------------------------------------------------------------------
 # The tests of every runner
 # --------------------------------------------------------------------------------------------
+
 
 class RunnerTests:
     """The cases above as tests; a test module runs them on its runner with a subclass named
@@ -758,10 +955,16 @@ class RunnerTests:
             runner.call(procedure, *args)
 
 
-def sample_variant(runner: Runner, properties: list[str], options: dict[str, Any]) -> tuple[int, str, bool, bool]:
+def sample_variant(
+    runner: Runner, properties: list[str], options: dict[str, Any]
+) -> tuple[int, str, bool, bool]:
     """Builds :func:`small_graph` on ``runner``; returns what a sample of ``properties`` with
     ``options`` is laid out by: ``(feature width, dtype, pad, labels)``."""
     spec = small_graph()
     runner.build(spec)
-    return (len(features_of(spec, 0, properties)), options.get("dtype", "float32"),
-            options.get("low_degree", "pad") == "pad", "label_property" in options)
+    return (
+        len(features_of(spec, 0, properties)),
+        options.get("dtype", "float32"),
+        options.get("low_degree", "pad") == "pad",
+        "label_property" in options,
+    )

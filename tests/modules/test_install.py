@@ -9,11 +9,11 @@ import subprocess
 import sys
 import textwrap
 
+import mgp as _mgp_module
 import pytest
 
-import mgp as _mgp_module  # noqa: F401 - only to locate mgp.py
-from memgraph_tf.embedded import EmbeddedGraph, _runtime
 from memgraph_tf import deploy
+from memgraph_tf.embedded import EmbeddedGraph, _runtime
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
@@ -66,13 +66,21 @@ def _same_graph_in_process():
 def test_install_layout(tmp_path):
     written = deploy.install_modules(tmp_path / "qm")
     rel = sorted(str(pathlib.Path(p).relative_to(tmp_path / "qm")) for p in written)
-    expected = ["memgraph_tf/__init__.py", "memgraph_tf/blob.py", "memgraph_tf/errors.py", "memgraph_tf/layout.py",
-                "memgraph_tf/lazy.py",
-                "tf_features.py"] + [
-        f"memgraph_tf/procedures/{p.name}" for p in (REPO_ROOT / "memgraph_tf" / "procedures").glob("*.py")
+    expected = [
+        "memgraph_tf/__init__.py",
+        "memgraph_tf/blob.py",
+        "memgraph_tf/errors.py",
+        "memgraph_tf/layout.py",
+        "memgraph_tf/lazy.py",
+        "tf_features.py",
+    ] + [
+        f"memgraph_tf/procedures/{p.name}"
+        for p in (REPO_ROOT / "memgraph_tf" / "procedures").glob("*.py")
     ]
     assert rel == sorted(expected)
-    assert (tmp_path / "qm" / "tf_features.py").read_bytes() == (REPO_ROOT / "query_modules" / "tf_features.py").read_bytes()
+    assert (tmp_path / "qm" / "tf_features.py").read_bytes() == (
+        REPO_ROOT / "query_modules" / "tf_features.py"
+    ).read_bytes()
     # nothing Memgraph does not need (no TensorFlow code, no embedded runtime)
     assert not (tmp_path / "qm" / "memgraph_tf" / "embedded").exists()
     assert not (tmp_path / "qm" / "memgraph_tf" / "ops").exists()
@@ -83,7 +91,10 @@ def test_install_layout(tmp_path):
 
 def test_install_refuses_before_writing_when_a_helper_file_is_missing(tmp_path, monkeypatch):
     monkeypatch.setattr(deploy, "HELPER_FILES", deploy.HELPER_FILES + ("no_such_helper.py",))
-    with pytest.raises(FileNotFoundError, match=r"helper files: expected .*memgraph_tf/no_such_helper\.py in the package"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"helper files: expected .*memgraph_tf/no_such_helper\.py in the package",
+    ):
         deploy.install_modules(tmp_path / "qm")
     assert not (tmp_path / "qm").exists()
 
@@ -91,7 +102,10 @@ def test_install_refuses_before_writing_when_a_helper_file_is_missing(tmp_path, 
 def test_install_no_overwrite_refuses_before_writing(tmp_path):
     deploy.install_modules(tmp_path)
     (tmp_path / "tf_features.py").write_text("# changed\n")
-    with pytest.raises(FileExistsError, match=r"tf_features.py: expected no existing file \(overwrite=False\), got one"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"tf_features.py: expected no existing file \(overwrite=False\), got one",
+    ):
         deploy.install_modules(tmp_path, overwrite=False)
     assert (tmp_path / "tf_features.py").read_text() == "# changed\n"
     deploy.install_modules(tmp_path, overwrite=True)
@@ -101,13 +115,26 @@ def test_install_no_overwrite_refuses_before_writing(tmp_path):
 def test_cli_install_modules(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "memgraph_tf.cli", "install-modules", str(tmp_path / "d")],
-        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     assert str(tmp_path / "d" / "tf_features.py") in proc.stdout.splitlines()
     proc = subprocess.run(
-        [sys.executable, "-m", "memgraph_tf.cli", "install-modules", "--no-overwrite", str(tmp_path / "d")],
-        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+        [
+            sys.executable,
+            "-m",
+            "memgraph_tf.cli",
+            "install-modules",
+            "--no-overwrite",
+            str(tmp_path / "d"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
     )
     assert proc.returncode != 0
     assert "FileExistsError" in proc.stderr and "expected no existing file" in proc.stderr
@@ -122,7 +149,10 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
     shutil.copyfile(_runtime.__file__, mgp_dir / "_mgp.py")
     proc = subprocess.run(
         [sys.executable, "-S", "-c", CHILD, str(installed / "tf_features.py")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
         env={"PYTHONPATH": f"{installed}:{mgp_dir}", "PATH": "/usr/bin:/bin"},
     )
     assert proc.returncode == 0, proc.stderr
@@ -131,16 +161,27 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
     assert child["helper"] == str(installed / "memgraph_tf" / "__init__.py")
     assert child["mgp"] == str(mgp_dir / "mgp.py")
     assert child["procedures"] == ["describe", "pack", "sample", "sample_per_node"]
-    assert "tf_features.pack: ProcedureInputError: nodes: expected at least one node or id" in child["error"]
+    assert (
+        "tf_features.pack: ProcedureInputError: nodes: expected at least one node or id"
+        in child["error"]
+    )
     g = _same_graph_in_process()  # numpy present here: must not change a byte
-    assert g.call("tf_features.pack", [3, 0, 4], ["f", "name"], {"label_property": "y"}) == child["pack"]
+    assert (
+        g.call("tf_features.pack", [3, 0, 4], ["f", "name"], {"label_property": "y"})
+        == child["pack"]
+    )
     assert g.call("tf_features.sample", [0, 4], [2, 2], ["f"], {"seed": 4}) == child["sample"]
-    assert g.call("tf_features.sample_per_node", [0, 4], [2, 2], ["f"], {"seed": 4}) == child["per_node"]
+    assert (
+        g.call("tf_features.sample_per_node", [0, 4], [2, 2], ["f"], {"seed": 4})
+        == child["per_node"]
+    )
 
 
 def test_module_file_search(tmp_path, monkeypatch):
     monkeypatch.setenv(deploy.ENV_MODULES_DIR, str(tmp_path))
-    assert deploy.find_module_file() == REPO_ROOT / "query_modules" / "tf_features.py"  # falls through
+    assert (
+        deploy.find_module_file() == REPO_ROOT / "query_modules" / "tf_features.py"
+    )  # falls through
     (tmp_path / "tf_features.py").write_text("# override\n")
     assert deploy.find_module_file() == tmp_path / "tf_features.py"
     dirs = deploy.module_search_path()

@@ -8,13 +8,12 @@ import re
 import subprocess
 import sys
 
+import _memgraph_tf_modules_cases as cases  # registered by conftest.py
 import numpy as np
 import pytest
 
 from memgraph_tf import blob, layout, procedures
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError
-
-import _memgraph_tf_modules_cases as cases  # registered by conftest.py
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
@@ -54,20 +53,31 @@ def _check_arrays(data: bytes, sections: list[layout.Section]) -> None:
 
 
 @pytest.mark.parametrize("properties, fanouts, options", SAMPLE_VARIANTS)
-def test_sample_layout_is_what_describe_reports_and_sample_writes(embedded_runner, properties, fanouts, options):
+def test_sample_layout_is_what_describe_reports_and_sample_writes(
+    embedded_runner, properties, fanouts, options
+):
     width, dtype, pad, labels = cases.sample_variant(embedded_runner, properties, options)
-    [info] = embedded_runner.call("tf_features.describe", properties, {**options, "fanouts": fanouts})
+    [info] = embedded_runner.call(
+        "tf_features.describe", properties, {**options, "fanouts": fanouts}
+    )
     assert info["feature_width"] == width and info["dtype"] == dtype
-    assert info["sections"] == [s.to_map() for s in layout.sample_sections(fanouts, width, dtype, pad=pad,
-                                                                          labels=labels)]
+    assert info["sections"] == [
+        s.to_map() for s in layout.sample_sections(fanouts, width, dtype, pad=pad, labels=labels)
+    ]
     seeds = [cases.I(0), cases.I(5), cases.I(2)]  # 5 is isolated: padded or resampled
-    [row] = embedded_runner.call("tf_features.sample", seeds, fanouts, properties, {**options, "seed": 3})
+    [row] = embedded_runner.call(
+        "tf_features.sample", seeds, fanouts, properties, {**options, "seed": 3}
+    )
     data = blob.b64decode(row["blob"])
-    written = layout.sample_sections(fanouts, width, dtype, pad=pad, labels=labels, batch=len(seeds))
+    written = layout.sample_sections(
+        fanouts, width, dtype, pad=pad, labels=labels, batch=len(seeds)
+    )
     assert _table(data) == _expected(written)
     _check_arrays(data, written)
     one = layout.sample_sections(fanouts, width, dtype, pad=pad, labels=labels, batch=1)
-    for per_node in embedded_runner.call("tf_features.sample_per_node", seeds, fanouts, properties, options):
+    for per_node in embedded_runner.call(
+        "tf_features.sample_per_node", seeds, fanouts, properties, options
+    ):
         assert _table(blob.b64decode(per_node["blob"])) == _expected(one)
 
 
@@ -81,8 +91,9 @@ def test_pack_layout_is_what_describe_reports_and_pack_writes(embedded_runner, p
     dtype = options.get("dtype", "float32")
     labels = "label_property" in options
     [info] = embedded_runner.call("tf_features.describe", properties, options)
-    assert info["sections"] == [s.to_map() for s in layout.pack_sections(width, dtype, strings=strings,
-                                                                        labels=labels)]
+    assert info["sections"] == [
+        s.to_map() for s in layout.pack_sections(width, dtype, strings=strings, labels=labels)
+    ]
     nodes = [cases.I(4), cases.I(0)]
     [row] = embedded_runner.call("tf_features.pack", nodes, properties, options)
     data = blob.b64decode(row["blob"])
@@ -92,8 +103,18 @@ def test_pack_layout_is_what_describe_reports_and_pack_writes(embedded_runner, p
 
 
 def test_section_names_and_model_inputs():
-    assert [layout.ids_name(0), layout.features_name(2), layout.mask_name(1)] == ["ids_0", "features_2", "mask_1"]
-    assert layout.model_input_names(2) == ["features_0", "features_1", "features_2", "mask_1", "mask_2"]
+    assert [layout.ids_name(0), layout.features_name(2), layout.mask_name(1)] == [
+        "ids_0",
+        "features_2",
+        "mask_1",
+    ]
+    assert layout.model_input_names(2) == [
+        "features_0",
+        "features_1",
+        "features_2",
+        "mask_1",
+        "mask_2",
+    ]
     assert layout.model_input_names(1, masks=False) == ["features_0", "features_1"]
     inputs = layout.model_input_sections([4, 2], 3, "float64", batch=None)
     assert _expected(inputs) == [
@@ -111,29 +132,54 @@ def test_section_names_and_model_inputs():
 
 
 def test_layout_argument_errors():
-    with pytest.raises(ValueError, match=r"h: expected a hop >= 1 for a mask section \(hop 0 holds the seeds\), got 0"):
+    with pytest.raises(
+        ValueError,
+        match=r"h: expected a hop >= 1 for a mask section \(hop 0 holds the seeds\), got 0",
+    ):
         layout.mask_name(0)
     with pytest.raises(ValueError, match=r"h: expected a hop index, an integer >= 0, got -1"):
         layout.ids_name(-1)
-    with pytest.raises(ValueError, match=r"dtype: expected one of 'float32', 'float64', got 'float16'"):
+    with pytest.raises(
+        ValueError, match=r"dtype: expected one of 'float32', 'float64', got 'float16'"
+    ):
         layout.sample_sections([2], 3, "float16")
-    with pytest.raises(ValueError, match=r"fanouts: expected a non-empty list of integers >= 1 \(one per hop\), got \[2, 0\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"fanouts: expected a non-empty list of integers >= 1 \(one per hop\), got \[2, 0\]",
+    ):
         layout.sample_sections([2, 0], 3)
-    with pytest.raises(ValueError, match=r"width: expected the feature width, an integer >= 0, got -3"):
+    with pytest.raises(
+        ValueError, match=r"width: expected the feature width, an integer >= 0, got -3"
+    ):
         layout.pack_sections(-3)
-    with pytest.raises(ValueError, match=r"batch: expected None, -1 \(unknown\) or a size >= 0, got -2"):
+    with pytest.raises(
+        ValueError, match=r"batch: expected None, -1 \(unknown\) or a size >= 0, got -2"
+    ):
         layout.pack_sections(3, batch=-2)
-    with pytest.raises(ValueError, match=r"strings: expected string property names other than 'ids', 'features', 'labels' .*got 'ids'"):
+    with pytest.raises(
+        ValueError,
+        match=r"strings: expected string property names other than 'ids', 'features', 'labels' .*got 'ids'",
+    ):
         layout.pack_sections(3, strings=["title", "ids"])
-    with pytest.raises(ValueError, match=r"hops: expected the number of hops, an integer >= 1, got 0"):
+    with pytest.raises(
+        ValueError, match=r"hops: expected the number of hops, an integer >= 1, got 0"
+    ):
         layout.model_input_names(0)
 
 
 def test_layout_imports_with_the_standard_library_alone():
-    child = ("import sys, memgraph_tf.layout as l; "
-             "print(l.PAD_ID, sorted(m for m in ('numpy', 'tensorflow') if m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-S", "-c", child], capture_output=True, text=True, timeout=60,
-                          cwd=REPO_ROOT, env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    child = (
+        "import sys, memgraph_tf.layout as l; "
+        "print(l.PAD_ID, sorted(m for m in ('numpy', 'tensorflow') if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", child],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["-1", "[]"]
 
@@ -185,7 +231,9 @@ class DictAccess:
         return list(nodes)
 
     def first_node_with(self, names):
-        return next((i for i, props in self._nodes() if all(props.get(n) is not None for n in names)), None)
+        return next(
+            (i for i, props in self._nodes() if all(props.get(n) is not None for n in names)), None
+        )
 
     def label_values(self, name):
         return [(props[name], i) for i, props in self._nodes() if props.get(name) is not None]
@@ -202,17 +250,31 @@ def test_one_runner_over_any_graph_access(embedded_runner):
 
     runner = procedures.ProcedureRunner(factory)
     opts = {"seed": 5, "label_property": "y", "dtype": "float64"}
-    assert runner.describe(["f", "x"], {**opts, "fanouts": [3, 2]}) == \
-        embedded_runner.call("tf_features.describe", ["f", "x"], {**opts, "fanouts": [3, 2]})[0]
+    assert (
+        runner.describe(["f", "x"], {**opts, "fanouts": [3, 2]})
+        == embedded_runner.call("tf_features.describe", ["f", "x"], {**opts, "fanouts": [3, 2]})[0]
+    )
     assert made[-1].made_with.fanouts == (3, 2)  # the factory gets the parsed options
     data = runner.sample([0, 3, 5], [3, 2], ["f", "x"], opts)
-    assert blob.b64encode(data) == embedded_runner.call("tf_features.sample", [0, 3, 5], [3, 2], ["f", "x"], opts)[0]["blob"]
+    assert (
+        blob.b64encode(data)
+        == embedded_runner.call("tf_features.sample", [0, 3, 5], [3, 2], ["f", "x"], opts)[0][
+            "blob"
+        ]
+    )
     data, count = runner.pack([4, 1], ["f", "name"], {"label_property": "y"})
     assert count == 2
-    assert blob.b64encode(data) == embedded_runner.call("tf_features.pack", [4, 1], ["f", "name"], {"label_property": "y"})[0]["blob"]
+    assert (
+        blob.b64encode(data)
+        == embedded_runner.call("tf_features.pack", [4, 1], ["f", "name"], {"label_property": "y"})[
+            0
+        ]["blob"]
+    )
     rows = runner.sample_per_node([2, 0], [2], ["f"], opts)
     assert [(k, blob.b64encode(b)) for k, b in rows] == [
-        (r["node_id"], r["blob"]) for r in embedded_runner.call("tf_features.sample_per_node", [2, 0], [2], ["f"], opts)]
+        (r["node_id"], r["blob"])
+        for r in embedded_runner.call("tf_features.sample_per_node", [2, 0], [2], ["f"], opts)
+    ]
 
 
 def test_runner_checks_arguments_before_touching_the_graph():
@@ -220,20 +282,32 @@ def test_runner_checks_arguments_before_touching_the_graph():
         raise AssertionError("the graph access must not be made for a bad argument")
 
     runner = procedures.ProcedureRunner(factory)
-    with pytest.raises(OptionError, match=r"options: unknown option 'fanouts' for tf_features.sample \(allowed: "):
+    with pytest.raises(
+        OptionError, match=r"options: unknown option 'fanouts' for tf_features.sample \(allowed: "
+    ):
         runner.sample([0], [2], ["f"], {"fanouts": [2]})
     with pytest.raises(OptionError, match=r"fanouts\[0\]: expected an integer >= 1, got int 0"):
         runner.sample_per_node([0], [0], ["f"])
-    with pytest.raises(OptionError, match=r"properties\[1\]: expected each property once, got 'f' twice"):
+    with pytest.raises(
+        OptionError, match=r"properties\[1\]: expected each property once, got 'f' twice"
+    ):
         runner.pack([0], ["f", "f"])
-    with pytest.raises(OptionError, match=r"options.dtype: expected one of 'float32', 'float64', got str 'int8'"):
+    with pytest.raises(
+        OptionError, match=r"options.dtype: expected one of 'float32', 'float64', got str 'int8'"
+    ):
         runner.describe(["f"], {"dtype": "int8"})
 
 
 def test_runner_describe_errors_over_another_access():
     spec = cases.bad_values_graph()
     runner = procedures.ProcedureRunner(lambda options: DictAccess(spec, options))
-    with pytest.raises(PropertyValueError, match=r"node 6 property 'label' \(options.label_property\): expected an integer class, got str 'cat'"):
+    with pytest.raises(
+        PropertyValueError,
+        match=r"node 6 property 'label' \(options.label_property\): expected an integer class, got str 'cat'",
+    ):
         runner.describe(["s"], {"label_property": "label"})
-    with pytest.raises(PropertyValueError, match=r"properties: expected a node having all of \['f', 'nope'\], got no :B node with all of them"):
+    with pytest.raises(
+        PropertyValueError,
+        match=r"properties: expected a node having all of \['f', 'nope'\], got no :B node with all of them",
+    ):
         runner.describe(["f", "nope"], {"label": "B"})

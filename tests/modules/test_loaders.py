@@ -47,7 +47,9 @@ def test_cora_test_rows_follow_test_index_order(cora, planetoid_root):
     test_index = [int(x) for x in (planetoid_root / "ind.cora.test.index").read_text().split()]
     for row in (0, 1, 500, 999):
         node = test_index[row]
-        np.testing.assert_array_equal(np.asarray(cora.get_property(node, "features"), np.float32), tx[row])
+        np.testing.assert_array_equal(
+            np.asarray(cora.get_property(node, "features"), np.float32), tx[row]
+        )
         assert cora.get_property(node, "label") == int(np.argmax(ty[row]))
 
 
@@ -55,11 +57,17 @@ def test_cora_through_tf_features(cora):
     [row] = cora.call("tf_features.pack", [0, 2707], ["features"], {"label_property": "label"})
     out = blob.unpack_b64(row["blob"])
     assert out["features"].shape == (2, 1433)
-    np.testing.assert_array_equal(out["features"][1], np.asarray(cora.get_property(2707, "features"), np.float32))
-    [row] = cora.call("tf_features.sample", [0, 1, 2], [10, 5], ["features"], {"seed": 0, "direction": "both"})
+    np.testing.assert_array_equal(
+        out["features"][1], np.asarray(cora.get_property(2707, "features"), np.float32)
+    )
+    [row] = cora.call(
+        "tf_features.sample", [0, 1, 2], [10, 5], ["features"], {"seed": 0, "direction": "both"}
+    )
     out = blob.unpack_b64(row["blob"])
     assert out["features_2"].shape == (3, 10, 5, 1433)
-    for parent, children, mask in zip(out["ids_1"].reshape(-1), out["ids_2"].reshape(-1, 5), out["mask_2"].reshape(-1, 5)):
+    for parent, children, mask in zip(
+        out["ids_1"].reshape(-1), out["ids_2"].reshape(-1, 5), out["mask_2"].reshape(-1, 5)
+    ):
         if parent >= 0:
             assert set(children[mask].tolist()) <= set(cora.neighbours(int(parent)))
 
@@ -74,9 +82,13 @@ def test_citeseer_isolated_test_range_nodes(planetoid_root):
 
 
 def test_planetoid_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"Planetoid 'cora': expected .*ind.cora.x, got no such file"):
+    with pytest.raises(
+        FileNotFoundError, match=r"Planetoid 'cora': expected .*ind.cora.x, got no such file"
+    ):
         load_planetoid("cora", tmp_path)
-    with pytest.raises(FileNotFoundError, match=r"Planetoid 'cora': expected .*ind.cora.x, got no such file"):
+    with pytest.raises(
+        FileNotFoundError, match=r"Planetoid 'cora': expected .*ind.cora.x, got no such file"
+    ):
         planetoid_graph("cora", tmp_path)
 
 
@@ -85,11 +97,17 @@ def test_load_planetoid_is_the_graph_s_data(cora, planetoid_root):
     assert data.name == "cora" and data.num_nodes == cora.node_count == 2708
     assert data.features.dtype == np.float32 and data.features.shape == (2708, 1433)
     assert data.labels.dtype == np.int64 and set(data.labels.tolist()) == set(range(7))
-    assert data.split.count("train") == 140 and data.split.count("val") == 500 and data.split.count("test") == 1000
+    assert (
+        data.split.count("train") == 140
+        and data.split.count("val") == 500
+        and data.split.count("test") == 1000
+    )
     assert len(data.edges) == cora.edge_count and all(a <= b for a, b in data.edges)
     assert len(set(data.edges)) == len(data.edges)
     for node in (0, 1708, 2707):
-        np.testing.assert_array_equal(np.asarray(cora.get_property(node, "features"), np.float32), data.features[node])
+        np.testing.assert_array_equal(
+            np.asarray(cora.get_property(node, "features"), np.float32), data.features[node]
+        )
         assert cora.get_property(node, "label") == data.labels[node]
         assert cora.get_property(node, "split") == data.split[node]
 
@@ -97,7 +115,9 @@ def test_load_planetoid_is_the_graph_s_data(cora, planetoid_root):
 def test_edge_list_file(tmp_path):
     path = tmp_path / "edges.txt"
     path.write_text("# a ring\n0 1\n1 2\n\n2 0   # closing\n")
-    g = EmbeddedGraph.from_edge_list(path, num_nodes=4, node_properties={"f": [[1.0], [2.0], [3.0], [4.0]]})
+    g = EmbeddedGraph.from_edge_list(
+        path, num_nodes=4, node_properties={"f": [[1.0], [2.0], [3.0], [4.0]]}
+    )
     assert g.node_count == 4 and g.edge_count == 3
     assert g.neighbours(0) == [1, 2] and g.neighbours(3) == []
     assert g.neighbours(0, direction="out") == [1] and g.neighbours(0, ["OTHER"]) == []
@@ -112,9 +132,13 @@ def test_edge_list_errors(tmp_path):
     path.write_text("0 1\n1 x\n")
     with pytest.raises(ValueError, match=r"bad.txt:2: expected two integer node ids, got '1 x'"):
         EmbeddedGraph.from_edge_list(path)
-    with pytest.raises(ValueError, match=r"num_nodes: expected > 5 \(the largest id in edges\), got 3"):
+    with pytest.raises(
+        ValueError, match=r"num_nodes: expected > 5 \(the largest id in edges\), got 3"
+    ):
         EmbeddedGraph.from_edge_list([(0, 5)], num_nodes=3)
-    with pytest.raises(ValueError, match=r"node_properties\['f'\]: expected 6 values \(one per node\), got 2"):
+    with pytest.raises(
+        ValueError, match=r"node_properties\['f'\]: expected 6 values \(one per node\), got 2"
+    ):
         EmbeddedGraph.from_edge_list([(0, 5)], node_properties={"f": [1, 2]})
     with pytest.raises(ValueError, match=r"edges\[1\]: expected node ids >= 0, got \(2, -1\)"):
         EmbeddedGraph.from_edge_list([(0, 1), (2, -1)])

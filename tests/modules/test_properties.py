@@ -5,22 +5,26 @@ from __future__ import annotations
 
 import random
 
+import _memgraph_tf_modules_cases as cases  # registered by conftest.py
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memgraph_tf import blob, procedures
 
-import _memgraph_tf_modules_cases as cases  # registered by conftest.py
 
 @st.composite
 def graphs(draw):
     n = draw(st.integers(1, 10))
     nodes = [(["N"], {"f": [float(i), float(draw(st.integers(-5, 5)))]}) for i in range(n)]
     edges = draw(
-        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.sampled_from(["A", "B"])), max_size=25)
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.sampled_from(["A", "B"])),
+            max_size=25,
+        )
     )
     return cases.GraphSpec(nodes, edges)
+
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -33,14 +37,24 @@ def graphs(draw):
     low_degree=st.sampled_from(["pad", "resample"]),
     seed=st.integers(0, 2**31),
 )
-def test_random_graph_samples(spec, data, fanouts, direction, edge_types, replace, low_degree, seed):
+def test_random_graph_samples(
+    spec, data, fanouts, direction, edge_types, replace, low_degree, seed
+):
     runner = cases.EmbeddedRunner()
     runner.build(spec)
     seeds = data.draw(st.lists(st.integers(0, len(spec.nodes) - 1), min_size=1, max_size=4))
-    opts = {"seed": seed, "direction": direction, "edge_types": edge_types, "replace": replace, "low_degree": low_degree}
+    opts = {
+        "seed": seed,
+        "direction": direction,
+        "edge_types": edge_types,
+        "replace": replace,
+        "low_degree": low_degree,
+    }
     [row] = runner.call("tf_features.sample", seeds, fanouts, ["f"], opts)
     out = blob.unpack_b64(row["blob"])
-    cases.check_sample_structure(runner, spec, seeds, fanouts, ["f"], out, edge_types, direction, pad=low_degree == "pad")
+    cases.check_sample_structure(
+        runner, spec, seeds, fanouts, ["f"], out, edge_types, direction, pad=low_degree == "pad"
+    )
     if not replace:  # no neighbour twice under one parent, except resampled fill-ins
         ids_1 = out["ids_1"]
         for i, s in enumerate(seeds):
@@ -53,6 +67,7 @@ def test_random_graph_samples(spec, data, fanouts, direction, edge_types, replac
         part = blob.unpack_b64(r["blob"])
         for name, value in part.items():
             np.testing.assert_array_equal(value[0], out[name][i])
+
 
 class ShuffledDictAccess:
     """A GraphAccess over plain dicts that hands neighbours out shuffled and repeated: what a Cypher
@@ -78,6 +93,7 @@ class ShuffledDictAccess:
             self.rng.shuffle(found)
             out.append(found)
         return out
+
 
 @settings(max_examples=25, deadline=None)
 @given(spec=graphs(), seed=st.integers(0, 1000), shuffle=st.integers(0, 1000))

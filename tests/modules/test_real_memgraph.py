@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 import _memgraph_tf_modules_cases as cases  # registered by conftest.py
+import pytest
 
 URI = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_URI")
 
 pytestmark = [
     pytest.mark.memgraph,
-    pytest.mark.skipif(not URI, reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)"),
+    pytest.mark.skipif(
+        not URI,
+        reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)",
+    ),
 ]
+
 
 @pytest.fixture(scope="module")
 def driver():
@@ -32,7 +35,12 @@ def driver():
         with drv.session() as s:
             s.run("CALL mg.load_all()").consume()
             names = {r["name"] for r in s.run("CALL mg.procedures() YIELD name RETURN name")}
-        missing = {"tf_features.pack", "tf_features.sample", "tf_features.sample_per_node", "tf_features.describe"} - names
+        missing = {
+            "tf_features.pack",
+            "tf_features.sample",
+            "tf_features.sample_per_node",
+            "tf_features.describe",
+        } - names
         assert not missing, (
             f"{URI}: expected the tf_features procedures, got none of {sorted(missing)}; run "
             "`memgraph-tf install-modules <query-modules dir>` (docker/compose.yaml mounts docker/query_modules)"
@@ -40,6 +48,7 @@ def driver():
         yield drv
     finally:
         drv.close()
+
 
 class TestMemgraph(cases.RunnerTests):
     @pytest.fixture

@@ -17,7 +17,7 @@ from memgraph_tf.embedded import (
 )
 
 PROBE = textwrap.dedent(
-    '''
+    """
     import mgp
     import numpy as np
 
@@ -90,7 +90,7 @@ PROBE = textwrap.dedent(
     def args(ctx: mgp.ProcCtx, x: mgp.Number, y: mgp.Nullable[float] = None,
              z: mgp.List[mgp.Nullable[int]] = [1]) -> mgp.Record(x=mgp.Number, y=mgp.Nullable[float], z=list):
         return mgp.Record(x=x, y=y, z=z)
-    '''
+    """
 )
 
 
@@ -118,7 +118,10 @@ def graph(tmp_path):
     ],
 )
 def test_unsupported_result_values_are_refused(graph, what, type_name):
-    with pytest.raises(ResultConversionError, match=rf"probe.give: record 0 field 'value'.*: Unsupported PyObject conversion of {type_name}"):
+    with pytest.raises(
+        ResultConversionError,
+        match=rf"probe.give: record 0 field 'value'.*: Unsupported PyObject conversion of {type_name}",
+    ):
         graph.call("probe.give", what)
 
 
@@ -135,18 +138,32 @@ def test_convertible_result_values(graph):
 
 
 def test_int_overflow_is_refused(graph):
-    with pytest.raises(ResultConversionError, match=r"int 9223372036854775808 does not fit in int64"):
+    with pytest.raises(
+        ResultConversionError, match=r"int 9223372036854775808 does not fit in int64"
+    ):
         graph.call("probe.give", "overflow")
 
 
 def test_result_fields_must_match_the_declaration(graph):
-    with pytest.raises(ResultConversionError, match=r"probe.typed: record 0 field 'n': expected INTEGER, got STRING"):
+    with pytest.raises(
+        ResultConversionError,
+        match=r"probe.typed: record 0 field 'n': expected INTEGER, got STRING",
+    ):
         graph.call("probe.typed")
-    with pytest.raises(ResultConversionError, match=r"probe.extra_field: record 0: unexpected result field 'b' \(declared: a\)"):
+    with pytest.raises(
+        ResultConversionError,
+        match=r"probe.extra_field: record 0: unexpected result field 'b' \(declared: a\)",
+    ):
         graph.call("probe.extra_field")
-    with pytest.raises(ResultConversionError, match=r"probe.missing_field: record 0: did not yield all fields .*missing: b"):
+    with pytest.raises(
+        ResultConversionError,
+        match=r"probe.missing_field: record 0: did not yield all fields .*missing: b",
+    ):
         graph.call("probe.missing_field")
-    with pytest.raises(ResultConversionError, match=r"probe.not_a_record: record 0: expected an mgp.Record, got dict"):
+    with pytest.raises(
+        ResultConversionError,
+        match=r"probe.not_a_record: record 0: expected an mgp.Record, got dict",
+    ):
         graph.call("probe.not_a_record")
 
 
@@ -156,7 +173,10 @@ def test_records(graph):
 
 
 def test_read_procedures_see_an_immutable_graph(graph):
-    with pytest.raises(ProcedureError, match=r"probe.write_in_read: ImmutableObjectError: Cannot modify an immutable object"):
+    with pytest.raises(
+        ProcedureError,
+        match=r"probe.write_in_read: ImmutableObjectError: Cannot modify an immutable object",
+    ):
         graph.call("probe.write_in_read", graph.node(0))
     assert graph.call("probe.write", graph.node(0), [1, 2]) == [{"ok": True}]
     assert graph.get_property(0, "p") == [1, 2]
@@ -171,17 +191,30 @@ def test_graph_objects_are_invalid_after_the_call(graph):
 def test_argument_types_and_defaults(graph):
     assert graph.call("probe.args", 3) == [{"x": 3, "y": None, "z": [1]}]
     assert graph.call("probe.args", 2.5, 1.5, [None, 4]) == [{"x": 2.5, "y": 1.5, "z": [None, 4]}]
-    with pytest.raises(ArgumentTypeError, match=r"probe.args: argument 'x' at position 1 expects NUMBER, got BOOLEAN"):
+    with pytest.raises(
+        ArgumentTypeError,
+        match=r"probe.args: argument 'x' at position 1 expects NUMBER, got BOOLEAN",
+    ):
         graph.call("probe.args", True)
-    with pytest.raises(ArgumentTypeError, match=r"argument 'y' at position 2 expects FLOAT\?, got INTEGER"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"argument 'y' at position 2 expects FLOAT\?, got INTEGER"
+    ):
         graph.call("probe.args", 1, 2)
-    with pytest.raises(ArgumentTypeError, match=r"argument 'x' at position 1 expects NUMBER, got NULL"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"argument 'x' at position 1 expects NUMBER, got NULL"
+    ):
         graph.call("probe.args", None)
-    with pytest.raises(ArgumentTypeError, match=r"argument 'x': expected an int64, got 9223372036854775808"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"argument 'x': expected an int64, got 9223372036854775808"
+    ):
         graph.call("probe.args", 2**63)
-    with pytest.raises(ArgumentTypeError, match=r"argument 'x': expected a Cypher value .* got numpy.int64"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"argument 'x': expected a Cypher value .* got numpy.int64"
+    ):
         graph.call("probe.args", np.int64(3))
-    with pytest.raises(ArgumentTypeError, match=r"argument 'v' at position 1 expects NODE, got INTEGER"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"argument 'v' at position 1 expects NODE, got INTEGER"
+    ):
         graph.call("probe.keep", 1)
     other = EmbeddedGraph(modules=[])
     other.add_node()
@@ -190,7 +223,10 @@ def test_argument_types_and_defaults(graph):
 
 
 def test_unknown_procedure(graph):
-    with pytest.raises(ProcedureNotFoundError, match=r"There is no procedure named 'probe.nope' \(known: .*probe.args"):
+    with pytest.raises(
+        ProcedureNotFoundError,
+        match=r"There is no procedure named 'probe.nope' \(known: .*probe.args",
+    ):
         graph.call("probe.nope")
 
 
@@ -203,9 +239,13 @@ def test_graph_api_errors():
         g.set_property(3, "x", 1)
     from memgraph_tf.embedded._runtime import ValueConversionError
 
-    with pytest.raises(ValueConversionError, match=r"property 'x': Unsupported PyObject conversion of bytes"):
+    with pytest.raises(
+        ValueConversionError, match=r"property 'x': Unsupported PyObject conversion of bytes"
+    ):
         g.set_property(a, "x", b"raw")
-    with pytest.raises(ValueConversionError, match=r"property 'x': expected an int64, got 9223372036854775808"):
+    with pytest.raises(
+        ValueConversionError, match=r"property 'x': expected an int64, got 9223372036854775808"
+    ):
         g.set_property(a, "x", [1, 2**63])
     g.set_property(a, "x", None)
     assert g.get_property(a, "x", "gone") == "gone"

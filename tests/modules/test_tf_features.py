@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pathlib
 
+import _memgraph_tf_modules_cases as cases  # registered by conftest.py
 import pytest
 
-import _memgraph_tf_modules_cases as cases  # registered by conftest.py
-
 HERE = pathlib.Path(__file__).resolve().parent
+
 
 class TestEmbedded(cases.RunnerTests):
     @pytest.fixture
@@ -33,6 +33,7 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
         ":: (blob :: STRING, count :: INTEGER)"
     )
 
+
 def test_blob_is_base64url_with_padding(embedded_runner):
     import base64
 
@@ -44,20 +45,35 @@ def test_blob_is_base64url_with_padding(embedded_runner):
     raw = base64.urlsafe_b64decode(text)
     assert raw[:4] == b"MGTF"
 
+
 def test_wrong_argument_type_is_refused_before_the_call(embedded_runner):
     from memgraph_tf.embedded import ArgumentTypeError
 
     embedded_runner.build(cases.small_graph())
-    with pytest.raises(ArgumentTypeError, match=r"argument 'fanouts' at position 2 expects LIST OF INTEGER, got STRING"):
+    with pytest.raises(
+        ArgumentTypeError,
+        match=r"argument 'fanouts' at position 2 expects LIST OF INTEGER, got STRING",
+    ):
         embedded_runner.call("tf_features.sample", [0], "2,2", ["f"])
-    with pytest.raises(ArgumentTypeError, match=r"argument 'fanouts' at position 2 expects LIST OF INTEGER, got LIST"):
+    with pytest.raises(
+        ArgumentTypeError,
+        match=r"argument 'fanouts' at position 2 expects LIST OF INTEGER, got LIST",
+    ):
         embedded_runner.call("tf_features.sample", [0], [2.0], ["f"])
-    with pytest.raises(ArgumentTypeError, match=r"argument 'options' at position 3 expects MAP\?, got LIST"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"argument 'options' at position 3 expects MAP\?, got LIST"
+    ):
         embedded_runner.call("tf_features.pack", [0], ["f"], ["dtype"])
-    with pytest.raises(ArgumentTypeError, match=r"tf_features.pack: expected 2 to 3 arguments, got 1"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"tf_features.pack: expected 2 to 3 arguments, got 1"
+    ):
         embedded_runner.call("tf_features.pack", [0])
-    with pytest.raises(ArgumentTypeError, match=r"argument 'nodes'\[0\]: expected a Cypher value .* got builtins.bytes"):
+    with pytest.raises(
+        ArgumentTypeError,
+        match=r"argument 'nodes'\[0\]: expected a Cypher value .* got builtins.bytes",
+    ):
         embedded_runner.call("tf_features.pack", [b"\x00"], ["f"])
+
 
 def test_abort_is_honoured(embedded_runner):
     embedded_runner.build(cases.star_graph())
@@ -66,6 +82,7 @@ def test_abort_is_honoured(embedded_runner):
         embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
     embedded_runner.graph.request_abort(False)
     assert embedded_runner.call("tf_features.sample", [0], [3, 2], ["f"], {"seed": 1})
+
 
 class _AbortFrom:
     """An abort flag for ``EmbeddedGraph.request_abort`` that counts how often the procedure checks it
@@ -78,6 +95,7 @@ class _AbortFrom:
     def __bool__(self):
         self.checks += 1
         return self.at is not None and self.checks >= self.at
+
 
 @pytest.mark.parametrize(
     "procedure, args, min_checks",
@@ -101,6 +119,7 @@ def test_long_loops_check_for_abort(embedded_runner, procedure, args, min_checks
     with pytest.raises(embedded_runner.error_type, match=rf"{procedure}: AbortError"):
         embedded_runner.call(procedure, *args)
 
+
 def test_module_file_is_thin_and_imports_only_what_memgraph_has():
     import ast
 
@@ -111,7 +130,11 @@ def test_module_file_is_thin_and_imports_only_what_memgraph_has():
         if isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            imported.add(f"{node.module}.{node.names[0].name}" if node.module == "memgraph_tf" else node.module)
+            imported.add(
+                f"{node.module}.{node.names[0].name}"
+                if node.module == "memgraph_tf"
+                else node.module
+            )
     assert imported == {"mgp", "memgraph_tf.procedures"}
     procs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     assert [p.name for p in procs] == ["pack", "sample", "sample_per_node", "describe"]

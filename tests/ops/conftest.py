@@ -17,8 +17,13 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 GOLDEN = REPO_ROOT / "tests" / "golden"
 CC_DIR = REPO_ROOT / "memgraph_tf" / "cc"
 
-NP_DTYPES = {"bool": np.bool_, "int32": np.int32, "int64": np.int64, "float32": np.float32,
-             "float64": np.float64}
+NP_DTYPES = {
+    "bool": np.bool_,
+    "int32": np.int32,
+    "int64": np.int64,
+    "float32": np.float32,
+    "float64": np.float64,
+}
 
 
 def _load(kind: str) -> list[tuple[str, bytes, dict[str, Any]]]:
@@ -38,13 +43,25 @@ INVALID = _load("invalid")
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrizes ``valid_vector`` / ``invalid_vector`` over tests/golden (name, bytes, json doc)."""
-    for fixture, items, kind in (("valid_vector", VALID, "valid"), ("invalid_vector", INVALID, "invalid")):
+    for fixture, items, kind in (
+        ("valid_vector", VALID, "valid"),
+        ("invalid_vector", INVALID, "invalid"),
+    ):
         if fixture in metafunc.fixturenames:
             if items:
                 metafunc.parametrize(fixture, items, ids=[item[0] for item in items])
             else:
-                metafunc.parametrize(fixture, [pytest.param(None, marks=pytest.mark.skip(
-                    reason=f"no golden vectors in tests/golden/{kind}"))])
+                metafunc.parametrize(
+                    fixture,
+                    [
+                        pytest.param(
+                            None,
+                            marks=pytest.mark.skip(
+                                reason=f"no golden vectors in tests/golden/{kind}"
+                            ),
+                        )
+                    ],
+                )
 
 
 def expected_array(section: dict[str, Any]) -> np.ndarray:
@@ -76,15 +93,23 @@ def reader_cli(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     if gxx is None:
         pytest.skip("g++ not found: the C++ reader harness cannot be built (apt-get install g++)")
     out = tmp_path_factory.mktemp("reader_cli") / "blob_reader_cli"
-    sources = [str(CC_DIR / "blob_reader.cc"), str(CC_DIR / "base64url.cc"),
-               str(CC_DIR / "tests" / "blob_reader_cli.cc")]
+    sources = [
+        str(CC_DIR / "blob_reader.cc"),
+        str(CC_DIR / "base64url.cc"),
+        str(CC_DIR / "tests" / "blob_reader_cli.cc"),
+    ]
     base = [gxx, "-std=c++17", "-O1", "-g", "-Wall", "-Wextra"]
-    sanitized = base + ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                        "-fno-omit-frame-pointer"]
+    sanitized = base + [
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=all",
+        "-fno-omit-frame-pointer",
+    ]
     proc = subprocess.run(sanitized + sources + ["-o", str(out)], capture_output=True, text=True)
     if proc.returncode == 0:
         # Some sandboxes cannot run sanitizer runtimes: fall back to a plain build if a smoke run fails.
-        smoke = subprocess.run([str(out), "--frames"], input=b"", capture_output=True, env=_cli_env())
+        smoke = subprocess.run(
+            [str(out), "--frames"], input=b"", capture_output=True, env=_cli_env()
+        )
         if smoke.returncode != 0:
             proc = subprocess.run(base + sources + ["-o", str(out)], capture_output=True, text=True)
     else:
@@ -98,8 +123,12 @@ def _cli_env() -> dict[str, str]:
     return {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"}
 
 
-def run_cli(cli: pathlib.Path, *args: str, frames: list[bytes] | None = None,
-            base64_frames: list[bytes] | None = None) -> list[dict[str, Any]]:
+def run_cli(
+    cli: pathlib.Path,
+    *args: str,
+    frames: list[bytes] | None = None,
+    base64_frames: list[bytes] | None = None,
+) -> list[dict[str, Any]]:
     """Runs the harness (``frames``: blobs sent with ``--frames``; ``base64_frames``: texts sent with
     ``--base64-frames``); one parsed JSON object per line.
 
@@ -111,8 +140,12 @@ def run_cli(cli: pathlib.Path, *args: str, frames: list[bytes] | None = None,
     if frames is not None:
         args = ("--frames", *args)
         stdin = b"".join(len(f).to_bytes(4, "little") + f for f in frames)
-    proc = subprocess.run([str(cli), *args], input=stdin, capture_output=True, timeout=300, env=_cli_env())
-    assert proc.returncode == 0, f"reader harness exited {proc.returncode}:\n{proc.stderr[-4000:].decode()}"
+    proc = subprocess.run(
+        [str(cli), *args], input=stdin, capture_output=True, timeout=300, env=_cli_env()
+    )
+    assert proc.returncode == 0, (
+        f"reader harness exited {proc.returncode}:\n{proc.stderr[-4000:].decode()}"
+    )
     return [json.loads(line) for line in proc.stdout.decode().splitlines()]
 
 
@@ -139,9 +172,16 @@ def mutations(data: bytes, values: tuple[int, ...] = (0x00, 0x01, 0x07, 0x80, 0x
 @pytest.fixture(scope="session")
 def helpers() -> SimpleNamespace:
     """The helper functions of this conftest (test modules cannot import it under importlib mode)."""
-    return SimpleNamespace(expected_array=expected_array, assert_same_array=assert_same_array,
-                           run_cli=run_cli, python_result=python_result,
-                           mutations=mutations, valid=VALID, invalid=INVALID, np_dtypes=NP_DTYPES)
+    return SimpleNamespace(
+        expected_array=expected_array,
+        assert_same_array=assert_same_array,
+        run_cli=run_cli,
+        python_result=python_result,
+        mutations=mutations,
+        valid=VALID,
+        invalid=INVALID,
+        np_dtypes=NP_DTYPES,
+    )
 
 
 @pytest.fixture(scope="session")

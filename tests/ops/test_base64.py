@@ -45,7 +45,9 @@ def test_harness_decodes_like_python_and_names_bad_characters(reader_cli, helper
     good, bad = lines[: len(texts)], lines[len(texts) :]
     for text, line in zip(texts, good):
         assert line["ok"] is True, (text, line)
-        assert bytes.fromhex(line["decoded"]) == base64.urlsafe_b64decode(text + b"=" * (-len(text) % 4))
+        assert bytes.fromhex(line["decoded"]) == base64.urlsafe_b64decode(
+            text + b"=" * (-len(text) % 4)
+        )
     assert [line.get("error") for line in bad] == [message for _, message in BAD_TEXTS]
 
 
@@ -67,8 +69,10 @@ def test_golden_vectors_as_base64_decode_like_the_raw_bytes(ops, kind, valid_vec
     dtypes = [s["dtype"] for s in doc["sections"]]
     fn = ops.unpack_blob if kind == "op" else ops.unpack_blob_portable
     if not names:  # a blob without sections: asking for one gives the same rejection both ways
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match="section 'x': expected a section named 'x', got none") as raw:
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match="section 'x': expected a section named 'x', got none",
+        ) as raw:
             fn(data, ["x"], ["float32"])
         for text in texts_of(data):
             with pytest.raises(tf.errors.InvalidArgumentError, match=_re(raw.value.message)):
@@ -82,11 +86,19 @@ def test_golden_vectors_as_base64_decode_like_the_raw_bytes(ops, kind, valid_vec
 
 
 def test_op_decodes_a_batch_of_texts_with_ragged_sections(ops):
-    a = blob.pack({"x": np.arange(6, dtype=np.float32).reshape(3, 2),
-                   "nbrs": blob.Ragged(np.array([4, 5, 6], np.int64), [0, 1, 3])})
-    b = blob.pack({"x": -np.ones((3, 2), np.float32), "nbrs": blob.Ragged(np.array([7], np.int64), [0, 0, 1])})
+    a = blob.pack(
+        {
+            "x": np.arange(6, dtype=np.float32).reshape(3, 2),
+            "nbrs": blob.Ragged(np.array([4, 5, 6], np.int64), [0, 1, 3]),
+        }
+    )
+    b = blob.pack(
+        {"x": -np.ones((3, 2), np.float32), "nbrs": blob.Ragged(np.array([7], np.int64), [0, 0, 1])}
+    )
     texts = [blob.b64encode(a), blob.b64encode(b).rstrip("=")]
-    x, nbrs = ops.unpack_blob(texts, ["x", "nbrs"], ["float32", "int64"], ragged=["nbrs"], encoding="base64")
+    x, nbrs = ops.unpack_blob(
+        texts, ["x", "nbrs"], ["float32", "int64"], ragged=["nbrs"], encoding="base64"
+    )
     rx, rnbrs = ops.unpack_blob([a, b], ["x", "nbrs"], ["float32", "int64"], ragged=["nbrs"])
     assert x.numpy().tobytes() == rx.numpy().tobytes()
     assert nbrs.to_list() == rnbrs.to_list() == [[[4], [5, 6]], [[], [7]]]
@@ -105,12 +117,18 @@ def test_op_checks_the_decoded_blob_with_the_spec_messages(ops):
     """After decoding, the blob rules apply to the decoded bytes (offsets count decoded bytes)."""
     data = blob.pack({"x": [1.0, 2.0]})
     truncated = base64.urlsafe_b64encode(data[:-8])
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=_re(f"blob: total_length: expected {len(data) - 8} (the blob's size), got "
-                                 f"{len(data)} at offset 16")):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=_re(
+            f"blob: total_length: expected {len(data) - 8} (the blob's size), got "
+            f"{len(data)} at offset 16"
+        ),
+    ):
         ops.unpack_blob(truncated, ["x"], ["float64"], encoding="base64")
     with pytest.raises(tf.errors.InvalidArgumentError, match=_re("blob: magic: expected")):
-        ops.unpack_blob(base64.urlsafe_b64encode(b"NOPE" + data[4:]), ["x"], ["float64"], encoding="base64")
+        ops.unpack_blob(
+            base64.urlsafe_b64encode(b"NOPE" + data[4:]), ["x"], ["float64"], encoding="base64"
+        )
 
 
 def test_large_texts_are_decoded_by_threads_and_report_the_first_bad_character(ops):
@@ -127,7 +145,9 @@ def test_large_texts_are_decoded_by_threads_and_report_the_first_bad_character(o
     late, early = len(text) - 100, len(text) // 3 + 2
     broken[late] = ord("+")
     broken[early] = ord("/")
-    with pytest.raises(tf.errors.InvalidArgumentError, match=_re(CHAR + f"'/' (0x2f) at offset {early}")):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=_re(CHAR + f"'/' (0x2f) at offset {early}")
+    ):
         ops.unpack_blob(bytes(broken), ["x"], ["float32"], encoding="base64")
 
 
@@ -136,14 +156,17 @@ def test_base64_in_tf_function_and_tf_data(ops):
     fn = tf.function(lambda t: ops.unpack_blob(t, ["x"], ["int32"], encoding="base64")[0])
     assert fn(tf.constant(texts)).numpy().tolist() == [[i] * 3 for i in range(4)]
     ds = tf.data.Dataset.from_tensor_slices(texts).map(
-        lambda t: ops.unpack_blob(t, ["x"], ["int32"], encoding="base64")[0])
+        lambda t: ops.unpack_blob(t, ["x"], ["int32"], encoding="base64")[0]
+    )
     assert [v.numpy().tolist() for v in ds] == [[i] * 3 for i in range(4)]
 
 
 @pytest.mark.parametrize("kind", ["op", "portable"])
 def test_encoding_argument_is_checked(ops, kind):
     fn = ops.unpack_blob if kind == "op" else ops.unpack_blob_portable
-    with pytest.raises(ValueError, match=r"encoding: expected one of \['raw', 'base64'\], got 'hex'"):
+    with pytest.raises(
+        ValueError, match=r"encoding: expected one of \['raw', 'base64'\], got 'hex'"
+    ):
         fn(b"", ["x"], ["float32"], encoding="hex")
 
 
@@ -157,9 +180,14 @@ def test_size_limit_is_checked_before_anything_is_allocated(reader_cli, helpers)
     """A text whose decoded size would pass the blob limit (2^31-1 bytes) is rejected by the plan,
     which looks at the length and the last characters only: the harness gives it 2.9 GB of reserved,
     untouched address space (under ASan a 2 GB allocation would fail loudly)."""
-    limit_chars = (2**31 - 1) // 3 * 4 + 2  # 2,863,311,530 characters decode to 2^31-1 bytes exactly
+    limit_chars = (
+        2**31 - 1
+    ) // 3 * 4 + 2  # 2,863,311,530 characters decode to 2^31-1 bytes exactly
     (ok,) = helpers.run_cli(reader_cli, "--base64-plan-size", str(limit_chars))
     assert ok == {"ok": True, "decoded_bytes": 2**31 - 1}
     (over,) = helpers.run_cli(reader_cli, "--base64-plan-size", str(limit_chars + 1))
-    assert over == {"ok": False, "error": "base64: expected at most 2147483647 decoded bytes (the blob size "
-                                          "limit), got 2147483648 at offset 0"}
+    assert over == {
+        "ok": False,
+        "error": "base64: expected at most 2147483647 decoded bytes (the blob size "
+        "limit), got 2147483648 at offset 0",
+    }

@@ -28,14 +28,21 @@ def random_graph(seed: int, width: int) -> EmbeddedGraph:
     g = EmbeddedGraph()
     n = rng.randint(2, 12)
     for _ in range(n):
-        g.add_node(["N"], {"f": [rng.choice([0.0, 0.0, 0.0, 1.0, -0.5, 3.25]) for _ in range(width)],
-                           "y": rng.randrange(3)})
+        g.add_node(
+            ["N"],
+            {
+                "f": [rng.choice([0.0, 0.0, 0.0, 1.0, -0.5, 3.25]) for _ in range(width)],
+                "y": rng.randrange(3),
+            },
+        )
     for _ in range(rng.randint(0, 3 * n)):
         g.add_edge(rng.randrange(n), rng.randrange(n), "E")
     return g
 
 
-def sample(g: EmbeddedGraph, seeds: list[int], fanouts: list[int], opts: dict, per_node: bool) -> tf.Tensor:
+def sample(
+    g: EmbeddedGraph, seeds: list[int], fanouts: list[int], opts: dict, per_node: bool
+) -> tf.Tensor:
     if per_node:
         rows = g.call("tf_features.sample_per_node", seeds, fanouts, ["f"], opts)
         return tf.constant([blob.b64decode(r["blob"]) for r in rows])
@@ -66,16 +73,21 @@ CASES = [
 @pytest.mark.parametrize("per_node", [False, True], ids=["one-blob", "per-node"])
 @pytest.mark.parametrize("layout_name", ["compact", "sparse"])
 @pytest.mark.parametrize("graph_seed, width, fanouts, options", CASES)
-def test_every_layout_decodes_to_the_dense_tensors(unpackers, decoder, per_node, layout_name, graph_seed, width,
-                                                   fanouts, options):
+def test_every_layout_decodes_to_the_dense_tensors(
+    unpackers, decoder, per_node, layout_name, graph_seed, width, fanouts, options
+):
     g = random_graph(graph_seed, width)
     seeds = list(range(min(4, g.node_count)))
     opts = {"seed": graph_seed, "label_property": "y", **options}
     pad = opts.get("low_degree", "pad") == "pad"
     dtype = opts.get("dtype", "float32")
     args = dict(pad=pad, labels=True, ids=True, unpack=unpackers[decoder])
-    want = layouts.decode_sample(sample(g, seeds, fanouts, opts, per_node), fanouts, width, dtype, **args)
-    dense_names = [s.name for s in layout.sample_sections(fanouts, width, dtype, pad=pad, labels=True)]
+    want = layouts.decode_sample(
+        sample(g, seeds, fanouts, opts, per_node), fanouts, width, dtype, **args
+    )
+    dense_names = [
+        s.name for s in layout.sample_sections(fanouts, width, dtype, pad=pad, labels=True)
+    ]
     assert list(want) == dense_names  # the dense layout decodes as itself
     blobs = sample(g, seeds, fanouts, {**opts, "layout": layout_name}, per_node)
     got = layouts.decode_sample(blobs, fanouts, width, dtype, layout_name=layout_name, **args)
@@ -83,21 +95,29 @@ def test_every_layout_decodes_to_the_dense_tensors(unpackers, decoder, per_node,
     # In a graph, traced once for any number of blobs (as a bundle's signature is): one trace of the
     # decoder's graph (the op-free decoder's is large) serves the values and the static shapes.
     spec = tf.TensorSpec([None] * blobs.shape.rank, tf.string)
-    traced = tf.function(lambda b: layouts.decode_sample(b, fanouts, width, dtype, layout_name=layout_name,
-                                                         **args), autograph=False).get_concrete_function(spec)
+    traced = tf.function(
+        lambda b: layouts.decode_sample(b, fanouts, width, dtype, layout_name=layout_name, **args),
+        autograph=False,
+    ).get_concrete_function(spec)
     assert_same(traced(blobs), want)
-    if per_node:  # the same static shapes as the dense layout's: all but the batch and seed dimensions
+    if (
+        per_node
+    ):  # the same static shapes as the dense layout's: all but the batch and seed dimensions
         shapes = {k: v.shape.as_list() for k, v in traced.structured_outputs.items()}
         assert shapes == dense_graph_shapes(unpackers[decoder], tuple(fanouts), width, dtype, pad)
         assert shapes[layout.features_name(len(fanouts))] == [None, None, *fanouts, width]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dense_graph_shapes(unpack, fanouts: tuple, width: int, dtype: str, pad: bool) -> dict:
     """The static shapes of the dense layout's tensors decoded in a graph from ``[None]`` per-node
     blobs (traced once per case and decoder, shared by the compact and sparse cases)."""
-    fn = tf.function(lambda b: layouts.decode_sample(b, list(fanouts), width, dtype, pad=pad, labels=True, ids=True,
-                                                     unpack=unpack), autograph=False)
+    fn = tf.function(
+        lambda b: layouts.decode_sample(
+            b, list(fanouts), width, dtype, pad=pad, labels=True, ids=True, unpack=unpack
+        ),
+        autograph=False,
+    )
     outputs = fn.get_concrete_function(tf.TensorSpec([None], tf.string)).structured_outputs
     return {k: v.shape.as_list() for k, v in outputs.items()}
 
@@ -111,52 +131,89 @@ def test_base64_text_and_features_from_elsewhere(unpackers, decoder):
     [compact] = g.call("tf_features.sample", [0, 1], fanouts, [], {"seed": 1, "layout": "compact"})
     kw = dict(features=False, ids=True, unpack=unpackers[decoder], encoding="base64")
     want = layouts.decode_sample(tf.constant(dense["blob"]), fanouts, 0, **kw)
-    got = layouts.decode_sample(tf.constant(compact["blob"]), fanouts, 0, layout_name="compact", **kw)
+    got = layouts.decode_sample(
+        tf.constant(compact["blob"]), fanouts, 0, layout_name="compact", **kw
+    )
     assert_same(got, want)
     assert layout.features_name(0) not in got
     with pytest.raises(ValueError, match=r"features, ids: expected at least one of them true"):
-        layouts.decode_sample(tf.constant(compact["blob"]), fanouts, 0, layout_name="compact", features=False)
+        layouts.decode_sample(
+            tf.constant(compact["blob"]), fanouts, 0, layout_name="compact", features=False
+        )
 
 
 def _compact(index_1, table_rows=2) -> bytes:
-    return blob.pack({
-        "index_0": np.array([0], np.int32),
-        "index_1": np.array([index_1], np.int32),
-        "table_ids": blob.Ragged(np.arange(table_rows, dtype=np.int64), [0, table_rows]),
-        "table": blob.Ragged(np.arange(3 * table_rows, dtype=np.float32).reshape(table_rows, 3), [0, table_rows]),
-    })
+    return blob.pack(
+        {
+            "index_0": np.array([0], np.int32),
+            "index_1": np.array([index_1], np.int32),
+            "table_ids": blob.Ragged(np.arange(table_rows, dtype=np.int64), [0, table_rows]),
+            "table": blob.Ragged(
+                np.arange(3 * table_rows, dtype=np.float32).reshape(table_rows, 3), [0, table_rows]
+            ),
+        }
+    )
 
 
 def _sparse(columns, splits, values) -> bytes:
-    return blob.pack({
-        "index_0": np.array([0], np.int32),
-        "index_1": np.array([[1, -1]], np.int32),
-        "table_ids": blob.Ragged(np.arange(len(splits) - 1, dtype=np.int64), [0, len(splits) - 1]),
-        "table_columns": blob.Ragged(np.array(columns, np.int32), splits),
-        "table_values": blob.Ragged(np.array(values, np.float32), [0, len(values)]),
-    })
+    return blob.pack(
+        {
+            "index_0": np.array([0], np.int32),
+            "index_1": np.array([[1, -1]], np.int32),
+            "table_ids": blob.Ragged(
+                np.arange(len(splits) - 1, dtype=np.int64), [0, len(splits) - 1]
+            ),
+            "table_columns": blob.Ragged(np.array(columns, np.int32), splits),
+            "table_values": blob.Ragged(np.array(values, np.float32), [0, len(values)]),
+        }
+    )
 
 
 BAD = [
-    ("compact", _compact([2, -1]), r"blob 1 section index_1: expected table rows -1\.\.u-1 \(u = 2\), got 2"),
-    ("compact", _compact([1, -2]), r"blob 1 section index_1: expected table rows -1\.\.u-1 \(u = 2\), got -2"),
-    ("sparse", _sparse([0, 3], [0, 1, 2], [1.0, 2.0]),
-     r"blob 1 section table_columns: expected columns in 0\.\.d-1 \(d = 3\), got 3 in table row 1"),
-    ("sparse", _sparse([0, 2, 1], [0, 1, 3], [1.0, 2.0, 3.0]),
-     r"blob 1 section table_columns: expected columns increasing within a row \(d = 3\), got 1 in table row 1"),
-    ("sparse", _sparse([0, 2, 2], [0, 1, 3], [1.0, 2.0, 3.0]),
-     r"blob 1 section table_columns: expected columns increasing within a row \(d = 3\), got 2 in table row 1"),
-    ("sparse", _sparse([0, 1], [0, 1, 2], [1.0]),
-     r"blob 1 section table_values: expected as many values as table_columns has columns, 2, got 1"),
+    (
+        "compact",
+        _compact([2, -1]),
+        r"blob 1 section index_1: expected table rows -1\.\.u-1 \(u = 2\), got 2",
+    ),
+    (
+        "compact",
+        _compact([1, -2]),
+        r"blob 1 section index_1: expected table rows -1\.\.u-1 \(u = 2\), got -2",
+    ),
+    (
+        "sparse",
+        _sparse([0, 3], [0, 1, 2], [1.0, 2.0]),
+        r"blob 1 section table_columns: expected columns in 0\.\.d-1 \(d = 3\), got 3 in table row 1",
+    ),
+    (
+        "sparse",
+        _sparse([0, 2, 1], [0, 1, 3], [1.0, 2.0, 3.0]),
+        r"blob 1 section table_columns: expected columns increasing within a row \(d = 3\), got 1 in table row 1",
+    ),
+    (
+        "sparse",
+        _sparse([0, 2, 2], [0, 1, 3], [1.0, 2.0, 3.0]),
+        r"blob 1 section table_columns: expected columns increasing within a row \(d = 3\), got 2 in table row 1",
+    ),
+    (
+        "sparse",
+        _sparse([0, 1], [0, 1, 2], [1.0]),
+        r"blob 1 section table_values: expected as many values as table_columns has columns, 2, got 1",
+    ),
 ]
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
 @pytest.mark.parametrize("layout_name, bad, message", BAD)
-def test_malformed_layouts_are_rejected_naming_blob_and_section(unpackers, decoder, graph, layout_name, bad,
-                                                                message):
-    good = _compact([1, -1]) if layout_name == "compact" else _sparse([0, 1, 2], [0, 1, 3], [1.0, 2.0, 3.0])
+def test_malformed_layouts_are_rejected_naming_blob_and_section(
+    unpackers, decoder, graph, layout_name, bad, message
+):
+    good = (
+        _compact([1, -1])
+        if layout_name == "compact"
+        else _sparse([0, 1, 2], [0, 1, 3], [1.0, 2.0, 3.0])
+    )
 
     def decode(b):
         return layouts.decode_sample(b, [2], 3, layout_name=layout_name, unpack=unpackers[decoder])
@@ -170,10 +227,17 @@ def test_malformed_layouts_are_rejected_naming_blob_and_section(unpackers, decod
 
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_a_blob_of_another_layout_gets_the_decoder_s_message(unpackers, decoder):
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=r"blob 0: section 'table_columns': expected a section named 'table_columns', got none"):
-        layouts.decode_sample(tf.constant([_compact([1, -1])]), [2], 3, layout_name="sparse",
-                              unpack=unpackers[decoder])
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"blob 0: section 'table_columns': expected a section named 'table_columns', got none",
+    ):
+        layouts.decode_sample(
+            tf.constant([_compact([1, -1])]),
+            [2],
+            3,
+            layout_name="sparse",
+            unpack=unpackers[decoder],
+        )
 
 
 @pytest.mark.parametrize("layout_name", layout.LAYOUTS)
@@ -182,13 +246,23 @@ def test_zero_node_blob_is_a_valid_blob_of_zeros(unpackers, layout_name, pad):
     data = layouts.zero_node_blob([3, 2], 4, "float64", layout_name=layout_name, pad=pad)
     sections = layout.sample_sections([3, 2], 4, "float64", pad=pad, batch=1, layout=layout_name)
     assert [s.name for s in blob.read_table(data)] == [s.name for s in sections]
-    out = layouts.decode_sample(tf.constant([data]), [3, 2], 4, "float64", layout_name=layout_name, pad=pad,
-                                ids=True, unpack=unpackers["portable"])
+    out = layouts.decode_sample(
+        tf.constant([data]),
+        [3, 2],
+        4,
+        "float64",
+        layout_name=layout_name,
+        pad=pad,
+        ids=True,
+        unpack=unpackers["portable"],
+    )
     for h in range(3):
         assert not np.any(out[layout.features_name(h)].numpy())
         assert out[layout.features_name(h)].dtype == tf.float64
     if pad:
-        assert not np.any(out[layout.mask_name(1)].numpy()) and not np.any(out[layout.mask_name(2)].numpy())
+        assert not np.any(out[layout.mask_name(1)].numpy()) and not np.any(
+            out[layout.mask_name(2)].numpy()
+        )
         assert set(out[layout.ids_name(2)].numpy().ravel().tolist()) == {layout.PAD_ID}
     else:
         assert set(out[layout.ids_name(2)].numpy().ravel().tolist()) == {0}  # resampled from itself
@@ -200,14 +274,17 @@ def test_the_cpp_reader_reads_the_new_layouts_unchanged(reader_cli, helpers):
     g = random_graph(3, 5)
     blobs = []
     for layout_name in ("compact", "sparse"):
-        [row] = g.call("tf_features.sample", [0, 1], [3, 2], ["f"], {"seed": 2, "layout": layout_name})
+        [row] = g.call(
+            "tf_features.sample", [0, 1], [3, 2], ["f"], {"seed": 2, "layout": layout_name}
+        )
         blobs.append(blob.b64decode(row["blob"]))
     lines = helpers.run_cli(reader_cli, frames=blobs)
     for line, data in zip(lines, blobs):
         assert line["ok"] is True, line.get("error")
         table = blob.read_table(data)
         assert [(s["name"], s["dtype"], s["shape"]) for s in line["sections"]] == [
-            (s.name, s.dtype, list(s.shape)) for s in table]
+            (s.name, s.dtype, list(s.shape)) for s in table
+        ]
         unpacked = blob.unpack(data)
         for s in line["sections"]:
             name = s["name"]

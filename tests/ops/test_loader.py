@@ -46,13 +46,19 @@ def test_missing_compiler_error_says_what_was_tried_and_what_to_do(monkeypatch, 
 def test_compile_failure_reports_the_command_and_compiler_output(monkeypatch, tmp_path):
     fake = tmp_path / "bin" / "fake-cxx"
     fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\necho 'fatal error: tensorflow/core/framework/op.h: No such file' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'fatal error: tensorflow/core/framework/op.h: No such file' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("MEMGRAPH_TF_CXX", str(fake))
-    with pytest.raises(_loader.OpLibraryError, match=r"exited 1:\nfatal error: tensorflow/core/framework/op.h") as info:
+    with pytest.raises(
+        _loader.OpLibraryError, match=r"exited 1:\nfatal error: tensorflow/core/framework/op.h"
+    ) as info:
         _loader.build_library(cache_dir=tmp_path / "cache")
     assert "-shared -fPIC" in str(info.value)
-    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()], "temporary file left behind"
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()], (
+        "temporary file left behind"
+    )
 
 
 @pytest.mark.slow
@@ -69,8 +75,15 @@ def test_concurrent_builds_into_one_cache_all_load(tmp_path):
         print(path, hasattr(lib, "memgraph_tf_unpack_blob"))
         """
     )
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
@@ -105,8 +118,13 @@ def test_cached_build_is_reused_and_force_rebuilds(tmp_path, ops, monkeypatch):
 
 def test_cli_build_ops_prints_the_cached_library(tmp_path):
     env = dict(os.environ)
-    proc = subprocess.run([sys.executable, "-m", "memgraph_tf.cli", "build-ops"], capture_output=True,
-                          text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memgraph_tf.cli", "build-ops"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = pathlib.Path(proc.stdout.strip().splitlines()[-1])
     assert path.name == "_memgraph_tf_ops.so" and path.is_file()
@@ -129,8 +147,12 @@ def test_a_copy_of_the_library_loaded_first_still_gives_a_working_op(tmp_path):
         print(x.numpy().tolist())
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "bundled_ops.so")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "bundled_ops.so")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[1.5, -2.0]"
     assert "already registered by another copy of the op library" in proc.stderr
@@ -154,10 +176,13 @@ def test_first_use_inside_tf_function_loads_the_library_once(tmp_path):
         print(unpack_blob(data, ["x"], ["float32"])[0].numpy().tolist())
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-2:] == ["[1.5, -2.0] True", "[1.5, -2.0]"]
     assert "already registered by another copy" not in proc.stderr
+
 
 def test_library_path_changes_with_the_sources(tmp_path, monkeypatch):
     """The cache key covers the C++ sources: an edited source gets a fresh folder (a stale build is
@@ -189,7 +214,9 @@ def test_load_failure_says_what_was_tried_and_what_to_do(tmp_path):
         """
     )
     env = {**os.environ, "MEMGRAPH_TF_OP_CACHE_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ERROR<<" in proc.stdout, f"no OpLibraryError: {proc.stdout[-2000:]}"
     message = proc.stdout.split("ERROR<<", 1)[1].rsplit(">>", 1)[0]
@@ -198,4 +225,7 @@ def test_load_failure_says_what_was_tried_and_what_to_do(tmp_path):
     assert f"  - build: {target}" in message
     assert f"tf.load_op_library('{target}') failed: " in message
     assert f"TensorFlow found: {tf.__version__}; needed: 2.21.*" in message
-    assert f"What to do: rebuild it with `memgraph-tf build-ops --force` (or delete {target.parent})" in message
+    assert (
+        f"What to do: rebuild it with `memgraph-tf build-ops --force` (or delete {target.parent})"
+        in message
+    )

@@ -10,9 +10,16 @@ from hypothesis.extra import numpy as hnp
 
 from memgraph_tf import blob
 
-NP = {"bool": np.bool_, "int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
+NP = {
+    "bool": np.bool_,
+    "int32": np.int32,
+    "int64": np.int64,
+    "float32": np.float32,
+    "float64": np.float64,
+}
 NAMES = st.text(alphabet="abcxyzAZ09_.-:/", min_size=1, max_size=12).filter(
-    lambda n: not n.endswith(".row_splits"))
+    lambda n: not n.endswith(".row_splits")
+)
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3)
 
 
@@ -51,7 +58,11 @@ def section_sets(draw):
     names = draw(st.lists(NAMES, min_size=1, max_size=5, unique=True))
     sections, dtypes = {}, {}
     for name in names:
-        if len(name) <= 29 and draw(st.booleans()) and not any(n.startswith(name + ".") for n in names):
+        if (
+            len(name) <= 29
+            and draw(st.booleans())
+            and not any(n.startswith(name + ".") for n in names)
+        ):
             dtype, value = draw(ragged_section())
         else:
             dtype, value = draw(dense_section())
@@ -76,15 +87,20 @@ def assert_equal(got, want, what):
     if want.dtype == object:
         assert as_bytes_list(got) == as_bytes_list(want), what
     else:
-        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), f"{what}: {got} != {want}"
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (
+            f"{what}: {got} != {want}"
+        )
 
 
 def ragged_rows(values, splits):
     return [np.asarray(values)[a:b] for a, b in zip(splits[:-1], splits[1:])]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(section_sets())
 def test_pack_then_op_equals_portable_equals_blob_unpack(ops, case):
     sections, dtypes = case
@@ -99,10 +115,14 @@ def test_pack_then_op_equals_portable_equals_blob_unpack(ops, case):
     portable_batch = ops.unpack_blob_portable([data, data], names, kinds, ragged=ragged)
     # The Memgraph transport: the op decoding base64url text (padded, and not) gives the same tensors.
     text = blob.b64encode(data)
-    op_text = ops.unpack_blob([text, text.rstrip("=")], names, kinds, ragged=ragged, encoding="base64")
+    op_text = ops.unpack_blob(
+        [text, text.rstrip("=")], names, kinds, ragged=ragged, encoding="base64"
+    )
     for i, name in enumerate(names):
         if isinstance(op_text[i], tf.RaggedTensor):
-            assert_equal(op_text[i].flat_values.numpy(), op_batch[i].flat_values.numpy(), f"{name} base64")
+            assert_equal(
+                op_text[i].flat_values.numpy(), op_batch[i].flat_values.numpy(), f"{name} base64"
+            )
             for got, want in zip(op_text[i].nested_row_splits, op_batch[i].nested_row_splits):
                 assert got.numpy().tolist() == want.numpy().tolist(), f"{name} base64 splits"
         else:
@@ -114,9 +134,16 @@ def test_pack_then_op_equals_portable_equals_blob_unpack(ops, case):
                 assert_equal(out.flat_values.numpy(), ref.values, f"{name} values")
                 assert out.row_splits.numpy().tolist() == ref.row_splits.tolist(), name
             for out in (op_batch[i], portable_batch[i]):
-                assert out.row_splits.numpy().tolist() == [0, len(ref.row_splits) - 1,
-                                                           2 * (len(ref.row_splits) - 1)]
-                assert_equal(out.flat_values.numpy(), np.concatenate([ref.values, ref.values]), f"{name} batch")
+                assert out.row_splits.numpy().tolist() == [
+                    0,
+                    len(ref.row_splits) - 1,
+                    2 * (len(ref.row_splits) - 1),
+                ]
+                assert_equal(
+                    out.flat_values.numpy(),
+                    np.concatenate([ref.values, ref.values]),
+                    f"{name} batch",
+                )
         else:
             assert_equal(op_out[i].numpy(), ref, f"{name} op")
             assert_equal(portable_out[i].numpy(), ref, f"{name} portable")

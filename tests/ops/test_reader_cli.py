@@ -49,7 +49,9 @@ def assert_cli_matches_python(line: dict[str, Any], data: bytes, helpers) -> Non
         if got.dtype == object:
             assert list(got.reshape(-1)) == [bytes(x) for x in want.reshape(-1)], section["name"]
         else:
-            assert np.array_equal(got, want.astype(got.dtype), equal_nan=got.dtype.kind == "f"), section["name"]
+            assert np.array_equal(got, want.astype(got.dtype), equal_nan=got.dtype.kind == "f"), (
+                section["name"]
+            )
 
 
 def test_valid_golden_vectors_decode_to_the_json_values(reader_cli, valid_vector, helpers):
@@ -60,8 +62,11 @@ def test_valid_golden_vectors_decode_to_the_json_values(reader_cli, valid_vector
     for got, want in zip(line["sections"], doc["sections"]):
         assert got["dtype"] == want["dtype"]
         assert got["shape"] == want["shape"]
-        helpers.assert_same_array(cli_array(got, helpers.np_dtypes), helpers.expected_array(want),
-                                  f"{name}/{want['name']}")
+        helpers.assert_same_array(
+            cli_array(got, helpers.np_dtypes),
+            helpers.expected_array(want),
+            f"{name}/{want['name']}",
+        )
 
 
 def test_invalid_golden_vectors_give_the_spec_message(reader_cli, invalid_vector, helpers):
@@ -71,7 +76,9 @@ def test_invalid_golden_vectors_give_the_spec_message(reader_cli, invalid_vector
     assert line["error"] == doc["error"]
 
 
-def test_every_truncation_of_every_valid_vector_is_rejected_like_python(reader_cli, valid_vector, helpers, tmp_path):
+def test_every_truncation_of_every_valid_vector_is_rejected_like_python(
+    reader_cli, valid_vector, helpers, tmp_path
+):
     name, data, _ = valid_vector
     path = tmp_path / f"{name}.bin"
     path.write_bytes(data)
@@ -113,7 +120,10 @@ def test_dims_claiming_more_than_held_is_rejected_without_allocating(reader_cli,
     claim[32 + 24 : 32 + 40] = big.to_bytes(8, "little") + big.to_bytes(8, "little")
     (line,) = helpers.run_cli(reader_cli, frames=[bytes(claim)])
     assert line["ok"] is False
-    assert line["error"] == "section 0 ('x') dims: expected <= 2147483647 elements, got more at offset 56"
+    assert (
+        line["error"]
+        == "section 0 ('x') dims: expected <= 2147483647 elements, got more at offset 56"
+    )
     # Dims that fit the element limit but not the blob: rejected by payload_length (rule 22).
     claim[32 + 24 : 32 + 40] = (1000).to_bytes(8, "little") + (1000).to_bytes(8, "little")
     (line,) = helpers.run_cli(reader_cli, frames=[bytes(claim)])
@@ -121,7 +131,10 @@ def test_dims_claiming_more_than_held_is_rejected_without_allocating(reader_cli,
     # payload_length agreeing with the dims but beyond the blob: rule 23.
     claim[32 + 16 : 32 + 24] = (4000000).to_bytes(8, "little")
     (line,) = helpers.run_cli(reader_cli, frames=[bytes(claim)])
-    assert line["error"] == "section 0 ('x') payload: expected to end by 176, got end 4000160 at offset 48"
+    assert (
+        line["error"]
+        == "section 0 ('x') payload: expected to end by 176, got end 4000160 at offset 48"
+    )
 
 
 def test_string_payload_length_near_2_to_64_reports_the_exact_end(reader_cli, helpers):

@@ -54,7 +54,9 @@ def test_saved_model_reloads_in_a_fresh_process(ops, kind, tmp_path):
     class Decoder(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="blobs")])
         def serve(self, blobs):
-            x, nbrs = fn(blobs, ["x", "nbrs"], ["float32", "int64"], ragged=["nbrs"], shapes=[[3], [None]])
+            x, nbrs = fn(
+                blobs, ["x", "nbrs"], ["float32", "int64"], ragged=["nbrs"], shapes=[[3], [None]]
+            )
             return {"x": x, "nbrs": nbrs.flat_values, "nbrs_splits": nbrs.values.row_splits}
 
     module = Decoder()
@@ -64,13 +66,26 @@ def test_saved_model_reloads_in_a_fresh_process(ops, kind, tmp_path):
     if kind == "op":
         assert "MemgraphTf>UnpackBlob" in types
     else:
-        assert not [t for t in types if t.startswith("MemgraphTf")], "the portable model must use stock ops only"
-    blobs = [blob.pack({"x": np.array([i, i + 0.5, -i], np.float32),
-                        "nbrs": blob.Ragged(np.arange(i + 1, dtype=np.int64), [0, i + 1])}) for i in range(3)]
+        assert not [t for t in types if t.startswith("MemgraphTf")], (
+            "the portable model must use stock ops only"
+        )
+    blobs = [
+        blob.pack(
+            {
+                "x": np.array([i, i + 0.5, -i], np.float32),
+                "nbrs": blob.Ragged(np.arange(i + 1, dtype=np.int64), [0, i + 1]),
+            }
+        )
+        for i in range(3)
+    ]
     blob_path = tmp_path / "blobs.json"
     blob_path.write_text(json.dumps([b.hex() for b in blobs]))
-    proc = subprocess.run([sys.executable, "-c", RELOAD, kind, path, str(blob_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", RELOAD, kind, path, str(blob_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["x"] == [[float(i), i + 0.5, float(-i)] for i in range(3)]
@@ -101,5 +116,7 @@ def test_saved_models_name_the_encoding_attr_only_when_it_is_not_the_default(ops
     for f in sm.meta_graphs[0].graph_def.library.function:
         for node in f.node_def:
             if node.op == "MemgraphTf>UnpackBlob":
-                encodings[f.signature.name.split("_")[3]] = node.attr["encoding"].s if "encoding" in node.attr else None
+                encodings[f.signature.name.split("_")[3]] = (
+                    node.attr["encoding"].s if "encoding" in node.attr else None
+                )
     assert encodings == {"raw": None, "text": b"base64"}

@@ -19,7 +19,7 @@ def decoder(ops, kind: str):
     return ops.unpack_blob if kind == "op" else ops.unpack_blob_portable
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def graph_decoder(kind: str, names: tuple, dtypes: tuple, ragged: tuple = ()):
     """The decoder in its own tf.Graph run by a Session: built once, called thousands of times.
 
@@ -75,8 +75,13 @@ def good_blob(names, dtypes, ragged=()) -> bytes:
 
 
 def helpers_np_dtype(d: str):
-    return {"bool": np.bool_, "int32": np.int32, "int64": np.int64, "float32": np.float32,
-            "float64": np.float64}[d]
+    return {
+        "bool": np.bool_,
+        "int32": np.int32,
+        "int64": np.int64,
+        "float32": np.float32,
+        "float64": np.float64,
+    }[d]
 
 
 @pytest.mark.parametrize("kind", DECODERS)
@@ -93,13 +98,17 @@ def test_valid_golden_vectors_decode_to_the_json_values(ops, kind, valid_vector,
     py = blob.unpack(data)
     for got, want in zip(out, doc["sections"]):
         assert got.dtype == tf.as_dtype(want["dtype"])
-        helpers.assert_same_array(got.numpy(), helpers.expected_array(want), f"{name}/{want['name']}")
+        helpers.assert_same_array(
+            got.numpy(), helpers.expected_array(want), f"{name}/{want['name']}"
+        )
         # Same as the Python reader.
         value = py.get(want["name"])
         if isinstance(value, blob.Ragged):
             value = value.values
         if value is not None:
-            helpers.assert_same_array(got.numpy(), np.asarray(value), f"{name}/{want['name']} vs blob.unpack")
+            helpers.assert_same_array(
+                got.numpy(), np.asarray(value), f"{name}/{want['name']} vs blob.unpack"
+            )
 
 
 @pytest.mark.parametrize("kind", DECODERS)
@@ -111,7 +120,9 @@ def test_invalid_golden_vectors_raise_the_spec_message(ops, kind, invalid_vector
     assert doc["error"] in message
     # Vector of blobs: the bad blob is named by its index.
     good = good_blob(names, dtypes, ragged)
-    message = error_of(decoder(ops, kind), [good, data], list(names), list(dtypes), ragged=list(ragged))
+    message = error_of(
+        decoder(ops, kind), [good, data], list(names), list(dtypes), ragged=list(ragged)
+    )
     assert message is not None and f"blob 1: {doc['error']}" in message
 
 
@@ -121,17 +132,29 @@ def test_ragged_golden_vector_decodes_as_ragged_tensors(ops, kind, helpers):
     if data is None:
         pytest.skip("tests/golden/valid/ragged.bin is absent")
     py = blob.unpack(data)
-    nbrs, vec = decoder(ops, kind)(data, ["nbrs", "vec"], ["int64", "float32"], ragged=["nbrs", "vec"])
+    nbrs, vec = decoder(ops, kind)(
+        data, ["nbrs", "vec"], ["int64", "float32"], ragged=["nbrs", "vec"]
+    )
     assert isinstance(nbrs, tf.RaggedTensor) and isinstance(vec, tf.RaggedTensor)
     want = py["nbrs"]
-    assert nbrs.to_list() == [list(want.values[a:b]) for a, b in zip(want.row_splits[:-1], want.row_splits[1:])]
+    assert nbrs.to_list() == [
+        list(want.values[a:b]) for a, b in zip(want.row_splits[:-1], want.row_splits[1:])
+    ]
     assert vec.shape.rank == 3 and vec.flat_values.shape[-1] == 2
-    assert vec.to_list() == [py["vec"].values[a:b].tolist() for a, b in zip(py["vec"].row_splits[:-1],
-                                                                             py["vec"].row_splits[1:])]
+    assert vec.to_list() == [
+        py["vec"].values[a:b].tolist()
+        for a, b in zip(py["vec"].row_splits[:-1], py["vec"].row_splits[1:])
+    ]
     # A vector of blobs: [batch, (nrows), (ragged), ...], rows of each blob in order.
-    other = blob.pack({"nbrs": blob.Ragged(np.array([5, 6, 7], np.int64), [0, 1, 3]),
-                       "vec": blob.Ragged(np.ones((1, 2), np.float32), [0, 0, 1])})
-    nb2, vec2 = decoder(ops, kind)([data, other], ["nbrs", "vec"], ["int64", "float32"], ragged=["nbrs", "vec"])
+    other = blob.pack(
+        {
+            "nbrs": blob.Ragged(np.array([5, 6, 7], np.int64), [0, 1, 3]),
+            "vec": blob.Ragged(np.ones((1, 2), np.float32), [0, 0, 1]),
+        }
+    )
+    nb2, vec2 = decoder(ops, kind)(
+        [data, other], ["nbrs", "vec"], ["int64", "float32"], ragged=["nbrs", "vec"]
+    )
     assert nb2.to_list() == [nbrs.to_list(), [[5], [6, 7]]]
     assert vec2.to_list() == [vec.to_list(), [[], [[1.0, 1.0]]]]
     assert nb2.ragged_rank == 2
@@ -172,7 +195,9 @@ def test_single_byte_mutations_match_the_python_reader(ops, kind, valid_vector, 
         except tf.errors.InvalidArgumentError as exc:
             if ok:
                 # A mutated name makes the requested section absent: a lookup error, not a format one.
-                assert "expected a section named" in exc.message or "expected dtype" in exc.message, exc.message
+                assert (
+                    "expected a section named" in exc.message or "expected dtype" in exc.message
+                ), exc.message
                 continue
             assert f"blob: {want}" in exc.message
             continue
@@ -180,7 +205,9 @@ def test_single_byte_mutations_match_the_python_reader(ops, kind, valid_vector, 
         for n, got in zip(names, out):
             value = want[n].values if isinstance(want[n], blob.Ragged) else want[n]
             if got.dtype.kind == "f":
-                assert np.array_equal(got.reshape(-1), np.asarray(value).reshape(-1), equal_nan=True)
+                assert np.array_equal(
+                    got.reshape(-1), np.asarray(value).reshape(-1), equal_nan=True
+                )
             else:
                 assert got.reshape(-1).tolist() == np.asarray(value).reshape(-1).tolist()
 
@@ -198,37 +225,56 @@ def test_dims_claiming_more_than_held_is_rejected_before_allocating(ops, kind):
     (~48 GB of tstring objects, each constructed): a decoder that sized an output by the dims
     before checking them would fail with ResourceExhaustedError or die, not give this message."""
     claim = bytearray(blob.pack({"x": np.zeros((2, 2), np.float32)}))
-    claim[32 + 24: 32 + 40] = (1000).to_bytes(8, "little") * 2
+    claim[32 + 24 : 32 + 40] = (1000).to_bytes(8, "little") * 2
     message = error_of(decoder(ops, kind), bytes(claim), ["x"], ["float32"])
     assert "blob: section 0 ('x') payload_length: expected 4000000, got 16 at offset 48" in message
-    claim[32 + 16: 32 + 24] = (4 * 10**6).to_bytes(8, "little")
+    claim[32 + 16 : 32 + 24] = (4 * 10**6).to_bytes(8, "little")
     message = error_of(decoder(ops, kind), bytes(claim), ["x"], ["float32"])
-    assert "blob: section 0 ('x') payload: expected to end by 176, got end 4000160 at offset 48" in message
+    assert (
+        "blob: section 0 ('x') payload: expected to end by 176, got end 4000160 at offset 48"
+        in message
+    )
     # More elements than 2^31 - 1: rule 21, checked with an overflow-free product.
-    claim[32 + 24: 32 + 40] = (2**31 - 1).to_bytes(8, "little") * 2
+    claim[32 + 24 : 32 + 40] = (2**31 - 1).to_bytes(8, "little") * 2
     message = error_of(decoder(ops, kind), bytes(claim), ["x"], ["float32"])
-    assert "blob: section 0 ('x') dims: expected <= 2147483647 elements, got more at offset 56" in message
+    assert (
+        "blob: section 0 ('x') dims: expected <= 2147483647 elements, got more at offset 56"
+        in message
+    )
     # 2^31 - 1 strings (within the element limit) whose offsets alone would need 16 GB, in 184 bytes.
     strings = bytearray(blob.pack({"s": ["ab"]}))
-    strings[32 + 24: 32 + 32] = (2**31 - 1).to_bytes(8, "little")
-    strings[32 + 16: 32 + 24] = (8 * 2**31).to_bytes(8, "little")
+    strings[32 + 24 : 32 + 32] = (2**31 - 1).to_bytes(8, "little")
+    strings[32 + 16 : 32 + 24] = (8 * 2**31).to_bytes(8, "little")
     message = error_of(decoder(ops, kind), bytes(strings), ["s"], ["string"])
-    assert "blob: section 0 ('s') payload: expected to end by 184, got end 17179869344 at offset 48" in message
+    assert (
+        "blob: section 0 ('s') payload: expected to end by 184, got end 17179869344 at offset 48"
+        in message
+    )
 
 
 @pytest.mark.parametrize("kind", DECODERS)
 def test_batched_blobs_stack_along_a_new_leading_dim(ops, kind):
-    blobs = [blob.pack({"x": np.full((2, 3), i, np.float32), "s": [f"n{i}", ""], "ok": [i % 2 == 0]})
-             for i in range(4)]
+    blobs = [
+        blob.pack({"x": np.full((2, 3), i, np.float32), "s": [f"n{i}", ""], "ok": [i % 2 == 0]})
+        for i in range(4)
+    ]
     x, s, ok = decoder(ops, kind)(blobs, ["x", "s", "ok"], [tf.float32, "string", "bool"])
     assert x.shape == (4, 2, 3)
     assert x.numpy()[:, 0, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert s.numpy().tolist() == [[f"n{i}".encode(), b""] for i in range(4)]
     assert ok.numpy().reshape(-1).tolist() == [True, False, True, False]
     # Sections at different places in different blobs (other sections before them, other order).
-    mixed = [blob.pack({"x": np.full((2, 3), 7, np.float32), "s": ["a", "b"], "ok": [True]}),
-             blob.pack({"pad": np.zeros(5, np.int32), "ok": [False], "s": ["", "ccc"],
-                        "x": np.full((2, 3), 8, np.float32)})]
+    mixed = [
+        blob.pack({"x": np.full((2, 3), 7, np.float32), "s": ["a", "b"], "ok": [True]}),
+        blob.pack(
+            {
+                "pad": np.zeros(5, np.int32),
+                "ok": [False],
+                "s": ["", "ccc"],
+                "x": np.full((2, 3), 8, np.float32),
+            }
+        ),
+    ]
     x, s, ok = decoder(ops, kind)(mixed, ["x", "s", "ok"], [tf.float32, "string", "bool"])
     assert x.numpy()[:, 1, 2].tolist() == [7.0, 8.0]
     assert s.numpy().tolist() == [[b"a", b"b"], [b"", b"ccc"]]
@@ -237,7 +283,9 @@ def test_batched_blobs_stack_along_a_new_leading_dim(ops, kind):
 
 @pytest.mark.parametrize("kind", DECODERS)
 def test_batched_blobs_with_mismatching_shapes_name_the_blob(ops, kind):
-    blobs = [blob.pack({"x": np.zeros((2, 16), np.float32)})] * 3 + [blob.pack({"x": np.zeros((3, 16), np.float32)})]
+    blobs = [blob.pack({"x": np.zeros((2, 16), np.float32)})] * 3 + [
+        blob.pack({"x": np.zeros((3, 16), np.float32)})
+    ]
     message = error_of(decoder(ops, kind), blobs, ["x"], ["float32"])
     assert "blob 3 section 'x': expected shape [2,16], got [3,16] (as blob 0)" in message
     # Ragged sections only need the same inner dims.
@@ -253,12 +301,16 @@ def test_batched_blobs_with_mismatching_shapes_name_the_blob(ops, kind):
 def test_absent_section_and_wrong_dtype_are_named(ops, kind):
     data = blob.pack({"a": np.zeros(2, np.int64), "b": np.zeros(1, np.float32)})
     message = error_of(decoder(ops, kind), data, ["c"], ["float32"])
-    assert "blob: section 'c': expected a section named 'c', got none (present: 'a', 'b')" in message
+    assert (
+        "blob: section 'c': expected a section named 'c', got none (present: 'a', 'b')" in message
+    )
     message = error_of(decoder(ops, kind), data, ["a"], ["float32"])
     assert "blob: section 'a': expected dtype float32, got int64 at offset 32" in message
     message = error_of(decoder(ops, kind), data, ["a"], ["int64"], ragged=["a"])
-    assert ("blob: section 'a.row_splits': expected an int64 row-splits section for ragged 'a', got none"
-            in message)
+    assert (
+        "blob: section 'a.row_splits': expected an int64 row-splits section for ragged 'a', got none"
+        in message
+    )
 
 
 @pytest.mark.parametrize("kind", DECODERS)
@@ -282,13 +334,20 @@ def test_argument_errors_name_the_parameter(ops, kind):
     data = blob.pack({"x": [1.0]})
     with pytest.raises(ValueError, match=r"names: expected at least one section name, got \[\]"):
         fn(data, [], [])
-    with pytest.raises(ValueError, match=r"dtypes: expected 1 entries \(one per name in \['x'\]\), got 2"):
+    with pytest.raises(
+        ValueError, match=r"dtypes: expected 1 entries \(one per name in \['x'\]\), got 2"
+    ):
         fn(data, ["x"], ["float32", "int64"])
-    with pytest.raises(ValueError, match=r"dtypes: expected one of \[.*'float32'.*\] or the tf.DType, got 'float16'"):
+    with pytest.raises(
+        ValueError,
+        match=r"dtypes: expected one of \[.*'float32'.*\] or the tf.DType, got 'float16'",
+    ):
         fn(data, ["x"], ["float16"])
     with pytest.raises(ValueError, match=r"ragged: expected names among \['x'\], got \['y'\]"):
         fn(data, ["x"], ["float64"], ragged=["y"])
-    with pytest.raises(ValueError, match=r"dtypes: expected one of \[.*'float32'.*\] or the tf.DType, got \[1\]"):
+    with pytest.raises(
+        ValueError, match=r"dtypes: expected one of \[.*'float32'.*\] or the tf.DType, got \[1\]"
+    ):
         fn(data, ["x"], [[1]])
     with pytest.raises(ValueError, match=r"names: expected each name once, got \['x', 'x'\]"):
         fn(data, ["x", "x"], ["float64", "float64"])
@@ -303,15 +362,19 @@ def test_argument_errors_name_the_parameter(ops, kind):
         tf.function(lambda b: fn(b, ["x"], ["float64"]))(tf.constant([[data]]))
     message = error_of(fn, tf.constant([], tf.string), ["x"], ["float64"])
     assert "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector" in message
-    graph_fn = tf.function(lambda b: fn(b, ["x"], ["float64"]), input_signature=[tf.TensorSpec([None], tf.string)])
+    graph_fn = tf.function(
+        lambda b: fn(b, ["x"], ["float64"]), input_signature=[tf.TensorSpec([None], tf.string)]
+    )
     message = error_of(graph_fn, tf.constant([], tf.string))
     assert "blobs: expected a scalar or a vector of at least 1 blob, got an empty vector" in message
 
 
 @pytest.mark.parametrize("kind", DECODERS)
 def test_works_in_tf_function_and_tf_data(ops, kind):
-    blobs = [blob.pack({"x": np.arange(4, dtype=np.float32) + i, "nb": blob.Ragged([i, i + 1], [0, 2])})
-             for i in range(5)]
+    blobs = [
+        blob.pack({"x": np.arange(4, dtype=np.float32) + i, "nb": blob.Ragged([i, i + 1], [0, 2])})
+        for i in range(5)
+    ]
 
     @tf.function
     def f(b):
@@ -320,12 +383,18 @@ def test_works_in_tf_function_and_tf_data(ops, kind):
 
     x, nb = f(tf.constant(blobs[2]))
     assert x.numpy().tolist() == [2.0, 3.0, 4.0, 5.0] and nb.numpy().tolist() == [2, 3]
-    ds = tf.data.Dataset.from_tensor_slices(blobs).map(
-        lambda b: decoder(ops, kind)(b, ["x"], ["float32"])[0]).batch(5)
+    ds = (
+        tf.data.Dataset.from_tensor_slices(blobs)
+        .map(lambda b: decoder(ops, kind)(b, ["x"], ["float32"])[0])
+        .batch(5)
+    )
     (batch,) = list(ds)
     assert batch.numpy()[:, 0].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
-    ds = tf.data.Dataset.from_tensor_slices(blobs).batch(2).map(
-        lambda b: decoder(ops, kind)(b, ["x"], ["float32"])[0])
+    ds = (
+        tf.data.Dataset.from_tensor_slices(blobs)
+        .batch(2)
+        .map(lambda b: decoder(ops, kind)(b, ["x"], ["float32"])[0])
+    )
     assert [t.shape[0] for t in ds] == [2, 2, 1]
 
 
@@ -348,12 +417,13 @@ def test_op_is_registered_not_differentiable(ops):
     assert grads[1] is None and grads[0] is not None
 
 
-
 @pytest.mark.parametrize("kind", DECODERS)
 def test_base64url_transport_decodes_in_graph(ops, kind):
     """Blobs leave Memgraph as base64url text with padding (spec section 6): tf.io.decode_base64
     (web-safe alphabet) turns them back into blobs inside the graph."""
-    blobs = [blob.pack({"x": np.array([i, -i], np.float32), "t": [f"\u00e9{i}" * i]}) for i in range(3)]
+    blobs = [
+        blob.pack({"x": np.array([i, -i], np.float32), "t": [f"\u00e9{i}" * i]}) for i in range(3)
+    ]
     text = tf.constant([blob.b64encode(b) for b in blobs])
     x, t = decoder(ops, kind)(tf.io.decode_base64(text), ["x", "t"], ["float32", "string"])
     assert x.numpy().tolist() == [[0.0, 0.0], [1.0, -1.0], [2.0, -2.0]]
@@ -366,7 +436,7 @@ def test_payload_end_past_2_to_64_is_printed_exactly(ops, kind, payload_length, 
     """payload_offset (160) + a string section's payload_length may exceed 2^64: the message gives
     the true sum, as Python's integers do."""
     bad = bytearray(blob.pack({"s": ["ab"]}))
-    bad[32 + 16: 32 + 24] = payload_length.to_bytes(8, "little")
+    bad[32 + 16 : 32 + 24] = payload_length.to_bytes(8, "little")
     ok, want = helpers.python_result(bytes(bad))
     assert not ok and f"got end {160 + payload_length} at offset 48" in want
     message = error_of(decoder(ops, kind), bytes(bad), ["s"], ["string"])
@@ -396,10 +466,15 @@ def test_portable_memory_follows_the_blobs_total_size(tmp_path):
         print("GROWTH_MB", (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
-    assert "blob 0: section table: expected at least 131104 bytes for 1024 sections, got 32 at offset 32" in lines[0]
+    assert (
+        "blob 0: section table: expected at least 131104 bytes for 1024 sections, got 32 at offset 32"
+        in lines[0]
+    )
     growth_mb = int(lines[-1].split()[1])
     assert growth_mb < 400, f"peak RSS grew by {growth_mb} MB"
 
@@ -414,7 +489,10 @@ def test_error_order_in_a_batch_is_format_first_then_name_major(ops, kind):
     truncated = ab[:-8]
     fn = decoder(ops, kind)
     message = error_of(fn, [ab, only_a, truncated], ["a", "b"], ["float64", "float64"])
-    assert f"blob 2: total_length: expected {len(ab) - 8} (the blob's size), got {len(ab)} at offset 16" in message
+    assert (
+        f"blob 2: total_length: expected {len(ab) - 8} (the blob's size), got {len(ab)} at offset 16"
+        in message
+    )
     message = error_of(fn, [ab, only_a, only_b], ["a", "b"], ["float64", "float64"])
     assert "blob 2: section 'a': expected a section named 'a', got none (present: 'b')" in message
     message = error_of(fn, [ab, only_a, only_b], ["b", "a"], ["float64", "float64"])
@@ -444,8 +522,18 @@ def test_large_payloads_decode_exactly(ops, kind):
     assert np.array_equal(bf.numpy(), np.stack([flags, ~flags]))
 
 
-@pytest.mark.parametrize("length", [(4 << 20) - 1, 4 << 20, (4 << 20) + 1, (16 << 20) - 1, (16 << 20) + 64,
-                                    (16 << 20) + 1013, (33 << 20) + 7])
+@pytest.mark.parametrize(
+    "length",
+    [
+        (4 << 20) - 1,
+        4 << 20,
+        (4 << 20) + 1,
+        (16 << 20) - 1,
+        (16 << 20) + 64,
+        (16 << 20) + 1013,
+        (33 << 20) + 7,
+    ],
+)
 def test_copy_ranges_cover_every_byte_around_the_thresholds(ops, length):
     """The op splits large payloads into per-thread ranges (rounded to cache lines) and streams those
     past 16 MB: lengths just around the thresholds, and ones no block size divides, come back whole,
@@ -467,15 +555,23 @@ def test_blobs_of_unknown_static_rank(ops):
     with graph.as_default():
         unknown = tf.compat.v1.placeholder(tf.string, None)
         (x,) = ops.unpack_blob(unknown, ["x"], ["float64"])
-        with pytest.raises(ValueError, match=r"blobs: expected a tensor of known rank \(0 or 1\) for ragged "
-                                             r"outputs, got unknown rank"):
+        with pytest.raises(
+            ValueError,
+            match=r"blobs: expected a tensor of known rank \(0 or 1\) for ragged "
+            r"outputs, got unknown rank",
+        ):
             ops.unpack_blob(unknown, ["r"], ["int64"], ragged=["r"])
-        with pytest.raises(ValueError, match=r"blobs: expected a scalar or a vector of blobs \(rank 0 or 1\), "
-                                             r"got shape <unknown>"):
+        with pytest.raises(
+            ValueError,
+            match=r"blobs: expected a scalar or a vector of blobs \(rank 0 or 1\), "
+            r"got shape <unknown>",
+        ):
             ops.unpack_blob_portable(unknown, ["x"], ["float64"])
     with tf.compat.v1.Session(graph=graph) as session:
         assert session.run(x, {unknown: [data, data]}).tolist() == [[1.5], [1.5]]
         assert session.run(x, {unknown: data}).tolist() == [1.5]
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match=r"blobs: expected a scalar or a vector of blobs, got shape \[1,1\]"):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=r"blobs: expected a scalar or a vector of blobs, got shape \[1,1\]",
+        ):
             session.run(x, {unknown: [[data]]})

@@ -9,11 +9,11 @@ import subprocess
 import sys
 import time
 import types
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
-
 
 TOY_LABELS = ["cold", "hot"]
 
@@ -53,16 +53,21 @@ def export_toy(path: pathlib.Path, version: int) -> None:
         def classify(self, inputs):
             logits = self._logits(self._parse(inputs))
             n = tf.shape(inputs)[0]
-            return {"classes": tf.tile(self.labels[None, :], [n, 1]),
-                    "scores": tf.nn.softmax(logits)}
+            return {
+                "classes": tf.tile(self.labels[None, :], [n, 1]),
+                "scores": tf.nn.softmax(logits),
+            }
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
         def regress(self, inputs):
             return {"outputs": tf.reduce_sum(self._logits(self._parse(inputs)), axis=1)}
 
     m = Toy()
-    tf.saved_model.save(m, str(path), signatures={
-        "serving_default": m.predict, "classify": m.classify, "regress": m.regress})
+    tf.saved_model.save(
+        m,
+        str(path),
+        signatures={"serving_default": m.predict, "classify": m.classify, "regress": m.regress},
+    )
 
 
 def toy_in_process(version: int, x: np.ndarray) -> np.ndarray:
@@ -130,15 +135,21 @@ def cli_server(repo_root):
     from memgraph_tf.testing.arcadedb import free_port
 
     @contextlib.contextmanager
-    def serve(args: list[str], model: str, *, stop: int = signal.SIGTERM,
-              start_timeout_s: float = 120) -> Iterator[types.SimpleNamespace]:
+    def serve(
+        args: list[str], model: str, *, stop: int = signal.SIGTERM, start_timeout_s: float = 120
+    ) -> Iterator[types.SimpleNamespace]:
         port = free_port()
         proc = subprocess.Popen(
             [sys.executable, "-m", "memgraph_tf.cli", "serve", *args, "--port", str(port)],
-            cwd=repo_root, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONFAULTHANDLER": "1"},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        run = types.SimpleNamespace(url=f"http://127.0.0.1:{port}", port=port, returncode=None,
-                                    output="")
+            cwd=repo_root,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONFAULTHANDLER": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        run = types.SimpleNamespace(
+            url=f"http://127.0.0.1:{port}", port=port, returncode=None, output=""
+        )
         try:
             deadline = time.monotonic() + start_timeout_s
             while True:
@@ -161,8 +172,10 @@ def cli_server(repo_root):
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     output, _ = proc.communicate()
-                pytest.fail(f"server did not exit within 30 s of signal {stop}; its output:\n"
-                            f"{output[-5000:]}")
+                pytest.fail(
+                    f"server did not exit within 30 s of signal {stop}; its output:\n"
+                    f"{output[-5000:]}"
+                )
             run.returncode = proc.returncode
 
     return serve
@@ -202,7 +215,8 @@ def make_sage_like(seed: int = 0):
     m1 = ops.expand_dims(ops.cast(inp["mask_1"], "float32"), -1)
     agg = ops.sum(h1 * m1, axis=1) / ops.maximum(ops.sum(m1, axis=1), 1.0)
     out = keras.layers.Dense(len(SAGE_CLASSES), activation="softmax")(
-        ops.concatenate([inp["features_0"], agg], -1))
+        ops.concatenate([inp["features_0"], agg], -1)
+    )
     model = keras.Model(inp, out)
     model.fanouts = list(SAGE_FANOUTS)
     model.feature_dim = d
@@ -244,8 +258,13 @@ def sage_node_blobs(n: int, seed: int = 1):
 def sage():
     import types
 
-    return types.SimpleNamespace(make=make_sage_like, blobs=sage_node_blobs,
-                                 classes=SAGE_CLASSES, fanouts=SAGE_FANOUTS, dim=SAGE_DIM)
+    return types.SimpleNamespace(
+        make=make_sage_like,
+        blobs=sage_node_blobs,
+        classes=SAGE_CLASSES,
+        fanouts=SAGE_FANOUTS,
+        dim=SAGE_DIM,
+    )
 
 
 SAGE_BUNDLE_OPTIONS = {"seed": 7, "low_degree": "pad"}

@@ -50,12 +50,12 @@ class Runner:
 
 
 def test_concurrent_tasks_merge_into_one_call_and_split_back():
-    sched = BatchScheduler(BatchingOptions(max_batch_size=64, batch_timeout_micros=1_000_000,
-                                           num_batch_threads=1))
+    sched = BatchScheduler(
+        BatchingOptions(max_batch_size=64, batch_timeout_micros=1_000_000, num_batch_threads=1)
+    )
     runner = Runner()
     try:
-        got = _concurrently(8, lambda i: sched.submit("k", {"x": np.array([i, 10 + i])}, 2,
-                                                      runner))
+        got = _concurrently(8, lambda i: sched.submit("k", {"x": np.array([i, 10 + i])}, 2, runner))
     finally:
         sched.close()
     assert runner.calls == [16]  # one call, 8 tasks x 2 rows
@@ -66,8 +66,9 @@ def test_concurrent_tasks_merge_into_one_call_and_split_back():
 
 
 def test_max_batch_size_splits_batches_and_a_big_task_runs_alone():
-    sched = BatchScheduler(BatchingOptions(max_batch_size=4, batch_timeout_micros=1_000_000,
-                                           num_batch_threads=1))
+    sched = BatchScheduler(
+        BatchingOptions(max_batch_size=4, batch_timeout_micros=1_000_000, num_batch_threads=1)
+    )
     runner = Runner()
     try:
         _concurrently(8, lambda i: sched.submit("k", {"x": np.array([i])}, 1, runner))
@@ -119,8 +120,9 @@ def test_a_batch_that_cannot_be_split_runs_task_by_task(case):
 def test_a_full_queue_is_a_503():
     gate = threading.Event()
     runner = Runner(out=lambda x: (gate.wait(10), {"y": x})[1])
-    sched = BatchScheduler(BatchingOptions(max_batch_size=1, num_batch_threads=1,
-                                           max_enqueued_batches=1))
+    sched = BatchScheduler(
+        BatchingOptions(max_batch_size=1, num_batch_threads=1, max_enqueued_batches=1)
+    )
     try:
         with ThreadPoolExecutor(3) as pool:
             first = pool.submit(sched.submit, "k", {"x": np.array([1])}, 1, runner)
@@ -129,8 +131,10 @@ def test_a_full_queue_is_a_503():
             second = pool.submit(sched.submit, "k", {"x": np.array([2])}, 1, runner)
             while len(sched._ready) < 1:
                 threading.Event().wait(0.01)
-            with pytest.raises(ServingFailure, match="batch scheduling queue to which this task "
-                                                     "was submitted is full") as info:
+            with pytest.raises(
+                ServingFailure,
+                match="batch scheduling queue to which this task was submitted is full",
+            ) as info:
                 sched.submit("k", {"x": np.array([3])}, 1, runner)
             assert info.value.status == 503
             gate.set()
@@ -156,21 +160,28 @@ def servers(toy_base):
     from memgraph_tf.serving.server import start_server
 
     plain = ModelServer(toy_base, "toy")
-    batched = ModelServer(toy_base, "toy", batching=BatchingOptions(
-        max_batch_size=64, batch_timeout_micros=300_000, num_batch_threads=1))
+    batched = ModelServer(
+        toy_base,
+        "toy",
+        batching=BatchingOptions(
+            max_batch_size=64, batch_timeout_micros=300_000, num_batch_threads=1
+        ),
+    )
     with start_server(plain) as a, start_server(batched, threads=16) as b:
         a.model_server, b.model_server = plain, batched
         yield a, b
     batched.close()
 
 
-REQUESTS = [(":classify", {"signature_name": "classify", "examples": [{"x": row.tolist()}]})
-            for row in X] + \
-           [(":predict", {"instances": [row.tolist()]}) for row in X] + \
-           [(":regress", {"signature_name": "regress", "examples": [{"x": row.tolist()}]})
-            for row in X] + \
-           [(":classify", {"signature_name": "classify", "examples": [{"x": [1, 2, 3]}]}),
-            (":predict", {"instances": [[1.0, 2.0]]})]  # two bad ones: their own 400s
+REQUESTS = (
+    [(":classify", {"signature_name": "classify", "examples": [{"x": row.tolist()}]}) for row in X]
+    + [(":predict", {"instances": [row.tolist()]}) for row in X]
+    + [(":regress", {"signature_name": "regress", "examples": [{"x": row.tolist()}]}) for row in X]
+    + [
+        (":classify", {"signature_name": "classify", "examples": [{"x": [1, 2, 3]}]}),
+        (":predict", {"instances": [[1.0, 2.0]]}),
+    ]
+)  # two bad ones: their own 400s
 
 
 def _post(srv, i):

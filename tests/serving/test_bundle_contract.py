@@ -26,8 +26,10 @@ GOOD = {
     "feature_dim": 4,
     "properties": ["features"],
     "options": {"seed": 7, "low_degree": "pad", "edge_types": ["CITES"]},
-    "sections": {"features_0": {"dtype": "float32", "shape": [1, 4]},
-                 "mask_1": {"dtype": "bool", "shape": [1, 3]}},
+    "sections": {
+        "features_0": {"dtype": "float32", "shape": [1, 4]},
+        "mask_1": {"dtype": "bool", "shape": [1, 3]},
+    },
     "scores": "logits",
     "tensorflow_version": "2.21.0",
 }
@@ -66,37 +68,70 @@ def test_config_detaches_from_the_callers_options():
     assert cfg.options["seed"] == 1
 
 
-@pytest.mark.parametrize("data, key, message", [
-    (with_(extra=1), "extra", r"extra: unknown bundle config key"),
-    (with_(fanouts=...), "fanouts", r"fanouts: missing from the bundle config"),
-    (with_(format="tf-model"), "format", r"format: expected 'memgraph-tf-bundle', got 'tf-model'"),
-    (with_(format_version=2), "format_version",
-     r"format_version: expected an int from 1 to 1 \(this memgraph-tf reads bundle formats up to 1\)"),
-    (with_(model_name="a/b"), "model_name", r"model_name: expected letters, digits"),
-    (with_(version=True), "version", r"version: expected an int >= 1, got True"),
-    (with_(version="1"), "version", r"version: expected an int >= 1, got '1'"),
-    (with_(use_op=1), "use_op", r"use_op: expected true or false, got 1"),
-    (with_(blob_feature_key=""), "blob_feature_key", r"blob_feature_key: expected a non-empty"),
-    (with_(class_names=["a", "a"]), "class_names", r"class_names: expected unique strings"),
-    (with_(class_names="ab"), "class_names", r"class_names: expected a non-empty list"),
-    (with_(fanouts=[3, 0]), "fanouts", r"fanouts: expected a non-empty list of ints >= 1, got \[3, 0\]"),
-    (with_(fanouts="3,2"), "fanouts", r"fanouts: expected a non-empty list of ints >= 1"),
-    (with_(feature_dim=4.0), "feature_dim", r"feature_dim: expected an int >= 1, got 4.0"),
-    (with_(properties=[]), "properties", r"properties: expected a non-empty list"),
-    (with_(options=["seed"]), "options", r"options: expected a JSON object"),
-    (with_(options={"password": "x"}), "options",
-     r"options: key 'password' looks like a connection setting or credential"),
-    (with_(options={"nested": {"bolt_uri": "bolt://h"}}), "options",
-     r"options.nested: key 'bolt_uri' looks like a connection setting"),
-    (with_(sections={"f": {"dtype": "complex64", "shape": [1]}}), "sections",
-     r"sections.f.dtype: expected one of \['bool', 'float32', 'float64', 'int32', 'int64'\]"),
-    (with_(sections={"f": {"dtype": "float32", "shape": [1, -2]}}), "sections",
-     r"sections.f.shape: expected a list of ints >= 0, or -1 for a length that varies"),
-    (with_(sections={"f": {"dtype": "float32"}}), "sections",
-     r"sections.f: expected an object with exactly the keys dtype and shape"),
-    (with_(scores="raw"), "scores", r"scores: expected one of \['probabilities', 'logits'\]"),
-    (with_(tensorflow_version=None), "tensorflow_version", r"tensorflow_version: expected a non-empty"),
-])
+@pytest.mark.parametrize(
+    "data, key, message",
+    [
+        (with_(extra=1), "extra", r"extra: unknown bundle config key"),
+        (with_(fanouts=...), "fanouts", r"fanouts: missing from the bundle config"),
+        (
+            with_(format="tf-model"),
+            "format",
+            r"format: expected 'memgraph-tf-bundle', got 'tf-model'",
+        ),
+        (
+            with_(format_version=2),
+            "format_version",
+            r"format_version: expected an int from 1 to 1 \(this memgraph-tf reads bundle formats up to 1\)",
+        ),
+        (with_(model_name="a/b"), "model_name", r"model_name: expected letters, digits"),
+        (with_(version=True), "version", r"version: expected an int >= 1, got True"),
+        (with_(version="1"), "version", r"version: expected an int >= 1, got '1'"),
+        (with_(use_op=1), "use_op", r"use_op: expected true or false, got 1"),
+        (with_(blob_feature_key=""), "blob_feature_key", r"blob_feature_key: expected a non-empty"),
+        (with_(class_names=["a", "a"]), "class_names", r"class_names: expected unique strings"),
+        (with_(class_names="ab"), "class_names", r"class_names: expected a non-empty list"),
+        (
+            with_(fanouts=[3, 0]),
+            "fanouts",
+            r"fanouts: expected a non-empty list of ints >= 1, got \[3, 0\]",
+        ),
+        (with_(fanouts="3,2"), "fanouts", r"fanouts: expected a non-empty list of ints >= 1"),
+        (with_(feature_dim=4.0), "feature_dim", r"feature_dim: expected an int >= 1, got 4.0"),
+        (with_(properties=[]), "properties", r"properties: expected a non-empty list"),
+        (with_(options=["seed"]), "options", r"options: expected a JSON object"),
+        (
+            with_(options={"password": "x"}),
+            "options",
+            r"options: key 'password' looks like a connection setting or credential",
+        ),
+        (
+            with_(options={"nested": {"bolt_uri": "bolt://h"}}),
+            "options",
+            r"options.nested: key 'bolt_uri' looks like a connection setting",
+        ),
+        (
+            with_(sections={"f": {"dtype": "complex64", "shape": [1]}}),
+            "sections",
+            r"sections.f.dtype: expected one of \['bool', 'float32', 'float64', 'int32', 'int64'\]",
+        ),
+        (
+            with_(sections={"f": {"dtype": "float32", "shape": [1, -2]}}),
+            "sections",
+            r"sections.f.shape: expected a list of ints >= 0, or -1 for a length that varies",
+        ),
+        (
+            with_(sections={"f": {"dtype": "float32"}}),
+            "sections",
+            r"sections.f: expected an object with exactly the keys dtype and shape",
+        ),
+        (with_(scores="raw"), "scores", r"scores: expected one of \['probabilities', 'logits'\]"),
+        (
+            with_(tensorflow_version=None),
+            "tensorflow_version",
+            r"tensorflow_version: expected a non-empty",
+        ),
+    ],
+)
 def test_bad_keys_and_types_raise_a_typed_error_naming_the_key(data, key, message):
     with pytest.raises(BundleError, match=message) as info:
         BundleConfig.from_dict(data)
@@ -114,7 +149,9 @@ def test_not_json_and_not_an_object():
 def test_direct_construction_is_validated_too():
     kwargs = {k: v for k, v in BundleConfig.from_dict(GOOD).__dict__.items()}
     kwargs["fanouts"] = (3, True)
-    with pytest.raises(BundleError, match=r"fanouts: expected a non-empty list of ints >= 1") as info:
+    with pytest.raises(
+        BundleError, match=r"fanouts: expected a non-empty list of ints >= 1"
+    ) as info:
         BundleConfig(**kwargs)
     assert info.value.key == "fanouts"
 
@@ -128,7 +165,9 @@ def test_read_bundle_config_from_a_version_dir(tmp_path):
     assert path == tmp_path / "assets" / "memgraph_tf_bundle.json"
     assert bundle.read_bundle_config(tmp_path) == cfg
     path.write_text(json.dumps(with_(scores="raw")))
-    with pytest.raises(BundleError, match=r"memgraph_tf_bundle.json: scores: expected one of") as info:
+    with pytest.raises(
+        BundleError, match=r"memgraph_tf_bundle.json: scores: expected one of"
+    ) as info:
         bundle.read_bundle_config(tmp_path)
     assert info.value.key == "scores" and str(path) in str(info.value)
 
@@ -142,8 +181,11 @@ def test_sampling_spec_from_a_mapping():
     options["seed"] = 0
     assert spec.options["seed"] == 7  # arguments() hands out copies
     assert SamplingSpec.from_mapping({"fanouts": [2], "properties": ["x"]}).options == {}
-    with pytest.raises(BundleError, match=r"sampling: missing keys \['properties'\]; expected "
-                                          r"fanouts and properties") as info:
+    with pytest.raises(
+        BundleError,
+        match=r"sampling: missing keys \['properties'\]; expected "
+        r"fanouts and properties",
+    ) as info:
         SamplingSpec.from_mapping({"fanouts": [2]})
     assert info.value.key == "properties"
     with pytest.raises(BundleError, match=r"options: key 'user' looks like a connection"):
@@ -152,9 +194,14 @@ def test_sampling_spec_from_a_mapping():
 
 # --------------------------------------------------------------------------------- op library
 def test_op_library_info_round_trip_and_validation(tmp_path):
-    info = OpLibraryInfo(library="libmemgraph_tf_ops.so", ops=bundle.OP_NAMES, tf_version="2.21.0",
-                         tf_git_version="v2.21.0-0-g0", cxx11_abi_flag=["-D_GLIBCXX_USE_CXX11_ABI=1"],
-                         sha256="ab" * 32)
+    info = OpLibraryInfo(
+        library="libmemgraph_tf_ops.so",
+        ops=bundle.OP_NAMES,
+        tf_version="2.21.0",
+        tf_git_version="v2.21.0-0-g0",
+        cxx11_abi_flag=["-D_GLIBCXX_USE_CXX11_ABI=1"],
+        sha256="ab" * 32,
+    )
     path = bundle.write_op_library_info(tmp_path, info)
     assert path == tmp_path / "assets.extra" / "memgraph_tf" / "op_library.json"
     assert bundle.read_op_library_info(tmp_path) == info
@@ -183,8 +230,17 @@ def test_discover_versions_reads_any_all_digit_name(tmp_path):
     _version(tmp_path, "00000123")
     _version(tmp_path, "7", pbtxt=True)
     _version(tmp_path, "0")
-    for name in ("abc", "12a", "v3", "-4", "1.5", "\u00b2", "\u0663", ".5-tmp",
-                 "99999999999999999999"):  # non-digit, unicode digits, beyond int64: ignored
+    for name in (
+        "abc",
+        "12a",
+        "v3",
+        "-4",
+        "1.5",
+        "\u00b2",
+        "\u0663",
+        ".5-tmp",
+        "99999999999999999999",
+    ):  # non-digit, unicode digits, beyond int64: ignored
         _version(tmp_path, name)
     (tmp_path / "9").mkdir()  # no saved_model: not a version (yet)
     (tmp_path / "11").write_bytes(b"a file, not a directory")
@@ -202,9 +258,19 @@ def test_duplicate_versions_the_last_name_wins_with_a_warning(tmp_path, caplog):
     assert "duplicate version directories: version 1" in caplog.text
 
 
-@pytest.mark.parametrize("name, version", [("1", 1), ("00000123", 123), ("0", 0),
-                                           (str(2**63 - 1), 2**63 - 1), (str(2**63), None),
-                                           ("12 ", None), ("+1", None), ("", None)])
+@pytest.mark.parametrize(
+    "name, version",
+    [
+        ("1", 1),
+        ("00000123", 123),
+        ("0", 0),
+        (str(2**63 - 1), 2**63 - 1),
+        (str(2**63), None),
+        ("12 ", None),
+        ("+1", None),
+        ("", None),
+    ],
+)
 def test_parse_version_dir(name, version):
     assert bundle.parse_version_dir(name) == version
 
@@ -225,11 +291,13 @@ def test_server_serves_a_zero_padded_version_dir_as_its_value(toy_base, tmp_path
     status, body = ms.handle("GET", "/v1/models/toy", b"")
     assert status == 200 and [s["version"] for s in body["model_version_status"]] == ["123", "2"]
     x = [[1.0, 2.0, 3.0]]
-    status, body = ms.handle("POST", "/v1/models/toy/versions/123:predict",
-                             json.dumps({"instances": x}).encode())
+    status, body = ms.handle(
+        "POST", "/v1/models/toy/versions/123:predict", json.dumps({"instances": x}).encode()
+    )
     assert status == 200, body
-    np.testing.assert_allclose([p["logits"] for p in body["predictions"]],
-                               toy.in_process(1, np.array(x)), atol=1e-5)
+    np.testing.assert_allclose(
+        [p["logits"] for p in body["predictions"]], toy.in_process(1, np.array(x)), atol=1e-5
+    )
 
 
 # ------------------------------------------------------------------------------------- export
@@ -238,19 +306,45 @@ def sage_model(sage):
     return sage.make()
 
 
-@pytest.mark.parametrize("name, version, kwargs, key, message", [
-    ("a/b", 1, {}, "name", r"name: expected letters, digits"),
-    ("m", 0, {}, "version", r"version: expected an int >= 1"),
-    ("m", 1, {"scores": "raw"}, "scores", r"scores: expected 'auto', 'probabilities' or 'logits'"),
-    ("m", 1, {"sample_options": {"auth": ["u", "p"]}}, "sample_options",
-     r"sample_options: key 'auth' looks like a connection setting or credential"),
-    ("m", 1, {"sample_options": {"seed": object()}}, "sample_options",
-     r"sample_options.seed: expected JSON values"),
-    ("m", 1, {"fanouts": [3, 0]}, "fanouts", r"fanouts: expected a non-empty list of ints >= 1"),
-    ("m", 1, {"labels": {"stable": "1"}}, "labels", r"labels: expected \{label: version int\}"),
-])
-def test_export_raises_typed_errors_naming_the_parameter(tmp_path, sage_model, name, version,
-                                                         kwargs, key, message):
+@pytest.mark.parametrize(
+    "name, version, kwargs, key, message",
+    [
+        ("a/b", 1, {}, "name", r"name: expected letters, digits"),
+        ("m", 0, {}, "version", r"version: expected an int >= 1"),
+        (
+            "m",
+            1,
+            {"scores": "raw"},
+            "scores",
+            r"scores: expected 'auto', 'probabilities' or 'logits'",
+        ),
+        (
+            "m",
+            1,
+            {"sample_options": {"auth": ["u", "p"]}},
+            "sample_options",
+            r"sample_options: key 'auth' looks like a connection setting or credential",
+        ),
+        (
+            "m",
+            1,
+            {"sample_options": {"seed": object()}},
+            "sample_options",
+            r"sample_options.seed: expected JSON values",
+        ),
+        (
+            "m",
+            1,
+            {"fanouts": [3, 0]},
+            "fanouts",
+            r"fanouts: expected a non-empty list of ints >= 1",
+        ),
+        ("m", 1, {"labels": {"stable": "1"}}, "labels", r"labels: expected \{label: version int\}"),
+    ],
+)
+def test_export_raises_typed_errors_naming_the_parameter(
+    tmp_path, sage_model, name, version, kwargs, key, message
+):
     from memgraph_tf.serving.export import export_bundle
 
     with pytest.raises(BundleError, match=message) as info:
@@ -264,8 +358,9 @@ def test_exported_config_asset_is_the_typed_config(tmp_path, sage, sage_model):
     from memgraph_tf.serving.export import export_bundle
 
     options = {"seed": 3, "low_degree": "pad"}
-    info = export_bundle(sage_model, tmp_path, "m", 1, use_op=False, sample_options=options,
-                         warmup=False)
+    info = export_bundle(
+        sage_model, tmp_path, "m", 1, use_op=False, sample_options=options, warmup=False
+    )
     cfg = bundle.read_bundle_config(info.path)
     assert cfg is not None and cfg.to_dict() == info.config
     assert cfg.sampling == SamplingSpec(sage.fanouts, ("features",), options)

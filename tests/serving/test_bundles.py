@@ -35,9 +35,15 @@ def bundles(tmp_path_factory, sage_model):
     infos = {}
     for use_op in (True, False):
         name = "sage_op" if use_op else "sage_portable"
-        infos[use_op] = export_bundle(sage_model, base, name, 1, use_op=use_op,
-                                      sample_options={"seed": 7, "low_degree": "pad"},
-                                      labels={"stable": 1})
+        infos[use_op] = export_bundle(
+            sage_model,
+            base,
+            name,
+            1,
+            use_op=use_op,
+            sample_options={"seed": 7, "low_degree": "pad"},
+            labels={"stable": 1},
+        )
     return base, infos
 
 
@@ -86,10 +92,13 @@ def test_classify_by_curl_style_json(servers, node_data, use_op):
 
     blobs, _, want = node_data
     srv = servers[use_op]
-    body = {"signature_name": "classify",
-            "examples": [{"blob": {"b64": base64.b64encode(b).decode()}} for b in blobs[:2]]}
-    r = requests.post(f"{srv.url}/v1/models/{srv.info.name}/versions/1:classify", json=body,
-                      timeout=60)
+    body = {
+        "signature_name": "classify",
+        "examples": [{"blob": {"b64": base64.b64encode(b).decode()}} for b in blobs[:2]],
+    }
+    r = requests.post(
+        f"{srv.url}/v1/models/{srv.info.name}/versions/1:classify", json=body, timeout=60
+    )
     assert r.status_code == 200
     got = r.json()["results"]
     np.testing.assert_allclose([[p[1] for p in row] for row in got], want[:2], atol=1e-5, rtol=0)
@@ -104,9 +113,13 @@ def test_malformed_blob_is_a_400_naming_the_field(servers, node_data, use_op):
     with ServingClient(srv.url, srv.info.name) as c:
         with pytest.raises(errors.BadRequestError, match="version: expected 1, got 9 at offset 4"):
             c.classify([bytes(bad)])
-        with pytest.raises(errors.BadRequestError, match=re.escape(
+        with pytest.raises(
+            errors.BadRequestError,
+            match=re.escape(
                 "Key: blob, Index: 0.  Data types don't match. Data type: int64 but expected "
-                "type: string")):
+                "type: string"
+            ),
+        ):
             c.classify([{"blob": [1, 2]}])  # ints make an int64 feature, not the bytes blob
 
 
@@ -114,8 +127,8 @@ def test_classify_signature_meets_tf_serving_classifier_rules(bundles, sage):
     """Written from TF Serving's classifier contract (servables/tensorflow/classifier.cc, FACTS.md):
     exactly one input, keyed "inputs", DT_STRING (serialized tf.Examples); outputs "classes"
     (DT_STRING) and/or "scores" (DT_FLOAT), both [batch, k] with the same k; nothing else."""
-    from tensorflow.core.protobuf import saved_model_pb2
     from tensorflow.core.framework import types_pb2
+    from tensorflow.core.protobuf import saved_model_pb2
 
     for info in bundles[1].values():
         sm = saved_model_pb2.SavedModel()
@@ -154,6 +167,7 @@ def test_bundle_layout_assets_and_models_config(bundles, sage):
         if use_op:
             meta = json.loads((lib / "op_library.json").read_text())
             import tensorflow as tf
+
             assert meta["tf_version"] == tf.__version__
             assert (lib / meta["library"]).stat().st_size > 0
         else:
@@ -241,8 +255,9 @@ def _graphsage_and_its_softmax(sage, feats):
 
     from memgraph_tf.client.graphsage import GraphSAGE
 
-    model = GraphSAGE(list(sage.fanouts), sage.dim, len(sage.classes), hidden_units=8,
-                      class_names=sage.classes)
+    model = GraphSAGE(
+        list(sage.fanouts), sage.dim, len(sage.classes), hidden_units=8, class_names=sage.classes
+    )
     model.ensure_built()
     return model, tf.nn.softmax(model(feats, training=False)).numpy()
 
@@ -257,7 +272,10 @@ def test_graphsage_bundle_scores_are_softmax_of_its_logits(tmp_path, node_data, 
     model, want = _graphsage_and_its_softmax(sage, feats)
     info = export_bundle(model, tmp_path, "sage", 3, use_op=False)
     assert info.config["scores"] == "logits"
-    with start_server(ModelServer(info.path.parent, warmup=False)) as srv, ServingClient(srv.url, "sage") as c:
+    with (
+        start_server(ModelServer(info.path.parent, warmup=False)) as srv,
+        ServingClient(srv.url, "sage") as c,
+    ):
         results = c.classify(blobs)
     np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5, rtol=0)
 
@@ -268,8 +286,11 @@ def test_warmup_file_is_a_classify_request_the_bundle_answers(bundles, servers, 
     from tensorflow_serving.apis import prediction_log_pb2
 
     for use_op, info in bundles[1].items():
-        records = list(tf.data.TFRecordDataset(
-            str(info.path / "assets.extra" / "tf_serving_warmup_requests")).as_numpy_iterator())
+        records = list(
+            tf.data.TFRecordDataset(
+                str(info.path / "assets.extra" / "tf_serving_warmup_requests")
+            ).as_numpy_iterator()
+        )
         assert len(records) == 1
         log_entry = prediction_log_pb2.PredictionLog.FromString(records[0])
         req = log_entry.classify_log.request
@@ -324,7 +345,8 @@ def test_bundle_runs_the_way_tf_serving_loads_it(bundles, node_data, sage, use_o
     assert out["class_ids"].tolist() == want.argmax(1).tolist()
 
     (record,) = tf.data.TFRecordDataset(
-        str(info.path / "assets.extra" / "tf_serving_warmup_requests")).as_numpy_iterator()
+        str(info.path / "assets.extra" / "tf_serving_warmup_requests")
+    ).as_numpy_iterator()
     req = prediction_log_pb2.PredictionLog.FromString(record).classify_log.request
     warm = [ex.SerializeToString() for ex in req.input.example_list.examples]
     out = _run_like_tf_serving(info.path, req.model_spec.signature_name, warm)

@@ -73,9 +73,10 @@ def test_retry_after_503_and_504(status):
     assert srv.times[1] - srv.times[0] >= 0.2  # after backoff_s, not at once
 
 
-@pytest.mark.parametrize("status, err_type", [
-    (400, errors.BadRequestError), (404, errors.NotFoundError),
-    (500, errors.InternalServerError)])
+@pytest.mark.parametrize(
+    "status, err_type",
+    [(400, errors.BadRequestError), (404, errors.NotFoundError), (500, errors.InternalServerError)],
+)
 def test_no_retry_after_400_404_500(status, err_type):
     with ScriptedServer([(status, {"error": "Feature: blob bad"}), OK]) as srv:
         with ServingClient(srv.url, "m", retries=3, backoff_s=0.01) as c:
@@ -99,8 +100,9 @@ def test_connection_refused_is_retried_with_backoff_then_typed():
     port = free_port()
     with ServingClient(f"http://127.0.0.1:{port}", "m", retries=3, backoff_s=0.1) as c:
         t0 = time.monotonic()
-        with pytest.raises(errors.ServingConnectionError,
-                           match="cannot reach the server after 3 retries"):
+        with pytest.raises(
+            errors.ServingConnectionError, match="cannot reach the server after 3 retries"
+        ):
             c.status()
         waited = time.monotonic() - t0
     assert waited >= 0.1 + 0.2 + 0.4  # three retries, each after its backoff
@@ -129,8 +131,11 @@ def test_request_layout():
             c.classify([b"\x00\xffMGTF"], context={"k": 1})
     method, path, body = srv.requests[0]
     assert (method, path) == ("POST", "/v1/models/GraphSage/versions/3:classify")
-    assert json.loads(body) == {"signature_name": "classify", "context": {"k": 1},
-                                "examples": [{"blob": {"b64": "AP9NR1RG"}}]}
+    assert json.loads(body) == {
+        "signature_name": "classify",
+        "context": {"k": 1},
+        "examples": [{"blob": {"b64": "AP9NR1RG"}}],
+    }
 
 
 def test_encoding_follows_tf_serving_json_rules():
@@ -149,21 +154,29 @@ def test_encoding_follows_tf_serving_json_rules():
         encode_value({"nested": 1})
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"base_url": "localhost:8501"}, "base_url: expected an http:// or https:// URL, got 'localhost:8501'"),
-    ({"model": "a/b"}, "model: expected a model name without '/' or ':', got 'a/b'"),
-    ({"version": 1, "label": "stable"}, "expected at most one of them"),
-    ({"version": True}, "version: expected a non-negative int or None, got True"),
-    ({"label": "a/b"}, "label: expected a version label without '/', ':', '\\?' or '#', or "
-                       "None, got 'a/b'"),
-    ({"timeout_s": 0}, "timeout_s: expected a number > 0, got 0"),
-    ({"timeout_s": "5"}, "timeout_s: expected a number > 0, got '5'"),
-    ({"retries": -1}, "retries: expected an int >= 0, got -1"),
-    ({"retries": True}, "retries: expected an int >= 0, got True"),
-    ({"backoff_s": -0.5}, "backoff_s: expected a number >= 0, got -0.5"),
-    ({"max_request_bytes": 10}, "max_request_bytes: expected an int >= 64, got 10"),
-    ({"max_request_bytes": True}, "max_request_bytes: expected an int >= 64, got True"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (
+            {"base_url": "localhost:8501"},
+            "base_url: expected an http:// or https:// URL, got 'localhost:8501'",
+        ),
+        ({"model": "a/b"}, "model: expected a model name without '/' or ':', got 'a/b'"),
+        ({"version": 1, "label": "stable"}, "expected at most one of them"),
+        ({"version": True}, "version: expected a non-negative int or None, got True"),
+        (
+            {"label": "a/b"},
+            "label: expected a version label without '/', ':', '\\?' or '#', or None, got 'a/b'",
+        ),
+        ({"timeout_s": 0}, "timeout_s: expected a number > 0, got 0"),
+        ({"timeout_s": "5"}, "timeout_s: expected a number > 0, got '5'"),
+        ({"retries": -1}, "retries: expected an int >= 0, got -1"),
+        ({"retries": True}, "retries: expected an int >= 0, got True"),
+        ({"backoff_s": -0.5}, "backoff_s: expected a number >= 0, got -0.5"),
+        ({"max_request_bytes": 10}, "max_request_bytes: expected an int >= 64, got 10"),
+        ({"max_request_bytes": True}, "max_request_bytes: expected an int >= 64, got True"),
+    ],
+)
 def test_argument_errors_name_the_parameter(kwargs, match):
     args = {"base_url": "http://127.0.0.1:1", "model": "m", **kwargs}
     with pytest.raises(ValueError, match=match):
@@ -172,5 +185,7 @@ def test_argument_errors_name_the_parameter(kwargs, match):
 
 def test_predict_needs_exactly_one_format():
     with ServingClient("http://127.0.0.1:1", "m") as c:
-        with pytest.raises(ValueError, match="instances / inputs: expected exactly one of them, got neither"):
+        with pytest.raises(
+            ValueError, match="instances / inputs: expected exactly one of them, got neither"
+        ):
             c.predict()

@@ -22,8 +22,9 @@ def arcadedb():
     """A server of this module's own: its graph must not meet the client suite's. Skips when
     arcadedb-embedded is not installed, except in CI (as tests/conftest.py's arcadedb_server)."""
     if not os.environ.get("CI"):  # in CI the credentials test must run: a missing package fails
-        pytest.importorskip("arcadedb_embedded",
-                            reason="arcadedb-embedded (a real Bolt server) is not installed")
+        pytest.importorskip(
+            "arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed"
+        )
     from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
 
     with ArcadeDBServerProcess() as server:
@@ -36,11 +37,15 @@ def source(arcadedb, sage):
 
     rng = np.random.default_rng(5)
     src = connect(arcadedb.uri, auth=arcadedb.auth, database=arcadedb.database)
-    rows = [{"id": i, "features": rng.normal(size=sage.dim).astype(float).tolist()} for i in range(N)]
+    rows = [
+        {"id": i, "features": rng.normal(size=sage.dim).astype(float).tolist()} for i in range(N)
+    ]
     edges = [{"a": i, "b": (i + k) % N} for i in range(N) for k in (1, 3)]
     src.write("UNWIND $rows AS r CREATE (:Node {id: r.id, features: r.features})", {"rows": rows})
-    src.write("UNWIND $edges AS e MATCH (a:Node {id: e.a}), (b:Node {id: e.b}) "
-              "CREATE (a)-[:LINK]->(b)", {"edges": edges})
+    src.write(
+        "UNWIND $edges AS e MATCH (a:Node {id: e.a}), (b:Node {id: e.b}) CREATE (a)-[:LINK]->(b)",
+        {"edges": edges},
+    )
     try:
         yield src
     finally:
@@ -55,13 +60,23 @@ def exported(tmp_path_factory, source, sage, arcadedb):
 
     model = sage.make(seed=11)
     base = tmp_path_factory.mktemp("graph_bundles")
-    env = {"MEMGRAPH_TF_URI": arcadedb.uri, "MEMGRAPH_TF_USER": arcadedb.user,
-           "MEMGRAPH_TF_PASSWORD": arcadedb.password}
+    env = {
+        "MEMGRAPH_TF_URI": arcadedb.uri,
+        "MEMGRAPH_TF_USER": arcadedb.user,
+        "MEMGRAPH_TF_PASSWORD": arcadedb.password,
+    }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        info = export_bundle(model, base, "GraphSage", 1, use_op=True, properties=["features"],
-                             sample_options=OPTIONS)
+        info = export_bundle(
+            model,
+            base,
+            "GraphSage",
+            1,
+            use_op=True,
+            properties=["features"],
+            sample_options=OPTIONS,
+        )
     finally:
         for k, v in saved.items():
             if v is None:
@@ -77,9 +92,13 @@ def _in_process(model, blobs):
 
 def test_bundle_holds_no_uri_user_or_password(exported, arcadedb):
     _, base, info = exported
-    secrets_ = {"uri": arcadedb.uri, "password": arcadedb.password, "user": arcadedb.user,
-                "host:port": f"{arcadedb.host}:{arcadedb.bolt_port}",
-                "user in auth form": f"{arcadedb.user}:{arcadedb.password}"}
+    secrets_ = {
+        "uri": arcadedb.uri,
+        "password": arcadedb.password,
+        "user": arcadedb.user,
+        "host:port": f"{arcadedb.host}:{arcadedb.bolt_port}",
+        "user in auth form": f"{arcadedb.user}:{arcadedb.password}",
+    }
     assert len(arcadedb.password) >= 12
     files = [p for p in base.rglob("*") if p.is_file()]
     names = {p.relative_to(info.path).parts[0] for p in files if info.path in p.parents}
@@ -100,14 +119,19 @@ def test_graph_server_classifies_node_ids(exported, source):
     blobs = source.sample_blobs_per_node(ids, [3, 2], ["features"], OPTIONS)
     want = _in_process(model, blobs)
     with start_server(ModelServer(info.path.parent, graph_source=source)) as srv:
-        r = requests.post(f"{srv.url}/v1/models/GraphSage/versions/1:classify", timeout=60,
-                          json={"examples": [{"node_id": i} for i in ids]})  # the notes' request
+        r = requests.post(
+            f"{srv.url}/v1/models/GraphSage/versions/1:classify",
+            timeout=60,
+            json={"examples": [{"node_id": i} for i in ids]},
+        )  # the notes' request
         assert r.status_code == 200, r.text
         got = np.array([[s for _, s in row] for row in r.json()["results"]])
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
         with ServingClient(srv.url, "GraphSage") as c:
             triples = classify_nodes(source, c, ids)
-            with pytest.raises(errors.BadRequestError, match=r"examples\[0\].node_id: expected an integer"):
+            with pytest.raises(
+                errors.BadRequestError, match=r"examples\[0\].node_id: expected an integer"
+            ):
                 c.classify([{"node_id": "x"}])
     assert [t[0] for t in triples] == ids
     assert [t[1] for t in triples] == [model.class_names[i] for i in want.argmax(1)]
@@ -121,8 +145,10 @@ def test_node_ids_without_a_graph_are_a_clear_400(exported):
     _, _, info = exported
     with start_server(ModelServer(info.path.parent, warmup=False)) as srv:
         with ServingClient(srv.url, "GraphSage") as c:
-            with pytest.raises(errors.BadRequestError,
-                               match=r"examples\[0\]: 'node_id' needs a server started with --graph"):
+            with pytest.raises(
+                errors.BadRequestError,
+                match=r"examples\[0\]: 'node_id' needs a server started with --graph",
+            ):
                 c.classify([{"node_id": 1}])
 
 
@@ -130,9 +156,9 @@ def test_embedded_cora_graph_source(tmp_path, planetoid_dir):
     """`--graph embedded:DIR/cora`: the unchanged query modules in process feed :classify."""
     import tensorflow as tf
 
+    from memgraph_tf.cli import open_graph_source
     from memgraph_tf.client.graphsage import GraphSAGE
     from memgraph_tf.serving.export import export_bundle
-    from memgraph_tf.cli import open_graph_source
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
@@ -147,11 +173,15 @@ def test_embedded_cora_graph_source(tmp_path, planetoid_dir):
     with start_server(ModelServer(info.path.parent, graph_source=source, warmup=False)) as srv:
         with ServingClient(srv.url, "cora") as c:
             triples = classify_nodes(source, c, ids)
-        r = requests.post(f"{srv.url}/v1/models/cora:classify", timeout=60,
-                          json={"examples": [{"node_id": i} for i in ids]})
+        r = requests.post(
+            f"{srv.url}/v1/models/cora:classify",
+            timeout=60,
+            json={"examples": [{"node_id": i} for i in ids]},
+        )
     assert r.status_code == 200, r.text
-    np.testing.assert_allclose([[s for _, s in row] for row in r.json()["results"]], want,
-                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        [[s for _, s in row] for row in r.json()["results"]], want, atol=1e-5, rtol=0
+    )
     assert [t[1] for t in triples] == [f"c{i}" for i in want.argmax(1)]
 
 

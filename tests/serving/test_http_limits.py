@@ -23,8 +23,7 @@ def limited(toy_base):
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    ms = ModelServer(toy_base, "toy", max_examples=5, max_json_depth=8,
-                     max_request_bytes=4 << 20)
+    ms = ModelServer(toy_base, "toy", max_examples=5, max_json_depth=8, max_request_bytes=4 << 20)
     with start_server(ms, idle_timeout_s=1) as srv:
         yield srv
 
@@ -50,9 +49,15 @@ def _closed_within(sock: socket.socket, limit_s: float) -> float:
         assert time.monotonic() - start < limit_s
 
 
-@pytest.mark.parametrize("opening", [b"", b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n",
-                                     b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n"
-                                     b"Content-Length: 100\r\n\r\n{\"instances\""])
+@pytest.mark.parametrize(
+    "opening",
+    [
+        b"",
+        b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n",
+        b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n"
+        b'Content-Length: 100\r\n\r\n{"instances"',
+    ],
+)
 def test_stalled_connections_are_closed_after_the_idle_timeout(limited, opening):
     """Nothing sent, half the headers, half the body: each connection is closed within the
     idle timeout (1 s) plus the once-a-second check, and the server still answers."""
@@ -75,17 +80,26 @@ def test_an_idle_keep_alive_connection_is_closed_too(limited):
 
 
 # ------------------------------------------------------------------------ examples per request
-@pytest.mark.parametrize("suffix, body", [
-    (":classify", {"signature_name": "classify", "examples": [{"x": [1.0, 2.0, 3.0]}] * 6}),
-    (":regress", {"signature_name": "regress", "examples": [{"x": [1.0, 2.0, 3.0]}] * 6}),
-    (":predict", {"instances": [[1.0, 2.0, 3.0]] * 6}),
-    (":predict", {"inputs": {"x": [[1.0, 2.0, 3.0]] * 6}}),
-])
+@pytest.mark.parametrize(
+    "suffix, body",
+    [
+        (":classify", {"signature_name": "classify", "examples": [{"x": [1.0, 2.0, 3.0]}] * 6}),
+        (":regress", {"signature_name": "regress", "examples": [{"x": [1.0, 2.0, 3.0]}] * 6}),
+        (":predict", {"instances": [[1.0, 2.0, 3.0]] * 6}),
+        (":predict", {"inputs": {"x": [[1.0, 2.0, 3.0]] * 6}}),
+    ],
+)
 def test_more_examples_than_max_examples_is_a_413_naming_it(limited, suffix, body):
     r = post(limited, suffix, body)
-    assert (r.status_code, r.json()) == (413, {"error": (
-        "Request holds 6 examples/instances, above this server's limit of 5 per request "
-        "(max_examples, memgraph-tf serve --max-examples)")})
+    assert (r.status_code, r.json()) == (
+        413,
+        {
+            "error": (
+                "Request holds 6 examples/instances, above this server's limit of 5 per request "
+                "(max_examples, memgraph-tf serve --max-examples)"
+            )
+        },
+    )
     body5 = json.loads(json.dumps(body).replace("6", "5"))
     for key in ("examples", "instances"):
         if key in body5:
@@ -103,18 +117,27 @@ def test_deep_nesting_is_a_400_naming_the_key(limited, suffix, depth):
     body = '{"%s": %s1%s}' % (key, "[" * depth, "]" * depth)
     r = post(limited, suffix, body)
     offset = len(key) + 5 + 7  # {"key": [ puts the first [ (level 2) at len(key) + 5
-    assert (r.status_code, r.json()) == (400, {"error": (
-        f"JSON Parse error: nesting deeper than 8 levels at offset: {offset} under key "
-        f"'{key}' (this server's limit, --max-json-depth)")})
+    assert (r.status_code, r.json()) == (
+        400,
+        {
+            "error": (
+                f"JSON Parse error: nesting deeper than 8 levels at offset: {offset} under key "
+                f"'{key}' (this server's limit, --max-json-depth)"
+            )
+        },
+    )
 
 
 def test_brackets_inside_strings_do_not_count():
     deep_text = "[" * 5000 + '\\" {{{ \\\\' + "]" * 10
-    body = json.dumps({"examples": [{"s": deep_text}], "t": "\\\"[[[["}).encode()
+    body = json.dumps({"examples": [{"s": deep_text}], "t": '\\"[[[['}).encode()
     rest_json.check_json_depth(body, 8)  # no failure: the brackets are inside strings
     assert rest_json.parse_request_body(body, max_depth=8)["examples"][0]["s"] == deep_text
-    with pytest.raises(ServingFailure, match=r"nesting deeper than 3 levels at offset: 15 under "
-                                             r"key 'examples'"):
+    with pytest.raises(
+        ServingFailure,
+        match=r"nesting deeper than 3 levels at offset: 15 under "
+        r"key 'examples'",
+    ):
         rest_json.check_json_depth(b'{"examples": [[[[1]]]]}', 3)
 
 
@@ -123,45 +146,81 @@ def test_huge_integers_never_reach_pythons_int(limited):
     """A 5,000-digit integer (beyond Python's int-from-text limit) and one of 10**6 digits: 400
     as rapidjson words it, never a 500."""
     for digits in (5000, 1_000_000):
-        body = '{"signature_name": "classify", "examples": [{"x": [1.0, 2.0, %s]}]}' % ("9" * digits)
+        body = '{"signature_name": "classify", "examples": [{"x": [1.0, 2.0, %s]}]}' % (
+            "9" * digits
+        )
         r = post(limited, ":classify", body)
-        assert (r.status_code, r.json()) == (400, {"error": (
-            f"JSON Parse error: Number too big to be stored in double. at offset: "
-            f"{body.index('999')}")})
+        assert (r.status_code, r.json()) == (
+            400,
+            {
+                "error": (
+                    f"JSON Parse error: Number too big to be stored in double. at offset: "
+                    f"{body.index('999')}"
+                )
+            },
+        )
 
 
 @pytest.mark.parametrize("literal", ["1e999", "-2.5E+400", "1" * 400 + ".5"])
 def test_floats_beyond_double_range_are_refused_not_read_as_infinity(limited, literal):
     body = '{"instances": [[1.0, 2.0, %s]]}' % literal
     r = post(limited, ":predict", body)
-    assert (r.status_code, r.json()) == (400, {"error": (
-        f"JSON Parse error: Number too big to be stored in double. at offset: {body.index(literal)}")})
+    assert (r.status_code, r.json()) == (
+        400,
+        {
+            "error": (
+                f"JSON Parse error: Number too big to be stored in double. at offset: {body.index(literal)}"
+            )
+        },
+    )
 
 
 def test_floats_near_the_double_limits_still_parse():
     doc = rest_json.parse_request_body(b'{"instances": [1.5e308, -1e308, 1e-999, 2E+2, "e999"]}')
-    assert doc["instances"] == [1.5e308, -1e308, 0.0, 200.0, "e999"]  # underflow is 0, as in rapidjson
+    assert doc["instances"] == [
+        1.5e308,
+        -1e308,
+        0.0,
+        200.0,
+        "e999",
+    ]  # underflow is 0, as in rapidjson
 
 
 def test_integers_beyond_int64_name_the_field(limited):
     r = post(limited, ":predict", '{"instances": [[1.0, 2.0, 9223372036854775808]]}')
-    assert (r.status_code, r.json()) == (400, {"error": (
-        "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: Cannot "
-        "convert JSON value: 9223372036854775808 to float without loss of precision.")})
+    assert (r.status_code, r.json()) == (
+        400,
+        {
+            "error": (
+                "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: Cannot "
+                "convert JSON value: 9223372036854775808 to float without loss of precision."
+            )
+        },
+    )
     r = post(limited, ":classify", '{"examples": [{"x": [1, 18446744073709551615]}]}')
     assert (r.status_code, r.json()) == (
-        400, {"error": "Feature: x has uint64 element. Only int64 is supported."})
+        400,
+        {"error": "Feature: x has uint64 element. Only int64 is supported."},
+    )
 
 
 # --------------------------------------------------------------------------- conflicting keys
 def test_duplicate_keys_are_a_400_naming_the_key(limited):
-    for body, key in [('{"instances": [[1.0, 2.0, 3.0]], "instances": []}', "instances"),
-                      ('{"examples": [{"x": [1.0, 2.0, 3.0], "x": 1}]}', "x"),
-                      ('{"inputs": {"x": {"b64": "AA==", "b64": "AQ=="}}}', "b64")]:
+    for body, key in [
+        ('{"instances": [[1.0, 2.0, 3.0]], "instances": []}', "instances"),
+        ('{"examples": [{"x": [1.0, 2.0, 3.0], "x": 1}]}', "x"),
+        ('{"inputs": {"x": {"b64": "AA==", "b64": "AQ=="}}}', "b64"),
+    ]:
         r = post(limited, ":predict", body)
-        assert (r.status_code, r.json()) == (400, {"error": (
-            f'JSON Parse error: duplicate key "{key}" in one object (this server refuses '
-            f"duplicate keys)")}), body
+        assert (r.status_code, r.json()) == (
+            400,
+            {
+                "error": (
+                    f'JSON Parse error: duplicate key "{key}" in one object (this server refuses '
+                    f"duplicate keys)"
+                )
+            },
+        ), body
 
 
 # ----------------------------------------------------- node ids: conflicts, range, cap first
@@ -194,37 +253,54 @@ def test_node_id_with_a_blob_is_a_400(sage_server):
     import base64
 
     blob = base64.b64encode(sage_server.source.blob).decode()
-    r = post(sage_server, ":classify", {"examples": [{"node_id": 1}, {"node_id": 2, "blob":
-                                                                      {"b64": blob}}]},
-             model="sage")
-    assert (r.status_code, r.json()) == (400, {"error": (
-        "examples[1]: 'node_id' and 'blob' are both given; send one of them")})
-    ok = post(sage_server, ":classify", {"examples": [{"node_id": 1}, {"blob": {"b64": blob}}]},
-              model="sage")
+    r = post(
+        sage_server,
+        ":classify",
+        {"examples": [{"node_id": 1}, {"node_id": 2, "blob": {"b64": blob}}]},
+        model="sage",
+    )
+    assert (r.status_code, r.json()) == (
+        400,
+        {"error": ("examples[1]: 'node_id' and 'blob' are both given; send one of them")},
+    )
+    ok = post(
+        sage_server,
+        ":classify",
+        {"examples": [{"node_id": 1}, {"blob": {"b64": blob}}]},
+        model="sage",
+    )
     assert ok.status_code == 200, ok.text
     rows = [[s for _, s in row] for row in ok.json()["results"]]
     np.testing.assert_allclose(rows[0], rows[1], atol=1e-6)  # the same blob both ways
 
 
-@pytest.mark.parametrize("value", ["99999999999999999999999", "9223372036854775808",
-                                   "-9223372036854775809", "1" * 5000])
+@pytest.mark.parametrize(
+    "value", ["99999999999999999999999", "9223372036854775808", "-9223372036854775809", "1" * 5000]
+)
 def test_node_id_beyond_int64_is_a_400_naming_the_field(sage_server, value):
     calls = sage_server.source.calls
-    r = post(sage_server, ":classify", '{"examples": [{"node_id": 5}, {"node_id": %s}]}' % value,
-             model="sage")
+    r = post(
+        sage_server,
+        ":classify",
+        '{"examples": [{"node_id": 5}, {"node_id": %s}]}' % value,
+        model="sage",
+    )
     assert r.status_code == 400
     if len(value) > 30:
-        assert r.json()["error"].startswith("JSON Parse error: Number too big to be stored in "
-                                            "double.")
+        assert r.json()["error"].startswith(
+            "JSON Parse error: Number too big to be stored in double."
+        )
     else:
-        assert r.json() == {"error": f"examples[1].node_id: expected an integer in the int64 "
-                                     f"range, got {value}"}
+        assert r.json() == {
+            "error": f"examples[1].node_id: expected an integer in the int64 range, got {value}"
+        }
     assert sage_server.source.calls == calls  # refused before touching the graph
 
 
 def test_too_many_node_ids_never_reach_the_graph(sage_server):
     calls = sage_server.source.calls
-    r = post(sage_server, ":classify", {"examples": [{"node_id": i} for i in range(3000)]},
-             model="sage")
+    r = post(
+        sage_server, ":classify", {"examples": [{"node_id": i} for i in range(3000)]}, model="sage"
+    )
     assert r.status_code == 413 and "limit of 16 per request" in r.json()["error"]
     assert sage_server.source.calls == calls

@@ -13,10 +13,17 @@ def kinds(ex):
 
 
 def test_kinds_follow_the_json_tokens():
-    ex = json_to_example({"f": [1.0, 2.5], "i": [1, 2], "b": True, "s": "text",
-                          "raw": {"b64": "AP8="}, "one": 0.5})
-    assert kinds(ex) == {"f": "float_list", "i": "int64_list", "b": "int64_list",
-                         "s": "bytes_list", "raw": "bytes_list", "one": "float_list"}
+    ex = json_to_example(
+        {"f": [1.0, 2.5], "i": [1, 2], "b": True, "s": "text", "raw": {"b64": "AP8="}, "one": 0.5}
+    )
+    assert kinds(ex) == {
+        "f": "float_list",
+        "i": "int64_list",
+        "b": "int64_list",
+        "s": "bytes_list",
+        "raw": "bytes_list",
+        "one": "float_list",
+    }
     feat = ex.features.feature
     assert list(feat["f"].float_list.value) == [1.0, 2.5]
     assert list(feat["i"].int64_list.value) == [1, 2]
@@ -25,19 +32,27 @@ def test_kinds_follow_the_json_tokens():
     assert list(feat["s"].bytes_list.value) == [b"text"]
 
 
-@pytest.mark.parametrize("obj, message", [
-    ({"x": [1.0, 2]}, "Unexpected element type in feature: x expecting type: float"),
-    ({"x": [1, 2.0]}, "Unexpected element type in feature: x expecting type: int64"),
-    ({"x": ["a", 1]}, "Unexpected element type in feature: x expecting type: bytes"),
-    ({"x": [[1.0]]}, "Feature: x has element with unexpected JSON type: Array"),
-    ({"x": None}, "Feature: x has element with unexpected JSON type: Null"),
-    ({"x": {"b64": "AA==", "y": 1}}, "Feature: x has element with unexpected JSON type: Object"),
-    ({"x": {"b64": "!!"}}, "Unable to base64 decode"),
-    ({"x": [1e39]}, "Cannot convert JSON value: 1e+39 to float without loss of precision."),
-    ({"x": [2**63]}, "Feature: x has uint64 element. Only int64 is supported."),
-    ([1], "Example must be JSON object but got JSON Array"),
-])
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        ({"x": [1.0, 2]}, "Unexpected element type in feature: x expecting type: float"),
+        ({"x": [1, 2.0]}, "Unexpected element type in feature: x expecting type: int64"),
+        ({"x": ["a", 1]}, "Unexpected element type in feature: x expecting type: bytes"),
+        ({"x": [[1.0]]}, "Feature: x has element with unexpected JSON type: Array"),
+        ({"x": None}, "Feature: x has element with unexpected JSON type: Null"),
+        (
+            {"x": {"b64": "AA==", "y": 1}},
+            "Feature: x has element with unexpected JSON type: Object",
+        ),
+        ({"x": {"b64": "!!"}}, "Unable to base64 decode"),
+        ({"x": [1e39]}, "Cannot convert JSON value: 1e+39 to float without loss of precision."),
+        ({"x": [2**63]}, "Feature: x has uint64 element. Only int64 is supported."),
+        ([1], "Example must be JSON object but got JSON Array"),
+    ],
+)
 def test_rejections(obj, message):
-    with pytest.raises(ServingFailure, match=message.replace("(", r"\(").replace("+", r"\+")) as info:
+    with pytest.raises(
+        ServingFailure, match=message.replace("(", r"\(").replace("+", r"\+")
+    ) as info:
         json_to_example(obj)
     assert info.value.status == 400

@@ -25,7 +25,10 @@ def graph(sage):
     rng = random.Random(11)
     g = EmbeddedGraph()
     for i in range(NODES):  # bag-of-words-like rows: mostly zeros
-        g.add_node(["Paper"], {"features": [rng.choice([0.0, 0.0, 0.0, 1.0, 0.5]) for _ in range(sage.dim)]})
+        g.add_node(
+            ["Paper"],
+            {"features": [rng.choice([0.0, 0.0, 0.0, 1.0, 0.5]) for _ in range(sage.dim)]},
+        )
     for _ in range(2 * NODES):
         g.add_edge(rng.randrange(NODES), rng.randrange(NODES), "CITES")
     return g
@@ -42,14 +45,26 @@ def bundles(tmp_path_factory, sage):
         for use_op in (True, False):
             name = f"sage_{layout_name}_{'op' if use_op else 'portable'}"
             infos[layout_name, use_op] = export_bundle(
-                model, base, name, 1, use_op=use_op, properties=["features"],
-                sample_options={"seed": 3, "low_degree": "pad"}, layout=layout_name)
+                model,
+                base,
+                name,
+                1,
+                use_op=use_op,
+                properties=["features"],
+                sample_options={"seed": 3, "low_degree": "pad"},
+                layout=layout_name,
+            )
     return infos
 
 
 def per_node_blobs(graph, sage, layout_name):
-    rows = graph.call("tf_features.sample_per_node", list(range(NODES)), list(sage.fanouts), ["features"],
-                      {"seed": 3, "layout": layout_name})
+    rows = graph.call(
+        "tf_features.sample_per_node",
+        list(range(NODES)),
+        list(sage.fanouts),
+        ["features"],
+        {"seed": 3, "layout": layout_name},
+    )
     return [blob.b64decode(r["blob"]) for r in rows]
 
 
@@ -72,7 +87,9 @@ def classify(model, blobs):
         ex = example_pb2.Example()
         ex.features.feature[bundle.DEFAULT_BLOB_FEATURE_KEY].bytes_list.value.append(b)
         examples.append(ex.SerializeToString())
-    return model.signatures[bundle.CLASSIFY_SIGNATURE](inputs=tf.constant(examples))[bundle.SCORES_OUTPUT].numpy()
+    return model.signatures[bundle.CLASSIFY_SIGNATURE](inputs=tf.constant(examples))[
+        bundle.SCORES_OUTPUT
+    ].numpy()
 
 
 def test_every_layout_and_decoder_gives_the_dense_scores(bundles, graph, sage):
@@ -84,7 +101,9 @@ def test_every_layout_and_decoder_gives_the_dense_scores(bundles, graph, sage):
     for (layout_name, use_op), info in bundles.items():
         blobs = per_node_blobs(graph, sage, layout_name)
         model = load(info)
-        np.testing.assert_array_equal(classify(model, blobs), want, err_msg=f"{layout_name} use_op={use_op}")
+        np.testing.assert_array_equal(
+            classify(model, blobs), want, err_msg=f"{layout_name} use_op={use_op}"
+        )
         predicted = model.signatures[bundle.PREDICT_SIGNATURE](blobs=tf.constant(blobs))
         np.testing.assert_array_equal(predicted[bundle.SCORES_OUTPUT].numpy(), want)
 
@@ -99,13 +118,21 @@ def test_the_layout_is_in_the_config_and_the_warmup_request_runs(bundles, layout
     info = bundles[layout_name, False]
     config = bundle.read_bundle_config(info.path)
     assert config.options == {"seed": 3, "low_degree": "pad", "layout": layout_name}
-    assert config.sampling.arguments()[2]["layout"] == layout_name  # what servers and clients sample with
-    want = layout.model_input_sections(config.fanouts, config.feature_dim, layout=layout_name, batch=1)
+    assert (
+        config.sampling.arguments()[2]["layout"] == layout_name
+    )  # what servers and clients sample with
+    want = layout.model_input_sections(
+        config.fanouts, config.feature_dim, layout=layout_name, batch=1
+    )
     assert config.sections == {s.name: (s.dtype, tuple(s.shape)) for s in want}
     [record] = list(tf.data.TFRecordDataset(str(bundle.warmup_path(info.path))).as_numpy_iterator())
     log = prediction_log_pb2.PredictionLog.FromString(record)
-    examples = [ex.SerializeToString() for ex in log.classify_log.request.input.example_list.examples]
-    scores = load(info).signatures[bundle.CLASSIFY_SIGNATURE](inputs=tf.constant(examples))[bundle.SCORES_OUTPUT]
+    examples = [
+        ex.SerializeToString() for ex in log.classify_log.request.input.example_list.examples
+    ]
+    scores = load(info).signatures[bundle.CLASSIFY_SIGNATURE](inputs=tf.constant(examples))[
+        bundle.SCORES_OUTPUT
+    ]
     assert scores.shape == (1, len(config.class_names))
 
 
@@ -122,9 +149,14 @@ def test_the_server_samples_node_ids_in_the_bundle_s_layout(bundles, graph, sage
     source = Spy(graph)
     info = bundles["sparse", False]
     want = classify(load(bundles["dense", False]), per_node_blobs(graph, sage, "dense"))
-    with start_server(ModelServer(info.path.parent, info.name, graph_source=source, warmup=False)) as srv:
-        r = requests.post(f"{srv.url}/v1/models/{info.name}:classify", timeout=120,
-                          json={"examples": [{"node_id": i} for i in range(NODES)]})
+    with start_server(
+        ModelServer(info.path.parent, info.name, graph_source=source, warmup=False)
+    ) as srv:
+        r = requests.post(
+            f"{srv.url}/v1/models/{info.name}:classify",
+            timeout=120,
+            json={"examples": [{"node_id": i} for i in range(NODES)]},
+        )
     assert r.status_code == 200, r.text
     assert source.options["layout"] == "sparse"
     got = [[score for _, score in row] for row in r.json()["results"]]
@@ -135,14 +167,38 @@ def test_export_refuses_a_bad_or_conflicting_layout(tmp_path, sage):
     from memgraph_tf.serving.export import export_bundle
 
     model = sage.make()
-    with pytest.raises(BundleError, match=r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'csr'"):
+    with pytest.raises(
+        BundleError, match=r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'csr'"
+    ):
         export_bundle(model, tmp_path, "m", 1, use_op=False, layout="csr")
-    with pytest.raises(BundleError, match=r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'coo'"):
+    with pytest.raises(
+        BundleError, match=r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'coo'"
+    ):
         export_bundle(model, tmp_path, "m", 1, use_op=False, sample_options={"layout": "coo"})
-    with pytest.raises(BundleError, match=r"layout: expected the same layout as sample_options\['layout'\] "
-                                          r"\('compact'\), got 'sparse'"):
-        export_bundle(model, tmp_path, "m", 1, use_op=False, layout="sparse", sample_options={"layout": "compact"})
-    with pytest.raises(BundleError, match=r"sections: expected none \(the sparse layout's sections are fixed\)"):
-        export_bundle(model, tmp_path, "m", 1, use_op=False, layout="sparse",
-                      sections={"features_0": ("float32", (1, 4))})
+    with pytest.raises(
+        BundleError,
+        match=r"layout: expected the same layout as sample_options\['layout'\] "
+        r"\('compact'\), got 'sparse'",
+    ):
+        export_bundle(
+            model,
+            tmp_path,
+            "m",
+            1,
+            use_op=False,
+            layout="sparse",
+            sample_options={"layout": "compact"},
+        )
+    with pytest.raises(
+        BundleError, match=r"sections: expected none \(the sparse layout's sections are fixed\)"
+    ):
+        export_bundle(
+            model,
+            tmp_path,
+            "m",
+            1,
+            use_op=False,
+            layout="sparse",
+            sections={"features_0": ("float32", (1, 4))},
+        )
     assert not (tmp_path / "m").exists()  # refused before anything was written

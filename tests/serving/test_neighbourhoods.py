@@ -24,8 +24,9 @@ SERVING_DIR = pathlib.Path(__file__).resolve().parents[2] / "memgraph_tf" / "ser
 class FakeSource:
     """A graph source: blobs by node id from a table, or the configured failure."""
 
-    def __init__(self, table: dict[int, bytes] | None = None, fail: BaseException | None = None,
-                 answer=None):
+    def __init__(
+        self, table: dict[int, bytes] | None = None, fail: BaseException | None = None, answer=None
+    ):
         self.table = table or {}
         self.fail = fail
         self.answer = answer
@@ -52,18 +53,25 @@ def test_fetch_passes_the_bundles_sampling_and_keeps_order():
     assert got == [b"five", b"one", b"two"]
     ((ids, fanouts, properties, options),) = src.calls
     assert ids == [5, 1, 2] and all(type(i) is int for i in ids)  # plain ints for the driver
-    assert (fanouts, properties, options) == ([3, 2], ["features"], {"seed": 7, "low_degree": "pad"})
+    assert (fanouts, properties, options) == (
+        [3, 2],
+        ["features"],
+        {"seed": 7, "low_degree": "pad"},
+    )
     assert NeighbourhoodFetcher(src).fetch([], SPEC) == [] and len(src.calls) == 1  # no call
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("7", r'node_ids\[1\]: expected an integer, got "7"'),
-    (True, r"node_ids\[1\]: expected an integer, got true"),
-    (1.5, r"node_ids\[1\]: expected an integer, got 1.5"),
-    (None, r"node_ids\[1\]: expected an integer, got null"),
-    (2**63, r"node_ids\[1\]: expected an integer in the int64 range, got 9223372036854775808"),
-    (-(2**63) - 1, r"node_ids\[1\]: expected an integer in the int64 range"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("7", r'node_ids\[1\]: expected an integer, got "7"'),
+        (True, r"node_ids\[1\]: expected an integer, got true"),
+        (1.5, r"node_ids\[1\]: expected an integer, got 1.5"),
+        (None, r"node_ids\[1\]: expected an integer, got null"),
+        (2**63, r"node_ids\[1\]: expected an integer in the int64 range, got 9223372036854775808"),
+        (-(2**63) - 1, r"node_ids\[1\]: expected an integer in the int64 range"),
+    ],
+)
 def test_bad_node_ids_are_named_before_the_source_is_called(bad, message):
     src = FakeSource({1: b"x"})
     with pytest.raises(errors.NodeIdError, match=message) as info:
@@ -72,24 +80,49 @@ def test_bad_node_ids_are_named_before_the_source_is_called(bad, message):
 
 
 def test_check_node_ids_names_each_id_and_returns_plain_ints():
-    with pytest.raises(errors.NodeIdError, match=r'examples\[4\].node_id: expected an integer, got "x"'):
+    with pytest.raises(
+        errors.NodeIdError, match=r'examples\[4\].node_id: expected an integer, got "x"'
+    ):
         check_node_ids([1, "x"], names=["examples[3].node_id", "examples[4].node_id"])
     got = check_node_ids([-(2**63), 2**63 - 1, np.int32(5)])
     assert got == [-(2**63), 2**63 - 1, 5] and all(type(i) is int for i in got)
 
 
-@pytest.mark.parametrize("fail, kind, builtin, message", [
-    (ConnectionRefusedError("refused"), errors.GraphUnavailableError, ConnectionError,
-     r"the graph is unavailable: refused"),
-    (TimeoutError("timed out"), errors.GraphUnavailableError, ConnectionError,
-     r"the graph is unavailable: timed out"),
-    (ValueError("no node with id 9"), errors.NeighbourhoodDataError, ValueError,
-     r"fetching node ids \[1, 9\] from the graph: no node with id 9"),
-    (KeyError(9), errors.NeighbourhoodDataError, ValueError,
-     r"fetching node ids \[1, 9\] from the graph: 9"),
-    (QueryFailed("procedure failed"), errors.GraphSourceError, MemgraphTfError,
-     r"fetching node ids \[1, 9\] from the graph: procedure failed"),
-])
+@pytest.mark.parametrize(
+    "fail, kind, builtin, message",
+    [
+        (
+            ConnectionRefusedError("refused"),
+            errors.GraphUnavailableError,
+            ConnectionError,
+            r"the graph is unavailable: refused",
+        ),
+        (
+            TimeoutError("timed out"),
+            errors.GraphUnavailableError,
+            ConnectionError,
+            r"the graph is unavailable: timed out",
+        ),
+        (
+            ValueError("no node with id 9"),
+            errors.NeighbourhoodDataError,
+            ValueError,
+            r"fetching node ids \[1, 9\] from the graph: no node with id 9",
+        ),
+        (
+            KeyError(9),
+            errors.NeighbourhoodDataError,
+            ValueError,
+            r"fetching node ids \[1, 9\] from the graph: 9",
+        ),
+        (
+            QueryFailed("procedure failed"),
+            errors.GraphSourceError,
+            MemgraphTfError,
+            r"fetching node ids \[1, 9\] from the graph: procedure failed",
+        ),
+    ],
+)
 def test_source_failures_become_typed_errors(fail, kind, builtin, message):
     with pytest.raises(kind, match=message) as info:
         fetch_blobs(FakeSource(fail=fail), [1, 9], SPEC)
@@ -105,16 +138,20 @@ def test_other_exceptions_propagate_unchanged():
 
 
 def test_answers_that_do_not_fit_are_source_errors():
-    with pytest.raises(errors.GraphSourceError, match=r"the source returned 1 blobs for 2 node ids"):
+    with pytest.raises(
+        errors.GraphSourceError, match=r"the source returned 1 blobs for 2 node ids"
+    ):
         fetch_blobs(FakeSource(answer=[b"a"]), [1, 2], SPEC)
     with pytest.raises(errors.GraphSourceError, match=r"returned a str for node 2, expected bytes"):
         fetch_blobs(FakeSource(answer=[b"a", "YQ"]), [1, 2], SPEC)
 
 
 def test_long_id_lists_are_shortened_in_messages():
-    with pytest.raises(errors.NeighbourhoodDataError,
-                       match=r"fetching node ids \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, \.\.\.\] "
-                             r"\(3000 ids\) from the graph: bad"):
+    with pytest.raises(
+        errors.NeighbourhoodDataError,
+        match=r"fetching node ids \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, \.\.\.\] "
+        r"\(3000 ids\) from the graph: bad",
+    ):
         fetch_blobs(FakeSource(fail=ValueError("bad")), list(range(3000)), SPEC)
 
 
@@ -156,15 +193,21 @@ def test_both_paths_fetch_through_the_one_component(served, node_table, monkeypa
 
     monkeypatch.setattr(NeighbourhoodFetcher, "fetch", spy)
     ids = [101, 103, 100]
-    r = requests.post(f"{served.url}/v1/models/sage:classify", timeout=60,
-                      json={"examples": [{"node_id": i} for i in ids]})
+    r = requests.post(
+        f"{served.url}/v1/models/sage:classify",
+        timeout=60,
+        json={"examples": [{"node_id": i} for i in ids]},
+    )
     assert r.status_code == 200, r.text
     with ServingClient(served.url, "sage") as c:
         triples = classify_nodes(served.source, c, ids)
         direct = c.classify([node_table[i] for i in ids])
     assert len(fetched) == 2  # once for the server's node_id examples, once for classify_nodes
-    assert fetched[0] == (ids, SPEC, ["examples[0].node_id", "examples[1].node_id",
-                                      "examples[2].node_id"])
+    assert fetched[0] == (
+        ids,
+        SPEC,
+        ["examples[0].node_id", "examples[1].node_id", "examples[2].node_id"],
+    )
     assert fetched[1] == (ids, SPEC, None)  # classify_nodes read the same spec from the bundle
     by_server = [[s for _, s in row] for row in r.json()["results"]]
     np.testing.assert_allclose(by_server, [[s for _, s in row] for row in direct], atol=1e-6)
@@ -172,19 +215,37 @@ def test_both_paths_fetch_through_the_one_component(served, node_table, monkeypa
     assert [t[1] for t in triples] == [max(row, key=lambda p: p[1])[0] for row in direct]
 
 
-@pytest.mark.parametrize("fail, status, kind, fragment", [
-    (ConnectionRefusedError("graph down"), 503, errors.GraphUnavailableError,
-     "the graph is unavailable: graph down"),
-    (ValueError("no node 102"), 400, errors.NeighbourhoodDataError,
-     "fetching node ids [102] from the graph: no node 102"),
-    (QueryFailed("procedure tf_features.sample_per_node failed"), 500, errors.GraphSourceError,
-     "fetching node ids [102] from the graph: procedure tf_features.sample_per_node failed"),
-])
+@pytest.mark.parametrize(
+    "fail, status, kind, fragment",
+    [
+        (
+            ConnectionRefusedError("graph down"),
+            503,
+            errors.GraphUnavailableError,
+            "the graph is unavailable: graph down",
+        ),
+        (
+            ValueError("no node 102"),
+            400,
+            errors.NeighbourhoodDataError,
+            "fetching node ids [102] from the graph: no node 102",
+        ),
+        (
+            QueryFailed("procedure tf_features.sample_per_node failed"),
+            500,
+            errors.GraphSourceError,
+            "fetching node ids [102] from the graph: procedure tf_features.sample_per_node failed",
+        ),
+    ],
+)
 def test_both_paths_report_a_failing_graph_the_same_way(served, fail, status, kind, fragment):
     served.source.fail = fail
     try:
-        r = requests.post(f"{served.url}/v1/models/sage:classify", timeout=60,
-                          json={"examples": [{"node_id": 102}]})
+        r = requests.post(
+            f"{served.url}/v1/models/sage:classify",
+            timeout=60,
+            json={"examples": [{"node_id": 102}]},
+        )
         with ServingClient(served.url, "sage", retries=0) as c:
             with pytest.raises(kind) as info:
                 classify_nodes(served.source, c, [102])
@@ -195,13 +256,19 @@ def test_both_paths_report_a_failing_graph_the_same_way(served, fail, status, ki
 
 
 def test_both_paths_name_a_bad_node_id(served):
-    r = requests.post(f"{served.url}/v1/models/sage:classify", timeout=60,
-                      json={"examples": [{"node_id": 100}, {"node_id": 2**64}]})
+    r = requests.post(
+        f"{served.url}/v1/models/sage:classify",
+        timeout=60,
+        json={"examples": [{"node_id": 100}, {"node_id": 2**64}]},
+    )
     assert r.status_code == 400
-    assert r.json()["error"] == ("examples[1].node_id: expected an integer in the int64 range, got "
-                                 "18446744073709551616")
-    with ServingClient(served.url, "sage") as c, \
-            pytest.raises(errors.NodeIdError, match=r"node_ids\[1\]: expected an integer, got \"x\""):
+    assert r.json()["error"] == (
+        "examples[1].node_id: expected an integer in the int64 range, got 18446744073709551616"
+    )
+    with (
+        ServingClient(served.url, "sage") as c,
+        pytest.raises(errors.NodeIdError, match=r"node_ids\[1\]: expected an integer, got \"x\""),
+    ):
         classify_nodes(served.source, c, [100, "x"])
 
 
@@ -215,35 +282,62 @@ def _imports(path: pathlib.Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = "memgraph_tf.serving" + ("." + base if base else "") if node.level == 1 \
+                base = (
+                    "memgraph_tf.serving" + ("." + base if base else "")
+                    if node.level == 1
                     else "memgraph_tf" + ("." + base if base else "")
+                )
             out.add(base)
             out.update(f"{base}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" \
-                and node.args and isinstance(node.args[0], ast.Constant):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", "") == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             out.add(str(node.args[0].value))
     return out
 
 
 def test_the_serving_package_never_imports_the_client_package():
     files = sorted(SERVING_DIR.glob("*.py"))
-    assert {p.name for p in files} >= {"server.py", "model_server.py", "neighbourhoods.py",
-                                       "rest_json.py", "bundle.py", "client.py", "export.py"}
-    offenders = {p.name: sorted(m for m in _imports(p) if m == "memgraph_tf.client"
-                                or m.startswith("memgraph_tf.client."))
-                 for p in files}
+    assert {p.name for p in files} >= {
+        "server.py",
+        "model_server.py",
+        "neighbourhoods.py",
+        "rest_json.py",
+        "bundle.py",
+        "client.py",
+        "export.py",
+    }
+    offenders = {
+        p.name: sorted(
+            m
+            for m in _imports(p)
+            if m == "memgraph_tf.client" or m.startswith("memgraph_tf.client.")
+        )
+        for p in files
+    }
     assert {k: v for k, v in offenders.items() if v} == {}
     # the check itself sees imports inside functions
-    assert "memgraph_tf.client" in _imports(pathlib.Path(__file__).resolve().parents[2]
-                                            / "memgraph_tf" / "cli.py")
+    assert "memgraph_tf.client" in _imports(
+        pathlib.Path(__file__).resolve().parents[2] / "memgraph_tf" / "cli.py"
+    )
 
 
 def test_bundle_names_and_config_keys_are_defined_only_in_bundle_py():
     """Asset names as string constants, and config keys as dict-literal keys or subscripts, appear
     in serving/bundle.py and nowhere else in the package."""
-    names = {"memgraph_tf_bundle.json", "class_labels.txt", "op_library.json",
-             "tf_serving_warmup_requests", "memgraph_tf_config", "memgraph-tf-bundle",
-             "assets.extra", "config_json"}
+    names = {
+        "memgraph_tf_bundle.json",
+        "class_labels.txt",
+        "op_library.json",
+        "tf_serving_warmup_requests",
+        "memgraph_tf_config",
+        "memgraph-tf-bundle",
+        "assets.extra",
+        "config_json",
+    }
     from memgraph_tf.serving.bundle import BundleConfig
 
     # "version" is also a key of TF Serving's status answer (model_server.py), so it is left out
@@ -257,10 +351,16 @@ def test_bundle_names_and_config_keys_are_defined_only_in_bundle_py():
                 found.add(node.value)
             if path.parent == SERVING_DIR:
                 if isinstance(node, ast.Dict):
-                    found |= {k.value for k in node.keys
-                              if isinstance(k, ast.Constant) and k.value in keys}
-                if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
-                        and node.slice.value in keys:
+                    found |= {
+                        k.value
+                        for k in node.keys
+                        if isinstance(k, ast.Constant) and k.value in keys
+                    }
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.slice, ast.Constant)
+                    and node.slice.value in keys
+                ):
                     found.add(node.slice.value)
             for name in found:
                 where.setdefault(name, set()).add(path.relative_to(SERVING_DIR.parent).as_posix())

@@ -78,8 +78,9 @@ def exchange(port: int, raw: bytes) -> tuple[int, dict, bytes]:
         return read_answer(sock, method)
 
 
-def http_request(method: str, path: str, body: bytes | None = None,
-                 headers: list[tuple[str, str]] | None = None) -> bytes:
+def http_request(
+    method: str, path: str, body: bytes | None = None, headers: list[tuple[str, str]] | None = None
+) -> bytes:
     head = [f"{method} {path} HTTP/1.1", "Host: fuzz"]
     for k, v in headers or []:
         head.append(f"{k}: {v}")
@@ -90,12 +91,35 @@ def http_request(method: str, path: str, body: bytes | None = None,
 
 # --------------------------------------------------------------------------------- generators
 def random_scalar(rng: random.Random):
-    return rng.choice([
-        None, True, False, 0, -1, rng.randint(-10, 10), 2**63, 2**64 - 13, -(2**63) - 1,
-        10**25, rng.random(), -rng.random() * 1e6, 1e39, float("nan"), float("inf"), "",
-        "text", "ünïcödé", "\x00\x01", {"b64": "AAEC"}, {"b64": "!!"}, {"b64": 5},
-        {"b64": "AA==", "x": 1}, [], {},
-    ])
+    return rng.choice(
+        [
+            None,
+            True,
+            False,
+            0,
+            -1,
+            rng.randint(-10, 10),
+            2**63,
+            2**64 - 13,
+            -(2**63) - 1,
+            10**25,
+            rng.random(),
+            -rng.random() * 1e6,
+            1e39,
+            float("nan"),
+            float("inf"),
+            "",
+            "text",
+            "ünïcödé",
+            "\x00\x01",
+            {"b64": "AAEC"},
+            {"b64": "!!"},
+            {"b64": 5},
+            {"b64": "AA==", "x": 1},
+            [],
+            {},
+        ]
+    )
 
 
 def random_value(rng: random.Random, depth: int = 0):
@@ -115,10 +139,16 @@ def to_json(value) -> bytes:
 def valid_bodies(blob_b64: str) -> list[tuple[str, bytes]]:
     row = [0.5, 1.5, -2.0]
     return [
-        ("/v1/models/toy:classify", to_json({"signature_name": "classify",
-                                             "examples": [{"x": row}] * 3})),
-        ("/v1/models/toy:regress", to_json({"signature_name": "regress",
-                                            "context": {"x": row}, "examples": [{}, {"x": row}]})),
+        (
+            "/v1/models/toy:classify",
+            to_json({"signature_name": "classify", "examples": [{"x": row}] * 3}),
+        ),
+        (
+            "/v1/models/toy:regress",
+            to_json(
+                {"signature_name": "regress", "context": {"x": row}, "examples": [{}, {"x": row}]}
+            ),
+        ),
         ("/v1/models/toy:predict", to_json({"instances": [row, row]})),
         ("/v1/models/toy/versions/1:predict", to_json({"inputs": {"x": [row]}})),
         ("/v1/models/toy/labels/stable:predict", to_json({"inputs": [row]})),
@@ -136,12 +166,31 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
         if op < 0.2 and b:
             b[min(pos, len(b) - 1)] = rng.randrange(256)
         elif op < 0.35:
-            del b[pos:pos + rng.randint(1, 20)]
+            del b[pos : pos + rng.randint(1, 20)]
         elif op < 0.55:
-            b[pos:pos] = rng.choice([b"[", b"{", b"]", b"}", b'"', b"\\", b",", b":", b"NaN",
-                                     b"-Infinity", b"1e999", b"9" * rng.randint(18, 40),
-                                     b"[" * rng.randint(10, 3000), b'"\\u12', b"\xff\xfe",
-                                     b'"node_id": 5, ', b'"blob": 1, ', b"null", b"true"])
+            b[pos:pos] = rng.choice(
+                [
+                    b"[",
+                    b"{",
+                    b"]",
+                    b"}",
+                    b'"',
+                    b"\\",
+                    b",",
+                    b":",
+                    b"NaN",
+                    b"-Infinity",
+                    b"1e999",
+                    b"9" * rng.randint(18, 40),
+                    b"[" * rng.randint(10, 3000),
+                    b'"\\u12',
+                    b"\xff\xfe",
+                    b'"node_id": 5, ',
+                    b'"blob": 1, ',
+                    b"null",
+                    b"true",
+                ]
+            )
         elif op < 0.7:
             b = b[:pos]
         elif op < 0.85:
@@ -151,19 +200,30 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
     return bytes(b)
 
 
-PATHS = ["/v1/models/toy", "/v1/models/toy/metadata", "/v1/models/toy/versions/{v}",
-         "/v1/models/toy/versions/{v}:predict", "/v1/models/{m}:classify",
-         "/v1/models/toy/labels/{l}:regress", "/v1/models/{m}/labels/{l}", "/v1/models",
-         "/v1/models/toy:{verb}", "/v1/{m}", "/{m}", "/v1/models/toy/versions/{v}/metadata",
-         "/v1/models/sage:classify", "/v1/models/%74oy:predict", "/v1/models/toy:predict?x=1",
-         "/v1/models/{m}/versions/{v}/labels/{l}:predict"]
+PATHS = [
+    "/v1/models/toy",
+    "/v1/models/toy/metadata",
+    "/v1/models/toy/versions/{v}",
+    "/v1/models/toy/versions/{v}:predict",
+    "/v1/models/{m}:classify",
+    "/v1/models/toy/labels/{l}:regress",
+    "/v1/models/{m}/labels/{l}",
+    "/v1/models",
+    "/v1/models/toy:{verb}",
+    "/v1/{m}",
+    "/{m}",
+    "/v1/models/toy/versions/{v}/metadata",
+    "/v1/models/sage:classify",
+    "/v1/models/%74oy:predict",
+    "/v1/models/toy:predict?x=1",
+    "/v1/models/{m}/versions/{v}/labels/{l}:predict",
+]
 
 
 def random_path(rng: random.Random) -> str:
     template = rng.choice(PATHS)
     return template.format(
-        v=rng.choice(["1", "2", "0", "00000001", "7", str(2**63), str(2**64), "9" * 40, "-1",
-                      "x"]),
+        v=rng.choice(["1", "2", "0", "00000001", "7", str(2**63), str(2**64), "9" * 40, "-1", "x"]),
         m=rng.choice(["toy", "sage", "nope", "", "%00", "a" * 300, "t%2Fo", "ü", "..", "toy:x"]),
         l=rng.choice(["stable", "canary", "", "%ff", "a/b"]),
         verb=rng.choice(["predict", "classify", "regress", "CLASSIFY", "explain", ""]),
@@ -180,30 +240,59 @@ def raw_malformed(rng: random.Random, port_path: str) -> bytes:
         lambda: b"GET /v1/models/toy HTTP/1.0\r\n\r\n",
         lambda: b"GET /" + b"a" * rng.randint(1000, 300_000) + b" HTTP/1.1\r\nHost: x\r\n\r\n",
         lambda: b"GET /v1/models/toy HTTP/1.1\r\n" + b"X-Big: " + b"y" * 300_000 + b"\r\n\r\n",
-        lambda: b"GET /v1/models/toy HTTP/1.1\r\n" + b"".join(
-            b"X-%d: v\r\n" % i for i in range(rng.randint(100, 3000))) + b"\r\n",
-        lambda: b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: "
-        + rng.choice([b"-1", b"abc", b"1e3", b"99999999999999999999", b"", b"0x10", b" 5"])
-        + b"\r\n\r\n" + body,
-        lambda: b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
-        b"Content-Length: 7\r\n\r\n" + body,
-        lambda: b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
-        + rng.choice([b"gzip", b"chunked, chunked", b"identity", b"chunked;x", b"xchunked"])
-        + b"\r\n\r\n" + b"5\r\nhello\r\n0\r\n\r\n",
-        lambda: b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
-        b"chunked\r\nContent-Length: 10\r\n\r\n" + b"5\r\nhello\r\n0\r\n\r\n",
-        lambda: b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
-        b"chunked\r\n\r\n" + rng.choice([b"zz\r\nhello\r\n0\r\n\r\n", b"-5\r\nhello\r\n0\r\n\r\n",
-                                         b"5\r\nhelloXX0\r\n\r\n", b"0\r\n\r\n",
-                                         b"ffffffffffffffffff\r\nx\r\n0\r\n\r\n",
-                                         b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)]),
+        lambda: (
+            b"GET /v1/models/toy HTTP/1.1\r\n"
+            + b"".join(b"X-%d: v\r\n" % i for i in range(rng.randint(100, 3000)))
+            + b"\r\n"
+        ),
+        lambda: (
+            b"POST "
+            + port_path.encode()
+            + b" HTTP/1.1\r\nHost: x\r\nContent-Length: "
+            + rng.choice([b"-1", b"abc", b"1e3", b"99999999999999999999", b"", b"0x10", b" 5"])
+            + b"\r\n\r\n"
+            + body
+        ),
+        lambda: (
+            b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+            b"Content-Length: 7\r\n\r\n" + body
+        ),
+        lambda: (
+            b"POST "
+            + port_path.encode()
+            + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+            + rng.choice([b"gzip", b"chunked, chunked", b"identity", b"chunked;x", b"xchunked"])
+            + b"\r\n\r\n"
+            + b"5\r\nhello\r\n0\r\n\r\n"
+        ),
+        lambda: (
+            b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+            b"chunked\r\nContent-Length: 10\r\n\r\n" + b"5\r\nhello\r\n0\r\n\r\n"
+        ),
+        lambda: (
+            b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+            b"chunked\r\n\r\n"
+            + rng.choice(
+                [
+                    b"zz\r\nhello\r\n0\r\n\r\n",
+                    b"-5\r\nhello\r\n0\r\n\r\n",
+                    b"5\r\nhelloXX0\r\n\r\n",
+                    b"0\r\n\r\n",
+                    b"ffffffffffffffffff\r\nx\r\n0\r\n\r\n",
+                    b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body),
+                ]
+            )
+        ),
         lambda: b"GET /v1/models/toy HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n",
         lambda: b"GET /v1/models/toy HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n",
         lambda: b"GET /v1/models/toy HTTP/1.1\r\nHost: x\r\n folded: line\r\n\r\n",
-        lambda: b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nExpect: 100-continue"
-        b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body,
-        lambda: http_request(rng.choice(["PUT", "DELETE", "OPTIONS", "PATCH", "HEAD", "TRACE"]),
-                             port_path, body),
+        lambda: (
+            b"POST " + port_path.encode() + b" HTTP/1.1\r\nHost: x\r\nExpect: 100-continue"
+            b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        ),
+        lambda: http_request(
+            rng.choice(["PUT", "DELETE", "OPTIONS", "PATCH", "HEAD", "TRACE"]), port_path, body
+        ),
         lambda: http_request("GET", "/v1/models/toy") + http_request("POST", port_path, body),
     ]
     return rng.choice(cases)()
@@ -225,12 +314,18 @@ def fuzz_server(toy_base, sage_bundle, sage):
                 raise ValueError(f"no node {max(ids)}")
             return [blobs[0] for _ in ids]
 
-    opts = dict(max_request_bytes=256 * 1024, max_examples=64, max_json_depth=32,
-                batching=BatchingOptions(max_batch_size=32, num_batch_threads=1))
+    opts = dict(
+        max_request_bytes=256 * 1024,
+        max_examples=64,
+        max_json_depth=32,
+        batching=BatchingOptions(max_batch_size=32, num_batch_threads=1),
+    )
     toy = ModelServer(toy_base, "toy", labels={"stable": 1}, **opts)
     sage_ms = ModelServer(sage_bundle.path, graph_source=Source(), warmup=False, **opts)
-    with start_server(toy, idle_timeout_s=IDLE_TIMEOUT_S) as a, \
-            start_server(sage_ms, idle_timeout_s=IDLE_TIMEOUT_S) as b:
+    with (
+        start_server(toy, idle_timeout_s=IDLE_TIMEOUT_S) as a,
+        start_server(sage_ms, idle_timeout_s=IDLE_TIMEOUT_S) as b,
+    ):
         a.blob_b64 = base64.b64encode(blobs[0]).decode()
         yield a, b
     toy.close()
@@ -242,8 +337,11 @@ def test_fuzz_rest_api(fuzz_server):
     rng = random.Random(SEED)
     seeds = valid_bodies(toy_srv.blob_b64)
     stalled = []
-    for opening in (b"", b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n",
-                    b"POST /v1/models/toy:predict HTTP/1.1\r\nContent-Length: 50\r\n\r\n{"):
+    for opening in (
+        b"",
+        b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n",
+        b"POST /v1/models/toy:predict HTTP/1.1\r\nContent-Length: 50\r\n\r\n{",
+    ):
         s = socket.create_connection(("127.0.0.1", toy_srv.port), timeout=30)
         s.sendall(opening)
         stalled.append((s, time.monotonic()))
@@ -256,12 +354,19 @@ def test_fuzz_rest_api(fuzz_server):
             path, body = rng.choice(seeds)
             raw = http_request("POST", path, mutate(rng, body))
         elif kind < 0.7:
-            doc = {rng.choice(["examples", "instances", "inputs", "context", "signature_name",
-                               "x"]): random_value(rng) for _ in range(rng.randint(0, 3))}
+            doc = {
+                rng.choice(
+                    ["examples", "instances", "inputs", "context", "signature_name", "x"]
+                ): random_value(rng)
+                for _ in range(rng.randint(0, 3))
+            }
             raw = http_request("POST", rng.choice(seeds)[0], to_json(doc))
         elif kind < 0.85:
-            raw = http_request(rng.choice(["GET", "POST"]), random_path(rng),
-                               to_json(random_value(rng)) if rng.random() < 0.5 else None)
+            raw = http_request(
+                rng.choice(["GET", "POST"]),
+                random_path(rng),
+                to_json(random_value(rng)) if rng.random() < 0.5 else None,
+            )
         else:
             raw = raw_malformed(rng, rng.choice(seeds)[0])
         port = sage_srv.port if b"/models/sage" in raw.split(b"\r\n", 1)[0] else toy_srv.port
@@ -274,11 +379,18 @@ def test_fuzz_rest_api(fuzz_server):
         if raw.split(b" ", 1)[0] != b"HEAD":
             assert headers.get("content-type") == "application/json", (n, headers, raw[:200])
             doc = json.loads(body)
-            assert isinstance(doc, dict) and (status == 200 or list(doc) == ["error"]), \
-                (n, body[:200])
+            assert isinstance(doc, dict) and (status == 200 or list(doc) == ["error"]), (
+                n,
+                body[:200],
+            )
         n += 1
-    logger.info("fuzz seed %d: %d cases in %.1f s, answers by status %s", SEED, n,
-                time.monotonic() - start, dict(sorted(statuses.items())))
+    logger.info(
+        "fuzz seed %d: %d cases in %.1f s, answers by status %s",
+        SEED,
+        n,
+        time.monotonic() - start,
+        dict(sorted(statuses.items())),
+    )
     assert n >= 1000, f"only {n} cases ran in {TIME_BUDGET_S} s"
     assert statuses.get(200, 0) > 50 and statuses.get(400, 0) > 200, statuses
     # the server answers afterwards
@@ -293,7 +405,7 @@ def test_fuzz_rest_api(fuzz_server):
                 pass
         except ConnectionResetError:
             pass
-        except socket.timeout:
+        except TimeoutError:
             raise AssertionError("a stalled connection was still open after the idle timeout")
         finally:
             sock.close()

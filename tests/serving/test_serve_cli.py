@@ -19,8 +19,14 @@ _NOISE = re.compile(r"^([IWEF]\d{4} |WARNING: All log messages|INFO |To enable t
 
 def run(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "memgraph_tf.cli", *args], capture_output=True,
-                          text=True, timeout=timeout_s, cwd=REPO_ROOT, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "memgraph_tf.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        cwd=REPO_ROOT,
+        env=env,
+    )
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
@@ -36,25 +42,35 @@ def assert_user_error(proc: subprocess.CompletedProcess, message: str) -> None:
 # ----------------------------------------------------------------------------------- serve
 def test_serve_a_missing_directory(tmp_path):
     proc = run("serve", str(tmp_path / "nope"))
-    assert_user_error(proc, f"memgraph-tf serve: model_base_path: expected a directory, got "
-                            f"'{tmp_path / 'nope'}'")
+    assert_user_error(
+        proc, f"memgraph-tf serve: model_base_path: expected a directory, got '{tmp_path / 'nope'}'"
+    )
     assert proc.stderr.count("\n") == 1  # nothing else: TensorFlow was never imported
 
 
 def test_serve_a_directory_without_versions(tmp_path):
     (tmp_path / "notaversion").mkdir()
     proc = run("serve", str(tmp_path))
-    assert_user_error(proc, f"memgraph-tf serve: model_base_path: expected numbered version "
-                            f"directories holding saved_model.pb under '{tmp_path}', found none")
+    assert_user_error(
+        proc,
+        f"memgraph-tf serve: model_base_path: expected numbered version "
+        f"directories holding saved_model.pb under '{tmp_path}', found none",
+    )
 
 
-@pytest.mark.parametrize("flag, value, message", [
-    ("--version-label", "stable", "--version-label: expected LABEL=VERSION, got 'stable'"),
-    ("--max-examples", "0", "max_examples: expected an int >= 1, got 0"),
-    ("--max-json-depth", "1", "max_json_depth: expected an int from 2 to 500, got 1"),
-    ("--tensorflow-inter-op-parallelism", "-1",
-     "--tensorflow-inter-op-parallelism: expected an int >= 0 (0: TensorFlow's choice), got -1"),
-])
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--version-label", "stable", "--version-label: expected LABEL=VERSION, got 'stable'"),
+        ("--max-examples", "0", "max_examples: expected an int >= 1, got 0"),
+        ("--max-json-depth", "1", "max_json_depth: expected an int from 2 to 500, got 1"),
+        (
+            "--tensorflow-inter-op-parallelism",
+            "-1",
+            "--tensorflow-inter-op-parallelism: expected an int >= 0 (0: TensorFlow's choice), got -1",
+        ),
+    ],
+)
 def test_serve_bad_settings(tmp_path, flag, value, message):
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "saved_model.pb").write_bytes(b"")
@@ -72,11 +88,17 @@ def test_tensorflow_threads_cannot_change_once_tensorflow_runs():
     assert int(tf.reduce_sum(tf.constant([1, 2]))) == 3  # TensorFlow is running now
     current = tf.config.threading.get_inter_op_parallelism_threads()
     set_tensorflow_threads(inter_op=current)  # unchanged (0 or the count): no error
-    with pytest.raises(ValueError, match=rf"--tensorflow-inter-op-parallelism {current + 3}: "
-                                         r"TensorFlow is already running in this process"):
+    with pytest.raises(
+        ValueError,
+        match=rf"--tensorflow-inter-op-parallelism {current + 3}: "
+        r"TensorFlow is already running in this process",
+    ):
         set_tensorflow_threads(inter_op=current + 3)
-    with pytest.raises(ValueError, match=r"--tensorflow-intra-op-parallelism: expected an int "
-                                         r">= 0 \(0: TensorFlow's choice\), got '2'"):
+    with pytest.raises(
+        ValueError,
+        match=r"--tensorflow-intra-op-parallelism: expected an int "
+        r">= 0 \(0: TensorFlow's choice\), got '2'",
+    ):
         set_tensorflow_threads(intra_op="2")
 
 
@@ -87,7 +109,8 @@ def test_serve_a_corrupt_saved_model(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = error_lines(proc)
     assert len(lines) == 1 and lines[0].startswith(
-        f"memgraph-tf serve: {tmp_path / '1'}: cannot load the SavedModel: "), proc.stderr
+        f"memgraph-tf serve: {tmp_path / '1'}: cannot load the SavedModel: "
+    ), proc.stderr
 
 
 def test_serve_on_a_busy_port(toy_base):
@@ -96,8 +119,9 @@ def test_serve_on_a_busy_port(toy_base):
         busy.listen(1)
         port = busy.getsockname()[1]
         proc = run("serve", str(toy_base), "--port", str(port))
-    assert_user_error(proc, f"memgraph-tf serve: cannot listen on 127.0.0.1:{port}: Address "
-                            f"already in use")
+    assert_user_error(
+        proc, f"memgraph-tf serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
 
 
 def test_serve_with_a_graph_that_cannot_be_opened(toy_base, tmp_path):
@@ -112,9 +136,12 @@ def test_serve_with_a_graph_that_cannot_be_opened(toy_base, tmp_path):
 def test_install_modules_over_existing_files_with_no_overwrite(tmp_path):
     assert run("install-modules", str(tmp_path)).returncode == 0
     proc = run("install-modules", "--no-overwrite", str(tmp_path))
-    assert_user_error(proc, f"memgraph-tf install-modules: FileExistsError: "
-                            f"{tmp_path / 'tf_features.py'}: expected no existing file "
-                            f"(overwrite=False), got one")
+    assert_user_error(
+        proc,
+        f"memgraph-tf install-modules: FileExistsError: "
+        f"{tmp_path / 'tf_features.py'}: expected no existing file "
+        f"(overwrite=False), got one",
+    )
 
 
 def test_install_modules_into_a_file(tmp_path):
@@ -124,7 +151,8 @@ def test_install_modules_into_a_file(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = error_lines(proc)
     assert len(lines) == 1 and lines[0].startswith(
-        "memgraph-tf install-modules: NotADirectoryError: "), proc.stderr
+        "memgraph-tf install-modules: NotADirectoryError: "
+    ), proc.stderr
 
 
 def test_install_modules_into_a_new_directory_succeeds(tmp_path):

@@ -17,7 +17,9 @@ MODEL = os.environ.get("MEMGRAPH_TF_TEST_SERVING_MODEL", "GraphSage")
 
 pytestmark = [
     pytest.mark.serving,
-    pytest.mark.skipif(not URL, reason="MEMGRAPH_TF_TEST_SERVING_URL is not set (no TF Serving here)"),
+    pytest.mark.skipif(
+        not URL, reason="MEMGRAPH_TF_TEST_SERVING_URL is not set (no TF Serving here)"
+    ),
 ]
 
 

@@ -62,8 +62,7 @@ def export_quirks(path: pathlib.Path) -> None:
         def classify(self, inputs):
             s = tf.io.parse_example(inputs, {"s": tf.io.FixedLenFeature([3], tf.float32)})["s"]
             n = tf.shape(inputs)[0]
-            return {"classes": tf.tile(tf.constant([["car", "bike", "bus"]]), [n, 1]),
-                    "scores": s}
+            return {"classes": tf.tile(tf.constant([["car", "bike", "bus"]]), [n, 1]), "scores": s}
 
         @tf.function(input_signature=[ser])
         def regress(self, inputs):
@@ -71,9 +70,18 @@ def export_quirks(path: pathlib.Path) -> None:
             return {"outputs": v[:, 0]}
 
     m = Quirks()
-    tf.saved_model.save(m, str(path), signatures={
-        "serving_default": m.echo, "complex": m.complex, "scalar": m.scalar,
-        "mismatch": m.mismatch, "classify": m.classify, "regress": m.regress})
+    tf.saved_model.save(
+        m,
+        str(path),
+        signatures={
+            "serving_default": m.echo,
+            "complex": m.complex,
+            "scalar": m.scalar,
+            "mismatch": m.mismatch,
+            "classify": m.classify,
+            "regress": m.regress,
+        },
+    )
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +109,18 @@ def test_version_directory_00000123_is_version_123(quirks):
     (GetStatus expects "version": "123"); sources/storage_path/file_system_storage_path_source.cc
     reads a version directory's name as its integer value."""
     r = requests.get(f"{quirks.url}/v1/models/quirks", timeout=30)
-    assert (r.status_code, r.json()) == (200, {"model_version_status": [
-        {"version": "123", "state": "AVAILABLE", "status": {"error_code": "OK",
-                                                            "error_message": ""}}]})
+    assert (r.status_code, r.json()) == (
+        200,
+        {
+            "model_version_status": [
+                {
+                    "version": "123",
+                    "state": "AVAILABLE",
+                    "status": {"error_code": "OK", "error_message": ""},
+                }
+            ]
+        },
+    )
     for suffix in ("/versions/123:predict", "/versions/00000123:predict", ":predict"):
         r = post(quirks, suffix, {"instances": [1.5]})
         assert (r.status_code, r.json()) == (200, {"predictions": [1.5]}), suffix
@@ -124,8 +141,14 @@ def test_metadata_is_printed_as_tf_serving_prints_it(quirks):
     assert doc["model_spec"] == {"name": "quirks", "signature_name": "", "version": "123"}
     assert "@type" not in r.text
     sigs = doc["metadata"]["signature_def"]["signature_def"]
-    assert sorted(sigs) == ["classify", "complex", "mismatch", "regress", "scalar",
-                            "serving_default"]
+    assert sorted(sigs) == [
+        "classify",
+        "complex",
+        "mismatch",
+        "regress",
+        "scalar",
+        "serving_default",
+    ]
     echo = sigs["serving_default"]
     assert echo["method_name"] == "tensorflow/serving/predict"
     assert echo["defaults"] == {}
@@ -133,8 +156,10 @@ def test_metadata_is_printed_as_tf_serving_prints_it(quirks):
     assert x["dtype"] == "DT_FLOAT"
     assert x["tensor_shape"] == {"dim": [{"size": "-1", "name": ""}], "unknown_rank": False}
     assert x["name"].startswith("serving_default_x")
-    assert echo["outputs"]["y"]["tensor_shape"] == {"dim": [{"size": "-1", "name": ""}],
-                                                    "unknown_rank": False}
+    assert echo["outputs"]["y"]["tensor_shape"] == {
+        "dim": [{"size": "-1", "name": ""}],
+        "unknown_rank": False,
+    }
 
 
 def test_metadata_of_a_label_and_a_missing_version(quirks):
@@ -142,21 +167,35 @@ def test_metadata_of_a_label_and_a_missing_version(quirks):
     "Servable not found for request: Specific(NAME, N)", NOT_FOUND -> 404)."""
     r = requests.get(f"{quirks.url}/v1/models/quirks/versions/7/metadata", timeout=30)
     assert (r.status_code, r.json()) == (
-        404, {"error": "Servable not found for request: Specific(quirks, 7)"})
+        404,
+        {"error": "Servable not found for request: Specific(quirks, 7)"},
+    )
 
 
 # ---------------------------------------------------------------------------- float formatting
-@pytest.mark.parametrize("value, bits, text", [
-    # util/json_tensor_test.cc FromJsonSingleFloatTensorSixDigitPrecision
-    (9000000.0, 32, "9e+06"), (999999.0, 32, "999999.0"), (0.5, 32, "0.5"),
-    (0.0003, 32, "0.0003"), (0.00003, 32, "3e-05"), (555557.5, 32, "555557.5"),
-    # FromJsonSingleFloatTensorNonFinite
-    (float("nan"), 32, "NaN"), (float("inf"), 32, "Infinity"), (3.0, 32, "3.0"),
-    (float("-inf"), 32, "-Infinity"),
-    # WriteDecimal's comment: a float 0.2 is 0.2, not 0.2000000012322; no round trip -> %.9g
-    (0.2, 32, "0.2"), (1 / 3, 32, "0.333333343"), (1 / 3, 64, "0.33333333333333331"),
-    (0.1, 64, "0.1"), (100000.0, 32, "100000.0"),
-])
+@pytest.mark.parametrize(
+    "value, bits, text",
+    [
+        # util/json_tensor_test.cc FromJsonSingleFloatTensorSixDigitPrecision
+        (9000000.0, 32, "9e+06"),
+        (999999.0, 32, "999999.0"),
+        (0.5, 32, "0.5"),
+        (0.0003, 32, "0.0003"),
+        (0.00003, 32, "3e-05"),
+        (555557.5, 32, "555557.5"),
+        # FromJsonSingleFloatTensorNonFinite
+        (float("nan"), 32, "NaN"),
+        (float("inf"), 32, "Infinity"),
+        (3.0, 32, "3.0"),
+        (float("-inf"), 32, "-Infinity"),
+        # WriteDecimal's comment: a float 0.2 is 0.2, not 0.2000000012322; no round trip -> %.9g
+        (0.2, 32, "0.2"),
+        (1 / 3, 32, "0.333333343"),
+        (1 / 3, 64, "0.33333333333333331"),
+        (0.1, 64, "0.1"),
+        (100000.0, 32, "100000.0"),
+    ],
+)
 def test_format_decimal_follows_write_decimal(value, bits, text):
     """util/json_tensor.cc WriteDecimal: StrCat (printf %g, six digits) when it round-trips, else
     %.9g (float) / %.17g (double); ".0" when neither '.' nor 'e'; NaN / Infinity."""
@@ -166,11 +205,16 @@ def test_format_decimal_follows_write_decimal(value, bits, text):
 def test_float_outputs_print_six_digits(quirks):
     """json_tensor_test.cc FromJsonSingleFloatTensorSixDigitPrecision and ...NonFinite, through
     the server: the answer's number tokens are the ones TF Serving writes."""
-    r = post(quirks, ":predict", '{"instances": [9000000.0, 999999.0, 0.5, 0.0003, 0.00003, '
-                                 '555557.5, 0.2, NaN, Infinity, -Infinity, 3]}')
+    r = post(
+        quirks,
+        ":predict",
+        '{"instances": [9000000.0, 999999.0, 0.5, 0.0003, 0.00003, '
+        "555557.5, 0.2, NaN, Infinity, -Infinity, 3]}",
+    )
     assert r.status_code == 200
-    assert r.text == ('{"predictions":[9e+06,999999.0,0.5,0.0003,3e-05,555557.5,0.2,NaN,'
-                      'Infinity,-Infinity,3.0]}')
+    assert r.text == (
+        '{"predictions":[9e+06,999999.0,0.5,0.0003,3e-05,555557.5,0.2,NaN,Infinity,-Infinity,3.0]}'
+    )
     r = post(quirks, ":predict", {"inputs": [0.2, 0.7]})
     assert r.text == '{"outputs":[0.2,0.7]}'
 
@@ -179,13 +223,24 @@ def test_classify_and_regress_scores_print_six_digits(quirks):
     """json_tensor_test.cc JsonFromClassificationResult ([["car", 0.2], ["bike", 0.7], ["bus",
     0.1]]) and JsonFromRegressionResult ([0.2, 0.9, 1.0]): scores are floats written by
     WriteDecimal (ClassificationResult / RegressionResult hold float)."""
-    r = post(quirks, ":classify", {"signature_name": "classify",
-                                   "examples": [{"s": [0.2, 0.7, 0.1]}, {"s": [0.7, 0.1, 0.2]}]})
+    r = post(
+        quirks,
+        ":classify",
+        {
+            "signature_name": "classify",
+            "examples": [{"s": [0.2, 0.7, 0.1]}, {"s": [0.7, 0.1, 0.2]}],
+        },
+    )
     assert r.status_code == 200
-    assert r.text == ('{"results":[[["car",0.2],["bike",0.7],["bus",0.1]],'
-                      '[["car",0.7],["bike",0.1],["bus",0.2]]]}')
-    r = post(quirks, ":regress", {"signature_name": "regress",
-                                  "examples": [{"v": 0.2}, {"v": 0.9}, {"v": 1.0}]})
+    assert r.text == (
+        '{"results":[[["car",0.2],["bike",0.7],["bus",0.1]],'
+        '[["car",0.7],["bike",0.1],["bus",0.2]]]}'
+    )
+    r = post(
+        quirks,
+        ":regress",
+        {"signature_name": "regress", "examples": [{"v": 0.2}, {"v": 0.9}, {"v": 1.0}]},
+    )
     assert r.text == '{"results":[0.2,0.9,1.0]}'
 
 
@@ -197,7 +252,9 @@ def test_complex64_output_is_a_400_and_the_connection_lives_on(quirks):
     with requests.Session() as s:
         r = post(quirks, ":predict", {"signature_name": "complex", "instances": [1.0]}, s)
         assert (r.status_code, r.json()) == (
-            400, {"error": "Failed to write JSON value for tensor type: complex64"})
+            400,
+            {"error": "Failed to write JSON value for tensor type: complex64"},
+        )
         r = post(quirks, ":predict", {"signature_name": "complex", "inputs": [1.0]}, s)
         assert r.status_code == 400
         r = post(quirks, ":predict", {"instances": [2.5]}, s)  # same keep-alive connection
@@ -210,7 +267,9 @@ def test_row_format_output_without_shape_is_a_400(quirks):
     format writes the scalar."""
     r = post(quirks, ":predict", {"signature_name": "scalar", "instances": [1.0, 2.0]})
     assert (r.status_code, r.json()) == (
-        400, {"error": "Tensor name: total has no shape information "})
+        400,
+        {"error": "Tensor name: total has no shape information "},
+    )
     r = post(quirks, ":predict", {"signature_name": "scalar", "inputs": [1.0, 2.0]})
     assert (r.status_code, r.text) == (200, '{"outputs":{"total":3.0,"y":[1.0,2.0]}}')
 
@@ -220,13 +279,16 @@ def test_inconsistent_batch_sizes_are_a_400(quirks):
     4 expecting: 2" (json_tensor_test.cc FromJsonMultipleNamedTensorsErrors)."""
     r = post(quirks, ":predict", {"signature_name": "mismatch", "instances": [1.0, 2.0]})
     assert (r.status_code, r.json()) == (
-        400, {"error": "Tensor name: b has inconsistent batch size: 4 expecting: 2"})
+        400,
+        {"error": "Tensor name: b has inconsistent batch size: 4 expecting: 2"},
+    )
 
 
 # ------------------------------------------------------------------------------------- versions
 @pytest.mark.parametrize("version", [str(2**64 - 1), str(2**63), "99999999999999999999999"])
-@pytest.mark.parametrize("method, suffix", [("POST", ":predict"), ("GET", ""),
-                                            ("GET", "/metadata")])
+@pytest.mark.parametrize(
+    "method, suffix", [("POST", ":predict"), ("GET", ""), ("GET", "/metadata")]
+)
 def test_a_version_beyond_int64_is_a_400(quirks, version, method, suffix):
     """http_rest_api_util.cc ParseModelInfo: absl::SimpleAtoi into int64 fails -> INVALID_ARGUMENT
     "Failed to convert version: N to numeric." (http_rest_api_handler_test.cc UnsupportedApiCalls
@@ -234,18 +296,28 @@ def test_a_version_beyond_int64_is_a_400(quirks, version, method, suffix):
     url = f"{quirks.url}/v1/models/quirks/versions/{version}{suffix}"
     r = requests.request(method, url, data=b'{"instances": [1.0]}', timeout=30)
     assert (r.status_code, r.json()) == (
-        400, {"error": f"Failed to convert version: {version} to numeric."})
+        400,
+        {"error": f"Failed to convert version: {version} to numeric."},
+    )
 
 
-@pytest.mark.parametrize("method, path", [
-    ("GET", "/v1/foo"), ("POST", "/v1/foo"), ("GET", "/v1/models/debug/model_name"),
-    ("POST", "/v1/models"), ("GET", "/v1/models/foo:predict"),
-    ("GET", "/v1/models/foo/version/50:predict"), ("POST", "/v1/models/foo/version/50:regress"),
-    ("POST", "/v1/models/foo/versions/HELLO:regress"), ("POST", "/v1/models/foo/metadata"),
-    ("POST", "/v1/models/foo/label/some_label:regress"),
-    ("POST", "/v1/models/foo/versions/50/labels/some_label:regress"),
-    ("POST", "/v1/models/foo/versions/some_label:regress"),
-])
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", "/v1/foo"),
+        ("POST", "/v1/foo"),
+        ("GET", "/v1/models/debug/model_name"),
+        ("POST", "/v1/models"),
+        ("GET", "/v1/models/foo:predict"),
+        ("GET", "/v1/models/foo/version/50:predict"),
+        ("POST", "/v1/models/foo/version/50:regress"),
+        ("POST", "/v1/models/foo/versions/HELLO:regress"),
+        ("POST", "/v1/models/foo/metadata"),
+        ("POST", "/v1/models/foo/label/some_label:regress"),
+        ("POST", "/v1/models/foo/versions/50/labels/some_label:regress"),
+        ("POST", "/v1/models/foo/versions/some_label:regress"),
+    ],
+)
 def test_unsupported_api_calls(quirks, method, path):
     """http_rest_api_handler_test.cc UnsupportedApiCalls: INVALID_ARGUMENT "Malformed request:
     METHOD PATH" (http_rest_api_handler.cc's initial status)."""
@@ -259,10 +331,13 @@ def test_missing_model_name_and_unknown_models(quirks):
     r = requests.get(f"{quirks.url}/v1/models", timeout=30)
     assert (r.status_code, r.json()) == (400, {"error": "Missing model name in request."})
     r = requests.post(f"{quirks.url}/v1/models/foo:predict", data='{"instances": [1]}', timeout=30)
-    assert (r.status_code, r.json()) == (404, {"error": "Servable not found for request: "
-                                                        "Latest(foo)"})
-    r = requests.post(f"{quirks.url}/v1/models/foo/versions/50:predict",
-                      data='{"instances": [1]}', timeout=30)
+    assert (r.status_code, r.json()) == (
+        404,
+        {"error": "Servable not found for request: Latest(foo)"},
+    )
+    r = requests.post(
+        f"{quirks.url}/v1/models/foo/versions/50:predict", data='{"instances": [1]}', timeout=30
+    )
     assert r.status_code == 404
 
 
@@ -271,18 +346,29 @@ def test_predict_request_errors(quirks):
     cases = [
         (b"", "JSON Parse error: The document is empty"),
         (b"instances = [1, 2]", "JSON Parse error: Invalid value. at offset: 0"),
-        (b'{ "instances": ["x", "y"] }', "Failed to process element: 0 of 'instances' list. "
-         "Error: INVALID_ARGUMENT: JSON Value: \"x\" Type: String is not of expected type: float"),
-        (b'{ "signature_name": 100 }', "JSON Value: {\n    \"signature_name\": 100\n} not "
-         "formatted correctly. 'signature_name' key must be a string value."),
+        (
+            b'{ "instances": ["x", "y"] }',
+            "Failed to process element: 0 of 'instances' list. "
+            'Error: INVALID_ARGUMENT: JSON Value: "x" Type: String is not of expected type: float',
+        ),
+        (
+            b'{ "signature_name": 100 }',
+            'JSON Value: {\n    "signature_name": 100\n} not '
+            "formatted correctly. 'signature_name' key must be a string value.",
+        ),
     ]
     for body, message in cases:
         r = post(quirks, ":predict", body)
         assert (r.status_code, r.json()) == (400, {"error": message}), body
-    r = requests.post(f"{quirks.url}/v1/models/quirks/labels/Version_Nonexistent:predict",
-                      data=b'{ "instances": ["x", "y"] }', timeout=30)
+    r = requests.post(
+        f"{quirks.url}/v1/models/quirks/labels/Version_Nonexistent:predict",
+        data=b'{ "instances": ["x", "y"] }',
+        timeout=30,
+    )
     assert (r.status_code, r.json()) == (
-        400, {"error": "Unrecognized servable version label: Version_Nonexistent"})
+        400,
+        {"error": "Unrecognized servable version label: Version_Nonexistent"},
+    )
 
 
 # ---------------------------------------------------------------- classify / regress bodies
@@ -294,22 +380,38 @@ def test_context_only_bodies(quirks, verb):
     method is classify, key 'examples' is expected and was not found" (for :regress too)."""
     r = post(quirks, verb, {"context": [{"names": ["foo", "bar"]}]})
     assert (r.status_code, r.json()) == (
-        400, {"error": "Example must be JSON object but got JSON Array"})
+        400,
+        {"error": "Example must be JSON object but got JSON Array"},
+    )
     r = post(quirks, verb, {"context": {"q": "pizza"}})
-    assert (r.status_code, r.json()) == (400, {"error": (
-        'JSON Value: {\n    "context": {\n        "q": "pizza"\n    }\n} When method is '
-        "classify, key 'examples' is expected and was not found")})
+    assert (r.status_code, r.json()) == (
+        400,
+        {
+            "error": (
+                'JSON Value: {\n    "context": {\n        "q": "pizza"\n    }\n} When method is '
+                "classify, key 'examples' is expected and was not found"
+            )
+        },
+    )
 
 
-@pytest.mark.parametrize("examples, message", [
-    ({"names": ["foo", "bar"]}, "list/array"),
-    ([[{"names": ["foo", "bar"]}]], "Example must be JSON object but got JSON Array"),
-    ([{"names": [10, None]}], "Feature: names has element with unexpected JSON type: Null"),
-    ([{"names": [10, 10.0]}], "Unexpected element type in feature: names expecting type: int64"),
-    ([{"names": [10, {"test": 10}]}],
-     "Feature: names has element with unexpected JSON type: Object"),
-    ([{"names": [[10], 20]}], "Feature: names has element with unexpected JSON type: Array"),
-])
+@pytest.mark.parametrize(
+    "examples, message",
+    [
+        ({"names": ["foo", "bar"]}, "list/array"),
+        ([[{"names": ["foo", "bar"]}]], "Example must be JSON object but got JSON Array"),
+        ([{"names": [10, None]}], "Feature: names has element with unexpected JSON type: Null"),
+        (
+            [{"names": [10, 10.0]}],
+            "Unexpected element type in feature: names expecting type: int64",
+        ),
+        (
+            [{"names": [10, {"test": 10}]}],
+            "Feature: names has element with unexpected JSON type: Object",
+        ),
+        ([{"names": [[10], 20]}], "Feature: names has element with unexpected JSON type: Array"),
+    ],
+)
 def test_example_errors(quirks, examples, message):
     """json_tensor_test.cc ClassifyRegressRequestTest.JsonErrors, through the server."""
     r = post(quirks, ":classify", {"signature_name": "classify", "examples": examples})
@@ -321,15 +423,24 @@ def test_uint64_feature_value(quirks):
     """json_tensor.cc AddValueToFeature: an integer above int64 but within uint64 ->
     "Feature: NAME has uint64 element. Only int64 is supported." (json_tensor_test.cc JsonErrors
     sends 18446744073709551603). A larger integer is a double to rapidjson, so a float feature."""
-    r = post(quirks, ":classify", '{"signature_name": "classify", "examples": '
-                                  '[{"names": [20, 18446744073709551603]}]}')
+    r = post(
+        quirks,
+        ":classify",
+        '{"signature_name": "classify", "examples": [{"names": [20, 18446744073709551603]}]}',
+    )
     assert (r.status_code, r.json()) == (
-        400, {"error": "Feature: names has uint64 element. Only int64 is supported."})
+        400,
+        {"error": "Feature: names has uint64 element. Only int64 is supported."},
+    )
     ex = rest_json.json_to_example(
-        rest_json.parse_request_body(b'{"x": 99999999999999999999999}')).features.feature["x"]
+        rest_json.parse_request_body(b'{"x": 99999999999999999999999}')
+    ).features.feature["x"]
     assert list(ex.float_list.value) == [pytest.approx(1e23, rel=1e-6)]
-    with pytest.raises(ServingFailure, match=r"Cannot convert JSON value: 1\.7976931348623157e\+308 "
-                                             r"to float without loss of precision\."):
+    with pytest.raises(
+        ServingFailure,
+        match=r"Cannot convert JSON value: 1\.7976931348623157e\+308 "
+        r"to float without loss of precision\.",
+    ):
         rest_json.json_to_example({"names": 1.7976931348623157e308})
 
 
@@ -338,20 +449,37 @@ def feeds(body: str, infos: dict[str, int]):
     return rest_json.predict_feeds(rest_json.parse_request_body(body.encode()), infos, "")
 
 
-@pytest.mark.parametrize("body, message", [
-    # json_tensor_test.cc SingleUnnamedTensorErrors (DT_INT32)
-    ('{"instances": [[1,2],[3,4],[5,6,7]]}', "Failed to process element: 2 of 'instances' list. "
-     "Error: INVALID_ARGUMENT: Expecting tensor size: 2 but got: 3"),
-    ('{"instances": [[1,2],[3,4],[[5,6]]]}', "Failed to process element: 2 of 'instances' list. "
-     "Error: INVALID_ARGUMENT: Expecting shape [2] but got: [1,2]"),
-    ('{"instances": [1, [1]]}', "Failed to process element: 1 of 'instances' list. Error: "
-     "INVALID_ARGUMENT: Expecting shape [] but got: [1]"),
-    ('{"instances": [[1,2],["a", "b"]]}', "Failed to process element: 1 of 'instances' list. "
-     "Error: INVALID_ARGUMENT: JSON Value: \"a\" Type: String is not of expected type: int32"),
-    ('{"instances": [[1,2],[3,4],[5,6,7]], "inputs": [[1,2],[3,4],[5,6,7]]}',
-     "Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist "),
-    ('{"instances": [3000000000]}', "is not of expected type: int32"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        # json_tensor_test.cc SingleUnnamedTensorErrors (DT_INT32)
+        (
+            '{"instances": [[1,2],[3,4],[5,6,7]]}',
+            "Failed to process element: 2 of 'instances' list. "
+            "Error: INVALID_ARGUMENT: Expecting tensor size: 2 but got: 3",
+        ),
+        (
+            '{"instances": [[1,2],[3,4],[[5,6]]]}',
+            "Failed to process element: 2 of 'instances' list. "
+            "Error: INVALID_ARGUMENT: Expecting shape [2] but got: [1,2]",
+        ),
+        (
+            '{"instances": [1, [1]]}',
+            "Failed to process element: 1 of 'instances' list. Error: "
+            "INVALID_ARGUMENT: Expecting shape [] but got: [1]",
+        ),
+        (
+            '{"instances": [[1,2],["a", "b"]]}',
+            "Failed to process element: 1 of 'instances' list. "
+            'Error: INVALID_ARGUMENT: JSON Value: "a" Type: String is not of expected type: int32',
+        ),
+        (
+            '{"instances": [[1,2],[3,4],[5,6,7]], "inputs": [[1,2],[3,4],[5,6,7]]}',
+            "Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist ",
+        ),
+        ('{"instances": [3000000000]}', "is not of expected type: int32"),
+    ],
+)
 def test_single_unnamed_tensor_errors(body, message):
     """util/json_tensor_test.cc SingleUnnamedTensorErrors."""
     import re
@@ -361,16 +489,22 @@ def test_single_unnamed_tensor_errors(body, message):
     assert info.value.status == 400
 
 
-@pytest.mark.parametrize("body, dtype", [
-    ('{"instances": [1.7976931348623157e+308]}', DT_FLOAT),
-    ('{"instances": [16777217]}', DT_FLOAT),
-    ('{"instances": [9007199254740993]}', DT_DOUBLE),
-])
+@pytest.mark.parametrize(
+    "body, dtype",
+    [
+        ('{"instances": [1.7976931348623157e+308]}', DT_FLOAT),
+        ('{"instances": [16777217]}', DT_FLOAT),
+        ('{"instances": [9007199254740993]}', DT_DOUBLE),
+    ],
+)
 def test_lossy_numbers_are_refused(body, dtype):
     """json_tensor_test.cc SingleUnnamedTensorErrors: "loss of precision" for a double above
     FLT_MAX, 2^24 + 1 as float, 2^53 + 1 as double (json_tensor.cc IsLosslessDecimal)."""
-    with pytest.raises(ServingFailure, match=r"Cannot convert JSON value: .* without loss of "
-                                             r"precision\.$"):
+    with pytest.raises(
+        ServingFailure,
+        match=r"Cannot convert JSON value: .* without loss of "
+        r"precision\.$",
+    ):
         feeds(body, {"default": dtype})
 
 
@@ -378,24 +512,33 @@ def test_multiple_named_tensor_errors():
     """util/json_tensor_test.cc MultipleNamedTensorErrors."""
     infos = {"int_tensor": DT_INT32, "str_tensor": DT_STRING}
     cases = [
-        ('{"instances": [{"int_tensor": [[1,2],[3,4],[5,6]], "str_tensor": ["foo", "bar"]},'
-         '{"int_tensor": [[[7,8],[9,0],[1,2]]], "str_tensor": ["baz", "bat"]}]}',
-         "Failed to process element: 1 key: int_tensor of 'instances' list. Error: "
-         "INVALID_ARGUMENT: Expecting shape [3,2] but got: [1,3,2]"),
-        ('{"instances": [{"int_tensor": [[1,2],[3,4],[5,6],[7,8]], "str_tensor": ["foo", "bar"]},'
-         '{"int_tensor": [[7,8],[9,0],[1,2]], "str_tensor": ["baz", "bat"]}]}',
-         "Failed to process element: 1 key: int_tensor of 'instances' list. Error: "
-         "INVALID_ARGUMENT: Expecting tensor size: 8 but got: 6"),
-        ('{"instances": [{"int_tensor": [[1,2],[3,4],[5,6]], "str_tensor": ["foo", "bar"]},'
-         '[1, 20, 30]]}', "Expecting object but got list at item 1 of input list"),
+        (
+            '{"instances": [{"int_tensor": [[1,2],[3,4],[5,6]], "str_tensor": ["foo", "bar"]},'
+            '{"int_tensor": [[[7,8],[9,0],[1,2]]], "str_tensor": ["baz", "bat"]}]}',
+            "Failed to process element: 1 key: int_tensor of 'instances' list. Error: "
+            "INVALID_ARGUMENT: Expecting shape [3,2] but got: [1,3,2]",
+        ),
+        (
+            '{"instances": [{"int_tensor": [[1,2],[3,4],[5,6],[7,8]], "str_tensor": ["foo", "bar"]},'
+            '{"int_tensor": [[7,8],[9,0],[1,2]], "str_tensor": ["baz", "bat"]}]}',
+            "Failed to process element: 1 key: int_tensor of 'instances' list. Error: "
+            "INVALID_ARGUMENT: Expecting tensor size: 8 but got: 6",
+        ),
+        (
+            '{"instances": [{"int_tensor": [[1,2],[3,4],[5,6]], "str_tensor": ["foo", "bar"]},'
+            "[1, 20, 30]]}",
+            "Expecting object but got list at item 1 of input list",
+        ),
     ]
     for body, message in cases:
         with pytest.raises(ServingFailure, match="Expecting") as info:
             feeds(body, infos)
         assert info.value.message == message
     with pytest.raises(ServingFailure, match="Expecting value/list") as info:
-        feeds('{"instances": [["baz", "bar"], {"str_tensor": ["baz", "bat"]}]}',
-              {"str_tensor": DT_STRING})
+        feeds(
+            '{"instances": [["baz", "bar"], {"str_tensor": ["baz", "bat"]}]}',
+            {"str_tensor": DT_STRING},
+        )
     assert info.value.message == "Expecting value/list but got object at item 1 of input list"
 
 
@@ -405,25 +548,34 @@ def test_named_and_columnar_tensors_convert():
         '{"instances": [{"int_tensor": [[1,2],[3,4],[5,6]], "str_tensor": ["foo", "bar"],'
         ' "float_tensor": [1.0, NaN], "dbl_tensor": [NaN]}, {"int_tensor": [[7,8],[9,0],[1,2]],'
         ' "str_tensor": ["baz", "bat"], "float_tensor": [2.0, Infinity], "dbl_tensor": [2.0]}]}',
-        {"int_tensor": DT_INT32, "str_tensor": DT_STRING, "float_tensor": DT_FLOAT,
-         "dbl_tensor": DT_DOUBLE})
+        {
+            "int_tensor": DT_INT32,
+            "str_tensor": DT_STRING,
+            "float_tensor": DT_FLOAT,
+            "dbl_tensor": DT_DOUBLE,
+        },
+    )
     assert not columnar
     assert out["int_tensor"].dtype == np.int32 and out["int_tensor"].shape == (2, 3, 2)
     assert out["str_tensor"].tolist() == [[b"foo", b"bar"], [b"baz", b"bat"]]
     assert out["float_tensor"].dtype == np.float32 and np.isinf(out["float_tensor"][1, 1])
     assert out["dbl_tensor"].dtype == np.float64 and out["dbl_tensor"].shape == (2, 1)
-    out, columnar = feeds('{"inputs": {"int_tensor": [[[1,2],[3,4],[5,6]]], "str_tensor": '
-                          '["foo", "bar"], "bin_tensor": {"b64": "aGVsbG8="}}}',
-                          {"int_tensor": DT_INT32, "str_tensor": DT_STRING,
-                           "bin_tensor": DT_STRING})
+    out, columnar = feeds(
+        '{"inputs": {"int_tensor": [[[1,2],[3,4],[5,6]]], "str_tensor": '
+        '["foo", "bar"], "bin_tensor": {"b64": "aGVsbG8="}}}',
+        {"int_tensor": DT_INT32, "str_tensor": DT_STRING, "bin_tensor": DT_STRING},
+    )
     assert columnar and out["int_tensor"].shape == (1, 3, 2)
     assert out["bin_tensor"].shape == () and out["bin_tensor"].item() == b"hello"
 
 
 def test_int64_and_uint64_inputs():
     """json_tensor.cc AddValueToTensor: DT_INT64 takes IsInt64() only; DT_UINT64 IsUint64()."""
-    with pytest.raises(ServingFailure, match=r"JSON Value: 9223372036854775808 Type: Number is not "
-                                             r"of expected type: int64"):
+    with pytest.raises(
+        ServingFailure,
+        match=r"JSON Value: 9223372036854775808 Type: Number is not "
+        r"of expected type: int64",
+    ):
         feeds('{"inputs": [9223372036854775808]}', {"i": DT_INT64})
     out, _ = feeds('{"inputs": [18446744073709551615]}', {"u": DT_UINT64})
     assert out["u"].dtype == np.uint64 and int(out["u"][0]) == 2**64 - 1
@@ -432,8 +584,9 @@ def test_int64_and_uint64_inputs():
 def test_unconvertible_input_dtype_is_a_501():
     """json_tensor.cc AddValueToTensor default: UNIMPLEMENTED "Conversion of JSON Value: V to
     type: T" (http_server.cc: UNIMPLEMENTED -> 501)."""
-    with pytest.raises(ServingFailure, match=r"Conversion of JSON Value: 1\.5 to type: half$") \
-            as info:
+    with pytest.raises(
+        ServingFailure, match=r"Conversion of JSON Value: 1\.5 to type: half$"
+    ) as info:
         feeds('{"inputs": [1.5]}', {"h": DT_HALF})
     assert info.value.status == 501
 
@@ -446,7 +599,10 @@ def test_json_parse_errors_use_rapidjsons_words():
         (b'{"a": 1 "b": 2}', "JSON Parse error: Missing a comma or '}' after an object member."),
         (b'{"a" 1}', "JSON Parse error: Missing a colon after a name of object member."),
         (b"{1: 2}", "JSON Parse error: Missing a name for object member."),
-        (b'{"a": 1} x', "JSON Parse error: The document root must not be followed by other values."),
+        (
+            b'{"a": 1} x',
+            "JSON Parse error: The document root must not be followed by other values.",
+        ),
         (b"[1]", "JSON Value: [\n    1\n] Is not object"),
     ]
     for body, prefix in cases:

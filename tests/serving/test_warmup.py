@@ -14,7 +14,9 @@ import pytest
 def warm_base(sage_bundle):
     from memgraph_tf.serving import bundle
 
-    assert bundle.warmup_path(sage_bundle.path / "1").is_file()  # the session's bundle, with its warmup record
+    assert bundle.warmup_path(
+        sage_bundle.path / "1"
+    ).is_file()  # the session's bundle, with its warmup record
     return sage_bundle.path
 
 
@@ -73,7 +75,9 @@ def test_bad_warmup_records_are_logged_and_skipped(tmp_path, warm_base, sage, ca
     from memgraph_tf.serving import bundle
     from memgraph_tf.serving.model_server import ModelServer
 
-    shutil.copytree(warm_base, tmp_path / "sage")  # a copy of the session's bundle: its records are rewritten
+    shutil.copytree(
+        warm_base, tmp_path / "sage"
+    )  # a copy of the session's bundle: its records are rewritten
     path = bundle.warmup_path(tmp_path / "sage" / "1")
     good = path.read_bytes()
     wrong_signature = prediction_log_pb2.PredictionLog()
