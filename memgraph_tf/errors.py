@@ -82,6 +82,11 @@ from __future__ import annotations
 from memgraph_tf.lazy import lazy_attributes
 
 __all__ = [
+    "EXIT_CODES",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
     "ArcadeDBStartError",
     "BlobFormatError",
     "ClientError",
@@ -90,6 +95,7 @@ __all__ = [
     "OpLibraryError",
     "ProcedureInputError",
     "ServingError",
+    "exit_code_for",
 ]
 
 
@@ -110,3 +116,38 @@ _PACKAGE_BASES = {
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _PACKAGE_BASES, globals())
+
+
+# Exit codes of the memgraph-tf commands (classify, in one process or on Beam; serve; install-modules).
+EXIT_OK = 0
+EXIT_FAILED = 1  # the run failed or stopped; what was written stays, a rerun resumes
+EXIT_USAGE = 2  # a bad command line, setting, credential or model name: nothing was run or written
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); what was written stays, a rerun resumes
+
+EXIT_CODES: dict[str, int] = {
+    # The one exit-code table: an exception's class (``module.QualName``) -> the exit code.
+    # exit_code_for() walks the exception's MRO and takes the first class listed here, so a
+    # subclass is listed only where it differs from its bases. Classes are named, not imported,
+    # so that this module stays at the bottom of the layers (a test checks every name resolves).
+    "memgraph_tf.client.errors.ConfigurationError": EXIT_USAGE,
+    "memgraph_tf.client.errors.AuthenticationError": EXIT_USAGE,
+    "memgraph_tf.serving.errors.BundleError": EXIT_USAGE,
+    "memgraph_tf.serving.errors.NotFoundError": EXIT_USAGE,  # no such model or version
+    "memgraph_tf.errors.MemgraphTfError": EXIT_FAILED,
+    "builtins.FileNotFoundError": EXIT_USAGE,  # a model or file path that does not exist
+    "builtins.OSError": EXIT_FAILED,
+    "builtins.ImportError": EXIT_USAGE,  # an optional extra is missing (apache-beam)
+    "builtins.ValueError": EXIT_USAGE,  # a command-line value refused by a constructor
+    "builtins.KeyboardInterrupt": EXIT_INTERRUPTED,
+}
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code for a command that stops with ``exc``: the :data:`EXIT_CODES` entry of the
+    first class in ``type(exc).__mro__`` that has one, else :data:`EXIT_FAILED` (a bug is a failed
+    run, never success). Every command of the package exits through this one table."""
+    for cls in type(exc).__mro__:
+        code = EXIT_CODES.get(f"{cls.__module__}.{cls.__qualname__}")
+        if code is not None:
+            return code
+    return EXIT_FAILED
