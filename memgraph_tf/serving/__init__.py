@@ -1,16 +1,22 @@
-"""Serving: SavedModel bundles for TF Serving, a REST client, and a local TF-Serving-compatible server.
+"""Serving: SavedModel bundles for TF Serving, REST and gRPC clients, and a local
+TF-Serving-compatible server.
 
 - ``bundle.py`` is the bundle contract: asset and signature names, :class:`BundleConfig` (read and
   written there only), :class:`SamplingSpec`, op-library record, version directory discovery.
 - :func:`export_bundle` (``export.py``) writes ``BASE/NAME/VERSION/`` with ``classify`` and
-  ``serving_default`` signatures, class labels, a ``models.config``, and (op bundles) the op library.
+  ``serving_default`` signatures, class labels, a ``models.config``, and (op bundles) the op
+  library.
 - :class:`ServingClient`, :func:`classify_nodes` (``client.py``) talk TF Serving's REST API;
   :class:`GrpcServingClient` (``grpc_client.py``) is its twin over TF Serving's gRPC API.
 - ``neighbourhoods.py``: node ids -> neighbourhood blobs from a graph source, shared by
   :func:`classify_nodes` and the server's ``node_id`` examples.
-- ``errors.py`` is the typed error tree of this package.
-- ``memgraph-tf serve``: ``server.py`` (HTTP) over :class:`ModelServer` (``model_server.py``:
-  versions, signatures, REST semantics) and ``rest_json.py`` (JSON <-> tf.Example / tensors);
+- ``errors.py`` is the typed error tree of this package and its one status table (code name,
+  HTTP status, error class, retryable) that both servers answer from and both clients read.
+- ``memgraph-tf serve``: ``server.py`` (HTTP) over ``rest_api.py`` (REST routing) over
+  :class:`ModelServer` (``model_server.py``: versions, signatures, status, metadata), which loads
+  versions with ``loading.py`` and batches with ``batching.py``; ``rest_json.py`` (JSON <->
+  tf.Example / tensors) and ``json_output.py`` (the JSON output rules, shared with the gRPC
+  client); ``node_examples.py`` (the ``node_id`` rule and ``max_examples``, for REST and gRPC);
   ``grpc_server.py`` (``--grpc-port``: PredictionService and ModelService over the same
   ModelServer, :func:`start_grpc_server`) with ``grpc_codec.py`` (TensorProto / tf.Example).
 

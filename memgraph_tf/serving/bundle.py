@@ -1,5 +1,5 @@
-"""The bundle contract: what a memgraph-tf SavedModel bundle holds, what each part is called, and the
-one place its config and op-library record are read and written.
+"""The bundle contract: what a memgraph-tf SavedModel bundle holds, what each part is called, and
+the one place its config and op-library record are read and written.
 
 Standard library only (plus :mod:`memgraph_tf.blob`'s dtype table), so the REST client imports it
 without TensorFlow. The layout, each name defined here and nowhere else::
@@ -18,6 +18,8 @@ Signatures (names and tensor keys): ``CLASSIFY_SIGNATURE`` (TF Serving's classif
 input ``CLASSIFY_INPUT``, outputs ``CLASSES_OUTPUT`` and ``SCORES_OUTPUT``; method name
 ``CLASSIFY_METHOD_NAME``), ``PREDICT_SIGNATURE`` (input ``PREDICT_INPUT``: raw blobs) and
 ``CONFIG_SIGNATURE`` (input ``CONFIG_INPUT``, output ``CONFIG_OUTPUT``: the config JSON text).
+``PREDICT_SIGNATURE`` is TF Serving's ``DEFAULT_SIGNATURE`` (the signature a request without a
+name runs); ``SIGNATURE_DEF_FIELD`` is the one metadata field TF Serving answers.
 
 Every failure to meet the contract is a :class:`memgraph_tf.serving.errors.BundleError` (also a
 ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
@@ -56,8 +58,14 @@ OP_LIBRARY_DIR = (ASSETS_EXTRA_DIR, "memgraph_tf")
 OP_LIBRARY_INFO = "op_library.json"
 OP_NAMES = ("MemgraphTf>UnpackBlob",)
 
+#: TF Serving's default signature name (a request that names none runs it): TensorFlow's
+#: ``kDefaultServingSignatureDefKey`` (``tensorflow/cc/saved_model/signature_constants.h``).
+DEFAULT_SIGNATURE = "serving_default"
+#: The only ``GetModelMetadataRequest.metadata_field`` TF Serving supports, and the key of the
+#: ``SignatureDefMap`` in its metadata answers (REST and gRPC).
+SIGNATURE_DEF_FIELD = "signature_def"
 CLASSIFY_SIGNATURE = "classify"
-PREDICT_SIGNATURE = "serving_default"
+PREDICT_SIGNATURE = DEFAULT_SIGNATURE
 CONFIG_SIGNATURE = "memgraph_tf_config"
 CLASSIFY_METHOD_NAME = "tensorflow/serving/classify"
 #: TF Serving's classifier tensor keys (servables/tensorflow/classifier.cc).
@@ -237,8 +245,8 @@ class BundleConfig:
     """The bundle config (``assets/CONFIG_ASSET`` and the ``CONFIG_SIGNATURE`` output): what a
     client needs to build the model's input, and how the bundle was made. ``options`` are the
     sampling options (``options.layout`` the sample layout the bundle reads); ``sections`` the blob
-    sections the model reads, a shape's ``-1`` a length that varies from blob to blob. The JSON keys are the
-    field names plus ``format`` (always ``BUNDLE_FORMAT``).
+    sections the model reads, a shape's ``-1`` a length that varies from blob to blob. The JSON
+    keys are the field names plus ``format`` (always ``BUNDLE_FORMAT``).
 
     Guarantees: an instance is valid -- every field is checked on construction and a bad one
     raises :class:`BundleError` naming its key; ``from_dict(to_dict())`` gives an equal config;
@@ -493,7 +501,8 @@ def parse_version_dir(name: str) -> int | None:
 
 
 def version_dir_name(version: int) -> str:
-    """The directory name :func:`memgraph_tf.serving.export.export_bundle` writes for ``version``."""
+    """The directory name :func:`memgraph_tf.serving.export.export_bundle` writes for
+    ``version``."""
     return str(version)
 
 

@@ -4,9 +4,10 @@
 It encodes values by TF Serving's JSON rules (``util/json_tensor.cc``): bytes as ``{"b64": ...}``
 (standard base64), floats always with a decimal point or exponent (so a float feature never turns
 into an int64 one), ints as ints. It keeps ONE pooled :class:`requests.Session`, puts a timeout on
-every request, retries with exponential backoff on connection errors and on 503 / 504 only
-(urllib3's ``Retry``), and splits requests whose JSON body would exceed ``max_request_bytes`` into
-parts whose results are concatenated in order.
+every request, retries with exponential backoff on connection errors and on the statuses the
+status table marks retryable (503 / 504 only: :data:`.errors.STATUS_TABLE`; urllib3's ``Retry``),
+and splits requests whose JSON body would exceed ``max_request_bytes`` into parts whose results
+are concatenated in order.
 
 :func:`classify_nodes` turns node ids into neighbourhood blobs with
 :mod:`memgraph_tf.serving.neighbourhoods` (the component the local server's ``node_id`` examples
@@ -49,7 +50,8 @@ DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF_S = 0.2
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 
-_RETRY_STATUSES = (503, 504)
+#: The HTTP statuses retried: the retryable rows of the status table (503, 504).
+_RETRY_STATUSES = errors.RETRYABLE_HTTP_STATUSES
 
 
 def check_version_and_label(version: Any, label: Any) -> None:
@@ -64,7 +66,8 @@ def check_version_and_label(version: Any, label: Any) -> None:
 
 
 def check_timeout_s(value: Any, name: str = "timeout_s") -> float:
-    """``value`` as a float if it is a number > 0 (not a bool); raises ValueError naming ``name``."""
+    """``value`` as a float if it is a number > 0 (not a bool); raises ValueError naming
+    ``name``."""
     if (
         value is None
         or isinstance(value, bool)
@@ -489,7 +492,8 @@ class ServingClient(ServingClientBase):
             )
             lengths = {
                 len(v)
-                if isinstance(v, (list, tuple)) or (hasattr(v, "shape") and getattr(v, "ndim", 0) > 0)
+                if isinstance(v, (list, tuple))
+                or (hasattr(v, "shape") and getattr(v, "ndim", 0) > 0)
                 else -1
                 for v in inputs.values()
             }
@@ -545,7 +549,8 @@ class ServingClient(ServingClientBase):
         return self._request("GET", self.model_url)
 
     def metadata(self) -> dict:
-        """``GET .../metadata``: the model spec and its signature defs as TF Serving reports them."""
+        """``GET .../metadata``: the model spec and its signature defs as TF Serving reports
+        them."""
         return self._request("GET", self.model_url + "/metadata")
 
     def bundle_config(self) -> BundleConfig:

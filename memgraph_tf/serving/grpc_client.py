@@ -3,15 +3,18 @@ REST :class:`~memgraph_tf.serving.client.ServingClient`.
 
 :class:`GrpcServingClient` has the REST client's methods with the same arguments and the same
 return shapes -- ``classify`` -> ``[[(label, score), ...], ...]``, ``regress`` -> ``[float]``,
-``predict`` -> the ``predictions`` / ``outputs`` value the REST API would answer (bytes outputs
-named ``*_bytes`` or not UTF-8 as ``{"b64": ...}``), ``status`` and ``metadata`` -> the REST JSON
+``predict`` -> the ``predictions`` / ``outputs`` value the REST API would answer, by the REST
+server's own output rules (:mod:`.json_output`: bytes outputs named ``*_bytes`` or not UTF-8 as
+``{"b64": ...}``; a dtype TF Serving's REST API cannot write, such as uint16, is the same
+BadRequestError), ``status`` and ``metadata`` -> the REST JSON
 documents, ``bundle_config`` / ``sampling_config`` -- and raises the same
 :mod:`~memgraph_tf.serving.errors` classes. It speaks ``tensorflow.serving.PredictionService`` and
 ``ModelService`` through the stubs generated in ``tensorflow-serving-api`` (``stub`` and
 ``model_stub`` are there for raw calls).
 
-- Errors: a gRPC status becomes the error class of the HTTP status TF Serving's REST front end
-  gives the same code (INVALID_ARGUMENT / FAILED_PRECONDITION / OUT_OF_RANGE -> BadRequestError
+- Errors: a gRPC status becomes the error class and HTTP status of its row in the status table
+  (:data:`memgraph_tf.serving.errors.STATUS_TABLE`, the statuses TF Serving's REST front end
+  gives the same code: INVALID_ARGUMENT / FAILED_PRECONDITION / OUT_OF_RANGE -> BadRequestError
   400, NOT_FOUND -> NotFoundError 404, UNIMPLEMENTED -> NotImplementedByServerError 501,
   UNAVAILABLE -> UnavailableError 503, DEADLINE_EXCEEDED -> DeadlineExceededError 504,
   RESOURCE_EXHAUSTED -> TooManyRequestsError 429 or, for a message above a size limit,
@@ -21,8 +24,9 @@ documents, ``bundle_config`` / ``sampling_config`` -- and raises the same
   within the call's deadline is a ServingTimeoutError; a server that cannot be reached (UNAVAILABLE
   before any answer) a ServingConnectionError, once the retries are spent.
 - Deadlines: every call has one, ``timeout_s`` (per client, or per call).
-- Retries: every call here is side-effect-free, so UNAVAILABLE (connection refused, server or graph
-  unavailable) and a DEADLINE_EXCEEDED the *server* answered are retried up to ``retries`` times,
+- Retries: every call here is side-effect-free, so the codes the status table marks retryable --
+  UNAVAILABLE (connection refused, server or graph unavailable) and a DEADLINE_EXCEEDED the
+  *server* answered -- are retried up to ``retries`` times,
   waiting ``backoff_s`` before the first retry and twice as long before each next one. The
   client's own deadline running out is not retried (as the REST client does not retry a read
   timeout). Nothing else is retried.
@@ -63,12 +67,14 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from memgraph_tf.serving import errors, grpc_codec
+from memgraph_tf.serving import errors, grpc_codec, json_output
 from memgraph_tf.serving.bundle import (
     CLASSIFY_SIGNATURE,
     CONFIG_INPUT,
     CONFIG_SIGNATURE,
     DEFAULT_BLOB_FEATURE_KEY,
+    DEFAULT_SIGNATURE,
+    SIGNATURE_DEF_FIELD,
     BundleConfig,
 )
 from memgraph_tf.serving.client import (  # the REST client's defaults and argument rules
@@ -86,29 +92,6 @@ from memgraph_tf.serving.client import (  # the REST client's defaults and argum
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-_DEFAULT_SIGNATURE = "serving_default"
-_SIGNATURE_DEF_FIELD = "signature_def"
-
-#: gRPC code -> the HTTP status TF Serving's REST front end answers for it (http_server.cc).
-HTTP_STATUS_FOR_GRPC: dict[grpc.StatusCode, int] = {
-    grpc.StatusCode.INVALID_ARGUMENT: 400,
-    grpc.StatusCode.FAILED_PRECONDITION: 400,
-    grpc.StatusCode.OUT_OF_RANGE: 400,
-    grpc.StatusCode.UNAUTHENTICATED: 401,
-    grpc.StatusCode.PERMISSION_DENIED: 403,
-    grpc.StatusCode.NOT_FOUND: 404,
-    grpc.StatusCode.ALREADY_EXISTS: 409,
-    grpc.StatusCode.ABORTED: 409,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
-    grpc.StatusCode.CANCELLED: 499,
-    grpc.StatusCode.INTERNAL: 500,
-    grpc.StatusCode.UNKNOWN: 500,
-    grpc.StatusCode.DATA_LOSS: 500,
-    grpc.StatusCode.UNIMPLEMENTED: 501,
-    grpc.StatusCode.UNAVAILABLE: 503,
-    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
-}
-_RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 # gRPC core's details when no connection could be made (not an answer from the server).
 _NO_CONNECTION = re.compile(
     r"failed to connect|connection refused|DNS resolution failed|"
@@ -136,20 +119,22 @@ def error_from_rpc(
     """The :mod:`.errors` instance for a failed call: see the module docstring. ``timed_out``
     marks the client's own deadline; the result's ``grpc_code`` is ``code.name``."""
     details = details or ""
+    name = code.name
     if timed_out:
-        exc: errors.ServingError = errors.ServingTimeoutError(
-            f"no answer within the deadline: {details}", url=target
+        return errors.ServingTimeoutError(
+            f"no answer within the deadline: {details}", url=target, grpc_code=name
         )
-    elif code == grpc.StatusCode.UNAVAILABLE and _NO_CONNECTION.search(details):
-        exc = errors.ServingConnectionError(
-            f"cannot reach the server after {retries} retries: {details}", url=target
+    if name == "UNAVAILABLE" and _NO_CONNECTION.search(details):
+        return errors.ServingConnectionError(
+            f"cannot reach the server after {retries} retries: {details}",
+            url=target,
+            grpc_code=name,
         )
-    elif code == grpc.StatusCode.RESOURCE_EXHAUSTED and _TOO_LARGE.search(details):
-        exc = errors.RequestTooLargeError(details, status=413, url=target)
+    if name == "RESOURCE_EXHAUSTED" and _TOO_LARGE.search(details):
+        status = errors.REQUEST_TOO_LARGE_STATUS  # a size limit, as the REST server's 413
     else:
-        exc = errors.error_for_status(HTTP_STATUS_FOR_GRPC.get(code, 500), details, target)
-    exc.grpc_code = code.name
-    return exc
+        status = errors.http_status_for(name)
+    return errors.error_for_status(status, details, target, grpc_code=name)
 
 
 class GrpcServingClient(ServingClientBase):
@@ -263,7 +248,7 @@ class GrpcServingClient(ServingClientBase):
                     code == grpc.StatusCode.DEADLINE_EXCEEDED
                     and time.monotonic() - start >= 0.95 * deadline_s
                 )
-                if code in _RETRIED and not timed_out and attempt < self.retries:
+                if errors.is_retryable(code.name) and not timed_out and attempt < self.retries:
                     attempt += 1
                     logger.debug(
                         "%s from %s: %s; retry %d/%d in %.3f s",
@@ -426,7 +411,7 @@ class GrpcServingClient(ServingClientBase):
         above max_request_bytes are split in halves along the first dimension when every input
         shares it."""
         check_instances_or_inputs(instances, inputs)
-        name = signature_name or _DEFAULT_SIGNATURE
+        name = signature_name or DEFAULT_SIGNATURE
         sig = self.signature_defs(timeout_s=timeout_s).get(name)
         if instances is not None:
             instances = list(instances)
@@ -456,9 +441,11 @@ class GrpcServingClient(ServingClientBase):
                 raise TypeError(f"input {k!r}: {exc}") from None
         out = self._predict_arrays(arrays, signature_name, output_filter, timeout_s)
         try:
-            return _rest_outputs(out, columnar=instances is None)
-        except errors.ServingFailure as exc:
-            raise errors.error_for_status(exc.status or 500, exc.message, self.target) from None
+            return json_output.arrange(out, instances is None, json_output.json_value)
+        except errors.ServingFailure as exc:  # what the REST API would answer for these outputs
+            raise errors.error_for_status(
+                exc.status, exc.message, self.target, grpc_code=exc.grpc_code
+            ) from None
 
     @staticmethod
     def _only_input(sig: Any) -> str:
@@ -525,11 +512,11 @@ class GrpcServingClient(ServingClientBase):
         without one is an InvalidResponseError)."""
         req = get_model_metadata_pb2.GetModelMetadataRequest()
         self._spec(req.model_spec)
-        req.metadata_field.append(_SIGNATURE_DEF_FIELD)
+        req.metadata_field.append(SIGNATURE_DEF_FIELD)
         resp = self._call(self.stub.GetModelMetadata, req, timeout_s)
         sdm = get_model_metadata_pb2.SignatureDefMap()
-        if _SIGNATURE_DEF_FIELD not in resp.metadata or not resp.metadata[
-            _SIGNATURE_DEF_FIELD
+        if SIGNATURE_DEF_FIELD not in resp.metadata or not resp.metadata[
+            SIGNATURE_DEF_FIELD
         ].Unpack(sdm):
             raise errors.InvalidResponseError(
                 "GetModelMetadata: the answer holds no SignatureDefMap", url=self.target
@@ -552,7 +539,7 @@ class GrpcServingClient(ServingClientBase):
         resp, sdm = self._metadata_response(timeout_s)
         return {
             "model_spec": json_format.MessageToDict(resp.model_spec, **_JSON_OPTIONS),
-            "metadata": {_SIGNATURE_DEF_FIELD: json_format.MessageToDict(sdm, **_JSON_OPTIONS)},
+            "metadata": {SIGNATURE_DEF_FIELD: json_format.MessageToDict(sdm, **_JSON_OPTIONS)},
         }
 
     def bundle_config(self, *, timeout_s: float | None = None) -> BundleConfig:
@@ -569,57 +556,4 @@ class GrpcServingClient(ServingClientBase):
         return self.bundle_config(timeout_s=timeout_s).to_dict()
 
 
-def _json_value(name: str, arr: np.ndarray) -> Any:
-    """An output array as the REST API's JSON value (nested lists), read back into Python:
-    floats as exact float32 / float64 values, ints, bools, strings as text, or ``{"b64": ...}``
-    when the output's name ends in ``_bytes`` or the bytes are not UTF-8."""
-    import base64
-
-    if arr.dtype.kind in "OSU":
-        as_b64 = name.endswith("_bytes")
-
-        def conv(v: Any) -> Any:
-            if isinstance(v, list):
-                return [conv(x) for x in v]
-            if isinstance(v, str):
-                v = v.encode("utf-8")
-            if not as_b64:
-                try:
-                    return v.decode("utf-8")
-                except UnicodeDecodeError:
-                    pass
-            return {"b64": base64.b64encode(v).decode("ascii")}
-
-        return conv(arr.tolist())
-    return arr.tolist()
-
-
-def _rest_outputs(out: Mapping[str, np.ndarray], columnar: bool) -> Any:
-    """Predict outputs -> what REST's ``outputs`` (columnar) / ``predictions`` (rows) holds, by
-    TF Serving's ``MakeJsonFromTensors`` rules: one output alone is its bare value; rows need a
-    shared first dimension (else the REST API's 400 message, as BadRequestError)."""
-    names = sorted(out)
-    if not names:
-        raise errors.ServingFailure(400, "Cannot convert empty tensor map to JSON")
-    if columnar:
-        if len(names) == 1:
-            return _json_value(names[0], out[names[0]])
-        return {k: _json_value(k, out[k]) for k in names}
-    batch = None
-    for k in names:
-        if out[k].ndim == 0:
-            raise errors.ServingFailure(400, f"Tensor name: {k} has no shape information ")
-        if batch is not None and out[k].shape[0] != batch:
-            raise errors.ServingFailure(
-                400,
-                f"Tensor name: {k} has inconsistent batch size: "
-                f"{out[k].shape[0]} expecting: {batch}",
-            )
-        batch = out[k].shape[0]
-    values = {k: _json_value(k, out[k]) for k in names}
-    if len(names) == 1:
-        return values[names[0]]
-    return [{k: values[k][i] for k in names} for i in range(batch)]
-
-
-__all__ = ["DEFAULT_TIMEOUT_S", "HTTP_STATUS_FOR_GRPC", "GrpcServingClient", "error_from_rpc"]
+__all__ = ["DEFAULT_TIMEOUT_S", "GrpcServingClient", "error_from_rpc"]

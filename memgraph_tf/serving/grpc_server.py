@@ -37,8 +37,11 @@ get_model_metadata_impl}.cc``, ``util.cc``):
                            limits (gRPC itself), more than max_concurrent_rpcs calls at once
       INTERNAL             a server bug or a model output that breaks the API (never bad input)
 
-  A :class:`~memgraph_tf.serving.errors.ServingFailure` raised by the model layer becomes the code
-  TF Serving's HTTP front end maps to its status (:data:`GRPC_CODE_FOR_HTTP`).
+  A model that fails answers with its TensorFlow error's own code. Every
+  :class:`~memgraph_tf.serving.errors.ServingFailure` carries its code (``grpc_code``, from the
+  status table in :mod:`.errors`), which is what gRPC answers; REST answers the same failure
+  with that code's HTTP status. ``node_id`` examples and ``max_examples`` follow
+  :mod:`.node_examples`, as REST does.
 
 :func:`start_grpc_server` serves from a thread pool of ``max_workers`` threads, bound to 127.0.0.1
 unless told otherwise, with message size limits and an idle-connection timeout.
@@ -55,70 +58,25 @@ from typing import Any
 import grpc
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
-from memgraph_tf.serving import bundle, errors, grpc_codec
+from memgraph_tf.serving import errors, grpc_codec, node_examples
+from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE, SIGNATURE_DEF_FIELD
 from memgraph_tf.serving.errors import ServingFailure
-from memgraph_tf.serving.model_server import (
-    DEFAULT_SIGNATURE,
-    NEIGHBOURHOOD_STATUS,
-    ModelServer,
-    ModelVersion,
-)
+from memgraph_tf.serving.model_server import ModelServer, ModelVersion
+from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES, NODE_ID_FEATURE
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_GRPC_PORT = 8500
 DEFAULT_MAX_WORKERS = 8
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-#: Examples per Classify / Regress request when the ModelServer sets no ``max_examples``.
-DEFAULT_MAX_EXAMPLES = 1024
 DEFAULT_MAX_TENSOR_ELEMENTS = 16 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 
-#: The feature that names a node instead of carrying its blob.
-NODE_ID_FEATURE = "node_id"
-#: The only GetModelMetadataRequest.metadata_field TF Serving supports.
-SIGNATURE_DEF_FIELD = "signature_def"
-
-#: HTTP status of a ServingFailure -> gRPC code (the inverse of TF Serving's http_server.cc map).
-GRPC_CODE_FOR_HTTP: dict[int, grpc.StatusCode] = {
-    400: grpc.StatusCode.INVALID_ARGUMENT,
-    401: grpc.StatusCode.UNAUTHENTICATED,
-    403: grpc.StatusCode.PERMISSION_DENIED,
-    404: grpc.StatusCode.NOT_FOUND,
-    409: grpc.StatusCode.ABORTED,
-    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    500: grpc.StatusCode.INTERNAL,
-    501: grpc.StatusCode.UNIMPLEMENTED,
-    503: grpc.StatusCode.UNAVAILABLE,
-    504: grpc.StatusCode.DEADLINE_EXCEEDED,
-}
-_HTTP_FOR_CODE = {
-    grpc.StatusCode.FAILED_PRECONDITION: 400,
-    grpc.StatusCode.INVALID_ARGUMENT: 400,
-    grpc.StatusCode.NOT_FOUND: 404,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: 413,
-    grpc.StatusCode.UNIMPLEMENTED: 501,
-}
-
-
-def _failure(code: grpc.StatusCode, message: str) -> ServingFailure:
-    """A ServingFailure answered with exactly ``code`` (its HTTP status is the REST twin's)."""
-    exc = ServingFailure(_HTTP_FOR_CODE.get(code, 400), message)
-    exc.grpc_code = code
-    return exc
-
 
 def grpc_code_for(exc: ServingFailure) -> grpc.StatusCode:
-    """The gRPC code a ServingFailure is answered with: its own ``grpc_code`` when set, else the
-    code for its HTTP status (INTERNAL for a 5xx the map lacks, INVALID_ARGUMENT for a 4xx)."""
-    code = getattr(exc, "grpc_code", None)
-    if code is not None:
-        return code
-    status = exc.status or 500
-    return GRPC_CODE_FOR_HTTP.get(
-        status, grpc.StatusCode.INTERNAL if status >= 500 else grpc.StatusCode.INVALID_ARGUMENT
-    )
+    """The gRPC code a ServingFailure is answered with: its ``grpc_code`` (set from the status
+    table, :mod:`.errors`, for every ServingFailure) as a ``grpc.StatusCode``."""
+    return grpc.StatusCode[exc.grpc_code or errors.code_for_http(exc.status or 500)]
 
 
 @dataclass(frozen=True)
@@ -151,7 +109,7 @@ def _safe_deserializer(deserialize: Any) -> Any:
     def parse(data: bytes) -> Any:
         try:
             return deserialize(data)
-        except Exception as exc:  # DecodeError, invalid UTF-8, recursion limit, ...
+        except Exception as exc:  # noqa: BLE001 -- DecodeError, bad UTF-8, recursion: answered
             return _Undecodable(type_name, f"{type(exc).__name__}: {exc}")
 
     return parse
@@ -237,15 +195,6 @@ def _answer(method: str, work: Any, request: Any, context: grpc.ServicerContext)
 
 
 # -------------------------------------------------------------------------------- servicers
-def _describe_feature(feature: Any) -> str:
-    kind = feature.WhichOneof("kind")
-    if kind is None:
-        return "an empty feature"
-    values = list(getattr(feature, kind).value)
-    shown = values[:5] + (["..."] if len(values) > 5 else [])
-    return f"{kind} {shown}"
-
-
 class _Core:
     """Request handling shared by both servicers (one ModelServer, one set of limits)."""
 
@@ -256,7 +205,7 @@ class _Core:
     # -- model spec
     def resolve(self, request: Any) -> ModelVersion:
         if not request.HasField("model_spec"):
-            raise _failure(grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec")
+            raise ServingFailure.for_code("INVALID_ARGUMENT", "Missing ModelSpec")
         spec = request.model_spec
         which = spec.WhichOneof("version_choice")
         version = spec.version.value if which == "version" else None
@@ -273,18 +222,10 @@ class _Core:
     def example_signature(mv: ModelVersion, requested: str, method: str) -> str:
         """The signature a Classify/Regress request runs (TF Serving's InvalidArgument when it is
         missing). Classify on our bundles defaults to their classify signature, like REST."""
-        name = requested
-        if (
-            not name
-            and method == "classify"
-            and mv.bundle_config is not None
-            and bundle.CLASSIFY_SIGNATURE in mv.signature_defs
-        ):
-            name = bundle.CLASSIFY_SIGNATURE
-        name = name or DEFAULT_SIGNATURE
+        name = ModelServer.example_signature(mv, requested, method)
         if name not in mv.signature_defs:
-            raise _failure(
-                grpc.StatusCode.INVALID_ARGUMENT, f"No signature was found with the name: {name}"
+            raise ServingFailure.for_code(
+                "INVALID_ARGUMENT", f"No signature was found with the name: {name}"
             )
         return name
 
@@ -294,18 +235,12 @@ class _Core:
         replaced by blobs; INVALID_ARGUMENT for no examples or more than max_examples."""
         kind = request_input.WhichOneof("kind")
         if kind is None:
-            raise _failure(grpc.StatusCode.INVALID_ARGUMENT, "Input is empty.")
+            raise ServingFailure.for_code("INVALID_ARGUMENT", "Input is empty.")
         holder = getattr(request_input, kind)
         examples = holder.examples
         if len(examples) == 0:
-            raise _failure(grpc.StatusCode.INVALID_ARGUMENT, "Input is empty.")
-        if len(examples) > self.limits.max_examples:
-            raise _failure(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"Request holds {len(examples)} examples, above this server's limit "
-                f"of {self.limits.max_examples} per request (max_examples, "
-                f"memgraph-tf serve --max-examples)",
-            )
+            raise ServingFailure.for_code("INVALID_ARGUMENT", "Input is empty.")
+        node_examples.check_example_count(len(examples), self.limits.max_examples, "examples")
         context = b""
         if kind == "example_list_with_context" and holder.HasField("context"):
             context = holder.context.SerializeToString()
@@ -313,60 +248,11 @@ class _Core:
         return [context + s for s in serialized] if context else serialized
 
     def with_node_blobs(self, examples: Any, mv: ModelVersion) -> list[bytes]:
-        """Each example serialized; on a memgraph-tf bundle, an example with ``node_id`` gets
-        that node's blob as its blob feature instead (other features kept), fetched through the
-        ModelServer's graph source with the bundle's sampling settings -- the REST ``node_id``
-        path's checks, messages and statuses (:data:`NEIGHBOURHOOD_STATUS`)."""
-        cfg = mv.bundle_config
-        idx = (
-            [i for i, ex in enumerate(examples) if NODE_ID_FEATURE in ex.features.feature]
-            if cfg is not None
-            else []
+        """Each example serialized, the ``node_id`` rule applied with the ModelServer's graph
+        source (:func:`.node_examples.proto_examples`: REST's checks, messages and codes)."""
+        return node_examples.proto_examples(
+            examples, mv.bundle_config, self.model_server.neighbourhoods
         )
-        if not idx:
-            return [ex.SerializeToString() for ex in examples]
-        key = cfg.blob_feature_key
-        for i in idx:
-            if key in examples[i].features.feature:
-                raise _failure(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    f"examples[{i}]: '{NODE_ID_FEATURE}' and '{key}' are both given; "
-                    f"send one of them",
-                )
-        fetcher = self.model_server.neighbourhoods
-        if fetcher is None:
-            raise _failure(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"examples[{idx[0]}]: '{NODE_ID_FEATURE}' needs a server started with "
-                f"--graph; without one, send the node's blob as the bytes feature "
-                f"'{key}'",
-            )
-        ids, names = [], []
-        for i in idx:
-            feature = examples[i].features.feature[NODE_ID_FEATURE]
-            name = f"examples[{i}].{NODE_ID_FEATURE}"
-            if feature.WhichOneof("kind") != "int64_list" or len(feature.int64_list.value) != 1:
-                raise _failure(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    f"{name}: expected one int64 value, got {_describe_feature(feature)}",
-                )
-            ids.append(int(feature.int64_list.value[0]))
-            names.append(name)
-        try:
-            blobs = fetcher.fetch(ids, cfg.sampling, names=names)
-        except errors.NeighbourhoodError as exc:
-            status = next(s for cls, s in NEIGHBOURHOOD_STATUS.items() if isinstance(exc, cls))
-            raise ServingFailure(status, exc.message) from None
-        out = [ex.SerializeToString() for ex in examples]
-        from tensorflow.core.example import example_pb2
-
-        for i, blob in zip(idx, blobs):
-            ex = example_pb2.Example()
-            ex.CopyFrom(examples[i])
-            del ex.features.feature[NODE_ID_FEATURE]
-            ex.features.feature[key].bytes_list.value.append(blob)
-            out[i] = ex.SerializeToString()
-        return out
 
 
 def _rpc(name: str, work: str) -> Any:
@@ -449,14 +335,14 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
         mv = core.resolve(request)
         name = request.model_spec.signature_name or DEFAULT_SIGNATURE
         if name not in mv.signature_defs:
-            raise _failure(
-                grpc.StatusCode.FAILED_PRECONDITION, f'Serving signature key "{name}" not found.'
+            raise ServingFailure.for_code(
+                "FAILED_PRECONDITION", f'Serving signature key "{name}" not found.'
             )
         sig = mv.signature_defs[name]
         if set(request.inputs) != set(sig.inputs):
             sent, want = sorted(request.inputs), sorted(sig.inputs)
-            raise _failure(
-                grpc.StatusCode.INVALID_ARGUMENT,
+            raise ServingFailure.for_code(
+                "INVALID_ARGUMENT",
                 f"input size does not match signature: {len(sent)}!={len(want)} "
                 f"len({{{','.join(sent)}}}) != len({{{','.join(want)}}}). Sent extra: "
                 f"{{{','.join(k for k in sent if k not in sig.inputs)}}}. Missing but required: "
@@ -466,22 +352,22 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
         seen: set[str] = set()
         for alias in aliases:
             if alias not in sig.outputs:
-                raise _failure(
-                    grpc.StatusCode.INVALID_ARGUMENT,
+                raise ServingFailure.for_code(
+                    "INVALID_ARGUMENT",
                     f"output tensor alias not found in signature: {alias} Outputs "
                     f"expected to be in the set {{{','.join(sorted(sig.outputs))}}}.",
                 )
             if alias in seen:
-                raise _failure(
-                    grpc.StatusCode.INVALID_ARGUMENT, f"duplicate output tensor alias: {alias}"
+                raise ServingFailure.for_code(
+                    "INVALID_ARGUMENT", f"duplicate output tensor alias: {alias}"
                 )
             seen.add(alias)
         arrays = {}
         for key, tensor in request.inputs.items():
             want = int(sig.inputs[key].dtype)
             if int(tensor.dtype) != want:
-                raise _failure(
-                    grpc.StatusCode.INVALID_ARGUMENT,
+                raise ServingFailure.for_code(
+                    "INVALID_ARGUMENT",
                     f"input '{key}': expects dtype {grpc_codec.dtype_name(want)} (the "
                     f"signature's) but {grpc_codec.dtype_name(int(tensor.dtype))} is "
                     f"provided",
@@ -496,7 +382,7 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
             try:
                 grpc_codec.array_to_tensor(outputs[alias], resp.outputs[alias])
             except TypeError as exc:
-                raise ServingFailure(500, f"output '{alias}': {exc}") from None
+                raise ServingFailure.for_code("INTERNAL", f"output '{alias}': {exc}") from None
         return resp
 
     def metadata(self, request: Any) -> Any:
@@ -504,23 +390,23 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
         ``SignatureDefMap`` under ``metadata["signature_def"]``."""
         core = self.core
         if not request.HasField("model_spec"):
-            raise _failure(grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec")
+            raise ServingFailure.for_code("INVALID_ARGUMENT", "Missing ModelSpec")
         if not request.metadata_field:
-            raise _failure(
-                grpc.StatusCode.INVALID_ARGUMENT,
+            raise ServingFailure.for_code(
+                "INVALID_ARGUMENT",
                 "GetModelMetadataRequest must specify at least one metadata_field",
             )
         for field in request.metadata_field:
             if field != SIGNATURE_DEF_FIELD:
-                raise _failure(
-                    grpc.StatusCode.INVALID_ARGUMENT, f"Metadata field {field} is not supported"
+                raise ServingFailure.for_code(
+                    "INVALID_ARGUMENT", f"Metadata field {field} is not supported"
                 )
         return core.model_server.metadata_response(core.resolve(request))
 
     @staticmethod
     def multi_inference(request: Any) -> Any:
-        raise _failure(
-            grpc.StatusCode.UNIMPLEMENTED,
+        raise ServingFailure.for_code(
+            "UNIMPLEMENTED",
             "MultiInference is not implemented by memgraph-tf serve: send Classify, "
             "Regress or Predict requests",
         )
@@ -537,7 +423,7 @@ class ModelStatusServicer(_Servicer, model_service_pb2_grpc.ModelServiceServicer
         """GetModelStatusRequest -> GetModelStatusResponse: every version (newest first), or the
         one the spec names; each AVAILABLE with an OK status."""
         if not request.HasField("model_spec"):
-            raise _failure(grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec")
+            raise ServingFailure.for_code("INVALID_ARGUMENT", "Missing ModelSpec")
         spec = request.model_spec
         which = spec.WhichOneof("version_choice")
         return self.core.model_server.status_response(
@@ -548,8 +434,8 @@ class ModelStatusServicer(_Servicer, model_service_pb2_grpc.ModelServiceServicer
 
     @staticmethod
     def reload_config(request: Any) -> Any:
-        raise _failure(
-            grpc.StatusCode.UNIMPLEMENTED,
+        raise ServingFailure.for_code(
+            "UNIMPLEMENTED",
             "HandleReloadConfigRequest is not implemented by memgraph-tf serve: "
             "restart it to serve other models",
         )
@@ -690,7 +576,8 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_MAX_TENSOR_ELEMENTS",
     "DEFAULT_MAX_WORKERS",
-    "GRPC_CODE_FOR_HTTP",
+    "NODE_ID_FEATURE",
+    "SIGNATURE_DEF_FIELD",
     "GrpcLimits",
     "ModelStatusServicer",
     "PredictionServicer",

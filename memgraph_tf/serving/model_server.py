@@ -1,380 +1,45 @@
-"""The model layer of ``memgraph-tf serve``: loading a model's SavedModel versions and answering
-TF Serving's REST API for them, without any HTTP (that is :mod:`.server`).
+"""The model core of ``memgraph-tf serve``: one model's loaded versions, running its signatures,
+and its status and metadata -- TF Serving's semantics for any front end, without HTTP.
 
-- :func:`load_version` loads one ``BASE/<version>/`` SavedModel, ours or not, registering the
-  ``MemgraphTf>UnpackBlob`` op first when its graph needs it: from the bundle's own op library
-  (``assets.extra/memgraph_tf/``, when built for this TensorFlow) or the project's build.
-- :class:`ModelServer` resolves ``NAME[/versions/N|/labels/L]``, runs ``:classify``,
-  ``:regress`` and ``:predict`` through the loaded concrete signature functions (safe to call from
-  many threads) and answers status and metadata; :meth:`ModelServer.handle` maps one request to
-  ``(HTTP status, JSON body)`` and never raises for bad input. JSON conversion is
-  :mod:`.rest_json`; ``{"node_id": ...}`` examples go through :mod:`.neighbourhoods`.
+The layers, one module each:
+
+- :mod:`.loading` -- :func:`~.loading.load_version`: one ``BASE/<version>/`` SavedModel, ours or
+  not, with the ops it needs registered first;
+- :mod:`.batching` -- :class:`~.batching.BatchScheduler`, :class:`~.batching.BatchingOptions`:
+  server-side batching (``--enable-batching``);
+- this module -- :class:`ModelServer`: versions and labels, running classify / regress / predict
+  signatures (safe to call from many threads), status and metadata, warmup;
+- :mod:`.rest_api` -- REST routing (URL patterns, dispatch to this core); :mod:`.grpc_server`
+  the gRPC servicers over the same core;
+- :mod:`.rest_json` / :mod:`.json_output` -- JSON <-> tf.Example / tensors; :mod:`.node_examples`
+  -- ``{"node_id": ...}`` examples and the ``max_examples`` limit, for both transports.
+
+Names that moved keep working from here: ``ModelVersion``, ``load_version``, ``op_names``,
+``BatchingOptions``, ``BatchScheduler``, ``DEFAULT_SIGNATURE``, ``DEFAULT_MAX_EXAMPLES``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import pathlib
 import re
 import threading
-import time
-import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from memgraph_tf.serving import bundle, errors, rest_json
-from memgraph_tf.serving.bundle import BundleConfig
+from memgraph_tf.serving import bundle, errors, node_examples, rest_api, rest_json
+from memgraph_tf.serving.batching import BatchingOptions, BatchScheduler
+from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE
 from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.serving.loading import ModelVersion, load_version, op_names
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
+from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES
 from memgraph_tf.serving.rest_json import bad_request
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
-#: Default cap on the examples / instances of one request (``--max-examples``).
-DEFAULT_MAX_EXAMPLES = 1024
-#: TF Serving's default signature name.
-DEFAULT_SIGNATURE = "serving_default"
-
-_PREDICT_RE = re.compile(
-    r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?:(classify|regress|predict)",
-    re.IGNORECASE,
-)
-_STATUS_RE = re.compile(
-    r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+)|/labels/([^/:]+))?(?:/(metadata))?",
-    re.IGNORECASE,
-)
-#: The paths TF Serving's REST handler takes (others get 404 from its HTTP server).
-_API_RE = re.compile(r"/v1/.*", re.IGNORECASE | re.DOTALL)
-#: The HTTP status each neighbourhood failure is answered with.
-NEIGHBOURHOOD_STATUS: dict[type[errors.NeighbourhoodError], int] = {
-    errors.NodeIdError: 400,
-    errors.NeighbourhoodDataError: 400,
-    errors.GraphUnavailableError: 503,
-    errors.GraphSourceError: 500,
-}
-
-
-# -------------------------------------------------------------------------------- model loading
-@dataclass
-class ModelVersion:
-    """One loaded SavedModel version. ``bundle_config`` is None for SavedModels that are not
-    memgraph-tf bundles."""
-
-    version: int
-    path: pathlib.Path
-    signature_defs: dict[str, Any]  # name -> tensorflow.core.protobuf.meta_graph_pb2.SignatureDef
-    functions: dict[str, Any]  # name -> concrete function
-    bundle_config: BundleConfig | None = None
-    loaded: Any = field(default=None, repr=False)
-
-
-def _read_saved_model_proto(path: pathlib.Path):
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    sm = saved_model_pb2.SavedModel()
-    pb = path / "saved_model.pb"
-    if pb.exists():
-        sm.ParseFromString(pb.read_bytes())
-    else:
-        from google.protobuf import text_format
-
-        text_format.Parse((path / "saved_model.pbtxt").read_text(), sm)
-    return sm
-
-
-def _serving_meta_graph(sm):
-    for mg in sm.meta_graphs:
-        if "serve" in mg.meta_info_def.tags:
-            return mg
-    if sm.meta_graphs:
-        return sm.meta_graphs[0]
-    raise ValueError("the SavedModel holds no meta graph")
-
-
-def op_names(meta_graph) -> set[str]:
-    """Every op a meta graph uses, in its graph and in its function library."""
-    ops = {n.op for n in meta_graph.graph_def.node}
-    for fn in meta_graph.graph_def.library.function:
-        ops.update(n.op for n in fn.node_def)
-    return ops
-
-
-def _unregistered(names) -> list[str]:
-    from tensorflow.python.framework import op_def_registry
-
-    return sorted(op for op in names if op_def_registry.get(op) is None)
-
-
-def _load_missing_ops(version_dir: pathlib.Path, missing: list[str]) -> None:
-    """Register ops a SavedModel needs: the bundle's own op library when it was built for this
-    TensorFlow version, else the project's (built and cached on demand)."""
-    import tensorflow as tf
-
-    try:
-        info = bundle.read_op_library_info(version_dir)
-    except ValueError as exc:  # a BundleError: fall back to the project's own build
-        logger.warning("ignoring the bundle's op library: %s", exc)
-        info = None
-    if info is not None:
-        so = bundle.op_library_dir(version_dir) / info.library
-        if info.tf_version == tf.__version__ and so.is_file():
-            logger.info("loading the bundle's op library %s for %s", so, missing)
-            tf.load_op_library(str(so))
-            if not _unregistered(missing):
-                return
-        else:
-            logger.info(
-                "the bundle's op library was built for TF %s, this is TF %s: using the "
-                "project's own build",
-                info.tf_version,
-                tf.__version__,
-            )
-    if any(op.startswith("MemgraphTf") for op in missing):
-        from memgraph_tf import ops as mgops
-
-        mgops.load_library()
-
-
-def load_version(version_dir: pathlib.Path, version: int) -> ModelVersion:
-    """Load one ``BASE/<version>`` SavedModel, registering any custom op it needs first, with its
-    bundle config when it is a memgraph-tf bundle. Raises ValueError naming the directory and the
-    ops when some op cannot be found, and :class:`~memgraph_tf.serving.errors.BundleError` when
-    its bundle config breaks the contract."""
-    import tensorflow as tf
-
-    sm = _read_saved_model_proto(version_dir)
-    mg = _serving_meta_graph(sm)
-    missing = _unregistered(op_names(mg))
-    if missing:
-        _load_missing_ops(version_dir, missing)
-        still = _unregistered(missing)
-        if still:
-            raise ValueError(
-                f"{version_dir}: the SavedModel uses ops {still} that this TensorFlow "
-                f"{tf.__version__} does not register, and no matching op library was found"
-            )
-    cfg = bundle.read_bundle_config(version_dir)
-    loaded = tf.saved_model.load(str(version_dir))
-    functions = {name: loaded.signatures[name] for name in loaded.signatures.keys()}
-    sigdefs = {name: mg.signature_def[name] for name in mg.signature_def if name in functions}
-    return ModelVersion(version, version_dir, sigdefs, functions, cfg, loaded)
-
-
-# ------------------------------------------------------------------------- server-side batching
-@dataclass(frozen=True)
-class BatchingOptions:
-    """Server-side batching, as TF Serving's ``--enable_batching`` with a batching parameters
-    file (``max_batch_size``, ``batch_timeout_micros``, ``num_batch_threads``,
-    ``max_enqueued_batches``). Sizes count examples / rows (the first dimension), as TF
-    Serving's task sizes do."""
-
-    max_batch_size: int = 128
-    batch_timeout_micros: int = 0
-    num_batch_threads: int = max(1, os.cpu_count() or 1)
-    max_enqueued_batches: int = 100
-
-    def __post_init__(self) -> None:
-        for key, low in (
-            ("max_batch_size", 1),
-            ("batch_timeout_micros", 0),
-            ("num_batch_threads", 1),
-            ("max_enqueued_batches", 1),
-        ):
-            value = getattr(self, key)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"batching {key}: expected an int >= {low}, got {value!r}")
-
-
-class _Task:
-    __slots__ = ("done", "error", "feeds", "result", "runner", "size")
-
-    def __init__(self, feeds: dict, size: int, runner):
-        self.feeds, self.size, self.runner = feeds, size, runner
-        self.done = threading.Event()
-        self.result: dict | None = None
-        self.error: BaseException | None = None
-
-
-class _Batch:
-    __slots__ = ("deadline", "key", "size", "tasks")
-
-    def __init__(self, key: Any, deadline: float):
-        self.key, self.tasks, self.size, self.deadline = key, [], 0, deadline
-
-
-class BatchScheduler:
-    """Merges concurrent model calls with the same key (version, signature, input dtypes and
-    per-row shapes) into one call, as TF Serving's BasicBatchScheduler does: a batch is run when
-    it holds ``max_batch_size`` rows or ``batch_timeout_micros`` after its first task, by one of
-    ``num_batch_threads`` threads; with a timeout of 0 a batch runs as soon as a thread is free,
-    so batches form while every thread is busy.
-
-    Guarantees: every caller gets exactly the answer (or the error) an unbatched call would give:
-    outputs are split by the rows each task brought; a batch whose outputs are not all batch-major
-    (a scalar, another first dimension), or whose merged call fails, is run again task by task. A
-    task larger than ``max_batch_size`` runs alone. More than ``max_enqueued_batches`` batches
-    waiting is a 503 (TF Serving's UNAVAILABLE "queue ... is full"), which clients retry."""
-
-    def __init__(self, options: BatchingOptions):
-        self.options = options
-        self._cond = threading.Condition()
-        self._open: dict[Any, _Batch] = {}
-        self._ready: list[_Batch] = []
-        self._closed = False
-        self.batches_run = 0
-        self.tasks_run = 0
-        self._threads = [
-            threading.Thread(target=self._work, name=f"memgraph-tf-batch-{i}", daemon=True)
-            for i in range(options.num_batch_threads)
-        ]
-        for t in self._threads:
-            t.start()
-
-    def submit(self, key: Any, feeds: dict, size: int, runner) -> dict:
-        """Run ``runner(feeds)`` (``{name: array}`` -> ``{output: array}``), batched with other
-        tasks of ``key``; returns this task's outputs or raises its error."""
-        if size > self.options.max_batch_size or size < 1:
-            return runner(feeds)
-        task = _Task(feeds, size, runner)
-        with self._cond:
-            if self._closed:
-                return runner(feeds)
-            batch = self._open.get(key)
-            if batch is not None and batch.size + size > self.options.max_batch_size:
-                self._ready.append(self._open.pop(key))
-                batch = None
-            if batch is None:
-                if len(self._ready) >= self.options.max_enqueued_batches:
-                    raise ServingFailure(
-                        503, "The batch scheduling queue to which this task was submitted is full"
-                    )
-                batch = _Batch(key, time.monotonic() + self.options.batch_timeout_micros / 1e6)
-                self._open[key] = batch
-            batch.tasks.append(task)
-            batch.size += size
-            if batch.size >= self.options.max_batch_size:
-                self._ready.append(self._open.pop(key))
-            self._cond.notify_all()
-        task.done.wait()
-        if task.error is not None:
-            raise task.error
-        return task.result
-
-    def _next(self) -> _Batch | None:
-        """The next batch to run (called with the lock held), waiting as long as needed."""
-        while not self._closed:
-            if self._ready:
-                return self._ready.pop(0)
-            now = time.monotonic()
-            due = [b for b in self._open.values() if b.deadline <= now]
-            if due:
-                batch = min(due, key=lambda b: b.deadline)
-                del self._open[batch.key]
-                return batch
-            wait = min((b.deadline - now for b in self._open.values()), default=None)
-            self._cond.wait(timeout=wait)
-        return None
-
-    def _work(self) -> None:
-        while True:
-            with self._cond:
-                batch = self._next()
-            if batch is None:
-                return
-            self._run(batch)
-
-    @staticmethod
-    def _one(task: _Task) -> None:
-        try:
-            task.result = task.runner(task.feeds)
-        except BaseException as exc:  # noqa: BLE001  (handed to the waiting caller)
-            task.error = exc
-        task.done.set()
-
-    def _run(self, batch: _Batch) -> None:
-        import numpy as np
-
-        tasks = batch.tasks
-        with self._cond:
-            self.batches_run += 1
-            self.tasks_run += len(tasks)
-        if len(tasks) == 1:
-            self._one(tasks[0])
-            return
-        try:
-            merged = {k: np.concatenate([t.feeds[k] for t in tasks]) for k in tasks[0].feeds}
-            out = tasks[0].runner(merged)
-            total = batch.size
-            if not all(
-                isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == total
-                for v in out.values()
-            ):
-                raise _NotBatchMajor
-        except BaseException:  # noqa: BLE001  (a failed or unsplittable batch: one by one)
-            for t in tasks:
-                self._one(t)
-            return
-        start = 0
-        for t in tasks:
-            t.result = {k: v[start : start + t.size] for k, v in out.items()}
-            start += t.size
-            t.done.set()
-
-    def close(self) -> None:
-        """Stop the batch threads once the queued batches are run; later calls run directly."""
-        with self._cond:
-            self._ready.extend(self._open.values())
-            self._open.clear()
-            pending = list(self._ready)
-            self._ready.clear()
-            self._closed = True
-            self._cond.notify_all()
-        for batch in pending:
-            self._run(batch)
-        for t in self._threads:
-            t.join(timeout=5)
-
-
-class _NotBatchMajor(Exception):
-    pass
-
-
-# ------------------------------------------------------------------------------------ the model
-#: TF status code name -> the HTTP status TF Serving answers with (model_servers/http_server.cc,
-#: ToHTTPStatusCode).
-_TF_ERROR_STATUS = {
-    "CancelledError": 499,
-    "UnknownError": 500,
-    "InvalidArgumentError": 400,
-    "DeadlineExceededError": 504,
-    "NotFoundError": 404,
-    "AlreadyExistsError": 409,
-    "PermissionDeniedError": 403,
-    "ResourceExhaustedError": 429,
-    "FailedPreconditionError": 400,
-    "AbortedError": 409,
-    "OutOfRangeError": 400,
-    "UnimplementedError": 501,
-    "InternalError": 500,
-    "UnavailableError": 503,
-    "DataLossError": 500,
-    "UnauthenticatedError": 401,
-}
-
-
-def _int64_version(text: str | None) -> int | None:
-    """A URL's version number; 400 "Failed to convert version: N to numeric." beyond int64, as
-    TF Serving's ``ParseModelInfo`` (``http_rest_api_util.cc``) answers."""
-    if text is None:
-        return None
-    value = int(text)
-    if value > bundle.INT64_MAX:
-        raise bad_request(f"Failed to convert version: {text} to numeric.")
-    return value
 
 
 class ModelServer:
@@ -382,11 +47,15 @@ class ModelServer:
     name) with TF Serving's semantics, for any front end:
 
     - REST: :meth:`handle_bytes` maps one HTTP request to ``(status, JSON bytes)`` and never
-      raises (:meth:`handle` is the same with the JSON parsed);
+      raises (:meth:`handle` is the same with the JSON parsed); the routing is
+      :mod:`.rest_api`, the methods on parsed bodies :meth:`classify`, :meth:`regress`,
+      :meth:`predict`, :meth:`status`, :meth:`metadata`;
     - any transport (REST, gRPC): :meth:`resolve`, :meth:`run_classify` / :meth:`run_regress`
       on serialized tf.Examples, :meth:`run_predict` on a dict of numpy arrays,
       :meth:`status_response` and :meth:`metadata_response` (TF Serving's protos); these raise
-      :class:`~memgraph_tf.serving.errors.ServingFailure` with TF Serving's HTTP status.
+      :class:`~memgraph_tf.serving.errors.ServingFailure` carrying TF Serving's status code
+      (``grpc_code``) and that code's HTTP status, from the status table (:mod:`.errors`); a
+      model that fails answers with its TensorFlow error's own code.
 
     ``labels`` maps a version label to a version number. ``graph_source`` (optional) is an object
     with ``sample_blobs_per_node(seeds, fanouts, properties, options) -> list[bytes]`` used for
@@ -492,7 +161,7 @@ class ModelServer:
         calls = 0
         try:
             records = list(tf.data.TFRecordDataset(str(path)).as_numpy_iterator())
-        except Exception as exc:  # noqa: BLE001  (an unreadable file: serve unwarmed)
+        except Exception as exc:  # noqa: BLE001 -- an unreadable file: serve unwarmed
             logger.warning("%s: cannot read the warmup records: %s", path, exc)
             return 0
         for i, raw in enumerate(records):
@@ -535,7 +204,7 @@ class ModelServer:
                     }
                     self.run_predict(mv, feeds, req.model_spec.signature_name or None)
                     calls += 1
-            except Exception as exc:  # noqa: BLE001  (logged; the version is served unwarmed)
+            except Exception as exc:  # noqa: BLE001 -- logged; the version is served unwarmed
                 message = exc.message if isinstance(exc, ServingFailure) else exc
                 logger.warning("%s: warmup record %d failed: %s", path, i, message)
         logger.info("version %d: %d warmup model calls", mv.version, calls)
@@ -559,14 +228,30 @@ class ModelServer:
             version = int(version)
         if name != self.model_name:
             req = f"Specific({name}, {version})" if version is not None else f"Latest({name})"
-            raise ServingFailure(404, f"Servable not found for request: {req}")
+            raise ServingFailure.for_code("NOT_FOUND", f"Servable not found for request: {req}")
         if version is None:
             return self.versions[max(self.versions)]
         if version not in self.versions:
-            raise ServingFailure(
-                404, f"Servable not found for request: Specific({name}, {version})"
+            raise ServingFailure.for_code(
+                "NOT_FOUND", f"Servable not found for request: Specific({name}, {version})"
             )
         return self.versions[version]
+
+    @staticmethod
+    def example_signature(mv: ModelVersion, requested: str | None, method: str) -> str:
+        """The signature a classify / regress request (``method``) runs when it names
+        ``requested`` (any transport): the one named; else, for classify on a memgraph-tf bundle,
+        its ``classify`` signature (the bundle's ``serving_default`` is its predict one); else
+        TF Serving's default, ``serving_default``. Does not check that it exists."""
+        if requested:
+            return requested
+        if (
+            method == "classify"
+            and mv.bundle_config is not None
+            and bundle.CLASSIFY_SIGNATURE in mv.signature_defs
+        ):
+            return bundle.CLASSIFY_SIGNATURE
+        return DEFAULT_SIGNATURE
 
     @staticmethod
     def _signature(mv: ModelVersion, signature_name: str | None):
@@ -581,70 +266,11 @@ class ModelServer:
         ``max_json_depth``)."""
         return rest_json.parse_request_body(body, max_depth=self.max_json_depth)
 
-    def _check_size(self, doc: dict) -> None:
-        n = rest_json.request_batch_size(doc)
-        if n > self.max_examples:
-            raise ServingFailure(
-                413,
-                f"Request holds {n} examples/instances, above this server's "
-                f"limit of {self.max_examples} per request (max_examples, "
-                f"memgraph-tf serve --max-examples)",
-            )
-
-    def _example_protos(self, examples: list, mv: ModelVersion) -> list:
-        """JSON examples -> ``tf.train.Example`` s. For our bundles, an example ``{"node_id": N,
-        ...}`` gets N's neighbourhood blob as its blob feature (400 when it also carries that
-        feature, or the server has no graph); other models see ``node_id`` as a plain feature."""
-        cfg = mv.bundle_config
-        idx = (
-            [i for i, e in enumerate(examples) if isinstance(e, dict) and "node_id" in e]
-            if cfg is not None
-            else []
-        )
-        if not idx:
-            return [rest_json.json_to_example(e) for e in examples]
-        key = cfg.blob_feature_key
-        for i in idx:
-            if key in examples[i]:
-                raise bad_request(
-                    f"examples[{i}]: 'node_id' and '{key}' are both given; send one of them"
-                )
-        if self.neighbourhoods is None:
-            raise bad_request(
-                f"examples[{idx[0]}]: 'node_id' needs a server started with "
-                f"--graph; without one, send the node's blob as "
-                f'{{"{key}": {{"b64": ...}}}}'
-            )
-        node_ids = []
-        for i in idx:
-            nid = examples[i]["node_id"]
-            if isinstance(nid, rest_json.JsonBigNumber):
-                shown = nid.text if len(nid.text) <= 40 else nid.text[:40] + "..."
-                raise bad_request(
-                    f"examples[{i}].node_id: expected an integer in the int64 range, got {shown}"
-                )
-            node_ids.append(nid)
-        protos = [
-            rest_json.json_to_example(
-                {k: v for k, v in e.items() if k != "node_id"} if i in set(idx) else e
-            )
-            for i, e in enumerate(examples)
-        ]
-        try:
-            blobs = self.neighbourhoods.fetch(
-                node_ids, cfg.sampling, names=[f"examples[{i}].node_id" for i in idx]
-            )
-        except errors.NeighbourhoodError as exc:
-            status = next(s for cls, s in NEIGHBOURHOOD_STATUS.items() if isinstance(exc, cls))
-            raise ServingFailure(status, exc.message) from None
-        for i, blob in zip(idx, blobs):
-            protos[i].features.feature[key].bytes_list.value.append(blob)
-        return protos
-
     def _examples(self, doc: dict, method: str, mv: ModelVersion) -> list[bytes]:
         context = rest_json.request_context(doc)
         examples = rest_json.request_examples(doc, method)
-        return rest_json.serialize_examples(self._example_protos(examples, mv), context)
+        protos = node_examples.json_examples(examples, mv.bundle_config, self.neighbourhoods)
+        return rest_json.serialize_examples(protos, context)
 
     # -- running signatures
     @staticmethod
@@ -660,8 +286,10 @@ class ModelServer:
         return re.sub(r"\s*\[Op:[^\]]*\]\s*$", "", msg.strip())
 
     def _execute(self, fn, tensors: dict) -> dict:
-        """Call a signature function on TF tensors; returns ``{output: numpy array}``. TF errors
-        become the HTTP status TF Serving gives their code (``http_server.cc``)."""
+        """Call a signature function on TF tensors; returns ``{output: numpy array}``. A TF error
+        is a ServingFailure with its own status code (gRPC answers it; REST the code's HTTP
+        status from the status table, TF Serving's ``http_server.cc``); inputs that do not fit
+        the function are 400."""
         import numpy as np
         import tensorflow as tf
 
@@ -669,9 +297,9 @@ class ModelServer:
             self.model_calls += 1
         try:
             out = fn(**tensors)
-        except tf.errors.OpError as exc:
-            status = _TF_ERROR_STATUS.get(type(exc).__name__, 500)
-            raise ServingFailure(status, self._tf_message(exc)) from None
+        except tf.errors.OpError as exc:  # answered with its own code (the status table)
+            code = errors.code_name(exc.error_code)
+            raise ServingFailure.for_code(code, self._tf_message(exc)) from None
         except (TypeError, ValueError) as exc:  # the inputs do not fit the concrete function
             raise bad_request(str(exc)) from None
         result = {}
@@ -740,13 +368,7 @@ class ModelServer:
         import numpy as np
         import tensorflow as tf
 
-        if (
-            not signature_name
-            and mv.bundle_config is not None
-            and bundle.CLASSIFY_SIGNATURE in mv.signature_defs
-        ):
-            signature_name = bundle.CLASSIFY_SIGNATURE
-        name, sig, fn = self._signature(mv, signature_name)
+        name, sig, fn = self._signature(mv, self.example_signature(mv, signature_name, "classify"))
         classes_key, scores_key = bundle.CLASSES_OUTPUT, bundle.SCORES_OUTPUT
         if len(sig.inputs) != 1:
             raise bad_request(
@@ -847,14 +469,18 @@ class ModelServer:
         from tensorflow_serving.apis import get_model_status_pb2
 
         if name != self.model_name:
-            raise ServingFailure(404, f"Could not find any versions of model {name}")
+            raise ServingFailure.for_code(
+                "NOT_FOUND", f"Could not find any versions of model {name}"
+            )
         if label is not None:
             if label not in self.labels:
                 raise bad_request(f"Unrecognized servable version label: {label}")
             versions = [self.labels[label]]
         elif version is not None:
             if int(version) not in self.versions:
-                raise ServingFailure(404, f"Could not find version {version} of model {name}")
+                raise ServingFailure.for_code(
+                    "NOT_FOUND", f"Could not find version {version} of model {name}"
+                )
             versions = [int(version)]
         else:
             versions = sorted(self.versions, reverse=True)
@@ -887,7 +513,7 @@ class ModelServer:
         sdm = get_model_metadata_pb2.SignatureDefMap()
         for k, v in mv.signature_defs.items():
             sdm.signature_def[k].CopyFrom(v)
-        resp.metadata["signature_def"].Pack(sdm)
+        resp.metadata[bundle.SIGNATURE_DEF_FIELD].Pack(sdm)
         return resp
 
     def metadata(self, mv: ModelVersion) -> dict:
@@ -900,91 +526,34 @@ class ModelServer:
         resp = self.metadata_response(mv)
 
         sig_map = get_model_metadata_pb2.SignatureDefMap()
-        resp.metadata["signature_def"].Unpack(sig_map)
+        resp.metadata[bundle.SIGNATURE_DEF_FIELD].Unpack(sig_map)
         opts = {"preserving_proto_field_name": True, "always_print_fields_with_no_presence": True}
         return {
             "model_spec": json_format.MessageToDict(resp.model_spec, **opts),
-            "metadata": {"signature_def": json_format.MessageToDict(sig_map, **opts)},
+            "metadata": {bundle.SIGNATURE_DEF_FIELD: json_format.MessageToDict(sig_map, **opts)},
         }
 
-    # -- REST dispatch
-    def _rest_post(
-        self, name: str, version: int | None, label: str | None, verb: str, body: bytes
-    ) -> dict:
-        doc = self.parse_json(body)
-        if verb == "predict":
-            self._check_size(doc)
-            mv = self.resolve(name, version, label)
-            return self.predict(mv, doc)
-        rest_json.request_context(doc)  # TF Serving checks the context before the examples
-        rest_json.request_examples(doc, verb)
-        self._check_size(doc)
-        mv = self.resolve(name, version, label)
-        return self.classify(mv, doc) if verb == "classify" else self.regress(mv, doc)
-
-    def _dispatch(self, method: str, path: str) -> tuple[str, tuple]:
-        m = _PREDICT_RE.fullmatch(path)
-        if method == "POST" and m:
-            name, version, label, verb = m.groups()
-            name = urllib.parse.unquote(name)
-            label = urllib.parse.unquote(label) if label is not None else None
-            version = _int64_version(version)
-            if verb not in ("classify", "regress", "predict"):  # TF Serving compares exactly
-                raise bad_request(f"Malformed request: {method} {path}")
-            return "post", (name, version, label, verb)
-        m = _STATUS_RE.fullmatch(path)
-        if method == "GET" and m:
-            name, version, label, sub = m.groups()
-            name = urllib.parse.unquote(name) if name else ""
-            label = urllib.parse.unquote(label) if label is not None else None
-            version = _int64_version(version)
-            if not name:
-                raise bad_request("Missing model name in request.")
-            return ("metadata" if sub == "metadata" else "status"), (name, version, label)
-        if not _API_RE.fullmatch(path):
-            raise ServingFailure(404, f"Not found: {method} {path}")
-        raise bad_request(f"Malformed request: {method} {path}")
-
+    # -- REST (routing is :mod:`.rest_api`)
     def answer(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
-        """One REST request -> ``(http_status, answer)`` where the answer is the JSON value to
-        write with :func:`~memgraph_tf.serving.rest_json.dumps`. Never raises."""
-        path = path.split("?", 1)[0].split("#", 1)[0]
-        try:
-            kind, args = self._dispatch(method, path)
-            if kind == "post":
-                name, version, label, verb = args
-                return 200, self._rest_post(name, version, label, verb, body)
-            name, version, label = args
-            if kind == "metadata":
-                return 200, self.metadata(self.resolve(name, version, label))
-            return 200, self.status(name, version, label)
-        except ServingFailure as exc:
-            return exc.status, {"error": exc.message}
-        except Exception as exc:  # a server bug: still answer in TF Serving's error format
-            logger.exception("internal error on %s %s", method, path)
-            return 500, {"error": f"{type(exc).__name__}: {exc}"}
+        """See :func:`.rest_api.answer`: one REST request -> ``(http_status, JSON value)``.
+        Never raises."""
+        return rest_api.answer(self, method, path, body)
 
     def handle_bytes(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
-        """One REST request -> ``(http_status, UTF-8 JSON body)``, the body written as TF
-        Serving writes it (float32 with six significant digits where they round-trip). Never
-        raises for any input."""
-        status, payload = self.answer(method, path, body)
-        try:
-            return status, rest_json.dumps(payload).encode("utf-8")
-        except Exception as exc:  # pragma: no cover  (answers are built from known types)
-            logger.exception("cannot write the answer to %s %s", method, path)
-            return 500, rest_json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
+        """See :func:`.rest_api.handle_bytes`: one REST request -> ``(http_status, UTF-8 JSON
+        body)`` as TF Serving writes it. Never raises for any input."""
+        return rest_api.handle_bytes(self, method, path, body)
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
-        """:meth:`handle_bytes` with the JSON body parsed back (``NaN`` / ``Infinity`` become
-        floats). Never raises for bad input."""
-        status, data = self.handle_bytes(method, path, body)
-        return status, json.loads(data)
+        """See :func:`.rest_api.handle`: :meth:`handle_bytes` with the JSON parsed back. Never
+        raises for bad input."""
+        return rest_api.handle(self, method, path, body)
 
 
 __all__ = [
     "DEFAULT_MAX_EXAMPLES",
     "DEFAULT_MAX_REQUEST_BYTES",
+    "DEFAULT_SIGNATURE",
     "BatchScheduler",
     "BatchingOptions",
     "ModelServer",

@@ -31,6 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memgraph_tf.serving import json_output
 from memgraph_tf.serving.errors import ServingFailure
 
 #: Default for the deepest JSON nesting a request may use (the top-level object is level 1).
@@ -95,13 +96,13 @@ def format_decimal(value: float, bits: int = 32) -> str:
         return "-Infinity" if value < 0 else "Infinity"
     if bits == 32:
         value = float(np.float32(value))
-        text = "%g" % value
+        text = f"{value:g}"
         if float(np.float32(float(text))) != value:
-            text = "%.9g" % value
+            text = f"{value:.9g}"
     else:
-        text = "%g" % value
+        text = f"{value:g}"
         if float(text) != value:
-            text = "%.17g" % value
+            text = f"{value:.17g}"
     if "." not in text and "e" not in text:
         text += ".0"
     return text
@@ -115,7 +116,7 @@ def _float_tokens(arr) -> list[str]:
     is32 = arr.dtype != np.float64
     flat = arr.astype(np.float32 if is32 else np.float64).ravel()
     values = flat.tolist()
-    tokens = ["%g" % v for v in values]
+    tokens = [f"{v:g}" for v in values]
     finite = np.isfinite(flat)
     back = np.array(tokens, dtype=np.float64)
     if is32:
@@ -552,10 +553,11 @@ def _fast_fill(feature, content: list) -> bool:
 
 
 def json_to_example(obj: Any):
-    """One JSON example object -> ``tf.train.Example`` by TF Serving's ``MakeExampleFromJsonObject``:
-    string -> bytes, ``{"b64": ...}`` -> decoded bytes, number with a decimal point or exponent
-    (or an integer beyond uint64) -> float, integer or bool -> int64; the first element of a list
-    fixes the feature's kind. 400 with TF Serving's message for anything else."""
+    """One JSON example object -> ``tf.train.Example`` by TF Serving's
+    ``MakeExampleFromJsonObject``: string -> bytes, ``{"b64": ...}`` -> decoded bytes, number
+    with a decimal point or exponent (or an integer beyond uint64) -> float, integer or bool ->
+    int64; the first element of a list fixes the feature's kind. 400 with TF Serving's message
+    for anything else."""
     from tensorflow.core.example import example_pb2
 
     if not isinstance(obj, dict):
@@ -876,8 +878,7 @@ def _shape_str(shape: list[int]) -> str:
 
 def _status_text(exc: ServingFailure) -> str:
     """absl::Status::ToString() of a failure, as TF Serving nests it in row-format errors."""
-    code = {400: "INVALID_ARGUMENT", 501: "UNIMPLEMENTED"}.get(exc.status, "UNKNOWN")
-    return f"{code}: {exc.message}"
+    return f"{exc.grpc_code or 'UNKNOWN'}: {exc.message}"
 
 
 def _instances_feeds(doc: dict, infos: dict[str, int]) -> dict:
@@ -998,54 +999,33 @@ def request_batch_size(doc: dict) -> int:
 
 
 # ------------------------------------------------------------------------------------- answers
-def _dtype_name(arr) -> str:
-    import numpy as np
-
-    name = {
-        np.dtype(np.float32): "float",
-        np.dtype(np.float64): "double",
-        np.dtype(np.float16): "half",
-    }.get(arr.dtype)
-    return name or str(arr.dtype)
-
-
 def tensor_tokens(name: str, arr):
-    """An output array -> numpy object array (same shape) of JSON texts, as TF Serving's
-    ``AddSingleValueAndAdvance`` writes each value: float/half/double by :func:`format_decimal`,
-    ints, bools, strings as text (``{"b64": ...}`` when the output's name ends in ``_bytes``, or
-    -- unlike TF Serving, which writes the raw bytes -- when they are not UTF-8). 400 "Failed to
-    write JSON value for tensor type: T" for any other dtype (complex64, uint16, bfloat16, ...)."""
+    """An output array -> numpy object array (same shape) of JSON texts, by the rules of
+    :mod:`.json_output` (TF Serving's ``AddSingleValueAndAdvance``): float/half/double by
+    :func:`format_decimal`, ints, bools, strings as text (``{"b64": ...}`` when the output's name
+    ends in ``_bytes``, or -- unlike TF Serving, which writes the raw bytes -- when they are not
+    UTF-8). 400 "Failed to write JSON value for tensor type: T" for any other dtype (complex64,
+    uint16, bfloat16, ...)."""
     import numpy as np
 
+    kind = json_output.value_kind(arr)
     flat = arr.ravel()
-    kind = arr.dtype.kind
-    if arr.dtype in (np.float16, np.float32, np.float64):
+    if kind == "float":
         tokens = _float_tokens(arr)
-    elif kind in "iu" and arr.dtype != np.uint16:
+    elif kind == "int":
         tokens = [str(v) for v in flat.tolist()]
-    elif kind == "b":
+    elif kind == "bool":
         tokens = ["true" if v else "false" for v in flat.tolist()]
-    elif kind in "OS":
-        as_b64 = name.endswith("_bytes")
+    else:
+        as_b64 = json_output.is_bytes_output(name)
         tokens = []
         for v in flat.tolist():
-            if isinstance(v, str):
-                v = v.encode("utf-8")
-            if not isinstance(v, bytes):
-                raise _bad(f"Failed to write JSON value for tensor type: {_dtype_name(arr)}")
-            text = None
-            if not as_b64:
-                try:
-                    text = json.dumps(v.decode("utf-8"), ensure_ascii=False)
-                except UnicodeDecodeError:
-                    text = None
+            value = json_output.string_value(v, as_b64, arr)
             tokens.append(
-                text
-                if text is not None
-                else '{"b64":"' + base64.b64encode(v).decode("ascii") + '"}'
+                json.dumps(value, ensure_ascii=False)
+                if isinstance(value, str)
+                else '{"b64":"' + value["b64"] + '"}'
             )
-    else:
-        raise _bad(f"Failed to write JSON value for tensor type: {_dtype_name(arr)}")
     out = np.empty(len(tokens), dtype=object)
     out[:] = tokens
     return out.reshape(arr.shape)
@@ -1071,34 +1051,19 @@ def tensor_to_json(name: str, arr) -> RawJson:
 def predict_response(out: Mapping[str, Any], columnar: bool) -> dict:
     """Signature outputs (numpy arrays) -> ``{"outputs": ...}`` (columnar) or
     ``{"predictions": ...}`` (row format: one object per batch row, or the bare values when there
-    is one output), by TF Serving's ``MakeJsonFromTensors``. 400 when a row-format output has no
-    shape information (a scalar), the batch sizes differ, or a dtype cannot be written. Write
-    it with :func:`dumps`."""
+    is one output), laid out by :func:`.json_output.arrange` (TF Serving's
+    ``MakeJsonFromTensors``). 400 when a row-format output has no shape information (a scalar),
+    the batch sizes differ, or a dtype cannot be written. Write it with :func:`dumps`."""
     import numpy as np
 
-    names = sorted(out)
-    if not names:
-        raise _bad("Cannot convert empty tensor map to JSON")
-    arrays = {k: np.asarray(out[k]) for k in names}
+    arrays = {k: np.asarray(v) for k, v in out.items()}
     if columnar:
-        if len(names) == 1:
-            return {"outputs": tensor_to_json(names[0], arrays[names[0]])}
-        return {"outputs": {k: tensor_to_json(k, arrays[k]) for k in names}}
-    batch = None
-    for k in names:
-        if arrays[k].ndim == 0:
-            raise _bad(f"Tensor name: {k} has no shape information ")
-        if batch is not None and arrays[k].shape[0] != batch:
-            raise _bad(
-                f"Tensor name: {k} has inconsistent batch size: {arrays[k].shape[0]} "
-                f"expecting: {batch}"
-            )
-        batch = arrays[k].shape[0]
-    tokens = {k: tensor_tokens(k, arrays[k]) for k in names}
-    if len(names) == 1:
-        t = tokens[names[0]]
-        return {"predictions": [RawJson(_nest(t[i])) for i in range(batch)]}
-    return {"predictions": [{k: RawJson(_nest(tokens[k][i])) for k in names} for i in range(batch)]}
+        return {"outputs": json_output.arrange(arrays, True, tensor_to_json)}
+    return {
+        "predictions": json_output.arrange(
+            arrays, False, tensor_tokens, row=lambda tokens, i: RawJson(_nest(tokens[i]))
+        )
+    }
 
 
 __all__ = [

@@ -1,8 +1,8 @@
 """The HTTP layer of ``memgraph-tf serve``: TF Serving's REST API on the waitress WSGI server.
 
-``memgraph-tf serve MODEL_BASE_PATH`` serves every SavedModel found as ``MODEL_BASE_PATH/<version>/``
-(any all-digit directory name; ``00000123`` is version 123), ours or not, with or without the
-``MemgraphTf>UnpackBlob`` op. The layers, one module each:
+``memgraph-tf serve MODEL_BASE_PATH`` serves every SavedModel found as
+``MODEL_BASE_PATH/<version>/`` (any all-digit directory name; ``00000123`` is version 123), ours
+or not, with or without the ``MemgraphTf>UnpackBlob`` op. The layers, one module each:
 
 - this module: HTTP/1.1 through `waitress <https://docs.pylonsproject.org/projects/waitress/>`_
   (request parsing, ``Content-Length`` and chunked bodies, keep-alive, ``TCP_NODELAY``, a fixed
@@ -10,17 +10,18 @@
   (waitress's ``channel_timeout``); a body above ``max_request_bytes`` gets 413; every answer,
   waitress's own protocol errors included (400 for a malformed request line or chunk, 413, 431,
   501), is TF Serving's ``{"error": "..."}`` JSON; it binds 127.0.0.1 unless told otherwise;
-- :mod:`.model_server` -- :class:`~.model_server.ModelServer`: versions, signatures, TF execution,
-  server-side batching, and the REST API's URLs, bodies and status codes;
+- :mod:`.rest_api` -- the REST API's URLs, dispatched to :class:`~.model_server.ModelServer`
+  (:mod:`.model_server`: versions, signatures, TF execution; :mod:`.loading`, :mod:`.batching`);
+  every status from the one status table (:mod:`.errors`);
 - :mod:`.rest_json` -- JSON <-> tf.Example / tensors (``util/json_tensor.cc``);
-- :mod:`.neighbourhoods` -- ``{"node_id": ...}`` examples -> blobs, with a graph source the caller
-  passes in (the CLI opens it for ``--graph``; this package never imports ``memgraph_tf.client``).
+- :mod:`.node_examples`, :mod:`.neighbourhoods` -- ``{"node_id": ...}`` examples -> blobs, with a
+  graph source the caller passes in (the CLI opens it for ``--graph``; this package never imports
+  ``memgraph_tf.client``).
 """
 
 from __future__ import annotations
 
 import argparse
-import http
 import json
 import logging
 import os
@@ -35,6 +36,8 @@ from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 from waitress.utilities import RequestEntityTooLarge
 
+from memgraph_tf.errors import EXIT_OK, EXIT_USAGE
+from memgraph_tf.serving.errors import REQUEST_TOO_LARGE_STATUS, http_reason
 from memgraph_tf.serving.model_server import (
     DEFAULT_MAX_EXAMPLES,
     DEFAULT_MAX_REQUEST_BYTES,
@@ -55,13 +58,6 @@ DEFAULT_CONNECTION_LIMIT = 256
 
 def _json_body(message: str) -> bytes:
     return json.dumps({"error": message}).encode("utf-8")
-
-
-def _reason(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return {499: "Client Closed Request"}.get(status, "Error")
 
 
 class _JsonErrorTask(ErrorTask):
@@ -139,7 +135,7 @@ class RestApp:
             length = int(environ.get("CONTENT_LENGTH") or 0)
             if length > ms.max_request_bytes:
                 status, data = (
-                    413,
+                    REQUEST_TOO_LARGE_STATUS,
                     _json_body(
                         f"Request body of {length} bytes exceeds the server's "
                         f"max_request_bytes={ms.max_request_bytes}"
@@ -152,7 +148,7 @@ class RestApp:
             logger.exception("internal error in the HTTP layer")
             status, data = 500, _json_body(f"{type(exc).__name__}: {exc}")
         start_response(
-            f"{status} {_reason(status)}",
+            f"{status} {http_reason(status)}",
             [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
         )
         return [data]
@@ -385,7 +381,7 @@ def set_tensorflow_threads(intra_op: int = 0, inter_op: int = 0) -> None:
 
 def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
     """Load the model ``args`` describe and serve it until interrupted (KeyboardInterrupt ends
-    it cleanly). Returns 0. Errors while loading or binding propagate."""
+    it cleanly). Returns ``EXIT_OK`` (0). Errors while loading or binding propagate."""
     set_tensorflow_threads(
         getattr(args, "tensorflow_intra_op_parallelism", 0) or 0,
         getattr(args, "tensorflow_inter_op_parallelism", 0) or 0,
@@ -429,7 +425,7 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
         if grpc_running is not None:
             grpc_running.close()
         ms.close()
-    return 0
+    return EXIT_OK
 
 
 def main(args: argparse.Namespace, graph_source: Any = None) -> int:
@@ -440,22 +436,23 @@ def main(args: argparse.Namespace, graph_source: Any = None) -> int:
 
 def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
     """``memgraph-tf serve`` as the command line runs it: opens ``--graph`` with
-    ``open_graph_source(uri)``, serves, closes the source. Guarantees: 0 after an interrupt; 2
-    with one line on stderr (``memgraph-tf serve: ...``) and no traceback for any failure before
-    serving starts (a missing or empty model directory, an unloadable model, a bad label or
-    limit, a busy port, a graph that cannot be opened). ``-v`` logs the traceback."""
+    ``open_graph_source(uri)``, serves, closes the source. Guarantees: ``EXIT_OK`` (0) after an
+    interrupt; ``EXIT_USAGE`` (2) with one line on stderr (``memgraph-tf serve: ...``) and no
+    traceback for any failure before serving starts (a missing or empty model directory, an
+    unloadable model, a bad label or limit, a busy port, a graph that cannot be opened). ``-v``
+    logs the traceback."""
     import sys
 
     def fail(message: str) -> int:
         logger.debug("memgraph-tf serve failed", exc_info=True)
         sys.stderr.write(f"memgraph-tf serve: {message}\n")
-        return 2
+        return EXIT_USAGE
 
     source = None
     if getattr(args, "graph", None):
         try:
             source = open_graph_source(args.graph)
-        except Exception as exc:  # noqa: BLE001  (any failure to open is the user's to fix)
+        except Exception as exc:  # noqa: BLE001 -- any failure to open is the user's to fix
             return fail(f"--graph {args.graph}: {exc}")
     try:
         return main(args, source)  # through main: the seam tests replace
@@ -463,7 +460,7 @@ def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
         if getattr(exc, "filename", None) is None and exc.errno is not None:
             return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror}")
         return fail(str(exc))
-    except Exception as exc:  # noqa: BLE001  (loading errors: ValueError, BundleError, TF's)
+    except Exception as exc:  # noqa: BLE001 -- loading errors: ValueError, BundleError, TF's
         return fail(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
     finally:
         if source is not None and hasattr(source, "close"):

@@ -1,0 +1,128 @@
+"""Loading a model's SavedModel versions for ``memgraph-tf serve``: reading ``saved_model.pb``,
+registering the ops a graph needs that this TensorFlow lacks (the ``MemgraphTf>UnpackBlob`` op:
+from the bundle's own op library, ``assets.extra/memgraph_tf/``, when built for this TensorFlow,
+else the project's build), and loading the signatures with the bundle config.
+
+:func:`load_version` is the entry point; :class:`ModelVersion` what it returns. TensorFlow is
+imported on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from memgraph_tf.serving import bundle
+from memgraph_tf.serving.bundle import BundleConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelVersion:
+    """One loaded SavedModel version. ``bundle_config`` is None for SavedModels that are not
+    memgraph-tf bundles."""
+
+    version: int
+    path: pathlib.Path
+    signature_defs: dict[str, Any]  # name -> tensorflow.core.protobuf.meta_graph_pb2.SignatureDef
+    functions: dict[str, Any]  # name -> concrete function
+    bundle_config: BundleConfig | None = None
+    loaded: Any = field(default=None, repr=False)
+
+
+def _read_saved_model_proto(path: pathlib.Path):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    sm = saved_model_pb2.SavedModel()
+    pb = path / "saved_model.pb"
+    if pb.exists():
+        sm.ParseFromString(pb.read_bytes())
+    else:
+        from google.protobuf import text_format
+
+        text_format.Parse((path / "saved_model.pbtxt").read_text(), sm)
+    return sm
+
+
+def _serving_meta_graph(sm):
+    for mg in sm.meta_graphs:
+        if "serve" in mg.meta_info_def.tags:
+            return mg
+    if sm.meta_graphs:
+        return sm.meta_graphs[0]
+    raise ValueError("the SavedModel holds no meta graph")
+
+
+def op_names(meta_graph) -> set[str]:
+    """Every op a meta graph uses, in its graph and in its function library."""
+    ops = {n.op for n in meta_graph.graph_def.node}
+    for fn in meta_graph.graph_def.library.function:
+        ops.update(n.op for n in fn.node_def)
+    return ops
+
+
+def _unregistered(names) -> list[str]:
+    from tensorflow.python.framework import op_def_registry
+
+    return sorted(op for op in names if op_def_registry.get(op) is None)
+
+
+def _load_missing_ops(version_dir: pathlib.Path, missing: list[str]) -> None:
+    """Register ops a SavedModel needs: the bundle's own op library when it was built for this
+    TensorFlow version, else the project's (built and cached on demand)."""
+    import tensorflow as tf
+
+    try:
+        info = bundle.read_op_library_info(version_dir)
+    except ValueError as exc:  # a BundleError: fall back to the project's own build
+        logger.warning("ignoring the bundle's op library: %s", exc)
+        info = None
+    if info is not None:
+        so = bundle.op_library_dir(version_dir) / info.library
+        if info.tf_version == tf.__version__ and so.is_file():
+            logger.info("loading the bundle's op library %s for %s", so, missing)
+            tf.load_op_library(str(so))
+            if not _unregistered(missing):
+                return
+        else:
+            logger.info(
+                "the bundle's op library was built for TF %s, this is TF %s: using the "
+                "project's own build",
+                info.tf_version,
+                tf.__version__,
+            )
+    if any(op.startswith("MemgraphTf") for op in missing):
+        from memgraph_tf import ops as mgops
+
+        mgops.load_library()
+
+
+def load_version(version_dir: pathlib.Path, version: int) -> ModelVersion:
+    """Load one ``BASE/<version>`` SavedModel, registering any custom op it needs first, with its
+    bundle config when it is a memgraph-tf bundle. Raises ValueError naming the directory and the
+    ops when some op cannot be found, and :class:`~memgraph_tf.serving.errors.BundleError` when
+    its bundle config breaks the contract."""
+    import tensorflow as tf
+
+    sm = _read_saved_model_proto(version_dir)
+    mg = _serving_meta_graph(sm)
+    missing = _unregistered(op_names(mg))
+    if missing:
+        _load_missing_ops(version_dir, missing)
+        still = _unregistered(missing)
+        if still:
+            raise ValueError(
+                f"{version_dir}: the SavedModel uses ops {still} that this TensorFlow "
+                f"{tf.__version__} does not register, and no matching op library was found"
+            )
+    cfg = bundle.read_bundle_config(version_dir)
+    loaded = tf.saved_model.load(str(version_dir))
+    functions = {name: loaded.signatures[name] for name in loaded.signatures}
+    sigdefs = {name: mg.signature_def[name] for name in mg.signature_def if name in functions}
+    return ModelVersion(version, version_dir, sigdefs, functions, cfg, loaded)
+
+
+__all__ = ["ModelVersion", "load_version", "op_names"]

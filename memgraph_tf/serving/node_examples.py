@@ -1,0 +1,195 @@
+"""The ``node_id`` rule and the example limit of ``memgraph-tf serve``, for REST and gRPC alike.
+
+The ``node_id`` rule: on a memgraph-tf bundle (a version with a bundle config), an example that
+holds the feature ``node_id`` names a node instead of carrying its blob; the server asks its graph
+source for that node's neighbourhood blob, with the sampling settings stored in the bundle, and
+the model sees the example with the blob as its blob feature (``blob_feature_key``) and without
+``node_id`` (other features are kept). Other SavedModels see ``node_id`` as a plain feature.
+Refused, with INVALID_ARGUMENT (400): an example holding both ``node_id`` and the blob feature; a
+``node_id`` example on a server started without ``--graph``; a ``node_id`` that is not one int64
+value. A failure of the graph source is answered with its error class's ``grpc_code``
+(:mod:`.errors`: a missing node 400, an unreachable graph 503, anything else 500).
+
+- REST (``{"node_id": N}`` in a JSON example): :func:`json_examples`;
+- gRPC (an int64 feature ``node_id`` of one value in a ``tf.Example``): :func:`proto_examples`;
+- both share :func:`check_node_ids` (the refusals, in this order: both features given, no
+  graph, a bad id) and :func:`fetch_node_blobs` (the graph source's failures).
+
+The example limit: more than ``max_examples`` examples / instances in one request is refused by
+:func:`check_example_count` (413 over REST, RESOURCE_EXHAUSTED over gRPC). TensorFlow is imported
+on first use (to build tf.Example protos).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from memgraph_tf.serving import rest_json
+from memgraph_tf.serving.bundle import BundleConfig
+from memgraph_tf.serving.errors import NeighbourhoodError, ServingFailure
+
+#: The example feature that names a node instead of carrying its blob.
+NODE_ID_FEATURE = "node_id"
+#: Default cap on the examples / instances of one request (``--max-examples``).
+DEFAULT_MAX_EXAMPLES = 1024
+
+
+def check_example_count(count: int, limit: int, noun: str = "examples") -> None:
+    """Refuse a request holding more than ``limit`` examples (``noun`` names what it counts):
+    :meth:`ServingFailure.too_large <memgraph_tf.serving.errors.ServingFailure.too_large>` (413 /
+    RESOURCE_EXHAUSTED) naming the count, the limit and the option that sets it."""
+    if count > limit:
+        raise ServingFailure.too_large(
+            f"Request holds {count} {noun}, above this server's limit of {limit} per request "
+            f"(max_examples, memgraph-tf serve --max-examples)"
+        )
+
+
+def _bad(message: str) -> ServingFailure:
+    return ServingFailure.for_code("INVALID_ARGUMENT", message)
+
+
+def check_node_ids(
+    positions: Sequence[int],
+    blob_key: str,
+    has_blob: Callable[[int], bool],
+    fetcher: Any,
+    blob_hint: str,
+    read_id: Callable[[int], int],
+) -> list[int]:
+    """The node ids of the ``node_id`` examples at ``positions`` (``read_id(i)`` reads one and
+    raises its transport's 400 for a bad one), after the refusals every transport shares, in
+    this order: an example that also holds the blob feature (``has_blob(i)``); no graph source
+    (``fetcher`` None; the message says to send the blob as ``blob_hint`` instead)."""
+    for i in positions:
+        if has_blob(i):
+            raise _bad(
+                f"examples[{i}]: '{NODE_ID_FEATURE}' and '{blob_key}' are both given; "
+                f"send one of them"
+            )
+    if fetcher is None:
+        raise _bad(
+            f"examples[{positions[0]}]: '{NODE_ID_FEATURE}' needs a server started with "
+            f"--graph; without one, send the node's blob as {blob_hint}"
+        )
+    return [read_id(i) for i in positions]
+
+
+def fetch_node_blobs(
+    fetcher: Any, config: BundleConfig, node_ids: list[int], positions: Sequence[int]
+) -> list[bytes]:
+    """The neighbourhood blob of each node id, sampled with the bundle's settings; a
+    :class:`~memgraph_tf.serving.errors.NeighbourhoodError` becomes the ServingFailure of its
+    class's ``grpc_code``, with its message (which names ``examples[i].node_id``)."""
+    try:
+        return fetcher.fetch(
+            node_ids, config.sampling, names=[f"examples[{i}].{NODE_ID_FEATURE}" for i in positions]
+        )
+    except NeighbourhoodError as exc:
+        raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
+
+
+def json_examples(examples: list, config: BundleConfig | None, fetcher: Any) -> list:
+    """REST: JSON examples -> ``tf.train.Example`` s (:func:`.rest_json.json_to_example`), the
+    ``node_id`` rule applied (see the module docstring). A ``node_id`` beyond int64 is refused
+    naming it; the other examples are converted before the graph is asked."""
+    positions = (
+        [i for i, e in enumerate(examples) if isinstance(e, dict) and NODE_ID_FEATURE in e]
+        if config is not None
+        else []
+    )
+    if not positions:
+        return [rest_json.json_to_example(e) for e in examples]
+    key = config.blob_feature_key
+
+    def read_id(i: int) -> int:
+        nid = examples[i][NODE_ID_FEATURE]
+        if isinstance(nid, rest_json.JsonBigNumber):
+            shown = nid.text if len(nid.text) <= 40 else nid.text[:40] + "..."
+            raise _bad(
+                f"examples[{i}].{NODE_ID_FEATURE}: expected an integer in the int64 range, "
+                f"got {shown}"
+            )
+        return nid
+
+    node_ids = check_node_ids(
+        positions,
+        key,
+        lambda i: key in examples[i],
+        fetcher,
+        f'{{"{key}": {{"b64": ...}}}}',
+        read_id,
+    )
+    chosen = set(positions)
+    protos = [
+        rest_json.json_to_example(
+            {k: v for k, v in e.items() if k != NODE_ID_FEATURE} if i in chosen else e
+        )
+        for i, e in enumerate(examples)
+    ]
+    for i, blob in zip(positions, fetch_node_blobs(fetcher, config, node_ids, positions)):
+        protos[i].features.feature[key].bytes_list.value.append(blob)
+    return protos
+
+
+def _describe_feature(feature: Any) -> str:
+    kind = feature.WhichOneof("kind")
+    if kind is None:
+        return "an empty feature"
+    values = list(getattr(feature, kind).value)
+    shown = values[:5] + (["..."] if len(values) > 5 else [])
+    return f"{kind} {shown}"
+
+
+def proto_examples(examples: Any, config: BundleConfig | None, fetcher: Any) -> list[bytes]:
+    """gRPC: ``tf.Example`` protos -> their serialized bytes, the ``node_id`` rule applied (an
+    int64 feature ``node_id`` of exactly one value; see the module docstring)."""
+    positions = (
+        [i for i, ex in enumerate(examples) if NODE_ID_FEATURE in ex.features.feature]
+        if config is not None
+        else []
+    )
+    if not positions:
+        return [ex.SerializeToString() for ex in examples]
+    key = config.blob_feature_key
+
+    def read_id(i: int) -> int:
+        feature = examples[i].features.feature[NODE_ID_FEATURE]
+        if feature.WhichOneof("kind") != "int64_list" or len(feature.int64_list.value) != 1:
+            raise _bad(
+                f"examples[{i}].{NODE_ID_FEATURE}: expected one int64 value, got "
+                f"{_describe_feature(feature)}"
+            )
+        return int(feature.int64_list.value[0])
+
+    node_ids = check_node_ids(
+        positions,
+        key,
+        lambda i: key in examples[i].features.feature,
+        fetcher,
+        f"the bytes feature '{key}'",
+        read_id,
+    )
+    blobs = fetch_node_blobs(fetcher, config, node_ids, positions)
+    out = [ex.SerializeToString() for ex in examples]
+    from tensorflow.core.example import example_pb2
+
+    for i, blob in zip(positions, blobs):
+        ex = example_pb2.Example()
+        ex.CopyFrom(examples[i])
+        del ex.features.feature[NODE_ID_FEATURE]
+        ex.features.feature[key].bytes_list.value.append(blob)
+        out[i] = ex.SerializeToString()
+    return out
+
+
+__all__ = [
+    "DEFAULT_MAX_EXAMPLES",
+    "NODE_ID_FEATURE",
+    "check_example_count",
+    "check_node_ids",
+    "fetch_node_blobs",
+    "json_examples",
+    "proto_examples",
+]
