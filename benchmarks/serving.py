@@ -1,5 +1,5 @@
-"""Serving benchmark, every figure of issue 11 in one run, against ``memgraph-tf serve`` subprocesses
-on 127.0.0.1 that answer REST and gRPC (``--grpc-port``) from one ModelServer.
+"""Serving benchmark, every figure of issue 11 in one run, against ``memgraph-tf serve``
+subprocesses on 127.0.0.1 that answer REST and gRPC (``--grpc-port``) from one ModelServer.
 
 1. Bytes: the REST ``:classify`` body of each Cora node (fanouts 10, 10, 1,433 features) in the
    dense, compact and sparse sample layouts (``benchmarks/layouts.py``); ratios against dense.
@@ -184,7 +184,8 @@ class Server:
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
         if code_dir is not None:  # another checkout's memgraph_tf (the "before" server)
             env["PYTHONPATH"] = str(code_dir)
-        self.log_file = tempfile.TemporaryFile()
+        # closed by close(), after the server process that writes it has stopped
+        self.log_file = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the server
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -216,7 +217,7 @@ class Server:
                     raise RuntimeError(
                         f"server for {base} did not start: "
                         f"{self.log_file.read()[-2000:].decode(errors='replace')}"
-                    )
+                    ) from None
                 time.sleep(0.5)
 
     def close(self) -> None:
@@ -341,7 +342,7 @@ def load_phase(new_client, examples: list, clients: int, duration_s: float) -> d
                     res = c.classify(examples)
                     if len(res) != len(examples):
                         errors.append(f"client {i}: {len(res)} results for {len(examples)}")
-                except Exception as exc:  # counted and reported: the run must have none
+                except Exception as exc:  # noqa: BLE001 -- counted and reported: a run must have none
                     errors.append(f"client {i}: {type(exc).__name__}: {exc}")
                 latencies[i].append(time.perf_counter() - t0)
 
@@ -545,8 +546,8 @@ def float_payload(args: argparse.Namespace, tmp: pathlib.Path) -> None:
             for n in args.sizes:
                 bb, fb = body_bytes(cb, blobs[:n]), body_bytes(cf, floats[:n])
                 cb.classify(blobs[:n]), cf.classify(floats[:n])  # warm
-                mb = statistics.median(timed(lambda: cb.classify(blobs[:n]), args.reps)) * 1e3
-                mf = statistics.median(timed(lambda: cf.classify(floats[:n]), args.reps)) * 1e3
+                mb = statistics.median(timed(lambda n=n: cb.classify(blobs[:n]), args.reps)) * 1e3
+                mf = statistics.median(timed(lambda n=n: cf.classify(floats[:n]), args.reps)) * 1e3
                 print(
                     f"{n:>5} {bb:>11} {fb:>12} {fb / bb:>8.2f} {mb:>12.2f} {mf:>13.2f} "
                     f"{mf / mb:>10.2f}"
@@ -651,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
                             continue
                         for transport in args.transports:
                             r = load_phase(
-                                lambda: make_client(server, transport, CASES[case]),
+                                lambda s=server, t=transport, c=case: make_client(s, t, CASES[c]),
                                 blobs[:n],
                                 args.clients,
                                 args.duration_s,

@@ -34,7 +34,8 @@ compact or sparse sample layout (``layout=``) are then gathered/densified to the
 by :func:`memgraph_tf.ops.layouts.decode_sample` (stock ops only).
 
 The names of every file, folder, signature and tensor key above, and the config itself
-(:class:`memgraph_tf.serving.bundle.BundleConfig`), are defined in :mod:`memgraph_tf.serving.bundle`.
+(:class:`memgraph_tf.serving.bundle.BundleConfig`), are defined in
+:mod:`memgraph_tf.serving.bundle`.
 Bad arguments raise :class:`memgraph_tf.serving.errors.BundleError` (also a ValueError) naming the
 parameter; an existing version raises :class:`~memgraph_tf.serving.errors.BundleExistsError` (also
 a FileExistsError).

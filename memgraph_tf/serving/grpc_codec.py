@@ -179,8 +179,7 @@ def as_array(value: Any, dtype_enum: int | None = None) -> np.ndarray:
         target = _DTYPES[dtype_enum][0]
         if arr.dtype != target and (
             np.can_cast(arr.dtype, target, "same_kind")
-            or (arr.dtype.kind in "bi"
-            and target.kind == "f")
+            or (arr.dtype.kind in "bi" and target.kind == "f")
         ):
             arr = arr.astype(target)
     return arr
@@ -395,8 +394,8 @@ def blob_example_prefix(blob_bytes: int, feature_key: str) -> bytes:
 
 def serialize_blob_example(blob: bytes, feature_key: str) -> bytes:
     """A serialized ``tf.Example`` holding ``blob`` as the single value of the bytes feature
-    ``feature_key`` -- byte for byte what ``tf.train.Example(...).SerializeToString()`` gives, without
-    TensorFlow (docs/blob-format.md, section 6)."""
+    ``feature_key`` -- byte for byte what ``tf.train.Example(...).SerializeToString()`` gives,
+    without TensorFlow (docs/blob-format.md, section 6)."""
     return blob_example_prefix(len(blob), feature_key) + blob
 
 

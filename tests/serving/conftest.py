@@ -117,7 +117,8 @@ def _recorded_calls(obj: Any, name: str, measure: Callable[..., Any]) -> Iterato
 @pytest.fixture
 def recorded_calls():
     """``with recorded_calls(obj, "method", measure) as seen:`` -- inside the block each call of
-    ``obj.method(*args)`` also appends ``measure(*args)`` to ``seen``; the method is restored after."""
+    ``obj.method(*args)`` also appends ``measure(*args)`` to ``seen``; the method is restored
+    after."""
     return _recorded_calls
 
 

@@ -81,7 +81,8 @@ def test_config_detaches_from_the_callers_options():
         (
             with_(format_version=2),
             "format_version",
-            r"format_version: expected an int from 1 to 1 \(this memgraph-tf reads bundle formats up to 1\)",
+            r"format_version: expected an int from 1 to 1 "
+            r"\(this memgraph-tf reads bundle formats up to 1\)",
         ),
         (with_(model_name="a/b"), "model_name", r"model_name: expected letters, digits"),
         (with_(version=True), "version", r"version: expected an int >= 1, got True"),

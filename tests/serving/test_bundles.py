@@ -52,7 +52,7 @@ def servers(bundles):
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    base, infos = bundles
+    _base, infos = bundles
     running = {}
     for use_op, info in infos.items():
         running[use_op] = start_server(ModelServer(info.path.parent, info.name))
@@ -204,9 +204,9 @@ def test_export_refuses_existing_version_and_bad_arguments(bundles, sage_model, 
         export_bundle(sage_model, base, info.name, 1, use_op=True)
     with pytest.raises(ValueError, match="sample_options: key 'password' looks like a connection"):
         export_bundle(sage_model, tmp_path, "m", 1, use_op=False, sample_options={"password": "x"})
-    with pytest.raises(ValueError, match="version: expected an int >= 1 .*got 0"):
+    with pytest.raises(ValueError, match=r"version: expected an int >= 1 .*got 0"):
         export_bundle(sage_model, tmp_path, "m", 0, use_op=False)
-    with pytest.raises(ValueError, match="name: expected letters, digits.*got 'a/b'"):
+    with pytest.raises(ValueError, match=r"name: expected letters, digits.*got 'a/b'"):
         export_bundle(sage_model, tmp_path, "a/b", 1, use_op=False)
     assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
 

@@ -1,4 +1,5 @@
-"""ServingClient: JSON encoding rules, retries (503/504 and connection errors only), typed errors."""
+"""ServingClient: JSON encoding rules, retries (503/504 and connection errors only), typed
+errors."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from memgraph_tf.testing.arcadedb import free_port
 
 
 class ScriptedServer:
-    """A tiny real HTTP server answering POSTs from a script of (status, json body), counting them."""
+    """A tiny real HTTP server answering POSTs from a script of (status, json body), counting
+    them."""
 
     def __init__(self, script):
         self.script = list(script)
@@ -44,8 +46,8 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_POST = _answer
-            do_GET = _answer
+            do_POST = _answer  # noqa: N815 -- http.server's handler method names
+            do_GET = _answer  # noqa: N815 -- http.server's handler method names
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"

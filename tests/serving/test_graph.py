@@ -114,7 +114,7 @@ def test_graph_server_classifies_node_ids(exported, source):
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    model, base, info = exported
+    model, _base, info = exported
     ids = [0, 5, 11]
     blobs = source.sample_blobs_per_node(ids, [3, 2], ["features"], OPTIONS)
     want = _in_process(model, blobs)

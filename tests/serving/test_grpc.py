@@ -248,7 +248,7 @@ def test_blob_examples_are_the_mapping_examples_and_split_like_them(sage_pair, r
         with GrpcServingClient(sage_pair.target, "sage", max_request_bytes=limit) as rpc:
             split = rpc.classify([memoryview(b) for b in blobs])
     assert len(seen) == 2 + -(-len(blobs) // 2)
-    assert seen[0] == seen[1] and sum(seen[2:], []) == seen[0]
+    assert seen[0] == seen[1] and [x for part in seen[2:] for x in part] == seen[0]
     assert whole == as_maps == split
 
 
@@ -454,7 +454,8 @@ STUB_ERRORS = [
         "Classify",
         lambda: _examples(1, x=[1.0, 2.0]),
         INVALID,
-        "Key: x, Index: 0.  Number of float values != expected.  Values size: 2 but output shape: [3]",
+        "Key: x, Index: 0.  Number of float values != expected.  "
+        "Values size: 2 but output shape: [3]",
     ),
     (
         "predict signature missing",

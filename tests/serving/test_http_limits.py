@@ -114,7 +114,7 @@ def test_more_examples_than_max_examples_is_a_413_naming_it(limited, suffix, bod
 @pytest.mark.parametrize("depth", [9, 1000, 1_000_000])
 def test_deep_nesting_is_a_400_naming_the_key(limited, suffix, depth):
     key = "examples" if suffix != ":predict" else "instances"
-    body = '{"%s": %s1%s}' % (key, "[" * depth, "]" * depth)
+    body = f'{{"{key}": {"[" * depth}1{"]" * depth}}}'
     r = post(limited, suffix, body)
     offset = len(key) + 5 + 7  # {"key": [ puts the first [ (level 2) at len(key) + 5
     assert (r.status_code, r.json()) == (
@@ -163,13 +163,14 @@ def test_huge_integers_never_reach_pythons_int(limited):
 
 @pytest.mark.parametrize("literal", ["1e999", "-2.5E+400", "1" * 400 + ".5"])
 def test_floats_beyond_double_range_are_refused_not_read_as_infinity(limited, literal):
-    body = '{"instances": [[1.0, 2.0, %s]]}' % literal
+    body = f'{{"instances": [[1.0, 2.0, {literal}]]}}'
     r = post(limited, ":predict", body)
     assert (r.status_code, r.json()) == (
         400,
         {
             "error": (
-                f"JSON Parse error: Number too big to be stored in double. at offset: {body.index(literal)}"
+                "JSON Parse error: Number too big to be stored in double. at offset: "
+                f"{body.index(literal)}"
             )
         },
     )
@@ -282,7 +283,7 @@ def test_node_id_beyond_int64_is_a_400_naming_the_field(sage_server, value):
     r = post(
         sage_server,
         ":classify",
-        '{"examples": [{"node_id": 5}, {"node_id": %s}]}' % value,
+        f'{{"examples": [{{"node_id": 5}}, {{"node_id": {value}}}]}}',
         model="sage",
     )
     assert r.status_code == 400

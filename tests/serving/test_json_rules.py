@@ -1,4 +1,5 @@
-"""The server's JSON -> tf.Example conversion, written from TF Serving's rules (util/json_tensor.cc)."""
+"""The server's JSON -> tf.Example conversion, written from TF Serving's rules
+(util/json_tensor.cc)."""
 
 from __future__ import annotations
 

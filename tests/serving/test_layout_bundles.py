@@ -24,7 +24,7 @@ def graph(sage):
 
     rng = random.Random(11)
     g = EmbeddedGraph()
-    for i in range(NODES):  # bag-of-words-like rows: mostly zeros
+    for _ in range(NODES):  # bag-of-words-like rows: mostly zeros
         g.add_node(
             ["Paper"],
             {"features": [rng.choice([0.0, 0.0, 0.0, 1.0, 0.5]) for _ in range(sage.dim)]},

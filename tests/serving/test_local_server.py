@@ -193,7 +193,7 @@ def test_client_typed_errors_through_its_own_calls(client):
     )
     with pytest.raises(
         errors.BadRequestError,
-        match="Data types don't match. Data type: int64 but expected type: float",
+        match=r"Data types don't match\. Data type: int64 but expected type: float",
     ):
         client.classify([{"x": [1, 2, 3]}])  # ints make an int64 feature; the model wants float
 

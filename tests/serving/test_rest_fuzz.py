@@ -406,6 +406,8 @@ def test_fuzz_rest_api(fuzz_server):
         except ConnectionResetError:
             pass
         except TimeoutError:
-            raise AssertionError("a stalled connection was still open after the idle timeout")
+            raise AssertionError(
+                "a stalled connection was still open after the idle timeout"
+            ) from None
         finally:
             sock.close()

@@ -67,7 +67,8 @@ def test_serve_a_directory_without_versions(tmp_path):
         (
             "--tensorflow-inter-op-parallelism",
             "-1",
-            "--tensorflow-inter-op-parallelism: expected an int >= 0 (0: TensorFlow's choice), got -1",
+            "--tensorflow-inter-op-parallelism: expected an int >= 0 "
+            "(0: TensorFlow's choice), got -1",
         ),
     ],
 )

@@ -1,5 +1,5 @@
-"""Against a real TensorFlow Serving (docker/compose.yaml), only when MEMGRAPH_TF_TEST_SERVING_URL is
-set (e.g. http://127.0.0.1:8501). The served model (MEMGRAPH_TF_TEST_SERVING_MODEL, default
+"""Against a real TensorFlow Serving (docker/compose.yaml), only when MEMGRAPH_TF_TEST_SERVING_URL
+is set (e.g. http://127.0.0.1:8501). The served model (MEMGRAPH_TF_TEST_SERVING_MODEL, default
 GraphSage) must be an op-free bundle from export_bundle; its blobs are built from its own config."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _blobs(cfg: dict, n: int) -> list[bytes]:
 
     rng = np.random.default_rng(0)
     out = []
-    for i in range(n):
+    for _ in range(n):
         sections = {}
         for name, spec in cfg["sections"].items():
             shape = spec["shape"]

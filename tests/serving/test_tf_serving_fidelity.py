@@ -244,7 +244,7 @@ def test_classify_and_regress_scores_print_six_digits(quirks):
     assert r.text == '{"results":[0.2,0.9,1.0]}'
 
 
-# ------------------------------------------------------------------------ outputs TF Serving refuses
+# ---------------------------------------------------------------------- outputs TF Serving refuses
 def test_complex64_output_is_a_400_and_the_connection_lives_on(quirks):
     """json_tensor_test.cc FromJsonSingleTensorErrors: a DT_COMPLEX64 tensor gives
     INVALID_ARGUMENT "Failed to write JSON value for tensor type: complex64" (json_tensor.cc
@@ -519,7 +519,8 @@ def test_multiple_named_tensor_errors():
             "INVALID_ARGUMENT: Expecting shape [3,2] but got: [1,3,2]",
         ),
         (
-            '{"instances": [{"int_tensor": [[1,2],[3,4],[5,6],[7,8]], "str_tensor": ["foo", "bar"]},'
+            '{"instances": [{"int_tensor": [[1,2],[3,4],[5,6],[7,8]], '
+            '"str_tensor": ["foo", "bar"]},'
             '{"int_tensor": [[7,8],[9,0],[1,2]], "str_tensor": ["baz", "bat"]}]}',
             "Failed to process element: 1 key: int_tensor of 'instances' list. Error: "
             "INVALID_ARGUMENT: Expecting tensor size: 8 but got: 6",
