@@ -402,7 +402,7 @@ class ServingClient(ServingClientBase):
         self,
         examples: Sequence[Any],
         *,
-        signature_name: str | None = ...,  # type: ignore[assignment]
+        signature_name: str | None = ...,  # type: ignore[assignment] -- ...: the client's default
         context: Mapping[str, Any] | None = None,
     ) -> list[list[tuple[str, float]]]:
         """``:classify``: one result per example, each a list of ``(label, score)`` pairs in the

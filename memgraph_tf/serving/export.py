@@ -580,7 +580,7 @@ def _make_module_class():
 _module_class = None
 
 
-def _BundleModule(*args: Any) -> Any:  # noqa: N802 (a factory standing in for the class)
+def _BundleModule(*args: Any) -> Any:  # noqa: N802 -- a factory standing in for the class
     global _module_class
     if _module_class is None:
         _module_class = _make_module_class()

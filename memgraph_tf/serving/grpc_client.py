@@ -338,7 +338,7 @@ class GrpcServingClient(ServingClientBase):
         self,
         examples: Sequence[Any],
         *,
-        signature_name: str | None = ...,  # type: ignore[assignment]
+        signature_name: str | None = ...,  # type: ignore[assignment] -- ...: the client's default
         context: Mapping[str, Any] | None = None,
         timeout_s: float | None = None,
     ) -> list[list[tuple[str, float]]]:

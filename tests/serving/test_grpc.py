@@ -766,7 +766,7 @@ class Scripted(prediction_service_pb2_grpc.PredictionServiceServicer):
         self.sleep_s = sleep_s
         self.times: list[float] = []
 
-    def Classify(self, request, context):  # noqa: N802
+    def Classify(self, request, context):  # noqa: N802 -- the generated servicer's method name
         self.times.append(time.monotonic())
         if self.sleep_s:
             time.sleep(self.sleep_s)
