@@ -28,10 +28,14 @@ constexpr uint32_t Placed(int position, int8_t s) {
   if (s < 0) return kBad;
   const uint32_t v = static_cast<uint32_t>(s);
   switch (position) {
-    case 0: return v << 2;                                  // byte 0, bits 7..2
-    case 1: return (v >> 4) | ((v & 0x0f) << 12);           // byte 0 bits 1..0, byte 1 bits 7..4
-    case 2: return ((v >> 2) << 8) | ((v & 0x03) << 22);    // byte 1 bits 3..0, byte 2 bits 7..6
-    default: return v << 16;                                // byte 2, bits 5..0
+    case 0:
+      return v << 2;  // byte 0, bits 7..2
+    case 1:
+      return (v >> 4) | ((v & 0x0f) << 12);  // byte 0 bits 1..0, byte 1 bits 7..4
+    case 2:
+      return ((v >> 2) << 8) | ((v & 0x03) << 22);  // byte 1 bits 3..0, byte 2 bits 7..6
+    default:
+      return v << 16;  // byte 2, bits 5..0
   }
 }
 
@@ -39,7 +43,8 @@ using Table = std::array<uint32_t, 256>;
 
 constexpr Table MakeTable(int position) {
   Table t{};
-  for (int c = 0; c < 256; ++c) t[static_cast<size_t>(c)] = Placed(position, Sextet(static_cast<unsigned char>(c)));
+  for (int c = 0; c < 256; ++c)
+    t[static_cast<size_t>(c)] = Placed(position, Sextet(static_cast<unsigned char>(c)));
   return t;
 }
 
@@ -48,7 +53,9 @@ constexpr Table kT1 = MakeTable(1);
 constexpr Table kT2 = MakeTable(2);
 constexpr Table kT3 = MakeTable(3);
 
-inline uint32_t Group(const unsigned char* p) { return kT0[p[0]] | kT1[p[1]] | kT2[p[2]] | kT3[p[3]]; }
+inline uint32_t Group(const unsigned char* p) {
+  return kT0[p[0]] | kT1[p[1]] | kT2[p[2]] | kT3[p[3]];
+}
 
 // The offset of the first character of p[0..n) outside the alphabet, or n.
 size_t FirstBad(const unsigned char* p, size_t n) {
@@ -69,23 +76,27 @@ bool Base64UrlPlanFor(std::string_view text, Base64UrlPlan* plan, std::string* e
   }
   const size_t wanted = (4 - chars % 4) % 4;
   if (chars % 4 == 1 || (padding != 0 && padding != wanted)) {
-    // A character outside the alphabet (such as misplaced padding: "QUJD=A==") is the better message.
+    // A character outside the alphabet (such as misplaced padding: "QUJD=A==") is the better
+    // message.
     const size_t bad = FirstBad(reinterpret_cast<const unsigned char*>(text.data()), chars);
     if (bad < chars) {
       *error = Base64UrlCharError(text, bad);
     } else if (chars % 4 == 1) {
-      *error = "base64: expected a data length of 4k, 4k+2 or 4k+3 characters, got " + std::to_string(chars) +
-               " at offset " + std::to_string(chars - 1);
+      *error = "base64: expected a data length of 4k, 4k+2 or 4k+3 characters, got " +
+               std::to_string(chars) + " at offset " + std::to_string(chars - 1);
     } else {
-      *error = "base64: expected " + std::to_string(wanted) + " padding '=' after " + std::to_string(chars) +
-               " data characters, got " + std::to_string(padding) + " at offset " + std::to_string(chars);
+      *error = "base64: expected " + std::to_string(wanted) + " padding '=' after " +
+               std::to_string(chars) + " data characters, got " + std::to_string(padding) +
+               " at offset " + std::to_string(chars);
     }
     return false;
   }
-  const uint64_t decoded = static_cast<uint64_t>(chars / 4) * 3 + (chars % 4 == 0 ? 0 : chars % 4 - 1);
+  const uint64_t decoded =
+      static_cast<uint64_t>(chars / 4) * 3 + (chars % 4 == 0 ? 0 : chars % 4 - 1);
   if (decoded > kMaxBlobBytes) {
     *error = "base64: expected at most " + std::to_string(kMaxBlobBytes) +
-             " decoded bytes (the blob size limit), got " + std::to_string(decoded) + " at offset 0";
+             " decoded bytes (the blob size limit), got " + std::to_string(decoded) +
+             " at offset 0";
     return false;
   }
   plan->chars = chars;
@@ -93,7 +104,8 @@ bool Base64UrlPlanFor(std::string_view text, Base64UrlPlan* plan, std::string* e
   return true;
 }
 
-bool Base64UrlDecodeRange(std::string_view text, size_t begin, size_t end, uint8_t* out, size_t* bad_offset) {
+bool Base64UrlDecodeRange(std::string_view text, size_t begin, size_t end, uint8_t* out,
+                          size_t* bad_offset) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   uint8_t* o = out + begin / 4 * 3;
   size_t k = begin;
@@ -130,11 +142,12 @@ std::string Base64UrlCharError(std::string_view text, size_t offset) {
   } else {
     std::snprintf(got, sizeof(got), "byte 0x%02x", c);
   }
-  return std::string("base64: expected a base64url character (A-Z a-z 0-9 - _), got ") + got + " at offset " +
-         std::to_string(offset);
+  return std::string("base64: expected a base64url character (A-Z a-z 0-9 - _), got ") + got +
+         " at offset " + std::to_string(offset);
 }
 
-bool Base64UrlDecode(std::string_view text, const Base64UrlPlan& plan, uint8_t* out, std::string* error) {
+bool Base64UrlDecode(std::string_view text, const Base64UrlPlan& plan, uint8_t* out,
+                     std::string* error) {
   size_t bad = 0;
   if (!Base64UrlDecodeRange(text, 0, plan.chars, out, &bad)) {
     *error = Base64UrlCharError(text, bad);

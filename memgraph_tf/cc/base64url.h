@@ -7,8 +7,8 @@
 // Base64UrlDecodeRange decodes any range of whole 4-character groups on its own.
 //
 // Guarantees: no read outside the text, no write outside [out, out + plan.decoded_bytes); every
-// rejection is a message of the form "base64: expected X, got Y at offset N" (N counts characters of
-// the text). The unused low bits of a final partial group are ignored, as Python's decoder does.
+// rejection is a message of the form "base64: expected X, got Y at offset N" (N counts characters
+// of the text). The unused low bits of a final partial group are ignored, as Python's decoder does.
 #ifndef MEMGRAPH_TF_CC_BASE64URL_H_
 #define MEMGRAPH_TF_CC_BASE64URL_H_
 
@@ -40,7 +40,8 @@ bool Base64UrlDecodeRange(std::string_view text, size_t begin, size_t end, uint8
 std::string Base64UrlCharError(std::string_view text, size_t offset);
 
 // Plan, then decode the whole text with one thread into out (which must hold plan.decoded_bytes).
-bool Base64UrlDecode(std::string_view text, const Base64UrlPlan& plan, uint8_t* out, std::string* error);
+bool Base64UrlDecode(std::string_view text, const Base64UrlPlan& plan, uint8_t* out,
+                     std::string* error);
 
 }  // namespace memgraph_tf
 

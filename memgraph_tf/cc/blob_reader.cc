@@ -85,12 +85,18 @@ int64_t LoadI64(const uint8_t* p) {
 
 const char* BlobDTypeName(BlobDType dtype) {
   switch (dtype) {
-    case BlobDType::kBool: return "bool";
-    case BlobDType::kInt32: return "int32";
-    case BlobDType::kInt64: return "int64";
-    case BlobDType::kFloat32: return "float32";
-    case BlobDType::kFloat64: return "float64";
-    case BlobDType::kString: return "string";
+    case BlobDType::kBool:
+      return "bool";
+    case BlobDType::kInt32:
+      return "int32";
+    case BlobDType::kInt64:
+      return "int64";
+    case BlobDType::kFloat32:
+      return "float32";
+    case BlobDType::kFloat64:
+      return "float64";
+    case BlobDType::kString:
+      return "string";
   }
   return "unknown";
 }
@@ -108,12 +114,18 @@ bool BlobDTypeFromName(std::string_view name, BlobDType* out) {
 
 size_t BlobDTypeSize(BlobDType dtype) {
   switch (dtype) {
-    case BlobDType::kBool: return 1;
-    case BlobDType::kInt32: return 4;
-    case BlobDType::kInt64: return 8;
-    case BlobDType::kFloat32: return 4;
-    case BlobDType::kFloat64: return 8;
-    case BlobDType::kString: return 0;
+    case BlobDType::kBool:
+      return 1;
+    case BlobDType::kInt32:
+      return 4;
+    case BlobDType::kInt64:
+      return 8;
+    case BlobDType::kFloat32:
+      return 4;
+    case BlobDType::kFloat64:
+      return 8;
+    case BlobDType::kString:
+      return 0;
   }
   return 0;
 }
@@ -193,8 +205,8 @@ bool BlobReader::Parse(const uint8_t* data, size_t size) {
     const uint8_t* raw_name = entry + 88;
     for (int j = 0; j < name_len; ++j) {
       if (!NameByteOk(raw_name[j])) {
-        return Fail(Msg(where + " name", "[A-Za-z0-9_.:/-]", "byte " + HexByte(raw_name[j]),
-                        e + 88 + j));
+        return Fail(
+            Msg(where + " name", "[A-Za-z0-9_.:/-]", "byte " + HexByte(raw_name[j]), e + 88 + j));
       }
     }
     for (int j = name_len; j < kMaxNameBytes; ++j) {
@@ -334,8 +346,8 @@ const BlobSection* BlobReader::Lookup(std::string_view name, BlobDType expected,
       if (!present.empty()) present += ", ";
       present += "'" + std::string(t.name) + "'";
     }
-    *error = "section " + quoted + ": expected a section named " + quoted + ", got none (present: " +
-             present + ")";
+    *error = "section " + quoted + ": expected a section named " + quoted +
+             ", got none (present: " + present + ")";
     return nullptr;
   }
   if (s->dtype != expected) {
@@ -379,7 +391,8 @@ bool BlobReader::ValidateRagged(const BlobSection& values, const BlobSection** r
     const int64_t v = LoadI64(s->payload + 8 * j);
     if (v < prev || v > nvalues) {
       *error = "section '" + sname + "' [" + I(j) + "]: expected " + I(prev) + ".." + I(nvalues) +
-               ", got " + I(v) + " at offset " + U(s->payload_offset + 8 * static_cast<uint64_t>(j));
+               ", got " + I(v) + " at offset " +
+               U(s->payload_offset + 8 * static_cast<uint64_t>(j));
       return false;
     }
     prev = v;

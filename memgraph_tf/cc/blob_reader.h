@@ -1,17 +1,19 @@
 // Plain C++17 reader for memgraph-tf blob format v1 (normative spec: docs/blob-format.md).
 //
 // No TensorFlow headers: this file is shared by the UnpackBlob op kernel, the libFuzzer target and
-// the stand-alone test CLI. The reader never copies payloads; it validates a blob in place and hands
-// out pointers into it.
+// the stand-alone test CLI. The reader never copies payloads; it validates a blob in place and
+// hands out pointers into it.
 //
 // Guarantees of BlobReader::Parse:
-//   * every rule of section 4 of the spec is checked, in the spec's order, and the first failure is
-//     reported with the spec's message text (the Python reader memgraph_tf.blob uses the same texts);
-//   * nothing sized by the blob's claims is allocated before the claim is checked against the blob's
-//     real length (the section vector is reserved only after the table is known to fit, and holds at
-//     most 1024 entries);
-//   * no read goes outside [data, data + size); multi-byte fields are read with memcpy (no unaligned
-//     access), and every sum or product of blob-controlled numbers is done without overflow.
+//   * every rule of section 4 of the spec is checked, in the spec's order, and the first failure
+//     is reported with the spec's message text (the Python reader memgraph_tf.blob uses the same
+//     texts);
+//   * nothing sized by the blob's claims is allocated before the claim is checked against the
+//     blob's real length (the section vector is reserved only after the table is known to fit, and
+//     holds at most 1024 entries);
+//   * no read goes outside [data, data + size); multi-byte fields are read with memcpy (no
+//     unaligned access), and every sum or product of blob-controlled numbers is done without
+//     overflow.
 #ifndef MEMGRAPH_TF_CC_BLOB_READER_H_
 #define MEMGRAPH_TF_CC_BLOB_READER_H_
 
@@ -56,10 +58,10 @@ struct BlobSection {
   BlobDType dtype = BlobDType::kBool;
   int rank = 0;
   int64_t dims[kMaxRank] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t num_elements = 1;      // product of dims[0..rank), <= kMaxElements
-  uint64_t entry_offset = 0;     // absolute offset of the section table entry
-  uint64_t payload_offset = 0;   // absolute offset of the payload
-  uint64_t payload_length = 0;   // payload bytes, padding excluded
+  int64_t num_elements = 1;     // product of dims[0..rank), <= kMaxElements
+  uint64_t entry_offset = 0;    // absolute offset of the section table entry
+  uint64_t payload_offset = 0;  // absolute offset of the payload
+  uint64_t payload_length = 0;  // payload bytes, padding excluded
   const uint8_t* payload = nullptr;
 
   // String sections: offsets[j] (validated: 0 = offsets[0] <= ... <= offsets[n] = data length).
@@ -89,9 +91,10 @@ class BlobReader {
   //   section 'n': expected dtype float32, got int64 at offset O
   const BlobSection* Lookup(std::string_view name, BlobDType expected, std::string* error) const;
 
-  // Validates `values` (a section of this blob) as the flat values of ragged `values->name` with its
-  // NAME.row_splits section (spec section 3/4). On success *row_splits points at the int64 splits
-  // section, whose element count is nrows + 1. On failure returns false with the spec's message.
+  // Validates `values` (a section of this blob) as the flat values of ragged `values->name` with
+  // its NAME.row_splits section (spec section 3/4). On success *row_splits points at the int64
+  // splits section, whose element count is nrows + 1. On failure returns false with the spec's
+  // message.
   bool ValidateRagged(const BlobSection& values, const BlobSection** row_splits,
                       std::string* error) const;
 

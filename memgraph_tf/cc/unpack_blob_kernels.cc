@@ -1,7 +1,7 @@
-// CPU kernel of MemgraphTf>UnpackBlob. One pass: every blob is validated in full by the plain reader
-// (blob_reader.h) and every requested section checked (dtype, ragged pair, shape agreement) before any
-// output is allocated; then each blob's payload is copied straight into its slice of the output
-// (large payloads by several worker threads, with non-temporal stores past 16 MB). With
+// CPU kernel of MemgraphTf>UnpackBlob. One pass: every blob is validated in full by the plain
+// reader (blob_reader.h) and every requested section checked (dtype, ragged pair, shape agreement)
+// before any output is allocated; then each blob's payload is copied straight into its slice of the
+// output (large payloads by several worker threads, with non-temporal stores past 16 MB). With
 // encoding="base64" each blob arrives as base64url text and is first decoded (base64url.h).
 #include <algorithm>
 #include <cstdint>
@@ -11,7 +11,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-
 #include "base64url.h"
 #include "blob_reader.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -45,13 +44,26 @@ absl::Status Invalid(const Parts&... parts) {
 
 bool ToBlobDType(DataType dt, BlobDType* out) {
   switch (dt) {
-    case tensorflow::DT_BOOL: *out = BlobDType::kBool; return true;
-    case tensorflow::DT_INT32: *out = BlobDType::kInt32; return true;
-    case tensorflow::DT_INT64: *out = BlobDType::kInt64; return true;
-    case tensorflow::DT_FLOAT: *out = BlobDType::kFloat32; return true;
-    case tensorflow::DT_DOUBLE: *out = BlobDType::kFloat64; return true;
-    case tensorflow::DT_STRING: *out = BlobDType::kString; return true;
-    default: return false;
+    case tensorflow::DT_BOOL:
+      *out = BlobDType::kBool;
+      return true;
+    case tensorflow::DT_INT32:
+      *out = BlobDType::kInt32;
+      return true;
+    case tensorflow::DT_INT64:
+      *out = BlobDType::kInt64;
+      return true;
+    case tensorflow::DT_FLOAT:
+      *out = BlobDType::kFloat32;
+      return true;
+    case tensorflow::DT_DOUBLE:
+      *out = BlobDType::kFloat64;
+      return true;
+    case tensorflow::DT_STRING:
+      *out = BlobDType::kString;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -95,8 +107,8 @@ bool Compatible(const PartialTensorShape& want, const BlobSection& s) {
 constexpr uint64_t kParallelCopyBytes = 4u << 20;
 constexpr uint64_t kMinCopyPartBytes = 1u << 20;
 // Payloads at least this large (about the size of a server's last-level cache) are written with
-// non-temporal stores: the output would not stay in cache anyway, and skipping the read-for-ownership
-// of every destination line cuts the memory traffic of the copy by a third.
+// non-temporal stores: the output would not stay in cache anyway, and skipping the
+// read-for-ownership of every destination line cuts the memory traffic of the copy by a third.
 constexpr uint64_t kStreamCopyBytes = 16u << 20;
 
 // How many contiguous ranges `bytes` of work is split into: at least kMinCopyPartBytes each, and at
@@ -104,7 +116,8 @@ constexpr uint64_t kStreamCopyBytes = 16u << 20;
 // core) takes fewer of them.
 int64_t NumParts(int num_threads, uint64_t bytes) {
   const uint64_t most = static_cast<uint64_t>(std::max(num_threads, 1)) * 8;
-  return static_cast<int64_t>(std::max<uint64_t>(1, std::min<uint64_t>(most, bytes / kMinCopyPartBytes)));
+  return static_cast<int64_t>(
+      std::max<uint64_t>(1, std::min<uint64_t>(most, bytes / kMinCopyPartBytes)));
 }
 
 // memcpy with non-temporal (cache-bypassing) stores where the CPU has them (SSE2: every x86-64).
@@ -164,13 +177,15 @@ void CopySection(OpKernelContext* ctx, const BlobSection& s, Tensor* out, int64_
   const auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
   const int64_t parts = NumParts(workers->num_threads, length);
   // parts * step >= length: step is ceil(length / parts) rounded up to a cache line.
-  const uint64_t step = ((length + static_cast<uint64_t>(parts) - 1) / static_cast<uint64_t>(parts) + 63) &
-                        ~uint64_t{63};
-  tensorflow::Shard(workers->num_threads, workers->workers, parts, static_cast<int64_t>(step),
-                    [&copy_range, step, length](int64_t begin, int64_t end) {
-                      const uint64_t from = std::min<uint64_t>(static_cast<uint64_t>(begin) * step, length);
-                      copy_range(from, std::min<uint64_t>(static_cast<uint64_t>(end) * step, length));
-                    });
+  const uint64_t step =
+      ((length + static_cast<uint64_t>(parts) - 1) / static_cast<uint64_t>(parts) + 63) &
+      ~uint64_t{63};
+  tensorflow::Shard(
+      workers->num_threads, workers->workers, parts, static_cast<int64_t>(step),
+      [&copy_range, step, length](int64_t begin, int64_t end) {
+        const uint64_t from = std::min<uint64_t>(static_cast<uint64_t>(begin) * step, length);
+        copy_range(from, std::min<uint64_t>(static_cast<uint64_t>(end) * step, length));
+      });
 }
 
 // Decodes base64url `text` into a new uint8 temp tensor *out (texts of at least kParallelCopyBytes
@@ -180,8 +195,8 @@ absl::Status DecodeBase64(OpKernelContext* ctx, std::string_view text, Tensor* o
   Base64UrlPlan plan;
   std::string error;
   if (!Base64UrlPlanFor(text, &plan, &error)) return absl::InvalidArgumentError(error);
-  TF_RETURN_IF_ERROR(ctx->allocate_temp(tensorflow::DT_UINT8,
-                                        TensorShape({static_cast<int64_t>(plan.decoded_bytes)}), out));
+  TF_RETURN_IF_ERROR(ctx->allocate_temp(
+      tensorflow::DT_UINT8, TensorShape({static_cast<int64_t>(plan.decoded_bytes)}), out));
   uint8_t* dst = out->flat<uint8_t>().data();
   if (plan.chars < kParallelCopyBytes) {
     if (!Base64UrlDecode(text, plan, dst, &error)) return absl::InvalidArgumentError(error);
@@ -190,19 +205,22 @@ absl::Status DecodeBase64(OpKernelContext* ctx, std::string_view text, Tensor* o
   const auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
   const uint64_t groups = plan.chars / 4;
   const int64_t parts = NumParts(workers->num_threads, plan.chars);
-  const uint64_t step = (groups + static_cast<uint64_t>(parts) - 1) / static_cast<uint64_t>(parts) * 4;
+  const uint64_t step =
+      (groups + static_cast<uint64_t>(parts) - 1) / static_cast<uint64_t>(parts) * 4;
   std::vector<size_t> bad(static_cast<size_t>(parts), plan.chars);
-  tensorflow::Shard(workers->num_threads, workers->workers, parts, static_cast<int64_t>(step),
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t part = begin; part < end; ++part) {
-                        const uint64_t from = std::min<uint64_t>(static_cast<uint64_t>(part) * step, plan.chars);
-                        const uint64_t to = part + 1 == parts
-                                                ? plan.chars
-                                                : std::min<uint64_t>(static_cast<uint64_t>(part + 1) * step, plan.chars);
-                        size_t at = plan.chars;
-                        if (!Base64UrlDecodeRange(text, from, to, dst, &at)) bad[static_cast<size_t>(part)] = at;
-                      }
-                    });
+  tensorflow::Shard(
+      workers->num_threads, workers->workers, parts, static_cast<int64_t>(step),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t part = begin; part < end; ++part) {
+          const uint64_t from = std::min<uint64_t>(static_cast<uint64_t>(part) * step, plan.chars);
+          const uint64_t to =
+              part + 1 == parts
+                  ? plan.chars
+                  : std::min<uint64_t>(static_cast<uint64_t>(part + 1) * step, plan.chars);
+          size_t at = plan.chars;
+          if (!Base64UrlDecodeRange(text, from, to, dst, &at)) bad[static_cast<size_t>(part)] = at;
+        }
+      });
   const size_t first = *std::min_element(bad.begin(), bad.end());
   if (first < plan.chars) return absl::InvalidArgumentError(Base64UrlCharError(text, first));
   return absl::OkStatus();
@@ -223,26 +241,26 @@ class UnpackBlobOp : public OpKernel {
                 Invalid("encoding: expected 'raw' or 'base64', got '", encoding, "'"));
     base64_ = encoding == "base64";
     OP_REQUIRES(ctx, dtypes.size() == names_.size(),
-                Invalid("dtypes: expected ", names_.size(),
-                                        " entries (one per name), got ", dtypes.size()));
+                Invalid("dtypes: expected ", names_.size(), " entries (one per name), got ",
+                        dtypes.size()));
     OP_REQUIRES(ctx, ragged_.empty() || ragged_.size() == names_.size(),
-                Invalid("ragged: expected 0 or ", names_.size(),
-                                        " entries (one per name), got ", ragged_.size()));
+                Invalid("ragged: expected 0 or ", names_.size(), " entries (one per name), got ",
+                        ragged_.size()));
     OP_REQUIRES(ctx, shapes_.empty() || shapes_.size() == names_.size(),
-                Invalid("shapes: expected 0 or ", names_.size(),
-                                        " entries (one per name), got ", shapes_.size()));
+                Invalid("shapes: expected 0 or ", names_.size(), " entries (one per name), got ",
+                        shapes_.size()));
     if (ragged_.empty()) ragged_.assign(names_.size(), false);
     int counted = 0;
     for (bool r : ragged_) counted += r ? 1 : 0;
     OP_REQUIRES(ctx, counted == num_ragged_,
-                Invalid("num_ragged: expected ", counted,
-                                        " (the true entries of ragged), got ", num_ragged_));
+                Invalid("num_ragged: expected ", counted, " (the true entries of ragged), got ",
+                        num_ragged_));
     for (DataType dt : dtypes) {
       BlobDType b;
       OP_REQUIRES(ctx, ToBlobDType(dt, &b),
                   Invalid("dtypes: expected bool, int32, int64, float, double or "
-                                          "string, got ",
-                                          tensorflow::DataTypeString(dt)));
+                          "string, got ",
+                          tensorflow::DataTypeString(dt)));
       dtypes_.push_back(b);
     }
   }
@@ -251,13 +269,13 @@ class UnpackBlobOp : public OpKernel {
     const Tensor& blobs = ctx->input(0);
     OP_REQUIRES(ctx, blobs.dims() <= 1,
                 Invalid("blobs: expected a scalar or a vector of blobs, got shape ",
-                                        blobs.shape().DebugString()));
+                        blobs.shape().DebugString()));
     const bool batched = blobs.dims() == 1;
     const int64_t batch = batched ? blobs.dim_size(0) : 1;
     // Section shapes come from the blobs, so an empty vector has no shape to give its outputs.
     OP_REQUIRES(ctx, batch >= 1,
                 Invalid("blobs: expected a scalar or a vector of at least 1 blob, "
-                                        "got an empty vector"));
+                        "got an empty vector"));
     auto flat = blobs.flat<tstring>();
     auto where = [batched](int64_t b) {
       return batched ? "blob " + std::to_string(b) : std::string("blob");
@@ -274,10 +292,12 @@ class UnpackBlobOp : public OpKernel {
       const uint8_t* data = reinterpret_cast<const uint8_t*>(blob.data());
       size_t size = blob.size();
       if (base64_) {
-        const absl::Status st = DecodeBase64(ctx, std::string_view(blob.data(), blob.size()), &decoded[b]);
-        OP_REQUIRES(ctx, st.ok(), st.code() == absl::StatusCode::kInvalidArgument
-                                      ? Invalid(where(b), ": ", st.message())
-                                      : st);
+        const absl::Status st =
+            DecodeBase64(ctx, std::string_view(blob.data(), blob.size()), &decoded[b]);
+        OP_REQUIRES(ctx, st.ok(),
+                    st.code() == absl::StatusCode::kInvalidArgument
+                        ? Invalid(where(b), ": ", st.message())
+                        : st);
         data = decoded[b].flat<uint8_t>().data();
         size = static_cast<size_t>(decoded[b].NumElements());
       }
@@ -302,27 +322,24 @@ class UnpackBlobOp : public OpKernel {
         }
         if (!shapes_.empty()) {
           OP_REQUIRES(ctx, Compatible(shapes_[i], *s),
-                      Invalid(where(b), " section '", names_[i],
-                                              "': expected shape ", PartialShapeText(shapes_[i]),
-                                              " (the shapes attr), got ",
-                                              ShapeText(s->dims, 0, s->rank)));
+                      Invalid(where(b), " section '", names_[i], "': expected shape ",
+                              PartialShapeText(shapes_[i]), " (the shapes attr), got ",
+                              ShapeText(s->dims, 0, s->rank)));
         }
         if (b > 0) {
           const BlobSection* first = found[i][0];
           // Dense sections must agree on the whole shape, ragged values on the inner dims.
           const int begin = ragged_[i] ? 1 : 0;
-          OP_REQUIRES(
-              ctx, SameDims(*first, *s, begin),
-              Invalid(
-                  where(b), " section '", names_[i], "': expected shape ",
-                  ragged_[i] ? "[*" + std::string(first->rank > 1 ? "," : "") +
-                                   ShapeText(first->dims, 1, first->rank).substr(1)
-                             : ShapeText(first->dims, 0, first->rank),
-                  ", got ",
-                  ragged_[i] ? "[*" + std::string(s->rank > 1 ? "," : "") +
-                                   ShapeText(s->dims, 1, s->rank).substr(1)
-                             : ShapeText(s->dims, 0, s->rank),
-                  " (as blob 0)"));
+          OP_REQUIRES(ctx, SameDims(*first, *s, begin),
+                      Invalid(where(b), " section '", names_[i], "': expected shape ",
+                              ragged_[i] ? "[*" + std::string(first->rank > 1 ? "," : "") +
+                                               ShapeText(first->dims, 1, first->rank).substr(1)
+                                         : ShapeText(first->dims, 0, first->rank),
+                              ", got ",
+                              ragged_[i] ? "[*" + std::string(s->rank > 1 ? "," : "") +
+                                               ShapeText(s->dims, 1, s->rank).substr(1)
+                                         : ShapeText(s->dims, 0, s->rank),
+                              " (as blob 0)"));
         }
         found[i][b] = s;
       }
@@ -335,10 +352,12 @@ class UnpackBlobOp : public OpKernel {
       if (!ragged_[i]) {
         TensorShape shape;
         if (batched) OP_REQUIRES_OK(ctx, shape.AddDimWithStatus(batch));
-        for (int k = 0; k < first.rank; ++k) OP_REQUIRES_OK(ctx, shape.AddDimWithStatus(first.dims[k]));
+        for (int k = 0; k < first.rank; ++k)
+          OP_REQUIRES_OK(ctx, shape.AddDimWithStatus(first.dims[k]));
         Tensor* out = nullptr;
         OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), shape, &out));
-        for (int64_t b = 0; b < batch; ++b) CopySection(ctx, *found[i][b], out, b * first.num_elements);
+        for (int64_t b = 0; b < batch; ++b)
+          CopySection(ctx, *found[i][b], out, b * first.num_elements);
         continue;
       }
       // Ragged: values of all blobs concatenated; row splits shifted by the values before them.
@@ -374,7 +393,8 @@ class UnpackBlobOp : public OpKernel {
         const BlobSection& sp = *splits[i][b];
         CopySection(ctx, s, values, value_base * inner);
         const int64_t rows = sp.dims[0] - 1;
-        for (int64_t j = 1; j <= rows; ++j) rs(row_base + j) = value_base + LoadI64(sp.payload + 8 * j);
+        for (int64_t j = 1; j <= rows; ++j)
+          rs(row_base + j) = value_base + LoadI64(sp.payload + 8 * j);
         row_base += rows;
         value_base += s.dims[0];
         bs(b + 1) = row_base;

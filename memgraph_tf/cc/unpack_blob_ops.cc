@@ -39,22 +39,22 @@ absl::Status UnpackBlobShape(InferenceContext* c) {
   int num_ragged = 0;
   TF_RETURN_IF_ERROR(c->GetAttr("num_ragged", &num_ragged));
   if (dtypes.size() != names.size()) {
-    return Invalid("dtypes: expected ", names.size(),
-                                               " entries (one per name), got ", dtypes.size());
+    return Invalid("dtypes: expected ", names.size(), " entries (one per name), got ",
+                   dtypes.size());
   }
   if (!ragged.empty() && ragged.size() != names.size()) {
-    return Invalid("ragged: expected 0 or ", names.size(),
-                                               " entries (one per name), got ", ragged.size());
+    return Invalid("ragged: expected 0 or ", names.size(), " entries (one per name), got ",
+                   ragged.size());
   }
   if (!shapes.empty() && shapes.size() != names.size()) {
-    return Invalid("shapes: expected 0 or ", names.size(),
-                                               " entries (one per name), got ", shapes.size());
+    return Invalid("shapes: expected 0 or ", names.size(), " entries (one per name), got ",
+                   shapes.size());
   }
   int counted = 0;
   for (bool r : ragged) counted += r ? 1 : 0;
   if (counted != num_ragged) {
-    return Invalid("num_ragged: expected ", counted,
-                                               " (the true entries of ragged), got ", num_ragged);
+    return Invalid("num_ragged: expected ", counted, " (the true entries of ragged), got ",
+                   num_ragged);
   }
   const bool rank_known = c->RankKnown(blobs);
   const bool batched = rank_known && c->Rank(blobs) == 1;
@@ -71,8 +71,8 @@ absl::Status UnpackBlobShape(InferenceContext* c) {
       ShapeHandle values = section;
       if (c->RankKnown(section)) {
         if (c->Rank(section) < 1) {
-          return Invalid(
-              "shapes[", i, "]: expected rank >= 1 for ragged section '", names[i], "', got rank 0");
+          return Invalid("shapes[", i, "]: expected rank >= 1 for ragged section '", names[i],
+                         "', got rank 0");
         }
         TF_RETURN_IF_ERROR(c->ReplaceDim(section, 0, c->UnknownDim(), &values));
       }

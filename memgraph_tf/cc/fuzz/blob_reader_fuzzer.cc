@@ -1,6 +1,7 @@
 // libFuzzer target over the plain blob reader (memgraph_tf/cc/blob_reader.{h,cc}) and the plain
-// base64url decoder (memgraph_tf/cc/base64url.{h,cc}): every input is read as a blob, then as base64url
-// text (decoded whole and in three ranges, which must agree) whose decoded bytes are read as a blob.
+// base64url decoder (memgraph_tf/cc/base64url.{h,cc}): every input is read as a blob, then as
+// base64url text (decoded whole and in three ranges, which must agree) whose decoded bytes are read
+// as a blob.
 //
 // Built by scripts/fuzz.sh with -fsanitize=fuzzer,address,undefined. For every input it parses the
 // blob; on success it exercises every accessor the op kernel uses: Find/Lookup of every section

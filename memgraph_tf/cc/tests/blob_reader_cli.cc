@@ -1,25 +1,28 @@
 // Test harness for the plain C++ blob reader (no TensorFlow).
 //
-//   blob_reader_cli FILE...              one JSON line per file
-//   blob_reader_cli --truncations FILE   one JSON line per proper prefix of FILE (lengths 0..size-1)
-//   blob_reader_cli --frames             one JSON line per frame read from stdin; a frame is a u32
-//                                        little-endian length then that many bytes (file: "frame N")
-//   blob_reader_cli --base64-frames      frames of base64url text, decoded by base64url.h (in three
-//                                        ranges, as the op's threads would): {"file", "ok": true,
-//                                        "decoded": "<hex>"} or {"file", "ok": false, "error": ...}
-//   blob_reader_cli --base64-plan-size N  the plan's verdict on a text of N characters ('A'... as far
-//                                        as the plan may look: a reserved, never-touched mapping), as
-//                                        {"ok": true, "decoded_bytes": D} or {"ok": false, "error": ...};
-//                                        shows the size limit is enforced before anything is allocated
+//   blob_reader_cli FILE...
+//       one JSON line per file
+//   blob_reader_cli --truncations FILE
+//       one JSON line per proper prefix of FILE (lengths 0..size-1)
+//   blob_reader_cli --frames
+//       one JSON line per frame read from stdin; a frame is a u32 little-endian length then that
+//       many bytes (file: "frame N")
+//   blob_reader_cli --base64-frames
+//       frames of base64url text, decoded by base64url.h (in three ranges, as the op's threads
+//       would): {"file", "ok": true, "decoded": "<hex>"} or {"file", "ok": false, "error": ...}
+//   blob_reader_cli --base64-plan-size N
+//       the plan's verdict on a text of N characters ('A'... as far as the plan may look: a
+//       reserved, never-touched mapping), as {"ok": true, "decoded_bytes": D} or {"ok": false,
+//       "error": ...}; shows the size limit is enforced before anything is allocated
 //
 // Each line is {"file": ..., "length": L, "ok": true, "sections": [...]} or
 // {"file": ..., "length": L, "ok": false, "error": "<the reader's message>"}. A section is
-// {"name", "dtype", "shape", "values" (flat, row-major)}; strings are JSON strings whose code points
-// are the raw bytes (\u00XX for bytes outside printable ASCII, so Python's .encode("latin-1") gives
-// the bytes back); floats are printed with enough digits to round-trip (NaN / Infinity as Python's
-// json module writes them). As memgraph_tf.blob.unpack does, every NAME / NAME.row_splits pair is
-// validated as ragged; its failure is reported like a format error. Exit status: 0 when every blob
-// was processed (valid or not), 2 on usage or I/O errors.
+// {"name", "dtype", "shape", "values" (flat, row-major)}; strings are JSON strings whose code
+// points are the raw bytes (\u00XX for bytes outside printable ASCII, so Python's
+// .encode("latin-1") gives the bytes back); floats are printed with enough digits to round-trip
+// (NaN / Infinity as Python's json module writes them). As memgraph_tf.blob.unpack does, every
+// NAME / NAME.row_splits pair is validated as ragged; its failure is reported like a format error.
+// Exit status: 0 when every blob was processed (valid or not), 2 on usage or I/O errors.
 #include <sys/mman.h>
 
 #include <cmath>
@@ -87,12 +90,24 @@ std::string SectionJson(const BlobSection& s) {
   for (int64_t j = 0; j < s.num_elements; ++j) {
     if (j) out += ", ";
     switch (s.dtype) {
-      case BlobDType::kBool: out += s.payload[j] ? "true" : "false"; break;
-      case BlobDType::kInt32: out += std::to_string(Load<int32_t>(s.payload + 4 * j)); break;
-      case BlobDType::kInt64: out += std::to_string(Load<int64_t>(s.payload + 8 * j)); break;
-      case BlobDType::kFloat32: out += JsonDouble(Load<float>(s.payload + 4 * j), 9); break;
-      case BlobDType::kFloat64: out += JsonDouble(Load<double>(s.payload + 8 * j), 17); break;
-      case BlobDType::kString: out += JsonString(s.StringAt(j)); break;
+      case BlobDType::kBool:
+        out += s.payload[j] ? "true" : "false";
+        break;
+      case BlobDType::kInt32:
+        out += std::to_string(Load<int32_t>(s.payload + 4 * j));
+        break;
+      case BlobDType::kInt64:
+        out += std::to_string(Load<int64_t>(s.payload + 8 * j));
+        break;
+      case BlobDType::kFloat32:
+        out += JsonDouble(Load<float>(s.payload + 4 * j), 9);
+        break;
+      case BlobDType::kFloat64:
+        out += JsonDouble(Load<double>(s.payload + 8 * j), 17);
+        break;
+      case BlobDType::kString:
+        out += JsonString(s.StringAt(j));
+        break;
     }
   }
   return out + "]}";
@@ -143,10 +158,12 @@ std::string Base64Report(const std::string& file, const uint8_t* data, size_t si
   size_t first_bad = plan.chars;
   for (int r = 2; r >= 0; --r) {
     size_t bad = 0;
-    if (!memgraph_tf::Base64UrlDecodeRange(text, cuts[r], cuts[r + 1], out.data(), &bad)) first_bad = bad;
+    if (!memgraph_tf::Base64UrlDecodeRange(text, cuts[r], cuts[r + 1], out.data(), &bad))
+      first_bad = bad;
   }
   if (first_bad < plan.chars) {
-    return head + ", \"ok\": false, \"error\": " + JsonString(memgraph_tf::Base64UrlCharError(text, first_bad)) + "}";
+    return head + ", \"ok\": false, \"error\": " +
+           JsonString(memgraph_tf::Base64UrlCharError(text, first_bad)) + "}";
   }
   std::string hex;
   static const char* kHex = "0123456789abcdef";
@@ -168,13 +185,15 @@ bool ReadFile(const char* path, std::vector<uint8_t>* out) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE... | --truncations FILE | --frames | --base64-frames\n", argv[0]);
+    std::fprintf(stderr, "usage: %s FILE... | --truncations FILE | --frames | --base64-frames\n",
+                 argv[0]);
     return 2;
   }
   if (std::strcmp(argv[1], "--base64-plan-size") == 0 && argc == 3) {
     const size_t n = static_cast<size_t>(std::strtoull(argv[2], nullptr, 10));
     // Address space only (MAP_NORESERVE, never written): the plan reads the last two characters.
-    void* map = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* map = mmap(nullptr, n, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED) {
       std::fprintf(stderr, "cannot reserve %zu bytes of address space\n", n);
       return 2;
@@ -194,19 +213,21 @@ int main(int argc, char** argv) {
   }
   const bool base64 = std::strcmp(argv[1], "--base64-frames") == 0;
   if (base64 || std::strcmp(argv[1], "--frames") == 0) {
-    std::vector<uint8_t> all((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> all((std::istreambuf_iterator<char>(std::cin)),
+                             std::istreambuf_iterator<char>());
     size_t pos = 0;
     for (int frame = 0; pos < all.size(); ++frame) {
       if (all.size() - pos < 4) {
         std::fprintf(stderr, "frame %d: truncated length prefix\n", frame);
         return 2;
       }
-      const uint32_t len = static_cast<uint32_t>(all[pos]) | (static_cast<uint32_t>(all[pos + 1]) << 8) |
-                           (static_cast<uint32_t>(all[pos + 2]) << 16) |
-                           (static_cast<uint32_t>(all[pos + 3]) << 24);
+      const uint32_t len =
+          static_cast<uint32_t>(all[pos]) | (static_cast<uint32_t>(all[pos + 1]) << 8) |
+          (static_cast<uint32_t>(all[pos + 2]) << 16) | (static_cast<uint32_t>(all[pos + 3]) << 24);
       pos += 4;
       if (all.size() - pos < len) {
-        std::fprintf(stderr, "frame %d: expected %u bytes, got %zu\n", frame, len, all.size() - pos);
+        std::fprintf(stderr, "frame %d: expected %u bytes, got %zu\n", frame, len,
+                     all.size() - pos);
         return 2;
       }
       // An exact-size copy, so AddressSanitizer builds catch any overread.
@@ -215,7 +236,8 @@ int main(int argc, char** argv) {
       pos += len;
       const std::string name = "frame " + std::to_string(frame);
       std::printf("%s\n", (base64 ? Base64Report(name, data.data(), data.size())
-                                  : Report(name, data.data(), data.size())).c_str());
+                                  : Report(name, data.data(), data.size()))
+                              .c_str());
     }
     return 0;
   }
