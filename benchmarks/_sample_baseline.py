@@ -1,4 +1,5 @@
-"""The pre-issue-11 sampler ("the sampler at commit 93e52a3"), materialised from git history at run time.
+"""The pre-issue-11 sampler ("the sampler at commit 93e52a3"), materialised from git history at run
+time.
 
 ``benchmarks/query_modules.py`` times today's ``tf_features.sample`` against it in the same run, and
 tests/modules/test_compact_layouts.py checks that both write the same bytes. Nothing of that code is
@@ -40,15 +41,17 @@ def _git_show(path: str, repo: pathlib.Path) -> str:
     git = shutil.which("git")
     if git is None:
         raise BaselineUnavailable(
-            f"the baseline sampler (commit {COMMIT}) is read from git history, but git is not on PATH"
+            f"the baseline sampler (commit {COMMIT}) is read from git history, "
+            "but git is not on PATH"
         )
     proc = subprocess.run(
         [git, "-C", str(repo), "show", f"{COMMIT}:{path}"], capture_output=True, text=True
     )
     if proc.returncode != 0:
         raise BaselineUnavailable(
-            f"the baseline sampler: cannot read {path} at commit {COMMIT} from the git history of {repo} "
-            f"(a shallow clone or an export without .git? fetch the full history): {proc.stderr.strip()}"
+            f"the baseline sampler: cannot read {path} at commit {COMMIT} from the git history of "
+            f"{repo} (a shallow clone or an export without .git? fetch the full history): "
+            f"{proc.stderr.strip()}"
         )
     return proc.stdout
 

@@ -10,7 +10,8 @@
    ``_sample_baseline.py``; it must write the same bytes) in alternating rounds of the same run;
    then per node (``sample_per_node``) and the compact and sparse layouts.
 
-Usage: python benchmarks/query_modules.py [--pack-nodes N] [--graph-nodes N] [--seeds N] [--skip-pack]
+Usage: python benchmarks/query_modules.py [--pack-nodes N] [--graph-nodes N] [--seeds N]
+                                          [--skip-pack]
 The embedded runtime adds Python overhead per graph access that Memgraph's C++ side does not have,
 so absolute numbers are a floor; the ratios compare like with like.
 """
@@ -33,7 +34,7 @@ from memgraph_tf.embedded import EmbeddedGraph
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import _sample_baseline  # noqa: E402  (beside this file)
+import _sample_baseline  # noqa: E402 -- beside this file: importable once HERE is on sys.path
 
 
 def best_of(fn, repeat: int) -> float:
@@ -49,7 +50,7 @@ def bench_pack(n: int, d: int, repeat: int) -> None:
     rng = random.Random(0)
     g = EmbeddedGraph()
     g.load_module(HERE / "_lists_module.py")
-    for i in range(n):
+    for _ in range(n):
         g.add_node(["N"], {"f": [rng.random() for _ in range(d)]})
     ids = list(range(n))
     payload_mb = n * d * 4 / 1e6
@@ -67,13 +68,16 @@ def bench_pack(n: int, d: int, repeat: int) -> None:
     t_lists = best_of(via_lists, repeat)
     [row] = g.call("tf_features.pack", ids, ["f"], {})
     print(
-        f"pack {n} nodes x {d} float32 ({payload_mb:.1f} MB of features; blob text {len(row['blob']) / 1e6:.1f} MB)"
+        f"pack {n} nodes x {d} float32 ({payload_mb:.1f} MB of features; blob text "
+        f"{len(row['blob']) / 1e6:.1f} MB)"
     )
     print(
-        f"  blob  : {n / t_blob:10.0f} nodes/s  {payload_mb / t_blob:8.1f} MB/s  ({t_blob * 1e3:.0f} ms)"
+        f"  blob  : {n / t_blob:10.0f} nodes/s  {payload_mb / t_blob:8.1f} MB/s  "
+        f"({t_blob * 1e3:.0f} ms)"
     )
     print(
-        f"  lists : {n / t_lists:10.0f} nodes/s  {payload_mb / t_lists:8.1f} MB/s  ({t_lists * 1e3:.0f} ms)"
+        f"  lists : {n / t_lists:10.0f} nodes/s  {payload_mb / t_lists:8.1f} MB/s  "
+        f"({t_lists * 1e3:.0f} ms)"
     )
     print(f"  ratio blob/lists: {t_lists / t_blob:.2f}x")
 
@@ -141,7 +145,8 @@ def bench_sample(
         )
     print(
         f"  2-hop (10, 5), {len(seeds)} seeds; best of {rounds} alternating rounds; baseline = the "
-        f"sampler at commit {_sample_baseline.COMMIT} (pre-issue-11, from git history; same bytes, checked)"
+        f"sampler at commit {_sample_baseline.COMMIT} "
+        "(pre-issue-11, from git history; same bytes, checked)"
     )
     for label, props, size in [
         ("ids only, batched", [], batch),

@@ -10,19 +10,21 @@ measured in the same run (never compared with numbers from elsewhere):
    bare payload, and two numpy copies of the payload: into a fresh array (np.frombuffer(...).copy(),
    which pays for allocating and first touching 51 MB on every call) and into a warm, preallocated
    buffer (np.copyto: one copy at memory speed, the like-for-like baseline). parse_example runs on
-   two layouts: `rows` Examples of `cols` floats (one Example per node, the layout a tf.data/TFRecord
-   pipeline holds node features in, giving the same [rows, cols] tensor as the op: the target's
-   baseline) and one Example holding all rows*cols values in one packed float_list (TF parses that
-   with a single copy, so it shows the copy floor rather than the cost of the Example format);
-2. batches of `batch` small per-node blobs (~1 KB: float32 [240] features + int64 id), decoded as one
-   vector: the same five;
+   two layouts: `rows` Examples of `cols` floats (one Example per node, the layout a
+   tf.data/TFRecord pipeline holds node features in, giving the same [rows, cols] tensor as the op:
+   the target's baseline) and one Example holding all rows*cols values in one packed float_list (TF
+   parses that with a single copy, so it shows the copy floor rather than the cost of the Example
+   format);
+2. batches of `batch` small per-node blobs (~1 KB: float32 [240] features + int64 id), decoded as
+   one vector: the same five;
 3. the per-call cost on a single ~1 KB blob (eager and inside tf.function);
-4. the blob of 1. as the Memgraph transport's base64url text (68 MB): the op decoding the text itself
-   (encoding="base64") vs tf.io.decode_base64 then the op vs Python's base64 decoder then numpy.
+4. the blob of 1. as the Memgraph transport's base64url text (68 MB): the op decoding the text
+   itself (encoding="base64") vs tf.io.decode_base64 then the op vs Python's base64 decoder then
+   numpy.
 
 Targets (issue 2): on 1., op >= 0.6x the numpy copy's throughput and >= 2x parse_example's.
-Timings are the median of `repeat` interleaved rounds after a warm-up (every decoder once per round),
-so a noisy stretch of a shared machine slows all of them alike; look at the ratios.
+Timings are the median of `repeat` interleaved rounds after a warm-up (every decoder once per
+round), so a noisy stretch of a shared machine slows all of them alike; look at the ratios.
 """
 
 from __future__ import annotations
@@ -57,10 +59,10 @@ def median_time_s(fn: Callable[[], object], repeat: int, warmup: int = 2) -> flo
 def interleaved_medians(
     fns: dict[str, Callable[[], object]], repeat: int, warmup: int = 2
 ) -> dict[str, float]:
-    """Median seconds per call of each function, timed in interleaved rounds (every function once per
-    round, in a shuffled order), so that a slow stretch of a shared machine hits all of them alike and
-    no function always runs right after the same other one (whose cache and allocator leftovers it
-    would otherwise always inherit)."""
+    """Median seconds per call of each function, timed in interleaved rounds (every function once
+    per round, in a shuffled order), so that a slow stretch of a shared machine hits all of them
+    alike and no function always runs right after the same other one (whose cache and allocator
+    leftovers it would otherwise always inherit)."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -89,16 +91,21 @@ def report(
     baselines: list[str],
     counted: str = "payload",
 ) -> None:
-    """Prints one table; GB/s is ``payload_bytes`` (described by ``counted``) per call over the time."""
+    """Prints one table; GB/s is ``payload_bytes`` (described by ``counted``) per call over the
+    time."""
     print(
-        f"\n== {title} ({payload_bytes / 1e6:.2f} MB of {counted} per call; GB/s counts these bytes)"
+        f"\n== {title} ({payload_bytes / 1e6:.2f} MB of {counted} per call; "
+        "GB/s counts these bytes)"
     )
     header = f"{'decoder':<28}{'ms/call':>10}{'GB/s':>9}{'calls/s':>11}" + "".join(
         f"  x {b:<27}" for b in baselines
     )
     print(header)
     for name, seconds in results.items():
-        row = f"{name:<28}{seconds * 1e3:>10.3f}{payload_bytes / seconds / 1e9:>9.2f}{calls / seconds:>11.1f}"
+        row = (
+            f"{name:<28}{seconds * 1e3:>10.3f}{payload_bytes / seconds / 1e9:>9.2f}"
+            f"{calls / seconds:>11.1f}"
+        )
         for b in baselines:
             row += f"  {results[b] / seconds:<29.2f}"
         print(row)
@@ -234,7 +241,7 @@ def per_call(repeat: int) -> None:
     }
     print(f"\n== per-call cost on one {len(data)}-byte blob")
     for name, fn in rows.items():
-        seconds = median_time_s(lambda: [fn() for _ in range(n)], max(3, repeat // 3)) / n
+        seconds = median_time_s(lambda fn=fn: [fn() for _ in range(n)], max(3, repeat // 3)) / n
         print(f"{name:<28}{seconds * 1e6:>10.1f} us/call")
 
 
@@ -313,8 +320,8 @@ def main() -> None:
     )
     ratio = big["tf.io.parse_example"] / op
     print(
-        f"  for scale: op / parse_example of one {args.rows * args.cols}-value Example = {ratio:.2f}x "
-        "(both are one copy of the payload, bounded by memory bandwidth)"
+        f"  for scale: op / parse_example of one {args.rows * args.cols}-value Example = "
+        f"{ratio:.2f}x (both are one copy of the payload, bounded by memory bandwidth)"
     )
     ratio = b64["tf.io.decode_base64 + op"] / b64["op, encoding=base64"]
     print(f"  base64 text in the op / tf.io.decode_base64 then the op = {ratio:.2f}x")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import array
 import base64
+import itertools
 import struct
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -119,7 +120,8 @@ class Ragged(NamedTuple):
 
     @classmethod
     def from_rows(cls, rows: Sequence[Sequence[Any]]) -> Ragged:
-        """Builds a Ragged from a list of variable-length rows (lists of scalars or of equal vectors)."""
+        """Builds a Ragged from a list of variable-length rows (lists of scalars or of equal
+        vectors)."""
         values: list[Any] = []
         splits = [0]
         for row in rows:
@@ -131,9 +133,9 @@ class Ragged(NamedTuple):
 class Dense(NamedTuple):
     """A section given as a flat sequence in row-major order with an explicit shape.
 
-    ``flat`` may be a list, an ``array.array``, a bytes-like object holding the little-endian payload
-    of a fixed-size dtype, or a numpy array. This is the fast path for callers that build payloads
-    incrementally (the query modules do) since no nested-list shape inference is needed.
+    ``flat`` may be a list, an ``array.array``, a bytes-like object holding the little-endian
+    payload of a fixed-size dtype, or a numpy array. This is the fast path for callers that build
+    payloads incrementally (the query modules do) since no nested-list shape inference is needed.
     """
 
     flat: Any
@@ -238,8 +240,8 @@ def _infer_dtype(name: str, flat: Sequence[Any]) -> str:
         if k not in kinds:
             if kinds and (k == "string") != ("string" in kinds):
                 raise BlobFormatError(
-                    f"section {name!r}: expected values of one kind, got {sorted(kinds)[0]} and {k} "
-                    f"(first {k} at index {i})"
+                    f"section {name!r}: expected values of one kind, got {sorted(kinds)[0]} and "
+                    f"{k} (first {k} at index {i})"
                 )
             kinds.add(k)
     if not kinds:
@@ -318,7 +320,8 @@ def _encode_flat(name: str, dtype: str, flat: Sequence[Any]) -> bytes:
                 ok = _numpy_value_fits(dtype, v)
             if not ok:
                 raise BlobFormatError(
-                    f"section {name!r}: expected {dtype} values, got {type(v).__name__} {v!r} at index {i}"
+                    f"section {name!r}: expected {dtype} values, got {type(v).__name__} {v!r} at "
+                    f"index {i}"
                 )
         try:
             arr = array.array(
@@ -355,7 +358,8 @@ def _section_from_numpy(name: str, arr: Any, dtype: str | None) -> tuple[str, li
     if dtype == "string":
         if arr.dtype.kind not in "USO":
             raise BlobFormatError(
-                f"section {name!r}: expected str or bytes elements for dtype string, got {arr.dtype}"
+                f"section {name!r}: expected str or bytes elements for dtype string, got "
+                f"{arr.dtype}"
             )
         return dtype, shape, _encode_strings(name, arr.reshape(-1).tolist())
     if arr.dtype.kind in "USO":
@@ -427,7 +431,7 @@ def _normalize(name: str, value: Any, dtype: str | None) -> tuple[str, list[int]
         return dt, shape, _encode_flat(name, dt, flat)
     if _np is not None and isinstance(value, (_np.ndarray, _np.generic)):
         return _section_from_numpy(name, _np.asarray(value), dtype)
-    if isinstance(value, (list, tuple)) or isinstance(value, (bool, int, float, str, bytes)):
+    if isinstance(value, (list, tuple, bool, int, float, str, bytes)):
         if isinstance(value, bytes) and dtype not in (None, "string"):
             raise BlobFormatError(f"section {name!r}: expected {dtype} values, got bytes")
         shape, flat = _shape_of(name, value)
@@ -465,9 +469,9 @@ def pack(sections: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -
 
     Values may be numpy arrays (their dtype kept unless ``dtypes`` names another of the same kind),
     nested lists/tuples (rectangular; ``bool`` -> bool, ``int`` -> int64, ``float`` -> float64,
-    ``str``/``bytes`` -> string unless ``dtypes`` says otherwise), :class:`Dense` or :class:`Ragged`.
-    A :class:`Ragged` ``NAME`` becomes the sections ``NAME`` and ``NAME.row_splits``; its entry in
-    ``dtypes`` applies to the values.
+    ``str``/``bytes`` -> string unless ``dtypes`` says otherwise), :class:`Dense` or
+    :class:`Ragged`. A :class:`Ragged` ``NAME`` becomes the sections ``NAME`` and
+    ``NAME.row_splits``; its entry in ``dtypes`` applies to the values.
 
     Raises :class:`BlobFormatError` naming the section (and index) at fault.
     """
@@ -541,7 +545,12 @@ def pack(sections: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -
 
 def _check_row_splits_python(name: str, splits: Any, nvalues: int) -> None:
     seq = splits.tolist() if hasattr(splits, "tolist") else list(splits)
-    if not seq or seq[0] != 0 or seq[-1] != nvalues or any(b < a for a, b in zip(seq, seq[1:])):
+    if (
+        not seq
+        or seq[0] != 0
+        or seq[-1] != nvalues
+        or any(b < a for a, b in itertools.pairwise(seq))
+    ):
         raise BlobFormatError(
             f"ragged {name!r}: expected row_splits starting at 0, non-decreasing, ending at "
             f"{nvalues} (the number of values), got {seq[:8]}{'...' if len(seq) > 8 else ''}"
@@ -798,8 +807,8 @@ def _check_ragged(mv: memoryview, values: SectionInfo, splits: SectionInfo) -> A
         if bad.size:
             j = int(bad[0]) + 1
             raise BlobFormatError(
-                f"section '{sname}' [{j}]: expected {int(arr[j - 1])}..{nvalues}, got {int(arr[j])} "
-                f"at offset {base + 8 * j}"
+                f"section '{sname}' [{j}]: expected {int(arr[j - 1])}..{nvalues}, got "
+                f"{int(arr[j])} at offset {base + 8 * j}"
             )
     last = arr.size - 1
     if arr[last] != nvalues:
@@ -821,7 +830,8 @@ def b64encode(data: bytes) -> str:
 
 
 def b64decode(text: str | bytes) -> bytes:
-    """Decodes base64url text (with padding) to the raw blob bytes; raises BlobFormatError if invalid."""
+    """Decodes base64url text (with padding) to the raw blob bytes; raises BlobFormatError if
+    invalid."""
     try:
         raw = text.encode("ascii") if isinstance(text, str) else bytes(text)
         return base64.b64decode(raw, altchars=b"-_", validate=True)

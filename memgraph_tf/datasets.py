@@ -1,21 +1,21 @@
-"""The datasets the demo, the README, the benchmarks and the tests run on: Cora and Citeseer (Planetoid
-split) and a small synthetic graph.
+"""The datasets the demo, the README, the benchmarks and the tests run on: Cora and Citeseer
+(Planetoid split) and a small synthetic graph.
 
-* :func:`load_dataset` -- a :class:`Planetoid` by name: ``cora`` / ``citeseer`` from the compact copies
-  shipped inside the package (``memgraph_tf/data/planetoid/<name>.npz``; no network, no files beside
-  the repository), ``synthetic`` generated (:func:`synthetic`), or with ``root`` parsed from the
-  original Planetoid files.
+* :func:`load_dataset` -- a :class:`Planetoid` by name: ``cora`` / ``citeseer`` from the compact
+  copies shipped inside the package (``memgraph_tf/data/planetoid/<name>.npz``; no network, no files
+  beside the repository), ``synthetic`` generated (:func:`synthetic`), or with ``root`` parsed from
+  the original Planetoid files.
 * :func:`planetoid_graph` -- a dataset as an :class:`~memgraph_tf.embedded.EmbeddedGraph` (the
-  in-process runtime that runs the unchanged query modules); :func:`load_into_graph` writes one into a
-  real Memgraph (any Bolt + openCypher server) with ``UNWIND`` batches.
+  in-process runtime that runs the unchanged query modules); :func:`load_into_graph` writes one into
+  a real Memgraph (any Bolt + openCypher server) with ``UNWIND`` batches.
 * :func:`load_planetoid` -- parses the original files ``ind.<name>.*`` (Python-2 pickles of scipy
   matrices; needs scipy). :func:`planetoid_root` finds them in ``$MEMGRAPH_TF_DATASETS/planetoid``,
   ``$MEMGRAPH_TF_DATASETS`` or ``../shared/datasets/planetoid`` beside the repository.
-* :func:`compact_arrays` / :func:`save_compact` / :func:`load_compact` -- the packaged form, written by
-  ``scripts/convert_planetoid.py``: 0/1 features as CSR column indices (``int16``), labels ``int8``
-  (-1: no label), each undirected edge once (``int16`` pairs), the split as index arrays, the class
-  names. Cora and Citeseer come from the Planetoid project (Yang, Cohen, Salakhutdinov, ICML 2016;
-  MIT licence: ``NOTICE``, ``memgraph_tf/data/planetoid/LICENSE``).
+* :func:`compact_arrays` / :func:`save_compact` / :func:`load_compact` -- the packaged form, written
+  by ``scripts/convert_planetoid.py``: 0/1 features as CSR column indices (``int16``), labels
+  ``int8`` (-1: no label), each undirected edge once (``int16`` pairs), the split as index arrays,
+  the class names. Cora and Citeseer come from the Planetoid project (Yang, Cohen, Salakhutdinov,
+  ICML 2016; MIT licence: ``NOTICE``, ``memgraph_tf/data/planetoid/LICENSE``).
 
 Class names are the original LINQS datasets' (:data:`CLASS_NAMES`), matched by class size: every
 class size is distinct, and :func:`check_class_sizes` checks the match on every conversion.
@@ -95,7 +95,8 @@ def planetoid_candidates() -> list[pathlib.Path]:
 
 
 def planetoid_root(name: str = "cora") -> pathlib.Path:
-    """The first candidate directory holding ``ind.<name>.*``; FileNotFoundError listing all tried."""
+    """The first candidate directory holding ``ind.<name>.*``; FileNotFoundError listing all
+    tried."""
     tried = planetoid_candidates()
     for c in tried:
         if (c / f"ind.{name}.graph").exists():
@@ -112,8 +113,8 @@ class Planetoid:
     """A Planetoid dataset with the standard split (Yang, Cohen, Salakhutdinov, ICML 2016).
 
     Node ``i`` has the feature row ``features[i]`` (float32 ``[num_nodes, width]``), the class
-    ``labels[i]`` (int64; -1 for the nodes without a label, Citeseer's isolated test-range nodes) and
-    the split ``split[i]``: ``train`` (the first ``len(y)`` nodes), ``val`` (the next
+    ``labels[i]`` (int64; -1 for the nodes without a label, Citeseer's isolated test-range nodes)
+    and the split ``split[i]``: ``train`` (the first ``len(y)`` nodes), ``val`` (the next
     :data:`VAL_SIZE`), ``test`` (the nodes in ``test.index``) or ``none``. ``edges`` holds each
     undirected pair once as ``(min, max)``, self-loops once, in the order of the adjacency file.
     ``class_names[c]`` names class ``c`` (empty when unknown).
@@ -144,7 +145,8 @@ def load_planetoid(name: str, root: str | os.PathLike[str] | None = None) -> Pla
     """Parses the original files ``root/ind.<name>.*`` (``root`` None: :func:`planetoid_root`);
     FileNotFoundError naming the first missing file. The test rows ``tx``/``ty`` belong to the nodes
     of ``test.index`` in its line order; the graph may name more nodes than there are feature rows
-    (Citeseer). Class names from :data:`CLASS_NAMES` (not checked here: :func:`check_class_sizes`)."""
+    (Citeseer). Class names from :data:`CLASS_NAMES` (not checked here:
+    :func:`check_class_sizes`)."""
     import numpy as np
 
     root = pathlib.Path(root) if root is not None else planetoid_root(name)
@@ -286,7 +288,8 @@ def save_compact(data: Planetoid, path: str | os.PathLike[str]) -> pathlib.Path:
 
 
 def read_compact(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The arrays of a packaged ``.npz`` (no pickles); ValueError for another format or missing keys."""
+    """The arrays of a packaged ``.npz`` (no pickles); ValueError for another format or missing
+    keys."""
     import numpy as np
 
     with np.load(path, allow_pickle=False) as npz:
@@ -364,9 +367,9 @@ def synthetic(
 
     Node ``i`` has class ``i % 4`` (:data:`SYNTHETIC_CLASSES`); its 0/1 features switch on a few of
     its class's "topic" columns (each class owns ``width // 4`` of them) plus a few random ones; its
-    edges (``mean_degree`` per node on average) stay inside its class with probability ``homophily``.
-    Split: 20 training nodes per class, 80 validation, 160 test, the rest unsplit. Same ``seed``,
-    same graph.
+    edges (``mean_degree`` per node on average) stay inside its class with probability
+    ``homophily``. Split: 20 training nodes per class, 80 validation, 160 test, the rest unsplit.
+    Same ``seed``, same graph.
     """
     import numpy as np
 

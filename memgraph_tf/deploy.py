@@ -34,7 +34,8 @@ def module_search_path() -> list[pathlib.Path]:
     if os.environ.get(ENV_MODULES_DIR):
         dirs.append(pathlib.Path(os.environ[ENV_MODULES_DIR]))
     dirs.append(here / "query_modules")
-    # a wheel's data: <prefix>/share/...; the package itself is <prefix>/lib/pythonX.Y/site-packages/memgraph_tf
+    # a wheel's data: <prefix>/share/...; the package itself is
+    # <prefix>/lib/pythonX.Y/site-packages/memgraph_tf
     prefixes = [sysconfig.get_path("data"), sys.prefix, sys.base_prefix]
     parents = (
         pathlib.Path(__file__).resolve().parents
@@ -54,7 +55,8 @@ def find_module_file() -> pathlib.Path:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(
-        f"{MODULE_FILE}: expected in one of {', '.join(map(str, dirs))} (set {ENV_MODULES_DIR}), got none"
+        f"{MODULE_FILE}: expected in one of {', '.join(map(str, dirs))} (set {ENV_MODULES_DIR}), "
+        "got none"
     )
 
 

@@ -75,7 +75,7 @@ Not in the tree, on purpose:
 The package bases are importable from here by name (``from memgraph_tf.errors import ClientError``).
 They are looked up on first use, so importing this module needs the standard library alone; using a
 name imports its package (those packages import TensorFlow or the Bolt driver only lazily).
-"""
+"""  # noqa: E501 -- the tree: one class a line, its note beside it (tests/test_errors.py)
 
 from __future__ import annotations
 
@@ -118,7 +118,8 @@ _PACKAGE_BASES = {
 __getattr__, __dir__ = lazy_attributes(__name__, _PACKAGE_BASES, globals())
 
 
-# Exit codes of the memgraph-tf commands (classify, in one process or on Beam; serve; install-modules).
+# Exit codes of the memgraph-tf commands (classify, in one process or on Beam; serve;
+# install-modules).
 EXIT_OK = 0
 EXIT_FAILED = 1  # the run failed or stopped; what was written stays, a rerun resumes
 EXIT_USAGE = 2  # a bad command line, setting, credential or model name: nothing was run or written

@@ -1,4 +1,5 @@
-"""The layout of the ``tf_features`` blobs: section names, dtypes and shapes, option names, ``PAD_ID``.
+"""The layout of the ``tf_features`` blobs: section names, dtypes and shapes, option names,
+``PAD_ID``.
 
 This is the one place the blob contract above the byte format (docs/blob-format.md) is written
 down. The query modules (:mod:`memgraph_tf.procedures`) write blobs in this layout and
@@ -88,7 +89,8 @@ TABLE_IDS = "table_ids"
 TABLE = "table"
 """compact: the features of each table row, ``[u, d]`` (a ragged pair with one row)."""
 TABLE_COLUMNS = "table_columns"
-"""sparse: the column of each non-zero table entry, int32 ``[nnz]``; its row splits are the CSR ones."""
+"""sparse: the column of each non-zero table entry, int32 ``[nnz]``; its row splits are the CSR
+ones."""
 TABLE_VALUES = "table_values"
 """sparse: the value of each non-zero table entry, ``[nnz]`` (a ragged pair with one row)."""
 ROW_SPLITS_SUFFIX = ".row_splits"
@@ -166,7 +168,8 @@ class Section(NamedTuple):
     hop: int | None = None
 
     def to_map(self) -> dict:
-        """``{"name", "dtype", "shape"}`` as ``tf_features.describe`` reports it (shape as a list)."""
+        """``{"name", "dtype", "shape"}`` as ``tf_features.describe`` reports it (shape as a
+        list)."""
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
 
 
@@ -297,8 +300,9 @@ def pack_sections(
     for name in strings:
         if name in PACK_SECTION_NAMES:
             raise ValueError(
-                f"strings: expected string property names other than "
-                f"{', '.join(map(repr, PACK_SECTION_NAMES))} (section names of the blob), got {name!r}"
+                "strings: expected string property names other than "
+                f"{', '.join(map(repr, PACK_SECTION_NAMES))} (section names of the blob), got "
+                f"{name!r}"
             )
         out.append(Section(name, "string", (batch,), "string"))
     if labels:

@@ -26,11 +26,11 @@ def lazy_attributes(
     (absolute, or relative to ``module_name`` with a leading dot). The first access imports that
     module, stores the value in ``namespace`` (later accesses do not come back here) and returns it;
     ``before_import(source)``, when given, runs first and may raise (a missing optional dependency,
-    say). Any other name raises ``AttributeError("module '<module_name>' has no attribute '<name>'")``.
-    ``__dir__`` lists the module's globals and the lazy attributes.
+    say). Any other name raises ``AttributeError("module '<module_name>' has no attribute
+    '<name>'")``. ``__dir__`` lists the module's globals and the lazy attributes.
     """
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> Any:  # noqa: N807 -- PEP 562's name, shown in tracebacks
         source = sources.get(name)
         if source is None:
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
@@ -40,7 +40,7 @@ def lazy_attributes(
         namespace[name] = value
         return value
 
-    def __dir__() -> list[str]:
+    def __dir__() -> list[str]:  # noqa: N807 -- PEP 562's name, like __getattr__ above
         return sorted(set(namespace) | set(sources))
 
     return __getattr__, __dir__

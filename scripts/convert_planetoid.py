@@ -4,10 +4,11 @@
     .venv/bin/python scripts/convert_planetoid.py [--root DIR] [--out DIR] [NAME ...]
 
 NAME defaults to cora and citeseer; --root to memgraph_tf.datasets.planetoid_root (the shared
-datasets folder beside the repository, or $MEMGRAPH_TF_DATASETS); --out to memgraph_tf/data/planetoid.
-Each dataset is parsed with memgraph_tf.datasets.load_planetoid, its class sizes are checked against
-the LINQS originals (the evidence for the class names), and it is written with save_compact.
-tests/test_datasets.py checks that the packaged files equal a fresh conversion.
+datasets folder beside the repository, or $MEMGRAPH_TF_DATASETS); --out to
+memgraph_tf/data/planetoid. Each dataset is parsed with memgraph_tf.datasets.load_planetoid, its
+class sizes are checked against the LINQS originals (the evidence for the class names), and it is
+written with save_compact. tests/test_datasets.py checks that the packaged files equal a fresh
+conversion.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         path = datasets.save_compact(data, pathlib.Path(args.out) / f"{name}.npz")
         sizes = ", ".join(f"{c} {n}" for c, n in zip(data.class_names, datasets.CLASS_SIZES[name]))
         print(
-            f"{name}: {data.num_nodes} nodes, {len(data.edges)} edges, {data.features.shape[1]} features "
-            f"({int(data.features.sum())} ones); classes {sizes} -> {path.name} ({path.stat().st_size} bytes)"
+            f"{name}: {data.num_nodes} nodes, {len(data.edges)} edges, {data.features.shape[1]} "
+            f"features ({int(data.features.sum())} ones); classes {sizes} -> {path.name} "
+            f"({path.stat().st_size} bytes)"
         )
     return 0
 

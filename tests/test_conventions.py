@@ -1,5 +1,5 @@
-"""Code conventions of the library, checked over its source: no module uses another package's private
-names, and every module logs to ``logger = logging.getLogger(__name__)``."""
+"""Code conventions of the library, checked over its source: no module uses another package's
+private names, and every module logs to ``logger = logging.getLogger(__name__)``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ SOURCES = sorted(
     [*(REPO_ROOT / "memgraph_tf").rglob("*.py"), *(REPO_ROOT / "query_modules").rglob("*.py")]
 )
 
-# Modules whose logger is still named ``log`` (none left: the serving modules were renamed in issue 9).
+# Modules whose logger is still named ``log`` (none left: the serving modules were renamed in issue
+# 9).
 LOGGER_RENAME_PENDING: set[str] = set()
 
 
@@ -32,7 +33,8 @@ def _own_package(path: pathlib.Path) -> str:
 
 def cross_package_private_uses(source: str, own: str) -> list[str]:
     """Imports of ``memgraph_tf.<pkg>..._x`` and reads of ``module._x`` in ``source``, a module of
-    package ``own`` (``memgraph_tf.<pkg>``; a top-level module is its own package), from another package."""
+    package ``own`` (``memgraph_tf.<pkg>``; a top-level module is its own package), from another
+    package."""
     tree = ast.parse(source)
     bound: dict[str, str] = {}
     found = []
@@ -68,8 +70,11 @@ def cross_package_private_uses(source: str, own: str) -> list[str]:
 
 def test_the_checker_sees_cross_package_private_uses():
     source = (
-        "from memgraph_tf.ops import _loader\nfrom memgraph_tf import ops\nops._loader.build_library()\n"
-        "from memgraph_tf.embedded._runtime import Store\nfrom memgraph_tf.ops._args import DTYPES\n"
+        "from memgraph_tf.ops import _loader\n"
+        "from memgraph_tf import ops\n"
+        "ops._loader.build_library()\n"
+        "from memgraph_tf.embedded._runtime import Store\n"
+        "from memgraph_tf.ops._args import DTYPES\n"
     )
     assert cross_package_private_uses(source, "memgraph_tf.cli") == [
         "1: imports memgraph_tf.ops._loader",
@@ -116,8 +121,8 @@ def _readme_table_paths() -> set[str]:
 
 
 def test_readme_where_things_are_table_matches_the_tree():
-    """Each path the table names exists, and each package and top-level module of the library is named
-    (directly, or through a file inside it)."""
+    """Each path the table names exists, and each package and top-level module of the library is
+    named (directly, or through a file inside it)."""
     named = _readme_table_paths()
     assert named, "no paths found in the README's 'Where things are' table"
     missing = sorted(p for p in named if not (REPO_ROOT / p).exists())

@@ -1,6 +1,6 @@
-"""The datasets: the packaged Cora/Citeseer equal a fresh conversion of the Planetoid files, carry the
-LINQS class names (checked by class size), load with no network and no ../shared; the synthetic graph;
-loading a dataset into a real Bolt server through Cypher."""
+"""The datasets: the packaged Cora/Citeseer equal a fresh conversion of the Planetoid files, carry
+the LINQS class names (checked by class size), load with no network and no ../shared; the synthetic
+graph; loading a dataset into a real Bolt server through Cypher."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """One error tree: ``except MemgraphTfError`` catches a real error from each package, the tree drawn
-in ``memgraph_tf/errors.py`` is the classes' real hierarchy, and the module needs the stdlib alone."""
+in ``memgraph_tf/errors.py`` is the classes' real hierarchy, and the module needs the stdlib
+alone."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from memgraph_tf.errors import MemgraphTfError
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# The modules whose error classes the tree draws (every MemgraphTfError subclass in them must be drawn).
+# The modules whose error classes the tree draws (every MemgraphTfError subclass in them must be
+# drawn).
 TREE_MODULES = (
     "memgraph_tf.errors",
     "memgraph_tf.blob",
@@ -202,7 +204,7 @@ def test_package_bases_are_exported_by_name():
     with pytest.raises(
         AttributeError, match=r"module 'memgraph_tf\.errors' has no attribute 'NoSuchError'"
     ):
-        errors.NoSuchError  # noqa: B018
+        errors.NoSuchError  # noqa: B018 -- the attribute access alone is what must raise
 
 
 def test_errors_module_imports_with_the_standard_library_alone():

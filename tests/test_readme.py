@@ -1,5 +1,5 @@
-"""The README's Python snippets run as written, in order, in one namespace (a later snippet uses what an
-earlier one made), in a scratch folder, on the data shipped in the package."""
+"""The README's Python snippets run as written, in order, in one namespace (a later snippet uses
+what an earlier one made), in a scratch folder, on the data shipped in the package."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ exactly as Memgraph would load and call it::
     [row] = g.call("tf_features.pack", [a, b], ["f"], {})   # {"blob": "TUdURgEAAAA...", "count": 2}
 
 Standard library only. Datasets are read elsewhere and loaded with the generic loader
-:meth:`EmbeddedGraph.from_edge_list` (the Planetoid graphs: :func:`memgraph_tf.datasets.planetoid_graph`).
+:meth:`EmbeddedGraph.from_edge_list` (the Planetoid graphs:
+:func:`memgraph_tf.datasets.planetoid_graph`).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class EmbeddedGraph:
     Node ids are dense internal ids from 0, in creation order. ``call`` behaves like
     ``CALL name(args...) YIELD *`` on Memgraph, returning one dict per record; it raises
     :class:`ArgumentTypeError` / :class:`ResultConversionError` for what Memgraph refuses and
-    :class:`ProcedureError` (message ``name: ExcType: text``, cause chained) when the procedure raises.
+    :class:`ProcedureError` (message ``name: ExcType: text``, cause chained) when the procedure
+    raises.
     """
 
     def __init__(self, modules: Iterable[str | os.PathLike[str]] | None = None) -> None:
@@ -71,7 +73,8 @@ class EmbeddedGraph:
     def add_node(
         self, labels: Sequence[str] = (), properties: Mapping[str, Any] | None = None
     ) -> int:
-        """Adds a vertex; returns its internal id. Property values must be Memgraph property values."""
+        """Adds a vertex; returns its internal id. Property values must be Memgraph property
+        values."""
         if isinstance(labels, str):
             labels = [labels]
         return self._store.add_vertex(labels, dict(properties or {}))
@@ -143,7 +146,8 @@ class EmbeddedGraph:
 
     # -- calling --------------------------------------------------------------------------------
     def call(self, procedure_name: str, *args: Any) -> list[dict[str, Any]]:
-        """``CALL procedure_name(*args) YIELD *``: one dict per record (nodes as :class:`NodeRef`)."""
+        """``CALL procedure_name(*args) YIELD *``: one dict per record (nodes as
+        :class:`NodeRef`)."""
         return self._runtime.call(procedure_name, *args)
 
     def load_module(self, path: str | os.PathLike[str]) -> list[str]:
@@ -198,11 +202,13 @@ class EmbeddedGraph:
                         pair = (int(parts[0]), int(parts[1]))
                     except ValueError:
                         raise ValueError(
-                            f"{os.fspath(edges)}:{lineno}: expected two integer node ids, got {line.strip()!r}"
+                            f"{os.fspath(edges)}:{lineno}: expected two integer node ids, got "
+                            f"{line.strip()!r}"
                         ) from None
                     if min(pair) < 0:
                         raise ValueError(
-                            f"{os.fspath(edges)}:{lineno}: expected node ids >= 0, got {line.strip()!r}"
+                            f"{os.fspath(edges)}:{lineno}: expected node ids >= 0, got "
+                            f"{line.strip()!r}"
                         )
                     pairs.append(pair)
         else:
@@ -221,7 +227,8 @@ class EmbeddedGraph:
         for name, values in node_properties.items():
             if len(values) != n:
                 raise ValueError(
-                    f"node_properties[{name!r}]: expected {n} values (one per node), got {len(values)}"
+                    f"node_properties[{name!r}]: expected {n} values (one per node), got "
+                    f"{len(values)}"
                 )
         g = cls(modules)
         for i in range(n):

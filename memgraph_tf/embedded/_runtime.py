@@ -3,9 +3,9 @@
 PyPI's ``mgp`` package ships Memgraph's real Python API layer ``mgp.py`` but only an empty stub of
 the C extension ``_mgp`` it is built on. This module is that extension, written from what ``mgp.py``
 uses, over a plain in-memory property graph (:class:`Store`). It is **stdlib-only** and needs no
-other module of the library than ``memgraph_tf.errors`` (stdlib-only too, and shipped with the helper
-package ``install-modules`` writes), so it may be copied as ``_mgp.py`` next to ``mgp.py`` wherever that
-helper package is importable: :func:`activate` makes it the ``_mgp`` that
+other module of the library than ``memgraph_tf.errors`` (stdlib-only too, and shipped with the
+helper package ``install-modules`` writes), so it may be copied as ``_mgp.py`` next to ``mgp.py``
+wherever that helper package is importable: :func:`activate` makes it the ``_mgp`` that
 ``import mgp`` binds to, :class:`Runtime` loads query-module files the way Memgraph does (the module
 is named after the file; its ``@mgp.read_proc`` functions register on ``_MODULE`` while it loads)
 and calls procedures converting values the way Memgraph does:
@@ -31,7 +31,7 @@ import logging
 import pathlib
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from memgraph_tf.errors import MemgraphTfError
 
@@ -224,7 +224,8 @@ def _int64(
     error: type[Exception],
     template: str = "{where}: expected an int64, got {value!r} (out of range)",
 ) -> int:
-    """``value`` as a plain int, or ``error`` (``template`` filled in) when it does not fit in int64."""
+    """``value`` as a plain int, or ``error`` (``template`` filled in) when it does not fit in
+    int64."""
     if not INT64_MIN <= value <= INT64_MAX:
         raise error(template.format(where=where, value=value))
     return int(value)
@@ -534,7 +535,7 @@ class _Logger:
     channel of its own beside this module's ``logger``. One method per ``mgp.Logger`` level
     (``trace`` logs at DEBUG), each taking the message text."""
 
-    _LEVELS = {
+    _LEVELS: ClassVar[dict[str, int]] = {
         "info": logging.INFO,
         "warning": logging.WARNING,
         "critical": logging.CRITICAL,
@@ -662,7 +663,9 @@ def type_list(element: CypherType) -> CypherType:
 
 def type_nullable(inner: CypherType) -> CypherType:
     nullable = CypherType(f"{inner}?", inner._check)
-    nullable.satisfied_by = lambda v: v is None or inner.satisfied_by(v)  # type: ignore[method-assign]
+    nullable.satisfied_by = (  # type: ignore[method-assign]  # -- an own check: null passes too
+        lambda v: v is None or inner.satisfied_by(v)
+    )
     return nullable
 
 
@@ -809,8 +812,8 @@ def to_cypher(value: Any, where: str) -> Any:
     if isinstance(value, (NodeRef, datetime.date, datetime.time, datetime.timedelta)):
         return value
     raise ArgumentTypeError(
-        f"{where}: expected a Cypher value (null, boolean, integer, float, string, list, map, node), "
-        f"got {type(value).__module__}.{type(value).__name__}"
+        f"{where}: expected a Cypher value (null, boolean, integer, float, string, list, map, "
+        f"node), got {type(value).__module__}.{type(value).__name__}"
     )
 
 
@@ -866,7 +869,8 @@ def from_python(value: Any, where: str, store: Store) -> Any:
     if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
         return value
     raise ResultConversionError(
-        f"{where}: Unsupported PyObject conversion of {type(value).__module__}.{type(value).__name__}"
+        f"{where}: Unsupported PyObject conversion of "
+        f"{type(value).__module__}.{type(value).__name__}"
     )
 
 
@@ -960,8 +964,8 @@ class Runtime:
                 value = _to_python(cypher, ctx, mgp)
                 if not cypher_type.satisfied_by(value):
                     raise ArgumentTypeError(
-                        f"{name}: argument {arg_name!r} at position {i + 1} expects {cypher_type}, got "
-                        f"{_cypher_type_name(value)}"
+                        f"{name}: argument {arg_name!r} at position {i + 1} expects {cypher_type}, "
+                        f"got {_cypher_type_name(value)}"
                     )
                 values.append(value)
             try:
@@ -993,7 +997,8 @@ class Runtime:
             items = list(items)
         except TypeError:
             raise ResultConversionError(
-                f"{name}: expected an mgp.Record, an iterable of them or None, got {type(result).__name__}"
+                f"{name}: expected an mgp.Record, an iterable of them or None, got "
+                f"{type(result).__name__}"
             ) from None
         rows = []
         for i, record in enumerate(items):
@@ -1005,7 +1010,8 @@ class Runtime:
             for field, value in record.fields.items():
                 if field not in proc.results:
                     raise ResultConversionError(
-                        f"{name}: record {i}: unexpected result field {field!r} (declared: {', '.join(proc.results)})"
+                        f"{name}: record {i}: unexpected result field {field!r} (declared: "
+                        f"{', '.join(proc.results)})"
                     )
                 converted = from_python(value, f"{name}: record {i} field {field!r}", self.store)
                 if not proc.results[field].satisfied_by(converted):
@@ -1017,7 +1023,8 @@ class Runtime:
             missing = [f for f in proc.results if f not in row]
             if missing:
                 raise ResultConversionError(
-                    f"{name}: record {i}: did not yield all fields required by its signature (missing: {', '.join(missing)})"
+                    f"{name}: record {i}: did not yield all fields required by its signature "
+                    f"(missing: {', '.join(missing)})"
                 )
             rows.append(row)
         return rows

@@ -109,7 +109,8 @@ def _assemble(
         rows = tf.RaggedTensor.from_row_splits(values[i], row_splits[r], validate=False)
         if batched is None:
             raise ValueError(
-                "blobs: expected a tensor of known rank (0 or 1) for ragged outputs, got unknown rank"
+                "blobs: expected a tensor of known rank (0 or 1) for ragged outputs, "
+                "got unknown rank"
             )
         if batched:
             rows = tf.RaggedTensor.from_row_splits(rows, batch_splits[r], validate=False)
@@ -118,9 +119,9 @@ def _assemble(
     return out
 
 
-# ``unpack_blob_portable`` is :func:`memgraph_tf.ops.portable.unpack_blob_portable` (same contract and
-# results as :func:`unpack_blob` from stock TensorFlow ops only), imported on first access so that
-# ``import memgraph_tf.ops`` does not import TensorFlow.
+# ``unpack_blob_portable`` is :func:`memgraph_tf.ops.portable.unpack_blob_portable` (same contract
+# and results as :func:`unpack_blob` from stock TensorFlow ops only), imported on first access so
+# that ``import memgraph_tf.ops`` does not import TensorFlow.
 __getattr__, __dir__ = lazy_attributes(
     __name__, {"unpack_blob_portable": "memgraph_tf.ops.portable"}, globals()
 )

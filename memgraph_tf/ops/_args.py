@@ -31,7 +31,8 @@ def normalize_args(
     dtypes: Any,
     ragged: Iterable[str],
 ) -> tuple[list[str], list[str], list[bool]]:
-    """Checks the arguments shared by both decoders; returns (names, blob dtype names, ragged flags)."""
+    """Checks the arguments shared by both decoders; returns (names, blob dtype names, ragged
+    flags)."""
     import tensorflow as tf
 
     if isinstance(names, str):
@@ -49,7 +50,8 @@ def normalize_args(
     dtypes = list(dtypes)
     if len(dtypes) != len(names):
         raise ValueError(
-            f"dtypes: expected {len(names)} entries (one per name in {names}), got {len(dtypes)}: {dtypes}"
+            f"dtypes: expected {len(names)} entries (one per name in {names}), got {len(dtypes)}: "
+            f"{dtypes}"
         )
     out_dtypes = []
     for d in dtypes:

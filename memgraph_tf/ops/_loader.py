@@ -1,7 +1,7 @@
 """Builds and loads the ``_memgraph_tf_ops.so`` op library (the ``MemgraphTf>UnpackBlob`` op).
 
-The library is compiled with ``g++`` from the C++ sources shipped in ``memgraph_tf/cc`` and the flags
-of the installed TensorFlow (``tf.sysconfig``), on first use, and cached under
+The library is compiled with ``g++`` from the C++ sources shipped in ``memgraph_tf/cc`` and the
+flags of the installed TensorFlow (``tf.sysconfig``), on first use, and cached under
 ``$MEMGRAPH_TF_OP_CACHE_DIR`` (default ``~/.cache/memgraph-tf/ops``) in a folder keyed by the
 TensorFlow version and a hash of the sources and flags. A build writes to a temporary file in the
 cache folder and renames it into place, so concurrent builders (several processes or test workers)
@@ -74,7 +74,8 @@ def _flags() -> tuple[list[str], list[str]]:
 
 
 def library_path(cache_dir: str | os.PathLike[str] | None = None) -> pathlib.Path:
-    """Where the library for the installed TensorFlow and the current sources is (or will be) cached."""
+    """Where the library for the installed TensorFlow and the current sources is (or will be)
+    cached."""
     tf = _tf()
     compile_flags, link_flags = _flags()
     digest = hashlib.sha256()
@@ -187,7 +188,8 @@ def _wrappers_for_registered_op(tf: Any, path: str) -> Any:
             _failure(
                 "cannot load the op library",
                 [f"tf.load_op_library({path!r}) registered no {OP_NAME}"],
-                f"rebuild it with `memgraph-tf build-ops --force` (or delete {pathlib.Path(path).parent})",
+                "rebuild it with `memgraph-tf build-ops --force` (or delete "
+                f"{pathlib.Path(path).parent})",
             )
         )
     logger.warning(
@@ -238,7 +240,8 @@ def load_library(cache_dir: str | os.PathLike[str] | None = None) -> Any:
                 _failure(
                     "cannot load the op library",
                     tried,
-                    f"rebuild it with `memgraph-tf build-ops --force` (or delete {pathlib.Path(path).parent})",
+                    "rebuild it with `memgraph-tf build-ops --force` (or delete "
+                    f"{pathlib.Path(path).parent})",
                 )
             ) from exc
         if not hasattr(module, WRAPPER_NAME):

@@ -1,6 +1,6 @@
-"""Sample blobs of any layout back to the dense layout's tensors, in the graph: the one place where the
-compact and sparse layouts (:mod:`memgraph_tf.layout`, docs/blob-format.md section 8) are gathered and
-densified.
+"""Sample blobs of any layout back to the dense layout's tensors, in the graph: the one place where
+the compact and sparse layouts (:mod:`memgraph_tf.layout`, docs/blob-format.md section 8) are
+gathered and densified.
 
 :func:`decode_sample` decodes ``tf_features.sample`` / ``sample_per_node`` blobs with either decoder
 (the C++ op or the op-free one, passed as ``unpack``) and returns what the dense layout holds:
@@ -9,15 +9,16 @@ sparse layouts it
 
 1. decodes the per-hop ``index_h`` sections and the table (``table``, or ``table_columns`` /
    ``table_values``, ragged pairs whose per-blob lengths differ) of every blob;
-2. checks, per blob, that every index is ``-1`` or a row of that blob's table, that the table's parts
-   agree in length and (sparse) that the columns are in ``0..d-1`` and increasing within a row;
+2. checks, per blob, that every index is ``-1`` or a row of that blob's table, that the table's
+   parts agree in length and (sparse) that the columns are in ``0..d-1`` and increasing within a
+   row;
 3. concatenates the tables of all blobs into one (plus a zero row for ``-1``), densifies a CSR table
-   with ``tf.scatter_nd`` (the design notes' sparse -> dense rule), and gathers ``features_h`` by the
-   indices shifted by each blob's first row.
+   with ``tf.scatter_nd`` (the design notes' sparse -> dense rule), and gathers ``features_h`` by
+   the indices shifted by each blob's first row.
 
 Only stock TensorFlow ops are added, so a SavedModel built on the op-free decoder still runs on the
-stock TF Serving image. Used by the serving bundles (:mod:`memgraph_tf.serving.export`) and the client
-pipeline (:func:`memgraph_tf.client.pipeline.sample_dataset`).
+stock TF Serving image. Used by the serving bundles (:mod:`memgraph_tf.serving.export`) and the
+client pipeline (:func:`memgraph_tf.client.pipeline.sample_dataset`).
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ def decode_sample(
     fanouts = [int(f) for f in fanouts]
     if not (features or ids):
         raise ValueError(
-            "features, ids: expected at least one of them true (the table rows are what is decoded), "
-            "got both false"
+            "features, ids: expected at least one of them true (the table rows are what is "
+            "decoded), got both false"
         )
     all_sections = layout.sample_sections(
         fanouts, width, dtype, pad=pad, labels=labels, batch=None, layout=layout_name
@@ -156,8 +157,8 @@ def _one_row_spans(rt: Any) -> tuple[Any, Any]:
 
 def _check(ok: Any, *message: Any) -> Any:
     """A stock ``Assert`` op raising ``InvalidArgumentError`` with one message, ``memgraph_tf
-    layout: `` then the ``message`` parts (str, or integer tensors written in decimal) when ``ok`` is
-    false; the message carries no quote characters (``Assert`` escapes them)."""
+    layout: `` then the ``message`` parts (str, or integer tensors written in decimal) when ``ok``
+    is false; the message carries no quote characters (``Assert`` escapes them)."""
     import tensorflow as tf
 
     parts = [

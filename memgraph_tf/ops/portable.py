@@ -8,12 +8,12 @@ How it works (all vectorized over the blobs of a batch, no Python loop over data
 
 1. All blobs are concatenated once into a flat uint8 vector (``tf.io.decode_raw``), so memory stays
    proportional to the blobs' total size, whatever one blob's size or claims; every read is a gather
-   at clamped positions. Section table entries are read only for blobs whose header passed (the table
-   then fits in the blob), giving one flat list of entries for all blobs.
-2. Every rule of ``docs/blob-format.md`` section 4 is evaluated as a boolean tensor, per blob and per
-   table entry; the first failing rule in the spec's order is selected numerically. Payload scans (bool
-   bytes, string offsets) gather only payloads of sections that passed rules 11-24, which lie inside
-   the blob and do not overlap, so they never touch more bytes than the blob holds.
+   at clamped positions. Section table entries are read only for blobs whose header passed (the
+   table then fits in the blob), giving one flat list of entries for all blobs.
+2. Every rule of ``docs/blob-format.md`` section 4 is evaluated as a boolean tensor, per blob and
+   per table entry; the first failing rule in the spec's order is selected numerically. Payload
+   scans (bool bytes, string offsets) gather only payloads of sections that passed rules 11-24,
+   which lie inside the blob and do not overlap, so they never touch more bytes than the blob holds.
 3. Only when a blob is bad is the message formatted (``tf.cond``), with the spec's exact text, and
    raised as ``tf.errors.InvalidArgumentError``. Stock TF's ``Assert`` op C-escapes string data (a
    quote becomes ``\\'``), which would change the spec's messages, so the error is raised by
@@ -59,7 +59,7 @@ _ESC = [
 ]
 
 
-def _I(v: int) -> tf.Tensor:
+def _int64(v: int) -> tf.Tensor:
     return tf.constant(v, tf.int64)
 
 
@@ -78,7 +78,8 @@ def _u(x: Any) -> tf.Tensor:
 
 
 def _u65(a: Any, b: Any) -> tf.Tensor:
-    """Decimal text of a + b for int64 ``a`` >= 0 and ``b`` read as unsigned (the sum may pass 2^64)."""
+    """Decimal text of a + b for int64 ``a`` >= 0 and ``b`` read as unsigned (the sum may pass
+    2^64)."""
     au = tf.bitcast(_i64(a), tf.uint64)
     bu = tf.bitcast(_i64(b), tf.uint64)
     lo = au + bu  # wraps
@@ -171,9 +172,9 @@ class _Blobs:
         self.total = words[:, 2]
         self.res1 = words[:, 3]
         self.table_end = 32 + 128 * self.count
-        L = self.L
+        length = self.L
         rules = [
-            L < 32,
+            length < 32,
             tf.logical_not(
                 tf.reduce_all(tf.equal(self.magic, tf.constant([77, 71, 84, 70], tf.uint8)), -1)
             ),
@@ -181,20 +182,20 @@ class _Blobs:
             tf.not_equal(self.flags, 0),
             self.count > 1024,
             tf.not_equal(self.res0, 0),
-            tf.not_equal(self.total, L),
+            tf.not_equal(self.total, length),
             self.total > MAX_I31,
             tf.not_equal(self.res1, 0),
-            self.table_end > L,
+            self.table_end > length,
         ]
         stacked = tf.stack(rules, 1)
-        self.header_code = tf.where(tf.reduce_any(stacked, 1), _first(stacked, 1) + 1, _I(0))
+        self.header_code = tf.where(tf.reduce_any(stacked, 1), _first(stacked, 1) + 1, _int64(0))
 
     # ---- section table, rules 11-27 -----------------------------------------------------------
     def _table(self) -> None:
-        B = self.B
+        batch = self.B
         # Entries are read only for blobs whose header passed: count <= 1024 and the table fits in
         # the blob, so all entries together are at most (sum of blob sizes) / 128.
-        n_entries = tf.where(tf.equal(self.header_code, 0), self.count, _I(0))
+        n_entries = tf.where(tf.equal(self.header_code, 0), self.count, _int64(0))
         rr = tf.ragged.range(n_entries)
         self.local = rr.flat_values
         self.seg = rr.value_rowids()
@@ -203,19 +204,21 @@ class _Blobs:
         seg, local = self.seg, self.local
         self.entry = 32 + 128 * local  # offset in its blob
         ebase = tf.gather(self.base, seg)
-        EB = self.bytes_at((ebase + self.entry)[:, None] + tf.range(128, dtype=tf.int64)[None, :])
-        EW = tf.bitcast(tf.reshape(EB, [-1, 16, 8]), tf.int64)
-        Ti = _i64(EB[:, :8])
-        self.dtype = Ti[:, 0]
-        self.rank = Ti[:, 1]
-        self.nlen = Ti[:, 2] + Ti[:, 3] * 256
-        self.resv = Ti[:, 4] + Ti[:, 5] * 256 + Ti[:, 6] * 65536 + Ti[:, 7] * 16777216
-        self.p_off = EW[:, 1]
-        self.p_len = EW[:, 2]
-        self.dims = EW[:, 3:11]
-        self.name_bytes = EB[:, 88:128]
-        self.name_words = EW[:, 11:16]
-        L = tf.gather(self.L, seg)
+        ebytes = self.bytes_at(
+            (ebase + self.entry)[:, None] + tf.range(128, dtype=tf.int64)[None, :]
+        )
+        ewords = tf.bitcast(tf.reshape(ebytes, [-1, 16, 8]), tf.int64)
+        eints = _i64(ebytes[:, :8])
+        self.dtype = eints[:, 0]
+        self.rank = eints[:, 1]
+        self.nlen = eints[:, 2] + eints[:, 3] * 256
+        self.resv = eints[:, 4] + eints[:, 5] * 256 + eints[:, 6] * 65536 + eints[:, 7] * 16777216
+        self.p_off = ewords[:, 1]
+        self.p_len = ewords[:, 2]
+        self.dims = ewords[:, 3:11]
+        self.name_bytes = ebytes[:, 88:128]
+        self.name_words = ewords[:, 11:16]
+        length = tf.gather(self.L, seg)
 
         r11 = (self.dtype < 1) | (self.dtype > 6)
         r12 = self.rank > 8
@@ -256,9 +259,9 @@ class _Blobs:
             (self.p_len >= 0) & (self.p_len < self.min_len),
             tf.not_equal(self.p_len, self.n * self.size),
         )
-        r23 = (self.p_len < 0) | (self.p_len > L - self.p_off)
+        r23 = (self.p_len < 0) | (self.p_len > length - self.p_off)
         self.end = self.p_off + self.p_len
-        pad_end = tf.minimum(_align8(self.end), L)
+        pad_end = tf.minimum(_align8(self.end), length)
         pidx = self.end[:, None] + tf.range(7, dtype=tf.int64)[None, :]
         self.pbytes = self.bytes_at(ebase[:, None] + pidx)
         bad24 = (pidx < pad_end[:, None]) & tf.not_equal(self.pbytes, 0)
@@ -284,27 +287,32 @@ class _Blobs:
         )
         early_any = tf.reduce_any(early, -1)
         early_code = _first(early) + 11
-        first_early = tf.math.unsorted_segment_min(tf.where(early_any, local, _BIG), seg, B)
-        # Entries before their blob's first failure of rules 11-24: payloads inside the blob, disjoint.
+        first_early = tf.math.unsorted_segment_min(tf.where(early_any, local, _BIG), seg, batch)
+        # Entries before their blob's first failure of rules 11-24: payloads inside the blob,
+        # disjoint.
         self.elig = local < tf.gather(first_early, seg)
         self._bools(ebase)
         self._strings(ebase)
-        late = tf.where(self.elig & self.r25, _I(25), tf.where(self.elig & self.r26, _I(26), _I(0)))
+        late = tf.where(
+            self.elig & self.r25, _int64(25), tf.where(self.elig & self.r26, _int64(26), _int64(0))
+        )
         self.sec_code = tf.where(early_any, early_code, late)
         self.first_sec = tf.minimum(
             tf.math.unsorted_segment_min(
-                tf.where(tf.not_equal(self.sec_code, 0), local, _BIG), seg, B
+                tf.where(tf.not_equal(self.sec_code, 0), local, _BIG), seg, batch
             ),
             _BIG,
         )
         sec_fail = self.first_sec < _BIG
-        self.end_total = self.table_end + tf.math.unsorted_segment_sum(aligned, seg, B)
+        self.end_total = self.table_end + tf.math.unsorted_segment_sum(aligned, seg, batch)
         r27 = tf.not_equal(self.end_total, self.total)
         self.fail_entry = self.row_starts + tf.where(sec_fail, self.first_sec, 0)
         code = tf.where(
             tf.not_equal(self.header_code, 0),
             self.header_code,
-            tf.where(sec_fail, _at(self.sec_code, self.fail_entry), tf.where(r27, _I(27), _I(0))),
+            tf.where(
+                sec_fail, _at(self.sec_code, self.fail_entry), tf.where(r27, _int64(27), _int64(0))
+            ),
         )
         self.code = code
 
@@ -396,16 +404,16 @@ class _Blobs:
         kind_a = tf.equal(j26f, 0)  # offsets[0] != 0
         kind_b = (j26f > 0) & (j26f < _BIG)  # offsets[j] outside [offsets[j-1], data length]
         lo26 = tf.where(
-            kind_a, _I(0), tf.where(kind_b, prev26, dl)
+            kind_a, _int64(0), tf.where(kind_b, prev26, dl)
         )  # else: offsets[n] != data length
-        hi26 = tf.where(kind_a, _I(0), dl)
+        hi26 = tf.where(kind_a, _int64(0), dl)
         exp22 = tf.where(f(self.is_str), _join(">= ", _s(f(self.min_len))), _s(n * f(self.size)))
         esc = tf.strings.reduce_join(tf.gather(tf.constant(_ESC), tf.cast(self.magic[b], tf.int32)))
-        L = self.L[b]
+        length = self.L[b]
         count = self.count[b]
         total = self.total[b]
         msgs = [
-            _join("header: expected at least 32 bytes, got ", _s(L), " at offset 0"),
+            _join("header: expected at least 32 bytes, got ", _s(length), " at offset 0"),
             _join("magic: expected 'MGTF', got '", esc, "' at offset 0"),
             _join("version: expected 1, got ", _s(self.version[b]), " at offset 4"),
             _join("flags: expected 0, got ", _s(self.flags[b]), " at offset 6"),
@@ -413,7 +421,7 @@ class _Blobs:
             _join("reserved0: expected 0, got ", _s(self.res0[b]), " at offset 12"),
             _join(
                 "total_length: expected ",
-                _s(L),
+                _s(length),
                 " (the blob's size), got ",
                 _u(total),
                 " at offset 16",
@@ -426,7 +434,7 @@ class _Blobs:
                 " bytes for ",
                 _s(count),
                 " sections, got ",
-                _s(L),
+                _s(length),
                 " at offset 32",
             ),
             _join(sec, " dtype: expected 1..6, got ", _s(f(self.dtype)), " at offset ", _s(e)),
@@ -494,7 +502,7 @@ class _Blobs:
             _join(
                 where,
                 " payload: expected to end by ",
-                _s(L),
+                _s(length),
                 ", got end ",
                 _u65(p_off, p_len),
                 " at offset ",
@@ -532,7 +540,8 @@ class _Blobs:
 
 
 def _raise_if(bad: tf.Tensor, message_fn) -> tf.Tensor:
-    """Raises InvalidArgumentError with ``message_fn()`` (scalar string) when ``bad``; returns a dummy."""
+    """Raises InvalidArgumentError with ``message_fn()`` (scalar string) when ``bad``; returns a
+    dummy."""
 
     # The message is only formatted when needed (tf.cond); StringToNumber's error carries its input
     # verbatim (see the module docstring), and "0" converts cleanly.
@@ -555,13 +564,19 @@ class _Lookup:
     ):
         self.p, self.name, self.dtype, self.ragged, self.batched = p, name, dtype, ragged, batched
         self.si, found = self._find(name)  # per blob: the entry index, whether found
-        f = lambda t: _at(t, self.si)  # noqa: E731
+
+        def f(t: tf.Tensor) -> tf.Tensor:  # this section's field, per blob
+            return _at(t, self.si)
+
         self.sdtype, self.rank, self.dims = f(p.dtype), f(p.rank), f(p.dims)
         self.p_off, self.p_len, self.n, self.entry = f(p.p_off), f(p.p_len), f(p.n), f(p.entry)
         codes = [tf.logical_not(found), tf.not_equal(self.sdtype, _DT_CODE[dtype])]
         if ragged:
             self.ri, rfound = self._find(name + ".row_splits")
-            g = lambda t: _at(t, self.ri)  # noqa: E731
+
+            def g(t: tf.Tensor) -> tf.Tensor:  # its row_splits section's field, per blob
+                return _at(t, self.ri)
+
             self.rdtype, self.rrank, self.rdims = g(p.dtype), g(p.rank), g(p.dims)
             self.r_off, self.rentry = g(p.p_off), g(p.entry)
             bad_kind = (
@@ -796,7 +811,8 @@ def unpack_blob_portable(
         rank = blobs.shape.rank
         if rank not in (0, 1):
             raise ValueError(
-                f"blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape {blobs.shape}"
+                "blobs: expected a scalar or a vector of blobs (rank 0 or 1), got shape "
+                f"{blobs.shape}"
             )
         batched = rank == 1
         vec = blobs if batched else tf.reshape(blobs, [1])

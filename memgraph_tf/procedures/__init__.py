@@ -5,8 +5,8 @@ here. The work itself (:mod:`memgraph_tf.procedures.core`) is written against a 
 protocol (:class:`~memgraph_tf.procedures.access.GraphAccess`). :class:`ProcedureRunner` is the one
 place that turns a procedure's raw arguments into that work -- option parsing, argument checks,
 node resolution, in that order -- over any *access factory* (``Options -> ProcedureAccess``): the
-``run_*`` functions give it Memgraph's ``mgp`` context, the client-side fallback gives it Cypher over
-Bolt, so both run the same code and produce the same bytes.
+``run_*`` functions give it Memgraph's ``mgp`` context, the client-side fallback gives it Cypher
+over Bolt, so both run the same code and produce the same bytes.
 """
 
 from __future__ import annotations
@@ -171,7 +171,8 @@ class ProcedureRunner:
     def sample_per_node(
         self, seeds: Any, fanouts: Any, properties: Any, options: Any = None
     ) -> list[tuple[int, bytes]]:
-        """``tf_features.sample_per_node``: (seed key, blob of that seed alone) per seed, in order."""
+        """``tf_features.sample_per_node``: (seed key, blob of that seed alone) per seed, in
+        order."""
         access, keys, opts = self._prepare(
             "sample_per_node", seeds, "seeds", properties, options, fanouts
         )

@@ -1,4 +1,5 @@
-"""The small graph-access protocol the procedures are written against, and its ``mgp`` implementation.
+"""The small graph-access protocol the procedures are written against, and its ``mgp``
+implementation.
 
 The packing and sampling code (:mod:`memgraph_tf.procedures.core`) sees nodes only as integer *keys*
 (a node's internal id, or the value of ``options.id_property``) and asks a :class:`GraphAccess` for
@@ -85,8 +86,8 @@ def _is_int(value: Any) -> bool:
 # The calls on mgp.py's underlying ``_mgp`` vertex/edge handles that the fast path makes. mgp.py
 # itself is written over exactly these (``Vertex.in_edges`` is ``self._vertex.iter_in_edges()``,
 # ``get()``/``next()``, ``Edge.from_vertex`` is ``Vertex(self._edge.from_vertex())``, ``Vertex.id``
-# is ``self._vertex.get_id()``, ``Properties.get`` is ``get_property``), from Memgraph's first Python
-# API to 3.x and in PyPI ``mgp``.
+# is ``self._vertex.get_id()``, ``Properties.get`` is ``get_property``), from Memgraph's first
+# Python API to 3.x and in PyPI ``mgp``.
 _HANDLE_CALLS = ("get_id", "get_property", "iter_in_edges", "iter_out_edges")
 _FROM_VERTEX = operator.methodcaller("from_vertex")
 _TO_VERTEX = operator.methodcaller("to_vertex")
@@ -216,7 +217,7 @@ class MgpGraphAccess:
                 side_keys = list(map(_GET_ID, others))
                 if vertices.lookup is None:
                     vertices.update(zip(side_keys, others))  # any handle of a vertex will do
-                found.append([side_keys[lo:hi] for lo, hi in zip(bounds, bounds[1:])])
+                found.append([side_keys[lo:hi] for lo, hi in itertools.pairwise(bounds)])
             return found[0] if len(found) == 1 else [a + b for a, b in zip(*found)]
         out = []  # keys from the id property: registered key by key, out before in, as read
         for i in range(len(keys)):
@@ -231,7 +232,8 @@ class MgpGraphAccess:
         """Appends the key (internal id) of ``other_end(edge)`` for each edge of the ``_mgp``
         iterator ``edges`` to ``row``: C-level loops over repeated ``next()`` calls, in steps of at
         most the abort budget (a check every :data:`ABORT_CHECK_EVERY` edges), keeping no handle
-        alive unless the vertices must be registered (no ``get_vertex_by_id`` to fetch them later)."""
+        alive unless the vertices must be registered (no ``get_vertex_by_id`` to fetch them
+        later)."""
         first = edges.get()
         if first is None:
             return
@@ -269,7 +271,7 @@ class MgpGraphAccess:
         if types is not None:
             kept: list[Any] = []
             kept_bounds = [0]
-            for lo, hi in zip(bounds, bounds[1:]):
+            for lo, hi in itertools.pairwise(bounds):
                 kept.extend(e for e in edges[lo:hi] if e.get_type_name() in types)
                 kept_bounds.append(len(kept))
             edges, bounds = kept, kept_bounds
@@ -324,8 +326,8 @@ class MgpGraphAccess:
         if not _is_int(value):
             what = "no value" if value is None else describe_value(value)
             raise PropertyValueError(
-                f"node {self._internal_id(vertex)} property {self._id_property!r} (options.id_property): "
-                f"expected an integer id, got {what}"
+                f"node {self._internal_id(vertex)} property {self._id_property!r} "
+                f"(options.id_property): expected an integer id, got {what}"
             )
         return value
 
@@ -333,7 +335,8 @@ class MgpGraphAccess:
         return vertex.get_id() if self._handles else vertex.id
 
     def _register(self, vertex: Any) -> int:
-        """Registers an ``mgp.Vertex`` (from the arguments or the public API) and returns its key."""
+        """Registers an ``mgp.Vertex`` (from the arguments or the public API) and returns its
+        key."""
         if self._handles is None:
             self._handles = _handle_of(vertex) is not None
             graph = getattr(self._graph, "_graph", None)  # the _mgp graph under mgp.Graph
@@ -407,7 +410,7 @@ class MgpGraphAccess:
         return any(handle.label_at(i) == label for i in range(handle.labels_count()))
 
     def _public_has_label(self, vertex: Any) -> bool:
-        return any(l.name == self._label for l in vertex.labels)
+        return any(label.name == self._label for label in vertex.labels)
 
     def _index_entries(
         self,
@@ -418,8 +421,8 @@ class MgpGraphAccess:
         checked: bool = True,
     ) -> dict[int, Any]:
         """The index over ``items``: vertices (``value_of`` reads the id value; an abort check every
-        :data:`ABORT_CHECK_EVERY`), or with ``checked=False`` (vertex, id value) pairs of the vertices
-        that have one (the caller checks for abort)."""
+        :data:`ABORT_CHECK_EVERY`), or with ``checked=False`` (vertex, id value) pairs of the
+        vertices that have one (the caller checks for abort)."""
         index: dict[int, Any] = {}
         for i, item in enumerate(items):
             if checked:
@@ -434,13 +437,14 @@ class MgpGraphAccess:
                 continue
             if not _is_int(value):
                 raise PropertyValueError(
-                    f"node {internal_id(vertex)} property {self._id_property!r} (options.id_property): expected "
-                    f"an integer id, got {describe_value(value)}"
+                    f"node {internal_id(vertex)} property {self._id_property!r} "
+                    f"(options.id_property): expected an integer id, got {describe_value(value)}"
                 )
             if value in index:
                 raise ProcedureInputError(
-                    f"options.id_property: expected unique ids, got {self._id_property} = {value} on "
-                    f"the nodes with internal ids {internal_id(index[value])} and {internal_id(vertex)}"
+                    f"options.id_property: expected unique ids, got {self._id_property} = {value} "
+                    f"on the nodes with internal ids {internal_id(index[value])} and "
+                    f"{internal_id(vertex)}"
                 )
             index[value] = vertex
         return index
@@ -490,17 +494,19 @@ class MgpGraphAccess:
         if vertex is None:
             scope = f":{self._label} node" if self._label else "node"
             raise NodeNotFoundError(
-                f"{where}: unknown node id {node_id} (no {scope} has {self._id_property} = {node_id})"
+                f"{where}: unknown node id {node_id} (no {scope} has {self._id_property} = "
+                f"{node_id})"
             )
         return self._register_handle(vertex) if self._handles else self._register(vertex)
 
     # -- inspection (tf_features.describe) ------------------------------------------------------
     def _labelled(self) -> Iterator[Any]:
-        """The vertices with ``options.label`` (all without it), in graph order, checking for abort."""
+        """The vertices with ``options.label`` (all without it), in graph order, checking for
+        abort."""
         for i, vertex in enumerate(self._graph.vertices):
             if i % ABORT_CHECK_EVERY == 0:
                 self._ctx.check_must_abort()
-            if self._label is None or any(l.name == self._label for l in vertex.labels):
+            if self._label is None or any(label.name == self._label for label in vertex.labels):
                 yield vertex
 
     def first_node_with(self, names: Sequence[str]) -> int | None:

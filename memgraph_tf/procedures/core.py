@@ -86,13 +86,14 @@ def infer_columns(name_of_node: str, names: Sequence[str], values: Sequence[Any]
             for j, v in enumerate(value):
                 if not _is_number(v):
                     raise PropertyValueError(
-                        f"{name_of_node} property {name!r}[{j}]: expected a number, got {describe_value(v)}"
+                        f"{name_of_node} property {name!r}[{j}]: expected a number, got "
+                        f"{describe_value(v)}"
                     )
             kind, width = "vector", len(value)
         else:
             raise PropertyValueError(
-                f"{name_of_node} property {name!r}: expected a number, a list of numbers or a string, "
-                f"got {describe_value(value)}"
+                f"{name_of_node} property {name!r}: expected a number, a list of numbers or a "
+                f"string, got {describe_value(value)}"
             )
         columns.append(Column(name, kind, width, offset))
         offset += width
@@ -100,12 +101,13 @@ def infer_columns(name_of_node: str, names: Sequence[str], values: Sequence[Any]
 
 
 def refuse_strings(columns: Sequence[Column]) -> None:
-    """Raises :class:`OptionError` naming the first string property (sampling packs numbers only)."""
+    """Raises :class:`OptionError` naming the first string property (sampling packs numbers
+    only)."""
     for col in columns:
         if col.kind == "string":
             raise OptionError(
-                f"properties: expected numeric properties for sampling, got string property {col.name!r} "
-                f"(string properties get their own section only in tf_features.pack)"
+                "properties: expected numeric properties for sampling, got string property "
+                f"{col.name!r} (string properties get their own section only in tf_features.pack)"
             )
 
 
@@ -116,8 +118,8 @@ def _string_sections(columns: Sequence[Column]) -> list[str]:
     for name in names:
         if name in layout.PACK_SECTION_NAMES:
             raise OptionError(
-                f"properties: expected string property names other than 'ids', 'features' and 'labels' "
-                f"(section names of the blob), got {name!r}"
+                "properties: expected string property names other than 'ids', 'features' and "
+                f"'labels' (section names of the blob), got {name!r}"
             )
     return names
 
@@ -220,8 +222,8 @@ def build_table(
             if not isinstance(label, int) or isinstance(label, bool):
                 what = "none (missing)" if label is None else describe_value(label)
                 raise PropertyValueError(
-                    f"{access.node_name(key)} property {options.label_property!r} (options.label_property): "
-                    f"expected an integer class, got {what}"
+                    f"{access.node_name(key)} property {options.label_property!r} "
+                    f"(options.label_property): expected an integer class, got {what}"
                 )
             labels[key] = label
     if not options.allow_non_finite and width:
@@ -233,8 +235,9 @@ def build_table(
             where = f"{col.name!r}" if col.kind == "number" else f"{col.name!r}[{at - col.offset}]"
             shown = value if col.kind == "number" else value[at - col.offset]
             raise PropertyValueError(
-                f"{access.node_name(distinct[row])} property {where}: expected a finite number, got "
-                f"{shown!r} ({flat[bad]!r} as {options.dtype}); set options.allow_non_finite to accept NaN/inf"
+                f"{access.node_name(distinct[row])} property {where}: expected a finite number, "
+                f"got {shown!r} ({flat[bad]!r} as {options.dtype}); "
+                "set options.allow_non_finite to accept NaN/inf"
             )
     return FeatureTable(
         columns, width, flat, {k: i for i, k in enumerate(distinct)}, strings, labels
@@ -281,8 +284,8 @@ def _raise_bad_value(node: str, col: Column, value: Any) -> None:
     if col.kind == "vector" and isinstance(value, (list, tuple)):
         if len(value) != col.width:
             raise PropertyValueError(
-                f"{node} property {col.name!r}: expected a list of {col.width} numbers (the length on the "
-                f"first node), got a list of {len(value)}"
+                f"{node} property {col.name!r}: expected a list of {col.width} numbers (the length "
+                f"on the first node), got a list of {len(value)}"
             )
         for j, v in enumerate(value):
             if not _is_number(v):
@@ -291,10 +294,12 @@ def _raise_bad_value(node: str, col: Column, value: Any) -> None:
                 )
             if abs(v) > 1.7976931348623157e308:
                 raise PropertyValueError(
-                    f"{node} property {col.name!r}[{j}]: expected a number in float range, got {v!r}"
+                    f"{node} property {col.name!r}[{j}]: expected a number in float range, got "
+                    f"{v!r}"
                 )
     raise PropertyValueError(
-        f"{node} property {col.name!r}: expected {_kind_text(col)} (as on the first node), got {describe_value(value)}"
+        f"{node} property {col.name!r}: expected {_kind_text(col)} (as on the first node), got "
+        f"{describe_value(value)}"
     )
 
 
@@ -417,7 +422,8 @@ def _draw(
 def sample_ids(
     access: GraphAccess, seeds: Sequence[int], fanouts: Sequence[int], options: Options
 ) -> tuple[list[list[int]], list[list[bool]]]:
-    """Samples the k-hop neighbourhoods of ``seeds`` (keys); see the module docstring for the rules."""
+    """Samples the k-hop neighbourhoods of ``seeds`` (keys); see the module docstring for the
+    rules."""
     base_seed = (
         options.seed if options.seed is not None else int.from_bytes(os.urandom(8), "little")
     )
@@ -550,11 +556,11 @@ def _compact_sections(
     stop: int,
     per_hop: list[int],
 ) -> dict[str, Any]:
-    """The compact/sparse sections of seed rows ``start:stop`` (memgraph_tf.layout, docs/blob-format.md
-    section 8): ``index_h`` int32 (the table row of each slot, -1 where the mask is false); the
-    table of the distinct keys of those rows in order of first appearance (hop by hop, row-major)
-    as ``table_ids`` and ``table`` (compact) or ``table_columns``/``table_values`` (sparse, CSR:
-    the entries that are not zero, columns increasing); ``labels``.
+    """The compact/sparse sections of seed rows ``start:stop`` (memgraph_tf.layout,
+    docs/blob-format.md section 8): ``index_h`` int32 (the table row of each slot, -1 where the mask
+    is false); the table of the distinct keys of those rows in order of first appearance (hop by
+    hop, row-major) as ``table_ids`` and ``table`` (compact) or ``table_columns``/``table_values``
+    (sparse, CSR: the entries that are not zero, columns increasing); ``labels``.
 
     Guarantees: gathering the table rows by ``index_h`` (zeros for -1) gives exactly the dense
     layout's ``features_h`` of the same rows (values equal; an entry of -0.0 is not written in the
@@ -660,8 +666,8 @@ def num_classes(access: Any, label_property: str) -> int | None:
     for value, internal_id in access.label_values(label_property):
         if not isinstance(value, int) or isinstance(value, bool):
             raise PropertyValueError(
-                f"node {internal_id} property {label_property!r} (options.label_property): expected an "
-                f"integer class, got {describe_value(value)}"
+                f"node {internal_id} property {label_property!r} (options.label_property): "
+                f"expected an integer class, got {describe_value(value)}"
             )
         if value > top:
             top = value
@@ -676,7 +682,8 @@ def no_node_error(names: Sequence[str], options: Options) -> PropertyValueError:
         "" if options.id_property is None else f" and options.id_property {options.id_property!r}"
     )
     return PropertyValueError(
-        f"properties: expected a node having all of {list(names)!r}{with_id}, got {scope} with all of them"
+        f"properties: expected a node having all of {list(names)!r}{with_id}, "
+        f"got {scope} with all of them"
     )
 
 

@@ -63,7 +63,8 @@ def _name(name: str, value: Any) -> str:
 
 
 def parse_options(procedure: str, options: Mapping[str, Any] | None) -> Options:
-    """Validates ``options`` for ``procedure`` (``pack``, ``sample``, ``sample_per_node``, ``describe``).
+    """Validates ``options`` for ``procedure`` (``pack``, ``sample``, ``sample_per_node``,
+    ``describe``).
 
     Guarantees: the result holds only valid values; a ``None`` option value means the default; an
     unknown key or bad value raises :class:`OptionError` naming the option, the value and the
@@ -79,7 +80,8 @@ def parse_options(procedure: str, options: Mapping[str, Any] | None) -> Options:
         value = options[key]
         if key not in allowed:
             raise OptionError(
-                f"options: unknown option {key!r} for tf_features.{procedure} (allowed: {quoted(allowed)})"
+                f"options: unknown option {key!r} for tf_features.{procedure} (allowed: "
+                f"{quoted(allowed)})"
             )
         if value is None:
             continue
@@ -108,8 +110,8 @@ def parse_options(procedure: str, options: Mapping[str, Any] | None) -> Options:
             values[key] = parse_fanouts(value, "options.fanouts")
     if "label" in values and "id_property" not in values and procedure != "describe":
         raise OptionError(
-            f"options.label: expected together with options.id_property (it selects the nodes whose "
-            f"id property is looked up), got label {values['label']!r} alone"
+            "options.label: expected together with options.id_property (it selects the nodes "
+            f"whose id property is looked up), got label {values['label']!r} alone"
         )
     return Options(**values)
 

@@ -1,10 +1,11 @@
-"""A real Bolt + openCypher server for tests and benchmarks: ArcadeDB (``arcadedb-embedded`` on PyPI).
+"""A real Bolt + openCypher server for tests and benchmarks: ArcadeDB (``arcadedb-embedded`` on
+PyPI).
 
-ArcadeDB's JVM can take down the Python process that hosts it when it exits on an error, so the server
-always runs in a **child process** (``python -m memgraph_tf.testing.arcadedb``) that this module starts
-and stops. The child binds every listener to ``127.0.0.1`` on free ports, enables the Bolt plugin,
-creates the database (``g`` by default), prints one ``READY`` line on stdout and then serves until its
-stdin closes -- so it also goes away when the parent dies.
+ArcadeDB's JVM can take down the Python process that hosts it when it exits on an error, so the
+server always runs in a **child process** (``python -m memgraph_tf.testing.arcadedb``) that this
+module starts and stops. The child binds every listener to ``127.0.0.1`` on free ports, enables the
+Bolt plugin, creates the database (``g`` by default), prints one ``READY`` line on stdout and then
+serves until its stdin closes -- so it also goes away when the parent dies.
 
 Typical use::
 
@@ -149,14 +150,16 @@ class ArcadeDBServerProcess:
                 self.stop()
                 raise ArcadeDBStartError(
                     f"ArcadeDB server: expected {READY_LINE!r} within {self.startup_timeout_s} s, "
-                    f"got exit code {self._proc.returncode if self._proc else None}; output:\n{tail}"
+                    f"got exit code {self._proc.returncode if self._proc else None}; "
+                    f"output:\n{tail}"
                 )
         self._wait_for_bolt(deadline)
         logger.info("ArcadeDB Bolt server ready at %s (pid %s)", self.uri, self._proc.pid)
         return self
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Ask the child to shut down (closing its stdin), SIGKILL it after ``timeout_s``, clean up."""
+        """Ask the child to shut down (closing its stdin), SIGKILL it after ``timeout_s``, clean
+        up."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
             try:

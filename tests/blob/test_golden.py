@@ -86,8 +86,9 @@ def test_every_truncation_rejected(path: pathlib.Path) -> None:
 
 
 def test_dims_claim_more_than_held_rejected_before_allocating() -> None:
-    """The payload-bounds rule (23) runs before any array is created: the 512 MB claim never allocates."""
-    doc, data = _load(GOLDEN / "invalid" / "dims_claim_more_than_held.json")
+    """The payload-bounds rule (23) runs before any array is created: the 512 MB claim never
+    allocates."""
+    _doc, data = _load(GOLDEN / "invalid" / "dims_claim_more_than_held.json")
     import tracemalloc
 
     tracemalloc.start()

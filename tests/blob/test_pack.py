@@ -1,4 +1,5 @@
-"""memgraph_tf.blob.pack / unpack: inference, conversions, errors, the stdlib-only path, round trips."""
+"""memgraph_tf.blob.pack / unpack: inference, conversions, errors, the stdlib-only path, round
+trips."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def test_copy_false_returns_read_only_views() -> None:
         (
             {"x": [1, "a"]},
             None,
-            r"section 'x': expected values of one kind, got int64 and string \(first string at index 1\)",
+            r"section 'x': expected values of one kind, got int64 and string \(first string at "
+            r"index 1\)",
         ),
         (
             {"x": [1.5]},
@@ -59,7 +61,8 @@ def test_copy_false_returns_read_only_views() -> None:
         (
             {"x": [2**63]},
             None,
-            r"section 'x': expected int64 values in \[-9223372036854775808, 9223372036854775807\], got 9223372036854775808 at index 0",
+            r"section 'x': expected int64 values in \[-9223372036854775808, 9223372036854775807\], "
+            r"got 9223372036854775808 at index 0",
         ),
         (
             {"x": [1]},

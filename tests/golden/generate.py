@@ -148,8 +148,9 @@ def byte(b: bytes, off: int, v: int) -> bytes:
 
 def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
     small = build(VALID["small_mixed"][1])  # 3 sections: table 32..416, payloads from 416
-    E0, E1, E2 = 32, 160, 288
-    # payloads from 416: ids: 16 bytes -> 416..432; x: 16 bytes -> 432..448; tag: 24+3 bytes -> 448..475, pad to 480
+    e0, e1, e2 = 32, 160, 288
+    # payloads from 416: ids: 16 bytes -> 416..432; x: 16 bytes -> 432..448; tag: 24+3 bytes ->
+    # 448..475, pad to 480
     assert len(small) == 480
     mixed = build(VALID["all_dtypes"][1])
     rag = build(VALID["ragged"][1])
@@ -205,59 +206,59 @@ def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
     add(
         "bad_dtype_zero",
         "dtype code 0",
-        byte(small, E0, 0),
+        byte(small, e0, 0),
         "section 0 dtype: expected 1..6, got 0 at offset 32",
     )
     add(
         "bad_dtype_seven",
         "dtype code 7 in section 1",
-        byte(small, E1, 7),
+        byte(small, e1, 7),
         "section 1 dtype: expected 1..6, got 7 at offset 160",
     )
     add(
         "bad_rank",
         "rank 9",
-        byte(small, E1 + 1, 9),
+        byte(small, e1 + 1, 9),
         "section 1 rank: expected <= 8, got 9 at offset 161",
     )
     add(
         "name_length_zero",
         "name_length 0",
-        u16(small, E0 + 2, 0),
+        u16(small, e0 + 2, 0),
         "section 0 name_length: expected 1..40, got 0 at offset 34",
     )
     add(
         "name_length_41",
         "name_length 41",
-        u16(small, E2 + 2, 41),
+        u16(small, e2 + 2, 41),
         "section 2 name_length: expected 1..40, got 41 at offset 290",
     )
     add(
         "entry_reserved",
         "entry reserved = 3",
-        u32(small, E1 + 4, 3),
+        u32(small, e1 + 4, 3),
         "section 1 reserved: expected 0, got 3 at offset 164",
     )
     add(
         "name_bad_char",
         "a space in a name",
-        byte(small, E0 + 89, 0x20),
+        byte(small, e0 + 89, 0x20),
         "section 0 name: expected [A-Za-z0-9_.:/-], got byte 0x20 at offset 121",
     )
     add(
         "name_nul",
         "a NUL inside the name (name_length 3 for 'x')",
-        u16(small, E1 + 2, 3),
+        u16(small, e1 + 2, 3),
         "section 1 name: expected [A-Za-z0-9_.:/-], got byte 0x00 at offset 249",
     )
     add(
         "name_padding",
         "non-zero byte after the name",
-        byte(small, E1 + 88 + 39, 0x41),
+        byte(small, e1 + 88 + 39, 0x41),
         "section 1 name padding: expected 0, got byte 0x41 at offset 287",
     )
-    dup = small[: E1 + 88] + b"ids".ljust(40, b"\0") + small[E1 + 128 :]
-    dup = u16(dup, E1 + 2, 3)
+    dup = small[: e1 + 88] + b"ids".ljust(40, b"\0") + small[e1 + 128 :]
+    dup = u16(dup, e1 + 2, 3)
     add(
         "duplicate_name",
         "section 1 renamed to 'ids'",
@@ -267,28 +268,28 @@ def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
     add(
         "negative_dim",
         "dims[1] = -3",
-        i64(small, E1 + 24 + 8, -3),
+        i64(small, e1 + 24 + 8, -3),
         "section 1 ('x') dims[1]: expected 0..2147483647, got -3 at offset 192",
     )
     add(
         "huge_dim",
         "dims[0] = 2^31",
-        i64(small, E0 + 24, 2**31),
+        i64(small, e0 + 24, 2**31),
         "section 0 ('ids') dims[0]: expected 0..2147483647, got 2147483648 at offset 56",
     )
     add(
         "unused_dim",
         "dims[5] = 1 with rank 2",
-        i64(small, E1 + 24 + 40, 1),
+        i64(small, e1 + 24 + 40, 1),
         "section 1 ('x') dims[5]: expected 0 (unused), got 1 at offset 224",
     )
     add(
         "payload_offset_wrong",
         "section 1 payload_offset 440",
-        u64(small, E1 + 8, 440),
+        u64(small, e1 + 8, 440),
         "section 1 ('x') payload_offset: expected 432, got 440 at offset 168",
     )
-    big = i64(i64(small, E1 + 24, 65536), E1 + 32, 65536)
+    big = i64(i64(small, e1 + 24, 65536), e1 + 32, 65536)
     add(
         "too_many_elements",
         "dims [65536, 65536]",
@@ -298,17 +299,17 @@ def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
     add(
         "payload_length_mismatch",
         "float32 [2,2] with payload_length 12",
-        u64(small, E1 + 16, 12),
+        u64(small, e1 + 16, 12),
         "section 1 ('x') payload_length: expected 16, got 12 at offset 176",
     )
     add(
         "string_payload_short",
         "string [2] with payload_length 16 (offsets need 24)",
-        u64(small, E2 + 16, 16),
+        u64(small, e2 + 16, 16),
         "section 2 ('tag') payload_length: expected >= 24, got 16 at offset 304",
     )
-    claim = i64(u64(small, E1 + 16, 1_000_000 * 128 * 4), E1 + 24, 1_000_000)
-    claim = i64(claim, E1 + 32, 128)
+    claim = i64(u64(small, e1 + 16, 1_000_000 * 128 * 4), e1 + 24, 1_000_000)
+    claim = i64(claim, e1 + 32, 128)
     add(
         "dims_claim_more_than_held",
         "float32 [1000000, 128] (512 MB) in a 480-byte blob",
@@ -360,7 +361,8 @@ def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
         trail,
         "total_length: expected 480, got 488 at offset 16",
     )
-    # ragged: table 32..544; nbrs values 544..584; nbrs.row_splits 584..616; vec 616..640; vec.row_splits 640..664
+    # ragged: table 32..544; nbrs values 544..584; nbrs.row_splits 584..616; vec 616..640;
+    # vec.row_splits 640..664
     add(
         "ragged_splits_first",
         "row_splits[0] = 1",
@@ -392,7 +394,8 @@ def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
         "ragged_splits_int32",
         "nbrs.row_splits stored as int32",
         wrong,
-        "section 'nbrs.row_splits': expected int64 rank 1 with >= 1 element, got int32 rank 1 at offset 160",
+        "section 'nbrs.row_splits': expected int64 rank 1 with >= 1 element, got int32 rank 1 at "
+        "offset 160",
         ragged=["nbrs"],
     )
     return out

@@ -1,4 +1,5 @@
-"""Shared case definitions for the tf_features suites: the embedded runtime and real Memgraph (Bolt).
+"""Shared case definitions for the tf_features suites: the embedded runtime and real Memgraph
+(Bolt).
 
 A *runner* builds a small graph from a spec and calls procedures; nodes in arguments are written as
 ``V(i)`` (the vertex of spec node i) or ``I(i)`` (its internal id), which each runner maps to its
@@ -27,7 +28,7 @@ class V:
 
 
 @dataclasses.dataclass(frozen=True)
-class I:  # noqa: E742 - short on purpose, used inside argument lists
+class I:  # noqa: E742 -- short on purpose, used inside argument lists
     """The internal id of spec node i."""
 
     i: int
@@ -632,7 +633,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([I(0), I(2)], ["s"], {}),
         lambda r: (
-            f"node {r.nid(2)} property 's': expected a number (as on the first node), got str 'text'"
+            f"node {r.nid(2)} property 's': expected a number (as on the first node), "
+            "got str 'text'"
         ),
     ),
     "map_value": (
@@ -640,7 +642,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([I(5)], ["f"], {}),
         lambda r: (
-            f"node {r.nid(5)} property 'f': expected a number, a list of numbers or a string, got map"
+            f"node {r.nid(5)} property 'f': expected a number, a list of numbers or a string, "
+            "got map"
         ),
     ),
     "vectors_of_different_lengths": (
@@ -648,7 +651,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([I(0), I(1)], ["f"], {}),
         lambda r: (
-            f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first node), got a list of 3"
+            f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first "
+            "node), got a list of 3"
         ),
     ),
     "nan_rejected": (
@@ -688,7 +692,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([101], ["f"], {"id_property": "pid"}),
         lambda r: (
-            f"options.id_property: expected unique ids, got pid = 100 on the nodes with internal ids {r.nid(0)} and {r.nid(6)}"
+            "options.id_property: expected unique ids, got pid = 100 on the nodes with internal "
+            f"ids {r.nid(0)} and {r.nid(6)}"
         ),
     ),
     "unknown_seed": (
@@ -738,7 +743,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.sample",
         ([I(0)], [1] * 7, ["f"], {}),
         lambda r: (
-            "fanouts: expected a list of 1 to 6 positive integers (one per hop), got list [1, 1, 1, 1, 1, ...]"
+            "fanouts: expected a list of 1 to 6 positive integers (one per hop), "
+            "got list [1, 1, 1, 1, 1, ...]"
         ),
     ),
     "unknown_option": (
@@ -746,7 +752,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([I(0)], ["f"], {"fanout": 3}),
         lambda r: (
-            "options: unknown option 'fanout' for tf_features.pack (allowed: 'allow_non_finite', 'dtype', 'id_property', 'label', 'label_property')"
+            "options: unknown option 'fanout' for tf_features.pack (allowed: 'allow_non_finite', "
+            "'dtype', 'id_property', 'label', 'label_property')"
         ),
     ),
     "sample_option_on_pack": (
@@ -818,7 +825,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([I(0), I(1)], ["s"], {"label_property": "label"}),
         lambda r: (
-            f"node {r.nid(1)} property 'label' (options.label_property): expected an integer class, got none (missing)"
+            f"node {r.nid(1)} property 'label' (options.label_property): expected an integer "
+            "class, got none (missing)"
         ),
     ),
     "non_integer_label": (
@@ -826,7 +834,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([I(6)], ["s"], {"label_property": "label"}),
         lambda r: (
-            f"node {r.nid(6)} property 'label' (options.label_property): expected an integer class, got str 'cat'"
+            f"node {r.nid(6)} property 'label' (options.label_property): expected an integer "
+            "class, got str 'cat'"
         ),
     ),
     "missing_property_on_sampled_neighbour": (
@@ -834,7 +843,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.sample",
         ([I(0)], [1], ["f"], {"seed": 1}),
         lambda r: (
-            f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first node), got a list of 3"
+            f"node {r.nid(1)} property 'f': expected a list of 2 numbers (the length on the first "
+            "node), got a list of 3"
         ),
     ),
     "sample_too_large": (
@@ -842,7 +852,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.sample",
         ([I(0), I(1), I(2)], [1000, 1000, 1000], ["f"], {}),
         lambda r: (
-            "fanouts: expected at most 2147483647 elements in features_3, got 3 seeds x 1000 x 1000 x 1000 = 3000000000"
+            "fanouts: expected at most 2147483647 elements in features_3, got 3 seeds x 1000 x "
+            "1000 x 1000 = 3000000000"
         ),
     ),
     "string_property_named_like_a_section": (
@@ -850,7 +861,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([I(0)], ["labels"], {}),
         lambda r: (
-            "properties: expected string property names other than 'ids', 'features' and 'labels' (section names of the blob), got 'labels'"
+            "properties: expected string property names other than 'ids', 'features' and 'labels' "
+            "(section names of the blob), got 'labels'"
         ),
     ),
     "describe_no_node_has_properties": (
@@ -866,7 +878,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.sample",
         ([5], [1], ["f"], {"id_property": "pid", "label": "P", "seed": 1}),
         lambda r: (
-            f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got no value"
+            f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, "
+            "got no value"
         ),
     ),
     "id_property_not_an_integer": (
@@ -876,7 +889,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.pack",
         ([5], ["f"], {"id_property": "pid"}),
         lambda r: (
-            f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, got str 'six'"
+            f"node {r.nid(1)} property 'pid' (options.id_property): expected an integer id, "
+            "got str 'six'"
         ),
     ),
     "empty_property_name": (
@@ -904,7 +918,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.describe",
         (["s"], {"label_property": "label"}),
         lambda r: (
-            f"node {r.nid(6)} property 'label' (options.label_property): expected an integer class, got str 'cat'"
+            f"node {r.nid(6)} property 'label' (options.label_property): expected an integer "
+            "class, got str 'cat'"
         ),
     ),
     "describe_float_label": (
@@ -912,7 +927,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.describe",
         (["f"], {"label_property": "c", "label": "P"}),
         lambda r: (
-            f"node {r.nid(1)} property 'c' (options.label_property): expected an integer class, got float 2.0"
+            f"node {r.nid(1)} property 'c' (options.label_property): expected an integer class, "
+            "got float 2.0"
         ),
     ),
     "describe_string_property_named_like_a_section": (
@@ -920,7 +936,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.describe",
         (["labels"], {}),
         lambda r: (
-            "properties: expected string property names other than 'ids', 'features' and 'labels' (section names of the blob), got 'labels'"
+            "properties: expected string property names other than 'ids', 'features' and 'labels' "
+            "(section names of the blob), got 'labels'"
         ),
     ),
     "describe_no_node_has_properties_and_id": (
@@ -928,7 +945,8 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.describe",
         (["f"], {"id_property": "nope", "label": "Author"}),
         lambda r: (
-            "properties: expected a node having all of ['f'] and options.id_property 'nope', got no :Author node with all of them"
+            "properties: expected a node having all of ['f'] and options.id_property 'nope', got "
+            "no :Author node with all of them"
         ),
     ),
 }

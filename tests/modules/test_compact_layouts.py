@@ -38,7 +38,8 @@ def _table(data: bytes) -> list[tuple[str, str, tuple[int, ...]]]:
 def _matches(
     written: list[tuple[str, str, tuple[int, ...]]], sections: list[layout.Section]
 ) -> bool:
-    """The blob's table has the layout's names, dtypes and shapes; a -1 in the layout is any length."""
+    """The blob's table has the layout's names, dtypes and shapes; a -1 in the layout is any
+    length."""
     if [w[:2] for w in written] != [(s.name, s.dtype) for s in sections]:
         return False
     return all(
@@ -320,8 +321,9 @@ def _runner(ctx):
 
 
 @mgp.read_proc
-def sample(ctx: mgp.ProcCtx, seeds: mgp.List[mgp.Any], fanouts: mgp.List[int], properties: mgp.List[str],
-           options: mgp.Nullable[mgp.Map] = None) -> mgp.Record(blob=str):
+def sample(ctx: mgp.ProcCtx, seeds: mgp.List[mgp.Any], fanouts: mgp.List[int],
+           properties: mgp.List[str], options: mgp.Nullable[mgp.Map] = None
+           ) -> mgp.Record(blob=str):
     return mgp.Record(blob=blob.b64encode(_runner(ctx).sample(seeds, fanouts, properties, options)))
 """
 

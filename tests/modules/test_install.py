@@ -1,4 +1,5 @@
-"""install-modules: the installed tree is self-contained (stdlib + mgp), and gives the same bytes."""
+"""install-modules: the installed tree is self-contained (stdlib + mgp), and gives the same
+bytes."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from memgraph_tf.embedded import EmbeddedGraph, _runtime
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
 # Runs in a fresh interpreter with -S (no site-packages: no numpy, no memgraph_tf checkout) and a
-# PYTHONPATH of just the installed directory and a directory holding mgp.py plus the runtime as _mgp.
+# PYTHONPATH of just the installed directory and a directory holding mgp.py plus the runtime as
+# _mgp.
 CHILD = textwrap.dedent(
     """
     import json, sys
@@ -33,7 +35,7 @@ CHILD = textwrap.dedent(
     import memgraph_tf, mgp
     s = rt.store
     for i in range(5):
-        s.add_vertex(["P"], {"f": [float(i), i / 3.0], "y": i % 2, "name": "n%d" % i})
+        s.add_vertex(["P"], {"f": [float(i), i / 3.0], "y": i % 2, "name": f"n{i}"})
     for a, b in [(0, 1), (0, 2), (1, 2), (3, 0), (2, 4)]:
         s.add_edge(a, b, "E")
     out = {
@@ -57,7 +59,7 @@ CHILD = textwrap.dedent(
 def _same_graph_in_process():
     g = EmbeddedGraph()
     for i in range(5):
-        g.add_node(["P"], {"f": [float(i), i / 3.0], "y": i % 2, "name": "n%d" % i})
+        g.add_node(["P"], {"f": [float(i), i / 3.0], "y": i % 2, "name": f"n{i}"})
     for a, b in [(0, 1), (0, 2), (1, 2), (3, 0), (2, 4)]:
         g.add_edge(a, b, "E")
     return g

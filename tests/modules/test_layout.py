@@ -1,5 +1,6 @@
-"""memgraph_tf.layout: the one home of the blob layout, checked against what ``tf_features.describe``
-reports and against the blobs the procedures really write; and the one procedure runner."""
+"""memgraph_tf.layout: the one home of the blob layout, checked against what
+``tf_features.describe`` reports and against the blobs the procedures really write; and the one
+procedure runner."""
 
 from __future__ import annotations
 
@@ -158,7 +159,8 @@ def test_layout_argument_errors():
         layout.pack_sections(3, batch=-2)
     with pytest.raises(
         ValueError,
-        match=r"strings: expected string property names other than 'ids', 'features', 'labels' .*got 'ids'",
+        match=r"strings: expected string property names other than 'ids', 'features', 'labels' "
+        r".*got 'ids'",
     ):
         layout.pack_sections(3, strings=["title", "ids"])
     with pytest.raises(
@@ -303,11 +305,13 @@ def test_runner_describe_errors_over_another_access():
     runner = procedures.ProcedureRunner(lambda options: DictAccess(spec, options))
     with pytest.raises(
         PropertyValueError,
-        match=r"node 6 property 'label' \(options.label_property\): expected an integer class, got str 'cat'",
+        match=r"node 6 property 'label' \(options.label_property\): expected an integer class, "
+        r"got str 'cat'",
     ):
         runner.describe(["s"], {"label_property": "label"})
     with pytest.raises(
         PropertyValueError,
-        match=r"properties: expected a node having all of \['f', 'nope'\], got no :B node with all of them",
+        match=r"properties: expected a node having all of \['f', 'nope'\], "
+        r"got no :B node with all of them",
     ):
         runner.describe(["f", "nope"], {"label": "B"})

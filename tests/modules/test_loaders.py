@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore:Please import `csr_matrix`:DeprecationWarning")
-
 from memgraph_tf import blob
 from memgraph_tf.datasets import load_planetoid, planetoid_graph
 from memgraph_tf.embedded import EmbeddedGraph
+
+pytestmark = pytest.mark.filterwarnings("ignore:Please import `csr_matrix`:DeprecationWarning")
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
 """The same tf_features cases against a real Memgraph over Bolt (neo4j driver).
 
 Runs when ``MEMGRAPH_TF_TEST_MEMGRAPH_URI`` (e.g. ``bolt://localhost:7687``) names a Memgraph whose
-query-modules directory holds ``memgraph-tf install-modules`` output (docker/compose.yaml does that);
-optional ``MEMGRAPH_TF_TEST_MEMGRAPH_USER`` / ``MEMGRAPH_TF_TEST_MEMGRAPH_PASSWORD``. The cases wipe
-the database they run on.
+query-modules directory holds ``memgraph-tf install-modules`` output (docker/compose.yaml does
+that); optional ``MEMGRAPH_TF_TEST_MEMGRAPH_USER`` / ``MEMGRAPH_TF_TEST_MEMGRAPH_PASSWORD``. The
+cases wipe the database they run on.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def driver():
         } - names
         assert not missing, (
             f"{URI}: expected the tf_features procedures, got none of {sorted(missing)}; run "
-            "`memgraph-tf install-modules <query-modules dir>` (docker/compose.yaml mounts docker/query_modules)"
+            "`memgraph-tf install-modules <query-modules dir>` (docker/compose.yaml mounts "
+            "docker/query_modules)"
         )
         yield drv
     finally:

@@ -88,7 +88,8 @@ PROBE = textwrap.dedent(
 
     @mgp.read_proc
     def args(ctx: mgp.ProcCtx, x: mgp.Number, y: mgp.Nullable[float] = None,
-             z: mgp.List[mgp.Nullable[int]] = [1]) -> mgp.Record(x=mgp.Number, y=mgp.Nullable[float], z=list):
+             z: mgp.List[mgp.Nullable[int]] = [1]
+             ) -> mgp.Record(x=mgp.Number, y=mgp.Nullable[float], z=list):
         return mgp.Record(x=x, y=y, z=z)
     """
 )
@@ -120,7 +121,8 @@ def graph(tmp_path):
 def test_unsupported_result_values_are_refused(graph, what, type_name):
     with pytest.raises(
         ResultConversionError,
-        match=rf"probe.give: record 0 field 'value'.*: Unsupported PyObject conversion of {type_name}",
+        match=r"probe.give: record 0 field 'value'.*: Unsupported PyObject conversion of "
+        rf"{type_name}",
     ):
         graph.call("probe.give", what)
 
@@ -276,7 +278,8 @@ def test_mgp_imported_first_over_the_stub_is_rebound():
 
 def test_numpy_scalar_subclasses_are_stored_as_plain_values():
     # numpy.float64 / numpy.str_ subclass float / str: Memgraph stores a double / string, so a
-    # procedure reading the property back gets the plain Python type (numpy.float32 is refused above)
+    # procedure reading the property back gets the plain Python type (numpy.float32 is refused
+    # above)
     g = EmbeddedGraph(modules=[])
     g.add_node([], {"x": np.float64(1.5), "v": [np.float64(2.5), 3], "s": np.str_("a")})
     assert type(g.get_property(0, "x")) is float and g.get_property(0, "x") == 1.5

@@ -29,8 +29,8 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
     ]
     assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
     assert procs["tf_features.pack"] == (
-        "tf_features.pack(nodes :: LIST OF ANY, properties :: LIST OF STRING, options = None :: MAP?) "
-        ":: (blob :: STRING, count :: INTEGER)"
+        "tf_features.pack(nodes :: LIST OF ANY, properties :: LIST OF STRING, options = None :: "
+        "MAP?) :: (blob :: STRING, count :: INTEGER)"
     )
 
 
@@ -85,8 +85,9 @@ def test_abort_is_honoured(embedded_runner):
 
 
 class _AbortFrom:
-    """An abort flag for ``EmbeddedGraph.request_abort`` that counts how often the procedure checks it
-    (each ``ctx.check_must_abort()`` reads it once) and reads true from check number ``at`` on."""
+    """An abort flag for ``EmbeddedGraph.request_abort`` that counts how often the procedure checks
+    it (each ``ctx.check_must_abort()`` reads it once) and reads true from check number ``at``
+    on."""
 
     def __init__(self, at=None):
         self.at = at

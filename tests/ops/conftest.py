@@ -42,7 +42,8 @@ INVALID = _load("invalid")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrizes ``valid_vector`` / ``invalid_vector`` over tests/golden (name, bytes, json doc)."""
+    """Parametrizes ``valid_vector`` / ``invalid_vector`` over tests/golden (name, bytes, json
+    doc)."""
     for fixture, items, kind in (
         ("valid_vector", VALID, "valid"),
         ("invalid_vector", INVALID, "invalid"),
@@ -106,7 +107,8 @@ def reader_cli(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     ]
     proc = subprocess.run(sanitized + sources + ["-o", str(out)], capture_output=True, text=True)
     if proc.returncode == 0:
-        # Some sandboxes cannot run sanitizer runtimes: fall back to a plain build if a smoke run fails.
+        # Some sandboxes cannot run sanitizer runtimes: fall back to a plain build if a smoke run
+        # fails.
         smoke = subprocess.run(
             [str(out), "--frames"], input=b"", capture_output=True, env=_cli_env()
         )
@@ -129,8 +131,8 @@ def run_cli(
     frames: list[bytes] | None = None,
     base64_frames: list[bytes] | None = None,
 ) -> list[dict[str, Any]]:
-    """Runs the harness (``frames``: blobs sent with ``--frames``; ``base64_frames``: texts sent with
-    ``--base64-frames``); one parsed JSON object per line.
+    """Runs the harness (``frames``: blobs sent with ``--frames``; ``base64_frames``: texts sent
+    with ``--base64-frames``); one parsed JSON object per line.
 
     Fails the test if the harness crashes or a sanitizer reports (non-zero exit)."""
     stdin = None
@@ -160,7 +162,8 @@ def python_result(data: bytes) -> tuple[bool, Any]:
 
 
 def mutations(data: bytes, values: tuple[int, ...] = (0x00, 0x01, 0x07, 0x80, 0xFF)) -> list[bytes]:
-    """Every single-byte replacement of ``data`` by each of ``values`` (where it changes the byte)."""
+    """Every single-byte replacement of ``data`` by each of ``values`` (where it changes the
+    byte)."""
     out = []
     for pos in range(len(data)):
         for v in values:
@@ -171,7 +174,8 @@ def mutations(data: bytes, values: tuple[int, ...] = (0x00, 0x01, 0x07, 0x80, 0x
 
 @pytest.fixture(scope="session")
 def helpers() -> SimpleNamespace:
-    """The helper functions of this conftest (test modules cannot import it under importlib mode)."""
+    """The helper functions of this conftest (test modules cannot import it under importlib
+    mode)."""
     return SimpleNamespace(
         expected_array=expected_array,
         assert_same_array=assert_same_array,

@@ -1,5 +1,5 @@
-"""The Memgraph transport decoded inside the op: ``unpack_blob(..., encoding="base64")`` and the plain
-C++ base64url decoder (memgraph_tf/cc/base64url.{h,cc}) behind it, through the sanitizer-built
+"""The Memgraph transport decoded inside the op: ``unpack_blob(..., encoding="base64")`` and the
+plain C++ base64url decoder (memgraph_tf/cc/base64url.{h,cc}) behind it, through the sanitizer-built
 harness and through the op; the portable decoder's ``encoding="base64"`` for the values."""
 
 from __future__ import annotations

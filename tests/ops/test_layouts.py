@@ -183,22 +183,26 @@ BAD = [
     (
         "sparse",
         _sparse([0, 3], [0, 1, 2], [1.0, 2.0]),
-        r"blob 1 section table_columns: expected columns in 0\.\.d-1 \(d = 3\), got 3 in table row 1",
+        r"blob 1 section table_columns: expected columns in 0\.\.d-1 \(d = 3\), "
+        r"got 3 in table row 1",
     ),
     (
         "sparse",
         _sparse([0, 2, 1], [0, 1, 3], [1.0, 2.0, 3.0]),
-        r"blob 1 section table_columns: expected columns increasing within a row \(d = 3\), got 1 in table row 1",
+        r"blob 1 section table_columns: expected columns increasing within a row \(d = 3\), got 1 "
+        r"in table row 1",
     ),
     (
         "sparse",
         _sparse([0, 2, 2], [0, 1, 3], [1.0, 2.0, 3.0]),
-        r"blob 1 section table_columns: expected columns increasing within a row \(d = 3\), got 2 in table row 1",
+        r"blob 1 section table_columns: expected columns increasing within a row \(d = 3\), got 2 "
+        r"in table row 1",
     ),
     (
         "sparse",
         _sparse([0, 1], [0, 1, 2], [1.0]),
-        r"blob 1 section table_values: expected as many values as table_columns has columns, 2, got 1",
+        r"blob 1 section table_values: expected as many values as table_columns has columns, "
+        r"2, got 1",
     ),
 ]
 
@@ -229,7 +233,8 @@ def test_malformed_layouts_are_rejected_naming_blob_and_section(
 def test_a_blob_of_another_layout_gets_the_decoder_s_message(unpackers, decoder):
     with pytest.raises(
         tf.errors.InvalidArgumentError,
-        match=r"blob 0: section 'table_columns': expected a section named 'table_columns', got none",
+        match=r"blob 0: section 'table_columns': expected a section named 'table_columns', "
+        r"got none",
     ):
         layouts.decode_sample(
             tf.constant([_compact([1, -1])]),

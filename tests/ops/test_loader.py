@@ -159,9 +159,9 @@ def test_a_copy_of_the_library_loaded_first_still_gives_a_working_op(tmp_path):
 
 
 def test_first_use_inside_tf_function_loads_the_library_once(tmp_path):
-    """When the op is first used inside tf.function, autograph runs a converted copy of load_library;
-    the loaded module must still be remembered, so a later eager call neither loads again nor takes
-    the "another copy registered the op" path."""
+    """When the op is first used inside tf.function, autograph runs a converted copy of
+    load_library; the loaded module must still be remembered, so a later eager call neither loads
+    again nor takes the "another copy registered the op" path."""
     script = textwrap.dedent(
         """
         import logging

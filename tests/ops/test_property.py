@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
@@ -93,7 +95,7 @@ def assert_equal(got, want, what):
 
 
 def ragged_rows(values, splits):
-    return [np.asarray(values)[a:b] for a, b in zip(splits[:-1], splits[1:])]
+    return [np.asarray(values)[a:b] for a, b in itertools.pairwise(splits)]
 
 
 @settings(
@@ -113,7 +115,8 @@ def test_pack_then_op_equals_portable_equals_blob_unpack(ops, case):
     portable_out = ops.unpack_blob_portable(data, names, kinds, ragged=ragged)
     op_batch = ops.unpack_blob([data, data], names, kinds, ragged=ragged)
     portable_batch = ops.unpack_blob_portable([data, data], names, kinds, ragged=ragged)
-    # The Memgraph transport: the op decoding base64url text (padded, and not) gives the same tensors.
+    # The Memgraph transport: the op decoding base64url text (padded, and not) gives the same
+    # tensors.
     text = blob.b64encode(data)
     op_text = ops.unpack_blob(
         [text, text.rstrip("=")], names, kinds, ragged=ragged, encoding="base64"

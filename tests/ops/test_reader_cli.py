@@ -22,7 +22,8 @@ def cli_array(section: dict[str, Any], np_dtypes: dict[str, Any]) -> np.ndarray:
 
 
 def python_sections(out: dict[str, Any]) -> dict[str, Any]:
-    """blob.unpack's result flattened back to one array per section (Ragged -> values, row_splits)."""
+    """blob.unpack's result flattened back to one array per section (Ragged -> values,
+    row_splits)."""
     flat = {}
     for name, value in out.items():
         if isinstance(value, blob.Ragged):

@@ -27,8 +27,9 @@ RELOAD = textwrap.dedent(
     out = fn(blobs=tf.constant([bytes.fromhex(b) for b in blobs]))
     print(json.dumps({"x": out["x"].numpy().tolist(), "nbrs": out["nbrs"].numpy().tolist(),
                       "nbrs_splits": out["nbrs_splits"].numpy().tolist(),
-                      "loaded_op": "memgraph_tf.ops._loader" in sys.modules and
-                                   sys.modules["memgraph_tf.ops._loader"]._state.module is not None}))
+                      "loaded_op": "memgraph_tf.ops._loader" in sys.modules
+                                   and sys.modules["memgraph_tf.ops._loader"]._state.module
+                                   is not None}))
     """
 )
 
@@ -95,9 +96,9 @@ def test_saved_model_reloads_in_a_fresh_process(ops, kind, tmp_path):
 
 
 def test_saved_models_name_the_encoding_attr_only_when_it_is_not_the_default(ops, tmp_path):
-    """A SavedModel decoding raw blobs does not mention ``encoding`` (TF strips default-valued attrs),
-    so it still loads in a server built with an op library from before that attr existed; one that
-    decodes base64 text records it."""
+    """A SavedModel decoding raw blobs does not mention ``encoding`` (TF strips default-valued
+    attrs), so it still loads in a server built with an op library from before that attr existed;
+    one that decodes base64 text records it."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     class Decoder(tf.Module):

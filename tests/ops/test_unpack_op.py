@@ -52,7 +52,8 @@ def error_of(fn, *args, **kwargs) -> str | None:
 
 
 def request_for(data: bytes, doc: dict | None = None) -> tuple[tuple, tuple, tuple]:
-    """Names/dtypes to ask for: the ragged names of an invalid vector, else every section, else 'x'."""
+    """Names/dtypes to ask for: the ragged names of an invalid vector, else every section, else
+    'x'."""
     try:
         table = blob.read_table(data)
     except blob.BlobFormatError:
@@ -194,7 +195,8 @@ def test_single_byte_mutations_match_the_python_reader(ops, kind, valid_vector, 
             out = run(mutated)
         except tf.errors.InvalidArgumentError as exc:
             if ok:
-                # A mutated name makes the requested section absent: a lookup error, not a format one.
+                # A mutated name makes the requested section absent: a lookup error, not a format
+                # one.
                 assert (
                     "expected a section named" in exc.message or "expected dtype" in exc.message
                 ), exc.message
@@ -241,7 +243,8 @@ def test_dims_claiming_more_than_held_is_rejected_before_allocating(ops, kind):
         "blob: section 0 ('x') dims: expected <= 2147483647 elements, got more at offset 56"
         in message
     )
-    # 2^31 - 1 strings (within the element limit) whose offsets alone would need 16 GB, in 184 bytes.
+    # 2^31 - 1 strings (within the element limit) whose offsets alone would need 16 GB, in 184
+    # bytes.
     strings = bytearray(blob.pack({"s": ["ab"]}))
     strings[32 + 24 : 32 + 32] = (2**31 - 1).to_bytes(8, "little")
     strings[32 + 16 : 32 + 24] = (8 * 2**31).to_bytes(8, "little")
@@ -308,8 +311,8 @@ def test_absent_section_and_wrong_dtype_are_named(ops, kind):
     assert "blob: section 'a': expected dtype float32, got int64 at offset 32" in message
     message = error_of(decoder(ops, kind), data, ["a"], ["int64"], ragged=["a"])
     assert (
-        "blob: section 'a.row_splits': expected an int64 row-splits section for ragged 'a', got none"
-        in message
+        "blob: section 'a.row_splits': expected an int64 row-splits section for ragged 'a', "
+        "got none" in message
     )
 
 
@@ -472,8 +475,8 @@ def test_portable_memory_follows_the_blobs_total_size(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     assert (
-        "blob 0: section table: expected at least 131104 bytes for 1024 sections, got 32 at offset 32"
-        in lines[0]
+        "blob 0: section table: expected at least 131104 bytes for 1024 sections, "
+        "got 32 at offset 32" in lines[0]
     )
     growth_mb = int(lines[-1].split()[1])
     assert growth_mb < 400, f"peak RSS grew by {growth_mb} MB"
@@ -490,8 +493,8 @@ def test_error_order_in_a_batch_is_format_first_then_name_major(ops, kind):
     fn = decoder(ops, kind)
     message = error_of(fn, [ab, only_a, truncated], ["a", "b"], ["float64", "float64"])
     assert (
-        f"blob 2: total_length: expected {len(ab) - 8} (the blob's size), got {len(ab)} at offset 16"
-        in message
+        f"blob 2: total_length: expected {len(ab) - 8} (the blob's size), "
+        f"got {len(ab)} at offset 16" in message
     )
     message = error_of(fn, [ab, only_a, only_b], ["a", "b"], ["float64", "float64"])
     assert "blob 2: section 'a': expected a section named 'a', got none (present: 'b')" in message
@@ -535,9 +538,9 @@ def test_large_payloads_decode_exactly(ops, kind):
     ],
 )
 def test_copy_ranges_cover_every_byte_around_the_thresholds(ops, length):
-    """The op splits large payloads into per-thread ranges (rounded to cache lines) and streams those
-    past 16 MB: lengths just around the thresholds, and ones no block size divides, come back whole,
-    also when the output slice starts at an odd address (the second blob of a batch)."""
+    """The op splits large payloads into per-thread ranges (rounded to cache lines) and streams
+    those past 16 MB: lengths just around the thresholds, and ones no block size divides, come back
+    whole, also when the output slice starts at an odd address (the second blob of a batch)."""
     rng = np.random.default_rng(length)
     flags = rng.integers(0, 2, size=length).astype(bool)
     flags[-64:] = True  # output memory is not cleared: a byte the op skipped holds leftovers
@@ -548,8 +551,9 @@ def test_copy_ranges_cover_every_byte_around_the_thresholds(ops, length):
 
 
 def test_blobs_of_unknown_static_rank(ops):
-    """The op accepts blobs of unknown static rank for dense names (it checks the rank when it runs);
-    ragged outputs need the rank to know their nesting, and the portable decoder always needs it."""
+    """The op accepts blobs of unknown static rank for dense names (it checks the rank when it
+    runs); ragged outputs need the rank to know their nesting, and the portable decoder always needs
+    it."""
     data = blob.pack({"x": [1.5], "r": blob.Ragged(np.array([1, 2], np.int64), [0, 2])})
     graph = tf.Graph()
     with graph.as_default():
