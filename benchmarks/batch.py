@@ -1,4 +1,4 @@
-"""Batch inference benchmark: ``memgraph_tf.client.batch`` end to end on a synthetic graph.
+"""Batch inference benchmark: ``memgraph_tf.batch`` end to end on a synthetic graph.
 
 An embedded graph of ``--nodes`` nodes (``--dim`` float features, ``--degree`` random edges per node
 on average, label ``Node``, internal ids) and an untrained GraphSAGE bundle (fanouts ``--fanouts``)
@@ -91,8 +91,8 @@ def export(directory: pathlib.Path, fanouts: list[int], dim: int, use_op: bool) 
 
 def child(args: argparse.Namespace) -> dict:
     """One size, in this process: the three measurements and the RSS figures, as a dict."""
+    from memgraph_tf.batch import BatchClassifier, BundleBackend
     from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.client.batch import BatchClassifier, BundleBackend
 
     t0 = time.perf_counter()
     source = EmbeddedSource(build_graph(args.child, args.dim, args.degree))
@@ -104,7 +104,7 @@ def child(args: argparse.Namespace) -> dict:
     def paged(run: BatchClassifier):  # the ids the classify run would page through
         after = None
         while True:
-            ids = run._target.page(after, args.batch_size, True)
+            ids = run._table.page(after, args.batch_size, True)
             if not ids:
                 return
             yield ids
@@ -229,7 +229,8 @@ def main() -> None:
         bundle = export(pathlib.Path(tmp), fanouts, args.dim, use_op=not args.op_free)
         results = {n: run_child(n, bundle, args) for n in (args.nodes, args.small)}
     print(
-        f"batch inference, embedded graph, in-process {'op-free' if args.op_free else 'op'} bundle: "
+        f"batch inference, embedded graph, in-process {'op-free' if args.op_free else 'op'} "
+        "bundle: "
         f"fanouts {fanouts}, {args.dim} float32 features, average degree {args.degree}, "
         f"batches of {args.batch_size}"
     )
@@ -238,37 +239,46 @@ def main() -> None:
         read, sample = n / r["read_s"], n / r["sample_s"]
         one, forked = (r["runs"][str(w)] for w in (1, k))
         print(
-            f"  {n:>7} nodes: ids + features {read:9.0f} nodes/s | ids + neighbourhoods {sample:7.0f} nodes/s"
+            f"  {n:>7} nodes: ids + features {read:9.0f} nodes/s | ids + neighbourhoods "
+            f"{sample:7.0f} nodes/s"
         )
         for name, run in (("1 process", one), (f"{k} fetch workers", forked)):
             e2e = n / run["e2e_s"]
             print(
-                f"           end to end, {name}: {e2e:7.0f} nodes/s = {e2e / read:.3f}x ids + features, "
-                f"{e2e / sample:.2f}x sampling alone; CPU {run['cpu_s'] / n * 1e6:.0f} us/node in this "
+                f"           end to end, {name}: {e2e:7.0f} nodes/s = {e2e / read:.3f}x ids + "
+                "features, "
+                f"{e2e / sample:.2f}x sampling alone; CPU {run['cpu_s'] / n * 1e6:.0f} us/node in "
+                "this "
                 f"process + {run['workers_cpu_s'] / n * 1e6:.0f} us/node in fetch workers"
             )
         print(
-            f"           {k} fetch workers vs 1 process: {one['e2e_s'] / forked['e2e_s']:.2f}x nodes/s, same "
+            f"           {k} fetch workers vs 1 process: {one['e2e_s'] / forked['e2e_s']:.2f}x "
+            "nodes/s, same "
             f"predictions"
         )
         print(
-            f"           peak RSS {r['peak_mb']:.0f} MB (before the end-to-end runs {r['rss_before_mb']:.0f} MB; "
-            f"graph built in {r['build_s']:.1f} s); largest fetch worker {r['worker_peak_mb']:.0f} MB"
+            f"           peak RSS {r['peak_mb']:.0f} MB (before the end-to-end runs "
+            f"{r['rss_before_mb']:.0f} MB; "
+            f"graph built in {r['build_s']:.1f} s); largest fetch worker {r['worker_peak_mb']:.0f} "
+            "MB"
         )
     big, small = results[args.nodes], results[args.small]
     print(
         f"  peak RSS {args.nodes} vs {args.small} nodes: {big['peak_mb'] / small['peak_mb']:.2f}x "
         f"(whole process, graph included); growth during the runs "
-        f"{big['peak_mb'] - big['rss_before_mb']:.0f} MB vs {small['peak_mb'] - small['rss_before_mb']:.0f} MB; "
+        f"{big['peak_mb'] - big['rss_before_mb']:.0f} MB vs "
+        f"{small['peak_mb'] - small['rss_before_mb']:.0f} MB; "
         f"largest fetch worker {big['worker_peak_mb'] / small['worker_peak_mb']:.2f}x"
     )
     best = max(args.nodes / big["runs"][str(w)]["e2e_s"] for w in (1, k))
     print(
-        f"  load average before / after: {load_before} / {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        f"  load average before / after: {load_before} / "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} "
         f"({os.cpu_count()} CPUs)"
     )
     print(
-        f"  goal >= 5000 nodes/s end to end at {args.nodes} nodes: {'met' if best >= 5000 else 'NOT met'} "
+        f"  goal >= 5000 nodes/s end to end at {args.nodes} nodes: "
+        f"{'met' if best >= 5000 else 'NOT met'} "
         f"({best:.0f}, the faster of 1 process and {k} fetch workers)"
     )
 

@@ -22,8 +22,9 @@ Every Beam run's predicted classes are compared with the batch run's (they must 
 is keyed by node). The database, the workers and this process share the machine's cores: on 2
 cores, expect the cores, not Beam, to bound the speed-up.
 
-    .venv/bin/python benchmarks/beam.py                    # 2,000 nodes over Bolt (.venv: scripts/bootstrap.sh)
-    .venv/bin/python benchmarks/beam.py --nodes 5000 --workers 1,2,4 --embedded
+    .venv/bin/python benchmarks/beam.py                    # 2,000 nodes over Bolt (.venv:
+    scripts/bootstrap.sh) .venv/bin/python benchmarks/beam.py --nodes 5000 --workers 1,2,4
+    --embedded
 """
 
 from __future__ import annotations
@@ -109,9 +110,9 @@ def report(rows: list[tuple[str, int, float, float | None, int]], baseline: floa
 
 
 def bolt_section(args, bundle: pathlib.Path) -> None:
+    from memgraph_tf.batch import BundleBackend, classify_graph
     from memgraph_tf.beam import GraphSpec, ModelSpec, classify_with_beam
     from memgraph_tf.client import connect
-    from memgraph_tf.client.batch import BundleBackend, classify_graph
     from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
 
     nodes, edges = graph_rows(args.nodes, args.dim, args.degree)
@@ -139,7 +140,8 @@ def bolt_section(args, bundle: pathlib.Path) -> None:
                 {"pairs": [list(e) for e in edges[start : start + 2000]]},
             )
         print(
-            f"Bolt (ArcadeDB {server.uri}, client-side fallback): {args.nodes} nodes, {len(edges)} edges "
+            f"Bolt (ArcadeDB {server.uri}, client-side fallback): {args.nodes} nodes, {len(edges)} "
+            "edges "
             f"loaded in {time.perf_counter() - t0:.1f} s; batch size {args.batch_size}"
         )
         cfg = ModelSpec.resolve(bundle=bundle).config
@@ -200,9 +202,9 @@ def bolt_section(args, bundle: pathlib.Path) -> None:
 
 
 def embedded_section(args, bundle: pathlib.Path) -> None:
+    from memgraph_tf.batch import BundleBackend, classify_graph
     from memgraph_tf.beam import ModelSpec, classify_with_beam, register_graph
     from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.client.batch import BundleBackend, classify_graph
     from memgraph_tf.embedded import EmbeddedGraph
 
     nodes, edges = graph_rows(args.nodes, args.dim, args.degree)
@@ -276,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     fanouts = [int(f) for f in args.fanouts.split(",")]
     print(
-        f"memgraph_tf.beam benchmark: fanouts {fanouts}, dim {args.dim}, {'op' if args.op else 'op-free'} "
+        f"memgraph_tf.beam benchmark: fanouts {fanouts}, dim {args.dim}, "
+        f"{'op' if args.op else 'op-free'} "
         f"bundle, {os.cpu_count()} cores (python {sys.version.split()[0]})"
     )
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,6 +10,8 @@ import argparse
 import logging
 import sys
 
+from memgraph_tf.errors import EXIT_USAGE  # standard library only
+
 
 def _build_ops(args: argparse.Namespace) -> int:
     from memgraph_tf import ops
@@ -20,41 +22,22 @@ def _build_ops(args: argparse.Namespace) -> int:
 
 
 def _install_modules(args: argparse.Namespace) -> int:
-    """``memgraph-tf install-modules DIR``: the written paths on stdout, exit 0; a user error (an
-    existing file with ``--no-overwrite``, a DIR that is a file or not writable, a missing
-    package file) is one line on stderr and exit 2, never a traceback."""
+    """``memgraph-tf install-modules DIR``: the written paths on stdout, exit 0; an error (an
+    existing file with ``--no-overwrite``, a DIR that is a file or not writable, a missing package
+    file) is one line on stderr, never a traceback, with the exit code of
+    :func:`memgraph_tf.errors.exit_code_for`."""
     from memgraph_tf import deploy
+    from memgraph_tf.errors import exit_code_for
 
     try:
         paths = deploy.install_modules(args.directory, overwrite=not args.no_overwrite)
     except (OSError, ValueError) as exc:
         logging.getLogger(__name__).debug("install-modules failed", exc_info=True)
         sys.stderr.write(f"memgraph-tf install-modules: {type(exc).__name__}: {exc}\n")
-        return 2
+        return exit_code_for(exc)
     for path in paths:
         print(path)
     return 0
-
-
-def open_graph_source(uri: str):
-    """A graph source for ``serve --graph``. ``embedded:NAME`` loads a dataset shipped in the package
-    (``cora``, ``citeseer``; or ``synthetic``), ``embedded:DIR/NAME`` the Planetoid dataset NAME from
-    ``DIR/ind.NAME.*``, into an in-process graph that runs the unchanged query modules; anything
-    else is a Bolt URI for :func:`memgraph_tf.client.connect`, which takes the user name and password
-    from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` (never a command line, never a bundle)."""
-    import pathlib
-
-    from memgraph_tf import client
-
-    if uri.startswith("embedded:"):
-        from memgraph_tf.datasets import planetoid_graph
-
-        spec = uri[len("embedded:") :]
-        if "/" not in spec:
-            return client.EmbeddedSource(planetoid_graph(spec))
-        path = pathlib.Path(spec)
-        return client.EmbeddedSource(planetoid_graph(path.name, path.parent))
-    return client.connect(uri)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -63,14 +46,15 @@ def _serve(args: argparse.Namespace) -> int:
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-    # The CLI owns the graph connection: the server only receives a source object.
+    from memgraph_tf.client import sources
     from memgraph_tf.serving import server
 
-    return server.run_cli(args, open_graph_source)
+    # the library opens the graph (memgraph_tf.client.open_graph); the server receives the opener
+    return server.run_cli(args, sources.open_graph)
 
 
 def _classify_backend(args: argparse.Namespace):
-    from memgraph_tf.client import batch
+    from memgraph_tf import batch
 
     if args.model is not None:
         if args.model_name or args.model_version is not None:
@@ -87,28 +71,29 @@ def _classify_backend(args: argparse.Namespace):
 
 
 def _classify(args: argparse.Namespace) -> int:
-    """``memgraph-tf classify``: one line on failure, the summary on success. Exit codes: 0 done,
-    1 the run failed or stopped (what was written stays; rerun to resume), 2 a bad command line
-    or setting (nothing was written), 130 interrupted (Ctrl-C; rerun to resume)."""
+    """``memgraph-tf classify``: one line on failure, the summary on success. Exit codes, from the
+    one table (:func:`memgraph_tf.errors.exit_code_for`): 0 done, 1 the run failed or stopped
+    (what was written stays; rerun to resume), 2 a bad command line or setting (nothing was
+    written), 130 interrupted (Ctrl-C; rerun to resume)."""
     if getattr(args, "runner", None):
         from memgraph_tf.beam.runner import run_classify_pipeline
 
         return run_classify_pipeline(args)
     if getattr(args, "pipeline_args", None):
         print(
-            f"memgraph-tf classify: error: unexpected arguments {args.pipeline_args} (Beam pipeline "
-            f"options after -- need --runner)",
+            f"memgraph-tf classify: error: unexpected arguments {args.pipeline_args} (Beam "
+            f"pipeline options after -- need --runner)",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf import batch
     from memgraph_tf.beam.runner import parse_params  # standard library only
-    from memgraph_tf.client import BoltSource, batch
-    from memgraph_tf.client.errors import AuthenticationError, ConfigurationError, InvalidNodeError
-    from memgraph_tf.errors import MemgraphTfError
-    from memgraph_tf.serving.errors import BundleError, NotFoundError
+    from memgraph_tf.client import BoltSource, sources
+    from memgraph_tf.client.errors import ConfigurationError, InvalidNodeError
+    from memgraph_tf.errors import EXIT_INTERRUPTED, MemgraphTfError, exit_code_for
 
     def fail(code: int, message: str) -> int:
         print(f"memgraph-tf classify: {message}", file=sys.stderr)
@@ -123,7 +108,7 @@ def _classify(args: argparse.Namespace) -> int:
             batch.check_where(args.where, params)
         elif params:
             raise ValueError("--param: only with --where")
-        source = open_graph_source(args.graph)
+        source = sources.open_graph(args.graph)
         if args.where is not None and not isinstance(source, BoltSource):
             raise ConfigurationError(
                 "where: the embedded graph runs no Cypher; --where needs a Bolt "
@@ -145,40 +130,32 @@ def _classify(args: argparse.Namespace) -> int:
             fetch_workers=args.fetch_workers,
         )
         summary = run.run()
-    except KeyboardInterrupt:
+    except (Exception, KeyboardInterrupt) as exc:  # one line and the table's exit code
+        code = exit_code_for(exc)
         done = run.summary.classified if run is not None else 0
+        if code == EXIT_INTERRUPTED:
+            return fail(
+                code,
+                f"interrupted after classifying {done} node(s); run the same command again to "
+                f"resume",
+            )
+        if isinstance(exc, InvalidNodeError) and run is not None:
+            return fail(
+                code,
+                f"stopped at {exc}. Nothing of its batch was written; {done} node(s) "
+                f"classified before it (rerun with --skip-invalid to skip such nodes)",
+            )
+        if code == EXIT_USAGE:
+            return fail(code, f"error: {exc}")
+        if isinstance(exc, (MemgraphTfError, OSError)):
+            return fail(
+                code,
+                f"failed: {exc} ({done} node(s) classified and written before; run the same "
+                f"command again to resume)",
+            )
+        logging.getLogger(__name__).debug("internal error", exc_info=True)  # a bug: still one line
         return fail(
-            130,
-            f"interrupted after classifying {done} node(s); run the same command again to resume",
-        )
-    except InvalidNodeError as exc:
-        s = run.summary
-        return fail(
-            1,
-            f"stopped at {exc}. Nothing of its batch was written; {s.classified} node(s) "
-            f"classified before it (rerun with --skip-invalid to skip such nodes)",
-        )
-    except (
-        ConfigurationError,
-        BundleError,
-        AuthenticationError,
-        NotFoundError,
-        FileNotFoundError,
-    ) as exc:
-        return fail(2, f"error: {exc}")
-    except (MemgraphTfError, OSError) as exc:
-        done = run.summary.classified if run is not None else 0
-        return fail(
-            1,
-            f"failed: {exc} ({done} node(s) classified and written before; run the same "
-            f"command again to resume)",
-        )
-    except ValueError as exc:  # a command-line value refused (by the CLI, or a client constructor)
-        return fail(2, f"error: {exc}")
-    except Exception as exc:  # a bug: still one line (the traceback with -v)
-        logging.getLogger(__name__).debug("internal error", exc_info=True)
-        return fail(
-            1, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"
+            code, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"
         )
     finally:
         for closable in (model, source):
@@ -326,13 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_serve)
 
-    from memgraph_tf import demo  # standard library only until it runs
-
     p = sub.add_parser(
         "classify",
         help="classify a graph's nodes with a model and write the predictions back",
-        description="Classify the nodes of a graph with an exported bundle (in-process, or behind TF "
-        "Serving's REST or gRPC API) and write P (class label), P_score and P_version "
+        description="Classify the nodes of a graph with an exported bundle (in-process, or behind "
+        "TF Serving's REST or gRPC API) and write P (class label), P_score and P_version "
         "(model version) on each node; resumable (a rerun skips nodes that carry this "
         "version's prediction) and shardable. See docs/batch-inference.md.",
     )
@@ -426,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the end-to-end demo: dataset -> training -> bundles -> serving -> "
         "batch inference -> pictures and report.html",
     )
+    from memgraph_tf import demo  # standard library only until it runs
+
     demo.add_arguments(p)
     p.set_defaults(func=_demo)
     return parser

@@ -1,20 +1,22 @@
-"""The end-to-end demo (``memgraph-tf demo``): the whole path a user's data takes, leaving behind what a
-person can follow up -- bundles, pictures and a report in ``--out`` (default ``./memgraph-tf-demo/``).
+"""The end-to-end demo (``memgraph-tf demo``): the whole path a user's data takes, leaving behind
+what a person can follow up -- bundles, pictures and a report in ``--out`` (default
+``./memgraph-tf-demo/``).
 
-1. **load** the dataset (Cora by default, shipped in the package) into a graph: the in-process Memgraph
-   runtime, where the unchanged ``query_modules/tf_features.py`` runs through Memgraph's real
-   ``mgp.py``; or, with ``--graph bolt://...``, a real Memgraph, written through Cypher in ``UNWIND``
-   batches (:func:`memgraph_tf.datasets.load_into_graph`).
+1. **load** the dataset (Cora by default, shipped in the package) into a graph: the in-process
+   Memgraph runtime, where the unchanged ``query_modules/tf_features.py`` runs through Memgraph's
+   real ``mgp.py``; or, with ``--graph bolt://...``, a real Memgraph, written through Cypher in
+   ``UNWIND`` batches (:func:`memgraph_tf.datasets.load_into_graph`).
 2. **train** GraphSAGE with features and neighbourhoods coming only through ``tf_features.*`` blobs,
    unpacked by the C++ op; measure test accuracy (mean of several neighbourhood draws).
 3. **export** two TF Serving bundles into ``OUT/``: ``portable/`` (stock ops only, for the stock
    ``tensorflow/serving`` image) and ``with_op/`` (the C++ op inside).
 4. **serve** the portable bundle with the local TF-Serving-compatible server (REST, and gRPC where
    :mod:`memgraph_tf.serving.grpc_server` is present) and classify test nodes by ``node_id`` -- the
-   server fetches each node's neighbourhood blob from the graph -- comparing with in-process predictions.
+   server fetches each node's neighbourhood blob from the graph -- comparing with in-process
+   predictions.
 5. **batch inference**: classify every node and write the class back to the graph.
-6. **report**: ``training.png``, ``confusion.png``, ``throughput.png`` and ``report.html`` in ``OUT/``,
-   a summary table on the terminal, and the commands to go on.
+6. **report**: ``training.png``, ``confusion.png``, ``throughput.png`` and ``report.html`` in
+   ``OUT/``, a summary table on the terminal, and the commands to go on.
 
 Nothing here needs a Memgraph server or TF Serving; the same calls work against them (see README).
 """
@@ -54,7 +56,8 @@ _NATIVE_LOG = re.compile(
     r"|To enable the following instructions:)"
 )
 """TensorFlow's native start-up lines (absl info/warning lines written before its logging is set up,
-and the ``cuInit`` error of a machine without a GPU), which ``TF_CPP_MIN_LOG_LEVEL`` does not reach."""
+and the ``cuInit`` error of a machine without a GPU), which ``TF_CPP_MIN_LOG_LEVEL`` does not
+reach."""
 
 
 def _say(message: str = "") -> None:
@@ -85,7 +88,8 @@ def native_log_filter() -> Iterator[None]:
 
 
 def import_tensorflow_quietly() -> Any:
-    """Imports TensorFlow and initialises its devices inside :func:`native_log_filter`; returns the module."""
+    """Imports TensorFlow and initialises its devices inside :func:`native_log_filter`; returns the
+    module."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     with native_log_filter():
         import tensorflow as tf
@@ -155,7 +159,8 @@ def _predict_draws(
     draws: int,
     progress: bool,
 ) -> Any:
-    """Class probabilities averaged over ``draws`` neighbourhood samples, one progress step per draw."""
+    """Class probabilities averaged over ``draws`` neighbourhood samples, one progress step per
+    draw."""
     import numpy as np
 
     from memgraph_tf.client.graphsage import predict_proba
@@ -225,49 +230,20 @@ def bundle_layout(features: Any) -> str:
 
 
 def _classify_stage(
-    model: Any,
-    source: Any,
-    options: dict,
-    bundle_dir: pathlib.Path,
-    feature_cache: Any,
-    progress: bool,
+    source: Any, bundle_dir: pathlib.Path, progress: bool
 ) -> tuple[int, float, str]:
-    """Batch inference over every node, the class name written to ``predicted_class``: (nodes
-    written, seconds, how). With :mod:`memgraph_tf.client.batch` (``memgraph-tf classify``) the
-    exported op-free bundle runs in-process, as ``memgraph-tf classify --model`` runs it; without it
-    (an older build) :func:`memgraph_tf.client.predict_and_write` runs the in-process model."""
-    clock = _Clock()
-    try:
-        from memgraph_tf.client import batch
-    except ImportError:
-        from memgraph_tf.client import predict_and_write
+    """Batch inference over every node with the exported op-free bundle run in-process, as
+    ``memgraph-tf classify --model`` runs it (:mod:`memgraph_tf.batch`): the class name written to
+    ``predicted_class``, its score and the model version beside it
+    (:func:`~memgraph_tf.client.graphs.property_names`). Returns (nodes written, seconds, how)."""
+    from memgraph_tf.batch import BatchClassifier, BundleBackend
 
-        written = predict_and_write(
-            model,
-            source,
-            options=options or None,
-            feature_cache=feature_cache,
-            write_class_names=True,
-            progress=progress,
-        )
-        return written, clock.seconds, "predict_and_write, the in-process model"
-    with batch.BundleBackend(bundle_dir) as backend:
-        summary = batch.BatchClassifier(
+    clock = _Clock()
+    with BundleBackend(bundle_dir) as backend:
+        summary = BatchClassifier(
             source, backend, write_property="predicted_class", overwrite=True, progress=progress
         ).run()
-    return summary.classified, clock.seconds, "memgraph_tf.client.batch, the op-free bundle"
-
-
-def _cli_has(command: str, option: str) -> bool:
-    """Whether ``memgraph-tf COMMAND`` exists (and takes ``option``, when given) in this build."""
-    from memgraph_tf import cli
-
-    parser = cli.build_parser()
-    for action in parser._subparsers._group_actions:
-        sub = action.choices.get(command)
-        if sub is not None:
-            return not option or any(option in a.option_strings for a in sub._actions)
-    return False
+    return summary.classified, clock.seconds, "memgraph_tf.batch, the op-free bundle"
 
 
 def _commands(
@@ -276,28 +252,19 @@ def _commands(
     base = out / "portable" / MODEL_NAME
     graph_arg = graph if graph else f"embedded:{dataset}"
     examples = ", ".join(f'{{"node_id": {i}}}' for i in example_ids)
-    grpc = " --grpc-port 8500" if _cli_has("serve", "--grpc-port") else ""
-    lines = [
-        "# serve the op-free bundle (stock TF Serving runs it too; see docs/serving.md), node ids read from the graph:",
-        f"memgraph-tf serve {base} --graph {graph_arg} --port 8501{grpc} &",
+    return [
+        "# serve the op-free bundle (stock TF Serving runs it too; see docs/serving.md), "
+        "node ids read from the graph:",
+        f"memgraph-tf serve {base} --graph {graph_arg} --port 8501 --grpc-port 8500 &",
         "# classify nodes by node id:",
         f"curl -s -X POST http://127.0.0.1:8501/v1/models/{MODEL_NAME}:classify "
         f"-d '{{\"examples\": [{examples}]}}'",
+        "# batch inference again: every node, the class written back as predicted_class"
+        + (" (embedded: the graph lives as long as the command)" if not graph else ""),
+        f"memgraph-tf classify --graph {graph_arg} --model {base} --overwrite",
+        "# the pictures and this summary: open it in a browser",
+        f"{out / 'report.html'}",
     ]
-    if _cli_has("classify", ""):
-        lines += [
-            "# batch inference again: every node, the class written back as predicted_class"
-            + (" (embedded: the graph lives as long as the command)" if not graph else ""),
-            f"memgraph-tf classify --graph {graph_arg} --model {base} --overwrite",
-        ]
-    else:
-        lines += [
-            "# batch inference again (every node; the class written back to the graph):",
-            f"memgraph-tf demo --dataset {dataset} --out {out}"
-            + (f" --graph {graph} --replace" if graph else ""),
-        ]
-    lines += ["# the pictures and this summary: open it in a browser", f"{out / 'report.html'}"]
-    return lines
 
 
 def run(
@@ -345,7 +312,8 @@ def run(
     )
     _say(
         f"[1/{n_stages}] loaded {dataset} into {graph_text}: {data.num_nodes:,} nodes, "
-        f"{len(data.edges):,} edges; train/val/test {len(train_ids)}/{len(val_ids)}/{len(test_ids)} "
+        f"{len(data.edges):,} edges; train/val/test "
+        f"{len(train_ids)}/{len(val_ids)}/{len(test_ids)} "
         f"({clock.seconds:.1f} s)"
     )
 
@@ -409,7 +377,8 @@ def run(
     )
     _say(
         f"[2/{n_stages}] trained GraphSAGE for {trained_steps} steps via {via} "
-        f"({stages[-2].seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step {result.best_step}), "
+        f"({stages[-2].seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step "
+        f"{result.best_step}), "
         f"test acc {test_accuracy:.3f}" + (f" (published: {beside})" if beside else "")
     )
 
@@ -495,15 +464,14 @@ def run(
             )
     for c in served:
         _say(
-            f"[4/{n_stages}] {c.how}: {c.nodes} test nodes in {c.seconds * 1000:.0f} ms; accuracy {c.accuracy:.3f}, "
+            f"[4/{n_stages}] {c.how}: {c.nodes} test nodes in {c.seconds * 1000:.0f} ms; accuracy "
+            f"{c.accuracy:.3f}, "
             f"agreement with in-process predictions {c.agreement:.3f}"
         )
     _say(f"      e.g. node {ids[0]} -> {labels[0]} (truth: {names[int(data.labels[ids[0]])]})")
 
     # 5. batch inference
-    written, seconds, how = _classify_stage(
-        model, source, options, out / "portable" / MODEL_NAME, result.feature_cache, progress
-    )
+    written, seconds, how = _classify_stage(source, out / "portable" / MODEL_NAME, progress)
     stages.append(report.Stage("batch inference", seconds, written, "nodes", how))
     sample = ""
     if embedded is not None:
@@ -511,7 +479,8 @@ def run(
             f"{n}: {embedded.get_property(n, 'predicted_class')}" for n in test_ids[:3]
         )
     _say(
-        f"[5/{n_stages}] batch inference wrote the predicted class of {written:,} nodes back to the graph "
+        f"[5/{n_stages}] batch inference wrote the predicted class of {written:,} nodes back to "
+        "the graph "
         f"({seconds:.1f} s, {how}){sample}"
     )
 
@@ -561,7 +530,8 @@ def run(
     )
     html = report.write_report(out, summary, images)
     _say(
-        f"[6/{n_stages}] wrote {', '.join(p.name for p in images.values())} and {html.name} into {out} "
+        f"[6/{n_stages}] wrote {', '.join(p.name for p in images.values())} and {html.name} into "
+        f"{out} "
         f"({clock.seconds:.1f} s)"
     )
     if embedded is None and hasattr(source, "close"):

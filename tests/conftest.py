@@ -1,14 +1,24 @@
-"""Shared test configuration. Area-specific fixtures live in each tests/<area>/conftest.py."""
+"""Shared test configuration. Area-specific fixtures live in each tests/<area>/conftest.py; test
+helpers that several test modules import live in plain modules (``tests.graphs``,
+``tests.client.classify_kit``, ``tests.beam.helpers``), imported by name."""
 
 from __future__ import annotations
 
 import os
 import pathlib
+import sys
 
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 GOLDEN_DIR = REPO_ROOT / "tests" / "golden"
+
+# ``python -m pytest`` from the repository root puts the root on sys.path; the pytest script, or a
+# start from another directory, does not, and with --import-mode=importlib pytest adds nothing. The
+# helper modules are imported as ``tests.<module>``, so the root goes on the path here (at the end:
+# it shadows no installed module).
+if str(REPO_ROOT) not in sys.path:
+    sys.path.append(str(REPO_ROOT))
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +33,8 @@ def golden_dir() -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def planetoid_dir() -> pathlib.Path:
-    """The Planetoid files (see memgraph_tf.datasets); the test skips, saying where it looked, if absent."""
+    """The Planetoid files (see memgraph_tf.datasets); the test skips, saying where it looked, if
+    absent."""
     from memgraph_tf.datasets import planetoid_root
 
     try:

@@ -1,11 +1,12 @@
-"""The main job (``memgraph-tf demo``): the whole pipeline on the small synthetic graph (CI), what it
-leaves in the output folder (bundles, pictures that decode, a report that shows them), its command
-line, its summary and the filter that keeps TensorFlow's start-up lines off the screen."""
+"""The main job (``memgraph-tf demo``): the whole pipeline on the small synthetic graph (CI), what
+it leaves in the output folder (bundles, pictures that decode, a report that shows them), its
+command line, its summary and the filter that keeps TensorFlow's start-up lines off the screen."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import pathlib
 import re
 
 import numpy as np
@@ -27,7 +28,7 @@ def synthetic_run(tmp_path_factory):
 
 
 def test_demo_pipeline_on_the_synthetic_graph(synthetic_run) -> None:
-    out, figures, printed = synthetic_run
+    _, figures, printed = synthetic_run
     for step in range(1, 7):
         assert f"[{step}/6]" in printed
     assert figures["written"] == 400
@@ -165,21 +166,41 @@ def test_commands_to_go_on_name_the_output_folder() -> None:
     assert "--graph bolt://db:7687" in real
 
 
-def test_serve_graph_argument_opens_a_packaged_dataset() -> None:
-    source = cli.open_graph_source("embedded:synthetic")
+def test_demo_options_are_defined_by_the_demo_module() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="demo")
+    demo.add_arguments(parser)  # what `memgraph-tf demo` is built from; no CLI module needed
+    args = parser.parse_args(["--dataset", "citeseer", "--graph", "bolt://db:7687", "--replace"])
+    want = cli.build_parser().parse_args(
+        ["demo", "--dataset", "citeseer", "--graph", "bolt://db:7687", "--replace"]
+    )
+    assert {k: v for k, v in vars(want).items() if k not in ("command", "func", "verbose")} == (
+        vars(args)
+    )
+    lines = "\n".join(demo._commands(pathlib.Path("o"), "cora", None, [1]))
+    assert "--grpc-port 8500 &" in lines and "memgraph-tf classify --graph embedded:cora" in lines
+
+
+def test_graph_uri_opens_a_packaged_dataset() -> None:
+    from memgraph_tf.client import open_graph
+
+    source = open_graph("embedded:synthetic")
     assert len(source.node_ids()) == 400
     with pytest.raises(
         ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'nope'"
     ):
-        cli.open_graph_source("embedded:nope")
+        open_graph("embedded:nope")
 
 
 def test_native_log_filter_drops_only_tensorflow_start_up_lines(capfd) -> None:
     lines = [
         "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
         "I0000 00:00:1795426048.153049   22215 port.cc:153] oneDNN custom operations are on.\n",
-        "I0000 00:00:1795426048.153351   22215 cudart_stub.cc:31] Could not find cuda drivers on your machine\n",
-        "E0000 00:00:1795426050.308762   22215 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error\n",
+        "I0000 00:00:1795426048.153351   22215 cudart_stub.cc:31] Could not find cuda drivers on "
+        "your machine\n",
+        "E0000 00:00:1795426050.308762   22215 cuda_platform.cc:52] failed call to cuInit: "
+        "INTERNAL: CUDA error\n",
         "E0000 00:00:1795426050.308762   22215 kernel.cc:7] a real error\n",
         "Traceback (most recent call last):\n",
     ]

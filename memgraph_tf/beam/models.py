@@ -1,6 +1,9 @@
-"""Which model a pipeline runs: a picklable :class:`ModelSpec`, resolved once by the launcher (version
-pinned, bundle config read) and opened on each worker as a
-:class:`memgraph_tf.client.batch.ModelBackend` (no Beam import here).
+"""Which model a pipeline runs: a picklable :class:`ModelSpec`, resolved once by the launcher
+(version pinned, bundle config read) and opened on each worker as a
+:class:`memgraph_tf.batch.ModelBackend` (no Beam import here). Which version directory a bundle
+path means and how batch inference samples with a bundle are the batch package's
+(:func:`memgraph_tf.batch.backends.resolve_version_dir`, :func:`~memgraph_tf.batch.sampling_for`),
+the same rules as ``memgraph-tf classify``'s.
 
 Resolving on the launcher means every worker runs the same version and samples with the same
 settings, even if a newer version appears while the job runs.
@@ -10,13 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import pathlib
 import threading
 from typing import Any
 
-from memgraph_tf.client.batch import DEFAULT_SEED, ModelBackend
+from memgraph_tf.batch.backends import (
+    BundleBackend,
+    ModelBackend,
+    grpc_backend,
+    resolve_version_dir,
+    rest_backend,
+    sampling_for,
+)
 from memgraph_tf.client.errors import ConfigurationError, ModelError
-from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec
+from memgraph_tf.serving.bundle import BundleConfig, read_bundle_config
 
 logger = logging.getLogger(__name__)
 
@@ -24,22 +33,6 @@ KINDS = ("bundle", "rest", "grpc")
 
 _SHARED_LOCK = threading.Lock()
 _SHARED: dict[ModelSpec, ModelBackend] = {}
-
-
-def sampling_for(config: BundleConfig, seed: int | None = None) -> SamplingSpec:
-    """The sampling settings batch inference uses for a bundle: its fanouts, properties and
-    options without ``label_property`` (no labels are needed to classify), with ``options.seed`` =
-    ``seed``, else the bundle's seed, else :data:`memgraph_tf.client.batch.DEFAULT_SEED`.
-
-    Guarantees: the same settings as ``memgraph_tf.client.batch.BatchClassifier`` (a test compares
-    their predictions), so a node gets the same neighbourhood -- hence the same prediction -- in
-    a Beam pipeline as in ``memgraph-tf classify``."""
-    options = {k: v for k, v in config.options.items() if k != "label_property"}
-    if seed is not None:
-        options["seed"] = seed
-    elif options.get("seed") is None:
-        options["seed"] = DEFAULT_SEED
-    return SamplingSpec(config.fanouts, config.properties, options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,9 +81,7 @@ class ModelSpec:
                     "model_name / version: only for a served model (a bundle "
                     "directory names its version itself)"
                 )
-            version_dir, number = _version_dir(pathlib.Path(bundle))
-            from memgraph_tf.serving.bundle import read_bundle_config
-
+            version_dir, number = resolve_version_dir(bundle)
             config = read_bundle_config(version_dir)
             if config is None:
                 raise ConfigurationError(
@@ -112,11 +103,9 @@ class ModelSpec:
             return cls(kind, str(target), model_name, backend.version, backend.config.to_json())
 
     def _connect(self, version: int | None) -> ModelBackend:
-        from memgraph_tf.client import batch
-
         if self.kind == "rest":
-            return batch.rest_backend(self.target, self.model_name, version=version)
-        return batch.grpc_backend(self.target, self.model_name, version=version)
+            return rest_backend(self.target, self.model_name, version=version)
+        return grpc_backend(self.target, self.model_name, version=version)
 
     def open(self, *, shared: bool = False) -> ModelBackend:
         """A backend for this spec on this worker (loads the bundle, or connects to the server
@@ -134,8 +123,6 @@ class ModelSpec:
                     backend = _SHARED[self] = self.open()
                 return backend
         if self.kind == "bundle":
-            from memgraph_tf.client.batch import BundleBackend
-
             backend: ModelBackend = BundleBackend(self.target)
         else:
             backend = self._connect(self.version)
@@ -149,27 +136,6 @@ class ModelSpec:
 
     def __str__(self) -> str:
         return f"{self.model_name} version {self.version} ({self.kind} {self.target})"
-
-
-def _version_dir(path: pathlib.Path) -> tuple[pathlib.Path, int | None]:
-    """What ``BundleBackend`` loads for ``path``: the version directory and its number."""
-    from memgraph_tf.serving.bundle import discover_versions, parse_version_dir
-
-    if not path.is_dir():
-        raise ConfigurationError(
-            f"model: expected a bundle directory (BASE/NAME or BASE/NAME/VERSION), "
-            f"got {str(path)!r}: no such directory"
-        )
-    if (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file():
-        return path, parse_version_dir(path.name)
-    found = discover_versions(path)
-    if not found:
-        raise ConfigurationError(
-            f"model: expected saved_model.pb or numbered version directories in "
-            f"{str(path)!r}, found neither"
-        )
-    number, version_dir = max(found.items())
-    return version_dir, number
 
 
 __all__ = ["KINDS", "ModelSpec", "sampling_for"]

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from memgraph_tf.client.summary import RunSummary
+from memgraph_tf.batch.summary import RunSummary
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ BEAM_MISSING = (
 
 
 def require_beam() -> Any:
-    """The ``apache_beam`` module; raises ImportError with the install command when it is missing."""
+    """The ``apache_beam`` module; raises ImportError with the install command when it is
+    missing."""
     try:
         import apache_beam
     except ImportError as exc:
@@ -137,12 +138,12 @@ def create_pipeline(
 
 @dataclasses.dataclass
 class BeamSummary(RunSummary):
-    """What a pipeline run did (:class:`~memgraph_tf.client.summary.RunSummary`: the model, the
+    """What a pipeline run did (:class:`~memgraph_tf.batch.summary.RunSummary`: the model, the
     property written, ``elapsed_s`` -- the whole run, start-up of workers and model included --
-    and :attr:`nodes_per_s` of the written nodes), from its committed counters: ``read`` node keys read, ``fetched``
-    blobs sampled, ``classified`` predictions made, ``written`` nodes written, ``unchanged``
-    predictions the write left alone (the node already carried this version: a retried bundle),
-    ``invalid`` nodes skipped (``skip_invalid``)."""
+    and :attr:`nodes_per_s` of the written nodes), from its committed counters: ``read`` node keys
+    read, ``fetched`` blobs sampled, ``classified`` predictions made, ``written`` nodes written,
+    ``unchanged`` predictions the write left alone (the node already carried this version: a retried
+    bundle), ``invalid`` nodes skipped (``skip_invalid``)."""
 
     runner: str
     workers: int
@@ -185,7 +186,8 @@ def check_runner_for_graph(graph: Any, runner: str, running_mode: str | None) ->
         runner not in IN_PROCESS_RUNNERS or running_mode == "multi_processing"
     ):
         raise ConfigurationError(
-            f"graph: {graph.uri} lives in this process, but {runner} in {running_mode} mode runs workers "
+            f"graph: {graph.uri} lives in this process, but {runner} in {running_mode} mode runs "
+            "workers "
             f"elsewhere (their writes would be lost); use a Bolt graph, or the DirectRunner with "
             f"running mode in_memory or multi_threading"
         )
@@ -266,8 +268,8 @@ def classify_with_beam(
 # ---------------------------------------------------------------------------------- command line
 def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds ``--runner``, ``--num-workers``, ``--running-mode``, ``--id-ranges``, ``--read-graph``
-    and the trailing Beam pipeline options (everything after ``--``) to the ``classify`` parser. Without
-    ``--runner`` nothing changes (``args.runner`` is None); with it, call
+    and the trailing Beam pipeline options (everything after ``--``) to the ``classify`` parser.
+    Without ``--runner`` nothing changes (``args.runner`` is None); with it, call
     :func:`run_classify_pipeline`. Needs no Beam to add the arguments."""
     group = parser.add_argument_group(
         "Apache Beam (pip install 'memgraph-tf[beam]'; see docs/scaling.md)"
@@ -315,8 +317,9 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
-    """``NAME=VALUE`` items -> ``{NAME: value}``; VALUE is JSON when it parses as JSON, else a string
-    (the rule of ``memgraph-tf classify --param``). Raises ValueError for an item without ``=``."""
+    """``NAME=VALUE`` items -> ``{NAME: value}``; VALUE is JSON when it parses as JSON, else a
+    string (the rule of ``memgraph-tf classify --param``). Raises ValueError for an item without
+    ``=``."""
     params: dict[str, Any] = {}
     for item in items or []:
         name, sep, text = item.partition("=")
@@ -343,12 +346,13 @@ def _worker_error(exc: BaseException) -> str:
 
 def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any = None) -> int:
     """``memgraph-tf classify ... --runner R [-- BEAM OPTIONS]``: batch inference as a Beam pipeline
-    with the classify command's options (``--graph``, ``--model`` / ``--serving`` / ``--serving-grpc``
-    with ``--model-name`` / ``--model-version``, ``--label``, ``--where`` / ``--param``,
-    ``--write-property``, ``--batch-size``, ``--skip-invalid``, ``--overwrite``) plus
-    :func:`add_runner_arguments`'s. Prints the summary line; returns the exit code: 0 done, 1 the
-    pipeline failed (what was written stays; rerun to resume), 2 a bad command line or setting, or
-    Beam missing (nothing was run). Errors are one line on stderr, never a traceback."""
+    with the classify command's options (``--graph``, ``--model`` / ``--serving`` /
+    ``--serving-grpc`` with ``--model-name`` / ``--model-version``, ``--label``, ``--where`` /
+    ``--param``, ``--write-property``, ``--batch-size``, ``--skip-invalid``, ``--overwrite``) plus
+    :func:`add_runner_arguments`'s. Prints the summary line; returns the exit code of the one
+    table (:func:`memgraph_tf.errors.exit_code_for`): 0 done, 1 the pipeline failed (what was
+    written stays; rerun to resume), 2 a bad command line or setting, or Beam missing (nothing
+    was run), 130 interrupted. Errors are one line on stderr, never a traceback."""
     out = out or sys.stdout
     err = err or sys.stderr
 
@@ -356,15 +360,16 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
         print(f"memgraph-tf classify: {message}", file=err)
         return code
 
+    from memgraph_tf.errors import EXIT_INTERRUPTED, EXIT_USAGE, MemgraphTfError, exit_code_for
+
     try:
         require_beam()
     except ImportError as exc:
-        return fail(2, f"error: {exc}")
+        return fail(exit_code_for(exc), f"error: {exc}")
     from memgraph_tf.beam.graphs import GraphSpec
     from memgraph_tf.beam.models import ModelSpec
     from memgraph_tf.beam.transforms import DEFAULT_NUM_RANGES
     from memgraph_tf.client.errors import ConfigurationError
-    from memgraph_tf.errors import MemgraphTfError
 
     try:
         if getattr(args, "shard", "0/1") not in (None, "0/1"):
@@ -424,22 +429,22 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
             overwrite=args.overwrite,
             read_graph=read_graph,
         )
-    except KeyboardInterrupt:
+    except (Exception, KeyboardInterrupt) as exc:  # one line and the table's exit code
+        code = exit_code_for(exc)
+        if code == EXIT_INTERRUPTED:
+            return fail(
+                code, "interrupted; what was written stays: run the same command again to resume"
+            )
+        if code == EXIT_USAGE:
+            return fail(code, f"error: {exc}")
+        if isinstance(exc, (MemgraphTfError, OSError)):
+            detail = str(exc)
+        else:  # a worker's error comes back from the runner as text
+            logger.debug("the pipeline failed", exc_info=True)
+            detail = _worker_error(exc)
         return fail(
-            130, "interrupted; what was written stays: run the same command again to resume"
-        )
-    except (ConfigurationError, ValueError) as exc:
-        return fail(2, f"error: {exc}")
-    except (MemgraphTfError, OSError) as exc:
-        return fail(
-            1, f"failed: {exc} (what was written stays: run the same command again to resume)"
-        )
-    except Exception as exc:  # a worker's error comes back from the runner as text
-        logger.debug("the pipeline failed", exc_info=True)
-        return fail(
-            1,
-            f"failed: {_worker_error(exc)} (what was written stays: run the same command again "
-            f"to resume)",
+            code,
+            f"failed: {detail} (what was written stays: run the same command again to resume)",
         )
     print(summary.text(), file=out)
     return 0

@@ -2,9 +2,9 @@
 TFRecord files. Each step is a transform of its own; :class:`ClassifyNodes` and
 :class:`ExportNeighbourhoods` chain them::
 
-    keys   = p | ReadNodeIds(NodeScan(graph, selection, todo=True))  # int node keys, by key range
+    keys   = p | ReadNodeIds(NodeScan(graph, selection, todo=True))  # int node keys, by range
     hoods  = keys | FetchNeighbourhoods(graph, sampling)               # ["blobs"]: (key, blob)
-    preds  = hoods["blobs"] | ClassifyBlobs(model)                     # ["predictions"]: (key, class, score)
+    preds  = hoods["blobs"] | ClassifyBlobs(model)      # ["predictions"]: (key, class, score)
     counts = preds["predictions"] | WritePredictions(graph, selection) # nodes written per batch
 
 (``["invalid"]`` of the middle two: ``(key, reason)`` of nodes skipped with ``skip_invalid``.)
@@ -39,20 +39,12 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
-from memgraph_tf.beam.graphs import GraphSpec, NodeSelection, NodeTable, acquire, release
-from memgraph_tf.beam.models import ModelSpec, sampling_for
-from memgraph_tf.client.batch import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_WRITE_PROPERTY,
-    ModelBackend,
-    fetch_error_is_node_specific,
-    isolate,
-)
-from memgraph_tf.client.errors import (
-    ConfigurationError,
-    InvalidNodeError,
-    ModelInputError,
-)
+from memgraph_tf.batch.backends import ModelBackend, sampling_for
+from memgraph_tf.batch.pipeline import DEFAULT_BATCH_SIZE, fetch_error_is_node_specific, isolate
+from memgraph_tf.beam.graphs import GraphSpec, acquire, release
+from memgraph_tf.beam.models import ModelSpec
+from memgraph_tf.client.errors import ConfigurationError, InvalidNodeError, ModelInputError
+from memgraph_tf.client.graphs import DEFAULT_WRITE_PROPERTY, NodeSelection, bundle_selection
 from memgraph_tf.serving.bundle import SamplingSpec
 from memgraph_tf.serving.grpc_codec import proto_field, proto_varint
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
@@ -72,8 +64,9 @@ SEED_FEATURE = "seed"
 # ------------------------------------------------------------------------------------------ read
 @dataclasses.dataclass(frozen=True)
 class NodeScan:
-    """What :class:`ReadNodeIds` reads: the selected nodes of ``graph`` (with ``todo``: those without
-    the selection's version), split into ``num_ranges`` key ranges, paged ``page_size`` at a time."""
+    """What :class:`ReadNodeIds` reads: the selected nodes of ``graph`` (with ``todo``: those
+    without the selection's version), split into ``num_ranges`` key ranges, paged ``page_size`` at
+    a time."""
 
     graph: GraphSpec
     selection: NodeSelection
@@ -109,7 +102,7 @@ class _SplitKeysFn(beam.DoFn):
     def process(self, element: Any) -> Iterator[tuple[int, int]]:
         handle = acquire(self.scan.graph)
         try:
-            bounds = NodeTable(handle, self.scan.selection).bounds(self.scan.todo)
+            bounds = handle.table(self.scan.selection).bounds(self.scan.todo)
         finally:
             release(handle)
         if bounds is None:
@@ -137,7 +130,7 @@ class _ReadRangeFn(beam.DoFn):
 
     def setup(self) -> None:
         self._handle = acquire(self.scan.graph)
-        self._table = NodeTable(self._handle, self.scan.selection)
+        self._table = self._handle.table(self.scan.selection)
 
     def teardown(self) -> None:
         if self._handle is not None:
@@ -148,7 +141,7 @@ class _ReadRangeFn(beam.DoFn):
         lo, hi = key_range
         after = None
         while True:
-            keys = self._table.page(lo, hi, after, self.scan.page_size, self.scan.todo)
+            keys = self._table.page(after, self.scan.page_size, self.scan.todo, lo=lo, hi=hi)
             self._read.inc(len(keys))
             yield from keys
             if len(keys) < self.scan.page_size:
@@ -301,16 +294,17 @@ class Rejected(NamedTuple):
 
 class BlobModelHandler(ModelHandler):
     """A RunInference ``ModelHandler`` for memgraph-tf models: examples are ``(node key, blob)``
-    pairs, the model is a :class:`~memgraph_tf.client.batch.ModelBackend` opened from ``model``
+    pairs, the model is a :class:`~memgraph_tf.batch.ModelBackend` opened from ``model``
     on each worker (a bundle loaded in-process -- op or op-free, the op library registered on the
     worker -- or a TF Serving endpoint over REST or gRPC, pinned to the resolved version).
 
     A bundle is loaded once per worker process and kept (:meth:`ModelSpec.open` with
-    ``shared``). ``run_inference`` returns one ``PredictionResult(example=node key, inference=(class label,
-    score), model_id="NAME/VERSION")`` per example, in order. A batch the model rejects
-    (:class:`~memgraph_tf.client.errors.ModelInputError`) is halved down to the rejected nodes;
-    those raise :class:`~memgraph_tf.client.errors.InvalidNodeError`, or with ``skip_invalid``
-    get ``inference=Rejected(reason)``. Batches hold up to ``batch_size`` examples."""
+    ``shared``). ``run_inference`` returns one ``PredictionResult(example=node key,
+    inference=(class label, score), model_id="NAME/VERSION")`` per example, in order. A batch
+    the model rejects (:class:`~memgraph_tf.client.errors.ModelInputError`) is halved down to the
+    rejected nodes; those raise :class:`~memgraph_tf.client.errors.InvalidNodeError`, or with
+    ``skip_invalid`` get ``inference=Rejected(reason)``. Batches hold up to ``batch_size``
+    examples."""
 
     def __init__(
         self, model: ModelSpec, *, batch_size: int = DEFAULT_BATCH_SIZE, skip_invalid: bool = False
@@ -406,7 +400,7 @@ class _WriteFn(beam.DoFn):
 
     def setup(self) -> None:
         self._handle = acquire(self.graph)
-        self._table = NodeTable(self._handle, self.selection)
+        self._table = self._handle.table(self.selection)
 
     def teardown(self) -> None:
         if self._handle is not None:
@@ -474,30 +468,25 @@ def selection_for(
     where_params: Mapping[str, Any] | None = None,
     write_property: str = DEFAULT_WRITE_PROPERTY,
 ) -> NodeSelection:
-    """The nodes batch inference classifies with ``model``: ``label`` (default the bundle's
-    ``options.label``; another label than the bundle's is refused, as ``memgraph-tf classify``
-    does), keyed by the bundle's ``options.id_property`` (else internal ids)."""
-    options = model.config.options
-    bundle_label = options.get("label")
-    if label is not None and bundle_label is not None and label != bundle_label:
-        raise ConfigurationError(
-            f"label: the model samples :{bundle_label} nodes (its options.label), got "
-            f"{label!r}; leave label out or give {bundle_label!r}"
-        )
-    return NodeSelection(
-        label=label if label is not None else bundle_label,
-        id_property=options.get("id_property"),
+    """The nodes batch inference classifies with ``model``:
+    :func:`memgraph_tf.client.graphs.bundle_selection` with the bundle's options and the model
+    version -- the same selection as ``memgraph-tf classify`` (``label`` default the bundle's
+    ``options.label``, another label refused; keyed by ``options.id_property``, else internal
+    ids)."""
+    return bundle_selection(
+        model.config.options,
+        model.version,
+        label=label,
         where=where,
-        where_params=dict(where_params or {}),
+        where_params=where_params,
         write_property=write_property,
-        version=model.version,
     )
 
 
 class ClassifyNodes(beam.PTransform):
     """``PBegin -> {"written": PCollection[int], "invalid": PCollection[(key, reason)]}``: batch
     inference as a Beam pipeline, with ``memgraph-tf classify``'s semantics -- the same nodes
-    (``label``, ``where``), the same keyed sampling (:func:`~memgraph_tf.beam.models.sampling_for`),
+    (``label``, ``where``), the same keyed sampling (:func:`~memgraph_tf.batch.sampling_for`),
     hence the same predictions, the same properties (``P``, ``P_score``, ``P_version``); nodes that
     already carry this version's prediction are skipped unless ``overwrite``; nodes that cannot be
     classified fail the job naming the node unless ``skip_invalid``.

@@ -12,7 +12,8 @@ need not import the driver to handle them. The tree::
     |   +-- AuthenticationError         the server refused the credentials
     +-- QueryError                      the server rejected or failed a query
     |   +-- ProcedureUnavailable        a ``tf_features`` procedure is not installed on the server
-    +-- ResultError                     a row does not fit the declared output types (also a ValueError)
+    +-- ResultError                     a row does not fit the declared output types (also a
+    ValueError)
     |   +-- NullValueError              a column holds null
     |   +-- ValueTypeError              a value of the wrong type (also a TypeError)
     |   +-- ValueLengthError            a list of the wrong length
@@ -23,9 +24,9 @@ need not import the driver to handle them. The tree::
         +-- ModelInputError             the model rejected an input blob (also a ValueError)
 
 Errors raised inside a ``tf.data`` pipeline or ``tf.py_function`` reach the caller as the
-``tf.errors.OpError`` subclass TensorFlow maps them to (``InvalidArgumentError`` for the ``ValueError``
-and ``TypeError`` families, another ``OpError`` such as ``UnknownError`` otherwise); their message
-contains this module's message unchanged.
+``tf.errors.OpError`` subclass TensorFlow maps them to (``InvalidArgumentError`` for the
+``ValueError`` and ``TypeError`` families, another ``OpError`` such as ``UnknownError`` otherwise);
+their message contains this module's message unchanged.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ class ClientError(MemgraphTfError):
 
 
 class ConfigurationError(ClientError, ValueError):
-    """A bad argument or setting: the message names the parameter, the bad value and the allowed ones."""
+    """A bad argument or setting: the message names the parameter, the bad value and the allowed
+    ones."""
 
 
 class GraphConnectionError(ClientError, ConnectionError):
@@ -54,7 +56,8 @@ class AuthenticationError(GraphConnectionError):
 
 
 class QueryError(ClientError):
-    """The server rejected or failed a query; the message carries the server's message and the query."""
+    """The server rejected or failed a query; the message carries the server's message and the
+    query."""
 
 
 class ProcedureUnavailable(QueryError):
@@ -62,7 +65,8 @@ class ProcedureUnavailable(QueryError):
 
 
 class ResultError(ClientError, ValueError):
-    """A result row does not fit the declared output types; names the column, the row and the value."""
+    """A result row does not fit the declared output types; names the column, the row and the
+    value."""
 
 
 class NullValueError(ResultError):
@@ -82,7 +86,7 @@ class GraphDataError(ClientError, ValueError):
 
 
 class InvalidNodeError(GraphDataError):
-    """Batch inference (:mod:`memgraph_tf.client.batch`) stopped at a node it cannot classify: an
+    """Batch inference (:mod:`memgraph_tf.batch`) stopped at a node it cannot classify: an
     unknown id, features that cannot be packed (its own or a sampled neighbour's), or a blob the
     model rejects. ``node_id`` names the node and ``reason`` says why; nothing of the batch that
     holds it was written."""

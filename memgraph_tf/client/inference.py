@@ -1,4 +1,7 @@
-"""Batch inference: node ids -> sampled neighbourhoods -> GraphSAGE -> predictions written back to the graph."""
+"""In-process inference with a model in memory: node ids -> sampled neighbourhoods -> GraphSAGE ->
+predictions (:func:`predict`), written back to the graph (:func:`predict_and_write`) under the
+same property names as ``memgraph-tf classify`` (:func:`memgraph_tf.client.graphs.property_names`).
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from memgraph_tf.client.errors import ConfigurationError, GraphDataError
+from memgraph_tf.client.graphs import DEFAULT_WRITE_PROPERTY, property_names
 from memgraph_tf.client.graphsage import GraphSAGE, predict_proba
 from memgraph_tf.client.pipeline import FeatureCache
-from memgraph_tf.client.sources import GraphSource, _quote_name
+from memgraph_tf.client.sources import GraphSource, quote_name
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +29,8 @@ def _positive(name: str, value: Any) -> int:
 
 
 class Predictions(NamedTuple):
-    """``ids[i]`` was predicted ``classes[i]`` with probability ``scores[i]``; ``probabilities`` [n, C]."""
+    """``ids[i]`` was predicted ``classes[i]`` with probability ``scores[i]``; ``probabilities``
+    is [n, C]."""
 
     ids: np.ndarray
     classes: np.ndarray
@@ -101,9 +106,7 @@ def predict(
                 )
                 total = part.astype(np.float64) if total is None else total + part
             probs = (total / draws).astype(np.float32)
-    except (
-        tf.errors.InvalidArgumentError
-    ) as exc:  # an unknown id or bad features, raised in tf.data
+    except tf.errors.InvalidArgumentError as exc:  # an unknown id or bad features, from tf.data
         message = exc.message.split("<stack traces unavailable>")[-1]
         raise GraphDataError(" ".join(message.split())) from None
     classes = probs.argmax(axis=1)
@@ -115,8 +118,8 @@ def predict_and_write(
     source: GraphSource,
     node_ids: Any = None,
     *,
-    property_name: str = "predicted_class",
-    score_property: str | None = "predicted_score",
+    property_name: str = DEFAULT_WRITE_PROPERTY,
+    version: int = 0,
     write_class_names: bool = False,
     properties: Sequence[str] = ("features",),
     options: Mapping[str, Any] | None = None,
@@ -129,12 +132,16 @@ def predict_and_write(
     decoder: str = "auto",
 ) -> int:
     """Predicts ``node_ids`` (default: every node, with ``options["label"]`` if set) chunk by chunk
-    and writes each node's class to ``property_name`` (the class index, or with
-    ``write_class_names`` the model's class name) and its probability to ``score_property``.
+    and writes each node's prediction under the names batch inference uses
+    (:func:`~memgraph_tf.client.graphs.property_names` of ``property_name`` P): ``P`` the class
+    (the class index, or with ``write_class_names`` the model's class name), ``P_score`` its
+    probability and ``P_version`` the model ``version`` (an in-memory model has none: 0 unless
+    given). Before this release the score went to ``predicted_score``, which readers still accept
+    for one release (:func:`~memgraph_tf.client.graphs.read_score`).
 
-    Guarantees: nodes are written in chunks of ``chunk_size``, each chunk's classes and scores in
-    one statement of one managed write transaction (no node gets a class without its score), with
-    a tqdm progress bar; with a fixed ``seed`` (the default) each
+    Guarantees: nodes are written in chunks of ``chunk_size``, each chunk's class, score and
+    version in one statement of one managed write transaction (no node gets a class without its
+    score and version), with a tqdm progress bar; with a fixed ``seed`` (the default) each
     node is sampled as :func:`predict` samples it -- keyed by (seed, draw, node), never by its
     position -- so any subset, order or chunking writes the same values and an interrupted run can
     simply be run again (on all ids or the remaining ones). Returns the number of nodes written.
@@ -142,16 +149,13 @@ def predict_and_write(
     :class:`GraphDataError` with the procedure's message (nothing of its chunk is written).
 
     For exported bundles, resumable runs, shards and serving endpoints use
-    :mod:`memgraph_tf.client.batch` (``memgraph-tf classify``).
+    :mod:`memgraph_tf.batch` (``memgraph-tf classify``).
     """
-    _quote_name(property_name, "property_name")
-    if score_property is not None:
-        _quote_name(score_property, "score_property")
-        if score_property == property_name:
-            raise ConfigurationError(
-                f"score_property: expected a property other than property_name "
-                f"({property_name!r}), got the same"
-            )
+    names = property_names(property_name)
+    for name in names:
+        quote_name(name, "property_name")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ConfigurationError(f"version: expected an integer model version, got {version!r}")
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ConfigurationError(f"chunk_size: expected an integer >= 1, got {chunk_size!r}")
     if write_class_names and model.class_names is None:
@@ -185,9 +189,11 @@ def predict_and_write(
                 if write_class_names
                 else [int(c) for c in pred.classes]
             )
-            columns: dict[str, list[Any]] = {property_name: classes}
-            if score_property is not None:
-                columns[score_property] = [float(s) for s in pred.scores]
+            columns: dict[str, list[Any]] = {
+                names[0]: classes,
+                names[1]: [float(s) for s in pred.scores],
+                names[2]: [version] * len(chunk),
+            }
             written += source.write_columns(
                 chunk.tolist(), columns, id_property=id_property, label=label, batch_size=chunk_size
             )

@@ -2,20 +2,21 @@
 
 Two sources offer the same operations (:class:`GraphSource`):
 
-* :class:`BoltSource` (made by :func:`connect`) talks Bolt to Memgraph -- or to any Bolt + openCypher
-  server -- over one long-lived ``neo4j`` driver. Reads and writes run as managed transactions, which
-  the driver retries on transient errors. On a server without the ``tf_features`` procedures (Neo4j,
-  ArcadeDB, a Memgraph without the modules) it detects that once and falls back to plain
-  parameterised Cypher that fetches properties and neighbours, then packs the blob on the client with
-  the very code the query module runs (:mod:`memgraph_tf.procedures`): slower, same bytes for the same
-  graph, ids and seed (give nodes stable ids with ``options["id_property"]``).
+* :class:`BoltSource` (made by :func:`connect`) talks Bolt to Memgraph -- or to any Bolt +
+  openCypher server -- over one long-lived ``neo4j`` driver. Reads and writes run as managed
+  transactions, which the driver retries on transient errors. On a server without the
+  ``tf_features`` procedures (Neo4j, ArcadeDB, a Memgraph without the modules) it detects that once
+  and falls back to plain parameterised Cypher that fetches properties and neighbours, then packs
+  the blob on the client with the very code the query module runs (:mod:`memgraph_tf.procedures`):
+  slower, same bytes for the same graph, ids and seed (give nodes stable ids with
+  ``options["id_property"]``).
 * :class:`EmbeddedSource` runs the unchanged query modules in-process over an
   :class:`memgraph_tf.embedded.EmbeddedGraph`.
 
 Credentials come from the arguments or from ``MEMGRAPH_TF_URI``, ``MEMGRAPH_TF_USER``,
-``MEMGRAPH_TF_PASSWORD`` (and ``MEMGRAPH_TF_DATABASE``); they are handed to the driver and never kept
-on the source, which also refuses to be pickled or copied, so nothing that captures a source (a model,
-a dataset graph) can carry them.
+``MEMGRAPH_TF_PASSWORD`` (and ``MEMGRAPH_TF_DATABASE``); they are handed to the driver and never
+kept on the source, which also refuses to be pickled or copied, so nothing that captures a source (a
+model, a dataset graph) can carry them.
 """
 
 from __future__ import annotations
@@ -76,8 +77,11 @@ def _short(query: str) -> str:
     return query if len(query) <= _QUERY_SHOWN_CHARS else query[: _QUERY_SHOWN_CHARS - 3] + "..."
 
 
-def _quote_name(name: str, param: str) -> str:
-    """A property/label name as a backquoted Cypher identifier; rejects what cannot be quoted."""
+def quote_name(name: str, param: str) -> str:
+    """``name`` (a property or label name) as a backquoted Cypher identifier, safe to place in a
+    query. Raises :class:`ConfigurationError` naming ``param`` for anything that cannot be quoted
+    (not a string, empty, or holding a backquote or NUL). The one name check of every query the
+    client, batch inference and the Beam transforms build."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ConfigurationError(
             f"{param}: expected a non-empty name without backquotes or NUL, got {name!r}"
@@ -95,11 +99,24 @@ class GraphSource:
     ``options["id_property"]`` when given.
 
     Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
-    return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement the ``*_b64`` methods,
-    :meth:`run` and :meth:`_write_checked` (the write after :meth:`write_columns`' checks).
+    return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement the
+    ``*_b64`` methods, :meth:`run` and :meth:`_write_checked` (the write after
+    :meth:`write_columns`' checks).
     """
 
     kind = "graph"
+
+    @property
+    def lock(self) -> Any:
+        """The source's concurrency contract: a reentrant context manager. While a thread holds it,
+        no other thread of this process uses the source, so a sequence of calls and direct reads
+        of an embedded graph (``source.graph``) is atomic with respect to the source's other users
+        (the fetch threads of batch inference, Beam's DoFns). Every call of the source takes it
+        itself, so holding it is only needed around several calls. An :class:`EmbeddedSource`'s
+        is a ``threading.RLock`` (its in-memory graph is not safe for concurrent use); a
+        :class:`BoltSource`'s does nothing (the driver is thread-safe). A fork made while holding
+        it copies no thread in the middle of a graph call."""
+        return _NO_LOCK
 
     # -- blobs ------------------------------------------------------------------------------------
     def pack_blob_b64(
@@ -164,9 +181,9 @@ class GraphSource:
         self, properties: Sequence[str], options: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """What ``tf_features.describe`` reports for ``properties`` (docs/query-modules.md):
-        ``feature_width``, ``dtype``, ``columns``, ``sections`` (the pack layout, or the sample layout
-        with ``options["fanouts"]``) and ``num_classes`` (with ``options["label_property"]``: 1 + the
-        largest class among the nodes with ``options["label"]``; else None).
+        ``feature_width``, ``dtype``, ``columns``, ``sections`` (the pack layout, or the sample
+        layout with ``options["fanouts"]``) and ``num_classes`` (with ``options["label_property"]``:
+        1 + the largest class among the nodes with ``options["label"]``; else None).
 
         Guarantees: the map the procedure returns, without packing or fetching any features; a
         bad input raises :class:`GraphDataError` with the procedure's message."""
@@ -207,7 +224,7 @@ class GraphSource:
         node_ids = [_to_python(i) for i in node_ids]
         values = _to_python(list(values))
         _check_write_args(node_ids, values, batch_size)
-        _quote_name(name, "name")
+        quote_name(name, "name")
         return self._write_checked(
             node_ids, {name: values}, id_property=id_property, label=label, batch_size=batch_size
         )
@@ -233,7 +250,7 @@ class GraphSource:
             )
         checked: dict[str, list[Any]] = {}
         for name, values in columns.items():
-            _quote_name(name, "columns")
+            quote_name(name, "columns")
             checked[name] = _to_python(list(values))
             _check_write_args(
                 node_ids,
@@ -283,7 +300,8 @@ class GraphSource:
     # -- no capture --------------------------------------------------------------------------------
     def __reduce__(self) -> Any:
         raise TypeError(
-            f"{type(self).__name__} cannot be pickled or copied: it holds a live connection, and its "
+            f"{type(self).__name__} cannot be pickled or copied: it holds a live connection, and "
+            "its "
             f"credentials must never be serialised (pass a source to each process instead)"
         )
 
@@ -292,6 +310,19 @@ class GraphSource:
 
     def __copy__(self) -> Any:
         self.__reduce__()
+
+
+class _NoLock:
+    """The :attr:`GraphSource.lock` of a thread-safe source: a reentrant no-op."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_LOCK = _NoLock()
 
 
 def _check_write_args(
@@ -409,8 +440,8 @@ def connect(
     ``driver_options`` go to ``neo4j.GraphDatabase.driver`` over :data:`DEFAULT_DRIVER_OPTIONS`.
 
     Guarantees: with ``verify`` (the default) the server was reached and accepted the credentials
-    before this returns, or :class:`ServerUnavailable` / :class:`AuthenticationError` was raised; the
-    credentials are given to the driver and kept nowhere else.
+    before this returns, or :class:`ServerUnavailable` / :class:`AuthenticationError` was raised;
+    the credentials are given to the driver and kept nowhere else.
     """
     uri = _resolve_uri(uri)
     driver_auth, user = _resolve_auth(auth)
@@ -442,6 +473,40 @@ def connect(
             source.close()
             raise
     return source
+
+
+#: The URI prefix of a dataset loaded into an in-process graph (:func:`open_graph`).
+EMBEDDED_SCHEME = "embedded:"
+
+
+def open_graph(uri: str, *, database: str | None = None) -> GraphSource:
+    """The graph source a URI names -- the one opener of ``memgraph-tf serve --graph``,
+    ``memgraph-tf classify --graph`` and the Beam workers:
+
+    * ``embedded:NAME``: a dataset shipped in the package (``cora``, ``citeseer``) or
+      ``synthetic``, loaded into an in-process graph that runs the unchanged query modules
+      (:class:`EmbeddedSource`; ``database`` is ignored);
+    * ``embedded:DIR/NAME``: the Planetoid dataset NAME from ``DIR/ind.NAME.*``, the same way;
+    * anything else: a Bolt URI for :func:`connect` (with ``database``), which takes the user name
+      and password from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` -- never from the URI, a
+      command line or a bundle.
+
+    Guarantees: each call opens a new source, owned by the caller (close it); an unknown dataset
+    raises ``ValueError`` naming the choices, a bad Bolt URI :class:`ConfigurationError`, an
+    unreachable server :class:`ServerUnavailable`."""
+    if not isinstance(uri, str):
+        raise ConfigurationError(f"uri: expected a string, got {type(uri).__name__}")
+    if uri.startswith(EMBEDDED_SCHEME):
+        import pathlib
+
+        from memgraph_tf.datasets import planetoid_graph
+
+        spec = uri[len(EMBEDDED_SCHEME) :]
+        if "/" not in spec:
+            return EmbeddedSource(planetoid_graph(spec))
+        path = pathlib.Path(spec)
+        return EmbeddedSource(planetoid_graph(path.name, path.parent))
+    return connect(uri, database=database)
 
 
 class BoltSource(GraphSource):
@@ -493,7 +558,8 @@ class BoltSource(GraphSource):
         ):
             during = f" while running {_short(query)!r}" if query else ""
             return ServerUnavailable(
-                f"{where}: server unavailable or connection lost{during}: {' '.join(str(exc).split())}"
+                f"{where}: server unavailable or connection lost{during}: "
+                f"{' '.join(str(exc).split())}"
             )
         if isinstance(exc, neo4j_errors.Neo4jError):
             message = _server_message(exc)
@@ -501,7 +567,8 @@ class BoltSource(GraphSource):
                 f" (query: {_short(query)!r})" if query else ""
             )
             if re.search(
-                r"(unknown|no|not found).{0,20}procedure|procedure.{0,40}(not found|unknown|does not exist)",
+                r"(unknown|no|not found).{0,20}procedure|procedure.{0,40}(not found|unknown|does "
+                r"not exist)",
                 message,
                 re.IGNORECASE,
             ):
@@ -568,9 +635,7 @@ class BoltSource(GraphSource):
         session = self._session(fetch_size=fetch_size)
         try:
             try:
-                result = session.run(query, params)
-                for record in result:
-                    yield record
+                yield from session.run(query, params)
             except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
                 raise self._translate(exc, query) from exc
         finally:
@@ -589,12 +654,10 @@ class BoltSource(GraphSource):
         batch_size: int,
     ) -> int:
         names = list(columns)
-        sets = ", ".join(
-            f"n.{_quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names)
-        )
-        node = f"(n:{_quote_name(label, 'label')})" if label else "(n)"
+        sets = ", ".join(f"n.{quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names))
+        node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
         match = (
-            f"MATCH {node} WHERE n.{_quote_name(id_property, 'id_property')} = row.id"
+            f"MATCH {node} WHERE n.{quote_name(id_property, 'id_property')} = row.id"
             if id_property
             else f"MATCH {node} WHERE id(n) = row.id"
         )
@@ -613,8 +676,8 @@ class BoltSource(GraphSource):
         return written
 
     def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
-        node = f"(n:{_quote_name(label, 'label')})" if label else "(n)"
-        key = f"n.{_quote_name(id_property, 'id_property')}" if id_property else "id(n)"
+        node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
+        key = f"n.{quote_name(id_property, 'id_property')}" if id_property else "id(n)"
         rows = self.read(f"MATCH {node} WHERE {key} IS NOT NULL RETURN {key} AS id")
         return sorted(row["id"] for row in rows)
 
@@ -677,7 +740,8 @@ class BoltSource(GraphSource):
         )
         if self.has_procedures():
             rows = self._call(
-                "CALL tf_features.sample($seeds, $fanouts, $properties, $options) YIELD blob RETURN blob",
+                "CALL tf_features.sample($seeds, $fanouts, $properties, $options) YIELD blob "
+                "RETURN blob",
                 {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
             )
             return rows[0]["blob"]
@@ -741,21 +805,23 @@ def _fallback() -> Any:
 
 
 class CypherGraphAccess:
-    """The procedures' graph-access protocol over plain parameterised Cypher on a :class:`BoltSource`.
+    """The procedures' graph-access protocol over plain parameterised Cypher on a
+    :class:`BoltSource`.
 
     Keys are the values of ``options.id_property`` (seeds looked up among ``:options.label`` nodes
     when given), or the server's ``id(n)`` without it. As in the query module, a key stands for the
     very node it was found on -- a seed, or a neighbour reached over an edge, with or without the
     label -- so properties and neighbours are fetched by internal id, and two nodes met under the
     same key are an error. Fetches are batched with ``UNWIND``; the packing code sorts and
-    deduplicates neighbours itself, so the blob does not depend on the order the server returns rows in.
+    deduplicates neighbours itself, so the blob does not depend on the order the server returns rows
+    in.
     """
 
     def __init__(self, source: BoltSource, options: Any) -> None:
         self._source = source
         self._id_property = options.id_property
         self._label = options.label
-        self._node = f"(n:{_quote_name(self._label, 'options.label')})" if self._label else "(n)"
+        self._node = f"(n:{quote_name(self._label, 'options.label')})" if self._label else "(n)"
         self._internal: dict[int, Any] = {}  # key -> the server's id(n) of the node it stands for
 
     @classmethod
@@ -773,7 +839,7 @@ class CypherGraphAccess:
 
     def _key(self, var: str) -> str:
         if self._id_property:
-            return f"{var}.{_quote_name(self._id_property, 'options.id_property')}"
+            return f"{var}.{quote_name(self._id_property, 'options.id_property')}"
         return f"id({var})"
 
     def _match(self) -> str:
@@ -786,7 +852,8 @@ class CypherGraphAccess:
         return [{"key": k, "internal": self._internal[k]} for k in dict.fromkeys(keys)]
 
     def _check_id(self, key: Any, internal: Any) -> None:
-        """Raises :class:`GraphDataError` unless the key found on node ``internal`` is an integer."""
+        """Raises :class:`GraphDataError` unless the key found on node ``internal`` is an
+        integer."""
         if not isinstance(key, int) or isinstance(key, bool):
             what = "no value" if key is None else f"{type(key).__name__} {key!r}"
             raise GraphDataError(
@@ -804,7 +871,7 @@ class CypherGraphAccess:
 
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
         columns = ", ".join(
-            f"n.{_quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names)
+            f"n.{quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names)
         )
         query = "UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal RETURN row.key AS key" + (
             f", {columns}" if columns else ""
@@ -814,7 +881,8 @@ class CypherGraphAccess:
         missing = [k for k in keys if k not in by_key]
         if missing:
             raise GraphDataError(
-                f"{self.node_name(missing[0])}: expected the node to exist, got none (deleted while packing?)"
+                f"{self.node_name(missing[0])}: expected the node to exist, got none (deleted "
+                "while packing?)"
             )
         return [by_key[k] for k in keys]
 
@@ -841,9 +909,7 @@ class CypherGraphAccess:
         """The key of the node with the smallest ``id(n)`` (with ``options.label``) having all
         ``names`` and, with ``options.id_property``, an id; None when there is none."""
         required = list(names) + ([self._id_property] if self._id_property is not None else [])
-        where = " AND ".join(
-            f"n.{_quote_name(name, 'properties')} IS NOT NULL" for name in required
-        )
+        where = " AND ".join(f"n.{quote_name(name, 'properties')} IS NOT NULL" for name in required)
         rows = self._source.read(
             f"MATCH {self._node} WHERE {where} RETURN {self._key('n')} AS key, id(n) AS internal "
             "ORDER BY internal LIMIT 1"
@@ -859,9 +925,10 @@ class CypherGraphAccess:
     def label_values(self, name: str) -> list[tuple[Any, Any]]:
         """``(value, id(n) of one node holding it)`` per distinct value of ``name`` among the nodes
         (with ``options.label``) that have it: one aggregating query, a row per class."""
-        prop = f"n.{_quote_name(name, 'options.label_property')}"
+        prop = f"n.{quote_name(name, 'options.label_property')}"
         rows = self._source.read(
-            f"MATCH {self._node} WHERE {prop} IS NOT NULL RETURN {prop} AS value, min(id(n)) AS internal"
+            f"MATCH {self._node} WHERE {prop} IS NOT NULL RETURN {prop} AS value, min(id(n)) AS "
+            "internal"
         )
         return [(row["value"], row["internal"]) for row in rows]
 
@@ -879,7 +946,10 @@ class CypherGraphAccess:
                     f"{param}[{i}]: expected an integer id, got {type(node).__name__} {node!r}"
                 )
         distinct = list(dict.fromkeys(nodes))
-        query = f"UNWIND $keys AS k {self._match()} RETURN k AS key, count(n) AS found, collect(id(n))[0..2] AS internal"
+        query = (
+            f"UNWIND $keys AS k {self._match()} RETURN k AS key, count(n) AS found, "
+            f"collect(id(n))[0..2] AS internal"
+        )
         counts = {row["key"]: row for row in self._source.read(query, {"keys": distinct})}
         for i, node in enumerate(nodes):
             row = counts.get(node)
@@ -890,12 +960,14 @@ class CypherGraphAccess:
                     )
                 scope = f":{self._label} node" if self._label else "node"
                 raise GraphDataError(
-                    f"{param}[{i}]: unknown node id {node} (no {scope} has {self._id_property} = {node})"
+                    f"{param}[{i}]: unknown node id {node} (no {scope} has {self._id_property} = "
+                    f"{node})"
                 )
             if row["found"] > 1:
                 a, b = row["internal"][:2]
                 raise GraphDataError(
-                    f"options.id_property: expected unique ids, got {self._id_property} = {node} on the "
+                    f"options.id_property: expected unique ids, got {self._id_property} = {node} "
+                    "on the "
                     f"nodes with internal ids {a} and {b}"
                 )
             if self._id_property is not None:
@@ -929,6 +1001,12 @@ class EmbeddedSource(GraphSource):
         # tf.data runs procedure calls from several threads; the in-memory graph is not meant for
         # concurrent use, and the calls are GIL-bound anyway, so they take turns
         self._lock = threading.RLock()
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The ``threading.RLock`` every call of this source holds (see
+        :attr:`GraphSource.lock`)."""
+        return self._lock
 
     def __repr__(self) -> str:
         return f"EmbeddedSource({type(self.graph).__name__})"
@@ -1006,7 +1084,8 @@ class EmbeddedSource(GraphSource):
         match = _CALL_RE.match(query)
         if match is None:
             raise ConfigurationError(
-                "query: expected a procedure call 'CALL module.procedure($a, ...) [YIELD ...] [RETURN ...]' "
+                "query: expected a procedure call 'CALL module.procedure($a, ...) [YIELD ...] "
+                "[RETURN ...]' "
                 f"(the embedded runtime runs query modules, not Cypher), got {_short(query)!r}"
             )
         params = dict(parameters or {})
@@ -1030,7 +1109,8 @@ class EmbeddedSource(GraphSource):
                 missing = [c for c in columns if c not in row]
                 if missing:
                     raise ConfigurationError(
-                        f"query: expected {match['proc']} to yield {missing}, got fields {sorted(row)}"
+                        f"query: expected {match['proc']} to yield {missing}, got fields "
+                        f"{sorted(row)}"
                     )
                 yield {c: row[c] for c in columns}
 

@@ -20,7 +20,8 @@ except ImportError as exc:
         "CI"
     ):  # CI installs the beam extra (scripts/bootstrap.sh): the Beam suite must run there
         pytest.fail(
-            f"apache-beam is not installed, but CI runs the Beam suite (scripts/bootstrap.sh installs "
+            "apache-beam is not installed, but CI runs the Beam suite (scripts/bootstrap.sh "
+            "installs "
             f"'.[test,beam]'): {exc}",
             pytrace=False,
         )
@@ -30,14 +31,16 @@ except ImportError as exc:
     )
 
 from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
-from memgraph_tf.beam.graphs import GraphSpec, NodeSelection, NodeTable, acquire, release
+from memgraph_tf.beam.graphs import GraphSpec, acquire, release
 from memgraph_tf.beam.models import ModelSpec, sampling_for
 from memgraph_tf.beam.transforms import example_bytes, split_key_range
 from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.client.graphs import NodeSelection, NodeTable
+from tests.beam import helpers as h
 
 
 @pytest.fixture
-def graph(h):
+def graph():
     """A fresh embedded test graph registered for in-process runners: (GraphSpec, source)."""
     source = h.embedded_source()
     spec = register_graph(source)
@@ -79,9 +82,9 @@ def test_example_bytes_parse_back_as_tf_examples():
         example_bytes({"x": 1.5})
 
 
-def test_sampling_and_selection_are_the_batch_classifier_s(backend, model, h):
+def test_sampling_and_selection_are_the_batch_classifier_s(backend, model):
+    from memgraph_tf.batch import BatchClassifier
     from memgraph_tf.beam.transforms import selection_for
-    from memgraph_tf.client.batch import BatchClassifier
 
     run = BatchClassifier(h.embedded_source(), backend, progress=False)
     assert sampling_for(model.config) == run.sampling
@@ -112,19 +115,21 @@ def test_specs_carry_no_credentials_and_in_process_graphs_stay_in_their_process(
     check_runner_for_graph(GraphSpec("bolt://db:7687"), "DataflowRunner", None)  # fine
 
 
-def test_node_table_pages_by_key_and_guarded_writes_write_once(graph, h):
+def test_node_table_pages_by_key_and_guarded_writes_write_once(graph):
     spec, source = graph
     handle = acquire(spec)
     try:
-        table = NodeTable(handle, NodeSelection(label=h.LABEL, id_property="id", version=3))
+        table = handle.table(NodeSelection(label=h.LABEL, id_property="id", version=3))
         keys = sorted(h.node_id(i) for i in range(h.N))
         assert table.bounds(todo=True) == (keys[0], keys[-1])
-        assert table.page(-200, -150, None, 100, todo=True) == [k for k in keys if -200 <= k < -150]
-        assert table.page(-200, 10**6, -190, 3, todo=False) == [-186, -179, -172]
+        assert table.page(None, 100, True, lo=-200, hi=-150) == [k for k in keys if k < -150]
+        assert table.page(-190, 3, False, lo=-200, hi=10**6) == [-186, -179, -172]
+        assert table.page(-190, 3, False) == [-186, -179, -172]
         batch = [(k, "red", 0.5) for k in keys[:10]] + [(999_999, "red", 0.5)]
         assert table.write(batch, only_todo=True) == 10
         assert table.write(batch, only_todo=True) == 0  # a retried batch: nothing written twice
-        assert table.page(-200, 10**6, None, 5, todo=True) == keys[10:15]
+        assert table.page(None, 5, True, lo=-200, hi=10**6) == keys[10:15]
+        assert table.count(todo=True) == h.N - 10
         assert table.bounds(todo=True) == (keys[10], keys[-1])
         assert table.write(batch[:2], only_todo=False) == 2  # overwrite rewrites
         assert h.writes_per_node(source)[keys[0]] == 2 and h.writes_per_node(source)[keys[5]] == 1
@@ -135,7 +140,7 @@ def test_node_table_pages_by_key_and_guarded_writes_write_once(graph, h):
 # ---------------------------------------------------------------- embedded graph, 1 and 4 workers
 @pytest.mark.parametrize("workers, mode", [(1, "in_memory"), (4, "multi_threading")])
 def test_embedded_run_equals_the_batch_module_each_node_once(
-    graph, model, reference, h, workers, mode
+    graph, model, reference, workers, mode
 ):
     spec, source = graph
     summary = classify_with_beam(
@@ -158,8 +163,8 @@ def test_embedded_run_equals_the_batch_module_each_node_once(
     assert 10**6 not in h.predictions(source)  # another label: never classified
 
 
-def test_a_rerun_classifies_only_what_is_missing(graph, model, backend, reference, h):
-    from memgraph_tf.client.batch import classify_graph
+def test_a_rerun_classifies_only_what_is_missing(graph, model, backend, reference):
+    from memgraph_tf.batch import classify_graph
 
     spec, source = graph
     done = sorted(reference)[20:50]
@@ -174,8 +179,8 @@ def test_a_rerun_classifies_only_what_is_missing(graph, model, backend, referenc
     assert (redo.read, redo.written) == (h.N, h.N)
 
 
-def test_reads_from_a_lagging_replica_write_to_main_once(graph, model, backend, reference, h):
-    from memgraph_tf.client.batch import classify_graph
+def test_reads_from_a_lagging_replica_write_to_main_once(graph, model, backend, reference):
+    from memgraph_tf.batch import classify_graph
 
     main_spec, main = graph
     replica = h.embedded_source()  # the same data, none of MAIN's recent writes
@@ -221,7 +226,7 @@ class _CrashAfterCommit:
 
 
 def test_a_bundle_beam_retries_after_its_writes_committed_writes_no_node_twice(
-    graph, model, reference, h, monkeypatch
+    graph, model, reference, monkeypatch
 ):
     spec, source = graph
     fault = _CrashAfterCommit(monkeypatch, crash_at=2)
@@ -240,7 +245,7 @@ def test_a_bundle_beam_retries_after_its_writes_committed_writes_no_node_twice(
 
 
 def test_the_fnapi_runner_does_not_retry_a_rerun_completes_the_job(
-    graph, model, reference, h, monkeypatch
+    graph, model, reference, monkeypatch
 ):
     spec, source = graph
     fault = _CrashAfterCommit(monkeypatch, crash_at=2)
@@ -254,8 +259,8 @@ def test_the_fnapi_runner_does_not_retry_a_rerun_completes_the_job(
     h.assert_same(h.predictions(source), reference)
 
 
-def test_invalid_nodes_stop_the_job_or_are_skipped(model, backend, h):
-    from memgraph_tf.client.batch import classify_graph
+def test_invalid_nodes_stop_the_job_or_are_skipped(model, backend):
+    from memgraph_tf.batch import classify_graph
 
     bad = 20
     source = h.embedded_source(bad=(bad,))
@@ -294,7 +299,7 @@ def model_server(bundle_base):
 
 
 @pytest.mark.parametrize("transport", ["rest", "grpc"])
-def test_served_model_through_the_local_server(graph, model_server, reference, h, transport):
+def test_served_model_through_the_local_server(graph, model_server, reference, transport):
     spec, source = graph
     server = model_server
     if transport == "rest":
@@ -318,7 +323,7 @@ def test_served_model_through_the_local_server(graph, model_server, reference, h
 
 
 # --------------------------------------------------------------------------------------- export
-def test_export_writes_each_node_and_seed_once_as_tf_examples(graph, tmp_path, h):
+def test_export_writes_each_node_and_seed_once_as_tf_examples(graph, tmp_path):
     import numpy as np
 
     from memgraph_tf import blob
@@ -356,10 +361,10 @@ def test_export_writes_each_node_and_seed_once_as_tf_examples(graph, tmp_path, h
     assert not np.array_equal(sorted(a), sorted(b))  # another seed, other neighbourhoods
 
 
-# ------------------------------------------------------------------------------ real Bolt (ArcadeDB)
+# ------------------------------------------------------------------------- real Bolt (ArcadeDB)
 @pytest.mark.arcadedb
 def test_bolt_four_worker_processes_with_the_op_bundle(
-    bolt_graph, bolt_env, op_bundle_base, reference, h
+    bolt_graph, bolt_env, op_bundle_base, reference
 ):
     op_model = ModelSpec.resolve(bundle=op_bundle_base)
     assert op_model.config.use_op and op_model.version == 2
@@ -386,9 +391,9 @@ def test_bolt_four_worker_processes_with_the_op_bundle(
 
 @pytest.mark.arcadedb
 def test_bolt_one_worker_resumes_after_the_batch_module(
-    bolt_graph, bolt_env, backend, model, reference, h
+    bolt_graph, bolt_env, backend, model, reference
 ):
-    from memgraph_tf.client.batch import classify_graph
+    from memgraph_tf.batch import classify_graph
 
     done = sorted(reference)[::3]
     classify_graph(bolt_graph, backend, node_ids=done, progress=False)
@@ -424,7 +429,7 @@ def _classify_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def test_cli_runs_the_pipeline_and_prints_a_summary(graph, bundle_base, reference, h, capsys):
+def test_cli_runs_the_pipeline_and_prints_a_summary(graph, bundle_base, reference, capsys):
     from memgraph_tf.beam import run_classify_pipeline
 
     spec, source = graph

@@ -43,7 +43,8 @@ def test_runner_arguments_load_without_beam_and_classify_says_how_to_install_it(
     assert run_classify_pipeline(args) == 2
     err = capsys.readouterr().err
     assert err == (
-        "memgraph-tf classify: error: Apache Beam is not installed: pip install 'memgraph-tf[beam]' "
+        "memgraph-tf classify: error: Apache Beam is not installed: pip install "
+        "'memgraph-tf[beam]' "
         "(the extra pins a Beam release that installs beside this TensorFlow)\n"
     )
 
@@ -72,11 +73,13 @@ def test_the_classify_command_hands_runner_to_beam_and_refuses_stray_arguments(n
     ]
     assert cli.main(base + ["--runner", "DirectRunner"]) == 2
     assert capsys.readouterr().err == (
-        "memgraph-tf classify: error: Apache Beam is not installed: pip install 'memgraph-tf[beam]' "
+        "memgraph-tf classify: error: Apache Beam is not installed: pip install "
+        "'memgraph-tf[beam]' "
         "(the extra pins a Beam release that installs beside this TensorFlow)\n"
     )
     assert cli.main(base + ["stray"]) == 2
     assert capsys.readouterr().err == (
-        "memgraph-tf classify: error: unexpected arguments ['stray'] (Beam pipeline options after -- need "
+        "memgraph-tf classify: error: unexpected arguments ['stray'] (Beam pipeline options after "
+        "-- need "
         "--runner)\n"
     )

@@ -8,9 +8,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def cora_graph():
-    """Cora as an EmbeddedGraph (built once per session: ~10 s), from the copy shipped in the package,
-    so that it runs in any clone (tests/test_datasets.py checks that copy equals the Planetoid files
-    where those are beside the repository)."""
+    """Cora as an EmbeddedGraph (built once per session: ~10 s), from the copy shipped in the
+    package, so that it runs in any clone (tests/test_datasets.py checks that copy equals the
+    Planetoid files where those are beside the repository)."""
     from memgraph_tf.datasets import planetoid_graph
 
     return planetoid_graph("cora")
@@ -18,7 +18,8 @@ def cora_graph():
 
 def build_community_graph(num_nodes: int = 150, num_classes: int = 3, dim: int = 8, seed: int = 0):
     """A homophilous graph: node ``i`` has class ``i % num_classes``, noisy features that hint at
-    the class, and edges mostly (85 %) inside its class. Returns (EmbeddedGraph, labels, features)."""
+    the class, and edges mostly (85 %) inside its class. Returns (EmbeddedGraph, labels,
+    features)."""
     import numpy as np
 
     from memgraph_tf.embedded import EmbeddedGraph
@@ -44,7 +45,8 @@ def build_community_graph(num_nodes: int = 150, num_classes: int = 3, dim: int =
 
 @pytest.fixture(scope="session")
 def community():
-    """(EmbeddedSource, labels, features) over :func:`build_community_graph`; node ids = 10000 + i."""
+    """(EmbeddedSource, labels, features) over :func:`build_community_graph`; node ids = 10000 +
+    i."""
     from memgraph_tf.client import EmbeddedSource
 
     graph, labels, features = build_community_graph()
@@ -55,3 +57,72 @@ def community():
 def make_community():
     """The :func:`build_community_graph` function, for tests that need a graph of their own."""
     return build_community_graph
+
+
+# ------------------------------------------------- batch inference (test_batch*.py): BatchItem
+# graph
+@pytest.fixture(scope="module")
+def sage_model():
+    """An untrained GraphSAGE over the keyed test graph (Keras seed 3: the same weights each
+    time)."""
+    import keras
+
+    from memgraph_tf.client import GraphSAGE
+    from tests.graphs import CLASSES, DIM, FANOUTS
+
+    keras.utils.set_random_seed(3)
+    return GraphSAGE(
+        FANOUTS, DIM, len(CLASSES), hidden_units=8, dropout=0.0, class_names=CLASSES
+    ).ensure_built()
+
+
+@pytest.fixture(scope="module")
+def bundle_base(tmp_path_factory, sage_model):
+    """BASE/BatchSage with version 1, op-free, sampling options ``classify_kit.OPTIONS``."""
+    from memgraph_tf.serving import export_bundle
+    from tests.client.classify_kit import OPTIONS
+
+    base = tmp_path_factory.mktemp("batch_bundles")
+    export_bundle(
+        sage_model,
+        base,
+        "BatchSage",
+        1,
+        use_op=False,
+        properties=["features"],
+        sample_options=OPTIONS,
+        warmup=False,
+    )
+    return base / "BatchSage"
+
+
+@pytest.fixture(scope="module")
+def backend(bundle_base):
+    """The op-free bundle loaded in-process (memgraph_tf.batch.BundleBackend)."""
+    from memgraph_tf.batch import BundleBackend
+
+    with BundleBackend(bundle_base) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def reference(backend):
+    """An uninterrupted full run over the embedded graph: ``{id: (class, score, version)}``."""
+    from memgraph_tf.batch import classify_graph
+    from tests.client.classify_kit import embedded_source
+    from tests.graphs import N, predictions
+
+    source = embedded_source()
+    summary = classify_graph(source, backend, batch_size=32, progress=False)
+    assert summary.classified == N and summary.skipped == summary.failed == summary.up_to_date == 0
+    return predictions(source)
+
+
+@pytest.fixture(scope="module")
+def bolt_graph(bolt_source):
+    """The test graph written to ArcadeDB (no tf_features procedures: client-side packing)."""
+    from tests.client.classify_kit import GRAPH
+
+    GRAPH.write_bolt(bolt_source)
+    assert not bolt_source.has_procedures()
+    return bolt_source

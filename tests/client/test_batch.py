@@ -1,4 +1,4 @@
-"""Batch inference (memgraph_tf.client.batch): an exported bundle run in-process and behind the
+"""Batch inference (memgraph_tf.batch): an exported bundle run in-process and behind the
 local server over REST and gRPC, over the embedded graph and over real Bolt (ArcadeDB, client-side
 fallback); resume, shards, subset/order/batch-size invariance, invalid nodes, failures. The
 command line and the SIGKILL/SIGINT subprocess tests are in test_batch_cli.py."""
@@ -10,18 +10,14 @@ import random
 import numpy as np
 import pytest
 
-from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.batch import (
+from memgraph_tf.batch import (
     BatchClassifier,
     BundleBackend,
     ModelBackend,
-    Shard,
-    check_where,
     classify_graph,
-    property_names,
     rest_backend,
-    serialize_blob_example,
 )
+from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.errors import (
     ConfigurationError,
     InvalidNodeError,
@@ -29,38 +25,10 @@ from memgraph_tf.client.errors import (
     ModelInputError,
     ServerUnavailable,
 )
-from memgraph_tf.embedded import EmbeddedGraph
-
-LABEL = "BatchItem"
-CLASSES = ["red", "green", "blue"]
-FANOUTS = [3, 2]
-DIM = 4
-SEED = 11
-OPTIONS = {"id_property": "id", "label": LABEL, "seed": SEED}
-N = 90
-
-
-def node_id(i: int) -> int:
-    """Sparse ids, negative and positive, so id order, keyset pages and shards are not trivial."""
-    return 7 * i - 200
-
-
-def graph_data(n: int = N, bad: tuple[int, ...] = (), seed: int = 0):
-    """``(nodes, edges)``: nodes ``{"id", "features"}``, edges ``(i, j)`` by index; the ``bad``
-    indices get features one value too long and no edges (so only they are invalid; the other
-    edges are the same as without them)."""
-    rng = np.random.default_rng(seed)
-    feats = rng.normal(size=(n, DIM + 1)).astype(np.float32) * 2.0
-    nodes = [
-        {"id": node_id(i), "features": feats[i, : DIM + (1 if i in bad else 0)].tolist()}
-        for i in range(n)
-    ]
-    edges = []
-    for i in range(n):
-        for j in rng.choice(n, size=3, replace=False).tolist():
-            if j != i and i not in bad and j not in bad:
-                edges.append((i, j))
-    return nodes, edges
+from memgraph_tf.client.graphs import Shard, check_where
+from memgraph_tf.serving.grpc_codec import serialize_blob_example
+from tests.client.classify_kit import LABEL, OPTIONS, bolt_predictions, embedded_source
+from tests.graphs import CLASSES, FANOUTS, SEED, N, assert_same, node_id, predictions
 
 
 def isolated_run(source: EmbeddedSource, model, ids) -> dict:
@@ -70,91 +38,6 @@ def isolated_run(source: EmbeddedSource, model, ids) -> dict:
         source, model, node_ids=ids, batch_size=1, write_property="alone", progress=False
     )
     return predictions(source, "alone")
-
-
-def embedded_source(n: int = N, bad: tuple[int, ...] = ()) -> EmbeddedSource:
-    nodes, edges = graph_data(n, bad)
-    graph = EmbeddedGraph()
-    for props in nodes:
-        graph.add_node([LABEL], props)
-    graph.add_node(
-        ["Other"], {"id": 10**6, "features": [0.0] * DIM}
-    )  # not a BatchItem: never classified
-    for a, b in edges:
-        graph.add_edge(a, b, "LINK")
-    return EmbeddedSource(graph)
-
-
-def predictions(source: EmbeddedSource, prop: str = "predicted_class") -> dict[int, tuple]:
-    """``{id: (class, score, version)}`` of the nodes that carry ``prop``."""
-    cls, score, version = property_names(prop)
-    graph = source.graph
-    out = {}
-    for internal in graph.nodes():
-        value = graph.get_property(internal, cls)
-        if value is not None:
-            out[graph.get_property(internal, "id")] = (
-                value,
-                graph.get_property(internal, score),
-                graph.get_property(internal, version),
-            )
-    return out
-
-
-def assert_same(got: dict, want: dict) -> None:
-    assert sorted(got) == sorted(want)
-    assert [got[k][0] for k in sorted(got)] == [want[k][0] for k in sorted(want)]
-    np.testing.assert_allclose(
-        [got[k][1] for k in sorted(got)], [want[k][1] for k in sorted(want)], rtol=1e-6
-    )
-    assert {v[2] for v in got.values()} == {v[2] for v in want.values()}
-
-
-# ------------------------------------------------------------------------------------ fixtures
-@pytest.fixture(scope="module")
-def sage_model():
-    import keras
-
-    from memgraph_tf.client import GraphSAGE
-
-    keras.utils.set_random_seed(3)
-    return GraphSAGE(
-        FANOUTS, DIM, len(CLASSES), hidden_units=8, dropout=0.0, class_names=CLASSES
-    ).ensure_built()
-
-
-@pytest.fixture(scope="module")
-def bundle_base(tmp_path_factory, sage_model):
-    """BASE/BatchSage with version 1, op-free, sampling options OPTIONS."""
-    from memgraph_tf.serving import export_bundle
-
-    base = tmp_path_factory.mktemp("batch_bundles")
-    export_bundle(
-        sage_model,
-        base,
-        "BatchSage",
-        1,
-        use_op=False,
-        properties=["features"],
-        sample_options=OPTIONS,
-        warmup=False,
-    )
-    return base / "BatchSage"
-
-
-@pytest.fixture(scope="module")
-def backend(bundle_base):
-    with BundleBackend(bundle_base) as model:
-        yield model
-
-
-@pytest.fixture(scope="module")
-def reference(backend):
-    """An uninterrupted full run over the embedded graph: ``{id: (class, score, version)}``."""
-    source = embedded_source()
-    summary = classify_graph(source, backend, batch_size=32, progress=False)
-    assert summary.classified == N and summary.skipped == summary.failed == summary.up_to_date == 0
-    return predictions(source)
 
 
 # ------------------------------------------------------------------------------------- unit parts
@@ -273,8 +156,8 @@ def test_rerun_skips_nodes_with_this_version_and_overwrite_redoes_them(reference
     classify_graph(source, backend, node_ids=first, progress=False)
     written: list[int] = []
     run = BatchClassifier(source, backend, batch_size=16, progress=False)
-    original = run._target.write
-    run._target.write = lambda preds: written.extend(p[0] for p in preds) or original(preds)
+    original = run._table.write
+    run._table.write = lambda preds: written.extend(p[0] for p in preds) or original(preds)
     summary = run.run()
     assert summary.up_to_date == len(first) and summary.classified == N - len(first)
     assert sorted(written) == sorted(set(reference) - set(first))
@@ -391,8 +274,8 @@ def test_concurrent_fetches_keep_batches_whole_and_in_order(reference, backend):
     run = BatchClassifier(
         source, backend, batch_size=8, fetch_workers=3, queue_batches=1, progress=False
     )
-    original = run._target.write
-    run._target.write = lambda preds: seen.append([p[0] for p in preds]) or original(preds)
+    original = run._table.write
+    run._table.write = lambda preds: seen.append([p[0] for p in preds]) or original(preds)
     assert run.run().classified == N
     assert [i for batch in seen for i in batch] == sorted(reference) and {
         len(b) for b in seen[:-1]
@@ -484,8 +367,8 @@ def test_forked_fetch_workers_leave_when_their_process_is_killed(tmp_path, bundl
     script = tmp_path / "run.py"
     script.write_text(f"""
 import logging, sys
+from memgraph_tf.batch import BundleBackend, classify_graph
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.batch import BundleBackend, classify_graph
 from memgraph_tf.embedded import EmbeddedGraph
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 graph = EmbeddedGraph()
@@ -542,7 +425,8 @@ def test_a_run_freezes_the_graph_for_the_collector_and_leaves_it_as_it_found_it(
     assert gc.get_freeze_count() == 0
     run.run()
     assert min(during) > 0 and gc.get_freeze_count() == 0
-    gc.freeze()  # a process that froze objects itself keeps them frozen, and the run freezes nothing more
+    # a process that froze objects itself keeps them frozen, and the run freezes nothing more
+    gc.freeze()
     try:
         frozen = gc.get_freeze_count()
         run = BatchClassifier(
@@ -570,7 +454,8 @@ def test_predict_signature_gives_the_classify_signature_s_answers(backend, monke
 
 
 class _FailingModel(ModelBackend):
-    """The real model, until call ``fail_on`` raises a ModelError (a model that is not the nodes' fault)."""
+    """The real model, until call ``fail_on`` raises a ModelError (a model failure that is not the
+    nodes' fault)."""
 
     def __init__(self, inner: BundleBackend, fail_on: int):
         self.inner, self.fail_on, self.config, self.version = (
@@ -601,7 +486,7 @@ def test_a_model_failure_stops_the_run_without_splitting_the_batch(backend):
 def test_a_write_failure_stops_the_run_and_earlier_batches_stay(backend):
     source = embedded_source()
     run = BatchClassifier(source, backend, batch_size=8, progress=False)
-    original, calls = run._target.write, []
+    original, calls = run._table.write, []
 
     def write(preds):
         calls.append(len(preds))
@@ -609,7 +494,7 @@ def test_a_write_failure_stops_the_run_and_earlier_batches_stay(backend):
             raise ServerUnavailable("bolt://x: server unavailable or connection lost")
         return original(preds)
 
-    run._target.write = write
+    run._table.write = write
     with pytest.raises(ServerUnavailable, match=r"server unavailable or connection lost"):
         run.run()
     assert run.summary.classified == 16 and len(predictions(source)) == 16
@@ -667,7 +552,6 @@ def test_predict_and_write_no_longer_depends_on_chunks(sage_model):
         options=opts,
         chunk_size=40,
         property_name="whole",
-        score_property="whole_s",
         progress=False,
     )
     predict_and_write(
@@ -678,16 +562,16 @@ def test_predict_and_write_no_longer_depends_on_chunks(sage_model):
         chunk_size=4,
         batch_size=3,
         property_name="parts",
-        score_property="parts_s",
         progress=False,
     )
     graph = source.graph
     rows = {graph.get_property(i, "id"): i for i in graph.nodes(LABEL)}
     for nid in shuffled[:23]:
         assert graph.get_property(rows[nid], "parts") == graph.get_property(rows[nid], "whole")
-        assert graph.get_property(rows[nid], "parts_s") == pytest.approx(
-            graph.get_property(rows[nid], "whole_s"), rel=1e-6
+        assert graph.get_property(rows[nid], "parts_score") == pytest.approx(
+            graph.get_property(rows[nid], "whole_score"), rel=1e-6
         )
+        assert graph.get_property(rows[nid], "parts_version") == 0
 
 
 # ------------------------------------------------------------------------------ REST and gRPC
@@ -714,7 +598,7 @@ def test_grpc_backend_through_the_local_server(model_server, reference):
         "memgraph_tf.serving.grpc_server",
         reason="the gRPC server (memgraph_tf.serving.grpc_server) is not here",
     )
-    from memgraph_tf.client.batch import grpc_backend
+    from memgraph_tf.batch import grpc_backend
 
     source = embedded_source()
     with (
@@ -728,32 +612,6 @@ def test_grpc_backend_through_the_local_server(model_server, reference):
 
 
 # ------------------------------------------------------------------------ real Bolt (ArcadeDB)
-@pytest.fixture(scope="module")
-def bolt_graph(bolt_source):
-    """The embedded test graph written to ArcadeDB (no tf_features procedures: client-side packing)."""
-    nodes, edges = graph_data()
-    bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
-    bolt_source.write(
-        f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, features: r.features, half: r.id % 2}})",
-        {"rows": nodes},
-    )
-    bolt_source.write(
-        f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE (a)-[:LINK]->(b)",
-        {"pairs": [{"a": node_id(a), "b": node_id(b)} for a, b in edges]},
-    )
-    assert not bolt_source.has_procedures()
-    return bolt_source
-
-
-def bolt_predictions(source, prop: str = "predicted_class") -> dict[int, tuple]:
-    cls, score, version = property_names(prop)
-    rows = source.read(
-        f"MATCH (n:{LABEL}) WHERE n.`{cls}` IS NOT NULL "
-        f"RETURN n.id AS id, n.`{cls}` AS c, n.`{score}` AS s, n.`{version}` AS v"
-    )
-    return {r["id"]: (r["c"], r["s"], r["v"]) for r in rows}
-
-
 @pytest.mark.arcadedb
 def test_bolt_fallback_run_equals_the_embedded_run(bolt_graph, backend, reference):
     summary = classify_graph(

@@ -1,14 +1,12 @@
 """``memgraph-tf classify``: exit codes and one-line errors, the summary, and a real subprocess
 interrupted by SIGINT and killed by SIGKILL midway over real Bolt (ArcadeDB), then rerun to the end.
 
-The graph, bundle and reference run are those of test_batch.py (loaded from its file: with
-``--import-mode=importlib`` test modules cannot import each other)."""
+The graph, bundle and reference run are those of test_batch.py (the fixtures in conftest.py, the
+graph in ``tests.client.classify_kit`` and ``tests.graphs``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import pathlib
 import re
 import signal
 import subprocess
@@ -17,37 +15,18 @@ import time
 
 import pytest
 
-from memgraph_tf.client.batch import ModelBackend, property_names
-
-_spec = importlib.util.spec_from_file_location(
-    "_batch_tests", pathlib.Path(__file__).with_name("test_batch.py")
-)
-kit = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(kit)
-
-# the fixtures this module shares with test_batch.py (module scope: built again for this module)
-sage_model, bundle_base, backend, reference, bolt_graph = (
-    kit.sage_model,
-    kit.bundle_base,
-    kit.backend,
-    kit.reference,
-    kit.bolt_graph,
-)
-LABEL, CLASSES, N = kit.LABEL, kit.CLASSES, kit.N
-node_id, embedded_source, predictions, assert_same, bolt_predictions = (
-    kit.node_id,
-    kit.embedded_source,
-    kit.predictions,
-    kit.assert_same,
-    kit.bolt_predictions,
-)
+from memgraph_tf.batch import BundleBackend, ModelBackend
+from memgraph_tf.client.graphs import property_names
+from tests.client.classify_kit import LABEL, bolt_predictions, embedded_source
+from tests.graphs import CLASSES, N, assert_same, node_id, predictions
 
 
 # ------------------------------------------------------------------------------------ the CLI
 def _cli(monkeypatch, capsys, source, *args):
     from memgraph_tf import cli
+    from memgraph_tf.client import sources
 
-    monkeypatch.setattr(cli, "open_graph_source", lambda uri: source)
+    monkeypatch.setattr(sources, "open_graph", lambda uri, **options: source)
     code = cli.main(["classify", "--graph", "embedded:test", "--no-progress", *args])
     out = capsys.readouterr()
     return code, out.out, out.err
@@ -154,8 +133,8 @@ def test_cli_errors_are_one_line_with_exit_codes(
         (
             ["--model", str(bundle_base), "--batch-size", "8"],
             1,
-            rf"^memgraph-tf classify: stopped at node {node_id(20)}: .*features.*Nothing of its batch was written; "
-            r"16 node\(s\) classified before it \(rerun with --skip-invalid",
+            rf"^memgraph-tf classify: stopped at node {node_id(20)}: .*features.*Nothing of its "
+            r"batch was written; 16 node\(s\) classified before it \(rerun with --skip-invalid",
         ),
     ]
     for args, want_code, message in cases:
@@ -175,7 +154,7 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
     arcadedb_server, bolt_graph, bundle_base, reference
 ):
     prop = "killed"
-    cls, score, version = property_names(prop)
+    cls, _, version = property_names(prop)
     env = {
         **os.environ,
         "MEMGRAPH_TF_USER": arcadedb_server.user,
@@ -205,7 +184,8 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
         ]["c"]
 
     def interrupt(sig: int, after: int) -> subprocess.CompletedProcess:
-        """Starts the command, sends ``sig`` once ``after`` nodes carry version 1, waits for the end."""
+        """Starts the command, sends ``sig`` once ``after`` nodes carry version 1, waits for the
+        end."""
         proc = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )

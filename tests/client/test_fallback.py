@@ -1,4 +1,5 @@
-"""Client-side packing over plain Cypher (ArcadeDB) gives the embedded query module's exact bytes."""
+"""Client-side packing over plain Cypher (ArcadeDB) gives the embedded query module's exact
+bytes."""
 
 from __future__ import annotations
 
@@ -49,13 +50,15 @@ def twin_graphs(bolt_source):
         embedded.add_edge(a, b, t)
     bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
     bolt_source.write(
-        f"UNWIND $rows AS r CREATE (:{LABEL} {{id: r.id, feat: r.feat, w: r.w, cls: r.cls, name: r.name}})",
+        f"UNWIND $rows AS r CREATE (:{LABEL} "
+        f"{{id: r.id, feat: r.feat, w: r.w, cls: r.cls, name: r.name}})",
         {"rows": nodes},
     )
     for t in ("CITES", "LINKS"):
         pairs = [{"a": ID_OFFSET + a, "b": ID_OFFSET + b} for a, b, et in edges if et == t]
         bolt_source.write(
-            f"UNWIND $pairs AS p MATCH (x:{LABEL} {{id: p.a}}), (y:{LABEL} {{id: p.b}}) CREATE (x)-[:{t}]->(y)",
+            f"UNWIND $pairs AS p MATCH (x:{LABEL} {{id: p.a}}), (y:{LABEL} {{id: p.b}}) CREATE "
+            f"(x)-[:{t}]->(y)",
             {"pairs": pairs},
         )
     return EmbeddedSource(embedded), bolt_source
@@ -204,13 +207,16 @@ def test_pipeline_and_inference_over_bolt_match_embedded(twin_graphs):
     )
     assert written == N
     rows = bolt.read(
-        f"MATCH (n:{LABEL}) RETURN n.id AS id, n.pred AS pred, n.predicted_score AS score ORDER BY id"
+        f"MATCH (n:{LABEL}) RETURN n.id AS id, n.pred AS pred, n.pred_score AS score, "
+        f"n.pred_version AS version ORDER BY id"
     )
     assert [r["pred"] for r in rows] != [None] * N
     by_id = {r["id"]: r for r in rows}
-    # samples are keyed by (seed, node), not by chunk: the chunked writes equal one call over all ids
+    # samples are keyed by (seed, node), not by chunk: the chunked writes equal one call over all
+    # ids
     assert [by_id[i]["pred"] for i in ids] == expected.classes.tolist()
     np.testing.assert_allclose([by_id[i]["score"] for i in ids], expected.scores, rtol=1e-6)
+    assert {by_id[i]["version"] for i in ids} == {0}
 
 
 def test_missing_procedures_detected_once(arcadedb_server, twin_graphs, caplog):
@@ -234,8 +240,9 @@ def test_missing_procedures_detected_once(arcadedb_server, twin_graphs, caplog):
 
 @pytest.fixture(scope="module")
 def mixed_label_graphs(bolt_source):
-    """Seeds are :FbPaper nodes; some of their neighbours are :FbAuthor nodes (outside options.label).
-    A second component has an author whose id equals a paper's id (5 -> author 6, paper 6)."""
+    """Seeds are :FbPaper nodes; some of their neighbours are :FbAuthor nodes (outside
+    options.label). A second component has an author whose id equals a paper's id (5 -> author 6,
+    paper 6)."""
     papers = [{"id": i, "f": [float(i), -float(i)]} for i in (1, 2, 3, 4, 5, 6)]
     authors = [{"id": i, "f": [0.5 * i, 1.0]} for i in (100, 101, 6)]
     edges = [
@@ -261,7 +268,8 @@ def mixed_label_graphs(bolt_source):
     label = {"P": "FbPaper", "A": "FbAuthor"}
     for (ka, a), (kb, b) in edges:
         bolt_source.write(
-            f"MATCH (x:{label[ka]} {{id: $a}}), (y:{label[kb]} {{id: $b}}) CREATE (x)-[:WROTE]->(y)",
+            f"MATCH (x:{label[ka]} {{id: $a}}), (y:{label[kb]} {{id: $b}}) CREATE "
+            "(x)-[:WROTE]->(y)",
             {"a": a, "b": b},
         )
     return EmbeddedSource(embedded), bolt_source
@@ -290,7 +298,8 @@ def test_one_id_on_two_met_nodes_is_an_error_on_both(mixed_label_graphs):
     for source in (embedded, bolt):
         with pytest.raises(
             GraphDataError,
-            match=r"options\.id_property: expected unique ids, got id = 6 on the nodes with internal ids",
+            match=r"options\.id_property: expected unique ids, got id = 6 on the nodes with "
+            r"internal ids",
         ):
             source.sample_blob([6, 5], [2], ["f"], opts)
 

@@ -37,7 +37,7 @@ def trained(community):
 
 def test_training_learns_the_communities(trained, community):
     source, labels, _ = community
-    result, train, val, test = trained
+    result, _, _, test = trained
     assert (
         result.model.num_classes == 3
         and result.model.feature_dim == 8
@@ -53,7 +53,7 @@ def test_training_learns_the_communities(trained, community):
 
 
 def test_predict_and_write_is_batched_and_idempotent(trained, community):
-    source, labels, _ = community
+    source, _, _ = community
     result, _, _, test = trained
     model = result.model
     expected = predict(model, source, test, options=OPTS, seed=0, batch_size=16)
@@ -74,8 +74,11 @@ def test_predict_and_write_is_batched_and_idempotent(trained, community):
         graph = source.graph
         got = [graph.get_property(int(i) - ID0, "predicted_class") for i in test]
         assert got == [model.class_names[c] for c in expected.classes]
-        scores = [graph.get_property(int(i) - ID0, "predicted_score") for i in test]
+        scores = [graph.get_property(int(i) - ID0, "predicted_class_score") for i in test]
         np.testing.assert_allclose(scores, expected.scores, rtol=1e-6)
+        versions = {graph.get_property(int(i) - ID0, "predicted_class_version") for i in test}
+        assert versions == {0}  # an in-memory model: version 0 unless given
+        assert graph.get_property(int(test[0]) - ID0, "predicted_score") is None  # the old name
     assert graph.get_property(0, "predicted_class") is None  # a training node was not written
 
 
@@ -88,14 +91,14 @@ def test_predict_and_write_every_node_by_default(trained, make_community):
         source,
         options=OPTS,
         property_name="cls",
-        score_property=None,
+        version=4,
         chunk_size=16,
         progress=False,
     )
     assert written == 40
     values = [graph.get_property(i, "cls") for i in range(40)]
     assert all(isinstance(v, int) and 0 <= v < 3 for v in values)
-    assert graph.get_property(0, "predicted_score") is None
+    assert graph.get_property(0, "cls_version") == 4 and graph.get_property(0, "cls_score") > 0
     with pytest.raises(
         ConfigurationError,
         match=r"property_name: expected a non-empty name without backquotes or NUL, got ''",
@@ -103,7 +106,9 @@ def test_predict_and_write_every_node_by_default(trained, make_community):
         predict_and_write(result.model, source, options=OPTS, property_name="", progress=False)
 
 
-def test_predict_and_write_writes_class_and_score_together(trained, make_community, monkeypatch):
+def test_predict_and_write_writes_class_score_and_version_together(
+    trained, make_community, monkeypatch
+):
     result = trained[0]
     graph, _, _ = make_community(num_nodes=20)
     source = EmbeddedSource(graph)
@@ -118,21 +123,13 @@ def test_predict_and_write_writes_class_and_score_together(trained, make_communi
     )
     written = predict_and_write(result.model, source, options=OPTS, chunk_size=8, progress=False)
     assert written == 20
-    both = ["predicted_class", "predicted_score"]
-    assert calls == [([ID0 + i for i in range(a, b)], both) for a, b in ((0, 8), (8, 16), (16, 20))]
-    assert all(graph.get_property(i, "predicted_score") is not None for i in range(20))
-    with pytest.raises(
-        ConfigurationError,
-        match=r"score_property: expected a property other than property_name \('p'\), got the same",
-    ):
-        predict_and_write(
-            result.model,
-            source,
-            options=OPTS,
-            property_name="p",
-            score_property="p",
-            progress=False,
-        )
+    three = ["predicted_class", "predicted_class_score", "predicted_class_version"]
+    assert calls == [
+        ([ID0 + i for i in range(a, b)], three) for a, b in ((0, 8), (8, 16), (16, 20))
+    ]
+    assert all(graph.get_property(i, "predicted_class_score") is not None for i in range(20))
+    with pytest.raises(ConfigurationError, match=r"version: expected an integer model version"):
+        predict_and_write(result.model, source, options=OPTS, version="1", progress=False)
 
 
 def test_embedded_write_columns_sets_each_nodes_columns(make_community):
@@ -156,7 +153,7 @@ def test_embedded_write_columns_sets_each_nodes_columns(make_community):
 
 
 def test_training_argument_errors(community):
-    source, labels, _ = community
+    source, _, _ = community
     ids = np.arange(ID0, ID0 + 10)
     with pytest.raises(
         ConfigurationError, match=r"options.seed: expected no fixed sampling seed for training"
