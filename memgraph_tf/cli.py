@@ -22,19 +22,20 @@ def _build_ops(args: argparse.Namespace) -> int:
 
 
 def _install_modules(args: argparse.Namespace) -> int:
-    """``memgraph-tf install-modules DIR``: the written paths on stdout, exit 0; an error (an
-    existing file with ``--no-overwrite``, a DIR that is a file or not writable, a missing package
-    file) is one line on stderr, never a traceback, with the exit code of
-    :func:`memgraph_tf.errors.exit_code_for`."""
+    """``memgraph-tf install-modules DIR``: the written paths on stdout, exit 0; a user error (an
+    existing file with ``--no-overwrite``, a DIR that is a file or not writable, a missing
+    package file) is one line on stderr and :data:`~memgraph_tf.errors.EXIT_USAGE` (2), never a
+    traceback. Every error this command reports is about its arguments or the target directory,
+    so it is a usage error whatever its class (the table's ``exit_code_for`` would call a
+    ``FileExistsError`` a failed run)."""
     from memgraph_tf import deploy
-    from memgraph_tf.errors import exit_code_for
 
     try:
         paths = deploy.install_modules(args.directory, overwrite=not args.no_overwrite)
     except (OSError, ValueError) as exc:
         logging.getLogger(__name__).debug("install-modules failed", exc_info=True)
         sys.stderr.write(f"memgraph-tf install-modules: {type(exc).__name__}: {exc}\n")
-        return exit_code_for(exc)
+        return EXIT_USAGE
     for path in paths:
         print(path)
     return 0
