@@ -227,28 +227,29 @@ class StatusRow(NamedTuple):
 #: ``CLIENT_CLOSED_REQUEST``, 499). Both servers answer from it (REST: the HTTP status of a
 #: failure's code; gRPC: the code), both clients build their errors from it
 #: (:func:`error_for_status`, ``grpc_client.error_from_rpc``) and retry what it marks
-#: retryable. Where several codes share an HTTP status, the first row listed is the code a
-#: failure known only by its HTTP status is answered with over gRPC (:func:`code_for_http`).
+#: retryable. Rows are in HTTP status order; where several codes share a status, the first row
+#: listed is the code a failure known only by its HTTP status is answered with over gRPC
+#: (:func:`code_for_http`: 400 INVALID_ARGUMENT, 409 ABORTED, 500 INTERNAL).
 #: The last row is not a code mapping: a request above a size limit of this server (a body above
 #: ``max_request_bytes``, more than ``max_examples`` examples) is 413 from the HTTP layer, and
 #: RESOURCE_EXHAUSTED over gRPC, where there is no 413 (the code's own status stays 429).
 STATUS_TABLE: tuple[StatusRow, ...] = (
-    StatusRow("CANCELLED", 1, 499, ServingHTTPError, False),
-    StatusRow("UNKNOWN", 2, 500, InternalServerError, False),
     StatusRow("INVALID_ARGUMENT", 3, 400, BadRequestError, False),
-    StatusRow("DEADLINE_EXCEEDED", 4, 504, DeadlineExceededError, True),
-    StatusRow("NOT_FOUND", 5, 404, NotFoundError, False),
-    StatusRow("ALREADY_EXISTS", 6, 409, ConflictError, False),
-    StatusRow("PERMISSION_DENIED", 7, 403, ForbiddenError, False),
-    StatusRow("RESOURCE_EXHAUSTED", 8, 429, TooManyRequestsError, False),
     StatusRow("FAILED_PRECONDITION", 9, 400, BadRequestError, False),
-    StatusRow("ABORTED", 10, 409, ConflictError, False),
     StatusRow("OUT_OF_RANGE", 11, 400, BadRequestError, False),
-    StatusRow("UNIMPLEMENTED", 12, 501, NotImplementedByServerError, False),
-    StatusRow("INTERNAL", 13, 500, InternalServerError, False),
-    StatusRow("UNAVAILABLE", 14, 503, UnavailableError, True),
-    StatusRow("DATA_LOSS", 15, 500, InternalServerError, False),
     StatusRow("UNAUTHENTICATED", 16, 401, UnauthorizedError, False),
+    StatusRow("PERMISSION_DENIED", 7, 403, ForbiddenError, False),
+    StatusRow("NOT_FOUND", 5, 404, NotFoundError, False),
+    StatusRow("ABORTED", 10, 409, ConflictError, False),
+    StatusRow("ALREADY_EXISTS", 6, 409, ConflictError, False),
+    StatusRow("RESOURCE_EXHAUSTED", 8, 429, TooManyRequestsError, False),
+    StatusRow("CANCELLED", 1, 499, ServingHTTPError, False),
+    StatusRow("INTERNAL", 13, 500, InternalServerError, False),
+    StatusRow("UNKNOWN", 2, 500, InternalServerError, False),
+    StatusRow("DATA_LOSS", 15, 500, InternalServerError, False),
+    StatusRow("UNIMPLEMENTED", 12, 501, NotImplementedByServerError, False),
+    StatusRow("UNAVAILABLE", 14, 503, UnavailableError, True),
+    StatusRow("DEADLINE_EXCEEDED", 4, 504, DeadlineExceededError, True),
     StatusRow("RESOURCE_EXHAUSTED", 8, 413, RequestTooLargeError, False),  # size limits (above)
 )
 #: The HTTP status of a request above one of this server's size limits (see STATUS_TABLE).

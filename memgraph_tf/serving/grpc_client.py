@@ -92,6 +92,11 @@ from memgraph_tf.serving.client import (  # the REST client's defaults and argum
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: gRPC code -> the HTTP status TF Serving's REST front end answers it with: a view of the status
+#: table (:func:`.errors.http_status_for`), kept for callers of the older name.
+HTTP_STATUS_FOR_GRPC: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode[row.code]: errors.http_status_for(row.code) for row in errors.STATUS_TABLE
+}
 # gRPC core's details when no connection could be made (not an answer from the server).
 _NO_CONNECTION = re.compile(
     r"failed to connect|connection refused|DNS resolution failed|"
@@ -556,4 +561,4 @@ class GrpcServingClient(ServingClientBase):
         return self.bundle_config(timeout_s=timeout_s).to_dict()
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "GrpcServingClient", "error_from_rpc"]
+__all__ = ["DEFAULT_TIMEOUT_S", "HTTP_STATUS_FOR_GRPC", "GrpcServingClient", "error_from_rpc"]

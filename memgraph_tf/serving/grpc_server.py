@@ -73,6 +73,13 @@ DEFAULT_MAX_TENSOR_ELEMENTS = 16 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 
 
+#: HTTP status -> the gRPC code a failure known only by that status is answered with: a view of
+#: the status table (:func:`.errors.code_for_http`), kept for callers of the older name.
+GRPC_CODE_FOR_HTTP: dict[int, grpc.StatusCode] = {
+    row.http: grpc.StatusCode[errors.code_for_http(row.http)] for row in errors.STATUS_TABLE
+}
+
+
 def grpc_code_for(exc: ServingFailure) -> grpc.StatusCode:
     """The gRPC code a ServingFailure is answered with: its ``grpc_code`` (set from the status
     table, :mod:`.errors`, for every ServingFailure) as a ``grpc.StatusCode``."""
@@ -576,6 +583,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_MAX_TENSOR_ELEMENTS",
     "DEFAULT_MAX_WORKERS",
+    "GRPC_CODE_FOR_HTTP",
     "NODE_ID_FEATURE",
     "SIGNATURE_DEF_FIELD",
     "GrpcLimits",

@@ -63,7 +63,7 @@ def test_only_the_size_limit_row_repeats_a_code():
 
 
 def test_retries_follow_the_table_s_retryable_column():
-    assert errors.RETRYABLE_CODES == ("DEADLINE_EXCEEDED", "UNAVAILABLE")
+    assert sorted(errors.RETRYABLE_CODES) == ["DEADLINE_EXCEEDED", "UNAVAILABLE"]
     assert sorted(errors.RETRYABLE_HTTP_STATUSES) == [503, 504]
     assert client._RETRY_STATUSES == errors.RETRYABLE_HTTP_STATUSES  # the REST client's
     assert [c for c in TF_SERVING_HTTP if errors.is_retryable(c)] == [
@@ -81,6 +81,18 @@ def test_rest_errors_are_built_from_the_table(row):
         row.code,
         "m",
     )
+
+
+def test_a_failure_known_by_its_status_alone_gets_the_first_code_of_that_status():
+    assert {s: errors.code_for_http(s) for s in (400, 409, 413, 429, 499, 500, 503)} == {
+        400: "INVALID_ARGUMENT",
+        409: "ABORTED",
+        413: "RESOURCE_EXHAUSTED",
+        429: "RESOURCE_EXHAUSTED",
+        499: "CANCELLED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+    }
 
 
 def test_a_status_alone_names_the_first_code_of_its_row():
