@@ -1,9 +1,11 @@
-"""GraphSAGE accuracy on Cora / Citeseer (Planetoid split: 140/500/1000 on Cora, 120/500/1000 on Citeseer).
+"""GraphSAGE accuracy on Cora / Citeseer (Planetoid split: 140/500/1000 on Cora, 120/500/1000 on
+Citeseer).
 
-Features and neighbourhoods come only through the ``tf_features`` query modules, run unchanged by the
-embedded runtime (``EmbeddedSource``): features once through ``tf_features.pack`` (feature cache),
-neighbour ids every step through ``tf_features.sample``. Prints test accuracy per seed, then mean and
-standard deviation (target on Cora: mean >= 0.80; GCN's published figures: 0.815 Cora, 0.703 Citeseer).
+Features and neighbourhoods come only through the ``tf_features`` query modules, run unchanged by
+the embedded runtime (``EmbeddedSource``): features once through ``tf_features.pack`` (feature
+cache), neighbour ids every step through ``tf_features.sample``. Prints test accuracy per seed, then
+mean and standard deviation (target on Cora: mean >= 0.80; GCN's published figures: 0.815 Cora,
+0.703 Citeseer).
 
     .venv/bin/python benchmarks/accuracy.py --dataset cora --seeds 0 1 2 3 4
     .venv/bin/python benchmarks/accuracy.py --dataset citeseer --seeds 0 1 2 3 4
@@ -100,14 +102,17 @@ def main() -> int:
         )["accuracy"]
         accuracies.append(test)
         print(
-            f"seed {seed}: test accuracy {test:.4f} (best val {result.best_val_accuracy:.4f} at step "
-            f"{result.best_step}, {len(result.history['step'])} steps, {time.perf_counter() - t0:.0f} s)",
+            f"seed {seed}: test accuracy {test:.4f} (best val {result.best_val_accuracy:.4f} at "
+            "step "
+            f"{result.best_step}, {len(result.history['step'])} steps, "
+            f"{time.perf_counter() - t0:.0f} s)",
             flush=True,
         )
     mean = statistics.fmean(accuracies)
     spread = statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0
     print(
-        f"{args.dataset}: test accuracy mean {mean:.4f}, std {spread:.4f}, min {min(accuracies):.4f}, "
+        f"{args.dataset}: test accuracy mean {mean:.4f}, std {spread:.4f}, min "
+        f"{min(accuracies):.4f}, "
         f"max {max(accuracies):.4f} over {len(accuracies)} seeds"
     )
     return 0

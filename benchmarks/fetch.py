@@ -4,11 +4,13 @@ Rows of ``--dim`` float features, fetched two ways in the same run:
 
 * **lists**: ``OpenCypherDataset`` over ``MATCH (n:BenchRow) RETURN n.f`` -- each row a Bolt list of
   floats, decoded by the Python driver, validated and cast to float32, then batched;
-* **blob**: the same features packed as one blob per ``--batch`` rows (what ``tf_features.pack`` returns
-  on Memgraph: a base64url string), fetched as one string per batch through ``OpenCypherDataset``, then
-  the unpack op, which decodes the base64 text itself, inside the tf.data graph.
+* **blob**: the same features packed as one blob per ``--batch`` rows (what ``tf_features.pack``
+  returns on Memgraph: a base64url string), fetched as one string per batch through
+  ``OpenCypherDataset``, then the unpack op, which decodes the base64 text itself, inside the
+  tf.data graph.
 
-Both produce identical float32 tensors (checked). Prints rows/s for each and the ratio (target >= 10x); medians of ``--repeats`` interleaved passes after one warm-up each.
+Both produce identical float32 tensors (checked). Prints rows/s for each and the ratio (target >=
+10x); medians of ``--repeats`` interleaved passes after one warm-up each.
 
     .venv/bin/python benchmarks/fetch.py --rows 20000 --dim 128 --batch 1024
 """
@@ -116,9 +118,11 @@ def main() -> None:
             started = time.perf_counter()
             data = load(source, args.rows, args.dim, args.batch)
             print(
-                f"loaded {args.rows} rows x {args.dim} float32 into ArcadeDB in {time.perf_counter() - started:.1f} s"
+                f"loaded {args.rows} rows x {args.dim} float32 into ArcadeDB in "
+                f"{time.perf_counter() - started:.1f} s"
             )
-            # "auto" falls back to the stock-op decoder when the op library cannot be built: say which ran
+            # "auto" falls back to the stock-op decoder when the op library cannot be built: say
+            # which ran
             way = "unpack op" if unpacker(args.decoder) is ops.unpack_blob else "portable decoder"
             results = measure(
                 {
@@ -132,13 +136,16 @@ def main() -> None:
                 raise SystemExit("fetched features differ from the features loaded")
     lists_rate, blob_rate = args.rows / lists_s, args.rows / blob_s
     print(
-        f"lists of floats via OpenCypherDataset : {lists_rate:12,.0f} rows/s  ({lists_s:.3f} s, median of {args.repeats})"
+        f"lists of floats via OpenCypherDataset : {lists_rate:12,.0f} rows/s  ({lists_s:.3f} s, "
+        f"median of {args.repeats})"
     )
     print(
-        f"blob per {args.batch} rows via {way:<15}: {blob_rate:12,.0f} rows/s  ({blob_s:.3f} s, median of {args.repeats})"
+        f"blob per {args.batch} rows via {way:<15}: {blob_rate:12,.0f} rows/s  ({blob_s:.3f} s, "
+        f"median of {args.repeats})"
     )
     print(
-        f"ratio blob / lists                    : {blob_rate / lists_rate:12.1f} x  (target >= 10 x)"
+        f"ratio blob / lists                    : {blob_rate / lists_rate:12.1f} x  (target >= 10 "
+        "x)"
     )
 
 

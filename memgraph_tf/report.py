@@ -26,12 +26,16 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 SERVED_VS_TEST_NOTE = (
-    "Served accuracy is measured on {served} test nodes and test accuracy on {test}: a smaller sample, and "
-    "each side samples its own neighbourhoods (the server one random draw per request, the in-process "
-    "figure an average of {draws} draws), so the two differ by chance; agreement counts the nodes where "
+    "Served accuracy is measured on {served} test nodes and test accuracy on {test}: a smaller "
+    "sample, and "
+    "each side samples its own neighbourhoods (the server one random draw per request, the "
+    "in-process "
+    "figure an average of {draws} draws), so the two differ by chance; agreement counts the nodes "
+    "where "
     "the served and the in-process prediction name the same class."
 )
-"""Why the served accuracy differs from the test accuracy (formatted with ``served``, ``test``, ``draws``)."""
+"""Why the served accuracy differs from the test accuracy (formatted with ``served``, ``test``,
+``draws``)."""
 
 
 @dataclasses.dataclass
@@ -61,7 +65,8 @@ class Stage:
 
 @dataclasses.dataclass
 class ServedCheck:
-    """Nodes classified through a server (``how``), compared with the truth and with in-process predictions."""
+    """Nodes classified through a server (``how``), compared with the truth and with in-process
+    predictions."""
 
     how: str
     nodes: int
@@ -108,7 +113,8 @@ def _num(x: float) -> str:
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A plain-text table: a header, a rule, one line per row; columns padded to their widest cell."""
+    """A plain-text table: a header, a rule, one line per row; columns padded to their widest
+    cell."""
     cells = [list(map(str, headers))] + [list(map(str, r)) for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
@@ -117,7 +123,8 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def accuracy_rows(s: Summary) -> list[list[str]]:
-    """``[what, figure, note]`` rows: test accuracy beside the published figures, then served checks."""
+    """``[what, figure, note]`` rows: test accuracy beside the published figures, then served
+    checks."""
     rows = [
         [
             "GraphSAGE test accuracy (this run)",
@@ -169,7 +176,8 @@ def summary_text(s: Summary) -> str:
     bundles and the commands to go on."""
     head = (
         f"{s.dataset}: {s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_features:,} features, "
-        f"{len(s.class_names)} classes; train/val/test {s.train_nodes}/{s.val_nodes}/{s.test_nodes}; "
+        f"{len(s.class_names)} classes; train/val/test "
+        f"{s.train_nodes}/{s.val_nodes}/{s.test_nodes}; "
         f"graph: {s.graph}"
     )
     parts = [head, "", format_table(["accuracy", "figure", "on"], accuracy_rows(s))]
@@ -327,7 +335,8 @@ def confusion_figure(
 def throughput_figure(
     stages: Sequence[Stage], path: str | os.PathLike[str], *, title: str = "throughput per stage"
 ) -> pathlib.Path:
-    """Left: items per second of each stage that has a count (log scale); right: seconds per stage."""
+    """Left: items per second of each stage that has a count (log scale); right: seconds per
+    stage."""
     plt = _pyplot()
     rated = [s for s in stages if s.rate is not None]
     fig, (ax_rate, ax_time) = plt.subplots(
@@ -535,7 +544,8 @@ def write_report(
 <html lang="en"><head><meta charset="utf-8">
 <title>memgraph-tf demo: {html.escape(s.dataset)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }}
+body {{ font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em;
+       color: #222; }}
 table {{ border-collapse: collapse; margin: 1em 0; }}
 th, td {{ border: 1px solid #ccc; padding: 4px 10px; text-align: left; }}
 th {{ background: #f3f3f3; }}
@@ -543,8 +553,9 @@ figure {{ margin: 1.5em 0; }} img {{ max-width: 100%; border: 1px solid #ddd; }}
 pre {{ background: #f6f8fa; padding: 1em; overflow-x: auto; }}
 </style></head><body>
 <h1>memgraph-tf demo: {html.escape(s.dataset)}</h1>
-<p>{s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_features:,} features, {len(s.class_names)} classes
-({html.escape(", ".join(s.class_names))}); train/val/test {s.train_nodes}/{s.val_nodes}/{s.test_nodes};
+<p>{s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_features:,} features,
+{len(s.class_names)} classes ({html.escape(", ".join(s.class_names))});
+train/val/test {s.train_nodes}/{s.val_nodes}/{s.test_nodes};
 graph: {html.escape(s.graph)}.</p>
 <h2>Accuracy</h2>
 {_html_table(["accuracy", "figure", "on"], accuracy_rows(s))}

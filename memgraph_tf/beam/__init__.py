@@ -7,7 +7,7 @@ Composable transforms (:mod:`memgraph_tf.beam.transforms`)::
     import apache_beam as beam
     from memgraph_tf.beam import ClassifyNodes, GraphSpec, ModelSpec, create_pipeline
 
-    graph = GraphSpec("bolt://memgraph:7687")        # workers log in with MEMGRAPH_TF_USER / _PASSWORD
+    graph = GraphSpec("bolt://memgraph:7687")  # workers log in with MEMGRAPH_TF_USER / _PASSWORD
     model = ModelSpec.resolve(bundle="models/GraphSage")
     with create_pipeline("DirectRunner", num_workers=4, running_mode="multi_processing") as p:
         p | ClassifyNodes(graph, model, batch_size=1024)
@@ -73,16 +73,28 @@ def _beam_for(module: str) -> None:
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), before_import=_beam_for)
 
 
-__all__ = sorted(
-    [
-        *_LAZY,
-        "BEAM_MISSING",
-        "RUNNERS",
-        "BeamSummary",
-        "add_runner_arguments",
-        "classify_with_beam",
-        "create_pipeline",
-        "require_beam",
-        "run_classify_pipeline",
-    ]
-)
+__all__ = [
+    "BEAM_MISSING",
+    "RUNNERS",
+    "BeamSummary",
+    "BlobModelHandler",
+    "ClassifyBlobs",
+    "ClassifyNodes",
+    "ExportNeighbourhoods",
+    "FetchNeighbourhoods",
+    "GraphSpec",
+    "ModelSpec",
+    "NodeScan",
+    "NodeSelection",
+    "ReadNodeIds",
+    "WritePredictions",
+    "add_runner_arguments",
+    "classify_with_beam",
+    "create_pipeline",
+    "read_exported",
+    "register_graph",
+    "require_beam",
+    "run_classify_pipeline",
+    "sampling_for",
+    "unregister_graph",
+]

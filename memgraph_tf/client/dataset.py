@@ -1,8 +1,8 @@
 """``OpenCypherDataset``: a ``tf.data.Dataset`` over the rows of a Cypher query.
 
 The design notes' ``OpenCypherDataset(host, auth, query, output_types)``, with the connection taken
-out of the dataset: it reads from a graph source (:func:`memgraph_tf.client.connect`), so the URI and
-credentials stay with the source and out of any graph or model.
+out of the dataset: it reads from a graph source (:func:`memgraph_tf.client.connect`), so the URI
+and credentials stay with the source and out of any graph or model.
 
 Rows are streamed: a generator pulls records from the driver ``fetch_size`` at a time, converts one
 chunk to arrays, and ``unbatch`` turns the chunk back into rows, so no more than about one chunk of
@@ -107,7 +107,7 @@ def _dtype_name(dtype: Any, where: str) -> str:
 
 def _parse_spec(key: str | int, spec: Any) -> Column:
     where = f"output_types[{key!r}]"
-    if isinstance(spec, tf.RaggedTensorSpec) or isinstance(spec, tf.TensorSpec):
+    if isinstance(spec, (tf.RaggedTensorSpec, tf.TensorSpec)):
         shape = tuple(spec.shape.as_list())
         name = _dtype_name(spec.dtype, where)
     elif isinstance(spec, tuple) and len(spec) == 2 and not isinstance(spec[1], (str, tf.DType)):
@@ -135,8 +135,8 @@ def parse_output_types(output_types: Any) -> tuple[list[Column], str]:
     """Declared columns and the element structure: ``"dict"``, ``"tuple"`` or ``"single"``.
 
     A column type is a dtype (``tf.float32`` or ``"float32"``; a scalar), ``(dtype, shape)``
-    (``("float32", [128])`` a fixed-length vector, ``("int64", [None])`` a variable-length list, which
-    batches into a ``tf.RaggedTensor``), a ``tf.TensorSpec`` or a ``tf.RaggedTensorSpec``.
+    (``("float32", [128])`` a fixed-length vector, ``("int64", [None])`` a variable-length list,
+    which batches into a ``tf.RaggedTensor``), a ``tf.TensorSpec`` or a ``tf.RaggedTensorSpec``.
     """
     if isinstance(output_types, Mapping):
         if not output_types:
@@ -175,7 +175,8 @@ def _describe(value: Any) -> str:
 
 
 class _Converter:
-    """Turns chunks of records into arrays, validating every value (errors name column, row, value)."""
+    """Turns chunks of records into arrays, validating every value (errors name column, row,
+    value)."""
 
     def __init__(self, columns: list[Column]) -> None:
         self.columns = columns
@@ -203,7 +204,8 @@ class _Converter:
                 )
             if shape[0] is not None and len(value) != shape[0]:
                 raise ValueLengthError(
-                    f"{where}: expected a list of {shape[0]} values, got a list of {len(value)}: {_describe(value)}"
+                    f"{where}: expected a list of {shape[0]} values, got a list of {len(value)}: "
+                    f"{_describe(value)}"
                 )
             for i, item in enumerate(value):
                 self.check_value(column, row, item, shape[1:], index + (i,))
@@ -290,13 +292,13 @@ class OpenCypherDataset(tf.data.Dataset):
     type gives dict elements; a list gives tuple elements matched by position; a single type gives
     the only column as the element. Each iteration runs the query again.
 
-    Guarantees: values are cast to the declared dtype (bool, int32, int64, float32, float64, string);
-    fixed-length lists become vectors, variable-length ones ``[None]`` rows that ``batch`` turns into
-    a ``tf.RaggedTensor``; a null, a value of the wrong type, a list of the wrong length or an int32
-    overflow stops iteration with an error naming the column, the row (0-based) and the value --
-    raised as :class:`~memgraph_tf.client.errors.ResultError` by :meth:`rows`, and inside ``tf.data``
-    as ``tf.errors.InvalidArgumentError`` whose message contains that text. At most about
-    ``fetch_size`` rows are held in memory.
+    Guarantees: values are cast to the declared dtype (bool, int32, int64, float32, float64,
+    string); fixed-length lists become vectors, variable-length ones ``[None]`` rows that ``batch``
+    turns into a ``tf.RaggedTensor``; a null, a value of the wrong type, a list of the wrong length
+    or an int32 overflow stops iteration with an error naming the column, the row (0-based) and the
+    value -- raised as :class:`~memgraph_tf.client.errors.ResultError` by :meth:`rows`, and inside
+    ``tf.data`` as ``tf.errors.InvalidArgumentError`` whose message contains that text. At most
+    about ``fetch_size`` rows are held in memory.
     """
 
     def __init__(
@@ -310,7 +312,8 @@ class OpenCypherDataset(tf.data.Dataset):
     ) -> None:
         if not isinstance(source, GraphSource):
             raise ConfigurationError(
-                f"source: expected a graph source from memgraph_tf.client.connect() or EmbeddedSource, "
+                "source: expected a graph source from memgraph_tf.client.connect() or "
+                "EmbeddedSource, "
                 f"got {type(source).__name__}"
             )
         if not isinstance(query, str) or not query.strip():
@@ -340,7 +343,7 @@ class OpenCypherDataset(tf.data.Dataset):
     def element_spec(self) -> Any:
         return self._dataset.element_spec
 
-    # -- rows ---------------------------------------------------------------------------------------
+    # -- rows ------------------------------------------------------------------------------------
     def _structure_of(self, items: Sequence[Any]) -> Any:
         if self._structure == "dict":
             return {c.key: item for c, item in zip(self._columns, items)}
@@ -354,12 +357,14 @@ class OpenCypherDataset(tf.data.Dataset):
             missing = [c.key for c in self._columns if c.key not in keys]
             if missing:
                 raise ConfigurationError(
-                    f"output_types: expected the query to return column(s) {missing}, got columns {keys}"
+                    f"output_types: expected the query to return column(s) {missing}, got columns "
+                    f"{keys}"
                 )
             return [keys.index(c.key) for c in self._columns]
         if len(keys) != len(self._columns):
             raise ConfigurationError(
-                f"output_types: expected {len(self._columns)} column(s) by position, got a query returning "
+                f"output_types: expected {len(self._columns)} column(s) by position, got a query "
+                "returning "
                 f"{len(keys)}: {keys}"
             )
         return list(range(len(keys)))

@@ -12,8 +12,8 @@ need not import the driver to handle them. The tree::
     |   +-- AuthenticationError         the server refused the credentials
     +-- QueryError                      the server rejected or failed a query
     |   +-- ProcedureUnavailable        a ``tf_features`` procedure is not installed on the server
-    +-- ResultError                     a row does not fit the declared output types (also a
-    ValueError)
+    +-- ResultError                     a row does not fit the declared output types
+    |                                   (also a ValueError)
     |   +-- NullValueError              a column holds null
     |   +-- ValueTypeError              a value of the wrong type (also a TypeError)
     |   +-- ValueLengthError            a list of the wrong length

@@ -1,9 +1,14 @@
-"""``opencypher_fn``: the design notes' generic op -- run a Cypher query with a tensor bound as a parameter.
+"""``opencypher_fn``: the design notes' generic op -- run a Cypher query with a tensor bound as a
+parameter.
 
 Example (the design notes' GraphSAGE feature fetch)::
 
-    fetch = opencypher_fn(source, "UNWIND $node_ids AS nid MATCH (n:Train {id: nid}) RETURN n.features",
-                          "node_ids", tf.float32)
+    fetch = opencypher_fn(
+        source,
+        "UNWIND $node_ids AS nid MATCH (n:Train {id: nid}) RETURN n.features",
+        "node_ids",
+        tf.float32,
+    )
     features = fetch(tf.constant([1, 2, 3]))          # [3, d] float32
 """
 
@@ -45,23 +50,24 @@ def opencypher_fn(
     shape: Sequence[int] | None = None,
     name: str = "opencypher_fn",
 ) -> Callable[[Any], tf.Tensor]:
-    """Returns ``f(tensor) -> tensor``: runs ``query`` with ``$parameter_name`` bound to the tensor's
-    values (as a list; a scalar as itself) and stacks the single returned column, row by row, into a
-    ``dtype`` tensor of shape ``[rows] + shape`` (``shape``: each row's value, inferred from the first
-    row when None).
+    """Returns ``f(tensor) -> tensor``: runs ``query`` with ``$parameter_name`` bound to the
+    tensor's values (as a list; a scalar as itself) and stacks the single returned column, row by
+    row, into a ``dtype`` tensor of shape ``[rows] + shape`` (``shape``: each row's value, inferred
+    from the first row when None).
 
     Works eagerly, inside ``tf.function`` and in ``tf.data`` (``dataset.map(f)``). Row ``i`` of the
     result is the query's ``i``-th row, so write queries whose rows follow the parameter's order
-    (``UNWIND $ids AS id MATCH ... RETURN ...`` does when every id matches one node). Errors (a null,
-    a wrong type or length, more than one column) name the row and the value; inside a graph they
-    surface as ``tf.errors.InvalidArgumentError`` with that text.
+    (``UNWIND $ids AS id MATCH ... RETURN ...`` does when every id matches one node). Errors (a
+    null, a wrong type or length, more than one column) name the row and the value; inside a graph
+    they surface as ``tf.errors.InvalidArgumentError`` with that text.
 
     **Why it cannot go into a SavedModel.** The query runs in Python through ``tf.py_function``,
     which TensorFlow does not serialise: a SavedModel holding it fails to load in another process
-    and in TF Serving. And it must not be made to work: a graph that talks to the database would have
-    to carry the database URI and credentials inside the model (the design notes' own open problem),
-    so anyone with the model file would hold the password. Export models that take the features (or
-    the blobs) as inputs instead, and fetch them outside the model (``memgraph_tf.serving``).
+    and in TF Serving. And it must not be made to work: a graph that talks to the database would
+    have to carry the database URI and credentials inside the model (the design notes' own open
+    problem), so anyone with the model file would hold the password. Export models that take the
+    features (or the blobs) as inputs instead, and fetch them outside the model
+    (``memgraph_tf.serving``).
     """
     if not isinstance(source, GraphSource):
         raise ConfigurationError(f"source: expected a graph source, got {type(source).__name__}")
@@ -69,7 +75,8 @@ def opencypher_fn(
         raise ConfigurationError(f"query: expected a non-empty Cypher query, got {query!r}")
     if not isinstance(parameter_name, str) or not parameter_name or parameter_name.startswith("$"):
         raise ConfigurationError(
-            f"parameter_name: expected the parameter's name without '$' (e.g. 'node_ids'), got {parameter_name!r}"
+            "parameter_name: expected the parameter's name without '$' (e.g. 'node_ids'), got "
+            f"{parameter_name!r}"
         )
     if f"${parameter_name}" not in query:
         raise ConfigurationError(
@@ -108,7 +115,8 @@ def opencypher_fn(
             return converter.convert(column, rows, 0)
         except ValueLengthError as exc:
             raise ValueLengthError(
-                f"{exc} (shape {list(row_shape)} was {'given' if shape is not None else 'taken from row 0'})"
+                f"{exc} (shape {list(row_shape)} was "
+                f"{'given' if shape is not None else 'taken from row 0'})"
             ) from exc
 
     static = (

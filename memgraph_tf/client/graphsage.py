@@ -1,5 +1,5 @@
-"""GraphSAGE (mean aggregator) in Keras 3, over the tensors the ``tf_features.sample`` procedure returns,
-and its training and evaluation over a graph source.
+"""GraphSAGE (mean aggregator) in Keras 3, over the tensors the ``tf_features.sample`` procedure
+returns, and its training and evaluation over a graph source.
 
 The model's inputs are the sample blob's sections (:func:`memgraph_tf.layout.model_input_sections`):
 ``features_0`` ``[B, d]``, ``features_h`` ``[B, f1..fh, d]`` in the feature dtype (``float32`` or
@@ -58,7 +58,8 @@ def _rate(name: str, value: Any, upper: float = 1.0) -> float:
 class MeanAggregator(keras.layers.Layer):
     """One GraphSAGE layer with the mean aggregator (self and neighbour transforms concatenated).
 
-    Output width is ``2 * units``. ``call(x [..., d], neighbours [..., f, d], mask [..., f] | None)``.
+    Output width is ``2 * units``. ``call(x [..., d], neighbours [..., f, d], mask [..., f] |
+    None)``.
     """
 
     def __init__(
@@ -175,7 +176,8 @@ class GraphSAGE(keras.Model):
         )
         if len(units) != len(self.fanouts):
             raise ConfigurationError(
-                f"hidden_units: expected an int or one width per layer ({len(self.fanouts)}), got {hidden_units!r}"
+                f"hidden_units: expected an int or one width per layer ({len(self.fanouts)}), got "
+                f"{hidden_units!r}"
             )
         self.hidden_units = [_positive_int(f"hidden_units[{i}]", u) for i, u in enumerate(units)]
         self.dropout_rate = _rate("dropout", dropout)
@@ -186,12 +188,14 @@ class GraphSAGE(keras.Model):
             class_names = [str(c) for c in class_names]
             if len(class_names) != self.num_classes:
                 raise ConfigurationError(
-                    f"class_names: expected {self.num_classes} names (one per class), got {len(class_names)}"
+                    f"class_names: expected {self.num_classes} names (one per class), got "
+                    f"{len(class_names)}"
                 )
         self.class_names = class_names
         if feature_dtype not in layout.FEATURE_DTYPES:
             raise ConfigurationError(
-                f"feature_dtype: expected one of {', '.join(layout.FEATURE_DTYPES)}, got {feature_dtype!r}"
+                f"feature_dtype: expected one of {', '.join(layout.FEATURE_DTYPES)}, got "
+                f"{feature_dtype!r}"
             )
         self.feature_dtype = feature_dtype
         self.sage_layers = [
@@ -265,7 +269,8 @@ class GraphSAGE(keras.Model):
         missing = [name for name in names if name not in inputs]
         if missing:
             raise ConfigurationError(
-                f"inputs: expected {names[0]}..{names[-1]} (fanouts {list(self.fanouts)}), missing {missing}"
+                f"inputs: expected {names[0]}..{names[-1]} (fanouts {list(self.fanouts)}), missing "
+                f"{missing}"
             )
         h = [keras.ops.cast(inputs[name], "float32") for name in names]
         masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, hops + 1)]
@@ -314,10 +319,10 @@ PLANETOID_RECIPE: dict[str, Any] = {
     "eval_draws": 4,
     "patience": 80,
 }
-"""``train_graphsage`` settings for Cora/Citeseer (Planetoid split), chosen on Cora's validation set:
-2 layers, fanouts (10, 10), 128 units, dropout 0.6, L2 5e-4, row-normalised bag-of-words inputs,
-L2-normalised hidden layers, Adam 0.005, full-batch steps over the 140 training nodes, early stopping on
-validation accuracy. ``benchmarks/accuracy.py`` reports what it reaches."""
+"""``train_graphsage`` settings for Cora/Citeseer (Planetoid split), chosen on Cora's validation
+set: 2 layers, fanouts (10, 10), 128 units, dropout 0.6, L2 5e-4, row-normalised bag-of-words
+inputs, L2-normalised hidden layers, Adam 0.005, full-batch steps over the 140 training nodes, early
+stopping on validation accuracy. ``benchmarks/accuracy.py`` reports what it reaches."""
 
 
 class TrainResult(NamedTuple):
@@ -348,7 +353,8 @@ def build_feature_cache(
     options: Mapping[str, Any] | None = None,
     node_ids: Any = None,
 ) -> FeatureCache:
-    """A :class:`FeatureCache` of ``node_ids`` (default: every node, with ``options.label`` if set)."""
+    """A :class:`FeatureCache` of ``node_ids`` (default: every node, with ``options.label`` if
+    set)."""
     opts = dict(options or {})
     if node_ids is None:
         node_ids = source.node_ids(label=opts.get("label"), id_property=opts.get("id_property"))
@@ -633,21 +639,24 @@ def _check_labels(labels: np.ndarray, num_classes: int) -> None:
     bad = labels[(labels < 0) | (labels >= num_classes)]
     if bad.size:
         raise ConfigurationError(
-            f"labels: expected class indices in 0..{num_classes - 1} for every training node, got {int(bad[0])} "
+            f"labels: expected class indices in 0..{num_classes - 1} for every training node, got "
+            f"{int(bad[0])} "
             "(unlabelled nodes must not be in train_ids)"
         )
 
 
 def _infer_num_classes(source: GraphSource, label_property: str, options: Mapping[str, Any]) -> int:
     """``tf_features.describe``'s ``num_classes`` for ``label_property`` over the nodes (with
-    ``options["label"]``), at least 2; raises :class:`ConfigurationError` when no node has a class."""
+    ``options["label"]``), at least 2; raises :class:`ConfigurationError` when no node has a
+    class."""
     opts = describe_options(options)
     opts["label_property"] = label_property
     classes = source.describe([], opts)["num_classes"]
     if classes is None:
         scope = f":{opts['label']} node" if opts.get("label") else "node"
         raise ConfigurationError(
-            f"label_property: expected a class (an integer >= 0) in {label_property!r} on some {scope}, "
+            f"label_property: expected a class (an integer >= 0) in {label_property!r} on some "
+            f"{scope}, "
             "got none (pass num_classes= to set the class count)"
         )
     return max(int(classes), 2)

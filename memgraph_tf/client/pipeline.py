@@ -41,7 +41,8 @@ def _node_ids(node_ids: Any) -> np.ndarray:
     ids = np.asarray(node_ids)
     if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
         raise ConfigurationError(
-            f"node_ids: expected a non-empty 1-D sequence of integer ids, got shape {list(ids.shape)} of {ids.dtype}"
+            "node_ids: expected a non-empty 1-D sequence of integer ids, got shape "
+            f"{list(ids.shape)} of {ids.dtype}"
         )
     return ids.astype(np.int64)
 
@@ -103,7 +104,8 @@ def feature_width(
 
 
 class FeatureCache:
-    """The features (and optionally labels) of a node set, fetched once through ``tf_features.pack``.
+    """The features (and optionally labels) of a node set, fetched once through
+    ``tf_features.pack``.
 
     Guarantees: :meth:`gather` returns, for ids of any shape, the rows of those nodes (zeros for
     ``PAD_ID``), computed in the graph (usable in ``tf.data``); an id that is not in the cache fails
@@ -138,7 +140,8 @@ class FeatureCache:
         *,
         chunk_size: int = 2048,
     ) -> FeatureCache:
-        """Packs ``node_ids`` in chunks of ``chunk_size`` through the source's ``pack`` procedure."""
+        """Packs ``node_ids`` in chunks of ``chunk_size`` through the source's ``pack``
+        procedure."""
         ids = np.unique(_node_ids(node_ids))
         chunk_size = _check_positive("chunk_size", chunk_size)
         opts = pack_options(options)
@@ -177,7 +180,8 @@ def _batch_seed(base_seed: int | None, index: Any) -> int | None:
 
 
 def _ordered(num_parallel_calls: int | None) -> dict[str, bool]:
-    """``deterministic=True`` for parallel maps (batches stay in order); nothing for sequential ones."""
+    """``deterministic=True`` for parallel maps (batches stay in order); nothing for sequential
+    ones."""
     return {} if num_parallel_calls is None else {"deterministic": True}
 
 
@@ -331,5 +335,6 @@ def pack_dataset(
 
 
 def model_inputs(batch: Mapping[str, tf.Tensor], hops: int) -> dict[str, tf.Tensor]:
-    """The GraphSAGE model's inputs (``features_h``, ``mask_h``) from a :func:`sample_dataset` batch."""
+    """The GraphSAGE model's inputs (``features_h``, ``mask_h``) from a :func:`sample_dataset`
+    batch."""
     return {k: batch[k] for k in layout.model_input_names(hops) if k in batch}

@@ -1,7 +1,8 @@
 """GraphSAGE on Cora (Planetoid split), features and neighbourhoods only through the query modules.
 
 The 5-seed figure (mean >= 0.80) is measured by benchmarks/accuracy.py; this single-seed run keeps a
-margin below it so that it checks the whole path (modules -> blobs -> op -> model) without flakiness.
+margin below it so that it checks the whole path (modules -> blobs -> op -> model) without
+flakiness.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""OpenCypherDataset against a real Bolt server (ArcadeDB): dtypes, parameters, nulls, ragged, errors."""
+"""OpenCypherDataset against a real Bolt server (ArcadeDB): dtypes, parameters, nulls, ragged,
+errors."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ ROWS = [
 def items(bolt_source):
     bolt_source.write("MATCH (n:DsItem) DELETE n")
     bolt_source.write(
-        "UNWIND $rows AS r CREATE (:DsItem {id: r.id, x: r.x, flag: r.flag, name: r.name, vec: r.vec, "
+        "UNWIND $rows AS r CREATE (:DsItem {id: r.id, x: r.x, flag: r.flag, name: r.name, vec: "
+        "r.vec, "
         "var: r.var, big: r.big})",
         {"rows": ROWS},
     )
@@ -206,7 +208,8 @@ def test_int32_overflow_is_an_error(bolt_source, items):
     third = items[3]["big"]
     with pytest.raises(
         ValueTypeError,
-        match=rf"column 'big' row 3: expected an integer in int32 range \[-2147483648, 2147483647\], got {third}",
+        match=r"column 'big' row 3: expected an integer in int32 range \[-2147483648, "
+        rf"2147483647\], got {third}",
     ):
         list(ds.rows())
 
@@ -214,7 +217,8 @@ def test_int32_overflow_is_an_error(bolt_source, items):
 def test_declaration_errors_name_the_parameter(bolt_source, items):
     with pytest.raises(
         ConfigurationError,
-        match=r"output_types\['x'\]: expected a dtype among bool, int32, int64, float32, float64, string, got 'complex64'",
+        match=r"output_types\['x'\]: expected a dtype among bool, int32, int64, float32, float64, "
+        r"string, got 'complex64'",
     ):
         OpenCypherDataset(bolt_source, ALL, {"x": "complex64"})
     with pytest.raises(ConfigurationError, match=r"fetch_size: expected an integer >= 1, got 0"):
@@ -224,7 +228,8 @@ def test_declaration_errors_name_the_parameter(bolt_source, items):
     ds = OpenCypherDataset(bolt_source, ALL, {"missing": "float32"})
     with pytest.raises(
         ConfigurationError,
-        match=r"output_types: expected the query to return column\(s\) \['missing'\], got columns \['id', 'x'",
+        match=r"output_types: expected the query to return column\(s\) \['missing'\], got columns "
+        r"\['id', 'x'",
     ):
         list(ds.rows())
     ds = OpenCypherDataset(bolt_source, ALL, ["int64", "float32"])
@@ -288,6 +293,7 @@ def test_tensor_specs_and_ragged_strings(bolt_source, items):
     ]
     with pytest.raises(
         ConfigurationError,
-        match=r"output_types\['m'\]: expected a shape whose only unknown dimension is the first .*got \[3, None\]",
+        match=r"output_types\['m'\]: expected a shape whose only unknown dimension is the first "
+        r".*got \[3, None\]",
     ):
         OpenCypherDataset(bolt_source, ALL, {"m": tf.TensorSpec([3, None], tf.float32)})

@@ -47,7 +47,7 @@ def test_embedded_describe_is_the_procedure_s_answer(community):
 
 
 def test_width_and_class_count_come_from_describe_without_packing(make_community):
-    graph, labels, features = make_community(num_nodes=30, num_classes=4, dim=5)
+    graph, labels, _ = make_community(num_nodes=30, num_classes=4, dim=5)
     source = NoPacking(graph)
     assert feature_width(source, ["features"], OPTS) == 5
     assert feature_width(source, ["features", "label"], {**OPTS, "low_degree": "resample"}) == 6
@@ -129,7 +129,7 @@ def test_graphsage_feature_dtype_sets_its_input_signature():
 
 @pytest.mark.parametrize("use_feature_cache", [False, True])
 def test_graphsage_trains_on_float64_features(make_community, use_feature_cache):
-    graph, labels, features = make_community(num_nodes=24, num_classes=3, dim=4, seed=2)
+    graph, _, _ = make_community(num_nodes=24, num_classes=3, dim=4, seed=2)
     source = EmbeddedSource(graph)
     ids = np.arange(ID0, ID0 + 24)
     opts = {**OPTS, "dtype": "float64"}

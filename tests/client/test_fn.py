@@ -82,7 +82,8 @@ def test_errors(bolt_source, train_nodes):
         opencypher_fn(bolt_source, QUERY, "$node_ids", tf.float32)
     with pytest.raises(
         ConfigurationError,
-        match=r"dtype: expected a dtype among bool, int32, int64, float32, float64, string, got tf.complex64",
+        match=r"dtype: expected a dtype among bool, int32, int64, float32, float64, string, got "
+        r"tf.complex64",
     ):
         opencypher_fn(bolt_source, QUERY, "node_ids", tf.complex64)
     two_columns = opencypher_fn(

@@ -1,4 +1,5 @@
-"""The Keras 3 GraphSAGE model: the mean aggregator's arithmetic, masks, config and saving, arguments."""
+"""The Keras 3 GraphSAGE model: the mean aggregator's arithmetic, masks, config and saving,
+arguments."""
 
 from __future__ import annotations
 
@@ -127,7 +128,8 @@ def test_argument_errors():
     model = GraphSAGE([2, 2], feature_dim=3, num_classes=2)
     with pytest.raises(
         ConfigurationError,
-        match=r"inputs: expected features_0..features_2 \(fanouts \[2, 2\]\), missing \['features_2'\]",
+        match=r"inputs: expected features_0..features_2 \(fanouts \[2, 2\]\), missing "
+        r"\['features_2'\]",
     ):
         model(
             {

@@ -194,12 +194,15 @@ def test_embedded_source_runs_procedure_calls_as_queries(community):
     np.testing.assert_array_equal(feats.numpy(), features[[3, 4]])
     with pytest.raises(
         ConfigurationError,
-        match=r"query: expected a procedure call 'CALL module.procedure\(\$a, ...\) \[YIELD ...\] \[RETURN ...\]' \(the embedded runtime runs query modules, not Cypher\), got 'MATCH \(n\) RETURN n'",
+        match=r"query: expected a procedure call 'CALL module.procedure\(\$a, ...\) \[YIELD ...\] "
+        r"\[RETURN ...\]' \(the embedded runtime runs query modules, not Cypher\), got 'MATCH "
+        r"\(n\) RETURN n'",
     ):
         list(source.run("MATCH (n) RETURN n"))
     with pytest.raises(
         ConfigurationError,
-        match=r"query: argument 1 of tf_features.pack: expected a \$parameter present in parameters \(ids\), got '\$props'",
+        match=r"query: argument 1 of tf_features.pack: expected a \$parameter present in "
+        r"parameters \(ids\), got '\$props'",
     ):
         list(source.run("CALL tf_features.pack($ids, $props, $opts)", {"ids": [ID0]}))
 

@@ -1,4 +1,5 @@
-"""sample_dataset over the compact and sparse sample layouts (issue 11): the same batches as dense."""
+"""sample_dataset over the compact and sparse sample layouts (issue 11): the same batches as
+dense."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The client against a real Memgraph with the tf_features modules (MEMGRAPH_TF_TEST_MEMGRAPH_URI).
 
-Memgraph cannot run on the development machine (FACTS.md); these tests run wherever the variable names a
-Memgraph (e.g. ``docker compose -f docker/compose.yaml up memgraph``) and skip otherwise. They check the
-procedure path of BoltSource: it detects the modules and returns the same bytes as the client-side
-fallback over the same server.
+Memgraph cannot run on the development machine (FACTS.md); these tests run wherever the variable
+names a Memgraph (e.g. ``docker compose -f docker/compose.yaml up memgraph``) and skip otherwise.
+They check the procedure path of BoltSource: it detects the modules and returns the same bytes as
+the client-side fallback over the same server.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def sources():
     )
     pairs = [{"a": 500 + i, "b": 500 + (i * 7 + 3) % 20} for i in range(20)]
     with_procs.write(
-        f"UNWIND $p AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE (a)-[:E]->(b)",
+        f"UNWIND $p AS p MATCH (a:{LABEL} {{id: p.a}}), (b:{LABEL} {{id: p.b}}) CREATE "
+        "(a)-[:E]->(b)",
         {"p": pairs},
     )
     yield with_procs, without
@@ -56,7 +57,8 @@ def test_procedures_detected_and_same_bytes_as_fallback(sources):
     with_procs, without = sources
     if not with_procs.has_procedures():
         pytest.skip(
-            "this Memgraph has no tf_features modules (memgraph-tf install-modules DIR; CALL mg.load_all())"
+            "this Memgraph has no tf_features modules (memgraph-tf install-modules DIR; CALL "
+            "mg.load_all())"
         )
     ids = [500 + i for i in (3, 0, 19)]
     pack_options = {"id_property": "id", "label": LABEL, "label_property": "y"}

@@ -48,22 +48,26 @@ def test_uri_and_argument_errors(monkeypatch):
     monkeypatch.delenv("MEMGRAPH_TF_URI", raising=False)
     with pytest.raises(
         ConfigurationError,
-        match=r"uri: expected a Bolt URI such as bolt://host:7687 \(argument or MEMGRAPH_TF_URI\), got none",
+        match=r"uri: expected a Bolt URI such as bolt://host:7687 \(argument or MEMGRAPH_TF_URI\), "
+        r"got none",
     ):
         connect()
     with pytest.raises(
         ConfigurationError,
-        match=r"uri: expected one of the schemes bolt://, bolt\+s://, bolt\+ssc://, neo4j://, neo4j\+s://, neo4j\+ssc://, got http:// in 'http://localhost:7687'",
+        match=r"uri: expected one of the schemes bolt://, bolt\+s://, bolt\+ssc://, neo4j://, "
+        r"neo4j\+s://, neo4j\+ssc://, got http:// in 'http://localhost:7687'",
     ):
         connect("http://localhost:7687")
     with pytest.raises(
         ConfigurationError,
-        match=r"uri: expected no user or password inside the URI .* got credentials in 'bolt://\*\*\*@localhost:7687'",
+        match=r"uri: expected no user or password inside the URI .* got credentials in "
+        r"'bolt://\*\*\*@localhost:7687'",
     ):
         connect("bolt://root:secret@localhost:7687")
     with pytest.raises(
         ConfigurationError,
-        match=r"auth: expected \(user, password\) as two strings, a neo4j auth object or None, got a tuple of 1 item",
+        match=r"auth: expected \(user, password\) as two strings, a neo4j auth object or None, got "
+        r"a tuple of 1 item",
     ):
         connect("bolt://localhost:7687", auth=("root",))
     with pytest.raises(
@@ -85,7 +89,8 @@ def test_server_that_is_down():
     port = free_port()
     with pytest.raises(
         ServerUnavailable,
-        match=rf"bolt://127.0.0.1:{port}: server unavailable or connection lost: .*Connection refused",
+        match=rf"bolt://127.0.0.1:{port}: server unavailable or connection lost: .*Connection "
+        r"refused",
     ):
         connect(f"bolt://127.0.0.1:{port}", auth=("root", "x"), connection_timeout=3.0)
 
@@ -194,7 +199,7 @@ def test_server_killed_mid_stream_raises_without_hanging():
                 for _ in iterator:
                     pass
                 outcome["result"] = "finished"
-            except Exception as exc:  # recorded, checked below by type and message
+            except Exception as exc:  # noqa: BLE001 -- recorded, checked below by type and message
                 outcome["error"] = exc
 
         thread = threading.Thread(target=drain, daemon=True)
@@ -204,8 +209,8 @@ def test_server_killed_mid_stream_raises_without_hanging():
         error = outcome.get("error")
         assert isinstance(error, tf.errors.OpError), outcome
         assert (
-            "server unavailable or connection lost while running 'UNWIND range(1, 2000000) AS i RETURN i'"
-            in str(error)
+            "server unavailable or connection lost while running 'UNWIND range(1, 2000000) AS i "
+            "RETURN i'" in str(error)
         )
         with pytest.raises(ServerUnavailable, match=r"server unavailable or connection lost"):
             list(source.run("RETURN 1 AS x"))
