@@ -14,7 +14,7 @@ import re
 import pytest
 
 try:
-    import apache_beam  # noqa: F401
+    import apache_beam  # noqa: F401 -- imported only to see whether Beam is installed
 except ImportError as exc:
     if os.environ.get(
         "CI"

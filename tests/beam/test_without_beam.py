@@ -53,11 +53,11 @@ def test_transforms_need_beam(no_beam):
     import memgraph_tf.beam as mgbeam
 
     with pytest.raises(ImportError, match=r"pip install 'memgraph-tf\[beam\]'"):
-        mgbeam.ClassifyNodes  # noqa: B018
+        mgbeam.ClassifyNodes  # noqa: B018 -- the attribute access is what raises
     with pytest.raises(
         AttributeError, match=r"module 'memgraph_tf.beam' has no attribute 'Nothing'"
     ):
-        mgbeam.Nothing  # noqa: B018
+        mgbeam.Nothing  # noqa: B018 -- the attribute access is what raises
 
 
 def test_the_classify_command_hands_runner_to_beam_and_refuses_stray_arguments(no_beam, capsys):

@@ -27,7 +27,7 @@ def test_unknown_name_is_an_attribute_error():
     with pytest.raises(
         AttributeError, match=r"module 'memgraph_tf.client' has no attribute 'nope'"
     ):
-        client.nope  # noqa: B018
+        client.nope  # noqa: B018 -- the attribute access is what raises
     assert "OpenCypherDataset" in dir(client)
 
 
