@@ -96,7 +96,14 @@ TABLE_VALUES = "table_values"
 ROW_SPLITS_SUFFIX = ".row_splits"
 """The suffix of a ragged pair's row-splits section (docs/blob-format.md, section 3)."""
 
-PACK_OPTIONS = ("allow_non_finite", "dtype", "id_property", "label", "label_property")
+PACK_OPTIONS = (
+    "allow_non_finite",
+    "dtype",
+    "id_property",
+    "label",
+    "label_property",
+    "max_blob_bytes",
+)
 """Options of ``tf_features.pack`` (also accepted by every other procedure)."""
 SAMPLE_OPTIONS = PACK_OPTIONS + (
     "direction",

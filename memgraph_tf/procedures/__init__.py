@@ -60,7 +60,9 @@ def pack_blob(
 ) -> bytes:
     """The ``tf_features.pack`` blob for already-resolved ``keys`` over any :class:`GraphAccess`
     (``options``: the raw map or :class:`Options`). :class:`ProcedureRunner` calls this for the
-    query module and the client-side fallback alike, so equal graphs give equal bytes."""
+    query module and the client-side fallback alike, so equal graphs give equal bytes. A blob
+    larger than ``options.max_blob_bytes`` is refused (:class:`OptionError`) before the nodes are
+    read (:mod:`memgraph_tf.procedures.limits`)."""
     opts = _options("pack", options)
     core.check_names(properties)
     return core.pack(access, keys, properties, opts)
@@ -69,25 +71,28 @@ def pack_blob(
 def sample_blob(
     access: GraphAccess, keys: Sequence[int], fanouts: Any, properties: Any, options: Any = None
 ) -> bytes:
-    """The ``tf_features.sample`` blob for resolved seed ``keys`` (see :func:`pack_blob`)."""
+    """The ``tf_features.sample`` blob for resolved seed ``keys`` (see :func:`pack_blob`); refused
+    before anything is sampled when it would exceed ``options.max_blob_bytes`` (in the compact and
+    sparse layouts: when its worst case for the fanouts would)."""
     opts = _options("sample", options)
     fan = parse_fanouts(fanouts)
     core.check_names(properties)
-    return blob.pack(
-        core.sample_sections(core.sample(access, keys, fan, properties, opts), fan, opts)
-    )
+    result = core.sample(access, keys, fan, properties, opts)
+    return blob.pack(core.sample_sections(result, fan, opts, check_abort=access.check_abort))
 
 
 def sample_per_node_blobs(
     access: GraphAccess, keys: Sequence[int], fanouts: Any, properties: Any, options: Any = None
 ) -> list[tuple[int, bytes]]:
-    """``(key, blob)`` per seed, each blob equal to :func:`sample_blob` of that seed alone."""
+    """``(key, blob)`` per seed, each blob equal to :func:`sample_blob` of that seed alone;
+    ``options.max_blob_bytes`` limits each of those blobs (checked before anything is sampled)."""
     opts = _options("sample_per_node", options)
     fan = parse_fanouts(fanouts)
     core.check_names(properties)
-    result = core.sample(access, keys, fan, properties, opts)
+    result = core.sample(access, keys, fan, properties, opts, per_row=True)
     if opts.layout == "dense":  # every section is [n, ...]: build them once, cut one row per seed
-        return _rows_of(access, keys, core.sample_sections(result, fan, opts))
+        sections = core.sample_sections(result, fan, opts, check_abort=access.check_abort)
+        return _rows_of(access, keys, sections)
     rows = []
     for i, key in enumerate(keys):
         if i % 256 == 255:
@@ -134,9 +139,11 @@ class ProcedureRunner:
     arguments over the graph accesses ``access_factory`` makes (one per call).
 
     Guarantees, for every graph access: the options are parsed for the procedure, then the fanouts
-    and the property names are checked, then the access is made and the nodes are resolved, so the
-    same bad input raises the same :class:`ProcedureInputError` (same message) everywhere; equal
-    graphs, arguments and ``options.seed`` give equal bytes.
+    and the property names are checked, then the access is made, the first node is resolved and
+    the size of the blob is checked against ``options.max_blob_bytes``
+    (:func:`memgraph_tf.procedures.core.check_blob_size`, before anything is sampled), then the
+    nodes are resolved, so the same bad input raises the same :class:`ProcedureInputError` (same
+    message) everywhere; equal graphs, arguments and ``options.seed`` give equal bytes.
     """
 
     def __init__(self, access_factory: AccessFactory) -> None:
@@ -152,10 +159,15 @@ class ProcedureRunner:
         fanouts: Any = None,
     ) -> tuple[ProcedureAccess, list[int], Options]:
         opts = parse_options(procedure, options)
-        if fanouts is not None:
-            parse_fanouts(fanouts)
-        core.check_names(properties)
+        fan = None if fanouts is None else parse_fanouts(fanouts)
+        names = core.check_names(properties)
         access = self._factory(opts)
+        if isinstance(nodes, (list, tuple)) and len(nodes) > 1:
+            # the size of the call from its first node, before the others are resolved: a call
+            # too large for options.max_blob_bytes is refused without walking its input
+            [first] = access.resolve(nodes[:1], param)
+            per_row = procedure == "sample_per_node"
+            core.check_blob_size(access, first, len(nodes), names, opts, fan, per_row=per_row)
         return access, access.resolve(nodes, param), opts
 
     def pack(self, nodes: Any, properties: Any, options: Any = None) -> tuple[bytes, int]:

@@ -21,14 +21,15 @@ import math
 import os
 import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from memgraph_tf import blob, layout
 from memgraph_tf.layout import PAD_ID
+from memgraph_tf.procedures import limits
 from memgraph_tf.procedures.access import GraphAccess
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
-from memgraph_tf.procedures.options import Options, check_size
+from memgraph_tf.procedures.options import Options
 
 try:  # optional: only makes the finiteness check faster
     import numpy as _np
@@ -38,6 +39,14 @@ except ImportError:  # pragma: no cover - exercised by the stdlib-only subproces
 _TYPECODE = {"float32": "f", "float64": "d"}
 _NP_DTYPE = {"float32": "<f4", "float64": "<f8"}
 _INT32 = "i" if array.array("i").itemsize == 4 else "l"  # a 4-byte array typecode
+_DRAWS_PER_CHECK = 16384
+"""Sampling: an abort check at least every this many drawn slots (a few milliseconds)."""
+_ITEMS_PER_CHECK = 65536
+"""Writing sections: an abort check at least every this many slots or table rows."""
+
+
+def _no_check() -> None:
+    """The abort check of a caller that gives none."""
 
 
 class Column(NamedTuple):
@@ -304,10 +313,15 @@ def _raise_bad_value(node: str, col: Column, value: Any) -> None:
 
 
 def _gather(
-    table: FeatureTable, keys: Sequence[int], dtype: str, mask: Sequence[bool] | None = None
+    table: FeatureTable,
+    keys: Sequence[int],
+    dtype: str,
+    mask: Sequence[bool] | None = None,
+    check_abort: Callable[[], None] = _no_check,
 ) -> array.array:
     """Rows of ``keys`` in order; zeros for a key not in the table (``PAD_ID``) and, with ``mask``,
-    wherever the mask is false (a padded slot, whatever its id)."""
+    wherever the mask is false (a padded slot, whatever its id). ``check_abort`` is called after
+    every :data:`_ITEMS_PER_CHECK` keys."""
     d = table.width
     out = array.array(_TYPECODE[dtype])
     if d == 0:
@@ -321,12 +335,17 @@ def _gather(
         and all(row_of.get(k) == i for i, k in enumerate(keys))
     ):
         return src  # keys are the distinct keys in table order: no copy
-    for i, k in enumerate(keys):
-        r = row_of.get(k) if mask is None or mask[i] else None
-        if r is None:
-            out.extend(zero)
-        else:
-            out.extend(src[r * d : (r + 1) * d])
+    n = len(keys)
+    for lo in range(0, n, _ITEMS_PER_CHECK):
+        if lo:  # (a check costs microseconds: none for a short gather)
+            check_abort()
+        hi = min(n, lo + _ITEMS_PER_CHECK)
+        for i, k in enumerate(keys if hi - lo == n else keys[lo:hi], lo):
+            r = row_of.get(k) if mask is None or mask[i] else None
+            if r is None:
+                out.extend(zero)
+            else:
+                out.extend(src[r * d : (r + 1) * d])
     return out
 
 
@@ -340,8 +359,52 @@ def pack(access: GraphAccess, keys: Sequence[int], names: Sequence[str], options
     (the properties' values concatenated in the order of ``names``), one string section [n] per
     string property (named after it), and ``labels`` int64 [n] when ``options.label_property``."""
     names = check_names(names)
-    table = build_table(access, keys, names, options)
+    columns = check_blob_size(access, keys[0], len(keys), names, options)
+    strings = _string_sections(columns)
+    width = sum(c.width for c in columns)
+    table = build_table(access, keys, names, options, columns=columns)
+    if strings:  # the text is known now: the exact size, before the blob is built
+        text_bytes = {}
+        for name in strings:
+            lengths = [len(v.encode("utf-8")) for v in table.strings[name]]
+            text_bytes[name] = sum(lengths[table.row_of[k]] for k in keys)
+        limits.check_pack(len(keys), width, options, strings, text_bytes)
     return blob.pack(_pack_sections(table, keys, options))
+
+
+def check_blob_size(
+    access: GraphAccess,
+    first: int,
+    n: int,
+    names: Sequence[str],
+    options: Options,
+    fanouts: Sequence[int] | None = None,
+    *,
+    per_row: bool = False,
+) -> list[Column]:
+    """Refuses, before anything but the first node's properties is read, a ``pack`` of ``n`` nodes
+    (``fanouts`` None) or a ``sample`` of ``n`` seeds (``per_row``: each ``sample_per_node`` row)
+    whose blob would exceed ``options.max_blob_bytes`` (:mod:`memgraph_tf.procedures.limits`;
+    ``pack``'s string text is counted later, once read); returns the column layout the first node
+    ``first`` fixes. Raises what :func:`infer_columns` / :func:`refuse_strings` raise for that
+    node, then :class:`OptionError` naming the size and the limit."""
+    columns = first_columns(access, first, names)
+    width = sum(c.width for c in columns)
+    if fanouts is None:
+        limits.check_pack(n, width, options, _string_sections(columns))
+    else:
+        refuse_strings(columns)
+        limits.check_sample(n, fanouts, width, options, per_row=per_row)
+    return columns
+
+
+def first_columns(access: GraphAccess, key: int, names: Sequence[str]) -> list[Column]:
+    """The column layout the node ``key`` fixes (as :func:`build_table` infers it from its first
+    node), from that node's values alone: what sizes a call before the rest is read."""
+    if not names:
+        return []
+    [values] = access.properties([key], names)
+    return infer_columns(access.node_name(key), names, values[: len(names)])
 
 
 def _pack_sections(table: FeatureTable, keys: Sequence[int], options: Options) -> dict[str, Any]:
@@ -448,25 +511,33 @@ def sample_ids(
                 neighbour_cache[key] = sorted(set(found))
         cur_ids: list[int] = []
         cur_mask: list[bool] = []
+        # an abort check every _DRAWS_PER_CHECK drawn slots: every few rows, or within a row as
+        # wide as that (one seed with large fanouts)
+        rows_per_check = max(1, _DRAWS_PER_CHECK // (per_row * f))
+        slots_per_check = max(1, _DRAWS_PER_CHECK // f)
         for row, rng in enumerate(rngs):
-            if row % 256 == 255:
+            if row % rows_per_check == rows_per_check - 1:
                 access.check_abort()
-            for slot in range(row * per_row, (row + 1) * per_row):
-                if prev_mask[slot]:
-                    key = prev_ids[slot]
-                    _draw(
-                        rng,
-                        neighbour_cache[key],
-                        key,
-                        f,
-                        options.replace,
-                        options.pad,
-                        cur_ids,
-                        cur_mask,
-                    )
-                else:
-                    cur_ids.extend([PAD_ID] * f)
-                    cur_mask.extend([False] * f)
+            first, stop = row * per_row, (row + 1) * per_row
+            for lo in range(first, stop, slots_per_check):
+                if lo != first:
+                    access.check_abort()
+                for slot in range(lo, min(stop, lo + slots_per_check)):
+                    if prev_mask[slot]:
+                        key = prev_ids[slot]
+                        _draw(
+                            rng,
+                            neighbour_cache[key],
+                            key,
+                            f,
+                            options.replace,
+                            options.pad,
+                            cur_ids,
+                            cur_mask,
+                        )
+                    else:
+                        cur_ids.extend([PAD_ID] * f)
+                        cur_mask.extend([False] * f)
         ids.append(cur_ids)
         masks.append(cur_mask)
         per_row *= f
@@ -479,13 +550,26 @@ def sample(
     fanouts: Sequence[int],
     names: Sequence[str],
     options: Options,
+    *,
+    per_row: bool = False,
 ) -> Sample:
-    """Samples and reads the features of every sampled node (see :func:`sample_sections`)."""
+    """Samples and reads the features of every sampled node (see :func:`sample_sections`).
+
+    Guarantees: before anything is sampled -- and, with several seeds, before any seed but the
+    first is read (for the feature width) -- :func:`memgraph_tf.procedures.limits.check_sample`
+    refuses a blob (with ``per_row``, each single seed's blob: ``sample_per_node``) larger than
+    ``options.max_blob_bytes``; the seeds' own properties are read (and checked) before their
+    neighbourhoods are sampled."""
     names = check_names(names)
-    check_size(len(seeds), fanouts, None)
+    columns = None  # the first seed fixes the layout
+    if len(seeds) > 1:  # sized from the first seed before the others are read
+        columns = check_blob_size(
+            access, seeds[0], len(seeds), names, options, fanouts, per_row=per_row
+        )
+    table = build_table(access, seeds, names, options, allow_strings=False, columns=columns)
+    limits.check_sample(len(seeds), fanouts, table.width, options, per_row=per_row)
     ids, masks = sample_ids(access, seeds, fanouts, options)
     every = [k for hop_ids, hop_mask in zip(ids, masks) for k, m in zip(hop_ids, hop_mask) if m]
-    table = build_table(access, seeds, names, options, allow_strings=False)  # seeds fix the layout
     extra = [k for k in dict.fromkeys(every) if k not in table.row_of]
     if extra:
         more = build_table(
@@ -495,7 +579,6 @@ def sample(
         table.flat.extend(more.flat)
         for k, r in more.row_of.items():
             table.row_of[k] = base + r
-    check_size(len(seeds), fanouts, table.width)
     return Sample(ids, masks, table)
 
 
@@ -504,14 +587,19 @@ def _no_labels(options: Options) -> Options:
 
 
 def sample_sections(
-    result: Sample, fanouts: Sequence[int], options: Options, rows: slice | None = None
+    result: Sample,
+    fanouts: Sequence[int],
+    options: Options,
+    rows: slice | None = None,
+    check_abort: Callable[[], None] = _no_check,
 ) -> dict[str, Any]:
     """Blob sections of a sample, exactly :func:`memgraph_tf.layout.sample_sections` for
     ``options.layout`` (names, order, dtypes, shapes with n = the number of seed rows). Dense: for
     h = 0..K ``ids_h`` int64 [n, f1..fh], ``features_h`` [n, f1..fh, d], ``mask_h`` bool
     [n, f1..fh] (h >= 1, when padding); compact/sparse: ``index_h`` and the table (see
     :func:`_compact_sections`); then ``labels`` int64 [n] when ``options.label_property``.
-    ``rows`` restricts to some seed rows."""
+    ``rows`` restricts to some seed rows; ``check_abort`` is called every
+    :data:`_ITEMS_PER_CHECK` slots or table rows written (the access's ``check_abort``)."""
     n_all = len(result.ids[0])
     start, stop, _ = (rows or slice(0, n_all)).indices(n_all)
     n = stop - start
@@ -519,7 +607,7 @@ def sample_sections(
     for f in fanouts:
         per_hop.append(per_hop[-1] * f)
     if options.layout != "dense":
-        return _compact_sections(result, fanouts, options, start, stop, per_hop)
+        return _compact_sections(result, fanouts, options, start, stop, per_hop, check_abort)
     sections: dict[str, Any] = {}
     for sec in layout.sample_sections(
         fanouts,
@@ -542,7 +630,13 @@ def sample_sections(
                 data = bytes(result.masks[sec.hop][lo:hi])
             else:  # features
                 data = _le(
-                    _gather(result.table, hop_ids, options.dtype, result.masks[sec.hop][lo:hi])
+                    _gather(
+                        result.table,
+                        hop_ids,
+                        options.dtype,
+                        result.masks[sec.hop][lo:hi],
+                        check_abort,
+                    )
                 )
         sections[sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
     return sections
@@ -555,6 +649,7 @@ def _compact_sections(
     start: int,
     stop: int,
     per_hop: list[int],
+    check_abort: Callable[[], None] = _no_check,
 ) -> dict[str, Any]:
     """The compact/sparse sections of seed rows ``start:stop`` (memgraph_tf.layout,
     docs/blob-format.md section 8): ``index_h`` int32 (the table row of each slot, -1 where the mask
@@ -585,26 +680,31 @@ def _compact_sections(
         lo, hi = start * per_hop[sec.hop], stop * per_hop[sec.hop]
         index = array.array(_INT32)
         append = index.append
-        for key, valid in zip(result.ids[sec.hop][lo:hi], result.masks[sec.hop][lo:hi]):
-            if valid:
-                r = row_of.get(key)
-                if r is None:
-                    r = row_of[key] = len(order)
-                    order.append(key)
-                append(r)
-            else:
-                append(-1)
+        hop_ids, hop_mask = result.ids[sec.hop], result.masks[sec.hop]
+        for part in range(lo, hi, _ITEMS_PER_CHECK):
+            if part != lo:
+                check_abort()
+            end = min(hi, part + _ITEMS_PER_CHECK)
+            for key, valid in zip(hop_ids[part:end], hop_mask[part:end]):
+                if valid:
+                    r = row_of.get(key)
+                    if r is None:
+                        r = row_of[key] = len(order)
+                        order.append(key)
+                    append(r)
+                else:
+                    append(-1)
         sections[sec.name] = blob.Dense(_le(index), list(sec.shape), sec.dtype)
     u = len(order)
     one_row = array.array("q", [0, u])
     sections[layout.TABLE_IDS] = blob.Ragged(
         blob.Dense(_le(array.array("q", order)), [u], "int64"), one_row
     )
-    feats = _gather(table, order, options.dtype)
+    feats = _gather(table, order, options.dtype, check_abort=check_abort)
     if options.layout == "compact":
         sections[layout.TABLE] = blob.Ragged(blob.Dense(_le(feats), [u, d], options.dtype), one_row)
     else:
-        columns, values, splits = _csr(feats, u, d, options.dtype)
+        columns, values, splits = _csr(feats, u, d, options.dtype, check_abort)
         nnz = len(columns)
         sections[layout.TABLE_COLUMNS] = blob.Ragged(
             blob.Dense(_le(columns), [nnz], "int32"), splits
@@ -619,7 +719,7 @@ def _compact_sections(
 
 
 def _csr(
-    flat: array.array, u: int, d: int, dtype: str
+    flat: array.array, u: int, d: int, dtype: str, check_abort: Callable[[], None] = _no_check
 ) -> tuple[array.array, array.array, array.array]:
     """(columns int32, values, row splits int64) of the entries of the ``[u, d]`` row-major
     ``flat`` that are not zero (NaN is not zero; -0.0 is), row by row, columns increasing. numpy,
@@ -640,6 +740,8 @@ def _csr(
     values = array.array(_TYPECODE[dtype])
     splits = array.array("q", [0])
     for r in range(u):
+        if r % 1024 == 0:
+            check_abort()
         for j, v in enumerate(flat[r * d : (r + 1) * d]):
             if v:
                 columns.append(j)

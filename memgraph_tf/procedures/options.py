@@ -15,7 +15,12 @@ LOW_DEGREE = ("pad", "resample")
 LAYOUTS = layout.LAYOUTS
 MAX_HOPS = 6
 """``features_K`` has rank K + 2 and the blob format allows rank <= 8."""
-MAX_ELEMENTS = 2**31 - 1
+DEFAULT_MAX_BLOB_BYTES = 256 * 2**20
+"""``options.max_blob_bytes`` by default: 268,435,456 bytes (256 MiB); see
+:mod:`memgraph_tf.procedures.limits` and docs/query-modules.md for why."""
+MAX_BLOB_BYTES = 2**31 - 1
+"""The largest blob the format allows (docs/blob-format.md, ``total_length``): the largest
+``options.max_blob_bytes``."""
 
 ALLOWED_OPTIONS = layout.OPTION_NAMES
 """The option names per procedure (defined in :mod:`memgraph_tf.layout`)."""
@@ -37,6 +42,7 @@ class Options:
     seed: int | None = None
     fanouts: tuple[int, ...] | None = None
     layout: str = "dense"
+    max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
 
     @property
     def pad(self) -> bool:
@@ -108,6 +114,19 @@ def parse_options(procedure: str, options: Mapping[str, Any] | None) -> Options:
             values[key] = value
         elif key == "fanouts":
             values[key] = parse_fanouts(value, "options.fanouts")
+        elif key == "max_blob_bytes":
+            ok = (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and 1 <= value <= MAX_BLOB_BYTES
+            )
+            _expect(
+                key,
+                value,
+                ok,
+                f"a number of bytes from 1 to {MAX_BLOB_BYTES} (the blob format's limit) or null",
+            )
+            values[key] = value
     if "label" in values and "id_property" not in values and procedure != "describe":
         raise OptionError(
             "options.label: expected together with options.id_property (it selects the nodes "
@@ -127,18 +146,3 @@ def parse_fanouts(fanouts: Any, param: str = "fanouts") -> tuple[int, ...]:
         if not isinstance(f, int) or isinstance(f, bool) or f < 1:
             raise OptionError(f"{param}[{i}]: expected an integer >= 1, got {describe_value(f)}")
     return tuple(fanouts)
-
-
-def check_size(n: int, fanouts: Sequence[int], width: int | None) -> None:
-    """Raises OptionError when ``features_K`` of a sample would exceed the format's element limit
-    (``width`` None: before the feature width is known, the ids alone)."""
-    total = n
-    for f in fanouts:
-        total *= f
-    elements = total * max(width or 1, 1)
-    if elements > MAX_ELEMENTS:
-        times_width = "" if width is None else f" x width {width}"
-        raise OptionError(
-            f"fanouts: expected at most {MAX_ELEMENTS} elements in features_{len(fanouts)}, got "
-            f"{n} seeds x {' x '.join(map(str, fanouts))}{times_width} = {elements}"
-        )

@@ -607,6 +607,45 @@ def describe_num_classes(r: Runner) -> None:
 # Error cases: (graph, procedure, args, expected message fragment as a function of the runner)
 # --------------------------------------------------------------------------------------------
 
+
+def _blob_bytes(payloads: list[int]) -> int:
+    """A blob's length from its payload lengths, by docs/blob-format.md section 1: a 32-byte header,
+    a 128-byte entry per section, each payload padded to a multiple of 8."""
+    return 32 + 128 * len(payloads) + sum(-(-p // 8) * 8 for p in payloads)
+
+
+def _slots_per_hop(n: int, fanouts: list[int]) -> list[int]:
+    out = [n]
+    for f in fanouts:
+        out.append(out[-1] * f)
+    return out
+
+
+def dense_sample_bytes(n: int, fanouts: list[int], width: int, item: int) -> int:
+    """The dense sample blob (docs/query-modules.md): ids, features, masks (h >= 1) per hop."""
+    payloads = []
+    for h, slots in enumerate(_slots_per_hop(n, fanouts)):
+        payloads += [8 * slots, item * width * slots] + ([slots] if h else [])
+    return _blob_bytes(payloads)
+
+
+def compact_worst_bytes(n: int, fanouts: list[int], width: int, item: int = 4) -> int:
+    """The compact blob when every slot is a distinct table row: index_h int32 per hop, table_ids
+    int64 [u] and table [u, width], each with a two-element int64 row_splits."""
+    per_hop = _slots_per_hop(n, fanouts)
+    u = sum(per_hop)
+    return _blob_bytes([4 * s for s in per_hop] + [8 * u, 16, item * width * u, 16])
+
+
+def sparse_worst_bytes(n: int, fanouts: list[int], width: int, item: int = 4) -> int:
+    """The sparse blob when every slot is a distinct row and every feature non-zero: index_h,
+    table_ids (+ splits), table_columns int32 [u x width] with u + 1 splits, table_values."""
+    per_hop = _slots_per_hop(n, fanouts)
+    u = sum(per_hop)
+    nnz = u * width
+    return _blob_bytes([4 * s for s in per_hop] + [8 * u, 16, 4 * nnz, 8 * (u + 1), item * nnz, 16])
+
+
 ErrorCase = tuple[Callable[[], GraphSpec], str, tuple, Callable[[Runner], str]]
 
 ERROR_CASES: dict[str, ErrorCase] = {
@@ -753,7 +792,7 @@ ERROR_CASES: dict[str, ErrorCase] = {
         ([I(0)], ["f"], {"fanout": 3}),
         lambda r: (
             "options: unknown option 'fanout' for tf_features.pack (allowed: 'allow_non_finite', "
-            "'dtype', 'id_property', 'label', 'label_property')"
+            "'dtype', 'id_property', 'label', 'label_property', 'max_blob_bytes')"
         ),
     ),
     "sample_option_on_pack": (
@@ -852,8 +891,103 @@ ERROR_CASES: dict[str, ErrorCase] = {
         "tf_features.sample",
         ([I(0), I(1), I(2)], [1000, 1000, 1000], ["f"], {}),
         lambda r: (
-            "fanouts: expected at most 2147483647 elements in features_3, got 3 seeds x 1000 x "
-            "1000 x 1000 = 3000000000"
+            f"max_blob_bytes: the blob would hold {dense_sample_bytes(3, [1000] * 3, 3, 4):,} "
+            "bytes (fanouts [1000, 1000, 1000], 3 seeds, dense, 3 float32 features); the limit is "
+            "268,435,456 (options.max_blob_bytes): ask for fewer seeds or smaller fanouts per "
+            "call, or raise the limit"
+        ),
+    ),
+    "sample_over_max_blob_bytes": (
+        small_graph,
+        "tf_features.sample",
+        ([I(0), I(1)], [2, 2], ["f", "x"], {"max_blob_bytes": 1000, "dtype": "float64"}),
+        lambda r: (
+            f"max_blob_bytes: the blob would hold {dense_sample_bytes(2, [2, 2], 4, 8):,} bytes "
+            "(fanouts [2, 2], 2 seeds, dense, 4 float64 features); the limit is 1,000 "
+            "(options.max_blob_bytes)"
+        ),
+    ),
+    "sample_per_node_over_max_blob_bytes": (
+        small_graph,
+        "tf_features.sample_per_node",
+        ([I(0), I(1)], [3, 3], ["f"], {"max_blob_bytes": 1000}),
+        lambda r: (
+            f"max_blob_bytes: each row's blob would hold {dense_sample_bytes(1, [3, 3], 3, 4):,} "
+            "bytes (fanouts [3, 3], 1 seed per row, dense, 3 float32 features); the limit is "
+            "1,000 (options.max_blob_bytes)"
+        ),
+    ),
+    "sample_compact_worst_case_over_max_blob_bytes": (
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [4, 4], ["f"], {"max_blob_bytes": 500, "layout": "compact"}),
+        lambda r: (
+            # worst case: 21 slots (1 + 4 + 16), each a distinct table row of 3 float32
+            f"max_blob_bytes: the blob could hold up to {compact_worst_bytes(1, [4, 4], 3):,} "
+            "bytes (fanouts [4, 4], 1 seed, compact, 3 float32 features; the worst case for "
+            "these fanouts: every sampled slot a distinct node); the limit is 500"
+        ),
+    ),
+    "sample_sparse_worst_case_over_max_blob_bytes": (
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [4, 4], ["f"], {"max_blob_bytes": 500, "layout": "sparse"}),
+        lambda r: (
+            f"max_blob_bytes: the blob could hold up to {sparse_worst_bytes(1, [4, 4], 3):,} "
+            "bytes (fanouts [4, 4], 1 seed, sparse, 3 float32 features; the worst case for "
+            "these fanouts: every sampled slot a distinct node, every feature non-zero); the "
+            "limit is 500"
+        ),
+    ),
+    "pack_over_max_blob_bytes": (
+        small_graph,
+        "tf_features.pack",
+        ([I(i) for i in range(6)], ["f"], {"max_blob_bytes": 400}),
+        lambda r: (
+            # ids [6] int64 (48 bytes) and features [6, 3] float32 (72 bytes) after the 32-byte
+            # header and two 128-byte section entries
+            "max_blob_bytes: the blob would hold 408 bytes (6 nodes, 3 float32 features); the "
+            "limit is 400 (options.max_blob_bytes): ask for fewer nodes per call, or raise the "
+            "limit"
+        ),
+    ),
+    "pack_strings_over_max_blob_bytes": (
+        small_graph,
+        "tf_features.pack",
+        ([I(i) for i in range(6)], ["x", "name"], {"max_blob_bytes": 560}),
+        lambda r: (
+            # ids 48 + features [6, 1] float32 24 + 'name': 7 offsets (56) and 6 x 'paper-i'
+            # (42 bytes of text; 98, padded to 104), three entries: 32 + 384 + 48 + 24 + 104
+            "max_blob_bytes: the blob would hold 592 bytes (6 nodes, 1 float32 feature, 42 "
+            "bytes of text in 1 string property); the limit is 560"
+        ),
+    ),
+    "pack_strings_over_max_blob_bytes_before_reading": (
+        small_graph,
+        "tf_features.pack",
+        ([I(i) for i in range(6)], ["x", "name"], {"max_blob_bytes": 400}),
+        lambda r: (
+            # without the text: 32 + 384 + 48 + 24 + 56
+            "max_blob_bytes: the blob would hold at least 544 bytes (6 nodes, 1 float32 feature, "
+            "1 string property (their text not counted yet)); the limit is 400"
+        ),
+    ),
+    "max_blob_bytes_out_of_range": (
+        small_graph,
+        "tf_features.pack",
+        ([I(0)], ["f"], {"max_blob_bytes": 2**31}),
+        lambda r: (
+            "options.max_blob_bytes: expected a number of bytes from 1 to 2147483647 (the blob "
+            "format's limit) or null, got int 2147483648"
+        ),
+    ),
+    "max_blob_bytes_not_an_integer": (
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2], ["f"], {"max_blob_bytes": "1GB"}),
+        lambda r: (
+            "options.max_blob_bytes: expected a number of bytes from 1 to 2147483647 (the blob "
+            "format's limit) or null, got str '1GB'"
         ),
     ),
     "string_property_named_like_a_section": (

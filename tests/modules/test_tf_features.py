@@ -121,6 +121,21 @@ def test_long_loops_check_for_abort(embedded_runner, procedure, args, min_checks
         embedded_runner.call(procedure, *args)
 
 
+def test_one_wide_seed_checks_for_abort_inside_its_row(embedded_runner):
+    # one seed, 500 x 400 = 200,000 slots drawn at hop 2 and gathered into features_2: the abort
+    # checks must come from inside that one row (the sampler used to check every 256 rows only)
+    embedded_runner.build(cases.star_graph(3))
+    args = ([0], [500, 400], ["f"], {"seed": 1})
+    counter = _AbortFrom()
+    embedded_runner.graph.request_abort(counter)
+    assert embedded_runner.call("tf_features.sample", *args)
+    assert counter.checks >= 500 * 400 // 16384, counter.checks
+    for at in (counter.checks // 2, counter.checks):
+        embedded_runner.graph.request_abort(_AbortFrom(at=at))
+        with pytest.raises(embedded_runner.error_type, match=r"tf_features.sample: AbortError"):
+            embedded_runner.call("tf_features.sample", *args)
+
+
 def test_module_file_is_thin_and_imports_only_what_memgraph_has():
     import ast
 
