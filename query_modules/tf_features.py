@@ -11,12 +11,19 @@ import mgp
 
 from memgraph_tf import procedures as _procedures
 
+# The list arguments are declared LIST OF ANY? (a list whose elements may be anything, null
+# included) rather than LIST OF INTEGER / LIST OF STRING: Memgraph's own check of a declared type
+# names only the argument ("expects LIST OF INTEGER, got LIST"), while the procedures check every
+# element themselves and name it (``fanouts[0]: expected an integer >= 1, got null``). A value
+# that is not a list at all is still refused by Memgraph before the call.
+_AnyList = mgp.List[mgp.Nullable[mgp.Any]]
+
 
 @mgp.read_proc
 def pack(
     ctx: mgp.ProcCtx,
-    nodes: mgp.List[mgp.Any],
-    properties: mgp.List[str],
+    nodes: _AnyList,
+    properties: _AnyList,
     options: mgp.Nullable[mgp.Map] = None,
 ) -> mgp.Record(blob=str, count=int):
     """One blob with ``ids`` [n], ``features`` [n, d], a section per string property and ``labels``
@@ -28,9 +35,9 @@ def pack(
 @mgp.read_proc
 def sample(
     ctx: mgp.ProcCtx,
-    seeds: mgp.List[mgp.Any],
-    fanouts: mgp.List[int],
-    properties: mgp.List[str],
+    seeds: _AnyList,
+    fanouts: _AnyList,
+    properties: _AnyList,
     options: mgp.Nullable[mgp.Map] = None,
 ) -> mgp.Record(blob=str):
     """One blob with ``ids_h``, ``features_h`` (h = 0..len(fanouts)), ``mask_h`` when padding, and
@@ -41,9 +48,9 @@ def sample(
 @mgp.read_proc
 def sample_per_node(
     ctx: mgp.ProcCtx,
-    seeds: mgp.List[mgp.Any],
-    fanouts: mgp.List[int],
-    properties: mgp.List[str],
+    seeds: _AnyList,
+    fanouts: _AnyList,
+    properties: _AnyList,
     options: mgp.Nullable[mgp.Map] = None,
 ) -> mgp.Record(node_id=int, blob=str):
     """One row per seed: its id and the blob ``sample`` would give for that seed alone."""
@@ -54,7 +61,7 @@ def sample_per_node(
 @mgp.read_proc
 def describe(
     ctx: mgp.ProcCtx,
-    properties: mgp.List[str],
+    properties: _AnyList,
     options: mgp.Nullable[mgp.Map] = None,
 ) -> mgp.Record(
     feature_width=int,

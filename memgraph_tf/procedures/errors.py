@@ -30,8 +30,18 @@ class PropertyValueError(ProcedureInputError):
 
 
 def describe_value(value: Any) -> str:
-    """A short, type-tagged rendering of ``value`` for error messages."""
+    """A short, type-tagged rendering of ``value`` for error messages: ``null`` for Cypher's null
+    (Python None), ``node 5`` / ``relationship 7`` for a graph object (an ``mgp.Vertex`` or
+    ``mgp.Edge``: its internal id), else the Python type and the value (``str 'five'``,
+    ``float 1e+09``, ``list [1, 2, ...]``)."""
+    if value is None:
+        return "null"
     kind = type(value).__name__
+    if kind in ("Vertex", "Edge") and hasattr(value, "id"):
+        try:
+            return f"{'node' if kind == 'Vertex' else 'relationship'} {value.id}"
+        except Exception:  # noqa: BLE001 -- an invalid handle: fall back to the generic form
+            pass
     if isinstance(value, (list, tuple)):
         text = repr(list(value[:5]))[:-1] + (", ...]" if len(value) > 5 else "]")
         return f"list {text}"

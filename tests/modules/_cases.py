@@ -990,6 +990,60 @@ ERROR_CASES: dict[str, ErrorCase] = {
             "format's limit) or null, got str '1GB'"
         ),
     ),
+    "seed_null": (
+        small_graph,
+        "tf_features.sample",
+        ([None], [2], ["f"], {}),
+        lambda r: "seeds[0]: expected a node or an integer id, got null",
+    ),
+    "seed_null_per_node": (
+        small_graph,
+        "tf_features.sample_per_node",
+        ([I(0), I(1), None], [2], ["f"], {}),
+        lambda r: "seeds[2]: expected a node or an integer id, got null",
+    ),
+    "node_null": (
+        small_graph,
+        "tf_features.pack",
+        ([I(0), None], ["f"], {}),
+        lambda r: "nodes[1]: expected a node or an integer id, got null",
+    ),
+    "fanout_float": (
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [1e9], ["f"], {}),
+        lambda r: "fanouts[0]: expected an integer >= 1, got float 1000000000.0",
+    ),
+    "fanout_null": (
+        small_graph,
+        "tf_features.sample_per_node",
+        ([I(0)], [2, None], ["f"], {}),
+        lambda r: "fanouts[1]: expected an integer >= 1, got null",
+    ),
+    "fanout_string": (
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2, "3"], ["f"], {}),
+        lambda r: "fanouts[1]: expected an integer >= 1, got str '3'",
+    ),
+    "property_null": (
+        small_graph,
+        "tf_features.pack",
+        ([I(0)], ["f", None], {}),
+        lambda r: "properties[1]: expected a non-empty property name, got null",
+    ),
+    "property_integer_in_sample": (
+        small_graph,
+        "tf_features.sample",
+        ([I(0)], [2], [7], {}),
+        lambda r: "properties[0]: expected a non-empty property name, got int 7",
+    ),
+    "describe_property_null": (
+        small_graph,
+        "tf_features.describe",
+        ([None], {}),
+        lambda r: "properties[0]: expected a non-empty property name, got null",
+    ),
     "string_property_named_like_a_section": (
         lambda: GraphSpec([(["T"], {"labels": "a,b"})], []),
         "tf_features.pack",

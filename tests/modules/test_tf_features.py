@@ -28,9 +28,14 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
         "tf_features.sample_per_node",
     ]
     assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
+    # the list arguments are declared loosely (LIST OF ANY?): the procedures check each element
     assert procs["tf_features.pack"] == (
-        "tf_features.pack(nodes :: LIST OF ANY, properties :: LIST OF STRING, options = None :: "
+        "tf_features.pack(nodes :: LIST OF ANY?, properties :: LIST OF ANY?, options = None :: "
         "MAP?) :: (blob :: STRING, count :: INTEGER)"
+    )
+    assert procs["tf_features.sample"] == (
+        "tf_features.sample(seeds :: LIST OF ANY?, fanouts :: LIST OF ANY?, properties :: LIST OF "
+        "ANY?, options = None :: MAP?) :: (blob :: STRING)"
     )
 
 
@@ -50,14 +55,22 @@ def test_wrong_argument_type_is_refused_before_the_call(embedded_runner):
     from memgraph_tf.embedded import ArgumentTypeError
 
     embedded_runner.build(cases.small_graph())
+    # a value that is not a list at all, or null, is still Memgraph's to refuse
     with pytest.raises(
         ArgumentTypeError,
-        match=r"argument 'fanouts' at position 2 expects LIST OF INTEGER, got STRING",
+        match=r"argument 'fanouts' at position 2 expects LIST OF ANY\?, got STRING",
     ):
         embedded_runner.call("tf_features.sample", [0], "2,2", ["f"])
     with pytest.raises(
-        ArgumentTypeError,
-        match=r"argument 'fanouts' at position 2 expects LIST OF INTEGER, got LIST",
+        ArgumentTypeError, match=r"argument 'seeds' at position 1 expects LIST OF ANY\?, got NULL"
+    ):
+        embedded_runner.call("tf_features.sample", None, [2], ["f"])
+    # a bad element reaches the procedure, which names it (before: "expects LIST OF INTEGER, got
+    # LIST" from the declared type)
+    with pytest.raises(
+        embedded_runner.error_type,
+        match=r"tf_features.sample: OptionError: fanouts\[0\]: expected an integer >= 1, got "
+        r"float 2.0",
     ):
         embedded_runner.call("tf_features.sample", [0], [2.0], ["f"])
     with pytest.raises(
