@@ -8,10 +8,12 @@
    of 100k nodes, ids only and with features, batched (``sample``) and one seed per call, against
    the pre-issue-11 sampler (the code at commit 93e52a3, materialised from git history by
    ``_sample_baseline.py``; it must write the same bytes) in alternating rounds of the same run;
-   then per node (``sample_per_node``) and the compact and sparse layouts.
+   then per node (``sample_per_node``) and the compact and sparse layouts. ``--baseline REV``
+   compares with the sampler of any other commit instead (e.g. the one before a change: its
+   ``memgraph_tf`` helper files and query module, read with ``git show``), the same way.
 
 Usage: python benchmarks/query_modules.py [--pack-nodes N] [--graph-nodes N] [--seeds N]
-                                          [--skip-pack]
+                                          [--skip-pack] [--baseline REV]
 The embedded runtime adds Python overhead per graph access that Memgraph's C++ side does not have,
 so absolute numbers are a floor; the ratios compare like with like.
 """
@@ -19,9 +21,12 @@ so absolute numbers are a floor; the ratios compare like with like.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import pathlib
 import random
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +40,48 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _sample_baseline  # noqa: E402 -- beside this file: importable once HERE is on sys.path
+
+REV_MODULE = "_sample_rev"
+"""The query-module name a ``--baseline REV`` sampler is loaded under (``_sample_rev.sample``)."""
+_REV_TOP_FILES = ("__init__.py", "errors.py", "lazy.py", "blob.py", "layout.py")
+
+
+def _git(*args: str) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(HERE.parent), *args], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"--baseline: git {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def materialise_rev(rev: str, dest: str) -> tuple[pathlib.Path, str]:
+    """Writes the query module and the stdlib-only ``memgraph_tf`` helper files of commit ``rev``
+    under ``dest``, the package renamed so that it sits beside today's, registers the package and
+    returns (the module file to load as :data:`REV_MODULE`, the commit's short hash)."""
+    sha = _git("rev-parse", "--short", f"{rev}^{{commit}}").strip()
+    package = f"_memgraph_tf_{sha}"
+    listed = _git("ls-tree", "-r", "--name-only", sha, "memgraph_tf/").split()
+    wanted = [f"memgraph_tf/{name}" for name in _REV_TOP_FILES] + [
+        path for path in listed if re.fullmatch(r"memgraph_tf/procedures/[^/]+\.py", path)
+    ]
+    name = re.compile(r"\bmemgraph_tf\b")
+    root = pathlib.Path(dest) / package
+    for path in wanted:
+        if path not in listed:
+            continue
+        target = root / path.removeprefix("memgraph_tf/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(name.sub(package, _git("show", f"{sha}:{path}")))
+    module_file = pathlib.Path(dest) / f"{REV_MODULE}.py"
+    module_file.write_text(name.sub(package, _git("show", f"{sha}:query_modules/tf_features.py")))
+    spec = importlib.util.spec_from_file_location(
+        package, root / "__init__.py", submodule_search_locations=[str(root)]
+    )
+    assert spec is not None and spec.loader is not None
+    sys.modules[package] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules[package])
+    return module_file, sha
 
 
 def best_of(fn, repeat: int) -> float:
@@ -117,16 +164,33 @@ def _seeds_per_s(
 
 
 def bench_sample(
-    n: int, seeds_count: int, batch: int, d: int, rounds: int, baseline_dir: str
+    n: int,
+    seeds_count: int,
+    batch: int,
+    d: int,
+    rounds: int,
+    baseline_dir: str,
+    baseline_rev: str | None = None,
 ) -> None:
     """Sampling seeds/s of ``tf_features.sample`` against the pre-issue-11 code path
     (``_sample_baseline.sample``: commit 93e52a3's sampler from git history, written under
     ``baseline_dir``), alternating the two ``rounds`` times on the same
     graph and seeds; the ratio is of the best round of each, in wall-clock time and in this
-    thread's CPU time (steadier on a shared machine). The two must write the same bytes."""
+    thread's CPU time (steadier on a shared machine). The two must write the same bytes. With
+    ``baseline_rev`` the baseline is that commit's sampler (:func:`materialise_rev`)."""
     t0 = time.perf_counter()
     g = power_law_graph(n, 4, d)
-    g.load_module(_sample_baseline.materialise(baseline_dir))
+    if baseline_rev is None:
+        g.load_module(_sample_baseline.materialise(baseline_dir))
+        base_proc = "_sample_baseline.sample"
+        base_text = (
+            f"the sampler at commit {_sample_baseline.COMMIT} (pre-issue-11, from git history"
+        )
+    else:
+        module_file, sha = materialise_rev(baseline_rev, baseline_dir)
+        g.load_module(module_file)
+        base_proc = f"{REV_MODULE}.sample"
+        base_text = f"the sampler at commit {sha} ({baseline_rev}, from git history"
     build_s = time.perf_counter() - t0
     degrees = [len(g.neighbours(i)) for i in range(0, n, max(1, n // 2000))]
     print(
@@ -138,15 +202,14 @@ def bench_sample(
     fanouts = [10, 5]
     opts = {"seed": 7}
     for props in ([], ["f"]):
-        [old] = g.call("_sample_baseline.sample", seeds[:batch], fanouts, props, opts)
+        [old] = g.call(base_proc, seeds[:batch], fanouts, props, opts)
         [new] = g.call("tf_features.sample", seeds[:batch], fanouts, props, opts)
         assert old["blob"] == new["blob"], (
             "the baseline and tf_features.sample wrote different bytes"
         )
     print(
-        f"  2-hop (10, 5), {len(seeds)} seeds; best of {rounds} alternating rounds; baseline = the "
-        f"sampler at commit {_sample_baseline.COMMIT} "
-        "(pre-issue-11, from git history; same bytes, checked)"
+        f"  2-hop (10, 5), {len(seeds)} seeds; best of {rounds} alternating rounds; baseline = "
+        f"{base_text}; same bytes, checked)"
     )
     for label, props, size in [
         ("ids only, batched", [], batch),
@@ -156,11 +219,7 @@ def bench_sample(
         count = seeds_count if size > 1 else min(seeds_count, 300)
         old, new = [], []
         for _ in range(rounds):
-            old.append(
-                _seeds_per_s(
-                    g, "_sample_baseline.sample", seeds[:count], size, fanouts, props, opts
-                )
-            )
+            old.append(_seeds_per_s(g, base_proc, seeds[:count], size, fanouts, props, opts))
             new.append(
                 _seeds_per_s(g, "tf_features.sample", seeds[:count], size, fanouts, props, opts)
             )
@@ -194,12 +253,23 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-pack", action="store_true", help="only the sampling benchmark")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="compare sampling with the sampler of this commit (default: 93e52a3, pre-issue-11)",
+    )
     args = parser.parse_args()
     if not args.skip_pack:
         bench_pack(args.pack_nodes, args.dim, args.repeat)
     with tempfile.TemporaryDirectory() as baseline_dir:
         bench_sample(
-            args.graph_nodes, args.seeds, args.batch, args.graph_dim, args.repeat, baseline_dir
+            args.graph_nodes,
+            args.seeds,
+            args.batch,
+            args.graph_dim,
+            args.repeat,
+            baseline_dir,
+            args.baseline,
         )
 
 
