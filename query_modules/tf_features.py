@@ -13,9 +13,10 @@ from memgraph_tf import procedures as _procedures
 
 # The list arguments are declared LIST OF ANY? (a list whose elements may be anything, null
 # included) rather than LIST OF INTEGER / LIST OF STRING: Memgraph's own check of a declared type
-# names only the argument ("expects LIST OF INTEGER, got LIST"), while the procedures check every
-# element themselves and name it (``fanouts[0]: expected an integer >= 1, got null``). A value
-# that is not a list at all is still refused by Memgraph before the call.
+# names only the argument and that type ("argument named 'fanouts' at position 1 must be of type
+# LIST OF INTEGER."), while the procedures check every element themselves and name it
+# (``fanouts[0]: expected an integer >= 1, got null``). A value that is not a list at all is
+# still refused by Memgraph before the call.
 _AnyList = mgp.List[mgp.Nullable[mgp.Any]]
 
 
