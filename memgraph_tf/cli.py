@@ -10,7 +10,7 @@ import argparse
 import logging
 import sys
 
-from memgraph_tf.errors import EXIT_USAGE  # standard library only
+from memgraph_tf.errors import EXIT_USAGE, exit_code_for  # standard library only
 
 
 def _build_ops(args: argparse.Namespace) -> int:
@@ -24,10 +24,8 @@ def _build_ops(args: argparse.Namespace) -> int:
 def _install_modules(args: argparse.Namespace) -> int:
     """``memgraph-tf install-modules DIR``: the written paths on stdout, exit 0; a user error (an
     existing file with ``--no-overwrite``, a DIR that is a file or not writable, a missing
-    package file) is one line on stderr and :data:`~memgraph_tf.errors.EXIT_USAGE` (2), never a
-    traceback. Every error this command reports is about its arguments or the target directory,
-    so it is a usage error whatever its class (the table's ``exit_code_for`` would call a
-    ``FileExistsError`` a failed run)."""
+    package file) is one line on stderr and the exit code of
+    :func:`~memgraph_tf.errors.exit_code_for` (2 for each of those), never a traceback."""
     from memgraph_tf import deploy
 
     try:
@@ -35,7 +33,7 @@ def _install_modules(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         logging.getLogger(__name__).debug("install-modules failed", exc_info=True)
         sys.stderr.write(f"memgraph-tf install-modules: {type(exc).__name__}: {exc}\n")
-        return EXIT_USAGE
+        return exit_code_for(exc)
     for path in paths:
         print(path)
     return 0
@@ -94,7 +92,7 @@ def _classify(args: argparse.Namespace) -> int:
     from memgraph_tf.beam.runner import parse_params  # standard library only
     from memgraph_tf.client import BoltSource, sources
     from memgraph_tf.client.errors import ConfigurationError, InvalidNodeError
-    from memgraph_tf.errors import EXIT_INTERRUPTED, MemgraphTfError, exit_code_for
+    from memgraph_tf.errors import EXIT_INTERRUPTED, MemgraphTfError
 
     def fail(code: int, message: str) -> int:
         print(f"memgraph-tf classify: {message}", file=sys.stderr)

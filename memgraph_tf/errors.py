@@ -34,7 +34,7 @@ that defines each subtree::
     |   |   +-- InvalidNodeError                         batch inference stopped at a node it cannot classify
     |   +-- ModelError                                   batch inference: the model backend failed
     |       +-- ModelInputError (ValueError)             the model rejected an input blob
-    +-- ServingError                                     memgraph_tf.serving.errors (.status, .message, .url)
+    +-- ServingError                                     memgraph_tf.serving.errors (.status, .message, .url, .grpc_code)
     |   +-- ServingConnectionError                       no HTTP answer after all retries
     |   +-- ServingTimeoutError                          no answer within timeout_s
     |   +-- InvalidResponseError                         a 2xx answer that is not the promised JSON
@@ -135,7 +135,13 @@ EXIT_CODES: dict[str, int] = {
     "memgraph_tf.serving.errors.BundleError": EXIT_USAGE,
     "memgraph_tf.serving.errors.NotFoundError": EXIT_USAGE,  # no such model or version
     "memgraph_tf.errors.MemgraphTfError": EXIT_FAILED,
-    "builtins.FileNotFoundError": EXIT_USAGE,  # a model or file path that does not exist
+    # a path the user named: missing, a file where a directory belongs (or the reverse),
+    # already there (install-modules --no-overwrite), or not readable / writable
+    "builtins.FileNotFoundError": EXIT_USAGE,
+    "builtins.NotADirectoryError": EXIT_USAGE,
+    "builtins.IsADirectoryError": EXIT_USAGE,
+    "builtins.FileExistsError": EXIT_USAGE,
+    "builtins.PermissionError": EXIT_USAGE,
     "builtins.OSError": EXIT_FAILED,
     "builtins.ImportError": EXIT_USAGE,  # an optional extra is missing (apache-beam)
     "builtins.ValueError": EXIT_USAGE,  # a command-line value refused by a constructor

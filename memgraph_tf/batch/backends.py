@@ -3,7 +3,7 @@
 * :class:`ModelBackend`: the bundle config (sampling settings, class names), ``name``,
   ``version`` (written as ``P_version``) and ``classify(blobs) -> [(label, score), ...]``;
 * :class:`BundleBackend`: a bundle run in-process (its ``serving_default`` signature on the raw
-  blobs; loaded by :func:`memgraph_tf.serving.model_server.load_version`, op or op-free bundle);
+  blobs; loaded by :func:`memgraph_tf.serving.loading.load_version`, op or op-free bundle);
 * :class:`ServingBackend`: any serving client with ``classify(blobs)`` and ``bundle_config()`` --
   :func:`rest_backend` (TF Serving's REST API, ``memgraph_tf.serving.client.ServingClient``) and
   :func:`grpc_backend` (its gRPC API, ``memgraph_tf.serving.grpc_client.GrpcServingClient``).
@@ -167,18 +167,18 @@ class BundleBackend(ModelBackend):
 
     ``path`` is a version directory (``BASE/NAME/VERSION``, holding ``saved_model.pb``) or a model
     directory (``BASE/NAME``: its highest version is used): :func:`resolve_version_dir`. Loading is
-    :func:`memgraph_tf.serving.model_server.load_version` (which registers the bundle's op library
+    :func:`memgraph_tf.serving.loading.load_version` (which registers the bundle's op library
     when the graph needs it). Guarantees: ``version`` is the version directory's number (TF
     Serving's reading of it), else the config's; a directory that is no memgraph-tf bundle raises
     :class:`ConfigurationError`; a broken config :class:`memgraph_tf.serving.errors.BundleError`.
     """
 
     def __init__(self, path: Any) -> None:
-        from memgraph_tf.serving import model_server
+        from memgraph_tf.serving import loading
 
         version_dir, version = resolve_version_dir(path)
         try:
-            loaded = model_server.load_version(version_dir, version or 0)
+            loaded = loading.load_version(version_dir, version or 0)
         except serving_errors.BundleError:
             raise
         except ValueError as exc:

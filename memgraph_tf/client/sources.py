@@ -539,7 +539,7 @@ class BoltSource(GraphSource):
         return f"BoltSource(uri={self.uri!r}, database={self.database!r})"
 
     # -- plumbing ---------------------------------------------------------------------------------
-    def _translate(self, exc: BaseException, query: str | None = None) -> Exception:
+    def _translate(self, exc: BaseException, query: str | None = None) -> BaseException:
         where = f"{self.uri}" + (f" (database {self.database!r})" if self.database else "")
         if isinstance(exc, neo4j_errors.AuthError):
             who = f" for user {self._user!r}" if self._user is not None else ""
@@ -576,7 +576,7 @@ class BoltSource(GraphSource):
             return QueryError(text)
         if isinstance(exc, neo4j_errors.DriverError):
             return GraphConnectionError(f"{where}: driver error: {exc}")
-        return exc  # type: ignore[return-value]
+        return exc  # anything else unchanged (the caller re-raises it)
 
     def _session(self, *, write: bool = False, fetch_size: int | None = None) -> neo4j.Session:
         if self._closed:

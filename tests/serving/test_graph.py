@@ -156,7 +156,7 @@ def test_embedded_cora_graph_source(tmp_path, planetoid_dir):
     """`--graph embedded:DIR/cora`: the unchanged query modules in process feed :classify."""
     import tensorflow as tf
 
-    from memgraph_tf.cli import open_graph_source
+    from memgraph_tf.client import open_graph
     from memgraph_tf.client.graphsage import GraphSAGE
     from memgraph_tf.serving.export import export_bundle
     from memgraph_tf.serving.model_server import ModelServer
@@ -166,7 +166,7 @@ def test_embedded_cora_graph_source(tmp_path, planetoid_dir):
     options = {"seed": 1}
     model = GraphSAGE([3, 2], 1433, 7, hidden_units=8, class_names=[f"c{i}" for i in range(7)])
     info = export_bundle(model, tmp_path, "cora", 1, use_op=False, sample_options=options)
-    source = open_graph_source(f"embedded:{cora}")
+    source = open_graph(f"embedded:{cora}")
     ids = [0, 5, 2000]
     blobs = source.sample_blobs_per_node(ids, [3, 2], ["features"], options)
     want = tf.nn.softmax(model(_features(blobs), training=False)).numpy()

@@ -373,6 +373,7 @@ def test_the_cli_opens_the_graph_and_hands_the_server_a_source(monkeypatch):
     """`serve --graph URI`: the CLI (which may import memgraph_tf.client) opens the source, the
     server receives the object, and the CLI closes it when the server returns."""
     from memgraph_tf import cli
+    from memgraph_tf.client import sources
     from memgraph_tf.serving import server
 
     class Closable(FakeSource):
@@ -382,7 +383,7 @@ def test_the_cli_opens_the_graph_and_hands_the_server_a_source(monkeypatch):
             self.closed = True
 
     src, opened, seen = Closable(), [], []
-    monkeypatch.setattr(cli, "open_graph_source", lambda uri: opened.append(uri) or src)
+    monkeypatch.setattr(sources, "open_graph", lambda uri, **kw: opened.append(uri) or src)
 
     def fake_main(args, graph_source=None):
         seen.append((args.model_base_path, graph_source, getattr(graph_source, "closed", None)))
