@@ -10,7 +10,8 @@
    ``_sample_baseline.py``; it must write the same bytes) in alternating rounds of the same run;
    then per node (``sample_per_node``) and the compact and sparse layouts. ``--baseline REV``
    compares with the sampler of any other commit instead (e.g. the one before a change: its
-   ``memgraph_tf`` helper files and query module, read with ``git show``), the same way.
+   ``memgraph_tf`` helper files and query module, read with ``git show``), the same way, and then
+   per node and the compact and sparse layouts too (same bytes, checked; alternating rounds).
 
 Usage: python benchmarks/query_modules.py [--pack-nodes N] [--graph-nodes N] [--seeds N]
                                           [--skip-pack] [--baseline REV]
@@ -232,15 +233,34 @@ def bench_sample(
             f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))})"
         )
     for label, proc, layout_name in [
-        (f"{d}-d features, per node", "tf_features.sample_per_node", "dense"),
-        (f"{d}-d, batched, compact", "tf_features.sample", "compact"),
-        (f"{d}-d, batched, sparse", "tf_features.sample", "sparse"),
+        (f"{d}-d features, per node", "sample_per_node", "dense"),
+        (f"{d}-d, batched, compact", "sample", "compact"),
+        (f"{d}-d, batched, sparse", "sample", "sparse"),
     ]:
-        rate = max(
-            _seeds_per_s(g, proc, seeds, batch, fanouts, ["f"], {**opts, "layout": layout_name})[0]
-            for _ in range(rounds)
+        lay = {**opts, "layout": layout_name}
+        if baseline_rev is None:  # (the pre-issue-11 sampler has neither per node nor layouts)
+            rate = max(
+                _seeds_per_s(g, f"tf_features.{proc}", seeds, batch, fanouts, ["f"], lay)[0]
+                for _ in range(rounds)
+            )
+            print(f"  {label:28s}: now {rate:7.0f} seeds/s")
+            continue
+        base = f"{REV_MODULE}.{proc}"
+        assert g.call(base, seeds[:batch], fanouts, ["f"], lay) == g.call(
+            f"tf_features.{proc}", seeds[:batch], fanouts, ["f"], lay
+        ), f"the baseline and tf_features.{proc} wrote different bytes ({layout_name})"
+        old, new = [], []
+        for _ in range(rounds):
+            old.append(_seeds_per_s(g, base, seeds, batch, fanouts, ["f"], lay))
+            new.append(_seeds_per_s(g, f"tf_features.{proc}", seeds, batch, fanouts, ["f"], lay))
+        wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
+        cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
+        print(
+            f"  {label:28s}: baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
+            f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
+            f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
+            f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))}; same bytes, checked)"
         )
-        print(f"  {label:28s}: now {rate:7.0f} seeds/s")
 
 
 def main() -> None:

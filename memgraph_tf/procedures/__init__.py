@@ -72,8 +72,10 @@ def sample_blob(
     access: GraphAccess, keys: Sequence[int], fanouts: Any, properties: Any, options: Any = None
 ) -> bytes:
     """The ``tf_features.sample`` blob for resolved seed ``keys`` (see :func:`pack_blob`); refused
-    before anything is sampled when it would exceed ``options.max_blob_bytes`` (in the compact and
-    sparse layouts: when its worst case for the fanouts would)."""
+    when it would exceed ``options.max_blob_bytes``: before anything is sampled (dense: the whole
+    blob; compact and sparse: its index arrays), and in the compact and sparse layouts after
+    sampling, before any feature is read (the table of the distinct sampled nodes; sparse: their
+    non-zero values, counted as they are read when the worst case over them exceeds the limit)."""
     opts = _options("sample", options)
     fan = parse_fanouts(fanouts)
     core.check_names(properties)
@@ -85,7 +87,8 @@ def sample_per_node_blobs(
     access: GraphAccess, keys: Sequence[int], fanouts: Any, properties: Any, options: Any = None
 ) -> list[tuple[int, bytes]]:
     """``(key, blob)`` per seed, each blob equal to :func:`sample_blob` of that seed alone;
-    ``options.max_blob_bytes`` limits each of those blobs (checked before anything is sampled)."""
+    ``options.max_blob_bytes`` limits each of those blobs (checked as :func:`sample_blob` checks
+    its blob, row by row after sampling)."""
     opts = _options("sample_per_node", options)
     fan = parse_fanouts(fanouts)
     core.check_names(properties)
@@ -141,9 +144,10 @@ class ProcedureRunner:
     Guarantees, for every graph access: the options are parsed for the procedure, then the fanouts
     and the property names are checked, then the access is made, the first node is resolved and
     the size of the blob is checked against ``options.max_blob_bytes``
-    (:func:`memgraph_tf.procedures.core.check_blob_size`, before anything is sampled), then the
-    nodes are resolved, so the same bad input raises the same :class:`ProcedureInputError` (same
-    message) everywhere; equal graphs, arguments and ``options.seed`` give equal bytes.
+    (:func:`memgraph_tf.procedures.core.check_blob_size`, before anything is sampled: phase 1 of
+    :mod:`memgraph_tf.procedures.limits`), then the nodes are resolved, so the same bad input
+    raises the same :class:`ProcedureInputError` (same message) everywhere; equal graphs,
+    arguments and ``options.seed`` give equal bytes.
     """
 
     def __init__(self, access_factory: AccessFactory) -> None:

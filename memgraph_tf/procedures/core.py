@@ -21,7 +21,7 @@ import math
 import os
 import random
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from memgraph_tf import blob, layout
@@ -384,8 +384,9 @@ def check_blob_size(
 ) -> list[Column]:
     """Refuses, before anything but the first node's properties is read, a ``pack`` of ``n`` nodes
     (``fanouts`` None) or a ``sample`` of ``n`` seeds (``per_row``: each ``sample_per_node`` row)
-    whose blob would exceed ``options.max_blob_bytes`` (:mod:`memgraph_tf.procedures.limits`;
-    ``pack``'s string text is counted later, once read); returns the column layout the first node
+    whose blob would exceed ``options.max_blob_bytes`` (:mod:`memgraph_tf.procedures.limits`,
+    phase 1: compact and sparse are checked again after sampling; ``pack``'s string text is
+    counted later, once read); returns the column layout the first node
     ``first`` fixes. Raises what :func:`infer_columns` / :func:`refuse_strings` raise for that
     node, then :class:`OptionError` naming the size and the limit."""
     columns = first_columns(access, first, names)
@@ -555,22 +556,34 @@ def sample(
 ) -> Sample:
     """Samples and reads the features of every sampled node (see :func:`sample_sections`).
 
-    Guarantees: before anything is sampled -- and, with several seeds, before any seed but the
-    first is read (for the feature width) -- :func:`memgraph_tf.procedures.limits.check_sample`
-    refuses a blob (with ``per_row``, each single seed's blob: ``sample_per_node``) larger than
-    ``options.max_blob_bytes``; the seeds' own properties are read (and checked) before their
-    neighbourhoods are sampled."""
+    Guarantees: the blob (with ``per_row``, each single seed's blob: ``sample_per_node``) is
+    checked against ``options.max_blob_bytes`` (:mod:`memgraph_tf.procedures.limits`) before what
+    it sizes is allocated. Phase 1, before anything is sampled -- and, with several seeds, before
+    any seed but the first is read (for the feature width): :func:`limits.check_sample`; the dense
+    layout is then sized exactly and the seeds' own properties are read (and checked) before their
+    neighbourhoods are sampled. Compact and sparse, phase 2, after sampling and before any feature
+    is read: :func:`_check_sampled` (the distinct sampled nodes; for sparse, if needed, their
+    non-zero values counted as they are read); the features are read after it."""
     names = check_names(names)
     columns = None  # the first seed fixes the layout
-    if len(seeds) > 1:  # sized from the first seed before the others are read
+    if len(seeds) > 1 or options.layout != "dense":  # sized from the first seed alone
         columns = check_blob_size(
             access, seeds[0], len(seeds), names, options, fanouts, per_row=per_row
         )
-    table = build_table(access, seeds, names, options, allow_strings=False, columns=columns)
-    limits.check_sample(len(seeds), fanouts, table.width, options, per_row=per_row)
+    table = None
+    if options.layout == "dense":  # sized exactly in phase 1: the seeds are read first
+        table = build_table(access, seeds, names, options, allow_strings=False, columns=columns)
+        limits.check_sample(len(seeds), fanouts, table.width, options, per_row=per_row)
     ids, masks = sample_ids(access, seeds, fanouts, options)
     every = [k for hop_ids, hop_mask in zip(ids, masks) for k, m in zip(hop_ids, hop_mask) if m]
-    extra = [k for k in dict.fromkeys(every) if k not in table.row_of]
+    distinct = dict.fromkeys(every)
+    if table is None:
+        assert columns is not None  # (set above for every layout but dense)
+        _check_sampled(
+            access, ids, masks, list(distinct), fanouts, names, columns, options, per_row
+        )
+        table = build_table(access, seeds, names, options, allow_strings=False, columns=columns)
+    extra = [k for k in distinct if k not in table.row_of]
     if extra:
         more = build_table(
             access, extra, names, _no_labels(options), allow_strings=False, columns=table.columns
@@ -580,6 +593,84 @@ def sample(
         for k, r in more.row_of.items():
             table.row_of[k] = base + r
     return Sample(ids, masks, table)
+
+
+def _check_sampled(
+    access: GraphAccess,
+    ids: list[list[int]],
+    masks: list[list[bool]],
+    distinct: list[int],
+    fanouts: Sequence[int],
+    names: Sequence[str],
+    columns: list[Column],
+    options: Options,
+    per_row: bool,
+) -> None:
+    """Phase 2 of the size check (compact and sparse layouts), after sampling and before any
+    feature is read: refuses the blob (``per_row``: any row's blob) whose table of distinct sampled
+    nodes (``distinct``: those of the whole call, in order of first appearance) makes it exceed
+    ``options.max_blob_bytes`` -- compact exactly; sparse first with the worst case over those
+    nodes, then, where that exceeds the limit, with their non-zero values counted as they are read
+    (:func:`_count_nonzero`: one chunk of rows at a time, no full copy of the table). Nothing is
+    computed when the worst case for the fanouts (every slot a distinct node) fits."""
+    n = len(ids[0])
+    rows = 1 if per_row else n
+    width = sum(c.width for c in columns)
+    if limits.sample_bytes(rows, fanouts, width, options) <= options.max_blob_bytes:
+        return  # the bound over every possible table fits: no need to look at this one
+    if not per_row:
+        if limits.check_sampled(n, fanouts, width, options, len(distinct)):
+            return
+        nnz = counted = 0  # sparse over its worst case: count, and stop as soon as it is too much
+        for part, part_nnz in _count_nonzero(access, distinct, names, columns, options):
+            nnz += sum(part_nnz)
+            counted += len(part)
+            limits.check_sampled(n, fanouts, width, options, len(distinct), nnz, counted=counted)
+        return
+    per_hop = [1]
+    for f in fanouts:
+        per_hop.append(per_hop[-1] * f)
+    to_count: list[tuple[int, list[int]]] = []  # sparse rows over their worst case
+    for i in range(n):
+        if i % 256 == 255:
+            access.check_abort()
+        keys: dict[int, None] = {}
+        for h, (hop_ids, hop_mask) in enumerate(zip(ids, masks)):
+            lo, hi = i * per_hop[h], (i + 1) * per_hop[h]
+            keys.update(dict.fromkeys(itertools.compress(hop_ids[lo:hi], hop_mask[lo:hi])))
+        row = f"row {i} (seed: {access.node_name(ids[0][i])})"
+        if not limits.check_sampled(1, fanouts, width, options, len(keys), row=row):
+            to_count.append((i, list(keys)))
+    if not to_count:
+        return
+    nnz_of: dict[int, int] = {}
+    needed = list(dict.fromkeys(k for _, keys in to_count for k in keys))
+    for part, part_nnz in _count_nonzero(access, needed, names, columns, options):
+        nnz_of.update(zip(part, part_nnz))
+    for i, keys in to_count:
+        row = f"row {i} (seed: {access.node_name(ids[0][i])})"
+        nnz = sum(nnz_of[k] for k in keys)
+        limits.check_sampled(1, fanouts, width, options, len(keys), nnz, row=row)
+
+
+def _count_nonzero(
+    access: GraphAccess,
+    keys: Sequence[int],
+    names: Sequence[str],
+    columns: list[Column],
+    options: Options,
+) -> Iterator[tuple[Sequence[int], list[int]]]:
+    """``(keys, non-zero values of each)`` for ``keys``, a chunk at a time: each chunk's features
+    are read and checked as :func:`build_table` reads and checks them (the same errors, the same
+    conversion to ``options.dtype``: a value is non-zero exactly when the sparse table holds it),
+    counted, and dropped before the next chunk is read."""
+    width = sum(c.width for c in columns)
+    chunk = max(16, min(512, 2**16 // max(1, width)))  # ~64k values a chunk
+    plain = _no_labels(options)  # (the seeds' classes are read, and checked, with the table)
+    for start in range(0, len(keys), chunk):
+        part = keys[start : start + chunk]
+        flat = build_table(access, part, names, plain, allow_strings=False, columns=columns).flat
+        yield part, [width - flat[r * width : (r + 1) * width].count(0) for r in range(len(part))]
 
 
 def _no_labels(options: Options) -> Options:

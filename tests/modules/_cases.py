@@ -629,19 +629,24 @@ def dense_sample_bytes(n: int, fanouts: list[int], width: int, item: int) -> int
     return _blob_bytes(payloads)
 
 
-def compact_worst_bytes(n: int, fanouts: list[int], width: int, item: int = 4) -> int:
-    """The compact blob when every slot is a distinct table row: index_h int32 per hop, table_ids
-    int64 [u] and table [u, width], each with a two-element int64 row_splits."""
+def compact_worst_bytes(
+    n: int, fanouts: list[int], width: int, item: int = 4, u: int | None = None
+) -> int:
+    """The compact blob when every slot is a distinct table row (or with ``u`` rows): index_h int32
+    per hop, table_ids int64 [u] and table [u, width], each with a two-element int64 row_splits."""
     per_hop = _slots_per_hop(n, fanouts)
-    u = sum(per_hop)
+    u = sum(per_hop) if u is None else u
     return _blob_bytes([4 * s for s in per_hop] + [8 * u, 16, item * width * u, 16])
 
 
-def sparse_worst_bytes(n: int, fanouts: list[int], width: int, item: int = 4) -> int:
-    """The sparse blob when every slot is a distinct row and every feature non-zero: index_h,
-    table_ids (+ splits), table_columns int32 [u x width] with u + 1 splits, table_values."""
+def sparse_worst_bytes(
+    n: int, fanouts: list[int], width: int, item: int = 4, u: int | None = None
+) -> int:
+    """The sparse blob when every slot is a distinct row (or with ``u`` rows) and every feature
+    non-zero: index_h, table_ids (+ splits), table_columns int32 [u x width] with u + 1 splits,
+    table_values."""
     per_hop = _slots_per_hop(n, fanouts)
-    u = sum(per_hop)
+    u = sum(per_hop) if u is None else u
     nnz = u * width
     return _blob_bytes([4 * s for s in per_hop] + [8 * u, 16, 4 * nnz, 8 * (u + 1), item * nnz, 16])
 
@@ -917,26 +922,28 @@ ERROR_CASES: dict[str, ErrorCase] = {
             "1,000 (options.max_blob_bytes)"
         ),
     ),
-    "sample_compact_worst_case_over_max_blob_bytes": (
+    "sample_compact_over_max_blob_bytes_before_sampling": (
         small_graph,
         "tf_features.sample",
         ([I(0)], [4, 4], ["f"], {"max_blob_bytes": 500, "layout": "compact"}),
         lambda r: (
-            # worst case: 21 slots (1 + 4 + 16), each a distinct table row of 3 float32
-            f"max_blob_bytes: the blob could hold up to {compact_worst_bytes(1, [4, 4], 3):,} "
-            "bytes (fanouts [4, 4], 1 seed, compact, 3 float32 features; the worst case for "
-            "these fanouts: every sampled slot a distinct node); the limit is 500"
+            # what the arguments fix: index_0..2 int32 (1 + 4 + 16 slots) and the two row splits
+            # of the table, whose rows are not known before sampling
+            "max_blob_bytes: the blob would hold at least "
+            f"{compact_worst_bytes(1, [4, 4], 3, u=0):,} bytes (fanouts [4, 4], 1 seed, compact, 3 "
+            "float32 features; before sampling: the index arrays, the table of sampled nodes not "
+            "counted yet); the limit is 500"
         ),
     ),
-    "sample_sparse_worst_case_over_max_blob_bytes": (
+    "sample_sparse_over_max_blob_bytes_before_sampling": (
         small_graph,
         "tf_features.sample",
         ([I(0)], [4, 4], ["f"], {"max_blob_bytes": 500, "layout": "sparse"}),
         lambda r: (
-            f"max_blob_bytes: the blob could hold up to {sparse_worst_bytes(1, [4, 4], 3):,} "
-            "bytes (fanouts [4, 4], 1 seed, sparse, 3 float32 features; the worst case for "
-            "these fanouts: every sampled slot a distinct node, every feature non-zero); the "
-            "limit is 500"
+            "max_blob_bytes: the blob would hold at least "
+            f"{sparse_worst_bytes(1, [4, 4], 3, u=0):,} bytes (fanouts [4, 4], 1 seed, sparse, 3 "
+            "float32 features; before sampling: the index arrays, the table of sampled nodes not "
+            "counted yet); the limit is 500"
         ),
     ),
     "pack_over_max_blob_bytes": (
