@@ -18,7 +18,9 @@ TF-Serving-compatible server.
   tf.Example / tensors) and ``json_output.py`` (the JSON output rules, shared with the gRPC
   client); ``node_examples.py`` (the ``node_id`` rule and ``max_examples``, for REST and gRPC);
   ``grpc_server.py`` (``--grpc-port``: PredictionService and ModelService over the same
-  ModelServer, :func:`start_grpc_server`) with ``grpc_codec.py`` (TensorProto / tf.Example).
+  ModelServer, :func:`start_grpc_server`) with ``grpc_codec.py`` (TensorProto / tf.Example);
+  ``input_specs.py`` (every Predict input checked against the signature's dtype, rank and fixed
+  dimensions before numpy or TensorFlow sees it, for REST and gRPC).
 
 Attributes are imported lazily so that ``from memgraph_tf.serving import ServingClient`` does not
 import TensorFlow (the gRPC modules do: tensorflow-serving-api's protos live in TensorFlow).

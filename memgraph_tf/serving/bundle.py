@@ -21,6 +21,11 @@ input ``CLASSIFY_INPUT``, outputs ``CLASSES_OUTPUT`` and ``SCORES_OUTPUT``; meth
 ``PREDICT_SIGNATURE`` is TF Serving's ``DEFAULT_SIGNATURE`` (the signature a request without a
 name runs); ``SIGNATURE_DEF_FIELD`` is the one metadata field TF Serving answers.
 
+Inference sampling (:func:`inference_sampling`): how every inference path -- ``memgraph-tf serve``'s
+``node_id`` examples, ``classify_nodes``, batch inference -- samples a node's neighbourhood with a
+bundle's settings; a bundle without ``options.seed`` samples with :data:`DEFAULT_SEED`, so a node
+has one answer on every path; :data:`RANDOM_SAMPLING` asks for new draws on every call.
+
 Every failure to meet the contract is a :class:`memgraph_tf.serving.errors.BundleError` (also a
 ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
 never holds a graph URI, user name or password -- option keys that look like one are refused.
@@ -202,6 +207,39 @@ class SamplingSpec:
     def arguments(self) -> tuple[list[int], list[str], dict[str, Any]]:
         """``(fanouts, properties, options)`` as fresh plain lists and dict, ready for a source."""
         return list(self.fanouts), list(self.properties), json.loads(json.dumps(self.options))
+
+
+#: ``options.seed`` a node's neighbourhood is sampled with for inference (``memgraph-tf serve``'s
+#: ``node_id`` examples, :func:`~memgraph_tf.serving.client.classify_nodes`, ``memgraph-tf
+#: classify``) when the bundle's sampling options hold none. The query modules key each sample by
+#: ``(options.seed, node)``, so with a fixed seed a node has one neighbourhood -- one answer --
+#: on every path and in every request.
+DEFAULT_SEED = 0
+#: The seed setting that samples afresh on every request instead (``memgraph-tf serve
+#: --sampling-seed random``; the query modules draw a random seed when ``options.seed`` is absent).
+RANDOM_SAMPLING = "random"
+
+
+def inference_sampling(config: BundleConfig, seed: int | str | None = None) -> SamplingSpec:
+    """The sampling settings inference uses for a bundle: its fanouts, properties and options
+    without ``label_property`` (no labels are needed to classify), with ``options.seed`` =
+    ``seed`` (an int), else the bundle's own seed, else :data:`DEFAULT_SEED`; with ``seed`` =
+    :data:`RANDOM_SAMPLING`, no seed at all (new neighbourhoods on every call). Raises
+    :class:`BundleError` (key ``seed``) for any other ``seed``.
+
+    Guarantees: the serving paths (``memgraph-tf serve --graph``, ``classify_nodes``) and batch
+    inference use these settings, so by default a node gets the same neighbourhood -- hence the
+    same prediction -- over REST, gRPC and in ``memgraph-tf classify``."""
+    if seed is not None and seed != RANDOM_SAMPLING and not _is_int(seed):
+        raise _fail("seed", f"an int, None or {RANDOM_SAMPLING!r}", seed)
+    options = {k: v for k, v in config.options.items() if k != "label_property"}
+    if seed == RANDOM_SAMPLING:
+        options.pop("seed", None)
+    elif seed is not None:
+        options["seed"] = seed
+    elif options.get("seed") is None:
+        options["seed"] = DEFAULT_SEED
+    return SamplingSpec(config.fanouts, config.properties, options)
 
 
 # ---------------------------------------------------------------------------------------- config
@@ -532,12 +570,15 @@ def discover_versions(base_path: str | os.PathLike) -> dict[int, pathlib.Path]:
 
 
 __all__ = [
+    "DEFAULT_SEED",
+    "RANDOM_SAMPLING",
     "BundleConfig",
     "OpLibraryInfo",
     "SamplingSpec",
     "check_fanouts",
     "check_plain_json",
     "discover_versions",
+    "inference_sampling",
     "op_library_dir",
     "parse_version_dir",
     "read_bundle_config",

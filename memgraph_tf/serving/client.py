@@ -40,6 +40,7 @@ from memgraph_tf.serving.bundle import (
     DEFAULT_BLOB_FEATURE_KEY,
     BundleConfig,
     SamplingSpec,
+    inference_sampling,
 )
 from memgraph_tf.serving.neighbourhoods import check_node_ids, fetch_blobs
 
@@ -581,7 +582,10 @@ def classify_nodes(
 
     ``sampling`` (a :class:`~memgraph_tf.serving.bundle.SamplingSpec`, or a mapping with keys
     ``fanouts``, ``properties``, ``options``) defaults to the settings stored in the bundle
-    (:meth:`ServingClient.bundle_config`), so the blobs match what the model was trained on. Large
+    (:meth:`ServingClient.bundle_config`) as inference uses them
+    (:func:`~memgraph_tf.serving.bundle.inference_sampling`: the bundle's seed, else
+    :data:`~memgraph_tf.serving.bundle.DEFAULT_SEED`), so the blobs match what the model was
+    trained on and a node gets the answer ``memgraph-tf serve`` and ``classify`` give it. Large
     id lists are split by the client's ``max_request_bytes``.
 
     Ids are integers (``numbers.Integral``) in the int64 range, else
@@ -599,7 +603,7 @@ def classify_nodes(
     elif sampling is not None:
         spec = SamplingSpec.from_mapping(sampling)
     else:
-        spec = client.bundle_config().sampling
+        spec = inference_sampling(client.bundle_config())
     blobs = fetch_blobs(source, ids, spec)
     results = client.classify(blobs)
     out = []

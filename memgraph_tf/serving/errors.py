@@ -310,6 +310,14 @@ def http_reason(status: int) -> str:
         return _EXTRA_REASONS.get(status, "Error")
 
 
+#: What a server answers (500 / INTERNAL) for a failure that is its own bug: no exception type,
+#: message or traceback reaches the client; the server logs them (``logger.exception``).
+INTERNAL_ERROR_MESSAGE = (
+    "Internal error in memgraph-tf serve: the request could not be answered; the server's log "
+    "holds the cause"
+)
+
+
 def error_for_status(
     status: int, message: str, url: str | None = None, *, grpc_code: str | None = None
 ) -> ServingError:
@@ -327,6 +335,7 @@ def error_for_status(
 
 
 __all__ = [
+    "INTERNAL_ERROR_MESSAGE",
     "REQUEST_TOO_LARGE_STATUS",
     "RETRYABLE_CODES",
     "RETRYABLE_HTTP_STATUSES",

@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from memgraph_tf.serving import input_specs
 from memgraph_tf.serving.errors import ServingFailure
 
 #: TensorFlow's largest rank (``TensorShape::MaxDimensions``).
-MAX_RANK = 254
+MAX_RANK = input_specs.TF_MAX_RANK
 
 # DataType enum -> (numpy dtype, TensorProto field holding the values). types.proto numbering.
 _DTYPES: dict[int, tuple[Any, str]] = {
@@ -75,7 +76,12 @@ def supported_dtype(enum: int) -> bool:
 
 
 # ------------------------------------------------------------------------ TensorProto -> numpy
-def tensor_to_array(tensor: Any, what: str, max_elements: int) -> np.ndarray:
+def tensor_to_array(
+    tensor: Any,
+    what: str,
+    max_elements: int,
+    check: Callable[[list[int]], None] | None = None,
+) -> np.ndarray:
     """A ``TensorProto`` -> numpy array (``object`` array of ``bytes`` for DT_STRING).
 
     Guarantees: never allocates more than ``max_elements`` elements; raises
@@ -83,7 +89,11 @@ def tensor_to_array(tensor: Any, what: str, max_elements: int) -> np.ndarray:
     254, a negative dimension, more elements than ``max_elements``, ``tensor_content`` whose
     length is not elements x item size (or any ``tensor_content`` for DT_STRING), or more
     values than the shape holds; 501 for a dtype it does not convert (complex, bfloat16,
-    quantized, resource, variant). Integers narrower than their proto field wrap as in C++."""
+    quantized, resource, variant). ``check(dims)`` (optional: the signature check,
+    :func:`.input_specs.check_input`) runs on the shape once it is known to be a valid one, before
+    anything is allocated; after it, a rank above the 64 dimensions numpy holds
+    (:data:`.input_specs.MAX_RANK`) is a 400 naming ``what``. Integers narrower than their proto
+    field wrap as in C++."""
     enum = int(tensor.dtype)
     if enum == 0:
         raise ServingFailure(400, f"{what}: the TensorProto has no dtype (DT_INVALID)")
@@ -106,14 +116,23 @@ def tensor_to_array(tensor: Any, what: str, max_elements: int) -> np.ndarray:
         )
     if any(d < 0 for d in dims):
         raise ServingFailure(
-            400, f"{what}: Unable to parse tensor proto: negative dimension in shape {dims}"
+            400,
+            f"{what}: Unable to parse tensor proto: negative dimension in shape {dims}",
+        )
+    if check is not None:
+        check(dims)
+    if len(dims) > input_specs.MAX_RANK:
+        raise ServingFailure(
+            400,
+            f"{what}: rank {len(dims)} is above the {input_specs.MAX_RANK} dimensions this "
+            f"server converts (TensorFlow's own limit is {MAX_RANK})",
         )
     n = math.prod(dims)
     if n > max_elements:
         raise ServingFailure(
             400,
-            f"{what}: a tensor of shape {dims} holds {n} elements, above "
-            f"the server's max_tensor_elements={max_elements}",
+            f"{what}: a tensor of shape {dims} holds {n} elements, "
+            f"above the server's max_tensor_elements={max_elements}",
         )
     content = tensor.tensor_content
     if content:

@@ -58,7 +58,7 @@ from typing import Any
 import grpc
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
-from memgraph_tf.serving import errors, grpc_codec, node_examples
+from memgraph_tf.serving import errors, grpc_codec, input_specs, node_examples
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE, SIGNATURE_DEF_FIELD
 from memgraph_tf.serving.errors import ServingFailure
 from memgraph_tf.serving.model_server import ModelServer, ModelVersion
@@ -180,7 +180,9 @@ def add_services(server: grpc.Server, *servicers: Any) -> None:
 
 def _answer(method: str, work: Any, request: Any, context: grpc.ServicerContext) -> Any:
     """Run ``work(request)`` and turn every failure into a gRPC status: ServingFailure -> its
-    code and message; anything else -> INTERNAL (logged with its traceback)."""
+    code and message; anything else -> INTERNAL with
+    :data:`~memgraph_tf.serving.errors.INTERNAL_ERROR_MESSAGE` (the exception and its traceback
+    are logged, never sent)."""
     start = time.perf_counter()
     if isinstance(request, _Undecodable):
         code, message = (
@@ -194,9 +196,9 @@ def _answer(method: str, work: Any, request: Any, context: grpc.ServicerContext)
             return response
         except ServingFailure as exc:
             code, message = grpc_code_for(exc), exc.message
-        except Exception as exc:  # a server bug: still a status, never a dropped call
-            logger.exception("internal error in %s", method)
-            code, message = grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
+        except Exception:  # a server bug: still a status, never a dropped call; the cause
+            logger.exception("internal error in %s", method)  # goes to the log only
+            code, message = grpc.StatusCode.INTERNAL, errors.INTERNAL_ERROR_MESSAGE
     logger.debug("%s -> %s: %s", method, code.name, message)
     context.abort(code, message)
 
@@ -257,8 +259,9 @@ class _Core:
     def with_node_blobs(self, examples: Any, mv: ModelVersion) -> list[bytes]:
         """Each example serialized, the ``node_id`` rule applied with the ModelServer's graph
         source (:func:`.node_examples.proto_examples`: REST's checks, messages and codes)."""
+        ms = self.model_server
         return node_examples.proto_examples(
-            examples, mv.bundle_config, self.model_server.neighbourhoods
+            examples, mv.bundle_config, ms.neighbourhoods, ms.sampling.get(mv.version)
         )
 
 
@@ -371,16 +374,17 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
             seen.add(alias)
         arrays = {}
         for key, tensor in request.inputs.items():
-            want = int(sig.inputs[key].dtype)
-            if int(tensor.dtype) != want:
-                raise ServingFailure.for_code(
-                    "INVALID_ARGUMENT",
-                    f"input '{key}': expects dtype {grpc_codec.dtype_name(want)} (the "
-                    f"signature's) but {grpc_codec.dtype_name(int(tensor.dtype))} is "
-                    f"provided",
-                )
+            info = sig.inputs[key]
+            # the signature check shared with REST (input_specs): the dtype first, then the
+            # shape once the proto's shape is read, before any value is
+            input_specs.check_input(key, info, dtype=int(tensor.dtype), signature=name)
             arrays[key] = grpc_codec.tensor_to_array(
-                tensor, f"input '{key}'", core.limits.max_tensor_elements
+                tensor,
+                f"input '{key}'",
+                core.limits.max_tensor_elements,
+                check=lambda dims, key=key, info=info: input_specs.check_input(
+                    key, info, dims, signature=name
+                ),
             )
         outputs = core.model_server.run_predict(mv, arrays, name)
         resp = predict_pb2.PredictResponse()

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from memgraph_tf.serving import bundle, errors, node_examples, rest_api, rest_json
+from memgraph_tf.serving import bundle, errors, input_specs, node_examples, rest_api, rest_json
 from memgraph_tf.serving.batching import BatchingOptions, BatchScheduler
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE
 from memgraph_tf.serving.errors import ServingFailure
@@ -60,6 +60,11 @@ class ModelServer:
     ``labels`` maps a version label to a version number. ``graph_source`` (optional) is an object
     with ``sample_blobs_per_node(seeds, fanouts, properties, options) -> list[bytes]`` used for
     ``{"node_id": ...}`` examples; its settings come from each bundle's own config asset.
+    ``sampling_seed`` sets the ``options.seed`` of that sampling
+    (:func:`.bundle.inference_sampling`): None (default) the bundle's seed, else
+    :data:`.bundle.DEFAULT_SEED` -- one neighbourhood, so one answer, per node, the one
+    ``memgraph-tf classify`` computes; an int that seed;
+    ``"random"`` (:data:`.bundle.RANDOM_SAMPLING`) new neighbourhoods on every request.
     ``max_request_bytes`` is enforced by the HTTP layer; ``max_examples`` caps the examples /
     instances of one request (413); ``max_json_depth`` the nesting of a request body (400).
     ``batching`` (TF Serving's ``--enable_batching``) merges concurrent calls of one version and
@@ -79,6 +84,7 @@ class ModelServer:
         max_json_depth: int = rest_json.DEFAULT_MAX_JSON_DEPTH,
         batching: BatchingOptions | None = None,
         warmup: bool = True,
+        sampling_seed: int | str | None = None,
     ):
         self.base_path = pathlib.Path(base_path).resolve()
         if not self.base_path.is_dir():
@@ -100,6 +106,15 @@ class ModelServer:
         self.max_request_bytes = max_request_bytes
         self.max_examples = max_examples
         self.max_json_depth = max_json_depth
+        if sampling_seed is not None and (
+            sampling_seed != bundle.RANDOM_SAMPLING
+            and (not isinstance(sampling_seed, int) or isinstance(sampling_seed, bool))
+        ):
+            raise ValueError(
+                f"sampling_seed: expected an int, None (the bundle's seed, else "
+                f"{bundle.DEFAULT_SEED}) or {bundle.RANDOM_SAMPLING!r}, got {sampling_seed!r}"
+            )
+        self.sampling_seed = sampling_seed
         self.graph_source = graph_source
         self.neighbourhoods = (
             NeighbourhoodFetcher(graph_source) if graph_source is not None else None
@@ -126,6 +141,12 @@ class ModelServer:
                 path.name,
                 sorted(self.versions[v].functions),
             )
+        #: per version of a memgraph-tf bundle: how its ``node_id`` examples are sampled
+        self.sampling = {
+            v: bundle.inference_sampling(mv.bundle_config, sampling_seed)
+            for v, mv in self.versions.items()
+            if mv.bundle_config is not None
+        }
         self.labels = dict(labels or {})
         for lbl, v in self.labels.items():
             if v not in self.versions:
@@ -269,7 +290,9 @@ class ModelServer:
     def _examples(self, doc: dict, method: str, mv: ModelVersion) -> list[bytes]:
         context = rest_json.request_context(doc)
         examples = rest_json.request_examples(doc, method)
-        protos = node_examples.json_examples(examples, mv.bundle_config, self.neighbourhoods)
+        protos = node_examples.json_examples(
+            examples, mv.bundle_config, self.neighbourhoods, self.sampling.get(mv.version)
+        )
         return rest_json.serialize_examples(protos, context)
 
     # -- running signatures
@@ -290,7 +313,6 @@ class ModelServer:
         is a ServingFailure with its own status code (gRPC answers it; REST the code's HTTP
         status from the status table, TF Serving's ``http_server.cc``); inputs that do not fit
         the function are 400."""
-        import numpy as np
         import tensorflow as tf
 
         with self._calls_lock:
@@ -302,13 +324,7 @@ class ModelServer:
             raise ServingFailure.for_code(code, self._tf_message(exc)) from None
         except (TypeError, ValueError) as exc:  # the inputs do not fit the concrete function
             raise bad_request(str(exc)) from None
-        result = {}
-        for k, v in out.items():
-            val = v.numpy()
-            if v.dtype == tf.string and not isinstance(val, np.ndarray):
-                val = np.array(val, dtype=object)  # a scalar string comes back as bytes
-            result[k] = np.asarray(val)
-        return result
+        return {k: input_specs.output_array(v, k) for k, v in out.items()}
 
     def _call(self, mv: ModelVersion, name: str, fn, feeds: Mapping[str, Any]) -> dict:
         """Run signature ``name`` of ``mv`` on numpy ``feeds`` (already of the signature's
@@ -320,7 +336,12 @@ class ModelServer:
 
         def run(arrays: Mapping[str, Any]) -> dict:
             tensors = {
-                k: tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype)) for k, v in arrays.items()
+                k: (
+                    input_specs.string_tensor(v)
+                    if sig.inputs[k].dtype == input_specs.DT_STRING
+                    else tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
+                )
+                for k, v in arrays.items()
             }
             return self._execute(fn, tensors)
 
@@ -341,7 +362,8 @@ class ModelServer:
     ) -> dict:
         """Run a predict signature on ``{input name: numpy array}`` (any transport): the
         ``{output name: numpy array}`` it returns. 400 when the inputs are not exactly the
-        signature's."""
+        signature's, or one's shape is not one the signature takes
+        (:func:`.input_specs.check_input`, before TensorFlow sees it)."""
         import numpy as np
 
         name, sig, fn = self._signature(mv, signature_name)
@@ -355,8 +377,13 @@ class ModelServer:
             )
         arrays = {}
         for k, v in feeds.items():
+            shape = getattr(v, "shape", None)
+            if shape is not None:  # before numpy (which holds 64 dimensions at most)
+                input_specs.check_input(k, sig.inputs[k], shape, signature=name)
             np_dt = rest_json.numpy_dtype(sig.inputs[k].dtype)
             arrays[k] = np.asarray(v, dtype=np_dt) if np_dt is not None else np.asarray(v)
+            if shape is None:
+                input_specs.check_input(k, sig.inputs[k], arrays[k].shape, signature=name)
         return self._call(mv, name, fn, arrays)
 
     def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
@@ -454,8 +481,15 @@ class ModelServer:
     def predict(self, mv: ModelVersion, doc: dict) -> dict:
         """``:predict`` for a parsed body, row (``instances``) or columnar (``inputs``)."""
         name, sig, _ = self._signature(mv, doc.get("signature_name"))
+
+        def check(key: str, shape: list[int]) -> None:
+            input_specs.check_input(key, sig.inputs[key], shape, signature=name)
+
         feeds, columnar = rest_json.predict_feeds(
-            doc, {k: info.dtype for k, info in sig.inputs.items()}, doc.get("signature_name", "")
+            doc,
+            {k: info.dtype for k, info in sig.inputs.items()},
+            doc.get("signature_name", ""),
+            check=check,
         )
         return rest_json.predict_response(self.run_predict(mv, feeds, name), columnar)
 

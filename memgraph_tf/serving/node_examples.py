@@ -4,7 +4,11 @@ The ``node_id`` rule: on a memgraph-tf bundle (a version with a bundle config), 
 holds the feature ``node_id`` names a node instead of carrying its blob; the server asks its graph
 source for that node's neighbourhood blob, with the sampling settings stored in the bundle, and
 the model sees the example with the blob as its blob feature (``blob_feature_key``) and without
-``node_id`` (other features are kept). Other SavedModels see ``node_id`` as a plain feature.
+``node_id`` (other features are kept). The sampling settings are
+:func:`.bundle.inference_sampling`'s: the bundle's seed, else :data:`.bundle.DEFAULT_SEED`, so a
+node gets one neighbourhood -- one answer -- in every request, as in ``memgraph-tf classify``
+(the server's ``sampling_seed`` can name another seed, or ``"random"``). Other SavedModels see
+``node_id`` as a plain feature.
 Refused, with INVALID_ARGUMENT (400): an example holding both ``node_id`` and the blob feature; a
 ``node_id`` example on a server started without ``--graph``; a ``node_id`` that is not one int64
 value. A failure of the graph source is answered with its error class's ``grpc_code``
@@ -26,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memgraph_tf.serving import rest_json
-from memgraph_tf.serving.bundle import BundleConfig
+from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec, inference_sampling
 from memgraph_tf.serving.errors import NeighbourhoodError, ServingFailure
 
 #: The example feature that names a node instead of carrying its blob.
@@ -77,23 +81,33 @@ def check_node_ids(
 
 
 def fetch_node_blobs(
-    fetcher: Any, config: BundleConfig, node_ids: list[int], positions: Sequence[int]
+    fetcher: Any,
+    config: BundleConfig,
+    node_ids: list[int],
+    positions: Sequence[int],
+    sampling: SamplingSpec | None = None,
 ) -> list[bytes]:
-    """The neighbourhood blob of each node id, sampled with the bundle's settings; a
-    :class:`~memgraph_tf.serving.errors.NeighbourhoodError` becomes the ServingFailure of its
-    class's ``grpc_code``, with its message (which names ``examples[i].node_id``)."""
+    """The neighbourhood blob of each node id, sampled with ``sampling`` (default: the bundle's
+    inference settings, :func:`.bundle.inference_sampling`: its seed, else the fixed
+    :data:`.bundle.DEFAULT_SEED`); a :class:`~memgraph_tf.serving.errors.NeighbourhoodError`
+    becomes the ServingFailure of its class's ``grpc_code``, with its message (which names
+    ``examples[i].node_id``)."""
+    spec = sampling if sampling is not None else inference_sampling(config)
     try:
         return fetcher.fetch(
-            node_ids, config.sampling, names=[f"examples[{i}].{NODE_ID_FEATURE}" for i in positions]
+            node_ids, spec, names=[f"examples[{i}].{NODE_ID_FEATURE}" for i in positions]
         )
     except NeighbourhoodError as exc:
         raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
 
 
-def json_examples(examples: list, config: BundleConfig | None, fetcher: Any) -> list:
+def json_examples(
+    examples: list, config: BundleConfig | None, fetcher: Any, sampling: SamplingSpec | None = None
+) -> list:
     """REST: JSON examples -> ``tf.train.Example`` s (:func:`.rest_json.json_to_example`), the
-    ``node_id`` rule applied (see the module docstring). A ``node_id`` beyond int64 is refused
-    naming it; the other examples are converted before the graph is asked."""
+    ``node_id`` rule applied (see the module docstring; blobs sampled with ``sampling``, as
+    :func:`fetch_node_blobs`). A ``node_id`` beyond int64 is refused naming it; the other
+    examples are converted before the graph is asked."""
     positions = (
         [i for i, e in enumerate(examples) if isinstance(e, dict) and NODE_ID_FEATURE in e]
         if config is not None
@@ -128,7 +142,7 @@ def json_examples(examples: list, config: BundleConfig | None, fetcher: Any) -> 
         )
         for i, e in enumerate(examples)
     ]
-    for i, blob in zip(positions, fetch_node_blobs(fetcher, config, node_ids, positions)):
+    for i, blob in zip(positions, fetch_node_blobs(fetcher, config, node_ids, positions, sampling)):
         protos[i].features.feature[key].bytes_list.value.append(blob)
     return protos
 
@@ -142,9 +156,12 @@ def _describe_feature(feature: Any) -> str:
     return f"{kind} {shown}"
 
 
-def proto_examples(examples: Any, config: BundleConfig | None, fetcher: Any) -> list[bytes]:
+def proto_examples(
+    examples: Any, config: BundleConfig | None, fetcher: Any, sampling: SamplingSpec | None = None
+) -> list[bytes]:
     """gRPC: ``tf.Example`` protos -> their serialized bytes, the ``node_id`` rule applied (an
-    int64 feature ``node_id`` of exactly one value; see the module docstring)."""
+    int64 feature ``node_id`` of exactly one value; see the module docstring; blobs sampled with
+    ``sampling``, as :func:`fetch_node_blobs`)."""
     positions = (
         [i for i, ex in enumerate(examples) if NODE_ID_FEATURE in ex.features.feature]
         if config is not None
@@ -171,7 +188,7 @@ def proto_examples(examples: Any, config: BundleConfig | None, fetcher: Any) -> 
         f"the bytes feature '{key}'",
         read_id,
     )
-    blobs = fetch_node_blobs(fetcher, config, node_ids, positions)
+    blobs = fetch_node_blobs(fetcher, config, node_ids, positions, sampling)
     out = [ex.SerializeToString() for ex in examples]
     from tensorflow.core.example import example_pb2
 

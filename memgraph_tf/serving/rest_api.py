@@ -21,7 +21,7 @@ import urllib.parse
 from typing import Any
 
 from memgraph_tf.serving import bundle, node_examples, rest_json
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.serving.errors import INTERNAL_ERROR_MESSAGE, ServingFailure
 from memgraph_tf.serving.rest_json import bad_request
 
 logger = logging.getLogger(__name__)
@@ -108,7 +108,9 @@ def post(
 def answer(model_server: Any, method: str, path: str, body: bytes) -> tuple[int, Any]:
     """One REST request -> ``(http_status, answer)`` where the answer is the JSON value to
     write with :func:`~memgraph_tf.serving.rest_json.dumps`. Never raises: a failure is its
-    status and ``{"error": message}``, a bug 500 with its type and message."""
+    status and ``{"error": message}``; a bug is 500 with
+    :data:`~memgraph_tf.serving.errors.INTERNAL_ERROR_MESSAGE` (no exception type or text: they
+    go to the server's log with the traceback)."""
     path = path.split("?", 1)[0].split("#", 1)[0]
     try:
         kind, args = dispatch(method, path)
@@ -120,9 +122,9 @@ def answer(model_server: Any, method: str, path: str, body: bytes) -> tuple[int,
         return 200, model_server.status(name, version, label)
     except ServingFailure as exc:
         return exc.status, {"error": exc.message}
-    except Exception as exc:  # a bug still gets TF Serving's error format
+    except Exception:  # a bug: TF Serving's error format, the cause only in the server's log
         logger.exception("internal error on %s %s", method, path)
-        return 500, {"error": f"{type(exc).__name__}: {exc}"}
+        return 500, {"error": INTERNAL_ERROR_MESSAGE}
 
 
 def handle_bytes(model_server: Any, method: str, path: str, body: bytes) -> tuple[int, bytes]:
@@ -131,10 +133,14 @@ def handle_bytes(model_server: Any, method: str, path: str, body: bytes) -> tupl
     any input."""
     status, payload = answer(model_server, method, path, body)
     try:
-        return status, rest_json.dumps(payload).encode("utf-8")
-    except Exception as exc:  # pragma: no cover  (answers are built from known types)
+        text = rest_json.dumps(payload)
+    except Exception:  # pragma: no cover  (answers are built from known types)
         logger.exception("cannot write the answer to %s %s", method, path)
-        return 500, rest_json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
+        return 500, rest_json.dumps({"error": INTERNAL_ERROR_MESSAGE}).encode()
+    try:
+        return status, text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (the parser refuses them): escaped, \udXXX
+        return status, text.encode("utf-8", "backslashreplace")
 
 
 def handle(model_server: Any, method: str, path: str, body: bytes) -> tuple[int, dict]:

@@ -28,7 +28,7 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.serving import json_output
@@ -411,6 +411,41 @@ def _object_without_duplicates(pairs: list) -> dict:
     return obj
 
 
+#: A ``\uD800``-``\uDFFF`` escape somewhere in a body: only then is it scanned for surrogates.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+#: One escape sequence: ``\uXXXX`` (group 1: the hex digits) or a backslash and any one byte.
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|[\s\S])")
+#: rapidjson's text for kParseErrorStringUnicodeSurrogateInvalid (``error/en.h``).
+SURROGATE_INVALID = "The surrogate pair in string is invalid."
+
+
+def surrogate_error_offset(body: bytes) -> int | None:
+    """The byte offset of the first ``\\u`` escape that rapidjson's reader (``reader.h``,
+    ``ParseStringToStream``) refuses with "The surrogate pair in string is invalid." -- a high
+    surrogate (D800-DBFF) not followed at once by an escaped low one (DC00-DFFF), or a low
+    surrogate alone -- offset of its backslash, as rapidjson reports it; None when there is
+    none. Python's parser accepts both and makes a string that cannot be encoded as UTF-8."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    pending: tuple[int, int] | None = None  # a high surrogate's (start, end)
+    for m in _ESCAPE.finditer(body):
+        digits = m.group(1)
+        code = int(digits, 16) if digits is not None else None
+        if pending is not None:
+            start, end = pending
+            pending = None
+            if m.start() == end and code is not None and 0xDC00 <= code <= 0xDFFF:
+                continue
+            return start
+        if code is None:
+            continue
+        if 0xD800 <= code <= 0xDBFF:
+            pending = (m.start(), m.end())
+        elif 0xDC00 <= code <= 0xDFFF:
+            return m.start()
+    return pending[0] if pending is not None else None
+
+
 _PY_TO_RAPIDJSON = {
     "Expecting value": "Invalid value.",
     "Expecting property name enclosed in double quotes": "Missing a name for object member.",
@@ -437,11 +472,19 @@ def _parse_error_text(body: bytes, exc: json.JSONDecodeError) -> str:
     return _PY_TO_RAPIDJSON.get(exc.msg, exc.msg)
 
 
+def _surrogate_error(offset: int) -> ServingFailure:
+    return _bad(f"JSON Parse error: {SURROGATE_INVALID} at offset: {offset}")
+
+
 def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict:
     """A POST body -> its JSON object, by TF Serving's ``ParseJson`` / ``FillSignature``: 400 for
     an empty body ("JSON Parse error: The document is empty"), text that is not UTF-8 JSON
     ("JSON Parse error: <rapidjson's words> at offset: N"), a value that is not an object
-    ("JSON Value: ... Is not object") or a ``signature_name`` that is not a string. Beyond TF
+    ("JSON Value: ... Is not object") or a ``signature_name`` that is not a string; a ``\\u``
+    escape of an unpaired UTF-16 surrogate anywhere (a value, a key, ``signature_name``) is
+    rapidjson's "The surrogate pair in string is invalid." at its backslash's offset
+    (:func:`surrogate_error_offset`), so no string that cannot be encoded as UTF-8 leaves the
+    parser. Beyond TF
     Serving: nesting deeper than ``max_depth`` and duplicate keys in one object are 400 too.
     Integers beyond int64 come back as :class:`JsonBigNumber`; a number beyond double range
     (``1e999``, a 400-digit integer) is 400 "Number too big to be stored in double.", as
@@ -455,6 +498,7 @@ def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
         raise _bad(
             f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}"
         ) from None
+    surrogate = surrogate_error_offset(body) if b"\\u" in body else None
     long_run = _has_long_digit_run(body)
     hook = _checked_int if long_run else None
     # Only bodies that can hold an overflowing float pay for a Python call per float literal.
@@ -472,6 +516,8 @@ def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
             f"(this server refuses duplicate keys)"
         ) from None
     except json.JSONDecodeError as exc:
+        if surrogate is not None and surrogate < len(text[: exc.pos].encode("utf-8", "replace")):
+            raise _surrogate_error(surrogate) from None  # rapidjson stops there first
         raise _bad(
             f"JSON Parse error: {_parse_error_text(body, exc)} at offset: {exc.pos}"
         ) from None
@@ -482,6 +528,8 @@ def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) 
         ) from None
     except (RecursionError, ValueError) as exc:  # defence in depth: the scans above prevent it
         raise _bad(f"JSON Parse error: {exc}") from None
+    if surrogate is not None:
+        raise _surrogate_error(surrogate)
     if not isinstance(doc, dict):
         raise _format_error(doc, "Is not object")
     sig = doc.get("signature_name")
@@ -861,15 +909,29 @@ def _array(shape: list[int], values: list, dtype_enum: int):
     return np.array(values, dtype=np_dt).reshape(shape)
 
 
-def json_to_array(value: Any, dtype_enum: int, what: str = ""):
+def json_to_array(
+    value: Any, dtype_enum: int, what: str = "", check: Callable[[list[int]], None] | None = None
+):
     """A JSON value (nested lists) -> numpy array of the signature input's dtype
     (``dtype_enum``, a ``DataType`` enum), by TF Serving's ``GetDenseTensorShape`` /
     ``FillTensorProto`` / ``AddValueToTensor``: 400 with its messages for ragged lists or values
-    of another type, 501 for a dtype the REST API does not convert. ``what`` is unused (kept
-    for callers)."""
+    of another type, 501 for a dtype the REST API does not convert. ``check(shape)`` (optional)
+    runs once the elements are read and before any array is built (the signature check,
+    :func:`.input_specs.check_input`). ``what`` is unused (kept for callers)."""
     del what
     shape, values = _tensor_values(value, dtype_enum)
+    if check is not None:
+        check(shape)
     return _array(shape, values, dtype_enum)
+
+
+#: A signature check: ``check(input name, shape)`` raises a ServingFailure for a shape the
+#: signature cannot take.
+_Check = Callable[[str, list[int]], None]
+
+
+def _bound(check: _Check | None, name: str) -> Callable[[list[int]], None] | None:
+    return None if check is None else (lambda shape: check(name, shape))
 
 
 def _shape_str(shape: list[int]) -> str:
@@ -881,8 +943,9 @@ def _status_text(exc: ServingFailure) -> str:
     return f"{exc.grpc_code or 'UNKNOWN'}: {exc.message}"
 
 
-def _instances_feeds(doc: dict, infos: dict[str, int]) -> dict:
-    """TF Serving's ``FillTensorMapFromInstancesList``."""
+def _instances_feeds(doc: dict, infos: dict[str, int], check: _Check | None = None) -> dict:
+    """TF Serving's ``FillTensorMapFromInstancesList``; ``check(name, shape)`` runs on each
+    batched input's shape before its array is built."""
     inst = doc["instances"]
     if not isinstance(inst[0], dict) and len(infos) > 1:
         raise _bad(
@@ -939,14 +1002,22 @@ def _instances_feeds(doc: dict, infos: dict[str, int]) -> dict:
                     f"{_status_text(exc)}"
                 ) from None
     n = len(inst)
+    if check is not None:
+        for name in values:
+            check(name, [n] + shapes[name])
     return {name: _array([n] + shapes[name], values[name], infos[name]) for name in values}
 
 
-def predict_feeds(doc: dict, inputs: Mapping[str, int], signature_name: str) -> tuple[dict, bool]:
+def predict_feeds(
+    doc: dict, inputs: Mapping[str, int], signature_name: str, check: _Check | None = None
+) -> tuple[dict, bool]:
     """A ``:predict`` body -> ``({input name: numpy array}, columnar)`` for a signature whose
     inputs are ``{name: DataType enum}``, by TF Serving's ``FillPredictRequestFromJson``: exactly
     one of row format (``instances``) and columnar format (``inputs``, ``columnar`` True); every
-    rejection with TF Serving's message."""
+    rejection with TF Serving's message. ``check(name, shape)`` (optional; the model server
+    passes :func:`.input_specs.check_input` for the signature) runs on each input's shape once
+    its JSON elements are read, before any array is built: a shape the signature cannot take
+    never reaches numpy or TensorFlow."""
     infos = dict(inputs)
     if not infos:
         raise _bad(f"Failed to get input map for signature: {signature_name or 'DEFAULT'}")
@@ -962,7 +1033,7 @@ def predict_feeds(doc: dict, inputs: Mapping[str, int], signature_name: str) -> 
             raise _format_error(doc, "Excepting 'instances' to be an list/array")
         if not doc["instances"]:
             raise _format_error(doc, "No values in 'instances' array")
-        return _instances_feeds(doc, infos), False
+        return _instances_feeds(doc, infos, check), False
     if not has_inputs:
         raise _bad("Missing 'inputs' or 'instances' key")
     val = doc["inputs"]
@@ -974,12 +1045,12 @@ def predict_feeds(doc: dict, inputs: Mapping[str, int], signature_name: str) -> 
                 "input tensors required as per tensorinfo_map"
             )
         name = next(iter(infos))
-        feeds[name] = json_to_array(val, infos[name])
+        feeds[name] = json_to_array(val, infos[name], check=_bound(check, name))
     else:
         for name in sorted(infos):
             if name not in val:
                 raise _bad(f"Missing named input: {name} in 'inputs' object.")
-            feeds[name] = json_to_array(val[name], infos[name])
+            feeds[name] = json_to_array(val[name], infos[name], check=_bound(check, name))
     return feeds, True
 
 

@@ -37,7 +37,12 @@ from waitress.task import ErrorTask, ThreadedTaskDispatcher
 from waitress.utilities import RequestEntityTooLarge
 
 from memgraph_tf.errors import EXIT_OK, EXIT_USAGE
-from memgraph_tf.serving.errors import REQUEST_TOO_LARGE_STATUS, http_reason
+from memgraph_tf.serving.bundle import RANDOM_SAMPLING
+from memgraph_tf.serving.errors import (
+    INTERNAL_ERROR_MESSAGE,
+    REQUEST_TOO_LARGE_STATUS,
+    http_reason,
+)
 from memgraph_tf.serving.model_server import (
     DEFAULT_MAX_EXAMPLES,
     DEFAULT_MAX_REQUEST_BYTES,
@@ -144,9 +149,9 @@ class RestApp:
             else:
                 body = environ["wsgi.input"].read(length) if length > 0 else b""
                 status, data = ms.handle_bytes(method, path, body)
-        except Exception as exc:
+        except Exception:  # a bug: the cause goes to the log, never to the client
             logger.exception("internal error in the HTTP layer")
-            status, data = 500, _json_body(f"{type(exc).__name__}: {exc}")
+            status, data = 500, _json_body(INTERNAL_ERROR_MESSAGE)
         start_response(
             f"{status} {http_reason(status)}",
             [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
@@ -324,8 +329,27 @@ def batching_options(args: argparse.Namespace) -> BatchingOptions | None:
     )
 
 
+def parse_sampling_seed(text: Any) -> int | str | None:
+    """``--sampling-seed``: None (not given: the bundle's seed, else
+    :data:`~memgraph_tf.serving.bundle.DEFAULT_SEED`), an integer, or ``random``
+    (:data:`~memgraph_tf.serving.bundle.RANDOM_SAMPLING`: new neighbourhoods on every request).
+    Raises ValueError naming the option for anything else."""
+    if text is None or (isinstance(text, int) and not isinstance(text, bool)):
+        return text
+    value = str(text).strip()
+    if value == RANDOM_SAMPLING:
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(
+            f"--sampling-seed: expected an integer or {RANDOM_SAMPLING!r}, got {text!r}"
+        ) from None
+
+
 def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -> ModelServer:
-    """The :class:`ModelServer` that ``memgraph-tf serve`` arguments describe."""
+    """The :class:`ModelServer` that ``memgraph-tf serve`` arguments describe (``sampling_seed``,
+    when the namespace has it, through :func:`parse_sampling_seed`)."""
     return ModelServer(
         args.model_base_path,
         args.model_name,
@@ -336,6 +360,7 @@ def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -
         max_json_depth=getattr(args, "max_json_depth", DEFAULT_MAX_JSON_DEPTH),
         batching=batching_options(args),
         warmup=getattr(args, "enable_model_warmup", True),
+        sampling_seed=parse_sampling_seed(getattr(args, "sampling_seed", None)),
     )
 
 
@@ -480,6 +505,7 @@ __all__ = [
     "main",
     "make_http_server",
     "model_server_from_args",
+    "parse_sampling_seed",
     "run_cli",
     "serve",
     "set_tensorflow_threads",

@@ -283,3 +283,32 @@ def sage_bundle(tmp_path_factory, sage):
     model = sage.make(seed=5)
     export_bundle(model, base, "sage", 1, use_op=False, sample_options=dict(SAGE_BUNDLE_OPTIONS))
     return types.SimpleNamespace(model=model, path=base / "sage", options=dict(SAGE_BUNDLE_OPTIONS))
+
+
+# ------------------------------------------------------------------ a signature of unknown rank
+def export_any_rank(path: pathlib.Path) -> None:
+    """A SavedModel whose ``serving_default`` takes inputs of any rank: ``s`` (DT_STRING, echoed
+    as ``s_out``) and ``f`` (DT_FLOAT, summed into ``f_sum``) -- the inputs only the server's own
+    rank limits bound (issue 23)."""
+    import tensorflow as tf
+
+    class AnyRank(tf.Module):
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec(None, tf.string, name="s"),
+                tf.TensorSpec(None, tf.float32, name="f"),
+            ]
+        )
+        def predict(self, s, f):
+            return {"s_out": tf.identity(s), "f_sum": tf.reduce_sum(f)}
+
+    m = AnyRank()
+    tf.saved_model.save(m, str(path), signatures={"serving_default": m.predict})
+
+
+@pytest.fixture(scope="session")
+def any_rank_base(tmp_path_factory) -> pathlib.Path:
+    """BASE/anyrank with version 1 of :func:`export_any_rank`."""
+    base = tmp_path_factory.mktemp("models") / "anyrank"
+    export_any_rank(base / "1")
+    return base

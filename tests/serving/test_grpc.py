@@ -484,7 +484,10 @@ STUB_ERRORS = [
         "Predict",
         lambda: _predict({"x": _tensor(np.zeros((2, 4), np.float32))}),
         INVALID,
-        "Matrix size-incompatible: In[0]: [2,4], In[1]: [3,2]",
+        # refused before TensorFlow sees it (issue 23: input_specs.check_input); TF Serving's
+        # session would fail in the model's MatMul ("Matrix size-incompatible: In[0]: [2,4], ...")
+        "Cannot feed value of shape [2,4] (rank 2) for input 'x' of signature 'serving_default', "
+        "which has shape [?,3] (dimension 1: 4 != 3)",
     ),
     (
         "predict huge shape",
@@ -1141,6 +1144,85 @@ def test_fuzz_random_and_malformed_messages_never_internal(toy_grpc, sage_pair):
             get_model_status_pb2.ModelVersionStatus.AVAILABLE
         ]
         ch.close()
+
+
+_BAD_CODES = (
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.DATA_LOSS,
+)
+
+
+def test_fuzz_grammar_tensors_never_internal(toy_grpc, sage_pair, any_rank_base):
+    """500 Predict requests from the tensor grammar (tests/serving/fuzz_grammar.py): every dtype
+    number, ranks up to 300 (above 32, 64 and 254 often), dims 0 / -1 / 2**40, values in
+    tensor_content or the typed fields in every count, against a string signature, a float one
+    and one of unknown rank. No INTERNAL, UNKNOWN or dropped call (a 100-dimension shape answered
+    INTERNAL, a 33-dimension string killed the server); the servers answer afterwards."""
+    from memgraph_tf.serving.model_server import ModelServer
+    from tests.serving.fuzz_grammar import tensor_proto
+
+    rng = random.Random(20261125)
+    any_ms = ModelServer(any_rank_base)
+    with start_grpc_server(any_ms, max_tensor_elements=MAX_ELEMENTS) as any_rpc:
+        channels = [grpc.insecure_channel(t) for t in (toy_grpc.target, sage_pair.target)]
+        channels.append(grpc.insecure_channel(any_rpc.target))
+        stubs = [prediction_service_pb2_grpc.PredictionServiceStub(c) for c in channels]
+        targets = [
+            (0, "toy", {"x": 1}),
+            (1, "sage", {"blobs": 7}),
+            (2, "anyrank", {"s": 7, "f": 1}),
+        ]
+        counts: dict[str, int] = {}
+        bad = []
+        for i in range(500):
+            server, model, inputs = rng.choice(targets)
+            req = predict_pb2.PredictRequest()
+            req.model_spec.name = model
+            good = rng.random() < 0.3  # a request the signature takes, deep strings included
+            if rng.random() < 0.1 and not good:
+                req.model_spec.signature_name = rng.choice(["serving_default", "nope", "ü"])
+            for key, dtype in inputs.items():
+                if good:
+                    dims = [1] * rng.choice([0, 1, 8, 32, 33, 40, 64])
+                    if key == "x":
+                        value = np.ones((rng.randint(1, 3), 3), np.float32)
+                    elif key == "blobs":
+                        value = np.array(rng.sample(sage_pair.blobs, 2), dtype=object)
+                    elif key == "s":
+                        value = np.full(dims, b"a", dtype=object)
+                    else:
+                        value = np.ones(dims, np.float32)
+                    grpc_codec.array_to_tensor(value, req.inputs[key])
+                elif rng.random() < 0.95:
+                    want = dtype if rng.random() < 0.6 else None
+                    req.inputs[key].CopyFrom(tensor_proto(rng, want))
+            if not good and rng.random() < 0.05:
+                req.inputs[rng.choice(["y", "blob", "S"])].CopyFrom(tensor_proto(rng))
+            try:
+                stubs[server].Predict(req, timeout=60)
+                code, details = grpc.StatusCode.OK, ""
+            except grpc.RpcError as exc:
+                code, details = exc.code(), exc.details()
+            counts[code.name] = counts.get(code.name, 0) + 1
+            if code in _BAD_CODES:
+                shapes = {k: len(v.tensor_shape.dim) for k, v in req.inputs.items()}
+                bad.append((i, model, code.name, details, shapes))
+        logger.info("grammar fuzz: 500 Predict calls, answers by code: %s", counts)
+        assert bad == []
+        assert counts.get("OK", 0) >= 50 and counts.get("INVALID_ARGUMENT", 0) >= 200, counts
+        for ch, name in zip(channels, ("toy", "sage", "anyrank")):
+            resp = model_service_pb2_grpc.ModelServiceStub(ch).GetModelStatus(
+                _status(name=name), timeout=30
+            )
+            assert resp.model_version_status[0].state == (
+                get_model_status_pb2.ModelVersionStatus.AVAILABLE
+            )
+            ch.close()
+    any_ms.close()
 
 
 # ------------------------------------------------------------------------------------ codec

@@ -327,6 +327,7 @@ def fuzz_server(toy_base, sage_bundle, sage):
         start_server(sage_ms, idle_timeout_s=IDLE_TIMEOUT_S) as b,
     ):
         a.blob_b64 = base64.b64encode(blobs[0]).decode()
+        a.model_server, b.model_server = toy, sage_ms
         yield a, b
     toy.close()
     sage_ms.close()
@@ -411,3 +412,82 @@ def test_fuzz_rest_api(fuzz_server):
             ) from None
         finally:
             sock.close()
+
+
+# ------------------------------------------------------------------ grammar-aware (issue 23)
+GRAMMAR_CASES = int(os.environ.get("MEMGRAPH_TF_FUZZ_GRAMMAR_CASES", "700"))
+GRAMMAR_BUDGET_S = 15.0
+GRAMMAR_DEPTH = 128
+
+
+def test_fuzz_grammar_tensors_numbers_and_unicode(fuzz_server, any_rank_base):
+    """Bodies from the JSON grammar (tests/serving/fuzz_grammar.py) aimed at the tensor code:
+    nesting up to 100 levels (30-40 often) with the depth limit raised to 128 so they reach it,
+    every leaf type against signatures of strings, floats and unknown rank, numbers at the
+    int32/int64/uint64/float32/double limits, lone surrogate escapes, invalid UTF-8. Every answer
+    is complete JSON below 500 (a rank above 32 used to kill the process, a surrogate to answer
+    500), and the servers answer status afterwards."""
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+    from tests.serving.fuzz_grammar import RestGrammar
+
+    toy_srv, sage_srv = fuzz_server
+    any_ms = ModelServer(any_rank_base, max_request_bytes=256 * 1024, max_examples=64)
+    grammar = RestGrammar(random.Random(SEED + 23))
+    targets = [
+        ("toy", {"x": ("number", [None, 3])}),
+        ("sage", {"blobs": ("string", [None])}),
+        ("anyrank", {"s": ("string", None), "f": ("number", None)}),
+    ]
+    limited = [toy_srv.model_server, sage_srv.model_server, any_ms]
+    saved = [ms.max_json_depth for ms in limited]
+    statuses: dict[int, int] = {}
+    messages: dict[str, int] = {}
+    with start_server(any_ms, idle_timeout_s=IDLE_TIMEOUT_S) as any_srv:
+        ports = {"toy": toy_srv.port, "sage": sage_srv.port, "anyrank": any_srv.port}
+        for ms in limited:
+            ms.max_json_depth = GRAMMAR_DEPTH
+        try:
+            start = time.monotonic()
+            n = 0
+            while n < GRAMMAR_CASES and time.monotonic() - start < GRAMMAR_BUDGET_S:
+                path, body = grammar.request(targets)
+                raw = http_request("POST", path, body)
+                model = path.split("/")[3].split(":")[0]
+                try:
+                    status, headers, answer = exchange(ports[model], raw)
+                except Dropped as exc:
+                    raise AssertionError(f"case {n}: {exc}; body {body[:300]!r}") from None
+                statuses[status] = statuses.get(status, 0) + 1
+                assert status < 500, f"case {n}: {status} {answer[:300]!r} for {body[:300]!r}"
+                assert headers.get("content-type") == "application/json"
+                doc = json.loads(answer)
+                assert status == 200 or list(doc) == ["error"], (n, answer[:200])
+                if status != 200:
+                    for marker in ("Cannot feed value of shape", "surrogate pair", "dimensions"):
+                        if marker in doc["error"]:
+                            messages[marker] = messages.get(marker, 0) + 1
+                n += 1
+        finally:
+            for ms, depth in zip(limited, saved):
+                ms.max_json_depth = depth
+        logger.info(
+            "grammar fuzz: %d cases in %.1f s, statuses %s, checks hit %s",
+            n,
+            time.monotonic() - start,
+            dict(sorted(statuses.items())),
+            messages,
+        )
+        assert n >= 300, f"only {n} grammar cases ran in {GRAMMAR_BUDGET_S} s"
+        # the generator reached the models and the new checks, not only the parser
+        assert statuses.get(200, 0) >= 50 and statuses.get(400, 0) >= 100, statuses
+        assert messages.get("Cannot feed value of shape", 0) >= 5, messages
+        assert messages.get("surrogate pair", 0) >= 5, messages
+        for port, name in (
+            (toy_srv.port, "toy"),
+            (sage_srv.port, "sage"),
+            (any_srv.port, "anyrank"),
+        ):
+            status, _, answer = exchange(port, http_request("GET", f"/v1/models/{name}"))
+            assert status == 200 and b"AVAILABLE" in answer
+    any_ms.close()

@@ -1,0 +1,186 @@
+"""The one check of a request's input tensors against the signature, for REST and gRPC alike.
+
+TF Serving hands a Predict request's tensors to the session as they are (``predict_util.cc``,
+``PreProcessPrediction``: the inputs' names are checked, not their shapes), and a tensor the graph
+cannot take fails inside TensorFlow. In this server TensorFlow is reached through its Python API,
+which is less forgiving: a DT_STRING tensor of more than 32 dimensions crashes the process while
+it crosses between numpy and TensorFlow (a segfault in TensorFlow's shared library, issue 23), and
+numpy holds at most 64 dimensions. So every input is checked here, from its dtype and shape alone
+(before any array is built), against the signature's ``TensorInfo``:
+
+- the dtype must be the signature's;
+- a signature input of known rank takes only that rank, and each of its fixed dimensions only
+  that size (``-1`` takes any);
+- any tensor: at most :data:`MAX_RANK` dimensions (numpy's limit; TensorFlow's own is
+  :data:`TF_MAX_RANK`, ``TensorShape``'s ``kMaxDims``).
+
+A refusal is INVALID_ARGUMENT (400) naming the input, in the words of TensorFlow's own session
+check (``session.py``: "Cannot feed value of shape (1, 33) for Tensor 'x:0', which has shape
+'(?, 3)'"). REST (:func:`.rest_json.predict_feeds`) runs it on the shape of the JSON value once
+its elements are read, gRPC (:func:`.grpc_codec.tensor_to_array`) on the TensorProto's shape
+before its values are read, and :meth:`.model_server.ModelServer.run_predict` once more on the
+arrays of any caller. :func:`string_tensor` / :func:`output_array` move DT_STRING tensors of more
+than :data:`STRING_CONVERSION_RANK` dimensions between numpy and TensorFlow flattened, so that a
+signature of unknown rank can take them. Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memgraph_tf.serving.errors import ServingFailure
+
+#: TensorFlow's largest rank (``TensorShape::MaxDimensions()``, ``kMaxDims`` in
+#: ``tensorflow/core/framework/tensor_shape.h``).
+TF_MAX_RANK = 254
+#: The largest rank this server converts: numpy's (``NPY_MAXDIMS`` in numpy 2).
+MAX_RANK = 64
+#: Above this rank, TensorFlow's numpy conversion of DT_STRING tensors crashes (its C code keeps
+#: 32 dimensions); such tensors cross flattened and are reshaped on the other side.
+STRING_CONVERSION_RANK = 32
+DT_STRING = 7
+#: DataType numbers -> their names (``tensorflow/core/framework/types.proto``), for messages.
+_DTYPE_NAMES = {
+    1: "DT_FLOAT",
+    2: "DT_DOUBLE",
+    3: "DT_INT32",
+    4: "DT_UINT8",
+    5: "DT_INT16",
+    6: "DT_INT8",
+    7: "DT_STRING",
+    8: "DT_COMPLEX64",
+    9: "DT_INT64",
+    10: "DT_BOOL",
+    11: "DT_QINT8",
+    12: "DT_QUINT8",
+    13: "DT_QINT32",
+    14: "DT_BFLOAT16",
+    15: "DT_QINT16",
+    16: "DT_QUINT16",
+    17: "DT_UINT16",
+    18: "DT_COMPLEX128",
+    19: "DT_HALF",
+    20: "DT_RESOURCE",
+    21: "DT_VARIANT",
+    22: "DT_UINT32",
+    23: "DT_UINT64",
+}
+_SHOWN_DIMS = 8
+
+
+def dtype_name(enum: int) -> str:
+    """``DT_FLOAT`` for 1, ...; ``DataType(<n>)`` for a number without a name here."""
+    return _DTYPE_NAMES.get(int(enum), f"DataType({int(enum)})")
+
+
+def shape_text(dims: Sequence[int] | None) -> str:
+    """``[2,3]``, ``?`` for an unknown dimension, ``<unknown>`` for an unknown rank; beyond eight
+    dimensions the first eight, then ``...``."""
+    if dims is None:
+        return "<unknown>"
+    shown = ["?" if d < 0 else str(d) for d in dims[:_SHOWN_DIMS]]
+    if len(dims) > _SHOWN_DIMS:
+        shown.append("...")
+    return "[" + ",".join(shown) + "]"
+
+
+def signature_dims(info: Any) -> list[int] | None:
+    """The shape a signature input (a ``TensorInfo``) takes: its dimensions (``-1`` unknown), or
+    None for an unknown rank."""
+    shape = info.tensor_shape
+    if shape.unknown_rank:
+        return None
+    return [int(d.size) for d in shape.dim]
+
+
+def _bad(message: str) -> ServingFailure:
+    return ServingFailure.for_code("INVALID_ARGUMENT", message)
+
+
+def check_input(
+    key: str,
+    info: Any,
+    dims: Sequence[int] | None = None,
+    dtype: int | None = None,
+    signature: str | None = None,
+) -> None:
+    """Refuse input ``key`` of shape ``dims`` and DataType ``dtype`` (each checked when given)
+    unless the signature's input ``info`` (a ``TensorInfo``) takes it; see the module docstring.
+    Raises INVALID_ARGUMENT naming ``key`` (and ``signature``, when given); allocates nothing."""
+    if dtype is not None and int(dtype) != int(info.dtype):
+        raise _bad(
+            f"input '{key}': expects dtype {dtype_name(info.dtype)} (the signature's) but "
+            f"{dtype_name(dtype)} is provided"
+        )
+    if dims is None:
+        return
+    rank = len(dims)
+    want = signature_dims(info)
+    where = f"input '{key}'" + (f" of signature '{signature}'" if signature else "")
+    got = f"{shape_text(dims)} (rank {rank})"
+    if want is not None:
+        if rank != len(want):
+            raise _bad(
+                f"Cannot feed value of shape {got} for {where}, which has shape "
+                f"{shape_text(want)} (rank {len(want)})"
+            )
+        for i, (d, w) in enumerate(zip(dims, want)):
+            if w >= 0 and d != w:
+                raise _bad(
+                    f"Cannot feed value of shape {got} for {where}, which has shape "
+                    f"{shape_text(want)} (dimension {i}: {d} != {w})"
+                )
+    if rank > TF_MAX_RANK:
+        raise _bad(f"{where}: rank {rank} is above TensorFlow's limit of {TF_MAX_RANK} dimensions")
+    if rank > MAX_RANK:
+        raise _bad(
+            f"{where}: rank {rank} is above the {MAX_RANK} dimensions this server converts "
+            f"(TensorFlow's own limit is {TF_MAX_RANK})"
+        )
+
+
+def string_tensor(array: Any) -> Any:
+    """A numpy ``object`` array of bytes as a DT_STRING ``tf.Tensor`` of its shape; beyond
+    :data:`STRING_CONVERSION_RANK` dimensions built flat and reshaped (TensorFlow's own
+    conversion crashes there)."""
+    import tensorflow as tf
+
+    if array.ndim <= STRING_CONVERSION_RANK:
+        return tf.constant(array, dtype=tf.string)
+    return tf.reshape(tf.constant(array.reshape(-1), dtype=tf.string), list(array.shape))
+
+
+def output_array(tensor: Any, name: str) -> Any:
+    """A model output ``tf.Tensor`` as a numpy array (strings as an ``object`` array of bytes);
+    a DT_STRING output beyond :data:`STRING_CONVERSION_RANK` dimensions is read flat and
+    reshaped. An output above :data:`MAX_RANK` dimensions (numpy's limit) is refused with
+    INVALID_ARGUMENT naming it: only an input can have made it so."""
+    import numpy as np
+    import tensorflow as tf
+
+    rank = tensor.shape.rank
+    if rank is not None and rank > MAX_RANK:
+        raise _bad(
+            f"output '{name}': rank {rank} is above the {MAX_RANK} dimensions this server converts"
+        )
+    if tensor.dtype == tf.string and rank is not None and rank > STRING_CONVERSION_RANK:
+        flat = tf.reshape(tensor, [-1]).numpy()
+        return np.asarray(flat, dtype=object).reshape(tuple(tensor.shape))
+    val = tensor.numpy()
+    if tensor.dtype == tf.string and not isinstance(val, np.ndarray):
+        val = np.array(val, dtype=object)  # a scalar string comes back as bytes
+    return np.asarray(val)
+
+
+__all__ = [
+    "MAX_RANK",
+    "STRING_CONVERSION_RANK",
+    "TF_MAX_RANK",
+    "check_input",
+    "dtype_name",
+    "output_array",
+    "shape_text",
+    "signature_dims",
+    "string_tensor",
+]
