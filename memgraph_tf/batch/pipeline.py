@@ -37,6 +37,12 @@ Guarantees of a run:
   internal id. ``label`` restricts the nodes (default: the bundle's ``options.label``); ``where``
   is a parameterised openCypher predicate over ``n`` (Bolt only; see
   :func:`~memgraph_tf.client.graphs.check_where`).
+* **Every selected node is accounted for**: a page whose keys do not ascend past the last key read
+  stops the run (:class:`~memgraph_tf.client.graphs.KeysetScan`), and a run that read its pages to
+  the end checks that selected = classified + already up to date + invalid + failed; nodes never
+  read (a server whose pages stopped early or skipped keys) raise
+  :class:`~memgraph_tf.client.errors.KeysetPagingError` naming the gap, unless they are no longer
+  to do when counted again (another run classified them, or they were deleted, meanwhile).
 * **Resume**: unless ``overwrite``, nodes whose ``P_version`` already equals this model version
   are left out by the id query itself, so rerunning an interrupted run (SIGKILL, Ctrl-C, a lost
   connection) classifies exactly the nodes that are missing.
@@ -71,6 +77,7 @@ from memgraph_tf.client.errors import (
     ClientError,
     ConfigurationError,
     InvalidNodeError,
+    KeysetPagingError,
     ModelInputError,
     ProcedureUnavailable,
     QueryError,
@@ -405,6 +412,8 @@ class BatchClassifier:
         )
         self._stop = threading.Event()
         self._error: BaseException | None = None
+        self._scan: Any = None  # the KeysetScan of the run's id pages (not with node_ids)
+        self._finished = False  # the writer saw the end of the input: every batch was written
 
     def _explicit_ids(self, node_ids: Iterable[int]) -> list[int]:
         ids = []
@@ -423,13 +432,11 @@ class BatchClassifier:
             for start in range(0, len(self._node_ids), self.batch_size):
                 yield self._node_ids[start : start + self.batch_size]
             return
-        after = None
-        while not self._stop.is_set():
-            ids = self._table.page(after, self.batch_size, not self.overwrite)
-            if not ids:
+        self._scan = self._table.scan(self.batch_size, not self.overwrite)
+        for ids in self._scan:
+            if self._stop.is_set():
                 return
             yield ids
-            after = ids[-1]
 
     def _fetch(self, ids: list[int]) -> _Batch:
         batch = _Batch(ids)
@@ -531,6 +538,7 @@ class BatchClassifier:
             while True:
                 item = self._get(inq)
                 if item is _END:
+                    self._finished = not self._stop.is_set()
                     return
                 if isinstance(item, _Failure):
                     self.summary.failed += len(item.ids)
@@ -550,8 +558,10 @@ class BatchClassifier:
 
     def run(self) -> BatchSummary:
         """Runs the pipeline to the end; returns :attr:`summary`. Raises :class:`InvalidNodeError`
-        (without ``skip_invalid``), the source's or model's error, or ``KeyboardInterrupt`` after
-        the batch being written has been written; :attr:`summary` then tells what was done."""
+        (without ``skip_invalid``), :class:`KeysetPagingError` (the graph's id pages repeated a
+        key or left selected nodes unread), the source's or model's error, or
+        ``KeyboardInterrupt`` after the batch being written has been written; :attr:`summary` then
+        tells what was done."""
         from tqdm.auto import tqdm
 
         t0 = time.perf_counter()
@@ -633,8 +643,50 @@ class BatchClassifier:
             s.elapsed_s = time.perf_counter() - t0
         if self._error is not None:
             raise self._error
+        if self._finished:
+            self._check_complete()
         logger.info("%s", s.text())
         return s
+
+    def _check_complete(self) -> None:
+        """After a run that read its id pages to the end: every selected node is accounted for
+        (selected = classified + already up to date + invalid + failed), else
+        :class:`KeysetPagingError` naming the gap. Nodes that a concurrent writer classified, or
+        that were deleted, during the run are not a gap: the nodes left unread are counted again
+        (with ``overwrite``: the selected nodes now, less those read)."""
+        s = self.summary
+        scan = self._scan
+        if scan is None:  # explicit node_ids: each one was classified, skipped or failed
+            return
+        missing = s.total - scan.read
+        if missing <= 0:
+            return
+        todo = not self.overwrite
+        still = self._table.count(todo) if todo else self._table.count(False) - scan.read
+        missing = min(missing, still)
+        if missing <= 0:
+            logger.info(
+                "%d selected node(s) were not read but are no longer to do (classified by "
+                "another run, or deleted, meanwhile)",
+                s.total - scan.read,
+            )
+            return
+        after = scan.unread()
+        if scan.last_key is None:
+            how = "the server's keyset paging returned no key at all"
+        elif after > 0:
+            how = (
+                f"the server's keyset paging stopped early after key {scan.last_key}: "
+                f"{after} selected node(s) have a greater key"
+            )
+        else:
+            how = "the server's keyset pages skipped them"
+        raise KeysetPagingError(
+            f"selected {s.total + s.up_to_date} node(s) but classified {s.classified}, "
+            f"{s.up_to_date} already up to date, {s.skipped} invalid"
+            + (f", {s.failed} failed" if s.failed else "")
+            + f": {missing} node(s) were never read ({how})"
+        )
 
 
 def classify_graph(source: GraphSource, model: ModelBackend, **options: Any) -> BatchSummary:

@@ -140,13 +140,16 @@ def create_pipeline(
 class BeamSummary(RunSummary):
     """What a pipeline run did (:class:`~memgraph_tf.batch.summary.RunSummary`: the model, the
     property written, ``elapsed_s`` -- the whole run, start-up of workers and model included --
-    and :attr:`nodes_per_s` of the written nodes), from its committed counters: ``read`` node keys
-    read, ``fetched`` blobs sampled, ``classified`` predictions made, ``written`` nodes written,
-    ``unchanged`` predictions the write left alone (the node already carried this version: a retried
-    bundle), ``invalid`` nodes skipped (``skip_invalid``)."""
+    and :attr:`nodes_per_s` of the written nodes), from its committed counters: ``selected``
+    nodes the run set out to read (counted with the key span), ``read`` node keys read,
+    ``fetched`` blobs sampled, ``classified`` predictions made, ``written`` nodes written,
+    ``unchanged`` predictions the write left alone (the node already carried this version: a
+    retried bundle), ``invalid`` nodes skipped (``skip_invalid``). :func:`check_read_all` checks
+    that ``read`` adds up to ``selected``."""
 
     runner: str
     workers: int
+    selected: int = 0
     read: int = 0
     fetched: int = 0
     classified: int = 0
@@ -253,6 +256,7 @@ def classify_with_beam(
         transform.selection.write_property,
         runner,
         num_workers,
+        selected=counts.get("nodes_selected", 0),
         read=counts.get("nodes_read", 0),
         fetched=counts.get("nodes_fetched", 0),
         classified=counts.get("nodes_classified", 0),
@@ -262,7 +266,40 @@ def classify_with_beam(
         elapsed_s=time.perf_counter() - t0,
     )
     logger.info("%s", summary.text())
+    check_read_all(summary, transform)
     return summary
+
+
+def check_read_all(summary: BeamSummary, transform: Any) -> None:
+    """Raises :class:`~memgraph_tf.client.errors.KeysetPagingError` naming the gap when the key
+    ranges read fewer nodes than the run selected (``summary.read < summary.selected``: a server
+    whose keyset pages stopped early or skipped keys), unless the nodes left unread are no longer
+    to do (classified by another run or deleted meanwhile: counted again on the read graph; with
+    ``overwrite``, the selected nodes now)."""
+    from memgraph_tf.beam.graphs import acquire, release
+    from memgraph_tf.client.errors import KeysetPagingError
+
+    missing = summary.selected - summary.read
+    if missing <= 0:
+        return
+    scan = transform.scan
+    handle = acquire(scan.graph)
+    try:
+        table = handle.table(scan.selection)
+        still = table.count(True) if scan.todo else table.count(False) - summary.read
+    finally:
+        release(handle)
+    missing = min(missing, still)
+    if missing <= 0:
+        logger.info(
+            "%d selected node(s) not read are no longer to do", summary.selected - summary.read
+        )
+        return
+    raise KeysetPagingError(
+        f"selected {summary.selected} node(s) but read {summary.read} (classified "
+        f"{summary.classified}, {summary.invalid} invalid): {missing} node(s) were never read "
+        f"(the server's keyset pages over the key ranges stopped early or skipped keys)"
+    )
 
 
 # ---------------------------------------------------------------------------------- command line
@@ -457,6 +494,7 @@ __all__ = [
     "RUNNING_MODES",
     "BeamSummary",
     "add_runner_arguments",
+    "check_read_all",
     "check_runner_for_graph",
     "classify_with_beam",
     "create_pipeline",

@@ -23,7 +23,8 @@ connection or password travels in the pipeline) and load the model from a
 blob op; ours goes through ``memgraph_tf.serving.model_server.load_version``, which loads the op
 library on each worker when an op bundle needs it).
 
-Counters (namespace :data:`NAMESPACE`): ``nodes_read``, ``nodes_fetched``, ``nodes_invalid``,
+Counters (namespace :data:`NAMESPACE`): ``nodes_selected`` (counted when the key span is read),
+``nodes_read``, ``nodes_fetched``, ``nodes_invalid``,
 ``nodes_classified``, ``nodes_written``, ``nodes_unchanged`` (a prediction the write left alone:
 the node already carried this version -- a retried bundle -- or no longer exists).
 """
@@ -98,11 +99,15 @@ class _SplitKeysFn(beam.DoFn):
     def __init__(self, scan: NodeScan) -> None:
         super().__init__()
         self.scan = scan
+        self._selected = Metrics.counter(NAMESPACE, "nodes_selected")
 
     def process(self, element: Any) -> Iterator[tuple[int, int]]:
         handle = acquire(self.scan.graph)
         try:
-            bounds = handle.table(self.scan.selection).bounds(self.scan.todo)
+            table = handle.table(self.scan.selection)
+            bounds = table.bounds(self.scan.todo)
+            if bounds is not None:  # what the ranges must add up to (the run's summary checks it)
+                self._selected.inc(table.count(self.scan.todo))
         finally:
             release(handle)
         if bounds is None:
@@ -139,14 +144,10 @@ class _ReadRangeFn(beam.DoFn):
 
     def process(self, key_range: tuple[int, int]) -> Iterator[int]:
         lo, hi = key_range
-        after = None
-        while True:
-            keys = self._table.page(after, self.scan.page_size, self.scan.todo, lo=lo, hi=hi)
+        # each page checked to ascend past the last key (a repeated key raises KeysetPagingError)
+        for keys in self._table.scan(self.scan.page_size, self.scan.todo, lo=lo, hi=hi):
             self._read.inc(len(keys))
             yield from keys
-            if len(keys) < self.scan.page_size:
-                return
-            after = keys[-1]
 
 
 class ReadNodeIds(beam.PTransform):

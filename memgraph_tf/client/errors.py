@@ -20,6 +20,7 @@ need not import the driver to handle them. The tree::
     +-- GraphDataError                  the graph lacks a node, or a property cannot be packed
     |                                   (also a ValueError; the fallback packer's errors)
     |   +-- InvalidNodeError            batch inference stopped at a node it cannot classify
+    |   +-- KeysetPagingError           keyset paging repeated a key, or left selected nodes unread
     +-- ModelError                      batch inference: the model backend failed
         +-- ModelInputError             the model rejected an input blob (also a ValueError)
 
@@ -95,6 +96,15 @@ class InvalidNodeError(GraphDataError):
         self.node_id = node_id
         self.reason = reason
         super().__init__(message or f"node {node_id}: {reason}")
+
+
+class KeysetPagingError(GraphDataError):
+    """The node keys a run reads by keyset pagination
+    (:class:`~memgraph_tf.client.graphs.KeysetScan`) do not add up: a page whose keys do not
+    ascend past the previous page's last key (a server that ignores ``key > $after``; paging on
+    would repeat it forever), or a run that ends with selected nodes it never read (the server's
+    pages stopped early or skipped keys). The message names the key or the gap; what was written
+    stays."""
 
 
 class ModelError(ClientError):

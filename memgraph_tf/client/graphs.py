@@ -14,8 +14,9 @@ rules that ``memgraph-tf classify`` (:mod:`memgraph_tf.batch`) and the Beam tran
   :func:`check_where`, on Bolt; a callable ``key -> bool`` on an embedded graph) and a
   :class:`Shard`.
 * **Paging and write-back** (:class:`NodeTable`): counts, key bounds, keyset pages (``key >
-  $after ORDER BY key LIMIT n``, never SKIP) and one write statement per batch that sets ``P``,
-  ``P_score`` and ``P_version`` together.
+  $after ORDER BY key LIMIT n``, never SKIP; :class:`KeysetScan` pages a whole key range and
+  refuses a page that does not ascend past the last key) and one write statement per batch that
+  sets ``P``, ``P_score`` and ``P_version`` together.
 
 No TensorFlow and no serving import: the client layer.
 """
@@ -25,10 +26,10 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.client.errors import ConfigurationError, GraphDataError
+from memgraph_tf.client.errors import ConfigurationError, GraphDataError, KeysetPagingError
 from memgraph_tf.client.sources import BoltSource, EmbeddedSource, GraphSource, quote_name
 
 #: The class property batch inference writes unless told otherwise.
@@ -409,6 +410,14 @@ class NodeTable:
             )
         self._node = f"(n:{quote_name(s.label, 'label')})" if s.label else "(n)"
         self._key = f"n.{quote_name(s.id_property, 'id_property')}" if s.id_property else "id(n)"
+        # The key as key range conditions compare it. A property stays as it is (Memgraph answers
+        # `n.id >= $lo` from a label-property index by a range scan). Internal ids are compared as
+        # `id(n) + 0`: ArcadeDB (26.10) turns any comparison of a bare id(n) of an unlabelled node
+        # -- `>`, `>=`, `<`, `<>` alike -- into a lookup of that one record id, so `MATCH (n) WHERE
+        # id(n) > $after` returned no row or one. Memgraph plans `id(n) > $x` as a scan and a
+        # filter either way (only `id(n) = x` and `id(n) IN list` become ScanAllById), so the
+        # addition costs it one integer add per scanned node.
+        self._range_key = self._key if s.id_property else "id(n) + 0"
         cls, score, ver = (quote_name(p, "write_property") for p in self._props)
         self._ver = ver
         self._set = f"n.{cls} = r.c, n.{score} = r.s, n.{ver} = ${PARAM_PREFIX}version"
@@ -423,6 +432,14 @@ class NodeTable:
             f"{PARAM_PREFIX}shards": s.shard.count,
             f"{PARAM_PREFIX}shard": s.shard.index,
         }
+
+    @property
+    def key_text(self) -> str:
+        """The node key as the paging query names it: ``n.<id_property>`` or ``id(n)``."""
+        if self.embedded:
+            p = self.selection.id_property
+            return f"n.{p}" if p else "id(n)"
+        return self._key
 
     def _check_todo(self, todo: bool) -> None:
         if todo and self.selection.version is None:
@@ -446,17 +463,34 @@ class NodeTable:
         return True
 
     # -- operations ------------------------------------------------------------------------------
-    def count(self, todo: bool) -> int:
-        """How many nodes are selected (with ``todo``: without this version's prediction)."""
+    def count(self, todo: bool, *, lo: int | None = None, hi: int | None = None) -> int:
+        """How many nodes are selected (with ``todo``: without this version's prediction; with
+        ``lo`` / ``hi``: only keys ``lo <= key < hi``)."""
         self._check_todo(todo)
         if self.embedded:
             with self.source.lock:
-                return sum(1 for key in self._keys if self._wanted(key, todo))
+                return sum(
+                    1
+                    for key in self._keys
+                    if (lo is None or key >= lo)
+                    and (hi is None or key < hi)
+                    and self._wanted(key, todo)
+                )
+        extra, params = self._range(lo, hi)
         rows = self.source.read(
-            f"MATCH {self._node} WHERE {self._cypher_where(todo)} RETURN count(n) AS c",
-            self._params,
+            f"MATCH {self._node} WHERE {self._cypher_where(todo, extra)} RETURN count(n) AS c",
+            {**self._params, **params},
         )
         return int(rows[0]["c"]) if rows else 0
+
+    def _range(self, lo: int | None, hi: int | None) -> tuple[list[str], dict[str, Any]]:
+        p = PARAM_PREFIX
+        extra = []
+        if lo is not None:
+            extra.append(f"{self._range_key} >= ${p}lo")
+        if hi is not None:
+            extra.append(f"{self._range_key} < ${p}hi")
+        return extra, {f"{p}lo": lo, f"{p}hi": hi}
 
     def bounds(self, todo: bool) -> tuple[int, int] | None:
         """``(smallest key, largest key)`` of the selected nodes (with ``todo``: those without this
@@ -505,18 +539,20 @@ class NodeTable:
                         if len(out) == limit:
                             break
             return out
-        p = PARAM_PREFIX
-        extra = []
-        if lo is not None:
-            extra.append(f"{self._key} >= ${p}lo")
-        if hi is not None:
-            extra.append(f"{self._key} < ${p}hi")
+        extra, params = self._range(lo, hi)
         query = (
             f"MATCH {self._node} WHERE {self._cypher_where(todo, extra)} "
             f"RETURN {self._key} AS id ORDER BY id LIMIT {int(limit)}"
         )
-        rows = self.source.read(query, {**self._params, f"{p}lo": lo, f"{p}hi": hi})
+        rows = self.source.read(query, {**self._params, **params})
         return check_key_ids([row["id"] for row in rows], self._key)
+
+    def scan(
+        self, limit: int, todo: bool, *, lo: int | None = None, hi: int | None = None
+    ) -> KeysetScan:
+        """The selected keys (``lo <= key < hi`` when given) as a :class:`KeysetScan`: keyset
+        pages of up to ``limit`` keys, each page checked to ascend past the previous one."""
+        return KeysetScan(self, limit, todo, lo=lo, hi=hi)
 
     def write(self, predictions: Sequence[Prediction], *, only_todo: bool = False) -> int:
         """Writes ``(key, class, score)`` predictions with the selection's version (see the class
@@ -557,12 +593,81 @@ class NodeTable:
         return int(result[0]["written"]) if result else 0
 
 
+class KeysetScan:
+    """Iterating yields the pages of :meth:`NodeTable.page` over one key range, ``after`` = the
+    last key of the page before, until a page shorter than ``limit`` (the range's end); keeps
+    :attr:`read` (keys yielded) and :attr:`last_key` (the last one; None before any).
+
+    Guarantees: every key yielded is an integer, greater than every key yielded before it, and
+    within ``[lo, hi)``; otherwise :class:`~memgraph_tf.client.errors.KeysetPagingError` names the
+    key and the key it should have followed (a server that ignores ``key > $after`` would
+    otherwise repeat its page forever). A page that ends the scan early while selected nodes
+    remain is not visible here: :meth:`unread` counts what is left after :attr:`last_key`."""
+
+    def __init__(
+        self,
+        table: NodeTable,
+        limit: int,
+        todo: bool,
+        *,
+        lo: int | None = None,
+        hi: int | None = None,
+    ) -> None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ConfigurationError(f"limit: expected an integer >= 1, got {limit!r}")
+        self.table, self.limit, self.todo, self.lo, self.hi = table, limit, todo, lo, hi
+        self.read = 0
+        self.last_key: int | None = None
+        self.pages = 0
+
+    def __iter__(self) -> Iterator[list[int]]:
+        while True:
+            keys = self.table.page(self.last_key, self.limit, self.todo, lo=self.lo, hi=self.hi)
+            self.pages += 1
+            self._check(keys)
+            if keys:
+                self.read += len(keys)
+                self.last_key = keys[-1]
+                yield keys
+            if len(keys) < self.limit:
+                return
+
+    def _check(self, keys: list[int]) -> None:
+        previous = self.last_key
+        for key in keys:
+            if previous is not None and key <= previous:
+                raise KeysetPagingError(
+                    f"keyset paging: page {self.pages} returned key {key} after key {previous} "
+                    f"(expected keys > {previous}, ascending): the server does not honour the "
+                    f"paging query's {self.table.key_text} > $after ORDER BY key; "
+                    f"{self.read} node(s) read before it"
+                )
+            if (self.lo is not None and key < self.lo) or (self.hi is not None and key >= self.hi):
+                raise KeysetPagingError(
+                    f"keyset paging: page {self.pages} returned key {key} outside the key range "
+                    f"[{self.lo}, {self.hi}): the server does not honour the paging query's "
+                    f"range condition; {self.read} node(s) read before it"
+                )
+            previous = key
+
+    def unread(self) -> int:
+        """How many selected nodes (as the scan selects them) have a key after :attr:`last_key`
+        (all of the range before any page): nodes an early-ending page left unread."""
+        lo = self.lo if self.last_key is None else self.last_key + 1
+        if self.lo is not None:
+            lo = max(lo, self.lo)
+        if lo is not None and self.hi is not None and lo >= self.hi:
+            return 0
+        return self.table.count(self.todo, lo=lo, hi=self.hi)
+
+
 __all__ = [
     "DEFAULT_WRITE_PROPERTY",
     "LEGACY_SCORE_PROPERTY",
     "PARAM_PREFIX",
     "SCORE_SUFFIX",
     "VERSION_SUFFIX",
+    "KeysetScan",
     "NodeSelection",
     "NodeTable",
     "Prediction",

@@ -495,3 +495,42 @@ def test_cli_refusals_are_one_line_with_exit_code_2(graph, bundle_base, capsys):
         assert code == 2 and len(err) == 1, err
         assert err[0].startswith("memgraph-tf classify: ")
         assert re.search(message, err[0]), err[0]
+
+
+# ----------------------------------------------------------------- keyset paging adds up (issue 23)
+def test_key_ranges_that_stop_early_or_repeat_a_key_fail_the_run(graph, model, monkeypatch):
+    from memgraph_tf.client.errors import KeysetPagingError
+
+    spec, _ = graph
+    page = NodeTable.page
+    # a server that answers each range's first page only: the summary's counts catch the gap
+    monkeypatch.setattr(
+        NodeTable,
+        "page",
+        lambda self, after, limit, todo, **kw: (
+            page(self, after, limit, todo, **kw) if after is None else []
+        ),
+    )
+    with pytest.raises(KeysetPagingError) as info:  # before: a summary and exit 0
+        classify_with_beam(spec, model, batch_size=16, num_ranges=2)
+    assert str(info.value) == (
+        f"selected {h.N} node(s) but read 32 (classified 32, 0 invalid): {h.N - 32} node(s) were "
+        f"never read (the server's keyset pages over the key ranges stopped early or skipped keys)"
+    )
+    # a server that starts each page again at the last key: refused on the worker, naming it
+    monkeypatch.setattr(
+        NodeTable,
+        "page",
+        lambda self, after, limit, todo, **kw: (
+            page(self, None, limit, todo, **kw)
+            if after is None
+            else [after, *page(self, after, limit - 1, todo, **kw)]
+        ),
+    )
+    with pytest.raises(
+        Exception, match=r"keyset paging: page 2 returned key -?\d+ after key -?\d+"
+    ):
+        classify_with_beam(spec, model, batch_size=16, num_ranges=2, overwrite=True)
+    monkeypatch.undo()
+    summary = classify_with_beam(spec, model, batch_size=16, num_ranges=2)  # the rerun completes
+    assert (summary.selected, summary.read) == (h.N - 32, h.N - 32)

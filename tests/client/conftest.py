@@ -126,3 +126,17 @@ def bolt_graph(bolt_source):
     GRAPH.write_bolt(bolt_source)
     assert not bolt_source.has_procedures()
     return bolt_source
+
+
+@pytest.fixture(scope="module")
+def paging_graph(bolt_source):
+    """``classify_kit.PAGING`` written to ArcadeDB, each node marked ``paging_run = true`` (so a
+    selection without a label can keep to them); returns the sorted internal ids of its nodes."""
+    from tests.client.classify_kit import PAGING, PAGING_WHERE
+    from tests.graphs import N
+
+    PAGING.write_bolt(bolt_source)
+    bolt_source.write("MATCH (n:PagingItem) SET n.paging_run = true")
+    rows = bolt_source.read(f"MATCH (n) WHERE {PAGING_WHERE} RETURN id(n) AS id")
+    assert len(rows) == N
+    return sorted(row["id"] for row in rows)

@@ -1,11 +1,13 @@
 """Batch inference (memgraph_tf.batch): an exported bundle run in-process and behind the
 local server over REST and gRPC, over the embedded graph and over real Bolt (ArcadeDB, client-side
-fallback); resume, shards, subset/order/batch-size invariance, invalid nodes, failures. The
+fallback); resume, shards, subset/order/batch-size invariance, invalid nodes, failures; keyset
+paging that adds up (every selected node read, ArcadeDB without a label included). The
 command line and the SIGKILL/SIGINT subprocess tests are in test_batch_cli.py."""
 
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -21,12 +23,15 @@ from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.errors import (
     ConfigurationError,
     InvalidNodeError,
+    KeysetPagingError,
     ModelError,
     ModelInputError,
     ServerUnavailable,
 )
-from memgraph_tf.client.graphs import Shard, check_where
+from memgraph_tf.client.graphs import NodeSelection, NodeTable, Shard, check_where
+from memgraph_tf.errors import EXIT_FAILED, exit_code_for
 from memgraph_tf.serving.grpc_codec import serialize_blob_example
+from tests.client import classify_kit as kit
 from tests.client.classify_kit import LABEL, OPTIONS, bolt_predictions, embedded_source
 from tests.graphs import CLASSES, FANOUTS, SEED, N, assert_same, node_id, predictions
 
@@ -662,3 +667,125 @@ def test_bolt_rest_backend(bolt_graph, model_server, reference):
     with start_server(model_server) as running, rest_backend(running.url, "BatchSage") as model:
         classify_graph(bolt_graph, model, batch_size=16, write_property="rest", progress=False)
     assert_same(bolt_predictions(bolt_graph, "rest"), reference)
+
+
+# ------------------------------------------------------- keyset paging adds up (issue 23, item 7)
+@pytest.mark.arcadedb
+def test_arcadedb_compares_a_bare_id_of_an_unlabelled_node_as_a_record_lookup(
+    bolt_source, paging_graph
+):
+    """The server finding behind the paging query's ``id(n) + 0``: ArcadeDB 26.10 looks up the one
+    record whose id is compared with a bare ``id(n)`` of an unlabelled node, whatever the
+    comparison."""
+    after = paging_graph[10]
+    count = "MATCH (n) WHERE {key} > $after AND " + kit.PAGING_WHERE + " RETURN count(n) AS c"
+    assert bolt_source.read(count.format(key="id(n)"), {"after": after}) == [{"c": 0}]
+    assert bolt_source.read(count.format(key="id(n) + 0"), {"after": after}) == [{"c": N - 11}]
+    labelled = "MATCH (n:PagingItem) WHERE id(n) > $after RETURN count(n) AS c"
+    assert bolt_source.read(labelled, {"after": after}) == [{"c": N - 11}]
+
+
+@pytest.mark.arcadedb
+def test_arcadedb_pages_every_node_of_a_selection_without_a_label(bolt_source, paging_graph):
+    table = NodeTable(bolt_source, NodeSelection(where=kit.PAGING_WHERE, version=1))
+    scan = table.scan(7, todo=False)
+    assert [k for page in scan for k in page] == paging_graph
+    assert (scan.read, scan.last_key, scan.unread()) == (N, paging_graph[-1], 0)
+    assert table.count(False, lo=paging_graph[30], hi=paging_graph[40]) == 10
+    assert table.bounds(False) == (paging_graph[0], paging_graph[-1])
+    ranged = table.scan(4, todo=False, lo=paging_graph[5], hi=paging_graph[20])
+    assert [k for page in ranged for k in page] == paging_graph[5:20]
+
+
+@pytest.mark.arcadedb
+def test_arcadedb_without_a_label_classifies_every_node(
+    bolt_source, paging_graph, backend, monkeypatch
+):
+    model = kit.Unlabelled(backend)
+    options = {"where": kit.PAGING_WHERE, "batch_size": 16, "progress": False}
+    # before: the bare-id query read the first page and a key or two, and the run said done
+    monkeypatch.setattr(NodeTable, "_range", kit.bare_id_range)
+    with pytest.raises(KeysetPagingError) as info:
+        classify_graph(bolt_source, model, write_property="old", **options)
+    done = kit.paging_written(bolt_source, "old")
+    assert 16 <= done < N
+    assert re.fullmatch(
+        rf"selected {N} node\(s\) but classified {done}, 0 already up to date, 0 invalid: "
+        rf"{N - done} node\(s\) were never read \(the server's keyset .*\)",
+        str(info.value),
+    ), info.value
+    assert exit_code_for(info.value) == EXIT_FAILED
+    monkeypatch.undo()
+    # after: every node, and a rerun finds nothing left to do
+    summary = classify_graph(bolt_source, model, write_property="new", **options)
+    assert (summary.total, summary.classified, summary.up_to_date) == (N, N, 0)
+    assert kit.paging_written(bolt_source, "new") == N
+    again = classify_graph(bolt_source, model, write_property="new", **options)
+    assert (again.total, again.classified, again.up_to_date) == (0, 0, N)
+
+
+def test_a_page_that_repeats_its_last_key_is_refused_naming_it(backend, monkeypatch):
+    source = embedded_source()
+    keys = sorted(node_id(i) for i in range(N))
+    monkeypatch.setattr(NodeTable, "page", kit.repeats_its_last_key)
+    for overwrite in (False, True):  # before: with overwrite it paged the same keys forever
+        with pytest.raises(KeysetPagingError) as info:
+            classify_graph(source, backend, batch_size=16, overwrite=overwrite, progress=False)
+        assert str(info.value) == (
+            f"keyset paging: page 2 returned key {keys[15]} after key {keys[15]} (expected keys "
+            f"> {keys[15]}, ascending): the server does not honour the paging query's n.id > "
+            f"$after ORDER BY key; 16 node(s) read before it"
+        )
+        assert exit_code_for(info.value) == EXIT_FAILED
+
+
+def test_a_server_that_stops_early_fails_the_run_naming_the_gap(backend, monkeypatch):
+    source = embedded_source()
+    keys = sorted(node_id(i) for i in range(N))
+    classify_graph(source, backend, node_ids=keys[40:45], progress=False)  # 5 already done
+    monkeypatch.setattr(NodeTable, "page", kit.stops_after_one_page)
+    with pytest.raises(KeysetPagingError) as info:  # before: exit 0 after the first page
+        classify_graph(source, backend, batch_size=32, progress=False)
+    assert str(info.value) == (
+        f"selected {N} node(s) but classified 32, 5 already up to date, 0 invalid: {N - 37} "
+        f"node(s) were never read (the server's keyset paging stopped early after key "
+        f"{keys[31]}: {N - 37} selected node(s) have a greater key)"
+    )
+    assert exit_code_for(info.value) == EXIT_FAILED
+    monkeypatch.undo()
+    summary = classify_graph(source, backend, batch_size=32, progress=False)  # the rerun resumes
+    assert (summary.classified, summary.up_to_date) == (N - 37, 37)
+
+
+def test_nodes_classified_elsewhere_meanwhile_are_no_gap(backend, monkeypatch):
+    """Selected nodes that another run classifies during this one are not read by it (they are no
+    longer to do), and are no gap."""
+    source = embedded_source()
+    keys = sorted(node_id(i) for i in range(N))
+    page = NodeTable.page
+
+    def another_run_takes_the_rest(self, after, limit, todo, **kw):
+        if after == keys[31]:
+            classify_graph(source, backend, node_ids=keys[32:], progress=False)
+        return page(self, after, limit, todo, **kw)
+
+    monkeypatch.setattr(NodeTable, "page", another_run_takes_the_rest)
+    summary = classify_graph(source, backend, batch_size=32, progress=False)
+    assert (summary.total, summary.classified, summary.up_to_date) == (N, 32, 0)
+
+
+def test_the_scan_refuses_keys_out_of_order_or_out_of_range(monkeypatch):
+    table = NodeTable(embedded_source(), NodeSelection(label=LABEL, id_property="id"))
+    keys = sorted(node_id(i) for i in range(N))
+    monkeypatch.setattr(NodeTable, "page", lambda self, after, limit, todo, **kw: keys[2::-1])
+    with pytest.raises(
+        KeysetPagingError, match=rf"^keyset paging: page 1 returned key {keys[1]} after key "
+    ):
+        list(table.scan(5, todo=False))
+    monkeypatch.setattr(NodeTable, "page", lambda self, after, limit, todo, **kw: keys[:3])
+    with pytest.raises(
+        KeysetPagingError,
+        match=rf"^keyset paging: page 1 returned key {keys[0]} outside the key range "
+        rf"\[{keys[1]}, None\)",
+    ):
+        list(table.scan(5, todo=False, lo=keys[1]))

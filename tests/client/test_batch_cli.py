@@ -17,6 +17,7 @@ import pytest
 
 from memgraph_tf.batch import BundleBackend, ModelBackend
 from memgraph_tf.client.graphs import property_names
+from tests.client import classify_kit as kit
 from tests.client.classify_kit import LABEL, bolt_predictions, embedded_source
 from tests.graphs import CLASSES, N, assert_same, node_id, predictions
 
@@ -236,3 +237,34 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
     assert len(rows) == N and len({r["id"] for r in rows}) == N
     assert all(r["v"] == 1 for r in rows)
     assert_same(bolt_predictions(bolt_graph, prop), reference)
+
+
+@pytest.mark.arcadedb
+def test_a_gap_in_the_keyset_pages_exits_1_naming_it_and_a_rerun_completes(
+    monkeypatch, capsys, arcadedb_server, bolt_source, paging_graph, backend
+):
+    from memgraph_tf import cli
+    from memgraph_tf.client.graphs import NodeTable
+
+    monkeypatch.setattr(cli, "_classify_backend", lambda args: kit.Unlabelled(backend))
+    for name in ("user", "password", "database"):
+        monkeypatch.setenv(f"MEMGRAPH_TF_{name.upper()}", getattr(arcadedb_server, name))
+    args = ["classify", "--graph", arcadedb_server.uri, "--model", "unused", "--no-progress"]
+    args += ["--where", kit.PAGING_WHERE, "--batch-size", "32", "--write-property", "cli"]
+    with monkeypatch.context() as patch:
+        patch.setattr(NodeTable, "page", kit.stops_after_one_page)
+        code = cli.main(args)  # before: exit 0 after the first page
+    out = capsys.readouterr()
+    lines = [line for line in out.err.splitlines() if line.startswith("memgraph-tf classify:")]
+    assert code == 1 and out.out == "" and "Traceback" not in out.err, out.err
+    assert len(lines) == 1 and lines[0] == (
+        f"memgraph-tf classify: failed: selected {N} node(s) but classified 32, 0 already up to "
+        f"date, 0 invalid: {N - 32} node(s) were never read (the server's keyset paging stopped "
+        f"early after key {paging_graph[31]}: {N - 32} selected node(s) have a greater key) (32 "
+        f"node(s) classified and written before; run the same command again to resume)"
+    ), out.err
+    assert cli.main(args) == 0, capsys.readouterr().err  # the rerun reads on to the end
+    assert capsys.readouterr().out.startswith(
+        f"classified {N - 32} nodes, skipped 0 invalid, failed 0, already up to date 32"
+    )
+    assert kit.paging_written(bolt_source, "cli") == N
