@@ -32,6 +32,7 @@ that defines each subtree::
     |   |   +-- ValueLengthError                         a list of the wrong length
     |   +-- GraphDataError (ValueError)                  a node is missing or a property cannot be packed
     |   |   +-- InvalidNodeError                         batch inference stopped at a node it cannot classify
+    |   |   +-- KeysetPagingError                        keyset paging repeated a key, or left selected nodes unread
     |   +-- ModelError                                   batch inference: the model backend failed
     |       +-- ModelInputError (ValueError)             the model rejected an input blob
     +-- ServingError                                     memgraph_tf.serving.errors (.status, .message, .url, .grpc_code)

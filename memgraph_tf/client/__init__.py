@@ -61,6 +61,7 @@ _EXPORTS = {
     "ValueLengthError": "errors",
     "GraphDataError": "errors",
     "InvalidNodeError": "errors",
+    "KeysetPagingError": "errors",
     "ModelError": "errors",
     "ModelInputError": "errors",
 }
