@@ -203,6 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--graph", default=None, help="Bolt URI (or 'embedded:PATH') to fetch node blobs"
     )
     p.add_argument(
+        "--sampling-seed",
+        default=None,
+        metavar="N|random",
+        help="options.seed of node_id neighbourhoods (default: the bundle's seed, else 0, as "
+        "memgraph-tf classify); 'random': new neighbourhoods on every request",
+    )
+    p.add_argument(
         "--max-request-bytes",
         type=int,
         default=64 * 1024 * 1024,

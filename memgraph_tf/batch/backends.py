@@ -29,20 +29,20 @@ from memgraph_tf.serving.bundle import (
     CLASSIFY_INPUT,
     CLASSIFY_SIGNATURE,
     CONFIG_ASSET,
+    DEFAULT_SEED,
     PREDICT_INPUT,
     PREDICT_SIGNATURE,
     SCORES_OUTPUT,
     BundleConfig,
     SamplingSpec,
     discover_versions,
+    inference_sampling,
     parse_version_dir,
 )
 from memgraph_tf.serving.grpc_codec import serialize_blob_example
 
 logger = logging.getLogger(__name__)
 
-#: ``options.seed`` for sampling when the bundle's options have none.
-DEFAULT_SEED = 0
 
 _REASON_CHARS = 500
 
@@ -79,12 +79,7 @@ def sampling_for(config: BundleConfig, seed: int | None = None) -> SamplingSpec:
     Guarantees: ``memgraph-tf classify`` and the Beam pipeline sample with exactly these settings,
     and the query modules key a sample by ``(options.seed, node)``, so a node gets the same
     neighbourhood -- hence the same prediction -- on both paths, in any batch or shard."""
-    options = {k: v for k, v in config.options.items() if k != "label_property"}
-    if seed is not None:
-        options["seed"] = seed
-    elif options.get("seed") is None:
-        options["seed"] = DEFAULT_SEED
-    return SamplingSpec(config.fanouts, config.properties, options)
+    return inference_sampling(config, seed)
 
 
 class ModelBackend:

@@ -165,3 +165,16 @@ def test_sampling_seed_option_and_contract():
     assert "seed" not in bundle.inference_sampling(config, bundle.RANDOM_SAMPLING).options
     with pytest.raises(errors.BundleError, match=r"seed: expected an int, None or 'random'"):
         bundle.inference_sampling(config, "x")
+
+
+def test_the_serve_command_takes_sampling_seed(tmp_path, capsys):
+    """``memgraph-tf serve --sampling-seed``: parsed by the command line; a bad value is one line
+    on stderr and exit 2 (before any model is loaded)."""
+    from memgraph_tf import cli
+
+    args = cli.build_parser().parse_args(["serve", str(tmp_path), "--sampling-seed", "random"])
+    assert args.sampling_seed == "random"
+    assert cli.main(["serve", str(tmp_path), "--sampling-seed", "often"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memgraph-tf serve: ") and len(err.strip().splitlines()) == 1
+    assert "--sampling-seed: expected an integer or 'random'" in err
