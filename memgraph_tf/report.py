@@ -27,12 +27,10 @@ logger = logging.getLogger(__name__)
 
 SERVED_VS_TEST_NOTE = (
     "Served accuracy is measured on {served} test nodes and test accuracy on {test}: a smaller "
-    "sample, and "
-    "each side samples its own neighbourhoods (the server one random draw per request, the "
-    "in-process "
-    "figure an average of {draws} draws), so the two differ by chance; agreement counts the nodes "
-    "where "
-    "the served and the in-process prediction name the same class."
+    "sample, and each side samples its own neighbourhoods (the server one draw per node, keyed by "
+    "the bundle's seed as batch inference samples, the in-process figure an average of {draws} "
+    "draws), so the two differ by chance; agreement counts the nodes where the served and the "
+    "in-process prediction name the same class."
 )
 """Why the served accuracy differs from the test accuracy (formatted with ``served``, ``test``,
 ``draws``)."""
