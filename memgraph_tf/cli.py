@@ -241,6 +241,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="close connections idle this many seconds (default 60)",
     )
     p.add_argument(
+        "--request-header-timeout-s",
+        type=float,
+        default=10.0,
+        help="close a connection whose request line and headers are not all received this many "
+        "seconds after the request's first byte (the connection's opening for its first "
+        "request), however steadily bytes arrive (default 10)",
+    )
+    p.add_argument(
+        "--request-body-timeout-s",
+        type=float,
+        default=60.0,
+        help="answer 408 and close a connection whose request body is not all received this "
+        "many seconds after its headers (default 60)",
+    )
+    p.add_argument(
         "--rest-api-num-threads",
         type=int,
         default=None,

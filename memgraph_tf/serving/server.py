@@ -7,9 +7,13 @@ or not, with or without the ``MemgraphTf>UnpackBlob`` op. The layers, one module
 - this module: HTTP/1.1 through `waitress <https://docs.pylonsproject.org/projects/waitress/>`_
   (request parsing, ``Content-Length`` and chunked bodies, keep-alive, ``TCP_NODELAY``, a fixed
   pool of request threads). What it adds: idle connections are closed after ``idle_timeout_s``
-  (waitress's ``channel_timeout``); a body above ``max_request_bytes`` gets 413; every answer,
-  waitress's own protocol errors included (400 for a malformed request line or chunk, 413, 431,
-  501), is TF Serving's ``{"error": "..."}`` JSON; it binds 127.0.0.1 unless told otherwise;
+  (waitress's ``channel_timeout``); a request's headers and body must arrive within total
+  deadlines (``request_header_timeout_s``, ``request_body_timeout_s``), and at the connection
+  limit the connection trickling an unfinished request longest is shed to take a new one in
+  (slow clients, issue 23 item 4: :class:`_TcpServer`); a body above ``max_request_bytes``
+  gets 413; every answer, waitress's own protocol errors included (400 for a malformed request
+  line or chunk, 413, 431, 501), is TF Serving's ``{"error": "..."}`` JSON; it binds 127.0.0.1
+  unless told otherwise;
 - :mod:`.rest_api` -- the REST API's URLs, dispatched to :class:`~.model_server.ModelServer`
   (:mod:`.model_server`: versions, signatures, TF execution; :mod:`.loading`, :mod:`.batching`);
   every status from the one status table (:mod:`.errors`);
@@ -26,6 +30,7 @@ import json
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 from waitress import wasyncore
@@ -57,8 +62,20 @@ logger = logging.getLogger(__name__)
 DEFAULT_IDLE_TIMEOUT_S = 60
 #: Request threads: TF Serving's ``--rest_api_num_threads`` default is 4 per CPU.
 DEFAULT_REST_THREADS = max(8, 4 * (os.cpu_count() or 1))
-#: Open connections at most; beyond, new ones wait in the listen backlog.
+#: Open connections at most (waitress counts its listening sockets too). At the limit a new
+#: connection is accepted by shedding the connection whose unfinished request started longest ago
+#: (else the one idle longest); only when every connection has a request queued or running do
+#: new ones wait in the listen backlog (see :class:`_TcpServer`).
 DEFAULT_CONNECTION_LIMIT = 256
+#: Seconds a request's request line and headers may take in total, counted from its first byte
+#: (from the connection's opening for a connection's first request) and not reset by each byte
+#: (nginx's ``client_header_timeout``, but a total): past it the connection is closed unanswered.
+#: A real client sends its headers in one write; 10 s covers a slow link by a wide margin.
+DEFAULT_REQUEST_HEADER_TIMEOUT_S = 10.0
+#: Seconds a request's body may take in total once its headers are complete (nginx's
+#: ``client_body_timeout``, but a total): past it the answer is 408 and the connection is closed.
+#: 60 s reads the largest default body (64 MiB) at about 1.1 MB/s.
+DEFAULT_REQUEST_BODY_TIMEOUT_S = 60.0
 
 
 def _json_body(message: str) -> bytes:
@@ -104,14 +121,176 @@ class _Parser(HTTPRequestParser):
         return consumed
 
 
+def _request_timeout_answer(timeout_s: float) -> bytes:
+    """The 408 sent, from the event loop, for a body not received within its deadline."""
+    body = _json_body(
+        f"Request Timeout: the request body was not received within the server's "
+        f"request_body_timeout_s={timeout_s:g}"
+    )
+    head = (
+        "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
 class _Channel(HTTPChannel):
+    """waitress's connection, timing each request it receives. ``request_started``: when the
+    request now being received began (its first byte; the connection's opening for the first
+    request), None between requests; ``headers_done``: when that request's headers were complete
+    (None before). waitress's own ``last_activity`` is reset by every byte received
+    (channel.py ``handle_read``), so its idle timeout alone lets a client that trickles one byte
+    at a time hold a connection for ever; these two times are never reset by bytes."""
+
     error_task_class = _JsonErrorTask
     parser_class = _Parser
+    request_started: float | None = None
+    headers_done: float | None = None
+    timed_out = False  # a 408 is queued: closed once it is flushed (or at the next check)
+
+    def __init__(self, server, sock, addr, adj, map=None):
+        super().__init__(server, sock, addr, adj, map=map)
+        # waitress sets creation_time on opening (channel.py __init__)
+        self.request_started = self.creation_time
+        self._timed_request = None
+        server.newest_channel = self
+
+    def received(self, data: bytes) -> bool:
+        # waitress keeps the request being received in self.request (None between requests),
+        # and a completed one moves to self.requests (channel.py ``received``)
+        if self.request is None and self.request_started is None and data:
+            self.request_started = time.time()
+        result = super().received(data)
+        request = self.request
+        if request is None:
+            self.request_started = self.headers_done = None
+            self._timed_request = None
+            return result
+        now = time.time()
+        if request is not self._timed_request:  # pipelined: a new request began in this data
+            if self._timed_request is not None:
+                self.request_started = now
+            self._timed_request = request
+            self.headers_done = None
+        if self.headers_done is None and request.headers_finished:
+            self.headers_done = now
+        return result
+
+    def sheddable(self) -> bool:
+        """True when closing this connection loses no request a worker holds or will hold
+        (waitress queues a complete request in ``requests`` and pops it when its answer is
+        written, channel.py ``received`` / ``service``) and no answer waits to be sent."""
+        return not (
+            self.requests
+            or self.will_close
+            or self.close_when_flushed
+            or self.total_outbufs_len
+            or not self.connected
+        )
+
+    def check_deadlines(self, now: float) -> None:
+        """Close this connection if its unfinished request is past a deadline: headers
+        incomplete after ``request_header_timeout_s`` -> closed unanswered; body incomplete
+        ``request_body_timeout_s`` after the headers -> 408 and closed. A connection with a
+        request queued or running is never touched."""
+        if self.timed_out:  # the 408 had a full check interval to leave: close regardless
+            self.will_close = True
+            return
+        if self.request_started is None or not self.sheddable():
+            return
+        server = self.server
+        if self.headers_done is None:
+            if now - self.request_started >= server.request_header_timeout_s:
+                self.will_close = True  # waitress closes it in handle_write (it is writable)
+        elif now - self.headers_done >= server.request_body_timeout_s:
+            self.timed_out = True
+            answer = _request_timeout_answer(server.request_body_timeout_s)
+            with self.outbuf_lock:  # as waitress's send_continue writes its 100 Continue
+                self.outbufs[-1].append(answer)
+                self.current_outbuf_count += len(answer)
+                self.total_outbufs_len += len(answer)
+            self.close_when_flushed = True  # handle_write flushes, then closes
+
+
+def _shed_order(channel: _Channel) -> tuple[int, float]:
+    """Connections receiving a request go first, the one that started longest ago first (under
+    a trickle it would reach its deadline anyway); then idle keep-alive connections, the one
+    idle longest first (HTTP lets a server close an idle connection, RFC 9112 section 9.5)."""
+    if channel.request_started is not None:
+        return (0, channel.request_started)
+    return (1, channel.last_activity)
 
 
 class _TcpServer(TcpWSGIServer):
+    """waitress's listening socket, shedding load at the connection limit and enforcing the
+    request deadlines.
+
+    waitress stops accepting at ``connection_limit`` (server.py ``readable`` returns False while
+    ``len(map) >= connection_limit``), so new clients wait in the kernel's backlog until some
+    connection closes -- with hundreds of clients trickling bytes (each byte resets waitress's
+    idle timer, channel.py ``handle_read``) a valid request waited 100 s and more. Here, at the
+    limit, the listener stays readable while some connection is :meth:`_Channel.sheddable`;
+    :meth:`handle_accept` then closes the first in :func:`_shed_order` to make room. Connections
+    with a request queued or running are never shed; when all are, waitress's behaviour holds.
+    A per-client-address cap would not help a valid client that shares the address of the
+    trickling ones (as every test client does, 127.0.0.1), nor behind a proxy; it is not done."""
+
     channel_class = _Channel
     max_request_bytes: int | None = None  # for _JsonErrorTask's 413 message
+    request_header_timeout_s: float = DEFAULT_REQUEST_HEADER_TIMEOUT_S
+    request_body_timeout_s: float = DEFAULT_REQUEST_BODY_TIMEOUT_S
+    newest_channel: _Channel | None = None
+    shed_count = 0
+
+    def _channels(self):
+        # the map is shared by every listener, channel and the trigger (wasyncore)
+        return [ch for ch in self._map.values() if isinstance(ch, _Channel)]
+
+    def _shed_candidate(self, exclude: _Channel | None = None) -> _Channel | None:
+        candidates = [ch for ch in self._channels() if ch is not exclude and ch.sheddable()]
+        return min(candidates, key=_shed_order) if candidates else None
+
+    def maintenance(self, now: float) -> None:
+        # waitress calls this every cleanup_interval from readable() (server.py); its own closes
+        # connections idle for channel_timeout (no request queued or running)
+        super().maintenance(now)
+        for channel in self.active_channels.values():
+            channel.check_deadlines(now)
+
+    def readable(self) -> bool:
+        # waitress's readable (server.py), the same maintenance schedule; at the limit the
+        # listener stays readable while a connection can be shed (waitress: not readable)
+        now = time.time()
+        if now >= self.next_channel_cleanup:
+            self.next_channel_cleanup = now + self.adj.cleanup_interval
+            self.maintenance(now)
+        if not self.accepting:
+            return False
+        if len(self._map) < self.adj.connection_limit or self._shed_candidate() is not None:
+            self.in_connection_overflow = False
+            return True
+        if not self.in_connection_overflow:
+            self.in_connection_overflow = True
+            logger.warning(
+                "connection limit (%d) reached and every connection has a request in progress: "
+                "new connections wait in the listen backlog",
+                self.adj.connection_limit,
+            )
+        return False
+
+    def handle_accept(self) -> None:
+        self.newest_channel = None
+        super().handle_accept()  # accepts one connection and makes its channel (server.py)
+        new = self.newest_channel
+        if new is None or len(self._map) <= self.adj.connection_limit:
+            return
+        victim = self._shed_candidate(exclude=new)
+        if victim is not None:
+            # wasyncore's poll2 looks each ready fd up in the map again, so closing another
+            # channel while events are being dispatched is safe (wasyncore.py poll2)
+            logger.debug("connection limit reached: shedding connection from %s", victim.addr)
+            victim.handle_close()
+            self.shed_count += 1
 
 
 class RestApp:
@@ -159,6 +338,16 @@ class RestApp:
         return [data]
 
 
+def _check_seconds(name: str, value: Any) -> None:
+    """A deadline: a finite number of seconds > 0 (ValueError naming ``name`` otherwise)."""
+    if (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not 0 < value < float("inf")
+    ):
+        raise ValueError(f"{name}: expected a number of seconds > 0, got {value!r}")
+
+
 class RestServer:
     """A bound (not yet serving) REST server: :meth:`serve_forever` in one thread,
     :meth:`close` from any thread. ``server_address`` is ``(host, port)``, ``url`` its base URL.
@@ -166,7 +355,12 @@ class RestServer:
     ``threads`` request threads run the model; ``idle_timeout_s`` (whole seconds >= 1) closes
     connections idle that long, checked every second; bodies up to ``max_request_bytes`` (the
     model server's) are read, larger ones get 413 (up to twice the limit the body is read first
-    so the client sees the answer; beyond that the connection is closed after the answer)."""
+    so the client sees the answer; beyond that the connection is closed after the answer).
+    A request's headers must arrive within ``request_header_timeout_s`` of its first byte (of the
+    connection's opening, for the first request) and its body within ``request_body_timeout_s``
+    of its headers, however steadily the bytes come (checked every second); at
+    ``connection_limit`` a new connection is taken in by shedding a connection that holds no
+    request a worker has (see :class:`_TcpServer`)."""
 
     def __init__(
         self,
@@ -177,6 +371,8 @@ class RestServer:
         threads: int = DEFAULT_REST_THREADS,
         idle_timeout_s: int = DEFAULT_IDLE_TIMEOUT_S,
         connection_limit: int = DEFAULT_CONNECTION_LIMIT,
+        request_header_timeout_s: float = DEFAULT_REQUEST_HEADER_TIMEOUT_S,
+        request_body_timeout_s: float = DEFAULT_REQUEST_BODY_TIMEOUT_S,
     ):
         for key, value in (
             ("threads", threads),
@@ -185,6 +381,8 @@ class RestServer:
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{key}: expected an int >= 1, got {value!r}")
+        _check_seconds("request_header_timeout_s", request_header_timeout_s)
+        _check_seconds("request_body_timeout_s", request_body_timeout_s)
         self.app = RestApp(model_server)
         limit = model_server.max_request_bytes
         self.adj = Adjustments(
@@ -219,6 +417,8 @@ class RestServer:
         ]
         for s in self._servers:
             s.max_request_bytes = limit
+            s.request_header_timeout_s = float(request_header_timeout_s)
+            s.request_body_timeout_s = float(request_body_timeout_s)
         first = self._servers[0]
         self.server_address = (first.effective_host, int(first.effective_port))
         host_text = first.effective_host
@@ -286,7 +486,8 @@ def make_http_server(
     model_server: ModelServer, host: str = "127.0.0.1", port: int = 8501, **options: Any
 ) -> RestServer:
     """A bound :class:`RestServer` answering with ``model_server``; port 0 picks one.
-    ``options``: ``threads``, ``idle_timeout_s``, ``connection_limit``."""
+    ``options``: ``threads``, ``idle_timeout_s``, ``connection_limit``,
+    ``request_header_timeout_s``, ``request_body_timeout_s``."""
     return RestServer(model_server, host, port, **options)
 
 
@@ -411,6 +612,13 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
         getattr(args, "tensorflow_intra_op_parallelism", 0) or 0,
         getattr(args, "tensorflow_inter_op_parallelism", 0) or 0,
     )
+    deadlines = {}
+    for key, default in (
+        ("request_header_timeout_s", DEFAULT_REQUEST_HEADER_TIMEOUT_S),
+        ("request_body_timeout_s", DEFAULT_REQUEST_BODY_TIMEOUT_S),
+    ):  # checked before the (slow) model load
+        deadlines[key] = getattr(args, key, default)
+        _check_seconds("--" + key.replace("_", "-"), deadlines[key])
     ms = model_server_from_args(args, graph_source)
     # waitress warns on every request that waits for a free thread: under load that is the
     # normal state, not news (the CLI's own log would be flooded)
@@ -422,6 +630,7 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
         args.port,
         threads=threads,
         idle_timeout_s=getattr(args, "idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S),
+        **deadlines,
     )
     grpc_running = None
     if getattr(args, "grpc_port", None) is not None:  # --grpc-port: gRPC over the same ms
@@ -493,8 +702,11 @@ def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
 
 
 __all__ = [
+    "DEFAULT_CONNECTION_LIMIT",
     "DEFAULT_IDLE_TIMEOUT_S",
     "DEFAULT_MAX_REQUEST_BYTES",
+    "DEFAULT_REQUEST_BODY_TIMEOUT_S",
+    "DEFAULT_REQUEST_HEADER_TIMEOUT_S",
     "DEFAULT_REST_THREADS",
     "BatchingOptions",
     "ModelServer",

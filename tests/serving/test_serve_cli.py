@@ -65,6 +65,11 @@ def test_serve_a_directory_without_versions(tmp_path):
         ("--max-examples", "0", "max_examples: expected an int >= 1, got 0"),
         ("--max-json-depth", "1", "max_json_depth: expected an int from 2 to 500, got 1"),
         (
+            "--request-body-timeout-s",
+            "0",
+            "--request-body-timeout-s: expected a number of seconds > 0, got 0.0",
+        ),
+        (
             "--tensorflow-inter-op-parallelism",
             "-1",
             "--tensorflow-inter-op-parallelism: expected an int >= 0 "
