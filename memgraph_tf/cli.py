@@ -241,6 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="close connections idle this many seconds (default 60)",
     )
     p.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=0,
+        metavar="N",
+        help="at most N connections from one client address: a new one sheds that client's "
+        "connection trickling an unfinished request longest, or is closed when all are busy "
+        "(default 0: no cap; clients behind one proxy or NAT share an address)",
+    )
+    p.add_argument(
         "--request-header-timeout-s",
         type=float,
         default=10.0,

@@ -232,15 +232,21 @@ class _TcpServer(TcpWSGIServer):
     limit, the listener stays readable while some connection is :meth:`_Channel.sheddable`;
     :meth:`handle_accept` then closes the first in :func:`_shed_order` to make room. Connections
     with a request queued or running are never shed; when all are, waitress's behaviour holds.
-    A per-client-address cap would not help a valid client that shares the address of the
-    trickling ones (as every test client does, 127.0.0.1), nor behind a proxy; it is not done."""
+    ``max_connections_per_client`` (off by default) caps the connections of one client address:
+    a new connection beyond it sheds that client's own first connection in :func:`_shed_order`,
+    or is closed at once when all of that client's connections have a request in progress. It
+    is off by default because clients behind one proxy or NAT share an address, and because a
+    valid client that shares the address of trickling ones (every test client: 127.0.0.1) must
+    still get in -- which shedding, not refusing, gives it."""
 
     channel_class = _Channel
     max_request_bytes: int | None = None  # for _JsonErrorTask's 413 message
     request_header_timeout_s: float = DEFAULT_REQUEST_HEADER_TIMEOUT_S
     request_body_timeout_s: float = DEFAULT_REQUEST_BODY_TIMEOUT_S
     newest_channel: _Channel | None = None
+    max_connections_per_client: int | None = None
     shed_count = 0
+    refused_count = 0
 
     def _channels(self):
         # the map is shared by every listener, channel and the trigger (wasyncore)
@@ -249,6 +255,26 @@ class _TcpServer(TcpWSGIServer):
     def _shed_candidate(self, exclude: _Channel | None = None) -> _Channel | None:
         candidates = [ch for ch in self._channels() if ch is not exclude and ch.sheddable()]
         return min(candidates, key=_shed_order) if candidates else None
+
+    def _within_client_cap(self, new: _Channel, cap: int) -> bool:
+        """Keep ``new`` within ``cap`` connections of its client address: shed that client's
+        first connection in :func:`_shed_order` when it has more; close ``new`` (False) when
+        none of them can be shed."""
+        host = new.addr[0] if new.addr else None
+        same = [ch for ch in self._channels() if ch is not new and ch.addr and ch.addr[0] == host]
+        if len(same) < cap:
+            return True
+        candidates = [ch for ch in same if ch.sheddable()]
+        if candidates:
+            victim = min(candidates, key=_shed_order)
+            logger.debug("per-client cap (%d) reached: shedding connection from %s", cap, host)
+            self.shed_count += 1  # counted first: a peer may see the close before the next line
+            victim.handle_close()
+            return True
+        logger.debug("per-client cap (%d) reached, every connection busy: refusing %s", cap, host)
+        self.refused_count += 1
+        new.handle_close()
+        return False
 
     def maintenance(self, now: float) -> None:
         # waitress calls this every cleanup_interval from readable() (server.py); its own closes
@@ -282,15 +308,20 @@ class _TcpServer(TcpWSGIServer):
         self.newest_channel = None
         super().handle_accept()  # accepts one connection and makes its channel (server.py)
         new = self.newest_channel
-        if new is None or len(self._map) <= self.adj.connection_limit:
+        if new is None:
+            return
+        cap = self.max_connections_per_client
+        if cap is not None and not self._within_client_cap(new, cap):
+            return
+        if len(self._map) <= self.adj.connection_limit:
             return
         victim = self._shed_candidate(exclude=new)
         if victim is not None:
             # wasyncore's poll2 looks each ready fd up in the map again, so closing another
             # channel while events are being dispatched is safe (wasyncore.py poll2)
             logger.debug("connection limit reached: shedding connection from %s", victim.addr)
-            victim.handle_close()
             self.shed_count += 1
+            victim.handle_close()
 
 
 class RestApp:
@@ -373,7 +404,17 @@ class RestServer:
         connection_limit: int = DEFAULT_CONNECTION_LIMIT,
         request_header_timeout_s: float = DEFAULT_REQUEST_HEADER_TIMEOUT_S,
         request_body_timeout_s: float = DEFAULT_REQUEST_BODY_TIMEOUT_S,
+        max_connections_per_client: int | None = None,
     ):
+        if max_connections_per_client is not None and (
+            not isinstance(max_connections_per_client, int)
+            or isinstance(max_connections_per_client, bool)
+            or max_connections_per_client < 1
+        ):
+            raise ValueError(
+                f"max_connections_per_client: expected an int >= 1 or None, got "
+                f"{max_connections_per_client!r}"
+            )
         for key, value in (
             ("threads", threads),
             ("idle_timeout_s", idle_timeout_s),
@@ -418,6 +459,7 @@ class RestServer:
         for s in self._servers:
             s.max_request_bytes = limit
             s.request_header_timeout_s = float(request_header_timeout_s)
+            s.max_connections_per_client = max_connections_per_client
             s.request_body_timeout_s = float(request_body_timeout_s)
         first = self._servers[0]
         self.server_address = (first.effective_host, int(first.effective_port))
@@ -487,7 +529,7 @@ def make_http_server(
 ) -> RestServer:
     """A bound :class:`RestServer` answering with ``model_server``; port 0 picks one.
     ``options``: ``threads``, ``idle_timeout_s``, ``connection_limit``,
-    ``request_header_timeout_s``, ``request_body_timeout_s``."""
+    ``request_header_timeout_s``, ``request_body_timeout_s``, ``max_connections_per_client``."""
     return RestServer(model_server, host, port, **options)
 
 
@@ -630,6 +672,7 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
         args.port,
         threads=threads,
         idle_timeout_s=getattr(args, "idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S),
+        max_connections_per_client=getattr(args, "max_connections_per_client", None) or None,
         **deadlines,
     )
     grpc_running = None

@@ -204,6 +204,55 @@ def test_a_request_being_processed_is_never_shed():
         thread.join(timeout=15)
 
 
+def test_the_per_client_cap_sheds_that_client_s_own_tricklers_then_refuses():
+    """``max_connections_per_client=3`` (off by default): 6 trickling connections from one
+    address leave 3 open (each new one sheds that client's oldest); a valid request from the
+    same address still gets in by shedding one; with 3 requests a worker holds, a 4th connection
+    is closed at once, unanswered, and the held ones get their answers."""
+    ms = _BlockingModelServer()
+    server = RestServer(
+        ms, "127.0.0.1", 0, threads=4, request_header_timeout_s=60, max_connections_per_client=3
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    listener = server._servers[0]
+    running = type("Running", (), {"server": server})  # what _channels reads
+    try:
+        tricklers = Tricklers(port, 6, every_s=0.5)
+        try:
+            _wait_for(lambda: listener.shed_count >= 3, 10, "6 connections to be accepted")
+            _wait_for(lambda: _channels(running) == 3, 10, "3 open connections")
+            r = requests.get(f"{server.url}/other", headers={"Connection": "close"}, timeout=10)
+            assert r.status_code == 200 and r.json() == {"ok": True}
+            assert listener.shed_count >= 4
+        finally:
+            tricklers.close()
+        _wait_for(lambda: _channels(running) == 0, 10, "the tricklers' connections to close")
+        held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(3)]
+        for sock in held:
+            sock.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+        _wait_for(lambda: _channels(running) == 3, 10, "3 held requests")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
+            _, sent = _closed_after(extra, 10, keep_sending=False)
+        assert sent == b""
+        _wait_for(lambda: listener.refused_count == 1, 5, "the refusal to be counted")
+        ms.release.set()
+        for sock in held:
+            data = b""
+            while b'"done"' not in data:
+                chunk = sock.recv(65536)
+                assert chunk, f"a held request's connection was closed: {data!r}"
+                data += chunk
+            sock.close()
+    finally:
+        ms.release.set()
+        server.close()
+        thread.join(timeout=15)
+    with pytest.raises(ValueError, match=r"max_connections_per_client: expected an int >= 1"):
+        RestServer(ms, "127.0.0.1", 0, max_connections_per_client=0)
+
+
 # ------------------------------------------------------------------------------- the deadlines
 @pytest.fixture(scope="module")
 def short_deadlines(toy_model_server):
@@ -277,3 +326,6 @@ def test_the_serve_options_parse():
         ["serve", "base", "--request-header-timeout-s", "2.5", "--request-body-timeout-s", "30"]
     )
     assert (args.request_header_timeout_s, args.request_body_timeout_s) == (2.5, 30.0)
+    assert args.max_connections_per_client == 0  # off
+    args = build_parser().parse_args(["serve", "base", "--max-connections-per-client", "16"])
+    assert args.max_connections_per_client == 16
