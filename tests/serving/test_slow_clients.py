@@ -232,7 +232,12 @@ def test_the_per_client_cap_sheds_that_client_s_own_tricklers_then_refuses():
         held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(3)]
         for sock in held:
             sock.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
-        _wait_for(lambda: _channels(running) == 3, 10, "3 held requests")
+
+        def held_by_workers() -> bool:  # each complete request queued or running (waitress)
+            chans = [c for c in list(server._map.values()) if hasattr(c, "request_started")]
+            return len(chans) == 3 and all(c.requests for c in chans)
+
+        _wait_for(held_by_workers, 10, "3 held requests")
         with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
             _, sent = _closed_after(extra, 10, keep_sending=False)
         assert sent == b""
