@@ -1,0 +1,308 @@
+"""Typed (heterogeneous) graphs with a planted signal that only the typed structure reveals.
+
+No small real heterogeneous node-classification dataset we found may be redistributed, so the
+typed-graph work (issue 24) runs on :func:`shop_graph`, a generated shop::
+
+    (:User)-[:BOUGHT]->(:Product)-[:IN]->(:Category)      (:User)-[:FOLLOWS]->(:User)
+
+* A user's class is uniform over ``num_classes``; its own features (``User.features``) are noise.
+* Category ``c`` belongs to class ``c % num_classes``; its features are a fixed random code (so a
+  model can tell categories apart without per-node embeddings: the graph stays inductive).
+* Products have noise features of another width; every category holds as many products.
+* Each user makes ``purchases_per_user`` purchases: with probability ``signal`` a product whose
+  category belongs to the user's class, otherwise a product drawn uniformly from all products.
+* Each user follows ``follows_per_user`` users drawn uniformly (no homophily: pure noise that a
+  model ignoring relationship types mixes with the purchases).
+
+The best possible accuracy is known exactly (:func:`best_accuracy`): given everything in the graph,
+a user's class depends on the data only through the classes of the categories it bought from (the
+follows, the features and the other buyers are independent of it given those), and the Bayes rule
+picks the class bought from most often, ties broken uniformly. Vocabulary follows TF-GNN: a graph
+has *node sets* (one per label) and *edge sets* (one per ``(source label, type, target label)``).
+
+Importing this module needs the standard library alone; generating needs numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memgraph_tf.embedded import EmbeddedGraph
+
+__all__ = [
+    "EdgeSet",
+    "NodeSet",
+    "TypedGraph",
+    "bayes_predictions",
+    "best_accuracy",
+    "shop_graph",
+    "typed_embedded_graph",
+]
+
+FEATURES = "features"
+"""The property that holds a node's feature vector, on every label that has features."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeSet:
+    """The nodes of one label: ``size`` nodes, numbered ``0..size-1`` inside the set, and their
+    feature matrix (``[size, width]`` float32) or None for a label without features."""
+
+    label: str
+    size: int
+    features: np.ndarray | None
+
+    @property
+    def width(self) -> int:
+        """The feature width (0 without features)."""
+        return 0 if self.features is None else int(self.features.shape[1])
+
+
+@dataclasses.dataclass(frozen=True)
+class EdgeSet:
+    """The relationships of one ``(source label, type, target label)`` triple, as parallel arrays of
+    node numbers inside the source and the target node sets."""
+
+    source_label: str
+    rel_type: str
+    target_label: str
+    source: np.ndarray
+    target: np.ndarray
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.source_label, self.rel_type, self.target_label)
+
+    @property
+    def size(self) -> int:
+        return int(self.source.shape[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class TypedGraph:
+    """A typed graph with labels on one node set.
+
+    ``labels[i]`` is the class of node ``i`` of ``target_label``; ``split[i]`` is ``train``,
+    ``val`` or ``test``; ``best_accuracy`` is the Bayes-optimal accuracy over the whole label
+    distribution (see :func:`best_accuracy`); ``params`` records the generator's arguments.
+    """
+
+    name: str
+    node_sets: Mapping[str, NodeSet]
+    edge_sets: Mapping[tuple[str, str, str], EdgeSet]
+    target_label: str
+    labels: np.ndarray
+    split: tuple[str, ...]
+    num_classes: int
+    best_accuracy: float
+    params: Mapping[str, Any]
+
+    def ids(self, split: str) -> list[int]:
+        """Numbers (inside the target node set) of the target nodes in ``split``."""
+        return [i for i, s in enumerate(self.split) if s == split]
+
+
+def best_accuracy(num_classes: int, purchases: int, signal: float) -> float:
+    """The exact Bayes-optimal accuracy of :func:`shop_graph`'s users.
+
+    Each purchase lands in a category of the user's own class with probability
+    ``q = signal + (1 - signal) / num_classes`` and in each other class with ``(1 - q) /
+    (num_classes - 1)``, independently; the optimal rule takes the class bought most often (the
+    likelihood grows with that count), ties uniformly. Summed over every count vector exactly.
+    """
+    if num_classes < 2 or purchases < 1 or not 0.0 <= signal <= 1.0:
+        raise ValueError(
+            f"best_accuracy: expected num_classes >= 2, purchases >= 1 and 0 <= signal <= 1, got "
+            f"{num_classes}, {purchases}, {signal}"
+        )
+    q = signal + (1.0 - signal) / num_classes
+    r = (1.0 - q) / (num_classes - 1)
+    total = 0.0
+    # the true class is class 0 (by symmetry); counts[0] purchases of it, the rest elsewhere
+    for counts in _compositions(purchases, num_classes):
+        top = max(counts)
+        if counts[0] != top:
+            continue
+        ties = sum(1 for c in counts if c == top)
+        ways = math.factorial(purchases)
+        for c in counts:
+            ways //= math.factorial(c)
+        total += ways * q ** counts[0] * r ** (purchases - counts[0]) / ties
+    return total
+
+
+def _compositions(n: int, k: int) -> Iterable[tuple[int, ...]]:
+    """Every tuple of ``k`` non-negative ints summing to ``n``."""
+    for bars in itertools.combinations(range(n + k - 1), k - 1):
+        edges = (-1, *bars, n + k - 1)
+        yield tuple(edges[i + 1] - edges[i] - 1 for i in range(k))
+
+
+def bayes_predictions(graph: TypedGraph, seed: int = 0) -> np.ndarray:
+    """The Bayes rule applied to ``graph``'s users: the class of the categories bought from most
+    often, ties broken uniformly with ``seed``. Its accuracy estimates :attr:`best_accuracy`."""
+    import numpy as np
+
+    bought = graph.edge_sets[("User", "BOUGHT", "Product")]
+    product_in = graph.edge_sets[("Product", "IN", "Category")]
+    category_of_product = np.empty(graph.node_sets["Product"].size, dtype=np.int64)
+    category_of_product[product_in.source] = product_in.target
+    k = graph.num_classes
+    votes = np.zeros((graph.node_sets["User"].size, k), dtype=np.int64)
+    np.add.at(votes, (bought.source, category_of_product[bought.target] % k), 1)
+    rng = np.random.default_rng(seed)
+    noisy = votes + rng.random(votes.shape) * 0.5  # uniform tie-break, never reorders counts
+    return noisy.argmax(axis=1)
+
+
+def shop_graph(
+    num_users: int = 12_000,
+    *,
+    num_products: int = 3_000,
+    num_categories: int = 12,
+    num_classes: int = 4,
+    purchases_per_user: int = 5,
+    follows_per_user: int = 10,
+    signal: float = 0.55,
+    user_width: int = 16,
+    product_width: int = 12,
+    category_width: int = 8,
+    seed: int = 0,
+) -> TypedGraph:
+    """The generated shop graph of the module docstring; same arguments, same graph.
+
+    Split of the users: 60% train, 20% validation, 20% test (by a seeded permutation).
+    """
+    import numpy as np
+
+    checks = {
+        "num_users": (num_users, 100),
+        "num_products": (num_products, num_categories),
+        "num_categories": (num_categories, num_classes),
+        "num_classes": (num_classes, 2),
+        "purchases_per_user": (purchases_per_user, 1),
+        "follows_per_user": (follows_per_user, 0),
+        "user_width": (user_width, 1),
+        "product_width": (product_width, 1),
+        "category_width": (category_width, 1),
+    }
+    for name, (value, least) in checks.items():
+        if not isinstance(value, int) or value < least:
+            raise ValueError(f"shop_graph: {name}: expected an integer >= {least}, got {value!r}")
+    if num_products % num_categories:
+        raise ValueError(
+            f"shop_graph: num_products: expected a multiple of num_categories ({num_categories}), "
+            f"got {num_products}"
+        )
+    if num_categories % num_classes:
+        raise ValueError(
+            f"shop_graph: num_categories: expected a multiple of num_classes ({num_classes}), got "
+            f"{num_categories}"
+        )
+    if not 0.0 <= signal <= 1.0:
+        raise ValueError(f"shop_graph: signal: expected 0 <= signal <= 1, got {signal!r}")
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(num_classes, size=num_users)
+    # exactly num_products / num_categories products per category: every class then has as many
+    # products, which keeps "the class bought most often" the Bayes rule
+    product_category = np.repeat(np.arange(num_categories), num_products // num_categories)
+    rng.shuffle(product_category)
+    products_of_class = [
+        np.flatnonzero(product_category % num_classes == c) for c in range(num_classes)
+    ]
+    users = np.repeat(np.arange(num_users), purchases_per_user)
+    own = rng.random(users.shape[0]) < signal
+    bought = rng.integers(num_products, size=users.shape[0])
+    for c in range(num_classes):
+        chosen = own & (labels[users] == c)
+        bought[chosen] = rng.choice(products_of_class[c], size=int(chosen.sum()))
+    followers = np.repeat(np.arange(num_users), follows_per_user)
+    followed = rng.integers(num_users - 1, size=followers.shape[0])
+    followed += followed >= followers  # nobody follows themselves
+    codes = rng.normal(size=(num_categories, category_width)).astype(np.float32)
+    node_sets = {
+        "User": NodeSet(
+            "User", num_users, rng.normal(size=(num_users, user_width)).astype(np.float32)
+        ),
+        "Product": NodeSet(
+            "Product",
+            num_products,
+            rng.normal(size=(num_products, product_width)).astype(np.float32),
+        ),
+        "Category": NodeSet("Category", num_categories, codes),
+    }
+    edge_sets = {
+        e.key: e
+        for e in (
+            EdgeSet("User", "BOUGHT", "Product", users, bought),
+            EdgeSet("Product", "IN", "Category", np.arange(num_products), product_category),
+            EdgeSet("User", "FOLLOWS", "User", followers, followed),
+        )
+    }
+    order = rng.permutation(num_users)
+    split = ["train"] * num_users
+    for i in order[int(0.6 * num_users) : int(0.8 * num_users)]:
+        split[i] = "val"
+    for i in order[int(0.8 * num_users) :]:
+        split[i] = "test"
+    params = {
+        "num_users": num_users,
+        "num_products": num_products,
+        "num_categories": num_categories,
+        "num_classes": num_classes,
+        "purchases_per_user": purchases_per_user,
+        "follows_per_user": follows_per_user,
+        "signal": signal,
+        "seed": seed,
+    }
+    return TypedGraph(
+        name="shop",
+        node_sets=node_sets,
+        edge_sets=edge_sets,
+        target_label="User",
+        labels=labels.astype(np.int64),
+        split=tuple(split),
+        num_classes=num_classes,
+        best_accuracy=best_accuracy(num_classes, purchases_per_user, signal),
+        params=params,
+    )
+
+
+def typed_embedded_graph(
+    graph: TypedGraph, modules: Iterable[Any] | None = None
+) -> tuple[EmbeddedGraph, dict[str, list[int]]]:
+    """``graph`` as an in-process graph running the query modules; returns it and, per label, the
+    internal id of each node of that node set (``ids[label][i]``).
+
+    Every node gets ``id`` (its number inside its node set) and, where its set has features,
+    ``features`` (a list of floats); target nodes also get ``label`` (int class) and ``split``.
+    Relationships keep their types and directions.
+    """
+    from memgraph_tf.embedded import EmbeddedGraph
+
+    g = EmbeddedGraph(modules)
+    ids: dict[str, list[int]] = {}
+    for label, node_set in graph.node_sets.items():
+        rows = node_set.features.tolist() if node_set.features is not None else None
+        internal = []
+        for i in range(node_set.size):
+            props: dict[str, Any] = {"id": i}
+            if rows is not None:
+                props[FEATURES] = rows[i]
+            if label == graph.target_label:
+                props["label"] = int(graph.labels[i])
+                props["split"] = graph.split[i]
+            internal.append(g.add_node([label], props))
+        ids[label] = internal
+    for (src_label, rel_type, dst_label), edge_set in graph.edge_sets.items():
+        src_ids, dst_ids = ids[src_label], ids[dst_label]
+        for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True):
+            g.add_edge(src_ids[a], dst_ids[b], rel_type)
+    return g, ids
