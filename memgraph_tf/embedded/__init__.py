@@ -59,8 +59,8 @@ class EmbeddedGraph:
     Node ids are dense internal ids from 0, in creation order. ``call`` behaves like
     ``CALL name(args...) YIELD *`` on Memgraph, returning one dict per record; it raises
     :class:`ArgumentTypeError` / :class:`ResultConversionError` for what Memgraph refuses and
-    :class:`ProcedureError` (message ``name: ExcType: text``, cause chained) when the procedure
-    raises.
+    :class:`ProcedureError` (Memgraph's text: ``name: `` + the traceback; the procedure's exception
+    as the cause) when the procedure raises.
     """
 
     def __init__(self, modules: Iterable[str | os.PathLike[str]] | None = None) -> None:

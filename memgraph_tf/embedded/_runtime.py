@@ -30,6 +30,7 @@ import itertools
 import logging
 import pathlib
 import sys
+import traceback
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
@@ -95,6 +96,24 @@ class AuthorizationError(Exception):
     pass
 
 
+# Memgraph's C extension defines them in the module ``_mgp``: a traceback names them ``_mgp.X``.
+for _error in (
+    UnknownError,
+    UnableToAllocateError,
+    InsufficientBufferError,
+    OutOfRangeError,
+    LogicErrorError,
+    DeletedObjectError,
+    InvalidArgumentError,
+    KeyAlreadyExistsError,
+    ImmutableObjectError,
+    ValueConversionError,
+    SerializationError,
+    AuthorizationError,
+):
+    _error.__module__ = "_mgp"
+
+
 # Errors of the runtime itself (what a Cypher client would see as a failed query).
 
 
@@ -115,7 +134,46 @@ class ResultConversionError(EmbeddedError, TypeError):
 
 
 class ProcedureError(EmbeddedError, RuntimeError):
-    """The procedure raised; the message is ``<module.proc>: <ExceptionType>: <message>``."""
+    """The procedure raised: the message is the text Memgraph sends a Bolt client, ``"<module.proc>:
+    "`` followed by :func:`traceback.format_exception` of the exception without the ``mgp.py``
+    wrapper frame (chained exceptions included), so its last line is ``module.Class: message``.
+    The procedure's own exception is the ``__cause__``; ``procedure`` is the qualified name."""
+
+    def __init__(self, message: str, procedure: str = "") -> None:
+        super().__init__(message)
+        self.procedure = procedure
+
+
+_THIS_FILE = __file__
+
+
+def memgraph_error_text(procedure: str, exc: BaseException) -> str:
+    """The message Memgraph sends when ``procedure`` raised ``exc`` (``src/py/py.hpp``
+    ``FormatException(exc_info, skip_first_line=true)``, prefixed with ``"<procedure>: "`` by
+    ``plan/operator.cpp`` ``CallProcedureCursor``).
+
+    Memgraph calls the ``mgp.py`` wrapper from C, so the exception's traceback starts at that
+    wrapper and its first entry is dropped. Here the call starts in this module: its frames are
+    skipped first, and frames of this module (Memgraph's C ``_mgp`` has none) are left out of every
+    traceback in the chain."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == _THIS_FILE:
+        tb = tb.tb_next
+    if tb is not None:  # the mgp.py wrapper
+        tb = tb.tb_next
+    te = traceback.TracebackException(type(exc), exc, tb, compact=True)
+    seen: set[int] = set()
+    todo = [te]
+    while todo:
+        one = todo.pop()
+        if id(one) in seen:
+            continue
+        seen.add(id(one))
+        one.stack = traceback.StackSummary.from_list(
+            [f for f in one.stack if f.filename != _THIS_FILE]
+        )
+        todo.extend(x for x in (one.__cause__, one.__context__) if x is not None)
+    return f"{procedure}: " + "".join(te.format())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -971,8 +1029,7 @@ class Runtime:
             try:
                 result = proc.func(Graph(ctx), tuple(values))
             except Exception as exc:  # what Memgraph reports as the query's error
-                text = str(exc) or exc.__class__.__doc__ or ""
-                raise ProcedureError(f"{name}: {type(exc).__name__}: {text.strip()}") from exc
+                raise ProcedureError(memgraph_error_text(name, exc), name) from exc
             return self._records(proc, result, mgp)
         finally:
             ctx.valid = False

@@ -309,6 +309,16 @@ def regex(text: str) -> str:
     return re.escape(text)
 
 
+def procedure_error(procedure: str, last_line: str) -> str:
+    """A regex of the whole text Memgraph sends when ``procedure`` raised: ``"<procedure>: "``,
+    the traceback (Memgraph's ``src/py/py.hpp`` ``FormatException``, first frame skipped, from
+    ``py_module.cpp`` ``CallPythonProcedure``) and ``last_line`` (a regex: ``module.Class:
+    message``) as its last line."""
+    return (
+        rf"(?s)\A{re.escape(procedure)}: Traceback \(most recent call last\):\n.*\n{last_line}\n\Z"
+    )
+
+
 def is_nan(x: float) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
