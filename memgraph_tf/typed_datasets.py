@@ -28,13 +28,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
     from memgraph_tf.embedded import EmbeddedGraph
+    from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 __all__ = [
     "EdgeSet",
@@ -42,6 +43,7 @@ __all__ = [
     "TypedGraph",
     "bayes_predictions",
     "best_accuracy",
+    "sample_neighbourhoods",
     "shop_graph",
     "typed_embedded_graph",
 ]
@@ -306,3 +308,70 @@ def typed_embedded_graph(
         for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True):
             g.add_edge(src_ids[a], dst_ids[b], rel_type)
     return g, ids
+
+
+def _adjacency(graph: TypedGraph, step: EdgeStep) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (``indptr``, ``indices``) from ``step.left`` node numbers to ``step.right`` ones."""
+    import numpy as np
+
+    if step.direction == "out":
+        key = (step.left, step.rel_type, step.right)
+    else:
+        key = (step.right, step.rel_type, step.left)
+    if key not in graph.edge_sets:
+        known = ", ".join(f"(:{a})-[:{t}]->(:{b})" for a, t, b in graph.edge_sets)
+        raise ValueError(
+            f"num_neighbors: {step}: the graph has no such relationships (has {known})"
+        )
+    edges = graph.edge_sets[key]
+    src, dst = (
+        (edges.source, edges.target) if step.direction == "out" else (edges.target, edges.source)
+    )
+    order = np.argsort(src, kind="stable")
+    counts = np.bincount(src, minlength=graph.node_sets[step.left].size)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return indptr, dst[order].astype(np.int64)
+
+
+def sample_neighbourhoods(
+    graph: TypedGraph, spec: TypedSamplingSpec, seeds: Sequence[int], rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """A reference typed sampler in numpy: per slot table (:func:`~memgraph_tf.typed_sampling.
+    table_name`), the node numbers ``[len(seeds), slots]`` (-1 for a padded slot).
+
+    Each step draws ``fanout`` distinct neighbours uniformly without replacement, or all of them
+    (then padded) when a node has fewer; children of a padded slot are padded.
+    """
+    import numpy as np
+
+    from memgraph_tf.typed_sampling import table_name
+
+    layout = spec.layout()
+    batch = len(seeds)
+    tables = {table_name(0, spec.seed_label): np.asarray(seeds, dtype=np.int64).reshape(batch, 1)}
+    for h in range(1, layout.num_hops + 1):
+        for label, size in layout.tables[h].items():
+            tables[table_name(h, label)] = np.full((batch, size), -1, dtype=np.int64)
+    adjacency: dict[EdgeStep, tuple[np.ndarray, np.ndarray]] = {}
+    for group in layout.groups:
+        step = group.step
+        if step not in adjacency:
+            adjacency[step] = _adjacency(graph, step)
+        indptr, indices = adjacency[step]
+        if indices.size == 0:
+            continue  # no such relationships at all: every slot stays padded
+        parents = tables[table_name(group.hop - 1, step.left)].reshape(-1)
+        valid = parents >= 0
+        start = indptr[np.where(valid, parents, 0)]
+        degree = np.where(valid, indptr[np.where(valid, parents, 0) + 1] - start, 0)
+        widest = max(int(degree.max(initial=0)), group.fanout)
+        keys = rng.random((parents.shape[0], widest))
+        keys[np.arange(widest)[None, :] >= degree[:, None]] = 2.0  # past the degree: last
+        picked = np.argsort(keys, axis=1, kind="stable")[:, : group.fanout]
+        found = picked < degree[:, None]
+        children = np.where(
+            found, indices[np.minimum(start[:, None] + picked, len(indices) - 1)], -1
+        )
+        target = tables[table_name(group.hop, step.right)]
+        target[:, group.offset : group.offset + group.size] = children.reshape(batch, group.size)
+    return tables

@@ -1,0 +1,105 @@
+"""The typed sampling contract (memgraph_tf.typed_sampling) and its numpy reference sampler
+(memgraph_tf.typed_datasets.sample_neighbourhoods)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from memgraph_tf.typed_datasets import sample_neighbourhoods, shop_graph
+from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec, table_name
+
+SHOP = {
+    "(:User)-[:BOUGHT]->(:Product)": [5, 2],
+    "(:User)-[:FOLLOWS]->(:User)": [3, 4],
+    "(:Product)-[:IN]->(:Category)": [0, 1],
+}
+
+
+def test_patterns_parse_both_directions_and_round_trip():
+    out = EdgeStep.parse("(:User)-[:BOUGHT]->(:Product)")
+    assert out == EdgeStep("User", "BOUGHT", "Product", "out")
+    back = EdgeStep.parse("(:Product) <-[:BOUGHT]- (:User)")
+    assert back == EdgeStep("Product", "BOUGHT", "User", "in")
+    assert EdgeStep.parse(str(back)) == back
+    spec = TypedSamplingSpec.from_num_neighbors("User", SHOP)
+    assert TypedSamplingSpec.from_num_neighbors("User", spec.num_neighbors()) == spec
+
+
+def test_the_layout_places_every_group_parent_major_in_step_order():
+    layout = TypedSamplingSpec.from_num_neighbors("User", SHOP).layout()
+    assert [dict(t) for t in layout.tables] == [
+        {"User": 1},
+        {"Product": 5, "User": 3},
+        # hop 2: users' purchases (3 x 2), users' follows (3 x 4), products' categories (5 x 1)
+        {"Product": 6, "User": 12, "Category": 5},
+    ]
+    hop2 = [(str(g.step), g.parents, g.fanout, g.offset) for g in layout.groups if g.hop == 2]
+    assert hop2 == [
+        ("(:User)-[:BOUGHT]->(:Product)", 3, 2, 0),
+        ("(:User)-[:FOLLOWS]->(:User)", 3, 4, 0),
+        ("(:Product)-[:IN]->(:Category)", 5, 1, 0),
+    ]
+    assert [str(g.step) for g in layout.children(1, "User")] == [
+        "(:User)-[:BOUGHT]->(:Product)",
+        "(:User)-[:FOLLOWS]->(:User)",
+    ]
+    assert layout.slots == 1 + 8 + 23
+
+
+@pytest.mark.parametrize(
+    ("seed_label", "num_neighbors", "message"),
+    [
+        ("User", {"(:User)-[:BOUGHT]-(:Product)": [5]}, r"expected a pattern like"),
+        ("User", {"(:User)<-[:BOUGHT]->(:Product)": [5]}, r"expected a pattern like"),
+        ("User", {"(:User)-[:BOUGHT]->(:Product)": [5, 1], "(:Product)-[:IN]->(:C)": [1]}, "same"),
+        ("User", {"(:User)-[:BOUGHT]->(:Product)": [-1]}, r"\[0\]: expected an integer >= 0"),
+        ("User", {"(:User)-[:BOUGHT]->(:Product)": [True]}, r"expected an integer >= 0, got True"),
+        ("User", {"(:User)-[:BOUGHT]->(:Product)": "5"}, r"expected a list of fanouts per hop"),
+        ("User", {"(:Product)-[:IN]->(:Category)": [1]}, r"never reached from seeds of 'User'"),
+        ("Us er", {"(:User)-[:BOUGHT]->(:Product)": [1]}, r"seed_label: expected a plain label"),
+        ("User", {}, r"expected at least one edge step"),
+    ],
+)
+def test_bad_specs_name_the_step_and_the_value(seed_label, num_neighbors, message):
+    with pytest.raises(ValueError, match=message):
+        TypedSamplingSpec.from_num_neighbors(seed_label, num_neighbors)
+
+
+@pytest.fixture(scope="module")
+def small_shop():
+    return shop_graph(300, num_products=60, follows_per_user=2, seed=5)
+
+
+def test_the_reference_sampler_follows_the_typed_edges(small_shop):
+    spec = TypedSamplingSpec.from_num_neighbors("User", SHOP)
+    seeds = list(range(40))
+    tables = sample_neighbourhoods(small_shop, spec, seeds, np.random.default_rng(0))
+    bought = small_shop.edge_sets[("User", "BOUGHT", "Product")]
+    follows = small_shop.edge_sets[("User", "FOLLOWS", "User")]
+    product_in = small_shop.edge_sets[("Product", "IN", "Category")]
+    for b, seed in enumerate(seeds):
+        products = tables[table_name(1, "Product")][b]
+        # relationships are drawn without replacement (a product bought twice can come twice)
+        own = Counter(bought.target[bought.source == seed].tolist())
+        drawn = Counter(p for p in products.tolist() if p >= 0)
+        assert drawn <= own and drawn.total() == min(5, own.total())
+        followed = [u for u in tables[table_name(1, "User")][b].tolist() if u >= 0]
+        assert sorted(followed) == sorted(follows.target[follows.source == seed].tolist())
+        # every product at hop 1 has its one category below it at hop 2
+        categories = tables[table_name(2, "Category")][b]
+        for j, p in enumerate(products.tolist()):
+            expected = int(product_in.target[p]) if p >= 0 else -1
+            assert categories[j] == expected
+        # children of a padded hop-1 user are padded
+        users = tables[table_name(1, "User")][b]
+        below = tables[table_name(2, "User")][b].reshape(3, 4)
+        assert (below[users < 0] == -1).all()
+
+
+def test_a_step_over_relationships_the_graph_lacks_names_them(small_shop):
+    spec = TypedSamplingSpec.from_num_neighbors("User", {"(:User)-[:RATED]->(:Product)": [2]})
+    with pytest.raises(ValueError, match=r"\(:User\)-\[:RATED\]->\(:Product\): the graph has no"):
+        sample_neighbourhoods(small_shop, spec, [0], np.random.default_rng(0))
