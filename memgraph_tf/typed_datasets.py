@@ -8,7 +8,8 @@ typed-graph work (issue 24) runs on :func:`shop_graph`, a generated shop::
 * A user's class is uniform over ``num_classes``; its own features (``User.features``) are noise.
 * Category ``c`` belongs to class ``c % num_classes``; its features are a fixed random code (so a
   model can tell categories apart without per-node embeddings: the graph stays inductive).
-* Products have noise features of another width; every category holds as many products.
+* Products have noise features of another width; every category holds as many products, and
+  a user never buys the same product twice.
 * Each user makes ``purchases_per_user`` purchases: with probability ``signal`` a product whose
   category belongs to the user's class, otherwise a product drawn uniformly from all products.
 * Each user follows ``follows_per_user`` users drawn uniformly (no homophily: pure noise that a
@@ -198,10 +199,10 @@ def shop_graph(
     for name, (value, least) in checks.items():
         if not isinstance(value, int) or value < least:
             raise ValueError(f"shop_graph: {name}: expected an integer >= {least}, got {value!r}")
-    if num_products % num_categories:
+    if num_products % (num_categories * purchases_per_user):
         raise ValueError(
-            f"shop_graph: num_products: expected a multiple of num_categories ({num_categories}), "
-            f"got {num_products}"
+            f"shop_graph: num_products: expected a multiple of num_categories x "
+            f"purchases_per_user ({num_categories * purchases_per_user}), got {num_products}"
         )
     if num_categories % num_classes:
         raise ValueError(
@@ -212,19 +213,31 @@ def shop_graph(
         raise ValueError(f"shop_graph: signal: expected 0 <= signal <= 1, got {signal!r}")
     rng = np.random.default_rng(seed)
     labels = rng.integers(num_classes, size=num_users)
-    # exactly num_products / num_categories products per category: every class then has as many
-    # products, which keeps "the class bought most often" the Bayes rule
-    product_category = np.repeat(np.arange(num_categories), num_products // num_categories)
-    rng.shuffle(product_category)
-    products_of_class = [
-        np.flatnonzero(product_category % num_classes == c) for c in range(num_classes)
-    ]
-    users = np.repeat(np.arange(num_users), purchases_per_user)
+    # Products sit on ``purchases_per_user`` shelves, each shelf holding every category equally
+    # often; a user's j-th purchase comes from shelf j. So a user never buys a product twice (a
+    # sampler that keeps distinct neighbours sees every purchase), the purchases stay independent,
+    # and every class has as many products per shelf, which keeps "the class bought most often"
+    # the Bayes rule with the exact accuracy of best_accuracy().
+    shelves = purchases_per_user
+    slot = rng.permutation(num_products)  # product p is slot[p] in shelf-major order
+    shelf_of = slot % shelves
+    product_category = (slot // shelves) % num_categories
+    pools = {
+        (j, c): np.flatnonzero((shelf_of == j) & (product_category % num_classes == c))
+        for j in range(shelves)
+        for c in range(num_classes)
+    }
+    shelf_all = [np.flatnonzero(shelf_of == j) for j in range(shelves)]
+    users = np.repeat(np.arange(num_users), shelves)
+    shelf = np.tile(np.arange(shelves), num_users)
     own = rng.random(users.shape[0]) < signal
-    bought = rng.integers(num_products, size=users.shape[0])
-    for c in range(num_classes):
-        chosen = own & (labels[users] == c)
-        bought[chosen] = rng.choice(products_of_class[c], size=int(chosen.sum()))
+    bought = np.empty(users.shape[0], dtype=np.int64)
+    for j in range(shelves):
+        anywhere = (shelf == j) & ~own
+        bought[anywhere] = rng.choice(shelf_all[j], size=int(anywhere.sum()))
+        for c in range(num_classes):
+            chosen = (shelf == j) & own & (labels[users] == c)
+            bought[chosen] = rng.choice(pools[(j, c)], size=int(chosen.sum()))
     followers = np.repeat(np.arange(num_users), follows_per_user)
     followed = rng.integers(num_users - 1, size=followers.shape[0])
     followed += followed >= followers  # nobody follows themselves
@@ -327,10 +340,10 @@ def _adjacency(graph: TypedGraph, step: EdgeStep) -> tuple[np.ndarray, np.ndarra
     src, dst = (
         (edges.source, edges.target) if step.direction == "out" else (edges.target, edges.source)
     )
-    order = np.argsort(src, kind="stable")
-    counts = np.bincount(src, minlength=graph.node_sets[step.left].size)
+    pairs = np.unique(np.stack([src, dst], axis=1), axis=0)  # distinct neighbours, ascending
+    counts = np.bincount(pairs[:, 0], minlength=graph.node_sets[step.left].size)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return indptr, dst[order].astype(np.int64)
+    return indptr, pairs[:, 1].astype(np.int64)
 
 
 def sample_neighbourhoods(
@@ -339,8 +352,9 @@ def sample_neighbourhoods(
     """A reference typed sampler in numpy: per slot table (:func:`~memgraph_tf.typed_sampling.
     table_name`), the node numbers ``[len(seeds), slots]`` (-1 for a padded slot).
 
-    Each step draws ``fanout`` distinct neighbours uniformly without replacement, or all of them
-    (then padded) when a node has fewer; children of a padded slot are padded.
+    Each step draws ``fanout`` of a node's distinct neighbours (over that step's relationships)
+    uniformly without replacement, or all of them (then padded) when it has fewer, as
+    ``tf_features.sample`` does with ``pad``; children of a padded slot are padded.
     """
     import numpy as np
 

@@ -32,9 +32,9 @@ def test_the_default_shop_meets_the_issue_sizes(shop):
 
 def test_same_seed_same_graph_and_another_seed_another():
     a, b, c = (
-        shop_graph(500, num_products=120, seed=3),
-        shop_graph(500, num_products=120, seed=3),
-        (shop_graph(500, num_products=120, seed=4)),
+        shop_graph(500, num_products=180, seed=3),
+        shop_graph(500, num_products=180, seed=3),
+        (shop_graph(500, num_products=180, seed=4)),
     )
     for key, edges in a.edge_sets.items():
         np.testing.assert_array_equal(edges.target, b.edge_sets[key].target)
@@ -75,8 +75,8 @@ def test_own_features_and_follows_carry_no_signal(shop):
 
 
 def test_bad_arguments_name_the_argument():
-    with pytest.raises(ValueError, match=r"num_products: expected a multiple of num_categories"):
-        shop_graph(num_products=3_001)
+    with pytest.raises(ValueError, match=r"num_products: expected a multiple of num_categories x"):
+        shop_graph(num_products=3_030)
     with pytest.raises(ValueError, match=r"signal: expected 0 <= signal <= 1, got 1.5"):
         shop_graph(signal=1.5)
     with pytest.raises(ValueError, match=r"num_users: expected an integer >= 100, got 5"):
@@ -84,9 +84,9 @@ def test_bad_arguments_name_the_argument():
 
 
 def test_the_embedded_graph_keeps_labels_types_and_properties():
-    graph = shop_graph(200, num_products=48, seed=1)
+    graph = shop_graph(200, num_products=60, seed=1)
     g, ids = typed_embedded_graph(graph)
-    assert g.node_count == 200 + 48 + 12
+    assert g.node_count == 200 + 60 + 12
     assert g.edge_count == sum(e.size for e in graph.edge_sets.values())
     user = ids["User"][7]
     assert g.labels(user) == ["User"]

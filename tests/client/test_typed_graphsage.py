@@ -20,7 +20,7 @@ SHOP = {
 
 @pytest.fixture(scope="module")
 def shop():
-    return shop_graph(400, num_products=60, seed=2)
+    return shop_graph(400, num_products=120, seed=2)
 
 
 def _inputs(graph, seeds):
@@ -71,7 +71,7 @@ def test_a_label_without_features_and_the_config_round_trip(shop):
 
 
 def test_it_learns_what_only_the_typed_structure_reveals():
-    graph = shop_graph(2_000, num_products=240, signal=0.8, follows_per_user=2, seed=0)
+    graph = shop_graph(2_000, num_products=300, signal=0.8, follows_per_user=2, seed=0)
     spec = TypedSamplingSpec.from_num_neighbors("User", SHOP)
     dims = {label: s.width for label, s in graph.node_sets.items()}
     features = {label: s.features for label, s in graph.node_sets.items()}
