@@ -31,6 +31,11 @@ class ModelVersion:
     functions: dict[str, Any]  # name -> concrete function
     bundle_config: BundleConfig | None = None
     loaded: Any = field(default=None, repr=False)
+    #: the served model this version belongs to (set by the server that loads it)
+    model_name: str = ""
+    #: how this version's ``node_id`` examples are sampled (set by the server; None: not a
+    #: memgraph-tf bundle)
+    sampling: Any = None
 
 
 def _read_saved_model_proto(path: pathlib.Path):

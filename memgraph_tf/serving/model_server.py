@@ -25,14 +25,21 @@ import os
 import pathlib
 import re
 import threading
-from collections.abc import Mapping
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memgraph_tf.serving import bundle, errors, input_specs, node_examples, rest_api, rest_json
+from memgraph_tf.serving import metrics as metrics_mod
+from memgraph_tf.serving import model_config as model_config_mod
 from memgraph_tf.serving.batching import BatchingOptions, BatchScheduler
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE
 from memgraph_tf.serving.errors import ServingFailure
 from memgraph_tf.serving.loading import ModelVersion, load_version, op_names
+from memgraph_tf.serving.metrics import ServerMetrics
+from memgraph_tf.serving.model_config import ModelEntry, VersionPolicy
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES
 from memgraph_tf.serving.rest_json import bad_request
@@ -40,6 +47,59 @@ from memgraph_tf.serving.rest_json import bad_request
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: TF Serving's ``--file_system_poll_wait_seconds`` default (``model_servers/main.cc``): poll the
+#: base paths every second.
+DEFAULT_POLL_WAIT_S = 1.0
+
+
+@dataclass
+class ServedModel:
+    """One served model: where its versions are, which it serves, its labels, and the versions
+    loaded now (``versions``: replaced as a whole on every change, never modified in place)."""
+
+    name: str
+    base_path: pathlib.Path
+    policy: VersionPolicy
+    labels: dict[str, int] = field(default_factory=dict)
+    versions: dict[int, ModelVersion] = field(default_factory=dict)
+    #: versions that failed to load, with the state of their directory then
+    failed: dict[int, tuple] = field(default_factory=dict)
+
+
+def _dir_stamp(path: pathlib.Path) -> tuple:
+    """What changes when a version directory is written again (its own and its files' times)."""
+    stamps = []
+    for p in (path, path / "saved_model.pb", path / "variables"):
+        try:
+            stamps.append(p.stat().st_mtime_ns)
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)
+
+
+class _TimedFetcher:
+    """The graph source's fetcher, timed: each fetch is added to the request's record and to
+    the graph-fetch latency metric."""
+
+    def __init__(self, inner: NeighbourhoodFetcher, server: ModelServer):
+        self.inner = inner
+        self.server = server
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def fetch(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.inner.fetch(*args, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - start
+            record = metrics_mod.current()
+            if self.server.metrics is not None:
+                model = record.model if record is not None and record.model else ""
+                self.server.metrics.graph_fetch(record, model, elapsed)
+            elif record is not None:
+                record.graph_fetch_s += elapsed
 
 
 class ModelServer:
@@ -74,7 +134,7 @@ class ModelServer:
 
     def __init__(
         self,
-        base_path: str | os.PathLike,
+        base_path: str | os.PathLike | None = None,
         model_name: str | None = None,
         *,
         labels: Mapping[str, int] | None = None,
@@ -85,10 +145,11 @@ class ModelServer:
         batching: BatchingOptions | None = None,
         warmup: bool = True,
         sampling_seed: int | str | None = None,
+        model_config: Sequence[ModelEntry] | str | os.PathLike | None = None,
+        poll_wait_s: float | None = None,
+        metrics_path: str | None = None,
+        access_log: bool = False,
     ):
-        self.base_path = pathlib.Path(base_path).resolve()
-        if not self.base_path.is_dir():
-            raise ValueError(f"model_base_path: expected a directory, got {str(base_path)!r}")
         for key, value, low, high in (
             ("max_request_bytes", max_request_bytes, 1, None),
             ("max_examples", max_examples, 1, None),
@@ -102,7 +163,21 @@ class ModelServer:
             ):
                 span = f">= {low}" if high is None else f"from {low} to {high}"
                 raise ValueError(f"{key}: expected an int {span}, got {value!r}")
-        self.model_name = model_name or self.base_path.name
+        if poll_wait_s is not None and (
+            isinstance(poll_wait_s, bool)
+            or not isinstance(poll_wait_s, (int, float))
+            or not 0 <= poll_wait_s < float("inf")
+        ):
+            raise ValueError(
+                f"file_system_poll_wait_seconds: expected a number of seconds >= 0 (0: load "
+                f"once; TF Serving reserves negative values for its tests), got {poll_wait_s!r}"
+            )
+        if metrics_path is not None and not (
+            isinstance(metrics_path, str) and metrics_path.startswith("/")
+        ):
+            raise ValueError(
+                f"metrics_path: expected a path starting with '/', got {metrics_path!r}"
+            )
         self.max_request_bytes = max_request_bytes
         self.max_examples = max_examples
         self.max_json_depth = max_json_depth
@@ -115,55 +190,184 @@ class ModelServer:
                 f"{bundle.DEFAULT_SEED}) or {bundle.RANDOM_SAMPLING!r}, got {sampling_seed!r}"
             )
         self.sampling_seed = sampling_seed
+        self.metrics_path = metrics_path
+        #: the Prometheus metrics (None unless ``metrics_path`` is set)
+        self.metrics: ServerMetrics | None = ServerMetrics() if metrics_path else None
+        self.access_log = bool(access_log)
         self.graph_source = graph_source
         self.neighbourhoods = (
-            NeighbourhoodFetcher(graph_source) if graph_source is not None else None
+            _TimedFetcher(NeighbourhoodFetcher(graph_source), self)
+            if graph_source is not None
+            else None
         )
-        found = bundle.discover_versions(self.base_path)
-        if not found:
-            raise ValueError(
-                f"model_base_path: expected numbered version directories holding saved_model.pb "
-                f"under {str(base_path)!r}, found none"
-            )
-        self.versions: dict[int, ModelVersion] = {}
-        for v, path in found.items():
-            try:
-                self.versions[v] = load_version(path, v)
-            except (errors.BundleError, ValueError):
-                raise
-            except Exception as exc:  # a corrupt or unreadable SavedModel: name the directory
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise ValueError(f"{path}: cannot load the SavedModel: {first}") from exc
-            logger.info(
-                "loaded %s version %d from %s (signatures: %s)",
-                self.model_name,
-                v,
-                path.name,
-                sorted(self.versions[v].functions),
-            )
-        #: per version of a memgraph-tf bundle: how its ``node_id`` examples are sampled
-        self.sampling = {
-            v: bundle.inference_sampling(mv.bundle_config, sampling_seed)
-            for v, mv in self.versions.items()
-            if mv.bundle_config is not None
-        }
-        self.labels = dict(labels or {})
-        for lbl, v in self.labels.items():
-            if v not in self.versions:
-                raise ValueError(
-                    f"labels: label {lbl!r} points at version {v}, expected one of "
-                    f"{sorted(self.versions)}"
-                )
         self.model_calls = 0
         self._calls_lock = threading.Lock()
+        self._local = threading.local()  # .warming: the calls of a warm-up, run unbatched
+        self._sync_lock = threading.Lock()
+        self.warmup = warmup
         self.warmup_requests = 0
         self.batcher: BatchScheduler | None = None  # warmup calls run unbatched
-        if warmup:
-            for mv in self.versions.values():
-                self.warmup_requests += self._warm_up(mv)
-            self.model_calls = 0  # count the calls of requests only
+        #: the served models by name (the first is the one ``model_name`` names)
+        self.models: dict[str, ServedModel] = {}
+        for entry in self._entries(base_path, model_name, labels, model_config):
+            model = ServedModel(entry.name, entry.base_path, entry.policy, dict(entry.labels))
+            self.models[entry.name] = model
+            self._sync(model, initial=True)
+            for lbl, v in model.labels.items():
+                if v not in model.versions:
+                    raise ValueError(
+                        f"labels: label {lbl!r} of model {model.name!r} points at version {v}, "
+                        f"expected one of {sorted(model.versions)}"
+                    )
+        first = next(iter(self.models.values()))
+        self.model_name = first.name
+        self.base_path = first.base_path
         self.batching = batching
         self.batcher = BatchScheduler(batching) if batching is not None else None
+        self.poll_wait_s = poll_wait_s
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        if poll_wait_s:  # 0 (or None): the versions found at start-up, once (TF Serving's 0)
+            self._poller = threading.Thread(
+                target=self._poll_loop, name="memgraph-tf-version-poll", daemon=True
+            )
+            self._poller.start()
+
+    @staticmethod
+    def _entries(base_path, model_name, labels, model_config) -> list[ModelEntry]:
+        """The models to serve: those of ``model_config`` (entries, or a config file's path),
+        else the one under ``base_path`` (every version found, as ``memgraph-tf serve BASE``
+        always served)."""
+        if model_config is not None:
+            if base_path is not None or labels:
+                raise ValueError(
+                    "model_config: give either a model config or a model_base_path (with its "
+                    "labels), not both (TF Serving ignores --model_base_path then; this refuses)"
+                )
+            if isinstance(model_config, (str, os.PathLike)):
+                return model_config_mod.read_model_config(model_config)
+            return list(model_config)
+        if base_path is None:
+            raise ValueError("model_base_path: expected a directory or a model_config")
+        path = pathlib.Path(base_path).resolve()
+        if not path.is_dir():
+            raise ValueError(f"model_base_path: expected a directory, got {str(base_path)!r}")
+        policy = model_config_mod.VersionPolicy("all")
+        return [ModelEntry(model_name or path.name, path, policy, dict(labels or {}))]
+
+    # -- versions: loading, polling, switching
+    @property
+    def versions(self) -> dict[int, ModelVersion]:
+        """The loaded versions of the first model (``model_name``), by number."""
+        return self.models[self.model_name].versions
+
+    @property
+    def labels(self) -> dict[str, int]:
+        """The version labels of the first model."""
+        return self.models[self.model_name].labels
+
+    @property
+    def sampling(self) -> dict[int, Any]:
+        """Per loaded version of the first model that is a memgraph-tf bundle: how its
+        ``node_id`` examples are sampled."""
+        return {v: mv.sampling for v, mv in self.versions.items() if mv.sampling is not None}
+
+    def _load(self, model: ServedModel, v: int, path: pathlib.Path) -> ModelVersion:
+        """Load and warm up version ``v`` of ``model``: only then may it take requests."""
+        start = time.perf_counter()
+        try:
+            mv = load_version(path, v)
+        except (errors.BundleError, ValueError):
+            self._load_attempt(path, False, start)
+            raise
+        except Exception as exc:  # a corrupt or unreadable SavedModel: name the directory
+            self._load_attempt(path, False, start)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ValueError(f"{path}: cannot load the SavedModel: {first}") from exc
+        self._load_attempt(path, True, start)
+        mv.model_name = model.name
+        if mv.bundle_config is not None:
+            mv.sampling = bundle.inference_sampling(mv.bundle_config, self.sampling_seed)
+        logger.info(
+            "loaded %s version %d from %s (signatures: %s)",
+            model.name,
+            v,
+            path,
+            sorted(mv.functions),
+        )
+        if self.warmup:
+            calls = self._warm_up(mv)
+            self.warmup_requests += calls
+            with self._calls_lock:
+                self.model_calls -= calls  # count the calls of requests only
+        weakref.finalize(mv, logger.info, "released %s version %d", model.name, v)
+        return mv
+
+    def _load_attempt(self, path: pathlib.Path, ok: bool, start: float) -> None:
+        if self.metrics is not None:
+            self.metrics.load_attempt(str(path), ok, time.perf_counter() - start)
+
+    def _sync(self, model: ServedModel, *, initial: bool = False) -> None:
+        """Bring ``model``'s loaded versions in line with its base path and version policy:
+        new versions are loaded and warmed up first, then every change is published at once
+        (one assignment of a new dict: a request sees the old set or the new one, never a
+        half-loaded version); a dropped version stops taking new requests, and the requests
+        holding it finish on it (it is released when the last lets go). At start-up
+        (``initial``) a version that fails to load is an error; later it is logged and not
+        tried again until its directory changes."""
+        with self._sync_lock:
+            base = model.base_path
+            found = bundle.discover_versions(base) if base.is_dir() else {}
+            wanted = model.policy.select(found)
+            current = model.versions
+            new: dict[int, ModelVersion] = {}
+            for v, path in sorted(wanted.items()):
+                if v in current and current[v].path == path:
+                    new[v] = current[v]
+                    continue
+                stamp = _dir_stamp(path)
+                if not initial and model.failed.get(v) == stamp:
+                    continue
+                try:
+                    new[v] = self._load(model, v, path)
+                except Exception as exc:
+                    if initial:
+                        raise
+                    model.failed[v] = stamp
+                    logger.error("%s version %d: not loaded: %s", model.name, v, exc)
+                    continue
+                model.failed.pop(v, None)
+            if initial and not new:
+                raise ValueError(
+                    f"model_base_path: expected numbered version directories holding "
+                    f"saved_model.pb under {str(base)!r}"
+                    + (f" ({model.policy.describe()})" if model.policy.kind != "all" else "")
+                    + ", found none"
+                )
+            if new.keys() == current.keys() and all(new[v] is current[v] for v in new):
+                return
+            model.versions = new  # the switch
+            for v in sorted(set(current) - set(new)):
+                logger.info(
+                    "unloaded %s version %d (requests holding it finish on it)", model.name, v
+                )
+            if not initial:
+                logger.info("%s: serving versions %s", model.name, sorted(new))
+            if self.metrics is not None:
+                self.metrics.loaded_versions.labels(model.name).set(len(new))
+
+    def poll_once(self) -> None:
+        """One poll of every model's base path (what the polling thread does every
+        ``poll_wait_s``); failures are logged, never raised."""
+        for model in list(self.models.values()):
+            try:
+                self._sync(model)
+            except Exception:  # a poll must never stop the server
+                logger.exception("polling %s failed", model.base_path)
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self.poll_wait_s):
+            self.poll_once()
 
     def _warm_up(self, mv: ModelVersion) -> int:
         """Replay ``mv``'s warmup records (``assets.extra/tf_serving_warmup_requests``, TFRecord of
@@ -179,6 +383,13 @@ class ModelServer:
         import tensorflow as tf
         from tensorflow_serving.apis import prediction_log_pb2
 
+        self._local.warming = True
+        try:
+            return self._replay_warmup(mv, path, tf, prediction_log_pb2)
+        finally:
+            self._local.warming = False
+
+    def _replay_warmup(self, mv: ModelVersion, path: pathlib.Path, tf, prediction_log_pb2) -> int:
         calls = 0
         try:
             records = list(tf.data.TFRecordDataset(str(path)).as_numpy_iterator())
@@ -232,31 +443,50 @@ class ModelServer:
         return calls
 
     def close(self) -> None:
-        """Stop the batch threads (if any). The server answers on, unbatched."""
+        """Stop polling and the batch threads (if any). The server answers on, unbatched, from
+        the versions loaded now."""
+        self._stop.set()
+        if self._poller is not None and self._poller is not threading.current_thread():
+            self._poller.join(timeout=30)
         if self.batcher is not None:
             self.batcher.close()
 
     # -- resolution
     def resolve(self, name: str, version: str | int | None, label: str | None) -> ModelVersion:
-        """The version a request names (by number, label, or the newest). 404 "Servable not
-        found for request: Latest(NAME)" / "Specific(NAME, N)", 400 "Unrecognized servable
-        version label: L", as TF Serving's ServerCore answers."""
+        """The version a request names (by number, label, or the newest), from the versions
+        loaded at this moment. 404 "Servable not found for request: Latest(NAME)" /
+        "Specific(NAME, N)", 400 "Unrecognized servable version label: L", as TF Serving's
+        ServerCore answers; a label whose version is not loaded (unloaded by the poller) is 404
+        Specific(NAME, N), as TF Serving resolves a label to its version first."""
+        record = metrics_mod.current()
+        if record is not None:
+            record.model = name
+        model = self.models.get(name)
         if label is not None:
-            if label not in self.labels or name != self.model_name:
+            if model is None or label not in model.labels:
                 raise bad_request(f"Unrecognized servable version label: {label}")
-            return self.versions[self.labels[label]]
+            version = model.labels[label]
         if version is not None:
             version = int(version)
-        if name != self.model_name:
+        if model is None:
             req = f"Specific({name}, {version})" if version is not None else f"Latest({name})"
             raise ServingFailure.for_code("NOT_FOUND", f"Servable not found for request: {req}")
+        versions = model.versions  # one snapshot: the poller may publish a new set meanwhile
         if version is None:
-            return self.versions[max(self.versions)]
-        if version not in self.versions:
+            if not versions:
+                raise ServingFailure.for_code(
+                    "NOT_FOUND", f"Servable not found for request: Latest({name})"
+                )
+            mv = versions[max(versions)]
+        elif version not in versions:
             raise ServingFailure.for_code(
                 "NOT_FOUND", f"Servable not found for request: Specific({name}, {version})"
             )
-        return self.versions[version]
+        else:
+            mv = versions[version]
+        if record is not None:
+            record.version = mv.version
+        return mv
 
     @staticmethod
     def example_signature(mv: ModelVersion, requested: str | None, method: str) -> str:
@@ -290,8 +520,11 @@ class ModelServer:
     def _examples(self, doc: dict, method: str, mv: ModelVersion) -> list[bytes]:
         context = rest_json.request_context(doc)
         examples = rest_json.request_examples(doc, method)
+        record = metrics_mod.current()
+        if record is not None:
+            record.examples = len(examples)
         protos = node_examples.json_examples(
-            examples, mv.bundle_config, self.neighbourhoods, self.sampling.get(mv.version)
+            examples, mv.bundle_config, self.neighbourhoods, mv.sampling
         )
         return rest_json.serialize_examples(protos, context)
 
@@ -345,17 +578,37 @@ class ModelServer:
             }
             return self._execute(fn, tensors)
 
-        if self.batcher is None or not feeds:
-            return run(feeds)
-        rows = {v.shape[0] if getattr(v, "ndim", 0) >= 1 else None for v in feeds.values()}
-        if len(rows) != 1 or None in rows:
-            return run(feeds)
-        key = (
-            mv.version,
-            name,
-            tuple((k, str(v.dtype), v.shape[1:]) for k, v in sorted(feeds.items())),
-        )
-        return self.batcher.submit(key, dict(feeds), rows.pop(), run)
+        start = time.perf_counter()
+        try:
+            if self.batcher is None or not feeds or getattr(self._local, "warming", False):
+                return run(feeds)
+            rows = {v.shape[0] if getattr(v, "ndim", 0) >= 1 else None for v in feeds.values()}
+            if len(rows) != 1 or None in rows:
+                return run(feeds)
+            key = (
+                mv.model_name,
+                mv.version,
+                name,
+                tuple((k, str(v.dtype), v.shape[1:]) for k, v in sorted(feeds.items())),
+            )
+            metrics = self.metrics
+
+            def run_batch(arrays: Mapping[str, Any]) -> dict:
+                if metrics is not None:
+                    size = next(iter(arrays.values())).shape[0]
+                    metrics.batch_size.labels(mv.model_name).observe(size)
+                return run(arrays)
+
+            return self.batcher.submit(key, dict(feeds), rows.pop(), run_batch)
+        finally:
+            self._observe_model_call(mv, time.perf_counter() - start)
+
+    def _observe_model_call(self, mv: ModelVersion, elapsed_s: float) -> None:
+        record = metrics_mod.current()
+        if self.metrics is not None:
+            self.metrics.model_call(record, mv.model_name, elapsed_s)
+        elif record is not None:
+            record.model_s += elapsed_s
 
     def run_predict(
         self, mv: ModelVersion, feeds: Mapping[str, Any], signature_name: str | None = None
@@ -367,12 +620,17 @@ class ModelServer:
         import numpy as np
 
         name, sig, fn = self._signature(mv, signature_name)
+        record = metrics_mod.current()
+        if record is not None and record.examples is None:
+            rows = {getattr(v, "shape", (None,))[:1] for v in feeds.values()}
+            if len(rows) == 1 and (first := rows.pop()):
+                record.examples = first[0]
         if set(feeds) != set(sig.inputs):
             extra = sorted(set(feeds) - set(sig.inputs))
             missing = sorted(set(sig.inputs) - set(feeds))
             raise bad_request(
                 f"Request inputs do not match required inputs for model "
-                f"`{self.model_name}`. Send extra: {extra}. Missing but required: "
+                f"`{mv.model_name}`. Send extra: {extra}. Missing but required: "
                 f"{missing}."
             )
         arrays = {}
@@ -502,22 +760,27 @@ class ModelServer:
         model NAME", 400 for an unknown label."""
         from tensorflow_serving.apis import get_model_status_pb2
 
-        if name != self.model_name:
+        record = metrics_mod.current()
+        if record is not None:
+            record.model = name
+        model = self.models.get(name)
+        loaded = model.versions if model is not None else {}
+        if not loaded:
             raise ServingFailure.for_code(
                 "NOT_FOUND", f"Could not find any versions of model {name}"
             )
         if label is not None:
-            if label not in self.labels:
+            if label not in model.labels:
                 raise bad_request(f"Unrecognized servable version label: {label}")
-            versions = [self.labels[label]]
-        elif version is not None:
-            if int(version) not in self.versions:
+            version = model.labels[label]
+        if version is not None:
+            if int(version) not in loaded:
                 raise ServingFailure.for_code(
                     "NOT_FOUND", f"Could not find version {version} of model {name}"
                 )
             versions = [int(version)]
         else:
-            versions = sorted(self.versions, reverse=True)
+            versions = sorted(loaded, reverse=True)
         resp = get_model_status_pb2.GetModelStatusResponse()
         for v in versions:
             st = resp.model_version_status.add()
@@ -542,7 +805,7 @@ class ModelServer:
         from tensorflow_serving.apis import get_model_metadata_pb2
 
         resp = get_model_metadata_pb2.GetModelMetadataResponse()
-        resp.model_spec.name = self.model_name
+        resp.model_spec.name = mv.model_name
         resp.model_spec.version.value = mv.version
         sdm = get_model_metadata_pb2.SignatureDefMap()
         for k, v in mv.signature_defs.items():
@@ -587,11 +850,13 @@ class ModelServer:
 __all__ = [
     "DEFAULT_MAX_EXAMPLES",
     "DEFAULT_MAX_REQUEST_BYTES",
+    "DEFAULT_POLL_WAIT_S",
     "DEFAULT_SIGNATURE",
     "BatchScheduler",
     "BatchingOptions",
     "ModelServer",
     "ModelVersion",
+    "ServedModel",
     "load_version",
     "op_names",
 ]

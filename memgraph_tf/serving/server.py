@@ -42,10 +42,12 @@ from waitress.task import ErrorTask, ThreadedTaskDispatcher
 from waitress.utilities import RequestEntityTooLarge
 
 from memgraph_tf.errors import EXIT_OK, EXIT_USAGE
+from memgraph_tf.serving import access_log, metrics, rest_api
 from memgraph_tf.serving.bundle import RANDOM_SAMPLING
 from memgraph_tf.serving.errors import (
     INTERNAL_ERROR_MESSAGE,
     REQUEST_TOO_LARGE_STATUS,
+    code_for_http,
     http_reason,
 )
 from memgraph_tf.serving.model_server import (
@@ -324,12 +326,37 @@ class _TcpServer(TcpWSGIServer):
             victim.handle_close()
 
 
+_REST_APIS = {"classify": "Classify", "regress": "Regress", "predict": "Predict"}
+
+
+def rest_api_name(method: str, path: str) -> str:
+    """The ``API`` label of a REST request, as TF Serving's metrics name it: Classify, Regress,
+    Predict (``POST ...:verb``), GetModelMetadata (``GET .../metadata``), GetModelStatus (any
+    other ``GET``); ``Unknown`` for anything else."""
+    m = rest_api.PREDICT_RE.fullmatch(path)
+    if method == "POST" and m:
+        return _REST_APIS.get(m.group(4).lower(), "Unknown")
+    if method == "GET" and rest_api.STATUS_RE.fullmatch(path):
+        return "GetModelMetadata" if path.lower().endswith("/metadata") else "GetModelStatus"
+    return "Unknown"
+
+
 class RestApp:
     """The WSGI application: one request -> :meth:`ModelServer.handle_bytes`. Answers every
-    request with JSON and never raises (a bug becomes a 500 ``{"error": ...}``)."""
+    request with JSON and never raises (a bug becomes a 500 ``{"error": ...}``). With the
+    model server's ``metrics_path`` set, ``GET`` on that path answers the Prometheus page
+    (:mod:`.metrics`); with its metrics or access log on, every other request is counted, timed
+    and logged (:mod:`.access_log`)."""
 
     def __init__(self, model_server: ModelServer):
         self.model_server = model_server
+
+    def _metrics_page(self, start_response) -> list[bytes]:
+        data = self.model_server.metrics.exposition()
+        start_response(
+            "200 OK", [("Content-Type", metrics.CONTENT_TYPE), ("Content-Length", str(len(data)))]
+        )
+        return [data]
 
     @staticmethod
     def _path(environ: dict) -> str:
@@ -344,29 +371,42 @@ class RestApp:
 
     def __call__(self, environ: dict, start_response) -> list[bytes]:
         ms = self.model_server
-        try:
-            method = environ.get("REQUEST_METHOD", "GET")
-            path = self._path(environ)
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-            if length > ms.max_request_bytes:
-                status, data = (
-                    REQUEST_TOO_LARGE_STATUS,
-                    _json_body(
-                        f"Request body of {length} bytes exceeds the server's "
-                        f"max_request_bytes={ms.max_request_bytes}"
-                    ),
-                )
-            else:
-                body = environ["wsgi.input"].read(length) if length > 0 else b""
-                status, data = ms.handle_bytes(method, path, body)
-        except Exception:  # a bug: the cause goes to the log, never to the client
-            logger.exception("internal error in the HTTP layer")
-            status, data = 500, _json_body(INTERNAL_ERROR_MESSAGE)
+        method = environ.get("REQUEST_METHOD", "GET")
+        path = self._path(environ)
+        if ms.metrics is not None and method == "GET" and path == ms.metrics_path:
+            return self._metrics_page(start_response)
+        if ms.metrics is None and not ms.access_log:
+            status, data = self._answer(ms, method, path, environ)
+        else:
+            record, token = metrics.begin("REST", rest_api_name(method, path), f"{method} {path}")
+            status = 500
+            try:
+                status, data = self._answer(ms, method, path, environ)
+            finally:
+                metrics.end(token)
+                code = "OK" if 200 <= status < 300 else code_for_http(status)
+                access_log.finish(ms, record, status, code)
         start_response(
             f"{status} {http_reason(status)}",
             [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
         )
         return [data]
+
+    @staticmethod
+    def _answer(ms, method: str, path: str, environ: dict) -> tuple[int, bytes]:
+        """``(status, JSON body)`` for one API request; never raises."""
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            if length > ms.max_request_bytes:
+                return REQUEST_TOO_LARGE_STATUS, _json_body(
+                    f"Request body of {length} bytes exceeds the server's "
+                    f"max_request_bytes={ms.max_request_bytes}"
+                )
+            body = environ["wsgi.input"].read(length) if length > 0 else b""
+            return ms.handle_bytes(method, path, body)
+        except Exception:  # a bug: the cause goes to the log, never to the client
+            logger.exception("internal error in the HTTP layer")
+            return 500, _json_body(INTERNAL_ERROR_MESSAGE)
 
 
 def _check_seconds(name: str, value: Any) -> None:

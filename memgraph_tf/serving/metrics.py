@@ -1,0 +1,252 @@
+"""Prometheus metrics of ``memgraph-tf serve`` (``/monitoring/prometheus/metrics``), with the
+``prometheus_client`` library, and the per-request record that feeds them and the access log.
+
+Names follow TF Serving where it has the metric (``servables/tensorflow/util.cc``,
+``tensorflow/cc/saved_model/loader.cc``), written as its exporter writes them
+(``util/prometheus_exporter.cc``: every character outside ``[a-zA-Z0-9_]`` of the name becomes
+``:``, so ``/tensorflow/serving/request_count`` is ``:tensorflow:serving:request_count``; a counter
+is written ``# TYPE NAME counter`` with samples named NAME, no ``_total``; latencies are in
+microseconds, buckets ``10 * 1.8**i``, i < 33):
+
+- ``:tensorflow:serving:request_count{model_name, status}`` -- requests by status code name;
+- ``:tensorflow:serving:request_latency{model_name, API, entrypoint}`` -- whole request, usec
+  (``API``: Classify, Regress, Predict, GetModelMetadata, GetModelStatus; ``entrypoint``: REST,
+  GRPC);
+- ``:tensorflow:serving:runtime_latency{model_name, API, runtime}`` -- the model call, usec
+  (``runtime``: TF2, the eager signature function this server calls);
+- ``:tensorflow:serving:request_example_counts{model}`` (histogram, buckets 1, 2, 4, ...,
+  16384) and ``:tensorflow:serving:request_example_count_total{model}``;
+- ``:tensorflow:cc:saved_model:load_attempt_count{model_path, status}`` (``success`` / ``fail``)
+  and ``:tensorflow:cc:saved_model:load_latency{model_path}`` (usec, successful loads).
+
+Ours, in Prometheus's own conventions (seconds, ``_total`` counters):
+``memgraph_tf_requests_total{model_name, version, API, entrypoint, code}`` (requests and errors),
+``memgraph_tf_graph_fetch_latency_seconds{model_name}`` (``node_id`` -> blobs),
+``memgraph_tf_batch_size{model_name}`` (rows per model call under ``--enable-batching``),
+``memgraph_tf_loaded_versions{model_name}``.
+
+Each :class:`ServerMetrics` has its own registry, so several servers in one process do not mix.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+
+#: TF Serving's path for the page (``PrometheusExporter::kPrometheusPath``).
+METRICS_PATH = "/monitoring/prometheus/metrics"
+#: The Content-Type of the page (Prometheus text format 0.0.4).
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+#: TF Serving's latency buckets: ``monitoring::Buckets::Exponential(10, 1.8, 33)`` (usec).
+LATENCY_BUCKETS_US = tuple(10.0 * 1.8**i for i in range(33))
+#: TF Serving's example-count buckets: ``Exponential(1, 2, 15)``.
+EXAMPLE_BUCKETS = tuple(float(2**i) for i in range(15))
+_TF_PREFIX = ":tensorflow:"
+#: TF Serving's counter names that end in "_total", by the family name prometheus_client gives.
+_TF_COUNTER_NAMES = {
+    ":tensorflow:serving:request_example_count": ":tensorflow:serving:request_example_count_total"
+}
+
+
+@dataclass
+class RequestRecord:
+    """What one request did, filled in as it runs (see :func:`current`): the front end sets
+    ``entrypoint``, ``api`` and ``method``; the model core the ``model``, ``version``,
+    ``examples`` and the time spent fetching blobs and running the model."""
+
+    entrypoint: str
+    api: str
+    method: str
+    model: str | None = None
+    version: int | None = None
+    examples: int | None = None
+    graph_fetch_s: float = 0.0
+    model_s: float = 0.0
+    start: float = field(default_factory=time.perf_counter)
+
+
+_CURRENT: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar(
+    "memgraph_tf_request", default=None
+)
+
+
+def begin(entrypoint: str, api: str, method: str) -> tuple[RequestRecord, contextvars.Token]:
+    """Start recording a request on this thread: ``(record, token)``; pass the token to
+    :func:`end`."""
+    record = RequestRecord(entrypoint, api, method)
+    return record, _CURRENT.set(record)
+
+
+def end(token: contextvars.Token) -> None:
+    """Stop recording the request :func:`begin` started."""
+    _CURRENT.reset(token)
+
+
+def current() -> RequestRecord | None:
+    """The record of the request this thread is answering, or None."""
+    return _CURRENT.get()
+
+
+class ServerMetrics:
+    """The metrics of one server (see the module docstring), in a registry of its own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.request_count = Counter(
+            ":tensorflow:serving:request_count",
+            "The total number of requests.",
+            ["model_name", "status"],
+            registry=r,
+        )
+        self.request_latency = Histogram(
+            ":tensorflow:serving:request_latency",
+            "Distribution of wall time (in microseconds) for Tensorflow Serving request.",
+            ["model_name", "API", "entrypoint"],
+            buckets=LATENCY_BUCKETS_US,
+            registry=r,
+        )
+        self.runtime_latency = Histogram(
+            ":tensorflow:serving:runtime_latency",
+            "Distribution of wall time (in microseconds) for Tensorflow runtime.",
+            ["model_name", "API", "runtime"],
+            buckets=LATENCY_BUCKETS_US,
+            registry=r,
+        )
+        self.example_counts = Histogram(
+            ":tensorflow:serving:request_example_counts",
+            "The number of tensorflow.Examples per request.",
+            ["model"],
+            buckets=EXAMPLE_BUCKETS,
+            registry=r,
+        )
+        self.example_count_total = Counter(
+            ":tensorflow:serving:request_example_count_total",
+            "The total number of tensorflow.Examples.",
+            ["model"],
+            registry=r,
+        )
+        self.load_attempt_count = Counter(
+            ":tensorflow:cc:saved_model:load_attempt_count",
+            "The number of times a SavedModel was successfully loaded.",
+            ["model_path", "status"],
+            registry=r,
+        )
+        self.load_latency = Counter(
+            ":tensorflow:cc:saved_model:load_latency",
+            "Latency in microseconds for SavedModels that were successfully loaded.",
+            ["model_path"],
+            registry=r,
+        )
+        self.requests = Counter(
+            "memgraph_tf_requests",
+            "Requests by model, version, API, entrypoint and status code (OK or the error).",
+            ["model_name", "version", "API", "entrypoint", "code"],
+            registry=r,
+        )
+        self.graph_fetch_latency = Histogram(
+            "memgraph_tf_graph_fetch_latency_seconds",
+            "Time to turn a request's node_id examples into neighbourhood blobs.",
+            ["model_name"],
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "memgraph_tf_batch_size",
+            "Rows per model call made by the batch scheduler (--enable-batching).",
+            ["model_name"],
+            buckets=EXAMPLE_BUCKETS,
+            registry=r,
+        )
+        self.loaded_versions = Gauge(
+            "memgraph_tf_loaded_versions",
+            "Versions of a model loaded and taking requests.",
+            ["model_name"],
+            registry=r,
+        )
+
+    # -- recording
+    def finish(self, record: RequestRecord, code: str) -> float:
+        """Count a finished request (``code``: OK or the status code's name); returns its
+        latency in seconds."""
+        elapsed_s = time.perf_counter() - record.start
+        model = record.model or ""
+        self.request_count.labels(model, code).inc()
+        self.request_latency.labels(model, record.api, record.entrypoint).observe(elapsed_s * 1e6)
+        version = "" if record.version is None else str(record.version)
+        self.requests.labels(model, version, record.api, record.entrypoint, code).inc()
+        if record.examples is not None and record.api in ("Classify", "Regress"):
+            self.example_counts.labels(model).observe(record.examples)
+            self.example_count_total.labels(model).inc(record.examples)
+        return elapsed_s
+
+    def model_call(self, record: RequestRecord | None, model: str, elapsed_s: float) -> None:
+        """A model call of ``elapsed_s`` seconds made for ``record``'s request."""
+        if record is not None:
+            record.model_s += elapsed_s
+            self.runtime_latency.labels(model, record.api, "TF2").observe(elapsed_s * 1e6)
+
+    def graph_fetch(self, record: RequestRecord | None, model: str, elapsed_s: float) -> None:
+        """A graph fetch (node ids -> blobs) of ``elapsed_s`` seconds."""
+        if record is not None:
+            record.graph_fetch_s += elapsed_s
+        self.graph_fetch_latency.labels(model).observe(elapsed_s)
+
+    def load_attempt(self, path: str, ok: bool, elapsed_s: float) -> None:
+        """One SavedModel load of ``path``."""
+        self.load_attempt_count.labels(path, "success" if ok else "fail").inc()
+        if ok:
+            self.load_latency.labels(path).inc(elapsed_s * 1e6)
+
+    # -- the page
+    def exposition(self) -> bytes:
+        """The metrics page: Prometheus text format 0.0.4 as ``generate_latest`` writes it,
+        except that TF Serving's counters are written as its exporter writes them (no
+        ``_total`` suffix) and no ``_created`` samples are written."""
+        out: list[bytes] = []
+        for family in self.registry.collect():
+            samples = [s for s in family.samples if not s.name.endswith("_created")]
+            tf_counter = family.type == "counter" and family.name.startswith(_TF_PREFIX)
+            if tf_counter:
+                # prometheus_client strips a "_total" the name ends with (the family name) and
+                # adds one to every sample: TF Serving's name is the one it was created with
+                name = _TF_COUNTER_NAMES.get(family.name, family.name)
+                copy = Metric(name, family.documentation, "gauge")
+                for s in samples:
+                    copy.add_sample(name, s.labels, s.value)
+            else:
+                copy = Metric(family.name, family.documentation, family.type)
+                copy.samples = samples
+            text = generate_latest(_One(copy))
+            if tf_counter:
+                gauge, counter = f"# TYPE {copy.name} gauge\n", f"# TYPE {copy.name} counter\n"
+                text = text.replace(gauge.encode(), counter.encode())
+            out.append(text)
+        return b"".join(out)
+
+
+class _One:
+    """A collector of one metric family (what ``generate_latest`` reads)."""
+
+    def __init__(self, metric: Metric):
+        self.metric = metric
+
+    def collect(self):
+        return [self.metric]
+
+
+__all__ = [
+    "CONTENT_TYPE",
+    "EXAMPLE_BUCKETS",
+    "LATENCY_BUCKETS_US",
+    "METRICS_PATH",
+    "RequestRecord",
+    "ServerMetrics",
+    "begin",
+    "current",
+    "end",
+]
