@@ -58,7 +58,7 @@ from typing import Any
 import grpc
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
-from memgraph_tf.serving import errors, grpc_codec, input_specs, node_examples
+from memgraph_tf.serving import access_log, errors, grpc_codec, input_specs, metrics, node_examples
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE, SIGNATURE_DEF_FIELD
 from memgraph_tf.serving.errors import ServingFailure
 from memgraph_tf.serving.model_server import ModelServer, ModelVersion
@@ -178,27 +178,47 @@ def add_services(server: grpc.Server, *servicers: Any) -> None:
     server.add_generic_rpc_handlers(tuple(_SafeDecoding(h) for h in capture.generic))
 
 
-def _answer(method: str, work: Any, request: Any, context: grpc.ServicerContext) -> Any:
+def _answer(
+    method: str,
+    work: Any,
+    request: Any,
+    context: grpc.ServicerContext,
+    model_server: Any = None,
+) -> Any:
     """Run ``work(request)`` and turn every failure into a gRPC status: ServingFailure -> its
     code and message; anything else -> INTERNAL with
     :data:`~memgraph_tf.serving.errors.INTERNAL_ERROR_MESSAGE` (the exception and its traceback
-    are logged, never sent)."""
+    are logged, never sent). With ``model_server``'s metrics or access log on, the call is
+    counted and timed (``entrypoint`` GRPC, ``API`` the method) and logged."""
     start = time.perf_counter()
-    if isinstance(request, _Undecodable):
-        code, message = (
-            grpc.StatusCode.INVALID_ARGUMENT,
-            (f"Could not parse the request as {request.type_name}: {request.error}"),
-        )
-    else:
-        try:
-            response = work(request)
-            logger.debug("%s answered in %.1f ms", method, 1e3 * (time.perf_counter() - start))
-            return response
-        except ServingFailure as exc:
-            code, message = grpc_code_for(exc), exc.message
-        except Exception:  # a server bug: still a status, never a dropped call; the cause
-            logger.exception("internal error in %s", method)  # goes to the log only
-            code, message = grpc.StatusCode.INTERNAL, errors.INTERNAL_ERROR_MESSAGE
+    observed = model_server is not None and (
+        getattr(model_server, "metrics", None) is not None
+        or getattr(model_server, "access_log", False)
+    )
+    record = token = None
+    if observed:
+        record, token = metrics.begin("GRPC", method, f"gRPC {method}")
+    code = grpc.StatusCode.OK
+    try:
+        if isinstance(request, _Undecodable):
+            code, message = (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                (f"Could not parse the request as {request.type_name}: {request.error}"),
+            )
+        else:
+            try:
+                response = work(request)
+                logger.debug("%s answered in %.1f ms", method, 1e3 * (time.perf_counter() - start))
+                return response
+            except ServingFailure as exc:
+                code, message = grpc_code_for(exc), exc.message
+            except Exception:  # a server bug: still a status, never a dropped call; the cause
+                logger.exception("internal error in %s", method)  # goes to the log only
+                code, message = grpc.StatusCode.INTERNAL, errors.INTERNAL_ERROR_MESSAGE
+    finally:
+        if observed:
+            metrics.end(token)
+            access_log.finish(model_server, record, code.name, code.name)
     logger.debug("%s -> %s: %s", method, code.name, message)
     context.abort(code, message)
 
@@ -222,7 +242,7 @@ class _Core:
         return self.model_server.resolve(spec.name, version, label)
 
     def response_spec(self, out_spec: Any, mv: ModelVersion, signature_name: str | None) -> None:
-        out_spec.name = self.model_server.model_name
+        out_spec.name = mv.model_name or self.model_server.model_name
         out_spec.version.value = mv.version
         if signature_name is not None:
             out_spec.signature_name = signature_name
@@ -249,6 +269,9 @@ class _Core:
         examples = holder.examples
         if len(examples) == 0:
             raise ServingFailure.for_code("INVALID_ARGUMENT", "Input is empty.")
+        record = metrics.current()
+        if record is not None:
+            record.examples = len(examples)
         node_examples.check_example_count(len(examples), self.limits.max_examples, "examples")
         context = b""
         if kind == "example_list_with_context" and holder.HasField("context"):
@@ -261,7 +284,7 @@ class _Core:
         source (:func:`.node_examples.proto_examples`: REST's checks, messages and codes)."""
         ms = self.model_server
         return node_examples.proto_examples(
-            examples, mv.bundle_config, ms.neighbourhoods, ms.sampling.get(mv.version)
+            examples, mv.bundle_config, ms.neighbourhoods, mv.sampling
         )
 
 
@@ -269,7 +292,7 @@ def _rpc(name: str, work: str) -> Any:
     """The servicer method ``name``: :func:`_answer` around the servicer's method ``work``."""
 
     def method(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
-        return _answer(name, getattr(self, work), request, context)
+        return _answer(name, getattr(self, work), request, context, self.core.model_server)
 
     method.__name__ = method.__qualname__ = name
     return method
