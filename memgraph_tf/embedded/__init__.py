@@ -19,30 +19,41 @@ from __future__ import annotations
 
 import os
 import pathlib
+import types
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.embedded import _runtime
 from memgraph_tf.embedded._runtime import (
+    MEMGRAPH_2_PROCEDURE_MEMORY_LIMIT_BYTES,
+    MEMGRAPH_QUERY_TIMEOUT_S,
     ArgumentTypeError,
     EdgeRef,
     EmbeddedError,
+    HandleUseAfterCallError,
     NodeRef,
     ProcedureError,
     ProcedureNotFoundError,
     ResultConversionError,
+    parse_procedure_memory_clause,
+    procedure_memory_clause,
 )
 
 __all__ = [
+    "MEMGRAPH_2_PROCEDURE_MEMORY_LIMIT_BYTES",
+    "MEMGRAPH_QUERY_TIMEOUT_S",
     "ArgumentTypeError",
     "EdgeRef",
     "EmbeddedError",
     "EmbeddedGraph",
+    "HandleUseAfterCallError",
     "NodeRef",
     "ProcedureError",
     "ProcedureNotFoundError",
     "ResultConversionError",
     "default_module_paths",
+    "parse_procedure_memory_clause",
+    "procedure_memory_clause",
 ]
 
 
@@ -61,10 +72,28 @@ class EmbeddedGraph:
     :class:`ArgumentTypeError` / :class:`ResultConversionError` for what Memgraph refuses and
     :class:`ProcedureError` (Memgraph's text: ``name: `` + the traceback; the procedure's exception
     as the cause) when the procedure raises.
+
+    Strict as Memgraph: ``default_memory_limit_bytes`` limits a call that names no
+    ``memory_limit_bytes`` (default: Memgraph 2.0.0-2.12.0's 100 MB for a CALL without a
+    ``PROCEDURE MEMORY`` clause; None: unlimited, as from 2.13.0); ``query_timeout_s`` makes
+    ``ctx.must_abort()`` true that long after a call started (Memgraph's
+    ``--query-execution-timeout-sec``, default 600; None: never); ``count_api_calls`` counts the
+    ``_mgp`` calls of each procedure call (:attr:`api_calls`).
     """
 
-    def __init__(self, modules: Iterable[str | os.PathLike[str]] | None = None) -> None:
-        self._runtime = _runtime.Runtime()
+    def __init__(
+        self,
+        modules: Iterable[str | os.PathLike[str]] | None = None,
+        *,
+        default_memory_limit_bytes: int | None = MEMGRAPH_2_PROCEDURE_MEMORY_LIMIT_BYTES,
+        query_timeout_s: float | None = MEMGRAPH_QUERY_TIMEOUT_S,
+        count_api_calls: bool = False,
+    ) -> None:
+        self._runtime = _runtime.Runtime(
+            default_memory_limit_bytes=default_memory_limit_bytes,
+            query_timeout_s=query_timeout_s,
+            count_api_calls=count_api_calls,
+        )
         self._store = self._runtime.store
         for path in default_module_paths() if modules is None else modules:
             self._runtime.load(path)
@@ -91,7 +120,8 @@ class EmbeddedGraph:
         self._store.set_property(self._store.vprops[node_id], key, value)
 
     def get_property(self, node_id: int, key: str, default: Any = None) -> Any:
-        """A node property as a procedure would see it (lists as lists), or ``default``."""
+        """A node property as a Bolt client would read it (lists as lists; a procedure gets
+        tuples), or ``default``."""
         self._check_node(node_id)
         value = self._store.vprops[node_id].get(key)
         return default if value is None else _runtime.load_value(value)
@@ -145,10 +175,33 @@ class EmbeddedGraph:
             )
 
     # -- calling --------------------------------------------------------------------------------
-    def call(self, procedure_name: str, *args: Any) -> list[dict[str, Any]]:
-        """``CALL procedure_name(*args) YIELD *``: one dict per record (nodes as
-        :class:`NodeRef`)."""
-        return self._runtime.call(procedure_name, *args)
+    def call(
+        self,
+        procedure_name: str,
+        *args: Any,
+        memory_limit_bytes: int | types.EllipsisType | None = ...,
+    ) -> list[dict[str, Any]]:
+        """``CALL procedure_name(*args) [PROCEDURE MEMORY ...] YIELD *``: one dict per record
+        (nodes as :class:`NodeRef`).
+
+        ``memory_limit_bytes``: the call's ``PROCEDURE MEMORY LIMIT`` in bytes; None is
+        ``PROCEDURE MEMORY UNLIMITED``; left out, the graph's ``default_memory_limit_bytes``
+        (:func:`parse_procedure_memory_clause` turns a clause's text into this value)."""
+        return self._runtime.call(procedure_name, *args, memory_limit_bytes=memory_limit_bytes)
+
+    @property
+    def api_calls(self) -> dict[str, int]:
+        """``_mgp`` method -> calls made by the last procedure call (``count_api_calls=True``;
+        the embedded runtime's counts: each stands for one call into Memgraph's C API)."""
+        return dict(self._runtime.api_calls)
+
+    @property
+    def default_memory_limit_bytes(self) -> int | None:
+        return self._runtime.default_memory_limit_bytes
+
+    @property
+    def query_timeout_s(self) -> float | None:
+        return self._runtime.query_timeout_s
 
     def load_module(self, path: str | os.PathLike[str]) -> list[str]:
         """Loads another query-module file; returns its procedures' qualified names."""
@@ -163,8 +216,9 @@ class EmbeddedGraph:
             for p in m.procedures.values()
         }
 
-    def request_abort(self, abort: bool = True) -> None:
-        """Makes ``ctx.must_abort()`` true (Memgraph: the query was terminated or timed out)."""
+    def request_abort(self, abort: Any = True) -> None:
+        """Makes ``ctx.must_abort()`` true (Memgraph: the query was terminated or timed out);
+        ``abort`` is read with ``bool()`` at each check."""
         self._runtime.abort_requested = abort
 
     # -- loaders --------------------------------------------------------------------------------

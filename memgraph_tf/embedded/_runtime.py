@@ -29,8 +29,11 @@ import importlib.util
 import itertools
 import logging
 import pathlib
+import re
 import sys
+import time
 import traceback
+import types
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
@@ -129,10 +132,6 @@ class ArgumentTypeError(EmbeddedError, TypeError):
     """A call's arguments do not match the procedure's signature (count, Cypher value or type)."""
 
 
-class ResultConversionError(EmbeddedError, TypeError):
-    """A procedure returned something Memgraph cannot convert or did not declare."""
-
-
 class ProcedureError(EmbeddedError, RuntimeError):
     """The procedure raised: the message is the text Memgraph sends a Bolt client, ``"<module.proc>:
     "`` followed by :func:`traceback.format_exception` of the exception without the ``mgp.py``
@@ -142,6 +141,12 @@ class ProcedureError(EmbeddedError, RuntimeError):
     def __init__(self, message: str, procedure: str = "") -> None:
         super().__init__(message)
         self.procedure = procedure
+
+
+class ResultConversionError(ProcedureError, TypeError):
+    """A procedure returned something Memgraph cannot convert or did not declare; the message is
+    the text Memgraph sends (``"<module.proc>: "`` + ``ExcType: text``), with where (record,
+    field) in parentheses."""
 
 
 _THIS_FILE = __file__
@@ -309,7 +314,8 @@ class _ScalarList(tuple):
 
 
 def load_value(value: Any) -> Any:
-    """A stored value as a procedure sees it: fresh lists and dicts."""
+    """A stored value as a Bolt client sees it (:meth:`EmbeddedGraph.get_property`): fresh lists
+    and dicts."""
     if type(value) is _ScalarList:
         return list(value)
     if isinstance(value, tuple):
@@ -319,26 +325,178 @@ def load_value(value: Any) -> Any:
     return value
 
 
+def proc_value(value: Any) -> Any:
+    """A stored or argument value as a Python procedure sees it in Memgraph: every list a
+    ``tuple`` (nested, and inside maps), strings cut at the first NUL, maps fresh dicts.
+
+    Memgraph: ``src/query/procedure/py_module.cpp`` ``MgpListToPyTuple`` (lists become tuples) and
+    ``MgpValueToPyObject`` (strings through ``PyUnicode_FromString`` of a C string)."""
+    if type(value) is _ScalarList:
+        return tuple(map(_c_string, value)) if _has_nul(value) else tuple(value)
+    if type(value) is str:
+        return _c_string(value)
+    if isinstance(value, (tuple, list)):
+        return tuple(map(proc_value, value))
+    if isinstance(value, dict):
+        return {k: proc_value(v) for k, v in value.items()}
+    return value
+
+
+def _c_string(value: Any) -> Any:
+    """A str as a C string hands it over: cut at the first NUL (other values unchanged)."""
+    if type(value) is str and "\x00" in value:
+        return value.split("\x00", 1)[0]
+    return value
+
+
+def _has_nul(values: tuple[Any, ...]) -> bool:
+    return any(type(v) is str and "\x00" in v for v in values)
+
+
+# an estimate of what Memgraph allocates for one mgp_value (its tag and union, an allocator), per
+# value and per list element; strings add their UTF-8 bytes
+VALUE_BYTES = 32
+
+
+def value_bytes(value: Any) -> int:
+    """An estimate of the bytes Memgraph allocates to hand ``value`` over as an ``mgp_value``
+    (:data:`VALUE_BYTES` per value, list element and map entry, plus the bytes of strings and map
+    keys)."""
+    if type(value) is str:
+        return VALUE_BYTES + (len(value) if value.isascii() else len(value.encode()))
+    if isinstance(value, (list, tuple)):
+        return VALUE_BYTES + sum(map(value_bytes, value))
+    if isinstance(value, dict):
+        return VALUE_BYTES + sum(len(k) + value_bytes(v) for k, v in value.items())
+    return VALUE_BYTES
+
+
 # ------------------------------------------------------------------------------------------------
 # The _mgp object API used by mgp.py
 # ------------------------------------------------------------------------------------------------
 
 
-class CallContext:
-    """Validity, mutability and abort flag of one procedure call."""
+class HandleUseAfterCallError(RuntimeError):
+    """A raw ``_mgp`` object (vertex, edge, iterator, graph) was used after its procedure call
+    ended. Memgraph's C objects then point at freed memory: its ``MG_ASSERT`` stops the server
+    (``src/query/procedure/py_module.cpp``, the ``Py*`` methods). mgp.py's wrappers check
+    ``is_valid()`` first and raise ``mgp.InvalidContextError`` instead."""
 
-    def __init__(self, store: Store, mutable: bool, must_abort: Callable[[], bool]) -> None:
-        self.store = store
-        # this call's handle classes: vertex(id) and edge(id) make handles in C
-        self.vertex = type(
-            "Vertex", (Vertex,), {"__slots__": (), "_ctx": self, "__new__": int.__new__}
+
+def _method_names(cls: type) -> list[str]:
+    """The public methods of an ``_mgp`` class and its bases (what a procedure may call)."""
+    names = set()
+    for klass in cls.__mro__:
+        if klass.__module__ != __name__:
+            continue
+        names.update(n for n, v in vars(klass).items() if not n.startswith("_") and callable(v))
+    return sorted(names)
+
+
+def _counted(method: Callable[..., Any], key: str, counts: dict[str, int]) -> Callable[..., Any]:
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        counts[key] = counts.get(key, 0) + 1
+        return method(*args, **kwargs)
+
+    return counted
+
+
+def _dead(key: str) -> Callable[..., Any]:
+    def dead(*_: Any, **__: Any) -> Any:
+        raise HandleUseAfterCallError(
+            f"{key}: a raw _mgp object used after its procedure call ended (Memgraph aborts the "
+            "server here: MG_ASSERT in py_module.cpp; mgp.py's objects raise InvalidContextError)"
         )
-        self.edge = type("Edge", (Edge,), {"__slots__": (), "_ctx": self, "__new__": int.__new__})
+
+    return dead
+
+
+class CallContext:
+    """Validity, mutability, abort flag, memory limit and ``_mgp`` call counts of one procedure
+    call. Its handle, graph and iterator classes are its own subclasses: when the call ends
+    (:meth:`invalidate`) their methods raise :class:`HandleUseAfterCallError` (``is_valid()``
+    answers False), at no cost to the calls made while it runs."""
+
+    def __init__(
+        self,
+        store: Store,
+        mutable: bool,
+        must_abort: Callable[[], bool],
+        memory_limit_bytes: int | None = None,
+        memory_clause: str = "",
+        counts: dict[str, int] | None = None,
+    ) -> None:
+        self.store = store
+        self.counts = counts
+        # this call's classes: vertex(id) and edge(id) make handles in C
+        base: dict[str, Any] = {"__slots__": (), "_ctx": self}
+        self.vertex = self._own(Vertex, {**base, "__new__": int.__new__})
+        self.edge = self._own(Edge, {**base, "__new__": int.__new__})
+        self.graph = self._own(Graph, {"__slots__": ()})
+        self.iterable = self._own(MgpIterable, {"__slots__": ()})
+        self.iterators: list[MgpIterable] = []  # their next() is killed when the call ends
         self.esrc = store.esrc  # the edges' ends, read once per edge by Edge.from_vertex/to_vertex
         self.edst = store.edst
         self.valid = True
         self.mutable = mutable
         self.must_abort = must_abort
+        self.memory_limit_bytes = memory_limit_bytes
+        self.memory_clause = memory_clause
+        # a list property of more items than this is over the limit (VALUE_BYTES per item)
+        self.max_list_items = (
+            _ENDLESS if memory_limit_bytes is None else memory_limit_bytes // VALUE_BYTES
+        )
+        self.max_string_chars = (
+            _ENDLESS if memory_limit_bytes is None else memory_limit_bytes - VALUE_BYTES
+        )
+
+    def _own(self, cls: type, attrs: dict[str, Any]) -> Any:
+        own = type(cls.__name__, (cls,), attrs)
+        if self.counts is not None:
+            for name in _method_names(cls):
+                if name != "next":
+                    setattr(
+                        own,
+                        name,
+                        _counted(getattr(cls, name), f"{cls.__name__}.{name}", self.counts),
+                    )
+        return own
+
+    def track(self, iterable: MgpIterable) -> MgpIterable:
+        """Registers an iterator made during the call (its ``next`` counted when counting)."""
+        if self.counts is not None:
+            iterable.next = _counted(iterable.next, "MgpIterable.next", self.counts)
+        self.iterators.append(iterable)
+        return iterable
+
+    def invalidate(self) -> None:
+        """Ends the call: every ``_mgp`` object it made becomes unusable."""
+        self.valid = False
+        for own in (self.vertex, self.edge, self.graph, self.iterable):
+            for name in _method_names(own):
+                if name != "is_valid":
+                    setattr(own, name, _dead(f"_mgp.{own.__name__}.{name}"))
+        for it in self.iterators:
+            it.next = _dead("_mgp.MgpIterable.next")
+        self.iterators.clear()
+
+    def charge(self, value: Any, what: str) -> None:
+        """Refuses ``value`` when handing it over as an ``mgp_value`` would allocate more than the
+        call's memory limit (``_mgp.UnableToAllocateError``, as Memgraph's ``mgp_*`` functions
+        report ``MGP_ERROR_UNABLE_TO_ALLOCATE`` from ``LimitedMemoryResource``)."""
+        if self.memory_limit_bytes is None:
+            return
+        size = value_bytes(value)
+        if size > self.memory_limit_bytes:
+            raise UnableToAllocateError(
+                f"Unable to allocate memory. (embedded runtime: {what} needs about {size:,} "
+                f"bytes, over the procedure memory limit of {memory_limit_text(self)})"
+            )
+
+
+def memory_limit_text(ctx: CallContext) -> str:
+    """``"104,857,600 bytes (PROCEDURE MEMORY LIMIT 100 MB ...)"`` for messages."""
+    return f"{ctx.memory_limit_bytes:,} bytes ({ctx.memory_clause})"
 
 
 _ENDLESS = 2**62  # the None-padding after an iterator's items: "forever" for any caller
@@ -380,11 +538,14 @@ def _check_mutable(ctx: CallContext) -> None:
 
 class _HandleApi:
     """What the _mgp vertex and edge handles share: a call context (``_ctx``) and an id in its store
-    (``_id``). Equal when they are the same kind of handle to the same id of the same store; always
-    true as a condition (a vertex 0 too)."""
+    (``_id``). As Memgraph's ``_mgp.Vertex`` / ``_mgp.Edge`` (``py_module.cpp``
+    ``PyVertexRichCompare``, ``PyEdgeRichCompare``: ``Py_EQ`` only, no ``tp_hash``): ``==`` is true
+    for the same kind of handle to the same id in the same call, ``!=`` compares identity, ordering
+    is a TypeError, they are unhashable, and always true as a condition (a vertex 0 too)."""
 
     __slots__ = ()
     _kind = ""
+    __hash__ = None  # type: ignore[assignment]  # -- unhashable, as Memgraph's _mgp objects
 
     def is_valid(self) -> bool:
         return self._ctx.valid
@@ -393,18 +554,17 @@ class _HandleApi:
         return self._ctx.mutable
 
     def __eq__(self, other: Any) -> bool:
-        return (
-            isinstance(other, _HandleApi)
-            and other._kind == self._kind
-            and other._id == self._id
-            and other._ctx.store is self._ctx.store
-        )
+        return type(other) is type(self) and int(other) == int(self)
 
     def __ne__(self, other: Any) -> bool:
-        return not self == other
+        return other is not self
 
-    def __hash__(self) -> int:
-        return hash((self._kind, self._id))
+    def _no_order(self, other: Any) -> bool:
+        raise TypeError(
+            f"'<' not supported between instances of '_mgp.{self._kind_name}' and others"
+        )
+
+    __lt__ = __le__ = __gt__ = __ge__ = _no_order
 
     def __bool__(self) -> bool:
         return True
@@ -428,6 +588,7 @@ class _Handle(_HandleApi, int):
 class Vertex(_Handle):
     __slots__ = ()
     _kind = "v"
+    _kind_name = "Vertex"
 
     def labels_count(self) -> int:
         return len(self._ctx.store.labels[self._id])
@@ -451,30 +612,34 @@ class Vertex(_Handle):
             self._ctx.store.labels[self._id].remove(name)
 
     def iter_properties(self) -> MgpIterable:
-        return MgpIterable(
-            [(k, load_value(v)) for k, v in self._ctx.store.vprops[self._id].items()]
-        )
+        return _properties_iterable(self._ctx, self._ctx.store.vprops[self._id])
 
     def get_property(self, name: str) -> Any:
-        value = self._ctx.store.vprops[self].get(name)
-        return (
-            list(value) if type(value) is _ScalarList else load_value(value)
-        )  # the common case inline
+        ctx = self._ctx
+        value = ctx.store.vprops[self].get(name)
+        if type(value) is _ScalarList:  # the common case inline
+            if len(value) >= ctx.max_list_items or _has_nul(value):
+                return _read(ctx, value, name)
+            return tuple(value)
+        return _read(ctx, value, name)
 
     def set_property(self, name: str, value: Any) -> None:
         _check_mutable(self._ctx)
         self._ctx.store.set_property(self._ctx.store.vprops[self._id], name, value)
 
     def iter_in_edges(self) -> MgpIterable:
-        return MgpIterable(list(self._ctx.store.in_edges[self]), self._ctx.edge)
+        ctx = self._ctx
+        return ctx.track(ctx.iterable(list(ctx.store.in_edges[self]), ctx.edge))
 
     def iter_out_edges(self) -> MgpIterable:
-        return MgpIterable(list(self._ctx.store.out_edges[self]), self._ctx.edge)
+        ctx = self._ctx
+        return ctx.track(ctx.iterable(list(ctx.store.out_edges[self]), ctx.edge))
 
 
 class Edge(_Handle):
     __slots__ = ()
     _kind = "e"
+    _kind_name = "Edge"
 
     def get_type_name(self) -> str:
         return self._ctx.store.etype[self._id]
@@ -488,11 +653,10 @@ class Edge(_Handle):
         return ctx.vertex(ctx.edst[self])
 
     def iter_properties(self) -> MgpIterable:
-        props = self._ctx.store.eprops[self._id] or {}
-        return MgpIterable([(k, load_value(v)) for k, v in props.items()])
+        return _properties_iterable(self._ctx, self._ctx.store.eprops[self._id] or {})
 
     def get_property(self, name: str) -> Any:
-        return load_value((self._ctx.store.eprops[self._id] or {}).get(name))
+        return _read(self._ctx, (self._ctx.store.eprops[self._id] or {}).get(name), name)
 
     def set_property(self, name: str, value: Any) -> None:
         _check_mutable(self._ctx)
@@ -500,6 +664,22 @@ class Edge(_Handle):
         if store.eprops[self._id] is None:
             store.eprops[self._id] = {}
         store.set_property(store.eprops[self._id], name, value)
+
+
+def _read(ctx: CallContext, value: Any, name: str) -> Any:
+    """A stored property value handed to the procedure (charged against the memory limit)."""
+    if value is None:
+        return None
+    ctx.charge(value, f"property {name!r}")
+    return proc_value(value)
+
+
+def _properties_iterable(ctx: CallContext, props: dict[str, Any]) -> MgpIterable:
+    items = []
+    for k, v in props.items():
+        ctx.charge(v, f"property {k!r}")
+        items.append((_c_string(k), proc_value(v)))
+    return ctx.track(ctx.iterable(items))
 
 
 class Path:
@@ -516,7 +696,12 @@ class Path:
     def is_valid(self) -> bool:
         return all(v.is_valid() for v in self._vertices)
 
+    def _alive(self) -> None:
+        if not self._vertices[0]._ctx.valid:
+            _dead("_mgp.Path")()
+
     def expand(self, edge: Edge) -> None:
+        self._alive()
         last = self._vertices[-1]
         store = last._ctx.store
         src, dst = store.esrc[edge._id], store.edst[edge._id]
@@ -529,12 +714,15 @@ class Path:
         self._edges.append(edge)
 
     def size(self) -> int:
+        self._alive()
         return len(self._edges)
 
     def vertex_at(self, index: int) -> Vertex:
+        self._alive()
         return self._vertices[index]
 
     def edge_at(self, index: int) -> Edge:
+        self._alive()
         return self._edges[index]
 
 
@@ -559,7 +747,8 @@ class Graph:
         return self._ctx.vertex(vertex_id)
 
     def iter_vertices(self) -> MgpIterable:
-        return MgpIterable(list(range(len(self._ctx.store.labels))), self._ctx.vertex)
+        ctx = self._ctx
+        return ctx.track(ctx.iterable(list(range(len(ctx.store.labels))), ctx.vertex))
 
     def create_vertex(self) -> Vertex:
         _check_mutable(self._ctx)
@@ -715,8 +904,11 @@ def type_duration() -> CypherType:
 def type_list(element: CypherType) -> CypherType:
     return CypherType(
         f"LIST OF {element}",
-        lambda v: isinstance(v, list) and all(element.satisfied_by(x) for x in v),
+        lambda v: type(v) in _LISTS and all(element.satisfied_by(x) for x in v),
     )
+
+
+_LISTS = (list, tuple)  # a procedure's lists are tuples, its results' lists become lists
 
 
 def type_nullable(inner: CypherType) -> CypherType:
@@ -876,43 +1068,61 @@ def to_cypher(value: Any, where: str) -> Any:
 
 
 def _to_python(value: Any, ctx: CallContext, mgp: Any) -> Any:
-    """A checked Cypher argument as the procedure receives it (nodes as ``mgp.Vertex``)."""
+    """A checked Cypher argument as the procedure receives it: nodes as ``mgp.Vertex``, lists as
+    tuples (nested and in maps), strings cut at the first NUL (``py_module.cpp``
+    ``MgpListToPyTuple``, ``MgpValueToPyObject``)."""
     if isinstance(value, list):
-        return [_to_python(v, ctx, mgp) for v in value]
+        return tuple(_to_python(v, ctx, mgp) for v in value)
     if isinstance(value, dict):
         return {k: _to_python(v, ctx, mgp) for k, v in value.items()}
     if isinstance(value, EdgeRef):
-        return mgp.Edge(Edge(ctx, value.id))
+        return mgp.Edge(ctx.edge(value.id))
     if isinstance(value, NodeRef):
-        return mgp.Vertex(Vertex(ctx, value.id))
-    return value
+        return mgp.Vertex(ctx.vertex(value.id))
+    return _c_string(value)
+
+
+class _Refusal(Exception):
+    """What Memgraph's ``PyObjectToMgpValue`` (``py_module.cpp``) raises for a result value:
+    ``kind`` is the Python exception it sets (``ValueError``, ``OverflowError``), ``text`` its
+    message; ``detail`` says where (the embedded runtime's own addition)."""
+
+    def __init__(self, kind: str, text: str, detail: str) -> None:
+        super().__init__(f"{kind}: {text} (embedded runtime: {detail})")
+        self.kind, self.text, self.detail = kind, text, detail
 
 
 def from_python(value: Any, where: str, store: Store) -> Any:
-    """Memgraph's conversion of a procedure's result value; refuses what Memgraph refuses."""
+    """Memgraph's conversion of a procedure's result value; refuses what Memgraph refuses (raises
+    :class:`_Refusal` with Memgraph's exception type and text)."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):  # a subclass (numpy.str_) arrives as a plain string
         # Memgraph hands strings over as C strings: everything after a NUL is lost.
         return str(value).split("\x00", 1)[0]
     if isinstance(value, int) and not isinstance(value, _Handle):  # a handle is no integer
-        return _int64(
-            value,
-            where,
-            ResultConversionError,
-            "{where}: int {value} does not fit in int64 (overflow)",
-        )
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise _Refusal(
+                "OverflowError",
+                "Python integer is out of range",
+                f"{where}: int {value} does not fit in int64",
+            )
+        return int(value)
     if isinstance(value, float):  # includes numpy.float64, a float subclass, as in Memgraph
         return float(value)
     if isinstance(value, (list, tuple)):
         return [from_python(v, f"{where}[{i}]", store) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return _map_of(
-            value,
-            lambda k, v: from_python(v, f"{where}.{k}", store),
-            ResultConversionError,
-            lambda k: f"{where}: map keys must be str, got {type(k).__name__}",
-        )
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise _Refusal(
+                    "ValueError",
+                    "Dictionary keys must be strings",
+                    f"{where}: a map key of type {type(k).__name__}",
+                )
+            out[k] = from_python(v, f"{where}.{k}", store)
+        return out
     if _is_mgp(value, "Vertex"):
         return NodeRef(store, value._vertex.get_id())
     if _is_mgp(value, "Edge"):
@@ -926,9 +1136,10 @@ def from_python(value: Any, where: str, store: Store) -> Any:
         return PathRef(NodeRef(store, path.vertex_at(i).get_id()) for i in range(path.size() + 1))
     if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
         return value
-    raise ResultConversionError(
-        f"{where}: Unsupported PyObject conversion of "
-        f"{type(value).__module__}.{type(value).__name__}"
+    raise _Refusal(
+        "ValueError",
+        "Unsupported PyObject conversion",
+        f"{where}: {type(value).__module__}.{type(value).__name__}",
     )
 
 
@@ -972,13 +1183,100 @@ def load_module_file(path: str | pathlib.Path) -> Module:
     return module
 
 
-class Runtime:
-    """Query modules loaded over one :class:`Store`, callable as ``module.procedure``."""
+# Memgraph 2.0.0 through 2.12.0 run a CALL without a PROCEDURE MEMORY clause with a 100 MB limit
+# (src/query/frontend/ast/cypher_main_visitor.cpp visitCallProcedure: "Default to 100 MB"); from
+# 2.13.0 such a CALL is unlimited. Every version honours the clause.
+MEMGRAPH_2_PROCEDURE_MEMORY_LIMIT_BYTES = 100 * 1024 * 1024
+# Memgraph's --query-execution-timeout-sec default (a query running longer is asked to abort)
+MEMGRAPH_QUERY_TIMEOUT_S = 600.0
 
-    def __init__(self, store: Store | None = None) -> None:
+_MEMORY_CLAUSE_RE = re.compile(
+    r"PROCEDURE\s+MEMORY\s+(?:(?P<unlimited>UNLIMITED)|LIMIT\s+(?P<n>\S+)\s+(?P<unit>KB|MB))",
+    re.IGNORECASE,
+)
+
+
+def procedure_memory_clause(limit_bytes: int | None) -> str:
+    """The ``PROCEDURE MEMORY ...`` clause of a CALL for ``limit_bytes`` (None: ``UNLIMITED``;
+    whole MB as ``MB``, else rounded up to whole ``KB``)."""
+    if limit_bytes is None:
+        return "PROCEDURE MEMORY UNLIMITED"
+    check_memory_limit(limit_bytes)
+    if limit_bytes % (1024 * 1024) == 0:
+        return f"PROCEDURE MEMORY LIMIT {limit_bytes // (1024 * 1024)} MB"
+    return f"PROCEDURE MEMORY LIMIT {-(-limit_bytes // 1024)} KB"
+
+
+def parse_procedure_memory_clause(text: str) -> int | None:
+    """The limit in bytes a ``PROCEDURE MEMORY LIMIT n KB|MB`` clause sets (None for
+    ``PROCEDURE MEMORY UNLIMITED``), as Memgraph evaluates it (``cypher_main_visitor.cpp``
+    ``VisitMemoryLimit``: KB = 1024, MB = 1024 * 1024; ``interpret/eval.cpp``
+    ``EvaluateMemoryLimit``: the literal must be an integer > 0). Raises ValueError otherwise."""
+    match = _MEMORY_CLAUSE_RE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(
+            f"expected 'PROCEDURE MEMORY UNLIMITED' or 'PROCEDURE MEMORY LIMIT n KB|MB', got "
+            f"{text.strip()!r}"
+        )
+    if match["unlimited"]:
+        return None
+    if not re.fullmatch(r"[0-9]+", match["n"]) or int(match["n"]) <= 0:
+        raise ValueError(
+            f"{text.strip()!r}: Memory limit must be a non-negative integer. (Memgraph's text; "
+            "it must be an integer >= 1)"
+        )
+    return int(match["n"]) * (1024 if match["unit"].upper() == "KB" else 1024 * 1024)
+
+
+def check_memory_limit(limit_bytes: Any) -> None:
+    """Refuses a limit that is not None or an int >= 1 (ValueError naming it)."""
+    if limit_bytes is not None and (
+        not isinstance(limit_bytes, int) or isinstance(limit_bytes, bool) or limit_bytes < 1
+    ):
+        raise ValueError(
+            f"memory_limit_bytes: expected None (PROCEDURE MEMORY UNLIMITED) or an integer >= 1, "
+            f"got {limit_bytes!r}"
+        )
+
+
+def _readable(n: int) -> str:
+    for unit, size in (("MB", 1024 * 1024), ("KB", 1024)):
+        if n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
+
+
+class Runtime:
+    """Query modules loaded over one :class:`Store`, callable as ``module.procedure``.
+
+    ``default_memory_limit_bytes``: the procedure memory limit of a call that gives none (None:
+    unlimited, as Memgraph >= 2.13.0; :data:`MEMGRAPH_2_PROCEDURE_MEMORY_LIMIT_BYTES` models
+    2.0.0-2.12.0). ``query_timeout_s``: after that many seconds from its start a call's
+    ``must_abort()`` is true (Memgraph's ``--query-execution-timeout-sec``; None or 0: never).
+    ``count_api_calls``: count every ``_mgp`` method call of each procedure call
+    (:attr:`api_calls` holds the last call's counts).
+    """
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        default_memory_limit_bytes: int | None = MEMGRAPH_2_PROCEDURE_MEMORY_LIMIT_BYTES,
+        query_timeout_s: float | None = MEMGRAPH_QUERY_TIMEOUT_S,
+        count_api_calls: bool = False,
+    ) -> None:
+        check_memory_limit(default_memory_limit_bytes)
+        if query_timeout_s is not None and not query_timeout_s >= 0:
+            raise ValueError(
+                f"query_timeout_s: expected None or a number >= 0, got {query_timeout_s!r}"
+            )
         self.store = store if store is not None else Store()
         self.modules: dict[str, Module] = {}
-        self.abort_requested = False
+        self.abort_requested: Any = False
+        self.default_memory_limit_bytes = default_memory_limit_bytes
+        self.query_timeout_s = query_timeout_s or None
+        self.count_api_calls = count_api_calls
+        self.api_calls: dict[str, int] = {}
 
     def load(self, path: str | pathlib.Path) -> Module:
         """Loads (or reloads) a query-module file; returns the registered module."""
@@ -999,17 +1297,58 @@ class Runtime:
             )
         return proc
 
-    def call(self, name: str, *args: Any) -> list[dict[str, Any]]:
-        """Calls a procedure like ``CALL name(args...) YIELD *``; returns one dict per record."""
-        proc = self.procedure(name)
+    def _check_arguments(self, proc: Proc, args: tuple[Any, ...]) -> None:
+        """Memgraph's ``ValidateArguments`` (``src/query/procedure/module.hpp``; in 2.x
+        ``plan/operator.cpp``): the count, then each argument's type, positions from 0."""
+        name = proc.qualified_name
         lo, hi = len(proc.args), len(proc.args) + len(proc.opt_args)
         if not lo <= len(args) <= hi:
-            expected = f"{lo}" if lo == hi else f"{lo} to {hi}"
-            raise ArgumentTypeError(
-                f"{name}: expected {expected} arguments, got {len(args)} ({proc.signature()})"
+            if hi == 0:
+                text = f"'{name}' requires no arguments."
+            elif lo == hi:
+                text = f"'{name}' requires exactly {lo} argument{'' if lo == 1 else 's'}."
+            else:
+                text = f"'{name}' requires between {lo} and {hi} arguments."
+            raise ArgumentTypeError(text)
+
+    def call(
+        self,
+        name: str,
+        *args: Any,
+        memory_limit_bytes: int | types.EllipsisType | None = ...,
+    ) -> list[dict[str, Any]]:
+        """Calls a procedure like ``CALL name(args...) PROCEDURE MEMORY ... YIELD *``; returns one
+        dict per record.
+
+        ``memory_limit_bytes``: the ``PROCEDURE MEMORY LIMIT`` of this call in bytes, None for
+        ``PROCEDURE MEMORY UNLIMITED``, ``...`` (no clause) for the runtime's default. A value
+        read through the ``_mgp`` API or a result value over the limit fails the call."""
+        proc = self.procedure(name)
+        if memory_limit_bytes is ...:
+            limit = self.default_memory_limit_bytes
+            clause = (
+                "no PROCEDURE MEMORY clause: Memgraph 2.0.0-2.12.0's default "
+                f"PROCEDURE MEMORY LIMIT {_readable(limit)}"
+                if limit == MEMGRAPH_2_PROCEDURE_MEMORY_LIMIT_BYTES
+                else f"the default PROCEDURE MEMORY LIMIT {_readable(limit)}"
+                if limit is not None
+                else ""
             )
+        else:
+            check_memory_limit(memory_limit_bytes)
+            limit = memory_limit_bytes
+            clause = f"PROCEDURE MEMORY LIMIT {_readable(limit)}" if limit is not None else ""
+        self._check_arguments(proc, args)
         mgp = activate()
-        ctx = CallContext(self.store, proc.is_write, lambda: self.abort_requested)
+        deadline = None if self.query_timeout_s is None else time.monotonic() + self.query_timeout_s
+
+        def must_abort() -> bool:
+            return bool(self.abort_requested) or (
+                deadline is not None and time.monotonic() > deadline
+            )
+
+        counts: dict[str, int] | None = {} if self.count_api_calls else None
+        ctx = CallContext(self.store, proc.is_write, must_abort, limit, clause, counts)
         try:
             values = []
             declared = [(n, t) for n, t in proc.args] + [(n, t) for n, t, _ in proc.opt_args]
@@ -1018,21 +1357,23 @@ class Runtime:
                     cypher = to_cypher(args[i], f"{name}: argument {arg_name!r}")
                     self._check_refs(cypher, f"{name}: argument {arg_name!r}")
                 else:
-                    cypher = proc.opt_args[i - lo][2]
+                    cypher = proc.opt_args[i - len(proc.args)][2]
                 value = _to_python(cypher, ctx, mgp)
                 if not cypher_type.satisfied_by(value):
                     raise ArgumentTypeError(
-                        f"{name}: argument {arg_name!r} at position {i + 1} expects {cypher_type}, "
-                        f"got {_cypher_type_name(value)}"
+                        f"'{name}' argument named '{arg_name}' at position {i} must be of type "
+                        f"{cypher_type}."
                     )
                 values.append(value)
             try:
-                result = proc.func(Graph(ctx), tuple(values))
+                result = proc.func(ctx.graph(ctx), tuple(values))
             except Exception as exc:  # what Memgraph reports as the query's error
                 raise ProcedureError(memgraph_error_text(name, exc), name) from exc
-            return self._records(proc, result, mgp)
+            return self._records(proc, result, mgp, ctx)
         finally:
-            ctx.valid = False
+            ctx.invalidate()
+            if counts is not None:
+                self.api_calls = dict(sorted(counts.items()))
 
     def _check_refs(self, value: Any, where: str) -> None:
         if isinstance(value, NodeRef):
@@ -1045,46 +1386,91 @@ class Runtime:
             for v in value.values():
                 self._check_refs(v, where)
 
-    def _records(self, proc: Proc, result: Any, mgp: Any) -> list[dict[str, Any]]:
+    def _records(self, proc: Proc, result: Any, mgp: Any, ctx: CallContext) -> list[dict[str, Any]]:
+        """What Memgraph makes of a procedure's return value (``py_module.cpp``
+        ``CallPythonProcedure``, ``AddMultipleRecordsFromPython``, ``AddRecordFromPython``): None
+        is refused when fields are declared; a sequence is read by index, one record per item,
+        and emptied afterwards; anything else must be one ``mgp.Record``. A failure is reported as
+        Memgraph reports it (:class:`ResultConversionError`, a :class:`ProcedureError`)."""
         name = proc.qualified_name
         if result is None:
-            return []
-        items = [result] if isinstance(result, mgp.Record) else result
-        try:
-            items = list(items)
-        except TypeError:
+            if not proc.results:
+                return []
             raise ResultConversionError(
-                f"{name}: expected an mgp.Record, an iterable of them or None, got "
-                f"{type(result).__name__}"
-            ) from None
-        rows = []
-        for i, record in enumerate(items):
-            if not isinstance(record, mgp.Record):
-                raise ResultConversionError(
-                    f"{name}: record {i}: expected an mgp.Record, got {type(record).__name__}"
-                )
-            row = {}
-            for field, value in record.fields.items():
-                if field not in proc.results:
-                    raise ResultConversionError(
-                        f"{name}: record {i}: unexpected result field {field!r} (declared: "
-                        f"{', '.join(proc.results)})"
-                    )
-                converted = from_python(value, f"{name}: record {i} field {field!r}", self.store)
-                if not proc.results[field].satisfied_by(converted):
-                    raise ResultConversionError(
-                        f"{name}: record {i} field {field!r}: expected {proc.results[field]}, got "
-                        f"{_cypher_type_name(value)}"
-                    )
-                row[field] = converted
-            missing = [f for f in proc.results if f not in row]
-            if missing:
-                raise ResultConversionError(
-                    f"{name}: record {i}: did not yield all fields required by its signature "
-                    f"(missing: {', '.join(missing)})"
-                )
-            rows.append(row)
+                f"{name}: Procedure implementation returned None, but its signature declares "
+                "result fields. Did you forget a 'return mgp.Record(...)' statement?",
+                name,
+            )
+        if isinstance(result, dict) or not hasattr(type(result), "__getitem__"):
+            return [self._record(proc, result, mgp, ctx, None)]  # PySequence_Check fails
+        try:
+            count = len(result)
+            items = [result[i] for i in range(count)]
+        except Exception as exc:  # Memgraph: FetchError, formatted like the procedure's own
+            raise ResultConversionError(memgraph_error_text(name, exc), name) from exc
+        rows = [self._record(proc, record, mgp, ctx, i) for i, record in enumerate(items)]
+        if isinstance(result, list):
+            del result[:]  # PySequence_DelSlice: Memgraph empties the returned list
         return rows
+
+    def _record(
+        self, proc: Proc, record: Any, mgp: Any, ctx: CallContext, index: int | None
+    ) -> dict[str, Any]:
+        name = proc.qualified_name
+        where = "the record" if index is None else f"record {index}"
+
+        def refuse(kind: str, text: str, detail: str) -> ResultConversionError:
+            # the error Memgraph sets from C has no traceback: format_exception prints one line
+            return ResultConversionError(
+                f"{name}: {kind}: {text} (embedded runtime: {where}{detail})\n", name
+            )
+
+        if not isinstance(record, mgp.Record):
+            raise refuse("TypeError", f"Value '{record}' is not an instance of 'mgp.Record'", "")
+        fields = record.fields
+        if not isinstance(fields, dict):
+            raise refuse("TypeError", "Expected 'mgp.Record.fields' to be a 'dict'", "")
+        row = {}
+        for field, value in fields.items():
+            if not isinstance(field, str):
+                raise refuse("TypeError", f"Field name '{field}' is not an instance of 'str'", "")
+            try:
+                converted = from_python(value, f"field {field!r}", self.store)
+                ctx.charge(converted, f"the value of field {field!r}")
+            except _Refusal as exc:
+                raise refuse(exc.kind, exc.text, f", {exc.detail}") from None
+            except UnableToAllocateError as exc:
+                # PyObjectToMgpValueWithPythonExceptions: std::bad_alloc -> MemoryError
+                raise refuse(
+                    "MemoryError",
+                    "std::bad_alloc",
+                    f", field {field!r}: about {value_bytes(converted):,} bytes, over the "
+                    f"procedure memory limit of {memory_limit_text(ctx)}; set a larger "
+                    "PROCEDURE MEMORY LIMIT or PROCEDURE MEMORY UNLIMITED on the CALL",
+                ) from exc
+            if field not in proc.results or not proc.results[field].satisfied_by(converted):
+                declared = (
+                    f"declared {proc.results[field]}, got {_cypher_type_name(value)}"
+                    if field in proc.results
+                    else f"not declared (declared: {', '.join(proc.results)})"
+                )
+                raise refuse(
+                    "ValueError",
+                    f"Unable to insert field '{field}' with value: '{value}'; did you set the "
+                    "correct field type? Please check if the procedure signature matches the "
+                    "return values.",
+                    f", field {field!r}: {declared}",
+                )
+            row[field] = converted
+        missing = [f for f in proc.results if f not in row]
+        if missing:
+            # Memgraph 2.x (plan/operator.cpp CallProcedureCursor::Pull); 3.x yields nulls
+            raise ResultConversionError(
+                f"Procedure '{name}' did not yield all fields as required by its signature. "
+                f"(embedded runtime: {where}, missing: {', '.join(missing)})",
+                name,
+            )
+        return row
 
 
 _SCALAR_TYPE_NAMES = (
