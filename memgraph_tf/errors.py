@@ -17,8 +17,8 @@ that defines each subtree::
     +-- EmbeddedError                                    memgraph_tf.embedded: a CALL that failed
     |   +-- ProcedureNotFoundError (LookupError)         no loaded module has the procedure
     |   +-- ArgumentTypeError (TypeError)                arguments do not fit the signature
-    |   +-- ResultConversionError (TypeError)            a result Memgraph could not convert
-    |   +-- ProcedureError (RuntimeError)                the procedure raised (its error is the __cause__)
+    |   +-- ProcedureError (RuntimeError)                the procedure raised: Memgraph's text (its error is the __cause__)
+    |       +-- ResultConversionError (TypeError)        a result Memgraph could not convert (Memgraph's text)
     +-- ClientError                                      memgraph_tf.client.errors
     |   +-- ConfigurationError (ValueError)              a bad argument or setting
     |   +-- GraphConnectionError (ConnectionError)
