@@ -327,27 +327,36 @@ def _adjacency(graph: TypedGraph, step: EdgeStep) -> tuple[np.ndarray, np.ndarra
     """CSR (``indptr``, ``indices``) from ``step.left`` node numbers to ``step.right`` ones."""
     import numpy as np
 
-    if step.direction == "out":
-        key = (step.left, step.rel_type, step.right)
-    else:
-        key = (step.right, step.rel_type, step.left)
-    if key not in graph.edge_sets:
+    pairs = []
+    for direction, key in (
+        ("out", (step.left, step.rel_type, step.right)),
+        ("in", (step.right, step.rel_type, step.left)),
+    ):
+        if step.direction not in (direction, "both") or key not in graph.edge_sets:
+            continue
+        edges = graph.edge_sets[key]
+        src, dst = edges.source, edges.target
+        if direction == "in":
+            src, dst = dst, src
+        pairs.append(np.stack([src, dst], axis=1))
+    if not pairs:
         known = ", ".join(f"(:{a})-[:{t}]->(:{b})" for a, t, b in graph.edge_sets)
         raise ValueError(
             f"num_neighbors: {step}: the graph has no such relationships (has {known})"
         )
-    edges = graph.edge_sets[key]
-    src, dst = (
-        (edges.source, edges.target) if step.direction == "out" else (edges.target, edges.source)
-    )
-    pairs = np.unique(np.stack([src, dst], axis=1), axis=0)  # distinct neighbours, ascending
+    pairs = np.unique(np.concatenate(pairs), axis=0)  # distinct neighbours, ascending
     counts = np.bincount(pairs[:, 0], minlength=graph.node_sets[step.left].size)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return indptr, pairs[:, 1].astype(np.int64)
 
 
 def sample_neighbourhoods(
-    graph: TypedGraph, spec: TypedSamplingSpec, seeds: Sequence[int], rng: np.random.Generator
+    graph: TypedGraph,
+    spec: TypedSamplingSpec,
+    seeds: Sequence[int],
+    rng: np.random.Generator,
+    *,
+    exclude: tuple[str, str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """A reference typed sampler in numpy: per slot table (:func:`~memgraph_tf.typed_sampling.
     table_name`), the node numbers ``[len(seeds), slots]`` (-1 for a padded slot).
@@ -355,6 +364,10 @@ def sample_neighbourhoods(
     Each step draws ``fanout`` of a node's distinct neighbours (over that step's relationships)
     uniformly without replacement, or all of them (then padded) when it has fewer, as
     ``tf_features.sample`` does with ``pad``; children of a padded slot are padded.
+
+    ``exclude`` = ``(source_label, target_label, pairs)`` with ``pairs[b] = (s, t)`` leaves the
+    relationship between ``s`` and ``t`` out of row ``b``'s neighbourhood at every hop (link
+    prediction: a pair's own relationship must not be seen while scoring it).
     """
     import numpy as np
 
@@ -379,13 +392,41 @@ def sample_neighbourhoods(
         start = indptr[np.where(valid, parents, 0)]
         degree = np.where(valid, indptr[np.where(valid, parents, 0) + 1] - start, 0)
         widest = max(int(degree.max(initial=0)), group.fanout)
-        keys = rng.random((parents.shape[0], widest))
-        keys[np.arange(widest)[None, :] >= degree[:, None]] = 2.0  # past the degree: last
+        columns = np.arange(widest)[None, :]
+        at = np.minimum(start[:, None] + columns, len(indices) - 1)
+        usable = columns < degree[:, None]
+        if exclude is not None:
+            forbidden = _forbidden(exclude, step, group.parents, parents)
+            if forbidden is not None:
+                usable &= indices[at] != forbidden[:, None]
+        # a uniform draw without replacement: the usable neighbours in random order, then the rest
+        keys = np.where(usable, rng.random((parents.shape[0], widest)), 2.0)
         picked = np.argsort(keys, axis=1, kind="stable")[:, : group.fanout]
-        found = picked < degree[:, None]
-        children = np.where(
-            found, indices[np.minimum(start[:, None] + picked, len(indices) - 1)], -1
-        )
+        found = np.take_along_axis(usable, picked, axis=1)
+        children = np.where(found, np.take_along_axis(indices[at], picked, axis=1), -1)
         target = tables[table_name(group.hop, step.right)]
         target[:, group.offset : group.offset + group.size] = children.reshape(batch, group.size)
     return tables
+
+
+def _forbidden(
+    exclude: tuple[str, str, np.ndarray], step: EdgeStep, parents: int, parent_ids: np.ndarray
+) -> np.ndarray | None:
+    """Per parent slot, the neighbour it must not reach (-2 for none), or None when ``step`` does
+    not connect the excluded pair's labels."""
+    import numpy as np
+
+    source_label, target_label, pairs = exclude
+    pairs = np.asarray(pairs, dtype=np.int64)
+    rows = np.repeat(np.arange(pairs.shape[0]), parents)
+    forbidden = np.full(parent_ids.shape[0], -2, dtype=np.int64)
+    used = False
+    if (step.left, step.right) == (source_label, target_label):
+        here = parent_ids == pairs[rows, 0]
+        forbidden[here] = pairs[rows, 1][here]
+        used = True
+    if (step.left, step.right) == (target_label, source_label):
+        here = (parent_ids == pairs[rows, 1]) & (forbidden == -2)
+        forbidden[here] = pairs[rows, 0][here]
+        used = True
+    return forbidden if used else None

@@ -44,9 +44,10 @@ __all__ = [
     "table_name",
 ]
 
-DIRECTIONS = ("out", "in")
-"""``out``: ``(left)-[type]->(right)``; ``in``: ``(left)<-[type]-(right)``. ``left`` is the label of
-the nodes expanded, ``right`` the label of the neighbours reached."""
+DIRECTIONS = ("out", "in", "both")
+"""``out``: ``(left)-[type]->(right)``; ``in``: ``(left)<-[type]-(right)``; ``both``:
+``(left)-[type]-(right)``, either way (distinct neighbours over both). ``left`` is the label of the
+nodes expanded, ``right`` the label of the neighbours reached."""
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PATTERN = re.compile(
@@ -97,19 +98,20 @@ class EdgeStep:
 
     @classmethod
     def parse(cls, text: str) -> EdgeStep:
-        """``(:A)-[:T]->(:B)`` (out) or ``(:A)<-[:T]-(:B)`` (in); ValueError naming the text."""
+        """``(:A)-[:T]->(:B)`` (out), ``(:A)<-[:T]-(:B)`` (in) or ``(:A)-[:T]-(:B)`` (both);
+        ValueError naming the text."""
         m = _PATTERN.match(text.replace(" ", "")) if isinstance(text, str) else None
-        if m is None or bool(m["a"]) == bool(m["b"]):
+        if m is None or (m["a"] and m["b"]):
             raise ValueError(
-                f"edge step: expected a pattern like '(:User)-[:BOUGHT]->(:Product)' or "
-                f"'(:Product)<-[:BOUGHT]-(:User)', got {text!r}"
+                f"edge step: expected a pattern like '(:User)-[:BOUGHT]->(:Product)', "
+                f"'(:Product)<-[:BOUGHT]-(:User)' or '(:Paper)-[:CITES]-(:Paper)', got {text!r}"
             )
-        return cls(m["left"], m["type"], m["right"], "in" if m["a"] else "out")
+        direction = "in" if m["a"] else "out" if m["b"] else "both"
+        return cls(m["left"], m["type"], m["right"], direction)
 
     def __str__(self) -> str:
-        if self.direction == "out":
-            return f"(:{self.left})-[:{self.rel_type}]->(:{self.right})"
-        return f"(:{self.left})<-[:{self.rel_type}]-(:{self.right})"
+        arrow = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[self.direction]
+        return f"(:{self.left}){arrow[0]}[:{self.rel_type}]{arrow[1]}(:{self.right})"
 
 
 @dataclasses.dataclass(frozen=True)

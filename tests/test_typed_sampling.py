@@ -22,6 +22,8 @@ def test_patterns_parse_both_directions_and_round_trip():
     back = EdgeStep.parse("(:Product) <-[:BOUGHT]- (:User)")
     assert back == EdgeStep("Product", "BOUGHT", "User", "in")
     assert EdgeStep.parse(str(back)) == back
+    either = EdgeStep.parse("(:Paper)-[:CITES]-(:Paper)")
+    assert either.direction == "both" and str(either) == "(:Paper)-[:CITES]-(:Paper)"
     spec = TypedSamplingSpec.from_num_neighbors("User", SHOP)
     assert TypedSamplingSpec.from_num_neighbors("User", spec.num_neighbors()) == spec
 
@@ -50,7 +52,7 @@ def test_the_layout_places_every_group_parent_major_in_step_order():
 @pytest.mark.parametrize(
     ("seed_label", "num_neighbors", "message"),
     [
-        ("User", {"(:User)-[:BOUGHT]-(:Product)": [5]}, r"expected a pattern like"),
+        ("User", {"(:User)-[BOUGHT]->(:Product)": [5]}, r"expected a pattern like"),
         ("User", {"(:User)<-[:BOUGHT]->(:Product)": [5]}, r"expected a pattern like"),
         ("User", {"(:User)-[:BOUGHT]->(:Product)": [5, 1], "(:Product)-[:IN]->(:C)": [1]}, "same"),
         ("User", {"(:User)-[:BOUGHT]->(:Product)": [-1]}, r"\[0\]: expected an integer >= 0"),
@@ -100,3 +102,26 @@ def test_a_step_over_relationships_the_graph_lacks_names_them(small_shop):
     spec = TypedSamplingSpec.from_num_neighbors("User", {"(:User)-[:RATED]->(:Product)": [2]})
     with pytest.raises(ValueError, match=r"\(:User\)-\[:RATED\]->\(:Product\): the graph has no"):
         sample_neighbourhoods(small_shop, spec, [0], np.random.default_rng(0))
+
+
+def test_both_directions_and_an_excluded_pair(small_shop):
+    spec = TypedSamplingSpec.from_num_neighbors("User", {"(:User)-[:FOLLOWS]-(:User)": [50, 50]})
+    follows = small_shop.edge_sets[("User", "FOLLOWS", "User")]
+    u, v = int(follows.source[0]), int(follows.target[0])
+    around_u = set(follows.target[follows.source == u].tolist())
+    around_u |= set(follows.source[follows.target == u].tolist())
+    tables = sample_neighbourhoods(small_shop, spec, [u], np.random.default_rng(0))
+    assert set(tables[table_name(1, "User")][0].tolist()) - {-1} == around_u
+    # the pair (u, v) left out: v never appears below u, nor u below v, at any hop
+    pairs = np.array([[u, v]])
+    tables = sample_neighbourhoods(
+        small_shop, spec, [u], np.random.default_rng(0), exclude=("User", "User", pairs)
+    )
+    hop1 = tables[table_name(1, "User")][0]
+    assert set(hop1.tolist()) - {-1} == around_u - {v}
+    hop2 = tables[table_name(2, "User")][0].reshape(50, 50)
+    for parent, children in zip(hop1.tolist(), hop2):
+        if parent == v:
+            assert u not in children.tolist()
+        if parent == u:
+            assert v not in children.tolist()

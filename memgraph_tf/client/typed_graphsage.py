@@ -207,6 +207,10 @@ class TypedGraphSAGE(keras.Model):
         self.built = True
 
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        return self.classifier(self.drop(self.encode(inputs, training=training), training=training))
+
+    def encode(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        """The seed's representation before the classifier, ``[B, 2 * hidden_units[-1]]``."""
         if not self.built:
             self.build()
         missing = [n for n in self.input_names(masks=False) if n not in inputs]
@@ -264,8 +268,7 @@ class TypedGraphSAGE(keras.Model):
                         out = out / keras.ops.maximum(norm, 1e-12)
                     updated[(h, label)] = out
             reps = updated
-        seed = reps[(0, self.spec.seed_label)][:, 0, :]
-        return self.classifier(self.drop(seed, training=training))
+        return reps[(0, self.spec.seed_label)][:, 0, :]
 
 
 def typed_model_inputs(
