@@ -21,6 +21,7 @@ model, a dataset graph) can carry them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -42,6 +43,8 @@ from memgraph_tf.client.errors import (
     QueryError,
     ServerUnavailable,
 )
+from memgraph_tf.client.procedure_errors import called_procedures, translate_procedure_failure
+from memgraph_tf.procedures.options import DEFAULT_MAX_BLOB_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +71,72 @@ PROCEDURES = (
     "tf_features.sample_per_node",
     "tf_features.describe",
 )
+
+ENV_PROCEDURE_MEMORY = "MEMGRAPH_TF_PROCEDURE_MEMORY_LIMIT_MB"
+UNLIMITED = "unlimited"
+_MB = 1024 * 1024  # Memgraph's MB in PROCEDURE MEMORY LIMIT n MB (VisitMemoryLimit: 1024 * 1024)
+DEFAULT_PROCEDURE_MEMORY_LIMIT_MB = 4 * DEFAULT_MAX_BLOB_BYTES // _MB
+"""The ``PROCEDURE MEMORY LIMIT`` of the client's procedure calls by default: 1024 MB, four times
+the largest blob a call builds by default (``options.max_blob_bytes``, 256 MiB). Memgraph counts
+only what a procedure allocates through its API; a blob leaves as base64 text (x4/3), held once as
+the value the procedure returns and once as the result record's copy: about 2.7x the blob."""
+MAX_PROCEDURE_MEMORY_LIMIT_MB = (2**63 - 1) // _MB
+"""The largest limit: Memgraph reads it as an int64 literal and multiplies it by 2^20
+(``EvaluateMemoryLimit`` refuses an overflow)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcedureMemory:
+    """The memory limit the client's procedure calls carry: ``limit_mb`` megabytes (2^20 bytes,
+    as Memgraph counts them), or None for no limit. Make one with :func:`procedure_memory`."""
+
+    limit_mb: int | None
+
+    @property
+    def limit_bytes(self) -> int | None:
+        """The limit in bytes (None: unlimited)."""
+        return None if self.limit_mb is None else self.limit_mb * _MB
+
+    @property
+    def clause(self) -> str:
+        """Memgraph's clause (``CALL m.p(...) PROCEDURE MEMORY ... YIELD ...``; grammar:
+        ``Cypher.g4`` ``procedureMemoryLimit``): ``PROCEDURE MEMORY LIMIT 1024 MB`` or
+        ``PROCEDURE MEMORY UNLIMITED``."""
+        if self.limit_mb is None:
+            return "PROCEDURE MEMORY UNLIMITED"
+        return f"PROCEDURE MEMORY LIMIT {self.limit_mb} MB"
+
+
+def procedure_memory(limit_mb: int | str | None = None) -> ProcedureMemory:
+    """The procedure memory limit from ``limit_mb`` -- an integer number of megabytes from 1 to
+    :data:`MAX_PROCEDURE_MEMORY_LIMIT_MB` (also as a decimal string) or ``"unlimited"`` -- or, when
+    None, from ``MEMGRAPH_TF_PROCEDURE_MEMORY_LIMIT_MB`` (same values), else
+    :data:`DEFAULT_PROCEDURE_MEMORY_LIMIT_MB`. Raises :class:`ConfigurationError` naming the
+    argument or the variable and the bad value."""
+    name = "procedure_memory_limit_mb"
+    if limit_mb is None:
+        limit_mb = os.environ.get(ENV_PROCEDURE_MEMORY) or None
+        if limit_mb is None:
+            return ProcedureMemory(DEFAULT_PROCEDURE_MEMORY_LIMIT_MB)
+        name = ENV_PROCEDURE_MEMORY
+    value: Any = limit_mb
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() == UNLIMITED:
+            return ProcedureMemory(None)
+        value = int(text) if text.isascii() and text.isdigit() else None
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and 1 <= value <= MAX_PROCEDURE_MEMORY_LIMIT_MB
+    ):
+        return ProcedureMemory(value)
+    raise ConfigurationError(
+        f"{name}: expected a whole number of megabytes from 1 to {MAX_PROCEDURE_MEMORY_LIMIT_MB} "
+        f"or {UNLIMITED!r}, got {limit_mb!r}"
+    )
+
+
 _QUERY_SHOWN_CHARS = 200
 _NAME_RE = re.compile(r"^[^`\x00]+$")
 
@@ -428,6 +497,7 @@ def connect(
     use_procedures: bool | None = None,
     fetch_size: int = 1000,
     verify: bool = True,
+    procedure_memory_limit_mb: int | str | None = None,
     **driver_options: Any,
 ) -> BoltSource:
     """Opens a :class:`BoltSource` over one long-lived ``neo4j`` driver.
@@ -438,6 +508,9 @@ def connect(
     else ``MEMGRAPH_TF_DATABASE``, else the server's default. ``use_procedures``: None detects the
     ``tf_features`` procedures on first use; False always packs on the client; True requires them.
     ``driver_options`` go to ``neo4j.GraphDatabase.driver`` over :data:`DEFAULT_DRIVER_OPTIONS`.
+    ``procedure_memory_limit_mb``: the ``PROCEDURE MEMORY`` clause of the ``tf_features`` calls
+    (:func:`procedure_memory`: megabytes or ``"unlimited"``; None:
+    ``MEMGRAPH_TF_PROCEDURE_MEMORY_LIMIT_MB``, else :data:`DEFAULT_PROCEDURE_MEMORY_LIMIT_MB`).
 
     Guarantees: with ``verify`` (the default) the server was reached and accepted the credentials
     before this returns, or :class:`ServerUnavailable` / :class:`AuthenticationError` was raised;
@@ -452,6 +525,7 @@ def connect(
         )
     if not isinstance(fetch_size, int) or isinstance(fetch_size, bool) or fetch_size < 1:
         raise ConfigurationError(f"fetch_size: expected an integer >= 1, got {fetch_size!r}")
+    memory = procedure_memory(procedure_memory_limit_mb)
     options = dict(DEFAULT_DRIVER_OPTIONS)
     options.update(driver_options)
     try:
@@ -465,6 +539,7 @@ def connect(
         user=user,
         use_procedures=use_procedures,
         fetch_size=fetch_size,
+        procedure_memory_limit_mb=UNLIMITED if memory.limit_mb is None else memory.limit_mb,
     )
     if verify:
         try:
@@ -526,13 +601,18 @@ class BoltSource(GraphSource):
         user: str | None = None,
         use_procedures: bool | None = None,
         fetch_size: int = 1000,
+        procedure_memory_limit_mb: int | str | None = None,
     ) -> None:
         self._driver = driver
         self.uri = _redact(uri)
         self.database = database
         self._user = user
         self._use_procedures = use_procedures
+        self._memgraph: bool | None = (
+            None  # whether mg.procedures() answers: the server is Memgraph
+        )
         self.fetch_size = fetch_size
+        self.procedure_memory = procedure_memory(procedure_memory_limit_mb)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -563,17 +643,18 @@ class BoltSource(GraphSource):
             )
         if isinstance(exc, neo4j_errors.Neo4jError):
             message = _server_message(exc)
-            text = f"{where}: query failed: {message}" + (
-                f" (query: {_short(query)!r})" if query else ""
-            )
-            if re.search(
-                r"(unknown|no|not found).{0,20}procedure|procedure.{0,40}(not found|unknown|does "
-                r"not exist)",
+            translated = translate_procedure_failure(
                 message,
-                re.IGNORECASE,
-            ):
-                return ProcedureUnavailable(text)
-            return QueryError(text)
+                where=where,
+                procedures=called_procedures(query),
+                code=getattr(exc, "code", None),
+            )
+            if translated is not None:
+                return translated
+            return QueryError(
+                f"{where}: query failed: {message}"
+                + (f" (query: {_short(query)!r})" if query else "")
+            )
         if isinstance(exc, neo4j_errors.DriverError):
             return GraphConnectionError(f"{where}: driver error: {exc}")
         return exc  # anything else unchanged (the caller re-raises it)
@@ -687,18 +768,23 @@ class BoltSource(GraphSource):
             self._driver.close()
 
     # -- procedures or fallback -------------------------------------------------------------------
+    def _probe(self) -> set[str] | None:
+        """The names ``mg.procedures()`` lists, or None on a server without it (not Memgraph);
+        records which it was."""
+        try:
+            rows = self.read("CALL mg.procedures() YIELD name RETURN name")
+        except (QueryError, ValueError) as exc:
+            logger.info("%s: no mg.procedures() (%s): not Memgraph", self.uri, exc)
+            self._memgraph = False
+            return None
+        self._memgraph = True
+        return {row["name"] for row in rows}
+
     def has_procedures(self) -> bool:
         """Whether the server has the ``tf_features`` procedures (detected once, then cached)."""
         if self._use_procedures is None:
-            try:
-                rows = self.read("CALL mg.procedures() YIELD name RETURN name")
-                names = {row["name"] for row in rows}
-                self._use_procedures = all(p in names for p in PROCEDURES)
-            except (QueryError, ValueError) as exc:
-                logger.info(
-                    "%s: no mg.procedures() (%s): packing blobs on the client", self.uri, exc
-                )
-                self._use_procedures = False
+            names = self._probe()
+            self._use_procedures = names is not None and all(p in names for p in PROCEDURES)
             if not self._use_procedures:
                 logger.info(
                     "%s: the tf_features procedures are missing: packing blobs on the client "
@@ -707,8 +793,16 @@ class BoltSource(GraphSource):
                 )
         return self._use_procedures
 
-    def _call(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        return self.read(query, params)
+    def _call(self, procedure: str, params: dict[str, Any], fields: str) -> list[dict[str, Any]]:
+        """``CALL procedure($a, $b, ...) [PROCEDURE MEMORY ...] YIELD fields RETURN fields`` with
+        ``params`` in order, in a managed read transaction. The memory clause
+        (:attr:`procedure_memory`) goes to Memgraph only -- a server where ``mg.procedures()``
+        answers: another server's parser refuses it."""
+        if self._memgraph is None:
+            self._probe()
+        clause = f" {self.procedure_memory.clause}" if self._memgraph else ""
+        args = ", ".join(f"${name}" for name in params)
+        return self.read(f"CALL {procedure}({args}){clause} YIELD {fields} RETURN {fields}", params)
 
     def pack_blob_b64(
         self,
@@ -719,8 +813,9 @@ class BoltSource(GraphSource):
         node_ids, properties, options = _to_python(list(node_ids)), list(properties), _opts(options)
         if self.has_procedures():
             rows = self._call(
-                "CALL tf_features.pack($nodes, $properties, $options) YIELD blob RETURN blob",
+                "tf_features.pack",
                 {"nodes": node_ids, "properties": properties, "options": options},
+                "blob",
             )
             return rows[0]["blob"]
         return _fallback().pack_b64(CypherGraphAccess.factory(self), node_ids, properties, options)
@@ -740,9 +835,9 @@ class BoltSource(GraphSource):
         )
         if self.has_procedures():
             rows = self._call(
-                "CALL tf_features.sample($seeds, $fanouts, $properties, $options) YIELD blob "
-                "RETURN blob",
+                "tf_features.sample",
                 {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
+                "blob",
             )
             return rows[0]["blob"]
         return _fallback().sample_b64(
@@ -764,9 +859,9 @@ class BoltSource(GraphSource):
         )
         if self.has_procedures():
             rows = self._call(
-                "CALL tf_features.sample_per_node($seeds, $fanouts, $properties, $options) "
-                "YIELD node_id, blob RETURN node_id, blob",
+                "tf_features.sample_per_node",
                 {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
+                "node_id, blob",
             )
             return [row["blob"] for row in rows]
         return _fallback().sample_per_node_b64(
@@ -779,9 +874,9 @@ class BoltSource(GraphSource):
         properties, options = list(properties), _opts(options)
         if self.has_procedures():
             rows = self._call(
-                f"CALL tf_features.describe($properties, $options) YIELD {_DESCRIBE_FIELDS} "
-                f"RETURN {_DESCRIBE_FIELDS}",
+                "tf_features.describe",
                 {"properties": properties, "options": options},
+                _DESCRIBE_FIELDS,
             )
             return dict(rows[0])
         return _fallback().describe(CypherGraphAccess.factory(self), properties, options)
@@ -981,23 +1076,42 @@ class CypherGraphAccess:
 
 _CALL_RE = re.compile(
     r"^\s*CALL\s+(?P<proc>[A-Za-z_][\w.]*)\s*\((?P<args>[^)]*)\)\s*"
+    r"(?P<memory>PROCEDURE\s+MEMORY\s+(?:UNLIMITED|LIMIT\s+[^\s]+\s+(?:MB|KB))\s*)?"
     r"(?:YIELD\s+(?P<yield>[\w\s,]+?))?\s*(?:RETURN\s+(?P<ret>[\w\s,]+?))?\s*;?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
+
+
+def _memory_option(match: re.Match[str]) -> dict[str, Any]:
+    """``{"memory_limit_bytes": ...}`` for the ``PROCEDURE MEMORY`` clause of a matched CALL (the
+    embedded graph's ``call`` keyword; None: UNLIMITED); without a clause ``...``, the graph's
+    default, as Memgraph's default without one. A bad limit raises :class:`ConfigurationError`
+    with Memgraph's reason (``EvaluateMemoryLimit``: an integer >= 1)."""
+    if match["memory"] is None:
+        return {"memory_limit_bytes": ...}
+    from memgraph_tf.embedded import parse_procedure_memory_clause
+
+    try:
+        return {"memory_limit_bytes": parse_procedure_memory_clause(match["memory"])}
+    except ValueError as exc:
+        raise ConfigurationError(f"query: {exc}") from None
 
 
 class EmbeddedSource(GraphSource):
     """A :class:`GraphSource` over an in-process :class:`memgraph_tf.embedded.EmbeddedGraph`: the
     unchanged ``tf_features`` query modules run through Memgraph's real ``mgp.py``.
 
-    :meth:`run` accepts procedure calls only (``CALL module.proc($a, $b) [YIELD x, y] [RETURN x]``):
-    the embedded runtime runs query modules, not a Cypher engine.
+    :meth:`run` accepts procedure calls only (``CALL module.proc($a, $b) [PROCEDURE MEMORY
+    UNLIMITED | PROCEDURE MEMORY LIMIT n MB|KB] [YIELD x, y] [RETURN x]``): the embedded runtime
+    runs query modules, not a Cypher engine. ``procedure_memory_limit_mb`` is the memory limit of
+    the ``tf_features`` calls, as for :func:`connect` (:func:`procedure_memory`).
     """
 
     kind = "embedded"
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: Any, *, procedure_memory_limit_mb: int | str | None = None) -> None:
         self.graph = graph
+        self.procedure_memory = procedure_memory(procedure_memory_limit_mb)
         # tf.data runs procedure calls from several threads; the in-memory graph is not meant for
         # concurrent use, and the calls are GIL-bound anyway, so they take turns
         self._lock = threading.RLock()
@@ -1011,19 +1125,30 @@ class EmbeddedSource(GraphSource):
     def __repr__(self) -> str:
         return f"EmbeddedSource({type(self.graph).__name__})"
 
-    def _call(self, procedure: str, *args: Any) -> list[dict[str, Any]]:
-        from memgraph_tf.embedded import ProcedureError, ProcedureNotFoundError
-        from memgraph_tf.procedures.errors import ProcedureInputError
+    def _call(self, procedure: str, *args: Any, **memory: Any) -> list[dict[str, Any]]:
+        """``graph.call`` -- with ``memory_limit_bytes`` from ``memory``, else this source's
+        :attr:`procedure_memory` -- its errors translated as over Bolt: a procedure that raised goes
+        through :func:`~memgraph_tf.client.procedure_errors.translate_procedure_failure` (its
+        message is Memgraph's text), a missing procedure is :class:`ProcedureUnavailable`, the
+        runtime's other refusals (arguments, results) are :class:`QueryError`."""
+        from memgraph_tf.embedded import EmbeddedError, ProcedureError, ProcedureNotFoundError
 
+        where = "embedded graph"
         try:
+            limit = memory.get("memory_limit_bytes", self.procedure_memory.limit_bytes)
             with self._lock:
-                return self.graph.call(procedure, *args)
+                return self.graph.call(procedure, *args, memory_limit_bytes=limit)
         except ProcedureNotFoundError as exc:
-            raise ProcedureUnavailable(f"embedded graph: {exc}") from exc
+            raise ProcedureUnavailable(f"{where}: query failed: {exc}") from exc
         except ProcedureError as exc:
-            if isinstance(exc.__cause__, ProcedureInputError):
-                raise GraphDataError(str(exc.__cause__)) from exc
-            raise QueryError(f"embedded graph: {exc}") from exc
+            names = [getattr(exc, "procedure", "") or procedure, procedure]
+            translated = translate_procedure_failure(str(exc), where=where, procedures=names)
+            if translated is None:  # not Memgraph's text: name the procedure and the last line
+                last = str(exc).rstrip("\n").rsplit("\n", 1)[-1]
+                translated = QueryError(f"{where}: procedure {procedure} failed: {last}")
+            raise translated from exc
+        except EmbeddedError as exc:
+            raise QueryError(f"{where}: query failed: {exc}") from exc
 
     def _single_blob(self, procedure: str, *args: Any) -> str:
         return self._call(procedure, *args)[0]["blob"]
@@ -1088,6 +1213,7 @@ class EmbeddedSource(GraphSource):
                 "[RETURN ...]' "
                 f"(the embedded runtime runs query modules, not Cypher), got {_short(query)!r}"
             )
+        memory = _memory_option(match)
         params = dict(parameters or {})
         args = []
         for i, arg in enumerate(a.strip() for a in match["args"].split(",") if a.strip()):
@@ -1102,7 +1228,7 @@ class EmbeddedSource(GraphSource):
             if match[clause]:
                 columns = [c.strip() for c in match[clause].split(",") if c.strip()]
                 break
-        for row in self._call(match["proc"], *args):
+        for row in self._call(match["proc"], *args, **memory):
             if columns is None:
                 yield dict(row)
             else:

@@ -61,7 +61,7 @@ def make_community():
 
 # ------------------------------------------------- batch inference (test_batch*.py): BatchItem
 # graph
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sage_model():
     """An untrained GraphSAGE over the keyed test graph (Keras seed 3: the same weights each
     time)."""
@@ -76,9 +76,10 @@ def sage_model():
     ).ensure_built()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def bundle_base(tmp_path_factory, sage_model):
-    """BASE/BatchSage with version 1, op-free, sampling options ``classify_kit.OPTIONS``."""
+    """BASE/BatchSage with version 1, op-free, sampling options ``classify_kit.OPTIONS`` (one per
+    session: the batch tests only read it)."""
     from memgraph_tf.serving import export_bundle
     from tests.client.classify_kit import OPTIONS
 
@@ -96,7 +97,7 @@ def bundle_base(tmp_path_factory, sage_model):
     return base / "BatchSage"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def backend(bundle_base):
     """The op-free bundle loaded in-process (memgraph_tf.batch.BundleBackend)."""
     from memgraph_tf.batch import BundleBackend
