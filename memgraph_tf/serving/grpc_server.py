@@ -199,6 +199,7 @@ def _answer(
     if observed:
         record, token = metrics.begin("GRPC", method, f"gRPC {method}")
     code = grpc.StatusCode.OK
+    context_token = metrics.set_grpc_context(context)
     try:
         if isinstance(request, _Undecodable):
             code, message = (
@@ -216,6 +217,7 @@ def _answer(
                 logger.exception("internal error in %s", method)  # goes to the log only
                 code, message = grpc.StatusCode.INTERNAL, errors.INTERNAL_ERROR_MESSAGE
     finally:
+        metrics.reset_grpc_context(context_token)
         if observed:
             metrics.end(token)
             access_log.finish(model_server, record, code.name, code.name)
