@@ -195,7 +195,69 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_install_modules)
 
     p = sub.add_parser("serve", help="serve SavedModels over TF Serving's REST (and gRPC) API")
-    p.add_argument("model_base_path", help="BASE with BASE/<version>/saved_model.pb")
+    p.add_argument(
+        "model_base_path",
+        nargs="?",
+        default=None,
+        help="BASE with BASE/<version>/saved_model.pb (or --model-config-file, or --upstream)",
+    )
+    p.add_argument(
+        "--model-config-file",
+        "--model_config_file",
+        dest="model_config_file",
+        default=None,
+        metavar="FILE",
+        help="TF Serving's ModelServerConfig text proto (the models.config export_bundle "
+        "writes): several models, version policies and labels",
+    )
+    p.add_argument(
+        "--file-system-poll-wait-seconds",
+        "--file_system_poll_wait_seconds",
+        dest="file_system_poll_wait_seconds",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="poll the model base paths for new and removed versions every S seconds "
+        "(default 1, as TF Serving; 0: load once at start-up)",
+    )
+    p.add_argument(
+        "--monitoring-config-file",
+        "--monitoring_config_file",
+        dest="monitoring_config_file",
+        default=None,
+        metavar="FILE",
+        help="TF Serving's MonitoringConfig text proto; 'prometheus_config { enable: true }' "
+        "serves /monitoring/prometheus/metrics (off without it, as TF Serving)",
+    )
+    p.add_argument(
+        "--access-log",
+        "--access_log",
+        dest="access_log",
+        action="store_true",
+        help="log one JSON line per request (logger memgraph_tf.serving.access; also "
+        "MEMGRAPH_TF_ACCESS_LOG=1); off by default",
+    )
+    p.add_argument(
+        "--upstream",
+        default=None,
+        metavar="HOST:PORT",
+        help="gateway mode: hold no model; turn node_id examples into blobs (--graph) and "
+        "forward every request to this TF Serving gRPC port",
+    )
+    p.add_argument(
+        "--upstream-timeout-s",
+        type=float,
+        default=30.0,
+        help="gateway: the longest an upstream call may take (default 30; a gRPC request's "
+        "own earlier deadline wins)",
+    )
+    p.add_argument(
+        "--bundle",
+        default=None,
+        metavar="PATH",
+        help="gateway: read the sampling settings from this bundle (BASE or BASE/VERSION) "
+        "instead of asking the upstream",
+    )
     p.add_argument("--model-name", default=None, help="name in URLs (default: BASE's name)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8501)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextvars
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -90,6 +91,28 @@ def end(token: contextvars.Token) -> None:
 def current() -> RequestRecord | None:
     """The record of the request this thread is answering, or None."""
     return _CURRENT.get()
+
+
+_GRPC_CONTEXT: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "memgraph_tf_grpc_context", default=None
+)
+
+
+def set_grpc_context(context: Any) -> contextvars.Token:
+    """Make ``context`` (a ``grpc.ServicerContext``) the one of the call this thread answers,
+    so that calls made on its behalf inherit its deadline and cancellation; pass the token to
+    :func:`reset_grpc_context` when the call ends."""
+    return _GRPC_CONTEXT.set(context)
+
+
+def reset_grpc_context(token: contextvars.Token) -> None:
+    """Undo :func:`set_grpc_context`."""
+    _GRPC_CONTEXT.reset(token)
+
+
+def current_grpc_context() -> Any:
+    """The ``grpc.ServicerContext`` of the gRPC call this thread answers, or None."""
+    return _GRPC_CONTEXT.get()
 
 
 class ServerMetrics:
@@ -239,6 +262,60 @@ class _One:
         return [self.metric]
 
 
+def _monitoring_config_class():
+    """TF Serving's ``MonitoringConfig`` message (``tensorflow_serving/config/
+    monitoring_config.proto``: ``prometheus_config { bool enable = 1; string path = 2; }``),
+    built from its description: tensorflow-serving-api does not ship that module."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    pool = descriptor_pool.DescriptorPool()
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="memgraph_tf/monitoring_config.proto", package="tensorflow.serving", syntax="proto3"
+    )
+    prom = fdp.message_type.add(name="PrometheusConfig")
+    prom.field.add(name="enable", number=1, type=8, label=1)  # TYPE_BOOL, LABEL_OPTIONAL
+    prom.field.add(name="path", number=2, type=9, label=1)  # TYPE_STRING
+    mon = fdp.message_type.add(name="MonitoringConfig")
+    mon.field.add(
+        name="prometheus_config",
+        number=1,
+        type=11,  # TYPE_MESSAGE
+        label=1,
+        type_name=".tensorflow.serving.PrometheusConfig",
+    )
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("tensorflow.serving.MonitoringConfig")
+    )
+
+
+def read_monitoring_config(path: str) -> str | None:
+    """The metrics path a TF Serving ``--monitoring_config_file`` (text proto) turns on, or
+    None when its ``prometheus_config.enable`` is false: TF Serving serves the page only then
+    (``model_servers/server.cc``), at ``prometheus_config.path`` or, when empty,
+    :data:`METRICS_PATH`. Raises ValueError naming the file when it cannot be read or parsed."""
+    import pathlib
+
+    from google.protobuf import text_format
+
+    where = f"--monitoring_config_file {path}"
+    try:
+        text = pathlib.Path(path).read_text()
+    except OSError as exc:
+        raise ValueError(f"{where}: {exc.strerror or exc}") from None
+    cfg = _monitoring_config_class()()
+    try:
+        text_format.Parse(text, cfg)
+    except text_format.ParseError as exc:
+        raise ValueError(f"{where}: not a MonitoringConfig text proto: {exc}") from None
+    if not cfg.prometheus_config.enable:
+        return None
+    page = cfg.prometheus_config.path or METRICS_PATH
+    if not page.startswith("/"):
+        raise ValueError(f"{where}: prometheus_config.path must start with '/', got {page!r}")
+    return page
+
+
 __all__ = [
     "CONTENT_TYPE",
     "EXAMPLE_BUCKETS",
@@ -248,5 +325,9 @@ __all__ = [
     "ServerMetrics",
     "begin",
     "current",
+    "current_grpc_context",
     "end",
+    "read_monitoring_config",
+    "reset_grpc_context",
+    "set_grpc_context",
 ]

@@ -150,19 +150,9 @@ class ModelServer:
         metrics_path: str | None = None,
         access_log: bool = False,
     ):
-        for key, value, low, high in (
-            ("max_request_bytes", max_request_bytes, 1, None),
-            ("max_examples", max_examples, 1, None),
-            ("max_json_depth", max_json_depth, 2, 500),
-        ):
-            if (
-                not isinstance(value, int)
-                or isinstance(value, bool)
-                or value < low
-                or (high is not None and value > high)
-            ):
-                span = f">= {low}" if high is None else f"from {low} to {high}"
-                raise ValueError(f"{key}: expected an int {span}, got {value!r}")
+        self._init_settings(
+            max_request_bytes, max_examples, max_json_depth, sampling_seed, metrics_path
+        )
         if poll_wait_s is not None and (
             isinstance(poll_wait_s, bool)
             or not isinstance(poll_wait_s, (int, float))
@@ -172,27 +162,6 @@ class ModelServer:
                 f"file_system_poll_wait_seconds: expected a number of seconds >= 0 (0: load "
                 f"once; TF Serving reserves negative values for its tests), got {poll_wait_s!r}"
             )
-        if metrics_path is not None and not (
-            isinstance(metrics_path, str) and metrics_path.startswith("/")
-        ):
-            raise ValueError(
-                f"metrics_path: expected a path starting with '/', got {metrics_path!r}"
-            )
-        self.max_request_bytes = max_request_bytes
-        self.max_examples = max_examples
-        self.max_json_depth = max_json_depth
-        if sampling_seed is not None and (
-            sampling_seed != bundle.RANDOM_SAMPLING
-            and (not isinstance(sampling_seed, int) or isinstance(sampling_seed, bool))
-        ):
-            raise ValueError(
-                f"sampling_seed: expected an int, None (the bundle's seed, else "
-                f"{bundle.DEFAULT_SEED}) or {bundle.RANDOM_SAMPLING!r}, got {sampling_seed!r}"
-            )
-        self.sampling_seed = sampling_seed
-        self.metrics_path = metrics_path
-        #: the Prometheus metrics (None unless ``metrics_path`` is set)
-        self.metrics: ServerMetrics | None = ServerMetrics() if metrics_path else None
         self.access_log = bool(access_log)
         self.graph_source = graph_source
         self.neighbourhoods = (
@@ -200,9 +169,6 @@ class ModelServer:
             if graph_source is not None
             else None
         )
-        self.model_calls = 0
-        self._calls_lock = threading.Lock()
-        self._local = threading.local()  # .warming: the calls of a warm-up, run unbatched
         self._sync_lock = threading.Lock()
         self.warmup = warmup
         self.warmup_requests = 0
@@ -232,6 +198,54 @@ class ModelServer:
                 target=self._poll_loop, name="memgraph-tf-version-poll", daemon=True
             )
             self._poller.start()
+
+    def _init_settings(
+        self,
+        max_request_bytes: int,
+        max_examples: int,
+        max_json_depth: int,
+        sampling_seed: int | str | None,
+        metrics_path: str | None,
+    ) -> None:
+        """Check and set the limits, the sampling seed and the metrics (ValueError naming the
+        setting at fault)."""
+        for key, value, low, high in (
+            ("max_request_bytes", max_request_bytes, 1, None),
+            ("max_examples", max_examples, 1, None),
+            ("max_json_depth", max_json_depth, 2, 500),
+        ):
+            if (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or value < low
+                or (high is not None and value > high)
+            ):
+                span = f">= {low}" if high is None else f"from {low} to {high}"
+                raise ValueError(f"{key}: expected an int {span}, got {value!r}")
+        if metrics_path is not None and not (
+            isinstance(metrics_path, str) and metrics_path.startswith("/")
+        ):
+            raise ValueError(
+                f"metrics_path: expected a path starting with '/', got {metrics_path!r}"
+            )
+        self.max_request_bytes = max_request_bytes
+        self.max_examples = max_examples
+        self.max_json_depth = max_json_depth
+        if sampling_seed is not None and (
+            sampling_seed != bundle.RANDOM_SAMPLING
+            and (not isinstance(sampling_seed, int) or isinstance(sampling_seed, bool))
+        ):
+            raise ValueError(
+                f"sampling_seed: expected an int, None (the bundle's seed, else "
+                f"{bundle.DEFAULT_SEED}) or {bundle.RANDOM_SAMPLING!r}, got {sampling_seed!r}"
+            )
+        self.sampling_seed = sampling_seed
+        self.metrics_path = metrics_path
+        #: the Prometheus metrics (None unless ``metrics_path`` is set)
+        self.metrics: ServerMetrics | None = ServerMetrics() if metrics_path else None
+        self.model_calls = 0
+        self._calls_lock = threading.Lock()
+        self._local = threading.local()  # .warming: the calls of a warm-up, run unbatched
 
     @staticmethod
     def _entries(base_path, model_name, labels, model_config) -> list[ModelEntry]:

@@ -630,20 +630,67 @@ def parse_sampling_seed(text: Any) -> int | str | None:
         ) from None
 
 
+def observability_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """``metrics_path`` (from ``--monitoring-config-file``, as TF Serving: the page is served
+    only when that file enables it) and ``access_log`` (``--access-log``, else
+    ``MEMGRAPH_TF_ACCESS_LOG``) of parsed ``serve`` arguments."""
+    config = getattr(args, "monitoring_config_file", None)
+    flag = getattr(args, "access_log", False)
+    return {
+        "metrics_path": metrics.read_monitoring_config(config) if config else None,
+        "access_log": bool(flag) or access_log.enabled_from_env(),
+    }
+
+
 def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -> ModelServer:
     """The :class:`ModelServer` that ``memgraph-tf serve`` arguments describe (``sampling_seed``,
-    when the namespace has it, through :func:`parse_sampling_seed`)."""
+    when the namespace has it, through :func:`parse_sampling_seed`): with ``--upstream``, the
+    gateway (:class:`~.gateway.UpstreamServer`); with ``--model-config-file``, the models it
+    lists; else the one model under ``model_base_path``. ``--file-system-poll-wait-seconds``
+    (default 1, TF Serving's) polls their base paths."""
+    common = {
+        "graph_source": graph_source,
+        "max_request_bytes": args.max_request_bytes,
+        "max_examples": getattr(args, "max_examples", DEFAULT_MAX_EXAMPLES),
+        "max_json_depth": getattr(args, "max_json_depth", DEFAULT_MAX_JSON_DEPTH),
+        "sampling_seed": parse_sampling_seed(getattr(args, "sampling_seed", None)),
+        **observability_from_args(args),
+    }
+    upstream = getattr(args, "upstream", None)
+    config_file = getattr(args, "model_config_file", None)
+    if upstream:
+        from memgraph_tf.serving import gateway
+
+        if args.model_base_path or config_file:
+            raise ValueError(
+                "--upstream: the gateway holds no model: give no model_base_path and no "
+                "--model-config-file (--bundle PATH reads the sampling settings from a bundle)"
+            )
+        return gateway.UpstreamServer(
+            upstream,
+            bundle_path=getattr(args, "bundle", None),
+            timeout_s=getattr(args, "upstream_timeout_s", None)
+            or gateway.DEFAULT_UPSTREAM_TIMEOUT_S,
+            **common,
+        )
+    if getattr(args, "bundle", None):
+        raise ValueError("--bundle: only with --upstream (a local server reads its own bundles)")
+    if config_file and args.model_base_path:
+        raise ValueError(
+            "--model-config-file: give either it or a model_base_path, not both (TF Serving "
+            "ignores --model_base_path then; this refuses)"
+        )
+    if not config_file and not args.model_base_path:
+        raise ValueError("expected a model_base_path, --model-config-file or --upstream")
     return ModelServer(
-        args.model_base_path,
-        args.model_name,
-        labels=_parse_labels(getattr(args, "version_label", None)),
-        graph_source=graph_source,
-        max_request_bytes=args.max_request_bytes,
-        max_examples=getattr(args, "max_examples", DEFAULT_MAX_EXAMPLES),
-        max_json_depth=getattr(args, "max_json_depth", DEFAULT_MAX_JSON_DEPTH),
+        None if config_file else args.model_base_path,
+        None if config_file else args.model_name,
+        labels=None if config_file else _parse_labels(getattr(args, "version_label", None)),
+        model_config=config_file or None,
+        poll_wait_s=getattr(args, "file_system_poll_wait_seconds", None),
         batching=batching_options(args),
         warmup=getattr(args, "enable_model_warmup", True),
-        sampling_seed=parse_sampling_seed(getattr(args, "sampling_seed", None)),
+        **common,
     )
 
 
@@ -725,14 +772,19 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
             server.server_close()
             ms.close()
             raise
-    logger.info(
-        "serving model %r versions %s at %s/v1/models/%s%s",
-        ms.model_name,
-        sorted(ms.versions),
-        server.url,
-        ms.model_name,
-        f" (batching: {ms.batching})" if ms.batching else "",
-    )
+    for name, model in getattr(ms, "models", {}).items():
+        logger.info(
+            "serving model %r versions %s at %s/v1/models/%s%s",
+            name,
+            sorted(model.versions),
+            server.url,
+            name,
+            f" (batching: {ms.batching})" if ms.batching else "",
+        )
+    if getattr(ms, "target", None):
+        logger.info("gateway at %s in front of the gRPC upstream %s", server.url, ms.target)
+    if ms.metrics is not None:
+        logger.info("metrics at %s%s", server.url, ms.metrics_path)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
