@@ -194,3 +194,43 @@ def _features(blobs):
             if k.startswith(("features_", "mask_")):
                 feats.setdefault(k, []).append(v[0])
     return {k: np.stack(v) for k, v in feats.items()}
+
+
+def test_graph_server_over_memgraph_s_procedure_errors_answers_400(exported, source, arcadedb):
+    """``serve --graph bolt://...`` on a server whose procedures fail as Memgraph's do (issue 22):
+    an unknown node is a 400 naming it, as on the embedded graph (before: a 500 carrying the
+    server's whole traceback); a known node's answer is the one the client-side path gives."""
+    import neo4j
+
+    from memgraph_tf.client.sources import BoltSource
+    from memgraph_tf.embedded import EmbeddedGraph
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+    from tests.client.memgraph_like import MemgraphLikeDriver
+
+    graph, internal = EmbeddedGraph(), {}
+    for row in source.read("MATCH (n:Node) RETURN n.id AS id, n.features AS f ORDER BY id"):
+        internal[row["id"]] = graph.add_node(["Node"], {"id": row["id"], "features": row["f"]})
+    for row in source.read("MATCH (a:Node)-[:LINK]->(b:Node) RETURN a.id AS a, b.id AS b"):
+        graph.add_edge(internal[row["a"]], internal[row["b"]], "LINK")
+    inner = neo4j.GraphDatabase.driver(arcadedb.uri, auth=arcadedb.auth)
+    driver = MemgraphLikeDriver(graph, inner, arcadedb.database)
+    memgraph = BoltSource(driver, uri=arcadedb.uri, database=arcadedb.database)
+    model, _base, info = exported
+    want = _in_process(model, source.sample_blobs_per_node([5], [3, 2], ["features"], OPTIONS))
+    try:
+        with start_server(ModelServer(info.path.parent, graph_source=memgraph)) as srv:
+            url = f"{srv.url}/v1/models/GraphSage/versions/1:classify"
+            bad = requests.post(url, timeout=60, json={"examples": [{"node_id": 999}]})
+            good = requests.post(url, timeout=60, json={"examples": [{"node_id": 5}]})
+    finally:
+        driver.shutdown()
+    assert bad.status_code == 400, bad.text
+    assert bad.json() == {
+        "error": "fetching node ids [999] from the graph: seeds[0]: unknown node id 999 (no node "
+        "has id = 999)"
+    }
+    assert good.status_code == 200, good.text
+    got = np.array([[s for _, s in row] for row in good.json()["results"]])
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    assert any("PROCEDURE MEMORY LIMIT 1024 MB" in c for c in driver.calls)
