@@ -232,13 +232,15 @@ class EmbeddedGraph:
         edge_type: str = "EDGE",
         node_properties: Mapping[str, Sequence[Any]] | None = None,
         modules: Iterable[str | os.PathLike[str]] | None = None,
+        **graph_options: Any,
     ) -> EmbeddedGraph:
         """A graph of nodes ``0..N-1`` (labelled ``label``) and one ``edge_type`` edge per pair.
 
         ``edges`` is an iterable of ``(src, dst)`` ints or a text file of ``src dst`` lines (``#``
         comments and blank lines skipped). ``N`` is ``num_nodes`` or 1 + the largest id.
         ``node_properties[name][i]`` becomes property ``name`` of node ``i``. Internal id = node
-        number.
+        number. ``graph_options`` go to the constructor (``default_memory_limit_bytes``,
+        ``query_timeout_s``, ``count_api_calls``).
         """
         pairs: list[tuple[int, int]] = []
         if isinstance(edges, (str, os.PathLike)):
@@ -284,7 +286,7 @@ class EmbeddedGraph:
                     f"node_properties[{name!r}]: expected {n} values (one per node), got "
                     f"{len(values)}"
                 )
-        g = cls(modules)
+        g = cls(modules, **graph_options)
         for i in range(n):
             g._store.add_vertex(
                 [label], {name: values[i] for name, values in node_properties.items()}

@@ -261,9 +261,9 @@ def store_value(value: Any, where: str) -> Any:
         return _int64(value, where, ValueConversionError)
     if isinstance(value, (list, tuple)):
         items = [store_value(v, where) for v in value]
-        if all(type(v) in _SCALARS for v in items):
+        if all(type(v) in _SCALARS for v in items) and not _has_nul(items):
             return _ScalarList(items)
-        return tuple(items)
+        return tuple(items)  # read element by element (a string with a NUL is cut)
     if isinstance(value, dict):
         return _map_of(
             value,
@@ -310,7 +310,8 @@ def _map_of(
 
 
 class _ScalarList(tuple):
-    """A stored list whose elements are all scalars (copied out with one ``list()``)."""
+    """A stored list whose elements are all scalars, no string holding a NUL (copied out with one
+    ``tuple()``)."""
 
 
 def load_value(value: Any) -> Any:
@@ -332,7 +333,7 @@ def proc_value(value: Any) -> Any:
     Memgraph: ``src/query/procedure/py_module.cpp`` ``MgpListToPyTuple`` (lists become tuples) and
     ``MgpValueToPyObject`` (strings through ``PyUnicode_FromString`` of a C string)."""
     if type(value) is _ScalarList:
-        return tuple(map(_c_string, value)) if _has_nul(value) else tuple(value)
+        return tuple(value)
     if type(value) is str:
         return _c_string(value)
     if isinstance(value, (tuple, list)):
@@ -349,7 +350,7 @@ def _c_string(value: Any) -> Any:
     return value
 
 
-def _has_nul(values: tuple[Any, ...]) -> bool:
+def _has_nul(values: list[Any]) -> bool:
     return any(type(v) is str and "\x00" in v for v in values)
 
 
@@ -434,7 +435,6 @@ class CallContext:
         self.edge = self._own(Edge, {**base, "__new__": int.__new__})
         self.graph = self._own(Graph, {"__slots__": ()})
         self.iterable = self._own(MgpIterable, {"__slots__": ()})
-        self.iterators: list[MgpIterable] = []  # their next() is killed when the call ends
         self.esrc = store.esrc  # the edges' ends, read once per edge by Edge.from_vertex/to_vertex
         self.edst = store.edst
         self.valid = True
@@ -463,22 +463,29 @@ class CallContext:
         return own
 
     def track(self, iterable: MgpIterable) -> MgpIterable:
-        """Registers an iterator made during the call (its ``next`` counted when counting)."""
+        """An iterator made during the call, its ``next`` counted when counting. (Not kept: an
+        iterator's ``next()`` makes its items with ``vertex`` / ``edge``, which die with the
+        call, or checks :attr:`valid` itself.)"""
         if self.counts is not None:
             iterable.next = _counted(iterable.next, "MgpIterable.next", self.counts)
-        self.iterators.append(iterable)
         return iterable
 
+    def alive(self, item: Any) -> Any:
+        """``item``, or :class:`HandleUseAfterCallError` once the call has ended."""
+        if not self.valid:
+            _dead("_mgp.MgpIterable.next")()
+        return item
+
     def invalidate(self) -> None:
-        """Ends the call: every ``_mgp`` object it made becomes unusable."""
+        """Ends the call: every ``_mgp`` object it made becomes unusable (its methods raise; an
+        iterator's ``next()`` raises at its next vertex or edge)."""
         self.valid = False
         for own in (self.vertex, self.edge, self.graph, self.iterable):
             for name in _method_names(own):
                 if name != "is_valid":
                     setattr(own, name, _dead(f"_mgp.{own.__name__}.{name}"))
-        for it in self.iterators:
-            it.next = _dead("_mgp.MgpIterable.next")
-        self.iterators.clear()
+        for own in (self.vertex, self.edge):
+            own.__new__ = _dead(f"_mgp.{own.__name__}")
 
     def charge(self, value: Any, what: str) -> None:
         """Refuses ``value`` when handing it over as an ``mgp_value`` would allocate more than the
@@ -618,7 +625,7 @@ class Vertex(_Handle):
         ctx = self._ctx
         value = ctx.store.vprops[self].get(name)
         if type(value) is _ScalarList:  # the common case inline
-            if len(value) >= ctx.max_list_items or _has_nul(value):
+            if len(value) >= ctx.max_list_items:
                 return _read(ctx, value, name)
             return tuple(value)
         return _read(ctx, value, name)
@@ -679,7 +686,7 @@ def _properties_iterable(ctx: CallContext, props: dict[str, Any]) -> MgpIterable
     for k, v in props.items():
         ctx.charge(v, f"property {k!r}")
         items.append((_c_string(k), proc_value(v)))
-    return ctx.track(ctx.iterable(items))
+    return ctx.track(ctx.iterable(items, ctx.alive))
 
 
 class Path:
