@@ -25,7 +25,10 @@ def _install_modules(args: argparse.Namespace) -> int:
     """``memgraph-tf install-modules DIR``: the written paths on stdout, exit 0; a user error (an
     existing file with ``--no-overwrite``, a DIR that is a file or not writable, a missing
     package file) is one line on stderr and the exit code of
-    :func:`~memgraph_tf.errors.exit_code_for` (2 for each of those), never a traceback."""
+    :func:`~memgraph_tf.errors.exit_code_for` (2 for each of those), never a traceback. A
+    ``memgraph_tf`` that a server Python (``--server-python``, else
+    :func:`~memgraph_tf.deploy.server_python_candidates`) would import instead of the copied files
+    is one warning line on stderr (exit 0)."""
     from memgraph_tf import deploy
 
     try:
@@ -36,6 +39,13 @@ def _install_modules(args: argparse.Namespace) -> int:
         return exit_code_for(exc)
     for path in paths:
         print(path)
+    # a memgraph_tf installed in the server's Python shadows the copied files: warn, exit 0
+    pythons = args.server_python or deploy.server_python_candidates()
+    for python in pythons:
+        origin = deploy.shadowing_package(args.directory, python)
+        if origin is not None:
+            warning = deploy.shadowing_warning(args.directory, python, origin)
+            sys.stderr.write(f"memgraph-tf install-modules: warning: {warning}\n")
     return 0
 
 
@@ -192,6 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("install-modules", help="copy the tf_features query modules into DIR")
     p.add_argument("directory", help="Memgraph's query-modules directory")
     p.add_argument("--no-overwrite", action="store_true", help="fail instead of replacing files")
+    p.add_argument(
+        "--server-python",
+        action="append",
+        default=None,
+        metavar="PYTHON",
+        help="the Python Memgraph runs (repeatable): warn when a memgraph_tf installed there "
+        "shadows the copied files (default: this Python outside a venv, and /usr/bin/python3)",
+    )
     p.set_defaults(func=_install_modules)
 
     p = sub.add_parser("serve", help="serve SavedModels over TF Serving's REST (and gRPC) API")

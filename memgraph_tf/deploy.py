@@ -15,6 +15,7 @@ import logging
 import os
 import pathlib
 import shutil
+import subprocess
 import sys
 import sysconfig
 
@@ -96,3 +97,68 @@ def install_modules(directory: str | os.PathLike[str], overwrite: bool = True) -
         "installed %d files into %s; run CALL mg.load_all(); to (re)load them", len(written), target
     )
     return written
+
+
+# What a Python that Memgraph embeds imports as ``memgraph_tf`` once the query-modules directory is
+# on its sys.path: Memgraph appends that directory (src/py/py.hpp AppendToSysPath, called by
+# src/query/procedure/module.cpp PythonModule::Load), so any memgraph_tf the interpreter finds
+# earlier on sys.path (site-packages, PYTHONPATH) is the one imported.
+_RESOLVE = """
+import importlib.util, sys
+if sys.path and sys.path[0] in ('', '.'):
+    del sys.path[0]  # -c puts the working directory first; Memgraph's interpreter has no script
+sys.path.append(sys.argv[1])
+spec = importlib.util.find_spec('memgraph_tf')
+print(spec.origin if spec is not None and spec.origin else '')
+"""
+
+
+def server_python_candidates() -> list[str]:
+    """Interpreters that may be the one a Memgraph on this machine embeds: this Python when it is
+    not a virtual environment's, and ``/usr/bin/python3`` (Memgraph's packages link the system
+    Python) when it exists."""
+    found = []
+    if sys.prefix == sys.base_prefix and sys.executable:
+        found.append(sys.executable)
+    if os.path.exists("/usr/bin/python3"):
+        found.append("/usr/bin/python3")
+    return list(dict.fromkeys(os.path.realpath(p) for p in found))
+
+
+def shadowing_package(
+    directory: str | os.PathLike[str], python: str, timeout_s: float = 30.0
+) -> str | None:
+    """Where ``python`` imports ``memgraph_tf`` from when ``directory`` is appended to its
+    ``sys.path`` as Memgraph appends its query-modules directory -- when that is not the helper
+    package installed in ``directory`` (a ``memgraph_tf`` installed in that Python shadows the
+    copied files), else None. None too when ``python`` cannot be run (logged at DEBUG)."""
+    target = pathlib.Path(directory).resolve() / "memgraph_tf"
+    try:
+        proc = subprocess.run(
+            [python, "-c", _RESOLVE, str(pathlib.Path(directory).resolve())],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        logger.debug("%s: cannot check which memgraph_tf it imports: %s", python, exc)
+        return None
+    origin = proc.stdout.strip()
+    if proc.returncode != 0 or not origin:
+        logger.debug("%s: no memgraph_tf found (rc %s): %s", python, proc.returncode, proc.stderr)
+        return None
+    if pathlib.Path(origin).resolve().parent == target.resolve():
+        return None
+    return origin
+
+
+def shadowing_warning(directory: str | os.PathLike[str], python: str, origin: str) -> str:
+    """The one-line warning for a shadowed helper package."""
+    return (
+        f"{python} imports memgraph_tf from {origin}, not from the files copied into "
+        f"{pathlib.Path(directory) / 'memgraph_tf'}: Memgraph appends its query-modules directory "
+        "to sys.path, so a memgraph_tf installed in the Python Memgraph runs wins. If that is "
+        "Memgraph's Python, uninstall it there (python -m pip uninstall memgraph-tf) or install "
+        "the same version there"
+    )

@@ -190,3 +190,38 @@ def test_module_file_search(tmp_path, monkeypatch):
     dirs = deploy.module_search_path()
     assert dirs[0] == tmp_path and dirs[1] == REPO_ROOT / "query_modules"
     assert any(str(d).endswith("share/memgraph-tf/query_modules") for d in dirs)
+
+
+def test_install_modules_warns_when_the_servers_python_shadows_the_helper(tmp_path):
+    # Memgraph appends the query-modules directory to sys.path (src/py/py.hpp AppendToSysPath:
+    # PyList_Append, called by src/query/procedure/module.cpp PythonModule::Load), so a memgraph_tf
+    # installed in the server's Python (here: on its PYTHONPATH, as site-packages would be) is
+    # imported instead of the copied helper files
+    site = tmp_path / "site"
+    (site / "memgraph_tf").mkdir(parents=True)
+    (site / "memgraph_tf" / "__init__.py").write_text("")
+    pythons = {}
+    for name, env in (("shadowed", f"PYTHONPATH={site} "), ("clean", "")):
+        pythons[name] = tmp_path / f"python-{name}"  # this Python without site-packages
+        pythons[name].write_text(f'#!/bin/sh\n{env}exec {sys.executable} -S "$@"\n')
+        pythons[name].chmod(0o755)
+    target = tmp_path / "d"
+    proc = subprocess.run(
+        [sys.executable, "-m", "memgraph_tf.cli", "install-modules", str(target)]
+        + [arg for p in pythons.values() for arg in ("--server-python", str(p))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert str(target / "tf_features.py") in proc.stdout.splitlines()
+    warnings = [line for line in proc.stderr.splitlines() if ": warning: " in line]
+    assert len(warnings) == 1, proc.stderr
+    assert warnings[0].startswith(
+        f"memgraph-tf install-modules: warning: {pythons['shadowed']} imports memgraph_tf from "
+        f"{site / 'memgraph_tf' / '__init__.py'}, not from the files copied into "
+        f"{target / 'memgraph_tf'}: Memgraph appends its query-modules directory to sys.path"
+    )
+    assert deploy.shadowing_package(target, str(pythons["clean"])) is None
+    assert deploy.shadowing_package(target, str(tmp_path / "no-such-python")) is None
