@@ -31,11 +31,14 @@ from tqdm.auto import tqdm
 from memgraph_tf import layout
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import (
+    ROWS,
     FeatureCache,
     describe_options,
     feature_layout,
+    index_name,
     model_inputs,
     sample_dataset,
+    unique_rows,
 )
 from memgraph_tf.client.sources import GraphSource
 
@@ -101,6 +104,11 @@ class MeanAggregator(keras.layers.Layer):
             total = keras.ops.sum(neighbours * m, axis=-2)
             count = keras.ops.maximum(keras.ops.sum(m, axis=-2), 1.0)
             agg = total / count
+        return self.combine(x, agg, training=training)
+
+    def combine(self, x: Any, agg: Any, training: bool | None = None) -> Any:
+        """The layer's output from ``x [..., d]`` and the already aggregated (masked mean)
+        neighbours ``agg [..., d]``: what :meth:`call` does after its mean."""
         x = self.drop(x, training=training)
         agg = self.drop(agg, training=training)
         out = (
@@ -280,6 +288,55 @@ class GraphSAGE(keras.Model):
             h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
         return self.classifier(self.out_dropout(h[0], training=training))
 
+    def call_rows(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        """The same function as :meth:`call`, over a :func:`~memgraph_tf.client.pipeline.
+        unique_rows` batch: ``rows`` (the distinct nodes' features ``[u, d]``), ``index_h`` (each
+        slot's row, the shape of ``ids_h``) and ``mask_h``.
+
+        ``tf.gather(rows, index_h)`` would be ``features_h``; instead the first layer reads each
+        node's row once and works on valid slots only: feature normalisation runs once per
+        distinct node, each masked mean is a sparse ``[slots, u] x [u, d]`` product over the
+        valid neighbour slots, and padded slots (mask false) are left at zero, as every later
+        layer masks them out. Dropout falls on the same tensors as in :meth:`call` (for the valid
+        slots). Guarantees: the logits equal ``call(features)``'s up to float rounding
+        (``training=False``).
+        """
+        rows = tf.cast(inputs[ROWS], tf.float32)
+        if self.normalize_features:
+            rows = rows / tf.maximum(tf.reduce_sum(rows, axis=-1, keepdims=True), 1e-12)
+        index = [inputs[index_name(i)] for i in range(self.hops + 1)]
+        masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
+        first = self.sage_layers[0]
+        h = []
+        for i in range(self.hops):
+            if masks[i] is None:  # every slot is a node: the whole hop at once
+                h.append(
+                    first.combine(
+                        tf.gather(rows, index[i]),
+                        _rows_mean(rows, index[i + 1], masks[i + 1]),
+                        training=training,
+                    )
+                )
+                continue
+            # only the valid slots: a padded slot's output is masked out by every later layer
+            where = tf.where(masks[i])
+            child_mask = None if masks[i + 1] is None else tf.gather_nd(masks[i + 1], where)
+            out = first.combine(
+                tf.gather(rows, tf.gather_nd(index[i], where)),
+                _rows_mean(rows, tf.gather_nd(index[i + 1], where), child_mask),
+                training=training,
+            )
+            dense = tf.scatter_nd(
+                where,
+                out,
+                tf.concat([tf.shape(index[i], out_type=tf.int64), tf.shape(out, tf.int64)[-1:]], 0),
+            )
+            dense.set_shape(index[i].shape.concatenate(out.shape[-1:]))
+            h.append(dense)
+        for layer in self.sage_layers[1:]:
+            h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
+        return self.classifier(self.out_dropout(h[0], training=training))
+
     def get_config(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -299,6 +356,39 @@ class GraphSAGE(keras.Model):
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> GraphSAGE:
         return cls(**config)
+
+
+def _rows_mean(rows: tf.Tensor, index: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
+    """The masked mean over the last axis of ``tf.gather(rows, index)`` (``[..., f, d]`` ->
+    ``[..., d]``; zero valid slots -> zeros), as one sparse-dense product over the valid slots."""
+    fanout = int(index.shape[-1])
+    flat = tf.reshape(index, [-1, fanout])
+    parents = tf.shape(flat, out_type=tf.int64)[0]
+    if mask is None:
+        weights = tf.fill(tf.shape(flat), 1.0 / fanout)
+        keep = tf.ones(tf.shape(flat), tf.bool)
+    else:
+        keep = tf.reshape(tf.cast(mask, tf.bool), [-1, fanout])
+        valid = tf.cast(keep, tf.float32)
+        weights = valid / tf.maximum(tf.reduce_sum(valid, axis=1, keepdims=True), 1.0)
+    keep = tf.reshape(keep, [-1])
+    parent = tf.repeat(tf.range(parents), fanout)
+    indices = tf.stack(
+        [
+            tf.boolean_mask(parent, keep),
+            tf.boolean_mask(tf.cast(tf.reshape(flat, [-1]), tf.int64), keep),
+        ],
+        axis=1,
+    )
+    matrix = tf.SparseTensor(
+        indices,
+        tf.boolean_mask(tf.reshape(weights, [-1]), keep),
+        tf.stack([parents, tf.shape(rows, out_type=tf.int64)[0]]),
+    )
+    out = tf.sparse.sparse_dense_matmul(matrix, rows)
+    out = tf.reshape(out, tf.concat([tf.shape(index)[:-1], tf.shape(rows)[-1:]], axis=0))
+    out.set_shape(index.shape[:-1].concatenate(rows.shape[-1:]))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -325,9 +415,16 @@ inputs, L2-normalised hidden layers, Adam 0.005, full-batch steps over the 140 t
 stopping on validation accuracy. ``benchmarks/accuracy.py`` reports what it reaches."""
 
 
+_EVAL_BATCH_SIZE = 512
+"""Seeds per sampled batch of the validation passes inside :func:`train_graphsage`."""
+
+
 class TrainResult(NamedTuple):
     """What :func:`train_graphsage` returns. ``history``: lists keyed ``step``, ``loss``,
-    ``train_accuracy`` (per step) and ``eval_step``, ``val_accuracy`` (per evaluation)."""
+    ``train_accuracy``, ``wait_s`` (seconds the step waited for its sampled batch), ``step_s``
+    (seconds of the optimisation step) per step, and ``eval_step``, ``val_accuracy``, ``eval_s``
+    (seconds of the evaluation), ``elapsed_s`` (seconds since training started, at the end of the
+    evaluation) per evaluation."""
 
     model: GraphSAGE
     history: dict[str, list[float]]
@@ -363,21 +460,85 @@ def build_feature_cache(
     )
 
 
-_INFER_FNS: weakref.WeakKeyDictionary[GraphSAGE, Any] = weakref.WeakKeyDictionary()
+_INFER_FNS: weakref.WeakKeyDictionary[GraphSAGE, dict[bool, Any]] = weakref.WeakKeyDictionary()
 
 
-def _softmax_fn(model: GraphSAGE) -> Any:
-    """One traced ``softmax(model(x))`` per model (traced once, reused across calls)."""
-    fn = _INFER_FNS.get(model)
+def _logits(model: GraphSAGE, batch: Mapping[str, Any], rows: bool, training: bool) -> Any:
+    """The model's logits for a batch of :func:`_draws_dataset`: :meth:`GraphSAGE.call_rows` on a
+    :func:`unique_rows` batch (``rows``), else the model on the batch's features."""
+    if rows:
+        names = [ROWS] + [index_name(i) for i in range(model.hops + 1)]
+        names += [layout.mask_name(i) for i in range(1, model.hops + 1)]
+        return model.call_rows({k: batch[k] for k in names if k in batch}, training=training)
+    return model(model_inputs(batch, model.hops), training=training)
+
+
+def _softmax_fn(model: GraphSAGE, rows: bool = False) -> Any:
+    """One traced ``softmax(logits)`` per model and input kind (traced once, reused across
+    calls)."""
+    fns = _INFER_FNS.setdefault(model, {})
+    fn = fns.get(rows)
     if fn is None:
         ref = weakref.ref(model)  # the cached function must not keep the model alive
 
         @tf.function(reduce_retracing=True, autograph=False)
-        def fn(x: Mapping[str, tf.Tensor]) -> tf.Tensor:
-            return tf.nn.softmax(ref()(x, training=False))
+        def fn(batch: Mapping[str, tf.Tensor]) -> tf.Tensor:
+            return tf.nn.softmax(_logits(ref(), batch, rows, training=False))
 
-        _INFER_FNS[model] = fn
+        fns[rows] = fn
     return fn
+
+
+def _draws_dataset(
+    model: GraphSAGE,
+    source: GraphSource,
+    ids: np.ndarray,
+    props: Sequence[str],
+    options: Mapping[str, Any] | None,
+    *,
+    draws: int,
+    batch_size: int,
+    seed: int | None,
+    feature_cache: FeatureCache | None,
+    decoder: str,
+    keep_samples: bool = False,
+) -> tf.data.Dataset:
+    """``draws`` passes of sampled batches over ``ids`` (in order, no batch mixing passes): with a
+    ``feature_cache``, :func:`unique_rows` batches (and, with ``keep_samples``, the sampled ids are
+    kept after the first iteration, so later iterations replay the same neighbourhoods without
+    calling the source); else the batches of features from the blobs."""
+    rows = feature_cache is not None
+    ds = sample_dataset(
+        source,
+        ids,
+        model.fanouts,
+        props,
+        options=options,
+        batch_size=batch_size,
+        seed=seed,
+        feature_cache=feature_cache,
+        include_ids=False,
+        decoder=decoder,
+        gather_features=not rows,
+        draws=draws,
+        prefetch=None if rows else tf.data.AUTOTUNE,
+    )
+    if not rows:
+        return ds
+    if keep_samples:
+        ds = ds.cache()
+    ds = ds.map(
+        unique_rows(feature_cache, model.hops),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _average_draws(parts: list[np.ndarray], draws: int, n: int) -> np.ndarray:
+    """``[draws * n, c]`` probabilities (draw after draw) -> their mean per node ``[n, c]``."""
+    stacked = np.concatenate(parts).astype(np.float64)
+    return stacked.reshape(draws, n, -1).mean(axis=0)
 
 
 def predict_proba(
@@ -396,36 +557,35 @@ def predict_proba(
 ) -> Any:
     """Class probabilities ``[n, num_classes]`` for ``node_ids`` in order, averaged over ``draws``
     independent neighbourhood samples; with ``with_labels`` also the labels the blobs carry
-    (``options["label_property"]`` must be set)."""
+    (``options["label_property"]`` must be set).
+
+    All draws run through one pipeline and one traced model call; with a ``feature_cache`` the
+    model reads each batch's distinct nodes once (:meth:`GraphSAGE.call_rows`)."""
     draws = _positive_int("draws", draws)
     ids = np.asarray(node_ids, dtype=np.int64)
-    total = np.zeros((len(ids), model.num_classes), dtype=np.float64)
-    labels = None
-
-    infer = _softmax_fn(model)
-    for draw in range(draws):
-        ds = sample_dataset(
-            source,
-            ids,
-            model.fanouts,
-            properties,
-            options=options,
-            batch_size=batch_size,
-            seed=None if seed is None else seed * 7919 + draw,
-            feature_cache=feature_cache,
-            include_ids=False,
-            decoder=decoder,
-        )
-        parts, label_parts = [], []
-        for batch in ds:
-            parts.append(infer(model_inputs(batch, model.hops)).numpy())
-            if with_labels:
-                label_parts.append(batch["labels"].numpy())
-        total += np.concatenate(parts)
-        if with_labels and labels is None:
-            labels = np.concatenate(label_parts)
-    probs = (total / draws).astype(np.float32)
-    return (probs, labels) if with_labels else probs
+    rows = feature_cache is not None
+    ds = _draws_dataset(
+        model,
+        source,
+        ids,
+        list(properties),
+        options,
+        draws=draws,
+        batch_size=batch_size,
+        seed=None if seed is None else seed * 7919,
+        feature_cache=feature_cache,
+        decoder=decoder,
+    )
+    infer = _softmax_fn(model, rows)
+    parts, label_parts = [], []
+    for batch in ds:
+        parts.append(infer(batch).numpy())
+        if with_labels:
+            label_parts.append(batch["labels"].numpy())
+    probs = _average_draws(parts, draws, len(ids)).astype(np.float32)
+    if not with_labels:
+        return probs
+    return probs, np.concatenate(label_parts)[: len(ids)]
 
 
 def evaluate(
@@ -502,6 +662,14 @@ def train_graphsage(
     ``seed`` makes weights, shuffling and sampling reproducible. ``progress`` shows a tqdm bar
     (steps, with the latest loss and accuracies).
 
+    The work is laid out once per run: one training pipeline, whose sampling runs ahead of the
+    steps in ``tf.data`` threads; one traced step; one validation pipeline and one traced
+    evaluation, so nothing is traced after the first evaluation. With a feature cache the
+    validation neighbourhoods are sampled once (``eval_draws`` draws) and the same ones are scored
+    at every evaluation, and the model reads each batch's distinct nodes once
+    (:meth:`GraphSAGE.call_rows`); without one they are sampled at every evaluation (from the same
+    seeds when ``seed`` is given).
+
     Guarantees: returns the model (built, best weights, ``feature_dtype`` the blobs' feature dtype)
     and its history; labels must be integers in ``0..num_classes-1`` (``num_classes`` default:
     ``tf_features.describe``'s ``num_classes``, 1 + the largest label among the nodes with
@@ -545,8 +713,10 @@ def train_graphsage(
     )
     model.ensure_built()
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+    optimizer.build(model.trainable_variables)  # its slots now: train_step is traced once
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
+    rows = feature_cache is not None
     train_ds = sample_dataset(
         source,
         train_ids,
@@ -560,12 +730,22 @@ def train_graphsage(
         feature_cache=feature_cache,
         include_ids=False,
         decoder=decoder,
+        gather_features=not rows,
+        prefetch=None if rows else tf.data.AUTOTUNE,
     )
+    if rows:
+        train_ds = train_ds.map(
+            unique_rows(feature_cache, model.hops),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        ).prefetch(tf.data.AUTOTUNE)
 
-    @tf.function(reduce_retracing=True, autograph=False)
-    def train_step(x: Mapping[str, tf.Tensor], y: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    # traced once each: the batch specs fix every shape but the batch's (and the rows') length
+    @tf.function(input_signature=[train_ds.element_spec], autograph=False)
+    def train_step(batch: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        y = batch["labels"]
         with tf.GradientTape() as tape:
-            logits = model(x, training=True)
+            logits = _logits(model, batch, rows, training=True)
             loss = loss_fn(y, logits)
             if model.losses:
                 loss = loss + tf.add_n(model.losses)
@@ -574,48 +754,79 @@ def train_graphsage(
         accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, axis=1), y), tf.float32))
         return loss, accuracy
 
+    val_ds, val_step = None, None
+    if val_ids is not None:
+        # one pipeline for every evaluation: eval_draws passes over the validation nodes, sampled
+        # once and replayed (with a feature cache) -- the same neighbourhoods at every evaluation
+        val_ds = _draws_dataset(
+            model,
+            source,
+            val_ids,
+            props,
+            opts,
+            draws=eval_draws,
+            batch_size=_EVAL_BATCH_SIZE,
+            seed=None if seed is None else seed * 7919 + 1,
+            feature_cache=feature_cache,
+            decoder=decoder,
+            keep_samples=True,
+        )
+
+        @tf.function(input_signature=[val_ds.element_spec], autograph=False)
+        def val_step(batch: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+            return tf.nn.softmax(_logits(model, batch, rows, training=False)), batch["labels"]
+
     history: dict[str, list[float]] = {
         "step": [],
         "loss": [],
         "train_accuracy": [],
         "eval_step": [],
         "val_accuracy": [],
+        "wait_s": [],
+        "step_s": [],
+        "eval_s": [],
+        "elapsed_s": [],
     }
     best_acc, best_step, best_weights = None, 0, None
     started = time.monotonic()
     bar = tqdm(total=steps, unit="step", desc="train", disable=not progress)
-    for step, batch in enumerate(train_ds.take(steps), start=1):
-        y = batch["labels"]
-        _check_labels(y.numpy(), num_classes)
-        loss, acc = train_step(model_inputs(batch, model.hops), y)
+    batches = iter(train_ds.take(steps))
+    for step in range(1, steps + 1):
+        t0 = time.perf_counter()
+        batch = next(batches, None)
+        if batch is None:
+            break
+        t1 = time.perf_counter()
+        _check_labels(batch["labels"].numpy(), num_classes)
+        loss, acc = train_step(batch)
+        loss, acc = float(loss), float(acc)
+        history["wait_s"].append(t1 - t0)
+        history["step_s"].append(time.perf_counter() - t1)
         history["step"].append(step)
-        history["loss"].append(float(loss))
-        history["train_accuracy"].append(float(acc))
+        history["loss"].append(loss)
+        history["train_accuracy"].append(acc)
         bar.update(1)
         bar.set_postfix(
-            loss=f"{float(loss):.3f}",
-            train=f"{float(acc):.2f}",
+            loss=f"{loss:.3f}",
+            train=f"{acc:.2f}",
             val="-" if not history["val_accuracy"] else f"{history['val_accuracy'][-1]:.3f}",
             refresh=False,
         )
-        if val_ids is not None and (step % eval_every == 0 or step == steps):
-            val = evaluate(
-                model,
-                source,
-                val_ids,
-                properties=props,
-                label_property=label_property,
-                options=opts,
-                draws=eval_draws,
-                feature_cache=feature_cache,
-                seed=None if seed is None else seed + step,
-                decoder=decoder,
-            )["accuracy"]
+        if val_ds is not None and (step % eval_every == 0 or step == steps):
+            t0 = time.perf_counter()
+            parts, label_parts = [], []
+            for val_batch in val_ds:
+                probs, labels = val_step(val_batch)
+                parts.append(probs.numpy())
+                label_parts.append(labels.numpy())
+            mean = _average_draws(parts, eval_draws, len(val_ids))
+            truth = np.concatenate(label_parts)[: len(val_ids)]
+            val = float(np.mean(np.argmax(mean, axis=1) == truth))
             history["eval_step"].append(step)
             history["val_accuracy"].append(val)
-            logger.info(
-                "step %d: loss %.4f train acc %.3f val acc %.3f", step, float(loss), float(acc), val
-            )
+            history["eval_s"].append(time.perf_counter() - t0)
+            history["elapsed_s"].append(time.monotonic() - started)
+            logger.info("step %d: loss %.4f train acc %.3f val acc %.3f", step, loss, acc, val)
             if best_acc is None or val > best_acc:
                 best_acc, best_step, best_weights = val, step, model.get_weights()
             elif step - best_step >= patience:

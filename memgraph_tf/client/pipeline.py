@@ -202,6 +202,8 @@ def sample_dataset(
     num_parallel_calls: int | None = tf.data.AUTOTUNE,
     prefetch: int | None = tf.data.AUTOTUNE,
     decoder: str = "auto",
+    gather_features: bool = True,
+    draws: int = 1,
 ) -> tf.data.Dataset:
     """GraphSAGE batches: a dict of ``features_h``, ``mask_h``, ``ids_h`` and ``labels`` (the sample
     layout, :func:`memgraph_tf.layout.sample_sections`) per batch of seed ids.
@@ -215,12 +217,26 @@ def sample_dataset(
     ``options["layout"]`` (``dense``, ``compact``, ``sparse``) is the layout the procedure writes;
     the batches are the same in every layout (:func:`memgraph_tf.ops.layouts.decode_sample`).
 
+    ``gather_features=False`` (only with ``feature_cache``) leaves the features out: the batches
+    hold ``ids_h``, ``mask_h`` and ``labels`` only (``include_ids`` is then ignored), for
+    :func:`unique_rows` or a ``cache()`` of the sampled neighbourhoods.
+
+    ``draws`` passes over the batches of ``node_ids`` (after any ``repeat``, so only useful
+    without it): every pass draws its own neighbourhoods, and no batch mixes two passes (the
+    procedure samples a seed listed twice in one call the same way both times).
+
     Guarantees: ``features_h`` has the static shape ``[batch, f1..fh, d]`` and ``mask_h``
     ``[batch, f1..fh]`` (masks only when ``options["low_degree"]`` is ``pad``, the default).
     """
     ids = _node_ids(node_ids)
     fanouts = _fanouts(list(fanouts))
     batch_size = _check_positive("batch_size", batch_size)
+    draws = _check_positive("draws", draws)
+    if not gather_features and feature_cache is None:
+        raise ConfigurationError(
+            "gather_features: expected True without a feature_cache (the features then come in "
+            "the blobs), got False"
+        )
     options = dict(options or {})
     props = list(properties)
     pad = options.get("low_degree") in (None, "pad")  # a null option means the default, "pad"
@@ -266,6 +282,8 @@ def sample_dataset(
             encoding="base64",
         )
         if feature_cache is not None:
+            if not gather_features:
+                return out
             for h in range(len(fanouts) + 1):
                 out[layout.features_name(h)] = feature_cache.gather(out[layout.ids_name(h)])
         if not include_ids:
@@ -279,12 +297,56 @@ def sample_dataset(
     if repeat:
         ds = ds.repeat()
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    if draws > 1:
+        ds = ds.repeat(draws)
     ds = tf.data.Dataset.zip((ds, tf.data.Dataset.counter()))
     ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
     ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
     if prefetch is not None:
         ds = ds.prefetch(prefetch)
     return ds
+
+
+ROWS = "rows"
+"""The :func:`unique_rows` batch key of the distinct nodes' feature rows."""
+
+
+def index_name(hop: int) -> str:
+    """The :func:`unique_rows` batch key of hop ``hop``'s row indices."""
+    return f"index_{hop}"
+
+
+def unique_rows(feature_cache: FeatureCache, hops: int) -> Any:
+    """A ``tf.data`` map function: a ``gather_features=False`` batch of :func:`sample_dataset` ->
+    ``rows`` (the feature rows ``[u, d]`` of the batch's ``u`` distinct node ids, padding
+    included as a zero row), ``index_h`` (int32, the shape of ``ids_h``: each slot's row in
+    ``rows``), and the batch's ``mask_h`` and ``labels`` unchanged.
+
+    Guarantees: ``tf.gather(rows, index_h)`` equals ``feature_cache.gather(ids_h)`` for every hop,
+    so a model reading rows and indices (:meth:`memgraph_tf.client.graphsage.GraphSAGE.call_rows`)
+    sees the features :func:`sample_dataset` would have gathered, each node's row once per batch
+    rather than once per sampled slot; an id missing from the cache fails as in
+    :meth:`FeatureCache.gather`.
+    """
+    names = [layout.ids_name(h) for h in range(hops + 1)]
+
+    def apply(batch: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        flat = [tf.reshape(batch[name], [-1]) for name in names]
+        unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
+        out = {k: v for k, v in batch.items() if k not in names}
+        out[ROWS] = feature_cache.gather(unique)
+        start = 0
+        sizes = [tf.size(f, out_type=tf.int32) for f in flat]
+        for h, name in enumerate(names):
+            index = tf.reshape(
+                where[start : start + sizes[h]], tf.shape(batch[name], out_type=tf.int32)
+            )
+            index.set_shape(batch[name].shape)
+            out[index_name(h)] = index
+            start = start + sizes[h]
+        return out
+
+    return apply
 
 
 def pack_dataset(

@@ -137,3 +137,36 @@ def test_argument_errors():
                 "features_1": np.zeros((1, 2, 3), np.float32),
             }
         )
+
+
+@pytest.mark.parametrize("masks", [True, False])
+def test_call_rows_is_the_same_function_as_call(masks):
+    """call_rows over distinct rows + indices == call over the features those indices gather,
+    padded slots included (their mask is false, their id the zero row)."""
+    rng = np.random.default_rng(5)
+    fanouts, dim, batch = (3, 2), 6, 5
+    model = GraphSAGE(
+        fanouts, dim, 4, hidden_units=[7, 5], normalize_features=True, normalize_hidden=True
+    )
+    model.ensure_built()
+    rows = np.abs(rng.standard_normal((9, dim))).astype(np.float32)
+    rows[0] = 0.0  # the padding row
+    x, shape = {"rows": rows}, [batch]
+    for h in range(len(fanouts) + 1):
+        if h:
+            shape = shape + [fanouts[h - 1]]
+        index = rng.integers(1, len(rows), size=shape).astype(np.int32)
+        if h and masks:
+            mask = rng.random(shape) < 0.6
+            if h == 2:
+                mask &= x["mask_1"][..., None]  # a padded slot's own neighbours are padding
+            mask[0] = False  # a node without a valid neighbour
+            index[~mask] = 0
+            x[f"mask_{h}"] = mask
+        x[f"index_{h}"] = index
+    dense = {f"features_{h}": rows[x[f"index_{h}"]] for h in range(3)}
+    dense.update({k: v for k, v in x.items() if k.startswith("mask_")})
+    expected = model(dense, training=False).numpy()
+    got = model.call_rows({k: tf.constant(v) for k, v in x.items()}, training=False).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(expected[0], expected[1], atol=1e-3)  # the inputs do matter

@@ -258,3 +258,48 @@ def test_database_calls_run_ahead_of_training(community):
     assert _calls_while_one_batch_is_held(source, num_parallel_calls=None, prefetch=None) == 1
     assert _calls_while_one_batch_is_held(source, num_parallel_calls=2, prefetch=2) >= 3
     assert _calls_while_one_batch_is_held(source, autotune=True) >= 3  # the defaults (AUTOTUNE)
+
+
+def test_unique_rows_hold_each_node_once_and_gather_back_to_the_features(community):
+    from memgraph_tf.client.pipeline import unique_rows
+
+    source, _, features = community
+    ids = np.arange(ID0, ID0 + 30)
+    cache = FeatureCache.from_source(
+        source, np.arange(ID0, ID0 + len(features)), ["features"], OPTS
+    )
+    kw = dict(options=OPTS, batch_size=15, seed=4, feature_cache=cache)
+    dense = list(sample_dataset(source, ids, [3, 2], ["features"], **kw))
+    ids_only = list(sample_dataset(source, ids, [3, 2], ["features"], gather_features=False, **kw))
+    assert sorted(ids_only[0]) == ["ids_0", "ids_1", "ids_2", "labels", "mask_1", "mask_2"]
+    to_rows = unique_rows(cache, 2)
+    for full, sampled in zip(dense, ids_only):
+        batch = to_rows(sampled)
+        all_ids = np.concatenate([sampled[f"ids_{h}"].numpy().ravel() for h in range(3)])
+        assert batch["rows"].shape[0] == len(np.unique(all_ids)) < len(all_ids)
+        for h in range(3):
+            assert batch[f"index_{h}"].dtype == tf.int32
+            np.testing.assert_array_equal(
+                tf.gather(batch["rows"], batch[f"index_{h}"]).numpy(), full[f"features_{h}"]
+            )
+        np.testing.assert_array_equal(batch["mask_2"].numpy(), full["mask_2"].numpy())
+        np.testing.assert_array_equal(batch["labels"].numpy(), full["labels"].numpy())
+    with pytest.raises(
+        ConfigurationError, match=r"gather_features: expected True without a feature_cache"
+    ):
+        sample_dataset(source, ids, [3], ["features"], options=OPTS, gather_features=False)
+
+
+def test_draws_pass_over_the_batches_each_with_new_neighbourhoods(community):
+    source, _, _ = community
+    ids = np.arange(ID0, ID0 + 20)
+    batches = list(
+        sample_dataset(source, ids, [4], ["features"], options=OPTS, batch_size=8, seed=2, draws=3)
+    )
+    assert [int(b["ids_0"].shape[0]) for b in batches] == [8, 8, 4] * 3  # no batch mixes draws
+    seeds = np.concatenate([b["ids_0"].numpy() for b in batches]).reshape(3, -1)
+    assert (seeds == ids).all()
+    hop = np.concatenate([b["ids_1"].numpy() for b in batches]).reshape(3, len(ids), 4)
+    assert not (hop[0] == hop[1]).all() and not (hop[1] == hop[2]).all()
+    with pytest.raises(ConfigurationError, match=r"draws: expected an integer >= 1, got 0"):
+        sample_dataset(source, ids, [4], ["features"], options=OPTS, draws=0)

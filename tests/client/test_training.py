@@ -183,3 +183,62 @@ def test_embedded_write_properties_counts_only_existing_nodes(make_community):
     assert graph.get_property(3, "y") == "a"
     assert source.node_ids(id_property="id") == [ID0 + i for i in range(12)]
     assert source.node_ids(label="Missing") == []
+
+
+@pytest.mark.parametrize("use_feature_cache", [True, False])
+def test_training_traces_nothing_after_the_first_evaluation(
+    community, monkeypatch, use_feature_cache
+):
+    """Pipelines and traced functions are built once per run: every graph TensorFlow traces
+    (tf.function and tf.data map functions alike go through func_graph_from_py_func) is traced by
+    the end of the first evaluation, and later evaluations and steps trace none."""
+    import logging
+
+    from tensorflow.python.framework import func_graph
+
+    source, _, _ = community
+    ids = np.arange(ID0, ID0 + 150)
+    traced = [0]
+    real = func_graph.func_graph_from_py_func
+
+    def counting(*args, **kwargs):
+        traced[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(func_graph, "func_graph_from_py_func", counting)
+    at_evaluation = []
+
+    class Snapshot(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("step "):
+                at_evaluation.append(traced[0])
+
+    logger = logging.getLogger("memgraph_tf.client.graphsage")
+    handler, level = Snapshot(logging.INFO), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        result = train_graphsage(
+            source,
+            ids[:60],
+            ids[60:100],
+            options=OPTS,
+            fanouts=(4, 3),
+            hidden_units=8,
+            steps=15,
+            eval_every=5,
+            eval_draws=2,
+            batch_size=25,
+            seed=1,
+            use_feature_cache=use_feature_cache,
+        )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert result.history["eval_step"] == [5, 10, 15] and len(at_evaluation) == 3
+    assert at_evaluation[0] > 0  # the counter sees the traces
+    assert at_evaluation == [at_evaluation[0]] * 3 and traced[0] == at_evaluation[0]
+    history = result.history
+    assert len(history["wait_s"]) == len(history["step_s"]) == 15
+    assert len(history["eval_s"]) == len(history["elapsed_s"]) == 3
+    assert history["elapsed_s"] == sorted(history["elapsed_s"])
