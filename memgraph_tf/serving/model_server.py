@@ -27,7 +27,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +75,31 @@ def _dir_stamp(path: pathlib.Path) -> tuple:
         except OSError:
             stamps.append(None)
     return tuple(stamps)
+
+
+class _SamplingView(MutableMapping):
+    """``ModelServer.sampling``: version -> its ``ModelVersion.sampling``, for the first model."""
+
+    def __init__(self, server: ModelServer):
+        self.server = server
+
+    def _sampled(self) -> dict[int, ModelVersion]:
+        return {v: mv for v, mv in self.server.versions.items() if mv.sampling is not None}
+
+    def __getitem__(self, version: int) -> Any:
+        return self._sampled()[version].sampling
+
+    def __setitem__(self, version: int, spec: Any) -> None:
+        self.server.versions[version].sampling = spec
+
+    def __delitem__(self, version: int) -> None:
+        self._sampled()[version].sampling = None
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._sampled())
+
+    def __len__(self) -> int:
+        return len(self._sampled())
 
 
 class _TimedFetcher:
@@ -281,10 +306,11 @@ class ModelServer:
         return self.models[self.model_name].labels
 
     @property
-    def sampling(self) -> dict[int, Any]:
+    def sampling(self) -> MutableMapping[int, Any]:
         """Per loaded version of the first model that is a memgraph-tf bundle: how its
-        ``node_id`` examples are sampled."""
-        return {v: mv.sampling for v, mv in self.versions.items() if mv.sampling is not None}
+        ``node_id`` examples are sampled -- a live view of each version's ``sampling`` (setting
+        an entry sets that version's)."""
+        return _SamplingView(self)
 
     def _load(self, model: ServedModel, v: int, path: pathlib.Path) -> ModelVersion:
         """Load and warm up version ``v`` of ``model``: only then may it take requests."""
