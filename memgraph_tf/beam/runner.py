@@ -1,6 +1,7 @@
-"""Running the pipelines: runner and options (Beam's DirectRunner without its Prism detour, Flink,
-Spark, Dataflow), :func:`classify_with_beam` (Python) and the ``memgraph-tf classify --runner``
-hooks :func:`add_runner_arguments` / :func:`run_classify_pipeline`.
+"""Running the pipelines: runner and options (Beam's DirectRunner without its Prism detour, Beam's
+DaskRunner on a ``dask.distributed`` cluster, Flink, Spark, Dataflow), :func:`classify_with_beam`
+(Python) and the ``memgraph-tf classify --runner`` hooks :func:`add_runner_arguments` /
+:func:`run_classify_pipeline`.
 
 This module imports only the standard library at import time, so the command line can offer
 ``--runner`` without Apache Beam installed; Beam is imported when a pipeline is built.
@@ -10,6 +11,12 @@ This module imports only the standard library at import time, so the command lin
 runner, which downloads a binary (impossible offline). ``BundleBasedDirectRunner`` is Beam's older
 in-process runner: one worker, but it retries a failed bundle (up to 4 attempts), as
 Dataflow, Flink and Spark do and the FnApiRunner does not.
+
+``DaskRunner`` is ``apache_beam.runners.dask.dask_runner.DaskRunner`` (``pip install
+'memgraph-tf[beam]'`` brings ``dask[distributed]``), given the scheduler with
+``--dask_client_address`` (``dask_address`` here, ``--dask-address`` on the command line; without
+it, Beam starts a local cluster). That runner keeps no metrics, so :func:`classify_with_beam`
+sums the :class:`~memgraph_tf.beam.transforms.PageTally` elements the job computed instead.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from memgraph_tf.batch.summary import RunSummary
@@ -34,6 +41,7 @@ RUNNERS = (
     "FlinkRunner",
     "SparkRunner",
     "DataflowRunner",
+    "DaskRunner",
 )
 #: Runners whose workers run inside the launching process (``inprocess:``/``embedded:`` graphs).
 IN_PROCESS_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner")
@@ -42,6 +50,10 @@ RUNNING_MODES = ("in_memory", "multi_threading", "multi_processing")
 BEAM_MISSING = (
     "Apache Beam is not installed: pip install 'memgraph-tf[beam]' (the extra pins a "
     "Beam release that installs beside this TensorFlow)"
+)
+DASK_MISSING = (
+    "DaskRunner: dask.distributed is not installed: pip install 'memgraph-tf[beam]' (the extra "
+    "includes dask[distributed])"
 )
 
 
@@ -82,9 +94,9 @@ def pipeline_options(
     pipeline_args: Sequence[str] = (),
 ) -> Any:
     """``PipelineOptions`` for ``runner``: ``pipeline_args`` (Beam's own flags, e.g.
-    ``--flink_master=host:8081``, ``--project=...``), plus ``direct_num_workers`` and
-    ``direct_running_mode`` for the DirectRunner. ``save_main_session`` stays off: the transforms
-    import what they use."""
+    ``--flink_master=host:8081``, ``--project=...``, ``--dask_client_address=HOST:8786``), plus
+    ``direct_num_workers`` and ``direct_running_mode`` for the DirectRunner. ``save_main_session``
+    stays off: the transforms import what they use."""
     require_beam()
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -92,17 +104,34 @@ def pipeline_options(
     extra: dict[str, Any] = {}
     if runner == "DirectRunner":
         extra = {"direct_num_workers": num_workers, "direct_running_mode": running_mode}
+    elif runner == "DaskRunner":
+        _dask_runner_class()  # registers DaskOptions (--dask_client_address, ...) with Beam
     elif runner != "BundleBasedDirectRunner":
         extra = {"runner": runner}
     return PipelineOptions(list(pipeline_args), **extra)
 
 
+def _dask_runner_class() -> Any:
+    """Beam's DaskRunner class; raises ImportError naming the extra when dask.distributed is
+    missing (Beam imports its Dask runner module without it, then fails when a job starts)."""
+    require_beam()
+    try:
+        import dask.distributed  # noqa: F401 -- only to see whether it is installed
+        from apache_beam.runners.dask.dask_runner import DaskRunner
+    except ImportError as exc:
+        raise ImportError(DASK_MISSING) from exc
+    return DaskRunner
+
+
 def create_runner(runner: str, options: Any) -> Any:
     """The runner object for ``runner``: the FnApiRunner for ``DirectRunner`` (with the pipeline
     options handed to its workers, as Beam's DirectRunner does, but never Prism),
-    ``BundleBasedDirectRunner``, or None for the others (Beam resolves ``--runner`` itself)."""
+    ``BundleBasedDirectRunner``, Beam's ``DaskRunner`` (which Beam does not find by that name), or
+    None for the others (Beam resolves ``--runner`` itself)."""
     require_beam()
     _check_choice("runner", runner, RUNNERS)
+    if runner == "DaskRunner":
+        return _dask_runner_class()()
     if runner == "DirectRunner":
         from apache_beam.portability.api import beam_provision_api_pb2
         from apache_beam.runners.portability.fn_api_runner import fn_runner
@@ -179,6 +208,46 @@ def _counters(result: Any) -> dict[str, int]:
     return totals
 
 
+def run_pipeline(pipeline: Any, collect: Callable[[Any], Any] | None = None) -> Any:
+    """Runs ``pipeline`` and waits for it; raises what the job raised, or RuntimeError when it
+    ended in another state than DONE. Returns ``collect(result)`` (default: the result). On Beam's
+    DaskRunner, which opens a Dask client per job and never closes it, the client is closed here
+    after ``collect`` ran (``collect`` may gather the job's last elements from it:
+    ``result.client.gather(result.futures)``)."""
+    from memgraph_tf.beam.transforms import runs_on_dask
+
+    result = pipeline.run()
+    client = getattr(result, "client", None) if runs_on_dask(pipeline) else None
+    try:
+        result.wait_until_finish()
+        state = str(getattr(result, "state", "DONE"))
+        if not state.endswith("DONE"):
+            raise RuntimeError(f"the pipeline ended in state {state}")
+        return collect(result) if collect is not None else result
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _dask_counts(result: Any, transform: Any) -> tuple[dict[str, int], int]:
+    """The counter totals of a DaskRunner job of ClassifyNodes -- summed from the
+    :class:`~memgraph_tf.beam.transforms.PageTally` elements it computed (the runner's own
+    ``metrics()`` raises NotImplementedError), ``nodes_selected`` from the launcher's key plan --
+    and the number of workers the scheduler has."""
+    tallies = [tally for part in result.client.gather(result.futures) for tally in part]
+    counts = {"nodes_selected": transform.plan.selected if transform.plan else 0}
+    for name, field in (
+        ("nodes_read", "read"),
+        ("nodes_fetched", "fetched"),
+        ("nodes_classified", "classified"),
+        ("nodes_written", "written"),
+        ("nodes_unchanged", "unchanged"),
+    ):
+        counts[name] = sum(getattr(t, field) for t in tallies)
+    counts["nodes_invalid"] = sum(len(t.invalid) for t in tallies)
+    return counts, len(result.client.nthreads())
+
+
 def check_runner_for_graph(graph: Any, runner: str, running_mode: str | None) -> None:
     """Raises ConfigurationError when ``graph`` lives in this process (``embedded:``,
     ``inprocess:``) but the runner's workers would not (another runner, or ``multi_processing``):
@@ -204,6 +273,7 @@ def classify_with_beam(
     num_workers: int = 1,
     running_mode: str | None = None,
     pipeline_args: Sequence[str] = (),
+    dask_address: str | None = None,
     **classify_options: Any,
 ) -> BeamSummary:
     """Runs :class:`~memgraph_tf.beam.transforms.ClassifyNodes` (``classify_options``: label,
@@ -212,12 +282,29 @@ def classify_with_beam(
     ``graph`` (a :class:`~memgraph_tf.beam.graphs.GraphSpec`) with ``model`` (a resolved
     :class:`~memgraph_tf.beam.models.ModelSpec`) on ``runner`` and waits for it to finish.
 
+    ``dask_address`` (only with ``runner="DaskRunner"``): the Dask scheduler, ``HOST:PORT`` or
+    ``tcp://HOST:PORT`` (Beam's ``--dask_client_address``); its workers log in to a Bolt graph
+    with their own ``MEMGRAPH_TF_USER`` / ``_PASSWORD``, and this process reads the key span with
+    its own (see ClassifyNodes).
+
     Guarantees: the graph ends with the same predictions as ``memgraph-tf classify`` would write
     (see ClassifyNodes); raises when the pipeline fails (what was written stays: rerun to resume);
-    the summary's counts are the runner's committed counters."""
+    the summary's counts are the runner's committed counters (on the DaskRunner, which keeps
+    none: the sum of the pages' tallies the job computed, and ``workers`` is the number of Dask
+    workers)."""
     require_beam()
     from memgraph_tf.beam.graphs import acquire, release
     from memgraph_tf.beam.transforms import ClassifyNodes
+    from memgraph_tf.client.errors import ConfigurationError
+
+    if dask_address is not None:
+        if runner != "DaskRunner":
+            raise ConfigurationError(f"dask_address: only with the DaskRunner, not {runner}")
+        pipeline_args = [*pipeline_args, f"--dask_client_address={dask_address}"]
+    if runner == "DaskRunner" and not any(
+        a.startswith(("--dask_npartitions", "--dask_partition_size")) for a in pipeline_args
+    ):  # the job's Creates hold one key range each: exact, and no warning per range
+        pipeline_args = [*pipeline_args, "--dask_npartitions=1"]
 
     mode = running_mode_for(graph, num_workers, running_mode) if runner == "DirectRunner" else None
     check_runner_for_graph(graph, runner, mode)
@@ -241,12 +328,10 @@ def classify_with_beam(
             num_workers,
             mode,
         )
-        result = pipeline.run()
-        result.wait_until_finish()
-        state = str(getattr(result, "state", "DONE"))
-        if not state.endswith("DONE"):
-            raise RuntimeError(f"the pipeline ended in state {state}")
-        counts = _counters(result)
+        if runner == "DaskRunner":
+            counts, num_workers = run_pipeline(pipeline, lambda r: _dask_counts(r, transform))
+        else:
+            counts = run_pipeline(pipeline, _counters)
     finally:
         if held is not None:
             release(held)
@@ -304,7 +389,8 @@ def check_read_all(summary: BeamSummary, transform: Any) -> None:
 
 # ---------------------------------------------------------------------------------- command line
 def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds ``--runner``, ``--num-workers``, ``--running-mode``, ``--id-ranges``, ``--read-graph``
+    """Adds ``--runner``, ``--dask-address``, ``--num-workers``, ``--running-mode``,
+    ``--id-ranges``, ``--read-graph``
     and the trailing Beam pipeline options (everything after ``--``) to the ``classify`` parser.
     Without ``--runner`` nothing changes (``args.runner`` is None); with it, call
     :func:`run_classify_pipeline`. Needs no Beam to add the arguments."""
@@ -317,6 +403,14 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="run as an Apache Beam pipeline on this runner; Beam pipeline options go "
         "after --, e.g. -- --flink_master=HOST:8081 --environment_type=LOOPBACK",
+    )
+    group.add_argument(
+        "--dask-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="DaskRunner: the dask.distributed scheduler (Beam's --dask_client_address; "
+        "without it Beam starts a local cluster); its workers need MEMGRAPH_TF_USER / "
+        "MEMGRAPH_TF_PASSWORD in their environment",
     )
     group.add_argument(
         "--num-workers",
@@ -415,6 +509,11 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
             )
         if getattr(args, "fetch_workers", 1) not in (None, 1):
             raise ConfigurationError("--fetch-workers: not with --runner (use --num-workers)")
+        if args.runner == "DaskRunner" and args.num_workers != 1:
+            raise ConfigurationError(
+                "--num-workers: not with --runner DaskRunner (the Dask cluster's workers run the "
+                "job: start them with `dask worker`)"
+            )
         if args.num_workers < 1:
             raise ConfigurationError(
                 f"--num-workers: expected an integer >= 1, got {args.num_workers}"
@@ -456,6 +555,7 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
             num_workers=args.num_workers,
             running_mode=args.running_mode,
             pipeline_args=list(args.pipeline_args or []),
+            dask_address=getattr(args, "dask_address", None),
             label=args.label,
             where=args.where,
             where_params=params,
@@ -489,6 +589,7 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
 
 __all__ = [
     "BEAM_MISSING",
+    "DASK_MISSING",
     "IN_PROCESS_RUNNERS",
     "RUNNERS",
     "RUNNING_MODES",
@@ -503,5 +604,6 @@ __all__ = [
     "pipeline_options",
     "require_beam",
     "run_classify_pipeline",
+    "run_pipeline",
     "running_mode_for",
 ]

@@ -23,6 +23,19 @@ connection or password travels in the pipeline) and load the model from a
 blob op; ours goes through ``memgraph_tf.serving.model_server.load_version``, which loads the op
 library on each worker when an op bundle needs it).
 
+On Beam's DaskRunner (``apache_beam.runners.dask``) :class:`ClassifyNodes` and
+:class:`ExportNeighbourhoods` take another shape (:func:`runs_on_dask`; docs/scaling.md, "Dask"),
+because that runner, checked on Beam 2.77, executes only part of the Beam model: it never collects
+what a DoFn emits in ``finish_bundle`` (so ``beam.BatchElements`` -- here, and inside RunInference
+-- drops the last batch of every bundle), puts tagged outputs into the main output, computes only
+the last transform the pipeline applied (other leaves never run), runs ``Reshuffle`` as a no-op
+and keeps up to 128 created elements in one partition, and has no metrics. There, the launcher
+reads the key span and count (:func:`plan_key_ranges`), each key range is a ``Create`` of its own
+(one Dask partition each, so the ranges run on all workers), and every element after it is a whole
+keyset page (:class:`Page`) carried through fetch, inference and write by the same DoFns' code,
+ending in one :class:`PageTally` per page. :class:`FetchNeighbourhoods`, :class:`ClassifyBlobs` and
+:class:`WritePredictions` on their own refuse that runner (:data:`DASK_REFUSAL`).
+
 Counters (namespace :data:`NAMESPACE`): ``nodes_selected`` (counted when the key span is read),
 ``nodes_read``, ``nodes_fetched``, ``nodes_invalid``,
 ``nodes_classified``, ``nodes_written``, ``nodes_unchanged`` (a prediction the write left alone:
@@ -33,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -57,6 +71,13 @@ NAMESPACE = "memgraph_tf"
 #: Tag of the ``(node key, reason)`` outputs of nodes that cannot be classified.
 INVALID = "invalid"
 DEFAULT_NUM_RANGES = 16
+#: Why FetchNeighbourhoods, ClassifyBlobs and WritePredictions refuse Beam's DaskRunner.
+DASK_REFUSAL = (
+    "{name}: cannot run on Beam's DaskRunner: it batches with beam.BatchElements, and that runner "
+    "never collects what a DoFn emits in finish_bundle, so the last batch of every bundle would be "
+    "lost without an error (Beam 2.77); use ClassifyNodes or ExportNeighbourhoods, which run "
+    "keyset pages as elements there"
+)
 #: Features of an exported tf.Example besides the blob.
 NODE_ID_FEATURE = "node_id"
 SEED_FEATURE = "seed"
@@ -92,6 +113,65 @@ def split_key_range(lo: int, hi: int, num_ranges: int) -> list[tuple[int, int]]:
     return [(start, min(start + step, hi + 1)) for start in range(lo, hi + 1, step)]
 
 
+def runs_on_dask(pipeline: Any) -> bool:
+    """Whether ``pipeline`` runs on Beam's DaskRunner (a check of the runner's class that imports
+    nothing: without Dask installed, no pipeline can run there)."""
+    module = sys.modules.get("apache_beam.runners.dask.dask_runner")
+    return module is not None and isinstance(getattr(pipeline, "runner", None), module.DaskRunner)
+
+
+def refuse_dask(pipeline: Any, name: str) -> None:
+    """Raises ConfigurationError (:data:`DASK_REFUSAL`) when ``pipeline`` runs on the DaskRunner."""
+    if runs_on_dask(pipeline):
+        raise ConfigurationError(DASK_REFUSAL.format(name=name))
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyRangePlan:
+    """The key ranges a run reads, cut on the launcher (the DaskRunner shape): ``ranges``
+    (half-open, together covering the selected keys once) and ``selected``, the selected nodes
+    counted when the span was read (what ``nodes_read`` must add up to)."""
+
+    ranges: tuple[tuple[int, int], ...]
+    selected: int
+
+
+def plan_key_ranges(scan: NodeScan) -> KeyRangePlan:
+    """Reads the selected nodes' key span and count once, here (the launcher opens the graph:
+    a Bolt graph's credentials come from this process's ``MEMGRAPH_TF_USER`` / ``_PASSWORD``), and
+    cuts it into ``scan.num_ranges`` ranges; no node to read gives one empty range ``[0, 0)``."""
+    handle = acquire(scan.graph)
+    try:
+        table = handle.table(scan.selection)
+        bounds = table.bounds(scan.todo)
+        selected = table.count(scan.todo) if bounds is not None else 0
+    finally:
+        release(handle)
+    if bounds is None:
+        logger.info("no node to read in %s", scan.graph)
+        return KeyRangePlan(((0, 0),), 0)
+    ranges = split_key_range(bounds[0], bounds[1], scan.num_ranges)
+    logger.info(
+        "reading node keys %d..%d of %s in %d range(s)",
+        bounds[0],
+        bounds[1],
+        scan.graph,
+        len(ranges),
+    )
+    return KeyRangePlan(tuple(ranges), selected)
+
+
+def create_ranges(pbegin: Any, plan: KeyRangePlan) -> Any:
+    """``PBegin -> PCollection[(lo, hi)]``: one ``Create`` per range, flattened. On the
+    DaskRunner each ``Create`` becomes a partition of its own (the runner keeps up to 128 created
+    elements in one partition and its Reshuffle is a no-op), so the ranges run on all workers."""
+    created = [
+        pbegin | f"KeyRange{i}" >> beam.Create([key_range])
+        for i, key_range in enumerate(plan.ranges)
+    ]
+    return created | "KeyRanges" >> beam.Flatten()
+
+
 class _SplitKeysFn(beam.DoFn):
     """The selected nodes' key span ``[min key, max key]`` (one query, on a worker) as
     ``num_ranges`` half-open key ranges."""
@@ -124,6 +204,35 @@ class _SplitKeysFn(beam.DoFn):
         yield from ranges
 
 
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """One keyset page on its way through the DaskRunner shape: the ``keys`` read; after
+    fetching, how many nodes were ``fetched`` and their ``blobs`` (``(key, blob)``, or ``(key, seed,
+    blob)`` with seeds); after inference the blobs are dropped and ``predictions`` ``(key, class
+    label, score)`` kept; ``invalid`` holds ``(key, reason)`` of the nodes skipped so far."""
+
+    keys: tuple[int, ...]
+    fetched: int = 0
+    blobs: tuple = ()
+    predictions: tuple = ()
+    invalid: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class PageTally:
+    """What one page came to (the last element of the DaskRunner shape of :class:`ClassifyNodes`,
+    in place of the counters that runner does not keep): nodes ``read``, ``fetched``,
+    ``classified``, ``written`` and ``unchanged`` (left alone by the guarded write), and the
+    ``invalid`` ``(key, reason)`` pairs (``skip_invalid``)."""
+
+    read: int
+    fetched: int
+    classified: int
+    written: int
+    unchanged: int
+    invalid: tuple = ()
+
+
 class _ReadRangeFn(beam.DoFn):
     """The selected keys in one half-open range ``[lo, hi)``, ascending, by keyset pages."""
 
@@ -142,12 +251,33 @@ class _ReadRangeFn(beam.DoFn):
             release(self._handle)
             self._handle = None
 
-    def process(self, key_range: tuple[int, int]) -> Iterator[int]:
+    def pages(self, key_range: tuple[int, int]) -> Iterator[list[int]]:
         lo, hi = key_range
         # each page checked to ascend past the last key (a repeated key raises KeysetPagingError)
         for keys in self._table.scan(self.scan.page_size, self.scan.todo, lo=lo, hi=hi):
             self._read.inc(len(keys))
+            yield keys
+
+    def process(self, key_range: tuple[int, int]) -> Iterator[int]:
+        for keys in self.pages(key_range):
             yield from keys
+
+
+class _KeepGraphOpen:
+    """For the DoFns of the DaskRunner shape: that runner sets up and tears down every DoFn once
+    per partition, so ``teardown`` keeps the process's graph handle (one Bolt driver per worker
+    process, reused by the next partition) instead of releasing it."""
+
+    def teardown(self) -> None:
+        pass
+
+
+class _ReadRangePagesFn(_KeepGraphOpen, _ReadRangeFn):
+    """:class:`_ReadRangeFn` with each keyset page as one :class:`Page` element."""
+
+    def process(self, key_range: tuple[int, int]) -> Iterator[Page]:  # type: ignore[override] -- pages
+        for keys in self.pages(key_range):
+            yield Page(tuple(keys))
 
 
 class ReadNodeIds(beam.PTransform):
@@ -244,6 +374,22 @@ class _FetchFn(beam.DoFn):
                 yield (key, blob) if seed is None else (key, seed, blob)
 
 
+class _FetchPageFn(_KeepGraphOpen, _FetchFn):
+    """:class:`_FetchFn` over a :class:`Page`: the page comes back with its blobs and invalid
+    nodes (no tagged output)."""
+
+    def process(self, page: Page) -> Iterator[Page]:  # type: ignore[override] -- a Page, not keys
+        blobs, invalid = [], []
+        for out in super().process(page.keys):
+            if isinstance(out, beam.pvalue.TaggedOutput):
+                invalid.append(out.value)
+            else:
+                blobs.append(out)
+        yield dataclasses.replace(
+            page, fetched=len(blobs), blobs=tuple(blobs), invalid=page.invalid + tuple(invalid)
+        )
+
+
 class FetchNeighbourhoods(beam.PTransform):
     """``PCollection[int] -> {"blobs": (key, blob), "invalid": (key, reason)}``: each node's
     neighbourhood blob, sampled with ``sampling`` through the graph's query modules (or the Bolt
@@ -274,6 +420,7 @@ class FetchNeighbourhoods(beam.PTransform):
         self.seeds, self.skip_invalid = seeds, skip_invalid
 
     def expand(self, keys: Any) -> Any:
+        refuse_dask(keys.pipeline, "FetchNeighbourhoods")
         results = (
             keys
             | "Batch"
@@ -352,6 +499,16 @@ class BlobModelHandler(ModelHandler):
             )
 
 
+def split_prediction(result: PredictionResult) -> tuple[bool, tuple]:
+    """A :class:`BlobModelHandler` result as ``(True, (key, class label, score))``, or ``(False,
+    (key, reason))`` for a blob the model rejected (logged)."""
+    if isinstance(result.inference, Rejected):
+        logger.warning("skipped node %d: %s", result.example, result.inference.reason)
+        return False, (result.example, result.inference.reason)
+    label, score = result.inference
+    return True, (result.example, label, float(score))
+
+
 class _SplitPredictionsFn(beam.DoFn):
     def __init__(self) -> None:
         super().__init__()
@@ -359,14 +516,42 @@ class _SplitPredictionsFn(beam.DoFn):
         self._invalid = Metrics.counter(NAMESPACE, "nodes_invalid")
 
     def process(self, result: PredictionResult) -> Iterator[Any]:
-        if isinstance(result.inference, Rejected):
-            logger.warning("skipped node %d: %s", result.example, result.inference.reason)
+        ok, value = split_prediction(result)
+        if ok:
+            self._classified.inc()
+            yield value
+        else:
             self._invalid.inc()
-            yield beam.pvalue.TaggedOutput(INVALID, (result.example, result.inference.reason))
-            return
-        label, score = result.inference
-        self._classified.inc()
-        yield result.example, label, float(score)
+            yield beam.pvalue.TaggedOutput(INVALID, value)
+
+
+class _ClassifyPageFn(beam.DoFn):
+    """A :class:`Page`'s blobs through :class:`BlobModelHandler` (the model loaded once per worker
+    process): the page comes back with its predictions, the rejected nodes added to its invalid
+    ones, and no blobs."""
+
+    def __init__(self, handler: BlobModelHandler) -> None:
+        super().__init__()
+        self.handler = handler
+        self._model: Any = None
+
+    def setup(self) -> None:
+        self._model = self.handler.load_model()
+
+    def teardown(self) -> None:
+        if self._model is not None and self.handler.model.kind != "bundle":
+            self._model.close()  # a served model's client (a bundle is the process's, shared)
+        self._model = None
+
+    def process(self, page: Page) -> Iterator[Page]:
+        results = self.handler.run_inference(list(page.blobs), self._model) if page.blobs else []
+        predictions, invalid = [], []
+        for result in results:
+            ok, value = split_prediction(result)
+            (predictions if ok else invalid).append(value)
+        yield dataclasses.replace(
+            page, blobs=(), predictions=tuple(predictions), invalid=page.invalid + tuple(invalid)
+        )
 
 
 class ClassifyBlobs(beam.PTransform):
@@ -381,6 +566,7 @@ class ClassifyBlobs(beam.PTransform):
         self.handler = BlobModelHandler(model, batch_size=batch_size, skip_invalid=skip_invalid)
 
     def expand(self, blobs: Any) -> Any:
+        refuse_dask(blobs.pipeline, "ClassifyBlobs")
         results = (
             blobs
             | "RunInference" >> RunInference(self.handler)
@@ -424,6 +610,21 @@ class _WriteFn(beam.DoFn):
         yield written
 
 
+class _WritePageFn(_KeepGraphOpen, _WriteFn):
+    """:class:`_WriteFn` over a :class:`Page`'s predictions: one :class:`PageTally` per page."""
+
+    def process(self, page: Page) -> Iterator[PageTally]:  # type: ignore[override] -- a Page
+        written = next(iter(super().process(page.predictions))) if page.predictions else 0
+        yield PageTally(
+            read=len(page.keys),
+            fetched=page.fetched,
+            classified=len(page.predictions),
+            written=written,
+            unchanged=len(page.predictions) - written,
+            invalid=page.invalid,
+        )
+
+
 class WritePredictions(beam.PTransform):
     """``PCollection[(key, class label, score)] -> PCollection[int]`` (nodes written per batch):
     ``P``, ``P_score`` and ``P_version`` of each node set in one statement per batch of
@@ -452,6 +653,7 @@ class WritePredictions(beam.PTransform):
         )
 
     def expand(self, predictions: Any) -> Any:
+        refuse_dask(predictions.pipeline, "WritePredictions")
         return (
             predictions
             | "Batch"
@@ -496,7 +698,12 @@ class ClassifyNodes(beam.PTransform):
     write transaction. ``read_graph`` (default ``graph``): where keys are read and neighbourhoods
     sampled -- a Memgraph replica, say -- while writes always go to ``graph`` (the MAIN
     instance). A replica that lags may offer a node that MAIN already carries this version for;
-    the write leaves such a node alone, so nothing is written twice, only sampled twice."""
+    the write leaves such a node alone, so nothing is written twice, only sampled twice.
+
+    On Beam's DaskRunner (:func:`runs_on_dask`) the same steps run with one keyset page per
+    element (see the module docstring): the key span is read when the transform is applied
+    (:attr:`plan`, on the launcher), and the output is ``{"pages": PCollection[PageTally]}`` --
+    that runner computes only the pipeline's last transform, so apply nothing after it there."""
 
     def __init__(
         self,
@@ -532,8 +739,32 @@ class ClassifyNodes(beam.PTransform):
         )
         self.sampling = sampling_for(model.config)
         self.batch_size, self.skip_invalid, self.overwrite = batch_size, skip_invalid, overwrite
+        #: The key ranges read (set when applied on the DaskRunner).
+        self.plan: KeyRangePlan | None = None
+
+    def _expand_pages(self, pbegin: Any) -> Any:
+        self.plan = plan_key_ranges(self.scan)
+        tallies = (
+            create_ranges(pbegin, self.plan)
+            | "ReadKeyRangePages" >> beam.ParDo(_ReadRangePagesFn(self.scan))
+            | "FetchPages"
+            >> beam.ParDo(_FetchPageFn(self.read_graph, self.sampling, None, self.skip_invalid))
+            | "ClassifyPages"
+            >> beam.ParDo(
+                _ClassifyPageFn(
+                    BlobModelHandler(
+                        self.model, batch_size=self.batch_size, skip_invalid=self.skip_invalid
+                    )
+                )
+            )
+            | "WritePages"
+            >> beam.ParDo(_WritePageFn(self.graph, self.selection, not self.overwrite))
+        )
+        return {"pages": tallies}
 
     def expand(self, pbegin: Any) -> Any:
+        if runs_on_dask(pbegin.pipeline):
+            return self._expand_pages(pbegin)
         keys = pbegin | "ReadNodeIds" >> ReadNodeIds(self.scan)
         fetched = keys | "FetchNeighbourhoods" >> FetchNeighbourhoods(
             self.read_graph,
@@ -574,6 +805,48 @@ def example_bytes(features: Mapping[str, bytes | int]) -> bytes:
     return proto_field(1, b"".join(entries))  # Example.features.feature
 
 
+def tfrecord_bytes(record: bytes) -> bytes:
+    """``record`` framed as TFRecord: its length (uint64, little-endian), the length's masked
+    CRC-32C, the record, the record's masked CRC-32C (the format ``tf.data.TFRecordDataset``
+    reads; a test reads files written with it back)."""
+    import struct
+
+    import google_crc32c
+
+    def masked(data: bytes) -> bytes:
+        crc = google_crc32c.value(data)
+        return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
+
+    length = struct.pack("<Q", len(record))
+    return length + masked(length) + record + masked(record)
+
+
+class _WriteRecordsFn(beam.DoFn):
+    """Writes a :class:`Page`'s blobs (``(key, seed, blob)``) as one TFRecord file
+    ``{prefix}-key{first key}.tfrecord`` of ``tf.Example`` s (named by the page, so a retried page
+    rewrites the same file with the same records); yields the file name (none for a page without
+    blobs)."""
+
+    def __init__(self, prefix: str, blob_feature_key: str) -> None:
+        super().__init__()
+        self.prefix, self.key = prefix, blob_feature_key
+
+    def process(self, page: Page) -> Iterator[str]:
+        if not page.blobs:
+            return
+        from apache_beam.io.filesystems import FileSystems
+
+        path = f"{self.prefix}-key{page.keys[0]}.tfrecord"
+        with FileSystems.create(path) as out:
+            for node, seed, blob in page.blobs:
+                out.write(
+                    tfrecord_bytes(
+                        example_bytes({self.key: blob, NODE_ID_FEATURE: node, SEED_FEATURE: seed})
+                    )
+                )
+        yield path
+
+
 class ExportNeighbourhoods(beam.PTransform):
     """``PBegin -> PCollection[str]`` (the files written): every selected node's neighbourhood
     blob, sampled with ``sampling`` once per seed in ``seeds`` (default: ``sampling``'s own
@@ -586,7 +859,11 @@ class ExportNeighbourhoods(beam.PTransform):
     ``source.sample_blobs_per_node([node], fanouts, properties, {**options, "seed": seed})``.
     Put ``label_property`` in ``sampling.options`` to carry the training labels in the blobs.
     Nodes that cannot be sampled fail the job, or with ``skip_invalid`` are left out (output
-    ``invalid`` of :class:`FetchNeighbourhoods`)."""
+    ``invalid`` of :class:`FetchNeighbourhoods`).
+
+    On Beam's DaskRunner (:func:`runs_on_dask`) the key span is read when the transform is applied
+    and every keyset page is written as a file of its own, ``file_path_prefix-key{first node
+    key}.tfrecord`` (``num_shards`` does not apply), with the same records."""
 
     def __init__(
         self,
@@ -628,7 +905,18 @@ class ExportNeighbourhoods(beam.PTransform):
             skip_invalid,
         )
 
+    def _expand_pages(self, pbegin: Any) -> Any:
+        return (
+            create_ranges(pbegin, plan_key_ranges(self.scan))
+            | "ReadKeyRangePages" >> beam.ParDo(_ReadRangePagesFn(self.scan))
+            | "FetchPages"
+            >> beam.ParDo(_FetchPageFn(self.graph, self.sampling, self.seeds, self.skip_invalid))
+            | "WriteTFRecordPages" >> beam.ParDo(_WriteRecordsFn(self.prefix, self.key))
+        )
+
     def expand(self, pbegin: Any) -> Any:
+        if runs_on_dask(pbegin.pipeline):
+            return self._expand_pages(pbegin)
         key = self.key
         fetched = (
             pbegin
@@ -683,6 +971,7 @@ def read_exported(file_pattern: str, blob_feature_key: str = "blob") -> Any:
 
 
 __all__ = [
+    "DASK_REFUSAL",
     "DEFAULT_NUM_RANGES",
     "INVALID",
     "NAMESPACE",
@@ -693,12 +982,21 @@ __all__ = [
     "ClassifyNodes",
     "ExportNeighbourhoods",
     "FetchNeighbourhoods",
+    "KeyRangePlan",
     "NodeScan",
+    "Page",
+    "PageTally",
     "ReadNodeIds",
     "Rejected",
     "WritePredictions",
+    "create_ranges",
     "example_bytes",
     "isolate",
+    "plan_key_ranges",
     "read_exported",
+    "refuse_dask",
+    "runs_on_dask",
     "selection_for",
+    "split_prediction",
+    "tfrecord_bytes",
 ]

@@ -1,10 +1,13 @@
 """Fixtures for the Beam tests: the keyed test graph (``tests.beam.helpers``) written to ArcadeDB
-over Bolt, an exported op-free bundle, and the batch package's predictions as the reference.
+over Bolt, an exported op-free bundle, the batch package's predictions as the reference, and a
+real Dask cluster (scheduler and 2 worker processes) for Beam's DaskRunner.
 
 Nothing here imports apache_beam: test modules that need it skip on their own
 (``pytest.importorskip``), so a venv without Beam reports why."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -65,3 +68,31 @@ def bolt_env(arcadedb_server, monkeypatch):
     monkeypatch.setenv("MEMGRAPH_TF_PASSWORD", arcadedb_server.password)
     monkeypatch.setenv("MEMGRAPH_TF_DATABASE", arcadedb_server.database)
     return arcadedb_server
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(arcadedb_server):
+    """A real ``dask.distributed`` cluster for the session: a scheduler and 2 worker processes
+    (one thread each) on 127.0.0.1, started here and stopped at the end. The workers get the
+    graph's credentials the way a deployment gives them: in their environment (the Nanny's
+    ``env``), never in the pipeline."""
+    if not os.environ.get("CI"):  # CI installs the beam extra, dask[distributed] included
+        pytest.importorskip("distributed", reason="dask[distributed] (the beam extra) is missing")
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        env={
+            "MEMGRAPH_TF_USER": arcadedb_server.user,
+            "MEMGRAPH_TF_PASSWORD": arcadedb_server.password,
+            "MEMGRAPH_TF_DATABASE": arcadedb_server.database,
+        },
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.close()
