@@ -23,7 +23,14 @@ logger = logging.getLogger(__name__)
 
 MODULE_FILE = "tf_features.py"
 ENV_MODULES_DIR = "MEMGRAPH_TF_QUERY_MODULES_DIR"
-HELPER_FILES = ("__init__.py", "blob.py", "errors.py", "layout.py", "lazy.py")
+HELPER_FILES = (
+    "__init__.py",
+    "blob.py",
+    "errors.py",
+    "layout.py",
+    "lazy.py",
+    "typed_sampling.py",
+)
 """Files of the ``memgraph_tf`` package Memgraph needs, besides the ``procedures`` subpackage: what
 ``procedures/*.py`` imports from the package, every one stdlib-only. All of them must exist."""
 

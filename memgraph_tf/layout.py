@@ -33,12 +33,25 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
   one's tensors (in the graph). The table's rows are the sampled nodes in order of first
   appearance (hop 0, then hop 1, ..., each hop row-major); a row is written once even when it is
   reached many times.
+* **typed sample** (``tf_features.sample_typed``, dense): the slot tables of a
+  :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec` (``spec.layout()``). For each table
+  ``(h, label)`` in layout order (hop by hop, labels in order of first appearance):
+  ``ids_h{h}_{label}`` int64 ``[n, slots]`` (the node keys, :data:`PAD_ID` where padded),
+  ``features_h{h}_{label}`` ``[n, slots, width(label)]`` in the feature dtype (only for a label
+  given feature properties),
+  ``mask_h{h}_{label}`` bool ``[n, slots]`` (``h >= 1``); then ``labels`` int64 ``[n]`` with
+  ``options.label_property``. The features and mask sections are named exactly as the typed
+  model's inputs (:func:`memgraph_tf.typed_sampling.features_name` / ``mask_name``), so a decoded
+  blob is the model's input dict. See :func:`typed_sample_sections`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
 
 __all__ = [
     "DESCRIBE_OPTIONS",
@@ -53,6 +66,8 @@ __all__ = [
     "PAD_ID",
     "ROW_SPLITS_SUFFIX",
     "SAMPLE_OPTIONS",
+    "SAMPLE_TYPED_OPTIONS",
+    "SCHEMA_OPTIONS",
     "TABLE",
     "TABLE_COLUMNS",
     "TABLE_IDS",
@@ -68,6 +83,8 @@ __all__ = [
     "ragged_names",
     "row_splits_name",
     "sample_sections",
+    "typed_ids_name",
+    "typed_sample_sections",
 ]
 
 PAD_ID = -1
@@ -116,11 +133,19 @@ SAMPLE_OPTIONS = PACK_OPTIONS + (
 """Options of ``tf_features.sample`` and ``sample_per_node``."""
 DESCRIBE_OPTIONS = SAMPLE_OPTIONS + ("fanouts",)
 """Options of ``tf_features.describe``."""
+SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("seed",)
+"""Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); the typed
+sampler always draws distinct neighbours without replacement and pads (no ``replace``,
+``low_degree``, ``direction``, ``edge_types``: the spec says which relationships, which way)."""
+SCHEMA_OPTIONS = ("dtype",)
+"""Options of ``tf_features.schema``."""
 OPTION_NAMES = {
     "pack": PACK_OPTIONS,
     "sample": SAMPLE_OPTIONS,
     "sample_per_node": SAMPLE_OPTIONS,
     "describe": DESCRIBE_OPTIONS,
+    "sample_typed": SAMPLE_TYPED_OPTIONS,
+    "schema": SCHEMA_OPTIONS,
 }
 """The option names each procedure accepts (any other key is an error)."""
 
@@ -346,3 +371,66 @@ def model_input_names(hops: int, masks: bool = True) -> list[str]:
         raise ValueError(f"hops: expected the number of hops, an integer >= 1, got {hops!r}")
     names = [features_name(h) for h in range(hops + 1)]
     return names + ([mask_name(h) for h in range(1, hops + 1)] if masks else [])
+
+
+def typed_ids_name(hop: int, label: str) -> str:
+    """The typed sample section of table ``(hop, label)``'s node keys: ``ids_h{hop}_{label}``."""
+    return f"ids_h{_hop(hop)}_{label}"
+
+
+def typed_sample_sections(
+    spec: TypedSamplingSpec,
+    widths: Mapping[str, int],
+    dtype: str = "float32",
+    *,
+    labels: bool = False,
+    batch: int | None = -1,
+) -> list[Section]:
+    """The sections of a ``tf_features.sample_typed`` blob, in blob order (module docstring).
+
+    ``spec``: the sampling spec (its :meth:`~memgraph_tf.typed_sampling.TypedSamplingSpec.layout`
+    fixes the tables); ``widths``: the feature width per label (absent or 0: the label has no
+    features and no ``features_*`` section); ``dtype``, ``labels``, ``batch`` as in
+    :func:`sample_sections`. ``Section.hop`` is the table's hop.
+
+    Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes; the
+    ``features_*``/``mask_*`` names are the typed model's input names; a bad width, a width for a
+    label without slots, or a section name longer than the blob format allows raises ValueError
+    naming the label.
+    """
+    from memgraph_tf import blob, typed_sampling  # (stdlib only, shipped beside this module)
+
+    _check(None, 0, dtype, batch)
+    slot_layout = spec.layout()
+    known = spec.labels()
+    for label, width in widths.items():
+        if label not in known:
+            raise ValueError(
+                f"widths: label {label!r} has no slots in this spec (labels with slots: "
+                f"{', '.join(map(repr, known))})"
+            )
+        if not isinstance(width, int) or isinstance(width, bool) or width < 0:
+            raise ValueError(
+                f"widths[{label!r}]: expected the feature width, an integer >= 0, got {width!r}"
+            )
+    out: list[Section] = []
+    for h, table in enumerate(slot_layout.tables):
+        for label, slots in table.items():
+            shape = (batch, slots)
+            out.append(Section(typed_ids_name(h, label), "int64", shape, "ids", h))
+            width = widths.get(label, 0)
+            if width:
+                name = typed_sampling.features_name(h, label)
+                out.append(Section(name, dtype, shape + (width,), "features", h))
+            if h:
+                out.append(Section(typed_sampling.mask_name(h, label), "bool", shape, "mask", h))
+    if labels:
+        out.append(Section(LABELS, "int64", (batch,), "labels"))
+    for sec in out:
+        if len(sec.name.encode("utf-8")) > blob.MAX_NAME_BYTES:
+            raise ValueError(
+                f"section {sec.name!r}: expected a name of at most {blob.MAX_NAME_BYTES} bytes "
+                f"(docs/blob-format.md), got {len(sec.name.encode('utf-8'))}: use a shorter label "
+                "name"
+            )
+    return out

@@ -10,6 +10,7 @@ Reference: docs/query-modules.md.
 import mgp
 
 from memgraph_tf import procedures as _procedures
+from memgraph_tf.procedures import typed as _typed
 
 # The list arguments are declared LIST OF ANY? (a list whose elements may be anything, null
 # included) rather than LIST OF INTEGER / LIST OF STRING: Memgraph's own check of a declared type
@@ -76,3 +77,33 @@ def describe(
     ``options.label_property`` the class count (1 + the largest label)."""
     info = _procedures.run_describe(ctx, properties, options)
     return mgp.Record(**info)
+
+
+@mgp.read_proc
+def sample_typed(
+    ctx: mgp.ProcCtx,
+    seeds: _AnyList,
+    num_neighbors: mgp.Map,
+    properties: mgp.Nullable[mgp.Map] = None,
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(blob=str, count=int):
+    """Typed (heterogeneous) neighbourhoods of ``seeds`` (nodes of the seed label,
+    ``options.label``): ``num_neighbors`` maps edge patterns such as
+    ``(:User)-[:BOUGHT]->(:Product)`` to a fanout per hop, ``properties`` maps labels to feature
+    property names. One blob with, per hop and label, ``ids_h{h}_{label}``,
+    ``features_h{h}_{label}`` and ``mask_h{h}_{label}``, and ``labels`` (with
+    ``options.label_property``); ``count``: the number of seeds."""
+    encoded, count = _typed.run_sample_typed(ctx, seeds, num_neighbors, properties, options)
+    return mgp.Record(blob=encoded, count=count)
+
+
+@mgp.read_proc
+def schema(
+    ctx: mgp.ProcCtx,
+    properties: mgp.Nullable[mgp.Map] = None,
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(labels=mgp.List[mgp.Map], relationships=mgp.List[mgp.Map]):
+    """The graph's metagraph: per label its node count and the kind and width of the feature
+    properties asked for it in ``properties`` (checked on every node of the label); per
+    (source label, type, target label) the relationship count."""
+    return mgp.Record(**_typed.run_schema(ctx, properties, options))

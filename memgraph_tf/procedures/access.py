@@ -527,3 +527,74 @@ class MgpGraphAccess:
             value = vertex.properties.get(name)
             if value is not None:
                 yield value, vertex.id
+
+    # -- typed sampling (tf_features.sample_typed, tf_features.schema) ----------------------------
+    def internal_ids(self, keys: Sequence[int]) -> list[int]:
+        """The internal id of the node each of ``keys`` (resolved or met in this call) stands
+        for."""
+        if self._id_property is None:
+            return list(keys)
+        return [self._internal_id(self._vertices[key]) for key in keys]
+
+    def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
+        """Per key, whether its node has ``label``."""
+        if not self._handles:
+            return [any(lb.name == label for lb in self._vertices[k].labels) for k in keys]
+        get = self._handle_getter()
+        return [_handle_label_is(get(key), label) for key in keys]
+
+    def typed_neighbours(
+        self, keys: Sequence[int], rel_type: str, direction: str, label: str
+    ) -> list[list[int]]:
+        """Per key, the keys of the ``label`` nodes one ``rel_type`` relationship away along
+        ``direction`` (``out``, ``in``, ``both``), in any order and possibly repeated; the same
+        abort checks as :meth:`neighbours`."""
+        if not self._handles:
+            return [self._public_typed(key, rel_type, direction, label) for key in keys]
+        handles = list(map(self._handle_getter(), keys))
+        types = frozenset([rel_type])
+        is_labelled: dict[int, bool] = {}  # internal id -> has the label (fixed during a call)
+        out: list[list[int]] = [[] for _ in keys]
+        for outgoing in (True, False):
+            if direction != "both" and outgoing != (direction == "out"):
+                continue
+            others, bounds = self._other_ends(handles, outgoing, types)
+            for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+                row = out[i]
+                for other in others[lo:hi]:
+                    internal = other.get_id()
+                    ok = is_labelled.get(internal)
+                    if ok is None:
+                        ok = is_labelled[internal] = _handle_label_is(other, label)
+                    if not ok:
+                        continue
+                    if self._id_property is not None:
+                        row.append(self._register_handle(other))
+                        continue
+                    if self._vertices.lookup is None:
+                        self._vertices[internal] = other  # any handle of a vertex will do
+                    row.append(internal)
+        return out
+
+    def _public_typed(self, key: int, rel_type: str, direction: str, label: str) -> list[int]:
+        vertex = self._vertices[key]
+        found: list[int] = []
+        sides = []
+        if direction in ("out", "both"):
+            sides.append((vertex.out_edges, "to_vertex"))
+        if direction in ("in", "both"):
+            sides.append((vertex.in_edges, "from_vertex"))
+        for edges, end in sides:
+            for edge in edges:
+                self._spend(1)
+                if edge.type.name != rel_type:
+                    continue
+                other = getattr(edge, end)
+                if any(lb.name == label for lb in other.labels):
+                    found.append(self._register_handle(other))
+        return found
+
+
+def _handle_label_is(handle: Any, label: str) -> bool:
+    """Whether the ``_mgp`` vertex handle has ``label``."""
+    return any(handle.label_at(i) == label for i in range(handle.labels_count()))

@@ -74,6 +74,7 @@ def test_install_layout(tmp_path):
         "memgraph_tf/errors.py",
         "memgraph_tf/layout.py",
         "memgraph_tf/lazy.py",
+        "memgraph_tf/typed_sampling.py",
         "tf_features.py",
     ] + [
         f"memgraph_tf/procedures/{p.name}"
@@ -162,7 +163,14 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
     assert child["have_numpy"] is False  # the stdlib-only path really ran
     assert child["helper"] == str(installed / "memgraph_tf" / "__init__.py")
     assert child["mgp"] == str(mgp_dir / "mgp.py")
-    assert child["procedures"] == ["describe", "pack", "sample", "sample_per_node"]
+    assert child["procedures"] == [
+        "describe",
+        "pack",
+        "sample",
+        "sample_per_node",
+        "sample_typed",
+        "schema",
+    ]
     assert child["error"].startswith("tf_features.pack: Traceback (most recent call last):\n")
     assert child["error"].endswith(
         "\nmemgraph_tf.procedures.errors.ProcedureInputError: nodes: expected at least one node "

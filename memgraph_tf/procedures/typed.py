@@ -1,0 +1,514 @@
+"""Typed (heterogeneous) sampling and the graph's schema: ``tf_features.sample_typed`` and
+``tf_features.schema`` (issue 24), stdlib only.
+
+``sample_typed`` samples the slot tables of a :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec`
+and writes the typed dense layout of :func:`memgraph_tf.layout.typed_sample_sections`. The rules:
+
+* a step's neighbours of a node are the *distinct* nodes with the step's right label one
+  relationship of the step's type away in the step's direction (``both``: either way), sorted by
+  key; ``fanout`` of them are drawn uniformly without replacement, or all of them and the rest of
+  the slots padded (:data:`~memgraph_tf.layout.PAD_ID`, mask false, zero features); every child of
+  a padded slot is padded;
+* keys are the values of ``options.id_property`` (unique within a label among the nodes a call
+  meets; seeds looked up among the nodes with the seed label, ``options.label``) or internal ids;
+* each seed row draws from its own ``random.Random`` keyed by ``(options.seed, seed key)``
+  (:func:`memgraph_tf.procedures.core._rng`), in this order: groups in layout order (hop by hop,
+  steps in spec order), within a group parent slots in order (parent-major), ``fanout`` draws per
+  parent (:func:`memgraph_tf.procedures.core._draw`). So a seed's neighbourhood does not depend on
+  the other seeds of the call, and equal graphs, arguments and seeds give equal bytes over any
+  graph access (the query module and the client-side fallback alike);
+* a label's feature columns are fixed by the first node of that label the call meets (tables in
+  layout order, slots in order), or, when it meets none, by the first node of that label having
+  the properties; every other node must match (else an error names the node, its label and the
+  property).
+
+The blob is checked against ``options.max_blob_bytes`` before anything is sampled (with the widths
+known by then: a lower bound) and exactly after sampling, before any feature is read.
+"""
+
+from __future__ import annotations
+
+import array
+import dataclasses
+import itertools
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from memgraph_tf import blob, layout
+from memgraph_tf.layout import PAD_ID
+from memgraph_tf.procedures import core, limits
+from memgraph_tf.procedures.access import MgpGraphAccess, node_name
+from memgraph_tf.procedures.errors import (
+    OptionError,
+    ProcedureInputError,
+    PropertyValueError,
+    describe_value,
+)
+from memgraph_tf.procedures.options import Options, parse_options
+from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
+
+__all__ = [
+    "MgpTypedGraph",
+    "TypedGraph",
+    "parse_properties",
+    "run_sample_typed",
+    "run_schema",
+    "sample_typed",
+    "schema",
+]
+
+_CHUNK = 512
+"""Nodes per batched read."""
+_DRAWS_PER_CHECK = 16384
+"""An abort check at least every this many drawn slots."""
+
+
+class TypedGraph(Protocol):
+    """What the typed procedures need from a graph: per call accesses (the
+    :class:`~memgraph_tf.procedures.access.ProcedureAccess` protocol plus ``internal_ids``,
+    ``has_label`` and ``typed_neighbours`` of :class:`MgpGraphAccess`) and the metagraph scans of
+    ``tf_features.schema`` (also used to explain a step that found no relationships)."""
+
+    def access(self, options: Options) -> Any:
+        """A graph access for ``options`` (``id_property``/``label``: what a key is)."""
+
+    def label_nodes(self, label: str) -> list[int]:
+        """The internal ids of the nodes with ``label``, in a fixed order (graph order)."""
+
+    def label_counts(self) -> dict[str, int]:
+        """Nodes per label."""
+
+    def triples(self) -> dict[tuple[str, str, str], int]:
+        """Relationships per ``(source label, type, target label)``."""
+
+    def has_triple(self, source: str, rel_type: str, target: str) -> bool:
+        """Whether some ``(:source)-[:rel_type]->(:target)`` relationship exists."""
+
+
+class MgpTypedGraph:
+    """:class:`TypedGraph` over an ``mgp.ProcCtx`` (inside Memgraph or the embedded runtime): the
+    accesses are :class:`MgpGraphAccess`; the scans walk ``ctx.graph.vertices`` (and their
+    outgoing relationships) through the public ``mgp`` API with an abort check every 256 nodes."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+
+    def access(self, options: Options) -> MgpGraphAccess:
+        return MgpGraphAccess(self._ctx, options)
+
+    def _vertices(self) -> Iterable[Any]:
+        for i, vertex in enumerate(self._ctx.graph.vertices):
+            if i % 256 == 0:
+                self._ctx.check_must_abort()
+            yield vertex
+
+    def label_nodes(self, label: str) -> list[int]:
+        return [v.id for v in self._vertices() if any(lb.name == label for lb in v.labels)]
+
+    def label_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for vertex in self._vertices():
+            for lb in vertex.labels:
+                counts[lb.name] = counts.get(lb.name, 0) + 1
+        return counts
+
+    def triples(self) -> dict[tuple[str, str, str], int]:
+        counts: dict[tuple[str, str, str], int] = {}
+        for vertex in self._vertices():
+            sources = [lb.name for lb in vertex.labels]
+            for edge in vertex.out_edges:
+                rel = edge.type.name
+                for target in (lb.name for lb in edge.to_vertex.labels):
+                    for source in sources:
+                        key = (source, rel, target)
+                        counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def has_triple(self, source: str, rel_type: str, target: str) -> bool:
+        for vertex in self._vertices():
+            if not any(lb.name == source for lb in vertex.labels):
+                continue
+            for edge in vertex.out_edges:
+                if edge.type.name == rel_type and any(
+                    lb.name == target for lb in edge.to_vertex.labels
+                ):
+                    return True
+        return False
+
+
+# ------------------------------------------------------------------------------------------------
+# arguments
+# ------------------------------------------------------------------------------------------------
+
+
+def parse_typed_options(options: Any) -> Options:
+    """The options of ``sample_typed``; ``options.label`` (the seed label) is required."""
+    if options is not None and not isinstance(options, Mapping):
+        raise OptionError(f"options: expected a map, got {describe_value(options)}")
+    raw = dict(options or {})
+    label = raw.pop("label", None)
+    if not isinstance(label, str) or not label:
+        raise OptionError(
+            "options.label: expected the seed label (a non-empty string: the label of the seeds, "
+            f"the left label of the first hop's steps), got {describe_value(label)}"
+        )
+    opts = parse_options("sample_typed", raw)
+    return dataclasses.replace(opts, label=label)
+
+
+def parse_spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:
+    """The spec; its ValueError (naming the step, hop and value) as :class:`OptionError`."""
+    try:
+        return TypedSamplingSpec.from_num_neighbors(seed_label, num_neighbors)
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def parse_properties(properties: Any, labels: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """``properties``: a map label -> list of feature property names (null: no features for any
+    label; an empty list: none for that label). With ``labels``, every key must be one of them
+    (the labels with slots). Returns the labels with at least one property."""
+    if properties is None:
+        return {}
+    if not isinstance(properties, Mapping):
+        raise OptionError(
+            "properties: expected a map of label -> list of feature property names, got "
+            f"{describe_value(properties)}"
+        )
+    out: dict[str, list[str]] = {}
+    for label, names in properties.items():
+        if not isinstance(label, str) or not label:
+            raise OptionError(f"properties: expected label names as keys, got {label!r}")
+        if labels is not None and label not in labels:
+            raise OptionError(
+                f"properties: label {label!r} has no slots in this sampling spec (labels with "
+                f"slots: {', '.join(map(repr, labels))})"
+            )
+        checked = core.check_names(names, f"properties[{label!r}]")
+        if checked:
+            out[label] = checked
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# sample_typed
+# ------------------------------------------------------------------------------------------------
+
+
+class _LabelView:
+    """A :class:`~memgraph_tf.procedures.access.GraphAccess` over internal ids of one label's nodes
+    that names each node by its key and label (``node with id = 5 (:Product)``), for
+    :func:`core.build_table`'s errors."""
+
+    def __init__(self, nav: Any, label: str, key_of: Mapping[int, int], id_property: Any) -> None:
+        self._nav, self._label, self._key_of, self._id_property = nav, label, key_of, id_property
+
+    def node_name(self, internal: int) -> str:
+        return (
+            f"{node_name(self._key_of.get(internal, internal), self._id_property)} (:{self._label})"
+        )
+
+    def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
+        return self._nav.properties(keys, names)
+
+    def check_abort(self) -> None:
+        self._nav.check_abort()
+
+
+class _Keys:
+    """Keys of the nodes a call meets, per label (internal id -> key), checked: with
+    ``options.id_property`` an integer, unique within the label among the nodes met."""
+
+    def __init__(self, nav: Any, id_property: str | None) -> None:
+        self._nav, self._id_property = nav, id_property
+        self.of: dict[str, dict[int, int]] = {}
+        self._seen: dict[str, dict[int, int]] = {}
+
+    def add(self, label: str, internals: Sequence[int], keys: Sequence[int] | None = None) -> None:
+        of = self.of.setdefault(label, {})
+        new = [i for i in dict.fromkeys(internals) if i not in of]
+        if not new:
+            return
+        if self._id_property is None:
+            of.update(zip(new, new))
+            return
+        if keys is None:
+            keys = []
+            for start in range(0, len(new), _CHUNK):
+                part = new[start : start + _CHUNK]
+                keys.extend(v[0] for v in self._nav.properties(part, [self._id_property]))
+        else:
+            given = dict(zip(internals, keys))
+            keys = [given[i] for i in new]
+        seen = self._seen.setdefault(label, {})
+        for internal, key in zip(new, keys):
+            if not isinstance(key, int) or isinstance(key, bool):
+                what = "no value" if key is None else describe_value(key)
+                raise PropertyValueError(
+                    f"node {internal} (:{label}) property {self._id_property!r} "
+                    f"(options.id_property): expected an integer id, got {what}"
+                )
+            other = seen.setdefault(key, internal)
+            if other != internal:
+                raise ProcedureInputError(
+                    f"options.id_property: expected unique ids within a label, got "
+                    f"{self._id_property} = {key} on the :{label} nodes with internal ids {other} "
+                    f"and {internal}"
+                )
+            of[internal] = key
+
+
+def _sizes(spec: TypedSamplingSpec, n: int, widths: Mapping[str, int], options: Options) -> int:
+    payloads = []
+    for sec in layout.typed_sample_sections(
+        spec, widths, options.dtype, labels=bool(options.label_property), batch=n
+    ):
+        elements = 1
+        for d in sec.shape:
+            elements *= d
+        payloads.append(elements * blob.ITEM_BYTES[sec.dtype])
+    return limits._total(payloads)  # (the one home of the blob-size rule)
+
+
+def _check_size(
+    spec: TypedSamplingSpec, n: int, widths: Mapping[str, int], options: Options, phase: str
+) -> None:
+    size = _sizes(spec, n, widths, options)
+    if size <= options.max_blob_bytes:
+        return
+    shown = ", ".join(f"{label} {w}" for label, w in widths.items()) or "none"
+    limits._refuse(  # (the one wording of a refusal)
+        f"the blob would hold {'at least ' if phase == 'before' else ''}{size:,} bytes "
+        f"({n:,} seed{'s' if n != 1 else ''}, {spec.layout().slots} slots each, feature widths "
+        f"{shown} ({options.dtype}); {phase} sampling)",
+        options.max_blob_bytes,
+        "fewer seeds or smaller fanouts",
+    )
+
+
+def _no_relationships(graph: TypedGraph, step: EdgeStep) -> OptionError | None:
+    """The error for a step over relationships the graph lacks, or None when it has some."""
+    pairs = []
+    if step.direction in ("out", "both"):
+        pairs.append((step.left, step.rel_type, step.right))
+    if step.direction in ("in", "both"):
+        pairs.append((step.right, step.rel_type, step.left))
+    if any(graph.has_triple(*p) for p in pairs):
+        return None
+    known = ", ".join(f"(:{a})-[:{t}]->(:{b})" for a, t, b in sorted(graph.triples())) or "none"
+    return OptionError(
+        f"num_neighbors: {step}: the graph has no such relationships (relationship type "
+        f"{step.rel_type!r} between :{step.left} and :{step.right} nodes; the graph has {known})"
+    )
+
+
+def sample_typed(
+    graph: TypedGraph, seeds: Any, num_neighbors: Any, properties: Any, options: Any
+) -> tuple[bytes, int]:
+    """``tf_features.sample_typed``: (blob, seed count). See the module docstring for the rules
+    and :func:`memgraph_tf.layout.typed_sample_sections` for the layout.
+
+    Guarantees: checks, in this order, the options, the spec, the properties map, then the seeds
+    (each must have the seed label); a bad input raises a :class:`ProcedureInputError` naming the
+    option, step, label, property or node; the same graph, arguments and ``options.seed`` give the
+    same bytes over any :class:`TypedGraph`."""
+    opts = parse_typed_options(options)
+    seed_label = opts.label
+    spec = parse_spec(seed_label, num_neighbors)
+    slot_layout = spec.layout()
+    names_of = parse_properties(properties, spec.labels())
+    plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
+    nav = graph.access(plain)
+    if opts.id_property is not None:
+        by_id = graph.access(dataclasses.replace(opts, label_property=None))
+        seed_keys = by_id.resolve(seeds, "seeds")
+        internals = by_id.internal_ids(seed_keys)
+        nav.resolve(internals, "seeds")
+    else:
+        internals = nav.resolve(seeds, "seeds")
+        for i, ok in enumerate(nav.has_label(internals, seed_label)):
+            if not ok:
+                raise OptionError(
+                    f"seeds[{i}]: node {internals[i]} is not a :{seed_label} node (the seed label, "
+                    "options.label)"
+                )
+        seed_keys = internals
+    n = len(internals)
+    keys = _Keys(nav, opts.id_property)
+    keys.add(seed_label, internals, seed_keys)
+    widths: dict[str, int] = {}
+    columns_of: dict[str, list[core.Column]] = {}
+    if seed_label in names_of:
+        view = _LabelView(nav, seed_label, keys.of[seed_label], opts.id_property)
+        columns_of[seed_label] = core.first_columns(view, internals[0], names_of[seed_label])
+        core.refuse_strings(columns_of[seed_label])
+        widths[seed_label] = sum(c.width for c in columns_of[seed_label])
+    _check_size(spec, n, widths, opts, "before")
+
+    base_seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(8), "little")
+    rngs = [core._rng(base_seed, key) for key in seed_keys]  # the keyed RNG of tf_features.sample
+    tables: dict[tuple[int, str], list[int]] = {(0, seed_label): list(internals)}
+    for h, table in enumerate(slot_layout.tables):
+        for label, size in table.items():
+            tables.setdefault((h, label), [PAD_ID] * (n * size))
+    cache: dict[EdgeStep, dict[int, list[int]]] = {}
+    drawn = 0
+    for group in slot_layout.groups:
+        step, f = group.step, group.fanout
+        parents = tables[(group.hop - 1, step.left)]
+        nbrs = cache.setdefault(step, {})
+        todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
+        for start in range(0, len(todo), _CHUNK):
+            nav.check_abort()
+            part = todo[start : start + _CHUNK]
+            found = nav.typed_neighbours(part, step.rel_type, step.direction, step.right)
+            keys.add(step.right, list(itertools.chain.from_iterable(found)))
+            key_of = keys.of.setdefault(step.right, {})
+            for key, row in zip(part, found):
+                nbrs[key] = sorted(set(row), key=key_of.__getitem__)
+        target = tables[(group.hop, step.right)]
+        width = slot_layout.tables[group.hop][step.right]
+        per = group.parents
+        ids: list[int] = []
+        mask: list[bool] = []
+        for row, rng in enumerate(rngs):
+            base = row * width + group.offset
+            for p, parent in enumerate(parents[row * per : (row + 1) * per]):
+                if parent == PAD_ID:
+                    continue  # children of a padded slot stay padded
+                del ids[:], mask[:]
+                core._draw(rng, nbrs[parent], parent, f, False, True, ids, mask)
+                target[base + p * f : base + (p + 1) * f] = ids
+            drawn += per * f
+            if drawn >= _DRAWS_PER_CHECK:
+                drawn = 0
+                nav.check_abort()
+    for step, nbrs in cache.items():
+        if nbrs and not any(nbrs.values()):
+            error = _no_relationships(graph, step)
+            if error is not None:
+                raise error
+
+    # the distinct nodes met per label, in order of first appearance (tables in layout order)
+    met: dict[str, list[int]] = {}
+    for (_, label), flat in tables.items():
+        met.setdefault(label, [])
+        met[label].extend(k for k in flat if k != PAD_ID)
+    met = {label: list(dict.fromkeys(ks)) for label, ks in met.items()}
+    for label, names in names_of.items():
+        if label in columns_of:
+            continue
+        view = _LabelView(nav, label, keys.of.get(label, {}), opts.id_property)
+        if met[label]:
+            first = met[label][0]
+            columns_of[label] = core.first_columns(view, first, names)
+        else:
+            finder = graph.access(dataclasses.replace(plain, label=label))
+            first = finder.first_node_with(names)
+            if first is None:
+                raise core.no_node_error(names, dataclasses.replace(plain, label=label))
+            columns_of[label] = core.first_columns(finder, first, names)
+        core.refuse_strings(columns_of[label])
+        widths[label] = sum(c.width for c in columns_of[label])
+    _check_size(spec, n, widths, opts, "after")
+
+    tables_of: dict[str, core.FeatureTable] = {}
+    for label, names in names_of.items():
+        view = _LabelView(nav, label, keys.of[label], opts.id_property)
+        read = met[label]
+        tables_of[label] = core.build_table(
+            view, read, names, plain, allow_strings=False, columns=columns_of[label]
+        )
+    labels_of: dict[int, int] = {}
+    if opts.label_property:
+        view = _LabelView(nav, seed_label, keys.of[seed_label], opts.id_property)
+        got = core.build_table(view, internals, [], opts, allow_strings=False, columns=[])
+        labels_of = got.labels
+    sections: dict[str, Any] = {}
+    for sec in layout.typed_sample_sections(
+        spec, widths, opts.dtype, labels=bool(opts.label_property), batch=n
+    ):
+        if sec.role == "labels":
+            data = core._le(array.array("q", [labels_of[k] for k in internals]))
+        else:
+            label = sec.name.split("_", 2)[2]
+            flat = tables[(sec.hop, label)]
+            if sec.role == "ids":
+                key_of = keys.of.get(label, {})
+                data = core._le(
+                    array.array("q", [PAD_ID if k == PAD_ID else key_of[k] for k in flat])
+                )
+            elif sec.role == "mask":
+                data = bytes([k != PAD_ID for k in flat])
+            else:
+                data = core._le(
+                    core._gather(tables_of[label], flat, opts.dtype, check_abort=nav.check_abort)
+                )
+        sections[sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
+    return blob.pack(sections), n
+
+
+# ------------------------------------------------------------------------------------------------
+# schema
+# ------------------------------------------------------------------------------------------------
+
+
+def schema(graph: TypedGraph, properties: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.schema``: the metagraph. ``labels``: per label (sorted) ``{"label", "count",
+    "properties": [{"name", "kind", "width", "dtype"}]}`` -- the properties asked for that label in
+    ``properties`` (a map label -> names), each checked on *every* node of the label (present,
+    numeric, the same width: else an error naming the node); ``relationships``: per ``(source
+    label, type, target label)`` (sorted) ``{"source", "type", "target", "count"}``."""
+    opts = parse_options("schema", options)
+    names_of = parse_properties(properties)
+    counts = graph.label_counts()
+    for label in names_of:
+        if label not in counts:
+            raise OptionError(
+                f"properties: unknown label {label!r} (the graph has "
+                f"{', '.join(map(repr, sorted(counts))) or 'no labels'})"
+            )
+    plain = Options(dtype=opts.dtype)
+    nav = graph.access(plain)
+    described: dict[str, list[dict[str, Any]]] = {}
+    for label, names in names_of.items():
+        nodes = graph.label_nodes(label)
+        nav.resolve(nodes, f"properties[{label!r}] nodes")
+        view = _LabelView(nav, label, {}, None)
+        columns = core.first_columns(view, nodes[0], names)
+        core.refuse_strings(columns)
+        for start in range(0, len(nodes), 4 * _CHUNK):
+            part = nodes[start : start + 4 * _CHUNK]
+            core.build_table(view, part, names, plain, allow_strings=False, columns=columns)
+        described[label] = [
+            {"name": c.name, "kind": c.kind, "width": c.width, "dtype": opts.dtype} for c in columns
+        ]
+    return {
+        "labels": [
+            {"label": label, "count": counts[label], "properties": described.get(label, [])}
+            for label in sorted(counts)
+        ],
+        "relationships": [
+            {"source": a, "type": t, "target": b, "count": c}
+            for (a, t, b), c in sorted(graph.triples().items())
+        ],
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# the query module's entry points
+# ------------------------------------------------------------------------------------------------
+
+
+def run_sample_typed(
+    ctx: Any, seeds: Any, num_neighbors: Any, properties: Any, options: Any
+) -> tuple[str, int]:
+    """``tf_features.sample_typed``: (base64url blob, seed count)."""
+    data, count = sample_typed(MgpTypedGraph(ctx), seeds, num_neighbors, properties, options)
+    return blob.b64encode(data), count
+
+
+def run_schema(ctx: Any, properties: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.schema``: see :func:`schema`."""
+    return schema(MgpTypedGraph(ctx), properties, options)
