@@ -24,7 +24,9 @@ get_model_metadata_impl}.cc``, ``util.cc``):
   ``{"node_id": N}``; an example holding both ``node_id`` and the blob feature is refused.
 - Predict takes ``TensorProto`` inputs, exactly the signature's, each of the signature's dtype and
   at most ``max_tensor_elements`` elements; ``output_filter`` selects outputs (unknown or repeated
-  aliases refused). Outputs are written as ``tensor_content`` (numbers) / ``string_val``.
+  aliases refused). Outputs are written in the typed fields (``float_val``, ``int64_val``,
+  ``string_val``, ...), as TF Serving's ``RunPredict`` does by default
+  (:data:`.grpc_codec.PREDICT_OUTPUTS_AS_PROTO_FIELD`).
 - Errors carry TF Serving's status codes and messages::
 
       INVALID_ARGUMENT     bad input, unknown version label, missing ModelSpec, unparseable bytes,
@@ -416,7 +418,11 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
         core.response_spec(resp.model_spec, mv, name)
         for alias in aliases or sorted(outputs):
             try:
-                grpc_codec.array_to_tensor(outputs[alias], resp.outputs[alias])
+                grpc_codec.array_to_tensor(
+                    outputs[alias],
+                    resp.outputs[alias],
+                    as_proto_field=grpc_codec.PREDICT_OUTPUTS_AS_PROTO_FIELD,
+                )
             except TypeError as exc:
                 raise ServingFailure.for_code("INTERNAL", f"output '{alias}': {exc}") from None
         return resp

@@ -42,8 +42,6 @@ _RAPIDJSON_F32_LIMIT = 3.4028234e38  # rapidjson's Value::IsFloat() bound
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UINT32_MAX, _UINT64_MAX = 2**32 - 1, 2**64 - 1
-_F32_MAX_INT = 2**24 - 1  # the largest integer every smaller one of which float32 holds exactly
-_F64_MAX_INT = 2**53 - 1
 _KIND_NAMES = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64"}
 #: tensorflow/core/framework/types.proto DataType -> DataTypeString (the names TF Serving prints).
 DATA_TYPE_NAMES = {
@@ -71,7 +69,17 @@ DATA_TYPE_NAMES = {
     22: "uint32",
     23: "uint64",
 }
-_ERROR_TEXT_LIMIT = 2000  # characters of a JSON value echoed inside an error message
+#: json_tensor.cc ``kMaxJsonDebugStringBytes``: ``JsonValueToDebugString`` stops writing a value
+#: into an error message once it holds this many bytes.
+DEBUG_STRING_BYTES = 256
+#: Beyond TF Serving (which writes a token whole once it starts it): the characters of one string
+#: or key echoed inside an error message, ``...`` after them.
+_TOKEN_TEXT_LIMIT = 2000
+#: The top-level keys of a request body that TF Serving reads (``FillSignature``,
+#: ``FillPredictRequestFromJson``, ``FillClassifyRegressRequestFromJson``). A value nested deeper
+#: than ``--max-json-depth`` under any other key is skipped unread, as rapidjson's iterative
+#: parser reads it without recursion and nothing looks at it.
+REQUEST_KEYS = frozenset({"signature_name", "instances", "inputs", "examples", "context"})
 
 
 def bad_request(message: str) -> ServingFailure:
@@ -215,68 +223,177 @@ def json_type(v: Any) -> str:
     for value, _, name in _LITERALS:
         if v is value:
             return name
+    if isinstance(v, SkippedValue):
+        return v.type_name
     return next((name for cls, name in _CONTAINER_TYPES if isinstance(v, cls)), "Number")
 
 
-class _Truncated(Exception):
+class _Stop(Exception):
     pass
 
 
-def json_value_str(v: Any, limit: int = _ERROR_TEXT_LIMIT) -> str:
-    """A JSON value as TF Serving's ``JsonValueToString`` prints it inside error messages
-    (rapidjson's PrettyWriter: 4-space indents; float-range numbers with float32 digits), cut
-    after ``limit`` characters with ``...`` (TF Serving prints the whole value)."""
-    out: list[str] = []
-    size = [0]
+def rapidjson_double(x: float) -> str | None:
+    """A double as rapidjson's ``Writer::Double`` writes it (``internal/dtoa.h``: the shortest
+    digits that read back, laid out by ``Prettify``: ``100.0``, ``0.001``, ``1e-7``,
+    ``1.5e300``, ``-0.0``); None for NaN and infinities, which that writer refuses."""
+    if math.isnan(x) or math.isinf(x):
+        return None
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    mantissa, _, exp = repr(abs(x)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    point = len(whole) + (int(exp) if exp else 0)  # x = 0.<digits> * 10**point
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    length, kk = len(digits), point
+    k = kk - length
+    if k >= 0 and kk <= 21:
+        text = digits + "0" * k + ".0"
+    elif 0 < kk <= 21:
+        text = digits[:kk] + "." + digits[kk:]
+    elif -6 < kk <= 0:
+        text = "0." + "0" * -kk + digits
+    elif length == 1:
+        text = f"{digits}e{kk - 1}"
+    else:
+        text = f"{digits[0]}.{digits[1:]}e{kk - 1}"
+    return ("-" if x < 0 else "") + text
 
-    def put(text: str) -> None:
-        out.append(text)
-        size[0] += len(text)
-        if size[0] > limit:
-            raise _Truncated
 
-    def scalar(x: Any) -> str:
-        if isinstance(x, JsonBigNumber):
-            if x.kind == "uint64":
-                return x.text
-            return format_decimal(x.value, 32 if abs(x.value) <= _RAPIDJSON_F32_LIMIT else 64)
-        literal = _literal(x)
-        if literal is not None:
-            return literal
-        if isinstance(x, float):
-            in_f32 = -_RAPIDJSON_F32_LIMIT <= x <= _RAPIDJSON_F32_LIMIT
-            return format_decimal(x, 32 if in_f32 else 64)
-        return json.dumps(str(x), ensure_ascii=False)
+_CONTROL_ESCAPE = re.compile(r"\\u00([0-9a-f]{2})")
 
-    def walk(x: Any, indent: int) -> None:
-        if isinstance(x, dict):
-            if not x:
-                put("{}")
-                return
-            put("{\n")
-            for i, (k, val) in enumerate(x.items()):
-                put(" " * (indent + 4) + json.dumps(str(k), ensure_ascii=False) + ": ")
-                walk(val, indent + 4)
-                put(",\n" if i + 1 < len(x) else "\n")
-            put(" " * indent + "}")
-        elif isinstance(x, list):
-            if not x:
-                put("[]")
-                return
-            put("[\n")
-            for i, val in enumerate(x):
-                put(" " * (indent + 4))
-                walk(val, indent + 4)
-                put(",\n" if i + 1 < len(x) else "\n")
-            put(" " * indent + "]")
+
+def _string_token(text: str) -> str:
+    """A string as rapidjson's writer quotes it (control characters as ``\\u00XX`` in upper-case
+    hex, other text as it is), cut after :data:`_TOKEN_TEXT_LIMIT` characters."""
+    cut = len(text) > _TOKEN_TEXT_LIMIT
+    quoted = json.dumps(text[:_TOKEN_TEXT_LIMIT], ensure_ascii=False)
+    if "\\u00" in quoted:
+        quoted = _CONTROL_ESCAPE.sub(lambda m: "\\u00" + m.group(1).upper(), quoted)
+    return quoted[:-1] + '..."' if cut else quoted
+
+
+class _DebugWriter:
+    """rapidjson's ``PrettyWriter`` with ``kFormatSingleLineArray`` behind json_tensor.cc's
+    ``JsonWriterWithLimit``: an event is written only while the text holds fewer than ``limit``
+    bytes, and writing stops at the first event refused (as ``Value::Accept`` does)."""
+
+    def __init__(self, limit: int):
+        self.parts: list[str] = []
+        self.size = 0
+        self.limit = limit
+        self.levels: list[list] = []  # [in_array, value_count] per open container
+
+    def put(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text.encode("utf-8", "surrogatepass"))
+
+    def check(self) -> None:
+        if self.size >= self.limit:
+            raise _Stop
+
+    def indent(self) -> None:
+        self.put(" " * (4 * len(self.levels)))
+
+    def prefix(self) -> None:
+        if not self.levels:
+            return
+        level = self.levels[-1]
+        in_array, count = level
+        if in_array:
+            if count:
+                self.put(", ")
         else:
-            put(scalar(x))
+            if count:
+                self.put(",\n" if count % 2 == 0 else ": ")
+            else:
+                self.put("\n")
+            if count % 2 == 0:
+                self.indent()
+        level[1] += 1
 
+    def scalar(self, text: str | None) -> None:
+        self.check()
+        self.prefix()
+        if text is None:  # NaN / infinity: Writer::Double writes the prefix, then fails
+            raise _Stop
+        self.put(text)
+
+    def start(self, opener: str, in_array: bool) -> None:
+        self.check()
+        self.prefix()
+        self.put(opener)
+        self.levels.append([in_array, 0])
+
+    def end(self, closer: str) -> None:
+        self.check()
+        in_array, count = self.levels.pop()
+        if count and not in_array:
+            self.put("\n")
+            self.indent()
+        self.put(closer)
+
+    def value(self, x: Any) -> None:
+        if isinstance(x, dict):
+            self.start("{", False)
+            for k, val in x.items():
+                self.scalar(_string_token(str(k)))
+                self.value(val)
+            self.end("}")
+        elif isinstance(x, list):
+            self.start("[", True)
+            for val in x:
+                self.value(val)
+            self.end("]")
+        elif isinstance(x, SkippedValue):  # its brackets, one event each, up to the limit
+            self.check()
+            self.prefix()
+            self.put(x.text[: max(1, self.limit - self.size)])
+            raise _Stop
+        else:
+            self.scalar(_scalar_token(x))
+
+
+def _scalar_token(x: Any) -> str | None:
+    if isinstance(x, JsonBigNumber):
+        return x.text if x.kind == "uint64" else rapidjson_double(x.value)
+    literal = _literal(x)
+    if literal is not None:
+        return literal
+    if isinstance(x, float):
+        return rapidjson_double(x)
+    return _string_token(str(x))
+
+
+class SkippedValue:
+    """The value of a top-level key a request does not use, nested deeper than the server's
+    ``--max-json-depth`` and so left unread (:func:`parse_request_body`). ``text``: the start of
+    its JSON text, which is what an error message quoting the document shows of it."""
+
+    __slots__ = ("text", "type_name")
+
+    def __init__(self, raw: bytes):
+        self.text = raw[:DEBUG_STRING_BYTES].decode("utf-8", "replace")
+        self.type_name = "Array" if raw[:1] == b"[" else "Object"
+
+    def __repr__(self) -> str:
+        return f"SkippedValue({self.text[:20]!r})"
+
+
+def json_value_str(v: Any, limit: int = DEBUG_STRING_BYTES) -> str:
+    """A JSON value as TF Serving's ``JsonValueToDebugString`` (json_tensor.cc) writes it inside
+    error messages: rapidjson's PrettyWriter with single-line arrays (``[1, 2]``; objects one
+    member a line, 4-space indents), numbers by :func:`rapidjson_double`, writing stopped once
+    the text holds ``limit`` (256) bytes or at a NaN / infinity (rapidjson's writer refuses them
+    and the text ends before them). Beyond TF Serving: one string is cut after 2,000 characters."""
+    writer = _DebugWriter(limit)
     try:
-        walk(v, 0)
-    except _Truncated:
-        return "".join(out)[:limit] + "..."
-    return "".join(out)
+        writer.value(v)
+    except _Stop:
+        pass
+    return "".join(writer.parts)
 
 
 def _format_error(doc: Any, *parts: str) -> ServingFailure:
@@ -330,32 +447,71 @@ def _structure(body: bytes):
 
 
 def _key_before(body: bytes, offset: int) -> str | None:
+    """The object key whose value starts at ``offset`` (parsed, escapes read), or None."""
     m = re.search(rb'"((?:[^"\\]|\\.){0,200})"\s*:\s*$', body[max(0, offset - 400) : offset])
-    return m.group(1).decode("utf-8", "replace") if m else None
+    if not m:
+        return None
+    try:
+        return json.loads(b'"' + m.group(1) + b'"')
+    except ValueError:
+        return m.group(1).decode("utf-8", "replace")
 
 
-def check_json_depth(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> None:
-    """400 when ``body`` nests arrays/objects deeper than ``max_depth`` (the top-level object is
-    level 1), naming the offset and the top-level key it is under. Runs on the raw bytes, before
-    any parsing (TF Serving sets no limit; a Python parser would recurse until it fails)."""
+def _depth_error(max_depth: int, offset: int, key: str | None) -> ServingFailure:
+    under = f" under key '{key}'" if key is not None else ""
+    return _bad(
+        f"JSON Parse error: nesting deeper than {max_depth} levels at offset: {offset}"
+        f"{under} (this server's limit, --max-json-depth)"
+    )
+
+
+def deep_members(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> list[tuple]:
+    """Where ``body`` nests arrays/objects deeper than ``max_depth`` (the top-level object is
+    level 1): one ``(offset, start, end, key)`` per top-level member holding such nesting --
+    ``offset`` the first bracket beyond the limit, ``body[start:end]`` the member's value (to the
+    end of the body if it never closes), ``key`` its key (None when the document is not an
+    object). Only the document's own brackets count: rapidjson stops when the root value ends
+    (``kParseStopWhenDoneFlag``). Runs on the raw bytes in a few vectorised passes, before any
+    parsing, in time and memory linear in the body."""
     if len(body) < 65536 and body.count(b"[") + body.count(b"{") <= max_depth:
-        return  # a cheap way out for small bodies; large ones always hold more brackets
+        return []  # a cheap way out for small bodies; large ones always hold more brackets
     import numpy as np
 
     pos, delta = _structure(body)
     depth = np.cumsum(delta)
+    closed = np.flatnonzero(depth <= 0)
+    if closed.size:  # what follows the root value is never read
+        pos, delta, depth = pos[: closed[0] + 1], delta[: closed[0] + 1], depth[: closed[0] + 1]
     over = np.flatnonzero(depth > max_depth)
     if not over.size:
-        return
-    first = int(over[0])
-    offset = int(pos[first])
-    tops = np.flatnonzero((depth[: first + 1] == 2) & (delta[: first + 1] == 1))
-    key = _key_before(body, int(pos[tops[-1]])) if tops.size else None
-    under = f" under key '{key}'" if key is not None else ""
-    raise _bad(
-        f"JSON Parse error: nesting deeper than {max_depth} levels at offset: {offset}"
-        f"{under} (this server's limit, --max-json-depth)"
-    )
+        return []
+    if body.lstrip(b" \t\n\r")[:1] != b"{":
+        return [(int(pos[over[0]]), 0, len(body), None)]
+    opens = np.flatnonzero((depth == 2) & (delta == 1))  # top-level member values
+    closes = np.flatnonzero((depth == 1) & (delta == -1))
+    out = []
+    i = 0
+    while i < over.size:
+        first = int(over[i])
+        j = int(opens[np.searchsorted(opens, first, "right") - 1])
+        after = np.searchsorted(closes, j)
+        k = int(closes[after]) if after < closes.size else None
+        start = int(pos[j])
+        end = int(pos[k]) + 1 if k is not None else len(body)
+        out.append((int(pos[first]), start, end, _key_before(body, start)))
+        i = int(np.searchsorted(over, k, "right")) if k is not None else over.size
+    return out
+
+
+def check_json_depth(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> None:
+    """400 when ``body`` nests arrays/objects deeper than ``max_depth`` anywhere (the top-level
+    object is level 1), naming the offset and the top-level key it is under. Runs on the raw
+    bytes, before any parsing (see :func:`deep_members`). :func:`parse_request_body` applies it
+    only to the keys a request uses (:data:`REQUEST_KEYS`)."""
+    found = deep_members(body, max_depth)
+    if found:
+        offset, _, _, key = found[0]
+        raise _depth_error(max_depth, offset, key)
 
 
 _DIGITS_TO_1 = bytes(1 if 0x30 <= i <= 0x39 else 0 for i in range(256))
@@ -476,62 +632,104 @@ def _surrogate_error(offset: int) -> ServingFailure:
     return _bad(f"JSON Parse error: {SURROGATE_INVALID} at offset: {offset}")
 
 
+_JSON_SPACE = b" \t\n\r"
+
+
+def _skip_deep_members(body: bytes, max_depth: int) -> tuple[bytes, dict[str, bytes]]:
+    """``body`` with the values of unused top-level keys that nest deeper than ``max_depth``
+    replaced by ``0`` and spaces (offsets unchanged), and ``{key: the value's bytes}`` of those
+    values; a 400 naming the key and offset for such nesting under a key the request uses."""
+    found = deep_members(body, max_depth)
+    if not found:
+        return body, {}
+    buf = bytearray(body)
+    skipped: dict[str, bytes] = {}
+    for offset, start, end, key in found:
+        if key is None or (key in REQUEST_KEYS and key != "signature_name"):
+            raise _depth_error(max_depth, offset, key)
+        skipped[key] = body[start : min(end, start + 4 * DEBUG_STRING_BYTES)]
+        buf[start:end] = b"0" + b" " * (end - start - 1)
+    return bytes(buf), skipped
+
+
 def parse_request_body(body: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict:
-    """A POST body -> its JSON object, by TF Serving's ``ParseJson`` / ``FillSignature``: 400 for
-    an empty body ("JSON Parse error: The document is empty"), text that is not UTF-8 JSON
-    ("JSON Parse error: <rapidjson's words> at offset: N"), a value that is not an object
-    ("JSON Value: ... Is not object") or a ``signature_name`` that is not a string; a ``\\u``
-    escape of an unpaired UTF-16 surrogate anywhere (a value, a key, ``signature_name``) is
-    rapidjson's "The surrogate pair in string is invalid." at its backslash's offset
-    (:func:`surrogate_error_offset`), so no string that cannot be encoded as UTF-8 leaves the
-    parser. Beyond TF
-    Serving: nesting deeper than ``max_depth`` and duplicate keys in one object are 400 too.
-    Integers beyond int64 come back as :class:`JsonBigNumber`; a number beyond double range
-    (``1e999``, a 400-digit integer) is 400 "Number too big to be stored in double.", as
-    rapidjson words it, never an infinity."""
+    """A POST body -> its JSON object, by TF Serving's ``ParseJson`` / ``FillSignature``
+    (rapidjson with ``kParseIterativeFlag | kParseNanAndInfFlag | kParseStopWhenDoneFlag``):
+
+    - 400 for an empty body ("JSON Parse error: The document is empty"), text that is not JSON
+      ("JSON Parse error: <rapidjson's words> at offset: N"), a value that is not an object
+      ("JSON Value: ... Is not object") or a ``signature_name`` that is not a string ("...
+      'signature_name' key must be a string value.", however deep the value nests);
+    - what follows the root value is not read (rapidjson stops when the root is done);
+    - a ``\\u`` escape of an unpaired UTF-16 surrogate (a value, a key, ``signature_name``) is
+      rapidjson's "The surrogate pair in string is invalid." at its backslash's offset
+      (:func:`surrogate_error_offset`), so no string that cannot be encoded as UTF-8 leaves the
+      parser;
+    - integers beyond int64 come back as :class:`JsonBigNumber`; a number beyond double range
+      (``1e999``, a 400-digit integer) is 400 "Number too big to be stored in double.", as
+      rapidjson words it, never an infinity;
+    - nesting deeper than ``max_depth`` (the top-level object is level 1) under a key the request
+      uses (:data:`REQUEST_KEYS`) is 400 naming the key and offset (TF Serving has no limit);
+      under any other key the value is skipped unread, in linear time and without recursion,
+      and stands in the document as a :class:`SkippedValue` (json_tensor_test.cc
+      DeeplyNestedWellFormed / DeeplyNestedMalformed);
+    - beyond TF Serving: duplicate keys in one object are 400, and so are bytes that are not
+      UTF-8 inside the document (rapidjson, which runs without ``kParseValidateEncodingFlag``,
+      passes them through)."""
     if not body:
         raise _bad("JSON Parse error: The document is empty")
-    check_json_depth(body, max_depth)
+    start = len(body) - len(body.lstrip(_JSON_SPACE))
+    if start == len(body):
+        raise _bad(f"JSON Parse error: The document is empty. at offset: {len(body)}")
+    data, skipped = _skip_deep_members(body, max_depth)
+    bad_utf8 = None
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _bad(
-            f"JSON Parse error: Invalid encoding in string. at offset: {exc.start}"
-        ) from None
-    surrogate = surrogate_error_offset(body) if b"\\u" in body else None
-    long_run = _has_long_digit_run(body)
-    hook = _checked_int if long_run else None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # fine if it lies after the root value (never read)
+        bad_utf8 = exc.start
+        text = data[: exc.start].decode("utf-8")
+    surrogate = surrogate_error_offset(data) if b"\\u" in data else None
+    long_run = _has_long_digit_run(data)
     # Only bodies that can hold an overflowing float pay for a Python call per float literal.
-    float_hook = _checked_float if long_run or _BIG_EXPONENT.search(body) else None
+    decoder = json.JSONDecoder(
+        object_pairs_hook=_object_without_duplicates,
+        parse_int=_checked_int if long_run else None,
+        parse_float=_checked_float if long_run or _BIG_EXPONENT.search(data) else None,
+    )
     try:
-        doc = json.loads(
-            text,
-            object_pairs_hook=_object_without_duplicates,
-            parse_int=hook,
-            parse_float=float_hook,
-        )
+        doc, end = decoder.raw_decode(text, start)
     except _DuplicateKey as exc:
         raise _bad(
             f"JSON Parse error: duplicate key {json.dumps(exc.args[0])} in one object "
             f"(this server refuses duplicate keys)"
         ) from None
     except json.JSONDecodeError as exc:
-        if surrogate is not None and surrogate < len(text[: exc.pos].encode("utf-8", "replace")):
+        error_at = len(text[: exc.pos].encode("utf-8", "surrogatepass"))
+        if surrogate is not None and surrogate < error_at:
             raise _surrogate_error(surrogate) from None  # rapidjson stops there first
+        if bad_utf8 is not None and (
+            exc.msg.startswith("Unterminated string") or not text[exc.pos :].strip(" \t\n\r")
+        ):
+            raise _bad(
+                f"JSON Parse error: Invalid encoding in string. at offset: {bad_utf8}"
+            ) from None
         raise _bad(
-            f"JSON Parse error: {_parse_error_text(body, exc)} at offset: {exc.pos}"
+            f"JSON Parse error: {_parse_error_text(data, exc)} at offset: {exc.pos}"
         ) from None
     except _NumberTooBig as exc:  # rapidjson's words for a number beyond double range
-        offset = body.find(exc.args[0].encode("ascii"))
+        offset = data.find(exc.args[0].encode("ascii"))
         raise _bad(
             f"JSON Parse error: Number too big to be stored in double. at offset: {offset}"
         ) from None
     except (RecursionError, ValueError) as exc:  # defence in depth: the scans above prevent it
         raise _bad(f"JSON Parse error: {exc}") from None
-    if surrogate is not None:
+    if surrogate is not None and surrogate < len(text[:end].encode("utf-8", "surrogatepass")):
         raise _surrogate_error(surrogate)
     if not isinstance(doc, dict):
         raise _format_error(doc, "Is not object")
+    for key, raw in skipped.items():
+        if key in doc:
+            doc[key] = SkippedValue(raw)
     sig = doc.get("signature_name")
     if "signature_name" in doc and not isinstance(sig, str):
         raise _bad(
@@ -567,20 +765,24 @@ def _add_feature_value(feature, name: str, v: Any) -> None:
         want("bytes_list")
         feature.bytes_list.value.append(v.encode("utf-8"))
     elif isinstance(v, float) or (isinstance(v, JsonBigNumber) and v.kind == "double"):
-        want("float_list")
-        x = v.value if isinstance(v, JsonBigNumber) else v
-        if math.isfinite(x) and abs(x) > _F32_MAX:
-            raise _bad(
-                f"Cannot convert JSON value: {json_value_str(v)} to float without loss "
-                f"of precision."
-            )
-        feature.float_list.value.append(x)
+        want("float_list")  # GetFloat(): rounded to float32, infinity beyond its range
+        feature.float_list.value.append(_to_float32(v.value if isinstance(v, JsonBigNumber) else v))
     elif isinstance(v, JsonBigNumber):  # uint64
         want("int64_list")
-        raise _bad(f"Feature: {name} has uint64 element. Only int64 is supported.")
+        raise _bad(f"Feature: {name} has uint64_t element. Only int64_t is supported.")
     else:
         want("int64_list")
         feature.int64_list.value.append(v)
+
+
+def _to_float32(x: float) -> float:
+    """rapidjson's ``GetFloat()``, ``static_cast<float>`` of the double: rounded to nearest, a
+    value beyond float32's range an infinity of its sign (TF Serving since 2021: json_tensor.cc
+    no longer refuses such values; json_tensor_test.cc FloatTensorThatExceedsMaxReturnsInf)."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        return float(np.float32(x))
 
 
 def _fast_fill(feature, content: list) -> bool:
@@ -589,7 +791,7 @@ def _fast_fill(feature, content: list) -> bool:
     first = type(content[0])
     if first is float and all(type(v) is float for v in content):
         if any(abs(v) > _F32_MAX and math.isfinite(v) for v in content):
-            return False
+            content = [_to_float32(v) for v in content]
         feature.float_list.value.extend(content)
         return True
     if first is int and all(type(v) is int for v in content):
@@ -604,8 +806,9 @@ def json_to_example(obj: Any):
     """One JSON example object -> ``tf.train.Example`` by TF Serving's
     ``MakeExampleFromJsonObject``: string -> bytes, ``{"b64": ...}`` -> decoded bytes, number
     with a decimal point or exponent (or an integer beyond uint64) -> float, integer or bool ->
-    int64; the first element of a list fixes the feature's kind. 400 with TF Serving's message
-    for anything else."""
+    int64; the first element of a list fixes the feature's kind; a float is rounded to float32
+    (infinity beyond its range), as ``GetFloat()`` does. 400 with TF Serving's message for
+    anything else."""
     from tensorflow.core.example import example_pb2
 
     if not isinstance(obj, dict):
@@ -748,12 +951,6 @@ def _type_error(v: Any, dtype_enum: int) -> ServingFailure:
     )
 
 
-def _lossy(v: Any, target: str) -> ServingFailure:
-    return _bad(
-        f"Cannot convert JSON value: {json_value_str(v)} to {target} without loss of precision."
-    )
-
-
 def _leaf(v: Any, dtype_enum: int) -> Any:
     """TF Serving's ``AddValueToTensor`` (plus the b64 objects of ``FillTensorProto``) for one
     JSON leaf: the Python value to store, or a 400 / 501 :class:`ServingFailure`."""
@@ -766,18 +963,12 @@ def _leaf(v: Any, dtype_enum: int) -> Any:
         return b64_value(v)
     is_num = not isinstance(v, bool) and isinstance(v, (int, float, JsonBigNumber))
     if dtype_enum in (1, 2):  # float, double
+        # IsNumber(), then GetDouble() (an integer cast to double) / GetFloat() (that double cast
+        # to float, by _array): every number is taken, rounded, an infinity beyond float's range
+        # (json_tensor_test.cc FloatTensorWithPrecisionLoss, FloatTensorThatExceedsMaxReturnsInf)
         if not is_num:
             raise _type_error(v, dtype_enum)
-        limit_int = _F32_MAX_INT if dtype_enum == 1 else _F64_MAX_INT
-        if isinstance(v, int) or (isinstance(v, JsonBigNumber) and v.kind == "uint64"):
-            x = v if isinstance(v, int) else v.value
-            if abs(x) > limit_int:
-                raise _lossy(v, "float" if dtype_enum == 1 else "double")
-            return float(x)
-        x = v.value if isinstance(v, JsonBigNumber) else v
-        if dtype_enum == 1 and math.isfinite(x) and abs(x) > _F32_MAX:
-            raise _lossy(v, "float")
-        return x
+        return float(v.value if isinstance(v, JsonBigNumber) else v)
     if dtype_enum in (3, 4, 5, 6):  # int32, uint8, int16, int8: rapidjson IsInt()
         if not (isinstance(v, int) and not isinstance(v, bool) and _INT32_MIN <= v <= _INT32_MAX):
             raise _type_error(v, dtype_enum)
@@ -827,15 +1018,7 @@ def _leaves(values: list, dtype_enum: int, rank: int, level: int) -> list:
         ):
             return [_leaf(v, dtype_enum) for v in values]
         if dtype_enum in (1, 2) and int in types:
-            limit_int = _F32_MAX_INT if dtype_enum == 1 else _F64_MAX_INT
-            if any(type(v) is int and abs(v) > limit_int for v in values):
-                return [_leaf(v, dtype_enum) for v in values]  # reports the first lossy one
-        if (
-            dtype_enum == 1
-            and float in types
-            and any(type(v) is float and abs(v) > _F32_MAX and math.isfinite(v) for v in values)
-        ):
-            return [_leaf(v, dtype_enum) for v in values]
+            return [float(v) for v in values]  # the double first, as GetFloat() rounds twice
         return values
     out = []
     for v in values:
@@ -906,7 +1089,8 @@ def _array(shape: list[int], values: list, dtype_enum: int):
     if np_dt.kind in "iu" and np_dt.itemsize < 4:
         # TF Serving stores int8/int16/uint8 values in TensorProto.int_val (int32) and casts.
         return np.array(values, dtype=np.int64).astype(np_dt).reshape(shape)
-    return np.array(values, dtype=np_dt).reshape(shape)
+    with np.errstate(over="ignore"):  # a double beyond float32's range is an infinity
+        return np.array(values, dtype=np_dt).reshape(shape)
 
 
 def json_to_array(
@@ -1139,15 +1323,19 @@ def predict_response(out: Mapping[str, Any], columnar: bool) -> dict:
 
 __all__ = [
     "DATA_TYPE_NAMES",
+    "DEBUG_STRING_BYTES",
     "DEFAULT_MAX_JSON_DEPTH",
     "NO_CONTEXT",
+    "REQUEST_KEYS",
     "JsonBigNumber",
     "RawJson",
     "ServingFailure",
+    "SkippedValue",
     "b64_value",
     "bad_request",
     "check_json_depth",
     "classify_response",
+    "deep_members",
     "dumps",
     "format_decimal",
     "is_b64",
@@ -1159,6 +1347,7 @@ __all__ = [
     "parse_request_body",
     "predict_feeds",
     "predict_response",
+    "rapidjson_double",
     "regress_response",
     "request_batch_size",
     "request_context",

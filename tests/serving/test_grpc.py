@@ -331,6 +331,92 @@ def test_stub_regress_and_predict_with_output_filter(toy_grpc, toy):
     )
 
 
+def test_predict_answers_in_the_typed_fields_as_tf_serving_does(toy_grpc, toy):
+    """TF Serving's ``RunPredict`` (servables/tensorflow/predict_util.cc) answers with
+    ``PredictResponseTensorSerializationOption::kAsProtoField`` -- ``Tensor::AsProtoField``
+    (tensorflow/core/framework/tensor.cc), every element in the dtype's typed field -- unless the
+    server is set up with ``kAsProtoContent`` (model_servers/server_core.h: the default is
+    ``kAsProtoField``). A client that reads ``outputs["logits"].float_val``, as TF Serving's own
+    tests do, gets the values."""
+    p = _predict({"x": _tensor(X)})
+    p.model_spec.version.value = 1
+    logits = toy_grpc.stub.Predict(p, timeout=30).outputs["logits"]
+    want = toy.in_process(1, X)
+    assert logits.tensor_content == b""
+    assert [d.size for d in logits.tensor_shape.dim] == list(want.shape)
+    np.testing.assert_allclose(np.array(logits.float_val).reshape(want.shape), want, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "arr, field, values",
+    [
+        (np.array([[1.5, -2.0], [0.0, 3.25]], np.float32), "float_val", [1.5, -2.0, 0.0, 3.25]),
+        (np.array([0.1, 1e300]), "double_val", [0.1, 1e300]),
+        (np.array([7, -7], np.int32), "int_val", [7, -7]),
+        (np.array([-128, 5], np.int8), "int_val", [-128, 5]),
+        (np.array([255], np.uint8), "int_val", [255]),
+        (np.array([65535], np.uint16), "int_val", [65535]),
+        (np.array([2**62, -1], np.int64), "int64_val", [2**62, -1]),
+        (np.array([True, False]), "bool_val", [True, False]),
+        (np.array([1.5], np.float16), "half_val", [0x3E00]),  # the half's bits
+        (np.array([2**32 - 1], np.uint32), "uint32_val", [2**32 - 1]),
+        (np.array([2**64 - 1], np.uint64), "uint64_val", [2**64 - 1]),
+        (np.array([b"a", b"\xff"], dtype=object), "string_val", [b"a", b"\xff"]),
+        (np.zeros((0, 3), np.float32), "float_val", []),
+        (np.ones((2, 2), np.float32)[:, ::-1].T, "float_val", [1.0] * 4),  # not contiguous
+    ],
+)
+def test_as_proto_field_writes_each_dtype_as_tensorflows_as_proto_field(arr, field, values):
+    """tensor.cc ``ToProtoField`` / ``ProtoHelper<T>``: int8/int16/uint8/uint16/int32 in
+    ``int_val``, a half's bits in ``half_val``, all elements written (no trailing repeats dropped),
+    nothing in ``tensor_content``; :func:`tensor_to_array` reads it back to the same array."""
+    t = grpc_codec.array_to_tensor(arr, as_proto_field=True)
+    assert t.tensor_content == b""
+    assert list(getattr(t, field)) == values
+    assert [d.size for d in t.tensor_shape.dim] == list(arr.shape)
+    back = grpc_codec.tensor_to_array(t, "t", 100)
+    assert back.dtype == arr.dtype and back.shape == arr.shape
+    assert back.tolist() == arr.tolist()
+
+
+class ContentForm(prediction_service_pb2_grpc.PredictionServiceServicer):
+    """A TF Serving set up with ``kAsProtoContent``: forwards to a real server and rewrites each
+    Predict output into ``tensor_content``."""
+
+    def __init__(self, stub):
+        self.stub = stub
+
+    def GetModelMetadata(self, request, context):  # noqa: N802 -- the servicer's method name
+        return self.stub.GetModelMetadata(request, timeout=30)
+
+    def Predict(self, request, context):  # noqa: N802 -- the servicer's method name
+        resp = self.stub.Predict(request, timeout=30)
+        for key in list(resp.outputs):
+            arr = grpc_codec.tensor_to_array(resp.outputs[key], key, 10**6)
+            del resp.outputs[key]
+            grpc_codec.array_to_tensor(arr, resp.outputs[key])
+        return resp
+
+
+def test_the_client_reads_typed_fields_and_tensor_content_alike(toy_grpc, toy, scripted):
+    """GrpcServingClient reads a Predict answer in either form a real TF Serving may send."""
+    proxy = ContentForm(toy_grpc.stub)
+    with (
+        GrpcServingClient(toy_grpc.target, "toy", version=1) as direct,
+        GrpcServingClient(scripted(proxy), "toy", version=1) as content,
+    ):
+        want = direct.predict(inputs={"x": X})
+        assert content.predict(inputs={"x": X}) == want
+        assert content.predict([row for row in X]) == direct.predict([row for row in X])
+    req = _predict({"x": _tensor(X)})
+    req.model_spec.version.value = 1
+    raw = proxy.Predict(req, None)
+    # it did answer in the other form
+    assert len(raw.outputs["logits"].tensor_content) == toy.in_process(1, X).size * 4
+    assert len(raw.outputs["logits"].float_val) == 0
+    np.testing.assert_allclose(want["logits"], toy.in_process(1, X), atol=1e-5)
+
+
 def test_stub_metadata_and_status(toy_grpc):
     m = get_model_metadata_pb2.GetModelMetadataRequest()
     m.model_spec.name = "toy"

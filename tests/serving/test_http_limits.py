@@ -188,20 +188,13 @@ def test_floats_near_the_double_limits_still_parse():
 
 
 def test_integers_beyond_int64_name_the_field(limited):
+    # a float input takes any number, rounded (json_tensor_test.cc FloatTensorWithPrecisionLoss)
     r = post(limited, ":predict", '{"instances": [[1.0, 2.0, 9223372036854775808]]}')
-    assert (r.status_code, r.json()) == (
-        400,
-        {
-            "error": (
-                "Failed to process element: 0 of 'instances' list. Error: INVALID_ARGUMENT: Cannot "
-                "convert JSON value: 9223372036854775808 to float without loss of precision."
-            )
-        },
-    )
+    assert r.status_code == 200, r.text
     r = post(limited, ":classify", '{"examples": [{"x": [1, 18446744073709551615]}]}')
     assert (r.status_code, r.json()) == (
         400,
-        {"error": "Feature: x has uint64 element. Only int64 is supported."},
+        {"error": "Feature: x has uint64_t element. Only int64_t is supported."},
     )
 
 

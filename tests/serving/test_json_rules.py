@@ -46,8 +46,7 @@ def test_kinds_follow_the_json_tokens():
             "Feature: x has element with unexpected JSON type: Object",
         ),
         ({"x": {"b64": "!!"}}, "Unable to base64 decode"),
-        ({"x": [1e39]}, "Cannot convert JSON value: 1e+39 to float without loss of precision."),
-        ({"x": [2**63]}, "Feature: x has uint64 element. Only int64 is supported."),
+        ({"x": [2**63]}, "Feature: x has uint64_t element. Only int64_t is supported."),
         ([1], "Example must be JSON object but got JSON Array"),
     ],
 )
@@ -57,3 +56,17 @@ def test_rejections(obj, message):
     ) as info:
         json_to_example(obj)
     assert info.value.status == 400
+
+
+def test_floats_beyond_float32_become_infinities_not_errors():
+    """json_tensor.cc AddValueToFeature stores ``GetFloat()`` (the double cast to float) since
+    TF Serving dropped its lossless check (json_tensor_test.cc ClassifyRegressRequestTest.JsonErrors
+    lost its "loss of precision" case then): rounded to float32, an infinity beyond its range."""
+    feat = json_to_example({"x": [1e39, -1e39, 3.4028235e38, 0.1], "y": 1e39}).features.feature
+    assert list(feat["x"].float_list.value) == [
+        float("inf"),
+        float("-inf"),
+        3.4028234663852886e38,  # rounds to FLT_MAX, as the C cast does
+        0.10000000149011612,
+    ]
+    assert list(feat["y"].float_list.value) == [float("inf")]

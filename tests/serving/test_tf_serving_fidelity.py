@@ -421,8 +421,9 @@ def test_example_errors(quirks, examples, message):
 
 def test_uint64_feature_value(quirks):
     """json_tensor.cc AddValueToFeature: an integer above int64 but within uint64 ->
-    "Feature: NAME has uint64 element. Only int64 is supported." (json_tensor_test.cc JsonErrors
-    sends 18446744073709551603). A larger integer is a double to rapidjson, so a float feature."""
+    "Feature: NAME has uint64_t element. Only int64_t is supported." (json_tensor_test.cc
+    JsonErrors sends 18446744073709551603). A larger integer is a double to rapidjson, so a float
+    feature; a double beyond float32 is an infinity (GetFloat())."""
     r = post(
         quirks,
         ":classify",
@@ -430,18 +431,14 @@ def test_uint64_feature_value(quirks):
     )
     assert (r.status_code, r.json()) == (
         400,
-        {"error": "Feature: names has uint64 element. Only int64 is supported."},
+        {"error": "Feature: names has uint64_t element. Only int64_t is supported."},
     )
     ex = rest_json.json_to_example(
         rest_json.parse_request_body(b'{"x": 99999999999999999999999}')
     ).features.feature["x"]
     assert list(ex.float_list.value) == [pytest.approx(1e23, rel=1e-6)]
-    with pytest.raises(
-        ServingFailure,
-        match=r"Cannot convert JSON value: 1\.7976931348623157e\+308 "
-        r"to float without loss of precision\.",
-    ):
-        rest_json.json_to_example({"names": 1.7976931348623157e308})
+    ex = rest_json.json_to_example({"names": 1.7976931348623157e308}).features.feature["names"]
+    assert list(ex.float_list.value) == [float("inf")]
 
 
 # ------------------------------------------------------------- JSON -> tensors (unit level)
@@ -490,22 +487,39 @@ def test_single_unnamed_tensor_errors(body, message):
 
 
 @pytest.mark.parametrize(
-    "body, dtype",
+    "body, dtype, want",
     [
-        ('{"instances": [1.7976931348623157e+308]}', DT_FLOAT),
-        ('{"instances": [16777217]}', DT_FLOAT),
-        ('{"instances": [9007199254740993]}', DT_DOUBLE),
+        # FloatTensorWithPrecisionLoss: 1435774380 and 1435774380.0 alike, rounded
+        ('{"instances": [1435774380]}', DT_FLOAT, [1435774336.0]),
+        ('{"instances": [1435774380.0]}', DT_FLOAT, [1435774336.0]),
+        # FloatTensorThatExceedsMaxReturnsInf: +-DBL_MAX as absl::Substitute prints it
+        ('{"instances": [1.79769e+308]}', DT_FLOAT, [float("inf")]),
+        ('{"instances": [-1.79769e+308]}', DT_FLOAT, [float("-inf")]),
+        # FloatTensorThatExceedsMinReturnsZero: +-DBL_MIN
+        ('{"instances": [2.22507e-308]}', DT_FLOAT, [0.0]),
+        ('{"instances": [-2.22507e-308]}', DT_FLOAT, [-0.0]),
+        # MixedInputForFloatTensor / MixedInputForDoubleTensor
+        (
+            '{"instances": [1, 2.0, 3, 4, 5.003, 0.007, 0.0]}',
+            DT_FLOAT,
+            [1, 2, 3, 4, 5.003, 0.007, 0],
+        ),
+        ('{"instances": [1.0, 2, 3, 4, 0.662, 0, 0.0]}', DT_DOUBLE, [1, 2, 3, 4, 0.662, 0, 0]),
+        # the cases SingleUnnamedTensorErrors refused before 2021 (2^24 + 1, 2^53 + 1): rounded
+        ('{"instances": [16777217]}', DT_FLOAT, [16777216.0]),
+        ('{"instances": [9007199254740993]}', DT_DOUBLE, [9007199254740992.0]),
+        ('{"instances": [18446744073709551615]}', DT_FLOAT, [1.8446744073709552e19]),
     ],
 )
-def test_lossy_numbers_are_refused(body, dtype):
-    """json_tensor_test.cc SingleUnnamedTensorErrors: "loss of precision" for a double above
-    FLT_MAX, 2^24 + 1 as float, 2^53 + 1 as double (json_tensor.cc IsLosslessDecimal)."""
-    with pytest.raises(
-        ServingFailure,
-        match=r"Cannot convert JSON value: .* without loss of "
-        r"precision\.$",
-    ):
-        feeds(body, {"default": dtype})
+def test_numbers_beyond_float_precision_or_range_are_rounded(body, dtype, want):
+    """util/json_tensor_test.cc (current): AddValueToTensor takes any number for DT_FLOAT /
+    DT_DOUBLE (``IsNumber()``) and stores ``GetFloat()`` / ``GetDouble()`` -- rounded, an
+    infinity beyond float's range, 0 below its smallest; the test names are beside the cases."""
+    (out, _) = feeds(body, {"default": dtype})
+    arr = out["default"]
+    assert arr.dtype == (np.float32 if dtype == DT_FLOAT else np.float64)
+    np_want = np.array(want, dtype=arr.dtype)
+    assert arr.tobytes() == np_want.tobytes()  # bitwise: -0.0 and infinities count
 
 
 def test_multiple_named_tensor_errors():
@@ -600,13 +614,114 @@ def test_json_parse_errors_use_rapidjsons_words():
         (b'{"a": 1 "b": 2}', "JSON Parse error: Missing a comma or '}' after an object member."),
         (b'{"a" 1}', "JSON Parse error: Missing a colon after a name of object member."),
         (b"{1: 2}", "JSON Parse error: Missing a name for object member."),
-        (
-            b'{"a": 1} x',
-            "JSON Parse error: The document root must not be followed by other values.",
-        ),
-        (b"[1]", "JSON Value: [\n    1\n] Is not object"),
+        (b"[1]", "JSON Value: [1] Is not object"),
+        (b" \n ", "JSON Parse error: The document is empty. at offset: 3"),
     ]
     for body, prefix in cases:
         with pytest.raises(ServingFailure, match="JSON ") as info:
             rest_json.parse_request_body(body)
         assert info.value.message.startswith(prefix), info.value.message
+
+
+# ------------------------------------------------- the current json_tensor.cc (since Aug 2024)
+DEEP = 500_000  # json_tensor_test.cc DeeplyNested*: 500,000 brackets each way
+
+
+def test_deep_nesting_under_an_unused_key_is_skipped(quirks):
+    """json_tensor_test.cc DeeplyNestedWellFormed: ``{"instances":[1], "nested": [[[...]]]}``
+    (500,000 levels) is answered; rapidjson parses iteratively (``kParseIterativeFlag``) and
+    nothing reads ``nested``. Here the value is skipped unread, in time and memory linear in the
+    body; under a key the request uses the server's ``--max-json-depth`` still answers 400."""
+    import time
+
+    body = b'{"instances": [1.5], "nested": ' + b"[" * DEEP + b"]" * DEEP + b"}"
+    t0 = time.monotonic()
+    r = post(quirks, ":predict", body)
+    assert (r.status_code, r.json()) == (200, {"predictions": [1.5]})
+    assert time.monotonic() - t0 < 10
+    doc = rest_json.parse_request_body(body)
+    assert isinstance(doc["nested"], rest_json.SkippedValue)
+    assert rest_json.json_type(doc["nested"]) == "Array"
+    r = post(quirks, ":predict", b'{"instances": ' + b"[" * DEEP + b"]" * DEEP + b"}")
+    assert r.status_code == 400
+    assert r.json()["error"].startswith("JSON Parse error: nesting deeper than 64 levels")
+
+
+def test_deep_signature_name_is_key_must_be_a_string_value(quirks):
+    """json_tensor_test.cc DeeplyNestedMalformed: ``{"signature_name": [[[...]]]}`` ->
+    INVALID_ARGUMENT "... 'signature_name' key must be a string value." (FillSignature); the
+    document is quoted as JsonValueToDebugString writes it, cut at 256 bytes."""
+    body = b'{"signature_name": ' + b"[" * DEEP + b"]" * DEEP + b"}"
+    r = post(quirks, ":predict", body)
+    assert r.status_code == 400
+    message = r.json()["error"]
+    assert message.endswith(
+        " not formatted correctly. 'signature_name' key must be a string value."
+    )
+    quoted = message[
+        len("JSON Value: ") : -len(
+            " not formatted correctly. 'signature_name' key must be a string value."
+        )
+    ]
+    assert quoted == '{\n    "signature_name": ' + "[" * (256 - 24)
+    assert len(quoted.encode()) == rest_json.DEBUG_STRING_BYTES
+
+
+def test_the_document_ends_with_its_root_value(quirks):
+    """json_tensor.cc ParseJson: ``kParseStopWhenDoneFlag`` -- what follows the root object is
+    never read (not even bytes that are not UTF-8)."""
+    for tail in (b" x", b"}}}", b" \xff\xfe", b"[" * 100):
+        r = post(quirks, ":predict", b'{"instances": [2.5]}' + tail)
+        assert (r.status_code, r.json()) == (200, {"predictions": [2.5]}), tail
+
+
+def test_classify_floats_beyond_float32_are_infinite_scores(quirks):
+    """json_tensor.cc AddValueToFeature: a float feature value beyond float32's range is stored
+    as ``GetFloat()``, an infinity (the "loss of precision" refusal is gone since 2021); the
+    classify answer writes it as TF Serving's WriteDecimal does."""
+    r = post(
+        quirks,
+        ":classify",
+        '{"signature_name": "classify", "examples": [{"s": [1e39, -1e39, 1435774380]}]}',
+    )
+    assert r.status_code == 400  # 1435774380 is an int64 after two floats: kinds may not mix
+    assert r.json() == {"error": "Unexpected element type in feature: s expecting type: float"}
+    r = post(
+        quirks,
+        ":classify",
+        '{"signature_name": "classify", "examples": [{"s": [1e39, -1e39, 1435774380.0]}]}',
+    )
+    assert r.status_code == 200, r.text
+    assert r.text.replace(" ", "") == (
+        '{"results":[[["car",Infinity],["bike",-Infinity],["bus",1.43577434e+09]]]}'
+    )
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        ([1, 2.5, "a"], '[1, 2.5, "a"]'),  # kFormatSingleLineArray
+        ({"a": [1e-7, 1e21, 100.0]}, '{\n    "a": [1e-7, 1e21, 100.0]\n}'),  # rapidjson dtoa
+        ([{"b": None}], '[{\n        "b": null\n    }]'),  # indent by nesting level
+        ([1.0, float("nan"), 2.0], "[1.0, "),  # Writer::Double refuses NaN: the text stops
+        (["\x01"], '["\\u0001"]'),
+    ],
+)
+def test_json_values_in_messages_are_json_value_to_debug_string(value, text):
+    """json_tensor.cc JsonValueToDebugString (since Aug 2024): PrettyWriter with single-line
+    arrays behind JsonWriterWithLimit(256): an event is written only while the text is shorter
+    than 256 bytes."""
+    assert rest_json.json_value_str(value) == text
+
+
+def test_json_values_in_messages_stop_after_256_bytes():
+    """JsonWriterWithLimit::InLimit: ``[0, 1, ..., 199]`` is written element by element until
+    the text holds 256 bytes; the element that crosses the limit is the last one written."""
+    events = ["[", "0"] + [f", {i}" for i in range(1, 200)]
+    text = ""
+    for event in events:
+        if len(text) >= rest_json.DEBUG_STRING_BYTES:
+            break
+        text += event
+    assert rest_json.json_value_str(list(range(200))) == text
+    assert 256 <= len(text) < 262
