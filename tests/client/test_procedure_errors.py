@@ -23,6 +23,7 @@ import pytest
 from memgraph_tf.batch import ModelBackend
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.errors import (
+    ConfigurationError,
     GraphDataError,
     ProcedureUnavailable,
     QueryError,
@@ -428,3 +429,99 @@ class _Shared(ModelBackend):
 
     def classify(self, blobs):
         return self.inner.classify(blobs)
+
+
+class _SamePageEveryTime(BoltSource):
+    """A Bolt server that answers every keyset page with its first one (it ignores the paging
+    query's ``key > $after``)."""
+
+    first_page: list | None = None
+
+    def read(self, query, parameters=None):
+        rows = super().read(query, parameters)
+        if "ORDER BY id LIMIT" in query:
+            self.first_page = self.first_page or rows
+            return self.first_page
+        return rows
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_server_returning_the_same_page_twice_stops_the_run_naming_the_key(
+    memgraph_like, backend, overwrite
+):
+    from memgraph_tf.batch import classify_graph
+    from memgraph_tf.client.errors import KeysetPagingError
+
+    make, driver, _ = memgraph_like
+    source = _SamePageEveryTime(driver, uri=URI, database=make().database)
+    first, last = FIRST_ID, FIRST_ID + 7
+    where = {"where": "n.id >= $lo AND n.id < $hi", "where_params": {"lo": first, "hi": first + 20}}
+    # before the guard, with overwrite: the same 8 keys paged and classified forever
+    with pytest.raises(KeysetPagingError) as info:
+        classify_graph(
+            source,
+            backend,
+            batch_size=8,
+            overwrite=overwrite,
+            write_property=f"paged_{overwrite}",  # its own: no node of it is done before
+            progress=False,
+            **where,
+        )
+    assert str(info.value) == (
+        f"keyset paging: page 2 returned key {first} after key {last} (expected keys > {last}, "
+        "ascending): the server does not honour the paging query's n.`id` > $after ORDER BY key; "
+        "8 node(s) read before it"
+    )
+
+
+# ------------------------------------------------------------------------- PROCEDURE MEMORY clause
+def test_the_procedure_memory_limit_is_configurable_and_checked(monkeypatch):
+    from memgraph_tf.client.sources import (
+        DEFAULT_PROCEDURE_MEMORY_LIMIT_MB,
+        ENV_PROCEDURE_MEMORY,
+        procedure_memory,
+    )
+    from memgraph_tf.procedures.options import DEFAULT_MAX_BLOB_BYTES
+
+    monkeypatch.delenv(ENV_PROCEDURE_MEMORY, raising=False)
+    default = procedure_memory()
+    # the base64 text of a largest blob (x4/3), held twice, fits
+    assert default.limit_bytes >= 2 * DEFAULT_MAX_BLOB_BYTES * 4 // 3
+    assert default.clause == f"PROCEDURE MEMORY LIMIT {DEFAULT_PROCEDURE_MEMORY_LIMIT_MB} MB"
+    assert procedure_memory(512).clause == "PROCEDURE MEMORY LIMIT 512 MB"
+    assert procedure_memory("unlimited").clause == "PROCEDURE MEMORY UNLIMITED"
+    assert procedure_memory("unlimited").limit_bytes is None
+    monkeypatch.setenv(ENV_PROCEDURE_MEMORY, "64")
+    assert procedure_memory().limit_bytes == 64 * 2**20
+    assert procedure_memory(8).limit_mb == 8  # the argument wins
+    for bad in ("0", "1.5", "64MB", "-1"):
+        monkeypatch.setenv(ENV_PROCEDURE_MEMORY, bad)
+        with pytest.raises(ConfigurationError, match=rf"^{ENV_PROCEDURE_MEMORY}: expected a whole"):
+            procedure_memory()
+    for bad in (0, True, 2.0, 2**63, "lots"):
+        with pytest.raises(
+            ConfigurationError, match=r"^procedure_memory_limit_mb: expected a whole number of "
+        ):
+            procedure_memory(bad)
+
+
+def test_the_embedded_source_honours_the_limit_naming_it():
+    graph = EmbeddedGraph()
+    for _ in range(300):
+        graph.add_node(["P"], {"f": [float(j) for j in range(1000)]})
+    nodes, call = list(range(300)), "CALL tf_features.pack($n, $p, $o) {} YIELD count"
+    params = {"n": nodes, "p": ["f"], "o": {}}
+    small = EmbeddedSource(graph, procedure_memory_limit_mb=1)
+    with pytest.raises(QueryError) as info:  # a 1.2 MB blob, 1.6 MB as base64 text
+        small.pack_blob(nodes, ["f"])
+    assert str(info.value).startswith("embedded graph: procedure tf_features.pack failed: ")
+    assert "over the procedure memory limit of 1,048,576 bytes (PROCEDURE MEMORY LIMIT 1 MB)" in (
+        str(info.value)
+    )
+    assert len(EmbeddedSource(graph).pack_blob(nodes, ["f"])) > 2**20  # the default: 1024 MB
+    # run(): the CALL's own clause, as Memgraph reads it
+    with pytest.raises(QueryError, match=r"PROCEDURE MEMORY LIMIT 1 MB"):
+        list(small.run(call.format("PROCEDURE MEMORY LIMIT 1024 KB"), params))
+    assert list(small.run(call.format("PROCEDURE MEMORY UNLIMITED"), params)) == [{"count": 300}]
+    with pytest.raises(ConfigurationError, match=r"Memory limit must be a non-negative integer"):
+        list(small.run(call.format("PROCEDURE MEMORY LIMIT 0 MB"), params))
