@@ -2,10 +2,12 @@
 (``g3doc/api_rest.md``, ``util/json_tensor.cc``) with TF Serving's error messages and number
 formatting.
 
-- request bodies: :func:`parse_request_body` -- checks the nesting depth on the raw bytes
-  (:func:`check_json_depth`) and reads integers beyond int64 as :class:`JsonBigNumber` (never a
-  Python ``int``) *before* building Python objects; refuses duplicate keys; maps Python's JSON
-  errors to rapidjson's words (TF Serving parses with rapidjson);
+- request bodies: :func:`parse_request_body` -- finds deep nesting on the raw bytes
+  (:func:`deep_members`: refused under the keys a request reads, skipped unread under any other)
+  and reads integers beyond int64 as :class:`JsonBigNumber` (never a Python ``int``) *before*
+  building Python objects; stops at the end of the root value; refuses duplicate keys; maps
+  Python's JSON errors to rapidjson's words (TF Serving parses with rapidjson); values quoted in
+  messages as ``JsonValueToDebugString`` writes them (:func:`json_value_str`);
 - ``:classify`` / ``:regress``: :func:`request_context`, :func:`request_examples`,
   :func:`json_to_example`, :func:`serialize_examples`; answers from :func:`classify_response`
   and :func:`regress_response`;
@@ -38,7 +40,6 @@ from memgraph_tf.serving.errors import ServingFailure
 DEFAULT_MAX_JSON_DEPTH = 64
 
 _F32_MAX = 3.4028234663852886e38
-_RAPIDJSON_F32_LIMIT = 3.4028234e38  # rapidjson's Value::IsFloat() bound
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _UINT32_MAX, _UINT64_MAX = 2**32 - 1, 2**64 - 1
