@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--access_log",
         dest="access_log",
         action="store_true",
-        help="log one JSON line per request (logger memgraph_tf.serving.access; also "
+        help="log one JSON line per request (logger memgraph_tf.serving.access_log; also "
         "MEMGRAPH_TF_ACCESS_LOG=1); off by default",
     )
     p.add_argument(

@@ -3,7 +3,8 @@ Serving logs no request unless its config asks for it).
 
 Turned on with ``memgraph-tf serve --access-log`` or the environment variable
 ``MEMGRAPH_TF_ACCESS_LOG`` (``1``, ``true``, ``yes`` or ``on``). Each line goes through
-``logging`` at INFO on the logger ``memgraph_tf.serving.access`` as one JSON object::
+``logging`` at INFO on this module's logger, ``memgraph_tf.serving.access_log``, as one JSON
+object::
 
     {"method": "POST /v1/models/GraphSage:classify", "entrypoint": "REST", "api": "Classify",
      "model": "GraphSage", "version": 3, "examples": 64, "status": 200, "code": "OK",
@@ -24,14 +25,15 @@ from typing import Any
 
 from memgraph_tf.serving.metrics import RequestRecord
 
-#: The logger access lines go to.
-LOGGER_NAME = "memgraph_tf.serving.access"
+#: The logger access lines go to: this module's own (``memgraph_tf.serving.access_log``), as
+#: every module of the library logs under its name.
+LOGGER_NAME = __name__
 #: The environment variable that turns access logs on.
 ENV_VAR = "MEMGRAPH_TF_ACCESS_LOG"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
 
-logger = logging.getLogger(LOGGER_NAME)
+logger = logging.getLogger(__name__)
 
 
 def enabled_from_env(environ: dict | None = None) -> bool:
