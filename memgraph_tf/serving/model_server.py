@@ -129,7 +129,7 @@ class _TimedFetcher:
 
 class ModelServer:
     """Serves the versions of one model (``BASE/<version>/``, any all-digit version directory
-    name) with TF Serving's semantics, for any front end:
+    name) or of several (``model_config``) with TF Serving's semantics, for any front end:
 
     - REST: :meth:`handle_bytes` maps one HTTP request to ``(status, JSON bytes)`` and never
       raises (:meth:`handle` is the same with the JSON parsed); the routing is
@@ -142,7 +142,28 @@ class ModelServer:
       (``grpc_code``) and that code's HTTP status, from the status table (:mod:`.errors`); a
       model that fails answers with its TensorFlow error's own code.
 
-    ``labels`` maps a version label to a version number. ``graph_source`` (optional) is an object
+    The models: ``base_path`` (with ``model_name``, default the directory's name, and
+    ``labels``, a version label -> version number) serves every version found under it;
+    ``model_config`` instead -- a TF Serving ``--model_config_file`` path (the ``models.config``
+    ``export_bundle`` writes) or a sequence of :class:`~.model_config.ModelEntry` -- serves
+    several models, each with its version policy (``latest`` / ``all`` / ``specific``) and labels
+    (:mod:`.model_config`); giving both is a ValueError. The first model is the one
+    :attr:`model_name`, :attr:`versions`, :attr:`labels` and :attr:`sampling` describe; every
+    model is served by its name. At start-up every selected version is loaded (and warmed up,
+    ``warmup``: the bundle's ``tf_serving_warmup_requests`` replayed); one that fails to load, or
+    a model with no version, is a ValueError naming the directory.
+    ``poll_wait_s`` (TF Serving's ``--file_system_poll_wait_seconds``; None or 0: never) polls
+    every base path that often from a daemon thread: new versions are loaded and warmed up
+    before they take requests, versions the policy drops are unloaded, and the set of versions
+    is switched at once (a request never sees a half-loaded version; requests holding an
+    unloaded version finish on it); a version that fails to load then is logged and retried
+    only once its directory changes. :meth:`poll_once` is one such poll.
+    ``metrics_path`` (e.g. ``/monitoring/prometheus/metrics``; None, the default: no metrics)
+    has the HTTP server answer the Prometheus page there (:class:`~.metrics.ServerMetrics`:
+    requests and errors by model, version, API, entrypoint and code, request / graph-fetch /
+    model latencies, batch sizes, loaded versions, TF Serving's names where it has one);
+    ``access_log`` (off by default) writes one JSON line per request (:mod:`.access_log`).
+    ``graph_source`` (optional) is an object
     with ``sample_blobs_per_node(seeds, fanouts, properties, options) -> list[bytes]`` used for
     ``{"node_id": ...}`` examples; its settings come from each bundle's own config asset.
     ``sampling_seed`` sets the ``options.seed`` of that sampling
@@ -154,7 +175,8 @@ class ModelServer:
     instances of one request (413); ``max_json_depth`` the nesting of a request body (400).
     ``batching`` (TF Serving's ``--enable_batching``) merges concurrent calls of one version and
     signature into one model call (:class:`BatchScheduler`), for REST and gRPC alike.
-    ``model_calls`` counts the signature function calls made. Call :meth:`close` when done.
+    ``model_calls`` counts the signature function calls made (not warmup's). Call
+    :meth:`close` when done: it stops the polling and batch threads.
     """
 
     def __init__(
