@@ -258,6 +258,42 @@ class GraphSource:
         bad input raises :class:`GraphDataError` with the procedure's message."""
         raise NotImplementedError
 
+    # -- typed (heterogeneous) graphs: tf_features.sample_typed / schema (issue 24) ---------------
+    def sample_typed_b64(
+        self,
+        seeds: Sequence[int],
+        num_neighbors: Mapping[str, Sequence[int]],
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        """``tf_features.sample_typed``'s base64url blob (see :meth:`sample_typed`)."""
+        raise NotImplementedError
+
+    def sample_typed(
+        self,
+        seeds: Sequence[int],
+        num_neighbors: Mapping[str, Sequence[int]],
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        """The typed sample blob of ``seeds`` (nodes of the seed label ``options["label"]``):
+        ``num_neighbors`` maps edge patterns (``"(:User)-[:BOUGHT]->(:Product)"``) to a fanout per
+        hop, ``properties`` maps labels to feature property names (memgraph_tf.layout,
+        ``typed_sample_sections``; docs/query-modules.md). Guarantees: the same bytes from the
+        procedure and from the client-side sampler for the same graph, ids and ``options["seed"]``;
+        a bad input raises :class:`GraphDataError` with the procedure's message."""
+        return blob.b64decode(self.sample_typed_b64(seeds, num_neighbors, properties, options))
+
+    def schema(
+        self,
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """What ``tf_features.schema`` reports: ``labels`` (per label its count and the kind and
+        width of the feature properties asked for it in ``properties``, checked on every node)
+        and ``relationships`` (per (source label, type, target label) the count)."""
+        raise NotImplementedError
+
     def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
         """Ids of all nodes (with ``label``): values of ``id_property`` (nodes without it skipped),
         or internal ids; ascending."""
@@ -881,6 +917,38 @@ class BoltSource(GraphSource):
             return dict(rows[0])
         return _fallback().describe(CypherGraphAccess.factory(self), properties, options)
 
+    def sample_typed_b64(
+        self,
+        seeds: Sequence[int],
+        num_neighbors: Mapping[str, Sequence[int]],
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        seeds, num_neighbors, properties, options = _typed_args(
+            seeds, num_neighbors, properties, options
+        )
+        if self.has_procedures():
+            params = {
+                "seeds": seeds,
+                "num_neighbors": num_neighbors,
+                "properties": properties,
+                "options": options,
+            }
+            return self._call("tf_features.sample_typed", params, "blob")[0]["blob"]
+        data, _ = _fallback().sample_typed(self, seeds, num_neighbors, properties, options)
+        return blob.b64encode(data)
+
+    def schema(
+        self,
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        properties, options = _typed_properties(properties), _opts(options)
+        if self.has_procedures():
+            params = {"properties": properties, "options": options}
+            return dict(self._call("tf_features.schema", params, "labels, relationships")[0])
+        return _fallback().schema(self, properties, options)
+
 
 _DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
 
@@ -891,6 +959,26 @@ def _opts(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(options, Mapping):
         raise ConfigurationError(f"options: expected a map or None, got {type(options).__name__}")
     return {k: _to_python(v) for k, v in options.items()}
+
+
+def _typed_properties(properties: Any) -> Any:
+    """A ``{label: [names]}`` map as plain Python (anything else as given: the procedure names
+    it)."""
+    if not isinstance(properties, Mapping):
+        return properties
+    return {
+        k: _to_python(list(v)) if isinstance(v, (list, tuple)) else v for k, v in properties.items()
+    }
+
+
+def _typed_args(seeds: Any, num_neighbors: Any, properties: Any, options: Any) -> tuple:
+    """``sample_typed``'s arguments as plain Python values (driver and embedded runtime alike)."""
+    if isinstance(num_neighbors, Mapping):
+        num_neighbors = {
+            str(k): _to_python(list(v)) if isinstance(v, (list, tuple)) else v
+            for k, v in num_neighbors.items()
+        }
+    return _to_python(list(seeds)), num_neighbors, _typed_properties(properties), _opts(options)
 
 
 def _fallback() -> Any:
@@ -1198,6 +1286,25 @@ class EmbeddedSource(GraphSource):
             _opts(options),
         )
         return [row["blob"] for row in rows]
+
+    def sample_typed_b64(
+        self,
+        seeds: Sequence[int],
+        num_neighbors: Mapping[str, Sequence[int]],
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        return self._single_blob(
+            "tf_features.sample_typed", *_typed_args(seeds, num_neighbors, properties, options)
+        )
+
+    def schema(
+        self,
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        rows = self._call("tf_features.schema", _typed_properties(properties), _opts(options))
+        return dict(rows[0])
 
     def run(
         self,

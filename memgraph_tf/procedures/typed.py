@@ -14,7 +14,8 @@ and writes the typed dense layout of :func:`memgraph_tf.layout.typed_sample_sect
 * each seed row draws from its own ``random.Random`` keyed by ``(options.seed, seed key)``
   (:func:`memgraph_tf.procedures.core._rng`), in this order: groups in layout order (hop by hop,
   steps in spec order), within a group parent slots in order (parent-major), ``fanout`` draws per
-  parent (:func:`memgraph_tf.procedures.core._draw`). So a seed's neighbourhood does not depend on
+  parent (``rng.sample`` of ``fanout`` when there are more, as ``tf_features.sample`` draws without
+  replacement). So a seed's neighbourhood does not depend on
   the other seeds of the call, and equal graphs, arguments and seeds give equal bytes over any
   graph access (the query module and the client-side fallback alike);
 * a label's feature columns are fixed by the first node of that label the call meets (tables in
@@ -370,16 +371,17 @@ def sample_typed(
         target = tables[(group.hop, step.right)]
         width = slot_layout.tables[group.hop][step.right]
         per = group.parents
-        ids: list[int] = []
-        mask: list[bool] = []
+        pads = [PAD_ID] * f
         for row, rng in enumerate(rngs):
             base = row * width + group.offset
             for p, parent in enumerate(parents[row * per : (row + 1) * per]):
                 if parent == PAD_ID:
                     continue  # children of a padded slot stay padded
-                del ids[:], mask[:]
-                core._draw(rng, nbrs[parent], parent, f, False, True, ids, mask)
-                target[base + p * f : base + (p + 1) * f] = ids
+                # tf_features.sample's draw without replacement, padding (core's draw contract):
+                # rng.sample(nbrs, f) when there are more than f, else all of them, then padding
+                found = nbrs[parent]
+                drawn_ids = rng.sample(found, f) if len(found) > f else found + pads[len(found) :]
+                target[base + p * f : base + (p + 1) * f] = drawn_ids
             drawn += per * f
             if drawn >= _DRAWS_PER_CHECK:
                 drawn = 0
