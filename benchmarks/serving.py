@@ -162,11 +162,12 @@ def export_float_model(
 
 class Server:
     """``memgraph-tf serve BASE --port P [--grpc-port G]`` in a subprocess (``grpc``: also serve
-    gRPC; its target is ``self.target``)."""
+    gRPC; its target is ``self.target``; ``base`` None: no BASE and no ``--model-name``, for a
+    server whose ``extra_args`` name its models, e.g. the gateway's ``--upstream``)."""
 
     def __init__(
         self,
-        base: pathlib.Path,
+        base: pathlib.Path | None,
         name: str,
         extra_args: tuple[str, ...] = (),
         grpc: bool = False,
@@ -192,9 +193,7 @@ class Server:
                 "-m",
                 "memgraph_tf.cli",
                 "serve",
-                str(base),
-                "--model-name",
-                name,
+                *((str(base), "--model-name", name) if base is not None else ()),
                 "--port",
                 str(self.port),
                 *extra_args,
