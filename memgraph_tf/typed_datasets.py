@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +89,7 @@ class EdgeSet:
         return int(self.source.shape[0])
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class TypedGraph:
     """A typed graph with labels on one node set.
 
@@ -323,8 +324,20 @@ def typed_embedded_graph(
     return g, ids
 
 
+_ADJACENCY: weakref.WeakKeyDictionary[TypedGraph, dict[EdgeStep, tuple[np.ndarray, np.ndarray]]]
+_ADJACENCY = weakref.WeakKeyDictionary()
+
+
 def _adjacency(graph: TypedGraph, step: EdgeStep) -> tuple[np.ndarray, np.ndarray]:
-    """CSR (``indptr``, ``indices``) from ``step.left`` node numbers to ``step.right`` ones."""
+    """CSR (``indptr``, ``indices``) from ``step.left`` node numbers to ``step.right`` ones, built
+    once per graph and step."""
+    cached = _ADJACENCY.setdefault(graph, {})
+    if step not in cached:
+        cached[step] = _build_adjacency(graph, step)
+    return cached[step]
+
+
+def _build_adjacency(graph: TypedGraph, step: EdgeStep) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     pairs = []
@@ -379,12 +392,9 @@ def sample_neighbourhoods(
     for h in range(1, layout.num_hops + 1):
         for label, size in layout.tables[h].items():
             tables[table_name(h, label)] = np.full((batch, size), -1, dtype=np.int64)
-    adjacency: dict[EdgeStep, tuple[np.ndarray, np.ndarray]] = {}
     for group in layout.groups:
         step = group.step
-        if step not in adjacency:
-            adjacency[step] = _adjacency(graph, step)
-        indptr, indices = adjacency[step]
+        indptr, indices = _adjacency(graph, step)
         if indices.size == 0:
             continue  # no such relationships at all: every slot stays padded
         parents = tables[table_name(group.hop - 1, step.left)].reshape(-1)
