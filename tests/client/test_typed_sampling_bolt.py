@@ -1,0 +1,101 @@
+"""Typed sampling over real Bolt (ArcadeDB, which has no tf_features procedures: the client-side
+sampler over plain Cypher runs the procedure's own code) gives the embedded query module's exact
+bytes for a fixed seed, the same schema and the same errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.errors import GraphDataError
+from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
+
+pytestmark = pytest.mark.arcadedb
+
+NN = {
+    "(:User)-[:BOUGHT]->(:Product)": [3, 2],
+    "(:User)-[:FOLLOWS]-(:User)": [2, 2],
+    "(:Product)-[:IN]->(:Category)": [0, 1],
+    "(:Product)<-[:BOUGHT]-(:User)": [0, 2],
+}
+PROPS = {"User": ["features"], "Product": ["features"], "Category": ["features"]}
+OPTS = {"label": "User", "id_property": "id", "seed": 3, "label_property": "label"}
+
+
+@pytest.fixture(scope="module")
+def twin_shops(bolt_source):
+    graph = shop_graph(200, num_products=60, num_categories=4, num_classes=2, follows_per_user=3)
+    embedded, _ = typed_embedded_graph(graph)
+    for label in graph.node_sets:
+        bolt_source.write(f"MATCH (n:{label}) DETACH DELETE n")
+    internal = {}
+    for label, ns in graph.node_sets.items():
+        rows = []
+        for i in range(ns.size):
+            row = {"id": i, "features": ns.features[i].tolist()}
+            if label == graph.target_label:
+                row["label"] = int(graph.labels[i])
+            rows.append(row)
+        made = bolt_source.write(
+            f"UNWIND $rows AS r CREATE (n:{label}) SET n = r RETURN r.id AS id, id(n) AS i",
+            {"rows": rows},
+        )
+        internal[label] = {r["id"]: r["i"] for r in made}
+    for (a, t, b), es in graph.edge_sets.items():
+        pairs = [
+            {"a": internal[a][s], "b": internal[b][d]}
+            for s, d in zip(es.source.tolist(), es.target.tolist())
+        ]
+        bolt_source.write(
+            f"UNWIND $p AS p MATCH (x) WHERE id(x) = p.a MATCH (y) WHERE id(y) = p.b "
+            f"CREATE (x)-[:{t}]->(y)",
+            {"p": pairs},
+        )
+    return EmbeddedSource(embedded), bolt_source
+
+
+def test_the_same_typed_blobs_byte_for_byte(twin_shops):
+    embedded, bolt = twin_shops
+    seeds = [0, 5, 7, 199, 5]
+    for props, opts in (
+        (PROPS, OPTS),
+        ({"Product": ["features"]}, {**OPTS, "seed": 4, "dtype": "float64"}),
+    ):
+        expected = embedded.sample_typed(seeds, NN, props, opts)
+        assert bolt.sample_typed(seeds, NN, props, opts) == expected
+    assert bolt.sample_typed(seeds, NN, PROPS, {**OPTS, "seed": 9}) != bolt.sample_typed(
+        seeds, NN, PROPS, OPTS
+    )
+
+
+def test_the_same_schema(twin_shops):
+    embedded, bolt = twin_shops
+    report = bolt.schema(PROPS)
+    assert report == embedded.schema(PROPS)
+    assert {(r["source"], r["type"], r["target"]) for r in report["relationships"]} == {
+        ("User", "BOUGHT", "Product"),
+        ("Product", "IN", "Category"),
+        ("User", "FOLLOWS", "User"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("num_neighbors", "properties", "message"),
+    [
+        (
+            {"(:User)-[:RATED]->(:Product)": [2]},
+            None,
+            r"num_neighbors: \(:User\)-\[:RATED\]->\(:Product\): the graph has no such",
+        ),
+        (
+            {"(:User)-[:BOUGHT]->(:Product)": [2]},
+            {"Shop": ["features"]},
+            r"properties: label 'Shop' has no slots in this sampling spec",
+        ),
+    ],
+)
+def test_the_same_errors(twin_shops, num_neighbors, properties, message):
+    embedded, bolt = twin_shops
+    for source in (embedded, bolt):
+        with pytest.raises(GraphDataError, match=message):
+            source.sample_typed([1, 2], num_neighbors, properties, OPTS)
