@@ -16,7 +16,6 @@ from typing import Any
 
 from memgraph_tf import blob
 from memgraph_tf.client.errors import GraphDataError
-from memgraph_tf.client.sources import CypherGraphAccess, quote_name
 from memgraph_tf.procedures import AccessFactory, ProcedureRunner
 from memgraph_tf.procedures.errors import ProcedureInputError
 
@@ -77,14 +76,16 @@ class CypherTypedGraph:
     of ``tf_features.sample_typed`` / ``schema``, so the blobs are byte-identical to the query
     module's for the same graph, ids (``options.id_property``), arguments and ``options.seed``."""
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, access_factory: AccessFactory, quote_name: Any) -> None:
         self._source = source
+        self._factory = access_factory
+        self._quote = quote_name
 
     def access(self, options: Any) -> Any:
-        return CypherTypedAccess(self._source, options)
+        return self._factory(options)
 
     def label_nodes(self, label: str) -> list[int]:
-        node = f"(n:{quote_name(label, 'label')})"
+        node = f"(n:{self._quote(label, 'label')})"
         return [r["i"] for r in self._source.read(f"MATCH {node} RETURN id(n) AS i ORDER BY i")]
 
     def label_counts(self) -> dict[str, int]:
@@ -100,65 +101,29 @@ class CypherTypedGraph:
 
     def has_triple(self, source: str, rel_type: str, target: str) -> bool:
         pattern = (
-            f"(a:{quote_name(source, 'label')})-[:{quote_name(rel_type, 'type')}]->"
-            f"(b:{quote_name(target, 'label')})"
+            f"(a:{self._quote(source, 'label')})-[:{self._quote(rel_type, 'type')}]->"
+            f"(b:{self._quote(target, 'label')})"
         )
         return bool(self._source.read(f"MATCH {pattern} RETURN 1 AS one LIMIT 1"))
 
 
-class CypherTypedAccess(CypherGraphAccess):
-    """The client's Cypher access plus ``internal_ids``, ``has_label`` and ``typed_neighbours``
-    (what :class:`memgraph_tf.procedures.access.MgpGraphAccess` adds for typed sampling)."""
-
-    def internal_ids(self, keys: Sequence[int]) -> list[int]:
-        if self._id_property is None:
-            return list(keys)
-        return [self._internal[k] for k in keys]
-
-    def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
-        rows = self._source.read(
-            "UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal "
-            "RETURN row.key AS key, $label IN labels(n) AS ok",
-            {"rows": self._rows(keys), "label": label},
-        )
-        ok = {r["key"]: bool(r["ok"]) for r in rows}
-        return [ok.get(k, False) for k in keys]
-
-    def typed_neighbours(
-        self, keys: Sequence[int], rel_type: str, direction: str, label: str
-    ) -> list[list[int]]:
-        if self._id_property is not None:
-            raise GraphDataError(
-                "typed_neighbours: expected an access by internal id (no id_property)"
-            )
-        rel = f"[:{quote_name(rel_type, 'type')}]"
-        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[direction]
-        rows = self._source.read(
-            f"UNWIND $rows AS row MATCH (n){pattern}(m:{quote_name(label, 'label')}) "
-            "WHERE id(n) = row.internal RETURN row.key AS key, id(m) AS nbr",
-            {"rows": self._rows(keys)},
-        )
-        found: dict[int, list[int]] = {k: [] for k in keys}
-        for row in rows:
-            found[row["key"]].append(row["nbr"])
-        return [found[k] for k in keys]
-
-
 def sample_typed(
-    source: Any, seeds: Sequence[int], num_neighbors: Any, properties: Any, options: Any
+    graph: CypherTypedGraph,
+    seeds: Sequence[int],
+    num_neighbors: Any,
+    properties: Any,
+    options: Any,
 ) -> tuple[bytes, int]:
     """``tf_features.sample_typed`` on the client: (blob, seed count)."""
     from memgraph_tf.procedures import typed
 
     with _as_graph_data_errors():
-        return typed.sample_typed(
-            CypherTypedGraph(source), seeds, num_neighbors, properties, options
-        )
+        return typed.sample_typed(graph, seeds, num_neighbors, properties, options)
 
 
-def schema(source: Any, properties: Any, options: Any) -> dict[str, Any]:
+def schema(graph: CypherTypedGraph, properties: Any, options: Any) -> dict[str, Any]:
     """``tf_features.schema`` on the client: the same map the procedure returns."""
     from memgraph_tf.procedures import typed
 
     with _as_graph_data_errors():
-        return typed.schema(CypherTypedGraph(source), properties, options)
+        return typed.schema(graph, properties, options)

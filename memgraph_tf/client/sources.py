@@ -935,7 +935,9 @@ class BoltSource(GraphSource):
                 "options": options,
             }
             return self._call("tf_features.sample_typed", params, "blob")[0]["blob"]
-        data, _ = _fallback().sample_typed(self, seeds, num_neighbors, properties, options)
+        data, _ = _fallback().sample_typed(
+            self._typed_graph(), seeds, num_neighbors, properties, options
+        )
         return blob.b64encode(data)
 
     def schema(
@@ -947,7 +949,11 @@ class BoltSource(GraphSource):
         if self.has_procedures():
             params = {"properties": properties, "options": options}
             return dict(self._call("tf_features.schema", params, "labels, relationships")[0])
-        return _fallback().schema(self, properties, options)
+        return _fallback().schema(self._typed_graph(), properties, options)
+
+    def _typed_graph(self) -> Any:
+        """The client-side typed graph (metagraph queries and typed reads over plain Cypher)."""
+        return _fallback().CypherTypedGraph(self, CypherGraphAccess.factory(self), quote_name)
 
 
 _DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
@@ -1156,6 +1162,40 @@ class CypherGraphAccess:
             if self._id_property is not None:
                 self._register(node, row["internal"][0])
         return list(nodes)
+
+    # -- typed sampling (tf_features.sample_typed on the client) ---------------------------------
+    def internal_ids(self, keys: Sequence[int]) -> list[int]:
+        if self._id_property is None:
+            return list(keys)
+        return [self._internal[k] for k in keys]
+
+    def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
+        rows = self._source.read(
+            "UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal "
+            "RETURN row.key AS key, $label IN labels(n) AS ok",
+            {"rows": self._rows(keys), "label": label},
+        )
+        ok = {r["key"]: bool(r["ok"]) for r in rows}
+        return [ok.get(k, False) for k in keys]
+
+    def typed_neighbours(
+        self, keys: Sequence[int], rel_type: str, direction: str, label: str
+    ) -> list[list[int]]:
+        if self._id_property is not None:
+            raise GraphDataError(
+                "typed_neighbours: expected an access by internal id (no id_property)"
+            )
+        rel = f"[:{quote_name(rel_type, 'type')}]"
+        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[direction]
+        rows = self._source.read(
+            f"UNWIND $rows AS row MATCH (n){pattern}(m:{quote_name(label, 'label')}) "
+            "WHERE id(n) = row.internal RETURN row.key AS key, id(m) AS nbr",
+            {"rows": self._rows(keys)},
+        )
+        found: dict[int, list[int]] = {k: [] for k in keys}
+        for row in rows:
+            found[row["key"]].append(row["nbr"])
+        return [found[k] for k in keys]
 
 
 # ------------------------------------------------------------------------------------------------
