@@ -64,8 +64,11 @@ def materialise_rev(rev: str, dest: str) -> tuple[pathlib.Path, str]:
     package = f"_memgraph_tf_{sha}"
     listed = _git("ls-tree", "-r", "--name-only", sha, "memgraph_tf/").split()
     wanted = [f"memgraph_tf/{name}" for name in _REV_TOP_FILES] + [
-        path for path in listed if re.fullmatch(r"memgraph_tf/procedures/[^/]+\.py", path)
-    ]
+        path
+        for path in listed
+        if re.fullmatch(r"memgraph_tf/(procedures/)?[^/]+\.py", path)
+        and path.removeprefix("memgraph_tf/") not in _REV_TOP_FILES
+    ]  # (every top-level module too: the procedures of later commits import more of them)
     name = re.compile(r"\bmemgraph_tf\b")
     root = pathlib.Path(dest) / package
     for path in wanted:

@@ -110,27 +110,7 @@ def _rows_of(
     """``(key, blob)`` per row of the dense ``sections`` (each a :class:`blob.Dense` of
     little-endian bytes with ``len(keys)`` rows): row i's blob is the sections cut to row i, which
     is exactly what :func:`core.sample_sections` gives for ``slice(i, i + 1)``."""
-    n = len(keys)
-    cut = [
-        (name, sec.flat, len(sec.flat) // n, [1, *sec.shape[1:]], sec.dtype)
-        for name, sec in sections.items()
-    ]
-    rows = []
-    for i, key in enumerate(keys):
-        if i % 256 == 255:
-            access.check_abort()
-        rows.append(
-            (
-                key,
-                blob.pack(
-                    {
-                        name: blob.Dense(data[i * size : (i + 1) * size], shape, dtype)
-                        for name, data, size, shape, dtype in cut
-                    }
-                ),
-            )
-        )
-    return rows
+    return list(zip(keys, core.dense_row_blobs(sections, len(keys), access.check_abort)))
 
 
 AccessFactory = Callable[[Options], ProcedureAccess]

@@ -349,6 +349,80 @@ def _gather(
     return out
 
 
+def _row_bytes(table: FeatureTable) -> list[bytes]:
+    """The little-endian bytes of each table row, in row order, then one row of zeros."""
+    raw = _le(table.flat)
+    size = table.width * table.flat.itemsize
+    rows = [raw[lo : lo + size] for lo in range(0, len(raw), size)] if size else []
+    rows.append(bytes(size))
+    return rows
+
+
+def _gather_le(
+    table: FeatureTable,
+    keys: Sequence[int],
+    mask: Sequence[bool],
+    rows: list[bytes],
+    check_abort: Callable[[], None] = _no_check,
+) -> bytes:
+    """``_le(_gather(table, keys, dtype, mask, check_abort))`` -- the same bytes -- joined from the
+    rows' bytes (``rows``: :func:`_row_bytes` of ``table``) instead of copied value by value."""
+    if table.width == 0:
+        return b""
+    zero = len(rows) - 1
+    get = table.row_of.get
+    parts: list[bytes] = []
+    n = len(keys)
+    for lo in range(0, n, _ITEMS_PER_CHECK):
+        if lo:
+            check_abort()
+        hi = min(n, lo + _ITEMS_PER_CHECK)
+        parts += [rows[get(k, zero) if m else zero] for k, m in zip(keys[lo:hi], mask[lo:hi])]
+    return b"".join(parts)
+
+
+def dense_row_blobs(
+    sections: dict[str, Any], n: int, check_abort: Callable[[], None] = _no_check
+) -> list[bytes]:
+    """Row i's blob of the dense ``sections`` (each a :class:`blob.Dense` of little-endian bytes
+    with ``n`` rows first), for i in 0..n-1: exactly ``blob.pack`` of the sections cut to row i
+    (shapes ``[1, ...]``).
+
+    Every row's blob has the same header and section table, and its payloads at the same offsets
+    (the same shapes, so the same lengths): row 0 is packed by :func:`blob.pack` and read back with
+    :func:`blob.read_table`, and each row is that template with its own payload bytes in place;
+    padding stays zero, as ``blob.pack`` writes it. ``check_abort`` is called every 256 rows."""
+    if n == 0:
+        return []
+    cut = [
+        (name, memoryview(sec.flat), len(sec.flat) // n, [1, *sec.shape[1:]], sec.dtype)
+        for name, sec in sections.items()
+    ]
+    first = blob.pack(
+        {name: blob.Dense(data[:size], shape, dtype) for name, data, size, shape, dtype in cut}
+    )
+    spans = [(info.payload_offset, info.payload_length) for info in blob.read_table(first)]
+    assert [length for _, length in spans] == [size for _, _, size, _, _ in cut]
+    pieces: list[Any] = []  # the template's bytes between payloads, then a payload slot, ...
+    at = 0
+    for (offset, length), (_, data, size, _, _) in zip(spans, cut):
+        pieces.append(first[at:offset])
+        pieces.append((data, size))
+        at = offset + length
+    tail = first[at:]
+    out = [first]
+    for i in range(1, n):
+        if i % 256 == 255:
+            check_abort()
+        parts = [
+            piece if type(piece) is bytes else piece[0][i * piece[1] : (i + 1) * piece[1]]
+            for piece in pieces
+        ]
+        parts.append(tail)
+        out.append(b"".join(parts))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # pack
 # ------------------------------------------------------------------------------------------------
@@ -448,39 +522,64 @@ def _rng(base_seed: int, key: int) -> random.Random:
     return random.Random(f"memgraph-tf/{base_seed}/{key}")
 
 
-def _draw(
-    rng: random.Random,
-    nbrs: list[int],
-    self_key: int,
-    f: int,
-    replace: bool,
-    pad: bool,
-    ids: list[int],
-    mask: list[bool],
-) -> None:
-    d = len(nbrs)
-    if d == 0:
-        if pad:
-            ids.extend([PAD_ID] * f)
-            mask.extend([False] * f)
-        else:  # resampling from nothing: the node stands in for its own neighbours (a self-loop)
-            ids.extend([self_key] * f)
-            mask.extend([True] * f)
-        return
-    if replace:
-        ids.extend([nbrs[rng.randrange(d)] for _ in range(f)])
-        mask.extend([True] * f)
-    elif d > f:
-        ids.extend(rng.sample(nbrs, f))
-        mask.extend([True] * f)
-    else:
-        ids.extend(nbrs)
-        if pad:
-            ids.extend([PAD_ID] * (f - d))
-            mask.extend([True] * d + [False] * (f - d))
-        else:
-            ids.extend([nbrs[rng.randrange(d)] for _ in range(f - d)])
-            mask.extend([True] * f)
+class _Drawer:
+    """Draws hop slots for :func:`sample_ids`, appending to ``ids`` and ``mask``: per parent slot
+    ``f`` slots -- padding (``PAD_ID``, false) under a padded or masked parent; else from the
+    parent's sorted distinct neighbours ``nbrs`` (d of them): with ``replace``
+    ``nbrs[rng.randrange(d)]`` f times; without, ``rng.sample(nbrs, f)`` when d > f, else all of
+    them then (``pad``) f - d padded slots or (resample) ``nbrs[rng.randrange(d)]`` f - d times; a
+    node without neighbours stands in for itself when resampling (a self-loop).
+
+    The draws (which ``rng`` calls, in which order) are the sampler's contract: the same node and
+    seed give the same slots."""
+
+    __slots__ = ("_f", "_falses", "_ids", "_mask", "_pad", "_pads", "_replace", "_trues")
+
+    def __init__(self, f: int, replace: bool, pad: bool, ids: list[int], mask: list[bool]) -> None:
+        self._f, self._replace, self._pad = f, replace, pad
+        self._ids, self._mask = ids, mask
+        self._pads, self._falses, self._trues = [PAD_ID] * f, [False] * f, [True] * f
+
+    def __call__(
+        self,
+        rng: random.Random,
+        neighbours: dict[int, list[int]],
+        parents: Sequence[int],
+        valid: Sequence[bool],
+    ) -> None:
+        f, replace, pad = self._f, self._replace, self._pad
+        ids, mask = self._ids, self._mask
+        pads, falses, trues = self._pads, self._falses, self._trues
+        sample, randrange = rng.sample, rng.randrange
+        for key, ok in zip(parents, valid):
+            if not ok:
+                ids += pads
+                mask += falses
+                continue
+            nbrs = neighbours[key]
+            d = len(nbrs)
+            if d > f and not replace:  # the common case first
+                ids += sample(nbrs, f)
+                mask += trues
+            elif d == 0:
+                if pad:
+                    ids += pads
+                    mask += falses
+                else:  # resampling from nothing: the node stands in for its own neighbours
+                    ids += [key] * f
+                    mask += trues
+            elif replace:
+                ids += [nbrs[randrange(d)] for _ in range(f)]
+                mask += trues
+            else:
+                ids += nbrs
+                if pad:
+                    ids += pads[d:]
+                    mask += trues[:d]
+                    mask += falses[d:]
+                else:
+                    ids += [nbrs[randrange(d)] for _ in range(f - d)]
+                    mask += trues
 
 
 def sample_ids(
@@ -512,6 +611,7 @@ def sample_ids(
                 neighbour_cache[key] = sorted(set(found))
         cur_ids: list[int] = []
         cur_mask: list[bool] = []
+        draw = _Drawer(f, options.replace, options.pad, cur_ids, cur_mask)
         # an abort check every _DRAWS_PER_CHECK drawn slots: every few rows, or within a row as
         # wide as that (one seed with large fanouts)
         rows_per_check = max(1, _DRAWS_PER_CHECK // (per_row * f))
@@ -523,22 +623,8 @@ def sample_ids(
             for lo in range(first, stop, slots_per_check):
                 if lo != first:
                     access.check_abort()
-                for slot in range(lo, min(stop, lo + slots_per_check)):
-                    if prev_mask[slot]:
-                        key = prev_ids[slot]
-                        _draw(
-                            rng,
-                            neighbour_cache[key],
-                            key,
-                            f,
-                            options.replace,
-                            options.pad,
-                            cur_ids,
-                            cur_mask,
-                        )
-                    else:
-                        cur_ids.extend([PAD_ID] * f)
-                        cur_mask.extend([False] * f)
+                hi = min(stop, lo + slots_per_check)
+                draw(rng, neighbour_cache, prev_ids[lo:hi], prev_mask[lo:hi])
         ids.append(cur_ids)
         masks.append(cur_mask)
         per_row *= f
@@ -700,6 +786,7 @@ def sample_sections(
     if options.layout != "dense":
         return _compact_sections(result, fanouts, options, start, stop, per_hop, check_abort)
     sections: dict[str, Any] = {}
+    rows_bytes = None
     for sec in layout.sample_sections(
         fanouts,
         result.table.width,
@@ -720,14 +807,10 @@ def sample_sections(
             elif sec.role == "mask":
                 data = bytes(result.masks[sec.hop][lo:hi])
             else:  # features
-                data = _le(
-                    _gather(
-                        result.table,
-                        hop_ids,
-                        options.dtype,
-                        result.masks[sec.hop][lo:hi],
-                        check_abort,
-                    )
+                if rows_bytes is None:
+                    rows_bytes = _row_bytes(result.table)
+                data = _gather_le(
+                    result.table, hop_ids, result.masks[sec.hop][lo:hi], rows_bytes, check_abort
                 )
         sections[sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
     return sections
