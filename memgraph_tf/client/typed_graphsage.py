@@ -21,6 +21,8 @@ on the seed's representation; the output is logits ``[B, classes]``.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,7 +37,17 @@ from memgraph_tf.typed_sampling import (
     table_name,
 )
 
-__all__ = ["TypedGraphSAGE", "typed_model_inputs"]
+__all__ = [
+    "TypedGraphSAGE",
+    "evaluate_typed",
+    "predict_typed_proba",
+    "train_typed_graphsage",
+    "typed_feature_widths",
+    "typed_model_inputs",
+    "typed_sample_dataset",
+]
+
+logger = logging.getLogger(__name__)
 
 
 def _key(name: str) -> str:
@@ -51,7 +63,14 @@ class TypedGraphSAGE(keras.Model):
     (:meth:`TypedSamplingSpec.from_num_neighbors`); ``feature_dims``: width per label (0 or absent:
     no features); ``hidden_units``: per-layer width of the self and the neighbour transforms (an int
     or one per layer); ``dropout`` on every layer's inputs; ``l2`` on all kernels;
-    ``normalize_hidden``: L2-normalise each layer's output.
+    ``normalize_hidden``: L2-normalise each layer's output; ``feature_dtype``: the dtype of the
+    ``features_*`` inputs as the typed blobs carry them (``options.dtype``; the model computes in
+    float32).
+
+    Set by :func:`train_typed_graphsage` (not part of the config): ``properties`` (label ->
+    feature property names the blobs were sampled with) and ``schema`` (the part of
+    ``tf_features.schema`` the model was trained on: its labels and the relationship triples its
+    steps walk); :func:`memgraph_tf.serving.export.export_bundle` stores both in the bundle.
 
     Guarantees: ``model(inputs)`` returns logits ``[B, num_classes]`` from a dict holding every
     ``features_*`` input of a label with features (masks optional: absent = all filled); extra
@@ -70,9 +89,17 @@ class TypedGraphSAGE(keras.Model):
         l2: float = 5e-4,
         normalize_hidden: bool = False,
         class_names: Sequence[str] | None = None,
+        feature_dtype: str = "float32",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if feature_dtype not in ("float32", "float64"):
+            raise ConfigurationError(
+                f"feature_dtype: expected float32 or float64, got {feature_dtype!r}"
+            )
+        self.feature_dtype = feature_dtype
+        self.properties: dict[str, list[str]] | None = None
+        self.schema: dict[str, Any] | None = None
         try:
             self.spec = TypedSamplingSpec.from_num_neighbors(seed_label, num_neighbors)
         except ValueError as exc:
@@ -158,6 +185,7 @@ class TypedGraphSAGE(keras.Model):
             "l2": self.l2,
             "normalize_hidden": self.normalize_hidden,
             "class_names": self.class_names,
+            "feature_dtype": self.feature_dtype,
         }
 
     @classmethod
@@ -187,6 +215,15 @@ class TypedGraphSAGE(keras.Model):
                 if h:
                     shapes[mask_name(h, label)] = (batch_size, slots)
         return shapes
+
+    output_is_logits = True
+    """The model returns logits (serving applies the softmax)."""
+
+    def ensure_built(self) -> TypedGraphSAGE:
+        """Creates the weights if needed; returns self."""
+        if not self.built:
+            self.build()
+        return self
 
     def build(self, input_shape: Any = None) -> None:
         """Creates every weight from the config alone."""
@@ -292,3 +329,465 @@ def typed_model_inputs(
             if h:
                 out[mask_name(h, label)] = filled
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# training and evaluation through the database (tf_features.sample_typed / schema)
+# ------------------------------------------------------------------------------------------------
+
+
+def _spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:
+    if isinstance(num_neighbors, TypedSamplingSpec):
+        return num_neighbors
+    try:
+        return TypedSamplingSpec.from_num_neighbors(seed_label, num_neighbors)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def _typed_properties(
+    spec: TypedSamplingSpec, properties: Mapping[str, Sequence[str]] | Sequence[str]
+) -> dict[str, list[str]]:
+    """``properties`` as a map label -> feature property names; a plain list of names applies to
+    every label with slots."""
+    if isinstance(properties, Mapping):
+        return {str(label): [str(n) for n in names] for label, names in properties.items()}
+    if isinstance(properties, (str, bytes)):
+        raise ConfigurationError(
+            f"properties: expected a map label -> property names or a list of names, got "
+            f"{properties!r}"
+        )
+    names = [str(n) for n in properties]
+    return {label: list(names) for label in spec.labels()}
+
+
+def typed_feature_widths(
+    source: Any,
+    spec: TypedSamplingSpec,
+    properties: Mapping[str, Sequence[str]],
+    options: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, int], str, dict[str, Any]]:
+    """The feature width per label (``tf_features.schema``, every node checked), the feature
+    dtype (``options["dtype"]``, default float32) and the part of the schema the spec uses: its
+    labels (count and feature properties) and the relationship triples its steps walk.
+
+    Guarantees: a label of ``properties`` without slots in the spec, or a label the graph lacks,
+    raises :class:`ConfigurationError` naming it (the schema procedure's own error for the
+    latter)."""
+    labels = spec.labels()
+    extra = sorted(set(properties) - set(labels))
+    if extra:
+        raise ConfigurationError(
+            f"properties: {', '.join(map(repr, extra))}: no such label in the sampled "
+            f"neighbourhood (labels: {', '.join(labels)})"
+        )
+    dtype = (options or {}).get("dtype") or "float32"
+    described = source.schema(dict(properties), {"dtype": dtype})
+    by_label = {entry["label"]: entry for entry in described["labels"]}
+    widths = {
+        label: sum(int(p["width"]) for p in by_label[label]["properties"])
+        for label in properties
+        if label in by_label
+    }
+    used = set()
+    for step in spec.steps:
+        used.add((step.left, step.rel_type, step.right))
+        if step.direction != "out":
+            used.add((step.right, step.rel_type, step.left))
+    part = {
+        "labels": [by_label[label] for label in labels if label in by_label],
+        "relationships": [
+            r for r in described["relationships"] if (r["source"], r["type"], r["target"]) in used
+        ],
+    }
+    return widths, dtype, part
+
+
+def typed_sample_dataset(
+    source: Any,
+    spec: TypedSamplingSpec,
+    node_ids: Any,
+    properties: Mapping[str, Sequence[str]],
+    widths: Mapping[str, int],
+    *,
+    options: Mapping[str, Any] | None = None,
+    dtype: str = "float32",
+    batch_size: int = 128,
+    shuffle: bool = False,
+    seed: int | None = None,
+    repeat: bool = False,
+    draws: int = 1,
+    decoder: str = "auto",
+    num_parallel_calls: int | None = None,
+) -> Any:
+    """Typed GraphSAGE batches: per batch of seed keys one ``tf_features.sample_typed`` call
+    (``source.sample_typed_b64``) decoded by the unpack op into a dict of the typed sections
+    (:func:`memgraph_tf.layout.typed_sample_sections`: ``ids_*``, ``features_*``, ``mask_*`` and,
+    with ``options["label_property"]``, ``labels``) -- the model's inputs by name.
+
+    ``options["label"]`` is the seed label (set from ``spec``). ``seed`` makes a run reproducible
+    while every batch draws its own neighbourhoods (the procedure's ``options.seed`` derived from
+    ``seed`` and the batch index, as :func:`~memgraph_tf.client.pipeline.sample_dataset` does);
+    an explicit ``options["seed"]`` fixes every seed's neighbourhood. ``draws`` passes over the
+    batches (no batch mixes two). Guarantees: every section has its static shape but the batch
+    dimension."""
+    import tensorflow as tf
+
+    from memgraph_tf import layout
+    from memgraph_tf.client.pipeline import (
+        _batch_seed,
+        _check_positive,
+        _node_ids,
+        _ordered,
+        unpacker,
+    )
+
+    ids = _node_ids(node_ids)
+    batch_size = _check_positive("batch_size", batch_size)
+    draws = _check_positive("draws", draws)
+    opts = dict(options or {})
+    given = opts.get("label")
+    if given is not None and given != spec.seed_label:
+        raise ConfigurationError(
+            f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
+        )
+    opts["label"] = spec.seed_label
+    opts["dtype"] = dtype
+    fixed_seed = opts.get("seed") is not None
+    nn = spec.num_neighbors()
+    props = {label: list(names) for label, names in properties.items()}
+    sections = layout.typed_sample_sections(
+        spec, dict(widths), dtype, labels=bool(opts.get("label_property")), batch=None
+    )
+    names = [s.name for s in sections]
+    dtypes = [s.dtype for s in sections]
+    shapes = [list(s.shape) for s in sections]
+    unpack = unpacker(decoder)
+
+    def call(batch_ids: Any, index: Any) -> Any:
+        call_opts = dict(opts)
+        if not fixed_seed:
+            call_opts["seed"] = _batch_seed(seed, index.numpy())
+        return source.sample_typed_b64(batch_ids.numpy().tolist(), nn, props, call_opts)
+
+    def fetch(batch_ids: Any, index: Any) -> Any:
+        text = tf.py_function(call, [batch_ids, index], Tout=tf.string, name="sample_typed")
+        text.set_shape([])
+        return text
+
+    def decode(text: Any) -> dict[str, Any]:
+        return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
+
+    ds = tf.data.Dataset.from_tensor_slices(ids)
+    if shuffle:
+        ds = ds.shuffle(len(ids), seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.batch(batch_size)
+    if draws > 1:
+        ds = ds.repeat(draws)
+    ds = tf.data.Dataset.zip((ds, tf.data.Dataset.counter()))
+    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
+    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _inputs(model: TypedGraphSAGE, batch: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: batch[k] for k in model.input_names() if k in batch}
+
+
+def predict_typed_proba(
+    model: TypedGraphSAGE,
+    source: Any,
+    node_ids: Any,
+    *,
+    properties: Mapping[str, Sequence[str]] | Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    draws: int = 1,
+    batch_size: int = 256,
+    seed: int | None = None,
+    decoder: str = "auto",
+    with_labels: bool = False,
+) -> Any:
+    """Class probabilities ``[n, num_classes]`` for the seed keys ``node_ids`` in order, averaged
+    over ``draws`` typed samples (``properties`` default: the model's); with ``with_labels`` also
+    the labels the blobs carry (``options["label_property"]`` must be set)."""
+    import tensorflow as tf
+
+    from memgraph_tf.client.graphsage import _average_draws, _positive_int
+
+    draws = _positive_int("draws", draws)
+    props = _typed_properties(model.spec, properties or model.properties or ["features"])
+    props = {label: names for label, names in props.items() if model.feature_dims.get(label)}
+    ids = np.asarray(node_ids, dtype=np.int64)
+    ds = typed_sample_dataset(
+        source,
+        model.spec,
+        ids,
+        props,
+        {label: model.feature_dims[label] for label in props},
+        options=options,
+        dtype=model.feature_dtype,
+        batch_size=batch_size,
+        seed=None if seed is None else seed * 7919,
+        draws=draws,
+        decoder=decoder,
+    )
+    infer = tf.function(
+        lambda batch: tf.nn.softmax(model(_inputs(model, batch), training=False)),
+        reduce_retracing=True,
+        autograph=False,
+    )
+    parts, label_parts = [], []
+    for batch in ds:
+        parts.append(infer(batch).numpy())
+        if with_labels:
+            label_parts.append(batch["labels"].numpy())
+    probs = _average_draws(parts, draws, len(ids)).astype(np.float32)
+    if not with_labels:
+        return probs
+    return probs, np.concatenate(label_parts)[: len(ids)]
+
+
+def evaluate_typed(
+    model: TypedGraphSAGE,
+    source: Any,
+    node_ids: Any,
+    *,
+    label_property: str = "label",
+    options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """Accuracy of ``model`` on the seed keys ``node_ids`` (labels from ``label_property``),
+    as :func:`memgraph_tf.client.graphsage.evaluate`: ``{"accuracy", "num_nodes"}``."""
+    opts = dict(options or {})
+    opts["label_property"] = label_property
+    probs, labels = predict_typed_proba(
+        model, source, node_ids, options=opts, with_labels=True, **kwargs
+    )
+    return {
+        "accuracy": float(np.mean(np.argmax(probs, axis=1) == labels)),
+        "num_nodes": float(len(labels)),
+    }
+
+
+def train_typed_graphsage(
+    source: Any,
+    seed_label: str,
+    num_neighbors: Mapping[str, Sequence[int]],
+    properties: Mapping[str, Sequence[str]] | Sequence[str],
+    train_ids: Any,
+    val_ids: Any = None,
+    *,
+    label_property: str = "label",
+    options: Mapping[str, Any] | None = None,
+    hidden_units: int | Sequence[int] = 64,
+    dropout: float = 0.5,
+    l2: float = 5e-4,
+    normalize_hidden: bool = False,
+    learning_rate: float = 0.01,
+    batch_size: int = 256,
+    steps: int = 200,
+    eval_every: int = 10,
+    eval_draws: int = 2,
+    patience: int = 100,
+    num_classes: int | None = None,
+    class_names: Sequence[str] | None = None,
+    seed: int | None = None,
+    decoder: str = "auto",
+    progress: bool = False,
+) -> Any:
+    """Trains a :class:`TypedGraphSAGE` on the ``seed_label`` nodes ``train_ids`` (seed keys:
+    ``options["id_property"]`` values, else internal ids) with typed neighbourhoods sampled by
+    the source's ``tf_features.sample_typed`` (``num_neighbors``: edge pattern -> fanout per hop;
+    ``properties``: label -> feature property names, or one list of names for every label; a
+    label left out has no features) and decoded by the unpack op.
+
+    The sibling of :func:`memgraph_tf.client.graphsage.train_graphsage`, with its conventions:
+    the same option names and semantics (``label_property``, ``options``, ``steps``,
+    ``eval_every``, ``eval_draws``, ``patience``, ``seed``, ``decoder``, ``progress``), Adam with
+    softmax cross-entropy plus ``l2``, early stopping on the validation accuracy (averaged over
+    ``eval_draws`` samples, the same validation neighbourhoods at every evaluation when ``seed``
+    is given) with the best weights restored. Feature widths come from ``tf_features.schema``
+    (every node of a label checked: one width per label), once.
+
+    Guarantees: returns a :class:`~memgraph_tf.client.graphsage.TrainResult` (``feature_cache``
+    None) whose model is built, holds the best weights, ``feature_dtype`` the blobs' dtype, and
+    carries ``properties`` and ``schema`` (the part of the schema it was trained on) for
+    :func:`~memgraph_tf.serving.export.export_bundle`; labels must be integers in
+    ``0..num_classes-1`` (``num_classes`` default: ``tf_features.describe``'s over the
+    ``seed_label`` nodes, at least 2). A homogeneous graph is the one-label, one-step case."""
+    import tensorflow as tf
+    from tqdm.auto import tqdm
+
+    from memgraph_tf.client.graphsage import (
+        TrainResult,
+        _average_draws,
+        _check_labels,
+        _infer_num_classes,
+        _labels_options,
+        _positive_int,
+    )
+
+    steps = _positive_int("steps", steps)
+    eval_every = _positive_int("eval_every", eval_every)
+    patience = _positive_int("patience", patience)
+    eval_draws = _positive_int("eval_draws", eval_draws)
+    if (
+        not isinstance(learning_rate, (int, float))
+        or isinstance(learning_rate, bool)
+        or learning_rate <= 0
+    ):
+        raise ConfigurationError(f"learning_rate: expected a number > 0, got {learning_rate!r}")
+    spec = _spec(seed_label, num_neighbors)
+    opts = _labels_options(options, label_property)
+    given = opts.get("label")
+    if given is not None and given != spec.seed_label:
+        raise ConfigurationError(
+            f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
+        )
+    opts["label"] = spec.seed_label
+    props = _typed_properties(spec, properties)
+    train_ids = np.asarray(train_ids, dtype=np.int64)
+    val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
+    if seed is not None:
+        keras.utils.set_random_seed(seed)
+    widths, dtype, schema = typed_feature_widths(source, spec, props, opts)
+    if num_classes is None:
+        num_classes = _infer_num_classes(source, label_property, opts)
+    model = TypedGraphSAGE(
+        spec.seed_label,
+        spec.num_neighbors(),
+        widths,
+        num_classes,
+        hidden_units=hidden_units,
+        dropout=dropout,
+        l2=l2,
+        normalize_hidden=normalize_hidden,
+        class_names=class_names,
+        feature_dtype=dtype,
+    )
+    model.properties = props
+    model.schema = schema
+    model.ensure_built()
+    optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+    optimizer.build(model.trainable_variables)  # its slots now: train_step is traced once
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    train_ds = typed_sample_dataset(
+        source,
+        spec,
+        train_ids,
+        props,
+        widths,
+        options=opts,
+        dtype=dtype,
+        batch_size=batch_size,
+        shuffle=True,
+        seed=seed,
+        repeat=True,
+        decoder=decoder,
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+    @tf.function(input_signature=[train_ds.element_spec], autograph=False)
+    def train_step(batch: Mapping[str, Any]) -> tuple[Any, Any]:
+        y = batch["labels"]
+        with tf.GradientTape() as tape:
+            logits = model(_inputs(model, batch), training=True)
+            loss = loss_fn(y, logits)
+            if model.losses:
+                loss = loss + tf.add_n(model.losses)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, axis=1), y), tf.float32))
+        return loss, accuracy
+
+    val_ds, val_step = None, None
+    if val_ids is not None:
+        val_ds = typed_sample_dataset(
+            source,
+            spec,
+            val_ids,
+            props,
+            widths,
+            options=opts,
+            dtype=dtype,
+            batch_size=512,
+            seed=None if seed is None else seed * 7919 + 1,
+            draws=eval_draws,
+            decoder=decoder,
+        )
+        if seed is not None:
+            val_ds = val_ds.cache()  # the same validation neighbourhoods at every evaluation
+
+        @tf.function(input_signature=[val_ds.element_spec], autograph=False)
+        def val_step(batch: Mapping[str, Any]) -> tuple[Any, Any]:
+            logits = model(_inputs(model, batch), training=False)
+            return tf.nn.softmax(logits), batch["labels"]
+
+    history: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "step",
+            "loss",
+            "train_accuracy",
+            "eval_step",
+            "val_accuracy",
+            "wait_s",
+            "step_s",
+            "eval_s",
+            "elapsed_s",
+        )
+    }
+    best_acc, best_step, best_weights = None, 0, None
+    started = time.monotonic()
+    bar = tqdm(total=steps, unit="step", desc="train", disable=not progress)
+    batches = iter(train_ds.take(steps))
+    for step in range(1, steps + 1):
+        t0 = time.perf_counter()
+        batch = next(batches, None)
+        if batch is None:
+            break
+        t1 = time.perf_counter()
+        _check_labels(batch["labels"].numpy(), num_classes)
+        loss, acc = train_step(batch)
+        loss, acc = float(loss), float(acc)
+        history["wait_s"].append(t1 - t0)
+        history["step_s"].append(time.perf_counter() - t1)
+        history["step"].append(step)
+        history["loss"].append(loss)
+        history["train_accuracy"].append(acc)
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.3f}", train=f"{acc:.2f}", refresh=False)
+        if val_ds is not None and (step % eval_every == 0 or step == steps):
+            t0 = time.perf_counter()
+            parts, label_parts = [], []
+            for val_batch in val_ds:
+                probs, labels = val_step(val_batch)
+                parts.append(probs.numpy())
+                label_parts.append(labels.numpy())
+            mean = _average_draws(parts, eval_draws, len(val_ids))
+            truth = np.concatenate(label_parts)[: len(val_ids)]
+            val = float(np.mean(np.argmax(mean, axis=1) == truth))
+            history["eval_step"].append(step)
+            history["val_accuracy"].append(val)
+            history["eval_s"].append(time.perf_counter() - t0)
+            history["elapsed_s"].append(time.monotonic() - started)
+            logger.info("step %d: loss %.4f train acc %.3f val acc %.3f", step, loss, acc, val)
+            if best_acc is None or val > best_acc:
+                best_acc, best_step, best_weights = val, step, model.get_weights()
+            elif step - best_step >= patience:
+                logger.info(
+                    "early stop at step %d (best val acc %.3f at step %d)",
+                    step,
+                    best_acc,
+                    best_step,
+                )
+                break
+    bar.close()
+    if best_weights is not None:
+        model.set_weights(best_weights)
+    else:
+        best_step = len(history["step"])
+    logger.info("trained %d steps in %.1f s", len(history["step"]), time.monotonic() - started)
+    return TrainResult(model, history, best_step, best_acc, None)

@@ -1,0 +1,80 @@
+"""One small shop graph (memgraph_tf.typed_datasets) and one typed GraphSAGE trained on it through
+the embedded query module, built once per test session and shared by the typed training, bundle,
+serving and batch tests (tests/client/test_typed_training.py, tests/serving/test_typed_bundles.py,
+tests/client/test_typed_batch.py)."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+
+NN = {
+    "(:User)-[:BOUGHT]->(:Product)": [5, 0],
+    "(:User)-[:FOLLOWS]->(:User)": [3, 0],
+    "(:Product)-[:IN]->(:Category)": [0, 1],
+}
+PROPS = {"User": ["features"], "Product": ["features"], "Category": ["features"]}
+OPTIONS = {"id_property": "id"}
+"""Seed keys are the ``id`` property of the :User nodes (ids are numbered per label)."""
+
+
+@functools.cache
+def shop():
+    """``(graph, embedded graph, internal ids per label, EmbeddedSource)``: 600 users, 2 classes,
+    a strong planted signal (best accuracy ~0.999; chance 0.5)."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
+
+    graph = shop_graph(
+        600, num_products=120, num_categories=4, num_classes=2, follows_per_user=3, signal=0.9
+    )
+    embedded, ids = typed_embedded_graph(graph)
+    return graph, embedded, ids, EmbeddedSource(embedded)
+
+
+@functools.cache
+def trained():
+    """The :class:`~memgraph_tf.client.graphsage.TrainResult` of ``train_typed_graphsage`` on
+    :func:`shop` (20 steps, seed 0)."""
+    from memgraph_tf.client.typed_graphsage import train_typed_graphsage
+
+    graph, _, _, source = shop()
+    return train_typed_graphsage(
+        source,
+        "User",
+        NN,
+        PROPS,
+        graph.ids("train"),
+        graph.ids("val"),
+        options=OPTIONS,
+        steps=20,
+        batch_size=64,
+        eval_every=10,
+        hidden_units=16,
+        dropout=0.1,
+        class_names=["even", "odd"],
+        seed=0,
+    )
+
+
+@functools.cache
+def bundle_base() -> str:
+    """A folder for the session's typed bundles (removed at exit)."""
+    path = tempfile.mkdtemp(prefix="typed-bundles-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+@functools.cache
+def bundles():
+    """``{use_op: BundleInfo}``: the trained model exported once as an op bundle (version 1) and
+    once op-free (version 2), model name ``shop``."""
+    from memgraph_tf.serving.export import export_bundle
+
+    model = trained().model
+    return {
+        use_op: export_bundle(model, bundle_base(), "shop", version, use_op=use_op)
+        for use_op, version in ((True, 1), (False, 2))
+    }
