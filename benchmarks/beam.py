@@ -14,6 +14,14 @@ samples, as for any Bolt server without the query modules), and an untrained Gra
   ``steady`` subtracts the wall time of the same pipeline over one node (the fixed cost).
   Both bundles are warmed up on two nodes before the batch run's clock starts.
 
+**Dask** (``--runners direct,dask`` or ``dask``): the same graph and baseline, ClassifyNodes on
+Beam's DaskRunner over a real ``dask.distributed`` cluster started here on 127.0.0.1 (a scheduler
+and W worker processes, one thread each, ``--dask-workers``, default 1 and 2; the credentials in
+the workers' environment). Each cluster runs the job twice: ``whole run`` is the first (the
+workers import TensorFlow and load the bundle), ``steady`` the second, on warm workers, writing
+another property. The load average (1 min) is printed beside each run: on a shared machine it
+says how many cores the run really had.
+
 **Embedded** (``--embedded``; no database, workers are threads of this process): the same graph in
 the in-process runtime, batch against Beam ``in_memory`` (1 worker) and ``multi_threading``
 (2 workers); the model is loaded and warm before every clock starts, so these are steady rates.
@@ -22,6 +30,7 @@ Every Beam run's predicted classes are compared with the batch run's (they must 
 is keyed by node). The database, the workers and this process share the machine's cores: on 2
 cores, expect the cores, not Beam, to bound the speed-up.
 
+    .venv/bin/python benchmarks/beam.py --runners dask     # Beam's DaskRunner, 1 vs 2 workers
     .venv/bin/python benchmarks/beam.py                    # 2,000 nodes over Bolt (.venv:
     scripts/bootstrap.sh) .venv/bin/python benchmarks/beam.py --nodes 5000 --workers 1,2,4
     --embedded
@@ -164,8 +173,11 @@ def bolt_section(args, bundle: pathlib.Path) -> None:
         want = classes_bolt(source, "bench_batch")
         assert len(want) == args.nodes, len(want)
         rows = [("batch (classify_graph, 1 process)", batch.classified, batch.elapsed_s, None, 0)]
+        print(f"  (batch: load average {os.getloadavg()[0]:.1f})")
         spec, model = GraphSpec(server.uri), ModelSpec.resolve(bundle=bundle)
-        for workers in args.workers:
+        if "dask" in args.runners:
+            rows += dask_rows(args, server, source, spec, model, want)
+        for workers in args.workers if "direct" in args.runners else []:
             common = dict(
                 runner="DirectRunner",
                 num_workers=workers,
@@ -199,6 +211,68 @@ def bolt_section(args, bundle: pathlib.Path) -> None:
             )
         report(rows, batch.classified / batch.elapsed_s)
         source.close()
+
+
+def dask_rows(args, server, source, spec, model, want) -> list:
+    """ClassifyNodes on Beam's DaskRunner with each of ``args.dask_workers`` worker processes:
+    a whole (cold) run and a steady (warm) one per cluster; rows for :func:`report`."""
+    from distributed import LocalCluster
+
+    from memgraph_tf.beam import classify_with_beam
+
+    rows = []
+    env = {
+        "MEMGRAPH_TF_USER": server.user,
+        "MEMGRAPH_TF_PASSWORD": server.password,
+        "MEMGRAPH_TF_DATABASE": server.database,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    for workers in args.dask_workers:
+        with LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            env=env,
+        ) as cluster:
+            runs = []
+            for phase in ("cold", "warm"):
+                prop = f"bench_dask{workers}_{phase}"
+                summary = classify_with_beam(
+                    spec,
+                    model,
+                    runner="DaskRunner",
+                    dask_address=cluster.scheduler_address,
+                    batch_size=args.batch_size,
+                    num_ranges=max(8, 4 * workers),
+                    write_property=prop,
+                )
+                got = classes_bolt(source, prop)
+                differ = sum(got.get(k) != v for k, v in want.items()) + len(set(got) - set(want))
+                runs.append((summary, differ))
+                print(
+                    f"  (dask {workers} worker(s), {phase}: {summary.elapsed_s:.1f} s, "
+                    f"{summary.written} written, {differ} differ from batch, load average "
+                    f"{os.getloadavg()[0]:.1f})"
+                )
+        (cold, differ_cold), (warm, differ_warm) = runs
+        rows.append(
+            (
+                f"beam DaskRunner, {workers} worker(s)",
+                cold.written,
+                cold.elapsed_s,
+                warm.elapsed_s,
+                max(differ_cold, differ_warm),
+            )
+        )
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        print(
+            f"  (dask wall time, {last[0].split(', ')[-1]} vs {first[0].split(', ')[-1]}: whole "
+            f"run {last[2] / first[2]:.2f}x, steady {last[3] / first[3]:.2f}x)"
+        )
+    return rows
 
 
 def embedded_section(args, bundle: pathlib.Path) -> None:
@@ -269,18 +343,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", default="1,2", help="Beam worker processes to try, comma-separated"
     )
+    parser.add_argument(
+        "--runners",
+        default="direct",
+        help="Bolt section: direct (DirectRunner, multi_processing), dask (Beam's DaskRunner on "
+        "a local dask.distributed cluster), or both, comma-separated",
+    )
+    parser.add_argument(
+        "--dask-workers", default="1,2", help="Dask worker processes to try, comma-separated"
+    )
     parser.add_argument("--op", action="store_true", help="the op bundle (default: op-free)")
     parser.add_argument("--embedded", action="store_true", help="also the in-process comparison")
     parser.add_argument("--no-bolt", action="store_true", help="skip the Bolt section")
     args = parser.parse_args(argv)
     args.workers = [int(w) for w in args.workers.split(",")]
+    args.dask_workers = [int(w) for w in args.dask_workers.split(",")]
+    args.runners = args.runners.split(",")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     logging.basicConfig(level=logging.WARNING)
     fanouts = [int(f) for f in args.fanouts.split(",")]
     print(
         f"memgraph_tf.beam benchmark: fanouts {fanouts}, dim {args.dim}, "
         f"{'op' if args.op else 'op-free'} "
-        f"bundle, {os.cpu_count()} cores (python {sys.version.split()[0]})"
+        f"bundle, {os.cpu_count()} cores (python {sys.version.split()[0]}), load average "
+        f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1/5/15 min)"
     )
     with tempfile.TemporaryDirectory() as tmp:
         bundle = export(pathlib.Path(tmp), fanouts, args.dim, args.op)

@@ -32,7 +32,7 @@ from memgraph_tf.beam import classify_with_beam, create_pipeline, register_graph
 from memgraph_tf.beam.graphs import GraphSpec
 from memgraph_tf.beam.models import ModelSpec
 from memgraph_tf.beam.runner import run_pipeline
-from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.client.errors import ConfigurationError, InvalidNodeError
 from tests.beam import helpers as h
 
 pytestmark = pytest.mark.arcadedb
@@ -143,6 +143,38 @@ def test_dask_export_writes_each_node_and_seed_once(bolt_graph, bolt_env, dask_c
             [int(r["node_id"])], h.FANOUTS, ["features"], options
         )
         assert r["blob"] == want
+
+
+def test_an_invalid_node_fails_the_dask_job_naming_it_or_is_skipped(
+    bolt_graph, bolt_env, dask_cluster, model, reference
+):
+    bad = h.node_id(20)
+    too_long = [0.5] * (h.DIM + 1)
+    bolt_graph.write(
+        f"MATCH (n:{h.LABEL} {{id: $id}}) SET n.features = $f", {"id": bad, "f": too_long}
+    )
+    common = dict(
+        runner="DaskRunner",
+        dask_address=dask_cluster.scheduler_address,
+        batch_size=16,
+        num_ranges=4,
+    )
+    spec = GraphSpec(bolt_env.uri)
+    # the worker's InvalidNodeError reaches the launcher (Dask re-raises it), naming the node
+    # classified and the node at fault (a sampled neighbour, or the node itself)
+    with pytest.raises(
+        InvalidNodeError,
+        match=rf"^node -?\d+: node with id = {bad} property 'features': "
+        rf"expected a list of {h.DIM} numbers .*got a list of {h.DIM + 1}$",
+    ):
+        classify_with_beam(spec, model, **common)
+    before = h.bolt_predictions(bolt_graph)
+    summary = classify_with_beam(spec, model, skip_invalid=True, **common)
+    got = h.bolt_predictions(bolt_graph)
+    assert bad not in got and summary.invalid >= 1
+    assert summary.written == len(got) - len(before)
+    assert len(got) + summary.invalid == h.N  # every other node classified, each once
+    h.assert_same(got, {k: reference[k] for k in got})  # a blob without the bad node: the same
 
 
 def test_dask_command_line_refusals_are_one_line_with_exit_code_2(bolt_env, served, capsys):
