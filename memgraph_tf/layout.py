@@ -43,6 +43,11 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
   ``options.label_property``. The features and mask sections are named exactly as the typed
   model's inputs (:func:`memgraph_tf.typed_sampling.features_name` / ``mask_name``), so a decoded
   blob is the model's input dict. See :func:`typed_sample_sections`.
+* **pair sample** (``tf_features.sample_pairs``): ``n`` rows, one per (source, target) pair (the
+  given pairs, then the drawn negatives): the typed sections of the sources' spec, each name
+  prefixed :data:`PAIR_SOURCE_PREFIX` (``src.``), then those of the targets' spec prefixed
+  :data:`PAIR_TARGET_PREFIX` (``dst.``), then :data:`PAIR_LABELS` int64 ``[n]`` (1 for a given
+  pair, 0 for a drawn negative). See :func:`pair_sample_sections`.
 """
 
 from __future__ import annotations
@@ -64,10 +69,18 @@ __all__ = [
     "PACK_OPTIONS",
     "PACK_SECTION_NAMES",
     "PAD_ID",
+    "PAIR_LABELS",
+    "PAIR_SOURCE_PREFIX",
+    "PAIR_TARGET_PREFIX",
     "ROW_SPLITS_SUFFIX",
     "SAMPLE_OPTIONS",
+    "SAMPLE_PAIRS_OPTIONS",
     "SAMPLE_TYPED_OPTIONS",
     "SCHEMA_OPTIONS",
+    "SPLITS",
+    "SPLIT_EDGES_OPTIONS",
+    "SPLIT_OPTIONS",
+    "SPLIT_PROPERTY",
     "TABLE",
     "TABLE_COLUMNS",
     "TABLE_IDS",
@@ -80,6 +93,7 @@ __all__ = [
     "model_input_names",
     "model_input_sections",
     "pack_sections",
+    "pair_sample_sections",
     "ragged_names",
     "row_splits_name",
     "sample_sections",
@@ -133,12 +147,33 @@ SAMPLE_OPTIONS = PACK_OPTIONS + (
 """Options of ``tf_features.sample`` and ``sample_per_node``."""
 DESCRIBE_OPTIONS = SAMPLE_OPTIONS + ("fanouts",)
 """Options of ``tf_features.describe``."""
-SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("seed",)
+SPLIT_PROPERTY = "split"
+"""The relationship property ``tf_features.split_edges`` writes and ``options.exclude_splits``
+reads by default (``options.split_property``)."""
+SPLITS = ("train", "val", "test")
+"""The values ``tf_features.split_edges`` writes (issue 25: the GAE protocol's edge split)."""
+SPLIT_OPTIONS = ("exclude_splits", "split_property")
+"""Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
+SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("seed",) + SPLIT_OPTIONS
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); the typed
 sampler always draws distinct neighbours without replacement and pads (no ``replace``,
 ``low_degree``, ``direction``, ``edge_types``: the spec says which relationships, which way)."""
 SCHEMA_OPTIONS = ("dtype",)
 """Options of ``tf_features.schema``."""
+SAMPLE_PAIRS_OPTIONS = (
+    "allow_non_finite",
+    "dtype",
+    "id_property",
+    "max_blob_bytes",
+    "negatives",
+    "seed",
+    "source_label",
+    "target_label",
+) + SPLIT_OPTIONS
+"""Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
+defaults to it; ``negatives`` is the number of negative targets drawn per pair."""
+SPLIT_EDGES_OPTIONS = ("id_property", "seed", "split_property", "test_fraction", "val_fraction")
+"""Options of ``tf_features.split_edges``: ``seed`` is required."""
 OPTION_NAMES = {
     "pack": PACK_OPTIONS,
     "sample": SAMPLE_OPTIONS,
@@ -146,6 +181,8 @@ OPTION_NAMES = {
     "describe": DESCRIBE_OPTIONS,
     "sample_typed": SAMPLE_TYPED_OPTIONS,
     "schema": SCHEMA_OPTIONS,
+    "sample_pairs": SAMPLE_PAIRS_OPTIONS,
+    "split_edges": SPLIT_EDGES_OPTIONS,
 }
 """The option names each procedure accepts (any other key is an error)."""
 
@@ -426,6 +463,50 @@ def typed_sample_sections(
                 out.append(Section(typed_sampling.mask_name(h, label), "bool", shape, "mask", h))
     if labels:
         out.append(Section(LABELS, "int64", (batch,), "labels"))
+    for sec in out:
+        if len(sec.name.encode("utf-8")) > blob.MAX_NAME_BYTES:
+            raise ValueError(
+                f"section {sec.name!r}: expected a name of at most {blob.MAX_NAME_BYTES} bytes "
+                f"(docs/blob-format.md), got {len(sec.name.encode('utf-8'))}: use a shorter label "
+                "name"
+            )
+    return out
+
+
+PAIR_SOURCE_PREFIX = "src."
+"""The prefix of the sources' typed sections in a pair blob."""
+PAIR_TARGET_PREFIX = "dst."
+"""The prefix of the targets' typed sections in a pair blob."""
+PAIR_LABELS = "pair_labels"
+"""The pair blob's labels: int64 ``[n]``, 1 for a given pair, 0 for a drawn negative."""
+
+
+def pair_sample_sections(
+    source_spec: TypedSamplingSpec,
+    target_spec: TypedSamplingSpec,
+    widths: Mapping[str, int],
+    dtype: str = "float32",
+    *,
+    batch: int | None = -1,
+) -> list[Section]:
+    """The sections of a ``tf_features.sample_pairs`` blob, in blob order (module docstring):
+    :func:`typed_sample_sections` of ``source_spec`` (seed label: the source label) prefixed
+    :data:`PAIR_SOURCE_PREFIX`, of ``target_spec`` prefixed :data:`PAIR_TARGET_PREFIX`, then
+    :data:`PAIR_LABELS`. ``widths``: the feature width per label (a label without slots in one
+    spec is ignored for that spec); ``dtype``, ``batch`` as in :func:`sample_sections`.
+
+    Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes; stripping
+    a prefix gives the typed model's input names for that endpoint; a name longer than the blob
+    format allows raises ValueError naming the section."""
+    from memgraph_tf import blob  # (stdlib only, shipped beside this module)
+
+    out: list[Section] = []
+    for prefix, spec in ((PAIR_SOURCE_PREFIX, source_spec), (PAIR_TARGET_PREFIX, target_spec)):
+        labels = spec.labels()
+        own = {label: w for label, w in widths.items() if label in labels}
+        for sec in typed_sample_sections(spec, own, dtype, batch=batch):
+            out.append(sec._replace(name=prefix + sec.name))
+    out.append(Section(PAIR_LABELS, "int64", (batch,), "pair_labels"))
     for sec in out:
         if len(sec.name.encode("utf-8")) > blob.MAX_NAME_BYTES:
             raise ValueError(

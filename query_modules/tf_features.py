@@ -10,6 +10,7 @@ Reference: docs/query-modules.md.
 import mgp
 
 from memgraph_tf import procedures as _procedures
+from memgraph_tf.procedures import pairs as _pairs
 from memgraph_tf.procedures import typed as _typed
 
 # The list arguments are declared LIST OF ANY? (a list whose elements may be anything, null
@@ -107,3 +108,36 @@ def schema(
     properties asked for it in ``properties`` (checked on every node of the label); per
     (source label, type, target label) the relationship count."""
     return mgp.Record(**_typed.run_schema(ctx, properties, options))
+
+
+@mgp.read_proc
+def sample_pairs(
+    ctx: mgp.ProcCtx,
+    sources: _AnyList,
+    targets: _AnyList,
+    num_neighbors: mgp.Map,
+    properties: mgp.Nullable[mgp.Map] = None,
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(blob=str, count=int):
+    """Link prediction: for each (source, target) pair (nodes of ``options.source_label`` and
+    ``options.target_label``) both endpoints' typed neighbourhoods in one blob, with the pair's own
+    relationships removed from both at every hop: ``src.*`` and ``dst.*`` typed sections and
+    ``pair_labels`` (1 for a given pair, 0 for each of the ``options.negatives`` negatives drawn
+    per pair); ``count``: the number of rows (pairs and negatives)."""
+    encoded, count = _pairs.run_sample_pairs(
+        ctx, sources, targets, num_neighbors, properties, options
+    )
+    return mgp.Record(blob=encoded, count=count)
+
+
+@mgp.write_proc
+def split_edges(
+    ctx: mgp.ProcCtx,
+    pattern: str,
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(train=int, val=int, test=int, relationships=int):
+    """Link prediction: sets ``options.split_property`` (default ``split``) to ``train``, ``val``
+    or ``test`` on every relationship ``pattern`` (e.g. ``(:Paper)-[:CITES]-(:Paper)``) matches,
+    drawn from ``options.seed`` (``options.val_fraction`` 0.05, ``options.test_fraction`` 0.10 by
+    default); the counts of edges per split and of relationships written."""
+    return mgp.Record(**_pairs.run_split_edges(ctx, pattern, options))

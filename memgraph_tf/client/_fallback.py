@@ -127,3 +127,66 @@ def schema(graph: CypherTypedGraph, properties: Any, options: Any) -> dict[str, 
 
     with _as_graph_data_errors():
         return typed.schema(graph, properties, options)
+
+
+class CypherPairGraph(CypherTypedGraph):
+    """:class:`CypherTypedGraph` that also lists and marks the relationships of an edge step
+    (``tf_features.split_edges`` on the client; :class:`memgraph_tf.procedures.pairs.PairGraph`):
+    reads in a read transaction, the writes in write transactions of up to 1000 relationships."""
+
+    def relationships(self, step: Any) -> list[tuple[Any, Any, Any]]:
+        left = f"(a:{self._quote(step.left, 'label')})"
+        right = f"(b:{self._quote(step.right, 'label')})"
+        rel = f"[r:{self._quote(step.rel_type, 'type')}]"
+        seen: set[Any] = set()
+        out = []
+        for direction in ("out", "in"):
+            if step.direction not in (direction, "both"):
+                continue
+            arrow = f"-{rel}->" if direction == "out" else f"<-{rel}-"
+            rows = self._source.read(
+                f"MATCH {left}{arrow}{right} RETURN id(a) AS a, id(b) AS b, id(r) AS r"
+            )
+            for row in rows:
+                if row["r"] in seen:
+                    continue
+                seen.add(row["r"])
+                start = row["a"] if direction == "out" else row["b"]  # the relationship's start
+                out.append(((row["r"], start, step.rel_type), row["a"], row["b"]))
+        return out
+
+    def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
+        by_type: dict[str, list[dict[str, Any]]] = {}
+        for (rel, start, rel_type), value in rows:
+            by_type.setdefault(rel_type, []).append({"r": rel, "s": start, "v": value})
+        prop = self._quote(name, "options.split_property")
+        for rel_type, items in by_type.items():
+            query = (
+                f"UNWIND $rows AS row MATCH (s)-[r:{self._quote(rel_type, 'type')}]->() "
+                f"WHERE id(s) = row.s AND id(r) = row.r SET r.{prop} = row.v"
+            )
+            for start in range(0, len(items), 1000):
+                self._source.write(query, {"rows": items[start : start + 1000]})
+
+
+def sample_pairs(
+    graph: CypherPairGraph,
+    sources: Sequence[int],
+    targets: Sequence[int],
+    num_neighbors: Any,
+    properties: Any,
+    options: Any,
+) -> tuple[bytes, int]:
+    """``tf_features.sample_pairs`` on the client: (blob, row count)."""
+    from memgraph_tf.procedures import pairs
+
+    with _as_graph_data_errors():
+        return pairs.sample_pairs(graph, sources, targets, num_neighbors, properties, options)
+
+
+def split_edges(graph: CypherPairGraph, pattern: Any, options: Any) -> dict[str, int]:
+    """``tf_features.split_edges`` on the client: the same counts the procedure returns."""
+    from memgraph_tf.procedures import pairs
+
+    with _as_graph_data_errors():
+        return pairs.split_edges(graph, pattern, options)

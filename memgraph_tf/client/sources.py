@@ -299,6 +299,46 @@ class GraphSource:
         or internal ids; ascending."""
         raise NotImplementedError
 
+    # -- link prediction: tf_features.sample_pairs / split_edges (issue 25) -----------------------
+    def sample_pairs_b64(
+        self,
+        sources: Sequence[int],
+        targets: Sequence[int],
+        num_neighbors: Mapping[str, Any],
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        """``tf_features.sample_pairs``' base64url blob (see :meth:`sample_pairs`)."""
+        raise NotImplementedError
+
+    def sample_pairs(
+        self,
+        sources: Sequence[int],
+        targets: Sequence[int],
+        num_neighbors: Mapping[str, Any],
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        """The pair blob of ``(sources[i], targets[i])`` (nodes of ``options["source_label"]`` and
+        ``options["target_label"]``): both endpoints' typed neighbourhoods with the pair's own
+        relationships removed at every hop, ``options["negatives"]`` drawn negatives per pair and
+        ``pair_labels`` (memgraph_tf.layout, ``pair_sample_sections``; docs/query-modules.md).
+        Guarantees: the same bytes from the procedure and from the client-side sampler for the
+        same graph, ids and ``options["seed"]``; a bad input raises :class:`GraphDataError` with
+        the procedure's message."""
+        return blob.b64decode(
+            self.sample_pairs_b64(sources, targets, num_neighbors, properties, options)
+        )
+
+    def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
+        """``tf_features.split_edges``: writes ``train``/``val``/``test`` into
+        ``options["split_property"]`` (default ``split``) of every relationship ``pattern``
+        matches, drawn from ``options["seed"]``; returns ``{"train", "val", "test",
+        "relationships"}``. Guarantees: idempotent for a seed, the same split from the procedure
+        and the client-side fallback (with ``options["id_property"]``), run in a write
+        transaction; a bad input raises :class:`GraphDataError` and writes nothing."""
+        raise NotImplementedError
+
     # -- queries and writes -----------------------------------------------------------------------
     def run(
         self,
@@ -955,6 +995,38 @@ class BoltSource(GraphSource):
         """The client-side typed graph (metagraph queries and typed reads over plain Cypher)."""
         return _fallback().CypherTypedGraph(self, CypherGraphAccess.factory(self), quote_name)
 
+    def sample_pairs_b64(
+        self,
+        sources: Sequence[int],
+        targets: Sequence[int],
+        num_neighbors: Mapping[str, Any],
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        args = _pair_args(sources, targets, num_neighbors, properties, options)
+        if self.has_procedures():
+            names = ("sources", "targets", "num_neighbors", "properties", "options")
+            return self._call("tf_features.sample_pairs", dict(zip(names, args)), "blob")[0]["blob"]
+        data, _ = _fallback().sample_pairs(self._pair_graph(), *args)
+        return blob.b64encode(data)
+
+    def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
+        options = _opts(options)
+        if self.has_procedures():  # a write procedure: Memgraph refuses it in a read transaction
+            fields = "train, val, test, relationships"
+            clause = f" {self.procedure_memory.clause}" if self._memgraph else ""
+            rows = self.write(
+                f"CALL tf_features.split_edges($pattern, $options){clause} YIELD {fields} "
+                f"RETURN {fields}",
+                {"pattern": pattern, "options": options},
+            )
+            return dict(rows[0])
+        return _fallback().split_edges(self._pair_graph(), pattern, options)
+
+    def _pair_graph(self) -> Any:
+        """The client-side typed graph that also lists and marks relationships (split_edges)."""
+        return _fallback().CypherPairGraph(self, CypherGraphAccess.factory(self), quote_name)
+
 
 _DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
 
@@ -985,6 +1057,25 @@ def _typed_args(seeds: Any, num_neighbors: Any, properties: Any, options: Any) -
             for k, v in num_neighbors.items()
         }
     return _to_python(list(seeds)), num_neighbors, _typed_properties(properties), _opts(options)
+
+
+def _pair_args(
+    sources: Any, targets: Any, num_neighbors: Any, properties: Any, options: Any
+) -> tuple:
+    """``sample_pairs``' arguments as plain Python values (one pattern map, or one per role)."""
+    if isinstance(num_neighbors, Mapping) and set(num_neighbors) == {"source", "target"}:
+        num_neighbors = {
+            role: _typed_args([], nn, None, None)[1] for role, nn in num_neighbors.items()
+        }
+    else:
+        num_neighbors = _typed_args([], num_neighbors, None, None)[1]
+    return (
+        _to_python(list(sources)),
+        _to_python(list(targets)),
+        num_neighbors,
+        _typed_properties(properties),
+        _opts(options),
+    )
 
 
 def _fallback() -> Any:
@@ -1197,6 +1288,35 @@ class CypherGraphAccess:
             found[row["key"]].append(row["nbr"])
         return [found[k] for k in keys]
 
+    def typed_neighbours_kept(
+        self,
+        keys: Sequence[int],
+        rel_type: str,
+        direction: str,
+        label: str,
+        split_property: str,
+        held_out: frozenset[str],
+    ) -> list[list[int]]:
+        """As :meth:`typed_neighbours`, over only the relationships whose ``split_property`` is
+        not one of ``held_out`` (a relationship without it is kept)."""
+        if self._id_property is not None:
+            raise GraphDataError(
+                "typed_neighbours_kept: expected an access by internal id (no id_property)"
+            )
+        rel = f"[r:{quote_name(rel_type, 'type')}]"
+        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[direction]
+        prop = f"r.{quote_name(split_property, 'options.split_property')}"
+        rows = self._source.read(
+            f"UNWIND $rows AS row MATCH (n){pattern}(m:{quote_name(label, 'label')}) "
+            f"WHERE id(n) = row.internal AND ({prop} IS NULL OR NOT {prop} IN $held_out) "
+            "RETURN row.key AS key, id(m) AS nbr",
+            {"rows": self._rows(keys), "held_out": sorted(held_out)},
+        )
+        found: dict[int, list[int]] = {k: [] for k in keys}
+        for row in rows:
+            found[row["key"]].append(row["nbr"])
+        return [found[k] for k in keys]
+
 
 # ------------------------------------------------------------------------------------------------
 # Embedded
@@ -1345,6 +1465,22 @@ class EmbeddedSource(GraphSource):
     ) -> dict[str, Any]:
         rows = self._call("tf_features.schema", _typed_properties(properties), _opts(options))
         return dict(rows[0])
+
+    def sample_pairs_b64(
+        self,
+        sources: Sequence[int],
+        targets: Sequence[int],
+        num_neighbors: Mapping[str, Any],
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        return self._single_blob(
+            "tf_features.sample_pairs",
+            *_pair_args(sources, targets, num_neighbors, properties, options),
+        )
+
+    def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
+        return dict(self._call("tf_features.split_edges", pattern, _opts(options))[0])
 
     def run(
         self,

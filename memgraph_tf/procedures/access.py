@@ -594,6 +594,54 @@ class MgpGraphAccess:
                     found.append(self._register_handle(other))
         return found
 
+    def typed_neighbours_kept(
+        self,
+        keys: Sequence[int],
+        rel_type: str,
+        direction: str,
+        label: str,
+        split_property: str,
+        held_out: frozenset[str],
+    ) -> list[list[int]]:
+        """As :meth:`typed_neighbours`, over only the relationships whose ``split_property`` is
+        not one of ``held_out`` (a relationship without it is kept): the samplers'
+        ``options.exclude_splits`` (issue 25). Reads each relationship's property through the
+        same handle or public path as the rest of the call."""
+        out: list[list[int]] = []
+        for key in keys:
+            row: list[int] = []
+            vertex = self._vertices[key]
+            for outgoing in (True, False):
+                if direction != "both" and outgoing != (direction == "out"):
+                    continue
+                if self._handles:
+                    edges: list[Any] = []
+                    self._collect(
+                        vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
+                    )
+                    for edge in edges:
+                        if edge.get_type_name() != rel_type:
+                            continue
+                        split = edge.get_property(split_property)
+                        if isinstance(split, str) and split in held_out:
+                            continue
+                        other = edge.to_vertex() if outgoing else edge.from_vertex()
+                        if _handle_label_is(other, label):
+                            row.append(self._register_handle(other))
+                    continue
+                for edge in vertex.out_edges if outgoing else vertex.in_edges:
+                    self._spend(1)
+                    if edge.type.name != rel_type:
+                        continue
+                    split = edge.properties.get(split_property)
+                    if isinstance(split, str) and split in held_out:
+                        continue
+                    other = edge.to_vertex if outgoing else edge.from_vertex
+                    if any(lb.name == label for lb in other.labels):
+                        row.append(self._register_handle(other))
+            out.append(row)
+        return out
+
 
 def _handle_label_is(handle: Any, label: str) -> bool:
     """Whether the ``_mgp`` vertex handle has ``label``."""

@@ -51,8 +51,12 @@ from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 __all__ = [
     "MgpTypedGraph",
+    "SplitFilter",
     "TypedGraph",
     "parse_properties",
+    "parse_split_filter",
+    "parse_typed_call",
+    "resolve_seeds",
     "run_sample_typed",
     "run_schema",
     "sample_typed",
@@ -144,7 +148,14 @@ class MgpTypedGraph:
 
 
 def parse_typed_options(options: Any) -> Options:
-    """The options of ``sample_typed``; ``options.label`` (the seed label) is required."""
+    """The options of ``sample_typed``; ``options.label`` (the seed label) is required
+    (``options.exclude_splits`` / ``split_property``: :func:`parse_split_filter`)."""
+    return parse_typed_call(options)[0]
+
+
+def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None]:
+    """The options of ``sample_typed`` and its held-out relationships
+    (:func:`parse_split_filter`)."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -154,8 +165,42 @@ def parse_typed_options(options: Any) -> Options:
             "options.label: expected the seed label (a non-empty string: the label of the seeds, "
             f"the left label of the first hop's steps), got {describe_value(label)}"
         )
+    split = parse_split_filter(raw)
     opts = parse_options("sample_typed", raw)
-    return dataclasses.replace(opts, label=label)
+    return dataclasses.replace(opts, label=label), split
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitFilter:
+    """Held-out relationships (issue 25, the GAE protocol): those whose ``property`` holds one of
+    ``values``. A sampler given one never walks such a relationship, at any hop; a relationship
+    without the property is kept."""
+
+    property: str
+    values: frozenset[str]
+
+
+def parse_split_filter(raw: dict[str, Any]) -> SplitFilter | None:
+    """Pops ``exclude_splits`` (a list of split names, e.g. ``["val", "test"]``; null or empty:
+    none held out) and ``split_property`` (default :data:`memgraph_tf.layout.SPLIT_PROPERTY`) from
+    the options map ``raw``; an OptionError names a bad one."""
+    values = raw.pop("exclude_splits", None)
+    name = raw.pop("split_property", None)
+    if name is None:
+        name = layout.SPLIT_PROPERTY
+    elif not isinstance(name, str) or not name:
+        raise OptionError(
+            f"options.split_property: expected a property name (a non-empty string), got "
+            f"{describe_value(name)}"
+        )
+    if values is None:
+        return None
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) and v for v in values):
+        raise OptionError(
+            "options.exclude_splits: expected a list of split names (non-empty strings, e.g. "
+            f"['val', 'test']), got {describe_value(values)}"
+        )
+    return SplitFilter(name, frozenset(values)) if values else None
 
 
 def parse_spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:
@@ -260,11 +305,9 @@ class _Keys:
             of[internal] = key
 
 
-def _sizes(spec: TypedSamplingSpec, n: int, widths: Mapping[str, int], options: Options) -> int:
+def _sizes(sections: Sequence[layout.Section]) -> int:
     payloads = []
-    for sec in layout.typed_sample_sections(
-        spec, widths, options.dtype, labels=bool(options.label_property), batch=n
-    ):
+    for sec in sections:
         elements = 1
         for d in sec.shape:
             elements *= d
@@ -273,18 +316,24 @@ def _sizes(spec: TypedSamplingSpec, n: int, widths: Mapping[str, int], options: 
 
 
 def _check_size(
-    spec: TypedSamplingSpec, n: int, widths: Mapping[str, int], options: Options, phase: str
+    sections: Sequence[layout.Section],
+    n: int,
+    slots: int,
+    widths: Mapping[str, int],
+    options: Options,
+    phase: str,
+    what: str = "seed",
 ) -> None:
-    size = _sizes(spec, n, widths, options)
+    size = _sizes(sections)
     if size <= options.max_blob_bytes:
         return
     shown = ", ".join(f"{label} {w}" for label, w in widths.items()) or "none"
     limits._refuse(  # (the one wording of a refusal)
         f"the blob would hold {'at least ' if phase == 'before' else ''}{size:,} bytes "
-        f"({n:,} seed{'s' if n != 1 else ''}, {spec.layout().slots} slots each, feature widths "
+        f"({n:,} {what}{'s' if n != 1 else ''}, {slots} slots each, feature widths "
         f"{shown} ({options.dtype}); {phase} sampling)",
         options.max_blob_bytes,
-        "fewer seeds or smaller fanouts",
+        f"fewer {what}s or smaller fanouts",
     )
 
 
@@ -304,6 +353,226 @@ def _no_relationships(graph: TypedGraph, step: EdgeStep) -> OptionError | None:
     )
 
 
+def resolve_seeds(
+    graph: TypedGraph,
+    nav: Any,
+    opts: Options,
+    seeds: Any,
+    param: str,
+    label: str,
+    option: str,
+) -> tuple[list[int], list[int]]:
+    """``seeds`` (nodes of ``label``) as (internal ids, keys), in order; ``nav`` is the call's
+    access by internal id (the seeds are registered with it). With ``opts.id_property`` an id is
+    looked up among the ``label`` nodes; without, a node without ``label`` is an error naming
+    ``param[i]`` and ``option`` (the option that gave the label)."""
+    if opts.id_property is not None:
+        by_id = graph.access(dataclasses.replace(opts, label=label, label_property=None))
+        keys = by_id.resolve(seeds, param)
+        internals = by_id.internal_ids(keys)
+        nav.resolve(internals, param)
+        return internals, keys
+    internals = nav.resolve(seeds, param)
+    for i, ok in enumerate(nav.has_label(internals, label)):
+        if not ok:
+            raise OptionError(
+                f"{param}[{i}]: node {internals[i]} is not a :{label} node ({option})"
+            )
+    return internals, internals
+
+
+class _Role:
+    """One list of seeds (a row each) and its slot tables under a spec: what ``sample_typed``
+    samples once and ``sample_pairs`` twice (the sources', the targets'). ``avoid[row] = (a, b)``
+    (internal ids): in that row a slot holding ``a`` never reaches ``b`` and one holding ``b``
+    never reaches ``a`` (a pair's own relationships)."""
+
+    def __init__(
+        self,
+        spec: TypedSamplingSpec,
+        internals: list[int],
+        seed_keys: Sequence[int],
+        base_seed: int,
+        avoid: Sequence[tuple[int, int]] | None = None,
+    ) -> None:
+        self.spec, self.layout = spec, spec.layout()
+        self.internals = internals
+        self.rngs = [core._rng(base_seed, key) for key in seed_keys]  # tf_features.sample's RNG
+        self.avoid = avoid
+        n = len(internals)
+        self.tables: dict[tuple[int, str], list[int]] = {(0, spec.seed_label): list(internals)}
+        for h, table in enumerate(self.layout.tables):
+            for label, size in table.items():
+                self.tables.setdefault((h, label), [PAD_ID] * (n * size))
+
+    def widths(self, widths: Mapping[str, int]) -> dict[str, int]:
+        """``widths`` restricted to the labels with slots in this role's spec."""
+        labels = self.spec.labels()
+        return {label: w for label, w in widths.items() if label in labels}
+
+
+def _read_neighbours(
+    nav: Any, part: list[int], step: EdgeStep, split: SplitFilter | None
+) -> list[list[int]]:
+    if split is None:
+        return nav.typed_neighbours(part, step.rel_type, step.direction, step.right)
+    return nav.typed_neighbours_kept(
+        part, step.rel_type, step.direction, step.right, split.property, split.values
+    )
+
+
+def _draw(
+    nav: Any,
+    keys: _Keys,
+    role: _Role,
+    cache: dict[EdgeStep, dict[int, list[int]]],
+    split: SplitFilter | None,
+) -> None:
+    """Fills ``role.tables`` (see the module docstring for the draws); ``cache`` holds each step's
+    sorted distinct neighbours per node, shared by the roles of a call."""
+    drawn = 0
+    tables = role.tables
+    for group in role.layout.groups:
+        step, f = group.step, group.fanout
+        parents = tables[(group.hop - 1, step.left)]
+        nbrs = cache.setdefault(step, {})
+        todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
+        for start in range(0, len(todo), _CHUNK):
+            nav.check_abort()
+            part = todo[start : start + _CHUNK]
+            found = _read_neighbours(nav, part, step, split)
+            keys.add(step.right, list(itertools.chain.from_iterable(found)))
+            key_of = keys.of.setdefault(step.right, {})
+            for key, row in zip(part, found):
+                nbrs[key] = sorted(set(row), key=key_of.__getitem__)
+        target = tables[(group.hop, step.right)]
+        width = role.layout.tables[group.hop][step.right]
+        per = group.parents
+        pads = [PAD_ID] * f
+        avoid = role.avoid
+        for row, rng in enumerate(role.rngs):
+            base = row * width + group.offset
+            a, b = avoid[row] if avoid is not None else (PAD_ID, PAD_ID)
+            for p, parent in enumerate(parents[row * per : (row + 1) * per]):
+                if parent == PAD_ID:
+                    continue  # children of a padded slot stay padded
+                found = nbrs[parent]
+                if parent in (a, b):  # the pair's own relationships are not walked
+                    other = b if parent == a else a
+                    if other in found:
+                        found = [k for k in found if k != other]
+                # tf_features.sample's draw without replacement, padding (core's draw contract):
+                # rng.sample(nbrs, f) when there are more than f, else all of them, then padding
+                drawn_ids = rng.sample(found, f) if len(found) > f else found + pads[len(found) :]
+                target[base + p * f : base + (p + 1) * f] = drawn_ids
+            drawn += per * f
+            if drawn >= _DRAWS_PER_CHECK:
+                drawn = 0
+                nav.check_abort()
+
+
+def _check_steps(graph: TypedGraph, cache: Mapping[EdgeStep, Mapping[int, list[int]]]) -> None:
+    """Raises for a step that found no neighbours at all when the graph lacks its relationships."""
+    for step, nbrs in cache.items():
+        if nbrs and not any(nbrs.values()):
+            error = _no_relationships(graph, step)
+            if error is not None:
+                raise error
+
+
+def _seed_columns(
+    nav: Any,
+    keys: _Keys,
+    names_of: Mapping[str, list[str]],
+    opts: Options,
+    label: str,
+    first: int,
+    columns_of: dict[str, list[core.Column]],
+    widths: dict[str, int],
+) -> None:
+    """Fixes ``label``'s feature columns from the seed ``first`` (before sampling)."""
+    if label not in names_of or label in columns_of:
+        return
+    view = _LabelView(nav, label, keys.of[label], opts.id_property)
+    columns_of[label] = core.first_columns(view, first, names_of[label])
+    core.refuse_strings(columns_of[label])
+    widths[label] = sum(c.width for c in columns_of[label])
+
+
+def _feature_tables(
+    graph: TypedGraph,
+    nav: Any,
+    keys: _Keys,
+    names_of: Mapping[str, list[str]],
+    opts: Options,
+    roles: Sequence[_Role],
+    columns_of: dict[str, list[core.Column]],
+    widths: dict[str, int],
+    check_size: Any,
+) -> dict[str, core.FeatureTable]:
+    """The feature table of every label with properties over the nodes the roles met; fixes the
+    columns of the labels not fixed yet (first node met, tables in layout order, roles in order)
+    and calls ``check_size()`` once every width is known, before any feature is read."""
+    plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
+    met: dict[str, list[int]] = {}
+    for role in roles:
+        for (_, label), flat in role.tables.items():
+            met.setdefault(label, [])
+            met[label].extend(k for k in flat if k != PAD_ID)
+    met = {label: list(dict.fromkeys(ks)) for label, ks in met.items()}
+    for label, names in names_of.items():
+        if label in columns_of:
+            continue
+        view = _LabelView(nav, label, keys.of.get(label, {}), opts.id_property)
+        if met.get(label):
+            columns_of[label] = core.first_columns(view, met[label][0], names)
+        else:
+            finder = graph.access(dataclasses.replace(plain, label=label))
+            first = finder.first_node_with(names)
+            if first is None:
+                raise core.no_node_error(names, dataclasses.replace(plain, label=label))
+            columns_of[label] = core.first_columns(finder, first, names)
+        core.refuse_strings(columns_of[label])
+        widths[label] = sum(c.width for c in columns_of[label])
+    check_size()
+    tables_of: dict[str, core.FeatureTable] = {}
+    for label, names in names_of.items():
+        view = _LabelView(nav, label, keys.of.get(label, {}), opts.id_property)
+        tables_of[label] = core.build_table(
+            view, met.get(label, []), names, plain, allow_strings=False, columns=columns_of[label]
+        )
+    return tables_of
+
+
+def _role_sections(
+    role: _Role,
+    keys: _Keys,
+    tables_of: Mapping[str, core.FeatureTable],
+    widths: Mapping[str, int],
+    opts: Options,
+    check_abort: Any,
+    prefix: str = "",
+) -> dict[str, blob.Dense]:
+    """The typed sections of ``role`` (:func:`memgraph_tf.layout.typed_sample_sections`, without
+    ``labels``), each name prefixed with ``prefix``."""
+    n = len(role.internals)
+    sections: dict[str, blob.Dense] = {}
+    for sec in layout.typed_sample_sections(role.spec, role.widths(widths), opts.dtype, batch=n):
+        label = sec.name.split("_", 2)[2]
+        flat = role.tables[(sec.hop, label)]
+        if sec.role == "ids":
+            key_of = keys.of.get(label, {})
+            data = core._le(array.array("q", [PAD_ID if k == PAD_ID else key_of[k] for k in flat]))
+        elif sec.role == "mask":
+            data = bytes([k != PAD_ID for k in flat])
+        else:
+            data = core._le(
+                core._gather(tables_of[label], flat, opts.dtype, check_abort=check_abort)
+            )
+        sections[prefix + sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
+    return sections
+
+
 def sample_typed(
     graph: TypedGraph, seeds: Any, num_neighbors: Any, properties: Any, options: Any
 ) -> tuple[bytes, int]:
@@ -313,141 +582,46 @@ def sample_typed(
     Guarantees: checks, in this order, the options, the spec, the properties map, then the seeds
     (each must have the seed label); a bad input raises a :class:`ProcedureInputError` naming the
     option, step, label, property or node; the same graph, arguments and ``options.seed`` give the
-    same bytes over any :class:`TypedGraph`."""
-    opts = parse_typed_options(options)
+    same bytes over any :class:`TypedGraph`; with ``options.exclude_splits`` no relationship whose
+    ``options.split_property`` is one of them is walked, at any hop."""
+    opts, split = parse_typed_call(options)
     seed_label = opts.label
     spec = parse_spec(seed_label, num_neighbors)
-    slot_layout = spec.layout()
     names_of = parse_properties(properties, spec.labels())
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
     nav = graph.access(plain)
-    if opts.id_property is not None:
-        by_id = graph.access(dataclasses.replace(opts, label_property=None))
-        seed_keys = by_id.resolve(seeds, "seeds")
-        internals = by_id.internal_ids(seed_keys)
-        nav.resolve(internals, "seeds")
-    else:
-        internals = nav.resolve(seeds, "seeds")
-        for i, ok in enumerate(nav.has_label(internals, seed_label)):
-            if not ok:
-                raise OptionError(
-                    f"seeds[{i}]: node {internals[i]} is not a :{seed_label} node (the seed label, "
-                    "options.label)"
-                )
-        seed_keys = internals
+    internals, seed_keys = resolve_seeds(
+        graph, nav, opts, seeds, "seeds", seed_label, "the seed label, options.label"
+    )
     n = len(internals)
     keys = _Keys(nav, opts.id_property)
     keys.add(seed_label, internals, seed_keys)
     widths: dict[str, int] = {}
     columns_of: dict[str, list[core.Column]] = {}
-    if seed_label in names_of:
-        view = _LabelView(nav, seed_label, keys.of[seed_label], opts.id_property)
-        columns_of[seed_label] = core.first_columns(view, internals[0], names_of[seed_label])
-        core.refuse_strings(columns_of[seed_label])
-        widths[seed_label] = sum(c.width for c in columns_of[seed_label])
-    _check_size(spec, n, widths, opts, "before")
+    _seed_columns(nav, keys, names_of, opts, seed_label, internals[0], columns_of, widths)
+    slots = spec.layout().slots
 
-    base_seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(8), "little")
-    rngs = [core._rng(base_seed, key) for key in seed_keys]  # the keyed RNG of tf_features.sample
-    tables: dict[tuple[int, str], list[int]] = {(0, seed_label): list(internals)}
-    for h, table in enumerate(slot_layout.tables):
-        for label, size in table.items():
-            tables.setdefault((h, label), [PAD_ID] * (n * size))
-    cache: dict[EdgeStep, dict[int, list[int]]] = {}
-    drawn = 0
-    for group in slot_layout.groups:
-        step, f = group.step, group.fanout
-        parents = tables[(group.hop - 1, step.left)]
-        nbrs = cache.setdefault(step, {})
-        todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
-        for start in range(0, len(todo), _CHUNK):
-            nav.check_abort()
-            part = todo[start : start + _CHUNK]
-            found = nav.typed_neighbours(part, step.rel_type, step.direction, step.right)
-            keys.add(step.right, list(itertools.chain.from_iterable(found)))
-            key_of = keys.of.setdefault(step.right, {})
-            for key, row in zip(part, found):
-                nbrs[key] = sorted(set(row), key=key_of.__getitem__)
-        target = tables[(group.hop, step.right)]
-        width = slot_layout.tables[group.hop][step.right]
-        per = group.parents
-        pads = [PAD_ID] * f
-        for row, rng in enumerate(rngs):
-            base = row * width + group.offset
-            for p, parent in enumerate(parents[row * per : (row + 1) * per]):
-                if parent == PAD_ID:
-                    continue  # children of a padded slot stay padded
-                # tf_features.sample's draw without replacement, padding (core's draw contract):
-                # rng.sample(nbrs, f) when there are more than f, else all of them, then padding
-                found = nbrs[parent]
-                drawn_ids = rng.sample(found, f) if len(found) > f else found + pads[len(found) :]
-                target[base + p * f : base + (p + 1) * f] = drawn_ids
-            drawn += per * f
-            if drawn >= _DRAWS_PER_CHECK:
-                drawn = 0
-                nav.check_abort()
-    for step, nbrs in cache.items():
-        if nbrs and not any(nbrs.values()):
-            error = _no_relationships(graph, step)
-            if error is not None:
-                raise error
-
-    # the distinct nodes met per label, in order of first appearance (tables in layout order)
-    met: dict[str, list[int]] = {}
-    for (_, label), flat in tables.items():
-        met.setdefault(label, [])
-        met[label].extend(k for k in flat if k != PAD_ID)
-    met = {label: list(dict.fromkeys(ks)) for label, ks in met.items()}
-    for label, names in names_of.items():
-        if label in columns_of:
-            continue
-        view = _LabelView(nav, label, keys.of.get(label, {}), opts.id_property)
-        if met[label]:
-            first = met[label][0]
-            columns_of[label] = core.first_columns(view, first, names)
-        else:
-            finder = graph.access(dataclasses.replace(plain, label=label))
-            first = finder.first_node_with(names)
-            if first is None:
-                raise core.no_node_error(names, dataclasses.replace(plain, label=label))
-            columns_of[label] = core.first_columns(finder, first, names)
-        core.refuse_strings(columns_of[label])
-        widths[label] = sum(c.width for c in columns_of[label])
-    _check_size(spec, n, widths, opts, "after")
-
-    tables_of: dict[str, core.FeatureTable] = {}
-    for label, names in names_of.items():
-        view = _LabelView(nav, label, keys.of[label], opts.id_property)
-        read = met[label]
-        tables_of[label] = core.build_table(
-            view, read, names, plain, allow_strings=False, columns=columns_of[label]
+    def check(phase: str) -> None:
+        sections = layout.typed_sample_sections(
+            spec, widths, opts.dtype, labels=bool(opts.label_property), batch=n
         )
-    labels_of: dict[int, int] = {}
+        _check_size(sections, n, slots, widths, opts, phase)
+
+    check("before")
+    base_seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(8), "little")
+    role = _Role(spec, internals, seed_keys, base_seed)
+    cache: dict[EdgeStep, dict[int, list[int]]] = {}
+    _draw(nav, keys, role, cache, split)
+    _check_steps(graph, cache)
+    tables_of = _feature_tables(
+        graph, nav, keys, names_of, opts, [role], columns_of, widths, lambda: check("after")
+    )
+    sections = _role_sections(role, keys, tables_of, widths, opts, nav.check_abort)
     if opts.label_property:
         view = _LabelView(nav, seed_label, keys.of[seed_label], opts.id_property)
         got = core.build_table(view, internals, [], opts, allow_strings=False, columns=[])
-        labels_of = got.labels
-    sections: dict[str, Any] = {}
-    for sec in layout.typed_sample_sections(
-        spec, widths, opts.dtype, labels=bool(opts.label_property), batch=n
-    ):
-        if sec.role == "labels":
-            data = core._le(array.array("q", [labels_of[k] for k in internals]))
-        else:
-            label = sec.name.split("_", 2)[2]
-            flat = tables[(sec.hop, label)]
-            if sec.role == "ids":
-                key_of = keys.of.get(label, {})
-                data = core._le(
-                    array.array("q", [PAD_ID if k == PAD_ID else key_of[k] for k in flat])
-                )
-            elif sec.role == "mask":
-                data = bytes([k != PAD_ID for k in flat])
-            else:
-                data = core._le(
-                    core._gather(tables_of[label], flat, opts.dtype, check_abort=nav.check_abort)
-                )
-        sections[sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
+        data = core._le(array.array("q", [got.labels[k] for k in internals]))
+        sections[layout.LABELS] = blob.Dense(data, [n], "int64")
     return blob.pack(sections), n
 
 

@@ -167,9 +167,11 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
         "describe",
         "pack",
         "sample",
+        "sample_pairs",
         "sample_per_node",
         "sample_typed",
         "schema",
+        "split_edges",
     ]
     assert child["error"].startswith("tf_features.pack: Traceback (most recent call last):\n")
     assert child["error"].endswith(

@@ -25,7 +25,11 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
         "tf_features.describe",
         "tf_features.pack",
         "tf_features.sample",
+        "tf_features.sample_pairs",
         "tf_features.sample_per_node",
+        "tf_features.sample_typed",
+        "tf_features.schema",
+        "tf_features.split_edges",
     ]
     assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
     # the list arguments are declared loosely (LIST OF ANY?): the procedures check each element
@@ -179,8 +183,18 @@ def test_module_file_is_thin_and_imports_only_what_memgraph_has():
             )
     assert imported == {"mgp", "memgraph_tf.procedures"}
     procs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    assert [p.name for p in procs] == ["pack", "sample", "sample_per_node", "describe"]
+    assert [p.name for p in procs] == [
+        "pack",
+        "sample",
+        "sample_per_node",
+        "describe",
+        "sample_typed",
+        "schema",
+        "sample_pairs",
+        "split_edges",
+    ]
     for proc in procs:
-        assert [ast.unparse(d) for d in proc.decorator_list] == ["mgp.read_proc"]
+        kind = "mgp.write_proc" if proc.name == "split_edges" else "mgp.read_proc"
+        assert [ast.unparse(d) for d in proc.decorator_list] == [kind]
         assert all(a.annotation is not None for a in proc.args.args), proc.name
         assert len(proc.body) <= 4, f"{proc.name} should delegate to memgraph_tf.procedures"

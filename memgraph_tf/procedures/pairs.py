@@ -1,0 +1,453 @@
+"""Link prediction in the database (issue 25): ``tf_features.split_edges`` and
+``tf_features.sample_pairs``, stdlib only.
+
+**Edge splits (the GAE protocol, done inside the graph).** ``split_edges(pattern, options)`` takes
+the relationships an edge step matches (:meth:`~memgraph_tf.typed_sampling.EdgeStep.parse`:
+``(:Paper)-[:CITES]-(:Paper)``, ``(:User)-[:BOUGHT]->(:Product)``...) and writes
+``options.split_property`` (default ``split``) = ``train`` / ``val`` / ``test`` on each of them:
+
+* the unit drawn is an *edge*: the endpoints' keys (``options.id_property`` values, else internal
+  ids) as ``(left key, right key)`` -- for an undirected step between nodes of one label, the
+  unordered pair ``(min, max)`` -- so parallel relationships, and for an undirected step the two
+  directions between the same nodes, are one edge and get one split (none leaks the other);
+* the edges, sorted, are shuffled by a ``random.Random`` keyed by ``options.seed`` (required);
+  the first ``floor(val_fraction * E)`` are ``val``, the next ``floor(test_fraction * E)``
+  ``test``, the rest ``train`` (defaults 0.05 and 0.10: the 85/5/10 GAE split). The same graph,
+  pattern and seed write the same splits on any graph access: a rerun changes nothing.
+
+``options.exclude_splits`` on ``sample_typed`` and ``sample_pairs`` (e.g. ``["val", "test"]``)
+then leaves every relationship whose split property holds one of those values out of every
+sampled neighbourhood, at every hop (:class:`memgraph_tf.procedures.typed.SplitFilter`).
+
+**Pair sampling.** ``sample_pairs(sources, targets, num_neighbors, properties, options)`` samples,
+for each pair ``(s, t)`` (``s`` a node of ``options.source_label``, ``t`` of
+``options.target_label``, default the source label), the typed neighbourhood of ``s`` (the spec
+seeded at the source label) and of ``t`` (seeded at the target label) into one blob
+(:func:`memgraph_tf.layout.pair_sample_sections`), with these rules:
+
+* **the pair's own relationships are removed from both neighbourhoods at every hop**: in the row
+  of ``(s, t)`` a slot holding ``s`` never reaches ``t`` and a slot holding ``t`` never reaches
+  ``s``, over every step (so over any relationship of the steps' types between the two);
+  everything else is ``sample_typed``'s draw: each endpoint's row draws from the RNG keyed by
+  ``(options.seed, its key)``, so where the pair's relationships are not met its neighbourhood is
+  byte for byte the one ``sample_typed`` gives that node with the same seed;
+* ``options.negatives = k`` draws ``k`` negative targets per given pair, uniformly over the nodes
+  of the target label, from a ``random.Random`` keyed by ``(options.seed, source key, target
+  key)`` (a rerun draws the same negatives), independently (a negative may repeat), never the
+  source itself nor a *known neighbour* of it: a node joined to the source by any relationship
+  of a type that some step walks between the two labels, in either direction, held out or not (a
+  held-out edge is a positive of its split, never a negative);
+* rows: the given pairs in order, then the negatives (pair ``i``'s ``j``-th at ``n + i * k +
+  j``); ``pair_labels`` is 1 for a given pair, 0 for a negative.
+"""
+
+from __future__ import annotations
+
+import array
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from memgraph_tf import blob, layout
+from memgraph_tf.procedures import core
+from memgraph_tf.procedures.access import node_name
+from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
+from memgraph_tf.procedures.options import Options, parse_options
+from memgraph_tf.procedures.typed import (
+    MgpTypedGraph,
+    TypedGraph,
+    _check_size,
+    _check_steps,
+    _draw,
+    _feature_tables,
+    _Keys,
+    _no_relationships,
+    _Role,
+    _role_sections,
+    _seed_columns,
+    parse_properties,
+    parse_spec,
+    parse_split_filter,
+    resolve_seeds,
+)
+from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
+
+__all__ = [
+    "MAX_NEGATIVES",
+    "MgpPairGraph",
+    "PairGraph",
+    "run_sample_pairs",
+    "run_split_edges",
+    "sample_pairs",
+    "split_edges",
+]
+
+MAX_NEGATIVES = 1000
+"""The most negatives ``options.negatives`` may ask for per pair."""
+DEFAULT_VAL_FRACTION = 0.05
+DEFAULT_TEST_FRACTION = 0.10
+_WRITE_CHUNK = 1000
+
+
+class PairGraph(TypedGraph, Protocol):
+    """A :class:`~memgraph_tf.procedures.typed.TypedGraph` that can also list and mark the
+    relationships of an edge step (``tf_features.split_edges``)."""
+
+    def relationships(self, step: EdgeStep) -> list[tuple[Any, int, int]]:
+        """``(handle, left internal id, right internal id)`` per distinct relationship the step
+        matches (``left``: its endpoint with the step's left label), in any order."""
+
+    def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
+        """Sets property ``name`` to the value on each relationship ``handle``."""
+
+
+class MgpPairGraph(MgpTypedGraph):
+    """:class:`PairGraph` over an ``mgp.ProcCtx``: the relationships through the public ``mgp``
+    API (a write procedure's context can set their properties)."""
+
+    def relationships(self, step: EdgeStep) -> list[tuple[Any, int, int]]:
+        seen: set[int] = set()
+        out: list[tuple[Any, int, int]] = []
+        outgoing = step.direction in ("out", "both")
+        incoming = step.direction in ("in", "both")
+        for vertex in self._vertices():
+            if not any(lb.name == step.left for lb in vertex.labels):
+                continue
+            sides = ([(vertex.out_edges, "to_vertex")] if outgoing else []) + (
+                [(vertex.in_edges, "from_vertex")] if incoming else []
+            )
+            for edges, end in sides:
+                for edge in edges:
+                    if edge.type.name != step.rel_type or edge.id in seen:
+                        continue
+                    other = getattr(edge, end)
+                    if any(lb.name == step.right for lb in other.labels):
+                        seen.add(edge.id)
+                        out.append((edge, vertex.id, other.id))
+        return out
+
+    def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
+        for i, (edge, value) in enumerate(rows):
+            if i % 256 == 0:
+                self._ctx.check_must_abort()
+            edge.properties.set(name, value)
+
+
+# ------------------------------------------------------------------------------------------------
+# split_edges
+# ------------------------------------------------------------------------------------------------
+
+
+def _fraction(raw: dict[str, Any], name: str, default: float) -> float:
+    value = raw.pop(name, None)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise OptionError(
+            f"options.{name}: expected a fraction from 0 to 1, got {describe_value(value)}"
+        )
+    return float(value)
+
+
+def split_edges(graph: PairGraph, pattern: Any, options: Any) -> dict[str, int]:
+    """``tf_features.split_edges``: writes the split of every relationship ``pattern`` matches
+    (module docstring); returns ``{"train", "val", "test"}`` (edges per split) and
+    ``"relationships"`` (relationships written).
+
+    Guarantees: the same graph, pattern and ``options.seed`` write the same values over any
+    :class:`PairGraph` (idempotent); nothing is written when an input is bad (the options, the
+    pattern, an endpoint without an integer ``options.id_property``) or when the graph has no
+    relationship of the pattern (an error naming the relationships it has)."""
+    if options is not None and not isinstance(options, Mapping):
+        raise OptionError(f"options: expected a map, got {describe_value(options)}")
+    raw = dict(options or {})
+    allowed = layout.SPLIT_EDGES_OPTIONS
+    for key in sorted(raw):
+        if key not in allowed:
+            raise OptionError(
+                f"options: unknown option {key!r} for tf_features.split_edges (allowed: "
+                f"{', '.join(map(repr, allowed))})"
+            )
+    seed = raw.pop("seed", None)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise OptionError(
+            "options.seed: expected an integer (the split is drawn from it: the same seed writes "
+            f"the same split), got {describe_value(seed)}"
+        )
+    val = _fraction(raw, "val_fraction", DEFAULT_VAL_FRACTION)
+    test = _fraction(raw, "test_fraction", DEFAULT_TEST_FRACTION)
+    if val + test > 1:
+        raise OptionError(
+            f"options.val_fraction + options.test_fraction: expected at most 1, got {val} + {test}"
+        )
+    name = raw.pop("split_property", None)
+    name = layout.SPLIT_PROPERTY if name is None else name
+    if not isinstance(name, str) or not name:
+        raise OptionError(
+            f"options.split_property: expected a property name, got {describe_value(name)}"
+        )
+    opts = parse_options("split_edges", raw)  # id_property
+    try:
+        step = EdgeStep.parse(pattern)
+    except ValueError as exc:
+        raise OptionError(f"pattern: {exc}") from None
+
+    found = graph.relationships(step)
+    if not found:
+        error = _no_relationships(graph, step)
+        why = str(error).removeprefix("num_neighbors: ") if error else f"{step}: none matches it"
+        raise OptionError(f"pattern: {why}")
+    nav = graph.access(dataclasses.replace(opts, id_property=None))
+    ends = list(dict.fromkeys(i for _, a, b in found for i in (a, b)))
+    nav.resolve(ends, "relationship endpoints")
+    keys = _Keys(nav, opts.id_property)
+    keys.add(step.left, list(dict.fromkeys(a for _, a, _ in found)))
+    keys.add(step.right, list(dict.fromkeys(b for _, _, b in found)))
+    left_of, right_of = keys.of[step.left], keys.of[step.right]
+    unordered = step.direction == "both" and step.left == step.right
+
+    def unit(a: int, b: int) -> tuple[int, int]:
+        ka, kb = left_of[a], right_of[b]
+        return (min(ka, kb), max(ka, kb)) if unordered else (ka, kb)
+
+    units = sorted({unit(a, b) for _, a, b in found})
+    core._rng(seed, "split_edges").shuffle(units)  # the keyed RNG of the samplers
+    n_val, n_test = int(val * len(units)), int(test * len(units))
+    split_of = {u: "val" for u in units[:n_val]}
+    split_of.update((u, "test") for u in units[n_val : n_val + n_test])
+    split_of.update((u, "train") for u in units[n_val + n_test :])
+    rows = [(handle, split_of[unit(a, b)]) for handle, a, b in found]
+    graph.write_splits(rows, name)
+    return {
+        "train": len(units) - n_val - n_test,
+        "val": n_val,
+        "test": n_test,
+        "relationships": len(rows),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# sample_pairs
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _PairOptions:
+    source_label: str
+    target_label: str
+    negatives: int
+
+
+def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any]:
+    if options is not None and not isinstance(options, Mapping):
+        raise OptionError(f"options: expected a map, got {describe_value(options)}")
+    raw = dict(options or {})
+    labels = []
+    for name, fallback in (("source_label", None), ("target_label", "source_label")):
+        value = raw.pop(name, None)
+        if value is None and fallback is not None:
+            value = labels[0]
+        if not isinstance(value, str) or not value:
+            raise OptionError(
+                f"options.{name}: expected a label (a non-empty string: the label of the pairs' "
+                f"{name.split('_')[0]}s), got {describe_value(value)}"
+            )
+        labels.append(value)
+    negatives = raw.pop("negatives", None)
+    negatives = 0 if negatives is None else negatives
+    if (
+        not isinstance(negatives, int)
+        or isinstance(negatives, bool)
+        or not 0 <= negatives <= MAX_NEGATIVES
+    ):
+        raise OptionError(
+            f"options.negatives: expected the number of negatives per pair, an integer from 0 to "
+            f"{MAX_NEGATIVES}, got {describe_value(negatives)}"
+        )
+    split = parse_split_filter(raw)
+    opts = parse_options("sample_pairs", raw)
+    return opts, _PairOptions(labels[0], labels[1], negatives), split
+
+
+def _parse_specs(
+    num_neighbors: Any, source_label: str, target_label: str
+) -> tuple[TypedSamplingSpec, TypedSamplingSpec]:
+    """One pattern map for both endpoints, or ``{"source": map, "target": map}``."""
+    if isinstance(num_neighbors, Mapping) and set(num_neighbors) == {"source", "target"}:
+        return (
+            parse_spec(source_label, num_neighbors["source"]),
+            parse_spec(target_label, num_neighbors["target"]),
+        )
+    return parse_spec(source_label, num_neighbors), parse_spec(target_label, num_neighbors)
+
+
+def _negatives(
+    graph: TypedGraph,
+    nav: Any,
+    keys: _Keys,
+    specs: Sequence[TypedSamplingSpec],
+    pair: _PairOptions,
+    sources: Sequence[int],
+    targets: Sequence[int],
+    base_seed: int,
+    id_property: str | None,
+) -> list[int]:
+    """``pair.negatives`` negative targets (internal ids) per pair, pair-major (module
+    docstring)."""
+    k = pair.negatives
+    label = pair.target_label
+    candidates = graph.label_nodes(label)
+    if candidates:
+        nav.resolve(candidates, f"the :{label} nodes")
+    keys.add(label, candidates)
+    key_of = keys.of[label]
+    candidates = sorted(dict.fromkeys(candidates), key=key_of.__getitem__)
+    joining = sorted(
+        {
+            s.rel_type
+            for spec in specs
+            for s in spec.steps
+            if {s.left, s.right} == {pair.source_label, pair.target_label}
+        }
+    )
+    distinct = list(dict.fromkeys(sources))
+    known: dict[int, set[int]] = {s: {s} for s in distinct}
+    for rel_type in joining:
+        for s, found in zip(distinct, nav.typed_neighbours(distinct, rel_type, "both", label)):
+            known[s].update(found)
+    source_key_of = keys.of[pair.source_label]
+    in_label = set(candidates)
+    out: list[int] = []
+    for i, (s, t) in enumerate(zip(sources, targets)):
+        if i % 256 == 0:
+            nav.check_abort()
+        forbidden = known[s]
+        free = len(candidates) - len(forbidden & in_label)
+        if free <= 0:
+            raise ProcedureInputError(
+                f"options.negatives: sources[{i}]: {node_name(source_key_of[s], id_property)} "
+                f"(:{pair.source_label}) is joined to every :{label} node (or is the only one): "
+                "no negative target to draw"
+            )
+        rng = core._rng(base_seed, f"negatives/{source_key_of[s]}/{keys.of[label][t]}")
+        if free * 4 >= len(candidates):  # rejection: uniform over the free candidates
+            for _ in range(k):
+                while True:
+                    c = candidates[rng.randrange(len(candidates))]
+                    if c not in forbidden:
+                        break
+                out.append(c)
+        else:  # few free candidates: draw from them directly (uniform too)
+            pool = [c for c in candidates if c not in forbidden]
+            out.extend(pool[rng.randrange(len(pool))] for _ in range(k))
+    return out
+
+
+def sample_pairs(
+    graph: TypedGraph,
+    sources: Any,
+    targets: Any,
+    num_neighbors: Any,
+    properties: Any,
+    options: Any,
+) -> tuple[bytes, int]:
+    """``tf_features.sample_pairs``: (blob, row count). See the module docstring for the rules and
+    :func:`memgraph_tf.layout.pair_sample_sections` for the layout.
+
+    Guarantees: checks, in this order, the options, the specs, the properties map, the sources
+    (nodes of the source label), the targets (of the target label); a bad input raises a
+    :class:`ProcedureInputError` naming the option, step, label, property or ``sources[i]`` /
+    ``targets[i]``; the same graph, arguments and ``options.seed`` give the same bytes over any
+    graph access; neither neighbourhood of a row walks a relationship between the row's two
+    endpoints, nor (``options.exclude_splits``) a held-out relationship."""
+    opts, pair, split = _parse_pair_options(options)
+    src_spec, dst_spec = _parse_specs(num_neighbors, pair.source_label, pair.target_label)
+    labels = list(dict.fromkeys(src_spec.labels() + dst_spec.labels()))
+    names_of = parse_properties(properties, labels)
+    plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
+    nav = graph.access(plain)
+    s_int, s_keys = resolve_seeds(
+        graph, nav, opts, sources, "sources", pair.source_label, "options.source_label"
+    )
+    t_int, t_keys = resolve_seeds(
+        graph, nav, opts, targets, "targets", pair.target_label, "options.target_label"
+    )
+    if len(t_int) != len(s_int):
+        raise OptionError(
+            f"targets: expected one target per source ({len(s_int)}), got {len(t_int)}"
+        )
+    keys = _Keys(nav, opts.id_property)
+    keys.add(pair.source_label, s_int, s_keys)
+    keys.add(pair.target_label, t_int, t_keys)
+    base_seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(8), "little")
+    n = len(s_int) * (1 + pair.negatives)
+    widths: dict[str, int] = {}
+    columns_of: dict[str, list[core.Column]] = {}
+    _seed_columns(nav, keys, names_of, opts, pair.source_label, s_int[0], columns_of, widths)
+    _seed_columns(nav, keys, names_of, opts, pair.target_label, t_int[0], columns_of, widths)
+    slots = src_spec.layout().slots + dst_spec.layout().slots
+
+    def check(phase: str) -> None:
+        sections = layout.pair_sample_sections(src_spec, dst_spec, widths, opts.dtype, batch=n)
+        _check_size(sections, n, slots, widths, opts, phase, what="pair")
+
+    check("before")
+    sources_of_rows, targets_of_rows = list(s_int), list(t_int)
+    if pair.negatives:
+        drawn = _negatives(
+            graph,
+            nav,
+            keys,
+            (src_spec, dst_spec),
+            pair,
+            s_int,
+            t_int,
+            base_seed,
+            opts.id_property,
+        )
+        sources_of_rows += [s for s in s_int for _ in range(pair.negatives)]
+        targets_of_rows += drawn
+    avoid = list(zip(sources_of_rows, targets_of_rows))
+    roles = []
+    for spec, rows, label in (
+        (src_spec, sources_of_rows, pair.source_label),
+        (dst_spec, targets_of_rows, pair.target_label),
+    ):
+        key_of = keys.of[label]
+        roles.append(_Role(spec, rows, [key_of[i] for i in rows], base_seed, avoid))
+    cache: dict[EdgeStep, dict[int, list[int]]] = {}
+    for role in roles:
+        _draw(nav, keys, role, cache, split)
+    _check_steps(graph, cache)
+    tables_of = _feature_tables(
+        graph, nav, keys, names_of, opts, roles, columns_of, widths, lambda: check("after")
+    )
+    sections: dict[str, blob.Dense] = {}
+    for role, prefix in zip(roles, (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)):
+        sections.update(
+            _role_sections(role, keys, tables_of, widths, opts, nav.check_abort, prefix)
+        )
+    labels_data = [1] * len(s_int) + [0] * (n - len(s_int))
+    sections[layout.PAIR_LABELS] = blob.Dense(core._le(array.array("q", labels_data)), [n], "int64")
+    return blob.pack(sections), n
+
+
+# ------------------------------------------------------------------------------------------------
+# the query module's entry points
+# ------------------------------------------------------------------------------------------------
+
+
+def run_sample_pairs(
+    ctx: Any, sources: Any, targets: Any, num_neighbors: Any, properties: Any, options: Any
+) -> tuple[str, int]:
+    """``tf_features.sample_pairs``: (base64url blob, row count)."""
+    data, count = sample_pairs(
+        MgpPairGraph(ctx), sources, targets, num_neighbors, properties, options
+    )
+    return blob.b64encode(data), count
+
+
+def run_split_edges(ctx: Any, pattern: Any, options: Any) -> dict[str, int]:
+    """``tf_features.split_edges``: see :func:`split_edges`."""
+    return split_edges(MgpPairGraph(ctx), pattern, options)
