@@ -26,6 +26,12 @@ Inference sampling (:func:`inference_sampling`): how every inference path -- ``m
 bundle's settings; a bundle without ``options.seed`` samples with :data:`DEFAULT_SEED`, so a node
 has one answer on every path; :data:`RANDOM_SAMPLING` asks for new draws on every call.
 
+Typed bundles (issue 24: a :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` reading
+``tf_features.sample_typed`` blobs) carry their sampling settings in the config's ``typed`` key
+(:class:`TypedSampling`: seed label, ``num_neighbors``, properties per label, plus the schema part
+the model was trained on); their ``fanouts``, ``feature_dim`` and ``properties`` are empty (0),
+and :attr:`SamplingSpec.typed` tells every inference path to sample with ``sample_typed``.
+
 Every failure to meet the contract is a :class:`memgraph_tf.serving.errors.BundleError` (also a
 ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
 never holds a graph URI, user name or password -- option keys that look like one are refused.
@@ -171,19 +177,91 @@ def _options(key: str, value: Any) -> dict[str, Any]:
 
 # -------------------------------------------------------------------------------------- sampling
 @dataclass(frozen=True)
+class TypedSampling:
+    """The typed sampling settings of a typed bundle: ``tf_features.sample_typed``'s
+    ``num_neighbors`` (edge pattern -> fanout per hop) from seeds of ``seed_label``, and
+    ``properties`` (label -> feature property names; a label left out has no features).
+    Validated on construction by :class:`memgraph_tf.typed_sampling.TypedSamplingSpec` (a bad
+    pattern or fanout is a :class:`BundleError` naming it), properties plain names of labels with
+    slots."""
+
+    seed_label: str
+    num_neighbors: Mapping[str, tuple[int, ...]]
+    properties: Mapping[str, tuple[str, ...]]
+
+    def __post_init__(self) -> None:
+        from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+        if not isinstance(self.num_neighbors, Mapping):
+            raise _fail(
+                "typed.num_neighbors",
+                "an object {edge pattern: [fanout per hop]}",
+                self.num_neighbors,
+            )
+        try:
+            spec = TypedSamplingSpec.from_num_neighbors(
+                self.seed_label, {k: list(v) for k, v in self.num_neighbors.items()}
+            )
+        except (ValueError, TypeError) as exc:
+            raise BundleError(f"typed: {exc}", key="typed") from None
+        if not isinstance(self.properties, Mapping):
+            raise _fail("typed.properties", "an object {label: [property names]}", self.properties)
+        labels = spec.labels()
+        props = {}
+        for label, names in self.properties.items():
+            if label not in labels:
+                raise BundleError(
+                    f"typed.properties: label {label!r} has no slots in the sampled "
+                    f"neighbourhood (labels: {', '.join(labels)})",
+                    key="typed",
+                )
+            props[label] = _str_list(f"typed.properties.{label}", names)
+        object.__setattr__(self, "num_neighbors", spec.num_neighbors())
+        object.__setattr__(self, "properties", props)
+
+    @classmethod
+    def from_mapping(cls, value: Any) -> TypedSampling:
+        """From a config's ``typed`` object (keys ``seed_label``, ``num_neighbors``,
+        ``properties``; others, such as ``schema``, ignored)."""
+        if not isinstance(value, Mapping):
+            raise _fail("typed", "an object with seed_label, num_neighbors and properties", value)
+        missing = [k for k in ("seed_label", "num_neighbors", "properties") if k not in value]
+        if missing:
+            raise BundleError(f"typed: missing keys {missing}", key="typed")
+        return cls(value["seed_label"], value["num_neighbors"], value["properties"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seed_label": self.seed_label,
+            "num_neighbors": {k: list(v) for k, v in self.num_neighbors.items()},
+            "properties": {k: list(v) for k, v in self.properties.items()},
+        }
+
+
+@dataclass(frozen=True)
 class SamplingSpec:
     """How one node's neighbourhood blob is built: the arguments of
-    ``sample_blobs_per_node(ids, fanouts, properties, options)``. Validated on construction:
-    ``fanouts`` a non-empty list of ints >= 1, ``properties`` a non-empty list of names,
-    ``options`` plain JSON without credential-like keys."""
+    ``sample_blobs_per_node(ids, fanouts, properties, options)``, or, with ``typed`` (a typed
+    bundle), of ``sample_typed(ids, typed.num_neighbors, typed.properties, options +
+    {label: typed.seed_label})`` (then ``fanouts`` and ``properties`` are empty). Validated on
+    construction: ``fanouts`` a non-empty list of ints >= 1 and ``properties`` a non-empty list
+    of names (both empty with ``typed``), ``options`` plain JSON without credential-like keys."""
 
     fanouts: tuple[int, ...]
     properties: tuple[str, ...]
     options: Mapping[str, Any] = field(default_factory=dict)
+    typed: TypedSampling | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fanouts", check_fanouts(self.fanouts))
-        object.__setattr__(self, "properties", _str_list("properties", self.properties))
+        if self.typed is None:
+            object.__setattr__(self, "fanouts", check_fanouts(self.fanouts))
+            object.__setattr__(self, "properties", _str_list("properties", self.properties))
+        else:
+            if not isinstance(self.typed, TypedSampling):
+                object.__setattr__(self, "typed", TypedSampling.from_mapping(self.typed))
+            _typed_empty(self.fanouts, self.properties)
+            object.__setattr__(self, "fanouts", ())
+            object.__setattr__(self, "properties", ())
         object.__setattr__(self, "options", _options("options", self.options))
 
     @classmethod
@@ -202,11 +280,42 @@ class SamplingSpec:
             raise BundleError(
                 f"{where}: missing keys {missing}; expected fanouts and properties", key=missing[0]
             )
-        return cls(mapping["fanouts"], mapping["properties"], mapping.get("options") or {})
+        return cls(
+            mapping["fanouts"],
+            mapping["properties"],
+            mapping.get("options") or {},
+            mapping.get("typed"),
+        )
 
     def arguments(self) -> tuple[list[int], list[str], dict[str, Any]]:
         """``(fanouts, properties, options)`` as fresh plain lists and dict, ready for a source."""
         return list(self.fanouts), list(self.properties), json.loads(json.dumps(self.options))
+
+    def typed_arguments(self) -> tuple[dict[str, list[int]], dict[str, list[str]], dict[str, Any]]:
+        """``(num_neighbors, properties, options)`` for ``sample_typed`` (``options.label`` the
+        seed label), fresh plain values; :class:`BundleError` (key ``typed``) when not typed."""
+        if self.typed is None:
+            raise BundleError("typed: these sampling settings are not typed", key="typed")
+        typed = self.typed.to_dict()
+        options = json.loads(json.dumps(self.options))
+        options["label"] = self.typed.seed_label
+        return typed["num_neighbors"], typed["properties"], options
+
+
+def _typed_empty(fanouts: Any, properties: Any, feature_dim: Any = 0) -> None:
+    """A typed config's homogeneous fields must be empty: the ``typed`` key holds the settings."""
+    for key, value, empty in (
+        ("fanouts", fanouts, ()),
+        ("properties", properties, ()),
+        ("feature_dim", feature_dim, 0),
+    ):
+        if (tuple(value) if isinstance(value, (list, tuple)) else value) != empty:
+            raise _fail(
+                key,
+                f"{list(empty) if empty == () else empty} in a typed bundle (its "
+                "sampling settings are under 'typed')",
+                value,
+            )
 
 
 #: ``options.seed`` a node's neighbourhood is sampled with for inference (``memgraph-tf serve``'s
@@ -239,7 +348,7 @@ def inference_sampling(config: BundleConfig, seed: int | str | None = None) -> S
         options["seed"] = seed
     elif options.get("seed") is None:
         options["seed"] = DEFAULT_SEED
-    return SamplingSpec(config.fanouts, config.properties, options)
+    return SamplingSpec(config.fanouts, config.properties, options, config.typed_sampling)
 
 
 # ---------------------------------------------------------------------------------------- config
@@ -304,6 +413,7 @@ class BundleConfig:
     scores: str
     tensorflow_version: str
     format_version: int = BUNDLE_FORMAT_VERSION
+    typed: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -320,10 +430,32 @@ class BundleConfig:
         put("class_names", _str_list("class_names", self.class_names, unique=True))
         if any("\n" in c for c in self.class_names):
             raise _fail("class_names", "labels without newlines", list(self.class_names))
-        put("fanouts", check_fanouts(self.fanouts))
-        if not _is_int(self.feature_dim) or self.feature_dim < 1:
-            raise _fail("feature_dim", "an int >= 1", self.feature_dim)
-        put("properties", _str_list("properties", self.properties))
+        if self.typed is None:
+            put("fanouts", check_fanouts(self.fanouts))
+            if not _is_int(self.feature_dim) or self.feature_dim < 1:
+                raise _fail("feature_dim", "an int >= 1", self.feature_dim)
+            put("properties", _str_list("properties", self.properties))
+        else:
+            _typed_empty(self.fanouts, self.properties, self.feature_dim)
+            put("fanouts", ())
+            put("properties", ())
+            if not isinstance(self.typed, Mapping):
+                raise _fail("typed", "an object", self.typed)
+            unknown = sorted(
+                set(self.typed) - {"seed_label", "num_neighbors", "properties", "schema"}
+            )
+            if unknown:
+                raise BundleError(
+                    f"typed.{unknown[0]}: unknown key (expected seed_label, num_neighbors, "
+                    "properties, schema)",
+                    key="typed",
+                )
+            settings = TypedSampling.from_mapping(self.typed).to_dict()
+            schema = self.typed.get("schema")
+            if schema is not None:
+                check_plain_json(schema, "typed.schema")
+                settings["schema"] = json.loads(json.dumps(schema))
+            put("typed", settings)
         put("options", _options("options", self.options))
         put("sections", _sections("sections", self.sections))
         if self.scores not in SCORES_KINDS:
@@ -342,14 +474,20 @@ class BundleConfig:
             )
 
     @property
+    def typed_sampling(self) -> TypedSampling | None:
+        """A typed bundle's :class:`TypedSampling`; None for a homogeneous one."""
+        return None if self.typed is None else TypedSampling.from_mapping(self.typed)
+
+    @property
     def sampling(self) -> SamplingSpec:
         """The sampling settings the model was trained with."""
-        return SamplingSpec(self.fanouts, self.properties, self.options)
+        return SamplingSpec(self.fanouts, self.properties, self.options, self.typed_sampling)
 
     # -- JSON
     def to_dict(self) -> dict[str, Any]:
-        """The config as plain JSON values (lists, not tuples)."""
-        return {
+        """The config as plain JSON values (lists, not tuples); ``typed`` only in a typed
+        bundle's."""
+        out = {
             "format": BUNDLE_FORMAT,
             "format_version": self.format_version,
             "model_name": self.model_name,
@@ -367,6 +505,9 @@ class BundleConfig:
             "scores": self.scores,
             "tensorflow_version": self.tensorflow_version,
         }
+        if self.typed is not None:
+            out["typed"] = json.loads(json.dumps(self.typed))
+        return out
 
     def to_json(self) -> str:
         """Deterministic JSON text (indented, sorted keys): what goes into the bundle."""
@@ -388,7 +529,7 @@ class BundleConfig:
             )
         if data.get("format") != BUNDLE_FORMAT:
             raise _fail("format", repr(BUNDLE_FORMAT), data.get("format"))
-        missing = sorted(k for k in keys if k not in data and k != "format")
+        missing = sorted(k for k in keys if k not in data and k not in ("format", "typed"))
         if missing:
             raise BundleError(
                 f"{missing[0]}: missing from the bundle config (missing: {missing})", key=missing[0]
@@ -575,6 +716,7 @@ __all__ = [
     "BundleConfig",
     "OpLibraryInfo",
     "SamplingSpec",
+    "TypedSampling",
     "check_fanouts",
     "check_plain_json",
     "discover_versions",

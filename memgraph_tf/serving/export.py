@@ -176,6 +176,7 @@ def export_bundle(
     serving_base_path: str = "/models",
     overwrite: bool = False,
     warmup: bool = True,
+    schema: Mapping[str, Any] | None = None,
 ) -> BundleInfo:
     """Export ``model`` (a Keras model called with ``{section name: tensor [batch, ...]}`` and
     returning ``[batch, k]`` scores) to ``base_dir/name/version/`` and update
@@ -199,6 +200,16 @@ def export_bundle(
     scores, as the dense layout. Raises BundleExistsError (a FileExistsError) if the version
     exists and not ``overwrite``; BundleError (a ValueError) naming the parameter for bad
     arguments, before anything is written.
+
+    A typed model (:class:`memgraph_tf.client.typed_graphsage.TypedGraphSAGE`, issue 24) gives a
+    typed bundle: it reads one ``tf_features.sample_typed`` blob per node (dense layout; the
+    sections are its ``features_*``/``mask_*`` inputs, ``[1, slots, ...]``), and its config's
+    ``typed`` key holds the seed label, ``num_neighbors`` and ``properties`` (label -> names;
+    default the model's own ``properties`` from training, else ``properties`` for every label
+    with features) and ``schema`` (default the model's ``schema``: the part of
+    ``tf_features.schema`` it was trained on); ``sample_options["dtype"]`` is the model's
+    ``feature_dtype`` and ``sample_options["label"]`` its seed label (the nodes batch inference
+    selects). Its ``fanouts``, ``feature_dim`` and ``properties`` are empty.
     """
     import tensorflow as tf
 
@@ -237,14 +248,20 @@ def export_bundle(
         raise BundleError(
             f"class_names: expected labels without newlines, got {class_names!r}", key="class_names"
         )
-    fanouts = list(bundle.check_fanouts([int(f) for f in _model_attr(model, "fanouts", fanouts)]))
-    feature_dim = int(_model_attr(model, "feature_dim", feature_dim))
-    if feature_dim < 1:
-        raise BundleError(
-            f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim"
-        )
     options = dict(sample_options or {})
     bundle.check_plain_json(options, "sample_options")
+    typed = _typed_settings(model, properties, options, schema, sections, layout)
+    if typed is not None:
+        fanouts, feature_dim, properties = [], 0, []
+        sections = _typed_sections(model)
+    else:
+        fanouts = [int(f) for f in _model_attr(model, "fanouts", fanouts)]
+        fanouts = list(bundle.check_fanouts(fanouts))
+        feature_dim = int(_model_attr(model, "feature_dim", feature_dim))
+        if feature_dim < 1:
+            raise BundleError(
+                f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim"
+            )
     sample_layout = _sample_layout(layout, options, sections)
     if sections is None:
         sections = default_sections(
@@ -263,7 +280,8 @@ def export_bundle(
                     f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}", key="labels"
                 )
     if scores == "auto":
-        # memgraph_tf.client.GraphSAGE returns logits; other models say so with output_is_logits.
+        # memgraph_tf.client.GraphSAGE returns logits; other models (TypedGraphSAGE among them)
+        # say so with output_is_logits.
         is_sage = (
             type(model).__name__ == "GraphSAGE"
             and type(model).__module__ == "memgraph_tf.client.graphsage"
@@ -282,6 +300,7 @@ def export_bundle(
         sections=sections,
         scores=scores,
         tensorflow_version=tf.__version__,
+        typed=typed,
     )
     config_text = config.to_json()
     if hasattr(model, "ensure_built"):
@@ -411,6 +430,94 @@ def _write_warmup(version_dir: pathlib.Path, warm: bytes, blob_feature_key: str,
     path.parent.mkdir(parents=True, exist_ok=True)
     with tf.io.TFRecordWriter(str(path)) as writer:
         writer.write(log_entry.SerializeToString())
+
+
+def _typed_settings(
+    model: Any,
+    properties: Any,
+    options: dict[str, Any],
+    schema: Mapping[str, Any] | None,
+    sections: Any,
+    layout: str | None,
+) -> dict[str, Any] | None:
+    """A typed model's ``typed`` config entry (and ``options`` completed with its dtype), None for
+    any other model; BundleError naming the parameter for settings that do not fit it."""
+    import json
+
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    spec = getattr(model, "spec", None)
+    if not isinstance(spec, TypedSamplingSpec):
+        return None
+    if sections is not None:
+        raise BundleError(
+            "sections: expected none for a typed model (its typed sections are fixed)",
+            key="sections",
+        )
+    chosen = layout if layout is not None else options.get("layout")
+    if chosen not in (None, "dense"):
+        raise BundleError(
+            f"layout: expected dense for a typed model (the typed sample layout is dense only), "
+            f"got {chosen!r}",
+            key="layout",
+        )
+    dtype = getattr(model, "feature_dtype", "float32")
+    if options.get("dtype") not in (None, dtype):
+        raise BundleError(
+            f"sample_options: dtype: expected the model's feature dtype {dtype!r}, got "
+            f"{options['dtype']!r}",
+            key="sample_options",
+        )
+    options["dtype"] = dtype
+    if options.get("label") not in (None, spec.seed_label):
+        raise BundleError(
+            f"sample_options: label: expected the typed model's seed label {spec.seed_label!r}, "
+            f"got {options['label']!r}",
+            key="sample_options",
+        )
+    # options.label is the seed label, as in the sample_typed call: batch inference selects the
+    # nodes of that label by default (memgraph_tf.client.graphs.bundle_selection)
+    options["label"] = spec.seed_label
+    widths = model.feature_dims
+    if isinstance(properties, Mapping):
+        props = {str(k): [str(n) for n in v] for k, v in properties.items()}
+    elif getattr(model, "properties", None) and list(properties) == ["features"]:
+        props = json.loads(json.dumps(model.properties))
+    else:
+        props = {label: [str(n) for n in properties] for label, w in widths.items() if w}
+    featured = sorted(label for label, w in widths.items() if w)
+    if sorted(props) != featured:
+        raise BundleError(
+            f"properties: expected feature properties for exactly the labels the model has "
+            f"features for ({', '.join(featured) or 'none'}), got {sorted(props)}",
+            key="properties",
+        )
+    # (label names are the keys here: TypedSampling checks them as labels, not as option keys)
+    if schema is None:
+        schema = getattr(model, "schema", None)
+    try:
+        entry = bundle.TypedSampling(spec.seed_label, spec.num_neighbors(), props).to_dict()
+    except BundleError as exc:
+        raise BundleError(f"properties: {exc}", key="properties") from None
+    if schema is not None:
+        bundle.check_plain_json(json.loads(json.dumps(schema)), "schema")
+        entry["schema"] = json.loads(json.dumps(schema))
+    return entry
+
+
+def _typed_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The per-node typed blob sections a typed model reads: its inputs, ``[1, slots, ...]``
+    (:func:`memgraph_tf.layout.typed_sample_sections` with n = 1)."""
+    from memgraph_tf import layout as layouts
+
+    wanted = set(model.input_names())
+    return {
+        s.name: (s.dtype, tuple(s.shape))
+        for s in layouts.typed_sample_sections(
+            model.spec, dict(model.feature_dims), model.feature_dtype, batch=1
+        )
+        if s.name in wanted
+    }
 
 
 def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -> str:

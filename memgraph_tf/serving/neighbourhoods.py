@@ -15,6 +15,13 @@ source's own error attached as ``__cause__``, sorted by what the caller can do::
                             answered with the wrong number of blobs       (server: 500)
 
 Any other exception from the source (a programming error) propagates unchanged.
+
+Typed bundles (:attr:`~memgraph_tf.serving.bundle.SamplingSpec.typed`) are fetched with the
+source's ``sample_typed(ids, num_neighbors, properties, options)``: one call for all the ids, its
+blob cut into one blob per node (:func:`split_typed_blob`; the typed sampler keys each seed's
+draws by ``(options.seed, seed)``, so a node's blob does not depend on the other ids of the call).
+A node without the seed label is the source's ValueError, hence a :class:`NeighbourhoodDataError`
+(400) whose message names the node and the label.
 """
 
 from __future__ import annotations
@@ -79,7 +86,9 @@ class NeighbourhoodFetcher:
     """
 
     def __init__(self, source: Any, *, serialize: bool = True):
-        if not callable(getattr(source, "sample_blobs_per_node", None)):
+        if not callable(getattr(source, "sample_blobs_per_node", None)) and not callable(
+            getattr(source, "sample_typed", None)
+        ):
             raise TypeError(
                 f"source: expected an object with sample_blobs_per_node(ids, fanouts, "
                 f"properties, options), got {type(source).__name__}"
@@ -100,14 +109,21 @@ class NeighbourhoodFetcher:
         ids = check_node_ids(node_ids, names)
         if not ids:
             return []
-        fanouts, properties, options = sampling.arguments()
+        if sampling.typed is not None:
+            call = self._typed_call(sampling)
+        else:
+            fanouts, properties, options = sampling.arguments()
+
+            def call(ids: list[int]) -> Any:
+                return self.source.sample_blobs_per_node(ids, fanouts, properties, options)
+
         what = f"fetching node ids {_ids_text(ids)} from the graph"
         try:
             if self._lock is None:
-                blobs = self.source.sample_blobs_per_node(ids, fanouts, properties, options)
+                blobs = call(ids)
             else:
                 with self._lock:
-                    blobs = self.source.sample_blobs_per_node(ids, fanouts, properties, options)
+                    blobs = call(ids)
         except NeighbourhoodError:
             raise
         except (ConnectionError, OSError) as exc:
@@ -132,6 +148,37 @@ class NeighbourhoodFetcher:
         )
         return [bytes(b) for b in blobs]
 
+    def _typed_call(self, sampling: SamplingSpec) -> Any:
+        num_neighbors, properties, options = sampling.typed_arguments()
+        if not callable(getattr(self.source, "sample_typed", None)):
+            raise GraphSourceError(
+                f"the graph source ({type(self.source).__name__}) has no sample_typed, which a "
+                f"typed bundle (seed label {sampling.typed.seed_label!r}) needs"
+            )
+
+        def call(ids: list[int]) -> list[bytes]:
+            raw = self.source.sample_typed(ids, num_neighbors, properties, options)
+            return split_typed_blob(raw, len(ids))
+
+        return call
+
+
+def split_typed_blob(raw: bytes, count: int) -> list[bytes]:
+    """A ``tf_features.sample_typed`` blob of ``count`` seeds cut into ``count`` one-seed blobs
+    (every section's first dimension is the seed; dense sections only, as the typed layout is).
+    Guarantees: blob ``i`` holds row ``i`` of every section, in the same section order, dtypes
+    and names -- what the procedure writes for that seed alone with the same options."""
+    from memgraph_tf import blob
+
+    sections = blob.unpack(raw)
+    for name, value in sections.items():
+        if value.shape[:1] != (count,):
+            raise GraphSourceError(
+                f"typed blob: section {name!r} has {value.shape[:1]} rows, expected {count} "
+                "(one per node id)"
+            )
+    return [blob.pack({n: v[i : i + 1] for n, v in sections.items()}) for i in range(count)]
+
 
 def fetch_blobs(
     source: Any,
@@ -144,4 +191,4 @@ def fetch_blobs(
     return NeighbourhoodFetcher(source, serialize=False).fetch(node_ids, sampling, names=names)
 
 
-__all__ = ["NeighbourhoodFetcher", "check_node_ids", "fetch_blobs"]
+__all__ = ["NeighbourhoodFetcher", "check_node_ids", "fetch_blobs", "split_typed_blob"]

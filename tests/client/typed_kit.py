@@ -68,13 +68,12 @@ def bundle_base() -> str:
 
 
 @functools.cache
-def bundles():
-    """``{use_op: BundleInfo}``: the trained model exported once as an op bundle (version 1) and
-    once op-free (version 2), model name ``shop``."""
+def bundle(use_op: bool = True):
+    """The trained model exported (once per session) as an op bundle (model ``shop``) or op-free
+    (model ``shop_free``), version 1, sampling with :data:`OPTIONS`."""
     from memgraph_tf.serving.export import export_bundle
 
-    model = trained().model
-    return {
-        use_op: export_bundle(model, bundle_base(), "shop", version, use_op=use_op)
-        for use_op, version in ((True, 1), (False, 2))
-    }
+    name = "shop" if use_op else "shop_free"
+    return export_bundle(
+        trained().model, bundle_base(), name, 1, use_op=use_op, sample_options=OPTIONS
+    )
