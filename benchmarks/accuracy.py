@@ -92,6 +92,7 @@ def main() -> int:
         result = train_graphsage(
             source, split["train"], split["val"], feature_cache=cache, seed=seed, **recipe
         )
+        train_s = time.perf_counter() - t0
         test = evaluate(
             result.model,
             source,
@@ -104,8 +105,11 @@ def main() -> int:
         print(
             f"seed {seed}: test accuracy {test:.4f} (best val {result.best_val_accuracy:.4f} at "
             "step "
-            f"{result.best_step}, {len(result.history['step'])} steps, "
-            f"{time.perf_counter() - t0:.0f} s)",
+            f"{result.best_step}, {len(result.history['step'])} steps; training {train_s:.1f} s: "
+            f"waiting for batches {sum(result.history['wait_s']):.1f} s, steps "
+            f"{sum(result.history['step_s']):.1f} s, validation "
+            f"{sum(result.history['eval_s']):.1f} s; "
+            f"{time.perf_counter() - t0:.0f} s with the test)",
             flush=True,
         )
     mean = statistics.fmean(accuracies)

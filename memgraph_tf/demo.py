@@ -159,26 +159,24 @@ def _predict_draws(
     draws: int,
     progress: bool,
 ) -> Any:
-    """Class probabilities averaged over ``draws`` neighbourhood samples, one progress step per
-    draw."""
+    """Class probabilities averaged over ``draws`` neighbourhood samples: one pipeline and one
+    traced model call for all draws (the progress bar moves once they are done)."""
     import numpy as np
 
     from memgraph_tf.client.graphsage import predict_proba
 
-    total = None
     with _bar(progress, total=draws, desc="test", unit="draw") as bar:
-        for d in range(draws):
-            p = predict_proba(
-                model,
-                source,
-                ids,
-                options=options or None,
-                feature_cache=feature_cache,
-                seed=(seed + 1) * 1000 + d,
-            )
-            total = p if total is None else total + p
-            bar.update(1)
-    return np.asarray(total) / draws
+        probs = predict_proba(
+            model,
+            source,
+            ids,
+            options=options or None,
+            feature_cache=feature_cache,
+            seed=(seed + 1) * 1000,
+            draws=draws,
+        )
+        bar.update(draws)
+    return np.asarray(probs)
 
 
 def _grpc_classify(
