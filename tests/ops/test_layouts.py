@@ -1,6 +1,14 @@
 """memgraph_tf.ops.layouts: compact and sparse sample blobs decoded (by the op and by the op-free
 decoder) and gathered/densified in the graph give exactly the dense layout's tensors; malformed
-layouts are rejected naming the blob and section; the C++ reader reads the new layouts unchanged."""
+layouts are rejected naming the blob and section; the C++ reader reads the new layouts unchanged.
+
+Time: the op-free decoder's graph has thousands of ops, and each ``tf.function`` of it costs
+seconds to trace and as many again to instantiate on its first run (a function nested in another
+is instantiated again by every caller, so sharing must be of whole graphs). So whole graphs are
+shared: one vector-of-blobs graph per case, layout and decoder (:func:`traced_vector_decoder`)
+serves the per-node and the one-blob blobs, and one graph per layout and decoder serves every
+malformed-blob case.
+"""
 
 from __future__ import annotations
 
@@ -76,14 +84,16 @@ CASES = [
 def test_every_layout_decodes_to_the_dense_tensors(
     unpackers, decoder, per_node, layout_name, graph_seed, width, fanouts, options
 ):
+    ops_unpack = unpackers["op"]
     g = random_graph(graph_seed, width)
     seeds = list(range(min(4, g.node_count)))
     opts = {"seed": graph_seed, "label_property": "y", **options}
     pad = opts.get("low_degree", "pad") == "pad"
     dtype = opts.get("dtype", "float32")
     args = dict(pad=pad, labels=True, ids=True, unpack=unpackers[decoder])
-    want = layouts.decode_sample(
-        sample(g, seeds, fanouts, opts, per_node), fanouts, width, dtype, **args
+    # the dense tensors of a case, decoded eagerly once and shared by its compact and sparse tests
+    want = dense_want(
+        unpackers[decoder], graph_seed, width, tuple(fanouts), tuple(options.items()), per_node
     )
     dense_names = [
         s.name for s in layout.sample_sections(fanouts, width, dtype, pad=pad, labels=True)
@@ -94,18 +104,69 @@ def test_every_layout_decodes_to_the_dense_tensors(
     assert_same(got, want)
     # In a graph, traced once for any number of blobs (as a bundle's signature is): one trace of the
     # decoder's graph (the op-free decoder's is large) serves the values and the static shapes.
-    spec = tf.TensorSpec([None] * blobs.shape.rank, tf.string)
-    traced = tf.function(
-        lambda b: layouts.decode_sample(b, fanouts, width, dtype, layout_name=layout_name, **args),
-        autograph=False,
-    ).get_concrete_function(spec)
-    assert_same(traced(blobs), want)
+    traced = traced_vector_decoder(
+        unpackers[decoder], tuple(fanouts), width, dtype, layout_name, pad
+    )
+    if per_node:
+        assert_same(traced(blobs), want)
+    else:
+        # decode_sample hands every decoder a vector of blobs (a scalar is reshaped to [1] and
+        # the batch dimension dropped after), so the one-blob blob goes through the per-node
+        # graph as a vector of one ...
+        assert_same({k: v[0] for k, v in traced(tf.reshape(blobs, [1])).items()}, want)
+        # ... and the scalar branch itself, decoder-independent, is traced with the op (cheap)
+        scalar = tf.function(
+            lambda b: layouts.decode_sample(
+                b, fanouts, width, dtype, layout_name=layout_name, **{**args, "unpack": ops_unpack}
+            ),
+            autograph=False,
+        ).get_concrete_function(tf.TensorSpec([], tf.string))
+        assert_same(scalar(blobs), want)
     if (
         per_node
     ):  # the same static shapes as the dense layout's: all but the batch and seed dimensions
         shapes = {k: v.shape.as_list() for k, v in traced.structured_outputs.items()}
         assert shapes == dense_graph_shapes(unpackers[decoder], tuple(fanouts), width, dtype, pad)
         assert shapes[layout.features_name(len(fanouts))] == [None, None, *fanouts, width]
+
+
+@functools.cache
+def dense_want(
+    unpack, graph_seed: int, width: int, fanouts: tuple, options: tuple, per_node: bool
+) -> dict:
+    """The dense layout's tensors of one case (``options``: its options as ``(key, value)``
+    pairs), decoded eagerly by ``unpack``."""
+    g = random_graph(graph_seed, width)
+    seeds = list(range(min(4, g.node_count)))
+    opts = {"seed": graph_seed, "label_property": "y", **dict(options)}
+    pad = opts.get("low_degree", "pad") == "pad"
+    dtype = opts.get("dtype", "float32")
+    args = dict(pad=pad, labels=True, ids=True, unpack=unpack)
+    return layouts.decode_sample(
+        sample(g, seeds, list(fanouts), opts, per_node), list(fanouts), width, dtype, **args
+    )
+
+
+@functools.cache
+def traced_vector_decoder(
+    unpack, fanouts: tuple, width: int, dtype: str, layout_name: str, pad: bool
+) -> tf.types.experimental.ConcreteFunction:
+    """``decode_sample`` of a vector of blobs (``[None]``) in a graph: traced once per case,
+    layout and decoder, and shared by that case's per-node and one-blob tests."""
+    return tf.function(
+        lambda b: layouts.decode_sample(
+            b,
+            list(fanouts),
+            width,
+            dtype,
+            layout_name=layout_name,
+            pad=pad,
+            labels=True,
+            ids=True,
+            unpack=unpack,
+        ),
+        autograph=False,
+    ).get_concrete_function(tf.TensorSpec([None], tf.string))
 
 
 @functools.cache
@@ -207,6 +268,17 @@ BAD = [
 ]
 
 
+@functools.cache
+def _malformed_decoder(layout_name: str, unpack, graph: bool):
+    """The decoder of the malformed-blob cases: eager, or one ``tf.function`` per layout and
+    decoder, traced on its first call and shared by every case of that layout."""
+
+    def decode(b):
+        return layouts.decode_sample(b, [2], 3, layout_name=layout_name, unpack=unpack)
+
+    return tf.function(decode, autograph=False) if graph else decode
+
+
 @pytest.mark.parametrize("decoder", DECODERS)
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
 @pytest.mark.parametrize("layout_name, bad, message", BAD)
@@ -218,11 +290,7 @@ def test_malformed_layouts_are_rejected_naming_blob_and_section(
         if layout_name == "compact"
         else _sparse([0, 1, 2], [0, 1, 3], [1.0, 2.0, 3.0])
     )
-
-    def decode(b):
-        return layouts.decode_sample(b, [2], 3, layout_name=layout_name, unpack=unpackers[decoder])
-
-    fn = tf.function(decode, autograph=False) if graph else decode
+    fn = _malformed_decoder(layout_name, unpackers[decoder], graph)
     out = fn(tf.constant([good, good]))  # the good blob decodes
     assert out[layout.features_name(1)].shape == (2, 1, 2, 3)
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"memgraph_tf layout: " + message):
