@@ -1,6 +1,6 @@
 """Batch inference and neighbourhood export on Apache Beam (``pip install 'memgraph-tf[beam]'``):
-the same work as ``memgraph-tf classify``, spread over the workers of Flink, Spark, Dataflow or
-Beam's DirectRunner. See docs/scaling.md.
+the same work as ``memgraph-tf classify``, spread over the workers of a Dask cluster (Beam's
+DaskRunner), Flink, Spark, Dataflow or Beam's DirectRunner. See docs/scaling.md.
 
 Composable transforms (:mod:`memgraph_tf.beam.transforms`)::
 

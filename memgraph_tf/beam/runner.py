@@ -297,6 +297,11 @@ def classify_with_beam(
     from memgraph_tf.beam.transforms import ClassifyNodes
     from memgraph_tf.client.errors import ConfigurationError
 
+    if runner == "DaskRunner" and num_workers != 1:
+        raise ConfigurationError(
+            f"num_workers: not with the DaskRunner, got {num_workers} (the Dask cluster's workers "
+            "run the job: start them with `dask worker`)"
+        )
     if dask_address is not None:
         if runner != "DaskRunner":
             raise ConfigurationError(f"dask_address: only with the DaskRunner, not {runner}")

@@ -177,7 +177,9 @@ def test_an_invalid_node_fails_the_dask_job_naming_it_or_is_skipped(
     h.assert_same(got, {k: reference[k] for k in got})  # a blob without the bad node: the same
 
 
-def test_dask_command_line_refusals_are_one_line_with_exit_code_2(bolt_env, served, capsys):
+def test_dask_refusals_one_line_with_exit_code_2_on_the_command_line(
+    bolt_env, served, model, capsys
+):
     from memgraph_tf import cli
     from memgraph_tf.beam import run_classify_pipeline
 
@@ -206,6 +208,8 @@ def test_dask_command_line_refusals_are_one_line_with_exit_code_2(bolt_env, serv
             assert err[0].startswith("memgraph-tf classify: ") and re.search(message, err[0]), err
     finally:
         unregister_graph(spec)
+    with pytest.raises(ConfigurationError, match=r"^num_workers: not with the DaskRunner, got 2"):
+        classify_with_beam(GraphSpec(bolt_env.uri), model, runner="DaskRunner", num_workers=2)
 
 
 # ------------------------------------------------- what Beam's DaskRunner leaves out, pinned
