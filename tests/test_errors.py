@@ -230,3 +230,15 @@ def test_errors_module_imports_with_the_standard_library_alone():
         for m in loaded
         if m.startswith(("memgraph_tf.client", "memgraph_tf.serving", "memgraph_tf.ops"))
     ]
+
+
+def test_errors_with_fields_survive_pickling():
+    # distributed runners (Beam on Dask, Flink, Dataflow) pickle a worker's exception to report it
+    import pickle
+
+    from memgraph_tf.client.errors import InvalidNodeError
+
+    err = InvalidNodeError(42, "unknown node id 42", "batch 3: node 42: unknown node id 42")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is InvalidNodeError
+    assert (back.node_id, back.reason, str(back)) == (42, "unknown node id 42", str(err))

@@ -32,6 +32,8 @@ their message contains this module's message unchanged.
 
 from __future__ import annotations
 
+from typing import Any
+
 from memgraph_tf.errors import MemgraphTfError
 
 
@@ -96,6 +98,10 @@ class InvalidNodeError(GraphDataError):
         self.node_id = node_id
         self.reason = reason
         super().__init__(message or f"node {node_id}: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled by distributed runners (Beam workers): rebuild from the three arguments
+        return (type(self), (self.node_id, self.reason, str(self)))
 
 
 class KeysetPagingError(GraphDataError):
