@@ -510,6 +510,12 @@ def pack(sections: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -
             )
         seen.add(raw_name)
 
+    return _write(entries)
+
+
+def _write(entries: Sequence[tuple[bytes, str, list[int], bytes]]) -> bytes:
+    """The blob of checked ``(raw name, dtype, shape, payload)`` entries, in order: the header,
+    the section table, each payload at the next 8-byte boundary, zero padding."""
     header_end = HEADER_BYTES + SECTION_ENTRY_BYTES * len(entries)
     table = bytearray()
     offset = header_end
@@ -541,6 +547,73 @@ def pack(sections: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -
         out[offset : offset + len(payload)] = payload
         offset = _align(offset + len(payload))
     return bytes(out)
+
+
+def pack_bytes(sections: Mapping[str, Dense | Ragged]) -> bytes:
+    """``pack(sections)`` -- the same bytes -- for sections whose payloads are already encoded:
+    :class:`Dense` with a little-endian ``bytes`` payload of a fixed-width dtype, or
+    :class:`Ragged` of such values with ``array('q')`` row splits.
+
+    Checks what is cheap to check (names, dtypes, shapes, payload lengths, that row splits start
+    at 0 and end at the number of values) and raises :class:`BlobFormatError` as :func:`pack`
+    does; the values themselves (bools of 0/1, row splits non-decreasing) are the caller's
+    guarantee, for writers that make many small blobs of values they built themselves."""
+    entries: list[tuple[bytes, str, list[int], bytes]] = []
+
+    def add(name: str, value: Dense) -> None:
+        dt = _check_dtype_name(name, value.dtype)
+        shape = list(value.shape)
+        n = 1
+        for d in shape:
+            if d < 0:
+                raise BlobFormatError(f"section {name!r}: expected dims >= 0, got shape {shape}")
+            n *= d
+        payload = value.flat
+        if dt == "string" or not isinstance(payload, bytes) or len(payload) != n * ITEM_BYTES[dt]:
+            raise BlobFormatError(
+                f"section {name!r}: expected {n * ITEM_BYTES.get(dt, 0)} payload bytes for {dt} "
+                f"shape {shape}"
+            )
+        if len(shape) > MAX_RANK:
+            raise BlobFormatError(
+                f"section {name!r}: expected rank <= {MAX_RANK}, got {len(shape)}"
+            )
+        entries.append((_check_name(name), dt, shape, payload))
+
+    for name, value in sections.items():
+        if isinstance(value, Ragged):
+            add(name, value.values)
+            splits = value.row_splits
+            if (
+                not isinstance(splits, array.array)
+                or splits.typecode not in "ql"
+                or splits.itemsize != 8
+            ):
+                raise BlobFormatError(f"ragged {name!r}: expected int64 array row splits")
+            if (
+                not value.values.shape
+                or not splits
+                or splits[0] != 0
+                or (splits[-1] != value.values.shape[0])
+            ):
+                raise BlobFormatError(
+                    f"ragged {name!r}: expected row_splits starting at 0 and ending at the number "
+                    "of values"
+                )
+            splits_name = name + ROW_SPLITS_SUFFIX
+            add(
+                splits_name,
+                Dense(_encode_flat(splits_name, "int64", splits), [len(splits)], "int64"),
+            )
+        else:
+            add(name, value)
+    if len(entries) > MAX_SECTIONS:
+        raise BlobFormatError(f"sections: expected at most {MAX_SECTIONS}, got {len(entries)}")
+    if len({raw for raw, *_ in entries}) != len(entries):
+        raise BlobFormatError(
+            "sections: expected unique names (a Ragged NAME also writes NAME.row_splits)"
+        )
+    return _write(entries)
 
 
 def _check_row_splits_python(name: str, splits: Any, nvalues: int) -> None:

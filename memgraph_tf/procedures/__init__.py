@@ -93,24 +93,7 @@ def sample_per_node_blobs(
     fan = parse_fanouts(fanouts)
     core.check_names(properties)
     result = core.sample(access, keys, fan, properties, opts, per_row=True)
-    if opts.layout == "dense":  # every section is [n, ...]: build them once, cut one row per seed
-        sections = core.sample_sections(result, fan, opts, check_abort=access.check_abort)
-        return _rows_of(access, keys, sections)
-    rows = []
-    for i, key in enumerate(keys):
-        if i % 256 == 255:
-            access.check_abort()
-        rows.append((key, blob.pack(core.sample_sections(result, fan, opts, slice(i, i + 1)))))
-    return rows
-
-
-def _rows_of(
-    access: GraphAccess, keys: Sequence[int], sections: dict[str, Any]
-) -> list[tuple[int, bytes]]:
-    """``(key, blob)`` per row of the dense ``sections`` (each a :class:`blob.Dense` of
-    little-endian bytes with ``len(keys)`` rows): row i's blob is the sections cut to row i, which
-    is exactly what :func:`core.sample_sections` gives for ``slice(i, i + 1)``."""
-    return list(zip(keys, core.dense_row_blobs(sections, len(keys), access.check_abort)))
+    return list(zip(keys, core.sample_row_blobs(result, fan, opts, access.check_abort)))
 
 
 AccessFactory = Callable[[Options], ProcedureAccess]

@@ -353,7 +353,9 @@ def _row_bytes(table: FeatureTable) -> list[bytes]:
     """The little-endian bytes of each table row, in row order, then one row of zeros."""
     raw = _le(table.flat)
     size = table.width * table.flat.itemsize
-    rows = [raw[lo : lo + size] for lo in range(0, len(raw), size)] if size else []
+    if not size:
+        return [b""] * (len(table.row_of) + 1)
+    rows = [raw[lo : lo + size] for lo in range(0, len(raw), size)]
     rows.append(bytes(size))
     return rows
 
@@ -769,6 +771,7 @@ def sample_sections(
     options: Options,
     rows: slice | None = None,
     check_abort: Callable[[], None] = _no_check,
+    shared: TableBytes | None = None,
 ) -> dict[str, Any]:
     """Blob sections of a sample, exactly :func:`memgraph_tf.layout.sample_sections` for
     ``options.layout`` (names, order, dtypes, shapes with n = the number of seed rows). Dense: for
@@ -776,7 +779,9 @@ def sample_sections(
     [n, f1..fh] (h >= 1, when padding); compact/sparse: ``index_h`` and the table (see
     :func:`_compact_sections`); then ``labels`` int64 [n] when ``options.label_property``.
     ``rows`` restricts to some seed rows; ``check_abort`` is called every
-    :data:`_ITEMS_PER_CHECK` slots or table rows written (the access's ``check_abort``)."""
+    :data:`_ITEMS_PER_CHECK` slots or table rows written (the access's ``check_abort``);
+    ``shared`` (:func:`table_bytes` of ``result.table``) saves converting the table again when
+    several row ranges of one sample are written."""
     n_all = len(result.ids[0])
     start, stop, _ = (rows or slice(0, n_all)).indices(n_all)
     n = stop - start
@@ -784,9 +789,11 @@ def sample_sections(
     for f in fanouts:
         per_hop.append(per_hop[-1] * f)
     if options.layout != "dense":
-        return _compact_sections(result, fanouts, options, start, stop, per_hop, check_abort)
+        return _compact_sections(
+            result, fanouts, options, start, stop, per_hop, check_abort, shared
+        )
     sections: dict[str, Any] = {}
-    rows_bytes = None
+    rows_bytes = None if shared is None else shared.rows
     for sec in layout.sample_sections(
         fanouts,
         result.table.width,
@@ -824,6 +831,7 @@ def _compact_sections(
     stop: int,
     per_hop: list[int],
     check_abort: Callable[[], None] = _no_check,
+    shared: TableBytes | None = None,
 ) -> dict[str, Any]:
     """The compact/sparse sections of seed rows ``start:stop`` (memgraph_tf.layout,
     docs/blob-format.md section 8): ``index_h`` int32 (the table row of each slot, -1 where the mask
@@ -836,8 +844,7 @@ def _compact_sections(
     sparse form and reads back as 0.0), and ``table_ids`` by ``index_h`` its ``ids_h``."""
     table = result.table
     d = table.width
-    row_of: dict[int, int] = {}
-    order: list[int] = []
+    seen: dict[int, None] = {}
     sections: dict[str, Any] = {}
     specs = layout.sample_sections(
         fanouts,
@@ -848,43 +855,53 @@ def _compact_sections(
         batch=stop - start,
         layout=options.layout,
     )
-    for sec in specs:
-        if sec.role != "index":
-            continue
-        lo, hi = start * per_hop[sec.hop], stop * per_hop[sec.hop]
-        index = array.array(_INT32)
-        append = index.append
-        hop_ids, hop_mask = result.ids[sec.hop], result.masks[sec.hop]
-        for part in range(lo, hi, _ITEMS_PER_CHECK):
-            if part != lo:
-                check_abort()
-            end = min(hi, part + _ITEMS_PER_CHECK)
-            for key, valid in zip(hop_ids[part:end], hop_mask[part:end]):
-                if valid:
-                    r = row_of.get(key)
-                    if r is None:
-                        r = row_of[key] = len(order)
-                        order.append(key)
-                    append(r)
-                else:
-                    append(-1)
+    index_specs = [sec for sec in specs if sec.role == "index"]
+    spans = [(start * per_hop[sec.hop], stop * per_hop[sec.hop]) for sec in index_specs]
+    for sec, (lo, hi) in zip(index_specs, spans):  # the distinct keys, in order of first appearance
+        if hi - lo > _ITEMS_PER_CHECK:
+            check_abort()
+        seen.update(
+            dict.fromkeys(
+                itertools.compress(result.ids[sec.hop][lo:hi], result.masks[sec.hop][lo:hi])
+            )
+        )
+    order = list(seen)
+    row_of = dict(zip(order, range(len(order))))
+    for sec, (lo, hi) in zip(index_specs, spans):
+        hop_mask = result.masks[sec.hop][lo:hi]
+        rows = list(
+            map(row_of.__getitem__, itertools.compress(result.ids[sec.hop][lo:hi], hop_mask))
+        )
+        if len(rows) != hi - lo:  # padded slots: -1
+            at = iter(rows)
+            rows = [next(at) if valid else -1 for valid in hop_mask]
+        index = array.array(_INT32, rows)
         sections[sec.name] = blob.Dense(_le(index), list(sec.shape), sec.dtype)
     u = len(order)
     one_row = array.array("q", [0, u])
     sections[layout.TABLE_IDS] = blob.Ragged(
         blob.Dense(_le(array.array("q", order)), [u], "int64"), one_row
     )
-    feats = _gather(table, order, options.dtype, check_abort=check_abort)
+    if shared is None:
+        shared = table_bytes(table, options, check_abort)
+    picked = list(map(table.row_of.__getitem__, order))  # (every valid slot's key has a row)
     if options.layout == "compact":
-        sections[layout.TABLE] = blob.Ragged(blob.Dense(_le(feats), [u, d], options.dtype), one_row)
+        data = b"".join([shared.rows[r] for r in picked])
+        sections[layout.TABLE] = blob.Ragged(blob.Dense(data, [u, d], options.dtype), one_row)
     else:
-        columns, values, splits = _csr(feats, u, d, options.dtype, check_abort)
-        nnz = len(columns)
-        sections[layout.TABLE_COLUMNS] = blob.Ragged(
-            blob.Dense(_le(columns), [nnz], "int32"), splits
-        )
+        assert shared.csr is not None  # (made for the sparse layout)
+        col_bytes, value_bytes, bounds = shared.csr
+        size = array.array(_TYPECODE[options.dtype]).itemsize
+        col_size = array.array(_INT32).itemsize
+        spans = [(bounds[r], bounds[r + 1]) for r in picked]
+        columns = b"".join([col_bytes[lo * col_size : hi * col_size] for lo, hi in spans])
+        values = b"".join([value_bytes[lo * size : hi * size] for lo, hi in spans])
+        splits = array.array("q", [0])
+        splits.extend(itertools.accumulate(hi - lo for lo, hi in spans))
+        nnz = splits[-1]
+        sections[layout.TABLE_COLUMNS] = blob.Ragged(blob.Dense(columns, [nnz], "int32"), splits)
         sections[layout.TABLE_VALUES] = blob.Ragged(
-            blob.Dense(_le(values), [nnz], options.dtype), array.array("q", [0, nnz])
+            blob.Dense(values, [nnz], options.dtype), array.array("q", [0, nnz])
         )
     if options.label_property:
         labels = array.array("q", [table.labels[k] for k in result.ids[0][start:stop]])
@@ -922,6 +939,58 @@ def _csr(
                 values.append(v)
         splits.append(len(columns))
     return columns, values, splits
+
+
+class TableBytes(NamedTuple):
+    """A sample's feature table as the blob writes it: ``rows`` the little-endian bytes of each
+    table row, then a row of zeros (:func:`_row_bytes`); ``csr`` (sparse layout only) the whole
+    table's CSR form (:func:`_csr`): (column bytes int32, value bytes, row bounds), row r's
+    entries being ``bounds[r]:bounds[r + 1]``."""
+
+    rows: list[bytes]
+    csr: tuple[bytes, bytes, list[int]] | None
+
+
+def table_bytes(
+    table: FeatureTable, options: Options, check_abort: Callable[[], None] = _no_check
+) -> TableBytes:
+    """The table converted once for any number of row ranges (see :class:`TableBytes`): gathering
+    its rows (``rows``; the CSR rows for sparse) in a slot order gives exactly the bytes of
+    gathering the values first and converting them then, row by row."""
+    rows = _row_bytes(table)
+    if options.layout != "sparse":
+        return TableBytes(rows, None)
+    columns, values, splits = _csr(
+        table.flat, len(rows) - 1, table.width, options.dtype, check_abort
+    )
+    return TableBytes(rows, (_le(columns), _le(values), splits.tolist()))
+
+
+def sample_row_blobs(
+    result: Sample,
+    fanouts: Sequence[int],
+    options: Options,
+    check_abort: Callable[[], None] = _no_check,
+) -> list[bytes]:
+    """The blob of each seed row alone: row i's is ``blob.pack(sample_sections(result, fanouts,
+    options, slice(i, i + 1)))`` (``sample_per_node``), made with the table converted once
+    (:func:`table_bytes`) and, in the dense layout, from one packed template
+    (:func:`dense_row_blobs`). ``check_abort`` is called every 256 rows."""
+    n = len(result.ids[0])
+    shared = table_bytes(result.table, options, check_abort)
+    if options.layout == "dense":  # every section is [n, ...]: build them once, cut row by row
+        sections = sample_sections(result, fanouts, options, None, check_abort, shared)
+        return dense_row_blobs(sections, n, check_abort)
+    out = []
+    for i in range(n):
+        if i % 256 == 255:
+            check_abort()
+        out.append(
+            blob.pack_bytes(
+                sample_sections(result, fanouts, options, slice(i, i + 1), shared=shared)
+            )
+        )
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
