@@ -94,6 +94,8 @@ _TO_VERTEX = operator.methodcaller("to_vertex")
 _GET_ID = operator.methodcaller("get_id")
 _NOT_NONE = functools.partial(operator.is_not, None)
 _NO_ARGS = itertools.repeat(())
+_FEW_EDGES = 8
+"""Edges of a node read one by one before the C-level loops take over (:meth:`_read_keys`)."""
 
 
 def _handle_of(vertex: Any) -> Any:
@@ -233,14 +235,26 @@ class MgpGraphAccess:
         iterator ``edges`` to ``row``: C-level loops over repeated ``next()`` calls, in steps of at
         most the abort budget (a check every :data:`ABORT_CHECK_EVERY` edges), keeping no handle
         alive unless the vertices must be registered (no ``get_vertex_by_id`` to fetch them
-        later)."""
-        first = edges.get()
-        if first is None:
+        later); the first :data:`_FEW_EDGES` in a plain loop (cheaper for the many nodes with few
+        edges than setting up those loops)."""
+        before = len(row)
+        edge = edges.get()
+        if edge is None:
             return
-        stream = itertools.chain(
-            (first,), itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS))
-        )
         vertices = self._vertices
+        if vertices.lookup is not None:  # most nodes have few edges: those in a plain loop
+            step = edges.next
+            append = row.append
+            for _ in range(_FEW_EDGES):
+                append(other_end(edge).get_id())
+                edge = step()
+                if edge is None:
+                    self._spend(len(row) - before)
+                    return
+            self._spend(_FEW_EDGES)
+        stream = itertools.chain(
+            (edge,), itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS))
+        )
         while True:
             budget = self._budget
             before = len(row)
