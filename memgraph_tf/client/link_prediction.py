@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -545,11 +546,13 @@ def pair_sample_dataset(
             return text
         return _keep_pair_edges(source, model, text, names, props, call_opts, typed_names)
 
+    @tf.autograph.experimental.do_not_convert  # plain graph code: converting it costs seconds
     def fetch(batch: Any, index: Any) -> Any:
         text = tf.py_function(call, [batch, index], Tout=tf.string, name="sample_pairs")
         text.set_shape([])
         return text
 
+    @tf.autograph.experimental.do_not_convert
     def decode(text: Any) -> dict[str, Any]:
         out = dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
         for sec in sections:
@@ -625,14 +628,23 @@ def _link_inputs(model: LinkPredictor, batch: Mapping[str, Any]) -> dict[str, An
     return {k: batch[k] for k in model.input_names() if k in batch}
 
 
+_INFER_FNS: weakref.WeakKeyDictionary[LinkPredictor, Any] = weakref.WeakKeyDictionary()
+
+
 def _infer_fn(model: LinkPredictor) -> Any:
+    """One traced ``sigmoid(logits)`` per model (traced once, reused across calls)."""
     import tensorflow as tf
 
-    return tf.function(
-        lambda batch: tf.sigmoid(model(_link_inputs(model, batch), training=False)),
-        reduce_retracing=True,
-        autograph=False,
-    )
+    fn = _INFER_FNS.get(model)
+    if fn is None:
+        ref = weakref.ref(model)  # the cached function must not keep the model alive
+
+        @tf.function(reduce_retracing=True, autograph=False)
+        def fn(batch: Mapping[str, Any]) -> Any:
+            return tf.sigmoid(ref()(_link_inputs(ref(), batch), training=False))
+
+        _INFER_FNS[model] = fn
+    return fn
 
 
 def predict_links(
