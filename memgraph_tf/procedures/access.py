@@ -175,9 +175,10 @@ class MgpGraphAccess:
         return list(map(list, zip(*columns)))
 
     def _handle_getter(self) -> Any:
-        """key -> handle: the _mgp graph's ``get_vertex_by_id`` itself where keys are internal ids
-        (one call per key, none through the dict), else the registered handles."""
-        return self._vertices.lookup or self._vertices.__getitem__
+        """key -> handle: the registered handle (the resolved nodes: no ``_mgp`` call), else,
+        where keys are internal ids, the _mgp graph's ``get_vertex_by_id`` (one call, the handle
+        not kept)."""
+        return self._vertices.__getitem__
 
     def _spend(self, reads: int) -> None:
         """Counts ``reads`` (at most :data:`ABORT_CHECK_EVERY`) against the abort budget."""
@@ -494,13 +495,17 @@ class MgpGraphAccess:
     def _resolve_id(self, node_id: int, where: str) -> int:
         if self._id_property is None:
             if node_id not in self._vertices:
+                lookup = self._vertices.lookup  # the _mgp graph's, once the handles are known
                 try:
-                    vertex = self._graph.get_vertex_by_id(node_id)
+                    vertex = (lookup or self._graph.get_vertex_by_id)(node_id)
                 except IndexError:
                     raise NodeNotFoundError(
                         f"{where}: unknown node id {node_id} (no node has that internal id)"
                     ) from None
-                self._register(vertex)
+                if lookup is None:
+                    self._register(vertex)
+                else:  # a handle found by its internal id: that id is its key
+                    self._vertices[node_id] = vertex
             return node_id
         if self._index is None:
             self._index = self._build_index()

@@ -391,12 +391,14 @@ def test_a_procedure_that_checks_stops_at_the_timeout(tmp_path):
 
 # -- point 7: _mgp calls per sampled edge and per node read ------------------------------------
 
-# Measured at this commit on the star graph (tests/modules/_cases.py star_graph): 3.01 _mgp calls
-# per edge walked (next, to_vertex, get_id), 2.01 per node whose features a sample reads
-# (get_vertex_by_id, get_property) and 5.02 per node pack reads (mgp.py's get_vertex_by_id with
-# its validity check, then the handle's); the bounds keep 10 % headroom, so a change that makes
-# one more database call per edge or node fails here.
-PER_EDGE, PER_SAMPLED_NODE, PER_PACKED_NODE = 3.3, 2.2, 5.5
+# Measured on the star graph (tests/modules/_cases.py star_graph): 3.01 _mgp calls per edge walked
+# (next, to_vertex, get_id: the least the API allows -- an edge's other end is only reachable as a
+# vertex handle, and its id only through that handle), 2.01 per node whose features a sample reads
+# (get_vertex_by_id, get_property) and 2.02 per node pack reads (the _mgp graph's get_vertex_by_id
+# when the node is resolved, its handle kept for get_property; 5.02 before issue 26, which went
+# through mgp.py's get_vertex_by_id with its validity check, then fetched the handle again); the
+# bounds keep 10 % headroom, so a change that makes one more database call per edge or node fails.
+PER_EDGE, PER_SAMPLED_NODE, PER_PACKED_NODE = 3.3, 2.2, 2.2
 
 
 def _star(n):
@@ -425,4 +427,4 @@ def test_mgp_calls_per_sampled_edge_and_per_node_read():
     per_packed = (packs[big] - packs[small]) / 600
     assert 2.5 < per_edge <= PER_EDGE, per_edge
     assert 1.5 < per_node <= PER_SAMPLED_NODE, per_node
-    assert 4.0 < per_packed <= PER_PACKED_NODE, per_packed
+    assert 1.5 < per_packed <= PER_PACKED_NODE, per_packed
