@@ -167,6 +167,43 @@ def _seeds_per_s(
     return len(seeds) / (time.perf_counter() - t0), len(seeds) / (time.thread_time() - c0)
 
 
+def api_calls(
+    g: EmbeddedGraph,
+    proc: str,
+    seeds: list[int],
+    size: int,
+    fanouts: list[int],
+    props: list[str],
+    options: dict,
+) -> tuple[int, int, int, dict[str, int]]:
+    """(``_mgp`` calls, edges walked, nodes read, calls per method) of sampling ``seeds`` in calls
+    of ``size``, counted by the embedded runtime (``count_api_calls``; switched on for these calls
+    only). An edge walked is one ``from_vertex``/``to_vertex`` call (each edge read gives its other
+    end exactly once); a node read, one ``get_property`` call per property."""
+    runtime = g._runtime  # (the counting switch of this graph's runtime, for these calls only)
+    runtime.count_api_calls = True
+    by_method: dict[str, int] = {}
+    try:
+        for start in range(0, len(seeds), size):
+            g.call(proc, seeds[start : start + size], fanouts, props, options)
+            for method, calls in g.api_calls.items():
+                by_method[method] = by_method.get(method, 0) + calls
+    finally:
+        runtime.count_api_calls = False
+    edges = by_method.get("Edge.from_vertex", 0) + by_method.get("Edge.to_vertex", 0)
+    nodes = by_method.get("Vertex.get_property", 0) // max(1, len(props))
+    return sum(by_method.values()), edges, nodes, by_method
+
+
+def _calls_text(counted: tuple[int, int, int, dict[str, int]]) -> str:
+    total, edges, nodes, by_method = counted
+    top = sorted(by_method.items(), key=lambda item: -item[1])[:6]
+    return (
+        f"{total / max(1, edges):.2f} calls per edge walked ({total:,} calls, {edges:,} edges, "
+        f"{nodes:,} node reads; {', '.join(f'{m} {c:,}' for m, c in top)})"
+    )
+
+
 def bench_sample(
     n: int,
     seeds_count: int,
@@ -234,6 +271,14 @@ def bench_sample(
             f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
             f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
             f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))})"
+        )
+    count = min(len(seeds), 4 * batch)
+    for label, props in (("ids only", []), (f"{d}-d features", ["f"])):
+        old_calls = api_calls(g, base_proc, seeds[:count], batch, fanouts, props, opts)
+        new_calls = api_calls(g, "tf_features.sample", seeds[:count], batch, fanouts, props, opts)
+        print(
+            f"  _mgp calls, {label}, {count} seeds batched: baseline {_calls_text(old_calls)}; "
+            f"now {_calls_text(new_calls)}"
         )
     for label, proc, layout_name in [
         (f"{d}-d features, per node", "sample_per_node", "dense"),
