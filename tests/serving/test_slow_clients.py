@@ -159,6 +159,8 @@ class _BlockingModelServer:
     """Stands in for ModelServer: ``/block`` waits for ``release``; anything else is 200."""
 
     max_request_bytes = 1 << 20
+    metrics = None  # no metrics page and no access log, as ModelServer without either
+    access_log = False
 
     def __init__(self):
         self.release = threading.Event()
