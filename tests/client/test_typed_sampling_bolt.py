@@ -70,7 +70,15 @@ def test_the_same_typed_blobs_byte_for_byte(twin_shops):
 
 def test_the_same_schema(twin_shops):
     embedded, bolt = twin_shops
-    report = bolt.schema(PROPS)
+    # the ArcadeDB server is shared by the suite's modules: other modules' labels are there too
+    shop = set(PROPS)
+    full = bolt.schema(PROPS)
+    report = {
+        "labels": [e for e in full["labels"] if e["label"] in shop],
+        "relationships": [
+            r for r in full["relationships"] if r["source"] in shop and r["target"] in shop
+        ],
+    }
     assert report == embedded.schema(PROPS)
     assert {(r["source"], r["type"], r["target"]) for r in report["relationships"]} == {
         ("User", "BOUGHT", "Product"),
