@@ -54,15 +54,18 @@ class MemgraphLikeDriver:
     in-process graph the way Memgraph runs them -- the unchanged query module through ``mgp.py``;
     an exception it raises comes back as Memgraph's FAILURE, through the driver's own hydration --
     and whose other queries go to ``inner``, a real driver to a real Bolt server (ArcadeDB), when
-    given. ``calls`` keeps the text of every procedure call."""
+    given. ``calls`` keeps the text of every procedure call, ``modes`` how each was run
+    (``execute_read``, ``execute_write``, or ``run``: auto-commit)."""
 
     def __init__(self, graph: EmbeddedGraph, inner: Any = None, database: str | None = None):
         self.graph, self.inner, self.database = graph, inner, database
         self.procedures = EmbeddedSource(graph)
         self.calls: list[str] = []
+        self.modes: list[str] = []
 
-    def answer(self, query: str, parameters: dict[str, Any]) -> list[_Record]:
+    def answer(self, query: str, parameters: dict[str, Any], mode: str = "run") -> list[_Record]:
         self.calls.append(query)
+        self.modes.append(mode)
         if "mg.procedures" in query:
             return [_Record(name=name) for name in self.graph.procedures()]
         try:
@@ -92,12 +95,12 @@ class MemgraphLikeDriver:
 
 
 class _Tx:
-    def __init__(self, driver: MemgraphLikeDriver, inner: Any) -> None:
-        self.driver, self.inner = driver, inner
+    def __init__(self, driver: MemgraphLikeDriver, inner: Any, mode: str) -> None:
+        self.driver, self.inner, self.mode = driver, inner, mode
 
     def run(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
         if _PROCEDURE_CALL.match(query):
-            return self.driver.answer(query, dict(parameters or {}))
+            return self.driver.answer(query, dict(parameters or {}), self.mode)
         return self.inner.run(query, parameters)
 
 
@@ -113,8 +116,8 @@ class _Session:
 
     def _execute(self, how: str, work: Any) -> Any:
         if self.inner is None:
-            return work(_Tx(self.driver, None))
-        return getattr(self.inner, how)(lambda tx: work(_Tx(self.driver, tx)))
+            return work(_Tx(self.driver, None, how))
+        return getattr(self.inner, how)(lambda tx: work(_Tx(self.driver, tx, how)))
 
     def execute_read(self, work: Any) -> Any:
         return self._execute("execute_read", work)

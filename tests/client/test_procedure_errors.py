@@ -72,14 +72,51 @@ def case_graph() -> EmbeddedGraph:
     return g
 
 
+def typed_case_graph() -> EmbeddedGraph:
+    """A small shop for the typed procedures (internal id = index)::
+
+        (:User)-[:BOUGHT]->(:Product)-[:IN]->(:Category)      (:User)-[:FOLLOWS]->(:User)
+
+    Users 0..3 (ids 1..4; 3 bought nothing); products 4 (id 10) and 5 (id 11, a ``g`` of another
+    width, bought by no one), 6 (id 'x', bought by user 1), 7 and 8 (both id 12, bought by user
+    2); category 9 (of product 4). User 0 follows every other user."""
+    g = EmbeddedGraph()
+    nodes = [
+        (["User"], {"id": 1, "f": [1.0, 2.0]}),
+        (["User"], {"id": 2, "f": [3.0, 4.0]}),
+        (["User"], {"id": 3, "f": [5.0, 6.0]}),
+        (["User"], {"id": 4, "f": [7.0, 8.0]}),
+        (["Product"], {"id": 10, "g": [1.0]}),
+        (["Product"], {"id": 11, "g": [2.0, 3.0]}),
+        (["Product"], {"id": "x", "g": [1.0]}),
+        (["Product"], {"id": 12, "g": [1.0]}),
+        (["Product"], {"id": 12, "g": [1.0]}),
+        (["Category"], {"id": 20}),
+    ]
+    for labels, props in nodes:
+        g.add_node(labels, props)
+    edges = [(0, 4, "BOUGHT"), (1, 6, "BOUGHT"), (2, 7, "BOUGHT"), (2, 8, "BOUGHT"), (4, 9, "IN")]
+    edges += [(0, 1, "FOLLOWS"), (0, 2, "FOLLOWS"), (0, 3, "FOLLOWS")]
+    for a, b, rel_type in edges:
+        g.add_edge(a, b, rel_type)
+    return g
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
-    call: str  # pack, sample, sample_per_node, describe
+    call: str  # pack, sample, sample_per_node, describe; on the typed graph: TYPED_CALLS
     args: tuple
     match: str  # what the message must say (the node, argument, property at fault)
 
 
+TYPED_CALLS = ("sample_typed", "schema", "sample_pairs", "split_edges")
+
+
 ID = {"id_property": "id"}
+USER = {"label": "User"}
+PAIRS = {"source_label": "User"}
+BOUGHT = "(:User)-[:BOUGHT]->(:Product)"
+FOLLOWS = "(:User)-[:FOLLOWS]-(:User)"
 CASES = {
     "unknown internal id": Case(
         "pack", ([999], ["f"], {}), r"^nodes\[0\]: unknown node id 999 \(no node has that "
@@ -184,17 +221,141 @@ CASES = {
     "a blob over max_blob_bytes": Case(
         "pack", ([0, 1], ["f"], {"max_blob_bytes": 64}), r"^max_blob_bytes: the blob would hold "
     ),
+    # -- the typed procedures (issue 24), on typed_case_graph()
+    "sample_typed: no seed label": Case(
+        "sample_typed", ([0], {BOUGHT: [1]}, None, {}), r"^options\.label: expected the seed label"
+    ),
+    "sample_typed: a bad split_property": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "split_property": ""}),
+        r"^options\.split_property: expected a property name \(a non-empty string\), got ",
+    ),
+    "sample_typed: a bad exclude_splits": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "exclude_splits": ["val", 3]}),
+        r"^options\.exclude_splits: expected a list of split names .*, got list \['val', 3\]$",
+    ),
+    "sample_typed: fanouts that are no list": Case(
+        "sample_typed",
+        ([0], {BOUGHT: 2}, None, USER),
+        r"^num_neighbors\['\(:User\)-\[:BOUGHT\]->\(:Product\)'\]: expected a list of fanouts ",
+    ),
+    "sample_typed: a label key that is empty": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, {"": ["f"]}, USER),
+        r"^properties: expected label names as keys, got ''$",
+    ),
+    "sample_typed: a label without slots": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, {"Category": ["f"]}, USER),
+        r"^properties: label 'Category' has no slots in this sampling spec \(labels with slots: "
+        r"'User', 'Product'\)$",
+    ),
+    "sample_typed: a label's names that are no list": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, {"User": "f"}, USER),
+        r"^properties\['User'\]: expected a list of property names, got str 'f'$",
+    ),
+    "sample_typed: a seed of another label": Case(
+        "sample_typed",
+        ([0, 4], {BOUGHT: [1]}, None, USER),
+        r"^seeds\[1\]: node 4 is not a :User node \(the seed label, options\.label\)$",
+    ),
+    "sample_typed: a neighbour whose id is not an integer": Case(
+        "sample_typed",
+        ([2], {BOUGHT: [1]}, None, {**USER, **ID}),
+        r"^node 6 \(:Product\) property 'id' \(options\.id_property\): expected an integer id, "
+        r"got str 'x'$",
+    ),
+    "sample_typed: two neighbours with one id": Case(
+        "sample_typed",
+        ([3], {BOUGHT: [2]}, None, {**USER, **ID}),
+        r"^options\.id_property: expected unique ids within a label, got id = 12 on the :Product "
+        r"nodes with internal ids 7 and 8$",
+    ),
+    "sample_typed: no node of a label met or having the properties": Case(
+        "sample_typed",
+        ([3], {BOUGHT: [1]}, {"Product": ["nope"]}, USER),
+        r"^properties: expected a node having all of \['nope'\], got no :Product node with all ",
+    ),
+    "schema: an unknown label": Case(
+        "schema",
+        ({"Shop": ["f"]}, None),
+        r"^properties: unknown label 'Shop' \(the graph has 'Category', 'Product', 'User'\)$",
+    ),
+    "schema: a property of another width": Case(
+        "schema",
+        ({"Product": ["g"]}, None),
+        r"^node 5 \(:Product\) property 'g': expected a list of 1 ",
+    ),
+    # -- link prediction (issue 25)
+    "split_edges: an unknown option": Case(
+        "split_edges",
+        (BOUGHT, {"seed": 1, "negatives": 2}),
+        r"^options: unknown option 'negatives' for tf_features\.split_edges \(allowed: ",
+    ),
+    "split_edges: no seed": Case(
+        "split_edges", (BOUGHT, {}), r"^options\.seed: expected an integer \(the split is drawn "
+    ),
+    "split_edges: a fraction out of range": Case(
+        "split_edges",
+        (BOUGHT, {"seed": 1, "val_fraction": 1.5}),
+        r"^options\.val_fraction: expected a fraction from 0 to 1, got float 1\.5$",
+    ),
+    "split_edges: fractions over 1": Case(
+        "split_edges",
+        (BOUGHT, {"seed": 1, "val_fraction": 0.6, "test_fraction": 0.5}),
+        r"^options\.val_fraction \+ options\.test_fraction: expected at most 1, got 0\.6 \+ 0\.5$",
+    ),
+    "split_edges: a bad split_property": Case(
+        "split_edges",
+        (BOUGHT, {"seed": 1, "split_property": ""}),
+        r"^options\.split_property: expected a property name, got ",
+    ),
+    "split_edges: a pattern that is no edge step": Case(
+        "split_edges", ("User-BOUGHT->Product", {"seed": 1}), r"^pattern: edge step: expected a "
+    ),
+    "split_edges: a pattern the graph has no relationships of": Case(
+        "split_edges",
+        ("(:User)-[:LIKES]->(:Product)", {"seed": 1}),
+        r"^pattern: \(:User\)-\[:LIKES\]->\(:Product\): the graph has no such relationships ",
+    ),
+    "sample_pairs: no source label": Case(
+        "sample_pairs",
+        ([0], [1], {FOLLOWS: [1]}, None, {}),
+        r"^options\.source_label: expected a label \(a non-empty string: the label of the pairs' "
+        r"sources\), got ",
+    ),
+    "sample_pairs: negatives out of range": Case(
+        "sample_pairs",
+        ([0], [1], {FOLLOWS: [1]}, None, {**PAIRS, "negatives": -1}),
+        r"^options\.negatives: expected the number of negatives per pair, an integer from 0 to ",
+    ),
+    "sample_pairs: fewer targets than sources": Case(
+        "sample_pairs",
+        ([0, 1], [2], {FOLLOWS: [1]}, None, PAIRS),
+        r"^targets: expected one target per source \(2\), got 1$",
+    ),
+    "sample_pairs: a source joined to every target": Case(
+        "sample_pairs",
+        ([0], [1], {FOLLOWS: [1]}, None, {**PAIRS, "negatives": 1}),
+        r"^options\.negatives: sources\[0\]: node 0 \(:User\) is joined to every :User node ",
+    ),
 }
 
 # Raise sites no call through Memgraph can reach: Memgraph checks each argument against the
-# declared type before the call (module.hpp ValidateArguments: nodes, seeds, fanouts and
-# properties are lists, options a map or null), and a Memgraph integer is an int64, far inside
-# float range.
+# declared type before the call (module.hpp ValidateArguments; query_modules/tf_features.py:
+# nodes, seeds, sources, targets, fanouts and pack's properties are lists, options and the typed
+# procedures' properties a map or null, pattern a string), and a Memgraph integer is an int64, far
+# inside float range. (check_names' "expected a list" is reached: a typed properties map's value.)
 UNREACHABLE = {
     ("access.py", "resolve", "expected a list of nodes or integer ids"),
-    ("core.py", "check_names", "expected a list of property names"),
     ("options.py", "parse_options", "options: expected a map"),
     ("core.py", "_raise_bad_value", "expected a number in float range"),
+    ("typed.py", "parse_typed_call", "options: expected a map"),
+    ("typed.py", "parse_properties", "properties: expected a map of label"),
+    ("pairs.py", "split_edges", "options: expected a map"),
+    ("pairs.py", "_parse_pair_options", "options: expected a map"),
 }
 
 
@@ -204,13 +365,18 @@ def _call(source: Any, case: Case) -> Any:
         "sample": source.sample_blob,
         "sample_per_node": source.sample_blobs_per_node,
         "describe": source.describe,
+        "sample_typed": source.sample_typed,
+        "schema": source.schema,
+        "sample_pairs": source.sample_pairs,
+        "split_edges": source.split_edges,  # a write procedure: a write transaction over Bolt
     }[case.call]
     return method(*case.args)
 
 
 @pytest.fixture(scope="module")
-def graph():
-    return case_graph()
+def graphs():
+    """The plain case graph and the typed one (for TYPED_CALLS)."""
+    return {"plain": case_graph(), "typed": typed_case_graph()}
 
 
 @pytest.fixture(scope="module")
@@ -221,9 +387,10 @@ def raised_at():
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_procedure_error_is_the_same_client_error_over_bolt_and_embedded(
-    name, graph, raised_at
+    name, graphs, raised_at
 ):
     case = CASES[name]
+    graph = graphs["typed" if case.call in TYPED_CALLS else "plain"]
     driver = MemgraphLikeDriver(graph)
     bolt = BoltSource(driver, uri=URI, database=None)
     with pytest.raises(GraphDataError) as embedded_error:
@@ -244,6 +411,9 @@ def test_every_procedure_error_is_the_same_client_error_over_bolt_and_embedded(
     assert server.message.startswith(f"tf_features.{case.call}: Traceback (most recent call")
     assert server.message.endswith(f": {message}\n")
     assert "PROCEDURE MEMORY LIMIT 1024 MB YIELD" in driver.calls[-1]
+    # split_edges, a write procedure, in a write transaction (BoltSource.write); the rest read
+    write = case.call == "split_edges"
+    assert driver.modes[-1] == ("execute_write" if write else "execute_read"), driver.modes
     raised = embedded_error.value.__cause__.__cause__
     last = traceback.extract_tb(raised.__traceback__)[-1]
     raised_at[name] = (pathlib.Path(last.filename).name, last.name, last.lineno)
