@@ -18,7 +18,6 @@ neighbour features before multiplying by ``W_neigh`` -- the same function, far f
 from __future__ import annotations
 
 import logging
-import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -26,7 +25,6 @@ from typing import Any, NamedTuple
 import keras
 import numpy as np
 import tensorflow as tf
-from tqdm.auto import tqdm
 
 from memgraph_tf import layout
 from memgraph_tf.client.errors import ConfigurationError
@@ -41,6 +39,7 @@ from memgraph_tf.client.pipeline import (
     unique_rows,
 )
 from memgraph_tf.client.sources import GraphSource
+from memgraph_tf.client.steps import fit_steps
 
 logger = logging.getLogger(__name__)
 
@@ -776,73 +775,29 @@ def train_graphsage(
         def val_step(batch: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
             return tf.nn.softmax(_logits(model, batch, rows, training=False)), batch["labels"]
 
-    history: dict[str, list[float]] = {
-        "step": [],
-        "loss": [],
-        "train_accuracy": [],
-        "eval_step": [],
-        "val_accuracy": [],
-        "wait_s": [],
-        "step_s": [],
-        "eval_s": [],
-        "elapsed_s": [],
-    }
-    best_acc, best_step, best_weights = None, 0, None
-    started = time.monotonic()
-    bar = tqdm(total=steps, unit="step", desc="train", disable=not progress)
-    batches = iter(train_ds.take(steps))
-    for step in range(1, steps + 1):
-        t0 = time.perf_counter()
-        batch = next(batches, None)
-        if batch is None:
-            break
-        t1 = time.perf_counter()
-        _check_labels(batch["labels"].numpy(), num_classes)
-        loss, acc = train_step(batch)
-        loss, acc = float(loss), float(acc)
-        history["wait_s"].append(t1 - t0)
-        history["step_s"].append(time.perf_counter() - t1)
-        history["step"].append(step)
-        history["loss"].append(loss)
-        history["train_accuracy"].append(acc)
-        bar.update(1)
-        bar.set_postfix(
-            loss=f"{loss:.3f}",
-            train=f"{acc:.2f}",
-            val="-" if not history["val_accuracy"] else f"{history['val_accuracy'][-1]:.3f}",
-            refresh=False,
-        )
-        if val_ds is not None and (step % eval_every == 0 or step == steps):
-            t0 = time.perf_counter()
-            parts, label_parts = [], []
-            for val_batch in val_ds:
-                probs, labels = val_step(val_batch)
-                parts.append(probs.numpy())
-                label_parts.append(labels.numpy())
-            mean = _average_draws(parts, eval_draws, len(val_ids))
-            truth = np.concatenate(label_parts)[: len(val_ids)]
-            val = float(np.mean(np.argmax(mean, axis=1) == truth))
-            history["eval_step"].append(step)
-            history["val_accuracy"].append(val)
-            history["eval_s"].append(time.perf_counter() - t0)
-            history["elapsed_s"].append(time.monotonic() - started)
-            logger.info("step %d: loss %.4f train acc %.3f val acc %.3f", step, loss, acc, val)
-            if best_acc is None or val > best_acc:
-                best_acc, best_step, best_weights = val, step, model.get_weights()
-            elif step - best_step >= patience:
-                logger.info(
-                    "early stop at step %d (best val acc %.3f at step %d)",
-                    step,
-                    best_acc,
-                    best_step,
-                )
-                break
-    bar.close()
-    if best_weights is not None:
-        model.set_weights(best_weights)
-    else:
-        best_step = len(history["step"])
-    logger.info("trained %d steps in %.1f s", len(history["step"]), time.monotonic() - started)
+    def val_accuracy() -> dict[str, float]:
+        parts, label_parts = [], []
+        for val_batch in val_ds:
+            probs, labels = val_step(val_batch)
+            parts.append(probs.numpy())
+            label_parts.append(labels.numpy())
+        mean = _average_draws(parts, eval_draws, len(val_ids))
+        truth = np.concatenate(label_parts)[: len(val_ids)]
+        return {"val_accuracy": float(np.mean(np.argmax(mean, axis=1) == truth))}
+
+    history, best_step, best_acc = fit_steps(
+        model,
+        train_ds.take(steps),
+        steps=steps,
+        train_step=train_step,
+        evaluate=val_accuracy if val_ds is not None else None,
+        metric="val_accuracy",
+        metric_keys=("val_accuracy",),
+        eval_every=eval_every,
+        patience=patience,
+        progress=progress,
+        check_batch=lambda batch: _check_labels(batch["labels"].numpy(), num_classes),
+    )
     return TrainResult(model, history, best_step, best_acc, feature_cache)
 
 

@@ -35,7 +35,6 @@ row's own relationships from both neighbourhoods. Binary cross-entropy on the ro
 from __future__ import annotations
 
 import logging
-import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -846,9 +845,9 @@ def train_link_predictor(
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
     import tensorflow as tf
-    from tqdm.auto import tqdm
 
     from memgraph_tf.client.graphsage import _labels_options, _positive_int
+    from memgraph_tf.client.steps import fit_steps
     from memgraph_tf.client.typed_graphsage import _spec, _typed_properties, typed_feature_widths
 
     steps = _positive_int("steps", steps)
@@ -971,68 +970,27 @@ def train_link_predictor(
         if seed is not None:
             val_ds = val_ds.cache()  # the same validation neighbourhoods at every evaluation
 
-    history: dict[str, list[float]] = {
-        k: []
-        for k in (
-            "step",
-            "loss",
-            "train_accuracy",
-            "wait_s",
-            "step_s",
-            "eval_step",
-            "val_auc",
-            "val_ap",
-            "eval_s",
-            "elapsed_s",
-        )
-    }
-    best_auc, best_step, best_weights = None, 0, None
-    started = time.monotonic()
-    bar = tqdm(total=steps, unit="step", desc="train", disable=not progress)
-    batches = iter(train_ds.take(steps))
-    for step in range(1, steps + 1):
-        t0 = time.perf_counter()
-        batch = next(batches, None)
-        if batch is None:
-            break
-        t1 = time.perf_counter()
-        loss, acc = train_step(batch)
-        loss, acc = float(loss), float(acc)
-        history["wait_s"].append(t1 - t0)
-        history["step_s"].append(time.perf_counter() - t1)
-        history["step"].append(step)
-        history["loss"].append(loss)
-        history["train_accuracy"].append(acc)
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss:.3f}", train=f"{acc:.2f}", refresh=False)
-        if val_ds is not None and (step % eval_every == 0 or step == steps):
-            t0 = time.perf_counter()
-            parts = [infer(b).numpy() for b in val_ds]
-            probs = np.concatenate(parts).astype(np.float64)
-            probs = probs.reshape(eval_draws, len(val_pairs)).mean(axis=0)
-            auc, ap = roc_auc(val_labels, probs), average_precision(val_labels, probs)
-            history["eval_step"].append(step)
-            history["val_auc"].append(auc)
-            history["val_ap"].append(ap)
-            history["eval_s"].append(time.perf_counter() - t0)
-            history["elapsed_s"].append(time.monotonic() - started)
-            logger.info("step %d: loss %.4f val auc %.4f ap %.4f", step, loss, auc, ap)
-            if best_auc is None or auc > best_auc:
-                best_auc, best_step, best_weights = auc, step, model.get_weights()
-            elif step - best_step >= patience:
-                logger.info(
-                    "early stop at step %d (best val auc %.4f at step %d)",
-                    step,
-                    best_auc,
-                    best_step,
-                )
-                break
-    bar.close()
-    if best_weights is not None:
-        model.set_weights(best_weights)
-    else:
-        best_step = len(history["step"])
-    logger.info("trained %d steps in %.1f s", len(history["step"]), time.monotonic() - started)
+    def val_figures() -> dict[str, float]:
+        parts = [infer(b).numpy() for b in val_ds]
+        probs = np.concatenate(parts).astype(np.float64)
+        probs = probs.reshape(eval_draws, len(val_pairs)).mean(axis=0)
+        return {
+            "val_auc": roc_auc(val_labels, probs),
+            "val_ap": average_precision(val_labels, probs),
+        }
+
+    history, best_step, best_auc = fit_steps(
+        model,
+        train_ds.take(steps),
+        steps=steps,
+        train_step=train_step,
+        evaluate=val_figures if val_ds is not None else None,
+        metric="val_auc",
+        metric_keys=("val_auc", "val_ap"),
+        eval_every=eval_every,
+        patience=patience,
+        progress=progress,
+    )
     return LinkTrainResult(
         model, history, best_step, best_auc, dict(feature_caches) if feature_caches else None
     )

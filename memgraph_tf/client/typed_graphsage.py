@@ -22,7 +22,6 @@ on the seed's representation; the output is logits ``[B, classes]``.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -618,7 +617,6 @@ def train_typed_graphsage(
     ``0..num_classes-1`` (``num_classes`` default: ``tf_features.describe``'s over the
     ``seed_label`` nodes, at least 2). A homogeneous graph is the one-label, one-step case."""
     import tensorflow as tf
-    from tqdm.auto import tqdm
 
     from memgraph_tf.client.graphsage import (
         TrainResult,
@@ -628,6 +626,7 @@ def train_typed_graphsage(
         _labels_options,
         _positive_int,
     )
+    from memgraph_tf.client.steps import fit_steps
 
     steps = _positive_int("steps", steps)
     eval_every = _positive_int("eval_every", eval_every)
@@ -725,69 +724,27 @@ def train_typed_graphsage(
             logits = model(_inputs(model, batch), training=False)
             return tf.nn.softmax(logits), batch["labels"]
 
-    history: dict[str, list[float]] = {
-        k: []
-        for k in (
-            "step",
-            "loss",
-            "train_accuracy",
-            "eval_step",
-            "val_accuracy",
-            "wait_s",
-            "step_s",
-            "eval_s",
-            "elapsed_s",
-        )
-    }
-    best_acc, best_step, best_weights = None, 0, None
-    started = time.monotonic()
-    bar = tqdm(total=steps, unit="step", desc="train", disable=not progress)
-    batches = iter(train_ds.take(steps))
-    for step in range(1, steps + 1):
-        t0 = time.perf_counter()
-        batch = next(batches, None)
-        if batch is None:
-            break
-        t1 = time.perf_counter()
-        _check_labels(batch["labels"].numpy(), num_classes)
-        loss, acc = train_step(batch)
-        loss, acc = float(loss), float(acc)
-        history["wait_s"].append(t1 - t0)
-        history["step_s"].append(time.perf_counter() - t1)
-        history["step"].append(step)
-        history["loss"].append(loss)
-        history["train_accuracy"].append(acc)
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss:.3f}", train=f"{acc:.2f}", refresh=False)
-        if val_ds is not None and (step % eval_every == 0 or step == steps):
-            t0 = time.perf_counter()
-            parts, label_parts = [], []
-            for val_batch in val_ds:
-                probs, labels = val_step(val_batch)
-                parts.append(probs.numpy())
-                label_parts.append(labels.numpy())
-            mean = _average_draws(parts, eval_draws, len(val_ids))
-            truth = np.concatenate(label_parts)[: len(val_ids)]
-            val = float(np.mean(np.argmax(mean, axis=1) == truth))
-            history["eval_step"].append(step)
-            history["val_accuracy"].append(val)
-            history["eval_s"].append(time.perf_counter() - t0)
-            history["elapsed_s"].append(time.monotonic() - started)
-            logger.info("step %d: loss %.4f train acc %.3f val acc %.3f", step, loss, acc, val)
-            if best_acc is None or val > best_acc:
-                best_acc, best_step, best_weights = val, step, model.get_weights()
-            elif step - best_step >= patience:
-                logger.info(
-                    "early stop at step %d (best val acc %.3f at step %d)",
-                    step,
-                    best_acc,
-                    best_step,
-                )
-                break
-    bar.close()
-    if best_weights is not None:
-        model.set_weights(best_weights)
-    else:
-        best_step = len(history["step"])
-    logger.info("trained %d steps in %.1f s", len(history["step"]), time.monotonic() - started)
+    def val_accuracy() -> dict[str, float]:
+        parts, label_parts = [], []
+        for val_batch in val_ds:
+            probs, labels = val_step(val_batch)
+            parts.append(probs.numpy())
+            label_parts.append(labels.numpy())
+        mean = _average_draws(parts, eval_draws, len(val_ids))
+        truth = np.concatenate(label_parts)[: len(val_ids)]
+        return {"val_accuracy": float(np.mean(np.argmax(mean, axis=1) == truth))}
+
+    history, best_step, best_acc = fit_steps(
+        model,
+        train_ds.take(steps),
+        steps=steps,
+        train_step=train_step,
+        evaluate=val_accuracy if val_ds is not None else None,
+        metric="val_accuracy",
+        metric_keys=("val_accuracy",),
+        eval_every=eval_every,
+        patience=patience,
+        progress=progress,
+        check_batch=lambda batch: _check_labels(batch["labels"].numpy(), num_classes),
+    )
     return TrainResult(model, history, best_step, best_acc, None)

@@ -213,7 +213,7 @@ def test_training_traces_nothing_after_the_first_evaluation(
             if record.getMessage().startswith("step "):
                 at_evaluation.append(traced[0])
 
-    logger = logging.getLogger("memgraph_tf.client.graphsage")
+    logger = logging.getLogger("memgraph_tf.client.steps")  # the trainers' one loop logs here
     handler, level = Snapshot(logging.INFO), logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
