@@ -775,6 +775,43 @@ def train_graphsage(
         def val_step(batch: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
             return tf.nn.softmax(_logits(model, batch, rows, training=False)), batch["labels"]
 
+    history, best_step, best_acc = _fit_classifier(
+        model,
+        train_ds.take(steps),
+        train_step,
+        val_ds,
+        val_step,
+        val_ids,
+        steps=steps,
+        eval_draws=eval_draws,
+        eval_every=eval_every,
+        patience=patience,
+        progress=progress,
+        num_classes=num_classes,
+    )
+    return TrainResult(model, history, best_step, best_acc, feature_cache)
+
+
+def _fit_classifier(
+    model: keras.Model,
+    batches: Any,
+    train_step: Any,
+    val_ds: Any,
+    val_step: Any,
+    val_ids: Any,
+    *,
+    steps: int,
+    eval_draws: int,
+    eval_every: int,
+    patience: int,
+    progress: bool,
+    num_classes: int,
+) -> tuple[dict[str, list[float]], int, float | None]:
+    """:func:`~memgraph_tf.client.steps.fit_steps` for a node classifier: every batch's labels
+    checked against ``num_classes``; validation accuracy (``val_step`` over ``val_ds``: softmax and
+    labels, ``eval_draws`` passes over ``val_ids`` averaged) as the metric; none when ``val_ds`` is
+    None."""
+
     def val_accuracy() -> dict[str, float]:
         parts, label_parts = [], []
         for val_batch in val_ds:
@@ -785,9 +822,9 @@ def train_graphsage(
         truth = np.concatenate(label_parts)[: len(val_ids)]
         return {"val_accuracy": float(np.mean(np.argmax(mean, axis=1) == truth))}
 
-    history, best_step, best_acc = fit_steps(
+    return fit_steps(
         model,
-        train_ds.take(steps),
+        batches,
         steps=steps,
         train_step=train_step,
         evaluate=val_accuracy if val_ds is not None else None,
@@ -798,7 +835,6 @@ def train_graphsage(
         progress=progress,
         check_batch=lambda batch: _check_labels(batch["labels"].numpy(), num_classes),
     )
-    return TrainResult(model, history, best_step, best_acc, feature_cache)
 
 
 def _check_labels(labels: np.ndarray, num_classes: int) -> None:

@@ -45,7 +45,7 @@ import numpy as np
 from memgraph_tf import layout
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.typed_graphsage import TypedGraphSAGE
-from memgraph_tf.typed_sampling import TypedSamplingSpec
+from memgraph_tf.typed_sampling import TypedSamplingSpec, features_name
 
 __all__ = [
     "SCORERS",
@@ -562,7 +562,7 @@ def pair_sample_dataset(
             cache = caches.get(label)
             if cache is not None and model.feature_dims.get(label):
                 hop = sec.hop
-                out[prefix + _features_name(hop, label)] = cache.gather(out[sec.name])
+                out[prefix + features_name(hop, label)] = cache.gather(out[sec.name])
         return out
 
     ds = tf.data.Dataset.from_tensor_slices(pairs)
@@ -577,12 +577,6 @@ def pair_sample_dataset(
     ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
     ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
     return ds.prefetch(tf.data.AUTOTUNE)
-
-
-def _features_name(hop: int, label: str) -> str:
-    from memgraph_tf.typed_sampling import features_name
-
-    return features_name(hop, label)
 
 
 def _table_label(ids_section: str) -> str:

@@ -620,13 +620,11 @@ def train_typed_graphsage(
 
     from memgraph_tf.client.graphsage import (
         TrainResult,
-        _average_draws,
-        _check_labels,
+        _fit_classifier,
         _infer_num_classes,
         _labels_options,
         _positive_int,
     )
-    from memgraph_tf.client.steps import fit_steps
 
     steps = _positive_int("steps", steps)
     eval_every = _positive_int("eval_every", eval_every)
@@ -724,27 +722,18 @@ def train_typed_graphsage(
             logits = model(_inputs(model, batch), training=False)
             return tf.nn.softmax(logits), batch["labels"]
 
-    def val_accuracy() -> dict[str, float]:
-        parts, label_parts = [], []
-        for val_batch in val_ds:
-            probs, labels = val_step(val_batch)
-            parts.append(probs.numpy())
-            label_parts.append(labels.numpy())
-        mean = _average_draws(parts, eval_draws, len(val_ids))
-        truth = np.concatenate(label_parts)[: len(val_ids)]
-        return {"val_accuracy": float(np.mean(np.argmax(mean, axis=1) == truth))}
-
-    history, best_step, best_acc = fit_steps(
+    history, best_step, best_acc = _fit_classifier(
         model,
         train_ds.take(steps),
+        train_step,
+        val_ds,
+        val_step,
+        val_ids,
         steps=steps,
-        train_step=train_step,
-        evaluate=val_accuracy if val_ds is not None else None,
-        metric="val_accuracy",
-        metric_keys=("val_accuracy",),
+        eval_draws=eval_draws,
         eval_every=eval_every,
         patience=patience,
         progress=progress,
-        check_batch=lambda batch: _check_labels(batch["labels"].numpy(), num_classes),
+        num_classes=num_classes,
     )
     return TrainResult(model, history, best_step, best_acc, None)
