@@ -33,21 +33,35 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
   one's tensors (in the graph). The table's rows are the sampled nodes in order of first
   appearance (hop 0, then hop 1, ..., each hop row-major); a row is written once even when it is
   reached many times.
-* **typed sample** (``tf_features.sample_typed``, dense): the slot tables of a
-  :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec` (``spec.layout()``). For each table
-  ``(h, label)`` in layout order (hop by hop, labels in order of first appearance):
-  ``ids_h{h}_{label}`` int64 ``[n, slots]`` (the node keys, :data:`PAD_ID` where padded),
-  ``features_h{h}_{label}`` ``[n, slots, width(label)]`` in the feature dtype (only for a label
-  given feature properties),
-  ``mask_h{h}_{label}`` bool ``[n, slots]`` (``h >= 1``); then ``labels`` int64 ``[n]`` with
-  ``options.label_property``. The features and mask sections are named exactly as the typed
-  model's inputs (:func:`memgraph_tf.typed_sampling.features_name` / ``mask_name``), so a decoded
-  blob is the model's input dict. See :func:`typed_sample_sections`.
+* **typed sample** (``tf_features.sample_typed``): the slot tables of a
+  :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec` (``spec.layout()``), ``options.layout``
+  (:data:`LAYOUTS`) choosing how, as for ``sample``:
+
+  - ``dense``: for each table ``(h, label)`` in layout order (hop by hop, labels in order of
+    first appearance): ``ids_h{h}_{label}`` int64 ``[n, slots]`` (the node keys, :data:`PAD_ID`
+    where padded), ``features_h{h}_{label}`` ``[n, slots, width(label)]`` in the feature dtype
+    (only for a label given feature properties), ``mask_h{h}_{label}`` bool ``[n, slots]``
+    (``h >= 1``); then ``labels`` int64 ``[n]`` with ``options.label_property``. The features
+    and mask sections are named exactly as the typed model's inputs
+    (:func:`memgraph_tf.typed_sampling.features_name` / ``mask_name``), so a decoded blob is the
+    model's input dict.
+  - ``compact`` / ``sparse``: one feature table *per label* (each distinct node of that label
+    once): ``index_h{h}_{label}`` int32 ``[n, slots]`` per slot table in layout order (the row
+    of the slot's node in its label's table, ``-1`` where padded); then per label in order of
+    first appearance the ``sample`` layout's table sections suffixed ``_{label}``:
+    ``table_ids_{label}`` and, for a label with features, ``table_{label}`` (compact) or
+    ``table_columns_{label}`` / ``table_values_{label}`` (sparse), each a ragged pair; then
+    ``labels``. A label's table rows are its nodes in order of first appearance over its slot
+    tables (layout order, each row-major).
+
+  See :func:`typed_sample_sections`; :func:`memgraph_tf.ops.layouts.decode_typed_sample` turns
+  any of them into the dense layout's tensors.
 * **pair sample** (``tf_features.sample_pairs``): ``n`` rows, one per (source, target) pair (the
   given pairs, then the drawn negatives): the typed sections of the sources' spec, each name
   prefixed :data:`PAIR_SOURCE_PREFIX` (``src.``), then those of the targets' spec prefixed
   :data:`PAIR_TARGET_PREFIX` (``dst.``), then :data:`PAIR_LABELS` int64 ``[n]`` (1 for a given
-  pair, 0 for a drawn negative). See :func:`pair_sample_sections`.
+  pair, 0 for a drawn negative); in any typed layout (``options.layout``; compact/sparse: each
+  endpoint its own per-label tables). See :func:`pair_sample_sections`.
 """
 
 from __future__ import annotations
@@ -98,7 +112,9 @@ __all__ = [
     "row_splits_name",
     "sample_sections",
     "typed_ids_name",
+    "typed_index_name",
     "typed_sample_sections",
+    "typed_table_name",
 ]
 
 PAD_ID = -1
@@ -154,16 +170,18 @@ SPLITS = ("train", "val", "test")
 """The values ``tf_features.split_edges`` writes (issue 25: the GAE protocol's edge split)."""
 SPLIT_OPTIONS = ("exclude_splits", "split_property")
 """Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
-SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("seed",) + SPLIT_OPTIONS
-"""Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); the typed
-sampler always draws distinct neighbours without replacement and pads (no ``replace``,
-``low_degree``, ``direction``, ``edge_types``: the spec says which relationships, which way)."""
+SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("layout", "seed") + SPLIT_OPTIONS
+"""Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one
+of :data:`LAYOUTS`; the typed sampler always draws distinct neighbours without replacement and
+pads (no ``replace``, ``low_degree``, ``direction``, ``edge_types``: the spec says which
+relationships, which way)."""
 SCHEMA_OPTIONS = ("dtype",)
 """Options of ``tf_features.schema``."""
 SAMPLE_PAIRS_OPTIONS = (
     "allow_non_finite",
     "dtype",
     "id_property",
+    "layout",
     "max_blob_bytes",
     "negatives",
     "seed",
@@ -228,13 +246,15 @@ class Section(NamedTuple):
     the table's ``u``, is ``-1``, or None when ``batch`` is None); ``role`` is one of ``ids``,
     ``features``, ``mask``, ``labels``, ``string`` and, in the compact/sparse layouts, ``index``,
     ``table_ids``, ``table``, ``columns``, ``values``, ``row_splits``; ``hop`` is ``h`` for the
-    per-hop sections of a sample layout, else None."""
+    per-hop sections of a sample layout, else None; ``label`` is the node label of a typed
+    sample's per-label section (its slot table or feature table), else None."""
 
     name: str
     dtype: str
     shape: tuple
     role: str
     hop: int | None = None
+    label: str | None = None
 
     def to_map(self) -> dict:
         """``{"name", "dtype", "shape"}`` as ``tf_features.describe`` reports it (shape as a
@@ -415,6 +435,24 @@ def typed_ids_name(hop: int, label: str) -> str:
     return f"ids_h{_hop(hop)}_{label}"
 
 
+def typed_index_name(hop: int, label: str) -> str:
+    """The compact/sparse typed sample section of table ``(hop, label)``'s feature-table rows:
+    ``index_h{hop}_{label}``."""
+    return f"index_h{_hop(hop)}_{label}"
+
+
+def typed_table_name(name: str, label: str) -> str:
+    """A compact/sparse typed sample's per-label table section: ``name`` (:data:`TABLE_IDS`,
+    :data:`TABLE`, :data:`TABLE_COLUMNS` or :data:`TABLE_VALUES`) then ``_{label}``, e.g.
+    ``table_ids_Product``."""
+    if name not in (TABLE_IDS, TABLE, TABLE_COLUMNS, TABLE_VALUES):
+        raise ValueError(
+            f"name: expected one of {TABLE_IDS!r}, {TABLE!r}, {TABLE_COLUMNS!r}, {TABLE_VALUES!r}, "
+            f"got {name!r}"
+        )
+    return f"{name}_{label}"
+
+
 def typed_sample_sections(
     spec: TypedSamplingSpec,
     widths: Mapping[str, int],
@@ -422,22 +460,26 @@ def typed_sample_sections(
     *,
     labels: bool = False,
     batch: int | None = -1,
+    layout: str = "dense",
 ) -> list[Section]:
     """The sections of a ``tf_features.sample_typed`` blob, in blob order (module docstring).
 
     ``spec``: the sampling spec (its :meth:`~memgraph_tf.typed_sampling.TypedSamplingSpec.layout`
     fixes the tables); ``widths``: the feature width per label (absent or 0: the label has no
-    features and no ``features_*`` section); ``dtype``, ``labels``, ``batch`` as in
-    :func:`sample_sections`. ``Section.hop`` is the table's hop.
+    features and no ``features_*`` / feature-table section); ``dtype``, ``labels``, ``batch``,
+    ``layout`` (:data:`LAYOUTS`, ``options.layout``) as in :func:`sample_sections`.
+    ``Section.hop`` is the slot table's hop, ``Section.label`` the label of a per-label section.
 
-    Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes; the
+    Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes (a length
+    that varies from blob to blob reads ``-1``, None when ``batch`` is None); the dense
     ``features_*``/``mask_*`` names are the typed model's input names; a bad width, a width for a
-    label without slots, or a section name longer than the blob format allows raises ValueError
-    naming the label.
+    label without slots, two sections named alike, or a section name longer than the blob format
+    allows raises ValueError naming the label or section.
     """
-    from memgraph_tf import blob, typed_sampling  # (stdlib only, shipped beside this module)
+    from memgraph_tf import typed_sampling  # (stdlib only, shipped beside this module)
 
     _check(None, 0, dtype, batch)
+    layout = _layout(layout)
     slot_layout = spec.layout()
     known = spec.labels()
     for label, width in widths.items():
@@ -454,23 +496,52 @@ def typed_sample_sections(
     for h, table in enumerate(slot_layout.tables):
         for label, slots in table.items():
             shape = (batch, slots)
-            out.append(Section(typed_ids_name(h, label), "int64", shape, "ids", h))
+            if layout != "dense":
+                out.append(Section(typed_index_name(h, label), "int32", shape, "index", h, label))
+                continue
+            out.append(Section(typed_ids_name(h, label), "int64", shape, "ids", h, label))
             width = widths.get(label, 0)
             if width:
                 name = typed_sampling.features_name(h, label)
-                out.append(Section(name, dtype, shape + (width,), "features", h))
+                out.append(Section(name, dtype, shape + (width,), "features", h, label))
             if h:
-                out.append(Section(typed_sampling.mask_name(h, label), "bool", shape, "mask", h))
+                name = typed_sampling.mask_name(h, label)
+                out.append(Section(name, "bool", shape, "mask", h, label))
+    if layout != "dense":
+        for label in known:  # one table per label, labels in order of first appearance
+            table_sections = _ragged(TABLE_IDS, "int64", (), "table_ids", batch)
+            width = widths.get(label, 0)
+            if width:
+                table_sections += _table_sections(width, dtype, batch, layout)
+            for sec in table_sections:
+                base = sec.name.removesuffix(ROW_SPLITS_SUFFIX)
+                name = typed_table_name(base, label) + sec.name[len(base) :]
+                out.append(sec._replace(name=name, label=label))
     if labels:
         out.append(Section(LABELS, "int64", (batch,), "labels"))
-    for sec in out:
-        if len(sec.name.encode("utf-8")) > blob.MAX_NAME_BYTES:
+    _check_names(out, layout)
+    return out
+
+
+def _check_names(sections: Sequence[Section], layout: str) -> None:
+    """ValueError for a name over the blob format's limit or two sections named alike."""
+    from memgraph_tf import blob  # (stdlib only, shipped beside this module)
+
+    seen: dict[str, Section] = {}
+    for sec in sections:
+        size = len(sec.name.encode("utf-8"))
+        if size > blob.MAX_NAME_BYTES:
+            shorter = "" if layout == "dense" else " (or the dense layout, whose names are shorter)"
             raise ValueError(
                 f"section {sec.name!r}: expected a name of at most {blob.MAX_NAME_BYTES} bytes "
-                f"(docs/blob-format.md), got {len(sec.name.encode('utf-8'))}: use a shorter label "
-                "name"
+                f"(docs/blob-format.md), got {size}: use a shorter label name{shorter}"
             )
-    return out
+        other = seen.setdefault(sec.name, sec)
+        if other is not sec:
+            raise ValueError(
+                f"section {sec.name!r}: expected unique section names, got it for the labels "
+                f"{other.label!r} and {sec.label!r}: rename a label or use the dense layout"
+            )
 
 
 PAIR_SOURCE_PREFIX = "src."
@@ -488,30 +559,25 @@ def pair_sample_sections(
     dtype: str = "float32",
     *,
     batch: int | None = -1,
+    layout: str = "dense",
 ) -> list[Section]:
     """The sections of a ``tf_features.sample_pairs`` blob, in blob order (module docstring):
     :func:`typed_sample_sections` of ``source_spec`` (seed label: the source label) prefixed
     :data:`PAIR_SOURCE_PREFIX`, of ``target_spec`` prefixed :data:`PAIR_TARGET_PREFIX`, then
     :data:`PAIR_LABELS`. ``widths``: the feature width per label (a label without slots in one
-    spec is ignored for that spec); ``dtype``, ``batch`` as in :func:`sample_sections`.
+    spec is ignored for that spec); ``dtype``, ``batch``, ``layout`` as in
+    :func:`typed_sample_sections` (compact/sparse: each endpoint has its own per-label tables).
 
     Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes; stripping
-    a prefix gives the typed model's input names for that endpoint; a name longer than the blob
-    format allows raises ValueError naming the section."""
-    from memgraph_tf import blob  # (stdlib only, shipped beside this module)
-
+    a prefix gives that endpoint's :func:`typed_sample_sections` (in the dense layout the typed
+    model's input names); a name longer than the blob format allows raises ValueError naming the
+    section."""
     out: list[Section] = []
     for prefix, spec in ((PAIR_SOURCE_PREFIX, source_spec), (PAIR_TARGET_PREFIX, target_spec)):
         labels = spec.labels()
         own = {label: w for label, w in widths.items() if label in labels}
-        for sec in typed_sample_sections(spec, own, dtype, batch=batch):
+        for sec in typed_sample_sections(spec, own, dtype, batch=batch, layout=layout):
             out.append(sec._replace(name=prefix + sec.name))
     out.append(Section(PAIR_LABELS, "int64", (batch,), "pair_labels"))
-    for sec in out:
-        if len(sec.name.encode("utf-8")) > blob.MAX_NAME_BYTES:
-            raise ValueError(
-                f"section {sec.name!r}: expected a name of at most {blob.MAX_NAME_BYTES} bytes "
-                f"(docs/blob-format.md), got {len(sec.name.encode('utf-8'))}: use a shorter label "
-                "name"
-            )
+    _check_names(out, layout)
     return out

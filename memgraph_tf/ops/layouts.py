@@ -24,16 +24,16 @@ client pipeline (:func:`memgraph_tf.client.pipeline.sample_dataset`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from memgraph_tf import blob, layout
+from memgraph_tf import blob, layout, typed_sampling
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["decode_sample", "zero_node_blob"]
+__all__ = ["decode_sample", "decode_typed_sample", "zero_node_blob", "zero_typed_node_blob"]
 
 
 def _unpacker(unpack: Callable[..., list[Any]] | None) -> Callable[..., list[Any]]:
@@ -183,6 +183,29 @@ def _pick(values: Any, at: Any) -> Any:
     return tf.gather(tf.concat([values, tf.zeros([1], values.dtype)], 0), at)
 
 
+class _Slots(NamedTuple):
+    """One per-hop index section and the dense sections it expands to (None: not asked for)."""
+
+    index: str
+    features: str | None
+    ids: str | None
+    mask: str | None
+
+
+class _TableNames(NamedTuple):
+    """The sections of one feature table: its node keys, and its rows (compact) or CSR parts."""
+
+    table_ids: str
+    table: str
+    columns: str
+    values: str
+
+
+_HOMOGENEOUS = _TableNames(
+    layout.TABLE_IDS, layout.TABLE, layout.TABLE_COLUMNS, layout.TABLE_VALUES
+)
+
+
 def _gather_layout(
     decoded: dict[str, Any],
     fanouts: list[int],
@@ -193,19 +216,45 @@ def _gather_layout(
     features: bool,
     ids: bool,
 ) -> dict[str, Any]:
+    """The homogeneous layout's expansion: one table, ``index_h`` for h = 0..K."""
+    slots = [
+        _Slots(
+            layout.index_name(h),
+            layout.features_name(h) if features else None,
+            layout.ids_name(h) if ids else None,
+            layout.mask_name(h) if pad and h else None,
+        )
+        for h in range(len(fanouts) + 1)
+    ]
+    return _expand(decoded, _HOMOGENEOUS, slots, width, layout_name, features, ids)
+
+
+def _expand(
+    decoded: dict[str, Any],
+    names: _TableNames,
+    slots: Sequence[_Slots],
+    width: int,
+    layout_name: str,
+    features: bool,
+    ids: bool,
+) -> dict[str, Any]:
+    """The one graph-side expansion of a compact/sparse feature table (``names``, decoded from a
+    vector of blobs) and its index sections (``slots``) into the dense sections: checks the
+    layout rules (docs/blob-format.md section 8), concatenates the blobs' tables (a CSR one
+    densified) and gathers every slot's row (a zero row, ``PAD_ID`` and mask false for ``-1``).
+    With ``features`` false the table's extent comes from its ``table_ids``."""
     import tensorflow as tf
 
-    hops = len(fanouts)
     checks = []
     table = None
     dense = None
     if features and layout_name == "compact":
-        rt = decoded[layout.TABLE]
+        rt = decoded[names.table]
         starts, sizes = _one_row_spans(rt)
         table = _Table(starts, sizes, tf.shape(rt.flat_values, out_type=tf.int64)[0])
         dense = rt.flat_values
     elif features:
-        cols, vals = decoded[layout.TABLE_COLUMNS], decoded[layout.TABLE_VALUES]
+        cols, vals = decoded[names.columns], decoded[names.values]
         starts = cols.row_splits[:-1]
         sizes = cols.row_splits[1:] - starts
         table = _Table(starts, sizes, cols.row_splits[-1])
@@ -218,8 +267,8 @@ def _gather_layout(
                 tf.logical_not(tf.reduce_any(bad)),
                 "blob ",
                 b,
-                f" section {layout.TABLE_VALUES}: "
-                f"expected as many values as {layout.TABLE_COLUMNS} has columns, ",
+                f" section {names.values}: "
+                f"expected as many values as {names.columns} has columns, ",
                 _pick(nnz, b),
                 ", got ",
                 _pick(vnnz, b),
@@ -242,7 +291,7 @@ def _gather_layout(
                     tf.logical_not(tf.reduce_any(mask)),
                     "blob ",
                     blob_at,
-                    f" section {layout.TABLE_COLUMNS}: expected {what} (d = {width}), got ",
+                    f" section {names.columns}: expected {what} (d = {width}), got ",
                     _pick(column, at),
                     " in table row ",
                     _pick(row, at) - _pick(starts, blob_at),
@@ -252,8 +301,8 @@ def _gather_layout(
             indices = tf.stack([row, tf.cast(column, tf.int64)], axis=1)
             dense = tf.scatter_nd(indices, vals.flat_values, tf.stack([table.rows + 1, width]))
     id_rows = None
-    if ids:
-        rt = decoded[layout.TABLE_IDS]
+    if ids or not features:
+        rt = decoded[names.table_ids]
         id_starts, id_sizes = _one_row_spans(rt)
         id_rows = rt.flat_values
         if table is None:
@@ -266,15 +315,15 @@ def _gather_layout(
                     tf.logical_not(tf.reduce_any(bad)),
                     "blob ",
                     b,
-                    f" section {layout.TABLE_IDS}: expected one id per table row, ",
+                    f" section {names.table_ids}: expected one id per table row, ",
                     _pick(table.sizes, b),
                     ", got ",
                     _pick(id_sizes, b),
                 )
             )
     out: dict[str, Any] = {}
-    for h in range(hops + 1):
-        name = layout.index_name(h)
+    for slot in slots:
+        name = slot.index
         index = tf.cast(decoded[name], tf.int64)  # [B, n, f1..fh]
         flat = tf.reshape(index, [tf.shape(index)[0], -1])
         bad = (flat < -1) | (flat >= table.sizes[:, None])
@@ -296,13 +345,114 @@ def _gather_layout(
             extra = [1] * (index.shape.rank - 1)
             shifted = index + tf.reshape(table.starts, [-1] + extra)
             rows = tf.where(index >= 0, shifted, table.rows)  # -1 -> the zero row after the tables
-            if features:
+            if slot.features is not None and dense is not None:
                 padded = tf.concat([dense, tf.zeros([1, width], dense.dtype)], 0)
-                out[layout.features_name(h)] = tf.gather(padded, rows)
-            if ids:
-                out[layout.ids_name(h)] = tf.gather(tf.concat([id_rows, [layout.PAD_ID]], 0), rows)
-            if pad and h:
-                out[layout.mask_name(h)] = index >= 0
+                out[slot.features] = tf.gather(padded, rows)
+            if slot.ids is not None:
+                out[slot.ids] = tf.gather(tf.concat([id_rows, [layout.PAD_ID]], 0), rows)
+            if slot.mask is not None:
+                out[slot.mask] = index >= 0
+    return out
+
+
+def decode_typed_sample(
+    blobs: Any,
+    spec: Any,
+    widths: Mapping[str, int],
+    dtype: str = "float32",
+    *,
+    layout_name: str = "dense",
+    ids: bool = False,
+    labels: bool = False,
+    prefix: str = "",
+    unpack: Callable[..., list[Any]] | None = None,
+    encoding: str = "raw",
+) -> dict[str, Any]:
+    """Decodes typed sample blobs (``tf_features.sample_typed``) written in ``layout_name`` into
+    the typed dense layout's tensors -- the typed model's inputs by name.
+
+    ``blobs``: a scalar string tensor (one blob of ``n`` seeds) or a vector of blobs; ``spec``
+    (:class:`~memgraph_tf.typed_sampling.TypedSamplingSpec`), ``widths`` (feature width per
+    label; 0 or absent: none) and ``dtype`` describe how they were sampled; ``ids`` asks for the
+    ``ids_h*`` sections, ``labels`` for ``labels`` (``options.label_property`` was set);
+    ``prefix``: the sections' name prefix (a pair blob's ``src.`` / ``dst.``: one endpoint of
+    ``tf_features.sample_pairs``; ``labels`` must then be false); ``unpack``, ``encoding`` as
+    in :func:`decode_sample`.
+
+    Guarantees: returns, unprefixed, ``features_h{h}_{label}`` (labels with features),
+    ``mask_h{h}_{label}`` (h >= 1), with ``ids`` ``ids_h{h}_{label}`` and with ``labels``
+    ``labels``, each ``[n, slots, ...]`` (a leading ``[batch]`` for a vector of blobs): exactly
+    what decoding the dense layout of the same sample gives. Compact and sparse tables are
+    expanded by the same graph-side code as :func:`decode_sample`'s, one table per label, with
+    its checks and messages (naming the blob and the typed section). Only stock TensorFlow ops
+    are added to ``unpack``'s."""
+    import tensorflow as tf
+
+    if prefix and labels:
+        raise ValueError(f"labels: expected false with a prefix ({prefix!r}: a pair blob's half)")
+    widths = {label: int(w) for label, w in widths.items() if int(w)}
+    all_sections = layout.typed_sample_sections(
+        spec, widths, dtype, labels=labels, batch=None, layout=layout_name
+    )
+    fn = _unpacker(unpack)
+    blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
+    if layout_name == "dense":
+        wanted = [s for s in all_sections if s.role != "ids" or ids]
+        tensors = fn(
+            blobs,
+            [prefix + s.name for s in wanted],
+            [s.dtype for s in wanted],
+            shapes=[list(s.shape) for s in wanted],
+            encoding=encoding,
+        )
+        return dict(zip([s.name for s in wanted], tensors))
+    scalar = blobs.shape.rank == 0
+    vec = tf.reshape(blobs, [1]) if scalar else blobs
+    wanted = [
+        s
+        for s in all_sections
+        if s.role in ("index", "labels", "table", "columns", "values")
+        or (s.role == "table_ids" and (ids or not widths.get(s.label or "")))
+    ]
+    names = [s.name for s in wanted]
+    ragged = [n for n in layout.ragged_names(all_sections) if n in names]
+    decoded = dict(
+        zip(
+            names,
+            fn(
+                vec,
+                [prefix + n for n in names],
+                [s.dtype for s in wanted],
+                ragged=[prefix + n for n in ragged],
+                shapes=[list(s.shape) for s in wanted],
+                encoding=encoding,
+            ),
+        )
+    )
+    out: dict[str, Any] = {}
+    for label in spec.labels():
+        width = widths.get(label, 0)
+        table_names = _TableNames(
+            *(
+                layout.typed_table_name(n, label)
+                for n in (layout.TABLE_IDS, layout.TABLE, layout.TABLE_COLUMNS, layout.TABLE_VALUES)
+            )
+        )
+        slots = [
+            _Slots(
+                s.name,
+                typed_sampling.features_name(s.hop, label) if width else None,
+                layout.typed_ids_name(s.hop, label) if ids else None,
+                typed_sampling.mask_name(s.hop, label) if s.hop else None,
+            )
+            for s in all_sections
+            if s.role == "index" and s.label == label
+        ]
+        out.update(_expand(decoded, table_names, slots, width, layout_name, bool(width), ids))
+    if labels:
+        out[layout.LABELS] = decoded[layout.LABELS]
+    if scalar:
+        out = {k: v[0] for k, v in out.items()}
     return out
 
 
@@ -338,6 +488,39 @@ def zero_node_blob(
             out[s.name] = blob.Ragged(np.zeros([1, width], dtype), [0, 1])
         elif s.role == "columns":
             out[s.name] = blob.Ragged(np.zeros([0], np.int32), [0, 0])
+        elif s.role == "values":
+            out[s.name] = blob.Ragged(np.zeros([0], dtype), [0, 0])
+    return blob.pack(out)
+
+
+def zero_typed_node_blob(
+    spec: Any, widths: Mapping[str, int], dtype: str = "float32", *, layout_name: str = "dense"
+) -> bytes:
+    """The blob ``tf_features.sample_typed`` would write, in ``layout_name``, for one seed with
+    key 0, zero features and no neighbours (every slot but the seed's padded): a valid input for
+    a typed bundle's warmup requests.
+
+    Guarantees: the sections, dtypes and shapes of
+    :func:`memgraph_tf.layout.typed_sample_sections` with n = 1 and no labels;
+    :func:`decode_typed_sample` of it gives zero features and false masks."""
+    widths = {label: int(w) for label, w in widths.items() if int(w)}
+    sections = layout.typed_sample_sections(spec, widths, dtype, batch=1, layout=layout_name)
+    seed = spec.seed_label
+    out: dict[str, Any] = {}
+    for s in sections:
+        rows = 1 if s.label == seed else 0  # the compact/sparse table rows: the seed's alone
+        if s.role in ("ids", "index"):
+            out[s.name] = np.full(s.shape, 0 if s.hop == 0 else layout.PAD_ID, dtype=s.dtype)
+        elif s.role == "features":
+            out[s.name] = np.zeros(s.shape, dtype=s.dtype)
+        elif s.role == "mask":
+            out[s.name] = np.zeros(s.shape, dtype=bool)
+        elif s.role == "table_ids":
+            out[s.name] = blob.Ragged(np.zeros([rows], np.int64), [0, rows])
+        elif s.role == "table":
+            out[s.name] = blob.Ragged(np.zeros([rows, widths[s.label]], dtype), [0, rows])
+        elif s.role == "columns":
+            out[s.name] = blob.Ragged(np.zeros([0], np.int32), [0] * (rows + 1))
         elif s.role == "values":
             out[s.name] = blob.Ragged(np.zeros([0], dtype), [0, 0])
     return blob.pack(out)

@@ -62,10 +62,12 @@ from memgraph_tf.procedures.typed import (
     _draw,
     _feature_tables,
     _Keys,
+    _nnz_counts,
     _no_relationships,
     _Role,
     _role_sections,
     _seed_columns,
+    _table_counts,
     parse_properties,
     parse_spec,
     parse_split_filter,
@@ -387,10 +389,15 @@ def sample_pairs(
     _seed_columns(nav, keys, names_of, opts, pair.source_label, s_int[0], columns_of, widths)
     _seed_columns(nav, keys, names_of, opts, pair.target_label, t_int[0], columns_of, widths)
     slots = src_spec.layout().slots + dst_spec.layout().slots
+    prefixes = (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
+    roles: list[_Role] = []
 
-    def check(phase: str) -> None:
-        sections = layout.pair_sample_sections(src_spec, dst_spec, widths, opts.dtype, batch=n)
-        _check_size(sections, n, slots, widths, opts, phase, what="pair")
+    def check(phase: str, nnz_of: Mapping[str, int] | None = None) -> None:
+        sections = layout.pair_sample_sections(
+            src_spec, dst_spec, widths, opts.dtype, batch=n, layout=opts.layout
+        )
+        rows_of = _table_counts(roles, prefixes) if roles else None
+        _check_size(sections, n, slots, widths, opts, phase, "pair", rows_of=rows_of, nnz_of=nnz_of)
 
     check("before")
     sources_of_rows, targets_of_rows = list(s_int), list(t_int)
@@ -409,7 +416,6 @@ def sample_pairs(
         sources_of_rows += [s for s in s_int for _ in range(pair.negatives)]
         targets_of_rows += drawn
     avoid = list(zip(sources_of_rows, targets_of_rows))
-    roles = []
     for spec, rows, label in (
         (src_spec, sources_of_rows, pair.source_label),
         (dst_spec, targets_of_rows, pair.target_label),
@@ -423,8 +429,10 @@ def sample_pairs(
     tables_of = _feature_tables(
         graph, nav, keys, names_of, opts, roles, columns_of, widths, lambda: check("after")
     )
-    sections: dict[str, blob.Dense] = {}
-    for role, prefix in zip(roles, (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)):
+    if opts.layout == "sparse":  # its size is known once the values are read
+        check("after", _nnz_counts(roles, tables_of, prefixes))
+    sections: dict[str, Any] = {}
+    for role, prefix in zip(roles, prefixes):
         sections.update(
             _role_sections(role, keys, tables_of, widths, opts, nav.check_abort, prefix)
         )

@@ -2,7 +2,8 @@
 ``tf_features.schema`` (issue 24), stdlib only.
 
 ``sample_typed`` samples the slot tables of a :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec`
-and writes the typed dense layout of :func:`memgraph_tf.layout.typed_sample_sections`. The rules:
+and writes the typed layout (``options.layout``: dense, compact or sparse; the same draws in each)
+of :func:`memgraph_tf.layout.typed_sample_sections`. The rules:
 
 * a step's neighbours of a node are the *distinct* nodes with the step's right label one
   relationship of the step's type away in the step's direction (``both``: either way), sorted by
@@ -24,7 +25,9 @@ and writes the typed dense layout of :func:`memgraph_tf.layout.typed_sample_sect
   property).
 
 The blob is checked against ``options.max_blob_bytes`` before anything is sampled (with the widths
-known by then: a lower bound) and exactly after sampling, before any feature is read.
+known by then: a lower bound) and exactly after sampling, before any feature is read (sparse: with
+its non-zero entries as a lower bound then, and exactly once the distinct nodes' features are
+read, before the blob is built).
 """
 
 from __future__ import annotations
@@ -305,14 +308,39 @@ class _Keys:
             of[internal] = key
 
 
-def _sizes(sections: Sequence[layout.Section]) -> int:
+def _sizes(
+    sections: Sequence[layout.Section],
+    rows_of: Mapping[str, int] | None = None,
+    nnz_of: Mapping[str, int] | None = None,
+) -> int:
+    """The blob size of ``sections``; a length that varies (``-1``: a compact/sparse table's)
+    is taken from ``rows_of`` (table rows per section label) and ``nnz_of`` (non-zero entries per
+    label), 0 where they do not say: a lower bound."""
     payloads = []
     for sec in sections:
         elements = 1
         for d in sec.shape:
+            if d == -1:
+                owner = _owner(sec)
+                u = (rows_of or {}).get(owner, 0)
+                if sec.role == "row_splits":  # (only the CSR splits vary: u + 1)
+                    d = u + 1
+                elif sec.role in ("columns", "values"):
+                    d = (nnz_of or {}).get(owner, 0)
+                else:
+                    d = u
             elements *= d
         payloads.append(elements * blob.ITEM_BYTES[sec.dtype])
     return limits._total(payloads)  # (the one home of the blob-size rule)
+
+
+def _owner(sec: layout.Section) -> str:
+    """The key of a per-label table section in the counts of :func:`_sizes`: its label, prefixed
+    with its pair prefix in a pair blob."""
+    for prefix in (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX):
+        if sec.name.startswith(prefix):
+            return prefix + (sec.label or "")
+    return sec.label or ""
 
 
 def _check_size(
@@ -323,8 +351,10 @@ def _check_size(
     options: Options,
     phase: str,
     what: str = "seed",
+    rows_of: Mapping[str, int] | None = None,
+    nnz_of: Mapping[str, int] | None = None,
 ) -> None:
-    size = _sizes(sections)
+    size = _sizes(sections, rows_of, nnz_of)
     if size <= options.max_blob_bytes:
         return
     shown = ", ".join(f"{label} {w}" for label, w in widths.items()) or "none"
@@ -409,6 +439,17 @@ class _Role:
         """``widths`` restricted to the labels with slots in this role's spec."""
         labels = self.spec.labels()
         return {label: w for label, w in widths.items() if label in labels}
+
+    def table_rows(self) -> dict[str, list[int]]:
+        """Per label, the distinct nodes (internal ids) of its filled slots in order of first
+        appearance over its slot tables (layout order, each row-major): the rows of the label's
+        feature table in the compact/sparse layouts."""
+        rows: dict[str, dict[int, None]] = {}
+        for h, table in enumerate(self.layout.tables):
+            for label in table:
+                seen = rows.setdefault(label, {})
+                seen.update(dict.fromkeys(self.tables[(h, label)]))
+        return {label: [k for k in seen if k != PAD_ID] for label, seen in rows.items()}
 
 
 def _read_neighbours(
@@ -552,25 +593,97 @@ def _role_sections(
     opts: Options,
     check_abort: Any,
     prefix: str = "",
-) -> dict[str, blob.Dense]:
-    """The typed sections of ``role`` (:func:`memgraph_tf.layout.typed_sample_sections`, without
-    ``labels``), each name prefixed with ``prefix``."""
+) -> dict[str, Any]:
+    """The typed sections of ``role`` in ``opts.layout``
+    (:func:`memgraph_tf.layout.typed_sample_sections`, without ``labels``), each name prefixed
+    with ``prefix``. Compact/sparse: a slot's index is its node's row in :meth:`_Role.table_rows`
+    of its label, whose features are the table (sparse: the entries that are not zero, CSR, as
+    ``tf_features.sample``'s); gathering them by index gives exactly the dense layout's
+    sections."""
     n = len(role.internals)
-    sections: dict[str, blob.Dense] = {}
-    for sec in layout.typed_sample_sections(role.spec, role.widths(widths), opts.dtype, batch=n):
-        label = sec.name.split("_", 2)[2]
-        flat = role.tables[(sec.hop, label)]
-        if sec.role == "ids":
+    specs = layout.typed_sample_sections(
+        role.spec, role.widths(widths), opts.dtype, batch=n, layout=opts.layout
+    )
+    sections: dict[str, Any] = {}
+    if opts.layout != "dense":
+        order_of = role.table_rows()
+        row_of = {label: dict(zip(order, range(len(order)))) for label, order in order_of.items()}
+    for sec in specs:
+        label = sec.label or ""
+        if sec.role == "index":
+            rows = row_of[label]
+            flat = role.tables[(sec.hop, label)]
+            data = core._le(array.array(core._INT32, [rows.get(k, -1) for k in flat]))
+        elif sec.role == "table_ids":
+            key_of = keys.of.get(label, {})
+            u = len(order_of[label])
+            ids = core._le(array.array("q", [key_of[k] for k in order_of[label]]))
+            sections[prefix + sec.name] = blob.Ragged(
+                blob.Dense(ids, [u], "int64"), array.array("q", [0, u])
+            )
+            continue
+        elif sec.role in ("table", "columns"):
+            order = order_of[label]
+            u, d = len(order), widths[label]
+            flat = core._gather(tables_of[label], order, opts.dtype, check_abort=check_abort)
+            one_row = array.array("q", [0, u])
+            if sec.role == "table":
+                data = blob.Dense(core._le(flat), [u, d], opts.dtype)
+                sections[prefix + sec.name] = blob.Ragged(data, one_row)
+                continue
+            columns, values, splits = core._csr(flat, u, d, opts.dtype, check_abort)
+            nnz = len(columns)
+            sections[prefix + sec.name] = blob.Ragged(
+                blob.Dense(core._le(columns), [nnz], "int32"), splits
+            )
+            name = layout.typed_table_name(layout.TABLE_VALUES, label)
+            sections[prefix + name] = blob.Ragged(
+                blob.Dense(core._le(values), [nnz], opts.dtype), array.array("q", [0, nnz])
+            )
+            continue
+        elif sec.role in ("values", "row_splits"):
+            continue  # (written with their table above)
+        elif sec.role == "ids":
+            flat = role.tables[(sec.hop, label)]
             key_of = keys.of.get(label, {})
             data = core._le(array.array("q", [PAD_ID if k == PAD_ID else key_of[k] for k in flat]))
         elif sec.role == "mask":
-            data = bytes([k != PAD_ID for k in flat])
-        else:
+            data = bytes([k != PAD_ID for k in role.tables[(sec.hop, label)]])
+        else:  # features
+            flat = role.tables[(sec.hop, label)]
             data = core._le(
                 core._gather(tables_of[label], flat, opts.dtype, check_abort=check_abort)
             )
         sections[prefix + sec.name] = blob.Dense(data, list(sec.shape), sec.dtype)
     return sections
+
+
+def _table_counts(roles: Sequence[_Role], prefixes: Sequence[str] = ("",)) -> dict[str, int]:
+    """Table rows per (prefixed) label of the roles' compact/sparse tables (for the size check)."""
+    return {
+        prefix + label: len(order)
+        for role, prefix in zip(roles, prefixes)
+        for label, order in role.table_rows().items()
+    }
+
+
+def _nnz_counts(
+    roles: Sequence[_Role],
+    tables_of: Mapping[str, core.FeatureTable],
+    prefixes: Sequence[str] = ("",),
+) -> dict[str, int]:
+    """Non-zero feature entries per (prefixed) label of the roles' sparse tables."""
+    out: dict[str, int] = {}
+    for role, prefix in zip(roles, prefixes):
+        for label, order in role.table_rows().items():
+            table = tables_of.get(label)
+            if table is None or not table.width:
+                continue
+            d, flat, row_of = table.width, table.flat, table.row_of
+            out[prefix + label] = sum(
+                d - flat[row_of[k] * d : (row_of[k] + 1) * d].count(0) for k in order
+            )
+    return out
 
 
 def sample_typed(
@@ -600,12 +713,14 @@ def sample_typed(
     columns_of: dict[str, list[core.Column]] = {}
     _seed_columns(nav, keys, names_of, opts, seed_label, internals[0], columns_of, widths)
     slots = spec.layout().slots
+    role: _Role | None = None
 
-    def check(phase: str) -> None:
+    def check(phase: str, nnz_of: Mapping[str, int] | None = None) -> None:
         sections = layout.typed_sample_sections(
-            spec, widths, opts.dtype, labels=bool(opts.label_property), batch=n
+            spec, widths, opts.dtype, labels=bool(opts.label_property), batch=n, layout=opts.layout
         )
-        _check_size(sections, n, slots, widths, opts, phase)
+        rows_of = None if role is None else _table_counts([role])
+        _check_size(sections, n, slots, widths, opts, phase, rows_of=rows_of, nnz_of=nnz_of)
 
     check("before")
     base_seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(8), "little")
@@ -616,6 +731,8 @@ def sample_typed(
     tables_of = _feature_tables(
         graph, nav, keys, names_of, opts, [role], columns_of, widths, lambda: check("after")
     )
+    if opts.layout == "sparse":  # its size is known once the values are read
+        check("after", _nnz_counts([role], tables_of))
     sections = _role_sections(role, keys, tables_of, widths, opts, nav.check_abort)
     if opts.label_property:
         view = _LabelView(nav, seed_label, keys.of[seed_label], opts.id_property)
