@@ -422,7 +422,9 @@ def typed_sample_dataset(
     """Typed GraphSAGE batches: per batch of seed keys one ``tf_features.sample_typed`` call
     (``source.sample_typed_b64``) decoded by the unpack op into a dict of the typed sections
     (:func:`memgraph_tf.layout.typed_sample_sections`: ``ids_*``, ``features_*``, ``mask_*`` and,
-    with ``options["label_property"]``, ``labels``) -- the model's inputs by name.
+    with ``options["label_property"]``, ``labels``) -- the model's inputs by name. With
+    ``options["layout"]`` compact or sparse the blobs are expanded in the graph
+    (:func:`memgraph_tf.ops.layouts.decode_typed_sample`) to the same dict.
 
     ``options["label"]`` is the seed label (set from ``spec``). ``seed`` makes a run reproducible
     while every batch draws its own neighbourhoods (the procedure's ``options.seed`` derived from
@@ -455,13 +457,15 @@ def typed_sample_dataset(
     fixed_seed = opts.get("seed") is not None
     nn = spec.num_neighbors()
     props = {label: list(names) for label, names in properties.items()}
+    with_labels = bool(opts.get("label_property"))
     sections = layout.typed_sample_sections(
-        spec, dict(widths), dtype, labels=bool(opts.get("label_property")), batch=None
+        spec, dict(widths), dtype, labels=with_labels, batch=None
     )
     names = [s.name for s in sections]
     dtypes = [s.dtype for s in sections]
     shapes = [list(s.shape) for s in sections]
     unpack = unpacker(decoder)
+    layout_name = opts.get("layout") or "dense"
 
     def call(batch_ids: Any, index: Any) -> Any:
         call_opts = dict(opts)
@@ -475,6 +479,20 @@ def typed_sample_dataset(
         return text
 
     def decode(text: Any) -> dict[str, Any]:
+        if layout_name != "dense":  # compact/sparse: expanded in the graph to the same tensors
+            from memgraph_tf.ops import layouts
+
+            return layouts.decode_typed_sample(
+                text,
+                spec,
+                widths,
+                dtype,
+                layout_name=layout_name,
+                ids=True,
+                labels=with_labels,
+                unpack=unpack,
+                encoding="base64",
+            )
         return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 
     ds = tf.data.Dataset.from_tensor_slices(ids)

@@ -524,3 +524,81 @@ def zero_typed_node_blob(
         elif s.role == "values":
             out[s.name] = blob.Ragged(np.zeros([0], dtype), [0, 0])
     return blob.pack(out)
+
+
+def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dense") -> list[bytes]:
+    """A ``tf_features.sample_typed`` blob of ``count`` seeds (``spec``, ``layout_name``) cut into
+    ``count`` one-seed blobs, in numpy (no TensorFlow).
+
+    Guarantees: blob ``i`` is, byte for byte, what ``sample_typed`` writes for seed ``i`` alone
+    with the same options (the typed sampler keys each seed's draws by ``(options.seed, seed)``):
+    every per-seed section cut to row ``i``; in the compact and sparse layouts each label's table
+    rebuilt from the rows row ``i`` reaches, in their order of first appearance over the label's
+    index sections (docs/blob-format.md section 9), and the indices renumbered. ValueError names
+    a section whose rows are not ``count`` or a table section the blob lacks."""
+    sections = blob.unpack(raw)
+    for name, value in sections.items():
+        if not isinstance(value, blob.Ragged) and value.shape[:1] != (count,):
+            raise ValueError(
+                f"typed blob: section {name!r} has {value.shape[:1]} rows, expected {count} "
+                "(one per seed)"
+            )
+    if layout_name == "dense":
+        return [blob.pack({n: v[i : i + 1] for n, v in sections.items()}) for i in range(count)]
+    index_of: dict[str, list[str]] = {}
+    for h, table in enumerate(spec.layout().tables):
+        for label in table:
+            index_of.setdefault(label, []).append(layout.typed_index_name(h, label))
+    bases = (layout.TABLE_IDS, layout.TABLE, layout.TABLE_COLUMNS, layout.TABLE_VALUES)
+    table_of = {
+        layout.typed_table_name(base, label): (base, label) for label in index_of for base in bases
+    }
+    for label in index_of:
+        name = layout.typed_table_name(layout.TABLE_IDS, label)
+        if not isinstance(sections.get(name), blob.Ragged):
+            raise ValueError(
+                f"typed blob: expected a ragged section {name!r} ({layout_name}), got none"
+            )
+    out = []
+    for i in range(count):
+        rows_of: dict[str, np.ndarray] = {}
+        entries_of: dict[str, np.ndarray] = {}  # sparse: each label's CSR entries, row by row
+        cut: dict[str, Any] = {}
+        for label, names in index_of.items():
+            reached = np.concatenate([sections[n][i].reshape(-1) for n in names])
+            reached = reached[reached >= 0]
+            _, first = np.unique(reached, return_index=True)
+            rows = reached[np.sort(first)]  # the rows row i reaches, in first-appearance order
+            u_all = len(sections[layout.typed_table_name(layout.TABLE_IDS, label)].values)
+            renumber = np.full(u_all + 1, -1, np.int32)  # (the last entry: -1 stays -1)
+            renumber[rows] = np.arange(len(rows), dtype=np.int32)
+            rows_of[label] = rows
+            for n in names:
+                cut[n] = renumber[sections[n][i : i + 1]]
+        one_seed: dict[str, Any] = {}
+        for name, value in sections.items():
+            if name in cut:
+                one_seed[name] = cut[name]
+            elif name not in table_of:  # labels
+                one_seed[name] = value[i : i + 1]
+            else:
+                base, label = table_of[name]
+                rows = rows_of[label]
+                if base in (layout.TABLE_IDS, layout.TABLE):
+                    one_seed[name] = blob.Ragged(value.values[rows], [0, len(rows)])
+                    continue
+                if base == layout.TABLE_COLUMNS:
+                    splits = np.asarray(value.row_splits, np.int64)
+                    lengths = splits[rows + 1] - splits[rows]
+                    picked = np.repeat(splits[rows], lengths) + (
+                        np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+                    )
+                    entries_of[label] = picked
+                    one_seed[name] = blob.Ragged(
+                        value.values[picked], np.concatenate([[0], np.cumsum(lengths)])
+                    )
+                    continue
+                picked = entries_of[label]  # (table_values follows its table_columns)
+                one_seed[name] = blob.Ragged(value.values[picked], [0, len(picked)])
+        out.append(blob.pack(one_seed))
+    return out

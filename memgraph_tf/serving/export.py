@@ -202,8 +202,9 @@ def export_bundle(
     arguments, before anything is written.
 
     A typed model (:class:`memgraph_tf.client.typed_graphsage.TypedGraphSAGE`, issue 24) gives a
-    typed bundle: it reads one ``tf_features.sample_typed`` blob per node (dense layout; the
-    sections are its ``features_*``/``mask_*`` inputs, ``[1, slots, ...]``), and its config's
+    typed bundle: it reads one ``tf_features.sample_typed`` blob per node (in ``layout``: dense,
+    the sections its ``features_*``/``mask_*`` inputs, ``[1, slots, ...]``; compact or sparse,
+    expanded in the graph by :func:`memgraph_tf.ops.layouts.decode_typed_sample`), and its config's
     ``typed`` key holds the seed label, ``num_neighbors`` and ``properties`` (label -> names;
     default the model's own ``properties`` from training, else ``properties`` for every label
     with features) and ``schema`` (default the model's ``schema``: the part of
@@ -253,7 +254,6 @@ def export_bundle(
     typed = _typed_settings(model, properties, options, schema, sections, layout)
     if typed is not None:
         fanouts, feature_dim, properties = [], 0, []
-        sections = _typed_sections(model)
     else:
         fanouts = [int(f) for f in _model_attr(model, "fanouts", fanouts)]
         fanouts = list(bundle.check_fanouts(fanouts))
@@ -263,6 +263,8 @@ def export_bundle(
                 f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim"
             )
     sample_layout = _sample_layout(layout, options, sections)
+    if typed is not None:
+        sections = _typed_sections(model, sample_layout)
     if sections is None:
         sections = default_sections(
             fanouts,
@@ -328,6 +330,8 @@ def export_bundle(
         gathered = (
             None
             if sample_layout == "dense"
+            else _typed_gathered(model, sample_layout)
+            if typed is not None
             else dict(
                 fanouts=fanouts,
                 width=feature_dim,
@@ -360,6 +364,12 @@ def export_bundle(
         if warmup:
             if gathered is None:
                 warm = warmup_blob(config.sections)
+            elif typed is not None:
+                from memgraph_tf.ops import layouts
+
+                warm = layouts.zero_typed_node_blob(
+                    model.spec, model.feature_dims, model.feature_dtype, layout_name=sample_layout
+                )
             else:
                 from memgraph_tf.ops import layouts
 
@@ -454,13 +464,6 @@ def _typed_settings(
             "sections: expected none for a typed model (its typed sections are fixed)",
             key="sections",
         )
-    chosen = layout if layout is not None else options.get("layout")
-    if chosen not in (None, "dense"):
-        raise BundleError(
-            f"layout: expected dense for a typed model (the typed sample layout is dense only), "
-            f"got {chosen!r}",
-            key="layout",
-        )
     dtype = getattr(model, "feature_dtype", "float32")
     if options.get("dtype") not in (None, dtype):
         raise BundleError(
@@ -505,19 +508,46 @@ def _typed_settings(
     return entry
 
 
-def _typed_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """The per-node typed blob sections a typed model reads: its inputs, ``[1, slots, ...]``
-    (:func:`memgraph_tf.layout.typed_sample_sections` with n = 1)."""
+def _typed_sections(model: Any, layout: str = "dense") -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The per-node typed blob sections a typed model reads (n = 1): in the dense layout its
+    inputs, ``[1, slots, ...]``; in the compact and sparse layouts every section but ``labels``
+    (the index and table sections, ``-1`` for a length that varies from blob to blob). From
+    :func:`memgraph_tf.layout.typed_sample_sections`."""
     from memgraph_tf import layout as layouts
 
     wanted = set(model.input_names())
     return {
         s.name: (s.dtype, tuple(s.shape))
         for s in layouts.typed_sample_sections(
-            model.spec, dict(model.feature_dims), model.feature_dtype, batch=1
+            model.spec, dict(model.feature_dims), model.feature_dtype, batch=1, layout=layout
         )
-        if s.name in wanted
+        if (s.name in wanted if layout == "dense" else s.role != "labels")
     }
+
+
+def _typed_gathered(model: Any, layout: str) -> dict[str, Any]:
+    """A typed compact/sparse bundle's decoding arguments (:func:`_decode_gathered`)."""
+    return dict(
+        spec=model.spec,
+        widths=dict(model.feature_dims),
+        dtype=model.feature_dtype,
+        layout_name=layout,
+        inputs=list(model.input_names()),
+    )
+
+
+def _decode_gathered(blobs: Any, unpack: Any, gathered: dict[str, Any]) -> dict[str, Any]:
+    """Per-node compact/sparse blobs to the model's dense inputs, ``[batch, ...]``:
+    :func:`memgraph_tf.ops.layouts.decode_sample`, or for a typed bundle (``gathered`` from
+    :func:`_typed_gathered`) :func:`~memgraph_tf.ops.layouts.decode_typed_sample` with only the
+    model's inputs kept."""
+    from memgraph_tf.ops import layouts
+
+    args = dict(gathered)
+    inputs = args.pop("inputs", None)
+    decode = layouts.decode_sample if inputs is None else layouts.decode_typed_sample
+    tensors = decode(blobs, unpack=unpack, **args)
+    return {n: t[:, 0] for n, t in tensors.items() if inputs is None or n in inputs}
 
 
 def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -> str:
@@ -615,11 +645,8 @@ def _make_module_class():
             from memgraph_tf import ops
 
             if self._gathered is not None:  # gathered/densified back to the dense model inputs
-                from memgraph_tf.ops import layouts
-
                 fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
-                tensors = layouts.decode_sample(blobs, unpack=fn, **self._gathered)
-                return {n: t[:, 0] for n, t in tensors.items()}
+                return _decode_gathered(blobs, fn, self._gathered)
             names = list(self._sections)
             dtypes = [self._sections[n][0] for n in names]
             shapes = [list(self._sections[n][1]) for n in names]

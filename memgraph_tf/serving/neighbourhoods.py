@@ -156,28 +156,33 @@ class NeighbourhoodFetcher:
                 f"typed bundle (seed label {sampling.typed.seed_label!r}) needs"
             )
 
+        from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+        spec = TypedSamplingSpec.from_num_neighbors(sampling.typed.seed_label, num_neighbors)
+        layout_name = options.get("layout") or "dense"
+
         def call(ids: list[int]) -> list[bytes]:
             raw = self.source.sample_typed(ids, num_neighbors, properties, options)
-            return split_typed_blob(raw, len(ids))
+            return split_typed_blob(raw, len(ids), spec, layout_name)
 
         return call
 
 
-def split_typed_blob(raw: bytes, count: int) -> list[bytes]:
+def split_typed_blob(
+    raw: bytes, count: int, spec: Any = None, layout_name: str = "dense"
+) -> list[bytes]:
     """A ``tf_features.sample_typed`` blob of ``count`` seeds cut into ``count`` one-seed blobs
-    (every section's first dimension is the seed; dense sections only, as the typed layout is).
-    Guarantees: blob ``i`` holds row ``i`` of every section, in the same section order, dtypes
-    and names -- what the procedure writes for that seed alone with the same options."""
-    from memgraph_tf import blob
+    (:func:`memgraph_tf.ops.layouts.split_typed_blob`; ``spec``, the sampling spec, is needed for
+    the compact and sparse layouts, whose per-label tables are rebuilt per seed). Guarantees:
+    blob ``i`` is what the procedure writes for that seed alone with the same options; a blob that
+    does not fit (a section without one row per id) raises :class:`GraphSourceError` naming the
+    section."""
+    from memgraph_tf.ops import layouts
 
-    sections = blob.unpack(raw)
-    for name, value in sections.items():
-        if value.shape[:1] != (count,):
-            raise GraphSourceError(
-                f"typed blob: section {name!r} has {value.shape[:1]} rows, expected {count} "
-                "(one per node id)"
-            )
-    return [blob.pack({n: v[i : i + 1] for n, v in sections.items()}) for i in range(count)]
+    try:
+        return layouts.split_typed_blob(raw, count, spec, layout_name)
+    except ValueError as exc:
+        raise GraphSourceError(str(exc)) from None
 
 
 def fetch_blobs(

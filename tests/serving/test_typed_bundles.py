@@ -68,8 +68,48 @@ def test_typed_config_refusals_name_the_key():
         bundle.BundleConfig.from_dict({**config, "typed": bad})
     from memgraph_tf.serving.export import export_bundle
 
-    with pytest.raises(BundleError, match=r"layout: expected dense for a typed model"):
-        export_bundle(kit.trained().model, kit.bundle_base(), "x", 1, use_op=True, layout="sparse")
+    with pytest.raises(BundleError, match=r"layout: expected one of .*, got 'csr'"):
+        export_bundle(kit.trained().model, kit.bundle_base(), "x", 1, use_op=True, layout="csr")
+
+
+@pytest.mark.parametrize("layout_name, use_op", [("compact", False), ("sparse", True)])
+def test_compact_and_sparse_typed_bundles_give_the_dense_scores(layout_name, use_op):
+    """The layout is stored in the config, the fetcher (serving and batch alike) asks the graph
+    for it and cuts each node's blob out of one call, and the bundle expands it in the graph to
+    the dense inputs: the in-process model's scores on the dense blobs."""
+    from memgraph_tf import ops
+    from memgraph_tf.ops import layouts
+    from memgraph_tf.serving.export import export_bundle
+
+    _, _, _, source = kit.shop()
+    model = kit.trained().model
+    info = export_bundle(
+        model,
+        kit.bundle_base(),
+        f"shop_{layout_name}",
+        1,
+        use_op=use_op,
+        sample_options=kit.OPTIONS,
+        layout=layout_name,
+    )
+    config = bundle.read_bundle_config(info.path)
+    assert config.options["layout"] == layout_name
+    assert "index_h1_Product" in config.sections and "features_h0_User" not in config.sections
+    sampling = bundle.inference_sampling(config)
+    blobs = fetch_blobs(source, USERS, sampling)
+    nn, props, opts = sampling.typed_arguments()
+    assert blobs[3] == source.sample_typed([USERS[3]], nn, props, opts)  # cut = sampled alone
+    assert "table_ids_Category" in blob.unpack(blobs[3])
+    if use_op:
+        ops.load_library()
+    loaded = tf.saved_model.load(str(info.path))
+    predict = loaded.signatures[bundle.PREDICT_SIGNATURE]
+    scores = predict(blobs=tf.constant(blobs))["scores"]
+    np.testing.assert_allclose(scores.numpy(), _in_process(USERS), rtol=1e-5, atol=1e-6)
+    warm = layouts.zero_typed_node_blob(
+        model.spec, model.feature_dims, model.feature_dtype, layout_name=layout_name
+    )
+    assert predict(blobs=tf.constant([warm]))["scores"].shape == (1, 2)
 
 
 @pytest.fixture(scope="module")
