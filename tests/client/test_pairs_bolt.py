@@ -65,6 +65,7 @@ def test_the_same_split_and_pair_blobs_byte_for_byte(twin_papers):
         OPTS,
         {**OPTS, "negatives": 2, "exclude_splits": ["val", "test"]},
         {**OPTS, "seed": 9, "dtype": "float64", "negatives": 1},
+        {**OPTS, "negatives": 1, "layout": "sparse"},
     ):
         expected = embedded.sample_pairs(sources, targets, NN, PROPS, opts)
         assert bolt.sample_pairs(sources, targets, NN, PROPS, opts) == expected

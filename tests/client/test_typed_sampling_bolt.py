@@ -60,6 +60,8 @@ def test_the_same_typed_blobs_byte_for_byte(twin_shops):
     for props, opts in (
         (PROPS, OPTS),
         ({"Product": ["features"]}, {**OPTS, "seed": 4, "dtype": "float64"}),
+        (PROPS, {**OPTS, "layout": "compact"}),
+        ({"User": ["features"], "Product": ["features"]}, {**OPTS, "layout": "sparse"}),
     ):
         expected = embedded.sample_typed(seeds, NN, props, opts)
         assert bolt.sample_typed(seeds, NN, props, opts) == expected

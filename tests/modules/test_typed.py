@@ -310,3 +310,66 @@ def test_max_blob_bytes_before_and_after_sampling(shop):
     ):
         source.sample_typed([1, 2], step, props, {**OPTS, "max_blob_bytes": full - 1})
     assert len(source.sample_typed([1, 2], step, props, {**OPTS, "max_blob_bytes": full})) == full
+
+
+@pytest.mark.parametrize("layout_name", ["compact", "sparse"])
+def test_compact_and_sparse_layouts_hold_the_dense_blobs_draws_and_features(shop, layout_name):
+    """The same keyed draws in every layout: gathering each label's table by the index sections
+    gives the dense blob's ids, masks and features; the sections are typed_sample_sections';
+    the size limit counts the real tables (sparse: its non-zero entries)."""
+    graph, source, _ = shop
+    spec = TypedSamplingSpec.from_num_neighbors("User", NN)
+    props = {"User": ["features"], "Product": ["features"]}  # Category: ids alone
+    widths = {label: graph.node_sets[label].width for label in props}
+    seeds = [3, 8, 3, 150]
+    opts = {**OPTS, "layout": layout_name}
+    raw = source.sample_typed(seeds, NN, props, opts)
+    got = blob.unpack(raw)
+    dense = blob.unpack(source.sample_typed(seeds, NN, props, OPTS))
+    sections = layout.typed_sample_sections(
+        spec, widths, labels=True, batch=len(seeds), layout=layout_name
+    )
+    assert [s.name for s in sections] == [
+        n
+        for name, v in got.items()
+        for n in [name] + [name + ".row_splits"] * (type(v) is blob.Ragged)
+    ]
+    assert got["labels"].tolist() == dense["labels"].tolist()
+    for h, table in enumerate(spec.layout().tables):
+        for label in table:
+            index = got[layout.typed_index_name(h, label)]
+            assert index.dtype == np.int32 and index.shape == (len(seeds), table[label])
+            table_ids = got[layout.typed_table_name(layout.TABLE_IDS, label)].values
+            ids = np.where(index >= 0, table_ids[index], layout.PAD_ID)
+            np.testing.assert_array_equal(ids, dense[layout.typed_ids_name(h, label)])
+            if h:
+                np.testing.assert_array_equal(index >= 0, dense[mask_name(h, label)])
+            if label not in widths:
+                continue
+            if layout_name == "compact":
+                rows = got[layout.typed_table_name(layout.TABLE, label)].values
+            else:
+                cols = got[layout.typed_table_name(layout.TABLE_COLUMNS, label)]
+                vals = got[layout.typed_table_name(layout.TABLE_VALUES, label)].values
+                rows = np.zeros((len(table_ids), widths[label]), np.float32)
+                for r, (a, b) in enumerate(zip(cols.row_splits[:-1], cols.row_splits[1:])):
+                    assert (np.diff(cols.values[a:b]) > 0).all() and (vals[a:b] != 0).all()
+                    rows[r, cols.values[a:b]] = vals[a:b]
+            features = np.where((index >= 0)[..., None], rows[index], 0)
+            assert features.tobytes() == dense[features_name(h, label)].tobytes()
+    # every node once per table: the seeds' repeated row shares its rows
+    user_ids = got[layout.typed_table_name(layout.TABLE_IDS, "User")].values
+    assert len(set(user_ids.tolist())) == len(user_ids)
+    full = len(raw)
+    with pytest.raises(
+        GraphDataError,
+        match=rf"max_blob_bytes: the blob would hold {full:,} bytes \(4 seeds, \d+ slots each, "
+        rf"feature widths User 16, Product 12 \(float32\); after sampling\); the limit is "
+        rf"{full - 1:,} ",
+    ):
+        source.sample_typed(seeds, NN, props, {**opts, "max_blob_bytes": full - 1})
+    assert source.sample_typed(seeds, NN, props, {**opts, "max_blob_bytes": full}) == raw
+    with pytest.raises(
+        GraphDataError, match=r"options.layout: expected one of 'dense', 'compact', 'sparse', got"
+    ):
+        source.sample_typed(seeds, NN, props, {**opts, "layout": "csr"})
