@@ -2,6 +2,7 @@
 
 valid/NAME.bin   + NAME.json  {"description", "sections": [{"name", "dtype", "shape", "values"}]}
 invalid/NAME.bin + NAME.json  {"description", "error", optional "ragged": [names]}
+typed/NAME.bin   + NAME.json  {"description", "call", "decodes_to", "sections"}; typed/graph.json
 
 The valid bytes are written by hand here with ``struct`` from the spec's layout, not by
 ``memgraph_tf.blob.pack``, so that the test "the packer's bytes equal the golden vectors" checks the
@@ -122,6 +123,141 @@ VALID: dict[str, tuple[str, list[dict]]] = {
     "long_name": (
         "a 40-byte name using every allowed punctuation character",
         [sec("Aa0_.-:/" + "z" * 32, "float64", [1], [2.0])],
+    ),
+}
+
+
+# Typed sample blobs (docs/blob-format.md sections 9 and 10) of a graph small enough to sample by
+# hand: every fanout is at least the degree it meets, so no draw is random and the blobs follow
+# from the spec's rules alone (all neighbours, sorted by key, then padding). Written to
+# tests/golden/typed/ (graph.json + NAME.bin/.json: the sections, the call that samples them and,
+# for compact/sparse, the dense vector they decode to); tests/ops/test_typed_golden.py checks them.
+TYPED_GRAPH = {
+    "description": "(:User)-[:BOUGHT]->(:Product)-[:IN]->(:Category); keys are the id property",
+    "nodes": [
+        {"label": "User", "id": 10, "features": [0.5, -1.0], "label_class": 1},
+        {"label": "User", "id": 11, "features": [0.0, 0.25], "label_class": 0},
+        {"label": "Product", "id": 20, "features": [1.5, 0.0, -2.0]},
+        {"label": "Product", "id": 21, "features": [0.0, 0.0, 0.0]},
+        {"label": "Category", "id": 30},
+    ],
+    "relationships": [
+        [10, "BOUGHT", 20],
+        [10, "BOUGHT", 21],
+        [11, "BOUGHT", 21],
+        [20, "IN", 30],
+        [21, "IN", 30],
+    ],
+}
+_TYPED_CALL = {
+    "procedure": "sample_typed",
+    "seeds": [10, 11],
+    "num_neighbors": {
+        "(:User)-[:BOUGHT]->(:Product)": [2, 0],
+        "(:Product)-[:IN]->(:Category)": [0, 1],
+    },
+    "properties": {"User": ["features"], "Product": ["features"]},
+    "options": {"label": "User", "id_property": "id", "label_property": "label", "seed": 0},
+}
+# the slot tables: h0 User 1 slot, h1 Product 2 (user 10: 20, 21; user 11: 21, padded),
+# h2 Category 2 (under 20 and 21: 30, 30; under 21: 30, padded)
+_INDEX = [
+    sec("index_h0_User", "int32", [2, 1], [0, 1]),
+    sec("index_h1_Product", "int32", [2, 2], [0, 1, 1, -1]),
+    sec("index_h2_Category", "int32", [2, 2], [0, 0, 0, -1]),
+]
+
+
+def _one_row(name: str, dtype: str, shape: list[int], values: list) -> list[dict]:
+    return [sec(name, dtype, shape, values), sec(name + ".row_splits", "int64", [2], [0, shape[0]])]
+
+
+TYPED: dict[str, tuple[str, dict, str | None, list[dict]]] = {
+    "typed_dense": (
+        "tf_features.sample_typed, dense layout, 2 seeds (section 9)",
+        {**_TYPED_CALL, "options": {**_TYPED_CALL["options"], "layout": "dense"}},
+        None,
+        [
+            sec("ids_h0_User", "int64", [2, 1], [10, 11]),
+            sec("features_h0_User", "float32", [2, 1, 2], [0.5, -1.0, 0.0, 0.25]),
+            sec("ids_h1_Product", "int64", [2, 2], [20, 21, 21, -1]),
+            sec("features_h1_Product", "float32", [2, 2, 3], [1.5, 0.0, -2.0] + [0.0] * 9),
+            sec("mask_h1_Product", "bool", [2, 2], [True, True, True, False]),
+            sec("ids_h2_Category", "int64", [2, 2], [30, 30, 30, -1]),
+            sec("mask_h2_Category", "bool", [2, 2], [True, True, True, False]),
+            sec("labels", "int64", [2], [1, 0]),
+        ],
+    ),
+    "typed_compact": (
+        "tf_features.sample_typed, compact layout: one table per label (Category: ids alone)",
+        {**_TYPED_CALL, "options": {**_TYPED_CALL["options"], "layout": "compact"}},
+        "typed_dense",
+        _INDEX
+        + _one_row("table_ids_User", "int64", [2], [10, 11])
+        + _one_row("table_User", "float32", [2, 2], [0.5, -1.0, 0.0, 0.25])
+        + _one_row("table_ids_Product", "int64", [2], [20, 21])
+        + _one_row("table_Product", "float32", [2, 3], [1.5, 0.0, -2.0, 0.0, 0.0, 0.0])
+        + _one_row("table_ids_Category", "int64", [1], [30])
+        + [sec("labels", "int64", [2], [1, 0])],
+    ),
+    "typed_sparse": (
+        "tf_features.sample_typed, sparse layout: CSR tables (product 21's row has no entry)",
+        {**_TYPED_CALL, "options": {**_TYPED_CALL["options"], "layout": "sparse"}},
+        "typed_dense",
+        _INDEX
+        + _one_row("table_ids_User", "int64", [2], [10, 11])
+        + [
+            sec("table_columns_User", "int32", [3], [0, 1, 1]),
+            sec("table_columns_User.row_splits", "int64", [3], [0, 2, 3]),
+        ]
+        + _one_row("table_values_User", "float32", [3], [0.5, -1.0, 0.25])
+        + _one_row("table_ids_Product", "int64", [2], [20, 21])
+        + [
+            sec("table_columns_Product", "int32", [2], [0, 2]),
+            sec("table_columns_Product.row_splits", "int64", [3], [0, 2, 2]),
+        ]
+        + _one_row("table_values_Product", "float32", [2], [1.5, -2.0])
+        + _one_row("table_ids_Category", "int64", [1], [30])
+        + [sec("labels", "int64", [2], [1, 0])],
+    ),
+    "pair_dense": (
+        "tf_features.sample_pairs, dense: pairs (10, 21), (11, 21); each pair's own BOUGHT "
+        "left out (section 10)",
+        {
+            "procedure": "sample_pairs",
+            "sources": [10, 11],
+            "targets": [21, 21],
+            "num_neighbors": {
+                "source": {"(:User)-[:BOUGHT]->(:Product)": [2]},
+                "target": {"(:Product)<-[:BOUGHT]-(:User)": [2]},
+            },
+            "properties": {"User": ["features"], "Product": ["features"]},
+            "options": {
+                "source_label": "User",
+                "target_label": "Product",
+                "id_property": "id",
+                "seed": 0,
+            },
+        },
+        None,
+        [
+            sec("src.ids_h0_User", "int64", [2, 1], [10, 11]),
+            sec("src.features_h0_User", "float32", [2, 1, 2], [0.5, -1.0, 0.0, 0.25]),
+            sec("src.ids_h1_Product", "int64", [2, 2], [20, -1, -1, -1]),
+            sec("src.features_h1_Product", "float32", [2, 2, 3], [1.5, 0.0, -2.0] + [0.0] * 9),
+            sec("src.mask_h1_Product", "bool", [2, 2], [True, False, False, False]),
+            sec("dst.ids_h0_Product", "int64", [2, 1], [21, 21]),
+            sec("dst.features_h0_Product", "float32", [2, 1, 3], [0.0] * 6),
+            sec("dst.ids_h1_User", "int64", [2, 2], [11, -1, 10, -1]),
+            sec(
+                "dst.features_h1_User",
+                "float32",
+                [2, 2, 2],
+                [0.0, 0.25, 0.0, 0.0, 0.5, -1.0, 0.0, 0.0],
+            ),
+            sec("dst.mask_h1_User", "bool", [2, 2], [True, False, True, False]),
+            sec("pair_labels", "int64", [2], [1, 1]),
+        ],
     ),
 }
 
@@ -433,6 +569,15 @@ def main() -> None:
         (HERE / "invalid" / f"{name}.bin").write_bytes(data)
         doc = {"description": desc, "error": error, **extra}
         (HERE / "invalid" / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    typed = HERE / "typed"
+    typed.mkdir(exist_ok=True)
+    for old in typed.glob("*"):
+        old.unlink()
+    (typed / "graph.json").write_text(json.dumps(TYPED_GRAPH, indent=1) + "\n")
+    for name, (desc, call, dense, sections) in TYPED.items():
+        (typed / f"{name}.bin").write_bytes(build(sections))
+        doc = {"description": desc, "call": call, "decodes_to": dense, "sections": sections}
+        (typed / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":
