@@ -9,7 +9,10 @@ for all layouts) and prints the size of the TF Serving REST ``:classify`` body t
 ``same_scores()`` exports an (untrained, seeded) GraphSAGE as op-free bundles in each layout and
 checks that their ``serving_default`` scores for the same sampled neighbourhoods are bitwise equal.
 
-Usage: .venv/bin/python benchmarks/layouts.py [--nodes N] [--no-scores]
+``typed_body_bytes_per_node()`` (``--typed USERS``) does the same for typed blobs
+(``tf_features.sample_typed``) of shop-graph users.
+
+Usage: .venv/bin/python benchmarks/layouts.py [--nodes N] [--no-scores] [--typed USERS]
 """
 
 from __future__ import annotations
@@ -125,14 +128,73 @@ def same_scores(nodes: int = 64, graph=None) -> None:
     )
 
 
+TYPED_NN = {  # benchmarks/typed_accuracy.py's typed spec
+    "(:User)-[:BOUGHT]->(:Product)": [5, 0],
+    "(:User)-[:FOLLOWS]->(:User)": [10, 0],
+    "(:Product)-[:IN]->(:Category)": [0, 1],
+}
+TYPED_PROPS = {"User": ["features"], "Product": ["features"], "Category": ["features"]}
+
+
+def typed_body_bytes_per_node(users: int = 1000) -> dict[str, list[int]]:
+    """Prints and returns the REST ``:classify`` body bytes of one user's typed blob per layout
+    on the generated shop graph (``memgraph_tf.typed_datasets.shop_graph()``, its defaults: 12,000
+    users), spec :data:`TYPED_NN`: one ``sample_typed`` call for the first ``users`` users cut
+    into each user's own blob as the serving fetcher does (byte for byte the user sampled alone);
+    ratios dense (the baseline) / layout."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.ops.layouts import split_typed_blob
+    from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    graph = shop_graph()
+    embedded, _ = typed_embedded_graph(graph)
+    source = EmbeddedSource(embedded)
+    spec = TypedSamplingSpec.from_num_neighbors("User", TYPED_NN)
+    ids = list(range(min(users, graph.node_sets["User"].size)))
+    sizes, whole = {}, {}
+    for layout in LAYOUTS:
+        opts = {"label": "User", "id_property": "id", "seed": 7, "layout": layout}
+        raw = source.sample_typed(ids, TYPED_NN, TYPED_PROPS, opts)
+        whole[layout] = len(raw)
+        sizes[layout] = [body_bytes(b) for b in split_typed_blob(raw, len(ids), spec, layout)]
+    dense = statistics.median(sizes["dense"])
+    widths = {label: ns.width for label, ns in graph.node_sets.items()}
+    print(
+        f"REST :classify body bytes per shop user (typed blob), {len(ids)} users, "
+        f"widths {widths}, spec {TYPED_NN}"
+    )
+    print(f"  {'layout':8s} {'user 0':>9s} {'median':>9s} {'p90':>9s} {'max':>9s}  dense/median")
+    for layout, s in sizes.items():
+        p90 = float(np.percentile(s, 90))
+        print(
+            f"  {layout:8s} {s[0]:9d} {statistics.median(s):9.0f} {p90:9.0f} {max(s):9d}  "
+            f"{dense / statistics.median(s):8.2f}x"
+        )
+    print(f"  one blob of all {len(ids)} users (a training batch), blob bytes per user:")
+    for layout, size in whole.items():
+        print(f"  {layout:8s} {size / len(ids):9.0f}  dense/layout {whole['dense'] / size:.2f}x")
+    return sizes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--nodes", type=int, default=None, help="measure the first N nodes (default: all)"
     )
     parser.add_argument("--no-scores", action="store_true", help="skip the bundle score comparison")
+    parser.add_argument(
+        "--typed",
+        type=int,
+        metavar="USERS",
+        default=None,
+        help="measure typed blobs of the first USERS users of the shop graph instead of Cora",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    if args.typed is not None:
+        typed_body_bytes_per_node(args.typed)
+        return
     graph = cora_graph()
     body_bytes_per_node(args.nodes, graph)
     if not args.no_scores:
