@@ -52,3 +52,20 @@ def test_bad_arguments_name_what_is_wrong():
         train_typed_graphsage(
             source, "User", {"(:Product)-[:IN]->(:Category)": [1]}, kit.PROPS, train, steps=1
         )
+
+
+def test_sparse_blobs_give_the_dense_predictions():
+    """The client path decodes any typed layout (options.layout) to the same inputs: the same
+    keyed draws, so the same probabilities as the dense blobs (sparse: the CSR expansion; compact
+    through the same code in tests/ops/test_typed_layouts.py and tests/serving)."""
+    import numpy as np
+
+    from memgraph_tf.client.typed_graphsage import predict_typed_proba
+
+    graph, _, _, source = kit.shop()
+    ids = graph.ids("test")[:48]
+    model = kit.trained().model
+    dense = predict_typed_proba(model, source, ids, options=kit.OPTIONS, seed=3, batch_size=32)
+    opts = {**kit.OPTIONS, "layout": "sparse"}
+    got = predict_typed_proba(model, source, ids, options=opts, seed=3, batch_size=32)
+    np.testing.assert_array_equal(got, dense)
