@@ -68,6 +68,7 @@ from memgraph_tf.procedures.typed import (
     _role_sections,
     _seed_columns,
     _table_counts,
+    layout_sections,
     parse_properties,
     parse_spec,
     parse_split_filter,
@@ -393,8 +394,14 @@ def sample_pairs(
     roles: list[_Role] = []
 
     def check(phase: str, nnz_of: Mapping[str, int] | None = None) -> None:
-        sections = layout.pair_sample_sections(
-            src_spec, dst_spec, widths, opts.dtype, batch=n, layout=opts.layout
+        sections = layout_sections(
+            layout.pair_sample_sections,
+            src_spec,
+            dst_spec,
+            widths,
+            opts.dtype,
+            batch=n,
+            layout=opts.layout,
         )
         rows_of = _table_counts(roles, prefixes) if roles else None
         _check_size(sections, n, slots, widths, opts, phase, "pair", rows_of=rows_of, nnz_of=nnz_of)

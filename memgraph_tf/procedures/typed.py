@@ -334,6 +334,16 @@ def _sizes(
     return limits._total(payloads)  # (the one home of the blob-size rule)
 
 
+def layout_sections(fn: Any, *args: Any, **kwargs: Any) -> list[layout.Section]:
+    """``fn(*args, **kwargs)`` (a section list of :mod:`memgraph_tf.layout`), its ValueError (a
+    label name too long for a section name in this layout, two labels whose sections are named
+    alike) as an :class:`OptionError` naming ``options.layout``."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        raise OptionError(f"options.layout ({kwargs.get('layout', 'dense')!r}): {exc}") from None
+
+
 def _owner(sec: layout.Section) -> str:
     """The key of a per-label table section in the counts of :func:`_sizes`: its label, prefixed
     with its pair prefix in a pair blob."""
@@ -716,8 +726,14 @@ def sample_typed(
     role: _Role | None = None
 
     def check(phase: str, nnz_of: Mapping[str, int] | None = None) -> None:
-        sections = layout.typed_sample_sections(
-            spec, widths, opts.dtype, labels=bool(opts.label_property), batch=n, layout=opts.layout
+        sections = layout_sections(
+            layout.typed_sample_sections,
+            spec,
+            widths,
+            opts.dtype,
+            labels=bool(opts.label_property),
+            batch=n,
+            layout=opts.layout,
         )
         rows_of = None if role is None else _table_counts([role])
         _check_size(sections, n, slots, widths, opts, phase, rows_of=rows_of, nnz_of=nnz_of)

@@ -373,3 +373,10 @@ def test_compact_and_sparse_layouts_hold_the_dense_blobs_draws_and_features(shop
         GraphDataError, match=r"options.layout: expected one of 'dense', 'compact', 'sparse', got"
     ):
         source.sample_typed(seeds, NN, props, {**opts, "layout": "csr"})
+    long = {"(:User)-[:BOUGHT]->(:ProductOfTheShopXYZW)": [2]}  # 20 characters: too long here
+    with pytest.raises(
+        GraphDataError,
+        match=r"options.layout \('compact'\): section 'table_ids_ProductOfTheShopXYZW.row_splits': "
+        r"expected a name of at most 40 bytes .* got 41: use a shorter label name \(or the dense",
+    ):
+        source.sample_typed(seeds, long, {}, {**OPTS, "layout": "compact"})
