@@ -38,7 +38,7 @@ import dataclasses
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -296,6 +296,8 @@ class LinkScorer:
         self.table = LinkTable(source, self.selection)
         self.summary = LinkSummary(backend.name, backend.version, link_type)
         self._cache: dict[str, dict[int, np.ndarray]] = {"src": {}, "dst": {}}
+        self._prepared = False
+        self._by_source: dict[int, dict[int, None]] = {}
 
     # -- embeddings -----------------------------------------------------------------------------
     def embed(self, role: str, keys: Sequence[int]) -> np.ndarray:
@@ -318,87 +320,94 @@ class LinkScorer:
 
     # -- runs -----------------------------------------------------------------------------------
     def run(self) -> LinkSummary:
+        """Scores every selected source not done yet (all with ``overwrite``), page by page."""
         start = time.monotonic()
         try:
-            self.table.check()
-            if self.k is not None:
-                self._run_top_k()
-            else:
-                self._run_pairs()
+            self.prepare()
+            todo = not self.overwrite
+            if todo:
+                sources = self.table.sources
+                self.summary.up_to_date = sources.count(False) - sources.count(True)
+            for keys in self.table.sources.scan(self.batch_size, todo):
+                self.commit(keys, *self.score_page(keys))
         finally:
             self.summary.elapsed_s = time.monotonic() - start
         return self.summary
 
-    def _todo_pages(self) -> Iterable[list[int]]:
-        todo = not self.overwrite
-        if todo:
-            self.summary.up_to_date = self.table.sources.count(False) - self.table.sources.count(
-                True
-            )
-        return self.table.sources.scan(self.batch_size, todo)
-
-    def _commit(self, keys: list[int], links: list[tuple[int, int, float]], pairs: int) -> None:
-        self.summary.links += self.table.write(links)
-        self.table.mark_done(keys)
-        self.summary.sources += len(keys)
-        self.summary.pairs += pairs
-
-    def _run_top_k(self) -> None:
-        same = self.selection.source_label == self.selection.target_label
-        targets = np.asarray(self.table.target_keys(), dtype=np.int64)
-        z_targets = self.embed("dst", targets.tolist())
-        self._cache["dst"].clear()  # z_targets holds them
-        position = {int(t): i for i, t in enumerate(targets)}
-        k = self.k
-        for keys in self._todo_pages():
-            z_sources = self.embed("src", keys)
-            self._cache["src"].clear()
-            scores = self.backend.score_block(z_sources, z_targets).astype(np.float64)
-            excluded = self.table.neighbours(keys)
-            links: list[tuple[int, int, float]] = []
-            for row, key in enumerate(keys):
-                drop = [position[t] for t in excluded[key] if t in position]
-                if same and key in position:
-                    drop.append(position[key])
-                s = scores[row]
-                s[drop] = -np.inf
-                valid = len(s) - len(set(drop))
-                take = min(k, valid)
-                if take <= 0:
-                    continue
-                # the k largest; among equal scores the smaller target key (targets ascend)
-                top = np.argpartition(-s, take - 1)[:take] if take < len(s) else np.arange(len(s))
-                top = top[np.lexsort((top, -s[top]))][:take]
-                links.extend((key, int(targets[j]), float(s[j])) for j in top)
-            self._commit(keys, links, len(keys) * len(targets))
-
-    def _run_pairs(self) -> None:
-        if self.query is not None:
-            if self.table.embedded:
-                raise ConfigurationError(
-                    "query: the embedded graph runs no Cypher; a candidates query needs a Bolt "
-                    "graph (--graph bolt://...), or pass pairs= (Python) or --top-k"
-                )
-            pairs = np.asarray(
-                check_candidates(self.source.read(self.query, self.query_params)), np.int64
-            ).reshape(-1, 2)
+    def prepare(self) -> None:
+        """Checks the labels and relationship type, then embeds every target (top k) or reads and
+        checks the candidates (a query or pairs); once. Nothing is written."""
+        if self._prepared:
+            return
+        self.table.check()
+        if self.k is not None:
+            self._targets = np.asarray(self.table.target_keys(), dtype=np.int64)
+            self._z_targets = self.embed("dst", self._targets.tolist())
+            self._cache["dst"].clear()  # _z_targets holds them
+            self._position = {int(t): i for i, t in enumerate(self._targets)}
         else:
             pairs = self.pairs
-        self._check_ids(pairs)
-        by_source: dict[int, list[int]] = {}
-        for s, t in pairs.tolist():
-            by_source.setdefault(s, []).append(t)
-        for keys in self._todo_pages():
-            wanted = [key for key in keys if key in by_source]
-            if not wanted:
-                continue
-            rows = [(s, t) for s in wanted for t in dict.fromkeys(by_source[s])]
+            if self.query is not None:
+                if self.table.embedded:
+                    raise ConfigurationError(
+                        "query: the embedded graph runs no Cypher; a candidates query needs a "
+                        "Bolt graph (--graph bolt://...), or pass pairs= (Python) or --top-k"
+                    )
+                rows = self.source.read(self.query, self.query_params)
+                pairs = np.asarray(check_candidates(rows), np.int64).reshape(-1, 2)
+            self._check_ids(pairs)
+            for s, t in pairs.tolist():
+                self._by_source.setdefault(s, {})[t] = None  # a repeated pair is scored once
+        self._prepared = True
+
+    def score_page(self, keys: Sequence[int]) -> tuple[list[tuple[int, int, float]], int]:
+        """The links of the sources ``keys`` (ascending) and the number of pairs scored."""
+        self.prepare()
+        if self.k is None:
+            rows = [(s, t) for s in keys for t in self._by_source.get(s, ())]
+            if not rows:
+                return [], 0
             z_s = self.embed("src", [s for s, _ in rows])
             z_t = self.embed("dst", [t for _, t in rows])
             self._cache["src"].clear()
             probs = self.backend.score(z_s, z_t).astype(np.float64)
-            links = [(s, t, float(p)) for (s, t), p in zip(rows, probs)]
-            self._commit(wanted, links, len(rows))
+            return [(s, t, float(p)) for (s, t), p in zip(rows, probs)], len(rows)
+        same = self.selection.source_label == self.selection.target_label
+        targets, position, k = self._targets, self._position, self.k
+        z_sources = self.embed("src", list(keys))
+        self._cache["src"].clear()
+        scores = self.backend.score_block(z_sources, self._z_targets).astype(np.float64)
+        excluded = self.table.neighbours(list(keys))
+        links: list[tuple[int, int, float]] = []
+        for row, key in enumerate(keys):
+            drop = {position[t] for t in excluded[key] if t in position}
+            if same and key in position:
+                drop.add(position[key])
+            s = scores[row]
+            s[list(drop)] = -np.inf
+            take = min(k, len(s) - len(drop))
+            if take <= 0:
+                continue
+            # the k largest; among equal scores the smaller target key (targets ascend)
+            top = np.argpartition(-s, take - 1)[:take] if take < len(s) else np.arange(len(s))
+            top = top[np.lexsort((top, -s[top]))]
+            links.extend((key, int(targets[j]), float(s[j])) for j in top)
+        return links, len(keys) * len(targets)
+
+    def commit(
+        self, keys: Sequence[int], links: Sequence[tuple[int, int, float]], pairs: int
+    ) -> int:
+        """Writes ``links`` (MERGE), then marks the sources ``keys`` done (with candidates: those
+        among them that have some); counts them in
+        :attr:`summary`; returns the links written."""
+        if self.k is None:  # only sources with candidates are done (others stay to do)
+            keys = [key for key in keys if key in self._by_source]
+        written = self.table.write(links)
+        self.table.mark_done(list(keys))
+        self.summary.links += written
+        self.summary.sources += len(keys)
+        self.summary.pairs += pairs
+        return written
 
     def _check_ids(self, pairs: np.ndarray) -> None:
         s = self.selection
