@@ -65,14 +65,30 @@ def backend(m, version: int = 1):
     return ModelLinkBackend(m, version, properties=PROPS, options=OPTIONS, seed=SEED)
 
 
+_BUILT: dict = {}  # weights path -> model, per process
+
+
+class SavedBackend:
+    """A picklable backend factory (what Beam's ScoreLinks takes): the kit's model with the weights
+    saved at ``weights``, built once per process."""
+
+    def __init__(self, weights: str) -> None:
+        self.weights = str(weights)
+
+    def __call__(self):
+        m = _BUILT.get(self.weights)
+        if m is None:
+            m = _BUILT[self.weights] = model()
+            m.load_weights(self.weights)
+        return backend(m)
+
+
 def main(argv: list[str]) -> int:
     weights, rest = argv[0], argv[argv.index("--") + 1 :]
     from memgraph_tf import cli
     from memgraph_tf.batch import links
 
-    m = model()
-    m.load_weights(weights)
-    links.backend_from_args = lambda args: backend(m)
+    links.backend_from_args = lambda args: SavedBackend(weights)()
     return cli.main(rest)
 
 
