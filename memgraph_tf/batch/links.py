@@ -195,6 +195,83 @@ class ModelLinkBackend(LinkBackend):
         return np.asarray(keras.ops.sigmoid(logits), dtype=np.float32)
 
 
+class BundleLinkBackend(LinkBackend):
+    """A link bundle run in-process (op or op-free; ``memgraph_tf.serving.export_links``): its
+    ``embed_source`` / ``embed_target`` signatures on one ``sample_typed`` blob per node (sampled
+    with the bundle's ``role_arguments``) and ``score_embeddings`` on embedding pairs.
+
+    ``path``: ``BASE/NAME`` (its highest version) or ``BASE/NAME/VERSION``
+    (:func:`~memgraph_tf.batch.backends.resolve_version_dir`); ``seed``: the sampling seed (default
+    the bundle's, else :data:`~memgraph_tf.serving.bundle.DEFAULT_SEED`). Guarantees: ``version``
+    is the version directory's number (else the config's); a bundle without the link signatures
+    raises :class:`ConfigurationError` naming what it has."""
+
+    def __init__(self, path: Any, *, seed: int | None = None) -> None:
+        from memgraph_tf.batch.backends import resolve_version_dir
+        from memgraph_tf.serving import bundle, loading
+
+        version_dir, version = resolve_version_dir(path)
+        loaded = loading.load_version(version_dir, version or 0)
+        config = loaded.bundle_config
+        if config is None or config.link is None:
+            raise ConfigurationError(
+                f"model: {str(version_dir)!r} is no link bundle (no link settings in its "
+                f"assets/{bundle.CONFIG_ASSET}; export one with export_link_bundle)"
+            )
+        names = (
+            bundle.EMBED_SOURCE_SIGNATURE,
+            bundle.EMBED_TARGET_SIGNATURE,
+            bundle.SCORE_EMBEDDINGS_SIGNATURE,
+        )
+        missing = [n for n in names if n not in loaded.functions]
+        if missing:
+            raise ConfigurationError(
+                f"model: {str(version_dir)!r} lacks the signature(s) {', '.join(missing)} (has "
+                f"{', '.join(sorted(loaded.functions))})"
+            )
+        self._b = bundle
+        self._loaded = loaded
+        self._embed = {"src": loaded.functions[names[0]], "dst": loaded.functions[names[1]]}
+        self._score = loaded.functions[names[2]]
+        self.config = config
+        self.name = config.model_name
+        self.version = version if version is not None else config.version
+        self.source_label = config.link_sampling.source_label
+        self.target_label = config.link_sampling.target_label
+        self._spec = bundle.inference_sampling(config, seed)
+        self.id_property = self._spec.options.get("id_property")
+        self.path = version_dir
+
+    def sampling(self, role: str) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, Any]]:
+        if role not in ROLES:
+            raise ConfigurationError(f"role: expected src or dst, got {role!r}")
+        return self._spec.role_arguments("source" if role == "src" else "target")
+
+    def embed(self, role: str, data: bytes) -> np.ndarray:
+        import tensorflow as tf
+
+        from memgraph_tf import blob
+        from memgraph_tf.serving.neighbourhoods import split_typed_blob
+
+        count = next(iter(blob.unpack(data).values())).shape[0]
+        blobs = split_typed_blob(data, count)
+        out = self._embed[role](**{self._b.EMBED_INPUT: tf.constant(blobs, dtype=tf.string)})
+        return out[self._b.EMBEDDINGS_OUTPUT].numpy().astype(np.float32)
+
+    def score(self, z_source: np.ndarray, z_target: np.ndarray) -> np.ndarray:
+        import tensorflow as tf
+
+        shape = np.shape(z_source)[:-1]
+        d = np.shape(z_source)[-1]
+        out = self._score(
+            **{
+                self._b.Z_SOURCE_INPUT: tf.constant(np.reshape(z_source, (-1, d)), tf.float32),
+                self._b.Z_TARGET_INPUT: tf.constant(np.reshape(z_target, (-1, d)), tf.float32),
+            }
+        )
+        return out[self._b.REGRESS_OUTPUT].numpy().astype(np.float32).reshape(shape)
+
+
 # ------------------------------------------------------------------------------------------------
 # the run
 # ------------------------------------------------------------------------------------------------
@@ -447,8 +524,8 @@ BackendFactory = Callable[[argparse.Namespace], LinkBackend]
 
 
 def backend_from_args(args: argparse.Namespace) -> LinkBackend:
-    """The backend ``memgraph-tf score-links`` scores with (``--model``)."""
-    raise ConfigurationError(f"model: {args.model!r}: link bundles are not supported by this build")
+    """The backend ``memgraph-tf score-links`` scores with: the link bundle ``--model``."""
+    return BundleLinkBackend(args.model)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -562,6 +639,7 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
 __all__ = [
     "BLOCK_FLOATS",
     "DEFAULT_BATCH_SIZE",
+    "BundleLinkBackend",
     "LinkBackend",
     "LinkScorer",
     "LinkSummary",

@@ -190,6 +190,47 @@ def test_bad_input_is_refused_by_name_before_anything_is_written(model):
         check_candidates([{"source_id": 1, "target_id": 2}, {"source_id": 1, "target_id": "7"}])
 
 
+# ---------------------------------------------------------------------- the CLI with a bundle
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory, model):
+    """The model exported as an op-free link bundle, version 3, with the kit's sampling options."""
+    from memgraph_tf.serving.export_links import export_link_bundle
+
+    base = tmp_path_factory.mktemp("link-bundles")
+    options = {**kit.OPTIONS, "seed": kit.SEED}
+    export_link_bundle(model, base, "links", 3, sample_options=options, warmup=False)
+    return base / "links"
+
+
+def test_the_cli_scores_with_a_link_bundle_as_with_the_model_in_memory(
+    monkeypatch, capsys, bundle, full_run
+):
+    from memgraph_tf import cli
+    from memgraph_tf.client import sources
+
+    source, _, _ = kit.embedded_graph()
+    monkeypatch.setattr(sources, "open_graph", lambda uri, **options: source)
+    args = ["score-links", "--graph", "embedded:test", "--top-k", str(K)]
+    args += ["--relationship-type", kit.REL, "--batch-size", "32"]
+    code = cli.main([*args, "--model", str(bundle)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert out.out.startswith(
+        f"scored 8100 pair(s) of 90 source node(s), wrote {90 * K} :PREDICTED_LINK link(s), "
+        f"already up to date 0 source(s) (links version 3; "
+    )
+    links = LinkTable(source, LinkSelection(kit.LABEL, kit.LABEL, 3, "id")).read_links()
+    want = full_run[2]
+    assert [(s, t) for s, t, _, _ in links] == [(s, t) for s, t, _, _ in want]
+    assert [p for *_, p, _ in links] == pytest.approx([p for *_, p, _ in want], abs=1e-5)
+    assert {v for *_, v in links} == {3}
+    code = cli.main([*args, "--model", str(bundle / "missing")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(
+        "memgraph-tf score-links: error: model: expected a bundle directory"
+    )
+
+
 # ------------------------------------------------------------------------------- over real Bolt
 @pytest.fixture(scope="module")
 def bolt_docs(bolt_source):
