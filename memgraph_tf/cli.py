@@ -184,9 +184,10 @@ def _score_links(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
     from memgraph_tf.batch import links
+    from memgraph_tf.beam.runner import parse_params  # standard library only
     from memgraph_tf.client import sources
 
-    return links.run_cli(args, sources.open_graph)
+    return links.run_cli(args, sources.open_graph, parse_params)
 
 
 def _demo(args: argparse.Namespace) -> int:

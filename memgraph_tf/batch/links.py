@@ -194,6 +194,16 @@ class ModelLinkBackend(LinkBackend):
         logits = self.model.score(z_source, z_target, training=False)
         return np.asarray(keras.ops.sigmoid(logits), dtype=np.float32)
 
+    def score_block(self, z_source: np.ndarray, z_target: np.ndarray) -> np.ndarray:
+        """The dot scorer as one matrix product (``scale * Zs Zt^T + bias``, float32: what
+        :meth:`score` computes pair by pair, up to rounding); other scorers: the generic blocks."""
+        if self.model.scorer != "dot":
+            return super().score_block(z_source, z_target)
+        scale = np.float32(self.model.scale.numpy())
+        bias = np.float32(self.model.bias.numpy())
+        logits = scale * (z_source.astype(np.float32) @ z_target.astype(np.float32).T) + bias
+        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+
 
 class BundleLinkBackend(LinkBackend):
     """A link bundle run in-process (op or op-free; ``memgraph_tf.serving.export_links``): its
@@ -573,11 +583,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
+def run_cli(
+    args: argparse.Namespace,
+    open_graph: Callable[[str], Any],
+    parse_params: Callable[[Sequence[str]], dict[str, Any]],
+) -> int:
     """``memgraph-tf score-links``: the summary on success, one line on failure; exit codes from
     :data:`memgraph_tf.errors.EXIT_CODES` (0 done, 1 failed: rerun to resume, 2 a bad command
-    line, label, relationship type or candidate: nothing written, 130 interrupted)."""
-    from memgraph_tf.beam.runner import parse_params  # standard library only
+    line, label, relationship type or candidate: nothing written, 130 interrupted). ``open_graph``
+    opens ``--graph``; ``parse_params`` reads the ``--param NAME=VALUE`` list (``classify``'s)."""
     from memgraph_tf.errors import EXIT_INTERRUPTED, EXIT_USAGE, MemgraphTfError, exit_code_for
 
     def fail(code: int, message: str) -> int:
