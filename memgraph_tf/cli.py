@@ -178,6 +178,18 @@ def _classify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _score_links(args: argparse.Namespace) -> int:
+    """``memgraph-tf score-links`` (:func:`memgraph_tf.batch.links.run_cli`)."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.batch import links
+    from memgraph_tf.beam.runner import parse_params  # standard library only
+    from memgraph_tf.client import sources
+
+    return links.run_cli(args, sources.open_graph, parse_params)
+
+
 def _demo(args: argparse.Namespace) -> int:
     import os
 
@@ -505,6 +517,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_runner_arguments(p)
     p.set_defaults(func=_classify)
+
+    p = sub.add_parser(
+        "score-links",
+        help="score candidate pairs with a link model and write them back as relationships",
+        description="Score the top K targets per source node, or the pairs a Cypher query "
+        "returns, with a link model and MERGE (s)-[:PREDICTED_LINK {score, model_version}]->(t); "
+        "resumable and shardable. See docs/batch-inference.md.",
+    )
+    from memgraph_tf.batch import links  # no TensorFlow until it runs
+
+    links.add_arguments(p)
+    p.set_defaults(func=_score_links)
 
     p = sub.add_parser(
         "demo",

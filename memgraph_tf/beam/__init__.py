@@ -61,12 +61,13 @@ _LAZY = {
     "NodeScan": "memgraph_tf.beam.transforms",
     "ReadNodeIds": "memgraph_tf.beam.transforms",
     "WritePredictions": "memgraph_tf.beam.transforms",
+    "ScoreLinks": "memgraph_tf.beam.links",
     "read_exported": "memgraph_tf.beam.transforms",
 }
 
 
 def _beam_for(module: str) -> None:
-    if module.endswith("transforms"):  # the only module that imports Beam at import time
+    if module.endswith(("transforms", "links")):  # the modules that import Beam at import time
         require_beam()
 
 
@@ -87,6 +88,7 @@ __all__ = [
     "NodeScan",
     "NodeSelection",
     "ReadNodeIds",
+    "ScoreLinks",
     "WritePredictions",
     "add_runner_arguments",
     "classify_with_beam",

@@ -114,6 +114,37 @@ class EmbeddedGraph:
         """Adds a directed edge ``src -[edge_type]-> dst``; returns its id."""
         return self._store.add_edge(src, dst, edge_type, dict(properties) if properties else None)
 
+    def merge_edge(
+        self, src: int, dst: int, edge_type: str, properties: Mapping[str, Any] | None = None
+    ) -> int:
+        """Cypher's ``MERGE (src)-[r:edge_type]->(dst) SET r.k = v, ...``: the first such edge
+        gets ``properties`` set (None values remove), else a new one is added; returns its id."""
+        s = self._store
+        self._check_node(src)
+        self._check_node(dst)
+        for e in s.out_edges[src]:
+            if s.etype[e] == edge_type and s.edst[e] == dst:
+                if s.eprops[e] is None:
+                    s.eprops[e] = {}
+                for key, value in (properties or {}).items():
+                    s.set_property(s.eprops[e], key, value)
+                return e
+        return self.add_edge(src, dst, edge_type, properties)
+
+    def edges(self, edge_type: str | None = None) -> list[tuple[int, int, dict[str, Any]]]:
+        """``(src, dst, properties)`` of every edge (of ``edge_type`` if given), in creation order
+        (one row per edge: parallel edges show as many times)."""
+        s = self._store
+        return [
+            (
+                s.esrc[e],
+                s.edst[e],
+                {k: _runtime.load_value(v) for k, v in (s.eprops[e] or {}).items()},
+            )
+            for e in range(len(s.etype))
+            if edge_type is None or s.etype[e] == edge_type
+        ]
+
     def set_property(self, node_id: int, key: str, value: Any) -> None:
         """Sets (``None``: removes) a node property, e.g. a prediction written back."""
         self._check_node(node_id)

@@ -90,6 +90,35 @@ CONFIG_OUTPUT = "config_json"
 #: The tf.Example feature that holds a node's blob (docs/blob-format.md, section 6).
 DEFAULT_BLOB_FEATURE_KEY = "blob"
 
+# Link bundles (issue 25; memgraph_tf.serving.export_links): a LinkPredictor reading one
+# tf_features.sample_pairs blob (n = 1) per tf.Example, in the blob feature above.
+#: A link bundle's class labels in score order: ``scores[:, 0]`` = P(link), ``[:, 1]`` = 1 - P.
+LINK_CLASS_NAMES = ("link", "no link")
+#: A link bundle's classify signature is TF Serving's default one (a :classify request that
+#: names no signature runs it, on stock TF Serving too): inputs ``CLASSIFY_INPUT``, outputs
+#: ``CLASSES_OUTPUT`` / ``SCORES_OUTPUT`` [batch, 2] in ``LINK_CLASS_NAMES`` order.
+LINK_CLASSIFY_SIGNATURE = DEFAULT_SIGNATURE
+#: TF Serving's regression contract (servables/tensorflow/regressor.cc, GetRegressionSignatureDef
+#: and PreProcessRegression: method name checked always, exactly one input ``inputs`` and one
+#: output ``outputs``, DT_FLOAT [batch] or [batch, 1]): ``outputs`` = P(link) [batch].
+REGRESS_SIGNATURE = "regress"
+REGRESS_METHOD_NAME = "tensorflow/serving/regress"
+REGRESS_INPUT = "inputs"
+REGRESS_OUTPUT = "outputs"
+#: Predict signatures for batch scoring: a node's typed blob (``tf_features.sample_typed`` of the
+#: role's seed label, one node per blob) in ``EMBED_INPUT`` (DT_STRING [batch]) ->
+#: ``EMBEDDINGS_OUTPUT`` (DT_FLOAT [batch, D]).
+EMBED_SOURCE_SIGNATURE = "embed_source"
+EMBED_TARGET_SIGNATURE = "embed_target"
+EMBED_INPUT = "blobs"
+EMBEDDINGS_OUTPUT = "embeddings"
+#: (``Z_SOURCE_INPUT``, ``Z_TARGET_INPUT``: DT_FLOAT [batch, D]) -> ``REGRESS_OUTPUT`` P(link)
+#: and ``LOGITS_OUTPUT`` (DT_FLOAT [batch]).
+SCORE_EMBEDDINGS_SIGNATURE = "score_embeddings"
+Z_SOURCE_INPUT = "z_source"
+Z_TARGET_INPUT = "z_target"
+LOGITS_OUTPUT = "logits"
+
 SCORES_KINDS = ("probabilities", "logits")
 INT64_MAX = 2**63 - 1
 
@@ -238,6 +267,99 @@ class TypedSampling:
         }
 
 
+#: The roles of a link bundle's pair, as ``num_neighbors`` keys (``tf_features.sample_pairs``).
+LINK_ROLES = ("source", "target")
+
+
+@dataclass(frozen=True)
+class LinkSampling:
+    """The pair sampling settings of a link bundle (issue 25): ``tf_features.sample_pairs``'
+    ``num_neighbors`` per role (``{"source": {pattern: fanouts}, "target": {...}}``, each
+    validated by :class:`memgraph_tf.typed_sampling.TypedSamplingSpec` seeded at that role's
+    label), the pair labels, and ``properties`` (label -> feature property names, labels with
+    slots in either neighbourhood). A bad value is a :class:`BundleError` naming ``link.<key>``."""
+
+    source_label: str
+    target_label: str
+    num_neighbors: Mapping[str, Mapping[str, tuple[int, ...]]]
+    properties: Mapping[str, tuple[str, ...]]
+
+    def __post_init__(self) -> None:
+        from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+        nn = self.num_neighbors
+        if not isinstance(nn, Mapping) or set(nn) != set(LINK_ROLES):
+            raise _fail(
+                "link.num_neighbors",
+                "an object {source: {edge pattern: [fanout per hop]}, target: {...}}",
+                nn,
+            )
+        labels: set[str] = set()
+        fixed = {}
+        for role, label in zip(LINK_ROLES, (self.source_label, self.target_label)):
+            if not isinstance(label, str) or not label:
+                raise _fail(f"link.{role}_label", "a label name", label)
+            if not isinstance(nn[role], Mapping):
+                raise _fail(f"link.num_neighbors.{role}", "an object {edge pattern: fanouts}", nn)
+            try:
+                spec = TypedSamplingSpec.from_num_neighbors(
+                    label, {k: list(v) for k, v in nn[role].items()}
+                )
+            except (ValueError, TypeError) as exc:
+                raise BundleError(f"link.num_neighbors.{role}: {exc}", key="link") from None
+            fixed[role] = spec.num_neighbors()
+            labels.update(spec.labels())
+        if not isinstance(self.properties, Mapping):
+            raise _fail("link.properties", "an object {label: [property names]}", self.properties)
+        props = {}
+        for label, names in self.properties.items():
+            if label not in labels:
+                raise BundleError(
+                    f"link.properties: label {label!r} has no slots in the sampled "
+                    f"neighbourhoods (labels: {', '.join(sorted(labels))})",
+                    key="link",
+                )
+            props[label] = _str_list(f"link.properties.{label}", names)
+        object.__setattr__(self, "num_neighbors", fixed)
+        object.__setattr__(self, "properties", props)
+
+    @classmethod
+    def from_mapping(cls, value: Any) -> LinkSampling:
+        """From a config's ``link`` object (keys ``source_label``, ``target_label``,
+        ``num_neighbors``, ``properties``; others, such as ``schema``, ignored)."""
+        keys = ("source_label", "target_label", "num_neighbors", "properties")
+        if not isinstance(value, Mapping):
+            raise _fail("link", f"an object with {', '.join(keys)}", value)
+        missing = [k for k in keys if k not in value]
+        if missing:
+            raise BundleError(f"link: missing keys {missing}", key="link")
+        return cls(*(value[k] for k in keys))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source_label": self.source_label,
+            "target_label": self.target_label,
+            "num_neighbors": {
+                role: {k: list(v) for k, v in self.num_neighbors[role].items()}
+                for role in LINK_ROLES
+            },
+            "properties": {k: list(v) for k, v in self.properties.items()},
+        }
+
+    def role(self, role: str) -> tuple[str, dict[str, list[int]], dict[str, list[str]]]:
+        """``(seed label, num_neighbors, properties)`` of one role's ``sample_typed`` call
+        (``properties`` only the labels of that role's neighbourhood)."""
+        from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+        if role not in LINK_ROLES:
+            raise BundleError(f"role: expected one of {list(LINK_ROLES)}, got {role!r}", key="role")
+        label = self.source_label if role == "source" else self.target_label
+        data = self.to_dict()
+        nn = data["num_neighbors"][role]
+        labels = TypedSamplingSpec.from_num_neighbors(label, nn).labels()
+        return label, nn, {k: v for k, v in data["properties"].items() if k in labels}
+
+
 @dataclass(frozen=True)
 class SamplingSpec:
     """How one node's neighbourhood blob is built: the arguments of
@@ -251,9 +373,18 @@ class SamplingSpec:
     properties: tuple[str, ...]
     options: Mapping[str, Any] = field(default_factory=dict)
     typed: TypedSampling | None = None
+    link: LinkSampling | None = None
 
     def __post_init__(self) -> None:
-        if self.typed is None:
+        if self.link is not None:
+            if not isinstance(self.link, LinkSampling):
+                object.__setattr__(self, "link", LinkSampling.from_mapping(self.link))
+            if self.typed is not None:
+                raise BundleError("typed: expected none in link sampling settings", key="typed")
+            _typed_empty(self.fanouts, self.properties)
+            object.__setattr__(self, "fanouts", ())
+            object.__setattr__(self, "properties", ())
+        elif self.typed is None:
             object.__setattr__(self, "fanouts", check_fanouts(self.fanouts))
             object.__setattr__(self, "properties", _str_list("properties", self.properties))
         else:
@@ -285,6 +416,7 @@ class SamplingSpec:
             mapping["properties"],
             mapping.get("options") or {},
             mapping.get("typed"),
+            mapping.get("link"),
         )
 
     def arguments(self) -> tuple[list[int], list[str], dict[str, Any]]:
@@ -300,6 +432,39 @@ class SamplingSpec:
         options = json.loads(json.dumps(self.options))
         options["label"] = self.typed.seed_label
         return typed["num_neighbors"], typed["properties"], options
+
+    def pair_arguments(
+        self,
+    ) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[str]], dict[str, Any]]:
+        """``(num_neighbors, properties, options)`` for ``sample_pairs`` (``options`` with the
+        pair labels), fresh plain values; :class:`BundleError` (key ``link``) when these are not
+        a link bundle's settings."""
+        if self.link is None:
+            raise BundleError("link: these sampling settings are not a link bundle's", key="link")
+        link = self.link.to_dict()
+        options = json.loads(json.dumps(self.options))
+        options["source_label"] = self.link.source_label
+        options["target_label"] = self.link.target_label
+        return link["num_neighbors"], link["properties"], options
+
+    def role_arguments(
+        self, role: str
+    ) -> tuple[dict[str, list[int]], dict[str, list[str]], dict[str, Any]]:
+        """``(num_neighbors, properties, options)`` for ``sample_typed`` of one endpoint role
+        (``source`` / ``target``) of a link bundle: the node's neighbourhood as the pair blob's
+        half of that role holds it (the same keyed draws; ``options.label`` the role's label)."""
+        from memgraph_tf import layout
+
+        if self.link is None:
+            raise BundleError("link: these sampling settings are not a link bundle's", key="link")
+        label, nn, props = self.link.role(role)
+        options = {
+            k: v
+            for k, v in json.loads(json.dumps(self.options)).items()
+            if k in layout.SAMPLE_TYPED_OPTIONS
+        }
+        options["label"] = label
+        return nn, props, options
 
 
 def _typed_empty(fanouts: Any, properties: Any, feature_dim: Any = 0) -> None:
@@ -348,7 +513,9 @@ def inference_sampling(config: BundleConfig, seed: int | str | None = None) -> S
         options["seed"] = seed
     elif options.get("seed") is None:
         options["seed"] = DEFAULT_SEED
-    return SamplingSpec(config.fanouts, config.properties, options, config.typed_sampling)
+    return SamplingSpec(
+        config.fanouts, config.properties, options, config.typed_sampling, config.link_sampling
+    )
 
 
 # ---------------------------------------------------------------------------------------- config
@@ -414,6 +581,7 @@ class BundleConfig:
     tensorflow_version: str
     format_version: int = BUNDLE_FORMAT_VERSION
     typed: Mapping[str, Any] | None = None
+    link: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -430,7 +598,9 @@ class BundleConfig:
         put("class_names", _str_list("class_names", self.class_names, unique=True))
         if any("\n" in c for c in self.class_names):
             raise _fail("class_names", "labels without newlines", list(self.class_names))
-        if self.typed is None:
+        if self.link is not None:
+            self._check_link(put)
+        elif self.typed is None:
             put("fanouts", check_fanouts(self.fanouts))
             if not _is_int(self.feature_dim) or self.feature_dim < 1:
                 raise _fail("feature_dim", "an int >= 1", self.feature_dim)
@@ -473,6 +643,39 @@ class BundleConfig:
                 self.format_version,
             )
 
+    def _check_link(self, put: Any) -> None:
+        """A link bundle's config: ``link`` holds the pair settings (plus ``schema``), the
+        homogeneous fields are empty, ``typed`` none, ``class_names`` :data:`LINK_CLASS_NAMES`."""
+        _typed_empty(self.fanouts, self.properties, self.feature_dim)
+        put("fanouts", ())
+        put("properties", ())
+        if self.typed is not None:
+            raise _fail("typed", "none in a link bundle (its settings are under 'link')", "...")
+        if self.class_names != LINK_CLASS_NAMES:
+            raise _fail(
+                "class_names", f"{list(LINK_CLASS_NAMES)} in a link bundle", self.class_names
+            )
+        if not isinstance(self.link, Mapping):
+            raise _fail("link", "an object", self.link)
+        allowed = {"source_label", "target_label", "num_neighbors", "properties", "schema"}
+        unknown = sorted(set(self.link) - allowed)
+        if unknown:
+            raise BundleError(
+                f"link.{unknown[0]}: unknown key (expected {', '.join(sorted(allowed))})",
+                key="link",
+            )
+        settings = LinkSampling.from_mapping(self.link).to_dict()
+        schema = self.link.get("schema")
+        if schema is not None:
+            check_plain_json(schema, "link.schema")
+            settings["schema"] = json.loads(json.dumps(schema))
+        put("link", settings)
+
+    @property
+    def link_sampling(self) -> LinkSampling | None:
+        """A link bundle's :class:`LinkSampling`; None for a node bundle."""
+        return None if self.link is None else LinkSampling.from_mapping(self.link)
+
     @property
     def typed_sampling(self) -> TypedSampling | None:
         """A typed bundle's :class:`TypedSampling`; None for a homogeneous one."""
@@ -481,7 +684,9 @@ class BundleConfig:
     @property
     def sampling(self) -> SamplingSpec:
         """The sampling settings the model was trained with."""
-        return SamplingSpec(self.fanouts, self.properties, self.options, self.typed_sampling)
+        return SamplingSpec(
+            self.fanouts, self.properties, self.options, self.typed_sampling, self.link_sampling
+        )
 
     # -- JSON
     def to_dict(self) -> dict[str, Any]:
@@ -507,6 +712,8 @@ class BundleConfig:
         }
         if self.typed is not None:
             out["typed"] = json.loads(json.dumps(self.typed))
+        if self.link is not None:
+            out["link"] = json.loads(json.dumps(self.link))
         return out
 
     def to_json(self) -> str:
@@ -529,7 +736,7 @@ class BundleConfig:
             )
         if data.get("format") != BUNDLE_FORMAT:
             raise _fail("format", repr(BUNDLE_FORMAT), data.get("format"))
-        missing = sorted(k for k in keys if k not in data and k not in ("format", "typed"))
+        missing = sorted(k for k in keys if k not in data and k not in ("format", "typed", "link"))
         if missing:
             raise BundleError(
                 f"{missing[0]}: missing from the bundle config (missing: {missing})", key=missing[0]
@@ -712,8 +919,10 @@ def discover_versions(base_path: str | os.PathLike) -> dict[int, pathlib.Path]:
 
 __all__ = [
     "DEFAULT_SEED",
+    "LINK_ROLES",
     "RANDOM_SAMPLING",
     "BundleConfig",
+    "LinkSampling",
     "OpLibraryInfo",
     "SamplingSpec",
     "TypedSampling",

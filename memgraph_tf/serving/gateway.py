@@ -313,9 +313,8 @@ class UpstreamServer(ModelServer):
         import numpy as np
         from tensorflow_serving.apis import regression_pb2
 
-        req = self._example_request(
-            regression_pb2.RegressionRequest, mv, serialized, signature_name
-        )
+        name = self.example_signature(mv, signature_name, "regress")
+        req = self._example_request(regression_pb2.RegressionRequest, mv, serialized, name)
         start = time.perf_counter()
         try:
             resp = self._upstream(self.prediction.Regress, req)

@@ -554,16 +554,28 @@ class ModelServer:
     def example_signature(mv: ModelVersion, requested: str | None, method: str) -> str:
         """The signature a classify / regress request (``method``) runs when it names
         ``requested`` (any transport): the one named; else, for classify on a memgraph-tf bundle,
-        its ``classify`` signature (the bundle's ``serving_default`` is its predict one); else
-        TF Serving's default, ``serving_default``. Does not check that it exists."""
+        its ``classify`` signature (a node bundle's ``serving_default`` is its predict one; a
+        link bundle's is its classify one), for regress on a link bundle its ``regress``
+        signature; else TF Serving's default, ``serving_default``. Does not check that it
+        exists. A regress request naming no signature on a node bundle (which has no regress
+        signature) is a 400 saying what the bundle answers."""
         if requested:
             return requested
+        config = mv.bundle_config
         if (
             method == "classify"
-            and mv.bundle_config is not None
-            and bundle.CLASSIFY_SIGNATURE in mv.signature_defs
+            and config is not None
+            and bundle.CLASSIFY_SIGNATURE in (mv.signature_defs)
         ):
             return bundle.CLASSIFY_SIGNATURE
+        if method == "regress" and config is not None:
+            if config.link is not None:
+                return bundle.REGRESS_SIGNATURE
+            raise bad_request(
+                f"Model {mv.model_name!r} is a node classification bundle: it answers :classify "
+                f"(node_id or blob examples), not :regress; :regress needs a link bundle "
+                f"(memgraph_tf.serving.export_links)"
+            )
         return DEFAULT_SIGNATURE
 
     @staticmethod
@@ -754,11 +766,13 @@ class ModelServer:
         return classes, scores
 
     def run_regress(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
-        """Run a regress signature on serialized tf.Examples (any transport): a ``[n]`` array."""
+        """Run a regress signature on serialized tf.Examples (any transport): a ``[n]`` array.
+        Without a signature name, a link bundle runs its ``regress`` signature
+        (:meth:`example_signature`)."""
         import numpy as np
         import tensorflow as tf
 
-        name, sig, fn = self._signature(mv, signature_name)
+        name, sig, fn = self._signature(mv, self.example_signature(mv, signature_name, "regress"))
         if (
             len(sig.inputs) != 1
             or next(iter(sig.inputs.values())).dtype != tf.string.as_datatype_enum
@@ -793,10 +807,9 @@ class ModelServer:
 
     def regress(self, mv: ModelVersion, doc: dict) -> dict:
         """``:regress`` for a parsed body: ``{"results": [v, ...]}``."""
+        name = self.example_signature(mv, doc.get("signature_name"), "regress")
         serialized = self._examples(doc, "regress", mv)
-        return rest_json.regress_response(
-            self.run_regress(mv, serialized, doc.get("signature_name"))
-        )
+        return rest_json.regress_response(self.run_regress(mv, serialized, name))
 
     def predict(self, mv: ModelVersion, doc: dict) -> dict:
         """``:predict`` for a parsed body, row (``instances``) or columnar (``inputs``)."""

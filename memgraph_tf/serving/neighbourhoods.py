@@ -22,6 +22,14 @@ blob cut into one blob per node (:func:`split_typed_blob`; the typed sampler key
 draws by ``(options.seed, seed)``, so a node's blob does not depend on the other ids of the call).
 A node without the seed label is the source's ValueError, hence a :class:`NeighbourhoodDataError`
 (400) whose message names the node and the label.
+
+Link bundles (:attr:`~memgraph_tf.serving.bundle.SamplingSpec.link`, issue 25) are fetched per
+pair with :meth:`NeighbourhoodFetcher.fetch_pairs`: one ``sample_pairs(sources, targets,
+num_neighbors, properties, options)`` call for all the pairs (each pair's own relationships removed
+from both neighbourhoods, each endpoint's draws keyed by ``(options.seed, its key)``, so a pair's
+blob does not depend on the other pairs of the call), cut into one blob per pair. The source's
+``sources[i]`` / ``targets[i]`` in a refusal (an unknown id, a node of the wrong label) is renamed
+to the caller's name for that id (``examples[j].source_id``).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from __future__ import annotations
 import json
 import logging
 import numbers
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -118,21 +127,7 @@ class NeighbourhoodFetcher:
                 return self.source.sample_blobs_per_node(ids, fanouts, properties, options)
 
         what = f"fetching node ids {_ids_text(ids)} from the graph"
-        try:
-            if self._lock is None:
-                blobs = call(ids)
-            else:
-                with self._lock:
-                    blobs = call(ids)
-        except NeighbourhoodError:
-            raise
-        except (ConnectionError, OSError) as exc:
-            raise GraphUnavailableError(f"the graph is unavailable: {exc}") from exc
-        except (ValueError, LookupError) as exc:
-            raise NeighbourhoodDataError(f"{what}: {exc}") from exc
-        except MemgraphTfError as exc:
-            raise GraphSourceError(f"{what}: {exc}") from exc
-        blobs = list(blobs)
+        blobs = self._guarded(call, ids, what)
         if len(blobs) != len(ids):
             raise GraphSourceError(
                 f"{what}: the source returned {len(blobs)} blobs for {len(ids)} node ids"
@@ -147,6 +142,77 @@ class NeighbourhoodFetcher:
             "fetched %d neighbourhood blobs (%d bytes)", len(blobs), sum(len(b) for b in blobs)
         )
         return [bytes(b) for b in blobs]
+
+    def _guarded(self, call: Any, args: Any, what: str, rename: Any = None) -> list:
+        """``call(args)`` (under the lock when serialized), the source's failures sorted into
+        the :class:`NeighbourhoodError` subclasses; ``rename`` rewrites a data error's text."""
+        try:
+            if self._lock is None:
+                return list(call(args))
+            with self._lock:
+                return list(call(args))
+        except NeighbourhoodError:
+            raise
+        except (ConnectionError, OSError) as exc:
+            raise GraphUnavailableError(f"the graph is unavailable: {exc}") from exc
+        except (ValueError, LookupError) as exc:
+            text = rename(str(exc)) if rename is not None else str(exc)
+            raise NeighbourhoodDataError(f"{what}: {text}") from exc
+        except MemgraphTfError as exc:
+            raise GraphSourceError(f"{what}: {exc}") from exc
+
+    def fetch_pairs(
+        self,
+        sources: Sequence[Any],
+        targets: Sequence[Any],
+        sampling: SamplingSpec,
+        *,
+        source_names: Sequence[str] | None = None,
+        target_names: Sequence[str] | None = None,
+    ) -> list[bytes]:
+        """One pair blob (``tf_features.sample_pairs`` with ``n = 1``) per ``(sources[i],
+        targets[i])``, in order, sampled with a link bundle's ``sampling``
+        (:meth:`~memgraph_tf.serving.bundle.SamplingSpec.pair_arguments`). Guarantees: ids are
+        checked first (:func:`check_node_ids`, named by ``source_names`` / ``target_names``); one
+        source call for all the pairs; blob ``i`` is what ``sample_pairs`` writes for pair ``i``
+        alone; an id the graph lacks or a node without the pair's label is a
+        :class:`NeighbourhoodDataError` naming it by its name; other failures as :meth:`fetch`."""
+        if len(sources) != len(targets):
+            raise ValueError(
+                f"sources, targets: expected one target per source, got {len(sources)} and "
+                f"{len(targets)}"
+            )
+        src = check_node_ids(sources, source_names)
+        dst = check_node_ids(targets, target_names)
+        if not src:
+            return []
+        if not callable(getattr(self.source, "sample_pairs", None)):
+            raise GraphSourceError(
+                f"the graph source ({type(self.source).__name__}) has no sample_pairs, which a "
+                f"link bundle needs"
+            )
+        num_neighbors, properties, options = sampling.pair_arguments()
+        names = {
+            "sources": list(source_names or (f"sources[{i}]" for i in range(len(src)))),
+            "targets": list(target_names or (f"targets[{i}]" for i in range(len(dst)))),
+        }
+
+        def rename(text: str) -> str:
+            def one(m: re.Match) -> str:
+                i = int(m[2])
+                return names[m[1]][i] if i < len(names[m[1]]) else m[0]
+
+            return _ROLE_INDEX.sub(one, text)
+
+        def call(_: Any) -> list[bytes]:
+            raw = self.source.sample_pairs(src, dst, num_neighbors, properties, options)
+            return split_typed_blob(raw, len(src))
+
+        shown = _ids_text([f"({s}, {t})" for s, t in zip(src, dst)]).replace("'", "")
+        what = f"fetching pairs (source_id, target_id) {shown} from the graph"
+        blobs = self._guarded(call, None, what, rename)
+        logger.debug("fetched %d pair blobs (%d bytes)", len(blobs), sum(len(b) for b in blobs))
+        return blobs
 
     def _typed_call(self, sampling: SamplingSpec) -> Any:
         num_neighbors, properties, options = sampling.typed_arguments()
@@ -168,10 +234,14 @@ class NeighbourhoodFetcher:
         return call
 
 
+_ROLE_INDEX = re.compile(r"\b(sources|targets)\[(\d+)\]")
+
+
 def split_typed_blob(
     raw: bytes, count: int, spec: Any = None, layout_name: str = "dense"
 ) -> list[bytes]:
-    """A ``tf_features.sample_typed`` blob of ``count`` seeds cut into ``count`` one-seed blobs
+    """A ``tf_features.sample_typed`` blob of ``count`` seeds (or a dense ``sample_pairs`` blob of
+    ``count`` pairs) cut into ``count`` one-row blobs
     (:func:`memgraph_tf.ops.layouts.split_typed_blob`; ``spec``, the sampling spec, is needed for
     the compact and sparse layouts, whose per-label tables are rebuilt per seed). Guarantees:
     blob ``i`` is what the procedure writes for that seed alone with the same options; a blob that

@@ -14,6 +14,18 @@ Refused, with INVALID_ARGUMENT (400): an example holding both ``node_id`` and th
 value. A failure of the graph source is answered with its error class's ``grpc_code``
 (:mod:`.errors`: a missing node 400, an unreachable graph 503, anything else 500).
 
+The ``source_id`` / ``target_id`` rule (issue 25): on a link bundle (a bundle config with
+``link``), an example holding ``source_id`` and ``target_id`` names a pair instead of carrying
+its pair blob; the server asks the graph source for that pair's blob
+(:meth:`.neighbourhoods.NeighbourhoodFetcher.fetch_pairs`: ``sample_pairs`` with the bundle's
+settings, the pair's own relationships removed, keyed by the same seed as ``node_id``), and the
+model sees the example with the blob as its blob feature, without the two ids. Refused, with
+INVALID_ARGUMENT (400), each naming ``examples[i]`` and the key: one id without the other; both
+ids and the blob feature; an example with neither the ids nor the blob; an id that is not one
+int64 value; ``node_id`` on a link bundle and ``source_id`` / ``target_id`` on a node bundle (the
+message says what the bundle expects); an id the graph lacks or a node without the pair's label
+(the source's refusal, its ``sources[i]`` renamed ``examples[j].source_id``).
+
 - REST (``{"node_id": N}`` in a JSON example): :func:`json_examples`;
 - gRPC (an int64 feature ``node_id`` of one value in a ``tf.Example``): :func:`proto_examples`;
 - both share :func:`check_node_ids` (the refusals, in this order: both features given, no
@@ -35,6 +47,10 @@ from memgraph_tf.serving.errors import NeighbourhoodError, ServingFailure
 
 #: The example feature that names a node instead of carrying its blob.
 NODE_ID_FEATURE = "node_id"
+#: The example features that name a pair's endpoints on a link bundle (issue 25).
+SOURCE_ID_FEATURE = "source_id"
+TARGET_ID_FEATURE = "target_id"
+PAIR_ID_FEATURES = (SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
 #: Default cap on the examples / instances of one request (``--max-examples``).
 DEFAULT_MAX_EXAMPLES = 1024
 
@@ -101,13 +117,151 @@ def fetch_node_blobs(
         raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
 
 
+def _link_description(config: BundleConfig) -> str:
+    link = config.link
+    return f"(:{link['source_label']})-(:{link['target_label']}) pairs"
+
+
+def check_example_kinds(
+    count: int, config: BundleConfig | None, has: Callable[[int, str], bool]
+) -> None:
+    """Refuse the examples meant for the other kind of bundle (400 naming the example, the key
+    and what this bundle expects): ``node_id`` on a link bundle, ``source_id`` / ``target_id``
+    on a node bundle. ``has(i, key)``: whether example ``i`` holds feature ``key``. Other
+    SavedModels (``config`` None) see these keys as plain features."""
+    if config is None:
+        return
+    link = config.link is not None
+    for i in range(count):
+        if link and has(i, NODE_ID_FEATURE):
+            raise _bad(
+                f"examples[{i}].{NODE_ID_FEATURE}: model {config.model_name!r} is a link bundle "
+                f"scoring {_link_description(config)}: send '{SOURCE_ID_FEATURE}' and "
+                f"'{TARGET_ID_FEATURE}' per example"
+            )
+        if not link:
+            for key in PAIR_ID_FEATURES:
+                if has(i, key):
+                    raise _bad(
+                        f"examples[{i}].{key}: model {config.model_name!r} classifies nodes: "
+                        f"send '{NODE_ID_FEATURE}' per example ('{SOURCE_ID_FEATURE}' and "
+                        f"'{TARGET_ID_FEATURE}' need a link bundle)"
+                    )
+
+
+def pair_positions(
+    count: int,
+    config: BundleConfig,
+    has: Callable[[int, str], bool],
+    fetcher: Any,
+    blob_hint: str,
+) -> list[int]:
+    """The positions of the examples that name a pair on a link bundle, after the refusals
+    every transport shares, in this order per example: one id without the other, both ids and
+    the blob feature, neither; then no graph source (``fetcher`` None)."""
+    key = config.blob_feature_key
+    positions = []
+    for i in range(count):
+        given = [k for k in PAIR_ID_FEATURES if has(i, k)]
+        if given and len(given) == 1:
+            other = TARGET_ID_FEATURE if given[0] == SOURCE_ID_FEATURE else SOURCE_ID_FEATURE
+            raise _bad(
+                f"examples[{i}].{other}: missing; a link bundle scores a pair: send both "
+                f"'{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}'"
+            )
+        if given and has(i, key):
+            raise _bad(
+                f"examples[{i}]: '{SOURCE_ID_FEATURE}'/'{TARGET_ID_FEATURE}' and '{key}' are "
+                f"both given; send one of them"
+            )
+        if not given and not has(i, key):
+            raise _bad(
+                f"examples[{i}]: expected '{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}' (model "
+                f"{config.model_name!r} scores {_link_description(config)}), or the pair's blob "
+                f"as {blob_hint}"
+            )
+        if given:
+            positions.append(i)
+    if positions and fetcher is None:
+        raise _bad(
+            f"examples[{positions[0]}]: '{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}' need a "
+            f"server started with --graph; without one, send the pair's blob as {blob_hint}"
+        )
+    return positions
+
+
+def fetch_pair_blobs(
+    fetcher: Any,
+    config: BundleConfig,
+    sources: list[Any],
+    targets: list[Any],
+    positions: Sequence[int],
+    sampling: SamplingSpec | None = None,
+) -> list[bytes]:
+    """The pair blob of each ``(sources[j], targets[j])`` (example ``positions[j]``), sampled
+    with ``sampling`` (default the bundle's inference settings); a NeighbourhoodError becomes the
+    ServingFailure of its class's ``grpc_code``, its message naming ``examples[i].source_id`` /
+    ``examples[i].target_id``."""
+    spec = sampling if sampling is not None else inference_sampling(config)
+    try:
+        return fetcher.fetch_pairs(
+            sources,
+            targets,
+            spec,
+            source_names=[f"examples[{i}].{SOURCE_ID_FEATURE}" for i in positions],
+            target_names=[f"examples[{i}].{TARGET_ID_FEATURE}" for i in positions],
+        )
+    except NeighbourhoodError as exc:
+        raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
+
+
+def _json_id(examples: list, i: int, key: str) -> Any:
+    value = examples[i][key]
+    if isinstance(value, rest_json.JsonBigNumber):
+        shown = value.text if len(value.text) <= 40 else value.text[:40] + "..."
+        raise _bad(f"examples[{i}].{key}: expected an integer in the int64 range, got {shown}")
+    return value
+
+
+def _json_pair_examples(
+    examples: list, config: BundleConfig, fetcher: Any, sampling: SamplingSpec | None
+) -> list:
+    key = config.blob_feature_key
+
+    def has(i: int, name: str) -> bool:
+        return isinstance(examples[i], dict) and name in examples[i]
+
+    positions = pair_positions(len(examples), config, has, fetcher, f'{{"{key}": {{"b64": ...}}}}')
+    if not positions:
+        return [rest_json.json_to_example(e) for e in examples]
+    sources = [_json_id(examples, i, SOURCE_ID_FEATURE) for i in positions]
+    targets = [_json_id(examples, i, TARGET_ID_FEATURE) for i in positions]
+    chosen = set(positions)
+    protos = [
+        rest_json.json_to_example(
+            {k: v for k, v in e.items() if k not in PAIR_ID_FEATURES} if i in chosen else e
+        )
+        for i, e in enumerate(examples)
+    ]
+    blobs = fetch_pair_blobs(fetcher, config, sources, targets, positions, sampling)
+    for i, blob in zip(positions, blobs):
+        protos[i].features.feature[key].bytes_list.value.append(blob)
+    return protos
+
+
 def json_examples(
     examples: list, config: BundleConfig | None, fetcher: Any, sampling: SamplingSpec | None = None
 ) -> list:
     """REST: JSON examples -> ``tf.train.Example`` s (:func:`.rest_json.json_to_example`), the
     ``node_id`` rule applied (see the module docstring; blobs sampled with ``sampling``, as
-    :func:`fetch_node_blobs`). A ``node_id`` beyond int64 is refused naming it; the other
-    examples are converted before the graph is asked."""
+    :func:`fetch_node_blobs`), or on a link bundle the ``source_id`` / ``target_id`` rule. An
+    id beyond int64 is refused naming it; the other examples are converted before the graph is
+    asked."""
+    check_example_kinds(
+        len(examples), config, lambda i, k: isinstance(examples[i], dict) and k in examples[i]
+    )
+    if config is not None and config.link is not None:
+        return _json_pair_examples(examples, config, fetcher, sampling)
     positions = (
         [i for i, e in enumerate(examples) if isinstance(e, dict) and NODE_ID_FEATURE in e]
         if config is not None
@@ -118,14 +272,7 @@ def json_examples(
     key = config.blob_feature_key
 
     def read_id(i: int) -> int:
-        nid = examples[i][NODE_ID_FEATURE]
-        if isinstance(nid, rest_json.JsonBigNumber):
-            shown = nid.text if len(nid.text) <= 40 else nid.text[:40] + "..."
-            raise _bad(
-                f"examples[{i}].{NODE_ID_FEATURE}: expected an integer in the int64 range, "
-                f"got {shown}"
-            )
-        return nid
+        return _json_id(examples, i, NODE_ID_FEATURE)
 
     node_ids = check_node_ids(
         positions,
@@ -156,12 +303,60 @@ def _describe_feature(feature: Any) -> str:
     return f"{kind} {shown}"
 
 
+def _proto_id(examples: Any, i: int, key: str) -> int:
+    feature = examples[i].features.feature[key]
+    if feature.WhichOneof("kind") != "int64_list" or len(feature.int64_list.value) != 1:
+        raise _bad(
+            f"examples[{i}].{key}: expected one int64 value, got {_describe_feature(feature)}"
+        )
+    return int(feature.int64_list.value[0])
+
+
+def _with_blobs(examples: Any, positions: Sequence[int], blobs, drop, key) -> list[bytes]:
+    """Each example serialized; those at ``positions`` without the ``drop`` features and with
+    their blob as the bytes feature ``key``."""
+    from tensorflow.core.example import example_pb2
+
+    out = [ex.SerializeToString() for ex in examples]
+    for i, blob in zip(positions, blobs):
+        ex = example_pb2.Example()
+        ex.CopyFrom(examples[i])
+        for name in drop:
+            del ex.features.feature[name]
+        ex.features.feature[key].bytes_list.value.append(blob)
+        out[i] = ex.SerializeToString()
+    return out
+
+
+def _proto_pair_examples(
+    examples: Any, config: BundleConfig, fetcher: Any, sampling: SamplingSpec | None
+) -> list[bytes]:
+    key = config.blob_feature_key
+    positions = pair_positions(
+        len(examples),
+        config,
+        lambda i, k: k in examples[i].features.feature,
+        fetcher,
+        f"the bytes feature '{key}'",
+    )
+    if not positions:
+        return [ex.SerializeToString() for ex in examples]
+    sources = [_proto_id(examples, i, SOURCE_ID_FEATURE) for i in positions]
+    targets = [_proto_id(examples, i, TARGET_ID_FEATURE) for i in positions]
+    blobs = fetch_pair_blobs(fetcher, config, sources, targets, positions, sampling)
+    return _with_blobs(examples, positions, blobs, PAIR_ID_FEATURES, key)
+
+
 def proto_examples(
     examples: Any, config: BundleConfig | None, fetcher: Any, sampling: SamplingSpec | None = None
 ) -> list[bytes]:
     """gRPC: ``tf.Example`` protos -> their serialized bytes, the ``node_id`` rule applied (an
     int64 feature ``node_id`` of exactly one value; see the module docstring; blobs sampled with
-    ``sampling``, as :func:`fetch_node_blobs`)."""
+    ``sampling``, as :func:`fetch_node_blobs`), or on a link bundle the ``source_id`` /
+    ``target_id`` rule (each an int64 feature of one value)."""
+    check_example_kinds(len(examples), config, lambda i, k: k in examples[i].features.feature)
+    if config is not None and config.link is not None:
+        return _proto_pair_examples(examples, config, fetcher, sampling)
     positions = (
         [i for i, ex in enumerate(examples) if NODE_ID_FEATURE in ex.features.feature]
         if config is not None
@@ -172,13 +367,7 @@ def proto_examples(
     key = config.blob_feature_key
 
     def read_id(i: int) -> int:
-        feature = examples[i].features.feature[NODE_ID_FEATURE]
-        if feature.WhichOneof("kind") != "int64_list" or len(feature.int64_list.value) != 1:
-            raise _bad(
-                f"examples[{i}].{NODE_ID_FEATURE}: expected one int64 value, got "
-                f"{_describe_feature(feature)}"
-            )
-        return int(feature.int64_list.value[0])
+        return _proto_id(examples, i, NODE_ID_FEATURE)
 
     node_ids = check_node_ids(
         positions,
@@ -189,24 +378,21 @@ def proto_examples(
         read_id,
     )
     blobs = fetch_node_blobs(fetcher, config, node_ids, positions, sampling)
-    out = [ex.SerializeToString() for ex in examples]
-    from tensorflow.core.example import example_pb2
-
-    for i, blob in zip(positions, blobs):
-        ex = example_pb2.Example()
-        ex.CopyFrom(examples[i])
-        del ex.features.feature[NODE_ID_FEATURE]
-        ex.features.feature[key].bytes_list.value.append(blob)
-        out[i] = ex.SerializeToString()
-    return out
+    return _with_blobs(examples, positions, blobs, (NODE_ID_FEATURE,), key)
 
 
 __all__ = [
     "DEFAULT_MAX_EXAMPLES",
     "NODE_ID_FEATURE",
+    "PAIR_ID_FEATURES",
+    "SOURCE_ID_FEATURE",
+    "TARGET_ID_FEATURE",
     "check_example_count",
+    "check_example_kinds",
     "check_node_ids",
     "fetch_node_blobs",
+    "fetch_pair_blobs",
     "json_examples",
+    "pair_positions",
     "proto_examples",
 ]

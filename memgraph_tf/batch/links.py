@@ -1,0 +1,665 @@
+"""Batch link scoring with write-back (issue 25): ``memgraph-tf score-links`` and
+:func:`score_links` score candidate pairs with a link model and write each scored pair back as a
+relationship ``(s)-[:PREDICTED_LINK {score, model_version}]->(t)`` (names:
+:mod:`memgraph_tf.client.links`).
+
+**Candidates** are either
+
+* the **top k per source node** among the nodes of the target label (``k``): every target node is
+  embedded once through the model's target encoder, then the sources page by page through the
+  source encoder, and each page is scored against all targets in vectorised ``[sources, targets]``
+  blocks by the model's pair scorer; the source itself and its existing neighbours through
+  ``relationship_type`` (either direction) are no candidates; ties go to the smaller target key;
+* or the ``(source_id, target_id)`` rows of a **Cypher query** (Bolt graphs), or given ``pairs``:
+  every pair is scored (each distinct node embedded once).
+
+Scores are ``sigmoid(score(embed(s), embed(t)))`` over each node's own typed neighbourhood
+(``tf_features.sample_typed``, keyed by ``(seed, node)``: the same in any batch, shard or rerun).
+For a pair not already joined by a relationship this equals the pair model's score over the
+``tf_features.sample_pairs`` blob (:func:`~memgraph_tf.client.link_prediction.predict_links`, the
+served ``:classify`` / ``:regress``) with the same seed -- that procedure only differs by removing
+the pair's own relationships.
+
+**Idempotent, resumable, sharded.** Links are MERGEd on ``(s, TYPE, t)`` (a rerun or a retried
+batch writes no relationship twice); sources are paged by key and each page's sources get the
+marker ``predicted_link_version`` once their links are written, so a rerun skips them (a kill
+between links and marker repeats that page, which MERGE keeps exact); ``shard`` ``i/N`` scores the
+sources whose key modulo N is i.
+
+**Backends** (:class:`LinkBackend`): what scoring needs from a model -- its labels, sampling
+settings, ``embed(role, blob)`` and ``score_block``. :class:`ModelLinkBackend` runs an in-memory
+:class:`~memgraph_tf.client.link_prediction.LinkPredictor`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from memgraph_tf.client.errors import ConfigurationError, GraphDataError
+from memgraph_tf.client.graphs import Shard
+from memgraph_tf.client.links import (
+    DEFAULT_LINK_TYPE,
+    LinkSelection,
+    LinkTable,
+    check_candidates,
+)
+
+logger = logging.getLogger(__name__)
+
+ROLES = ("src", "dst")
+"""The two endpoint roles (the pair layout's prefixes without the dot)."""
+DEFAULT_BATCH_SIZE = 256
+"""Source nodes per page (one links write and one marker write each)."""
+BLOCK_FLOATS = 1 << 24
+"""The largest ``[sources, targets, width]`` block :meth:`LinkBackend.score_block` materialises at
+once (64 MB of float32); larger blocks are scored in target chunks."""
+
+
+# ------------------------------------------------------------------------------------------------
+# backends
+# ------------------------------------------------------------------------------------------------
+
+
+class LinkBackend:
+    """What link scoring needs from a model: ``name``, ``version`` (written as
+    ``model_version``), ``source_label`` / ``target_label``, :meth:`sampling` (how to sample one
+    role's nodes), :meth:`embed` (a typed sample blob -> embeddings) and :meth:`score` (pairs of
+    embeddings -> link probabilities).
+
+    A new transport is one subclass implementing :meth:`sampling`, :meth:`embed` and
+    :meth:`score`; :meth:`score_block` has a generic implementation over :meth:`score`."""
+
+    name: str
+    version: int
+    source_label: str
+    target_label: str
+    id_property: str | None = None
+
+    def sampling(self, role: str) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, Any]]:
+        """``(num_neighbors, properties, options)`` for ``tf_features.sample_typed`` of ``role``'s
+        nodes (``options`` holds the seed label as ``label``, the ``seed`` and ``id_property``)."""
+        raise NotImplementedError
+
+    def embed(self, role: str, data: bytes) -> np.ndarray:
+        """Embeddings ``[n, D]`` (float32) of the ``n`` seeds of one ``sample_typed`` blob of
+        ``role`` (``src`` or ``dst``), in order."""
+        raise NotImplementedError
+
+    def score(self, z_source: np.ndarray, z_target: np.ndarray) -> np.ndarray:
+        """Link probabilities of embedding pairs: ``[..., D]`` x ``[..., D]`` -> ``[...]``
+        (equal leading shapes)."""
+        raise NotImplementedError
+
+    def score_block(self, z_source: np.ndarray, z_target: np.ndarray) -> np.ndarray:
+        """Every source against every target: ``[a, D]`` x ``[b, D]`` -> ``[a, b]`` probabilities,
+        in target chunks of at most :data:`BLOCK_FLOATS` floats."""
+        a, d = z_source.shape
+        b = z_target.shape[0]
+        chunk = max(1, BLOCK_FLOATS // max(1, a * d))
+        parts = []
+        for lo in range(0, b, chunk):
+            zt = z_target[lo : lo + chunk]
+            shape = (a, len(zt), d)
+            parts.append(
+                self.score(
+                    np.broadcast_to(z_source[:, None, :], shape),
+                    np.broadcast_to(zt[None, :, :], shape),
+                )
+            )
+        return np.concatenate(parts, axis=1) if parts else np.zeros((a, 0), np.float32)
+
+    def close(self) -> None:
+        """Releases the backend's resources; idempotent."""
+
+    def __enter__(self) -> LinkBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, version={self.version})"
+
+
+class ModelLinkBackend(LinkBackend):
+    """An in-memory :class:`~memgraph_tf.client.link_prediction.LinkPredictor`: ``embed`` runs its
+    ``embed(inputs, role)`` on the blob's sections, ``score`` its ``score`` and a sigmoid
+    (inference mode: no dropout).
+
+    ``properties``: label -> feature names (default the model's, set by training); ``options``:
+    sampling options (``id_property``, ``exclude_splits``...; default none); ``seed``: the
+    sampling seed (default :data:`memgraph_tf.batch.DEFAULT_SEED`)."""
+
+    def __init__(
+        self,
+        model: Any,
+        version: int = 1,
+        *,
+        name: str = "LinkPredictor",
+        properties: Mapping[str, Sequence[str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        from memgraph_tf.serving.bundle import DEFAULT_SEED
+
+        props = properties if properties is not None else model.properties
+        if not props:
+            raise ConfigurationError(
+                "properties: expected the feature names per label (the model carries none: "
+                "pass properties=)"
+            )
+        opts = dict(options or {})
+        for key in ("label", "seed", "negatives", "source_label", "target_label"):
+            if key in opts:
+                raise ConfigurationError(f"options.{key}: expected none (set by the backend)")
+        self.model = model.ensure_built()
+        self.name, self.version = name, version
+        self.source_label, self.target_label = model.source_label, model.target_label
+        self.id_property = opts.get("id_property")
+        self._props = {lb: list(names) for lb, names in props.items()}
+        self._opts = {**opts, "dtype": model.feature_dtype}
+        self.seed = DEFAULT_SEED if seed is None else seed
+
+    def _encoder(self, role: str) -> Any:
+        if role not in ROLES:
+            raise ConfigurationError(f"role: expected src or dst, got {role!r}")
+        return self.model.source_encoder if role == "src" else self.model.target_encoder
+
+    def sampling(self, role: str) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, Any]]:
+        spec = self._encoder(role).spec
+        label = self.source_label if role == "src" else self.target_label
+        props = {lb: names for lb, names in self._props.items() if lb in spec.labels()}
+        return spec.num_neighbors(), props, {**self._opts, "label": label, "seed": self.seed}
+
+    def embed(self, role: str, data: bytes) -> np.ndarray:
+        from memgraph_tf import blob, layout
+
+        enc = self._encoder(role)
+        sections = blob.unpack(data)
+        prefix = layout.PAIR_SOURCE_PREFIX if role == "src" else layout.PAIR_TARGET_PREFIX
+        inputs = {prefix + n: sections[n] for n in enc.input_names() if n in sections}
+        return np.asarray(self.model.embed(inputs, role, training=False), dtype=np.float32)
+
+    def score(self, z_source: np.ndarray, z_target: np.ndarray) -> np.ndarray:
+        import keras
+
+        logits = self.model.score(z_source, z_target, training=False)
+        return np.asarray(keras.ops.sigmoid(logits), dtype=np.float32)
+
+    def score_block(self, z_source: np.ndarray, z_target: np.ndarray) -> np.ndarray:
+        """The dot scorer as one matrix product (``scale * Zs Zt^T + bias``, float32: what
+        :meth:`score` computes pair by pair, up to rounding); other scorers: the generic blocks."""
+        if self.model.scorer != "dot":
+            return super().score_block(z_source, z_target)
+        scale = np.float32(self.model.scale.numpy())
+        bias = np.float32(self.model.bias.numpy())
+        logits = scale * (z_source.astype(np.float32) @ z_target.astype(np.float32).T) + bias
+        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+
+
+class BundleLinkBackend(LinkBackend):
+    """A link bundle run in-process (op or op-free; ``memgraph_tf.serving.export_links``): its
+    ``embed_source`` / ``embed_target`` signatures on one ``sample_typed`` blob per node (sampled
+    with the bundle's ``role_arguments``) and ``score_embeddings`` on embedding pairs.
+
+    ``path``: ``BASE/NAME`` (its highest version) or ``BASE/NAME/VERSION``
+    (:func:`~memgraph_tf.batch.backends.resolve_version_dir`); ``seed``: the sampling seed (default
+    the bundle's, else :data:`~memgraph_tf.serving.bundle.DEFAULT_SEED`). Guarantees: ``version``
+    is the version directory's number (else the config's); a bundle without the link signatures
+    raises :class:`ConfigurationError` naming what it has."""
+
+    def __init__(self, path: Any, *, seed: int | None = None) -> None:
+        from memgraph_tf.batch.backends import resolve_version_dir
+        from memgraph_tf.serving import bundle, loading
+
+        version_dir, version = resolve_version_dir(path)
+        loaded = loading.load_version(version_dir, version or 0)
+        config = loaded.bundle_config
+        if config is None or config.link is None:
+            raise ConfigurationError(
+                f"model: {str(version_dir)!r} is no link bundle (no link settings in its "
+                f"assets/{bundle.CONFIG_ASSET}; export one with export_link_bundle)"
+            )
+        names = (
+            bundle.EMBED_SOURCE_SIGNATURE,
+            bundle.EMBED_TARGET_SIGNATURE,
+            bundle.SCORE_EMBEDDINGS_SIGNATURE,
+        )
+        missing = [n for n in names if n not in loaded.functions]
+        if missing:
+            raise ConfigurationError(
+                f"model: {str(version_dir)!r} lacks the signature(s) {', '.join(missing)} (has "
+                f"{', '.join(sorted(loaded.functions))})"
+            )
+        self._b = bundle
+        self._loaded = loaded
+        self._embed = {"src": loaded.functions[names[0]], "dst": loaded.functions[names[1]]}
+        self._score = loaded.functions[names[2]]
+        self.config = config
+        self.name = config.model_name
+        self.version = version if version is not None else config.version
+        self.source_label = config.link_sampling.source_label
+        self.target_label = config.link_sampling.target_label
+        self._spec = bundle.inference_sampling(config, seed)
+        self.id_property = self._spec.options.get("id_property")
+        self.path = version_dir
+
+    def sampling(self, role: str) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, Any]]:
+        if role not in ROLES:
+            raise ConfigurationError(f"role: expected src or dst, got {role!r}")
+        return self._spec.role_arguments("source" if role == "src" else "target")
+
+    def embed(self, role: str, data: bytes) -> np.ndarray:
+        import tensorflow as tf
+
+        from memgraph_tf import blob
+        from memgraph_tf.serving.neighbourhoods import split_typed_blob
+
+        count = next(iter(blob.unpack(data).values())).shape[0]
+        blobs = split_typed_blob(data, count)
+        out = self._embed[role](**{self._b.EMBED_INPUT: tf.constant(blobs, dtype=tf.string)})
+        return out[self._b.EMBEDDINGS_OUTPUT].numpy().astype(np.float32)
+
+    def score(self, z_source: np.ndarray, z_target: np.ndarray) -> np.ndarray:
+        import tensorflow as tf
+
+        shape = np.shape(z_source)[:-1]
+        d = np.shape(z_source)[-1]
+        out = self._score(
+            **{
+                self._b.Z_SOURCE_INPUT: tf.constant(np.reshape(z_source, (-1, d)), tf.float32),
+                self._b.Z_TARGET_INPUT: tf.constant(np.reshape(z_target, (-1, d)), tf.float32),
+            }
+        )
+        return out[self._b.REGRESS_OUTPUT].numpy().astype(np.float32).reshape(shape)
+
+
+# ------------------------------------------------------------------------------------------------
+# the run
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class LinkSummary:
+    """What a run did: ``sources`` scored, ``up_to_date`` (sources skipped: their links carry this
+    version already), ``pairs`` scored, ``links`` written, ``elapsed_s``."""
+
+    model_name: str
+    model_version: int
+    link_type: str
+    sources: int = 0
+    up_to_date: int = 0
+    pairs: int = 0
+    links: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def pairs_per_s(self) -> float:
+        return self.pairs / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def text(self) -> str:
+        return (
+            f"scored {self.pairs} pair(s) of {self.sources} source node(s), wrote {self.links} "
+            f":{self.link_type} link(s), already up to date {self.up_to_date} source(s) "
+            f"({self.model_name} version {self.model_version}; {self.elapsed_s:.1f} s, "
+            f"{self.pairs_per_s:,.0f} pairs/s)"
+        )
+
+
+def _labels(backend: LinkBackend, source_label: str | None, target_label: str | None) -> None:
+    for role, given, own in (
+        ("source_label", source_label, backend.source_label),
+        ("target_label", target_label, backend.target_label),
+    ):
+        if given is not None and given != own:
+            raise ConfigurationError(
+                f"{role}: the model embeds :{own} nodes as its {role.split('_')[0]}s, got "
+                f"{given!r}; leave it out or give {own!r}"
+            )
+
+
+class LinkScorer:
+    """One scoring run (module docstring): exactly one of ``k`` (top k per source), ``pairs``
+    (``[n, 2]`` keys) or ``query`` (Cypher returning ``source_id, target_id``; Bolt graphs, with
+    ``query_params``). :meth:`run` returns a :class:`LinkSummary`; :attr:`summary` counts as it
+    goes (read it after an interruption).
+
+    Guarantees: with the same graph, model and seed, a run that is interrupted or killed at any
+    point and rerun writes the same relationships as one uninterrupted run, each once; nothing is
+    written before the labels, the relationship type and every candidate's ids are checked."""
+
+    def __init__(
+        self,
+        source: Any,
+        backend: LinkBackend,
+        *,
+        k: int | None = None,
+        pairs: Any = None,
+        query: str | None = None,
+        query_params: Mapping[str, Any] | None = None,
+        relationship_type: str | None = None,
+        link_type: str = DEFAULT_LINK_TYPE,
+        source_label: str | None = None,
+        target_label: str | None = None,
+        shard: Shard | str | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        overwrite: bool = False,
+    ) -> None:
+        given = [
+            name for name, v in (("k", k), ("pairs", pairs), ("query", query)) if v is not None
+        ]
+        if len(given) != 1:
+            raise ConfigurationError(
+                f"candidates: expected exactly one of k, pairs, query, got {given or 'none'}"
+            )
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ConfigurationError(f"k: expected an integer >= 1, got {k!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigurationError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
+        if query_params and query is None:
+            raise ConfigurationError("query_params: only with a candidates query")
+        _labels(backend, source_label, target_label)
+        self.source, self.backend = source, backend
+        self.k, self.query, self.query_params = k, query, dict(query_params or {})
+        self.pairs = None if pairs is None else _pair_array(pairs)
+        self.batch_size, self.overwrite = batch_size, overwrite
+        self.selection = LinkSelection(
+            source_label=backend.source_label,
+            target_label=backend.target_label,
+            version=backend.version,
+            id_property=backend.id_property,
+            relationship_type=relationship_type,
+            link_type=link_type,
+            shard=Shard.parse(shard) if isinstance(shard, str) else (shard or Shard()),
+        )
+        self.table = LinkTable(source, self.selection)
+        self.summary = LinkSummary(backend.name, backend.version, link_type)
+        self._cache: dict[str, dict[int, np.ndarray]] = {"src": {}, "dst": {}}
+        self._prepared = False
+        self._by_source: dict[int, dict[int, None]] = {}
+
+    # -- embeddings -----------------------------------------------------------------------------
+    def embed(self, role: str, keys: Sequence[int]) -> np.ndarray:
+        """Embeddings ``[len(keys), D]`` of ``role``'s nodes ``keys`` (sampled in pages of
+        ``batch_size``; each node once per run, cached)."""
+        cache = self._cache[role]
+        missing = list(dict.fromkeys(k for k in keys if k not in cache))
+        nn, props, opts = self.backend.sampling(role)
+        for lo in range(0, len(missing), self.batch_size):
+            chunk = missing[lo : lo + self.batch_size]
+            z = self.backend.embed(role, self.source.sample_typed(chunk, nn, props, opts))
+            if z.shape[0] != len(chunk):
+                raise GraphDataError(
+                    f"embed: the model returned {z.shape[0]} embedding(s) for {len(chunk)} node(s)"
+                )
+            cache.update(zip(chunk, z))
+        if not keys:
+            return np.zeros((0, 0), np.float32)
+        return np.stack([cache[k] for k in keys])
+
+    # -- runs -----------------------------------------------------------------------------------
+    def run(self) -> LinkSummary:
+        """Scores every selected source not done yet (all with ``overwrite``), page by page."""
+        start = time.monotonic()
+        try:
+            self.prepare()
+            todo = not self.overwrite
+            if todo:
+                sources = self.table.sources
+                self.summary.up_to_date = sources.count(False) - sources.count(True)
+            for keys in self.table.sources.scan(self.batch_size, todo):
+                self.commit(keys, *self.score_page(keys))
+        finally:
+            self.summary.elapsed_s = time.monotonic() - start
+        return self.summary
+
+    def prepare(self) -> None:
+        """Checks the labels and relationship type, then embeds every target (top k) or reads and
+        checks the candidates (a query or pairs); once. Nothing is written."""
+        if self._prepared:
+            return
+        self.table.check()
+        if self.k is not None:
+            self._targets = np.asarray(self.table.target_keys(), dtype=np.int64)
+            self._z_targets = self.embed("dst", self._targets.tolist())
+            self._cache["dst"].clear()  # _z_targets holds them
+            self._position = {int(t): i for i, t in enumerate(self._targets)}
+        else:
+            pairs = self.pairs
+            if self.query is not None:
+                if self.table.embedded:
+                    raise ConfigurationError(
+                        "query: the embedded graph runs no Cypher; a candidates query needs a "
+                        "Bolt graph (--graph bolt://...), or pass pairs= (Python) or --top-k"
+                    )
+                rows = self.source.read(self.query, self.query_params)
+                pairs = np.asarray(check_candidates(rows), np.int64).reshape(-1, 2)
+            self._check_ids(pairs)
+            for s, t in pairs.tolist():
+                self._by_source.setdefault(s, {})[t] = None  # a repeated pair is scored once
+        self._prepared = True
+
+    def score_page(self, keys: Sequence[int]) -> tuple[list[tuple[int, int, float]], int]:
+        """The links of the sources ``keys`` (ascending) and the number of pairs scored."""
+        self.prepare()
+        if self.k is None:
+            rows = [(s, t) for s in keys for t in self._by_source.get(s, ())]
+            if not rows:
+                return [], 0
+            z_s = self.embed("src", [s for s, _ in rows])
+            z_t = self.embed("dst", [t for _, t in rows])
+            self._cache["src"].clear()
+            probs = self.backend.score(z_s, z_t).astype(np.float64)
+            return [(s, t, float(p)) for (s, t), p in zip(rows, probs)], len(rows)
+        same = self.selection.source_label == self.selection.target_label
+        targets, position, k = self._targets, self._position, self.k
+        z_sources = self.embed("src", list(keys))
+        self._cache["src"].clear()
+        scores = self.backend.score_block(z_sources, self._z_targets).astype(np.float64)
+        excluded = self.table.neighbours(list(keys))
+        links: list[tuple[int, int, float]] = []
+        for row, key in enumerate(keys):
+            drop = {position[t] for t in excluded[key] if t in position}
+            if same and key in position:
+                drop.add(position[key])
+            s = scores[row]
+            s[list(drop)] = -np.inf
+            take = min(k, len(s) - len(drop))
+            if take <= 0:
+                continue
+            # the k largest; among equal scores the smaller target key (targets ascend)
+            top = np.argpartition(-s, take - 1)[:take] if take < len(s) else np.arange(len(s))
+            top = top[np.lexsort((top, -s[top]))]
+            links.extend((key, int(targets[j]), float(s[j])) for j in top)
+        return links, len(keys) * len(targets)
+
+    def commit(
+        self, keys: Sequence[int], links: Sequence[tuple[int, int, float]], pairs: int
+    ) -> int:
+        """Writes ``links`` (MERGE), then marks the sources ``keys`` done (with candidates: those
+        among them that have some); counts them in
+        :attr:`summary`; returns the links written."""
+        if self.k is None:  # only sources with candidates are done (others stay to do)
+            keys = [key for key in keys if key in self._by_source]
+        written = self.table.write(links)
+        self.table.mark_done(list(keys))
+        self.summary.links += written
+        self.summary.sources += len(keys)
+        self.summary.pairs += pairs
+        return written
+
+    def _check_ids(self, pairs: np.ndarray) -> None:
+        s = self.selection
+        for column, keys, label in (
+            (0, set(self.table.source_keys()), s.source_label),
+            (1, set(self.table.target_keys()), s.target_label),
+        ):
+            for value in pairs[:, column].tolist():
+                if value not in keys:
+                    name = "source_id" if column == 0 else "target_id"
+                    key = s.id_property or "internal id"
+                    raise ConfigurationError(
+                        f"candidates: {name} {value}: no :{label} node with {key} {value}"
+                    )
+
+
+def _pair_array(pairs: Any) -> np.ndarray:
+    arr = np.asarray(pairs)
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype.kind not in "iu":
+        raise ConfigurationError(
+            f"pairs: expected an [n, 2] array of integer (source, target) keys, got shape "
+            f"{list(arr.shape)} of {arr.dtype}"
+        )
+    return arr.astype(np.int64)
+
+
+def score_links(source: Any, backend: LinkBackend, **options: Any) -> LinkSummary:
+    """Runs :class:`LinkScorer` ``(source, backend, **options)``; returns its summary."""
+    return LinkScorer(source, backend, **options).run()
+
+
+# ------------------------------------------------------------------------------------------------
+# the command
+# ------------------------------------------------------------------------------------------------
+
+BackendFactory = Callable[[argparse.Namespace], LinkBackend]
+
+
+def backend_from_args(args: argparse.Namespace) -> LinkBackend:
+    """The backend ``memgraph-tf score-links`` scores with: the link bundle ``--model``."""
+    return BundleLinkBackend(args.model)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``memgraph-tf score-links``."""
+    p.add_argument("--graph", required=True, help="bolt://HOST:PORT or embedded:NAME (as classify)")
+    p.add_argument("--model", required=True, metavar="BUNDLE_DIR", help="a link bundle")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--top-k", type=int, metavar="K", help="write the K best targets per source node"
+    )
+    which.add_argument(
+        "--candidates",
+        metavar="QUERY",
+        help="a Cypher query returning source_id, target_id rows: score those pairs (Bolt)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a --candidates parameter; VALUE is JSON if it parses, else a string (repeatable)",
+    )
+    p.add_argument(
+        "--relationship-type",
+        default=None,
+        metavar="TYPE",
+        help="the predicted relationship type: a source's TYPE neighbours are no top-k candidates",
+    )
+    p.add_argument("--source-label", default=None, help="default: the model's source label")
+    p.add_argument("--target-label", default=None, help="default: the model's target label")
+    p.add_argument(
+        "--link-type",
+        default=DEFAULT_LINK_TYPE,
+        metavar="TYPE",
+        help="write (s)-[:TYPE {score, model_version}]->(t) (default PREDICTED_LINK)",
+    )
+    p.add_argument(
+        "--shard", default="0/1", metavar="I/N", help="score the sources with key % N = I"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="source nodes per write"
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="also rescore sources done with this version"
+    )
+
+
+def run_cli(
+    args: argparse.Namespace,
+    open_graph: Callable[[str], Any],
+    parse_params: Callable[[Sequence[str]], dict[str, Any]],
+) -> int:
+    """``memgraph-tf score-links``: the summary on success, one line on failure; exit codes from
+    :data:`memgraph_tf.errors.EXIT_CODES` (0 done, 1 failed: rerun to resume, 2 a bad command
+    line, label, relationship type or candidate: nothing written, 130 interrupted). ``open_graph``
+    opens ``--graph``; ``parse_params`` reads the ``--param NAME=VALUE`` list (``classify``'s)."""
+    from memgraph_tf.errors import EXIT_INTERRUPTED, EXIT_USAGE, MemgraphTfError, exit_code_for
+
+    def fail(code: int, message: str) -> int:
+        print(f"memgraph-tf score-links: {message}", file=sys.stderr)
+        return code
+
+    source = backend = run = None
+    try:
+        shard = Shard.parse(args.shard)
+        params = parse_params(args.param)
+        if params and args.candidates is None:
+            raise ConfigurationError("--param: only with --candidates")
+        source = open_graph(args.graph)
+        backend = backend_from_args(args)
+        run = LinkScorer(
+            source,
+            backend,
+            k=args.top_k,
+            query=args.candidates,
+            query_params=params,
+            relationship_type=args.relationship_type,
+            link_type=args.link_type,
+            source_label=args.source_label,
+            target_label=args.target_label,
+            shard=shard,
+            batch_size=args.batch_size,
+            overwrite=args.overwrite,
+        )
+        summary = run.run()
+    except (Exception, KeyboardInterrupt) as exc:
+        code = exit_code_for(exc)
+        done = run.summary.sources if run is not None else 0
+        if code == EXIT_INTERRUPTED:
+            return fail(
+                code,
+                f"interrupted after scoring {done} source node(s); run the same command again "
+                f"to resume",
+            )
+        if code == EXIT_USAGE:
+            return fail(code, f"error: {exc}")
+        if isinstance(exc, (MemgraphTfError, OSError)):
+            return fail(
+                code,
+                f"failed: {exc} ({done} source node(s) scored and written before; run the same "
+                f"command again to resume)",
+            )
+        logger.debug("internal error", exc_info=True)
+        return fail(
+            code, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"
+        )
+    finally:
+        for closable in (backend, source):
+            if closable is not None:
+                closable.close()
+    print(summary.text())
+    return 0
+
+
+__all__ = [
+    "BLOCK_FLOATS",
+    "DEFAULT_BATCH_SIZE",
+    "BundleLinkBackend",
+    "LinkBackend",
+    "LinkScorer",
+    "LinkSummary",
+    "ModelLinkBackend",
+    "add_arguments",
+    "backend_from_args",
+    "run_cli",
+    "score_links",
+]

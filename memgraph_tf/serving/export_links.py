@@ -1,0 +1,497 @@
+"""Export a trained link predictor as a TF Serving bundle (issue 25, build point 4).
+
+:func:`export_link_bundle` writes the layout of :func:`memgraph_tf.serving.export.export_bundle`
+(``BASE/models.config``, ``BASE/NAME/VERSION/`` with the SavedModel, ``assets/class_labels.txt``,
+``assets/memgraph_tf_bundle.json``, ``assets.extra/tf_serving_warmup_requests`` and, for
+``decoder="op"``, the op library) for a :class:`memgraph_tf.client.link_prediction.LinkPredictor`.
+A link bundle reads one ``tf_features.sample_pairs`` blob per pair (``n = 1``: the pair's two
+neighbourhoods, its own relationships removed) -- in each tf.Example the single value of the bytes
+feature ``blob_feature_key`` (``blob``), as the node bundles read a node's blob.
+
+Signatures (names and keys: :mod:`memgraph_tf.serving.bundle`, the one home):
+
+- ``serving_default`` (``LINK_CLASSIFY_SIGNATURE``, method ``tensorflow/serving/classify``):
+  TF Serving's classifier contract (``servables/tensorflow/classifier.cc``): input ``inputs``
+  (DT_STRING [batch] serialized tf.Examples); outputs ``classes`` (DT_STRING [batch, 2], always
+  ``["link", "no link"]``, ``LINK_CLASS_NAMES``) and ``scores`` (DT_FLOAT [batch, 2]: P(link),
+  1 - P(link)). As TF Serving's default signature, a :classify request naming none runs it.
+- ``regress`` (method ``tensorflow/serving/regress``): TF Serving's regression contract
+  (``servables/tensorflow/regressor.cc``, ``PreProcessRegression``: one input ``inputs``, one
+  output ``outputs``): the same input -> ``outputs`` DT_FLOAT [batch] = P(link).
+- ``embed_source`` / ``embed_target`` (predict): ``blobs`` (DT_STRING [batch], each the
+  ``tf_features.sample_typed`` blob of one node of that role's label, sampled with the bundle's
+  role settings, :meth:`~memgraph_tf.serving.bundle.SamplingSpec.role_arguments`) ->
+  ``embeddings`` DT_FLOAT [batch, D], the node's representation z.
+- ``score_embeddings`` (predict): ``z_source``, ``z_target`` (DT_FLOAT [batch, D]) ->
+  ``outputs`` (P(link), DT_FLOAT [batch]) and ``logits`` (DT_FLOAT [batch]): the pair scorer
+  alone, so batch scoring embeds each node once and scores many pairs.
+- ``memgraph_tf_config`` (predict): the bundle config, as in node bundles.
+
+The config asset's ``link`` key holds the pair sampling settings (``source_label``,
+``target_label``, ``num_neighbors`` per role, ``properties`` per label) and ``schema`` (the part
+of ``tf_features.schema`` the model was trained on); ``options`` the ``sample_pairs`` options
+(``dtype``, ``seed``, ``exclude_splits``, ``id_property`` ...); never a URI or password.
+Guarantees: ``serving_default``'s P(link) = ``regress`` = ``score_embeddings`` of the two
+``embed_*`` outputs = the in-process ``sigmoid(model(inputs))`` on the same blobs; the op and the
+op-free (``decoder="portable"``: stock TensorFlow ops only) bundles give the same scores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pathlib
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memgraph_tf.serving import bundle
+from memgraph_tf.serving.bundle import DEFAULT_BLOB_FEATURE_KEY, BundleConfig
+from memgraph_tf.serving.errors import BundleError, BundleExistsError
+from memgraph_tf.serving.export import (
+    BundleInfo,
+    _bundle_op_library,
+    _write_models_config,
+    warmup_blob,
+)
+
+logger = logging.getLogger(__name__)
+
+#: ``decoder=`` values: the C++ op or stock TensorFlow ops only.
+DECODERS = ("op", "portable")
+#: The ``sample_pairs`` options a link bundle may store (the pair labels come from the model;
+#: ``negatives`` are a training matter).
+LINK_OPTIONS = (
+    ("allow_non_finite", "dtype", "id_property", "seed") + ("exclude_splits",) + ("split_property",)
+)
+
+
+def _check_arguments(name: Any, version: Any, decoder: Any, blob_feature_key: Any) -> None:
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
+        raise BundleError(
+            f"name: expected letters, digits, '_', '.', '-', got {name!r}", key="name"
+        )
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise BundleError(
+            f"version: expected an int >= 1 (TF Serving version directory), got {version!r}",
+            key="version",
+        )
+    if decoder not in DECODERS:
+        raise BundleError(
+            f"decoder: expected one of {list(DECODERS)}, got {decoder!r}", key="decoder"
+        )
+    if not blob_feature_key or not isinstance(blob_feature_key, str):
+        raise BundleError(
+            f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}",
+            key="blob_feature_key",
+        )
+
+
+def link_settings(
+    model: Any,
+    properties: Mapping[str, Sequence[str]] | None = None,
+    sample_options: Mapping[str, Any] | None = None,
+    exclude_splits: Sequence[str] | None = None,
+    schema: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(link, options)``: the config's ``link`` entry and sampling options for ``model``.
+    ``properties`` default the model's (set by training); ``schema`` the model's. Raises
+    :class:`BundleError` naming the parameter for settings that do not fit the model."""
+    from memgraph_tf.client.link_prediction import LinkPredictor
+
+    if not isinstance(model, LinkPredictor):
+        raise BundleError(
+            f"model: expected a memgraph_tf.client.link_prediction.LinkPredictor, got "
+            f"{type(model).__name__}",
+            key="model",
+        )
+    options = dict(sample_options or {})
+    bundle.check_plain_json(options, "sample_options")
+    for key in sorted(options):
+        if key not in LINK_OPTIONS:
+            raise BundleError(
+                f"sample_options: {key!r}: expected only {', '.join(LINK_OPTIONS)} (the pair "
+                f"labels are the model's)",
+                key="sample_options",
+            )
+    if options.get("dtype") not in (None, model.feature_dtype):
+        raise BundleError(
+            f"sample_options: dtype: expected the model's feature dtype {model.feature_dtype!r}, "
+            f"got {options['dtype']!r}",
+            key="sample_options",
+        )
+    options["dtype"] = model.feature_dtype
+    if exclude_splits is not None:
+        splits = list(exclude_splits)
+        if options.get("exclude_splits") not in (None, splits):
+            raise BundleError(
+                "exclude_splits: expected the same splits as sample_options['exclude_splits']",
+                key="exclude_splits",
+            )
+        options["exclude_splits"] = splits
+    props = properties if properties is not None else model.properties
+    if not props:
+        raise BundleError(
+            "properties: not given and the model has none (train_link_predictor sets them); "
+            "pass properties={label: [names]}",
+            key="properties",
+        )
+    props = {str(k): [str(n) for n in v] for k, v in props.items() if v}
+    featured = sorted(lb for lb, w in model.feature_dims.items() if w)
+    if sorted(props) != featured:
+        raise BundleError(
+            f"properties: expected feature properties for exactly the labels the model has "
+            f"features for ({', '.join(featured) or 'none'}), got {sorted(props)}",
+            key="properties",
+        )
+    try:
+        link = bundle.LinkSampling(
+            model.source_label,
+            model.target_label,
+            {
+                "source": model.source_spec.num_neighbors(),
+                "target": model.target_spec.num_neighbors(),
+            },
+            props,
+        ).to_dict()
+    except BundleError as exc:
+        raise BundleError(f"properties: {exc}", key="properties") from None
+    if schema is None:
+        schema = model.schema
+    if schema is not None:
+        schema = json.loads(json.dumps(schema))
+        bundle.check_plain_json(schema, "schema")
+        link["schema"] = schema
+    return link, options
+
+
+def pair_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The per-pair blob sections the model reads (``n = 1``): :func:`memgraph_tf.layout.
+    pair_sample_sections` restricted to :meth:`LinkPredictor.input_names`."""
+    from memgraph_tf import layout
+
+    wanted = set(model.input_names())
+    return {
+        s.name: (s.dtype, tuple(s.shape))
+        for s in layout.pair_sample_sections(
+            model.source_spec,
+            model.target_spec,
+            dict(model.feature_dims),
+            model.feature_dtype,
+            batch=1,
+        )
+        if s.name in wanted
+    }
+
+
+def role_sections(model: Any, role: str) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The sections of one node's ``sample_typed`` blob (``n = 1``) that role's encoder reads,
+    by their typed names (no prefix)."""
+    from memgraph_tf import layout
+
+    prefix, spec = (
+        (layout.PAIR_SOURCE_PREFIX, model.source_spec)
+        if role == "source"
+        else (layout.PAIR_TARGET_PREFIX, model.target_spec)
+    )
+    wanted = {n[len(prefix) :] for n in model.input_names() if n.startswith(prefix)}
+    labels = spec.labels()
+    widths = {lb: w for lb, w in model.feature_dims.items() if lb in labels}
+    return {
+        s.name: (s.dtype, tuple(s.shape))
+        for s in layout.typed_sample_sections(spec, widths, model.feature_dtype, batch=1)
+        if s.name in wanted
+    }
+
+
+def export_link_bundle(
+    model: Any,
+    base_dir: str | os.PathLike,
+    name: str,
+    version: int,
+    *,
+    decoder: str = "portable",
+    properties: Mapping[str, Sequence[str]] | None = None,
+    sample_options: Mapping[str, Any] | None = None,
+    exclude_splits: Sequence[str] | None = None,
+    schema: Mapping[str, Any] | None = None,
+    blob_feature_key: str = DEFAULT_BLOB_FEATURE_KEY,
+    labels: Mapping[str, int] | None = None,
+    serving_base_path: str = "/models",
+    overwrite: bool = False,
+    warmup: bool = True,
+) -> BundleInfo:
+    """Export ``model`` (a :class:`~memgraph_tf.client.link_prediction.LinkPredictor`) to
+    ``base_dir/name/version/`` and update ``base_dir/models.config`` (module docstring: layout and
+    signatures).
+
+    ``decoder``: ``"op"`` (the C++ op; serve with ``memgraph-tf serve`` or a TF Serving built
+    with it) or ``"portable"`` (stock ops only: the stock ``tensorflow/serving`` image).
+    ``sample_options``: the ``sample_pairs`` options servers sample with (:data:`LINK_OPTIONS`;
+    ``seed`` default: :data:`~memgraph_tf.serving.bundle.DEFAULT_SEED` at inference);
+    ``exclude_splits``: held-out splits left out of every served neighbourhood (default none:
+    every relationship is known at serving time); ``properties`` / ``schema``: default the
+    model's (set by :func:`~memgraph_tf.client.link_prediction.train_link_predictor`).
+
+    Guarantees: the version directory appears whole or not at all; nothing from a graph
+    connection is written (credential-like option keys raise BundleError); the config asset and
+    ``memgraph_tf_config`` hold one validated :class:`BundleConfig` with ``link`` set; an
+    existing version raises BundleExistsError unless ``overwrite``; bad arguments raise
+    BundleError naming the parameter before anything is written."""
+    import tensorflow as tf
+
+    _check_arguments(name, version, decoder, blob_feature_key)
+    link, options = link_settings(model, properties, sample_options, exclude_splits, schema)
+    if labels:
+        for lbl, v in labels.items():
+            if not re.fullmatch(r"[A-Za-z0-9_\-]+", str(lbl)) or not isinstance(v, int):
+                raise BundleError(
+                    f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}", key="labels"
+                )
+    model.ensure_built()
+    use_op = decoder == "op"
+    config = BundleConfig(
+        model_name=name,
+        version=version,
+        use_op=use_op,
+        blob_feature_key=blob_feature_key,
+        class_names=bundle.LINK_CLASS_NAMES,
+        fanouts=[],
+        feature_dim=0,
+        properties=[],
+        options=options,
+        sections=pair_sections(model),
+        scores="probabilities",
+        tensorflow_version=tf.__version__,
+        link=link,
+    )
+    base = pathlib.Path(base_dir)
+    model_dir = base / name
+    final = model_dir / bundle.version_dir_name(version)
+    if final.exists() and not overwrite:
+        raise BundleExistsError(
+            f"{final}: version {version} of model {name!r} exists "
+            f"(pass overwrite=True to replace it)"
+        )
+    model_dir.mkdir(parents=True, exist_ok=True)
+    if use_op:
+        from memgraph_tf import ops
+
+        ops.load_library()  # build (cached) and register the op before tracing
+    with tempfile.TemporaryDirectory(prefix=f".{name}-{version}-", dir=model_dir) as tmp:
+        tmp_path = pathlib.Path(tmp)
+        src = tmp_path / "src"
+        src.mkdir()
+        labels_path, config_path = bundle.write_assets(src, config)
+        module = _LinkModule(
+            model,
+            config,
+            tf.saved_model.Asset(str(labels_path)),
+            tf.saved_model.Asset(str(config_path)),
+        )
+        out = tmp_path / "out"
+        signatures = module.signature_functions()
+        tf.saved_model.save(module, str(out), signatures=signatures)
+        _set_method_names(
+            out,
+            {
+                bundle.LINK_CLASSIFY_SIGNATURE: bundle.CLASSIFY_METHOD_NAME,
+                bundle.REGRESS_SIGNATURE: bundle.REGRESS_METHOD_NAME,
+            },
+        )
+        if use_op:
+            _bundle_op_library(out)
+        if warmup:
+            _write_link_warmup(out, warmup_blob(config.sections), blob_feature_key, name)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(out, final)
+    models_config = _write_models_config(
+        base, name, [version], dict(labels or {}), serving_base_path
+    )
+    logger.info("exported link bundle %s version %d (%s) to %s", name, version, decoder, final)
+    return BundleInfo(
+        final, models_config, name, version, use_op, tuple(signatures), config.to_dict()
+    )
+
+
+def _set_method_names(saved_dir: pathlib.Path, methods: Mapping[str, str]) -> None:
+    """Give each signature of ``methods`` TF Serving's method name (regress checks it always,
+    classify under ``--enable_signature_method_name_check``)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    pb = saved_dir / "saved_model.pb"
+    sm = saved_model_pb2.SavedModel()
+    sm.ParseFromString(pb.read_bytes())
+    for mg in sm.meta_graphs:
+        for sig, method in methods.items():
+            if sig in mg.signature_def:
+                mg.signature_def[sig].method_name = method
+    pb.write_bytes(sm.SerializeToString(deterministic=True))
+
+
+def _write_link_warmup(
+    version_dir: pathlib.Path, warm: bytes, blob_feature_key: str, name: str
+) -> None:
+    """One classify and one regress record (an all-zero pair) for TF Serving's warmup."""
+    import tensorflow as tf
+    from tensorflow.core.example import example_pb2
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    ex = example_pb2.Example()
+    ex.features.feature[blob_feature_key].bytes_list.value.append(warm)
+    records = []
+    for kind, signature in (
+        ("classify_log", bundle.LINK_CLASSIFY_SIGNATURE),
+        ("regress_log", bundle.REGRESS_SIGNATURE),
+    ):
+        entry = prediction_log_pb2.PredictionLog()
+        req = getattr(entry, kind).request
+        req.model_spec.name = name
+        req.model_spec.signature_name = signature
+        req.input.example_list.examples.append(ex)
+        records.append(entry.SerializeToString())
+    path = bundle.warmup_path(version_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in records:
+            writer.write(record)
+
+
+def _make_module_class() -> Any:
+    import tensorflow as tf
+
+    from memgraph_tf import layout
+
+    class LinkModule(tf.Module):
+        """The exported object: the link predictor, the blob decoding and the signatures."""
+
+        def __init__(self, model, config, labels_asset, config_asset):
+            super().__init__(name="memgraph_tf_link_bundle")
+            self.model = model
+            # as in export.py's BundleModule: track the tf.Variables under Keras 3's wrappers,
+            # so TF Serving's session + restore load fills the handles the signatures read
+            self.model_tf_variables = [
+                v if isinstance(v, tf.Variable) else v.value
+                for v in getattr(model, "variables", ())
+            ]
+            self.labels_asset = labels_asset
+            self.config_asset = config_asset
+            self._pair = dict(config.sections)
+            self._roles = {role: role_sections(model, role) for role in bundle.LINK_ROLES}
+            self._blob_key = config.blob_feature_key
+            self._unpack = None
+            self._use_op = config.use_op
+            self._config_text = config.to_json()
+
+        def _decode(self, blobs, sections):
+            from memgraph_tf import ops
+
+            fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
+            names = list(sections)
+            tensors = fn(
+                blobs,
+                names,
+                [sections[n][0] for n in names],
+                shapes=[list(sections[n][1]) for n in names],
+            )
+            return {n: t[:, 0] for n, t in zip(names, tensors)}  # n = 1 per blob
+
+        def _probabilities(self, inputs):
+            parsed = tf.io.parse_example(
+                inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)}
+            )
+            logits = self.model(self._decode(parsed[self._blob_key], self._pair), training=False)
+            return tf.sigmoid(tf.cast(logits, tf.float32))
+
+        def classify(self, inputs):
+            p = self._probabilities(inputs)
+            scores = tf.stack([p, 1.0 - p], axis=1)
+            labels = tf.constant(list(bundle.LINK_CLASS_NAMES), dtype=tf.string)
+            classes = tf.tile(labels[None, :], [tf.shape(scores)[0], 1])
+            return {bundle.CLASSES_OUTPUT: classes, bundle.SCORES_OUTPUT: scores}
+
+        def regress(self, inputs):
+            return {bundle.REGRESS_OUTPUT: self._probabilities(inputs)}
+
+        def _embed(self, blobs, role):
+            prefix, short = (
+                (layout.PAIR_SOURCE_PREFIX, "src")
+                if role == "source"
+                else (layout.PAIR_TARGET_PREFIX, "dst")
+            )
+            own = self._decode(blobs, self._roles[role])
+            z = self.model.embed({prefix + k: v for k, v in own.items()}, short, training=False)
+            return {bundle.EMBEDDINGS_OUTPUT: tf.cast(z, tf.float32)}
+
+        def embed_source(self, blobs):
+            return self._embed(blobs, "source")
+
+        def embed_target(self, blobs):
+            return self._embed(blobs, "target")
+
+        def score_embeddings(self, z_source, z_target):
+            logits = tf.cast(self.model.score(z_source, z_target, training=False), tf.float32)
+            return {bundle.REGRESS_OUTPUT: tf.sigmoid(logits), bundle.LOGITS_OUTPUT: logits}
+
+        def config(self, unused):
+            del unused
+            return {bundle.CONFIG_OUTPUT: tf.constant(self._config_text, dtype=tf.string)}
+
+        def signature_functions(self):
+            """``{signature name: concrete function}``, each traced once (argument names are the
+            input keys)."""
+
+            def trace(fn, *specs):
+                return tf.function(fn, input_signature=list(specs), autograph=False)
+
+            examples = tf.TensorSpec([None], tf.string, name=bundle.CLASSIFY_INPUT)
+            blobs = tf.TensorSpec([None], tf.string, name=bundle.EMBED_INPUT)
+            out = {
+                bundle.LINK_CLASSIFY_SIGNATURE: trace(self.classify, examples),
+                bundle.REGRESS_SIGNATURE: trace(self.regress, examples),
+                bundle.EMBED_SOURCE_SIGNATURE: trace(self.embed_source, blobs),
+                bundle.EMBED_TARGET_SIGNATURE: trace(self.embed_target, blobs),
+                bundle.CONFIG_SIGNATURE: trace(
+                    self.config, tf.TensorSpec(None, tf.int64, name=bundle.CONFIG_INPUT)
+                ),
+            }
+            out = {k: f.get_concrete_function() for k, f in out.items()}
+            width = (
+                out[bundle.EMBED_SOURCE_SIGNATURE]
+                .structured_outputs[bundle.EMBEDDINGS_OUTPUT]
+                .shape[-1]
+            )
+            z = [
+                tf.TensorSpec([None, width], tf.float32, name=bundle.Z_SOURCE_INPUT),
+                tf.TensorSpec([None, width], tf.float32, name=bundle.Z_TARGET_INPUT),
+            ]
+            out[bundle.SCORE_EMBEDDINGS_SIGNATURE] = trace(
+                self.score_embeddings, *z
+            ).get_concrete_function()
+            return out
+
+    return LinkModule
+
+
+_module_class = None
+
+
+def _LinkModule(*args: Any) -> Any:  # noqa: N802 -- a factory standing in for the class
+    global _module_class
+    if _module_class is None:
+        _module_class = _make_module_class()
+    return _module_class(*args)
+
+
+__all__ = [
+    "DECODERS",
+    "LINK_OPTIONS",
+    "export_link_bundle",
+    "link_settings",
+    "pair_sections",
+    "role_sections",
+]
