@@ -383,9 +383,17 @@ def _make_module_class() -> Any:
             self._pair = dict(config.sections)
             self._roles = {role: role_sections(model, role) for role in bundle.LINK_ROLES}
             self._blob_key = config.blob_feature_key
-            self._unpack = None
             self._use_op = config.use_op
             self._config_text = config.to_json()
+            # one function that classify and regress both call, traced once and held in a
+            # closure, not as an attribute (tf.saved_model.save would trace an attribute again):
+            # the op-free decoder's graph is large, so each copy costs seconds to trace and load
+            probabilities = tf.function(
+                self._pair_probabilities,
+                input_signature=[tf.TensorSpec([None], tf.string)],
+                autograph=False,
+            )
+            self._probabilities = lambda inputs: probabilities(inputs)
 
         def _decode(self, blobs, sections):
             from memgraph_tf import ops
@@ -400,7 +408,7 @@ def _make_module_class() -> Any:
             )
             return {n: t[:, 0] for n, t in zip(names, tensors)}  # n = 1 per blob
 
-        def _probabilities(self, inputs):
+        def _pair_probabilities(self, inputs):
             parsed = tf.io.parse_example(
                 inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)}
             )
