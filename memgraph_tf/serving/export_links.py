@@ -100,12 +100,16 @@ def link_settings(
     """``(link, options)``: the config's ``link`` entry and sampling options for ``model``.
     ``properties`` default the model's (set by training); ``schema`` the model's. Raises
     :class:`BundleError` naming the parameter for settings that do not fit the model."""
-    from memgraph_tf.client.link_prediction import LinkPredictor
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
 
-    if not isinstance(model, LinkPredictor):
+    # (duck-typed: the serving package never imports the client package)
+    if not all(
+        isinstance(getattr(model, k, None), TypedSamplingSpec)
+        for k in ("source_spec", "target_spec")
+    ) or not all(callable(getattr(model, k, None)) for k in ("embed", "score")):
         raise BundleError(
-            f"model: expected a memgraph_tf.client.link_prediction.LinkPredictor, got "
-            f"{type(model).__name__}",
+            f"model: expected a memgraph_tf.client.link_prediction.LinkPredictor (source_spec, "
+            f"target_spec, embed, score), got {type(model).__name__}",
             key="model",
         )
     options = dict(sample_options or {})
