@@ -48,6 +48,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memgraph_tf import layout
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.bundle import DEFAULT_BLOB_FEATURE_KEY, BundleConfig
 from memgraph_tf.serving.errors import BundleError, BundleExistsError
@@ -64,9 +65,7 @@ logger = logging.getLogger(__name__)
 DECODERS = ("op", "portable")
 #: The ``sample_pairs`` options a link bundle may store (the pair labels come from the model;
 #: ``negatives`` are a training matter).
-LINK_OPTIONS = (
-    ("allow_non_finite", "dtype", "id_property", "seed") + ("exclude_splits",) + ("split_property",)
-)
+LINK_OPTIONS = ("allow_non_finite", "dtype", "id_property", "seed") + layout.SPLIT_OPTIONS
 
 
 def _check_arguments(name: Any, version: Any, decoder: Any, blob_feature_key: Any) -> None:
@@ -175,8 +174,6 @@ def link_settings(
 def pair_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
     """The per-pair blob sections the model reads (``n = 1``): :func:`memgraph_tf.layout.
     pair_sample_sections` restricted to :meth:`LinkPredictor.input_names`."""
-    from memgraph_tf import layout
-
     wanted = set(model.input_names())
     return {
         s.name: (s.dtype, tuple(s.shape))
@@ -194,8 +191,6 @@ def pair_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
 def role_sections(model: Any, role: str) -> dict[str, tuple[str, tuple[int, ...]]]:
     """The sections of one node's ``sample_typed`` blob (``n = 1``) that role's encoder reads,
     by their typed names (no prefix)."""
-    from memgraph_tf import layout
-
     prefix, spec = (
         (layout.PAIR_SOURCE_PREFIX, model.source_spec)
         if role == "source"
@@ -367,8 +362,6 @@ def _write_link_warmup(
 
 def _make_module_class() -> Any:
     import tensorflow as tf
-
-    from memgraph_tf import layout
 
     class LinkModule(tf.Module):
         """The exported object: the link predictor, the blob decoding and the signatures."""

@@ -326,3 +326,50 @@ def test_a_node_of_the_wrong_label_is_refused_naming_it(served, monkeypatch):
         _grpc(stubs[0], "links", "regress", examples)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert message in err.value.details()
+
+
+def test_random_pair_examples_are_answered_200_or_400(served):
+    """A seeded, bounded fuzz of the source_id/target_id rule through the REST core (classify and
+    regress on the link bundle, and the node bundle): every answer is 200 or a 400 with an error
+    message, never a 5xx."""
+    import json
+    import random
+
+    ms, _, _ = served
+    rng = random.Random(25)
+    values = [
+        0,
+        3,
+        5,
+        599,
+        600,
+        -1,
+        2**63 - 1,
+        -(2**63),
+        2**63,
+        1.5,
+        "7",
+        True,
+        None,
+        [1],
+        {"a": 1},
+    ]
+    values += [{"b64": "AAAA"}, {"b64": "not base64!"}]
+    keys = ["source_id", "target_id", "node_id", "blob", "other"]
+    statuses = set()
+    for _ in range(300):
+        examples = [
+            {k: rng.choice(values) for k in rng.sample(keys, rng.randint(0, 3))}
+            if rng.random() > 0.05
+            else rng.choice(values)
+            for _ in range(rng.randint(1, 3))
+        ]
+        model = rng.choice(["links", "links", "shop"])
+        verb = rng.choice(["classify", "regress"])
+        body = json.dumps({"examples": examples}).encode()
+        status, answer = ms.handle_bytes("POST", f"/v1/models/{model}:{verb}", body)
+        statuses.add(status)
+        assert status in (200, 400), (status, answer, body)
+        if status == 400:
+            assert json.loads(answer)["error"], body
+    assert statuses == {200, 400}
