@@ -18,6 +18,8 @@ Rounds alternate the calls so that load on the machine hits both alike; pairs/s 
 over rounds. The embedded runtime's per-call costs are not Memgraph's: compare the ratios.
 
     .venv/bin/python benchmarks/pair_sampling.py [--users N] [--pairs N] [--rounds N]
+
+``benchmarks/link_serving.py`` runs these rows and then serves pairs by id (issue 25).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     from memgraph_tf.typed_datasets import FEATURES, shop_graph, typed_embedded_graph
 
     parser = argparse.ArgumentParser(
@@ -47,7 +49,7 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=6_000)
     parser.add_argument("--pairs", type=int, default=500, help="pairs per call")
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     graph = shop_graph(args.users)
     g, _ = typed_embedded_graph(graph)

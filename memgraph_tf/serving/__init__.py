@@ -6,6 +6,9 @@ TF-Serving-compatible server.
 - :func:`export_bundle` (``export.py``) writes ``BASE/NAME/VERSION/`` with ``classify`` and
   ``serving_default`` signatures, class labels, a ``models.config``, and (op bundles) the op
   library.
+- :func:`export_link_bundle` (``export_links.py``, issue 25) writes a link predictor's bundle:
+  classify (its ``serving_default``) and regress on one pair blob per example, plus
+  ``embed_source`` / ``embed_target`` / ``score_embeddings`` for batch scoring.
 - :class:`ServingClient`, :func:`classify_nodes` (``client.py``) talk TF Serving's REST API;
   :class:`GrpcServingClient` (``grpc_client.py``) is its twin over TF Serving's gRPC API.
 - ``neighbourhoods.py``: node ids -> neighbourhood blobs from a graph source, shared by
@@ -16,7 +19,8 @@ TF-Serving-compatible server.
   :class:`ModelServer` (``model_server.py``: versions, signatures, status, metadata), which loads
   versions with ``loading.py`` and batches with ``batching.py``; ``rest_json.py`` (JSON <->
   tf.Example / tensors) and ``json_output.py`` (the JSON output rules, shared with the gRPC
-  client); ``node_examples.py`` (the ``node_id`` rule and ``max_examples``, for REST and gRPC);
+  client); ``node_examples.py`` (the ``node_id`` and ``source_id`` / ``target_id`` rules and
+  ``max_examples``, for REST and gRPC);
   ``grpc_server.py`` (``--grpc-port``: PredictionService and ModelService over the same
   ModelServer, :func:`start_grpc_server`) with ``grpc_codec.py`` (TensorProto / tf.Example);
   ``input_specs.py`` (every Predict input checked against the signature's dtype, rank and fixed
@@ -35,6 +39,7 @@ _LAZY = {
     "ServingClient": "client",
     "classify_nodes": "client",
     "export_bundle": "export",
+    "export_link_bundle": "export_links",
     "BundleInfo": "export",
     "BundleConfig": "bundle",
     "SamplingSpec": "bundle",

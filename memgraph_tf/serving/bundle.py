@@ -32,6 +32,16 @@ Typed bundles (issue 24: a :class:`~memgraph_tf.client.typed_graphsage.TypedGrap
 the model was trained on); their ``fanouts``, ``feature_dim`` and ``properties`` are empty (0),
 and :attr:`SamplingSpec.typed` tells every inference path to sample with ``sample_typed``.
 
+Link bundles (issue 25: a :class:`~memgraph_tf.client.link_prediction.LinkPredictor` reading one
+``tf_features.sample_pairs`` blob per pair, :mod:`memgraph_tf.serving.export_links`) carry their
+pair sampling settings in the config's ``link`` key (:class:`LinkSampling`: the pair labels,
+``num_neighbors`` per role, ``properties`` per label, plus ``schema``); their ``class_names`` are
+:data:`LINK_CLASS_NAMES` and their signatures ``LINK_CLASSIFY_SIGNATURE`` (``serving_default``),
+``REGRESS_SIGNATURE``, ``EMBED_SOURCE_SIGNATURE`` / ``EMBED_TARGET_SIGNATURE`` and
+``SCORE_EMBEDDINGS_SIGNATURE``; :attr:`SamplingSpec.link` tells the serving paths to sample
+pairs with ``sample_pairs`` (:meth:`SamplingSpec.pair_arguments`) and one endpoint with
+``sample_typed`` (:meth:`SamplingSpec.role_arguments`).
+
 Every failure to meet the contract is a :class:`memgraph_tf.serving.errors.BundleError` (also a
 ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
 never holds a graph URI, user name or password -- option keys that look like one are refused.
@@ -650,7 +660,9 @@ class BundleConfig:
         put("fanouts", ())
         put("properties", ())
         if self.typed is not None:
-            raise _fail("typed", "none in a link bundle (its settings are under 'link')", "...")
+            raise _fail(
+                "typed", "none in a link bundle (its settings are under 'link')", self.typed
+            )
         if self.class_names != LINK_CLASS_NAMES:
             raise _fail(
                 "class_names", f"{list(LINK_CLASS_NAMES)} in a link bundle", self.class_names

@@ -48,6 +48,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memgraph_tf import layout
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.bundle import DEFAULT_BLOB_FEATURE_KEY, BundleConfig
 from memgraph_tf.serving.errors import BundleError, BundleExistsError
@@ -64,9 +65,7 @@ logger = logging.getLogger(__name__)
 DECODERS = ("op", "portable")
 #: The ``sample_pairs`` options a link bundle may store (the pair labels come from the model;
 #: ``negatives`` are a training matter).
-LINK_OPTIONS = (
-    ("allow_non_finite", "dtype", "id_property", "seed") + ("exclude_splits",) + ("split_property",)
-)
+LINK_OPTIONS = ("allow_non_finite", "dtype", "id_property", "seed") + layout.SPLIT_OPTIONS
 
 
 def _check_arguments(name: Any, version: Any, decoder: Any, blob_feature_key: Any) -> None:
@@ -100,12 +99,16 @@ def link_settings(
     """``(link, options)``: the config's ``link`` entry and sampling options for ``model``.
     ``properties`` default the model's (set by training); ``schema`` the model's. Raises
     :class:`BundleError` naming the parameter for settings that do not fit the model."""
-    from memgraph_tf.client.link_prediction import LinkPredictor
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
 
-    if not isinstance(model, LinkPredictor):
+    # (duck-typed: the serving package never imports the client package)
+    if not all(
+        isinstance(getattr(model, k, None), TypedSamplingSpec)
+        for k in ("source_spec", "target_spec")
+    ) or not all(callable(getattr(model, k, None)) for k in ("embed", "score")):
         raise BundleError(
-            f"model: expected a memgraph_tf.client.link_prediction.LinkPredictor, got "
-            f"{type(model).__name__}",
+            f"model: expected a memgraph_tf.client.link_prediction.LinkPredictor (source_spec, "
+            f"target_spec, embed, score), got {type(model).__name__}",
             key="model",
         )
     options = dict(sample_options or {})
@@ -171,8 +174,6 @@ def link_settings(
 def pair_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
     """The per-pair blob sections the model reads (``n = 1``): :func:`memgraph_tf.layout.
     pair_sample_sections` restricted to :meth:`LinkPredictor.input_names`."""
-    from memgraph_tf import layout
-
     wanted = set(model.input_names())
     return {
         s.name: (s.dtype, tuple(s.shape))
@@ -190,8 +191,6 @@ def pair_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
 def role_sections(model: Any, role: str) -> dict[str, tuple[str, tuple[int, ...]]]:
     """The sections of one node's ``sample_typed`` blob (``n = 1``) that role's encoder reads,
     by their typed names (no prefix)."""
-    from memgraph_tf import layout
-
     prefix, spec = (
         (layout.PAIR_SOURCE_PREFIX, model.source_spec)
         if role == "source"
@@ -364,8 +363,6 @@ def _write_link_warmup(
 def _make_module_class() -> Any:
     import tensorflow as tf
 
-    from memgraph_tf import layout
-
     class LinkModule(tf.Module):
         """The exported object: the link predictor, the blob decoding and the signatures."""
 
@@ -383,9 +380,17 @@ def _make_module_class() -> Any:
             self._pair = dict(config.sections)
             self._roles = {role: role_sections(model, role) for role in bundle.LINK_ROLES}
             self._blob_key = config.blob_feature_key
-            self._unpack = None
             self._use_op = config.use_op
             self._config_text = config.to_json()
+            # one function that classify and regress both call, traced once and held in a
+            # closure, not as an attribute (tf.saved_model.save would trace an attribute again):
+            # the op-free decoder's graph is large, so each copy costs seconds to trace and load
+            probabilities = tf.function(
+                self._pair_probabilities,
+                input_signature=[tf.TensorSpec([None], tf.string)],
+                autograph=False,
+            )
+            self._probabilities = lambda inputs: probabilities(inputs)
 
         def _decode(self, blobs, sections):
             from memgraph_tf import ops
@@ -400,7 +405,7 @@ def _make_module_class() -> Any:
             )
             return {n: t[:, 0] for n, t in zip(names, tensors)}  # n = 1 per blob
 
-        def _probabilities(self, inputs):
+        def _pair_probabilities(self, inputs):
             parsed = tf.io.parse_example(
                 inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)}
             )

@@ -807,6 +807,10 @@ class ModelServer:
 
     def regress(self, mv: ModelVersion, doc: dict) -> dict:
         """``:regress`` for a parsed body: ``{"results": [v, ...]}``."""
+        # the body's own errors first, as TF Serving parses the body before it looks up the
+        # signature; then the signature, before any graph work for node_id / pair examples
+        rest_json.request_context(doc)
+        rest_json.request_examples(doc, "regress")
         name = self.example_signature(mv, doc.get("signature_name"), "regress")
         serialized = self._examples(doc, "regress", mv)
         return rest_json.regress_response(self.run_regress(mv, serialized, name))

@@ -1,0 +1,260 @@
+"""Link serving (issue 25) in one run: pair sampling against two single-node sample calls (the rows
+of ``benchmarks/pair_sampling.py``), then served pair classification under concurrent clients
+through the local server (``memgraph-tf serve --graph``), REST and gRPC.
+
+The served part: an initialised (untrained: latency does not depend on the weights)
+:class:`~memgraph_tf.client.link_prediction.LinkPredictor` over the shop graph's
+``(:User)-[:BOUGHT]->(:Product)`` pairs, exported as an op bundle, served from the embedded graph
+(the unchanged query module through the real mgp.py). ``--clients`` threads (8), each with its own
+connection, send ``--serve-pairs`` pairs per request for ``--duration-s`` per row:
+
+- **by ids** (``ids``): ``{"source_id": u, "target_id": p}`` examples, keys by the ``id``
+  property (the bundle's ``id_property``) -- the server samples each pair's blob with
+  ``tf_features.sample_pairs`` (the pair's own relationship removed) and runs the model;
+- **by internal ids** (``ids:internal``): the same pairs by internal node ids, a second bundle of
+  the same model without ``id_property`` (the procedures resolve ``id_property`` keys by scanning
+  the label's nodes on every call, which dominates a one-pair call);
+- **by blob**: the same pairs' blobs, sampled beforehand, sent as ``{"blob": {"b64": ...}}`` (gRPC:
+  the bytes feature) -- the baseline: the same server, model and clients without the graph work.
+
+Printed per row: requests/s, pairs/s, p50 / p99 latency and the load average; then by-ids over
+by-blob per transport. The scores of both forms are checked equal first. The embedded runtime's
+per-call costs are not Memgraph's: a real Memgraph adds a Bolt round trip per request and samples
+in C++-backed storage.
+
+    .venv/bin/python benchmarks/link_serving.py [--users N] [--pairs N] [--rounds N]
+        [--serve-users N] [--clients N] [--serve-pairs N] [--duration-s S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import pathlib
+import random
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import pair_sampling
+
+MODEL = "links"
+#: the same model sampling by internal ids (no ``id_property``)
+MODEL_INTERNAL = "links_internal"
+NN = {
+    "source": {"(:User)-[:BOUGHT]->(:Product)": [5, 3]},
+    "target": {"(:Product)<-[:BOUGHT]-(:User)": [5, 3]},
+}
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--users", type=int, default=6_000, help="pair sampling rows: shop users")
+    p.add_argument("--pairs", type=int, default=500, help="pair sampling rows: pairs per call")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--serve-users", type=int, default=2_000, help="served graph: shop users")
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--serve-pairs", type=int, default=1, help="pairs per served request")
+    p.add_argument("--duration-s", type=float, default=10.0, help="seconds per served row")
+    args = p.parse_args(argv)
+    sampling = ["--users", str(args.users), "--pairs", str(args.pairs)]
+    return args, sampling + ["--rounds", str(args.rounds)]
+
+
+class RestClient:
+    def __init__(self, url: str):
+        import requests
+
+        self.session = requests.Session()
+        self.url = url
+
+    def __call__(self, model: str, examples: list[dict]) -> list:
+        r = self.session.post(
+            f"{self.url}/v1/models/{model}:classify", json={"examples": examples}, timeout=120
+        )
+        if r.status_code != 200:
+            raise RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
+        return r.json()["results"]
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class GrpcClient:
+    def __init__(self, target: str):
+        import grpc
+        from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+        self.channel = grpc.insecure_channel(target)
+        self.stub = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
+
+    def __call__(self, model: str, examples: list[dict]) -> list:
+        from tensorflow_serving.apis import classification_pb2
+
+        req = classification_pb2.ClassificationRequest()
+        req.model_spec.name = model
+        for e in examples:
+            feature = req.input.example_list.examples.add().features.feature
+            for k, v in e.items():
+                if isinstance(v, dict):  # {"b64": ...}
+                    feature[k].bytes_list.value.append(base64.b64decode(v["b64"]))
+                else:
+                    feature[k].int64_list.value.append(v)
+        rows = self.stub.Classify(req, timeout=120).result.classifications
+        return [[[c.label, c.score] for c in row.classes] for row in rows]
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def load_phase(
+    new_client, model: str, batches: list[list[dict]], clients: int, duration_s: float
+) -> dict:
+    """``clients`` threads, each its own client, cycling through ``batches`` (client ``i`` starts
+    at batch ``i``) for ``duration_s``: requests/s, pairs/s, p50 / p99 latency, errors."""
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    errors: list[str] = []
+    stop = time.monotonic() + duration_s
+
+    def worker(i: int) -> None:
+        client = new_client()
+        k = i
+        try:
+            while time.monotonic() < stop:
+                batch = batches[k % len(batches)]
+                k += clients
+                t0 = time.perf_counter()
+                try:
+                    if len(client(model, batch)) != len(batch):
+                        errors.append(f"client {i}: wrong number of results")
+                except Exception as exc:  # noqa: BLE001 -- counted and reported: a run must have none
+                    errors.append(f"client {i}: {type(exc).__name__}: {exc}")
+                latencies[i].append(time.perf_counter() - t0)
+        finally:
+            client.close()
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    flat = np.asarray([x for lst in latencies for x in lst])
+    return {
+        "requests": len(flat),
+        "errors": errors,
+        "rps": len(flat) / wall,
+        "pairs_per_s": len(flat) * len(batches[0]) / wall,
+        "p50_ms": float(np.percentile(flat, 50)) * 1e3,
+        "p99_ms": float(np.percentile(flat, 99)) * 1e3,
+        "load": os.getloadavg()[0],
+    }
+
+
+def serve_rows(args: argparse.Namespace) -> int:
+    import keras
+
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.client.link_prediction import LinkPredictor
+    from memgraph_tf.serving import bundle
+    from memgraph_tf.serving.export_links import export_link_bundle
+    from memgraph_tf.serving.grpc_server import start_grpc_server
+    from memgraph_tf.serving.model_config import ModelEntry
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
+    from memgraph_tf.serving.server import start_server
+    from memgraph_tf.typed_datasets import FEATURES, shop_graph, typed_embedded_graph
+
+    graph = shop_graph(args.serve_users)
+    g, internal = typed_embedded_graph(graph)
+    source = EmbeddedSource(g)
+    widths = {label: graph.node_sets[label].width for label in ("User", "Product")}
+    keras.utils.set_random_seed(0)
+    model = LinkPredictor("User", NN, widths, target_label="Product", hidden_units=64)
+    model.properties = {"User": [FEATURES], "Product": [FEATURES]}
+    bought = graph.edge_sets[("User", "BOUGHT", "Product")]
+    n = args.clients * 8 * args.serve_pairs
+    order = random.Random(2).sample(range(len(bought.source)), n)
+    pairs = [(int(bought.source[i]), int(bought.target[i])) for i in order]
+    k = args.serve_pairs
+    with tempfile.TemporaryDirectory(prefix="link-serving-") as tmp:
+        for name, options in ((MODEL, {"id_property": "id"}), (MODEL_INTERNAL, {})):
+            export_link_bundle(model, tmp, name, 1, decoder="op", sample_options=options)
+        entries = [ModelEntry(name, pathlib.Path(tmp, name)) for name in (MODEL, MODEL_INTERNAL)]
+        ms = ModelServer(model_config=entries, graph_source=source)
+        spec = bundle.inference_sampling(ms.versions[1].bundle_config)
+        blobs = NeighbourhoodFetcher(source).fetch_pairs(
+            [s for s, _ in pairs], [t for _, t in pairs], spec
+        )
+        examples = {
+            "ids": [{"source_id": s, "target_id": t} for s, t in pairs],
+            "ids:internal": [
+                {"source_id": int(internal["User"][s]), "target_id": int(internal["Product"][t])}
+                for s, t in pairs
+            ],
+            "blob": [{"blob": {"b64": base64.b64encode(b).decode()}} for b in blobs],
+        }
+        models = {"ids": MODEL, "ids:internal": MODEL_INTERNAL, "blob": MODEL}
+        forms = {f: [e[i : i + k] for i in range(0, n, k)] for f, e in examples.items()}
+        with start_server(ms) as rest, start_grpc_server(ms) as rpc:
+            new = {
+                "rest": lambda: RestClient(rest.url),
+                "grpc": lambda: GrpcClient(rpc.target),
+            }
+            first = {f: new["rest"]()(models[f], forms[f][0]) for f in ("ids", "blob")}
+            assert first["ids"] == first["blob"], first  # the same blobs, the same scores
+            print(
+                f"\n## served pair classify: {args.clients} clients, {k} pair(s) per request, "
+                f"{args.duration_s:g} s per row; shop graph {g.node_count} nodes, "
+                f"{g.edge_count} relationships; op bundle, hidden 64, fanouts 5, 3 per role\n"
+                "ids: keys by the id property (id_property: id); ids:internal: internal ids; "
+                "blob: the pairs' blobs sent (no graph work: the baseline)"
+            )
+            print(
+                f"{'transport':9s} {'examples':12s} {'req/s':>8s} {'pairs/s':>8s} {'p50 ms':>8s} "
+                f"{'p99 ms':>8s} {'errors':>6s} {'load':>5s}"
+            )
+            rows = {}
+            for transport in ("rest", "grpc"):
+                for form in ("ids", "ids:internal", "blob"):
+                    r = load_phase(
+                        new[transport], models[form], forms[form], args.clients, args.duration_s
+                    )
+                    rows[transport, form] = r
+                    print(
+                        f"{transport:9s} {form:12s} {r['rps']:8.1f} {r['pairs_per_s']:8.1f} "
+                        f"{r['p50_ms']:8.2f} {r['p99_ms']:8.2f} {len(r['errors']):6d} "
+                        f"{r['load']:5.1f}"
+                    )
+                    for e in r["errors"][:3]:
+                        print(f"  error: {e}")
+            for transport in ("rest", "grpc"):
+                b = rows[transport, "blob"]
+                for form in ("ids", "ids:internal"):
+                    a = rows[transport, form]
+                    print(
+                        f"{transport}: {form} / blob: p50 {a['p50_ms'] / b['p50_ms']:.2f}x, "
+                        f"p99 {a['p99_ms'] / b['p99_ms']:.2f}x, "
+                        f"pairs/s {a['pairs_per_s'] / b['pairs_per_s']:.2f}x"
+                    )
+        ms.close()
+    return 1 if any(r["errors"] for r in rows.values()) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, sampling = parse_args(argv)
+    print("## pair sampling (benchmarks/pair_sampling.py rows)")
+    code = pair_sampling.main(sampling)
+    return code or serve_rows(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
