@@ -294,9 +294,16 @@ class GraphSource:
         and ``relationships`` (per (source label, type, target label) the count)."""
         raise NotImplementedError
 
-    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
-        """Ids of all nodes (with ``label``): values of ``id_property`` (nodes without it skipped),
-        or internal ids; ascending."""
+    def node_ids(
+        self,
+        *,
+        label: str | None = None,
+        id_property: str | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[int]:
+        """Ids of all nodes (with ``label``, and with each property of ``where`` equal to its
+        value: e.g. ``{"split": "train"}``): values of ``id_property`` (nodes without it
+        skipped), or internal ids; ascending."""
         raise NotImplementedError
 
     # -- link prediction: tf_features.sample_pairs / split_edges (issue 25) -----------------------
@@ -832,10 +839,21 @@ class BoltSource(GraphSource):
             written += int(result[0]["written"]) if result else 0
         return written
 
-    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
+    def node_ids(
+        self,
+        *,
+        label: str | None = None,
+        id_property: str | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[int]:
         node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
         key = f"n.{quote_name(id_property, 'id_property')}" if id_property else "id(n)"
-        rows = self.read(f"MATCH {node} WHERE {key} IS NOT NULL RETURN {key} AS id")
+        tests = [f"{key} IS NOT NULL"]
+        params: dict[str, Any] = {}
+        for j, (name, value) in enumerate(dict(where or {}).items()):
+            tests.append(f"n.{quote_name(name, 'where')} = $w{j}")
+            params[f"w{j}"] = _to_python(value)
+        rows = self.read(f"MATCH {node} WHERE {' AND '.join(tests)} RETURN {key} AS id", params)
         return sorted(row["id"] for row in rows)
 
     def close(self) -> None:
@@ -1541,8 +1559,17 @@ class EmbeddedSource(GraphSource):
                 index[value] = internal
         return index
 
-    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
+    def node_ids(
+        self,
+        *,
+        label: str | None = None,
+        id_property: str | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[int]:
         internal = self.graph.nodes(label)
+        for name, value in dict(where or {}).items():
+            quote_name(name, "where")
+            internal = [i for i in internal if self.graph.get_property(i, name) == value]
         if id_property is None:
             return internal
         values = (self.graph.get_property(i, id_property) for i in internal)

@@ -46,6 +46,13 @@ def test_the_loader_writes_the_properties_and_refuses_to_mix_graphs(twin_shops):
         i = row["id"]
         assert (row["label"], row["split"]) == (int(graph.labels[i]), graph.split[i])
         assert row["features"] == graph.node_sets["User"].features[i].tolist()
+    # the split property as training reads it (train_typed_graphsage without train_ids)
+    from memgraph_tf.client.typed_graphsage import split_node_ids
+
+    for split in ("train", "val"):
+        assert split_node_ids(bolt, "User", split, options={"id_property": "id"}) == graph.ids(
+            split
+        )
     [product] = bolt.read("MATCH (p:Product {id: 5}) RETURN keys(p) AS k")
     assert sorted(product["k"]) == ["features", "id"]  # class and split only on the target label
     with pytest.raises(
