@@ -47,6 +47,7 @@ __all__ = [
     "TypedGraph",
     "bayes_predictions",
     "best_accuracy",
+    "demo_shop_graph",
     "load_typed_graph",
     "node_properties",
     "sample_neighbourhoods",
@@ -107,7 +108,8 @@ class TypedGraph:
 
     ``labels[i]`` is the class of node ``i`` of ``target_label``; ``split[i]`` is ``train``,
     ``val`` or ``test``; ``best_accuracy`` is the Bayes-optimal accuracy over the whole label
-    distribution (see :func:`best_accuracy`); ``params`` records the generator's arguments.
+    distribution (see :func:`best_accuracy`); ``params`` records the generator's arguments;
+    ``class_names`` names the classes.
     """
 
     name: str
@@ -119,10 +121,30 @@ class TypedGraph:
     num_classes: int
     best_accuracy: float
     params: Mapping[str, Any]
+    class_names: tuple[str, ...] = ()
+    """A name per class (``class_names[c]`` for class ``c``); empty: unnamed."""
 
     def ids(self, split: str) -> list[int]:
         """Numbers (inside the target node set) of the target nodes in ``split``."""
         return [i for i, s in enumerate(self.split) if s == split]
+
+
+SHOP_DATASET = "shop"
+"""The shop graph's name: ``memgraph-tf demo --dataset shop``, the ``embedded:shop`` graph URI."""
+
+SHOP_CLASS_NAMES = ("books", "music", "garden", "sports", "toys", "kitchen", "travel", "games")
+"""The shop graph's class names (a user's class is the kind of shop category it buys from);
+classes beyond these are ``class N``."""
+
+DEMO_USERS = 3_000
+"""Users of the shop graph of ``memgraph-tf demo --dataset shop`` and ``embedded:shop``
+(:func:`demo_shop_graph`): small enough that the demo runs in minutes on 2 cores."""
+
+
+def demo_shop_graph() -> TypedGraph:
+    """The shop graph the demo and the ``embedded:shop`` graph URI use: :func:`shop_graph` with
+    :data:`DEMO_USERS` users and the defaults otherwise (same call, same graph)."""
+    return shop_graph(DEMO_USERS)
 
 
 def best_accuracy(num_classes: int, purchases: int, signal: float) -> float:
@@ -291,7 +313,7 @@ def shop_graph(
         "seed": seed,
     }
     return TypedGraph(
-        name="shop",
+        name=SHOP_DATASET,
         node_sets=node_sets,
         edge_sets=edge_sets,
         target_label="User",
@@ -300,6 +322,10 @@ def shop_graph(
         num_classes=num_classes,
         best_accuracy=best_accuracy(num_classes, purchases_per_user, signal),
         params=params,
+        class_names=tuple(
+            SHOP_CLASS_NAMES[c] if c < len(SHOP_CLASS_NAMES) else f"class {c}"
+            for c in range(num_classes)
+        ),
     )
 
 

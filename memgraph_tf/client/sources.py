@@ -45,6 +45,7 @@ from memgraph_tf.client.errors import (
 )
 from memgraph_tf.client.procedure_errors import called_procedures, translate_procedure_failure
 from memgraph_tf.procedures.options import DEFAULT_MAX_BLOB_BYTES
+from memgraph_tf.typed_datasets import SHOP_DATASET
 
 logger = logging.getLogger(__name__)
 
@@ -644,6 +645,8 @@ def open_graph(uri: str, *, database: str | None = None) -> GraphSource:
     * ``embedded:NAME``: a dataset shipped in the package (``cora``, ``citeseer``) or
       ``synthetic``, loaded into an in-process graph that runs the unchanged query modules
       (:class:`EmbeddedSource`; ``database`` is ignored);
+    * ``embedded:shop``: the demo's generated typed shop graph
+      (:func:`memgraph_tf.typed_datasets.demo_shop_graph`), the same way;
     * ``embedded:DIR/NAME``: the Planetoid dataset NAME from ``DIR/ind.NAME.*``, the same way;
     * anything else: a Bolt URI for :func:`connect` (with ``database``), which takes the user name
       and password from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` -- never from the URI, a
@@ -660,6 +663,10 @@ def open_graph(uri: str, *, database: str | None = None) -> GraphSource:
         from memgraph_tf.datasets import planetoid_graph
 
         spec = uri[len(EMBEDDED_SCHEME) :]
+        if spec == SHOP_DATASET:
+            from memgraph_tf.typed_datasets import demo_shop_graph, typed_embedded_graph
+
+            return EmbeddedSource(typed_embedded_graph(demo_shop_graph())[0])
         if "/" not in spec:
             return EmbeddedSource(planetoid_graph(spec))
         path = pathlib.Path(spec)
