@@ -350,10 +350,11 @@ def node_properties(graph: TypedGraph, label: str) -> list[dict[str, Any]]:
 
 
 def typed_embedded_graph(
-    graph: TypedGraph, modules: Iterable[Any] | None = None
+    graph: TypedGraph, modules: Iterable[Any] | None = None, *, into: EmbeddedGraph | None = None
 ) -> tuple[EmbeddedGraph, dict[str, list[int]]]:
-    """``graph`` as an in-process graph running the query modules; returns it and, per label, the
-    internal id of each node of that node set (``ids[label][i]``).
+    """``graph`` as an in-process graph running the query modules (a new one, or ``into``: an
+    empty graph to fill, e.g. of a subclass); returns it and, per label, the internal id of each
+    node of that node set (``ids[label][i]``).
 
     Every node gets ``id`` (its number inside its node set) and, where its set has features,
     ``features`` (a list of floats); target nodes also get ``label`` (int class) and ``split``.
@@ -361,7 +362,7 @@ def typed_embedded_graph(
     """
     from memgraph_tf.embedded import EmbeddedGraph
 
-    g = EmbeddedGraph(modules)
+    g = EmbeddedGraph(modules) if into is None else into
     ids: dict[str, list[int]] = {}
     for label in graph.node_sets:
         ids[label] = [g.add_node([label], props) for props in node_properties(graph, label)]
