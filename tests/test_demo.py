@@ -261,6 +261,9 @@ def test_graph_uri_opens_a_packaged_dataset() -> None:
 
     source = open_graph("embedded:synthetic")
     assert len(source.node_ids()) == 400
+    shop = open_graph("embedded:shop")  # the shop demo's graph, as its commands to go on use it
+    assert len(shop.node_ids(label="User", id_property="id")) == 3_000
+    assert shop.node_ids(label="User", id_property="id", where={"split": "test"})[:2] == [18, 32]
     with pytest.raises(
         ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'nope'"
     ):
