@@ -473,6 +473,22 @@ def node_properties(data: Planetoid) -> dict[str, list[Any]]:
     }
 
 
+def request_id_index(source: GraphSource, label: str, prop: str = "id") -> bool:
+    """Asks the server for an index on ``:label(prop)`` (Memgraph's syntax, then Neo4j's);
+    returns whether one was accepted. A server that accepts neither is only slower: loaders
+    match nodes by that property."""
+    for query in (
+        f"CREATE INDEX ON :{label}({prop})",
+        f"CREATE INDEX IF NOT EXISTS FOR (n:{label}) ON (n.{prop})",
+    ):
+        try:
+            source.write(query)
+            return True
+        except Exception as exc:  # noqa: BLE001 -- servers differ in index syntax; only speed depends on it
+            logger.debug("index request %r refused: %s", query, exc)
+    return False
+
+
 def load_into_graph(
     source: GraphSource,
     data: Planetoid,
@@ -511,15 +527,7 @@ def load_into_graph(
             {"k": batch_size},
         )
         existing = int(row["c"])
-    for query in (
-        f"CREATE INDEX ON :{label}(id)",
-        f"CREATE INDEX IF NOT EXISTS FOR (n:{label}) ON (n.id)",
-    ):
-        try:
-            source.write(query)
-            break
-        except Exception as exc:  # noqa: BLE001 -- servers differ in index syntax; only speed depends on it
-            logger.debug("index request %r refused: %s", query, exc)
+    request_id_index(source, label)
     props = node_properties(data)
     n = data.num_nodes
     for lo in range(0, n, batch_size):

@@ -32,10 +32,10 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from memgraph_tf import datasets, report
+from memgraph_tf import datasets, report, typed_datasets
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,31 @@ GRAPH_EDGE_TYPE = "CITES"
 SPARSE_BELOW = 0.1
 SYNTHETIC_RECIPE = {"steps": 60, "eval_every": 10, "patience": 60, "batch_size": 80}
 """Overrides of ``PLANETOID_RECIPE`` for the small synthetic graph (CI)."""
+SHOP = typed_datasets.SHOP_DATASET
+"""``--dataset shop``: the generated typed shop graph (:func:`memgraph_tf.typed_datasets.
+demo_shop_graph`), trained with the typed GraphSAGE."""
+SHOP_NUM_NEIGHBORS = {
+    "(:User)-[:BOUGHT]->(:Product)": [5, 0],
+    "(:User)-[:FOLLOWS]->(:User)": [10, 0],
+    "(:Product)-[:IN]->(:Category)": [0, 1],
+}
+"""The shop demo's typed sampling: a user's purchases and follows, then each product's category
+(the settings of ``benchmarks/typed_accuracy.py``)."""
+SHOP_PROPERTIES = {"User": ["features"], "Product": ["features"], "Category": ["features"]}
+SHOP_OPTIONS = {"id_property": "id"}
+"""Seed keys are the ``id`` property of the :User nodes (ids are numbered per label)."""
+SHOP_RECIPE = {
+    "hidden_units": 64,
+    "dropout": 0.2,
+    "l2": 1e-5,
+    "learning_rate": 0.01,
+    "batch_size": 256,
+    "steps": 120,
+    "eval_every": 20,
+    "eval_draws": 2,
+    "patience": 120,
+}
+"""``train_typed_graphsage`` settings of the shop demo."""
 
 _NATIVE_LOG = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
@@ -275,11 +300,26 @@ def run(
     seed: int = 0,
     classify_count: int = 64,
     progress: bool = True,
+    shop: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Runs the demo (see the module docstring) and returns its figures: ``test_accuracy``,
     ``val_accuracy``, ``served_accuracy``, ``served_agreement``, ``written``, ``seconds``, the
-    :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``)."""
+    :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``).
+
+    ``dataset`` :data:`SHOP` runs :func:`run_shop` (``shop``: its graph's overrides)."""
     import numpy as np
+
+    if dataset == SHOP:
+        return run_shop(
+            out,
+            graph=graph,
+            replace=replace,
+            steps=steps,
+            seed=seed,
+            classify_count=classify_count,
+            progress=progress,
+            shop=shop,
+        )
 
     tf = import_tensorflow_quietly()  # noqa: F841 -- before anything else imports TensorFlow
 
@@ -439,7 +479,13 @@ def run(
         labels, rest_seconds = _classify_by_node_id(client, ids, progress, "serve")
         served.append(
             _check(
-                "REST :classify by node_id", labels, names, ids, data, local.classes, rest_seconds
+                "REST :classify by node_id",
+                labels,
+                names,
+                ids,
+                data.labels,
+                local.classes,
+                rest_seconds,
             )
         )
         stages.append(
@@ -450,7 +496,13 @@ def run(
             g_labels, g_seconds, _ = grpc
             served.append(
                 _check(
-                    "gRPC Classify by node_id", g_labels, names, ids, data, local.classes, g_seconds
+                    "gRPC Classify by node_id",
+                    g_labels,
+                    names,
+                    ids,
+                    data.labels,
+                    local.classes,
+                    g_seconds,
                 )
             )
             stages.append(
@@ -552,19 +604,338 @@ def run(
     }
 
 
+def run_shop(
+    out: str | os.PathLike[str] = DEFAULT_OUT,
+    *,
+    graph: str | None = None,
+    replace: bool = False,
+    steps: int | None = None,
+    seed: int = 0,
+    classify_count: int = 64,
+    progress: bool = True,
+    shop: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The demo on the generated typed shop graph (``memgraph-tf demo --dataset shop``), the same
+    six stages as on Cora, through the typed path:
+
+    1. load :func:`~memgraph_tf.typed_datasets.demo_shop_graph` (or ``shop_graph(**shop)``) into
+       the in-process runtime, or with ``graph`` into a real database through Cypher
+       (:func:`~memgraph_tf.typed_datasets.load_typed_graph`);
+    2. train :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` on :User nodes with
+       ``tf_features.sample_typed`` blobs, the train/validation split read from the nodes'
+       ``split`` property; test accuracy (mean of :data:`EVAL_DRAWS` draws) beside the graph's
+       exact best possible accuracy;
+    3. export the op-free and the op typed bundles;
+    4. serve the op-free one by ``node_id`` over REST and gRPC, compared with the in-process model
+       on the same blobs (the bundle's inference sampling: the same neighbourhoods);
+    5. batch inference over every :User node, the class written back;
+    6. pictures and report.
+
+    Returns the figures :func:`run` does, plus ``best_possible``."""
+    import numpy as np
+
+    tf = import_tensorflow_quietly()  # before anything else imports TensorFlow
+    from memgraph_tf import blob, client
+    from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
+    from memgraph_tf.serving import ModelServer, ServingClient, export_bundle, start_server
+    from memgraph_tf.serving.bundle import inference_sampling, read_bundle_config
+
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stages: list[report.Stage] = []
+    notes: list[str] = []
+    n_stages = 6
+
+    # 1. load
+    clock = _Clock()
+    data = typed_datasets.shop_graph(**shop) if shop else typed_datasets.demo_shop_graph()
+    num_nodes = sum(ns.size for ns in data.node_sets.values())
+    num_edges = sum(es.size for es in data.edge_sets.values())
+    embedded = None
+    if graph is None:
+        embedded, _ = typed_datasets.typed_embedded_graph(data)
+        source: Any = client.EmbeddedSource(embedded)
+        graph_text = "the in-process runtime (the query modules through mgp.py)"
+    else:
+        source = client.connect(graph)
+        with _bar(progress, total=num_nodes + num_edges, desc="load", unit="row") as bar:
+            typed_datasets.load_typed_graph(
+                source, data, replace=replace, progress=lambda kind, n: bar.update(n)
+            )
+        graph_text = f"{source!r}"
+    users = data.target_label
+    train_n, val_n = len(data.ids("train")), len(data.ids("val"))
+    test_ids = data.ids("test")
+    stages.append(
+        report.Stage(
+            "load graph",
+            clock.seconds,
+            num_nodes,
+            "nodes",
+            "embedded runtime" if graph is None else "Cypher UNWIND batches",
+        )
+    )
+    labels_text = ", ".join(f":{label} {ns.size:,}" for label, ns in data.node_sets.items())
+    types_text = ", ".join(f":{t} {es.size:,}" for (_, t, _), es in data.edge_sets.items())
+    _say(
+        f"[1/{n_stages}] loaded the shop graph into {graph_text}: {labels_text}; {types_text}; "
+        f":{users} train/val/test {train_n}/{val_n}/{len(test_ids)} ({clock.seconds:.1f} s)"
+    )
+
+    # 2. train and test
+    clock = _Clock()
+    recipe = dict(SHOP_RECIPE)
+    if steps is not None:
+        recipe["steps"] = steps
+    names = list(data.class_names)
+    result = train_typed_graphsage(
+        source,
+        users,
+        SHOP_NUM_NEIGHBORS,
+        SHOP_PROPERTIES,
+        options=SHOP_OPTIONS,  # no train_ids: the split is read from the :User nodes' `split`
+        seed=seed,
+        class_names=names,
+        progress=progress,
+        **recipe,
+    )
+    model = result.model
+    trained_steps = len(result.history["step"])
+    stages.append(
+        report.Stage(
+            "train",
+            clock.seconds,
+            trained_steps,
+            "steps",
+            f"{train_n} :{users} nodes, {len(SHOP_NUM_NEIGHBORS)} edge steps",
+        )
+    )
+    clock = _Clock()
+    with _bar(progress, total=EVAL_DRAWS, desc="test", unit="draw") as bar:
+        probs = predict_typed_proba(
+            model,
+            source,
+            test_ids,
+            options=SHOP_OPTIONS,
+            draws=EVAL_DRAWS,
+            seed=(seed + 1) * 1000,
+        )
+        bar.update(EVAL_DRAWS)
+    predicted = probs.argmax(axis=1)
+    truth = data.labels[test_ids]
+    test_accuracy = float(np.mean(predicted == truth))
+    stages.append(
+        report.Stage(
+            "test evaluation",
+            clock.seconds,
+            len(test_ids) * EVAL_DRAWS,
+            "nodes",
+            f"{len(test_ids)} nodes x {EVAL_DRAWS} draws",
+        )
+    )
+    via = (
+        "tf_features.sample_typed blobs"
+        if embedded is not None or source.has_procedures()
+        else "typed blobs sampled on the client (this server has no tf_features procedures)"
+    )
+    _say(
+        f"[2/{n_stages}] trained the typed GraphSAGE for {trained_steps} steps via {via} "
+        f"({stages[-2].seconds:.1f} s; split read from the :{users} nodes' "
+        f"{typed_datasets.SPLIT_PROPERTY!r} property): best val acc "
+        f"{result.best_val_accuracy:.3f} (step {result.best_step}), test acc "
+        f"{test_accuracy:.3f} (best possible {data.best_accuracy:.3f}, chance "
+        f"{1 / data.num_classes:.3f})"
+    )
+
+    # 3. export
+    clock = _Clock()
+    with _bar(progress, total=2, desc="export", unit="bundle") as bar:
+        portable = export_bundle(
+            model,
+            out / "portable",
+            MODEL_NAME,
+            1,
+            use_op=False,
+            overwrite=True,
+            sample_options=SHOP_OPTIONS,
+        )
+        bar.update(1)
+        with_op = export_bundle(
+            model,
+            out / "with_op",
+            MODEL_NAME,
+            1,
+            use_op=True,
+            overwrite=True,
+            sample_options=SHOP_OPTIONS,
+        )
+        bar.update(1)
+    stages.append(
+        report.Stage(
+            "export bundles", clock.seconds, None, "", "2 typed bundles: op-free + with the op"
+        )
+    )
+    bundles = {
+        "op-free typed bundle (stock TF Serving)": str(portable.path),
+        "typed bundle with the C++ op": str(with_op.path),
+    }
+    _say(
+        f"[3/{n_stages}] exported {portable.path} (stock ops only) and {with_op.path} (the op), "
+        f"typed: seed label :{users} ({clock.seconds:.1f} s)"
+    )
+
+    # 4. serve, against the in-process model on the same blobs
+    ids = test_ids[:classify_count]
+    sampling = inference_sampling(read_bundle_config(portable.path))
+    x = blob.unpack(source.sample_typed(ids, *sampling.typed_arguments()))
+    local_probs = tf.nn.softmax(model({k: x[k] for k in model.input_names() if k in x})).numpy()
+    local_classes = local_probs.argmax(axis=1)
+    served: list[report.ServedCheck] = []
+    server = ModelServer(out / "portable" / MODEL_NAME, MODEL_NAME, graph_source=source)
+    with (
+        start_server(server) as running,
+        ServingClient(running.url, MODEL_NAME, timeout_s=60) as rest,
+    ):
+        labels, rest_seconds = _classify_by_node_id(rest, ids, progress, "serve")
+        served.append(
+            _check(
+                "REST :classify by node_id",
+                labels,
+                names,
+                ids,
+                data.labels,
+                local_classes,
+                rest_seconds,
+            )
+        )
+        stages.append(
+            report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id")
+        )
+        grpc = _grpc_classify(server, ids, progress)
+        if grpc is not None:
+            g_labels, g_seconds, _ = grpc
+            served.append(
+                _check(
+                    "gRPC Classify by node_id",
+                    g_labels,
+                    names,
+                    ids,
+                    data.labels,
+                    local_classes,
+                    g_seconds,
+                )
+            )
+            stages.append(
+                report.Stage("serve: gRPC Classify", g_seconds, len(ids), "nodes", "by node_id")
+            )
+        else:
+            notes.append(
+                "gRPC: not served by this build (memgraph_tf.serving.grpc_server is not present)"
+            )
+    for c in served:
+        _say(
+            f"[4/{n_stages}] {c.how}: {c.nodes} test :{users} nodes in "
+            f"{c.seconds * 1000:.0f} ms; accuracy {c.accuracy:.3f}, agreement with the "
+            f"in-process model on the same blobs {c.agreement:.3f}"
+        )
+    _say(f"      e.g. user {ids[0]} -> {labels[0]} (truth: {names[int(data.labels[ids[0]])]})")
+
+    # 5. batch inference
+    written, seconds, how = _classify_stage(source, out / "portable" / MODEL_NAME, progress)
+    stages.append(report.Stage("batch inference", seconds, written, "nodes", how))
+    _say(
+        f"[5/{n_stages}] batch inference wrote the predicted class of {written:,} :{users} nodes "
+        f"back to the graph ({seconds:.1f} s, {how})"
+    )
+
+    # 6. pictures and report
+    clock = _Clock()
+    title = "Shop graph (typed)"
+    images = {
+        "Training: loss, training and validation accuracy": report.training_curves(
+            result.history,
+            out / "training.png",
+            test_accuracy=test_accuracy,
+            best_step=result.best_step,
+            title=f"{title}: typed GraphSAGE training",
+            best_possible=data.best_accuracy,
+        ),
+        "Confusion matrix on the test nodes": report.confusion_figure(
+            report.confusion_matrix(truth, predicted, len(names)),
+            names,
+            out / "confusion.png",
+            title=f"{title}, {len(test_ids)} test users: accuracy {test_accuracy:.3f}",
+        ),
+    }
+    images["Throughput and time per stage"] = report.throughput_figure(
+        stages, out / "throughput.png", title=f"{title}: the demo's stages"
+    )
+    stages.append(report.Stage("pictures + report", clock.seconds))
+    widths = ", ".join(f"{label} {ns.width}" for label, ns in data.node_sets.items())
+    summary = report.Summary(
+        dataset=SHOP,
+        graph=graph_text,
+        num_nodes=num_nodes,
+        num_edges=num_edges,
+        num_features=widths,
+        class_names=names,
+        train_nodes=train_n,
+        val_nodes=val_n,
+        test_nodes=len(test_ids),
+        test_accuracy=test_accuracy,
+        val_accuracy=result.best_val_accuracy,
+        eval_draws=EVAL_DRAWS,
+        published={},
+        served=served,
+        stages=stages,
+        out_dir=str(out),
+        bundles=bundles,
+        commands=_commands(out, SHOP, graph, ids[:2]),
+        notes=notes,
+        best_possible=data.best_accuracy,
+        model_name="typed GraphSAGE",
+        same_blobs=True,
+    )
+    html = report.write_report(out, summary, images)
+    _say(
+        f"[6/{n_stages}] wrote {', '.join(p.name for p in images.values())} and {html.name} into "
+        f"{out} ({clock.seconds:.1f} s)"
+    )
+    if embedded is None and hasattr(source, "close"):
+        source.close()
+    return {
+        "dataset": SHOP,
+        "test_accuracy": test_accuracy,
+        "best_possible": data.best_accuracy,
+        "val_accuracy": result.best_val_accuracy,
+        "served_accuracy": served[0].accuracy,
+        "served_agreement": served[0].agreement,
+        "written": written,
+        "seconds": summary.total_seconds,
+        "summary": summary,
+        "files": {
+            "report": html,
+            **{p.stem: p for p in images.values()},
+            "portable": portable.path,
+            "with_op": with_op.path,
+        },
+    }
+
+
 def _check(
     how: str,
     labels: list[str],
     names: list[str],
     ids: list[int],
-    data: datasets.Planetoid,
+    classes: Any,
     local_classes: Any,
     seconds: float,
 ) -> report.ServedCheck:
+    """``classes``: the true class of every node, indexed by node id."""
     import numpy as np
 
     served = np.asarray([names.index(label) for label in labels])
-    truth = data.labels[ids]
+    truth = np.asarray(classes)[ids]
     return report.ServedCheck(
         how,
         len(ids),
@@ -584,8 +955,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         default="cora",
-        choices=list(datasets.DATASETS),
-        help="cora / citeseer (shipped in the package) or synthetic (a small random graph)",
+        choices=[*datasets.DATASETS, SHOP],
+        help="cora / citeseer (shipped in the package), synthetic (a small random graph) or shop "
+        "(a generated typed graph: users, products, categories; the typed GraphSAGE)",
     )
     parser.add_argument(
         "--graph",
@@ -597,7 +969,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replace",
         action="store_true",
-        help=f"with --graph: delete existing :{GRAPH_LABEL} nodes first",
+        help=f"with --graph: delete existing :{GRAPH_LABEL} nodes first (shop: its :User, "
+        ":Product and :Category nodes)",
     )
     parser.add_argument(
         "--out",

@@ -34,6 +34,15 @@ SERVED_VS_TEST_NOTE = (
 )
 """Why the served accuracy differs from the test accuracy (formatted with ``served``, ``test``,
 ``draws``)."""
+SAME_BLOBS_NOTE = (
+    "Served accuracy is measured on {served} test nodes and test accuracy on {test}: a smaller "
+    "sample, and the server scores one draw per node (keyed by the bundle's seed, as batch "
+    "inference samples) where the test figure averages {draws} draws, so the two differ by "
+    "chance; agreement compares the served class with the in-process model's on the same blobs, "
+    "so anything below 1.000 is a fault."
+)
+"""The served note where the in-process predictions were made on the served blobs
+(:attr:`Summary.same_blobs`)."""
 
 
 @dataclasses.dataclass
@@ -81,7 +90,7 @@ class Summary:
     graph: str
     num_nodes: int
     num_edges: int
-    num_features: int
+    num_features: int | str
     class_names: Sequence[str]
     train_nodes: int
     val_nodes: int
@@ -96,6 +105,12 @@ class Summary:
     bundles: Mapping[str, str]
     commands: list[str]
     notes: list[str] = dataclasses.field(default_factory=list)
+    best_possible: float | None = None
+    """The exact best possible test accuracy of a generated graph (the shop graph's Bayes rule),
+    shown beside the test accuracy instead of published figures."""
+    model_name: str = "GraphSAGE"
+    same_blobs: bool = False
+    """Whether the served-vs-in-process agreement was measured on the same blobs."""
 
     @property
     def total_seconds(self) -> float:
@@ -125,7 +140,7 @@ def accuracy_rows(s: Summary) -> list[list[str]]:
     checks."""
     rows = [
         [
-            "GraphSAGE test accuracy (this run)",
+            f"{s.model_name} test accuracy (this run)",
             f"{s.test_accuracy:.3f}",
             f"{s.test_nodes} test nodes, mean of {s.eval_draws} neighbourhood draws",
         ]
@@ -133,13 +148,28 @@ def accuracy_rows(s: Summary) -> list[list[str]]:
     if s.val_accuracy is not None:
         rows.append(
             [
-                "GraphSAGE validation accuracy (best)",
+                f"{s.model_name} validation accuracy (best)",
                 f"{s.val_accuracy:.3f}",
                 f"{s.val_nodes} nodes",
             ]
         )
     for method, acc in s.published.items():
         rows.append([f"{method}, published", f"{acc:.3f}", "same Planetoid split"])
+    if s.best_possible is not None:
+        rows.append(
+            [
+                "best possible accuracy (exact)",
+                f"{s.best_possible:.3f}",
+                "the Bayes rule over the graph's planted signal",
+            ]
+        )
+        rows.append(
+            [
+                "test accuracy / best possible",
+                f"{s.test_accuracy / s.best_possible:.3f}",
+                f"{s.test_nodes} test nodes",
+            ]
+        )
     for c in s.served:
         rows.append([f"served accuracy, {c.how}", f"{c.accuracy:.3f}", f"{c.nodes} test nodes"])
         rows.append(
@@ -166,14 +196,15 @@ def stage_rows(s: Summary) -> list[list[str]]:
 
 def served_note(s: Summary) -> str:
     served = max((c.nodes for c in s.served), default=0)
-    return SERVED_VS_TEST_NOTE.format(served=served, test=s.test_nodes, draws=s.eval_draws)
+    note = SAME_BLOBS_NOTE if s.same_blobs else SERVED_VS_TEST_NOTE
+    return note.format(served=served, test=s.test_nodes, draws=s.eval_draws)
 
 
 def summary_text(s: Summary) -> str:
     """The summary as the terminal shows it: the dataset, an accuracy table, a stage table, the
     bundles and the commands to go on."""
     head = (
-        f"{s.dataset}: {s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_features:,} features, "
+        f"{s.dataset}: {s.num_nodes:,} nodes, {s.num_edges:,} edges, {_features(s)}, "
         f"{len(s.class_names)} classes; train/val/test "
         f"{s.train_nodes}/{s.val_nodes}/{s.test_nodes}; "
         f"graph: {s.graph}"
@@ -186,6 +217,12 @@ def summary_text(s: Summary) -> str:
     parts += [f"  {name}: {path}" for name, path in s.bundles.items()]
     parts += [f"  note: {n}" for n in s.notes]
     return "\n".join(parts)
+
+
+def _features(s: Summary) -> str:
+    if isinstance(s.num_features, str):
+        return f"features {s.num_features}"
+    return f"{s.num_features:,} features"
 
 
 def _wrap(text: str, width: int = 100) -> str:
@@ -225,11 +262,12 @@ def training_curves(
     published: Mapping[str, float] | None = None,
     best_step: int | None = None,
     title: str = "training",
+    best_possible: float | None = None,
 ) -> pathlib.Path:
     """Loss per step (left) and accuracy (right: training batch per step, validation per evaluation,
-    the test accuracy and the published figures as horizontal lines). ``history``: as
-    :class:`memgraph_tf.client.TrainResult` records it (``step``, ``loss``, ``train_accuracy``,
-    ``eval_step``, ``val_accuracy``)."""
+    the test accuracy, the published figures and ``best_possible`` as horizontal lines).
+    ``history``: as :class:`memgraph_tf.client.TrainResult` records it (``step``, ``loss``,
+    ``train_accuracy``, ``eval_step``, ``val_accuracy``)."""
     import numpy as np
 
     plt = _pyplot()
@@ -270,6 +308,10 @@ def training_curves(
         )
     for (method, acc), style in zip((published or {}).items(), ("--", "-.", ":")):
         ax_acc.axhline(acc, color="black", ls=style, lw=1, label=f"{method} published: {acc:.3f}")
+    if best_possible is not None:
+        ax_acc.axhline(
+            best_possible, color="black", ls="--", lw=1, label=f"best possible: {best_possible:.3f}"
+        )
     ax_acc.set_ylim(0, 1.02)
     ax_acc.set_xlabel("training step")
     ax_acc.set_ylabel("accuracy")
@@ -551,7 +593,7 @@ figure {{ margin: 1.5em 0; }} img {{ max-width: 100%; border: 1px solid #ddd; }}
 pre {{ background: #f6f8fa; padding: 1em; overflow-x: auto; }}
 </style></head><body>
 <h1>memgraph-tf demo: {html.escape(s.dataset)}</h1>
-<p>{s.num_nodes:,} nodes, {s.num_edges:,} edges, {s.num_features:,} features,
+<p>{s.num_nodes:,} nodes, {s.num_edges:,} edges, {html.escape(_features(s))},
 {len(s.class_names)} classes ({html.escape(", ".join(s.class_names))});
 train/val/test {s.train_nodes}/{s.val_nodes}/{s.test_nodes};
 graph: {html.escape(s.graph)}.</p>

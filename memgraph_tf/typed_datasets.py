@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from memgraph_tf.client.sources import GraphSource
     from memgraph_tf.embedded import EmbeddedGraph
     from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
@@ -45,13 +47,24 @@ __all__ = [
     "TypedGraph",
     "bayes_predictions",
     "best_accuracy",
+    "demo_shop_graph",
+    "load_typed_graph",
+    "node_properties",
     "sample_neighbourhoods",
     "shop_graph",
     "typed_embedded_graph",
 ]
 
+logger = logging.getLogger(__name__)
+
 FEATURES = "features"
 """The property that holds a node's feature vector, on every label that has features."""
+ID_PROPERTY = "id"
+"""The property that numbers a node inside its node set (unique within a label only)."""
+LABEL_PROPERTY = "label"
+"""The property that holds a target node's class (an int)."""
+SPLIT_PROPERTY = "split"
+"""The property that holds a target node's split: ``train``, ``val`` or ``test``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +108,8 @@ class TypedGraph:
 
     ``labels[i]`` is the class of node ``i`` of ``target_label``; ``split[i]`` is ``train``,
     ``val`` or ``test``; ``best_accuracy`` is the Bayes-optimal accuracy over the whole label
-    distribution (see :func:`best_accuracy`); ``params`` records the generator's arguments.
+    distribution (see :func:`best_accuracy`); ``params`` records the generator's arguments;
+    ``class_names`` names the classes.
     """
 
     name: str
@@ -107,10 +121,30 @@ class TypedGraph:
     num_classes: int
     best_accuracy: float
     params: Mapping[str, Any]
+    class_names: tuple[str, ...] = ()
+    """A name per class (``class_names[c]`` for class ``c``); empty: unnamed."""
 
     def ids(self, split: str) -> list[int]:
         """Numbers (inside the target node set) of the target nodes in ``split``."""
         return [i for i, s in enumerate(self.split) if s == split]
+
+
+SHOP_DATASET = "shop"
+"""The shop graph's name: ``memgraph-tf demo --dataset shop``, the ``embedded:shop`` graph URI."""
+
+SHOP_CLASS_NAMES = ("books", "music", "garden", "sports", "toys", "kitchen", "travel", "games")
+"""The shop graph's class names (a user's class is the kind of shop category it buys from);
+classes beyond these are ``class N``."""
+
+DEMO_USERS = 3_000
+"""Users of the shop graph of ``memgraph-tf demo --dataset shop`` and ``embedded:shop``
+(:func:`demo_shop_graph`): small enough that the demo runs in minutes on 2 cores."""
+
+
+def demo_shop_graph() -> TypedGraph:
+    """The shop graph the demo and the ``embedded:shop`` graph URI use: :func:`shop_graph` with
+    :data:`DEMO_USERS` users and the defaults otherwise (same call, same graph)."""
+    return shop_graph(DEMO_USERS)
 
 
 def best_accuracy(num_classes: int, purchases: int, signal: float) -> float:
@@ -279,7 +313,7 @@ def shop_graph(
         "seed": seed,
     }
     return TypedGraph(
-        name="shop",
+        name=SHOP_DATASET,
         node_sets=node_sets,
         edge_sets=edge_sets,
         target_label="User",
@@ -288,14 +322,39 @@ def shop_graph(
         num_classes=num_classes,
         best_accuracy=best_accuracy(num_classes, purchases_per_user, signal),
         params=params,
+        class_names=tuple(
+            SHOP_CLASS_NAMES[c] if c < len(SHOP_CLASS_NAMES) else f"class {c}"
+            for c in range(num_classes)
+        ),
     )
 
 
+def node_properties(graph: TypedGraph, label: str) -> list[dict[str, Any]]:
+    """The properties of each node of ``label``'s node set, in node order: ``id`` (its number
+    inside the set), ``features`` (floats) where the set has features, and on the target label
+    ``label`` (int class) and ``split`` (``train``/``val``/``test``). The one definition of what
+    a typed graph's nodes carry, in-process (:func:`typed_embedded_graph`) and in a database
+    (:func:`load_typed_graph`)."""
+    node_set = graph.node_sets[label]
+    rows = node_set.features.tolist() if node_set.features is not None else None
+    out: list[dict[str, Any]] = []
+    for i in range(node_set.size):
+        props: dict[str, Any] = {ID_PROPERTY: i}
+        if rows is not None:
+            props[FEATURES] = rows[i]
+        if label == graph.target_label:
+            props[LABEL_PROPERTY] = int(graph.labels[i])
+            props[SPLIT_PROPERTY] = graph.split[i]
+        out.append(props)
+    return out
+
+
 def typed_embedded_graph(
-    graph: TypedGraph, modules: Iterable[Any] | None = None
+    graph: TypedGraph, modules: Iterable[Any] | None = None, *, into: EmbeddedGraph | None = None
 ) -> tuple[EmbeddedGraph, dict[str, list[int]]]:
-    """``graph`` as an in-process graph running the query modules; returns it and, per label, the
-    internal id of each node of that node set (``ids[label][i]``).
+    """``graph`` as an in-process graph running the query modules (a new one, or ``into``: an
+    empty graph to fill, e.g. of a subclass); returns it and, per label, the internal id of each
+    node of that node set (``ids[label][i]``).
 
     Every node gets ``id`` (its number inside its node set) and, where its set has features,
     ``features`` (a list of floats); target nodes also get ``label`` (int class) and ``split``.
@@ -303,25 +362,91 @@ def typed_embedded_graph(
     """
     from memgraph_tf.embedded import EmbeddedGraph
 
-    g = EmbeddedGraph(modules)
+    g = EmbeddedGraph(modules) if into is None else into
     ids: dict[str, list[int]] = {}
-    for label, node_set in graph.node_sets.items():
-        rows = node_set.features.tolist() if node_set.features is not None else None
-        internal = []
-        for i in range(node_set.size):
-            props: dict[str, Any] = {"id": i}
-            if rows is not None:
-                props[FEATURES] = rows[i]
-            if label == graph.target_label:
-                props["label"] = int(graph.labels[i])
-                props["split"] = graph.split[i]
-            internal.append(g.add_node([label], props))
-        ids[label] = internal
+    for label in graph.node_sets:
+        ids[label] = [g.add_node([label], props) for props in node_properties(graph, label)]
     for (src_label, rel_type, dst_label), edge_set in graph.edge_sets.items():
         src_ids, dst_ids = ids[src_label], ids[dst_label]
         for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True):
             g.add_edge(src_ids[a], dst_ids[b], rel_type)
     return g, ids
+
+
+def load_typed_graph(
+    source: GraphSource,
+    graph: TypedGraph,
+    *,
+    batch_size: int = 500,
+    replace: bool = False,
+    progress: Callable[[str, int], Any] | None = None,
+) -> dict[str, int]:
+    """Writes ``graph`` into a real graph database through Cypher (``source.write``: a
+    :class:`~memgraph_tf.client.BoltSource`), ``batch_size`` rows per ``UNWIND`` query: one node
+    per node of each node set, with its label and :func:`node_properties`; one relationship per
+    edge of each edge set, with its type and direction, between the nodes matched by label and
+    ``id``. Read back with ``options.id_property = "id"`` (ids are unique within a label only).
+
+    Guarantees: never deletes anything unless ``replace``; when nodes of one of the graph's
+    labels exist it raises ValueError naming the label and how many, before writing anything,
+    unless ``replace`` (then they are detach-deleted first, in batches). An index on each
+    ``:label(id)`` is requested (:func:`memgraph_tf.datasets.request_id_index`).
+    ``progress(kind, done)`` is called after each batch (``kind`` ``nodes`` or ``edges``).
+    Returns ``{"nodes": n, "edges": m}``."""
+    from memgraph_tf.datasets import request_id_index
+
+    for label in graph.node_sets:
+        if not label.isidentifier():
+            raise ValueError(f"node set {label!r}: expected a plain identifier as its label")
+    for key in graph.edge_sets:
+        if not key[1].isidentifier():
+            raise ValueError(f"edge set {key}: expected a plain identifier as its type")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
+    existing = {}
+    for label in graph.node_sets:
+        [row] = source.write(f"MATCH (n:{label}) RETURN count(n) AS c")
+        existing[label] = int(row["c"])
+    found = {label: n for label, n in existing.items() if n}
+    if found and not replace:
+        label, n = next(iter(found.items()))
+        raise ValueError(
+            f"label {label!r}: expected no existing :{label} nodes, got {n} (pass replace=True "
+            "/ --replace to delete the graph's labels first, or load into another database)"
+        )
+    for label, n in found.items():
+        while n:
+            [row] = source.write(
+                f"MATCH (n:{label}) WITH n LIMIT $k DETACH DELETE n RETURN count(*) AS c",
+                {"k": batch_size},
+            )
+            n = int(row["c"])
+    nodes = edges = 0
+    for label in graph.node_sets:
+        request_id_index(source, label, ID_PROPERTY)
+        rows = node_properties(graph, label)
+        for lo in range(0, len(rows), batch_size):
+            part = rows[lo : lo + batch_size]
+            source.write(f"UNWIND $rows AS r CREATE (n:{label}) SET n = r", {"rows": part})
+            nodes += len(part)
+            if progress is not None:
+                progress("nodes", len(part))
+    for (src, rel_type, dst), edge_set in graph.edge_sets.items():
+        pairs = [
+            [a, b] for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True)
+        ]
+        query = (
+            f"UNWIND $pairs AS p MATCH (a:{src} {{{ID_PROPERTY}: p[0]}}) "
+            f"MATCH (b:{dst} {{{ID_PROPERTY}: p[1]}}) CREATE (a)-[:{rel_type}]->(b)"
+        )
+        for lo in range(0, len(pairs), batch_size):
+            part = pairs[lo : lo + batch_size]
+            source.write(query, {"pairs": part})
+            edges += len(part)
+            if progress is not None:
+                progress("edges", len(part))
+    logger.info("loaded %s into the graph: %d nodes, %d relationships", graph.name, nodes, edges)
+    return {"nodes": nodes, "edges": edges}
 
 
 _ADJACENCY: weakref.WeakKeyDictionary[TypedGraph, dict[EdgeStep, tuple[np.ndarray, np.ndarray]]]

@@ -84,6 +84,79 @@ def test_demo_bundles_take_the_sparse_layout_for_bag_of_words_features(synthetic
         assert config.sampling.options.get("layout") == "sparse"
 
 
+SMALL_SHOP = dict(
+    num_users=600,
+    num_products=120,
+    num_categories=4,
+    num_classes=2,
+    follows_per_user=3,
+    signal=0.9,
+)
+"""A small shop graph with a strong signal (best possible accuracy 0.999, chance 0.5)."""
+
+
+@pytest.fixture(scope="module")
+def shop_run(tmp_path_factory):
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("shop")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        figures = demo.run(
+            "shop", out, steps=20, classify_count=12, progress=False, shop=SMALL_SHOP
+        )
+    return out, figures, printed.getvalue()
+
+
+def test_shop_demo_trains_typed_serves_by_node_id_and_scores_every_user(shop_run) -> None:
+    from memgraph_tf.serving import bundle
+    from memgraph_tf.typed_datasets import shop_graph
+
+    out, figures, printed = shop_run
+    graph = shop_graph(**SMALL_SHOP)
+    for step in range(1, 7):
+        assert f"[{step}/6]" in printed
+    assert "split read from the :User nodes' 'split' property" in printed
+    # the test accuracy beside the graph's exact best possible accuracy, well above chance
+    assert figures["best_possible"] == graph.best_accuracy > 0.99
+    assert 0.9 <= figures["test_accuracy"] <= 1.0
+    summary = figures["summary"]
+    assert summary.published == {} and summary.best_possible == graph.best_accuracy
+    assert (summary.train_nodes, summary.val_nodes, summary.test_nodes) == tuple(
+        len(graph.ids(s)) for s in ("train", "val", "test")
+    )
+    text = report.summary_text(summary)
+    assert re.search(r"typed GraphSAGE test accuracy \(this run\)\s+(0\.9\d\d|1\.000)", text)
+    assert re.search(r"best possible accuracy \(exact\)\s+0\.999", text)
+    ratio = figures["test_accuracy"] / graph.best_accuracy
+    assert re.search(rf"test accuracy / best possible\s+{ratio:.3f}", text)
+    assert "GCN" not in text and "agreement compares the served class" in text
+    # served by node_id over REST and gRPC: the in-process model's class on the same blobs
+    grpc = importlib.util.find_spec("memgraph_tf.serving.grpc_server") is not None
+    assert [c.how for c in summary.served] == ["REST :classify by node_id"] + (
+        ["gRPC Classify by node_id"] if grpc else []
+    )
+    for check in summary.served:
+        assert (check.nodes, check.agreement) == (12, 1.0), check
+    # batch inference wrote every :User node once, and no other label
+    assert figures["written"] == graph.node_sets["User"].size
+    # typed bundles, op-free and with the op, with the shop's class names
+    for kind in ("portable", "with_op"):
+        config = bundle.read_bundle_config(out / kind / "GraphSage" / "1")
+        assert config.typed["seed_label"] == "User"
+        assert config.options["id_property"] == "id" and config.class_names == ("books", "music")
+    assert config.use_op
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "books, music" in page and "features User 16, Product 12, Category 8" in page
+    assert sorted(p.name for p in out.glob("*.png")) == [
+        "confusion.png",
+        "throughput.png",
+        "training.png",
+    ]
+    assert "--graph embedded:shop --port 8501" in summary.commands[1]
+
+
 def test_demo_with_graph_loads_a_real_bolt_server_through_cypher(tmp_path, monkeypatch) -> None:
     if not os.environ.get("CI"):
         pytest.importorskip(
@@ -147,6 +220,7 @@ def test_demo_output_folder_is_the_one_given(tmp_path, monkeypatch) -> None:
     )
     with pytest.raises(SystemExit, match=r"^2$"):
         cli.build_parser().parse_args(["demo", "--dataset", "pubmed"])
+    assert cli.build_parser().parse_args(["demo", "--dataset", "shop"]).dataset == "shop"
 
 
 def test_commands_to_go_on_name_the_output_folder() -> None:
@@ -187,6 +261,9 @@ def test_graph_uri_opens_a_packaged_dataset() -> None:
 
     source = open_graph("embedded:synthetic")
     assert len(source.node_ids()) == 400
+    shop = open_graph("embedded:shop")  # the shop demo's graph, as its commands to go on use it
+    assert len(shop.node_ids(label="User", id_property="id")) == 3_000
+    assert shop.node_ids(label="User", id_property="id", where={"split": "test"})[:2] == [18, 32]
     with pytest.raises(
         ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'nope'"
     ):

@@ -857,7 +857,11 @@ class ExportNeighbourhoods(beam.PTransform):
     the blob with ``memgraph_tf.ops.unpack_blob`` or ``memgraph_tf.blob.unpack``).
 
     Guarantees: each (node, seed) pair appears in exactly one record; a record's blob equals
-    ``source.sample_blobs_per_node([node], fanouts, properties, {**options, "seed": seed})``.
+    ``source.sample_blobs_per_node([node], fanouts, properties, {**options, "seed": seed})``, or
+    with typed settings (``sampling.typed``: a typed bundle's) ``source.sample_typed([node],
+    num_neighbors, properties, {**options, "seed": seed})`` of
+    :meth:`~memgraph_tf.serving.bundle.SamplingSpec.typed_arguments`, the selection then being the
+    seed label's nodes.
     Put ``label_property`` in ``sampling.options`` to carry the training labels in the blobs.
     Nodes that cannot be sampled fail the job, or with ``skip_invalid`` are left out (output
     ``invalid`` of :class:`FetchNeighbourhoods`).
@@ -882,9 +886,10 @@ class ExportNeighbourhoods(beam.PTransform):
     ) -> None:
         super().__init__()
         options = sampling.options
-        selection = selection or NodeSelection(
-            label=options.get("label"), id_property=options.get("id_property")
-        )
+        label = options.get("label")
+        if label is None and sampling.typed is not None:
+            label = sampling.typed.seed_label  # typed sampling starts from its seed label only
+        selection = selection or NodeSelection(label=label, id_property=options.get("id_property"))
         if selection.version is not None:
             raise ConfigurationError(
                 "selection: an export reads every selected node; give no model version"

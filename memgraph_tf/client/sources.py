@@ -45,6 +45,7 @@ from memgraph_tf.client.errors import (
 )
 from memgraph_tf.client.procedure_errors import called_procedures, translate_procedure_failure
 from memgraph_tf.procedures.options import DEFAULT_MAX_BLOB_BYTES
+from memgraph_tf.typed_datasets import SHOP_DATASET
 
 logger = logging.getLogger(__name__)
 
@@ -294,9 +295,16 @@ class GraphSource:
         and ``relationships`` (per (source label, type, target label) the count)."""
         raise NotImplementedError
 
-    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
-        """Ids of all nodes (with ``label``): values of ``id_property`` (nodes without it skipped),
-        or internal ids; ascending."""
+    def node_ids(
+        self,
+        *,
+        label: str | None = None,
+        id_property: str | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[int]:
+        """Ids of all nodes (with ``label``, and with each property of ``where`` equal to its
+        value: e.g. ``{"split": "train"}``): values of ``id_property`` (nodes without it
+        skipped), or internal ids; ascending."""
         raise NotImplementedError
 
     # -- link prediction: tf_features.sample_pairs / split_edges (issue 25) -----------------------
@@ -637,6 +645,8 @@ def open_graph(uri: str, *, database: str | None = None) -> GraphSource:
     * ``embedded:NAME``: a dataset shipped in the package (``cora``, ``citeseer``) or
       ``synthetic``, loaded into an in-process graph that runs the unchanged query modules
       (:class:`EmbeddedSource`; ``database`` is ignored);
+    * ``embedded:shop``: the demo's generated typed shop graph
+      (:func:`memgraph_tf.typed_datasets.demo_shop_graph`), the same way;
     * ``embedded:DIR/NAME``: the Planetoid dataset NAME from ``DIR/ind.NAME.*``, the same way;
     * anything else: a Bolt URI for :func:`connect` (with ``database``), which takes the user name
       and password from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` -- never from the URI, a
@@ -653,6 +663,10 @@ def open_graph(uri: str, *, database: str | None = None) -> GraphSource:
         from memgraph_tf.datasets import planetoid_graph
 
         spec = uri[len(EMBEDDED_SCHEME) :]
+        if spec == SHOP_DATASET:
+            from memgraph_tf.typed_datasets import demo_shop_graph, typed_embedded_graph
+
+            return EmbeddedSource(typed_embedded_graph(demo_shop_graph())[0])
         if "/" not in spec:
             return EmbeddedSource(planetoid_graph(spec))
         path = pathlib.Path(spec)
@@ -832,10 +846,21 @@ class BoltSource(GraphSource):
             written += int(result[0]["written"]) if result else 0
         return written
 
-    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
+    def node_ids(
+        self,
+        *,
+        label: str | None = None,
+        id_property: str | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[int]:
         node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
         key = f"n.{quote_name(id_property, 'id_property')}" if id_property else "id(n)"
-        rows = self.read(f"MATCH {node} WHERE {key} IS NOT NULL RETURN {key} AS id")
+        tests = [f"{key} IS NOT NULL"]
+        params: dict[str, Any] = {}
+        for j, (name, value) in enumerate(dict(where or {}).items()):
+            tests.append(f"n.{quote_name(name, 'where')} = $w{j}")
+            params[f"w{j}"] = _to_python(value)
+        rows = self.read(f"MATCH {node} WHERE {' AND '.join(tests)} RETURN {key} AS id", params)
         return sorted(row["id"] for row in rows)
 
     def close(self) -> None:
@@ -1541,8 +1566,17 @@ class EmbeddedSource(GraphSource):
                 index[value] = internal
         return index
 
-    def node_ids(self, *, label: str | None = None, id_property: str | None = None) -> list[int]:
+    def node_ids(
+        self,
+        *,
+        label: str | None = None,
+        id_property: str | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[int]:
         internal = self.graph.nodes(label)
+        for name, value in dict(where or {}).items():
+            quote_name(name, "where")
+            internal = [i for i in internal if self.graph.get_property(i, name) == value]
         if id_property is None:
             return internal
         values = (self.graph.get_property(i, id_property) for i in internal)

@@ -40,6 +40,7 @@ __all__ = [
     "TypedGraphSAGE",
     "evaluate_typed",
     "predict_typed_proba",
+    "split_node_ids",
     "train_typed_graphsage",
     "typed_feature_widths",
     "typed_model_inputs",
@@ -588,15 +589,46 @@ def evaluate_typed(
     }
 
 
+def split_node_ids(
+    source: Any,
+    label: str,
+    split: str,
+    *,
+    split_property: str = "split",
+    options: Mapping[str, Any] | None = None,
+) -> list[int]:
+    """The seed keys (``options["id_property"]`` values, else internal ids; ascending) of the
+    ``label`` nodes whose ``split_property`` equals ``split`` (``train``, ``val``, ``test``),
+    read from the database in one query. Raises :class:`ConfigurationError` naming the label,
+    the property and the value when ``split`` is ``train`` and no node has it (training needs
+    nodes), or when ``split_property`` is no string."""
+    if not isinstance(split_property, str) or not split_property:
+        raise ConfigurationError(
+            f"split_property: expected a property name, got {split_property!r}"
+        )
+    ids = source.node_ids(
+        label=label,
+        id_property=dict(options or {}).get("id_property"),
+        where={split_property: split},
+    )
+    if not ids and split == "train":
+        raise ConfigurationError(
+            f"train_ids: none given, and no :{label} node has {split_property} = 'train' to "
+            "train on (pass train_ids, or write the split into that property)"
+        )
+    return list(ids)
+
+
 def train_typed_graphsage(
     source: Any,
     seed_label: str,
     num_neighbors: Mapping[str, Sequence[int]],
     properties: Mapping[str, Sequence[str]] | Sequence[str],
-    train_ids: Any,
+    train_ids: Any = None,
     val_ids: Any = None,
     *,
     label_property: str = "label",
+    split_property: str = "split",
     options: Mapping[str, Any] | None = None,
     hidden_units: int | Sequence[int] = 64,
     dropout: float = 0.5,
@@ -619,6 +651,14 @@ def train_typed_graphsage(
     the source's ``tf_features.sample_typed`` (``num_neighbors``: edge pattern -> fanout per hop;
     ``properties``: label -> feature property names, or one list of names for every label; a
     label left out has no features) and decoded by the unpack op.
+
+    Without ``train_ids`` the split is read from the database: the training nodes are the
+    ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
+    validation nodes those whose ``split_property`` is ``val`` (none: no validation), as
+    :func:`split_node_ids` reads them -- the property the loaders write
+    (:func:`memgraph_tf.typed_datasets.load_typed_graph`,
+    :func:`memgraph_tf.datasets.load_into_graph`). Given ``train_ids`` are used as they are, and
+    the property is not read.
 
     The sibling of :func:`memgraph_tf.client.graphsage.train_graphsage`, with its conventions:
     the same option names and semantics (``label_property``, ``options``, ``steps``,
@@ -663,6 +703,15 @@ def train_typed_graphsage(
         )
     opts["label"] = spec.seed_label
     props = _typed_properties(spec, properties)
+    if train_ids is None:
+        train_ids = split_node_ids(
+            source, spec.seed_label, "train", split_property=split_property, options=opts
+        )
+        if val_ids is None:
+            val_ids = split_node_ids(
+                source, spec.seed_label, "val", split_property=split_property, options=opts
+            )
+            val_ids = val_ids or None
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
     if seed is not None:

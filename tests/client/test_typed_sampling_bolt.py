@@ -8,7 +8,7 @@ import pytest
 
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.errors import GraphDataError
-from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
+from memgraph_tf.typed_datasets import load_typed_graph, shop_graph, typed_embedded_graph
 
 pytestmark = pytest.mark.arcadedb
 
@@ -26,32 +26,43 @@ OPTS = {"label": "User", "id_property": "id", "seed": 3, "label_property": "labe
 def twin_shops(bolt_source):
     graph = shop_graph(200, num_products=60, num_categories=4, num_classes=2, follows_per_user=3)
     embedded, _ = typed_embedded_graph(graph)
-    for label in graph.node_sets:
-        bolt_source.write(f"MATCH (n:{label}) DETACH DELETE n")
-    internal = {}
-    for label, ns in graph.node_sets.items():
-        rows = []
-        for i in range(ns.size):
-            row = {"id": i, "features": ns.features[i].tolist()}
-            if label == graph.target_label:
-                row["label"] = int(graph.labels[i])
-            rows.append(row)
-        made = bolt_source.write(
-            f"UNWIND $rows AS r CREATE (n:{label}) SET n = r RETURN r.id AS id, id(n) AS i",
-            {"rows": rows},
-        )
-        internal[label] = {r["id"]: r["i"] for r in made}
-    for (a, t, b), es in graph.edge_sets.items():
-        pairs = [
-            {"a": internal[a][s], "b": internal[b][d]}
-            for s, d in zip(es.source.tolist(), es.target.tolist())
-        ]
-        bolt_source.write(
-            f"UNWIND $p AS p MATCH (x) WHERE id(x) = p.a MATCH (y) WHERE id(y) = p.b "
-            f"CREATE (x)-[:{t}]->(y)",
-            {"p": pairs},
-        )
+    counts = load_typed_graph(bolt_source, graph, batch_size=300, replace=True)
+    assert counts == {
+        "nodes": sum(ns.size for ns in graph.node_sets.values()),
+        "edges": sum(es.size for es in graph.edge_sets.values()),
+    }
     return EmbeddedSource(embedded), bolt_source
+
+
+def test_the_loader_writes_the_properties_and_refuses_to_mix_graphs(twin_shops):
+    _, bolt = twin_shops
+    graph = shop_graph(200, num_products=60, num_categories=4, num_classes=2, follows_per_user=3)
+    rows = bolt.read(
+        "MATCH (u:User) WHERE u.id IN [0, 7, 199] "
+        "RETURN u.id AS id, u.label AS label, u.split AS split, u.features AS features"
+    )
+    assert len(rows) == 3
+    for row in rows:
+        i = row["id"]
+        assert (row["label"], row["split"]) == (int(graph.labels[i]), graph.split[i])
+        assert row["features"] == graph.node_sets["User"].features[i].tolist()
+    # the split property as training reads it (train_typed_graphsage without train_ids)
+    from memgraph_tf.client.typed_graphsage import split_node_ids
+
+    for split in ("train", "val"):
+        assert split_node_ids(bolt, "User", split, options={"id_property": "id"}) == graph.ids(
+            split
+        )
+    [product] = bolt.read("MATCH (p:Product {id: 5}) RETURN keys(p) AS k")
+    assert sorted(product["k"]) == ["features", "id"]  # class and split only on the target label
+    with pytest.raises(
+        ValueError, match=r"label 'User': expected no existing :User nodes, got 200"
+    ):
+        load_typed_graph(bolt, graph)
+    [row] = bolt.read("MATCH (n:User) RETURN count(n) AS c")
+    assert row["c"] == 200  # refused before writing anything
+    with pytest.raises(ValueError, match=r"batch_size: expected an integer >= 1, got 0"):
+        load_typed_graph(bolt, graph, batch_size=0, replace=True)
 
 
 def test_the_same_typed_blobs_byte_for_byte(twin_shops):

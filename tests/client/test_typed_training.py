@@ -69,3 +69,36 @@ def test_sparse_blobs_give_the_dense_predictions():
     opts = {**kit.OPTIONS, "layout": "sparse"}
     got = predict_typed_proba(model, source, ids, options=opts, seed=3, batch_size=32)
     np.testing.assert_array_equal(got, dense)
+
+
+def test_without_train_ids_the_split_property_is_read(monkeypatch):
+    from memgraph_tf.client.typed_graphsage import split_node_ids
+
+    graph, _, _, source = kit.shop()
+    for split in ("train", "val", "test"):
+        assert split_node_ids(source, "User", split, options=kit.OPTIONS) == graph.ids(split)
+    assert split_node_ids(source, "Product", "val", options=kit.OPTIONS) == []
+    # every sampled seed comes from the split read in the database: training batches from
+    # 'train', the validation passes over all of 'val'; no test node is ever sampled
+    seen = []
+    sample = source.sample_typed_b64
+
+    def spy(seeds, *args):
+        seen.extend(seeds)
+        return sample(seeds, *args)
+
+    monkeypatch.setattr(source, "sample_typed_b64", spy)
+    result = train_typed_graphsage(
+        source, "User", kit.NN, kit.PROPS, options=kit.OPTIONS, steps=2, eval_every=1, seed=1
+    )
+    assert result.history["eval_step"] == [1, 2]
+    train, val = set(graph.ids("train")), set(graph.ids("val"))
+    assert set(seen) <= train | val and val <= set(seen) and set(seen) & train
+    with pytest.raises(
+        ConfigurationError, match=r"no :User node has fold = 'train' to train on \(pass train_ids"
+    ):
+        train_typed_graphsage(
+            source, "User", kit.NN, kit.PROPS, options=kit.OPTIONS, split_property="fold"
+        )
+    with pytest.raises(ConfigurationError, match=r"where: expected a non-empty name without backq"):
+        split_node_ids(source, "User", "train", split_property="a`b")
