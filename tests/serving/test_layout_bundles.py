@@ -169,8 +169,10 @@ def test_the_server_samples_node_ids_in_the_bundle_s_layout(bundles, graph, sage
 
 @pytest.fixture(scope="module")
 def graphsage_bundles(tmp_path_factory, sage):
-    """The project's GraphSAGE (feature and hidden normalisation on), and its bundles in the sparse
-    layout (op-free) and the compact one (op): they score through ``GraphSAGE.call_table``."""
+    """The project's GraphSAGE (feature and hidden normalisation on), and its op-free bundle in the
+    sparse layout (what the demo exports for bag-of-words features): it scores through
+    ``GraphSAGE.call_table`` (the compact layout and the op decoder, whose code it shares, are
+    checked in tests/ops/test_layouts.py and tests/client/test_graphsage.py without an export)."""
     import keras
 
     from memgraph_tf.client import GraphSAGE
@@ -200,29 +202,22 @@ def graphsage_bundles(tmp_path_factory, sage):
             layout=layout_name,
             warmup=False,
         )
-        for layout_name, use_op in (("sparse", False), ("compact", True))
+        for layout_name, use_op in (("sparse", False),)
     }
     return model, infos
 
 
 def test_graphsage_bundles_read_table_rows_and_score_as_the_model(graphsage_bundles, graph, sage):
-    """A GraphSAGE bundle of the compact or sparse layout scores each blob as the model does on the
+    """A GraphSAGE bundle of the sparse layout scores each blob as the model does on the
     dense layout's inputs (up to float rounding: its first layer projects each table row once),
     also when the same call holds blobs of another graph with the same node ids but other
     features (no row is shared between blobs that disagree about a node)."""
     import tensorflow as tf
 
-    from memgraph_tf import ops
-    from memgraph_tf.ops import layouts
-
     model, infos = graphsage_bundles
-    inputs = layouts.decode_sample(
-        tf.constant(per_node_blobs(graph, sage, "dense")),
-        sage.fanouts,
-        sage.dim,
-        unpack=ops.unpack_blob_portable,
-    )
-    want = tf.nn.softmax(model({k: v[:, 0] for k, v in inputs.items()}, training=False)).numpy()
+    dense = [blob.unpack(b) for b in per_node_blobs(graph, sage, "dense")]  # [1, ...] sections
+    inputs = {k: np.concatenate([d[k] for d in dense]) for k in model.input_names()}
+    want = tf.nn.softmax(model(inputs, training=False)).numpy()
     other = paper_graph(sage.dim, reverse=True)
     for (layout_name, use_op), info in infos.items():
         predict = load(info).signatures[bundle.PREDICT_SIGNATURE]
