@@ -233,10 +233,11 @@ def _distinct_rows(ids: Any, table: Any, width: int) -> tuple[Any, Any]:
     ``table`` ``[r, d]``, a ``tf.SparseTensor`` for a sparse one, ``(row splits, columns,
     values)``), its last row zeros; ``position`` ``[r]`` each row's row in ``rows``.
 
-    A row is merged into the first row of its table id only when their values are equal (same
-    columns and values, bitwise-equal NaN excepted: a NaN row stays apart), so blobs that disagree
-    about a node (sampled at different times, or made up) keep their own rows: a blob's rows, hence
-    its scores, do not depend on the other blobs of the batch."""
+    A row is merged into the first row of its table id only when their values are equal as
+    numbers (the same columns and values; 0.0 equals -0.0, and a row holding NaN is never merged),
+    so blobs that disagree about a node (sampled at different times, or made up) keep their own
+    rows: what a blob's rows hold, hence its scores, does not depend on the other blobs of the
+    call."""
     import tensorflow as tf
 
     r = tf.shape(ids, out_type=tf.int64)[0]
@@ -392,9 +393,7 @@ def _gather_layout(
         with tf.control_dependencies(checks):
             if densify:
                 indices = tf.stack([row, tf.cast(column, tf.int64)], axis=1)
-                shape = tf.stack([table.rows + 1, width])
-            if densify:
-                dense = tf.scatter_nd(indices, vals.flat_values, shape)
+                dense = tf.scatter_nd(indices, vals.flat_values, tf.stack([table.rows + 1, width]))
             else:  # (row splits, columns, values): the CSR of the concatenated tables
                 dense = (cols.values.row_splits, tf.identity(column), vals.flat_values)
     id_rows = None
