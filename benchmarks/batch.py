@@ -23,7 +23,13 @@ and for ``--small`` nodes (target: within 1.5x), with the growth during the end-
 minus the RSS just before them) and the largest fetch worker's peak RSS (pages it shares with this
 process counted too).
 
+With ``--baseline REV`` every measurement is made twice in the same run, alternating, with the
+``memgraph_tf`` package of commit ``REV`` (``git archive`` into a temporary directory, first on
+the children's ``PYTHONPATH``: its export, sampling, serving function and pipeline) and with this
+checkout's, and the ratios now / baseline are printed.
+
     .venv/bin/python benchmarks/batch.py                     # 100k and 10k nodes
+    .venv/bin/python benchmarks/batch.py --baseline cfc88cd    # the same, against that commit
     .venv/bin/python benchmarks/batch.py --nodes 20000 --small 2000 --fanouts 10
     .venv/bin/python benchmarks/batch.py --fetch-workers 4     # on a machine with 4 free cores
 """
@@ -37,10 +43,52 @@ import pathlib
 import resource
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
+NOW = "now"
+
+
+def materialise(rev: str, dest: pathlib.Path) -> tuple[pathlib.Path, str]:
+    """The ``memgraph_tf`` package and the query module of commit ``rev`` extracted under ``dest``
+    (git archive): (the
+    directory to put first on ``PYTHONPATH``, the commit's short hash)."""
+    git = ["git", "-C", str(HERE.parent)]
+    proc = subprocess.run(
+        [*git, "rev-parse", "--short", f"{rev}^{{commit}}"], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"--baseline: {proc.stderr.strip()}")
+    sha = proc.stdout.strip()
+    archive = subprocess.run(
+        [*git, "archive", "--format=tar", sha, "memgraph_tf", "query_modules"], capture_output=True
+    )
+    if archive.returncode != 0:
+        raise SystemExit(f"--baseline: git archive failed: {archive.stderr.decode().strip()}")
+    import io
+
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest, sha
+
+
+def child_env(package_dir: pathlib.Path | None) -> dict[str, str]:
+    """The environment of a child: ``package_dir`` (a baseline's package) first on the path."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    if package_dir is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(package_dir)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+        )
+    return env
+
+
+def package_dir() -> str:
+    """The directory the ``memgraph_tf`` this process imported lies in."""
+    import memgraph_tf
+
+    return str(pathlib.Path(memgraph_tf.__file__).resolve().parent.parent)
 
 
 def _rss_mb() -> float:
@@ -154,6 +202,7 @@ def child(args: argparse.Namespace) -> dict:
         f"{differ} nodes got other predictions with {args.fetch_workers} fetch workers"
     )
     return {
+        "package": package_dir(),
         "nodes": args.child,
         "build_s": build_s,
         "read_s": read_s,
@@ -219,9 +268,21 @@ def cora_child() -> dict:
             backend.classify(blobs[lo : lo + 1024])
         model_s, model_cpu_s = time.perf_counter() - t0, time.process_time() - c0
         cpu0 = _cpu_s(resource.RUSAGE_SELF)
-        summary = BatchClassifier(source, backend, overwrite=True, progress=False).run()
+        summary = BatchClassifier(
+            source, backend, overwrite=True, progress=False, fetch_workers=1
+        ).run()
         assert summary.classified == len(ids), summary
+        e2e_cpu_s = _cpu_s(resource.RUSAGE_SELF) - cpu0
+        forked = BatchClassifier(
+            source, backend, write_property="forked", progress=False, fetch_workers=2
+        ).run()
+        assert forked.classified == len(ids), forked
+        graph = source.graph
+        assert all(
+            graph.get_property(i, "predicted_class") == graph.get_property(i, "forked") for i in ids
+        ), "the forked run predicted other classes"
         return {
+            "package": package_dir(),
             "nodes": len(ids),
             "read_s": read_s,
             "sample_s": sample_s,
@@ -229,16 +290,17 @@ def cora_child() -> dict:
             "model_s": model_s,
             "model_cpu_s": model_cpu_s,
             "e2e_s": summary.elapsed_s,
-            "e2e_cpu_s": _cpu_s(resource.RUSAGE_SELF) - cpu0,
+            "e2e_cpu_s": e2e_cpu_s,
+            "forked_s": forked.elapsed_s,
         }
 
 
-def print_cora(r: dict) -> None:
+def print_cora(r: dict, label: str = NOW) -> None:
     n = r["nodes"]
     e2e = n / r["e2e_s"]
     print(
         f"Cora ({n} nodes, op-free bundle, fanouts (10, 10), sparse layout, batches of 1024), "
-        "one process:"
+        f"one process, {label}:"
     )
     print(
         f"  end to end {e2e:7.0f} nodes/s (goal 2,000: {'met' if e2e >= 2000 else 'NOT met'}) = "
@@ -248,17 +310,47 @@ def print_cora(r: dict) -> None:
         f"{r['model_cpu_s'] / n * 1e6:.0f} us (all threads, {n / r['model_s']:.0f} nodes/s "
         f"alone), end to end {r['e2e_cpu_s'] / n * 1e6:.0f} us"
     )
+    forked = n / r["forked_s"]
+    print(
+        f"  end to end with 2 forked fetch workers {forked:7.0f} nodes/s (goal 2,000: "
+        f"{'met' if forked >= 2000 else 'NOT met'}), same classes"
+    )
 
 
-def run_child(n: int | None, bundle: pathlib.Path | None, args: argparse.Namespace) -> dict:
-    """One size in a subprocess (``n`` None: the Cora run); its result dict."""
+def run_export(directory: pathlib.Path, args: argparse.Namespace, env: dict[str, str]) -> None:
+    """The benchmark's bundle exported under ``directory`` in a subprocess with ``env`` (so a
+    baseline exports with its own code)."""
+    command = [
+        sys.executable,
+        str(pathlib.Path(__file__).resolve()),
+        "--export-child",
+        str(directory),
+        "--fanouts",
+        args.fanouts,
+        "--dim",
+        str(args.dim),
+    ] + (["--op-free"] if args.op_free else [])
+    out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"the export failed:\n{out.stderr[-4000:]}")
+
+
+def run_child(
+    n: int | None,
+    bundle: pathlib.Path | None,
+    args: argparse.Namespace,
+    env: dict[str, str] | None = None,
+    expect: str | None = None,
+) -> dict:
+    """One size in a subprocess (``n`` None: the Cora run) with ``env``; its result dict (the run
+    checked to have imported ``memgraph_tf`` from ``expect`` when given)."""
+    env = env or child_env(None)
     if n is None:
         command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--cora-child"]
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
         out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
         if out.returncode != 0:
             raise SystemExit(f"the Cora run failed:\n{out.stderr[-4000:]}")
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        return _checked(json.loads(out.stdout.strip().splitlines()[-1]), expect)
     command = [
         sys.executable,
         str(pathlib.Path(__file__).resolve()),
@@ -275,11 +367,18 @@ def run_child(n: int | None, bundle: pathlib.Path | None, args: argparse.Namespa
         "--fetch-workers",
         str(args.fetch_workers),
     ]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if out.returncode != 0:
         raise SystemExit(f"the {n}-node run failed:\n{out.stderr[-4000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _checked(json.loads(out.stdout.strip().splitlines()[-1]), expect)
+
+
+def _checked(result: dict, expect: str | None) -> dict:
+    if expect is not None and result["package"] != expect:
+        raise SystemExit(
+            f"a child imported memgraph_tf from {result['package']}, expected {expect}"
+        )
+    return result
 
 
 def main() -> None:
@@ -306,44 +405,90 @@ def main() -> None:
     parser.add_argument(
         "--cora", choices=("yes", "no", "only"), default="yes", help="the Cora run (default yes)"
     )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="REV",
+        help="measure the package of commit REV too, alternating, in the same run",
+    )
     parser.add_argument("--cora-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--bundle", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--export-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fetch_workers < 2:
         parser.error(
             f"--fetch-workers: expected 2 or more (the one-process run is always measured), "
             f"got {args.fetch_workers}"
         )
+    if args.export_child:
+        fanouts = [int(f) for f in args.fanouts.split(",")]
+        export(pathlib.Path(args.export_child), fanouts, args.dim, use_op=not args.op_free)
+        return
     if args.cora_child:
         print(json.dumps(cora_child()))
         return
     if args.child is not None:
         print(json.dumps(child(args)))
         return
-    if args.cora == "only":
-        load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
-        print_cora(run_child(None, None, args))
-        print(
-            f"  load average before / after: {load_before} / "
-            f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)"
-        )
-        return
-
-    fanouts = [int(f) for f in args.fanouts.split(",")]
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory(prefix="mgtf-bench-batch-") as tmp:
-        bundle = export(pathlib.Path(tmp), fanouts, args.dim, use_op=not args.op_free)
-        results = {n: run_child(n, bundle, args) for n in (args.nodes, args.small)}
-    cora = run_child(None, None, args) if args.cora == "yes" else None
+        labels = [NOW]
+        envs = {NOW: child_env(None)}
+        packages = {NOW: package_dir()}
+        if args.baseline:
+            where, sha = materialise(args.baseline, pathlib.Path(tmp) / "baseline")
+            label = f"baseline {sha}"
+            labels = [label, NOW]  # alternating, the baseline first
+            envs[label] = child_env(where)
+            packages[label] = str(where.resolve())
+        results: dict[str, dict] = {label: {} for label in labels}
+        if args.cora != "only":
+            sizes = (args.nodes, args.small)
+            for label in labels:
+                directory = pathlib.Path(tmp) / f"bundle-{labels.index(label)}"
+                run_export(directory, args, envs[label])
+                results[label]["bundle"] = directory / "BenchSage" / "1"
+            for n in sizes:
+                for label in labels:
+                    results[label][n] = run_child(
+                        n, results[label]["bundle"], args, envs[label], packages[label]
+                    )
+        if args.cora != "no":
+            for label in labels:
+                results[label]["cora"] = run_child(None, None, args, envs[label], packages[label])
+    load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if args.cora != "only":
+        for label in labels:
+            print_sizes(results[label], args, label)
+    if args.cora != "no":
+        for label in labels:
+            print_cora(results[label]["cora"], label)
+    if len(labels) == 2:
+        print_ratios(results[labels[0]], results[NOW], labels[0], args)
+    print(f"  load average before / after: {load_before} / {load_after} ({os.cpu_count()} CPUs)")
+    if args.cora != "only":
+        big = results[NOW][args.nodes]
+        one = args.nodes / big["runs"]["1"]["e2e_s"]
+        best = max(args.nodes / big["runs"][str(w)]["e2e_s"] for w in (1, args.fetch_workers))
+        print(
+            f"  goal >= 5000 nodes/s end to end at {args.nodes} nodes: "
+            f"{'met' if best >= 5000 else 'NOT met'} ({best:.0f}, the faster of 1 process and "
+            f"{args.fetch_workers} fetch workers; 1 process: {one:.0f})"
+        )
+
+
+def print_sizes(results: dict, args: argparse.Namespace, label: str) -> None:
+    """The synthetic graph's figures of one package."""
+    fanouts = [int(f) for f in args.fanouts.split(",")]
     print(
         f"batch inference, embedded graph, in-process {'op-free' if args.op_free else 'op'} "
-        "bundle: "
-        f"fanouts {fanouts}, {args.dim} float32 features, average degree {args.degree}, "
-        f"batches of {args.batch_size}"
+        f"bundle, {label}: fanouts {fanouts}, {args.dim} float32 features, average degree "
+        f"{args.degree}, batches of {args.batch_size}"
     )
     k = args.fetch_workers
-    for n, r in results.items():
+    for n in (args.nodes, args.small):
+        r = results[n]
         read, sample = n / r["read_s"], n / r["sample_s"]
         one, forked = (r["runs"][str(w)] for w in (1, k))
         print(
@@ -354,21 +499,18 @@ def main() -> None:
             e2e = n / run["e2e_s"]
             print(
                 f"           end to end, {name}: {e2e:7.0f} nodes/s = {e2e / read:.3f}x ids + "
-                "features, "
-                f"{e2e / sample:.2f}x sampling alone; CPU {run['cpu_s'] / n * 1e6:.0f} us/node in "
-                "this "
-                f"process + {run['workers_cpu_s'] / n * 1e6:.0f} us/node in fetch workers"
+                f"features, {e2e / sample:.2f}x sampling alone; CPU "
+                f"{run['cpu_s'] / n * 1e6:.0f} us/node in this process + "
+                f"{run['workers_cpu_s'] / n * 1e6:.0f} us/node in fetch workers"
             )
         print(
             f"           {k} fetch workers vs 1 process: {one['e2e_s'] / forked['e2e_s']:.2f}x "
-            "nodes/s, same "
-            f"predictions"
+            "nodes/s, same predictions"
         )
         print(
             f"           peak RSS {r['peak_mb']:.0f} MB (before the end-to-end runs "
-            f"{r['rss_before_mb']:.0f} MB; "
-            f"graph built in {r['build_s']:.1f} s); largest fetch worker {r['worker_peak_mb']:.0f} "
-            "MB"
+            f"{r['rss_before_mb']:.0f} MB; graph built in {r['build_s']:.1f} s); largest fetch "
+            f"worker {r['worker_peak_mb']:.0f} MB"
         )
     big, small = results[args.nodes], results[args.small]
     print(
@@ -378,19 +520,37 @@ def main() -> None:
         f"{small['peak_mb'] - small['rss_before_mb']:.0f} MB; "
         f"largest fetch worker {big['worker_peak_mb'] / small['worker_peak_mb']:.2f}x"
     )
-    if cora is not None:
-        print_cora(cora)
-    best = max(args.nodes / big["runs"][str(w)]["e2e_s"] for w in (1, k))
+
+
+def print_ratios(base: dict, now: dict, label: str, args: argparse.Namespace) -> None:
+    """now / baseline for each end-to-end figure and each stage (nodes/s; CPU per node)."""
     print(
-        f"  load average before / after: {load_before} / "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-        f"({os.cpu_count()} CPUs)"
+        f"now / {label} (same run; nodes/s ratio, > 1 is faster; CPU per node ratio, < 1 is less):"
     )
-    print(
-        f"  goal >= 5000 nodes/s end to end at {args.nodes} nodes: "
-        f"{'met' if best >= 5000 else 'NOT met'} "
-        f"({best:.0f}, the faster of 1 process and {k} fetch workers)"
-    )
+    k = args.fetch_workers
+    for n in (args.nodes, args.small):
+        if n not in now:
+            continue
+        b, c = base[n], now[n]
+        parts = [f"sampling alone {b['sample_s'] / c['sample_s']:.2f}x"]
+        for w, name in ((1, "1 process"), (k, f"{k} fetch workers")):
+            rb, rc = b["runs"][str(w)], c["runs"][str(w)]
+            parts.append(
+                f"end to end, {name}: {rb['e2e_s'] / rc['e2e_s']:.2f}x (CPU per node "
+                f"{(rc['cpu_s'] + rc['workers_cpu_s']) / (rb['cpu_s'] + rb['workers_cpu_s']):.2f}x)"
+            )
+        print(f"  {n:>7} nodes: " + "; ".join(parts))
+    if "cora" in now:
+        b, c = base["cora"], now["cora"]
+        print(
+            f"  Cora: end to end, 1 process {b['e2e_s'] / c['e2e_s']:.2f}x (CPU per node "
+            f"{c['e2e_cpu_s'] / b['e2e_cpu_s']:.2f}x); {k} fetch workers "
+            f"{b['forked_s'] / c['forked_s']:.2f}x; sampling alone "
+            f"{b['sample_s'] / c['sample_s']:.2f}x (CPU "
+            f"{c['sample_cpu_s'] / b['sample_cpu_s']:.2f}x)"
+            f"; the model alone {b['model_s'] / c['model_s']:.2f}x (CPU "
+            f"{c['model_cpu_s'] / b['model_cpu_s']:.2f}x)"
+        )
 
 
 if __name__ == "__main__":

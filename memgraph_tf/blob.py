@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import array
 import base64
+import functools
 import itertools
 import struct
 import sys
@@ -153,8 +154,17 @@ def _align(n: int) -> int:
 
 
 def _check_name(name: Any) -> bytes:
+    if type(name) is str:  # (a writer names the same sections blob after blob)
+        return _checked_name(name)
     if not isinstance(name, str):
         raise BlobFormatError(f"section name: expected a str, got {type(name).__name__} {name!r}")
+    return _checked_name(str(name))
+
+
+@functools.lru_cache(maxsize=256)
+def _checked_name(name: str) -> bytes:
+    """The UTF-8 bytes of a valid section name (remembered); BlobFormatError naming the rule
+    otherwise (not remembered: an exception is not cached)."""
     raw = name.encode("utf-8")
     if not 1 <= len(raw) <= MAX_NAME_BYTES:
         raise BlobFormatError(

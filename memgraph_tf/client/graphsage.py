@@ -110,9 +110,13 @@ class MeanAggregator(keras.layers.Layer):
         neighbours ``agg [..., d]``: what :meth:`call` does after its mean."""
         x = self.drop(x, training=training)
         agg = self.drop(agg, training=training)
-        out = (
-            keras.ops.concatenate([self.self_dense(x), self.neigh_dense(agg)], axis=-1) + self.bias
-        )
+        return self.finish(self.self_dense(x), self.neigh_dense(agg))
+
+    def finish(self, x_self: Any, agg_neigh: Any) -> Any:
+        """The layer's output from its two transforms already applied: ``x_self = x W_self`` and
+        ``agg_neigh = agg W_neigh`` (``[..., units]`` each): what :meth:`combine` does after
+        them (bias, activation, normalisation)."""
+        out = keras.ops.concatenate([x_self, agg_neigh], axis=-1) + self.bias
         if self.activation is not None:
             out = self.activation(out)
         if self.normalize:
@@ -335,6 +339,49 @@ class GraphSAGE(keras.Model):
         for layer in self.sage_layers[1:]:
             h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
         return self.classifier(self.out_dropout(h[0], training=training))
+
+    def call_table(self, inputs: Mapping[str, Any]) -> Any:
+        """The same function as :meth:`call` for inference (``training=False``), over a table of
+        feature rows and the row of every slot: ``rows`` (``[r, d]``, a dense tensor or a
+        ``tf.SparseTensor``: the decoded tables of compact or sparse sample blobs,
+        :func:`memgraph_tf.ops.layouts.decode_sample_rows`), ``index_h`` (each slot's row, the
+        shape of ``ids_h``; a padded slot may point at any row, e.g. a zero row) and ``mask_h``.
+
+        The first layer is linear up to its bias, so its two transforms are applied to each table
+        row once, before any slot is read: ``rows @ [W_self | W_neigh]`` (a sparse product for a
+        ``tf.SparseTensor``: the cost follows the non-zero values, and the ``[slots, d]`` features
+        are never made), feature normalisation dividing each row by its sum first; each slot then
+        reads its row's ``2 * units`` projections, and each masked mean is a sparse product over
+        the valid slots (as in :meth:`call_rows`). Guarantees: the logits equal
+        ``call(features, training=False)``'s, where ``features_h = rows[index_h]``, up to float
+        rounding (the mean and the product are taken in the other order)."""
+        rows = inputs[ROWS]
+        sparse = isinstance(rows, tf.SparseTensor)
+        rows = tf.cast(rows, tf.float32)
+        if self.normalize_features:
+            if sparse:
+                sums = tf.sparse.reduce_sum(rows, axis=1)
+                scale = 1.0 / tf.maximum(tf.gather(sums, rows.indices[:, 0]), 1e-12)
+                rows = rows.with_values(rows.values * scale)
+            else:
+                rows = rows / tf.maximum(tf.reduce_sum(rows, axis=-1, keepdims=True), 1e-12)
+        first = self.sage_layers[0]
+        kernel = tf.concat(
+            [tf.convert_to_tensor(first.self_dense.kernel), first.neigh_dense.kernel], axis=1
+        )
+        projected = (
+            tf.sparse.sparse_dense_matmul(rows, kernel) if sparse else tf.matmul(rows, kernel)
+        )
+        own, theirs = tf.split(projected, [first.units, first.units], axis=1)
+        index = [inputs[index_name(i)] for i in range(self.hops + 1)]
+        masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
+        h = [
+            first.finish(tf.gather(own, index[i]), _rows_mean(theirs, index[i + 1], masks[i + 1]))
+            for i in range(self.hops)
+        ]
+        for layer in self.sage_layers[1:]:
+            h = [layer(h[i], h[i + 1], masks[i + 1], training=False) for i in range(len(h) - 1)]
+        return self.classifier(h[0], training=False)
 
     def get_config(self) -> dict[str, Any]:
         return {

@@ -33,7 +33,16 @@ from memgraph_tf import blob, layout, typed_sampling
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["decode_sample", "decode_typed_sample", "zero_node_blob", "zero_typed_node_blob"]
+__all__ = [
+    "SampleRows",
+    "decode_sample",
+    "decode_sample_rows",
+    "decode_typed_sample",
+    "zero_node_blob",
+    "zero_typed_node_blob",
+]
+
+_ROWS = "rows"  # _expand(densify=False)'s key of the table
 
 
 def _unpacker(unpack: Callable[..., list[Any]] | None) -> Callable[..., list[Any]]:
@@ -137,6 +146,140 @@ def decode_sample(
     return out
 
 
+class SampleRows(NamedTuple):
+    """What :func:`decode_sample_rows` returns: the tables of a vector of blobs as one table,
+    ``rows`` (``[r + 1, d]`` in the features' dtype, the last row zeros: a dense tensor for the
+    compact layout, a ``tf.SparseTensor`` in canonical order for the sparse one), and per hop h
+    the table row of every slot, ``index[h]`` (int64 ``[batch, n, f1..fh]``; a padded slot points
+    at the zero row) and, when padding, ``masks[h]`` (bool, the same shape; None for h = 0 and
+    when not padding)."""
+
+    rows: Any
+    index: list[Any]
+    masks: list[Any]
+
+
+def decode_sample_rows(
+    blobs: Any,
+    fanouts: Sequence[int],
+    width: int,
+    dtype: str = "float32",
+    *,
+    layout_name: str,
+    pad: bool = True,
+    unpack: Callable[..., list[Any]] | None = None,
+    encoding: str = "raw",
+) -> SampleRows:
+    """Decodes a vector of compact or sparse sample blobs into their tables and row indices,
+    without gathering: ``tf.gather(densified rows, index[h])`` is exactly :func:`decode_sample`'s
+    ``features_h`` for the same blobs (and ``masks[h]`` its ``mask_h``), so a model that reads
+    each table row once (:meth:`memgraph_tf.client.graphsage.GraphSAGE.call_table`) never makes
+    the ``[slots, d]`` features. Arguments as :func:`decode_sample`'s (``blobs`` a vector).
+
+    Guarantees: the same checks, hence the same rejections and messages, as :func:`decode_sample`
+    (every index ``-1`` or a row of its blob's table; the table's parts agree; sparse columns in
+    ``0..d-1`` and increasing within a row); only stock TensorFlow ops are added to ``unpack``'s;
+    ValueError for the dense layout (its blobs hold no table) or a blob tensor that is not a
+    vector."""
+    import tensorflow as tf
+
+    fanouts = [int(f) for f in fanouts]
+    if layout_name not in ("compact", "sparse"):
+        raise ValueError(
+            f"layout_name: expected 'compact' or 'sparse' (a layout with a table), got "
+            f"{layout_name!r}"
+        )
+    blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
+    if blobs.shape.rank != 1:
+        raise ValueError(f"blobs: expected a vector of blobs (rank 1), got shape {blobs.shape}")
+    all_sections = layout.sample_sections(
+        fanouts, width, dtype, pad=pad, batch=None, layout=layout_name
+    )
+    wanted = [
+        s for s in all_sections if s.role in ("index", "table", "columns", "values", "table_ids")
+    ]
+    names = [s.name for s in wanted]
+    ragged = [n for n in layout.ragged_names(all_sections) if n in names]
+    decoded = dict(
+        zip(
+            names,
+            _unpacker(unpack)(
+                blobs,
+                names,
+                [s.dtype for s in wanted],
+                ragged=ragged,
+                shapes=[list(s.shape) for s in wanted],
+                encoding=encoding,
+            ),
+        )
+    )
+    out = _gather_layout(
+        decoded, fanouts, width, dtype, layout_name, pad, True, True, densify=False
+    )
+    rows, position = _distinct_rows(out[layout.TABLE_IDS], out[_ROWS], width)
+    position = tf.concat([position, [_kept_count(rows)]], 0)  # row r (padded slots) -> zero row
+    hops = range(len(fanouts) + 1)
+    return SampleRows(
+        rows,
+        [tf.gather(position, out[layout.index_name(h)]) for h in hops],
+        [out.get(layout.mask_name(h)) if h else None for h in hops],
+    )
+
+
+def _kept_count(rows: Any) -> Any:
+    """The number of rows before the zero row of a :class:`SampleRows` table."""
+    import tensorflow as tf
+
+    shape = rows.dense_shape if isinstance(rows, tf.SparseTensor) else tf.shape(rows, tf.int64)
+    return shape[0] - 1
+
+
+def _distinct_rows(ids: Any, table: Any, width: int) -> tuple[Any, Any]:
+    """The rows of the concatenated tables with one row per distinct (table id, content), and
+    where each row went: ``(rows, position)``, ``rows`` ``[k + 1, d]`` (dense for a compact
+    ``table`` ``[r, d]``, a ``tf.SparseTensor`` for a sparse one, ``(row splits, columns,
+    values)``), its last row zeros; ``position`` ``[r]`` each row's row in ``rows``.
+
+    A row is merged into the first row of its table id only when their values are equal as
+    numbers (the same columns and values; 0.0 equals -0.0, and a row holding NaN is never merged),
+    so blobs that disagree about a node (sampled at different times, or made up) keep their own
+    rows: what a blob's rows hold, hence its scores, does not depend on the other blobs of the
+    call."""
+    import tensorflow as tf
+
+    r = tf.shape(ids, out_type=tf.int64)[0]
+    everyone = tf.range(r)
+    distinct, by_id = tf.unique(ids, out_idx=tf.int64)
+    first = tf.math.unsorted_segment_min(everyone, by_id, tf.size(distinct, out_type=tf.int64))
+    same_id = tf.gather(first, by_id)  # the first row with this row's table id
+    if isinstance(table, tuple):
+        splits, columns, values = table
+        sizes = splits[1:] - splits[:-1]
+        entries = tf.shape(columns, out_type=tf.int64)[0]
+        entry_row = tf.ragged.row_splits_to_segment_ids(splits)
+        theirs = tf.gather(splits, tf.gather(same_id, entry_row)) + (
+            tf.range(entries) - tf.gather(splits, entry_row)
+        )
+        theirs = tf.minimum(theirs, tf.maximum(entries - 1, 0))  # (lengths differ: told apart)
+        differs = tf.logical_not(
+            tf.equal(tf.gather(columns, theirs), columns)
+            & tf.equal(tf.gather(values, theirs), values)
+        )
+        differing = tf.math.unsorted_segment_max(tf.cast(differs, tf.int32), entry_row, r)
+        equal = tf.equal(sizes, tf.gather(sizes, same_id)) & (differing <= 0)
+    else:
+        equal = tf.reduce_all(tf.equal(table, tf.gather(table, same_id)), axis=1)
+    keep, position = tf.unique(tf.where(equal, same_id, everyone), out_idx=tf.int64)
+    k = tf.shape(keep, out_type=tf.int64)[0]
+    if not isinstance(table, tuple):
+        rows = tf.concat([tf.gather(table, keep), tf.zeros([1, width], table.dtype)], 0)
+        return rows, position
+    picked = tf.gather(tf.RaggedTensor.from_row_splits(tf.range(entries), splits), keep)
+    at = picked.flat_values
+    indices = tf.stack([picked.value_rowids(), tf.cast(tf.gather(columns, at), tf.int64)], 1)
+    return tf.SparseTensor(indices, tf.gather(values, at), tf.stack([k + 1, width])), position
+
+
 class _Table:
     """The tables of a vector of blobs, concatenated: ``rows`` (global row count), ``starts`` [B]
     (each blob's first row) and ``sizes`` [B] (its row count)."""
@@ -215,8 +358,10 @@ def _gather_layout(
     pad: bool,
     features: bool,
     ids: bool,
+    densify: bool = True,
 ) -> dict[str, Any]:
-    """The homogeneous layout's expansion: one table, ``index_h`` for h = 0..K."""
+    """The homogeneous layout's expansion: one table, ``index_h`` for h = 0..K (``densify``: as
+    :func:`_expand`'s)."""
     slots = [
         _Slots(
             layout.index_name(h),
@@ -226,7 +371,7 @@ def _gather_layout(
         )
         for h in range(len(fanouts) + 1)
     ]
-    return _expand(decoded, _HOMOGENEOUS, slots, width, layout_name, features, ids)
+    return _expand(decoded, _HOMOGENEOUS, slots, width, layout_name, features, ids, densify)
 
 
 def _expand(
@@ -237,12 +382,17 @@ def _expand(
     layout_name: str,
     features: bool,
     ids: bool,
+    densify: bool = True,
 ) -> dict[str, Any]:
     """The one graph-side expansion of a compact/sparse feature table (``names``, decoded from a
     vector of blobs) and its index sections (``slots``) into the dense sections: checks the
     layout rules (docs/blob-format.md section 8), concatenates the blobs' tables (a CSR one
     densified) and gathers every slot's row (a zero row, ``PAD_ID`` and mask false for ``-1``).
-    With ``features`` false the table's extent comes from its ``table_ids``."""
+    With ``features`` false the table's extent comes from its ``table_ids``. Not ``densify``
+    (features and ids): no slot is gathered; instead each slot's index section holds the global
+    row of each slot (``r`` for ``-1``), ``_ROWS`` the ``r`` rows of the concatenated tables
+    (compact: ``[r, d]``; sparse: row splits, columns and values) and ``table_ids`` their ids
+    (``[r]``); masks as usual."""
     import tensorflow as tf
 
     checks = []
@@ -279,13 +429,13 @@ def _expand(
         same_row = tf.equal(row[1:], row[:-1])
         bad_col = (column < 0) | (column >= width)
         bad_order = tf.concat([[False], same_row & (column[1:] <= column[:-1])], 0)
-        entry_blob = tf.searchsorted(cols.row_splits, row, side="right") - 1
         for what, mask in (
             ("columns in 0..d-1", bad_col),
             ("columns increasing within a row", bad_order),
         ):
             at = _first_bad_blob(mask)
-            blob_at = _pick(entry_blob, at)
+            # the blob of that entry's table row (searched for that entry alone)
+            blob_at = tf.searchsorted(cols.row_splits, _pick(row, at)[None], side="right")[0] - 1
             checks.append(
                 _check(
                     tf.logical_not(tf.reduce_any(mask)),
@@ -298,8 +448,11 @@ def _expand(
                 )
             )
         with tf.control_dependencies(checks):
-            indices = tf.stack([row, tf.cast(column, tf.int64)], axis=1)
-            dense = tf.scatter_nd(indices, vals.flat_values, tf.stack([table.rows + 1, width]))
+            if densify:
+                indices = tf.stack([row, tf.cast(column, tf.int64)], axis=1)
+                dense = tf.scatter_nd(indices, vals.flat_values, tf.stack([table.rows + 1, width]))
+            else:  # (row splits, columns, values): the CSR of the concatenated tables
+                dense = (cols.values.row_splits, tf.identity(column), vals.flat_values)
     id_rows = None
     if ids or not features:
         rt = decoded[names.table_ids]
@@ -345,13 +498,18 @@ def _expand(
             extra = [1] * (index.shape.rank - 1)
             shifted = index + tf.reshape(table.starts, [-1] + extra)
             rows = tf.where(index >= 0, shifted, table.rows)  # -1 -> the zero row after the tables
-            if slot.features is not None and dense is not None:
+            if not densify:
+                out[name] = rows  # (the rows are gathered by the caller)
+            elif slot.features is not None and dense is not None:
                 padded = tf.concat([dense, tf.zeros([1, width], dense.dtype)], 0)
                 out[slot.features] = tf.gather(padded, rows)
-            if slot.ids is not None:
+            if densify and slot.ids is not None:
                 out[slot.ids] = tf.gather(tf.concat([id_rows, [layout.PAD_ID]], 0), rows)
             if slot.mask is not None:
                 out[slot.mask] = index >= 0
+    if not densify:
+        out[_ROWS] = dense
+        out[layout.TABLE_IDS] = id_rows
     return out
 
 

@@ -31,7 +31,10 @@ The blob is decoded in the graph either by the C++ op ``MemgraphTf>UnpackBlob`` 
 serve with ``memgraph-tf serve`` or a ``tensorflow_model_server`` built with the op) or by stock
 TensorFlow ops (``use_op=False``: runs on the stock ``tensorflow/serving`` image). Blobs in the
 compact or sparse sample layout (``layout=``) are then gathered/densified to the dense model inputs
-by :func:`memgraph_tf.ops.layouts.decode_sample` (stock ops only).
+by :func:`memgraph_tf.ops.layouts.decode_sample` (stock ops only) -- except for the project's
+:class:`~memgraph_tf.client.graphsage.GraphSAGE`, which reads the blobs' tables as they are
+(:func:`~memgraph_tf.ops.layouts.decode_sample_rows`, each row once per call) with
+``GraphSAGE.call_table``: the same scores up to float rounding, without the ``[slots, d]`` inputs.
 
 The names of every file, folder, signature and tensor key above, and the config itself
 (:class:`memgraph_tf.serving.bundle.BundleConfig`), are defined in
@@ -655,8 +658,38 @@ def _make_module_class():
             # Per-node blobs have n = 1: [batch, 1, ...] -> [batch, ...]
             return {n: t[:, 0] for n, t in zip(names, tensors)}
 
+        def _table_logits(self, blobs):
+            """A GraphSAGE's logits over compact/sparse blobs, each table row read once
+            (``GraphSAGE.call_table``); None for another model or the dense layout."""
+            from memgraph_tf.client.graphsage import GraphSAGE
+
+            model = self.model
+            if (
+                self._gathered is None
+                or not isinstance(model, GraphSAGE)
+                or type(model).call is not GraphSAGE.call  # a subclass computing otherwise
+            ):
+                return None
+            from memgraph_tf import ops
+            from memgraph_tf.client.pipeline import ROWS, index_name
+            from memgraph_tf.layout import mask_name
+            from memgraph_tf.ops import layouts
+
+            fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
+            table = layouts.decode_sample_rows(blobs, unpack=fn, **self._gathered)
+            inputs = {
+                ROWS: table.rows
+            }  # per-node blobs have n = 1: [batch, 1, ...] -> [batch, ...]
+            for h, (index, mask) in enumerate(zip(table.index, table.masks)):
+                inputs[index_name(h)] = index[:, 0]
+                if mask is not None:
+                    inputs[mask_name(h)] = mask[:, 0]
+            return model.call_table(inputs)
+
         def _scores(self, blobs):
-            out = self.model(self._decode(blobs), training=False)
+            out = self._table_logits(blobs)
+            if out is None:
+                out = self.model(self._decode(blobs), training=False)
             out = tf.cast(out, tf.float32)
             return tf.nn.softmax(out, axis=-1) if self._logits else out
 

@@ -140,9 +140,10 @@ def test_argument_errors():
 
 
 @pytest.mark.parametrize("masks", [True, False])
-def test_call_rows_is_the_same_function_as_call(masks):
+def test_call_rows_and_call_table_are_the_same_function_as_call(masks):
     """call_rows over distinct rows + indices == call over the features those indices gather,
-    padded slots included (their mask is false, their id the zero row)."""
+    padded slots included (their mask is false, their id the zero row); so is call_table (the
+    serving bundles' inference), over the rows as a dense tensor and as a SparseTensor."""
     rng = np.random.default_rng(5)
     fanouts, dim, batch = (3, 2), 6, 5
     model = GraphSAGE(
@@ -151,6 +152,7 @@ def test_call_rows_is_the_same_function_as_call(masks):
     model.ensure_built()
     rows = np.abs(rng.standard_normal((9, dim))).astype(np.float32)
     rows[0] = 0.0  # the padding row
+    rows[rows < 0.5] = 0.0  # (sparse rows)
     x, shape = {"rows": rows}, [batch]
     for h in range(len(fanouts) + 1):
         if h:
@@ -169,4 +171,7 @@ def test_call_rows_is_the_same_function_as_call(masks):
     expected = model(dense, training=False).numpy()
     got = model.call_rows({k: tf.constant(v) for k, v in x.items()}, training=False).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    for table in (tf.constant(rows), tf.sparse.from_dense(rows)):
+        inputs = {**{k: tf.constant(v) for k, v in x.items()}, "rows": table}
+        np.testing.assert_allclose(model.call_table(inputs).numpy(), expected, rtol=1e-5, atol=1e-6)
     assert not np.allclose(expected[0], expected[1], atol=1e-3)  # the inputs do matter

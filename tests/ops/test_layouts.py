@@ -297,6 +297,69 @@ def test_malformed_layouts_are_rejected_naming_blob_and_section(
         fn(tf.constant([good, bad]))
 
 
+def _densified(rows) -> np.ndarray:
+    return (tf.sparse.to_dense(rows) if isinstance(rows, tf.SparseTensor) else rows).numpy()
+
+
+@pytest.mark.parametrize("layout_name", ["compact", "sparse"])
+@pytest.mark.parametrize("graph_seed, width, fanouts, options", CASES)
+def test_rows_and_indices_gather_to_the_dense_features(
+    unpackers, layout_name, graph_seed, width, fanouts, options
+):
+    """decode_sample_rows (what a GraphSAGE bundle reads): its rows gathered by its indices are
+    decode_sample's features bitwise; a row is shared only by blobs that agree about the node:
+    blobs of another graph with the same node ids but other features keep their own rows."""
+    ours, theirs = random_graph(graph_seed, width), random_graph(graph_seed + 100, width)
+    seeds = list(range(min(4, ours.node_count, theirs.node_count)))
+    opts = {"seed": graph_seed, **options, "layout": layout_name}
+    pad = opts.get("low_degree", "pad") == "pad"
+    dtype = opts.get("dtype", "float32")
+    blobs = tf.concat(
+        [sample(ours, seeds, fanouts, opts, True), sample(theirs, seeds, fanouts, opts, True)], 0
+    )
+    unpack = unpackers["op"]  # (the decoders' equality is tested above; the op traces cheaply)
+    want = layouts.decode_sample(
+        blobs, fanouts, width, dtype, layout_name=layout_name, pad=pad, unpack=unpack
+    )
+    got = layouts.decode_sample_rows(
+        blobs, fanouts, width, dtype, layout_name=layout_name, pad=pad, unpack=unpack
+    )
+    rows = _densified(got.rows)
+    assert rows.dtype == np.dtype(dtype) and not rows[-1].any()  # the zero row, last
+    for h in range(len(fanouts) + 1):
+        features = rows[got.index[h].numpy()]
+        assert features.tobytes() == want[layout.features_name(h)].numpy().tobytes(), h
+        if pad and h:
+            assert got.masks[h].numpy().tobytes() == want[layout.mask_name(h)].numpy().tobytes()
+        else:
+            assert got.masks[h] is None
+    # blobs that agree (one graph): one row per node; with the other graph's, whose rows differ,
+    # more (the bitwise features above show that no row was merged into one that differs)
+    n = len(seeds)
+    ids = [blob.unpack(b)[layout.TABLE_IDS].values for b in blobs.numpy()]
+    alone = layouts.decode_sample_rows(
+        blobs[:n], fanouts, width, dtype, layout_name=layout_name, pad=pad, unpack=unpack
+    )
+    assert len(_densified(alone.rows)) - 1 == len(set(np.concatenate(ids[:n]).tolist()))
+    total = sum(len(i) for i in ids)
+    assert len(set(np.concatenate(ids).tolist())) <= len(rows) - 1 <= total
+
+
+@pytest.mark.parametrize("layout_name, bad, message", BAD)
+def test_rows_are_refused_like_the_dense_features(unpackers, layout_name, bad, message):
+    good = (
+        _compact([1, -1])
+        if layout_name == "compact"
+        else _sparse([0, 1, 2], [0, 1, 3], [1.0, 2.0, 3.0])
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"memgraph_tf layout: " + message):
+        layouts.decode_sample_rows(
+            tf.constant([good, bad]), [2], 3, layout_name=layout_name, unpack=unpackers["op"]
+        )
+    with pytest.raises(ValueError, match=r"layout_name: expected 'compact' or 'sparse'"):
+        layouts.decode_sample_rows(tf.constant([good]), [2], 3, layout_name="dense")
+
+
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_a_blob_of_another_layout_gets_the_decoder_s_message(unpackers, decoder):
     with pytest.raises(

@@ -18,20 +18,24 @@ LAYOUTS = ["dense", "compact", "sparse"]
 NODES = 12
 
 
-@pytest.fixture(scope="module")
-def graph(sage):
+def paper_graph(dim: int, reverse: bool = False):
+    """The test graph: bag-of-words-like rows (mostly zeros) and random edges; with ``reverse``
+    the same nodes and edges, each feature row reversed."""
     from memgraph_tf.embedded import EmbeddedGraph
 
     rng = random.Random(11)
     g = EmbeddedGraph()
-    for _ in range(NODES):  # bag-of-words-like rows: mostly zeros
-        g.add_node(
-            ["Paper"],
-            {"features": [rng.choice([0.0, 0.0, 0.0, 1.0, 0.5]) for _ in range(sage.dim)]},
-        )
+    for _ in range(NODES):
+        row = [rng.choice([0.0, 0.0, 0.0, 1.0, 0.5]) for _ in range(dim)]
+        g.add_node(["Paper"], {"features": row[::-1] if reverse else row})
     for _ in range(2 * NODES):
         g.add_edge(rng.randrange(NODES), rng.randrange(NODES), "CITES")
     return g
+
+
+@pytest.fixture(scope="module")
+def graph(sage):
+    return paper_graph(sage.dim)
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +165,70 @@ def test_the_server_samples_node_ids_in_the_bundle_s_layout(bundles, graph, sage
     assert source.options["layout"] == "sparse"
     got = [[score for _, score in row] for row in r.json()["results"]]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)  # JSON prints floats with 6-9 digits
+
+
+@pytest.fixture(scope="module")
+def graphsage_bundles(tmp_path_factory, sage):
+    """The project's GraphSAGE (feature and hidden normalisation on), and its op-free bundle in the
+    sparse layout (what the demo exports for bag-of-words features): it scores through
+    ``GraphSAGE.call_table`` (the compact layout and the op decoder, whose code it shares, are
+    checked in tests/ops/test_layouts.py and tests/client/test_graphsage.py without an export)."""
+    import keras
+
+    from memgraph_tf.client import GraphSAGE
+    from memgraph_tf.serving.export import export_bundle
+
+    keras.utils.set_random_seed(4)
+    model = GraphSAGE(
+        list(sage.fanouts),
+        sage.dim,
+        len(sage.classes),
+        hidden_units=8,
+        dropout=0.0,
+        normalize_features=True,
+        normalize_hidden=True,
+        class_names=sage.classes,
+    ).ensure_built()
+    base = tmp_path_factory.mktemp("graphsage_layouts")
+    infos = {
+        (layout_name, use_op): export_bundle(
+            model,
+            base,
+            f"sage_{layout_name}",
+            1,
+            use_op=use_op,
+            properties=["features"],
+            sample_options={"seed": 3, "low_degree": "pad"},
+            layout=layout_name,
+            warmup=False,
+        )
+        for layout_name, use_op in (("sparse", False),)
+    }
+    return model, infos
+
+
+def test_graphsage_bundles_read_table_rows_and_score_as_the_model(graphsage_bundles, graph, sage):
+    """A GraphSAGE bundle of the sparse layout scores each blob as the model does on the
+    dense layout's inputs (up to float rounding: its first layer projects each table row once),
+    also when the same call holds blobs of another graph with the same node ids but other
+    features (no row is shared between blobs that disagree about a node)."""
+    import tensorflow as tf
+
+    model, infos = graphsage_bundles
+    dense = [blob.unpack(b) for b in per_node_blobs(graph, sage, "dense")]  # [1, ...] sections
+    inputs = {k: np.concatenate([d[k] for d in dense]) for k in model.input_names()}
+    want = tf.nn.softmax(model(inputs, training=False)).numpy()
+    other = paper_graph(sage.dim, reverse=True)
+    for (layout_name, use_op), info in infos.items():
+        predict = load(info).signatures[bundle.PREDICT_SIGNATURE]
+        blobs = per_node_blobs(graph, sage, layout_name)
+        got = predict(blobs=tf.constant(blobs))[bundle.SCORES_OUTPUT].numpy()
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6, err_msg=f"{layout_name} {use_op}")
+        theirs = per_node_blobs(other, sage, layout_name)
+        alone = predict(blobs=tf.constant(theirs))[bundle.SCORES_OUTPUT].numpy()
+        mixed = predict(blobs=tf.constant(blobs + theirs))[bundle.SCORES_OUTPUT].numpy()
+        np.testing.assert_allclose(mixed, np.concatenate([got, alone]), rtol=0, atol=1e-6)
+        assert np.abs(alone - got).max() > 1e-3  # (the other graph's scores differ)
 
 
 def test_export_refuses_a_bad_or_conflicting_layout(tmp_path, sage):
