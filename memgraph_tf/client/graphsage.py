@@ -110,9 +110,13 @@ class MeanAggregator(keras.layers.Layer):
         neighbours ``agg [..., d]``: what :meth:`call` does after its mean."""
         x = self.drop(x, training=training)
         agg = self.drop(agg, training=training)
-        out = (
-            keras.ops.concatenate([self.self_dense(x), self.neigh_dense(agg)], axis=-1) + self.bias
-        )
+        return self.finish(keras.ops.concatenate([self.self_dense(x), self.neigh_dense(agg)], -1))
+
+    def finish(self, out: Any) -> Any:
+        """The layer's output from the concatenated self and neighbour transforms ``[..., 2 *
+        units]``: bias, activation and (``normalize``) L2 normalisation -- what :meth:`combine`
+        does after its products."""
+        out = out + self.bias
         if self.activation is not None:
             out = self.activation(out)
         if self.normalize:
@@ -300,11 +304,19 @@ class GraphSAGE(keras.Model):
         slots). Guarantees: the logits equal ``call(features)``'s up to float rounding
         (``training=False``).
         """
+        index = [inputs[index_name(i)] for i in range(self.hops + 1)]
+        masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
+        if isinstance(inputs[ROWS], tf.SparseTensor):
+            h = self._sparse_first_layer(inputs[ROWS], index, masks, training)
+            for layer in self.sage_layers[1:]:
+                h = [
+                    layer(h[i], h[i + 1], masks[i + 1], training=training)
+                    for i in range(len(h) - 1)
+                ]
+            return self.classifier(self.out_dropout(h[0], training=training))
         rows = tf.cast(inputs[ROWS], tf.float32)
         if self.normalize_features:
             rows = rows / tf.maximum(tf.reduce_sum(rows, axis=-1, keepdims=True), 1e-12)
-        index = [inputs[index_name(i)] for i in range(self.hops + 1)]
-        masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
         first = self.sage_layers[0]
         h = []
         for i in range(self.hops):
@@ -335,6 +347,80 @@ class GraphSAGE(keras.Model):
         for layer in self.sage_layers[1:]:
             h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
         return self.classifier(self.out_dropout(h[0], training=training))
+
+    def _sparse_first_layer(
+        self,
+        rows: tf.SparseTensor,
+        index: list[tf.Tensor],
+        masks: list[tf.Tensor | None],
+        training: bool | None,
+    ) -> list[tf.Tensor]:
+        """:meth:`call_rows`' first layer over ``rows`` as a ``tf.SparseTensor`` (non-zero
+        entries in row-major order): every product costs per non-zero entry.
+
+        Without dropout the layer is linear up to its bias, so each distinct row is multiplied by
+        both kernels once and the slots gather and average the products. With dropout each valid
+        slot's input row, and each masked mean of its neighbours' rows (their entries summed per
+        column), are sparse rows whose non-zero entries are dropped out -- the entries dense
+        dropout could change, as a zero stays zero -- before the products. Returns ``h_0..h_{K-1}``
+        as :meth:`call_rows` computes them (padded slots zero)."""
+        first = self.sage_layers[0]
+        units = first.units
+        width = self.feature_dim
+        values = tf.cast(rows.values, tf.float32)
+        row_of = rows.indices[:, 0]
+        count = rows.dense_shape[0]
+        if self.normalize_features:
+            sums = tf.math.unsorted_segment_sum(values, row_of, count)
+            values = values / tf.maximum(tf.gather(sums, row_of), 1e-12)
+        kernels = [first.self_dense.kernel, first.neigh_dense.kernel]
+        drop = bool(training) and first.dropout_rate > 0
+        if drop:
+            # each row's entries, as positions into values and columns
+            entries = tf.RaggedTensor.from_value_rowids(
+                tf.range(tf.size(row_of, out_type=tf.int64)), row_of, nrows=count, validate=False
+            )
+            table = (entries, rows.indices[:, 1], values, width)
+        else:
+            both = _sparse_matmul(
+                tf.SparseTensor(rows.indices, values, rows.dense_shape), tf.concat(kernels, 1)
+            )
+            own, neigh = both[:, :units], both[:, units:]
+        h = []
+        for i in range(self.hops):
+            fanout = int(index[i + 1].shape[-1])
+            if masks[i] is None:  # every slot is a node: the whole hop
+                where = None
+                slots = tf.reshape(index[i], [-1])
+                children = tf.reshape(index[i + 1], [-1, fanout])
+                child_mask = (
+                    None if masks[i + 1] is None else tf.reshape(masks[i + 1], [-1, fanout])
+                )
+            else:  # the valid slots only: a padded slot is masked out by every later layer
+                where = tf.where(masks[i])
+                slots = tf.gather_nd(index[i], where)
+                children = tf.gather_nd(index[i + 1], where)
+                child_mask = None if masks[i + 1] is None else tf.gather_nd(masks[i + 1], where)
+            if drop:
+                parts = []
+                for part, kernel in zip(
+                    (_sparse_rows(*table, slots), _sparse_rows_mean(*table, children, child_mask)),
+                    kernels,
+                ):
+                    part = tf.SparseTensor(
+                        part.indices, first.drop(part.values, training=True), part.dense_shape
+                    )
+                    parts.append(_sparse_matmul(part, kernel))
+                out = first.finish(tf.concat(parts, axis=-1))
+            else:
+                out = first.finish(
+                    tf.concat([tf.gather(own, slots), _rows_mean(neigh, children, child_mask)], -1)
+                )
+            shape = tf.concat([tf.shape(index[i], out_type=tf.int64), [2 * units]], 0)
+            out = tf.reshape(out, shape) if where is None else tf.scatter_nd(where, out, shape)
+            out.set_shape(index[i].shape.concatenate([2 * units]))
+            h.append(out)
+        return h
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -388,6 +474,82 @@ def _rows_mean(rows: tf.Tensor, index: tf.Tensor, mask: tf.Tensor | None) -> tf.
     out = tf.reshape(out, tf.concat([tf.shape(index)[:-1], tf.shape(rows)[-1:]], axis=0))
     out.set_shape(index.shape[:-1].concatenate(rows.shape[-1:]))
     return out
+
+
+def _sparse_matmul(matrix: tf.SparseTensor, dense: Any) -> tf.Tensor:
+    """``matrix [n, k] x dense [k, m]``, differentiable in ``dense``, for a ``matrix`` whose
+    entries are grouped by row in increasing row order (as the CSR conversion reads them):
+    TensorFlow's CSR product, on CPU several times faster than ``tf.sparse.sparse_dense_matmul``,
+    with the gradient ``matrix^T x upstream`` (TensorFlow's own gradient of the CSR product also
+    builds the sparse side's and needs static shapes)."""
+    csr = tf.raw_ops.SparseTensorToCSRSparseMatrix(
+        indices=matrix.indices, values=matrix.values, dense_shape=matrix.dense_shape
+    )
+
+    @tf.custom_gradient
+    def product(b: tf.Tensor) -> Any:
+        def grad(upstream: tf.Tensor) -> tf.Tensor:
+            return tf.raw_ops.SparseMatrixMatMul(a=csr, b=upstream, transpose_a=True)
+
+        return tf.raw_ops.SparseMatrixMatMul(a=csr, b=b), grad
+
+    out = product(tf.convert_to_tensor(dense))
+    out.set_shape([None, dense.shape[-1]])
+    return out
+
+
+def _sparse_rows(
+    entries: tf.RaggedTensor, columns: tf.Tensor, values: tf.Tensor, width: int, rows: tf.Tensor
+) -> tf.SparseTensor:
+    """The rows ``rows`` (a vector) of the sparse table ``entries`` (each row's positions into
+    ``columns`` and ``values``) as a ``tf.SparseTensor`` ``[len(rows), width]``."""
+    picked = tf.gather(entries, rows)
+    at = picked.flat_values
+    return tf.SparseTensor(
+        tf.stack([picked.value_rowids(), tf.gather(columns, at)], axis=1),
+        tf.gather(values, at),
+        tf.stack([tf.size(rows, out_type=tf.int64), tf.constant(width, tf.int64)]),
+    )
+
+
+def _sparse_rows_mean(
+    entries: tf.RaggedTensor,
+    columns: tf.Tensor,
+    values: tf.Tensor,
+    width: int,
+    index: tf.Tensor,
+    mask: tf.Tensor | None,
+) -> tf.SparseTensor:
+    """The masked mean of the rows ``index`` ``[n, f]`` of the sparse table (as in
+    :func:`_sparse_rows`) per parent, as a ``tf.SparseTensor`` ``[n, width]`` with one entry per
+    (parent, column) that some valid child has (zero valid children -> an empty row)."""
+    fanout = int(index.shape[-1])
+    parents = tf.shape(index, out_type=tf.int64)[0]
+    if mask is None:
+        weights = tf.fill(tf.shape(index), 1.0 / fanout)
+        keep = tf.ones(tf.shape(index), tf.bool)
+    else:
+        keep = tf.cast(mask, tf.bool)
+        valid = tf.cast(keep, tf.float32)
+        weights = valid / tf.maximum(tf.reduce_sum(valid, axis=1, keepdims=True), 1.0)
+    keep = tf.reshape(keep, [-1])
+    parent = tf.boolean_mask(tf.repeat(tf.range(parents), fanout), keep)
+    weight = tf.boolean_mask(tf.reshape(weights, [-1]), keep)
+    picked = tf.gather(entries, tf.boolean_mask(tf.reshape(index, [-1]), keep))
+    owner, at = picked.value_rowids(), picked.flat_values
+    parent, column = tf.gather(parent, owner), tf.gather(columns, at)
+    unique, where = tf.unique(parent * width + column, out_idx=tf.int64)
+    size = tf.size(unique, out_type=tf.int64)
+    total = tf.math.unsorted_segment_sum(
+        tf.gather(weight, owner) * tf.gather(values, at), where, size
+    )
+    # each (parent, column)'s first entry names it (cheaper than dividing the keys)
+    first = tf.math.unsorted_segment_min(tf.range(tf.size(where, out_type=tf.int64)), where, size)
+    return tf.SparseTensor(
+        tf.stack([tf.gather(parent, first), tf.gather(column, first)], axis=1),
+        total,
+        tf.stack([parents, tf.constant(width, tf.int64)]),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -503,9 +665,11 @@ def _draws_dataset(
     keep_samples: bool = False,
 ) -> tf.data.Dataset:
     """``draws`` passes of sampled batches over ``ids`` (in order, no batch mixing passes): with a
-    ``feature_cache``, :func:`unique_rows` batches (and, with ``keep_samples``, the sampled ids are
-    kept after the first iteration, so later iterations replay the same neighbourhoods without
-    calling the source); else the batches of features from the blobs."""
+    ``feature_cache``, :func:`unique_rows` batches, with sparse rows when the cache is
+    :attr:`~memgraph_tf.client.pipeline.FeatureCache.sparse` (and, with ``keep_samples``, the
+    sampled ids -- the whole batches when sparse -- are kept after the first iteration, so later
+    iterations replay the same neighbourhoods without calling the source); else the batches of
+    features from the blobs."""
     rows = feature_cache is not None
     ds = sample_dataset(
         source,
@@ -524,13 +688,16 @@ def _draws_dataset(
     )
     if not rows:
         return ds
-    if keep_samples:
+    sparse = feature_cache.sparse
+    if keep_samples and not sparse:
         ds = ds.cache()
     ds = ds.map(
-        unique_rows(feature_cache, model.hops),
+        unique_rows(feature_cache, model.hops, sparse=sparse),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
+    if keep_samples and sparse:  # sparse rows are small: keep them too, not only the ids
+        ds = ds.cache()
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
@@ -734,7 +901,7 @@ def train_graphsage(
     )
     if rows:
         train_ds = train_ds.map(
-            unique_rows(feature_cache, model.hops),
+            unique_rows(feature_cache, model.hops, sparse=feature_cache.sparse),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         ).prefetch(tf.data.AUTOTUNE)
