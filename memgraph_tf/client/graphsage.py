@@ -31,6 +31,7 @@ from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import (
     ROWS,
     FeatureCache,
+    csr_entries,
     describe_options,
     feature_layout,
     index_name,
@@ -375,12 +376,9 @@ class GraphSAGE(keras.Model):
             values = values / tf.maximum(tf.gather(sums, row_of), 1e-12)
         kernels = [first.self_dense.kernel, first.neigh_dense.kernel]
         drop = bool(training) and first.dropout_rate > 0
-        if drop:
-            # each row's entries, as positions into values and columns
-            entries = tf.RaggedTensor.from_value_rowids(
-                tf.range(tf.size(row_of, out_type=tf.int64)), row_of, nrows=count, validate=False
-            )
-            table = (entries, rows.indices[:, 1], values, width)
+        if drop:  # the rows in CSR form: row_of is sorted
+            splits = tf.searchsorted(row_of, tf.range(count + 1), side="left", out_type=tf.int64)
+            table = (splits, rows.indices[:, 1], values, width)
         else:
             both = _sparse_matmul(
                 tf.SparseTensor(rows.indices, values, rows.dense_shape), tf.concat(kernels, 1)
@@ -443,34 +441,37 @@ class GraphSAGE(keras.Model):
         return cls(**config)
 
 
+def _valid_slots(index: tf.Tensor, mask: tf.Tensor | None) -> tuple[tf.Tensor, ...]:
+    """The valid slots of ``index`` ``[n, f]`` (``mask`` ``[n, f]``; None: every slot), in
+    parent-major order: ``(parent, row, weight)`` -- each slot's parent (int64), its row (int64)
+    and its weight in the parent's masked mean (1 / the parent's valid slots)."""
+    fanout = int(index.shape[-1])
+    flat = tf.reshape(tf.cast(index, tf.int64), [-1])
+    if mask is None:
+        slot = tf.range(tf.size(flat, out_type=tf.int64))
+        parent = slot // fanout
+        return parent, flat, tf.fill(tf.shape(flat), 1.0 / fanout)
+    mask = tf.reshape(tf.cast(mask, tf.bool), [-1, fanout])
+    share = 1.0 / tf.maximum(tf.reduce_sum(tf.cast(mask, tf.float32), axis=1), 1.0)
+    slot = tf.where(tf.reshape(mask, [-1]))[:, 0]
+    parent = slot // fanout
+    return parent, tf.gather(flat, slot), tf.gather(share, parent)
+
+
 def _rows_mean(rows: tf.Tensor, index: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
     """The masked mean over the last axis of ``tf.gather(rows, index)`` (``[..., f, d]`` ->
     ``[..., d]``; zero valid slots -> zeros), as one sparse-dense product over the valid slots."""
     fanout = int(index.shape[-1])
     flat = tf.reshape(index, [-1, fanout])
-    parents = tf.shape(flat, out_type=tf.int64)[0]
-    if mask is None:
-        weights = tf.fill(tf.shape(flat), 1.0 / fanout)
-        keep = tf.ones(tf.shape(flat), tf.bool)
-    else:
-        keep = tf.reshape(tf.cast(mask, tf.bool), [-1, fanout])
-        valid = tf.cast(keep, tf.float32)
-        weights = valid / tf.maximum(tf.reduce_sum(valid, axis=1, keepdims=True), 1.0)
-    keep = tf.reshape(keep, [-1])
-    parent = tf.repeat(tf.range(parents), fanout)
-    indices = tf.stack(
-        [
-            tf.boolean_mask(parent, keep),
-            tf.boolean_mask(tf.cast(tf.reshape(flat, [-1]), tf.int64), keep),
-        ],
-        axis=1,
+    parent, row, weight = _valid_slots(
+        flat, None if mask is None else tf.reshape(mask, [-1, fanout])
     )
     matrix = tf.SparseTensor(
-        indices,
-        tf.boolean_mask(tf.reshape(weights, [-1]), keep),
-        tf.stack([parents, tf.shape(rows, out_type=tf.int64)[0]]),
+        tf.stack([parent, row], axis=1),
+        weight,
+        tf.stack([tf.shape(flat, out_type=tf.int64)[0], tf.shape(rows, out_type=tf.int64)[0]]),
     )
-    out = tf.sparse.sparse_dense_matmul(matrix, rows)
+    out = _sparse_matmul(matrix, rows)
     out = tf.reshape(out, tf.concat([tf.shape(index)[:-1], tf.shape(rows)[-1:]], axis=0))
     out.set_shape(index.shape[:-1].concatenate(rows.shape[-1:]))
     return out
@@ -499,56 +500,46 @@ def _sparse_matmul(matrix: tf.SparseTensor, dense: Any) -> tf.Tensor:
 
 
 def _sparse_rows(
-    entries: tf.RaggedTensor, columns: tf.Tensor, values: tf.Tensor, width: int, rows: tf.Tensor
+    splits: tf.Tensor, columns: tf.Tensor, values: tf.Tensor, width: int, rows: tf.Tensor
 ) -> tf.SparseTensor:
-    """The rows ``rows`` (a vector) of the sparse table ``entries`` (each row's positions into
-    ``columns`` and ``values``) as a ``tf.SparseTensor`` ``[len(rows), width]``."""
-    picked = tf.gather(entries, rows)
-    at = picked.flat_values
+    """The rows ``rows`` (a vector) of the CSR table (``splits``, ``columns``, ``values``) as a
+    ``tf.SparseTensor`` ``[len(rows), width]`` in row-major order."""
+    owner, at = csr_entries(splits, rows)
     return tf.SparseTensor(
-        tf.stack([picked.value_rowids(), tf.gather(columns, at)], axis=1),
+        tf.stack([owner, tf.gather(columns, at)], axis=1),
         tf.gather(values, at),
         tf.stack([tf.size(rows, out_type=tf.int64), tf.constant(width, tf.int64)]),
     )
 
 
 def _sparse_rows_mean(
-    entries: tf.RaggedTensor,
+    splits: tf.Tensor,
     columns: tf.Tensor,
     values: tf.Tensor,
     width: int,
     index: tf.Tensor,
     mask: tf.Tensor | None,
 ) -> tf.SparseTensor:
-    """The masked mean of the rows ``index`` ``[n, f]`` of the sparse table (as in
+    """The masked mean of the rows ``index`` ``[n, f]`` of the CSR table (as in
     :func:`_sparse_rows`) per parent, as a ``tf.SparseTensor`` ``[n, width]`` with one entry per
-    (parent, column) that some valid child has (zero valid children -> an empty row)."""
-    fanout = int(index.shape[-1])
-    parents = tf.shape(index, out_type=tf.int64)[0]
-    if mask is None:
-        weights = tf.fill(tf.shape(index), 1.0 / fanout)
-        keep = tf.ones(tf.shape(index), tf.bool)
-    else:
-        keep = tf.cast(mask, tf.bool)
-        valid = tf.cast(keep, tf.float32)
-        weights = valid / tf.maximum(tf.reduce_sum(valid, axis=1, keepdims=True), 1.0)
-    keep = tf.reshape(keep, [-1])
-    parent = tf.boolean_mask(tf.repeat(tf.range(parents), fanout), keep)
-    weight = tf.boolean_mask(tf.reshape(weights, [-1]), keep)
-    picked = tf.gather(entries, tf.boolean_mask(tf.reshape(index, [-1]), keep))
-    owner, at = picked.value_rowids(), picked.flat_values
+    (parent, column) that some valid child has (zero valid children -> an empty row), grouped by
+    parent in increasing order."""
+    parent, row, weight = _valid_slots(index, mask)
+    owner, at = csr_entries(splits, row)
     parent, column = tf.gather(parent, owner), tf.gather(columns, at)
+    # one entry per (parent, column): first appearances keep the parents in order
     unique, where = tf.unique(parent * width + column, out_idx=tf.int64)
     size = tf.size(unique, out_type=tf.int64)
     total = tf.math.unsorted_segment_sum(
         tf.gather(weight, owner) * tf.gather(values, at), where, size
     )
-    # each (parent, column)'s first entry names it (cheaper than dividing the keys)
-    first = tf.math.unsorted_segment_min(tf.range(tf.size(where, out_type=tf.int64)), where, size)
+    # the keys back to (parent, column) in float64, which vectorises: column + 0.5 keeps the
+    # quotient half a column away from an integer, whatever rounding the division gets
+    parent = tf.cast(tf.math.floor((tf.cast(unique, tf.float64) + 0.5) / width), tf.int64)
     return tf.SparseTensor(
-        tf.stack([tf.gather(parent, first), tf.gather(column, first)], axis=1),
+        tf.stack([parent, unique - parent * width], axis=1),
         total,
-        tf.stack([parents, tf.constant(width, tf.int64)]),
+        tf.stack([tf.shape(index, out_type=tf.int64)[0], tf.constant(width, tf.int64)]),
     )
 
 
@@ -578,6 +569,8 @@ stopping on validation accuracy. ``benchmarks/accuracy.py`` reports what it reac
 
 _EVAL_BATCH_SIZE = 512
 """Seeds per sampled batch of the validation passes inside :func:`train_graphsage`."""
+_EVAL_PREFETCH_MAX = 16
+"""At most this many kept validation batches (sparse rows) are made ahead of their evaluation."""
 
 
 class TrainResult(NamedTuple):
@@ -697,7 +690,9 @@ def _draws_dataset(
         deterministic=True,
     )
     if keep_samples and sparse:  # sparse rows are small: keep them too, not only the ids
-        ds = ds.cache()
+        # ... and a whole pass may be made ahead of the first evaluation
+        batches = draws * -(-len(ids) // batch_size)
+        return ds.cache().prefetch(min(batches, _EVAL_PREFETCH_MAX))
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
@@ -977,11 +972,16 @@ def _fit_classifier(
     """:func:`~memgraph_tf.client.steps.fit_steps` for a node classifier: every batch's labels
     checked against ``num_classes``; validation accuracy (``val_step`` over ``val_ds``: softmax and
     labels, ``eval_draws`` passes over ``val_ids`` averaged) as the metric; none when ``val_ds`` is
-    None."""
+    None. The first iteration over ``val_ds`` begins before the first step, so that its
+    prefetching overlaps training."""
+
+    # the first validation pass starts now: its sampling runs in tf.data's threads behind the
+    # first steps rather than inside the first evaluation
+    pending = [] if val_ds is None else [iter(val_ds)]
 
     def val_accuracy() -> dict[str, float]:
         parts, label_parts = [], []
-        for val_batch in val_ds:
+        for val_batch in pending.pop() if pending else val_ds:
             probs, labels = val_step(val_batch)
             parts.append(probs.numpy())
             label_parts.append(labels.numpy())

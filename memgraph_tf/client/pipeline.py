@@ -202,14 +202,28 @@ class FeatureCache:
         their non-zero entries, in row-major order: ``tf.sparse.to_dense`` of it is
         :meth:`gather` of the same ids."""
         rows = self._lookup(ids)
-        starts = tf.gather(self._splits, rows)
-        where = tf.ragged.range(starts, tf.gather(self._splits, rows + 1))
-        at = where.flat_values
+        owner, at = csr_entries(self._splits, rows)
         return tf.SparseTensor(
-            tf.stack([where.value_rowids(), tf.gather(self._columns, at)], axis=1),
+            tf.stack([owner, tf.gather(self._columns, at)], axis=1),
             tf.gather(self._values, at),
             tf.stack([tf.size(rows, out_type=tf.int64), tf.constant(self.width, tf.int64)]),
         )
+
+
+def csr_entries(splits: tf.Tensor, rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The entries of the rows ``rows`` (a vector) of a CSR matrix with row splits ``splits``
+    (int64 ``[r + 1]``): ``(owner, at)``, both int64 and as long as those rows' entries together,
+    in order -- ``owner`` the position in ``rows`` each entry belongs to (non-decreasing), ``at``
+    its position in the matrix's column and value arrays. A handful of graph ops, whatever the
+    number of rows (``tf.RaggedTensor`` gathers build many more)."""
+    rows = tf.cast(rows, tf.int64)
+    starts = tf.gather(splits, rows)
+    lengths = tf.gather(splits, rows + 1) - starts
+    offsets = tf.cumsum(lengths, exclusive=True)
+    position = tf.range(tf.reduce_sum(lengths))
+    # the last picked row whose entries start at or before each position (empty rows skipped)
+    owner = tf.searchsorted(offsets, position, side="right", out_type=tf.int64) - 1
+    return owner, position + tf.gather(starts - offsets, owner)
 
 
 def _batch_seed(base_seed: int | None, index: Any) -> int | None:
