@@ -302,8 +302,10 @@ class GraphSAGE(keras.Model):
         distinct node, each masked mean is a sparse ``[slots, u] x [u, d]`` product over the
         valid neighbour slots, and padded slots (mask false) are left at zero, as every later
         layer masks them out. Dropout falls on the same tensors as in :meth:`call` (for the valid
-        slots). Guarantees: the logits equal ``call(features)``'s up to float rounding
-        (``training=False``).
+        slots). ``rows`` may also be a ``tf.SparseTensor`` with its entries in row-major order
+        (:func:`~memgraph_tf.client.pipeline.unique_rows` with ``sparse``): the first layer then
+        costs per non-zero entry (:meth:`_sparse_first_layer`). Guarantees: the logits equal
+        ``call(features)``'s up to float rounding (``training=False``).
         """
         index = [inputs[index_name(i)] for i in range(self.hops + 1)]
         masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
@@ -828,8 +830,9 @@ def train_graphsage(
     evaluation, so nothing is traced after the first evaluation. With a feature cache the
     validation neighbourhoods are sampled once (``eval_draws`` draws) and the same ones are scored
     at every evaluation, and the model reads each batch's distinct nodes once
-    (:meth:`GraphSAGE.call_rows`); without one they are sampled at every evaluation (from the same
-    seeds when ``seed`` is given).
+    (:meth:`GraphSAGE.call_rows`; as sparse rows when the cache is mostly zeros,
+    :attr:`~memgraph_tf.client.pipeline.FeatureCache.sparse`); without one they are sampled at
+    every evaluation (from the same seeds when ``seed`` is given).
 
     Guarantees: returns the model (built, best weights, ``feature_dtype`` the blobs' feature dtype)
     and its history; labels must be integers in ``0..num_classes-1`` (``num_classes`` default:
