@@ -136,15 +136,23 @@ class FeatureCache:
             ),
             default_value=len(self.ids),
         )
-        # the same table in CSR form (row-major non-zero entries), for gather_sparse
-        row_of, column = np.nonzero(table)
-        self.density = float(len(column)) / max(table.size, 1)
-        self._splits = tf.constant(
-            np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=len(table)))]),
-            dtype=tf.int64,
-        )
-        self._columns = tf.constant(column.astype(np.int64))
-        self._values = tf.constant(table[row_of, column])
+        self.density = float(np.count_nonzero(table)) / max(table.size, 1)
+        self._host_table = table
+        self._csr_form: tuple[tf.Tensor, tf.Tensor, tf.Tensor] | None = None
+
+    def _csr(self) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """The table in CSR form (row splits, columns, values of the row-major non-zero entries),
+        made on first use (a dense cache never pays for it), as eager constants."""
+        if self._csr_form is None:
+            with tf.init_scope():
+                row_of, column = np.nonzero(self._host_table)
+                splits = np.bincount(row_of, minlength=len(self._host_table))
+                self._csr_form = (
+                    tf.constant(np.concatenate([[0], np.cumsum(splits)]), dtype=tf.int64),
+                    tf.constant(column.astype(np.int64)),
+                    tf.constant(self._host_table[row_of, column]),
+                )
+        return self._csr_form
 
     @property
     def sparse(self) -> bool:
@@ -202,10 +210,11 @@ class FeatureCache:
         their non-zero entries, in row-major order: ``tf.sparse.to_dense`` of it is
         :meth:`gather` of the same ids."""
         rows = self._lookup(ids)
-        owner, at = csr_entries(self._splits, rows)
+        splits, columns, values = self._csr()
+        owner, at = csr_entries(splits, rows)
         return tf.SparseTensor(
-            tf.stack([owner, tf.gather(self._columns, at)], axis=1),
-            tf.gather(self._values, at),
+            tf.stack([owner, tf.gather(columns, at)], axis=1),
+            tf.gather(values, at),
             tf.stack([tf.size(rows, out_type=tf.int64), tf.constant(self.width, tf.int64)]),
         )
 
