@@ -31,6 +31,7 @@ from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import (
     ROWS,
     FeatureCache,
+    csr_entries,
     describe_options,
     feature_layout,
     index_name,
@@ -110,13 +111,13 @@ class MeanAggregator(keras.layers.Layer):
         neighbours ``agg [..., d]``: what :meth:`call` does after its mean."""
         x = self.drop(x, training=training)
         agg = self.drop(agg, training=training)
-        return self.finish(self.self_dense(x), self.neigh_dense(agg))
+        return self.finish(keras.ops.concatenate([self.self_dense(x), self.neigh_dense(agg)], -1))
 
-    def finish(self, x_self: Any, agg_neigh: Any) -> Any:
-        """The layer's output from its two transforms already applied: ``x_self = x W_self`` and
-        ``agg_neigh = agg W_neigh`` (``[..., units]`` each): what :meth:`combine` does after
-        them (bias, activation, normalisation)."""
-        out = keras.ops.concatenate([x_self, agg_neigh], axis=-1) + self.bias
+    def finish(self, out: Any) -> Any:
+        """The layer's output from the concatenated self and neighbour transforms ``[..., 2 *
+        units]``: bias, activation and (``normalize``) L2 normalisation -- what :meth:`combine`
+        does after its products."""
+        out = out + self.bias
         if self.activation is not None:
             out = self.activation(out)
         if self.normalize:
@@ -301,14 +302,24 @@ class GraphSAGE(keras.Model):
         distinct node, each masked mean is a sparse ``[slots, u] x [u, d]`` product over the
         valid neighbour slots, and padded slots (mask false) are left at zero, as every later
         layer masks them out. Dropout falls on the same tensors as in :meth:`call` (for the valid
-        slots). Guarantees: the logits equal ``call(features)``'s up to float rounding
-        (``training=False``).
+        slots). ``rows`` may also be a ``tf.SparseTensor`` with its entries in row-major order
+        (:func:`~memgraph_tf.client.pipeline.unique_rows` with ``sparse``): the first layer then
+        costs per non-zero entry (:meth:`_sparse_first_layer`). Guarantees: the logits equal
+        ``call(features)``'s up to float rounding (``training=False``).
         """
+        index = [inputs[index_name(i)] for i in range(self.hops + 1)]
+        masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
+        if isinstance(inputs[ROWS], tf.SparseTensor):
+            h = self._sparse_first_layer(inputs[ROWS], index, masks, training)
+            for layer in self.sage_layers[1:]:
+                h = [
+                    layer(h[i], h[i + 1], masks[i + 1], training=training)
+                    for i in range(len(h) - 1)
+                ]
+            return self.classifier(self.out_dropout(h[0], training=training))
         rows = tf.cast(inputs[ROWS], tf.float32)
         if self.normalize_features:
             rows = rows / tf.maximum(tf.reduce_sum(rows, axis=-1, keepdims=True), 1e-12)
-        index = [inputs[index_name(i)] for i in range(self.hops + 1)]
-        masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
         first = self.sage_layers[0]
         h = []
         for i in range(self.hops):
@@ -369,19 +380,92 @@ class GraphSAGE(keras.Model):
         kernel = tf.concat(
             [tf.convert_to_tensor(first.self_dense.kernel), first.neigh_dense.kernel], axis=1
         )
-        projected = (
-            tf.sparse.sparse_dense_matmul(rows, kernel) if sparse else tf.matmul(rows, kernel)
-        )
+        projected = _sparse_matmul(rows, kernel) if sparse else tf.matmul(rows, kernel)
         own, theirs = tf.split(projected, [first.units, first.units], axis=1)
         index = [inputs[index_name(i)] for i in range(self.hops + 1)]
         masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
         h = [
-            first.finish(tf.gather(own, index[i]), _rows_mean(theirs, index[i + 1], masks[i + 1]))
+            first.finish(
+                tf.concat(
+                    [tf.gather(own, index[i]), _rows_mean(theirs, index[i + 1], masks[i + 1])], -1
+                )
+            )
             for i in range(self.hops)
         ]
         for layer in self.sage_layers[1:]:
             h = [layer(h[i], h[i + 1], masks[i + 1], training=False) for i in range(len(h) - 1)]
         return self.classifier(h[0], training=False)
+
+    def _sparse_first_layer(
+        self,
+        rows: tf.SparseTensor,
+        index: list[tf.Tensor],
+        masks: list[tf.Tensor | None],
+        training: bool | None,
+    ) -> list[tf.Tensor]:
+        """:meth:`call_rows`' first layer over ``rows`` as a ``tf.SparseTensor`` (non-zero
+        entries in row-major order): every product costs per non-zero entry.
+
+        Without dropout the layer is linear up to its bias, so each distinct row is multiplied by
+        both kernels once and the slots gather and average the products. With dropout each valid
+        slot's input row, and each masked mean of its neighbours' rows (their entries summed per
+        column), are sparse rows whose non-zero entries are dropped out -- the entries dense
+        dropout could change, as a zero stays zero -- before the products. Returns ``h_0..h_{K-1}``
+        as :meth:`call_rows` computes them (padded slots zero)."""
+        first = self.sage_layers[0]
+        units = first.units
+        width = self.feature_dim
+        values = tf.cast(rows.values, tf.float32)
+        row_of = rows.indices[:, 0]
+        count = rows.dense_shape[0]
+        if self.normalize_features:
+            sums = tf.math.unsorted_segment_sum(values, row_of, count)
+            values = values / tf.maximum(tf.gather(sums, row_of), 1e-12)
+        kernels = [first.self_dense.kernel, first.neigh_dense.kernel]
+        drop = bool(training) and first.dropout_rate > 0
+        if drop:  # the rows in CSR form: row_of is sorted
+            splits = tf.searchsorted(row_of, tf.range(count + 1), side="left", out_type=tf.int64)
+            table = (splits, rows.indices[:, 1], values, width)
+        else:
+            both = _sparse_matmul(
+                tf.SparseTensor(rows.indices, values, rows.dense_shape), tf.concat(kernels, 1)
+            )
+            own, neigh = both[:, :units], both[:, units:]
+        h = []
+        for i in range(self.hops):
+            fanout = int(index[i + 1].shape[-1])
+            if masks[i] is None:  # every slot is a node: the whole hop
+                where = None
+                slots = tf.reshape(index[i], [-1])
+                children = tf.reshape(index[i + 1], [-1, fanout])
+                child_mask = (
+                    None if masks[i + 1] is None else tf.reshape(masks[i + 1], [-1, fanout])
+                )
+            else:  # the valid slots only: a padded slot is masked out by every later layer
+                where = tf.where(masks[i])
+                slots = tf.gather_nd(index[i], where)
+                children = tf.gather_nd(index[i + 1], where)
+                child_mask = None if masks[i + 1] is None else tf.gather_nd(masks[i + 1], where)
+            if drop:
+                parts = []
+                for part, kernel in zip(
+                    (_sparse_rows(*table, slots), _sparse_rows_mean(*table, children, child_mask)),
+                    kernels,
+                ):
+                    part = tf.SparseTensor(
+                        part.indices, first.drop(part.values, training=True), part.dense_shape
+                    )
+                    parts.append(_sparse_matmul(part, kernel))
+                out = first.finish(tf.concat(parts, axis=-1))
+            else:
+                out = first.finish(
+                    tf.concat([tf.gather(own, slots), _rows_mean(neigh, children, child_mask)], -1)
+                )
+            shape = tf.concat([tf.shape(index[i], out_type=tf.int64), [2 * units]], 0)
+            out = tf.reshape(out, shape) if where is None else tf.scatter_nd(where, out, shape)
+            out.set_shape(index[i].shape.concatenate([2 * units]))
+            h.append(out)
+        return h
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -404,37 +488,106 @@ class GraphSAGE(keras.Model):
         return cls(**config)
 
 
+def _valid_slots(index: tf.Tensor, mask: tf.Tensor | None) -> tuple[tf.Tensor, ...]:
+    """The valid slots of ``index`` ``[n, f]`` (``mask`` ``[n, f]``; None: every slot), in
+    parent-major order: ``(parent, row, weight)`` -- each slot's parent (int64), its row (int64)
+    and its weight in the parent's masked mean (1 / the parent's valid slots)."""
+    fanout = int(index.shape[-1])
+    flat = tf.reshape(tf.cast(index, tf.int64), [-1])
+    if mask is None:
+        slot = tf.range(tf.size(flat, out_type=tf.int64))
+        parent = slot // fanout
+        return parent, flat, tf.fill(tf.shape(flat), 1.0 / fanout)
+    mask = tf.reshape(tf.cast(mask, tf.bool), [-1, fanout])
+    share = 1.0 / tf.maximum(tf.reduce_sum(tf.cast(mask, tf.float32), axis=1), 1.0)
+    slot = tf.where(tf.reshape(mask, [-1]))[:, 0]
+    parent = slot // fanout
+    return parent, tf.gather(flat, slot), tf.gather(share, parent)
+
+
 def _rows_mean(rows: tf.Tensor, index: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
     """The masked mean over the last axis of ``tf.gather(rows, index)`` (``[..., f, d]`` ->
     ``[..., d]``; zero valid slots -> zeros), as one sparse-dense product over the valid slots."""
     fanout = int(index.shape[-1])
     flat = tf.reshape(index, [-1, fanout])
-    parents = tf.shape(flat, out_type=tf.int64)[0]
-    if mask is None:
-        weights = tf.fill(tf.shape(flat), 1.0 / fanout)
-        keep = tf.ones(tf.shape(flat), tf.bool)
-    else:
-        keep = tf.reshape(tf.cast(mask, tf.bool), [-1, fanout])
-        valid = tf.cast(keep, tf.float32)
-        weights = valid / tf.maximum(tf.reduce_sum(valid, axis=1, keepdims=True), 1.0)
-    keep = tf.reshape(keep, [-1])
-    parent = tf.repeat(tf.range(parents), fanout)
-    indices = tf.stack(
-        [
-            tf.boolean_mask(parent, keep),
-            tf.boolean_mask(tf.cast(tf.reshape(flat, [-1]), tf.int64), keep),
-        ],
-        axis=1,
+    parent, row, weight = _valid_slots(
+        flat, None if mask is None else tf.reshape(mask, [-1, fanout])
     )
     matrix = tf.SparseTensor(
-        indices,
-        tf.boolean_mask(tf.reshape(weights, [-1]), keep),
-        tf.stack([parents, tf.shape(rows, out_type=tf.int64)[0]]),
+        tf.stack([parent, row], axis=1),
+        weight,
+        tf.stack([tf.shape(flat, out_type=tf.int64)[0], tf.shape(rows, out_type=tf.int64)[0]]),
     )
-    out = tf.sparse.sparse_dense_matmul(matrix, rows)
+    out = _sparse_matmul(matrix, rows)
     out = tf.reshape(out, tf.concat([tf.shape(index)[:-1], tf.shape(rows)[-1:]], axis=0))
     out.set_shape(index.shape[:-1].concatenate(rows.shape[-1:]))
     return out
+
+
+def _sparse_matmul(matrix: tf.SparseTensor, dense: Any) -> tf.Tensor:
+    """``matrix [n, k] x dense [k, m]``, differentiable in ``dense``, for a ``matrix`` whose
+    entries are grouped by row in increasing row order (as the CSR conversion reads them):
+    TensorFlow's CSR product, on CPU several times faster than ``tf.sparse.sparse_dense_matmul``,
+    with the gradient ``matrix^T x upstream`` (TensorFlow's own gradient of the CSR product also
+    builds the sparse side's and needs static shapes)."""
+    csr = tf.raw_ops.SparseTensorToCSRSparseMatrix(
+        indices=matrix.indices, values=matrix.values, dense_shape=matrix.dense_shape
+    )
+
+    @tf.custom_gradient
+    def product(b: tf.Tensor) -> Any:
+        def grad(upstream: tf.Tensor) -> tf.Tensor:
+            return tf.raw_ops.SparseMatrixMatMul(a=csr, b=upstream, transpose_a=True)
+
+        return tf.raw_ops.SparseMatrixMatMul(a=csr, b=b), grad
+
+    out = product(tf.convert_to_tensor(dense))
+    out.set_shape([None, dense.shape[-1]])
+    return out
+
+
+def _sparse_rows(
+    splits: tf.Tensor, columns: tf.Tensor, values: tf.Tensor, width: int, rows: tf.Tensor
+) -> tf.SparseTensor:
+    """The rows ``rows`` (a vector) of the CSR table (``splits``, ``columns``, ``values``) as a
+    ``tf.SparseTensor`` ``[len(rows), width]`` in row-major order."""
+    owner, at = csr_entries(splits, rows)
+    return tf.SparseTensor(
+        tf.stack([owner, tf.gather(columns, at)], axis=1),
+        tf.gather(values, at),
+        tf.stack([tf.size(rows, out_type=tf.int64), tf.constant(width, tf.int64)]),
+    )
+
+
+def _sparse_rows_mean(
+    splits: tf.Tensor,
+    columns: tf.Tensor,
+    values: tf.Tensor,
+    width: int,
+    index: tf.Tensor,
+    mask: tf.Tensor | None,
+) -> tf.SparseTensor:
+    """The masked mean of the rows ``index`` ``[n, f]`` of the CSR table (as in
+    :func:`_sparse_rows`) per parent, as a ``tf.SparseTensor`` ``[n, width]`` with one entry per
+    (parent, column) that some valid child has (zero valid children -> an empty row), grouped by
+    parent in increasing order."""
+    parent, row, weight = _valid_slots(index, mask)
+    owner, at = csr_entries(splits, row)
+    parent, column = tf.gather(parent, owner), tf.gather(columns, at)
+    # one entry per (parent, column): first appearances keep the parents in order
+    unique, where = tf.unique(parent * width + column, out_idx=tf.int64)
+    size = tf.size(unique, out_type=tf.int64)
+    total = tf.math.unsorted_segment_sum(
+        tf.gather(weight, owner) * tf.gather(values, at), where, size
+    )
+    # the keys back to (parent, column) in float64, which vectorises: column + 0.5 keeps the
+    # quotient half a column away from an integer, whatever rounding the division gets
+    parent = tf.cast(tf.math.floor((tf.cast(unique, tf.float64) + 0.5) / width), tf.int64)
+    return tf.SparseTensor(
+        tf.stack([parent, unique - parent * width], axis=1),
+        total,
+        tf.stack([tf.shape(index, out_type=tf.int64)[0], tf.constant(width, tf.int64)]),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -463,6 +616,8 @@ stopping on validation accuracy. ``benchmarks/accuracy.py`` reports what it reac
 
 _EVAL_BATCH_SIZE = 512
 """Seeds per sampled batch of the validation passes inside :func:`train_graphsage`."""
+_EVAL_PREFETCH_MAX = 16
+"""At most this many kept validation batches (sparse rows) are made ahead of their evaluation."""
 
 
 class TrainResult(NamedTuple):
@@ -550,9 +705,11 @@ def _draws_dataset(
     keep_samples: bool = False,
 ) -> tf.data.Dataset:
     """``draws`` passes of sampled batches over ``ids`` (in order, no batch mixing passes): with a
-    ``feature_cache``, :func:`unique_rows` batches (and, with ``keep_samples``, the sampled ids are
-    kept after the first iteration, so later iterations replay the same neighbourhoods without
-    calling the source); else the batches of features from the blobs."""
+    ``feature_cache``, :func:`unique_rows` batches, with sparse rows when the cache is
+    :attr:`~memgraph_tf.client.pipeline.FeatureCache.sparse` (and, with ``keep_samples``, the
+    sampled ids -- the whole batches when sparse -- are kept after the first iteration, so later
+    iterations replay the same neighbourhoods without calling the source); else the batches of
+    features from the blobs."""
     rows = feature_cache is not None
     ds = sample_dataset(
         source,
@@ -571,13 +728,18 @@ def _draws_dataset(
     )
     if not rows:
         return ds
-    if keep_samples:
+    sparse = feature_cache.sparse
+    if keep_samples and not sparse:
         ds = ds.cache()
     ds = ds.map(
-        unique_rows(feature_cache, model.hops),
+        unique_rows(feature_cache, model.hops, sparse=sparse),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
+    if keep_samples and sparse:  # sparse rows are small: keep them too, not only the ids
+        # ... and a whole pass may be made ahead of the first evaluation
+        batches = draws * -(-len(ids) // batch_size)
+        return ds.cache().prefetch(min(batches, _EVAL_PREFETCH_MAX))
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
@@ -713,8 +875,9 @@ def train_graphsage(
     evaluation, so nothing is traced after the first evaluation. With a feature cache the
     validation neighbourhoods are sampled once (``eval_draws`` draws) and the same ones are scored
     at every evaluation, and the model reads each batch's distinct nodes once
-    (:meth:`GraphSAGE.call_rows`); without one they are sampled at every evaluation (from the same
-    seeds when ``seed`` is given).
+    (:meth:`GraphSAGE.call_rows`; as sparse rows when the cache is mostly zeros,
+    :attr:`~memgraph_tf.client.pipeline.FeatureCache.sparse`); without one they are sampled at
+    every evaluation (from the same seeds when ``seed`` is given).
 
     Guarantees: returns the model (built, best weights, ``feature_dtype`` the blobs' feature dtype)
     and its history; labels must be integers in ``0..num_classes-1`` (``num_classes`` default:
@@ -781,7 +944,7 @@ def train_graphsage(
     )
     if rows:
         train_ds = train_ds.map(
-            unique_rows(feature_cache, model.hops),
+            unique_rows(feature_cache, model.hops, sparse=feature_cache.sparse),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         ).prefetch(tf.data.AUTOTUNE)
@@ -857,11 +1020,16 @@ def _fit_classifier(
     """:func:`~memgraph_tf.client.steps.fit_steps` for a node classifier: every batch's labels
     checked against ``num_classes``; validation accuracy (``val_step`` over ``val_ds``: softmax and
     labels, ``eval_draws`` passes over ``val_ids`` averaged) as the metric; none when ``val_ds`` is
-    None."""
+    None. The first iteration over ``val_ds`` begins before the first step, so that its
+    prefetching overlaps training."""
+
+    # the first validation pass starts now: its sampling runs in tf.data's threads behind the
+    # first steps rather than inside the first evaluation
+    pending = [] if val_ds is None else [iter(val_ds)]
 
     def val_accuracy() -> dict[str, float]:
         parts, label_parts = [], []
-        for val_batch in val_ds:
+        for val_batch in pending.pop() if pending else val_ds:
             probs, labels = val_step(val_batch)
             parts.append(probs.numpy())
             label_parts.append(labels.numpy())

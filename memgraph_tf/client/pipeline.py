@@ -103,13 +103,20 @@ def feature_width(
     return feature_layout(source, properties, options)[0]
 
 
+SPARSE_ROWS_MAX_DENSITY = 0.1
+"""The largest share of non-zero feature entries at which :attr:`FeatureCache.sparse` holds: below
+it the trainers hand the model its rows as a ``tf.SparseTensor`` (bag-of-words features such as
+Cora's, 1.3 % non-zero), whose products cost per non-zero entry rather than per column."""
+
+
 class FeatureCache:
     """The features (and optionally labels) of a node set, fetched once through
     ``tf_features.pack``.
 
     Guarantees: :meth:`gather` returns, for ids of any shape, the rows of those nodes (zeros for
-    ``PAD_ID``), computed in the graph (usable in ``tf.data``); an id that is not in the cache fails
-    with ``tf.errors.InvalidArgumentError`` naming it, never with a silent zero row.
+    ``PAD_ID``), computed in the graph (usable in ``tf.data``); :meth:`gather_sparse` the same rows
+    of a vector of ids as a ``tf.SparseTensor``; an id that is not in the cache fails with
+    ``tf.errors.InvalidArgumentError`` naming it, never with a silent zero row.
     """
 
     def __init__(
@@ -129,6 +136,28 @@ class FeatureCache:
             ),
             default_value=len(self.ids),
         )
+        self.density = float(np.count_nonzero(table)) / max(table.size, 1)
+        self._host_table = table
+        self._csr_form: tuple[tf.Tensor, tf.Tensor, tf.Tensor] | None = None
+
+    def _csr(self) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """The table in CSR form (row splits, columns, values of the row-major non-zero entries),
+        made on first use (a dense cache never pays for it), as eager constants."""
+        if self._csr_form is None:
+            with tf.init_scope():
+                row_of, column = np.nonzero(self._host_table)
+                splits = np.bincount(row_of, minlength=len(self._host_table))
+                self._csr_form = (
+                    tf.constant(np.concatenate([[0], np.cumsum(splits)]), dtype=tf.int64),
+                    tf.constant(column.astype(np.int64)),
+                    tf.constant(self._host_table[row_of, column]),
+                )
+        return self._csr_form
+
+    @property
+    def sparse(self) -> bool:
+        """Whether at most :data:`SPARSE_ROWS_MAX_DENSITY` of the entries are non-zero."""
+        return self.density <= SPARSE_ROWS_MAX_DENSITY
 
     @classmethod
     def from_source(
@@ -155,8 +184,9 @@ class FeatureCache:
         logger.info("feature cache: %d nodes x %d features", len(ids), feats[0].shape[1])
         return cls(ids, np.concatenate(feats), np.concatenate(labels) if labels else None)
 
-    def gather(self, ids: tf.Tensor) -> tf.Tensor:
-        """Rows for ``ids`` (any shape) -> ``ids.shape + [width]``."""
+    def _lookup(self, ids: tf.Tensor) -> tf.Tensor:
+        """The table row of each id (the zero row for ``PAD_ID``), after a check that every other
+        id is cached."""
         ids = tf.cast(ids, tf.int64)
         rows = self._rows.lookup(ids)
         missing = tf.logical_and(tf.equal(rows, len(self.ids)), tf.not_equal(ids, PAD_ID))
@@ -169,7 +199,40 @@ class FeatureCache:
             name="feature_cache_check",
         )
         with tf.control_dependencies([check]):
-            return tf.gather(self._table, rows)
+            return tf.identity(rows)
+
+    def gather(self, ids: tf.Tensor) -> tf.Tensor:
+        """Rows for ``ids`` (any shape) -> ``ids.shape + [width]``."""
+        return tf.gather(self._table, self._lookup(ids))
+
+    def gather_sparse(self, ids: tf.Tensor) -> tf.SparseTensor:
+        """Rows for ``ids`` (a vector) as a ``tf.SparseTensor`` ``[len(ids), width]`` holding
+        their non-zero entries, in row-major order: ``tf.sparse.to_dense`` of it is
+        :meth:`gather` of the same ids."""
+        rows = self._lookup(ids)
+        splits, columns, values = self._csr()
+        owner, at = csr_entries(splits, rows)
+        return tf.SparseTensor(
+            tf.stack([owner, tf.gather(columns, at)], axis=1),
+            tf.gather(values, at),
+            tf.stack([tf.size(rows, out_type=tf.int64), tf.constant(self.width, tf.int64)]),
+        )
+
+
+def csr_entries(splits: tf.Tensor, rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The entries of the rows ``rows`` (a vector) of a CSR matrix with row splits ``splits``
+    (int64 ``[r + 1]``): ``(owner, at)``, both int64 and as long as those rows' entries together,
+    in order -- ``owner`` the position in ``rows`` each entry belongs to (non-decreasing), ``at``
+    its position in the matrix's column and value arrays. A handful of graph ops, whatever the
+    number of rows (``tf.RaggedTensor`` gathers build many more)."""
+    rows = tf.cast(rows, tf.int64)
+    starts = tf.gather(splits, rows)
+    lengths = tf.gather(splits, rows + 1) - starts
+    offsets = tf.cumsum(lengths, exclusive=True)
+    position = tf.range(tf.reduce_sum(lengths))
+    # the last picked row whose entries start at or before each position (empty rows skipped)
+    owner = tf.searchsorted(offsets, position, side="right", out_type=tf.int64) - 1
+    return owner, position + tf.gather(starts - offsets, owner)
 
 
 def _batch_seed(base_seed: int | None, index: Any) -> int | None:
@@ -316,17 +379,18 @@ def index_name(hop: int) -> str:
     return f"index_{hop}"
 
 
-def unique_rows(feature_cache: FeatureCache, hops: int) -> Any:
+def unique_rows(feature_cache: FeatureCache, hops: int, sparse: bool = False) -> Any:
     """A ``tf.data`` map function: a ``gather_features=False`` batch of :func:`sample_dataset` ->
     ``rows`` (the feature rows ``[u, d]`` of the batch's ``u`` distinct node ids, padding
-    included as a zero row), ``index_h`` (int32, the shape of ``ids_h``: each slot's row in
-    ``rows``), and the batch's ``mask_h`` and ``labels`` unchanged.
+    included as a zero row; with ``sparse``, a ``tf.SparseTensor`` of their non-zero entries in
+    row-major order, :meth:`FeatureCache.gather_sparse`), ``index_h`` (int32, the shape of
+    ``ids_h``: each slot's row in ``rows``), and the batch's ``mask_h`` and ``labels`` unchanged.
 
-    Guarantees: ``tf.gather(rows, index_h)`` equals ``feature_cache.gather(ids_h)`` for every hop,
-    so a model reading rows and indices (:meth:`memgraph_tf.client.graphsage.GraphSAGE.call_rows`)
-    sees the features :func:`sample_dataset` would have gathered, each node's row once per batch
-    rather than once per sampled slot; an id missing from the cache fails as in
-    :meth:`FeatureCache.gather`.
+    Guarantees: ``tf.gather(rows, index_h)`` (of the dense ``rows``) equals
+    ``feature_cache.gather(ids_h)`` for every hop, so a model reading rows and indices
+    (:meth:`memgraph_tf.client.graphsage.GraphSAGE.call_rows`) sees the features
+    :func:`sample_dataset` would have gathered, each node's row once per batch rather than once per
+    sampled slot; an id missing from the cache fails as in :meth:`FeatureCache.gather`.
     """
     names = [layout.ids_name(h) for h in range(hops + 1)]
 
@@ -334,7 +398,7 @@ def unique_rows(feature_cache: FeatureCache, hops: int) -> Any:
         flat = [tf.reshape(batch[name], [-1]) for name in names]
         unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
         out = {k: v for k, v in batch.items() if k not in names}
-        out[ROWS] = feature_cache.gather(unique)
+        out[ROWS] = (feature_cache.gather_sparse if sparse else feature_cache.gather)(unique)
         start = 0
         sizes = [tf.size(f, out_type=tf.int32) for f in flat]
         for h, name in enumerate(names):

@@ -139,18 +139,33 @@ def test_argument_errors():
         )
 
 
-@pytest.mark.parametrize("masks", [True, False])
-def test_call_rows_and_call_table_are_the_same_function_as_call(masks):
+@pytest.mark.parametrize(
+    "masks,sparse", [(True, False), (False, False), (True, True), (False, True)]
+)
+def test_call_rows_and_call_table_are_the_same_function_as_call(masks, sparse):
     """call_rows over distinct rows + indices == call over the features those indices gather,
-    padded slots included (their mask is false, their id the zero row); so is call_table (the
-    serving bundles' inference), over the rows as a dense tensor and as a SparseTensor."""
+    padded slots included (their mask is false, their id the zero row); rows given as a
+    tf.SparseTensor (bag-of-words) compute the same function, also on the dropout path (rate
+    1e-9: every entry is kept and scaled by 1 + 1e-9, with overwhelming probability); so is
+    call_table (the serving bundles' inference), over the rows as a dense tensor and as a
+    SparseTensor."""
     rng = np.random.default_rng(5)
     fanouts, dim, batch = (3, 2), 6, 5
+    if sparse:
+        dim = 40
     model = GraphSAGE(
-        fanouts, dim, 4, hidden_units=[7, 5], normalize_features=True, normalize_hidden=True
+        fanouts,
+        dim,
+        4,
+        hidden_units=[7, 5],
+        normalize_features=True,
+        normalize_hidden=True,
+        dropout=1e-9 if sparse else 0.5,
     )
     model.ensure_built()
     rows = np.abs(rng.standard_normal((9, dim))).astype(np.float32)
+    if sparse:
+        rows *= rng.random(rows.shape) < 0.15  # some entries per row, some columns shared
     rows[0] = 0.0  # the padding row
     rows[rows < 0.5] = 0.0  # (sparse rows)
     x, shape = {"rows": rows}, [batch]
@@ -169,9 +184,25 @@ def test_call_rows_and_call_table_are_the_same_function_as_call(masks):
     dense = {f"features_{h}": rows[x[f"index_{h}"]] for h in range(3)}
     dense.update({k: v for k, v in x.items() if k.startswith("mask_")})
     expected = model(dense, training=False).numpy()
-    got = model.call_rows({k: tf.constant(v) for k, v in x.items()}, training=False).numpy()
+    inputs = {k: tf.constant(v) for k, v in x.items()}
+    if sparse:
+        inputs["rows"] = tf.sparse.from_dense(rows)
+    got = model.call_rows(inputs, training=False).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     for table in (tf.constant(rows), tf.sparse.from_dense(rows)):
         inputs = {**{k: tf.constant(v) for k, v in x.items()}, "rows": table}
         np.testing.assert_allclose(model.call_table(inputs).numpy(), expected, rtol=1e-5, atol=1e-6)
     assert not np.allclose(expected[0], expected[1], atol=1e-3)  # the inputs do matter
+    if sparse:  # the per-slot path (dropout on each sparse row and masked mean), its gradient
+        upstream = tf.constant(rng.standard_normal(expected.shape), tf.float32)
+        first = model.sage_layers[0]
+        kernels = [first.self_dense.kernel, first.neigh_dense.kernel]
+        with tf.GradientTape() as tape:
+            got = model.call_rows(inputs, training=True)
+            loss = tf.reduce_sum(got * upstream)
+        with tf.GradientTape() as tape_dense:
+            ref_loss = tf.reduce_sum(model(dense, training=False) * upstream)
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+        for grad, ref in zip(tape.gradient(loss, kernels), tape_dense.gradient(ref_loss, kernels)):
+            assert np.abs(ref.numpy()).max() > 1e-3
+            np.testing.assert_allclose(grad.numpy(), ref.numpy(), rtol=1e-4, atol=1e-6)

@@ -272,9 +272,14 @@ def test_unique_rows_hold_each_node_once_and_gather_back_to_the_features(communi
     dense = list(sample_dataset(source, ids, [3, 2], ["features"], **kw))
     ids_only = list(sample_dataset(source, ids, [3, 2], ["features"], gather_features=False, **kw))
     assert sorted(ids_only[0]) == ["ids_0", "ids_1", "ids_2", "labels", "mask_1", "mask_2"]
-    to_rows = unique_rows(cache, 2)
+    to_rows, to_sparse = unique_rows(cache, 2), unique_rows(cache, 2, sparse=True)
     for full, sampled in zip(dense, ids_only):
         batch = to_rows(sampled)
+        sparse = to_sparse(sampled)["rows"]  # the same rows, their non-zero entries row-major
+        np.testing.assert_array_equal(tf.sparse.to_dense(sparse).numpy(), batch["rows"].numpy())
+        np.testing.assert_array_equal(
+            sparse.indices.numpy(), np.argwhere(batch["rows"].numpy() != 0)
+        )
         all_ids = np.concatenate([sampled[f"ids_{h}"].numpy().ravel() for h in range(3)])
         assert batch["rows"].shape[0] == len(np.unique(all_ids)) < len(all_ids)
         for h in range(3):

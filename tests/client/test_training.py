@@ -185,16 +185,25 @@ def test_embedded_write_properties_counts_only_existing_nodes(make_community):
     assert source.node_ids(label="Missing") == []
 
 
-@pytest.mark.parametrize("use_feature_cache", [True, False])
+@pytest.mark.parametrize(
+    "use_feature_cache,sparse_rows", [(True, False), (True, True), (False, False)]
+)
 def test_training_traces_nothing_after_the_first_evaluation(
-    community, monkeypatch, use_feature_cache
+    community, monkeypatch, use_feature_cache, sparse_rows
 ):
     """Pipelines and traced functions are built once per run: every graph TensorFlow traces
     (tf.function and tf.data map functions alike go through func_graph_from_py_func) is traced by
-    the end of the first evaluation, and later evaluations and steps trace none."""
+    the end of the first evaluation, and later evaluations and steps trace none -- also with the
+    feature cache's rows handed over sparse (the threshold raised so the dense features count as
+    sparse)."""
     import logging
 
     from tensorflow.python.framework import func_graph
+
+    from memgraph_tf.client import pipeline
+
+    if sparse_rows:
+        monkeypatch.setattr(pipeline, "SPARSE_ROWS_MAX_DENSITY", 1.0)
 
     source, _, _ = community
     ids = np.arange(ID0, ID0 + 150)
