@@ -62,9 +62,42 @@ def test_compile_failure_reports_the_command_and_compiler_output(monkeypatch, tm
 
 
 @pytest.mark.slow
-def test_concurrent_builds_into_one_cache_all_load(tmp_path):
-    """Two processes build into the same empty cache at once (real g++); both get a complete,
-    loadable library because each writes its own temporary file and renames it into place."""
+def test_concurrent_builds_into_one_cache_all_load(tmp_path, ops):
+    """Two processes build into the same empty cache at once; both get a complete, loadable library
+    because each writes its own temporary file and renames it into place.
+
+    One builder runs the real g++. The other's compiler (``MEMGRAPH_TF_CXX``) is a stand-in that
+    waits until the real build's temporary file is in the cache folder, then writes the library the
+    session built (same sources and flags) in two halves and exits 0: the two builds overlap
+    whenever both reach the compiler (two real compiles overlapped only by chance), at the CPU
+    cost of one compile."""
+    cache = tmp_path / "cache"
+    built = _loader.build_library()  # the session's library (the ops fixture built or found it)
+    stand_in = tmp_path / "stand-in-cxx"
+    stand_in.write_text(
+        textwrap.dedent(
+            f"""\
+            #!{sys.executable}
+            import pathlib, sys, time
+            out = pathlib.Path(sys.argv[sys.argv.index("-o") + 1])
+            deadline = time.monotonic() + 300
+            # the real build's temporary file beside ours (or, if it already finished, its library)
+            while len(list(out.parent.glob("*.tmp"))) < 2:
+                if (out.parent / {_loader.LIBRARY_NAME!r}).exists():
+                    break
+                if time.monotonic() > deadline:
+                    sys.exit("the real build never started")
+                time.sleep(0.05)
+            data = pathlib.Path({str(built)!r}).read_bytes()
+            with open(out, "wb") as f:
+                f.write(data[: len(data) // 2])
+                f.flush()
+                time.sleep(0.5)
+                f.write(data[len(data) // 2 :])
+            """
+        )
+    )
+    stand_in.chmod(0o755)
     script = textwrap.dedent(
         """
         import sys
@@ -75,14 +108,16 @@ def test_concurrent_builds_into_one_cache_all_load(tmp_path):
         print(path, hasattr(lib, "memgraph_tf_unpack_blob"))
         """
     )
+    real_env = {k: v for k, v in os.environ.items() if k != _loader.ENV_CXX}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", script, str(tmp_path)],
+            [sys.executable, "-c", script, str(cache)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
         )
-        for _ in range(2)
+        for env in (real_env, {**real_env, _loader.ENV_CXX: str(stand_in)})
     ]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):

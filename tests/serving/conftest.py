@@ -276,13 +276,18 @@ def sage_bundle(tmp_path_factory, sage):
     """One op-free bundle of ``sage.make(seed=5)`` (sampling options ``SAGE_BUNDLE_OPTIONS``, with
     its warmup record), shared by the modules that serve a GraphSAGE-shaped bundle but do not test
     the export itself: ``.model`` (the Keras model), ``.path`` (BASE/sage, a ModelServer's model
-    dir), ``.options``. Servers that do not test warmup load it with ``warmup=False``."""
+    dir), ``.options``, ``.info`` (export_bundle's answer). Servers that do not test warmup load it
+    with ``warmup=False``."""
     from memgraph_tf.serving.export import export_bundle
 
     base = tmp_path_factory.mktemp("sage_bundle")
     model = sage.make(seed=5)
-    export_bundle(model, base, "sage", 1, use_op=False, sample_options=dict(SAGE_BUNDLE_OPTIONS))
-    return types.SimpleNamespace(model=model, path=base / "sage", options=dict(SAGE_BUNDLE_OPTIONS))
+    info = export_bundle(
+        model, base, "sage", 1, use_op=False, sample_options=dict(SAGE_BUNDLE_OPTIONS)
+    )
+    return types.SimpleNamespace(
+        model=model, path=base / "sage", options=dict(SAGE_BUNDLE_OPTIONS), info=info
+    )
 
 
 # ------------------------------------------------------------------ a signature of unknown rank

@@ -355,18 +355,23 @@ def test_export_raises_typed_errors_naming_the_parameter(
     assert not any(tmp_path.iterdir())  # nothing written for a bad argument
 
 
-def test_exported_config_asset_is_the_typed_config(tmp_path, sage, sage_model):
+def test_exported_config_asset_is_the_typed_config(sage, sage_bundle):
+    """The session's shared op-free export (``sage_bundle``: sampling options
+    ``{"seed": 7, "low_degree": "pad"}``), read back; exporting its version again is refused
+    before anything is written."""
     from memgraph_tf.serving.export import export_bundle
 
-    options = {"seed": 3, "low_degree": "pad"}
-    info = export_bundle(
-        sage_model, tmp_path, "m", 1, use_op=False, sample_options=options, warmup=False
-    )
+    info = sage_bundle.info
+    base = info.path.parent.parent
+    before = sorted(p.relative_to(base) for p in base.rglob("*"))
     cfg = bundle.read_bundle_config(info.path)
     assert cfg is not None and cfg.to_dict() == info.config
-    assert cfg.sampling == SamplingSpec(sage.fanouts, ("features",), options)
-    assert cfg.model_name == "m" and cfg.version == 1 and cfg.class_names == tuple(sage.classes)
+    assert sage_bundle.options == {"seed": 7, "low_degree": "pad"}
+    assert cfg.sampling == SamplingSpec(sage.fanouts, ("features",), sage_bundle.options)
+    assert cfg.model_name == "sage" and cfg.version == 1
+    assert cfg.class_names == tuple(sage.classes)
     assert (info.path / "assets" / "class_labels.txt").read_text().splitlines() == sage.classes
-    with pytest.raises(BundleExistsError, match=r"version 1 of model 'm' exists") as err:
-        export_bundle(sage_model, tmp_path, "m", 1, use_op=False)
+    with pytest.raises(BundleExistsError, match=r"version 1 of model 'sage' exists") as err:
+        export_bundle(sage_bundle.model, base, "sage", 1, use_op=False)
     assert isinstance(err.value, FileExistsError) and isinstance(err.value, MemgraphTfError)
+    assert sorted(p.relative_to(base) for p in base.rglob("*")) == before

@@ -262,15 +262,25 @@ def _graphsage_and_its_softmax(sage, feats):
     return model, tf.nn.softmax(model(feats, training=False)).numpy()
 
 
-def test_graphsage_bundle_scores_are_softmax_of_its_logits(tmp_path, node_data, sage):
-    """The project's GraphSAGE returns logits: the bundle's scores are their softmax."""
+@pytest.fixture(scope="module")
+def graphsage_bundle(tmp_path_factory, node_data, sage):
+    """The project's GraphSAGE exported op-free once (version 3), and the scores it must answer:
+    shared by the two tests below (one export instead of two)."""
     from memgraph_tf.serving.export import export_bundle
+
+    _, feats, _ = node_data
+    model, want = _graphsage_and_its_softmax(sage, feats)
+    info = export_bundle(model, tmp_path_factory.mktemp("graphsage"), "sage", 3, use_op=False)
+    return info, want
+
+
+def test_graphsage_bundle_scores_are_softmax_of_its_logits(graphsage_bundle, node_data):
+    """The project's GraphSAGE returns logits: the bundle's scores are their softmax."""
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    blobs, feats, _ = node_data
-    model, want = _graphsage_and_its_softmax(sage, feats)
-    info = export_bundle(model, tmp_path, "sage", 3, use_op=False)
+    blobs, _, _ = node_data
+    info, want = graphsage_bundle
     assert info.config["scores"] == "logits"
     with (
         start_server(ModelServer(info.path.parent, warmup=False)) as srv,
@@ -353,12 +363,9 @@ def test_bundle_runs_the_way_tf_serving_loads_it(bundles, node_data, sage, use_o
     assert out["scores"].shape == (1, len(sage.classes))
 
 
-def test_graphsage_bundle_runs_the_way_tf_serving_loads_it(tmp_path, node_data, sage):
+def test_graphsage_bundle_runs_the_way_tf_serving_loads_it(graphsage_bundle, node_data):
     """The project's own (subclassed Keras) GraphSAGE, exported op-free for the stock image."""
-    from memgraph_tf.serving.export import export_bundle
-
-    blobs, feats, _ = node_data
-    model, want = _graphsage_and_its_softmax(sage, feats)
-    info = export_bundle(model, tmp_path, "sage", 1, use_op=False)
+    blobs, _, _ = node_data
+    info, want = graphsage_bundle
     out = _run_like_tf_serving(info.path, "serving_default", blobs)
     np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)

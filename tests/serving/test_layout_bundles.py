@@ -4,6 +4,7 @@ so the server's node_id path asks the graph for that layout; warmup requests are
 
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -73,13 +74,21 @@ def per_node_blobs(graph, sage, layout_name):
 
 
 def load(info):
-    import tensorflow as tf
-
+    """The bundle loaded in this process, once per bundle: a loaded bundle's signatures are
+    instantiated on their first call (seconds for the op-free decoder's graph), so the tests
+    share each loaded bundle instead of loading it again."""
     if info.use_op:
         from memgraph_tf import ops
 
         ops.load_library()
-    return tf.saved_model.load(str(info.path))
+    return _load(str(info.path))
+
+
+@functools.cache
+def _load(path: str):
+    import tensorflow as tf
+
+    return tf.saved_model.load(path)
 
 
 def classify(model, blobs):
