@@ -18,8 +18,9 @@ if ! "$venv/bin/python" -c "import torch_geometric, torch_sparse" 2>/dev/null; t
     echo "creating $venv (torch, torch_geometric; torch-sparse is built from source: minutes)" >&2
     "${MEMGRAPH_TF_PYG_PYTHON:-python3}" -m venv "$venv"
     "$venv/bin/pip" install ${index:+--extra-index-url "$index"} -r benchmarks/peer_pyg-requirements.txt
-    MAX_JOBS="${MAX_JOBS:-2}" "$venv/bin/pip" install --no-build-isolation \
-        -r benchmarks/peer_pyg-build-requirements.txt
+    # CFLAGS: no debug info (the link strips it anyway, -s), NDEBUG as in a release build
+    CFLAGS="${CFLAGS--g0 -DNDEBUG}" MAX_JOBS="${MAX_JOBS:-2}" FORCE_ONLY_CPU=1 \
+        "$venv/bin/pip" install --no-build-isolation -r benchmarks/peer_pyg-build-requirements.txt
 fi
 if [ ! -x .venv/bin/python ]; then
     echo "no .venv: run bash scripts/bootstrap.sh first" >&2
