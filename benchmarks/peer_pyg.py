@@ -133,7 +133,7 @@ def _pyg_side(npz_path: str, config: dict) -> None:
             loss = F.cross_entropy(logits, batch.y[: batch.batch_size])
             loss.backward()
             optimizer.step()
-            float(loss)
+            float(loss.detach())
             step += 1
             t2 = time.perf_counter()
             times["sampling_s"] += t1 - t0
@@ -329,7 +329,7 @@ def main() -> int:
             why = f"the PyG side failed: {error}" if error else ""
     load_after = os.getloadavg()
 
-    header = f"{'':22}{'ours':>16}" + (f"{'PyG':>16}{'ours / PyG':>12}" if pyg else "")
+    header = f"{'':22}{'ours':>16}" + (f"{'PyG':>20}{'ours / PyG':>12}" if pyg else "")
     print(header)
     labels = {
         "train_s": "training wall (s)",
@@ -343,11 +343,11 @@ def main() -> int:
     }
     figures: dict[str, dict] = {}
     for key, label in labels.items():
-        line = f"{label:22}{_mean(ours, key):>9.3f} +- {_spread(ours, key):<4.3f}"
+        line = f"{label:22}{_mean(ours, key):>9.3f} +- {_spread(ours, key):<7.3f}"
         figures[key] = {"ours": _mean(ours, key), "ours_spread": _spread(ours, key)}
         if pyg:
             ratio = _mean(ours, key) / max(_mean(pyg, key), 1e-9)
-            line += f"{_mean(pyg, key):>9.3f} +- {_spread(pyg, key):<4.3f}{ratio:>9.2f}"
+            line += f"{_mean(pyg, key):>9.3f} +- {_spread(pyg, key):<7.3f}{ratio:>12.2f}"
             figures[key].update(pyg=_mean(pyg, key), pyg_spread=_spread(pyg, key), ratio=ratio)
         print(line)
     if why:
