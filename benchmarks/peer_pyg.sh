@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The PyTorch Geometric comparison (benchmarks/peer_pyg.py): creates .venv-pyg once --
-# CPU PyTorch, PyG and torch-sparse, pinned in benchmarks/peer_pyg-requirements.txt and
-# benchmarks/peer_pyg-build-requirements.txt -- then runs the benchmark with the project's venv,
+# The PyTorch Geometric comparison (benchmarks/peer_pyg.py): creates .venv-pyg once -- CPU
+# PyTorch, PyG, torch-scatter and torch-sparse, pinned in benchmarks/peer_pyg-requirements.txt
+# and benchmarks/peer_pyg-build-requirements.txt -- then runs the benchmark with the project's venv,
 # which starts the PyG side in that venv. Arguments go to benchmarks/peer_pyg.py.
 #
 #   bash benchmarks/peer_pyg.sh --dataset cora --seeds 0 1 2 3 4
@@ -15,11 +15,12 @@ cd "$(dirname "$0")/.."
 venv=.venv-pyg
 index="${MEMGRAPH_TF_PYG_TORCH_INDEX-https://download.pytorch.org/whl/cpu}"
 if ! "$venv/bin/python" -c "import torch_geometric, torch_sparse" 2>/dev/null; then
-    echo "creating $venv (torch, torch_geometric; torch-sparse is built from source: minutes)" >&2
+    echo "creating $venv (torch-scatter, torch-sparse: built from source, tens of minutes)" >&2
     "${MEMGRAPH_TF_PYG_PYTHON:-python3}" -m venv "$venv"
     "$venv/bin/pip" install ${index:+--extra-index-url "$index"} -r benchmarks/peer_pyg-requirements.txt
-    MAX_JOBS="${MAX_JOBS:-2}" "$venv/bin/pip" install --no-build-isolation \
-        -r benchmarks/peer_pyg-build-requirements.txt
+    # CFLAGS: no debug info (the link strips it anyway, -s), NDEBUG as in a release build
+    CFLAGS="${CFLAGS--g0 -DNDEBUG}" MAX_JOBS="${MAX_JOBS:-2}" FORCE_ONLY_CPU=1 \
+        "$venv/bin/pip" install --no-build-isolation -r benchmarks/peer_pyg-build-requirements.txt
 fi
 if [ ! -x .venv/bin/python ]; then
     echo "no .venv: run bash scripts/bootstrap.sh first" >&2
