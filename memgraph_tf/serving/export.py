@@ -360,7 +360,7 @@ def export_bundle(
         # tf.saved_model.save traces a module's tf.function attributes again to serialize them,
         # and the bundle is served through its signatures only.
         signatures = module.signature_functions()
-        tf.saved_model.save(module, str(out), signatures=signatures)
+        tf.saved_model.save(module, str(out), signatures=signatures, options=save_options())
         _set_classify_method_name(out)
         if use_op:
             _bundle_op_library(out)
@@ -396,6 +396,15 @@ def export_bundle(
     return BundleInfo(
         final, models_config, name, version, use_op, tuple(signatures), config.to_dict()
     )
+
+
+def save_options() -> Any:
+    """The ``tf.saved_model.SaveOptions`` of every bundle: no custom gradients are saved (a bundle
+    answers inference requests only; the models' sparse products carry a custom gradient for
+    training whose captured CSR handle cannot be serialized)."""
+    import tensorflow as tf
+
+    return tf.saved_model.SaveOptions(experimental_custom_gradients=False)
 
 
 def _set_classify_method_name(saved_dir: pathlib.Path) -> None:

@@ -56,6 +56,7 @@ from memgraph_tf.serving.export import (
     BundleInfo,
     _bundle_op_library,
     _write_models_config,
+    save_options,
     warmup_blob,
 )
 
@@ -293,7 +294,7 @@ def export_link_bundle(
         )
         out = tmp_path / "out"
         signatures = module.signature_functions()
-        tf.saved_model.save(module, str(out), signatures=signatures)
+        tf.saved_model.save(module, str(out), signatures=signatures, options=save_options())
         _set_method_names(
             out,
             {
