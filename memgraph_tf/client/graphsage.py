@@ -380,14 +380,18 @@ class GraphSAGE(keras.Model):
         kernel = tf.concat(
             [tf.convert_to_tensor(first.self_dense.kernel), first.neigh_dense.kernel], axis=1
         )
-        projected = _sparse_matmul(rows, kernel) if sparse else tf.matmul(rows, kernel)
+        projected = _sparse_matmul(rows, kernel, csr=False) if sparse else tf.matmul(rows, kernel)
         own, theirs = tf.split(projected, [first.units, first.units], axis=1)
         index = [inputs[index_name(i)] for i in range(self.hops + 1)]
         masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
         h = [
             first.finish(
                 tf.concat(
-                    [tf.gather(own, index[i]), _rows_mean(theirs, index[i + 1], masks[i + 1])], -1
+                    [
+                        tf.gather(own, index[i]),
+                        _rows_mean(theirs, index[i + 1], masks[i + 1], False),
+                    ],
+                    -1,
                 )
             )
             for i in range(self.hops)
@@ -505,9 +509,12 @@ def _valid_slots(index: tf.Tensor, mask: tf.Tensor | None) -> tuple[tf.Tensor, .
     return parent, tf.gather(flat, slot), tf.gather(share, parent)
 
 
-def _rows_mean(rows: tf.Tensor, index: tf.Tensor, mask: tf.Tensor | None) -> tf.Tensor:
+def _rows_mean(
+    rows: tf.Tensor, index: tf.Tensor, mask: tf.Tensor | None, csr: bool = True
+) -> tf.Tensor:
     """The masked mean over the last axis of ``tf.gather(rows, index)`` (``[..., f, d]`` ->
-    ``[..., d]``; zero valid slots -> zeros), as one sparse-dense product over the valid slots."""
+    ``[..., d]``; zero valid slots -> zeros), as one sparse-dense product over the valid slots
+    (``csr``: as :func:`_sparse_matmul`'s)."""
     fanout = int(index.shape[-1])
     flat = tf.reshape(index, [-1, fanout])
     parent, row, weight = _valid_slots(
@@ -518,18 +525,25 @@ def _rows_mean(rows: tf.Tensor, index: tf.Tensor, mask: tf.Tensor | None) -> tf.
         weight,
         tf.stack([tf.shape(flat, out_type=tf.int64)[0], tf.shape(rows, out_type=tf.int64)[0]]),
     )
-    out = _sparse_matmul(matrix, rows)
+    out = _sparse_matmul(matrix, rows, csr)
     out = tf.reshape(out, tf.concat([tf.shape(index)[:-1], tf.shape(rows)[-1:]], axis=0))
     out.set_shape(index.shape[:-1].concatenate(rows.shape[-1:]))
     return out
 
 
-def _sparse_matmul(matrix: tf.SparseTensor, dense: Any) -> tf.Tensor:
+def _sparse_matmul(matrix: tf.SparseTensor, dense: Any, csr: bool = True) -> tf.Tensor:
     """``matrix [n, k] x dense [k, m]``, differentiable in ``dense``, for a ``matrix`` whose
     entries are grouped by row in increasing row order (as the CSR conversion reads them):
     TensorFlow's CSR product, on CPU several times faster than ``tf.sparse.sparse_dense_matmul``,
     with the gradient ``matrix^T x upstream`` (TensorFlow's own gradient of the CSR product also
-    builds the sparse side's and needs static shapes)."""
+    builds the sparse side's and needs static shapes). Not ``csr``:
+    ``tf.sparse.sparse_dense_matmul`` itself -- what a serving bundle's graph uses
+    (:meth:`GraphSAGE.call_table`), so that it holds only the long-standing sparse op, not the CSR
+    matrix ops and their variant handles."""
+    if not csr:
+        out = tf.sparse.sparse_dense_matmul(matrix, dense)
+        out.set_shape([None, dense.shape[-1]])
+        return out
     csr = tf.raw_ops.SparseTensorToCSRSparseMatrix(
         indices=matrix.indices, values=matrix.values, dense_shape=matrix.dense_shape
     )

@@ -400,8 +400,8 @@ def export_bundle(
 
 def save_options() -> Any:
     """The ``tf.saved_model.SaveOptions`` of every bundle: no custom gradients are saved (a bundle
-    answers inference requests only; the models' sparse products carry a custom gradient for
-    training whose captured CSR handle cannot be serialized)."""
+    answers inference requests only; a training gradient captured in a traced function, such as
+    the CSR product's in :mod:`memgraph_tf.client.graphsage`, need not be serializable)."""
     import tensorflow as tf
 
     return tf.saved_model.SaveOptions(experimental_custom_gradients=False)

@@ -222,6 +222,9 @@ def test_graphsage_bundles_read_table_rows_and_score_as_the_model(graphsage_bund
     also when the same call holds blobs of another graph with the same node ids but other
     features (no row is shared between blobs that disagree about a node)."""
     import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    from memgraph_tf.serving.loading import op_names
 
     model, infos = graphsage_bundles
     dense = [blob.unpack(b) for b in per_node_blobs(graph, sage, "dense")]  # [1, ...] sections
@@ -238,6 +241,13 @@ def test_graphsage_bundles_read_table_rows_and_score_as_the_model(graphsage_bund
         mixed = predict(blobs=tf.constant(blobs + theirs))[bundle.SCORES_OUTPUT].numpy()
         np.testing.assert_allclose(mixed, np.concatenate([got, alone]), rtol=0, atol=1e-6)
         assert np.abs(alone - got).max() > 1e-3  # (the other graph's scores differ)
+        # the served graph keeps to tf.sparse.sparse_dense_matmul: training's CSR matrix ops
+        # (variant handles, a custom gradient) stay out of the bundle
+        sm = saved_model_pb2.SavedModel()
+        sm.ParseFromString((info.path / "saved_model.pb").read_bytes())
+        ops = set().union(*(op_names(mg) for mg in sm.meta_graphs))
+        assert "SparseTensorDenseMatMul" in ops, layout_name
+        assert not {op for op in ops if "CSR" in op or op.startswith("SparseMatrix")}, ops
 
 
 def test_export_refuses_a_bad_or_conflicting_layout(tmp_path, sage):
