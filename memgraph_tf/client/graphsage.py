@@ -351,6 +351,17 @@ class GraphSAGE(keras.Model):
             h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
         return self.classifier(self.out_dropout(h[0], training=training))
 
+    @staticmethod
+    def table_inputs(rows: Any, index: Sequence[Any], masks: Sequence[Any]) -> dict[str, Any]:
+        """:meth:`call_table`'s inputs by name from the table ``rows``, each hop's slot rows
+        ``index[h]`` and masks ``masks[h]`` (None: no mask for that hop)."""
+        inputs = {ROWS: rows}
+        for h, (slot_rows, mask) in enumerate(zip(index, masks)):
+            inputs[index_name(h)] = slot_rows
+            if mask is not None:
+                inputs[layout.mask_name(h)] = mask
+        return inputs
+
     def call_table(self, inputs: Mapping[str, Any]) -> Any:
         """The same function as :meth:`call` for inference (``training=False``), over a table of
         feature rows and the row of every slot: ``rows`` (``[r, d]``, a dense tensor or a

@@ -670,29 +670,26 @@ def _make_module_class():
         def _table_logits(self, blobs):
             """A GraphSAGE's logits over compact/sparse blobs, each table row read once
             (``GraphSAGE.call_table``); None for another model or the dense layout."""
-            from memgraph_tf.client.graphsage import GraphSAGE
-
             model = self.model
             if (
                 self._gathered is None
-                or not isinstance(model, GraphSAGE)
-                or type(model).call is not GraphSAGE.call  # a subclass computing otherwise
+                # the project's GraphSAGE itself, by name (serving never imports the client
+                # package); a subclass may compute otherwise
+                or type(model).__module__ != "memgraph_tf.client.graphsage"
+                or type(model).__name__ != "GraphSAGE"
             ):
                 return None
             from memgraph_tf import ops
-            from memgraph_tf.client.pipeline import ROWS, index_name
-            from memgraph_tf.layout import mask_name
             from memgraph_tf.ops import layouts
 
             fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
             table = layouts.decode_sample_rows(blobs, unpack=fn, **self._gathered)
-            inputs = {
-                ROWS: table.rows
-            }  # per-node blobs have n = 1: [batch, 1, ...] -> [batch, ...]
-            for h, (index, mask) in enumerate(zip(table.index, table.masks)):
-                inputs[index_name(h)] = index[:, 0]
-                if mask is not None:
-                    inputs[mask_name(h)] = mask[:, 0]
+            # per-node blobs have n = 1: [batch, 1, ...] -> [batch, ...]
+            inputs = model.table_inputs(
+                table.rows,
+                [index[:, 0] for index in table.index],
+                [None if mask is None else mask[:, 0] for mask in table.masks],
+            )
             return model.call_table(inputs)
 
         def _scores(self, blobs):

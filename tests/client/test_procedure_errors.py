@@ -225,6 +225,17 @@ CASES = {
     "sample_typed: no seed label": Case(
         "sample_typed", ([0], {BOUGHT: [1]}, None, {}), r"^options\.label: expected the seed label"
     ),
+    "sample_typed: a label too long for the layout's section names": Case(
+        "sample_typed",
+        (
+            [0],
+            {"(:User)-[:BOUGHT]->(:ProductsOfTheShopCatalogue)": [1]},
+            None,
+            {**USER, "layout": "sparse"},
+        ),
+        r"^options\.layout \('sparse'\): section "
+        r"'table_ids_ProductsOfTheShopCatalogue\.row_splits': expected a name of at most 40 bytes",
+    ),
     "sample_typed: a bad split_property": Case(
         "sample_typed",
         ([0], {BOUGHT: [1]}, None, {**USER, "split_property": ""}),
