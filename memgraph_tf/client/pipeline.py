@@ -324,11 +324,13 @@ def sample_dataset(
             opts["seed"] = _batch_seed(seed, index.numpy())
         return source.sample_blob_b64(batch_ids.numpy().tolist(), list(fanouts), fetch_props, opts)
 
+    @tf.autograph.experimental.do_not_convert  # plain graph code: converting it costs seconds a run
     def fetch(batch_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
         text = tf.py_function(call, [batch_ids, index], Tout=tf.string, name="tf_features_sample")
         text.set_shape([])
         return text
 
+    @tf.autograph.experimental.do_not_convert
     def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
         # any layout -> the dense layout's tensors (the blob's features are empty with a cache)
         out = layouts.decode_sample(
@@ -394,6 +396,7 @@ def unique_rows(feature_cache: FeatureCache, hops: int, sparse: bool = False) ->
     """
     names = [layout.ids_name(h) for h in range(hops + 1)]
 
+    @tf.autograph.experimental.do_not_convert
     def apply(batch: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         flat = [tf.reshape(batch[name], [-1]) for name in names]
         unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
@@ -444,11 +447,13 @@ def pack_dataset(
     def call(batch_ids: tf.Tensor) -> tf.Tensor:
         return source.pack_blob_b64(batch_ids.numpy().tolist(), props, opts)
 
+    @tf.autograph.experimental.do_not_convert
     def fetch(batch_ids: tf.Tensor) -> tf.Tensor:
         text = tf.py_function(call, [batch_ids], Tout=tf.string, name="tf_features_pack")
         text.set_shape([])
         return text
 
+    @tf.autograph.experimental.do_not_convert
     def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
         return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 

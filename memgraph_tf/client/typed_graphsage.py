@@ -474,11 +474,13 @@ def typed_sample_dataset(
             call_opts["seed"] = _batch_seed(seed, index.numpy())
         return source.sample_typed_b64(batch_ids.numpy().tolist(), nn, props, call_opts)
 
+    @tf.autograph.experimental.do_not_convert  # plain graph code: converting it costs seconds a run
     def fetch(batch_ids: Any, index: Any) -> Any:
         text = tf.py_function(call, [batch_ids, index], Tout=tf.string, name="sample_typed")
         text.set_shape([])
         return text
 
+    @tf.autograph.experimental.do_not_convert
     def decode(text: Any) -> dict[str, Any]:
         if layout_name != "dense":  # compact/sparse: expanded in the graph to the same tensors
             from memgraph_tf.ops import layouts
