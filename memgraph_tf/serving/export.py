@@ -693,6 +693,17 @@ def _bundle_op_library(version_dir: pathlib.Path) -> None:
     )
 
 
+def tf_variables(model: Any) -> list[Any]:
+    """The tf.Variables of ``model``, unwrapped from Keras 3's keras.Variable wrappers, for a
+    bundle's module to track. Without them the SavedModel loads through tf.saved_model.load but
+    not the TF1 way TF Serving (and saved_model_cli) load it -- session + restore op: the restore
+    op fills other handles than the ones the signatures read, and every request fails with "Could
+    not find variable dense/bias" (keras-team/keras#20095, tensorflow/serving#2250)."""
+    import tensorflow as tf
+
+    return [v if isinstance(v, tf.Variable) else v.value for v in getattr(model, "variables", ())]
+
+
 def _make_module_class():
     import tensorflow as tf
 
@@ -714,15 +725,7 @@ def _make_module_class():
         ):
             super().__init__(name="memgraph_tf_bundle")
             self.model = model
-            # Track the tf.Variables under Keras 3's keras.Variable wrappers too. Without this the
-            # SavedModel loads through tf.saved_model.load but not the TF1 way TF Serving (and
-            # saved_model_cli) load it -- session + restore op: the restore op fills other
-            # handles than the ones the signatures read, and every request fails with "Could not
-            # find variable dense/bias" (keras-team/keras#20095, tensorflow/serving#2250).
-            self.model_tf_variables = [
-                v if isinstance(v, tf.Variable) else v.value
-                for v in getattr(model, "variables", ())
-            ]
+            self.model_tf_variables = tf_variables(model)
             self.labels_asset = labels_asset
             self.config_asset = config_asset
             self._sections = dict(sections)
@@ -830,11 +833,18 @@ def _make_module_class():
     return BundleModule
 
 
-_module_class = None
+def lazy_class(make: Callable[[], type]) -> Callable[..., Any]:
+    """A factory standing in for the class ``make()`` returns: the class is made on the first call
+    (so importing the module needs no TensorFlow) and reused after; each call returns an
+    instance built with the call's arguments."""
+    made: list[type] = []
+
+    def instance(*args: Any) -> Any:
+        if not made:
+            made.append(make())
+        return made[0](*args)
+
+    return instance
 
 
-def _BundleModule(*args: Any) -> Any:  # noqa: N802 -- a factory standing in for the class
-    global _module_class
-    if _module_class is None:
-        _module_class = _make_module_class()
-    return _module_class(*args)
+_BundleModule = lazy_class(_make_module_class)

@@ -53,7 +53,9 @@ from memgraph_tf.serving.export import (
     check_blob_feature_key,
     check_name_and_version,
     check_version_labels,
+    lazy_class,
     save_bundle,
+    tf_variables,
     warmup_blob,
 )
 
@@ -278,12 +280,7 @@ def _make_module_class() -> Any:
         def __init__(self, model, config, labels_asset, config_asset):
             super().__init__(name="memgraph_tf_link_bundle")
             self.model = model
-            # as in export.py's BundleModule: track the tf.Variables under Keras 3's wrappers,
-            # so TF Serving's session + restore load fills the handles the signatures read
-            self.model_tf_variables = [
-                v if isinstance(v, tf.Variable) else v.value
-                for v in getattr(model, "variables", ())
-            ]
+            self.model_tf_variables = tf_variables(model)  # for TF Serving's session load
             self.labels_asset = labels_asset
             self.config_asset = config_asset
             self._pair = dict(config.sections)
@@ -391,14 +388,7 @@ def _make_module_class() -> Any:
     return LinkModule
 
 
-_module_class = None
-
-
-def _LinkModule(*args: Any) -> Any:  # noqa: N802 -- a factory standing in for the class
-    global _module_class
-    if _module_class is None:
-        _module_class = _make_module_class()
-    return _module_class(*args)
+_LinkModule = lazy_class(_make_module_class)
 
 
 __all__ = [
