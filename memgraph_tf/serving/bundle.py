@@ -54,7 +54,7 @@ import logging
 import os
 import pathlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field
 from typing import Any
 
@@ -207,6 +207,27 @@ def _str_list(key: str, value: Any, *, unique: bool = False) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _label_properties(
+    key: str, value: Any, labels: Sequence[str], sampled: str
+) -> dict[str, tuple[str, ...]]:
+    """``value`` as a config's ``KEY.properties`` (``typed`` or ``link``): an object of label ->
+    a non-empty list of property names, each label one of ``labels`` (those with slots in the
+    sampled ``sampled``, listed in that order in the message). A bad value raises BundleError
+    naming ``KEY.properties`` (or the label's entry)."""
+    if not isinstance(value, Mapping):
+        raise _fail(f"{key}.properties", "an object {label: [property names]}", value)
+    props = {}
+    for label, names in value.items():
+        if label not in labels:
+            raise BundleError(
+                f"{key}.properties: label {label!r} has no slots in the sampled "
+                f"{sampled} (labels: {', '.join(labels)})",
+                key=key,
+            )
+        props[label] = _str_list(f"{key}.properties.{label}", names)
+    return props
+
+
 def _options(key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise _fail(key, "a JSON object of sampling options", value)
@@ -243,18 +264,7 @@ class TypedSampling:
             )
         except (ValueError, TypeError) as exc:
             raise BundleError(f"typed: {exc}", key="typed") from None
-        if not isinstance(self.properties, Mapping):
-            raise _fail("typed.properties", "an object {label: [property names]}", self.properties)
-        labels = spec.labels()
-        props = {}
-        for label, names in self.properties.items():
-            if label not in labels:
-                raise BundleError(
-                    f"typed.properties: label {label!r} has no slots in the sampled "
-                    f"neighbourhood (labels: {', '.join(labels)})",
-                    key="typed",
-                )
-            props[label] = _str_list(f"typed.properties.{label}", names)
+        props = _label_properties("typed", self.properties, spec.labels(), "neighbourhood")
         object.__setattr__(self, "num_neighbors", spec.num_neighbors())
         object.__setattr__(self, "properties", props)
 
@@ -319,17 +329,7 @@ class LinkSampling:
                 raise BundleError(f"link.num_neighbors.{role}: {exc}", key="link") from None
             fixed[role] = spec.num_neighbors()
             labels.update(spec.labels())
-        if not isinstance(self.properties, Mapping):
-            raise _fail("link.properties", "an object {label: [property names]}", self.properties)
-        props = {}
-        for label, names in self.properties.items():
-            if label not in labels:
-                raise BundleError(
-                    f"link.properties: label {label!r} has no slots in the sampled "
-                    f"neighbourhoods (labels: {', '.join(sorted(labels))})",
-                    key="link",
-                )
-            props[label] = _str_list(f"link.properties.{label}", names)
+        props = _label_properties("link", self.properties, sorted(labels), "neighbourhoods")
         object.__setattr__(self, "num_neighbors", fixed)
         object.__setattr__(self, "properties", props)
 
