@@ -228,6 +228,27 @@ def _label_properties(
     return props
 
 
+def _sampling_settings(key: str, value: Any, kind: Any, allowed: Sequence[str]) -> dict[str, Any]:
+    """A config's ``typed`` or ``link`` object (``key``) checked and normalised: an object of only
+    the ``allowed`` keys (the first unknown one, in sorted order, is named; ``allowed`` listed in
+    the given order), read by ``kind.from_mapping`` (:class:`TypedSampling` or
+    :class:`LinkSampling`), plus its ``schema``, plain JSON, where given. A bad value raises
+    BundleError naming ``KEY`` or ``KEY.<key>``."""
+    if not isinstance(value, Mapping):
+        raise _fail(key, "an object", value)
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise BundleError(
+            f"{key}.{unknown[0]}: unknown key (expected {', '.join(allowed)})", key=key
+        )
+    settings = kind.from_mapping(value).to_dict()
+    schema = value.get("schema")
+    if schema is not None:
+        check_plain_json(schema, f"{key}.schema")
+        settings["schema"] = json.loads(json.dumps(schema))
+    return settings
+
+
 def _options(key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise _fail(key, "a JSON object of sampling options", value)
@@ -619,23 +640,15 @@ class BundleConfig:
             _typed_empty(self.fanouts, self.properties, self.feature_dim)
             put("fanouts", ())
             put("properties", ())
-            if not isinstance(self.typed, Mapping):
-                raise _fail("typed", "an object", self.typed)
-            unknown = sorted(
-                set(self.typed) - {"seed_label", "num_neighbors", "properties", "schema"}
+            put(
+                "typed",
+                _sampling_settings(
+                    "typed",
+                    self.typed,
+                    TypedSampling,
+                    ("seed_label", "num_neighbors", "properties", "schema"),
+                ),
             )
-            if unknown:
-                raise BundleError(
-                    f"typed.{unknown[0]}: unknown key (expected seed_label, num_neighbors, "
-                    "properties, schema)",
-                    key="typed",
-                )
-            settings = TypedSampling.from_mapping(self.typed).to_dict()
-            schema = self.typed.get("schema")
-            if schema is not None:
-                check_plain_json(schema, "typed.schema")
-                settings["schema"] = json.loads(json.dumps(schema))
-            put("typed", settings)
         put("options", _options("options", self.options))
         put("sections", _sections("sections", self.sections))
         if self.scores not in SCORES_KINDS:
@@ -667,21 +680,8 @@ class BundleConfig:
             raise _fail(
                 "class_names", f"{list(LINK_CLASS_NAMES)} in a link bundle", self.class_names
             )
-        if not isinstance(self.link, Mapping):
-            raise _fail("link", "an object", self.link)
-        allowed = {"source_label", "target_label", "num_neighbors", "properties", "schema"}
-        unknown = sorted(set(self.link) - allowed)
-        if unknown:
-            raise BundleError(
-                f"link.{unknown[0]}: unknown key (expected {', '.join(sorted(allowed))})",
-                key="link",
-            )
-        settings = LinkSampling.from_mapping(self.link).to_dict()
-        schema = self.link.get("schema")
-        if schema is not None:
-            check_plain_json(schema, "link.schema")
-            settings["schema"] = json.loads(json.dumps(schema))
-        put("link", settings)
+        allowed = ("num_neighbors", "properties", "schema", "source_label", "target_label")
+        put("link", _sampling_settings("link", self.link, LinkSampling, allowed))
 
     @property
     def link_sampling(self) -> LinkSampling | None:
