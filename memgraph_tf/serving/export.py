@@ -384,6 +384,18 @@ def check_blob_feature_key(blob_feature_key: Any) -> None:
         )
 
 
+def set_model_dtype(options: dict[str, Any], dtype: str) -> None:
+    """Sets the sampling ``options``' ``dtype`` to the model's feature ``dtype``; BundleError (key
+    ``sample_options``) where the options ask for another one."""
+    if options.get("dtype") not in (None, dtype):
+        raise BundleError(
+            f"sample_options: dtype: expected the model's feature dtype {dtype!r}, got "
+            f"{options['dtype']!r}",
+            key="sample_options",
+        )
+    options["dtype"] = dtype
+
+
 def check_version_labels(labels: Mapping[str, int] | None) -> None:
     """Raises BundleError (key ``labels``) unless every entry of ``labels`` (None: none) maps a
     version label of letters, digits, ``_`` and ``-`` to an int version."""
@@ -556,14 +568,7 @@ def _typed_settings(
             "sections: expected none for a typed model (its typed sections are fixed)",
             key="sections",
         )
-    dtype = getattr(model, "feature_dtype", "float32")
-    if options.get("dtype") not in (None, dtype):
-        raise BundleError(
-            f"sample_options: dtype: expected the model's feature dtype {dtype!r}, got "
-            f"{options['dtype']!r}",
-            key="sample_options",
-        )
-    options["dtype"] = dtype
+    set_model_dtype(options, getattr(model, "feature_dtype", "float32"))
     if options.get("label") not in (None, spec.seed_label):
         raise BundleError(
             f"sample_options: label: expected the typed model's seed label {spec.seed_label!r}, "

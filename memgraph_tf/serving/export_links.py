@@ -55,6 +55,7 @@ from memgraph_tf.serving.export import (
     check_version_labels,
     lazy_class,
     save_bundle,
+    set_model_dtype,
     tf_variables,
     warmup_blob,
 )
@@ -108,13 +109,7 @@ def link_settings(
                 f"labels are the model's)",
                 key="sample_options",
             )
-    if options.get("dtype") not in (None, model.feature_dtype):
-        raise BundleError(
-            f"sample_options: dtype: expected the model's feature dtype {model.feature_dtype!r}, "
-            f"got {options['dtype']!r}",
-            key="sample_options",
-        )
-    options["dtype"] = model.feature_dtype
+    set_model_dtype(options, model.feature_dtype)
     if exclude_splits is not None:
         splits = list(exclude_splits)
         if options.get("exclude_splits") not in (None, splits):
