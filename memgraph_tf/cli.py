@@ -102,7 +102,7 @@ def _classify(args: argparse.Namespace) -> int:
     from memgraph_tf.beam.runner import parse_params  # standard library only
     from memgraph_tf.client import BoltSource, sources
     from memgraph_tf.client.errors import ConfigurationError, InvalidNodeError
-    from memgraph_tf.errors import EXIT_INTERRUPTED, MemgraphTfError
+    from memgraph_tf.errors import command_failure
 
     def fail(code: int, message: str) -> int:
         print(f"memgraph-tf classify: {message}", file=sys.stderr)
@@ -139,32 +139,21 @@ def _classify(args: argparse.Namespace) -> int:
             fetch_workers=args.fetch_workers,
         )
         summary = run.run()
-    except (Exception, KeyboardInterrupt) as exc:  # one line and the table's exit code
-        code = exit_code_for(exc)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
         done = run.summary.classified if run is not None else 0
-        if code == EXIT_INTERRUPTED:
-            return fail(
-                code,
-                f"interrupted after classifying {done} node(s); run the same command again to "
-                f"resume",
-            )
         if isinstance(exc, InvalidNodeError) and run is not None:
             return fail(
-                code,
+                exit_code_for(exc),
                 f"stopped at {exc}. Nothing of its batch was written; {done} node(s) "
                 f"classified before it (rerun with --skip-invalid to skip such nodes)",
             )
-        if code == EXIT_USAGE:
-            return fail(code, f"error: {exc}")
-        if isinstance(exc, (MemgraphTfError, OSError)):
-            return fail(
-                code,
-                f"failed: {exc} ({done} node(s) classified and written before; run the same "
-                f"command again to resume)",
-            )
-        logging.getLogger(__name__).debug("internal error", exc_info=True)  # a bug: still one line
         return fail(
-            code, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"
+            *command_failure(
+                exc,
+                interrupted=f"classifying {done} node(s)",
+                written=f"{done} node(s) classified and written",
+                log=logging.getLogger(__name__),
+            )
         )
     finally:
         for closable in (model, source):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import pathlib
@@ -32,7 +33,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from memgraph_tf import datasets, report, typed_datasets
@@ -42,6 +43,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_OUT = "memgraph-tf-demo"
 MODEL_NAME = "GraphSage"
 EVAL_DRAWS = 10
+STAGES = 6
+"""The demo's stages (the ``[i/6]`` of its printed lines), on every dataset."""
 GRAPH_LABEL = "Paper"
 GRAPH_EDGE_TYPE = "CITES"
 #: The largest share of non-zero feature values for which the demo exports sparse-layout bundles.
@@ -173,35 +176,54 @@ def _load(
     return source, {"label": GRAPH_LABEL, "id_property": "id"}, None, f"{source!r}"
 
 
-def _predict_draws(
-    model: Any,
-    source: Any,
-    ids: list[int],
+def _loaded(stages: list[report.Stage], seconds: float, num_nodes: int, graph: str | None) -> None:
+    """Appends stage 1 of both demos to ``stages``: ``num_nodes`` loaded in ``seconds`` into the
+    in-process runtime (``graph`` None) or into ``graph`` through Cypher."""
+    how = "embedded runtime" if graph is None else "Cypher UNWIND batches"
+    stages.append(report.Stage("load graph", seconds, num_nodes, "nodes", how))
+
+
+def _trained(stages: list[report.Stage], seconds: float, result: Any, detail: str) -> int:
+    """Appends the training of stage 2 (``result``: what it returned) to ``stages``; returns the
+    number of steps trained."""
+    trained_steps = len(result.history["step"])
+    stages.append(report.Stage("train", seconds, trained_steps, "steps", detail))
+    return trained_steps
+
+
+def _test_stage(
+    predict: Callable[..., Any],
+    classes: Any,
+    test_ids: list[int],
+    stages: list[report.Stage],
     *,
-    options: dict,
-    feature_cache: Any,
     seed: int,
-    draws: int,
     progress: bool,
-) -> Any:
-    """Class probabilities averaged over ``draws`` neighbourhood samples: one pipeline and one
-    traced model call for all draws (the progress bar moves once they are done)."""
+) -> tuple[Any, Any, float]:
+    """The test evaluation of stage 2 of both demos: ``predict(seed=, draws=)`` gives the class
+    probabilities of ``test_ids`` averaged over :data:`EVAL_DRAWS` neighbourhood samples (one
+    pipeline and one traced model call for all draws; the progress bar moves once they are done),
+    seeded apart from training's ``seed``; appends the stage to ``stages``. Returns (predicted
+    classes, true classes: ``classes`` indexed by ``test_ids``, test accuracy)."""
     import numpy as np
 
-    from memgraph_tf.client.graphsage import predict_proba
-
-    with _bar(progress, total=draws, desc="test", unit="draw") as bar:
-        probs = predict_proba(
-            model,
-            source,
-            ids,
-            options=options or None,
-            feature_cache=feature_cache,
-            seed=(seed + 1) * 1000,
-            draws=draws,
+    clock = _Clock()
+    with _bar(progress, total=EVAL_DRAWS, desc="test", unit="draw") as bar:
+        probs = np.asarray(predict(seed=(seed + 1) * 1000, draws=EVAL_DRAWS))
+        bar.update(EVAL_DRAWS)
+    predicted = probs.argmax(axis=1)
+    truth = classes[test_ids]
+    test_accuracy = float(np.mean(predicted == truth))
+    stages.append(
+        report.Stage(
+            "test evaluation",
+            clock.seconds,
+            len(test_ids) * EVAL_DRAWS,
+            "nodes",
+            f"{len(test_ids)} nodes x {EVAL_DRAWS} draws",
         )
-        bar.update(draws)
-    return np.asarray(probs)
+    )
+    return predicted, truth, test_accuracy
 
 
 def _grpc_classify(
@@ -252,21 +274,268 @@ def bundle_layout(features: Any) -> str:
     return "sparse" if nonzero <= SPARSE_BELOW else "dense"
 
 
+def _export_stage(
+    model: Any,
+    out: pathlib.Path,
+    stages: list[report.Stage],
+    progress: bool,
+    *,
+    sample_options: Mapping[str, Any] | None,
+    layout: str | None = None,
+    seed_label: str | None = None,
+) -> tuple[Any, Any, dict[str, str]]:
+    """Stage 3 of both demos: exports ``model`` as version 1 of :data:`MODEL_NAME` twice,
+    replacing what is there -- op-free into ``out/portable/`` and with the C++ op into
+    ``out/with_op/`` -- with ``sample_options`` and ``layout`` (None: the bundles' default);
+    appends the stage to ``stages`` and prints its line. ``seed_label``: a typed model's seed
+    label, named in the line (its bundles are called typed). Returns (portable, with_op, the
+    report's ``{what: path}`` of both)."""
+    from memgraph_tf.serving import export_bundle
+
+    clock = _Clock()
+    infos = []
+    with _bar(progress, total=2, desc="export", unit="bundle") as bar:
+        for kind, use_op in (("portable", False), ("with_op", True)):
+            infos.append(
+                export_bundle(
+                    model,
+                    out / kind,
+                    MODEL_NAME,
+                    1,
+                    use_op=use_op,
+                    overwrite=True,
+                    layout=layout,
+                    sample_options=sample_options,
+                )
+            )
+            bar.update(1)
+    portable, with_op = infos
+    typed = "" if seed_label is None else "typed "
+    detail = f"2 {typed}bundles: op-free + with the op" + (f"; {layout} layout" if layout else "")
+    stages.append(report.Stage("export bundles", clock.seconds, None, "", detail))
+    bundles = {
+        f"op-free {typed}bundle (stock TF Serving)": str(portable.path),
+        f"{typed}bundle with the C++ op": str(with_op.path),
+    }
+    seed = "" if seed_label is None else f", typed: seed label :{seed_label}"
+    _say(
+        f"[3/{STAGES}] exported {portable.path} (stock ops only) and {with_op.path} (the op)"
+        f"{seed} ({clock.seconds:.1f} s)"
+    )
+    return portable, with_op, bundles
+
+
+def _serve_stage(
+    out: pathlib.Path,
+    source: Any,
+    ids: list[int],
+    names: list[str],
+    classes: Any,
+    local_classes: Any,
+    stages: list[report.Stage],
+    notes: list[str],
+    progress: bool,
+    *,
+    nodes: str,
+    compared_with: str,
+    noun: str,
+) -> list[report.ServedCheck]:
+    """Stage 4 of both demos: serves the op-free bundle in ``out/portable/`` with the local model
+    server (node ids read from ``source``) and classifies ``ids`` by ``node_id`` over REST, then
+    over gRPC where this build has it (else a line in ``notes``); checks each front end's classes
+    against the true ``classes`` (indexed by node id) and the in-process ``local_classes``;
+    appends each front end's timing to ``stages``; prints a line per front end (``nodes``: what
+    the ids are; ``compared_with``: what the in-process classes are) and one example
+    (``noun``: what a node is called). Returns the checks, REST's first."""
+    from memgraph_tf.serving import ModelServer, ServingClient, start_server
+
+    served: list[report.ServedCheck] = []
+    server = ModelServer(out / "portable" / MODEL_NAME, MODEL_NAME, graph_source=source)
+    with (
+        start_server(server) as running,
+        ServingClient(running.url, MODEL_NAME, timeout_s=60) as client,
+    ):
+        labels, rest_seconds = _classify_by_node_id(client, ids, progress, "serve")
+        served.append(
+            _check(
+                "REST :classify by node_id",
+                labels,
+                names,
+                ids,
+                classes,
+                local_classes,
+                rest_seconds,
+            )
+        )
+        stages.append(
+            report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id")
+        )
+        grpc = _grpc_classify(server, ids, progress)
+        if grpc is not None:
+            g_labels, g_seconds, _ = grpc
+            served.append(
+                _check(
+                    "gRPC Classify by node_id",
+                    g_labels,
+                    names,
+                    ids,
+                    classes,
+                    local_classes,
+                    g_seconds,
+                )
+            )
+            stages.append(
+                report.Stage("serve: gRPC Classify", g_seconds, len(ids), "nodes", "by node_id")
+            )
+        else:
+            notes.append(
+                "gRPC: not served by this build (memgraph_tf.serving.grpc_server is not present)"
+            )
+    for c in served:
+        _say(
+            f"[4/{STAGES}] {c.how}: {c.nodes} test {nodes} in {c.seconds * 1000:.0f} ms; "
+            f"accuracy {c.accuracy:.3f}, agreement with {compared_with} {c.agreement:.3f}"
+        )
+    _say(f"      e.g. {noun} {ids[0]} -> {labels[0]} (truth: {names[int(classes[ids[0]])]})")
+    return served
+
+
 def _classify_stage(
-    source: Any, bundle_dir: pathlib.Path, progress: bool
-) -> tuple[int, float, str]:
-    """Batch inference over every node with the exported op-free bundle run in-process, as
-    ``memgraph-tf classify --model`` runs it (:mod:`memgraph_tf.batch`): the class name written to
-    ``predicted_class``, its score and the model version beside it
-    (:func:`~memgraph_tf.client.graphs.property_names`). Returns (nodes written, seconds, how)."""
+    source: Any,
+    out: pathlib.Path,
+    stages: list[report.Stage],
+    progress: bool,
+    *,
+    nodes: str,
+    embedded: Any = None,
+    sample_ids: list[int] | None = None,
+) -> int:
+    """Stage 5 of both demos: batch inference over every node with the op-free bundle in
+    ``out/portable/`` run in-process, as ``memgraph-tf classify --model`` runs it
+    (:mod:`memgraph_tf.batch`): the class name written to ``predicted_class``, its score and the
+    model version beside it (:func:`~memgraph_tf.client.graphs.property_names`). Appends the
+    stage to ``stages`` and prints its line (``nodes``: what was classified; with ``embedded``,
+    the in-process graph, and ``sample_ids``: the classes written to those nodes). Returns the
+    number of nodes written."""
     from memgraph_tf.batch import BatchClassifier, BundleBackend
 
     clock = _Clock()
-    with BundleBackend(bundle_dir) as backend:
+    with BundleBackend(out / "portable" / MODEL_NAME) as backend:
         summary = BatchClassifier(
             source, backend, write_property="predicted_class", overwrite=True, progress=progress
         ).run()
-    return summary.classified, clock.seconds, "memgraph_tf.batch, the op-free bundle"
+    written, seconds = summary.classified, clock.seconds
+    how = "memgraph_tf.batch, the op-free bundle"
+    stages.append(report.Stage("batch inference", seconds, written, "nodes", how))
+    sample = ""
+    if embedded is not None and sample_ids:
+        sample = "; e.g. " + ", ".join(
+            f"{n}: {embedded.get_property(n, 'predicted_class')}" for n in sample_ids
+        )
+    _say(
+        f"[5/{STAGES}] batch inference wrote the predicted class of {written:,} {nodes} back to "
+        f"the graph ({seconds:.1f} s, {how}){sample}"
+    )
+    return written
+
+
+def _report_stage(
+    out: pathlib.Path,
+    stages: list[report.Stage],
+    result: Any,
+    truth: Any,
+    predicted: Any,
+    *,
+    title: str,
+    test_nodes: str,
+    test_accuracy: float,
+    served: list[report.ServedCheck],
+    bundles: Mapping[str, str],
+    notes: list[str],
+    published: Mapping[str, float],
+    best_possible: float | None = None,
+    model_name: str = "GraphSAGE",
+    **summary_fields: Any,
+) -> tuple[report.Summary, pathlib.Path, dict[str, pathlib.Path]]:
+    """Stage 6 of both demos: ``training.png`` (``result``'s history, the test accuracy beside
+    ``published`` figures or ``best_possible``), ``confusion.png`` (``truth`` against
+    ``predicted`` on the test nodes; ``test_nodes``: what they are), ``throughput.png`` (the
+    ``stages``) and ``report.html`` in ``out``; appends the stage to ``stages`` and prints its
+    line. ``summary_fields``: the :class:`~memgraph_tf.report.Summary` fields of the dataset
+    (``class_names`` among them). Returns (summary, report.html, ``{caption: picture}``)."""
+    clock = _Clock()
+    names = list(summary_fields["class_names"])
+    images = {
+        "Training: loss, training and validation accuracy": report.training_curves(
+            result.history,
+            out / "training.png",
+            test_accuracy=test_accuracy,
+            published=published,
+            best_step=result.best_step,
+            title=f"{title}: {model_name} training",
+            best_possible=best_possible,
+        ),
+        "Confusion matrix on the test nodes": report.confusion_figure(
+            report.confusion_matrix(truth, predicted, len(names)),
+            names,
+            out / "confusion.png",
+            title=f"{title}, {len(truth)} {test_nodes}: accuracy {test_accuracy:.3f}",
+        ),
+    }
+    images["Throughput and time per stage"] = report.throughput_figure(
+        stages, out / "throughput.png", title=f"{title}: the demo's stages"
+    )
+    stages.append(report.Stage("pictures + report", clock.seconds))
+    summary = report.Summary(
+        test_nodes=len(truth),
+        test_accuracy=test_accuracy,
+        val_accuracy=result.best_val_accuracy,
+        eval_draws=EVAL_DRAWS,
+        published=published,
+        served=served,
+        stages=stages,
+        out_dir=str(out),
+        bundles=bundles,
+        notes=notes,
+        best_possible=best_possible,
+        model_name=model_name,
+        **summary_fields,
+    )
+    html = report.write_report(out, summary, images)
+    _say(
+        f"[6/{STAGES}] wrote {', '.join(p.name for p in images.values())} and {html.name} into "
+        f"{out} ({clock.seconds:.1f} s)"
+    )
+    return summary, html, images
+
+
+def _figures(
+    summary: report.Summary,
+    html: pathlib.Path,
+    images: Mapping[str, pathlib.Path],
+    portable: Any,
+    with_op: Any,
+    written: int,
+    **extra: Any,
+) -> dict[str, Any]:
+    """What :func:`run` and :func:`run_shop` return (``extra``: figures of one demo only)."""
+    return {
+        "dataset": summary.dataset,
+        "test_accuracy": summary.test_accuracy,
+        **extra,
+        "val_accuracy": summary.val_accuracy,
+        "served_accuracy": summary.served[0].accuracy,
+        "served_agreement": summary.served[0].agreement,
+        "written": written,
+        "seconds": summary.total_seconds,
+        "summary": summary,
+        "files": {
+            "report": html,
+            **{p.stem: p for p in images.values()},
+            "portable": portable.path,
+            "with_op": with_op.path,
+        },
+    }
 
 
 def _commands(
@@ -307,7 +576,6 @@ def run(
     :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``).
 
     ``dataset`` :data:`SHOP` runs :func:`run_shop` (``shop``: its graph's overrides)."""
-    import numpy as np
 
     if dataset == SHOP:
         return run_shop(
@@ -323,15 +591,14 @@ def run(
 
     tf = import_tensorflow_quietly()  # noqa: F841 -- before anything else imports TensorFlow
 
+    from memgraph_tf import serving  # noqa: F401 -- imported before any stage is timed
     from memgraph_tf.client import predict, train_graphsage
-    from memgraph_tf.client.graphsage import PLANETOID_RECIPE
-    from memgraph_tf.serving import ModelServer, ServingClient, export_bundle, start_server
+    from memgraph_tf.client.graphsage import PLANETOID_RECIPE, predict_proba
 
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     stages: list[report.Stage] = []
     notes: list[str] = []
-    n_stages = 6
 
     # 1. load
     clock = _Clock()
@@ -339,17 +606,9 @@ def run(
     source, options, embedded, graph_text = _load(data, graph, replace, progress)
     train_ids, val_ids, test_ids = data.ids("train"), data.ids("val"), data.ids("test")
     test_ids = [i for i in test_ids if data.labels[i] >= 0]
-    stages.append(
-        report.Stage(
-            "load graph",
-            clock.seconds,
-            data.num_nodes,
-            "nodes",
-            "embedded runtime" if graph is None else "Cypher UNWIND batches",
-        )
-    )
+    _loaded(stages, clock.seconds, data.num_nodes, graph)
     _say(
-        f"[1/{n_stages}] loaded {dataset} into {graph_text}: {data.num_nodes:,} nodes, "
+        f"[1/{STAGES}] loaded {dataset} into {graph_text}: {data.num_nodes:,} nodes, "
         f"{len(data.edges):,} edges; train/val/test "
         f"{len(train_ids)}/{len(val_ids)}/{len(test_ids)} "
         f"({clock.seconds:.1f} s)"
@@ -373,38 +632,24 @@ def run(
         **recipe,
     )
     model = result.model
-    trained_steps = len(result.history["step"])
-    stages.append(
-        report.Stage(
-            "train",
-            clock.seconds,
-            trained_steps,
-            "steps",
-            f"{len(train_ids)} nodes, fanouts {'x'.join(map(str, recipe['fanouts']))}",
-        )
+    fanouts = "x".join(map(str, recipe["fanouts"]))
+    trained_steps = _trained(
+        stages, clock.seconds, result, f"{len(train_ids)} nodes, fanouts {fanouts}"
     )
-    clock = _Clock()
-    probs = _predict_draws(
-        model,
-        source,
+    predicted, truth, test_accuracy = _test_stage(
+        functools.partial(
+            predict_proba,
+            model,
+            source,
+            test_ids,
+            options=options or None,
+            feature_cache=result.feature_cache,
+        ),
+        data.labels,
         test_ids,
-        options=options,
-        feature_cache=result.feature_cache,
+        stages,
         seed=seed,
-        draws=EVAL_DRAWS,
         progress=progress,
-    )
-    predicted = probs.argmax(axis=1)
-    truth = data.labels[test_ids]
-    test_accuracy = float(np.mean(predicted == truth))
-    stages.append(
-        report.Stage(
-            "test evaluation",
-            clock.seconds,
-            len(test_ids) * EVAL_DRAWS,
-            "nodes",
-            f"{len(test_ids)} nodes x {EVAL_DRAWS} draws",
-        )
     )
     published = datasets.PUBLISHED_ACCURACY.get(dataset, {})
     beside = ", ".join(f"{k} {v:.3f}" for k, v in published.items())
@@ -414,54 +659,16 @@ def run(
         else "blobs packed on the client (this server has no tf_features procedures)"
     )
     _say(
-        f"[2/{n_stages}] trained GraphSAGE for {trained_steps} steps via {via} "
+        f"[2/{STAGES}] trained GraphSAGE for {trained_steps} steps via {via} "
         f"({stages[-2].seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step "
         f"{result.best_step}), "
         f"test acc {test_accuracy:.3f}" + (f" (published: {beside})" if beside else "")
     )
 
     # 3. export
-    clock = _Clock()
     layout = bundle_layout(data.features)
-    with _bar(progress, total=2, desc="export", unit="bundle") as bar:
-        portable = export_bundle(
-            model,
-            out / "portable",
-            MODEL_NAME,
-            1,
-            use_op=False,
-            overwrite=True,
-            layout=layout,
-            sample_options=options or None,
-        )
-        bar.update(1)
-        with_op = export_bundle(
-            model,
-            out / "with_op",
-            MODEL_NAME,
-            1,
-            use_op=True,
-            overwrite=True,
-            layout=layout,
-            sample_options=options or None,
-        )
-        bar.update(1)
-    stages.append(
-        report.Stage(
-            "export bundles",
-            clock.seconds,
-            None,
-            "",
-            f"2 bundles: op-free + with the op; {layout} layout",
-        )
-    )
-    bundles = {
-        "op-free bundle (stock TF Serving)": str(portable.path),
-        "bundle with the C++ op": str(with_op.path),
-    }
-    _say(
-        f"[3/{n_stages}] exported {portable.path} (stock ops only) and {with_op.path} (the op) "
-        f"({clock.seconds:.1f} s)"
+    portable, with_op, bundles = _export_stage(
+        model, out, stages, progress, sample_options=options or None, layout=layout
     )
 
     # 4. serve
@@ -470,94 +677,46 @@ def run(
     local = predict(
         model, source, ids, options=options or None, feature_cache=result.feature_cache, seed=seed
     )
-    served: list[report.ServedCheck] = []
-    server = ModelServer(out / "portable" / MODEL_NAME, MODEL_NAME, graph_source=source)
-    with (
-        start_server(server) as running,
-        ServingClient(running.url, MODEL_NAME, timeout_s=60) as client,
-    ):
-        labels, rest_seconds = _classify_by_node_id(client, ids, progress, "serve")
-        served.append(
-            _check(
-                "REST :classify by node_id",
-                labels,
-                names,
-                ids,
-                data.labels,
-                local.classes,
-                rest_seconds,
-            )
-        )
-        stages.append(
-            report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id")
-        )
-        grpc = _grpc_classify(server, ids, progress)
-        if grpc is not None:
-            g_labels, g_seconds, _ = grpc
-            served.append(
-                _check(
-                    "gRPC Classify by node_id",
-                    g_labels,
-                    names,
-                    ids,
-                    data.labels,
-                    local.classes,
-                    g_seconds,
-                )
-            )
-            stages.append(
-                report.Stage("serve: gRPC Classify", g_seconds, len(ids), "nodes", "by node_id")
-            )
-        else:
-            notes.append(
-                "gRPC: not served by this build (memgraph_tf.serving.grpc_server is not present)"
-            )
-    for c in served:
-        _say(
-            f"[4/{n_stages}] {c.how}: {c.nodes} test nodes in {c.seconds * 1000:.0f} ms; accuracy "
-            f"{c.accuracy:.3f}, "
-            f"agreement with in-process predictions {c.agreement:.3f}"
-        )
-    _say(f"      e.g. node {ids[0]} -> {labels[0]} (truth: {names[int(data.labels[ids[0]])]})")
+    served = _serve_stage(
+        out,
+        source,
+        ids,
+        names,
+        data.labels,
+        local.classes,
+        stages,
+        notes,
+        progress,
+        nodes="nodes",
+        compared_with="in-process predictions",
+        noun="node",
+    )
 
     # 5. batch inference
-    written, seconds, how = _classify_stage(source, out / "portable" / MODEL_NAME, progress)
-    stages.append(report.Stage("batch inference", seconds, written, "nodes", how))
-    sample = ""
-    if embedded is not None:
-        sample = "; e.g. " + ", ".join(
-            f"{n}: {embedded.get_property(n, 'predicted_class')}" for n in test_ids[:3]
-        )
-    _say(
-        f"[5/{n_stages}] batch inference wrote the predicted class of {written:,} nodes back to "
-        "the graph "
-        f"({seconds:.1f} s, {how}){sample}"
+    written = _classify_stage(
+        source,
+        out,
+        stages,
+        progress,
+        nodes="nodes",
+        embedded=embedded,
+        sample_ids=test_ids[:3],
     )
 
     # 6. pictures and report
-    clock = _Clock()
-    title = {"cora": "Cora", "citeseer": "Citeseer"}.get(dataset, dataset)
-    images = {
-        "Training: loss, training and validation accuracy": report.training_curves(
-            result.history,
-            out / "training.png",
-            test_accuracy=test_accuracy,
-            published=published,
-            best_step=result.best_step,
-            title=f"{title}: GraphSAGE training",
-        ),
-        "Confusion matrix on the test nodes": report.confusion_figure(
-            report.confusion_matrix(truth, predicted, len(names)),
-            names,
-            out / "confusion.png",
-            title=f"{title}, {len(test_ids)} test nodes: accuracy {test_accuracy:.3f}",
-        ),
-    }
-    images["Throughput and time per stage"] = report.throughput_figure(
-        stages, out / "throughput.png", title=f"{title}: the demo's stages"
-    )
-    stages.append(report.Stage("pictures + report", clock.seconds))
-    summary = report.Summary(
+    summary, html, images = _report_stage(
+        out,
+        stages,
+        result,
+        truth,
+        predicted,
+        title={"cora": "Cora", "citeseer": "Citeseer"}.get(dataset, dataset),
+        test_nodes="test nodes",
+        test_accuracy=test_accuracy,
+        served=served,
+        bundles=bundles,
+        notes=notes,
+        published=published,
         dataset=dataset,
         graph=graph_text,
         num_nodes=data.num_nodes,
@@ -566,42 +725,11 @@ def run(
         class_names=names,
         train_nodes=len(train_ids),
         val_nodes=len(val_ids),
-        test_nodes=len(test_ids),
-        test_accuracy=test_accuracy,
-        val_accuracy=result.best_val_accuracy,
-        eval_draws=EVAL_DRAWS,
-        published=published,
-        served=served,
-        stages=stages,
-        out_dir=str(out),
-        bundles=bundles,
         commands=_commands(out, dataset, graph, ids[:2]),
-        notes=notes,
-    )
-    html = report.write_report(out, summary, images)
-    _say(
-        f"[6/{n_stages}] wrote {', '.join(p.name for p in images.values())} and {html.name} into "
-        f"{out} "
-        f"({clock.seconds:.1f} s)"
     )
     if embedded is None and hasattr(source, "close"):
         source.close()
-    return {
-        "dataset": dataset,
-        "test_accuracy": test_accuracy,
-        "val_accuracy": result.best_val_accuracy,
-        "served_accuracy": served[0].accuracy,
-        "served_agreement": served[0].agreement,
-        "written": written,
-        "seconds": summary.total_seconds,
-        "summary": summary,
-        "files": {
-            "report": html,
-            **{p.stem: p for p in images.values()},
-            "portable": portable.path,
-            "with_op": with_op.path,
-        },
-    }
+    return _figures(summary, html, images, portable, with_op, written)
 
 
 def run_shop(
@@ -632,19 +760,16 @@ def run_shop(
     6. pictures and report.
 
     Returns the figures :func:`run` does, plus ``best_possible``."""
-    import numpy as np
 
     tf = import_tensorflow_quietly()  # before anything else imports TensorFlow
     from memgraph_tf import blob, client
     from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
-    from memgraph_tf.serving import ModelServer, ServingClient, export_bundle, start_server
     from memgraph_tf.serving.bundle import inference_sampling, read_bundle_config
 
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     stages: list[report.Stage] = []
     notes: list[str] = []
-    n_stages = 6
 
     # 1. load
     clock = _Clock()
@@ -666,19 +791,11 @@ def run_shop(
     users = data.target_label
     train_n, val_n = len(data.ids("train")), len(data.ids("val"))
     test_ids = data.ids("test")
-    stages.append(
-        report.Stage(
-            "load graph",
-            clock.seconds,
-            num_nodes,
-            "nodes",
-            "embedded runtime" if graph is None else "Cypher UNWIND batches",
-        )
-    )
+    _loaded(stages, clock.seconds, num_nodes, graph)
     labels_text = ", ".join(f":{label} {ns.size:,}" for label, ns in data.node_sets.items())
     types_text = ", ".join(f":{t} {es.size:,}" for (_, t, _), es in data.edge_sets.items())
     _say(
-        f"[1/{n_stages}] loaded the shop graph into {graph_text}: {labels_text}; {types_text}; "
+        f"[1/{STAGES}] loaded the shop graph into {graph_text}: {labels_text}; {types_text}; "
         f":{users} train/val/test {train_n}/{val_n}/{len(test_ids)} ({clock.seconds:.1f} s)"
     )
 
@@ -700,38 +817,19 @@ def run_shop(
         **recipe,
     )
     model = result.model
-    trained_steps = len(result.history["step"])
-    stages.append(
-        report.Stage(
-            "train",
-            clock.seconds,
-            trained_steps,
-            "steps",
-            f"{train_n} :{users} nodes, {len(SHOP_NUM_NEIGHBORS)} edge steps",
-        )
+    trained_steps = _trained(
+        stages,
+        clock.seconds,
+        result,
+        f"{train_n} :{users} nodes, {len(SHOP_NUM_NEIGHBORS)} edge steps",
     )
-    clock = _Clock()
-    with _bar(progress, total=EVAL_DRAWS, desc="test", unit="draw") as bar:
-        probs = predict_typed_proba(
-            model,
-            source,
-            test_ids,
-            options=SHOP_OPTIONS,
-            draws=EVAL_DRAWS,
-            seed=(seed + 1) * 1000,
-        )
-        bar.update(EVAL_DRAWS)
-    predicted = probs.argmax(axis=1)
-    truth = data.labels[test_ids]
-    test_accuracy = float(np.mean(predicted == truth))
-    stages.append(
-        report.Stage(
-            "test evaluation",
-            clock.seconds,
-            len(test_ids) * EVAL_DRAWS,
-            "nodes",
-            f"{len(test_ids)} nodes x {EVAL_DRAWS} draws",
-        )
+    predicted, truth, test_accuracy = _test_stage(
+        functools.partial(predict_typed_proba, model, source, test_ids, options=SHOP_OPTIONS),
+        data.labels,
+        test_ids,
+        stages,
+        seed=seed,
+        progress=progress,
     )
     via = (
         "tf_features.sample_typed blobs"
@@ -739,7 +837,7 @@ def run_shop(
         else "typed blobs sampled on the client (this server has no tf_features procedures)"
     )
     _say(
-        f"[2/{n_stages}] trained the typed GraphSAGE for {trained_steps} steps via {via} "
+        f"[2/{STAGES}] trained the typed GraphSAGE for {trained_steps} steps via {via} "
         f"({stages[-2].seconds:.1f} s; split read from the :{users} nodes' "
         f"{typed_datasets.SPLIT_PROPERTY!r} property): best val acc "
         f"{result.best_val_accuracy:.3f} (step {result.best_step}), test acc "
@@ -748,40 +846,8 @@ def run_shop(
     )
 
     # 3. export
-    clock = _Clock()
-    with _bar(progress, total=2, desc="export", unit="bundle") as bar:
-        portable = export_bundle(
-            model,
-            out / "portable",
-            MODEL_NAME,
-            1,
-            use_op=False,
-            overwrite=True,
-            sample_options=SHOP_OPTIONS,
-        )
-        bar.update(1)
-        with_op = export_bundle(
-            model,
-            out / "with_op",
-            MODEL_NAME,
-            1,
-            use_op=True,
-            overwrite=True,
-            sample_options=SHOP_OPTIONS,
-        )
-        bar.update(1)
-    stages.append(
-        report.Stage(
-            "export bundles", clock.seconds, None, "", "2 typed bundles: op-free + with the op"
-        )
-    )
-    bundles = {
-        "op-free typed bundle (stock TF Serving)": str(portable.path),
-        "typed bundle with the C++ op": str(with_op.path),
-    }
-    _say(
-        f"[3/{n_stages}] exported {portable.path} (stock ops only) and {with_op.path} (the op), "
-        f"typed: seed label :{users} ({clock.seconds:.1f} s)"
+    portable, with_op, bundles = _export_stage(
+        model, out, stages, progress, sample_options=SHOP_OPTIONS, seed_label=users
     )
 
     # 4. serve, against the in-process model on the same blobs
@@ -789,137 +855,56 @@ def run_shop(
     sampling = inference_sampling(read_bundle_config(portable.path))
     x = blob.unpack(source.sample_typed(ids, *sampling.typed_arguments()))
     local_probs = tf.nn.softmax(model({k: x[k] for k in model.input_names() if k in x})).numpy()
-    local_classes = local_probs.argmax(axis=1)
-    served: list[report.ServedCheck] = []
-    server = ModelServer(out / "portable" / MODEL_NAME, MODEL_NAME, graph_source=source)
-    with (
-        start_server(server) as running,
-        ServingClient(running.url, MODEL_NAME, timeout_s=60) as rest,
-    ):
-        labels, rest_seconds = _classify_by_node_id(rest, ids, progress, "serve")
-        served.append(
-            _check(
-                "REST :classify by node_id",
-                labels,
-                names,
-                ids,
-                data.labels,
-                local_classes,
-                rest_seconds,
-            )
-        )
-        stages.append(
-            report.Stage("serve: REST :classify", rest_seconds, len(ids), "nodes", "by node_id")
-        )
-        grpc = _grpc_classify(server, ids, progress)
-        if grpc is not None:
-            g_labels, g_seconds, _ = grpc
-            served.append(
-                _check(
-                    "gRPC Classify by node_id",
-                    g_labels,
-                    names,
-                    ids,
-                    data.labels,
-                    local_classes,
-                    g_seconds,
-                )
-            )
-            stages.append(
-                report.Stage("serve: gRPC Classify", g_seconds, len(ids), "nodes", "by node_id")
-            )
-        else:
-            notes.append(
-                "gRPC: not served by this build (memgraph_tf.serving.grpc_server is not present)"
-            )
-    for c in served:
-        _say(
-            f"[4/{n_stages}] {c.how}: {c.nodes} test :{users} nodes in "
-            f"{c.seconds * 1000:.0f} ms; accuracy {c.accuracy:.3f}, agreement with the "
-            f"in-process model on the same blobs {c.agreement:.3f}"
-        )
-    _say(f"      e.g. user {ids[0]} -> {labels[0]} (truth: {names[int(data.labels[ids[0]])]})")
+    served = _serve_stage(
+        out,
+        source,
+        ids,
+        names,
+        data.labels,
+        local_probs.argmax(axis=1),
+        stages,
+        notes,
+        progress,
+        nodes=f":{users} nodes",
+        compared_with="the in-process model on the same blobs",
+        noun="user",
+    )
 
     # 5. batch inference
-    written, seconds, how = _classify_stage(source, out / "portable" / MODEL_NAME, progress)
-    stages.append(report.Stage("batch inference", seconds, written, "nodes", how))
-    _say(
-        f"[5/{n_stages}] batch inference wrote the predicted class of {written:,} :{users} nodes "
-        f"back to the graph ({seconds:.1f} s, {how})"
-    )
+    written = _classify_stage(source, out, stages, progress, nodes=f":{users} nodes")
 
     # 6. pictures and report
-    clock = _Clock()
-    title = "Shop graph (typed)"
-    images = {
-        "Training: loss, training and validation accuracy": report.training_curves(
-            result.history,
-            out / "training.png",
-            test_accuracy=test_accuracy,
-            best_step=result.best_step,
-            title=f"{title}: typed GraphSAGE training",
-            best_possible=data.best_accuracy,
-        ),
-        "Confusion matrix on the test nodes": report.confusion_figure(
-            report.confusion_matrix(truth, predicted, len(names)),
-            names,
-            out / "confusion.png",
-            title=f"{title}, {len(test_ids)} test users: accuracy {test_accuracy:.3f}",
-        ),
-    }
-    images["Throughput and time per stage"] = report.throughput_figure(
-        stages, out / "throughput.png", title=f"{title}: the demo's stages"
-    )
-    stages.append(report.Stage("pictures + report", clock.seconds))
-    widths = ", ".join(f"{label} {ns.width}" for label, ns in data.node_sets.items())
-    summary = report.Summary(
+    summary, html, images = _report_stage(
+        out,
+        stages,
+        result,
+        truth,
+        predicted,
+        title="Shop graph (typed)",
+        test_nodes="test users",
+        test_accuracy=test_accuracy,
+        served=served,
+        bundles=bundles,
+        notes=notes,
+        published={},
+        best_possible=data.best_accuracy,
+        model_name="typed GraphSAGE",
         dataset=SHOP,
         graph=graph_text,
         num_nodes=num_nodes,
         num_edges=num_edges,
-        num_features=widths,
+        num_features=", ".join(f"{label} {ns.width}" for label, ns in data.node_sets.items()),
         class_names=names,
         train_nodes=train_n,
         val_nodes=val_n,
-        test_nodes=len(test_ids),
-        test_accuracy=test_accuracy,
-        val_accuracy=result.best_val_accuracy,
-        eval_draws=EVAL_DRAWS,
-        published={},
-        served=served,
-        stages=stages,
-        out_dir=str(out),
-        bundles=bundles,
         commands=_commands(out, SHOP, graph, ids[:2]),
-        notes=notes,
-        best_possible=data.best_accuracy,
-        model_name="typed GraphSAGE",
         same_blobs=True,
-    )
-    html = report.write_report(out, summary, images)
-    _say(
-        f"[6/{n_stages}] wrote {', '.join(p.name for p in images.values())} and {html.name} into "
-        f"{out} ({clock.seconds:.1f} s)"
     )
     if embedded is None and hasattr(source, "close"):
         source.close()
-    return {
-        "dataset": SHOP,
-        "test_accuracy": test_accuracy,
-        "best_possible": data.best_accuracy,
-        "val_accuracy": result.best_val_accuracy,
-        "served_accuracy": served[0].accuracy,
-        "served_agreement": served[0].agreement,
-        "written": written,
-        "seconds": summary.total_seconds,
-        "summary": summary,
-        "files": {
-            "report": html,
-            **{p.stem: p for p in images.values()},
-            "portable": portable.path,
-            "with_op": with_op.path,
-        },
-    }
+    return _figures(
+        summary, html, images, portable, with_op, written, best_possible=data.best_accuracy
+    )
 
 
 def _check(

@@ -80,6 +80,8 @@ name imports its package (those packages import TensorFlow or the Bolt driver on
 
 from __future__ import annotations
 
+import logging
+
 from memgraph_tf.lazy import lazy_attributes
 
 __all__ = [
@@ -96,6 +98,7 @@ __all__ = [
     "OpLibraryError",
     "ProcedureInputError",
     "ServingError",
+    "command_failure",
     "exit_code_for",
 ]
 
@@ -159,3 +162,26 @@ def exit_code_for(exc: BaseException) -> int:
         if code is not None:
             return code
     return EXIT_FAILED
+
+
+def command_failure(
+    exc: BaseException, *, interrupted: str, written: str, log: logging.Logger
+) -> tuple[int, str]:
+    """The exit code (:func:`exit_code_for`) and the one line, without the ``memgraph-tf
+    COMMAND:`` prefix, of a resumable command (``classify``, ``score-links``) that stopped with
+    ``exc`` -- never a traceback. Ctrl-C (130): ``interrupted after INTERRUPTED; run the same
+    command again to resume``; a bad command line, setting or input (2: nothing was written):
+    ``error: EXC``, which names what is at fault; a failure memgraph-tf or the system reports (a
+    :class:`MemgraphTfError` or ``OSError``, 1): ``failed: EXC (WRITTEN before; run the same
+    command again to resume)``; anything else is a bug (1): ``internal error: TYPE: EXC (run with
+    -v for the traceback)``, the traceback logged on ``log`` at debug level (call it inside the
+    ``except`` block)."""
+    code = exit_code_for(exc)
+    if code == EXIT_INTERRUPTED:
+        return code, f"interrupted after {interrupted}; run the same command again to resume"
+    if code == EXIT_USAGE:
+        return code, f"error: {exc}"
+    if isinstance(exc, (MemgraphTfError, OSError)):
+        return code, f"failed: {exc} ({written} before; run the same command again to resume)"
+    log.debug("internal error", exc_info=True)
+    return code, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"

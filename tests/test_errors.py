@@ -242,3 +242,35 @@ def test_errors_with_fields_survive_pickling():
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is InvalidNodeError
     assert (back.node_id, back.reason, str(back)) == (42, "unknown node id 42", str(err))
+
+
+def test_command_failure_is_one_line_and_the_exit_code_of_the_table(caplog):
+    # the one wording of classify's and score-links' failures (the CLI tests pin each command's)
+    import logging
+
+    from memgraph_tf.client.errors import ConfigurationError, ServerUnavailable
+
+    log = logging.getLogger("memgraph_tf.test_errors")
+    words = dict(interrupted="scoring 3 node(s)", written="3 node(s) written", log=log)
+    assert errors.command_failure(KeyboardInterrupt(), **words) == (
+        errors.EXIT_INTERRUPTED,
+        "interrupted after scoring 3 node(s); run the same command again to resume",
+    )
+    assert errors.command_failure(ConfigurationError("shard: expected i/N"), **words) == (
+        errors.EXIT_USAGE,
+        "error: shard: expected i/N",
+    )
+    assert errors.command_failure(ServerUnavailable("no answer"), **words) == (
+        errors.EXIT_FAILED,
+        "failed: no answer (3 node(s) written before; run the same command again to resume)",
+    )
+    with caplog.at_level(logging.DEBUG, logger=log.name):
+        try:
+            {}["key"]
+        except KeyError as exc:
+            code, line = errors.command_failure(exc, **words)
+    assert (code, line) == (
+        errors.EXIT_FAILED,
+        "internal error: KeyError: 'key' (run with -v for the traceback)",
+    )
+    assert [r.exc_info[0] for r in caplog.records if r.name == log.name] == [KeyError]

@@ -592,7 +592,7 @@ def run_cli(
     :data:`memgraph_tf.errors.EXIT_CODES` (0 done, 1 failed: rerun to resume, 2 a bad command
     line, label, relationship type or candidate: nothing written, 130 interrupted). ``open_graph``
     opens ``--graph``; ``parse_params`` reads the ``--param NAME=VALUE`` list (``classify``'s)."""
-    from memgraph_tf.errors import EXIT_INTERRUPTED, EXIT_USAGE, MemgraphTfError, exit_code_for
+    from memgraph_tf.errors import command_failure
 
     def fail(code: int, message: str) -> int:
         print(f"memgraph-tf score-links: {message}", file=sys.stderr)
@@ -621,26 +621,15 @@ def run_cli(
             overwrite=args.overwrite,
         )
         summary = run.run()
-    except (Exception, KeyboardInterrupt) as exc:
-        code = exit_code_for(exc)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
         done = run.summary.sources if run is not None else 0
-        if code == EXIT_INTERRUPTED:
-            return fail(
-                code,
-                f"interrupted after scoring {done} source node(s); run the same command again "
-                f"to resume",
-            )
-        if code == EXIT_USAGE:
-            return fail(code, f"error: {exc}")
-        if isinstance(exc, (MemgraphTfError, OSError)):
-            return fail(
-                code,
-                f"failed: {exc} ({done} source node(s) scored and written before; run the same "
-                f"command again to resume)",
-            )
-        logger.debug("internal error", exc_info=True)
         return fail(
-            code, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"
+            *command_failure(
+                exc,
+                interrupted=f"scoring {done} source node(s)",
+                written=f"{done} source node(s) scored and written",
+                log=logger,
+            )
         )
     finally:
         for closable in (backend, source):

@@ -53,6 +53,35 @@ def _unpacker(unpack: Callable[..., list[Any]] | None) -> Callable[..., list[Any
     return ops.unpack_blob
 
 
+def _unpack(
+    fn: Callable[..., list[Any]],
+    blobs: Any,
+    wanted: Sequence[Any],
+    encoding: str,
+    *,
+    prefix: str = "",
+    all_sections: Sequence[Any] | None = None,
+) -> dict[str, Any]:
+    """``{section name: tensor}``: the ``wanted`` sections (:class:`memgraph_tf.layout.Section`)
+    of ``blobs``, unpacked by ``fn`` in one call with their dtypes and shapes. ``prefix`` (a pair
+    blob's half) is put before the names read, not the names returned; with ``all_sections`` (the
+    blob's every section) the wanted ones :func:`memgraph_tf.layout.ragged_names` lists come back
+    ragged (without it ``fn`` is given no ``ragged``)."""
+    names = [s.name for s in wanted]
+    more: dict[str, Any] = {}
+    if all_sections is not None:
+        more["ragged"] = [prefix + n for n in layout.ragged_names(all_sections) if n in names]
+    tensors = fn(
+        blobs,
+        [prefix + n for n in names],
+        [s.dtype for s in wanted],
+        shapes=[list(s.shape) for s in wanted],
+        encoding=encoding,
+        **more,
+    )
+    return dict(zip(names, tensors))
+
+
 def decode_sample(
     blobs: Any,
     fanouts: Sequence[int],
@@ -107,14 +136,7 @@ def decode_sample(
             or (s.role == "ids" and ids)
             or s.role == "labels"
         ]
-        tensors = fn(
-            blobs,
-            [s.name for s in wanted],
-            [s.dtype for s in wanted],
-            shapes=[list(s.shape) for s in wanted],
-            encoding=encoding,
-        )
-        return dict(zip([s.name for s in wanted], tensors))
+        return _unpack(fn, blobs, wanted, encoding)
     scalar = blobs.shape.rank == 0
     vec = tf.reshape(blobs, [1]) if scalar else blobs
     table_roles = ("table", "columns", "values") if features else ()
@@ -123,21 +145,7 @@ def decode_sample(
         for s in all_sections
         if s.role in ("index", "labels") + table_roles or (s.role == "table_ids" and ids)
     ]
-    names = [s.name for s in wanted]
-    ragged = [n for n in layout.ragged_names(all_sections) if n in names]
-    decoded = dict(
-        zip(
-            names,
-            fn(
-                vec,
-                names,
-                [s.dtype for s in wanted],
-                ragged=ragged,
-                shapes=[list(s.shape) for s in wanted],
-                encoding=encoding,
-            ),
-        )
-    )
+    decoded = _unpack(fn, vec, wanted, encoding, all_sections=all_sections)
     out = _gather_layout(decoded, fanouts, width, dtype, layout_name, pad, features, ids)
     if labels:
         out[layout.LABELS] = decoded[layout.LABELS]
@@ -556,14 +564,7 @@ def decode_typed_sample(
     blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
     if layout_name == "dense":
         wanted = [s for s in all_sections if s.role != "ids" or ids]
-        tensors = fn(
-            blobs,
-            [prefix + s.name for s in wanted],
-            [s.dtype for s in wanted],
-            shapes=[list(s.shape) for s in wanted],
-            encoding=encoding,
-        )
-        return dict(zip([s.name for s in wanted], tensors))
+        return _unpack(fn, blobs, wanted, encoding, prefix=prefix)
     scalar = blobs.shape.rank == 0
     vec = tf.reshape(blobs, [1]) if scalar else blobs
     wanted = [
@@ -572,21 +573,7 @@ def decode_typed_sample(
         if s.role in ("index", "labels", "table", "columns", "values")
         or (s.role == "table_ids" and (ids or not widths.get(s.label or "")))
     ]
-    names = [s.name for s in wanted]
-    ragged = [n for n in layout.ragged_names(all_sections) if n in names]
-    decoded = dict(
-        zip(
-            names,
-            fn(
-                vec,
-                [prefix + n for n in names],
-                [s.dtype for s in wanted],
-                ragged=[prefix + n for n in ragged],
-                shapes=[list(s.shape) for s in wanted],
-                encoding=encoding,
-            ),
-        )
-    )
+    decoded = _unpack(fn, vec, wanted, encoding, prefix=prefix, all_sections=all_sections)
     out: dict[str, Any] = {}
     for label in spec.labels():
         width = widths.get(label, 0)

@@ -54,7 +54,7 @@ import logging
 import os
 import pathlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field
 from typing import Any
 
@@ -207,6 +207,48 @@ def _str_list(key: str, value: Any, *, unique: bool = False) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _label_properties(
+    key: str, value: Any, labels: Sequence[str], sampled: str
+) -> dict[str, tuple[str, ...]]:
+    """``value`` as a config's ``KEY.properties`` (``typed`` or ``link``): an object of label ->
+    a non-empty list of property names, each label one of ``labels`` (those with slots in the
+    sampled ``sampled``, listed in that order in the message). A bad value raises BundleError
+    naming ``KEY.properties`` (or the label's entry)."""
+    if not isinstance(value, Mapping):
+        raise _fail(f"{key}.properties", "an object {label: [property names]}", value)
+    props = {}
+    for label, names in value.items():
+        if label not in labels:
+            raise BundleError(
+                f"{key}.properties: label {label!r} has no slots in the sampled "
+                f"{sampled} (labels: {', '.join(labels)})",
+                key=key,
+            )
+        props[label] = _str_list(f"{key}.properties.{label}", names)
+    return props
+
+
+def _sampling_settings(key: str, value: Any, kind: Any, allowed: Sequence[str]) -> dict[str, Any]:
+    """A config's ``typed`` or ``link`` object (``key``) checked and normalised: an object of only
+    the ``allowed`` keys (the first unknown one, in sorted order, is named; ``allowed`` listed in
+    the given order), read by ``kind.from_mapping`` (:class:`TypedSampling` or
+    :class:`LinkSampling`), plus its ``schema``, plain JSON, where given. A bad value raises
+    BundleError naming ``KEY`` or ``KEY.<key>``."""
+    if not isinstance(value, Mapping):
+        raise _fail(key, "an object", value)
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise BundleError(
+            f"{key}.{unknown[0]}: unknown key (expected {', '.join(allowed)})", key=key
+        )
+    settings = kind.from_mapping(value).to_dict()
+    schema = value.get("schema")
+    if schema is not None:
+        check_plain_json(schema, f"{key}.schema")
+        settings["schema"] = json.loads(json.dumps(schema))
+    return settings
+
+
 def _options(key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise _fail(key, "a JSON object of sampling options", value)
@@ -243,18 +285,7 @@ class TypedSampling:
             )
         except (ValueError, TypeError) as exc:
             raise BundleError(f"typed: {exc}", key="typed") from None
-        if not isinstance(self.properties, Mapping):
-            raise _fail("typed.properties", "an object {label: [property names]}", self.properties)
-        labels = spec.labels()
-        props = {}
-        for label, names in self.properties.items():
-            if label not in labels:
-                raise BundleError(
-                    f"typed.properties: label {label!r} has no slots in the sampled "
-                    f"neighbourhood (labels: {', '.join(labels)})",
-                    key="typed",
-                )
-            props[label] = _str_list(f"typed.properties.{label}", names)
+        props = _label_properties("typed", self.properties, spec.labels(), "neighbourhood")
         object.__setattr__(self, "num_neighbors", spec.num_neighbors())
         object.__setattr__(self, "properties", props)
 
@@ -319,17 +350,7 @@ class LinkSampling:
                 raise BundleError(f"link.num_neighbors.{role}: {exc}", key="link") from None
             fixed[role] = spec.num_neighbors()
             labels.update(spec.labels())
-        if not isinstance(self.properties, Mapping):
-            raise _fail("link.properties", "an object {label: [property names]}", self.properties)
-        props = {}
-        for label, names in self.properties.items():
-            if label not in labels:
-                raise BundleError(
-                    f"link.properties: label {label!r} has no slots in the sampled "
-                    f"neighbourhoods (labels: {', '.join(sorted(labels))})",
-                    key="link",
-                )
-            props[label] = _str_list(f"link.properties.{label}", names)
+        props = _label_properties("link", self.properties, sorted(labels), "neighbourhoods")
         object.__setattr__(self, "num_neighbors", fixed)
         object.__setattr__(self, "properties", props)
 
@@ -619,23 +640,15 @@ class BundleConfig:
             _typed_empty(self.fanouts, self.properties, self.feature_dim)
             put("fanouts", ())
             put("properties", ())
-            if not isinstance(self.typed, Mapping):
-                raise _fail("typed", "an object", self.typed)
-            unknown = sorted(
-                set(self.typed) - {"seed_label", "num_neighbors", "properties", "schema"}
+            put(
+                "typed",
+                _sampling_settings(
+                    "typed",
+                    self.typed,
+                    TypedSampling,
+                    ("seed_label", "num_neighbors", "properties", "schema"),
+                ),
             )
-            if unknown:
-                raise BundleError(
-                    f"typed.{unknown[0]}: unknown key (expected seed_label, num_neighbors, "
-                    "properties, schema)",
-                    key="typed",
-                )
-            settings = TypedSampling.from_mapping(self.typed).to_dict()
-            schema = self.typed.get("schema")
-            if schema is not None:
-                check_plain_json(schema, "typed.schema")
-                settings["schema"] = json.loads(json.dumps(schema))
-            put("typed", settings)
         put("options", _options("options", self.options))
         put("sections", _sections("sections", self.sections))
         if self.scores not in SCORES_KINDS:
@@ -667,21 +680,8 @@ class BundleConfig:
             raise _fail(
                 "class_names", f"{list(LINK_CLASS_NAMES)} in a link bundle", self.class_names
             )
-        if not isinstance(self.link, Mapping):
-            raise _fail("link", "an object", self.link)
-        allowed = {"source_label", "target_label", "num_neighbors", "properties", "schema"}
-        unknown = sorted(set(self.link) - allowed)
-        if unknown:
-            raise BundleError(
-                f"link.{unknown[0]}: unknown key (expected {', '.join(sorted(allowed))})",
-                key="link",
-            )
-        settings = LinkSampling.from_mapping(self.link).to_dict()
-        schema = self.link.get("schema")
-        if schema is not None:
-            check_plain_json(schema, "link.schema")
-            settings["schema"] = json.loads(json.dumps(schema))
-        put("link", settings)
+        allowed = ("num_neighbors", "properties", "schema", "source_label", "target_label")
+        put("link", _sampling_settings("link", self.link, LinkSampling, allowed))
 
     @property
     def link_sampling(self) -> LinkSampling | None:

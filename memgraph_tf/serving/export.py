@@ -56,7 +56,7 @@ import pathlib
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,26 +217,14 @@ def export_bundle(
     """
     import tensorflow as tf
 
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
-        raise BundleError(
-            f"name: expected letters, digits, '_', '.', '-', got {name!r}", key="name"
-        )
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise BundleError(
-            f"version: expected an int >= 1 (TF Serving version directory), got {version!r}",
-            key="version",
-        )
+    check_name_and_version(name, version)
     if not isinstance(use_op, bool):
         raise BundleError(f"use_op: expected True or False, got {use_op!r}", key="use_op")
     if scores not in ("auto",) + bundle.SCORES_KINDS:
         raise BundleError(
             f"scores: expected 'auto', 'probabilities' or 'logits', got {scores!r}", key="scores"
         )
-    if not blob_feature_key or not isinstance(blob_feature_key, str):
-        raise BundleError(
-            f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}",
-            key="blob_feature_key",
-        )
+    check_blob_feature_key(blob_feature_key)
     if class_names is None and getattr(model, "class_names", None) is None:
         raise BundleError(
             "class_names: not given and the model has none; pass class_names=[...] "
@@ -278,12 +266,7 @@ def export_bundle(
         )
     sections = {k: (str(dt), tuple(int(d) for d in shape)) for k, (dt, shape) in sections.items()}
     bundle.check_plain_json(list(properties), "properties")
-    if labels:
-        for lbl, v in labels.items():
-            if not re.fullmatch(r"[A-Za-z0-9_\-]+", str(lbl)) or not isinstance(v, int):
-                raise BundleError(
-                    f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}", key="labels"
-                )
+    check_version_labels(labels)
     if scores == "auto":
         # memgraph_tf.client.GraphSAGE returns logits; other models (TypedGraphSAGE among them)
         # say so with output_is_logits.
@@ -311,6 +294,144 @@ def export_bundle(
     if hasattr(model, "ensure_built"):
         model.ensure_built()  # create a subclassed model's weights outside the traced functions
 
+    gathered = (
+        None
+        if sample_layout == "dense"
+        else _typed_gathered(model, sample_layout)
+        if typed is not None
+        else dict(
+            fanouts=fanouts,
+            width=feature_dim,
+            dtype=options.get("dtype") or "float32",
+            layout_name=sample_layout,
+            pad=options.get("low_degree", "pad") == "pad",
+        )
+    )
+
+    def make_module(labels_asset: Any, config_asset: Any) -> Any:
+        return _BundleModule(
+            model,
+            config.sections,
+            config.class_names,
+            blob_feature_key,
+            use_op,
+            scores == "logits",
+            config_text,
+            labels_asset,
+            config_asset,
+            gathered,
+        )
+
+    def warm() -> bytes:
+        if gathered is None:
+            return warmup_blob(config.sections)
+        from memgraph_tf.ops import layouts
+
+        if typed is not None:
+            return layouts.zero_typed_node_blob(
+                model.spec, model.feature_dims, model.feature_dtype, layout_name=sample_layout
+            )
+        return layouts.zero_node_blob(
+            fanouts,
+            feature_dim,
+            gathered["dtype"],
+            layout_name=sample_layout,
+            pad=gathered["pad"],
+        )
+
+    info = save_bundle(
+        base_dir,
+        config,
+        make_module,
+        methods={CLASSIFY_SIGNATURE: bundle.CLASSIFY_METHOD_NAME},
+        warmup=warm if warmup else None,
+        warmup_requests=(("classify_log", CLASSIFY_SIGNATURE),),
+        labels=labels,
+        serving_base_path=serving_base_path,
+        overwrite=overwrite,
+    )
+    logger.info(
+        "exported %s version %d (%s) to %s",
+        name,
+        version,
+        "C++ op" if use_op else "op-free",
+        info.path,
+    )
+    return info
+
+
+def check_name_and_version(name: Any, version: Any) -> None:
+    """Raises BundleError (key ``name`` or ``version``) unless ``name`` is a model name TF Serving
+    and the bundle layout accept (letters, digits, ``_``, ``.``, ``-``) and ``version`` an int
+    >= 1 (a version directory); the one check of both exports."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
+        raise BundleError(
+            f"name: expected letters, digits, '_', '.', '-', got {name!r}", key="name"
+        )
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise BundleError(
+            f"version: expected an int >= 1 (TF Serving version directory), got {version!r}",
+            key="version",
+        )
+
+
+def check_blob_feature_key(blob_feature_key: Any) -> None:
+    """Raises BundleError (key ``blob_feature_key``) unless it is a non-empty str."""
+    if not blob_feature_key or not isinstance(blob_feature_key, str):
+        raise BundleError(
+            f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}",
+            key="blob_feature_key",
+        )
+
+
+def set_model_dtype(options: dict[str, Any], dtype: str) -> None:
+    """Sets the sampling ``options``' ``dtype`` to the model's feature ``dtype``; BundleError (key
+    ``sample_options``) where the options ask for another one."""
+    if options.get("dtype") not in (None, dtype):
+        raise BundleError(
+            f"sample_options: dtype: expected the model's feature dtype {dtype!r}, got "
+            f"{options['dtype']!r}",
+            key="sample_options",
+        )
+    options["dtype"] = dtype
+
+
+def check_version_labels(labels: Mapping[str, int] | None) -> None:
+    """Raises BundleError (key ``labels``) unless every entry of ``labels`` (None: none) maps a
+    version label of letters, digits, ``_`` and ``-`` to an int version."""
+    for lbl, v in (labels or {}).items():
+        if not re.fullmatch(r"[A-Za-z0-9_\-]+", str(lbl)) or not isinstance(v, int):
+            raise BundleError(
+                f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}", key="labels"
+            )
+
+
+def save_bundle(
+    base_dir: str | os.PathLike,
+    config: BundleConfig,
+    make_module: Callable[[Any, Any], Any],
+    *,
+    methods: Mapping[str, str],
+    warmup: Callable[[], bytes] | None,
+    warmup_requests: Sequence[tuple[str, str]],
+    labels: Mapping[str, int] | None,
+    serving_base_path: str,
+    overwrite: bool,
+) -> BundleInfo:
+    """Writes version ``config.version`` of model ``config.model_name`` under ``base_dir``, the
+    one writer of node and link bundles: the SavedModel of ``make_module(labels asset, config
+    asset)`` (a tf.Module whose ``signature_functions()`` gives ``{name: concrete function}``)
+    with :func:`save_options`, the assets of ``config``, TF Serving's method name on each
+    signature of ``methods``, the op library where ``config.use_op``, and (``warmup`` given) one
+    warmup record per ``(PredictionLog field, signature)`` of ``warmup_requests`` holding the blob
+    ``warmup()`` returns; then merges the version and ``labels`` into ``base_dir/models.config``.
+
+    Guarantees: the version directory appears whole or not at all (written beside it, then
+    renamed over any old one); an existing version raises BundleExistsError unless
+    ``overwrite``, before anything is written."""
+    import tensorflow as tf
+
+    name, version, use_op = config.model_name, config.version, config.use_op
     base = pathlib.Path(base_dir)
     model_dir = base / name
     final = model_dir / bundle.version_dir_name(version)
@@ -330,30 +451,8 @@ def export_bundle(
         src = tmp_path / "src"
         src.mkdir()
         labels_path, config_path = bundle.write_assets(src, config)
-        gathered = (
-            None
-            if sample_layout == "dense"
-            else _typed_gathered(model, sample_layout)
-            if typed is not None
-            else dict(
-                fanouts=fanouts,
-                width=feature_dim,
-                dtype=options.get("dtype") or "float32",
-                layout_name=sample_layout,
-                pad=options.get("low_degree", "pad") == "pad",
-            )
-        )
-        module = _BundleModule(
-            model,
-            config.sections,
-            config.class_names,
-            blob_feature_key,
-            use_op,
-            scores == "logits",
-            config_text,
-            tf.saved_model.Asset(str(labels_path)),
-            tf.saved_model.Asset(str(config_path)),
-            gathered,
+        module = make_module(
+            tf.saved_model.Asset(str(labels_path)), tf.saved_model.Asset(str(config_path))
         )
         out = tmp_path / "out"
         # Each signature is traced once, here. The functions are not attributes of the module:
@@ -361,37 +460,16 @@ def export_bundle(
         # and the bundle is served through its signatures only.
         signatures = module.signature_functions()
         tf.saved_model.save(module, str(out), signatures=signatures, options=save_options())
-        _set_classify_method_name(out)
+        _set_method_names(out, methods)
         if use_op:
             _bundle_op_library(out)
-        if warmup:
-            if gathered is None:
-                warm = warmup_blob(config.sections)
-            elif typed is not None:
-                from memgraph_tf.ops import layouts
-
-                warm = layouts.zero_typed_node_blob(
-                    model.spec, model.feature_dims, model.feature_dtype, layout_name=sample_layout
-                )
-            else:
-                from memgraph_tf.ops import layouts
-
-                warm = layouts.zero_node_blob(
-                    fanouts,
-                    feature_dim,
-                    gathered["dtype"],
-                    layout_name=sample_layout,
-                    pad=gathered["pad"],
-                )
-            _write_warmup(out, warm, blob_feature_key, name)
+        if warmup is not None:
+            _write_warmup(out, warmup(), config.blob_feature_key, name, warmup_requests)
         if final.exists():
             shutil.rmtree(final)
         os.replace(out, final)
     models_config = _write_models_config(
         base, name, [version], dict(labels or {}), serving_base_path
-    )
-    logger.info(
-        "exported %s version %d (%s) to %s", name, version, "C++ op" if use_op else "op-free", final
     )
     return BundleInfo(
         final, models_config, name, version, use_op, tuple(signatures), config.to_dict()
@@ -407,17 +485,18 @@ def save_options() -> Any:
     return tf.saved_model.SaveOptions(experimental_custom_gradients=False)
 
 
-def _set_classify_method_name(saved_dir: pathlib.Path) -> None:
-    """Mark the classify signature with TF Serving's classify method name, so the bundle also
-    passes ``tensorflow_model_server --enable_signature_method_name_check``."""
+def _set_method_names(saved_dir: pathlib.Path, methods: Mapping[str, str]) -> None:
+    """Give each signature of ``methods`` TF Serving's method name (regress checks it always,
+    classify under ``tensorflow_model_server --enable_signature_method_name_check``)."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     pb = saved_dir / "saved_model.pb"
     sm = saved_model_pb2.SavedModel()
     sm.ParseFromString(pb.read_bytes())
     for mg in sm.meta_graphs:
-        if CLASSIFY_SIGNATURE in mg.signature_def:
-            mg.signature_def[CLASSIFY_SIGNATURE].method_name = bundle.CLASSIFY_METHOD_NAME
+        for sig, method in methods.items():
+            if sig in mg.signature_def:
+                mg.signature_def[sig].method_name = method
     pb.write_bytes(sm.SerializeToString(deterministic=True))
 
 
@@ -436,22 +515,35 @@ def warmup_blob(sections: Mapping[str, tuple[str, Sequence[int]]]) -> bytes:
     )
 
 
-def _write_warmup(version_dir: pathlib.Path, warm: bytes, blob_feature_key: str, name: str) -> None:
+def _write_warmup(
+    version_dir: pathlib.Path,
+    warm: bytes,
+    blob_feature_key: str,
+    name: str,
+    requests: Sequence[tuple[str, str]],
+) -> None:
+    """TF Serving's warmup file: for each ``(PredictionLog field, signature)`` of ``requests``
+    (e.g. ``("classify_log", "classify")``) one request of model ``name`` with one tf.Example
+    holding ``warm`` as its ``blob_feature_key``."""
     import tensorflow as tf
     from tensorflow.core.example import example_pb2
     from tensorflow_serving.apis import prediction_log_pb2
 
     ex = example_pb2.Example()
     ex.features.feature[blob_feature_key].bytes_list.value.append(warm)
-    log_entry = prediction_log_pb2.PredictionLog()
-    req = log_entry.classify_log.request
-    req.model_spec.name = name
-    req.model_spec.signature_name = CLASSIFY_SIGNATURE
-    req.input.example_list.examples.append(ex)
+    records = []
+    for kind, signature in requests:
+        entry = prediction_log_pb2.PredictionLog()
+        req = getattr(entry, kind).request
+        req.model_spec.name = name
+        req.model_spec.signature_name = signature
+        req.input.example_list.examples.append(ex)
+        records.append(entry.SerializeToString())
     path = bundle.warmup_path(version_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tf.io.TFRecordWriter(str(path)) as writer:
-        writer.write(log_entry.SerializeToString())
+        for record in records:
+            writer.write(record)
 
 
 def _typed_settings(
@@ -476,14 +568,7 @@ def _typed_settings(
             "sections: expected none for a typed model (its typed sections are fixed)",
             key="sections",
         )
-    dtype = getattr(model, "feature_dtype", "float32")
-    if options.get("dtype") not in (None, dtype):
-        raise BundleError(
-            f"sample_options: dtype: expected the model's feature dtype {dtype!r}, got "
-            f"{options['dtype']!r}",
-            key="sample_options",
-        )
-    options["dtype"] = dtype
+    set_model_dtype(options, getattr(model, "feature_dtype", "float32"))
     if options.get("label") not in (None, spec.seed_label):
         raise BundleError(
             f"sample_options: label: expected the typed model's seed label {spec.seed_label!r}, "
@@ -613,6 +698,17 @@ def _bundle_op_library(version_dir: pathlib.Path) -> None:
     )
 
 
+def tf_variables(model: Any) -> list[Any]:
+    """The tf.Variables of ``model``, unwrapped from Keras 3's keras.Variable wrappers, for a
+    bundle's module to track. Without them the SavedModel loads through tf.saved_model.load but
+    not the TF1 way TF Serving (and saved_model_cli) load it -- session + restore op: the restore
+    op fills other handles than the ones the signatures read, and every request fails with "Could
+    not find variable dense/bias" (keras-team/keras#20095, tensorflow/serving#2250)."""
+    import tensorflow as tf
+
+    return [v if isinstance(v, tf.Variable) else v.value for v in getattr(model, "variables", ())]
+
+
 def _make_module_class():
     import tensorflow as tf
 
@@ -634,15 +730,7 @@ def _make_module_class():
         ):
             super().__init__(name="memgraph_tf_bundle")
             self.model = model
-            # Track the tf.Variables under Keras 3's keras.Variable wrappers too. Without this the
-            # SavedModel loads through tf.saved_model.load but not the TF1 way TF Serving (and
-            # saved_model_cli) load it -- session + restore op: the restore op fills other
-            # handles than the ones the signatures read, and every request fails with "Could not
-            # find variable dense/bias" (keras-team/keras#20095, tensorflow/serving#2250).
-            self.model_tf_variables = [
-                v if isinstance(v, tf.Variable) else v.value
-                for v in getattr(model, "variables", ())
-            ]
+            self.model_tf_variables = tf_variables(model)
             self.labels_asset = labels_asset
             self.config_asset = config_asset
             self._sections = dict(sections)
@@ -750,11 +838,18 @@ def _make_module_class():
     return BundleModule
 
 
-_module_class = None
+def lazy_class(make: Callable[[], type]) -> Callable[..., Any]:
+    """A factory standing in for the class ``make()`` returns: the class is made on the first call
+    (so importing the module needs no TensorFlow) and reused after; each call returns an
+    instance built with the call's arguments."""
+    made: list[type] = []
+
+    def instance(*args: Any) -> Any:
+        if not made:
+            made.append(make())
+        return made[0](*args)
+
+    return instance
 
 
-def _BundleModule(*args: Any) -> Any:  # noqa: N802 -- a factory standing in for the class
-    global _module_class
-    if _module_class is None:
-        _module_class = _make_module_class()
-    return _module_class(*args)
+_BundleModule = lazy_class(_make_module_class)

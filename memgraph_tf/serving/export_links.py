@@ -41,22 +41,22 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pathlib
-import re
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import layout
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.bundle import DEFAULT_BLOB_FEATURE_KEY, BundleConfig
-from memgraph_tf.serving.errors import BundleError, BundleExistsError
+from memgraph_tf.serving.errors import BundleError
 from memgraph_tf.serving.export import (
     BundleInfo,
-    _bundle_op_library,
-    _write_models_config,
-    save_options,
+    check_blob_feature_key,
+    check_name_and_version,
+    check_version_labels,
+    lazy_class,
+    save_bundle,
+    set_model_dtype,
+    tf_variables,
     warmup_blob,
 )
 
@@ -70,24 +70,12 @@ LINK_OPTIONS = ("allow_non_finite", "dtype", "id_property", "seed") + layout.SPL
 
 
 def _check_arguments(name: Any, version: Any, decoder: Any, blob_feature_key: Any) -> None:
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
-        raise BundleError(
-            f"name: expected letters, digits, '_', '.', '-', got {name!r}", key="name"
-        )
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise BundleError(
-            f"version: expected an int >= 1 (TF Serving version directory), got {version!r}",
-            key="version",
-        )
+    check_name_and_version(name, version)
     if decoder not in DECODERS:
         raise BundleError(
             f"decoder: expected one of {list(DECODERS)}, got {decoder!r}", key="decoder"
         )
-    if not blob_feature_key or not isinstance(blob_feature_key, str):
-        raise BundleError(
-            f"blob_feature_key: expected a non-empty str, got {blob_feature_key!r}",
-            key="blob_feature_key",
-        )
+    check_blob_feature_key(blob_feature_key)
 
 
 def link_settings(
@@ -121,13 +109,7 @@ def link_settings(
                 f"labels are the model's)",
                 key="sample_options",
             )
-    if options.get("dtype") not in (None, model.feature_dtype):
-        raise BundleError(
-            f"sample_options: dtype: expected the model's feature dtype {model.feature_dtype!r}, "
-            f"got {options['dtype']!r}",
-            key="sample_options",
-        )
-    options["dtype"] = model.feature_dtype
+    set_model_dtype(options, model.feature_dtype)
     if exclude_splits is not None:
         splits = list(exclude_splits)
         if options.get("exclude_splits") not in (None, splits):
@@ -245,12 +227,7 @@ def export_link_bundle(
 
     _check_arguments(name, version, decoder, blob_feature_key)
     link, options = link_settings(model, properties, sample_options, exclude_splits, schema)
-    if labels:
-        for lbl, v in labels.items():
-            if not re.fullmatch(r"[A-Za-z0-9_\-]+", str(lbl)) or not isinstance(v, int):
-                raise BundleError(
-                    f"labels: expected {{label: version int}}, got {lbl!r}: {v!r}", key="labels"
-                )
+    check_version_labels(labels)
     model.ensure_built()
     use_op = decoder == "op"
     config = BundleConfig(
@@ -268,97 +245,25 @@ def export_link_bundle(
         tensorflow_version=tf.__version__,
         link=link,
     )
-    base = pathlib.Path(base_dir)
-    model_dir = base / name
-    final = model_dir / bundle.version_dir_name(version)
-    if final.exists() and not overwrite:
-        raise BundleExistsError(
-            f"{final}: version {version} of model {name!r} exists "
-            f"(pass overwrite=True to replace it)"
-        )
-    model_dir.mkdir(parents=True, exist_ok=True)
-    if use_op:
-        from memgraph_tf import ops
-
-        ops.load_library()  # build (cached) and register the op before tracing
-    with tempfile.TemporaryDirectory(prefix=f".{name}-{version}-", dir=model_dir) as tmp:
-        tmp_path = pathlib.Path(tmp)
-        src = tmp_path / "src"
-        src.mkdir()
-        labels_path, config_path = bundle.write_assets(src, config)
-        module = _LinkModule(
-            model,
-            config,
-            tf.saved_model.Asset(str(labels_path)),
-            tf.saved_model.Asset(str(config_path)),
-        )
-        out = tmp_path / "out"
-        signatures = module.signature_functions()
-        tf.saved_model.save(module, str(out), signatures=signatures, options=save_options())
-        _set_method_names(
-            out,
-            {
-                bundle.LINK_CLASSIFY_SIGNATURE: bundle.CLASSIFY_METHOD_NAME,
-                bundle.REGRESS_SIGNATURE: bundle.REGRESS_METHOD_NAME,
-            },
-        )
-        if use_op:
-            _bundle_op_library(out)
-        if warmup:
-            _write_link_warmup(out, warmup_blob(config.sections), blob_feature_key, name)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(out, final)
-    models_config = _write_models_config(
-        base, name, [version], dict(labels or {}), serving_base_path
+    info = save_bundle(
+        base_dir,
+        config,
+        lambda labels_asset, config_asset: _LinkModule(model, config, labels_asset, config_asset),
+        methods={
+            bundle.LINK_CLASSIFY_SIGNATURE: bundle.CLASSIFY_METHOD_NAME,
+            bundle.REGRESS_SIGNATURE: bundle.REGRESS_METHOD_NAME,
+        },
+        warmup=(lambda: warmup_blob(config.sections)) if warmup else None,
+        warmup_requests=(
+            ("classify_log", bundle.LINK_CLASSIFY_SIGNATURE),
+            ("regress_log", bundle.REGRESS_SIGNATURE),
+        ),
+        labels=labels,
+        serving_base_path=serving_base_path,
+        overwrite=overwrite,
     )
-    logger.info("exported link bundle %s version %d (%s) to %s", name, version, decoder, final)
-    return BundleInfo(
-        final, models_config, name, version, use_op, tuple(signatures), config.to_dict()
-    )
-
-
-def _set_method_names(saved_dir: pathlib.Path, methods: Mapping[str, str]) -> None:
-    """Give each signature of ``methods`` TF Serving's method name (regress checks it always,
-    classify under ``--enable_signature_method_name_check``)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    pb = saved_dir / "saved_model.pb"
-    sm = saved_model_pb2.SavedModel()
-    sm.ParseFromString(pb.read_bytes())
-    for mg in sm.meta_graphs:
-        for sig, method in methods.items():
-            if sig in mg.signature_def:
-                mg.signature_def[sig].method_name = method
-    pb.write_bytes(sm.SerializeToString(deterministic=True))
-
-
-def _write_link_warmup(
-    version_dir: pathlib.Path, warm: bytes, blob_feature_key: str, name: str
-) -> None:
-    """One classify and one regress record (an all-zero pair) for TF Serving's warmup."""
-    import tensorflow as tf
-    from tensorflow.core.example import example_pb2
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    ex = example_pb2.Example()
-    ex.features.feature[blob_feature_key].bytes_list.value.append(warm)
-    records = []
-    for kind, signature in (
-        ("classify_log", bundle.LINK_CLASSIFY_SIGNATURE),
-        ("regress_log", bundle.REGRESS_SIGNATURE),
-    ):
-        entry = prediction_log_pb2.PredictionLog()
-        req = getattr(entry, kind).request
-        req.model_spec.name = name
-        req.model_spec.signature_name = signature
-        req.input.example_list.examples.append(ex)
-        records.append(entry.SerializeToString())
-    path = bundle.warmup_path(version_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for record in records:
-            writer.write(record)
+    logger.info("exported link bundle %s version %d (%s) to %s", name, version, decoder, info.path)
+    return info
 
 
 def _make_module_class() -> Any:
@@ -370,12 +275,7 @@ def _make_module_class() -> Any:
         def __init__(self, model, config, labels_asset, config_asset):
             super().__init__(name="memgraph_tf_link_bundle")
             self.model = model
-            # as in export.py's BundleModule: track the tf.Variables under Keras 3's wrappers,
-            # so TF Serving's session + restore load fills the handles the signatures read
-            self.model_tf_variables = [
-                v if isinstance(v, tf.Variable) else v.value
-                for v in getattr(model, "variables", ())
-            ]
+            self.model_tf_variables = tf_variables(model)  # for TF Serving's session load
             self.labels_asset = labels_asset
             self.config_asset = config_asset
             self._pair = dict(config.sections)
@@ -483,14 +383,7 @@ def _make_module_class() -> Any:
     return LinkModule
 
 
-_module_class = None
-
-
-def _LinkModule(*args: Any) -> Any:  # noqa: N802 -- a factory standing in for the class
-    global _module_class
-    if _module_class is None:
-        _module_class = _make_module_class()
-    return _module_class(*args)
+_LinkModule = lazy_class(_make_module_class)
 
 
 __all__ = [
