@@ -198,11 +198,40 @@ class Store:
         self.esrc: list[int] = []
         self.edst: list[int] = []
         self.eprops: list[dict[str, Any] | None] = []
+        # (label, property) -> number value -> vertex ids: what lookup() reads; dropped by
+        # every write to a vertex's labels or properties (changed(); edges' writes too: harmless)
+        self._indexes: dict[tuple[str | None, str], dict[Any, list[int]]] = {}
+
+    def changed(self) -> None:
+        """Drops the lookup indexes: called by every write to a vertex's labels or properties."""
+        self._indexes.clear()
+
+    def lookup(self, label: str | None, name: str, value: Any) -> list[int]:
+        """The ids (ascending) of the vertices with ``label`` (any vertex when None) whose
+        property ``name`` equals the number ``value`` as Cypher's ``=`` compares numbers (an
+        integer equals the float of the same value; a bool is no number): ``MATCH (n:label) WHERE
+        n.name = value``, through an index of ``(label, name)`` built on first use (Memgraph's
+        label-property index, ``CREATE INDEX ON :label(name)``). Any other ``value``: none."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return []
+        index = self._indexes.get((label, name))
+        if index is None:
+            index = self._indexes[(label, name)] = {}
+            for vid, props in enumerate(self.vprops):
+                found = props.get(name)
+                if (
+                    isinstance(found, (int, float))
+                    and not isinstance(found, bool)
+                    and (label is None or label in self.labels[vid])
+                ):
+                    index.setdefault(found, []).append(vid)
+        return list(index.get(value, ()))
 
     def add_vertex(
         self, labels: Iterable[str] = (), properties: dict[str, Any] | None = None
     ) -> int:
         vid = len(self.labels)
+        self.changed()
         self.labels.append(list(labels))
         self.vprops.append(
             {
@@ -237,6 +266,7 @@ class Store:
         return eid
 
     def set_property(self, props: dict[str, Any], key: str, value: Any) -> None:
+        self.changed()
         if value is None:
             props.pop(key, None)
         else:
@@ -610,12 +640,14 @@ class Vertex(_Handle):
         _check_mutable(self._ctx)
         name = getattr(label, "name", label)
         if name not in self._ctx.store.labels[self._id]:
+            self._ctx.store.changed()
             self._ctx.store.labels[self._id].append(name)
 
     def remove_label(self, label: Any) -> None:
         _check_mutable(self._ctx)
         name = getattr(label, "name", label)
         if name in self._ctx.store.labels[self._id]:
+            self._ctx.store.changed()
             self._ctx.store.labels[self._id].remove(name)
 
     def iter_properties(self) -> MgpIterable:
