@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -704,9 +705,57 @@ class BoltSource(GraphSource):
         self.fetch_size = fetch_size
         self.procedure_memory = procedure_memory(procedure_memory_limit_mb)
         self._closed = False
+        self._index_info: tuple[float, frozenset[tuple[str, str]]] | None = None
+        self._unindexed_warned: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
         return f"BoltSource(uri={self.uri!r}, database={self.database!r})"
+
+    def _indexed(self, label: str | None, name: str) -> bool:
+        """Whether the server has a label-property index on ``:label(name)``: Memgraph's ``SHOW
+        INDEX INFO`` rows ``[index type, label, property, count]`` (``property`` a name, or a list
+        of names from 3.x; an info query, which Memgraph refuses inside a transaction: run
+        auto-commit), read again after :data:`INDEX_INFO_TTL_S`; False when the query fails
+        (another server, no privilege). Without such an index the keyed lookup would scan the
+        label once per key, so a call keeps its keys and the procedure scans once; that is
+        logged once per label and property, with the index to create."""
+        if label is None:
+            return False
+        now = time.monotonic()
+        if self._index_info is None or now - self._index_info[0] > INDEX_INFO_TTL_S:
+            found: set[tuple[str, str]] = set()
+            try:
+                for row in self.run("SHOW INDEX INFO"):
+                    kind, on, props = row[0], row[1], row[2]
+                    if isinstance(props, str):
+                        props = [props]
+                    if (
+                        str(kind).startswith("label+property")
+                        and isinstance(props, list)
+                        and props
+                        and isinstance(props[0], str)
+                    ):
+                        found.add((on, props[0]))  # a composite index serves its first
+            except (QueryError, ServerUnavailable, ValueError, IndexError) as exc:
+                logger.info(
+                    "%s: SHOW INDEX INFO failed (%s): keys go to the procedures", self.uri, exc
+                )
+            self._index_info = (now, frozenset(found))
+        if (label, name) in self._index_info[1]:
+            return True
+        if (label, name) not in self._unindexed_warned:
+            self._unindexed_warned.add((label, name))
+            logger.warning(
+                "%s: no index on :%s(%s): each call by %s scans the label's nodes in the "
+                "procedure; CREATE INDEX ON :%s(%s); lets the keys be looked up",
+                self.uri,
+                label,
+                name,
+                name,
+                label,
+                name,
+            )
+        return False
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _translate(self, exc: BaseException, query: str | None = None) -> BaseException:
@@ -900,12 +949,15 @@ class BoltSource(GraphSource):
         (:attr:`procedure_memory`) goes to Memgraph only -- a server where ``mg.procedures()``
         answers: another server's parser refuses it. A node list of integer keys under
         ``options.id_property`` (:func:`keyed_lists`) is resolved to its nodes by the same query
-        (:func:`keyed_call_query`): the procedure then need not scan the label for them."""
+        (:func:`keyed_call_query`) where the server has an index on the key (:meth:`_indexed`):
+        the procedure then need not scan the label for them."""
         if self._memgraph is None:
             self._probe()
         clause = f" {self.procedure_memory.clause}" if self._memgraph else ""
         keyed = keyed_lists(procedure, params)
-        if keyed:  # the keys' nodes found by the query, not by a scan in the procedure
+        if keyed and all(
+            self._indexed(label, params["options"]["id_property"]) for label in keyed.values()
+        ):  # the keys' nodes found by the query, not by a scan in the procedure
             options = params["options"]
             query = keyed_call_query(
                 procedure, list(params), keyed, options["id_property"], clause.strip(), fields
@@ -1135,6 +1187,10 @@ def resolved_keys(keys: Sequence[int], find: Callable[[int], Sequence[Any]]) -> 
         out.append(found[0] if len(found) == 1 else key)
     return out
 
+
+INDEX_INFO_TTL_S = 60.0
+"""How long a :class:`BoltSource` trusts what ``SHOW INDEX INFO`` said (an index created later is
+used from then on)."""
 
 _KEYED = "mgtf_"  # the prefix of the variables a keyed call's query binds
 

@@ -69,12 +69,22 @@ class MemgraphLikeDriver:
     given. A call whose key lists the query resolves first (``UNWIND ... OPTIONAL MATCH (n:Label)
     WHERE n.id = $seeds[i] ... CALL tf_features...``, the client's keyed calls) is read as Memgraph
     reads it -- per key, the one node of the label holding it, else the key -- from the graph's
-    index; that the Cypher means this is checked on a real engine (tests/client/test_keyed_calls.py,
-    ArcadeDB). ``calls`` keeps the text of every procedure call, ``modes`` how each was run
-    (``execute_read``, ``execute_write``, or ``run``: auto-commit)."""
+    index (``SHOW INDEX INFO``, auto-commit only, lists ``indexes``); that the Cypher means this is
+    checked on a real engine (tests/client/test_keyed_calls.py, ArcadeDB). ``calls`` keeps the text
+    of every procedure call, ``modes`` how each was run (``execute_read``, ``execute_write``, or
+    ``run``: auto-commit)."""
 
-    def __init__(self, graph: EmbeddedGraph, inner: Any = None, database: str | None = None):
+    def __init__(
+        self,
+        graph: EmbeddedGraph,
+        inner: Any = None,
+        database: str | None = None,
+        indexes: Any = (),
+    ):
         self.graph, self.inner, self.database = graph, inner, database
+        self.indexes = list(
+            indexes
+        )  # (label, property): what CREATE INDEX ON :label(property) made
         self.procedures = EmbeddedSource(graph)
         self.calls: list[str] = []
         self.modes: list[str] = []
@@ -103,6 +113,15 @@ class MemgraphLikeDriver:
                 raise hydrated(memgraph_text(failure.procedure, failure.__cause__)) from None
             raise hydrated(str(failure)) from None  # the runtime's refusal, in Memgraph's words
 
+    def index_info(self) -> list[list[Any]]:
+        """``SHOW INDEX INFO``'s rows, ``[index type, label, property, count]``, ``property`` a list
+        as Memgraph 3.x gives it (its own tests read them so: the text-index feature's columns,
+        an e2e durability test's ``row[1] == label and row[2] == [prop]``)."""
+        return [
+            ["label+property", label, [name], len(self.graph.nodes(label))]
+            for label, name in self.indexes
+        ]
+
     def session(self, **kwargs: Any) -> _Session:
         inner = None
         if self.inner is not None:
@@ -126,6 +145,8 @@ class _Tx:
         self.driver, self.inner, self.mode = driver, inner, mode
 
     def run(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        if query.strip().upper().startswith("SHOW INDEX INFO"):  # src/query/exceptions.hpp
+            raise hydrated("Info reporting not allowed in multicommand transactions.")
         if _is_call(query):
             return self.driver.answer(query, dict(parameters or {}), self.mode)
         return self.inner.run(query, parameters)
@@ -153,6 +174,8 @@ class _Session:
         return self._execute("execute_write", work)
 
     def run(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        if query.strip().upper().startswith("SHOW INDEX INFO"):
+            return iter(self.driver.index_info())
         if _is_call(query):
             return iter(self.driver.answer(query, dict(parameters or {})))
         return self.inner.run(query, parameters)

@@ -24,6 +24,7 @@ PROPS = {"User": ["f"], "Product": ["g"]}
 KEYS = {"id_property": "id", "label": "User"}
 USER = {**KEYS, "seed": 3}
 PAIRS = {"id_property": "id", "source_label": "User", "target_label": "Product", "seed": 3}
+URI = "bolt://memgraph.example:7687"
 
 
 def shop() -> EmbeddedGraph:
@@ -72,12 +73,27 @@ def test_a_keyed_call_gives_the_procedure_s_blob_without_its_scan(graph, method,
     embedded = EmbeddedSource(graph)
     got = getattr(embedded, method)(*args)
     assert graph.api_calls.get("Graph.iter_vertices", 0) == 0  # the nodes came in: no scan
-    driver = MemgraphLikeDriver(graph)
-    bolt = getattr(BoltSource(driver, uri="bolt://memgraph.example:7687", database=None), method)
+    driver = MemgraphLikeDriver(graph, indexes=[("User", "id"), ("Product", "id")])
+    bolt = getattr(BoltSource(driver, uri=URI, database=None), method)
     assert bolt(*args) == got
     assert "OPTIONAL MATCH (mgtf_n0:`User`) WHERE mgtf_n0.`id` = $" in driver.calls[-1]
     assert graph.api_calls.get("Graph.iter_vertices", 0) == 0
     assert (got if isinstance(got, list) else [got]) == want
+
+
+def test_without_an_index_the_keys_go_to_the_procedure(graph, caplog):
+    """Without an index on the key, Memgraph would scan the label once per key: the call keeps
+    its keys (one scan, in the procedure) and the missing index is named once."""
+    driver = MemgraphLikeDriver(graph, indexes=[("Product", "id")])
+    bolt = BoltSource(driver, uri=URI, database=None)
+    args = ([3, 1], {BOUGHT: [2]}, PROPS, USER)
+    want = EmbeddedSource(graph).sample_typed(*args)
+    with caplog.at_level("WARNING", logger="memgraph_tf.client.sources"):
+        assert bolt.sample_typed(*args) == bolt.sample_typed(*args) == want
+    assert driver.calls[-1].startswith("CALL tf_features.sample_typed($seeds, ")
+    assert graph.api_calls.get("Graph.iter_vertices", 0) >= 1
+    warned = [r.getMessage() for r in caplog.records if "no index on :User(id)" in r.getMessage()]
+    assert len(warned) == 1 and "CREATE INDEX ON :User(id);" in warned[0]
 
 
 @pytest.mark.parametrize(
