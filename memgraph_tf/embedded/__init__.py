@@ -174,8 +174,9 @@ class EmbeddedGraph:
         """Internal ids (ascending) of the nodes with ``label`` (any node when None) whose property
         ``name`` equals the number ``value`` -- Cypher's ``MATCH (n:label) WHERE n.name = value``
         (an integer equals the float of the same value; a bool or a non-number matches nothing)
-        -- through an index kept per ``(label, name)`` until the graph is next written, as
-        Memgraph's label-property index (``CREATE INDEX ON :label(name)``) answers it."""
+        -- through an index kept per ``(label, name)`` (nodes added join it; a write to that
+        property or to a label drops it), as Memgraph's label-property index (``CREATE INDEX ON
+        :label(name)``) answers it."""
         return self._store.lookup(label, name, value)
 
     def neighbours(

@@ -133,6 +133,23 @@ def test_a_seed_vertex_of_another_label_is_refused(graph):
         )
 
 
+def test_the_embedded_index_answers_as_cypher_s_equality_through_writes():
+    """``find_nodes`` is ``MATCH (n:label) WHERE n.name = value``: a float equal to the integer
+    matches, a bool does not; the label filters; nodes added and properties written show."""
+    g = EmbeddedGraph(modules=[])
+    a = g.add_node(["U"], {"id": 5})
+    b = g.add_node(["U"], {"id": 5.0})
+    g.add_node(["U"], {"id": True})
+    c = g.add_node(["V"], {"id": 5})
+    assert g.find_nodes("U", "id", 5) == [a, b] and g.find_nodes(None, "id", 5) == [a, b, c]
+    assert g.find_nodes("U", "id", 1) == [] and g.find_nodes("U", "id", "5") == []
+    d = g.add_node(["U"], {"id": 5})
+    g.set_property(a, "other", 1)
+    assert g.find_nodes("U", "id", 5) == [a, b, d]
+    g.set_property(b, "id", 6)
+    assert g.find_nodes("U", "id", 5) == [a, d] and g.find_nodes("U", "id", 6) == [b]
+
+
 def test_which_lists_are_resolved():
     args = {"seeds": [1, 2], "options": USER}
     assert keyed_lists("tf_features.sample_typed", args) == {"seeds": "User"}
