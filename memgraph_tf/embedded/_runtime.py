@@ -215,8 +215,9 @@ class Store:
     def lookup(self, label: str | None, name: str, value: Any) -> list[int]:
         """The ids (ascending) of the vertices with ``label`` (any vertex when None) whose
         property ``name`` equals the number ``value`` as Cypher's ``=`` compares numbers (an
-        integer equals the float of the same value; a bool is no number): ``MATCH (n:label) WHERE
-        n.name = value``, through an index of ``(label, name)`` built on first use (Memgraph's
+        integer equals the float of the same value; a bool is no number: Memgraph's
+        ``operator==`` in ``src/query/typed_value.cpp``): ``MATCH (n:label) WHERE n.name =
+        value``, through an index of ``(label, name)`` built on first use (Memgraph's
         label-property index, ``CREATE INDEX ON :label(name)``). Any other ``value``: none."""
         if not _is_number(value):
             return []
