@@ -12,18 +12,22 @@ connection, send ``--serve-pairs`` pairs per request for ``--duration-s`` per ro
   property (the bundle's ``id_property``) -- the server samples each pair's blob with
   ``tf_features.sample_pairs`` (the pair's own relationship removed) and runs the model;
 - **by internal ids** (``ids:internal``): the same pairs by internal node ids, a second bundle of
-  the same model without ``id_property`` (the procedures resolve ``id_property`` keys by scanning
-  the label's nodes on every call, which dominates a one-pair call);
+  the same model without ``id_property`` (the in-run baseline of the by-ids rows: the source
+  resolves ``id_property`` keys to nodes before the call, through the graph's index -- in Memgraph a
+  label-property index -- where the procedure alone would scan the label's nodes on every call);
 - **by blob**: the same pairs' blobs, sampled beforehand, sent as ``{"blob": {"b64": ...}}`` (gRPC:
   the bytes feature) -- the baseline: the same server, model and clients without the graph work.
 
 Printed per row: requests/s, pairs/s, p50 / p99 latency and the load average; then by-ids over
-by-blob per transport. The scores of both forms are checked equal first. The embedded runtime's
-per-call costs are not Memgraph's: a real Memgraph adds a Bolt round trip per request and samples
-in C++-backed storage.
+by-internal-ids and both over by-blob per transport. Before the served rows, one graph call per path
+at each ``--call-users`` size (:func:`call_rows`): keys the procedure looks up itself (its scan, the
+path before) against keys the source resolves, both against internal ids. The scores of both forms
+are checked equal first. The embedded runtime's per-call costs are not Memgraph's: a real Memgraph
+adds a Bolt round trip per request and samples in C++-backed storage.
 
     .venv/bin/python benchmarks/link_serving.py [--users N] [--pairs N] [--rounds N]
         [--serve-users N] [--clients N] [--serve-pairs N] [--duration-s S]
+        [--call-users N [N ...]] [--call-repeats N] [--skip-sampling] [--skip-serving]
 """
 
 from __future__ import annotations
@@ -63,6 +67,16 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--serve-pairs", type=int, default=1, help="pairs per served request")
     p.add_argument("--duration-s", type=float, default=10.0, help="seconds per served row")
+    p.add_argument(
+        "--call-users",
+        type=int,
+        nargs="+",
+        default=[2_000, 20_000],
+        help="one-call rows: shop users (one graph per value)",
+    )
+    p.add_argument("--call-repeats", type=int, default=30, help="one-call rows: calls per path")
+    p.add_argument("--skip-sampling", action="store_true", help="skip the pair sampling rows")
+    p.add_argument("--skip-serving", action="store_true", help="skip the served rows")
     args = p.parse_args(argv)
     sampling = ["--users", str(args.users), "--pairs", str(args.pairs)]
     return args, sampling + ["--rounds", str(args.rounds)]
@@ -159,6 +173,80 @@ def load_phase(
     }
 
 
+def _median_ms(call, repeats: int) -> float:
+    call()  # warm: the embedded graph's index is built by the first keyed call after a write
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)) * 1e3
+
+
+def _call_paths(g, source, keys: tuple, internals: tuple, props: dict) -> dict:
+    """Per call, the three ways of :func:`call_rows` (procedure lookup, source lookup, internal
+    ids) as functions of nothing."""
+    (u, p), (iu, ip) = keys, internals
+    keyed = {"id_property": "id", "seed": 0}
+    pairs = {"source_label": "User", "target_label": "Product"}
+    user = {"label": "User"}
+    nn = NN["source"]
+    return {
+        "sample_pairs": (
+            lambda: g.call("tf_features.sample_pairs", [u], [p], NN, props, {**keyed, **pairs}),
+            lambda: source.sample_pairs_b64([u], [p], NN, props, {**keyed, **pairs}),
+            lambda: source.sample_pairs_b64([iu], [ip], NN, props, {"seed": 0, **pairs}),
+        ),
+        "sample_typed": (
+            lambda: g.call("tf_features.sample_typed", [u], nn, props, {**keyed, **user}),
+            lambda: source.sample_typed_b64([u], nn, props, {**keyed, **user}),
+            lambda: source.sample_typed_b64([iu], nn, props, {"seed": 0, **user}),
+        ),
+    }
+
+
+def call_rows(args: argparse.Namespace) -> None:
+    """One graph call per request, single-threaded, at each of ``--call-users``: a one-pair
+    ``sample_pairs`` and a one-seed ``sample_typed``, keyed three ways -- by ``id`` keys handed
+    to the procedure (its own lookup: a scan of the label per call, the path before keys were
+    resolved by the caller), by ``id`` keys through the source (resolved by the caller: the
+    graph's index, then the nodes passed in), by internal ids (the baseline) -- with the same
+    blobs checked first; median ms of ``--call-repeats`` calls and the ratios to internal ids."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.typed_datasets import FEATURES, shop_graph, typed_embedded_graph
+
+    props = {"User": [FEATURES], "Product": [FEATURES]}
+    print(
+        "\n## one graph call (single-threaded): by id keys the procedure looks up itself (a scan "
+        "of the label, before) / by id keys the source resolves (after) / by internal ids "
+        f"(baseline); median of {args.call_repeats} calls"
+    )
+    print(
+        f"{'users':>6s} {'call':12s} {'keys, proc ms':>13s} {'keys, src ms':>12s} "
+        f"{'internal ms':>11s} {'before/int':>10s} {'after/int':>9s} {'load':>5s}"
+    )
+    for users in args.call_users:
+        graph = shop_graph(users)
+        g, internal = typed_embedded_graph(graph)
+        source = EmbeddedSource(g)
+        bought = graph.edge_sets[("User", "BOUGHT", "Product")]
+        u, p = (
+            int(bought.source[len(bought.source) // 2]),
+            int(bought.target[len(bought.source) // 2]),
+        )
+        iu, ip = int(internal["User"][u]), int(internal["Product"][p])
+        calls = _call_paths(g, source, (u, p), (iu, ip), props)
+        for name, (proc, src, by_internal) in calls.items():
+            assert proc()[0]["blob"] == src(), name  # the same blob both ways
+            before, after, base = (
+                _median_ms(c, args.call_repeats) for c in (proc, src, by_internal)
+            )
+            print(
+                f"{users:6d} {name:12s} {before:13.2f} {after:12.2f} {base:11.2f} "
+                f"{before / base:9.1f}x {after / base:8.2f}x {os.getloadavg()[0]:5.1f}"
+            )
+
+
 def serve_rows(args: argparse.Namespace) -> int:
     import keras
 
@@ -237,6 +325,13 @@ def serve_rows(args: argparse.Namespace) -> int:
                     for e in r["errors"][:3]:
                         print(f"  error: {e}")
             for transport in ("rest", "grpc"):
+                a, b = rows[transport, "ids"], rows[transport, "ids:internal"]
+                print(
+                    f"{transport}: ids / ids:internal: p50 {a['p50_ms'] / b['p50_ms']:.2f}x, "
+                    f"p99 {a['p99_ms'] / b['p99_ms']:.2f}x, "
+                    f"pairs/s {a['pairs_per_s'] / b['pairs_per_s']:.2f}x"
+                )
+            for transport in ("rest", "grpc"):
                 b = rows[transport, "blob"]
                 for form in ("ids", "ids:internal"):
                     a = rows[transport, form]
@@ -251,9 +346,13 @@ def serve_rows(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args, sampling = parse_args(argv)
-    print("## pair sampling (benchmarks/pair_sampling.py rows)")
-    code = pair_sampling.main(sampling)
-    return code or serve_rows(args)
+    print(f"load average at start: {os.getloadavg()[0]:.1f}")
+    code = 0
+    if not args.skip_sampling:
+        print("## pair sampling (benchmarks/pair_sampling.py rows)")
+        code = pair_sampling.main(sampling)
+    call_rows(args)
+    return code or (0 if args.skip_serving else serve_rows(args))
 
 
 if __name__ == "__main__":

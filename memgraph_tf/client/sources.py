@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -704,9 +705,57 @@ class BoltSource(GraphSource):
         self.fetch_size = fetch_size
         self.procedure_memory = procedure_memory(procedure_memory_limit_mb)
         self._closed = False
+        self._index_info: tuple[float, frozenset[tuple[str, str]]] | None = None
+        self._unindexed_warned: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
         return f"BoltSource(uri={self.uri!r}, database={self.database!r})"
+
+    def _indexed(self, label: str | None, name: str) -> bool:
+        """Whether the server has a label-property index on ``:label(name)``: Memgraph's ``SHOW
+        INDEX INFO`` rows ``[index type, label, property, count]`` (``property`` a name, or a list
+        of names from 3.x; an info query, which Memgraph refuses inside a transaction: run
+        auto-commit), read again after :data:`INDEX_INFO_TTL_S`; False when the query fails
+        (another server, no privilege). Without such an index the keyed lookup would scan the
+        label once per key, so a call keeps its keys and the procedure scans once; that is
+        logged once per label and property, with the index to create."""
+        if label is None:
+            return False
+        now = time.monotonic()
+        if self._index_info is None or now - self._index_info[0] > INDEX_INFO_TTL_S:
+            found: set[tuple[str, str]] = set()
+            try:
+                for row in self.run("SHOW INDEX INFO"):
+                    kind, on, props = row[0], row[1], row[2]
+                    if isinstance(props, str):
+                        props = [props]
+                    if (
+                        str(kind).startswith("label+property")
+                        and isinstance(props, list)
+                        and props
+                        and isinstance(props[0], str)
+                    ):
+                        found.add((on, props[0]))  # a composite index serves its first
+            except (QueryError, ServerUnavailable, ValueError, IndexError) as exc:
+                logger.info(
+                    "%s: SHOW INDEX INFO failed (%s): keys go to the procedures", self.uri, exc
+                )
+            self._index_info = (now, frozenset(found))
+        if (label, name) in self._index_info[1]:
+            return True
+        if (label, name) not in self._unindexed_warned:
+            self._unindexed_warned.add((label, name))
+            logger.warning(
+                "%s: no index on :%s(%s): each call by %s scans the label's nodes in the "
+                "procedure; CREATE INDEX ON :%s(%s); lets the keys be looked up",
+                self.uri,
+                label,
+                name,
+                name,
+                label,
+                name,
+            )
+        return False
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _translate(self, exc: BaseException, query: str | None = None) -> BaseException:
@@ -898,10 +947,22 @@ class BoltSource(GraphSource):
         """``CALL procedure($a, $b, ...) [PROCEDURE MEMORY ...] YIELD fields RETURN fields`` with
         ``params`` in order, in a managed read transaction. The memory clause
         (:attr:`procedure_memory`) goes to Memgraph only -- a server where ``mg.procedures()``
-        answers: another server's parser refuses it."""
+        answers: another server's parser refuses it. A node list of integer keys under
+        ``options.id_property`` (:func:`keyed_lists`) is resolved to its nodes by the same query
+        (:func:`keyed_call_query`) where the server has an index on the key (:meth:`_indexed`):
+        the procedure then need not scan the label for them."""
         if self._memgraph is None:
             self._probe()
         clause = f" {self.procedure_memory.clause}" if self._memgraph else ""
+        keyed = keyed_lists(procedure, params)
+        if keyed and all(
+            self._indexed(label, params["options"]["id_property"]) for label in keyed.values()
+        ):  # the keys' nodes found by the query, not by a scan in the procedure
+            options = params["options"]
+            query = keyed_call_query(
+                procedure, list(params), keyed, options["id_property"], clause.strip(), fields
+            )
+            return self.read(query, params)
         args = ", ".join(f"${name}" for name in params)
         return self.read(f"CALL {procedure}({args}){clause} YIELD {fields} RETURN {fields}", params)
 
@@ -1054,6 +1115,135 @@ class BoltSource(GraphSource):
 
 
 _DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
+
+# -- keys resolved by the caller ------------------------------------------------------------------
+# A procedure given integer keys under options.id_property finds their nodes itself, and the mgp
+# API has no index lookup: it scans every node of the label on each call. The sources resolve the
+# keys first, the way Memgraph answers MATCH (n:Label) WHERE n.id = k (through a label-property
+# index when there is one), and pass the nodes instead; a key with no node or with two is passed
+# as it is, so the procedure's own lookup gives its error for it (and only then scans).
+
+PROCEDURE_PARAMS = {
+    "tf_features.pack": ("nodes", "properties", "options"),
+    "tf_features.sample": ("seeds", "fanouts", "properties", "options"),
+    "tf_features.sample_per_node": ("seeds", "fanouts", "properties", "options"),
+    "tf_features.sample_typed": ("seeds", "num_neighbors", "properties", "options"),
+    "tf_features.sample_pairs": ("sources", "targets", "num_neighbors", "properties", "options"),
+}
+"""The arguments, in order, of the procedures whose node lists a source may resolve itself."""
+
+
+def _lookup_label(value: Any) -> bool:
+    return isinstance(value, str) and _NAME_RE.match(value) is not None
+
+
+def keyed_lists(procedure: str, args: Mapping[str, Any]) -> dict[str, str | None]:
+    """The node-list arguments of a call of ``procedure`` (``args``: name -> value, as
+    :data:`PROCEDURE_PARAMS` names them) whose keys the caller resolves to nodes: name -> the label
+    the procedure looks them up in (None: every node). Empty -- the call goes as it is, and the
+    procedure gives its own answer or error -- unless ``options.id_property`` and that label are
+    names a query can hold, and each such list is a non-empty list of integers (of equal lengths
+    for ``sample_pairs``)."""
+    options = args.get("options")
+    if procedure not in PROCEDURE_PARAMS or not isinstance(options, Mapping):
+        return {}
+    if not _lookup_label(options.get("id_property")):
+        return {}
+    label = options.get("label")
+    if procedure == "tf_features.sample_pairs":
+        source = options.get("source_label")
+        target = options.get("target_label")
+        lists: dict[str, Any] = {"sources": source, "targets": source if target is None else target}
+    elif procedure == "tf_features.sample_typed":
+        lists = {"seeds": label}
+    else:  # pack / sample / sample_per_node: options.label is optional
+        lists = {PROCEDURE_PARAMS[procedure][0]: label}
+        if label is None:
+            return {name: None for name in lists if _int_list(args.get(name))}
+    if not all(_lookup_label(lb) for lb in lists.values()):
+        return {}
+    if not all(_int_list(args.get(name)) for name in lists):
+        return {}
+    if len({len(args[name]) for name in lists}) != 1:
+        return {}
+    return lists
+
+
+def _int_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(type(v) is int for v in value)  # no bool, no float: the procedure names those
+    )
+
+
+def resolved_keys(keys: Sequence[int], find: Callable[[int], Sequence[Any]]) -> list[Any]:
+    """``keys`` with each key that ``find`` (key -> the nodes holding it) answers with exactly one
+    node replaced by that node; the others -- no node, or two -- kept as keys, for the procedure
+    to name (``seeds[i]: unknown node id ...``, ``expected unique ids ...``)."""
+    out: list[Any] = []
+    for key in keys:
+        found = find(key)
+        out.append(found[0] if len(found) == 1 else key)
+    return out
+
+
+INDEX_INFO_TTL_S = 60.0
+"""How long a :class:`BoltSource` trusts what ``SHOW INDEX INFO`` said (an index created later is
+used from then on)."""
+
+_KEYED = "mgtf_"  # the prefix of the variables a keyed call's query binds
+
+
+def keyed_lookup_cypher(keyed: Mapping[str, str | None], id_property: str) -> str:
+    """The Cypher that binds, for each list ``$name`` of ``keyed`` (name -> label), a variable
+    ``mgtf_<name>`` to :func:`resolved_keys` of it: per position, the one node (with the label)
+    whose ``id_property`` equals the key, else the key itself -- in the list's order, duplicates
+    kept. The lists have equal lengths (:func:`keyed_lists`) and are walked together.
+
+    Memgraph answers each ``WHERE n.id = $name[i]`` through a label-property index when one
+    exists (``CREATE INDEX ON :Label(id)``; its planner rewrites an Optional's branch with such
+    lookups too: ``src/query/plan/rewrite/index_lookup.hpp``), sorts before ``collect()``
+    (docs: ``querying/clauses/with``) and passes a collected node list to a procedure's list
+    argument (docs: ``node_similarity``, ``WITH COLLECT(m) AS nodes1 CALL ...(nodes1, ...)``)."""
+    prop = quote_name(id_property, "options.id_property")
+    names = list(keyed)
+    first = names[0]
+    parts = [f"UNWIND range(0, size(${first}) - 1) AS {_KEYED}i"]
+    carried: list[str] = []
+    for j, name in enumerate(names):
+        label = keyed[name]
+        node = f"{_KEYED}n{j}" + (f":{quote_name(label, 'label')}" if label else "")
+        parts.append(
+            f"OPTIONAL MATCH ({node}) WHERE {_KEYED}n{j}.{prop} = ${name}[{_KEYED}i] "
+            f"WITH {_KEYED}i, {''.join(c + ', ' for c in carried)}"
+            f"collect({_KEYED}n{j}) AS {_KEYED}f{j}"
+        )
+        carried.append(f"{_KEYED}f{j}")
+    parts.append(f"ORDER BY {_KEYED}i")
+    picks = ", ".join(
+        f"collect(CASE WHEN size({_KEYED}f{j}) = 1 THEN {_KEYED}f{j}[0] ELSE ${name}[{_KEYED}i] "
+        f"END) AS {_KEYED}{name}"
+        for j, name in enumerate(names)
+    )
+    parts.append(f"WITH {picks}")
+    return " ".join(parts)
+
+
+def keyed_call_query(
+    procedure: str,
+    names: Sequence[str],
+    keyed: Mapping[str, str | None],
+    id_property: str,
+    clause: str,
+    fields: str,
+) -> str:
+    """``CALL procedure(...)`` over the parameters ``names`` in order, the lists of ``keyed``
+    replaced by their nodes (:func:`keyed_lookup_cypher`), with ``clause`` (the memory clause or
+    empty) and ``YIELD fields RETURN fields``: one query, one round trip."""
+    args = ", ".join(f"{_KEYED}{n}" if n in keyed else f"${n}" for n in names)
+    call = f"CALL {procedure}({args}){' ' + clause if clause else ''}"
+    return f"{keyed_lookup_cypher(keyed, id_property)} {call} YIELD {fields} RETURN {fields}"
 
 
 def _opts(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -1424,7 +1614,28 @@ class EmbeddedSource(GraphSource):
             raise QueryError(f"{where}: query failed: {exc}") from exc
 
     def _single_blob(self, procedure: str, *args: Any) -> str:
-        return self._call(procedure, *args)[0]["blob"]
+        return self._keyed_call(procedure, *args)[0]["blob"]
+
+    def _keyed_call(self, procedure: str, *args: Any) -> list[dict[str, Any]]:
+        """:meth:`_call` of a procedure of :data:`PROCEDURE_PARAMS`, its lists of integer keys
+        under ``options.id_property`` (:func:`keyed_lists`) first resolved to their nodes through
+        the graph's index (:meth:`~memgraph_tf.embedded.EmbeddedGraph.find_nodes`), as
+        :class:`BoltSource` has Memgraph resolve them: the procedure need not scan the label."""
+        named = dict(zip(PROCEDURE_PARAMS[procedure], args))
+        keyed = keyed_lists(procedure, named)
+        if not keyed:
+            return self._call(procedure, *args)
+        id_property = named["options"]["id_property"]
+        graph = self.graph
+        with self._lock:  # the nodes found and the call see the same graph
+            for name, label in keyed.items():
+                named[name] = resolved_keys(
+                    named[name],
+                    lambda key, label=label: [
+                        graph.node(i) for i in graph.find_nodes(label, id_property, key)
+                    ],
+                )
+            return self._call(procedure, *named.values())
 
     def pack_blob_b64(
         self,
@@ -1463,7 +1674,7 @@ class EmbeddedSource(GraphSource):
         properties: Sequence[str],
         options: Mapping[str, Any] | None = None,
     ) -> list[str]:
-        rows = self._call(
+        rows = self._keyed_call(
             "tf_features.sample_per_node",
             _to_python(list(seeds)),
             _to_python(list(fanouts)),

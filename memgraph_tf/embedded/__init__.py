@@ -170,6 +170,15 @@ class EmbeddedGraph:
         """Internal ids of all nodes (with ``label`` if given), ascending."""
         return [i for i, ls in enumerate(self._store.labels) if label is None or label in ls]
 
+    def find_nodes(self, label: str | None, name: str, value: Any) -> list[int]:
+        """Internal ids (ascending) of the nodes with ``label`` (any node when None) whose property
+        ``name`` equals the number ``value`` -- Cypher's ``MATCH (n:label) WHERE n.name = value``
+        (an integer equals the float of the same value; a bool or a non-number matches nothing)
+        -- through an index kept per ``(label, name)`` (nodes added join it; a write to that
+        property or to a label drops it), as Memgraph's label-property index (``CREATE INDEX ON
+        :label(name)``) answers it."""
+        return self._store.lookup(label, name, value)
+
     def neighbours(
         self, node_id: int, edge_types: Sequence[str] | None = None, direction: str = "both"
     ) -> list[int]:

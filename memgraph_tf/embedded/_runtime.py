@@ -198,6 +198,37 @@ class Store:
         self.esrc: list[int] = []
         self.edst: list[int] = []
         self.eprops: list[dict[str, Any] | None] = []
+        # (label, property) -> number value -> vertex ids: what lookup() reads; kept up to date by
+        # add_vertex, dropped by changed() (a write to a label, or to that property)
+        self._indexes: dict[tuple[str | None, str], dict[Any, list[int]]] = {}
+
+    def changed(self, name: str | None = None) -> None:
+        """Drops the lookup indexes on property ``name`` (None: all of them): called by every
+        write to a property (a vertex's or an edge's: the latter drops one needlessly) and to a
+        vertex's labels."""
+        if name is None:
+            self._indexes.clear()
+        else:
+            for key in [k for k in self._indexes if k[1] == name]:
+                del self._indexes[key]
+
+    def lookup(self, label: str | None, name: str, value: Any) -> list[int]:
+        """The ids (ascending) of the vertices with ``label`` (any vertex when None) whose
+        property ``name`` equals the number ``value`` as Cypher's ``=`` compares numbers (an
+        integer equals the float of the same value; a bool is no number: Memgraph's
+        ``operator==`` in ``src/query/typed_value.cpp``): ``MATCH (n:label) WHERE n.name =
+        value``, through an index of ``(label, name)`` built on first use (Memgraph's
+        label-property index, ``CREATE INDEX ON :label(name)``). Any other ``value``: none."""
+        if not _is_number(value):
+            return []
+        index = self._indexes.get((label, name))
+        if index is None:
+            index = self._indexes[(label, name)] = {}
+            for vid, props in enumerate(self.vprops):
+                found = props.get(name)
+                if _is_number(found) and (label is None or label in self.labels[vid]):
+                    index.setdefault(found, []).append(vid)
+        return list(index.get(value, ()))
 
     def add_vertex(
         self, labels: Iterable[str] = (), properties: dict[str, Any] | None = None
@@ -211,6 +242,10 @@ class Store:
                 if v is not None
             }
         )
+        for (label, name), index in self._indexes.items():  # the new vertex joins them
+            found = self.vprops[vid].get(name)
+            if _is_number(found) and (label is None or label in self.labels[vid]):
+                index.setdefault(found, []).append(vid)
         self.out_edges.append([])
         self.in_edges.append([])
         return vid
@@ -237,10 +272,16 @@ class Store:
         return eid
 
     def set_property(self, props: dict[str, Any], key: str, value: Any) -> None:
+        self.changed(key)
         if value is None:
             props.pop(key, None)
         else:
             props[key] = store_value(value, f"property {key!r}")
+
+
+def _is_number(value: Any) -> bool:
+    """An integer or a float, not a bool: what Cypher's ``=`` compares by value across types."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def store_value(value: Any, where: str) -> Any:
@@ -610,12 +651,14 @@ class Vertex(_Handle):
         _check_mutable(self._ctx)
         name = getattr(label, "name", label)
         if name not in self._ctx.store.labels[self._id]:
+            self._ctx.store.changed()
             self._ctx.store.labels[self._id].append(name)
 
     def remove_label(self, label: Any) -> None:
         _check_mutable(self._ctx)
         name = getattr(label, "name", label)
         if name in self._ctx.store.labels[self._id]:
+            self._ctx.store.changed()
             self._ctx.store.labels[self._id].remove(name)
 
     def iter_properties(self) -> MgpIterable:

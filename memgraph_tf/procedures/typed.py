@@ -411,6 +411,15 @@ def resolve_seeds(
         keys = by_id.resolve(seeds, param)
         internals = by_id.internal_ids(keys)
         nav.resolve(internals, param)
+        # an id is looked up among the label's nodes; a seed given as a vertex is checked here
+        given = [i for i, seed in enumerate(seeds) if not isinstance(seed, int)]
+        checked = nav.has_label([internals[i] for i in given], label) if given else []
+        for i, ok in zip(given, checked):
+            if not ok:
+                raise OptionError(
+                    f"{param}[{i}]: {node_name(keys[i], opts.id_property)} is not a :{label} "
+                    f"node ({option})"
+                )
         return internals, keys
     internals = nav.resolve(seeds, param)
     for i, ok in enumerate(nav.has_label(internals, label)):

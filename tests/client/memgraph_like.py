@@ -47,6 +47,18 @@ class _Record(dict):
 
 
 _PROCEDURE_CALL = re.compile(r"^\s*CALL\s+(tf_features\.\w+|mg\.procedures)\s*\(", re.IGNORECASE)
+# a call whose key lists the query resolves first (memgraph_tf.client.sources.keyed_call_query)
+_KEYED_CALL = re.compile(
+    r"^UNWIND range\(0, size\(\$\w+\) - 1\) AS mgtf_i .* (CALL tf_features\..*)$"
+)
+_KEY_LOOKUP = re.compile(
+    r"OPTIONAL MATCH \(mgtf_n\d+(?::`(?P<label>[^`]+)`)?\) WHERE mgtf_n\d+\.`(?P<prop>[^`]+)` = "
+    r"\$(?P<name>\w+)\[mgtf_i\]"
+)
+
+
+def _is_call(query: str) -> bool:
+    return bool(_PROCEDURE_CALL.match(query) or _KEYED_CALL.match(query))
 
 
 class MemgraphLikeDriver:
@@ -54,11 +66,25 @@ class MemgraphLikeDriver:
     in-process graph the way Memgraph runs them -- the unchanged query module through ``mgp.py``;
     an exception it raises comes back as Memgraph's FAILURE, through the driver's own hydration --
     and whose other queries go to ``inner``, a real driver to a real Bolt server (ArcadeDB), when
-    given. ``calls`` keeps the text of every procedure call, ``modes`` how each was run
-    (``execute_read``, ``execute_write``, or ``run``: auto-commit)."""
+    given. A call whose key lists the query resolves first (``UNWIND ... OPTIONAL MATCH (n:Label)
+    WHERE n.id = $seeds[i] ... CALL tf_features...``, the client's keyed calls) is read as Memgraph
+    reads it -- per key, the one node of the label holding it, else the key -- from the graph's
+    index (``SHOW INDEX INFO``, auto-commit only, lists ``indexes``); that the Cypher means this is
+    checked on a real engine (tests/client/test_keyed_calls.py, ArcadeDB). ``calls`` keeps the text
+    of every procedure call, ``modes`` how each was run (``execute_read``, ``execute_write``, or
+    ``run``: auto-commit)."""
 
-    def __init__(self, graph: EmbeddedGraph, inner: Any = None, database: str | None = None):
+    def __init__(
+        self,
+        graph: EmbeddedGraph,
+        inner: Any = None,
+        database: str | None = None,
+        indexes: Any = (),
+    ):
         self.graph, self.inner, self.database = graph, inner, database
+        self.indexes = list(
+            indexes
+        )  # (label, property): what CREATE INDEX ON :label(property) made
         self.procedures = EmbeddedSource(graph)
         self.calls: list[str] = []
         self.modes: list[str] = []
@@ -68,6 +94,17 @@ class MemgraphLikeDriver:
         self.modes.append(mode)
         if "mg.procedures" in query:
             return [_Record(name=name) for name in self.graph.procedures()]
+        keyed = _KEYED_CALL.match(query)
+        if keyed:  # Memgraph's reading of the lookup part, then the CALL with its lists
+            parameters = dict(parameters)
+            for found in _KEY_LOOKUP.finditer(query):
+                label, prop, name = found["label"], found["prop"], found["name"]
+                nodes = []
+                for key in parameters[name]:  # OPTIONAL MATCH (n:label) WHERE n.prop = key
+                    matches = self.graph.find_nodes(label, prop, key)
+                    nodes.append(self.graph.node(matches[0]) if len(matches) == 1 else key)
+                parameters[f"mgtf_{name}"] = nodes
+            query = re.sub(r"\bmgtf_(\w+)(?=[,)])", r"$mgtf_\1", keyed[1])
         try:
             return [_Record(row) for row in self.procedures.run(query, parameters)]
         except (GraphDataError, QueryError) as exc:
@@ -75,6 +112,15 @@ class MemgraphLikeDriver:
             if isinstance(failure, ProcedureError):  # its cause: what the procedure raised
                 raise hydrated(memgraph_text(failure.procedure, failure.__cause__)) from None
             raise hydrated(str(failure)) from None  # the runtime's refusal, in Memgraph's words
+
+    def index_info(self) -> list[list[Any]]:
+        """``SHOW INDEX INFO``'s rows, ``[index type, label, property, count]``, ``property`` a list
+        as Memgraph 3.x gives it (its own tests read them so: the text-index feature's columns,
+        an e2e durability test's ``row[1] == label and row[2] == [prop]``)."""
+        return [
+            ["label+property", label, [name], len(self.graph.nodes(label))]
+            for label, name in self.indexes
+        ]
 
     def session(self, **kwargs: Any) -> _Session:
         inner = None
@@ -99,7 +145,9 @@ class _Tx:
         self.driver, self.inner, self.mode = driver, inner, mode
 
     def run(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
-        if _PROCEDURE_CALL.match(query):
+        if query.strip().upper().startswith("SHOW INDEX INFO"):  # src/query/exceptions.hpp
+            raise hydrated("Info reporting not allowed in multicommand transactions.")
+        if _is_call(query):
             return self.driver.answer(query, dict(parameters or {}), self.mode)
         return self.inner.run(query, parameters)
 
@@ -126,7 +174,9 @@ class _Session:
         return self._execute("execute_write", work)
 
     def run(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
-        if _PROCEDURE_CALL.match(query):
+        if query.strip().upper().startswith("SHOW INDEX INFO"):
+            return iter(self.driver.index_info())
+        if _is_call(query):
             return iter(self.driver.answer(query, dict(parameters or {})))
         return self.inner.run(query, parameters)
 

@@ -112,6 +112,13 @@ class Case:
 TYPED_CALLS = ("sample_typed", "schema", "sample_pairs", "split_edges")
 
 
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """A vertex argument (Cypher: a node a MATCH found): the case graph's node ``internal``."""
+
+    internal: int
+
+
 ID = {"id_property": "id"}
 USER = {"label": "User"}
 PAIRS = {"source_label": "User"}
@@ -272,6 +279,11 @@ CASES = {
         ([0, 4], {BOUGHT: [1]}, None, USER),
         r"^seeds\[1\]: node 4 is not a :User node \(the seed label, options\.label\)$",
     ),
+    "sample_typed: a seed vertex of another label under id_property": Case(
+        "sample_typed",
+        ([Node(0), Node(4)], {BOUGHT: [1]}, None, {**USER, **ID}),
+        r"^seeds\[1\]: node with id = 10 is not a :User node \(the seed label, options\.label\)$",
+    ),
     "sample_typed: a neighbour whose id is not an integer": Case(
         "sample_typed",
         ([2], {BOUGHT: [1]}, None, {**USER, **ID}),
@@ -370,7 +382,7 @@ UNREACHABLE = {
 }
 
 
-def _call(source: Any, case: Case) -> Any:
+def _call(source: Any, case: Case, graph: EmbeddedGraph) -> Any:
     method = {
         "pack": source.pack_blob,
         "sample": source.sample_blob,
@@ -381,7 +393,13 @@ def _call(source: Any, case: Case) -> Any:
         "sample_pairs": source.sample_pairs,
         "split_edges": source.split_edges,  # a write procedure: a write transaction over Bolt
     }[case.call]
-    return method(*case.args)
+    args = [
+        [graph.node(v.internal) if isinstance(v, Node) else v for v in a]
+        if isinstance(a, list)
+        else a
+        for a in case.args
+    ]
+    return method(*args)
 
 
 @pytest.fixture(scope="module")
@@ -405,9 +423,9 @@ def test_every_procedure_error_is_the_same_client_error_over_bolt_and_embedded(
     driver = MemgraphLikeDriver(graph)
     bolt = BoltSource(driver, uri=URI, database=None)
     with pytest.raises(GraphDataError) as embedded_error:
-        _call(EmbeddedSource(graph), case)
+        _call(EmbeddedSource(graph), case, graph)
     with pytest.raises(GraphDataError) as bolt_error:
-        _call(bolt, case)
+        _call(bolt, case, graph)
     message = str(bolt_error.value)
     # the same class and message on both paths (before: ProcedureUnavailable or a bare QueryError
     # over Bolt), the procedure's own message, no traceback or server path

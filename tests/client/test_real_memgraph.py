@@ -47,7 +47,10 @@ def sources():
         "(a)-[:E]->(b)",
         {"p": pairs},
     )
+    # the keyed calls find the keys' nodes through it (an index query runs auto-commit)
+    list(with_procs.run(f"CREATE INDEX ON :{LABEL}(id)"))
     yield with_procs, without
+    list(with_procs.run(f"DROP INDEX ON :{LABEL}(id)"))
     with_procs.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
     with_procs.close()
     without.close()
@@ -79,6 +82,29 @@ def test_procedures_detected_and_same_bytes_as_fallback(sources):
     info = with_procs.describe(["f"], describe_options)
     assert info == without.describe(["f"], describe_options)
     assert info["feature_width"] == 3 and info["num_classes"] == 2
+
+
+def test_keys_found_by_the_query_give_the_procedure_s_blobs_and_errors(sources):
+    """The keyed query (OPTIONAL MATCH through the index, the nodes collected and passed) against
+    the procedure given the keys themselves: same blobs, duplicates kept; an unknown key is the
+    procedure's own error."""
+    from memgraph_tf import blob
+    from memgraph_tf.client.errors import GraphDataError
+
+    with_procs, _ = sources
+    if not with_procs.has_procedures():
+        pytest.skip("this Memgraph has no tf_features modules")
+    assert with_procs._indexed(LABEL, "id")  # SHOW INDEX INFO lists the fixture's index
+    keys = [503, 501, 503]
+    rows = with_procs.read(
+        "CALL tf_features.sample_per_node($k, [3, 2], ['f'], $o) YIELD node_id, blob "
+        "RETURN node_id, blob",
+        {"k": keys, "o": OPTIONS},
+    )
+    got = with_procs.sample_blobs_per_node(keys, [3, 2], ["f"], OPTIONS)
+    assert got == [blob.b64decode(r["blob"]) for r in rows]
+    with pytest.raises(GraphDataError, match=rf"^seeds\[1\]: unknown node id 999 \(no :{LABEL} "):
+        with_procs.sample_blobs_per_node([501, 999], [3, 2], ["f"], OPTIONS)
 
 
 def test_open_cypher_dataset_on_memgraph(sources):
