@@ -4,6 +4,8 @@ TensorFlow."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from memgraph_tf.client.steps import EVAL_KEYS, STEP_KEYS, fit_steps
@@ -90,3 +92,48 @@ def test_the_last_step_is_always_evaluated():
         progress=False,
     )
     assert history["eval_step"] == [3, 5] and best_step == 5
+
+
+class Batches:
+    """An iterable whose iterator records the thread it is finalised in (a ``tf.data`` iterator
+    cancels its in-flight sampling when finalised)."""
+
+    def __init__(self):
+        self.finalised_in = []
+
+    def __iter__(self):
+        outer = self
+
+        class It:
+            def __init__(self):
+                self.i = 0
+
+            def __next__(self):
+                self.i += 1
+                return self.i
+
+            def __del__(self):
+                outer.finalised_in.append(threading.current_thread().name)
+
+        return It()
+
+
+def test_an_early_stop_finalises_the_batch_iterator_off_the_training_thread_before_returning():
+    model = Scripted({2: 0.9, 4: 0.1, 6: 0.1})
+    batches = Batches()
+    _, best_step, _ = fit_steps(
+        model,
+        batches,
+        steps=100,
+        train_step=model.step,
+        evaluate=model.evaluate,
+        metric="val_auc",
+        metric_keys=("val_auc", "val_ap"),
+        eval_every=2,
+        patience=4,
+        progress=False,
+    )
+    assert best_step == 2 and model.weights == 2
+    # finalised once, already on return, and not by the calling thread (which would hold the GIL
+    # while the iterator's cancelled Python work waits for it)
+    assert batches.finalised_in == ["mgtf-close-iterator"]
