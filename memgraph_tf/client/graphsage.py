@@ -38,6 +38,7 @@ from memgraph_tf.client.pipeline import (
     model_inputs,
     sample_dataset,
     unique_rows,
+    without_autotune,
 )
 from memgraph_tf.client.sources import GraphSource
 from memgraph_tf.client.steps import fit_steps
@@ -973,6 +974,7 @@ def train_graphsage(
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         ).prefetch(tf.data.AUTOTUNE)
+    train_ds = without_autotune(train_ds)  # abandoned in flight by early stopping
 
     # traced once each: the batch specs fix every shape but the batch's (and the rows') length
     @tf.function(input_signature=[train_ds.element_spec], autograph=False)

@@ -917,6 +917,8 @@ def train_link_predictor(
     variables = model.trainable_link_variables()
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     optimizer.build(variables)
+    from memgraph_tf.client.pipeline import without_autotune
+
     train_ds = pair_sample_dataset(
         source,
         model,
@@ -933,6 +935,7 @@ def train_link_predictor(
         decoder=decoder,
         num_parallel_calls=tf.data.AUTOTUNE,
     )
+    train_ds = without_autotune(train_ds)  # abandoned in flight by early stopping
 
     @tf.function(input_signature=[train_ds.element_spec], autograph=False)
     def train_step(batch: Mapping[str, Any]) -> tuple[Any, Any]:

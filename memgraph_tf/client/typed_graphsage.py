@@ -739,6 +739,8 @@ def train_typed_graphsage(
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     optimizer.build(model.trainable_variables)  # its slots now: train_step is traced once
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    from memgraph_tf.client.pipeline import without_autotune
+
     train_ds = typed_sample_dataset(
         source,
         spec,
@@ -754,6 +756,7 @@ def train_typed_graphsage(
         decoder=decoder,
         num_parallel_calls=tf.data.AUTOTUNE,
     )
+    train_ds = without_autotune(train_ds)  # abandoned in flight by early stopping
 
     @tf.function(input_signature=[train_ds.element_spec], autograph=False)
     def train_step(batch: Mapping[str, Any]) -> tuple[Any, Any]:
