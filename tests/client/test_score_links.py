@@ -193,12 +193,15 @@ def test_bad_input_is_refused_by_name_before_anything_is_written(model):
 # ---------------------------------------------------------------------- the CLI with a bundle
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory, model):
-    """The model exported as an op-free link bundle, version 3, with the kit's sampling options."""
+    """The model exported as a link bundle decoding with the C++ op, version 3, with the kit's
+    sampling options. The CLI's use of a bundle does not depend on the decoder, and an op-free
+    export and its first calls cost tens of seconds on a loaded machine (the op-free link bundle's
+    signatures are checked against the in-process scores in tests/serving/test_link_bundles.py)."""
     from memgraph_tf.serving.export_links import export_link_bundle
 
     base = tmp_path_factory.mktemp("link-bundles")
     options = {**kit.OPTIONS, "seed": kit.SEED}
-    export_link_bundle(model, base, "links", 3, sample_options=options, warmup=False)
+    export_link_bundle(model, base, "links", 3, decoder="op", sample_options=options, warmup=False)
     return base / "links"
 
 
