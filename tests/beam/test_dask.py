@@ -38,15 +38,20 @@ from tests.beam import helpers as h
 pytestmark = pytest.mark.arcadedb
 
 
+MODEL = "BeamSageOp"  # conftest's op_bundle_base: the op-free bundle's model, version 2
+
+
 @pytest.fixture(scope="module")
-def served(bundle_base):
-    """The op-free bundle behind the local TF-Serving-compatible server (REST), in this process:
-    the Dask workers call it over HTTP, so they never import TensorFlow (a worker process that
-    loads a bundle pays seconds of TensorFlow start-up; the DirectRunner tests cover that path)."""
+def served(op_bundle_base):
+    """The op bundle behind the local TF-Serving-compatible server (REST), in this process: the
+    Dask workers call it over HTTP, so they never import TensorFlow (a worker process that loads a
+    bundle pays seconds of TensorFlow start-up; the DirectRunner tests cover that path). The
+    workers do not see the decoder; loading the op-free bundle would instantiate the portable
+    decoder's graph at warmup (seconds)."""
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    server = ModelServer(bundle_base, "BeamSage")
+    server = ModelServer(op_bundle_base, MODEL)
     try:
         with start_server(server) as running:
             yield running.url
@@ -56,7 +61,14 @@ def served(bundle_base):
 
 @pytest.fixture(scope="module")
 def model(served):
-    return ModelSpec.resolve(rest=served, model_name="BeamSage")
+    return ModelSpec.resolve(rest=served, model_name=MODEL)
+
+
+def _as_version_1(predictions: dict) -> dict:
+    """Predictions written by the op bundle (version 2), as the reference's version 1, after
+    checking that they carry version 2."""
+    assert {v for _, _, v in predictions.values()} <= {2}
+    return {k: (c, s, 1) for k, (c, s, _) in predictions.items()}
 
 
 def _dask(cluster, *extra):
@@ -98,7 +110,7 @@ def test_two_dask_workers_write_the_one_process_predictions_each_node_once(
     # as unchanged (its second write finds this version) and written would fall short
     assert (summary.written, summary.unchanged, summary.invalid) == (h.N, 0, 0)
     assert (summary.runner, summary.workers) == ("DaskRunner", 2)
-    h.assert_same(h.bolt_predictions(bolt_graph), reference)
+    h.assert_same(_as_version_1(h.bolt_predictions(bolt_graph)), reference)
     # both workers are processes of their own and both ran pages (model over REST: no TensorFlow)
     with distributed.Client(dask_cluster) as client:
         state = client.run(_worker_state)
@@ -106,7 +118,7 @@ def test_two_dask_workers_write_the_one_process_predictions_each_node_once(
     assert len({s[0] for s in state.values()} | {os.getpid()}) == 3
     # the same job from the command line: nothing left to do
     args = cli.build_parser().parse_args(
-        ["classify", "--graph", bolt_env.uri, "--serving", served, "--model-name", "BeamSage"]
+        ["classify", "--graph", bolt_env.uri, "--serving", served, "--model-name", MODEL]
         + ["--no-progress", "--runner", "DaskRunner"]
         + ["--dask-address", dask_cluster.scheduler_address]
     )
@@ -174,7 +186,8 @@ def test_an_invalid_node_fails_the_dask_job_naming_it_or_is_skipped(
     assert bad not in got and summary.invalid >= 1
     assert summary.written == len(got) - len(before)
     assert len(got) + summary.invalid == h.N  # every other node classified, each once
-    h.assert_same(got, {k: reference[k] for k in got})  # a blob without the bad node: the same
+    # a blob without the bad node: the same
+    h.assert_same(_as_version_1(got), {k: reference[k] for k in got})
 
 
 def test_dask_refusals_one_line_with_exit_code_2_on_the_command_line(
@@ -184,7 +197,7 @@ def test_dask_refusals_one_line_with_exit_code_2_on_the_command_line(
     from memgraph_tf.beam import run_classify_pipeline
 
     parser = cli.build_parser()
-    base = ["classify", "--serving", served, "--model-name", "BeamSage", "--no-progress"]
+    base = ["classify", "--serving", served, "--model-name", MODEL, "--no-progress"]
     spec = register_graph(h.embedded_source())
     try:
         cases = [

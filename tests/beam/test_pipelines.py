@@ -1,6 +1,7 @@
 """memgraph_tf.beam on Beam's DirectRunner (the FnApiRunner, never Prism) and its
 BundleBasedDirectRunner: predictions equal the batch module's, each node read and written exactly
-once with 1 and 4 workers (threads over the embedded graph, processes over real Bolt), resume,
+once with 1 and 4 worker threads over the embedded graph and 2 worker processes over real Bolt
+(each process imports TensorFlow and loads the bundle: seconds each on 2 cores), resume,
 a bundle retried after its write committed writes nothing twice, invalid nodes, the TFRecord
 export, the REST and op-bundle backends and the ``--runner`` command line."""
 
@@ -363,9 +364,7 @@ def test_export_writes_each_node_and_seed_once_as_tf_examples(graph, tmp_path):
 
 # ------------------------------------------------------------------------- real Bolt (ArcadeDB)
 @pytest.mark.arcadedb
-def test_bolt_four_worker_processes_with_the_op_bundle(
-    bolt_graph, bolt_env, op_bundle_base, reference
-):
+def test_bolt_worker_processes_with_the_op_bundle(bolt_graph, bolt_env, op_bundle_base, reference):
     op_model = ModelSpec.resolve(bundle=op_bundle_base)
     assert op_model.config.use_op and op_model.version == 2
     spec = GraphSpec(bolt_env.uri)
@@ -373,7 +372,7 @@ def test_bolt_four_worker_processes_with_the_op_bundle(
         spec,
         op_model,
         runner="DirectRunner",
-        num_workers=4,
+        num_workers=2,
         running_mode="multi_processing",
         batch_size=16,
         num_ranges=8,

@@ -53,7 +53,11 @@ def _embedded() -> EmbeddedSource:
 
 @pytest.fixture(scope="module")
 def bundle_dir():
-    return kit.bundle(False).path
+    """The kit's typed bundle decoding with the op (model ``shop``): the Beam paths do not depend
+    on the decoder, and each process or server that loads the op-free bundle first instantiates
+    the portable decoder's graph (seconds; tests/serving/test_typed_bundles.py checks the op-free
+    typed bundle's scores)."""
+    return kit.bundle(True).path
 
 
 @pytest.fixture(scope="module")
@@ -147,13 +151,13 @@ def test_two_dask_workers_over_bolt_write_the_one_process_predictions(
     assert not bolt_source.has_procedures()  # the client-side typed sampler runs on the workers
     # warmup (the bundle's warmup request, as TF Serving replays it) traces the model at load,
     # not in the workers' first requests (a trace takes tens of seconds on a loaded machine)
-    server = ModelServer(bundle_dir.parent, "shop_free")
+    server = ModelServer(bundle_dir.parent, "shop")
     try:
         assert server.warmup_requests >= 1
         with start_server(server) as running:
             summary = classify_with_beam(
                 GraphSpec(bolt_env.uri),
-                ModelSpec.resolve(rest=running.url, model_name="shop_free"),
+                ModelSpec.resolve(rest=running.url, model_name="shop"),
                 runner="DaskRunner",
                 dask_address=dask_cluster.scheduler_address,
                 batch_size=32,

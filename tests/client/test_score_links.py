@@ -193,12 +193,15 @@ def test_bad_input_is_refused_by_name_before_anything_is_written(model):
 # ---------------------------------------------------------------------- the CLI with a bundle
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory, model):
-    """The model exported as an op-free link bundle, version 3, with the kit's sampling options."""
+    """The model exported as a link bundle decoding with the C++ op, version 3, with the kit's
+    sampling options. The CLI's use of a bundle does not depend on the decoder, and an op-free
+    export and its first calls cost tens of seconds on a loaded machine (the op-free link bundle's
+    signatures are checked against the in-process scores in tests/serving/test_link_bundles.py)."""
     from memgraph_tf.serving.export_links import export_link_bundle
 
     base = tmp_path_factory.mktemp("link-bundles")
     options = {**kit.OPTIONS, "seed": kit.SEED}
-    export_link_bundle(model, base, "links", 3, sample_options=options, warmup=False)
+    export_link_bundle(model, base, "links", 3, decoder="op", sample_options=options, warmup=False)
     return base / "links"
 
 
@@ -303,8 +306,11 @@ def test_a_candidates_query_over_bolt_writes_its_pairs_and_bad_queries_exit_2_by
 
 @pytest.mark.arcadedb
 def test_sigkill_midway_then_rerun_writes_exactly_the_uninterrupted_links_none_twice(
-    tmp_path, arcadedb_server, bolt_docs, model, full_run
+    monkeypatch, capsys, tmp_path, arcadedb_server, bolt_docs, model, full_run
 ):
+    from memgraph_tf import cli
+    from memgraph_tf.batch import links as batch_links
+
     weights = tmp_path / "link.weights.h5"
     model.save_weights(weights)
     command = [sys.executable, "-m", "tests.client.links_kit", str(weights), "--", "score-links"]
@@ -345,11 +351,16 @@ def test_sigkill_midway_then_rerun_writes_exactly_the_uninterrupted_links_none_t
     assert 12 <= at_kill < 90 and at_kill % 6 == 0, (
         f"killed too late to test a resume: {at_kill} of 90 done"
     )
-    rerun = subprocess.run(
-        [*command, "--batch-size", "30"], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert rerun.returncode == 0, rerun.stderr
-    assert f"already up to date {at_kill} source(s)" in rerun.stdout
+    # the rerun in this process (a new process adds only start-up time), with the same model:
+    # it resumes from what the graph holds
+    monkeypatch.setattr(batch_links, "backend_from_args", lambda args: kit.backend(model))
+    for name in ("user", "password", "database"):
+        monkeypatch.setenv(f"MEMGRAPH_TF_{name.upper()}", getattr(arcadedb_server, name))
+    capsys.readouterr()
+    code = cli.main([*command[command.index("--") + 1 :], "--batch-size", "30"])
+    rerun = capsys.readouterr()
+    assert code == 0, rerun.err
+    assert f"already up to date {at_kill} source(s)" in rerun.out
     links = table.read_links()
     assert _once_each(links) and len(links) == 90 * K
     want = full_run[2]

@@ -313,20 +313,25 @@ def test_warmup_file_is_a_classify_request_the_bundle_answers(bundles, servers, 
         assert abs(sum(s for _, s in row) - 1.0) < 1e-5
 
 
-def _run_like_tf_serving(version_dir, signature_name: str, value) -> dict:
-    """Run one signature the way tensorflow_model_server does (SavedModelBundle): a TF1 session,
-    the restore op fed with the variables path, then the signature's tensors by the names in its
-    SignatureDef -- not the TF2 object graph that tf.saved_model.load (and the local server) use."""
+def _run_like_tf_serving(version_dir, calls) -> list[dict]:
+    """Run signatures the way tensorflow_model_server does (SavedModelBundle): one TF1 session
+    for the version, the restore op fed with the variables path, then each signature's tensors by
+    the names in its SignatureDef -- not the TF2 object graph that tf.saved_model.load (and the
+    local server) use. ``calls``: ``[(signature name, its input's value), ...]``; returns one
+    ``{output key: array}`` per call."""
     import tensorflow as tf
 
     graph = tf.Graph()
+    out = []
     with tf.compat.v1.Session(graph=graph) as sess:
         meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], str(version_dir))
-        sig = meta.signature_def[signature_name]
-        (in_info,) = sig.inputs.values()
-        names = sorted(sig.outputs)
-        fetched = sess.run([sig.outputs[k].name for k in names], {in_info.name: value})
-    return dict(zip(names, fetched))
+        for signature_name, value in calls:
+            sig = meta.signature_def[signature_name]
+            (in_info,) = sig.inputs.values()
+            names = sorted(sig.outputs)
+            fetched = sess.run([sig.outputs[k].name for k in names], {in_info.name: value})
+            out.append(dict(zip(names, fetched)))
+    return out
 
 
 @pytest.mark.parametrize("use_op", KINDS)
@@ -344,28 +349,33 @@ def test_bundle_runs_the_way_tf_serving_loads_it(bundles, node_data, sage, use_o
         ex = tf.train.Example()
         ex.features.feature["blob"].bytes_list.value.append(b)
         serialized.append(ex.SerializeToString())
-    out = _run_like_tf_serving(info.path, "classify", serialized)
-    assert out["classes"].dtype == object and out["scores"].dtype == np.float32
-    assert out["classes"].shape == out["scores"].shape == (N_NODES, len(sage.classes))
-    assert out["classes"].tolist() == [[c.encode() for c in sage.classes]] * N_NODES
-    np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)
-
-    out = _run_like_tf_serving(info.path, "serving_default", blobs)
-    np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)
-    assert out["class_ids"].tolist() == want.argmax(1).tolist()
-
     (record,) = tf.data.TFRecordDataset(
         str(info.path / "assets.extra" / "tf_serving_warmup_requests")
     ).as_numpy_iterator()
     req = prediction_log_pb2.PredictionLog.FromString(record).classify_log.request
     warm = [ex.SerializeToString() for ex in req.input.example_list.examples]
-    out = _run_like_tf_serving(info.path, req.model_spec.signature_name, warm)
-    assert out["scores"].shape == (1, len(sage.classes))
+    out, predicted, warmed = _run_like_tf_serving(
+        info.path,
+        [
+            ("classify", serialized),
+            ("serving_default", blobs),
+            (req.model_spec.signature_name, warm),
+        ],
+    )
+    assert out["classes"].dtype == object and out["scores"].dtype == np.float32
+    assert out["classes"].shape == out["scores"].shape == (N_NODES, len(sage.classes))
+    assert out["classes"].tolist() == [[c.encode() for c in sage.classes]] * N_NODES
+    np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)
+
+    np.testing.assert_allclose(predicted["scores"], want, atol=1e-5, rtol=0)
+    assert predicted["class_ids"].tolist() == want.argmax(1).tolist()
+
+    assert warmed["scores"].shape == (1, len(sage.classes))
 
 
 def test_graphsage_bundle_runs_the_way_tf_serving_loads_it(graphsage_bundle, node_data):
     """The project's own (subclassed Keras) GraphSAGE, exported op-free for the stock image."""
     blobs, _, _ = node_data
     info, want = graphsage_bundle
-    out = _run_like_tf_serving(info.path, "serving_default", blobs)
+    (out,) = _run_like_tf_serving(info.path, [("serving_default", blobs)])
     np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)

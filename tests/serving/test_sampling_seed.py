@@ -40,7 +40,9 @@ class Recording:
 @pytest.fixture(scope="module")
 def seedless(tmp_path_factory, sage):
     """A bundle whose sampling options hold no seed, over the keyed test graph (90 nodes, fanouts
-    [3, 2], 4 features: the shapes of ``sage.make``), served over REST and gRPC with a graph."""
+    [3, 2], 4 features: the shapes of ``sage.make``), served over REST and gRPC with a graph. It
+    decodes with the op: sampling does not depend on the decoder, and each load of an op-free
+    bundle (the server's, the batch backend's) first instantiates the portable decoder's graph."""
     from memgraph_tf.serving.export import export_bundle
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
@@ -48,7 +50,7 @@ def seedless(tmp_path_factory, sage):
     base = tmp_path_factory.mktemp("seedless")
     options = {"id_property": "id", "label": LABEL, "low_degree": "pad"}
     export_bundle(
-        sage.make(seed=3), base, "seedless", 1, use_op=False, sample_options=options, warmup=False
+        sage.make(seed=3), base, "seedless", 1, use_op=True, sample_options=options, warmup=False
     )
     source = KeyedGraph(LABEL).embedded_source()
     graph = Recording(source)

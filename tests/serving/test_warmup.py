@@ -1,5 +1,10 @@
 """ModelServer replays a version's warmup records at load (TF Serving's --enable_model_warmup):
-the calls are made, answers are unchanged, and a bad record is logged and skipped."""
+the calls are made, answers are unchanged, and a bad record is logged and skipped.
+
+The bundle here decodes with the C++ op: replaying warmup does not depend on the decoder, and an
+op-free bundle's first call of each signature instantiates the portable decoder's large graph
+(seconds per signature and server; the op-free bundles' warmup records are replayed by the
+servers of tests/serving/test_bundles.py and tests/serving/test_layout_bundles.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +16,15 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def warm_base(sage_bundle):
+def warm_base(tmp_path_factory, sage):
+    """BASE/sage: ``sage.make(seed=5)`` exported with the op and its warmup record."""
     from memgraph_tf.serving import bundle
+    from memgraph_tf.serving.export import export_bundle
 
-    assert bundle.warmup_path(
-        sage_bundle.path / "1"
-    ).is_file()  # the session's bundle, with its warmup record
-    return sage_bundle.path
+    base = tmp_path_factory.mktemp("warm")
+    info = export_bundle(sage.make(seed=5), base, "sage", 1, use_op=True)
+    assert bundle.warmup_path(info.path).is_file()
+    return info.path.parent
 
 
 def _bodies(sage) -> tuple[bytes, bytes]:
@@ -51,10 +58,12 @@ def test_warmup_replays_the_classify_record_and_warms_predict(warm_base, sage):
 
 
 def test_a_bundle_without_warmup_records_loads_unwarmed(tmp_path, sage):
+    from memgraph_tf.serving import bundle
     from memgraph_tf.serving.export import export_bundle
     from memgraph_tf.serving.model_server import ModelServer
 
-    export_bundle(sage.make(seed=3), tmp_path, "sage", 1, use_op=False, warmup=False)
+    info = export_bundle(sage.make(seed=3), tmp_path, "sage", 1, use_op=True, warmup=False)
+    assert not bundle.warmup_path(info.path).exists()
     ms = ModelServer(tmp_path / "sage")
     assert ms.warmup_requests == 0
 
@@ -75,9 +84,7 @@ def test_bad_warmup_records_are_logged_and_skipped(tmp_path, warm_base, sage, ca
     from memgraph_tf.serving import bundle
     from memgraph_tf.serving.model_server import ModelServer
 
-    shutil.copytree(
-        warm_base, tmp_path / "sage"
-    )  # a copy of the session's bundle: its records are rewritten
+    shutil.copytree(warm_base, tmp_path / "sage")  # a copy of the bundle: its records are rewritten
     path = bundle.warmup_path(tmp_path / "sage" / "1")
     good = path.read_bytes()
     wrong_signature = prediction_log_pb2.PredictionLog()
