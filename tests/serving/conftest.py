@@ -290,6 +290,25 @@ def sage_bundle(tmp_path_factory, sage):
     )
 
 
+@pytest.fixture(scope="session")
+def sage_op_bundle(tmp_path_factory, sage):
+    """The C++-op twin of :func:`sage_bundle`: the same model (``sage.make(seed=5)``, seeded, so
+    the same weights), the same sampling options, decoded by ``MemgraphTf>UnpackBlob`` instead of
+    the portable decoder. For
+    servers whose tests are about the protocol, limits or routing rather than the decoder: it
+    exports in well under a second and loads without building the portable decoder's graph."""
+    from memgraph_tf.serving.export import export_bundle
+
+    base = tmp_path_factory.mktemp("sage_op_bundle")
+    model = sage.make(seed=5)
+    info = export_bundle(
+        model, base, "sage", 1, use_op=True, sample_options=dict(SAGE_BUNDLE_OPTIONS)
+    )
+    return types.SimpleNamespace(
+        model=model, path=base / "sage", options=dict(SAGE_BUNDLE_OPTIONS), info=info
+    )
+
+
 # ------------------------------------------------------------------ a signature of unknown rank
 def export_any_rank(path: pathlib.Path) -> None:
     """A SavedModel whose ``serving_default`` takes inputs of any rank: ``s`` (DT_STRING, echoed

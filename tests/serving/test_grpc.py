@@ -140,16 +140,17 @@ class FakeGraph:
 
 
 @pytest.fixture(scope="module")
-def sage_pair(sage_bundle, sage):
-    """The session's op-free bundle served over REST and gRPC from one ModelServer that has a
-    graph source (the node_id path), plus the Keras model's own scores for its node blobs."""
+def sage_pair(sage_op_bundle, sage):
+    """The session's C++-op sage bundle (REST/gRPC equivalence does not depend on the decoder)
+    served over REST and gRPC from one ModelServer that has a graph source (the node_id path),
+    plus the Keras model's own scores for its node blobs."""
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    model = sage_bundle.model
+    model = sage_op_bundle.model
     blobs, feats = sage.blobs(5, seed=11)
     graph = FakeGraph({100 + i: b for i, b in enumerate(blobs)})
-    ms = ModelServer(sage_bundle.path, graph_source=graph, warmup=False)
+    ms = ModelServer(sage_op_bundle.path, graph_source=graph, warmup=False)
     with start_server(ms) as rest, start_grpc_server(ms, max_examples=MAX_EXAMPLES) as rpc:
         rpc.rest, rpc.graph, rpc.blobs, rpc.model_server = rest, graph, blobs, ms
         rpc.keras_scores = model(feats).numpy()

@@ -231,13 +231,13 @@ class CountingSource:
 
 
 @pytest.fixture(scope="module")
-def sage_server(sage_bundle, sage):
+def sage_server(sage_op_bundle, sage):
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
     blobs, _ = sage.blobs(1, seed=5)
     source = CountingSource(blobs[0])
-    ms = ModelServer(sage_bundle.path, graph_source=source, max_examples=16, warmup=False)
+    ms = ModelServer(sage_op_bundle.path, graph_source=source, max_examples=16, warmup=False)
     with start_server(ms) as srv:
         srv.source = source
         yield srv

@@ -168,15 +168,16 @@ def node_table(sage):
 
 
 @pytest.fixture(scope="module")
-def served(sage_bundle, node_table):
-    """The session's op-free bundle (sampling options seed 7, low_degree pad) served with a fake
-    graph source (the server's --graph path)."""
+def served(sage_op_bundle, node_table):
+    """The session's C++-op sage bundle (sampling options seed 7, low_degree pad) served with a
+    fake graph source (the server's --graph path); routing and sampling do not depend on the
+    decoder."""
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    assert sage_bundle.options == {"seed": 7, "low_degree": "pad"}
+    assert sage_op_bundle.options == {"seed": 7, "low_degree": "pad"}
     source = FakeSource(node_table)
-    ms = ModelServer(sage_bundle.path, graph_source=source, warmup=False)
+    ms = ModelServer(sage_op_bundle.path, graph_source=source, warmup=False)
     with start_server(ms) as srv:
         srv.source = source
         srv.model_server = ms
