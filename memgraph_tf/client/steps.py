@@ -23,14 +23,14 @@ EVAL_KEYS = ("eval_step", "eval_s", "elapsed_s")
 
 def close_iterator(holder: list[Any]) -> None:
     """Drops the last reference to the iterator in ``holder`` (emptied) from another thread while
-    this one waits with the GIL released.
+    this one waits in ``join`` with the GIL released.
 
     A ``tf.data`` iterator deleted before its end cancels the elements still in flight, among them
-    sampling calls that run Python (``tf.py_function``) and so need the GIL. Deleted from the
-    training thread after an early stop, the training iterator took 7-10 s in 3 of 5 Cora runs
-    (load ~3), with no Python frame running in any thread meanwhile; deleted from another thread
-    while this one waits in ``join`` (the GIL released), 0.00 s in each run. Guarantees: on return
-    the iterator is deleted (the helper is joined) and ``holder`` is empty."""
+    sampling calls that run Python (``tf.py_function``); deleting it off the training thread keeps
+    that thread from holding the GIL while they are cancelled. This alone did not remove the waits
+    seen after early stops (one off-thread deletion still took 8.9 s); turning off tf.data's
+    autotuning model did (:func:`memgraph_tf.client.pipeline.without_autotune`). Guarantees: on
+    return the iterator is deleted (the helper is joined) and ``holder`` is empty."""
     closer = threading.Thread(target=holder.clear, name="mgtf-close-iterator", daemon=True)
     closer.start()
     closer.join()

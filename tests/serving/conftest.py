@@ -271,6 +271,22 @@ def sage():
 SAGE_BUNDLE_OPTIONS = {"seed": 7, "low_degree": "pad"}
 
 
+def _export_sage(tmp_path_factory, sage, *, use_op: bool) -> types.SimpleNamespace:
+    """``sage.make(seed=5)`` exported as ``sage`` version 1 with :data:`SAGE_BUNDLE_OPTIONS`,
+    decoded by the op or the portable decoder: the model, the bundle's base path, the options and
+    the export info."""
+    from memgraph_tf.serving.export import export_bundle
+
+    base = tmp_path_factory.mktemp("sage_op_bundle" if use_op else "sage_bundle")
+    model = sage.make(seed=5)
+    info = export_bundle(
+        model, base, "sage", 1, use_op=use_op, sample_options=dict(SAGE_BUNDLE_OPTIONS)
+    )
+    return types.SimpleNamespace(
+        model=model, path=base / "sage", options=dict(SAGE_BUNDLE_OPTIONS), info=info
+    )
+
+
 @pytest.fixture(scope="session")
 def sage_bundle(tmp_path_factory, sage):
     """One op-free bundle of ``sage.make(seed=5)`` (sampling options ``SAGE_BUNDLE_OPTIONS``, with
@@ -278,16 +294,7 @@ def sage_bundle(tmp_path_factory, sage):
     the export itself: ``.model`` (the Keras model), ``.path`` (BASE/sage, a ModelServer's model
     dir), ``.options``, ``.info`` (export_bundle's answer). Servers that do not test warmup load it
     with ``warmup=False``."""
-    from memgraph_tf.serving.export import export_bundle
-
-    base = tmp_path_factory.mktemp("sage_bundle")
-    model = sage.make(seed=5)
-    info = export_bundle(
-        model, base, "sage", 1, use_op=False, sample_options=dict(SAGE_BUNDLE_OPTIONS)
-    )
-    return types.SimpleNamespace(
-        model=model, path=base / "sage", options=dict(SAGE_BUNDLE_OPTIONS), info=info
-    )
+    return _export_sage(tmp_path_factory, sage, use_op=False)
 
 
 @pytest.fixture(scope="session")
@@ -297,16 +304,7 @@ def sage_op_bundle(tmp_path_factory, sage):
     the portable decoder. For
     servers whose tests are about the protocol, limits or routing rather than the decoder: it
     exports in well under a second and loads without building the portable decoder's graph."""
-    from memgraph_tf.serving.export import export_bundle
-
-    base = tmp_path_factory.mktemp("sage_op_bundle")
-    model = sage.make(seed=5)
-    info = export_bundle(
-        model, base, "sage", 1, use_op=True, sample_options=dict(SAGE_BUNDLE_OPTIONS)
-    )
-    return types.SimpleNamespace(
-        model=model, path=base / "sage", options=dict(SAGE_BUNDLE_OPTIONS), info=info
-    )
+    return _export_sage(tmp_path_factory, sage, use_op=True)
 
 
 # ------------------------------------------------------------------ a signature of unknown rank
