@@ -386,8 +386,8 @@ def without_autotune(ds: tf.data.Dataset) -> tf.data.Dataset:
     tf.data's static defaults instead of being tuned by a background model.
 
     For training pipelines, which early stopping abandons with sampling still in flight. With the
-    model on, deleting such an iterator waited up to ~10 s in 5 of 21 early-stopped Cora runs
-    (``benchmarks/peer_pyg.py`` recipe, load 2-4; no Python frame running meanwhile); with it off,
+    model on, deleting such an iterator waited 7-10 s in 8 of about 35 early-stopped Cora runs
+    (``benchmarks/peer_pyg.py`` recipe, load 1-7; no Python frame running meanwhile); with it off,
     at most 0.11 s in 8 of 8, at the same step times. Guarantees: the same elements in the same
     order (only the tuning of parallelism and buffers changes)."""
     options = tf.data.Options()
