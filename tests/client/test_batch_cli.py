@@ -153,29 +153,6 @@ def test_cli_errors_are_one_line_with_exit_codes(
     assert code == 0 and f"skipped node {node_id(20)}: " in out
 
 
-@pytest.fixture(scope="module")
-def op_bundle_base(tmp_path_factory, sage_model):
-    """``sage_model`` exported as BASE/BatchSageOp version 1 decoding with the C++ op (the other
-    sampling settings those of ``bundle_base``): each process or server that loads an op-free
-    bundle first instantiates the portable decoder's graph (seconds), and the command's summary,
-    its transports, interrupting and resuming do not depend on the decoder."""
-    from memgraph_tf.serving import export_bundle
-    from tests.client.classify_kit import OPTIONS
-
-    base = tmp_path_factory.mktemp("batch_op_bundles")
-    export_bundle(
-        sage_model,
-        base,
-        "BatchSageOp",
-        1,
-        use_op=True,
-        properties=["features"],
-        sample_options=OPTIONS,
-        warmup=False,
-    )
-    return base / "BatchSageOp"
-
-
 @pytest.mark.arcadedb
 def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
     monkeypatch, capsys, arcadedb_server, bolt_graph, op_bundle_base, reference
