@@ -157,38 +157,44 @@ def test_shop_demo_trains_typed_serves_by_node_id_and_scores_every_user(shop_run
     assert "--graph embedded:shop --port 8501" in summary.commands[1]
 
 
-def test_demo_with_graph_loads_a_real_bolt_server_through_cypher(tmp_path, monkeypatch) -> None:
-    if not os.environ.get("CI"):
-        pytest.importorskip(
-            "arcadedb_embedded", reason="arcadedb-embedded (a real Bolt server) is not installed"
-        )
+@pytest.mark.arcadedb
+def test_demo_with_graph_loads_a_real_bolt_server_through_cypher(
+    tmp_path, monkeypatch, arcadedb_server, bolt_source
+) -> None:
+    """On the session's ArcadeDB server (a real Bolt server; a server of its own cost seconds of
+    JVM start): the demo writes :Paper nodes and :CITES edges, which are deleted before and after
+    as the other users of the shared database do with theirs."""
     import contextlib
     import io
 
-    from memgraph_tf.client import connect
-    from memgraph_tf.testing.arcadedb import ArcadeDBServerProcess
-
-    with ArcadeDBServerProcess() as server:  # its own server: the demo writes :Paper nodes
-        monkeypatch.setenv("MEMGRAPH_TF_USER", server.auth[0])
-        monkeypatch.setenv("MEMGRAPH_TF_PASSWORD", server.auth[1])
-        monkeypatch.setenv("MEMGRAPH_TF_DATABASE", server.database)
+    monkeypatch.setenv("MEMGRAPH_TF_USER", arcadedb_server.user)
+    monkeypatch.setenv("MEMGRAPH_TF_PASSWORD", arcadedb_server.password)
+    monkeypatch.setenv("MEMGRAPH_TF_DATABASE", arcadedb_server.database)
+    bolt_source.write(f"MATCH (n:{demo.GRAPH_LABEL}) DETACH DELETE n")
+    try:
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             figures = demo.run(
-                "synthetic", tmp_path, graph=server.uri, steps=10, classify_count=8, progress=False
+                "synthetic",
+                tmp_path,
+                graph=arcadedb_server.uri,
+                steps=10,
+                classify_count=8,
+                progress=False,
             )
-        with connect(server.uri) as source:
-            [row] = source.run(
-                "MATCH (n:Paper) WHERE n.predicted_class IS NOT NULL RETURN count(n) AS c"
-            )
-            [edges] = source.run("MATCH (:Paper)-[e:CITES]->(:Paper) RETURN count(e) AS c")
+        [row] = bolt_source.run(
+            "MATCH (n:Paper) WHERE n.predicted_class IS NOT NULL RETURN count(n) AS c"
+        )
+        [edges] = bolt_source.run("MATCH (:Paper)-[e:CITES]->(:Paper) RETURN count(e) AS c")
+    finally:
+        bolt_source.write(f"MATCH (n:{demo.GRAPH_LABEL}) DETACH DELETE n")
     assert row["c"] == 400 and figures["written"] == 400
     assert edges["c"] == len(datasets.synthetic().edges)
     assert (
         "blobs packed on the client" in printed.getvalue()
     )  # ArcadeDB has no tf_features procedures
     assert re.search(
-        rf"--graph {re.escape(server.uri)} --port 8501( --grpc-port 8500)? &$",
+        rf"--graph {re.escape(arcadedb_server.uri)} --port 8501( --grpc-port 8500)? &$",
         figures["summary"].commands[1],
     )
     assert (tmp_path / "report.html").is_file()

@@ -290,11 +290,13 @@ def test_invalid_nodes_stop_the_job_or_are_skipped(model, backend):
 
 
 @pytest.fixture(scope="module")
-def model_server(bundle_base):
-    """The bundle behind a local ModelServer, loaded once for the REST and the gRPC case."""
+def model_server(op_bundle_base):
+    """The op twin (version 2) behind a local ModelServer, loaded once for the REST and the gRPC
+    case: the transports do not depend on the decoder, and an op-free bundle's load and first
+    call cost seconds per server (the predictions are compared with the op-free ``reference``)."""
     from memgraph_tf.serving.model_server import ModelServer
 
-    server = ModelServer(bundle_base, "BeamSage")
+    server = ModelServer(op_bundle_base, "BeamSageOp")
     yield server
     server.close()
 
@@ -314,13 +316,15 @@ def test_served_model_through_the_local_server(graph, model_server, reference, t
         )
         running, target = grpc_server.start_grpc_server(server), "target"
     with running:
-        served = ModelSpec.resolve(**{transport: getattr(running, target)}, model_name="BeamSage")
-        assert (served.kind, served.version) == (transport, 1)
+        served = ModelSpec.resolve(**{transport: getattr(running, target)}, model_name="BeamSageOp")
+        assert (served.kind, served.version) == (transport, 2)
         summary = classify_with_beam(
             spec, served, num_workers=2, running_mode="multi_threading", batch_size=16
         )
     assert summary.written == h.N
-    h.assert_same(h.predictions(source), reference)
+    got = h.predictions(source)
+    assert {v for _, _, v in got.values()} == {2}
+    h.assert_same({k: (c, s, 1) for k, (c, s, _) in got.items()}, reference)
 
 
 # --------------------------------------------------------------------------------------- export

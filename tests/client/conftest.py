@@ -98,6 +98,30 @@ def bundle_base(tmp_path_factory, sage_model):
 
 
 @pytest.fixture(scope="session")
+def op_bundle_base(tmp_path_factory, sage_model):
+    """``sage_model`` exported as BASE/BatchSageOp version 1 decoding with the C++ op (the other
+    sampling settings those of ``bundle_base``), for the batch tests whose property does not
+    depend on the decoder (a command's summary, the transports, interrupting and resuming):
+    each process or server that loads an op-free bundle first instantiates the portable
+    decoder's graph (seconds). Its scores equal the op-free bundle's (``reference``)."""
+    from memgraph_tf.serving import export_bundle
+    from tests.client.classify_kit import OPTIONS
+
+    base = tmp_path_factory.mktemp("batch_op_bundles")
+    export_bundle(
+        sage_model,
+        base,
+        "BatchSageOp",
+        1,
+        use_op=True,
+        properties=["features"],
+        sample_options=OPTIONS,
+        warmup=False,
+    )
+    return base / "BatchSageOp"
+
+
+@pytest.fixture(scope="session")
 def backend(bundle_base):
     """The op-free bundle loaded in-process (memgraph_tf.batch.BundleBackend)."""
     from memgraph_tf.batch import BundleBackend

@@ -581,17 +581,19 @@ def test_predict_and_write_no_longer_depends_on_chunks(sage_model):
 
 # ------------------------------------------------------------------------------ REST and gRPC
 @pytest.fixture(scope="module")
-def model_server(bundle_base):
+def model_server(op_bundle_base):
+    """A local server of the op twin: the REST and gRPC backends do not depend on the decoder
+    (their predictions are compared with the op-free ``reference``)."""
     from memgraph_tf.serving.model_server import ModelServer
 
-    return ModelServer(bundle_base, "BatchSage")
+    return ModelServer(op_bundle_base, "BatchSageOp")
 
 
 def test_rest_backend_through_the_local_server(model_server, reference):
     from memgraph_tf.serving.server import start_server
 
     source = embedded_source()
-    with start_server(model_server) as running, rest_backend(running.url, "BatchSage") as model:
+    with start_server(model_server) as running, rest_backend(running.url, "BatchSageOp") as model:
         assert model.version == 1 and model.client.version == 1  # pinned to what was newest
         summary = classify_graph(source, model, batch_size=16, progress=False)
     assert summary.classified == N
@@ -608,7 +610,7 @@ def test_grpc_backend_through_the_local_server(model_server, reference):
     source = embedded_source()
     with (
         grpc_server.start_grpc_server(model_server) as running,
-        grpc_backend(running.target, "BatchSage") as model,
+        grpc_backend(running.target, "BatchSageOp") as model,
     ):
         assert model.version == 1
         summary = classify_graph(source, model, batch_size=16, progress=False)
@@ -664,7 +666,7 @@ def test_bolt_where_predicate_and_shards(bolt_graph, backend, reference):
 def test_bolt_rest_backend(bolt_graph, model_server, reference):
     from memgraph_tf.serving.server import start_server
 
-    with start_server(model_server) as running, rest_backend(running.url, "BatchSage") as model:
+    with start_server(model_server) as running, rest_backend(running.url, "BatchSageOp") as model:
         classify_graph(bolt_graph, model, batch_size=16, write_property="rest", progress=False)
     assert_same(bolt_predictions(bolt_graph, "rest"), reference)
 

@@ -33,14 +33,16 @@ def _cli(monkeypatch, capsys, source, *args):
     return code, out.out, out.err
 
 
-def test_cli_classifies_and_prints_a_summary(monkeypatch, capsys, bundle_base, reference):
+def test_cli_classifies_and_prints_a_summary(monkeypatch, capsys, op_bundle_base, reference):
+    """The op twin of the op-free bundle ``reference`` was classified with: the command's run and
+    summary do not depend on the decoder, and its scores equal the op-free bundle's."""
     source = embedded_source()
     code, out, err = _cli(
         monkeypatch,
         capsys,
         source,
         "--model",
-        str(bundle_base),
+        str(op_bundle_base),
         "--batch-size",
         "16",
         "--write-property",
@@ -50,17 +52,18 @@ def test_cli_classifies_and_prints_a_summary(monkeypatch, capsys, bundle_base, r
     assert out.startswith(
         f"classified {N} nodes, skipped 0 invalid, failed 0, already up to date 0 (shard 0/1)"
     )
-    assert "model BatchSage version 1 -> cli, cli_score, cli_version" in out
+    assert "model BatchSageOp version 1 -> cli, cli_score, cli_version" in out
     assert_same(predictions(source, "cli"), reference)
 
 
-def test_cli_over_rest_and_grpc(monkeypatch, capsys, bundle_base, reference):
+def test_cli_over_rest_and_grpc(monkeypatch, capsys, op_bundle_base, reference):
+    """Through a local server of the op twin (the transports do not depend on the decoder)."""
     from memgraph_tf.serving.grpc_server import start_grpc_server
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
     source = embedded_source()
-    server = ModelServer(bundle_base, "BatchSage")
+    server = ModelServer(op_bundle_base, "BatchSageOp")
     with start_server(server) as rest, start_grpc_server(server) as grpc:
         for prop, args in (
             ("rest", ["--serving", rest.url]),
@@ -72,12 +75,12 @@ def test_cli_over_rest_and_grpc(monkeypatch, capsys, bundle_base, reference):
                 source,
                 *args,
                 "--model-name",
-                "BatchSage",
+                "BatchSageOp",
                 "--write-property",
                 prop,
             )
             assert code == 0, err
-            assert f"model BatchSage version 1 -> {prop}, {prop}_score, {prop}_version" in out
+            assert f"model BatchSageOp version 1 -> {prop}, {prop}_score, {prop}_version" in out
             assert_same(predictions(source, prop), reference)
         code, out, err = _cli(
             monkeypatch, capsys, source, "--serving", rest.url, "--model-name", "Nope"
@@ -148,29 +151,6 @@ def test_cli_errors_are_one_line_with_exit_codes(
         monkeypatch, capsys, source, "--model", str(bundle_base), "--skip-invalid"
     )
     assert code == 0 and f"skipped node {node_id(20)}: " in out
-
-
-@pytest.fixture(scope="module")
-def op_bundle_base(tmp_path_factory, sage_model):
-    """``sage_model`` exported as BASE/BatchSageOp version 1 decoding with the C++ op (the other
-    sampling settings those of ``bundle_base``): each process that loads an op-free bundle first
-    instantiates the portable decoder's graph (seconds), and interrupting and resuming do not
-    depend on the decoder."""
-    from memgraph_tf.serving import export_bundle
-    from tests.client.classify_kit import OPTIONS
-
-    base = tmp_path_factory.mktemp("batch_op_bundles")
-    export_bundle(
-        sage_model,
-        base,
-        "BatchSageOp",
-        1,
-        use_op=True,
-        properties=["features"],
-        sample_options=OPTIONS,
-        warmup=False,
-    )
-    return base / "BatchSageOp"
 
 
 @pytest.mark.arcadedb

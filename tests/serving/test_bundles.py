@@ -264,24 +264,32 @@ def _graphsage_and_its_softmax(sage, feats):
 
 @pytest.fixture(scope="module")
 def graphsage_bundle(tmp_path_factory, node_data, sage):
-    """The project's GraphSAGE exported op-free once (version 3), and the scores it must answer:
-    shared by the two tests below (one export instead of two)."""
+    """The project's GraphSAGE exported op-free once (version 3), its op twin, and the scores
+    both must answer: shared by the two tests below (one op-free export instead of two)."""
     from memgraph_tf.serving.export import export_bundle
 
     _, feats, _ = node_data
     model, want = _graphsage_and_its_softmax(sage, feats)
     info = export_bundle(model, tmp_path_factory.mktemp("graphsage"), "sage", 3, use_op=False)
-    return info, want
+    op_info = export_bundle(
+        model, tmp_path_factory.mktemp("graphsage_op"), "sage", 3, use_op=True, warmup=False
+    )
+    return info, want, op_info
 
 
 def test_graphsage_bundle_scores_are_softmax_of_its_logits(graphsage_bundle, node_data):
-    """The project's GraphSAGE returns logits: the bundle's scores are their softmax."""
+    """The project's GraphSAGE returns logits: the bundle's scores are their softmax. Served from
+    the op twin: the softmax is the export's, after either decoder (the op-free bundle's scores
+    are checked against the same softmax below, the way TF Serving loads it), and an op-free
+    server's load and first call cost seconds."""
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
     blobs, _, _ = node_data
-    info, want = graphsage_bundle
-    assert info.config["scores"] == "logits"
+    info, want, op_info = graphsage_bundle
+    assert info.config["scores"] == op_info.config["scores"] == "logits"
+    assert op_info.config["use_op"] and not info.config["use_op"]
+    info = op_info
     with (
         start_server(ModelServer(info.path.parent, warmup=False)) as srv,
         ServingClient(srv.url, "sage") as c,
@@ -376,6 +384,6 @@ def test_bundle_runs_the_way_tf_serving_loads_it(bundles, node_data, sage, use_o
 def test_graphsage_bundle_runs_the_way_tf_serving_loads_it(graphsage_bundle, node_data):
     """The project's own (subclassed Keras) GraphSAGE, exported op-free for the stock image."""
     blobs, _, _ = node_data
-    info, want = graphsage_bundle
+    info, want, _ = graphsage_bundle
     (out,) = _run_like_tf_serving(info.path, [("serving_default", blobs)])
     np.testing.assert_allclose(out["scores"], want, atol=1e-5, rtol=0)

@@ -23,7 +23,7 @@ NODES = [1, 5, 42, 399]
 
 def _graph_source():
     """The packaged synthetic graph (400 nodes, running the unchanged query modules in process)
-    with 4-wide features, the width of the session's ``sage_bundle``."""
+    with 4-wide features, the width of the session's ``sage_op_bundle``."""
     import dataclasses
 
     from memgraph_tf.client.sources import EmbeddedSource
@@ -36,19 +36,21 @@ def _graph_source():
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory, sage_bundle):
-    """The session's bundle behind a models.config as ``export_bundle`` wrote it (its base_path
-    pointed at the bundle), the graph, the upstream and local server (REST + gRPC) and the
-    gateway (REST + gRPC)."""
+def stack(tmp_path_factory, sage_op_bundle):
+    """The session's op bundle behind a models.config as ``export_bundle`` wrote it (its
+    base_path pointed at the bundle), the graph, the upstream and local server (REST + gRPC) and
+    the gateway (REST + gRPC). The gateway forwards node ids and blobs and compares with the
+    local server's answers from the same bundle: what it checks does not depend on the bundle's
+    decoder, and an op-free bundle's first call of each signature costs seconds."""
     from memgraph_tf.serving.gateway import UpstreamServer
     from memgraph_tf.serving.grpc_server import start_grpc_server
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    written = (sage_bundle.path.parent / "models.config").read_text()
+    written = (sage_op_bundle.path.parent / "models.config").read_text()
     assert 'base_path: "/models/sage"' in written  # export_bundle's serving_base_path default
     config = tmp_path_factory.mktemp("gateway") / "models.config"
-    config.write_text(written.replace('"/models/sage"', f'"{sage_bundle.path}"'))
+    config.write_text(written.replace('"/models/sage"', f'"{sage_op_bundle.path}"'))
     source = _graph_source()
     running = []
     try:
@@ -61,7 +63,7 @@ def stack(tmp_path_factory, sage_bundle):
             "Stack",
             (),
             {
-                "bundle": sage_bundle.path,
+                "bundle": sage_op_bundle.path,
                 "source": source,
                 "upstream_target": running[1].target,
                 "local_rest": running[0].url,
@@ -120,10 +122,12 @@ def test_node_ids_over_grpc_give_the_local_servers_scores(stack):
     assert got == want  # float32 scores through gRPC both ways: bit for bit
 
 
-def test_blobs_pass_through_unchanged(stack, sage_bundle):
+def test_blobs_pass_through_unchanged(stack, sage_op_bundle):
     import base64
 
-    blobs = stack.source.sample_blobs_per_node(NODES[:2], [3, 2], ["features"], sage_bundle.options)
+    blobs = stack.source.sample_blobs_per_node(
+        NODES[:2], [3, 2], ["features"], sage_op_bundle.options
+    )
     examples = [{"blob": {"b64": base64.b64encode(b).decode()}} for b in blobs]
     by_blob = _classify_rest(stack.gw_rest, examples, signature_name="classify")
     by_id = _classify_rest(stack.gw_rest, [{"node_id": n} for n in NODES[:2]])

@@ -142,13 +142,15 @@ def test_issue_reproducers_get_400_from_memgraph_tf_serve(blobs_base, cli_server
 
 
 @pytest.fixture(scope="module")
-def deep_servers(sage_bundle, toy_base, any_rank_base):
+def deep_servers(sage_op_bundle, toy_base, any_rank_base):
     """In-process REST models (bundle, toy, any-rank) with --max-json-depth 200, so bodies reach
-    the tensor code however deep they nest, and gRPC over the bundle and the any-rank model."""
+    the tensor code however deep they nest, and gRPC over the bundle and the any-rank model. The
+    bundle decodes with the op: inputs are checked against the signature's ``blobs`` input
+    (DT_STRING [?]) before the decoder runs, and the signature is the same for either decoder."""
     from memgraph_tf.serving.model_server import ModelServer
 
     servers = {
-        "sage": ModelServer(sage_bundle.path, warmup=False, max_json_depth=200),
+        "sage": ModelServer(sage_op_bundle.path, warmup=False, max_json_depth=200),
         "toy": ModelServer(toy_base, "toy", max_json_depth=200),
         "anyrank": ModelServer(any_rank_base, max_json_depth=200),
     }

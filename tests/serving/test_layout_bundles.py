@@ -156,6 +156,9 @@ def test_the_layout_is_in_the_config_and_the_warmup_request_runs(bundles, layout
 
 
 def test_the_server_samples_node_ids_in_the_bundle_s_layout(bundles, graph, sage):
+    """A server of the sparse op bundle: which layout the server samples in is read from the
+    bundle's config, whatever its decoder (both decoders' sparse bundles give the dense scores
+    above), and an op-free bundle's load and first call in a server cost seconds."""
     from memgraph_tf.client.sources import EmbeddedSource
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
@@ -166,7 +169,7 @@ def test_the_server_samples_node_ids_in_the_bundle_s_layout(bundles, graph, sage
             return super().sample_blobs_per_node(seeds, fanouts, properties, options)
 
     source = Spy(graph)
-    info = bundles["sparse", False]
+    info = bundles["sparse", True]
     want = classify(load(bundles["dense", True]), per_node_blobs(graph, sage, "dense"))
     with start_server(
         ModelServer(info.path.parent, info.name, graph_source=source, warmup=False)
