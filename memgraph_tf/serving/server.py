@@ -29,6 +29,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from typing import Any
@@ -734,9 +735,18 @@ def set_tensorflow_threads(intra_op: int = 0, inter_op: int = 0) -> None:
     )
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that it ends :func:`serve` as Ctrl-C does."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
 def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
-    """Load the model ``args`` describe and serve it until interrupted (KeyboardInterrupt ends
-    it cleanly). Returns ``EXIT_OK`` (0). Errors while loading or binding propagate."""
+    """Load the model ``args`` describe and serve it until interrupted: Ctrl-C (SIGINT) or
+    SIGTERM (``kill``, ``docker stop``, systemd) closes the sockets and the models and returns
+    ``EXIT_OK`` (0). Errors while loading or binding propagate."""
     set_tensorflow_threads(
         getattr(args, "tensorflow_intra_op_parallelism", 0) or 0,
         getattr(args, "tensorflow_inter_op_parallelism", 0) or 0,
@@ -785,11 +795,16 @@ def serve(args: argparse.Namespace, graph_source: Any = None) -> int:
         logger.info("gateway at %s in front of the gRPC upstream %s", server.url, ms.target)
     if ms.metrics is not None:
         logger.info("metrics at %s%s", server.url, ms.metrics_path)
+    on_main_thread = threading.current_thread() is threading.main_thread()  # signals: main only
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if on_main_thread else None
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        logger.info("interrupted, shutting down")
+    except KeyboardInterrupt as exc:
+        how = "SIGTERM" if isinstance(exc, _Terminated) else "interrupted"
+        logger.info("%s, shutting down", how)
     finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         server.server_close()
         if grpc_running is not None:
             grpc_running.close()

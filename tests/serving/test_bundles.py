@@ -242,6 +242,8 @@ def test_op_bundle_in_a_fresh_cli_server_process(bundles, node_data, cli_server,
         np.testing.assert_allclose([[s for _, s in r] for r in results], want, atol=1e-5, rtol=0)
     # no --host: bound to 127.0.0.1 only (the address main() logs is the socket's own)
     assert f"at http://127.0.0.1:{run.port}/v1/models/{info.name}" in run.output
+    # cli_server stops it with SIGTERM (what kill, docker stop and systemd send): a clean exit
+    assert "SIGTERM, shutting down" in run.output and run.returncode == 0, run.output[-3000:]
     if library == "bundled":
         assert "loading the bundle's op library" in run.output
     else:
