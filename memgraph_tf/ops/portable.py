@@ -28,6 +28,7 @@ How it works (all vectorized over the blobs of a batch, no Python loop over data
 
 from __future__ import annotations
 
+import string
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -74,6 +75,54 @@ _ENTRY_FIELDS = (
     "j26",
     "data_len",
     "dims",
+)
+# The spec's format messages (docs/blob-format.md section 4), rule by rule, for _render.
+_FORMAT_MESSAGES = (
+    "header: expected at least 32 bytes, got {length} at offset 0",
+    "magic: expected 'MGTF', got '{magic}' at offset 0",
+    "version: expected 1, got {version} at offset 4",
+    "flags: expected 0, got {flags} at offset 6",
+    "section_count: expected <= 1024, got {count} at offset 8",
+    "reserved0: expected 0, got {res0} at offset 12",
+    "total_length: expected {length} (the blob's size), got {total} at offset 16",
+    "total_length: expected <= 2147483647, got {total} at offset 16",
+    "reserved1: expected 0, got {res1} at offset 24",
+    "section table: expected at least {table_end} bytes for {count} sections, got {length} at "
+    "offset 32",
+    "section {i} dtype: expected 1..6, got {dtype} at offset {e}",
+    "section {i} rank: expected <= 8, got {rank} at offset {e1}",
+    "section {i} name_length: expected 1..40, got {nlen} at offset {e2}",
+    "section {i} reserved: expected 0, got {resv} at offset {e4}",
+    "section {i} name: expected [A-Za-z0-9_.:/-], got byte {b15} at offset {at15}",
+    "section {i} name padding: expected 0, got byte {b16} at offset {at16}",
+    "section {i} ('{name}') name: expected a unique name, got a duplicate at offset {e88}",
+    "section {i} ('{name}') dims[{k18}]: expected 0..2147483647, got {d18} at offset {at18}",
+    "section {i} ('{name}') dims[{k19}]: expected 0 (unused), got {d19} at offset {at19}",
+    "section {i} ('{name}') payload_offset: expected {expected_off}, got {p_off} at offset {e8}",
+    "section {i} ('{name}') dims: expected <= 2147483647 elements, got more at offset {e24}",
+    "section {i} ('{name}') payload_length: expected {exp22}, got {p_len} at offset {e16}",
+    "section {i} ('{name}') payload: expected to end by {length}, got end {end23} at offset {e16}",
+    "padding: expected 0, got byte {b24} at offset {at24}",
+    "section {i} ('{name}') bool: expected 0 or 1, got {v25} at offset {pos25}",
+    "section {i} ('{name}') offsets[{j26}]: expected {lo26}..{hi26}, got {v26} at offset {at26}",
+    "total_length: expected {end_total}, got {total} at offset 16",
+)
+# The lookup errors of ``unpack_blob`` (codes 1-10 of _Lookups), for _render. Reader errors read
+# "blob b: <message>"; shape errors "blob b section ...".
+_LOOKUP_MESSAGES = (
+    "{prefix}: section '{q}': expected a section named '{q}', got none (present: {present})",
+    "{prefix}: section '{q}': expected dtype {want_dtype}, got {got_dtype} at offset {entry}",
+    "{prefix}: section '{q}.row_splits': expected an int64 row-splits section for ragged '{q}', "
+    "got none",
+    "{prefix}: section '{q}.row_splits': expected int64 rank 1 with >= 1 element, got {rdtype} "
+    "rank {rrank} at offset {rentry}",
+    "{prefix}: section '{q}': expected rank >= 1 for ragged values, got 0 at offset {entry1}",
+    "{prefix}: section '{q}.row_splits' [0]: expected 0..0, got {vj} at offset {r_off}",
+    "{prefix}: section '{q}.row_splits' [{jb}]: expected {vprev}..{nv}, got {vj} at offset {at7}",
+    "{prefix}: section '{q}.row_splits' [{last_j}]: expected {nv}..{nv}, got {last} at offset "
+    "{at8}",
+    "{prefix} section '{q}': expected shape {want_shape} (the shapes attr), got {got_shape}",
+    "{prefix} section '{q}': expected shape {shape0}, got {shape_b} (as blob 0)",
 )
 _NAME_OK = [
     (65 <= b <= 90) or (97 <= b <= 122) or (48 <= b <= 57) or b in b"_.-:/" for b in range(256)
@@ -140,6 +189,22 @@ def _pad1(t: tf.Tensor) -> tf.Tensor:
     """``t`` with one zero row appended along axis 0 (so a gather at index len(t) is valid)."""
     zeros = tf.zeros(tf.concat([[1], tf.shape(t)[1:]], 0), t.dtype)
     return tf.concat([t, zeros], 0)
+
+
+def _ranges(limits: tf.Tensor, starts: tf.Tensor | None = None):
+    """The concatenated ranges [starts[i], limits[i]) (starts default 0), int64: (values, the
+    index i of each value, the row splits). Row ids come from one binary search (UpperBound)
+    rather than RaggedTensor.value_rowids (~70 graph nodes each)."""
+    limits = _i64(limits)
+    starts = tf.zeros_like(limits) if starts is None else _i64(starts)
+    splits, values = tf.raw_ops.RaggedRange(
+        starts=starts, limits=limits, deltas=tf.ones_like(limits), Tsplits=tf.int64
+    )
+    positions = tf.range(tf.size(values, out_type=tf.int64), dtype=tf.int64)
+    rowids = tf.raw_ops.UpperBound(
+        sorted_inputs=splits[None, 1:], values=positions[None], out_type=tf.int64
+    )[0]
+    return values, rowids, splits
 
 
 def _at(t: tf.Tensor, idx: tf.Tensor) -> tf.Tensor:
@@ -221,10 +286,8 @@ class _Blobs:
         # Entries are read only for blobs whose header passed: count <= 1024 and the table fits in
         # the blob, so all entries together are at most (sum of blob sizes) / 128.
         n_entries = tf.where(tf.equal(self.header_code, 0), self.count, _int64(0))
-        rr = tf.ragged.range(n_entries)
-        self.local = rr.flat_values
-        self.seg = rr.value_rowids()
-        self.row_starts = rr.row_starts()
+        self.local, self.seg, splits = _ranges(n_entries)
+        self.row_starts = splits[:-1]
         self.E = tf.shape(self.local, out_type=tf.int64)[0]
         seg, local = self.seg, self.local
         self.entry = 32 + 128 * local  # offset in its blob
@@ -356,8 +419,8 @@ class _Blobs:
 
     def _ranges(self, mask: tf.Tensor, start: tf.Tensor, length: tf.Tensor):
         """Flat [start, start+length) ranges of the masked entries; returns (positions, entry)."""
-        rr = tf.ragged.range(tf.where(mask, start, 0), tf.where(mask, start + length, 0))
-        return rr.flat_values, rr.value_rowids()
+        values, rowids, _ = _ranges(tf.where(mask, start + length, 0), tf.where(mask, start, 0))
+        return values, rowids
 
     def _bools(self, ebase: tf.Tensor) -> None:
         mask = self.elig & tf.equal(self.dtype, 1) & (self.p_len > 0)
@@ -403,172 +466,122 @@ class _Blobs:
         ei = tf.gather(self.fail_entry, b)
         f = self.entry_fields(ei)  # the failing section's fields
         e = 32 + 128 * i
-        name = self.entry_names(ei)
-        si = _s(i)
-        sec = _join("section ", si)
-        where = _join("section ", si, " ('", name, "')")
         nb = _at(self.name_bytes, ei)
         j15, j16, k18, k19 = f["j15"], f["j16"], f["k18"], f["k19"]
-        dims = f["dims"]
-        d18 = tf.gather(dims, tf.minimum(k18, 7), batch_dims=1)
-        d19 = tf.gather(dims, tf.minimum(k19, 7), batch_dims=1)
-        hexb = tf.constant(_HEX)
-        end, t24 = f["end"], f["t24"]
-        pb24 = tf.gather(_at(self.pbytes, ei), tf.minimum(t24, 6), batch_dims=1)
-        pos25 = f["pos25"]
-        v25 = self.bytes_at(tf.gather(self.base, b) + pos25)
-        p_off, p_len = f["p_off"], f["p_len"]
+        end, t24, pos25 = f["end"], f["t24"], f["pos25"]
+        p_off, p_len, n = f["p_off"], f["p_len"], f["n"]
         j26f, dl = f["j26"], f["data_len"]
-        n = f["n"]
         jj = tf.where(j26f < _BIG, j26f, n)
-        v26 = self.word_at(b, p_off + 8 * jj)
-        prev26 = self.word_at(b, p_off + 8 * tf.maximum(jj - 1, 0))
         kind_a = tf.equal(j26f, 0)  # offsets[0] != 0
         kind_b = (j26f > 0) & (j26f < _BIG)  # offsets[j] outside [offsets[j-1], data length]
-        lo26 = tf.where(
-            kind_a, _int64(0), tf.where(kind_b, prev26, dl)
-        )  # else: offsets[n] != data length
-        hi26 = tf.where(kind_a, _int64(0), dl)
-        exp22 = tf.where(
-            tf.not_equal(f["is_str"], 0), _join(">= ", _s(f["min_len"])), _s(n * f["size"])
-        )
+        prev26 = self.word_at(b, p_off + 8 * tf.maximum(jj - 1, 0))
         magic = tf.gather(self.magic, b)
-        esc = tf.strings.reduce_join(tf.gather(tf.constant(_ESC), tf.cast(magic, tf.int32)), -1)
-        length = tf.gather(self.L, b)
-        count = tf.gather(self.count, b)
-        total = tf.gather(self.total, b)
-        msgs = [
-            _join("header: expected at least 32 bytes, got ", _s(length), " at offset 0"),
-            _join("magic: expected 'MGTF', got '", esc, "' at offset 0"),
-            _join("version: expected 1, got ", _s(tf.gather(self.version, b)), " at offset 4"),
-            _join("flags: expected 0, got ", _s(tf.gather(self.flags, b)), " at offset 6"),
-            _join("section_count: expected <= 1024, got ", _s(count), " at offset 8"),
-            _join("reserved0: expected 0, got ", _s(tf.gather(self.res0, b)), " at offset 12"),
-            _join(
-                "total_length: expected ",
-                _s(length),
-                " (the blob's size), got ",
-                _u(total),
-                " at offset 16",
+        hexb = tf.constant(_HEX)
+        ints = {
+            "length": tf.gather(self.L, b),
+            "version": tf.gather(self.version, b),
+            "flags": tf.gather(self.flags, b),
+            "count": tf.gather(self.count, b),
+            "res0": tf.gather(self.res0, b),
+            "table_end": tf.gather(self.table_end, b),
+            "end_total": tf.gather(self.end_total, b),
+            "i": i,
+            "e": e,
+            "e1": e + 1,
+            "e2": e + 2,
+            "e4": e + 4,
+            "e8": e + 8,
+            "e16": e + 16,
+            "e24": e + 24,
+            "e88": e + 88,
+            "dtype": f["dtype"],
+            "rank": f["rank"],
+            "nlen": f["nlen"],
+            "resv": f["resv"],
+            "at15": e + 88 + j15,
+            "at16": e + 88 + j16,
+            "k18": k18,
+            "d18": tf.gather(f["dims"], tf.minimum(k18, 7), batch_dims=1),
+            "at18": e + 24 + 8 * k18,
+            "k19": k19,
+            "d19": tf.gather(f["dims"], tf.minimum(k19, 7), batch_dims=1),
+            "at19": e + 24 + 8 * k19,
+            "expected_off": f["expected_off"],
+            "at24": end + t24,
+            "v25": _i64(self.bytes_at(tf.gather(self.base, b) + pos25)),
+            "pos25": pos25,
+            "j26": jj,
+            # else: offsets[n] != data length
+            "lo26": tf.where(kind_a, _int64(0), tf.where(kind_b, prev26, dl)),
+            "hi26": tf.where(kind_a, _int64(0), dl),
+            "at26": p_off + 8 * jj,
+        }
+        uints = {
+            "total": tf.gather(self.total, b),
+            "res1": tf.gather(self.res1, b),
+            "p_off": p_off,
+            "p_len": p_len,
+            "v26": self.word_at(b, p_off + 8 * jj),
+        }
+        texts = {
+            "magic": tf.strings.reduce_join(
+                tf.gather(tf.constant(_ESC), tf.cast(magic, tf.int32)), -1
             ),
-            _join("total_length: expected <= 2147483647, got ", _u(total), " at offset 16"),
-            _join("reserved1: expected 0, got ", _u(tf.gather(self.res1, b)), " at offset 24"),
-            _join(
-                "section table: expected at least ",
-                _s(tf.gather(self.table_end, b)),
-                " bytes for ",
-                _s(count),
-                " sections, got ",
-                _s(length),
-                " at offset 32",
+            "name": self.entry_names(ei),
+            "b15": tf.gather(
+                hexb, tf.cast(tf.gather(nb, tf.minimum(j15, 39), batch_dims=1), tf.int32)
             ),
-            _join(sec, " dtype: expected 1..6, got ", _s(f["dtype"]), " at offset ", _s(e)),
-            _join(sec, " rank: expected <= 8, got ", _s(f["rank"]), " at offset ", _s(e + 1)),
-            _join(
-                sec, " name_length: expected 1..40, got ", _s(f["nlen"]), " at offset ", _s(e + 2)
+            "b16": tf.gather(
+                hexb, tf.cast(tf.gather(nb, tf.minimum(j16, 39), batch_dims=1), tf.int32)
             ),
-            _join(sec, " reserved: expected 0, got ", _s(f["resv"]), " at offset ", _s(e + 4)),
-            _join(
-                sec,
-                " name: expected [A-Za-z0-9_.:/-], got byte ",
-                tf.gather(
-                    hexb, tf.cast(tf.gather(nb, tf.minimum(j15, 39), batch_dims=1), tf.int32)
+            "b24": tf.gather(
+                hexb,
+                tf.cast(
+                    tf.gather(_at(self.pbytes, ei), tf.minimum(t24, 6), batch_dims=1), tf.int32
                 ),
-                " at offset ",
-                _s(e + 88 + j15),
             ),
-            _join(
-                sec,
-                " name padding: expected 0, got byte ",
-                tf.gather(
-                    hexb, tf.cast(tf.gather(nb, tf.minimum(j16, 39), batch_dims=1), tf.int32)
-                ),
-                " at offset ",
-                _s(e + 88 + j16),
+            "exp22": tf.where(
+                tf.not_equal(f["is_str"], 0), _join(">= ", _s(f["min_len"])), _s(n * f["size"])
             ),
-            _join(where, " name: expected a unique name, got a duplicate at offset ", _s(e + 88)),
-            _join(
-                where,
-                " dims[",
-                _s(k18),
-                "]: expected 0..2147483647, got ",
-                _s(d18),
-                " at offset ",
-                _s(e + 24 + 8 * k18),
-            ),
-            _join(
-                where,
-                " dims[",
-                _s(k19),
-                "]: expected 0 (unused), got ",
-                _s(d19),
-                " at offset ",
-                _s(e + 24 + 8 * k19),
-            ),
-            _join(
-                where,
-                " payload_offset: expected ",
-                _s(f["expected_off"]),
-                ", got ",
-                _u(p_off),
-                " at offset ",
-                _s(e + 8),
-            ),
-            _join(where, " dims: expected <= 2147483647 elements, got more at offset ", _s(e + 24)),
-            _join(
-                where,
-                " payload_length: expected ",
-                exp22,
-                ", got ",
-                _u(p_len),
-                " at offset ",
-                _s(e + 16),
-            ),
-            _join(
-                where,
-                " payload: expected to end by ",
-                _s(length),
-                ", got end ",
-                _u65(p_off, p_len),
-                " at offset ",
-                _s(e + 16),
-            ),
-            _join(
-                "padding: expected 0, got byte ",
-                tf.gather(hexb, tf.cast(pb24, tf.int32)),
-                " at offset ",
-                _s(end + t24),
-            ),
-            _join(where, " bool: expected 0 or 1, got ", _s(v25), " at offset ", _s(pos25)),
-            _join(
-                where,
-                " offsets[",
-                _s(jj),
-                "]: expected ",
-                _s(lo26),
-                "..",
-                _s(hi26),
-                ", got ",
-                _u(v26),
-                " at offset ",
-                _s(p_off + 8 * jj),
-            ),
-            _join(
-                "total_length: expected ",
-                _s(tf.gather(self.end_total, b)),
-                ", got ",
-                _u(total),
-                " at offset 16",
-            ),
-        ]
-        code = tf.gather(self.code, b)
-        return _pick(msgs, code - 1)
+            "end23": _u65(p_off, p_len),
+        }
+        return _render(_FORMAT_MESSAGES, tf.gather(self.code, b) - 1, ints, uints, texts)
 
 
-def _pick(msgs: list[tf.Tensor], index: tf.Tensor) -> tf.Tensor:
-    """``msgs[index[k]][k]`` for 1-D tensors ``msgs`` and ``index`` (clamped to the list)."""
-    stacked = tf.stack(msgs, 1)
-    return tf.gather(stacked, tf.clip_by_value(index, 0, len(msgs) - 1), batch_dims=1)
+def _render(
+    templates: Sequence[str],
+    which: tf.Tensor,
+    ints: dict[str, tf.Tensor],
+    uints: dict[str, tf.Tensor],
+    texts: dict[str, tf.Tensor],
+) -> tf.Tensor:
+    """``templates[which[k]]`` (clamped to the list) with each ``{field}`` replaced by row ``k``
+    of that field: decimal text of an int64 in ``ints``, of the unsigned 64-bit value whose bits
+    an int64 in ``uints`` holds, or a string of ``texts`` (all 1-D, one row per message).
+
+    A handful of graph nodes for any number of templates: the numbers are formatted by one
+    AsString per kind, and each template is a row of literal pieces and field indices."""
+    fields = [*ints, *uints, *texts]
+    parsed = [list(string.Formatter().parse(t)) for t in templates]
+    width = max(len(p) for p in parsed)
+    blank = len(fields)  # the index of an empty field
+    pieces = [[lit for lit, _, _, _ in p] + [""] * (width - len(p)) for p in parsed]
+    slots = [
+        [blank if f is None else fields.index(f) for _, f, _, _ in p] + [blank] * (width - len(p))
+        for p in parsed
+    ]
+    columns = [tf.strings.as_string(tf.stack(list(ints.values()), 1))]
+    if uints:
+        u = tf.bitcast(tf.stack([_i64(x) for x in uints.values()], 1), tf.uint64)
+        columns.append(tf.strings.as_string(u))
+    if texts:
+        columns.append(tf.stack(list(texts.values()), 1))
+    columns.append(tf.fill(tf.stack([tf.size(which), 1]), ""))
+    table = tf.concat(columns, 1)  # [K, fields + 1]
+    w = tf.clip_by_value(which, 0, len(templates) - 1)
+    lit = tf.gather(tf.constant(pieces), w)
+    arg = tf.gather(table, tf.gather(tf.constant(slots, tf.int64), w), batch_dims=1)
+    return tf.strings.reduce_join(tf.strings.join([lit, arg]), axis=1)
 
 
 def _raise_if(bad: tf.Tensor, message_fn) -> tf.Tensor:
@@ -651,8 +664,7 @@ class _Lookups:
         rows = tf.where(ok_so_far & (self.rank >= 1), rdims0, 0)
         rows = tf.minimum(tf.maximum(rows, 0), (p.L // 8)[:, None]) + dep
         self.rows = rows
-        rr = tf.ragged.range(tf.reshape(rows, [-1]))
-        j, pair = rr.flat_values, rr.value_rowids()  # pair = b * Q + q
+        j, pair, _ = _ranges(tf.reshape(rows, [-1]))  # pair = b * Q + q
         pos = tf.gather(tf.reshape(p.base[:, None] + self.r_off, [-1]), pair) + 8 * j
         v = p.u64_at(pos)
         prev = p.u64_at(pos - 8)
@@ -726,11 +738,7 @@ class _Lookups:
         def per_name(texts: list[str]) -> tf.Tensor:
             return tf.gather(tf.constant(texts), q)
 
-        quoted = [n for n in self.names]
-        sq = [f"section '{n}'" for n in quoted]
-        rq = [f"section '{n}.row_splits'" for n in quoted]
         dt_names = tf.constant(_DT_NAMES)
-        prefix = _join("blob ", _s(b)) if self.batched else tf.constant("blob")
         ragged = tf.constant([1 if r else 0 for r in self.ragged], tf.int64)
 
         def shape_text(dims: tf.Tensor, rank: tf.Tensor, begin: tf.Tensor) -> tf.Tensor:
@@ -744,10 +752,6 @@ class _Lookups:
 
         entry, rank, dims = g(self.entry), g(self.rank), g(self.dims)
         jb, rows, r_off = g(self.jbad), g(self.rows), g(self.r_off)
-        vj = p.word_at(b, r_off + 8 * tf.minimum(jb, tf.maximum(rows - 1, 0)))
-        vprev = p.word_at(b, r_off + 8 * tf.maximum(tf.minimum(jb, rows) - 1, 0))
-        nv = _s(g(self.nvalues))
-        rqt = per_name(rq)
         want = [
             ""
             if s is None or s.rank is None
@@ -755,90 +759,34 @@ class _Lookups:
             for s in self.shapes
         ]
         begin = tf.gather(ragged, q)
-        msgs = [
-            _join(
-                per_name(
-                    [
-                        f"{s}: expected a section named '{n}', got none (present: "
-                        for s, n in zip(sq, quoted)
-                    ]
-                ),
-                p.present(b),
-                ")",
-            ),
-            _join(
-                per_name([f"{s}: expected dtype {d}, got " for s, d in zip(sq, self.dtypes)]),
-                tf.gather(dt_names, tf.clip_by_value(g(self.sdtype), 0, 7)),
-                " at offset ",
-                _s(entry),
-            ),
-            per_name(
-                [
-                    f"{r}: expected an int64 row-splits section for ragged '{n}', got none"
-                    for r, n in zip(rq, quoted)
-                ]
-            ),
-            _join(
-                rqt,
-                ": expected int64 rank 1 with >= 1 element, got ",
-                tf.gather(dt_names, tf.clip_by_value(g(self.rdtype), 0, 7)),
-                " rank ",
-                _s(g(self.rrank)),
-                " at offset ",
-                _s(g(self.rentry)),
-            ),
-            _join(
-                per_name(sq),
-                ": expected rank >= 1 for ragged values, got 0 at offset ",
-                _s(entry + 1),
-            ),
-            _join(rqt, " [0]: expected 0..0, got ", _s(vj), " at offset ", _s(r_off)),
-            _join(
-                rqt,
-                " [",
-                _s(jb),
-                "]: expected ",
-                _s(vprev),
-                "..",
-                nv,
-                ", got ",
-                _s(vj),
-                " at offset ",
-                _s(r_off + 8 * jb),
-            ),
-            _join(
-                rqt,
-                " [",
-                _s(rows - 1),
-                "]: expected ",
-                nv,
-                "..",
-                nv,
-                ", got ",
-                _s(g(self.last)),
-                " at offset ",
-                _s(r_off + 8 * (rows - 1)),
-            ),
-            _join(
-                prefix,
-                per_name(
-                    [f" {s}: expected shape {w} (the shapes attr), got " for s, w in zip(sq, want)]
-                ),
-                shape_text(dims, rank, tf.zeros_like(begin)),
-            ),
-            _join(
-                prefix,
-                per_name([f" {s}: expected shape " for s in sq]),
-                shape_text(tf.gather(self.dims[0], q), tf.gather(self.rank[0], q), begin),
-                ", got ",
-                shape_text(dims, rank, begin),
-                " (as blob 0)",
-            ),
-        ]
-        code = g(self.code)
-        msg = _pick(msgs, code - 1)
-        # Reader errors are "blob b: <message>"; shape errors already start with "blob b section".
-        return tf.where(code >= 9, msg, _join(prefix, ": ", msg))
+        ints = {
+            "entry": entry,
+            "entry1": entry + 1,
+            "rrank": g(self.rrank),
+            "rentry": g(self.rentry),
+            "vj": p.word_at(b, r_off + 8 * tf.minimum(jb, tf.maximum(rows - 1, 0))),
+            "vprev": p.word_at(b, r_off + 8 * tf.maximum(tf.minimum(jb, rows) - 1, 0)),
+            "nv": g(self.nvalues),
+            "jb": jb,
+            "r_off": r_off,
+            "at7": r_off + 8 * jb,
+            "last_j": rows - 1,
+            "last": g(self.last),
+            "at8": r_off + 8 * (rows - 1),
+        }
+        texts = {
+            "prefix": _join("blob ", _s(b)) if self.batched else tf.fill(tf.shape(b), "blob"),
+            "q": per_name(self.names),
+            "present": p.present(b),
+            "want_dtype": per_name(self.dtypes),
+            "got_dtype": tf.gather(dt_names, tf.clip_by_value(g(self.sdtype), 0, 7)),
+            "rdtype": tf.gather(dt_names, tf.clip_by_value(g(self.rdtype), 0, 7)),
+            "want_shape": per_name(want),
+            "got_shape": shape_text(dims, rank, tf.zeros_like(begin)),
+            "shape0": shape_text(tf.gather(self.dims[0], q), tf.gather(self.rank[0], q), begin),
+            "shape_b": shape_text(dims, rank, begin),
+        }
+        return _render(_LOOKUP_MESSAGES, g(self.code) - 1, ints, {}, texts)
 
 
 def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single: bool) -> tf.Tensor:
@@ -851,19 +799,16 @@ def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single:
     """
     if dtype == "string":
         start = p.base + p_off
-        rr = tf.ragged.range(count + 1)
-        offs = tf.RaggedTensor.from_row_lengths(
-            p.u64_at(tf.gather(start, rr.value_rowids()) + 8 * rr.flat_values), count + 1
-        )
-        starts = offs[:, :-1]
-        lengths = (offs[:, 1:] - starts).flat_values
-        data0 = start + 8 * (count + 1)
-        abs_starts = (starts + data0[:, None]).flat_values
-        idx = tf.ragged.range(abs_starts, abs_starts + lengths).flat_values
+        j, b, _ = _ranges(count)  # element j of blob b: bytes [offsets[j], offsets[j+1])
+        at = tf.gather(start, b) + 8 * j
+        first = p.u64_at(at)
+        abs_starts = first + tf.gather(start + 8 * (count + 1), b)
+        lengths = p.u64_at(at + 8) - first
+        idx, element, _ = _ranges(abs_starts + lengths, abs_starts)
         chars = tf.gather(
             tf.constant([bytes([i]) for i in range(256)]), tf.cast(p.bytes_at(idx), tf.int32)
         )
-        return tf.strings.reduce_join(tf.RaggedTensor.from_row_lengths(chars, lengths), axis=1)
+        return tf.strings.unsorted_segment_join(chars, element, tf.size(j, out_type=tf.int64))
     size = _SIZES[_DT_CODE[dtype]]
     if single and sys.byteorder == "little":
         # One blob: a slice of the flat bytes (tf.strings.substr copies large strings slowly).
