@@ -12,7 +12,9 @@ layout:
 * **first call** of each signature: what every process that loads the bundle pays once per
   signature (TensorFlow instantiates and optimizes the signature's function graph then);
 * **steady**: the median of ``--repeat`` later calls of ``predict``;
-* **nodes**: the nodes of the SavedModel's serving graph (graph plus function library);
+* **nodes**: the nodes of the SavedModel's serving graph (graph plus function library), and
+  **nodes_instantiated**: the same less the functions marked ``_noinline``, which TensorFlow
+  instantiates only when called (the decoder's error messages);
 * and, once, the decoder alone: ``unpack_blob_portable`` traced in a ``tf.function`` for the dense
   layout's sections (nodes, trace time, first call, median call).
 
@@ -45,10 +47,16 @@ from batch import child_env, materialise  # noqa: E402 (benchmarks/ is not a pac
 NOW = "now"
 
 
-def _nodes(meta_graph) -> int:
-    """Nodes of a meta graph: its graph plus every function of its library."""
-    gd = meta_graph.graph_def
-    return len(gd.node) + sum(len(f.node_def) for f in gd.library.function)
+def _nodes(graph_def) -> tuple[int, int]:
+    """Nodes of a graph: its own plus every function of its library; and the same without the
+    functions marked ``_noinline`` (TensorFlow instantiates those only when they are called: the
+    portable decoder's error messages)."""
+    own = len(graph_def.node)
+    functions = [(len(f.node_def), "_noinline" in f.attr) for f in graph_def.library.function]
+    return (
+        own + sum(n for n, _ in functions),
+        own + sum(n for n, deferred in functions if not deferred),
+    )
 
 
 def make_blobs(layout: str, fanouts: list[int], dim: int, batch: int) -> list[bytes]:
@@ -101,7 +109,13 @@ def child_export(args: argparse.Namespace) -> dict:
     export_s = time.perf_counter() - t0
     sm = saved_model_pb2.SavedModel()
     sm.ParseFromString((info.path / "saved_model.pb").read_bytes())
-    return {"export_s": export_s, "nodes": _nodes(sm.meta_graphs[0]), "path": str(info.path)}
+    nodes, instantiated = _nodes(sm.meta_graphs[0].graph_def)
+    return {
+        "export_s": export_s,
+        "nodes": nodes,
+        "nodes_instantiated": instantiated,
+        "path": str(info.path),
+    }
 
 
 def child_load(args: argparse.Namespace) -> dict:
@@ -157,8 +171,7 @@ def child_decoder(args: argparse.Namespace) -> dict:
         lambda b: ops.unpack_blob_portable(b, names, dtypes), autograph=False
     ).get_concrete_function(tf.TensorSpec([None], tf.string))
     trace_s = time.perf_counter() - t0
-    gd = fn.graph.as_graph_def()
-    nodes = len(gd.node) + sum(len(f.node_def) for f in gd.library.function)
+    nodes, instantiated = _nodes(fn.graph.as_graph_def())
     x = tf.constant(blobs)
     t0 = time.perf_counter()
     fn(x)
@@ -171,6 +184,7 @@ def child_decoder(args: argparse.Namespace) -> dict:
     return {
         "sections": len(names),
         "nodes": nodes,
+        "nodes_instantiated": instantiated,
         "trace_s": trace_s,
         "first_s": first_s,
         "steady_ms": statistics.median(times) * 1000,
@@ -241,7 +255,8 @@ def main() -> None:
         f"medians of {args.rounds} round(s), each child a fresh process"
     )
     keys = ["export_s", "load_s", "first_predict_s", "first_classify_s", "steady_ms", "nodes"]
-    dec_keys = ["sections", "nodes", "trace_s", "first_s", "steady_ms"]
+    keys.append("nodes_instantiated")
+    dec_keys = ["sections", "nodes", "nodes_instantiated", "trace_s", "first_s", "steady_ms"]
     for layout in [*args.layouts, "decoder"]:
         if (NOW, layout) not in results:
             continue
