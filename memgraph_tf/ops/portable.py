@@ -176,9 +176,16 @@ def _join(*parts: Any) -> tf.Tensor:
 
 def _first(mask: tf.Tensor, axis: int = -1) -> tf.Tensor:
     """Index of the first True along ``axis`` (the axis length if none), int64."""
-    n = tf.shape(mask, out_type=tf.int64)[axis]
+    n = mask.shape[axis]  # static where known: one node instead of five
+    n = _int64(n) if n is not None else tf.shape(mask, out_type=tf.int64)[axis]
     idx = tf.argmax(tf.cast(mask, tf.int8), axis=axis, output_type=tf.int64)
     return tf.where(tf.reduce_any(mask, axis=axis), idx, n)
+
+
+def _arange(n: int, row: bool = False) -> tf.Tensor:
+    """The int64 constant [0, 1, ..., n-1] (shape [1, n] if ``row``): one graph node."""
+    values = np.arange(n, dtype=np.int64)
+    return tf.constant(values[None, :] if row else values)
 
 
 def _align8(x: tf.Tensor) -> tf.Tensor:
@@ -229,17 +236,18 @@ class _Blobs:
         self.base = tf.cumsum(self.L, exclusive=True)
         joined = vec[0] if single else tf.strings.reduce_join(vec)
         self.N = tf.reduce_sum(self.L) + 8  # 8 zero bytes at the end: every 8-byte read is in range
+        self.last_pos = self.N - 1
         self.F = tf.io.decode_raw(joined, tf.uint8, fixed_length=tf.cast(self.N, tf.int32))
         self._header()
         self._table()
 
     # ---- reading --------------------------------------------------------------------------------
     def bytes_at(self, pos: tf.Tensor) -> tf.Tensor:
-        return tf.gather(self.F, tf.clip_by_value(pos, 0, self.N - 1))
+        return tf.gather(self.F, tf.clip_by_value(pos, 0, self.last_pos))
 
     def u64_at(self, pos: tf.Tensor) -> tf.Tensor:
         """The int64 (bits of the little-endian u64) at absolute byte position(s) ``pos``."""
-        raw = self.bytes_at(pos[..., None] + tf.range(8, dtype=tf.int64))
+        raw = self.bytes_at(pos[..., None] + _arange(8))
         return tf.bitcast(raw, tf.int64)
 
     def word_at(self, b: tf.Tensor, offset: tf.Tensor) -> tf.Tensor:
@@ -248,7 +256,7 @@ class _Blobs:
 
     # ---- header, rules 1-10 ---------------------------------------------------------------
     def _header(self) -> None:
-        k = tf.range(32, dtype=tf.int64)[None, :]
+        k = _arange(32, row=True)
         head8 = tf.where(
             k < self.L[:, None], self.bytes_at(self.base[:, None] + k), tf.constant(0, tf.uint8)
         )
@@ -292,9 +300,7 @@ class _Blobs:
         seg, local = self.seg, self.local
         self.entry = 32 + 128 * local  # offset in its blob
         ebase = tf.gather(self.base, seg)
-        ebytes = self.bytes_at(
-            (ebase + self.entry)[:, None] + tf.range(128, dtype=tf.int64)[None, :]
-        )
+        ebytes = self.bytes_at((ebase + self.entry)[:, None] + _arange(128, row=True))
         ewords = tf.bitcast(tf.reshape(ebytes, [-1, 16, 8]), tf.int64)
         eints = _i64(ebytes[:, :8])
         self.dtype = eints[:, 0]
@@ -312,7 +318,7 @@ class _Blobs:
         r12 = self.rank > 8
         r13 = (self.nlen < 1) | (self.nlen > 40)
         r14 = tf.not_equal(self.resv, 0)
-        in_name = tf.range(40, dtype=tf.int64)[None, :] < self.nlen[:, None]
+        in_name = _arange(40, row=True) < self.nlen[:, None]
         name_ok = tf.gather(tf.constant(_NAME_OK), tf.cast(self.name_bytes, tf.int32))
         bad15 = in_name & tf.logical_not(name_ok)
         bad16 = tf.logical_not(in_name) & tf.not_equal(self.name_bytes, 0)
@@ -327,7 +333,7 @@ class _Blobs:
         position = tf.range(self.E, dtype=tf.int64)
         first_seen = tf.math.unsorted_segment_min(position, group, tf.maximum(self.E, 1))
         r17 = tf.gather(first_seen, group) < position
-        in_rank = tf.range(8, dtype=tf.int64)[None, :] < self.rank[:, None]
+        in_rank = _arange(8, row=True) < self.rank[:, None]
         bad18 = in_rank & ((self.dims < 0) | (self.dims > MAX_I31))
         bad19 = tf.logical_not(in_rank) & tf.not_equal(self.dims, 0)
         self.k18, self.k19 = _first(bad18), _first(bad19)
@@ -350,7 +356,7 @@ class _Blobs:
         r23 = (self.p_len < 0) | (self.p_len > length - self.p_off)
         self.end = self.p_off + self.p_len
         pad_end = tf.minimum(_align8(self.end), length)
-        pidx = self.end[:, None] + tf.range(7, dtype=tf.int64)[None, :]
+        pidx = self.end[:, None] + _arange(7, row=True)
         self.pbytes = self.bytes_at(ebase[:, None] + pidx)
         bad24 = (pidx < pad_end[:, None]) & tf.not_equal(self.pbytes, 0)
         self.t24 = _first(bad24)
@@ -450,7 +456,7 @@ class _Blobs:
         """The names of the given entries (valid for entries that passed rules 15-16)."""
         nb = _at(self.name_bytes, entries)
         chars = tf.gather(tf.constant([bytes([i]) for i in range(256)]), tf.cast(nb, tf.int32))
-        in_name = tf.range(40, dtype=tf.int64) < _at(self.nlen, entries)[..., None]
+        in_name = _arange(40) < _at(self.nlen, entries)[..., None]
         return tf.strings.reduce_join(tf.where(in_name, chars, ""), axis=-1)
 
     def present(self, b: tf.Tensor) -> tf.Tensor:
@@ -706,7 +712,7 @@ class _Lookups:
         )
         if batched:  # every blob's shape as blob 0's (a ragged name's leading dim excepted)
             begin = tf.constant([[1 if r else 0 for r in self.ragged]], tf.int64)
-            compared = tf.range(8, dtype=tf.int64)[None, None, :] >= begin[:, :, None]
+            compared = _arange(8)[None, None, :] >= begin[:, :, None]
             diff = tf.not_equal(self.rank, self.rank[:1]) | tf.reduce_any(
                 compared & tf.not_equal(self.dims, self.dims[:1]), -1
             )
@@ -749,7 +755,7 @@ class _Lookups:
         ragged = tf.constant([1 if r else 0 for r in self.ragged], tf.int64)
 
         def shape_text(dims: tf.Tensor, rank: tf.Tensor, begin: tf.Tensor) -> tf.Tensor:
-            k = tf.range(8, dtype=tf.int64)[None, :]
+            k = _arange(8, row=True)
             shown = (k >= begin[:, None]) & (k < rank[:, None])
             text = _s(dims)
             text = tf.where(k > begin[:, None], tf.strings.join([",", text]), text)
