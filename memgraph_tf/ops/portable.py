@@ -3,20 +3,28 @@
 A SavedModel that decodes blobs with this function runs on the stock TF Serving image, which cannot
 load the custom ``MemgraphTf>UnpackBlob`` op. It returns the same tensors as
 :func:`memgraph_tf.ops.unpack_blob` and rejects the same blobs with the same messages.
+:func:`blob_errors` gives, without raising, each blob's message from the same checks.
 
-How it works (all vectorized over the blobs of a batch, no Python loop over data):
+How it works (all vectorized over the blobs of a batch and the requested names, no Python loop over
+data, and few graph nodes: TensorFlow optimizes a graph node by node the first time a process runs
+it, which is what loading an op-free bundle costs -- ``benchmarks/portable_decoder.py``):
 
 1. All blobs are concatenated once into a flat uint8 vector (``tf.io.decode_raw``), so memory stays
    proportional to the blobs' total size, whatever one blob's size or claims; every read is a gather
    at clamped positions. Section table entries are read only for blobs whose header passed (the
-   table then fits in the blob), giving one flat list of entries for all blobs.
+   table then fits in the blob), giving one flat list of entries for all blobs, whose fields form
+   the columns of one int64 matrix.
 2. Every rule of ``docs/blob-format.md`` section 4 is evaluated as a boolean tensor, per blob and
    per table entry; the first failing rule in the spec's order is selected numerically. Payload
    scans (bool bytes, string offsets) gather only payloads of sections that passed rules 11-24,
    which lie inside the blob and do not overlap, so they never touch more bytes than the blob holds.
-3. Only when a blob is bad is the message formatted (``tf.cond``), with the spec's exact text, and
-   raised as ``tf.errors.InvalidArgumentError``. Stock TF's ``Assert`` op C-escapes string data (a
-   quote becomes ``\\'``), which would change the spec's messages, so the error is raised by
+   The lookup, ragged and shape checks run for all requested names at once, as [blob, name]
+   tensors.
+3. Only when a blob is bad is the message formatted (``tf.cond``), with the spec's exact text
+   (templates filled from one table of fields), and raised as ``tf.errors.InvalidArgumentError``.
+   In a graph the formatting is a function marked ``_noinline``, so TensorFlow instantiates it only
+   when a bad blob calls it. Stock TF's ``Assert`` op C-escapes string data (a quote becomes
+   ``\\'``), which would change the spec's messages, so the error is raised by
    ``tf.strings.to_number`` on the message, the one stock op found whose ``InvalidArgumentError``
    carries an input string verbatim: the message reads
    ``StringToNumberOp could not correctly convert string: blob 0: <spec message>``.
@@ -200,18 +208,17 @@ def _pad1(t: tf.Tensor) -> tf.Tensor:
 
 def _ranges(limits: tf.Tensor, starts: tf.Tensor | None = None):
     """The concatenated ranges [starts[i], limits[i]) (starts default 0), int64: (values, the
-    index i of each value, the row splits). Row ids come from one binary search (UpperBound)
-    rather than RaggedTensor.value_rowids (~70 graph nodes each)."""
+    index i of each value, the row splits). Row ids are counted from the rows' starts (a scatter
+    and a cumsum, linear in the values) rather than by RaggedTensor.value_rowids (~70 graph
+    nodes each)."""
     limits = _i64(limits)
     starts = tf.zeros_like(limits) if starts is None else _i64(starts)
     splits, values = tf.raw_ops.RaggedRange(
         starts=starts, limits=limits, deltas=tf.ones_like(limits), Tsplits=tf.int64
     )
-    positions = tf.range(tf.size(values, out_type=tf.int64), dtype=tf.int64)
-    rowids = tf.raw_ops.UpperBound(
-        sorted_inputs=splits[None, 1:], values=positions[None], out_type=tf.int64
-    )[0]
-    return values, rowids, splits
+    bounds = splits[1:-1]  # where rows 1.. start: in [0, total]; empty rows add at one place
+    marks = tf.scatter_nd(bounds[:, None], tf.ones_like(bounds), tf.reshape(splits[-1] + 1, [1]))
+    return values, tf.cumsum(marks[:-1]), splits
 
 
 def _at(t: tf.Tensor, idx: tf.Tensor) -> tf.Tensor:
