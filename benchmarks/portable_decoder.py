@@ -42,7 +42,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from batch import child_env, materialise  # noqa: E402 (benchmarks/ is not a package)
+from batch import child_env, materialise  # noqa: E402 -- beside this file: importable once HERE is on sys.path
 
 NOW = "now"
 
