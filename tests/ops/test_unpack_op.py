@@ -175,11 +175,39 @@ def test_every_truncation_of_every_valid_vector_is_rejected(ops, kind, valid_vec
         assert f"blob: {want}" in message, f"{name}[:{n}]"
 
 
+@functools.cache
+def graph_checker(names: tuple, dtypes: tuple, ragged: tuple = ()):
+    """``memgraph_tf.ops.portable.blob_errors`` in its own tf.Graph (see graph_decoder): for a list
+    of blobs, each one's message from the portable decoder's own checks as a scalar call would
+    raise it ("" where it decodes), all in one graph run."""
+    from memgraph_tf.ops.portable import blob_errors
+
+    graph = tf.Graph()
+    with graph.as_default():
+        placeholder = tf.compat.v1.placeholder(tf.string, [None])
+        out = blob_errors(placeholder, list(names), list(dtypes), ragged=list(ragged))
+    session = tf.compat.v1.Session(graph=graph)
+
+    def run(blobs: list[bytes]) -> list[str]:
+        return [m.decode("utf-8") for m in session.run(out, {placeholder: blobs})]
+
+    return run
+
+
+# One rejected mutation in this many also goes through the portable decoder's raising path, whose
+# message must be the one blob_errors gave.
+RAISING_STRIDE = 25
+
+
 @pytest.mark.parametrize("kind", DECODERS)
 def test_single_byte_mutations_match_the_python_reader(ops, kind, valid_vector, helpers):
     """Each byte of each valid vector set to 0x00, 0x01, 0x07, 0x80, 0xff: both TF decoders accept
     exactly what memgraph_tf.blob.unpack accepts, with its values, and reject the rest with its
-    message (all sections requested, ragged pairs as ragged, like blob.unpack)."""
+    message (all sections requested, ragged pairs as ragged, like blob.unpack).
+
+    The op decodes each mutation. The portable decoder checks all mutations of a vector in one graph
+    run (``blob_errors``: the same checks and messages as its raising path), decodes every one it
+    accepts, and raises for every RAISING_STRIDE-th one it rejects, with the same message."""
     name, data, _ = valid_vector
     table = blob.read_table(data)
     splits = {s.name for s in table if s.name.endswith(".row_splits")}
@@ -188,23 +216,41 @@ def test_single_byte_mutations_match_the_python_reader(ops, kind, valid_vector, 
     by = {s.name: s.dtype for s in table}
     if not names:  # no sections: ask for one that is absent (a valid mutation gives a lookup error)
         names, by = ("x",), {"x": "float32"}
-    run = graph_decoder(kind, names, tuple(by[n] for n in names), ragged)
-    for mutated in helpers.mutations(data):
+    dtypes = tuple(by[n] for n in names)
+    run = graph_decoder(kind, names, dtypes, ragged)
+    mutated_blobs = helpers.mutations(data)
+    if kind == "portable":
+        checked = graph_checker(names, dtypes, ragged)(mutated_blobs)
+    rejected = 0
+    for i, mutated in enumerate(mutated_blobs):
         ok, want = helpers.python_result(mutated)
-        try:
-            out = run(mutated)
-        except tf.errors.InvalidArgumentError as exc:
+        if kind == "op":
+            message = error_of(run, mutated)
+        else:
+            message = checked[i] or None
+            if message is not None:
+                rejected += 1
+                assert message.startswith("blob: "), message
+                if rejected % RAISING_STRIDE == 1:
+                    raised = error_of(run, mutated)
+                    assert raised is not None, f"{name}: the raising path accepted {message}"
+                    # The raising path's message (see memgraph_tf/ops/portable.py): the line
+                    # "StringToNumberOp could not correctly convert string: <message>".
+                    line = raised.split("convert string: ", 1)[1].split("\n", 1)[0]
+                    assert line == message
+        if message is not None:
             if ok:
                 # A mutated name makes the requested section absent: a lookup error, not a format
                 # one.
-                assert (
-                    "expected a section named" in exc.message or "expected dtype" in exc.message
-                ), exc.message
+                assert "expected a section named" in message or "expected dtype" in message, message
                 continue
-            assert f"blob: {want}" in exc.message
+            if kind == "op":
+                assert f"blob: {want}" in message
+            else:  # blob_errors gives the message itself
+                assert message == f"blob: {want}"
             continue
         assert ok, f"{name}: accepted a blob Python rejects with {want}"
-        for n, got in zip(names, out):
+        for n, got in zip(names, run(mutated)):
             value = want[n].values if isinstance(want[n], blob.Ragged) else want[n]
             if got.dtype.kind == "f":
                 assert np.array_equal(
