@@ -547,7 +547,8 @@ def pair_sample_dataset(
     both roles and every hop (a ``tf.SparseTensor`` in row-major order where the cache is
     ``sparse``) -- and per table ``{role}.index_h{h}_{label}`` (int32, the shape of its ``ids``:
     each slot's row), so that ``tf.gather(rows.{label}, index)`` is the features section; the
-    model reads them through :meth:`LinkPredictor.embed_rows`."""
+    model reads them through :meth:`LinkPredictor.embed_rows`. Without a cache for every label
+    with features, ``rows`` is ignored (the per-slot sections)."""
     import tensorflow as tf
 
     from memgraph_tf.client.pipeline import _batch_seed, _check_positive, _ordered, unpacker
@@ -578,6 +579,10 @@ def pair_sample_dataset(
         prefix: [s.name for s in sections if s.name.startswith(prefix)]
         for prefix in (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
     }
+    # distinct rows need every label with features cached (else the per-slot path)
+    distinct = bool(rows and caches) and all(
+        caches.get(lb) is not None for lb, width in model.feature_dims.items() if width
+    )
 
     def call(batch: Any, index: Any) -> Any:
         call_opts = dict(opts)
@@ -600,7 +605,7 @@ def pair_sample_dataset(
     @tf.autograph.experimental.do_not_convert
     def decode(text: Any) -> dict[str, Any]:
         out = dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
-        if rows:
+        if distinct:
             return _distinct_rows(out, sections, caches, model)
         for sec in sections:
             if sec.role != "ids":
