@@ -379,9 +379,18 @@ def test_training_through_sparse_distinct_rows_lowers_the_loss(split_graph, trai
     keras.utils.set_random_seed(0)
     model = LinkPredictor.from_config(trained[0].model.get_config())
     model.ensure_built()
-    _, rows = _rows_and_features_batches(
-        source, model, trained[0].feature_caches, splits["train"][:64]
+    options = {**OPTIONS, "source_label": "Item", "seed": 5}
+    ds = pair_sample_dataset(
+        source,
+        model,
+        splits["train"][:64],
+        {"Item": ["features"]},
+        options=options,
+        negatives=1,
+        feature_caches=trained[0].feature_caches,
+        rows=True,
     )
+    rows = next(iter(ds))
     batch = {**rows, ROWS_PREFIX + "Item": tf.sparse.from_dense(rows[ROWS_PREFIX + "Item"])}
     y = tf.cast(batch[layout.PAIR_LABELS], tf.float32)
     variables = model.trainable_link_variables()
