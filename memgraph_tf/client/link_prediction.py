@@ -45,7 +45,7 @@ import numpy as np
 from memgraph_tf import layout
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.typed_graphsage import TypedGraphSAGE
-from memgraph_tf.typed_sampling import TypedSamplingSpec, features_name
+from memgraph_tf.typed_sampling import TypedSamplingSpec, features_name, mask_name
 
 __all__ = [
     "SCORERS",
@@ -178,6 +178,16 @@ def mean_reciprocal_rank(positive_scores: Any, negative_scores: Any) -> float:
 # ------------------------------------------------------------------------------------------------
 # the model
 # ------------------------------------------------------------------------------------------------
+
+
+ROWS_PREFIX = "rows."
+"""A distinct-rows pair batch's key prefix of a label's feature rows (``rows.{label}``)."""
+
+
+def rows_index_name(hop: int, label: str) -> str:
+    """A distinct-rows pair batch's key (after the role prefix) of table ``(hop, label)``'s slot
+    rows in ``rows.{label}``."""
+    return f"index_h{hop}_{label}"
 
 
 def _role_specs(
@@ -390,9 +400,37 @@ class LinkPredictor(keras.Model):
             x = dense(x)
         return keras.ops.squeeze(self.mlp_out(x), axis=-1)
 
+    def embed_rows(self, inputs: Mapping[str, Any], role: str, training: bool | None = None) -> Any:
+        """:meth:`embed` over a distinct-rows batch (:func:`pair_sample_dataset` with ``rows``):
+        ``rows.{label}`` (shared by both roles), the role's ``index_h{h}_{label}`` and masks
+        (prefixed names), through :meth:`TypedGraphSAGE.encode_rows` (its guarantees)."""
+        prefix, enc = (
+            (layout.PAIR_SOURCE_PREFIX, self.source_encoder)
+            if role == "src"
+            else (layout.PAIR_TARGET_PREFIX, self.target_encoder)
+        )
+        rows = {k[len(ROWS_PREFIX) :]: v for k, v in inputs.items() if k.startswith(ROWS_PREFIX)}
+        index, masks = {}, {}
+        for h, table in enumerate(enc.layout.tables):
+            for label in table:
+                name = prefix + rows_index_name(h, label)
+                if name in inputs:
+                    index[(h, label)] = inputs[name]
+                name = prefix + mask_name(h, label)
+                if h and name in inputs:
+                    masks[(h, label)] = inputs[name]
+        return enc.encode_rows(rows, index, masks, training=training)
+
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        """Logits ``[B]`` (class docstring); a batch carrying ``rows.*``
+        (:func:`pair_sample_dataset` with ``rows``) goes through :meth:`embed_rows`, the same
+        function per distinct row."""
         if not self.built:
             self.build()
+        if any(k.startswith(ROWS_PREFIX) for k in inputs):
+            z_s = self.embed_rows(inputs, "src", training=training)
+            z_t = self.embed_rows(inputs, "dst", training=training)
+            return self.score(z_s, z_t, training=training)
         z_s = self.embed(inputs, "src", training=training)
         z_t = self.embed(inputs, "dst", training=training)
         return self.score(z_s, z_t, training=training)
@@ -487,6 +525,7 @@ def pair_sample_dataset(
     keep_pair_edges: bool = False,
     decoder: str = "auto",
     num_parallel_calls: int | None = None,
+    rows: bool = False,
 ) -> Any:
     """Pair batches: per batch of ``pairs`` (``[n, 2]`` source and target keys) one
     ``tf_features.sample_pairs`` call (``source.sample_pairs_b64``) with ``negatives`` keyed
@@ -501,7 +540,15 @@ def pair_sample_dataset(
     does not remove the pair's own relationships (held-out splits stay excluded). ``seed`` as in
     :func:`~memgraph_tf.client.typed_graphsage.typed_sample_dataset` (per batch
     ``options.seed``); ``draws`` passes over the batches. Guarantees: every section has its static
-    shape but the batch dimension; rows are the batch's pairs, then their negatives pair-major."""
+    shape but the batch dimension; rows are the batch's pairs, then their negatives pair-major.
+
+    ``rows`` (with ``feature_caches``): instead of the cached labels' ``features`` sections, per
+    such label ``rows.{label}`` -- the feature rows of the batch's distinct ids of that label over
+    both roles and every hop (a ``tf.SparseTensor`` in row-major order where the cache is
+    ``sparse``) -- and per table ``{role}.index_h{h}_{label}`` (int32, the shape of its ``ids``:
+    each slot's row), so that ``tf.gather(rows.{label}, index)`` is the features section; the
+    model reads them through :meth:`LinkPredictor.embed_rows`. Without a cache for every label
+    with features, ``rows`` is ignored (the per-slot sections)."""
     import tensorflow as tf
 
     from memgraph_tf.client.pipeline import _batch_seed, _check_positive, _ordered, unpacker
@@ -532,6 +579,10 @@ def pair_sample_dataset(
         prefix: [s.name for s in sections if s.name.startswith(prefix)]
         for prefix in (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
     }
+    # distinct rows need every label with features cached (else the per-slot path)
+    distinct = bool(rows and caches) and all(
+        caches.get(lb) is not None for lb, width in model.feature_dims.items() if width
+    )
 
     def call(batch: Any, index: Any) -> Any:
         call_opts = dict(opts)
@@ -554,6 +605,8 @@ def pair_sample_dataset(
     @tf.autograph.experimental.do_not_convert
     def decode(text: Any) -> dict[str, Any]:
         out = dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
+        if distinct:
+            return _distinct_rows(out, sections, caches, model)
         for sec in sections:
             if sec.role != "ids":
                 continue
@@ -577,6 +630,38 @@ def pair_sample_dataset(
     ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
     ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
     return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _distinct_rows(
+    out: dict[str, Any], sections: Sequence[Any], caches: Mapping[str, Any], model: LinkPredictor
+) -> dict[str, Any]:
+    """:func:`pair_sample_dataset`'s ``rows`` batch from the decoded sections ``out``."""
+    import tensorflow as tf
+
+    per_label: dict[str, list[tuple[str, int]]] = {}
+    for sec in sections:
+        if sec.role != "ids":
+            continue
+        prefix = sec.name[: sec.name.index(".") + 1]
+        label = _table_label(sec.name[len(prefix) :])
+        if caches.get(label) is not None and model.feature_dims.get(label):
+            per_label.setdefault(label, []).append((sec.name, sec.hop))
+    for label, ids_names in per_label.items():
+        cache = caches[label]
+        flat = [tf.reshape(out[name], [-1]) for name, _ in ids_names]
+        unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
+        out[ROWS_PREFIX + label] = (
+            cache.gather_sparse(unique) if getattr(cache, "sparse", False) else cache.gather(unique)
+        )
+        start = 0
+        for (name, hop), f in zip(ids_names, flat):
+            size = tf.size(f, out_type=tf.int32)
+            idx = tf.reshape(where[start : start + size], tf.shape(out[name], out_type=tf.int32))
+            idx.set_shape(out[name].shape)
+            prefix = name[: name.index(".") + 1]
+            out[prefix + rows_index_name(hop, label)] = idx
+            start = start + size
+    return out
 
 
 def _table_label(ids_section: str) -> str:
@@ -618,6 +703,15 @@ def _keep_pair_edges(
 
 
 def _link_inputs(model: LinkPredictor, batch: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's inputs from a pair batch: its features and masks, or (a ``rows`` batch) its
+    rows, indices and masks."""
+    if any(k.startswith(ROWS_PREFIX) for k in batch):
+        masks = set(model.input_names())
+        return {
+            k: v
+            for k, v in batch.items()
+            if k.startswith(ROWS_PREFIX) or ".index_h" in k or (k in masks and ".mask_" in k)
+        }
     return {k: batch[k] for k in model.input_names() if k in batch}
 
 
@@ -654,11 +748,14 @@ def predict_links(
     feature_caches: Mapping[str, Any] | None = None,
     keep_pair_edges: bool = False,
     decoder: str = "auto",
+    use_rows: bool = True,
 ) -> np.ndarray:
     """Link probabilities ``[n]`` for ``pairs`` (``[n, 2]`` keys) in order, averaged over
     ``draws`` sampled neighbourhoods (each pair's own relationships removed by the procedure;
     ``exclude_splits``: held-out splits left out, default none; ``keep_pair_edges``: the
-    ablation of :func:`pair_sample_dataset`). ``properties`` default: the model's."""
+    ablation of :func:`pair_sample_dataset`). ``properties`` default: the model's. ``use_rows``
+    (with ``feature_caches``): the first layer per distinct row (:meth:`LinkPredictor.embed_rows`,
+    the same probabilities up to float rounding); false: per slot, as before."""
     from memgraph_tf.client.graphsage import _positive_int
 
     pairs = _pairs(pairs, "pairs")
@@ -677,6 +774,7 @@ def predict_links(
         feature_caches=feature_caches,
         keep_pair_edges=keep_pair_edges,
         decoder=decoder,
+        rows=use_rows,
     )
     infer = _infer_fn(model)
     parts = [infer(batch).numpy() for batch in ds]
@@ -700,6 +798,7 @@ def evaluate_links(
     feature_caches: Mapping[str, Any] | None = None,
     keep_pair_edges: bool = False,
     decoder: str = "auto",
+    use_rows: bool = True,
 ) -> dict[str, float]:
     """The link metrics of ``model`` on ``pairs`` (``[n, 2]`` keys) with 0/1 ``labels``:
     ``{"auc", "ap", "num_pairs"}`` from :func:`predict_links` (held-out splits
@@ -723,6 +822,7 @@ def evaluate_links(
         seed=seed,
         feature_caches=feature_caches,
         decoder=decoder,
+        use_rows=use_rows,
     )
     probs = predict_links(
         model, source, pairs, draws=draws, keep_pair_edges=keep_pair_edges, **common
@@ -754,6 +854,7 @@ def _ranking_scores(
     seed: int | None,
     feature_caches: Mapping[str, Any] | None,
     decoder: str,
+    use_rows: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each positive's probability ``[n]`` and its ``k`` database-drawn negatives' ``[n, k]``."""
     props = dict(properties or model.properties or {})
@@ -770,6 +871,7 @@ def _ranking_scores(
         seed=None if seed is None else seed * 7919 + 2,
         feature_caches=feature_caches,
         decoder=decoder,
+        rows=use_rows,
     )
     infer = _infer_fn(model)
     pos_parts, neg_parts = [], []
@@ -817,6 +919,7 @@ def train_link_predictor(
     seed: int | None = None,
     decoder: str = "auto",
     progress: bool = False,
+    use_rows: bool = True,
 ) -> LinkTrainResult:
     """Trains a :class:`LinkPredictor` on ``train_pairs`` (``[n, 2]`` source and target keys:
     ``options["id_property"]`` values, else internal ids -- the positive relationships of the
@@ -834,7 +937,11 @@ def train_link_predictor(
     stopping on the validation AUC of ``val_pairs`` / ``val_labels`` (0/1; the same validation
     neighbourhoods at every evaluation when ``seed`` is given), best weights restored. Widths
     from ``tf_features.schema``; with ``use_feature_cache`` the features come from one
-    ``tf_features.pack`` per label (:func:`link_feature_caches`) rather than inside every blob.
+    ``tf_features.pack`` per label (:func:`link_feature_caches`) rather than inside every blob,
+    and with ``use_rows`` (default) the batches carry each label's distinct rows and the first
+    layer works per distinct row (per non-zero entry for sparse features;
+    :meth:`TypedGraphSAGE.encode_rows`: the same model function, dropout on the same tensors);
+    false: the per-slot features path.
 
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
@@ -934,6 +1041,7 @@ def train_link_predictor(
         keep_pair_edges=keep_pair_edges,
         decoder=decoder,
         num_parallel_calls=tf.data.AUTOTUNE,
+        rows=use_rows,
     )
     train_ds = without_autotune(train_ds)  # abandoned in flight by early stopping
 
@@ -963,6 +1071,7 @@ def train_link_predictor(
             draws=eval_draws,
             feature_caches=feature_caches,
             decoder=decoder,
+            rows=use_rows,
         )
         if seed is not None:
             val_ds = val_ds.cache()  # the same validation neighbourhoods at every evaluation

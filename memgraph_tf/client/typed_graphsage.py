@@ -278,8 +278,29 @@ class TypedGraphSAGE(keras.Model):
                         if m is None
                         else keras.ops.cast(m, "float32")
                     )
+        return self._layers_from(reps, masks, batch, 1, training)
+
+    def _layer_out(self, k: int, label: str, own: Any, neigh: Any) -> Any:
+        """Layer ``k``'s output for ``label`` from its self and neighbour transforms."""
+        out = keras.ops.concatenate([own, neigh], axis=-1)
+        out = keras.ops.relu(out + self.biases[f"bias_{k}_{_key(label)}"])
+        if self.normalize_hidden:
+            norm = keras.ops.norm(out, axis=-1, keepdims=True)
+            out = out / keras.ops.maximum(norm, 1e-12)
+        return out
+
+    def _layers_from(
+        self,
+        reps: dict[tuple[int, str], Any],
+        masks: dict[tuple[int, str], Any],
+        batch: Any,
+        start: int,
+        training: bool | None,
+    ) -> Any:
+        """Layers ``start..K`` over the tables' representations; the seed's ``[B, D]``."""
+        tables = self.layout.tables
         hops = len(tables) - 1
-        for k in range(1, len(self.hidden_units) + 1):
+        for k in range(start, len(self.hidden_units) + 1):
             updated: dict[tuple[int, str], Any] = {}
             for h in range(0, hops - k + 1):
                 for label in tables[h]:
@@ -298,14 +319,165 @@ class TypedGraphSAGE(keras.Model):
                         mean = total / keras.ops.maximum(keras.ops.sum(m, axis=2), 1.0)
                         mean = self.drop(mean, training=training)
                         neigh = neigh + self.neigh_dense[f"neigh_{k}_{_key(str(group.step))}"](mean)
-                    out = keras.ops.concatenate([own, neigh], axis=-1)
-                    out = keras.ops.relu(out + self.biases[f"bias_{k}_{_key(label)}"])
-                    if self.normalize_hidden:
-                        norm = keras.ops.norm(out, axis=-1, keepdims=True)
-                        out = out / keras.ops.maximum(norm, 1e-12)
-                    updated[(h, label)] = out
+                    updated[(h, label)] = self._layer_out(k, label, own, neigh)
             reps = updated
         return reps[(0, self.spec.seed_label)][:, 0, :]
+
+    def encode_rows(
+        self,
+        rows: Mapping[str, Any],
+        index: Mapping[tuple[int, str], Any],
+        masks: Mapping[tuple[int, str], Any] | None = None,
+        training: bool | None = None,
+    ) -> Any:
+        """The same function as :meth:`encode`, over each label's distinct feature rows: ``rows``
+        (label with features -> ``[u, width]``, dense or a ``tf.SparseTensor`` with its entries in
+        row-major order) and ``index`` (every table ``(h, label)`` of a label with features ->
+        each slot's row ``[B, slots]``), ``masks`` as :meth:`encode`'s (``(h, label)`` -> bool
+        ``[B, slots]``, absent: all filled). ``tf.gather(rows[label], index[(h, label)])`` would
+        be ``features_h{h}_{label}``.
+
+        The first layer reads each distinct row once. Without dropout (``training`` false or rate
+        0) it is linear up to its bias, so each label's rows are multiplied by each first-layer
+        kernel that reads them once (a sparse product for sparse rows: the cost follows the
+        non-zero entries), and the slots gather and average the products. With dropout, the
+        dropped tensors are those of :meth:`encode` -- each slot's input row and each masked mean
+        of its children -- built per slot as sparse rows whose non-zero entries are dropped (the
+        entries dense dropout could change, as a zero stays zero) before the sparse products;
+        dense rows are gathered per slot and take :meth:`encode`'s dense path. Later layers are
+        :meth:`encode`'s. Guarantees: equals ``encode(features)`` up to float rounding with
+        ``training`` false; with dropout, the same distribution over the same tensors (not the
+        same random draws)."""
+        import tensorflow as tf
+
+        from memgraph_tf.client.graphsage import (
+            _rows_mean,
+            _sparse_matmul,
+            _sparse_rows,
+            _sparse_rows_mean,
+        )
+
+        if not self.built:
+            self.build()
+        masks = masks or {}
+        tables = self.layout.tables
+        seed = (0, self.spec.seed_label)
+        missing = [
+            f"index {features_name(h, label)}"
+            for h, table in enumerate(tables)
+            for label in table
+            if self.feature_dims[label] and (h, label) not in index
+        ] + [
+            f"rows {label}"
+            for label in self.spec.labels()
+            if self.feature_dims[label] and label not in rows
+        ]
+        if missing:
+            raise ConfigurationError(f"inputs: missing {', '.join(missing)}")
+        first = next(iter(index.values()), None) if seed not in index else index[seed]
+        if first is None:
+            present = list(masks.values())
+            if not present:
+                raise ConfigurationError("inputs: expected at least one index or mask input")
+            first = present[0]
+        batch = tf.shape(first)[0]
+        drop = bool(training) and self.dropout_rate > 0
+        float_masks: dict[tuple[int, str], Any] = {}
+        for h, table in enumerate(tables):
+            for label, slots in table.items():
+                if h:
+                    m = masks.get((h, label))
+                    float_masks[(h, label)] = (
+                        tf.ones((batch, slots), tf.float32) if m is None else tf.cast(m, tf.float32)
+                    )
+        products: dict[tuple[str, str], Any] = {}
+        csr: dict[str, Any] = {}
+
+        def sparse_rows(label: str) -> Any:
+            r = rows[label]
+            return tf.SparseTensor(r.indices, tf.cast(r.values, tf.float32), r.dense_shape)
+
+        def product(label: str, dense: Any) -> Any:  # rows @ kernel, once per (label, kernel)
+            key = (label, dense.name)
+            if key not in products:
+                r = rows[label]
+                if isinstance(r, tf.SparseTensor):
+                    products[key] = _sparse_matmul(sparse_rows(label), dense.kernel)
+                else:
+                    products[key] = tf.matmul(tf.cast(r, tf.float32), dense.kernel)
+            return products[key]
+
+        def table(label: str) -> Any:  # the sparse rows in CSR form (entries row-major)
+            if label not in csr:
+                r = sparse_rows(label)
+                row_of = r.indices[:, 0]
+                splits = tf.searchsorted(
+                    row_of, tf.range(r.dense_shape[0] + 1), side="left", out_type=tf.int64
+                )
+                csr[label] = (splits, r.indices[:, 1], r.values, self.feature_dims[label])
+            return csr[label]
+
+        def slot_features(h: int, label: str, slots: int) -> Any:  # encode()'s dense input
+            if not self.feature_dims[label]:
+                return tf.ones((batch, slots, 1), tf.float32)
+            return tf.gather(tf.cast(rows[label], tf.float32), index[(h, label)])
+
+        def fast(label: str) -> bool:  # the distinct-row path applies
+            return bool(self.feature_dims[label]) and (
+                not drop or isinstance(rows[label], tf.SparseTensor)
+            )
+
+        def dropped(part: Any, dense: Any) -> Any:  # dropout on the entries, then the product
+            part = tf.SparseTensor(
+                part.indices, self.drop(part.values, training=True), part.dense_shape
+            )
+            return _sparse_matmul(part, dense.kernel)
+
+        k = 1
+        reps: dict[tuple[int, str], Any] = {}
+        hops = len(tables) - 1
+        for h in range(0, hops):
+            for label, slots in tables[h].items():
+                dense = self.self_dense[f"self_{k}_{_key(label)}"]
+                if not fast(label):
+                    x = self.drop(slot_features(h, label, slots), training=training)
+                    own = dense(x)
+                elif not drop:
+                    own = tf.gather(product(label, dense), index[(h, label)])
+                else:
+                    flat = tf.reshape(index[(h, label)], [-1])
+                    own = dropped(_sparse_rows(*table(label), flat), dense)
+                    own = tf.reshape(own, [batch, slots, dense.units])
+                neigh = tf.zeros_like(own)
+                for group in self.layout.children(h, label):
+                    key = (h + 1, group.step.right)
+                    right = group.step.right
+                    dense = self.neigh_dense[f"neigh_{k}_{_key(str(group.step))}"]
+                    part = slice(group.offset, group.offset + group.size)
+                    m = float_masks[key][:, part]
+                    m = tf.reshape(m, (batch, group.parents, group.fanout))
+                    if not fast(right):
+                        child = slot_features(h + 1, right, self.layout.tables[h + 1][right])
+                        child = tf.reshape(
+                            child[:, part, :],
+                            (batch, group.parents, group.fanout, child.shape[-1]),
+                        )
+                        total = tf.reduce_sum(child * m[..., None], axis=2)
+                        mean = total / tf.maximum(tf.reduce_sum(m, axis=2), 1.0)[..., None]
+                        mean = self.drop(mean, training=training)
+                        neigh = neigh + dense(mean)
+                        continue
+                    children = tf.reshape(index[key][:, part], (batch, group.parents, group.fanout))
+                    valid = m > 0
+                    if not drop:
+                        neigh = neigh + _rows_mean(product(right, dense), children, valid)
+                    else:
+                        flat = tf.reshape(children, [-1, group.fanout])
+                        flat_valid = tf.reshape(valid, [-1, group.fanout])
+                        mean = dropped(_sparse_rows_mean(*table(right), flat, flat_valid), dense)
+                        neigh = neigh + tf.reshape(mean, [batch, group.parents, dense.units])
+                reps[(h, label)] = self._layer_out(k, label, own, neigh)
+        return self._layers_from(reps, float_masks, batch, 2, training)
 
 
 def typed_model_inputs(

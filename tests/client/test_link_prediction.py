@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import itertools
 
+import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.link_prediction import (
+    ROWS_PREFIX,
     LinkPredictor,
     average_precision,
     evaluate_links,
@@ -329,6 +332,86 @@ def test_the_model_reads_exactly_the_pair_blobs_sections(split_graph, trained):
     np.testing.assert_allclose(np.asarray(again(sections)), logits, rtol=1e-6)
     with pytest.raises(ConfigurationError, match=r"inputs: missing dst\.features_h0_Item"):
         model({k: v for k, v in sections.items() if not k.startswith("dst.")})
+
+
+def _rows_and_features_batches(source, model, caches, pairs):
+    """The same pair batch (fixed seed) as per-slot features and as distinct rows."""
+    options = {**OPTIONS, "source_label": "Item", "seed": 5}
+    common = dict(options=options, negatives=1, feature_caches=caches)
+    features = next(
+        iter(pair_sample_dataset(source, model, pairs, {"Item": ["features"]}, **common))
+    )
+    rows = next(
+        iter(pair_sample_dataset(source, model, pairs, {"Item": ["features"]}, rows=True, **common))
+    )
+    return features, rows
+
+
+def test_the_distinct_rows_path_gives_the_per_slot_logits(split_graph, trained):
+    source, splits, _, _, _ = split_graph
+    model = trained[0].model
+    features, rows = _rows_and_features_batches(
+        source, model, trained[0].feature_caches, splits["train"][:24]
+    )
+    assert not any(k.startswith("src.features_") for k in rows)  # no per-slot features made
+    table = rows[ROWS_PREFIX + "Item"]
+    assert table.shape[0] < rows["src.index_h2_Item"].shape.num_elements()  # fewer rows than slots
+    for name in ("src.features_h1_Item", "dst.features_h2_Item"):
+        index = rows[name.replace("features_", "index_")]
+        np.testing.assert_array_equal(tf.gather(table, index).numpy(), features[name].numpy())
+    want = model(features, training=False).numpy()
+    got = model(rows, training=False).numpy()
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    # the same rows as a sparse table: the first layer per non-zero entry, the same logits
+    sparse = {**rows, ROWS_PREFIX + "Item": tf.sparse.from_dense(table)}
+    np.testing.assert_allclose(model(sparse, training=False).numpy(), want, atol=1e-5)
+    # training: dropout on encode()'s tensors; at a vanishing rate both paths are the function
+    tiny = LinkPredictor.from_config({**model.get_config(), "dropout": 1e-7})
+    tiny.ensure_built()
+    tiny.set_weights(model.get_weights())
+    want = tiny(features, training=True).numpy()
+    np.testing.assert_allclose(tiny(sparse, training=True).numpy(), want, atol=1e-4)
+    np.testing.assert_allclose(tiny(rows, training=True).numpy(), want, atol=1e-4)
+
+
+def test_training_through_sparse_distinct_rows_lowers_the_loss(split_graph, trained):
+    source, splits, _, _, _ = split_graph
+    keras.utils.set_random_seed(0)
+    model = LinkPredictor.from_config(trained[0].model.get_config())
+    model.ensure_built()
+    options = {**OPTIONS, "source_label": "Item", "seed": 5}
+    ds = pair_sample_dataset(
+        source,
+        model,
+        splits["train"][:64],
+        {"Item": ["features"]},
+        options=options,
+        negatives=1,
+        feature_caches=trained[0].feature_caches,
+        rows=True,
+    )
+    rows = next(iter(ds))
+    batch = {**rows, ROWS_PREFIX + "Item": tf.sparse.from_dense(rows[ROWS_PREFIX + "Item"])}
+    y = tf.cast(batch[layout.PAIR_LABELS], tf.float32)
+    variables = model.trainable_link_variables()
+    optimizer = keras.optimizers.Adam(0.01)
+
+    @tf.function(autograph=False)
+    def step():
+        with tf.GradientTape() as tape:
+            logits = model(batch, training=True)
+            loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(y, logits))
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    def loss():  # without dropout
+        logits = model(batch, training=False)
+        return float(tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(y, logits)))
+
+    before = loss()
+    for _ in range(30):
+        step()
+    assert loss() < 0.75 * before, (before, loss())
 
 
 def test_bad_training_arguments_name_what_is_wrong(split_graph):
