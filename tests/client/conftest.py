@@ -80,21 +80,7 @@ def sage_model():
 def bundle_base(tmp_path_factory, sage_model):
     """BASE/BatchSage with version 1, op-free, sampling options ``classify_kit.OPTIONS`` (one per
     session: the batch tests only read it)."""
-    from memgraph_tf.serving import export_bundle
-    from tests.client.classify_kit import OPTIONS
-
-    base = tmp_path_factory.mktemp("batch_bundles")
-    export_bundle(
-        sage_model,
-        base,
-        "BatchSage",
-        1,
-        use_op=False,
-        properties=["features"],
-        sample_options=OPTIONS,
-        warmup=False,
-    )
-    return base / "BatchSage"
+    return _export_batch_bundle(tmp_path_factory, sage_model, "BatchSage", use_op=False)
 
 
 @pytest.fixture(scope="session")
@@ -104,21 +90,26 @@ def op_bundle_base(tmp_path_factory, sage_model):
     depend on the decoder (a command's summary, the transports, interrupting and resuming):
     each process or server that loads an op-free bundle first instantiates the portable
     decoder's graph (seconds). Its scores equal the op-free bundle's (``reference``)."""
+    return _export_batch_bundle(tmp_path_factory, sage_model, "BatchSageOp", use_op=True)
+
+
+def _export_batch_bundle(tmp_path_factory, sage_model, name: str, *, use_op: bool):
+    """``sage_model`` exported as BASE/NAME version 1 with ``classify_kit.OPTIONS``; BASE/NAME."""
     from memgraph_tf.serving import export_bundle
     from tests.client.classify_kit import OPTIONS
 
-    base = tmp_path_factory.mktemp("batch_op_bundles")
+    base = tmp_path_factory.mktemp(name.lower())
     export_bundle(
         sage_model,
         base,
-        "BatchSageOp",
+        name,
         1,
-        use_op=True,
+        use_op=use_op,
         properties=["features"],
         sample_options=OPTIONS,
         warmup=False,
     )
-    return base / "BatchSageOp"
+    return base / name
 
 
 @pytest.fixture(scope="session")
