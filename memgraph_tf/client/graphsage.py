@@ -440,8 +440,7 @@ class GraphSAGE(keras.Model):
         kernels = [first.self_dense.kernel, first.neigh_dense.kernel]
         drop = bool(training) and first.dropout_rate > 0
         if drop:  # the rows in CSR form: row_of is sorted
-            splits = tf.searchsorted(row_of, tf.range(count + 1), side="left", out_type=tf.int64)
-            table = (splits, rows.indices[:, 1], values, width)
+            table = _csr_table(rows.indices, values, count, width)
         else:
             both = _sparse_matmul(
                 tf.SparseTensor(rows.indices, values, rows.dense_shape), tf.concat(kernels, 1)
@@ -570,6 +569,16 @@ def _sparse_matmul(matrix: tf.SparseTensor, dense: Any, csr: bool = True) -> tf.
     out = product(tf.convert_to_tensor(dense))
     out.set_shape([None, dense.shape[-1]])
     return out
+
+
+def _csr_table(
+    indices: tf.Tensor, values: tf.Tensor, count: tf.Tensor, width: int
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, int]:
+    """The CSR table (``splits``, ``columns``, ``values``, ``width``) of ``count`` rows whose
+    entries ``indices`` ``[nnz, 2]`` are in row-major order (a ``tf.SparseTensor``'s)."""
+    row_of = indices[:, 0]
+    splits = tf.searchsorted(row_of, tf.range(count + 1), side="left", out_type=tf.int64)
+    return splits, indices[:, 1], values, width
 
 
 def _sparse_rows(

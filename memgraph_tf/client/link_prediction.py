@@ -184,12 +184,6 @@ ROWS_PREFIX = "rows."
 """A distinct-rows pair batch's key prefix of a label's feature rows (``rows.{label}``)."""
 
 
-def rows_index_name(hop: int, label: str) -> str:
-    """A distinct-rows pair batch's key (after the role prefix) of table ``(hop, label)``'s slot
-    rows in ``rows.{label}``."""
-    return f"index_h{hop}_{label}"
-
-
 def _role_specs(
     source_label: str, target_label: str, num_neighbors: Mapping[str, Any]
 ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
@@ -413,7 +407,7 @@ class LinkPredictor(keras.Model):
         index, masks = {}, {}
         for h, table in enumerate(enc.layout.tables):
             for label in table:
-                name = prefix + rows_index_name(h, label)
+                name = prefix + layout.typed_index_name(h, label)
                 if name in inputs:
                     index[(h, label)] = inputs[name]
                 name = prefix + mask_name(h, label)
@@ -659,7 +653,7 @@ def _distinct_rows(
             idx = tf.reshape(where[start : start + size], tf.shape(out[name], out_type=tf.int32))
             idx.set_shape(out[name].shape)
             prefix = name[: name.index(".") + 1]
-            out[prefix + rows_index_name(hop, label)] = idx
+            out[prefix + layout.typed_index_name(hop, label)] = idx
             start = start + size
     return out
 

@@ -351,6 +351,7 @@ class TypedGraphSAGE(keras.Model):
         import tensorflow as tf
 
         from memgraph_tf.client.graphsage import (
+            _csr_table,
             _rows_mean,
             _sparse_matmul,
             _sparse_rows,
@@ -410,11 +411,9 @@ class TypedGraphSAGE(keras.Model):
         def table(label: str) -> Any:  # the sparse rows in CSR form (entries row-major)
             if label not in csr:
                 r = sparse_rows(label)
-                row_of = r.indices[:, 0]
-                splits = tf.searchsorted(
-                    row_of, tf.range(r.dense_shape[0] + 1), side="left", out_type=tf.int64
+                csr[label] = _csr_table(
+                    r.indices, r.values, r.dense_shape[0], self.feature_dims[label]
                 )
-                csr[label] = (splits, r.indices[:, 1], r.values, self.feature_dims[label])
             return csr[label]
 
         def slot_features(h: int, label: str, slots: int) -> Any:  # encode()'s dense input
