@@ -273,7 +273,8 @@ class _KeepGraphOpen:
 
 
 class ReadRangePagesFn(_KeepGraphOpen, _ReadRangeFn):
-    """Reads a key range as :class:`_ReadRangeFn` does, each keyset page as one :class:`Page` element."""
+    """Reads a key range as :class:`_ReadRangeFn` does, each keyset page as one :class:`Page`
+    element."""
 
     def process(self, key_range: tuple[int, int]) -> Iterator[Page]:  # type: ignore[override] -- pages
         for keys in self.pages(key_range):
