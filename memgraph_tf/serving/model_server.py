@@ -108,7 +108,8 @@ def load_error_status(exc: BaseException) -> tuple[str, str]:
     """The status (code name, message) a version that failed to load with ``exc`` ends with:
     TensorFlow's own code for a TensorFlow error, the loader's for
     :class:`~.loading.VersionLoadError`, NOT_FOUND for ops this TensorFlow lacks (as
-    TensorFlow's "Op type not registered"), INVALID_ARGUMENT for a bundle that breaks the
+    TensorFlow's "Op type not registered"), OUT_OF_RANGE for a file cut short (TensorFlow's
+    bindings raise that code as IndexError), INVALID_ARGUMENT for a bundle that breaks the
     contract, UNKNOWN otherwise."""
     cause = exc.__cause__ or exc
     if isinstance(cause, VersionLoadError):
@@ -116,6 +117,8 @@ def load_error_status(exc: BaseException) -> tuple[str, str]:
     error_code = getattr(cause, "error_code", None)
     if isinstance(error_code, int) and hasattr(cause, "message"):
         return errors.code_name(error_code), str(cause.message)
+    if isinstance(cause, IndexError):  # TensorFlow's bindings raise OUT_OF_RANGE as IndexError
+        return "OUT_OF_RANGE", str(cause)  # e.g. variables cut short: "Read less bytes than ..."
     text = str(exc)
     if isinstance(exc, errors.BundleError):
         return "INVALID_ARGUMENT", text

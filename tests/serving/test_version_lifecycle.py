@@ -243,14 +243,20 @@ def test_a_corrupt_newer_version_ends_with_its_error_and_the_model_serves_on(ser
 
 
 def test_a_truncated_newer_version_causes_no_failed_request(served):
-    """A version whose variables were cut short: TensorFlow's restore fails, the load is retried
-    and ends (``loader_harness.cc``); ``availability_preserving_policy.cc`` keeps version 2."""
+    """A version whose variables were cut short: TensorFlow's restore fails with OUT_OF_RANGE
+    "Read less bytes than requested" (``tsl/platform/default/posix_file_system.cc``), the load
+    is retried and ends with that status (``loader_harness.cc``);
+    ``availability_preserving_policy.cc`` keeps version 2."""
     served.copy_in(3)
     (shard,) = (served.base / "3" / "variables").glob("variables.data-*")
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     served.poll(3)
     status = served.status()
-    assert status[3]["state"] == "END" and status[3]["status"]["error_code"] != "OK", status[3]
+    assert status[3] == {
+        "version": "3",
+        "state": "END",
+        "status": {"error_code": "OUT_OF_RANGE", "error_message": "Read less bytes than requested"},
+    }
     assert served.load.newest_version() == 2
     assert served.load.failures == [], served.load.failures[:3]
 
