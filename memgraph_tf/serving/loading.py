@@ -178,8 +178,9 @@ def load_version(version_dir: pathlib.Path, version: int) -> ModelVersion:
     """Load one ``BASE/<version>`` SavedModel, registering any custom op it needs first, with its
     bundle config when it is a memgraph-tf bundle. Raises :class:`VersionLoadError` when
     ``saved_model.pb`` is missing or does not parse, :class:`IncompleteVersion` when files it
-    names are missing (:func:`missing_files`), ValueError naming the directory and the ops when
-    some op cannot be found, and :class:`~memgraph_tf.serving.errors.BundleError` when its
+    names are missing (:func:`missing_files`), :class:`VersionLoadError` (NOT_FOUND, as
+    TensorFlow's "Op type not registered") naming the directory and the ops when some op cannot
+    be found, and :class:`~memgraph_tf.serving.errors.BundleError` when its
     bundle config breaks the contract."""
     import tensorflow as tf
 
@@ -193,9 +194,10 @@ def load_version(version_dir: pathlib.Path, version: int) -> ModelVersion:
         _load_missing_ops(version_dir, missing)
         still = _unregistered(missing)
         if still:
-            raise ValueError(
+            raise VersionLoadError(
+                "NOT_FOUND",
                 f"{version_dir}: the SavedModel uses ops {still} that this TensorFlow "
-                f"{tf.__version__} does not register, and no matching op library was found"
+                f"{tf.__version__} does not register, and no matching op library was found",
             )
     cfg = bundle.read_bundle_config(version_dir)
     loaded = tf.saved_model.load(str(version_dir))

@@ -107,8 +107,8 @@ class ServedModel:
 def load_error_status(exc: BaseException) -> tuple[str, str]:
     """The status (code name, message) a version that failed to load with ``exc`` ends with:
     TensorFlow's own code for a TensorFlow error, the loader's for
-    :class:`~.loading.VersionLoadError`, NOT_FOUND for ops this TensorFlow lacks (as
-    TensorFlow's "Op type not registered"), OUT_OF_RANGE for a file cut short (TensorFlow's
+    :class:`~.loading.VersionLoadError` (NOT_FOUND for ops this TensorFlow lacks, DATA_LOSS
+    for a ``saved_model.pb`` that does not parse), OUT_OF_RANGE for a file cut short (TensorFlow's
     bindings raise that code as IndexError), INVALID_ARGUMENT for a bundle that breaks the
     contract, UNKNOWN otherwise."""
     cause = exc.__cause__ or exc
@@ -122,8 +122,6 @@ def load_error_status(exc: BaseException) -> tuple[str, str]:
     text = str(exc)
     if isinstance(exc, errors.BundleError):
         return "INVALID_ARGUMENT", text
-    if "does not register" in text:
-        return "NOT_FOUND", text
     return "UNKNOWN", text
 
 
@@ -422,6 +420,8 @@ class ModelServer:
             raise  # not a load attempt: the version is not there yet
         except VersionLoadError as exc:  # a corrupt or unreadable SavedModel: name the directory
             self._load_attempt(path, False, start)
+            if exc.message.startswith(f"{path}: "):
+                raise
             raise ValueError(f"{path}: cannot load the SavedModel: {exc.message}") from exc
         except (errors.BundleError, ValueError):
             self._load_attempt(path, False, start)
