@@ -238,6 +238,8 @@ def test_a_corrupt_newer_version_ends_with_its_error_and_the_model_serves_on(ser
     assert sorted(v for v, s in status.items() if s["state"] == "AVAILABLE") == _served_versions(
         served
     )
+    # one try and max_num_load_retries (1) retries in four polls: the later polls left it alone
+    assert served.ms.models["sage"].pending[3].tries == 2
     assert served.load.newest_version() == 2
     assert served.load.failures == [], served.load.failures[:3]
 
