@@ -86,6 +86,8 @@ class PendingLoad:
     tries: int = 0
     retry_at: float = 0.0
     ended: bool = False
+    #: the status (code name, message) of the last failed try
+    last_error: tuple[str, str] | None = None
 
 
 @dataclass
@@ -526,11 +528,14 @@ class ModelServer:
 
     def _cancel_load(self, model: ServedModel, v: int) -> None:
         """Forget a pending load of a version the policy no longer selects (TF Serving cancels
-        its retries, ``CancelLoadServableRetry``): a version that never loaded ends (END,
-        CANCELLED unless it already ended with its load error)."""
+        its retries, ``CancelLoadServableRetry``, and the load ends with its last error): a
+        version between tries ends (END) with its last load error, one still being written with
+        CANCELLED "Loading of servable cancelled"; one that ended keeps its status."""
         pending = model.pending.pop(v)
         state = model.states.get(v)
-        if state is not None and state.state in ("START", "LOADING"):
+        if state is not None and state.state == "LOADING" and pending.last_error is not None:
+            model.states[v] = VersionState("END", *pending.last_error)
+        elif state is not None and state.state == "START":
             model.states[v] = VersionState("END", "CANCELLED", "Loading of servable cancelled")
         logger.info("%s version %d at %s: no longer selected", model.name, v, pending.path)
 
@@ -556,7 +561,7 @@ class ModelServer:
             if initial:
                 raise
             pending.tries += 1
-            code, message = load_error_status(exc)
+            code, message = pending.last_error = load_error_status(exc)
             if pending.tries <= self.max_num_load_retries:
                 pending.retry_at = time.monotonic() + self.load_retry_interval_s
                 model.states[v] = VersionState("LOADING")

@@ -374,3 +374,43 @@ def test_load_retry_settings_are_checked(toy_base):
         ModelServer(toy_base, max_num_load_retries=-1)
     with pytest.raises(ValueError, match=r"load_retry_interval_s: expected a number of seconds"):
         ModelServer(toy_base, load_retry_interval_s=float("nan"))
+
+
+def test_a_version_dropped_before_it_loaded_ends_and_a_lost_base_path_changes_nothing(
+    tmp_path, toy_base
+):
+    """``aspired_versions_manager.cc``: a version no longer aspired has its load retries
+    cancelled (``CancelLoadServableRetry``) and its load ends with the last error
+    (``loader_harness.cc``, ``util/retrier.cc``); one still being written (START) ends
+    CANCELLED. ``file_system_storage_path_source.cc``: a base path that cannot be found yields
+    no aspired-versions list, so nothing is unloaded."""
+    from memgraph_tf.serving.model_server import ModelServer, VersionState
+
+    base = tmp_path / "toy"
+    base.mkdir()
+    for v in (1, 2):
+        shutil.copytree(toy_base / str(v), base / str(v))
+    ms = ModelServer(base, "toy", warmup=False, max_num_load_retries=3, load_retry_interval_s=0)
+    (base / "3").mkdir()  # being written: the graph without its variables
+    shutil.copy2(toy_base / "1" / "saved_model.pb", base / "3" / "saved_model.pb")
+    (base / "4").mkdir()
+    (base / "4" / "saved_model.pb").write_bytes(b"\x0a\xff\xff not a SavedModel")
+    ms.poll_once()
+    states = ms.models["toy"].states
+    assert (states[3], states[4]) == (VersionState("START"), VersionState("LOADING"))
+    shutil.rmtree(base / "3")
+    shutil.rmtree(base / "4")
+    ms.poll_once()
+    assert states[3] == VersionState("END", "CANCELLED", "Loading of servable cancelled")
+    assert states[4] == VersionState(
+        "END", "DATA_LOSS", f"Can't parse {base / '4' / 'saved_model.pb'} as binary proto"
+    )
+    base.rename(tmp_path / "moved")
+    ms.poll_once()
+    assert sorted(ms.versions) == [1, 2]
+    assert {v: s.state for v, s in states.items()} == {
+        1: "AVAILABLE",
+        2: "AVAILABLE",
+        3: "END",
+        4: "END",
+    }
