@@ -778,8 +778,8 @@ class Vertex(_Handle):
         return _read(ctx, value, name)
 
     def set_property(self, name: str, value: Any) -> None:
-        _check_mutable(self._ctx)
-        self._ctx.store.set_property(self._ctx.store.vprops[self._id], name, value)
+        converted = property_value(self._ctx, value, name)
+        self._ctx.store.set_property(self._ctx.store.vprops[self._id], name, converted)
 
     def set_properties(self, properties: Any) -> None:
         """Memgraph 3.x (``py_module.cpp`` ``PyVertexSetProperties``)."""
@@ -817,9 +817,9 @@ class Edge(_Handle):
         return _read(self._ctx, (self._ctx.store.eprops[self._id] or {}).get(name), name)
 
     def set_property(self, name: str, value: Any) -> None:
-        _check_mutable(self._ctx)
+        converted = property_value(self._ctx, value, name)
         store = self._ctx.store
-        store.set_property(store.edge_properties(self._id), name, value)
+        store.set_property(store.edge_properties(self._id), name, converted)
 
     def set_properties(self, properties: Any) -> None:
         """Memgraph 3.x (``py_module.cpp`` ``PyEdgeSetProperties``)."""
@@ -828,19 +828,48 @@ class Edge(_Handle):
 
 def _set_properties(ctx: CallContext, props: Callable[[], dict[str, Any]], given: Any) -> None:
     """Sets every item of the dict ``given`` (None removes), all or none: Memgraph converts the
-    whole map first (a key that is no str: ValueError "Dictionary keys must be strings"), then
+    whole map first (a key that is no str: "Dictionary keys must be strings"), then
     ``UpdateProperties``. Anything but a dict is an empty map (``PyDict_Next`` reads nothing)."""
     items = dict(given) if isinstance(given, dict) else {}
     for key in items:
         if not isinstance(key, str):
             raise ValueError("Dictionary keys must be strings")
-    converted = {
-        k: None if v is None else store_value(v, f"property {k!r}") for k, v in items.items()
-    }
+    converted = {k: property_value(ctx, v, k) for k, v in items.items()}
     _check_mutable(ctx)
     target = props()
     for key, value in converted.items():
         ctx.store.set_property(target, key, value)
+
+
+_PY_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "OverflowError": OverflowError}
+
+
+def property_value(ctx: CallContext, value: Any, name: str) -> Any:
+    """``value`` as a procedure's ``set_property`` hands it to Memgraph: converted as
+    ``py_module.cpp`` ``PyObjectToMgpValue`` converts it (ValueError / OverflowError with its
+    text), then, the object being mutable (else ImmutableObjectError), refused by
+    ``mg_procedure_impl.cpp`` ``ToPropertyValue`` when it holds a vertex, an edge, a path or an
+    enum (ValueConversionError with its text)."""
+    refusal = None
+    try:
+        converted = from_python(value, f"property {name!r}", ctx.store)
+    except _Refusal as exc:
+        if exc.kind:
+            raise _PY_ERRORS[exc.kind](f"{exc.text} (embedded runtime: {exc.detail})") from None
+        converted = None
+        refusal = "Cannot convert Enum mgp_value back to PropertyValue without EnumStore context!"
+    _check_mutable(ctx)
+    todo = [converted]
+    while todo and refusal is None:
+        item = todo.pop()
+        refusal = next((text for cls, text in _NOT_PROPERTIES if isinstance(item, cls)), None)
+        if isinstance(item, list):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+    if refusal is not None:
+        raise ValueConversionError(refusal)
+    return converted
 
 
 def _read(ctx: CallContext, value: Any, name: str) -> Any:
@@ -1331,6 +1360,14 @@ class PathRef(tuple):
     """A path in a call's results: the tuple of its NodeRefs, start to end."""
 
 
+# what mg_procedure_impl.cpp ToPropertyValue refuses, with its text (property_value)
+_NOT_PROPERTIES = (
+    (PathRef, "A path is not a valid property value!"),
+    (EdgeRef, "An edge is not a valid property value!"),
+    (NodeRef, "A vertex is not a valid property value!"),
+)
+
+
 def to_cypher(value: Any, where: str) -> Any:
     """Checks that ``value`` is a Cypher value (no bytes, no numpy); lists come back as lists."""
     if value is None or isinstance(value, (bool, str)):
@@ -1379,7 +1416,7 @@ class _Refusal(Exception):
     message; ``detail`` says where (the embedded runtime's own addition)."""
 
     def __init__(self, kind: str, text: str, detail: str) -> None:
-        super().__init__(f"{kind}: {text} (embedded runtime: {detail})".lstrip(": "))
+        super().__init__(f"{kind + ': ' if kind else ''}{text} (embedded runtime: {detail})")
         self.kind, self.text, self.detail = kind, text, detail
 
 

@@ -298,3 +298,58 @@ def test_a_write_procedure_that_succeeds_keeps_its_writes(tmp_path):
     with pytest.raises(ProcedureError, match="after writing"):
         g.call(f"{name}.write", g.node(v), "raise")
     assert g.node_count == 3 and g.labels(v) == ["Added"] and len(g.edges()) == 2
+
+
+# -- what a procedure may set as a property ------------------------------------------------------
+
+SETS = """
+import mgp
+
+
+@mgp.write_proc
+def put(ctx: mgp.ProcCtx, v: mgp.Vertex, what: str) -> mgp.Record(ok=bool):
+    values = {
+        "vertex": v,
+        "edge_in_list": [1, next(iter(v.out_edges))],
+        "path_in_map": {"p": mgp.Path(v)},
+        "bytes": b"raw",
+        "huge": 2**63,
+        "nul": "ab\\x00cd",
+    }
+    v.properties.set("x", values[what])
+    return mgp.Record(ok=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "what, last_line",
+    [
+        ("vertex", "mgp.ValueConversionError: A vertex is not a valid property value!"),
+        ("edge_in_list", "mgp.ValueConversionError: An edge is not a valid property value!"),
+        ("path_in_map", "mgp.ValueConversionError: A path is not a valid property value!"),
+        ("bytes", "ValueError: Unsupported PyObject conversion .*builtins.bytes\\)"),
+        ("huge", "OverflowError: Python integer is out of range .*"),
+    ],
+)
+def test_a_property_value_is_converted_as_memgraph_converts_it(tmp_path, what, last_line):
+    # src/query/procedure/py_module.cpp PyVertexSetProperty:
+    # PyObjectToMgpValueWithPythonExceptions (ValueError, OverflowError), then
+    # mg_procedure_impl.cpp mgp_vertex_set_property -> ToPropertyValue: a vertex, edge or path is
+    # a ValueConversionException (_mgp.ValueConversionError, re-raised by mgp.py as its own)
+    name = _unique("sets")
+    g = EmbeddedGraph(modules=[_module(tmp_path, name, SETS)])
+    a, b = g.add_node(["A"]), g.add_node(["B"])
+    g.add_edge(a, b, "R")
+    with pytest.raises(ProcedureError, match=rf"\n{last_line}\n\Z"):
+        g.call(f"{name}.put", g.node(a), what)
+    assert g.get_property(a, "x") is None
+
+
+def test_a_string_property_is_cut_at_its_first_nul(tmp_path):
+    # py_module.cpp PyObjectToMgpValue hands a str over as a C string (mgp_value_make_string)
+    name = _unique("sets")
+    g = EmbeddedGraph(modules=[_module(tmp_path, name, SETS)])
+    a, b = g.add_node(["A"]), g.add_node(["B"])
+    g.add_edge(a, b, "R")
+    g.call(f"{name}.put", g.node(a), "nul")
+    assert g.get_property(a, "x") == "ab"

@@ -418,7 +418,12 @@ def test_set_properties_sets_all_or_none(raw):
     assert g.edges() == [(0, 1, {"w": [1.5]})]
     with pytest.raises(ProcedureError, match=r"ValueError: Dictionary keys must be strings\n\Z"):
         g.call(f"{name}.set_many", "int_key", "vertex")
-    with pytest.raises(ProcedureError, match=r"Unsupported PyObject conversion of set"):
+    with pytest.raises(
+        ProcedureError,
+        match=r"set_many: ValueError: Unsupported PyObject conversion \(embedded runtime: "
+        r"property 'c': "
+        r"builtins\.set\)\n\Z",
+    ):
         g.call(f"{name}.set_many", "set_value", "vertex")
     assert g.get_property(0, "b") is None  # nothing of a refused map was set
     with pytest.raises(ProcedureError, match=r"ImmutableObjectError"):
