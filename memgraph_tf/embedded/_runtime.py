@@ -1541,6 +1541,7 @@ def load_module_file(path: str | pathlib.Path) -> Module:
 def _import_module_file(path: pathlib.Path) -> types.ModuleType:
     """``import <stem>`` resolving to ``path`` (run afresh), or to the module that shadows it."""
     name = path.stem
+    importlib.invalidate_caches()  # a file written since its directory was last listed counts
     winner = _import_origin(name)
     if winner is not None and not _same_file(winner, path):
         logger.warning(
