@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from memgraph_tf.embedded import ArgumentTypeError, EmbeddedGraph, ProcedureError
+from memgraph_tf.embedded import ArgumentTypeError, EmbeddedGraph, ProcedureError, _runtime
 
 
 def _unique(prefix: str) -> str:
@@ -353,3 +353,34 @@ def test_a_string_property_is_cut_at_its_first_nul(tmp_path):
     g.add_edge(a, b, "R")
     g.call(f"{name}.put", g.node(a), "nul")
     assert g.get_property(a, "x") == "ab"
+
+
+def test_composite_type_names_and_what_satisfies_them():
+    # tests/unit/query_procedure_mgp_type.cpp PresentableNameCompositeTypes and
+    # {Bool,Int,Double,String}SatisfiesType (src/query/procedure/cypher_types.hpp)
+    t = _runtime
+    nullable, listof = t.type_nullable, t.type_list
+    names = {
+        nullable(t.type_any()): "ANY?",
+        nullable(nullable(nullable(t.type_any()))): "ANY?",
+        nullable(listof(t.type_any())): "LIST? OF ANY",
+        listof(t.type_int()): "LIST OF INTEGER",
+        listof(nullable(t.type_path())): "LIST OF PATH?",
+        listof(listof(t.type_map())): "LIST OF LIST OF MAP",
+        nullable(listof(nullable(listof(nullable(t.type_string()))))): "LIST? OF LIST? OF STRING?",
+    }
+    assert {str(k): v for k, v in names.items()} == {v: v for v in names.values()}
+    kinds = ["any", "bool", "string", "int", "float", "number", "map", "node", "relationship"]
+    satisfied = [
+        (True, {"any", "bool"}),
+        (42, {"any", "int", "number"}),
+        (42.0, {"any", "float", "number"}),
+        ("text", {"any", "string"}),
+    ]
+    for value, fits in satisfied:
+        for kind in kinds:
+            cypher_type = getattr(t, f"type_{kind}")()
+            assert cypher_type.satisfied_by(value) == (kind in fits), (value, kind)
+            assert nullable(cypher_type).satisfied_by(value) == (kind in fits), (value, kind)
+            assert nullable(cypher_type).satisfied_by(None)
+            assert not listof(cypher_type).satisfied_by(value)
