@@ -1218,6 +1218,7 @@ class Proc:
         self.args: list[tuple[str, CypherType]] = []
         self.opt_args: list[tuple[str, CypherType, Any]] = []
         self.results: dict[str, CypherType] = {}
+        self.deprecated: set[str] = set()  # result fields declared with mgp.Deprecated
 
     __reduce__ = _no_pickle
 
@@ -1251,14 +1252,53 @@ class Proc:
             )
         self.results[name] = cypher_type
 
-    add_deprecated_result = add_result
+    def add_deprecated_result(self, name: str, cypher_type: CypherType) -> None:
+        self.add_result(name, cypher_type)
+        self.deprecated.add(name)
 
     def signature(self) -> str:
+        """The signature as ``mg.procedures()`` shows it (``mg_procedure_impl.cpp``
+        ``PrintProcSignature``): arguments in order, defaults printed by ``PrintValue``, result
+        fields sorted by name (a ``std::map``), deprecated ones marked ``DEPRECATED``."""
         args = [f"{n} :: {t}" for n, t in self.args] + [
-            f"{n} = {d!r} :: {t}" for n, t, d in self.opt_args
+            f"{n} = {cypher_text(d)} :: {t}" for n, t, d in self.opt_args
         ]
-        res = [f"{n} :: {t}" for n, t in self.results.items()]
+        res = [
+            f"{'DEPRECATED ' if n in self.deprecated else ''}{n} :: {self.results[n]}"
+            for n in sorted(self.results)
+        ]
         return f"{self.qualified_name}({', '.join(args)}) :: ({', '.join(res)})"
+
+
+_ESCAPES = {
+    "\\": "\\\\",
+    "'": "\\'",
+    '"': '\\"',
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def cypher_text(value: Any) -> str:
+    """A default value as Memgraph prints it in a signature (``mg_procedure_impl.cpp``
+    ``PrintValue``: ``Null``, ``true``, numbers as C++ streams them, strings quoted and escaped by
+    ``utils::Escape``, lists, maps with sorted unquoted keys; temporal values as ``str()``)."""
+    if value is None:
+        return "Null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(cypher_text, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {cypher_text(value[k])}" for k in sorted(value)) + "}"
+    return str(value)
 
 
 _IDENTIFIER = re.compile(r"[_A-Za-z][_A-Za-z0-9]*")

@@ -384,3 +384,34 @@ def test_composite_type_names_and_what_satisfies_them():
             assert nullable(cypher_type).satisfied_by(value) == (kind in fits), (value, kind)
             assert nullable(cypher_type).satisfied_by(None)
             assert not listof(cypher_type).satisfied_by(value)
+
+
+SIGNED = """
+import mgp
+
+
+@mgp.read_proc
+def signed(
+    n: int,
+    text: str = 'say "hi"\\n',
+    ratio: float = 0.05,
+    flags: mgp.List[bool] = [True, False],
+    options: mgp.Map = {"z": None, "a": 1.0},
+) -> mgp.Record(zeta=int, alpha=mgp.Deprecated(str), mid=mgp.Nullable[mgp.List[int]]):
+    return mgp.Record(zeta=n, alpha=text, mid=None)
+"""
+
+
+def test_a_signature_is_printed_as_mg_procedures_prints_it(tmp_path):
+    # src/query/procedure/mg_procedure_impl.cpp PrintProcSignature (called by module.cpp for
+    # mg.procedures()): defaults through PrintValue (Null, true/false, C++ stream numbers,
+    # utils::Escape'd strings, maps with sorted keys), result fields in std::map (name) order,
+    # deprecated ones marked DEPRECATED
+    name = _unique("signed")
+    g = EmbeddedGraph(modules=[_module(tmp_path, name, SIGNED)])
+    assert g.procedures()[f"{name}.signed"] == (
+        f'{name}.signed(n :: INTEGER, text = "say \\"hi\\"\\n" :: STRING, ratio = 0.05 :: FLOAT, '
+        "flags = [true, false] :: LIST OF BOOLEAN, options = {a: 1, z: Null} :: MAP) :: "
+        "(DEPRECATED alpha :: STRING, mid :: LIST? OF INTEGER, zeta :: INTEGER)"
+    )
+    assert g.call(f"{name}.signed", 3) == [{"zeta": 3, "alpha": 'say "hi"\n', "mid": None}]
