@@ -1230,25 +1230,53 @@ class Proc:
     def qualified_name(self) -> str:
         return f"{self.module.name}.{self.name}"
 
+    # As mg_procedure_impl.cpp MgpAddArg, MgpAddOptArg and AddResultToProp, whose errors reach
+    # Python through py_module.cpp RaiseExceptionFromErrorCode with its fixed texts ("Invalid
+    # argument.", "Logic error.", "Value conversion failed."); the runtime adds what was wrong.
+
+    def _name_ok(self, name: str, what: str) -> None:
+        if not _IDENTIFIER.fullmatch(name):
+            raise InvalidArgumentError(
+                f"Invalid argument. (embedded runtime: {self.qualified_name}: {what} name {name!r} "
+                "is not an identifier)"
+            )
+
     def add_arg(self, name: str, cypher_type: CypherType) -> None:
+        self._name_ok(name, "argument")
         if self.opt_args:
             raise LogicErrorError(
-                f"{self.qualified_name}: required argument {name!r} after optional ones"
+                f"Logic error. (embedded runtime: {self.qualified_name}: required argument "
+                f"{name!r} after optional ones)"
             )
         self.args.append((name, cypher_type))
 
     def add_opt_arg(self, name: str, cypher_type: CypherType, default: Any) -> None:
-        converted = to_cypher(default, f"default of argument {name!r}")
-        if not cypher_type.satisfied_by(converted):
+        try:  # py_module.cpp PyCallableAddOptArg: PyObjectToMgpValue first
+            converted = from_python(default, f"default of argument {name!r}", None)
+        except _Refusal as exc:
+            if not exc.kind:  # an enum: a valid default
+                converted = default
+            else:
+                raise _PY_ERRORS[exc.kind](f"{exc.text} (embedded runtime: {exc.detail})") from None
+        self._name_ok(name, "argument")
+        if isinstance(converted, NodeRef) or type(converted) is PathRef:
             raise ValueConversionError(
-                f"{self.qualified_name}: default of {name!r} does not satisfy {cypher_type}"
+                f"Value conversion failed. (embedded runtime: {self.qualified_name}: the default "
+                f"of {name!r} is a graph element)"
+            )
+        if not cypher_type.satisfied_by(converted):
+            raise LogicErrorError(
+                f"Logic error. (embedded runtime: {self.qualified_name}: the default of {name!r} "
+                f"does not satisfy {cypher_type})"
             )
         self.opt_args.append((name, cypher_type, converted))
 
     def add_result(self, name: str, cypher_type: CypherType) -> None:
+        self._name_ok(name, "result")
         if name in self.results:
-            raise KeyAlreadyExistsError(
-                f"{self.qualified_name}: result field {name!r} declared twice"
+            raise LogicErrorError(
+                f"Logic error. (embedded runtime: {self.qualified_name}: result field {name!r} "
+                "declared twice)"
             )
         self.results[name] = cypher_type
 
@@ -1460,7 +1488,7 @@ class _Refusal(Exception):
         self.kind, self.text, self.detail = kind, text, detail
 
 
-def from_python(value: Any, where: str, store: Store) -> Any:
+def from_python(value: Any, where: str, store: Store | None) -> Any:
     """Memgraph's conversion of a procedure's result value; refuses what Memgraph refuses (raises
     :class:`_Refusal` with Memgraph's exception type and text)."""
     if value is None or isinstance(value, bool):

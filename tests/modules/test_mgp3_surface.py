@@ -429,3 +429,26 @@ def test_set_properties_sets_all_or_none(raw):
     with pytest.raises(ProcedureError, match=r"ImmutableObjectError"):
         g.call(f"{name}.set_ro", {"b": 2}, "vertex")
     assert g.call(f"{name}.set_many", "not a map", "vertex") == [{"ok": True}]  # PyDict_Next: {}
+
+
+def test_arguments_and_results_are_checked_as_memgraph_checks_them():
+    # src/query/procedure/mg_procedure_impl.cpp MgpAddArg, MgpAddOptArg, AddResultToProp; the
+    # Python exception and its first words are py_module.cpp RaiseExceptionFromErrorCode's
+    def proc(graph, args):
+        return None
+
+    p = our_mgp.Module("m").add_read_procedure(proc)
+    with pytest.raises(our_mgp.InvalidArgumentError, match=r"\AInvalid argument\. "):
+        p.add_arg("not an identifier", our_mgp.type_int())
+    p.add_opt_arg("o", our_mgp.type_nullable(our_mgp.type_int()), None)
+    with pytest.raises(our_mgp.LogicErrorError, match=r"\ALogic error\. .*'r' after optional"):
+        p.add_arg("r", our_mgp.type_int())
+    with pytest.raises(our_mgp.LogicErrorError, match=r"\ALogic error\. .*does not satisfy FLOAT"):
+        p.add_opt_arg("f", our_mgp.type_float(), 1)
+    with pytest.raises(ValueError, match=r"\AUnsupported PyObject conversion "):
+        p.add_opt_arg("b", our_mgp.type_any(), b"bytes")  # PyCallableAddOptArg converts first
+    p.add_result("x", our_mgp.type_int())
+    with pytest.raises(our_mgp.LogicErrorError, match=r"\ALogic error\. .*'x' declared twice"):
+        p.add_deprecated_result("x", our_mgp.type_int())
+    with pytest.raises(our_mgp.InvalidArgumentError, match=r"\AInvalid argument\. "):
+        p.add_result("1x", our_mgp.type_int())
