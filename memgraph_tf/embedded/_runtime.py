@@ -6,9 +6,12 @@ uses, over a plain in-memory property graph (:class:`Store`). It is **stdlib-onl
 other module of the library than ``memgraph_tf.errors`` (stdlib-only too, and shipped with the
 helper package ``install-modules`` writes), so it may be copied as ``_mgp.py`` next to ``mgp.py``
 wherever that helper package is importable: :func:`activate` makes it the ``_mgp`` that
-``import mgp`` binds to, :class:`Runtime` loads query-module files the way Memgraph does (the module
-is named after the file; its ``@mgp.read_proc`` functions register on ``_MODULE`` while it loads)
-and calls procedures converting values the way Memgraph does:
+``import mgp`` binds to, :class:`Runtime` loads query-module files the way Memgraph does (the file's
+directory appended to ``sys.path``, the module imported under the file's stem; its
+``@mgp.read_proc`` functions register on ``_MODULE`` while it loads) and calls procedures
+converting values the way Memgraph does. It has every ``_mgp`` name Memgraph 3.x's ``mgp.py`` uses
+(zoned date-time, point and enum types, ``Utils``, ``Graph.get_start_timestamp``, ``Path.pop``,
+``set_properties``, batched procedures), so that ``mgp.py`` runs on it too:
 
 * arguments must be Cypher values (null, bool, int64, float, str, list, map with str keys, nodes,
   relationships, paths, temporal values) satisfying the declared types, else
@@ -17,7 +20,8 @@ and calls procedures converting values the way Memgraph does:
   (Memgraph's ``PyObjectToMgpValue``: ``bytes``, numpy scalars and arrays fail with "Unsupported
   PyObject conversion") and satisfy the declared types, else :class:`ResultConversionError`;
 * an exception raised by the procedure becomes :class:`ProcedureError` naming the procedure;
-* graph objects handed to a call are invalid after it; read procedures see an immutable graph.
+* graph objects handed to a call are invalid after it, and refuse ``pickle`` and ``copy``; read
+  procedures see an immutable graph; a write procedure's changes are undone when its call fails.
 """
 
 from __future__ import annotations
