@@ -1733,6 +1733,17 @@ def _readable(n: int) -> str:
     return f"{n} B"
 
 
+def _cleanup(proc: Proc) -> None:
+    """Calls a batched procedure's cleanup as ``py_module.cpp`` ``CallPythonCleanup`` does: what
+    it returns or raises is ignored (logged here at DEBUG)."""
+    try:
+        proc.cleanup()  # type: ignore[misc]
+    except Exception:
+        logger.debug(
+            "%s: cleanup raised (ignored, as Memgraph does)", proc.qualified_name, exc_info=True
+        )
+
+
 class Runtime:
     """Query modules loaded over one :class:`Store`, callable as ``module.procedure``.
 
@@ -1858,8 +1869,8 @@ class Runtime:
     ) -> list[dict[str, Any]]:
         """The batched procedure's calls for one CALL (see :meth:`call`); each call gets a graph
         of its own, invalid after it."""
-        assert proc.initializer is not None and proc.cleanup is not None
-        proc.cleanup()
+        assert proc.initializer is not None
+        _cleanup(proc)
         ctx = context()
         try:
             values = self._arguments(proc, args, ctx, activate())
@@ -1876,8 +1887,8 @@ class Runtime:
             if not batch:
                 break
             rows.extend(batch)
-        proc.cleanup()  # the input is exhausted
-        proc.cleanup()  # the query's Shutdown
+        _cleanup(proc)  # the input is exhausted
+        _cleanup(proc)  # the query's Shutdown
         return rows
 
     def _invoke(

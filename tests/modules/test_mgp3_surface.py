@@ -452,3 +452,35 @@ def test_arguments_and_results_are_checked_as_memgraph_checks_them():
         p.add_deprecated_result("x", our_mgp.type_int())
     with pytest.raises(our_mgp.InvalidArgumentError, match=r"\AInvalid argument\. "):
         p.add_result("1x", our_mgp.type_int())
+
+
+def test_what_a_batched_cleanup_raises_is_ignored(tmp_path):
+    # py_module.cpp CallPythonCleanup calls the cleanup and discards its result, raised or not
+    name = f"cleanup_{uuid.uuid4().hex[:12]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import _mgp
+            import mgp
+
+            LEFT = []
+
+            def once(graph, args):
+                rows = [mgp.Record(n=n) for n in LEFT]
+                LEFT.clear()
+                return rows
+
+            def init(graph, args):
+                LEFT.append(args[0])
+
+            def cleanup():
+                raise RuntimeError("cleanup failed")
+
+            proc = _mgp.Module.add_batch_read_procedure(_mgp._MODULE, once, init, cleanup)
+            proc.add_arg("n", _mgp.type_int())
+            proc.add_result("n", _mgp.type_int())
+            """
+        )
+    )
+    assert EmbeddedGraph(modules=[path]).call(f"{name}.once", 5) == [{"n": 5}]
