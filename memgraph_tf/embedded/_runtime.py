@@ -1737,7 +1737,7 @@ def _cleanup(proc: Proc) -> None:
     """Calls a batched procedure's cleanup as ``py_module.cpp`` ``CallPythonCleanup`` does: what
     it returns or raises is ignored (logged here at DEBUG)."""
     try:
-        proc.cleanup()  # type: ignore[misc]
+        proc.cleanup()  # type: ignore[misc]  # -- set for every batched procedure
     except Exception:
         logger.debug(
             "%s: cleanup raised (ignored, as Memgraph does)", proc.qualified_name, exc_info=True
