@@ -124,10 +124,9 @@ class EmbeddedGraph:
         self._check_node(dst)
         for e in s.out_edges[src]:
             if s.etype[e] == edge_type and s.edst[e] == dst:
-                if s.eprops[e] is None:
-                    s.eprops[e] = {}
+                props = s.edge_properties(e)
                 for key, value in (properties or {}).items():
-                    s.set_property(s.eprops[e], key, value)
+                    s.set_property(props, key, value)
                 return e
         return self.add_edge(src, dst, edge_type, properties)
 
@@ -328,9 +327,7 @@ class EmbeddedGraph:
                 )
         g = cls(modules, **graph_options)
         for i in range(n):
-            g._store.add_vertex(
-                [label], {name: values[i] for name, values in node_properties.items()}
-            )
+            g.add_node([label], {name: values[i] for name, values in node_properties.items()})
         for a, b in pairs:
-            g._store.add_edge(a, b, edge_type)
+            g.add_edge(a, b, edge_type)
         return g
