@@ -17,9 +17,11 @@ TF-Serving-compatible server.
   HTTP status, error class, retryable) that both servers answer from and both clients read.
 - ``memgraph-tf serve``: ``server.py`` (HTTP) over ``rest_api.py`` (REST routing) over
   :class:`ModelServer` (``model_server.py``: versions, signatures, status, metadata), which loads
-  versions with ``loading.py`` and batches with ``batching.py``; ``rest_json.py`` (JSON <->
-  tf.Example / tensors) and ``json_output.py`` (the JSON output rules, shared with the gRPC
-  client); ``node_examples.py`` (the ``node_id`` and ``source_id`` / ``target_id`` rules and
+  versions with ``loading.py`` and batches with ``batching.py``; ``json_parse.py``
+  (request bodies), ``json_examples.py`` / ``json_tensors.py`` (JSON <-> tf.Example /
+  tensors) over ``json_values.py`` (TF Serving's JSON values and number printing), and
+  ``json_output.py`` (the JSON output rules, shared with the gRPC client);
+  ``node_examples.py`` (the ``node_id`` and ``source_id`` / ``target_id`` rules and
   ``max_examples``, for REST and gRPC);
   ``grpc_server.py`` (``--grpc-port``: PredictionService and ModelService over the same
   ModelServer, :func:`start_grpc_server`) with ``grpc_codec.py`` (TensorProto / tf.Example);

@@ -41,9 +41,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memgraph_tf.serving import rest_json
+from memgraph_tf.serving import json_values
 from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec, inference_sampling
 from memgraph_tf.serving.errors import NeighbourhoodError, ServingFailure
+from memgraph_tf.serving.json_examples import json_to_example
 
 #: The example feature that names a node instead of carrying its blob.
 NODE_ID_FEATURE = "node_id"
@@ -217,7 +218,7 @@ def fetch_pair_blobs(
 
 def _json_id(examples: list, i: int, key: str) -> Any:
     value = examples[i][key]
-    if isinstance(value, rest_json.JsonBigNumber):
+    if isinstance(value, json_values.JsonBigNumber):
         shown = value.text if len(value.text) <= 40 else value.text[:40] + "..."
         raise _bad(f"examples[{i}].{key}: expected an integer in the int64 range, got {shown}")
     return value
@@ -233,12 +234,12 @@ def _json_pair_examples(
 
     positions = pair_positions(len(examples), config, has, fetcher, f'{{"{key}": {{"b64": ...}}}}')
     if not positions:
-        return [rest_json.json_to_example(e) for e in examples]
+        return [json_to_example(e) for e in examples]
     sources = [_json_id(examples, i, SOURCE_ID_FEATURE) for i in positions]
     targets = [_json_id(examples, i, TARGET_ID_FEATURE) for i in positions]
     chosen = set(positions)
     protos = [
-        rest_json.json_to_example(
+        json_to_example(
             {k: v for k, v in e.items() if k not in PAIR_ID_FEATURES} if i in chosen else e
         )
         for i, e in enumerate(examples)
@@ -252,7 +253,7 @@ def _json_pair_examples(
 def json_examples(
     examples: list, config: BundleConfig | None, fetcher: Any, sampling: SamplingSpec | None = None
 ) -> list:
-    """REST: JSON examples -> ``tf.train.Example`` s (:func:`.rest_json.json_to_example`), the
+    """REST: JSON examples -> ``tf.train.Example`` s (:func:`.json_to_example`), the
     ``node_id`` rule applied (see the module docstring; blobs sampled with ``sampling``, as
     :func:`fetch_node_blobs`), or on a link bundle the ``source_id`` / ``target_id`` rule. An
     id beyond int64 is refused naming it; the other examples are converted before the graph is
@@ -268,7 +269,7 @@ def json_examples(
         else []
     )
     if not positions:
-        return [rest_json.json_to_example(e) for e in examples]
+        return [json_to_example(e) for e in examples]
     key = config.blob_feature_key
 
     def read_id(i: int) -> int:
@@ -284,9 +285,7 @@ def json_examples(
     )
     chosen = set(positions)
     protos = [
-        rest_json.json_to_example(
-            {k: v for k, v in e.items() if k != NODE_ID_FEATURE} if i in chosen else e
-        )
+        json_to_example({k: v for k, v in e.items() if k != NODE_ID_FEATURE} if i in chosen else e)
         for i, e in enumerate(examples)
     ]
     for i, blob in zip(positions, fetch_node_blobs(fetcher, config, node_ids, positions, sampling)):

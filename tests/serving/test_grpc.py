@@ -564,17 +564,18 @@ STUB_ERRORS = [
         "Predict",
         lambda: _predict({"x": _tensor([b"a"])}),
         INVALID,
-        "input 'x': expects dtype DT_FLOAT (the signature's) but DT_STRING is provided",
+        # the session's words (predict_util_test.cc InputTensorsHaveWrongType), naming the input
+        "Expects input 'x' to be float but string is provided",
     ),
     (
         "predict shape",
         "Predict",
         lambda: _predict({"x": _tensor(np.zeros((2, 4), np.float32))}),
         INVALID,
-        # refused before TensorFlow sees it (issue 23: input_specs.check_input); TF Serving's
-        # session would fail in the model's MatMul ("Matrix size-incompatible: In[0]: [2,4], ...")
-        "Cannot feed value of shape [2,4] (rank 2) for input 'x' of signature 'serving_default', "
-        "which has shape [?,3] (dimension 1: 4 != 3)",
+        # handed to TensorFlow as TF Serving hands it to the session (predict_util.cc checks
+        # input names only): the model's MatMul refuses it
+        "Matrix size-incompatible: In[0]: [2,4], In[1]: [3,2]\n\t "
+        "[[{{node StatefulPartitionedCall/add}}]]",
     ),
     (
         "predict huge shape",

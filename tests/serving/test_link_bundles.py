@@ -26,7 +26,7 @@ from tensorflow_serving.apis import (
 )
 
 from memgraph_tf import blob
-from memgraph_tf.serving import bundle
+from memgraph_tf.serving import bundle, rest_api
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher, split_typed_blob
 from tests.client import typed_kit as kit
 
@@ -367,7 +367,7 @@ def test_random_pair_examples_are_answered_200_or_400(served):
         model = rng.choice(["links", "links", "shop"])
         verb = rng.choice(["classify", "regress"])
         body = json.dumps({"examples": examples}).encode()
-        status, answer = ms.handle_bytes("POST", f"/v1/models/{model}:{verb}", body)
+        status, answer = rest_api.handle_bytes(ms, "POST", f"/v1/models/{model}:{verb}", body)
         statuses.add(status)
         assert status in (200, 400), (status, answer, body)
         if status == 400:

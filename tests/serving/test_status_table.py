@@ -6,6 +6,7 @@ every caller that uses it."""
 from __future__ import annotations
 
 import ast
+import json
 import pathlib
 import re
 import threading
@@ -238,7 +239,7 @@ def test_server_and_grpc_client_lay_outputs_out_alike():
     }
     for columnar in (True, False):
         server = rest_json.predict_response(out, columnar)
-        written = rest_json.json.loads(rest_json.dumps(server))
+        written = json.loads(rest_json.dumps(server))
         key = "outputs" if columnar else "predictions"
         assert written[key] == json_output.arrange(out, columnar, json_output.json_value)
     assert written["predictions"][1] == {
