@@ -72,8 +72,8 @@ def _add_feature_value(feature, name: str, v: Any) -> None:
 
 def _to_float32(x: float) -> float:
     """rapidjson's ``GetFloat()``, ``static_cast<float>`` of the double: rounded to nearest, a
-    value beyond float32's range an infinity of its sign (TF Serving since 2021: json_tensor.cc
-    no longer refuses such values; json_tensor_test.cc FloatTensorThatExceedsMaxReturnsInf)."""
+    value beyond float32's range an infinity of its sign, as json_tensor.cc takes such values
+    (json_tensor_test.cc FloatTensorThatExceedsMaxReturnsInf)."""
     import numpy as np
 
     with np.errstate(over="ignore"):

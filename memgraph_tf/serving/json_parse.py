@@ -147,7 +147,10 @@ class _NumberTooBig(Exception):
 
 
 def _checked_int(text: str) -> int | JsonBigNumber:
-    if len(text) <= 19:
+    """An integer token as rapidjson's reader (``reader.h``, ``ParseNumber``) reads it: an int
+    when it fits int64, ``-9223372036854775808`` (20 characters) included, else a
+    :class:`JsonBigNumber`; a number beyond double range raises :class:`_NumberTooBig`."""
+    if len(text) <= 20:
         value = int(text)
         if INT64_MIN <= value <= INT64_MAX:
             return value

@@ -217,7 +217,7 @@ class ServerMetrics:
             if name in self._known:
                 return name
         loaded = {
-            s.labels["model_name"]
+            s.labels.get("model_name")
             for family in self.loaded_versions.collect()
             for s in family.samples
             if s.value > 0

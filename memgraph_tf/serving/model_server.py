@@ -698,8 +698,8 @@ class ModelServer:
     ) -> dict:
         """Run a predict signature on ``{input name: numpy array}`` (any transport): the
         ``{output name: numpy array}`` it returns. 400 when the inputs are not exactly the
-        signature's, or one's shape is not one the signature takes
-        (:func:`.input_specs.check_input`, before TensorFlow sees it)."""
+        signature's, or :func:`.input_specs.check_input` refuses one (before TensorFlow sees
+        it); other shapes are the signature function's to take or refuse."""
         import numpy as np
 
         name, sig, fn = self._signature(mv, signature_name)

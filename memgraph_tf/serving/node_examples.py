@@ -9,12 +9,13 @@ the model sees the example with the blob as its blob feature (``blob_feature_key
 node gets one neighbourhood -- one answer -- in every request, as in ``memgraph-tf classify``
 (the server's ``sampling_seed`` can name another seed, or ``"random"``). Other SavedModels see
 ``node_id`` as a plain feature.
-Refused, with INVALID_ARGUMENT (400): an example holding both ``node_id`` and the blob feature; a
-``node_id`` example on a server started without ``--graph``; a ``node_id`` that is not one int64
-value. A failure of the graph source is answered with its error class's ``grpc_code``
-(:mod:`.errors`: a missing node 400, an unreachable graph 503, anything else 500).
+Refused, with INVALID_ARGUMENT (400): an example holding both ``node_id`` and the blob feature,
+or neither (naming the missing feature); a ``node_id`` example on a server started without
+``--graph``; a ``node_id`` that is not one int64 value. A failure of the graph source is
+answered with its error class's ``grpc_code`` (:mod:`.errors`: a missing node 400, an
+unreachable graph 503, anything else 500), its ``seeds[i]`` renamed ``examples[j].node_id``.
 
-The ``source_id`` / ``target_id`` rule (issue 25): on a link bundle (a bundle config with
+The ``source_id`` / ``target_id`` rule: on a link bundle (a bundle config with
 ``link``), an example holding ``source_id`` and ``target_id`` names a pair instead of carrying
 its pair blob; the server asks the graph source for that pair's blob
 (:meth:`.neighbourhoods.NeighbourhoodFetcher.fetch_pairs`: ``sample_pairs`` with the bundle's
@@ -48,7 +49,7 @@ from memgraph_tf.serving.json_examples import json_to_example
 
 #: The example feature that names a node instead of carrying its blob.
 NODE_ID_FEATURE = "node_id"
-#: The example features that name a pair's endpoints on a link bundle (issue 25).
+#: The example features that name a pair's endpoints on a link bundle.
 SOURCE_ID_FEATURE = "source_id"
 TARGET_ID_FEATURE = "target_id"
 PAIR_ID_FEATURES = (SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
@@ -128,7 +129,9 @@ def check_example_kinds(
 ) -> None:
     """Refuse the examples meant for the other kind of bundle (400 naming the example, the key
     and what this bundle expects): ``node_id`` on a link bundle, ``source_id`` / ``target_id``
-    on a node bundle. ``has(i, key)``: whether example ``i`` holds feature ``key``. Other
+    on a node bundle; and on a node bundle an example with neither ``node_id`` nor the blob
+    feature (400 naming the example and the missing feature, where TensorFlow's ParseExample
+    would name neither). ``has(i, key)``: whether example ``i`` holds feature ``key``. Other
     SavedModels (``config`` None) see these keys as plain features."""
     if config is None:
         return
@@ -148,6 +151,13 @@ def check_example_kinds(
                         f"send '{NODE_ID_FEATURE}' per example ('{SOURCE_ID_FEATURE}' and "
                         f"'{TARGET_ID_FEATURE}' need a link bundle)"
                     )
+            blob = config.blob_feature_key
+            if not has(i, NODE_ID_FEATURE) and not has(i, blob):
+                raise _bad(
+                    f"examples[{i}]: the feature '{blob}' (the node's neighbourhood blob) is "
+                    f"missing; send it, or '{NODE_ID_FEATURE}' to name the node (model "
+                    f"{config.model_name!r} classifies nodes)"
+                )
 
 
 def pair_positions(

@@ -1199,7 +1199,7 @@ def test_fuzz_random_and_malformed_messages_never_internal(toy_grpc, sage_pair):
         _fill_random(msg, rng, blobs)
         messages.append((i % 2, path, msg.SerializeToString(), "fields"))
     rng.shuffle(messages)
-    assert len(messages) >= 1000  # issue 11: >= 1,000 gRPC messages (REST: test_rest_fuzz.py)
+    assert len(messages) >= 1000  # >= 1,000 gRPC messages (REST: test_rest_fuzz.py)
     counts: dict[str, int] = {}
     bad = []
     for server, path, data, kind in messages:
@@ -1244,7 +1244,7 @@ _BAD_CODES = (
 )
 
 
-# with the 1,000 messages of the test above: >= 3,000 gRPC fuzz cases (issue 23)
+# with the 1,000 messages of the test above: >= 3,000 gRPC fuzz cases
 GRPC_GRAMMAR_CASES = 2000
 
 

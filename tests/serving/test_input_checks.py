@@ -1,15 +1,16 @@
-"""Issue 23, items 1-3: inputs the signature cannot take, invalid Unicode, and the 500s.
+"""Inputs the signature cannot take, invalid Unicode, and the 500s.
 
-1. A DT_STRING tensor of more than 32 dimensions used to kill ``memgraph-tf serve`` inside
-   TensorFlow's shared library (exit 139) -- a 105-byte body did it. Every input is now checked
-   against the signature (dtype, rank, fixed dimensions) before numpy or TensorFlow sees it, by one
-   function for REST and gRPC (``serving/input_specs.py``), and answered 400 / INVALID_ARGUMENT
-   naming the input in the words of TensorFlow's own session check.
-2. A lone UTF-16 surrogate escape (``"\\ud800"``) used to answer 500 with a Python
-   ``UnicodeEncodeError``; it is rapidjson's parse error now, and no 500 body carries a Python
-   exception's name or text.
-3. A gRPC ``tensor_shape`` of 100 dimensions used to answer INTERNAL with numpy's "maximum
-   supported dimension"; it is INVALID_ARGUMENT naming the input.
+1. A DT_STRING tensor of more than 32 dimensions crashes TensorFlow's Python conversion (exit 139
+   of ``memgraph-tf serve``; a 105-byte body does it). One function for REST and gRPC
+   (``serving/input_specs.py``) checks every input from its dtype and shape before numpy or
+   TensorFlow sees it: such a tensor of a rank the signature cannot take is 400 /
+   INVALID_ARGUMENT naming the input in the words of TensorFlow's own session check; below 32
+   dimensions shapes are TensorFlow's to take or refuse, as TF Serving hands them to the
+   session (``servables/tensorflow/predict_util.cc``).
+2. A lone UTF-16 surrogate escape (``"\\ud800"``) is rapidjson's parse error, and no 500 body
+   carries a Python exception's name or text.
+3. A gRPC ``tensor_shape`` of 100 dimensions is INVALID_ARGUMENT naming the input (numpy holds
+   64 dimensions at most).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from memgraph_tf.serving import errors, grpc_codec, input_specs, rest_api, rest_json
+from memgraph_tf.serving import errors, grpc_codec, input_specs, json_parse, rest_api
 from memgraph_tf.serving.grpc_server import start_grpc_server
 
 #: The issue's reproducers: 33 levels of [ ] around a string for the predict input ``blobs``.
@@ -88,7 +89,7 @@ def feed_error(key: str, dims: str, rank: int, want: str, want_rank: int, sig="s
 ONES = "[1,1,1,1,1,1,1,1,...]"
 
 
-# ------------------------------------------------------------------------- item 1: the segfault
+# ---------------------------------------------------------------------------- the segfault
 @pytest.fixture(scope="module")
 def blobs_base(tmp_path_factory):
     """BASE/sage, version 1: a SavedModel whose ``serving_default`` takes what a bundle's does
@@ -107,11 +108,10 @@ def blobs_base(tmp_path_factory):
     return base
 
 
-def test_issue_reproducers_get_400_from_memgraph_tf_serve(blobs_base, cli_server):
-    """The issue's inputs against `memgraph-tf serve --grpc-port` in its own process: the
+def test_crash_reproducers_get_400_from_memgraph_tf_serve(blobs_base, cli_server):
+    """The crash inputs against `memgraph-tf serve --grpc-port` in its own process: the
     105-byte columnar body, the row form, and the same tensor over gRPC Predict each get 400 /
-    INVALID_ARGUMENT naming the input; the server answers afterwards and exits 0 (it used to
-    die with 139)."""
+    INVALID_ARGUMENT naming the input; the server answers afterwards and exits 0 (not 139)."""
     grpc_port = free_port()
     with cli_server(
         [str(blobs_base), "--grpc-port", str(grpc_port)], "sage", stop=signal.SIGINT
@@ -268,11 +268,11 @@ def test_unknown_rank_signature_takes_deep_strings_up_to_numpys_limit(deep_serve
     assert details == "input 's': Unable to parse tensor proto: rank 300 is above TensorFlow's 254"
 
 
-# --------------------------------------------------------------- item 3: gRPC, 100 dimensions
+# ------------------------------------------------------------------ gRPC, 100 dimensions
 @pytest.mark.parametrize("rank", [33, 64, 65, 100, 254])
 def test_grpc_wrong_rank_is_invalid_argument_naming_the_input(deep_servers, rank):
-    """A 100-dimension tensor_shape used to answer INTERNAL ("maximum supported dimension for an
-    ndarray is 64"); a DT_STRING one of 33 killed the server."""
+    """Never INTERNAL (numpy's "maximum supported dimension for an ndarray is 64") nor a crash
+    (a DT_STRING tensor of 33 dimensions in TensorFlow's conversion)."""
     _, stubs = deep_servers
     code, details = rpc_failure(
         stubs["sage"].Predict, predict_request("sage", blobs=string_tensor_proto(rank)), timeout=30
@@ -326,7 +326,7 @@ def test_check_input_rules():
     assert info_exc.value.grpc_code == "INVALID_ARGUMENT" and info_exc.value.status == 400
 
 
-# ------------------------------------------------------------------- item 2: lone surrogates
+# ---------------------------------------------------------------------- lone surrogates
 SURROGATE = "JSON Parse error: The surrogate pair in string is invalid. at offset: {}"
 
 
@@ -343,22 +343,22 @@ SURROGATE = "JSON Parse error: The surrogate pair in string is invalid. at offse
     ids=["value", "key", "signature-low", "high-then-not-low", "high-at-end"],
 )
 def test_lone_surrogates_are_rapidjsons_parse_error(toy_server, verb, body):
-    """Each used to answer 500 with a Python UnicodeEncodeError; rapidjson (TF Serving's parser)
-    refuses an unpaired surrogate with kParseErrorStringUnicodeSurrogateInvalid at the offset of
-    the escape's backslash."""
+    """Never a 500 with a Python UnicodeEncodeError: rapidjson (TF Serving's parser) refuses an
+    unpaired surrogate with kParseErrorStringUnicodeSurrogateInvalid at the offset of the
+    escape's backslash."""
     offset = body.index(b"\\u")
     r = requests.post(f"{toy_server.url}/v1/models/toy:{verb}", data=body, timeout=30)
     assert (r.status_code, r.json()) == (400, {"error": SURROGATE.format(offset)})
 
 
 def test_surrogate_scan_follows_rapidjson():
-    assert rest_json.surrogate_error_offset(rb'["\ud83d\ude00", "\\ud800"]') is None  # a pair
-    assert rest_json.surrogate_error_offset(rb'["ok", "\ud83d\\ude00"]') == 8  # \\ is a backslash
-    assert rest_json.surrogate_error_offset(rb'["\ud83d\ud83d"]') == 2
-    assert rest_json.parse_request_body(rb'{"a": "\ud83d\ude00"}') == {"a": "\U0001f600"}
+    assert json_parse.surrogate_error_offset(rb'["\ud83d\ude00", "\\ud800"]') is None  # a pair
+    assert json_parse.surrogate_error_offset(rb'["ok", "\ud83d\\ude00"]') == 8  # \\ is a backslash
+    assert json_parse.surrogate_error_offset(rb'["\ud83d\ud83d"]') == 2
+    assert json_parse.parse_request_body(rb'{"a": "\ud83d\ude00"}') == {"a": "\U0001f600"}
     # a syntax error before the surrogate is reported first, as rapidjson stops there
     with pytest.raises(errors.ServingFailure, match=r"Invalid value\. at offset: 6"):
-        rest_json.parse_request_body(rb'{"a": x, "b": "\ud800"}')
+        json_parse.parse_request_body(rb'{"a": x, "b": "\ud800"}')
 
 
 # -------------------------------------------------------------------- 500s carry no Python text

@@ -1,4 +1,4 @@
-"""Link bundles (issue 25, build point 4): a LinkPredictor exported with and without the op answers
+"""Link bundles: a LinkPredictor exported with and without the op answers
 TF Serving's classify and regress contracts on one ``tf_features.sample_pairs`` blob per example,
 and its embed/score signatures give the same probability; ``memgraph-tf serve --graph`` (and the
 gateway in front of it) answers ``{"source_id": s, "target_id": t}`` examples over REST and gRPC

@@ -1,4 +1,4 @@
-"""``/monitoring/prometheus/metrics`` and the access log (issue 27): the page is scraped over HTTP
+"""``/monitoring/prometheus/metrics`` and the access log: the page is scraped over HTTP
 and read with ``prometheus_client``'s own text parser; its counters match the requests sent over
 REST and gRPC. Names and format follow TF Serving's (``servables/tensorflow/util.cc``,
 ``util/prometheus_exporter.cc``: counters without ``_total``, latencies in microseconds); the
@@ -145,8 +145,8 @@ def test_access_log_switch_from_the_environment():
 def test_unknown_model_names_share_one_label(observed):
     """10,000 requests naming distinct models the server does not know, through the WSGI app the
     HTTP server runs (in process, for speed) and a few over gRPC: each is counted under the one
-    label value UNKNOWN_MODEL, so the page grows by less than 100 KB (each name used to add its
-    own samples: 1,500 names made a 35 MB page). TF Serving labels requests with the name they
+    label value UNKNOWN_MODEL, so the page grows by less than 100 KB (with a label value per
+    name, 1,500 names make a 35 MB page). TF Serving labels requests with the name they
     ask for (model_servers/http_server.cc and prediction_service_impl.cc,
     RecordModelRequestCount); the known model keeps its own label."""
     from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc

@@ -193,7 +193,7 @@ def test_the_errors_module_imports_the_standard_library_and_the_root_only():
 
 def test_no_other_serving_module_keeps_a_status_table():
     """A dict literal keyed by HTTP statuses or status code names outside errors.py is a second
-    table (the rule of issue 21)."""
+    table."""
     pattern = re.compile(r"\{\s*\n?\s*(?:4\d\d|5\d\d|grpc\.StatusCode\.\w+)\s*:")
     offenders = [
         p.name

@@ -1,4 +1,4 @@
-"""The local server answers as TF Serving's own tests expect (issue 14).
+"""The local server answers as TF Serving's own tests expect.
 
 Every expectation below is TF Serving's, with the file that defines it (paths relative to
 tensorflow/serving's ``tensorflow_serving/``):
@@ -27,7 +27,7 @@ import pytest
 import requests
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from memgraph_tf.serving import rest_json
+from memgraph_tf.serving import json_examples, json_parse, json_tensors, json_values
 from memgraph_tf.serving.errors import ServingFailure
 
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_STRING, DT_INT64, DT_UINT64, DT_HALF = 1, 2, 3, 7, 9, 23, 19
@@ -201,7 +201,7 @@ def test_metadata_of_a_label_and_a_missing_version(quirks):
 def test_format_decimal_follows_write_decimal(value, bits, text):
     """util/json_tensor.cc WriteDecimal: StrCat (printf %g, six digits) when it round-trips, else
     %.9g (float) / %.17g (double); ".0" when neither '.' nor 'e'; NaN / Infinity."""
-    assert rest_json.format_decimal(value, bits) == text
+    assert json_values.format_decimal(value, bits) == text
 
 
 def test_float_outputs_print_six_digits(quirks):
@@ -435,17 +435,17 @@ def test_uint64_feature_value(quirks):
         400,
         {"error": "Feature: names has uint64_t element. Only int64_t is supported."},
     )
-    ex = rest_json.json_to_example(
-        rest_json.parse_request_body(b'{"x": 99999999999999999999999}')
+    ex = json_examples.json_to_example(
+        json_parse.parse_request_body(b'{"x": 99999999999999999999999}')
     ).features.feature["x"]
     assert list(ex.float_list.value) == [pytest.approx(1e23, rel=1e-6)]
-    ex = rest_json.json_to_example({"names": 1.7976931348623157e308}).features.feature["names"]
+    ex = json_examples.json_to_example({"names": 1.7976931348623157e308}).features.feature["names"]
     assert list(ex.float_list.value) == [float("inf")]
 
 
 # ------------------------------------------------------------- JSON -> tensors (unit level)
 def feeds(body: str, infos: dict[str, int]):
-    return rest_json.predict_feeds(rest_json.parse_request_body(body.encode()), infos, "")
+    return json_tensors.predict_feeds(json_parse.parse_request_body(body.encode()), infos, "")
 
 
 @pytest.mark.parametrize(
@@ -621,7 +621,7 @@ def test_json_parse_errors_use_rapidjsons_words():
     ]
     for body, prefix in cases:
         with pytest.raises(ServingFailure, match="JSON ") as info:
-            rest_json.parse_request_body(body)
+            json_parse.parse_request_body(body)
         assert info.value.message.startswith(prefix), info.value.message
 
 
@@ -641,9 +641,9 @@ def test_deep_nesting_under_an_unused_key_is_skipped(quirks):
     r = post(quirks, ":predict", body)
     assert (r.status_code, r.json()) == (200, {"predictions": [1.5]})
     assert time.monotonic() - t0 < 10
-    doc = rest_json.parse_request_body(body)
-    assert isinstance(doc["nested"], rest_json.SkippedValue)
-    assert rest_json.json_type(doc["nested"]) == "Array"
+    doc = json_parse.parse_request_body(body)
+    assert isinstance(doc["nested"], json_values.SkippedValue)
+    assert json_values.json_type(doc["nested"]) == "Array"
     r = post(quirks, ":predict", b'{"instances": ' + b"[" * DEEP + b"]" * DEEP + b"}")
     assert r.status_code == 400
     assert r.json()["error"].startswith("JSON Parse error: nesting deeper than 64 levels")
@@ -666,7 +666,7 @@ def test_deep_signature_name_is_key_must_be_a_string_value(quirks):
         )
     ]
     assert quoted == '{\n    "signature_name": ' + "[" * (256 - 24)
-    assert len(quoted.encode()) == rest_json.DEBUG_STRING_BYTES
+    assert len(quoted.encode()) == json_values.DEBUG_STRING_BYTES
 
 
 def test_the_document_ends_with_its_root_value(quirks):
@@ -713,7 +713,7 @@ def test_json_values_in_messages_are_json_value_to_debug_string(value, text):
     """json_tensor.cc JsonValueToDebugString (since Aug 2024): PrettyWriter with single-line
     arrays behind JsonWriterWithLimit(256): an event is written only while the text is shorter
     than 256 bytes."""
-    assert rest_json.json_value_str(value) == text
+    assert json_values.json_value_str(value) == text
 
 
 def test_json_values_in_messages_stop_after_256_bytes():
@@ -722,10 +722,10 @@ def test_json_values_in_messages_stop_after_256_bytes():
     events = ["[", "0"] + [f", {i}" for i in range(1, 200)]
     text = ""
     for event in events:
-        if len(text) >= rest_json.DEBUG_STRING_BYTES:
+        if len(text) >= json_values.DEBUG_STRING_BYTES:
             break
         text += event
-    assert rest_json.json_value_str(list(range(200))) == text
+    assert json_values.json_value_str(list(range(200))) == text
     assert 256 <= len(text) < 262
 
 

@@ -1,4 +1,4 @@
-"""New versions without a restart (issue 27): the server polls its base paths
+"""New versions without a restart: the server polls its base paths
 (``file_system_poll_wait_seconds``, TF Serving's ``--file_system_poll_wait_seconds``:
 ``model_servers/main.cc``, default 1, 0 = load once), loads and warms up a new version before it
 takes requests, switches at once, and unloads a removed version while the requests holding it
