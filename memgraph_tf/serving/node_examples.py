@@ -46,6 +46,7 @@ from memgraph_tf.serving import json_values
 from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec, inference_sampling
 from memgraph_tf.serving.errors import NeighbourhoodError, ServingFailure
 from memgraph_tf.serving.json_examples import json_to_example
+from memgraph_tf.serving.json_values import bad_request
 
 #: The example feature that names a node instead of carrying its blob.
 NODE_ID_FEATURE = "node_id"
@@ -68,10 +69,6 @@ def check_example_count(count: int, limit: int, noun: str = "examples") -> None:
         )
 
 
-def _bad(message: str) -> ServingFailure:
-    return ServingFailure.for_code("INVALID_ARGUMENT", message)
-
-
 def check_node_ids(
     positions: Sequence[int],
     blob_key: str,
@@ -86,12 +83,12 @@ def check_node_ids(
     (``fetcher`` None; the message says to send the blob as ``blob_hint`` instead)."""
     for i in positions:
         if has_blob(i):
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}]: '{NODE_ID_FEATURE}' and '{blob_key}' are both given; "
                 f"send one of them"
             )
     if fetcher is None:
-        raise _bad(
+        raise bad_request(
             f"examples[{positions[0]}]: '{NODE_ID_FEATURE}' needs a server started with "
             f"--graph; without one, send the node's blob as {blob_hint}"
         )
@@ -138,7 +135,7 @@ def check_example_kinds(
     link = config.link is not None
     for i in range(count):
         if link and has(i, NODE_ID_FEATURE):
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}].{NODE_ID_FEATURE}: model {config.model_name!r} is a link bundle "
                 f"scoring {_link_description(config)}: send '{SOURCE_ID_FEATURE}' and "
                 f"'{TARGET_ID_FEATURE}' per example"
@@ -146,14 +143,14 @@ def check_example_kinds(
         if not link:
             for key in PAIR_ID_FEATURES:
                 if has(i, key):
-                    raise _bad(
+                    raise bad_request(
                         f"examples[{i}].{key}: model {config.model_name!r} classifies nodes: "
                         f"send '{NODE_ID_FEATURE}' per example ('{SOURCE_ID_FEATURE}' and "
                         f"'{TARGET_ID_FEATURE}' need a link bundle)"
                     )
             blob = config.blob_feature_key
             if not has(i, NODE_ID_FEATURE) and not has(i, blob):
-                raise _bad(
+                raise bad_request(
                     f"examples[{i}]: the feature '{blob}' (the node's neighbourhood blob) is "
                     f"missing; send it, or '{NODE_ID_FEATURE}' to name the node (model "
                     f"{config.model_name!r} classifies nodes)"
@@ -176,17 +173,17 @@ def pair_positions(
         given = [k for k in PAIR_ID_FEATURES if has(i, k)]
         if given and len(given) == 1:
             other = TARGET_ID_FEATURE if given[0] == SOURCE_ID_FEATURE else SOURCE_ID_FEATURE
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}].{other}: missing; a link bundle scores a pair: send both "
                 f"'{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}'"
             )
         if given and has(i, key):
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}]: '{SOURCE_ID_FEATURE}'/'{TARGET_ID_FEATURE}' and '{key}' are "
                 f"both given; send one of them"
             )
         if not given and not has(i, key):
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}]: expected '{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}' (model "
                 f"{config.model_name!r} scores {_link_description(config)}), or the pair's blob "
                 f"as {blob_hint}"
@@ -194,7 +191,7 @@ def pair_positions(
         if given:
             positions.append(i)
     if positions and fetcher is None:
-        raise _bad(
+        raise bad_request(
             f"examples[{positions[0]}]: '{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}' need a "
             f"server started with --graph; without one, send the pair's blob as {blob_hint}"
         )
@@ -230,7 +227,9 @@ def _json_id(examples: list, i: int, key: str) -> Any:
     value = examples[i][key]
     if isinstance(value, json_values.JsonBigNumber):
         shown = value.text if len(value.text) <= 40 else value.text[:40] + "..."
-        raise _bad(f"examples[{i}].{key}: expected an integer in the int64 range, got {shown}")
+        raise bad_request(
+            f"examples[{i}].{key}: expected an integer in the int64 range, got {shown}"
+        )
     return value
 
 
@@ -315,7 +314,7 @@ def _describe_feature(feature: Any) -> str:
 def _proto_id(examples: Any, i: int, key: str) -> int:
     feature = examples[i].features.feature[key]
     if feature.WhichOneof("kind") != "int64_list" or len(feature.int64_list.value) != 1:
-        raise _bad(
+        raise bad_request(
             f"examples[{i}].{key}: expected one int64 value, got {_describe_feature(feature)}"
         )
     return int(feature.int64_list.value[0])
