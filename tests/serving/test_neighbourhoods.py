@@ -392,6 +392,26 @@ def test_the_serving_package_never_imports_the_client_package():
     )
 
 
+def test_the_model_core_imports_no_http_module():
+    """model_server.py runs TF Serving's semantics without HTTP: it imports the JSON conversions
+    (json_parse, json_examples, json_tensors) but never the REST routing, the HTTP server, their
+    re-exporting rest_json, or an HTTP library -- at any level, functions included."""
+    imported = _imports(SERVING_DIR / "model_server.py")
+    assert {"memgraph_tf.serving.json_parse", "memgraph_tf.serving.json_tensors"} <= imported
+    http = {
+        "memgraph_tf.serving.rest_api",
+        "memgraph_tf.serving.rest_json",
+        "memgraph_tf.serving.server",
+        "memgraph_tf.serving.gateway",
+    }
+    offenders = sorted(
+        m
+        for m in imported
+        if m in http or m.split(".")[0] in {"http", "waitress", "requests", "urllib"}
+    )
+    assert offenders == []
+
+
 def test_bundle_names_and_config_keys_are_defined_only_in_bundle_py():
     """Asset names as string constants, and config keys as dict-literal keys or subscripts, appear
     in serving/bundle.py and nowhere else in the package."""
