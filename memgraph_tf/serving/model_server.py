@@ -9,10 +9,12 @@ The layers, one module each:
   server-side batching (``--enable-batching``);
 - this module -- :class:`ModelServer`: versions and labels, running classify / regress / predict
   signatures (safe to call from many threads), status and metadata, warmup;
-- :mod:`.rest_api` -- REST routing (URL patterns, dispatch to this core); :mod:`.grpc_server`
-  the gRPC servicers over the same core;
-- :mod:`.rest_json` / :mod:`.json_output` -- JSON <-> tf.Example / tensors; :mod:`.node_examples`
-  -- ``{"node_id": ...}`` examples and the ``max_examples`` limit, for both transports.
+- :mod:`.json_parse`, :mod:`.json_examples`, :mod:`.json_tensors` -- request documents <->
+  tf.Examples / tensors (no HTTP); :mod:`.node_examples` -- ``{"node_id": ...}`` examples and the
+  ``max_examples`` limit, for both transports;
+- front ends over this core, which it never imports: :mod:`.rest_api` (REST routing: URL
+  patterns, HTTP statuses; ``rest_api.handle(server, method, path, body)``) and
+  :mod:`.grpc_server` (the gRPC servicers).
 
 Names that moved keep working from here: ``ModelVersion``, ``load_version``, ``op_names``,
 ``BatchingOptions``, ``BatchScheduler``, ``DEFAULT_SIGNATURE``, ``DEFAULT_MAX_EXAMPLES``.
@@ -31,12 +33,21 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memgraph_tf.serving import bundle, errors, input_specs, node_examples, rest_api, rest_json
+from memgraph_tf.serving import (
+    bundle,
+    errors,
+    input_specs,
+    json_examples,
+    json_parse,
+    json_tensors,
+    node_examples,
+)
 from memgraph_tf.serving import metrics as metrics_mod
 from memgraph_tf.serving import model_config as model_config_mod
 from memgraph_tf.serving.batching import BatchingOptions, BatchScheduler
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE
 from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.serving.json_values import bad_request
 from memgraph_tf.serving.loading import (
     IncompleteVersion,
     ModelVersion,
@@ -48,7 +59,6 @@ from memgraph_tf.serving.metrics import ServerMetrics
 from memgraph_tf.serving.model_config import ModelEntry, VersionPolicy
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES
-from memgraph_tf.serving.rest_json import bad_request
 
 logger = logging.getLogger(__name__)
 
@@ -181,10 +191,8 @@ class ModelServer:
     """Serves the versions of one model (``BASE/<version>/``, any all-digit version directory
     name) or of several (``model_config``) with TF Serving's semantics, for any front end:
 
-    - REST: :meth:`handle_bytes` maps one HTTP request to ``(status, JSON bytes)`` and never
-      raises (:meth:`handle` is the same with the JSON parsed); the routing is
-      :mod:`.rest_api`, the methods on parsed bodies :meth:`classify`, :meth:`regress`,
-      :meth:`predict`, :meth:`status`, :meth:`metadata`;
+    - parsed JSON bodies (REST's routing, :mod:`.rest_api`, calls these): :meth:`classify`,
+      :meth:`regress`, :meth:`predict`, :meth:`status`, :meth:`metadata`;
     - any transport (REST, gRPC): :meth:`resolve`, :meth:`run_classify` / :meth:`run_regress`
       on serialized tf.Examples, :meth:`run_predict` on a dict of numpy arrays,
       :meth:`status_response` and :meth:`metadata_response` (TF Serving's protos); these raise
@@ -242,7 +250,7 @@ class ModelServer:
         graph_source: Any = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         max_examples: int = DEFAULT_MAX_EXAMPLES,
-        max_json_depth: int = rest_json.DEFAULT_MAX_JSON_DEPTH,
+        max_json_depth: int = json_parse.DEFAULT_MAX_JSON_DEPTH,
         batching: BatchingOptions | None = None,
         warmup: bool = True,
         sampling_seed: int | str | None = None,
@@ -751,20 +759,20 @@ class ModelServer:
 
     # -- request bodies
     def parse_json(self, body: bytes) -> dict:
-        """See :func:`memgraph_tf.serving.rest_json.parse_request_body` (with this server's
+        """See :func:`memgraph_tf.serving.json_parse.parse_request_body` (with this server's
         ``max_json_depth``)."""
-        return rest_json.parse_request_body(body, max_depth=self.max_json_depth)
+        return json_parse.parse_request_body(body, max_depth=self.max_json_depth)
 
     def _examples(self, doc: dict, method: str, mv: ModelVersion) -> list[bytes]:
-        context = rest_json.request_context(doc)
-        examples = rest_json.request_examples(doc, method)
+        context = json_examples.request_context(doc)
+        examples = json_examples.request_examples(doc, method)
         record = metrics_mod.current()
         if record is not None:
             record.examples = len(examples)
         protos = node_examples.json_examples(
             examples, mv.bundle_config, self.neighbourhoods, mv.sampling
         )
-        return rest_json.serialize_examples(protos, context)
+        return json_examples.serialize_examples(protos, context)
 
     # -- running signatures
     @staticmethod
@@ -775,6 +783,7 @@ class ModelServer:
         marker = "<stack traces unavailable>\n"
         if marker in msg:
             msg = msg.split(marker, 1)[1]
+        msg = msg.removeprefix("Graph execution error:")
         # and the eager function's name ("[Op:__inference_signature_wrapper_classify_912]"),
         # which TF Serving's session run does not add and which differs between loads
         return re.sub(r"\s*\[Op:[^\]]*\]\s*$", "", msg.strip())
@@ -853,8 +862,8 @@ class ModelServer:
     ) -> dict:
         """Run a predict signature on ``{input name: numpy array}`` (any transport): the
         ``{output name: numpy array}`` it returns. 400 when the inputs are not exactly the
-        signature's, or one's shape is not one the signature takes
-        (:func:`.input_specs.check_input`, before TensorFlow sees it)."""
+        signature's, or :func:`.input_specs.check_input` refuses one (before TensorFlow sees
+        it); other shapes are the signature function's to take or refuse."""
         import numpy as np
 
         name, sig, fn = self._signature(mv, signature_name)
@@ -876,7 +885,7 @@ class ModelServer:
             shape = getattr(v, "shape", None)
             if shape is not None:  # before numpy (which holds 64 dimensions at most)
                 input_specs.check_input(k, sig.inputs[k], shape, signature=name)
-            np_dt = rest_json.numpy_dtype(sig.inputs[k].dtype)
+            np_dt = json_tensors.numpy_dtype(sig.inputs[k].dtype)
             arrays[k] = np.asarray(v, dtype=np_dt) if np_dt is not None else np.asarray(v)
             if shape is None:
                 input_specs.check_input(k, sig.inputs[k], arrays[k].shape, signature=name)
@@ -964,20 +973,20 @@ class ModelServer:
     # -- REST methods on parsed bodies
     def classify(self, mv: ModelVersion, doc: dict) -> dict:
         """``:classify`` for a parsed body: ``{"results": [[[label, score], ...], ...]}`` (write
-        it with :func:`~memgraph_tf.serving.rest_json.dumps`)."""
+        it with :func:`~memgraph_tf.serving.json_values.dumps`)."""
         serialized = self._examples(doc, "classify", mv)
         classes, scores = self.run_classify(mv, serialized, doc.get("signature_name"))
-        return rest_json.classify_response(classes, scores)
+        return json_examples.classify_response(classes, scores)
 
     def regress(self, mv: ModelVersion, doc: dict) -> dict:
         """``:regress`` for a parsed body: ``{"results": [v, ...]}``."""
         # the body's own errors first, as TF Serving parses the body before it looks up the
         # signature; then the signature, before any graph work for node_id / pair examples
-        rest_json.request_context(doc)
-        rest_json.request_examples(doc, "regress")
+        json_examples.request_context(doc)
+        json_examples.request_examples(doc, "regress")
         name = self.example_signature(mv, doc.get("signature_name"), "regress")
         serialized = self._examples(doc, "regress", mv)
-        return rest_json.regress_response(self.run_regress(mv, serialized, name))
+        return json_examples.regress_response(self.run_regress(mv, serialized, name))
 
     def predict(self, mv: ModelVersion, doc: dict) -> dict:
         """``:predict`` for a parsed body, row (``instances``) or columnar (``inputs``)."""
@@ -986,13 +995,13 @@ class ModelServer:
         def check(key: str, shape: list[int]) -> None:
             input_specs.check_input(key, sig.inputs[key], shape, signature=name)
 
-        feeds, columnar = rest_json.predict_feeds(
+        feeds, columnar = json_tensors.predict_feeds(
             doc,
             {k: info.dtype for k, info in sig.inputs.items()},
             doc.get("signature_name", ""),
             check=check,
         )
-        return rest_json.predict_response(self.run_predict(mv, feeds, name), columnar)
+        return json_tensors.predict_response(self.run_predict(mv, feeds, name), columnar)
 
     # -- status and metadata
     def status_response(
@@ -1078,22 +1087,6 @@ class ModelServer:
             "model_spec": json_format.MessageToDict(resp.model_spec, **opts),
             "metadata": {bundle.SIGNATURE_DEF_FIELD: json_format.MessageToDict(sig_map, **opts)},
         }
-
-    # -- REST (routing is :mod:`.rest_api`)
-    def answer(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
-        """See :func:`.rest_api.answer`: one REST request -> ``(http_status, JSON value)``.
-        Never raises."""
-        return rest_api.answer(self, method, path, body)
-
-    def handle_bytes(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
-        """See :func:`.rest_api.handle_bytes`: one REST request -> ``(http_status, UTF-8 JSON
-        body)`` as TF Serving writes it. Never raises for any input."""
-        return rest_api.handle_bytes(self, method, path, body)
-
-    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
-        """See :func:`.rest_api.handle`: :meth:`handle_bytes` with the JSON parsed back. Never
-        raises for bad input."""
-        return rest_api.handle(self, method, path, body)
 
 
 __all__ = [

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import requests
 
+from memgraph_tf.serving import rest_api
 from tests.serving.conftest import export_toy, toy_in_process
 
 POLL_S = 0.2
@@ -152,14 +153,14 @@ def test_model_config_file_several_models_policies_and_labels(tmp_path, toy_base
         ("/v1/models/both/labels/stable:predict", 1),
         ("/v1/models/both/labels/canary:predict", 2),
     ):
-        status, doc = ms.handle("POST", path, body)
+        status, doc = rest_api.handle(ms, "POST", path, body)
         assert status == 200, doc
         np.testing.assert_allclose(
             doc["predictions"][0]["logits"], toy.in_process(version, np.array(X))[0], atol=1e-5
         )
-    status, doc = ms.handle("POST", "/v1/models/newest/versions/1:predict", body)
+    status, doc = rest_api.handle(ms, "POST", "/v1/models/newest/versions/1:predict", body)
     assert (status, doc) == (404, {"error": "Servable not found for request: Specific(newest, 1)"})
-    status, doc = ms.handle("GET", "/v1/models/both/metadata", b"")
+    status, doc = rest_api.handle(ms, "GET", "/v1/models/both/metadata", b"")
     assert doc["model_spec"] == {"name": "both", "signature_name": "", "version": "2"}
 
 
