@@ -31,13 +31,12 @@ import itertools
 import logging
 import math
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from memgraph_tf.client.sources import GraphSource
     from memgraph_tf.embedded import EmbeddedGraph
     from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
@@ -48,7 +47,6 @@ __all__ = [
     "bayes_predictions",
     "best_accuracy",
     "demo_shop_graph",
-    "load_typed_graph",
     "node_properties",
     "sample_neighbourhoods",
     "shop_graph",
@@ -334,7 +332,7 @@ def node_properties(graph: TypedGraph, label: str) -> list[dict[str, Any]]:
     inside the set), ``features`` (floats) where the set has features, and on the target label
     ``label`` (int class) and ``split`` (``train``/``val``/``test``). The one definition of what
     a typed graph's nodes carry, in-process (:func:`typed_embedded_graph`) and in a database
-    (:func:`load_typed_graph`)."""
+    (:func:`memgraph_tf.client.loaders.load_typed_graph`)."""
     node_set = graph.node_sets[label]
     rows = node_set.features.tolist() if node_set.features is not None else None
     out: list[dict[str, Any]] = []
@@ -371,82 +369,6 @@ def typed_embedded_graph(
         for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True):
             g.add_edge(src_ids[a], dst_ids[b], rel_type)
     return g, ids
-
-
-def load_typed_graph(
-    source: GraphSource,
-    graph: TypedGraph,
-    *,
-    batch_size: int = 500,
-    replace: bool = False,
-    progress: Callable[[str, int], Any] | None = None,
-) -> dict[str, int]:
-    """Writes ``graph`` into a real graph database through Cypher (``source.write``: a
-    :class:`~memgraph_tf.client.BoltSource`), ``batch_size`` rows per ``UNWIND`` query: one node
-    per node of each node set, with its label and :func:`node_properties`; one relationship per
-    edge of each edge set, with its type and direction, between the nodes matched by label and
-    ``id``. Read back with ``options.id_property = "id"`` (ids are unique within a label only).
-
-    Guarantees: never deletes anything unless ``replace``; when nodes of one of the graph's
-    labels exist it raises ValueError naming the label and how many, before writing anything,
-    unless ``replace`` (then they are detach-deleted first, in batches). An index on each
-    ``:label(id)`` is requested (:func:`memgraph_tf.datasets.request_id_index`).
-    ``progress(kind, done)`` is called after each batch (``kind`` ``nodes`` or ``edges``).
-    Returns ``{"nodes": n, "edges": m}``."""
-    from memgraph_tf.datasets import request_id_index
-
-    for label in graph.node_sets:
-        if not label.isidentifier():
-            raise ValueError(f"node set {label!r}: expected a plain identifier as its label")
-    for key in graph.edge_sets:
-        if not key[1].isidentifier():
-            raise ValueError(f"edge set {key}: expected a plain identifier as its type")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
-    existing = {}
-    for label in graph.node_sets:
-        [row] = source.write(f"MATCH (n:{label}) RETURN count(n) AS c")
-        existing[label] = int(row["c"])
-    found = {label: n for label, n in existing.items() if n}
-    if found and not replace:
-        label, n = next(iter(found.items()))
-        raise ValueError(
-            f"label {label!r}: expected no existing :{label} nodes, got {n} (pass replace=True "
-            "/ --replace to delete the graph's labels first, or load into another database)"
-        )
-    for label, n in found.items():
-        while n:
-            [row] = source.write(
-                f"MATCH (n:{label}) WITH n LIMIT $k DETACH DELETE n RETURN count(*) AS c",
-                {"k": batch_size},
-            )
-            n = int(row["c"])
-    nodes = edges = 0
-    for label in graph.node_sets:
-        request_id_index(source, label, ID_PROPERTY)
-        rows = node_properties(graph, label)
-        for lo in range(0, len(rows), batch_size):
-            part = rows[lo : lo + batch_size]
-            source.write(f"UNWIND $rows AS r CREATE (n:{label}) SET n = r", {"rows": part})
-            nodes += len(part)
-            if progress is not None:
-                progress("nodes", len(part))
-    for (src, rel_type, dst), edge_set in graph.edge_sets.items():
-        pairs = [
-            [a, b] for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True)
-        ]
-        query = (
-            f"UNWIND $pairs AS p MATCH (a:{src} {{{ID_PROPERTY}: p[0]}}) "
-            f"MATCH (b:{dst} {{{ID_PROPERTY}: p[1]}}) CREATE (a)-[:{rel_type}]->(b)"
-        )
-        for lo in range(0, len(pairs), batch_size):
-            part = pairs[lo : lo + batch_size]
-            source.write(query, {"pairs": part})
-            edges += len(part)
-            if progress is not None:
-                progress("edges", len(part))
-    logger.info("loaded %s into the graph: %d nodes, %d relationships", graph.name, nodes, edges)
-    return {"nodes": nodes, "edges": edges}
 
 
 _ADJACENCY: weakref.WeakKeyDictionary[TypedGraph, dict[EdgeStep, tuple[np.ndarray, np.ndarray]]]
