@@ -218,6 +218,88 @@ def shop_graph(
     """
     import numpy as np
 
+    _check_shop_arguments(
+        num_users=num_users,
+        num_products=num_products,
+        num_categories=num_categories,
+        num_classes=num_classes,
+        purchases_per_user=purchases_per_user,
+        follows_per_user=follows_per_user,
+        signal=signal,
+        user_width=user_width,
+        product_width=product_width,
+        category_width=category_width,
+    )
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(num_classes, size=num_users)
+    users, bought, product_category = _shop_purchases(
+        rng, labels, num_classes, num_products, num_categories, purchases_per_user, signal
+    )
+    followers = np.repeat(np.arange(num_users), follows_per_user)
+    followed = rng.integers(num_users - 1, size=followers.shape[0])
+    followed += followed >= followers  # nobody follows themselves
+    codes = rng.normal(size=(num_categories, category_width)).astype(np.float32)
+    node_sets = {
+        "User": NodeSet(
+            "User", num_users, rng.normal(size=(num_users, user_width)).astype(np.float32)
+        ),
+        "Product": NodeSet(
+            "Product",
+            num_products,
+            rng.normal(size=(num_products, product_width)).astype(np.float32),
+        ),
+        "Category": NodeSet("Category", num_categories, codes),
+    }
+    edge_sets = {
+        e.key: e
+        for e in (
+            EdgeSet("User", "BOUGHT", "Product", users, bought),
+            EdgeSet("Product", "IN", "Category", np.arange(num_products), product_category),
+            EdgeSet("User", "FOLLOWS", "User", followers, followed),
+        )
+    }
+    split = _shop_split(rng, num_users)
+    params = {
+        "num_users": num_users,
+        "num_products": num_products,
+        "num_categories": num_categories,
+        "num_classes": num_classes,
+        "purchases_per_user": purchases_per_user,
+        "follows_per_user": follows_per_user,
+        "signal": signal,
+        "seed": seed,
+    }
+    return TypedGraph(
+        name=SHOP_DATASET,
+        node_sets=node_sets,
+        edge_sets=edge_sets,
+        target_label="User",
+        labels=labels.astype(np.int64),
+        split=split,
+        num_classes=num_classes,
+        best_accuracy=best_accuracy(num_classes, purchases_per_user, signal),
+        params=params,
+        class_names=tuple(
+            SHOP_CLASS_NAMES[c] if c < len(SHOP_CLASS_NAMES) else f"class {c}"
+            for c in range(num_classes)
+        ),
+    )
+
+
+def _check_shop_arguments(
+    *,
+    num_users: int,
+    num_products: int,
+    num_categories: int,
+    num_classes: int,
+    purchases_per_user: int,
+    follows_per_user: int,
+    signal: float,
+    user_width: int,
+    product_width: int,
+    category_width: int,
+) -> None:
+    """Raises ValueError naming the first of :func:`shop_graph`'s arguments that is out of range."""
     checks = {
         "num_users": (num_users, 100),
         "num_products": (num_products, num_categories),
@@ -244,8 +326,23 @@ def shop_graph(
         )
     if not 0.0 <= signal <= 1.0:
         raise ValueError(f"shop_graph: signal: expected 0 <= signal <= 1, got {signal!r}")
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(num_classes, size=num_users)
+
+
+def _shop_purchases(
+    rng: np.random.Generator,
+    labels: np.ndarray,
+    num_classes: int,
+    num_products: int,
+    num_categories: int,
+    purchases_per_user: int,
+    signal: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(buying user, bought product) per purchase, and each product's category, drawn from
+    ``rng``: each user's ``purchases_per_user`` purchases in a row (user ``i`` has class
+    ``labels[i]``), each from a category of the user's class with probability ``signal``."""
+    import numpy as np
+
+    num_users = labels.shape[0]
     # Products sit on ``purchases_per_user`` shelves, each shelf holding every category equally
     # often; a user's j-th purchase comes from shelf j. So a user never buys a product twice (a
     # sampler that keeps distinct neighbours sees every purchase), the purchases stay independent,
@@ -271,60 +368,18 @@ def shop_graph(
         for c in range(num_classes):
             chosen = (shelf == j) & own & (labels[users] == c)
             bought[chosen] = rng.choice(pools[(j, c)], size=int(chosen.sum()))
-    followers = np.repeat(np.arange(num_users), follows_per_user)
-    followed = rng.integers(num_users - 1, size=followers.shape[0])
-    followed += followed >= followers  # nobody follows themselves
-    codes = rng.normal(size=(num_categories, category_width)).astype(np.float32)
-    node_sets = {
-        "User": NodeSet(
-            "User", num_users, rng.normal(size=(num_users, user_width)).astype(np.float32)
-        ),
-        "Product": NodeSet(
-            "Product",
-            num_products,
-            rng.normal(size=(num_products, product_width)).astype(np.float32),
-        ),
-        "Category": NodeSet("Category", num_categories, codes),
-    }
-    edge_sets = {
-        e.key: e
-        for e in (
-            EdgeSet("User", "BOUGHT", "Product", users, bought),
-            EdgeSet("Product", "IN", "Category", np.arange(num_products), product_category),
-            EdgeSet("User", "FOLLOWS", "User", followers, followed),
-        )
-    }
+    return users, bought, product_category
+
+
+def _shop_split(rng: np.random.Generator, num_users: int) -> tuple[str, ...]:
+    """Each user's split drawn from ``rng``: 60% ``train``, 20% ``val``, 20% ``test``."""
     order = rng.permutation(num_users)
     split = ["train"] * num_users
     for i in order[int(0.6 * num_users) : int(0.8 * num_users)]:
         split[i] = "val"
     for i in order[int(0.8 * num_users) :]:
         split[i] = "test"
-    params = {
-        "num_users": num_users,
-        "num_products": num_products,
-        "num_categories": num_categories,
-        "num_classes": num_classes,
-        "purchases_per_user": purchases_per_user,
-        "follows_per_user": follows_per_user,
-        "signal": signal,
-        "seed": seed,
-    }
-    return TypedGraph(
-        name=SHOP_DATASET,
-        node_sets=node_sets,
-        edge_sets=edge_sets,
-        target_label="User",
-        labels=labels.astype(np.int64),
-        split=tuple(split),
-        num_classes=num_classes,
-        best_accuracy=best_accuracy(num_classes, purchases_per_user, signal),
-        params=params,
-        class_names=tuple(
-            SHOP_CLASS_NAMES[c] if c < len(SHOP_CLASS_NAMES) else f"class {c}"
-            for c in range(num_classes)
-        ),
-    )
+    return tuple(split)
 
 
 def node_properties(graph: TypedGraph, label: str) -> list[dict[str, Any]]:
