@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from memgraph_tf.client.sources.bolt import BoltSource
 from memgraph_tf.client.sources.config import (
+    DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_DRIVER_OPTIONS,
     DEFAULT_PROCEDURE_MEMORY_LIMIT_MB,
+    ENV_CONNECT_TIMEOUT,
     ENV_DATABASE,
     ENV_PASSWORD,
     ENV_PROCEDURE_MEMORY,
@@ -32,9 +34,11 @@ from memgraph_tf.client.sources.config import (
     ENV_USER,
     MAX_PROCEDURE_MEMORY_LIMIT_MB,
     PROCEDURES,
+    RETRY_TIME_S,
     SCHEMES,
     UNLIMITED,
     ProcedureMemory,
+    connect_timeout,
     procedure_memory,
     quote_name,
 )
@@ -52,9 +56,11 @@ from memgraph_tf.client.sources.keyed import (
 from memgraph_tf.client.sources.opening import EMBEDDED_SCHEME, connect, open_graph
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_DRIVER_OPTIONS",
     "DEFAULT_PROCEDURE_MEMORY_LIMIT_MB",
     "EMBEDDED_SCHEME",
+    "ENV_CONNECT_TIMEOUT",
     "ENV_DATABASE",
     "ENV_PASSWORD",
     "ENV_PROCEDURE_MEMORY",
@@ -64,6 +70,7 @@ __all__ = [
     "MAX_PROCEDURE_MEMORY_LIMIT_MB",
     "PROCEDURES",
     "PROCEDURE_PARAMS",
+    "RETRY_TIME_S",
     "SCHEMES",
     "UNLIMITED",
     "BoltSource",
@@ -72,6 +79,7 @@ __all__ = [
     "GraphSource",
     "ProcedureMemory",
     "connect",
+    "connect_timeout",
     "keyed_call_query",
     "keyed_lists",
     "keyed_lookup_cypher",

@@ -30,6 +30,8 @@ from memgraph_tf.client.errors import (
 from memgraph_tf.client.procedure_errors import called_procedures, translate_procedure_failure
 from memgraph_tf.client.sources.config import (
     PROCEDURES,
+    RETRY_TIME_S,
+    connect_timeout,
     procedure_memory,
     quote_name,
     redact,
@@ -72,8 +74,12 @@ class BoltSource(GraphSource):
         use_procedures: bool | None = None,
         fetch_size: int = 1000,
         procedure_memory_limit_mb: int | str | None = None,
+        connect_timeout_s: float | str | None = None,
+        retry_time_s: float = RETRY_TIME_S,
     ) -> None:
         self._driver = driver
+        self.connect_timeout_s = connect_timeout(connect_timeout_s)
+        self.retry_time_s = retry_time_s
         self.uri = redact(uri)
         self.database = database
         self._user = user
@@ -115,7 +121,7 @@ class BoltSource(GraphSource):
                         and isinstance(props[0], str)
                     ):
                         found.add((on, props[0]))  # a composite index serves its first
-            except (QueryError, ServerUnavailable, ValueError, IndexError) as exc:
+            except (QueryError, ValueError, IndexError) as exc:  # unreachable: raised
                 logger.info(
                     "%s: SHOW INDEX INFO failed (%s): keys go to the procedures", self.uri, exc
                 )
@@ -177,12 +183,20 @@ class BoltSource(GraphSource):
             return GraphConnectionError(f"{where}: driver error: {exc}")
         return exc  # anything else unchanged (the caller re-raises it)
 
-    def _session(self, *, write: bool = False, fetch_size: int | None = None) -> neo4j.Session:
+    def _session(
+        self, *, write: bool = False, fetch_size: int | None = None, retry_time_s: float = 0.0
+    ) -> neo4j.Session:
+        """A session whose connection is acquired (opened, TLS and Bolt handshake included)
+        within :attr:`connect_timeout_s` (the driver's ``connection_acquisition_timeout``) and
+        whose managed transactions are retried for ``retry_time_s`` (its
+        ``max_transaction_retry_time``; 0: not retried)."""
         if self._closed:
             raise ConfigurationError(f"{self!r}: expected an open source, got a closed one")
         kwargs: dict[str, Any] = {
             "default_access_mode": neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS,
             "fetch_size": fetch_size or self.fetch_size,
+            "connection_acquisition_timeout": self.connect_timeout_s,
+            "max_transaction_retry_time": retry_time_s,
         }
         if self.database:
             kwargs["database"] = self.database
@@ -208,12 +222,26 @@ class BoltSource(GraphSource):
     def _managed(
         self, query: str, parameters: Mapping[str, Any] | None, *, write: bool
     ) -> list[dict[str, Any]]:
+        """``query`` in a managed transaction. A server that cannot be reached within
+        :attr:`connect_timeout_s`, or a connection lost, is reported at once
+        (:class:`ServerUnavailable`), not retried; a transient failure of a reachable server (a
+        conflict with a concurrent transaction) is retried as the driver retries them, for
+        :attr:`retry_time_s`."""
+
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query, dict(parameters or {}))]
 
-        try:
-            with self._session(write=write) as session:
+        def attempt(retry_time_s: float) -> list[dict[str, Any]]:
+            with self._session(write=write, retry_time_s=retry_time_s) as session:
                 return (session.execute_write if write else session.execute_read)(work)
+
+        try:
+            try:
+                return attempt(0.0)
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                if not _transient(exc):
+                    raise
+            return attempt(self.retry_time_s)
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._translate(exc, query) from exc
 
@@ -498,6 +526,15 @@ class BoltSource(GraphSource):
 
 
 _DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether the driver would retry ``exc`` and the server answered: a retryable error that is
+    not a failed or lost connection."""
+    if isinstance(exc, (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired)):
+        return False
+    retryable = getattr(exc, "is_retryable", None)
+    return bool(retryable()) if callable(retryable) else False
 
 
 def _fallback() -> Any:
