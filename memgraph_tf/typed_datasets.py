@@ -1,7 +1,7 @@
 """Typed (heterogeneous) graphs with a planted signal that only the typed structure reveals.
 
 No small real heterogeneous node-classification dataset we found may be redistributed, so the
-typed-graph work (issue 24) runs on :func:`shop_graph`, a generated shop::
+typed-graph work runs on :func:`shop_graph`, a generated shop::
 
     (:User)-[:BOUGHT]->(:Product)-[:IN]->(:Category)      (:User)-[:FOLLOWS]->(:User)
 

@@ -44,7 +44,7 @@ ALLOWED_UPWARD_TABLES = {
     # the error tree's root re-exports each package's base class by name, so that
     # ``from memgraph_tf.errors import ClientError`` works; resolved on first use only
     ("memgraph_tf.errors", "_PACKAGE_BASES"),
-    # batch inference moved from memgraph_tf.client to memgraph_tf.batch (issue 21): the old
+    # batch inference lives in memgraph_tf.batch, above the client: its
     # public names stay importable from memgraph_tf.client for one release, resolved on use
     ("memgraph_tf.client", "_MOVED_TO_BATCH"),
 }

@@ -33,7 +33,6 @@ from memgraph_tf.client.sources.config import (
     ENV_URI,
     ENV_USER,
     MAX_PROCEDURE_MEMORY_LIMIT_MB,
-    PROCEDURES,
     RETRY_TIME_S,
     SCHEMES,
     UNLIMITED,
@@ -44,16 +43,22 @@ from memgraph_tf.client.sources.config import (
 )
 from memgraph_tf.client.sources.cypher import CypherGraphAccess
 from memgraph_tf.client.sources.embedded import EmbeddedSource
-from memgraph_tf.client.sources.interface import GraphSource, to_python
+from memgraph_tf.client.sources.interface import GraphSource
 from memgraph_tf.client.sources.keyed import (
     INDEX_INFO_TTL_S,
-    PROCEDURE_PARAMS,
     keyed_call_query,
     keyed_lists,
     keyed_lookup_cypher,
     resolved_keys,
 )
 from memgraph_tf.client.sources.opening import EMBEDDED_SCHEME, connect, open_graph
+from memgraph_tf.client.sources.procedure_table import (
+    PROCEDURE_PARAMS,
+    PROCEDURES,
+    TABLE,
+    Procedure,
+    to_python,
+)
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
@@ -72,11 +77,13 @@ __all__ = [
     "PROCEDURE_PARAMS",
     "RETRY_TIME_S",
     "SCHEMES",
+    "TABLE",
     "UNLIMITED",
     "BoltSource",
     "CypherGraphAccess",
     "EmbeddedSource",
     "GraphSource",
+    "Procedure",
     "ProcedureMemory",
     "connect",
     "connect_timeout",

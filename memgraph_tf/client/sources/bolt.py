@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import neo4j
@@ -28,8 +28,8 @@ from memgraph_tf.client.errors import (
     ServerUnavailable,
 )
 from memgraph_tf.client.procedure_errors import called_procedures, translate_procedure_failure
+from memgraph_tf.client.sources import procedure_table as table
 from memgraph_tf.client.sources.config import (
-    PROCEDURES,
     RETRY_TIME_S,
     connect_timeout,
     procedure_memory,
@@ -38,15 +38,9 @@ from memgraph_tf.client.sources.config import (
     short_query,
 )
 from memgraph_tf.client.sources.cypher import CypherGraphAccess
-from memgraph_tf.client.sources.interface import (
-    GraphSource,
-    pair_args,
-    plain_options,
-    to_python,
-    typed_args,
-    typed_properties,
-)
+from memgraph_tf.client.sources.interface import GraphSource
 from memgraph_tf.client.sources.keyed import INDEX_INFO_TTL_S, keyed_call_query, keyed_lists
+from memgraph_tf.client.sources.procedure_table import PROCEDURES, Procedure, to_python
 
 logger = logging.getLogger(__name__)
 
@@ -350,9 +344,18 @@ class BoltSource(GraphSource):
                 )
         return self._use_procedures
 
-    def _call(self, procedure: str, params: dict[str, Any], fields: str) -> list[dict[str, Any]]:
+    def call_procedure(self, procedure: Procedure, args: tuple) -> Any:
+        """With the ``tf_features`` procedures (:meth:`has_procedures`): one ``CALL`` of
+        ``procedure`` (:meth:`_call`); without them: the procedure's own code on the client
+        (:data:`CLIENT_SIDE`), over plain Cypher, with the same answer for the same graph."""
+        if self.has_procedures():
+            return procedure.answer_of(self._call(procedure, dict(zip(procedure.params, args))))
+        return CLIENT_SIDE[procedure.name](self, *args)
+
+    def _call(self, procedure: Procedure, params: dict[str, Any]) -> list[dict[str, Any]]:
         """``CALL procedure($a, $b, ...) [PROCEDURE MEMORY ...] YIELD fields RETURN fields`` with
-        ``params`` in order, in a managed read transaction. The memory clause
+        ``params`` in order, in a managed read transaction (a write transaction for a write
+        procedure: Memgraph refuses one in a read transaction). The memory clause
         (:attr:`procedure_memory`) goes to Memgraph only -- a server where ``mg.procedures()``
         answers: another server's parser refuses it. A node list of integer keys under
         ``options.id_property`` (:func:`keyed_lists`) is resolved to its nodes by the same query
@@ -361,171 +364,57 @@ class BoltSource(GraphSource):
         if self._memgraph is None:
             self._probe()
         clause = f" {self.procedure_memory.clause}" if self._memgraph else ""
-        keyed = keyed_lists(procedure, params)
+        fields = ", ".join(procedure.fields)
+        run = self.write if procedure.write else self.read
+        keyed = keyed_lists(procedure.name, params)
         if keyed and all(
             self._indexed(label, params["options"]["id_property"]) for label in keyed.values()
         ):  # the keys' nodes found by the query, not by a scan in the procedure
             options = params["options"]
             query = keyed_call_query(
-                procedure, list(params), keyed, options["id_property"], clause.strip(), fields
+                procedure.name, list(params), keyed, options["id_property"], clause.strip(), fields
             )
-            return self.read(query, params)
+            return run(query, params)
         args = ", ".join(f"${name}" for name in params)
-        return self.read(f"CALL {procedure}({args}){clause} YIELD {fields} RETURN {fields}", params)
+        return run(f"CALL {procedure.name}({args}){clause} YIELD {fields} RETURN {fields}", params)
 
-    def pack_blob_b64(
-        self,
-        node_ids: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        node_ids, properties, options = (
-            to_python(list(node_ids)),
-            list(properties),
-            plain_options(options),
-        )
-        if self.has_procedures():
-            rows = self._call(
-                "tf_features.pack",
-                {"nodes": node_ids, "properties": properties, "options": options},
-                "blob",
-            )
-            return rows[0]["blob"]
-        return _fallback().pack_b64(CypherGraphAccess.factory(self), node_ids, properties, options)
+    def access_factory(self) -> Callable[[Any], CypherGraphAccess]:
+        """The procedures' graph access over plain Cypher on this source (per call options)."""
+        return CypherGraphAccess.factory(self)
 
-    def sample_blob_b64(
-        self,
-        seeds: Sequence[int],
-        fanouts: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        seeds, fanouts, properties, options = (
-            to_python(list(seeds)),
-            to_python(list(fanouts)),
-            list(properties),
-            plain_options(options),
-        )
-        if self.has_procedures():
-            rows = self._call(
-                "tf_features.sample",
-                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
-                "blob",
-            )
-            return rows[0]["blob"]
-        return _fallback().sample_b64(
-            CypherGraphAccess.factory(self), seeds, fanouts, properties, options
-        )
-
-    def sample_blobs_per_node_b64(
-        self,
-        seeds: Sequence[int],
-        fanouts: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> list[str]:
-        seeds, fanouts, properties, options = (
-            to_python(list(seeds)),
-            to_python(list(fanouts)),
-            list(properties),
-            plain_options(options),
-        )
-        if self.has_procedures():
-            rows = self._call(
-                "tf_features.sample_per_node",
-                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
-                "node_id, blob",
-            )
-            return [row["blob"] for row in rows]
-        return _fallback().sample_per_node_b64(
-            CypherGraphAccess.factory(self), seeds, fanouts, properties, options
-        )
-
-    def describe(
-        self, properties: Sequence[str], options: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        properties, options = list(properties), plain_options(options)
-        if self.has_procedures():
-            rows = self._call(
-                "tf_features.describe",
-                {"properties": properties, "options": options},
-                _DESCRIBE_FIELDS,
-            )
-            return dict(rows[0])
-        return _fallback().describe(CypherGraphAccess.factory(self), properties, options)
-
-    def sample_typed_b64(
-        self,
-        seeds: Sequence[int],
-        num_neighbors: Mapping[str, Sequence[int]],
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        seeds, num_neighbors, properties, options = typed_args(
-            seeds, num_neighbors, properties, options
-        )
-        if self.has_procedures():
-            params = {
-                "seeds": seeds,
-                "num_neighbors": num_neighbors,
-                "properties": properties,
-                "options": options,
-            }
-            return self._call("tf_features.sample_typed", params, "blob")[0]["blob"]
-        data, _ = _fallback().sample_typed(
-            self._typed_graph(), seeds, num_neighbors, properties, options
-        )
-        return blob.b64encode(data)
-
-    def schema(
-        self,
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        properties, options = typed_properties(properties), plain_options(options)
-        if self.has_procedures():
-            params = {"properties": properties, "options": options}
-            return dict(self._call("tf_features.schema", params, "labels, relationships")[0])
-        return _fallback().schema(self._typed_graph(), properties, options)
-
-    def _typed_graph(self) -> Any:
+    def typed_graph(self) -> Any:
         """The client-side typed graph (metagraph queries and typed reads over plain Cypher)."""
-        return _fallback().CypherTypedGraph(self, CypherGraphAccess.factory(self), quote_name)
+        return _fallback().CypherTypedGraph(self, self.access_factory(), quote_name)
 
-    def sample_pairs_b64(
-        self,
-        sources: Sequence[int],
-        targets: Sequence[int],
-        num_neighbors: Mapping[str, Any],
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        args = pair_args(sources, targets, num_neighbors, properties, options)
-        if self.has_procedures():
-            names = ("sources", "targets", "num_neighbors", "properties", "options")
-            return self._call("tf_features.sample_pairs", dict(zip(names, args)), "blob")[0]["blob"]
-        data, _ = _fallback().sample_pairs(self._pair_graph(), *args)
-        return blob.b64encode(data)
-
-    def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
-        options = plain_options(options)
-        if self.has_procedures():  # a write procedure: Memgraph refuses it in a read transaction
-            fields = "train, val, test, relationships"
-            clause = f" {self.procedure_memory.clause}" if self._memgraph else ""
-            rows = self.write(
-                f"CALL tf_features.split_edges($pattern, $options){clause} YIELD {fields} "
-                f"RETURN {fields}",
-                {"pattern": pattern, "options": options},
-            )
-            return dict(rows[0])
-        return _fallback().split_edges(self._pair_graph(), pattern, options)
-
-    def _pair_graph(self) -> Any:
+    def pair_graph(self) -> Any:
         """The client-side typed graph that also lists and marks relationships (split_edges)."""
-        return _fallback().CypherPairGraph(self, CypherGraphAccess.factory(self), quote_name)
+        return _fallback().CypherPairGraph(self, self.access_factory(), quote_name)
 
 
-_DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
+def _client_blob(answer: tuple[bytes, Any]) -> str:
+    """The base64url text of a client-side sampler's ``(blob, count)``."""
+    return blob.b64encode(answer[0])
+
+
+CLIENT_SIDE: dict[str, Callable[..., Any]] = {
+    table.PACK.name: lambda s, *a: _fallback().pack_b64(s.access_factory(), *a),
+    table.SAMPLE.name: lambda s, *a: _fallback().sample_b64(s.access_factory(), *a),
+    table.SAMPLE_PER_NODE.name: lambda s, *a: _fallback().sample_per_node_b64(
+        s.access_factory(), *a
+    ),
+    table.DESCRIBE.name: lambda s, *a: _fallback().describe(s.access_factory(), *a),
+    table.SAMPLE_TYPED.name: lambda s, *a: _client_blob(
+        _fallback().sample_typed(s.typed_graph(), *a)
+    ),
+    table.SCHEMA.name: lambda s, *a: _fallback().schema(s.typed_graph(), *a),
+    table.SAMPLE_PAIRS.name: lambda s, *a: _client_blob(
+        _fallback().sample_pairs(s.pair_graph(), *a)
+    ),
+    table.SPLIT_EDGES.name: lambda s, *a: _fallback().split_edges(s.pair_graph(), *a),
+}
+"""Per procedure of the table, its answer computed on the client by the procedure's own code
+(:mod:`memgraph_tf.client._fallback`) over a :class:`BoltSource`'s plain Cypher: ``(source,
+*plain arguments) -> answer``."""
 
 
 def _transient(exc: BaseException) -> bool:

@@ -50,13 +50,6 @@ DEFAULT_DRIVER_OPTIONS: dict[str, Any] = {"keep_alive": True}
 """Driver settings :func:`connect` uses unless ``driver_options`` overrides them (besides the
 timeouts it derives from ``connect_timeout_s`` and :data:`RETRY_TIME_S`)."""
 
-PROCEDURES = (
-    "tf_features.pack",
-    "tf_features.sample",
-    "tf_features.sample_per_node",
-    "tf_features.describe",
-)
-
 ENV_PROCEDURE_MEMORY = "MEMGRAPH_TF_PROCEDURE_MEMORY_LIMIT_MB"
 UNLIMITED = "unlimited"
 _MB = 1024 * 1024  # Memgraph's MB in PROCEDURE MEMORY LIMIT n MB (VisitMemoryLimit: 1024 * 1024)
