@@ -42,7 +42,7 @@ from memgraph_tf.embedded._runtime import (
     procedure_memory_clause,
 )
 
-_log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def _is_int(value: Any) -> bool:
@@ -179,6 +179,20 @@ class EmbeddedGraph:
         value = self._store.vprops[node_id].get(key)
         return default if value is None else _runtime.load_value(value)
 
+    def add_label(self, node_id: int, label: str) -> None:
+        """Cypher's ``SET n:label`` (vector indexes on ``label`` take the node in)."""
+        self._check_node(node_id)
+        labels = self._store.labels[node_id]
+        if label not in labels:
+            self._store.set_labels(node_id, [*labels, label])
+
+    def remove_label(self, node_id: int, label: str) -> None:
+        """Cypher's ``REMOVE n:label``."""
+        self._check_node(node_id)
+        labels = self._store.labels[node_id]
+        if label in labels:
+            self._store.set_labels(node_id, [n for n in labels if n != label])
+
     def labels(self, node_id: int) -> list[str]:
         self._check_node(node_id)
         return list(self._store.labels[node_id])
@@ -282,7 +296,7 @@ class EmbeddedGraph:
         )
         self.notifications = [indexes.create(spec)]
         if not self.notifications[0].startswith("Created"):
-            _log.warning("%s", self.notifications[0])
+            logger.warning("%s", self.notifications[0])
         return []
 
     def _vector_indexes(self) -> Any:
