@@ -323,7 +323,7 @@ class VectorIndexes:
             value = self._properties(vid).get(spec.property)
             if value is None:
                 continue
-            updates.append((vid, self._checked(spec, value, strict=True)))
+            updates.append((vid, self._checked(spec, vid, value, strict=True)))
         for vid, vector in updates:
             item.put(vid, vector)
         self._items[spec.name] = item
@@ -387,14 +387,22 @@ class VectorIndexes:
         return rows
 
     # -- hooks the store calls ---------------------------------------------------------------
-    def _checked(self, spec: VectorIndexSpec, value: Any, *, strict: bool) -> list[float]:
+    def _checked(self, spec: VectorIndexSpec, vid: int, value: Any, *, strict: bool) -> list[float]:
+        """``value`` as the vector ``spec`` takes ([] for null; a non-list is [] unless
+        ``strict``); raises Memgraph's message, then which node, property and index."""
         vector = to_vector(value)
         if vector is None:
             if not strict:
                 return []
-            raise VectorIndexError(NOT_A_NUMBER_LIST)
+            raise VectorIndexError(
+                f"{NOT_A_NUMBER_LIST} (node {vid}, property {spec.property!r}, index "
+                f"{spec.name!r}: got {_short(value)})"
+            )
         if vector and len(vector) != spec.dimension:
-            raise VectorIndexError(WRONG_DIMENSION)
+            raise VectorIndexError(
+                f"{WRONG_DIMENSION} (node {vid}, property {spec.property!r}: {len(vector)} "
+                f"values, index {spec.name!r} has dimension {spec.dimension})"
+            )
         return vector
 
     def _covering(self, labels: Iterable[str], key: str) -> list[_Item]:
@@ -421,10 +429,9 @@ class VectorIndexes:
         if not items:
             return _nothing
         is_list = isinstance(value, (list, tuple))
-        vector = self._checked(items[0].spec, value, strict=is_list) if is_list else []
-        for item in items:
-            if vector and len(vector) != item.spec.dimension:
-                raise VectorIndexError(WRONG_DIMENSION)
+        vector = self._checked(items[0].spec, vid, value, strict=is_list) if is_list else []
+        for item in items[1:]:
+            self._checked(item.spec, vid, value, strict=is_list)
 
         def apply() -> None:
             for item in items:
@@ -452,7 +459,7 @@ class VectorIndexes:
                 continue
             before, after = f.matches(old), f.matches(labels)
             if after and not before:
-                joins.append((item, self._checked(item.spec, value, strict=True)))
+                joins.append((item, self._checked(item.spec, vid, value, strict=True)))
             elif before and not after:
                 leaves.append(item)
 
@@ -477,6 +484,11 @@ class VectorIndexes:
                 vector = to_vector(self._properties(vid).get(item.spec.property))
                 if vector and len(vector) == item.spec.dimension:
                     item.put(vid, vector)
+
+
+def _short(value: Any) -> str:
+    text = repr(list(value) if isinstance(value, tuple) else value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _nothing() -> None:
