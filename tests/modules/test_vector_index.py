@@ -118,7 +118,11 @@ def test_wrong_dimension_is_refused_and_node_not_created() -> None:
     """vector_search.feature "Vector index raises error on property with wrong dimension";
     message from vector_index_utils.hpp UpdateVectorIndex."""
     g = graph_with_index()
-    with pytest.raises(VectorIndexError, match="same number of dimensions as specified"):
+    with pytest.raises(
+        VectorIndexError,
+        match=r"same number of dimensions as specified in the index\. \(node 0, property "
+        r"'prop1': 3 values, index 'test_index' has dimension 2\)",
+    ):
         g.add_node(["L1"], {"prop1": [1.1, 1.1, 1.1]})
     assert g.node_count == 0
     assert size(g) == 0
