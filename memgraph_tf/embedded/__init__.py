@@ -258,7 +258,8 @@ class EmbeddedGraph:
         memory_limit_bytes: int | types.EllipsisType | None = ...,
     ) -> list[dict[str, Any]]:
         """``CALL procedure_name(*args) [PROCEDURE MEMORY ...] YIELD *``: one dict per record
-        (nodes as :class:`NodeRef`).
+        (nodes as :class:`NodeRef`). Memgraph's ``vector_search.search`` and
+        ``vector_search.show_index_info`` are built in (see :meth:`execute`).
 
         ``memory_limit_bytes``: the call's ``PROCEDURE MEMORY LIMIT`` in bytes; None is
         ``PROCEDURE MEMORY UNLIMITED``; left out, the graph's ``default_memory_limit_bytes``
