@@ -215,6 +215,10 @@ class Store:
         self._indexes: dict[tuple[str | None, str], dict[Any, list[int]]] = {}
         # while a write procedure runs: how to undo each change it made, in order
         self._undo: list[Callable[[], None]] | None = None
+        # the vector indexes kept in step with the vertices (``vector_index.VectorIndexes``):
+        # ``check_property(vid, key, value)`` and ``check_labels(vid, labels)`` raise for what
+        # Memgraph refuses and return the update to run after the write; ``resync()``
+        self.vector_indexes: Any = None
 
     def begin(self) -> None:
         """Starts journaling changes, as the transaction a write procedure runs in."""
@@ -231,6 +235,8 @@ class Store:
         for action in reversed(undo or ()):
             action()
         self.changed()
+        if self.vector_indexes is not None:
+            self.vector_indexes.resync()
 
     def _journal(self, action: Callable[[], None]) -> None:
         if self._undo is not None:
@@ -282,6 +288,17 @@ class Store:
                 index.setdefault(found, []).append(vid)
         self.out_edges.append([])
         self.in_edges.append([])
+        if self.vector_indexes is not None:  # all checked before any index changes
+            try:
+                updates = [
+                    self.vector_indexes.check_property(vid, k, v)
+                    for k, v in list(self.vprops[vid].items())
+                ]
+            except BaseException:
+                self._drop_last_vertex()
+                raise
+            for update in updates:
+                update()
         self._journal(self._drop_last_vertex)
         return vid
 
@@ -318,9 +335,15 @@ class Store:
         self.out_edges[src].pop()
         self.in_edges[dst].pop()
 
-    def set_property(self, props: dict[str, Any], key: str, value: Any) -> None:
-        """Sets ``props[key]`` (None: removes it) to ``value`` as stored."""
+    def set_property(
+        self, props: dict[str, Any], key: str, value: Any, vertex: int | None = None
+    ) -> None:
+        """Sets ``props[key]`` (None: removes it) to ``value`` as stored; ``vertex``: the id of
+        the vertex whose properties ``props`` are (the vector indexes follow its writes)."""
         stored = None if value is None else store_value(value, f"property {key!r}")
+        update = None
+        if vertex is not None and self.vector_indexes is not None:
+            update = self.vector_indexes.check_property(vertex, key, stored)
         self.changed(key)
         if self._undo is not None:
             self._undo.append(functools.partial(_restore, props, key, props.get(key)))
@@ -328,6 +351,8 @@ class Store:
             props.pop(key, None)
         else:
             props[key] = stored
+        if update is not None:
+            update()
 
     def edge_properties(self, eid: int) -> dict[str, Any]:
         """The property map of edge ``eid``, made when it has none."""
@@ -340,9 +365,14 @@ class Store:
     def set_labels(self, vid: int, labels: list[str]) -> None:
         """Replaces the labels of vertex ``vid``."""
         if labels != self.labels[vid]:
+            update = None
+            if self.vector_indexes is not None:
+                update = self.vector_indexes.check_labels(vid, labels)
             self.changed()
             self._journal(functools.partial(self.labels.__setitem__, vid, self.labels[vid]))
             self.labels[vid] = labels
+            if update is not None:
+                update()
 
 
 def _restore(props: dict[str, Any], key: str, old: Any) -> None:
@@ -783,11 +813,14 @@ class Vertex(_Handle):
 
     def set_property(self, name: str, value: Any) -> None:
         converted = property_value(self._ctx, value, name)
-        self._ctx.store.set_property(self._ctx.store.vprops[self._id], name, converted)
+        store = self._ctx.store
+        store.set_property(store.vprops[self._id], name, converted, vertex=self._id)
 
     def set_properties(self, properties: Any) -> None:
         """Memgraph 3.x (``py_module.cpp`` ``PyVertexSetProperties``)."""
-        _set_properties(self._ctx, lambda: self._ctx.store.vprops[self._id], properties)
+        _set_properties(
+            self._ctx, lambda: self._ctx.store.vprops[self._id], properties, vertex=self._id
+        )
 
     def iter_in_edges(self) -> MgpIterable:
         ctx = self._ctx
@@ -830,7 +863,12 @@ class Edge(_Handle):
         _set_properties(self._ctx, lambda: self._ctx.store.edge_properties(self._id), properties)
 
 
-def _set_properties(ctx: CallContext, props: Callable[[], dict[str, Any]], given: Any) -> None:
+def _set_properties(
+    ctx: CallContext,
+    props: Callable[[], dict[str, Any]],
+    given: Any,
+    vertex: int | None = None,
+) -> None:
     """Sets every item of the dict ``given`` (None removes), all or none: Memgraph converts the
     whole map first (a key that is no str: "Dictionary keys must be strings"), then
     ``UpdateProperties``. Anything but a dict is an empty map (``PyDict_Next`` reads nothing)."""
@@ -842,7 +880,7 @@ def _set_properties(ctx: CallContext, props: Callable[[], dict[str, Any]], given
     _check_mutable(ctx)
     target = props()
     for key, value in converted.items():
-        ctx.store.set_property(target, key, value)
+        ctx.store.set_property(target, key, value, vertex=vertex)
 
 
 _PY_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "OverflowError": OverflowError}
