@@ -49,6 +49,7 @@ from memgraph_tf.client.pipeline import (
 from memgraph_tf.client.sources import GraphSource
 from memgraph_tf.client.tasks import NodeClassification, infer_num_classes
 from memgraph_tf.client.trainer import (
+    BatchPlan,
     Sampler,
     TrainResult,
     check_schedule,
@@ -567,15 +568,7 @@ def node_sampler(
     calling the source."""
     props = list(properties)
 
-    def sample(
-        ids: np.ndarray,
-        *,
-        training: bool,
-        batch_size: int,
-        seed: int | None,
-        draws: int = 1,
-        keep: bool = False,
-    ) -> tf.data.Dataset:
+    def sample(ids: np.ndarray, plan: BatchPlan) -> tf.data.Dataset:
         rows = feature_cache is not None
         ds = sample_dataset(
             source,
@@ -583,30 +576,26 @@ def node_sampler(
             model.fanouts,
             props,
             options=options,
-            batch_size=batch_size,
-            shuffle=training,
-            seed=seed,
-            repeat=training,
             feature_cache=feature_cache,
             include_ids=False,
             decoder=decoder,
             gather_features=not rows,
-            draws=draws,
             prefetch=None if rows else tf.data.AUTOTUNE,
+            **plan.tail(),
         )
         if not rows:
             return ds
         sparse = feature_cache.sparse
-        if keep and not sparse:
+        if plan.keep and not sparse:
             ds = ds.cache()
         ds = ds.map(
             unique_rows(feature_cache, model.hops, sparse=sparse),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
-        if keep and sparse:  # sparse rows are small: keep them too, not only the ids
+        if plan.keep and sparse:  # sparse rows are small: keep them too, not only the ids
             # ... and a whole pass may be made ahead of the first evaluation
-            batches = draws * -(-len(ids) // batch_size)
+            batches = plan.draws * -(-len(ids) // plan.batch_size)
             return ds.cache().prefetch(min(batches, _EVAL_PREFETCH_MAX))
         return ds.prefetch(tf.data.AUTOTUNE)
 
@@ -746,13 +735,8 @@ def train_graphsage(
     ``tf_features.describe``'s ``num_classes``, 1 + the largest label among the nodes with
     ``options["label"]``, at least 2).
     """
-    steps, eval_every, patience, eval_draws, learning_rate = check_schedule(
-        steps=steps,
-        eval_every=eval_every,
-        patience=patience,
-        eval_draws=eval_draws,
-        learning_rate=learning_rate,
-    )
+    schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
+    steps, eval_every, patience, eval_draws, learning_rate = schedule
     opts = training_options(options, label_property)
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)

@@ -56,6 +56,7 @@ from memgraph_tf.client.pipeline import FeatureCache, call_batches, unpacker
 from memgraph_tf.client.tasks import LinkPrediction
 from memgraph_tf.client.trainer import (
     RANKING_STREAM,
+    BatchPlan,
     Sampler,
     check_schedule,
     fit_task,
@@ -637,34 +638,22 @@ def pair_sampler(
     them); the others carry the pairs alone (``keep_pair_edges_eval``: the ablation, on them);
     ``keep`` caches the batches of a seeded pipeline (the same neighbourhoods every pass)."""
 
-    def sample(
-        pairs: np.ndarray,
-        *,
-        training: bool,
-        batch_size: int,
-        seed: int | None,
-        draws: int = 1,
-        keep: bool = False,
-    ) -> tf.data.Dataset:
+    def sample(pairs: np.ndarray, plan: BatchPlan) -> tf.data.Dataset:
         ds = pair_sample_dataset(
             source,
             model,
             pairs,
             properties,
             options=options,
-            negatives=negatives if training else 0,
-            batch_size=batch_size,
-            shuffle=training,
-            seed=seed,
-            repeat=training,
-            draws=draws,
+            negatives=negatives if plan.training else 0,
             feature_caches=feature_caches,
-            keep_pair_edges=keep_pair_edges if training else keep_pair_edges_eval,
+            keep_pair_edges=keep_pair_edges if plan.training else keep_pair_edges_eval,
             decoder=decoder,
-            num_parallel_calls=tf.data.AUTOTUNE if training else None,
+            num_parallel_calls=tf.data.AUTOTUNE if plan.training else None,
             rows=rows,
+            **plan.tail(),
         )
-        return ds.cache() if keep and seed is not None else ds
+        return ds.cache() if plan.keep and plan.seed is not None else ds
 
     return sample
 
@@ -957,13 +946,8 @@ def train_link_predictor(
 
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
-    steps, eval_every, patience, eval_draws, learning_rate = check_schedule(
-        steps=steps,
-        eval_every=eval_every,
-        patience=patience,
-        eval_draws=eval_draws,
-        learning_rate=learning_rate,
-    )
+    schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
+    steps, eval_every, patience, eval_draws, learning_rate = schedule
     negatives = positive_int("negatives", negatives)
     target_label = target_label or source_label
     opts = training_options(options, "label")

@@ -48,11 +48,15 @@ class Task:
 
     def loss(self, batch: Mapping[str, Any], outputs: Any) -> Any:
         """The batch's mean loss (a scalar tensor), before the model's regularisation losses."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__}.loss: expected a Task subclass to define it"
+        )
 
     def train_metric(self, batch: Mapping[str, Any], outputs: Any) -> Any:
         """The training figure recorded per step (``train_accuracy``; a scalar tensor)."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__}.train_metric: expected a Task subclass to define it"
+        )
 
     def predictions(self, outputs: Any) -> Any:
         """The predictions from the raw outputs (default: the outputs themselves)."""
@@ -60,7 +64,9 @@ class Task:
 
     def figures(self, predictions: np.ndarray, truth: np.ndarray) -> dict[str, float]:
         """The validation figures (:attr:`metric_keys`) of the predictions averaged over draws."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__}.figures: expected a Task subclass to define it"
+        )
 
     def check_batch(self, batch: Mapping[str, Any]) -> None:
         """Raises :class:`ConfigurationError` for a training batch the task cannot learn from."""

@@ -53,7 +53,7 @@ def seed_run(seed: int | None) -> None:
 
 
 def check_schedule(
-    *, steps: Any, eval_every: Any, patience: Any, eval_draws: Any, learning_rate: Any
+    steps: Any, eval_every: Any, patience: Any, eval_draws: Any, learning_rate: Any
 ) -> tuple[int, int, int, int, float]:
     """``(steps, eval_every, patience, eval_draws, learning_rate)`` checked: integers >= 1 and a
     number > 0 (:class:`ConfigurationError` naming the first bad one)."""
@@ -80,23 +80,36 @@ def training_options(options: Mapping[str, Any] | None, label_property: str) -> 
     return opts
 
 
-class Sampler(Protocol):
-    """A model's batches of ``items`` (seed ids or pairs) as a ``tf.data.Dataset`` of dicts the
-    model's ``batch_logits`` reads: with ``training``, shuffled (by ``seed``) and repeated for
-    good, else ``draws`` passes in order; each batch's sampling keyed by ``seed`` and the batch's
-    index; with ``keep``, the sampled neighbourhoods kept after the first pass (replayed, not
-    sampled again) where the sampler can keep them."""
+class BatchPlan(NamedTuple):
+    """How a :class:`Sampler` batches its items: ``batch_size`` items a batch; sampling keyed by
+    ``seed`` and each batch's index; ``training``: shuffled (by ``seed``) and repeated for good,
+    else ``draws`` passes in order; ``keep``: the sampled neighbourhoods kept after the first
+    pass (replayed, not sampled again) where the sampler can keep them."""
 
-    def __call__(
-        self,
-        items: np.ndarray,
-        *,
-        training: bool,
-        batch_size: int,
-        seed: int | None,
-        draws: int = 1,
-        keep: bool = False,
-    ) -> tf.data.Dataset: ...
+    batch_size: int
+    seed: int | None
+    training: bool = False
+    draws: int = 1
+    keep: bool = False
+
+    def tail(self) -> dict[str, Any]:
+        """The plan as :func:`~memgraph_tf.client.pipeline.call_batches`' (and the samplers'
+        dataset functions') keyword arguments ``batch_size``, ``seed``, ``shuffle``, ``repeat``,
+        ``draws``."""
+        return {
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "shuffle": self.training,
+            "repeat": self.training,
+            "draws": self.draws,
+        }
+
+
+class Sampler(Protocol):
+    """A model's batches of ``items`` (seed ids or pairs) under a :class:`BatchPlan`, as a
+    ``tf.data.Dataset`` of dicts the model's ``batch_logits`` reads."""
+
+    def __call__(self, items: np.ndarray, plan: BatchPlan) -> tf.data.Dataset: ...
 
 
 def average_draws(parts: list[np.ndarray], draws: int, n: int) -> np.ndarray:
@@ -141,13 +154,7 @@ def predict_task(
     stream of ``seed``); with ``with_truth`` also the truth the first draw's batches carry
     (``task.labels_key``). All draws run through one pipeline and one traced call."""
     draws = positive_int("draws", draws)
-    ds = sampler(
-        items,
-        training=False,
-        batch_size=batch_size,
-        seed=stream_seed(seed, PREDICTION_STREAM),
-        draws=draws,
-    )
+    ds = sampler(items, BatchPlan(batch_size, stream_seed(seed, PREDICTION_STREAM), draws=draws))
     infer = prediction_fn(model, task)
     parts, truth = [], []
     for batch in ds:
@@ -180,7 +187,7 @@ def fit_task(
     """Trains the built ``model`` for ``task`` (arguments checked by :func:`check_schedule`):
     Adam with ``learning_rate`` over ``task.variables(model)``, ``task.loss`` plus the model's
     regularisation losses, up to ``steps`` steps of ``batch_size`` training items (``sampler``
-    with ``training``, seeded by ``seed``), each batch checked by ``task.check_batch``. With
+    training plan, seeded by ``seed``), each batch checked by ``task.check_batch``. With
     ``val_items``, every ``eval_every`` steps ``task.figures`` of the predictions averaged over
     ``eval_draws`` draws against ``val_truth`` (None: the truth the batches carry); the validation
     pipeline is sampled with the validation stream of ``seed`` and kept (the same
@@ -194,7 +201,7 @@ def fit_task(
     variables = task.variables(model)
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     optimizer.build(variables)  # its slots now: the step is traced once
-    train_ds = sampler(train_items, training=True, batch_size=batch_size, seed=seed)
+    train_ds = sampler(train_items, BatchPlan(batch_size, seed, training=True))
     train_ds = without_autotune(train_ds)  # abandoned in flight by early stopping
 
     # traced once each: the batch specs fix every shape but the batch's
@@ -237,14 +244,8 @@ def _validation(
     seed: int | None,
 ) -> Any:
     """:func:`fit_task`'s evaluation: a function returning the validation figures."""
-    val_ds = sampler(
-        items,
-        training=False,
-        batch_size=EVAL_BATCH_SIZE,
-        seed=stream_seed(seed, VALIDATION_STREAM),
-        draws=draws,
-        keep=True,
-    )
+    plan = BatchPlan(EVAL_BATCH_SIZE, stream_seed(seed, VALIDATION_STREAM), draws=draws, keep=True)
+    val_ds = sampler(items, plan)
     with_truth = truth is None
 
     @tf.function(input_signature=[val_ds.element_spec], autograph=False)

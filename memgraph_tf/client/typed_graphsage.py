@@ -45,6 +45,7 @@ from memgraph_tf.client.graphsage import accuracy_figures
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
 from memgraph_tf.client.tasks import NodeClassification, infer_num_classes
 from memgraph_tf.client.trainer import (
+    BatchPlan,
     Sampler,
     TrainResult,
     check_schedule,
@@ -702,15 +703,7 @@ def typed_sampler(
     props = {label: names for label, names in properties.items() if model.feature_dims.get(label)}
     widths = {label: model.feature_dims[label] for label in props}
 
-    def sample(
-        ids: np.ndarray,
-        *,
-        training: bool,
-        batch_size: int,
-        seed: int | None,
-        draws: int = 1,
-        keep: bool = False,
-    ) -> tf.data.Dataset:
+    def sample(ids: np.ndarray, plan: BatchPlan) -> tf.data.Dataset:
         ds = typed_sample_dataset(
             source,
             model.spec,
@@ -719,15 +712,11 @@ def typed_sampler(
             widths,
             options=options,
             dtype=model.feature_dtype,
-            batch_size=batch_size,
-            shuffle=training,
-            seed=seed,
-            repeat=training,
-            draws=draws,
             decoder=decoder,
-            num_parallel_calls=tf.data.AUTOTUNE if training else None,
+            num_parallel_calls=tf.data.AUTOTUNE if plan.training else None,
+            **plan.tail(),
         )
-        return ds.cache() if keep and seed is not None else ds
+        return ds.cache() if plan.keep and plan.seed is not None else ds
 
     return sample
 
@@ -869,13 +858,8 @@ def train_typed_graphsage(
     :func:`~memgraph_tf.serving.export.export_bundle`; labels must be integers in
     ``0..num_classes-1`` (``num_classes`` default: ``tf_features.describe``'s over the
     ``seed_label`` nodes, at least 2). A homogeneous graph is the one-label, one-step case."""
-    steps, eval_every, patience, eval_draws, learning_rate = check_schedule(
-        steps=steps,
-        eval_every=eval_every,
-        patience=patience,
-        eval_draws=eval_draws,
-        learning_rate=learning_rate,
-    )
+    schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
+    steps, eval_every, patience, eval_draws, learning_rate = schedule
     spec = typed_spec(seed_label, num_neighbors)
     opts = training_options(options, label_property)
     given = opts.get("label")
