@@ -47,14 +47,14 @@ from memgraph_tf.client.pipeline import (
     unique_rows,
 )
 from memgraph_tf.client.sources import GraphSource
-from memgraph_tf.client.tasks import NodeClassification, infer_num_classes
+from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
 from memgraph_tf.client.trainer import (
     BatchPlan,
     Sampler,
     TrainResult,
     check_schedule,
     fit_task,
-    predict_task,
+    predict_class_probabilities,
     seed_run,
     training_options,
 )
@@ -626,19 +626,15 @@ def predict_proba(
     sampler = node_sampler(
         model, source, properties, options, feature_cache=feature_cache, decoder=decoder
     )
-    out = predict_task(
+    return predict_class_probabilities(
         model,
-        NodeClassification(model.num_classes),
         sampler,
-        np.asarray(node_ids, dtype=np.int64),
+        node_ids,
         draws=draws,
         batch_size=batch_size,
         seed=seed,
-        with_truth=with_labels,
+        with_labels=with_labels,
     )
-    if not with_labels:
-        return out.astype(np.float32)
-    return out[0].astype(np.float32), out[1]
 
 
 def evaluate(
@@ -673,12 +669,6 @@ def evaluate(
         with_labels=True,
     )
     return accuracy_figures(probs, labels)
-
-
-def accuracy_figures(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """``{"accuracy", "num_nodes"}`` of class probabilities ``[n, c]`` against ``labels``."""
-    accuracy = float(np.mean(np.argmax(probs, axis=1) == labels))
-    return {"accuracy": accuracy, "num_nodes": float(len(labels))}
 
 
 def train_graphsage(
@@ -736,7 +726,6 @@ def train_graphsage(
     ``options["label"]``, at least 2).
     """
     schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
-    steps, eval_every, patience, eval_draws, learning_rate = schedule
     opts = training_options(options, label_property)
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
@@ -770,11 +759,7 @@ def train_graphsage(
         train_ids,
         val_ids,
         batch_size=batch_size,
-        learning_rate=learning_rate,
-        steps=steps,
-        eval_every=eval_every,
-        eval_draws=eval_draws,
-        patience=patience,
+        schedule=schedule,
         seed=seed,
         progress=progress,
     )

@@ -947,7 +947,6 @@ def train_link_predictor(
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
     schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
-    steps, eval_every, patience, eval_draws, learning_rate = schedule
     negatives = positive_int("negatives", negatives)
     target_label = target_label or source_label
     opts = training_options(options, "label")
@@ -993,11 +992,7 @@ def train_link_predictor(
         val_pairs,
         val_labels,
         batch_size=batch_size,
-        learning_rate=learning_rate,
-        steps=steps,
-        eval_every=eval_every,
-        eval_draws=eval_draws,
-        patience=patience,
+        schedule=schedule,
         seed=seed,
         progress=progress,
     )

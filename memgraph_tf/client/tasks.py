@@ -146,6 +146,12 @@ class LinkPrediction(Task):
         return model.trainable_link_variables()
 
 
+def accuracy_figures(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """``{"accuracy", "num_nodes"}`` of class probabilities ``[n, c]`` against ``labels``."""
+    accuracy = float(np.mean(np.argmax(probs, axis=1) == labels))
+    return {"accuracy": accuracy, "num_nodes": float(len(labels))}
+
+
 def infer_num_classes(source: Any, label_property: str, options: Mapping[str, Any]) -> int:
     """``tf_features.describe``'s ``num_classes`` for ``label_property`` over the nodes (with
     ``options["label"]``), at least 2; raises :class:`ConfigurationError` when no node has a

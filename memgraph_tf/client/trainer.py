@@ -28,7 +28,7 @@ from memgraph_tf.client.checks import positive_int, positive_number
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import without_autotune
 from memgraph_tf.client.steps import fit_steps
-from memgraph_tf.client.tasks import Task
+from memgraph_tf.client.tasks import NodeClassification, Task
 
 PREDICTION_STREAM = 0
 """The :func:`stream_seed` stream of prediction and evaluation pipelines."""
@@ -52,12 +52,24 @@ def seed_run(seed: int | None) -> None:
         keras.utils.set_random_seed(seed)
 
 
+class Schedule(NamedTuple):
+    """A training run's schedule (:func:`check_schedule` makes a checked one): up to ``steps``
+    steps, an evaluation every ``eval_every`` steps averaged over ``eval_draws`` draws, early
+    stopping after ``patience`` steps without a gain, Adam with ``learning_rate``."""
+
+    steps: int
+    eval_every: int
+    patience: int
+    eval_draws: int
+    learning_rate: float
+
+
 def check_schedule(
     steps: Any, eval_every: Any, patience: Any, eval_draws: Any, learning_rate: Any
-) -> tuple[int, int, int, int, float]:
-    """``(steps, eval_every, patience, eval_draws, learning_rate)`` checked: integers >= 1 and a
-    number > 0 (:class:`ConfigurationError` naming the first bad one)."""
-    return (
+) -> Schedule:
+    """The :class:`Schedule` of these values checked: integers >= 1 and a number > 0
+    (:class:`ConfigurationError` naming the first bad one)."""
+    return Schedule(
         positive_int("steps", steps),
         positive_int("eval_every", eval_every),
         positive_int("patience", patience),
@@ -167,6 +179,33 @@ def predict_task(
     return mean, np.concatenate(truth)[: len(items)]
 
 
+def predict_class_probabilities(
+    model: Any,
+    sampler: Sampler,
+    items: Any,
+    *,
+    draws: int,
+    batch_size: int,
+    seed: int | None,
+    with_labels: bool,
+) -> Any:
+    """A node classifier's class probabilities (float32 ``[n, num_classes]``) for ``items`` by
+    :func:`predict_task`, and with ``with_labels`` the labels the batches carry."""
+    out = predict_task(
+        model,
+        NodeClassification(model.num_classes),
+        sampler,
+        np.asarray(items, dtype=np.int64),
+        draws=draws,
+        batch_size=batch_size,
+        seed=seed,
+        with_truth=with_labels,
+    )
+    if not with_labels:
+        return out.astype(np.float32)
+    return out[0].astype(np.float32), out[1]
+
+
 def fit_task(
     model: Any,
     task: Task,
@@ -175,18 +214,14 @@ def fit_task(
     val_items: np.ndarray | None = None,
     val_truth: np.ndarray | None = None,
     *,
+    schedule: Schedule,
     batch_size: int,
-    learning_rate: float,
-    steps: int,
-    eval_every: int,
-    eval_draws: int,
-    patience: int,
     seed: int | None,
     progress: bool,
 ) -> tuple[dict[str, list[float]], int, float | None]:
-    """Trains the built ``model`` for ``task`` (arguments checked by :func:`check_schedule`):
-    Adam with ``learning_rate`` over ``task.variables(model)``, ``task.loss`` plus the model's
-    regularisation losses, up to ``steps`` steps of ``batch_size`` training items (``sampler``
+    """Trains the built ``model`` for ``task`` on the ``schedule`` (:func:`check_schedule`):
+    Adam with its ``learning_rate`` over ``task.variables(model)``, ``task.loss`` plus the model's
+    regularisation losses, up to its ``steps`` steps of ``batch_size`` training items (``sampler``
     training plan, seeded by ``seed``), each batch checked by ``task.check_batch``. With
     ``val_items``, every ``eval_every`` steps ``task.figures`` of the predictions averaged over
     ``eval_draws`` draws against ``val_truth`` (None: the truth the batches carry); the validation
@@ -198,6 +233,7 @@ def fit_task(
     Guarantees: one traced training step and one traced validation step (nothing is traced after
     the first evaluation); returns :func:`~memgraph_tf.client.steps.fit_steps`' ``(history,
     best_step, best)``."""
+    steps, eval_every, patience, eval_draws, learning_rate = schedule
     variables = task.variables(model)
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     optimizer.build(variables)  # its slots now: the step is traced once

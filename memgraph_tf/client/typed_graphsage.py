@@ -30,27 +30,18 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import layout
+from memgraph_tf.client import encoder
 from memgraph_tf.client.checks import positive_int
-from memgraph_tf.client.encoder import (
-    csr_table,
-    layer_output,
-    masked_mean,
-    rows_mean,
-    sparse_matmul,
-    sparse_rows,
-    sparse_rows_mean,
-)
 from memgraph_tf.client.errors import ConfigurationError
-from memgraph_tf.client.graphsage import accuracy_figures
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
-from memgraph_tf.client.tasks import NodeClassification, infer_num_classes
+from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
 from memgraph_tf.client.trainer import (
     BatchPlan,
     Sampler,
     TrainResult,
     check_schedule,
     fit_task,
-    predict_task,
+    predict_class_probabilities,
     seed_run,
     training_options,
 )
@@ -351,7 +342,7 @@ class TypedGraphSAGE(keras.Model):
         """Layer ``k``'s output for ``label`` from its self and neighbour transforms."""
         out = keras.ops.concatenate([own, neigh], axis=-1)
         bias = self.biases[f"bias_{k}_{_key(label)}"]
-        return layer_output(out, bias, keras.ops.relu, self.normalize_hidden)
+        return encoder.layer_output(out, bias, keras.ops.relu, self.normalize_hidden)
 
     def _layers_from(
         self,
@@ -379,7 +370,7 @@ class TypedGraphSAGE(keras.Model):
                         )
                         m = masks[key][:, group.offset : group.offset + group.size]
                         m = keras.ops.reshape(m, (batch, group.parents, group.fanout))
-                        mean = self.drop(masked_mean(child, m), training=training)
+                        mean = self.drop(encoder.masked_mean(child, m), training=training)
                         neigh = neigh + self.neigh_dense[f"neigh_{k}_{_key(str(group.step))}"](mean)
                     updated[(h, label)] = self._layer_out(k, label, own, neigh)
             reps = updated
@@ -429,7 +420,7 @@ class TypedGraphSAGE(keras.Model):
             if key not in products:
                 r = rows[label]
                 if isinstance(r, tf.SparseTensor):
-                    products[key] = sparse_matmul(label_rows(label), dense.kernel)
+                    products[key] = encoder.sparse_matmul(label_rows(label), dense.kernel)
                 else:
                     products[key] = tf.matmul(tf.cast(r, tf.float32), dense.kernel)
             return products[key]
@@ -437,7 +428,7 @@ class TypedGraphSAGE(keras.Model):
         def table(label: str) -> Any:  # the sparse rows in CSR form (entries row-major)
             if label not in csr:
                 r = label_rows(label)
-                csr[label] = csr_table(
+                csr[label] = encoder.csr_table(
                     r.indices, r.values, r.dense_shape[0], self.feature_dims[label]
                 )
             return csr[label]
@@ -456,7 +447,7 @@ class TypedGraphSAGE(keras.Model):
             part = tf.SparseTensor(
                 part.indices, self.drop(part.values, training=True), part.dense_shape
             )
-            return sparse_matmul(part, dense.kernel)
+            return encoder.sparse_matmul(part, dense.kernel)
 
         k = 1
         reps: dict[tuple[int, str], Any] = {}
@@ -471,7 +462,7 @@ class TypedGraphSAGE(keras.Model):
                     own = tf.gather(product(label, dense), index[(h, label)])
                 else:
                     flat = tf.reshape(index[(h, label)], [-1])
-                    own = dropped(sparse_rows(*table(label), flat), dense)
+                    own = dropped(encoder.sparse_rows(*table(label), flat), dense)
                     own = tf.reshape(own, [batch, slots, dense.units])
                 neigh = tf.zeros_like(own)
                 for group in self.layout.children(h, label):
@@ -487,17 +478,19 @@ class TypedGraphSAGE(keras.Model):
                             child[:, part, :],
                             (batch, group.parents, group.fanout, child.shape[-1]),
                         )
-                        mean = self.drop(masked_mean(child, m), training=training)
+                        mean = self.drop(encoder.masked_mean(child, m), training=training)
                         neigh = neigh + dense(mean)
                         continue
                     children = tf.reshape(index[key][:, part], (batch, group.parents, group.fanout))
                     valid = m > 0
                     if not drop:
-                        neigh = neigh + rows_mean(product(right, dense), children, valid)
+                        neigh = neigh + encoder.rows_mean(product(right, dense), children, valid)
                     else:
                         flat = tf.reshape(children, [-1, group.fanout])
                         flat_valid = tf.reshape(valid, [-1, group.fanout])
-                        mean = dropped(sparse_rows_mean(*table(right), flat, flat_valid), dense)
+                        mean = dropped(
+                            encoder.sparse_rows_mean(*table(right), flat, flat_valid), dense
+                        )
                         neigh = neigh + tf.reshape(mean, [batch, group.parents, dense.units])
                 reps[(h, label)] = self._layer_out(k, label, own, neigh)
         return self._layers_from(reps, float_masks, batch, 2, training)
@@ -739,19 +732,15 @@ def predict_typed_proba(
     the labels the blobs carry (``options["label_property"]`` must be set). The prediction loop is
     :func:`~memgraph_tf.client.trainer.predict_task`'s."""
     props = typed_properties(model.spec, properties or model.properties or ["features"])
-    out = predict_task(
+    return predict_class_probabilities(
         model,
-        NodeClassification(model.num_classes),
         typed_sampler(model, source, props, options, decoder=decoder),
-        np.asarray(node_ids, dtype=np.int64),
+        node_ids,
         draws=draws,
         batch_size=batch_size,
         seed=seed,
-        with_truth=with_labels,
+        with_labels=with_labels,
     )
-    if not with_labels:
-        return out.astype(np.float32)
-    return out[0].astype(np.float32), out[1]
 
 
 def evaluate_typed(
@@ -859,7 +848,6 @@ def train_typed_graphsage(
     ``0..num_classes-1`` (``num_classes`` default: ``tf_features.describe``'s over the
     ``seed_label`` nodes, at least 2). A homogeneous graph is the one-label, one-step case."""
     schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
-    steps, eval_every, patience, eval_draws, learning_rate = schedule
     spec = typed_spec(seed_label, num_neighbors)
     opts = training_options(options, label_property)
     given = opts.get("label")
@@ -906,11 +894,7 @@ def train_typed_graphsage(
         train_ids,
         val_ids,
         batch_size=batch_size,
-        learning_rate=learning_rate,
-        steps=steps,
-        eval_every=eval_every,
-        eval_draws=eval_draws,
-        patience=patience,
+        schedule=schedule,
         seed=seed,
         progress=progress,
     )

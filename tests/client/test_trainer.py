@@ -41,7 +41,8 @@ def test_checks_name_the_argument_and_keep_the_plain_type():
         rate("p", 1)
     with pytest.raises(ConfigurationError, match=r"eval_every: expected an integer >= 1, got 0"):
         check_schedule(10, 0, 5, 1, 0.01)
-    assert check_schedule(10, 2, 5, 1, 1) == (10, 2, 5, 1, 1.0)
+    schedule = check_schedule(10, 2, 5, np.int64(1), 1)
+    assert schedule == (10, 2, 5, 1, 1.0) and schedule.learning_rate == 1.0
 
 
 def test_the_seed_rule_gives_each_pipeline_of_a_run_its_own_stream():
@@ -151,12 +152,8 @@ def test_a_regression_task_trains_through_the_one_loop(community):
         sampler,
         ids[:100],
         ids[100:],
+        schedule=check_schedule(40, 20, 40, 1, 0.05),
         batch_size=50,
-        learning_rate=0.05,
-        steps=40,
-        eval_every=20,
-        eval_draws=1,
-        patience=40,
         seed=0,
         progress=False,
     )
