@@ -52,7 +52,7 @@ from memgraph_tf.client.metrics import (
     ranks,
     roc_auc,
 )
-from memgraph_tf.client.pipeline import FeatureCache, call_batches, unpacker
+from memgraph_tf.client.pipeline import FeatureCache, call_batches, distinct_rows, unpacker
 from memgraph_tf.client.tasks import LinkPrediction
 from memgraph_tf.client.trainer import (
     RANKING_STREAM,
@@ -552,19 +552,12 @@ def _distinct_rows(
             per_label.setdefault(label, []).append((sec.name, sec.hop))
     for label, ids_names in per_label.items():
         cache = caches[label]
-        flat = [tf.reshape(out[name], [-1]) for name, _ in ids_names]
-        unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
-        out[ROWS_PREFIX + label] = (
-            cache.gather_sparse(unique) if getattr(cache, "sparse", False) else cache.gather(unique)
-        )
-        start = 0
-        for (name, hop), f in zip(ids_names, flat):
-            size = tf.size(f, out_type=tf.int32)
-            idx = tf.reshape(where[start : start + size], tf.shape(out[name], out_type=tf.int32))
-            idx.set_shape(out[name].shape)
+        sparse = getattr(cache, "sparse", False)
+        rows, index = distinct_rows(cache, [out[name] for name, _ in ids_names], sparse)
+        out[ROWS_PREFIX + label] = rows
+        for (name, hop), slot_rows in zip(ids_names, index):
             prefix = name[: name.index(".") + 1]
-            out[prefix + layout.typed_index_name(hop, label)] = idx
-            start = start + size
+            out[prefix + layout.typed_index_name(hop, label)] = slot_rows
     return out
 
 

@@ -460,22 +460,33 @@ def unique_rows(feature_cache: FeatureCache, hops: int, sparse: bool = False) ->
 
     @tf.autograph.experimental.do_not_convert
     def apply(batch: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        flat = [tf.reshape(batch[name], [-1]) for name in names]
-        unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
         out = {k: v for k, v in batch.items() if k not in names}
-        out[ROWS] = (feature_cache.gather_sparse if sparse else feature_cache.gather)(unique)
-        start = 0
-        sizes = [tf.size(f, out_type=tf.int32) for f in flat]
-        for h, name in enumerate(names):
-            index = tf.reshape(
-                where[start : start + sizes[h]], tf.shape(batch[name], out_type=tf.int32)
-            )
-            index.set_shape(batch[name].shape)
-            out[index_name(h)] = index
-            start = start + sizes[h]
+        out[ROWS], index = distinct_rows(feature_cache, [batch[n] for n in names], sparse)
+        for h, slot_rows in enumerate(index):
+            out[index_name(h)] = slot_rows
         return out
 
     return apply
+
+
+def distinct_rows(
+    feature_cache: FeatureCache, ids: Sequence[tf.Tensor], sparse: bool = False
+) -> tuple[Any, list[tf.Tensor]]:
+    """The feature rows of the distinct ids among the tensors ``ids`` (any shapes), each once, in
+    order of first appearance (``sparse``: as a ``tf.SparseTensor``,
+    :meth:`FeatureCache.gather_sparse`), and per tensor the row of each of its ids (int32, the
+    tensor's shape): ``tf.gather(rows, index[i])`` is ``feature_cache.gather(ids[i])``."""
+    flat = [tf.reshape(t, [-1]) for t in ids]
+    unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
+    rows = (feature_cache.gather_sparse if sparse else feature_cache.gather)(unique)
+    index, start = [], 0
+    for t, f in zip(ids, flat):
+        size = tf.size(f, out_type=tf.int32)
+        slot_rows = tf.reshape(where[start : start + size], tf.shape(t, out_type=tf.int32))
+        slot_rows.set_shape(t.shape)
+        index.append(slot_rows)
+        start = start + size
+    return rows, index
 
 
 def pack_dataset(

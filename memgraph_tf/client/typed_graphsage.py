@@ -30,21 +30,11 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import layout
-from memgraph_tf.client import encoder
+from memgraph_tf.client import encoder, trainer
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
 from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
-from memgraph_tf.client.trainer import (
-    BatchPlan,
-    Sampler,
-    TrainResult,
-    check_schedule,
-    fit_task,
-    predict_class_probabilities,
-    seed_run,
-    training_options,
-)
 from memgraph_tf.typed_sampling import (
     TypedSamplingSpec,
     features_name,
@@ -688,7 +678,7 @@ def typed_sampler(
     options: Mapping[str, Any] | None,
     *,
     decoder: str,
-) -> Sampler:
+) -> trainer.Sampler:
     """The :class:`~memgraph_tf.client.trainer.Sampler` of a :class:`TypedGraphSAGE`:
     :func:`typed_sample_dataset` batches of ``properties`` (labels with features only) in the
     model's spec, widths and dtype; training batches sampled by parallel workers; ``keep`` caches
@@ -696,7 +686,7 @@ def typed_sampler(
     props = {label: names for label, names in properties.items() if model.feature_dims.get(label)}
     widths = {label: model.feature_dims[label] for label in props}
 
-    def sample(ids: np.ndarray, plan: BatchPlan) -> tf.data.Dataset:
+    def sample(ids: np.ndarray, plan: trainer.BatchPlan) -> tf.data.Dataset:
         ds = typed_sample_dataset(
             source,
             model.spec,
@@ -732,7 +722,7 @@ def predict_typed_proba(
     the labels the blobs carry (``options["label_property"]`` must be set). The prediction loop is
     :func:`~memgraph_tf.client.trainer.predict_task`'s."""
     props = typed_properties(model.spec, properties or model.properties or ["features"])
-    return predict_class_probabilities(
+    return trainer.predict_class_probabilities(
         model,
         typed_sampler(model, source, props, options, decoder=decoder),
         node_ids,
@@ -841,15 +831,15 @@ def train_typed_graphsage(
     is given) with the best weights restored. Feature widths come from ``tf_features.schema``
     (every node of a label checked: one width per label), once.
 
-    Guarantees: returns a :class:`~memgraph_tf.client.graphsage.TrainResult` (``feature_cache``
+    Guarantees: returns a :class:`~memgraph_tf.client.trainer.TrainResult` (``feature_cache``
     None) whose model is built, holds the best weights, ``feature_dtype`` the blobs' dtype, and
     carries ``properties`` and ``schema`` (the part of the schema it was trained on) for
     :func:`~memgraph_tf.serving.export.export_bundle`; labels must be integers in
     ``0..num_classes-1`` (``num_classes`` default: ``tf_features.describe``'s over the
     ``seed_label`` nodes, at least 2). A homogeneous graph is the one-label, one-step case."""
-    schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
+    schedule = trainer.check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
     spec = typed_spec(seed_label, num_neighbors)
-    opts = training_options(options, label_property)
+    opts = trainer.training_options(options, label_property)
     given = opts.get("label")
     if given is not None and given != spec.seed_label:
         raise ConfigurationError(
@@ -868,7 +858,7 @@ def train_typed_graphsage(
             val_ids = val_ids or None
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
-    seed_run(seed)
+    trainer.seed_run(seed)
     widths, dtype, schema = typed_feature_widths(source, spec, props, opts)
     if num_classes is None:
         num_classes = infer_num_classes(source, label_property, opts)
@@ -887,7 +877,7 @@ def train_typed_graphsage(
     model.properties = props
     model.schema = schema
     model.ensure_built()
-    history, best_step, best_acc = fit_task(
+    history, best_step, best_acc = trainer.fit_task(
         model,
         NodeClassification(num_classes),
         typed_sampler(model, source, props, opts, decoder=decoder),
@@ -898,4 +888,4 @@ def train_typed_graphsage(
         seed=seed,
         progress=progress,
     )
-    return TrainResult(model, history, best_step, best_acc, None)
+    return trainer.TrainResult(model, history, best_step, best_acc, None)
