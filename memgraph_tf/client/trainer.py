@@ -7,11 +7,11 @@ early stopping (:func:`memgraph_tf.client.steps.fit_steps`) -- and one predictio
 their model, task and sampler; ``predict_proba``, ``predict_typed_proba`` and ``predict_links``
 are :func:`predict_task`.
 
-**The seed rule.** A run with ``seed`` seeds Keras (weights, dropout) with ``seed`` and samples
-its training batches with ``seed``; its validation, prediction and ranking pipelines sample with
-:func:`stream_seed` of ``seed`` and their stream (:data:`VALIDATION_STREAM`,
-:data:`PREDICTION_STREAM`, :data:`RANKING_STREAM`), so no two pipelines of a run draw the same
-neighbourhoods.
+**The seed rule.** A training run with ``seed`` seeds Keras (weights, dropout) with ``seed`` and
+samples its training batches with ``seed``; validation inside it, and prediction and ranking
+called with ``seed``, sample with :func:`stream_seed` of ``seed`` and their stream
+(:data:`VALIDATION_STREAM`, :data:`PREDICTION_STREAM`, :data:`RANKING_STREAM`): three distinct
+seeds, so validation, prediction and ranking with one ``seed`` never draw each other's batches.
 """
 
 from __future__ import annotations
