@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memgraph_tf import blob, layout
-from memgraph_tf.procedures import core
+from memgraph_tf.procedures import tables
 from memgraph_tf.procedures.errors import OptionError
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -200,9 +200,9 @@ def test_csr_is_the_same_with_and_without_numpy(monkeypatch, dtype):
         rng.choice([0.0, 0.0, 0.0, -0.0, 1.0, 0.25, -3.0, math.nan, 1e-30]) for _ in range(u * d)
     ]
     flat = array.array("f" if dtype == "float32" else "d", values)
-    with_numpy = core._csr(flat, u, d, dtype)
-    monkeypatch.setattr(core, "_np", None)
-    without = core._csr(flat, u, d, dtype)
+    with_numpy = tables.csr(flat, u, d, dtype)
+    monkeypatch.setattr(tables, "_np", None)
+    without = tables.csr(flat, u, d, dtype)
     assert [a.tobytes() for a in with_numpy] == [a.tobytes() for a in without]
     columns, vals, splits = without
     assert len(columns) == sum(1 for v in flat if v) and splits[-1] == len(vals)
@@ -313,7 +313,7 @@ def test_random_graphs_every_layout_rebuilds_the_dense_blob(
 PUBLIC_MODULE = """
 import mgp
 from memgraph_tf import blob, procedures
-from memgraph_tf.procedures.access import MgpGraphAccess
+from memgraph_tf.procedures.mgp_access import MgpGraphAccess
 
 
 def _runner(ctx):
