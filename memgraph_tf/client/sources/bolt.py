@@ -445,7 +445,7 @@ class BoltSource(GraphSource):
             }
             return self._call("tf_features.sample_typed", params, "blob")[0]["blob"]
         data, _ = _fallback().sample_typed(
-            self._typed_graph(), seeds, num_neighbors, properties, options
+            CypherGraphAccess.factory(self), seeds, num_neighbors, properties, options
         )
         return blob.b64encode(data)
 
@@ -458,11 +458,7 @@ class BoltSource(GraphSource):
         if self.has_procedures():
             params = {"properties": properties, "options": options}
             return dict(self._call("tf_features.schema", params, "labels, relationships")[0])
-        return _fallback().schema(self._typed_graph(), properties, options)
-
-    def _typed_graph(self) -> Any:
-        """The client-side typed graph (metagraph queries and typed reads over plain Cypher)."""
-        return _fallback().CypherTypedGraph(self, CypherGraphAccess.factory(self), quote_name)
+        return _fallback().schema(CypherGraphAccess.factory(self), properties, options)
 
     def sample_pairs_b64(
         self,
@@ -476,7 +472,7 @@ class BoltSource(GraphSource):
         if self.has_procedures():
             names = ("sources", "targets", "num_neighbors", "properties", "options")
             return self._call("tf_features.sample_pairs", dict(zip(names, args)), "blob")[0]["blob"]
-        data, _ = _fallback().sample_pairs(self._pair_graph(), *args)
+        data, _ = _fallback().sample_pairs(CypherGraphAccess.factory(self), *args)
         return blob.b64encode(data)
 
     def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
@@ -490,11 +486,7 @@ class BoltSource(GraphSource):
                 {"pattern": pattern, "options": options},
             )
             return dict(rows[0])
-        return _fallback().split_edges(self._pair_graph(), pattern, options)
-
-    def _pair_graph(self) -> Any:
-        """The client-side typed graph that also lists and marks relationships (split_edges)."""
-        return _fallback().CypherPairGraph(self, CypherGraphAccess.factory(self), quote_name)
+        return _fallback().split_edges(CypherGraphAccess.factory(self), pattern, options)
 
 
 _DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
