@@ -1,6 +1,7 @@
-"""The compact and sparse sample layouts (issue 11), without TensorFlow: the layout function against
+"""The compact and sparse sample layouts, without TensorFlow: the layout function against
 ``describe`` and real blobs, the gather/densify rule against the dense layout on random graphs, and
-the sampling fast path (``_mgp`` handles) against mgp.py's public API and the pre-issue-11 code."""
+the sampling fast path (``_mgp`` handles) against mgp.py's public API and the sampler of commit
+93e52a3 (before these layouts)."""
 
 from __future__ import annotations
 
@@ -307,7 +308,7 @@ def test_random_graphs_every_layout_rebuilds_the_dense_blob(
 
 
 # ------------------------------------------------------------------------------------------------
-# The sampling fast path: the same bytes as mgp.py's public API and as the pre-issue-11 code
+# The sampling fast path: the same bytes as mgp.py's public API and as commit 93e52a3's sampler
 # ------------------------------------------------------------------------------------------------
 
 PUBLIC_MODULE = """
@@ -337,8 +338,8 @@ def module_files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def baseline_module_file(tmp_path_factory):
-    """The pre-issue-11 sampler (commit 93e52a3) from git history, as benchmarks/query_modules.py
-    loads it; skipped only where this checkout has no git history to read it from."""
+    """The sampler of commit 93e52a3 (before the compact layouts) from git history, as
+    benchmarks/query_modules.py loads it; skipped only where this checkout has no git history to read it from."""
     spec = importlib.util.spec_from_file_location(
         "_sample_baseline_loader", REPO_ROOT / "benchmarks" / "_sample_baseline.py"
     )

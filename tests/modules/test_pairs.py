@@ -1,4 +1,4 @@
-"""Link prediction in the database (issue 25) through the unchanged query module (embedded runtime,
+"""Link prediction in the database through the unchanged query module (embedded runtime,
 Memgraph's real mgp.py): tf_features.split_edges (a seeded, idempotent GAE split written on the
 relationships), options.exclude_splits (a held-out relationship is never walked), and
 tf_features.sample_pairs (both endpoints' neighbourhoods without the pair's own relationships,

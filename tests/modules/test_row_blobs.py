@@ -1,4 +1,4 @@
-"""The fast writers of issue 26 (point 4) against the generic ones they stand in for.
+"""The fast writers against the generic ones they stand in for.
 
 ``sample_per_node`` writes its rows from one packed template (dense) or from the feature table
 converted once (compact, sparse) with :func:`memgraph_tf.blob.pack_bytes`; each row must be

@@ -1,4 +1,4 @@
-"""The embedded runtime is as strict as Memgraph (issue 22, points 1-7), read against Memgraph's
+"""The embedded runtime is as strict as Memgraph, read against Memgraph's
 source (tags v2.0.0 to v3.9.0; BSL: read to compare, nothing copied). Each test names the file and
 function whose behaviour it pins."""
 
@@ -395,8 +395,8 @@ def test_a_procedure_that_checks_stops_at_the_timeout(tmp_path):
 # (next, to_vertex, get_id: the least the API allows -- an edge's other end is only reachable as a
 # vertex handle, and its id only through that handle), 2.01 per node whose features a sample reads
 # (get_vertex_by_id, get_property) and 2.02 per node pack reads (the _mgp graph's get_vertex_by_id
-# when the node is resolved, its handle kept for get_property; 5.02 before issue 26, which went
-# through mgp.py's get_vertex_by_id with its validity check, then fetched the handle again); the
+# when the node is resolved, its handle kept for get_property, rather than through
+# mgp.py's get_vertex_by_id with its validity check and a second fetch of the handle); the
 # bounds keep 10 % headroom, so a change that makes one more database call per edge or node fails.
 PER_EDGE, PER_SAMPLED_NODE, PER_PACKED_NODE = 3.3, 2.2, 2.2
 
