@@ -339,7 +339,8 @@ def module_files(tmp_path_factory):
 @pytest.fixture(scope="module")
 def baseline_module_file(tmp_path_factory):
     """The sampler of commit 93e52a3 (before the compact layouts) from git history, as
-    benchmarks/query_modules.py loads it; skipped only where this checkout has no git history to read it from."""
+    benchmarks/query_modules.py loads it; skipped only where this checkout has no git history to
+    read it from."""
     spec = importlib.util.spec_from_file_location(
         "_sample_baseline_loader", REPO_ROOT / "benchmarks" / "_sample_baseline.py"
     )
