@@ -136,6 +136,8 @@ class MgpGraphAccess:
         held_out: SplitFilter | None = None,
     ) -> list[list[int]]:
         types = None if edge_types is None else frozenset(edge_types)
+        if not self._handles:
+            return [self._public_neighbours(key, types, direction, label, held_out) for key in keys]
         if held_out is not None:
             return self._kept_neighbours(keys, types, direction, label, held_out)
         if label is not None:
@@ -145,9 +147,7 @@ class MgpGraphAccess:
     def _any_neighbours(
         self, keys: Sequence[int], types: frozenset[str] | None, direction: str
     ) -> list[list[int]]:
-        """:meth:`neighbours` without a label or a held-out split."""
-        if not self._handles:
-            return [self._public_neighbours(key, types, direction) for key in keys]
+        """:meth:`neighbours` without a label or a held-out split (the handle path)."""
         handles = list(map(self._handle_getter(), keys))
         outgoing = direction in ("out", "both")
         incoming = direction in ("in", "both")
@@ -266,20 +266,30 @@ class MgpGraphAccess:
                 return
 
     def _public_neighbours(
-        self, key: int, types: frozenset[str] | None, direction: str
+        self,
+        key: int,
+        types: frozenset[str] | None,
+        direction: str,
+        label: str | None,
+        held_out: SplitFilter | None,
     ) -> list[int]:
+        """:meth:`neighbours` of one key through the public mgp API (the public path)."""
         vertex = self._vertices[key]
         found: list[int] = []
-        if direction in ("out", "both"):
-            for edge in vertex.out_edges:
+        for outgoing in (True, False):
+            if direction != "both" and outgoing != (direction == "out"):
+                continue
+            for edge in vertex.out_edges if outgoing else vertex.in_edges:
                 self._spend(1)
-                if types is None or edge.type.name in types:
-                    found.append(self._register_handle(edge.to_vertex))
-        if direction in ("in", "both"):
-            for edge in vertex.in_edges:
-                self._spend(1)
-                if types is None or edge.type.name in types:
-                    found.append(self._register_handle(edge.from_vertex))
+                if types is not None and edge.type.name not in types:
+                    continue
+                if held_out is not None:
+                    split = edge.properties.get(held_out.property)
+                    if isinstance(split, str) and split in held_out.values:
+                        continue
+                other = edge.to_vertex if outgoing else edge.from_vertex
+                if label is None or any(lb.name == label for lb in other.labels):
+                    found.append(self._register_handle(other))
         return found
 
     # -- keys of vertices -----------------------------------------------------------------------
@@ -518,10 +528,8 @@ class MgpGraphAccess:
     def _labelled_neighbours(
         self, keys: Sequence[int], types: frozenset[str] | None, direction: str, label: str
     ) -> list[list[int]]:
-        """:meth:`neighbours` of the ``label`` nodes only (the typed samplers' steps); the same
-        abort checks."""
-        if not self._handles:
-            return [self._public_typed(key, types, direction, label) for key in keys]
+        """:meth:`neighbours` of the ``label`` nodes only (the typed samplers' steps; the handle
+        path); the same abort checks."""
         handles = list(map(self._handle_getter(), keys))
         is_labelled: dict[int, bool] = {}  # internal id -> has the label (fixed during a call)
         out: list[list[int]] = [[] for _ in keys]
@@ -546,26 +554,6 @@ class MgpGraphAccess:
                     row.append(internal)
         return out
 
-    def _public_typed(
-        self, key: int, types: frozenset[str] | None, direction: str, label: str
-    ) -> list[int]:
-        vertex = self._vertices[key]
-        found: list[int] = []
-        sides = []
-        if direction in ("out", "both"):
-            sides.append((vertex.out_edges, "to_vertex"))
-        if direction in ("in", "both"):
-            sides.append((vertex.in_edges, "from_vertex"))
-        for edges, end in sides:
-            for edge in edges:
-                self._spend(1)
-                if types is not None and edge.type.name not in types:
-                    continue
-                other = getattr(edge, end)
-                if any(lb.name == label for lb in other.labels):
-                    found.append(self._register_handle(other))
-        return found
-
     def _kept_neighbours(
         self,
         keys: Sequence[int],
@@ -576,8 +564,7 @@ class MgpGraphAccess:
     ) -> list[list[int]]:
         """:meth:`neighbours` over only the relationships whose ``held_out.property`` is not one
         of ``held_out.values`` (a relationship without it is kept): the samplers'
-        ``options.exclude_splits``. Reads each relationship's property through the same handle or
-        public path as the rest of the call."""
+        ``options.exclude_splits`` (the handle path)."""
         split_property, values = held_out.property, held_out.values
         out: list[list[int]] = []
         for key in keys:
@@ -586,30 +573,18 @@ class MgpGraphAccess:
             for outgoing in (True, False):
                 if direction != "both" and outgoing != (direction == "out"):
                     continue
-                if self._handles:
-                    edges: list[Any] = []
-                    self._collect(
-                        vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
-                    )
-                    for edge in edges:
-                        if types is not None and edge.get_type_name() not in types:
-                            continue
-                        split = edge.get_property(split_property)
-                        if isinstance(split, str) and split in values:
-                            continue
-                        other = edge.to_vertex() if outgoing else edge.from_vertex()
-                        if label is None or _handle_label_is(other, label):
-                            row.append(self._register_handle(other))
-                    continue
-                for edge in vertex.out_edges if outgoing else vertex.in_edges:
-                    self._spend(1)
-                    if types is not None and edge.type.name not in types:
+                edges: list[Any] = []
+                self._collect(
+                    vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
+                )
+                for edge in edges:
+                    if types is not None and edge.get_type_name() not in types:
                         continue
-                    split = edge.properties.get(split_property)
+                    split = edge.get_property(split_property)
                     if isinstance(split, str) and split in values:
                         continue
-                    other = edge.to_vertex if outgoing else edge.from_vertex
-                    if label is None or any(lb.name == label for lb in other.labels):
+                    other = edge.to_vertex() if outgoing else edge.from_vertex()
+                    if label is None or _handle_label_is(other, label):
                         row.append(self._register_handle(other))
             out.append(row)
         return out
