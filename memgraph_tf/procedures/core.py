@@ -19,6 +19,7 @@ depend on whether numpy is present. Everything is deterministic given the graph,
 from __future__ import annotations
 
 import array
+import functools
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -26,7 +27,13 @@ from typing import Any
 from memgraph_tf import blob, layout
 from memgraph_tf.procedures import limits
 from memgraph_tf.procedures.access import GraphAccess
-from memgraph_tf.procedures.draw import DRAWS_PER_CHECK, Drawer, base_seed, rng_for
+from memgraph_tf.procedures.draw import (
+    DRAWS_PER_CHECK,
+    Drawer,
+    base_seed,
+    read_neighbours,
+    rng_for,
+)
 from memgraph_tf.procedures.errors import PropertyValueError, describe_value
 from memgraph_tf.procedures.options import Options, check_names
 from memgraph_tf.procedures.sections import Sample
@@ -136,13 +143,10 @@ def sample_ids(
             for k in dict.fromkeys(k for k, m in zip(prev_ids, prev_mask) if m)
             if k not in neighbour_cache
         ]
-        for start in range(0, len(todo), 512):
-            access.check_abort()
-            part = todo[start : start + 512]
-            for key, found in zip(
-                part, access.neighbours(part, options.edge_types, options.direction)
-            ):
-                neighbour_cache[key] = sorted(set(found))
+        read = functools.partial(
+            access.neighbours, edge_types=options.edge_types, direction=options.direction
+        )
+        read_neighbours(access, todo, neighbour_cache, read)
         cur_ids: list[int] = []
         cur_mask: list[bool] = []
         draw = Drawer(f, options.replace, options.pad)

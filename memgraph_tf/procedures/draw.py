@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from memgraph_tf.layout import PAD_ID
+from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess
 from memgraph_tf.procedures.options import Options
 
-__all__ = ["DRAWS_PER_CHECK", "Drawer", "base_seed", "rng_for"]
+__all__ = ["DRAWS_PER_CHECK", "Drawer", "base_seed", "read_neighbours", "rng_for"]
 
 DRAWS_PER_CHECK = 16384
 """Samplers check for abort at least every this many drawn slots (a few milliseconds)."""
@@ -35,6 +37,25 @@ def base_seed(options: Options) -> int:
     """``options.seed``, or a fresh random one when it is not set (the call is then not
     repeatable)."""
     return options.seed if options.seed is not None else int.from_bytes(os.urandom(8), "little")
+
+
+def read_neighbours(
+    access: GraphAccess,
+    todo: Sequence[int],
+    cache: dict[int, list[int]],
+    read: Callable[[list[int]], list[list[int]]],
+    key: Callable[[int], Any] | None = None,
+) -> None:
+    """Puts the neighbour list a node draws from into ``cache`` for each node of ``todo``: the
+    *distinct* neighbours ``read`` hands out (in any order, possibly repeated), sorted (by
+    ``key``: the nodes' keys where they are not the nodes themselves), whatever order the graph
+    gave them in. Reads :data:`~memgraph_tf.procedures.access.READ_CHUNK` nodes at a time, with
+    an abort check before each read."""
+    for start in range(0, len(todo), READ_CHUNK):
+        access.check_abort()
+        part = list(todo[start : start + READ_CHUNK])
+        for node, found in zip(part, read(part)):
+            cache[node] = sorted(set(found), key=key)
 
 
 class Drawer:

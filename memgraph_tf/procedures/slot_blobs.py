@@ -43,7 +43,7 @@ from memgraph_tf.typed_sampling import EdgeStep
 class LabelView:
     """A :class:`~memgraph_tf.procedures.access.GraphAccess` over internal ids of one label's nodes
     that names each node by its key and label (``node with id = 5 (:Product)``), for
-    :func:`core.build_table`'s errors."""
+    :func:`~memgraph_tf.procedures.tables.build_table`'s errors."""
 
     def __init__(self, nav: Any, label: str, key_of: Mapping[int, int], id_property: Any) -> None:
         self._nav, self._label, self._key_of, self._id_property = nav, label, key_of, id_property
@@ -157,11 +157,11 @@ def feature_tables(
     roles: Sequence[Role],
     columns_of: dict[str, list[Column]],
     widths: dict[str, int],
-    check_size: Any,
+    widths_known: Callable[[], None],
 ) -> dict[str, FeatureTable]:
     """The feature table of every label with properties over the nodes the roles met; fixes the
     columns of the labels not fixed yet (first node met, tables in layout order, roles in order)
-    and calls ``check_size()`` once every width is known, before any feature is read."""
+    and calls ``widths_known()`` once every width is known, before any feature is read."""
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
     met: dict[str, list[int]] = {}
     for role in roles:
@@ -183,7 +183,7 @@ def feature_tables(
             columns_of[label] = first_columns(finder, first, names)
         refuse_strings(columns_of[label])
         widths[label] = sum(c.width for c in columns_of[label])
-    check_size()
+    widths_known()
     tables_of: dict[str, FeatureTable] = {}
     for label, names in names_of.items():
         view = LabelView(nav, label, keys.of.get(label, {}), opts.id_property)

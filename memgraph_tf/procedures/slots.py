@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, AccessFactory, GraphAccess, node_name
-from memgraph_tf.procedures.draw import DRAWS_PER_CHECK, Drawer, rng_for
+from memgraph_tf.procedures.draw import DRAWS_PER_CHECK, Drawer, read_neighbours, rng_for
 from memgraph_tf.procedures.errors import (
     OptionError,
     ProcedureInputError,
@@ -188,6 +189,16 @@ def _without_pair(
     return collections.ChainMap(own, nbrs) if own else nbrs
 
 
+def _read_step(
+    nav: GraphAccess, keys: Keys, step: EdgeStep, split: SplitFilter | None, part: list[int]
+) -> list[list[int]]:
+    """The neighbours of the nodes ``part`` over ``step`` (without the held-out relationships),
+    their keys registered with ``keys``."""
+    found = nav.neighbours(part, [step.rel_type], step.direction, step.right, split)
+    keys.add(step.right, list(itertools.chain.from_iterable(found)))
+    return found
+
+
 def draw_role(
     nav: GraphAccess,
     keys: Keys,
@@ -205,14 +216,9 @@ def draw_role(
         parents = tables[(group.hop - 1, step.left)]
         nbrs = cache.setdefault(step, {})
         todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
-        for start in range(0, len(todo), READ_CHUNK):
-            nav.check_abort()
-            part = todo[start : start + READ_CHUNK]
-            found = nav.neighbours(part, [step.rel_type], step.direction, step.right, split)
-            keys.add(step.right, list(itertools.chain.from_iterable(found)))
-            key_of = keys.of.setdefault(step.right, {})
-            for key, row in zip(part, found):
-                nbrs[key] = sorted(set(row), key=key_of.__getitem__)
+        key_of = keys.of.setdefault(step.right, {})  # (filled by keys.add as they are read)
+        read = functools.partial(_read_step, nav, keys, step, split)
+        read_neighbours(nav, todo, nbrs, read, key_of.__getitem__)
         target = tables[(group.hop, step.right)]
         width = role.layout.tables[group.hop][step.right]
         per = group.parents
