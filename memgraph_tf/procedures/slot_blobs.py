@@ -116,6 +116,11 @@ def check_size(
     rows_of: Mapping[str, int] | None = None,
     nnz_of: Mapping[str, int] | None = None,
 ) -> None:
+    """Refuses (:func:`memgraph_tf.procedures.limits.refuse`) a typed or pair blob of
+    ``sections`` larger than ``options.max_blob_bytes``, naming ``n`` rows of ``what`` (``seed``,
+    ``pair``), ``slots`` slots each, the feature ``widths`` and the ``phase`` (``before`` sampling:
+    a lower bound; ``after``); the tables' varying lengths come from ``rows_of`` and ``nnz_of``
+    (:func:`_sizes`)."""
     size = _sizes(sections, rows_of, nnz_of)
     if size <= options.max_blob_bytes:
         return

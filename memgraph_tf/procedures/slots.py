@@ -49,6 +49,9 @@ class Keys:
         self._seen: dict[str, dict[int, int]] = {}
 
     def add(self, label: str, internals: Sequence[int], keys: Sequence[int] | None = None) -> None:
+        """Registers the ``label`` nodes ``internals`` (internal ids) met by the call, with their
+        ``keys`` when known (else read: ``options.id_property``, or the internal id); raises
+        naming the node for a key that is not an integer or is held by two nodes of the label."""
         of = self.of.setdefault(label, {})
         new = [i for i in dict.fromkeys(internals) if i not in of]
         if not new:
