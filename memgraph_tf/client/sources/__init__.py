@@ -23,38 +23,49 @@ from __future__ import annotations
 
 from memgraph_tf.client.sources.bolt import BoltSource
 from memgraph_tf.client.sources.config import (
+    DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_DRIVER_OPTIONS,
     DEFAULT_PROCEDURE_MEMORY_LIMIT_MB,
+    ENV_CONNECT_TIMEOUT,
     ENV_DATABASE,
     ENV_PASSWORD,
     ENV_PROCEDURE_MEMORY,
     ENV_URI,
     ENV_USER,
     MAX_PROCEDURE_MEMORY_LIMIT_MB,
-    PROCEDURES,
+    RETRY_TIME_S,
     SCHEMES,
     UNLIMITED,
     ProcedureMemory,
+    connect_timeout,
     procedure_memory,
     quote_name,
 )
 from memgraph_tf.client.sources.cypher import CypherGraphAccess
 from memgraph_tf.client.sources.embedded import EmbeddedSource
-from memgraph_tf.client.sources.interface import GraphSource, to_python
+from memgraph_tf.client.sources.interface import GraphSource
 from memgraph_tf.client.sources.keyed import (
     INDEX_INFO_TTL_S,
-    PROCEDURE_PARAMS,
     keyed_call_query,
     keyed_lists,
     keyed_lookup_cypher,
     resolved_keys,
 )
 from memgraph_tf.client.sources.opening import EMBEDDED_SCHEME, connect, open_graph
+from memgraph_tf.client.sources.procedure_table import (
+    PROCEDURE_PARAMS,
+    PROCEDURES,
+    TABLE,
+    Procedure,
+    to_python,
+)
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_DRIVER_OPTIONS",
     "DEFAULT_PROCEDURE_MEMORY_LIMIT_MB",
     "EMBEDDED_SCHEME",
+    "ENV_CONNECT_TIMEOUT",
     "ENV_DATABASE",
     "ENV_PASSWORD",
     "ENV_PROCEDURE_MEMORY",
@@ -64,14 +75,18 @@ __all__ = [
     "MAX_PROCEDURE_MEMORY_LIMIT_MB",
     "PROCEDURES",
     "PROCEDURE_PARAMS",
+    "RETRY_TIME_S",
     "SCHEMES",
+    "TABLE",
     "UNLIMITED",
     "BoltSource",
     "CypherGraphAccess",
     "EmbeddedSource",
     "GraphSource",
+    "Procedure",
     "ProcedureMemory",
     "connect",
+    "connect_timeout",
     "keyed_call_query",
     "keyed_lists",
     "keyed_lookup_cypher",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import neo4j
@@ -28,23 +28,19 @@ from memgraph_tf.client.errors import (
     ServerUnavailable,
 )
 from memgraph_tf.client.procedure_errors import called_procedures, translate_procedure_failure
+from memgraph_tf.client.sources import procedure_table as table
 from memgraph_tf.client.sources.config import (
-    PROCEDURES,
+    RETRY_TIME_S,
+    connect_timeout,
     procedure_memory,
     quote_name,
     redact,
     short_query,
 )
 from memgraph_tf.client.sources.cypher import CypherGraphAccess
-from memgraph_tf.client.sources.interface import (
-    GraphSource,
-    pair_args,
-    plain_options,
-    to_python,
-    typed_args,
-    typed_properties,
-)
+from memgraph_tf.client.sources.interface import GraphSource
 from memgraph_tf.client.sources.keyed import INDEX_INFO_TTL_S, keyed_call_query, keyed_lists
+from memgraph_tf.client.sources.procedure_table import PROCEDURES, Procedure, to_python
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +68,12 @@ class BoltSource(GraphSource):
         use_procedures: bool | None = None,
         fetch_size: int = 1000,
         procedure_memory_limit_mb: int | str | None = None,
+        connect_timeout_s: float | str | None = None,
+        retry_time_s: float = RETRY_TIME_S,
     ) -> None:
         self._driver = driver
+        self.connect_timeout_s = connect_timeout(connect_timeout_s)
+        self.retry_time_s = retry_time_s
         self.uri = redact(uri)
         self.database = database
         self._user = user
@@ -115,7 +115,7 @@ class BoltSource(GraphSource):
                         and isinstance(props[0], str)
                     ):
                         found.add((on, props[0]))  # a composite index serves its first
-            except (QueryError, ServerUnavailable, ValueError, IndexError) as exc:
+            except (QueryError, ValueError, IndexError) as exc:  # unreachable: raised
                 logger.info(
                     "%s: SHOW INDEX INFO failed (%s): keys go to the procedures", self.uri, exc
                 )
@@ -177,12 +177,20 @@ class BoltSource(GraphSource):
             return GraphConnectionError(f"{where}: driver error: {exc}")
         return exc  # anything else unchanged (the caller re-raises it)
 
-    def _session(self, *, write: bool = False, fetch_size: int | None = None) -> neo4j.Session:
+    def _session(
+        self, *, write: bool = False, fetch_size: int | None = None, retry_time_s: float = 0.0
+    ) -> neo4j.Session:
+        """A session whose connection is acquired (opened, TLS and Bolt handshake included)
+        within :attr:`connect_timeout_s` (the driver's ``connection_acquisition_timeout``) and
+        whose managed transactions are retried for ``retry_time_s`` (its
+        ``max_transaction_retry_time``; 0: not retried)."""
         if self._closed:
             raise ConfigurationError(f"{self!r}: expected an open source, got a closed one")
         kwargs: dict[str, Any] = {
             "default_access_mode": neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS,
             "fetch_size": fetch_size or self.fetch_size,
+            "connection_acquisition_timeout": self.connect_timeout_s,
+            "max_transaction_retry_time": retry_time_s,
         }
         if self.database:
             kwargs["database"] = self.database
@@ -208,12 +216,26 @@ class BoltSource(GraphSource):
     def _managed(
         self, query: str, parameters: Mapping[str, Any] | None, *, write: bool
     ) -> list[dict[str, Any]]:
+        """``query`` in a managed transaction. A server that cannot be reached within
+        :attr:`connect_timeout_s`, or a connection lost, is reported at once
+        (:class:`ServerUnavailable`), not retried; a transient failure of a reachable server (a
+        conflict with a concurrent transaction) is retried as the driver retries them, for
+        :attr:`retry_time_s`."""
+
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query, dict(parameters or {}))]
 
-        try:
-            with self._session(write=write) as session:
+        def attempt(retry_time_s: float) -> list[dict[str, Any]]:
+            with self._session(write=write, retry_time_s=retry_time_s) as session:
                 return (session.execute_write if write else session.execute_read)(work)
+
+        try:
+            try:
+                return attempt(0.0)
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                if not _transient(exc):
+                    raise
+            return attempt(self.retry_time_s)
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._translate(exc, query) from exc
 
@@ -322,9 +344,18 @@ class BoltSource(GraphSource):
                 )
         return self._use_procedures
 
-    def _call(self, procedure: str, params: dict[str, Any], fields: str) -> list[dict[str, Any]]:
+    def call_procedure(self, procedure: Procedure, args: tuple) -> Any:
+        """With the ``tf_features`` procedures (:meth:`has_procedures`): one ``CALL`` of
+        ``procedure`` (:meth:`_call`); without them: the procedure's own code on the client
+        (:data:`CLIENT_SIDE`), over plain Cypher, with the same answer for the same graph."""
+        if self.has_procedures():
+            return procedure.answer_of(self._call(procedure, dict(zip(procedure.params, args))))
+        return CLIENT_SIDE[procedure.name](self, *args)
+
+    def _call(self, procedure: Procedure, params: dict[str, Any]) -> list[dict[str, Any]]:
         """``CALL procedure($a, $b, ...) [PROCEDURE MEMORY ...] YIELD fields RETURN fields`` with
-        ``params`` in order, in a managed read transaction. The memory clause
+        ``params`` in order, in a managed read transaction (a write transaction for a write
+        procedure: Memgraph refuses one in a read transaction). The memory clause
         (:attr:`procedure_memory`) goes to Memgraph only -- a server where ``mg.procedures()``
         answers: another server's parser refuses it. A node list of integer keys under
         ``options.id_property`` (:func:`keyed_lists`) is resolved to its nodes by the same query
@@ -333,163 +364,58 @@ class BoltSource(GraphSource):
         if self._memgraph is None:
             self._probe()
         clause = f" {self.procedure_memory.clause}" if self._memgraph else ""
-        keyed = keyed_lists(procedure, params)
+        fields = ", ".join(procedure.fields)
+        run = self.write if procedure.write else self.read
+        keyed = keyed_lists(procedure.name, params)
         if keyed and all(
             self._indexed(label, params["options"]["id_property"]) for label in keyed.values()
         ):  # the keys' nodes found by the query, not by a scan in the procedure
             options = params["options"]
             query = keyed_call_query(
-                procedure, list(params), keyed, options["id_property"], clause.strip(), fields
+                procedure.name, list(params), keyed, options["id_property"], clause.strip(), fields
             )
-            return self.read(query, params)
+            return run(query, params)
         args = ", ".join(f"${name}" for name in params)
-        return self.read(f"CALL {procedure}({args}){clause} YIELD {fields} RETURN {fields}", params)
+        return run(f"CALL {procedure.name}({args}){clause} YIELD {fields} RETURN {fields}", params)
 
-    def pack_blob_b64(
-        self,
-        node_ids: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        node_ids, properties, options = (
-            to_python(list(node_ids)),
-            list(properties),
-            plain_options(options),
-        )
-        if self.has_procedures():
-            rows = self._call(
-                "tf_features.pack",
-                {"nodes": node_ids, "properties": properties, "options": options},
-                "blob",
-            )
-            return rows[0]["blob"]
-        return _fallback().pack_b64(CypherGraphAccess.factory(self), node_ids, properties, options)
-
-    def sample_blob_b64(
-        self,
-        seeds: Sequence[int],
-        fanouts: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        seeds, fanouts, properties, options = (
-            to_python(list(seeds)),
-            to_python(list(fanouts)),
-            list(properties),
-            plain_options(options),
-        )
-        if self.has_procedures():
-            rows = self._call(
-                "tf_features.sample",
-                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
-                "blob",
-            )
-            return rows[0]["blob"]
-        return _fallback().sample_b64(
-            CypherGraphAccess.factory(self), seeds, fanouts, properties, options
-        )
-
-    def sample_blobs_per_node_b64(
-        self,
-        seeds: Sequence[int],
-        fanouts: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> list[str]:
-        seeds, fanouts, properties, options = (
-            to_python(list(seeds)),
-            to_python(list(fanouts)),
-            list(properties),
-            plain_options(options),
-        )
-        if self.has_procedures():
-            rows = self._call(
-                "tf_features.sample_per_node",
-                {"seeds": seeds, "fanouts": fanouts, "properties": properties, "options": options},
-                "node_id, blob",
-            )
-            return [row["blob"] for row in rows]
-        return _fallback().sample_per_node_b64(
-            CypherGraphAccess.factory(self), seeds, fanouts, properties, options
-        )
-
-    def describe(
-        self, properties: Sequence[str], options: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        properties, options = list(properties), plain_options(options)
-        if self.has_procedures():
-            rows = self._call(
-                "tf_features.describe",
-                {"properties": properties, "options": options},
-                _DESCRIBE_FIELDS,
-            )
-            return dict(rows[0])
-        return _fallback().describe(CypherGraphAccess.factory(self), properties, options)
-
-    def sample_typed_b64(
-        self,
-        seeds: Sequence[int],
-        num_neighbors: Mapping[str, Sequence[int]],
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        seeds, num_neighbors, properties, options = typed_args(
-            seeds, num_neighbors, properties, options
-        )
-        if self.has_procedures():
-            params = {
-                "seeds": seeds,
-                "num_neighbors": num_neighbors,
-                "properties": properties,
-                "options": options,
-            }
-            return self._call("tf_features.sample_typed", params, "blob")[0]["blob"]
-        data, _ = _fallback().sample_typed(
-            CypherGraphAccess.factory(self), seeds, num_neighbors, properties, options
-        )
-        return blob.b64encode(data)
-
-    def schema(
-        self,
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        properties, options = typed_properties(properties), plain_options(options)
-        if self.has_procedures():
-            params = {"properties": properties, "options": options}
-            return dict(self._call("tf_features.schema", params, "labels, relationships")[0])
-        return _fallback().schema(CypherGraphAccess.factory(self), properties, options)
-
-    def sample_pairs_b64(
-        self,
-        sources: Sequence[int],
-        targets: Sequence[int],
-        num_neighbors: Mapping[str, Any],
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        args = pair_args(sources, targets, num_neighbors, properties, options)
-        if self.has_procedures():
-            names = ("sources", "targets", "num_neighbors", "properties", "options")
-            return self._call("tf_features.sample_pairs", dict(zip(names, args)), "blob")[0]["blob"]
-        data, _ = _fallback().sample_pairs(CypherGraphAccess.factory(self), *args)
-        return blob.b64encode(data)
-
-    def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
-        options = plain_options(options)
-        if self.has_procedures():  # a write procedure: Memgraph refuses it in a read transaction
-            fields = "train, val, test, relationships"
-            clause = f" {self.procedure_memory.clause}" if self._memgraph else ""
-            rows = self.write(
-                f"CALL tf_features.split_edges($pattern, $options){clause} YIELD {fields} "
-                f"RETURN {fields}",
-                {"pattern": pattern, "options": options},
-            )
-            return dict(rows[0])
-        return _fallback().split_edges(CypherGraphAccess.factory(self), pattern, options)
+    def access_factory(self) -> Callable[[Any], CypherGraphAccess]:
+        """The procedures' graph access over plain Cypher on this source (per call options)."""
+        return CypherGraphAccess.factory(self)
 
 
-_DESCRIBE_FIELDS = "feature_width, dtype, columns, sections, num_classes"
+def _client_blob(answer: tuple[bytes, Any]) -> str:
+    """The base64url text of a client-side sampler's ``(blob, count)``."""
+    return blob.b64encode(answer[0])
+
+
+CLIENT_SIDE: dict[str, Callable[..., Any]] = {
+    table.PACK.name: lambda s, *a: _fallback().pack_b64(s.access_factory(), *a),
+    table.SAMPLE.name: lambda s, *a: _fallback().sample_b64(s.access_factory(), *a),
+    table.SAMPLE_PER_NODE.name: lambda s, *a: _fallback().sample_per_node_b64(
+        s.access_factory(), *a
+    ),
+    table.DESCRIBE.name: lambda s, *a: _fallback().describe(s.access_factory(), *a),
+    table.SAMPLE_TYPED.name: lambda s, *a: _client_blob(
+        _fallback().sample_typed(s.access_factory(), *a)
+    ),
+    table.SCHEMA.name: lambda s, *a: _fallback().schema(s.access_factory(), *a),
+    table.SAMPLE_PAIRS.name: lambda s, *a: _client_blob(
+        _fallback().sample_pairs(s.access_factory(), *a)
+    ),
+    table.SPLIT_EDGES.name: lambda s, *a: _fallback().split_edges(s.access_factory(), *a),
+}
+"""Per procedure of the table, its answer computed on the client by the procedure's own code
+(:mod:`memgraph_tf.client._fallback`) over a :class:`BoltSource`'s plain Cypher: ``(source,
+*plain arguments) -> answer``."""
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether the driver would retry ``exc`` and the server answered: a retryable error that is
+    not a failed or lost connection."""
+    if isinstance(exc, (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired)):
+        return False
+    retryable = getattr(exc, "is_retryable", None)
+    return bool(retryable()) if callable(retryable) else False
 
 
 def _fallback() -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import re
 import urllib.parse
@@ -32,20 +33,22 @@ SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 """URI schemes :func:`connect` accepts (``+s``: TLS with a verified certificate, ``+ssc``: TLS that
 accepts a self-signed one)."""
 
-DEFAULT_DRIVER_OPTIONS: dict[str, Any] = {
-    "connection_timeout": 10.0,
-    "connection_acquisition_timeout": 30.0,
-    "max_transaction_retry_time": 15.0,
-    "keep_alive": True,
-}
-"""Driver settings :func:`connect` uses unless ``driver_options`` overrides them."""
+ENV_CONNECT_TIMEOUT = "MEMGRAPH_TF_CONNECT_TIMEOUT_S"
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+"""How long reaching the graph server may take by default (:func:`connect_timeout`): the TCP
+connect (the neo4j driver's ``connection_timeout``) and the wait for a connection, TLS and the
+Bolt handshake included (its ``connection_acquisition_timeout``). A server that does not answer
+within it is unavailable (:class:`~memgraph_tf.client.errors.ServerUnavailable`; a served
+``node_id`` request answers 503), and a failed connection is not retried."""
 
-PROCEDURES = (
-    "tf_features.pack",
-    "tf_features.sample",
-    "tf_features.sample_per_node",
-    "tf_features.describe",
-)
+RETRY_TIME_S = 15.0
+"""How long a managed transaction that a reachable server failed with a transient error (a
+conflict with a concurrent transaction) is retried: the neo4j driver's
+``max_transaction_retry_time`` of the retry."""
+
+DEFAULT_DRIVER_OPTIONS: dict[str, Any] = {"keep_alive": True}
+"""Driver settings :func:`connect` uses unless ``driver_options`` overrides them (besides the
+timeouts it derives from ``connect_timeout_s`` and :data:`RETRY_TIME_S`)."""
 
 ENV_PROCEDURE_MEMORY = "MEMGRAPH_TF_PROCEDURE_MEMORY_LIMIT_MB"
 UNLIMITED = "unlimited"
@@ -80,6 +83,33 @@ class ProcedureMemory:
         if self.limit_mb is None:
             return "PROCEDURE MEMORY UNLIMITED"
         return f"PROCEDURE MEMORY LIMIT {self.limit_mb} MB"
+
+
+def connect_timeout(timeout_s: float | str | None = None) -> float:
+    """The connect timeout in seconds from ``timeout_s`` -- a number > 0 (also as a decimal
+    string) -- or, when None, from ``MEMGRAPH_TF_CONNECT_TIMEOUT_S``, else
+    :data:`DEFAULT_CONNECT_TIMEOUT_S`. Raises :class:`ConfigurationError` naming the argument or
+    the variable and the bad value."""
+    name = "connect_timeout_s"
+    if timeout_s is None:
+        timeout_s = os.environ.get(ENV_CONNECT_TIMEOUT) or None
+        if timeout_s is None:
+            return DEFAULT_CONNECT_TIMEOUT_S
+        name = ENV_CONNECT_TIMEOUT
+    value: Any = timeout_s
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            value = None
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    ):
+        return float(value)
+    raise ConfigurationError(f"{name}: expected a number of seconds > 0, got {timeout_s!r}")
 
 
 def procedure_memory(limit_mb: int | str | None = None) -> ProcedureMemory:

@@ -12,15 +12,9 @@ from typing import Any
 from memgraph_tf.client.errors import ConfigurationError, ProcedureUnavailable, QueryError
 from memgraph_tf.client.procedure_errors import translate_procedure_failure
 from memgraph_tf.client.sources.config import procedure_memory, quote_name, short_query
-from memgraph_tf.client.sources.interface import (
-    GraphSource,
-    pair_args,
-    plain_options,
-    to_python,
-    typed_args,
-    typed_properties,
-)
-from memgraph_tf.client.sources.keyed import PROCEDURE_PARAMS, keyed_lists, resolved_keys
+from memgraph_tf.client.sources.interface import GraphSource
+from memgraph_tf.client.sources.keyed import keyed_lists, resolved_keys
+from memgraph_tf.client.sources.procedure_table import Procedure, to_python
 
 logger = logging.getLogger(__name__)
 
@@ -101,18 +95,16 @@ class EmbeddedSource(GraphSource):
         except EmbeddedError as exc:
             raise QueryError(f"{where}: query failed: {exc}") from exc
 
-    def _single_blob(self, procedure: str, *args: Any) -> str:
-        return self._keyed_call(procedure, *args)[0]["blob"]
-
-    def _keyed_call(self, procedure: str, *args: Any) -> list[dict[str, Any]]:
-        """:meth:`_call` of a procedure of :data:`PROCEDURE_PARAMS`, its lists of integer keys
+    def call_procedure(self, procedure: Procedure, args: tuple) -> Any:
+        """One call of ``procedure`` through the embedded runtime, its lists of integer keys
         under ``options.id_property`` (:func:`keyed_lists`) first resolved to their nodes through
         the graph's index (:meth:`~memgraph_tf.embedded.EmbeddedGraph.find_nodes`), as
-        :class:`BoltSource` has Memgraph resolve them: the procedure need not scan the label."""
-        named = dict(zip(PROCEDURE_PARAMS[procedure], args))
-        keyed = keyed_lists(procedure, named)
+        :class:`~memgraph_tf.client.sources.BoltSource` has Memgraph resolve them: the procedure
+        need not scan the label."""
+        named = dict(zip(procedure.params, args))
+        keyed = keyed_lists(procedure.name, named)
         if not keyed:
-            return self._call(procedure, *args)
+            return procedure.answer_of(self._call(procedure.name, *args))
         id_property = named["options"]["id_property"]
         graph = self.graph
         with self._lock:  # the nodes found and the call see the same graph
@@ -123,90 +115,7 @@ class EmbeddedSource(GraphSource):
                         graph.node(i) for i in graph.find_nodes(label, id_property, key)
                     ],
                 )
-            return self._call(procedure, *named.values())
-
-    def pack_blob_b64(
-        self,
-        node_ids: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        return self._single_blob(
-            "tf_features.pack", to_python(list(node_ids)), list(properties), plain_options(options)
-        )
-
-    def sample_blob_b64(
-        self,
-        seeds: Sequence[int],
-        fanouts: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        return self._single_blob(
-            "tf_features.sample",
-            to_python(list(seeds)),
-            to_python(list(fanouts)),
-            list(properties),
-            plain_options(options),
-        )
-
-    def describe(
-        self, properties: Sequence[str], options: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        return dict(self._call("tf_features.describe", list(properties), plain_options(options))[0])
-
-    def sample_blobs_per_node_b64(
-        self,
-        seeds: Sequence[int],
-        fanouts: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> list[str]:
-        rows = self._keyed_call(
-            "tf_features.sample_per_node",
-            to_python(list(seeds)),
-            to_python(list(fanouts)),
-            list(properties),
-            plain_options(options),
-        )
-        return [row["blob"] for row in rows]
-
-    def sample_typed_b64(
-        self,
-        seeds: Sequence[int],
-        num_neighbors: Mapping[str, Sequence[int]],
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        return self._single_blob(
-            "tf_features.sample_typed", *typed_args(seeds, num_neighbors, properties, options)
-        )
-
-    def schema(
-        self,
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        rows = self._call(
-            "tf_features.schema", typed_properties(properties), plain_options(options)
-        )
-        return dict(rows[0])
-
-    def sample_pairs_b64(
-        self,
-        sources: Sequence[int],
-        targets: Sequence[int],
-        num_neighbors: Mapping[str, Any],
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> str:
-        return self._single_blob(
-            "tf_features.sample_pairs",
-            *pair_args(sources, targets, num_neighbors, properties, options),
-        )
-
-    def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
-        return dict(self._call("tf_features.split_edges", pattern, plain_options(options))[0])
+            return procedure.answer_of(self._call(procedure.name, *named.values()))
 
     def run(
         self,

@@ -1,6 +1,6 @@
-"""The interface every graph source offers (:class:`GraphSource`), and the conversion of the
-arguments its operations take into plain Python values (what the Bolt driver and the embedded
-runtime accept)."""
+"""The interface every graph source offers (:class:`GraphSource`): its procedure operations go
+through the procedure table (:mod:`.procedure_table`) to one method each source implements,
+:meth:`GraphSource.call_procedure`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Any
 
 from memgraph_tf import blob
 from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.client.sources import procedure_table as table
 from memgraph_tf.client.sources.config import quote_name
+from memgraph_tf.client.sources.procedure_table import Procedure, to_python
 
 logger = logging.getLogger(__name__)
 
@@ -20,9 +22,9 @@ class GraphSource:
     ``options["id_property"]`` when given.
 
     Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
-    return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement the
-    ``*_b64`` methods, :meth:`run` and :meth:`_write_checked` (the write after
-    :meth:`write_columns`' checks).
+    return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement
+    :meth:`call_procedure` (every procedure operation goes through it), :meth:`run`,
+    :meth:`node_ids` and :meth:`_write_checked` (the write after :meth:`write_columns`' checks).
     """
 
     kind = "graph"
@@ -39,6 +41,14 @@ class GraphSource:
         it copies no thread in the middle of a graph call."""
         return _NO_LOCK
 
+    # -- procedures -------------------------------------------------------------------------------
+    def call_procedure(self, procedure: Procedure, args: tuple) -> Any:
+        """The answer (:meth:`Procedure.answer_of`) of one call of ``procedure`` with ``args``,
+        plain Python values in ``procedure.params`` order (``procedure.plain``). Every procedure
+        operation below comes here; a bad input raises :class:`GraphDataError` with the
+        procedure's message."""
+        raise NotImplementedError
+
     # -- blobs ------------------------------------------------------------------------------------
     def pack_blob_b64(
         self,
@@ -46,7 +56,8 @@ class GraphSource:
         properties: Sequence[str],
         options: Mapping[str, Any] | None = None,
     ) -> str:
-        raise NotImplementedError
+        """``tf_features.pack``'s base64url blob (see :meth:`pack_blob`)."""
+        return self.call_procedure(table.PACK, table.PACK.plain(node_ids, properties, options))
 
     def sample_blob_b64(
         self,
@@ -55,7 +66,10 @@ class GraphSource:
         properties: Sequence[str],
         options: Mapping[str, Any] | None = None,
     ) -> str:
-        raise NotImplementedError
+        """``tf_features.sample``'s base64url blob (see :meth:`sample_blob`)."""
+        return self.call_procedure(
+            table.SAMPLE, table.SAMPLE.plain(seeds, fanouts, properties, options)
+        )
 
     def sample_blobs_per_node_b64(
         self,
@@ -64,7 +78,10 @@ class GraphSource:
         properties: Sequence[str],
         options: Mapping[str, Any] | None = None,
     ) -> list[str]:
-        raise NotImplementedError
+        """One base64url blob per seed (see :meth:`sample_blobs_per_node`)."""
+        return self.call_procedure(
+            table.SAMPLE_PER_NODE, table.SAMPLE_PER_NODE.plain(seeds, fanouts, properties, options)
+        )
 
     def pack_blob(
         self,
@@ -108,9 +125,9 @@ class GraphSource:
 
         Guarantees: the map the procedure returns, without packing or fetching any features; a
         bad input raises :class:`GraphDataError` with the procedure's message."""
-        raise NotImplementedError
+        return self.call_procedure(table.DESCRIBE, table.DESCRIBE.plain(properties, options))
 
-    # -- typed (heterogeneous) graphs: tf_features.sample_typed / schema (issue 24) ---------------
+    # -- typed (heterogeneous) graphs: tf_features.sample_typed / schema -------------------------
     def sample_typed_b64(
         self,
         seeds: Sequence[int],
@@ -119,7 +136,9 @@ class GraphSource:
         options: Mapping[str, Any] | None = None,
     ) -> str:
         """``tf_features.sample_typed``'s base64url blob (see :meth:`sample_typed`)."""
-        raise NotImplementedError
+        return self.call_procedure(
+            table.SAMPLE_TYPED, table.SAMPLE_TYPED.plain(seeds, num_neighbors, properties, options)
+        )
 
     def sample_typed(
         self,
@@ -144,7 +163,7 @@ class GraphSource:
         """What ``tf_features.schema`` reports: ``labels`` (per label its count and the kind and
         width of the feature properties asked for it in ``properties``, checked on every node)
         and ``relationships`` (per (source label, type, target label) the count)."""
-        raise NotImplementedError
+        return self.call_procedure(table.SCHEMA, table.SCHEMA.plain(properties, options))
 
     def node_ids(
         self,
@@ -158,7 +177,7 @@ class GraphSource:
         skipped), or internal ids; ascending."""
         raise NotImplementedError
 
-    # -- link prediction: tf_features.sample_pairs / split_edges (issue 25) -----------------------
+    # -- link prediction: tf_features.sample_pairs / split_edges ----------------------------------
     def sample_pairs_b64(
         self,
         sources: Sequence[int],
@@ -168,7 +187,8 @@ class GraphSource:
         options: Mapping[str, Any] | None = None,
     ) -> str:
         """``tf_features.sample_pairs``' base64url blob (see :meth:`sample_pairs`)."""
-        raise NotImplementedError
+        args = table.SAMPLE_PAIRS.plain(sources, targets, num_neighbors, properties, options)
+        return self.call_procedure(table.SAMPLE_PAIRS, args)
 
     def sample_pairs(
         self,
@@ -196,7 +216,7 @@ class GraphSource:
         "relationships"}``. Guarantees: idempotent for a seed, the same split from the procedure
         and the client-side fallback (with ``options["id_property"]``), run in a write
         transaction; a bad input raises :class:`GraphDataError` and writes nothing."""
-        raise NotImplementedError
+        return self.call_procedure(table.SPLIT_EDGES, table.SPLIT_EDGES.plain(pattern, options))
 
     # -- queries and writes -----------------------------------------------------------------------
     def run(
@@ -350,68 +370,3 @@ def _check_write_args(
     for i, node_id in enumerate(node_ids):
         if not isinstance(node_id, int) or isinstance(node_id, bool):
             raise ConfigurationError(f"node_ids[{i}]: expected an integer id, got {node_id!r}")
-
-
-def to_python(value: Any) -> Any:
-    """numpy scalars/arrays and eager tensors -> plain Python values the Bolt driver accepts."""
-    if hasattr(value, "numpy") and callable(value.numpy):
-        value = value.numpy()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [to_python(v) for v in value]
-    return value
-
-
-def plain_options(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A procedure's ``options`` map with plain Python values (None stays None); anything but a
-    mapping raises :class:`ConfigurationError`."""
-    if options is None:
-        return None
-    if not isinstance(options, Mapping):
-        raise ConfigurationError(f"options: expected a map or None, got {type(options).__name__}")
-    return {k: to_python(v) for k, v in options.items()}
-
-
-def typed_properties(properties: Any) -> Any:
-    """A ``{label: [names]}`` map as plain Python (anything else as given: the procedure names
-    it)."""
-    if not isinstance(properties, Mapping):
-        return properties
-    return {
-        k: to_python(list(v)) if isinstance(v, (list, tuple)) else v for k, v in properties.items()
-    }
-
-
-def typed_args(seeds: Any, num_neighbors: Any, properties: Any, options: Any) -> tuple:
-    """``sample_typed``'s arguments as plain Python values (driver and embedded runtime alike)."""
-    if isinstance(num_neighbors, Mapping):
-        num_neighbors = {
-            str(k): to_python(list(v)) if isinstance(v, (list, tuple)) else v
-            for k, v in num_neighbors.items()
-        }
-    return (
-        to_python(list(seeds)),
-        num_neighbors,
-        typed_properties(properties),
-        plain_options(options),
-    )
-
-
-def pair_args(
-    sources: Any, targets: Any, num_neighbors: Any, properties: Any, options: Any
-) -> tuple:
-    """``sample_pairs``' arguments as plain Python values (one pattern map, or one per role)."""
-    if isinstance(num_neighbors, Mapping) and set(num_neighbors) == {"source", "target"}:
-        num_neighbors = {
-            role: typed_args([], nn, None, None)[1] for role, nn in num_neighbors.items()
-        }
-    else:
-        num_neighbors = typed_args([], num_neighbors, None, None)[1]
-    return (
-        to_python(list(sources)),
-        to_python(list(targets)),
-        num_neighbors,
-        typed_properties(properties),
-        plain_options(options),
-    )

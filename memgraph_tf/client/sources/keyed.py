@@ -12,18 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.client.sources.config import NAME_PATTERN, quote_name
+from memgraph_tf.client.sources.procedure_table import PROCEDURE_PARAMS
 
 logger = logging.getLogger(__name__)
-
-
-PROCEDURE_PARAMS = {
-    "tf_features.pack": ("nodes", "properties", "options"),
-    "tf_features.sample": ("seeds", "fanouts", "properties", "options"),
-    "tf_features.sample_per_node": ("seeds", "fanouts", "properties", "options"),
-    "tf_features.sample_typed": ("seeds", "num_neighbors", "properties", "options"),
-    "tf_features.sample_pairs": ("sources", "targets", "num_neighbors", "properties", "options"),
-}
-"""The arguments, in order, of the procedures whose node lists a source may resolve itself."""
 
 
 def _lookup_label(value: Any) -> bool:

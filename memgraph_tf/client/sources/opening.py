@@ -15,7 +15,9 @@ from memgraph_tf.client.sources.bolt import BoltSource
 from memgraph_tf.client.sources.config import (
     DEFAULT_DRIVER_OPTIONS,
     ENV_DATABASE,
+    RETRY_TIME_S,
     UNLIMITED,
+    connect_timeout,
     procedure_memory,
     resolve_auth,
     resolve_uri,
@@ -36,6 +38,7 @@ def connect(
     fetch_size: int = 1000,
     verify: bool = True,
     procedure_memory_limit_mb: int | str | None = None,
+    connect_timeout_s: float | str | None = None,
     **driver_options: Any,
 ) -> BoltSource:
     """Opens a :class:`BoltSource` over one long-lived ``neo4j`` driver.
@@ -45,7 +48,13 @@ def connect(
     use ``MEMGRAPH_TF_USER``/``MEMGRAPH_TF_PASSWORD`` (no auth when neither is set). ``database``:
     else ``MEMGRAPH_TF_DATABASE``, else the server's default. ``use_procedures``: None detects the
     ``tf_features`` procedures on first use; False always packs on the client; True requires them.
-    ``driver_options`` go to ``neo4j.GraphDatabase.driver`` over :data:`DEFAULT_DRIVER_OPTIONS`.
+    ``connect_timeout_s``: how long reaching the server may take (:func:`connect_timeout`: None
+    reads ``MEMGRAPH_TF_CONNECT_TIMEOUT_S``, else :data:`DEFAULT_CONNECT_TIMEOUT_S`, 5 s) -- the
+    driver's ``connection_timeout`` and ``connection_acquisition_timeout``; a server that does
+    not answer within it is :class:`ServerUnavailable` at once, without the driver's retries.
+    ``driver_options`` go to ``neo4j.GraphDatabase.driver`` over :data:`DEFAULT_DRIVER_OPTIONS`
+    and those timeouts (``max_transaction_retry_time``: how long a transient failure of a reachable
+    server is retried, :data:`RETRY_TIME_S` by default).
     ``procedure_memory_limit_mb``: the ``PROCEDURE MEMORY`` clause of the ``tf_features`` calls
     (:func:`procedure_memory`: megabytes or ``"unlimited"``; None:
     ``MEMGRAPH_TF_PROCEDURE_MEMORY_LIMIT_MB``, else :data:`DEFAULT_PROCEDURE_MEMORY_LIMIT_MB`).
@@ -64,8 +73,14 @@ def connect(
     if not isinstance(fetch_size, int) or isinstance(fetch_size, bool) or fetch_size < 1:
         raise ConfigurationError(f"fetch_size: expected an integer >= 1, got {fetch_size!r}")
     memory = procedure_memory(procedure_memory_limit_mb)
-    options = dict(DEFAULT_DRIVER_OPTIONS)
-    options.update(driver_options)
+    timeout_s = connect_timeout(connect_timeout_s)
+    options = {
+        **DEFAULT_DRIVER_OPTIONS,
+        "connection_timeout": timeout_s,
+        "connection_acquisition_timeout": timeout_s,
+        "max_transaction_retry_time": RETRY_TIME_S,
+        **driver_options,
+    }
     try:
         driver = neo4j.GraphDatabase.driver(uri, auth=driver_auth, **options)
     except (neo4j_errors.ConfigurationError, ValueError, TypeError) as exc:
@@ -78,6 +93,8 @@ def connect(
         use_procedures=use_procedures,
         fetch_size=fetch_size,
         procedure_memory_limit_mb=UNLIMITED if memory.limit_mb is None else memory.limit_mb,
+        connect_timeout_s=options["connection_acquisition_timeout"],
+        retry_time_s=options["max_transaction_retry_time"],
     )
     if verify:
         try:
@@ -92,7 +109,9 @@ def connect(
 EMBEDDED_SCHEME = "embedded:"
 
 
-def open_graph(uri: str, *, database: str | None = None) -> GraphSource:
+def open_graph(
+    uri: str, *, database: str | None = None, connect_timeout_s: float | str | None = None
+) -> GraphSource:
     """The graph source a URI names -- the one opener of ``memgraph-tf serve --graph``,
     ``memgraph-tf classify --graph`` and the Beam workers:
 
@@ -102,7 +121,8 @@ def open_graph(uri: str, *, database: str | None = None) -> GraphSource:
     * ``embedded:shop``: the demo's generated typed shop graph
       (:func:`memgraph_tf.typed_datasets.demo_shop_graph`), the same way;
     * ``embedded:DIR/NAME``: the Planetoid dataset NAME from ``DIR/ind.NAME.*``, the same way;
-    * anything else: a Bolt URI for :func:`connect` (with ``database``), which takes the user name
+    * anything else: a Bolt URI for :func:`connect` (with ``database`` and ``connect_timeout_s``:
+      None reads ``MEMGRAPH_TF_CONNECT_TIMEOUT_S``, else 5 s), which takes the user name
       and password from ``MEMGRAPH_TF_USER`` / ``MEMGRAPH_TF_PASSWORD`` -- never from the URI, a
       command line or a bundle.
 
@@ -125,4 +145,4 @@ def open_graph(uri: str, *, database: str | None = None) -> GraphSource:
             return EmbeddedSource(planetoid_graph(spec))
         path = pathlib.Path(spec)
         return EmbeddedSource(planetoid_graph(path.name, path.parent))
-    return connect(uri, database=database)
+    return connect(uri, database=database, connect_timeout_s=connect_timeout_s)
