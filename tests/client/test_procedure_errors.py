@@ -372,11 +372,11 @@ CASES = {
 # procedures' properties a map or null, pattern a string), and a Memgraph integer is an int64, far
 # inside float range. (check_names' "expected a list" is reached: a typed properties map's value.)
 UNREACHABLE = {
-    ("access.py", "resolve", "expected a list of nodes or integer ids"),
+    ("mgp_access.py", "resolve", "expected a list of nodes or integer ids"),
     ("options.py", "parse_options", "options: expected a map"),
-    ("core.py", "_raise_bad_value", "expected a number in float range"),
-    ("typed.py", "parse_typed_call", "options: expected a map"),
-    ("typed.py", "parse_properties", "properties: expected a map of label"),
+    ("tables.py", "_raise_bad_value", "expected a number in float range"),
+    ("options.py", "parse_typed_call", "options: expected a map"),
+    ("options.py", "parse_properties", "properties: expected a map of label"),
     ("pairs.py", "split_edges", "options: expected a map"),
     ("pairs.py", "_parse_pair_options", "options: expected a map"),
 }
@@ -450,7 +450,7 @@ def test_every_procedure_error_is_the_same_client_error_over_bolt_and_embedded(
 
 def _raise_sites() -> dict[tuple[str, str, int], str]:
     """(file, function, line) -> the message's start, for each ``raise`` of a procedure input
-    error in memgraph_tf/procedures (and of ``core.no_node_error``, which builds one)."""
+    error in memgraph_tf/procedures (and of ``tables.no_node_error``, which builds one)."""
     classes = {"ProcedureInputError", "OptionError", "NodeNotFoundError", "PropertyValueError"}
     sites = {}
     for path in sorted(PROCEDURES_DIR.glob("*.py")):

@@ -1,4 +1,4 @@
-"""options.max_blob_bytes (issue 23, point 5): the procedures size what a call would build before
+"""options.max_blob_bytes: the procedures size what a call would build before
 they allocate it, and refuse it quickly, in little memory, when it is too large -- in two phases:
 before sampling, what the arguments fix (the whole dense / pack blob; the index arrays of the
 compact and sparse layouts), and after sampling, before any feature is read, the compact and sparse

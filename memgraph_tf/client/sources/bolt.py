@@ -382,14 +382,6 @@ class BoltSource(GraphSource):
         """The procedures' graph access over plain Cypher on this source (per call options)."""
         return CypherGraphAccess.factory(self)
 
-    def typed_graph(self) -> Any:
-        """The client-side typed graph (metagraph queries and typed reads over plain Cypher)."""
-        return _fallback().CypherTypedGraph(self, self.access_factory(), quote_name)
-
-    def pair_graph(self) -> Any:
-        """The client-side typed graph that also lists and marks relationships (split_edges)."""
-        return _fallback().CypherPairGraph(self, self.access_factory(), quote_name)
-
 
 def _client_blob(answer: tuple[bytes, Any]) -> str:
     """The base64url text of a client-side sampler's ``(blob, count)``."""
@@ -404,13 +396,13 @@ CLIENT_SIDE: dict[str, Callable[..., Any]] = {
     ),
     table.DESCRIBE.name: lambda s, *a: _fallback().describe(s.access_factory(), *a),
     table.SAMPLE_TYPED.name: lambda s, *a: _client_blob(
-        _fallback().sample_typed(s.typed_graph(), *a)
+        _fallback().sample_typed(s.access_factory(), *a)
     ),
-    table.SCHEMA.name: lambda s, *a: _fallback().schema(s.typed_graph(), *a),
+    table.SCHEMA.name: lambda s, *a: _fallback().schema(s.access_factory(), *a),
     table.SAMPLE_PAIRS.name: lambda s, *a: _client_blob(
-        _fallback().sample_pairs(s.pair_graph(), *a)
+        _fallback().sample_pairs(s.access_factory(), *a)
     ),
-    table.SPLIT_EDGES.name: lambda s, *a: _fallback().split_edges(s.pair_graph(), *a),
+    table.SPLIT_EDGES.name: lambda s, *a: _fallback().split_edges(s.access_factory(), *a),
 }
 """Per procedure of the table, its answer computed on the client by the procedure's own code
 (:mod:`memgraph_tf.client._fallback`) over a :class:`BoltSource`'s plain Cypher: ``(source,

@@ -15,17 +15,23 @@ logger = logging.getLogger(__name__)
 
 
 class CypherReader(Protocol):
-    """What :class:`CypherGraphAccess` needs of a source: a read query's rows (a
-    :class:`~memgraph_tf.client.sources.BoltSource` is one)."""
+    """What :class:`CypherGraphAccess` needs of a source: a read query's rows, and (for
+    ``split_edges``) a write query run (a :class:`~memgraph_tf.client.sources.BoltSource` is
+    one)."""
 
     def read(self, query: str, parameters: Any = None) -> list[dict[str, Any]]:
         """All rows of ``query`` run with ``parameters`` in a read transaction."""
         ...
 
+    def write(self, query: str, parameters: Any = None) -> list[dict[str, Any]]:
+        """All rows of ``query`` run with ``parameters`` in a write transaction."""
+        ...
+
 
 class CypherGraphAccess:
-    """The procedures' graph-access protocol over plain parameterised Cypher on a
-    :class:`BoltSource`.
+    """The procedures' graph-access protocol
+    (:class:`memgraph_tf.procedures.access.GraphAccess`) over plain parameterised Cypher on a
+    :class:`BoltSource`: every ``tf_features`` procedure runs over it on the client.
 
     Keys are the values of ``options.id_property`` (seeds looked up among ``:options.label`` nodes
     when given), or the server's ``id(n)`` without it. As in the query module, a key stands for the
@@ -106,17 +112,35 @@ class CypherGraphAccess:
         return [by_key[k] for k in keys]
 
     def neighbours(
-        self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str
+        self,
+        keys: Sequence[int],
+        edge_types: Sequence[str] | None,
+        direction: str,
+        label: str | None = None,
+        held_out: Any = None,
     ) -> list[list[int]]:
-        pattern = {"out": "-[r]->", "in": "<-[r]-", "both": "-[r]-"}[direction]
-        where = "" if edge_types is None else " AND type(r) IN $types"
+        """With a ``label`` (a typed step: one relationship type, its name checked by the step's
+        parser) the type and the label are in the pattern; else the types are a parameter."""
+        params: dict[str, Any] = {"rows": self._rows(keys)}
+        where = ""
+        if label is not None and edge_types is not None and len(edge_types) == 1:
+            rel = f"[r:{quote_name(edge_types[0], 'type')}]"
+        else:
+            rel = "[r]"
+            if edge_types is not None:
+                where, params["types"] = " AND type(r) IN $types", list(edge_types)
+        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[direction]
+        other = "(m)" if label is None else f"(m:{quote_name(label, 'label')})"
+        if held_out is not None:  # a relationship without the split property is kept
+            prop = f"r.{quote_name(held_out.property, 'options.split_property')}"
+            where += f" AND ({prop} IS NULL OR NOT {prop} IN $held_out)"
+            params["held_out"] = sorted(held_out.values)
         query = (
-            f"UNWIND $rows AS row MATCH (n){pattern}(m) WHERE id(n) = row.internal{where} "
+            f"UNWIND $rows AS row MATCH (n){pattern}{other} WHERE id(n) = row.internal{where} "
             f"RETURN row.key AS key, {self._key('m')} AS nbr, id(m) AS internal"
         )
-        rows = self._source.read(query, {"rows": self._rows(keys), "types": list(edge_types or [])})
         found: dict[int, list[int]] = {k: [] for k in keys}
-        for row in rows:
+        for row in self._source.read(query, params):
             nbr = row["nbr"]
             self._check_id(nbr, row["internal"])
             if self._id_property is not None:
@@ -193,7 +217,7 @@ class CypherGraphAccess:
                 self._register(node, row["internal"][0])
         return list(nodes)
 
-    # -- typed sampling (tf_features.sample_typed on the client) ---------------------------------
+    # -- typed reads ----------------------------------------------------------------------------
     def internal_ids(self, keys: Sequence[int]) -> list[int]:
         if self._id_property is None:
             return list(keys)
@@ -208,50 +232,63 @@ class CypherGraphAccess:
         ok = {r["key"]: bool(r["ok"]) for r in rows}
         return [ok.get(k, False) for k in keys]
 
-    def typed_neighbours(
-        self, keys: Sequence[int], rel_type: str, direction: str, label: str
-    ) -> list[list[int]]:
-        if self._id_property is not None:
-            raise GraphDataError(
-                "typed_neighbours: expected an access by internal id (no id_property)"
-            )
-        rel = f"[:{quote_name(rel_type, 'type')}]"
-        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[direction]
-        rows = self._source.read(
-            f"UNWIND $rows AS row MATCH (n){pattern}(m:{quote_name(label, 'label')}) "
-            "WHERE id(n) = row.internal RETURN row.key AS key, id(m) AS nbr",
-            {"rows": self._rows(keys)},
-        )
-        found: dict[int, list[int]] = {k: [] for k in keys}
-        for row in rows:
-            found[row["key"]].append(row["nbr"])
-        return [found[k] for k in keys]
+    # -- metagraph scans (tf_features.schema, sample_typed, sample_pairs) -----------------------
+    def label_nodes(self, label: str) -> list[int]:
+        node = f"(n:{quote_name(label, 'label')})"
+        return [r["i"] for r in self._source.read(f"MATCH {node} RETURN id(n) AS i ORDER BY i")]
 
-    def typed_neighbours_kept(
-        self,
-        keys: Sequence[int],
-        rel_type: str,
-        direction: str,
-        label: str,
-        split_property: str,
-        held_out: frozenset[str],
-    ) -> list[list[int]]:
-        """As :meth:`typed_neighbours`, over only the relationships whose ``split_property`` is
-        not one of ``held_out`` (a relationship without it is kept)."""
-        if self._id_property is not None:
-            raise GraphDataError(
-                "typed_neighbours_kept: expected an access by internal id (no id_property)"
-            )
-        rel = f"[r:{quote_name(rel_type, 'type')}]"
-        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[direction]
-        prop = f"r.{quote_name(split_property, 'options.split_property')}"
+    def label_counts(self) -> dict[str, int]:
+        rows = self._source.read("MATCH (n) UNWIND labels(n) AS label RETURN label, count(*) AS c")
+        return {r["label"]: r["c"] for r in rows}
+
+    def triples(self) -> dict[tuple[str, str, str], int]:
         rows = self._source.read(
-            f"UNWIND $rows AS row MATCH (n){pattern}(m:{quote_name(label, 'label')}) "
-            f"WHERE id(n) = row.internal AND ({prop} IS NULL OR NOT {prop} IN $held_out) "
-            "RETURN row.key AS key, id(m) AS nbr",
-            {"rows": self._rows(keys), "held_out": sorted(held_out)},
+            "MATCH (a)-[r]->(b) UNWIND labels(a) AS la UNWIND labels(b) AS lb "
+            "RETURN la, type(r) AS t, lb, count(*) AS c"
         )
-        found: dict[int, list[int]] = {k: [] for k in keys}
-        for row in rows:
-            found[row["key"]].append(row["nbr"])
-        return [found[k] for k in keys]
+        return {(r["la"], r["t"], r["lb"]): r["c"] for r in rows}
+
+    def has_triple(self, source: str, rel_type: str, target: str) -> bool:
+        pattern = (
+            f"(a:{quote_name(source, 'label')})-[:{quote_name(rel_type, 'type')}]->"
+            f"(b:{quote_name(target, 'label')})"
+        )
+        return bool(self._source.read(f"MATCH {pattern} RETURN 1 AS one LIMIT 1"))
+
+    # -- the relationships of an edge step (tf_features.split_edges) ----------------------------
+    def relationships(self, step: Any) -> list[tuple[Any, Any, Any]]:
+        """The handles are ``(id(r), id of its start node, type)``: what :meth:`write_splits`
+        finds each relationship by."""
+        left = f"(a:{quote_name(step.left, 'label')})"
+        right = f"(b:{quote_name(step.right, 'label')})"
+        rel = f"[r:{quote_name(step.rel_type, 'type')}]"
+        seen: set[Any] = set()
+        out = []
+        for direction in ("out", "in"):
+            if step.direction not in (direction, "both"):
+                continue
+            arrow = f"-{rel}->" if direction == "out" else f"<-{rel}-"
+            rows = self._source.read(
+                f"MATCH {left}{arrow}{right} RETURN id(a) AS a, id(b) AS b, id(r) AS r"
+            )
+            for row in rows:
+                if row["r"] in seen:
+                    continue
+                seen.add(row["r"])
+                start = row["a"] if direction == "out" else row["b"]  # the relationship's start
+                out.append(((row["r"], start, step.rel_type), row["a"], row["b"]))
+        return out
+
+    def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
+        """In write transactions of up to 1000 relationships."""
+        by_type: dict[str, list[dict[str, Any]]] = {}
+        for (rel, start, rel_type), value in rows:
+            by_type.setdefault(rel_type, []).append({"r": rel, "s": start, "v": value})
+        prop = quote_name(name, "options.split_property")
+        for rel_type, items in by_type.items():
+            query = (
+                f"UNWIND $rows AS row MATCH (s)-[r:{quote_name(rel_type, 'type')}]->() "
+                f"WHERE id(s) = row.s AND id(r) = row.r SET r.{prop} = row.v"
+            )
+            for start in range(0, len(items), 1000):
+                self._source.write(query, {"rows": items[start : start + 1000]})
