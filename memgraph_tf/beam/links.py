@@ -1,4 +1,4 @@
-"""Batch link scoring on Apache Beam (issue 25): :class:`ScoreLinks`, ``memgraph-tf score-links``
+"""Batch link scoring on Apache Beam: :class:`ScoreLinks`, ``memgraph-tf score-links``
 as a pipeline -- the same candidates (top k per source, or a Cypher query's pairs), the same
 scores, the same relationships ``(s)-[:PREDICTED_LINK {score, model_version}]->(t)`` and source
 markers (:mod:`memgraph_tf.batch.links`, :mod:`memgraph_tf.client.links`)::

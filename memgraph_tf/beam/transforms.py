@@ -350,7 +350,7 @@ class _FetchFn(beam.DoFn):
                         self.sampling.fanouts,
                         self.sampling.properties,
                         {**self.sampling.options, "seed": seed},
-                        self.sampling.typed,  # a typed bundle's settings (issue 24)
+                        self.sampling.typed,  # a typed bundle's settings
                     ),
                 )
                 for seed in self.seeds

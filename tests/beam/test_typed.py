@@ -1,4 +1,4 @@
-"""memgraph_tf.beam with a typed bundle (issue 24): ``ClassifyNodes`` on the DirectRunner (threads
+"""memgraph_tf.beam with a typed bundle: ``ClassifyNodes`` on the DirectRunner (threads
 over the embedded graph) and on the DaskRunner (2 worker processes, the graph in ArcadeDB over real
 Bolt) writes every :User node once -- and nothing of another label -- with the predictions of the
 one-process path (``memgraph-tf classify``: :func:`memgraph_tf.batch.classify_graph`);

@@ -1,5 +1,5 @@
 """A procedure's error reaches the caller as the same client error over Bolt as on the embedded
-graph (issue 22): every error case the ``tf_features`` procedures raise, each run for real through
+graph: every error case the ``tf_features`` procedures raise, each run for real through
 the unchanged query module, formatted as Memgraph formats it and hydrated by the real ``neo4j``
 driver; then end to end, ``memgraph-tf classify`` and ``memgraph-tf serve`` over a Bolt source.
 
@@ -228,7 +228,7 @@ CASES = {
     "a blob over max_blob_bytes": Case(
         "pack", ([0, 1], ["f"], {"max_blob_bytes": 64}), r"^max_blob_bytes: the blob would hold "
     ),
-    # -- the typed procedures (issue 24), on typed_case_graph()
+    # -- the typed procedures, on typed_case_graph()
     "sample_typed: no seed label": Case(
         "sample_typed", ([0], {BOUGHT: [1]}, None, {}), r"^options\.label: expected the seed label"
     ),
@@ -311,7 +311,7 @@ CASES = {
         ({"Product": ["g"]}, None),
         r"^node 5 \(:Product\) property 'g': expected a list of 1 ",
     ),
-    # -- link prediction (issue 25)
+    # -- link prediction
     "split_edges: an unknown option": Case(
         "split_edges",
         (BOUGHT, {"seed": 1, "negatives": 2}),

@@ -199,7 +199,7 @@ def _features(blobs):
 
 
 def test_graph_server_over_memgraph_s_procedure_errors_answers_400(exported, source, arcadedb):
-    """``serve --graph bolt://...`` on a server whose procedures fail as Memgraph's do (issue 22):
+    """``serve --graph bolt://...`` on a server whose procedures fail as Memgraph's do:
     an unknown node is a 400 naming it, as on the embedded graph (before: a 500 carrying the
     server's whole traceback); a known node's answer is the one the client-side path gives."""
     import neo4j

@@ -35,7 +35,7 @@ from tensorflow_serving.apis import (
 from memgraph_tf.serving import errors, grpc_codec, input_specs, json_parse, rest_api
 from memgraph_tf.serving.grpc_server import start_grpc_server
 
-#: The issue's reproducers: 33 levels of [ ] around a string for the predict input ``blobs``.
+#: The crash reproducers: 33 levels of [ ] around a string for the predict input ``blobs``.
 DEEP_COLUMNAR = b'{"inputs": {"blobs": ' + b"[" * 33 + b'"YQ=="' + b"]" * 33 + b"}}"
 #: ... and the row form: 33 levels of [ ] (``instances`` itself the first) around a b64 object.
 DEEP_ROWS = b'{"instances": ' + b"[" * 33 + b'{"b64": "YQ=="}' + b"]" * 33 + b"}"
@@ -93,7 +93,7 @@ ONES = "[1,1,1,1,1,1,1,1,...]"
 @pytest.fixture(scope="module")
 def blobs_base(tmp_path_factory):
     """BASE/sage, version 1: a SavedModel whose ``serving_default`` takes what a bundle's does
-    (``blobs``: DT_STRING [batch]) and answers each blob's length -- the issue's input path
+    (``blobs``: DT_STRING [batch]) and answers each blob's length -- the crash's input path
     without a bundle's load and warmup time."""
     import tensorflow as tf
 

@@ -1,4 +1,4 @@
-"""A bounded fuzz run of the REST server over loopback (issue 11): >= 1,000 random and malformed
+"""A bounded fuzz run of the REST server over loopback: >= 1,000 random and malformed
 bodies, paths, methods and headers. Every request must get a complete HTTP answer (no dropped
 connection) that is JSON and not 5xx; the server must answer status afterwards; stalled
 connections must be closed after the idle timeout.
@@ -426,7 +426,7 @@ def test_fuzz_rest_api(fuzz_server):
             sock.close()
 
 
-# ------------------------------------------------------------------ grammar-aware (issue 23)
+# ------------------------------------------------------------------ grammar-aware
 GRAMMAR_CASES = int(os.environ.get("MEMGRAPH_TF_FUZZ_GRAMMAR_CASES", "700"))
 GRAMMAR_BUDGET_S = 15.0
 GRAMMAR_DEPTH = 128

@@ -1,4 +1,4 @@
-"""Slow clients (issue 23, item 4): connections that trickle a request one byte at a time.
+"""Slow clients: connections that trickle a request one byte at a time.
 
 waitress resets a connection's idle timer on every byte received (channel.py ``handle_read``
 sets ``last_activity``) and stops accepting at its connection limit (server.py ``readable``
