@@ -18,11 +18,11 @@
   nodes batch inference reads, keyset paging and the write-back of predictions (``graphs``).
 
 Batch inference with an exported bundle (``memgraph-tf classify``) lives in
-:mod:`memgraph_tf.batch`, above this package. Its names that this package used to export --
+:mod:`memgraph_tf.batch`, above this package. Deprecated aliases:
 ``classify_graph``, ``BatchClassifier``, ``BatchSummary``, ``BundleBackend``, ``ModelBackend``,
-``ServingBackend``, ``rest_backend``, ``grpc_backend`` -- stay importable from here as
-compatibility aliases for one release (``_MOVED_TO_BATCH``: each is the object of
-``memgraph_tf.batch``, imported on first use); import them from :mod:`memgraph_tf.batch`.
+``ServingBackend``, ``rest_backend`` and ``grpc_backend`` also import from here
+(``_MOVED_TO_BATCH``: each is the object of ``memgraph_tf.batch``, imported on first use); import
+them from :mod:`memgraph_tf.batch`.
 
 Names are imported lazily, so ``from memgraph_tf.client import connect`` does not import TensorFlow.
 """

@@ -5,8 +5,8 @@ compact and sparse layouts), and after sampling, before any feature is read, the
 blobs from their distinct sampled nodes (sparse: their non-zero values, counted as they are read).
 
 The reproducers: on Cora (1,433 float32 features) one seed with fanouts [10**6],
-[10**9] or [20, 20, 20, 20] used to pass the size checks and allocate several GiB before any error
-(or build a 1.29-billion-character blob). Compact and sparse calls are no longer refused for the
+[10**9] or [20, 20, 20, 20] would allocate several GiB before any error (or build a
+1.29-billion-character blob) without these checks. Compact and sparse calls are not refused for the
 worst case of their fanouts: 256 Cora seeds with fanouts [10, 10] in the sparse layout (bound
 326 MB, blob 423 kB) pass with the default limit."""
 
@@ -170,7 +170,7 @@ def _figures(raw: bytes, layout_name: str) -> str:
 @pytest.mark.parametrize("layout_name", ["compact", "sparse"])
 def test_compact_and_sparse_are_sized_exactly_after_sampling(embedded_runner, layout_name):
     """Nodes repeat (and node 0 has a zero feature): the blob is smaller than the worst case for
-    the fanouts, which no longer refuses it; a limit equal to the real size passes with the same
+    the fanouts, which does not refuse it; a limit equal to the real size passes with the same
     bytes, one byte less is refused after sampling, naming the distinct nodes (and non-zeros)."""
     embedded_runner.build(cases.small_graph())
     options = {"seed": 1, "layout": layout_name}

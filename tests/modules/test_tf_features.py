@@ -150,7 +150,7 @@ def test_long_loops_check_for_abort(embedded_runner, procedure, args, min_checks
 
 def test_one_wide_seed_checks_for_abort_inside_its_row(embedded_runner):
     # one seed, 500 x 400 = 200,000 slots drawn at hop 2 and gathered into features_2: the abort
-    # checks must come from inside that one row (the sampler used to check every 256 rows only)
+    # checks must come from inside that one row, not only between rows
     embedded_runner.build(cases.star_graph(3))
     args = ([0], [500, 400], ["f"], {"seed": 1})
     counter = _AbortFrom()

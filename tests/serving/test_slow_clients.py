@@ -2,8 +2,8 @@
 
 waitress resets a connection's idle timer on every byte received (channel.py ``handle_read``
 sets ``last_activity``) and stops accepting at its connection limit (server.py ``readable``
-returns False while ``len(map) >= connection_limit``), so 260 trickling connections used to hold
-every slot and a valid request waited in the listen backlog (no answer in 100 s). The server now
+returns False while ``len(map) >= connection_limit``), so 260 trickling connections would hold
+every slot and a valid request would wait in the listen backlog. The server
 closes a request whose headers (or body) are not complete within a total deadline, and at the
 limit takes a new connection in by shedding the connection whose unfinished request started
 longest ago -- never one with a request a worker holds (memgraph_tf/serving/server.py
