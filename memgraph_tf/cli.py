@@ -102,8 +102,7 @@ def _classify(args: argparse.Namespace) -> int:
     from memgraph_tf import batch
     from memgraph_tf.beam.runner import parse_params  # standard library only
     from memgraph_tf.client import BoltSource, sources
-    from memgraph_tf.client.errors import ConfigurationError, InvalidNodeError
-    from memgraph_tf.errors import command_failure
+    from memgraph_tf.errors import ConfigurationError, InvalidNodeError, command_failure
 
     def fail(code: int, message: str) -> int:
         print(f"memgraph-tf classify: {message}", file=sys.stderr)

@@ -19,7 +19,7 @@ that defines each subtree::
     |   +-- ArgumentTypeError (TypeError)                arguments do not fit the signature
     |   +-- ProcedureError (RuntimeError)                the procedure raised: Memgraph's text (its error is the __cause__)
     |       +-- ResultConversionError (TypeError)        a result Memgraph could not convert (Memgraph's text)
-    +-- ClientError                                      memgraph_tf.client.errors
+    +-- ClientError                                      memgraph_tf.client: the graph sources, training, batch inference
     |   +-- ConfigurationError (ValueError)              a bad argument or setting
     |   +-- GraphConnectionError (ConnectionError)
     |   |   +-- ServerUnavailable                        nothing answers, or the connection died mid-query
@@ -35,7 +35,7 @@ that defines each subtree::
     |   |   +-- KeysetPagingError                        keyset paging repeated a key, or left selected nodes unread
     |   +-- ModelError                                   batch inference: the model backend failed
     |       +-- ModelInputError (ValueError)             the model rejected an input blob
-    +-- ServingError                                     memgraph_tf.serving.errors (.status, .message, .url, .grpc_code)
+    +-- ServingError                                     memgraph_tf.serving (.status, .message, .url, .grpc_code)
     |   +-- ServingConnectionError                       no HTTP answer after all retries
     |   +-- ServingTimeoutError                          no answer within timeout_s
     |   +-- InvalidResponseError                         a 2xx answer that is not the promised JSON
@@ -61,6 +61,25 @@ that defines each subtree::
     |       +-- GraphSourceError                         any other failure of the graph source
     +-- ArcadeDBStartError (RuntimeError)                memgraph_tf.testing.arcadedb: no test server
 
+The client's errors translate the ``neo4j`` driver's at the boundary (the original stays attached as
+``__cause__``), so callers need not import the driver to handle them. Errors raised inside a
+``tf.data`` pipeline or ``tf.py_function`` reach the caller as the ``tf.errors.OpError`` subclass
+TensorFlow maps them to (``InvalidArgumentError`` for the ``ValueError`` and ``TypeError`` families,
+another ``OpError`` such as ``UnknownError`` otherwise); their message contains this module's message
+unchanged.
+
+The serving errors that come from an answer carry the HTTP ``status``, the status code's name
+``grpc_code`` and the server's message (the ``"error"`` field of TF Serving's ``{"error": "..."}``
+body, the raw body when it is not that shape, or the gRPC status details). :data:`STATUS_TABLE`
+holds, one row per TF Serving / gRPC status code, the HTTP status TF Serving's ``http_server.cc``
+(``ToHTTPStatusCode``) answers it with, the error class and whether clients retry it;
+:func:`error_for_status` builds the right error from it. Code names are strings;
+``grpc.StatusCode[name]`` gives the enum. :data:`EXIT_CODES` is the commands' exit-code table.
+
+The procedures' input errors stay in :mod:`memgraph_tf.procedures.errors`: their ``module.Class``
+is part of the text Memgraph sends a client when a procedure raises, which the client reads
+(:mod:`memgraph_tf.client.procedure_errors`), so it must not depend on this module's layout.
+
 Not in the tree, on purpose:
 
 * the ``_mgp`` errors of :mod:`memgraph_tf.embedded._runtime` (``UnknownError``,
@@ -73,14 +92,17 @@ Not in the tree, on purpose:
   error raised inside ``tf.data`` or ``tf.py_function``: TensorFlow decides their types;
 * ``ValueError`` / ``TypeError`` for a call with wrong arguments (a programming error).
 
-The package bases are importable from here by name (``from memgraph_tf.errors import ClientError``).
-They are looked up on first use, so importing this module needs the standard library alone; using a
+The bases defined in other modules (``BlobFormatError``, ``OpLibraryError``,
+``ProcedureInputError``, ``EmbeddedError``, ``ArcadeDBStartError``) are importable from here by
+name. They are looked up on first use, so importing this module needs the standard library alone; using a
 name imports its package (those packages import TensorFlow or the Bolt driver only lazily).
 """  # noqa: E501 -- the tree: one class a line, its note beside it (tests/test_errors.py)
 
 from __future__ import annotations
 
+import http
 import logging
+from typing import Any, NamedTuple
 
 from memgraph_tf.lazy import lazy_attributes
 
@@ -90,16 +112,66 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "INTERNAL_ERROR_MESSAGE",
+    "REQUEST_TOO_LARGE_STATUS",
+    "RETRYABLE_CODES",
+    "RETRYABLE_HTTP_STATUSES",
+    "STATUS_TABLE",
     "ArcadeDBStartError",
+    "AuthenticationError",
+    "BadRequestError",
     "BlobFormatError",
+    "BundleError",
+    "BundleExistsError",
     "ClientError",
+    "ConfigurationError",
+    "ConflictError",
+    "DeadlineExceededError",
     "EmbeddedError",
+    "ForbiddenError",
+    "GraphConnectionError",
+    "GraphDataError",
+    "GraphSourceError",
+    "GraphUnavailableError",
+    "InternalServerError",
+    "InvalidNodeError",
+    "InvalidResponseError",
+    "KeysetPagingError",
     "MemgraphTfError",
+    "ModelError",
+    "ModelInputError",
+    "NeighbourhoodDataError",
+    "NeighbourhoodError",
+    "NodeIdError",
+    "NotFoundError",
+    "NotImplementedByServerError",
+    "NullValueError",
     "OpLibraryError",
     "ProcedureInputError",
+    "ProcedureUnavailable",
+    "QueryError",
+    "RequestTooLargeError",
+    "ResultError",
+    "ServerUnavailable",
+    "ServingConnectionError",
     "ServingError",
+    "ServingFailure",
+    "ServingHTTPError",
+    "ServingTimeoutError",
+    "StatusRow",
+    "TooManyRequestsError",
+    "UnauthorizedError",
+    "UnavailableError",
+    "ValueLengthError",
+    "ValueTypeError",
+    "code_for_http",
+    "code_name",
     "command_failure",
+    "error_for_status",
     "exit_code_for",
+    "http_reason",
+    "http_status_for",
+    "is_retryable",
 ]
 
 
@@ -113,13 +185,383 @@ _PACKAGE_BASES = {
     "OpLibraryError": "memgraph_tf.ops",
     "ProcedureInputError": "memgraph_tf.procedures.errors",
     "EmbeddedError": "memgraph_tf.embedded",
-    "ClientError": "memgraph_tf.client.errors",
-    "ServingError": "memgraph_tf.serving.errors",
     "ArcadeDBStartError": "memgraph_tf.testing.arcadedb",
 }
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _PACKAGE_BASES, globals())
+
+
+# ------------------------------------------------------------------------------ the client's errors
+class ClientError(MemgraphTfError):
+    """Base class of every error raised by ``memgraph_tf.client``."""
+
+
+class ConfigurationError(ClientError, ValueError):
+    """A bad argument or setting: the message names the parameter, the bad value and the allowed
+    ones."""
+
+
+class GraphConnectionError(ClientError, ConnectionError):
+    """Talking to the graph server failed."""
+
+
+class ServerUnavailable(GraphConnectionError):
+    """Nothing answers at the URI, or the connection was lost while a query ran."""
+
+
+class AuthenticationError(GraphConnectionError):
+    """The server refused the credentials (the message never contains the password)."""
+
+
+class QueryError(ClientError):
+    """The server rejected or failed a query; the message carries the server's message and the
+    query."""
+
+
+class ProcedureUnavailable(QueryError):
+    """A ``tf_features`` procedure is not installed on the server."""
+
+
+class ResultError(ClientError, ValueError):
+    """A result row does not fit the declared output types; names the column, the row and the
+    value."""
+
+
+class NullValueError(ResultError):
+    """A column of a row holds null."""
+
+
+class ValueTypeError(ResultError, TypeError):
+    """A value has a type that cannot be cast to the column's dtype."""
+
+
+class ValueLengthError(ResultError):
+    """A list value has a length other than the column's declared one."""
+
+
+class GraphDataError(ClientError, ValueError):
+    """The graph lacks a node, or a property cannot be packed (client-side packing)."""
+
+
+class InvalidNodeError(GraphDataError):
+    """Batch inference (:mod:`memgraph_tf.batch`) stopped at a node it cannot classify: an
+    unknown id, features that cannot be packed (its own or a sampled neighbour's), or a blob the
+    model rejects. ``node_id`` names the node and ``reason`` says why; nothing of the batch that
+    holds it was written."""
+
+    def __init__(self, node_id: int, reason: str, message: str | None = None) -> None:
+        self.node_id = node_id
+        self.reason = reason
+        super().__init__(message or f"node {node_id}: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled by distributed runners (Beam workers): rebuild from the three arguments
+        return (type(self), (self.node_id, self.reason, str(self)))
+
+
+class KeysetPagingError(GraphDataError):
+    """The node keys a run reads by keyset pagination
+    (:class:`~memgraph_tf.client.graphs.KeysetScan`) do not add up: a page whose keys do not
+    ascend past the previous page's last key (a server that ignores ``key > $after``; paging on
+    would repeat it forever), or a run that ends with selected nodes it never read (the server's
+    pages stopped early or skipped keys). The message names the key or the gap; what was written
+    stays."""
+
+
+class ModelError(ClientError):
+    """Batch inference: the model backend failed on a batch (the model, or the server that runs
+    it); the backend's own error is the ``__cause__``."""
+
+
+class ModelInputError(ModelError, ValueError):
+    """The model rejected an input batch (a blob it cannot decode, or of a shape it does not
+    take): the fault is in the data of some node of the batch, which batch inference can find."""
+
+
+# ------------------------------------------------------------------------------- the serving errors
+class ServingError(MemgraphTfError):
+    """Base class of every serving error. ``status`` is the HTTP status (``None`` when there
+    was no HTTP answer); ``message`` is the server's error message (or a local description);
+    ``url`` the request URL; ``grpc_code`` the name of the TF Serving / gRPC status code
+    (``"NOT_FOUND"``) for errors built from :data:`STATUS_TABLE` (``None`` otherwise). Where an
+    enum is needed: ``grpc.StatusCode[exc.grpc_code]``."""
+
+    grpc_code: str | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        url: str | None = None,
+        grpc_code: str | None = None,
+    ):
+        self.message = message
+        self.status = status
+        self.url = url
+        if grpc_code is not None:
+            self.grpc_code = grpc_code
+        where = f" ({url})" if url else ""
+        code = f"HTTP {status}: " if status is not None else ""
+        super().__init__(f"{code}{message}{where}")
+
+
+class ServingConnectionError(ServingError):
+    """The server could not be reached (after all retries)."""
+
+
+class ServingTimeoutError(ServingError):
+    """The server did not answer within the client's ``timeout_s``."""
+
+
+class InvalidResponseError(ServingError):
+    """The server answered 2xx with a body that is not the JSON the REST API specifies."""
+
+
+class RequestTooLargeError(ServingError):
+    """413 from the server, or (``status is None``) a single item that alone exceeds the client's
+    ``max_request_bytes`` so it cannot be sent even after splitting."""
+
+
+class ServingHTTPError(ServingError):
+    """A non-2xx HTTP answer."""
+
+
+class BadRequestError(ServingHTTPError):
+    """400: the request was malformed or did not fit the model's signature."""
+
+
+class UnauthorizedError(ServingHTTPError):
+    """401."""
+
+
+class ForbiddenError(ServingHTTPError):
+    """403."""
+
+
+class NotFoundError(ServingHTTPError):
+    """404: unknown model, version or path."""
+
+
+class ConflictError(ServingHTTPError):
+    """409."""
+
+
+class TooManyRequestsError(ServingHTTPError):
+    """429: the server ran out of a resource."""
+
+
+class InternalServerError(ServingHTTPError):
+    """500."""
+
+
+class NotImplementedByServerError(ServingHTTPError):
+    """501: the server does not implement the request (for example an unsupported dtype)."""
+
+
+class UnavailableError(ServingHTTPError):
+    """503: the server (or the model) is unavailable right now. The client retries these."""
+
+
+class DeadlineExceededError(ServingHTTPError):
+    """504: the server ran out of time. The client retries these."""
+
+
+class ServingFailure(ServingError):
+    """Raised inside ``memgraph-tf serve`` (the model server, the ``json_*.py`` conversions, the
+    gRPC servicers): the request is answered with HTTP ``status`` and ``{"error": message}`` over
+    REST, and with the status code ``grpc_code`` (a :data:`STATUS_TABLE` code name) over gRPC --
+    the status, code and message TF Serving gives for the same input. ``grpc_code`` defaults to
+    the table's code for ``status`` (:func:`code_for_http`); build one from a code with
+    :meth:`for_code`."""
+
+    def __init__(self, status: int, message: str, *, grpc_code: str | None = None):
+        super().__init__(message, status=status, grpc_code=grpc_code or code_for_http(status))
+
+    @classmethod
+    def for_code(cls, grpc_code: str, message: str) -> ServingFailure:
+        """The failure answered with ``grpc_code`` (a code name) and the HTTP status TF
+        Serving's REST front end gives that code (:func:`http_status_for`)."""
+        return cls(http_status_for(grpc_code), message, grpc_code=grpc_code)
+
+    @classmethod
+    def too_large(cls, message: str) -> ServingFailure:
+        """A request above one of this server's size limits: 413 over REST (the HTTP layer's
+        answer), RESOURCE_EXHAUSTED over gRPC (see :data:`STATUS_TABLE`)."""
+        return cls(REQUEST_TOO_LARGE_STATUS, message, grpc_code="RESOURCE_EXHAUSTED")
+
+
+class BundleError(ServingError, ValueError):
+    """A bundle, or an argument meant for one, breaks the bundle contract (``serving/bundle.py``):
+    a config key that is unknown, missing or of the wrong type, an unreadable asset, an
+    ``export_bundle`` argument it cannot use. ``key`` names the config key or parameter (``None``
+    when the whole document is at fault). Also a ValueError."""
+
+    def __init__(self, message: str, *, key: str | None = None):
+        self.key = key
+        super().__init__(message)
+
+
+class BundleExistsError(ServingError, FileExistsError):
+    """``export_bundle``: the version directory exists and ``overwrite`` is False."""
+
+
+class NeighbourhoodError(ServingError):
+    """Turning node ids into neighbourhood blobs (``serving/neighbourhoods.py``) failed. The
+    source's own error, if any, is attached as ``__cause__``."""
+
+
+class NodeIdError(NeighbourhoodError, ValueError):
+    """A node id is not an integer in the int64 range; the message names where it came from."""
+
+    grpc_code = "INVALID_ARGUMENT"
+
+
+class NeighbourhoodDataError(NeighbourhoodError, ValueError):
+    """The graph source rejected the request's data: a node it lacks, a property it cannot pack."""
+
+    grpc_code = "INVALID_ARGUMENT"
+
+
+class GraphUnavailableError(NeighbourhoodError, ConnectionError):
+    """The graph source cannot be reached (its ConnectionError or OSError)."""
+
+    grpc_code = "UNAVAILABLE"
+
+
+class GraphSourceError(NeighbourhoodError):
+    """Any other failure the graph source reports as a memgraph-tf error (a failed query), or an
+    answer that does not fit the request (a wrong number of blobs)."""
+
+    grpc_code = "INTERNAL"
+
+
+# ------------------------------------------------------------------------------ the status table
+class StatusRow(NamedTuple):
+    """One row of :data:`STATUS_TABLE`: a TF Serving / gRPC status code (its name and number, as
+    in ``grpc.StatusCode`` and ``tensorflow/core/protobuf/error_codes.proto``), the HTTP status
+    TF Serving's REST front end answers it with, the error class a client raises for it, and
+    whether a client retries it (the call may succeed later, and every call here is free of
+    side effects)."""
+
+    code: str
+    number: int
+    http: int
+    error: type[ServingError]
+    retryable: bool
+
+
+#: The one status table of the package. The HTTP statuses are TF Serving's:
+#: ``tensorflow_serving/model_servers/http_server.cc``, ``ToHTTPStatusCode`` (CANCELLED is its
+#: ``CLIENT_CLOSED_REQUEST``, 499). Both servers answer from it (REST: the HTTP status of a
+#: failure's code; gRPC: the code), both clients build their errors from it
+#: (:func:`error_for_status`, ``grpc_client.error_from_rpc``) and retry what it marks
+#: retryable. Rows are in HTTP status order; where several codes share a status, the first row
+#: listed is the code a failure known only by its HTTP status is answered with over gRPC
+#: (:func:`code_for_http`: 400 INVALID_ARGUMENT, 409 ABORTED, 500 INTERNAL).
+#: The last row is not a code mapping: a request above a size limit of this server (a body above
+#: ``max_request_bytes``, more than ``max_examples`` examples) is 413 from the HTTP layer, and
+#: RESOURCE_EXHAUSTED over gRPC, where there is no 413 (the code's own status stays 429).
+STATUS_TABLE: tuple[StatusRow, ...] = (
+    StatusRow("INVALID_ARGUMENT", 3, 400, BadRequestError, False),
+    StatusRow("FAILED_PRECONDITION", 9, 400, BadRequestError, False),
+    StatusRow("OUT_OF_RANGE", 11, 400, BadRequestError, False),
+    StatusRow("UNAUTHENTICATED", 16, 401, UnauthorizedError, False),
+    StatusRow("PERMISSION_DENIED", 7, 403, ForbiddenError, False),
+    StatusRow("NOT_FOUND", 5, 404, NotFoundError, False),
+    StatusRow("ABORTED", 10, 409, ConflictError, False),
+    StatusRow("ALREADY_EXISTS", 6, 409, ConflictError, False),
+    StatusRow("RESOURCE_EXHAUSTED", 8, 429, TooManyRequestsError, False),
+    StatusRow("CANCELLED", 1, 499, ServingHTTPError, False),
+    StatusRow("INTERNAL", 13, 500, InternalServerError, False),
+    StatusRow("UNKNOWN", 2, 500, InternalServerError, False),
+    StatusRow("DATA_LOSS", 15, 500, InternalServerError, False),
+    StatusRow("UNIMPLEMENTED", 12, 501, NotImplementedByServerError, False),
+    StatusRow("UNAVAILABLE", 14, 503, UnavailableError, True),
+    StatusRow("DEADLINE_EXCEEDED", 4, 504, DeadlineExceededError, True),
+    StatusRow("RESOURCE_EXHAUSTED", 8, 413, RequestTooLargeError, False),  # size limits (above)
+)
+#: The HTTP status of a request above one of this server's size limits (see STATUS_TABLE).
+REQUEST_TOO_LARGE_STATUS = 413
+#: The HTTP reason phrase of TF Serving's 499, which Python's ``http.HTTPStatus`` lacks.
+_EXTRA_REASONS = {499: "Client Closed Request"}
+
+_BY_CODE: dict[str, StatusRow] = {}
+_BY_NUMBER: dict[int, StatusRow] = {}
+_BY_HTTP: dict[int, StatusRow] = {}
+for _row in STATUS_TABLE:  # the first row wins each key
+    _BY_CODE.setdefault(_row.code, _row)
+    _BY_NUMBER.setdefault(_row.number, _row)
+    _BY_HTTP.setdefault(_row.http, _row)
+del _row
+
+#: The HTTP statuses and the code names a client retries (the table's ``retryable`` rows).
+RETRYABLE_HTTP_STATUSES: tuple[int, ...] = tuple(r.http for r in STATUS_TABLE if r.retryable)
+RETRYABLE_CODES: tuple[str, ...] = tuple(r.code for r in STATUS_TABLE if r.retryable)
+
+
+def http_status_for(grpc_code: str) -> int:
+    """The HTTP status TF Serving answers a status code name with (500 for a name the table
+    lacks, as ``ToHTTPStatusCode``'s default)."""
+    row = _BY_CODE.get(grpc_code)
+    return row.http if row is not None else 500
+
+
+def code_for_http(status: int) -> str:
+    """The code name a failure known by its HTTP ``status`` is answered with over gRPC: the first
+    :data:`STATUS_TABLE` row with that status; else INTERNAL for a 5xx, INVALID_ARGUMENT for
+    anything else."""
+    row = _BY_HTTP.get(status)
+    if row is not None:
+        return row.code
+    return "INTERNAL" if status >= 500 else "INVALID_ARGUMENT"
+
+
+def code_name(number: int) -> str:
+    """The code name for a status code number (``tf.errors.OpError.error_code``); UNKNOWN for a
+    number the table lacks."""
+    row = _BY_NUMBER.get(number)
+    return row.code if row is not None else "UNKNOWN"
+
+
+def is_retryable(grpc_code: str) -> bool:
+    """Whether a client retries an answer with this code name (the table's ``retryable``)."""
+    row = _BY_CODE.get(grpc_code)
+    return row is not None and row.retryable
+
+
+def http_reason(status: int) -> str:
+    """The reason phrase of an HTTP status line (``Not Found``; TF Serving's 499 ``Client Closed
+    Request``; ``Error`` for a status without one)."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return _EXTRA_REASONS.get(status, "Error")
+
+
+#: What a server answers (500 / INTERNAL) for a failure that is its own bug: no exception type,
+#: message or traceback reaches the client; the server logs them (``logger.exception``).
+INTERNAL_ERROR_MESSAGE = (
+    "Internal error in memgraph-tf serve: the request could not be answered; the server's log "
+    "holds the cause"
+)
+
+
+def error_for_status(
+    status: int, message: str, url: str | None = None, *, grpc_code: str | None = None
+) -> ServingError:
+    """The :class:`ServingError` subclass instance for a non-2xx HTTP ``status``, carrying
+    ``message`` and ``url``: the error class of the :data:`STATUS_TABLE` row with that status
+    (a code's row when ``grpc_code`` names one), :class:`ServingHTTPError` for a status the table
+    lacks. ``grpc_code`` is the code given, else the table's code for the status (None for a
+    status the table lacks)."""
+    row = _BY_CODE.get(grpc_code) if grpc_code is not None else None
+    if row is None or row.http != status:
+        row = _BY_HTTP.get(status)
+    cls = row.error if row is not None else ServingHTTPError
+    code = grpc_code if grpc_code is not None else (row.code if row is not None else None)
+    return cls(message, status=status, url=url, grpc_code=code)
 
 
 # Exit codes of the memgraph-tf commands (classify, in one process or on Beam; serve;
@@ -134,10 +576,10 @@ EXIT_CODES: dict[str, int] = {
     # exit_code_for() walks the exception's MRO and takes the first class listed here, so a
     # subclass is listed only where it differs from its bases. Classes are named, not imported,
     # so that this module stays at the bottom of the layers (a test checks every name resolves).
-    "memgraph_tf.client.errors.ConfigurationError": EXIT_USAGE,
-    "memgraph_tf.client.errors.AuthenticationError": EXIT_USAGE,
-    "memgraph_tf.serving.errors.BundleError": EXIT_USAGE,
-    "memgraph_tf.serving.errors.NotFoundError": EXIT_USAGE,  # no such model or version
+    "memgraph_tf.errors.ConfigurationError": EXIT_USAGE,
+    "memgraph_tf.errors.AuthenticationError": EXIT_USAGE,
+    "memgraph_tf.errors.BundleError": EXIT_USAGE,
+    "memgraph_tf.errors.NotFoundError": EXIT_USAGE,  # no such model or version
     "memgraph_tf.errors.MemgraphTfError": EXIT_FAILED,
     # a path the user named: missing, a file where a directory belongs (or the reverse),
     # already there (install-modules --no-overwrite), or not readable / writable

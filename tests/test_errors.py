@@ -27,8 +27,6 @@ TREE_MODULES = (
     "memgraph_tf.ops",
     "memgraph_tf.procedures.errors",
     "memgraph_tf.embedded",
-    "memgraph_tf.client.errors",
-    "memgraph_tf.serving.errors",
     "memgraph_tf.testing.arcadedb",
 )
 
@@ -77,8 +75,8 @@ def test_client_configuration_error():
 
 
 def test_serving_client_against_a_closed_port():
+    from memgraph_tf import errors as serving_errors
     from memgraph_tf.serving import ServingClient
-    from memgraph_tf.serving import errors as serving_errors
     from memgraph_tf.testing.arcadedb import free_port
 
     port = free_port()
@@ -92,7 +90,7 @@ def test_serving_client_against_a_closed_port():
 
 
 def test_serving_error_for_status():
-    from memgraph_tf.serving import errors as serving_errors
+    from memgraph_tf import errors as serving_errors
 
     with pytest.raises(
         MemgraphTfError, match=r"^HTTP 404: Servable not found \(http://h/v1/models/m\)$"
@@ -183,11 +181,10 @@ def test_the_drawn_tree_is_the_real_hierarchy():
 
 def test_package_bases_are_exported_by_name():
     from memgraph_tf.blob import BlobFormatError
-    from memgraph_tf.client.errors import ClientError
     from memgraph_tf.embedded import EmbeddedError
+    from memgraph_tf.errors import ClientError, ServingError
     from memgraph_tf.ops import OpLibraryError
     from memgraph_tf.procedures.errors import ProcedureInputError
-    from memgraph_tf.serving.errors import ServingError
     from memgraph_tf.testing.arcadedb import ArcadeDBStartError
 
     for cls in (
@@ -236,7 +233,7 @@ def test_errors_with_fields_survive_pickling():
     # distributed runners (Beam on Dask, Flink, Dataflow) pickle a worker's exception to report it
     import pickle
 
-    from memgraph_tf.client.errors import InvalidNodeError
+    from memgraph_tf.errors import InvalidNodeError
 
     err = InvalidNodeError(42, "unknown node id 42", "batch 3: node 42: unknown node id 42")
     back = pickle.loads(pickle.dumps(err))
@@ -248,7 +245,7 @@ def test_command_failure_is_one_line_and_the_exit_code_of_the_table(caplog):
     # the one wording of classify's and score-links' failures (the CLI tests pin each command's)
     import logging
 
-    from memgraph_tf.client.errors import ConfigurationError, ServerUnavailable
+    from memgraph_tf.errors import ConfigurationError, ServerUnavailable
 
     log = logging.getLogger("memgraph_tf.test_errors")
     words = dict(interrupted="scoring 3 node(s)", written="3 node(s) written", log=log)

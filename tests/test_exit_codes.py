@@ -33,13 +33,14 @@ def test_every_class_the_table_names_exists(dotted: str) -> None:
 
 
 def test_the_most_specific_entry_wins() -> None:
-    from memgraph_tf.client.errors import (
+    from memgraph_tf.errors import (
         AuthenticationError,
+        BundleError,
         ConfigurationError,
         GraphDataError,
+        NotFoundError,
         ServerUnavailable,
     )
-    from memgraph_tf.serving.errors import BundleError, NotFoundError
 
     # ConfigurationError and GraphDataError are both ValueErrors: only the first is a usage error
     assert exit_code_for(ConfigurationError("batch_size: expected >= 1")) == EXIT_USAGE

@@ -23,8 +23,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.client.errors import ConfigurationError, ModelError, ModelInputError
-from memgraph_tf.serving import errors as serving_errors
+from memgraph_tf import errors as serving_errors
+from memgraph_tf.errors import ConfigurationError, ModelError, ModelInputError
 from memgraph_tf.serving.bundle import (
     CLASSIFY_INPUT,
     CLASSIFY_SIGNATURE,
@@ -165,7 +165,7 @@ class BundleBackend(ModelBackend):
     :func:`memgraph_tf.serving.loading.load_version` (which registers the bundle's op library
     when the graph needs it). Guarantees: ``version`` is the version directory's number (TF
     Serving's reading of it), else the config's; a directory that is no memgraph-tf bundle raises
-    :class:`ConfigurationError`; a broken config :class:`memgraph_tf.serving.errors.BundleError`.
+    :class:`ConfigurationError`; a broken config :class:`memgraph_tf.errors.BundleError`.
     """
 
     def __init__(self, path: Any) -> None:
@@ -244,7 +244,7 @@ class ServingBackend(ModelBackend):
     :class:`memgraph_tf.serving.ServingClient` (REST) or ``GrpcServingClient`` (gRPC); it should
     be pinned to one version (see :func:`rest_backend`), which is ``version``.
 
-    Guarantees: a 400 answer (:class:`memgraph_tf.serving.errors.BadRequestError`: the server could
+    Guarantees: a 400 answer (:class:`memgraph_tf.errors.BadRequestError`: the server could
     not use a blob) becomes :class:`ModelInputError`; other serving errors propagate unchanged."""
 
     def __init__(

@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from memgraph_tf.client.errors import ConfigurationError, GraphDataError
 from memgraph_tf.client.graphs import Shard
 from memgraph_tf.client.links import (
     DEFAULT_LINK_TYPE,
@@ -51,6 +50,7 @@ from memgraph_tf.client.links import (
     LinkTable,
     check_candidates,
 )
+from memgraph_tf.errors import ConfigurationError, GraphDataError
 
 logger = logging.getLogger(__name__)
 

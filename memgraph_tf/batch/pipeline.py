@@ -41,7 +41,7 @@ Guarantees of a run:
   stops the run (:class:`~memgraph_tf.client.graphs.KeysetScan`), and a run that read its pages to
   the end checks that selected = classified + already up to date + invalid + failed; nodes never
   read (a server whose pages stopped early or skipped keys) raise
-  :class:`~memgraph_tf.client.errors.KeysetPagingError` naming the gap, unless they are no longer
+  :class:`~memgraph_tf.errors.KeysetPagingError` naming the gap, unless they are no longer
   to do when counted again (another run classified them, or they were deleted, meanwhile).
 * **Resume**: unless ``overwrite``, nodes whose ``P_version`` already equals this model version
   are left out by the id query itself, so rerunning an interrupted run (SIGKILL, Ctrl-C, a lost
@@ -71,17 +71,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from memgraph_tf import errors as serving_errors
 from memgraph_tf.batch.backends import ModelBackend, sampling_for
 from memgraph_tf.batch.summary import MAX_LISTED_INVALID, BatchSummary
-from memgraph_tf.client.errors import (
-    ClientError,
-    ConfigurationError,
-    InvalidNodeError,
-    KeysetPagingError,
-    ModelInputError,
-    ProcedureUnavailable,
-    QueryError,
-)
 from memgraph_tf.client.graphs import (
     DEFAULT_WRITE_PROPERTY,
     NodeTable,
@@ -91,7 +83,15 @@ from memgraph_tf.client.graphs import (
     property_names,
 )
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource
-from memgraph_tf.serving import errors as serving_errors
+from memgraph_tf.errors import (
+    ClientError,
+    ConfigurationError,
+    InvalidNodeError,
+    KeysetPagingError,
+    ModelInputError,
+    ProcedureUnavailable,
+    QueryError,
+)
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 
 logger = logging.getLogger(__name__)

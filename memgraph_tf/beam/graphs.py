@@ -31,9 +31,9 @@ import logging
 import threading
 from typing import Any
 
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.graphs import NodeSelection, NodeTable, key_index
 from memgraph_tf.client.sources import EMBEDDED_SCHEME, EmbeddedSource, GraphSource, open_graph
+from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 

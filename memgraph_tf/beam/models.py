@@ -24,7 +24,7 @@ from memgraph_tf.batch.backends import (
     rest_backend,
     sampling_for,
 )
-from memgraph_tf.client.errors import ConfigurationError, ModelError
+from memgraph_tf.errors import ConfigurationError, ModelError
 from memgraph_tf.serving.bundle import BundleConfig, read_bundle_config
 
 logger = logging.getLogger(__name__)

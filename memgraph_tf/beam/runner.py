@@ -68,7 +68,7 @@ def require_beam() -> Any:
 
 
 def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
-    from memgraph_tf.client.errors import ConfigurationError
+    from memgraph_tf.errors import ConfigurationError
 
     if value not in choices:
         raise ConfigurationError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
@@ -252,7 +252,7 @@ def check_runner_for_graph(graph: Any, runner: str, running_mode: str | None) ->
     """Raises ConfigurationError when ``graph`` lives in this process (``embedded:``,
     ``inprocess:``) but the runner's workers would not (another runner, or ``multi_processing``):
     their writes would go to copies that nobody reads."""
-    from memgraph_tf.client.errors import ConfigurationError
+    from memgraph_tf.errors import ConfigurationError
 
     if graph.in_process and (
         runner not in IN_PROCESS_RUNNERS or running_mode == "multi_processing"
@@ -295,7 +295,7 @@ def classify_with_beam(
     require_beam()
     from memgraph_tf.beam.graphs import acquire, release
     from memgraph_tf.beam.transforms import ClassifyNodes
-    from memgraph_tf.client.errors import ConfigurationError
+    from memgraph_tf.errors import ConfigurationError
 
     if runner == "DaskRunner" and num_workers != 1:
         raise ConfigurationError(
@@ -361,13 +361,13 @@ def classify_with_beam(
 
 
 def check_read_all(summary: BeamSummary, transform: Any) -> None:
-    """Raises :class:`~memgraph_tf.client.errors.KeysetPagingError` naming the gap when the key
+    """Raises :class:`~memgraph_tf.errors.KeysetPagingError` naming the gap when the key
     ranges read fewer nodes than the run selected (``summary.read < summary.selected``: a server
     whose keyset pages stopped early or skipped keys), unless the nodes left unread are no longer
     to do (classified by another run or deleted meanwhile: counted again on the read graph; with
     ``overwrite``, the selected nodes now)."""
     from memgraph_tf.beam.graphs import acquire, release
-    from memgraph_tf.client.errors import KeysetPagingError
+    from memgraph_tf.errors import KeysetPagingError
 
     missing = summary.selected - summary.read
     if missing <= 0:
@@ -505,7 +505,7 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
     from memgraph_tf.beam.graphs import GraphSpec
     from memgraph_tf.beam.models import ModelSpec
     from memgraph_tf.beam.transforms import DEFAULT_NUM_RANGES
-    from memgraph_tf.client.errors import ConfigurationError
+    from memgraph_tf.errors import ConfigurationError
 
     try:
         if getattr(args, "shard", "0/1") not in (None, "0/1"):

@@ -58,8 +58,8 @@ from memgraph_tf.batch.backends import ModelBackend, sampling_for
 from memgraph_tf.batch.pipeline import DEFAULT_BATCH_SIZE, fetch_error_is_node_specific, isolate
 from memgraph_tf.beam.graphs import GraphSpec, acquire, release
 from memgraph_tf.beam.models import ModelSpec
-from memgraph_tf.client.errors import ConfigurationError, InvalidNodeError, ModelInputError
 from memgraph_tf.client.graphs import DEFAULT_WRITE_PROPERTY, NodeSelection, bundle_selection
+from memgraph_tf.errors import ConfigurationError, InvalidNodeError, ModelInputError
 from memgraph_tf.serving.bundle import SamplingSpec
 from memgraph_tf.serving.grpc_codec import proto_field, proto_varint
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
@@ -401,7 +401,7 @@ class FetchNeighbourhoods(beam.PTransform):
     keyed by ``(options.seed, node)``), never on its batch. With ``seeds``, every node is sampled
     once per seed and ``blobs`` holds ``(key, seed, blob)``. A node that cannot be sampled (an
     unknown id, features that cannot be packed) fails the bundle with
-    :class:`~memgraph_tf.client.errors.InvalidNodeError` naming it, or, with ``skip_invalid``, goes
+    :class:`~memgraph_tf.errors.InvalidNodeError` naming it, or, with ``skip_invalid``, goes
     to ``invalid`` (with every seed's blob of it left out)."""
 
     def __init__(
@@ -451,8 +451,8 @@ class BlobModelHandler(ModelHandler):
     A bundle is loaded once per worker process and kept (:meth:`ModelSpec.open` with
     ``shared``). ``run_inference`` returns one ``PredictionResult(example=node key,
     inference=(class label, score), model_id="NAME/VERSION")`` per example, in order. A batch
-    the model rejects (:class:`~memgraph_tf.client.errors.ModelInputError`) is halved down to the
-    rejected nodes; those raise :class:`~memgraph_tf.client.errors.InvalidNodeError`, or with
+    the model rejects (:class:`~memgraph_tf.errors.ModelInputError`) is halved down to the
+    rejected nodes; those raise :class:`~memgraph_tf.errors.InvalidNodeError`, or with
     ``skip_invalid`` get ``inference=Rejected(reason)``. Batches hold up to ``batch_size``
     examples."""
 

@@ -68,22 +68,22 @@ _EXPORTS = {
     "NodeTable": "graphs",
     "Shard": "graphs",
     "property_names": "graphs",
-    "ClientError": "errors",
-    "ConfigurationError": "errors",
-    "GraphConnectionError": "errors",
-    "ServerUnavailable": "errors",
-    "AuthenticationError": "errors",
-    "QueryError": "errors",
-    "ProcedureUnavailable": "errors",
-    "ResultError": "errors",
-    "NullValueError": "errors",
-    "ValueTypeError": "errors",
-    "ValueLengthError": "errors",
-    "GraphDataError": "errors",
-    "InvalidNodeError": "errors",
-    "KeysetPagingError": "errors",
-    "ModelError": "errors",
-    "ModelInputError": "errors",
+    "ClientError": "memgraph_tf.errors",
+    "ConfigurationError": "memgraph_tf.errors",
+    "GraphConnectionError": "memgraph_tf.errors",
+    "ServerUnavailable": "memgraph_tf.errors",
+    "AuthenticationError": "memgraph_tf.errors",
+    "QueryError": "memgraph_tf.errors",
+    "ProcedureUnavailable": "memgraph_tf.errors",
+    "ResultError": "memgraph_tf.errors",
+    "NullValueError": "memgraph_tf.errors",
+    "ValueTypeError": "memgraph_tf.errors",
+    "ValueLengthError": "memgraph_tf.errors",
+    "GraphDataError": "memgraph_tf.errors",
+    "InvalidNodeError": "memgraph_tf.errors",
+    "KeysetPagingError": "memgraph_tf.errors",
+    "ModelError": "memgraph_tf.errors",
+    "ModelInputError": "memgraph_tf.errors",
 }
 
 # Compatibility aliases, kept for one release: batch inference moved to memgraph_tf.batch (a
@@ -165,6 +165,12 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_attributes(
     __name__,
-    {**{name: f".{module}" for name, module in _EXPORTS.items()}, **_MOVED_TO_BATCH},
+    {
+        **{
+            name: module if module.startswith("memgraph_tf.") else f".{module}"
+            for name, module in _EXPORTS.items()
+        },
+        **_MOVED_TO_BATCH,
+    },
     globals(),
 )

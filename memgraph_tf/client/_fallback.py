@@ -6,7 +6,7 @@ factory whose accesses (:class:`~memgraph_tf.client.sources.CypherGraphAccess`) 
 with plain Cypher (and ``split_edges`` writes it). Guarantees: for the same
 graph, ids, arguments and ``options.seed`` the blobs are byte-identical to the query module's and
 ``describe``, ``schema`` and ``split_edges`` report the same maps; a bad input raises
-:class:`~memgraph_tf.client.errors.GraphDataError` with the procedure's own message.
+:class:`~memgraph_tf.errors.GraphDataError` with the procedure's own message.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memgraph_tf import blob
-from memgraph_tf.client.errors import GraphDataError
+from memgraph_tf.errors import GraphDataError
 from memgraph_tf.procedures import AccessFactory, ProcedureRunner
 from memgraph_tf.procedures.errors import ProcedureInputError
 

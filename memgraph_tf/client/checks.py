@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError
 
 
 def positive_int(name: str, value: Any) -> int:

@@ -18,14 +18,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from memgraph_tf.client.errors import (
+from memgraph_tf.client.sources import GraphSource, to_python
+from memgraph_tf.errors import (
     ConfigurationError,
     NullValueError,
     ResultError,
     ValueLengthError,
     ValueTypeError,
 )
-from memgraph_tf.client.sources import GraphSource, to_python
 
 logger = logging.getLogger(__name__)
 
@@ -298,7 +298,7 @@ class OpenCypherDataset(tf.data.Dataset):
     string); fixed-length lists become vectors, variable-length ones ``[None]`` rows that ``batch``
     turns into a ``tf.RaggedTensor``; a null, a value of the wrong type, a list of the wrong length
     or an int32 overflow stops iteration with an error naming the column, the row (0-based) and the
-    value -- raised as :class:`~memgraph_tf.client.errors.ResultError` by :meth:`rows`, and inside
+    value -- raised as :class:`~memgraph_tf.errors.ResultError` by :meth:`rows`, and inside
     ``tf.data`` as ``tf.errors.InvalidArgumentError`` whose message contains that text. At most
     about ``fetch_size`` rows are held in memory.
     """

@@ -21,8 +21,8 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf.client.dataset import DTYPES, Column, Converter, dtype_name
-from memgraph_tf.client.errors import ConfigurationError, ValueLengthError, ValueTypeError
 from memgraph_tf.client.sources import GraphSource
+from memgraph_tf.errors import ConfigurationError, ValueLengthError, ValueTypeError
 
 
 def _infer_shape(value: Any) -> tuple[int, ...]:

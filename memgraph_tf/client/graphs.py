@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.client.errors import ConfigurationError, GraphDataError, KeysetPagingError
 from memgraph_tf.client.sources import BoltSource, EmbeddedSource, GraphSource, quote_name
+from memgraph_tf.errors import ConfigurationError, GraphDataError, KeysetPagingError
 
 #: The class property batch inference writes unless told otherwise.
 DEFAULT_WRITE_PROPERTY = "predicted_class"
@@ -599,7 +599,7 @@ class KeysetScan:
     :attr:`read` (keys yielded) and :attr:`last_key` (the last one; None before any).
 
     Guarantees: every key yielded is an integer, greater than every key yielded before it, and
-    within ``[lo, hi)``; otherwise :class:`~memgraph_tf.client.errors.KeysetPagingError` names the
+    within ``[lo, hi)``; otherwise :class:`~memgraph_tf.errors.KeysetPagingError` names the
     key and the key it should have followed (a server that ignores ``key > $after`` would
     otherwise repeat its page forever). A page that ends the scan early while selected nodes
     remain is not visible here: :meth:`unread` counts what is left after :attr:`last_key`."""

@@ -36,7 +36,6 @@ from memgraph_tf.client.encoder import (
     sparse_rows,
     sparse_rows_mean,
 )
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import (
     ROWS,
     FeatureCache,
@@ -58,6 +57,7 @@ from memgraph_tf.client.trainer import (
     seed_run,
     training_options,
 )
+from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 

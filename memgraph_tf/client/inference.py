@@ -14,11 +14,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from memgraph_tf.client.checks import positive_int
-from memgraph_tf.client.errors import ConfigurationError, GraphDataError
 from memgraph_tf.client.graphs import DEFAULT_WRITE_PROPERTY, property_names
 from memgraph_tf.client.graphsage import GraphSAGE, predict_proba
 from memgraph_tf.client.pipeline import FeatureCache
 from memgraph_tf.client.sources import GraphSource, quote_name
+from memgraph_tf.errors import ConfigurationError, GraphDataError
 
 logger = logging.getLogger(__name__)
 

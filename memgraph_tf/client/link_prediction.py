@@ -44,7 +44,6 @@ import tensorflow as tf
 
 from memgraph_tf import layout
 from memgraph_tf.client.checks import positive_int
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.metrics import (
     average_precision,
     hits_at_k,
@@ -72,6 +71,7 @@ from memgraph_tf.client.typed_graphsage import (
     typed_properties,
     typed_spec,
 )
+from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.typed_sampling import TypedSamplingSpec, features_name, mask_name
 
 __all__ = [

@@ -26,7 +26,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.graphs import (
     PARAM_PREFIX,
     NodeSelection,
@@ -36,6 +35,7 @@ from memgraph_tf.client.graphs import (
     property_names,
 )
 from memgraph_tf.client.sources import BoltSource, EmbeddedSource, GraphSource, quote_name
+from memgraph_tf.errors import ConfigurationError
 
 #: The relationship type scored links are written as unless told otherwise.
 DEFAULT_LINK_TYPE = "PREDICTED_LINK"

@@ -22,8 +22,8 @@ import tensorflow as tf
 
 from memgraph_tf import blob, layout
 from memgraph_tf.client.checks import positive_int
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.sources import GraphSource
+from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.ops import layouts
 

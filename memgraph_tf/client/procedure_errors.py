@@ -15,12 +15,12 @@ files: ``CallProcedureCursor``, and ``cypher_main_visitor.cpp`` when the query i
 * the procedures' own input errors (every subclass of
   :class:`memgraph_tf.procedures.errors.ProcedureInputError`: an unknown node, option or
   argument, a property that cannot be packed, a blob over ``options.max_blob_bytes``) ->
-  :class:`~memgraph_tf.client.errors.GraphDataError` whose message is the exception's own message,
+  :class:`~memgraph_tf.errors.GraphDataError` whose message is the exception's own message,
   exactly as the procedure wrote it (it names the node, argument and property);
-* any other exception a procedure raised -> :class:`~memgraph_tf.client.errors.QueryError` naming
+* any other exception a procedure raised -> :class:`~memgraph_tf.errors.QueryError` naming
   the procedure and the traceback's last line (``module.Class: message``);
 * Memgraph's "There is no procedure named ..." (and the other servers' own words for it:
-  :func:`is_missing_procedure`) -> :class:`~memgraph_tf.client.errors.ProcedureUnavailable`.
+  :func:`is_missing_procedure`) -> :class:`~memgraph_tf.errors.ProcedureUnavailable`.
 
 No message made here carries a traceback or a path of the server's files (unless the exception's
 own message holds one).
@@ -33,7 +33,7 @@ import functools
 import re
 from collections.abc import Iterable
 
-from memgraph_tf.client.errors import (
+from memgraph_tf.errors import (
     ClientError,
     GraphDataError,
     ProcedureUnavailable,

@@ -23,9 +23,9 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import layout
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.metrics import average_precision, roc_auc
 from memgraph_tf.client.pipeline import describe_options
+from memgraph_tf.errors import ConfigurationError
 
 
 class Task:

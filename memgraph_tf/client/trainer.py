@@ -25,10 +25,10 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf.client.checks import positive_int, positive_number
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import without_autotune
 from memgraph_tf.client.steps import fit_steps
 from memgraph_tf.client.tasks import NodeClassification, Task
+from memgraph_tf.errors import ConfigurationError
 
 PREDICTION_STREAM = 0
 """The :func:`stream_seed` stream of prediction and evaluation pipelines."""

@@ -32,9 +32,9 @@ import tensorflow as tf
 from memgraph_tf import layout
 from memgraph_tf.client import encoder, trainer
 from memgraph_tf.client.checks import positive_int
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
 from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
+from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.typed_sampling import (
     TypedSamplingSpec,
     features_name,

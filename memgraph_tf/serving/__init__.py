@@ -13,8 +13,8 @@ TF-Serving-compatible server.
   :class:`GrpcServingClient` (``grpc_client.py``) is its twin over TF Serving's gRPC API.
 - ``neighbourhoods.py``: node ids -> neighbourhood blobs from a graph source, shared by
   :func:`classify_nodes` and the server's ``node_id`` examples.
-- ``errors.py`` is the typed error tree of this package and its one status table (code name,
-  HTTP status, error class, retryable) that both servers answer from and both clients read.
+- the serving errors and the one status table (code name, HTTP status, error class, retryable)
+  that both servers answer from and both clients read are in :mod:`memgraph_tf.errors`.
 - ``memgraph-tf serve``: ``server.py`` (HTTP) over ``rest_api.py`` (REST routing) over
   :class:`ModelServer` (``model_server.py``: versions, signatures, status, metadata), which loads
   versions with ``loading.py`` and batches with ``batching.py``; ``json_parse.py``
@@ -51,13 +51,11 @@ _LAZY = {
     "start_grpc_server": "grpc_server",
 }
 
-__all__ = sorted(_LAZY) + ["errors"]
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
         return getattr(module, name)
-    if name == "errors":
-        return importlib.import_module(f"{__name__}.errors")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

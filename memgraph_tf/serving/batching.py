@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.errors import ServingFailure
 
 
 @dataclass(frozen=True)

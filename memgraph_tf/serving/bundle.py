@@ -42,7 +42,7 @@ pair sampling settings in the config's ``link`` key (:class:`LinkSampling`: the 
 pairs with ``sample_pairs`` (:meth:`SamplingSpec.pair_arguments`) and one endpoint with
 ``sample_typed`` (:meth:`SamplingSpec.role_arguments`).
 
-Every failure to meet the contract is a :class:`memgraph_tf.serving.errors.BundleError` (also a
+Every failure to meet the contract is a :class:`memgraph_tf.errors.BundleError` (also a
 ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
 never holds a graph URI, user name or password -- option keys that look like one are refused.
 """
@@ -59,7 +59,7 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any
 
 from memgraph_tf.blob import DTYPES
-from memgraph_tf.serving.errors import BundleError
+from memgraph_tf.errors import BundleError
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from memgraph_tf.serving import errors
+from memgraph_tf import errors
 from memgraph_tf.serving.bundle import (
     CLASSIFY_SIGNATURE,
     CONFIG_INPUT,
@@ -558,7 +558,7 @@ class ServingClient(ServingClientBase):
         """The config a memgraph-tf bundle was exported with (fanouts, properties, options, blob
         feature key, class names, ...), read through its ``memgraph_tf_config`` predict signature,
         which works on stock TF Serving too. Validated: a config that breaks the bundle contract
-        raises :class:`~memgraph_tf.serving.errors.BundleError` naming the key. Never contains a
+        raises :class:`~memgraph_tf.errors.BundleError` naming the key. Never contains a
         graph URI or credentials."""
         return config_from_predict(
             self.predict(inputs={CONFIG_INPUT: 0}, signature_name=CONFIG_SIGNATURE)
@@ -589,9 +589,9 @@ def classify_nodes(
     id lists are split by the client's ``max_request_bytes``.
 
     Ids are integers (``numbers.Integral``) in the int64 range, else
-    :class:`~memgraph_tf.serving.errors.NodeIdError`; a bad ``sampling`` raises
-    :class:`~memgraph_tf.serving.errors.BundleError`; the graph's failures arrive as the
-    :class:`~memgraph_tf.serving.errors.NeighbourhoodError` subclasses of
+    :class:`~memgraph_tf.errors.NodeIdError`; a bad ``sampling`` raises
+    :class:`~memgraph_tf.errors.BundleError`; the graph's failures arrive as the
+    :class:`~memgraph_tf.errors.NeighbourhoodError` subclasses of
     :mod:`memgraph_tf.serving.neighbourhoods` (a ConnectionError for an unreachable graph, a
     ValueError for missing nodes), the source's error as ``__cause__``.
     """

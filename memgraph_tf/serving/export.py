@@ -39,8 +39,8 @@ by :func:`memgraph_tf.ops.layouts.decode_sample` (stock ops only) -- except for 
 The names of every file, folder, signature and tensor key above, and the config itself
 (:class:`memgraph_tf.serving.bundle.BundleConfig`), are defined in
 :mod:`memgraph_tf.serving.bundle`.
-Bad arguments raise :class:`memgraph_tf.serving.errors.BundleError` (also a ValueError) naming the
-parameter; an existing version raises :class:`~memgraph_tf.serving.errors.BundleExistsError` (also
+Bad arguments raise :class:`memgraph_tf.errors.BundleError` (also a ValueError) naming the
+parameter; an existing version raises :class:`~memgraph_tf.errors.BundleExistsError` (also
 a FileExistsError).
 
 Credentials rule: nothing in a bundle comes from the graph connection. The exporter never takes a
@@ -60,6 +60,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memgraph_tf.errors import BundleError, BundleExistsError
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.bundle import (
     CLASSIFY_SIGNATURE,
@@ -68,7 +69,6 @@ from memgraph_tf.serving.bundle import (
     PREDICT_SIGNATURE,
     BundleConfig,
 )
-from memgraph_tf.serving.errors import BundleError, BundleExistsError
 
 logger = logging.getLogger(__name__)
 

@@ -45,9 +45,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import layout
+from memgraph_tf.errors import BundleError
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.bundle import DEFAULT_BLOB_FEATURE_KEY, BundleConfig
-from memgraph_tf.serving.errors import BundleError
 from memgraph_tf.serving.export import (
     BundleInfo,
     check_blob_feature_key,

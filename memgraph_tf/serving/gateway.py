@@ -41,9 +41,9 @@ from typing import Any
 
 import grpc
 
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import bundle, grpc_codec, metrics
 from memgraph_tf.serving.bundle import BundleConfig
-from memgraph_tf.serving.errors import ServingFailure
 from memgraph_tf.serving.model_server import DEFAULT_MAX_REQUEST_BYTES, ModelServer
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES

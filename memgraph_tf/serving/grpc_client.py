@@ -8,12 +8,12 @@ server's own output rules (:mod:`.json_output`: bytes outputs named ``*_bytes`` 
 ``{"b64": ...}``; a dtype TF Serving's REST API cannot write, such as uint16, is the same
 BadRequestError), ``status`` and ``metadata`` -> the REST JSON
 documents, ``bundle_config`` / ``sampling_config`` -- and raises the same
-:mod:`~memgraph_tf.serving.errors` classes. It speaks ``tensorflow.serving.PredictionService`` and
+:mod:`~memgraph_tf.errors` classes. It speaks ``tensorflow.serving.PredictionService`` and
 ``ModelService`` through the stubs generated in ``tensorflow-serving-api`` (``stub`` and
 ``model_stub`` are there for raw calls).
 
 - Errors: a gRPC status becomes the error class and HTTP status of its row in the status table
-  (:data:`memgraph_tf.serving.errors.STATUS_TABLE`, the statuses TF Serving's REST front end
+  (:data:`memgraph_tf.errors.STATUS_TABLE`, the statuses TF Serving's REST front end
   gives the same code: INVALID_ARGUMENT / FAILED_PRECONDITION / OUT_OF_RANGE -> BadRequestError
   400, NOT_FOUND -> NotFoundError 404, UNIMPLEMENTED -> NotImplementedByServerError 501,
   UNAVAILABLE -> UnavailableError 503, DEADLINE_EXCEEDED -> DeadlineExceededError 504,
@@ -67,7 +67,8 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from memgraph_tf.serving import errors, grpc_codec, json_output
+from memgraph_tf import errors
+from memgraph_tf.serving import grpc_codec, json_output
 from memgraph_tf.serving.bundle import (
     CLASSIFY_SIGNATURE,
     CONFIG_INPUT,

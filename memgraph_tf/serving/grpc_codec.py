@@ -6,7 +6,7 @@ numpy arrays <-> ``tensorflow.TensorProto`` and Python feature values -> ``tenso
   value, an empty one with zeros), but checks everything first: the dtype, the shape (no unknown
   rank, no negative dimension), the element count against ``max_elements`` (a shape of 2**40 in a
   few bytes must not allocate anything) and the content length. Failures raise
-  :class:`~memgraph_tf.serving.errors.ServingFailure` with 400 (bad proto) or 501 (a dtype this
+  :class:`~memgraph_tf.errors.ServingFailure` with 400 (bad proto) or 501 (a dtype this
   server does not convert).
 - :func:`array_to_tensor` writes numeric arrays as ``tensor_content`` (one copy) -- or, with
   ``as_proto_field=True``, in the typed repeated field (``float_val``, ``int_val``, ...) as
@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import input_specs
-from memgraph_tf.serving.errors import ServingFailure
 
 #: TensorFlow's largest rank (``TensorShape::MaxDimensions``).
 MAX_RANK = input_specs.TF_MAX_RANK

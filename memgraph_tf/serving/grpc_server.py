@@ -40,7 +40,7 @@ get_model_metadata_impl}.cc``, ``util.cc``):
       INTERNAL             a server bug or a model output that breaks the API (never bad input)
 
   A model that fails answers with its TensorFlow error's own code. Every
-  :class:`~memgraph_tf.serving.errors.ServingFailure` carries its code (``grpc_code``, from the
+  :class:`~memgraph_tf.errors.ServingFailure` carries its code (``grpc_code``, from the
   status table in :mod:`.errors`), which is what gRPC answers; REST answers the same failure
   with that code's HTTP status. ``node_id`` examples and ``max_examples`` follow
   :mod:`.node_examples`, as REST does.
@@ -60,9 +60,10 @@ from typing import Any
 import grpc
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
-from memgraph_tf.serving import access_log, errors, grpc_codec, input_specs, metrics, node_examples
+from memgraph_tf import errors
+from memgraph_tf.errors import ServingFailure
+from memgraph_tf.serving import access_log, grpc_codec, input_specs, metrics, node_examples
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE, SIGNATURE_DEF_FIELD
-from memgraph_tf.serving.errors import ServingFailure
 from memgraph_tf.serving.model_server import ModelServer, ModelVersion
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES, NODE_ID_FEATURE
 
@@ -189,7 +190,7 @@ def _answer(
 ) -> Any:
     """Run ``work(request)`` and turn every failure into a gRPC status: ServingFailure -> its
     code and message; anything else -> INTERNAL with
-    :data:`~memgraph_tf.serving.errors.INTERNAL_ERROR_MESSAGE` (the exception and its traceback
+    :data:`~memgraph_tf.errors.INTERNAL_ERROR_MESSAGE` (the exception and its traceback
     are logged, never sent). With ``model_server``'s metrics or access log on, the call is
     counted and timed (``entrypoint`` GRPC, ``API`` the method) and logged."""
     start = time.perf_counter()

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.errors import ServingFailure
 
 #: TensorFlow's largest rank (``TensorShape::MaxDimensions()``, ``kMaxDims`` in
 #: ``tensorflow/core/framework/tensor_shape.h``).

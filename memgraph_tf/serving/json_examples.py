@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving.json_values import (
     INT64_MAX,
     INT64_MIN,

@@ -26,7 +26,7 @@ import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.errors import ServingFailure
 
 #: TF Serving's suffix for output names whose strings are bytes (``kBytesTensorNameSuffix``).
 BYTES_SUFFIX = "_bytes"

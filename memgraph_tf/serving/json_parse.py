@@ -14,7 +14,7 @@ import json
 import math
 import re
 
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving.json_values import (
     DEBUG_STRING_BYTES,
     INT64_MAX,

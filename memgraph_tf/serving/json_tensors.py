@@ -12,8 +12,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import input_specs, json_output
-from memgraph_tf.serving.errors import ServingFailure
 from memgraph_tf.serving.json_values import (
     INT64_MAX,
     INT64_MIN,

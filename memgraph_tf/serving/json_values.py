@@ -23,7 +23,7 @@ import math
 import re
 from typing import Any
 
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.errors import ServingFailure
 
 #: int64's range: JSON integers inside it are Python ints, others :class:`JsonBigNumber`.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

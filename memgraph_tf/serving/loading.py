@@ -180,7 +180,7 @@ def load_version(version_dir: pathlib.Path, version: int) -> ModelVersion:
     ``saved_model.pb`` is missing or does not parse, :class:`IncompleteVersion` when files it
     names are missing (:func:`missing_files`), :class:`VersionLoadError` (NOT_FOUND, as
     TensorFlow's "Op type not registered") naming the directory and the ops when some op cannot
-    be found, and :class:`~memgraph_tf.serving.errors.BundleError` when its
+    be found, and :class:`~memgraph_tf.errors.BundleError` when its
     bundle config breaks the contract."""
     import tensorflow as tf
 

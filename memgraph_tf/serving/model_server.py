@@ -33,9 +33,10 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memgraph_tf import errors
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import (
     bundle,
-    errors,
     input_specs,
     json_examples,
     json_parse,
@@ -46,7 +47,6 @@ from memgraph_tf.serving import metrics as metrics_mod
 from memgraph_tf.serving import model_config as model_config_mod
 from memgraph_tf.serving.batching import BatchingOptions, BatchScheduler
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE
-from memgraph_tf.serving.errors import ServingFailure
 from memgraph_tf.serving.json_values import bad_request
 from memgraph_tf.serving.loading import (
     IncompleteVersion,
@@ -196,7 +196,7 @@ class ModelServer:
     - any transport (REST, gRPC): :meth:`resolve`, :meth:`run_classify` / :meth:`run_regress`
       on serialized tf.Examples, :meth:`run_predict` on a dict of numpy arrays,
       :meth:`status_response` and :meth:`metadata_response` (TF Serving's protos); these raise
-      :class:`~memgraph_tf.serving.errors.ServingFailure` carrying TF Serving's status code
+      :class:`~memgraph_tf.errors.ServingFailure` carrying TF Serving's status code
       (``grpc_code``) and that code's HTTP status, from the status table (:mod:`.errors`); a
       model that fails answers with its TensorFlow error's own code.
 

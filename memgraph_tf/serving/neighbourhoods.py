@@ -4,7 +4,7 @@ and by the local server's ``{"node_id": ...}`` examples (``memgraph-tf serve --g
 
 A graph source is any object with ``sample_blobs_per_node(ids, fanouts, properties, options) ->
 list[bytes]`` (the :mod:`memgraph_tf.client` sources have it; this module does not import them).
-Failures come back as :class:`memgraph_tf.serving.errors.NeighbourhoodError` subclasses, the
+Failures come back as :class:`memgraph_tf.errors.NeighbourhoodError` subclasses, the
 source's own error attached as ``__cause__``, sorted by what the caller can do::
 
     NodeIdError             a node id is not an int64 integer            (server: 400)
@@ -42,15 +42,15 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memgraph_tf.errors import MemgraphTfError
-from memgraph_tf.serving.bundle import INT64_MAX, SamplingSpec
-from memgraph_tf.serving.errors import (
+from memgraph_tf.errors import (
     GraphSourceError,
     GraphUnavailableError,
+    MemgraphTfError,
     NeighbourhoodDataError,
     NeighbourhoodError,
     NodeIdError,
 )
+from memgraph_tf.serving.bundle import INT64_MAX, SamplingSpec
 
 logger = logging.getLogger(__name__)
 

@@ -42,9 +42,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from memgraph_tf.errors import NeighbourhoodError, ServingFailure
 from memgraph_tf.serving import json_values
 from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec, inference_sampling
-from memgraph_tf.serving.errors import NeighbourhoodError, ServingFailure
 from memgraph_tf.serving.json_examples import json_to_example
 from memgraph_tf.serving.json_values import bad_request
 
@@ -60,7 +60,7 @@ DEFAULT_MAX_EXAMPLES = 1024
 
 def check_example_count(count: int, limit: int, noun: str = "examples") -> None:
     """Refuse a request holding more than ``limit`` examples (``noun`` names what it counts):
-    :meth:`ServingFailure.too_large <memgraph_tf.serving.errors.ServingFailure.too_large>` (413 /
+    :meth:`ServingFailure.too_large <memgraph_tf.errors.ServingFailure.too_large>` (413 /
     RESOURCE_EXHAUSTED) naming the count, the limit and the option that sets it."""
     if count > limit:
         raise ServingFailure.too_large(
@@ -104,7 +104,7 @@ def fetch_node_blobs(
 ) -> list[bytes]:
     """The neighbourhood blob of each node id, sampled with ``sampling`` (default: the bundle's
     inference settings, :func:`.bundle.inference_sampling`: its seed, else the fixed
-    :data:`.bundle.DEFAULT_SEED`); a :class:`~memgraph_tf.serving.errors.NeighbourhoodError`
+    :data:`.bundle.DEFAULT_SEED`); a :class:`~memgraph_tf.errors.NeighbourhoodError`
     becomes the ServingFailure of its class's ``grpc_code``, with its message (which names
     ``examples[i].node_id``)."""
     spec = sampling if sampling is not None else inference_sampling(config)

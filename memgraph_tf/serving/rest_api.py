@@ -20,8 +20,8 @@ import re
 import urllib.parse
 from typing import Any
 
+from memgraph_tf.errors import INTERNAL_ERROR_MESSAGE, ServingFailure
 from memgraph_tf.serving import bundle, json_examples, json_tensors, json_values, node_examples
-from memgraph_tf.serving.errors import INTERNAL_ERROR_MESSAGE, ServingFailure
 from memgraph_tf.serving.json_values import bad_request
 
 logger = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ def answer(model_server: Any, method: str, path: str, body: bytes) -> tuple[int,
     """One REST request -> ``(http_status, answer)`` where the answer is the JSON value to
     write with :func:`~memgraph_tf.serving.json_values.dumps`. Never raises: a failure is its
     status and ``{"error": message}``; a bug is 500 with
-    :data:`~memgraph_tf.serving.errors.INTERNAL_ERROR_MESSAGE` (no exception type or text: they
+    :data:`~memgraph_tf.errors.INTERNAL_ERROR_MESSAGE` (no exception type or text: they
     go to the server's log with the traceback)."""
     path = path.split("?", 1)[0].split("#", 1)[0]
     try:

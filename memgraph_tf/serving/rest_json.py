@@ -10,7 +10,7 @@ The layer itself is four modules, one job each:
 
 from __future__ import annotations
 
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving.json_examples import (
     NO_CONTEXT,
     classify_response,

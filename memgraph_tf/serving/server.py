@@ -43,15 +43,16 @@ from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 from waitress.utilities import RequestEntityTooLarge
 
-from memgraph_tf.errors import EXIT_OK, EXIT_USAGE
-from memgraph_tf.serving import access_log, metrics, rest_api
-from memgraph_tf.serving.bundle import RANDOM_SAMPLING
-from memgraph_tf.serving.errors import (
+from memgraph_tf.errors import (
+    EXIT_OK,
+    EXIT_USAGE,
     INTERNAL_ERROR_MESSAGE,
     REQUEST_TOO_LARGE_STATUS,
     code_for_http,
     http_reason,
 )
+from memgraph_tf.serving import access_log, metrics, rest_api
+from memgraph_tf.serving.bundle import RANDOM_SAMPLING
 from memgraph_tf.serving.json_parse import DEFAULT_MAX_JSON_DEPTH
 from memgraph_tf.serving.model_server import (
     DEFAULT_MAX_EXAMPLES,

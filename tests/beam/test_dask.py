@@ -32,7 +32,7 @@ from memgraph_tf.beam import classify_with_beam, create_pipeline, register_graph
 from memgraph_tf.beam.graphs import GraphSpec
 from memgraph_tf.beam.models import ModelSpec
 from memgraph_tf.beam.runner import run_pipeline
-from memgraph_tf.client.errors import ConfigurationError, InvalidNodeError
+from memgraph_tf.errors import ConfigurationError, InvalidNodeError
 from tests.beam import helpers as h
 
 pytestmark = pytest.mark.arcadedb

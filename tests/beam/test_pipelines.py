@@ -35,8 +35,8 @@ from memgraph_tf.beam import classify_with_beam, register_graph, unregister_grap
 from memgraph_tf.beam.graphs import GraphSpec, acquire, release
 from memgraph_tf.beam.models import ModelSpec, sampling_for
 from memgraph_tf.beam.transforms import example_bytes, split_key_range
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.graphs import NodeSelection, NodeTable
+from memgraph_tf.errors import ConfigurationError
 from tests.beam import helpers as h
 
 
@@ -502,7 +502,7 @@ def test_cli_refusals_are_one_line_with_exit_code_2(graph, bundle_base, capsys):
 
 # ----------------------------------------------------------------- keyset paging adds up
 def test_key_ranges_that_stop_early_or_repeat_a_key_fail_the_run(graph, model, monkeypatch):
-    from memgraph_tf.client.errors import KeysetPagingError
+    from memgraph_tf.errors import KeysetPagingError
 
     spec, _ = graph
     page = NodeTable.page

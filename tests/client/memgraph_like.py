@@ -21,9 +21,9 @@ from typing import Any
 import neo4j.exceptions
 
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.errors import GraphDataError, QueryError
 from memgraph_tf.client.procedure_errors import MEMGRAPH_ERROR_CODE
 from memgraph_tf.embedded import EmbeddedGraph, ProcedureError
+from memgraph_tf.errors import GraphDataError, QueryError
 
 
 def memgraph_text(procedure: str, exc: BaseException) -> str:

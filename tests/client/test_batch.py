@@ -20,16 +20,17 @@ from memgraph_tf.batch import (
     rest_backend,
 )
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.errors import (
+from memgraph_tf.client.graphs import NodeSelection, NodeTable, Shard, check_where
+from memgraph_tf.errors import (
+    EXIT_FAILED,
     ConfigurationError,
     InvalidNodeError,
     KeysetPagingError,
     ModelError,
     ModelInputError,
     ServerUnavailable,
+    exit_code_for,
 )
-from memgraph_tf.client.graphs import NodeSelection, NodeTable, Shard, check_where
-from memgraph_tf.errors import EXIT_FAILED, exit_code_for
 from memgraph_tf.serving.grpc_codec import serialize_blob_example
 from tests.client import classify_kit as kit
 from tests.client.classify_kit import LABEL, OPTIONS, bolt_predictions, embedded_source
@@ -330,7 +331,7 @@ def test_forked_fetch_workers_stop_at_an_invalid_node_like_one_process(reference
 def test_a_fetch_worker_that_dies_stops_the_run_naming_it(reference, backend):
     import os
 
-    from memgraph_tf.client.errors import ClientError
+    from memgraph_tf.errors import ClientError
 
     source = embedded_source()
     run = BatchClassifier(source, backend, batch_size=8, fetch_workers=2, progress=False)

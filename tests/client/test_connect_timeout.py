@@ -9,7 +9,6 @@ from typing import Any
 import neo4j
 import pytest
 
-from memgraph_tf.client.errors import ConfigurationError, ServerUnavailable
 from memgraph_tf.client.sources import (
     DEFAULT_CONNECT_TIMEOUT_S,
     ENV_CONNECT_TIMEOUT,
@@ -18,6 +17,7 @@ from memgraph_tf.client.sources import (
     connect,
     connect_timeout,
 )
+from memgraph_tf.errors import ConfigurationError, ServerUnavailable
 
 URI = "bolt://memgraph.example:7687"
 # Memgraph's code for an aborted transaction (a serialization conflict, a deadlock): retry it

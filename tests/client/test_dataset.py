@@ -8,13 +8,13 @@ import pytest
 import tensorflow as tf
 
 from memgraph_tf.client import OpenCypherDataset
-from memgraph_tf.client.errors import (
+from memgraph_tf.client.sources import GraphSource
+from memgraph_tf.errors import (
     ConfigurationError,
     NullValueError,
     ValueLengthError,
     ValueTypeError,
 )
-from memgraph_tf.client.sources import GraphSource
 
 pytestmark = pytest.mark.arcadedb
 

@@ -15,10 +15,10 @@ from memgraph_tf.client import (
     sample_dataset,
     train_graphsage,
 )
-from memgraph_tf.client.errors import ConfigurationError, GraphDataError
 from memgraph_tf.client.pipeline import feature_width, model_inputs
 from memgraph_tf.client.tasks import infer_num_classes
 from memgraph_tf.embedded import EmbeddedGraph
+from memgraph_tf.errors import ConfigurationError, GraphDataError
 
 ID0 = 10_000
 OPTS = {"id_property": "id"}

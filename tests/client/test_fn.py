@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from memgraph_tf.client import opencypher_fn
-from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError
 
 pytestmark = pytest.mark.arcadedb
 

@@ -9,7 +9,6 @@ import threading
 
 import pytest
 
-from memgraph_tf.client.errors import ConfigurationError, GraphDataError
 from memgraph_tf.client.graphs import (
     LEGACY_SCORE_PROPERTY,
     NodeSelection,
@@ -20,6 +19,7 @@ from memgraph_tf.client.graphs import (
     property_names,
     read_score,
 )
+from memgraph_tf.errors import ConfigurationError, GraphDataError
 from tests.graphs import KeyedGraph, N, node_id, predictions, writes_per_node
 
 GRAPH = KeyedGraph("GraphsItem")

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from memgraph_tf.client import GraphSAGE
-from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError
 
 
 def _inputs(rng, batch, fanouts, dim, masks=True):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from memgraph_tf.client.errors import GraphDataError
 from memgraph_tf.client.sources import (
     BoltSource,
     EmbeddedSource,
@@ -16,6 +15,7 @@ from memgraph_tf.client.sources import (
     resolved_keys,
 )
 from memgraph_tf.embedded import EmbeddedGraph, ProcedureError
+from memgraph_tf.errors import GraphDataError
 from tests.client.memgraph_like import MemgraphLikeDriver
 
 BOUGHT = "(:User)-[:BOUGHT]->(:Product)"

@@ -16,7 +16,6 @@ import tensorflow as tf
 
 from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.link_prediction import (
     ROWS_PREFIX,
     LinkPredictor,
@@ -30,6 +29,7 @@ from memgraph_tf.client.link_prediction import (
     train_link_predictor,
 )
 from memgraph_tf.embedded import EmbeddedGraph
+from memgraph_tf.errors import ConfigurationError
 
 PATTERN = "(:Item)-[:LINK]-(:Item)"
 NN = {PATTERN: [5, 3]}

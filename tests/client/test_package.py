@@ -32,7 +32,7 @@ def test_unknown_name_is_an_attribute_error():
 
 
 def test_error_tree():
-    from memgraph_tf.client import errors
+    from memgraph_tf import errors
 
     assert issubclass(errors.ServerUnavailable, errors.GraphConnectionError)
     assert issubclass(errors.AuthenticationError, ConnectionError)

@@ -11,8 +11,8 @@ import pytest
 
 from memgraph_tf import blob
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.errors import GraphDataError
 from memgraph_tf.embedded import EmbeddedGraph
+from memgraph_tf.errors import GraphDataError
 
 pytestmark = pytest.mark.arcadedb
 

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from memgraph_tf.client import FeatureCache, pack_dataset, sample_dataset
-from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError
 
 ID0 = 10_000
 OPTS = {"id_property": "id", "label_property": "label"}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from memgraph_tf.client import FeatureCache, sample_dataset
-from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError
 
 ID0 = 10_000
 OPTS = {"id_property": "id", "label_property": "label"}

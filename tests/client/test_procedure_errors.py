@@ -22,12 +22,6 @@ import pytest
 
 from memgraph_tf.batch import ModelBackend
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.errors import (
-    ConfigurationError,
-    GraphDataError,
-    ProcedureUnavailable,
-    QueryError,
-)
 from memgraph_tf.client.procedure_errors import (
     MEMGRAPH_ERROR_CODE,
     parse_procedure_failure,
@@ -35,6 +29,12 @@ from memgraph_tf.client.procedure_errors import (
 )
 from memgraph_tf.client.sources import BoltSource
 from memgraph_tf.embedded import EmbeddedGraph
+from memgraph_tf.errors import (
+    ConfigurationError,
+    GraphDataError,
+    ProcedureUnavailable,
+    QueryError,
+)
 from tests.client.memgraph_like import MemgraphLikeDriver, hydrated
 
 PROCEDURES_DIR = pathlib.Path(__file__).resolve().parents[2] / "memgraph_tf" / "procedures"
@@ -649,7 +649,7 @@ def test_a_server_returning_the_same_page_twice_stops_the_run_naming_the_key(
     memgraph_like, backend, overwrite
 ):
     from memgraph_tf.batch import classify_graph
-    from memgraph_tf.client.errors import KeysetPagingError
+    from memgraph_tf.errors import KeysetPagingError
 
     make, driver, _ = memgraph_like
     source = _SamePageEveryTime(driver, uri=URI, database=make().database)

@@ -9,8 +9,8 @@ import ast
 import numpy as np
 import pytest
 
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.sources import PROCEDURE_PARAMS, PROCEDURES, TABLE, GraphSource
+from memgraph_tf.errors import ConfigurationError
 
 
 def _module_signatures(repo_root) -> dict[str, tuple[tuple[str, ...], set[str], bool]]:

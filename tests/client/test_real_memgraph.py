@@ -89,7 +89,7 @@ def test_keys_found_by_the_query_give_the_procedure_s_blobs_and_errors(sources):
     the procedure given the keys themselves: same blobs, duplicates kept; an unknown key is the
     procedure's own error."""
     from memgraph_tf import blob
-    from memgraph_tf.client.errors import GraphDataError
+    from memgraph_tf.errors import GraphDataError
 
     with_procs, _ = sources
     if not with_procs.has_procedures():

@@ -22,9 +22,9 @@ import pytest
 
 from memgraph_tf import blob
 from memgraph_tf.batch.links import LinkScorer, score_links
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.link_prediction import predict_links
 from memgraph_tf.client.links import LinkSelection, LinkTable, check_candidates
+from memgraph_tf.errors import ConfigurationError
 from tests.client import links_kit as kit
 
 K = 3

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from memgraph_tf.client import OpenCypherDataset, connect
-from memgraph_tf.client.errors import (
+from memgraph_tf.errors import (
     AuthenticationError,
     ConfigurationError,
     ProcedureUnavailable,

@@ -10,7 +10,6 @@ import tensorflow as tf
 
 import memgraph_tf.client as client
 from memgraph_tf.client.checks import positive_int, positive_number, rate
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.graphsage import GraphSAGE, node_sampler
 from memgraph_tf.client.pipeline import batch_seed, call_batches
 from memgraph_tf.client.tasks import LinkPrediction, NodeClassification, Task
@@ -24,6 +23,7 @@ from memgraph_tf.client.trainer import (
     seed_run,
     stream_seed,
 )
+from memgraph_tf.errors import ConfigurationError
 
 ID0 = 10_000
 OPTS = {"id_property": "id"}

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from memgraph_tf.client import EmbeddedSource, evaluate, predict_and_write, train_graphsage
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.inference import predict
+from memgraph_tf.errors import ConfigurationError
 
 ID0 = 10_000
 OPTS = {"id_property": "id"}

@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.typed_graphsage import TypedGraphSAGE, typed_model_inputs
+from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.typed_datasets import sample_neighbourhoods, shop_graph
 from memgraph_tf.typed_sampling import TypedSamplingSpec
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.errors import GraphDataError
 from memgraph_tf.client.loaders import load_typed_graph
+from memgraph_tf.errors import GraphDataError
 from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
 
 pytestmark = pytest.mark.arcadedb

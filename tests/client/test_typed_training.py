@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.typed_graphsage import evaluate_typed, train_typed_graphsage
+from memgraph_tf.errors import ConfigurationError
 from tests.client import typed_kit as kit
 
 

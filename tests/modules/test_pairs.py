@@ -13,8 +13,8 @@ import pytest
 
 from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.errors import GraphDataError
 from memgraph_tf.embedded import EmbeddedGraph
+from memgraph_tf.errors import GraphDataError
 from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
 from memgraph_tf.typed_sampling import TypedSamplingSpec
 

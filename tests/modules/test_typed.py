@@ -12,7 +12,7 @@ import pytest
 
 from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.errors import GraphDataError
+from memgraph_tf.errors import GraphDataError
 from memgraph_tf.typed_datasets import sample_neighbourhoods, shop_graph, typed_embedded_graph
 from memgraph_tf.typed_sampling import TypedSamplingSpec, features_name, mask_name
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import requests
 
-from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving.model_server import BatchingOptions, BatchScheduler
 
 

@@ -9,10 +9,9 @@ import pathlib
 
 import pytest
 
-from memgraph_tf.errors import MemgraphTfError
+from memgraph_tf.errors import BundleError, BundleExistsError, MemgraphTfError, ServingError
 from memgraph_tf.serving import bundle, rest_api
 from memgraph_tf.serving.bundle import BundleConfig, OpLibraryInfo, SamplingSpec
-from memgraph_tf.serving.errors import BundleError, BundleExistsError, ServingError
 
 GOOD = {
     "format": "memgraph-tf-bundle",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import requests
 
-from memgraph_tf.serving import errors
+from memgraph_tf import errors
 from memgraph_tf.serving.client import ServingClient
 
 KINDS = [pytest.param(True, id="op"), pytest.param(False, id="op-free")]

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from memgraph_tf.serving import errors
+from memgraph_tf import errors
 from memgraph_tf.serving.client import ServingClient, encode_example, encode_value
 from memgraph_tf.testing.arcadedb import free_port
 

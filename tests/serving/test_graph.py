@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import requests
 
-from memgraph_tf.serving import errors
+from memgraph_tf import errors
 from memgraph_tf.serving.client import ServingClient, classify_nodes
 
 N = 12

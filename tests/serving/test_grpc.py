@@ -28,7 +28,8 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from memgraph_tf.serving import errors, grpc_codec
+from memgraph_tf import errors
+from memgraph_tf.serving import grpc_codec
 from memgraph_tf.serving.bundle import BundleConfig
 from memgraph_tf.serving.client import ServingClient
 from memgraph_tf.serving.grpc_client import GrpcServingClient

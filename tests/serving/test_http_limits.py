@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import requests
 
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import rest_json
-from memgraph_tf.serving.errors import ServingFailure
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,8 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from memgraph_tf.serving import errors, grpc_codec, input_specs, json_parse, rest_api
+from memgraph_tf import errors
+from memgraph_tf.serving import grpc_codec, input_specs, json_parse, rest_api
 from memgraph_tf.serving.grpc_server import start_grpc_server
 
 #: The crash reproducers: 33 levels of [ ] around a string for the predict input ``blobs``.

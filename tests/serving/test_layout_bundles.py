@@ -12,8 +12,8 @@ import pytest
 import requests
 
 from memgraph_tf import blob
+from memgraph_tf.errors import BundleError
 from memgraph_tf.serving import bundle
-from memgraph_tf.serving.errors import BundleError
 
 LAYOUTS = ["dense", "compact", "sparse"]
 NODES = 12

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import requests
 
-from memgraph_tf.serving import errors, rest_api
+from memgraph_tf import errors
+from memgraph_tf.serving import rest_api
 from memgraph_tf.serving.client import ServingClient
 
 X = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0], [0.0, 0.0, 0.25]], np.float32)

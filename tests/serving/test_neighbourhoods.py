@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import requests
 
+from memgraph_tf import errors
 from memgraph_tf.errors import MemgraphTfError
-from memgraph_tf.serving import errors
 from memgraph_tf.serving.bundle import SamplingSpec
 from memgraph_tf.serving.client import ServingClient, classify_nodes
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher, check_node_ids, fetch_blobs

@@ -15,7 +15,8 @@ import pytest
 import requests
 from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
 
-from memgraph_tf.serving import bundle, errors
+from memgraph_tf import errors
+from memgraph_tf.serving import bundle
 from memgraph_tf.serving.grpc_server import start_grpc_server
 from memgraph_tf.serving.rest_json import format_decimal
 from tests.graphs import KeyedGraph, node_id, predictions

@@ -16,8 +16,9 @@ import grpc
 import numpy as np
 import pytest
 
-from memgraph_tf.serving import bundle, client, errors, json_output, node_examples, rest_json
-from memgraph_tf.serving.errors import STATUS_TABLE, ServingFailure
+from memgraph_tf import errors
+from memgraph_tf.errors import STATUS_TABLE, ServingFailure
+from memgraph_tf.serving import bundle, client, json_output, node_examples, rest_json
 
 SERVING = pathlib.Path(__file__).resolve().parents[2] / "memgraph_tf" / "serving"
 

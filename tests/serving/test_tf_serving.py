@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from memgraph_tf.serving import errors
+from memgraph_tf import errors
 from memgraph_tf.serving.client import ServingClient
 
 URL = os.environ.get("MEMGRAPH_TF_TEST_SERVING_URL")

@@ -27,8 +27,8 @@ import pytest
 import requests
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
+from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import json_examples, json_parse, json_tensors, json_values
-from memgraph_tf.serving.errors import ServingFailure
 
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_STRING, DT_INT64, DT_UINT64, DT_HALF = 1, 2, 3, 7, 9, 23, 19
 

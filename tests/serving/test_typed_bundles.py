@@ -16,8 +16,8 @@ import tensorflow as tf
 from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
 
 from memgraph_tf import blob
+from memgraph_tf.errors import BundleError
 from memgraph_tf.serving import bundle
-from memgraph_tf.serving.errors import BundleError
 from memgraph_tf.serving.neighbourhoods import fetch_blobs
 from tests.client import typed_kit as kit
 

@@ -20,13 +20,6 @@ import neo4j
 import neo4j.exceptions as neo4j_errors
 
 from memgraph_tf import blob
-from memgraph_tf.client.errors import (
-    AuthenticationError,
-    ConfigurationError,
-    GraphConnectionError,
-    QueryError,
-    ServerUnavailable,
-)
 from memgraph_tf.client.procedure_errors import called_procedures, translate_procedure_failure
 from memgraph_tf.client.sources import procedure_table as table
 from memgraph_tf.client.sources.config import (
@@ -41,6 +34,13 @@ from memgraph_tf.client.sources.cypher import CypherGraphAccess
 from memgraph_tf.client.sources.interface import GraphSource
 from memgraph_tf.client.sources.keyed import INDEX_INFO_TTL_S, keyed_call_query, keyed_lists
 from memgraph_tf.client.sources.procedure_table import PROCEDURES, Procedure, to_python
+from memgraph_tf.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    GraphConnectionError,
+    QueryError,
+    ServerUnavailable,
+)
 
 logger = logging.getLogger(__name__)
 

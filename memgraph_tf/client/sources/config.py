@@ -18,7 +18,7 @@ from typing import Any
 
 import neo4j
 
-from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.procedures.options import DEFAULT_MAX_BLOB_BYTES
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ DEFAULT_CONNECT_TIMEOUT_S = 5.0
 """How long reaching the graph server may take by default (:func:`connect_timeout`): the TCP
 connect (the neo4j driver's ``connection_timeout``) and the wait for a connection, TLS and the
 Bolt handshake included (its ``connection_acquisition_timeout``). A server that does not answer
-within it is unavailable (:class:`~memgraph_tf.client.errors.ServerUnavailable`; a served
+within it is unavailable (:class:`~memgraph_tf.errors.ServerUnavailable`; a served
 ``node_id`` request answers 503), and a failed connection is not retried."""
 
 RETRY_TIME_S = 15.0

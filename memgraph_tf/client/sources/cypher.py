@@ -8,8 +8,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from memgraph_tf.client.errors import GraphDataError
 from memgraph_tf.client.sources.config import quote_name
+from memgraph_tf.errors import GraphDataError
 
 logger = logging.getLogger(__name__)
 

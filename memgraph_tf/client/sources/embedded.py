@@ -9,12 +9,12 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.client.errors import ConfigurationError, ProcedureUnavailable, QueryError
 from memgraph_tf.client.procedure_errors import translate_procedure_failure
 from memgraph_tf.client.sources.config import procedure_memory, quote_name, short_query
 from memgraph_tf.client.sources.interface import GraphSource
 from memgraph_tf.client.sources.keyed import keyed_lists, resolved_keys
 from memgraph_tf.client.sources.procedure_table import Procedure, to_python
+from memgraph_tf.errors import ConfigurationError, ProcedureUnavailable, QueryError
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import blob
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.sources import procedure_table as table
 from memgraph_tf.client.sources.config import quote_name
 from memgraph_tf.client.sources.procedure_table import Procedure, to_python
+from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ from typing import Any
 import neo4j
 import neo4j.exceptions as neo4j_errors
 
-from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.sources.bolt import BoltSource
 from memgraph_tf.client.sources.config import (
     DEFAULT_DRIVER_OPTIONS,
@@ -24,6 +23,7 @@ from memgraph_tf.client.sources.config import (
 )
 from memgraph_tf.client.sources.embedded import EmbeddedSource
 from memgraph_tf.client.sources.interface import GraphSource
+from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.typed_datasets import SHOP_DATASET
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
