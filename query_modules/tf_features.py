@@ -141,3 +141,21 @@ def split_edges(
     drawn from ``options.seed`` (``options.val_fraction`` 0.05, ``options.test_fraction`` 0.10 by
     default); the counts of edges per split and of relationships written."""
     return mgp.Record(**_pairs.run_split_edges(ctx, pattern, options))
+
+
+# -- profile: what one label's node properties hold (memgraph_tf/procedures/profile.py) ----------
+
+
+@mgp.read_proc
+def profile(
+    ctx: mgp.ProcCtx,
+    label: mgp.Nullable[mgp.Any],
+    properties: mgp.Nullable[mgp.Any] = None,
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(label=str, count=int, properties=mgp.List[mgp.Map]):
+    """One scan of the nodes with ``label``: per property (``properties``: the names; null: every
+    property found) the value types with counts, coverage, numeric and temporal statistics, list
+    lengths and element types, cardinality and the ``options.top_k`` most frequent values."""
+    from memgraph_tf.procedures.profile import run_profile
+
+    return mgp.Record(**run_profile(ctx, label, properties, options))
