@@ -61,6 +61,7 @@ _MICROSECOND = datetime.timedelta(microseconds=1)
 _SCALE = 1074
 """Floats are summed as integers scaled by 2**1074 (the smallest subnormal is 2**-1074): exact."""
 _CATEGORICAL = ("string", "int", "bool")
+_SCALAR_KINDS = {int: "int", float: "float", str: "string", bool: "bool"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +188,7 @@ class _Stats:
         self.bad = 0
 
     def add(self, value: int | float) -> None:
-        if isinstance(value, float):
+        if type(value) is float or isinstance(value, float):
             if not math.isfinite(value):
                 self.bad += 1
                 return
@@ -281,11 +282,15 @@ class _PropertyProfile:
         self.element_categories = _Categories(opts.max_distinct)
 
     def add(self, value: Any) -> None:
-        kind = value_type(value)
-        self.types[kind] = self.types.get(kind, 0) + 1
-        if kind in ("int", "float"):
+        cls = type(value)  # the common scalar types first: no value_type() call
+        kind = _SCALAR_KINDS.get(cls) or value_type(value)
+        types = self.types
+        types[kind] = types.get(kind, 0) + 1
+        if cls is int or cls is float:
             self.numeric.add(value)
-        if kind in _CATEGORICAL:
+            if cls is int:
+                self.categories.add(kind, value)
+        elif cls is str or cls is bool:
             self.categories.add(kind, value)
         elif kind in TEMPORAL_UNITS:
             stats = self.temporal.get(kind)
@@ -296,6 +301,14 @@ class _PropertyProfile:
             self.lengths.add(len(value))
             for element in value:
                 self._add_element(element)
+        elif kind in ("int", "float", *_CATEGORICAL):  # subclasses of the scalar types
+            self._add_scalar(kind, value)
+
+    def _add_scalar(self, kind: str, value: Any) -> None:
+        if kind in ("int", "float"):
+            self.numeric.add(value)
+        if kind in _CATEGORICAL:
+            self.categories.add(kind, value)
 
     def _add_element(self, element: Any) -> None:
         kind = value_type(element)
