@@ -156,6 +156,6 @@ def profile(
     """One scan of the nodes with ``label``: per property (``properties``: the names; null: every
     property found) the value types with counts, coverage, numeric and temporal statistics, list
     lengths and element types, cardinality and the ``options.top_k`` most frequent values."""
-    from memgraph_tf.procedures.profile import run_profile
+    from memgraph_tf.procedures import profile as profile_lib
 
-    return mgp.Record(**run_profile(ctx, label, properties, options))
+    return mgp.Record(**profile_lib.run_profile(ctx, label, properties, options))

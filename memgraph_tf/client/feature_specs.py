@@ -180,7 +180,7 @@ def _property_spec(
         return TemporalSpec(name, type=group, **_standardisation(stats), missing_indicator=missing)
     if group == "bool":
         flags = [t["value"] for t in prop["top"] if isinstance(t["value"], bool)]
-        return BooleanSpec(name, default=flags[0], missing_indicator=missing)
+        return BooleanSpec(name, default=bool(flags and flags[0]), missing_indicator=missing)
     if group == "string":
         fields = _vocabulary_fields(
             prop["cardinality"],

@@ -188,7 +188,7 @@ class _Stats:
         self.bad = 0
 
     def add(self, value: int | float) -> None:
-        if type(value) is float or isinstance(value, float):
+        if isinstance(value, float):
             if not math.isfinite(value):
                 self.bad += 1
                 return
