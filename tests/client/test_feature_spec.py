@@ -278,3 +278,18 @@ def test_profile_dates_survive_bolt(arcade_people):
     (born,) = profile_label(arcade_people, ARCADE_LABEL, ["born"])["properties"]
     first = min(r["born"] for r in people())
     assert born["temporal"][0]["min"] == (first - datetime.date(1970, 1, 1)).days
+
+
+def test_the_profile_over_bolt_with_the_procedure_equals_the_embedded_one():
+    """A BoltSource on a server with the module calls ``tf_features.profile`` itself
+    (tests/client/memgraph_like.py: the unchanged module through mgp.py behind the driver)."""
+    from memgraph_tf.client.sources import BoltSource
+    from tests.client.memgraph_like import MemgraphLikeDriver
+
+    graph = embedded_people()
+    driver = MemgraphLikeDriver(graph)
+    bolt = BoltSource(driver, uri="bolt://memgraph.example:7687", database=None)
+    assert bolt.has_procedures()
+    names = ["age", "score", "country", "tags", "emb", "vip"]
+    assert profile_label(bolt, LABEL, names) == profile_label(EmbeddedSource(graph), LABEL, names)
+    assert "CALL tf_features.profile(" in driver.calls[-1]

@@ -1,7 +1,12 @@
 """``tf_features.profile`` through the embedded runtime (Memgraph's real mgp.py converts the
 result, so only values Memgraph can return pass): per property the types seen, coverage,
 statistics, list lengths, cardinality and top values, checked against figures computed here with
-the standard library."""
+the standard library.
+
+Values as Memgraph hands them to a procedure: mgp.py (Memgraph's include/mgp.py, the file the
+embedded runtime loads) maps Date, LocalDateTime and Duration to ``datetime.date``,
+``datetime.datetime`` and ``datetime.timedelta``; a property set to null is removed (openCypher
+SET semantics; the runtime's ``set_property``), so a node lacks it."""
 
 from __future__ import annotations
 
