@@ -24,9 +24,10 @@ client-side fallback on a server without it); :func:`infer_feature_spec` turns t
 A property whose values are of several of those kinds (say strings on some nodes, numbers on
 others) raises :class:`~memgraph_tf.feature_spec.FeatureSpecError` naming it and the types seen,
 unless ``mixed="majority"``: then the kind of most nodes wins and the other values count as
-missing (their nodes get the default and, through the missing indicator, are marked). A property
-of a type no kind encodes (maps, points, times of day, lists of mixed values, numeric lists of
-varying length) raises the same error naming the type; leave it out with ``properties``.
+missing (their nodes get the default and, through the missing indicator, are marked). Values of a
+type no kind encodes (maps, points, times of day, lists of mixed values) raise the same error
+naming the type -- with ``mixed="majority"`` only when no encodable value is the majority; leave
+such a property out with ``properties``. Numeric lists of varying length raise it too.
 """
 
 from __future__ import annotations
@@ -110,16 +111,20 @@ def _group(label: str, prop: Mapping[str, Any], mixed: str) -> str:
     """The kind group of ``prop``'s values (see the module docstring for ``mixed``)."""
     where = f"label {label!r} property {prop['name']!r}"
     counts: dict[str, int] = {}
+    unencodable: Mapping[str, Any] | None = None
     for entry in prop["types"]:
         if entry["type"] == "missing":
             continue
         group = _GROUPS.get(entry["type"])
         if group is None:
-            raise FeatureSpecError(
-                f"{where}: no kind encodes values of type {entry['type']!r} "
-                f"({entry['count']} nodes); leave the property out or convert it"
-            )
+            unencodable = unencodable or entry
+            continue
         counts[group] = counts.get(group, 0) + entry["count"]
+    if unencodable and (mixed != "majority" or not counts):
+        raise FeatureSpecError(
+            f"{where}: no kind encodes values of type {unencodable['type']!r} "
+            f"({unencodable['count']} nodes); leave the property out or convert it"
+        )
     if not counts:
         raise FeatureSpecError(f"{where}: no node of the label has a value")
     if len(counts) > 1 and mixed != "majority":

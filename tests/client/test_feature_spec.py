@@ -207,6 +207,19 @@ def test_mixed_types_raise_or_keep_the_majority():
         infer_feature_spec(source, LABEL, ["w"])
 
 
+def test_with_majority_values_no_kind_encodes_count_as_missing():
+    graph = EmbeddedGraph()
+    for value in [1.5, 2.5, {"a": 1}]:
+        graph.add_node([LABEL], {"v": value})
+    source = EmbeddedSource(graph)
+    with pytest.raises(
+        FeatureSpecError, match=r"property 'v': no kind encodes values of type 'map'"
+    ):
+        infer_feature_spec(source, LABEL, ["v"])
+    (spec,) = infer_feature_spec(source, LABEL, ["v"], mixed="majority").properties
+    assert spec == NumericSpec("v", default=2.0, mean=2.0, std=0.5, missing_indicator=True)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
