@@ -23,6 +23,7 @@ from typing import Any
 
 from memgraph_tf import blob
 from memgraph_tf.procedures import core, pairs, sections, tables, typed
+from memgraph_tf.procedures.profile import run_profile
 from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
@@ -51,6 +52,7 @@ __all__ = [
     "parse_options",
     "run_describe",
     "run_pack",
+    "run_profile",
     "run_sample",
     "run_sample_pairs",
     "run_sample_per_node",
