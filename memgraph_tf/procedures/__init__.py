@@ -23,7 +23,6 @@ from typing import Any
 
 from memgraph_tf import blob
 from memgraph_tf.procedures import core, pairs, sections, tables, typed
-from memgraph_tf.procedures.profile import run_profile
 from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
@@ -33,6 +32,7 @@ from memgraph_tf.procedures.errors import (
 )
 from memgraph_tf.procedures.mgp_access import MgpGraphAccess
 from memgraph_tf.procedures.options import Options, check_names, parse_fanouts, parse_options
+from memgraph_tf.procedures.profile import run_profile
 
 __all__ = [
     "AccessFactory",
