@@ -18,6 +18,11 @@ runtime the row also gives the ``_mgp`` calls per sampled neighbour (a valid slo
 masks; counted with ``count_api_calls``) and the relationships walked per call
 (``Edge.from_vertex`` and ``Edge.to_vertex`` calls).
 
+Then, per Bolt degree, where the fallback's time goes: the neighbour query it sends (one row per
+neighbour) against a server-side ``count(DISTINCT m)`` and a query returning only the keys at 10
+positions of the sorted distinct neighbours (``rng.sample(range(d), 10)``; checked equal to
+``rng.sample`` over the rows with the same generator: the positions depend only on ``d``).
+
 Defaults fit ~5 minutes on two loaded cores: embedded degrees 10^3..10^5, Bolt degrees 10^3 and
 10^4 (loading ArcadeDB and its per-call cost grow ~linearly: ~3 s to load and ~1.5 s per call at
 10^4 on a loaded machine). ``--with-million`` adds a hub of 10^6 to the embedded graph (its build
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import random
 import sys
 import time
 from collections.abc import Callable
@@ -198,8 +204,52 @@ def bolt_rows(degrees: list[int], rounds: int) -> list[tuple[Any, ...]]:
                     t_hub, t_base = compare(hub_call, base[proc], rounds)
                     print(row_text("bolt", proc, hop, degree, t_hub, t_base))
                     rows.append(("bolt", proc, hop, degree, t_hub, t_base, None))
+        probe_bolt(source, hubs, degrees, rounds)
         source.close()
     return rows
+
+
+ALL_ROWS = (  # the fallback's neighbour query (client/sources/cypher.py), for one node
+    "UNWIND $rows AS row MATCH (n)-[r]-(m) WHERE id(n) = row.internal "
+    "RETURN row.key AS key, id(m) AS nbr, id(m) AS internal"
+)
+COUNT = "MATCH (n)-[r]-(m) WHERE id(n) = $i RETURN count(DISTINCT m) AS d"
+PICK = (  # the keys at positions $idx of the node's sorted distinct neighbour keys
+    "MATCH (n)-[r]-(m) WHERE id(n) = $i WITH DISTINCT id(m) AS k ORDER BY k "
+    "WITH collect(k) AS ks RETURN [j IN $idx | ks[j]] AS picked"
+)
+
+
+def probe_bolt(source: Any, hubs: dict[int, int], degrees: list[int], rounds: int) -> None:
+    """Where the fallback's time goes at a hub: the neighbour query it sends (every neighbour's
+    row) against a server-side ``count(DISTINCT m)`` and a query returning only the keys at 10
+    positions of the sorted distinct neighbours (drawn with ``rng.sample(range(d), 10)``: the
+    positions ``rng.sample`` picks from the sorted list; checked equal to those of the rows)."""
+    print("Bolt fallback at a hub, by query (best of rounds):")
+    for degree in [BASE_DEGREE, *degrees]:
+        hub = hubs[degree]
+        [row] = source.read(COUNT, {"i": hub})
+        idx = random.Random(7).sample(range(row["d"]), min(10, row["d"]))
+        best: dict[str, float] = {}
+        results: dict[str, Any] = {}
+        for _ in range(rounds):
+            for name, query, params in (
+                ("all rows", ALL_ROWS, {"rows": [{"key": hub, "internal": hub}]}),
+                ("count", COUNT, {"i": hub}),
+                ("pick", PICK, {"i": hub, "idx": idx}),
+            ):
+                t0 = time.perf_counter()
+                results[name] = source.read(query, params)
+                best[name] = min(best.get(name, float("inf")), time.perf_counter() - t0)
+        keys = sorted({row["nbr"] for row in results["all rows"]})
+        picked = results["pick"][0]["picked"]
+        assert picked == [keys[j] for j in idx], "the server's positions differ from the rows'"
+        assert picked == random.Random(7).sample(keys, len(idx)), "rng.sample drew other keys"
+        print(
+            f"  d={degree:>9,}: all {len(keys):,} rows {best['all rows'] * 1e3:8.1f} ms   "
+            f"count(DISTINCT m) {best['count'] * 1e3:7.1f} ms   10 picked positions "
+            f"{best['pick'] * 1e3:7.1f} ms (= rng.sample over the rows, checked)"
+        )
 
 
 def markdown(rows: list[tuple[Any, ...]]) -> str:
