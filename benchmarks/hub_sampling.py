@@ -23,15 +23,17 @@ neighbour) against a server-side ``count(DISTINCT m)`` and a query returning onl
 positions of the sorted distinct neighbours (``rng.sample(range(d), 10)``; checked equal to
 ``rng.sample`` over the rows with the same generator: the positions depend only on ``d``).
 
-Defaults fit ~5 minutes on two loaded cores: embedded degrees 10^3..10^5, Bolt degrees 10^3 and
-10^4 (loading ArcadeDB and its per-call cost grow ~linearly: ~3 s to load and ~1.5 s per call at
-10^4 on a loaded machine). ``--with-million`` adds a hub of 10^6 to the embedded graph (its build
-time is printed); ``--bolt-degrees`` changes the Bolt set; ``--skip-bolt`` leaves Bolt out (also
-when ``arcadedb-embedded`` is not installed). The embedded runtime's per-call costs are not
-Memgraph's: compare the ratios and the call counts, not the absolute figures.
+The defaults (embedded degrees 10^3..10^5, Bolt 10^3 and 10^4, 7 rounds) take ~1.5 minutes on
+two loaded cores. ``--with-million`` adds a hub of 10^6 to the embedded graph: its graph of 1.1M
+nodes builds in 8-12 s, but each call from it takes 2-10 s. ArcadeDB's load and per-call cost grow
+linearly (10^5 relationships: ~30 s to load, 3-7 s a call), hence 10^5 only with
+``--bolt-degrees``. ``--skip-bolt`` leaves Bolt out (as when ``arcadedb-embedded`` is not
+installed); ``--markdown`` also prints the rows as a markdown table. The embedded runtime's
+per-call costs are not Memgraph's: compare the ratios and the call counts, not the absolute
+figures.
 
     .venv/bin/python benchmarks/hub_sampling.py [--degrees 1000 10000 100000] [--with-million]
-        [--bolt-degrees 1000 10000] [--skip-bolt] [--rounds N]
+        [--bolt-degrees 1000 10000 100000] [--skip-bolt] [--rounds N] [--markdown]
 """
 
 from __future__ import annotations
