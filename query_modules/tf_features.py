@@ -139,3 +139,19 @@ def split_edges(
     drawn from ``options.seed`` (``options.val_fraction`` 0.05, ``options.test_fraction`` 0.10 by
     default); the counts of edges per split and of relationships written."""
     return mgp.Record(**_procedures.run_split_edges(ctx, pattern, options))
+
+
+# -- profile: what one label's node properties hold (memgraph_tf/procedures/profile.py) ----------
+
+
+@mgp.read_proc
+def profile(
+    ctx: mgp.ProcCtx,
+    label: mgp.Nullable[mgp.Any],
+    properties: mgp.Nullable[mgp.Any] = None,
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(label=str, count=int, properties=mgp.List[mgp.Map]):
+    """One scan of the nodes with ``label``: per property (``properties``: the names; null: every
+    property found) the value types with counts, coverage, numeric and temporal statistics, list
+    lengths and element types, cardinality and the ``options.top_k`` most frequent values."""
+    return mgp.Record(**_procedures.run_profile(ctx, label, properties, options))

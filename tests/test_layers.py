@@ -9,7 +9,8 @@ name each other's types form a cycle a type checker has to untangle), and the mo
 
 The layers, lowest first (a module may import its own layer and the layers below it)::
 
-    0 foundation   memgraph_tf (the package), errors, lazy, layout, typed_sampling, blob, deploy
+    0 foundation   memgraph_tf (the package), errors, lazy, layout, typed_sampling, blob, deploy,
+                   feature_spec
     1 graph & ops  procedures, embedded, ops, datasets, typed_datasets, and the query module file
     2 client       memgraph_tf.client
     3 serving      memgraph_tf.serving (uses the client's graph sources; the client never uses it)
@@ -29,7 +30,16 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = "memgraph_tf"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("memgraph_tf", "errors", "lazy", "layout", "typed_sampling", "blob", "deploy"),
+    (
+        "memgraph_tf",
+        "errors",
+        "lazy",
+        "layout",
+        "typed_sampling",
+        "blob",
+        "deploy",
+        "feature_spec",
+    ),
     ("procedures", "embedded", "ops", "datasets", "typed_datasets", "query_modules"),
     ("client",),
     ("serving",),

@@ -32,6 +32,7 @@ from memgraph_tf.procedures.errors import (
 )
 from memgraph_tf.procedures.mgp_access import MgpGraphAccess
 from memgraph_tf.procedures.options import Options, check_names, parse_fanouts, parse_options
+from memgraph_tf.procedures.profile import run_profile
 
 __all__ = [
     "AccessFactory",
@@ -51,6 +52,7 @@ __all__ = [
     "parse_options",
     "run_describe",
     "run_pack",
+    "run_profile",
     "run_sample",
     "run_sample_pairs",
     "run_sample_per_node",

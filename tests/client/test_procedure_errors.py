@@ -22,6 +22,7 @@ import pytest
 
 from memgraph_tf.batch import ModelBackend
 from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.feature_specs import profile_label
 from memgraph_tf.client.procedure_errors import (
     MEMGRAPH_ERROR_CODE,
     parse_procedure_failure,
@@ -104,7 +105,7 @@ def typed_case_graph() -> EmbeddedGraph:
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    call: str  # pack, sample, sample_per_node, describe; on the typed graph: TYPED_CALLS
+    call: str  # pack, sample, sample_per_node, describe, profile; typed graph: TYPED_CALLS
     args: tuple
     match: str  # what the message must say (the node, argument, property at fault)
 
@@ -364,6 +365,37 @@ CASES = {
         ([0], [1], {FOLLOWS: [1]}, None, {**PAIRS, "negatives": 1}),
         r"^options\.negatives: sources\[0\]: node 0 \(:User\) is joined to every :User node ",
     ),
+    "profile: no label": Case(
+        "profile", (None, None, None), r"^label: expected a non-empty label name, got null$"
+    ),
+    "profile: a label no node has": Case(
+        "profile",
+        ("Nobody", None, None),
+        r"^label: no node has label 'Nobody' \(the graph has 'L', 'P', 'Q', 'R', 'X'\)$",
+    ),
+    "profile: properties not a list": Case(
+        "profile",
+        ("P", "f", None),
+        r"^properties: expected a list of property names or null \(every property\), got str 'f'$",
+    ),
+    "profile: a property name not a string": Case(
+        "profile",
+        ("P", ["f", 3], None),
+        r"^properties\[1\]: expected a non-empty property name, got int 3$",
+    ),
+    "profile: a property named twice": Case(
+        "profile", ("P", ["f", "f"], None), r"^properties\[1\]: 'f' is named twice$"
+    ),
+    "profile: unknown option": Case(
+        "profile",
+        ("P", None, {"top": 1}),
+        r"^options: unknown option 'top' for tf_features\.profile \(allowed: 'max_distinct', ",
+    ),
+    "profile: option out of range": Case(
+        "profile",
+        ("P", None, {"top_k": -1}),
+        r"^options\.top_k: expected an integer >= 0, got int -1$",
+    ),
 }
 
 # Raise sites no call through Memgraph can reach: Memgraph checks each argument against the
@@ -379,6 +411,7 @@ UNREACHABLE = {
     ("options.py", "parse_properties", "properties: expected a map of label"),
     ("pairs.py", "split_edges", "options: expected a map"),
     ("pairs.py", "_parse_pair_options", "options: expected a map"),
+    ("profile.py", "parse_profile_call", "options: expected a map"),
 }
 
 
@@ -392,6 +425,7 @@ def _call(source: Any, case: Case, graph: EmbeddedGraph) -> Any:
         "schema": source.schema,
         "sample_pairs": source.sample_pairs,
         "split_edges": source.split_edges,  # a write procedure: a write transaction over Bolt
+        "profile": lambda *a: profile_label(source, *a),
     }[case.call]
     args = [
         [graph.node(v.internal) if isinstance(v, Node) else v for v in a]

@@ -24,6 +24,7 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
     assert sorted(procs) == [
         "tf_features.describe",
         "tf_features.pack",
+        "tf_features.profile",
         "tf_features.sample",
         "tf_features.sample_pairs",
         "tf_features.sample_per_node",
@@ -192,6 +193,7 @@ def test_module_file_is_thin_and_imports_only_what_memgraph_has():
         "schema",
         "sample_pairs",
         "split_edges",
+        "profile",
     ]
     for proc in procs:
         kind = "mgp.write_proc" if proc.name == "split_edges" else "mgp.read_proc"

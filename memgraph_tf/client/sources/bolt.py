@@ -403,6 +403,7 @@ CLIENT_SIDE: dict[str, Callable[..., Any]] = {
         _fallback().sample_pairs(s.access_factory(), *a)
     ),
     table.SPLIT_EDGES.name: lambda s, *a: _fallback().split_edges(s.access_factory(), *a),
+    table.PROFILE.name: lambda s, *a: _fallback().profile(s, quote_name, *a),
 }
 """Per procedure of the table, its answer computed on the client by the procedure's own code
 (:mod:`memgraph_tf.client._fallback`) over a :class:`BoltSource`'s plain Cypher: ``(source,

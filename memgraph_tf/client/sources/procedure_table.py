@@ -109,6 +109,11 @@ def _split_args(pattern: Any, options: Any) -> tuple:
     return pattern, plain_options(options)
 
 
+def _profile_args(label: Any, properties: Any, options: Any) -> tuple:
+    names = to_python(list(properties)) if isinstance(properties, (list, tuple)) else properties
+    return label, names, plain_options(options)
+
+
 @dataclasses.dataclass(frozen=True)
 class Procedure:
     """One ``tf_features`` procedure as the sources call it.
@@ -206,6 +211,13 @@ SPLIT_EDGES = Procedure(
     _split_args,
     write=True,
 )
+PROFILE = Procedure(
+    "tf_features.profile",
+    ("label", "properties", "options"),
+    ("label", "count", "properties"),
+    "map",
+    _profile_args,
+)
 
 TABLE: dict[str, Procedure] = {
     p.name: p
@@ -218,6 +230,7 @@ TABLE: dict[str, Procedure] = {
         SCHEMA,
         SAMPLE_PAIRS,
         SPLIT_EDGES,
+        PROFILE,
     )
 }
 """Every procedure a source calls, by name."""
