@@ -143,7 +143,7 @@ def typed_body_bytes_per_node(users: int = 1000) -> dict[str, list[int]]:
     into each user's own blob as the serving fetcher does (byte for byte the user sampled alone);
     ratios dense (the baseline) / layout."""
     from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.ops.layouts import split_typed_blob
+    from memgraph_tf.ops.sample_decoding import split_typed_blob
     from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
     from memgraph_tf.typed_sampling import TypedSamplingSpec
 

@@ -40,7 +40,7 @@ def main() -> None:
     import numpy as np
 
     from memgraph_tf import datasets
-    from memgraph_tf.batch.links import ModelLinkBackend, score_links
+    from memgraph_tf.batch.link_scoring import ModelLinkBackend, score_links
     from memgraph_tf.client import EmbeddedSource
     from memgraph_tf.client.link_prediction import LinkPredictor, predict_links
 
@@ -65,7 +65,7 @@ def main() -> None:
     if args.bundle:
         import tempfile
 
-        from memgraph_tf.batch.links import BundleLinkBackend
+        from memgraph_tf.batch.link_scoring import BundleLinkBackend
         from memgraph_tf.serving.export_links import export_link_bundle
 
         with tempfile.TemporaryDirectory() as base:

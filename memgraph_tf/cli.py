@@ -168,15 +168,15 @@ def _classify(args: argparse.Namespace) -> int:
 
 
 def _score_links(args: argparse.Namespace) -> int:
-    """``memgraph-tf score-links`` (:func:`memgraph_tf.batch.links.run_cli`)."""
+    """``memgraph-tf score-links`` (:func:`memgraph_tf.batch.link_scoring.run_cli`)."""
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-    from memgraph_tf.batch import links
+    from memgraph_tf.batch import link_scoring
     from memgraph_tf.beam.runner import parse_params  # standard library only
     from memgraph_tf.client import sources
 
-    return links.run_cli(args, sources.open_graph, parse_params)
+    return link_scoring.run_cli(args, sources.open_graph, parse_params)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -521,9 +521,9 @@ def build_parser() -> argparse.ArgumentParser:
         "returns, with a link model and MERGE (s)-[:PREDICTED_LINK {score, model_version}]->(t); "
         "resumable and shardable. See docs/batch-inference.md.",
     )
-    from memgraph_tf.batch import links  # no TensorFlow until it runs
+    from memgraph_tf.batch import link_scoring  # no TensorFlow until it runs
 
-    links.add_arguments(p)
+    link_scoring.add_arguments(p)
     p.set_defaults(func=_score_links)
 
     p = sub.add_parser(

@@ -414,7 +414,7 @@ def _classify_stage(
     """Stage 5 of both demos: batch inference over every node with the op-free bundle in
     ``out/portable/`` run in-process, as ``memgraph-tf classify --model`` runs it
     (:mod:`memgraph_tf.batch`): the class name written to ``predicted_class``, its score and the
-    model version beside it (:func:`~memgraph_tf.client.graphs.property_names`). Appends the
+    model version beside it (:func:`~memgraph_tf.client.node_tables.property_names`). Appends the
     stage to ``stages`` and prints its line (``nodes``: what was classified; with ``embedded``,
     the in-process graph, and ``sample_ids``: the classes written to those nodes). Returns the
     number of nodes written."""

@@ -262,7 +262,7 @@ class InvalidNodeError(GraphDataError):
 
 class KeysetPagingError(GraphDataError):
     """The node keys a run reads by keyset pagination
-    (:class:`~memgraph_tf.client.graphs.KeysetScan`) do not add up: a page whose keys do not
+    (:class:`~memgraph_tf.client.node_tables.KeysetScan`) do not add up: a page whose keys do not
     ascend past the previous page's last key (a server that ignores ``key > $after``; paging on
     would repeat it forever), or a run that ends with selected nodes it never read (the server's
     pages stopped early or skipped keys). The message names the key or the gap; what was written

@@ -29,7 +29,8 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
 
   ``u`` and ``nnz`` vary from blob to blob; every section whose length varies is a ragged pair
   (docs/blob-format.md, section 3), so that a vector of blobs decodes with the decoders' ragged
-  support. :func:`memgraph_tf.ops.layouts.decode_sample` turns any layout back into the dense
+  support. :func:`memgraph_tf.ops.sample_decoding.decode_sample` turns any layout back into the
+  dense
   one's tensors (in the graph). The table's rows are the sampled nodes in order of first
   appearance (hop 0, then hop 1, ..., each hop row-major); a row is written once even when it is
   reached many times.
@@ -43,7 +44,8 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
     (only for a label given feature properties), ``mask_h{h}_{label}`` bool ``[n, slots]``
     (``h >= 1``); then ``labels`` int64 ``[n]`` with ``options.label_property``. The features
     and mask sections are named exactly as the typed model's inputs
-    (:func:`memgraph_tf.typed_sampling.features_name` / ``mask_name``), so a decoded blob is the
+    (:func:`memgraph_tf.typed_sampling.typed_features_name` / ``mask_name``), so a decoded blob is
+    the
     model's input dict.
   - ``compact`` / ``sparse``: one feature table *per label* (each distinct node of that label
     once): ``index_h{h}_{label}`` int32 ``[n, slots]`` per slot table in layout order (the row
@@ -54,7 +56,8 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
     ``labels``. A label's table rows are its nodes in order of first appearance over its slot
     tables (layout order, each row-major).
 
-  See :func:`typed_sample_sections`; :func:`memgraph_tf.ops.layouts.decode_typed_sample` turns
+  See :func:`typed_sample_sections`; :func:`memgraph_tf.ops.sample_decoding.decode_typed_sample`
+  turns
   any of them into the dense layout's tensors.
 * **pair sample** (``tf_features.sample_pairs``): ``n`` rows, one per (source, target) pair (the
   given pairs, then the drawn negatives): the typed sections of the sources' spec, each name
@@ -412,7 +415,8 @@ def model_input_sections(
     ``features_h`` for h = 0..K and, with ``masks``, ``mask_h`` for h = 1..K; in the compact and
     sparse layouts ``index_h`` for h = 0..K and the table's sections (``table`` or
     ``table_columns``/``table_values``, each with its row splits). That is :func:`sample_sections`
-    without the ids and labels; :func:`memgraph_tf.ops.layouts.decode_sample` makes the model's
+    without the ids and labels; :func:`memgraph_tf.ops.sample_decoding.decode_sample` makes the
+    model's
     inputs (:func:`model_input_names`) from any of them."""
     return [
         s
@@ -502,10 +506,10 @@ def typed_sample_sections(
             out.append(Section(typed_ids_name(h, label), "int64", shape, "ids", h, label))
             width = widths.get(label, 0)
             if width:
-                name = typed_sampling.features_name(h, label)
+                name = typed_sampling.typed_features_name(h, label)
                 out.append(Section(name, dtype, shape + (width,), "features", h, label))
             if h:
-                name = typed_sampling.mask_name(h, label)
+                name = typed_sampling.typed_mask_name(h, label)
                 out.append(Section(name, "bool", shape, "mask", h, label))
     if layout != "dense":
         for label in known:  # one table per label, labels in order of first appearance

@@ -474,7 +474,7 @@ def sample_neighbourhoods(
     exclude: tuple[str, str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """A reference typed sampler in numpy: per slot table (:func:`~memgraph_tf.typed_sampling.
-    table_name`), the node numbers ``[len(seeds), slots]`` (-1 for a padded slot).
+    slot_table_name`), the node numbers ``[len(seeds), slots]`` (-1 for a padded slot).
 
     Each step draws ``fanout`` of a node's distinct neighbours (over that step's relationships)
     uniformly without replacement, or all of them (then padded) when it has fewer, as
@@ -486,20 +486,22 @@ def sample_neighbourhoods(
     """
     import numpy as np
 
-    from memgraph_tf.typed_sampling import table_name
+    from memgraph_tf.typed_sampling import slot_table_name
 
     layout = spec.layout()
     batch = len(seeds)
-    tables = {table_name(0, spec.seed_label): np.asarray(seeds, dtype=np.int64).reshape(batch, 1)}
+    tables = {
+        slot_table_name(0, spec.seed_label): np.asarray(seeds, dtype=np.int64).reshape(batch, 1)
+    }
     for h in range(1, layout.num_hops + 1):
         for label, size in layout.tables[h].items():
-            tables[table_name(h, label)] = np.full((batch, size), -1, dtype=np.int64)
+            tables[slot_table_name(h, label)] = np.full((batch, size), -1, dtype=np.int64)
     for group in layout.groups:
         step = group.step
         indptr, indices = _adjacency(graph, step)
         if indices.size == 0:
             continue  # no such relationships at all: every slot stays padded
-        parents = tables[table_name(group.hop - 1, step.left)].reshape(-1)
+        parents = tables[slot_table_name(group.hop - 1, step.left)].reshape(-1)
         valid = parents >= 0
         start = indptr[np.where(valid, parents, 0)]
         degree = np.where(valid, indptr[np.where(valid, parents, 0) + 1] - start, 0)
@@ -516,7 +518,7 @@ def sample_neighbourhoods(
         picked = np.argsort(keys, axis=1, kind="stable")[:, : group.fanout]
         found = np.take_along_axis(usable, picked, axis=1)
         children = np.where(found, np.take_along_axis(indices[at], picked, axis=1), -1)
-        target = tables[table_name(group.hop, step.right)]
+        target = tables[slot_table_name(group.hop, step.right)]
         target[:, group.offset : group.offset + group.size] = children.reshape(batch, group.size)
     return tables
 

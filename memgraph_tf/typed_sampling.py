@@ -39,9 +39,9 @@ __all__ = [
     "Group",
     "SlotLayout",
     "TypedSamplingSpec",
-    "features_name",
-    "mask_name",
-    "table_name",
+    "slot_table_name",
+    "typed_features_name",
+    "typed_mask_name",
 ]
 
 DIRECTIONS = ("out", "in", "both")
@@ -55,17 +55,17 @@ _PATTERN = re.compile(
 )
 
 
-def table_name(hop: int, label: str) -> str:
+def slot_table_name(hop: int, label: str) -> str:
     """The name of hop ``hop``'s slot table of ``label``, e.g. ``h1.Product``."""
     return f"h{hop}.{label}"
 
 
-def features_name(hop: int, label: str) -> str:
+def typed_features_name(hop: int, label: str) -> str:
     """The model input with the features of table ``(hop, label)``, ``[B, slots, width]``."""
     return f"features_h{hop}_{label}"
 
 
-def mask_name(hop: int, label: str) -> str:
+def typed_mask_name(hop: int, label: str) -> str:
     """The model input that marks the filled slots of table ``(hop, label)``, ``[B, slots]`` bool
     (hops >= 1)."""
     return f"mask_h{hop}_{label}"
@@ -143,8 +143,8 @@ class SlotLayout:
         return len(self.tables) - 1
 
     def table_names(self) -> list[str]:
-        """Every table's :func:`table_name`, hop by hop."""
-        return [table_name(h, label) for h, t in enumerate(self.tables) for label in t]
+        """Every table's :func:`slot_table_name`, hop by hop."""
+        return [slot_table_name(h, label) for h, t in enumerate(self.tables) for label in t]
 
     def children(self, hop: int, label: str) -> list[Group]:
         """The groups at ``hop + 1`` whose parents are the slots of table ``(hop, label)``."""

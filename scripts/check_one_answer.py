@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     from memgraph_tf import datasets
     from memgraph_tf.batch import BatchClassifier, BundleBackend
     from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.client.graphs import property_names
     from memgraph_tf.client.graphsage import GraphSAGE
+    from memgraph_tf.client.node_tables import property_names
     from memgraph_tf.serving import ModelServer, ServingClient, export_bundle, start_server
     from memgraph_tf.serving.grpc_client import GrpcServingClient
     from memgraph_tf.serving.grpc_server import start_grpc_server

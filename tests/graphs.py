@@ -13,7 +13,7 @@ import collections
 import numpy as np
 
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.graphs import property_names
+from memgraph_tf.client.node_tables import property_names
 from memgraph_tf.embedded import EmbeddedGraph
 
 CLASSES = ["red", "green", "blue"]

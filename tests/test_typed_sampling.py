@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from memgraph_tf.typed_datasets import sample_neighbourhoods, shop_graph
-from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec, table_name
+from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec, slot_table_name
 
 SHOP = {
     "(:User)-[:BOUGHT]->(:Product)": [5, 2],
@@ -81,20 +81,20 @@ def test_the_reference_sampler_follows_the_typed_edges(small_shop):
     follows = small_shop.edge_sets[("User", "FOLLOWS", "User")]
     product_in = small_shop.edge_sets[("Product", "IN", "Category")]
     for b, seed in enumerate(seeds):
-        products = tables[table_name(1, "Product")][b]
+        products = tables[slot_table_name(1, "Product")][b]
         own = set(bought.target[bought.source == seed].tolist())
         drawn = [p for p in products.tolist() if p >= 0]
         assert set(drawn) <= own and len(drawn) == len(set(drawn)) == min(5, len(own))
-        followed = [u for u in tables[table_name(1, "User")][b].tolist() if u >= 0]
+        followed = [u for u in tables[slot_table_name(1, "User")][b].tolist() if u >= 0]
         assert sorted(followed) == sorted(set(follows.target[follows.source == seed].tolist()))
         # every product at hop 1 has its one category below it at hop 2
-        categories = tables[table_name(2, "Category")][b]
+        categories = tables[slot_table_name(2, "Category")][b]
         for j, p in enumerate(products.tolist()):
             expected = int(product_in.target[p]) if p >= 0 else -1
             assert categories[j] == expected
         # children of a padded hop-1 user are padded
-        users = tables[table_name(1, "User")][b]
-        below = tables[table_name(2, "User")][b].reshape(3, 4)
+        users = tables[slot_table_name(1, "User")][b]
+        below = tables[slot_table_name(2, "User")][b].reshape(3, 4)
         assert (below[users < 0] == -1).all()
 
 
@@ -111,15 +111,15 @@ def test_both_directions_and_an_excluded_pair(small_shop):
     around_u = set(follows.target[follows.source == u].tolist())
     around_u |= set(follows.source[follows.target == u].tolist())
     tables = sample_neighbourhoods(small_shop, spec, [u], np.random.default_rng(0))
-    assert set(tables[table_name(1, "User")][0].tolist()) - {-1} == around_u
+    assert set(tables[slot_table_name(1, "User")][0].tolist()) - {-1} == around_u
     # the pair (u, v) left out: v never appears below u, nor u below v, at any hop
     pairs = np.array([[u, v]])
     tables = sample_neighbourhoods(
         small_shop, spec, [u], np.random.default_rng(0), exclude=("User", "User", pairs)
     )
-    hop1 = tables[table_name(1, "User")][0]
+    hop1 = tables[slot_table_name(1, "User")][0]
     assert set(hop1.tolist()) - {-1} == around_u - {v}
-    hop2 = tables[table_name(2, "User")][0].reshape(50, 50)
+    hop2 = tables[slot_table_name(2, "User")][0].reshape(50, 50)
     for parent, children in zip(hop1.tolist(), hop2):
         if parent == v:
             assert u not in children.tolist()

@@ -1,19 +1,20 @@
 """Batch inference: classify the nodes of a graph with an exported model and write the answers back
 (``memgraph-tf classify``; docs/batch-inference.md). Above :mod:`memgraph_tf.client` (graph
-sources, node selection, paging and write-back: :mod:`memgraph_tf.client.graphs`) and
+sources, node selection, paging and write-back: :mod:`memgraph_tf.client.node_tables`) and
 :mod:`memgraph_tf.serving` (bundles, serving clients, neighbourhood fetching).
 
 - :mod:`~memgraph_tf.batch.backends` -- model backends: :class:`ModelBackend`,
   :class:`BundleBackend` (a bundle in-process), :class:`ServingBackend`, :func:`rest_backend`,
   :func:`grpc_backend`; the version directory a bundle path means (:func:`resolve_version_dir`)
   and the sampling settings of a run (:func:`sampling_for`);
-- :mod:`~memgraph_tf.batch.pipeline` -- :class:`BatchClassifier` and :func:`classify_graph`: the
+- :mod:`~memgraph_tf.batch.classifier` -- :class:`BatchClassifier` and :func:`classify_graph`: the
   resumable, sharded, pipelined run (fetch threads or forked fetch processes);
 - :mod:`~memgraph_tf.batch.summary` -- :class:`RunSummary` and :class:`BatchSummary`, what a run
   reports (the Beam runner's ``BeamSummary`` is a :class:`RunSummary` too).
 
 :class:`Shard`, :func:`check_where` and :func:`property_names` live in the client layer
-(:mod:`memgraph_tf.client.graphs`) and are re-exported here. Names are imported on first use, so
+(:mod:`memgraph_tf.client.node_tables`) and are re-exported here. Names are imported on first use,
+so
 ``import memgraph_tf.batch`` imports neither TensorFlow nor the Bolt driver.
 """
 
@@ -30,16 +31,16 @@ _EXPORTS = {
     "grpc_backend": ".backends",
     "resolve_version_dir": ".backends",
     "sampling_for": ".backends",
-    "DEFAULT_BATCH_SIZE": ".pipeline",
-    "BatchClassifier": ".pipeline",
-    "classify_graph": ".pipeline",
-    "isolate": ".pipeline",
+    "DEFAULT_BATCH_SIZE": ".classifier",
+    "BatchClassifier": ".classifier",
+    "classify_graph": ".classifier",
+    "isolate": ".classifier",
     "RunSummary": ".summary",
     "BatchSummary": ".summary",
-    "DEFAULT_WRITE_PROPERTY": "memgraph_tf.client.graphs",
-    "Shard": "memgraph_tf.client.graphs",
-    "check_where": "memgraph_tf.client.graphs",
-    "property_names": "memgraph_tf.client.graphs",
+    "DEFAULT_WRITE_PROPERTY": "memgraph_tf.client.node_tables",
+    "Shard": "memgraph_tf.client.node_tables",
+    "check_where": "memgraph_tf.client.node_tables",
+    "property_names": "memgraph_tf.client.node_tables",
 }
 
 __all__ = sorted(_EXPORTS)

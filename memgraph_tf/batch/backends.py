@@ -11,7 +11,7 @@
 Also the two rules every batch path shares about a bundle: which version directory a path means
 (:func:`resolve_version_dir`) and how batch inference samples with its config
 (:func:`sampling_for`). ``memgraph-tf classify``
-(:class:`~memgraph_tf.batch.pipeline.BatchClassifier`) and the Beam pipeline
+(:class:`~memgraph_tf.batch.classifier.BatchClassifier`) and the Beam pipeline
 (:mod:`memgraph_tf.beam.models`) both go through them.
 """
 

@@ -1,6 +1,6 @@
 """What a batch-inference run reports, in one shape (:class:`RunSummary`) for both ways to run it:
 :class:`BatchSummary` (``memgraph-tf classify``:
-:class:`~memgraph_tf.batch.pipeline.BatchClassifier`) and
+:class:`~memgraph_tf.batch.classifier.BatchClassifier`) and
 :class:`~memgraph_tf.beam.runner.BeamSummary` (``classify --runner``).
 
 Imports no TensorFlow, no Bolt driver and no serving module (the Beam runner builds on it before
@@ -43,8 +43,8 @@ class RunSummary:
 
     def text(self) -> str:
         """One line for people: :meth:`counts_text`, time and rate, the model and the properties
-        it wrote (:func:`~memgraph_tf.client.graphs.property_names`)."""
-        from memgraph_tf.client.graphs import property_names
+        it wrote (:func:`~memgraph_tf.client.node_tables.property_names`)."""
+        from memgraph_tf.client.node_tables import property_names
 
         cls, score, ver = property_names(self.write_property)
         return (
@@ -55,7 +55,7 @@ class RunSummary:
 
 @dataclasses.dataclass
 class BatchSummary(RunSummary):
-    """What a :class:`~memgraph_tf.batch.pipeline.BatchClassifier` run did (:class:`RunSummary`:
+    """What a :class:`~memgraph_tf.batch.classifier.BatchClassifier` run did (:class:`RunSummary`:
     the model, the property written, ``elapsed_s``, :attr:`nodes_per_s` of the classified nodes).
     ``classified``: nodes written; ``skipped``: invalid nodes left unwritten (``skip_invalid``);
     ``failed``: nodes of the batch a run stopped at, plus predictions that matched no node when

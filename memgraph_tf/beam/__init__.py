@@ -47,10 +47,10 @@ from memgraph_tf.lazy import lazy_attributes
 logger = logging.getLogger(__name__)
 
 _LAZY = {
-    "GraphSpec": "memgraph_tf.beam.graphs",
-    "NodeSelection": "memgraph_tf.beam.graphs",
-    "register_graph": "memgraph_tf.beam.graphs",
-    "unregister_graph": "memgraph_tf.beam.graphs",
+    "GraphSpec": "memgraph_tf.beam.graph_specs",
+    "NodeSelection": "memgraph_tf.beam.graph_specs",
+    "register_graph": "memgraph_tf.beam.graph_specs",
+    "unregister_graph": "memgraph_tf.beam.graph_specs",
     "ModelSpec": "memgraph_tf.beam.models",
     "sampling_for": "memgraph_tf.beam.models",
     "BlobModelHandler": "memgraph_tf.beam.transforms",
@@ -61,13 +61,15 @@ _LAZY = {
     "NodeScan": "memgraph_tf.beam.transforms",
     "ReadNodeIds": "memgraph_tf.beam.transforms",
     "WritePredictions": "memgraph_tf.beam.transforms",
-    "ScoreLinks": "memgraph_tf.beam.links",
+    "ScoreLinks": "memgraph_tf.beam.link_scoring",
     "read_exported": "memgraph_tf.beam.transforms",
 }
 
 
 def _beam_for(module: str) -> None:
-    if module.endswith(("transforms", "links")):  # the modules that import Beam at import time
+    if module.endswith(
+        ("transforms", "link_scoring")
+    ):  # the modules that import Beam at import time
         require_beam()
 
 

@@ -279,7 +279,7 @@ def classify_with_beam(
     """Runs :class:`~memgraph_tf.beam.transforms.ClassifyNodes` (``classify_options``: label,
     where, where_params, write_property, batch_size, num_ranges, skip_invalid, overwrite,
     read_graph) over
-    ``graph`` (a :class:`~memgraph_tf.beam.graphs.GraphSpec`) with ``model`` (a resolved
+    ``graph`` (a :class:`~memgraph_tf.beam.graph_specs.GraphSpec`) with ``model`` (a resolved
     :class:`~memgraph_tf.beam.models.ModelSpec`) on ``runner`` and waits for it to finish.
 
     ``dask_address`` (only with ``runner="DaskRunner"``): the Dask scheduler, ``HOST:PORT`` or
@@ -293,7 +293,7 @@ def classify_with_beam(
     none: the sum of the pages' tallies the job computed, and ``workers`` is the number of Dask
     workers)."""
     require_beam()
-    from memgraph_tf.beam.graphs import acquire, release
+    from memgraph_tf.beam.graph_specs import acquire, release
     from memgraph_tf.beam.transforms import ClassifyNodes
     from memgraph_tf.errors import ConfigurationError
 
@@ -366,7 +366,7 @@ def check_read_all(summary: BeamSummary, transform: Any) -> None:
     whose keyset pages stopped early or skipped keys), unless the nodes left unread are no longer
     to do (classified by another run or deleted meanwhile: counted again on the read graph; with
     ``overwrite``, the selected nodes now)."""
-    from memgraph_tf.beam.graphs import acquire, release
+    from memgraph_tf.beam.graph_specs import acquire, release
     from memgraph_tf.errors import KeysetPagingError
 
     missing = summary.selected - summary.read
@@ -502,7 +502,7 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
         require_beam()
     except ImportError as exc:
         return fail(exit_code_for(exc), f"error: {exc}")
-    from memgraph_tf.beam.graphs import GraphSpec
+    from memgraph_tf.beam.graph_specs import GraphSpec
     from memgraph_tf.beam.models import ModelSpec
     from memgraph_tf.beam.transforms import DEFAULT_NUM_RANGES
     from memgraph_tf.errors import ConfigurationError

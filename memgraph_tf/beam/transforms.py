@@ -16,7 +16,7 @@ FnApiRunner with ``direct_num_workers`` > 1 drops the residuals of self-checkpoi
 SDF's tracker before a generator ``process`` has run. Plain ranges work on every runner; pick
 ``num_ranges`` a few times the number of workers so that uneven ranges even out.
 
-Workers open the graph themselves from a :class:`~memgraph_tf.beam.graphs.GraphSpec` (no live
+Workers open the graph themselves from a :class:`~memgraph_tf.beam.graph_specs.GraphSpec` (no live
 connection or password travels in the pipeline) and load the model from a
 :class:`~memgraph_tf.beam.models.ModelSpec` through :class:`BlobModelHandler`, a RunInference
 ``ModelHandler`` of our own (Beam's ``TFModelHandler*`` load Keras models and would not register the
@@ -55,10 +55,10 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
 from memgraph_tf.batch.backends import ModelBackend, sampling_for
-from memgraph_tf.batch.pipeline import DEFAULT_BATCH_SIZE, fetch_error_is_node_specific, isolate
-from memgraph_tf.beam.graphs import GraphSpec, acquire, release
+from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, fetch_error_is_node_specific, isolate
+from memgraph_tf.beam.graph_specs import GraphSpec, acquire, release
 from memgraph_tf.beam.models import ModelSpec
-from memgraph_tf.client.graphs import DEFAULT_WRITE_PROPERTY, NodeSelection, bundle_selection
+from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, NodeSelection, bundle_selection
 from memgraph_tf.errors import ConfigurationError, InvalidNodeError, ModelInputError
 from memgraph_tf.serving.bundle import SamplingSpec
 from memgraph_tf.serving.grpc_codec import proto_field, proto_varint
@@ -674,7 +674,7 @@ def selection_for(
     write_property: str = DEFAULT_WRITE_PROPERTY,
 ) -> NodeSelection:
     """The nodes batch inference classifies with ``model``:
-    :func:`memgraph_tf.client.graphs.bundle_selection` with the bundle's options and the model
+    :func:`memgraph_tf.client.node_tables.bundle_selection` with the bundle's options and the model
     version -- the same selection as ``memgraph-tf classify`` (``label`` default the bundle's
     ``options.label``, another label refused; keyed by ``options.id_property``, else internal
     ids)."""

@@ -64,10 +64,10 @@ _EXPORTS = {
     "predict_task": "trainer",
     "predict": "inference",
     "predict_and_write": "inference",
-    "NodeSelection": "graphs",
-    "NodeTable": "graphs",
-    "Shard": "graphs",
-    "property_names": "graphs",
+    "NodeSelection": "node_tables",
+    "NodeTable": "node_tables",
+    "Shard": "node_tables",
+    "property_names": "node_tables",
     "ClientError": "memgraph_tf.errors",
     "ConfigurationError": "memgraph_tf.errors",
     "GraphConnectionError": "memgraph_tf.errors",
@@ -89,8 +89,8 @@ _EXPORTS = {
 # Compatibility aliases, kept for one release: batch inference moved to memgraph_tf.batch (a
 # layer above this one). Resolved on first use, so importing this package imports nothing of it.
 _MOVED_TO_BATCH = {
-    "classify_graph": "memgraph_tf.batch.pipeline",
-    "BatchClassifier": "memgraph_tf.batch.pipeline",
+    "classify_graph": "memgraph_tf.batch.classifier",
+    "BatchClassifier": "memgraph_tf.batch.classifier",
     "BatchSummary": "memgraph_tf.batch.summary",
     "BundleBackend": "memgraph_tf.batch.backends",
     "ModelBackend": "memgraph_tf.batch.backends",

@@ -369,7 +369,8 @@ class GraphSAGE(keras.Model):
         """The same function as :meth:`call` for inference (``training=False``), over a table of
         feature rows and the row of every slot: ``rows`` (``[r, d]``, a dense tensor or a
         ``tf.SparseTensor``: the decoded tables of compact or sparse sample blobs,
-        :func:`memgraph_tf.ops.layouts.decode_sample_rows`), ``index_h`` (each slot's row, the
+        :func:`memgraph_tf.ops.sample_decoding.decode_sample_rows`), ``index_h`` (each slot's row,
+        the
         shape of ``ids_h``; a padded slot may point at any row, e.g. a zero row) and ``mask_h``.
 
         The first layer is linear up to its bias, so its two transforms are applied to each table

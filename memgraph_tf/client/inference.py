@@ -1,6 +1,7 @@
 """In-process inference with a model in memory: node ids -> sampled neighbourhoods -> GraphSAGE ->
 predictions (:func:`predict`), written back to the graph (:func:`predict_and_write`) under the
-same property names as ``memgraph-tf classify`` (:func:`memgraph_tf.client.graphs.property_names`).
+same property names as ``memgraph-tf classify``
+(:func:`memgraph_tf.client.node_tables.property_names`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from memgraph_tf.client.checks import positive_int
-from memgraph_tf.client.graphs import DEFAULT_WRITE_PROPERTY, property_names
 from memgraph_tf.client.graphsage import GraphSAGE, predict_proba
+from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, property_names
 from memgraph_tf.client.pipeline import FeatureCache
 from memgraph_tf.client.sources import GraphSource, quote_name
 from memgraph_tf.errors import ConfigurationError, GraphDataError
@@ -128,11 +129,11 @@ def predict_and_write(
 ) -> int:
     """Predicts ``node_ids`` (default: every node, with ``options["label"]`` if set) chunk by chunk
     and writes each node's prediction under the names batch inference uses
-    (:func:`~memgraph_tf.client.graphs.property_names` of ``property_name`` P): ``P`` the class
+    (:func:`~memgraph_tf.client.node_tables.property_names` of ``property_name`` P): ``P`` the class
     (the class index, or with ``write_class_names`` the model's class name), ``P_score`` its
     probability and ``P_version`` the model ``version`` (an in-memory model has none: 0 unless
     given). Before this release the score went to ``predicted_score``, which readers still accept
-    for one release (:func:`~memgraph_tf.client.graphs.read_score`).
+    for one release (:func:`~memgraph_tf.client.node_tables.read_score`).
 
     Guarantees: nodes are written in chunks of ``chunk_size``, each chunk's class, score and
     version in one statement of one managed write transaction (no node gets a class without its

@@ -72,7 +72,7 @@ from memgraph_tf.client.typed_graphsage import (
     typed_spec,
 )
 from memgraph_tf.errors import ConfigurationError
-from memgraph_tf.typed_sampling import TypedSamplingSpec, features_name, mask_name
+from memgraph_tf.typed_sampling import TypedSamplingSpec, typed_features_name, typed_mask_name
 
 __all__ = [
     "SCORERS",
@@ -335,7 +335,7 @@ class LinkPredictor(keras.Model):
                 name = prefix + layout.typed_index_name(h, label)
                 if name in inputs:
                     index[(h, label)] = inputs[name]
-                name = prefix + mask_name(h, label)
+                name = prefix + typed_mask_name(h, label)
                 if h and name in inputs:
                     masks[(h, label)] = inputs[name]
         return enc.encode_rows(rows, index, masks, training=training)
@@ -520,7 +520,7 @@ def pair_sample_dataset(
             cache = caches.get(label)
             if cache is not None and model.feature_dims.get(label):
                 hop = sec.hop
-                out[prefix + features_name(hop, label)] = cache.gather(out[sec.name])
+                out[prefix + typed_features_name(hop, label)] = cache.gather(out[sec.name])
         return out
 
     return call_batches(

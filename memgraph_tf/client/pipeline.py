@@ -25,7 +25,7 @@ from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.sources import GraphSource
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.layout import PAD_ID
-from memgraph_tf.ops import layouts
+from memgraph_tf.ops import sample_decoding
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +277,8 @@ def sample_dataset(
     gathered from the cache. ``labels`` is present when ``options["label_property"]`` is set.
 
     ``options["layout"]`` (``dense``, ``compact``, ``sparse``) is the layout the procedure writes;
-    the batches are the same in every layout (:func:`memgraph_tf.ops.layouts.decode_sample`).
+    the batches are the same in every layout
+    (:func:`memgraph_tf.ops.sample_decoding.decode_sample`).
 
     ``gather_features=False`` (only with ``feature_cache``) leaves the features out: the batches
     hold ``ids_h``, ``mask_h`` and ``labels`` only (``include_ids`` is then ignored), for
@@ -321,7 +322,7 @@ def sample_dataset(
 
     def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
         # any layout -> the dense layout's tensors (the blob's features are empty with a cache)
-        out = layouts.decode_sample(
+        out = sample_decoding.decode_sample(
             text,
             fanouts,
             0 if feature_cache is not None else width,

@@ -37,9 +37,9 @@ from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.typed_sampling import (
     TypedSamplingSpec,
-    features_name,
-    mask_name,
-    table_name,
+    slot_table_name,
+    typed_features_name,
+    typed_mask_name,
 )
 
 __all__ = [
@@ -202,13 +202,13 @@ class TypedGraphSAGE(keras.Model):
         """Every ``features_*`` input (labels with features), then (``masks``) every ``mask_*``."""
         tables = self.layout.tables
         names = [
-            features_name(h, label)
+            typed_features_name(h, label)
             for h, table in enumerate(tables)
             for label in table
             if self.feature_dims[label]
         ]
         if masks:
-            names += [mask_name(h, label) for h, t in enumerate(tables) if h for label in t]
+            names += [typed_mask_name(h, label) for h, t in enumerate(tables) if h for label in t]
         return names
 
     def input_shapes(self, batch_size: int | None = None) -> dict[str, tuple[int | None, ...]]:
@@ -217,9 +217,13 @@ class TypedGraphSAGE(keras.Model):
         for h, table in enumerate(self.layout.tables):
             for label, slots in table.items():
                 if self.feature_dims[label]:
-                    shapes[features_name(h, label)] = (batch_size, slots, self.feature_dims[label])
+                    shapes[typed_features_name(h, label)] = (
+                        batch_size,
+                        slots,
+                        self.feature_dims[label],
+                    )
                 if h:
-                    shapes[mask_name(h, label)] = (batch_size, slots)
+                    shapes[typed_mask_name(h, label)] = (batch_size, slots)
         return shapes
 
     output_is_logits = True
@@ -277,10 +281,12 @@ class TypedGraphSAGE(keras.Model):
         for h, table in enumerate(tables):
             for label, slots in table.items():
                 if self.feature_dims[label]:
-                    reps[(h, label)] = keras.ops.cast(inputs[features_name(h, label)], "float32")
+                    reps[(h, label)] = keras.ops.cast(
+                        inputs[typed_features_name(h, label)], "float32"
+                    )
                 else:
                     reps[(h, label)] = keras.ops.ones((batch, slots, 1), "float32")
-        masks = self._float_masks(lambda h, label: inputs.get(mask_name(h, label)), batch)
+        masks = self._float_masks(lambda h, label: inputs.get(typed_mask_name(h, label)), batch)
         return self._layers_from(reps, masks, batch, 1, training)
 
     def _float_masks(self, mask_of: Any, batch: Any) -> dict[tuple[int, str], Any]:
@@ -308,7 +314,7 @@ class TypedGraphSAGE(keras.Model):
         label with features is present (:class:`ConfigurationError` naming the missing ones)."""
         tables = self.layout.tables
         missing = [
-            f"index {features_name(h, label)}"
+            f"index {typed_features_name(h, label)}"
             for h, table in enumerate(tables)
             for label in table
             if self.feature_dims[label] and (h, label) not in index
@@ -491,21 +497,21 @@ def typed_model_inputs(
     tables: Mapping[str, np.ndarray],
     features: Mapping[str, np.ndarray | None],
 ) -> dict[str, np.ndarray]:
-    """Model inputs from sampled slot tables of node numbers (``tables[table_name(h, label)]``
+    """Model inputs from sampled slot tables of node numbers (``tables[slot_table_name(h, label)]``
     ``[B, slots]``, -1 padded) and per-label feature matrices (None: a label without features).
     Padded slots get zero features and a false mask."""
     out: dict[str, np.ndarray] = {}
     for h, table in enumerate(spec.layout().tables):
         for label in table:
-            ids = tables[table_name(h, label)]
+            ids = tables[slot_table_name(h, label)]
             filled = ids >= 0
             matrix = features.get(label)
             if matrix is not None:
                 rows = matrix[np.where(filled, ids, 0)]
                 rows[~filled] = 0.0
-                out[features_name(h, label)] = rows
+                out[typed_features_name(h, label)] = rows
             if h:
-                out[mask_name(h, label)] = filled
+                out[typed_mask_name(h, label)] = filled
     return out
 
 
@@ -605,7 +611,7 @@ def typed_sample_dataset(
     (:func:`memgraph_tf.layout.typed_sample_sections`: ``ids_*``, ``features_*``, ``mask_*`` and,
     with ``options["label_property"]``, ``labels``) -- the model's inputs by name. With
     ``options["layout"]`` compact or sparse the blobs are expanded in the graph
-    (:func:`memgraph_tf.ops.layouts.decode_typed_sample`) to the same dict.
+    (:func:`memgraph_tf.ops.sample_decoding.decode_typed_sample`) to the same dict.
 
     ``options["label"]`` is the seed label (set from ``spec``). ``seed`` makes a run reproducible
     while every batch draws its own neighbourhoods (the procedure's ``options.seed`` derived from
@@ -641,9 +647,9 @@ def typed_sample_dataset(
 
     def decode(text: Any) -> dict[str, Any]:
         if layout_name != "dense":  # compact/sparse: expanded in the graph to the same tensors
-            from memgraph_tf.ops import layouts
+            from memgraph_tf.ops import sample_decoding
 
-            return layouts.decode_typed_sample(
+            return sample_decoding.decode_typed_sample(
                 text,
                 spec,
                 widths,

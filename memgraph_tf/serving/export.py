@@ -31,9 +31,10 @@ The blob is decoded in the graph either by the C++ op ``MemgraphTf>UnpackBlob`` 
 serve with ``memgraph-tf serve`` or a ``tensorflow_model_server`` built with the op) or by stock
 TensorFlow ops (``use_op=False``: runs on the stock ``tensorflow/serving`` image). Blobs in the
 compact or sparse sample layout (``layout=``) are then gathered/densified to the dense model inputs
-by :func:`memgraph_tf.ops.layouts.decode_sample` (stock ops only) -- except for the project's
+by :func:`memgraph_tf.ops.sample_decoding.decode_sample` (stock ops only) -- except for the
+project's
 :class:`~memgraph_tf.client.graphsage.GraphSAGE`, which reads the blobs' tables as they are
-(:func:`~memgraph_tf.ops.layouts.decode_sample_rows`, each row once per call) with
+(:func:`~memgraph_tf.ops.sample_decoding.decode_sample_rows`, each row once per call) with
 ``GraphSAGE.call_table``: the same scores up to float rounding, without the ``[slots, d]`` inputs.
 
 The names of every file, folder, signature and tensor key above, and the config itself
@@ -101,9 +102,9 @@ def default_sections(
     ``options.low_degree`` is ``"pad"``); in the compact and sparse layouts ``index_h`` and the
     table's sections, ``-1`` for a length that varies from blob to blob. Built from
     :func:`memgraph_tf.layout.model_input_sections`."""
-    from memgraph_tf import layout as layouts
+    from memgraph_tf import layout
 
-    sections = layouts.model_input_sections(
+    sections = layout.model_input_sections(
         [int(f) for f in fanouts], int(feature_dim), dtype, masks=masks, batch=1, layout=layout
     )
     return {s.name: (s.dtype, tuple(s.shape)) for s in sections}
@@ -199,7 +200,7 @@ def export_bundle(
     ``sample_options["layout"]``, else dense) is the sample layout of the blobs the bundle reads:
     it is stored as ``options.layout`` in the config, so servers and clients ask
     ``tf_features.sample_per_node`` for that layout, and the model gathers/densifies it in the
-    graph (:func:`memgraph_tf.ops.layouts.decode_sample`) to the same inputs, hence the same
+    graph (:func:`memgraph_tf.ops.sample_decoding.decode_sample`) to the same inputs, hence the same
     scores, as the dense layout. Raises BundleExistsError (a FileExistsError) if the version
     exists and not ``overwrite``; BundleError (a ValueError) naming the parameter for bad
     arguments, before anything is written.
@@ -207,7 +208,8 @@ def export_bundle(
     A typed model (:class:`memgraph_tf.client.typed_graphsage.TypedGraphSAGE`, issue 24) gives a
     typed bundle: it reads one ``tf_features.sample_typed`` blob per node (in ``layout``: dense,
     the sections its ``features_*``/``mask_*`` inputs, ``[1, slots, ...]``; compact or sparse,
-    expanded in the graph by :func:`memgraph_tf.ops.layouts.decode_typed_sample`), and its config's
+    expanded in the graph by :func:`memgraph_tf.ops.sample_decoding.decode_typed_sample`), and its
+    config's
     ``typed`` key holds the seed label, ``num_neighbors`` and ``properties`` (label -> names;
     default the model's own ``properties`` from training, else ``properties`` for every label
     with features) and ``schema`` (default the model's ``schema``: the part of
@@ -325,13 +327,13 @@ def export_bundle(
     def warm() -> bytes:
         if gathered is None:
             return warmup_blob(config.sections)
-        from memgraph_tf.ops import layouts
+        from memgraph_tf.ops import sample_decoding
 
         if typed is not None:
-            return layouts.zero_typed_node_blob(
+            return sample_decoding.zero_typed_node_blob(
                 model.spec, model.feature_dims, model.feature_dtype, layout_name=sample_layout
             )
-        return layouts.zero_node_blob(
+        return sample_decoding.zero_node_blob(
             fanouts,
             feature_dim,
             gathered["dtype"],
@@ -576,7 +578,7 @@ def _typed_settings(
             key="sample_options",
         )
     # options.label is the seed label, as in the sample_typed call: batch inference selects the
-    # nodes of that label by default (memgraph_tf.client.graphs.bundle_selection)
+    # nodes of that label by default (memgraph_tf.client.node_tables.bundle_selection)
     options["label"] = spec.seed_label
     widths = model.feature_dims
     if isinstance(properties, Mapping):
@@ -610,12 +612,12 @@ def _typed_sections(model: Any, layout: str = "dense") -> dict[str, tuple[str, t
     inputs, ``[1, slots, ...]``; in the compact and sparse layouts every section but ``labels``
     (the index and table sections, ``-1`` for a length that varies from blob to blob). From
     :func:`memgraph_tf.layout.typed_sample_sections`."""
-    from memgraph_tf import layout as layouts
+    from memgraph_tf import layout
 
     wanted = set(model.input_names())
     return {
         s.name: (s.dtype, tuple(s.shape))
-        for s in layouts.typed_sample_sections(
+        for s in layout.typed_sample_sections(
             model.spec, dict(model.feature_dims), model.feature_dtype, batch=1, layout=layout
         )
         if (s.name in wanted if layout == "dense" else s.role != "labels")
@@ -635,14 +637,17 @@ def _typed_gathered(model: Any, layout: str) -> dict[str, Any]:
 
 def _decode_gathered(blobs: Any, unpack: Any, gathered: dict[str, Any]) -> dict[str, Any]:
     """Per-node compact/sparse blobs to the model's dense inputs, ``[batch, ...]``:
-    :func:`memgraph_tf.ops.layouts.decode_sample`, or for a typed bundle (``gathered`` from
-    :func:`_typed_gathered`) :func:`~memgraph_tf.ops.layouts.decode_typed_sample` with only the
+    :func:`memgraph_tf.ops.sample_decoding.decode_sample`, or for a typed bundle (``gathered`` from
+    :func:`_typed_gathered`) :func:`~memgraph_tf.ops.sample_decoding.decode_typed_sample` with only
+    the
     model's inputs kept."""
-    from memgraph_tf.ops import layouts
+    from memgraph_tf.ops import sample_decoding
 
     args = dict(gathered)
     inputs = args.pop("inputs", None)
-    decode = layouts.decode_sample if inputs is None else layouts.decode_typed_sample
+    decode = (
+        sample_decoding.decode_sample if inputs is None else sample_decoding.decode_typed_sample
+    )
     tensors = decode(blobs, unpack=unpack, **args)
     return {n: t[:, 0] for n, t in tensors.items() if inputs is None or n in inputs}
 
@@ -651,7 +656,7 @@ def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -
     """The bundle's sample layout from ``layout`` and ``options["layout"]`` (which it is written
     back to when given); BundleError naming the parameter for an unknown or conflicting one, or for
     custom ``sections`` with a layout other than dense."""
-    from memgraph_tf import layout as layouts
+    from memgraph_tf import layout
 
     given = options.get("layout")
     if layout is not None and given is not None and layout != given:
@@ -661,9 +666,9 @@ def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -
             key="layout",
         )
     chosen = layout if layout is not None else (given if given is not None else "dense")
-    if chosen not in layouts.LAYOUTS:
+    if chosen not in layout.LAYOUTS:
         raise BundleError(
-            f"layout: expected one of {list(layouts.LAYOUTS)}, got {chosen!r}", key="layout"
+            f"layout: expected one of {list(layout.LAYOUTS)}, got {chosen!r}", key="layout"
         )
     if layout is not None:
         options["layout"] = layout
@@ -768,10 +773,10 @@ def _make_module_class():
             ):
                 return None
             from memgraph_tf import ops
-            from memgraph_tf.ops import layouts
+            from memgraph_tf.ops import sample_decoding
 
             fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
-            table = layouts.decode_sample_rows(blobs, unpack=fn, **self._gathered)
+            table = sample_decoding.decode_sample_rows(blobs, unpack=fn, **self._gathered)
             # per-node blobs have n = 1: [batch, 1, ...] -> [batch, ...]
             inputs = model.table_inputs(
                 table.rows,

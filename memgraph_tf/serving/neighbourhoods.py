@@ -257,15 +257,16 @@ def split_typed_blob(
 ) -> list[bytes]:
     """A ``tf_features.sample_typed`` blob of ``count`` seeds (or a dense ``sample_pairs`` blob of
     ``count`` pairs) cut into ``count`` one-row blobs
-    (:func:`memgraph_tf.ops.layouts.split_typed_blob`; ``spec``, the sampling spec, is needed for
+    (:func:`memgraph_tf.ops.sample_decoding.split_typed_blob`; ``spec``, the sampling spec, is
+    needed for
     the compact and sparse layouts, whose per-label tables are rebuilt per seed). Guarantees:
     blob ``i`` is what the procedure writes for that seed alone with the same options; a blob that
     does not fit (a section without one row per id) raises :class:`GraphSourceError` naming the
     section."""
-    from memgraph_tf.ops import layouts
+    from memgraph_tf.ops import sample_decoding
 
     try:
-        return layouts.split_typed_blob(raw, count, spec, layout_name)
+        return sample_decoding.split_typed_blob(raw, count, spec, layout_name)
     except ValueError as exc:
         raise GraphSourceError(str(exc)) from None
 

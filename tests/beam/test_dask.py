@@ -29,7 +29,7 @@ except ImportError as exc:
     )
 
 from memgraph_tf.beam import classify_with_beam, create_pipeline, register_graph, unregister_graph
-from memgraph_tf.beam.graphs import GraphSpec
+from memgraph_tf.beam.graph_specs import GraphSpec
 from memgraph_tf.beam.models import ModelSpec
 from memgraph_tf.beam.runner import run_pipeline
 from memgraph_tf.errors import ConfigurationError, InvalidNodeError
@@ -233,7 +233,7 @@ class _Tagging(beam.DoFn):
 
 def test_what_the_dask_runner_leaves_out_is_pinned_and_refused(dask_cluster, model):
     from memgraph_tf.beam.transforms import ClassifyBlobs, FetchNeighbourhoods, WritePredictions
-    from memgraph_tf.client.graphs import NodeSelection
+    from memgraph_tf.client.node_tables import NodeSelection
     from memgraph_tf.serving.bundle import SamplingSpec
 
     # BatchElements emits its last batch in finish_bundle, which the runner never collects

@@ -32,10 +32,10 @@ except ImportError as exc:
     )
 
 from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
-from memgraph_tf.beam.graphs import GraphSpec, acquire, release
+from memgraph_tf.beam.graph_specs import GraphSpec, acquire, release
 from memgraph_tf.beam.models import ModelSpec, sampling_for
 from memgraph_tf.beam.transforms import example_bytes, split_key_range
-from memgraph_tf.client.graphs import NodeSelection, NodeTable
+from memgraph_tf.client.node_tables import NodeSelection, NodeTable
 from memgraph_tf.errors import ConfigurationError
 from tests.beam import helpers as h
 

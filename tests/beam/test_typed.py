@@ -26,10 +26,10 @@ except ImportError as exc:
     )
 
 from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
-from memgraph_tf.beam.graphs import GraphSpec
+from memgraph_tf.beam.graph_specs import GraphSpec
 from memgraph_tf.beam.models import ModelSpec
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.graphs import property_names
+from memgraph_tf.client.node_tables import property_names
 from memgraph_tf.typed_datasets import typed_embedded_graph
 from tests.beam import helpers as h
 from tests.client import typed_kit as kit

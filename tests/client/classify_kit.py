@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from memgraph_tf.batch.backends import ModelBackend
-from memgraph_tf.client.graphs import NodeTable
+from memgraph_tf.client.node_tables import NodeTable
 from tests.graphs import KeyedGraph
 
 LABEL = "BatchItem"

@@ -60,7 +60,7 @@ def model(scorer: str = "dot"):
 
 
 def backend(m, version: int = 1):
-    from memgraph_tf.batch.links import ModelLinkBackend
+    from memgraph_tf.batch.link_scoring import ModelLinkBackend
 
     return ModelLinkBackend(m, version, properties=PROPS, options=OPTIONS, seed=SEED)
 
@@ -86,9 +86,9 @@ class SavedBackend:
 def main(argv: list[str]) -> int:
     weights, rest = argv[0], argv[argv.index("--") + 1 :]
     from memgraph_tf import cli
-    from memgraph_tf.batch import links
+    from memgraph_tf.batch import link_scoring
 
-    links.backend_from_args = lambda args: SavedBackend(weights)()
+    link_scoring.backend_from_args = lambda args: SavedBackend(weights)()
     return cli.main(rest)
 
 

@@ -20,7 +20,7 @@ from memgraph_tf.batch import (
     rest_backend,
 )
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.client.graphs import NodeSelection, NodeTable, Shard, check_where
+from memgraph_tf.client.node_tables import NodeSelection, NodeTable, Shard, check_where
 from memgraph_tf.errors import (
     EXIT_FAILED,
     ConfigurationError,

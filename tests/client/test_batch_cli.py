@@ -16,7 +16,7 @@ import time
 import pytest
 
 from memgraph_tf.batch import BundleBackend, ModelBackend
-from memgraph_tf.client.graphs import property_names
+from memgraph_tf.client.node_tables import property_names
 from tests.client import classify_kit as kit
 from tests.client.classify_kit import LABEL, bolt_predictions, embedded_source
 from tests.graphs import CLASSES, N, assert_same, node_id, predictions
@@ -255,7 +255,7 @@ def test_a_gap_in_the_keyset_pages_exits_1_naming_it_and_a_rerun_completes(
     monkeypatch, capsys, arcadedb_server, bolt_source, paging_graph, backend
 ):
     from memgraph_tf import cli
-    from memgraph_tf.client.graphs import NodeTable
+    from memgraph_tf.client.node_tables import NodeTable
 
     monkeypatch.setattr(cli, "_classify_backend", lambda args: kit.Unlabelled(backend))
     for name in ("user", "password", "database"):

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from memgraph_tf import blob
-from memgraph_tf.batch.links import LinkScorer, score_links
+from memgraph_tf.batch.link_scoring import LinkScorer, score_links
 from memgraph_tf.client.link_prediction import predict_links
-from memgraph_tf.client.links import LinkSelection, LinkTable, check_candidates
+from memgraph_tf.client.link_tables import LinkSelection, LinkTable, check_candidates
 from memgraph_tf.errors import ConfigurationError
 from tests.client import links_kit as kit
 
@@ -257,9 +257,9 @@ def test_a_candidates_query_over_bolt_writes_its_pairs_and_bad_queries_exit_2_by
     monkeypatch, capsys, arcadedb_server, bolt_docs, model, full_run
 ):
     from memgraph_tf import cli
-    from memgraph_tf.batch import links
+    from memgraph_tf.batch import link_scoring
 
-    monkeypatch.setattr(links, "backend_from_args", lambda args: kit.backend(model))
+    monkeypatch.setattr(link_scoring, "backend_from_args", lambda args: kit.backend(model))
     for name in ("user", "password", "database"):
         monkeypatch.setenv(f"MEMGRAPH_TF_{name.upper()}", getattr(arcadedb_server, name))
     base = ["score-links", "--graph", arcadedb_server.uri, "--model", "unused"]
@@ -309,7 +309,7 @@ def test_sigkill_midway_then_rerun_writes_exactly_the_uninterrupted_links_none_t
     monkeypatch, capsys, tmp_path, arcadedb_server, bolt_docs, model, full_run
 ):
     from memgraph_tf import cli
-    from memgraph_tf.batch import links as batch_links
+    from memgraph_tf.batch import link_scoring as batch_links
 
     weights = tmp_path / "link.weights.h5"
     model.save_weights(weights)

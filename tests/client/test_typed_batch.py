@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import blob
-from memgraph_tf.client.graphs import property_names
+from memgraph_tf.client.node_tables import property_names
 from memgraph_tf.serving import bundle
 from tests.client import typed_kit as kit
 

@@ -57,7 +57,7 @@ def test_bad_arguments_name_what_is_wrong():
 def test_sparse_blobs_give_the_dense_predictions():
     """The client path decodes any typed layout (options.layout) to the same inputs: the same
     keyed draws, so the same probabilities as the dense blobs (sparse: the CSR expansion; compact
-    through the same code in tests/ops/test_typed_layouts.py and tests/serving)."""
+    through the same code in tests/ops/test_typed_sample_decoding.py and tests/serving)."""
     import numpy as np
 
     from memgraph_tf.client.typed_graphsage import predict_typed_proba

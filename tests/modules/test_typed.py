@@ -14,7 +14,7 @@ from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.errors import GraphDataError
 from memgraph_tf.typed_datasets import sample_neighbourhoods, shop_graph, typed_embedded_graph
-from memgraph_tf.typed_sampling import TypedSamplingSpec, features_name, mask_name
+from memgraph_tf.typed_sampling import TypedSamplingSpec, typed_features_name, typed_mask_name
 
 # BOUGHT fanout 7 > the 5 purchases of every user: hop-1 products are padded, and so are the
 # categories below the padded products; FOLLOWS both ways reaches the followers too.
@@ -70,10 +70,12 @@ def test_the_blob_has_the_typed_layout_and_the_samplers_semantics(shop):
     for (h, label), ids in tables.items():
         features = graph.node_sets[label].features
         filled = ids >= 0
-        np.testing.assert_array_equal(got[features_name(h, label)][filled], features[ids[filled]])
-        assert not got[features_name(h, label)][~filled].any()
+        np.testing.assert_array_equal(
+            got[typed_features_name(h, label)][filled], features[ids[filled]]
+        )
+        assert not got[typed_features_name(h, label)][~filled].any()
         if h:
-            np.testing.assert_array_equal(got[mask_name(h, label)], filled)
+            np.testing.assert_array_equal(got[typed_mask_name(h, label)], filled)
     padded = 0
     for group in spec.layout().groups:
         nbrs = _neighbours(graph, group.step)
@@ -343,7 +345,7 @@ def test_compact_and_sparse_layouts_hold_the_dense_blobs_draws_and_features(shop
             ids = np.where(index >= 0, table_ids[index], layout.PAD_ID)
             np.testing.assert_array_equal(ids, dense[layout.typed_ids_name(h, label)])
             if h:
-                np.testing.assert_array_equal(index >= 0, dense[mask_name(h, label)])
+                np.testing.assert_array_equal(index >= 0, dense[typed_mask_name(h, label)])
             if label not in widths:
                 continue
             if layout_name == "compact":
@@ -356,7 +358,7 @@ def test_compact_and_sparse_layouts_hold_the_dense_blobs_draws_and_features(shop
                     assert (np.diff(cols.values[a:b]) > 0).all() and (vals[a:b] != 0).all()
                     rows[r, cols.values[a:b]] = vals[a:b]
             features = np.where((index >= 0)[..., None], rows[index], 0)
-            assert features.tobytes() == dense[features_name(h, label)].tobytes()
+            assert features.tobytes() == dense[typed_features_name(h, label)].tobytes()
     # every node once per table: the seeds' repeated row shares its rows
     user_ids = got[layout.typed_table_name(layout.TABLE_IDS, "User")].values
     assert len(set(user_ids.tolist())) == len(user_ids)
@@ -419,8 +421,8 @@ def test_one_label_and_one_step_draw_exactly_what_tf_features_sample_draws(
     for h in range(3):
         ids = typed[layout.typed_ids_name(h, "User")]
         np.testing.assert_array_equal(ids, plain[f"ids_{h}"].reshape(ids.shape))
-        features = typed[features_name(h, "User")]
+        features = typed[typed_features_name(h, "User")]
         np.testing.assert_array_equal(features, plain[f"features_{h}"].reshape(features.shape))
         if h:
-            mask = typed[mask_name(h, "User")]
+            mask = typed[typed_mask_name(h, "User")]
             np.testing.assert_array_equal(mask, plain[f"mask_{h}"].reshape(mask.shape))

@@ -53,7 +53,8 @@ def test_both_decoders_give_the_model_inputs(typed_blobs, decoder):
         expected = blob.unpack(raw)
         assert list(expected) == names
         text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
-        # the op-free decoder's encodings are covered section-generically in test_layouts.py; here
+        # the op-free decoder's encodings are covered section-generically in
+        # test_sample_decoding.py; here
         # the typed sections once (base64, the form blobs leave Memgraph in) keep the test short
         forms = ((raw, "raw"), (text, "base64")) if decoder == "op" else ((text, "base64"),)
         for data, encoding in forms:

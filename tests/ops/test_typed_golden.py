@@ -19,7 +19,7 @@ import pytest
 from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.embedded import EmbeddedGraph
-from memgraph_tf.ops import layouts
+from memgraph_tf.ops import sample_decoding
 from memgraph_tf.typed_sampling import TypedSamplingSpec
 
 tf = pytest.importorskip("tensorflow")
@@ -141,7 +141,7 @@ def test_both_decoders_read_them_and_expand_compact_and_sparse_to_dense(ops, vec
     for name in ("typed_compact", "typed_sparse"):
         data, doc = docs[name]
         call = doc["call"]
-        got = layouts.decode_typed_sample(
+        got = sample_decoding.decode_typed_sample(
             tf.constant([data, data]),
             _spec(call),
             {"User": 2, "Product": 3},

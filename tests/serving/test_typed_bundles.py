@@ -83,9 +83,9 @@ def test_compact_and_sparse_typed_bundles_give_the_dense_scores(layout_name):
     (checked here, in-process), its SavedModel form is that of the op-free dense typed bundle
     (test_op_and_op_free_bundles_give_the_in_process_scores) and of the op-free compact and sparse
     bundles (tests/serving/test_layout_bundles.py), and it decodes typed compact and sparse blobs
-    bitwise as the op does (tests/ops/test_typed_layouts.py)."""
+    bitwise as the op does (tests/ops/test_typed_sample_decoding.py)."""
     from memgraph_tf import ops
-    from memgraph_tf.ops import layouts
+    from memgraph_tf.ops import sample_decoding
     from memgraph_tf.serving.export import _decode_gathered, _typed_gathered, export_bundle
 
     use_op = True
@@ -120,7 +120,7 @@ def test_compact_and_sparse_typed_bundles_give_the_dense_scores(layout_name):
     )
     scores = tf.nn.softmax(model(portable, training=False))
     np.testing.assert_allclose(scores.numpy(), _in_process(USERS), rtol=1e-5, atol=1e-6)
-    warm = layouts.zero_typed_node_blob(
+    warm = sample_decoding.zero_typed_node_blob(
         model.spec, model.feature_dims, model.feature_dtype, layout_name=layout_name
     )
     assert predict(blobs=tf.constant([warm]))["scores"].shape == (1, 2)

@@ -1,7 +1,7 @@
 """Batch link scoring on Apache Beam: :class:`ScoreLinks`, ``memgraph-tf score-links``
 as a pipeline -- the same candidates (top k per source, or a Cypher query's pairs), the same
 scores, the same relationships ``(s)-[:PREDICTED_LINK {score, model_version}]->(t)`` and source
-markers (:mod:`memgraph_tf.batch.links`, :mod:`memgraph_tf.client.links`)::
+markers (:mod:`memgraph_tf.batch.link_scoring`, :mod:`memgraph_tf.client.link_tables`)::
 
     graph = GraphSpec("bolt://memgraph:7687")
     with create_pipeline("DirectRunner") as p:
@@ -16,7 +16,8 @@ output, no tagged output, and the tallies are the pipeline's last transform: not
 leaves out is used.
 
 Each worker builds its model backend once from ``model`` -- a picklable zero-argument callable
-returning a :class:`~memgraph_tf.batch.links.LinkBackend` (e.g. a bundle path's loader) -- and, for
+returning a :class:`~memgraph_tf.batch.link_scoring.LinkBackend` (e.g. a bundle path's loader) --
+and, for
 top k, embeds every target once. A retried bundle scores its pages again: the links are MERGEd on
 ``(s, TYPE, t)``, so none is written twice.
 
@@ -33,8 +34,8 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from memgraph_tf.batch.links import DEFAULT_BATCH_SIZE, LinkBackend, LinkScorer
-from memgraph_tf.beam.graphs import GraphSpec, acquire, release
+from memgraph_tf.batch.link_scoring import DEFAULT_BATCH_SIZE, LinkBackend, LinkScorer
+from memgraph_tf.beam.graph_specs import GraphSpec, acquire, release
 from memgraph_tf.beam.transforms import (
     DEFAULT_NUM_RANGES,
     NAMESPACE,
@@ -45,7 +46,7 @@ from memgraph_tf.beam.transforms import (
     create_ranges,
     plan_key_ranges,
 )
-from memgraph_tf.client.links import DEFAULT_LINK_TYPE
+from memgraph_tf.client.link_tables import DEFAULT_LINK_TYPE
 
 __all__ = ["LinkTally", "ScoreLinks"]
 
@@ -91,9 +92,11 @@ class _ScorePageFn(beam.DoFn):
 
 
 class ScoreLinks(beam.PTransform):
-    """``PBegin -> PCollection[LinkTally]``: :class:`~memgraph_tf.batch.links.LinkScorer` as a
+    """``PBegin -> PCollection[LinkTally]``: :class:`~memgraph_tf.batch.link_scoring.LinkScorer` as
+    a
     pipeline (module docstring). ``model``: a picklable zero-argument callable returning the
-    :class:`~memgraph_tf.batch.links.LinkBackend` (called once per worker; it also gives the labels,
+    :class:`~memgraph_tf.batch.link_scoring.LinkBackend` (called once per worker; it also gives the
+    labels,
     key property and version, read once here on the launcher); exactly one of ``k`` or ``query``
     (with ``query_params``); ``relationship_type``, ``link_type``, ``batch_size`` (sources per
     page), ``overwrite`` as for ``memgraph-tf score-links``; ``num_ranges`` key ranges.

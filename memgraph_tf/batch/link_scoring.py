@@ -1,7 +1,7 @@
 """Batch link scoring with write-back (issue 25): ``memgraph-tf score-links`` and
 :func:`score_links` score candidate pairs with a link model and write each scored pair back as a
 relationship ``(s)-[:PREDICTED_LINK {score, model_version}]->(t)`` (names:
-:mod:`memgraph_tf.client.links`).
+:mod:`memgraph_tf.client.link_tables`).
 
 **Candidates** are either
 
@@ -43,13 +43,13 @@ from typing import Any
 
 import numpy as np
 
-from memgraph_tf.client.graphs import Shard
-from memgraph_tf.client.links import (
+from memgraph_tf.client.link_tables import (
     DEFAULT_LINK_TYPE,
     LinkSelection,
     LinkTable,
     check_candidates,
 )
+from memgraph_tf.client.node_tables import Shard
 from memgraph_tf.errors import ConfigurationError, GraphDataError
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The graph side of batch link scoring: which source nodes a run scores, their existing
 neighbours, the candidates a Cypher query names, and how predicted links go back -- the one home of
 the predicted relationship's type and property names, shared by ``memgraph-tf score-links``
-(:mod:`memgraph_tf.batch.links`) and the Beam transforms (:mod:`memgraph_tf.beam`), over any
+(:mod:`memgraph_tf.batch.link_scoring`) and the Beam transforms (:mod:`memgraph_tf.beam`), over any
 :class:`~memgraph_tf.client.sources.GraphSource`.
 
 * **What is written** (:func:`link_property_names`): a scored pair ``(s, t)`` becomes one
@@ -12,7 +12,7 @@ the predicted relationship's type and property names, shared by ``memgraph-tf sc
   ``predicted_link_version``).
 * **Idempotent**: :meth:`LinkTable.write` MERGEs on ``(s, TYPE, t)`` and sets the properties, so
   writing a batch twice (a rerun, a retried Beam bundle) leaves one relationship per pair.
-* **Resumable**: the sources are paged by key (:class:`~memgraph_tf.client.graphs.NodeTable`:
+* **Resumable**: the sources are paged by key (:class:`~memgraph_tf.client.node_tables.NodeTable`:
   keyset pages, shards, the guard), and with ``todo`` only those whose marker is not this version:
   a rerun skips sources already done. Links are written before the marker, so a kill between the
   two repeats that batch, which MERGE keeps exact.
@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.client.graphs import (
+from memgraph_tf.client.node_tables import (
     PARAM_PREFIX,
     NodeSelection,
     NodeTable,
@@ -87,7 +87,7 @@ class LinkSelection:
     (keyed by ``id_property``, else internal ids), ``relationship_type`` (the type the model
     predicts: a source's existing neighbours through it are no top-k candidates; None: no
     exclusion), the written ``link_type`` (:func:`link_property_names`), the model ``version`` and
-    the :class:`~memgraph_tf.client.graphs.Shard` of the sources.
+    the :class:`~memgraph_tf.client.node_tables.Shard` of the sources.
 
     Guarantees: every name is quotable and ``version`` an integer, else
     :class:`ConfigurationError` at construction; picklable (the Beam workers get it)."""
@@ -116,7 +116,8 @@ class LinkSelection:
             )
 
     def sources(self) -> NodeSelection:
-        """The source nodes as a :class:`~memgraph_tf.client.graphs.NodeSelection` whose version
+        """The source nodes as a :class:`~memgraph_tf.client.node_tables.NodeSelection` whose
+        version
         property is the link marker (for paging with ``todo``)."""
         return NodeSelection(
             label=self.source_label,

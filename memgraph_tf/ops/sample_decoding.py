@@ -586,9 +586,9 @@ def decode_typed_sample(
         slots = [
             _Slots(
                 s.name,
-                typed_sampling.features_name(s.hop, label) if width else None,
+                typed_sampling.typed_features_name(s.hop, label) if width else None,
                 layout.typed_ids_name(s.hop, label) if ids else None,
-                typed_sampling.mask_name(s.hop, label) if s.hop else None,
+                typed_sampling.typed_mask_name(s.hop, label) if s.hop else None,
             )
             for s in all_sections
             if s.role == "index" and s.label == label

@@ -16,10 +16,10 @@ except ImportError as exc:
         pytest.fail(f"the beam extra is not installed, but CI runs the Beam suite: {exc}")
     pytest.skip(f"the beam extra is not installed here: {exc}", allow_module_level=True)
 
-from memgraph_tf.batch.links import score_links
+from memgraph_tf.batch.link_scoring import score_links
 from memgraph_tf.beam import ScoreLinks, create_pipeline, register_graph, unregister_graph
 from memgraph_tf.beam.runner import run_pipeline
-from memgraph_tf.client.links import LinkSelection, LinkTable
+from memgraph_tf.client.link_tables import LinkSelection, LinkTable
 from tests.client import links_kit as kit
 
 K = 2

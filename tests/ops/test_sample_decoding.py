@@ -1,4 +1,5 @@
-"""memgraph_tf.ops.layouts: compact and sparse sample blobs decoded (by the op and by the op-free
+"""memgraph_tf.ops.sample_decoding: compact and sparse sample blobs decoded (by the op and by the
+op-free
 decoder) and gathered/densified in the graph give exactly the dense layout's tensors; malformed
 layouts are rejected naming the blob and section; the C++ reader reads the new layouts unchanged.
 
@@ -21,7 +22,7 @@ import tensorflow as tf
 
 from memgraph_tf import blob, layout
 from memgraph_tf.embedded import EmbeddedGraph
-from memgraph_tf.ops import layouts
+from memgraph_tf.ops import sample_decoding
 
 DECODERS = ["op", "portable"]
 
@@ -100,7 +101,9 @@ def test_every_layout_decodes_to_the_dense_tensors(
     ]
     assert list(want) == dense_names  # the dense layout decodes as itself
     blobs = sample(g, seeds, fanouts, {**opts, "layout": layout_name}, per_node)
-    got = layouts.decode_sample(blobs, fanouts, width, dtype, layout_name=layout_name, **args)
+    got = sample_decoding.decode_sample(
+        blobs, fanouts, width, dtype, layout_name=layout_name, **args
+    )
     assert_same(got, want)
     # In a graph, traced once for any number of blobs (as a bundle's signature is): one trace of the
     # decoder's graph (the op-free decoder's is large) serves the values and the static shapes.
@@ -116,7 +119,7 @@ def test_every_layout_decodes_to_the_dense_tensors(
         assert_same({k: v[0] for k, v in traced(tf.reshape(blobs, [1])).items()}, want)
         # ... and the scalar branch itself, decoder-independent, is traced with the op (cheap)
         scalar = tf.function(
-            lambda b: layouts.decode_sample(
+            lambda b: sample_decoding.decode_sample(
                 b, fanouts, width, dtype, layout_name=layout_name, **{**args, "unpack": ops_unpack}
             ),
             autograph=False,
@@ -142,7 +145,7 @@ def dense_want(
     pad = opts.get("low_degree", "pad") == "pad"
     dtype = opts.get("dtype", "float32")
     args = dict(pad=pad, labels=True, ids=True, unpack=unpack)
-    return layouts.decode_sample(
+    return sample_decoding.decode_sample(
         sample(g, seeds, list(fanouts), opts, per_node), list(fanouts), width, dtype, **args
     )
 
@@ -154,7 +157,7 @@ def traced_vector_decoder(
     """``decode_sample`` of a vector of blobs (``[None]``) in a graph: traced once per case,
     layout and decoder, and shared by that case's per-node and one-blob tests."""
     return tf.function(
-        lambda b: layouts.decode_sample(
+        lambda b: sample_decoding.decode_sample(
             b,
             list(fanouts),
             width,
@@ -174,7 +177,7 @@ def dense_graph_shapes(unpack, fanouts: tuple, width: int, dtype: str, pad: bool
     """The static shapes of the dense layout's tensors decoded in a graph from ``[None]`` per-node
     blobs (traced once per case and decoder, shared by the compact and sparse cases)."""
     fn = tf.function(
-        lambda b: layouts.decode_sample(
+        lambda b: sample_decoding.decode_sample(
             b, list(fanouts), width, dtype, pad=pad, labels=True, ids=True, unpack=unpack
         ),
         autograph=False,
@@ -191,14 +194,14 @@ def test_base64_text_and_features_from_elsewhere(unpackers, decoder):
     [dense] = g.call("tf_features.sample", [0, 1], fanouts, [], {"seed": 1})
     [compact] = g.call("tf_features.sample", [0, 1], fanouts, [], {"seed": 1, "layout": "compact"})
     kw = dict(features=False, ids=True, unpack=unpackers[decoder], encoding="base64")
-    want = layouts.decode_sample(tf.constant(dense["blob"]), fanouts, 0, **kw)
-    got = layouts.decode_sample(
+    want = sample_decoding.decode_sample(tf.constant(dense["blob"]), fanouts, 0, **kw)
+    got = sample_decoding.decode_sample(
         tf.constant(compact["blob"]), fanouts, 0, layout_name="compact", **kw
     )
     assert_same(got, want)
     assert layout.features_name(0) not in got
     with pytest.raises(ValueError, match=r"features, ids: expected at least one of them true"):
-        layouts.decode_sample(
+        sample_decoding.decode_sample(
             tf.constant(compact["blob"]), fanouts, 0, layout_name="compact", features=False
         )
 
@@ -274,7 +277,7 @@ def _malformed_decoder(layout_name: str, unpack, graph: bool):
     decoder, traced on its first call and shared by every case of that layout."""
 
     def decode(b):
-        return layouts.decode_sample(b, [2], 3, layout_name=layout_name, unpack=unpack)
+        return sample_decoding.decode_sample(b, [2], 3, layout_name=layout_name, unpack=unpack)
 
     return tf.function(decode, autograph=False) if graph else decode
 
@@ -318,10 +321,10 @@ def test_rows_and_indices_gather_to_the_dense_features(
         [sample(ours, seeds, fanouts, opts, True), sample(theirs, seeds, fanouts, opts, True)], 0
     )
     unpack = unpackers["op"]  # (the decoders' equality is tested above; the op traces cheaply)
-    want = layouts.decode_sample(
+    want = sample_decoding.decode_sample(
         blobs, fanouts, width, dtype, layout_name=layout_name, pad=pad, unpack=unpack
     )
-    got = layouts.decode_sample_rows(
+    got = sample_decoding.decode_sample_rows(
         blobs, fanouts, width, dtype, layout_name=layout_name, pad=pad, unpack=unpack
     )
     rows = _densified(got.rows)
@@ -337,7 +340,7 @@ def test_rows_and_indices_gather_to_the_dense_features(
     # more (the bitwise features above show that no row was merged into one that differs)
     n = len(seeds)
     ids = [blob.unpack(b)[layout.TABLE_IDS].values for b in blobs.numpy()]
-    alone = layouts.decode_sample_rows(
+    alone = sample_decoding.decode_sample_rows(
         blobs[:n], fanouts, width, dtype, layout_name=layout_name, pad=pad, unpack=unpack
     )
     assert len(_densified(alone.rows)) - 1 == len(set(np.concatenate(ids[:n]).tolist()))
@@ -353,11 +356,11 @@ def test_rows_are_refused_like_the_dense_features(unpackers, layout_name, bad, m
         else _sparse([0, 1, 2], [0, 1, 3], [1.0, 2.0, 3.0])
     )
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"memgraph_tf layout: " + message):
-        layouts.decode_sample_rows(
+        sample_decoding.decode_sample_rows(
             tf.constant([good, bad]), [2], 3, layout_name=layout_name, unpack=unpackers["op"]
         )
     with pytest.raises(ValueError, match=r"layout_name: expected 'compact' or 'sparse'"):
-        layouts.decode_sample_rows(tf.constant([good]), [2], 3, layout_name="dense")
+        sample_decoding.decode_sample_rows(tf.constant([good]), [2], 3, layout_name="dense")
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
@@ -367,7 +370,7 @@ def test_a_blob_of_another_layout_gets_the_decoder_s_message(unpackers, decoder)
         match=r"blob 0: section 'table_columns': expected a section named 'table_columns', "
         r"got none",
     ):
-        layouts.decode_sample(
+        sample_decoding.decode_sample(
             tf.constant([_compact([1, -1])]),
             [2],
             3,
@@ -379,10 +382,10 @@ def test_a_blob_of_another_layout_gets_the_decoder_s_message(unpackers, decoder)
 @pytest.mark.parametrize("layout_name", layout.LAYOUTS)
 @pytest.mark.parametrize("pad", [True, False])
 def test_zero_node_blob_is_a_valid_blob_of_zeros(unpackers, layout_name, pad):
-    data = layouts.zero_node_blob([3, 2], 4, "float64", layout_name=layout_name, pad=pad)
+    data = sample_decoding.zero_node_blob([3, 2], 4, "float64", layout_name=layout_name, pad=pad)
     sections = layout.sample_sections([3, 2], 4, "float64", pad=pad, batch=1, layout=layout_name)
     assert [s.name for s in blob.read_table(data)] == [s.name for s in sections]
-    out = layouts.decode_sample(
+    out = sample_decoding.decode_sample(
         tf.constant([data]),
         [3, 2],
         4,

@@ -1,6 +1,7 @@
 """Compact and sparse typed sample blobs (tf_features.sample_typed / sample_pairs with
 options.layout) decoded by the C++ op and the op-free decoder and expanded in the graph by
-memgraph_tf.ops.layouts.decode_typed_sample give exactly the dense blob's tensors for the same
+memgraph_tf.ops.sample_decoding.decode_typed_sample give exactly the dense blob's tensors for the
+same
 seed; a malformed table is rejected naming the blob and the typed section; a blob of n seeds cut
 per seed is what each seed sampled alone gives."""
 
@@ -11,7 +12,7 @@ import pytest
 
 from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.ops import layouts
+from memgraph_tf.ops import sample_decoding
 from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
 from memgraph_tf.typed_sampling import TypedSamplingSpec
 
@@ -49,7 +50,7 @@ def test_compact_and_sparse_decode_to_the_dense_tensors(ops, shop, decoder):
     for layout_name in ("compact", "sparse"):
         raw = _blobs(source, layout_name)
         assert raw[0] != _blobs(source, "dense")[0]
-        got = layouts.decode_typed_sample(
+        got = sample_decoding.decode_typed_sample(
             tf.constant(raw), spec, widths, layout_name=layout_name, ids=True, labels=True,
             unpack=unpack,
         )  # fmt: skip
@@ -60,7 +61,7 @@ def test_compact_and_sparse_decode_to_the_dense_tensors(ops, shop, decoder):
             assert value.numpy().tobytes() == want.tobytes(), (layout_name, name)  # bitwise
         # one blob (a scalar), base64 as it leaves Memgraph, the model's inputs only
         text = blob.b64encode(raw[1])
-        one = layouts.decode_typed_sample(
+        one = sample_decoding.decode_typed_sample(
             text, spec, widths, layout_name=layout_name, unpack=unpack, encoding="base64"
         )
         assert not any(name.startswith("ids_") for name in one) and "labels" not in one
@@ -85,7 +86,7 @@ def test_pair_blob_halves_decode_to_the_dense_halves(ops, shop):
         (layout.PAIR_TARGET_PREFIX, "Product"),
     ):
         spec = TypedSamplingSpec.from_num_neighbors(label, pair_nn)
-        got = layouts.decode_typed_sample(
+        got = sample_decoding.decode_typed_sample(
             raw, spec, widths, layout_name="sparse", ids=True, prefix=prefix,
             unpack=ops.unpack_blob,
         )  # fmt: skip
@@ -107,7 +108,7 @@ def test_a_row_outside_the_table_is_rejected_naming_blob_and_section(ops, shop):
         match=rf"memgraph_tf layout: blob 1 section index_h1_Product: expected table rows "
         rf"-1..u-1 \(u = {u}\), got {u}",
     ):
-        layouts.decode_typed_sample(
+        sample_decoding.decode_typed_sample(
             tf.constant([raw[0], bad]), spec, widths, layout_name="compact", unpack=ops.unpack_blob
         )
 
@@ -118,9 +119,11 @@ def test_a_blob_of_many_seeds_cut_per_seed_is_each_seed_sampled_alone(shop):
     opts = {k: v for k, v in OPTS.items() if k != "label_property"}
     for layout_name in layout.LAYOUTS:
         o = {**opts, "layout": layout_name}
-        cut = layouts.split_typed_blob(
+        cut = sample_decoding.split_typed_blob(
             source.sample_typed(seeds, NN, PROPS, o), len(seeds), spec, layout_name
         )
         assert cut == [source.sample_typed([s], NN, PROPS, o) for s in seeds], layout_name
     with pytest.raises(ValueError, match=r"section 'index_h0_User' has \(5,\) rows, expected 4"):
-        layouts.split_typed_blob(source.sample_typed(seeds, NN, PROPS, o), 4, spec, "sparse")
+        sample_decoding.split_typed_blob(
+            source.sample_typed(seeds, NN, PROPS, o), 4, spec, "sparse"
+        )

@@ -1,7 +1,7 @@
 """Graph access for Beam workers: a picklable :class:`GraphSpec` that each worker opens itself, and
 the process's open graphs (:class:`GraphHandle`, :func:`acquire` / :func:`release`). No Beam
 import here; node selection, keyset paging and write-back are the client's
-(:class:`~memgraph_tf.client.graphs.NodeTable`, the same as ``memgraph-tf classify``'s).
+(:class:`~memgraph_tf.client.node_tables.NodeTable`, the same as ``memgraph-tf classify``'s).
 
 A live graph source cannot travel inside a pipeline (``BoltSource`` refuses to be pickled, and its
 credentials must not end up in a job graph), so transforms carry a :class:`GraphSpec` -- a URI and
@@ -31,7 +31,7 @@ import logging
 import threading
 from typing import Any
 
-from memgraph_tf.client.graphs import NodeSelection, NodeTable, key_index
+from memgraph_tf.client.node_tables import NodeSelection, NodeTable, key_index
 from memgraph_tf.client.sources import EMBEDDED_SCHEME, EmbeddedSource, GraphSource, open_graph
 from memgraph_tf.errors import ConfigurationError
 
@@ -81,7 +81,7 @@ class GraphSpec:
 class GraphHandle:
     """An open graph shared by the DoFns of one process: :attr:`source` (a
     :class:`~memgraph_tf.client.GraphSource`), its :attr:`lock`, and :meth:`table`, the client's
-    :class:`~memgraph_tf.client.graphs.NodeTable` over it with the embedded key index read once
+    :class:`~memgraph_tf.client.node_tables.NodeTable` over it with the embedded key index read once
     per process."""
 
     def __init__(self, key: str, source: GraphSource, *, owned: bool) -> None:
@@ -101,7 +101,7 @@ class GraphHandle:
     def key_index(
         self, label: str | None, id_property: str | None
     ) -> tuple[list[int], dict[int, int]]:
-        """Embedded graphs: :func:`memgraph_tf.client.graphs.key_index` of ``(label,
+        """Embedded graphs: :func:`memgraph_tf.client.node_tables.key_index` of ``(label,
         id_property)``, read once per process and cached."""
         cache_key = (label, id_property)
         with self.lock:
@@ -111,7 +111,8 @@ class GraphHandle:
             return found
 
     def table(self, selection: NodeSelection) -> NodeTable:
-        """The :class:`~memgraph_tf.client.graphs.NodeTable` of ``selection`` over this graph."""
+        """The :class:`~memgraph_tf.client.node_tables.NodeTable` of ``selection`` over this
+        graph."""
         index = self.key_index(selection.label, selection.id_property) if self.embedded else None
         return NodeTable(self.source, selection, index=index)
 

@@ -1,4 +1,5 @@
-"""The client's graph layer for batch inference (memgraph_tf.client.graphs): the property-name rule
+"""The client's graph layer for batch inference (memgraph_tf.client.node_tables): the property-name
+rule
 and the old score name read for one release, node selection, the node table's pages and writes on
 an embedded graph, the source's lock contract, ``open_graph``, and the compatibility aliases of
 the names that moved to memgraph_tf.batch."""
@@ -9,7 +10,7 @@ import threading
 
 import pytest
 
-from memgraph_tf.client.graphs import (
+from memgraph_tf.client.node_tables import (
     LEGACY_SCORE_PROPERTY,
     NodeSelection,
     NodeTable,

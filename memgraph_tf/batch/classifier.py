@@ -11,7 +11,8 @@ Parts, each replaceable:
 
 * a **model backend** (:class:`~memgraph_tf.batch.backends.ModelBackend`: a bundle in-process, or
   TF Serving over REST or gRPC);
-* the **node table** over the source (:class:`~memgraph_tf.client.graphs.NodeTable`, the same one
+* the **node table** over the source (:class:`~memgraph_tf.client.node_tables.NodeTable`, the same
+one
   the Beam transforms use): keyset-paged node keys, and one write per batch (Bolt: any Bolt
   server, Memgraph with the query modules or another server through the client-side fallback; or
   an in-process :class:`~memgraph_tf.client.sources.EmbeddedSource`);
@@ -36,9 +37,10 @@ Guarantees of a run:
   batch_size``, never SKIP): the key is ``options.id_property`` when the bundle has one, else the
   internal id. ``label`` restricts the nodes (default: the bundle's ``options.label``); ``where``
   is a parameterised openCypher predicate over ``n`` (Bolt only; see
-  :func:`~memgraph_tf.client.graphs.check_where`).
+  :func:`~memgraph_tf.client.node_tables.check_where`).
 * **Every selected node is accounted for**: a page whose keys do not ascend past the last key read
-  stops the run (:class:`~memgraph_tf.client.graphs.KeysetScan`), and a run that read its pages to
+  stops the run (:class:`~memgraph_tf.client.node_tables.KeysetScan`), and a run that read its
+  pages to
   the end checks that selected = classified + already up to date + invalid + failed; nodes never
   read (a server whose pages stopped early or skipped keys) raise
   :class:`~memgraph_tf.errors.KeysetPagingError` naming the gap, unless they are no longer
@@ -74,7 +76,7 @@ from typing import Any
 from memgraph_tf import errors as serving_errors
 from memgraph_tf.batch.backends import ModelBackend, sampling_for
 from memgraph_tf.batch.summary import MAX_LISTED_INVALID, BatchSummary
-from memgraph_tf.client.graphs import (
+from memgraph_tf.client.node_tables import (
     DEFAULT_WRITE_PROPERTY,
     NodeTable,
     Prediction,
