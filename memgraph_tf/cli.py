@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 
 from memgraph_tf.errors import EXIT_USAGE, exit_code_for  # standard library only
 
@@ -190,16 +191,14 @@ def _demo(args: argparse.Namespace) -> int:
     return demo.main(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memgraph-tf", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_build_ops(sub: Any) -> None:
     p = sub.add_parser("build-ops", help="compile the UnpackBlob op library (cached)")
     p.add_argument("--force", action="store_true", help="rebuild even if a cached build exists")
     p.add_argument("--cache-dir", default=None, help="override MEMGRAPH_TF_OP_CACHE_DIR")
     p.set_defaults(func=_build_ops)
 
+
+def _add_install_modules(sub: Any) -> None:
     p = sub.add_parser("install-modules", help="copy the tf_features query modules into DIR")
     p.add_argument("directory", help="Memgraph's query-modules directory")
     p.add_argument("--no-overwrite", action="store_true", help="fail instead of replacing files")
@@ -213,7 +212,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_install_modules)
 
+
+def _add_serve(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve SavedModels over TF Serving's REST (and gRPC) API")
+    _serve_model_arguments(p)
+    _serve_request_arguments(p)
+    _serve_runtime_arguments(p)
+    p.set_defaults(func=_serve)
+
+
+def _serve_model_arguments(p: argparse.ArgumentParser) -> None:
+    """``serve``: what is served (models, gateway upstream, graph) and where."""
     p.add_argument(
         "model_base_path",
         nargs="?",
@@ -291,17 +300,21 @@ def build_parser() -> argparse.ArgumentParser:
         "memgraph-tf classify); 'random': new neighbourhoods on every request",
     )
     p.add_argument(
-        "--max-request-bytes",
-        type=int,
-        default=64 * 1024 * 1024,
-        help="bodies above this get 413 (default 64 MiB)",
-    )
-    p.add_argument(
         "--version-label",
         action="append",
         default=[],
         metavar="LABEL=VERSION",
         help="a version label, e.g. stable=1 (repeatable)",
+    )
+
+
+def _serve_request_arguments(p: argparse.ArgumentParser) -> None:
+    """``serve``: the limits on requests and connections."""
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="bodies above this get 413 (default 64 MiB)",
     )
     p.add_argument(
         "--max-examples",
@@ -351,6 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="request threads (default: max(8, 4 x CPUs), as TF Serving)",
     )
+
+
+def _serve_runtime_arguments(p: argparse.ArgumentParser) -> None:
+    """``serve``: batching, the gRPC front end and TensorFlow's threads."""
     p.add_argument(
         "--enable-batching",
         action="store_true",
@@ -412,8 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
         "On a small machine under many concurrent requests, 1 and 1 cost less "
         "CPU per request: see docs/serving.md",
     )
-    p.set_defaults(func=_serve)
 
+
+def _add_classify(sub: Any) -> None:
     p = sub.add_parser(
         "classify",
         help="classify a graph's nodes with a model and write the predictions back",
@@ -453,7 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--label",
         default=None,
-        help="classify only nodes with this label (default: the bundle's options.label)",
+        help="classify only nodes with this label (default: the bundle's options.label); a "
+        "label the graph does not have is a usage error (exit 2) naming the labels it has",
     )
     p.add_argument(
         "--where",
@@ -507,6 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_runner_arguments(p)
     p.set_defaults(func=_classify)
 
+
+def _add_score_links(sub: Any) -> None:
     p = sub.add_parser(
         "score-links",
         help="score candidate pairs with a link model and write them back as relationships",
@@ -519,6 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
     links.add_arguments(p)
     p.set_defaults(func=_score_links)
 
+
+def _add_demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
         help="the end-to-end demo: dataset -> training -> bundles -> serving -> "
@@ -528,6 +551,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo.add_arguments(p)
     p.set_defaults(func=_demo)
+
+
+SUBCOMMANDS = (
+    _add_build_ops,
+    _add_install_modules,
+    _add_serve,
+    _add_classify,
+    _add_score_links,
+    _add_demo,
+)
+"""One function per subcommand, each adding its parser (in ``--help``'s order)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``memgraph-tf`` parser: the global options and one subparser per entry of
+    :data:`SUBCOMMANDS`."""
+    parser = argparse.ArgumentParser(prog="memgraph-tf", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
     return parser
 
 

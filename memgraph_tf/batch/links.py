@@ -573,7 +573,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write (s)-[:TYPE {score, model_version}]->(t) (default PREDICTED_LINK)",
     )
     p.add_argument(
-        "--shard", default="0/1", metavar="I/N", help="score the sources with key % N = I"
+        "--shard",
+        default="0/1",
+        metavar="I/N",
+        help="score the sources whose key modulo N is I (default 0/1: all)",
     )
     p.add_argument(
         "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="source nodes per write"
