@@ -80,11 +80,59 @@ def _classify_backend(args: argparse.Namespace):
     return batch.grpc_backend(args.serving_grpc, args.model_name, version=args.model_version)
 
 
+#: The most label names a ``--label`` error lists.
+MAX_LABELS_NAMED = 20
+
+
+def _check_label(source: Any, label: str) -> None:
+    """Raises ``ConfigurationError`` naming ``label`` and the labels the graph has (at most
+    :data:`MAX_LABELS_NAMED`) when no node of ``source`` carries ``label``: ``classify --label``
+    with a label the graph lacks is a usage error, never a run that classifies nothing."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.client.errors import ConfigurationError
+    from memgraph_tf.client.sources import quote_name
+
+    if isinstance(source, EmbeddedSource):
+        with source.lock:
+            graph = source.graph
+            if graph.nodes(label):
+                return
+            labels = sorted({name for node in graph.nodes() for name in graph.labels(node)})
+    else:
+        if source.read(f"MATCH (n:{quote_name(label, 'label')}) RETURN 1 AS one LIMIT 1"):
+            return
+        rows = source.read("MATCH (n) UNWIND labels(n) AS name RETURN DISTINCT name")
+        labels = sorted(str(row["name"]) for row in rows)
+    named = ", ".join(f":{name}" for name in labels[:MAX_LABELS_NAMED])
+    if len(labels) > MAX_LABELS_NAMED:
+        named += f", ... ({len(labels)} labels)"
+    raise ConfigurationError(
+        f"label: the graph has no :{label} nodes (its labels: {named or 'none'})"
+    )
+
+
+def _check_where_on_server(source: Any, where: str, params: dict[str, Any]) -> None:
+    """Raises ``ConfigurationError`` when the Bolt server refuses the ``--where`` predicate in a
+    query that reads no node (``LIMIT 0``): a predicate the server cannot parse or plan is a
+    usage error, reported before anything is read or written. A server that cannot be reached
+    still raises its own error (a failed run)."""
+    from memgraph_tf.client.errors import ConfigurationError, QueryError
+
+    try:
+        source.read(f"MATCH (n) WHERE ({where}) RETURN 1 AS one LIMIT 0", params)
+    except QueryError as exc:
+        raise ConfigurationError(
+            f"where: the server refused the predicate {where!r}: {exc}"
+        ) from exc
+
+
 def _classify(args: argparse.Namespace) -> int:
     """``memgraph-tf classify``: one line on failure, the summary on success. Exit codes, from the
     one table (:func:`memgraph_tf.errors.exit_code_for`): 0 done, 1 the run failed or stopped
     (what was written stays; rerun to resume), 2 a bad command line or setting (nothing was
-    written), 130 interrupted (Ctrl-C; rerun to resume)."""
+    written): among them a ``--label`` no node of the graph carries (the error names the labels
+    it has) and a ``--where`` the Bolt server refuses, 130 interrupted (Ctrl-C; rerun to
+    resume)."""
     if getattr(args, "runner", None):
         from memgraph_tf.beam.runner import run_classify_pipeline
 
@@ -124,6 +172,10 @@ def _classify(args: argparse.Namespace) -> int:
                 "where: the embedded graph runs no Cypher; --where needs a Bolt "
                 "graph (--graph bolt://...)"
             )
+        if args.where is not None:
+            _check_where_on_server(source, args.where, params)
+        if args.label is not None:
+            _check_label(source, args.label)
         model = _classify_backend(args)
         run = batch.BatchClassifier(
             source,

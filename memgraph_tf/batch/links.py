@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from memgraph_tf.client.errors import ConfigurationError, GraphDataError
+from memgraph_tf.client.errors import ConfigurationError, GraphDataError, QueryError
 from memgraph_tf.client.graphs import Shard
 from memgraph_tf.client.links import (
     DEFAULT_LINK_TYPE,
@@ -440,7 +440,12 @@ class LinkScorer:
                         "query: the embedded graph runs no Cypher; a candidates query needs a "
                         "Bolt graph (--graph bolt://...), or pass pairs= (Python) or --top-k"
                     )
-                rows = self.source.read(self.query, self.query_params)
+                try:
+                    rows = self.source.read(self.query, self.query_params)
+                except QueryError as exc:  # the user's query, refused before anything is written
+                    raise ConfigurationError(
+                        f"candidates query: the server refused the query: {exc}"
+                    ) from exc
                 pairs = np.asarray(check_candidates(rows), np.int64).reshape(-1, 2)
             self._check_ids(pairs)
             for s, t in pairs.tolist():
