@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import urllib.parse
 from typing import Any
 
 from memgraph_tf.errors import EXIT_USAGE, exit_code_for  # standard library only
@@ -75,6 +76,17 @@ def _classify_backend(args: argparse.Namespace):
         return batch.BundleBackend(args.model)
     if not args.model_name:
         raise ValueError("--model-name: required with --serving and --serving-grpc")
+    # TF Serving's APIs take no credentials: refused, and never shown (nor the address with them)
+    if args.serving is not None and "@" in urllib.parse.urlsplit(args.serving).netloc:
+        raise ValueError(
+            "--serving: expected http://HOST:PORT without user or password (TF Serving's REST "
+            "API takes none), got a URL with credentials"
+        )
+    if args.serving_grpc is not None and "@" in args.serving_grpc:
+        raise ValueError(
+            "--serving-grpc: expected HOST:PORT without user or password (TF Serving's gRPC "
+            "API takes none), got an address with credentials"
+        )
     if args.serving is not None:
         return batch.rest_backend(args.serving, args.model_name, version=args.model_version)
     return batch.grpc_backend(args.serving_grpc, args.model_name, version=args.model_version)

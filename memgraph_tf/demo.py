@@ -976,20 +976,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """``memgraph-tf demo``: runs :func:`run`, prints the summary and the commands to go on."""
+    """``memgraph-tf demo``: runs :func:`run`, prints the summary and the commands to go on, exit
+    0. A failure is one line on stderr (``memgraph-tf demo: ...``, never a traceback) and the
+    exit code of :func:`memgraph_tf.errors.command_failure`: 2 for a bad ``--graph`` (a URI
+    with credentials, refused credentials), 1 for a graph that cannot be reached, 130 after
+    Ctrl-C."""
+    from memgraph_tf.errors import command_failure
+
     if not getattr(args, "verbose", False):
         for name in ("memgraph_tf", "absl"):  # absl: SavedModel export's renaming notes
             logging.getLogger(name).setLevel(logging.WARNING)
     clock = _Clock()
-    figures = run(
-        args.dataset,
-        args.out,
-        graph=args.graph,
-        replace=args.replace,
-        steps=args.steps,
-        seed=args.seed,
-        progress=not args.no_progress,
-    )
+    try:
+        figures = run(
+            args.dataset,
+            args.out,
+            graph=args.graph,
+            replace=args.replace,
+            steps=args.steps,
+            seed=args.seed,
+            progress=not args.no_progress,
+        )
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
+        code, message = command_failure(exc, log=logger)
+        print(f"memgraph-tf demo: {message}", file=sys.stderr)
+        return code
     summary = figures["summary"]
     _say()
     _say(report.summary_text(summary))

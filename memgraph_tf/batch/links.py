@@ -1,4 +1,4 @@
-"""Batch link scoring with write-back (issue 25): ``memgraph-tf score-links`` and
+"""Batch link scoring with write-back: ``memgraph-tf score-links`` and
 :func:`score_links` score candidate pairs with a link model and write each scored pair back as a
 relationship ``(s)-[:PREDICTED_LINK {score, model_version}]->(t)`` (names:
 :mod:`memgraph_tf.client.links`).

@@ -10,7 +10,7 @@ or not, with or without the ``MemgraphTf>UnpackBlob`` op. The layers, one module
   (waitress's ``channel_timeout``); a request's headers and body must arrive within total
   deadlines (``request_header_timeout_s``, ``request_body_timeout_s``), and at the connection
   limit the connection trickling an unfinished request longest is shed to take a new one in
-  (slow clients, issue 23 item 4: :class:`_TcpServer`); a body above ``max_request_bytes``
+  (slow clients: :class:`_TcpServer`); a body above ``max_request_bytes``
   gets 413; every answer, waitress's own protocol errors included (400 for a malformed request
   line or chunk, 413, 431, 501), is TF Serving's ``{"error": "..."}`` JSON; it binds 127.0.0.1
   unless told otherwise;
@@ -837,7 +837,7 @@ def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
         try:
             source = open_graph_source(args.graph)
         except Exception as exc:  # noqa: BLE001 -- any failure to open is the user's to fix
-            return fail(f"--graph {args.graph}: {exc}")
+            return fail(f"--graph: {exc}")  # names the graph, a URI's credentials masked
     try:
         return main(args, source)  # through main: the seam tests replace
     except OSError as exc:
