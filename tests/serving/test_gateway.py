@@ -5,9 +5,10 @@ bundle loaded locally): node ids over REST and gRPC give the local server's scor
 the upstream's codes and messages; an upstream that is down is 503 / UNAVAILABLE at once, one
 that never answers is cut off at the deadline (504), and one whose reply is no valid answer
 (garbage bytes, a message above the channel's limit, a response lacking what was asked) is 502 /
-UNAVAILABLE, each within its bound (fake upstreams on real local sockets). With ``MEMGRAPH_TF_TEST_SERVING_URL`` (a real TF
-Serving's gRPC ``host:port`` serving ``MEMGRAPH_TF_TEST_SERVING_MODEL``, default ``GraphSage``,
-trained on Cora) node ids through the gateway are checked against blobs sent to it."""
+UNAVAILABLE, each within its bound (fake upstreams on real local sockets). With
+``MEMGRAPH_TF_TEST_SERVING_URL`` (a real TF Serving's gRPC ``host:port`` serving
+``MEMGRAPH_TF_TEST_SERVING_MODEL``, default ``GraphSage``, trained on Cora) node ids through the
+gateway are checked against blobs sent to it."""
 
 from __future__ import annotations
 
