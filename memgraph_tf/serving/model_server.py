@@ -939,6 +939,3 @@ __all__ = [
     "load_version",
     "op_names",
 ]
-
-TimedFetcher = _TimedFetcher
-"""The public name of :class:`_TimedFetcher` (the gateway wraps its fetcher in one too)."""
