@@ -1,6 +1,6 @@
 """Seconds per link-training step on Cora: the first SAGE layer per distinct row (the default,
 ``pair_sample_dataset(rows=True)`` -> :meth:`TypedGraphSAGE.encode_rows`) against the per-slot
-features path (``rows=False``, the code before issue 26's change) in the same run.
+features path (``rows=False``, every slot's features densified) in the same run.
 
 The GAE split of ``benchmarks/link_accuracy.py`` (seed 0), the model ``train_link_predictor``
 builds (fanouts 10, 5, 128 units, dot scorer, dropout 0.3, batch 128 positives + 128 negatives),

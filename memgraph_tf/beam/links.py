@@ -41,7 +41,7 @@ from memgraph_tf.beam.transforms import (
     KeyRangePlan,
     NodeScan,
     Page,
-    _ReadRangePagesFn,
+    ReadRangePagesFn,
     create_ranges,
     plan_key_ranges,
 )
@@ -154,6 +154,6 @@ class ScoreLinks(beam.PTransform):
         self.plan = plan_key_ranges(scan)
         return (
             create_ranges(pbegin, self.plan)
-            | "ReadSourcePages" >> beam.ParDo(_ReadRangePagesFn(scan))
+            | "ReadSourcePages" >> beam.ParDo(ReadRangePagesFn(scan))
             | "ScoreLinkPages" >> beam.ParDo(_ScorePageFn(self.graph, self.model, self.options))
         )

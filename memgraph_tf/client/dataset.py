@@ -25,7 +25,7 @@ from memgraph_tf.client.errors import (
     ValueLengthError,
     ValueTypeError,
 )
-from memgraph_tf.client.sources import GraphSource, _to_python
+from memgraph_tf.client.sources import GraphSource, to_python
 
 logger = logging.getLogger(__name__)
 
@@ -326,7 +326,7 @@ class OpenCypherDataset(tf.data.Dataset):
             raise ConfigurationError(f"fetch_size: expected an integer >= 1, got {fetch_size!r}")
         self._source = source
         self._query = query
-        self._parameters = {k: _to_python(v) for k, v in (parameters or {}).items()}
+        self._parameters = {k: to_python(v) for k, v in (parameters or {}).items()}
         self._fetch_size = fetch_size
         self._columns, self._structure = parse_output_types(output_types)
         self._converter = _Converter(self._columns)

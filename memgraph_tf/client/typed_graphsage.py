@@ -829,9 +829,9 @@ def train_typed_graphsage(
     ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
     validation nodes those whose ``split_property`` is ``val`` (none: no validation), as
     :func:`split_node_ids` reads them -- the property the loaders write
-    (:func:`memgraph_tf.typed_datasets.load_typed_graph`,
-    :func:`memgraph_tf.datasets.load_into_graph`). Given ``train_ids`` are used as they are, and
-    the property is not read.
+    (:func:`memgraph_tf.client.loaders.load_typed_graph`,
+    :func:`memgraph_tf.client.loaders.load_into_graph`). Given ``train_ids`` are used as they are,
+    and the property is not read.
 
     The sibling of :func:`memgraph_tf.client.graphsage.train_graphsage`, with its conventions:
     the same option names and semantics (``label_property``, ``options``, ``steps``,

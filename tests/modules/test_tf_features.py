@@ -34,12 +34,12 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
     assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
     # the list arguments are declared loosely (LIST OF ANY?): the procedures check each element
     assert procs["tf_features.pack"] == (
-        "tf_features.pack(nodes :: LIST OF ANY?, properties :: LIST OF ANY?, options = None :: "
+        "tf_features.pack(nodes :: LIST OF ANY?, properties :: LIST OF ANY?, options = Null :: "
         "MAP?) :: (blob :: STRING, count :: INTEGER)"
     )
     assert procs["tf_features.sample"] == (
         "tf_features.sample(seeds :: LIST OF ANY?, fanouts :: LIST OF ANY?, properties :: LIST OF "
-        "ANY?, options = None :: MAP?) :: (blob :: STRING)"
+        "ANY?, options = Null :: MAP?) :: (blob :: STRING)"
     )
 
 

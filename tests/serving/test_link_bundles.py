@@ -1,4 +1,4 @@
-"""Link bundles (issue 25, build point 4): a LinkPredictor exported with and without the op answers
+"""Link bundles: a LinkPredictor exported with and without the op answers
 TF Serving's classify and regress contracts on one ``tf_features.sample_pairs`` blob per example,
 and its embed/score signatures give the same probability; ``memgraph-tf serve --graph`` (and the
 gateway in front of it) answers ``{"source_id": s, "target_id": t}`` examples over REST and gRPC
@@ -26,7 +26,7 @@ from tensorflow_serving.apis import (
 )
 
 from memgraph_tf import blob
-from memgraph_tf.serving import bundle
+from memgraph_tf.serving import bundle, rest_api
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher, split_typed_blob
 from tests.client import typed_kit as kit
 
@@ -367,7 +367,7 @@ def test_random_pair_examples_are_answered_200_or_400(served):
         model = rng.choice(["links", "links", "shop"])
         verb = rng.choice(["classify", "regress"])
         body = json.dumps({"examples": examples}).encode()
-        status, answer = ms.handle_bytes("POST", f"/v1/models/{model}:{verb}", body)
+        status, answer = rest_api.handle_bytes(ms, "POST", f"/v1/models/{model}:{verb}", body)
         statuses.add(status)
         assert status in (200, 400), (status, answer, body)
         if status == 400:
