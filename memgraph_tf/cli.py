@@ -77,16 +77,19 @@ def _classify_backend(args: argparse.Namespace):
         return batch.BundleBackend(args.model)
     if not args.model_name:
         raise ValueError("--model-name: required with --serving and --serving-grpc")
-    # TF Serving's APIs take no credentials: refused, and never shown (nor the address with them)
+    # TF Serving's APIs take no credentials: refused, shown masked (client.sources.config.redact)
+    from memgraph_tf.client.sources.config import redact
+
     if args.serving is not None and "@" in urllib.parse.urlsplit(args.serving).netloc:
         raise ValueError(
             "--serving: expected http://HOST:PORT without user or password (TF Serving's REST "
-            "API takes none), got a URL with credentials"
+            f"API takes none), got {redact(args.serving)!r}"
         )
     if args.serving_grpc is not None and "@" in args.serving_grpc:
+        shown = redact(f"//{args.serving_grpc}").removeprefix("//")  # HOST:PORT: no scheme
         raise ValueError(
             "--serving-grpc: expected HOST:PORT without user or password (TF Serving's gRPC "
-            "API takes none), got an address with credentials"
+            f"API takes none), got {shown!r}"
         )
     if args.serving is not None:
         return batch.rest_backend(args.serving, args.model_name, version=args.model_version)

@@ -100,8 +100,9 @@ def test_the_password_from_the_environment_is_never_shown(
 def test_a_password_in_a_model_server_address_is_never_shown(argv, capsys, caplog):
     port = free_port()
     text = _run([a.format(port=port) for a in argv], capsys, caplog)
-    assert "exit 0" not in text.splitlines()[0], text
+    assert "exit 2" in text.splitlines()[0], text  # refused: TF Serving's APIs take none
     _assert_no_password(text, argv[0])
+    assert f"***@127.0.0.1:{port}'" in text, text  # the address is named, credentials masked
 
 
 @pytest.mark.arcadedb
