@@ -131,7 +131,8 @@ def _check_where_on_server(source: Any, where: str, params: dict[str, Any]) -> N
     """Raises ``ConfigurationError`` when the Bolt server refuses the ``--where`` predicate in a
     query that reads no node (``LIMIT 0``): a predicate the server cannot parse or plan is a
     usage error, reported before anything is read or written. A server that cannot be reached
-    still raises its own error (a failed run)."""
+    still raises its own error (a failed run). Memgraph takes ``LIMIT 0`` (its Limit cursor
+    refuses only a negative limit: src/query/plan/operator.cpp)."""
     from memgraph_tf.client.errors import ConfigurationError, QueryError
 
     try:
