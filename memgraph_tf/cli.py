@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import urllib.parse
+from typing import Any
 
 from memgraph_tf.errors import EXIT_USAGE, exit_code_for  # standard library only
 
@@ -75,16 +77,79 @@ def _classify_backend(args: argparse.Namespace):
         return batch.BundleBackend(args.model)
     if not args.model_name:
         raise ValueError("--model-name: required with --serving and --serving-grpc")
+    # TF Serving's APIs take no credentials: refused, shown masked (client.sources.config.redact)
+    from memgraph_tf.client.sources.config import redact
+
+    if args.serving is not None and "@" in urllib.parse.urlsplit(args.serving).netloc:
+        raise ValueError(
+            "--serving: expected http://HOST:PORT without user or password (TF Serving's REST "
+            f"API takes none), got {redact(args.serving)!r}"
+        )
+    if args.serving_grpc is not None and "@" in args.serving_grpc:
+        shown = redact(f"//{args.serving_grpc}").removeprefix("//")  # HOST:PORT: no scheme
+        raise ValueError(
+            "--serving-grpc: expected HOST:PORT without user or password (TF Serving's gRPC "
+            f"API takes none), got {shown!r}"
+        )
     if args.serving is not None:
         return batch.rest_backend(args.serving, args.model_name, version=args.model_version)
     return batch.grpc_backend(args.serving_grpc, args.model_name, version=args.model_version)
+
+
+#: The most label names a ``--label`` error lists.
+MAX_LABELS_NAMED = 20
+
+
+def _check_label(source: Any, label: str) -> None:
+    """Raises ``ConfigurationError`` naming ``label`` and the labels the graph has (at most
+    :data:`MAX_LABELS_NAMED`) when no node of ``source`` carries ``label``: ``classify --label``
+    with a label the graph lacks is a usage error, never a run that classifies nothing."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.client.sources import quote_name
+    from memgraph_tf.errors import ConfigurationError
+
+    if isinstance(source, EmbeddedSource):
+        with source.lock:
+            graph = source.graph
+            if graph.nodes(label):
+                return
+            labels = sorted({name for node in graph.nodes() for name in graph.labels(node)})
+    else:
+        if source.read(f"MATCH (n:{quote_name(label, 'label')}) RETURN 1 AS one LIMIT 1"):
+            return
+        rows = source.read("MATCH (n) UNWIND labels(n) AS name RETURN DISTINCT name")
+        labels = sorted(str(row["name"]) for row in rows)
+    named = ", ".join(f":{name}" for name in labels[:MAX_LABELS_NAMED])
+    if len(labels) > MAX_LABELS_NAMED:
+        named += f", ... ({len(labels)} labels)"
+    raise ConfigurationError(
+        f"label: the graph has no :{label} nodes (its labels: {named or 'none'})"
+    )
+
+
+def _check_where_on_server(source: Any, where: str, params: dict[str, Any]) -> None:
+    """Raises ``ConfigurationError`` when the Bolt server refuses the ``--where`` predicate in a
+    query that reads no node (``LIMIT 0``): a predicate the server cannot parse or plan is a
+    usage error, reported before anything is read or written. A server that cannot be reached
+    still raises its own error (a failed run). Memgraph takes ``LIMIT 0`` (its Limit cursor
+    refuses only a negative limit: src/query/plan/operator.cpp)."""
+    from memgraph_tf.errors import ConfigurationError, QueryError
+
+    try:
+        source.read(f"MATCH (n) WHERE ({where}) RETURN 1 AS one LIMIT 0", params)
+    except QueryError as exc:
+        raise ConfigurationError(
+            f"where: the server refused the predicate {where!r}: {exc}"
+        ) from exc
 
 
 def _classify(args: argparse.Namespace) -> int:
     """``memgraph-tf classify``: one line on failure, the summary on success. Exit codes, from the
     one table (:func:`memgraph_tf.errors.exit_code_for`): 0 done, 1 the run failed or stopped
     (what was written stays; rerun to resume), 2 a bad command line or setting (nothing was
-    written), 130 interrupted (Ctrl-C; rerun to resume)."""
+    written): among them a ``--label`` no node of the graph carries (the error names the labels
+    it has) and a ``--where`` the Bolt server refuses, 130 interrupted (Ctrl-C; rerun to
+    resume)."""
     if getattr(args, "runner", None):
         from memgraph_tf.beam.runner import run_classify_pipeline
 
@@ -123,6 +188,10 @@ def _classify(args: argparse.Namespace) -> int:
                 "where: the embedded graph runs no Cypher; --where needs a Bolt "
                 "graph (--graph bolt://...)"
             )
+        if args.where is not None:
+            _check_where_on_server(source, args.where, params)
+        if args.label is not None:
+            _check_label(source, args.label)
         model = _classify_backend(args)
         run = batch.BatchClassifier(
             source,
@@ -190,16 +259,14 @@ def _demo(args: argparse.Namespace) -> int:
     return demo.main(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memgraph-tf", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_build_ops(sub: Any) -> None:
     p = sub.add_parser("build-ops", help="compile the UnpackBlob op library (cached)")
     p.add_argument("--force", action="store_true", help="rebuild even if a cached build exists")
     p.add_argument("--cache-dir", default=None, help="override MEMGRAPH_TF_OP_CACHE_DIR")
     p.set_defaults(func=_build_ops)
 
+
+def _add_install_modules(sub: Any) -> None:
     p = sub.add_parser("install-modules", help="copy the tf_features query modules into DIR")
     p.add_argument("directory", help="Memgraph's query-modules directory")
     p.add_argument("--no-overwrite", action="store_true", help="fail instead of replacing files")
@@ -213,7 +280,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_install_modules)
 
+
+def _add_serve(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve SavedModels over TF Serving's REST (and gRPC) API")
+    _serve_model_arguments(p)
+    _serve_request_arguments(p)
+    _serve_runtime_arguments(p)
+    p.set_defaults(func=_serve)
+
+
+def _serve_model_arguments(p: argparse.ArgumentParser) -> None:
+    """``serve``: what is served (models, gateway upstream, graph) and where."""
     p.add_argument(
         "model_base_path",
         nargs="?",
@@ -298,17 +375,21 @@ def build_parser() -> argparse.ArgumentParser:
         "memgraph-tf classify); 'random': new neighbourhoods on every request",
     )
     p.add_argument(
-        "--max-request-bytes",
-        type=int,
-        default=64 * 1024 * 1024,
-        help="bodies above this get 413 (default 64 MiB)",
-    )
-    p.add_argument(
         "--version-label",
         action="append",
         default=[],
         metavar="LABEL=VERSION",
         help="a version label, e.g. stable=1 (repeatable)",
+    )
+
+
+def _serve_request_arguments(p: argparse.ArgumentParser) -> None:
+    """``serve``: the limits on requests and connections."""
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=64 * 1024 * 1024,
+        help="bodies above this get 413 (default 64 MiB)",
     )
     p.add_argument(
         "--max-examples",
@@ -358,6 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="request threads (default: max(8, 4 x CPUs), as TF Serving)",
     )
+
+
+def _serve_runtime_arguments(p: argparse.ArgumentParser) -> None:
+    """``serve``: batching, the gRPC front end and TensorFlow's threads."""
     p.add_argument(
         "--enable-batching",
         action="store_true",
@@ -419,8 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
         "On a small machine under many concurrent requests, 1 and 1 cost less "
         "CPU per request: see docs/serving.md",
     )
-    p.set_defaults(func=_serve)
 
+
+def _add_classify(sub: Any) -> None:
     p = sub.add_parser(
         "classify",
         help="classify a graph's nodes with a model and write the predictions back",
@@ -460,7 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--label",
         default=None,
-        help="classify only nodes with this label (default: the bundle's options.label)",
+        help="classify only nodes with this label (default: the bundle's options.label); a "
+        "label the graph does not have is a usage error (exit 2) naming the labels it has",
     )
     p.add_argument(
         "--where",
@@ -514,6 +601,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_runner_arguments(p)
     p.set_defaults(func=_classify)
 
+
+def _add_score_links(sub: Any) -> None:
     p = sub.add_parser(
         "score-links",
         help="score candidate pairs with a link model and write them back as relationships",
@@ -526,6 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     link_scoring.add_arguments(p)
     p.set_defaults(func=_score_links)
 
+
+def _add_demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
         help="the end-to-end demo: dataset -> training -> bundles -> serving -> "
@@ -535,6 +626,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo.add_arguments(p)
     p.set_defaults(func=_demo)
+
+
+SUBCOMMANDS = (
+    _add_build_ops,
+    _add_install_modules,
+    _add_serve,
+    _add_classify,
+    _add_score_links,
+    _add_demo,
+)
+"""One function per subcommand, each adding its parser (in ``--help``'s order)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``memgraph-tf`` parser: the global options and one subparser per entry of
+    :data:`SUBCOMMANDS`."""
+    parser = argparse.ArgumentParser(prog="memgraph-tf", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
     return parser
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -563,6 +564,344 @@ def _commands(
     ]
 
 
+@dataclasses.dataclass
+class _Loaded:
+    """What stage 1 leaves for the others: the graph ``source`` (``embedded``: the in-process
+    graph, None over Bolt), where it was loaded (``text``), the test node ids, every node's true
+    class (``labels``, indexed by node id) and the class names."""
+
+    source: Any
+    embedded: Any
+    text: str
+    test_ids: list[int]
+    labels: Any
+    class_names: list[str]
+
+
+class _PlanetoidDemo:
+    """What the demo does on a Planetoid dataset (cora, citeseer, synthetic) at each stage where
+    the datasets differ; :func:`_run_stages` runs the stages."""
+
+    def __init__(self, dataset: str, graph: str | None, replace: bool, steps: int | None):
+        self.dataset, self.graph, self.replace, self.steps = dataset, graph, replace, steps
+
+    def load(self, progress: bool) -> _Loaded:
+        data = self.data = datasets.load_dataset(self.dataset)
+        source, self.options, embedded, text = _load(data, self.graph, self.replace, progress)
+        self.train_ids, self.val_ids = data.ids("train"), data.ids("val")
+        test_ids = [i for i in data.ids("test") if data.labels[i] >= 0]
+        return _Loaded(source, embedded, text, test_ids, data.labels, list(data.class_names))
+
+    def loaded_line(self, g: _Loaded) -> tuple[int, str]:
+        data = self.data
+        return data.num_nodes, (
+            f"loaded {self.dataset} into {g.text}: {data.num_nodes:,} nodes, "
+            f"{len(data.edges):,} edges; train/val/test "
+            f"{len(self.train_ids)}/{len(self.val_ids)}/{len(g.test_ids)}"
+        )
+
+    def train(self, g: _Loaded, seed: int, progress: bool) -> tuple[Any, str, Callable]:
+        from memgraph_tf.client import train_graphsage
+        from memgraph_tf.client.graphsage import PLANETOID_RECIPE, predict_proba
+
+        recipe = dict(PLANETOID_RECIPE)
+        if self.dataset == "synthetic":
+            recipe.update(SYNTHETIC_RECIPE)
+        if self.steps is not None:
+            recipe["steps"] = self.steps
+        result = train_graphsage(
+            g.source,
+            self.train_ids,
+            self.val_ids,
+            options=self.options or None,
+            seed=seed,
+            class_names=g.class_names,
+            progress=progress,
+            **recipe,
+        )
+        fanouts = "x".join(map(str, recipe["fanouts"]))
+        predict = functools.partial(
+            predict_proba,
+            result.model,
+            g.source,
+            g.test_ids,
+            options=self.options or None,
+            feature_cache=result.feature_cache,
+        )
+        return result, f"{len(self.train_ids)} nodes, fanouts {fanouts}", predict
+
+    def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
+        published = datasets.PUBLISHED_ACCURACY.get(self.dataset, {})
+        beside = ", ".join(f"{k} {v:.3f}" for k, v in published.items())
+        via = (
+            "tf_features blobs"
+            if g.embedded is not None or g.source.has_procedures()
+            else "blobs packed on the client (this server has no tf_features procedures)"
+        )
+        return (
+            f"trained GraphSAGE for {steps} steps via {via} "
+            f"({seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step "
+            f"{result.best_step}), "
+            f"test acc {acc:.3f}" + (f" (published: {beside})" if beside else "")
+        )
+
+    def export_options(self) -> dict[str, Any]:
+        return {"sample_options": self.options or None, "layout": bundle_layout(self.data.features)}
+
+    def local_classes(self, g: _Loaded, result: Any, ids: list[int], portable: Any, seed: int):
+        from memgraph_tf.client import predict
+
+        options = self.options or None
+        cache = result.feature_cache
+        return predict(
+            result.model, g.source, ids, options=options, feature_cache=cache, seed=seed
+        ).classes
+
+    def serve_options(self) -> dict[str, str]:
+        return {"nodes": "nodes", "compared_with": "in-process predictions", "noun": "node"}
+
+    def classify_options(self, g: _Loaded) -> dict[str, Any]:
+        return {"nodes": "nodes", "embedded": g.embedded, "sample_ids": g.test_ids[:3]}
+
+    def report_options(self, g: _Loaded) -> dict[str, Any]:
+        data = self.data
+        return {
+            "title": {"cora": "Cora", "citeseer": "Citeseer"}.get(self.dataset, self.dataset),
+            "test_nodes": "test nodes",
+            "published": datasets.PUBLISHED_ACCURACY.get(self.dataset, {}),
+            "dataset": self.dataset,
+            "num_nodes": data.num_nodes,
+            "num_edges": len(data.edges),
+            "num_features": int(data.features.shape[1]),
+            "train_nodes": len(self.train_ids),
+            "val_nodes": len(self.val_ids),
+        }
+
+    def extra_figures(self) -> dict[str, Any]:
+        return {}
+
+
+class _ShopDemo:
+    """What the demo does on the generated typed shop graph at each stage where the datasets
+    differ (see :func:`run_shop`); :func:`_run_stages` runs the stages."""
+
+    def __init__(self, graph: str | None, replace: bool, steps: int | None, shop: Any) -> None:
+        self.dataset, self.graph, self.replace, self.steps, self.shop = (
+            SHOP,
+            graph,
+            replace,
+            steps,
+            shop,
+        )
+
+    def load(self, progress: bool) -> _Loaded:
+        from memgraph_tf import client
+        from memgraph_tf.client import loaders
+
+        shop = self.shop
+        data = self.data = (
+            typed_datasets.shop_graph(**shop) if shop else typed_datasets.demo_shop_graph()
+        )
+        self.num_nodes = sum(ns.size for ns in data.node_sets.values())
+        self.num_edges = sum(es.size for es in data.edge_sets.values())
+        embedded = None
+        if self.graph is None:
+            embedded, _ = typed_datasets.typed_embedded_graph(data)
+            source: Any = client.EmbeddedSource(embedded)
+            text = "the in-process runtime (the query modules through mgp.py)"
+        else:
+            source = client.connect(self.graph)
+            with _bar(
+                progress, total=self.num_nodes + self.num_edges, desc="load", unit="row"
+            ) as bar:
+                loaders.load_typed_graph(
+                    source, data, replace=self.replace, progress=lambda kind, n: bar.update(n)
+                )
+            text = f"{source!r}"
+        self.users = data.target_label
+        self.train_n, self.val_n = len(data.ids("train")), len(data.ids("val"))
+        return _Loaded(
+            source, embedded, text, data.ids("test"), data.labels, list(data.class_names)
+        )
+
+    def loaded_line(self, g: _Loaded) -> tuple[int, str]:
+        data = self.data
+        labels_text = ", ".join(f":{label} {ns.size:,}" for label, ns in data.node_sets.items())
+        types_text = ", ".join(f":{t} {es.size:,}" for (_, t, _), es in data.edge_sets.items())
+        return self.num_nodes, (
+            f"loaded the shop graph into {g.text}: {labels_text}; {types_text}; "
+            f":{self.users} train/val/test {self.train_n}/{self.val_n}/{len(g.test_ids)}"
+        )
+
+    def train(self, g: _Loaded, seed: int, progress: bool) -> tuple[Any, str, Callable]:
+        from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
+
+        recipe = dict(SHOP_RECIPE)
+        if self.steps is not None:
+            recipe["steps"] = self.steps
+        result = train_typed_graphsage(
+            g.source,
+            self.users,
+            SHOP_NUM_NEIGHBORS,
+            SHOP_PROPERTIES,
+            options=SHOP_OPTIONS,  # no train_ids: the split is read from the :User nodes' `split`
+            seed=seed,
+            class_names=g.class_names,
+            progress=progress,
+            **recipe,
+        )
+        detail = f"{self.train_n} :{self.users} nodes, {len(SHOP_NUM_NEIGHBORS)} edge steps"
+        predict = functools.partial(
+            predict_typed_proba, result.model, g.source, g.test_ids, options=SHOP_OPTIONS
+        )
+        return result, detail, predict
+
+    def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
+        data = self.data
+        via = (
+            "tf_features.sample_typed blobs"
+            if g.embedded is not None or g.source.has_procedures()
+            else "typed blobs sampled on the client (this server has no tf_features procedures)"
+        )
+        return (
+            f"trained the typed GraphSAGE for {steps} steps via {via} "
+            f"({seconds:.1f} s; split read from the :{self.users} nodes' "
+            f"{typed_datasets.SPLIT_PROPERTY!r} property): best val acc "
+            f"{result.best_val_accuracy:.3f} (step {result.best_step}), test acc "
+            f"{acc:.3f} (best possible {data.best_accuracy:.3f}, chance "
+            f"{1 / data.num_classes:.3f})"
+        )
+
+    def export_options(self) -> dict[str, Any]:
+        return {"sample_options": SHOP_OPTIONS, "seed_label": self.users}
+
+    def local_classes(self, g: _Loaded, result: Any, ids: list[int], portable: Any, seed: int):
+        """The in-process model's classes of ``ids`` on the blobs the bundle's inference
+        sampling gives (the neighbourhoods the server samples)."""
+        import tensorflow as tf
+
+        from memgraph_tf import blob
+        from memgraph_tf.serving.bundle import inference_sampling, read_bundle_config
+
+        model = result.model
+        sampling = inference_sampling(read_bundle_config(portable.path))
+        x = blob.unpack(g.source.sample_typed(ids, *sampling.typed_arguments()))
+        probs = tf.nn.softmax(model({k: x[k] for k in model.input_names() if k in x})).numpy()
+        return probs.argmax(axis=1)
+
+    def serve_options(self) -> dict[str, str]:
+        return {
+            "nodes": f":{self.users} nodes",
+            "compared_with": "the in-process model on the same blobs",
+            "noun": "user",
+        }
+
+    def classify_options(self, g: _Loaded) -> dict[str, Any]:
+        return {"nodes": f":{self.users} nodes"}
+
+    def report_options(self, g: _Loaded) -> dict[str, Any]:
+        data = self.data
+        return {
+            "title": "Shop graph (typed)",
+            "test_nodes": "test users",
+            "published": {},
+            "best_possible": data.best_accuracy,
+            "model_name": "typed GraphSAGE",
+            "dataset": SHOP,
+            "num_nodes": self.num_nodes,
+            "num_edges": self.num_edges,
+            "num_features": ", ".join(
+                f"{label} {ns.width}" for label, ns in data.node_sets.items()
+            ),
+            "train_nodes": self.train_n,
+            "val_nodes": self.val_n,
+            "same_blobs": True,
+        }
+
+    def extra_figures(self) -> dict[str, Any]:
+        return {"best_possible": self.data.best_accuracy}
+
+
+def _run_stages(
+    demo: Any, out: str | os.PathLike[str], *, seed: int, classify_count: int, progress: bool
+) -> dict[str, Any]:
+    """The six stages of the demo (the module docstring) with ``demo`` (a
+    :class:`_PlanetoidDemo` or :class:`_ShopDemo`) doing what differs between datasets; prints
+    a line per stage and returns :func:`run`'s figures."""
+    import_tensorflow_quietly()  # before anything else imports TensorFlow
+    from memgraph_tf import serving  # noqa: F401 -- imported before any stage is timed
+
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stages: list[report.Stage] = []
+    notes: list[str] = []
+
+    # 1. load
+    clock = _Clock()
+    g = demo.load(progress)
+    try:
+        num_nodes, line = demo.loaded_line(g)
+        _loaded(stages, clock.seconds, num_nodes, demo.graph)
+        _say(f"[1/{STAGES}] {line} ({clock.seconds:.1f} s)")
+
+        # 2. train and test
+        clock = _Clock()
+        result, detail, predict = demo.train(g, seed, progress)
+        trained_steps = _trained(stages, clock.seconds, result, detail)
+        predicted, truth, test_accuracy = _test_stage(
+            predict, g.labels, g.test_ids, stages, seed=seed, progress=progress
+        )
+        _say(
+            f"[2/{STAGES}] "
+            + demo.trained_line(g, result, trained_steps, stages[-2].seconds, test_accuracy)
+        )
+
+        # 3. export
+        portable, with_op, bundles = _export_stage(
+            result.model, out, stages, progress, **demo.export_options()
+        )
+
+        # 4. serve, against the in-process model
+        ids = g.test_ids[:classify_count]
+        local = demo.local_classes(g, result, ids, portable, seed)
+        served = _serve_stage(
+            out,
+            g.source,
+            ids,
+            g.class_names,
+            g.labels,
+            local,
+            stages,
+            notes,
+            progress,
+            **demo.serve_options(),
+        )
+
+        # 5. batch inference
+        written = _classify_stage(g.source, out, stages, progress, **demo.classify_options(g))
+
+        # 6. pictures and report
+        summary, html, images = _report_stage(
+            out,
+            stages,
+            result,
+            truth,
+            predicted,
+            test_accuracy=test_accuracy,
+            served=served,
+            bundles=bundles,
+            notes=notes,
+            graph=g.text,
+            class_names=g.class_names,
+            commands=_commands(out, demo.dataset, demo.graph, ids[:2]),
+            **demo.report_options(g),
+        )
+    finally:
+        if g.embedded is None and hasattr(g.source, "close"):
+            g.source.close()
+    return _figures(summary, html, images, portable, with_op, written, **demo.extra_figures())
+
+
 def run(
     dataset: str = "cora",
     out: str | os.PathLike[str] = DEFAULT_OUT,
@@ -580,7 +919,6 @@ def run(
     :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``).
 
     ``dataset`` :data:`SHOP` runs :func:`run_shop` (``shop``: its graph's overrides)."""
-
     if dataset == SHOP:
         return run_shop(
             out,
@@ -592,148 +930,8 @@ def run(
             progress=progress,
             shop=shop,
         )
-
-    tf = import_tensorflow_quietly()  # noqa: F841 -- before anything else imports TensorFlow
-
-    from memgraph_tf import serving  # noqa: F401 -- imported before any stage is timed
-    from memgraph_tf.client import predict, train_graphsage
-    from memgraph_tf.client.graphsage import PLANETOID_RECIPE, predict_proba
-
-    out = pathlib.Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    stages: list[report.Stage] = []
-    notes: list[str] = []
-
-    # 1. load
-    clock = _Clock()
-    data = datasets.load_dataset(dataset)
-    source, options, embedded, graph_text = _load(data, graph, replace, progress)
-    train_ids, val_ids, test_ids = data.ids("train"), data.ids("val"), data.ids("test")
-    test_ids = [i for i in test_ids if data.labels[i] >= 0]
-    _loaded(stages, clock.seconds, data.num_nodes, graph)
-    _say(
-        f"[1/{STAGES}] loaded {dataset} into {graph_text}: {data.num_nodes:,} nodes, "
-        f"{len(data.edges):,} edges; train/val/test "
-        f"{len(train_ids)}/{len(val_ids)}/{len(test_ids)} "
-        f"({clock.seconds:.1f} s)"
-    )
-
-    # 2. train and test
-    clock = _Clock()
-    recipe = dict(PLANETOID_RECIPE)
-    if dataset == "synthetic":
-        recipe.update(SYNTHETIC_RECIPE)
-    if steps is not None:
-        recipe["steps"] = steps
-    result = train_graphsage(
-        source,
-        train_ids,
-        val_ids,
-        options=options or None,
-        seed=seed,
-        class_names=list(data.class_names),
-        progress=progress,
-        **recipe,
-    )
-    model = result.model
-    fanouts = "x".join(map(str, recipe["fanouts"]))
-    trained_steps = _trained(
-        stages, clock.seconds, result, f"{len(train_ids)} nodes, fanouts {fanouts}"
-    )
-    predicted, truth, test_accuracy = _test_stage(
-        functools.partial(
-            predict_proba,
-            model,
-            source,
-            test_ids,
-            options=options or None,
-            feature_cache=result.feature_cache,
-        ),
-        data.labels,
-        test_ids,
-        stages,
-        seed=seed,
-        progress=progress,
-    )
-    published = datasets.PUBLISHED_ACCURACY.get(dataset, {})
-    beside = ", ".join(f"{k} {v:.3f}" for k, v in published.items())
-    via = (
-        "tf_features blobs"
-        if embedded is not None or source.has_procedures()
-        else "blobs packed on the client (this server has no tf_features procedures)"
-    )
-    _say(
-        f"[2/{STAGES}] trained GraphSAGE for {trained_steps} steps via {via} "
-        f"({stages[-2].seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step "
-        f"{result.best_step}), "
-        f"test acc {test_accuracy:.3f}" + (f" (published: {beside})" if beside else "")
-    )
-
-    # 3. export
-    layout = bundle_layout(data.features)
-    portable, with_op, bundles = _export_stage(
-        model, out, stages, progress, sample_options=options or None, layout=layout
-    )
-
-    # 4. serve
-    ids = test_ids[:classify_count]
-    names = list(data.class_names)
-    local = predict(
-        model, source, ids, options=options or None, feature_cache=result.feature_cache, seed=seed
-    )
-    served = _serve_stage(
-        out,
-        source,
-        ids,
-        names,
-        data.labels,
-        local.classes,
-        stages,
-        notes,
-        progress,
-        nodes="nodes",
-        compared_with="in-process predictions",
-        noun="node",
-    )
-
-    # 5. batch inference
-    written = _classify_stage(
-        source,
-        out,
-        stages,
-        progress,
-        nodes="nodes",
-        embedded=embedded,
-        sample_ids=test_ids[:3],
-    )
-
-    # 6. pictures and report
-    summary, html, images = _report_stage(
-        out,
-        stages,
-        result,
-        truth,
-        predicted,
-        title={"cora": "Cora", "citeseer": "Citeseer"}.get(dataset, dataset),
-        test_nodes="test nodes",
-        test_accuracy=test_accuracy,
-        served=served,
-        bundles=bundles,
-        notes=notes,
-        published=published,
-        dataset=dataset,
-        graph=graph_text,
-        num_nodes=data.num_nodes,
-        num_edges=len(data.edges),
-        num_features=int(data.features.shape[1]),
-        class_names=names,
-        train_nodes=len(train_ids),
-        val_nodes=len(val_ids),
-        commands=_commands(out, dataset, graph, ids[:2]),
-    )
-    if embedded is None and hasattr(source, "close"):
-        source.close()
-    return _figures(summary, html, images, portable, with_op, written)
+    demo = _PlanetoidDemo(dataset, graph, replace, steps)
+    return _run_stages(demo, out, seed=seed, classify_count=classify_count, progress=progress)
 
 
 def run_shop(
@@ -764,152 +962,8 @@ def run_shop(
     6. pictures and report.
 
     Returns the figures :func:`run` does, plus ``best_possible``."""
-
-    tf = import_tensorflow_quietly()  # before anything else imports TensorFlow
-    from memgraph_tf import blob, client
-    from memgraph_tf.client import loaders
-    from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
-    from memgraph_tf.serving.bundle import inference_sampling, read_bundle_config
-
-    out = pathlib.Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    stages: list[report.Stage] = []
-    notes: list[str] = []
-
-    # 1. load
-    clock = _Clock()
-    data = typed_datasets.shop_graph(**shop) if shop else typed_datasets.demo_shop_graph()
-    num_nodes = sum(ns.size for ns in data.node_sets.values())
-    num_edges = sum(es.size for es in data.edge_sets.values())
-    embedded = None
-    if graph is None:
-        embedded, _ = typed_datasets.typed_embedded_graph(data)
-        source: Any = client.EmbeddedSource(embedded)
-        graph_text = "the in-process runtime (the query modules through mgp.py)"
-    else:
-        source = client.connect(graph)
-        with _bar(progress, total=num_nodes + num_edges, desc="load", unit="row") as bar:
-            loaders.load_typed_graph(
-                source, data, replace=replace, progress=lambda kind, n: bar.update(n)
-            )
-        graph_text = f"{source!r}"
-    users = data.target_label
-    train_n, val_n = len(data.ids("train")), len(data.ids("val"))
-    test_ids = data.ids("test")
-    _loaded(stages, clock.seconds, num_nodes, graph)
-    labels_text = ", ".join(f":{label} {ns.size:,}" for label, ns in data.node_sets.items())
-    types_text = ", ".join(f":{t} {es.size:,}" for (_, t, _), es in data.edge_sets.items())
-    _say(
-        f"[1/{STAGES}] loaded the shop graph into {graph_text}: {labels_text}; {types_text}; "
-        f":{users} train/val/test {train_n}/{val_n}/{len(test_ids)} ({clock.seconds:.1f} s)"
-    )
-
-    # 2. train and test
-    clock = _Clock()
-    recipe = dict(SHOP_RECIPE)
-    if steps is not None:
-        recipe["steps"] = steps
-    names = list(data.class_names)
-    result = train_typed_graphsage(
-        source,
-        users,
-        SHOP_NUM_NEIGHBORS,
-        SHOP_PROPERTIES,
-        options=SHOP_OPTIONS,  # no train_ids: the split is read from the :User nodes' `split`
-        seed=seed,
-        class_names=names,
-        progress=progress,
-        **recipe,
-    )
-    model = result.model
-    trained_steps = _trained(
-        stages,
-        clock.seconds,
-        result,
-        f"{train_n} :{users} nodes, {len(SHOP_NUM_NEIGHBORS)} edge steps",
-    )
-    predicted, truth, test_accuracy = _test_stage(
-        functools.partial(predict_typed_proba, model, source, test_ids, options=SHOP_OPTIONS),
-        data.labels,
-        test_ids,
-        stages,
-        seed=seed,
-        progress=progress,
-    )
-    via = (
-        "tf_features.sample_typed blobs"
-        if embedded is not None or source.has_procedures()
-        else "typed blobs sampled on the client (this server has no tf_features procedures)"
-    )
-    _say(
-        f"[2/{STAGES}] trained the typed GraphSAGE for {trained_steps} steps via {via} "
-        f"({stages[-2].seconds:.1f} s; split read from the :{users} nodes' "
-        f"{typed_datasets.SPLIT_PROPERTY!r} property): best val acc "
-        f"{result.best_val_accuracy:.3f} (step {result.best_step}), test acc "
-        f"{test_accuracy:.3f} (best possible {data.best_accuracy:.3f}, chance "
-        f"{1 / data.num_classes:.3f})"
-    )
-
-    # 3. export
-    portable, with_op, bundles = _export_stage(
-        model, out, stages, progress, sample_options=SHOP_OPTIONS, seed_label=users
-    )
-
-    # 4. serve, against the in-process model on the same blobs
-    ids = test_ids[:classify_count]
-    sampling = inference_sampling(read_bundle_config(portable.path))
-    x = blob.unpack(source.sample_typed(ids, *sampling.typed_arguments()))
-    local_probs = tf.nn.softmax(model({k: x[k] for k in model.input_names() if k in x})).numpy()
-    served = _serve_stage(
-        out,
-        source,
-        ids,
-        names,
-        data.labels,
-        local_probs.argmax(axis=1),
-        stages,
-        notes,
-        progress,
-        nodes=f":{users} nodes",
-        compared_with="the in-process model on the same blobs",
-        noun="user",
-    )
-
-    # 5. batch inference
-    written = _classify_stage(source, out, stages, progress, nodes=f":{users} nodes")
-
-    # 6. pictures and report
-    summary, html, images = _report_stage(
-        out,
-        stages,
-        result,
-        truth,
-        predicted,
-        title="Shop graph (typed)",
-        test_nodes="test users",
-        test_accuracy=test_accuracy,
-        served=served,
-        bundles=bundles,
-        notes=notes,
-        published={},
-        best_possible=data.best_accuracy,
-        model_name="typed GraphSAGE",
-        dataset=SHOP,
-        graph=graph_text,
-        num_nodes=num_nodes,
-        num_edges=num_edges,
-        num_features=", ".join(f"{label} {ns.width}" for label, ns in data.node_sets.items()),
-        class_names=names,
-        train_nodes=train_n,
-        val_nodes=val_n,
-        commands=_commands(out, SHOP, graph, ids[:2]),
-        same_blobs=True,
-    )
-    if embedded is None and hasattr(source, "close"):
-        source.close()
-    return _figures(
-        summary, html, images, portable, with_op, written, best_possible=data.best_accuracy
-    )
+    demo = _ShopDemo(graph, replace, steps, shop)
+    return _run_stages(demo, out, seed=seed, classify_count=classify_count, progress=progress)
 
 
 def _check(
@@ -978,20 +1032,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """``memgraph-tf demo``: runs :func:`run`, prints the summary and the commands to go on."""
+    """``memgraph-tf demo``: runs :func:`run`, prints the summary and the commands to go on, exit
+    0. A failure is one line on stderr (``memgraph-tf demo: ...``, never a traceback) and the
+    exit code of :func:`memgraph_tf.errors.command_failure`: 2 for a bad ``--graph`` (a URI
+    with credentials, refused credentials), 1 for a graph that cannot be reached, 130 after
+    Ctrl-C."""
+    from memgraph_tf.errors import command_failure
+
     if not getattr(args, "verbose", False):
         for name in ("memgraph_tf", "absl"):  # absl: SavedModel export's renaming notes
             logging.getLogger(name).setLevel(logging.WARNING)
     clock = _Clock()
-    figures = run(
-        args.dataset,
-        args.out,
-        graph=args.graph,
-        replace=args.replace,
-        steps=args.steps,
-        seed=args.seed,
-        progress=not args.no_progress,
-    )
+    try:
+        figures = run(
+            args.dataset,
+            args.out,
+            graph=args.graph,
+            replace=args.replace,
+            steps=args.steps,
+            seed=args.seed,
+            progress=not args.no_progress,
+        )
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
+        code, message = command_failure(exc, log=logger)
+        print(f"memgraph-tf demo: {message}", file=sys.stderr)
+        return code
     summary = figures["summary"]
     _say()
     _say(report.summary_text(summary))

@@ -607,23 +607,34 @@ def exit_code_for(exc: BaseException) -> int:
 
 
 def command_failure(
-    exc: BaseException, *, interrupted: str, written: str, log: logging.Logger
+    exc: BaseException,
+    *,
+    interrupted: str | None = None,
+    written: str | None = None,
+    log: logging.Logger,
 ) -> tuple[int, str]:
     """The exit code (:func:`exit_code_for`) and the one line, without the ``memgraph-tf
-    COMMAND:`` prefix, of a resumable command (``classify``, ``score-links``) that stopped with
-    ``exc`` -- never a traceback. Ctrl-C (130): ``interrupted after INTERRUPTED; run the same
-    command again to resume``; a bad command line, setting or input (2: nothing was written):
-    ``error: EXC``, which names what is at fault; a failure memgraph-tf or the system reports (a
-    :class:`MemgraphTfError` or ``OSError``, 1): ``failed: EXC (WRITTEN before; run the same
-    command again to resume)``; anything else is a bug (1): ``internal error: TYPE: EXC (run with
-    -v for the traceback)``, the traceback logged on ``log`` at debug level (call it inside the
-    ``except`` block)."""
+    COMMAND:`` prefix, of a command that stopped with ``exc`` -- never a traceback. Ctrl-C (130):
+    ``interrupted``, or for a resumable command (``classify``, ``score-links``: ``interrupted``
+    given) ``interrupted after INTERRUPTED; run the same command again to resume``; a bad command
+    line, setting or input (2: nothing was written): ``error: EXC``, which names what is at
+    fault; a failure memgraph-tf or the system reports (a :class:`MemgraphTfError` or
+    ``OSError``, 1): ``failed: EXC``, for a resumable command (``written`` given) followed by
+    `` (WRITTEN before; run the same command again to resume)``; anything else is a bug (1):
+    ``internal error: TYPE: EXC (run with -v for the traceback)``, the traceback logged on
+    ``log`` at debug level (call it inside the ``except`` block). The line holds no more of
+    the command line than ``exc``'s message does: the library's messages show URIs with their
+    credentials masked."""
     code = exit_code_for(exc)
     if code == EXIT_INTERRUPTED:
+        if interrupted is None:
+            return code, "interrupted"
         return code, f"interrupted after {interrupted}; run the same command again to resume"
     if code == EXIT_USAGE:
         return code, f"error: {exc}"
     if isinstance(exc, (MemgraphTfError, OSError)):
+        if written is None:
+            return code, f"failed: {exc}"
         return code, f"failed: {exc} ({written} before; run the same command again to resume)"
     log.debug("internal error", exc_info=True)
     return code, f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)"

@@ -16,6 +16,7 @@ Importing this module needs the standard library alone; drawing imports numpy an
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 import logging
 import os
@@ -418,52 +419,61 @@ def throughput_figure(
     return _save(fig, path)
 
 
+def _figure_box(ax: Any, x, y, w, h, title: str, lines: list[str], color: str) -> None:
+    """A rounded box on ``ax`` at (x, y) of size (w, h): ``title`` in bold, ``lines`` below."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, y),
+            w,
+            h,
+            boxstyle="round,pad=0.05,rounding_size=0.15",
+            fc=color,
+            ec="#333333",
+            lw=1.2,
+        )
+    )
+    ax.text(x + w / 2, y + h - 0.28, title, ha="center", va="top", fontsize=11, weight="bold")
+    ax.text(
+        x + w / 2,
+        y + h - 0.7,
+        "\n".join(lines),
+        ha="center",
+        va="top",
+        fontsize=8.5,
+        linespacing=1.4,
+    )
+
+
+def _figure_arrow(ax: Any, x1, y1, x2, y2, rad: float = 0.0) -> None:
+    """An arrow on ``ax`` from (x1, y1) to (x2, y2), bent by ``rad``."""
+    from matplotlib.patches import FancyArrowPatch
+
+    ax.add_patch(
+        FancyArrowPatch(
+            (x1, y1),
+            (x2, y2),
+            arrowstyle="-|>",
+            mutation_scale=14,
+            lw=1.4,
+            color="#333333",
+            connectionstyle=f"arc3,rad={rad}",
+        )
+    )
+
+
 def architecture_figure(path: str | os.PathLike[str]) -> pathlib.Path:
     """The README's architecture picture: Memgraph (query modules) -> blobs -> TensorFlow (op) ->
     SavedModel bundles -> TF Serving / the local server -> clients."""
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(12, 6.4))
     ax.set_xlim(0, 12)
     ax.set_ylim(0, 6.4)
     ax.axis("off")
 
-    def box(x, y, w, h, title, lines, color):
-        ax.add_patch(
-            FancyBboxPatch(
-                (x, y),
-                w,
-                h,
-                boxstyle="round,pad=0.05,rounding_size=0.15",
-                fc=color,
-                ec="#333333",
-                lw=1.2,
-            )
-        )
-        ax.text(x + w / 2, y + h - 0.28, title, ha="center", va="top", fontsize=11, weight="bold")
-        ax.text(
-            x + w / 2,
-            y + h - 0.7,
-            "\n".join(lines),
-            ha="center",
-            va="top",
-            fontsize=8.5,
-            linespacing=1.4,
-        )
-
-    def arrow(x1, y1, x2, y2, rad=0.0):
-        ax.add_patch(
-            FancyArrowPatch(
-                (x1, y1),
-                (x2, y2),
-                arrowstyle="-|>",
-                mutation_scale=14,
-                lw=1.4,
-                color="#333333",
-                connectionstyle=f"arc3,rad={rad}",
-            )
-        )
+    box = functools.partial(_figure_box, ax)
+    arrow = functools.partial(_figure_arrow, ax)
 
     def label(x, y, text):
         ax.text(x, y, text, ha="center", va="center", fontsize=8, style="italic")

@@ -1,4 +1,4 @@
-"""Batch link scoring with write-back (issue 25): ``memgraph-tf score-links`` and
+"""Batch link scoring with write-back: ``memgraph-tf score-links`` and
 :func:`score_links` score candidate pairs with a link model and write each scored pair back as a
 relationship ``(s)-[:PREDICTED_LINK {score, model_version}]->(t)`` (names:
 :mod:`memgraph_tf.client.link_tables`).
@@ -50,7 +50,7 @@ from memgraph_tf.client.link_tables import (
     check_candidates,
 )
 from memgraph_tf.client.node_tables import Shard
-from memgraph_tf.errors import ConfigurationError, GraphDataError
+from memgraph_tf.errors import ConfigurationError, GraphDataError, QueryError
 
 logger = logging.getLogger(__name__)
 
@@ -440,7 +440,12 @@ class LinkScorer:
                         "query: the embedded graph runs no Cypher; a candidates query needs a "
                         "Bolt graph (--graph bolt://...), or pass pairs= (Python) or --top-k"
                     )
-                rows = self.source.read(self.query, self.query_params)
+                try:
+                    rows = self.source.read(self.query, self.query_params)
+                except QueryError as exc:  # the user's query, refused before anything is written
+                    raise ConfigurationError(
+                        f"candidates query: the server refused the query: {exc}"
+                    ) from exc
                 pairs = np.asarray(check_candidates(rows), np.int64).reshape(-1, 2)
             self._check_ids(pairs)
             for s, t in pairs.tolist():
@@ -573,7 +578,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write (s)-[:TYPE {score, model_version}]->(t) (default PREDICTED_LINK)",
     )
     p.add_argument(
-        "--shard", default="0/1", metavar="I/N", help="score the sources with key % N = I"
+        "--shard",
+        default="0/1",
+        metavar="I/N",
+        help="score the sources whose key modulo N is I (default 0/1: all)",
     )
     p.add_argument(
         "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="source nodes per write"

@@ -18,24 +18,33 @@ It holds no model: :class:`UpstreamServer` stands in for the
   request is pinned to it, so blobs are always sampled with the settings of the version that
   runs them, even while the upstream switches versions.
 - **Blobs pass through unchanged**; examples without ``node_id`` are forwarded as sent.
-- **Errors**: an upstream failure keeps its gRPC code and message (REST: that code's HTTP
-  status from the status table, :mod:`.errors`). An upstream that refuses connections is
+- **Errors**: a status the upstream answers keeps its gRPC code and message (REST: that code's
+  HTTP status from the status table, :mod:`.errors`). An upstream that refuses connections is
   UNAVAILABLE (503) at once; the channel retries connecting after 0.1-2 s, not TF's default of
-  up to 120 s, so a restarted upstream is picked up quickly.
+  up to 120 s, so a restarted upstream is picked up quickly. A reply that is not a valid answer
+  -- bytes that are not HTTP/2 gRPC, a message above ``max_message_bytes`` (the gRPC library
+  stops reading it there), bytes that are not the response message, or a response that lacks
+  what the request needs (no signature map, fewer results than examples) -- is 502 over REST
+  and UNAVAILABLE over gRPC (the gRPC project's mapping of HTTP 502, doc/http-grpc-status-
+  mapping.md), naming the upstream and the fault.
 - **Deadlines and cancellation**: every upstream call carries a deadline -- the incoming gRPC
   call's remaining time when it has one, at most ``timeout_s`` (default 30 s) -- and a gRPC
   call the client cancels cancels its upstream call. An upstream that never answers is
   DEADLINE_EXCEEDED (504) after that deadline, never a hang.
 - **Credentials**: only the graph's, from the environment (``MEMGRAPH_TF_*``, as ``--graph``
   reads them); the upstream channel is plain gRPC (TF Serving's own gRPC port has no TLS
-  unless configured with ``--ssl_config_file``, which this gateway does not speak).
+  unless configured with ``--ssl_config_file``, which this gateway does not speak), so an
+  upstream address with credentials (``USER:PASSWORD@HOST:PORT``) is refused, its credentials
+  left out of the message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,11 +83,51 @@ class RemoteVersion:
     path: str = ""
 
 
-def _failure(exc: grpc.RpcError) -> ServingFailure:
-    """The upstream's status as a ServingFailure of the same code and message."""
+#: The HTTP status of an upstream reply that is not a valid answer ("Bad Gateway").
+BAD_GATEWAY_STATUS = 502
+#: The gRPC code of such a reply: the gRPC project's mapping of HTTP 502 (grpc/grpc,
+#: doc/http-grpc-status-mapping.md).
+BAD_GATEWAY_CODE = "UNAVAILABLE"
+#: Parts of the status details the gRPC library itself gives when the reply was no valid gRPC
+#: answer (no status the upstream sent): bytes that are not HTTP/2, a message above the channel's
+#: receive limit (``CLIENT:``: the limit on this side), bytes that do not parse as the response.
+INVALID_REPLY_DETAILS = (
+    "Failed parsing HTTP/2",
+    "CLIENT: Received message larger than max",
+    "Exception deserializing response",
+)
+
+
+def invalid_reply(target: str, what: str) -> ServingFailure:
+    """The failure of a request whose upstream reply is not a valid answer: HTTP 502 and gRPC
+    UNAVAILABLE, the message naming the upstream and ``what`` is wrong."""
+    return ServingFailure(
+        BAD_GATEWAY_STATUS, f"upstream {target}: invalid reply: {what}", grpc_code=BAD_GATEWAY_CODE
+    )
+
+
+def _failure(exc: grpc.RpcError, target: str) -> ServingFailure:
+    """The upstream's status as a ServingFailure of the same code and message; a reply the gRPC
+    library could not read (:data:`INVALID_REPLY_DETAILS`) is :func:`invalid_reply`."""
     code = exc.code() if callable(getattr(exc, "code", None)) else None
     name = code.name if code is not None else "UNKNOWN"
-    return ServingFailure.for_code(name, exc.details() or name)
+    details = exc.details() or name
+    if any(marker in details for marker in INVALID_REPLY_DETAILS):
+        return invalid_reply(target, details)
+    return ServingFailure.for_code(name, details)
+
+
+@contextlib.contextmanager
+def _reading_reply(target: str, what: str) -> Iterator[None]:
+    """Inside, any error reading the upstream's ``what`` reply (a tensor that does not decode, a
+    config that does not parse, a missing field) is :func:`invalid_reply`."""
+    try:
+        yield
+    except ServingFailure as exc:  # the codec's verdict on a tensor of the reply
+        raise invalid_reply(target, f"{what}: {exc.message}") from exc
+    except Exception as exc:  # whatever the reply breaks, it is the upstream's fault
+        logger.debug("upstream %s: invalid %s reply", target, what, exc_info=True)
+        raise invalid_reply(target, f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 class UpstreamServer(ModelServer):
@@ -112,6 +161,11 @@ class UpstreamServer(ModelServer):
             raise ValueError("timeout_s: expected a number of seconds > 0, got 0")
         if not isinstance(target, str) or ":" not in target:
             raise ValueError(f"--upstream: expected HOST:PORT, got {target!r}")
+        if "@" in target:  # refused, and never shown (nor the address with them)
+            raise ValueError(
+                "--upstream: expected HOST:PORT without user or password (the upstream's gRPC "
+                "API takes none), got an address with credentials"
+            )
         # the checks and settings a ModelServer makes, without loading anything
         self._init_settings(
             max_request_bytes, max_examples, max_json_depth, sampling_seed, metrics_path
@@ -137,8 +191,9 @@ class UpstreamServer(ModelServer):
                 ("grpc.max_receive_message_length", int(max_message_bytes)),
                 ("grpc.max_send_message_length", int(max_message_bytes)),
                 ("grpc.initial_reconnect_backoff_ms", 100),
-                ("grpc.min_reconnect_backoff_ms", 100),
                 ("grpc.max_reconnect_backoff_ms", 2000),
+                # no grpc.min_reconnect_backoff_ms: gRPC core takes it as the least time a
+                # connection attempt is given (default 20 s); 100 ms failed slow links at once
             ],
         )
         self.prediction = prediction_service_pb2_grpc.PredictionServiceStub(self.channel)
@@ -175,7 +230,7 @@ class UpstreamServer(ModelServer):
         try:
             return future.result()
         except grpc.RpcError as exc:
-            raise _failure(exc) from None
+            raise _failure(exc, self.target) from None
         except grpc.FutureCancelledError:
             raise ServingFailure.for_code("CANCELLED", "the request was cancelled") from None
 
@@ -204,7 +259,11 @@ class UpstreamServer(ModelServer):
             req.metadata_field.append(bundle.SIGNATURE_DEF_FIELD)
             resp = self._upstream(self.prediction.GetModelMetadata, req)
             sig_map = get_model_metadata_pb2.SignatureDefMap()
-            resp.metadata[bundle.SIGNATURE_DEF_FIELD].Unpack(sig_map)
+            key = bundle.SIGNATURE_DEF_FIELD
+            if key not in resp.metadata or not resp.metadata[key].Unpack(sig_map):
+                raise invalid_reply(self.target, f"GetModelMetadata: no {key} SignatureDefMap")
+            if not resp.model_spec.HasField("version"):
+                raise invalid_reply(self.target, "GetModelMetadata: no model_spec.version")
             sigs = dict(sig_map.signature_def)
             v = int(resp.model_spec.version.value)
             config = self._bundle_config(name, v, sigs)
@@ -250,10 +309,11 @@ class UpstreamServer(ModelServer):
             req.model_spec.signature_name = bundle.CONFIG_SIGNATURE
             grpc_codec.array_to_tensor(_int64_scalar(), req.inputs[bundle.CONFIG_INPUT])
             resp = self._upstream(self.prediction.Predict, req)
-            text = grpc_codec.tensor_to_array(
-                resp.outputs[bundle.CONFIG_OUTPUT], bundle.CONFIG_OUTPUT, 1 << 20
-            )
-            config = BundleConfig.from_json(text.reshape(-1)[0])
+            with _reading_reply(self.target, f"Predict {bundle.CONFIG_SIGNATURE}"):
+                text = grpc_codec.tensor_to_array(
+                    resp.outputs[bundle.CONFIG_OUTPUT], bundle.CONFIG_OUTPUT, 1 << 20
+                )
+                config = BundleConfig.from_json(text.reshape(-1)[0])
         else:
             config = None
         with self._lock:
@@ -290,6 +350,10 @@ class UpstreamServer(ModelServer):
         finally:
             self._observe_model_call(mv, time.perf_counter() - start)
         rows = resp.result.classifications
+        if len(rows) != len(serialized):
+            raise invalid_reply(
+                self.target, f"Classify: {len(rows)} result(s) for {len(serialized)} example(s)"
+            )
         sig = mv.signature_defs.get(name)
         has_classes = sig is None or bundle.CLASSES_OUTPUT in sig.outputs
         has_scores = sig is None or bundle.SCORES_OUTPUT in sig.outputs
@@ -298,9 +362,7 @@ class UpstreamServer(ModelServer):
         scores = np.zeros((len(rows), k), dtype=np.float32) if has_scores else None
         for i, row in enumerate(rows):
             if len(row.classes) != k:
-                raise ServingFailure.for_code(
-                    "INTERNAL", f"upstream {self.target}: classifications of unequal length"
-                )
+                raise invalid_reply(self.target, "Classify: classifications of unequal length")
             for j, c in enumerate(row.classes):
                 if classes is not None:
                     classes[i, j] = c.label.encode("utf-8")
@@ -320,7 +382,12 @@ class UpstreamServer(ModelServer):
             resp = self._upstream(self.prediction.Regress, req)
         finally:
             self._observe_model_call(mv, time.perf_counter() - start)
-        return np.array([r.value for r in resp.result.regressions], dtype=np.float32)
+        values = [r.value for r in resp.result.regressions]
+        if len(values) != len(serialized):
+            raise invalid_reply(
+                self.target, f"Regress: {len(values)} result(s) for {len(serialized)} example(s)"
+            )
+        return np.array(values, dtype=np.float32)
 
     def _call(self, mv: RemoteVersion, name: str, fn: Any, feeds: Any) -> dict:
         """A predict signature's call (:meth:`.ModelServer.run_predict` has checked the inputs
@@ -336,10 +403,11 @@ class UpstreamServer(ModelServer):
             resp = self._upstream(self.prediction.Predict, req)
         finally:
             self._observe_model_call(mv, time.perf_counter() - start)
-        return {
-            k: grpc_codec.tensor_to_array(t, f"output '{k}'", 1 << 40)
-            for k, t in resp.outputs.items()
-        }
+        with _reading_reply(self.target, "Predict"):
+            return {
+                k: grpc_codec.tensor_to_array(t, f"output '{k}'", 1 << 40)
+                for k, t in resp.outputs.items()
+            }
 
     # -- status and metadata
     def status_response(self, name: str, version: str | int | None = None, label=None):
@@ -375,9 +443,13 @@ def _timed_fetcher(inner: Any, server: Any) -> Any:
 
 
 __all__ = [
+    "BAD_GATEWAY_CODE",
+    "BAD_GATEWAY_STATUS",
     "DEFAULT_METADATA_TTL_S",
     "DEFAULT_UPSTREAM_MESSAGE_BYTES",
     "DEFAULT_UPSTREAM_TIMEOUT_S",
+    "INVALID_REPLY_DETAILS",
     "RemoteVersion",
     "UpstreamServer",
+    "invalid_reply",
 ]

@@ -839,7 +839,7 @@ def run_cli(args: argparse.Namespace, open_graph_source: Any) -> int:
         try:
             source = open_graph_source(args.graph)
         except Exception as exc:  # noqa: BLE001 -- any failure to open is the user's to fix
-            return fail(f"--graph {args.graph}: {exc}")
+            return fail(f"--graph: {exc}")  # names the graph, a URI's credentials masked
     try:
         return main(args, source)  # through main: the seam tests replace
     except OSError as exc:

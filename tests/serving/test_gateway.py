@@ -1,11 +1,14 @@
-"""The node-id gateway (``memgraph-tf serve --graph URI --upstream HOST:PORT``, issue 27) in
+"""The node-id gateway (``memgraph-tf serve --graph URI --upstream HOST:PORT``) in
 front of ``memgraph-tf serve``'s gRPC server as the upstream (TF Serving's gRPC API, real sockets),
 which loads the models.config that ``export_bundle`` wrote and also answers node ids itself (the
 bundle loaded locally): node ids over REST and gRPC give the local server's scores; errors keep
 the upstream's codes and messages; an upstream that is down is 503 / UNAVAILABLE at once, one
-that never answers is cut off at the deadline. With ``MEMGRAPH_TF_TEST_SERVING_URL`` (a real TF
-Serving's gRPC ``host:port`` serving ``MEMGRAPH_TF_TEST_SERVING_MODEL``, default ``GraphSage``,
-trained on Cora) node ids through the gateway are checked against blobs sent to it."""
+that never answers is cut off at the deadline (504), and one whose reply is no valid answer
+(garbage bytes, a message above the channel's limit, a response lacking what was asked) is 502 /
+UNAVAILABLE, each within its bound (fake upstreams on real local sockets). With
+``MEMGRAPH_TF_TEST_SERVING_URL`` (a real TF Serving's gRPC ``host:port`` serving
+``MEMGRAPH_TF_TEST_SERVING_MODEL``, default ``GraphSage``, trained on Cora) node ids through the
+gateway are checked against blobs sent to it."""
 
 from __future__ import annotations
 
@@ -283,3 +286,173 @@ def test_against_a_real_tf_serving(planetoid_dir):
     finally:
         gw.close()
         source.close()
+
+
+# ------------------------------------------------------------ bounded failure: fake upstreams
+def _raw_upstream(reply: bytes | None):
+    """A TCP server on a free local port that answers every connection with ``reply`` (then
+    reads what comes until the peer closes), or, with None, accepts and never says anything.
+    Returns (target, close)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+    held = []
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if reply is not None:
+                try:
+                    conn.sendall(reply)
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    def close():
+        stop.set()
+        listener.close()
+        for conn in held:
+            conn.close()
+
+    return f"127.0.0.1:{listener.getsockname()[1]}", close
+
+
+def _grpc_upstream(answer):
+    """A real gRPC server whose PredictionService methods all answer ``answer(request bytes)``
+    (raw response bytes, not parsed): (target, server)."""
+    from concurrent import futures
+
+    handler = grpc.method_handlers_generic_handler(
+        "tensorflow.serving.PredictionService",
+        {
+            m: grpc.unary_unary_rpc_method_handler(lambda req, ctx: answer(req))
+            for m in ("GetModelMetadata", "Classify", "Regress", "Predict")
+        },
+    )
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=2), options=[("grpc.max_send_message_length", -1)]
+    )
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return f"127.0.0.1:{port}", server
+
+
+def _metadata_of_bytes(size: int) -> bytes:
+    """A valid GetModelMetadataResponse of about ``size`` bytes (a long model name)."""
+    from tensorflow_serving.apis import get_model_metadata_pb2
+
+    resp = get_model_metadata_pb2.GetModelMetadataResponse()
+    resp.model_spec.name = "x" * size
+    return resp.SerializeToString()
+
+
+def _through_gateway(target: str, timeout_s: float = 20.0):
+    """One REST :classify and one gRPC Classify through a gateway in front of ``target``: (REST
+    response, the gRPC error, seconds the slower took)."""
+    from memgraph_tf.serving.gateway import UpstreamServer
+    from memgraph_tf.serving.grpc_server import start_grpc_server
+    from memgraph_tf.serving.server import start_server
+
+    gw = UpstreamServer(target, None, timeout_s=timeout_s)
+    try:
+        with start_server(gw) as rest, start_grpc_server(gw) as grpc_srv:
+            start = time.monotonic()
+            r = _classify_rest(rest.url, [{"x": 1}])
+            rest_s = time.monotonic() - start
+            start = time.monotonic()
+            with pytest.raises(grpc.RpcError) as info:
+                _classify_grpc(grpc_srv.target, [1])
+            return r, info.value, max(rest_s, time.monotonic() - start)
+    finally:
+        gw.close()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"garbage\r\n" * 64,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        b"\x00" * 3 + b"\xff" * 64,
+    ],
+    ids=["text", "an HTTP/1.1 server", "a broken HTTP/2 frame"],
+)
+def test_an_upstream_that_answers_garbage_is_502_at_once(reply):
+    target, close = _raw_upstream(reply)
+    try:
+        r, err, seconds = _through_gateway(target)
+    finally:
+        close()
+    assert r.status_code == 502, r.text
+    assert r.json()["error"].startswith(f"upstream {target}: invalid reply: ")
+    assert "HTTP/2" in r.json()["error"]
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    assert err.details().startswith(f"upstream {target}: invalid reply: ")
+    assert seconds < 5  # no wait for the 20 s timeout
+
+
+@pytest.mark.parametrize(
+    ("answer", "what"),
+    [
+        (lambda req: b"\xff\xfe not a protobuf", "Exception deserializing response!"),
+        (lambda req: b"", "GetModelMetadata: no signature_def SignatureDefMap"),
+    ],
+    ids=["bytes that are no response", "a response without signatures"],
+)
+def test_an_upstream_reply_that_is_not_a_valid_answer_is_502(answer, what):
+    target, server = _grpc_upstream(answer)
+    try:
+        r, err, seconds = _through_gateway(target)
+    finally:
+        server.stop(0)
+    assert r.status_code == 502, r.text
+    assert r.json() == {"error": f"upstream {target}: invalid reply: {what}"}
+    assert err.code() == grpc.StatusCode.UNAVAILABLE and err.details() == r.json()["error"]
+    assert seconds < 5
+
+
+def test_an_80_mib_upstream_reply_is_502_within_its_bound():
+    """The upstream channel's receive limit (64 MiB by default) stops the reply: 502, bounded by
+    the transfer of the limit, never a 429 (the status of a client's over-large request)."""
+    from memgraph_tf.serving.gateway import DEFAULT_UPSTREAM_MESSAGE_BYTES
+
+    big = _metadata_of_bytes(80 << 20)
+    assert len(big) > DEFAULT_UPSTREAM_MESSAGE_BYTES
+    target, server = _grpc_upstream(lambda req: big)
+    try:
+        r, err, seconds = _through_gateway(target)
+    finally:
+        server.stop(0)
+    assert r.status_code == 502, r.text[:300]
+    assert "Received message larger than max" in r.json()["error"]
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    assert seconds < 20  # the gateway's own timeout is 20 s: the limit, not the timeout, ends it
+
+
+def test_an_upstream_that_accepts_and_never_speaks_is_504_at_the_timeout():
+    """A TCP peer that never completes the HTTP/2 handshake: the request's deadline
+    (``timeout_s``) ends the wait, 504 over REST; a closed port is 503 at once
+    (test_an_upstream_that_is_down_is_503_at_once)."""
+    from memgraph_tf.serving.gateway import UpstreamServer
+    from memgraph_tf.serving.server import start_server
+
+    target, close = _raw_upstream(None)
+    gw = UpstreamServer(target, None, timeout_s=1.5)
+    try:
+        with start_server(gw) as rest:
+            start = time.monotonic()
+            r = _classify_rest(rest.url, [{"x": 1}])
+            seconds = time.monotonic() - start
+    finally:
+        gw.close()
+        close()
+    assert r.status_code == 504, r.text
+    assert 1.4 < seconds < 5

@@ -135,7 +135,10 @@ def test_serve_with_a_graph_that_cannot_be_opened(toy_base, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = error_lines(proc)
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"memgraph-tf serve: --graph embedded:{tmp_path}/cora: ")
+    assert lines[0] == (
+        f"memgraph-tf serve: --graph: Planetoid 'cora': expected {tmp_path}/ind.cora.x, got no "
+        f"such file"
+    )
 
 
 # -------------------------------------------------------------------------- install-modules
