@@ -102,9 +102,9 @@ def default_sections(
     ``options.low_degree`` is ``"pad"``); in the compact and sparse layouts ``index_h`` and the
     table's sections, ``-1`` for a length that varies from blob to blob. Built from
     :func:`memgraph_tf.layout.model_input_sections`."""
-    from memgraph_tf import layout
+    from memgraph_tf import layout as blob_layout
 
-    sections = layout.model_input_sections(
+    sections = blob_layout.model_input_sections(
         [int(f) for f in fanouts], int(feature_dim), dtype, masks=masks, batch=1, layout=layout
     )
     return {s.name: (s.dtype, tuple(s.shape)) for s in sections}
@@ -612,12 +612,12 @@ def _typed_sections(model: Any, layout: str = "dense") -> dict[str, tuple[str, t
     inputs, ``[1, slots, ...]``; in the compact and sparse layouts every section but ``labels``
     (the index and table sections, ``-1`` for a length that varies from blob to blob). From
     :func:`memgraph_tf.layout.typed_sample_sections`."""
-    from memgraph_tf import layout
+    from memgraph_tf import layout as blob_layout
 
     wanted = set(model.input_names())
     return {
         s.name: (s.dtype, tuple(s.shape))
-        for s in layout.typed_sample_sections(
+        for s in blob_layout.typed_sample_sections(
             model.spec, dict(model.feature_dims), model.feature_dtype, batch=1, layout=layout
         )
         if (s.name in wanted if layout == "dense" else s.role != "labels")
@@ -656,7 +656,7 @@ def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -
     """The bundle's sample layout from ``layout`` and ``options["layout"]`` (which it is written
     back to when given); BundleError naming the parameter for an unknown or conflicting one, or for
     custom ``sections`` with a layout other than dense."""
-    from memgraph_tf import layout
+    from memgraph_tf import layout as blob_layout
 
     given = options.get("layout")
     if layout is not None and given is not None and layout != given:
@@ -666,9 +666,9 @@ def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -
             key="layout",
         )
     chosen = layout if layout is not None else (given if given is not None else "dense")
-    if chosen not in layout.LAYOUTS:
+    if chosen not in blob_layout.LAYOUTS:
         raise BundleError(
-            f"layout: expected one of {list(layout.LAYOUTS)}, got {chosen!r}", key="layout"
+            f"layout: expected one of {list(blob_layout.LAYOUTS)}, got {chosen!r}", key="layout"
         )
     if layout is not None:
         options["layout"] = layout
