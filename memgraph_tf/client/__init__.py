@@ -2,7 +2,7 @@
 
 - :func:`connect` / :func:`open_graph` / :class:`BoltSource` / :class:`EmbeddedSource` -- where
   blobs and rows come from (``sources``; ``open_graph`` opens ``bolt://...`` and
-  ``embedded:NAME`` URIs); errors in ``errors``.
+  ``embedded:NAME`` URIs); its errors are :mod:`memgraph_tf.errors`'s.
 - :class:`OpenCypherDataset` -- a ``tf.data.Dataset`` over the rows of a Cypher query (``dataset``).
 - :func:`opencypher_fn` -- a tensor -> tensor function that runs a query (``fn``).
 - :func:`sample_dataset`, :func:`pack_dataset`, :class:`FeatureCache` -- node ids -> procedure call
@@ -15,7 +15,7 @@
   evaluations :func:`evaluate`, :func:`evaluate_typed`, :func:`evaluate_links`;
   :func:`predict` / :func:`predict_and_write` (``inference``).
 - :class:`NodeSelection`, :class:`NodeTable`, :class:`Shard`, :func:`property_names` -- which
-  nodes batch inference reads, keyset paging and the write-back of predictions (``graphs``).
+  nodes batch inference reads, keyset paging and the write-back of predictions (``node_tables``).
 
 Batch inference with an exported bundle (``memgraph-tf classify``) lives in
 :mod:`memgraph_tf.batch`, above this package. Deprecated aliases:
