@@ -37,7 +37,6 @@ _EXPORTS = {
     "BoltSource": "sources",
     "EmbeddedSource": "sources",
     "GraphSource": "sources",
-    "CypherGraphAccess": "sources",
     "OpenCypherDataset": "dataset",
     "opencypher_fn": "fn",
     "sample_dataset": "pipeline",
@@ -45,6 +44,7 @@ _EXPORTS = {
     "FeatureCache": "pipeline",
     "GraphSAGE": "graphsage",
     "train_graphsage": "graphsage",
+    "PLANETOID_RECIPE": "graphsage",
     "evaluate": "graphsage",
     "predict_proba": "graphsage",
     "TrainResult": "trainer",
@@ -64,6 +64,9 @@ _EXPORTS = {
     "predict_task": "trainer",
     "predict": "inference",
     "predict_and_write": "inference",
+    "load_into_graph": "loaders",
+    "load_typed_graph": "loaders",
+    "infer_feature_spec": "feature_specs",
     "NodeSelection": "node_tables",
     "NodeTable": "node_tables",
     "Shard": "node_tables",
@@ -99,8 +102,9 @@ _MOVED_TO_BATCH = {
     "grpc_backend": "memgraph_tf.batch.backends",
 }
 
-# what users import (CypherGraphAccess stays reachable by name for the sources' own use)
+# what users import
 __all__ = [
+    "PLANETOID_RECIPE",
     "AuthenticationError",
     "BatchClassifier",
     "BatchSummary",
@@ -145,6 +149,9 @@ __all__ = [
     "evaluate_typed",
     "fit_task",
     "grpc_backend",
+    "infer_feature_spec",
+    "load_into_graph",
+    "load_typed_graph",
     "open_graph",
     "opencypher_fn",
     "pack_dataset",
