@@ -400,6 +400,17 @@ def _section_from_numpy(name: str, arr: Any, dtype: str | None) -> tuple[str, li
     return dtype, shape, _np.ascontiguousarray(arr).tobytes()
 
 
+def _element_count(name: str, shape: list[int]) -> int:
+    """The number of elements of section ``name`` of ``shape``; raises :class:`BlobFormatError`
+    naming the section when a dimension is negative."""
+    n = 1
+    for d in shape:
+        if d < 0:
+            raise BlobFormatError(f"section {name!r}: expected dims >= 0, got shape {shape}")
+        n *= d
+    return n
+
+
 def _normalize(name: str, value: Any, dtype: str | None) -> tuple[str, list[int], bytes]:
     """Returns (dtype, shape, payload bytes) for one section."""
     if dtype is not None:
@@ -411,11 +422,7 @@ def _normalize(name: str, value: Any, dtype: str | None) -> tuple[str, list[int]
             raise BlobFormatError(
                 f"section {name!r}: expected rank <= {MAX_RANK}, got {len(shape)}"
             )
-        n = 1
-        for d in shape:
-            if d < 0:
-                raise BlobFormatError(f"section {name!r}: expected dims >= 0, got shape {shape}")
-            n *= d
+        n = _element_count(name, shape)
         flat = value.flat
         if _np is not None and isinstance(flat, _np.ndarray):
             got = flat.size
@@ -573,11 +580,7 @@ def pack_bytes(sections: Mapping[str, Dense | Ragged]) -> bytes:
     def add(name: str, value: Dense) -> None:
         dt = _check_dtype_name(name, value.dtype)
         shape = list(value.shape)
-        n = 1
-        for d in shape:
-            if d < 0:
-                raise BlobFormatError(f"section {name!r}: expected dims >= 0, got shape {shape}")
-            n *= d
+        n = _element_count(name, shape)
         payload = value.flat
         if dt == "string" or not isinstance(payload, bytes) or len(payload) != n * ITEM_BYTES[dt]:
             raise BlobFormatError(

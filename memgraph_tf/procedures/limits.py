@@ -21,6 +21,7 @@ what it sizes is allocated (docs/blob-format.md, :mod:`memgraph_tf.layout`):
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
@@ -114,9 +115,7 @@ def _sample_bytes(
         elif -1 in sec.shape:  # table_columns.row_splits: one split per table row, and one more
             elements = u + 1
         else:
-            elements = 1
-            for d in sec.shape:
-                elements *= d
+            elements = math.prod(sec.shape)
         payloads.append(elements * _item_bytes(sec.dtype))
     return total_bytes(payloads)
 
@@ -140,10 +139,7 @@ def pack_bytes(
         if sec.dtype == "string":
             payloads.append(8 * (n + 1) + text_bytes.get(sec.name, 0))
         else:
-            elements = 1
-            for d in sec.shape:
-                elements *= d
-            payloads.append(elements * _item_bytes(sec.dtype))
+            payloads.append(math.prod(sec.shape) * _item_bytes(sec.dtype))
     return total_bytes(payloads)
 
 

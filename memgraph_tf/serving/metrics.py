@@ -126,84 +126,105 @@ def current_grpc_context() -> Any:
     return _GRPC_CONTEXT.get()
 
 
+#: The metrics of a server: attribute -> (kind, name, help, space-separated label names, and
+#: the buckets of a histogram that does not use prometheus_client's default ones).
+_METRICS: dict[str, tuple[Any, ...]] = {
+    "request_count": (
+        Counter,
+        ":tensorflow:serving:request_count",
+        "The total number of requests.",
+        "model_name status",
+    ),
+    "request_latency": (
+        Histogram,
+        ":tensorflow:serving:request_latency",
+        "Distribution of wall time (in microseconds) for Tensorflow Serving request.",
+        "model_name API entrypoint",
+        LATENCY_BUCKETS_US,
+    ),
+    "runtime_latency": (
+        Histogram,
+        ":tensorflow:serving:runtime_latency",
+        "Distribution of wall time (in microseconds) for Tensorflow runtime.",
+        "model_name API runtime",
+        LATENCY_BUCKETS_US,
+    ),
+    "example_counts": (
+        Histogram,
+        ":tensorflow:serving:request_example_counts",
+        "The number of tensorflow.Examples per request.",
+        "model",
+        EXAMPLE_BUCKETS,
+    ),
+    "example_count_total": (
+        Counter,
+        ":tensorflow:serving:request_example_count_total",
+        "The total number of tensorflow.Examples.",
+        "model",
+    ),
+    "load_attempt_count": (
+        Counter,
+        ":tensorflow:cc:saved_model:load_attempt_count",
+        "The number of times a SavedModel was successfully loaded.",
+        "model_path status",
+    ),
+    "load_latency": (
+        Counter,
+        ":tensorflow:cc:saved_model:load_latency",
+        "Latency in microseconds for SavedModels that were successfully loaded.",
+        "model_path",
+    ),
+    "requests": (
+        Counter,
+        "memgraph_tf_requests",
+        "Requests by model, version, API, entrypoint and status code (OK or the error).",
+        "model_name version API entrypoint code",
+    ),
+    "graph_fetch_latency": (
+        Histogram,
+        "memgraph_tf_graph_fetch_latency_seconds",
+        "Time to turn a request's node_id examples into neighbourhood blobs.",
+        "model_name",
+    ),
+    "batch_size": (
+        Histogram,
+        "memgraph_tf_batch_size",
+        "Rows per model call made by the batch scheduler (--enable-batching).",
+        "model_name",
+        EXAMPLE_BUCKETS,
+    ),
+    "loaded_versions": (
+        Gauge,
+        "memgraph_tf_loaded_versions",
+        "Versions of a model loaded and taking requests.",
+        "model_name",
+    ),
+}
+
+
 class ServerMetrics:
-    """The metrics of one server (see the module docstring), in a registry of its own."""
+    """The metrics of one server (see the module docstring), in a registry of its own: one
+    attribute per entry of :data:`_METRICS`."""
+
+    request_count: Counter
+    request_latency: Histogram
+    runtime_latency: Histogram
+    example_counts: Histogram
+    example_count_total: Counter
+    load_attempt_count: Counter
+    load_latency: Counter
+    requests: Counter
+    graph_fetch_latency: Histogram
+    batch_size: Histogram
+    loaded_versions: Gauge
 
     def __init__(self) -> None:
         self._known: set[str] = set()
         self._known_lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.request_count = Counter(
-            ":tensorflow:serving:request_count",
-            "The total number of requests.",
-            ["model_name", "status"],
-            registry=r,
-        )
-        self.request_latency = Histogram(
-            ":tensorflow:serving:request_latency",
-            "Distribution of wall time (in microseconds) for Tensorflow Serving request.",
-            ["model_name", "API", "entrypoint"],
-            buckets=LATENCY_BUCKETS_US,
-            registry=r,
-        )
-        self.runtime_latency = Histogram(
-            ":tensorflow:serving:runtime_latency",
-            "Distribution of wall time (in microseconds) for Tensorflow runtime.",
-            ["model_name", "API", "runtime"],
-            buckets=LATENCY_BUCKETS_US,
-            registry=r,
-        )
-        self.example_counts = Histogram(
-            ":tensorflow:serving:request_example_counts",
-            "The number of tensorflow.Examples per request.",
-            ["model"],
-            buckets=EXAMPLE_BUCKETS,
-            registry=r,
-        )
-        self.example_count_total = Counter(
-            ":tensorflow:serving:request_example_count_total",
-            "The total number of tensorflow.Examples.",
-            ["model"],
-            registry=r,
-        )
-        self.load_attempt_count = Counter(
-            ":tensorflow:cc:saved_model:load_attempt_count",
-            "The number of times a SavedModel was successfully loaded.",
-            ["model_path", "status"],
-            registry=r,
-        )
-        self.load_latency = Counter(
-            ":tensorflow:cc:saved_model:load_latency",
-            "Latency in microseconds for SavedModels that were successfully loaded.",
-            ["model_path"],
-            registry=r,
-        )
-        self.requests = Counter(
-            "memgraph_tf_requests",
-            "Requests by model, version, API, entrypoint and status code (OK or the error).",
-            ["model_name", "version", "API", "entrypoint", "code"],
-            registry=r,
-        )
-        self.graph_fetch_latency = Histogram(
-            "memgraph_tf_graph_fetch_latency_seconds",
-            "Time to turn a request's node_id examples into neighbourhood blobs.",
-            ["model_name"],
-            registry=r,
-        )
-        self.batch_size = Histogram(
-            "memgraph_tf_batch_size",
-            "Rows per model call made by the batch scheduler (--enable-batching).",
-            ["model_name"],
-            buckets=EXAMPLE_BUCKETS,
-            registry=r,
-        )
-        self.loaded_versions = Gauge(
-            "memgraph_tf_loaded_versions",
-            "Versions of a model loaded and taking requests.",
-            ["model_name"],
-            registry=r,
-        )
+        for attr, (kind, name, doc, labels, *buckets) in _METRICS.items():
+            extra = {"buckets": buckets[0]} if buckets else {}
+            setattr(self, attr, kind(name, doc, labels.split(), registry=self.registry, **extra))
 
     # -- recording
     def model_label(self, name: str | None, code: str) -> str:
