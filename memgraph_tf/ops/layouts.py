@@ -34,6 +34,7 @@ from memgraph_tf import blob, layout, typed_sampling
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DensePairBlobs",
     "SampleRows",
     "decode_sample",
     "decode_sample_rows",
@@ -747,3 +748,88 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
                 one_seed[name] = blob.Ragged(value.values[picked], [0, len(picked)])
         out.append(blob.pack(one_seed))
     return out
+
+
+class DensePairBlobs:
+    """The one-pair dense blobs of a compact ``tf_features.sample_pairs`` blob of ``count``
+    pairs (``options.layout = "compact"``; ``source_spec`` / ``target_spec`` the two endpoints'
+    :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec`; the feature widths and dtype are
+    the compact tables'), cut
+    on demand in numpy (no TensorFlow): the compact blob holds each sampled node's features once,
+    the dense blobs repeat them per slot, so a server keeps the compact sample and builds the dense
+    blobs of a few pairs at a time.
+
+    Guarantees: :meth:`blobs` ``(i, j)`` is, byte for byte, what ``sample_pairs`` writes in the
+    dense layout for each pair ``i..j-1`` alone with the same options (a slot's id and features
+    are its table row's, a padded slot's id :data:`memgraph_tf.layout.PAD_ID`, its features zero
+    and its mask false); every blob has :attr:`blob_bytes` bytes. ValueError names a section the
+    compact blob lacks or whose rows are not ``count``."""
+
+    def __init__(self, raw: bytes, count: int, source_spec: Any, target_spec: Any):
+        sections = blob.unpack(raw)
+        dtype = "float32"
+        self.count = count
+        prefixes = (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
+        widths: dict[str, int] = {}
+        for prefix, spec in zip(prefixes, (source_spec, target_spec)):
+            for label in spec.labels():
+                table = sections.get(prefix + layout.typed_table_name(layout.TABLE, label))
+                if isinstance(table, blob.Ragged):
+                    widths[label] = int(table.values.shape[1])
+                    dtype = str(table.values.dtype)
+        dense = layout.pair_sample_sections(source_spec, target_spec, widths, dtype, batch=1)
+        self._fills = [self._fill(sections, sec, count) for sec in dense]
+        first = blob.pack({sec.name: fill(0, 1) for sec, fill in zip(dense, self._fills)})
+        table = blob.read_table(first)
+        self._spans = [(info.payload_offset, info.payload_length) for info in table]
+        self._head = np.frombuffer(first, np.uint8)[: self._spans[0][0] if self._spans else None]
+        self.blob_bytes = len(first)
+        if self.blobs(0, 1)[0] != first:  # the byte layout above is pack's, for every pair
+            raise ValueError("pair blob: the dense template does not reproduce blob.pack")
+
+    @staticmethod
+    def _fill(sections: Mapping[str, Any], sec: Any, count: int) -> Callable[[int, int], Any]:
+        """``fill(i, j)``: dense section ``sec``'s values for pairs ``i..j-1`` (``[j - i, ...]``,
+        little-endian, the section's dtype)."""
+
+        def get(name: str) -> Any:
+            value = sections.get(name)
+            if value is None:
+                raise ValueError(f"compact pair blob: expected a section {name!r}, got none")
+            if not isinstance(value, blob.Ragged) and value.shape[:1] != (count,):
+                raise ValueError(
+                    f"compact pair blob: section {name!r} has {value.shape[:1]} rows, expected "
+                    f"{count} (one per pair)"
+                )
+            return value
+
+        if sec.role == "pair_labels":
+            labels = get(sec.name)
+            return lambda i, j: np.asarray(labels[i:j], "<i8")
+        prefix = sec.name[: sec.name.index(".") + 1]
+        index = get(prefix + layout.typed_index_name(sec.hop, sec.label))
+        if sec.role == "mask":
+            return lambda i, j: index[i:j] >= 0
+        base = layout.TABLE_IDS if sec.role == "ids" else layout.TABLE
+        values = np.asarray(get(prefix + layout.typed_table_name(base, sec.label)).values)
+        pad = np.full((1,) + values.shape[1:], layout.PAD_ID if sec.role == "ids" else 0)
+        padded = np.concatenate([values, pad.astype(values.dtype)]).astype(
+            "<i8" if sec.role == "ids" else np.dtype(sec.dtype).newbyteorder("<")
+        )
+        return lambda i, j: padded[index[i:j]]  # index -1: the pad row, the last
+
+    def __len__(self) -> int:
+        return self.count
+
+    def blobs(self, start: int, stop: int) -> list[bytes]:
+        """The dense blobs of pairs ``start..stop-1``, in order."""
+        rows = max(0, stop - start)
+        if not rows:
+            return []
+        buf = np.zeros((rows, self.blob_bytes), np.uint8)
+        buf[:, : len(self._head)] = self._head
+        for fill, (offset, length) in zip(self._fills, self._spans):
+            if length:
+                values = np.ascontiguousarray(fill(start, stop))
+                buf[:, offset : offset + length] = values.reshape(rows, -1).view(np.uint8)
+        return [row.tobytes() for row in buf]
