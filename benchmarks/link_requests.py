@@ -97,6 +97,7 @@ class Server:
         )
         self.proc = subprocess.Popen(
             cmd,
+            cwd=base,  # (python -c puts the working directory first on sys.path)
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -23,7 +23,7 @@ draws by ``(options.seed, seed)``, so a node's blob does not depend on the other
 A node without the seed label is the source's ValueError, hence a :class:`NeighbourhoodDataError`
 (400) whose message names the node and the label.
 
-Link bundles (:attr:`~memgraph_tf.serving.bundle.SamplingSpec.link`, issue 25) are fetched per
+Link bundles (:attr:`~memgraph_tf.serving.bundle.SamplingSpec.link`) are fetched per
 pair with :meth:`NeighbourhoodFetcher.fetch_pairs`: one ``sample_pairs(sources, targets,
 num_neighbors, properties, options)`` call for all the pairs (each pair's own relationships removed
 from both neighbourhoods, each endpoint's draws keyed by ``(options.seed, its key)``, so a pair's

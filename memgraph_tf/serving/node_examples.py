@@ -14,7 +14,7 @@ Refused, with INVALID_ARGUMENT (400): an example holding both ``node_id`` and th
 value. A failure of the graph source is answered with its error class's ``grpc_code``
 (:mod:`.errors`: a missing node 400, an unreachable graph 503, anything else 500).
 
-The ``source_id`` / ``target_id`` rule (issue 25): on a link bundle (a bundle config with
+The ``source_id`` / ``target_id`` rule: on a link bundle (a bundle config with
 ``link``), an example holding ``source_id`` and ``target_id`` names a pair instead of carrying
 its pair blob; the server asks the graph source for that pair's blob
 (:meth:`.neighbourhoods.NeighbourhoodFetcher.fetch_pairs`: ``sample_pairs`` with the bundle's
@@ -48,7 +48,7 @@ from memgraph_tf.serving.link_pairs import PairExamples
 
 #: The example feature that names a node instead of carrying its blob.
 NODE_ID_FEATURE = "node_id"
-#: The example features that name a pair's endpoints on a link bundle (issue 25).
+#: The example features that name a pair's endpoints on a link bundle.
 SOURCE_ID_FEATURE = "source_id"
 TARGET_ID_FEATURE = "target_id"
 PAIR_ID_FEATURES = (SOURCE_ID_FEATURE, TARGET_ID_FEATURE)

@@ -1,4 +1,4 @@
-"""Link bundles (issue 25, build point 4): a LinkPredictor exported with and without the op answers
+"""Link bundles: a LinkPredictor exported with and without the op answers
 TF Serving's classify and regress contracts on one ``tf_features.sample_pairs`` blob per example,
 and its embed/score signatures give the same probability; ``memgraph-tf serve --graph`` (and the
 gateway in front of it) answers ``{"source_id": s, "target_id": t}`` examples over REST and gRPC
@@ -10,6 +10,7 @@ The graph is the typed kit's shop graph (:User -[:BOUGHT]-> :Product), the model
 
 from __future__ import annotations
 
+import pathlib
 import re
 
 import grpc
@@ -492,3 +493,50 @@ def test_large_pair_requests_run_in_bounded_chunks(link_kit, served, monkeypatch
     sizes.clear()
     np.testing.assert_allclose(scores(), whole, rtol=1e-6)
     assert len(sizes) == 3 and sum(sizes) <= 3 * each
+
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+
+
+def test_a_link_bundle_of_an_earlier_export_answers_as_recorded(link_kit, tmp_path):
+    """``fixtures/link_bundle.tar.gz`` is an op-free link bundle written by an earlier
+    memgraph-tf (``fixtures/make_link_bundle.py``), with the scores its exporting code computed
+    for six pairs
+    (the model in process, and the exported classify signature). The current server answers it
+    with those scores -- by blob, and by pair ids sampled now from the same graph (the same blobs
+    as recorded) -- over classify and regress."""
+    import base64
+    import json
+    import tarfile
+
+    from memgraph_tf.serving.model_server import ModelServer
+
+    answers = json.loads((FIXTURES / "link_bundle_answers.json").read_text())
+    source = link_kit[0]
+    with tarfile.open(FIXTURES / "link_bundle.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    ms = ModelServer(tmp_path / "links", graph_source=source, poll_wait_s=0)
+    try:
+        mv = ms.resolve("links", None, None)
+        blobs = [{"blob": {"b64": b}} for b in answers["blobs_b64"]]
+        by_ids = [{"source_id": s, "target_id": t} for s, t in answers["pairs"]]
+        pairs = np.array(answers["pairs"])
+        sampled = NeighbourhoodFetcher(source, serialize=False).fetch_pairs(
+            pairs[:, 0].tolist(), pairs[:, 1].tolist(), bundle.inference_sampling(mv.bundle_config)
+        )
+        assert [base64.b64encode(b).decode() for b in sampled] == answers["blobs_b64"]
+
+        def post(verb: str, examples: list) -> list:
+            body = json.dumps({"examples": examples}).encode()
+            status, out = ms.handle_bytes("POST", f"/v1/models/links:{verb}", body)
+            assert status == 200, out
+            return json.loads(out)["results"]
+
+        for examples in (blobs, by_ids):
+            got = _scores(post("classify", examples))[:, 0]
+            np.testing.assert_allclose(got, answers["exported"], rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(got, answers["in_process"], rtol=1e-5, atol=1e-6)
+            got = post("regress", examples)
+            np.testing.assert_allclose(got, answers["exported"], rtol=1e-6, atol=1e-7)
+    finally:
+        ms.close()
