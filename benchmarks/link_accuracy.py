@@ -1,5 +1,5 @@
 """Link prediction on Cora and Citeseer under the GAE protocol (Kipf and Welling 2016), trained and
-evaluated through the database path (issue 25): the embedded graph running the unchanged query
+evaluated through the database path: the embedded graph running the unchanged query
 module, ``tf_features.split_edges`` for the split, ``tf_features.sample_pairs`` for every batch.
 
 Per dataset and seed:
@@ -18,7 +18,7 @@ Features are row-normalised (each node's bag of words divided by its word count)
 written into the graph. The same-run baseline is the untrained encoder (step 0) on the same test
 pairs. Prints each run, then mean and spread beside the published GAE / VGAE figures.
 
-``--leak``: the issue's check that removing the pair's own edge matters: the same training with
+``--leak``: the check that removing the pair's own edge matters: the same training with
 ``keep_pair_edges`` (each endpoint's neighbourhood from ``sample_typed``, so a training pair's own
 relationship is visible) against the normal model, each scored on 500 training edges + 500
 non-edges as it was trained, and on the test pairs.

@@ -1,6 +1,6 @@
 """Seconds per link-training step on Cora: the first SAGE layer per distinct row (the default,
 ``pair_sample_dataset(rows=True)`` -> :meth:`TypedGraphSAGE.encode_rows`) against the per-slot
-features path (``rows=False``, the code before issue 26's change) in the same run.
+features path (``rows=False``, every slot's features densified) in the same run.
 
 The GAE split of ``benchmarks/link_accuracy.py`` (seed 0), the model ``train_link_predictor``
 builds (fanouts 10, 5, 128 units, dot scorer, dropout 0.3, batch 128 positives + 128 negatives),
@@ -31,7 +31,7 @@ def time_steps(model, batches, rounds):
     import tensorflow as tf
 
     from memgraph_tf import layout
-    from memgraph_tf.client.link_prediction import _link_inputs
+    from memgraph_tf.client.link_prediction import link_inputs
 
     variables = model.trainable_link_variables()
     optimizer = keras.optimizers.Adam(0.01)
@@ -41,7 +41,7 @@ def time_steps(model, batches, rounds):
     def step(batch):
         y = tf.cast(batch[layout.PAIR_LABELS], tf.float32)
         with tf.GradientTape() as tape:
-            logits = model(_link_inputs(model, batch), training=True)
+            logits = model(link_inputs(model, batch), training=True)
             loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(y, logits))
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss

@@ -19,7 +19,7 @@ over rounds. The embedded runtime's per-call costs are not Memgraph's: compare t
 
     .venv/bin/python benchmarks/pair_sampling.py [--users N] [--pairs N] [--rounds N]
 
-``benchmarks/link_serving.py`` runs these rows and then serves pairs by id (issue 25).
+``benchmarks/link_serving.py`` runs these rows and then serves pairs by id.
 """
 
 from __future__ import annotations

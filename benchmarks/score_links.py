@@ -1,4 +1,4 @@
-"""Batch link scoring throughput (issue 25): ``score_links`` top-k on a medium graph (Cora in the
+"""Batch link scoring throughput: ``score_links`` top-k on a medium graph (Cora in the
 embedded runtime: 2,708 papers, every paper a source and a candidate target: 7.3 M pairs), with
 an in-memory :class:`~memgraph_tf.client.link_prediction.LinkPredictor` (weights untrained: speed
 does not depend on them).

@@ -1,4 +1,4 @@
-"""Gateway benchmark (issue 27): the node-id gateway in front of an upstream against one local
+"""Gateway benchmark: the node-id gateway in front of an upstream against one local
 server, ``{"node_id": N}`` classify, in one run.
 
 Three ``memgraph-tf serve`` subprocesses on 127.0.0.1, each answering REST and gRPC:

@@ -1,4 +1,4 @@
-"""Typed GraphSAGE on the generated shop graph (issue 24): accuracy against the known best, an MLP
+"""Typed GraphSAGE on the generated shop graph: accuracy against the known best, an MLP
 on the users' own features and a GraphSAGE that ignores types, five seeds each.
 
 The graph is :func:`memgraph_tf.typed_datasets.shop_graph` (12,000 users, 3,000 products, 12
@@ -14,7 +14,7 @@ training budget; what differs is what they may see:
 
 Neighbourhoods come from the numpy reference sampler (``sample_neighbourhoods``), which draws as
 ``tf_features.sample`` does (distinct neighbours, padded). Prints each run, then mean and spread,
-and the ratios the issue asks for (typed / best, typed - untyped).
+and the ratios typed / best and typed - untyped.
 
     .venv/bin/python benchmarks/typed_accuracy.py --seeds 0 1 2 3 4
 """

@@ -22,7 +22,7 @@ measured in the same run (never compared with numbers from elsewhere):
    itself (encoding="base64") vs tf.io.decode_base64 then the op vs Python's base64 decoder then
    numpy.
 
-Targets (issue 2): on 1., op >= 0.6x the numpy copy's throughput and >= 2x parse_example's.
+Targets: on 1., op >= 0.6x the numpy copy's throughput and >= 2x parse_example's.
 Timings are the median of `repeat` interleaved rounds after a warm-up (every decoder once per
 round), so a noisy stretch of a shared machine slows all of them alike; look at the ratios.
 """

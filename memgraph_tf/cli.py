@@ -59,7 +59,8 @@ def _serve(args: argparse.Namespace) -> int:
     from memgraph_tf.serving import server
 
     # the library opens the graph (memgraph_tf.client.open_graph); the server receives the opener
-    return server.run_cli(args, sources.open_graph)
+    timeout_s = getattr(args, "graph_connect_timeout_s", None)
+    return server.run_cli(args, lambda uri: sources.open_graph(uri, connect_timeout_s=timeout_s))
 
 
 def _classify_backend(args: argparse.Namespace):
@@ -282,6 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8501)
     p.add_argument(
         "--graph", default=None, help="Bolt URI (or 'embedded:PATH') to fetch node blobs"
+    )
+    p.add_argument(
+        "--graph-connect-timeout-s",
+        type=float,
+        default=None,
+        help="seconds to reach the --graph server before a node_id request answers 503 "
+        "(default: MEMGRAPH_TF_CONNECT_TIMEOUT_S, else 5)",
     )
     p.add_argument(
         "--sampling-seed",

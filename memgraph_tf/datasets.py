@@ -6,8 +6,9 @@
   beside the repository), ``synthetic`` generated (:func:`synthetic`), or with ``root`` parsed from
   the original Planetoid files.
 * :func:`planetoid_graph` -- a dataset as an :class:`~memgraph_tf.embedded.EmbeddedGraph` (the
-  in-process runtime that runs the unchanged query modules); :func:`load_into_graph` writes one into
-  a real Memgraph (any Bolt + openCypher server) with ``UNWIND`` batches.
+  in-process runtime that runs the unchanged query modules);
+  :func:`memgraph_tf.client.loaders.load_into_graph` writes one into a real Memgraph (any Bolt +
+  openCypher server) with ``UNWIND`` batches.
 * :func:`load_planetoid` -- parses the original files ``ind.<name>.*`` (Python-2 pickles of scipy
   matrices; needs scipy). :func:`planetoid_root` finds them in ``$MEMGRAPH_TF_DATASETS/planetoid``,
   ``$MEMGRAPH_TF_DATASETS`` or ``../shared/datasets/planetoid`` beside the repository.
@@ -35,7 +36,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memgraph_tf.client.sources import GraphSource
     from memgraph_tf.embedded import EmbeddedGraph
 
 logger = logging.getLogger(__name__)
@@ -471,97 +471,3 @@ def node_properties(data: Planetoid) -> dict[str, list[Any]]:
         "label": [int(v) for v in data.labels.tolist()],
         "split": list(data.split),
     }
-
-
-def request_id_index(source: GraphSource, label: str, prop: str = "id") -> bool:
-    """Asks the server for an index on ``:label(prop)`` (Memgraph's syntax, then Neo4j's);
-    returns whether one was accepted. A server that accepts neither is only slower: loaders
-    match nodes by that property."""
-    for query in (
-        f"CREATE INDEX ON :{label}({prop})",
-        f"CREATE INDEX IF NOT EXISTS FOR (n:{label}) ON (n.{prop})",
-    ):
-        try:
-            source.write(query)
-            return True
-        except Exception as exc:  # noqa: BLE001 -- servers differ in index syntax; only speed depends on it
-            logger.debug("index request %r refused: %s", query, exc)
-    return False
-
-
-def load_into_graph(
-    source: GraphSource,
-    data: Planetoid,
-    *,
-    label: str = "Paper",
-    edge_type: str = "CITES",
-    batch_size: int = 500,
-    replace: bool = False,
-    progress: Any = None,
-) -> dict[str, int]:
-    """Writes ``data`` into a real graph database through Cypher: ``:label`` nodes with the
-    properties of :func:`node_properties` (``id`` is the node number) and one ``edge_type`` edge
-    ``min -> max`` per undirected pair, ``batch_size`` rows per ``UNWIND`` query.
-
-    Guarantees: never deletes anything unless ``replace``; when ``:label`` nodes exist it raises
-    ValueError saying how many, unless ``replace`` (then they are detach-deleted first, in batches).
-    An index on ``:label(id)`` is requested (Memgraph syntax, then Neo4j's; a server that accepts
-    neither is only slower). ``progress(kind, done)`` is called after each batch (``kind``
-    ``nodes`` or ``edges``). Returns ``{"nodes": n, "edges": m}``.
-    """
-    for value, what in ((label, "label"), (edge_type, "edge_type")):
-        if not value.isidentifier():
-            raise ValueError(f"{what}: expected a plain identifier, got {value!r}")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
-    [row] = source.write(f"MATCH (n:{label}) RETURN count(n) AS c")
-    existing = int(row["c"])
-    if existing and not replace:
-        raise ValueError(
-            f"label {label!r}: expected no existing :{label} nodes, got {existing} "
-            "(pass replace=True / --replace to delete them first, or choose another label)"
-        )
-    while existing:
-        [row] = source.write(
-            f"MATCH (n:{label}) WITH n LIMIT $k DETACH DELETE n RETURN count(*) AS c",
-            {"k": batch_size},
-        )
-        existing = int(row["c"])
-    request_id_index(source, label)
-    props = node_properties(data)
-    n = data.num_nodes
-    for lo in range(0, n, batch_size):
-        rows = [
-            {
-                "id": i,
-                "features": props["features"][i],
-                "label": props["label"][i],
-                "split": props["split"][i],
-            }
-            for i in range(lo, min(n, lo + batch_size))
-        ]
-        source.write(
-            f"UNWIND $rows AS r CREATE (:{label} {{id: r.id, features: r.features, label: r.label, "
-            "split: r.split})",
-            {"rows": rows},
-        )
-        if progress is not None:
-            progress("nodes", len(rows))
-    for lo in range(0, len(data.edges), batch_size):
-        pairs = [list(e) for e in data.edges[lo : lo + batch_size]]
-        source.write(
-            f"UNWIND $pairs AS p MATCH (a:{label} {{id: p[0]}}) MATCH (b:{label} {{id: p[1]}}) "
-            f"CREATE (a)-[:{edge_type}]->(b)",
-            {"pairs": pairs},
-        )
-        if progress is not None:
-            progress("edges", len(pairs))
-    logger.info(
-        "loaded %s into the graph: %d :%s nodes, %d :%s edges",
-        data.name,
-        n,
-        label,
-        len(data.edges),
-        edge_type,
-    )
-    return {"nodes": n, "edges": len(data.edges)}

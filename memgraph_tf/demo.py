@@ -5,7 +5,7 @@ what a person can follow up -- bundles, pictures and a report in ``--out`` (defa
 1. **load** the dataset (Cora by default, shipped in the package) into a graph: the in-process
    Memgraph runtime, where the unchanged ``query_modules/tf_features.py`` runs through Memgraph's
    real ``mgp.py``; or, with ``--graph bolt://...``, a real Memgraph, written through Cypher in
-   ``UNWIND`` batches (:func:`memgraph_tf.datasets.load_into_graph`).
+   ``UNWIND`` batches (:func:`memgraph_tf.client.loaders.load_into_graph`).
 2. **train** GraphSAGE with features and neighbourhoods coming only through ``tf_features.*`` blobs,
    unpacked by the C++ op; measure test accuracy (mean of several neighbourhood draws).
 3. **export** two TF Serving bundles into ``OUT/``: ``portable/`` (stock ops only, for the stock
@@ -153,6 +153,7 @@ def _load(
 ) -> tuple[Any, dict, Any, str]:
     """(source, sampling options, embedded graph or None, description)."""
     from memgraph_tf import client
+    from memgraph_tf.client import loaders
 
     if graph is None:
         g = datasets.planetoid_graph(data)
@@ -165,7 +166,7 @@ def _load(
     source = client.connect(graph)
     total = data.num_nodes + len(data.edges)
     with _bar(progress, total=total, desc="load", unit="row") as bar:
-        datasets.load_into_graph(
+        loaders.load_into_graph(
             source,
             data,
             label=GRAPH_LABEL,
@@ -751,7 +752,7 @@ def run_shop(
 
     1. load :func:`~memgraph_tf.typed_datasets.demo_shop_graph` (or ``shop_graph(**shop)``) into
        the in-process runtime, or with ``graph`` into a real database through Cypher
-       (:func:`~memgraph_tf.typed_datasets.load_typed_graph`);
+       (:func:`~memgraph_tf.client.loaders.load_typed_graph`);
     2. train :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` on :User nodes with
        ``tf_features.sample_typed`` blobs, the train/validation split read from the nodes'
        ``split`` property; test accuracy (mean of :data:`EVAL_DRAWS` draws) beside the graph's
@@ -766,6 +767,7 @@ def run_shop(
 
     tf = import_tensorflow_quietly()  # before anything else imports TensorFlow
     from memgraph_tf import blob, client
+    from memgraph_tf.client import loaders
     from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
     from memgraph_tf.serving.bundle import inference_sampling, read_bundle_config
 
@@ -787,7 +789,7 @@ def run_shop(
     else:
         source = client.connect(graph)
         with _bar(progress, total=num_nodes + num_edges, desc="load", unit="row") as bar:
-            typed_datasets.load_typed_graph(
+            loaders.load_typed_graph(
                 source, data, replace=replace, progress=lambda kind, n: bar.update(n)
             )
         graph_text = f"{source!r}"

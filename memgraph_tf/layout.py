@@ -167,7 +167,7 @@ SPLIT_PROPERTY = "split"
 """The relationship property ``tf_features.split_edges`` writes and ``options.exclude_splits``
 reads by default (``options.split_property``)."""
 SPLITS = ("train", "val", "test")
-"""The values ``tf_features.split_edges`` writes (issue 25: the GAE protocol's edge split)."""
+"""The values ``tf_features.split_edges`` writes (the GAE protocol's edge split)."""
 SPLIT_OPTIONS = ("exclude_splits", "split_property")
 """Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
 SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("layout", "seed") + SPLIT_OPTIONS

@@ -1,7 +1,7 @@
 """Typed (heterogeneous) graphs with a planted signal that only the typed structure reveals.
 
 No small real heterogeneous node-classification dataset we found may be redistributed, so the
-typed-graph work (issue 24) runs on :func:`shop_graph`, a generated shop::
+typed-graph work runs on :func:`shop_graph`, a generated shop::
 
     (:User)-[:BOUGHT]->(:Product)-[:IN]->(:Category)      (:User)-[:FOLLOWS]->(:User)
 
@@ -31,13 +31,12 @@ import itertools
 import logging
 import math
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from memgraph_tf.client.sources import GraphSource
     from memgraph_tf.embedded import EmbeddedGraph
     from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
@@ -48,7 +47,6 @@ __all__ = [
     "bayes_predictions",
     "best_accuracy",
     "demo_shop_graph",
-    "load_typed_graph",
     "node_properties",
     "sample_neighbourhoods",
     "shop_graph",
@@ -220,6 +218,88 @@ def shop_graph(
     """
     import numpy as np
 
+    _check_shop_arguments(
+        num_users=num_users,
+        num_products=num_products,
+        num_categories=num_categories,
+        num_classes=num_classes,
+        purchases_per_user=purchases_per_user,
+        follows_per_user=follows_per_user,
+        signal=signal,
+        user_width=user_width,
+        product_width=product_width,
+        category_width=category_width,
+    )
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(num_classes, size=num_users)
+    users, bought, product_category = _shop_purchases(
+        rng, labels, num_classes, num_products, num_categories, purchases_per_user, signal
+    )
+    followers = np.repeat(np.arange(num_users), follows_per_user)
+    followed = rng.integers(num_users - 1, size=followers.shape[0])
+    followed += followed >= followers  # nobody follows themselves
+    codes = rng.normal(size=(num_categories, category_width)).astype(np.float32)
+    node_sets = {
+        "User": NodeSet(
+            "User", num_users, rng.normal(size=(num_users, user_width)).astype(np.float32)
+        ),
+        "Product": NodeSet(
+            "Product",
+            num_products,
+            rng.normal(size=(num_products, product_width)).astype(np.float32),
+        ),
+        "Category": NodeSet("Category", num_categories, codes),
+    }
+    edge_sets = {
+        e.key: e
+        for e in (
+            EdgeSet("User", "BOUGHT", "Product", users, bought),
+            EdgeSet("Product", "IN", "Category", np.arange(num_products), product_category),
+            EdgeSet("User", "FOLLOWS", "User", followers, followed),
+        )
+    }
+    split = _shop_split(rng, num_users)
+    params = {
+        "num_users": num_users,
+        "num_products": num_products,
+        "num_categories": num_categories,
+        "num_classes": num_classes,
+        "purchases_per_user": purchases_per_user,
+        "follows_per_user": follows_per_user,
+        "signal": signal,
+        "seed": seed,
+    }
+    return TypedGraph(
+        name=SHOP_DATASET,
+        node_sets=node_sets,
+        edge_sets=edge_sets,
+        target_label="User",
+        labels=labels.astype(np.int64),
+        split=split,
+        num_classes=num_classes,
+        best_accuracy=best_accuracy(num_classes, purchases_per_user, signal),
+        params=params,
+        class_names=tuple(
+            SHOP_CLASS_NAMES[c] if c < len(SHOP_CLASS_NAMES) else f"class {c}"
+            for c in range(num_classes)
+        ),
+    )
+
+
+def _check_shop_arguments(
+    *,
+    num_users: int,
+    num_products: int,
+    num_categories: int,
+    num_classes: int,
+    purchases_per_user: int,
+    follows_per_user: int,
+    signal: float,
+    user_width: int,
+    product_width: int,
+    category_width: int,
+) -> None:
+    """Raises ValueError naming the first of :func:`shop_graph`'s arguments that is out of range."""
     checks = {
         "num_users": (num_users, 100),
         "num_products": (num_products, num_categories),
@@ -246,8 +326,23 @@ def shop_graph(
         )
     if not 0.0 <= signal <= 1.0:
         raise ValueError(f"shop_graph: signal: expected 0 <= signal <= 1, got {signal!r}")
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(num_classes, size=num_users)
+
+
+def _shop_purchases(
+    rng: np.random.Generator,
+    labels: np.ndarray,
+    num_classes: int,
+    num_products: int,
+    num_categories: int,
+    purchases_per_user: int,
+    signal: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(buying user, bought product) per purchase, and each product's category, drawn from
+    ``rng``: each user's ``purchases_per_user`` purchases in a row (user ``i`` has class
+    ``labels[i]``), each from a category of the user's class with probability ``signal``."""
+    import numpy as np
+
+    num_users = labels.shape[0]
     # Products sit on ``purchases_per_user`` shelves, each shelf holding every category equally
     # often; a user's j-th purchase comes from shelf j. So a user never buys a product twice (a
     # sampler that keeps distinct neighbours sees every purchase), the purchases stay independent,
@@ -273,60 +368,18 @@ def shop_graph(
         for c in range(num_classes):
             chosen = (shelf == j) & own & (labels[users] == c)
             bought[chosen] = rng.choice(pools[(j, c)], size=int(chosen.sum()))
-    followers = np.repeat(np.arange(num_users), follows_per_user)
-    followed = rng.integers(num_users - 1, size=followers.shape[0])
-    followed += followed >= followers  # nobody follows themselves
-    codes = rng.normal(size=(num_categories, category_width)).astype(np.float32)
-    node_sets = {
-        "User": NodeSet(
-            "User", num_users, rng.normal(size=(num_users, user_width)).astype(np.float32)
-        ),
-        "Product": NodeSet(
-            "Product",
-            num_products,
-            rng.normal(size=(num_products, product_width)).astype(np.float32),
-        ),
-        "Category": NodeSet("Category", num_categories, codes),
-    }
-    edge_sets = {
-        e.key: e
-        for e in (
-            EdgeSet("User", "BOUGHT", "Product", users, bought),
-            EdgeSet("Product", "IN", "Category", np.arange(num_products), product_category),
-            EdgeSet("User", "FOLLOWS", "User", followers, followed),
-        )
-    }
+    return users, bought, product_category
+
+
+def _shop_split(rng: np.random.Generator, num_users: int) -> tuple[str, ...]:
+    """Each user's split drawn from ``rng``: 60% ``train``, 20% ``val``, 20% ``test``."""
     order = rng.permutation(num_users)
     split = ["train"] * num_users
     for i in order[int(0.6 * num_users) : int(0.8 * num_users)]:
         split[i] = "val"
     for i in order[int(0.8 * num_users) :]:
         split[i] = "test"
-    params = {
-        "num_users": num_users,
-        "num_products": num_products,
-        "num_categories": num_categories,
-        "num_classes": num_classes,
-        "purchases_per_user": purchases_per_user,
-        "follows_per_user": follows_per_user,
-        "signal": signal,
-        "seed": seed,
-    }
-    return TypedGraph(
-        name=SHOP_DATASET,
-        node_sets=node_sets,
-        edge_sets=edge_sets,
-        target_label="User",
-        labels=labels.astype(np.int64),
-        split=tuple(split),
-        num_classes=num_classes,
-        best_accuracy=best_accuracy(num_classes, purchases_per_user, signal),
-        params=params,
-        class_names=tuple(
-            SHOP_CLASS_NAMES[c] if c < len(SHOP_CLASS_NAMES) else f"class {c}"
-            for c in range(num_classes)
-        ),
-    )
+    return tuple(split)
 
 
 def node_properties(graph: TypedGraph, label: str) -> list[dict[str, Any]]:
@@ -334,7 +387,7 @@ def node_properties(graph: TypedGraph, label: str) -> list[dict[str, Any]]:
     inside the set), ``features`` (floats) where the set has features, and on the target label
     ``label`` (int class) and ``split`` (``train``/``val``/``test``). The one definition of what
     a typed graph's nodes carry, in-process (:func:`typed_embedded_graph`) and in a database
-    (:func:`load_typed_graph`)."""
+    (:func:`memgraph_tf.client.loaders.load_typed_graph`)."""
     node_set = graph.node_sets[label]
     rows = node_set.features.tolist() if node_set.features is not None else None
     out: list[dict[str, Any]] = []
@@ -371,82 +424,6 @@ def typed_embedded_graph(
         for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True):
             g.add_edge(src_ids[a], dst_ids[b], rel_type)
     return g, ids
-
-
-def load_typed_graph(
-    source: GraphSource,
-    graph: TypedGraph,
-    *,
-    batch_size: int = 500,
-    replace: bool = False,
-    progress: Callable[[str, int], Any] | None = None,
-) -> dict[str, int]:
-    """Writes ``graph`` into a real graph database through Cypher (``source.write``: a
-    :class:`~memgraph_tf.client.BoltSource`), ``batch_size`` rows per ``UNWIND`` query: one node
-    per node of each node set, with its label and :func:`node_properties`; one relationship per
-    edge of each edge set, with its type and direction, between the nodes matched by label and
-    ``id``. Read back with ``options.id_property = "id"`` (ids are unique within a label only).
-
-    Guarantees: never deletes anything unless ``replace``; when nodes of one of the graph's
-    labels exist it raises ValueError naming the label and how many, before writing anything,
-    unless ``replace`` (then they are detach-deleted first, in batches). An index on each
-    ``:label(id)`` is requested (:func:`memgraph_tf.datasets.request_id_index`).
-    ``progress(kind, done)`` is called after each batch (``kind`` ``nodes`` or ``edges``).
-    Returns ``{"nodes": n, "edges": m}``."""
-    from memgraph_tf.datasets import request_id_index
-
-    for label in graph.node_sets:
-        if not label.isidentifier():
-            raise ValueError(f"node set {label!r}: expected a plain identifier as its label")
-    for key in graph.edge_sets:
-        if not key[1].isidentifier():
-            raise ValueError(f"edge set {key}: expected a plain identifier as its type")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
-    existing = {}
-    for label in graph.node_sets:
-        [row] = source.write(f"MATCH (n:{label}) RETURN count(n) AS c")
-        existing[label] = int(row["c"])
-    found = {label: n for label, n in existing.items() if n}
-    if found and not replace:
-        label, n = next(iter(found.items()))
-        raise ValueError(
-            f"label {label!r}: expected no existing :{label} nodes, got {n} (pass replace=True "
-            "/ --replace to delete the graph's labels first, or load into another database)"
-        )
-    for label, n in found.items():
-        while n:
-            [row] = source.write(
-                f"MATCH (n:{label}) WITH n LIMIT $k DETACH DELETE n RETURN count(*) AS c",
-                {"k": batch_size},
-            )
-            n = int(row["c"])
-    nodes = edges = 0
-    for label in graph.node_sets:
-        request_id_index(source, label, ID_PROPERTY)
-        rows = node_properties(graph, label)
-        for lo in range(0, len(rows), batch_size):
-            part = rows[lo : lo + batch_size]
-            source.write(f"UNWIND $rows AS r CREATE (n:{label}) SET n = r", {"rows": part})
-            nodes += len(part)
-            if progress is not None:
-                progress("nodes", len(part))
-    for (src, rel_type, dst), edge_set in graph.edge_sets.items():
-        pairs = [
-            [a, b] for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True)
-        ]
-        query = (
-            f"UNWIND $pairs AS p MATCH (a:{src} {{{ID_PROPERTY}: p[0]}}) "
-            f"MATCH (b:{dst} {{{ID_PROPERTY}: p[1]}}) CREATE (a)-[:{rel_type}]->(b)"
-        )
-        for lo in range(0, len(pairs), batch_size):
-            part = pairs[lo : lo + batch_size]
-            source.write(query, {"pairs": part})
-            edges += len(part)
-            if progress is not None:
-                progress("edges", len(part))
-    logger.info("loaded %s into the graph: %d nodes, %d relationships", graph.name, nodes, edges)
-    return {"nodes": nodes, "edges": edges}
 
 
 _ADJACENCY: weakref.WeakKeyDictionary[TypedGraph, dict[EdgeStep, tuple[np.ndarray, np.ndarray]]]

@@ -1,7 +1,7 @@
 """Typed sampling specs: which relationships to follow, in which direction, how many per hop, and
 where each sampled node lands in the per-hop, per-label slot tables.
 
-This is the one home of the typed-sampling contract (issue 24). A spec names a *seed label* and,
+This is the one home of the typed-sampling contract. A spec names a *seed label* and,
 per **edge step** -- a relationship type walked from nodes of one label to nodes of another, in one
 direction, written as a Cypher pattern -- a fanout per hop (PyG's ``num_neighbors`` dict, TF-GNN's
 sampling spec)::

@@ -10,8 +10,6 @@ Reference: docs/query-modules.md.
 import mgp
 
 from memgraph_tf import procedures as _procedures
-from memgraph_tf.procedures import pairs as _pairs
-from memgraph_tf.procedures import typed as _typed
 
 # The list arguments are declared LIST OF ANY? (a list whose elements may be anything, null
 # included) rather than LIST OF INTEGER / LIST OF STRING: Memgraph's own check of a declared type
@@ -94,7 +92,7 @@ def sample_typed(
     property names. One blob with, per hop and label, ``ids_h{h}_{label}``,
     ``features_h{h}_{label}`` and ``mask_h{h}_{label}``, and ``labels`` (with
     ``options.label_property``); ``count``: the number of seeds."""
-    encoded, count = _typed.run_sample_typed(ctx, seeds, num_neighbors, properties, options)
+    encoded, count = _procedures.run_sample_typed(ctx, seeds, num_neighbors, properties, options)
     return mgp.Record(blob=encoded, count=count)
 
 
@@ -107,7 +105,7 @@ def schema(
     """The graph's metagraph: per label its node count and the kind and width of the feature
     properties asked for it in ``properties`` (checked on every node of the label); per
     (source label, type, target label) the relationship count."""
-    return mgp.Record(**_typed.run_schema(ctx, properties, options))
+    return mgp.Record(**_procedures.run_schema(ctx, properties, options))
 
 
 @mgp.read_proc
@@ -124,7 +122,7 @@ def sample_pairs(
     relationships removed from both at every hop: ``src.*`` and ``dst.*`` typed sections and
     ``pair_labels`` (1 for a given pair, 0 for each of the ``options.negatives`` negatives drawn
     per pair); ``count``: the number of rows (pairs and negatives)."""
-    encoded, count = _pairs.run_sample_pairs(
+    encoded, count = _procedures.run_sample_pairs(
         ctx, sources, targets, num_neighbors, properties, options
     )
     return mgp.Record(blob=encoded, count=count)
@@ -140,4 +138,20 @@ def split_edges(
     or ``test`` on every relationship ``pattern`` (e.g. ``(:Paper)-[:CITES]-(:Paper)``) matches,
     drawn from ``options.seed`` (``options.val_fraction`` 0.05, ``options.test_fraction`` 0.10 by
     default); the counts of edges per split and of relationships written."""
-    return mgp.Record(**_pairs.run_split_edges(ctx, pattern, options))
+    return mgp.Record(**_procedures.run_split_edges(ctx, pattern, options))
+
+
+# -- profile: what one label's node properties hold (memgraph_tf/procedures/profile.py) ----------
+
+
+@mgp.read_proc
+def profile(
+    ctx: mgp.ProcCtx,
+    label: mgp.Nullable[mgp.Any],
+    properties: mgp.Nullable[mgp.Any] = None,
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(label=str, count=int, properties=mgp.List[mgp.Map]):
+    """One scan of the nodes with ``label``: per property (``properties``: the names; null: every
+    property found) the value types with counts, coverage, numeric and temporal statistics, list
+    lengths and element types, cardinality and the ``options.top_k`` most frequent values."""
+    return mgp.Record(**_procedures.run_profile(ctx, label, properties, options))

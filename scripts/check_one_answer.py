@@ -1,4 +1,4 @@
-"""One answer per node (issue 23): every node of a dataset classified by ``node_id`` over REST
+"""One answer per node: every node of a dataset classified by ``node_id`` over REST
 (several passes) and gRPC on the local server, and by batch inference (``memgraph_tf.batch``),
 with one bundle that stores no sampling seed and default settings everywhere. Exits 0 when every
 path gives every node the same top class and the same float32 score (and REST/gRPC the same whole

@@ -1,5 +1,6 @@
-"""Code conventions of the library, checked over its source: no module uses another package's
-private names, and every module logs to ``logger = logging.getLogger(__name__)``."""
+"""Code conventions of the library, checked over its source: no module imports or reads another
+module's private names (a private module may be used by its own package), and every module logs to
+``logger = logging.getLogger(__name__)``."""
 
 from __future__ import annotations
 
@@ -12,85 +13,121 @@ SOURCES = sorted(
     [*(REPO_ROOT / "memgraph_tf").rglob("*.py"), *(REPO_ROOT / "query_modules").rglob("*.py")]
 )
 
-# Modules whose logger is still named ``log`` (none left: the serving modules were renamed in issue
-# 9).
+# Modules whose logger may keep another name (none).
 LOGGER_RENAME_PENDING: set[str] = set()
 
 
-def _package(dotted: str) -> str:
-    """``memgraph_tf.ops._loader.build_library`` -> ``memgraph_tf.ops``."""
-    return ".".join(dotted.split(".")[:2])
+MODULES = {
+    ".".join(p.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for p in SOURCES
+}
 
 
-def _is_private(dotted: str) -> bool:
-    return any(p.startswith("_") and not p.startswith("__") for p in dotted.split(".")[1:])
+def _module_of(path: pathlib.Path) -> str:
+    """``memgraph_tf/client/sources.py`` -> ``memgraph_tf.client.sources``."""
+    return ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
 
 
-def _own_package(path: pathlib.Path) -> str:
-    parts = path.relative_to(REPO_ROOT).with_suffix("").parts
-    return ".".join(parts[:2]) if parts[0] == "memgraph_tf" and len(parts) > 1 else parts[0]
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
-def cross_package_private_uses(source: str, own: str) -> list[str]:
-    """Imports of ``memgraph_tf.<pkg>..._x`` and reads of ``module._x`` in ``source``, a module of
-    package ``own`` (``memgraph_tf.<pkg>``; a top-level module is its own package), from another
-    package."""
+def _absolute(own: str, is_package: bool, level: int, module: str | None) -> str:
+    if level == 0:
+        return module or ""
+    base = own.split(".") if is_package else own.split(".")[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def _allowed(dotted: str, own: str, modules: set[str]) -> bool:
+    """Whether module ``own`` may name ``dotted``: each private part of it must be a *module* of a
+    package that holds ``own`` (``ops/_loader.py`` is for ``memgraph_tf.ops``'s modules); a private
+    name inside a module is that module's alone."""
+    parts = dotted.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if not _private(part):
+            continue
+        prefix = ".".join(parts[: i + 1])
+        package = ".".join(parts[:i])
+        if prefix not in modules or not (own == package or own.startswith(package + ".")):
+            return False
+    return True
+
+
+def private_uses(source: str, own: str, is_package: bool, modules: set[str]) -> list[str]:
+    """Imports of another module's private name (``from m import _x``, absolute or relative, or
+    ``import m._x``) and reads of ``m._x`` where ``m`` names one of our modules, in ``source`` (the
+    module ``own``). A private module (``ops/_loader.py``) is allowed to its own package."""
     tree = ast.parse(source)
     bound: dict[str, str] = {}
     found = []
     for node in ast.walk(tree):
-        names = []
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.level == 0
-            and (node.module or "").startswith("memgraph_tf")
-        ):
-            names = [(f"{node.module}.{a.name}", a.asname or a.name) for a in node.names]
+        names: list[tuple[str, str]] = []
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(own, is_package, node.level, node.module)
+            if base.split(".")[0] in {"memgraph_tf", "query_modules"}:
+                names = [(f"{base}.{a.name}", a.asname or a.name) for a in node.names]
         elif isinstance(node, ast.Import):
             names = [
                 (a.name, a.asname or a.name.split(".")[0])
                 for a in node.names
-                if a.name.startswith("memgraph_tf")
+                if a.name.split(".")[0] in {"memgraph_tf", "query_modules"}
             ]
         for dotted, local in names:
             bound[local] = dotted
-            if _is_private(dotted) and _package(dotted) != own:
+            if not _allowed(dotted, own, modules):
                 found.append(f"{node.lineno}: imports {dotted}")
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id in bound
+            and _private(node.attr)
+            and not _allowed(f"{bound[node.value.id]}.{node.attr}", own, modules)
         ):
-            dotted = f"{bound[node.value.id]}.{node.attr}"
-            if _is_private(dotted) and _package(dotted) != own:
-                found.append(f"{node.lineno}: reads {dotted}")
-    return found
+            found.append(f"{node.lineno}: reads {bound[node.value.id]}.{node.attr}")
+    return sorted(found, key=lambda line: int(line.split(":")[0]))
 
 
-def test_the_checker_sees_cross_package_private_uses():
+def test_the_checker_sees_private_names_of_other_modules():
+    modules = {
+        "memgraph_tf.ops",
+        "memgraph_tf.ops._loader",
+        "memgraph_tf.ops.portable",
+        "memgraph_tf.client",
+        "memgraph_tf.client.graphsage",
+        "memgraph_tf.client.typed_graphsage",
+        "memgraph_tf.embedded._runtime",
+    }
     source = (
         "from memgraph_tf.ops import _loader\n"
         "from memgraph_tf import ops\n"
         "ops._loader.build_library()\n"
         "from memgraph_tf.embedded._runtime import Store\n"
-        "from memgraph_tf.ops._args import DTYPES\n"
+        "from .graphsage import _positive_int, GraphSAGE\n"
+        "from memgraph_tf.client import graphsage\n"
+        "graphsage._csr_table(1)\n"
     )
-    assert cross_package_private_uses(source, "memgraph_tf.cli") == [
+    assert private_uses(source, "memgraph_tf.client.typed_graphsage", False, modules) == [
         "1: imports memgraph_tf.ops._loader",
-        "4: imports memgraph_tf.embedded._runtime.Store",
-        "5: imports memgraph_tf.ops._args.DTYPES",
         "3: reads memgraph_tf.ops._loader",
-    ]
-    assert cross_package_private_uses(source, "memgraph_tf.ops") == [
         "4: imports memgraph_tf.embedded._runtime.Store",
+        "5: imports memgraph_tf.client.graphsage._positive_int",
+        "7: reads memgraph_tf.client.graphsage._csr_table",
+    ]
+    # the package's own modules may use its private modules
+    assert private_uses(source, "memgraph_tf.ops.portable", False, modules) == [
+        "4: imports memgraph_tf.embedded._runtime.Store",
+        "5: imports memgraph_tf.ops.graphsage._positive_int",
+        "7: reads memgraph_tf.client.graphsage._csr_table",
     ]
 
 
-def test_no_module_uses_another_package_s_private_names():
+def test_no_module_uses_another_module_s_private_names():
     found = {}
     for path in SOURCES:
-        uses = cross_package_private_uses(path.read_text(), _own_package(path))
+        uses = private_uses(path.read_text(), _module_of(path), path.name == "__init__.py", MODULES)
         if uses:
             found[str(path.relative_to(REPO_ROOT))] = uses
     assert found == {}

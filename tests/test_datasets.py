@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memgraph_tf import datasets
+from memgraph_tf.client import loaders
 
 
 def _shared_root(name: str):
@@ -182,7 +183,7 @@ def test_planetoid_graph_of_the_synthetic_dataset() -> None:
 def test_load_into_graph_writes_the_dataset_through_cypher(bolt_source) -> None:
     data = datasets.synthetic()
     calls = []
-    done = datasets.load_into_graph(
+    done = loaders.load_into_graph(
         bolt_source,
         data,
         label="SynPaper",
@@ -206,8 +207,8 @@ def test_load_into_graph_writes_the_dataset_through_cypher(bolt_source) -> None:
     with pytest.raises(
         ValueError, match=r"label 'SynPaper': expected no existing :SynPaper nodes, got 400"
     ):
-        datasets.load_into_graph(bolt_source, data, label="SynPaper", edge_type="SYN_CITES")
-    datasets.load_into_graph(
+        loaders.load_into_graph(bolt_source, data, label="SynPaper", edge_type="SYN_CITES")
+    loaders.load_into_graph(
         bolt_source, data, label="SynPaper", edge_type="SYN_CITES", replace=True
     )
     [row] = bolt_source.run("MATCH (n:SynPaper) RETURN count(n) AS c")

@@ -1,14 +1,16 @@
 """The package's import graph: no cycles, and no import from a lower layer to a higher one.
 
 Every import counts -- at module level, inside functions (a function-level import is still a
-dependency, and two modules that import each other inside functions still form a cycle), and the
-module tables that :func:`memgraph_tf.lazy.lazy_attributes` resolves on first access. Only imports
-under ``if TYPE_CHECKING:`` are left out: they never run, so they make neither a cycle nor a
-run-time dependency.
+dependency, and two modules that import each other inside functions still form a cycle), under
+``if TYPE_CHECKING:`` (an import for annotations is still a dependency of the module's interface:
+a lower layer's signatures naming a higher layer's types couple the two, and two modules that
+name each other's types form a cycle a type checker has to untangle), and the module tables that
+:func:`memgraph_tf.lazy.lazy_attributes` resolves on first access.
 
 The layers, lowest first (a module may import its own layer and the layers below it)::
 
-    0 foundation   memgraph_tf (the package), errors, lazy, layout, typed_sampling, blob, deploy
+    0 foundation   memgraph_tf (the package), errors, lazy, layout, typed_sampling, blob, deploy,
+                   feature_spec
     1 graph & ops  procedures, embedded, ops, datasets, typed_datasets, and the query module file
     2 client       memgraph_tf.client
     3 serving      memgraph_tf.serving (uses the client's graph sources; the client never uses it)
@@ -28,7 +30,16 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = "memgraph_tf"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("memgraph_tf", "errors", "lazy", "layout", "typed_sampling", "blob", "deploy"),
+    (
+        "memgraph_tf",
+        "errors",
+        "lazy",
+        "layout",
+        "typed_sampling",
+        "blob",
+        "deploy",
+        "feature_spec",
+    ),
     ("procedures", "embedded", "ops", "datasets", "typed_datasets", "query_modules"),
     ("client",),
     ("serving",),
@@ -43,7 +54,7 @@ ALLOWED_UPWARD_TABLES = {
     # the error tree's root re-exports each package's base class by name, so that
     # ``from memgraph_tf.errors import ClientError`` works; resolved on first use only
     ("memgraph_tf.errors", "_PACKAGE_BASES"),
-    # batch inference moved from memgraph_tf.client to memgraph_tf.batch (issue 21): the old
+    # batch inference lives in memgraph_tf.batch, above the client: its
     # public names stay importable from memgraph_tf.client for one release, resolved on use
     ("memgraph_tf.client", "_MOVED_TO_BATCH"),
 }
@@ -73,19 +84,6 @@ def module_name(path: pathlib.Path, root: pathlib.Path = REPO_ROOT) -> str:
     return ".".join(parts)
 
 
-def _type_checking_nodes(tree: ast.Module) -> set[int]:
-    """ids of the statements under ``if TYPE_CHECKING:`` (never run)."""
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and (
-            (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-            or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
-        ):
-            for stmt in node.body:
-                skipped.update(id(n) for n in ast.walk(stmt))
-    return skipped
-
-
 def _resolve(target: str, modules: set[str]) -> str | None:
     """The module ``target`` names, or its nearest enclosing module among ``modules``
     (``memgraph_tf.client.batch.classify_graph`` -> ``memgraph_tf.client.batch``)."""
@@ -110,15 +108,12 @@ def imports_of(
     module: str, source: str, is_package: bool, modules: set[str]
 ) -> list[tuple[str, int, str | None]]:
     """``(imported module, line, lazy table or None)`` for every package-internal import in
-    ``source``: import statements anywhere but under ``if TYPE_CHECKING:``, and the values of
-    module-level dict literals of a module that calls ``lazy_attributes`` (its lazy tables;
+    ``source``: import statements anywhere (``if TYPE_CHECKING:`` blocks included), and the values
+    of module-level dict literals of a module that calls ``lazy_attributes`` (its lazy tables;
     a value is an absolute module, ``.relative``, or a bare submodule name)."""
     tree = ast.parse(source)
-    skipped = _type_checking_nodes(tree)
     found: list[tuple[str, int, str | None]] = []
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 target = _resolve(alias.name, modules)
@@ -275,7 +270,7 @@ def test_the_checker_finds_a_cycle_through_function_level_imports() -> None:
     assert cycles(graph) == [["memgraph_tf.batch.a", "memgraph_tf.batch.b"]]
 
 
-def test_the_checker_reads_lazy_tables_and_skips_type_checking_imports() -> None:
+def test_the_checker_reads_lazy_tables_and_counts_type_checking_imports() -> None:
     graph = import_graph(
         {
             "memgraph_tf.ops": (
@@ -293,13 +288,38 @@ def test_the_checker_reads_lazy_tables_and_skips_type_checking_imports() -> None
         }
     )
     assert sorted((t, table) for t, _, table in graph["memgraph_tf.ops"]) == [
+        ("memgraph_tf.beam.runner", None),
         ("memgraph_tf.client.sources", "_TABLE"),
         ("memgraph_tf.lazy", None),
         ("memgraph_tf.ops.portable", "_TABLE"),
     ]
     assert upward_imports(graph) == [
+        "memgraph_tf.ops (layer 1, graph & ops) imports memgraph_tf.beam.runner "
+        "(layer 5, beam) at line 4",
         "memgraph_tf.ops (layer 1, graph & ops) imports memgraph_tf.client.sources "
-        "(layer 2, client) at line 5 (lazy table _TABLE)"
+        "(layer 2, client) at line 5 (lazy table _TABLE)",
+    ]
+
+
+def test_the_checker_finds_a_cycle_through_type_checking_imports() -> None:
+    """A module imports another at run time, which names the first one's type for its
+    annotations only: a cycle, and (here) an upward import."""
+    graph = import_graph(
+        {
+            "memgraph_tf.client": ("", True),
+            "memgraph_tf.client.sources": ("from memgraph_tf.datasets import load\n", False),
+            "memgraph_tf.datasets": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from memgraph_tf.client.sources import GraphSource\n",
+                False,
+            ),
+        }
+    )
+    assert cycles(graph) == [["memgraph_tf.client.sources", "memgraph_tf.datasets"]]
+    assert upward_imports(graph) == [
+        "memgraph_tf.datasets (layer 1, graph & ops) imports memgraph_tf.client.sources "
+        "(layer 2, client) at line 3"
     ]
 
 

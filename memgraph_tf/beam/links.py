@@ -1,4 +1,4 @@
-"""Batch link scoring on Apache Beam (issue 25): :class:`ScoreLinks`, ``memgraph-tf score-links``
+"""Batch link scoring on Apache Beam: :class:`ScoreLinks`, ``memgraph-tf score-links``
 as a pipeline -- the same candidates (top k per source, or a Cypher query's pairs), the same
 scores, the same relationships ``(s)-[:PREDICTED_LINK {score, model_version}]->(t)`` and source
 markers (:mod:`memgraph_tf.batch.links`, :mod:`memgraph_tf.client.links`)::
@@ -41,7 +41,7 @@ from memgraph_tf.beam.transforms import (
     KeyRangePlan,
     NodeScan,
     Page,
-    _ReadRangePagesFn,
+    ReadRangePagesFn,
     create_ranges,
     plan_key_ranges,
 )
@@ -154,6 +154,6 @@ class ScoreLinks(beam.PTransform):
         self.plan = plan_key_ranges(scan)
         return (
             create_ranges(pbegin, self.plan)
-            | "ReadSourcePages" >> beam.ParDo(_ReadRangePagesFn(scan))
+            | "ReadSourcePages" >> beam.ParDo(ReadRangePagesFn(scan))
             | "ScoreLinkPages" >> beam.ParDo(_ScorePageFn(self.graph, self.model, self.options))
         )

@@ -272,8 +272,9 @@ class _KeepGraphOpen:
         pass
 
 
-class _ReadRangePagesFn(_KeepGraphOpen, _ReadRangeFn):
-    """:class:`_ReadRangeFn` with each keyset page as one :class:`Page` element."""
+class ReadRangePagesFn(_KeepGraphOpen, _ReadRangeFn):
+    """Reads a key range as :class:`_ReadRangeFn` does, each keyset page as one :class:`Page`
+    element."""
 
     def process(self, key_range: tuple[int, int]) -> Iterator[Page]:  # type: ignore[override] -- pages
         for keys in self.pages(key_range):
@@ -349,7 +350,7 @@ class _FetchFn(beam.DoFn):
                         self.sampling.fanouts,
                         self.sampling.properties,
                         {**self.sampling.options, "seed": seed},
-                        self.sampling.typed,  # a typed bundle's settings (issue 24)
+                        self.sampling.typed,  # a typed bundle's settings
                     ),
                 )
                 for seed in self.seeds
@@ -747,7 +748,7 @@ class ClassifyNodes(beam.PTransform):
         self.plan = plan_key_ranges(self.scan)
         tallies = (
             create_ranges(pbegin, self.plan)
-            | "ReadKeyRangePages" >> beam.ParDo(_ReadRangePagesFn(self.scan))
+            | "ReadKeyRangePages" >> beam.ParDo(ReadRangePagesFn(self.scan))
             | "FetchPages"
             >> beam.ParDo(_FetchPageFn(self.read_graph, self.sampling, None, self.skip_invalid))
             | "ClassifyPages"
@@ -914,7 +915,7 @@ class ExportNeighbourhoods(beam.PTransform):
     def _expand_pages(self, pbegin: Any) -> Any:
         return (
             create_ranges(pbegin, plan_key_ranges(self.scan))
-            | "ReadKeyRangePages" >> beam.ParDo(_ReadRangePagesFn(self.scan))
+            | "ReadKeyRangePages" >> beam.ParDo(ReadRangePagesFn(self.scan))
             | "FetchPages"
             >> beam.ParDo(_FetchPageFn(self.graph, self.sampling, self.seeds, self.skip_invalid))
             | "WriteTFRecordPages" >> beam.ParDo(_WriteRecordsFn(self.prefix, self.key))

@@ -25,7 +25,7 @@ from memgraph_tf.client.errors import (
     ValueLengthError,
     ValueTypeError,
 )
-from memgraph_tf.client.sources import GraphSource, _to_python
+from memgraph_tf.client.sources import GraphSource, to_python
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,9 @@ class Column(NamedTuple):
         return f"column {self.key!r}" if isinstance(self.key, str) else f"column {self.key}"
 
 
-def _dtype_name(dtype: Any, where: str) -> str:
+def dtype_name(dtype: Any, where: str) -> str:
+    """The :data:`DTYPES` name of ``dtype`` (a name, a ``tf.DType`` or a numpy dtype);
+    :class:`ConfigurationError` naming ``where`` for any other."""
     if isinstance(dtype, str) and dtype in DTYPES:
         return dtype
     for name, tf_dtype in DTYPES.items():
@@ -109,9 +111,9 @@ def _parse_spec(key: str | int, spec: Any) -> Column:
     where = f"output_types[{key!r}]"
     if isinstance(spec, (tf.RaggedTensorSpec, tf.TensorSpec)):
         shape = tuple(spec.shape.as_list())
-        name = _dtype_name(spec.dtype, where)
+        name = dtype_name(spec.dtype, where)
     elif isinstance(spec, tuple) and len(spec) == 2 and not isinstance(spec[1], (str, tf.DType)):
-        name = _dtype_name(spec[0], where)
+        name = dtype_name(spec[0], where)
         try:
             shape = tuple(tf.TensorShape(spec[1]).as_list())
         except (TypeError, ValueError) as exc:
@@ -119,7 +121,7 @@ def _parse_spec(key: str | int, spec: Any) -> Column:
                 f"{where}: expected (dtype, shape), got shape {spec[1]!r}"
             ) from exc
     else:
-        name = _dtype_name(spec, where)
+        name = dtype_name(spec, where)
         shape = ()
     if any(d is None for d in shape[1:]):
         raise ConfigurationError(
@@ -174,7 +176,7 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
-class _Converter:
+class Converter:
     """Turns chunks of records into arrays, validating every value (errors name column, row,
     value)."""
 
@@ -275,7 +277,7 @@ class _Converter:
         if isinstance(value, str):
             return value.encode("utf-8")
         if isinstance(value, list):
-            return [_Converter._bytes(v) for v in value]
+            return [Converter._bytes(v) for v in value]
         return value
 
 
@@ -326,10 +328,10 @@ class OpenCypherDataset(tf.data.Dataset):
             raise ConfigurationError(f"fetch_size: expected an integer >= 1, got {fetch_size!r}")
         self._source = source
         self._query = query
-        self._parameters = {k: _to_python(v) for k, v in (parameters or {}).items()}
+        self._parameters = {k: to_python(v) for k, v in (parameters or {}).items()}
         self._fetch_size = fetch_size
         self._columns, self._structure = parse_output_types(output_types)
-        self._converter = _Converter(self._columns)
+        self._converter = Converter(self._columns)
         chunk_spec = self._structure_of([c.spec(None) for c in self._columns])
         chunks = tf.data.Dataset.from_generator(self._chunks, output_signature=chunk_spec)
         self._dataset = chunks.unbatch()

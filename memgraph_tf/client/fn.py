@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from memgraph_tf.client.dataset import DTYPES, Column, _Converter, _dtype_name
+from memgraph_tf.client.dataset import DTYPES, Column, Converter, dtype_name
 from memgraph_tf.client.errors import ConfigurationError, ValueLengthError, ValueTypeError
 from memgraph_tf.client.sources import GraphSource
 
@@ -82,8 +82,8 @@ def opencypher_fn(
         raise ConfigurationError(
             f"parameter_name: expected ${parameter_name} to appear in the query, got {query!r}"
         )
-    dtype_name = _dtype_name(dtype, "dtype")
-    tf_dtype = DTYPES[dtype_name]
+    dtype_key = dtype_name(dtype, "dtype")
+    tf_dtype = DTYPES[dtype_key]
     fixed_shape = None if shape is None else tuple(int(d) for d in shape)
     if fixed_shape is not None and any(d < 0 for d in fixed_shape):
         raise ConfigurationError(f"shape: expected dimensions >= 0, got {list(fixed_shape)}")
@@ -104,13 +104,13 @@ def opencypher_fn(
         row_shape = (
             fixed_shape if fixed_shape is not None else (_infer_shape(rows[0]) if rows else ())
         )
-        column = Column("value", dtype_name, row_shape, name="value")
+        column = Column("value", dtype_key, row_shape, name="value")
         if not rows:
             return np.zeros(
                 (0,) + row_shape,
-                dtype=np.dtype(object if dtype_name == "string" else tf_dtype.as_numpy_dtype),
+                dtype=np.dtype(object if dtype_key == "string" else tf_dtype.as_numpy_dtype),
             )
-        converter = _Converter([column])
+        converter = Converter([column])
         try:
             return converter.convert(column, rows, 0)
         except ValueLengthError as exc:
@@ -132,6 +132,6 @@ def opencypher_fn(
         return out
 
     apply.__doc__ = (
-        f"Runs the query with ${parameter_name} bound to the input; returns {dtype_name} rows."
+        f"Runs the query with ${parameter_name} bound to the input; returns {dtype_key} rows."
     )
     return apply

@@ -18,44 +18,48 @@ neighbour features before multiplying by ``W_neigh`` -- the same function, far f
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import layout
+from memgraph_tf.client.checks import positive_int, rate
+from memgraph_tf.client.encoder import (
+    csr_table,
+    layer_output,
+    masked_mean,
+    rows_mean,
+    sparse_matmul,
+    sparse_rows,
+    sparse_rows_mean,
+)
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.pipeline import (
     ROWS,
     FeatureCache,
-    csr_entries,
-    describe_options,
     feature_layout,
     index_name,
     model_inputs,
     sample_dataset,
     unique_rows,
-    without_autotune,
 )
 from memgraph_tf.client.sources import GraphSource
-from memgraph_tf.client.steps import fit_steps
+from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
+from memgraph_tf.client.trainer import (
+    BatchPlan,
+    Sampler,
+    TrainResult,
+    check_schedule,
+    fit_task,
+    predict_class_probabilities,
+    seed_run,
+    training_options,
+)
 
 logger = logging.getLogger(__name__)
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise ConfigurationError(f"{name}: expected an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _rate(name: str, value: Any, upper: float = 1.0) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value < upper:
-        raise ConfigurationError(f"{name}: expected a number in [0, {upper}), got {value!r}")
-    return float(value)
 
 
 @keras.saving.register_keras_serializable(package="memgraph_tf")
@@ -98,14 +102,7 @@ class MeanAggregator(keras.layers.Layer):
         self.built = True
 
     def call(self, x: Any, neighbours: Any, mask: Any = None, training: bool | None = None) -> Any:
-        if mask is None:
-            agg = keras.ops.mean(neighbours, axis=-2)
-        else:
-            m = keras.ops.expand_dims(keras.ops.cast(mask, neighbours.dtype), -1)
-            total = keras.ops.sum(neighbours * m, axis=-2)
-            count = keras.ops.maximum(keras.ops.sum(m, axis=-2), 1.0)
-            agg = total / count
-        return self.combine(x, agg, training=training)
+        return self.combine(x, masked_mean(neighbours, mask), training=training)
 
     def combine(self, x: Any, agg: Any, training: bool | None = None) -> Any:
         """The layer's output from ``x [..., d]`` and the already aggregated (masked mean)
@@ -118,12 +115,7 @@ class MeanAggregator(keras.layers.Layer):
         """The layer's output from the concatenated self and neighbour transforms ``[..., 2 *
         units]``: bias, activation and (``normalize``) L2 normalisation -- what :meth:`combine`
         does after its products."""
-        out = out + self.bias
-        if self.activation is not None:
-            out = self.activation(out)
-        if self.normalize:
-            out = out / keras.ops.maximum(keras.ops.norm(out, axis=-1, keepdims=True), 1e-12)
-        return out
+        return layer_output(out, self.bias, self.activation, self.normalize)
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
@@ -177,9 +169,9 @@ class GraphSAGE(keras.Model):
             raise ConfigurationError(
                 f"fanouts: expected a non-empty list of integers >= 1, got {fanouts!r}"
             )
-        self.fanouts = tuple(_positive_int(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
-        self.feature_dim = _positive_int("feature_dim", feature_dim)
-        self.num_classes = _positive_int("num_classes", num_classes)
+        self.fanouts = tuple(positive_int(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
+        self.feature_dim = positive_int("feature_dim", feature_dim)
+        self.num_classes = positive_int("num_classes", num_classes)
         if num_classes < 2:
             raise ConfigurationError(f"num_classes: expected >= 2, got {num_classes}")
         units = (
@@ -192,9 +184,9 @@ class GraphSAGE(keras.Model):
                 f"hidden_units: expected an int or one width per layer ({len(self.fanouts)}), got "
                 f"{hidden_units!r}"
             )
-        self.hidden_units = [_positive_int(f"hidden_units[{i}]", u) for i, u in enumerate(units)]
-        self.dropout_rate = _rate("dropout", dropout)
-        self.l2 = _rate("l2", l2, upper=float("inf"))
+        self.hidden_units = [positive_int(f"hidden_units[{i}]", u) for i, u in enumerate(units)]
+        self.dropout_rate = rate("dropout", dropout)
+        self.l2 = rate("l2", l2, upper=float("inf"))
         self.normalize_features = bool(normalize_features)
         self.normalize_hidden = bool(normalize_hidden)
         if class_names is not None:
@@ -328,7 +320,7 @@ class GraphSAGE(keras.Model):
                 h.append(
                     first.combine(
                         tf.gather(rows, index[i]),
-                        _rows_mean(rows, index[i + 1], masks[i + 1]),
+                        rows_mean(rows, index[i + 1], masks[i + 1]),
                         training=training,
                     )
                 )
@@ -338,7 +330,7 @@ class GraphSAGE(keras.Model):
             child_mask = None if masks[i + 1] is None else tf.gather_nd(masks[i + 1], where)
             out = first.combine(
                 tf.gather(rows, tf.gather_nd(index[i], where)),
-                _rows_mean(rows, tf.gather_nd(index[i + 1], where), child_mask),
+                rows_mean(rows, tf.gather_nd(index[i + 1], where), child_mask),
                 training=training,
             )
             dense = tf.scatter_nd(
@@ -351,6 +343,16 @@ class GraphSAGE(keras.Model):
         for layer in self.sage_layers[1:]:
             h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
         return self.classifier(self.out_dropout(h[0], training=training))
+
+    def batch_logits(self, batch: Mapping[str, Any], training: bool | None = None) -> Any:
+        """The logits for a batch of :func:`node_sampler`: :meth:`call_rows` on a
+        :func:`~memgraph_tf.client.pipeline.unique_rows` batch (one holding ``rows``), else the
+        model on the batch's features."""
+        if ROWS in batch:
+            names = [ROWS] + [index_name(i) for i in range(self.hops + 1)]
+            names += [layout.mask_name(i) for i in range(1, self.hops + 1)]
+            return self.call_rows({k: batch[k] for k in names if k in batch}, training=training)
+        return self(model_inputs(batch, self.hops), training=training)
 
     @staticmethod
     def table_inputs(rows: Any, index: Sequence[Any], masks: Sequence[Any]) -> dict[str, Any]:
@@ -392,7 +394,7 @@ class GraphSAGE(keras.Model):
         kernel = tf.concat(
             [tf.convert_to_tensor(first.self_dense.kernel), first.neigh_dense.kernel], axis=1
         )
-        projected = _sparse_matmul(rows, kernel, csr=False) if sparse else tf.matmul(rows, kernel)
+        projected = sparse_matmul(rows, kernel, csr=False) if sparse else tf.matmul(rows, kernel)
         own, theirs = tf.split(projected, [first.units, first.units], axis=1)
         index = [inputs[index_name(i)] for i in range(self.hops + 1)]
         masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
@@ -401,7 +403,7 @@ class GraphSAGE(keras.Model):
                 tf.concat(
                     [
                         tf.gather(own, index[i]),
-                        _rows_mean(theirs, index[i + 1], masks[i + 1], False),
+                        rows_mean(theirs, index[i + 1], masks[i + 1], False),
                     ],
                     -1,
                 )
@@ -440,9 +442,9 @@ class GraphSAGE(keras.Model):
         kernels = [first.self_dense.kernel, first.neigh_dense.kernel]
         drop = bool(training) and first.dropout_rate > 0
         if drop:  # the rows in CSR form: row_of is sorted
-            table = _csr_table(rows.indices, values, count, width)
+            table = csr_table(rows.indices, values, count, width)
         else:
-            both = _sparse_matmul(
+            both = sparse_matmul(
                 tf.SparseTensor(rows.indices, values, rows.dense_shape), tf.concat(kernels, 1)
             )
             own, neigh = both[:, :units], both[:, units:]
@@ -464,17 +466,17 @@ class GraphSAGE(keras.Model):
             if drop:
                 parts = []
                 for part, kernel in zip(
-                    (_sparse_rows(*table, slots), _sparse_rows_mean(*table, children, child_mask)),
+                    (sparse_rows(*table, slots), sparse_rows_mean(*table, children, child_mask)),
                     kernels,
                 ):
                     part = tf.SparseTensor(
                         part.indices, first.drop(part.values, training=True), part.dense_shape
                     )
-                    parts.append(_sparse_matmul(part, kernel))
+                    parts.append(sparse_matmul(part, kernel))
                 out = first.finish(tf.concat(parts, axis=-1))
             else:
                 out = first.finish(
-                    tf.concat([tf.gather(own, slots), _rows_mean(neigh, children, child_mask)], -1)
+                    tf.concat([tf.gather(own, slots), rows_mean(neigh, children, child_mask)], -1)
                 )
             shape = tf.concat([tf.shape(index[i], out_type=tf.int64), [2 * units]], 0)
             out = tf.reshape(out, shape) if where is None else tf.scatter_nd(where, out, shape)
@@ -503,128 +505,6 @@ class GraphSAGE(keras.Model):
         return cls(**config)
 
 
-def _valid_slots(index: tf.Tensor, mask: tf.Tensor | None) -> tuple[tf.Tensor, ...]:
-    """The valid slots of ``index`` ``[n, f]`` (``mask`` ``[n, f]``; None: every slot), in
-    parent-major order: ``(parent, row, weight)`` -- each slot's parent (int64), its row (int64)
-    and its weight in the parent's masked mean (1 / the parent's valid slots)."""
-    fanout = int(index.shape[-1])
-    flat = tf.reshape(tf.cast(index, tf.int64), [-1])
-    if mask is None:
-        slot = tf.range(tf.size(flat, out_type=tf.int64))
-        parent = slot // fanout
-        return parent, flat, tf.fill(tf.shape(flat), 1.0 / fanout)
-    mask = tf.reshape(tf.cast(mask, tf.bool), [-1, fanout])
-    share = 1.0 / tf.maximum(tf.reduce_sum(tf.cast(mask, tf.float32), axis=1), 1.0)
-    slot = tf.where(tf.reshape(mask, [-1]))[:, 0]
-    parent = slot // fanout
-    return parent, tf.gather(flat, slot), tf.gather(share, parent)
-
-
-def _rows_mean(
-    rows: tf.Tensor, index: tf.Tensor, mask: tf.Tensor | None, csr: bool = True
-) -> tf.Tensor:
-    """The masked mean over the last axis of ``tf.gather(rows, index)`` (``[..., f, d]`` ->
-    ``[..., d]``; zero valid slots -> zeros), as one sparse-dense product over the valid slots
-    (``csr``: as :func:`_sparse_matmul`'s)."""
-    fanout = int(index.shape[-1])
-    flat = tf.reshape(index, [-1, fanout])
-    parent, row, weight = _valid_slots(
-        flat, None if mask is None else tf.reshape(mask, [-1, fanout])
-    )
-    matrix = tf.SparseTensor(
-        tf.stack([parent, row], axis=1),
-        weight,
-        tf.stack([tf.shape(flat, out_type=tf.int64)[0], tf.shape(rows, out_type=tf.int64)[0]]),
-    )
-    out = _sparse_matmul(matrix, rows, csr)
-    out = tf.reshape(out, tf.concat([tf.shape(index)[:-1], tf.shape(rows)[-1:]], axis=0))
-    out.set_shape(index.shape[:-1].concatenate(rows.shape[-1:]))
-    return out
-
-
-def _sparse_matmul(matrix: tf.SparseTensor, dense: Any, csr: bool = True) -> tf.Tensor:
-    """``matrix [n, k] x dense [k, m]``, differentiable in ``dense``, for a ``matrix`` whose
-    entries are grouped by row in increasing row order (as the CSR conversion reads them):
-    TensorFlow's CSR product, on CPU several times faster than ``tf.sparse.sparse_dense_matmul``,
-    with the gradient ``matrix^T x upstream`` (TensorFlow's own gradient of the CSR product also
-    builds the sparse side's and needs static shapes). Not ``csr``:
-    ``tf.sparse.sparse_dense_matmul`` itself -- what a serving bundle's graph uses
-    (:meth:`GraphSAGE.call_table`), so that it holds only the long-standing sparse op, not the CSR
-    matrix ops and their variant handles."""
-    if not csr:
-        out = tf.sparse.sparse_dense_matmul(matrix, dense)
-        out.set_shape([None, dense.shape[-1]])
-        return out
-    csr = tf.raw_ops.SparseTensorToCSRSparseMatrix(
-        indices=matrix.indices, values=matrix.values, dense_shape=matrix.dense_shape
-    )
-
-    @tf.custom_gradient
-    def product(b: tf.Tensor) -> Any:
-        def grad(upstream: tf.Tensor) -> tf.Tensor:
-            return tf.raw_ops.SparseMatrixMatMul(a=csr, b=upstream, transpose_a=True)
-
-        return tf.raw_ops.SparseMatrixMatMul(a=csr, b=b), grad
-
-    out = product(tf.convert_to_tensor(dense))
-    out.set_shape([None, dense.shape[-1]])
-    return out
-
-
-def _csr_table(
-    indices: tf.Tensor, values: tf.Tensor, count: tf.Tensor, width: int
-) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, int]:
-    """The CSR table (``splits``, ``columns``, ``values``, ``width``) of ``count`` rows whose
-    entries ``indices`` ``[nnz, 2]`` are in row-major order (a ``tf.SparseTensor``'s)."""
-    row_of = indices[:, 0]
-    splits = tf.searchsorted(row_of, tf.range(count + 1), side="left", out_type=tf.int64)
-    return splits, indices[:, 1], values, width
-
-
-def _sparse_rows(
-    splits: tf.Tensor, columns: tf.Tensor, values: tf.Tensor, width: int, rows: tf.Tensor
-) -> tf.SparseTensor:
-    """The rows ``rows`` (a vector) of the CSR table (``splits``, ``columns``, ``values``) as a
-    ``tf.SparseTensor`` ``[len(rows), width]`` in row-major order."""
-    owner, at = csr_entries(splits, rows)
-    return tf.SparseTensor(
-        tf.stack([owner, tf.gather(columns, at)], axis=1),
-        tf.gather(values, at),
-        tf.stack([tf.size(rows, out_type=tf.int64), tf.constant(width, tf.int64)]),
-    )
-
-
-def _sparse_rows_mean(
-    splits: tf.Tensor,
-    columns: tf.Tensor,
-    values: tf.Tensor,
-    width: int,
-    index: tf.Tensor,
-    mask: tf.Tensor | None,
-) -> tf.SparseTensor:
-    """The masked mean of the rows ``index`` ``[n, f]`` of the CSR table (as in
-    :func:`_sparse_rows`) per parent, as a ``tf.SparseTensor`` ``[n, width]`` with one entry per
-    (parent, column) that some valid child has (zero valid children -> an empty row), grouped by
-    parent in increasing order."""
-    parent, row, weight = _valid_slots(index, mask)
-    owner, at = csr_entries(splits, row)
-    parent, column = tf.gather(parent, owner), tf.gather(columns, at)
-    # one entry per (parent, column): first appearances keep the parents in order
-    unique, where = tf.unique(parent * width + column, out_idx=tf.int64)
-    size = tf.size(unique, out_type=tf.int64)
-    total = tf.math.unsorted_segment_sum(
-        tf.gather(weight, owner) * tf.gather(values, at), where, size
-    )
-    # the keys back to (parent, column) in float64, which vectorises: column + 0.5 keeps the
-    # quotient half a column away from an integer, whatever rounding the division gets
-    parent = tf.cast(tf.math.floor((tf.cast(unique, tf.float64) + 0.5) / width), tf.int64)
-    return tf.SparseTensor(
-        tf.stack([parent, unique - parent * width], axis=1),
-        total,
-        tf.stack([tf.shape(index, out_type=tf.int64)[0], tf.constant(width, tf.int64)]),
-    )
-
-
 # ------------------------------------------------------------------------------------------------
 # training and evaluation
 # ------------------------------------------------------------------------------------------------
@@ -649,35 +529,8 @@ inputs, L2-normalised hidden layers, Adam 0.005, full-batch steps over the 140 t
 stopping on validation accuracy. ``benchmarks/accuracy.py`` reports what it reaches."""
 
 
-_EVAL_BATCH_SIZE = 512
-"""Seeds per sampled batch of the validation passes inside :func:`train_graphsage`."""
 _EVAL_PREFETCH_MAX = 16
 """At most this many kept validation batches (sparse rows) are made ahead of their evaluation."""
-
-
-class TrainResult(NamedTuple):
-    """What :func:`train_graphsage` returns. ``history``: lists keyed ``step``, ``loss``,
-    ``train_accuracy``, ``wait_s`` (seconds the step waited for its sampled batch), ``step_s``
-    (seconds of the optimisation step) per step, and ``eval_step``, ``val_accuracy``, ``eval_s``
-    (seconds of the evaluation), ``elapsed_s`` (seconds since training started, at the end of the
-    evaluation) per evaluation."""
-
-    model: GraphSAGE
-    history: dict[str, list[float]]
-    best_step: int
-    best_val_accuracy: float | None
-    feature_cache: FeatureCache | None
-
-
-def _labels_options(options: Mapping[str, Any] | None, label_property: str) -> dict[str, Any]:
-    opts = dict(options or {})
-    if "seed" in opts:
-        raise ConfigurationError(
-            "options.seed: expected no fixed sampling seed for training (every step must draw new "
-            f"neighbourhoods; pass seed= instead), got {opts['seed']!r}"
-        )
-    opts["label_property"] = label_property
-    return opts
 
 
 def build_feature_cache(
@@ -696,92 +549,57 @@ def build_feature_cache(
     )
 
 
-_INFER_FNS: weakref.WeakKeyDictionary[GraphSAGE, dict[bool, Any]] = weakref.WeakKeyDictionary()
-
-
-def _logits(model: GraphSAGE, batch: Mapping[str, Any], rows: bool, training: bool) -> Any:
-    """The model's logits for a batch of :func:`_draws_dataset`: :meth:`GraphSAGE.call_rows` on a
-    :func:`unique_rows` batch (``rows``), else the model on the batch's features."""
-    if rows:
-        names = [ROWS] + [index_name(i) for i in range(model.hops + 1)]
-        names += [layout.mask_name(i) for i in range(1, model.hops + 1)]
-        return model.call_rows({k: batch[k] for k in names if k in batch}, training=training)
-    return model(model_inputs(batch, model.hops), training=training)
-
-
-def _softmax_fn(model: GraphSAGE, rows: bool = False) -> Any:
-    """One traced ``softmax(logits)`` per model and input kind (traced once, reused across
-    calls)."""
-    fns = _INFER_FNS.setdefault(model, {})
-    fn = fns.get(rows)
-    if fn is None:
-        ref = weakref.ref(model)  # the cached function must not keep the model alive
-
-        @tf.function(reduce_retracing=True, autograph=False)
-        def fn(batch: Mapping[str, tf.Tensor]) -> tf.Tensor:
-            return tf.nn.softmax(_logits(ref(), batch, rows, training=False))
-
-        fns[rows] = fn
-    return fn
-
-
-def _draws_dataset(
+def node_sampler(
     model: GraphSAGE,
     source: GraphSource,
-    ids: np.ndarray,
-    props: Sequence[str],
+    properties: Sequence[str],
     options: Mapping[str, Any] | None,
     *,
-    draws: int,
-    batch_size: int,
-    seed: int | None,
     feature_cache: FeatureCache | None,
     decoder: str,
-    keep_samples: bool = False,
-) -> tf.data.Dataset:
-    """``draws`` passes of sampled batches over ``ids`` (in order, no batch mixing passes): with a
-    ``feature_cache``, :func:`unique_rows` batches, with sparse rows when the cache is
-    :attr:`~memgraph_tf.client.pipeline.FeatureCache.sparse` (and, with ``keep_samples``, the
-    sampled ids -- the whole batches when sparse -- are kept after the first iteration, so later
-    iterations replay the same neighbourhoods without calling the source); else the batches of
-    features from the blobs."""
-    rows = feature_cache is not None
-    ds = sample_dataset(
-        source,
-        ids,
-        model.fanouts,
-        props,
-        options=options,
-        batch_size=batch_size,
-        seed=seed,
-        feature_cache=feature_cache,
-        include_ids=False,
-        decoder=decoder,
-        gather_features=not rows,
-        draws=draws,
-        prefetch=None if rows else tf.data.AUTOTUNE,
-    )
-    if not rows:
-        return ds
-    sparse = feature_cache.sparse
-    if keep_samples and not sparse:
-        ds = ds.cache()
-    ds = ds.map(
-        unique_rows(feature_cache, model.hops, sparse=sparse),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
-    if keep_samples and sparse:  # sparse rows are small: keep them too, not only the ids
-        # ... and a whole pass may be made ahead of the first evaluation
-        batches = draws * -(-len(ids) // batch_size)
-        return ds.cache().prefetch(min(batches, _EVAL_PREFETCH_MAX))
-    return ds.prefetch(tf.data.AUTOTUNE)
+) -> Sampler:
+    """The :class:`~memgraph_tf.client.trainer.Sampler` of a :class:`GraphSAGE`: batches of
+    :func:`~memgraph_tf.client.pipeline.sample_dataset` over seed ids -- with a
+    ``feature_cache``, :func:`~memgraph_tf.client.pipeline.unique_rows` batches (sparse rows when
+    the cache is :attr:`~memgraph_tf.client.pipeline.FeatureCache.sparse`), which
+    :meth:`GraphSAGE.batch_logits` reads through :meth:`GraphSAGE.call_rows`; else the batches of
+    features from the blobs. ``keep`` (with a cache) keeps the sampled ids -- the whole batches
+    when sparse -- after the first pass, so later passes replay the same neighbourhoods without
+    calling the source."""
+    props = list(properties)
 
+    def sample(ids: np.ndarray, plan: BatchPlan) -> tf.data.Dataset:
+        rows = feature_cache is not None
+        ds = sample_dataset(
+            source,
+            ids,
+            model.fanouts,
+            props,
+            options=options,
+            feature_cache=feature_cache,
+            include_ids=False,
+            decoder=decoder,
+            gather_features=not rows,
+            prefetch=None if rows else tf.data.AUTOTUNE,
+            **plan.tail(),
+        )
+        if not rows:
+            return ds
+        sparse = feature_cache.sparse
+        if plan.keep and not sparse:
+            ds = ds.cache()
+        ds = ds.map(
+            unique_rows(feature_cache, model.hops, sparse=sparse),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        if plan.keep and sparse:  # sparse rows are small: keep them too, not only the ids
+            # ... and a whole pass may be made ahead of the first evaluation
+            batches = plan.draws * -(-len(ids) // plan.batch_size)
+            return ds.cache().prefetch(min(batches, _EVAL_PREFETCH_MAX))
+        return ds.prefetch(tf.data.AUTOTUNE)
 
-def _average_draws(parts: list[np.ndarray], draws: int, n: int) -> np.ndarray:
-    """``[draws * n, c]`` probabilities (draw after draw) -> their mean per node ``[n, c]``."""
-    stacked = np.concatenate(parts).astype(np.float64)
-    return stacked.reshape(draws, n, -1).mean(axis=0)
+    return sample
 
 
 def predict_proba(
@@ -802,33 +620,21 @@ def predict_proba(
     independent neighbourhood samples; with ``with_labels`` also the labels the blobs carry
     (``options["label_property"]`` must be set).
 
-    All draws run through one pipeline and one traced model call; with a ``feature_cache`` the
-    model reads each batch's distinct nodes once (:meth:`GraphSAGE.call_rows`)."""
-    draws = _positive_int("draws", draws)
-    ids = np.asarray(node_ids, dtype=np.int64)
-    rows = feature_cache is not None
-    ds = _draws_dataset(
+    All draws run through one pipeline and one traced model call
+    (:func:`~memgraph_tf.client.trainer.predict_task`); with a ``feature_cache`` the model reads
+    each batch's distinct nodes once (:meth:`GraphSAGE.call_rows`)."""
+    sampler = node_sampler(
+        model, source, properties, options, feature_cache=feature_cache, decoder=decoder
+    )
+    return predict_class_probabilities(
         model,
-        source,
-        ids,
-        list(properties),
-        options,
+        sampler,
+        node_ids,
         draws=draws,
         batch_size=batch_size,
-        seed=None if seed is None else seed * 7919,
-        feature_cache=feature_cache,
-        decoder=decoder,
+        seed=seed,
+        with_labels=with_labels,
     )
-    infer = _softmax_fn(model, rows)
-    parts, label_parts = [], []
-    for batch in ds:
-        parts.append(infer(batch).numpy())
-        if with_labels:
-            label_parts.append(batch["labels"].numpy())
-    probs = _average_draws(parts, draws, len(ids)).astype(np.float32)
-    if not with_labels:
-        return probs
-    return probs, np.concatenate(label_parts)[: len(ids)]
 
 
 def evaluate(
@@ -862,8 +668,7 @@ def evaluate(
         decoder=decoder,
         with_labels=True,
     )
-    accuracy = float(np.mean(np.argmax(probs, axis=1) == labels))
-    return {"accuracy": accuracy, "num_nodes": float(len(labels))}
+    return accuracy_figures(probs, labels)
 
 
 def train_graphsage(
@@ -905,12 +710,13 @@ def train_graphsage(
     ``seed`` makes weights, shuffling and sampling reproducible. ``progress`` shows a tqdm bar
     (steps, with the latest loss and accuracies).
 
-    The work is laid out once per run: one training pipeline, whose sampling runs ahead of the
-    steps in ``tf.data`` threads; one traced step; one validation pipeline and one traced
-    evaluation, so nothing is traced after the first evaluation. With a feature cache the
-    validation neighbourhoods are sampled once (``eval_draws`` draws) and the same ones are scored
-    at every evaluation, and the model reads each batch's distinct nodes once
-    (:meth:`GraphSAGE.call_rows`; as sparse rows when the cache is mostly zeros,
+    The run is :func:`~memgraph_tf.client.trainer.fit_task` with a
+    :class:`~memgraph_tf.client.tasks.NodeClassification` task and :func:`node_sampler`: one
+    training pipeline, whose sampling runs ahead of the steps in ``tf.data`` threads; one traced
+    step; one validation pipeline and one traced evaluation. With a feature cache the validation
+    neighbourhoods are sampled once (``eval_draws`` draws) and the same ones are scored at every
+    evaluation, and the model reads each batch's distinct nodes once (:meth:`GraphSAGE.call_rows`;
+    as sparse rows when the cache is mostly zeros,
     :attr:`~memgraph_tf.client.pipeline.FeatureCache.sparse`); without one they are sampled at
     every evaluation (from the same seeds when ``seed`` is given).
 
@@ -919,21 +725,11 @@ def train_graphsage(
     ``tf_features.describe``'s ``num_classes``, 1 + the largest label among the nodes with
     ``options["label"]``, at least 2).
     """
-    steps = _positive_int("steps", steps)
-    eval_every = _positive_int("eval_every", eval_every)
-    patience = _positive_int("patience", patience)
-    eval_draws = _positive_int("eval_draws", eval_draws)
-    if (
-        not isinstance(learning_rate, (int, float))
-        or isinstance(learning_rate, bool)
-        or learning_rate <= 0
-    ):
-        raise ConfigurationError(f"learning_rate: expected a number > 0, got {learning_rate!r}")
-    opts = _labels_options(options, label_property)
+    schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
+    opts = training_options(options, label_property)
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
-    if seed is not None:
-        keras.utils.set_random_seed(seed)
+    seed_run(seed)
     props = list(properties)
     if feature_cache is None and use_feature_cache:
         feature_cache = build_feature_cache(source, props, opts)
@@ -942,7 +738,7 @@ def train_graphsage(
     else:
         feature_dim, feature_dtype = feature_layout(source, props, opts)
     if num_classes is None:
-        num_classes = _infer_num_classes(source, label_property, opts)
+        num_classes = infer_num_classes(source, label_property, opts)
     model = GraphSAGE(
         fanouts,
         feature_dim,
@@ -956,160 +752,15 @@ def train_graphsage(
         feature_dtype=feature_dtype,
     )
     model.ensure_built()
-    optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
-    optimizer.build(model.trainable_variables)  # its slots now: train_step is traced once
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-    rows = feature_cache is not None
-    train_ds = sample_dataset(
-        source,
-        train_ids,
-        model.fanouts,
-        props,
-        options=opts,
-        batch_size=batch_size,
-        shuffle=True,
-        seed=seed,
-        repeat=True,
-        feature_cache=feature_cache,
-        include_ids=False,
-        decoder=decoder,
-        gather_features=not rows,
-        prefetch=None if rows else tf.data.AUTOTUNE,
-    )
-    if rows:
-        train_ds = train_ds.map(
-            unique_rows(feature_cache, model.hops, sparse=feature_cache.sparse),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        ).prefetch(tf.data.AUTOTUNE)
-    train_ds = without_autotune(train_ds)  # abandoned in flight by early stopping
-
-    # traced once each: the batch specs fix every shape but the batch's (and the rows') length
-    @tf.function(input_signature=[train_ds.element_spec], autograph=False)
-    def train_step(batch: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
-        y = batch["labels"]
-        with tf.GradientTape() as tape:
-            logits = _logits(model, batch, rows, training=True)
-            loss = loss_fn(y, logits)
-            if model.losses:
-                loss = loss + tf.add_n(model.losses)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, axis=1), y), tf.float32))
-        return loss, accuracy
-
-    val_ds, val_step = None, None
-    if val_ids is not None:
-        # one pipeline for every evaluation: eval_draws passes over the validation nodes, sampled
-        # once and replayed (with a feature cache) -- the same neighbourhoods at every evaluation
-        val_ds = _draws_dataset(
-            model,
-            source,
-            val_ids,
-            props,
-            opts,
-            draws=eval_draws,
-            batch_size=_EVAL_BATCH_SIZE,
-            seed=None if seed is None else seed * 7919 + 1,
-            feature_cache=feature_cache,
-            decoder=decoder,
-            keep_samples=True,
-        )
-
-        @tf.function(input_signature=[val_ds.element_spec], autograph=False)
-        def val_step(batch: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
-            return tf.nn.softmax(_logits(model, batch, rows, training=False)), batch["labels"]
-
-    history, best_step, best_acc = _fit_classifier(
+    history, best_step, best_acc = fit_task(
         model,
-        train_ds.take(steps),
-        train_step,
-        val_ds,
-        val_step,
+        NodeClassification(num_classes),
+        node_sampler(model, source, props, opts, feature_cache=feature_cache, decoder=decoder),
+        train_ids,
         val_ids,
-        steps=steps,
-        eval_draws=eval_draws,
-        eval_every=eval_every,
-        patience=patience,
+        batch_size=batch_size,
+        schedule=schedule,
+        seed=seed,
         progress=progress,
-        num_classes=num_classes,
     )
     return TrainResult(model, history, best_step, best_acc, feature_cache)
-
-
-def _fit_classifier(
-    model: keras.Model,
-    batches: Any,
-    train_step: Any,
-    val_ds: Any,
-    val_step: Any,
-    val_ids: Any,
-    *,
-    steps: int,
-    eval_draws: int,
-    eval_every: int,
-    patience: int,
-    progress: bool,
-    num_classes: int,
-) -> tuple[dict[str, list[float]], int, float | None]:
-    """:func:`~memgraph_tf.client.steps.fit_steps` for a node classifier: every batch's labels
-    checked against ``num_classes``; validation accuracy (``val_step`` over ``val_ds``: softmax and
-    labels, ``eval_draws`` passes over ``val_ids`` averaged) as the metric; none when ``val_ds`` is
-    None. The first iteration over ``val_ds`` begins before the first step, so that its
-    prefetching overlaps training."""
-
-    # the first validation pass starts now: its sampling runs in tf.data's threads behind the
-    # first steps rather than inside the first evaluation
-    pending = [] if val_ds is None else [iter(val_ds)]
-
-    def val_accuracy() -> dict[str, float]:
-        parts, label_parts = [], []
-        for val_batch in pending.pop() if pending else val_ds:
-            probs, labels = val_step(val_batch)
-            parts.append(probs.numpy())
-            label_parts.append(labels.numpy())
-        mean = _average_draws(parts, eval_draws, len(val_ids))
-        truth = np.concatenate(label_parts)[: len(val_ids)]
-        return {"val_accuracy": float(np.mean(np.argmax(mean, axis=1) == truth))}
-
-    return fit_steps(
-        model,
-        batches,
-        steps=steps,
-        train_step=train_step,
-        evaluate=val_accuracy if val_ds is not None else None,
-        metric="val_accuracy",
-        metric_keys=("val_accuracy",),
-        eval_every=eval_every,
-        patience=patience,
-        progress=progress,
-        check_batch=lambda batch: _check_labels(batch["labels"].numpy(), num_classes),
-    )
-
-
-def _check_labels(labels: np.ndarray, num_classes: int) -> None:
-    bad = labels[(labels < 0) | (labels >= num_classes)]
-    if bad.size:
-        raise ConfigurationError(
-            f"labels: expected class indices in 0..{num_classes - 1} for every training node, got "
-            f"{int(bad[0])} "
-            "(unlabelled nodes must not be in train_ids)"
-        )
-
-
-def _infer_num_classes(source: GraphSource, label_property: str, options: Mapping[str, Any]) -> int:
-    """``tf_features.describe``'s ``num_classes`` for ``label_property`` over the nodes (with
-    ``options["label"]``), at least 2; raises :class:`ConfigurationError` when no node has a
-    class."""
-    opts = describe_options(options)
-    opts["label_property"] = label_property
-    classes = source.describe([], opts)["num_classes"]
-    if classes is None:
-        scope = f":{opts['label']} node" if opts.get("label") else "node"
-        raise ConfigurationError(
-            f"label_property: expected a class (an integer >= 0) in {label_property!r} on some "
-            f"{scope}, "
-            "got none (pass num_classes= to set the class count)"
-        )
-    return max(int(classes), 2)

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
+from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.errors import ConfigurationError, GraphDataError
 from memgraph_tf.client.graphs import DEFAULT_WRITE_PROPERTY, property_names
 from memgraph_tf.client.graphsage import GraphSAGE, predict_proba
@@ -20,12 +21,6 @@ from memgraph_tf.client.pipeline import FeatureCache
 from memgraph_tf.client.sources import GraphSource, quote_name
 
 logger = logging.getLogger(__name__)
-
-
-def _positive(name: str, value: Any) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise ConfigurationError(f"{name}: expected an integer >= 1, got {value!r}")
-    return int(value)
 
 
 class Predictions(NamedTuple):
@@ -91,7 +86,7 @@ def predict(
             )
         else:
             total = None
-            for draw in range(_positive("draws", draws)):
+            for draw in range(positive_int("draws", draws)):
                 part = predict_proba(
                     model,
                     source,
@@ -156,8 +151,7 @@ def predict_and_write(
         quote_name(name, "property_name")
     if not isinstance(version, int) or isinstance(version, bool):
         raise ConfigurationError(f"version: expected an integer model version, got {version!r}")
-    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
-        raise ConfigurationError(f"chunk_size: expected an integer >= 1, got {chunk_size!r}")
+    chunk_size = positive_int("chunk_size", chunk_size)
     if write_class_names and model.class_names is None:
         raise ConfigurationError(
             "write_class_names: expected a model with class_names, got a model without them"

@@ -1,4 +1,4 @@
-"""Link prediction (issue 25) in Keras 3: a typed GraphSAGE encoder and a pair scorer over the
+"""Link prediction in Keras 3: a typed GraphSAGE encoder and a pair scorer over the
 sections of a ``tf_features.sample_pairs`` blob, its training and evaluation through the database,
 and the ranking metrics.
 
@@ -28,23 +28,50 @@ row's own relationships from both neighbourhoods. Binary cross-entropy on the ro
 :func:`~memgraph_tf.client.graphsage.train_graphsage` does, or from the blobs themselves
 (``use_feature_cache=False``).
 
-**Metrics** (numpy, no dependency): :func:`roc_auc`, :func:`average_precision`,
-:func:`hits_at_k`, :func:`mean_reciprocal_rank`.
+**Metrics** (numpy, no dependency; from :mod:`memgraph_tf.client.metrics`): :func:`roc_auc`,
+:func:`average_precision`, :func:`hits_at_k`, :func:`mean_reciprocal_rank`.
 """
 
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from memgraph_tf import layout
+from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.errors import ConfigurationError
-from memgraph_tf.client.typed_graphsage import TypedGraphSAGE
+from memgraph_tf.client.metrics import (
+    average_precision,
+    hits_at_k,
+    mean_reciprocal_rank,
+    ranks,
+    roc_auc,
+)
+from memgraph_tf.client.pipeline import FeatureCache, call_batches, distinct_rows, unpacker
+from memgraph_tf.client.tasks import LinkPrediction
+from memgraph_tf.client.trainer import (
+    RANKING_STREAM,
+    BatchPlan,
+    Sampler,
+    check_schedule,
+    fit_task,
+    predict_task,
+    prediction_fn,
+    seed_run,
+    stream_seed,
+    training_options,
+)
+from memgraph_tf.client.typed_graphsage import (
+    TypedGraphSAGE,
+    typed_feature_widths,
+    typed_properties,
+    typed_spec,
+)
 from memgraph_tf.typed_sampling import TypedSamplingSpec, features_name, mask_name
 
 __all__ = [
@@ -55,8 +82,10 @@ __all__ = [
     "evaluate_links",
     "hits_at_k",
     "link_feature_caches",
+    "link_inputs",
     "mean_reciprocal_rank",
     "pair_sample_dataset",
+    "pair_sampler",
     "predict_links",
     "ranks",
     "roc_auc",
@@ -69,110 +98,6 @@ SCORERS = ("dot", "mlp")
 """The pair scorers of :class:`LinkPredictor`."""
 DEFAULT_EXCLUDE_SPLITS = ("val", "test")
 """The held-out splits training and evaluation leave out of every neighbourhood by default."""
-
-
-# ------------------------------------------------------------------------------------------------
-# metrics
-# ------------------------------------------------------------------------------------------------
-
-
-def _binary(labels: Any, scores: Any) -> tuple[np.ndarray, np.ndarray]:
-    y = np.asarray(labels)
-    s = np.asarray(scores, dtype=np.float64)
-    if y.ndim != 1 or s.shape != y.shape:
-        raise ValueError(
-            f"labels, scores: expected two 1-D arrays of one length, got shapes {list(y.shape)} "
-            f"and {list(s.shape)}"
-        )
-    if not np.isin(y, (0, 1)).all():
-        raise ValueError(f"labels: expected 0 or 1, got {sorted(set(y.tolist()) - {0, 1})[:5]}")
-    if not np.isfinite(s).all():
-        raise ValueError(f"scores: expected finite numbers, got {s[~np.isfinite(s)][:5].tolist()}")
-    y = y.astype(bool)
-    if y.all() or not y.any():
-        raise ValueError(
-            f"labels: expected at least one positive and one negative, got {int(y.sum())} "
-            f"positive(s) of {len(y)}"
-        )
-    return y, s
-
-
-def _average_ranks(s: np.ndarray) -> np.ndarray:
-    """1-based ranks of ``s`` in ascending order, tied values sharing their mean rank."""
-    order = np.argsort(s, kind="stable")
-    sorted_s = s[order]
-    starts = np.flatnonzero(np.r_[True, sorted_s[1:] != sorted_s[:-1]])
-    ends = np.r_[starts[1:], len(s)]
-    ranks = np.empty(len(s))
-    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    return ranks
-
-
-def roc_auc(labels: Any, scores: Any) -> float:
-    """Area under the ROC curve: the probability that a random positive scores above a random
-    negative, a tie counting one half (the Mann-Whitney U statistic over ``P * N``).
-
-    ``labels``: 0/1 ``[n]``; ``scores``: finite ``[n]`` (any monotone scale: logits or
-    probabilities give the same value). ValueError without a positive or a negative."""
-    y, s = _binary(labels, scores)
-    ranks = _average_ranks(s)
-    pos, neg = int(y.sum()), int((~y).sum())
-    return float((ranks[y].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
-
-
-def average_precision(labels: Any, scores: Any) -> float:
-    """Average precision: ``sum over thresholds t (R(t) - R(t_prev)) * P(t)``, the thresholds
-    being the distinct scores in descending order, ``P(t)`` / ``R(t)`` the precision / recall of
-    predicting positive every row scoring ``>= t`` (tied rows enter together, so the value does
-    not depend on their order; the step-wise definition, without interpolation).
-
-    ValueError without a positive or a negative."""
-    y, s = _binary(labels, scores)
-    order = np.argsort(-s, kind="stable")
-    s, y = s[order], y[order]
-    last = np.r_[s[1:] != s[:-1], True]  # the last row of each group of tied scores
-    tp = np.cumsum(y)[last]
-    predicted = np.flatnonzero(last) + 1
-    precision = tp / predicted
-    recall = tp / tp[-1]
-    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
-
-
-def ranks(positive_scores: Any, negative_scores: Any) -> np.ndarray:
-    """The rank of each positive among its negatives, ``[n]`` floats >= 1.
-
-    ``negative_scores``: ``[n, m]`` (row ``i``: the candidates positive ``i`` is ranked against),
-    or ``[m]`` (one set shared by every positive). The rank is the mean of the optimistic rank
-    (``1 + #negatives scoring above``) and the pessimistic one (``1 + #negatives scoring above or
-    equal``): a tie costs half a place."""
-    pos = np.asarray(positive_scores, dtype=np.float64)
-    neg = np.asarray(negative_scores, dtype=np.float64)
-    if pos.ndim != 1:
-        raise ValueError(f"positive_scores: expected a 1-D array, got shape {list(pos.shape)}")
-    if neg.ndim == 1:
-        neg = np.broadcast_to(neg, (len(pos), len(neg)))
-    if neg.ndim != 2 or neg.shape[0] != len(pos) or neg.shape[1] == 0:
-        raise ValueError(
-            f"negative_scores: expected [m] or [{len(pos)}, m] with m >= 1, got shape "
-            f"{list(np.shape(negative_scores))}"
-        )
-    if not (np.isfinite(pos).all() and np.isfinite(neg).all()):
-        raise ValueError("scores: expected finite numbers, got a NaN or an infinity")
-    above = (neg > pos[:, None]).sum(axis=1)
-    ties = (neg == pos[:, None]).sum(axis=1)
-    return 1.0 + above + ties / 2.0
-
-
-def hits_at_k(positive_scores: Any, negative_scores: Any, k: int) -> float:
-    """Hits@K: the fraction of positives whose :func:`ranks` rank is at most ``k``."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k: expected an integer >= 1, got {k!r}")
-    return float(np.mean(ranks(positive_scores, negative_scores) <= k))
-
-
-def mean_reciprocal_rank(positive_scores: Any, negative_scores: Any) -> float:
-    """MRR: the mean over positives of ``1 / rank`` (:func:`ranks`)."""
-    return float(np.mean(1.0 / ranks(positive_scores, negative_scores)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -415,6 +340,10 @@ class LinkPredictor(keras.Model):
                     masks[(h, label)] = inputs[name]
         return enc.encode_rows(rows, index, masks, training=training)
 
+    def batch_logits(self, batch: Mapping[str, Any], training: bool | None = None) -> Any:
+        """The logits for a batch of :func:`pair_sampler` (:func:`link_inputs`)."""
+        return self(link_inputs(self, batch), training=training)
+
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
         """Logits ``[B]`` (class docstring); a batch carrying ``rows.*``
         (:func:`pair_sample_dataset` with ``rows``) goes through :meth:`embed_rows`, the same
@@ -488,8 +417,6 @@ def link_feature_caches(
     """A :class:`~memgraph_tf.client.pipeline.FeatureCache` per label of ``properties`` (every node
     of the label, keyed as the pair blobs' ``ids_*`` sections are: ``options["id_property"]``
     values, else internal ids), packed once through ``tf_features.pack``."""
-    from memgraph_tf.client.pipeline import FeatureCache
-
     opts = options or {}
     id_property = opts.get("id_property")
     pack = {k: opts[k] for k in ("id_property", "dtype", "allow_non_finite") if k in opts}
@@ -543,15 +470,10 @@ def pair_sample_dataset(
     each slot's row), so that ``tf.gather(rows.{label}, index)`` is the features section; the
     model reads them through :meth:`LinkPredictor.embed_rows`. Without a cache for every label
     with features, ``rows`` is ignored (the per-slot sections)."""
-    import tensorflow as tf
-
-    from memgraph_tf.client.pipeline import _batch_seed, _check_positive, _ordered, unpacker
-
     pairs = _pairs(pairs, "pairs")
-    batch_size = _check_positive("batch_size", batch_size)
-    draws = _check_positive("draws", draws)
+    batch_size = positive_int("batch_size", batch_size)
+    draws = positive_int("draws", draws)
     opts = dict(options or {})
-    fixed_seed = opts.get("seed") is not None
     if isinstance(negatives, bool) or not isinstance(negatives, (int, np.integer)) or negatives < 0:
         raise ConfigurationError(f"negatives: expected an integer >= 0, got {negatives!r}")
     if negatives:
@@ -578,25 +500,14 @@ def pair_sample_dataset(
         caches.get(lb) is not None for lb, width in model.feature_dims.items() if width
     )
 
-    def call(batch: Any, index: Any) -> Any:
-        call_opts = dict(opts)
-        if not fixed_seed:
-            call_opts["seed"] = _batch_seed(seed, index.numpy())
-        rows = batch.numpy()
+    def call(batch: np.ndarray, call_opts: dict[str, Any]) -> str:
         text = source.sample_pairs_b64(
-            rows[:, 0].tolist(), rows[:, 1].tolist(), nn, props, call_opts
+            batch[:, 0].tolist(), batch[:, 1].tolist(), nn, props, call_opts
         )
         if not keep_pair_edges:
             return text
         return _keep_pair_edges(source, model, text, names, props, call_opts, typed_names)
 
-    @tf.autograph.experimental.do_not_convert  # plain graph code: converting it costs seconds
-    def fetch(batch: Any, index: Any) -> Any:
-        text = tf.py_function(call, [batch, index], Tout=tf.string, name="sample_pairs")
-        text.set_shape([])
-        return text
-
-    @tf.autograph.experimental.do_not_convert
     def decode(text: Any) -> dict[str, Any]:
         out = dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
         if distinct:
@@ -612,26 +523,25 @@ def pair_sample_dataset(
                 out[prefix + features_name(hop, label)] = cache.gather(out[sec.name])
         return out
 
-    ds = tf.data.Dataset.from_tensor_slices(pairs)
-    if shuffle:
-        ds = ds.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
-    ds = ds.batch(batch_size)
-    if draws > 1:
-        ds = ds.repeat(draws)
-    ds = tf.data.Dataset.zip((ds, tf.data.Dataset.counter()))
-    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
-    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return call_batches(
+        pairs,
+        call,
+        decode,
+        options=opts,
+        seed=seed,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        repeat=repeat,
+        draws=draws,
+        num_parallel_calls=num_parallel_calls,
+        name="sample_pairs",
+    )
 
 
 def _distinct_rows(
     out: dict[str, Any], sections: Sequence[Any], caches: Mapping[str, Any], model: LinkPredictor
 ) -> dict[str, Any]:
     """:func:`pair_sample_dataset`'s ``rows`` batch from the decoded sections ``out``."""
-    import tensorflow as tf
-
     per_label: dict[str, list[tuple[str, int]]] = {}
     for sec in sections:
         if sec.role != "ids":
@@ -642,19 +552,12 @@ def _distinct_rows(
             per_label.setdefault(label, []).append((sec.name, sec.hop))
     for label, ids_names in per_label.items():
         cache = caches[label]
-        flat = [tf.reshape(out[name], [-1]) for name, _ in ids_names]
-        unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
-        out[ROWS_PREFIX + label] = (
-            cache.gather_sparse(unique) if getattr(cache, "sparse", False) else cache.gather(unique)
-        )
-        start = 0
-        for (name, hop), f in zip(ids_names, flat):
-            size = tf.size(f, out_type=tf.int32)
-            idx = tf.reshape(where[start : start + size], tf.shape(out[name], out_type=tf.int32))
-            idx.set_shape(out[name].shape)
+        sparse = getattr(cache, "sparse", False)
+        rows, index = distinct_rows(cache, [out[name] for name, _ in ids_names], sparse)
+        out[ROWS_PREFIX + label] = rows
+        for (name, hop), slot_rows in zip(ids_names, index):
             prefix = name[: name.index(".") + 1]
-            out[prefix + layout.typed_index_name(hop, label)] = idx
-            start = start + size
+            out[prefix + layout.typed_index_name(hop, label)] = slot_rows
     return out
 
 
@@ -696,7 +599,7 @@ def _keep_pair_edges(
     return blob.pack_b64({n: out[n] for n in names})
 
 
-def _link_inputs(model: LinkPredictor, batch: Mapping[str, Any]) -> dict[str, Any]:
+def link_inputs(model: LinkPredictor, batch: Mapping[str, Any]) -> dict[str, Any]:
     """The model's inputs from a pair batch: its features and masks, or (a ``rows`` batch) its
     rows, indices and masks."""
     if any(k.startswith(ROWS_PREFIX) for k in batch):
@@ -709,23 +612,43 @@ def _link_inputs(model: LinkPredictor, batch: Mapping[str, Any]) -> dict[str, An
     return {k: batch[k] for k in model.input_names() if k in batch}
 
 
-_INFER_FNS: weakref.WeakKeyDictionary[LinkPredictor, Any] = weakref.WeakKeyDictionary()
+def pair_sampler(
+    model: LinkPredictor,
+    source: Any,
+    properties: Mapping[str, Sequence[str]],
+    options: Mapping[str, Any],
+    *,
+    feature_caches: Mapping[str, Any] | None,
+    decoder: str,
+    rows: bool,
+    negatives: int = 0,
+    keep_pair_edges: bool = False,
+    keep_pair_edges_eval: bool = False,
+) -> Sampler:
+    """The :class:`~memgraph_tf.client.trainer.Sampler` of a :class:`LinkPredictor`:
+    :func:`pair_sample_dataset` batches of pairs. Training batches carry ``negatives`` drawn
+    negatives per pair and are sampled by parallel workers (``keep_pair_edges``: the ablation, on
+    them); the others carry the pairs alone (``keep_pair_edges_eval``: the ablation, on them);
+    ``keep`` caches the batches of a seeded pipeline (the same neighbourhoods every pass)."""
 
+    def sample(pairs: np.ndarray, plan: BatchPlan) -> tf.data.Dataset:
+        ds = pair_sample_dataset(
+            source,
+            model,
+            pairs,
+            properties,
+            options=options,
+            negatives=negatives if plan.training else 0,
+            feature_caches=feature_caches,
+            keep_pair_edges=keep_pair_edges if plan.training else keep_pair_edges_eval,
+            decoder=decoder,
+            num_parallel_calls=tf.data.AUTOTUNE if plan.training else None,
+            rows=rows,
+            **plan.tail(),
+        )
+        return ds.cache() if plan.keep and plan.seed is not None else ds
 
-def _infer_fn(model: LinkPredictor) -> Any:
-    """One traced ``sigmoid(logits)`` per model (traced once, reused across calls)."""
-    import tensorflow as tf
-
-    fn = _INFER_FNS.get(model)
-    if fn is None:
-        ref = weakref.ref(model)  # the cached function must not keep the model alive
-
-        @tf.function(reduce_retracing=True, autograph=False)
-        def fn(batch: Mapping[str, Any]) -> Any:
-            return tf.sigmoid(ref()(_link_inputs(ref(), batch), training=False))
-
-        _INFER_FNS[model] = fn
-    return fn
+    return sample
 
 
 def predict_links(
@@ -749,30 +672,24 @@ def predict_links(
     ``exclude_splits``: held-out splits left out, default none; ``keep_pair_edges``: the
     ablation of :func:`pair_sample_dataset`). ``properties`` default: the model's. ``use_rows``
     (with ``feature_caches``): the first layer per distinct row (:meth:`LinkPredictor.embed_rows`,
-    the same probabilities up to float rounding); false: per slot, as before."""
-    from memgraph_tf.client.graphsage import _positive_int
-
+    the same probabilities up to float rounding); false: per slot. The prediction loop is
+    :func:`~memgraph_tf.client.trainer.predict_task`'s."""
     pairs = _pairs(pairs, "pairs")
-    draws = _positive_int("draws", draws)
     props = dict(properties or model.properties or {})
     opts = _pair_options(options, model.source_label, model.target_label, exclude_splits)
-    ds = pair_sample_dataset(
-        source,
+    sampler = pair_sampler(
         model,
-        pairs,
+        source,
         props,
-        options=opts,
-        batch_size=batch_size,
-        seed=None if seed is None else seed * 7919,
-        draws=draws,
+        opts,
         feature_caches=feature_caches,
-        keep_pair_edges=keep_pair_edges,
         decoder=decoder,
         rows=use_rows,
+        keep_pair_edges_eval=keep_pair_edges,
     )
-    infer = _infer_fn(model)
-    parts = [infer(batch).numpy() for batch in ds]
-    return np.concatenate(parts).astype(np.float64).reshape(draws, len(pairs)).mean(axis=0)
+    return predict_task(
+        model, LinkPrediction(), sampler, pairs, draws=draws, batch_size=batch_size, seed=seed
+    )
 
 
 def evaluate_links(
@@ -862,12 +779,12 @@ def _ranking_scores(
         options=opts,
         negatives=k,
         batch_size=per_batch,
-        seed=None if seed is None else seed * 7919 + 2,
+        seed=stream_seed(seed, RANKING_STREAM),
         feature_caches=feature_caches,
         decoder=decoder,
         rows=use_rows,
     )
-    infer = _infer_fn(model)
+    infer = prediction_fn(model, LinkPrediction())
     pos_parts, neg_parts = [], []
     for batch in ds:
         probs = infer(batch).numpy().astype(np.float64)
@@ -880,6 +797,89 @@ def _ranking_scores(
 # ------------------------------------------------------------------------------------------------
 # training
 # ------------------------------------------------------------------------------------------------
+
+
+def _labelled_pairs(pairs: Any, labels: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Validation ``pairs`` and their 0/1 ``labels`` checked (both None: no validation)."""
+    if (pairs is None) != (labels is None):
+        raise ConfigurationError("val_pairs, val_labels: expected both or neither")
+    if pairs is None:
+        return None, None
+    pairs = _pairs(pairs, "val_pairs")
+    labels = np.asarray(labels)
+    if labels.shape != (len(pairs),):
+        raise ConfigurationError(
+            f"val_labels: expected one 0/1 label per pair ({len(pairs)}), got shape "
+            f"{list(labels.shape)}"
+        )
+    return pairs, labels
+
+
+def _link_model(
+    source: Any,
+    source_label: str,
+    target_label: str,
+    num_neighbors: Mapping[str, Any],
+    properties: Mapping[str, Sequence[str]] | Sequence[str],
+    options: Mapping[str, Any],
+    seed: int | None,
+    **settings: Any,
+) -> LinkPredictor:
+    """:func:`train_link_predictor`'s model, built (after :func:`seed_run` of ``seed``), with its
+    ``properties`` (label -> names; a plain list applies to every label of both endpoints) and
+    ``schema`` set; widths and dtype from ``tf_features.schema``."""
+    src_nn, dst_nn = _role_specs(source_label, target_label, num_neighbors)
+    specs = [typed_spec(source_label, src_nn), typed_spec(target_label, dst_nn)]
+    labels = list(dict.fromkeys(specs[0].labels() + specs[1].labels()))
+    if isinstance(properties, Mapping):
+        props = typed_properties(specs[0], properties)
+    else:
+        props = {
+            label: list(typed_properties(specs[0], properties)[source_label]) for label in labels
+        }
+    seed_run(seed)
+    widths, dtype, schema = _link_widths(source, specs, props, options)
+    model = LinkPredictor(
+        source_label,
+        num_neighbors,
+        widths,
+        target_label=target_label,
+        feature_dtype=dtype,
+        **settings,
+    )
+    model.properties = props
+    model.schema = schema
+    return model.ensure_built()
+
+
+def _check_cache_widths(caches: Mapping[str, Any] | None, widths: Mapping[str, int]) -> None:
+    """:class:`ConfigurationError` naming the first label whose cache width is not the model's."""
+    for label, cache in (caches or {}).items():
+        if cache.width != widths.get(label, 0):
+            raise ConfigurationError(
+                f"feature_caches[{label!r}]: expected width {widths.get(label, 0)} (the "
+                f"schema's), got {cache.width}"
+            )
+
+
+def _link_widths(
+    source: Any,
+    specs: Sequence[TypedSamplingSpec],
+    properties: Mapping[str, Sequence[str]],
+    options: Mapping[str, Any],
+) -> tuple[dict[str, int], str, dict[str, Any]]:
+    """The feature width per label, the dtype and the schema part of both endpoints' specs
+    (:func:`~memgraph_tf.client.typed_graphsage.typed_feature_widths` of each, merged)."""
+    widths: dict[str, int] = {}
+    schema: dict[str, Any] = {"labels": [], "relationships": []}
+    dtype = "float32"
+    for spec in specs:
+        own = {lb: names for lb, names in properties.items() if lb in spec.labels()}
+        w, dtype, part = typed_feature_widths(source, spec, own, options)
+        widths.update(w)
+        for key in ("labels", "relationships"):
+            schema[key] += [e for e in part[key] if e not in schema[key]]
+    return widths, dtype, schema
 
 
 def train_link_predictor(
@@ -939,156 +939,54 @@ def train_link_predictor(
 
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
-    import tensorflow as tf
-
-    from memgraph_tf.client.graphsage import _labels_options, _positive_int
-    from memgraph_tf.client.steps import fit_steps
-    from memgraph_tf.client.typed_graphsage import _spec, _typed_properties, typed_feature_widths
-
-    steps = _positive_int("steps", steps)
-    eval_every = _positive_int("eval_every", eval_every)
-    patience = _positive_int("patience", patience)
-    eval_draws = _positive_int("eval_draws", eval_draws)
-    negatives = _positive_int("negatives", negatives)
-    if (
-        not isinstance(learning_rate, (int, float))
-        or isinstance(learning_rate, bool)
-        or learning_rate <= 0
-    ):
-        raise ConfigurationError(f"learning_rate: expected a number > 0, got {learning_rate!r}")
+    schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
+    negatives = positive_int("negatives", negatives)
     target_label = target_label or source_label
-    opts = _labels_options(options, "label")
+    opts = training_options(options, "label")
     opts.pop("label_property")  # (no labels: the pairs are the supervision)
     opts = _pair_options(opts, source_label, target_label, exclude_splits)
     train_pairs = _pairs(train_pairs, "train_pairs")
-    if (val_pairs is None) != (val_labels is None):
-        raise ConfigurationError("val_pairs, val_labels: expected both or neither")
-    if val_pairs is not None:
-        val_pairs = _pairs(val_pairs, "val_pairs")
-        val_labels = np.asarray(val_labels)
-        if val_labels.shape != (len(val_pairs),):
-            raise ConfigurationError(
-                f"val_labels: expected one 0/1 label per pair ({len(val_pairs)}), got shape "
-                f"{list(val_labels.shape)}"
-            )
-    src_nn, dst_nn = _role_specs(source_label, target_label, num_neighbors)
-    specs = [_spec(source_label, src_nn), _spec(target_label, dst_nn)]
-    labels = list(dict.fromkeys(specs[0].labels() + specs[1].labels()))
-    if isinstance(properties, Mapping):
-        props = _typed_properties(specs[0], properties)
-    else:
-        props = {
-            label: list(_typed_properties(specs[0], properties)[source_label]) for label in labels
-        }
-    if seed is not None:
-        keras.utils.set_random_seed(seed)
-    widths: dict[str, int] = {}
-    schema: dict[str, Any] = {"labels": [], "relationships": []}
-    for spec in specs:
-        own = {lb: names for lb, names in props.items() if lb in spec.labels()}
-        w, dtype, part = typed_feature_widths(source, spec, own, opts)
-        widths.update(w)
-        for key in ("labels", "relationships"):
-            schema[key] += [e for e in part[key] if e not in schema[key]]
-    model = LinkPredictor(
+    val_pairs, val_labels = _labelled_pairs(val_pairs, val_labels)
+    model = _link_model(
+        source,
         source_label,
+        target_label,
         num_neighbors,
-        widths,
-        target_label=target_label,
+        properties,
+        opts,
+        seed,
         hidden_units=hidden_units,
         dropout=dropout,
         l2=l2,
         normalize_hidden=normalize_hidden,
         scorer=scorer,
         mlp_units=mlp_units,
-        feature_dtype=dtype,
     )
-    model.properties = props
-    model.schema = schema
-    model.ensure_built()
+    props = model.properties
     if feature_caches is None and use_feature_cache:
         feature_caches = link_feature_caches(source, props, opts)
-    if feature_caches:
-        for label, cache in feature_caches.items():
-            if cache.width != widths.get(label, 0):
-                raise ConfigurationError(
-                    f"feature_caches[{label!r}]: expected width {widths.get(label, 0)} (the "
-                    f"schema's), got {cache.width}"
-                )
-    variables = model.trainable_link_variables()
-    optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
-    optimizer.build(variables)
-    from memgraph_tf.client.pipeline import without_autotune
-
-    train_ds = pair_sample_dataset(
+    _check_cache_widths(feature_caches, model.feature_dims)
+    sampler = pair_sampler(
+        model,
         source,
-        model,
-        train_pairs,
         props,
-        options=opts,
-        negatives=negatives,
-        batch_size=batch_size,
-        shuffle=True,
-        seed=seed,
-        repeat=True,
+        opts,
         feature_caches=feature_caches,
-        keep_pair_edges=keep_pair_edges,
         decoder=decoder,
-        num_parallel_calls=tf.data.AUTOTUNE,
         rows=use_rows,
+        negatives=negatives,
+        keep_pair_edges=keep_pair_edges,
     )
-    train_ds = without_autotune(train_ds)  # abandoned in flight by early stopping
-
-    @tf.function(input_signature=[train_ds.element_spec], autograph=False)
-    def train_step(batch: Mapping[str, Any]) -> tuple[Any, Any]:
-        y = tf.cast(batch[layout.PAIR_LABELS], tf.float32)
-        with tf.GradientTape() as tape:
-            logits = model(_link_inputs(model, batch), training=True)
-            loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(y, logits))
-            if model.losses:
-                loss = loss + tf.add_n(model.losses)
-        grads = tape.gradient(loss, variables)
-        optimizer.apply_gradients(zip(grads, variables))
-        accuracy = tf.reduce_mean(tf.cast(tf.equal(logits > 0, y > 0.5), tf.float32))
-        return loss, accuracy
-
-    val_ds, infer = None, _infer_fn(model)
-    if val_pairs is not None:
-        val_ds = pair_sample_dataset(
-            source,
-            model,
-            val_pairs,
-            props,
-            options=opts,
-            batch_size=512,
-            seed=None if seed is None else seed * 7919 + 1,
-            draws=eval_draws,
-            feature_caches=feature_caches,
-            decoder=decoder,
-            rows=use_rows,
-        )
-        if seed is not None:
-            val_ds = val_ds.cache()  # the same validation neighbourhoods at every evaluation
-
-    def val_figures() -> dict[str, float]:
-        parts = [infer(b).numpy() for b in val_ds]
-        probs = np.concatenate(parts).astype(np.float64)
-        probs = probs.reshape(eval_draws, len(val_pairs)).mean(axis=0)
-        return {
-            "val_auc": roc_auc(val_labels, probs),
-            "val_ap": average_precision(val_labels, probs),
-        }
-
-    history, best_step, best_auc = fit_steps(
+    history, best_step, best_auc = fit_task(
         model,
-        train_ds.take(steps),
-        steps=steps,
-        train_step=train_step,
-        evaluate=val_figures if val_ds is not None else None,
-        metric="val_auc",
-        metric_keys=("val_auc", "val_ap"),
-        eval_every=eval_every,
-        patience=patience,
+        LinkPrediction(),
+        sampler,
+        train_pairs,
+        val_pairs,
+        val_labels,
+        batch_size=batch_size,
+        schedule=schedule,
+        seed=seed,
         progress=progress,
     )
     return LinkTrainResult(

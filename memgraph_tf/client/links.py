@@ -1,4 +1,4 @@
-"""The graph side of batch link scoring (issue 25): which source nodes a run scores, their existing
+"""The graph side of batch link scoring: which source nodes a run scores, their existing
 neighbours, the candidates a Cypher query names, and how predicted links go back -- the one home of
 the predicted relationship's type and property names, shared by ``memgraph-tf score-links``
 (:mod:`memgraph_tf.batch.links`) and the Beam transforms (:mod:`memgraph_tf.beam`), over any

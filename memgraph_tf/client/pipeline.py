@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import blob, layout
+from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.errors import ConfigurationError
 from memgraph_tf.client.sources import GraphSource
 from memgraph_tf.layout import PAD_ID
@@ -31,13 +32,9 @@ logger = logging.getLogger(__name__)
 DECODERS = ("auto", "op", "portable")
 
 
-def _check_positive(name: str, value: Any) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise ConfigurationError(f"{name}: expected an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _node_ids(node_ids: Any) -> np.ndarray:
+def node_id_array(node_ids: Any) -> np.ndarray:
+    """``node_ids`` as an int64 vector; :class:`ConfigurationError` unless it is a non-empty 1-D
+    sequence of integers."""
     ids = np.asarray(node_ids)
     if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
         raise ConfigurationError(
@@ -52,7 +49,7 @@ def _fanouts(fanouts: Any) -> tuple[int, ...]:
         raise ConfigurationError(
             f"fanouts: expected a non-empty list of integers >= 1 (one per hop), got {fanouts!r}"
         )
-    return tuple(_check_positive(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
+    return tuple(positive_int(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
 
 
 def unpacker(decoder: str = "auto") -> Any:
@@ -171,8 +168,8 @@ class FeatureCache:
     ) -> FeatureCache:
         """Packs ``node_ids`` in chunks of ``chunk_size`` through the source's ``pack``
         procedure."""
-        ids = np.unique(_node_ids(node_ids))
-        chunk_size = _check_positive("chunk_size", chunk_size)
+        ids = np.unique(node_id_array(node_ids))
+        chunk_size = positive_int("chunk_size", chunk_size)
         opts = pack_options(options)
         feats, labels = [], []
         for start in range(0, len(ids), chunk_size):
@@ -235,7 +232,9 @@ def csr_entries(splits: tf.Tensor, rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tenso
     return owner, position + tf.gather(starts - offsets, owner)
 
 
-def _batch_seed(base_seed: int | None, index: Any) -> int | None:
+def batch_seed(base_seed: int | None, index: Any) -> int | None:
+    """The procedure's ``options.seed`` for batch ``index`` of a run seeded ``base_seed`` (None:
+    unseeded): a stable 63-bit value, so batches sample differently and runs repeat."""
     if base_seed is None:
         return None
     # a stable 63-bit seed per (base seed, batch index): batches sample differently, runs repeat
@@ -291,10 +290,10 @@ def sample_dataset(
     Guarantees: ``features_h`` has the static shape ``[batch, f1..fh, d]`` and ``mask_h``
     ``[batch, f1..fh]`` (masks only when ``options["low_degree"]`` is ``pad``, the default).
     """
-    ids = _node_ids(node_ids)
+    ids = node_id_array(node_ids)
     fanouts = _fanouts(list(fanouts))
-    batch_size = _check_positive("batch_size", batch_size)
-    draws = _check_positive("draws", draws)
+    batch_size = positive_int("batch_size", batch_size)
+    draws = positive_int("draws", draws)
     if not gather_features and feature_cache is None:
         raise ConfigurationError(
             "gather_features: expected True without a feature_cache (the features then come in "
@@ -304,7 +303,6 @@ def sample_dataset(
     props = list(properties)
     pad = options.get("low_degree") in (None, "pad")  # a null option means the default, "pad"
     has_labels = bool(options.get("label_property"))
-    fixed_seed = "seed" in options and options["seed"] is not None
     layout_name = options.get("layout") or "dense"
     if layout_name not in layout.LAYOUTS:
         raise ConfigurationError(
@@ -318,19 +316,9 @@ def sample_dataset(
         fetch_props = props
     unpack = unpacker(decoder)
 
-    def call(batch_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
-        opts = dict(options)
-        if not fixed_seed:
-            opts["seed"] = _batch_seed(seed, index.numpy())
-        return source.sample_blob_b64(batch_ids.numpy().tolist(), list(fanouts), fetch_props, opts)
+    def call(batch_ids: np.ndarray, opts: dict[str, Any]) -> str:
+        return source.sample_blob_b64(batch_ids.tolist(), list(fanouts), fetch_props, opts)
 
-    @tf.autograph.experimental.do_not_convert  # plain graph code: converting it costs seconds a run
-    def fetch(batch_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
-        text = tf.py_function(call, [batch_ids, index], Tout=tf.string, name="tf_features_sample")
-        text.set_shape([])
-        return text
-
-    @tf.autograph.experimental.do_not_convert
     def decode(text: tf.Tensor) -> dict[str, tf.Tensor]:
         # any layout -> the dense layout's tensors (the blob's features are empty with a cache)
         out = layouts.decode_sample(
@@ -356,17 +344,77 @@ def sample_dataset(
                 del out[layout.ids_name(h)]
         return out
 
-    ds = tf.data.Dataset.from_tensor_slices(ids)
+    return call_batches(
+        ids,
+        call,
+        decode,
+        options=options,
+        seed=seed,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        repeat=repeat,
+        drop_remainder=drop_remainder,
+        draws=draws,
+        num_parallel_calls=num_parallel_calls,
+        prefetch=prefetch,
+        name="tf_features_sample",
+    )
+
+
+def call_batches(
+    items: np.ndarray,
+    call: Callable[[np.ndarray, dict[str, Any]], str],
+    decode: Callable[[tf.Tensor], dict[str, tf.Tensor]],
+    *,
+    options: Mapping[str, Any] | None,
+    seed: int | None,
+    batch_size: int,
+    shuffle: bool = False,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+    draws: int = 1,
+    num_parallel_calls: int | None = None,
+    prefetch: int | None = tf.data.AUTOTUNE,
+    name: str = "procedure_call",
+) -> tf.data.Dataset:
+    """The ``tf.data`` tail every sampling pipeline shares (node, typed and pair batches): the
+    ``items`` (seed ids ``[n]`` or pairs ``[n, 2]``), shuffled (``shuffle``, by ``seed``, anew each
+    pass), repeated for good (``repeat``), batched, then passed ``draws`` times; per batch one
+    ``call(batch, options)`` -> base64 text run in ``tf.py_function`` (op name ``name``) and
+    ``decode(text)`` -> the batch's tensors, both as ``map`` stages with ``num_parallel_calls``
+    workers (None: sequential), then ``prefetch`` (None: none).
+
+    Guarantees: batches stay in order (parallel maps are deterministic); each call gets a copy of
+    ``options`` whose ``seed`` is :func:`batch_seed` of ``seed`` and the batch's index in the run,
+    unless ``options["seed"]`` is set (then every call keeps it: each node's sample fixed)."""
+    opts = dict(options or {})
+    fixed_seed = opts.get("seed") is not None
+
+    def run(batch: tf.Tensor, index: tf.Tensor) -> str:
+        call_opts = dict(opts)
+        if not fixed_seed:
+            call_opts["seed"] = batch_seed(seed, index.numpy())
+        return call(batch.numpy(), call_opts)
+
+    @tf.autograph.experimental.do_not_convert  # plain graph code: converting it costs seconds a run
+    def fetch(batch: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+        text = tf.py_function(run, [batch, index], Tout=tf.string, name=name)
+        text.set_shape([])
+        return text
+
+    ds = tf.data.Dataset.from_tensor_slices(items)
     if shuffle:
-        ds = ds.shuffle(len(ids), seed=seed, reshuffle_each_iteration=True)
+        ds = ds.shuffle(len(items), seed=seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     if draws > 1:
         ds = ds.repeat(draws)
     ds = tf.data.Dataset.zip((ds, tf.data.Dataset.counter()))
-    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
-    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
+    ordered = _ordered(num_parallel_calls)
+    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **ordered)
+    decode = tf.autograph.experimental.do_not_convert(decode)
+    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **ordered)
     if prefetch is not None:
         ds = ds.prefetch(prefetch)
     return ds
@@ -412,22 +460,33 @@ def unique_rows(feature_cache: FeatureCache, hops: int, sparse: bool = False) ->
 
     @tf.autograph.experimental.do_not_convert
     def apply(batch: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        flat = [tf.reshape(batch[name], [-1]) for name in names]
-        unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
         out = {k: v for k, v in batch.items() if k not in names}
-        out[ROWS] = (feature_cache.gather_sparse if sparse else feature_cache.gather)(unique)
-        start = 0
-        sizes = [tf.size(f, out_type=tf.int32) for f in flat]
-        for h, name in enumerate(names):
-            index = tf.reshape(
-                where[start : start + sizes[h]], tf.shape(batch[name], out_type=tf.int32)
-            )
-            index.set_shape(batch[name].shape)
-            out[index_name(h)] = index
-            start = start + sizes[h]
+        out[ROWS], index = distinct_rows(feature_cache, [batch[n] for n in names], sparse)
+        for h, slot_rows in enumerate(index):
+            out[index_name(h)] = slot_rows
         return out
 
     return apply
+
+
+def distinct_rows(
+    feature_cache: FeatureCache, ids: Sequence[tf.Tensor], sparse: bool = False
+) -> tuple[Any, list[tf.Tensor]]:
+    """The feature rows of the distinct ids among the tensors ``ids`` (any shapes), each once, in
+    order of first appearance (``sparse``: as a ``tf.SparseTensor``,
+    :meth:`FeatureCache.gather_sparse`), and per tensor the row of each of its ids (int32, the
+    tensor's shape): ``tf.gather(rows, index[i])`` is ``feature_cache.gather(ids[i])``."""
+    flat = [tf.reshape(t, [-1]) for t in ids]
+    unique, where = tf.unique(tf.concat(flat, axis=0), out_idx=tf.int32)
+    rows = (feature_cache.gather_sparse if sparse else feature_cache.gather)(unique)
+    index, start = [], 0
+    for t, f in zip(ids, flat):
+        size = tf.size(f, out_type=tf.int32)
+        slot_rows = tf.reshape(where[start : start + size], tf.shape(t, out_type=tf.int32))
+        slot_rows.set_shape(t.shape)
+        index.append(slot_rows)
+        start = start + size
+    return rows, index
 
 
 def pack_dataset(
@@ -445,8 +504,8 @@ def pack_dataset(
 
     Guarantees: ``features`` has the static shape ``[batch, d]``; rows follow ``node_ids``' order.
     """
-    ids = _node_ids(node_ids)
-    batch_size = _check_positive("batch_size", batch_size)
+    ids = node_id_array(node_ids)
+    batch_size = positive_int("batch_size", batch_size)
     opts = pack_options(options)
     props = list(properties)
     width, fdtype = feature_layout(source, props, opts)

@@ -1,6 +1,7 @@
-"""The one training loop of the client's trainers (``train_graphsage``, ``train_typed_graphsage``,
-``train_link_predictor``): steps, the history they record, evaluation every few steps and early
-stopping on a validation metric with the best weights restored."""
+"""The step loop of the client's one trainer (:func:`memgraph_tf.client.trainer.fit_task`, behind
+``train_graphsage``, ``train_typed_graphsage`` and ``train_link_predictor``): steps, the history
+they record, evaluation every few steps and early stopping on a validation metric with the best
+weights restored."""
 
 from __future__ import annotations
 

@@ -27,8 +27,14 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
+from memgraph_tf import layout
+from memgraph_tf.client import encoder, trainer
+from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.errors import ConfigurationError
+from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
+from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
 from memgraph_tf.typed_sampling import (
     TypedSamplingSpec,
     features_name,
@@ -219,6 +225,10 @@ class TypedGraphSAGE(keras.Model):
     output_is_logits = True
     """The model returns logits (serving applies the softmax)."""
 
+    def batch_logits(self, batch: Mapping[str, Any], training: bool | None = None) -> Any:
+        """The logits for a batch of :func:`typed_sampler` (its features and masks)."""
+        return self({k: batch[k] for k in self.input_names() if k in batch}, training=training)
+
     def ensure_built(self) -> TypedGraphSAGE:
         """Creates the weights if needed; returns self."""
         if not self.built:
@@ -264,30 +274,65 @@ class TypedGraphSAGE(keras.Model):
                 raise ConfigurationError("inputs: expected at least one features or mask input")
             batch = keras.ops.shape(inputs[present[0]])[0]
         reps: dict[tuple[int, str], Any] = {}
-        masks: dict[tuple[int, str], Any] = {}
         for h, table in enumerate(tables):
             for label, slots in table.items():
                 if self.feature_dims[label]:
                     reps[(h, label)] = keras.ops.cast(inputs[features_name(h, label)], "float32")
                 else:
                     reps[(h, label)] = keras.ops.ones((batch, slots, 1), "float32")
+        masks = self._float_masks(lambda h, label: inputs.get(mask_name(h, label)), batch)
+        return self._layers_from(reps, masks, batch, 1, training)
+
+    def _float_masks(self, mask_of: Any, batch: Any) -> dict[tuple[int, str], Any]:
+        """Every table ``(h, label)`` of a hop ``h >= 1`` -> its mask as float32 ``[B, slots]``
+        (``mask_of(h, label)``; None: all filled)."""
+        out: dict[tuple[int, str], Any] = {}
+        for h, table in enumerate(self.layout.tables):
+            for label, slots in table.items():
                 if h:
-                    m = inputs.get(mask_name(h, label))
-                    masks[(h, label)] = (
+                    m = mask_of(h, label)
+                    out[(h, label)] = (
                         keras.ops.ones((batch, slots), "float32")
                         if m is None
                         else keras.ops.cast(m, "float32")
                     )
-        return self._layers_from(reps, masks, batch, 1, training)
+        return out
+
+    def _rows_batch(
+        self,
+        rows: Mapping[str, Any],
+        index: Mapping[tuple[int, str], Any],
+        masks: Mapping[tuple[int, str], Any],
+    ) -> Any:
+        """:meth:`encode_rows`' batch size, after a check that every index and rows input of a
+        label with features is present (:class:`ConfigurationError` naming the missing ones)."""
+        tables = self.layout.tables
+        missing = [
+            f"index {features_name(h, label)}"
+            for h, table in enumerate(tables)
+            for label in table
+            if self.feature_dims[label] and (h, label) not in index
+        ] + [
+            f"rows {label}"
+            for label in self.spec.labels()
+            if self.feature_dims[label] and label not in rows
+        ]
+        if missing:
+            raise ConfigurationError(f"inputs: missing {', '.join(missing)}")
+        seed = (0, self.spec.seed_label)
+        first = next(iter(index.values()), None) if seed not in index else index[seed]
+        if first is None:
+            present = list(masks.values())
+            if not present:
+                raise ConfigurationError("inputs: expected at least one index or mask input")
+            first = present[0]
+        return tf.shape(first)[0]
 
     def _layer_out(self, k: int, label: str, own: Any, neigh: Any) -> Any:
         """Layer ``k``'s output for ``label`` from its self and neighbour transforms."""
         out = keras.ops.concatenate([own, neigh], axis=-1)
-        out = keras.ops.relu(out + self.biases[f"bias_{k}_{_key(label)}"])
-        if self.normalize_hidden:
-            norm = keras.ops.norm(out, axis=-1, keepdims=True)
-            out = out / keras.ops.maximum(norm, 1e-12)
-        return out
+        bias = self.biases[f"bias_{k}_{_key(label)}"]
+        return encoder.layer_output(out, bias, keras.ops.relu, self.normalize_hidden)
 
     def _layers_from(
         self,
@@ -314,10 +359,8 @@ class TypedGraphSAGE(keras.Model):
                             child, (batch, group.parents, group.fanout, child.shape[-1])
                         )
                         m = masks[key][:, group.offset : group.offset + group.size]
-                        m = keras.ops.reshape(m, (batch, group.parents, group.fanout, 1))
-                        total = keras.ops.sum(child * m, axis=2)
-                        mean = total / keras.ops.maximum(keras.ops.sum(m, axis=2), 1.0)
-                        mean = self.drop(mean, training=training)
+                        m = keras.ops.reshape(m, (batch, group.parents, group.fanout))
+                        mean = self.drop(encoder.masked_mean(child, m), training=training)
                         neigh = neigh + self.neigh_dense[f"neigh_{k}_{_key(str(group.step))}"](mean)
                     updated[(h, label)] = self._layer_out(k, label, own, neigh)
             reps = updated
@@ -348,53 +391,17 @@ class TypedGraphSAGE(keras.Model):
         :meth:`encode`'s. Guarantees: equals ``encode(features)`` up to float rounding with
         ``training`` false; with dropout, the same distribution over the same tensors (not the
         same random draws)."""
-        import tensorflow as tf
-
-        from memgraph_tf.client.graphsage import (
-            _csr_table,
-            _rows_mean,
-            _sparse_matmul,
-            _sparse_rows,
-            _sparse_rows_mean,
-        )
-
         if not self.built:
             self.build()
         masks = masks or {}
         tables = self.layout.tables
-        seed = (0, self.spec.seed_label)
-        missing = [
-            f"index {features_name(h, label)}"
-            for h, table in enumerate(tables)
-            for label in table
-            if self.feature_dims[label] and (h, label) not in index
-        ] + [
-            f"rows {label}"
-            for label in self.spec.labels()
-            if self.feature_dims[label] and label not in rows
-        ]
-        if missing:
-            raise ConfigurationError(f"inputs: missing {', '.join(missing)}")
-        first = next(iter(index.values()), None) if seed not in index else index[seed]
-        if first is None:
-            present = list(masks.values())
-            if not present:
-                raise ConfigurationError("inputs: expected at least one index or mask input")
-            first = present[0]
-        batch = tf.shape(first)[0]
+        batch = self._rows_batch(rows, index, masks)
         drop = bool(training) and self.dropout_rate > 0
-        float_masks: dict[tuple[int, str], Any] = {}
-        for h, table in enumerate(tables):
-            for label, slots in table.items():
-                if h:
-                    m = masks.get((h, label))
-                    float_masks[(h, label)] = (
-                        tf.ones((batch, slots), tf.float32) if m is None else tf.cast(m, tf.float32)
-                    )
+        float_masks = self._float_masks(lambda h, label: masks.get((h, label)), batch)
         products: dict[tuple[str, str], Any] = {}
         csr: dict[str, Any] = {}
 
-        def sparse_rows(label: str) -> Any:
+        def label_rows(label: str) -> Any:
             r = rows[label]
             return tf.SparseTensor(r.indices, tf.cast(r.values, tf.float32), r.dense_shape)
 
@@ -403,15 +410,15 @@ class TypedGraphSAGE(keras.Model):
             if key not in products:
                 r = rows[label]
                 if isinstance(r, tf.SparseTensor):
-                    products[key] = _sparse_matmul(sparse_rows(label), dense.kernel)
+                    products[key] = encoder.sparse_matmul(label_rows(label), dense.kernel)
                 else:
                     products[key] = tf.matmul(tf.cast(r, tf.float32), dense.kernel)
             return products[key]
 
         def table(label: str) -> Any:  # the sparse rows in CSR form (entries row-major)
             if label not in csr:
-                r = sparse_rows(label)
-                csr[label] = _csr_table(
+                r = label_rows(label)
+                csr[label] = encoder.csr_table(
                     r.indices, r.values, r.dense_shape[0], self.feature_dims[label]
                 )
             return csr[label]
@@ -430,7 +437,7 @@ class TypedGraphSAGE(keras.Model):
             part = tf.SparseTensor(
                 part.indices, self.drop(part.values, training=True), part.dense_shape
             )
-            return _sparse_matmul(part, dense.kernel)
+            return encoder.sparse_matmul(part, dense.kernel)
 
         k = 1
         reps: dict[tuple[int, str], Any] = {}
@@ -445,7 +452,7 @@ class TypedGraphSAGE(keras.Model):
                     own = tf.gather(product(label, dense), index[(h, label)])
                 else:
                     flat = tf.reshape(index[(h, label)], [-1])
-                    own = dropped(_sparse_rows(*table(label), flat), dense)
+                    own = dropped(encoder.sparse_rows(*table(label), flat), dense)
                     own = tf.reshape(own, [batch, slots, dense.units])
                 neigh = tf.zeros_like(own)
                 for group in self.layout.children(h, label):
@@ -461,19 +468,19 @@ class TypedGraphSAGE(keras.Model):
                             child[:, part, :],
                             (batch, group.parents, group.fanout, child.shape[-1]),
                         )
-                        total = tf.reduce_sum(child * m[..., None], axis=2)
-                        mean = total / tf.maximum(tf.reduce_sum(m, axis=2), 1.0)[..., None]
-                        mean = self.drop(mean, training=training)
+                        mean = self.drop(encoder.masked_mean(child, m), training=training)
                         neigh = neigh + dense(mean)
                         continue
                     children = tf.reshape(index[key][:, part], (batch, group.parents, group.fanout))
                     valid = m > 0
                     if not drop:
-                        neigh = neigh + _rows_mean(product(right, dense), children, valid)
+                        neigh = neigh + encoder.rows_mean(product(right, dense), children, valid)
                     else:
                         flat = tf.reshape(children, [-1, group.fanout])
                         flat_valid = tf.reshape(valid, [-1, group.fanout])
-                        mean = dropped(_sparse_rows_mean(*table(right), flat, flat_valid), dense)
+                        mean = dropped(
+                            encoder.sparse_rows_mean(*table(right), flat, flat_valid), dense
+                        )
                         neigh = neigh + tf.reshape(mean, [batch, group.parents, dense.units])
                 reps[(h, label)] = self._layer_out(k, label, own, neigh)
         return self._layers_from(reps, float_masks, batch, 2, training)
@@ -507,7 +514,9 @@ def typed_model_inputs(
 # ------------------------------------------------------------------------------------------------
 
 
-def _spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:
+def typed_spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:
+    """The spec of ``seed_label`` and ``num_neighbors`` (a spec passes through);
+    :class:`ConfigurationError` with the spec's message when it is malformed."""
     if isinstance(num_neighbors, TypedSamplingSpec):
         return num_neighbors
     try:
@@ -516,7 +525,7 @@ def _spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:
         raise ConfigurationError(str(exc)) from None
 
 
-def _typed_properties(
+def typed_properties(
     spec: TypedSamplingSpec, properties: Mapping[str, Sequence[str]] | Sequence[str]
 ) -> dict[str, list[str]]:
     """``properties`` as a map label -> feature property names; a plain list of names applies to
@@ -604,20 +613,9 @@ def typed_sample_dataset(
     an explicit ``options["seed"]`` fixes every seed's neighbourhood. ``draws`` passes over the
     batches (no batch mixes two). Guarantees: every section has its static shape but the batch
     dimension."""
-    import tensorflow as tf
-
-    from memgraph_tf import layout
-    from memgraph_tf.client.pipeline import (
-        _batch_seed,
-        _check_positive,
-        _node_ids,
-        _ordered,
-        unpacker,
-    )
-
-    ids = _node_ids(node_ids)
-    batch_size = _check_positive("batch_size", batch_size)
-    draws = _check_positive("draws", draws)
+    ids = node_id_array(node_ids)
+    batch_size = positive_int("batch_size", batch_size)
+    draws = positive_int("draws", draws)
     opts = dict(options or {})
     given = opts.get("label")
     if given is not None and given != spec.seed_label:
@@ -626,7 +624,6 @@ def typed_sample_dataset(
         )
     opts["label"] = spec.seed_label
     opts["dtype"] = dtype
-    fixed_seed = opts.get("seed") is not None
     nn = spec.num_neighbors()
     props = {label: list(names) for label, names in properties.items()}
     with_labels = bool(opts.get("label_property"))
@@ -639,19 +636,9 @@ def typed_sample_dataset(
     unpack = unpacker(decoder)
     layout_name = opts.get("layout") or "dense"
 
-    def call(batch_ids: Any, index: Any) -> Any:
-        call_opts = dict(opts)
-        if not fixed_seed:
-            call_opts["seed"] = _batch_seed(seed, index.numpy())
-        return source.sample_typed_b64(batch_ids.numpy().tolist(), nn, props, call_opts)
+    def call(batch_ids: np.ndarray, call_opts: dict[str, Any]) -> str:
+        return source.sample_typed_b64(batch_ids.tolist(), nn, props, call_opts)
 
-    @tf.autograph.experimental.do_not_convert  # plain graph code: converting it costs seconds a run
-    def fetch(batch_ids: Any, index: Any) -> Any:
-        text = tf.py_function(call, [batch_ids, index], Tout=tf.string, name="sample_typed")
-        text.set_shape([])
-        return text
-
-    @tf.autograph.experimental.do_not_convert
     def decode(text: Any) -> dict[str, Any]:
         if layout_name != "dense":  # compact/sparse: expanded in the graph to the same tensors
             from memgraph_tf.ops import layouts
@@ -669,22 +656,52 @@ def typed_sample_dataset(
             )
         return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 
-    ds = tf.data.Dataset.from_tensor_slices(ids)
-    if shuffle:
-        ds = ds.shuffle(len(ids), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
-    ds = ds.batch(batch_size)
-    if draws > 1:
-        ds = ds.repeat(draws)
-    ds = tf.data.Dataset.zip((ds, tf.data.Dataset.counter()))
-    ds = ds.map(fetch, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
-    ds = ds.map(decode, num_parallel_calls=num_parallel_calls, **_ordered(num_parallel_calls))
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return call_batches(
+        ids,
+        call,
+        decode,
+        options=opts,
+        seed=seed,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        repeat=repeat,
+        draws=draws,
+        num_parallel_calls=num_parallel_calls,
+        name="sample_typed",
+    )
 
 
-def _inputs(model: TypedGraphSAGE, batch: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: batch[k] for k in model.input_names() if k in batch}
+def typed_sampler(
+    model: TypedGraphSAGE,
+    source: Any,
+    properties: Mapping[str, Sequence[str]],
+    options: Mapping[str, Any] | None,
+    *,
+    decoder: str,
+) -> trainer.Sampler:
+    """The :class:`~memgraph_tf.client.trainer.Sampler` of a :class:`TypedGraphSAGE`:
+    :func:`typed_sample_dataset` batches of ``properties`` (labels with features only) in the
+    model's spec, widths and dtype; training batches sampled by parallel workers; ``keep`` caches
+    the batches of a seeded pipeline (the same neighbourhoods every pass)."""
+    props = {label: names for label, names in properties.items() if model.feature_dims.get(label)}
+    widths = {label: model.feature_dims[label] for label in props}
+
+    def sample(ids: np.ndarray, plan: trainer.BatchPlan) -> tf.data.Dataset:
+        ds = typed_sample_dataset(
+            source,
+            model.spec,
+            ids,
+            props,
+            widths,
+            options=options,
+            dtype=model.feature_dtype,
+            decoder=decoder,
+            num_parallel_calls=tf.data.AUTOTUNE if plan.training else None,
+            **plan.tail(),
+        )
+        return ds.cache() if plan.keep and plan.seed is not None else ds
+
+    return sample
 
 
 def predict_typed_proba(
@@ -702,42 +719,18 @@ def predict_typed_proba(
 ) -> Any:
     """Class probabilities ``[n, num_classes]`` for the seed keys ``node_ids`` in order, averaged
     over ``draws`` typed samples (``properties`` default: the model's); with ``with_labels`` also
-    the labels the blobs carry (``options["label_property"]`` must be set)."""
-    import tensorflow as tf
-
-    from memgraph_tf.client.graphsage import _average_draws, _positive_int
-
-    draws = _positive_int("draws", draws)
-    props = _typed_properties(model.spec, properties or model.properties or ["features"])
-    props = {label: names for label, names in props.items() if model.feature_dims.get(label)}
-    ids = np.asarray(node_ids, dtype=np.int64)
-    ds = typed_sample_dataset(
-        source,
-        model.spec,
-        ids,
-        props,
-        {label: model.feature_dims[label] for label in props},
-        options=options,
-        dtype=model.feature_dtype,
-        batch_size=batch_size,
-        seed=None if seed is None else seed * 7919,
+    the labels the blobs carry (``options["label_property"]`` must be set). The prediction loop is
+    :func:`~memgraph_tf.client.trainer.predict_task`'s."""
+    props = typed_properties(model.spec, properties or model.properties or ["features"])
+    return trainer.predict_class_probabilities(
+        model,
+        typed_sampler(model, source, props, options, decoder=decoder),
+        node_ids,
         draws=draws,
-        decoder=decoder,
+        batch_size=batch_size,
+        seed=seed,
+        with_labels=with_labels,
     )
-    infer = tf.function(
-        lambda batch: tf.nn.softmax(model(_inputs(model, batch), training=False)),
-        reduce_retracing=True,
-        autograph=False,
-    )
-    parts, label_parts = [], []
-    for batch in ds:
-        parts.append(infer(batch).numpy())
-        if with_labels:
-            label_parts.append(batch["labels"].numpy())
-    probs = _average_draws(parts, draws, len(ids)).astype(np.float32)
-    if not with_labels:
-        return probs
-    return probs, np.concatenate(label_parts)[: len(ids)]
 
 
 def evaluate_typed(
@@ -756,10 +749,7 @@ def evaluate_typed(
     probs, labels = predict_typed_proba(
         model, source, node_ids, options=opts, with_labels=True, **kwargs
     )
-    return {
-        "accuracy": float(np.mean(np.argmax(probs, axis=1) == labels)),
-        "num_nodes": float(len(labels)),
-    }
+    return accuracy_figures(probs, labels)
 
 
 def split_node_ids(
@@ -829,9 +819,9 @@ def train_typed_graphsage(
     ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
     validation nodes those whose ``split_property`` is ``val`` (none: no validation), as
     :func:`split_node_ids` reads them -- the property the loaders write
-    (:func:`memgraph_tf.typed_datasets.load_typed_graph`,
-    :func:`memgraph_tf.datasets.load_into_graph`). Given ``train_ids`` are used as they are, and
-    the property is not read.
+    (:func:`memgraph_tf.client.loaders.load_typed_graph`,
+    :func:`memgraph_tf.client.loaders.load_into_graph`). Given ``train_ids`` are used as they are,
+    and the property is not read.
 
     The sibling of :func:`memgraph_tf.client.graphsage.train_graphsage`, with its conventions:
     the same option names and semantics (``label_property``, ``options``, ``steps``,
@@ -841,41 +831,22 @@ def train_typed_graphsage(
     is given) with the best weights restored. Feature widths come from ``tf_features.schema``
     (every node of a label checked: one width per label), once.
 
-    Guarantees: returns a :class:`~memgraph_tf.client.graphsage.TrainResult` (``feature_cache``
+    Guarantees: returns a :class:`~memgraph_tf.client.trainer.TrainResult` (``feature_cache``
     None) whose model is built, holds the best weights, ``feature_dtype`` the blobs' dtype, and
     carries ``properties`` and ``schema`` (the part of the schema it was trained on) for
     :func:`~memgraph_tf.serving.export.export_bundle`; labels must be integers in
     ``0..num_classes-1`` (``num_classes`` default: ``tf_features.describe``'s over the
     ``seed_label`` nodes, at least 2). A homogeneous graph is the one-label, one-step case."""
-    import tensorflow as tf
-
-    from memgraph_tf.client.graphsage import (
-        TrainResult,
-        _fit_classifier,
-        _infer_num_classes,
-        _labels_options,
-        _positive_int,
-    )
-
-    steps = _positive_int("steps", steps)
-    eval_every = _positive_int("eval_every", eval_every)
-    patience = _positive_int("patience", patience)
-    eval_draws = _positive_int("eval_draws", eval_draws)
-    if (
-        not isinstance(learning_rate, (int, float))
-        or isinstance(learning_rate, bool)
-        or learning_rate <= 0
-    ):
-        raise ConfigurationError(f"learning_rate: expected a number > 0, got {learning_rate!r}")
-    spec = _spec(seed_label, num_neighbors)
-    opts = _labels_options(options, label_property)
+    schedule = trainer.check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
+    spec = typed_spec(seed_label, num_neighbors)
+    opts = trainer.training_options(options, label_property)
     given = opts.get("label")
     if given is not None and given != spec.seed_label:
         raise ConfigurationError(
             f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
         )
     opts["label"] = spec.seed_label
-    props = _typed_properties(spec, properties)
+    props = typed_properties(spec, properties)
     if train_ids is None:
         train_ids = split_node_ids(
             source, spec.seed_label, "train", split_property=split_property, options=opts
@@ -887,11 +858,10 @@ def train_typed_graphsage(
             val_ids = val_ids or None
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
-    if seed is not None:
-        keras.utils.set_random_seed(seed)
+    trainer.seed_run(seed)
     widths, dtype, schema = typed_feature_widths(source, spec, props, opts)
     if num_classes is None:
-        num_classes = _infer_num_classes(source, label_property, opts)
+        num_classes = infer_num_classes(source, label_property, opts)
     model = TypedGraphSAGE(
         spec.seed_label,
         spec.num_neighbors(),
@@ -907,76 +877,15 @@ def train_typed_graphsage(
     model.properties = props
     model.schema = schema
     model.ensure_built()
-    optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
-    optimizer.build(model.trainable_variables)  # its slots now: train_step is traced once
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    from memgraph_tf.client.pipeline import without_autotune
-
-    train_ds = typed_sample_dataset(
-        source,
-        spec,
-        train_ids,
-        props,
-        widths,
-        options=opts,
-        dtype=dtype,
-        batch_size=batch_size,
-        shuffle=True,
-        seed=seed,
-        repeat=True,
-        decoder=decoder,
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
-    train_ds = without_autotune(train_ds)  # abandoned in flight by early stopping
-
-    @tf.function(input_signature=[train_ds.element_spec], autograph=False)
-    def train_step(batch: Mapping[str, Any]) -> tuple[Any, Any]:
-        y = batch["labels"]
-        with tf.GradientTape() as tape:
-            logits = model(_inputs(model, batch), training=True)
-            loss = loss_fn(y, logits)
-            if model.losses:
-                loss = loss + tf.add_n(model.losses)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, axis=1), y), tf.float32))
-        return loss, accuracy
-
-    val_ds, val_step = None, None
-    if val_ids is not None:
-        val_ds = typed_sample_dataset(
-            source,
-            spec,
-            val_ids,
-            props,
-            widths,
-            options=opts,
-            dtype=dtype,
-            batch_size=512,
-            seed=None if seed is None else seed * 7919 + 1,
-            draws=eval_draws,
-            decoder=decoder,
-        )
-        if seed is not None:
-            val_ds = val_ds.cache()  # the same validation neighbourhoods at every evaluation
-
-        @tf.function(input_signature=[val_ds.element_spec], autograph=False)
-        def val_step(batch: Mapping[str, Any]) -> tuple[Any, Any]:
-            logits = model(_inputs(model, batch), training=False)
-            return tf.nn.softmax(logits), batch["labels"]
-
-    history, best_step, best_acc = _fit_classifier(
+    history, best_step, best_acc = trainer.fit_task(
         model,
-        train_ds.take(steps),
-        train_step,
-        val_ds,
-        val_step,
+        NodeClassification(num_classes),
+        typed_sampler(model, source, props, opts, decoder=decoder),
+        train_ids,
         val_ids,
-        steps=steps,
-        eval_draws=eval_draws,
-        eval_every=eval_every,
-        patience=patience,
+        batch_size=batch_size,
+        schedule=schedule,
+        seed=seed,
         progress=progress,
-        num_classes=num_classes,
     )
-    return TrainResult(model, history, best_step, best_acc, None)
+    return trainer.TrainResult(model, history, best_step, best_acc, None)

@@ -10,13 +10,16 @@ exactly as Memgraph would load and call it::
     g.add_edge(a, b, "CITES")
     [row] = g.call("tf_features.pack", [a, b], ["f"], {})   # {"blob": "TUdURgEAAAA...", "count": 2}
 
-Standard library only. Datasets are read elsewhere and loaded with the generic loader
+Standard library only, but for Memgraph's vector index (:meth:`EmbeddedGraph.execute`,
+``vector_search.search``: :mod:`memgraph_tf.embedded.vector_index`, on ``usearch``).
+Datasets are read elsewhere and loaded with the generic loader
 :meth:`EmbeddedGraph.from_edge_list` (the Planetoid graphs:
 :func:`memgraph_tf.datasets.planetoid_graph`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import types
@@ -38,6 +41,23 @@ from memgraph_tf.embedded._runtime import (
     parse_procedure_memory_clause,
     procedure_memory_clause,
 )
+
+logger = logging.getLogger(__name__)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# name -> (argument name, Cypher type, check) per argument
+_VECTOR_PROCEDURES: dict[str, tuple[tuple[str, Any], ...]] = {
+    "vector_search.search": (
+        ("index_name", "STRING", lambda v: isinstance(v, str)),
+        ("result_set_size", "INTEGER", _is_int),
+        ("query_vector", "LIST OF ANY", lambda v: isinstance(v, (list, tuple))),
+    ),
+    "vector_search.show_index_info": (),
+}
 
 __all__ = [
     "MEMGRAPH_2_PROCEDURE_MEMORY_LIMIT_BYTES",
@@ -95,6 +115,9 @@ class EmbeddedGraph:
             count_api_calls=count_api_calls,
         )
         self._store = self._runtime.store
+        #: the notifications of the last :meth:`execute` (Memgraph's, e.g. "Created vector
+        #: index idx." or "Vector index idx doesn't exist.")
+        self.notifications: list[str] = []
         for path in default_module_paths() if modules is None else modules:
             self._runtime.load(path)
 
@@ -124,10 +147,9 @@ class EmbeddedGraph:
         self._check_node(dst)
         for e in s.out_edges[src]:
             if s.etype[e] == edge_type and s.edst[e] == dst:
-                if s.eprops[e] is None:
-                    s.eprops[e] = {}
+                props = s.edge_properties(e)
                 for key, value in (properties or {}).items():
-                    s.set_property(s.eprops[e], key, value)
+                    s.set_property(props, key, value)
                 return e
         return self.add_edge(src, dst, edge_type, properties)
 
@@ -148,7 +170,7 @@ class EmbeddedGraph:
     def set_property(self, node_id: int, key: str, value: Any) -> None:
         """Sets (``None``: removes) a node property, e.g. a prediction written back."""
         self._check_node(node_id)
-        self._store.set_property(self._store.vprops[node_id], key, value)
+        self._store.set_property(self._store.vprops[node_id], key, value, vertex=node_id)
 
     def get_property(self, node_id: int, key: str, default: Any = None) -> Any:
         """A node property as a Bolt client would read it (lists as lists; a procedure gets
@@ -156,6 +178,20 @@ class EmbeddedGraph:
         self._check_node(node_id)
         value = self._store.vprops[node_id].get(key)
         return default if value is None else _runtime.load_value(value)
+
+    def add_label(self, node_id: int, label: str) -> None:
+        """Cypher's ``SET n:label`` (vector indexes on ``label`` take the node in)."""
+        self._check_node(node_id)
+        labels = self._store.labels[node_id]
+        if label not in labels:
+            self._store.set_labels(node_id, [*labels, label])
+
+    def remove_label(self, node_id: int, label: str) -> None:
+        """Cypher's ``REMOVE n:label``."""
+        self._check_node(node_id)
+        labels = self._store.labels[node_id]
+        if label in labels:
+            self._store.set_labels(node_id, [n for n in labels if n != label])
 
     def labels(self, node_id: int) -> list[str]:
         self._check_node(node_id)
@@ -222,12 +258,90 @@ class EmbeddedGraph:
         memory_limit_bytes: int | types.EllipsisType | None = ...,
     ) -> list[dict[str, Any]]:
         """``CALL procedure_name(*args) [PROCEDURE MEMORY ...] YIELD *``: one dict per record
-        (nodes as :class:`NodeRef`).
+        (nodes as :class:`NodeRef`). Memgraph's ``vector_search.search`` and
+        ``vector_search.show_index_info`` are built in (see :meth:`execute`).
 
         ``memory_limit_bytes``: the call's ``PROCEDURE MEMORY LIMIT`` in bytes; None is
         ``PROCEDURE MEMORY UNLIMITED``; left out, the graph's ``default_memory_limit_bytes``
         (:func:`parse_procedure_memory_clause` turns a clause's text into this value)."""
+        if procedure_name in _VECTOR_PROCEDURES:
+            return self._vector_call(procedure_name, args)
         return self._runtime.call(procedure_name, *args, memory_limit_bytes=memory_limit_bytes)
+
+    # -- vector index ---------------------------------------------------------------------------
+    def execute(
+        self, query: str, parameters: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Runs one of Memgraph's vector index statements -- ``CREATE VECTOR INDEX name ON
+        :Label(prop) WITH CONFIG {...}`` (also ``:A|B``, ``:A&B``, ``(prop)``), ``DROP VECTOR
+        INDEX name``, ``SHOW VECTOR INDEX INFO`` -- with ``$parameters``; returns its rows (none
+        for CREATE / DROP, whose notification is :attr:`notifications`, as Memgraph sends it).
+        Raises :class:`VectorIndexError` for what Memgraph refuses (grammar, config, a node
+        whose property cannot join the new index). No other Cypher is run."""
+        from memgraph_tf.embedded import vector_cypher, vector_index
+
+        statement = vector_cypher.parse_statement(query, parameters)
+        indexes = self._vector_indexes()
+        self.notifications = []
+        if statement.action == "show":
+            return indexes.info()
+        if statement.action == "drop":
+            self.notifications = [indexes.drop(statement.name)]
+            return []
+        assert statement.label_filter is not None
+        spec = vector_index.VectorIndexSpec(
+            name=statement.name,
+            label_filter=statement.label_filter,
+            property=statement.property,
+            **vector_index.config_from_map(statement.config),
+        )
+        self.notifications = [indexes.create(spec)]
+        if not self.notifications[0].startswith("Created"):
+            logger.warning("%s", self.notifications[0])
+        return []
+
+    def _vector_indexes(self) -> Any:
+        s = self._store
+        if s.vector_indexes is None:
+            from memgraph_tf.embedded.vector_index import VectorIndexes
+
+            s.vector_indexes = VectorIndexes(
+                lambda vid: s.labels[vid], lambda vid: s.vprops[vid], lambda: len(s.labels)
+            )
+        return s.vector_indexes
+
+    def _vector_call(self, name: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """Memgraph's ``vector_search`` module (``query_modules/vector_search_module.cpp``):
+        ``search(index_name :: STRING, limit :: INTEGER, search_query :: LIST OF ANY) ::
+        (node, distance, similarity)`` and ``show_index_info() :: (index_name, label, property,
+        metric, dimension, capacity, size, scalar_kind, index_type)``."""
+        from memgraph_tf.embedded.vector_index import VectorIndexError
+
+        signature = _VECTOR_PROCEDURES[name]
+        if len(args) != len(signature):
+            count = len(signature)
+            raise ArgumentTypeError(
+                f"'{name}' requires no arguments."
+                if count == 0
+                else f"'{name}' requires exactly {count} argument{'' if count == 1 else 's'}."
+            )
+        for position, (arg, (arg_name, kind, check)) in enumerate(zip(args, signature)):
+            if not check(arg):  # the runtime's ValidateArguments text
+                raise ArgumentTypeError(
+                    f"'{name}' argument named '{arg_name}' at position {position} must be of "
+                    f"type {kind}."
+                )
+        indexes = self._vector_indexes()
+        if not args:
+            return indexes.info()
+        try:
+            found = indexes.search(args[0], args[1], args[2])
+        except VectorIndexError as exc:
+            raise ProcedureError(f"{name}: {exc}", name) from exc
+        return [
+            {"node": NodeRef(self._store, vid), "distance": d, "similarity": sim}
+            for vid, d, sim in found
+        ]
 
     @property
     def api_calls(self) -> dict[str, int]:
@@ -328,9 +442,7 @@ class EmbeddedGraph:
                 )
         g = cls(modules, **graph_options)
         for i in range(n):
-            g._store.add_vertex(
-                [label], {name: values[i] for name, values in node_properties.items()}
-            )
+            g.add_node([label], {name: values[i] for name, values in node_properties.items()})
         for a, b in pairs:
-            g._store.add_edge(a, b, edge_type)
+            g.add_edge(a, b, edge_type)
         return g

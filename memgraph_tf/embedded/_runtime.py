@@ -6,9 +6,12 @@ uses, over a plain in-memory property graph (:class:`Store`). It is **stdlib-onl
 other module of the library than ``memgraph_tf.errors`` (stdlib-only too, and shipped with the
 helper package ``install-modules`` writes), so it may be copied as ``_mgp.py`` next to ``mgp.py``
 wherever that helper package is importable: :func:`activate` makes it the ``_mgp`` that
-``import mgp`` binds to, :class:`Runtime` loads query-module files the way Memgraph does (the module
-is named after the file; its ``@mgp.read_proc`` functions register on ``_MODULE`` while it loads)
-and calls procedures converting values the way Memgraph does:
+``import mgp`` binds to, :class:`Runtime` loads query-module files the way Memgraph does (the file's
+directory appended to ``sys.path``, the module imported under the file's stem; its
+``@mgp.read_proc`` functions register on ``_MODULE`` while it loads) and calls procedures
+converting values the way Memgraph does. It has every ``_mgp`` name Memgraph 3.x's ``mgp.py`` uses
+(zoned date-time, point and enum types, ``Utils``, ``Graph.get_start_timestamp``, ``Path.pop``,
+``set_properties``, batched procedures), so that ``mgp.py`` runs on it too:
 
 * arguments must be Cypher values (null, bool, int64, float, str, list, map with str keys, nodes,
   relationships, paths, temporal values) satisfying the declared types, else
@@ -17,7 +20,8 @@ and calls procedures converting values the way Memgraph does:
   (Memgraph's ``PyObjectToMgpValue``: ``bytes``, numpy scalars and arrays fail with "Unsupported
   PyObject conversion") and satisfy the declared types, else :class:`ResultConversionError`;
 * an exception raised by the procedure becomes :class:`ProcedureError` naming the procedure;
-* graph objects handed to a call are invalid after it; read procedures see an immutable graph.
+* graph objects handed to a call are invalid after it, and refuse ``pickle`` and ``copy``; read
+  procedures see an immutable graph; a write procedure's changes are undone when its call fails.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ from __future__ import annotations
 import datetime
 import functools
 import importlib
+import importlib.machinery
 import importlib.util
 import itertools
 import logging
+import operator
+import os
 import pathlib
 import re
 import sys
@@ -152,10 +159,9 @@ class ResultConversionError(ProcedureError, TypeError):
 _THIS_FILE = __file__
 
 
-def memgraph_error_text(procedure: str, exc: BaseException) -> str:
-    """The message Memgraph sends when ``procedure`` raised ``exc`` (``src/py/py.hpp``
-    ``FormatException(exc_info, skip_first_line=true)``, prefixed with ``"<procedure>: "`` by
-    ``plan/operator.cpp`` ``CallProcedureCursor``).
+def traceback_text(exc: BaseException) -> str:
+    """Memgraph's text of an exception a procedure raised (``src/py/py.hpp``
+    ``FormatException(exc_info, skip_first_line=true)``).
 
     Memgraph calls the ``mgp.py`` wrapper from C, so the exception's traceback starts at that
     wrapper and its first entry is dropped. Here the call starts in this module: its frames are
@@ -178,7 +184,13 @@ def memgraph_error_text(procedure: str, exc: BaseException) -> str:
             [f for f in one.stack if f.filename != _THIS_FILE]
         )
         todo.extend(x for x in (one.__cause__, one.__context__) if x is not None)
-    return f"{procedure}: " + "".join(te.format())
+    return "".join(te.format())
+
+
+def memgraph_error_text(procedure: str, exc: BaseException) -> str:
+    """The message Memgraph sends when ``procedure`` raised ``exc``: :func:`traceback_text`
+    prefixed with ``"<procedure>: "`` by ``plan/operator.cpp`` ``CallProcedureCursor``."""
+    return f"{procedure}: " + traceback_text(exc)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -201,6 +213,34 @@ class Store:
         # (label, property) -> number value -> vertex ids: what lookup() reads; kept up to date by
         # add_vertex, dropped by changed() (a write to a label, or to that property)
         self._indexes: dict[tuple[str | None, str], dict[Any, list[int]]] = {}
+        # while a write procedure runs: how to undo each change it made, in order
+        self._undo: list[Callable[[], None]] | None = None
+        # the vector indexes kept in step with the vertices (``vector_index.VectorIndexes``):
+        # ``check_property(vid, key, value)`` and ``check_labels(vid, labels)`` raise for what
+        # Memgraph refuses and return the update to run after the write; ``resync()``
+        self.vector_indexes: Any = None
+
+    def begin(self) -> None:
+        """Starts journaling changes, as the transaction a write procedure runs in."""
+        self._undo = []
+
+    def commit(self) -> None:
+        """Keeps the changes made since :meth:`begin`."""
+        self._undo = None
+
+    def rollback(self) -> None:
+        """Undoes every change made since :meth:`begin` (Memgraph aborts the transaction of a
+        query whose procedure failed), newest first; the lookup indexes are dropped."""
+        undo, self._undo = self._undo, None
+        for action in reversed(undo or ()):
+            action()
+        self.changed()
+        if self.vector_indexes is not None:
+            self.vector_indexes.resync()
+
+    def _journal(self, action: Callable[[], None]) -> None:
+        if self._undo is not None:
+            self._undo.append(action)
 
     def changed(self, name: str | None = None) -> None:
         """Drops the lookup indexes on property ``name`` (None: all of them): called by every
@@ -248,7 +288,23 @@ class Store:
                 index.setdefault(found, []).append(vid)
         self.out_edges.append([])
         self.in_edges.append([])
+        if self.vector_indexes is not None:  # all checked before any index changes
+            try:
+                updates = [
+                    self.vector_indexes.check_property(vid, k, v)
+                    for k, v in list(self.vprops[vid].items())
+                ]
+            except BaseException:
+                self._drop_last_vertex()
+                raise
+            for update in updates:
+                update()
+        self._journal(self._drop_last_vertex)
         return vid
+
+    def _drop_last_vertex(self) -> None:
+        for column in (self.labels, self.vprops, self.out_edges, self.in_edges):
+            column.pop()
 
     def add_edge(
         self, src: int, dst: int, edge_type: str, properties: dict[str, Any] | None = None
@@ -269,14 +325,61 @@ class Store:
         )
         self.out_edges[src].append(eid)
         self.in_edges[dst].append(eid)
+        self._journal(self._drop_last_edge)
         return eid
 
-    def set_property(self, props: dict[str, Any], key: str, value: Any) -> None:
+    def _drop_last_edge(self) -> None:
+        src, dst = self.esrc.pop(), self.edst.pop()
+        self.etype.pop()
+        self.eprops.pop()
+        self.out_edges[src].pop()
+        self.in_edges[dst].pop()
+
+    def set_property(
+        self, props: dict[str, Any], key: str, value: Any, vertex: int | None = None
+    ) -> None:
+        """Sets ``props[key]`` (None: removes it) to ``value`` as stored; ``vertex``: the id of
+        the vertex whose properties ``props`` are (the vector indexes follow its writes)."""
+        stored = None if value is None else store_value(value, f"property {key!r}")
+        update = None
+        if vertex is not None and self.vector_indexes is not None:
+            update = self.vector_indexes.check_property(vertex, key, stored)
         self.changed(key)
-        if value is None:
+        if self._undo is not None:
+            self._undo.append(functools.partial(_restore, props, key, props.get(key)))
+        if stored is None:
             props.pop(key, None)
         else:
-            props[key] = store_value(value, f"property {key!r}")
+            props[key] = stored
+        if update is not None:
+            update()
+
+    def edge_properties(self, eid: int) -> dict[str, Any]:
+        """The property map of edge ``eid``, made when it has none."""
+        props = self.eprops[eid]
+        if props is None:
+            props = self.eprops[eid] = {}
+            self._journal(functools.partial(self.eprops.__setitem__, eid, None))
+        return props
+
+    def set_labels(self, vid: int, labels: list[str]) -> None:
+        """Replaces the labels of vertex ``vid``."""
+        if labels != self.labels[vid]:
+            update = None
+            if self.vector_indexes is not None:
+                update = self.vector_indexes.check_labels(vid, labels)
+            self.changed()
+            self._journal(functools.partial(self.labels.__setitem__, vid, self.labels[vid]))
+            self.labels[vid] = labels
+            if update is not None:
+                update()
+
+
+def _restore(props: dict[str, Any], key: str, old: Any) -> None:
+    if old is None:
+        props.pop(key, None)
+    else:
+        props[key] = old
 
 
 def _is_number(value: Any) -> bool:
@@ -314,9 +417,35 @@ def store_value(value: Any, where: str) -> Any:
         )
     if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
         return value
+    if _is_mgp(value, "Point2d") or _is_mgp(value, "Point3d"):
+        return mgp_point(value)
+    if _is_mgp(value, "Enum"):  # mg_procedure_impl.cpp ToPropertyValue
+        raise ValueConversionError(
+            "Cannot convert Enum mgp_value back to PropertyValue without EnumStore context!"
+        )
     raise ValueConversionError(
         f"{where}: Unsupported PyObject conversion of {type(value).__name__} to a property value"
     )
+
+
+def mgp_point(value: Any) -> Any:
+    """A fresh ``mgp.Point2d`` / ``mgp.Point3d`` (Memgraph 3.x) of the coordinates and SRID of
+    ``value``, checked as ``py_module.cpp`` ``PyObjectToMgpValue`` checks them (ValueError with
+    Memgraph's text: a missing or non-numeric coordinate, an SRID outside 0..65535)."""
+    kind = "Point3d" if _is_mgp(value, "Point3d") else "Point2d"
+    axes = ("x", "y", "z") if kind == "Point3d" else ("x", "y")
+    try:
+        raw = [getattr(value, axis) for axis in axes] + [value.srid]
+    except AttributeError:
+        raise ValueError(f"'mgp.{kind}' is missing {', '.join(axes)}, or srid attribute") from None
+    try:
+        coordinates = [float(c) for c in raw[:-1]]
+        srid = operator.index(raw[-1])
+    except (TypeError, ValueError):
+        raise ValueError(f"'mgp.{kind}' has invalid {', '.join(axes)}, or srid value") from None
+    if not 0 <= srid <= 65535:
+        raise ValueError(f"'mgp.{kind}' srid must be between 0 and 65535")
+    return getattr(sys.modules["mgp"], kind)(*coordinates, srid)
 
 
 _SCALARS = frozenset([bool, int, float, str, type(None)])
@@ -418,6 +547,12 @@ def value_bytes(value: Any) -> int:
 # ------------------------------------------------------------------------------------------------
 
 
+def _no_pickle(obj: Any) -> Any:
+    """Memgraph's ``DisallowPickleAndCopy`` (``py_module.cpp``), the ``__reduce__`` of its
+    ``_mgp`` types: ``pickle``, ``copy.copy`` and ``copy.deepcopy`` fail with this TypeError."""
+    raise TypeError(f"cannot pickle nor copy '{type(obj).__name__}' object")
+
+
 class HandleUseAfterCallError(RuntimeError):
     """A raw ``_mgp`` object (vertex, edge, iterator, graph) was used after its procedure call
     ended. Memgraph's C objects then point at freed memory: its ``MG_ASSERT`` stops the server
@@ -483,6 +618,7 @@ class CallContext:
         self.must_abort = must_abort
         self.memory_limit_bytes = memory_limit_bytes
         self.memory_clause = memory_clause
+        self.start_timestamp = 0  # the transaction's (Graph.get_start_timestamp)
         # a list property of more items than this is over the limit (VALUE_BYTES per item)
         self.max_list_items = (
             _ENDLESS if memory_limit_bytes is None else memory_limit_bytes // VALUE_BYTES
@@ -561,6 +697,7 @@ class MgpIterable:
     the position from what is left of the keys and of the Nones."""
 
     __slots__ = ("_keys", "_left", "_make", "_nones", "next")
+    __reduce__ = _no_pickle
 
     def __init__(self, keys: list[Any], make: Callable[[Any], Any] | None = None) -> None:
         self._keys = keys
@@ -594,6 +731,7 @@ class _HandleApi:
     __slots__ = ()
     _kind = ""
     __hash__ = None  # type: ignore[assignment]  # -- unhashable, as Memgraph's _mgp objects
+    __reduce__ = _no_pickle
 
     def is_valid(self) -> bool:
         return self._ctx.valid
@@ -650,16 +788,16 @@ class Vertex(_Handle):
     def add_label(self, label: Any) -> None:
         _check_mutable(self._ctx)
         name = getattr(label, "name", label)
-        if name not in self._ctx.store.labels[self._id]:
-            self._ctx.store.changed()
-            self._ctx.store.labels[self._id].append(name)
+        labels = self._ctx.store.labels[self._id]
+        if name not in labels:
+            self._ctx.store.set_labels(self._id, [*labels, name])
 
     def remove_label(self, label: Any) -> None:
         _check_mutable(self._ctx)
         name = getattr(label, "name", label)
-        if name in self._ctx.store.labels[self._id]:
-            self._ctx.store.changed()
-            self._ctx.store.labels[self._id].remove(name)
+        labels = self._ctx.store.labels[self._id]
+        if name in labels:
+            self._ctx.store.set_labels(self._id, [n for n in labels if n != name])
 
     def iter_properties(self) -> MgpIterable:
         return _properties_iterable(self._ctx, self._ctx.store.vprops[self._id])
@@ -674,8 +812,15 @@ class Vertex(_Handle):
         return _read(ctx, value, name)
 
     def set_property(self, name: str, value: Any) -> None:
-        _check_mutable(self._ctx)
-        self._ctx.store.set_property(self._ctx.store.vprops[self._id], name, value)
+        converted = property_value(self._ctx, value, name)
+        store = self._ctx.store
+        store.set_property(store.vprops[self._id], name, converted, vertex=self._id)
+
+    def set_properties(self, properties: Any) -> None:
+        """Memgraph 3.x (``py_module.cpp`` ``PyVertexSetProperties``)."""
+        _set_properties(
+            self._ctx, lambda: self._ctx.store.vprops[self._id], properties, vertex=self._id
+        )
 
     def iter_in_edges(self) -> MgpIterable:
         ctx = self._ctx
@@ -709,11 +854,64 @@ class Edge(_Handle):
         return _read(self._ctx, (self._ctx.store.eprops[self._id] or {}).get(name), name)
 
     def set_property(self, name: str, value: Any) -> None:
-        _check_mutable(self._ctx)
+        converted = property_value(self._ctx, value, name)
         store = self._ctx.store
-        if store.eprops[self._id] is None:
-            store.eprops[self._id] = {}
-        store.set_property(store.eprops[self._id], name, value)
+        store.set_property(store.edge_properties(self._id), name, converted)
+
+    def set_properties(self, properties: Any) -> None:
+        """Memgraph 3.x (``py_module.cpp`` ``PyEdgeSetProperties``)."""
+        _set_properties(self._ctx, lambda: self._ctx.store.edge_properties(self._id), properties)
+
+
+def _set_properties(
+    ctx: CallContext,
+    props: Callable[[], dict[str, Any]],
+    given: Any,
+    vertex: int | None = None,
+) -> None:
+    """Sets every item of the dict ``given`` (None removes), all or none: Memgraph converts the
+    whole map first (a key that is no str: "Dictionary keys must be strings"), then
+    ``UpdateProperties``. Anything but a dict is an empty map (``PyDict_Next`` reads nothing)."""
+    items = dict(given) if isinstance(given, dict) else {}
+    for key in items:
+        if not isinstance(key, str):
+            raise ValueError("Dictionary keys must be strings")
+    converted = {k: property_value(ctx, v, k) for k, v in items.items()}
+    _check_mutable(ctx)
+    target = props()
+    for key, value in converted.items():
+        ctx.store.set_property(target, key, value, vertex=vertex)
+
+
+_PY_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "OverflowError": OverflowError}
+
+
+def property_value(ctx: CallContext, value: Any, name: str) -> Any:
+    """``value`` as a procedure's ``set_property`` hands it to Memgraph: converted as
+    ``py_module.cpp`` ``PyObjectToMgpValue`` converts it (ValueError / OverflowError with its
+    text), then, the object being mutable (else ImmutableObjectError), refused by
+    ``mg_procedure_impl.cpp`` ``ToPropertyValue`` when it holds a vertex, an edge, a path or an
+    enum (ValueConversionError with its text)."""
+    refusal = None
+    try:
+        converted = from_python(value, f"property {name!r}", ctx.store)
+    except _Refusal as exc:
+        if exc.kind:
+            raise _PY_ERRORS[exc.kind](f"{exc.text} (embedded runtime: {exc.detail})") from None
+        converted = None
+        refusal = "Cannot convert Enum mgp_value back to PropertyValue without EnumStore context!"
+    _check_mutable(ctx)
+    todo = [converted]
+    while todo and refusal is None:
+        item = todo.pop()
+        refusal = next((text for cls, text in _NOT_PROPERTIES if isinstance(item, cls)), None)
+        if isinstance(item, list):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+    if refusal is not None:
+        raise ValueConversionError(refusal)
+    return converted
 
 
 def _read(ctx: CallContext, value: Any, name: str) -> Any:
@@ -734,6 +932,7 @@ def _properties_iterable(ctx: CallContext, props: dict[str, Any]) -> MgpIterable
 
 class Path:
     __slots__ = ("_edges", "_vertices")
+    __reduce__ = _no_pickle
 
     def __init__(self, vertices: list[Vertex], edges: list[Edge]) -> None:
         self._vertices = vertices
@@ -763,6 +962,15 @@ class Path:
             raise LogicErrorError("The last vertex of the path is not part of the given edge.")
         self._edges.append(edge)
 
+    def pop(self) -> None:
+        """Memgraph 3.x: drops the last edge and vertex (``mg_procedure_impl.cpp``
+        ``mgp_path_pop``: OutOfRangeError when the path has no edge)."""
+        self._alive()
+        if not self._edges:
+            raise OutOfRangeError("Path contains no relationships.")
+        self._vertices.pop()
+        self._edges.pop()
+
     def size(self) -> int:
         self._alive()
         return len(self._edges)
@@ -778,6 +986,7 @@ class Path:
 
 class Graph:
     __slots__ = ("_ctx",)
+    __reduce__ = _no_pickle
 
     def __init__(self, ctx: CallContext) -> None:
         self._ctx = ctx
@@ -790,6 +999,12 @@ class Graph:
 
     def must_abort(self) -> bool:
         return bool(self._ctx.must_abort())
+
+    def get_start_timestamp(self) -> int:
+        """Memgraph 3.x: the start timestamp of the query's transaction (``py_module.cpp``
+        ``PyGraphGetStartTimestamp``): one int per CALL, the same for every call of a batched
+        procedure in it, larger for a later CALL."""
+        return self._ctx.start_timestamp
 
     def get_vertex_by_id(self, vertex_id: int) -> Vertex:
         if not isinstance(vertex_id, int) or not 0 <= vertex_id < len(self._ctx.store.labels):
@@ -816,11 +1031,21 @@ class Graph:
 
 
 class Message:  # streams are not supported; mgp.py only needs the names to exist
-    pass
+    __reduce__ = _no_pickle
 
 
 class Messages:
-    pass
+    __reduce__ = _no_pickle
+
+
+class Utils:
+    """Memgraph 3.x's ``_mgp.Utils`` (``py_module.cpp`` ``PyUtilsMethods``)."""
+
+    @staticmethod
+    def is_enterprise_valid() -> bool:
+        """Whether an enterprise licence is active (``mgp_is_enterprise_valid``): never here,
+        as on a Memgraph without a licence key."""
+        return False
 
 
 SOURCE_TYPE_KAFKA = 1
@@ -855,18 +1080,30 @@ _LOGGER = _Logger()
 
 
 class CypherType:
-    """A declared argument or result type; ``str()`` is its Cypher name (``LIST OF STRING``)."""
+    """A declared argument or result type; ``str()`` is its Cypher name (``LIST OF STRING``), as
+    Memgraph presents it (``src/query/procedure/cypher_types.hpp`` ``GetPresentableName``).
+    ``element`` is a list type's element type, ``nullable`` whether null satisfies it."""
 
-    def __init__(self, name: str, check: Callable[[Any], bool]) -> None:
-        self._name = name
-        self._check = check
+    def __init__(
+        self,
+        name: str,
+        check: Callable[[Any], bool],
+        element: CypherType | None = None,
+        nullable: bool = False,
+    ) -> None:
+        self.name = name
+        self.check = check
+        self.element = element
+        self.nullable = nullable
 
     def satisfied_by(self, value: Any) -> bool:
         """Whether a converted (Python) value satisfies this type; null only for nullable types."""
-        return value is not None and self._check(value)
+        if value is None:
+            return self.nullable
+        return self.check(value)
 
     def __str__(self) -> str:
-        return self._name
+        return self.name
 
     __repr__ = __str__
 
@@ -887,6 +1124,12 @@ def _is_edge(v: Any) -> bool:
 
 def _is_path(v: Any) -> bool:
     return _is_mgp(v, "Path") or isinstance(v, (Path, PathRef))
+
+
+def _is_zoned(v: Any) -> bool:
+    """A ``datetime`` with a UTC offset: Memgraph 3.x converts it to a ZONED_DATE_TIME
+    (``py_module.cpp`` ``PyObjectToMgpValue``: a ``tzinfo`` that is not None)."""
+    return isinstance(v, datetime.datetime) and v.tzinfo is not None
 
 
 def type_any() -> CypherType:
@@ -944,17 +1187,40 @@ def type_local_time() -> CypherType:
 
 
 def type_local_date_time() -> CypherType:
-    return CypherType("LOCAL_DATE_TIME", lambda v: isinstance(v, datetime.datetime))
+    return CypherType(
+        "LOCAL_DATE_TIME", lambda v: isinstance(v, datetime.datetime) and not _is_zoned(v)
+    )
 
 
 def type_duration() -> CypherType:
     return CypherType("DURATION", lambda v: isinstance(v, datetime.timedelta))
 
 
+def type_zoned_date_time() -> CypherType:
+    """Memgraph 3.x: a ``datetime`` with ``tzinfo`` (``cypher_types.hpp`` ``ZonedDateTimeType``)."""
+    return CypherType("ZONED_DATE_TIME", _is_zoned)
+
+
+def type_point_2d() -> CypherType:
+    """Memgraph 3.x: an ``mgp.Point2d`` (``cypher_types.hpp`` ``Point2dType``)."""
+    return CypherType("POINT_2D", lambda v: _is_mgp(v, "Point2d"))
+
+
+def type_point_3d() -> CypherType:
+    """Memgraph 3.x: an ``mgp.Point3d`` (``cypher_types.hpp`` ``Point3dType``)."""
+    return CypherType("POINT_3D", lambda v: _is_mgp(v, "Point3d"))
+
+
+def type_enum() -> CypherType:
+    """Memgraph 3.x: an ``mgp.Enum`` (``cypher_types.hpp`` ``EnumType``)."""
+    return CypherType("ENUM", lambda v: _is_mgp(v, "Enum"))
+
+
 def type_list(element: CypherType) -> CypherType:
     return CypherType(
         f"LIST OF {element}",
         lambda v: type(v) in _LISTS and all(element.satisfied_by(x) for x in v),
+        element=element,
     )
 
 
@@ -962,11 +1228,12 @@ _LISTS = (list, tuple)  # a procedure's lists are tuples, its results' lists bec
 
 
 def type_nullable(inner: CypherType) -> CypherType:
-    nullable = CypherType(f"{inner}?", inner._check)
-    nullable.satisfied_by = (  # type: ignore[method-assign]  # -- an own check: null passes too
-        lambda v: v is None or inner.satisfied_by(v)
-    )
-    return nullable
+    """``inner`` or null. As ``cypher_types.hpp`` ``NullableType::Create``: a nullable type is
+    returned as it is (no ``ANY??``), and a nullable list is named ``LIST? OF <element>``."""
+    if inner.nullable:
+        return inner
+    name = f"LIST? OF {inner.element}" if inner.element is not None else f"{inner}?"
+    return CypherType(name, inner.check, inner.element, nullable=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -975,84 +1242,195 @@ def type_nullable(inner: CypherType) -> CypherType:
 
 
 class Proc:
-    """A registered procedure: its Python wrapper, arguments and result fields."""
+    """A registered procedure: its Python wrapper, arguments and result fields; a batched one
+    (``mgp.add_batch_read_proc``, Memgraph 3.x) has an ``initializer`` and a ``cleanup``."""
 
-    def __init__(self, module: Module, func: Callable[..., Any], is_write: bool) -> None:
+    def __init__(
+        self,
+        module: Module,
+        func: Callable[..., Any],
+        is_write: bool,
+        batch: tuple[Callable[..., Any], Callable[[], Any]] | None = None,
+    ) -> None:
         self.module = module
         self.func = func
         self.name = func.__name__
         self.is_write = is_write
+        self.initializer, self.cleanup = batch if batch is not None else (None, None)
         self.args: list[tuple[str, CypherType]] = []
         self.opt_args: list[tuple[str, CypherType, Any]] = []
         self.results: dict[str, CypherType] = {}
+        self.deprecated: set[str] = set()  # result fields declared with mgp.Deprecated
+
+    __reduce__ = _no_pickle
+
+    @property
+    def is_batched(self) -> bool:
+        return self.initializer is not None
 
     @property
     def qualified_name(self) -> str:
         return f"{self.module.name}.{self.name}"
 
+    # As mg_procedure_impl.cpp MgpAddArg, MgpAddOptArg and AddResultToProp, whose errors reach
+    # Python through py_module.cpp RaiseExceptionFromErrorCode with its fixed texts ("Invalid
+    # argument.", "Logic error.", "Value conversion failed."); the runtime adds what was wrong.
+
+    def _name_ok(self, name: str, what: str) -> None:
+        if not _IDENTIFIER.fullmatch(name):
+            raise InvalidArgumentError(
+                f"Invalid argument. (embedded runtime: {self.qualified_name}: {what} name {name!r} "
+                "is not an identifier)"
+            )
+
     def add_arg(self, name: str, cypher_type: CypherType) -> None:
+        self._name_ok(name, "argument")
         if self.opt_args:
             raise LogicErrorError(
-                f"{self.qualified_name}: required argument {name!r} after optional ones"
+                f"Logic error. (embedded runtime: {self.qualified_name}: required argument "
+                f"{name!r} after optional ones)"
             )
         self.args.append((name, cypher_type))
 
     def add_opt_arg(self, name: str, cypher_type: CypherType, default: Any) -> None:
-        converted = to_cypher(default, f"default of argument {name!r}")
-        if not cypher_type.satisfied_by(converted):
+        try:  # py_module.cpp PyCallableAddOptArg: PyObjectToMgpValue first
+            converted = from_python(default, f"default of argument {name!r}", None)
+        except _Refusal as exc:
+            if not exc.kind:  # an enum: a valid default
+                converted = default
+            else:
+                raise _PY_ERRORS[exc.kind](f"{exc.text} (embedded runtime: {exc.detail})") from None
+        self._name_ok(name, "argument")
+        if isinstance(converted, NodeRef) or type(converted) is PathRef:
             raise ValueConversionError(
-                f"{self.qualified_name}: default of {name!r} does not satisfy {cypher_type}"
+                f"Value conversion failed. (embedded runtime: {self.qualified_name}: the default "
+                f"of {name!r} is a graph element)"
+            )
+        if not cypher_type.satisfied_by(converted):
+            raise LogicErrorError(
+                f"Logic error. (embedded runtime: {self.qualified_name}: the default of {name!r} "
+                f"does not satisfy {cypher_type})"
             )
         self.opt_args.append((name, cypher_type, converted))
 
     def add_result(self, name: str, cypher_type: CypherType) -> None:
+        self._name_ok(name, "result")
         if name in self.results:
-            raise KeyAlreadyExistsError(
-                f"{self.qualified_name}: result field {name!r} declared twice"
+            raise LogicErrorError(
+                f"Logic error. (embedded runtime: {self.qualified_name}: result field {name!r} "
+                "declared twice)"
             )
         self.results[name] = cypher_type
 
-    add_deprecated_result = add_result
+    def add_deprecated_result(self, name: str, cypher_type: CypherType) -> None:
+        self.add_result(name, cypher_type)
+        self.deprecated.add(name)
 
     def signature(self) -> str:
+        """The signature as ``mg.procedures()`` shows it (``mg_procedure_impl.cpp``
+        ``PrintProcSignature``): arguments in order, defaults printed by ``PrintValue``, result
+        fields sorted by name (a ``std::map``), deprecated ones marked ``DEPRECATED``."""
         args = [f"{n} :: {t}" for n, t in self.args] + [
-            f"{n} = {d!r} :: {t}" for n, t, d in self.opt_args
+            f"{n} = {cypher_text(d)} :: {t}" for n, t, d in self.opt_args
         ]
-        res = [f"{n} :: {t}" for n, t in self.results.items()]
+        res = [
+            f"{'DEPRECATED ' if n in self.deprecated else ''}{n} :: {self.results[n]}"
+            for n in sorted(self.results)
+        ]
         return f"{self.qualified_name}({', '.join(args)}) :: ({', '.join(res)})"
 
 
+_ESCAPES = {
+    "\\": "\\\\",
+    "'": "\\'",
+    '"': '\\"',
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def cypher_text(value: Any) -> str:
+    """A default value as Memgraph prints it in a signature (``mg_procedure_impl.cpp``
+    ``PrintValue``: ``Null``, ``true``, numbers as C++ streams them, strings quoted and escaped by
+    ``utils::Escape``, lists, maps with sorted unquoted keys; temporal values as ``str()``)."""
+    if value is None:
+        return "Null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return '"' + "".join(_ESCAPES.get(c, c) for c in value) + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(cypher_text, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {cypher_text(value[k])}" for k in sorted(value)) + "}"
+    return str(value)
+
+
+_IDENTIFIER = re.compile(r"[_A-Za-z][_A-Za-z0-9]*")
+
+
 class Module:
-    """What a query-module file registers while it is being loaded (``_mgp._MODULE``)."""
+    """What a query-module file registers while it is being loaded (``_mgp._MODULE``).
+
+    The ``add_*`` methods check what Memgraph's do (``py_module.cpp``
+    ``PyQueryModuleAddProcedure``, ``PyQueryModuleAddBatchProcedure``): a callable (else
+    TypeError), named by an identifier (``mg_procedure_impl.cpp`` ``IsValidIdentifierName``; else
+    ValueError) not registered before in the module (else ValueError)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.procedures: dict[str, Proc] = {}
         self.functions: dict[str, Callable[..., Any]] = {}
 
-    @staticmethod
-    def add_read_procedure(module: Module, func: Callable[..., Any]) -> Proc:
-        return module._add(func, False)
+    __reduce__ = _no_pickle
 
-    @staticmethod
-    def add_write_procedure(module: Module, func: Callable[..., Any]) -> Proc:
-        return module._add(func, True)
+    def add_read_procedure(self, func: Callable[..., Any]) -> Proc:
+        return self._add(Proc(self, _callable(func), False), self.procedures)
 
-    @staticmethod
-    def add_function(module: Module, func: Callable[..., Any]) -> Proc:
-        proc = Proc(module, func, False)
-        module.functions[proc.name] = func
+    def add_write_procedure(self, func: Callable[..., Any]) -> Proc:
+        return self._add(Proc(self, _callable(func), True), self.procedures)
+
+    def add_batch_read_procedure(
+        self, func: Callable[..., Any], initializer: Any, cleanup: Any
+    ) -> Proc:
+        """Memgraph 3.x: a read procedure called until it yields no record, after
+        ``initializer`` (see :meth:`Runtime.call`)."""
+        batch = (initializer, cleanup)
+        return self._add(Proc(self, _callable(func), False, batch), self.procedures)
+
+    def add_batch_write_procedure(
+        self, func: Callable[..., Any], initializer: Any, cleanup: Any
+    ) -> Proc:
+        """Memgraph 3.x: a batched write procedure."""
+        batch = (initializer, cleanup)
+        return self._add(Proc(self, _callable(func), True, batch), self.procedures)
+
+    def add_function(self, func: Callable[..., Any]) -> Proc:
+        proc = self._add(Proc(self, _callable(func), False), self.functions, "function")
+        self.functions[proc.name] = func
         return proc
 
     def add_transformation(self, func: Callable[..., Any]) -> None:
         raise UnknownError("stream transformations are not supported by the embedded runtime")
 
-    def _add(self, func: Callable[..., Any], is_write: bool) -> Proc:
-        proc = Proc(self, func, is_write)
-        if proc.name in self.procedures:
-            raise KeyAlreadyExistsError(f"procedure {proc.qualified_name} registered twice")
-        self.procedures[proc.name] = proc
+    def _add(self, proc: Proc, registry: dict[str, Any], kind: str = "procedure") -> Proc:
+        if not _IDENTIFIER.fullmatch(proc.name):
+            raise ValueError(f"{kind.capitalize()} name is not a valid identifier")
+        if proc.name in registry:
+            raise ValueError(f"Already registered a {kind} with the same name.")
+        registry[proc.name] = proc
         return proc
+
+
+def _callable(func: Any) -> Any:
+    if not callable(func):
+        raise TypeError("Expected a callable object.")
+    return func
 
 
 _MODULE: Module | None = None
@@ -1092,6 +1470,14 @@ class PathRef(tuple):
     """A path in a call's results: the tuple of its NodeRefs, start to end."""
 
 
+# what mg_procedure_impl.cpp ToPropertyValue refuses, with its text (property_value)
+_NOT_PROPERTIES = (
+    (PathRef, "A path is not a valid property value!"),
+    (EdgeRef, "An edge is not a valid property value!"),
+    (NodeRef, "A vertex is not a valid property value!"),
+)
+
+
 def to_cypher(value: Any, where: str) -> Any:
     """Checks that ``value`` is a Cypher value (no bytes, no numpy); lists come back as lists."""
     if value is None or isinstance(value, (bool, str)):
@@ -1111,6 +1497,8 @@ def to_cypher(value: Any, where: str) -> Any:
         )
     if isinstance(value, (NodeRef, datetime.date, datetime.time, datetime.timedelta)):
         return value
+    if _is_mgp(value, "Point2d") or _is_mgp(value, "Point3d") or _is_mgp(value, "Enum"):
+        return value  # Memgraph 3.x's point and enum values
     raise ArgumentTypeError(
         f"{where}: expected a Cypher value (null, boolean, integer, float, string, list, map, "
         f"node), got {type(value).__module__}.{type(value).__name__}"
@@ -1138,11 +1526,11 @@ class _Refusal(Exception):
     message; ``detail`` says where (the embedded runtime's own addition)."""
 
     def __init__(self, kind: str, text: str, detail: str) -> None:
-        super().__init__(f"{kind}: {text} (embedded runtime: {detail})")
+        super().__init__(f"{kind + ': ' if kind else ''}{text} (embedded runtime: {detail})")
         self.kind, self.text, self.detail = kind, text, detail
 
 
-def from_python(value: Any, where: str, store: Store) -> Any:
+def from_python(value: Any, where: str, store: Store | None) -> Any:
     """Memgraph's conversion of a procedure's result value; refuses what Memgraph refuses (raises
     :class:`_Refusal` with Memgraph's exception type and text)."""
     if value is None or isinstance(value, bool):
@@ -1186,6 +1574,18 @@ def from_python(value: Any, where: str, store: Store) -> Any:
         return PathRef(NodeRef(store, path.vertex_at(i).get_id()) for i in range(path.size() + 1))
     if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
         return value
+    if _is_mgp(value, "Point2d") or _is_mgp(value, "Point3d"):
+        try:
+            return mgp_point(value)
+        except ValueError as exc:
+            raise _Refusal("ValueError", str(exc), f"{where}: {value!r}") from None
+    if _is_mgp(value, "Enum"):  # mg_procedure_impl.cpp ToTypedValue, reading the record
+        raise _Refusal(
+            "",
+            "Enum values cannot be returned from procedures. Returning enum results requires "
+            "EnumStore context which is not available in this path.",
+            where,
+        )
     raise _Refusal(
         "ValueError",
         "Unsupported PyObject conversion",
@@ -1215,22 +1615,97 @@ def activate() -> Any:
 
 
 def load_module_file(path: str | pathlib.Path) -> Module:
-    """Loads a query-module file as Memgraph does and returns what it registered."""
+    """Loads a query-module file as Memgraph does and returns what it registered.
+
+    As Memgraph's ``PythonModule::Load`` (``src/query/procedure/module.cpp``): the file's directory
+    is appended to ``sys.path`` unless already on it (``src/py/py.hpp`` ``AppendToSysPath``), so
+    the module can import files beside it; the module is imported under its file stem
+    (``ImportPyModule``: ``PyImport_ImportModule(stem)``), so its ``__name__`` is the stem and it
+    is in ``sys.modules`` (a class it defines pickles). Loading a file again runs it afresh, as
+    Memgraph's ``mg.load_all()`` does after closing the module. When another module of that name
+    wins the import (already imported from another file, or earlier on ``sys.path``), Memgraph
+    imports that module instead of the file, and so does this function (with a warning)."""
     global _MODULE
     activate()
     path = pathlib.Path(path)
+    directory = os.fspath(path.absolute().parent)
+    if directory not in sys.path:
+        sys.path.append(directory)
+    _QUERY_MODULE_DIRS.add(directory)
     module = Module(path.stem)
-    spec = importlib.util.spec_from_file_location(f"_memgraph_tf_query_module_{path.stem}", path)
+    previous, _MODULE = _MODULE, module
+    try:
+        _import_module_file(path)
+    finally:
+        _MODULE = previous
+    for proc in module.procedures.values():
+        if proc.is_batched and not proc.results:  # module.cpp PythonModule::Load
+            raise ImportError(
+                f"Unable to load module {path}; void procedures cannot be batched (procedure "
+                f"'{proc.name}' declares no result fields)."
+            )
+    logger.debug("loaded query module %s from %s: %s", module.name, path, sorted(module.procedures))
+    return module
+
+
+def _import_module_file(path: pathlib.Path) -> types.ModuleType:
+    """``import <stem>`` resolving to ``path`` (run afresh), or to the module that shadows it."""
+    name = path.stem
+    importlib.invalidate_caches()  # a file written since its directory was last listed counts
+    winner = _import_origin(name)
+    if winner is not None and not _same_file(winner, path):
+        logger.warning(
+            "query module %s: 'import %s' finds %s first, so Memgraph loads that module, not %s",
+            name,
+            name,
+            winner,
+            path,
+        )
+        return importlib.import_module(name)
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"query module {str(path)!r}: cannot be loaded (not a Python file?)")
     py_module = importlib.util.module_from_spec(spec)
-    previous, _MODULE = _MODULE, module
+    sys.modules[name] = py_module
     try:
         spec.loader.exec_module(py_module)
-    finally:
-        _MODULE = previous
-    logger.debug("loaded query module %s from %s: %s", module.name, path, sorted(module.procedures))
-    return module
+    except BaseException:
+        if sys.modules.get(name) is py_module:  # a failed import leaves no module behind
+            del sys.modules[name]
+        raise
+    _QUERY_MODULES[name] = py_module
+    return py_module
+
+
+# What this runtime loaded: each Runtime stands for a Memgraph server of its own, so a module
+# another Runtime loaded (from the same file or another) is that server's, closed for this one.
+_QUERY_MODULE_DIRS: set[str] = set()
+_QUERY_MODULES: dict[str, types.ModuleType] = {}
+
+
+def _import_origin(name: str) -> str | None:
+    """What ``import name`` binds before the query-module directories are searched: a module
+    already imported (not by this runtime), a built-in one, or a file on the rest of
+    ``sys.path``; None when the import would reach a query-module directory."""
+    found = sys.modules.get(name)
+    if found is not None and found is not _QUERY_MODULES.get(name):
+        return getattr(found, "__file__", None) or repr(found)
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(
+            name, [d for d in sys.path if d not in _QUERY_MODULE_DIRS]
+        )
+    except (ImportError, ValueError):
+        return None
+    if spec is None and name in sys.builtin_module_names:
+        return f"<built-in module {name}>"
+    return None if spec is None else (spec.origin or repr(spec))
+
+
+def _same_file(origin: str, path: pathlib.Path) -> bool:
+    try:
+        return os.path.samefile(origin, path)
+    except OSError:
+        return False
 
 
 # Memgraph 2.0.0 through 2.12.0 run a CALL without a PROCEDURE MEMORY clause with a 100 MB limit
@@ -1296,6 +1771,17 @@ def _readable(n: int) -> str:
     return f"{n} B"
 
 
+def _cleanup(proc: Proc) -> None:
+    """Calls a batched procedure's cleanup as ``py_module.cpp`` ``CallPythonCleanup`` does: what
+    it returns or raises is ignored (logged here at DEBUG)."""
+    try:
+        proc.cleanup()  # type: ignore[misc]  # -- set for every batched procedure
+    except Exception:
+        logger.debug(
+            "%s: cleanup raised (ignored, as Memgraph does)", proc.qualified_name, exc_info=True
+        )
+
+
 class Runtime:
     """Query modules loaded over one :class:`Store`, callable as ``module.procedure``.
 
@@ -1327,6 +1813,8 @@ class Runtime:
         self.query_timeout_s = query_timeout_s or None
         self.count_api_calls = count_api_calls
         self.api_calls: dict[str, int] = {}
+        # the transaction start timestamp of the last call (Graph.get_start_timestamp)
+        self.start_timestamp = 0
 
     def load(self, path: str | pathlib.Path) -> Module:
         """Loads (or reloads) a query-module file; returns the registered module."""
@@ -1372,8 +1860,94 @@ class Runtime:
 
         ``memory_limit_bytes``: the ``PROCEDURE MEMORY LIMIT`` of this call in bytes, None for
         ``PROCEDURE MEMORY UNLIMITED``, ``...`` (no clause) for the runtime's default. A value
-        read through the ``_mgp`` API or a result value over the limit fails the call."""
+        read through the ``_mgp`` API or a result value over the limit fails the call. A write
+        procedure's changes are undone when the call fails (Memgraph aborts the query's
+        transaction). A batched procedure is called as Memgraph's ``CallProcedureCursor::Pull``
+        (``src/query/plan/operator.cpp``) calls it for one input row: ``cleanup()``,
+        ``initializer(graph, args)``, then the procedure until a call yields no record, then
+        ``cleanup()`` and, as the query ends (``Shutdown``), ``cleanup()`` once more."""
         proc = self.procedure(name)
+        limit, clause = self._memory_limit(memory_limit_bytes)
+        self._check_arguments(proc, args)
+        deadline = None if self.query_timeout_s is None else time.monotonic() + self.query_timeout_s
+
+        def must_abort() -> bool:
+            return bool(self.abort_requested) or (
+                deadline is not None and time.monotonic() > deadline
+            )
+
+        counts: dict[str, int] | None = {} if self.count_api_calls else None
+        self.start_timestamp += 1
+
+        def context() -> CallContext:
+            ctx = CallContext(self.store, proc.is_write, must_abort, limit, clause, counts)
+            ctx.start_timestamp = self.start_timestamp
+            return ctx
+
+        if proc.is_write:  # the query's transaction: Memgraph aborts it when the CALL fails
+            self.store.begin()
+        try:
+            if proc.initializer is None:
+                rows = self._invoke(proc, proc.func, args, context())
+            else:
+                rows = self._call_batched(proc, args, context)
+        except BaseException:
+            if proc.is_write:
+                self.store.rollback()
+            raise
+        finally:
+            if counts is not None:
+                self.api_calls = dict(sorted(counts.items()))
+        if proc.is_write:
+            self.store.commit()
+        return rows
+
+    def _call_batched(
+        self, proc: Proc, args: tuple[Any, ...], context: Callable[[], CallContext]
+    ) -> list[dict[str, Any]]:
+        """The batched procedure's calls for one CALL (see :meth:`call`); each call gets a graph
+        of its own, invalid after it."""
+        assert proc.initializer is not None
+        _cleanup(proc)
+        ctx = context()
+        try:
+            values = self._arguments(proc, args, ctx, activate())
+            proc.initializer(ctx.graph(ctx), values)
+        except Exception as exc:  # Memgraph: QueryRuntimeException(message), no name prefix
+            if isinstance(exc, EmbeddedError):
+                raise
+            raise ProcedureError(traceback_text(exc), proc.qualified_name) from exc
+        finally:
+            ctx.invalidate()
+        rows: list[dict[str, Any]] = []
+        while True:
+            batch = self._invoke(proc, proc.func, args, context())
+            if not batch:
+                break
+            rows.extend(batch)
+        _cleanup(proc)  # the input is exhausted
+        _cleanup(proc)  # the query's Shutdown
+        return rows
+
+    def _invoke(
+        self, proc: Proc, func: Callable[..., Any], args: tuple[Any, ...], ctx: CallContext
+    ) -> list[dict[str, Any]]:
+        """One call of ``func`` (the procedure's wrapper) with a graph valid during the call;
+        returns its records."""
+        name = proc.qualified_name
+        mgp = activate()
+        try:
+            values = self._arguments(proc, args, ctx, mgp)
+            try:
+                result = func(ctx.graph(ctx), values)
+            except Exception as exc:  # what Memgraph reports as the query's error
+                raise ProcedureError(memgraph_error_text(name, exc), name) from exc
+            return self._records(proc, result, mgp, ctx)
+        finally:
+            ctx.invalidate()
+
+    def _memory_limit(self, memory_limit_bytes: int | types.EllipsisType | None) -> tuple[Any, str]:
+        """The call's limit in bytes (None: unlimited) and the clause that set it, for messages."""
         if memory_limit_bytes is ...:
             limit = self.default_memory_limit_bytes
             clause = (
@@ -1384,46 +1958,33 @@ class Runtime:
                 if limit is not None
                 else ""
             )
-        else:
-            check_memory_limit(memory_limit_bytes)
-            limit = memory_limit_bytes
-            clause = f"PROCEDURE MEMORY LIMIT {_readable(limit)}" if limit is not None else ""
-        self._check_arguments(proc, args)
-        mgp = activate()
-        deadline = None if self.query_timeout_s is None else time.monotonic() + self.query_timeout_s
+            return limit, clause
+        check_memory_limit(memory_limit_bytes)
+        limit = memory_limit_bytes
+        return limit, f"PROCEDURE MEMORY LIMIT {_readable(limit)}" if limit is not None else ""
 
-        def must_abort() -> bool:
-            return bool(self.abort_requested) or (
-                deadline is not None and time.monotonic() > deadline
-            )
-
-        counts: dict[str, int] | None = {} if self.count_api_calls else None
-        ctx = CallContext(self.store, proc.is_write, must_abort, limit, clause, counts)
-        try:
-            values = []
-            declared = [(n, t) for n, t in proc.args] + [(n, t) for n, t, _ in proc.opt_args]
-            for i, (arg_name, cypher_type) in enumerate(declared):
-                if i < len(args):
-                    cypher = to_cypher(args[i], f"{name}: argument {arg_name!r}")
-                    self._check_refs(cypher, f"{name}: argument {arg_name!r}")
-                else:
-                    cypher = proc.opt_args[i - len(proc.args)][2]
-                value = _to_python(cypher, ctx, mgp)
-                if not cypher_type.satisfied_by(value):
-                    raise ArgumentTypeError(
-                        f"'{name}' argument named '{arg_name}' at position {i} must be of type "
-                        f"{cypher_type}."
-                    )
-                values.append(value)
-            try:
-                result = proc.func(ctx.graph(ctx), tuple(values))
-            except Exception as exc:  # what Memgraph reports as the query's error
-                raise ProcedureError(memgraph_error_text(name, exc), name) from exc
-            return self._records(proc, result, mgp, ctx)
-        finally:
-            ctx.invalidate()
-            if counts is not None:
-                self.api_calls = dict(sorted(counts.items()))
+    def _arguments(
+        self, proc: Proc, args: tuple[Any, ...], ctx: CallContext, mgp: Any
+    ) -> tuple[Any, ...]:
+        """The call's arguments (defaults filled in) as the procedure receives them; raises
+        :class:`ArgumentTypeError` for one that does not satisfy its declared type."""
+        name = proc.qualified_name
+        values = []
+        declared = [(n, t) for n, t in proc.args] + [(n, t) for n, t, _ in proc.opt_args]
+        for i, (arg_name, cypher_type) in enumerate(declared):
+            if i < len(args):
+                cypher = to_cypher(args[i], f"{name}: argument {arg_name!r}")
+                self._check_refs(cypher, f"{name}: argument {arg_name!r}")
+            else:
+                cypher = proc.opt_args[i - len(proc.args)][2]
+            value = _to_python(cypher, ctx, mgp)
+            if not cypher_type.satisfied_by(value):
+                raise ArgumentTypeError(
+                    f"'{name}' argument named '{arg_name}' at position {i} must be of type "
+                    f"{cypher_type}."
+                )
+            values.append(value)
+        return tuple(values)
 
     def _check_refs(self, value: Any, where: str) -> None:
         if isinstance(value, NodeRef):
@@ -1471,8 +2032,9 @@ class Runtime:
 
         def refuse(kind: str, text: str, detail: str) -> ResultConversionError:
             # the error Memgraph sets from C has no traceback: format_exception prints one line
+            what = f"{kind}: {text}" if kind else text
             return ResultConversionError(
-                f"{name}: {kind}: {text} (embedded runtime: {where}{detail})\n", name
+                f"{name}: {what} (embedded runtime: {where}{detail})\n", name
             )
 
         if not isinstance(record, mgp.Record):

@@ -1,29 +1,38 @@
 """The library behind ``query_modules/tf_features.py`` (importable with the standard library alone).
 
 The query module is a thin layer of typed ``@mgp.read_proc`` functions over the ``run_*`` functions
-here. The work itself (:mod:`memgraph_tf.procedures.core`) is written against a small graph-access
-protocol (:class:`~memgraph_tf.procedures.access.GraphAccess`). :class:`ProcedureRunner` is the one
-place that turns a procedure's raw arguments into that work -- option parsing, argument checks,
-node resolution, in that order -- over any *access factory* (``Options -> ProcedureAccess``): the
-``run_*`` functions give it Memgraph's ``mgp`` context, the client-side fallback gives it Cypher
-over Bolt, so both run the same code and produce the same bytes.
+here. Every procedure is written against one graph-access protocol
+(:class:`~memgraph_tf.procedures.access.GraphAccess`), made per call by an *access factory*
+(``Options -> GraphAccess``). :class:`ProcedureRunner` is the one place that turns a procedure's
+raw arguments into that work over any factory: the ``run_*`` functions give it Memgraph's ``mgp``
+context (:class:`~memgraph_tf.procedures.mgp_access.MgpGraphAccess`), the client-side fallback
+gives it Cypher over Bolt, so both run the same code and produce the same bytes.
+
+The modules: :mod:`.options` (arguments), :mod:`.access` (the protocol), :mod:`.mgp_access` (its
+``mgp`` implementation), :mod:`.draw` (the one draw rule), :mod:`.tables` (feature tables),
+:mod:`.core` (pack, homogeneous sampling, describe) and :mod:`.sections` (the sample blob),
+:mod:`.slots` and :mod:`.slot_blobs` (typed slot sampling and its blob), :mod:`.typed`
+(``sample_typed``, ``schema``), :mod:`.pairs` (``sample_pairs``, ``split_edges``),
+:mod:`.limits` (``options.max_blob_bytes``), :mod:`.errors`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from memgraph_tf import blob
-from memgraph_tf.procedures import core
-from memgraph_tf.procedures.access import GraphAccess, MgpGraphAccess, ProcedureAccess, node_name
+from memgraph_tf.procedures import core, pairs, sections, tables, typed
+from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
     OptionError,
     ProcedureInputError,
     PropertyValueError,
 )
-from memgraph_tf.procedures.options import Options, parse_fanouts, parse_options
+from memgraph_tf.procedures.mgp_access import MgpGraphAccess
+from memgraph_tf.procedures.options import Options, check_names, parse_fanouts, parse_options
+from memgraph_tf.procedures.profile import run_profile
 
 __all__ = [
     "AccessFactory",
@@ -32,7 +41,6 @@ __all__ = [
     "NodeNotFoundError",
     "OptionError",
     "Options",
-    "ProcedureAccess",
     "ProcedureInputError",
     "ProcedureRunner",
     "PropertyValueError",
@@ -44,8 +52,13 @@ __all__ = [
     "parse_options",
     "run_describe",
     "run_pack",
+    "run_profile",
     "run_sample",
+    "run_sample_pairs",
     "run_sample_per_node",
+    "run_sample_typed",
+    "run_schema",
+    "run_split_edges",
     "sample_blob",
     "sample_per_node_blobs",
 ]
@@ -64,7 +77,7 @@ def pack_blob(
     larger than ``options.max_blob_bytes`` is refused (:class:`OptionError`) before the nodes are
     read (:mod:`memgraph_tf.procedures.limits`)."""
     opts = _options("pack", options)
-    core.check_names(properties)
+    check_names(properties)
     return core.pack(access, keys, properties, opts)
 
 
@@ -78,9 +91,9 @@ def sample_blob(
     non-zero values, counted as they are read when the worst case over them exceeds the limit)."""
     opts = _options("sample", options)
     fan = parse_fanouts(fanouts)
-    core.check_names(properties)
+    check_names(properties)
     result = core.sample(access, keys, fan, properties, opts)
-    return blob.pack(core.sample_sections(result, fan, opts, check_abort=access.check_abort))
+    return blob.pack(sections.sample_sections(result, fan, opts, check_abort=access.check_abort))
 
 
 def sample_per_node_blobs(
@@ -91,18 +104,16 @@ def sample_per_node_blobs(
     its blob, row by row after sampling)."""
     opts = _options("sample_per_node", options)
     fan = parse_fanouts(fanouts)
-    core.check_names(properties)
+    check_names(properties)
     result = core.sample(access, keys, fan, properties, opts, per_row=True)
-    return list(zip(keys, core.sample_row_blobs(result, fan, opts, access.check_abort)))
-
-
-AccessFactory = Callable[[Options], ProcedureAccess]
-"""Makes the graph access for one call from its parsed options."""
+    return list(zip(keys, sections.sample_row_blobs(result, fan, opts, access.check_abort)))
 
 
 class ProcedureRunner:
-    """Runs ``tf_features.pack``/``sample``/``sample_per_node``/``describe`` from their raw
-    arguments over the graph accesses ``access_factory`` makes (one per call).
+    """Runs every ``tf_features`` procedure from its raw arguments over the graph accesses
+    ``access_factory`` makes (one per call): ``pack``/``sample``/``sample_per_node``/``describe``
+    here, ``sample_typed``/``schema`` (:mod:`.typed`) and ``sample_pairs``/``split_edges``
+    (:mod:`.pairs`) through their modules.
 
     Guarantees, for every graph access: the options are parsed for the procedure, then the fanouts
     and the property names are checked, then the access is made, the first node is resolved and
@@ -124,10 +135,10 @@ class ProcedureRunner:
         properties: Any,
         options: Any,
         fanouts: Any = None,
-    ) -> tuple[ProcedureAccess, list[int], Options]:
+    ) -> tuple[GraphAccess, list[int], Options]:
         opts = parse_options(procedure, options)
         fan = None if fanouts is None else parse_fanouts(fanouts)
-        names = core.check_names(properties)
+        names = check_names(properties)
         access = self._factory(opts)
         if isinstance(nodes, (list, tuple)) and len(nodes) > 1:
             # the size of the call from its first node, before the others are resolved: a call
@@ -163,17 +174,47 @@ class ProcedureRunner:
         ``options.id_property``, an id) and, with ``options.label_property``, ``num_classes``
         (see :func:`memgraph_tf.procedures.core.num_classes`)."""
         opts = parse_options("describe", options)
-        names = core.check_names(properties)
+        names = check_names(properties)
         access = self._factory(opts)
-        columns: list[core.Column] = []
+        columns: list[tables.Column] = []
         if names:
             key = access.first_node_with(names)
             if key is None:
-                raise core.no_node_error(names, opts)
+                raise tables.no_node_error(names, opts)
             values = access.properties([key], names)[0]
-            columns = core.infer_columns(access.node_name(key), names, values)
+            columns = tables.infer_columns(access.node_name(key), names, values)
         classes = core.num_classes(access, opts.label_property) if opts.label_property else None
         return core.describe(columns, opts, classes)
+
+    def sample_typed(
+        self, seeds: Any, num_neighbors: Any, properties: Any, options: Any = None
+    ) -> tuple[bytes, int]:
+        """``tf_features.sample_typed``: (blob, seed count); see
+        :func:`memgraph_tf.procedures.typed.sample_typed`."""
+        return typed.sample_typed(self._factory, seeds, num_neighbors, properties, options)
+
+    def schema(self, properties: Any, options: Any = None) -> dict[str, Any]:
+        """``tf_features.schema``; see :func:`memgraph_tf.procedures.typed.schema`."""
+        return typed.schema(self._factory, properties, options)
+
+    def sample_pairs(
+        self,
+        sources: Any,
+        targets: Any,
+        num_neighbors: Any,
+        properties: Any,
+        options: Any = None,
+    ) -> tuple[bytes, int]:
+        """``tf_features.sample_pairs``: (blob, row count); see
+        :func:`memgraph_tf.procedures.pairs.sample_pairs`."""
+        return pairs.sample_pairs(
+            self._factory, sources, targets, num_neighbors, properties, options
+        )
+
+    def split_edges(self, pattern: Any, options: Any = None) -> dict[str, int]:
+        """``tf_features.split_edges``: edges per split and relationships written; see
+        :func:`memgraph_tf.procedures.pairs.split_edges`."""
+        return pairs.split_edges(self._factory, pattern, options)
 
 
 def mgp_runner(ctx: Any) -> ProcedureRunner:
@@ -203,3 +244,29 @@ def run_sample_per_node(
 def run_describe(ctx: Any, properties: Any, options: Any) -> dict[str, Any]:
     """``tf_features.describe``: see :meth:`ProcedureRunner.describe`."""
     return mgp_runner(ctx).describe(properties, options)
+
+
+def run_sample_typed(
+    ctx: Any, seeds: Any, num_neighbors: Any, properties: Any, options: Any
+) -> tuple[str, int]:
+    """``tf_features.sample_typed``: (base64url blob, seed count)."""
+    data, count = mgp_runner(ctx).sample_typed(seeds, num_neighbors, properties, options)
+    return blob.b64encode(data), count
+
+
+def run_schema(ctx: Any, properties: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.schema``: see :func:`memgraph_tf.procedures.typed.schema`."""
+    return mgp_runner(ctx).schema(properties, options)
+
+
+def run_sample_pairs(
+    ctx: Any, sources: Any, targets: Any, num_neighbors: Any, properties: Any, options: Any
+) -> tuple[str, int]:
+    """``tf_features.sample_pairs``: (base64url blob, row count)."""
+    data, count = mgp_runner(ctx).sample_pairs(sources, targets, num_neighbors, properties, options)
+    return blob.b64encode(data), count
+
+
+def run_split_edges(ctx: Any, pattern: Any, options: Any) -> dict[str, int]:
+    """``tf_features.split_edges``: see :func:`memgraph_tf.procedures.pairs.split_edges`."""
+    return mgp_runner(ctx).split_edges(pattern, options)

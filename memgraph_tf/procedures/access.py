@@ -1,70 +1,79 @@
-"""The small graph-access protocol the procedures are written against, and its ``mgp``
-implementation.
+"""The one graph-access protocol every ``tf_features`` procedure is written against.
 
-The packing and sampling code (:mod:`memgraph_tf.procedures.core`) sees nodes only as integer *keys*
-(a node's internal id, or the value of ``options.id_property``) and asks a :class:`GraphAccess` for
-properties and neighbours in batches. The query module uses :class:`MgpGraphAccess` (inside
-Memgraph); a client-side fallback over plain Cypher implements the same protocol and, since the
-core code sorts and deduplicates neighbours itself, produces the same bytes for the same graph and
-seed.
+The packing and sampling code (:mod:`.core`, :mod:`.typed`, :mod:`.pairs`) sees nodes only as
+integer *keys* (a node's internal id, or the value of ``options.id_property``) and asks a
+:class:`GraphAccess` for properties, neighbours and whole-graph scans in batches. An *access
+factory* (:data:`AccessFactory`) makes one access per call from the call's parsed options. Two
+implementations exist: :class:`~memgraph_tf.procedures.mgp_access.MgpGraphAccess` (Memgraph's
+``mgp`` API: the query module, the embedded runtime) and the client's Cypher access
+(:class:`memgraph_tf.client.sources.CypherGraphAccess`, plain Cypher over Bolt). The procedures
+sort and deduplicate what an access hands out themselves, so both give the same bytes for the same
+graph, arguments and seed.
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
-import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from memgraph_tf.procedures.errors import (
-    NodeNotFoundError,
-    ProcedureInputError,
-    PropertyValueError,
-    describe_value,
-)
-from memgraph_tf.procedures.options import Options
+from memgraph_tf.procedures.options import Options, SplitFilter
+
+__all__ = ["ABORT_CHECK_EVERY", "READ_CHUNK", "AccessFactory", "GraphAccess", "is_int", "node_name"]
 
 ABORT_CHECK_EVERY = 256
+"""An access checks for abort at least every this many nodes or edges read."""
+READ_CHUNK = 512
+"""Nodes per batched read the procedures ask an access for."""
 
 
 class GraphAccess(Protocol):
-    """What the procedures need from a graph. Keys are Python ints.
+    """What the procedures need from a graph. Keys are Python ints; an access made with
+    ``options.id_property`` (and ``options.label``, where the seeds are looked up) keys nodes by
+    that property, else by internal id.
 
     Implementations guarantee: ``properties`` returns one list per key (``None`` for a missing
     property, lists as Python lists); ``neighbours`` returns, per key, the keys of the nodes one
-    edge away along ``edge_types`` (``None`` = all types) and ``direction`` (``out``, ``in``,
-    ``both``), in any order and possibly repeated; ``check_abort`` raises when the caller must stop.
+    edge away, in any order and possibly repeated; the scans see the graph as it is during the
+    call; ``check_abort`` raises when the caller must stop; the same bad input raises the same
+    :class:`~memgraph_tf.procedures.errors.ProcedureInputError` message on every implementation.
     """
 
+    # -- keys -----------------------------------------------------------------------------------
     def node_name(self, key: int) -> str:
         """How a node is named in error messages (``node 5`` / ``node with id = 5``)."""
 
-    def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
-        """Property values per key, ``None`` where missing."""
-
-    def neighbours(
-        self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str
-    ) -> list[list[int]]:
-        """Neighbour keys per key."""
-
     def check_abort(self) -> None:
         """Raises if the procedure must stop (Memgraph: ``ctx.check_must_abort()``)."""
-
-
-class ProcedureAccess(GraphAccess, Protocol):
-    """A :class:`GraphAccess` that also resolves the procedures' node arguments and inspects the
-    graph for ``tf_features.describe``: what :class:`memgraph_tf.procedures.ProcedureRunner` needs.
-    Made per call by an *access factory* from the parsed :class:`Options` (``id_property`` and
-    ``label`` decide what a key is and which nodes are looked at).
-
-    Implementations: :class:`MgpGraphAccess` (inside Memgraph) and the client's Cypher access.
-    """
 
     def resolve(self, nodes: Any, param: str) -> list[int]:
         """Keys of ``nodes`` (vertices or integer ids) in input order, duplicates kept; raises
         naming ``param[i]`` for a node that is not a node or not in the graph."""
 
+    def internal_ids(self, keys: Sequence[int]) -> list[int]:
+        """The internal id of the node each of ``keys`` (resolved or met in this call) stands
+        for."""
+
+    # -- reads ----------------------------------------------------------------------------------
+    def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
+        """Property values per key, ``None`` where missing."""
+
+    def neighbours(
+        self,
+        keys: Sequence[int],
+        edge_types: Sequence[str] | None,
+        direction: str,
+        label: str | None = None,
+        held_out: SplitFilter | None = None,
+    ) -> list[list[int]]:
+        """Per key, the keys of the nodes one relationship away along ``direction`` (``out``,
+        ``in``, ``both``) over ``edge_types`` (None: all types), only those with ``label`` when
+        given, and without the relationships ``held_out`` names (a relationship lacking its
+        property is kept)."""
+
+    def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
+        """Per key, whether its node has ``label``."""
+
+    # -- scans ----------------------------------------------------------------------------------
     def first_node_with(self, names: Sequence[str]) -> int | None:
         """The key of the first node (with ``options.label``) having all ``names`` and, with
         ``options.id_property``, an id; None when there is none."""
@@ -73,595 +82,37 @@ class ProcedureAccess(GraphAccess, Protocol):
         """``(value, internal id of a node holding it)`` covering at least every distinct value of
         property ``name`` among the nodes (with ``options.label``) that have it."""
 
+    def label_nodes(self, label: str) -> list[int]:
+        """The internal ids of the nodes with ``label``, in a fixed order."""
+
+    def label_counts(self) -> dict[str, int]:
+        """Nodes per label."""
+
+    def triples(self) -> dict[tuple[str, str, str], int]:
+        """Relationships per ``(source label, type, target label)``."""
+
+    def has_triple(self, source: str, rel_type: str, target: str) -> bool:
+        """Whether some ``(:source)-[:rel_type]->(:target)`` relationship exists."""
+
+    # -- the relationships of an edge step (tf_features.split_edges) -----------------------------
+    def relationships(self, step: Any) -> list[tuple[Any, int, int]]:
+        """``(handle, left internal id, right internal id)`` per distinct relationship the
+        :class:`~memgraph_tf.typed_sampling.EdgeStep` matches (``left``: its endpoint with the
+        step's left label), in any order."""
+
+    def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
+        """Sets property ``name`` to the value on each relationship ``handle`` of ``rows``."""
+
+
+AccessFactory = Callable[[Options], GraphAccess]
+"""Makes the graph access for one call from its parsed options."""
+
 
 def node_name(key: int, id_property: str | None) -> str:
     """The canonical way errors name a node: ``node 5`` or ``node with id = 5``."""
     return f"node {key}" if id_property is None else f"node with {id_property} = {key}"
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an integer key (an ``int``, not a ``bool``)."""
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-# The calls on mgp.py's underlying ``_mgp`` vertex/edge handles that the fast path makes. mgp.py
-# itself is written over exactly these (``Vertex.in_edges`` is ``self._vertex.iter_in_edges()``,
-# ``get()``/``next()``, ``Edge.from_vertex`` is ``Vertex(self._edge.from_vertex())``, ``Vertex.id``
-# is ``self._vertex.get_id()``, ``Properties.get`` is ``get_property``), from Memgraph's first
-# Python API to 3.x and in PyPI ``mgp``.
-_HANDLE_CALLS = ("get_id", "get_property", "iter_in_edges", "iter_out_edges")
-_FROM_VERTEX = operator.methodcaller("from_vertex")
-_TO_VERTEX = operator.methodcaller("to_vertex")
-_GET_ID = operator.methodcaller("get_id")
-_NOT_NONE = functools.partial(operator.is_not, None)
-_NO_ARGS = itertools.repeat(())
-_FEW_EDGES = 8
-"""Edges of a node read one by one before the C-level loops take over (:meth:`_read_keys`)."""
-
-
-def _handle_of(vertex: Any) -> Any:
-    """The ``_mgp`` handle an ``mgp.Vertex`` wraps, or None when this mgp.py keeps it elsewhere."""
-    handle = getattr(vertex, "_vertex", None)
-    if handle is None or not all(callable(getattr(handle, name, None)) for name in _HANDLE_CALLS):
-        return None
-    return handle
-
-
-class _Vertices(dict):
-    """Key -> vertex (an ``_mgp`` handle or an ``mgp.Vertex``). With ``lookup`` set (the handle path
-    with internal ids as keys), a key not registered is fetched by ``lookup(key)`` (the ``_mgp``
-    graph's ``get_vertex_by_id``) whenever asked for and not kept (a node's handle is asked for
-    about twice per call; keeping thousands of handles alive only feeds the garbage collector), so
-    neighbours need not be registered."""
-
-    lookup: Any = None
-
-    def __missing__(self, key: int) -> Any:
-        if self.lookup is None:
-            raise KeyError(key)
-        return self.lookup(key)
-
-
-class MgpGraphAccess:
-    """:class:`GraphAccess` over an ``mgp.ProcCtx`` (inside Memgraph or the embedded runtime).
-
-    Keys are internal vertex ids, or the integer values of ``options.id_property`` (looked up among
-    the vertices with ``options.label`` when given, else among all vertices).
-
-    Neighbours and properties are read through the ``_mgp`` handles under mgp.py's ``Vertex`` and
-    ``Edge`` objects (the *handle* path): per edge one ``from_vertex()``/``to_vertex()`` and one
-    ``get_id()`` call, without the wrapper objects, validity checks and exception translation
-    mgp.py adds around each of them (about 3x the cost per edge). That is safe here because every
-    handle is used only during the call that produced it, which is what those checks guard. When
-    the mgp.py in use does not expose the handles, or with ``handles=False``, the public mgp API is
-    used instead (the *public* path); both give the same keys in the same order, the same errors
-    and an abort check at least every :data:`ABORT_CHECK_EVERY` edges or nodes read.
-    """
-
-    def __init__(self, ctx: Any, options: Options, *, handles: bool = True) -> None:
-        self._ctx = ctx
-        self._graph = ctx.graph
-        self._id_property = options.id_property
-        self._label = options.label
-        self._vertices = _Vertices()  # key -> _mgp handle (handle path) or mgp.Vertex
-        self._index: dict[int, Any] | None = None
-        self._budget = ABORT_CHECK_EVERY  # reads left until the next abort check
-        self._handles: bool | None = None if handles else False  # None: decided by the first vertex
-
-    # -- protocol -------------------------------------------------------------------------------
-    def node_name(self, key: int) -> str:
-        return node_name(key, self._id_property)
-
-    def check_abort(self) -> None:
-        self._ctx.check_must_abort()
-
-    def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
-        vertices = self._vertices
-        if not self._handles:
-            out = []
-            for key in keys:
-                self._spend(1)
-                props = vertices[key].properties
-                out.append([props.get(name) for name in names])
-            return out
-        columns: list[list[Any]] = [[] for _ in names]
-        getters = [operator.methodcaller("get_property", name) for name in names]
-        for start in range(0, len(keys), ABORT_CHECK_EVERY):
-            handles = list(map(self._handle_getter(), keys[start : start + ABORT_CHECK_EVERY]))
-            for column, get in zip(columns, getters):
-                column.extend(map(get, handles))
-            self._spend(len(handles))
-        if not names:
-            return [[] for _ in keys]
-        return list(map(list, zip(*columns)))
-
-    def _handle_getter(self) -> Any:
-        """key -> handle: the registered handle (the resolved nodes: no ``_mgp`` call), else,
-        where keys are internal ids, the _mgp graph's ``get_vertex_by_id`` (one call, the handle
-        not kept)."""
-        return self._vertices.__getitem__
-
-    def _spend(self, reads: int) -> None:
-        """Counts ``reads`` (at most :data:`ABORT_CHECK_EVERY`) against the abort budget."""
-        self._budget -= reads
-        if self._budget <= 0:
-            self._budget += ABORT_CHECK_EVERY
-            self._ctx.check_must_abort()
-
-    def neighbours(
-        self, keys: Sequence[int], edge_types: Sequence[str] | None, direction: str
-    ) -> list[list[int]]:
-        types = None if edge_types is None else frozenset(edge_types)
-        if not self._handles:
-            return [self._public_neighbours(key, types, direction) for key in keys]
-        handles = list(map(self._handle_getter(), keys))
-        outgoing = direction in ("out", "both")
-        incoming = direction in ("in", "both")
-        if (
-            types is None and self._id_property is None
-        ):  # the common case: one C-level pass per edge list
-            out = []
-            for handle in handles:
-                row: list[int] = []
-                if outgoing:
-                    self._read_keys(handle.iter_out_edges(), _TO_VERTEX, row)
-                if incoming:
-                    self._read_keys(handle.iter_in_edges(), _FROM_VERTEX, row)
-                out.append(row)
-            return out
-        sides = []  # per direction: (the other ends' handles, where each key's edges start and end)
-        if outgoing:
-            sides.append(self._other_ends(handles, True, types))
-        if incoming:
-            sides.append(self._other_ends(handles, False, types))
-        if self._id_property is None:
-            vertices = self._vertices
-            found = []
-            for others, bounds in sides:
-                side_keys = list(map(_GET_ID, others))
-                if vertices.lookup is None:
-                    vertices.update(zip(side_keys, others))  # any handle of a vertex will do
-                found.append([side_keys[lo:hi] for lo, hi in itertools.pairwise(bounds)])
-            return found[0] if len(found) == 1 else [a + b for a, b in zip(*found)]
-        out = []  # keys from the id property: registered key by key, out before in, as read
-        for i in range(len(keys)):
-            row: list[int] = []
-            for others, bounds in sides:
-                part = others[bounds[i] : bounds[i + 1]]
-                row.extend(map(self._register_handle, part))
-            out.append(row)
-        return out
-
-    def _read_keys(self, edges: Any, other_end: Any, row: list[int]) -> None:
-        """Appends the key (internal id) of ``other_end(edge)`` for each edge of the ``_mgp``
-        iterator ``edges`` to ``row``: C-level loops over repeated ``next()`` calls, in steps of at
-        most the abort budget (a check every :data:`ABORT_CHECK_EVERY` edges), keeping no handle
-        alive unless the vertices must be registered (no ``get_vertex_by_id`` to fetch them
-        later); the first :data:`_FEW_EDGES` in a plain loop (cheaper for the many nodes with few
-        edges than setting up those loops)."""
-        before = len(row)
-        edge = edges.get()
-        if edge is None:
-            return
-        vertices = self._vertices
-        if vertices.lookup is not None:  # most nodes have few edges: those in a plain loop
-            step = edges.next
-            append = row.append
-            for _ in range(_FEW_EDGES):
-                append(other_end(edge).get_id())
-                edge = step()
-                if edge is None:
-                    self._spend(len(row) - before)
-                    return
-            self._spend(_FEW_EDGES)
-        stream = itertools.chain(
-            (edge,), itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS))
-        )
-        while True:
-            budget = self._budget
-            before = len(row)
-            part = itertools.islice(stream, budget)
-            if vertices.lookup is None:
-                others = list(map(other_end, part))
-                found = list(map(_GET_ID, others))
-                vertices.update(zip(found, others))  # any handle of a vertex will do
-                row.extend(found)
-            else:
-                row.extend(map(_GET_ID, map(other_end, part)))
-            got = len(row) - before
-            self._spend(got)
-            if got < budget:  # the iterator ran out before the budget did
-                return
-
-    def _other_ends(
-        self, handles: list[Any], outgoing: bool, types: frozenset[str] | None
-    ) -> tuple[list[Any], list[int]]:
-        """The handles at the other end of the ``outgoing`` (else incoming) edges of each of
-        ``handles`` whose type is in ``types`` (None: any), concatenated, and the bounds of each
-        handle's part: handle i's are ``[bounds[i]:bounds[i + 1]]``."""
-        edges: list[Any] = []
-        bounds = [0]
-        for handle in handles:
-            self._collect(handle.iter_out_edges() if outgoing else handle.iter_in_edges(), edges)
-            bounds.append(len(edges))
-        if types is not None:
-            kept: list[Any] = []
-            kept_bounds = [0]
-            for lo, hi in itertools.pairwise(bounds):
-                kept.extend(e for e in edges[lo:hi] if e.get_type_name() in types)
-                kept_bounds.append(len(kept))
-            edges, bounds = kept, kept_bounds
-        return list(map(_TO_VERTEX if outgoing else _FROM_VERTEX, edges)), bounds
-
-    def _collect(self, edges: Any, into: list[Any]) -> None:
-        """Appends the edges of the ``_mgp`` iterator ``edges`` to ``into``, walking it with
-        C-level loops (``takewhile(is not None)`` over repeated ``next()`` calls) in steps of at
-        most the abort budget, and checks for abort every :data:`ABORT_CHECK_EVERY` edges."""
-        first = edges.get()
-        if first is None:
-            return
-        into.append(first)
-        self._spend(1)
-        rest = itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS))
-        while True:
-            before = len(into)
-            budget = self._budget
-            into.extend(itertools.islice(rest, budget))
-            self._spend(len(into) - before)
-            if len(into) - before < budget:  # the iterator ran out before the budget did
-                return
-
-    def _public_neighbours(
-        self, key: int, types: frozenset[str] | None, direction: str
-    ) -> list[int]:
-        vertex = self._vertices[key]
-        found: list[int] = []
-        if direction in ("out", "both"):
-            for edge in vertex.out_edges:
-                self._spend(1)
-                if types is None or edge.type.name in types:
-                    found.append(self._register_handle(edge.to_vertex))
-        if direction in ("in", "both"):
-            for edge in vertex.in_edges:
-                self._spend(1)
-                if types is None or edge.type.name in types:
-                    found.append(self._register_handle(edge.from_vertex))
-        return found
-
-    # -- keys of vertices -----------------------------------------------------------------------
-    def _key_of(self, vertex: Any) -> int:
-        """The key of a handle (handle path) or an mgp.Vertex (public path)."""
-        if self._handles:
-            if self._id_property is None:
-                return vertex.get_id()
-            value = vertex.get_property(self._id_property)
-        else:
-            if self._id_property is None:
-                return vertex.id
-            value = vertex.properties.get(self._id_property)
-        if not _is_int(value):
-            what = "no value" if value is None else describe_value(value)
-            raise PropertyValueError(
-                f"node {self._internal_id(vertex)} property {self._id_property!r} "
-                f"(options.id_property): expected an integer id, got {what}"
-            )
-        return value
-
-    def _internal_id(self, vertex: Any) -> int:
-        return vertex.get_id() if self._handles else vertex.id
-
-    def _register(self, vertex: Any) -> int:
-        """Registers an ``mgp.Vertex`` (from the arguments or the public API) and returns its
-        key."""
-        if self._handles is None:
-            self._handles = _handle_of(vertex) is not None
-            graph = getattr(self._graph, "_graph", None)  # the _mgp graph under mgp.Graph
-            if (
-                self._handles
-                and self._id_property is None
-                and callable(getattr(graph, "get_vertex_by_id", None))
-            ):
-                self._vertices.lookup = graph.get_vertex_by_id
-        return self._register_handle(_handle_of(vertex) if self._handles else vertex)
-
-    def _register_handle(self, vertex: Any) -> int:
-        """Registers a vertex in the form the path in use keeps (see :meth:`_key_of`)."""
-        key = self._key_of(vertex)
-        seen = self._vertices.get(key)
-        if seen is None:
-            self._vertices[key] = vertex
-        elif self._id_property is not None and self._internal_id(seen) != self._internal_id(vertex):
-            raise ProcedureInputError(
-                f"options.id_property: expected unique ids, got {self._id_property} = {key} on the "
-                f"nodes with internal ids {self._internal_id(seen)} and {self._internal_id(vertex)}"
-            )
-        return key
-
-    # -- resolution -----------------------------------------------------------------------------
-    def _build_index(self) -> dict[int, Any]:
-        """``options.id_property`` value -> vertex, over the vertices (with ``options.label``) that
-        have one, in graph order; raises naming the node for a value that is not an integer or
-        one held by two nodes.
-
-        Built once per call: ``_mgp`` gives no sign that the graph changed between calls (a
-        cache across calls could hand out a node whose id was changed or miss a duplicate), so
-        the scan is made cheap instead: over the ``_mgp`` graph's vertex handles with C-level
-        loops reading only the id property (labels only of the nodes that have one), the public
-        mgp API where the handles are not there."""
-        graph = getattr(self._graph, "_graph", None)  # the _mgp graph under mgp.Graph
-        if self._handles is False or not callable(getattr(graph, "iter_vertices", None)):
-            return self._index_entries(
-                self._graph.vertices,
-                lambda v: v.properties.get(self._id_property),
-                lambda v: v.id,
-                self._public_has_label,
-            )
-        vertices = graph.iter_vertices()
-        first = vertices.get()
-        if first is None:
-            return {}
-        stream = itertools.chain(
-            (first,), itertools.takewhile(_NOT_NONE, itertools.starmap(vertices.next, _NO_ARGS))
-        )
-        get_id_value = operator.methodcaller("get_property", self._id_property)
-
-        def with_ids() -> Iterator[
-            tuple[Any, Any]
-        ]:  # (handle, id value) of the handles with a value
-            while True:
-                chunk = list(itertools.islice(stream, ABORT_CHECK_EVERY))
-                if not chunk:
-                    return
-                self._ctx.check_must_abort()
-                values = list(map(get_id_value, chunk))
-                yield from itertools.compress(
-                    zip(chunk, values), map(operator.is_not, values, itertools.repeat(None))
-                )
-
-        self._handles = True
-        return self._index_entries(with_ids(), None, _GET_ID, self._handle_has_label, checked=False)
-
-    def _handle_has_label(self, handle: Any) -> bool:
-        label = self._label
-        return any(handle.label_at(i) == label for i in range(handle.labels_count()))
-
-    def _public_has_label(self, vertex: Any) -> bool:
-        return any(label.name == self._label for label in vertex.labels)
-
-    def _index_entries(
-        self,
-        items: Iterable[Any],
-        value_of: Any,
-        internal_id: Any,
-        has_label: Any,
-        checked: bool = True,
-    ) -> dict[int, Any]:
-        """The index over ``items``: vertices (``value_of`` reads the id value; an abort check every
-        :data:`ABORT_CHECK_EVERY`), or with ``checked=False`` (vertex, id value) pairs of the
-        vertices that have one (the caller checks for abort)."""
-        index: dict[int, Any] = {}
-        for i, item in enumerate(items):
-            if checked:
-                if i % ABORT_CHECK_EVERY == 0:
-                    self._ctx.check_must_abort()
-                vertex, value = item, value_of(item)
-                if value is None:
-                    continue
-            else:
-                vertex, value = item
-            if self._label is not None and not has_label(vertex):
-                continue
-            if not _is_int(value):
-                raise PropertyValueError(
-                    f"node {internal_id(vertex)} property {self._id_property!r} "
-                    f"(options.id_property): expected an integer id, got {describe_value(value)}"
-                )
-            if value in index:
-                raise ProcedureInputError(
-                    f"options.id_property: expected unique ids, got {self._id_property} = {value} "
-                    f"on the nodes with internal ids {internal_id(index[value])} and "
-                    f"{internal_id(vertex)}"
-                )
-            index[value] = vertex
-        return index
-
-    def resolve(self, nodes: Any, param: str) -> list[int]:
-        """Turns a list of vertices or integer ids into keys; raises naming ``param[i]`` at fault.
-
-        Guarantees: the keys are in input order (duplicates kept) and every key can be passed to
-        :meth:`properties` and :meth:`neighbours`.
-        """
-        if not isinstance(nodes, (list, tuple)):
-            raise ProcedureInputError(
-                f"{param}: expected a list of nodes or integer ids, got {describe_value(nodes)}"
-            )
-        if not nodes:
-            raise ProcedureInputError(
-                f"{param}: expected at least one node or id, got an empty list"
-            )
-        keys = []
-        for i, node in enumerate(nodes):
-            if i % ABORT_CHECK_EVERY == 0:
-                self._ctx.check_must_abort()
-            if _is_int(node):
-                keys.append(self._resolve_id(node, f"{param}[{i}]"))
-            elif hasattr(node, "properties") and hasattr(node, "out_edges"):
-                keys.append(self._register(node))
-            else:
-                raise ProcedureInputError(
-                    f"{param}[{i}]: expected a node or an integer id, got {describe_value(node)}"
-                )
-        return keys
-
-    def _resolve_id(self, node_id: int, where: str) -> int:
-        if self._id_property is None:
-            if node_id not in self._vertices:
-                lookup = self._vertices.lookup  # the _mgp graph's, once the handles are known
-                try:
-                    vertex = (lookup or self._graph.get_vertex_by_id)(node_id)
-                except IndexError:
-                    raise NodeNotFoundError(
-                        f"{where}: unknown node id {node_id} (no node has that internal id)"
-                    ) from None
-                if lookup is None:
-                    self._register(vertex)
-                else:  # a handle found by its internal id: that id is its key
-                    self._vertices[node_id] = vertex
-            return node_id
-        if self._index is None:
-            self._index = self._build_index()
-        vertex = self._index.get(node_id)
-        if vertex is None:
-            scope = f":{self._label} node" if self._label else "node"
-            raise NodeNotFoundError(
-                f"{where}: unknown node id {node_id} (no {scope} has {self._id_property} = "
-                f"{node_id})"
-            )
-        return self._register_handle(vertex) if self._handles else self._register(vertex)
-
-    # -- inspection (tf_features.describe) ------------------------------------------------------
-    def _labelled(self) -> Iterator[Any]:
-        """The vertices with ``options.label`` (all without it), in graph order, checking for
-        abort."""
-        for i, vertex in enumerate(self._graph.vertices):
-            if i % ABORT_CHECK_EVERY == 0:
-                self._ctx.check_must_abort()
-            if self._label is None or any(label.name == self._label for label in vertex.labels):
-                yield vertex
-
-    def first_node_with(self, names: Sequence[str]) -> int | None:
-        """The key of the first vertex (in graph order, with ``options.label`` if set) having all
-        ``names`` and, with ``options.id_property``, an id (a node pack/sample can be asked for by
-        id); None when there is none."""
-        required = list(names) + ([self._id_property] if self._id_property is not None else [])
-        for vertex in self._labelled():
-            props = vertex.properties
-            if all(props.get(name) is not None for name in required):
-                return self._register(vertex)
-        return None
-
-    def label_values(self, name: str) -> Iterator[tuple[Any, int]]:
-        """``(value, internal id)`` of property ``name`` on every vertex (with ``options.label``)
-        that has it, in graph order."""
-        for vertex in self._labelled():
-            value = vertex.properties.get(name)
-            if value is not None:
-                yield value, vertex.id
-
-    # -- typed sampling (tf_features.sample_typed, tf_features.schema) ----------------------------
-    def internal_ids(self, keys: Sequence[int]) -> list[int]:
-        """The internal id of the node each of ``keys`` (resolved or met in this call) stands
-        for."""
-        if self._id_property is None:
-            return list(keys)
-        return [self._internal_id(self._vertices[key]) for key in keys]
-
-    def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
-        """Per key, whether its node has ``label``."""
-        if not self._handles:
-            return [any(lb.name == label for lb in self._vertices[k].labels) for k in keys]
-        get = self._handle_getter()
-        return [_handle_label_is(get(key), label) for key in keys]
-
-    def typed_neighbours(
-        self, keys: Sequence[int], rel_type: str, direction: str, label: str
-    ) -> list[list[int]]:
-        """Per key, the keys of the ``label`` nodes one ``rel_type`` relationship away along
-        ``direction`` (``out``, ``in``, ``both``), in any order and possibly repeated; the same
-        abort checks as :meth:`neighbours`."""
-        if not self._handles:
-            return [self._public_typed(key, rel_type, direction, label) for key in keys]
-        handles = list(map(self._handle_getter(), keys))
-        types = frozenset([rel_type])
-        is_labelled: dict[int, bool] = {}  # internal id -> has the label (fixed during a call)
-        out: list[list[int]] = [[] for _ in keys]
-        for outgoing in (True, False):
-            if direction != "both" and outgoing != (direction == "out"):
-                continue
-            others, bounds = self._other_ends(handles, outgoing, types)
-            for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-                row = out[i]
-                for other in others[lo:hi]:
-                    internal = other.get_id()
-                    ok = is_labelled.get(internal)
-                    if ok is None:
-                        ok = is_labelled[internal] = _handle_label_is(other, label)
-                    if not ok:
-                        continue
-                    if self._id_property is not None:
-                        row.append(self._register_handle(other))
-                        continue
-                    if self._vertices.lookup is None:
-                        self._vertices[internal] = other  # any handle of a vertex will do
-                    row.append(internal)
-        return out
-
-    def _public_typed(self, key: int, rel_type: str, direction: str, label: str) -> list[int]:
-        vertex = self._vertices[key]
-        found: list[int] = []
-        sides = []
-        if direction in ("out", "both"):
-            sides.append((vertex.out_edges, "to_vertex"))
-        if direction in ("in", "both"):
-            sides.append((vertex.in_edges, "from_vertex"))
-        for edges, end in sides:
-            for edge in edges:
-                self._spend(1)
-                if edge.type.name != rel_type:
-                    continue
-                other = getattr(edge, end)
-                if any(lb.name == label for lb in other.labels):
-                    found.append(self._register_handle(other))
-        return found
-
-    def typed_neighbours_kept(
-        self,
-        keys: Sequence[int],
-        rel_type: str,
-        direction: str,
-        label: str,
-        split_property: str,
-        held_out: frozenset[str],
-    ) -> list[list[int]]:
-        """As :meth:`typed_neighbours`, over only the relationships whose ``split_property`` is
-        not one of ``held_out`` (a relationship without it is kept): the samplers'
-        ``options.exclude_splits`` (issue 25). Reads each relationship's property through the
-        same handle or public path as the rest of the call."""
-        out: list[list[int]] = []
-        for key in keys:
-            row: list[int] = []
-            vertex = self._vertices[key]
-            for outgoing in (True, False):
-                if direction != "both" and outgoing != (direction == "out"):
-                    continue
-                if self._handles:
-                    edges: list[Any] = []
-                    self._collect(
-                        vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
-                    )
-                    for edge in edges:
-                        if edge.get_type_name() != rel_type:
-                            continue
-                        split = edge.get_property(split_property)
-                        if isinstance(split, str) and split in held_out:
-                            continue
-                        other = edge.to_vertex() if outgoing else edge.from_vertex()
-                        if _handle_label_is(other, label):
-                            row.append(self._register_handle(other))
-                    continue
-                for edge in vertex.out_edges if outgoing else vertex.in_edges:
-                    self._spend(1)
-                    if edge.type.name != rel_type:
-                        continue
-                    split = edge.properties.get(split_property)
-                    if isinstance(split, str) and split in held_out:
-                        continue
-                    other = edge.to_vertex if outgoing else edge.from_vertex
-                    if any(lb.name == label for lb in other.labels):
-                        row.append(self._register_handle(other))
-            out.append(row)
-        return out
-
-
-def _handle_label_is(handle: Any, label: str) -> bool:
-    """Whether the ``_mgp`` vertex handle has ``label``."""
-    return any(handle.label_at(i) == label for i in range(handle.labels_count()))

@@ -28,14 +28,23 @@ from memgraph_tf import blob, layout
 from memgraph_tf.procedures.errors import OptionError
 from memgraph_tf.procedures.options import Options
 
-__all__ = ["check_pack", "check_sample", "check_sampled", "pack_bytes", "sample_bytes", "slots"]
+__all__ = [
+    "check_pack",
+    "check_sample",
+    "check_sampled",
+    "pack_bytes",
+    "refuse",
+    "sample_bytes",
+    "slots",
+    "total_bytes",
+]
 
 
 def _item_bytes(dtype: str) -> int:
     return blob.ITEM_BYTES[dtype]
 
 
-def _total(payloads: Sequence[int]) -> int:
+def total_bytes(payloads: Sequence[int]) -> int:
     """The blob's ``total_length`` for these payload lengths (header, section table, payloads each
     padded to a multiple of 8: docs/blob-format.md, section 1)."""
     align = blob.ALIGNMENT
@@ -109,7 +118,7 @@ def _sample_bytes(
             for d in sec.shape:
                 elements *= d
         payloads.append(elements * _item_bytes(sec.dtype))
-    return _total(payloads)
+    return total_bytes(payloads)
 
 
 def pack_bytes(
@@ -135,7 +144,7 @@ def pack_bytes(
             for d in sec.shape:
                 elements *= d
             payloads.append(elements * _item_bytes(sec.dtype))
-    return _total(payloads)
+    return total_bytes(payloads)
 
 
 def _count(n: int, what: str, plural: str | None = None) -> str:
@@ -173,7 +182,7 @@ def check_sample(
             f"would hold at least {size:,} bytes ({what}; before sampling: the index arrays, "
             "the table of sampled nodes not counted yet)"
         )
-    _refuse(f"{subject} {amount}", options.max_blob_bytes, "fewer seeds or smaller fanouts")
+    refuse(f"{subject} {amount}", options.max_blob_bytes, "fewer seeds or smaller fanouts")
 
 
 def check_sampled(
@@ -214,7 +223,7 @@ def check_sampled(
             at_least = " at least"
     what = f"{_sampled(n, fanouts, width, options, seeds)}; {figures}"
     subject = "the blob" if row is None else f"the blob of {row}"
-    _refuse(
+    refuse(
         f"{subject} would hold{at_least} {size:,} bytes ({what})",
         options.max_blob_bytes,
         "fewer seeds or smaller fanouts",
@@ -242,10 +251,12 @@ def check_pack(
         else:
             what += f", {sum(text_bytes.values()):,} bytes of text in {props}"
     verb = "would hold" if text_bytes is not None or not strings else "would hold at least"
-    _refuse(f"the blob {verb} {size:,} bytes ({what})", options.max_blob_bytes, "fewer nodes")
+    refuse(f"the blob {verb} {size:,} bytes ({what})", options.max_blob_bytes, "fewer nodes")
 
 
-def _refuse(what: str, limit: int, fewer: str) -> NoReturn:
+def refuse(what: str, limit: int, fewer: str) -> NoReturn:
+    """Raises the one :class:`OptionError` wording of a refusal: ``what`` the blob would hold,
+    the ``limit`` (``options.max_blob_bytes``) and what to ask for (``fewer``) instead."""
     raise OptionError(
         f"max_blob_bytes: {what}; the limit is {limit:,} (options.max_blob_bytes): ask for "
         f"{fewer} per call, or raise the limit"

@@ -8,6 +8,7 @@ from typing import Any
 
 from memgraph_tf import layout
 from memgraph_tf.procedures.errors import OptionError, describe_value, quoted
+from memgraph_tf.typed_sampling import TypedSamplingSpec
 
 FEATURE_DTYPES = layout.FEATURE_DTYPES
 DIRECTIONS = ("out", "in", "both")
@@ -146,3 +147,105 @@ def parse_fanouts(fanouts: Any, param: str = "fanouts") -> tuple[int, ...]:
         if not isinstance(f, int) or isinstance(f, bool) or f < 1:
             raise OptionError(f"{param}[{i}]: expected an integer >= 1, got {describe_value(f)}")
     return tuple(fanouts)
+
+
+def check_names(names: Any, param: str = "properties") -> list[str]:
+    """Validates the property-name list: strings, non-empty, no duplicates."""
+    if not isinstance(names, (list, tuple)):
+        raise OptionError(
+            f"{param}: expected a list of property names, got {describe_value(names)}"
+        )
+    seen = set()
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise OptionError(
+                f"{param}[{i}]: expected a non-empty property name, got {describe_value(name)}"
+            )
+        if name in seen:
+            raise OptionError(f"{param}[{i}]: expected each property once, got {name!r} twice")
+        seen.add(name)
+    return list(names)
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitFilter:
+    """Held-out relationships (the GAE protocol): those whose ``property`` holds one of
+    ``values``. A sampler given one never walks such a relationship, at any hop; a relationship
+    without the property is kept."""
+
+    property: str
+    values: frozenset[str]
+
+
+def parse_split_filter(raw: dict[str, Any]) -> SplitFilter | None:
+    """Pops ``exclude_splits`` (a list of split names, e.g. ``["val", "test"]``; null or empty:
+    none held out) and ``split_property`` (default :data:`memgraph_tf.layout.SPLIT_PROPERTY`) from
+    the options map ``raw``; an OptionError names a bad one."""
+    values = raw.pop("exclude_splits", None)
+    name = raw.pop("split_property", None)
+    if name is None:
+        name = layout.SPLIT_PROPERTY
+    elif not isinstance(name, str) or not name:
+        raise OptionError(
+            f"options.split_property: expected a property name (a non-empty string), got "
+            f"{describe_value(name)}"
+        )
+    if values is None:
+        return None
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) and v for v in values):
+        raise OptionError(
+            "options.exclude_splits: expected a list of split names (non-empty strings, e.g. "
+            f"['val', 'test']), got {describe_value(values)}"
+        )
+    return SplitFilter(name, frozenset(values)) if values else None
+
+
+def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None]:
+    """The options of ``sample_typed`` and its held-out relationships
+    (:func:`parse_split_filter`)."""
+    if options is not None and not isinstance(options, Mapping):
+        raise OptionError(f"options: expected a map, got {describe_value(options)}")
+    raw = dict(options or {})
+    label = raw.pop("label", None)
+    if not isinstance(label, str) or not label:
+        raise OptionError(
+            "options.label: expected the seed label (a non-empty string: the label of the seeds, "
+            f"the left label of the first hop's steps), got {describe_value(label)}"
+        )
+    split = parse_split_filter(raw)
+    opts = parse_options("sample_typed", raw)
+    return dataclasses.replace(opts, label=label), split
+
+
+def parse_spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:
+    """The spec; its ValueError (naming the step, hop and value) as :class:`OptionError`."""
+    try:
+        return TypedSamplingSpec.from_num_neighbors(seed_label, num_neighbors)
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
+
+
+def parse_properties(properties: Any, labels: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """``properties``: a map label -> list of feature property names (null: no features for any
+    label; an empty list: none for that label). With ``labels``, every key must be one of them
+    (the labels with slots). Returns the labels with at least one property."""
+    if properties is None:
+        return {}
+    if not isinstance(properties, Mapping):
+        raise OptionError(
+            "properties: expected a map of label -> list of feature property names, got "
+            f"{describe_value(properties)}"
+        )
+    out: dict[str, list[str]] = {}
+    for label, names in properties.items():
+        if not isinstance(label, str) or not label:
+            raise OptionError(f"properties: expected label names as keys, got {label!r}")
+        if labels is not None and label not in labels:
+            raise OptionError(
+                f"properties: label {label!r} has no slots in this sampling spec (labels with "
+                f"slots: {', '.join(map(repr, labels))})"
+            )
+        checked = check_names(names, f"properties[{label!r}]")
+        if checked:
+            out[label] = checked
+    return out

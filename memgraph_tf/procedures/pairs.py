@@ -1,4 +1,4 @@
-"""Link prediction in the database (issue 25): ``tf_features.split_edges`` and
+"""Link prediction in the database: ``tf_features.split_edges`` and
 ``tf_features.sample_pairs``, stdlib only.
 
 **Edge splits (the GAE protocol, done inside the graph).** ``split_edges(pattern, options)`` takes
@@ -17,7 +17,7 @@ the relationships an edge step matches (:meth:`~memgraph_tf.typed_sampling.EdgeS
 
 ``options.exclude_splits`` on ``sample_typed`` and ``sample_pairs`` (e.g. ``["val", "test"]``)
 then leaves every relationship whose split property holds one of those values out of every
-sampled neighbourhood, at every hop (:class:`memgraph_tf.procedures.typed.SplitFilter`).
+sampled neighbourhood, at every hop (:class:`memgraph_tf.procedures.options.SplitFilter`).
 
 **Pair sampling.** ``sample_pairs(sources, targets, num_neighbors, properties, options)`` samples,
 for each pair ``(s, t)`` (``s`` a node of ``options.source_label``, ``t`` of
@@ -45,96 +45,32 @@ from __future__ import annotations
 
 import array
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from memgraph_tf import blob, layout
-from memgraph_tf.procedures import core
-from memgraph_tf.procedures.access import node_name
+from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
+from memgraph_tf.procedures.draw import base_seed, rng_for
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
-from memgraph_tf.procedures.options import Options, parse_options
-from memgraph_tf.procedures.typed import (
-    MgpTypedGraph,
-    TypedGraph,
-    _check_size,
-    _check_steps,
-    _draw,
-    _feature_tables,
-    _Keys,
-    _nnz_counts,
-    _no_relationships,
-    _Role,
-    _role_sections,
-    _seed_columns,
-    _table_counts,
-    layout_sections,
+from memgraph_tf.procedures.options import (
+    Options,
+    parse_options,
     parse_properties,
     parse_spec,
     parse_split_filter,
-    resolve_seeds,
 )
+from memgraph_tf.procedures.slot_blobs import RoleCall, layout_sections
+from memgraph_tf.procedures.slots import Keys, Role, no_relationships, resolve_seeds
+from memgraph_tf.procedures.tables import le
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
-__all__ = [
-    "MAX_NEGATIVES",
-    "MgpPairGraph",
-    "PairGraph",
-    "run_sample_pairs",
-    "run_split_edges",
-    "sample_pairs",
-    "split_edges",
-]
+__all__ = ["MAX_NEGATIVES", "sample_pairs", "split_edges"]
 
 MAX_NEGATIVES = 1000
 """The most negatives ``options.negatives`` may ask for per pair."""
 DEFAULT_VAL_FRACTION = 0.05
 DEFAULT_TEST_FRACTION = 0.10
 _WRITE_CHUNK = 1000
-
-
-class PairGraph(TypedGraph, Protocol):
-    """A :class:`~memgraph_tf.procedures.typed.TypedGraph` that can also list and mark the
-    relationships of an edge step (``tf_features.split_edges``)."""
-
-    def relationships(self, step: EdgeStep) -> list[tuple[Any, int, int]]:
-        """``(handle, left internal id, right internal id)`` per distinct relationship the step
-        matches (``left``: its endpoint with the step's left label), in any order."""
-
-    def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
-        """Sets property ``name`` to the value on each relationship ``handle``."""
-
-
-class MgpPairGraph(MgpTypedGraph):
-    """:class:`PairGraph` over an ``mgp.ProcCtx``: the relationships through the public ``mgp``
-    API (a write procedure's context can set their properties)."""
-
-    def relationships(self, step: EdgeStep) -> list[tuple[Any, int, int]]:
-        seen: set[int] = set()
-        out: list[tuple[Any, int, int]] = []
-        outgoing = step.direction in ("out", "both")
-        incoming = step.direction in ("in", "both")
-        for vertex in self._vertices():
-            if not any(lb.name == step.left for lb in vertex.labels):
-                continue
-            sides = ([(vertex.out_edges, "to_vertex")] if outgoing else []) + (
-                [(vertex.in_edges, "from_vertex")] if incoming else []
-            )
-            for edges, end in sides:
-                for edge in edges:
-                    if edge.type.name != step.rel_type or edge.id in seen:
-                        continue
-                    other = getattr(edge, end)
-                    if any(lb.name == step.right for lb in other.labels):
-                        seen.add(edge.id)
-                        out.append((edge, vertex.id, other.id))
-        return out
-
-    def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
-        for i, (edge, value) in enumerate(rows):
-            if i % 256 == 0:
-                self._ctx.check_must_abort()
-            edge.properties.set(name, value)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -153,13 +89,13 @@ def _fraction(raw: dict[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
-def split_edges(graph: PairGraph, pattern: Any, options: Any) -> dict[str, int]:
+def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str, int]:
     """``tf_features.split_edges``: writes the split of every relationship ``pattern`` matches
     (module docstring); returns ``{"train", "val", "test"}`` (edges per split) and
     ``"relationships"`` (relationships written).
 
     Guarantees: the same graph, pattern and ``options.seed`` write the same values over any
-    :class:`PairGraph` (idempotent); nothing is written when an input is bad (the options, the
+    graph access (idempotent); nothing is written when an input is bad (the options, the
     pattern, an endpoint without an integer ``options.id_property``) or when the graph has no
     relationship of the pattern (an error naming the relationships it has)."""
     if options is not None and not isinstance(options, Mapping):
@@ -196,15 +132,15 @@ def split_edges(graph: PairGraph, pattern: Any, options: Any) -> dict[str, int]:
     except ValueError as exc:
         raise OptionError(f"pattern: {exc}") from None
 
-    found = graph.relationships(step)
+    nav = factory(dataclasses.replace(opts, id_property=None))
+    found = nav.relationships(step)
     if not found:
-        error = _no_relationships(graph, step)
+        error = no_relationships(nav, step)
         why = str(error).removeprefix("num_neighbors: ") if error else f"{step}: none matches it"
         raise OptionError(f"pattern: {why}")
-    nav = graph.access(dataclasses.replace(opts, id_property=None))
     ends = list(dict.fromkeys(i for _, a, b in found for i in (a, b)))
     nav.resolve(ends, "relationship endpoints")
-    keys = _Keys(nav, opts.id_property)
+    keys = Keys(nav, opts.id_property)
     keys.add(step.left, list(dict.fromkeys(a for _, a, _ in found)))
     keys.add(step.right, list(dict.fromkeys(b for _, _, b in found)))
     left_of, right_of = keys.of[step.left], keys.of[step.right]
@@ -215,13 +151,13 @@ def split_edges(graph: PairGraph, pattern: Any, options: Any) -> dict[str, int]:
         return (min(ka, kb), max(ka, kb)) if unordered else (ka, kb)
 
     units = sorted({unit(a, b) for _, a, b in found})
-    core._rng(seed, "split_edges").shuffle(units)  # the keyed RNG of the samplers
+    rng_for(seed, "split_edges").shuffle(units)  # the keyed RNG of the samplers
     n_val, n_test = int(val * len(units)), int(test * len(units))
     split_of = {u: "val" for u in units[:n_val]}
     split_of.update((u, "test") for u in units[n_val : n_val + n_test])
     split_of.update((u, "train") for u in units[n_val + n_test :])
     rows = [(handle, split_of[unit(a, b)]) for handle, a, b in found]
-    graph.write_splits(rows, name)
+    nav.write_splits(rows, name)
     return {
         "train": len(units) - n_val - n_test,
         "val": n_val,
@@ -286,21 +222,20 @@ def _parse_specs(
 
 
 def _negatives(
-    graph: TypedGraph,
-    nav: Any,
-    keys: _Keys,
+    nav: GraphAccess,
+    keys: Keys,
     specs: Sequence[TypedSamplingSpec],
     pair: _PairOptions,
     sources: Sequence[int],
     targets: Sequence[int],
-    base_seed: int,
+    seed: int,
     id_property: str | None,
 ) -> list[int]:
     """``pair.negatives`` negative targets (internal ids) per pair, pair-major (module
     docstring)."""
     k = pair.negatives
     label = pair.target_label
-    candidates = graph.label_nodes(label)
+    candidates = nav.label_nodes(label)
     if candidates:
         nav.resolve(candidates, f"the :{label} nodes")
     keys.add(label, candidates)
@@ -317,7 +252,7 @@ def _negatives(
     distinct = list(dict.fromkeys(sources))
     known: dict[int, set[int]] = {s: {s} for s in distinct}
     for rel_type in joining:
-        for s, found in zip(distinct, nav.typed_neighbours(distinct, rel_type, "both", label)):
+        for s, found in zip(distinct, nav.neighbours(distinct, [rel_type], "both", label)):
             known[s].update(found)
     source_key_of = keys.of[pair.source_label]
     in_label = set(candidates)
@@ -333,7 +268,7 @@ def _negatives(
                 f"(:{pair.source_label}) is joined to every :{label} node (or is the only one): "
                 "no negative target to draw"
             )
-        rng = core._rng(base_seed, f"negatives/{source_key_of[s]}/{keys.of[label][t]}")
+        rng = rng_for(seed, f"negatives/{source_key_of[s]}/{keys.of[label][t]}")
         if free * 4 >= len(candidates):  # rejection: uniform over the free candidates
             for _ in range(k):
                 while True:
@@ -348,7 +283,7 @@ def _negatives(
 
 
 def sample_pairs(
-    graph: TypedGraph,
+    factory: AccessFactory,
     sources: Any,
     targets: Any,
     num_neighbors: Any,
@@ -369,32 +304,28 @@ def sample_pairs(
     labels = list(dict.fromkeys(src_spec.labels() + dst_spec.labels()))
     names_of = parse_properties(properties, labels)
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
-    nav = graph.access(plain)
+    nav = factory(plain)
     s_int, s_keys = resolve_seeds(
-        graph, nav, opts, sources, "sources", pair.source_label, "options.source_label"
+        factory, nav, opts, sources, "sources", pair.source_label, "options.source_label"
     )
     t_int, t_keys = resolve_seeds(
-        graph, nav, opts, targets, "targets", pair.target_label, "options.target_label"
+        factory, nav, opts, targets, "targets", pair.target_label, "options.target_label"
     )
     if len(t_int) != len(s_int):
         raise OptionError(
             f"targets: expected one target per source ({len(s_int)}), got {len(t_int)}"
         )
-    keys = _Keys(nav, opts.id_property)
+    keys = Keys(nav, opts.id_property)
     keys.add(pair.source_label, s_int, s_keys)
     keys.add(pair.target_label, t_int, t_keys)
-    base_seed = opts.seed if opts.seed is not None else int.from_bytes(os.urandom(8), "little")
+    seed = base_seed(opts)
     n = len(s_int) * (1 + pair.negatives)
-    widths: dict[str, int] = {}
-    columns_of: dict[str, list[core.Column]] = {}
-    _seed_columns(nav, keys, names_of, opts, pair.source_label, s_int[0], columns_of, widths)
-    _seed_columns(nav, keys, names_of, opts, pair.target_label, t_int[0], columns_of, widths)
-    slots = src_spec.layout().slots + dst_spec.layout().slots
-    prefixes = (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
-    roles: list[_Role] = []
+    call = RoleCall(factory, nav, keys, names_of, opts, split)
+    call.fix_seed_columns(pair.source_label, s_int[0])
+    call.fix_seed_columns(pair.target_label, t_int[0])
 
-    def check(phase: str, nnz_of: Mapping[str, int] | None = None) -> None:
-        sections = layout_sections(
+    def layout_of(widths: Any) -> list[layout.Section]:
+        return layout_sections(
             layout.pair_sample_sections,
             src_spec,
             dst_spec,
@@ -403,66 +334,27 @@ def sample_pairs(
             batch=n,
             layout=opts.layout,
         )
-        rows_of = _table_counts(roles, prefixes) if roles else None
-        _check_size(sections, n, slots, widths, opts, phase, "pair", rows_of=rows_of, nnz_of=nnz_of)
 
-    check("before")
-    sources_of_rows, targets_of_rows = list(s_int), list(t_int)
-    if pair.negatives:
-        drawn = _negatives(
-            graph,
-            nav,
-            keys,
-            (src_spec, dst_spec),
-            pair,
-            s_int,
-            t_int,
-            base_seed,
-            opts.id_property,
-        )
-        sources_of_rows += [s for s in s_int for _ in range(pair.negatives)]
-        targets_of_rows += drawn
-    avoid = list(zip(sources_of_rows, targets_of_rows))
-    for spec, rows, label in (
-        (src_spec, sources_of_rows, pair.source_label),
-        (dst_spec, targets_of_rows, pair.target_label),
-    ):
-        key_of = keys.of[label]
-        roles.append(_Role(spec, rows, [key_of[i] for i in rows], base_seed, avoid))
-    cache: dict[EdgeStep, dict[int, list[int]]] = {}
-    for role in roles:
-        _draw(nav, keys, role, cache, split)
-    _check_steps(graph, cache)
-    tables_of = _feature_tables(
-        graph, nav, keys, names_of, opts, roles, columns_of, widths, lambda: check("after")
-    )
-    if opts.layout == "sparse":  # its size is known once the values are read
-        check("after", _nnz_counts(roles, tables_of, prefixes))
-    sections: dict[str, Any] = {}
-    for role, prefix in zip(roles, prefixes):
-        sections.update(
-            _role_sections(role, keys, tables_of, widths, opts, nav.check_abort, prefix)
-        )
+    def make_roles() -> list[Role]:
+        sources_of_rows, targets_of_rows = list(s_int), list(t_int)
+        if pair.negatives:
+            specs = (src_spec, dst_spec)
+            drawn = _negatives(nav, keys, specs, pair, s_int, t_int, seed, opts.id_property)
+            sources_of_rows += [s for s in s_int for _ in range(pair.negatives)]
+            targets_of_rows += drawn
+        avoid = list(zip(sources_of_rows, targets_of_rows))
+        roles = []
+        for spec, rows, label in (
+            (src_spec, sources_of_rows, pair.source_label),
+            (dst_spec, targets_of_rows, pair.target_label),
+        ):
+            key_of = keys.of[label]
+            roles.append(Role(spec, rows, [key_of[i] for i in rows], seed, avoid))
+        return roles
+
+    slots = src_spec.layout().slots + dst_spec.layout().slots
+    prefixes = (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
+    sections = call.sample_sections(n, slots, "pair", layout_of, make_roles, prefixes)
     labels_data = [1] * len(s_int) + [0] * (n - len(s_int))
-    sections[layout.PAIR_LABELS] = blob.Dense(core._le(array.array("q", labels_data)), [n], "int64")
+    sections[layout.PAIR_LABELS] = blob.Dense(le(array.array("q", labels_data)), [n], "int64")
     return blob.pack(sections), n
-
-
-# ------------------------------------------------------------------------------------------------
-# the query module's entry points
-# ------------------------------------------------------------------------------------------------
-
-
-def run_sample_pairs(
-    ctx: Any, sources: Any, targets: Any, num_neighbors: Any, properties: Any, options: Any
-) -> tuple[str, int]:
-    """``tf_features.sample_pairs``: (base64url blob, row count)."""
-    data, count = sample_pairs(
-        MgpPairGraph(ctx), sources, targets, num_neighbors, properties, options
-    )
-    return blob.b64encode(data), count
-
-
-def run_split_edges(ctx: Any, pattern: Any, options: Any) -> dict[str, int]:
-    """``tf_features.split_edges``: see :func:`split_edges`."""
-    return split_edges(MgpPairGraph(ctx), pattern, options)

@@ -6,7 +6,7 @@ TF-Serving-compatible server.
 - :func:`export_bundle` (``export.py``) writes ``BASE/NAME/VERSION/`` with ``classify`` and
   ``serving_default`` signatures, class labels, a ``models.config``, and (op bundles) the op
   library.
-- :func:`export_link_bundle` (``export_links.py``, issue 25) writes a link predictor's bundle:
+- :func:`export_link_bundle` (``export_links.py``) writes a link predictor's bundle:
   classify (its ``serving_default``) and regress on one pair blob per example, plus
   ``embed_source`` / ``embed_target`` / ``score_embeddings`` for batch scoring.
 - :class:`ServingClient`, :func:`classify_nodes` (``client.py``) talk TF Serving's REST API;
@@ -17,14 +17,16 @@ TF-Serving-compatible server.
   HTTP status, error class, retryable) that both servers answer from and both clients read.
 - ``memgraph-tf serve``: ``server.py`` (HTTP) over ``rest_api.py`` (REST routing) over
   :class:`ModelServer` (``model_server.py``: versions, signatures, status, metadata), which loads
-  versions with ``loading.py`` and batches with ``batching.py``; ``rest_json.py`` (JSON <->
-  tf.Example / tensors) and ``json_output.py`` (the JSON output rules, shared with the gRPC
-  client); ``node_examples.py`` (the ``node_id`` and ``source_id`` / ``target_id`` rules and
+  versions with ``loading.py`` and batches with ``batching.py``; ``json_parse.py``
+  (request bodies), ``json_examples.py`` / ``json_tensors.py`` (JSON <-> tf.Example /
+  tensors) over ``json_values.py`` (TF Serving's JSON values and number printing), and
+  ``json_output.py`` (the JSON output rules, shared with the gRPC client);
+  ``node_examples.py`` (the ``node_id`` and ``source_id`` / ``target_id`` rules and
   ``max_examples``, for REST and gRPC);
   ``grpc_server.py`` (``--grpc-port``: PredictionService and ModelService over the same
   ModelServer, :func:`start_grpc_server`) with ``grpc_codec.py`` (TensorProto / tf.Example);
-  ``input_specs.py`` (every Predict input checked against the signature's dtype, rank and fixed
-  dimensions before numpy or TensorFlow sees it, for REST and gRPC).
+  ``input_specs.py`` (every Predict input checked before numpy or TensorFlow sees it, for REST
+  and gRPC: the signature's dtype, and what TensorFlow's Python conversion cannot carry).
 
 Attributes are imported lazily so that ``from memgraph_tf.serving import ServingClient`` does not
 import TensorFlow (the gRPC modules do: tensorflow-serving-api's protos live in TensorFlow).

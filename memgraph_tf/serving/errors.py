@@ -139,8 +139,8 @@ class DeadlineExceededError(ServingHTTPError):
 
 
 class ServingFailure(ServingError):
-    """Raised inside ``memgraph-tf serve`` (the model server, ``rest_json.py``, the gRPC
-    servicers): the request is answered with HTTP ``status`` and ``{"error": message}`` over
+    """Raised inside ``memgraph-tf serve`` (the model server, the ``json_*.py`` conversions, the
+    gRPC servicers): the request is answered with HTTP ``status`` and ``{"error": message}`` over
     REST, and with the status code ``grpc_code`` (a :data:`STATUS_TABLE` code name) over gRPC --
     the status, code and message TF Serving gives for the same input. ``grpc_code`` defaults to
     the table's code for ``status`` (:func:`code_for_http`); build one from a code with

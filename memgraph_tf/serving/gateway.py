@@ -369,9 +369,9 @@ def _int64_scalar():
 
 
 def _timed_fetcher(inner: Any, server: Any) -> Any:
-    from memgraph_tf.serving.model_server import _TimedFetcher
+    from memgraph_tf.serving.model_server import TimedFetcher
 
-    return _TimedFetcher(inner, server)
+    return TimedFetcher(inner, server)
 
 
 __all__ = [

@@ -1,23 +1,26 @@
 """The one check of a request's input tensors against the signature, for REST and gRPC alike.
 
 TF Serving hands a Predict request's tensors to the session as they are (``predict_util.cc``,
-``PreProcessPrediction``: the inputs' names are checked, not their shapes), and a tensor the graph
-cannot take fails inside TensorFlow. In this server TensorFlow is reached through its Python API,
-which is less forgiving: a DT_STRING tensor of more than 32 dimensions crashes the process while
-it crosses between numpy and TensorFlow (a segfault in TensorFlow's shared library, issue 23), and
-numpy holds at most 64 dimensions. So every input is checked here, from its dtype and shape alone
-(before any array is built), against the signature's ``TensorInfo``:
+``PreProcessPrediction``: the inputs' names are checked, not their shapes), and TensorFlow runs
+the graph on them or fails inside it: ``{"instances": [1.0, 2.0, 5.0]}`` (shape ``[3]``) to
+``half_plus_two`` (input ``x`` of shape ``[?,1]``) answers ``[2.5, 3.0, 4.5]``. This server does
+the same, through TensorFlow's Python API -- which crashes the process on a DT_STRING tensor of
+more than 32 dimensions while it crosses between numpy and TensorFlow, and numpy holds at most
+64 dimensions. So each input is checked here from its dtype and shape alone (before any array
+is built) against the signature's ``TensorInfo``, for what TensorFlow itself would refuse or
+what the Python conversion cannot carry:
 
-- the dtype must be the signature's;
-- a signature input of known rank takes only that rank, and each of its fixed dimensions only
-  that size (``-1`` takes any);
+- the dtype must be the signature's (the session refuses another);
+- a DT_STRING tensor of more than :data:`STRING_CONVERSION_RANK` dimensions must have the
+  signature's rank and fixed sizes (the inputs that crashed the process); below that, shapes are
+  TensorFlow's to take or refuse, as in TF Serving;
 - any tensor: at most :data:`MAX_RANK` dimensions (numpy's limit; TensorFlow's own is
   :data:`TF_MAX_RANK`, ``TensorShape``'s ``kMaxDims``).
 
 A refusal is INVALID_ARGUMENT (400) naming the input, in the words of TensorFlow's own session
 check (``session.py``: "Cannot feed value of shape (1, 33) for Tensor 'x:0', which has shape
-'(?, 3)'"). REST (:func:`.rest_json.predict_feeds`) runs it on the shape of the JSON value once
-its elements are read, gRPC (:func:`.grpc_codec.tensor_to_array`) on the TensorProto's shape
+'(?, 3)'"). REST (:func:`.json_tensors.predict_feeds`) runs it on the shape of the JSON value
+once its elements are read, gRPC (:func:`.grpc_codec.tensor_to_array`) on the TensorProto's shape
 before its values are read, and :meth:`.model_server.ModelServer.run_predict` once more on the
 arrays of any caller. :func:`string_tensor` / :func:`output_array` move DT_STRING tensors of more
 than :data:`STRING_CONVERSION_RANK` dimensions between numpy and TensorFlow flattened, so that a
@@ -41,7 +44,7 @@ MAX_RANK = 64
 STRING_CONVERSION_RANK = 32
 DT_STRING = 7
 #: DataType numbers -> their names (``tensorflow/core/framework/types.proto``), for messages.
-_DTYPE_NAMES = {
+DTYPE_NAMES = {
     1: "DT_FLOAT",
     2: "DT_DOUBLE",
     3: "DT_INT32",
@@ -71,7 +74,14 @@ _SHOWN_DIMS = 8
 
 def dtype_name(enum: int) -> str:
     """``DT_FLOAT`` for 1, ...; ``DataType(<n>)`` for a number without a name here."""
-    return _DTYPE_NAMES.get(int(enum), f"DataType({int(enum)})")
+    return DTYPE_NAMES.get(int(enum), f"DataType({int(enum)})")
+
+
+def type_string(enum: int) -> str:
+    """TensorFlow's ``DataTypeString``, the name its messages use: ``float`` for 1, ``int64`` for
+    9, ...; ``DataType(<n>)`` for a number without a name here."""
+    name = DTYPE_NAMES.get(int(enum))
+    return name[3:].lower() if name is not None else f"DataType({int(enum)})"
 
 
 def shape_text(dims: Sequence[int] | None) -> str:
@@ -107,11 +117,13 @@ def check_input(
 ) -> None:
     """Refuse input ``key`` of shape ``dims`` and DataType ``dtype`` (each checked when given)
     unless the signature's input ``info`` (a ``TensorInfo``) takes it; see the module docstring.
-    Raises INVALID_ARGUMENT naming ``key`` (and ``signature``, when given); allocates nothing."""
+    Raises INVALID_ARGUMENT naming ``key`` (and ``signature``, when given); allocates nothing.
+    The signature's rank and fixed sizes bind only DT_STRING tensors above
+    :data:`STRING_CONVERSION_RANK` dimensions (``dtype`` given, else the signature's)."""
     if dtype is not None and int(dtype) != int(info.dtype):
         raise _bad(
-            f"input '{key}': expects dtype {dtype_name(info.dtype)} (the signature's) but "
-            f"{dtype_name(dtype)} is provided"
+            f"Expects input '{key}' to be {type_string(info.dtype)} but {type_string(dtype)} is "
+            "provided"
         )
     if dims is None:
         return
@@ -119,7 +131,8 @@ def check_input(
     want = signature_dims(info)
     where = f"input '{key}'" + (f" of signature '{signature}'" if signature else "")
     got = f"{shape_text(dims)} (rank {rank})"
-    if want is not None:
+    is_string = int(dtype if dtype is not None else info.dtype) == DT_STRING
+    if want is not None and is_string and rank > STRING_CONVERSION_RANK:
         if rank != len(want):
             raise _bad(
                 f"Cannot feed value of shape {got} for {where}, which has shape "
@@ -174,6 +187,7 @@ def output_array(tensor: Any, name: str) -> Any:
 
 
 __all__ = [
+    "DTYPE_NAMES",
     "MAX_RANK",
     "STRING_CONVERSION_RANK",
     "TF_MAX_RANK",
@@ -183,4 +197,5 @@ __all__ = [
     "shape_text",
     "signature_dims",
     "string_tensor",
+    "type_string",
 ]

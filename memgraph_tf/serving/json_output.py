@@ -15,7 +15,7 @@ Written from TF Serving's ``tensorflow_serving/util/json_tensor.cc``:
   ``MakeColumnarFormatJsonFromTensors``): the layout of the ``outputs`` (columnar) and
   ``predictions`` (row format) values, with their 400 messages (:func:`arrange`).
 
-The server (:mod:`.rest_json`, which writes JSON text) and the gRPC client
+The server (:mod:`.json_tensors`, which writes JSON text) and the gRPC client
 (:mod:`.grpc_client`, whose ``predict`` returns what REST's JSON would hold, as Python values:
 :func:`json_value`) both follow these rules. Standard library and numpy only.
 """

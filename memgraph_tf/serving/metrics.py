@@ -25,12 +25,21 @@ Ours, in Prometheus's own conventions (seconds, ``_total`` counters):
 ``memgraph_tf_batch_size{model_name}`` (rows per model call under ``--enable-batching``),
 ``memgraph_tf_loaded_versions{model_name}``.
 
+The ``model_name`` / ``model`` label of a request's metrics is the name it asked for only when
+the server knows that model (it has loaded versions of it, or answered a request for it OK);
+every other name is counted under the one value :data:`UNKNOWN_MODEL`, so requests to made-up
+names cannot grow the page. TF Serving labels each request with the name it asked for
+(``RecordModelRequestCount(request->model_spec().name(), status)``,
+``model_servers/prediction_service_impl.cc`` and ``http_server.cc``), whatever it is: the label
+names and the known models' values are TF Serving's, the bound is this server's.
+
 Each :class:`ServerMetrics` has its own registry, so several servers in one process do not mix.
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +56,8 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 LATENCY_BUCKETS_US = tuple(10.0 * 1.8**i for i in range(33))
 #: TF Serving's example-count buckets: ``Exponential(1, 2, 15)``.
 EXAMPLE_BUCKETS = tuple(float(2**i) for i in range(15))
+#: The model label of a request naming a model the server does not know.
+UNKNOWN_MODEL = "(unknown)"
 _TF_PREFIX = ":tensorflow:"
 #: TF Serving's counter names that end in "_total", by the family name prometheus_client gives.
 _TF_COUNTER_NAMES = {
@@ -119,6 +130,8 @@ class ServerMetrics:
     """The metrics of one server (see the module docstring), in a registry of its own."""
 
     def __init__(self) -> None:
+        self._known: set[str] = set()
+        self._known_lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.request_count = Counter(
@@ -193,11 +206,33 @@ class ServerMetrics:
         )
 
     # -- recording
+    def model_label(self, name: str | None, code: str) -> str:
+        """The model label of a request that asked for model ``name`` (None or "": none; ``code``
+        its outcome): ``name`` when the server knows that model -- it has loaded versions of
+        it (:attr:`loaded_versions`), or this or an earlier request for it was answered OK --
+        else :data:`UNKNOWN_MODEL`. The set of label values is thus bounded by the models."""
+        if not name:
+            return ""
+        with self._known_lock:
+            if name in self._known:
+                return name
+        loaded = {
+            s.labels.get("model_name")
+            for family in self.loaded_versions.collect()
+            for s in family.samples
+            if s.value > 0
+        }
+        if code != "OK" and name not in loaded:
+            return UNKNOWN_MODEL
+        with self._known_lock:
+            self._known.add(name)
+        return name
+
     def finish(self, record: RequestRecord, code: str) -> float:
-        """Count a finished request (``code``: OK or the status code's name); returns its
-        latency in seconds."""
+        """Count a finished request (``code``: OK or the status code's name), labelled by
+        :meth:`model_label`; returns its latency in seconds."""
         elapsed_s = time.perf_counter() - record.start
-        model = record.model or ""
+        model = self.model_label(record.model, code)
         self.request_count.labels(model, code).inc()
         self.request_latency.labels(model, record.api, record.entrypoint).observe(elapsed_s * 1e6)
         version = "" if record.version is None else str(record.version)
@@ -321,6 +356,7 @@ __all__ = [
     "EXAMPLE_BUCKETS",
     "LATENCY_BUCKETS_US",
     "METRICS_PATH",
+    "UNKNOWN_MODEL",
     "RequestRecord",
     "ServerMetrics",
     "begin",

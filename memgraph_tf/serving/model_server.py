@@ -9,10 +9,12 @@ The layers, one module each:
   server-side batching (``--enable-batching``);
 - this module -- :class:`ModelServer`: versions and labels, running classify / regress / predict
   signatures (safe to call from many threads), status and metadata, warmup;
-- :mod:`.rest_api` -- REST routing (URL patterns, dispatch to this core); :mod:`.grpc_server`
-  the gRPC servicers over the same core;
-- :mod:`.rest_json` / :mod:`.json_output` -- JSON <-> tf.Example / tensors; :mod:`.node_examples`
-  -- ``{"node_id": ...}`` examples and the ``max_examples`` limit, for both transports.
+- :mod:`.json_parse`, :mod:`.json_examples`, :mod:`.json_tensors` -- request documents <->
+  tf.Examples / tensors (no HTTP); :mod:`.node_examples` -- ``{"node_id": ...}`` examples and the
+  ``max_examples`` limit, for both transports;
+- front ends over this core, which it never imports: :mod:`.rest_api` (REST routing: URL
+  patterns, HTTP statuses; ``rest_api.handle(server, method, path, body)``) and
+  :mod:`.grpc_server` (the gRPC servicers).
 
 Names that moved keep working from here: ``ModelVersion``, ``load_version``, ``op_names``,
 ``BatchingOptions``, ``BatchScheduler``, ``DEFAULT_SIGNATURE``, ``DEFAULT_MAX_EXAMPLES``.
@@ -31,19 +33,33 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memgraph_tf.serving import bundle, errors, input_specs, node_examples, rest_api, rest_json
+from memgraph_tf.serving import (
+    bundle,
+    errors,
+    input_specs,
+    json_examples,
+    json_parse,
+    json_tensors,
+    node_examples,
+)
 from memgraph_tf.serving import metrics as metrics_mod
 from memgraph_tf.serving import model_config as model_config_mod
 from memgraph_tf.serving.batching import BatchingOptions, BatchScheduler
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE
 from memgraph_tf.serving.errors import ServingFailure
+from memgraph_tf.serving.json_values import bad_request
 from memgraph_tf.serving.link_pairs import PairExamples, PairRunner
-from memgraph_tf.serving.loading import ModelVersion, load_version, op_names
+from memgraph_tf.serving.loading import (
+    IncompleteVersion,
+    ModelVersion,
+    VersionLoadError,
+    load_version,
+    op_names,
+)
 from memgraph_tf.serving.metrics import ServerMetrics
 from memgraph_tf.serving.model_config import ModelEntry, VersionPolicy
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES
-from memgraph_tf.serving.rest_json import bad_request
 
 logger = logging.getLogger(__name__)
 
@@ -53,29 +69,73 @@ DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
 DEFAULT_POLL_WAIT_S = 1.0
 
 
+#: TF Serving's ``--max_num_load_retries`` default (``model_servers/server.h``): a version that
+#: fails to load is tried this many more times before it ends in state END with its error.
+DEFAULT_MAX_NUM_LOAD_RETRIES = 5
+#: TF Serving's ``--load_retry_interval_micros`` default, in seconds: one minute between tries.
+DEFAULT_LOAD_RETRY_INTERVAL_S = 60.0
+
+
+@dataclass(frozen=True)
+class VersionState:
+    """One version's entry in a model's status, as TF Serving's ``ServableStateMonitor`` keeps
+    it: ``state`` (``START``, ``LOADING``, ``AVAILABLE``, ``END``) and its status (``error_code``
+    a TensorFlow status code name, ``OK`` unless the version ended with a load error)."""
+
+    state: str
+    error_code: str = "OK"
+    error_message: str = ""
+
+
+@dataclass
+class PendingLoad:
+    """A version the policy selects that is not loaded yet: where it is, the load tries made,
+    when the next may start (``time.monotonic()``), and whether it ended (failed every try:
+    not tried again while it stays selected)."""
+
+    path: pathlib.Path
+    tries: int = 0
+    retry_at: float = 0.0
+    ended: bool = False
+    #: the status (code name, message) of the last failed try
+    last_error: tuple[str, str] | None = None
+
+
 @dataclass
 class ServedModel:
     """One served model: where its versions are, which it serves, its labels, and the versions
-    loaded now (``versions``: replaced as a whole on every change, never modified in place)."""
+    loaded now (``versions``: replaced as a whole on every change, never modified in place).
+    ``states`` is every version's last state (TF Serving never forgets one: an unloaded version
+    stays in the status as END); ``pending`` the selected versions not loaded yet."""
 
     name: str
     base_path: pathlib.Path
     policy: VersionPolicy
     labels: dict[str, int] = field(default_factory=dict)
     versions: dict[int, ModelVersion] = field(default_factory=dict)
-    #: versions that failed to load, with the state of their directory then
-    failed: dict[int, tuple] = field(default_factory=dict)
+    states: dict[int, VersionState] = field(default_factory=dict)
+    pending: dict[int, PendingLoad] = field(default_factory=dict)
 
 
-def _dir_stamp(path: pathlib.Path) -> tuple:
-    """What changes when a version directory is written again (its own and its files' times)."""
-    stamps = []
-    for p in (path, path / "saved_model.pb", path / "variables"):
-        try:
-            stamps.append(p.stat().st_mtime_ns)
-        except OSError:
-            stamps.append(None)
-    return tuple(stamps)
+def load_error_status(exc: BaseException) -> tuple[str, str]:
+    """The status (code name, message) a version that failed to load with ``exc`` ends with:
+    TensorFlow's own code for a TensorFlow error, the loader's for
+    :class:`~.loading.VersionLoadError` (NOT_FOUND for ops this TensorFlow lacks, DATA_LOSS
+    for a ``saved_model.pb`` that does not parse), OUT_OF_RANGE for a file cut short (TensorFlow's
+    bindings raise that code as IndexError), INVALID_ARGUMENT for a bundle that breaks the
+    contract, UNKNOWN otherwise."""
+    cause = exc.__cause__ or exc
+    if isinstance(cause, VersionLoadError):
+        return cause.code, cause.message
+    error_code = getattr(cause, "error_code", None)
+    if isinstance(error_code, int) and hasattr(cause, "message"):
+        return errors.code_name(error_code), str(cause.message)
+    if isinstance(cause, IndexError):  # TensorFlow's bindings raise OUT_OF_RANGE as IndexError
+        return "OUT_OF_RANGE", str(cause)  # e.g. variables cut short: "Read less bytes than ..."
+    text = str(exc)
+    if isinstance(exc, errors.BundleError):
+        return "INVALID_ARGUMENT", text
+    return "UNKNOWN", text
 
 
 class _SamplingView(MutableMapping):
@@ -103,7 +163,7 @@ class _SamplingView(MutableMapping):
         return len(self._sampled())
 
 
-class _TimedFetcher:
+class TimedFetcher:
     """The graph source's fetcher, timed: each fetch is added to the request's record and to
     the graph-fetch latency metric."""
 
@@ -132,10 +192,8 @@ class ModelServer:
     """Serves the versions of one model (``BASE/<version>/``, any all-digit version directory
     name) or of several (``model_config``) with TF Serving's semantics, for any front end:
 
-    - REST: :meth:`handle_bytes` maps one HTTP request to ``(status, JSON bytes)`` and never
-      raises (:meth:`handle` is the same with the JSON parsed); the routing is
-      :mod:`.rest_api`, the methods on parsed bodies :meth:`classify`, :meth:`regress`,
-      :meth:`predict`, :meth:`status`, :meth:`metadata`;
+    - parsed JSON bodies (REST's routing, :mod:`.rest_api`, calls these): :meth:`classify`,
+      :meth:`regress`, :meth:`predict`, :meth:`status`, :meth:`metadata`;
     - any transport (REST, gRPC): :meth:`resolve`, :meth:`run_classify` / :meth:`run_regress`
       on serialized tf.Examples, :meth:`run_predict` on a dict of numpy arrays,
       :meth:`status_response` and :meth:`metadata_response` (TF Serving's protos); these raise
@@ -154,11 +212,15 @@ class ModelServer:
     ``warmup``: the bundle's ``tf_serving_warmup_requests`` replayed); one that fails to load, or
     a model with no version, is a ValueError naming the directory.
     ``poll_wait_s`` (TF Serving's ``--file_system_poll_wait_seconds``; None or 0: never) polls
-    every base path that often from a daemon thread: new versions are loaded and warmed up
-    before they take requests, versions the policy drops are unloaded, and the set of versions
-    is switched at once (a request never sees a half-loaded version; requests holding an
-    unloaded version finish on it); a version that fails to load then is logged and retried
-    only once its directory changes. :meth:`poll_once` is one such poll.
+    every base path that often from a daemon thread, with TF Serving's version lifecycle
+    (:meth:`_sync`): new versions are loaded and warmed up before they take requests, a version
+    still being written waits until it is complete, a version the policy drops is unloaded only
+    once a successor has loaded, and the set of versions is switched at once (a request never
+    sees a half-loaded version; requests holding an unloaded version finish on it). A version
+    that fails to load is tried ``max_num_load_retries`` more times, ``load_retry_interval_s``
+    apart (TF Serving's ``--max_num_load_retries``, default 5, and
+    ``--load_retry_interval_micros``, default one minute), then shows in the status as END with
+    its error. :meth:`poll_once` is one such poll.
     ``metrics_path`` (e.g. ``/monitoring/prometheus/metrics``; None, the default: no metrics)
     has the HTTP server answer the Prometheus page there (:class:`~.metrics.ServerMetrics`:
     requests and errors by model, version, API, entrypoint and code, request / graph-fetch /
@@ -189,7 +251,7 @@ class ModelServer:
         graph_source: Any = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         max_examples: int = DEFAULT_MAX_EXAMPLES,
-        max_json_depth: int = rest_json.DEFAULT_MAX_JSON_DEPTH,
+        max_json_depth: int = json_parse.DEFAULT_MAX_JSON_DEPTH,
         batching: BatchingOptions | None = None,
         warmup: bool = True,
         sampling_seed: int | str | None = None,
@@ -197,10 +259,13 @@ class ModelServer:
         poll_wait_s: float | None = None,
         metrics_path: str | None = None,
         access_log: bool = False,
+        max_num_load_retries: int = DEFAULT_MAX_NUM_LOAD_RETRIES,
+        load_retry_interval_s: float = DEFAULT_LOAD_RETRY_INTERVAL_S,
     ):
         self._init_settings(
             max_request_bytes, max_examples, max_json_depth, sampling_seed, metrics_path
         )
+        self._init_retries(max_num_load_retries, load_retry_interval_s)
         if poll_wait_s is not None and (
             isinstance(poll_wait_s, bool)
             or not isinstance(poll_wait_s, (int, float))
@@ -213,7 +278,7 @@ class ModelServer:
         self.access_log = bool(access_log)
         self.graph_source = graph_source
         self.neighbourhoods = (
-            _TimedFetcher(NeighbourhoodFetcher(graph_source), self)
+            TimedFetcher(NeighbourhoodFetcher(graph_source), self)
             if graph_source is not None
             else None
         )
@@ -297,6 +362,28 @@ class ModelServer:
         self._calls_lock = threading.Lock()
         self._local = threading.local()  # .warming: the calls of a warm-up, run unbatched
 
+    def _init_retries(self, max_num_load_retries: int, load_retry_interval_s: float) -> None:
+        """Check and set TF Serving's load retry settings (ValueError naming the one at fault)."""
+        if (
+            not isinstance(max_num_load_retries, int)
+            or isinstance(max_num_load_retries, bool)
+            or max_num_load_retries < 0
+        ):
+            raise ValueError(
+                f"max_num_load_retries: expected an int >= 0, got {max_num_load_retries!r}"
+            )
+        if (
+            isinstance(load_retry_interval_s, bool)
+            or not isinstance(load_retry_interval_s, (int, float))
+            or not 0 <= load_retry_interval_s < float("inf")
+        ):
+            raise ValueError(
+                f"load_retry_interval_s: expected a number of seconds >= 0, got "
+                f"{load_retry_interval_s!r}"
+            )
+        self.max_num_load_retries = max_num_load_retries
+        self.load_retry_interval_s = float(load_retry_interval_s)
+
     @staticmethod
     def _entries(base_path, model_name, labels, model_config) -> list[ModelEntry]:
         """The models to serve: those of ``model_config`` (entries, or a config file's path),
@@ -342,6 +429,13 @@ class ModelServer:
         start = time.perf_counter()
         try:
             mv = load_version(path, v)
+        except IncompleteVersion:
+            raise  # not a load attempt: the version is not there yet
+        except VersionLoadError as exc:  # a corrupt or unreadable SavedModel: name the directory
+            self._load_attempt(path, False, start)
+            if exc.message.startswith(f"{path}: "):
+                raise
+            raise ValueError(f"{path}: cannot load the SavedModel: {exc.message}") from exc
         except (errors.BundleError, ValueError):
             self._load_attempt(path, False, start)
             raise
@@ -373,35 +467,41 @@ class ModelServer:
             self.metrics.load_attempt(str(path), ok, time.perf_counter() - start)
 
     def _sync(self, model: ServedModel, *, initial: bool = False) -> None:
-        """Bring ``model``'s loaded versions in line with its base path and version policy:
-        new versions are loaded and warmed up first, then every change is published at once
-        (one assignment of a new dict: a request sees the old set or the new one, never a
-        half-loaded version); a dropped version stops taking new requests, and the requests
-        holding it finish on it (it is released when the last lets go). At start-up
-        (``initial``) a version that fails to load is an error; later it is logged and not
-        tried again until its directory changes."""
+        """Bring ``model``'s loaded versions in line with its base path and version policy, as
+        TF Serving's ``AspiredVersionsManager`` with its ``AvailabilityPreservingPolicy`` does:
+
+        - the versions the policy selects (the aspired ones) that are not loaded are loaded and
+          warmed up, newest first; one still being written (:func:`.loading.missing_files`)
+          waits, in state START, until it is complete; one that fails to load is tried again
+          every ``load_retry_interval_s`` (state LOADING), up to ``max_num_load_retries`` more
+          times, then ends in state END with its error and is not tried again while it stays
+          selected (remove its directory, or publish a new version);
+        - a loaded version the policy no longer selects is unloaded only once a selected version
+          is loaded, or when none is selected; until then the newest of them keeps serving, so a
+          bad newer version never leaves the model without one;
+        - every change is published at once (one assignment of a new dict: a request sees the
+          old set or the new one, never a half-loaded version); an unloaded version stops
+          taking new requests, the requests holding it finish on it, and its state becomes END.
+
+        A base path that is gone changes nothing (TF Serving emits no versions for a base path
+        it cannot find). At start-up (``initial``) a version that fails to load is an error."""
         with self._sync_lock:
             base = model.base_path
+            if not initial and not base.is_dir():
+                logger.warning("%s: the base path %s is gone: serving on", model.name, base)
+                return
             found = bundle.discover_versions(base) if base.is_dir() else {}
             wanted = model.policy.select(found)
+            for v in [v for v, p in model.pending.items() if wanted.get(v) != p.path]:
+                self._cancel_load(model, v)
             current = model.versions
-            new: dict[int, ModelVersion] = {}
-            for v, path in sorted(wanted.items()):
+            new = dict(current)
+            for v, path in sorted(wanted.items(), reverse=True):
                 if v in current and current[v].path == path:
-                    new[v] = current[v]
                     continue
-                stamp = _dir_stamp(path)
-                if not initial and model.failed.get(v) == stamp:
-                    continue
-                try:
-                    new[v] = self._load(model, v, path)
-                except Exception as exc:
-                    if initial:
-                        raise
-                    model.failed[v] = stamp
-                    logger.error("%s version %d: not loaded: %s", model.name, v, exc)
-                    continue
-                model.failed.pop(v, None)
+                mv = self._try_load(model, v, path, initial=initial)
+                if mv is not None:
+                    new[v] = mv
             if initial and not new:
                 raise ValueError(
                     f"model_base_path: expected numbered version directories holding "
@@ -409,10 +509,15 @@ class ModelServer:
                     + (f" ({model.policy.describe()})" if model.policy.kind != "all" else "")
                     + ", found none"
                 )
+            for v in self._to_unload(new, wanted):
+                del new[v]
+            for v in new:
+                model.states[v] = VersionState("AVAILABLE")
             if new.keys() == current.keys() and all(new[v] is current[v] for v in new):
                 return
             model.versions = new  # the switch
             for v in sorted(set(current) - set(new)):
+                model.states[v] = VersionState("END")
                 logger.info(
                     "unloaded %s version %d (requests holding it finish on it)", model.name, v
                 )
@@ -420,6 +525,73 @@ class ModelServer:
                 logger.info("%s: serving versions %s", model.name, sorted(new))
             if self.metrics is not None:
                 self.metrics.loaded_versions.labels(model.name).set(len(new))
+
+    @staticmethod
+    def _to_unload(loaded: Mapping[int, ModelVersion], wanted: Mapping[int, pathlib.Path]):
+        """The loaded versions to unload (TF Serving's ``availability_preserving_policy.cc``):
+        those not selected, once a selected version is loaded or none is selected; else all of
+        them but the newest, which serves until a selected version is loaded."""
+        unselected = sorted(v for v, mv in loaded.items() if wanted.get(v) != mv.path)
+        selected_ready = any(wanted.get(v) == mv.path for v, mv in loaded.items())
+        if not wanted or selected_ready:
+            return unselected
+        return unselected[:-1]
+
+    def _cancel_load(self, model: ServedModel, v: int) -> None:
+        """Forget a pending load of a version the policy no longer selects (TF Serving cancels
+        its retries, ``CancelLoadServableRetry``, and the load ends with its last error): a
+        version between tries ends (END) with its last load error, one still being written with
+        CANCELLED "Loading of servable cancelled"; one that ended keeps its status."""
+        pending = model.pending.pop(v)
+        state = model.states.get(v)
+        if state is not None and state.state == "LOADING" and pending.last_error is not None:
+            model.states[v] = VersionState("END", *pending.last_error)
+        elif state is not None and state.state == "START":
+            model.states[v] = VersionState("END", "CANCELLED", "Loading of servable cancelled")
+        logger.info("%s version %d at %s: no longer selected", model.name, v, pending.path)
+
+    def _try_load(
+        self, model: ServedModel, v: int, path: pathlib.Path, *, initial: bool
+    ) -> ModelVersion | None:
+        """Load version ``v`` now if it is due (complete, not ended, its retry time reached):
+        the loaded version, or None with its state recorded (START: incomplete; LOADING: a try
+        failed and another is due; END: every try failed). At start-up a failure raises."""
+        pending = model.pending.setdefault(v, PendingLoad(path))
+        if pending.ended or time.monotonic() < pending.retry_at:
+            return None
+        try:
+            mv = self._load(model, v, path)
+        except IncompleteVersion as exc:
+            if initial:
+                raise
+            if model.states.get(v) != VersionState("START"):
+                logger.info("%s version %d: waiting until it is complete: %s", model.name, v, exc)
+            model.states[v] = VersionState("START")
+            return None
+        except Exception as exc:
+            if initial:
+                raise
+            pending.tries += 1
+            code, message = pending.last_error = load_error_status(exc)
+            if pending.tries <= self.max_num_load_retries:
+                pending.retry_at = time.monotonic() + self.load_retry_interval_s
+                model.states[v] = VersionState("LOADING")
+                logger.error(
+                    "%s version %d: load try %d of %d failed, retrying in %g s: %s",
+                    model.name,
+                    v,
+                    pending.tries,
+                    self.max_num_load_retries + 1,
+                    self.load_retry_interval_s,
+                    message,
+                )
+            else:
+                pending.ended = True
+                model.states[v] = VersionState("END", code, message)
+                logger.error("%s version %d: not loaded: %s: %s", model.name, v, code, message)
+            return None
+        del model.pending[v]
+        return mv
 
     def poll_once(self) -> None:
         """One poll of every model's base path (what the polling thread does every
@@ -590,13 +762,13 @@ class ModelServer:
 
     # -- request bodies
     def parse_json(self, body: bytes) -> dict:
-        """See :func:`memgraph_tf.serving.rest_json.parse_request_body` (with this server's
+        """See :func:`memgraph_tf.serving.json_parse.parse_request_body` (with this server's
         ``max_json_depth``)."""
-        return rest_json.parse_request_body(body, max_depth=self.max_json_depth)
+        return json_parse.parse_request_body(body, max_depth=self.max_json_depth)
 
     def _examples(self, doc: dict, method: str, mv: ModelVersion) -> list[bytes]:
-        context = rest_json.request_context(doc)
-        examples = rest_json.request_examples(doc, method)
+        context = json_examples.request_context(doc)
+        examples = json_examples.request_examples(doc, method)
         record = metrics_mod.current()
         if record is not None:
             record.examples = len(examples)
@@ -614,6 +786,7 @@ class ModelServer:
         marker = "<stack traces unavailable>\n"
         if marker in msg:
             msg = msg.split(marker, 1)[1]
+        msg = msg.removeprefix("Graph execution error:")
         # and the eager function's name ("[Op:__inference_signature_wrapper_classify_912]"),
         # which TF Serving's session run does not add and which differs between loads
         return re.sub(r"\s*\[Op:[^\]]*\]\s*$", "", msg.strip())
@@ -692,8 +865,8 @@ class ModelServer:
     ) -> dict:
         """Run a predict signature on ``{input name: numpy array}`` (any transport): the
         ``{output name: numpy array}`` it returns. 400 when the inputs are not exactly the
-        signature's, or one's shape is not one the signature takes
-        (:func:`.input_specs.check_input`, before TensorFlow sees it)."""
+        signature's, or :func:`.input_specs.check_input` refuses one (before TensorFlow sees
+        it); other shapes are the signature function's to take or refuse."""
         import numpy as np
 
         name, sig, fn = self._signature(mv, signature_name)
@@ -715,7 +888,7 @@ class ModelServer:
             shape = getattr(v, "shape", None)
             if shape is not None:  # before numpy (which holds 64 dimensions at most)
                 input_specs.check_input(k, sig.inputs[k], shape, signature=name)
-            np_dt = rest_json.numpy_dtype(sig.inputs[k].dtype)
+            np_dt = json_tensors.numpy_dtype(sig.inputs[k].dtype)
             arrays[k] = np.asarray(v, dtype=np_dt) if np_dt is not None else np.asarray(v)
             if shape is None:
                 input_specs.check_input(k, sig.inputs[k], arrays[k].shape, signature=name)
@@ -813,20 +986,20 @@ class ModelServer:
     # -- REST methods on parsed bodies
     def classify(self, mv: ModelVersion, doc: dict) -> dict:
         """``:classify`` for a parsed body: ``{"results": [[[label, score], ...], ...]}`` (write
-        it with :func:`~memgraph_tf.serving.rest_json.dumps`)."""
+        it with :func:`~memgraph_tf.serving.json_values.dumps`)."""
         serialized = self._examples(doc, "classify", mv)
         classes, scores = self.run_classify(mv, serialized, doc.get("signature_name"))
-        return rest_json.classify_response(classes, scores)
+        return json_examples.classify_response(classes, scores)
 
     def regress(self, mv: ModelVersion, doc: dict) -> dict:
         """``:regress`` for a parsed body: ``{"results": [v, ...]}``."""
         # the body's own errors first, as TF Serving parses the body before it looks up the
         # signature; then the signature, before any graph work for node_id / pair examples
-        rest_json.request_context(doc)
-        rest_json.request_examples(doc, "regress")
+        json_examples.request_context(doc)
+        json_examples.request_examples(doc, "regress")
         name = self.example_signature(mv, doc.get("signature_name"), "regress")
         serialized = self._examples(doc, "regress", mv)
-        return rest_json.regress_response(self.run_regress(mv, serialized, name))
+        return json_examples.regress_response(self.run_regress(mv, serialized, name))
 
     def predict(self, mv: ModelVersion, doc: dict) -> dict:
         """``:predict`` for a parsed body, row (``instances``) or columnar (``inputs``)."""
@@ -835,29 +1008,32 @@ class ModelServer:
         def check(key: str, shape: list[int]) -> None:
             input_specs.check_input(key, sig.inputs[key], shape, signature=name)
 
-        feeds, columnar = rest_json.predict_feeds(
+        feeds, columnar = json_tensors.predict_feeds(
             doc,
             {k: info.dtype for k, info in sig.inputs.items()},
             doc.get("signature_name", ""),
             check=check,
         )
-        return rest_json.predict_response(self.run_predict(mv, feeds, name), columnar)
+        return json_tensors.predict_response(self.run_predict(mv, feeds, name), columnar)
 
     # -- status and metadata
     def status_response(
         self, name: str, version: str | int | None = None, label: str | None = None
     ):
-        """TF Serving's ``GetModelStatusResponse`` (every version, newest first, or the one
-        named). 404 "Could not find any versions of model NAME" / "Could not find version N of
-        model NAME", 400 for an unknown label."""
+        """TF Serving's ``GetModelStatusResponse`` (``model_servers/get_model_status_impl.cc``):
+        every version the server has managed, newest first, or the one named, each with its last
+        state (:class:`VersionState`: AVAILABLE, START while being written, LOADING between
+        load tries, END once unloaded or, with its error, once every load try failed). 404
+        "Could not find any versions of model NAME" / "Could not find version N of model NAME",
+        400 for an unknown label."""
         from tensorflow_serving.apis import get_model_status_pb2
 
         record = metrics_mod.current()
         if record is not None:
             record.model = name
         model = self.models.get(name)
-        loaded = model.versions if model is not None else {}
-        if not loaded:
+        states = dict(model.states) if model is not None else {}
+        if not states:
             raise ServingFailure.for_code(
                 "NOT_FOUND", f"Could not find any versions of model {name}"
             )
@@ -866,19 +1042,22 @@ class ModelServer:
                 raise bad_request(f"Unrecognized servable version label: {label}")
             version = model.labels[label]
         if version is not None:
-            if int(version) not in loaded:
+            if int(version) not in states:
                 raise ServingFailure.for_code(
                     "NOT_FOUND", f"Could not find version {version} of model {name}"
                 )
             versions = [int(version)]
         else:
-            versions = sorted(loaded, reverse=True)
+            versions = sorted(states, reverse=True)
         resp = get_model_status_pb2.GetModelStatusResponse()
         for v in versions:
             st = resp.model_version_status.add()
             st.version = v
-            st.state = get_model_status_pb2.ModelVersionStatus.AVAILABLE
+            st.state = get_model_status_pb2.ModelVersionStatus.State.Value(states[v].state)
             st.status.SetInParent()  # error_code OK, error_message "" (printed, as TF Serving)
+            codes = st.status.DESCRIPTOR.fields_by_name["error_code"].enum_type
+            st.status.error_code = codes.values_by_name[states[v].error_code].number
+            st.status.error_message = states[v].error_message
         return resp
 
     def status(self, name: str, version: str | int | None = None, label: str | None = None) -> dict:
@@ -922,25 +1101,11 @@ class ModelServer:
             "metadata": {bundle.SIGNATURE_DEF_FIELD: json_format.MessageToDict(sig_map, **opts)},
         }
 
-    # -- REST (routing is :mod:`.rest_api`)
-    def answer(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
-        """See :func:`.rest_api.answer`: one REST request -> ``(http_status, JSON value)``.
-        Never raises."""
-        return rest_api.answer(self, method, path, body)
-
-    def handle_bytes(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
-        """See :func:`.rest_api.handle_bytes`: one REST request -> ``(http_status, UTF-8 JSON
-        body)`` as TF Serving writes it. Never raises for any input."""
-        return rest_api.handle_bytes(self, method, path, body)
-
-    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
-        """See :func:`.rest_api.handle`: :meth:`handle_bytes` with the JSON parsed back. Never
-        raises for bad input."""
-        return rest_api.handle(self, method, path, body)
-
 
 __all__ = [
+    "DEFAULT_LOAD_RETRY_INTERVAL_S",
     "DEFAULT_MAX_EXAMPLES",
+    "DEFAULT_MAX_NUM_LOAD_RETRIES",
     "DEFAULT_MAX_REQUEST_BYTES",
     "DEFAULT_POLL_WAIT_S",
     "DEFAULT_SIGNATURE",
@@ -948,7 +1113,11 @@ __all__ = [
     "BatchingOptions",
     "ModelServer",
     "ModelVersion",
+    "PendingLoad",
     "ServedModel",
+    "TimedFetcher",
+    "VersionState",
+    "load_error_status",
     "load_version",
     "op_names",
 ]

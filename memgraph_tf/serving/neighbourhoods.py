@@ -39,7 +39,7 @@ import logging
 import numbers
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memgraph_tf.errors import MemgraphTfError
@@ -127,7 +127,8 @@ class NeighbourhoodFetcher:
                 return self.source.sample_blobs_per_node(ids, fanouts, properties, options)
 
         what = f"fetching node ids {_ids_text(ids)} from the graph"
-        blobs = self._guarded(call, ids, what)
+        rename = None if names is None else position_renamer({"seeds": list(names)})
+        blobs = self._guarded(call, ids, what, rename)
         if len(blobs) != len(ids):
             raise GraphSourceError(
                 f"{what}: the source returned {len(blobs)} blobs for {len(ids)} node ids"
@@ -212,17 +213,12 @@ class NeighbourhoodFetcher:
             )
         num_neighbors, properties, options = sampling.pair_arguments()
         options["layout"] = "compact"
-        names = {
-            "sources": list(source_names or (f"sources[{i}]" for i in range(len(src)))),
-            "targets": list(target_names or (f"targets[{i}]" for i in range(len(dst)))),
-        }
-
-        def rename(text: str) -> str:
-            def one(m: re.Match) -> str:
-                i = int(m[2])
-                return names[m[1]][i] if i < len(names[m[1]]) else m[0]
-
-            return _ROLE_INDEX.sub(one, text)
+        rename = position_renamer(
+            {
+                "sources": list(source_names or (f"sources[{i}]" for i in range(len(src)))),
+                "targets": list(target_names or (f"targets[{i}]" for i in range(len(dst)))),
+            }
+        )
 
         def call(_: Any) -> list:
             raw = self.source.sample_pairs(src, dst, num_neighbors, properties, options)
@@ -255,7 +251,26 @@ class NeighbourhoodFetcher:
         return call
 
 
-_ROLE_INDEX = re.compile(r"\b(sources|targets)\[(\d+)\]")
+#: How the query module names a position of its id lists in an error (``seeds[3]: unknown
+#: node id 999``, ``targets[0]: ...``).
+_ROLE_INDEX = re.compile(r"\b(seeds|sources|targets)\[(\d+)\]")
+
+
+def position_renamer(names: dict[str, list[str]]) -> Callable[[str], str]:
+    """A function that rewrites, in an error text, each position the query module names
+    (``seeds[i]``, ``sources[i]``, ``targets[i]``) as ``names[role][i]`` -- the caller's name
+    for it, such as ``examples[i].node_id`` -- leaving a role or position ``names`` lacks as
+    it is."""
+
+    def rename(text: str) -> str:
+        def one(m: re.Match) -> str:
+            role = names.get(m[1])
+            i = int(m[2])
+            return role[i] if role is not None and i < len(role) else m[0]
+
+        return _ROLE_INDEX.sub(one, text)
+
+    return rename
 
 
 def split_typed_blob(
@@ -311,5 +326,6 @@ __all__ = [
     "check_node_ids",
     "dense_pair_blobs",
     "fetch_blobs",
+    "position_renamer",
     "split_typed_blob",
 ]

@@ -9,10 +9,11 @@ the model sees the example with the blob as its blob feature (``blob_feature_key
 node gets one neighbourhood -- one answer -- in every request, as in ``memgraph-tf classify``
 (the server's ``sampling_seed`` can name another seed, or ``"random"``). Other SavedModels see
 ``node_id`` as a plain feature.
-Refused, with INVALID_ARGUMENT (400): an example holding both ``node_id`` and the blob feature; a
-``node_id`` example on a server started without ``--graph``; a ``node_id`` that is not one int64
-value. A failure of the graph source is answered with its error class's ``grpc_code``
-(:mod:`.errors`: a missing node 400, an unreachable graph 503, anything else 500).
+Refused, with INVALID_ARGUMENT (400): an example holding both ``node_id`` and the blob feature,
+or neither (naming the missing feature); a ``node_id`` example on a server started without
+``--graph``; a ``node_id`` that is not one int64 value. A failure of the graph source is
+answered with its error class's ``grpc_code`` (:mod:`.errors`: a missing node 400, an
+unreachable graph 503, anything else 500), its ``seeds[i]`` renamed ``examples[j].node_id``.
 
 The ``source_id`` / ``target_id`` rule: on a link bundle (a bundle config with
 ``link``), an example holding ``source_id`` and ``target_id`` names a pair instead of carrying
@@ -41,9 +42,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memgraph_tf.serving import rest_json
+from memgraph_tf.serving import json_examples as json_examples_mod
+from memgraph_tf.serving import json_values
 from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec, inference_sampling
 from memgraph_tf.serving.errors import NeighbourhoodError, ServingFailure
+from memgraph_tf.serving.json_examples import json_to_example
+from memgraph_tf.serving.json_values import bad_request
 from memgraph_tf.serving.link_pairs import PairExamples
 
 #: The example feature that names a node instead of carrying its blob.
@@ -67,10 +71,6 @@ def check_example_count(count: int, limit: int, noun: str = "examples") -> None:
         )
 
 
-def _bad(message: str) -> ServingFailure:
-    return ServingFailure.for_code("INVALID_ARGUMENT", message)
-
-
 def check_node_ids(
     positions: Sequence[int],
     blob_key: str,
@@ -85,12 +85,12 @@ def check_node_ids(
     (``fetcher`` None; the message says to send the blob as ``blob_hint`` instead)."""
     for i in positions:
         if has_blob(i):
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}]: '{NODE_ID_FEATURE}' and '{blob_key}' are both given; "
                 f"send one of them"
             )
     if fetcher is None:
-        raise _bad(
+        raise bad_request(
             f"examples[{positions[0]}]: '{NODE_ID_FEATURE}' needs a server started with "
             f"--graph; without one, send the node's blob as {blob_hint}"
         )
@@ -128,14 +128,16 @@ def check_example_kinds(
 ) -> None:
     """Refuse the examples meant for the other kind of bundle (400 naming the example, the key
     and what this bundle expects): ``node_id`` on a link bundle, ``source_id`` / ``target_id``
-    on a node bundle. ``has(i, key)``: whether example ``i`` holds feature ``key``. Other
+    on a node bundle; and on a node bundle an example with neither ``node_id`` nor the blob
+    feature (400 naming the example and the missing feature, where TensorFlow's ParseExample
+    would name neither). ``has(i, key)``: whether example ``i`` holds feature ``key``. Other
     SavedModels (``config`` None) see these keys as plain features."""
     if config is None:
         return
     link = config.link is not None
     for i in range(count):
         if link and has(i, NODE_ID_FEATURE):
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}].{NODE_ID_FEATURE}: model {config.model_name!r} is a link bundle "
                 f"scoring {_link_description(config)}: send '{SOURCE_ID_FEATURE}' and "
                 f"'{TARGET_ID_FEATURE}' per example"
@@ -143,11 +145,18 @@ def check_example_kinds(
         if not link:
             for key in PAIR_ID_FEATURES:
                 if has(i, key):
-                    raise _bad(
+                    raise bad_request(
                         f"examples[{i}].{key}: model {config.model_name!r} classifies nodes: "
                         f"send '{NODE_ID_FEATURE}' per example ('{SOURCE_ID_FEATURE}' and "
                         f"'{TARGET_ID_FEATURE}' need a link bundle)"
                     )
+            blob = config.blob_feature_key
+            if not has(i, NODE_ID_FEATURE) and not has(i, blob):
+                raise bad_request(
+                    f"examples[{i}]: the feature '{blob}' (the node's neighbourhood blob) is "
+                    f"missing; send it, or '{NODE_ID_FEATURE}' to name the node (model "
+                    f"{config.model_name!r} classifies nodes)"
+                )
 
 
 def pair_positions(
@@ -166,17 +175,17 @@ def pair_positions(
         given = [k for k in PAIR_ID_FEATURES if has(i, k)]
         if given and len(given) == 1:
             other = TARGET_ID_FEATURE if given[0] == SOURCE_ID_FEATURE else SOURCE_ID_FEATURE
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}].{other}: missing; a link bundle scores a pair: send both "
                 f"'{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}'"
             )
         if given and has(i, key):
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}]: '{SOURCE_ID_FEATURE}'/'{TARGET_ID_FEATURE}' and '{key}' are "
                 f"both given; send one of them"
             )
         if not given and not has(i, key):
-            raise _bad(
+            raise bad_request(
                 f"examples[{i}]: expected '{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}' (model "
                 f"{config.model_name!r} scores {_link_description(config)}), or the pair's blob "
                 f"as {blob_hint}"
@@ -184,7 +193,7 @@ def pair_positions(
         if given:
             positions.append(i)
     if positions and fetcher is None:
-        raise _bad(
+        raise bad_request(
             f"examples[{positions[0]}]: '{SOURCE_ID_FEATURE}' and '{TARGET_ID_FEATURE}' need a "
             f"server started with --graph; without one, send the pair's blob as {blob_hint}"
         )
@@ -231,23 +240,25 @@ class _BlobList:
         return self._blobs[start:stop]
 
 
-def examples_with_context(examples: Any, context: Any = rest_json.NO_CONTEXT) -> Any:
-    """:func:`.rest_json.serialize_examples` of ``examples`` (as :func:`json_examples` returns
+def examples_with_context(examples: Any, context: Any = json_examples_mod.NO_CONTEXT) -> Any:
+    """:func:`.json_examples.serialize_examples` of ``examples`` (as :func:`json_examples` returns
     them) with ``context``; a :class:`.link_pairs.PairExamples` stays one, the serialized
     context put before each example."""
     if isinstance(examples, PairExamples):
         from tensorflow.core.example import example_pb2
 
-        [prefix] = rest_json.serialize_examples([example_pb2.Example()], context)
+        [prefix] = json_examples_mod.serialize_examples([example_pb2.Example()], context)
         return examples.with_prefix(prefix)
-    return rest_json.serialize_examples(examples, context)
+    return json_examples_mod.serialize_examples(examples, context)
 
 
 def _json_id(examples: list, i: int, key: str) -> Any:
     value = examples[i][key]
-    if isinstance(value, rest_json.JsonBigNumber):
+    if isinstance(value, json_values.JsonBigNumber):
         shown = value.text if len(value.text) <= 40 else value.text[:40] + "..."
-        raise _bad(f"examples[{i}].{key}: expected an integer in the int64 range, got {shown}")
+        raise bad_request(
+            f"examples[{i}].{key}: expected an integer in the int64 range, got {shown}"
+        )
     return value
 
 
@@ -261,12 +272,12 @@ def _json_pair_examples(
 
     positions = pair_positions(len(examples), config, has, fetcher, f'{{"{key}": {{"b64": ...}}}}')
     if not positions:
-        return [rest_json.json_to_example(e) for e in examples]
+        return [json_to_example(e) for e in examples]
     sources = [_json_id(examples, i, SOURCE_ID_FEATURE) for i in positions]
     targets = [_json_id(examples, i, TARGET_ID_FEATURE) for i in positions]
     chosen = set(positions)
     base = [
-        rest_json.json_to_example(
+        json_to_example(
             {k: v for k, v in e.items() if k not in PAIR_ID_FEATURES} if i in chosen else e
         ).SerializeToString()
         for i, e in enumerate(examples)
@@ -278,7 +289,7 @@ def _json_pair_examples(
 def json_examples(
     examples: list, config: BundleConfig | None, fetcher: Any, sampling: SamplingSpec | None = None
 ) -> list:
-    """REST: JSON examples -> ``tf.train.Example`` s (:func:`.rest_json.json_to_example`), the
+    """REST: JSON examples -> ``tf.train.Example`` s (:func:`.json_to_example`), the
     ``node_id`` rule applied (see the module docstring; blobs sampled with ``sampling``, as
     :func:`fetch_node_blobs`), or on a link bundle the ``source_id`` / ``target_id`` rule. An
     id beyond int64 is refused naming it; the other examples are converted before the graph is
@@ -294,7 +305,7 @@ def json_examples(
         else []
     )
     if not positions:
-        return [rest_json.json_to_example(e) for e in examples]
+        return [json_to_example(e) for e in examples]
     key = config.blob_feature_key
 
     def read_id(i: int) -> int:
@@ -310,9 +321,7 @@ def json_examples(
     )
     chosen = set(positions)
     protos = [
-        rest_json.json_to_example(
-            {k: v for k, v in e.items() if k != NODE_ID_FEATURE} if i in chosen else e
-        )
+        json_to_example({k: v for k, v in e.items() if k != NODE_ID_FEATURE} if i in chosen else e)
         for i, e in enumerate(examples)
     ]
     for i, blob in zip(positions, fetch_node_blobs(fetcher, config, node_ids, positions, sampling)):
@@ -332,7 +341,7 @@ def _describe_feature(feature: Any) -> str:
 def _proto_id(examples: Any, i: int, key: str) -> int:
     feature = examples[i].features.feature[key]
     if feature.WhichOneof("kind") != "int64_list" or len(feature.int64_list.value) != 1:
-        raise _bad(
+        raise bad_request(
             f"examples[{i}].{key}: expected one int64 value, got {_describe_feature(feature)}"
         )
     return int(feature.int64_list.value[0])

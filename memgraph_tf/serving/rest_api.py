@@ -20,9 +20,9 @@ import re
 import urllib.parse
 from typing import Any
 
-from memgraph_tf.serving import bundle, node_examples, rest_json
+from memgraph_tf.serving import bundle, json_examples, json_tensors, json_values, node_examples
 from memgraph_tf.serving.errors import INTERNAL_ERROR_MESSAGE, ServingFailure
-from memgraph_tf.serving.rest_json import bad_request
+from memgraph_tf.serving.json_values import bad_request
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def check_size(model_server: Any, doc: dict) -> None:
     """Refuse a body holding more examples / instances than the server's ``max_examples``
     (:func:`.node_examples.check_example_count`: 413)."""
     node_examples.check_example_count(
-        rest_json.request_batch_size(doc), model_server.max_examples, _COUNTED
+        json_tensors.request_batch_size(doc), model_server.max_examples, _COUNTED
     )
 
 
@@ -98,8 +98,8 @@ def post(
         check_size(model_server, doc)
         mv = model_server.resolve(name, version, label)
         return model_server.predict(mv, doc)
-    rest_json.request_context(doc)  # TF Serving checks the context before the examples
-    rest_json.request_examples(doc, verb)
+    json_examples.request_context(doc)  # TF Serving checks the context before the examples
+    json_examples.request_examples(doc, verb)
     check_size(model_server, doc)
     mv = model_server.resolve(name, version, label)
     return model_server.classify(mv, doc) if verb == "classify" else model_server.regress(mv, doc)
@@ -107,7 +107,7 @@ def post(
 
 def answer(model_server: Any, method: str, path: str, body: bytes) -> tuple[int, Any]:
     """One REST request -> ``(http_status, answer)`` where the answer is the JSON value to
-    write with :func:`~memgraph_tf.serving.rest_json.dumps`. Never raises: a failure is its
+    write with :func:`~memgraph_tf.serving.json_values.dumps`. Never raises: a failure is its
     status and ``{"error": message}``; a bug is 500 with
     :data:`~memgraph_tf.serving.errors.INTERNAL_ERROR_MESSAGE` (no exception type or text: they
     go to the server's log with the traceback)."""
@@ -133,10 +133,10 @@ def handle_bytes(model_server: Any, method: str, path: str, body: bytes) -> tupl
     any input."""
     status, payload = answer(model_server, method, path, body)
     try:
-        text = rest_json.dumps(payload)
+        text = json_values.dumps(payload)
     except Exception:  # pragma: no cover  (answers are built from known types)
         logger.exception("cannot write the answer to %s %s", method, path)
-        return 500, rest_json.dumps({"error": INTERNAL_ERROR_MESSAGE}).encode()
+        return 500, json_values.dumps({"error": INTERNAL_ERROR_MESSAGE}).encode()
     try:
         return status, text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (the parser refuses them): escaped, \udXXX

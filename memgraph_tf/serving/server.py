@@ -10,14 +10,15 @@ or not, with or without the ``MemgraphTf>UnpackBlob`` op. The layers, one module
   (waitress's ``channel_timeout``); a request's headers and body must arrive within total
   deadlines (``request_header_timeout_s``, ``request_body_timeout_s``), and at the connection
   limit the connection trickling an unfinished request longest is shed to take a new one in
-  (slow clients, issue 23 item 4: :class:`_TcpServer`); a body above ``max_request_bytes``
+  (slow clients: :class:`_TcpServer`); a body above ``max_request_bytes``
   gets 413; every answer, waitress's own protocol errors included (400 for a malformed request
   line or chunk, 413, 431, 501), is TF Serving's ``{"error": "..."}`` JSON; it binds 127.0.0.1
   unless told otherwise;
 - :mod:`.rest_api` -- the REST API's URLs, dispatched to :class:`~.model_server.ModelServer`
   (:mod:`.model_server`: versions, signatures, TF execution; :mod:`.loading`, :mod:`.batching`);
   every status from the one status table (:mod:`.errors`);
-- :mod:`.rest_json` -- JSON <-> tf.Example / tensors (``util/json_tensor.cc``);
+- :mod:`.json_parse`, :mod:`.json_examples`, :mod:`.json_tensors` -- JSON <-> tf.Example /
+  tensors (``util/json_tensor.cc``);
 - :mod:`.node_examples`, :mod:`.neighbourhoods` -- ``{"node_id": ...}`` examples -> blobs, with a
   graph source the caller passes in (the CLI opens it for ``--graph``; this package never imports
   ``memgraph_tf.client``).
@@ -51,13 +52,13 @@ from memgraph_tf.serving.errors import (
     code_for_http,
     http_reason,
 )
+from memgraph_tf.serving.json_parse import DEFAULT_MAX_JSON_DEPTH
 from memgraph_tf.serving.model_server import (
     DEFAULT_MAX_EXAMPLES,
     DEFAULT_MAX_REQUEST_BYTES,
     BatchingOptions,
     ModelServer,
 )
-from memgraph_tf.serving.rest_json import DEFAULT_MAX_JSON_DEPTH
 
 logger = logging.getLogger(__name__)
 
@@ -343,7 +344,7 @@ def rest_api_name(method: str, path: str) -> str:
 
 
 class RestApp:
-    """The WSGI application: one request -> :meth:`ModelServer.handle_bytes`. Answers every
+    """The WSGI application: one request -> :func:`.rest_api.handle_bytes`. Answers every
     request with JSON and never raises (a bug becomes a 500 ``{"error": ...}``). With the
     model server's ``metrics_path`` set, ``GET`` on that path answers the Prometheus page
     (:mod:`.metrics`); with its metrics or access log on, every other request is counted, timed
@@ -404,7 +405,7 @@ class RestApp:
                     f"max_request_bytes={ms.max_request_bytes}"
                 )
             body = environ["wsgi.input"].read(length) if length > 0 else b""
-            return ms.handle_bytes(method, path, body)
+            return rest_api.handle_bytes(ms, method, path, body)
         except Exception:  # a bug: the cause goes to the log, never to the client
             logger.exception("internal error in the HTTP layer")
             return 500, _json_body(INTERNAL_ERROR_MESSAGE)

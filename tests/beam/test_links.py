@@ -1,4 +1,4 @@
-"""Beam's ScoreLinks (issue 25) on the DirectRunner: the relationships ``memgraph-tf score-links``
+"""Beam's ScoreLinks on the DirectRunner: the relationships ``memgraph-tf score-links``
 writes (top k per source), each once, also when the BundleBasedDirectRunner retries a bundle whose
 links were already written (a worker failing after its write committed)."""
 

@@ -500,7 +500,7 @@ def test_cli_refusals_are_one_line_with_exit_code_2(graph, bundle_base, capsys):
         assert re.search(message, err[0]), err[0]
 
 
-# ----------------------------------------------------------------- keyset paging adds up (issue 23)
+# ----------------------------------------------------------------- keyset paging adds up
 def test_key_ranges_that_stop_early_or_repeat_a_key_fail_the_run(graph, model, monkeypatch):
     from memgraph_tf.client.errors import KeysetPagingError
 

@@ -1,4 +1,4 @@
-"""memgraph_tf.beam with a typed bundle (issue 24): ``ClassifyNodes`` on the DirectRunner (threads
+"""memgraph_tf.beam with a typed bundle: ``ClassifyNodes`` on the DirectRunner (threads
 over the embedded graph) and on the DaskRunner (2 worker processes, the graph in ArcadeDB over real
 Bolt) writes every :User node once -- and nothing of another label -- with the predictions of the
 one-process path (``memgraph-tf classify``: :func:`memgraph_tf.batch.classify_graph`);
@@ -143,9 +143,9 @@ def test_export_keeps_the_typed_settings(bundle_dir, tmp_path):
 def test_two_dask_workers_over_bolt_write_the_one_process_predictions(
     bolt_source, bolt_env, dask_cluster, bundle_dir, reference
 ):
+    from memgraph_tf.client.loaders import load_typed_graph
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
-    from memgraph_tf.typed_datasets import load_typed_graph
 
     load_typed_graph(bolt_source, _graph(), replace=True)
     assert not bolt_source.has_procedures()  # the client-side typed sampler runs on the workers

@@ -1,4 +1,4 @@
-"""A ``neo4j`` driver that answers procedure calls as Memgraph does, for the tests of issue 22.
+"""A ``neo4j`` driver that answers procedure calls as Memgraph does, for the procedure-error tests.
 
 What Memgraph sends when a Python procedure raises (read in Memgraph's source): the code
 ``Memgraph.ClientError.MemgraphError.MemgraphError`` (``src/communication/bolt/v1/states/

@@ -671,7 +671,7 @@ def test_bolt_rest_backend(bolt_graph, model_server, reference):
     assert_same(bolt_predictions(bolt_graph, "rest"), reference)
 
 
-# ------------------------------------------------------- keyset paging adds up (issue 23, item 7)
+# ------------------------------------------------------- keyset paging adds up
 @pytest.mark.arcadedb
 def test_arcadedb_compares_a_bare_id_of_an_unlabelled_node_as_a_record_lookup(
     bolt_source, paging_graph

@@ -16,8 +16,8 @@ from memgraph_tf.client import (
     train_graphsage,
 )
 from memgraph_tf.client.errors import ConfigurationError, GraphDataError
-from memgraph_tf.client.graphsage import _infer_num_classes
 from memgraph_tf.client.pipeline import feature_width, model_inputs
+from memgraph_tf.client.tasks import infer_num_classes
 from memgraph_tf.embedded import EmbeddedGraph
 
 ID0 = 10_000
@@ -51,24 +51,24 @@ def test_width_and_class_count_come_from_describe_without_packing(make_community
     source = NoPacking(graph)
     assert feature_width(source, ["features"], OPTS) == 5
     assert feature_width(source, ["features", "label"], {**OPTS, "low_degree": "resample"}) == 6
-    assert _infer_num_classes(source, "label", OPTS) == int(labels.max()) + 1 == 4
+    assert infer_num_classes(source, "label", OPTS) == int(labels.max()) + 1 == 4
     graph.set_property(
         3, "label", 9
     )  # a node outside any training set still counts: all nodes are classes
-    assert _infer_num_classes(source, "label", OPTS) == 10
+    assert infer_num_classes(source, "label", OPTS) == 10
     graph.set_property(3, "label", "nine")
     with pytest.raises(
         GraphDataError,
         match=r"node 3 property 'label' \(options.label_property\): expected an "
         r"integer class, got str 'nine'",
     ):
-        _infer_num_classes(source, "label", OPTS)
+        infer_num_classes(source, "label", OPTS)
     with pytest.raises(
         ConfigurationError,
         match=r"label_property: expected a class \(an integer >= 0\) in 'nope' on "
         r"some :Item node, got none \(pass num_classes= to set the class count\)",
     ):
-        _infer_num_classes(source, "nope", {**OPTS, "label": "Item"})
+        infer_num_classes(source, "nope", {**OPTS, "label": "Item"})
 
 
 @pytest.mark.parametrize(

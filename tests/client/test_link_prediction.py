@@ -1,4 +1,4 @@
-"""Link prediction (issue 25, build point 3): the metrics against hand-computed values, the
+"""Link prediction: the metrics against hand-computed values, the
 :class:`LinkPredictor`'s inputs against the pair blob's sections, and training through the unchanged
 query module (embedded runtime): ``tf_features.split_edges`` holds edges out,
 ``train_link_predictor`` samples every batch with ``tf_features.sample_pairs``; it beats chance

@@ -1,4 +1,4 @@
-"""sample_dataset over the compact and sparse sample layouts (issue 11): the same batches as
+"""sample_dataset over the compact and sparse sample layouts: the same batches as
 dense."""
 
 from __future__ import annotations

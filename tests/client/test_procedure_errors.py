@@ -1,5 +1,5 @@
 """A procedure's error reaches the caller as the same client error over Bolt as on the embedded
-graph (issue 22): every error case the ``tf_features`` procedures raise, each run for real through
+graph: every error case the ``tf_features`` procedures raise, each run for real through
 the unchanged query module, formatted as Memgraph formats it and hydrated by the real ``neo4j``
 driver; then end to end, ``memgraph-tf classify`` and ``memgraph-tf serve`` over a Bolt source.
 
@@ -28,6 +28,7 @@ from memgraph_tf.client.errors import (
     ProcedureUnavailable,
     QueryError,
 )
+from memgraph_tf.client.feature_specs import profile_label
 from memgraph_tf.client.procedure_errors import (
     MEMGRAPH_ERROR_CODE,
     parse_procedure_failure,
@@ -104,7 +105,7 @@ def typed_case_graph() -> EmbeddedGraph:
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    call: str  # pack, sample, sample_per_node, describe; on the typed graph: TYPED_CALLS
+    call: str  # pack, sample, sample_per_node, describe, profile; typed graph: TYPED_CALLS
     args: tuple
     match: str  # what the message must say (the node, argument, property at fault)
 
@@ -228,7 +229,7 @@ CASES = {
     "a blob over max_blob_bytes": Case(
         "pack", ([0, 1], ["f"], {"max_blob_bytes": 64}), r"^max_blob_bytes: the blob would hold "
     ),
-    # -- the typed procedures (issue 24), on typed_case_graph()
+    # -- the typed procedures, on typed_case_graph()
     "sample_typed: no seed label": Case(
         "sample_typed", ([0], {BOUGHT: [1]}, None, {}), r"^options\.label: expected the seed label"
     ),
@@ -311,7 +312,7 @@ CASES = {
         ({"Product": ["g"]}, None),
         r"^node 5 \(:Product\) property 'g': expected a list of 1 ",
     ),
-    # -- link prediction (issue 25)
+    # -- link prediction
     "split_edges: an unknown option": Case(
         "split_edges",
         (BOUGHT, {"seed": 1, "negatives": 2}),
@@ -364,6 +365,37 @@ CASES = {
         ([0], [1], {FOLLOWS: [1]}, None, {**PAIRS, "negatives": 1}),
         r"^options\.negatives: sources\[0\]: node 0 \(:User\) is joined to every :User node ",
     ),
+    "profile: no label": Case(
+        "profile", (None, None, None), r"^label: expected a non-empty label name, got null$"
+    ),
+    "profile: a label no node has": Case(
+        "profile",
+        ("Nobody", None, None),
+        r"^label: no node has label 'Nobody' \(the graph has 'L', 'P', 'Q', 'R', 'X'\)$",
+    ),
+    "profile: properties not a list": Case(
+        "profile",
+        ("P", "f", None),
+        r"^properties: expected a list of property names or null \(every property\), got str 'f'$",
+    ),
+    "profile: a property name not a string": Case(
+        "profile",
+        ("P", ["f", 3], None),
+        r"^properties\[1\]: expected a non-empty property name, got int 3$",
+    ),
+    "profile: a property named twice": Case(
+        "profile", ("P", ["f", "f"], None), r"^properties\[1\]: 'f' is named twice$"
+    ),
+    "profile: unknown option": Case(
+        "profile",
+        ("P", None, {"top": 1}),
+        r"^options: unknown option 'top' for tf_features\.profile \(allowed: 'max_distinct', ",
+    ),
+    "profile: option out of range": Case(
+        "profile",
+        ("P", None, {"top_k": -1}),
+        r"^options\.top_k: expected an integer >= 0, got int -1$",
+    ),
 }
 
 # Raise sites no call through Memgraph can reach: Memgraph checks each argument against the
@@ -372,13 +404,14 @@ CASES = {
 # procedures' properties a map or null, pattern a string), and a Memgraph integer is an int64, far
 # inside float range. (check_names' "expected a list" is reached: a typed properties map's value.)
 UNREACHABLE = {
-    ("access.py", "resolve", "expected a list of nodes or integer ids"),
+    ("mgp_access.py", "resolve", "expected a list of nodes or integer ids"),
     ("options.py", "parse_options", "options: expected a map"),
-    ("core.py", "_raise_bad_value", "expected a number in float range"),
-    ("typed.py", "parse_typed_call", "options: expected a map"),
-    ("typed.py", "parse_properties", "properties: expected a map of label"),
+    ("tables.py", "_raise_bad_value", "expected a number in float range"),
+    ("options.py", "parse_typed_call", "options: expected a map"),
+    ("options.py", "parse_properties", "properties: expected a map of label"),
     ("pairs.py", "split_edges", "options: expected a map"),
     ("pairs.py", "_parse_pair_options", "options: expected a map"),
+    ("profile.py", "parse_profile_call", "options: expected a map"),
 }
 
 
@@ -392,6 +425,7 @@ def _call(source: Any, case: Case, graph: EmbeddedGraph) -> Any:
         "schema": source.schema,
         "sample_pairs": source.sample_pairs,
         "split_edges": source.split_edges,  # a write procedure: a write transaction over Bolt
+        "profile": lambda *a: profile_label(source, *a),
     }[case.call]
     args = [
         [graph.node(v.internal) if isinstance(v, Node) else v for v in a]
@@ -450,7 +484,7 @@ def test_every_procedure_error_is_the_same_client_error_over_bolt_and_embedded(
 
 def _raise_sites() -> dict[tuple[str, str, int], str]:
     """(file, function, line) -> the message's start, for each ``raise`` of a procedure input
-    error in memgraph_tf/procedures (and of ``core.no_node_error``, which builds one)."""
+    error in memgraph_tf/procedures (and of ``tables.no_node_error``, which builds one)."""
     classes = {"ProcedureInputError", "OptionError", "NodeNotFoundError", "PropertyValueError"}
     sites = {}
     for path in sorted(PROCEDURES_DIR.glob("*.py")):

@@ -1,4 +1,4 @@
-"""The one training loop of the client's trainers (memgraph_tf.client.steps.fit_steps): history,
+"""The step loop of the client's one trainer (memgraph_tf.client.steps.fit_steps): history,
 evaluation schedule, early stopping and the best weights restored -- with a scripted model, no
 TensorFlow."""
 

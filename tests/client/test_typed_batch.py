@@ -1,4 +1,4 @@
-"""Batch inference with a typed bundle (issue 24, build point 4): ``memgraph-tf classify``'s
+"""Batch inference with a typed bundle: ``memgraph-tf classify``'s
 pipeline (:func:`memgraph_tf.batch.classify_graph` with a :class:`~memgraph_tf.batch.
 BundleBackend`) selects the bundle's seed label (its ``options.label``), samples each node's
 typed blob with the bundle's settings (the serving fetcher's typed path) and writes every target

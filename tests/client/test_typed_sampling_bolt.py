@@ -8,7 +8,8 @@ import pytest
 
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.errors import GraphDataError
-from memgraph_tf.typed_datasets import load_typed_graph, shop_graph, typed_embedded_graph
+from memgraph_tf.client.loaders import load_typed_graph
+from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
 
 pytestmark = pytest.mark.arcadedb
 

@@ -1,4 +1,4 @@
-"""Typed GraphSAGE trained through the database (issue 24, build point 3):
+"""Typed GraphSAGE trained through the database:
 ``train_typed_graphsage`` samples typed blobs with ``tf_features.sample_typed`` (the unchanged
 query module, embedded), decodes them with the unpack op and reads the feature widths from
 ``tf_features.schema``; on the shop graph (a planted signal only the typed structure reveals) it

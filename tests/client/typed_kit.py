@@ -36,7 +36,7 @@ def shop():
 
 @functools.cache
 def trained():
-    """The :class:`~memgraph_tf.client.graphsage.TrainResult` of ``train_typed_graphsage`` on
+    """The :class:`~memgraph_tf.client.trainer.TrainResult` of ``train_typed_graphsage`` on
     :func:`shop` (20 steps, seed 0)."""
     from memgraph_tf.client.typed_graphsage import train_typed_graphsage
 

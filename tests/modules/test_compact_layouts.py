@@ -1,6 +1,7 @@
-"""The compact and sparse sample layouts (issue 11), without TensorFlow: the layout function against
+"""The compact and sparse sample layouts, without TensorFlow: the layout function against
 ``describe`` and real blobs, the gather/densify rule against the dense layout on random graphs, and
-the sampling fast path (``_mgp`` handles) against mgp.py's public API and the pre-issue-11 code."""
+the sampling fast path (``_mgp`` handles) against mgp.py's public API and the sampler of commit
+93e52a3 (before these layouts)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memgraph_tf import blob, layout
-from memgraph_tf.procedures import core
+from memgraph_tf.procedures import tables
 from memgraph_tf.procedures.errors import OptionError
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -200,9 +201,9 @@ def test_csr_is_the_same_with_and_without_numpy(monkeypatch, dtype):
         rng.choice([0.0, 0.0, 0.0, -0.0, 1.0, 0.25, -3.0, math.nan, 1e-30]) for _ in range(u * d)
     ]
     flat = array.array("f" if dtype == "float32" else "d", values)
-    with_numpy = core._csr(flat, u, d, dtype)
-    monkeypatch.setattr(core, "_np", None)
-    without = core._csr(flat, u, d, dtype)
+    with_numpy = tables.csr(flat, u, d, dtype)
+    monkeypatch.setattr(tables, "_np", None)
+    without = tables.csr(flat, u, d, dtype)
     assert [a.tobytes() for a in with_numpy] == [a.tobytes() for a in without]
     columns, vals, splits = without
     assert len(columns) == sum(1 for v in flat if v) and splits[-1] == len(vals)
@@ -307,13 +308,13 @@ def test_random_graphs_every_layout_rebuilds_the_dense_blob(
 
 
 # ------------------------------------------------------------------------------------------------
-# The sampling fast path: the same bytes as mgp.py's public API and as the pre-issue-11 code
+# The sampling fast path: the same bytes as mgp.py's public API and as commit 93e52a3's sampler
 # ------------------------------------------------------------------------------------------------
 
 PUBLIC_MODULE = """
 import mgp
 from memgraph_tf import blob, procedures
-from memgraph_tf.procedures.access import MgpGraphAccess
+from memgraph_tf.procedures.mgp_access import MgpGraphAccess
 
 
 def _runner(ctx):
@@ -337,8 +338,9 @@ def module_files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def baseline_module_file(tmp_path_factory):
-    """The pre-issue-11 sampler (commit 93e52a3) from git history, as benchmarks/query_modules.py
-    loads it; skipped only where this checkout has no git history to read it from."""
+    """The sampler of commit 93e52a3 (before the compact layouts) from git history, as
+    benchmarks/query_modules.py loads it; skipped only where this checkout has no git history to
+    read it from."""
     spec = importlib.util.spec_from_file_location(
         "_sample_baseline_loader", REPO_ROOT / "benchmarks" / "_sample_baseline.py"
     )

@@ -166,6 +166,7 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
     assert child["procedures"] == [
         "describe",
         "pack",
+        "profile",
         "sample",
         "sample_pairs",
         "sample_per_node",

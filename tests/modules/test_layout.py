@@ -203,7 +203,7 @@ def test_section_names_and_pad_id_are_defined_only_in_layout():
 
 
 class DictAccess:
-    """A ProcedureAccess over a GraphSpec held in plain dicts (internal ids = spec indices), with
+    """A GraphAccess over a GraphSpec held in plain dicts (internal ids = spec indices), with
     neighbours handed out in reverse order: not mgp, not Cypher."""
 
     def __init__(self, spec: cases.GraphSpec, options) -> None:

@@ -1,12 +1,12 @@
-"""options.max_blob_bytes (issue 23, point 5): the procedures size what a call would build before
+"""options.max_blob_bytes: the procedures size what a call would build before
 they allocate it, and refuse it quickly, in little memory, when it is too large -- in two phases:
 before sampling, what the arguments fix (the whole dense / pack blob; the index arrays of the
 compact and sparse layouts), and after sampling, before any feature is read, the compact and sparse
 blobs from their distinct sampled nodes (sparse: their non-zero values, counted as they are read).
 
-The reproducers are the issue's: on Cora (1,433 float32 features) one seed with fanouts [10**6],
-[10**9] or [20, 20, 20, 20] used to pass the size checks and allocate several GiB before any error
-(or build a 1.29-billion-character blob). Compact and sparse calls are no longer refused for the
+The reproducers: on Cora (1,433 float32 features) one seed with fanouts [10**6],
+[10**9] or [20, 20, 20, 20] would allocate several GiB before any error (or build a
+1.29-billion-character blob) without these checks. Compact and sparse calls are not refused for the
 worst case of their fanouts: 256 Cora seeds with fanouts [10, 10] in the sparse layout (bound
 326 MB, blob 423 kB) pass with the default limit."""
 
@@ -28,7 +28,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 DEFAULT_LIMIT = 268_435_456
 
-# The issue's inputs, and the same explosion through the other procedures and layouts.
+# Explosive inputs, and the same explosion through the other procedures and layouts.
 REPRODUCERS = [
     ("tf_features.sample", ([0], [10**6], ["features"], {})),
     ("tf_features.sample", ([0], [10**9], ["features"], {})),
@@ -108,11 +108,11 @@ def test_the_issues_reproducers_are_refused_in_under_a_second_and_200_mb():
         assert got["traced_peak"] < 200 * 2**20, (what, got)
         if got["rss_peak_growth"] is not None:
             assert got["rss_peak_growth"] < 200 * 2**20, (what, got)
-    # the issue's dense example, exactly: 1 + 20 + 400 + 8,000 + 160,000 = 168,421 slots of an
+    # the dense example, exactly: 1 + 20 + 400 + 8,000 + 160,000 = 168,421 slots of an
     # int64 id, 1,433 float32 features and (below the seed) a mask byte
     message = results[2]["error"]
     size = cases.dense_sample_bytes(1, [20, 20, 20, 20], 1433, 4)
-    assert size == 966_906_792  # ~1.29e9 characters of base64, as the issue measured
+    assert size == 966_906_792  # ~1.29e9 characters of base64
     assert (
         f"max_blob_bytes: the blob would hold {size:,} bytes (fanouts [20, 20, 20, 20], 1 seed, "
         "dense, 1,433 float32 features); the limit is 268,435,456 (options.max_blob_bytes)"
@@ -170,7 +170,7 @@ def _figures(raw: bytes, layout_name: str) -> str:
 @pytest.mark.parametrize("layout_name", ["compact", "sparse"])
 def test_compact_and_sparse_are_sized_exactly_after_sampling(embedded_runner, layout_name):
     """Nodes repeat (and node 0 has a zero feature): the blob is smaller than the worst case for
-    the fanouts, which no longer refuses it; a limit equal to the real size passes with the same
+    the fanouts, which does not refuse it; a limit equal to the real size passes with the same
     bytes, one byte less is refused after sampling, naming the distinct nodes (and non-zeros)."""
     embedded_runner.build(cases.small_graph())
     options = {"seed": 1, "layout": layout_name}

@@ -1,4 +1,4 @@
-"""Link prediction in the database (issue 25) through the unchanged query module (embedded runtime,
+"""Link prediction in the database through the unchanged query module (embedded runtime,
 Memgraph's real mgp.py): tf_features.split_edges (a seeded, idempotent GAE split written on the
 relationships), options.exclude_splits (a held-out relationship is never walked), and
 tf_features.sample_pairs (both endpoints' neighbourhoods without the pair's own relationships,
@@ -271,3 +271,55 @@ def test_typed_pairs_across_labels():
     plain = {**opts, "id_property": None}
     with pytest.raises(GraphDataError, match=r"targets\[0\]: node 0 is not a :Product node"):
         source.sample_pairs([1], [0], nn, None, plain)
+
+
+PUBLIC_PATH_MODULE = """
+import mgp
+from memgraph_tf import blob, procedures
+from memgraph_tf.procedures.mgp_access import MgpGraphAccess
+
+
+def _runner(ctx):
+    return procedures.ProcedureRunner(lambda opts: MgpGraphAccess(ctx, opts, handles=False))
+
+
+@mgp.read_proc
+def sample_typed(ctx: mgp.ProcCtx, seeds: mgp.List[mgp.Any], num_neighbors: mgp.Map,
+                 properties: mgp.Nullable[mgp.Map] = None, options: mgp.Nullable[mgp.Map] = None
+                 ) -> mgp.Record(blob=str, count=int):
+    data, count = _runner(ctx).sample_typed(seeds, num_neighbors, properties, options)
+    return mgp.Record(blob=blob.b64encode(data), count=count)
+
+
+@mgp.read_proc
+def sample_pairs(ctx: mgp.ProcCtx, sources: mgp.List[mgp.Any], targets: mgp.List[mgp.Any],
+                 num_neighbors: mgp.Map, properties: mgp.Nullable[mgp.Map] = None,
+                 options: mgp.Nullable[mgp.Map] = None) -> mgp.Record(blob=str, count=int):
+    data, count = _runner(ctx).sample_pairs(sources, targets, num_neighbors, properties, options)
+    return mgp.Record(blob=blob.b64encode(data), count=count)
+"""
+
+
+def test_the_public_mgp_path_samples_the_same_bytes_as_the_handle_path(papers, tmp_path):
+    """MgpGraphAccess reads neighbours through the ``_mgp`` handles or, where mgp.py does not
+    expose them, through the public mgp API: typed and pair sampling (a label on every step,
+    held-out relationships, the pair's own relationships, negatives) give the same blob either
+    way."""
+    g, _source, edges, _ = papers
+    path = tmp_path / "public_path.py"
+    path.write_text(PUBLIC_PATH_MODULE)
+    g.load_module(path)
+    nn = {CITES: [3, 2]}  # fewer than most degrees: the draws themselves are compared
+    typed_opts = {"label": "Paper", "id_property": "id", "seed": 5, "exclude_splits": ["val"]}
+    seeds = [1000 + i for i in range(0, N, 3)]
+    pairs = [e for e in edges if e[0] < 40][:15]
+    pair_args = ([1000 + a for a, _ in pairs], [1000 + b for _, b in pairs], nn, PROPS)
+    pair_opts = {**PAIR, "negatives": 2, "exclude_splits": ["test"], "layout": "sparse"}
+    for proc, args in (
+        ("sample_typed", (seeds, nn, PROPS, typed_opts)),
+        ("sample_pairs", (*pair_args, pair_opts)),
+    ):
+        [handles] = g.call(f"tf_features.{proc}", *args)
+        [public] = g.call(f"public_path.{proc}", *args)
+        assert handles == public, proc
+        assert blob.unpack_b64(handles["blob"])  # a blob, not an empty answer

@@ -1,8 +1,8 @@
-"""The fast writers of issue 26 (point 4) against the generic ones they stand in for.
+"""The fast writers against the generic ones they stand in for.
 
 ``sample_per_node`` writes its rows from one packed template (dense) or from the feature table
 converted once (compact, sparse) with :func:`memgraph_tf.blob.pack_bytes`; each row must be
-exactly ``blob.pack`` of :func:`memgraph_tf.procedures.core.sample_sections` of that row (the
+exactly ``blob.pack`` of :func:`memgraph_tf.procedures.sections.sample_sections` of that row (the
 generic path the procedure used before), and ``pack_bytes`` exactly ``pack`` or a named refusal.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from memgraph_tf import blob
 from memgraph_tf.embedded import EmbeddedGraph
-from memgraph_tf.procedures import MgpGraphAccess, core, parse_fanouts, parse_options
+from memgraph_tf.procedures import MgpGraphAccess, core, parse_fanouts, parse_options, sections
 
 
 def _graph() -> EmbeddedGraph:
@@ -55,7 +55,8 @@ def test_sample_per_node_rows_equal_the_generic_writer(layout, low_degree, monke
         keys = access.resolve(seeds, "seeds")
         result = core.sample(access, keys, fanouts, ["f"], opts, per_row=True)
         for i in range(len(keys)):
-            generic.append(blob.pack(core.sample_sections(result, fanouts, opts, slice(i, i + 1))))
+            row = sections.sample_sections(result, fanouts, opts, slice(i, i + 1))
+            generic.append(blob.pack(row))
 
     _run_in_call(g, write, monkeypatch, tmp_path)
     assert [blob.b64decode(r["blob"]) for r in rows] == generic

@@ -1,6 +1,6 @@
-"""The embedded runtime is as strict as Memgraph (issue 22, points 1-7), read against Memgraph's
-source (tags v2.0.0 to v3.9.0; BSL: read to compare, nothing copied). Each test names the file and
-function whose behaviour it pins."""
+"""The embedded runtime is as strict as Memgraph, read against Memgraph's source (tags v2.0.0 to
+v3.9.0; BSL: read to compare, nothing copied). Each test names the file and function whose
+behaviour it pins."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_a_procedure_error_names_the_module_qualified_class():
     assert isinstance(info.value.__cause__, NodeNotFoundError)
 
 
-# -- point 1: what the runtime does with a returned value --------------------------------------
+# -- what the runtime does with a returned value ---------------------------------------------------
 
 
 def test_a_generator_is_refused_with_memgraphs_message(strict):
@@ -213,7 +213,7 @@ def test_a_returned_list_is_emptied_after_the_call(strict):
     assert strict.call("strict.returned_sizes") == [{"sizes": [0]}]
 
 
-# -- point 2: lists are tuples -----------------------------------------------------------------
+# -- lists are tuples ------------------------------------------------------------------------------
 
 
 def test_lists_reach_procedures_as_tuples(strict):
@@ -229,7 +229,7 @@ def test_lists_reach_procedures_as_tuples(strict):
     assert row["props"]["ls"] == ["tuple", "str", "str"]
 
 
-# -- point 3: raw _mgp objects -----------------------------------------------------------------
+# -- raw _mgp objects ------------------------------------------------------------------------------
 
 
 def test_raw_handles_compare_and_hash_as_memgraphs(strict):
@@ -266,7 +266,7 @@ def test_a_raw_graph_used_after_its_call_raises(strict):
         strict.call("strict.use_raw", 2)
 
 
-# -- point 4: C strings ------------------------------------------------------------------------
+# -- C strings -------------------------------------------------------------------------------------
 
 
 def test_strings_are_cut_at_the_first_nul(strict):
@@ -287,7 +287,7 @@ def test_string_list_elements_are_cut_at_the_first_nul(tmp_path):
     assert g.call("nul.ls", g.node(0)) == [{"ls": ["a", "c"]}]
 
 
-# -- point 5: memory limit and query timeout ---------------------------------------------------
+# -- memory limit and query timeout ----------------------------------------------------------------
 
 
 def test_the_memory_clause_is_read_as_memgraph_reads_it():
@@ -389,15 +389,14 @@ def test_a_procedure_that_checks_stops_at_the_timeout(tmp_path):
         g.call("strict.spin")
 
 
-# -- point 7: _mgp calls per sampled edge and per node read ------------------------------------
+# -- _mgp calls per sampled edge and per node read -------------------------------------------------
 
 # Measured on the star graph (tests/modules/_cases.py star_graph): 3.01 _mgp calls per edge walked
 # (next, to_vertex, get_id: the least the API allows -- an edge's other end is only reachable as a
 # vertex handle, and its id only through that handle), 2.01 per node whose features a sample reads
 # (get_vertex_by_id, get_property) and 2.02 per node pack reads (the _mgp graph's get_vertex_by_id
-# when the node is resolved, its handle kept for get_property; 5.02 before issue 26, which went
-# through mgp.py's get_vertex_by_id with its validity check, then fetched the handle again); the
-# bounds keep 10 % headroom, so a change that makes one more database call per edge or node fails.
+# when the node is resolved, its handle kept for get_property); the bounds keep 10 % headroom, so a
+# change that makes one more database call per edge or node fails.
 PER_EDGE, PER_SAMPLED_NODE, PER_PACKED_NODE = 3.3, 2.2, 2.2
 
 

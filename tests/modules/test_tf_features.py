@@ -24,6 +24,7 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
     assert sorted(procs) == [
         "tf_features.describe",
         "tf_features.pack",
+        "tf_features.profile",
         "tf_features.sample",
         "tf_features.sample_pairs",
         "tf_features.sample_per_node",
@@ -34,12 +35,12 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
     assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
     # the list arguments are declared loosely (LIST OF ANY?): the procedures check each element
     assert procs["tf_features.pack"] == (
-        "tf_features.pack(nodes :: LIST OF ANY?, properties :: LIST OF ANY?, options = None :: "
+        "tf_features.pack(nodes :: LIST OF ANY?, properties :: LIST OF ANY?, options = Null :: "
         "MAP?) :: (blob :: STRING, count :: INTEGER)"
     )
     assert procs["tf_features.sample"] == (
         "tf_features.sample(seeds :: LIST OF ANY?, fanouts :: LIST OF ANY?, properties :: LIST OF "
-        "ANY?, options = None :: MAP?) :: (blob :: STRING)"
+        "ANY?, options = Null :: MAP?) :: (blob :: STRING)"
     )
 
 
@@ -150,7 +151,7 @@ def test_long_loops_check_for_abort(embedded_runner, procedure, args, min_checks
 
 def test_one_wide_seed_checks_for_abort_inside_its_row(embedded_runner):
     # one seed, 500 x 400 = 200,000 slots drawn at hop 2 and gathered into features_2: the abort
-    # checks must come from inside that one row (the sampler used to check every 256 rows only)
+    # checks must come from inside that one row, not only between rows
     embedded_runner.build(cases.star_graph(3))
     args = ([0], [500, 400], ["f"], {"seed": 1})
     counter = _AbortFrom()
@@ -192,6 +193,7 @@ def test_module_file_is_thin_and_imports_only_what_memgraph_has():
         "schema",
         "sample_pairs",
         "split_edges",
+        "profile",
     ]
     for proc in procs:
         kind = "mgp.write_proc" if proc.name == "split_edges" else "mgp.read_proc"

@@ -380,3 +380,47 @@ def test_compact_and_sparse_layouts_hold_the_dense_blobs_draws_and_features(shop
         r"expected a name of at most 40 bytes .* got 41: use a shorter label name \(or the dense",
     ):
         source.sample_typed(seeds, long, {}, {**OPTS, "layout": "compact"})
+
+
+@pytest.mark.parametrize(
+    "direction, pattern, fanouts", [("out", "->", [2, 4]), ("both", "-", [9, 2])]
+)
+def test_one_label_and_one_step_draw_exactly_what_tf_features_sample_draws(
+    shop, direction, pattern, fanouts
+):
+    """A homogeneous graph is a typed graph with one label and one edge step: sample_typed over
+    FOLLOWS between users draws the very slots (ids, masks, features) of tf_features.sample over
+    the FOLLOWS relationships with the same seed, without replacement, padded (one draw rule,
+    memgraph_tf.procedures.draw.Drawer)."""
+    _, source, _ = shop
+    seeds = list(range(0, 200, 9))
+    nn = {f"(:User)-[:FOLLOWS]{pattern}(:User)": fanouts}
+    opts = {"id_property": "id", "seed": 5}
+    typed = blob.unpack(
+        source.sample_typed(seeds, nn, {"User": ["features"]}, {**opts, "label": "User"})
+    )
+    plain = blob.unpack(
+        source.sample_blob(
+            seeds,
+            fanouts,
+            ["features"],
+            {
+                **opts,
+                "label": "User",
+                "edge_types": ["FOLLOWS"],
+                "direction": direction,
+                "low_degree": "pad",
+            },
+        )
+    )
+    # every user follows 3: out, hop 1 draws 2 of 3 (rng.sample), hop 2 pads (4 > 3); both
+    # ways, hop 1 pads some users and samples others
+    assert not (plain["mask_1"].all() and plain["mask_2"].all())
+    for h in range(3):
+        ids = typed[layout.typed_ids_name(h, "User")]
+        np.testing.assert_array_equal(ids, plain[f"ids_{h}"].reshape(ids.shape))
+        features = typed[features_name(h, "User")]
+        np.testing.assert_array_equal(features, plain[f"features_{h}"].reshape(features.shape))
+        if h:
+            mask = typed[mask_name(h, "User")]
+            np.testing.assert_array_equal(mask, plain[f"mask_{h}"].reshape(mask.shape))

@@ -311,7 +311,7 @@ def sage_op_bundle(tmp_path_factory, sage):
 def export_any_rank(path: pathlib.Path) -> None:
     """A SavedModel whose ``serving_default`` takes inputs of any rank: ``s`` (DT_STRING, echoed
     as ``s_out``) and ``f`` (DT_FLOAT, summed into ``f_sum``) -- the inputs only the server's own
-    rank limits bound (issue 23)."""
+    rank limits bound."""
     import tensorflow as tf
 
     class AnyRank(tf.Module):

@@ -1,4 +1,4 @@
-"""A grammar-aware generator of TF Serving requests for the fuzz tests (issue 23): JSON bodies
+"""A grammar-aware generator of TF Serving requests for the fuzz tests: JSON bodies
 written as text (so they can hold what ``json.dumps`` never writes: lone surrogate escapes,
 invalid UTF-8, numbers beyond every limit) and TensorProtos of any dtype and rank, aimed at the
 tensor code rather than the parser: nesting of 0-100 levels (30-40 often), ranks above 32 and 64,

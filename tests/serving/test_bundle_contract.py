@@ -10,7 +10,7 @@ import pathlib
 import pytest
 
 from memgraph_tf.errors import MemgraphTfError
-from memgraph_tf.serving import bundle
+from memgraph_tf.serving import bundle, rest_api
 from memgraph_tf.serving.bundle import BundleConfig, OpLibraryInfo, SamplingSpec
 from memgraph_tf.serving.errors import BundleError, BundleExistsError, ServingError
 
@@ -289,12 +289,11 @@ def test_server_serves_a_zero_padded_version_dir_as_its_value(toy_base, tmp_path
     ms = ModelServer(base, "toy")
     assert sorted(ms.versions) == [2, 123]
     assert ms.versions[123].path == base / "00000123"
-    status, body = ms.handle("GET", "/v1/models/toy", b"")
+    status, body = rest_api.handle(ms, "GET", "/v1/models/toy", b"")
     assert status == 200 and [s["version"] for s in body["model_version_status"]] == ["123", "2"]
     x = [[1.0, 2.0, 3.0]]
-    status, body = ms.handle(
-        "POST", "/v1/models/toy/versions/123:predict", json.dumps({"instances": x}).encode()
-    )
+    body = json.dumps({"instances": x}).encode()
+    status, body = rest_api.handle(ms, "POST", "/v1/models/toy/versions/123:predict", body)
     assert status == 200, body
     np.testing.assert_allclose(
         [p["logits"] for p in body["predictions"]], toy.in_process(1, np.array(x)), atol=1e-5

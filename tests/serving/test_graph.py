@@ -199,7 +199,7 @@ def _features(blobs):
 
 
 def test_graph_server_over_memgraph_s_procedure_errors_answers_400(exported, source, arcadedb):
-    """``serve --graph bolt://...`` on a server whose procedures fail as Memgraph's do (issue 22):
+    """``serve --graph bolt://...`` on a server whose procedures fail as Memgraph's do:
     an unknown node is a 400 naming it, as on the embedded graph (before: a 500 carrying the
     server's whole traceback); a known node's answer is the one the client-side path gives."""
     import neo4j
@@ -229,8 +229,8 @@ def test_graph_server_over_memgraph_s_procedure_errors_answers_400(exported, sou
         driver.shutdown()
     assert bad.status_code == 400, bad.text
     assert bad.json() == {
-        "error": "fetching node ids [999] from the graph: seeds[0]: unknown node id 999 (no node "
-        "has id = 999)"
+        "error": "fetching node ids [999] from the graph: examples[0].node_id: unknown node id 999 "
+        "(no node has id = 999)"
     }
     assert good.status_code == 200, good.text
     got = np.array([[s for _, s in row] for row in good.json()["results"]])

@@ -564,17 +564,18 @@ STUB_ERRORS = [
         "Predict",
         lambda: _predict({"x": _tensor([b"a"])}),
         INVALID,
-        "input 'x': expects dtype DT_FLOAT (the signature's) but DT_STRING is provided",
+        # the session's words (predict_util_test.cc InputTensorsHaveWrongType), naming the input
+        "Expects input 'x' to be float but string is provided",
     ),
     (
         "predict shape",
         "Predict",
         lambda: _predict({"x": _tensor(np.zeros((2, 4), np.float32))}),
         INVALID,
-        # refused before TensorFlow sees it (issue 23: input_specs.check_input); TF Serving's
-        # session would fail in the model's MatMul ("Matrix size-incompatible: In[0]: [2,4], ...")
-        "Cannot feed value of shape [2,4] (rank 2) for input 'x' of signature 'serving_default', "
-        "which has shape [?,3] (dimension 1: 4 != 3)",
+        # handed to TensorFlow as TF Serving hands it to the session (predict_util.cc checks
+        # input names only): the model's MatMul refuses it
+        "Matrix size-incompatible: In[0]: [2,4], In[1]: [3,2]\n\t "
+        "[[{{node StatefulPartitionedCall/add}}]]",
     ),
     (
         "predict huge shape",
@@ -1198,7 +1199,7 @@ def test_fuzz_random_and_malformed_messages_never_internal(toy_grpc, sage_pair):
         _fill_random(msg, rng, blobs)
         messages.append((i % 2, path, msg.SerializeToString(), "fields"))
     rng.shuffle(messages)
-    assert len(messages) >= 1000  # issue 11: >= 1,000 gRPC messages (REST: test_rest_fuzz.py)
+    assert len(messages) >= 1000  # >= 1,000 gRPC messages (REST: test_rest_fuzz.py)
     counts: dict[str, int] = {}
     bad = []
     for server, path, data, kind in messages:
@@ -1243,7 +1244,7 @@ _BAD_CODES = (
 )
 
 
-# with the 1,000 messages of the test above: >= 3,000 gRPC fuzz cases (issue 23)
+# with the 1,000 messages of the test above: >= 3,000 gRPC fuzz cases
 GRPC_GRAMMAR_CASES = 2000
 
 

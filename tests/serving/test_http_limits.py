@@ -1,4 +1,4 @@
-"""The REST server's protective limits (issue 11): idle connections, examples per request, JSON
+"""The REST server's protective limits: idle connections, examples per request, JSON
 nesting and integer range checked before parsing, conflicting keys. None of them may cost a 500
 or a dropped connection."""
 

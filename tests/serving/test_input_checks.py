@@ -1,15 +1,16 @@
-"""Issue 23, items 1-3: inputs the signature cannot take, invalid Unicode, and the 500s.
+"""Inputs the signature cannot take, invalid Unicode, and the 500s.
 
-1. A DT_STRING tensor of more than 32 dimensions used to kill ``memgraph-tf serve`` inside
-   TensorFlow's shared library (exit 139) -- a 105-byte body did it. Every input is now checked
-   against the signature (dtype, rank, fixed dimensions) before numpy or TensorFlow sees it, by one
-   function for REST and gRPC (``serving/input_specs.py``), and answered 400 / INVALID_ARGUMENT
-   naming the input in the words of TensorFlow's own session check.
-2. A lone UTF-16 surrogate escape (``"\\ud800"``) used to answer 500 with a Python
-   ``UnicodeEncodeError``; it is rapidjson's parse error now, and no 500 body carries a Python
-   exception's name or text.
-3. A gRPC ``tensor_shape`` of 100 dimensions used to answer INTERNAL with numpy's "maximum
-   supported dimension"; it is INVALID_ARGUMENT naming the input.
+1. A DT_STRING tensor of more than 32 dimensions crashes TensorFlow's Python conversion (exit 139
+   of ``memgraph-tf serve``; a 105-byte body does it). One function for REST and gRPC
+   (``serving/input_specs.py``) checks every input from its dtype and shape before numpy or
+   TensorFlow sees it: such a tensor of a rank the signature cannot take is 400 /
+   INVALID_ARGUMENT naming the input in the words of TensorFlow's own session check; below 32
+   dimensions shapes are TensorFlow's to take or refuse, as TF Serving hands them to the
+   session (``servables/tensorflow/predict_util.cc``).
+2. A lone UTF-16 surrogate escape (``"\\ud800"``) is rapidjson's parse error, and no 500 body
+   carries a Python exception's name or text.
+3. A gRPC ``tensor_shape`` of 100 dimensions is INVALID_ARGUMENT naming the input (numpy holds
+   64 dimensions at most).
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from memgraph_tf.serving import errors, grpc_codec, input_specs, rest_json
+from memgraph_tf.serving import errors, grpc_codec, input_specs, json_parse, rest_api
 from memgraph_tf.serving.grpc_server import start_grpc_server
 
-#: The issue's reproducers: 33 levels of [ ] around a string for the predict input ``blobs``.
+#: The crash reproducers: 33 levels of [ ] around a string for the predict input ``blobs``.
 DEEP_COLUMNAR = b'{"inputs": {"blobs": ' + b"[" * 33 + b'"YQ=="' + b"]" * 33 + b"}}"
 #: ... and the row form: 33 levels of [ ] (``instances`` itself the first) around a b64 object.
 DEEP_ROWS = b'{"instances": ' + b"[" * 33 + b'{"b64": "YQ=="}' + b"]" * 33 + b"}"
@@ -88,11 +89,11 @@ def feed_error(key: str, dims: str, rank: int, want: str, want_rank: int, sig="s
 ONES = "[1,1,1,1,1,1,1,1,...]"
 
 
-# ------------------------------------------------------------------------- item 1: the segfault
+# ---------------------------------------------------------------------------- the segfault
 @pytest.fixture(scope="module")
 def blobs_base(tmp_path_factory):
     """BASE/sage, version 1: a SavedModel whose ``serving_default`` takes what a bundle's does
-    (``blobs``: DT_STRING [batch]) and answers each blob's length -- the issue's input path
+    (``blobs``: DT_STRING [batch]) and answers each blob's length -- the crash's input path
     without a bundle's load and warmup time."""
     import tensorflow as tf
 
@@ -107,11 +108,10 @@ def blobs_base(tmp_path_factory):
     return base
 
 
-def test_issue_reproducers_get_400_from_memgraph_tf_serve(blobs_base, cli_server):
-    """The issue's inputs against `memgraph-tf serve --grpc-port` in its own process: the
+def test_crash_reproducers_get_400_from_memgraph_tf_serve(blobs_base, cli_server):
+    """The crash inputs against `memgraph-tf serve --grpc-port` in its own process: the
     105-byte columnar body, the row form, and the same tensor over gRPC Predict each get 400 /
-    INVALID_ARGUMENT naming the input; the server answers afterwards and exits 0 (it used to
-    die with 139)."""
+    INVALID_ARGUMENT naming the input; the server answers afterwards and exits 0 (not 139)."""
     grpc_port = free_port()
     with cli_server(
         [str(blobs_base), "--grpc-port", str(grpc_port)], "sage", stop=signal.SIGINT
@@ -170,39 +170,58 @@ def deep_servers(sage_op_bundle, toy_base, any_rank_base):
             c.close()
 
 
-@pytest.mark.parametrize("levels", [32, 33, 40, 64, 65, 100, 190])
+@pytest.mark.parametrize("levels", [33, 40, 64, 65, 100, 190])
 def test_rest_wrong_rank_is_400_naming_the_input(deep_servers, levels):
-    """Every depth the signature cannot take gets the same 400 (32 levels did before too), over
+    """A DT_STRING tensor above 32 dimensions (TensorFlow's Python conversion crashed the process
+    on them) of a rank the signature cannot take gets the same 400 naming the input, over
     columnar and row format, never a crash or a 500."""
     servers, _ = deep_servers
     ms = servers["sage"]
     shown = ONES if levels > 8 else "[" + ",".join(["1"] * levels) + "]"
     body = json.dumps({"inputs": {"blobs": nested(levels, "YQ==")}}).encode()
-    assert ms.handle("POST", "/v1/models/sage:predict", body) == (
+    assert rest_api.handle(ms, "POST", "/v1/models/sage:predict", body) == (
         400,
         {"error": feed_error("blobs", shown, levels, "[?]", 1)},
     )
     rows = json.dumps({"instances": nested(levels, {"b64": "YQ=="})}).encode()
-    assert ms.handle("POST", "/v1/models/sage:predict", rows) == (
+    assert rest_api.handle(ms, "POST", "/v1/models/sage:predict", rows) == (
         400,
         {"error": feed_error("blobs", shown, levels, "[?]", 1)},
     )
 
 
+@pytest.mark.parametrize("levels", [2, 32])
+def test_rest_lower_ranks_are_tensorflows_to_refuse(deep_servers, levels):
+    """Up to 32 dimensions the tensor goes to the signature as it is, as TF Serving hands it to
+    the session unchecked (servables/tensorflow/predict_util.cc, PreProcessPrediction checks
+    input names only): the bundle's decoder op refuses it with its own message, a 400."""
+    servers, _ = deep_servers
+    body = json.dumps({"inputs": {"blobs": nested(levels, "YQ==")}}).encode()
+    status, doc = rest_api.handle(servers["sage"], "POST", "/v1/models/sage:predict", body)
+    shape = ",".join(["1"] * levels)
+    assert status == 400
+    assert doc["error"].startswith(
+        f"blobs: expected a scalar or a vector of blobs, got shape [{shape}]"
+    ), doc
+
+
 def test_rest_fixed_dimension_and_rank_of_another_model(deep_servers):
+    """A float tensor of another size in a fixed dimension reaches TensorFlow, whose MatMul
+    refuses it (the session's answer in TF Serving); beyond numpy's 64 dimensions this server's
+    limit answers, naming the input."""
     servers, _ = deep_servers
     toy = servers["toy"]
-    assert toy.handle("POST", "/v1/models/toy:predict", b'{"inputs": {"x": [[1, 2, 3, 4]]}}') == (
+    body = b'{"inputs": {"x": [[1, 2, 3, 4]]}}'
+    status, doc = rest_api.handle(toy, "POST", "/v1/models/toy:predict", body)
+    assert status == 400
+    assert doc["error"].startswith("Matrix size-incompatible: In[0]: [1,4], In[1]: [3,"), doc
+    body = json.dumps({"instances": nested(100, 1.0)}).encode()
+    assert rest_api.handle(toy, "POST", "/v1/models/toy:predict", body) == (
         400,
         {
-            "error": "Cannot feed value of shape [1,4] (rank 2) for input 'x' of signature "
-            "'serving_default', which has shape [?,3] (dimension 1: 4 != 3)"
+            "error": "input 'x' of signature 'serving_default': rank 100 is above the 64 "
+            "dimensions this server converts (TensorFlow's own limit is 254)"
         },
-    )
-    body = json.dumps({"instances": nested(100, 1.0)}).encode()
-    assert toy.handle("POST", "/v1/models/toy:predict", body) == (
-        400,
-        {"error": feed_error("x", ONES, 100, "[?,3]", 2)},
     )
 
 
@@ -213,7 +232,8 @@ def test_unknown_rank_signature_takes_deep_strings_up_to_numpys_limit(deep_serve
     servers, stubs = deep_servers
     ms = servers["anyrank"]
     deep40 = nested(40, "a")
-    status, doc = ms.handle(
+    status, doc = rest_api.handle(
+        ms,
         "POST",
         "/v1/models/anyrank:predict",
         json.dumps({"inputs": {"s": deep40, "f": nested(40, 2.5)}}).encode(),
@@ -229,7 +249,7 @@ def test_unknown_rank_signature_takes_deep_strings_up_to_numpys_limit(deep_serve
         "server converts (TensorFlow's own limit is 254)"
     )
     body = json.dumps({"inputs": {"s": nested(65, "a"), "f": 1.0}}).encode()
-    assert ms.handle("POST", "/v1/models/anyrank:predict", body) == (
+    assert rest_api.handle(ms, "POST", "/v1/models/anyrank:predict", body) == (
         400,
         {"error": limit.format(n=65)},
     )
@@ -248,11 +268,11 @@ def test_unknown_rank_signature_takes_deep_strings_up_to_numpys_limit(deep_serve
     assert details == "input 's': Unable to parse tensor proto: rank 300 is above TensorFlow's 254"
 
 
-# --------------------------------------------------------------- item 3: gRPC, 100 dimensions
+# ------------------------------------------------------------------ gRPC, 100 dimensions
 @pytest.mark.parametrize("rank", [33, 64, 65, 100, 254])
 def test_grpc_wrong_rank_is_invalid_argument_naming_the_input(deep_servers, rank):
-    """A 100-dimension tensor_shape used to answer INTERNAL ("maximum supported dimension for an
-    ndarray is 64"); a DT_STRING one of 33 killed the server."""
+    """Never INTERNAL (numpy's "maximum supported dimension for an ndarray is 64") nor a crash
+    (a DT_STRING tensor of 33 dimensions in TensorFlow's conversion)."""
     _, stubs = deep_servers
     code, details = rpc_failure(
         stubs["sage"].Predict, predict_request("sage", blobs=string_tensor_proto(rank)), timeout=30
@@ -270,7 +290,7 @@ def test_grpc_dtype_is_checked_by_the_same_function(deep_servers):
     )
     assert (code, details) == (
         grpc.StatusCode.INVALID_ARGUMENT,
-        "input 'blobs': expects dtype DT_STRING (the signature's) but DT_FLOAT is provided",
+        "Expects input 'blobs' to be string but float is provided",
     )
 
 
@@ -280,25 +300,33 @@ def test_check_input_rules():
     info = meta_graph_pb2.TensorInfo(dtype=1)
     info.tensor_shape.dim.add().size = -1
     info.tensor_shape.dim.add().size = 3
-    input_specs.check_input("x", info, [5, 3], dtype=1)  # takes it: no exception
-    dim = r"for input 'x', which has shape \[\?,3\] \(dimension 1: 2 != 3\)$"
+    # shapes are TensorFlow's to take or refuse, as in TF Serving: no exception
+    for dims in ([5, 3], [5, 2], [5], [], [1] * 40):
+        input_specs.check_input("x", info, dims, dtype=1)
+    strings = meta_graph_pb2.TensorInfo(dtype=7)
+    strings.tensor_shape.CopyFrom(info.tensor_shape)
+    input_specs.check_input("s", strings, [1] * 32)  # up to 32 dimensions: TensorFlow's
+    deep = meta_graph_pb2.TensorInfo(dtype=7)
+    for size in [-1, 3] + [1] * 31:
+        deep.tensor_shape.dim.add().size = size
+    dim = r"for input 's', which has shape \[\?,3,1,1,1,1,1,1,...\] \(dimension 1: 2 != 3\)$"
     with pytest.raises(errors.ServingFailure, match=dim):
-        input_specs.check_input("x", info, [5, 2])
-    rank = r"Cannot feed value of shape \[5\] \(rank 1\) for input 'x', which has shape"
+        input_specs.check_input("s", deep, [5, 2] + [1] * 31)
+    rank = r"Cannot feed value of shape \[1,1,1,1,1,1,1,1,...\] \(rank 33\) for input 's', which"
     with pytest.raises(errors.ServingFailure, match=rank):
-        input_specs.check_input("x", info, [5])
+        input_specs.check_input("s", strings, [1] * 33)
     any_rank = meta_graph_pb2.TensorInfo(dtype=7)
     any_rank.tensor_shape.unknown_rank = True
     input_specs.check_input("s", any_rank, [1] * 64)
     with pytest.raises(errors.ServingFailure, match=r"rank 255 is above TensorFlow's limit of 254"):
         input_specs.check_input("s", any_rank, [1] * 255)
-    failure = pytest.raises(errors.ServingFailure, match=r"expects dtype DT_STRING")
+    failure = pytest.raises(errors.ServingFailure, match=r"to be string but int64 is provided$")
     with failure as info_exc:
         input_specs.check_input("s", any_rank, dtype=9)
     assert info_exc.value.grpc_code == "INVALID_ARGUMENT" and info_exc.value.status == 400
 
 
-# ------------------------------------------------------------------- item 2: lone surrogates
+# ---------------------------------------------------------------------- lone surrogates
 SURROGATE = "JSON Parse error: The surrogate pair in string is invalid. at offset: {}"
 
 
@@ -315,22 +343,22 @@ SURROGATE = "JSON Parse error: The surrogate pair in string is invalid. at offse
     ids=["value", "key", "signature-low", "high-then-not-low", "high-at-end"],
 )
 def test_lone_surrogates_are_rapidjsons_parse_error(toy_server, verb, body):
-    """Each used to answer 500 with a Python UnicodeEncodeError; rapidjson (TF Serving's parser)
-    refuses an unpaired surrogate with kParseErrorStringUnicodeSurrogateInvalid at the offset of
-    the escape's backslash."""
+    """Never a 500 with a Python UnicodeEncodeError: rapidjson (TF Serving's parser) refuses an
+    unpaired surrogate with kParseErrorStringUnicodeSurrogateInvalid at the offset of the
+    escape's backslash."""
     offset = body.index(b"\\u")
     r = requests.post(f"{toy_server.url}/v1/models/toy:{verb}", data=body, timeout=30)
     assert (r.status_code, r.json()) == (400, {"error": SURROGATE.format(offset)})
 
 
 def test_surrogate_scan_follows_rapidjson():
-    assert rest_json.surrogate_error_offset(rb'["\ud83d\ude00", "\\ud800"]') is None  # a pair
-    assert rest_json.surrogate_error_offset(rb'["ok", "\ud83d\\ude00"]') == 8  # \\ is a backslash
-    assert rest_json.surrogate_error_offset(rb'["\ud83d\ud83d"]') == 2
-    assert rest_json.parse_request_body(rb'{"a": "\ud83d\ude00"}') == {"a": "\U0001f600"}
+    assert json_parse.surrogate_error_offset(rb'["\ud83d\ude00", "\\ud800"]') is None  # a pair
+    assert json_parse.surrogate_error_offset(rb'["ok", "\ud83d\\ude00"]') == 8  # \\ is a backslash
+    assert json_parse.surrogate_error_offset(rb'["\ud83d\ud83d"]') == 2
+    assert json_parse.parse_request_body(rb'{"a": "\ud83d\ude00"}') == {"a": "\U0001f600"}
     # a syntax error before the surrogate is reported first, as rapidjson stops there
     with pytest.raises(errors.ServingFailure, match=r"Invalid value\. at offset: 6"):
-        rest_json.parse_request_body(rb'{"a": x, "b": "\ud800"}')
+        json_parse.parse_request_body(rb'{"a": x, "b": "\ud800"}')
 
 
 # -------------------------------------------------------------------- 500s carry no Python text
@@ -360,7 +388,6 @@ def test_a_server_bug_is_500_without_the_exception_and_logged(toy_server, monkey
 def test_answers_holding_a_lone_surrogate_are_still_written():
     """Defence in depth: a message that quotes a string the parser should have refused is written
     with the surrogate escaped, never a 500."""
-    from memgraph_tf.serving import rest_api
 
     class Echo:
         max_examples = 10

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from memgraph_tf.serving.errors import ServingFailure
-from memgraph_tf.serving.rest_json import json_to_example
+from memgraph_tf.serving.json_examples import json_to_example
 
 
 def kinds(ex):
@@ -70,3 +71,25 @@ def test_floats_beyond_float32_become_infinities_not_errors():
         0.10000000149011612,
     ]
     assert list(feat["y"].float_list.value) == [float("inf")]
+
+
+def test_int64_min_is_an_int64_in_examples_and_tensors():
+    """``-9223372036854775808`` is an int64: rapidjson's reader reads it as one (reader.h
+    ParseNumber), json_tensor.cc takes it as an int64 feature value (MakeExampleFromJsonObject:
+    ``IsInt64()`` / ``GetInt64()``) and as a DT_INT64 tensor element (AddValueToTensor); one
+    below it is beyond int64 (a uint64 when positive, a double when negative)."""
+    from memgraph_tf.serving import json_parse, json_tensors
+
+    doc = json_parse.parse_request_body(
+        b'{"examples": [{"n": -9223372036854775808, "m": [9223372036854775807]}]}'
+    )
+    ex = json_to_example(doc["examples"][0])
+    assert kinds(ex) == {"n": "int64_list", "m": "int64_list"}
+    assert list(ex.features.feature["n"].int64_list.value) == [-(2**63)]
+    feeds, _ = json_tensors.predict_feeds(
+        json_parse.parse_request_body(b'{"inputs": [-9223372036854775808, 1]}'), {"x": 9}, ""
+    )
+    assert feeds["x"].dtype == np.int64 and feeds["x"].tolist() == [-(2**63), 1]
+    below = json_parse.parse_request_body(b'{"inputs": [-9223372036854775809]}')
+    with pytest.raises(ServingFailure, match=r"Type: Number is not of expected type: int64$"):
+        json_tensors.predict_feeds(below, {"x": 9}, "")

@@ -27,7 +27,7 @@ from tensorflow_serving.apis import (
 )
 
 from memgraph_tf import blob
-from memgraph_tf.serving import bundle
+from memgraph_tf.serving import bundle, rest_api
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher, split_typed_blob
 from tests.client import typed_kit as kit
 
@@ -368,7 +368,7 @@ def test_random_pair_examples_are_answered_200_or_400(served):
         model = rng.choice(["links", "links", "shop"])
         verb = rng.choice(["classify", "regress"])
         body = json.dumps({"examples": examples}).encode()
-        status, answer = ms.handle_bytes("POST", f"/v1/models/{model}:{verb}", body)
+        status, answer = rest_api.handle_bytes(ms, "POST", f"/v1/models/{model}:{verb}", body)
         statuses.add(status)
         assert status in (200, 400), (status, answer, body)
         if status == 400:
@@ -528,7 +528,7 @@ def test_a_link_bundle_of_an_earlier_export_answers_as_recorded(link_kit, tmp_pa
 
         def post(verb: str, examples: list) -> list:
             body = json.dumps({"examples": examples}).encode()
-            status, out = ms.handle_bytes("POST", f"/v1/models/links:{verb}", body)
+            status, out = rest_api.handle_bytes(ms, "POST", f"/v1/models/links:{verb}", body)
             assert status == 200, out
             return json.loads(out)["results"]
 

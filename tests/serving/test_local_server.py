@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import requests
 
-from memgraph_tf.serving import errors
+from memgraph_tf.serving import errors, rest_api
 from memgraph_tf.serving.client import ServingClient
 
 X = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0], [0.0, 0.0, 0.25]], np.float32)
@@ -83,9 +83,7 @@ def test_status_all_versions_and_metadata(client):
 def test_client_splits_large_requests_and_concatenates(toy_server, toy, recorded_calls):
     many = np.tile(X, (40, 1))
     with (
-        recorded_calls(
-            toy_server.model_server, "handle_bytes", lambda method, path, body: len(body)
-        ) as calls,
+        recorded_calls(rest_api, "handle_bytes", lambda ms, method, path, body: len(body)) as calls,
         ServingClient(toy_server.url, "toy", max_request_bytes=1000) as c,
     ):
         results = c.classify([{"x": row} for row in many])

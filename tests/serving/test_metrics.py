@@ -1,4 +1,4 @@
-"""``/monitoring/prometheus/metrics`` and the access log (issue 27): the page is scraped over HTTP
+"""``/monitoring/prometheus/metrics`` and the access log: the page is scraped over HTTP
 and read with ``prometheus_client``'s own text parser; its counters match the requests sent over
 REST and gRPC. Names and format follow TF Serving's (``servables/tensorflow/util.cc``,
 ``util/prometheus_exporter.cc``: counters without ``_total``, latencies in microseconds); the
@@ -140,3 +140,42 @@ def test_access_log_switch_from_the_environment():
     assert enabled_from_env({"MEMGRAPH_TF_ACCESS_LOG": "off"}) is False
     with pytest.raises(ValueError, match="MEMGRAPH_TF_ACCESS_LOG: expected one of"):
         enabled_from_env({"MEMGRAPH_TF_ACCESS_LOG": "maybe"})
+
+
+def test_unknown_model_names_share_one_label(observed):
+    """10,000 requests naming distinct models the server does not know, through the WSGI app the
+    HTTP server runs (in process, for speed) and a few over gRPC: each is counted under the one
+    label value UNKNOWN_MODEL, so the page grows by less than 100 KB (with a label value per
+    name, 1,500 names make a 35 MB page). TF Serving labels requests with the name they
+    ask for (model_servers/http_server.cc and prediction_service_impl.cc,
+    RecordModelRequestCount); the known model keeps its own label."""
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    from memgraph_tf.serving.metrics import UNKNOWN_MODEL
+    from memgraph_tf.serving.server import RestApp
+
+    before = _scrape(observed.url)
+    app = RestApp(observed.ms)
+    statuses = set()
+    for i in range(10_000):
+        environ = {"REQUEST_METHOD": "GET", "REQUEST_URI": f"/v1/models/nope{i}"}
+        app(environ, lambda status, headers: statuses.add(status))
+    assert statuses == {"404 Not Found"}
+    with grpc.insecure_channel(observed.target) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        for i in range(3):
+            req = predict_pb2.PredictRequest()
+            req.model_spec.name = f"grpc-nope{i}"
+            with pytest.raises(grpc.RpcError) as info:
+                stub.Predict(req, timeout=30)
+            assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    after = _scrape(observed.url)
+    growth = len(after["text"].encode()) - len(before["text"].encode())
+    assert growth < 100_000, growth
+    assert "nope" not in after["text"]
+    count = ":tensorflow:serving:request_count_total"
+    got = _value(after, count, model_name=UNKNOWN_MODEL, status="NOT_FOUND") - _value(
+        before, count, model_name=UNKNOWN_MODEL, status="NOT_FOUND"
+    )
+    assert got == 10_003
+    assert _value(after, "memgraph_tf_loaded_versions", model_name="toy") == 2

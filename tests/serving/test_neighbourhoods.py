@@ -38,6 +38,9 @@ class FakeSource:
             raise self.fail
         if self.answer is not None:
             return self.answer
+        for i, nid in enumerate(ids):  # the query module's words (memgraph_tf/procedures/access.py)
+            if nid not in self.table:
+                raise LookupError(f"seeds[{i}]: unknown node id {nid} (no node has id = {nid})")
         return [self.table[i] for i in ids]
 
 
@@ -273,6 +276,69 @@ def test_both_paths_name_a_bad_node_id(served):
         classify_nodes(served.source, c, [100, "x"])
 
 
+def _grpc_classify(served, *examples: dict):
+    """A gRPC Classify of ``examples`` (feature -> int64 value) against the served bundle:
+    ``(code, details)`` of its failure."""
+    import grpc
+    from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
+
+    from memgraph_tf.serving.grpc_server import start_grpc_server
+
+    req = classification_pb2.ClassificationRequest()
+    req.model_spec.name = "sage"
+    for features in examples:
+        ex = req.input.example_list.examples.add()
+        for key, value in features.items():
+            ex.features.feature[key].int64_list.value.append(value)
+    with (
+        start_grpc_server(served.model_server) as rpc,
+        grpc.insecure_channel(rpc.target) as channel,
+    ):
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Classify(req, timeout=30)
+    return info.value.code().name, info.value.details()
+
+
+@pytest.mark.parametrize("unknown", [999, -(2**63)])
+def test_unknown_ids_are_named_by_the_requests_field(served, unknown):
+    """The query module names an unknown id by its place in its seed list (``seeds[1]: unknown
+    node id ...``, memgraph_tf/procedures/access.py); REST and gRPC answers name the request's
+    field, ``examples[1].node_id``. int64's smallest value is an id over REST as over gRPC:
+    rapidjson reads ``-9223372036854775808`` as an int64 (reader.h ParseNumber), and so does
+    json_tensor.cc's int64 handling (``IsInt64()``)."""
+    want = (
+        f"fetching node ids [100, {unknown}] from the graph: examples[1].node_id: unknown node "
+        f"id {unknown} (no node has id = {unknown})"
+    )
+    body = f'{{"examples": [{{"node_id": 100}}, {{"node_id": {unknown}}}]}}'
+    r = requests.post(f"{served.url}/v1/models/sage:classify", timeout=60, data=body)
+    assert (r.status_code, r.json()) == (400, {"error": want})
+    assert _grpc_classify(served, {"node_id": 100}, {"node_id": unknown}) == (
+        "INVALID_ARGUMENT",
+        want,
+    )
+
+
+def test_an_example_with_neither_node_id_nor_blob_is_named(served):
+    """``{"examples": [{}]}`` to a node bundle: 400 naming the example and the missing feature,
+    over REST and gRPC, before TensorFlow's ParseExample (whose message names neither)."""
+    key = served.model_server.models["sage"].versions[1].bundle_config.blob_feature_key
+    want = (
+        f"examples[1]: the feature '{key}' (the node's neighbourhood blob) is missing; send it, "
+        f"or 'node_id' to name the node (model 'sage' classifies nodes)"
+    )
+    r = requests.post(
+        f"{served.url}/v1/models/sage:classify",
+        timeout=60,
+        json={"examples": [{"node_id": 100}, {}]},
+    )
+    assert (r.status_code, r.json()) == (400, {"error": want})
+    r = requests.post(f"{served.url}/v1/models/sage:classify", timeout=60, json={"examples": [{}]})
+    assert (r.status_code, r.json()["error"]) == (400, want.replace("examples[1]", "examples[0]"))
+    assert _grpc_classify(served, {"node_id": 100}, {}) == ("INVALID_ARGUMENT", want)
+
+
 # ------------------------------------------------------------------------------------ layering
 def _imports(path: pathlib.Path) -> set[str]:
     """Every module a file imports, at any level (functions included), as absolute names."""
@@ -324,6 +390,26 @@ def test_the_serving_package_never_imports_the_client_package():
     assert "memgraph_tf.client" in _imports(
         pathlib.Path(__file__).resolve().parents[2] / "memgraph_tf" / "cli.py"
     )
+
+
+def test_the_model_core_imports_no_http_module():
+    """model_server.py runs TF Serving's semantics without HTTP: it imports the JSON conversions
+    (json_parse, json_examples, json_tensors) but never the REST routing, the HTTP server, their
+    re-exporting rest_json, or an HTTP library -- at any level, functions included."""
+    imported = _imports(SERVING_DIR / "model_server.py")
+    assert {"memgraph_tf.serving.json_parse", "memgraph_tf.serving.json_tensors"} <= imported
+    http = {
+        "memgraph_tf.serving.rest_api",
+        "memgraph_tf.serving.rest_json",
+        "memgraph_tf.serving.server",
+        "memgraph_tf.serving.gateway",
+    }
+    offenders = sorted(
+        m
+        for m in imported
+        if m in http or m.split(".")[0] in {"http", "waitress", "requests", "urllib"}
+    )
+    assert offenders == []
 
 
 def test_bundle_names_and_config_keys_are_defined_only_in_bundle_py():

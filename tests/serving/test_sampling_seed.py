@@ -1,9 +1,8 @@
-"""Issue 23, item 8: one answer per node. A bundle without ``options.seed`` made ``memgraph-tf
-serve --graph`` draw new neighbourhoods on every request, while ``memgraph-tf classify`` sampled
-with seed 0. Now every inference path samples with :func:`memgraph_tf.serving.bundle.
-inference_sampling` -- the bundle's seed, else ``bundle.DEFAULT_SEED`` -- keyed by (seed, node);
-new draws per request only with ``sampling_seed="random"`` (``memgraph-tf serve --sampling-seed
-random``)."""
+"""One answer per node: every inference path (``memgraph-tf serve --graph``, ``memgraph-tf
+classify``, in-process prediction), for a bundle with or without ``options.seed``, samples with
+:func:`memgraph_tf.serving.bundle.inference_sampling` -- the bundle's seed, else
+``bundle.DEFAULT_SEED`` -- keyed by (seed, node); new draws per request only with
+``sampling_seed="random"`` (``memgraph-tf serve --sampling-seed random``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Slow clients (issue 23, item 4): connections that trickle a request one byte at a time.
+"""Slow clients: connections that trickle a request one byte at a time.
 
 waitress resets a connection's idle timer on every byte received (channel.py ``handle_read``
 sets ``last_activity``) and stops accepting at its connection limit (server.py ``readable``
-returns False while ``len(map) >= connection_limit``), so 260 trickling connections used to hold
-every slot and a valid request waited in the listen backlog (no answer in 100 s). The server now
+returns False while ``len(map) >= connection_limit``), so 260 trickling connections would hold
+every slot and a valid request would wait in the listen backlog. The server
 closes a request whose headers (or body) are not complete within a total deadline, and at the
 limit takes a new connection in by shedding the connection whose unfinished request started
 longest ago -- never one with a request a worker holds (memgraph_tf/serving/server.py
@@ -156,7 +156,8 @@ def test_a_valid_request_is_answered_while_300_connections_trickle(toy_model_ser
 
 
 class _BlockingModelServer:
-    """Stands in for ModelServer: ``/block`` waits for ``release``; anything else is 200."""
+    """Stands in for ModelServer behind the REST routing (:func:`_route_to_stand_in`): ``/block``
+    waits for ``release``; anything else is 200."""
 
     max_request_bytes = 1 << 20
     metrics = None  # no metrics page and no access log, as ModelServer without either
@@ -174,6 +175,15 @@ class _BlockingModelServer:
         return 200, b'{"ok": true}'
 
 
+@pytest.fixture
+def _route_to_stand_in(monkeypatch):
+    """The HTTP server's REST routing (``rest_api.handle_bytes``) handed to the stand-in's."""
+    from memgraph_tf.serving import rest_api
+
+    monkeypatch.setattr(rest_api, "handle_bytes", lambda ms, *request: ms.handle_bytes(*request))
+
+
+@pytest.mark.usefixtures("_route_to_stand_in")
 def test_a_request_being_processed_is_never_shed():
     """With a limit of 10 (8 connections), a request a worker holds survives 20 trickling
     connections and a valid request arriving after them; it gets its answer when released."""
@@ -206,6 +216,7 @@ def test_a_request_being_processed_is_never_shed():
         thread.join(timeout=15)
 
 
+@pytest.mark.usefixtures("_route_to_stand_in")
 def test_the_per_client_cap_sheds_that_client_s_own_tricklers_then_refuses():
     """``max_connections_per_client=3`` (off by default): 6 trickling connections from one
     address leave 3 open (each new one sheds that client's oldest); a valid request from the

@@ -6,6 +6,7 @@ every caller that uses it."""
 from __future__ import annotations
 
 import ast
+import json
 import pathlib
 import re
 import threading
@@ -192,7 +193,7 @@ def test_the_errors_module_imports_the_standard_library_and_the_root_only():
 
 def test_no_other_serving_module_keeps_a_status_table():
     """A dict literal keyed by HTTP statuses or status code names outside errors.py is a second
-    table (the rule of issue 21)."""
+    table."""
     pattern = re.compile(r"\{\s*\n?\s*(?:4\d\d|5\d\d|grpc\.StatusCode\.\w+)\s*:")
     offenders = [
         p.name
@@ -238,7 +239,7 @@ def test_server_and_grpc_client_lay_outputs_out_alike():
     }
     for columnar in (True, False):
         server = rest_json.predict_response(out, columnar)
-        written = rest_json.json.loads(rest_json.dumps(server))
+        written = json.loads(rest_json.dumps(server))
         key = "outputs" if columnar else "predictions"
         assert written[key] == json_output.arrange(out, columnar, json_output.json_value)
     assert written["predictions"][1] == {

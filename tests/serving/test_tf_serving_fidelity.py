@@ -1,4 +1,4 @@
-"""The local server answers as TF Serving's own tests expect (issue 14).
+"""The local server answers as TF Serving's own tests expect.
 
 Every expectation below is TF Serving's, with the file that defines it (paths relative to
 tensorflow/serving's ``tensorflow_serving/``):
@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import pathlib
 
+import grpc
 import numpy as np
 import pytest
 import requests
+from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from memgraph_tf.serving import rest_json
+from memgraph_tf.serving import json_examples, json_parse, json_tensors, json_values
 from memgraph_tf.serving.errors import ServingFailure
 
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_STRING, DT_INT64, DT_UINT64, DT_HALF = 1, 2, 3, 7, 9, 23, 19
@@ -199,7 +201,7 @@ def test_metadata_of_a_label_and_a_missing_version(quirks):
 def test_format_decimal_follows_write_decimal(value, bits, text):
     """util/json_tensor.cc WriteDecimal: StrCat (printf %g, six digits) when it round-trips, else
     %.9g (float) / %.17g (double); ".0" when neither '.' nor 'e'; NaN / Infinity."""
-    assert rest_json.format_decimal(value, bits) == text
+    assert json_values.format_decimal(value, bits) == text
 
 
 def test_float_outputs_print_six_digits(quirks):
@@ -433,17 +435,17 @@ def test_uint64_feature_value(quirks):
         400,
         {"error": "Feature: names has uint64_t element. Only int64_t is supported."},
     )
-    ex = rest_json.json_to_example(
-        rest_json.parse_request_body(b'{"x": 99999999999999999999999}')
+    ex = json_examples.json_to_example(
+        json_parse.parse_request_body(b'{"x": 99999999999999999999999}')
     ).features.feature["x"]
     assert list(ex.float_list.value) == [pytest.approx(1e23, rel=1e-6)]
-    ex = rest_json.json_to_example({"names": 1.7976931348623157e308}).features.feature["names"]
+    ex = json_examples.json_to_example({"names": 1.7976931348623157e308}).features.feature["names"]
     assert list(ex.float_list.value) == [float("inf")]
 
 
 # ------------------------------------------------------------- JSON -> tensors (unit level)
 def feeds(body: str, infos: dict[str, int]):
-    return rest_json.predict_feeds(rest_json.parse_request_body(body.encode()), infos, "")
+    return json_tensors.predict_feeds(json_parse.parse_request_body(body.encode()), infos, "")
 
 
 @pytest.mark.parametrize(
@@ -619,7 +621,7 @@ def test_json_parse_errors_use_rapidjsons_words():
     ]
     for body, prefix in cases:
         with pytest.raises(ServingFailure, match="JSON ") as info:
-            rest_json.parse_request_body(body)
+            json_parse.parse_request_body(body)
         assert info.value.message.startswith(prefix), info.value.message
 
 
@@ -639,9 +641,9 @@ def test_deep_nesting_under_an_unused_key_is_skipped(quirks):
     r = post(quirks, ":predict", body)
     assert (r.status_code, r.json()) == (200, {"predictions": [1.5]})
     assert time.monotonic() - t0 < 10
-    doc = rest_json.parse_request_body(body)
-    assert isinstance(doc["nested"], rest_json.SkippedValue)
-    assert rest_json.json_type(doc["nested"]) == "Array"
+    doc = json_parse.parse_request_body(body)
+    assert isinstance(doc["nested"], json_values.SkippedValue)
+    assert json_values.json_type(doc["nested"]) == "Array"
     r = post(quirks, ":predict", b'{"instances": ' + b"[" * DEEP + b"]" * DEEP + b"}")
     assert r.status_code == 400
     assert r.json()["error"].startswith("JSON Parse error: nesting deeper than 64 levels")
@@ -664,7 +666,7 @@ def test_deep_signature_name_is_key_must_be_a_string_value(quirks):
         )
     ]
     assert quoted == '{\n    "signature_name": ' + "[" * (256 - 24)
-    assert len(quoted.encode()) == rest_json.DEBUG_STRING_BYTES
+    assert len(quoted.encode()) == json_values.DEBUG_STRING_BYTES
 
 
 def test_the_document_ends_with_its_root_value(quirks):
@@ -711,7 +713,7 @@ def test_json_values_in_messages_are_json_value_to_debug_string(value, text):
     """json_tensor.cc JsonValueToDebugString (since Aug 2024): PrettyWriter with single-line
     arrays behind JsonWriterWithLimit(256): an event is written only while the text is shorter
     than 256 bytes."""
-    assert rest_json.json_value_str(value) == text
+    assert json_values.json_value_str(value) == text
 
 
 def test_json_values_in_messages_stop_after_256_bytes():
@@ -720,8 +722,269 @@ def test_json_values_in_messages_stop_after_256_bytes():
     events = ["[", "0"] + [f", {i}" for i in range(1, 200)]
     text = ""
     for event in events:
-        if len(text) >= rest_json.DEBUG_STRING_BYTES:
+        if len(text) >= json_values.DEBUG_STRING_BYTES:
             break
         text += event
-    assert rest_json.json_value_str(list(range(200))) == text
+    assert json_values.json_value_str(list(range(200))) == text
     assert 256 <= len(text) < 262
+
+
+# ------------------------------------------------------------------------------ half_plus_two
+HALF_PLUS_TWO = "saved_model_half_plus_two_2_versions"
+VERSION_LABEL = "Version_Label"
+
+
+def export_half_plus_two(path: pathlib.Path) -> None:
+    """TF Serving's test model (``servables/tensorflow/testdata/saved_model_half_plus_two.py``):
+    ``y = 0.5 * x + 2`` on input ``x`` of shape ``[?, 1]`` (``serving_default``), and the
+    ``regress_x_to_y`` / ``classify_x_to_y`` signatures on serialized tf.Examples whose feature
+    ``x`` is a float of length 1."""
+    import tensorflow as tf
+
+    features = {"x": tf.io.FixedLenFeature([1], tf.float32)}
+
+    class HalfPlusTwo(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = tf.Variable(0.5)
+            self.b = tf.Variable(2.0)
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32, name="x")])
+        def predict(self, x):
+            return {"y": self.a * x + self.b}
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+        def regress(self, inputs):
+            x = tf.io.parse_example(inputs, features)["x"]
+            return {"outputs": self.a * x + self.b}
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+        def classify(self, inputs):
+            x = tf.io.parse_example(inputs, features)["x"]
+            return {"scores": self.a * x + self.b}
+
+    m = HalfPlusTwo()
+    tf.saved_model.save(
+        m,
+        str(path),
+        signatures={
+            "serving_default": m.predict,
+            "regress_x_to_y": m.regress,
+            "classify_x_to_y": m.classify,
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def half_plus_two(tmp_path_factory):
+    """half_plus_two as http_rest_api_handler_test.cc serves it: version 123 (``BASE/00000123``)
+    with the label ``Version_Label``, over REST and gRPC (one ModelServer)."""
+    from memgraph_tf.serving.grpc_server import start_grpc_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    base = tmp_path_factory.mktemp("hp2") / HALF_PLUS_TWO
+    export_half_plus_two(base / "00000123")
+    ms = ModelServer(base, HALF_PLUS_TWO, labels={VERSION_LABEL: 123})
+    with start_server(ms) as srv, start_grpc_server(ms) as rpc:
+        with grpc.insecure_channel(rpc.target) as channel:
+            srv.stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            yield srv
+    ms.close()
+
+
+def hp2(srv, suffix: str, body: dict | bytes) -> tuple[int, dict]:
+    data = json.dumps(body) if isinstance(body, dict) else body
+    r = requests.post(f"{srv.url}/v1/models/{HALF_PLUS_TWO}{suffix}", data=data, timeout=60)
+    return r.status_code, r.json()
+
+
+@pytest.mark.parametrize(
+    "suffix, body, want",
+    [
+        # the task's example: shape [3] fed to x of shape [?,1], as TF Serving's session takes it
+        (":predict", {"instances": [1.0, 2.0, 5.0]}, {"predictions": [2.5, 3.0, 4.5]}),
+        # tensorflow_model_server_test.py testPredictREST
+        (":predict", {"instances": [2.0, 3.0, 4.0]}, {"predictions": [3.0, 3.5, 4.0]}),
+        # tensorflow_model_server_test.py testPredictColumnarREST
+        (":predict", {"inputs": [2.0, 3.0, 4.0]}, {"outputs": [3.0, 3.5, 4.0]}),
+        # http_rest_api_handler_test.cc Predict: the latest version, a [2,2] tensor
+        (
+            ":predict",
+            {"instances": [[1.0, 2.0], [3.0, 4.0]]},
+            {"predictions": [[2.5, 3.0], [3.5, 4.0]]},
+        ),
+        # ... a specific version, a version label, an explicit signature_name, columnar inputs
+        ("/versions/123:predict", {"instances": [1.0, 2.0]}, {"predictions": [2.5, 3.0]}),
+        (
+            f"/labels/{VERSION_LABEL}:predict",
+            {"instances": [1.0, 2.0]},
+            {"predictions": [2.5, 3.0]},
+        ),
+        (
+            "/versions/123:predict",
+            {"signature_name": "serving_default", "instances": [3.0, 4.0]},
+            {"predictions": [3.5, 4.0]},
+        ),
+        (
+            "/versions/123:predict",
+            {"signature_name": "serving_default", "inputs": [3.0, 4.0]},
+            {"outputs": [3.5, 4.0]},
+        ),
+        # tensorflow_model_server_test.py testClassifyREST, testRegressREST
+        (
+            ":classify",
+            {"signature_name": "classify_x_to_y", "examples": [{"x": 2.0}]},
+            {"results": [[["", 3.0]]]},
+        ),
+        (
+            ":regress",
+            {"signature_name": "regress_x_to_y", "examples": [{"x": 2.0}]},
+            {"results": [3.0]},
+        ),
+        # http_rest_api_handler_test.cc Regress (latest, version, label) and Classify
+        (
+            ":regress",
+            {"signature_name": "regress_x_to_y", "examples": [{"x": 80.0}]},
+            {"results": [42]},
+        ),
+        (
+            "/versions/123:regress",
+            {"signature_name": "regress_x_to_y", "examples": [{"x": 80.0}]},
+            {"results": [42]},
+        ),
+        (
+            f"/labels/{VERSION_LABEL}:regress",
+            {"signature_name": "regress_x_to_y", "examples": [{"x": 80.0}]},
+            {"results": [42]},
+        ),
+        (
+            ":classify",
+            {"signature_name": "classify_x_to_y", "examples": [{"x": 20.0}]},
+            {"results": [[["", 12]]]},
+        ),
+        (
+            f"/labels/{VERSION_LABEL}:classify",
+            {"signature_name": "classify_x_to_y", "examples": [{"x": 10.0}]},
+            {"results": [[["", 7]]]},
+        ),
+    ],
+)
+def test_half_plus_two_rest_answers(half_plus_two, suffix, body, want):
+    """TF Serving's own REST expectations for half_plus_two (each case names its test): a
+    tensor's shape is the session's to take, not the server's (predict_util.cc)."""
+    assert hp2(half_plus_two, suffix, body) == (200, want)
+
+
+@pytest.mark.parametrize(
+    "suffix, body, status, message",
+    [
+        # http_rest_api_handler_test.cc PredictRequestErrors
+        (":predict", b"", 400, "JSON Parse error: The document is empty"),
+        (":predict", b"instances = [1, 2]", 400, "JSON Parse error: Invalid value"),
+        (":predict", {"instances": ["x", "y"]}, 400, "not of expected type: float"),
+        (
+            "/labels/Version_Nonexistent:predict",
+            {"instances": ["x", "y"]},
+            400,
+            "Unrecognized servable version label",
+        ),
+        (":predict", {"signature_name": 100}, 400, "'signature_name' key must be a string value."),
+        # http_rest_api_handler_test.cc PredictModelNameVersionErrors: NOT_FOUND
+        (
+            "/versions/99:predict",
+            {"instances": [1]},
+            404,
+            f"Servable not found for request: Specific({HALF_PLUS_TWO}, 99)",
+        ),
+    ],
+)
+def test_half_plus_two_rest_errors(half_plus_two, suffix, body, status, message):
+    got_status, doc = hp2(half_plus_two, suffix, body)
+    assert got_status == status and message in doc["error"], doc
+
+
+def test_half_plus_two_unknown_model_is_404(half_plus_two):
+    """http_rest_api_handler_test.cc PredictModelNameVersionErrors: 'foo' is NOT_FOUND, with or
+    without a version."""
+    for suffix in (":predict", "/versions/50:predict"):
+        r = requests.post(
+            f"{half_plus_two.url}/v1/models/foo{suffix}", data=b'{"instances": [1]}', timeout=30
+        )
+        assert r.status_code == 404 and "foo" in r.json()["error"], r.text
+
+
+def _x(values, dims, dtype: int = DT_FLOAT):
+    from tensorflow_serving.apis import predict_pb2
+
+    req = predict_pb2.PredictRequest()
+    req.model_spec.name = HALF_PLUS_TWO
+    t = req.inputs["x"]
+    t.dtype = dtype
+    for d in dims:
+        t.tensor_shape.dim.add().size = d
+    field = {DT_FLOAT: "float_val", DT_STRING: "string_val", 10: "bool_val"}[dtype]
+    getattr(t, field).extend(values)
+    return req
+
+
+@pytest.mark.parametrize(
+    "dims, output_filter, want_dims",
+    [
+        # tensorflow_model_server_test_base.py VerifyPredictRequest: x = [2.0] of shape [1],
+        # output_filter y (tensorflow_model_server_test.py testPredictSavedModel)
+        ([1], ["y"], [1]),
+        # ... batch_input: shape [1, 1] (test_sequential_keras_saved_model_save)
+        ([1, 1], [], [1, 1]),
+        # predict_util_test.cc PredictionSuccess: a tensor without a shape, answered as one
+        ([], [], []),
+    ],
+)
+def test_half_plus_two_grpc_predict(half_plus_two, dims, output_filter, want_dims):
+    req = _x([2.0], dims)
+    req.output_filter.extend(output_filter)
+    resp = half_plus_two.stub.Predict(req, timeout=30)
+    y = resp.outputs["y"]
+    assert (y.dtype, list(y.float_val), [d.size for d in y.tensor_shape.dim]) == (
+        DT_FLOAT,
+        [3.0],
+        want_dims,
+    )
+    assert resp.model_spec.version.value == 123
+
+
+@pytest.mark.parametrize(
+    "values, dtype, words",
+    [
+        # predict_util_test.cc InputTensorsHaveWrongType
+        ([b"any_value"], DT_STRING, "to be float but string is provided"),
+        # predict_util_test.cc PredictionInvalidTensor
+        ([True], 10, "to be float but bool is provided"),
+    ],
+)
+def test_half_plus_two_grpc_wrong_dtype(half_plus_two, values, dtype, words):
+    with pytest.raises(grpc.RpcError) as info:
+        half_plus_two.stub.Predict(_x(values, [1], dtype), timeout=30)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == f"Expects input 'x' {words}"
+
+
+def test_half_plus_two_grpc_classify_and_regress(half_plus_two):
+    """tensorflow_model_server_test.py testClassify / testRegress: one example x = 2.0 scores
+    and regresses to 3.0 (classify_x_to_y, regress_x_to_y)."""
+    from tensorflow_serving.apis import classification_pb2, regression_pb2
+
+    for request_class, signature in (
+        (classification_pb2.ClassificationRequest, "classify_x_to_y"),
+        (regression_pb2.RegressionRequest, "regress_x_to_y"),
+    ):
+        req = request_class()
+        req.model_spec.name = HALF_PLUS_TWO
+        req.model_spec.signature_name = signature
+        req.input.example_list.examples.add().features.feature["x"].float_list.value.append(2.0)
+        if request_class is classification_pb2.ClassificationRequest:
+            result = half_plus_two.stub.Classify(req, timeout=30).result
+            assert [c.score for c in result.classifications[0].classes] == [3.0]
+        else:
+            result = half_plus_two.stub.Regress(req, timeout=30).result
+            assert [r.value for r in result.regressions] == [3.0]

@@ -1,9 +1,10 @@
-"""New versions without a restart (issue 27): the server polls its base paths
+"""New versions without a restart: the server polls its base paths
 (``file_system_poll_wait_seconds``, TF Serving's ``--file_system_poll_wait_seconds``:
 ``model_servers/main.cc``, default 1, 0 = load once), loads and warms up a new version before it
 takes requests, switches at once, and unloads a removed version while the requests holding it
 finish on it; ``--model_config_file`` as TF Serving reads it (``server_core.cc``
-``ValidateModelConfigList``; policies from ``file_system_storage_path_source.proto``)."""
+``ValidateModelConfigList``; policies from ``file_system_storage_path_source.proto``). Versions
+that are corrupt or still being written: test_version_lifecycle.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 import requests
 
+from memgraph_tf.serving import rest_api
 from tests.serving.conftest import export_toy, toy_in_process
 
 POLL_S = 0.2
@@ -81,10 +83,19 @@ def test_a_new_version_is_served_within_two_polls_with_no_failed_request(tmp_pat
         status = requests.get(f"{srv.url}/v1/models/toy", timeout=30).json()
         assert [s["version"] for s in status["model_version_status"]] == ["2", "1"]
 
-        # removing a version unloads it
+        # removing a version unloads it; its status stays, as END (TF Serving's
+        # core/servable_state_monitor.cc keeps the last state of every version it managed)
         shutil.rmtree(base / "1")
         deadline = time.monotonic() + 30
-        while requests.get(f"{srv.url}/v1/models/toy/versions/1", timeout=30).status_code != 404:
+        while requests.get(f"{srv.url}/v1/models/toy/versions/1", timeout=30).json() != {
+            "model_version_status": [
+                {
+                    "version": "1",
+                    "state": "END",
+                    "status": {"error_code": "OK", "error_message": ""},
+                }
+            ]
+        }:
             assert time.monotonic() < deadline, "version 1 never unloaded"
             time.sleep(0.05)
         r = requests.post(f"{srv.url}/v1/models/toy/versions/1:predict", json={"instances": X})
@@ -142,14 +153,14 @@ def test_model_config_file_several_models_policies_and_labels(tmp_path, toy_base
         ("/v1/models/both/labels/stable:predict", 1),
         ("/v1/models/both/labels/canary:predict", 2),
     ):
-        status, doc = ms.handle("POST", path, body)
+        status, doc = rest_api.handle(ms, "POST", path, body)
         assert status == 200, doc
         np.testing.assert_allclose(
             doc["predictions"][0]["logits"], toy.in_process(version, np.array(X))[0], atol=1e-5
         )
-    status, doc = ms.handle("POST", "/v1/models/newest/versions/1:predict", body)
+    status, doc = rest_api.handle(ms, "POST", "/v1/models/newest/versions/1:predict", body)
     assert (status, doc) == (404, {"error": "Servable not found for request: Specific(newest, 1)"})
-    status, doc = ms.handle("GET", "/v1/models/both/metadata", b"")
+    status, doc = rest_api.handle(ms, "GET", "/v1/models/both/metadata", b"")
     assert doc["model_spec"] == {"name": "both", "signature_name": "", "version": "2"}
 
 

@@ -14,6 +14,8 @@ import logging
 
 import pytest
 
+from memgraph_tf.serving import rest_api
+
 
 @pytest.fixture(scope="module")
 def warm_base(tmp_path_factory, sage):
@@ -47,8 +49,8 @@ def test_warmup_replays_the_classify_record_and_warms_predict(warm_base, sage):
         assert warm.model_calls == 0  # model_calls counts requests only
         classify, predict = _bodies(sage)
         for verb, body in (("classify", classify), ("predict", predict)):
-            a = warm.handle_bytes("POST", f"/v1/models/sage:{verb}", body)
-            b = cold.handle_bytes("POST", f"/v1/models/sage:{verb}", body)
+            a = rest_api.handle_bytes(warm, "POST", f"/v1/models/sage:{verb}", body)
+            b = rest_api.handle_bytes(cold, "POST", f"/v1/models/sage:{verb}", body)
             assert a[0] == 200, a
             assert a == b
         assert warm.model_calls == 2
@@ -98,7 +100,7 @@ def test_bad_warmup_records_are_logged_and_skipped(tmp_path, warm_base, sage, ca
     assert "warmup record 0 failed" in text
     assert 'warmup record 1 failed: Serving signature name: "nope" not found' in text
     classify, _ = _bodies(sage)
-    status, _ = ms.handle_bytes("POST", "/v1/models/sage:classify", classify)
+    status, _ = rest_api.handle_bytes(ms, "POST", "/v1/models/sage:classify", classify)
     assert status == 200
 
     path.write_bytes(good[:-3])  # a truncated TFRecord file
