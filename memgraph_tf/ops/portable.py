@@ -297,7 +297,15 @@ class _Blobs:
 
     # ---- section table, rules 11-27 -----------------------------------------------------------
     def _table(self) -> None:
-        batch = self.B
+        """The section table: every entry's fields (:meth:`_read_entries`), the per-entry rules
+        11-24 (:meth:`_entry_rules`), then each blob's first failing rule (:meth:`_codes`)."""
+        ebase = self._read_entries()
+        early, aligned = self._entry_rules(ebase)
+        self._codes(ebase, early, aligned)
+
+    def _read_entries(self) -> tf.Tensor:
+        """Each entry's fields (dtype, rank, name, payload offset and length, dims) as
+        attributes; returns each entry's blob's base offset."""
         # Entries are read only for blobs whose header passed: count <= 1024 and the table fits in
         # the blob, so all entries together are at most (sum of blob sizes) / 128.
         n_entries = tf.where(tf.equal(self.header_code, 0), self.count, _int64(0))
@@ -319,6 +327,11 @@ class _Blobs:
         self.dims = ewords[:, 3:11]
         self.name_bytes = ebytes[:, 88:128]
         self.name_words = ewords[:, 11:16]
+        return ebase
+
+    def _entry_rules(self, ebase: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """The rules 11-24 per entry: ``(early [E, 14] bool, each payload's aligned length)``."""
+        seg = self.seg
         length = tf.gather(self.L, seg)
 
         r11 = (self.dtype < 1) | (self.dtype > 6)
@@ -386,6 +399,12 @@ class _Blobs:
             ],
             -1,
         )
+        return early, aligned
+
+    def _codes(self, ebase: tf.Tensor, early: tf.Tensor, aligned: tf.Tensor) -> None:
+        """Rules 25-27, then each blob's code (``self.code``: its first failing rule, 0 when it
+        passes) and the per-entry field matrix lookups read (``self.fields``)."""
+        batch, seg, local = self.B, self.seg, self.local
         early_any = tf.reduce_any(early, -1)
         early_code = _first(early) + 11
         first_early = tf.math.unsorted_segment_min(tf.where(early_any, local, _BIG), seg, batch)

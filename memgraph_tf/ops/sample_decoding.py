@@ -34,6 +34,7 @@ from memgraph_tf import blob, layout, typed_sampling
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DensePairBlobs",
     "SampleRows",
     "decode_sample",
     "decode_sample_rows",
@@ -401,68 +402,101 @@ def _expand(
     row of each slot (``r`` for ``-1``), ``_ROWS`` the ``r`` rows of the concatenated tables
     (compact: ``[r, d]``; sparse: row splits, columns and values) and ``table_ids`` their ids
     (``[r]``); masks as usual."""
+
+    checks: list[Any] = []
+    table, dense = _feature_table(decoded, names, width, layout_name, features, densify, checks)
+    table, id_rows = _id_table(decoded, names, table, ids or not features, checks)
+    out: dict[str, Any] = {}
+    for slot in slots:
+        _expand_slot(decoded, slot, table, dense, id_rows, width, densify, checks, out)
+    if not densify:
+        out[_ROWS] = dense
+        out[layout.TABLE_IDS] = id_rows
+    return out
+
+
+def _feature_table(
+    decoded: dict[str, Any],
+    names: _TableNames,
+    width: int,
+    layout_name: str,
+    features: bool,
+    densify: bool,
+    checks: list[Any],
+) -> tuple[Any, Any]:
+    """``(table, rows)`` of :func:`_expand`'s feature table: the concatenated tables' extent
+    (a :class:`_Table`, None without ``features``) and their rows (compact: ``[r, d]``; sparse:
+    densified, or its CSR parts when not ``densify``); the sparse layout's checks appended to
+    ``checks``."""
     import tensorflow as tf
 
-    checks = []
-    table = None
-    dense = None
     if features and layout_name == "compact":
         rt = decoded[names.table]
         starts, sizes = _one_row_spans(rt)
-        table = _Table(starts, sizes, tf.shape(rt.flat_values, out_type=tf.int64)[0])
-        dense = rt.flat_values
-    elif features:
-        cols, vals = decoded[names.columns], decoded[names.values]
-        starts = cols.row_splits[:-1]
-        sizes = cols.row_splits[1:] - starts
-        table = _Table(starts, sizes, cols.row_splits[-1])
-        _, nnz = _one_row_spans(cols)
-        _, vnnz = _one_row_spans(vals)
-        bad = tf.not_equal(nnz, vnnz)
-        b = _first_bad_blob(bad)
+        return _Table(starts, sizes, tf.shape(rt.flat_values, out_type=tf.int64)[0]), rt.flat_values
+    if not features:
+        return None, None
+    cols, vals = decoded[names.columns], decoded[names.values]
+    starts = cols.row_splits[:-1]
+    sizes = cols.row_splits[1:] - starts
+    table = _Table(starts, sizes, cols.row_splits[-1])
+    _, nnz = _one_row_spans(cols)
+    _, vnnz = _one_row_spans(vals)
+    bad = tf.not_equal(nnz, vnnz)
+    b = _first_bad_blob(bad)
+    checks.append(
+        _check(
+            tf.logical_not(tf.reduce_any(bad)),
+            "blob ",
+            b,
+            f" section {names.values}: expected as many values as {names.columns} has columns, ",
+            _pick(nnz, b),
+            ", got ",
+            _pick(vnnz, b),
+        )
+    )
+    column = cols.flat_values
+    row = cols.values.value_rowids()  # the global table row of every entry
+    same_row = tf.equal(row[1:], row[:-1])
+    bad_col = (column < 0) | (column >= width)
+    bad_order = tf.concat([[False], same_row & (column[1:] <= column[:-1])], 0)
+    for what, mask in (
+        ("columns in 0..d-1", bad_col),
+        ("columns increasing within a row", bad_order),
+    ):
+        at = _first_bad_blob(mask)
+        # the blob of that entry's table row (searched for that entry alone)
+        blob_at = tf.searchsorted(cols.row_splits, _pick(row, at)[None], side="right")[0] - 1
         checks.append(
             _check(
-                tf.logical_not(tf.reduce_any(bad)),
+                tf.logical_not(tf.reduce_any(mask)),
                 "blob ",
-                b,
-                f" section {names.values}: "
-                f"expected as many values as {names.columns} has columns, ",
-                _pick(nnz, b),
-                ", got ",
-                _pick(vnnz, b),
+                blob_at,
+                f" section {names.columns}: expected {what} (d = {width}), got ",
+                _pick(column, at),
+                " in table row ",
+                _pick(row, at) - _pick(starts, blob_at),
             )
         )
-        column = cols.flat_values
-        row = cols.values.value_rowids()  # the global table row of every entry
-        same_row = tf.equal(row[1:], row[:-1])
-        bad_col = (column < 0) | (column >= width)
-        bad_order = tf.concat([[False], same_row & (column[1:] <= column[:-1])], 0)
-        for what, mask in (
-            ("columns in 0..d-1", bad_col),
-            ("columns increasing within a row", bad_order),
-        ):
-            at = _first_bad_blob(mask)
-            # the blob of that entry's table row (searched for that entry alone)
-            blob_at = tf.searchsorted(cols.row_splits, _pick(row, at)[None], side="right")[0] - 1
-            checks.append(
-                _check(
-                    tf.logical_not(tf.reduce_any(mask)),
-                    "blob ",
-                    blob_at,
-                    f" section {names.columns}: expected {what} (d = {width}), got ",
-                    _pick(column, at),
-                    " in table row ",
-                    _pick(row, at) - _pick(starts, blob_at),
-                )
-            )
-        with tf.control_dependencies(checks):
-            if densify:
-                indices = tf.stack([row, tf.cast(column, tf.int64)], axis=1)
-                dense = tf.scatter_nd(indices, vals.flat_values, tf.stack([table.rows + 1, width]))
-            else:  # (row splits, columns, values): the CSR of the concatenated tables
-                dense = (cols.values.row_splits, tf.identity(column), vals.flat_values)
+    with tf.control_dependencies(checks):
+        if densify:
+            indices = tf.stack([row, tf.cast(column, tf.int64)], axis=1)
+            dense = tf.scatter_nd(indices, vals.flat_values, tf.stack([table.rows + 1, width]))
+        else:  # (row splits, columns, values): the CSR of the concatenated tables
+            dense = (cols.values.row_splits, tf.identity(column), vals.flat_values)
+    return table, dense
+
+
+def _id_table(
+    decoded: dict[str, Any], names: _TableNames, table: Any, wanted: bool, checks: list[Any]
+) -> tuple[Any, Any]:
+    """``(table, id rows)`` of :func:`_expand`: with ``wanted``, the concatenated tables' node
+    keys (and the table's extent from them when ``table`` is None; else a check that they agree,
+    appended to ``checks``); else ``(table, None)``."""
+    import tensorflow as tf
+
     id_rows = None
-    if ids or not features:
+    if wanted:
         rt = decoded[names.table_ids]
         id_starts, id_sizes = _one_row_spans(rt)
         id_rows = rt.flat_values
@@ -482,43 +516,55 @@ def _expand(
                     _pick(id_sizes, b),
                 )
             )
-    out: dict[str, Any] = {}
-    for slot in slots:
-        name = slot.index
-        index = tf.cast(decoded[name], tf.int64)  # [B, n, f1..fh]
-        flat = tf.reshape(index, [tf.shape(index)[0], -1])
-        bad = (flat < -1) | (flat >= table.sizes[:, None])
-        bad_blob = tf.reduce_any(bad, axis=1)
-        b = _first_bad_blob(bad_blob)
-        row_b = tf.gather(flat, tf.minimum(b, tf.shape(flat, out_type=tf.int64)[0] - 1))
-        bad_b = tf.gather(bad, tf.minimum(b, tf.shape(bad, out_type=tf.int64)[0] - 1))
-        got = _pick(row_b, _first_bad_blob(bad_b))
-        check = _check(
-            tf.logical_not(tf.reduce_any(bad_blob)),
-            "blob ",
-            b,
-            f" section {name}: expected table rows -1..u-1 (u = ",
-            _pick(table.sizes, b),
-            "), got ",
-            got,
-        )
-        with tf.control_dependencies([check] + checks):
-            extra = [1] * (index.shape.rank - 1)
-            shifted = index + tf.reshape(table.starts, [-1] + extra)
-            rows = tf.where(index >= 0, shifted, table.rows)  # -1 -> the zero row after the tables
-            if not densify:
-                out[name] = rows  # (the rows are gathered by the caller)
-            elif slot.features is not None and dense is not None:
-                padded = tf.concat([dense, tf.zeros([1, width], dense.dtype)], 0)
-                out[slot.features] = tf.gather(padded, rows)
-            if densify and slot.ids is not None:
-                out[slot.ids] = tf.gather(tf.concat([id_rows, [layout.PAD_ID]], 0), rows)
-            if slot.mask is not None:
-                out[slot.mask] = index >= 0
-    if not densify:
-        out[_ROWS] = dense
-        out[layout.TABLE_IDS] = id_rows
-    return out
+    return table, id_rows
+
+
+def _expand_slot(
+    decoded: dict[str, Any],
+    slot: _Slots,
+    table: Any,
+    dense: Any,
+    id_rows: Any,
+    width: int,
+    densify: bool,
+    checks: list[Any],
+    out: dict[str, Any],
+) -> None:
+    """One slot of :func:`_expand`: its index checked against its blob's table, then its
+    features, ids and mask (or, not ``densify``, its global rows) written to ``out``."""
+    import tensorflow as tf
+
+    name = slot.index
+    index = tf.cast(decoded[name], tf.int64)  # [B, n, f1..fh]
+    flat = tf.reshape(index, [tf.shape(index)[0], -1])
+    bad = (flat < -1) | (flat >= table.sizes[:, None])
+    bad_blob = tf.reduce_any(bad, axis=1)
+    b = _first_bad_blob(bad_blob)
+    row_b = tf.gather(flat, tf.minimum(b, tf.shape(flat, out_type=tf.int64)[0] - 1))
+    bad_b = tf.gather(bad, tf.minimum(b, tf.shape(bad, out_type=tf.int64)[0] - 1))
+    got = _pick(row_b, _first_bad_blob(bad_b))
+    check = _check(
+        tf.logical_not(tf.reduce_any(bad_blob)),
+        "blob ",
+        b,
+        f" section {name}: expected table rows -1..u-1 (u = ",
+        _pick(table.sizes, b),
+        "), got ",
+        got,
+    )
+    with tf.control_dependencies([check] + checks):
+        extra = [1] * (index.shape.rank - 1)
+        shifted = index + tf.reshape(table.starts, [-1] + extra)
+        rows = tf.where(index >= 0, shifted, table.rows)  # -1 -> the zero row after the tables
+        if not densify:
+            out[name] = rows  # (the rows are gathered by the caller)
+        elif slot.features is not None and dense is not None:
+            padded = tf.concat([dense, tf.zeros([1, width], dense.dtype)], 0)
+            out[slot.features] = tf.gather(padded, rows)
+        if densify and slot.ids is not None:
+            out[slot.ids] = tf.gather(tf.concat([id_rows, [layout.PAD_ID]], 0), rows)
+        if slot.mask is not None:
+            out[slot.mask] = index >= 0
 
 
 def decode_typed_sample(
@@ -747,3 +793,94 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
                 one_seed[name] = blob.Ragged(value.values[picked], [0, len(picked)])
         out.append(blob.pack(one_seed))
     return out
+
+
+class DensePairBlobs:
+    """The one-pair dense blobs of a compact ``tf_features.sample_pairs`` blob of ``count``
+    pairs (``options.layout = "compact"``; ``source_spec`` / ``target_spec`` the two endpoints'
+    :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec`; the feature widths and dtype are
+    the compact tables'), cut on demand in numpy (no TensorFlow): the compact blob holds each
+    sampled node's features once, the dense blobs repeat them per slot, so a server keeps the
+    compact sample (only: the object holds views of ``raw``) and builds the dense blobs of a few
+    pairs at a time.
+
+    Guarantees: :meth:`blobs` ``(i, j)`` is, byte for byte, what ``sample_pairs`` writes in the
+    dense layout for each pair ``i..j-1`` alone with the same options (a slot's id and features
+    are its table row's, a padded slot's id :data:`memgraph_tf.layout.PAD_ID`, its features zero
+    and its mask false); every blob has :attr:`blob_bytes` bytes. ValueError names a section the
+    compact blob lacks or whose rows are not ``count``."""
+
+    def __init__(self, raw: bytes, count: int, source_spec: Any, target_spec: Any):
+        sections = blob.unpack(raw, copy=False)  # (views of ``raw``: the only copy kept)
+        dtype = "float32"
+        self.count = count
+        prefixes = (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
+        widths: dict[str, int] = {}
+        for prefix, spec in zip(prefixes, (source_spec, target_spec)):
+            for label in spec.labels():
+                table = sections.get(prefix + layout.typed_table_name(layout.TABLE, label))
+                if isinstance(table, blob.Ragged):
+                    widths[label] = int(table.values.shape[1])
+                    dtype = str(table.values.dtype)
+        dense = layout.pair_sample_sections(source_spec, target_spec, widths, dtype, batch=1)
+        self._fills = [self._fill(sections, sec, count) for sec in dense]
+        first = blob.pack({sec.name: fill(0, 1) for sec, fill in zip(dense, self._fills)})
+        table = blob.read_table(first)
+        self._spans = [(info.payload_offset, info.payload_length) for info in table]
+        self._head = np.frombuffer(first, np.uint8)[: self._spans[0][0] if self._spans else None]
+        self.blob_bytes = len(first)
+        if self.blobs(0, 1)[0] != first:  # the byte layout above is pack's, for every pair
+            raise ValueError("pair blob: the dense template does not reproduce blob.pack")
+
+    @staticmethod
+    def _fill(sections: Mapping[str, Any], sec: Any, count: int) -> Callable[[int, int], Any]:
+        """``fill(i, j)``: dense section ``sec``'s values for pairs ``i..j-1`` (``[j - i, ...]``,
+        little-endian, the section's dtype)."""
+
+        def get(name: str) -> Any:
+            value = sections.get(name)
+            if value is None:
+                raise ValueError(f"compact pair blob: expected a section {name!r}, got none")
+            if not isinstance(value, blob.Ragged) and value.shape[:1] != (count,):
+                raise ValueError(
+                    f"compact pair blob: section {name!r} has {value.shape[:1]} rows, expected "
+                    f"{count} (one per pair)"
+                )
+            return value
+
+        if sec.role == "pair_labels":
+            labels = get(sec.name)
+            return lambda i, j: np.asarray(labels[i:j], "<i8")
+        prefix = sec.name[: sec.name.index(".") + 1]
+        index = get(prefix + layout.typed_index_name(sec.hop, sec.label))
+        if sec.role == "mask":
+            return lambda i, j: index[i:j] >= 0
+        base = layout.TABLE_IDS if sec.role == "ids" else layout.TABLE
+        values = get(prefix + layout.typed_table_name(base, sec.label)).values
+        pad = layout.PAD_ID if sec.role == "ids" else 0
+
+        def fill(i: int, j: int) -> Any:
+            at = index[i:j]
+            if not len(values):  # no row: every slot padded
+                return np.full(at.shape + values.shape[1:], pad, values.dtype)
+            out = values[np.maximum(at, 0)]
+            out[at < 0] = pad
+            return out
+
+        return fill
+
+    def __len__(self) -> int:
+        return self.count
+
+    def blobs(self, start: int, stop: int) -> list[bytes]:
+        """The dense blobs of pairs ``start..stop-1``, in order."""
+        rows = max(0, stop - start)
+        if not rows:
+            return []
+        buf = np.zeros((rows, self.blob_bytes), np.uint8)
+        buf[:, : len(self._head)] = self._head
+        for fill, (offset, length) in zip(self._fills, self._spans):
+            if length:
+                values = np.ascontiguousarray(fill(start, stop))
+                buf[:, offset : offset + length] = values.reshape(rows, -1).view(np.uint8)
+        return [row.tobytes() for row in buf]

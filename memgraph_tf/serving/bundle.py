@@ -26,13 +26,13 @@ Inference sampling (:func:`inference_sampling`): how every inference path -- ``m
 bundle's settings; a bundle without ``options.seed`` samples with :data:`DEFAULT_SEED`, so a node
 has one answer on every path; :data:`RANDOM_SAMPLING` asks for new draws on every call.
 
-Typed bundles (issue 24: a :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` reading
+Typed bundles (a :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` reading
 ``tf_features.sample_typed`` blobs) carry their sampling settings in the config's ``typed`` key
 (:class:`TypedSampling`: seed label, ``num_neighbors``, properties per label, plus the schema part
 the model was trained on); their ``fanouts``, ``feature_dim`` and ``properties`` are empty (0),
 and :attr:`SamplingSpec.typed` tells every inference path to sample with ``sample_typed``.
 
-Link bundles (issue 25: a :class:`~memgraph_tf.client.link_prediction.LinkPredictor` reading one
+Link bundles (a :class:`~memgraph_tf.client.link_prediction.LinkPredictor` reading one
 ``tf_features.sample_pairs`` blob per pair, :mod:`memgraph_tf.serving.export_links`) carry their
 pair sampling settings in the config's ``link`` key (:class:`LinkSampling`: the pair labels,
 ``num_neighbors`` per role, ``properties`` per label, plus ``schema``); their ``class_names`` are
@@ -100,7 +100,7 @@ CONFIG_OUTPUT = "config_json"
 #: The tf.Example feature that holds a node's blob (docs/blob-format.md, section 6).
 DEFAULT_BLOB_FEATURE_KEY = "blob"
 
-# Link bundles (issue 25; memgraph_tf.serving.export_links): a LinkPredictor reading one
+# Link bundles (memgraph_tf.serving.export_links): a LinkPredictor reading one
 # tf_features.sample_pairs blob (n = 1) per tf.Example, in the blob feature above.
 #: A link bundle's class labels in score order: ``scores[:, 0]`` = P(link), ``[:, 1]`` = 1 - P.
 LINK_CLASS_NAMES = ("link", "no link")
@@ -314,7 +314,7 @@ LINK_ROLES = ("source", "target")
 
 @dataclass(frozen=True)
 class LinkSampling:
-    """The pair sampling settings of a link bundle (issue 25): ``tf_features.sample_pairs``'
+    """The pair sampling settings of a link bundle: ``tf_features.sample_pairs``'
     ``num_neighbors`` per role (``{"source": {pattern: fanouts}, "target": {...}}``, each
     validated by :class:`memgraph_tf.typed_sampling.TypedSamplingSpec` seeded at that role's
     label), the pair labels, and ``properties`` (label -> feature property names, labels with

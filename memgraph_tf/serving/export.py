@@ -50,6 +50,7 @@ source object; ``sample_options`` is checked for credential-like keys and values
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -205,7 +206,7 @@ def export_bundle(
     exists and not ``overwrite``; BundleError (a ValueError) naming the parameter for bad
     arguments, before anything is written.
 
-    A typed model (:class:`memgraph_tf.client.typed_graphsage.TypedGraphSAGE`, issue 24) gives a
+    A typed model (:class:`memgraph_tf.client.typed_graphsage.TypedGraphSAGE`) gives a
     typed bundle: it reads one ``tf_features.sample_typed`` blob per node (in ``layout``: dense,
     the sections its ``features_*``/``mask_*`` inputs, ``[1, slots, ...]``; compact or sparse,
     expanded in the graph by :func:`memgraph_tf.ops.sample_decoding.decode_typed_sample`), and its
@@ -219,64 +220,19 @@ def export_bundle(
     """
     import tensorflow as tf
 
-    check_name_and_version(name, version)
-    if not isinstance(use_op, bool):
-        raise BundleError(f"use_op: expected True or False, got {use_op!r}", key="use_op")
-    if scores not in ("auto",) + bundle.SCORES_KINDS:
-        raise BundleError(
-            f"scores: expected 'auto', 'probabilities' or 'logits', got {scores!r}", key="scores"
-        )
-    check_blob_feature_key(blob_feature_key)
-    if class_names is None and getattr(model, "class_names", None) is None:
-        raise BundleError(
-            "class_names: not given and the model has none; pass class_names=[...] "
-            "(one label per score column)",
-            key="class_names",
-        )
-    class_names = [str(c) for c in _model_attr(model, "class_names", class_names)]
-    if not class_names or len(set(class_names)) != len(class_names):
-        raise BundleError(
-            f"class_names: expected unique labels, got {class_names!r}", key="class_names"
-        )
-    if any("\n" in c for c in class_names):
-        raise BundleError(
-            f"class_names: expected labels without newlines, got {class_names!r}", key="class_names"
-        )
+    _check_node_arguments(name, version, use_op, scores, blob_feature_key)
+    class_names = _class_names(model, class_names)
     options = dict(sample_options or {})
     bundle.check_plain_json(options, "sample_options")
     typed = _typed_settings(model, properties, options, schema, sections, layout)
     if typed is not None:
         fanouts, feature_dim, properties = [], 0, []
     else:
-        fanouts = [int(f) for f in _model_attr(model, "fanouts", fanouts)]
-        fanouts = list(bundle.check_fanouts(fanouts))
-        feature_dim = int(_model_attr(model, "feature_dim", feature_dim))
-        if feature_dim < 1:
-            raise BundleError(
-                f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim"
-            )
+        fanouts, feature_dim = _node_shape(model, fanouts, feature_dim)
     sample_layout = _sample_layout(layout, options, sections)
-    if typed is not None:
-        sections = _typed_sections(model, sample_layout)
-    if sections is None:
-        sections = default_sections(
-            fanouts,
-            feature_dim,
-            masks=options.get("low_degree", "pad") == "pad",
-            dtype=options.get("dtype") or "float32",
-            layout=sample_layout,
-        )
-    sections = {k: (str(dt), tuple(int(d) for d in shape)) for k, (dt, shape) in sections.items()}
+    sections = _node_sections(model, typed, sections, fanouts, feature_dim, options, sample_layout)
     bundle.check_plain_json(list(properties), "properties")
     check_version_labels(labels)
-    if scores == "auto":
-        # memgraph_tf.client.GraphSAGE returns logits; other models (TypedGraphSAGE among them)
-        # say so with output_is_logits.
-        is_sage = (
-            type(model).__name__ == "GraphSAGE"
-            and type(model).__module__ == "memgraph_tf.client.graphsage"
-        )
-        scores = "logits" if getattr(model, "output_is_logits", is_sage) else "probabilities"
     config = BundleConfig(
         model_name=name,
         version=version,
@@ -288,65 +244,24 @@ def export_bundle(
         properties=list(properties),
         options=options,
         sections=sections,
-        scores=scores,
+        scores=_scores_kind(model, scores),
         tensorflow_version=tf.__version__,
         typed=typed,
     )
-    config_text = config.to_json()
     if hasattr(model, "ensure_built"):
         model.ensure_built()  # create a subclassed model's weights outside the traced functions
-
-    gathered = (
-        None
-        if sample_layout == "dense"
-        else _typed_gathered(model, sample_layout)
-        if typed is not None
-        else dict(
-            fanouts=fanouts,
-            width=feature_dim,
-            dtype=options.get("dtype") or "float32",
-            layout_name=sample_layout,
-            pad=options.get("low_degree", "pad") == "pad",
-        )
-    )
+    gathered = _gathered_arguments(model, config, sample_layout)
 
     def make_module(labels_asset: Any, config_asset: Any) -> Any:
-        return _BundleModule(
-            model,
-            config.sections,
-            config.class_names,
-            blob_feature_key,
-            use_op,
-            scores == "logits",
-            config_text,
-            labels_asset,
-            config_asset,
-            gathered,
-        )
-
-    def warm() -> bytes:
-        if gathered is None:
-            return warmup_blob(config.sections)
-        from memgraph_tf.ops import sample_decoding
-
-        if typed is not None:
-            return sample_decoding.zero_typed_node_blob(
-                model.spec, model.feature_dims, model.feature_dtype, layout_name=sample_layout
-            )
-        return sample_decoding.zero_node_blob(
-            fanouts,
-            feature_dim,
-            gathered["dtype"],
-            layout_name=sample_layout,
-            pad=gathered["pad"],
-        )
+        logits = config.scores == "logits"
+        return _BundleModule(model, config, logits, labels_asset, config_asset, gathered)
 
     info = save_bundle(
         base_dir,
         config,
         make_module,
         methods={CLASSIFY_SIGNATURE: bundle.CLASSIFY_METHOD_NAME},
-        warmup=warm if warmup else None,
+        warmup=(lambda: _node_warmup_blob(model, config, sample_layout)) if warmup else None,
         warmup_requests=(("classify_log", CLASSIFY_SIGNATURE),),
         labels=labels,
         serving_base_path=serving_base_path,
@@ -360,6 +275,128 @@ def export_bundle(
         info.path,
     )
     return info
+
+
+def _check_node_arguments(
+    name: Any, version: Any, use_op: Any, scores: Any, blob_feature_key: Any
+) -> None:
+    """:func:`export_bundle`'s checks of its plain arguments (BundleError naming the one at
+    fault)."""
+    check_name_and_version(name, version)
+    if not isinstance(use_op, bool):
+        raise BundleError(f"use_op: expected True or False, got {use_op!r}", key="use_op")
+    if scores not in ("auto",) + bundle.SCORES_KINDS:
+        raise BundleError(
+            f"scores: expected 'auto', 'probabilities' or 'logits', got {scores!r}", key="scores"
+        )
+    check_blob_feature_key(blob_feature_key)
+
+
+def _class_names(model: Any, class_names: Sequence[str] | None) -> list[str]:
+    """The bundle's class labels: ``class_names``, else the model's; BundleError (key
+    ``class_names``) for none, duplicates or a label holding a newline."""
+    if class_names is None and getattr(model, "class_names", None) is None:
+        raise BundleError(
+            "class_names: not given and the model has none; pass class_names=[...] "
+            "(one label per score column)",
+            key="class_names",
+        )
+    names = [str(c) for c in _model_attr(model, "class_names", class_names)]
+    if not names or len(set(names)) != len(names):
+        raise BundleError(f"class_names: expected unique labels, got {names!r}", key="class_names")
+    if any("\n" in c for c in names):
+        raise BundleError(
+            f"class_names: expected labels without newlines, got {names!r}", key="class_names"
+        )
+    return names
+
+
+def _node_shape(model: Any, fanouts: Any, feature_dim: Any) -> tuple[list[int], int]:
+    """A homogeneous model's ``(fanouts, feature_dim)``: the given ones, else the model's;
+    BundleError naming the one that is bad."""
+    fanouts = [int(f) for f in _model_attr(model, "fanouts", fanouts)]
+    fanouts = list(bundle.check_fanouts(fanouts))
+    feature_dim = int(_model_attr(model, "feature_dim", feature_dim))
+    if feature_dim < 1:
+        raise BundleError(
+            f"feature_dim: expected an int >= 1, got {feature_dim}", key="feature_dim"
+        )
+    return fanouts, feature_dim
+
+
+def _node_sections(
+    model: Any,
+    typed: Any,
+    sections: Any,
+    fanouts: list[int],
+    feature_dim: int,
+    options: Mapping[str, Any],
+    sample_layout: str,
+) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The sections a node bundle reads: a typed model's, else the given ``sections``, else
+    :func:`default_sections` of the sampling settings; as ``{name: (dtype, shape)}``."""
+    if typed is not None:
+        sections = _typed_sections(model, sample_layout)
+    if sections is None:
+        sections = default_sections(
+            fanouts,
+            feature_dim,
+            masks=options.get("low_degree", "pad") == "pad",
+            dtype=options.get("dtype") or "float32",
+            layout=sample_layout,
+        )
+    return {k: (str(dt), tuple(int(d) for d in shape)) for k, (dt, shape) in sections.items()}
+
+
+def _scores_kind(model: Any, scores: str) -> str:
+    """``scores``, with ``"auto"`` resolved: ``"logits"`` when the model says
+    ``output_is_logits`` (:class:`memgraph_tf.client.GraphSAGE` is known to), else
+    ``"probabilities"``."""
+    if scores != "auto":
+        return scores
+    # memgraph_tf.client.GraphSAGE returns logits; other models (TypedGraphSAGE among them) say
+    # so with output_is_logits.
+    is_sage = (
+        type(model).__name__ == "GraphSAGE"
+        and type(model).__module__ == "memgraph_tf.client.graphsage"
+    )
+    return "logits" if getattr(model, "output_is_logits", is_sage) else "probabilities"
+
+
+def _gathered_arguments(model: Any, config: BundleConfig, sample_layout: str) -> Any:
+    """A compact/sparse node bundle's decoding arguments (:func:`_decode_gathered`); None for
+    the dense layout."""
+    if sample_layout == "dense":
+        return None
+    if config.typed is not None:
+        return _typed_gathered(model, sample_layout)
+    return dict(
+        fanouts=list(config.fanouts),
+        width=config.feature_dim,
+        dtype=config.options.get("dtype") or "float32",
+        layout_name=sample_layout,
+        pad=config.options.get("low_degree", "pad") == "pad",
+    )
+
+
+def _node_warmup_blob(model: Any, config: BundleConfig, sample_layout: str) -> bytes:
+    """The blob of a node bundle's warmup request: a node with no features in the bundle's
+    layout."""
+    if sample_layout == "dense":
+        return warmup_blob(config.sections)
+    from memgraph_tf.ops import sample_decoding
+
+    if config.typed is not None:
+        return sample_decoding.zero_typed_node_blob(
+            model.spec, model.feature_dims, model.feature_dtype, layout_name=sample_layout
+        )
+    return sample_decoding.zero_node_blob(
+        list(config.fanouts),
+        config.feature_dim,
+        config.options.get("dtype") or "float32",
+        layout_name=sample_layout,
+        pad=config.options.get("low_degree", "pad") == "pad",
+    )
 
 
 def check_name_and_version(name: Any, version: Any) -> None:
@@ -714,51 +751,92 @@ def tf_variables(model: Any) -> list[Any]:
     return [v if isinstance(v, tf.Variable) else v.value for v in getattr(model, "variables", ())]
 
 
-def _make_module_class():
+@functools.cache
+def module_base_class() -> type:
+    """The ``tf.Module`` base class of every bundle's exported object (node and link bundles),
+    made on the first call (importing this module needs no TensorFlow). An instance
+    ``(name, model, config, labels asset, config asset)`` tracks the model, its variables
+    (:func:`tf_variables`, for TF Serving's session load) and the two assets, and gives what both
+    bundles' signatures share: :meth:`unpack` (the C++ op or the op-free decoder, as
+    ``config.use_op``), :meth:`decode_sections`, :meth:`parse_blobs` (the blob feature of
+    serialized tf.Examples), :meth:`class_outputs`, the ``config`` signature's function and
+    :meth:`trace`."""
     import tensorflow as tf
 
-    class BundleModule(tf.Module):
-        """The exported object: the Keras model plus decoding and the three signatures."""
+    class BundleModuleBase(tf.Module):
+        """What every bundle's exported object holds, and the signature parts they share."""
 
-        def __init__(
-            self,
-            model,
-            sections,
-            class_names,
-            blob_feature_key,
-            use_op,
-            logits,
-            config_text,
-            labels_asset,
-            config_asset,
-            gathered=None,
-        ):
-            super().__init__(name="memgraph_tf_bundle")
+        def __init__(self, name, model, config, labels_asset, config_asset):
+            super().__init__(name=name)
             self.model = model
             self.model_tf_variables = tf_variables(model)
             self.labels_asset = labels_asset
             self.config_asset = config_asset
-            self._sections = dict(sections)
-            self._class_names = list(class_names)
-            self._blob_key = blob_feature_key
-            self._use_op = use_op
+            self._blob_key = config.blob_feature_key
+            self._use_op = config.use_op
+            self._config_text = config.to_json()
+
+        def unpack(self):
+            """The blob decoder: :func:`memgraph_tf.ops.unpack_blob` (the C++ op) or
+            :func:`~memgraph_tf.ops.unpack_blob_portable` (stock ops only)."""
+            from memgraph_tf import ops
+
+            return ops.unpack_blob if self._use_op else ops.unpack_blob_portable
+
+        def decode_sections(self, blobs, sections):
+            """``{name: [batch, ...]}``: the ``sections`` (``{name: (dtype, [1, ...])}``) of a
+            vector of one-row blobs (``n = 1``: ``[batch, 1, ...]`` -> ``[batch, ...]``)."""
+            names = list(sections)
+            dtypes = [sections[n][0] for n in names]
+            shapes = [list(sections[n][1]) for n in names]
+            tensors = self.unpack()(blobs, names, dtypes, shapes=shapes)
+            return {n: t[:, 0] for n, t in zip(names, tensors)}
+
+        def parse_blobs(self, inputs):
+            """The blob of each serialized tf.Example of ``inputs`` (the single value of the
+            bytes feature ``blob_feature_key``)."""
+            parsed = tf.io.parse_example(
+                inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)}
+            )
+            return parsed[self._blob_key]
+
+        @staticmethod
+        def class_outputs(scores, class_names):
+            """TF Serving's classify outputs: ``classes`` (every label, per row) and ``scores``."""
+            labels = tf.constant(list(class_names), dtype=tf.string)
+            classes = tf.tile(labels[None, :], [tf.shape(scores)[0], 1])
+            return {bundle.CLASSES_OUTPUT: classes, bundle.SCORES_OUTPUT: scores}
+
+        def config(self, unused):
+            del unused
+            return {bundle.CONFIG_OUTPUT: tf.constant(self._config_text, dtype=tf.string)}
+
+        @staticmethod
+        def trace(fn, *specs):
+            """``fn`` as a ``tf.function`` of the input signature ``specs`` (no autograph)."""
+            return tf.function(fn, input_signature=list(specs), autograph=False)
+
+    return BundleModuleBase
+
+
+def _make_module_class():
+    import tensorflow as tf
+
+    class BundleModule(module_base_class()):
+        """The exported object of a node bundle: the Keras model plus decoding and the three
+        signatures."""
+
+        def __init__(self, model, config, logits, labels_asset, config_asset, gathered=None):
+            super().__init__("memgraph_tf_bundle", model, config, labels_asset, config_asset)
+            self._sections = dict(config.sections)
+            self._class_names = list(config.class_names)
             self._logits = logits
-            self._config_text = config_text
             self._gathered = gathered  # compact/sparse: decode_sample's layout arguments
 
         def _decode(self, blobs):
-            from memgraph_tf import ops
-
             if self._gathered is not None:  # gathered/densified back to the dense model inputs
-                fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
-                return _decode_gathered(blobs, fn, self._gathered)
-            names = list(self._sections)
-            dtypes = [self._sections[n][0] for n in names]
-            shapes = [list(self._sections[n][1]) for n in names]
-            fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
-            tensors = fn(blobs, names, dtypes, shapes=shapes)
-            # Per-node blobs have n = 1: [batch, 1, ...] -> [batch, ...]
-            return {n: t[:, 0] for n, t in zip(names, tensors)}
+                return _decode_gathered(blobs, self.unpack(), self._gathered)
+            return self.decode_sections(blobs, self._sections)
 
         def _table_logits(self, blobs):
             """A GraphSAGE's logits over compact/sparse blobs, each table row read once
@@ -772,11 +850,11 @@ def _make_module_class():
                 or type(model).__name__ != "GraphSAGE"
             ):
                 return None
-            from memgraph_tf import ops
             from memgraph_tf.ops import sample_decoding
 
-            fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
-            table = sample_decoding.decode_sample_rows(blobs, unpack=fn, **self._gathered)
+            table = sample_decoding.decode_sample_rows(
+                blobs, unpack=self.unpack(), **self._gathered
+            )
             # per-node blobs have n = 1: [batch, 1, ...] -> [batch, ...]
             inputs = model.table_inputs(
                 table.rows,
@@ -811,20 +889,12 @@ def _make_module_class():
                 ),
             }
             return {
-                name: tf.function(
-                    fn, input_signature=[spec], autograph=False
-                ).get_concrete_function()
+                name: self.trace(fn, spec).get_concrete_function()
                 for name, (fn, spec) in specs.items()
             }
 
         def classify(self, inputs):
-            parsed = tf.io.parse_example(
-                inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)}
-            )
-            scores = self._scores(parsed[self._blob_key])
-            labels = tf.constant(self._class_names, dtype=tf.string)
-            classes = tf.tile(labels[None, :], [tf.shape(scores)[0], 1])
-            return {bundle.CLASSES_OUTPUT: classes, bundle.SCORES_OUTPUT: scores}
+            return self.class_outputs(self._scores(self.parse_blobs(inputs)), self._class_names)
 
         def predict(self, blobs):
             scores = self._scores(blobs)
@@ -835,10 +905,6 @@ def _make_module_class():
                 bundle.CLASS_IDS_OUTPUT: ids,
                 bundle.CLASSES_OUTPUT: tf.gather(labels, ids),
             }
-
-        def config(self, unused):
-            del unused
-            return {bundle.CONFIG_OUTPUT: tf.constant(self._config_text, dtype=tf.string)}
 
     return BundleModule
 

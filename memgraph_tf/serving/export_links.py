@@ -1,4 +1,4 @@
-"""Export a trained link predictor as a TF Serving bundle (issue 25, build point 4).
+"""Export a trained link predictor as a TF Serving bundle.
 
 :func:`export_link_bundle` writes the layout of :func:`memgraph_tf.serving.export.export_bundle`
 (``BASE/models.config``, ``BASE/NAME/VERSION/`` with the SavedModel, ``assets/class_labels.txt``,
@@ -54,9 +54,9 @@ from memgraph_tf.serving.export import (
     check_name_and_version,
     check_version_labels,
     lazy_class,
+    module_base_class,
     save_bundle,
     set_model_dtype,
-    tf_variables,
     warmup_blob,
 )
 
@@ -269,56 +269,28 @@ def export_link_bundle(
 def _make_module_class() -> Any:
     import tensorflow as tf
 
-    class LinkModule(tf.Module):
-        """The exported object: the link predictor, the blob decoding and the signatures."""
+    class LinkModule(module_base_class()):
+        """The exported object of a link bundle: the link predictor, the blob decoding and the
+        signatures."""
 
         def __init__(self, model, config, labels_asset, config_asset):
-            super().__init__(name="memgraph_tf_link_bundle")
-            self.model = model
-            self.model_tf_variables = tf_variables(model)  # for TF Serving's session load
-            self.labels_asset = labels_asset
-            self.config_asset = config_asset
+            super().__init__("memgraph_tf_link_bundle", model, config, labels_asset, config_asset)
             self._pair = dict(config.sections)
             self._roles = {role: role_sections(model, role) for role in bundle.LINK_ROLES}
-            self._blob_key = config.blob_feature_key
-            self._use_op = config.use_op
-            self._config_text = config.to_json()
             # one function that classify and regress both call, traced once and held in a
             # closure, not as an attribute (tf.saved_model.save would trace an attribute again):
             # the op-free decoder's graph is large, so each copy costs seconds to trace and load
-            probabilities = tf.function(
-                self._pair_probabilities,
-                input_signature=[tf.TensorSpec([None], tf.string)],
-                autograph=False,
-            )
+            probabilities = self.trace(self._pair_probabilities, tf.TensorSpec([None], tf.string))
             self._probabilities = lambda inputs: probabilities(inputs)
 
-        def _decode(self, blobs, sections):
-            from memgraph_tf import ops
-
-            fn = ops.unpack_blob if self._use_op else ops.unpack_blob_portable
-            names = list(sections)
-            tensors = fn(
-                blobs,
-                names,
-                [sections[n][0] for n in names],
-                shapes=[list(sections[n][1]) for n in names],
-            )
-            return {n: t[:, 0] for n, t in zip(names, tensors)}  # n = 1 per blob
-
         def _pair_probabilities(self, inputs):
-            parsed = tf.io.parse_example(
-                inputs, {self._blob_key: tf.io.FixedLenFeature([], tf.string)}
-            )
-            logits = self.model(self._decode(parsed[self._blob_key], self._pair), training=False)
+            pair = self.decode_sections(self.parse_blobs(inputs), self._pair)
+            logits = self.model(pair, training=False)
             return tf.sigmoid(tf.cast(logits, tf.float32))
 
         def classify(self, inputs):
             p = self._probabilities(inputs)
-            scores = tf.stack([p, 1.0 - p], axis=1)
-            labels = tf.constant(list(bundle.LINK_CLASS_NAMES), dtype=tf.string)
-            classes = tf.tile(labels[None, :], [tf.shape(scores)[0], 1])
-            return {bundle.CLASSES_OUTPUT: classes, bundle.SCORES_OUTPUT: scores}
+            return self.class_outputs(tf.stack([p, 1.0 - p], axis=1), bundle.LINK_CLASS_NAMES)
 
         def regress(self, inputs):
             return {bundle.REGRESS_OUTPUT: self._probabilities(inputs)}
@@ -329,7 +301,7 @@ def _make_module_class() -> Any:
                 if role == "source"
                 else (layout.PAIR_TARGET_PREFIX, "dst")
             )
-            own = self._decode(blobs, self._roles[role])
+            own = self.decode_sections(blobs, self._roles[role])
             z = self.model.embed({prefix + k: v for k, v in own.items()}, short, training=False)
             return {bundle.EMBEDDINGS_OUTPUT: tf.cast(z, tf.float32)}
 
@@ -343,17 +315,10 @@ def _make_module_class() -> Any:
             logits = tf.cast(self.model.score(z_source, z_target, training=False), tf.float32)
             return {bundle.REGRESS_OUTPUT: tf.sigmoid(logits), bundle.LOGITS_OUTPUT: logits}
 
-        def config(self, unused):
-            del unused
-            return {bundle.CONFIG_OUTPUT: tf.constant(self._config_text, dtype=tf.string)}
-
         def signature_functions(self):
             """``{signature name: concrete function}``, each traced once (argument names are the
             input keys)."""
-
-            def trace(fn, *specs):
-                return tf.function(fn, input_signature=list(specs), autograph=False)
-
+            trace = self.trace
             examples = tf.TensorSpec([None], tf.string, name=bundle.CLASSIFY_INPUT)
             blobs = tf.TensorSpec([None], tf.string, name=bundle.EMBED_INPUT)
             out = {

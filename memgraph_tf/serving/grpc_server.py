@@ -64,6 +64,7 @@ from memgraph_tf import errors
 from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import access_log, grpc_codec, input_specs, metrics, node_examples
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE, SIGNATURE_DEF_FIELD
+from memgraph_tf.serving.link_pairs import PairExamples
 from memgraph_tf.serving.model_server import ModelServer, ModelVersion
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES, NODE_ID_FEATURE
 
@@ -282,6 +283,8 @@ class _Core:
         if kind == "example_list_with_context" and holder.HasField("context"):
             context = holder.context.SerializeToString()
         serialized = self.with_node_blobs(examples, mv)
+        if isinstance(serialized, PairExamples):  # pair blobs built chunk by chunk, later
+            return serialized.with_prefix(context)
         return [context + s for s in serialized] if context else serialized
 
     def with_node_blobs(self, examples: Any, mv: ModelVersion) -> list[bytes]:

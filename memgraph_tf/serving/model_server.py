@@ -48,6 +48,7 @@ from memgraph_tf.serving import model_config as model_config_mod
 from memgraph_tf.serving.batching import BatchingOptions, BatchScheduler
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE
 from memgraph_tf.serving.json_values import bad_request
+from memgraph_tf.serving.link_pairs import PairExamples, PairRunner
 from memgraph_tf.serving.loading import (
     IncompleteVersion,
     ModelVersion,
@@ -302,6 +303,8 @@ class ModelServer:
         self.base_path = first.base_path
         self.batching = batching
         self.batcher = BatchScheduler(batching) if batching is not None else None
+        #: link requests naming pairs: their model runs, in shared chunks of bounded size
+        self.pair_runner = PairRunner()
         self.poll_wait_s = poll_wait_s
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -772,7 +775,7 @@ class ModelServer:
         protos = node_examples.json_examples(
             examples, mv.bundle_config, self.neighbourhoods, mv.sampling
         )
-        return json_examples.serialize_examples(protos, context)
+        return node_examples.examples_with_context(protos, context)
 
     # -- running signatures
     @staticmethod
@@ -891,13 +894,28 @@ class ModelServer:
                 input_specs.check_input(k, sig.inputs[k], arrays[k].shape, signature=name)
         return self._call(mv, name, fn, arrays)
 
+    def _run_examples(self, mv: ModelVersion, name: str, fn, in_key: str, serialized) -> dict:
+        """Run signature ``name`` on serialized tf.Examples fed as ``in_key``; examples naming
+        pairs (:class:`.link_pairs.PairExamples`) run through :attr:`pair_runner`: in chunks of
+        bounded size, shared with concurrent requests of the same version and signature."""
+        import numpy as np
+
+        def run(rows: Sequence[bytes]) -> dict:
+            feed = np.empty(len(rows), dtype=object)
+            feed[:] = list(rows)
+            return self._call(mv, name, fn, {in_key: feed})
+
+        if isinstance(serialized, PairExamples):
+            key = (mv.model_name, mv.version, name)
+            return self.pair_runner.run(key, serialized, run)
+        return run(serialized)
+
     def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
         """Run a classify signature (TF Serving's classifier contract) on serialized
         tf.Examples (any transport): ``(classes, scores)``, each ``[n, k]`` or None when the
         signature lacks it. Without a signature name, our bundles use their ``classify``
         signature (their ``serving_default`` is the predict one), other SavedModels
         ``serving_default``."""
-        import numpy as np
         import tensorflow as tf
 
         name, sig, fn = self._signature(mv, self.example_signature(mv, signature_name, "classify"))
@@ -917,9 +935,7 @@ class ModelServer:
                 f"Expected signature {name!r} to have a 'classes' or 'scores' "
                 f"output, got {sorted(sig.outputs)}"
             )
-        feed = np.empty(len(serialized), dtype=object)
-        feed[:] = list(serialized)
-        out = self._call(mv, name, fn, {in_key: feed})
+        out = self._run_examples(mv, name, fn, in_key, serialized)
         n = len(serialized)
         classes, scores = out.get(classes_key), out.get(scores_key)
         for key, arr in ((classes_key, classes), (scores_key, scores)):
@@ -942,7 +958,6 @@ class ModelServer:
         """Run a regress signature on serialized tf.Examples (any transport): a ``[n]`` array.
         Without a signature name, a link bundle runs its ``regress`` signature
         (:meth:`example_signature`)."""
-        import numpy as np
         import tensorflow as tf
 
         name, sig, fn = self._signature(mv, self.example_signature(mv, signature_name, "regress"))
@@ -956,9 +971,7 @@ class ModelServer:
                 f"Expected signature {name!r} to have an 'outputs' output, got "
                 f"{sorted(sig.outputs)}"
             )
-        feed = np.empty(len(serialized), dtype=object)
-        feed[:] = list(serialized)
-        out = self._call(mv, name, fn, {next(iter(sig.inputs)): feed})
+        out = self._run_examples(mv, name, fn, next(iter(sig.inputs)), serialized)
         vals = out["outputs"]
         if vals.ndim == 2 and vals.shape[1] == 1:
             vals = vals[:, 0]

@@ -171,11 +171,30 @@ class NeighbourhoodFetcher:
         source_names: Sequence[str] | None = None,
         target_names: Sequence[str] | None = None,
     ) -> list[bytes]:
-        """One pair blob (``tf_features.sample_pairs`` with ``n = 1``) per ``(sources[i],
-        targets[i])``, in order, sampled with a link bundle's ``sampling``
-        (:meth:`~memgraph_tf.serving.bundle.SamplingSpec.pair_arguments`). Guarantees: ids are
-        checked first (:func:`check_node_ids`, named by ``source_names`` / ``target_names``); one
-        source call for all the pairs; blob ``i`` is what ``sample_pairs`` writes for pair ``i``
+        """One pair blob (``tf_features.sample_pairs`` with ``n = 1``, the dense layout) per
+        ``(sources[i], targets[i])``, in order, sampled with a link bundle's ``sampling``
+        (:meth:`~memgraph_tf.serving.bundle.SamplingSpec.pair_arguments`). Guarantees: those of
+        :meth:`fetch_pair_sample`, whose blobs these are."""
+        pairs = self.fetch_pair_sample(
+            sources, targets, sampling, source_names=source_names, target_names=target_names
+        )
+        return pairs.blobs(0, len(pairs)) if pairs is not None else []
+
+    def fetch_pair_sample(
+        self,
+        sources: Sequence[Any],
+        targets: Sequence[Any],
+        sampling: SamplingSpec,
+        *,
+        source_names: Sequence[str] | None = None,
+        target_names: Sequence[str] | None = None,
+    ) -> Any:
+        """The pairs ``(sources[i], targets[i])`` sampled with a link bundle's ``sampling`` in
+        one ``sample_pairs`` call in the compact layout (each sampled node's features once), as a
+        :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` that builds pair ``i``'s dense blob on
+        demand; None for no pairs. Guarantees: ids are checked first (:func:`check_node_ids`,
+        named by ``source_names`` / ``target_names``); one source call for all the pairs; blob
+        ``i`` is, byte for byte, what ``sample_pairs`` writes in the dense layout for pair ``i``
         alone; an id the graph lacks or a node without the pair's label is a
         :class:`NeighbourhoodDataError` naming it by its name; other failures as :meth:`fetch`."""
         if len(sources) != len(targets):
@@ -186,13 +205,14 @@ class NeighbourhoodFetcher:
         src = check_node_ids(sources, source_names)
         dst = check_node_ids(targets, target_names)
         if not src:
-            return []
+            return None
         if not callable(getattr(self.source, "sample_pairs", None)):
             raise GraphSourceError(
                 f"the graph source ({type(self.source).__name__}) has no sample_pairs, which a "
                 f"link bundle needs"
             )
         num_neighbors, properties, options = sampling.pair_arguments()
+        options["layout"] = "compact"
         rename = position_renamer(
             {
                 "sources": list(source_names or (f"sources[{i}]" for i in range(len(src)))),
@@ -200,15 +220,16 @@ class NeighbourhoodFetcher:
             }
         )
 
-        def call(_: Any) -> list[bytes]:
+        def call(_: Any) -> list:
             raw = self.source.sample_pairs(src, dst, num_neighbors, properties, options)
-            return split_typed_blob(raw, len(src))
+            return [raw]
 
         shown = _ids_text([f"({s}, {t})" for s, t in zip(src, dst)]).replace("'", "")
         what = f"fetching pairs (source_id, target_id) {shown} from the graph"
-        blobs = self._guarded(call, None, what, rename)
-        logger.debug("fetched %d pair blobs (%d bytes)", len(blobs), sum(len(b) for b in blobs))
-        return blobs
+        [raw] = self._guarded(call, None, what, rename)
+        pairs = dense_pair_blobs(raw, len(src), sampling)
+        logger.debug("fetched %d pairs (%d bytes, compact)", len(src), len(raw))
+        return pairs
 
     def _typed_call(self, sampling: SamplingSpec) -> Any:
         num_neighbors, properties, options = sampling.typed_arguments()
@@ -271,6 +292,25 @@ def split_typed_blob(
         raise GraphSourceError(str(exc)) from None
 
 
+def dense_pair_blobs(raw: bytes, count: int, sampling: SamplingSpec) -> Any:
+    """A compact ``sample_pairs`` blob of ``count`` pairs sampled with a link bundle's
+    ``sampling``, as a :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` (the dense one-pair
+    blobs, built on demand); a blob that does not fit raises :class:`GraphSourceError` naming the
+    section."""
+    from memgraph_tf.ops import sample_decoding
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    link = sampling.link
+    specs = [
+        TypedSamplingSpec.from_num_neighbors(label, nn)
+        for label, nn, _ in (link.role(role) for role in ("source", "target"))
+    ]
+    try:
+        return sample_decoding.DensePairBlobs(raw, count, specs[0], specs[1])
+    except ValueError as exc:
+        raise GraphSourceError(str(exc)) from None
+
+
 def fetch_blobs(
     source: Any,
     node_ids: Sequence[Any],
@@ -285,6 +325,7 @@ def fetch_blobs(
 __all__ = [
     "NeighbourhoodFetcher",
     "check_node_ids",
+    "dense_pair_blobs",
     "fetch_blobs",
     "position_renamer",
     "split_typed_blob",

@@ -43,10 +43,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memgraph_tf.errors import NeighbourhoodError, ServingFailure
+from memgraph_tf.serving import json_examples as json_examples_mod
 from memgraph_tf.serving import json_values
 from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec, inference_sampling
 from memgraph_tf.serving.json_examples import json_to_example
 from memgraph_tf.serving.json_values import bad_request
+from memgraph_tf.serving.link_pairs import PairExamples
 
 #: The example feature that names a node instead of carrying its blob.
 NODE_ID_FEATURE = "node_id"
@@ -198,29 +200,56 @@ def pair_positions(
     return positions
 
 
-def fetch_pair_blobs(
+def fetch_pair_sample(
     fetcher: Any,
     config: BundleConfig,
     sources: list[Any],
     targets: list[Any],
     positions: Sequence[int],
     sampling: SamplingSpec | None = None,
-) -> list[bytes]:
-    """The pair blob of each ``(sources[j], targets[j])`` (example ``positions[j]``), sampled
-    with ``sampling`` (default the bundle's inference settings); a NeighbourhoodError becomes the
-    ServingFailure of its class's ``grpc_code``, its message naming ``examples[i].source_id`` /
-    ``examples[i].target_id``."""
+) -> Any:
+    """The pairs ``(sources[j], targets[j])`` (example ``positions[j]``) sampled with
+    ``sampling`` (default the bundle's inference settings), as
+    :meth:`.neighbourhoods.NeighbourhoodFetcher.fetch_pair_sample` returns them (the dense pair
+    blobs built on demand); a NeighbourhoodError becomes the ServingFailure of its class's
+    ``grpc_code``, its message naming ``examples[i].source_id`` / ``examples[i].target_id``."""
     spec = sampling if sampling is not None else inference_sampling(config)
+    names = {
+        "source_names": [f"examples[{i}].{SOURCE_ID_FEATURE}" for i in positions],
+        "target_names": [f"examples[{i}].{TARGET_ID_FEATURE}" for i in positions],
+    }
     try:
-        return fetcher.fetch_pairs(
-            sources,
-            targets,
-            spec,
-            source_names=[f"examples[{i}].{SOURCE_ID_FEATURE}" for i in positions],
-            target_names=[f"examples[{i}].{TARGET_ID_FEATURE}" for i in positions],
-        )
+        if not callable(getattr(fetcher, "fetch_pair_sample", None)):  # a fetcher of blobs only
+            return _BlobList(fetcher.fetch_pairs(sources, targets, spec, **names))
+        return fetcher.fetch_pair_sample(sources, targets, spec, **names)
     except NeighbourhoodError as exc:
         raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
+
+
+class _BlobList:
+    """Blobs already built, as :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` hands them."""
+
+    def __init__(self, blobs: list[bytes]):
+        self._blobs = blobs
+        self.blob_bytes = max(map(len, blobs), default=0)
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    def blobs(self, start: int, stop: int) -> list[bytes]:
+        return self._blobs[start:stop]
+
+
+def examples_with_context(examples: Any, context: Any = json_examples_mod.NO_CONTEXT) -> Any:
+    """:func:`.json_examples.serialize_examples` of ``examples`` (as :func:`json_examples` returns
+    them) with ``context``; a :class:`.link_pairs.PairExamples` stays one, the serialized
+    context put before each example."""
+    if isinstance(examples, PairExamples):
+        from tensorflow.core.example import example_pb2
+
+        [prefix] = json_examples_mod.serialize_examples([example_pb2.Example()], context)
+        return examples.with_prefix(prefix)
+    return json_examples_mod.serialize_examples(examples, context)
 
 
 def _json_id(examples: list, i: int, key: str) -> Any:
@@ -247,16 +276,14 @@ def _json_pair_examples(
     sources = [_json_id(examples, i, SOURCE_ID_FEATURE) for i in positions]
     targets = [_json_id(examples, i, TARGET_ID_FEATURE) for i in positions]
     chosen = set(positions)
-    protos = [
+    base = [
         json_to_example(
             {k: v for k, v in e.items() if k not in PAIR_ID_FEATURES} if i in chosen else e
-        )
+        ).SerializeToString()
         for i, e in enumerate(examples)
     ]
-    blobs = fetch_pair_blobs(fetcher, config, sources, targets, positions, sampling)
-    for i, blob in zip(positions, blobs):
-        protos[i].features.feature[key].bytes_list.value.append(blob)
-    return protos
+    pairs = fetch_pair_sample(fetcher, config, sources, targets, positions, sampling)
+    return PairExamples(base, positions, pairs, key)
 
 
 def json_examples(
@@ -322,16 +349,17 @@ def _proto_id(examples: Any, i: int, key: str) -> int:
 
 def _with_blobs(examples: Any, positions: Sequence[int], blobs, drop, key) -> list[bytes]:
     """Each example serialized; those at ``positions`` without the ``drop`` features and with
-    their blob as the bytes feature ``key``."""
+    their blob as the bytes feature ``key`` (``blobs`` None: without a blob)."""
     from tensorflow.core.example import example_pb2
 
     out = [ex.SerializeToString() for ex in examples]
-    for i, blob in zip(positions, blobs):
+    for j, i in enumerate(positions):
         ex = example_pb2.Example()
         ex.CopyFrom(examples[i])
         for name in drop:
             del ex.features.feature[name]
-        ex.features.feature[key].bytes_list.value.append(blob)
+        if blobs is not None:
+            ex.features.feature[key].bytes_list.value.append(blobs[j])
         out[i] = ex.SerializeToString()
     return out
 
@@ -351,8 +379,9 @@ def _proto_pair_examples(
         return [ex.SerializeToString() for ex in examples]
     sources = [_proto_id(examples, i, SOURCE_ID_FEATURE) for i in positions]
     targets = [_proto_id(examples, i, TARGET_ID_FEATURE) for i in positions]
-    blobs = fetch_pair_blobs(fetcher, config, sources, targets, positions, sampling)
-    return _with_blobs(examples, positions, blobs, PAIR_ID_FEATURES, key)
+    pairs = fetch_pair_sample(fetcher, config, sources, targets, positions, sampling)
+    base = _with_blobs(examples, positions, None, PAIR_ID_FEATURES, key)
+    return PairExamples(base, positions, pairs, key)
 
 
 def proto_examples(
@@ -398,8 +427,9 @@ __all__ = [
     "check_example_count",
     "check_example_kinds",
     "check_node_ids",
+    "examples_with_context",
     "fetch_node_blobs",
-    "fetch_pair_blobs",
+    "fetch_pair_sample",
     "json_examples",
     "pair_positions",
     "proto_examples",

@@ -10,6 +10,7 @@ The graph is the typed kit's shop graph (:User -[:BOUGHT]-> :Product), the model
 
 from __future__ import annotations
 
+import pathlib
 import re
 
 import grpc
@@ -373,3 +374,169 @@ def test_random_pair_examples_are_answered_200_or_400(served):
         if status == 400:
             assert json.loads(answer)["error"], body
     assert statuses == {200, 400}
+
+
+ROLES = (("source", "User"), ("target", "Product"))
+
+
+def test_compact_pair_samples_give_the_dense_blobs_byte_for_byte(link_kit):
+    """The server samples pairs in the compact layout and builds the dense one-pair blobs the
+    bundle reads (:class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs`): byte for byte the dense
+    ``sample_pairs`` blob of each pair, over the shop graph's two labels, edges and non-edges,
+    padded slots (users with fewer purchases than the fanout) and any row range."""
+    from memgraph_tf.ops.sample_decoding import DensePairBlobs
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    source, _, op, _, pairs = link_kit
+    sampling = bundle.inference_sampling(bundle.read_bundle_config(op.path))
+    _, props, opts = sampling.pair_arguments()
+    nn = {  # fanouts above most nodes' degree: padded slots
+        "source": {"(:User)-[:BOUGHT]->(:Product)": [8]},
+        "target": {"(:Product)<-[:BOUGHT]-(:User)": [40]},
+    }
+    rng = np.random.default_rng(3)
+    many = np.concatenate(
+        [pairs, np.stack([rng.integers(0, 600, 40), rng.integers(0, 120, 40)], 1)]
+    )
+    src, dst = many[:, 0].tolist(), many[:, 1].tolist()
+    dense = split_typed_blob(source.sample_pairs(src, dst, nn, props, opts), len(many))
+    compact = source.sample_pairs(src, dst, nn, props, {**opts, "layout": "compact"})
+    specs = [
+        TypedSamplingSpec.from_num_neighbors(*sampling.link.role(r)[:2])
+        for r in ("source", "target")
+    ]
+    built = DensePairBlobs(compact, len(many), *specs)
+    masks = [v for b in dense for k, v in blob.unpack(b).items() if ".mask_" in k]
+    assert any(m.all() for m in masks) and not all(m.all() for m in masks)  # padded slots too
+    assert built.blobs(0, len(many)) == dense
+    assert built.blobs(5, 9) == dense[5:9] and built.blobs(7, 7) == []
+    assert {len(b) for b in dense} == {built.blob_bytes}
+    with pytest.raises(ValueError, match=r"section 'src\.index_h0_User' has \(3,\) rows, expected"):
+        DensePairBlobs(
+            source.sample_pairs(src[:3], dst[:3], nn, props, {**opts, "layout": "compact"}),
+            len(many),
+            *specs,
+        )
+
+
+def _scores(results: list) -> np.ndarray:
+    return np.array([[c[1] for c in row] for row in results])
+
+
+def test_concurrent_pair_requests_share_model_runs(link_kit, served, monkeypatch):
+    """N concurrent link requests naming pairs are answered by fewer model runs than N (their
+    rows share chunks), each request its own rows: the answers of the requests made one by one.
+    The first model run is held until all N requests are queued, so they must overlap."""
+    import threading
+
+    ms, urls, _ = served
+    _, _, _, _, pairs = link_kit
+    n = 6
+    requests_ = [
+        [{"source_id": int(s), "target_id": int(t)} for s, t in np.roll(pairs, i, axis=0)[: i + 1]]
+        for i in range(n)
+    ]
+    alone = [_rest(urls[0], "links", "classify", ex).json()["results"] for ex in requests_]
+    key = ("links", 1, bundle.LINK_CLASSIFY_SIGNATURE)
+    original, held = ms._call, []
+
+    def gated(mv, name, fn, feeds):
+        if not held:  # the first run waits until every request is queued
+            held.append(ms.pair_runner.wait_queued(key, n, timeout_s=60))
+        return original(mv, name, fn, feeds)
+
+    monkeypatch.setattr(ms, "_call", gated)
+    calls, runs = ms.model_calls, ms.pair_runner.runs
+    answers: list = [None] * n
+
+    def ask(i: int) -> None:
+        answers[i] = _rest(urls[0], "links", "classify", requests_[i])
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert held == [True]
+    assert [r.status_code for r in answers] == [200] * n, [r.text for r in answers]
+    for r, own in zip(answers, alone):  # (other batch shapes: float32 rounding may differ)
+        got = r.json()["results"]
+        assert [[c[0] for c in row] for row in got] == [[c[0] for c in row] for row in own]
+        np.testing.assert_allclose(_scores(got), _scores(own), rtol=1e-6, atol=1e-7)
+    assert ms.pair_runner.runs - runs == ms.model_calls - calls < n
+
+
+def test_large_pair_requests_run_in_bounded_chunks(link_kit, served, monkeypatch):
+    """A request whose examples exceed the runner's chunk size is answered over several model
+    runs of at most that many bytes, with the answer of one run."""
+    ms, urls, _ = served
+    _, _, _, _, pairs = link_kit
+    examples = [{"source_id": int(s), "target_id": int(t)} for s, t in pairs]
+
+    def scores() -> np.ndarray:
+        return _scores(_rest(urls[0], "links", "classify", examples).json()["results"])
+
+    whole = scores()
+    sizes = []
+    original = ms._call
+
+    def recording(mv, name, fn, feeds):
+        sizes.append(sum(len(x) for x in next(iter(feeds.values()))))
+        return original(mv, name, fn, feeds)
+
+    monkeypatch.setattr(ms, "_call", recording)
+    monkeypatch.setattr(ms.pair_runner, "chunk_bytes", 2)  # one example a run
+    np.testing.assert_allclose(scores(), whole, rtol=1e-6)
+    assert len(sizes) == len(pairs)
+    each = 2 * max(sizes) + 40  # two a run (row_bytes: +16 each)
+    monkeypatch.setattr(ms.pair_runner, "chunk_bytes", each)
+    sizes.clear()
+    np.testing.assert_allclose(scores(), whole, rtol=1e-6)
+    assert len(sizes) == 3 and sum(sizes) <= 3 * each
+
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+
+
+def test_a_link_bundle_of_an_earlier_export_answers_as_recorded(link_kit, tmp_path):
+    """``fixtures/link_bundle.tar.gz`` is an op-free link bundle written by an earlier
+    memgraph-tf (``fixtures/make_link_bundle.py``), with the scores its exporting code computed
+    for six pairs
+    (the model in process, and the exported classify signature). The current server answers it
+    with those scores -- by blob, and by pair ids sampled now from the same graph (the same blobs
+    as recorded) -- over classify and regress."""
+    import base64
+    import json
+    import tarfile
+
+    from memgraph_tf.serving.model_server import ModelServer
+
+    answers = json.loads((FIXTURES / "link_bundle_answers.json").read_text())
+    source = link_kit[0]
+    with tarfile.open(FIXTURES / "link_bundle.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    ms = ModelServer(tmp_path / "links", graph_source=source, poll_wait_s=0)
+    try:
+        mv = ms.resolve("links", None, None)
+        blobs = [{"blob": {"b64": b}} for b in answers["blobs_b64"]]
+        by_ids = [{"source_id": s, "target_id": t} for s, t in answers["pairs"]]
+        pairs = np.array(answers["pairs"])
+        sampled = NeighbourhoodFetcher(source, serialize=False).fetch_pairs(
+            pairs[:, 0].tolist(), pairs[:, 1].tolist(), bundle.inference_sampling(mv.bundle_config)
+        )
+        assert [base64.b64encode(b).decode() for b in sampled] == answers["blobs_b64"]
+
+        def post(verb: str, examples: list) -> list:
+            body = json.dumps({"examples": examples}).encode()
+            status, out = rest_api.handle_bytes(ms, "POST", f"/v1/models/links:{verb}", body)
+            assert status == 200, out
+            return json.loads(out)["results"]
+
+        for examples in (blobs, by_ids):
+            got = _scores(post("classify", examples))[:, 0]
+            np.testing.assert_allclose(got, answers["exported"], rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(got, answers["in_process"], rtol=1e-5, atol=1e-6)
+            got = post("regress", examples)
+            np.testing.assert_allclose(got, answers["exported"], rtol=1e-6, atol=1e-7)
+    finally:
+        ms.close()
