@@ -189,14 +189,14 @@ class NeighbourhoodFetcher:
         source_names: Sequence[str] | None = None,
         target_names: Sequence[str] | None = None,
     ) -> Any:
-        """The pairs ``(sources[i], targets[i])`` sampled with a link bundle's ``sampling`` in
-        one ``sample_pairs`` call in the compact layout (each sampled node's features once), as a
-        :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` that builds pair ``i``'s dense blob on
-        demand; None for no pairs. Guarantees: ids are checked first (:func:`check_node_ids`,
-        named by ``source_names`` / ``target_names``); one source call for all the pairs; blob
-        ``i`` is, byte for byte, what ``sample_pairs`` writes in the dense layout for pair ``i``
-        alone; an id the graph lacks or a node without the pair's label is a
-        :class:`NeighbourhoodDataError` naming it by its name; other failures as :meth:`fetch`."""
+        """The pairs ``(sources[i], targets[i])`` sampled with a link bundle's ``sampling`` in one
+        ``sample_pairs`` call in the compact layout (each sampled node's features once), as a
+        :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` that builds pair ``i``'s dense blob
+        on demand; None for no pairs. Guarantees: ids are checked first (:func:`check_node_ids`,
+        named by ``source_names`` / ``target_names``); one source call for all the pairs; blob ``i``
+        is, byte for byte, what ``sample_pairs`` writes in the dense layout for pair ``i`` alone; an
+        id the graph lacks or a node without the pair's label is a :class:`NeighbourhoodDataError`
+        naming it by its name; other failures as :meth:`fetch`."""
         if len(sources) != len(targets):
             raise ValueError(
                 f"sources, targets: expected one target per source, got {len(sources)} and "

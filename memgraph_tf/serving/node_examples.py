@@ -227,7 +227,8 @@ def fetch_pair_sample(
 
 
 class _BlobList:
-    """Blobs already built, as :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` hands them."""
+    """Blobs already built, as :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` hands
+    them."""
 
     def __init__(self, blobs: list[bytes]):
         self._blobs = blobs
