@@ -31,7 +31,7 @@ from memgraph_tf.client.sources.config import (
     short_query,
 )
 from memgraph_tf.client.sources.cypher import CypherGraphAccess
-from memgraph_tf.client.sources.interface import GraphSource
+from memgraph_tf.client.sources.interface import CheckedWrite, GraphSource
 from memgraph_tf.client.sources.keyed import INDEX_INFO_TTL_S, keyed_call_query, keyed_lists
 from memgraph_tf.client.sources.procedure_table import PROCEDURES, Procedure, to_python
 from memgraph_tf.errors import (
@@ -265,31 +265,24 @@ class BoltSource(GraphSource):
             except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
                 logger.debug("closing a session after an error failed", exc_info=True)
 
-    def _write_checked(
-        self,
-        node_ids: list[int],
-        columns: dict[str, list[Any]],
-        *,
-        id_property: str | None,
-        label: str | None,
-        batch_size: int,
-    ) -> int:
-        names = list(columns)
+    def _write_checked(self, write: CheckedWrite) -> int:
+        names = list(write.columns)
         sets = ", ".join(f"n.{quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names))
-        node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
+        node = f"(n:{quote_name(write.label, 'label')})" if write.label else "(n)"
         match = (
-            f"MATCH {node} WHERE n.{quote_name(id_property, 'id_property')} = row.id"
-            if id_property
+            f"MATCH {node} WHERE n.{quote_name(write.id_property, 'id_property')} = row.id"
+            if write.id_property
             else f"MATCH {node} WHERE id(n) = row.id"
         )
         query = f"UNWIND $rows AS row {match} SET {sets} RETURN count(n) AS written"
         written = 0
-        for start in range(0, len(node_ids), batch_size):
-            stop = start + batch_size
+        for start in range(0, len(write.node_ids), write.batch_size):
+            stop = start + write.batch_size
             rows = [
                 {"id": i, **{f"v{j}": v for j, v in enumerate(values)}}
                 for i, *values in zip(
-                    node_ids[start:stop], *(columns[name][start:stop] for name in names)
+                    write.node_ids[start:stop],
+                    *(write.columns[name][start:stop] for name in names),
                 )
             ]
             result = self.write(query, {"rows": rows})

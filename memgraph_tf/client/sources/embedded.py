@@ -11,7 +11,7 @@ from typing import Any
 
 from memgraph_tf.client.procedure_errors import translate_procedure_failure
 from memgraph_tf.client.sources.config import procedure_memory, quote_name, short_query
-from memgraph_tf.client.sources.interface import GraphSource
+from memgraph_tf.client.sources.interface import CheckedWrite, GraphSource
 from memgraph_tf.client.sources.keyed import keyed_lists, resolved_keys
 from memgraph_tf.client.sources.procedure_table import Procedure, to_python
 from memgraph_tf.errors import ConfigurationError, ProcedureUnavailable, QueryError
@@ -192,19 +192,12 @@ class EmbeddedSource(GraphSource):
         values = (self.graph.get_property(i, id_property) for i in internal)
         return sorted(v for v in values if v is not None)
 
-    def _write_checked(
-        self,
-        node_ids: list[int],
-        columns: dict[str, list[Any]],
-        *,
-        id_property: str | None,
-        label: str | None,
-        batch_size: int,
-    ) -> int:
+    def _write_checked(self, write: CheckedWrite) -> int:
         written = 0
-        items = list(columns.items())
+        items = list(write.columns.items())
         with self._lock:
-            for row, internal in enumerate(self._internal_ids(node_ids, id_property, label)):
+            found = self._internal_ids(write.node_ids, write.id_property, write.label)
+            for row, internal in enumerate(found):
                 if internal >= 0:
                     for name, values in items:
                         self.graph.set_property(internal, name, values[row])

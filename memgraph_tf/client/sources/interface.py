@@ -4,6 +4,7 @@ through the procedure table (:mod:`.procedure_table`) to one method each source 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -15,6 +16,20 @@ from memgraph_tf.client.sources.procedure_table import Procedure, to_python
 from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckedWrite:
+    """A write :meth:`GraphSource.write_columns` has checked: ``node_ids`` are ints, each of
+    ``columns`` holds one plain Python value per id under a valid property name, and
+    ``batch_size`` >= 1. Nodes are found by ``id_property`` (among ``label`` nodes) or by
+    internal id."""
+
+    node_ids: list[int]
+    columns: dict[str, list[Any]]
+    id_property: str | None
+    label: str | None
+    batch_size: int
 
 
 class GraphSource:
@@ -250,7 +265,7 @@ class GraphSource:
         _check_write_args(node_ids, values, batch_size)
         quote_name(name, "name")
         return self._write_checked(
-            node_ids, {name: values}, id_property=id_property, label=label, batch_size=batch_size
+            CheckedWrite(node_ids, {name: values}, id_property, label, batch_size)
         )
 
     def write_columns(
@@ -283,21 +298,11 @@ class GraphSource:
                 f"columns[{name!r}]",
                 length_only=len(checked) > 1,
             )
-        return self._write_checked(
-            node_ids, checked, id_property=id_property, label=label, batch_size=batch_size
-        )
+        return self._write_checked(CheckedWrite(node_ids, checked, id_property, label, batch_size))
 
-    def _write_checked(
-        self,
-        node_ids: list[int],
-        columns: dict[str, list[Any]],
-        *,
-        id_property: str | None,
-        label: str | None,
-        batch_size: int,
-    ) -> int:
-        """:meth:`write_columns` after its checks: ``node_ids`` are ints, each column holds one
-        plain Python value per id under a valid property name, and ``batch_size`` >= 1."""
+    def _write_checked(self, write: CheckedWrite) -> int:
+        """:meth:`write_columns` after its checks (:class:`CheckedWrite`); returns the number of
+        nodes written."""
         raise NotImplementedError
 
     def write_property(
