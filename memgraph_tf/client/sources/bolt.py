@@ -289,18 +289,14 @@ class BoltSource(GraphSource):
             written += int(result[0]["written"]) if result else 0
         return written
 
-    def node_ids(
-        self,
-        *,
-        label: str | None = None,
-        id_property: str | None = None,
-        where: Mapping[str, Any] | None = None,
+    def _node_ids(
+        self, label: str | None, id_property: str | None, where: dict[str, Any]
     ) -> list[int]:
         node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
         key = f"n.{quote_name(id_property, 'id_property')}" if id_property else "id(n)"
         tests = [f"{key} IS NOT NULL"]
         params: dict[str, Any] = {}
-        for j, (name, value) in enumerate(dict(where or {}).items()):
+        for j, (name, value) in enumerate(where.items()):
             tests.append(f"n.{quote_name(name, 'where')} = $w{j}")
             params[f"w{j}"] = to_python(value)
         rows = self.read(f"MATCH {node} WHERE {' AND '.join(tests)} RETURN {key} AS id", params)

@@ -176,15 +176,11 @@ class EmbeddedSource(GraphSource):
                 index[value] = internal
         return index
 
-    def node_ids(
-        self,
-        *,
-        label: str | None = None,
-        id_property: str | None = None,
-        where: Mapping[str, Any] | None = None,
+    def _node_ids(
+        self, label: str | None, id_property: str | None, where: dict[str, Any]
     ) -> list[int]:
         internal = self.graph.nodes(label)
-        for name, value in dict(where or {}).items():
+        for name, value in where.items():
             quote_name(name, "where")
             internal = [i for i in internal if self.graph.get_property(i, name) == value]
         if id_property is None:

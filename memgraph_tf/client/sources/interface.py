@@ -39,7 +39,8 @@ class GraphSource:
     Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
     return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement
     :meth:`call_procedure` (every procedure operation goes through it), :meth:`run`,
-    :meth:`node_ids` and :meth:`_write_checked` (the write after :meth:`write_columns`' checks).
+    :meth:`_node_ids` (:meth:`node_ids` with ``where`` as a dict) and :meth:`_write_checked` (the
+    write after :meth:`write_columns`' checks).
     """
 
     kind = "graph"
@@ -190,6 +191,12 @@ class GraphSource:
         """Ids of all nodes (with ``label``, and with each property of ``where`` equal to its
         value: e.g. ``{"split": "train"}``): values of ``id_property`` (nodes without it
         skipped), or internal ids; ascending."""
+        return self._node_ids(label, id_property, dict(where or {}))
+
+    def _node_ids(
+        self, label: str | None, id_property: str | None, where: dict[str, Any]
+    ) -> list[int]:
+        """:meth:`node_ids` with ``where`` as a dict."""
         raise NotImplementedError
 
     # -- link prediction: tf_features.sample_pairs / split_edges ----------------------------------
