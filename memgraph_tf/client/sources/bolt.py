@@ -239,12 +239,8 @@ class BoltSource(GraphSource):
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._translate(exc, query) from exc
 
-    def run(
-        self,
-        query: str,
-        parameters: Mapping[str, Any] | None = None,
-        *,
-        fetch_size: int | None = None,
+    def _run(
+        self, query: str, params: dict[str, Any], fetch_size: int | None
     ) -> Iterator[neo4j.Record]:
         """Yields the records of ``query`` as the server streams them (``fetch_size`` per pull).
 
@@ -252,7 +248,6 @@ class BoltSource(GraphSource):
         the iterator is exhausted or closed; a lost connection raises :class:`ServerUnavailable`
         (not a hang: the driver sees the socket close). Not retried: rows may already be consumed.
         """
-        params = dict(parameters or {})
         session = self._session(fetch_size=fetch_size)
         try:
             try:

@@ -117,12 +117,8 @@ class EmbeddedSource(GraphSource):
                 )
             return procedure.answer_of(self._call(procedure.name, *named.values()))
 
-    def run(
-        self,
-        query: str,
-        parameters: Mapping[str, Any] | None = None,
-        *,
-        fetch_size: int | None = None,
+    def _run(
+        self, query: str, params: dict[str, Any], fetch_size: int | None
     ) -> Iterator[Mapping[str, Any]]:
         match = _CALL_RE.match(query)
         if match is None:
@@ -132,7 +128,6 @@ class EmbeddedSource(GraphSource):
                 f"(the embedded runtime runs query modules, not Cypher), got {short_query(query)!r}"
             )
         memory = _memory_option(match)
-        params = dict(parameters or {})
         args = []
         for i, arg in enumerate(a.strip() for a in match["args"].split(",") if a.strip()):
             if not arg.startswith("$") or arg[1:] not in params:

@@ -38,9 +38,10 @@ class GraphSource:
 
     Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
     return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement
-    :meth:`call_procedure` (every procedure operation goes through it), :meth:`run`,
-    :meth:`_node_ids` (:meth:`node_ids` with ``where`` as a dict) and :meth:`_write_checked` (the
-    write after :meth:`write_columns`' checks).
+    :meth:`call_procedure` (every procedure operation goes through it), :meth:`_run`
+    (:meth:`run` with its parameters as a dict), :meth:`_node_ids` (:meth:`node_ids` with
+    ``where`` as a dict) and :meth:`_write_checked` (the write after :meth:`write_columns`'
+    checks).
     """
 
     kind = "graph"
@@ -249,6 +250,12 @@ class GraphSource:
         fetch_size: int | None = None,
     ) -> Iterator[Mapping[str, Any]]:
         """Runs ``query`` and yields its records lazily (mapping column -> value)."""
+        return self._run(query, dict(parameters or {}), fetch_size)
+
+    def _run(
+        self, query: str, params: dict[str, Any], fetch_size: int | None
+    ) -> Iterator[Mapping[str, Any]]:
+        """:meth:`run` with ``parameters`` as a dict."""
         raise NotImplementedError
 
     def write_properties(
