@@ -117,9 +117,7 @@ def test_predict_and_write_writes_class_score_and_version_together(
     monkeypatch.setattr(
         source,
         "_write_checked",
-        lambda ids, columns, **kw: (
-            calls.append((list(ids), sorted(columns))) or real(ids, columns, **kw)
-        ),
+        lambda write: calls.append((list(write.node_ids), sorted(write.columns))) or real(write),
     )
     written = predict_and_write(result.model, source, options=OPTS, chunk_size=8, progress=False)
     assert written == 20

@@ -31,7 +31,7 @@ from memgraph_tf.client.sources.config import (
     short_query,
 )
 from memgraph_tf.client.sources.cypher import CypherGraphAccess
-from memgraph_tf.client.sources.interface import GraphSource
+from memgraph_tf.client.sources.interface import CheckedWrite, GraphSource
 from memgraph_tf.client.sources.keyed import INDEX_INFO_TTL_S, keyed_call_query, keyed_lists
 from memgraph_tf.client.sources.procedure_table import PROCEDURES, Procedure, to_python
 from memgraph_tf.errors import (
@@ -239,12 +239,8 @@ class BoltSource(GraphSource):
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._translate(exc, query) from exc
 
-    def run(
-        self,
-        query: str,
-        parameters: Mapping[str, Any] | None = None,
-        *,
-        fetch_size: int | None = None,
+    def _run(
+        self, query: str, params: dict[str, Any], fetch_size: int | None
     ) -> Iterator[neo4j.Record]:
         """Yields the records of ``query`` as the server streams them (``fetch_size`` per pull).
 
@@ -252,7 +248,6 @@ class BoltSource(GraphSource):
         the iterator is exhausted or closed; a lost connection raises :class:`ServerUnavailable`
         (not a hang: the driver sees the socket close). Not retried: rows may already be consumed.
         """
-        params = dict(parameters or {})
         session = self._session(fetch_size=fetch_size)
         try:
             try:
@@ -265,49 +260,38 @@ class BoltSource(GraphSource):
             except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
                 logger.debug("closing a session after an error failed", exc_info=True)
 
-    def _write_checked(
-        self,
-        node_ids: list[int],
-        columns: dict[str, list[Any]],
-        *,
-        id_property: str | None,
-        label: str | None,
-        batch_size: int,
-    ) -> int:
-        names = list(columns)
+    def _write_checked(self, write: CheckedWrite) -> int:
+        names = list(write.columns)
         sets = ", ".join(f"n.{quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names))
-        node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
+        node = f"(n:{quote_name(write.label, 'label')})" if write.label else "(n)"
         match = (
-            f"MATCH {node} WHERE n.{quote_name(id_property, 'id_property')} = row.id"
-            if id_property
+            f"MATCH {node} WHERE n.{quote_name(write.id_property, 'id_property')} = row.id"
+            if write.id_property
             else f"MATCH {node} WHERE id(n) = row.id"
         )
         query = f"UNWIND $rows AS row {match} SET {sets} RETURN count(n) AS written"
         written = 0
-        for start in range(0, len(node_ids), batch_size):
-            stop = start + batch_size
+        for start in range(0, len(write.node_ids), write.batch_size):
+            stop = start + write.batch_size
             rows = [
                 {"id": i, **{f"v{j}": v for j, v in enumerate(values)}}
                 for i, *values in zip(
-                    node_ids[start:stop], *(columns[name][start:stop] for name in names)
+                    write.node_ids[start:stop],
+                    *(write.columns[name][start:stop] for name in names),
                 )
             ]
             result = self.write(query, {"rows": rows})
             written += int(result[0]["written"]) if result else 0
         return written
 
-    def node_ids(
-        self,
-        *,
-        label: str | None = None,
-        id_property: str | None = None,
-        where: Mapping[str, Any] | None = None,
+    def _node_ids(
+        self, label: str | None, id_property: str | None, where: dict[str, Any]
     ) -> list[int]:
         node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
         key = f"n.{quote_name(id_property, 'id_property')}" if id_property else "id(n)"
         tests = [f"{key} IS NOT NULL"]
         params: dict[str, Any] = {}
-        for j, (name, value) in enumerate(dict(where or {}).items()):
+        for j, (name, value) in enumerate(where.items()):
             tests.append(f"n.{quote_name(name, 'where')} = $w{j}")
             params[f"w{j}"] = to_python(value)
         rows = self.read(f"MATCH {node} WHERE {' AND '.join(tests)} RETURN {key} AS id", params)

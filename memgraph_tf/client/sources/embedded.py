@@ -11,7 +11,7 @@ from typing import Any
 
 from memgraph_tf.client.procedure_errors import translate_procedure_failure
 from memgraph_tf.client.sources.config import procedure_memory, quote_name, short_query
-from memgraph_tf.client.sources.interface import GraphSource
+from memgraph_tf.client.sources.interface import CheckedWrite, GraphSource
 from memgraph_tf.client.sources.keyed import keyed_lists, resolved_keys
 from memgraph_tf.client.sources.procedure_table import Procedure, to_python
 from memgraph_tf.errors import ConfigurationError, ProcedureUnavailable, QueryError
@@ -117,12 +117,8 @@ class EmbeddedSource(GraphSource):
                 )
             return procedure.answer_of(self._call(procedure.name, *named.values()))
 
-    def run(
-        self,
-        query: str,
-        parameters: Mapping[str, Any] | None = None,
-        *,
-        fetch_size: int | None = None,
+    def _run(
+        self, query: str, params: dict[str, Any], fetch_size: int | None
     ) -> Iterator[Mapping[str, Any]]:
         match = _CALL_RE.match(query)
         if match is None:
@@ -132,7 +128,6 @@ class EmbeddedSource(GraphSource):
                 f"(the embedded runtime runs query modules, not Cypher), got {short_query(query)!r}"
             )
         memory = _memory_option(match)
-        params = dict(parameters or {})
         args = []
         for i, arg in enumerate(a.strip() for a in match["args"].split(",") if a.strip()):
             if not arg.startswith("$") or arg[1:] not in params:
@@ -176,15 +171,11 @@ class EmbeddedSource(GraphSource):
                 index[value] = internal
         return index
 
-    def node_ids(
-        self,
-        *,
-        label: str | None = None,
-        id_property: str | None = None,
-        where: Mapping[str, Any] | None = None,
+    def _node_ids(
+        self, label: str | None, id_property: str | None, where: dict[str, Any]
     ) -> list[int]:
         internal = self.graph.nodes(label)
-        for name, value in dict(where or {}).items():
+        for name, value in where.items():
             quote_name(name, "where")
             internal = [i for i in internal if self.graph.get_property(i, name) == value]
         if id_property is None:
@@ -192,19 +183,12 @@ class EmbeddedSource(GraphSource):
         values = (self.graph.get_property(i, id_property) for i in internal)
         return sorted(v for v in values if v is not None)
 
-    def _write_checked(
-        self,
-        node_ids: list[int],
-        columns: dict[str, list[Any]],
-        *,
-        id_property: str | None,
-        label: str | None,
-        batch_size: int,
-    ) -> int:
+    def _write_checked(self, write: CheckedWrite) -> int:
         written = 0
-        items = list(columns.items())
+        items = list(write.columns.items())
         with self._lock:
-            for row, internal in enumerate(self._internal_ids(node_ids, id_property, label)):
+            found = self._internal_ids(write.node_ids, write.id_property, write.label)
+            for row, internal in enumerate(found):
                 if internal >= 0:
                     for name, values in items:
                         self.graph.set_property(internal, name, values[row])

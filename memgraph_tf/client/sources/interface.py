@@ -4,6 +4,7 @@ through the procedure table (:mod:`.procedure_table`) to one method each source 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -17,14 +18,30 @@ from memgraph_tf.errors import ConfigurationError
 logger = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckedWrite:
+    """A write :meth:`GraphSource.write_columns` has checked: ``node_ids`` are ints, each of
+    ``columns`` holds one plain Python value per id under a valid property name, and
+    ``batch_size`` >= 1. Nodes are found by ``id_property`` (among ``label`` nodes) or by
+    internal id."""
+
+    node_ids: list[int]
+    columns: dict[str, list[Any]]
+    id_property: str | None
+    label: str | None
+    batch_size: int
+
+
 class GraphSource:
     """The operations every source offers. Node ids are integers: internal ids, or the values of
     ``options["id_property"]`` when given.
 
     Blob operations return raw blob bytes (``*_b64`` variants: the base64url text the procedures
     return, for ``unpack_blob(..., encoding="base64")`` in a graph). Subclasses implement
-    :meth:`call_procedure` (every procedure operation goes through it), :meth:`run`,
-    :meth:`node_ids` and :meth:`_write_checked` (the write after :meth:`write_columns`' checks).
+    :meth:`call_procedure` (every procedure operation goes through it), :meth:`_run`
+    (:meth:`run` with its parameters as a dict), :meth:`_node_ids` (:meth:`node_ids` with
+    ``where`` as a dict) and :meth:`_write_checked` (the write after :meth:`write_columns`'
+    checks).
     """
 
     kind = "graph"
@@ -175,6 +192,12 @@ class GraphSource:
         """Ids of all nodes (with ``label``, and with each property of ``where`` equal to its
         value: e.g. ``{"split": "train"}``): values of ``id_property`` (nodes without it
         skipped), or internal ids; ascending."""
+        return self._node_ids(label, id_property, dict(where or {}))
+
+    def _node_ids(
+        self, label: str | None, id_property: str | None, where: dict[str, Any]
+    ) -> list[int]:
+        """:meth:`node_ids` with ``where`` as a dict."""
         raise NotImplementedError
 
     # -- link prediction: tf_features.sample_pairs / split_edges ----------------------------------
@@ -227,6 +250,12 @@ class GraphSource:
         fetch_size: int | None = None,
     ) -> Iterator[Mapping[str, Any]]:
         """Runs ``query`` and yields its records lazily (mapping column -> value)."""
+        return self._run(query, dict(parameters or {}), fetch_size)
+
+    def _run(
+        self, query: str, params: dict[str, Any], fetch_size: int | None
+    ) -> Iterator[Mapping[str, Any]]:
+        """:meth:`run` with ``parameters`` as a dict."""
         raise NotImplementedError
 
     def write_properties(
@@ -250,7 +279,7 @@ class GraphSource:
         _check_write_args(node_ids, values, batch_size)
         quote_name(name, "name")
         return self._write_checked(
-            node_ids, {name: values}, id_property=id_property, label=label, batch_size=batch_size
+            CheckedWrite(node_ids, {name: values}, id_property, label, batch_size)
         )
 
     def write_columns(
@@ -283,21 +312,11 @@ class GraphSource:
                 f"columns[{name!r}]",
                 length_only=len(checked) > 1,
             )
-        return self._write_checked(
-            node_ids, checked, id_property=id_property, label=label, batch_size=batch_size
-        )
+        return self._write_checked(CheckedWrite(node_ids, checked, id_property, label, batch_size))
 
-    def _write_checked(
-        self,
-        node_ids: list[int],
-        columns: dict[str, list[Any]],
-        *,
-        id_property: str | None,
-        label: str | None,
-        batch_size: int,
-    ) -> int:
-        """:meth:`write_columns` after its checks: ``node_ids`` are ints, each column holds one
-        plain Python value per id under a valid property name, and ``batch_size`` >= 1."""
+    def _write_checked(self, write: CheckedWrite) -> int:
+        """:meth:`write_columns` after its checks (:class:`CheckedWrite`); returns the number of
+        nodes written."""
         raise NotImplementedError
 
     def write_property(
