@@ -326,6 +326,18 @@ def make_client(server: Server, transport: str, version: int | None = None):
     return GrpcServingClient(server.target, MODEL, version, timeout_s=120, retries=0)
 
 
+def run_threads(worker, clients: int) -> float:
+    """Runs ``worker(i)`` for ``i`` in ``range(clients)``, each on its own thread, started
+    together; the wall-clock seconds until the last one ended."""
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0
+
+
 def load_phase(new_client, examples: list, clients: int, duration_s: float) -> dict:
     """``clients`` threads, each with its own client from ``new_client()`` (a context manager
     with ``classify``), classifying ``examples`` in a loop for ``duration_s``: requests, errors,
@@ -346,13 +358,7 @@ def load_phase(new_client, examples: list, clients: int, duration_s: float) -> d
                     errors.append(f"client {i}: {type(exc).__name__}: {exc}")
                 latencies[i].append(time.perf_counter() - t0)
 
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - t0
+    wall = run_threads(worker, clients)
     flat = [x for lst in latencies for x in lst]
     return {
         "requests": len(flat),
