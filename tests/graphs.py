@@ -21,6 +21,8 @@ FANOUTS = [3, 2]
 DIM = 4
 SEED = 11
 N = 90
+#: the attributes of a Bolt server object that a command reads from the environment
+CREDENTIALS = ("user", "password", "database")
 
 
 def node_id(i: int) -> int:
@@ -146,3 +148,15 @@ def assert_same(got: dict, want: dict) -> None:
         [got[k][1] for k in sorted(got)], [want[k][1] for k in sorted(want)], rtol=1e-6
     )
     assert {v[2] for v in got.values()} == {v[2] for v in want.values()}
+
+
+def credentials_env(server) -> dict[str, str]:
+    """The environment variables that give a command ``server``'s user, password and database
+    (``MEMGRAPH_TF_USER``, ``MEMGRAPH_TF_PASSWORD``, ``MEMGRAPH_TF_DATABASE``)."""
+    return {f"MEMGRAPH_TF_{name.upper()}": getattr(server, name) for name in CREDENTIALS}
+
+
+def use_credentials(monkeypatch, server) -> None:
+    """Sets ``credentials_env(server)`` for the rest of the test (a command run in-process)."""
+    for key, value in credentials_env(server).items():
+        monkeypatch.setenv(key, value)
