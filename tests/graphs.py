@@ -85,6 +85,25 @@ class KeyedGraph:
         graph.writes.clear()
         return EmbeddedSource(graph)
 
+    def bundle(self, small_sage_bundle, name: str, version: int, *, use_op: bool):
+        """BASE/NAME: the session's untrained GraphSAGE over this graph (the ``small_sage_bundle``
+        fixture's) exported as version ``version`` with this graph's sampling ``options``."""
+        return small_sage_bundle(
+            name, version, self.options, use_op=use_op, fanouts=FANOUTS, dim=DIM, classes=CLASSES
+        )
+
+    def reference(self, backend) -> dict[int, tuple]:
+        """``{id: (class, score, version)}`` of ``memgraph_tf.batch``'s uninterrupted full run of
+        ``backend`` over a fresh :meth:`embedded_source` (checked: every node classified, none
+        skipped, failed or up to date)."""
+        from memgraph_tf.batch import classify_graph
+
+        source = self.embedded_source()
+        summary = classify_graph(source, backend, batch_size=32, progress=False)
+        assert summary.classified == N
+        assert summary.skipped == summary.failed == summary.up_to_date == 0
+        return predictions(source)
+
     def write_bolt(self, bolt_source):
         """The graph written afresh to a Bolt server (its ``label`` nodes replaced; each node also
         gets ``half`` = id % 2); returns ``bolt_source``."""

@@ -74,7 +74,9 @@ def sage_model(small_sage):
 def bundle_base(small_sage_bundle):
     """BASE/BatchSage with version 1: ``sage_model`` op-free, sampling options
     ``classify_kit.OPTIONS`` (one per session: the batch tests only read it)."""
-    return _export_batch_bundle(small_sage_bundle, "BatchSage", use_op=False)
+    from tests.client.classify_kit import GRAPH
+
+    return GRAPH.bundle(small_sage_bundle, "BatchSage", 1, use_op=False)
 
 
 @pytest.fixture(scope="session")
@@ -84,17 +86,9 @@ def op_bundle_base(small_sage_bundle):
     depend on the decoder (a command's summary, the transports, interrupting and resuming):
     each process or server that loads an op-free bundle first instantiates the portable
     decoder's graph (seconds). Its scores equal the op-free bundle's (``reference``)."""
-    return _export_batch_bundle(small_sage_bundle, "BatchSageOp", use_op=True)
+    from tests.client.classify_kit import GRAPH
 
-
-def _export_batch_bundle(small_sage_bundle, name: str, *, use_op: bool):
-    """``sage_model`` exported as BASE/NAME version 1 with ``classify_kit.OPTIONS``; BASE/NAME."""
-    from tests.client.classify_kit import OPTIONS
-    from tests.graphs import CLASSES, DIM, FANOUTS
-
-    return small_sage_bundle(
-        name, 1, OPTIONS, use_op=use_op, fanouts=FANOUTS, dim=DIM, classes=CLASSES
-    )
+    return GRAPH.bundle(small_sage_bundle, "BatchSageOp", 1, use_op=True)
 
 
 @pytest.fixture(scope="session")
@@ -109,14 +103,9 @@ def backend(bundle_base):
 @pytest.fixture(scope="module")
 def reference(backend):
     """An uninterrupted full run over the embedded graph: ``{id: (class, score, version)}``."""
-    from memgraph_tf.batch import classify_graph
-    from tests.client.classify_kit import embedded_source
-    from tests.graphs import N, predictions
+    from tests.client.classify_kit import GRAPH
 
-    source = embedded_source()
-    summary = classify_graph(source, backend, batch_size=32, progress=False)
-    assert summary.classified == N and summary.skipped == summary.failed == summary.up_to_date == 0
-    return predictions(source)
+    return GRAPH.reference(backend)
 
 
 @pytest.fixture(scope="module")

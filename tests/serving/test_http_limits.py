@@ -14,6 +14,7 @@ import requests
 
 from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import rest_json
+from tests.serving.http_kit import assert_error
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +32,6 @@ def limited(toy_base):
 def post(srv, suffix: str, body: bytes | str | dict, model: str = "toy"):
     data = json.dumps(body) if isinstance(body, dict) else body
     return requests.post(f"{srv.url}/v1/models/{model}{suffix}", data=data, timeout=60)
-
-
-def assert_error(r: requests.Response, status: int, error: str, context: str = "") -> None:
-    """``r`` answered ``status`` with exactly ``{"error": error}`` (``context`` names the case
-    in a failure)."""
-    assert (r.status_code, r.json()) == (status, {"error": error}), context
 
 
 # -------------------------------------------------------------------------------- idle timeout
