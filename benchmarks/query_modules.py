@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -151,30 +152,26 @@ def power_law_graph(n: int, m: int, d: int, seed: int = 0) -> EmbeddedGraph:
     return g
 
 
+class Sampling(NamedTuple):
+    """The arguments of a sampling procedure's call after its seeds."""
+
+    fanouts: list[int]
+    props: list[str]
+    options: dict
+
+
 def _seeds_per_s(
-    g: EmbeddedGraph,
-    proc: str,
-    seeds: list[int],
-    size: int,
-    fanouts: list[int],
-    props: list[str],
-    options: dict,
+    g: EmbeddedGraph, proc: str, seeds: list[int], size: int, sampling: Sampling
 ) -> tuple[float, float]:
     """(seeds per wall-clock second, seeds per CPU second of this thread)."""
     t0, c0 = time.perf_counter(), time.thread_time()
     for start in range(0, len(seeds), size):
-        assert g.call(proc, seeds[start : start + size], fanouts, props, options)
+        assert g.call(proc, seeds[start : start + size], *sampling)
     return len(seeds) / (time.perf_counter() - t0), len(seeds) / (time.thread_time() - c0)
 
 
 def api_calls(
-    g: EmbeddedGraph,
-    proc: str,
-    seeds: list[int],
-    size: int,
-    fanouts: list[int],
-    props: list[str],
-    options: dict,
+    g: EmbeddedGraph, proc: str, seeds: list[int], size: int, sampling: Sampling
 ) -> tuple[int, int, int, dict[str, int]]:
     """(``_mgp`` calls, edges walked, nodes read, calls per method) of sampling ``seeds`` in calls
     of ``size``, counted by the embedded runtime (``count_api_calls``; switched on for these calls
@@ -185,13 +182,13 @@ def api_calls(
     by_method: dict[str, int] = {}
     try:
         for start in range(0, len(seeds), size):
-            g.call(proc, seeds[start : start + size], fanouts, props, options)
+            g.call(proc, seeds[start : start + size], *sampling)
             for method, calls in g.api_calls.items():
                 by_method[method] = by_method.get(method, 0) + calls
     finally:
         runtime.count_api_calls = False
     edges = by_method.get("Edge.from_vertex", 0) + by_method.get("Edge.to_vertex", 0)
-    nodes = by_method.get("Vertex.get_property", 0) // max(1, len(props))
+    nodes = by_method.get("Vertex.get_property", 0) // max(1, len(sampling.props))
     return sum(by_method.values()), edges, nodes, by_method
 
 
@@ -258,12 +255,11 @@ def bench_sample(
         (f"{d}-d features, 1 seed/call", ["f"], 1),
     ]:
         count = seeds_count if size > 1 else min(seeds_count, 300)
+        sampling = Sampling(fanouts, props, opts)
         old, new = [], []
         for _ in range(rounds):
-            old.append(_seeds_per_s(g, base_proc, seeds[:count], size, fanouts, props, opts))
-            new.append(
-                _seeds_per_s(g, "tf_features.sample", seeds[:count], size, fanouts, props, opts)
-            )
+            old.append(_seeds_per_s(g, base_proc, seeds[:count], size, sampling))
+            new.append(_seeds_per_s(g, "tf_features.sample", seeds[:count], size, sampling))
         wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
         cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
         print(
@@ -274,8 +270,9 @@ def bench_sample(
         )
     count = min(len(seeds), 4 * batch)
     for label, props in (("ids only", []), (f"{d}-d features", ["f"])):
-        old_calls = api_calls(g, base_proc, seeds[:count], batch, fanouts, props, opts)
-        new_calls = api_calls(g, "tf_features.sample", seeds[:count], batch, fanouts, props, opts)
+        sampling = Sampling(fanouts, props, opts)
+        old_calls = api_calls(g, base_proc, seeds[:count], batch, sampling)
+        new_calls = api_calls(g, "tf_features.sample", seeds[:count], batch, sampling)
         print(
             f"  _mgp calls, {label}, {count} seeds batched: baseline {_calls_text(old_calls)}; "
             f"now {_calls_text(new_calls)}"
@@ -286,9 +283,10 @@ def bench_sample(
         (f"{d}-d, batched, sparse", "sample", "sparse"),
     ]:
         lay = {**opts, "layout": layout_name}
+        sampling = Sampling(fanouts, ["f"], lay)
         if baseline_rev is None:  # (the pre-issue-11 sampler has neither per node nor layouts)
             rate = max(
-                _seeds_per_s(g, f"tf_features.{proc}", seeds, batch, fanouts, ["f"], lay)[0]
+                _seeds_per_s(g, f"tf_features.{proc}", seeds, batch, sampling)[0]
                 for _ in range(rounds)
             )
             print(f"  {label:28s}: now {rate:7.0f} seeds/s")
@@ -299,8 +297,8 @@ def bench_sample(
         ), f"the baseline and tf_features.{proc} wrote different bytes ({layout_name})"
         old, new = [], []
         for _ in range(rounds):
-            old.append(_seeds_per_s(g, base, seeds, batch, fanouts, ["f"], lay))
-            new.append(_seeds_per_s(g, f"tf_features.{proc}", seeds, batch, fanouts, ["f"], lay))
+            old.append(_seeds_per_s(g, base, seeds, batch, sampling))
+            new.append(_seeds_per_s(g, f"tf_features.{proc}", seeds, batch, sampling))
         wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
         cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
         print(
