@@ -170,6 +170,33 @@ def _seeds_per_s(
     return len(seeds) / (time.perf_counter() - t0), len(seeds) / (time.thread_time() - c0)
 
 
+def _rate_rounds(
+    g: EmbeddedGraph,
+    base: str,
+    proc: str,
+    seeds: list[int],
+    size: int,
+    sampling: Sampling,
+    rounds: int,
+    note: str = "",
+) -> str:
+    """The seeds/s of procedure ``base`` and of ``proc`` (the best of ``rounds`` alternating
+    rounds, per wall-clock and per CPU second) and their ratios, as the rows print them, ``note``
+    ending the per-round list."""
+    old, new = [], []
+    for _ in range(rounds):
+        old.append(_seeds_per_s(g, base, seeds, size, sampling))
+        new.append(_seeds_per_s(g, proc, seeds, size, sampling))
+    wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
+    cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
+    return (
+        f"baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
+        f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
+        f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
+        f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))}{note})"
+    )
+
+
 def api_calls(
     g: EmbeddedGraph, proc: str, seeds: list[int], size: int, sampling: Sampling
 ) -> tuple[int, int, int, dict[str, int]]:
@@ -256,18 +283,10 @@ def bench_sample(
     ]:
         count = seeds_count if size > 1 else min(seeds_count, 300)
         sampling = Sampling(fanouts, props, opts)
-        old, new = [], []
-        for _ in range(rounds):
-            old.append(_seeds_per_s(g, base_proc, seeds[:count], size, sampling))
-            new.append(_seeds_per_s(g, "tf_features.sample", seeds[:count], size, sampling))
-        wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
-        cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
-        print(
-            f"  {label:28s}: baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
-            f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
-            f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
-            f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))})"
+        rates = _rate_rounds(
+            g, base_proc, "tf_features.sample", seeds[:count], size, sampling, rounds
         )
+        print(f"  {label:28s}: {rates}")
     count = min(len(seeds), 4 * batch)
     for label, props in (("ids only", []), (f"{d}-d features", ["f"])):
         sampling = Sampling(fanouts, props, opts)
@@ -295,18 +314,10 @@ def bench_sample(
         assert g.call(base, seeds[:batch], fanouts, ["f"], lay) == g.call(
             f"tf_features.{proc}", seeds[:batch], fanouts, ["f"], lay
         ), f"the baseline and tf_features.{proc} wrote different bytes ({layout_name})"
-        old, new = [], []
-        for _ in range(rounds):
-            old.append(_seeds_per_s(g, base, seeds, batch, sampling))
-            new.append(_seeds_per_s(g, f"tf_features.{proc}", seeds, batch, sampling))
-        wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
-        cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
-        print(
-            f"  {label:28s}: baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
-            f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
-            f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
-            f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))}; same bytes, checked)"
+        rates = _rate_rounds(
+            g, base, f"tf_features.{proc}", seeds, batch, sampling, rounds, "; same bytes, checked"
         )
+        print(f"  {label:28s}: {rates}")
 
 
 def main() -> None:
