@@ -34,15 +34,15 @@ class Scripted:
 def fit_scripted(model, batches, steps, **options):
     """fit_steps on a Scripted model: its step and evaluation, val_auc as the metric, an
     evaluation every 2 steps, patience 4, no progress bar -- each overridable by options."""
-    defaults = dict(
-        train_step=model.step,
-        evaluate=model.evaluate,
-        metric="val_auc",
-        metric_keys=("val_auc", "val_ap"),
-        eval_every=2,
-        patience=4,
-        progress=False,
-    )
+    defaults = {
+        "train_step": model.step,
+        "evaluate": model.evaluate,
+        "metric": "val_auc",
+        "metric_keys": ("val_auc", "val_ap"),
+        "eval_every": 2,
+        "patience": 4,
+        "progress": False,
+    }
     return fit_steps(model, batches, steps=steps, **{**defaults, **options})
 
 
