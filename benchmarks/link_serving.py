@@ -1,4 +1,4 @@
-"""Link serving (issue 25) in one run: pair sampling against two single-node sample calls (the rows
+"""Link serving in one run: pair sampling against two single-node sample calls (the rows
 of ``benchmarks/pair_sampling.py``), then served pair classification under concurrent clients
 through the local server (``memgraph-tf serve --graph``), REST and gRPC.
 

@@ -6,7 +6,7 @@
    ratio, measured in this run.
 2. 2-hop GraphSAGE sampling (fanouts 10, 5) seeds/s on a power-law (preferential-attachment) graph
    of 100k nodes, ids only and with features, batched (``sample``) and one seed per call, against
-   the pre-issue-11 sampler (the code at commit 93e52a3, materialised from git history by
+   the older sampler (the code at commit 93e52a3, materialised from git history by
    ``_sample_baseline.py``; it must write the same bytes) in alternating rounds of the same run;
    then per node (``sample_per_node``) and the compact and sparse layouts. ``--baseline REV``
    compares with the sampler of any other commit instead (e.g. the one before a change: its
@@ -237,7 +237,7 @@ def bench_sample(
     baseline_dir: str,
     baseline_rev: str | None = None,
 ) -> None:
-    """Sampling seeds/s of ``tf_features.sample`` against the pre-issue-11 code path
+    """Sampling seeds/s of ``tf_features.sample`` against the older code path
     (``_sample_baseline.sample``: commit 93e52a3's sampler from git history, written under
     ``baseline_dir``), alternating the two ``rounds`` times on the same
     graph and seeds; the ratio is of the best round of each, in wall-clock time and in this
@@ -248,9 +248,7 @@ def bench_sample(
     if baseline_rev is None:
         g.load_module(_sample_baseline.materialise(baseline_dir))
         base_proc = "_sample_baseline.sample"
-        base_text = (
-            f"the sampler at commit {_sample_baseline.COMMIT} (pre-issue-11, from git history"
-        )
+        base_text = f"the older sampler at commit {_sample_baseline.COMMIT} (from git history"
     else:
         module_file, sha = materialise_rev(baseline_rev, baseline_dir)
         g.load_module(module_file)
@@ -303,7 +301,7 @@ def bench_sample(
     ]:
         lay = {**opts, "layout": layout_name}
         sampling = Sampling(fanouts, ["f"], lay)
-        if baseline_rev is None:  # (the pre-issue-11 sampler has neither per node nor layouts)
+        if baseline_rev is None:  # (the older sampler has neither per node nor layouts)
             rate = max(
                 _seeds_per_s(g, f"tf_features.{proc}", seeds, batch, sampling)[0]
                 for _ in range(rounds)
@@ -333,7 +331,7 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         metavar="REV",
-        help="compare sampling with the sampler of this commit (default: 93e52a3, pre-issue-11)",
+        help="compare sampling with the sampler of this commit (default: the older one, 93e52a3)",
     )
     args = parser.parse_args()
     if not args.skip_pack:

@@ -1,4 +1,4 @@
-"""Batch link scoring (issue 25, build point 5): ``score_links`` / ``memgraph-tf score-links`` write
+"""Batch link scoring: ``score_links`` / ``memgraph-tf score-links`` write
 exactly the expected ``PREDICTED_LINK`` relationships -- the top k per source of an independent
 all-pairs computation, or the given pairs -- with the scores ``predict_links`` gives over the
 ``sample_pairs`` blobs; a rerun writes none twice; shards partition the sources; bad input is

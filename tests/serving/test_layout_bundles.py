@@ -1,4 +1,4 @@
-"""Bundles exported per sample layout (issue 11): dense, compact and sparse bundles, op and op-free,
+"""Bundles exported per sample layout: dense, compact and sparse bundles, op and op-free,
 give the same scores for the same sampled neighbourhoods; the layout is stored in the bundle config,
 so the server's node_id path asks the graph for that layout; warmup requests are valid blobs."""
 
