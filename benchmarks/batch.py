@@ -317,22 +317,21 @@ def print_cora(r: dict, label: str = NOW) -> None:
     )
 
 
+def run_self(what: str, flags: list[str], env: dict[str, str]) -> str:
+    """This script run again in a subprocess with ``flags`` and ``env``; its standard output
+    (exits naming ``what`` with the end of its standard error when it fails)."""
+    command = [sys.executable, str(pathlib.Path(__file__).resolve()), *flags]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{what} failed:\n{out.stderr[-4000:]}")
+    return out.stdout
+
+
 def run_export(directory: pathlib.Path, args: argparse.Namespace, env: dict[str, str]) -> None:
     """The benchmark's bundle exported under ``directory`` in a subprocess with ``env`` (so a
     baseline exports with its own code)."""
-    command = [
-        sys.executable,
-        str(pathlib.Path(__file__).resolve()),
-        "--export-child",
-        str(directory),
-        "--fanouts",
-        args.fanouts,
-        "--dim",
-        str(args.dim),
-    ] + (["--op-free"] if args.op_free else [])
-    out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"the export failed:\n{out.stderr[-4000:]}")
+    flags = ["--export-child", str(directory), "--fanouts", args.fanouts, "--dim", str(args.dim)]
+    run_self("the export", flags + (["--op-free"] if args.op_free else []), env)
 
 
 def run_child(
@@ -346,31 +345,20 @@ def run_child(
     checked to have imported ``memgraph_tf`` from ``expect`` when given)."""
     env = env or child_env(None)
     if n is None:
-        command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--cora-child"]
-        out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-        if out.returncode != 0:
-            raise SystemExit(f"the Cora run failed:\n{out.stderr[-4000:]}")
-        return _checked(json.loads(out.stdout.strip().splitlines()[-1]), expect)
-    command = [
-        sys.executable,
-        str(pathlib.Path(__file__).resolve()),
-        "--child",
-        str(n),
-        "--bundle",
-        str(bundle),
-        "--dim",
-        str(args.dim),
-        "--degree",
-        str(args.degree),
-        "--batch-size",
-        str(args.batch_size),
-        "--fetch-workers",
-        str(args.fetch_workers),
-    ]
-    out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"the {n}-node run failed:\n{out.stderr[-4000:]}")
-    return _checked(json.loads(out.stdout.strip().splitlines()[-1]), expect)
+        stdout = run_self("the Cora run", ["--cora-child"], env)
+    else:
+        flags = {
+            "--child": n,
+            "--bundle": bundle,
+            "--dim": args.dim,
+            "--degree": args.degree,
+            "--batch-size": args.batch_size,
+            "--fetch-workers": args.fetch_workers,
+        }
+        stdout = run_self(
+            f"the {n}-node run", [str(x) for item in flags.items() for x in item], env
+        )
+    return _checked(json.loads(stdout.strip().splitlines()[-1]), expect)
 
 
 def _checked(result: dict, expect: str | None) -> dict:

@@ -44,7 +44,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from memgraph_tf import blob
@@ -85,6 +85,23 @@ def compare(hub: Callable[[], Any], base: Callable[[], Any], rounds: int) -> tup
         t_hub.append(timed(hub))
         t_base.append(timed(base))
     return min(t_hub), min(t_base)
+
+
+def compared_calls(
+    sample: Callable[..., Any],
+    hubs: dict[int, int],
+    leaves: dict[int, int],
+    degrees: list[int],
+    rounds: int,
+) -> Iterator[tuple[int, int, str, Callable[[], Any], float, float]]:
+    """(hops, degree, procedure, the call at that degree, its best seconds, the baseline's best
+    seconds) for 1 hop from each hub and 2 hops from each hub's leaf, by ``compare`` against the
+    same call from the degree-``BASE_DEGREE`` star."""
+    for hop, seed_of in ((1, hubs), (2, leaves)):
+        base = calls(sample, seed_of[BASE_DEGREE], hop)
+        for degree in degrees:
+            for proc, hub_call in calls(sample, seed_of[degree], hop).items():
+                yield (hop, degree, proc, hub_call, *compare(hub_call, base[proc], rounds))
 
 
 def row_text(backend: str, proc: str, hop: int, degree: int, t_hub: float, t_base: float) -> str:
@@ -128,27 +145,25 @@ def embedded_rows(degrees: list[int], rounds: int) -> list[tuple[Any, ...]]:
 
     runtime = g._runtime  # (the counting switch of this graph's runtime, for the counted calls)
     rows = []
-    for hop, seed_of in ((1, hubs), (2, leaves)):
-        base = calls(sample, seed_of[BASE_DEGREE], hop)
-        for degree in degrees:
-            for proc, hub_call in calls(sample, seed_of[degree], hop).items():
-                t_hub, t_base = compare(hub_call, base[proc], rounds)
-                runtime.count_api_calls = True
-                try:
-                    slots = valid_slots(hub_call())
-                    counted = g.api_calls
-                finally:
-                    runtime.count_api_calls = False
-                total = sum(counted.values())
-                walked = counted.get("Edge.from_vertex", 0) + counted.get("Edge.to_vertex", 0)
-                top = sorted(counted.items(), key=lambda item: -item[1])[:4]
-                print(
-                    f"{row_text('embedded', proc, hop, degree, t_hub, t_base)}  "
-                    f"{total / slots:9.1f} _mgp calls per sampled neighbour ({total:,} calls, "
-                    f"{walked:,} relationships walked, {slots} sampled; "
-                    f"{', '.join(f'{m} {c:,}' for m, c in top)})"
-                )
-                rows.append(("embedded", proc, hop, degree, t_hub, t_base, total / slots))
+    for hop, degree, proc, hub_call, t_hub, t_base in compared_calls(
+        sample, hubs, leaves, degrees, rounds
+    ):
+        runtime.count_api_calls = True
+        try:
+            slots = valid_slots(hub_call())
+            counted = g.api_calls
+        finally:
+            runtime.count_api_calls = False
+        total = sum(counted.values())
+        walked = counted.get("Edge.from_vertex", 0) + counted.get("Edge.to_vertex", 0)
+        top = sorted(counted.items(), key=lambda item: -item[1])[:4]
+        print(
+            f"{row_text('embedded', proc, hop, degree, t_hub, t_base)}  "
+            f"{total / slots:9.1f} _mgp calls per sampled neighbour ({total:,} calls, "
+            f"{walked:,} relationships walked, {slots} sampled; "
+            f"{', '.join(f'{m} {c:,}' for m, c in top)})"
+        )
+        rows.append(("embedded", proc, hop, degree, t_hub, t_base, total / slots))
     return rows
 
 
@@ -199,13 +214,11 @@ def bolt_rows(degrees: list[int], rounds: int) -> list[tuple[Any, ...]]:
             return source.sample_typed([seed], {SPEC: fanouts}, {}, TYPED)
 
         rows = []
-        for hop, seed_of in ((1, hubs), (2, leaves)):
-            base = calls(sample, seed_of[BASE_DEGREE], hop)
-            for degree in degrees:
-                for proc, hub_call in calls(sample, seed_of[degree], hop).items():
-                    t_hub, t_base = compare(hub_call, base[proc], rounds)
-                    print(row_text("bolt", proc, hop, degree, t_hub, t_base))
-                    rows.append(("bolt", proc, hop, degree, t_hub, t_base, None))
+        for hop, degree, proc, _, t_hub, t_base in compared_calls(
+            sample, hubs, leaves, degrees, rounds
+        ):
+            print(row_text("bolt", proc, hop, degree, t_hub, t_base))
+            rows.append(("bolt", proc, hop, degree, t_hub, t_base, None))
         probe_bolt(source, hubs, degrees, rounds)
         source.close()
     return rows

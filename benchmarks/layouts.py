@@ -57,6 +57,19 @@ def body_bytes(data: bytes) -> int:
     return len(json.dumps(body, separators=(",", ":")).encode())
 
 
+def print_size_rows(sizes: dict[str, list[int]], first: str, ratio_digits: int) -> None:
+    """Prints a table of body bytes per layout: the first body's (column ``first``), the median,
+    p90 and max, and the dense median over the layout's median (``ratio_digits`` decimals)."""
+    dense = statistics.median(sizes["dense"])
+    print(f"  {'layout':8s} {first:>9s} {'median':>9s} {'p90':>9s} {'max':>9s}  dense/median")
+    for layout, s in sizes.items():
+        p90 = float(np.percentile(s, 90))
+        print(
+            f"  {layout:8s} {s[0]:9d} {statistics.median(s):9.0f} {p90:9.0f} {max(s):9d}  "
+            f"{dense / statistics.median(s):8.{ratio_digits}f}x"
+        )
+
+
 def body_bytes_per_node(nodes: int | None = None, graph=None) -> dict[str, list[int]]:
     """Prints and returns the body bytes per node for each layout (``nodes``: the first N nodes,
     default all; dense on at most 64, its size being the same for every node)."""
@@ -66,18 +79,11 @@ def body_bytes_per_node(nodes: int | None = None, graph=None) -> dict[str, list[
     for layout in LAYOUTS:
         part = ids[:64] if layout == "dense" else ids
         sizes[layout] = [body_bytes(b) for b in blobs_per_node(graph, part, layout)]
-    dense = statistics.median(sizes["dense"])
     print(
         f"REST :classify body bytes per Cora node, fanouts {tuple(FANOUTS)}, {len(ids)} nodes "
         f"(dense: {len(sizes['dense'])}, all the same size)"
     )
-    print(f"  {'layout':8s} {'node 0':>9s} {'median':>9s} {'p90':>9s} {'max':>9s}  dense/median")
-    for layout, s in sizes.items():
-        p90 = float(np.percentile(s, 90))
-        print(
-            f"  {layout:8s} {s[0]:9d} {statistics.median(s):9.0f} {p90:9.0f} {max(s):9d}  "
-            f"{dense / statistics.median(s):8.1f}x"
-        )
+    print_size_rows(sizes, "node 0", ratio_digits=1)
     return sizes
 
 
@@ -158,19 +164,12 @@ def typed_body_bytes_per_node(users: int = 1000) -> dict[str, list[int]]:
         raw = source.sample_typed(ids, TYPED_NN, TYPED_PROPS, opts)
         whole[layout] = len(raw)
         sizes[layout] = [body_bytes(b) for b in split_typed_blob(raw, len(ids), spec, layout)]
-    dense = statistics.median(sizes["dense"])
     widths = {label: ns.width for label, ns in graph.node_sets.items()}
     print(
         f"REST :classify body bytes per shop user (typed blob), {len(ids)} users, "
         f"widths {widths}, spec {TYPED_NN}"
     )
-    print(f"  {'layout':8s} {'user 0':>9s} {'median':>9s} {'p90':>9s} {'max':>9s}  dense/median")
-    for layout, s in sizes.items():
-        p90 = float(np.percentile(s, 90))
-        print(
-            f"  {layout:8s} {s[0]:9d} {statistics.median(s):9.0f} {p90:9.0f} {max(s):9d}  "
-            f"{dense / statistics.median(s):8.2f}x"
-        )
+    print_size_rows(sizes, "user 0", ratio_digits=2)
     print(f"  one blob of all {len(ids)} users (a training batch), blob bytes per user:")
     for layout, size in whole.items():
         print(f"  {layout:8s} {size / len(ids):9.0f}  dense/layout {whole['dense'] / size:.2f}x")

@@ -1,4 +1,4 @@
-"""Link serving (issue 25) in one run: pair sampling against two single-node sample calls (the rows
+"""Link serving in one run: pair sampling against two single-node sample calls (the rows
 of ``benchmarks/pair_sampling.py``), then served pair classification under concurrent clients
 through the local server (``memgraph-tf serve --graph``), REST and gRPC.
 
@@ -39,13 +39,13 @@ import pathlib
 import random
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import pair_sampling
+import serving
 
 MODEL = "links"
 #: the same model sampling by internal ids (no ``id_property``)
@@ -154,13 +154,7 @@ def load_phase(
         finally:
             client.close()
 
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - t0
+    wall = serving.run_threads(worker, clients)
     flat = np.asarray([x for lst in latencies for x in lst])
     return {
         "requests": len(flat),

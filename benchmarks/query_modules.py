@@ -6,7 +6,7 @@
    ratio, measured in this run.
 2. 2-hop GraphSAGE sampling (fanouts 10, 5) seeds/s on a power-law (preferential-attachment) graph
    of 100k nodes, ids only and with features, batched (``sample``) and one seed per call, against
-   the pre-issue-11 sampler (the code at commit 93e52a3, materialised from git history by
+   the older sampler (the code at commit 93e52a3, materialised from git history by
    ``_sample_baseline.py``; it must write the same bytes) in alternating rounds of the same run;
    then per node (``sample_per_node``) and the compact and sparse layouts. ``--baseline REV``
    compares with the sampler of any other commit instead (e.g. the one before a change: its
@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -151,30 +152,53 @@ def power_law_graph(n: int, m: int, d: int, seed: int = 0) -> EmbeddedGraph:
     return g
 
 
+class Sampling(NamedTuple):
+    """The arguments of a sampling procedure's call after its seeds."""
+
+    fanouts: list[int]
+    props: list[str]
+    options: dict
+
+
 def _seeds_per_s(
-    g: EmbeddedGraph,
-    proc: str,
-    seeds: list[int],
-    size: int,
-    fanouts: list[int],
-    props: list[str],
-    options: dict,
+    g: EmbeddedGraph, proc: str, seeds: list[int], size: int, sampling: Sampling
 ) -> tuple[float, float]:
     """(seeds per wall-clock second, seeds per CPU second of this thread)."""
     t0, c0 = time.perf_counter(), time.thread_time()
     for start in range(0, len(seeds), size):
-        assert g.call(proc, seeds[start : start + size], fanouts, props, options)
+        assert g.call(proc, seeds[start : start + size], *sampling)
     return len(seeds) / (time.perf_counter() - t0), len(seeds) / (time.thread_time() - c0)
 
 
-def api_calls(
+def _rate_rounds(
     g: EmbeddedGraph,
+    base: str,
     proc: str,
     seeds: list[int],
     size: int,
-    fanouts: list[int],
-    props: list[str],
-    options: dict,
+    sampling: Sampling,
+    rounds: int,
+    note: str = "",
+) -> str:
+    """The seeds/s of procedure ``base`` and of ``proc`` (the best of ``rounds`` alternating
+    rounds, per wall-clock and per CPU second) and their ratios, as the rows print them, ``note``
+    ending the per-round list."""
+    old, new = [], []
+    for _ in range(rounds):
+        old.append(_seeds_per_s(g, base, seeds, size, sampling))
+        new.append(_seeds_per_s(g, proc, seeds, size, sampling))
+    wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
+    cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
+    return (
+        f"baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
+        f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
+        f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
+        f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))}{note})"
+    )
+
+
+def api_calls(
+    g: EmbeddedGraph, proc: str, seeds: list[int], size: int, sampling: Sampling
 ) -> tuple[int, int, int, dict[str, int]]:
     """(``_mgp`` calls, edges walked, nodes read, calls per method) of sampling ``seeds`` in calls
     of ``size``, counted by the embedded runtime (``count_api_calls``; switched on for these calls
@@ -185,13 +209,13 @@ def api_calls(
     by_method: dict[str, int] = {}
     try:
         for start in range(0, len(seeds), size):
-            g.call(proc, seeds[start : start + size], fanouts, props, options)
+            g.call(proc, seeds[start : start + size], *sampling)
             for method, calls in g.api_calls.items():
                 by_method[method] = by_method.get(method, 0) + calls
     finally:
         runtime.count_api_calls = False
     edges = by_method.get("Edge.from_vertex", 0) + by_method.get("Edge.to_vertex", 0)
-    nodes = by_method.get("Vertex.get_property", 0) // max(1, len(props))
+    nodes = by_method.get("Vertex.get_property", 0) // max(1, len(sampling.props))
     return sum(by_method.values()), edges, nodes, by_method
 
 
@@ -213,7 +237,7 @@ def bench_sample(
     baseline_dir: str,
     baseline_rev: str | None = None,
 ) -> None:
-    """Sampling seeds/s of ``tf_features.sample`` against the pre-issue-11 code path
+    """Sampling seeds/s of ``tf_features.sample`` against the older code path
     (``_sample_baseline.sample``: commit 93e52a3's sampler from git history, written under
     ``baseline_dir``), alternating the two ``rounds`` times on the same
     graph and seeds; the ratio is of the best round of each, in wall-clock time and in this
@@ -224,9 +248,7 @@ def bench_sample(
     if baseline_rev is None:
         g.load_module(_sample_baseline.materialise(baseline_dir))
         base_proc = "_sample_baseline.sample"
-        base_text = (
-            f"the sampler at commit {_sample_baseline.COMMIT} (pre-issue-11, from git history"
-        )
+        base_text = f"the older sampler at commit {_sample_baseline.COMMIT} (from git history"
     else:
         module_file, sha = materialise_rev(baseline_rev, baseline_dir)
         g.load_module(module_file)
@@ -258,24 +280,16 @@ def bench_sample(
         (f"{d}-d features, 1 seed/call", ["f"], 1),
     ]:
         count = seeds_count if size > 1 else min(seeds_count, 300)
-        old, new = [], []
-        for _ in range(rounds):
-            old.append(_seeds_per_s(g, base_proc, seeds[:count], size, fanouts, props, opts))
-            new.append(
-                _seeds_per_s(g, "tf_features.sample", seeds[:count], size, fanouts, props, opts)
-            )
-        wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
-        cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
-        print(
-            f"  {label:28s}: baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
-            f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
-            f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
-            f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))})"
+        sampling = Sampling(fanouts, props, opts)
+        rates = _rate_rounds(
+            g, base_proc, "tf_features.sample", seeds[:count], size, sampling, rounds
         )
+        print(f"  {label:28s}: {rates}")
     count = min(len(seeds), 4 * batch)
     for label, props in (("ids only", []), (f"{d}-d features", ["f"])):
-        old_calls = api_calls(g, base_proc, seeds[:count], batch, fanouts, props, opts)
-        new_calls = api_calls(g, "tf_features.sample", seeds[:count], batch, fanouts, props, opts)
+        sampling = Sampling(fanouts, props, opts)
+        old_calls = api_calls(g, base_proc, seeds[:count], batch, sampling)
+        new_calls = api_calls(g, "tf_features.sample", seeds[:count], batch, sampling)
         print(
             f"  _mgp calls, {label}, {count} seeds batched: baseline {_calls_text(old_calls)}; "
             f"now {_calls_text(new_calls)}"
@@ -286,9 +300,10 @@ def bench_sample(
         (f"{d}-d, batched, sparse", "sample", "sparse"),
     ]:
         lay = {**opts, "layout": layout_name}
-        if baseline_rev is None:  # (the pre-issue-11 sampler has neither per node nor layouts)
+        sampling = Sampling(fanouts, ["f"], lay)
+        if baseline_rev is None:  # (the older sampler has neither per node nor layouts)
             rate = max(
-                _seeds_per_s(g, f"tf_features.{proc}", seeds, batch, fanouts, ["f"], lay)[0]
+                _seeds_per_s(g, f"tf_features.{proc}", seeds, batch, sampling)[0]
                 for _ in range(rounds)
             )
             print(f"  {label:28s}: now {rate:7.0f} seeds/s")
@@ -297,18 +312,10 @@ def bench_sample(
         assert g.call(base, seeds[:batch], fanouts, ["f"], lay) == g.call(
             f"tf_features.{proc}", seeds[:batch], fanouts, ["f"], lay
         ), f"the baseline and tf_features.{proc} wrote different bytes ({layout_name})"
-        old, new = [], []
-        for _ in range(rounds):
-            old.append(_seeds_per_s(g, base, seeds, batch, fanouts, ["f"], lay))
-            new.append(_seeds_per_s(g, f"tf_features.{proc}", seeds, batch, fanouts, ["f"], lay))
-        wall_old, wall_new = max(o[0] for o in old), max(n[0] for n in new)
-        cpu_old, cpu_new = max(o[1] for o in old), max(n[1] for n in new)
-        print(
-            f"  {label:28s}: baseline {wall_old:7.0f}  now {wall_new:7.0f} seeds/s  ratio "
-            f"{wall_new / wall_old:.2f}x | per CPU s: {cpu_old:7.0f} vs {cpu_new:7.0f}, ratio "
-            f"{cpu_new / cpu_old:.2f}x (per-round wall ratios "
-            f"{', '.join(f'{b[0] / a[0]:.2f}' for a, b in zip(old, new))}; same bytes, checked)"
+        rates = _rate_rounds(
+            g, base, f"tf_features.{proc}", seeds, batch, sampling, rounds, "; same bytes, checked"
         )
+        print(f"  {label:28s}: {rates}")
 
 
 def main() -> None:
@@ -324,7 +331,7 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         metavar="REV",
-        help="compare sampling with the sampler of this commit (default: 93e52a3, pre-issue-11)",
+        help="compare sampling with the sampler of this commit (default: the older one, 93e52a3)",
     )
     args = parser.parse_args()
     if not args.skip_pack:

@@ -326,6 +326,18 @@ def make_client(server: Server, transport: str, version: int | None = None):
     return GrpcServingClient(server.target, MODEL, version, timeout_s=120, retries=0)
 
 
+def run_threads(worker, clients: int) -> float:
+    """Runs ``worker(i)`` for ``i`` in ``range(clients)``, each on its own thread, started
+    together; the wall-clock seconds until the last one ended."""
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0
+
+
 def load_phase(new_client, examples: list, clients: int, duration_s: float) -> dict:
     """``clients`` threads, each with its own client from ``new_client()`` (a context manager
     with ``classify``), classifying ``examples`` in a loop for ``duration_s``: requests, errors,
@@ -346,13 +358,7 @@ def load_phase(new_client, examples: list, clients: int, duration_s: float) -> d
                     errors.append(f"client {i}: {type(exc).__name__}: {exc}")
                 latencies[i].append(time.perf_counter() - t0)
 
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - t0
+    wall = run_threads(worker, clients)
     flat = [x for lst in latencies for x in lst]
     return {
         "requests": len(flat),
@@ -363,6 +369,25 @@ def load_phase(new_client, examples: list, clients: int, duration_s: float) -> d
         "p50_ms": pct(flat, 50) * 1e3,
         "p99_ms": pct(flat, 99) * 1e3,
     }
+
+
+def add_server_options(p: argparse.ArgumentParser, bundles: str, serve_arg_help: str) -> None:
+    """Adds ``--decoder`` (the blob decoder in ``bundles``; see ``resolve_decoder``) and
+    ``--serve-arg`` (``serve_arg_help``) to ``p``."""
+    p.add_argument(
+        "--decoder",
+        choices=["auto", "op", "portable"],
+        default="auto",
+        help=f"blob decoder in {bundles} (auto: op-free when available)",
+    )
+    p.add_argument("--serve-arg", action="append", default=[], help=serve_arg_help)
+
+
+def resolve_decoder(args: argparse.Namespace) -> None:
+    """Replaces ``args.decoder`` "auto" by "portable" when the op-free decoder is installed,
+    else by "op"."""
+    if args.decoder == "auto":
+        args.decoder = "portable" if importlib.util.find_spec("memgraph_tf.ops.portable") else "op"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -390,17 +415,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also load dense Cora with 64-node requests (54 MB bodies)",
     )
-    p.add_argument(
-        "--decoder",
-        choices=["auto", "op", "portable"],
-        default="auto",
-        help="blob decoder in the bundles (auto: op-free when available)",
-    )
-    p.add_argument(
-        "--serve-arg",
-        action="append",
-        default=[],
-        help="extra argument for every `memgraph-tf serve` (repeat), e.g. "
+    add_server_options(
+        p,
+        "the bundles",
+        "extra argument for every `memgraph-tf serve` (repeat), e.g. "
         "--serve-arg=--batch-timeout-micros=500",
     )
     p.add_argument(
@@ -430,13 +448,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.sizes = [int(n) for n in args.sizes.split(",")]
     if any(n < 1 or n > 64 for n in args.sizes):
         p.error("--sizes: expected numbers from 1 to 64")
-    if args.decoder == "auto":
-        args.decoder = "portable" if importlib.util.find_spec("memgraph_tf.ops.portable") else "op"
+    resolve_decoder(args)
     return args
 
 
 def load() -> str:
     return "load avg " + "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def print_header(name: str, args: argparse.Namespace, settings: str) -> None:
+    """Prints a benchmark's first line: its clients and seconds per row, ``settings``, the CPUs
+    and the load."""
+    print(
+        f"# {name} benchmark: {args.clients} clients, {args.duration_s:g} s per row, {settings}, "
+        f"{os.cpu_count()} CPUs, {load()}"
+    )
 
 
 def export_cases(base: pathlib.Path, cases: list[str], use_op: bool, graph) -> dict[str, list]:
@@ -618,10 +644,7 @@ def print_targets(rows: dict, before_rev: str | None = None) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    print(
-        f"# serving benchmark: {args.clients} clients, {args.duration_s:g} s per row, decoder "
-        f"{args.decoder}, {os.cpu_count()} CPUs, {load()}"
-    )
+    print_header("serving", args, f"decoder {args.decoder}")
     print(f"# memgraph-tf serve arguments: {' '.join(args.serve_arg) or '(the defaults)'}")
     graph = layouts.cora_graph()
     print("\n## bytes")

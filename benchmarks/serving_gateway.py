@@ -34,9 +34,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
-import os
 import pathlib
 import sys
 import tempfile
@@ -69,17 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="sparse",
         help="the bundle's sample layout (default sparse: the smallest blob on the extra hop)",
     )
-    p.add_argument(
-        "--decoder",
-        choices=["auto", "op", "portable"],
-        default="auto",
-        help="blob decoder in the bundle (auto: op-free when available)",
-    )
-    p.add_argument(
-        "--serve-arg",
-        action="append",
-        default=[],
-        help="extra argument for every `memgraph-tf serve` (repeat)",
+    serving.add_server_options(
+        p, "the bundle", "extra argument for every `memgraph-tf serve` (repeat)"
     )
     args = p.parse_args(argv)
     args.transports = [t for t in args.transports.split(",") if t]
@@ -90,8 +79,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--sizes: expected numbers from 1 to 64")
     if args.layout == "dense" and max(args.sizes) > 1:
         p.error("--layout dense: 1-node requests only (64 dense Cora blobs are 54 MB a request)")
-    if args.decoder == "auto":
-        args.decoder = "portable" if importlib.util.find_spec("memgraph_tf.ops.portable") else "op"
+    serving.resolve_decoder(args)
     return args
 
 
@@ -131,9 +119,8 @@ def print_ratios(rows: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    print(
-        f"# gateway benchmark: {args.clients} clients, {args.duration_s:g} s per row, layout "
-        f"{args.layout}, decoder {args.decoder}, graph {GRAPH}, {os.cpu_count()} CPUs, {load()}"
+    serving.print_header(
+        "gateway", args, f"layout {args.layout}, decoder {args.decoder}, graph {GRAPH}"
     )
     version = CASES[args.layout]
     total_errors = 0

@@ -44,16 +44,13 @@ def planetoid_dir() -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
-def small_sage_bundle(tmp_path_factory):
-    """``export(name, version, options, *, use_op, fanouts, dim, classes)`` -> ``BASE/NAME``: an
-    untrained GraphSAGE (8 hidden units, no dropout, weights from Keras seed 3; one model per
-    architecture for the session, so bundles of the same architecture hold the same weights)
-    exported with sampling options ``options``, property ``features``, no warmup file."""
+def small_sage():
+    """``model(fanouts, dim, classes)`` -> an untrained GraphSAGE (8 hidden units, no dropout,
+    weights from Keras seed 3), one per architecture for the session: every call with the same
+    architecture returns the same model."""
     models: dict = {}
 
-    def export(name: str, version: int, options: dict, *, use_op: bool, fanouts, dim: int, classes):
-        from memgraph_tf.serving import export_bundle
-
+    def model(fanouts, dim: int, classes):
         key = (tuple(fanouts), dim, tuple(classes))
         if key not in models:
             import keras
@@ -69,9 +66,24 @@ def small_sage_bundle(tmp_path_factory):
                 dropout=0.0,
                 class_names=list(classes),
             ).ensure_built()
+        return models[key]
+
+    return model
+
+
+@pytest.fixture(scope="session")
+def small_sage_bundle(tmp_path_factory, small_sage):
+    """``export(name, version, options, *, use_op, fanouts, dim, classes)`` -> ``BASE/NAME``: the
+    ``small_sage`` model of that architecture (so bundles of the same architecture hold the same
+    weights) exported with sampling options ``options``, property ``features``, no warmup
+    file."""
+
+    def export(name: str, version: int, options: dict, *, use_op: bool, fanouts, dim: int, classes):
+        from memgraph_tf.serving import export_bundle
+
         base = tmp_path_factory.mktemp(f"{name}_bundles")
         export_bundle(
-            models[key],
+            small_sage(fanouts, dim, classes),
             base,
             name,
             version,

@@ -21,6 +21,8 @@ FANOUTS = [3, 2]
 DIM = 4
 SEED = 11
 N = 90
+#: the attributes of a Bolt server object that a command reads from the environment
+CREDENTIALS = ("user", "password", "database")
 
 
 def node_id(i: int) -> int:
@@ -82,6 +84,25 @@ class KeyedGraph:
             graph.add_edge(a, b, "LINK")
         graph.writes.clear()
         return EmbeddedSource(graph)
+
+    def bundle(self, small_sage_bundle, name: str, version: int, *, use_op: bool):
+        """BASE/NAME: the session's untrained GraphSAGE over this graph (the ``small_sage_bundle``
+        fixture's) exported as version ``version`` with this graph's sampling ``options``."""
+        return small_sage_bundle(
+            name, version, self.options, use_op=use_op, fanouts=FANOUTS, dim=DIM, classes=CLASSES
+        )
+
+    def reference(self, backend) -> dict[int, tuple]:
+        """``{id: (class, score, version)}`` of ``memgraph_tf.batch``'s uninterrupted full run of
+        ``backend`` over a fresh :meth:`embedded_source` (checked: every node classified, none
+        skipped, failed or up to date)."""
+        from memgraph_tf.batch import classify_graph
+
+        source = self.embedded_source()
+        summary = classify_graph(source, backend, batch_size=32, progress=False)
+        assert summary.classified == N
+        assert summary.skipped == summary.failed == summary.up_to_date == 0
+        return predictions(source)
 
     def write_bolt(self, bolt_source):
         """The graph written afresh to a Bolt server (its ``label`` nodes replaced; each node also
@@ -146,3 +167,15 @@ def assert_same(got: dict, want: dict) -> None:
         [got[k][1] for k in sorted(got)], [want[k][1] for k in sorted(want)], rtol=1e-6
     )
     assert {v[2] for v in got.values()} == {v[2] for v in want.values()}
+
+
+def credentials_env(server) -> dict[str, str]:
+    """The environment variables that give a command ``server``'s user, password and database
+    (``MEMGRAPH_TF_USER``, ``MEMGRAPH_TF_PASSWORD``, ``MEMGRAPH_TF_DATABASE``)."""
+    return {f"MEMGRAPH_TF_{name.upper()}": getattr(server, name) for name in CREDENTIALS}
+
+
+def use_credentials(monkeypatch, server) -> None:
+    """Sets ``credentials_env(server)`` for the rest of the test (a command run in-process)."""
+    for key, value in credentials_env(server).items():
+        monkeypatch.setenv(key, value)

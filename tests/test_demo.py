@@ -84,14 +84,14 @@ def test_demo_bundles_take_the_sparse_layout_for_bag_of_words_features(synthetic
         assert config.sampling.options.get("layout") == "sparse"
 
 
-SMALL_SHOP = dict(
-    num_users=600,
-    num_products=120,
-    num_categories=4,
-    num_classes=2,
-    follows_per_user=3,
-    signal=0.9,
-)
+SMALL_SHOP = {
+    "num_users": 600,
+    "num_products": 120,
+    "num_categories": 4,
+    "num_classes": 2,
+    "follows_per_user": 3,
+    "signal": 0.9,
+}
 """A small shop graph with a strong signal (best possible accuracy 0.999, chance 0.5)."""
 
 
@@ -295,26 +295,29 @@ def test_native_log_filter_drops_only_tensorflow_start_up_lines(capfd) -> None:
 
 
 def _summary(**changes) -> report.Summary:
-    fields = dict(
-        dataset="cora",
-        graph="g",
-        num_nodes=2708,
-        num_edges=5278,
-        num_features=1433,
-        class_names=datasets.CLASS_NAMES["cora"],
-        train_nodes=140,
-        val_nodes=500,
-        test_nodes=1000,
-        test_accuracy=0.812,
-        val_accuracy=0.79,
-        eval_draws=10,
-        published=datasets.PUBLISHED_ACCURACY["cora"],
-        served=[report.ServedCheck("REST :classify by node_id", 64, 0.906, 0.938, 0.5)],
-        stages=[report.Stage("train", 40.0, 200, "steps"), report.Stage("pictures + report", 2.0)],
-        out_dir="out",
-        bundles={"b": "out/portable/GraphSage/1"},
-        commands=["memgraph-tf serve x"],
-    )
+    fields = {
+        "dataset": "cora",
+        "graph": "g",
+        "num_nodes": 2708,
+        "num_edges": 5278,
+        "num_features": 1433,
+        "class_names": datasets.CLASS_NAMES["cora"],
+        "train_nodes": 140,
+        "val_nodes": 500,
+        "test_nodes": 1000,
+        "test_accuracy": 0.812,
+        "val_accuracy": 0.79,
+        "eval_draws": 10,
+        "published": datasets.PUBLISHED_ACCURACY["cora"],
+        "served": [report.ServedCheck("REST :classify by node_id", 64, 0.906, 0.938, 0.5)],
+        "stages": [
+            report.Stage("train", 40.0, 200, "steps"),
+            report.Stage("pictures + report", 2.0),
+        ],
+        "out_dir": "out",
+        "bundles": {"b": "out/portable/GraphSage/1"},
+        "commands": ["memgraph-tf serve x"],
+    }
     fields.update(changes)
     return report.Summary(**fields)
 

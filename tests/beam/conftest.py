@@ -17,17 +17,13 @@ from tests.beam import helpers as h
 @pytest.fixture(scope="session")
 def bundle_base(small_sage_bundle):
     """BASE/BeamSage with version 1, op-free, sampling options ``h.OPTIONS``."""
-    return small_sage_bundle(
-        "BeamSage", 1, h.OPTIONS, use_op=False, fanouts=h.FANOUTS, dim=h.DIM, classes=h.CLASSES
-    )
+    return h.GRAPH.bundle(small_sage_bundle, "BeamSage", 1, use_op=False)
 
 
 @pytest.fixture(scope="session")
 def op_bundle_base(small_sage_bundle):
     """BASE/BeamSageOp with version 2: the same model decoding blobs with the C++ op."""
-    return small_sage_bundle(
-        "BeamSageOp", 2, h.OPTIONS, use_op=True, fanouts=h.FANOUTS, dim=h.DIM, classes=h.CLASSES
-    )
+    return h.GRAPH.bundle(small_sage_bundle, "BeamSageOp", 2, use_op=True)
 
 
 @pytest.fixture(scope="session")
@@ -43,12 +39,7 @@ def backend(bundle_base):
 def reference(backend):
     """``memgraph_tf.batch``'s uninterrupted full run over the embedded graph: ``{id: (class,
     score, version)}``."""
-    from memgraph_tf.batch import classify_graph
-
-    source = h.embedded_source()
-    summary = classify_graph(source, backend, batch_size=32, progress=False)
-    assert summary.classified == h.N
-    return h.predictions(source)
+    return h.GRAPH.reference(backend)
 
 
 @pytest.fixture

@@ -138,12 +138,10 @@ def test_node_table_pages_by_key_and_guarded_writes_write_once(graph):
         release(handle)
 
 
-# ---------------------------------------------------------------- embedded graph, 1 and 4 workers
-@pytest.mark.parametrize("workers, mode", [(1, "in_memory"), (4, "multi_threading")])
-def test_embedded_run_equals_the_batch_module_each_node_once(
-    graph, model, reference, workers, mode
-):
-    spec, source = graph
+def classify_every_node(spec, model, workers: int, mode: str) -> None:
+    """A DirectRunner job over ``spec`` (``workers`` workers in running mode ``mode``, batches of
+    16, 8 key ranges) that reads, classifies and writes each of the graph's nodes, none left
+    unchanged."""
     summary = classify_with_beam(
         spec,
         model,
@@ -159,6 +157,15 @@ def test_embedded_run_equals_the_batch_module_each_node_once(
         h.N,
         0,
     )
+
+
+# ---------------------------------------------------------------- embedded graph, 1 and 4 workers
+@pytest.mark.parametrize("workers, mode", [(1, "in_memory"), (4, "multi_threading")])
+def test_embedded_run_equals_the_batch_module_each_node_once(
+    graph, model, reference, workers, mode
+):
+    spec, source = graph
+    classify_every_node(spec, model, workers, mode)
     h.assert_same(h.predictions(source), reference)
     assert h.writes_per_node(source) == {k: 1 for k in reference}
     assert 10**6 not in h.predictions(source)  # another label: never classified
@@ -372,21 +379,7 @@ def test_bolt_worker_processes_with_the_op_bundle(bolt_graph, bolt_env, op_bundl
     op_model = ModelSpec.resolve(bundle=op_bundle_base)
     assert op_model.config.use_op and op_model.version == 2
     spec = GraphSpec(bolt_env.uri)
-    summary = classify_with_beam(
-        spec,
-        op_model,
-        runner="DirectRunner",
-        num_workers=2,
-        running_mode="multi_processing",
-        batch_size=16,
-        num_ranges=8,
-    )
-    assert (summary.read, summary.classified, summary.written, summary.unchanged) == (
-        h.N,
-        h.N,
-        h.N,
-        0,
-    )
+    classify_every_node(spec, op_model, 2, "multi_processing")
     got = h.bolt_predictions(bolt_graph)
     assert {v for _, _, v in got.values()} == {2}
     h.assert_same({k: (c, s, 1) for k, (c, s, _) in got.items()}, reference)

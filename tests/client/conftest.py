@@ -62,54 +62,33 @@ def make_community():
 # ------------------------------------------------- batch inference (test_batch*.py): BatchItem
 # graph
 @pytest.fixture(scope="session")
-def sage_model():
-    """An untrained GraphSAGE over the keyed test graph (Keras seed 3: the same weights each
-    time)."""
-    import keras
-
-    from memgraph_tf.client import GraphSAGE
+def sage_model(small_sage):
+    """An untrained GraphSAGE over the keyed test graph (``small_sage``: Keras seed 3, the model
+    of ``bundle_base`` and ``op_bundle_base``)."""
     from tests.graphs import CLASSES, DIM, FANOUTS
 
-    keras.utils.set_random_seed(3)
-    return GraphSAGE(
-        FANOUTS, DIM, len(CLASSES), hidden_units=8, dropout=0.0, class_names=CLASSES
-    ).ensure_built()
+    return small_sage(FANOUTS, DIM, CLASSES)
 
 
 @pytest.fixture(scope="session")
-def bundle_base(tmp_path_factory, sage_model):
-    """BASE/BatchSage with version 1, op-free, sampling options ``classify_kit.OPTIONS`` (one per
-    session: the batch tests only read it)."""
-    return _export_batch_bundle(tmp_path_factory, sage_model, "BatchSage", use_op=False)
+def bundle_base(small_sage_bundle):
+    """BASE/BatchSage with version 1: ``sage_model`` op-free, sampling options
+    ``classify_kit.OPTIONS`` (one per session: the batch tests only read it)."""
+    from tests.client.classify_kit import GRAPH
+
+    return GRAPH.bundle(small_sage_bundle, "BatchSage", 1, use_op=False)
 
 
 @pytest.fixture(scope="session")
-def op_bundle_base(tmp_path_factory, sage_model):
+def op_bundle_base(small_sage_bundle):
     """``sage_model`` exported as BASE/BatchSageOp version 1 decoding with the C++ op (the other
     sampling settings those of ``bundle_base``), for the batch tests whose property does not
     depend on the decoder (a command's summary, the transports, interrupting and resuming):
     each process or server that loads an op-free bundle first instantiates the portable
     decoder's graph (seconds). Its scores equal the op-free bundle's (``reference``)."""
-    return _export_batch_bundle(tmp_path_factory, sage_model, "BatchSageOp", use_op=True)
+    from tests.client.classify_kit import GRAPH
 
-
-def _export_batch_bundle(tmp_path_factory, sage_model, name: str, *, use_op: bool):
-    """``sage_model`` exported as BASE/NAME version 1 with ``classify_kit.OPTIONS``; BASE/NAME."""
-    from memgraph_tf.serving import export_bundle
-    from tests.client.classify_kit import OPTIONS
-
-    base = tmp_path_factory.mktemp(name.lower())
-    export_bundle(
-        sage_model,
-        base,
-        name,
-        1,
-        use_op=use_op,
-        properties=["features"],
-        sample_options=OPTIONS,
-        warmup=False,
-    )
-    return base / name
+    return GRAPH.bundle(small_sage_bundle, "BatchSageOp", 1, use_op=True)
 
 
 @pytest.fixture(scope="session")
@@ -124,14 +103,9 @@ def backend(bundle_base):
 @pytest.fixture(scope="module")
 def reference(backend):
     """An uninterrupted full run over the embedded graph: ``{id: (class, score, version)}``."""
-    from memgraph_tf.batch import classify_graph
-    from tests.client.classify_kit import embedded_source
-    from tests.graphs import N, predictions
+    from tests.client.classify_kit import GRAPH
 
-    source = embedded_source()
-    summary = classify_graph(source, backend, batch_size=32, progress=False)
-    assert summary.classified == N and summary.skipped == summary.failed == summary.up_to_date == 0
-    return predictions(source)
+    return GRAPH.reference(backend)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,15 @@ from memgraph_tf.batch import BundleBackend, ModelBackend
 from memgraph_tf.client.node_tables import property_names
 from tests.client import classify_kit as kit
 from tests.client.classify_kit import LABEL, bolt_predictions, embedded_source
-from tests.graphs import CLASSES, N, assert_same, node_id, predictions
+from tests.graphs import (
+    CLASSES,
+    N,
+    assert_same,
+    credentials_env,
+    node_id,
+    predictions,
+    use_credentials,
+)
 
 
 # ------------------------------------------------------------------------------------ the CLI
@@ -163,9 +171,7 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
     cls, _, version = property_names(prop)
     env = {
         **os.environ,
-        "MEMGRAPH_TF_USER": arcadedb_server.user,
-        "MEMGRAPH_TF_PASSWORD": arcadedb_server.password,
-        "MEMGRAPH_TF_DATABASE": arcadedb_server.database,
+        **credentials_env(arcadedb_server),
         "TF_CPP_MIN_LOG_LEVEL": "3",
     }
     command = [
@@ -232,8 +238,7 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
 
     # the rerun in this process (a new process adds only start-up time): it resumes from what
     # the graph holds
-    for name in ("user", "password", "database"):
-        monkeypatch.setenv(f"MEMGRAPH_TF_{name.upper()}", getattr(arcadedb_server, name))
+    use_credentials(monkeypatch, arcadedb_server)
     capsys.readouterr()
     code = cli.main(command[3:])
     rerun = capsys.readouterr()
@@ -258,8 +263,7 @@ def test_a_gap_in_the_keyset_pages_exits_1_naming_it_and_a_rerun_completes(
     from memgraph_tf.client.node_tables import NodeTable
 
     monkeypatch.setattr(cli, "_classify_backend", lambda args: kit.Unlabelled(backend))
-    for name in ("user", "password", "database"):
-        monkeypatch.setenv(f"MEMGRAPH_TF_{name.upper()}", getattr(arcadedb_server, name))
+    use_credentials(monkeypatch, arcadedb_server)
     args = ["classify", "--graph", arcadedb_server.uri, "--model", "unused", "--no-progress"]
     args += ["--where", kit.PAGING_WHERE, "--batch-size", "32", "--write-property", "cli"]
     with monkeypatch.context() as patch:

@@ -12,7 +12,7 @@ import pytest
 from memgraph_tf.errors import EXIT_USAGE
 from tests.client import classify_kit
 from tests.client import links_kit as lkit
-from tests.graphs import predictions
+from tests.graphs import predictions, use_credentials
 
 PROP = "usage_check"  # the write property: no other test writes it
 
@@ -70,8 +70,7 @@ def _run(monkeypatch, capsys, source, argv):
         monkeypatch.setattr(sources, "open_graph", lambda uri, **options: source)
         graph = "embedded:test"
     else:
-        for name in ("user", "password", "database"):
-            monkeypatch.setenv(f"MEMGRAPH_TF_{name.upper()}", getattr(source, name))
+        use_credentials(monkeypatch, source)
         graph = source.uri
     code = cli.main([argv[0], "--graph", graph, *argv[1:]])
     out = capsys.readouterr()

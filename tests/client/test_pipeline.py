@@ -121,6 +121,12 @@ def test_pack_dataset(community):
     np.testing.assert_array_equal(np.concatenate([b["ids"].numpy() for b in batches]), ids)
 
 
+def _assert_iteration_fails(ds, message: str) -> None:
+    """Iterating ``ds`` raises InvalidArgumentError matching ``message``."""
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        list(ds)
+
+
 def test_uncached_ids_fail_loudly(community):
     source, _, _ = community
     partial = FeatureCache.from_source(source, [ID0, ID0 + 1], ["features"], OPTS)
@@ -134,11 +140,9 @@ def test_uncached_ids_fail_loudly(community):
         feature_cache=partial,
         seed=0,
     )
-    with pytest.raises(
-        tf.errors.InvalidArgumentError,
-        match=r"feature cache: expected every sampled node id to be cached, got uncached id\(s\)",
-    ):
-        list(ds)
+    _assert_iteration_fails(
+        ds, r"feature cache: expected every sampled node id to be cached, got uncached id\(s\)"
+    )
 
 
 def test_procedure_errors_surface_with_their_message(community):
@@ -146,11 +150,7 @@ def test_procedure_errors_surface_with_their_message(community):
     ds = sample_dataset(
         source, [ID0, 77], [2], ["features"], options=OPTS, batch_size=2, feature_cache=None, seed=0
     )
-    with pytest.raises(
-        tf.errors.InvalidArgumentError,
-        match=r"seeds\[1\]: unknown node id 77 \(no node has id = 77\)",
-    ):
-        list(ds)
+    _assert_iteration_fails(ds, r"seeds\[1\]: unknown node id 77 \(no node has id = 77\)")
 
 
 def test_argument_errors(community):

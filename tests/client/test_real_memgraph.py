@@ -8,33 +8,22 @@ the client-side fallback over the same server.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from memgraph_tf.client import OpenCypherDataset, connect, sample_dataset
+from tests.real_memgraph import AUTH, MARKS, URI
 
-URI = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_URI")
-pytestmark = [
-    pytest.mark.memgraph,
-    pytest.mark.skipif(
-        not URI,
-        reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)",
-    ),
-]
+pytestmark = MARKS
 LABEL = "MgtfClientTest"
 OPTIONS = {"id_property": "id", "label": LABEL, "seed": 3}
 
 
 @pytest.fixture(scope="module")
 def sources():
-    user = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_USER", "")
-    password = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_PASSWORD", "")
-    auth = (user, password) if user else None
-    with_procs = connect(URI, auth=auth)
-    without = connect(URI, auth=auth, use_procedures=False)
+    with_procs = connect(URI, auth=AUTH)
+    without = connect(URI, auth=AUTH, use_procedures=False)
     with_procs.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
     rng = np.random.default_rng(0)
     nodes = [{"id": 500 + i, "f": rng.standard_normal(3).tolist(), "y": i % 2} for i in range(20)]

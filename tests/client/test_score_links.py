@@ -1,4 +1,4 @@
-"""Batch link scoring (issue 25, build point 5): ``score_links`` / ``memgraph-tf score-links`` write
+"""Batch link scoring: ``score_links`` / ``memgraph-tf score-links`` write
 exactly the expected ``PREDICTED_LINK`` relationships -- the top k per source of an independent
 all-pairs computation, or the given pairs -- with the scores ``predict_links`` gives over the
 ``sample_pairs`` blobs; a rerun writes none twice; shards partition the sources; bad input is
@@ -26,6 +26,7 @@ from memgraph_tf.client.link_prediction import predict_links
 from memgraph_tf.client.link_tables import LinkSelection, LinkTable, check_candidates
 from memgraph_tf.errors import ConfigurationError
 from tests.client import links_kit as kit
+from tests.graphs import credentials_env, use_credentials
 
 K = 3
 
@@ -245,9 +246,7 @@ def bolt_docs(bolt_source):
 def _cli_env(server):
     return {
         **os.environ,
-        "MEMGRAPH_TF_USER": server.user,
-        "MEMGRAPH_TF_PASSWORD": server.password,
-        "MEMGRAPH_TF_DATABASE": server.database,
+        **credentials_env(server),
         "TF_CPP_MIN_LOG_LEVEL": "3",
     }
 
@@ -260,8 +259,7 @@ def test_a_candidates_query_over_bolt_writes_its_pairs_and_bad_queries_exit_2_by
     from memgraph_tf.batch import link_scoring
 
     monkeypatch.setattr(link_scoring, "backend_from_args", lambda args: kit.backend(model))
-    for name in ("user", "password", "database"):
-        monkeypatch.setenv(f"MEMGRAPH_TF_{name.upper()}", getattr(arcadedb_server, name))
+    use_credentials(monkeypatch, arcadedb_server)
     base = ["score-links", "--graph", arcadedb_server.uri, "--model", "unused"]
     query = (
         f"MATCH (s:{kit.LABEL})-[:{kit.REL}]->(m:{kit.LABEL})-[:{kit.REL}]->(t:{kit.LABEL}) "
@@ -354,8 +352,7 @@ def test_sigkill_midway_then_rerun_writes_exactly_the_uninterrupted_links_none_t
     # the rerun in this process (a new process adds only start-up time), with the same model:
     # it resumes from what the graph holds
     monkeypatch.setattr(batch_links, "backend_from_args", lambda args: kit.backend(model))
-    for name in ("user", "password", "database"):
-        monkeypatch.setenv(f"MEMGRAPH_TF_{name.upper()}", getattr(arcadedb_server, name))
+    use_credentials(monkeypatch, arcadedb_server)
     capsys.readouterr()
     code = cli.main([*command[command.index("--") + 1 :], "--batch-size", "30"])
     rerun = capsys.readouterr()

@@ -31,22 +31,25 @@ class Scripted:
         return {"val_auc": self.scores[self.weights], "val_ap": 0.1 * self.weights}
 
 
+def fit_scripted(model, batches, steps, **options):
+    """fit_steps on a Scripted model: its step and evaluation, val_auc as the metric, an
+    evaluation every 2 steps, patience 4, no progress bar -- each overridable by options."""
+    defaults = {
+        "train_step": model.step,
+        "evaluate": model.evaluate,
+        "metric": "val_auc",
+        "metric_keys": ("val_auc", "val_ap"),
+        "eval_every": 2,
+        "patience": 4,
+        "progress": False,
+    }
+    return fit_steps(model, batches, steps=steps, **{**defaults, **options})
+
+
 def test_early_stopping_restores_the_best_evaluation():
     # evaluations every 2 steps: scores 0.5, 0.7 (best, step 4), 0.6, 0.65 -> patience 4 stops at 8
     model = Scripted({2: 0.5, 4: 0.7, 6: 0.6, 8: 0.65, 10: 0.9})
-    history, best_step, best = fit_steps(
-        model,
-        range(100),
-        steps=20,
-        train_step=model.step,
-        evaluate=model.evaluate,
-        metric="val_auc",
-        metric_keys=("val_auc", "val_ap"),
-        eval_every=2,
-        patience=4,
-        progress=False,
-        check_batch=model.checked.append,
-    )
+    history, best_step, best = fit_scripted(model, range(100), 20, check_batch=model.checked.append)
     assert (best_step, best) == (4, 0.7)
     assert model.weights == 4  # the best evaluation's weights, not the last step's
     assert history["step"] == list(range(1, 9)) and model.checked == list(range(8))
@@ -60,17 +63,14 @@ def test_early_stopping_restores_the_best_evaluation():
 
 def test_without_evaluation_every_step_runs_and_the_last_weights_stay():
     model = Scripted({})
-    history, best_step, best = fit_steps(
+    history, best_step, best = fit_scripted(
         model,
         range(5),  # fewer batches than steps: training ends with the data
-        steps=9,
-        train_step=model.step,
+        9,
         evaluate=None,
-        metric="val_auc",
         metric_keys=(),
         eval_every=1,
         patience=1,
-        progress=False,
     )
     assert (best_step, best, model.weights) == (5, None, 5)
     assert history["loss"] == pytest.approx([1.0, 0.5, 1 / 3, 0.25, 0.2])
@@ -79,17 +79,8 @@ def test_without_evaluation_every_step_runs_and_the_last_weights_stay():
 
 def test_the_last_step_is_always_evaluated():
     model = Scripted({3: 0.4, 5: 0.8})
-    history, best_step, _ = fit_steps(
-        model,
-        range(10),
-        steps=5,
-        train_step=model.step,
-        evaluate=model.evaluate,
-        metric="val_auc",
-        metric_keys=("val_auc",),
-        eval_every=3,
-        patience=100,
-        progress=False,
+    history, best_step, _ = fit_scripted(
+        model, range(10), 5, metric_keys=("val_auc",), eval_every=3, patience=100
     )
     assert history["eval_step"] == [3, 5] and best_step == 5
 
@@ -121,18 +112,7 @@ class Batches:
 def test_an_early_stop_finalises_the_batch_iterator_off_the_training_thread_before_returning():
     model = Scripted({2: 0.9, 4: 0.1, 6: 0.1})
     batches = Batches()
-    _, best_step, _ = fit_steps(
-        model,
-        batches,
-        steps=100,
-        train_step=model.step,
-        evaluate=model.evaluate,
-        metric="val_auc",
-        metric_keys=("val_auc", "val_ap"),
-        eval_every=2,
-        patience=4,
-        progress=False,
-    )
+    _, best_step, _ = fit_scripted(model, batches, 100)
     assert best_step == 2 and model.weights == 2
     # finalised once, already on return, and not by the calling thread (which would hold the GIL
     # while the iterator's cancelled Python work waits for it)

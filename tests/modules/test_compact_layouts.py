@@ -415,23 +415,18 @@ def test_handle_path_and_public_api_raise_the_same_errors(module_files, embedded
     embedded_runner.build(cases.GraphSpec(nodes, [(3, 0, "E"), (3, 1, "E"), (2, 3, "E")]))
     for path in module_files[:1]:
         embedded_runner.graph.load_module(path)
+    refused = {  # direction -> the error (out: the two key-5 nodes; in: node 2, without a key)
+        "out": r"options.id_property: expected unique ids, got key = 5 on the nodes with "
+        r"internal ids \d and \d",
+        "in": r"node 2 property 'key' \(options.id_property\): expected an integer id, got no "
+        r"value",
+    }
     for proc in ("tf_features.sample", "public_api.sample"):
-        with pytest.raises(
-            embedded_runner.error_type,
-            match=r"options.id_property: expected unique ids, got "
-            r"key = 5 on the nodes with internal ids \d and \d",
-        ):
-            embedded_runner.call(
-                proc, [cases.V(3)], [3], ["f"], {"id_property": "key", "direction": "out"}
-            )
-        with pytest.raises(
-            embedded_runner.error_type,
-            match=r"node 2 property 'key' \(options.id_property\): "
-            r"expected an integer id, got no value",
-        ):
-            embedded_runner.call(
-                proc, [cases.V(3)], [3], ["f"], {"id_property": "key", "direction": "in"}
-            )
+        for direction, message in refused.items():
+            with pytest.raises(embedded_runner.error_type, match=message):
+                embedded_runner.call(
+                    proc, [cases.V(3)], [3], ["f"], {"id_property": "key", "direction": direction}
+                )
 
 
 def test_sampling_reads_edges_and_properties_through_the_handles(

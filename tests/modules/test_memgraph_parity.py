@@ -26,6 +26,13 @@ def _module(tmp_path, name: str, body: str):
     return path
 
 
+def _graph_with(tmp_path, prefix: str, body: str) -> tuple[str, EmbeddedGraph]:
+    """(a unique module name from ``prefix``, an embedded graph with ``body`` loaded as that
+    module)."""
+    name = _unique(prefix)
+    return name, EmbeddedGraph(modules=[_module(tmp_path, name, body)])
+
+
 # -- the module's directory is on sys.path ------------------------------------------------------
 
 
@@ -106,8 +113,7 @@ def test_a_module_is_named_after_its_file_and_is_in_sys_modules(tmp_path):
     # src/query/procedure/module.cpp PythonModule::Load -> py_module.cpp ImportPyModule:
     # PyImport_ImportModule(file_path.stem()), so __name__ is the stem and sys.modules holds it:
     # a class the module defines pickles
-    name = _unique("named")
-    g = EmbeddedGraph(modules=[_module(tmp_path, name, NAMED)])
+    name, g = _graph_with(tmp_path, "named", NAMED)
     assert g.call(f"{name}.roundtrip", 4) == [{"name": name, "registered": True, "x": 4}]
     assert sys.modules[name].__file__ == str(tmp_path / f"{name}.py")
     # src/py/py.hpp FormatException: the last line names the class by its module's __name__
@@ -176,8 +182,7 @@ def test_raw_vertices_edges_paths_and_graphs_refuse_pickle_and_copy(tmp_path):
     # tests/unit/query_procedure_py_module.cpp AssertPickleAndCopyAreNotSupported (pickle.dumps,
     # copy.copy and copy.deepcopy of _vertex, _edge, _path fail); the TypeError text is
     # src/query/procedure/py_module.cpp DisallowPickleAndCopy's, the __reduce__ of those types
-    name = _unique("copies")
-    g = EmbeddedGraph(modules=[_module(tmp_path, name, COPIES)])
+    name, g = _graph_with(tmp_path, "copies", COPIES)
     a, b = g.add_node(["A"]), g.add_node(["B"])
     g.add_edge(a, b, "R")
     [row] = g.call(f"{name}.copies", g.node(a))
@@ -214,8 +219,7 @@ def test_type_names_are_memgraphs(tmp_path):
     # src/query/procedure/cypher_types.hpp NullableType: a nullable list is named "LIST? OF x",
     # and NullableType::Create returns a nullable type as it is (typing.Any is already nullable
     # in mgp.py, so Nullable[typing.Any] stays "ANY?")
-    name = _unique("typed")
-    g = EmbeddedGraph(modules=[_module(tmp_path, name, TYPED)])
+    name, g = _graph_with(tmp_path, "typed", TYPED)
     assert g.procedures()[f"{name}.typed"] == (
         f"{name}.typed(a :: LIST? OF ANY, b :: ANY?, c :: LIST OF ANY?, d :: LIST? OF ANY?, "
         "e :: LIST OF STRING?, f :: LIST? OF INTEGER?) :: (out :: LIST? OF INTEGER)"
@@ -267,8 +271,7 @@ def test_a_failed_write_procedure_leaves_the_graph_unchanged(tmp_path, fail):
     # src/query/plan/operator.cpp CallProcedureCursor::Pull throws on the procedure's error (and
     # on a result it cannot convert); src/query/interpreter.cpp Interpreter::AbortCommand then
     # aborts the query's transaction: none of the procedure's writes stay
-    name = _unique("writes")
-    g = EmbeddedGraph(modules=[_module(tmp_path, name, WRITES)])
+    name, g = _graph_with(tmp_path, "writes", WRITES)
     v = g.add_node(["A"], {"p": 1, "gone": "here"})
     w = g.add_node(["B"])
     g.add_edge(v, w, "OLD")
@@ -283,8 +286,7 @@ def test_a_failed_write_procedure_leaves_the_graph_unchanged(tmp_path, fail):
 
 
 def test_a_write_procedure_that_succeeds_keeps_its_writes(tmp_path):
-    name = _unique("writes")
-    g = EmbeddedGraph(modules=[_module(tmp_path, name, WRITES)])
+    name, g = _graph_with(tmp_path, "writes", WRITES)
     v = g.add_node(["A"], {"p": 1, "gone": "here"})
     w = g.add_node(["B"])
     g.add_edge(v, w, "OLD")
@@ -336,8 +338,7 @@ def test_a_property_value_is_converted_as_memgraph_converts_it(tmp_path, what, l
     # PyObjectToMgpValueWithPythonExceptions (ValueError, OverflowError), then
     # mg_procedure_impl.cpp mgp_vertex_set_property -> ToPropertyValue: a vertex, edge or path is
     # a ValueConversionException (_mgp.ValueConversionError, re-raised by mgp.py as its own)
-    name = _unique("sets")
-    g = EmbeddedGraph(modules=[_module(tmp_path, name, SETS)])
+    name, g = _graph_with(tmp_path, "sets", SETS)
     a, b = g.add_node(["A"]), g.add_node(["B"])
     g.add_edge(a, b, "R")
     with pytest.raises(ProcedureError, match=rf"\n{last_line}\n\Z"):
@@ -347,8 +348,7 @@ def test_a_property_value_is_converted_as_memgraph_converts_it(tmp_path, what, l
 
 def test_a_string_property_is_cut_at_its_first_nul(tmp_path):
     # py_module.cpp PyObjectToMgpValue hands a str over as a C string (mgp_value_make_string)
-    name = _unique("sets")
-    g = EmbeddedGraph(modules=[_module(tmp_path, name, SETS)])
+    name, g = _graph_with(tmp_path, "sets", SETS)
     a, b = g.add_node(["A"]), g.add_node(["B"])
     g.add_edge(a, b, "R")
     g.call(f"{name}.put", g.node(a), "nul")
@@ -407,8 +407,7 @@ def test_a_signature_is_printed_as_mg_procedures_prints_it(tmp_path):
     # mg.procedures()): defaults through PrintValue (Null, true/false, C++ stream numbers,
     # utils::Escape'd strings, maps with sorted keys), result fields in std::map (name) order,
     # deprecated ones marked DEPRECATED
-    name = _unique("signed")
-    g = EmbeddedGraph(modules=[_module(tmp_path, name, SIGNED)])
+    name, g = _graph_with(tmp_path, "signed", SIGNED)
     assert g.procedures()[f"{name}.signed"] == (
         f'{name}.signed(n :: INTEGER, text = "say \\"hi\\"\\n" :: STRING, ratio = 0.05 :: FLOAT, '
         "flags = [true, false] :: LIST OF BOOLEAN, options = {a: 1, z: Null} :: MAP) :: "

@@ -8,29 +8,19 @@ cases wipe the database they run on.
 
 from __future__ import annotations
 
-import os
-
 import _memgraph_tf_modules_cases as cases  # registered by conftest.py
 import pytest
 
-URI = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_URI")
+from tests.real_memgraph import AUTH, MARKS, URI
 
-pytestmark = [
-    pytest.mark.memgraph,
-    pytest.mark.skipif(
-        not URI,
-        reason="MEMGRAPH_TF_TEST_MEMGRAPH_URI is not set (no real Memgraph to test against)",
-    ),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
 def driver():
     import neo4j
 
-    user = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_USER", "")
-    password = os.environ.get("MEMGRAPH_TF_TEST_MEMGRAPH_PASSWORD", "")
-    drv = neo4j.GraphDatabase.driver(URI, auth=(user, password) if user else None)
+    drv = neo4j.GraphDatabase.driver(URI, auth=AUTH)
     try:
         with drv.session() as s:
             s.run("CALL mg.load_all()").consume()

@@ -151,31 +151,34 @@ def test_int_overflow_is_refused(graph):
         graph.call("probe.give", "overflow")
 
 
-def test_result_fields_must_match_the_declaration(graph):
-    with pytest.raises(
-        ResultConversionError,
-        match=r"probe.typed: ValueError: Unable to insert field 'n' with value: 'not an int'; did "
-        r"you set the correct field type\? .*field 'n': declared INTEGER, got STRING",
-    ):
-        graph.call("probe.typed")
-    with pytest.raises(
-        ResultConversionError,
-        match=r"probe.extra_field: ValueError: Unable to insert field 'b' with value: '2'.*field "
-        r"'b': not declared \(declared: a\)",
-    ):
-        graph.call("probe.extra_field")
-    with pytest.raises(
-        ResultConversionError,
-        match=r"Procedure 'probe.missing_field' did not yield all fields as required by its "
-        r"signature. \(embedded runtime: the record, missing: b\)",
-    ):
-        graph.call("probe.missing_field")
-    with pytest.raises(
-        ResultConversionError,
-        match=r"probe.not_a_record: TypeError: Value '\{'a': 1\}' is not an instance of "
-        r"'mgp.Record' \(embedded runtime: record 0\)",
-    ):
-        graph.call("probe.not_a_record")
+@pytest.mark.parametrize(
+    "procedure, message",
+    [
+        (
+            "probe.typed",
+            r"probe.typed: ValueError: Unable to insert field 'n' with value: 'not an int'; did "
+            r"you set the correct field type\? .*field 'n': declared INTEGER, got STRING",
+        ),
+        (
+            "probe.extra_field",
+            r"probe.extra_field: ValueError: Unable to insert field 'b' with value: '2'.*field "
+            r"'b': not declared \(declared: a\)",
+        ),
+        (
+            "probe.missing_field",
+            r"Procedure 'probe.missing_field' did not yield all fields as required by its "
+            r"signature. \(embedded runtime: the record, missing: b\)",
+        ),
+        (
+            "probe.not_a_record",
+            r"probe.not_a_record: TypeError: Value '\{'a': 1\}' is not an instance of "
+            r"'mgp.Record' \(embedded runtime: record 0\)",
+        ),
+    ],
+)
+def test_result_fields_must_match_the_declaration(graph, procedure, message):
+    with pytest.raises(ResultConversionError, match=message):
+        graph.call(procedure)
 
 
 def test_records(graph):

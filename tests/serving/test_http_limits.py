@@ -14,6 +14,7 @@ import requests
 
 from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import rest_json
+from tests.serving.http_kit import assert_error
 
 
 @pytest.fixture(scope="module")
@@ -91,14 +92,13 @@ def test_an_idle_keep_alive_connection_is_closed_too(limited):
 )
 def test_more_examples_than_max_examples_is_a_413_naming_it(limited, suffix, body):
     r = post(limited, suffix, body)
-    assert (r.status_code, r.json()) == (
+    assert_error(
+        r,
         413,
-        {
-            "error": (
-                "Request holds 6 examples/instances, above this server's limit of 5 per request "
-                "(max_examples, memgraph-tf serve --max-examples)"
-            )
-        },
+        (
+            "Request holds 6 examples/instances, above this server's limit of 5 per request "
+            "(max_examples, memgraph-tf serve --max-examples)"
+        ),
     )
     body5 = json.loads(json.dumps(body).replace("6", "5"))
     for key in ("examples", "instances"):
@@ -117,14 +117,13 @@ def test_deep_nesting_is_a_400_naming_the_key(limited, suffix, depth):
     body = f'{{"{key}": {"[" * depth}1{"]" * depth}}}'
     r = post(limited, suffix, body)
     offset = len(key) + 5 + 7  # {"key": [ puts the first [ (level 2) at len(key) + 5
-    assert (r.status_code, r.json()) == (
+    assert_error(
+        r,
         400,
-        {
-            "error": (
-                f"JSON Parse error: nesting deeper than 8 levels at offset: {offset} under key "
-                f"'{key}' (this server's limit, --max-json-depth)"
-            )
-        },
+        (
+            f"JSON Parse error: nesting deeper than 8 levels at offset: {offset} under key "
+            f"'{key}' (this server's limit, --max-json-depth)"
+        ),
     )
 
 
@@ -150,14 +149,13 @@ def test_huge_integers_never_reach_pythons_int(limited):
             "9" * digits
         )
         r = post(limited, ":classify", body)
-        assert (r.status_code, r.json()) == (
+        assert_error(
+            r,
             400,
-            {
-                "error": (
-                    f"JSON Parse error: Number too big to be stored in double. at offset: "
-                    f"{body.index('999')}"
-                )
-            },
+            (
+                f"JSON Parse error: Number too big to be stored in double. at offset: "
+                f"{body.index('999')}"
+            ),
         )
 
 
@@ -165,14 +163,13 @@ def test_huge_integers_never_reach_pythons_int(limited):
 def test_floats_beyond_double_range_are_refused_not_read_as_infinity(limited, literal):
     body = f'{{"instances": [[1.0, 2.0, {literal}]]}}'
     r = post(limited, ":predict", body)
-    assert (r.status_code, r.json()) == (
+    assert_error(
+        r,
         400,
-        {
-            "error": (
-                "JSON Parse error: Number too big to be stored in double. at offset: "
-                f"{body.index(literal)}"
-            )
-        },
+        (
+            "JSON Parse error: Number too big to be stored in double. at offset: "
+            f"{body.index(literal)}"
+        ),
     )
 
 
@@ -192,10 +189,7 @@ def test_integers_beyond_int64_name_the_field(limited):
     r = post(limited, ":predict", '{"instances": [[1.0, 2.0, 9223372036854775808]]}')
     assert r.status_code == 200, r.text
     r = post(limited, ":classify", '{"examples": [{"x": [1, 18446744073709551615]}]}')
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": "Feature: x has uint64_t element. Only int64_t is supported."},
-    )
+    assert_error(r, 400, "Feature: x has uint64_t element. Only int64_t is supported.")
 
 
 # --------------------------------------------------------------------------- conflicting keys
@@ -206,15 +200,15 @@ def test_duplicate_keys_are_a_400_naming_the_key(limited):
         ('{"inputs": {"x": {"b64": "AA==", "b64": "AQ=="}}}', "b64"),
     ]:
         r = post(limited, ":predict", body)
-        assert (r.status_code, r.json()) == (
+        assert_error(
+            r,
             400,
-            {
-                "error": (
-                    f'JSON Parse error: duplicate key "{key}" in one object (this server refuses '
-                    f"duplicate keys)"
-                )
-            },
-        ), body
+            (
+                f'JSON Parse error: duplicate key "{key}" in one object (this server refuses '
+                f"duplicate keys)"
+            ),
+            body,
+        )
 
 
 # ----------------------------------------------------- node ids: conflicts, range, cap first
@@ -253,10 +247,7 @@ def test_node_id_with_a_blob_is_a_400(sage_server):
         {"examples": [{"node_id": 1}, {"node_id": 2, "blob": {"b64": blob}}]},
         model="sage",
     )
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": ("examples[1]: 'node_id' and 'blob' are both given; send one of them")},
-    )
+    assert_error(r, 400, "examples[1]: 'node_id' and 'blob' are both given; send one of them")
     ok = post(
         sage_server,
         ":classify",

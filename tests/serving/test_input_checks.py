@@ -35,6 +35,7 @@ from tensorflow_serving.apis import (
 from memgraph_tf import errors
 from memgraph_tf.serving import grpc_codec, input_specs, json_parse, rest_api
 from memgraph_tf.serving.grpc_server import start_grpc_server
+from tests.serving.http_kit import assert_error
 
 #: The crash reproducers: 33 levels of [ ] around a string for the predict input ``blobs``.
 DEEP_COLUMNAR = b'{"inputs": {"blobs": ' + b"[" * 33 + b'"YQ=="' + b"]" * 33 + b"}}"
@@ -349,7 +350,7 @@ def test_lone_surrogates_are_rapidjsons_parse_error(toy_server, verb, body):
     escape's backslash."""
     offset = body.index(b"\\u")
     r = requests.post(f"{toy_server.url}/v1/models/toy:{verb}", data=body, timeout=30)
-    assert (r.status_code, r.json()) == (400, {"error": SURROGATE.format(offset)})
+    assert_error(r, 400, SURROGATE.format(offset))
 
 
 def test_surrogate_scan_follows_rapidjson():
@@ -373,7 +374,7 @@ def test_a_server_bug_is_500_without_the_exception_and_logged(toy_server, monkey
     monkeypatch.setattr(ms, "status_response", broken)
     with caplog.at_level(logging.ERROR):
         r = requests.get(f"{toy_server.url}/v1/models/toy", timeout=30)
-        assert (r.status_code, r.json()) == (500, {"error": errors.INTERNAL_ERROR_MESSAGE})
+        assert_error(r, 500, errors.INTERNAL_ERROR_MESSAGE)
         with start_grpc_server(ms) as rpc, grpc.insecure_channel(rpc.target) as channel:
             code, details = rpc_failure(
                 model_service_pb2_grpc.ModelServiceStub(channel).GetModelStatus,

@@ -1,4 +1,4 @@
-"""Bundles exported per sample layout (issue 11): dense, compact and sparse bundles, op and op-free,
+"""Bundles exported per sample layout: dense, compact and sparse bundles, op and op-free,
 give the same scores for the same sampled neighbourhoods; the layout is stored in the bundle config,
 so the server's node_id path asks the graph for that layout; warmup requests are valid blobs."""
 
@@ -263,38 +263,26 @@ def test_export_refuses_a_bad_or_conflicting_layout(tmp_path, sage):
     from memgraph_tf.serving.export import export_bundle
 
     model = sage.make()
-    with pytest.raises(
-        BundleError, match=r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'csr'"
-    ):
-        export_bundle(model, tmp_path, "m", 1, use_op=False, layout="csr")
-    with pytest.raises(
-        BundleError, match=r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'coo'"
-    ):
-        export_bundle(model, tmp_path, "m", 1, use_op=False, sample_options={"layout": "coo"})
-    with pytest.raises(
-        BundleError,
-        match=r"layout: expected the same layout as sample_options\['layout'\] "
-        r"\('compact'\), got 'sparse'",
-    ):
-        export_bundle(
-            model,
-            tmp_path,
-            "m",
-            1,
-            use_op=False,
-            layout="sparse",
-            sample_options={"layout": "compact"},
-        )
-    with pytest.raises(
-        BundleError, match=r"sections: expected none \(the sparse layout's sections are fixed\)"
-    ):
-        export_bundle(
-            model,
-            tmp_path,
-            "m",
-            1,
-            use_op=False,
-            layout="sparse",
-            sections={"features_0": ("float32", (1, 4))},
-        )
+    refused = [
+        (
+            {"layout": "csr"},
+            r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'csr'",
+        ),
+        (
+            {"sample_options": {"layout": "coo"}},
+            r"layout: expected one of \['dense', 'compact', 'sparse'\], got 'coo'",
+        ),
+        (
+            {"layout": "sparse", "sample_options": {"layout": "compact"}},
+            r"layout: expected the same layout as sample_options\['layout'\] "
+            r"\('compact'\), got 'sparse'",
+        ),
+        (
+            {"layout": "sparse", "sections": {"features_0": ("float32", (1, 4))}},
+            r"sections: expected none \(the sparse layout's sections are fixed\)",
+        ),
+    ]
+    for arguments, message in refused:
+        with pytest.raises(BundleError, match=message):
+            export_bundle(model, tmp_path, "m", 1, use_op=False, **arguments)
     assert not (tmp_path / "m").exists()  # refused before anything was written

@@ -11,6 +11,7 @@ import requests
 from memgraph_tf import errors
 from memgraph_tf.serving import rest_api
 from memgraph_tf.serving.client import ServingClient
+from tests.serving.http_kit import assert_error
 
 X = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0], [0.0, 0.0, 0.25]], np.float32)
 
@@ -213,10 +214,7 @@ def test_unknown_model(toy_server):
     r = requests.post(
         f"{toy_server.url}/v1/models/nope:classify", data=b'{"examples": [{}]}', timeout=30
     )
-    assert (r.status_code, r.json()) == (
-        404,
-        {"error": "Servable not found for request: Latest(nope)"},
-    )
+    assert_error(r, 404, "Servable not found for request: Latest(nope)")
     with ServingClient(toy_server.url, "nope") as c:
         with pytest.raises(errors.NotFoundError, match=r"Latest\(nope\)") as info:
             c.classify([{"x": X[0]}])
@@ -231,10 +229,7 @@ def test_unknown_version_and_label(toy_server):
         data=b'{"instances": [[1.0, 2.0, 3.0]]}',
         timeout=30,
     )
-    assert (r.status_code, r.json()) == (
-        404,
-        {"error": "Servable not found for request: Specific(toy, 7)"},
-    )
+    assert_error(r, 404, "Servable not found for request: Specific(toy, 7)")
     with ServingClient(toy_server.url, "toy", version=7) as c:
         with pytest.raises(errors.NotFoundError, match=r"Specific\(toy, 7\)"):
             c.predict([X[0]])
@@ -292,12 +287,9 @@ def test_predict_errors(toy_server):
 
 def test_malformed_path_and_method(toy_server):
     r = requests.post(f"{toy_server.url}/v1/models/toy:explain", data=b"{}", timeout=30)
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": "Malformed request: POST /v1/models/toy:explain"},
-    )
+    assert_error(r, 400, "Malformed request: POST /v1/models/toy:explain")
     r = requests.get(f"{toy_server.url}/v1/models", timeout=30)
-    assert (r.status_code, r.json()) == (400, {"error": "Missing model name in request."})
+    assert_error(r, 400, "Missing model name in request.")
 
 
 def test_server_refuses_a_base_path_without_versions(tmp_path):

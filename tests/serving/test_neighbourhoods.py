@@ -16,6 +16,7 @@ from memgraph_tf.errors import MemgraphTfError
 from memgraph_tf.serving.bundle import SamplingSpec
 from memgraph_tf.serving.client import ServingClient, classify_nodes
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher, check_node_ids, fetch_blobs
+from tests.serving.http_kit import assert_error
 
 SPEC = SamplingSpec([3, 2], ["features"], {"seed": 7, "low_degree": "pad"})
 SERVING_DIR = pathlib.Path(__file__).resolve().parents[2] / "memgraph_tf" / "serving"
@@ -313,7 +314,7 @@ def test_unknown_ids_are_named_by_the_requests_field(served, unknown):
     )
     body = f'{{"examples": [{{"node_id": 100}}, {{"node_id": {unknown}}}]}}'
     r = requests.post(f"{served.url}/v1/models/sage:classify", timeout=60, data=body)
-    assert (r.status_code, r.json()) == (400, {"error": want})
+    assert_error(r, 400, want)
     assert _grpc_classify(served, {"node_id": 100}, {"node_id": unknown}) == (
         "INVALID_ARGUMENT",
         want,
@@ -333,7 +334,7 @@ def test_an_example_with_neither_node_id_nor_blob_is_named(served):
         timeout=60,
         json={"examples": [{"node_id": 100}, {}]},
     )
-    assert (r.status_code, r.json()) == (400, {"error": want})
+    assert_error(r, 400, want)
     r = requests.post(f"{served.url}/v1/models/sage:classify", timeout=60, json={"examples": [{}]})
     assert (r.status_code, r.json()["error"]) == (400, want.replace("examples[1]", "examples[0]"))
     assert _grpc_classify(served, {"node_id": 100}, {}) == ("INVALID_ARGUMENT", want)

@@ -29,6 +29,7 @@ from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import json_examples, json_parse, json_tensors, json_values
+from tests.serving.http_kit import assert_error
 
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_STRING, DT_INT64, DT_UINT64, DT_HALF = 1, 2, 3, 7, 9, 23, 19
 
@@ -168,10 +169,7 @@ def test_metadata_of_a_label_and_a_missing_version(quirks):
     """http_rest_api_handler.cc: metadata resolves versions like predict does (ServerCore:
     "Servable not found for request: Specific(NAME, N)", NOT_FOUND -> 404)."""
     r = requests.get(f"{quirks.url}/v1/models/quirks/versions/7/metadata", timeout=30)
-    assert (r.status_code, r.json()) == (
-        404,
-        {"error": "Servable not found for request: Specific(quirks, 7)"},
-    )
+    assert_error(r, 404, "Servable not found for request: Specific(quirks, 7)")
 
 
 # ---------------------------------------------------------------------------- float formatting
@@ -253,10 +251,7 @@ def test_complex64_output_is_a_400_and_the_connection_lives_on(quirks):
     AddSingleValueAndAdvance), which http_server.cc answers with 400."""
     with requests.Session() as s:
         r = post(quirks, ":predict", {"signature_name": "complex", "instances": [1.0]}, s)
-        assert (r.status_code, r.json()) == (
-            400,
-            {"error": "Failed to write JSON value for tensor type: complex64"},
-        )
+        assert_error(r, 400, "Failed to write JSON value for tensor type: complex64")
         r = post(quirks, ":predict", {"signature_name": "complex", "inputs": [1.0]}, s)
         assert r.status_code == 400
         r = post(quirks, ":predict", {"instances": [2.5]}, s)  # same keep-alive connection
@@ -268,10 +263,7 @@ def test_row_format_output_without_shape_is_a_400(quirks):
     (INVALID_ARGUMENT -> 400; json_tensor_test.cc FromJsonSingleTensorErrors); the columnar
     format writes the scalar."""
     r = post(quirks, ":predict", {"signature_name": "scalar", "instances": [1.0, 2.0]})
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": "Tensor name: total has no shape information "},
-    )
+    assert_error(r, 400, "Tensor name: total has no shape information ")
     r = post(quirks, ":predict", {"signature_name": "scalar", "inputs": [1.0, 2.0]})
     assert (r.status_code, r.text) == (200, '{"outputs":{"total":3.0,"y":[1.0,2.0]}}')
 
@@ -280,10 +272,7 @@ def test_inconsistent_batch_sizes_are_a_400(quirks):
     """json_tensor.cc MakeRowFormatJsonFromTensors: "Tensor name: b has inconsistent batch size:
     4 expecting: 2" (json_tensor_test.cc FromJsonMultipleNamedTensorsErrors)."""
     r = post(quirks, ":predict", {"signature_name": "mismatch", "instances": [1.0, 2.0]})
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": "Tensor name: b has inconsistent batch size: 4 expecting: 2"},
-    )
+    assert_error(r, 400, "Tensor name: b has inconsistent batch size: 4 expecting: 2")
 
 
 # ------------------------------------------------------------------------------------- versions
@@ -297,10 +286,7 @@ def test_a_version_beyond_int64_is_a_400(quirks, version, method, suffix):
     sends uint64 max)."""
     url = f"{quirks.url}/v1/models/quirks/versions/{version}{suffix}"
     r = requests.request(method, url, data=b'{"instances": [1.0]}', timeout=30)
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": f"Failed to convert version: {version} to numeric."},
-    )
+    assert_error(r, 400, f"Failed to convert version: {version} to numeric.")
 
 
 @pytest.mark.parametrize(
@@ -324,19 +310,16 @@ def test_unsupported_api_calls(quirks, method, path):
     """http_rest_api_handler_test.cc UnsupportedApiCalls: INVALID_ARGUMENT "Malformed request:
     METHOD PATH" (http_rest_api_handler.cc's initial status)."""
     r = requests.request(method, quirks.url + path, data=b"", timeout=30)
-    assert (r.status_code, r.json()) == (400, {"error": f"Malformed request: {method} {path}"})
+    assert_error(r, 400, f"Malformed request: {method} {path}")
 
 
 def test_missing_model_name_and_unknown_models(quirks):
     """http_rest_api_handler_test.cc: GET /v1/models -> "Missing model name"; PredictModelName
     VersionErrors: unknown model or version -> NOT_FOUND (404)."""
     r = requests.get(f"{quirks.url}/v1/models", timeout=30)
-    assert (r.status_code, r.json()) == (400, {"error": "Missing model name in request."})
+    assert_error(r, 400, "Missing model name in request.")
     r = requests.post(f"{quirks.url}/v1/models/foo:predict", data='{"instances": [1]}', timeout=30)
-    assert (r.status_code, r.json()) == (
-        404,
-        {"error": "Servable not found for request: Latest(foo)"},
-    )
+    assert_error(r, 404, "Servable not found for request: Latest(foo)")
     r = requests.post(
         f"{quirks.url}/v1/models/foo/versions/50:predict", data='{"instances": [1]}', timeout=30
     )
@@ -361,16 +344,13 @@ def test_predict_request_errors(quirks):
     ]
     for body, message in cases:
         r = post(quirks, ":predict", body)
-        assert (r.status_code, r.json()) == (400, {"error": message}), body
+        assert_error(r, 400, message, body)
     r = requests.post(
         f"{quirks.url}/v1/models/quirks/labels/Version_Nonexistent:predict",
         data=b'{ "instances": ["x", "y"] }',
         timeout=30,
     )
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": "Unrecognized servable version label: Version_Nonexistent"},
-    )
+    assert_error(r, 400, "Unrecognized servable version label: Version_Nonexistent")
 
 
 # ---------------------------------------------------------------- classify / regress bodies
@@ -381,10 +361,7 @@ def test_context_only_bodies(quirks, verb):
     json_tensor.cc FillClassifyRegressRequestFromJson); a good context without examples -> "When
     method is classify, key 'examples' is expected and was not found" (for :regress too)."""
     r = post(quirks, verb, {"context": [{"names": ["foo", "bar"]}]})
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": "Example must be JSON object but got JSON Array"},
-    )
+    assert_error(r, 400, "Example must be JSON object but got JSON Array")
     r = post(quirks, verb, {"context": {"q": "pizza"}})
     assert (r.status_code, r.json()) == (
         400,
@@ -431,10 +408,7 @@ def test_uint64_feature_value(quirks):
         ":classify",
         '{"signature_name": "classify", "examples": [{"names": [20, 18446744073709551603]}]}',
     )
-    assert (r.status_code, r.json()) == (
-        400,
-        {"error": "Feature: names has uint64_t element. Only int64_t is supported."},
-    )
+    assert_error(r, 400, "Feature: names has uint64_t element. Only int64_t is supported.")
     ex = json_examples.json_to_example(
         json_parse.parse_request_body(b'{"x": 99999999999999999999999}')
     ).features.feature["x"]
