@@ -317,6 +317,25 @@ def _serve_model_arguments(p: argparse.ArgumentParser) -> None:
         "(default 1, as TF Serving; 0: load once at start-up)",
     )
     p.add_argument(
+        "--max-num-load-retries",
+        "--max_num_load_retries",
+        dest="max_num_load_retries",
+        type=int,
+        default=5,
+        metavar="N",
+        help="a version that fails to load is tried N more times before its status says END "
+        "with the error (default 5, as TF Serving)",
+    )
+    p.add_argument(
+        "--load-retry-interval-micros",
+        "--load_retry_interval_micros",
+        dest="load_retry_interval_micros",
+        type=int,
+        default=60_000_000,
+        metavar="US",
+        help="microseconds between load tries (default 60000000: one minute, as TF Serving)",
+    )
+    p.add_argument(
         "--monitoring-config-file",
         "--monitoring_config_file",
         dest="monitoring_config_file",

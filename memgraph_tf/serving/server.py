@@ -55,7 +55,9 @@ from memgraph_tf.serving import access_log, metrics, rest_api
 from memgraph_tf.serving.bundle import RANDOM_SAMPLING
 from memgraph_tf.serving.json_parse import DEFAULT_MAX_JSON_DEPTH
 from memgraph_tf.serving.model_server import (
+    DEFAULT_LOAD_RETRY_INTERVAL_S,
     DEFAULT_MAX_EXAMPLES,
+    DEFAULT_MAX_NUM_LOAD_RETRIES,
     DEFAULT_MAX_REQUEST_BYTES,
     BatchingOptions,
     ModelServer,
@@ -633,6 +635,20 @@ def parse_sampling_seed(text: Any) -> int | str | None:
         ) from None
 
 
+def load_retries(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`ModelServer` load-retry settings of ``--max-num-load-retries`` and
+    ``--load-retry-interval-micros`` (TF Serving's flags and defaults); ValueError naming the flag
+    for a negative value."""
+    retries = getattr(args, "max_num_load_retries", DEFAULT_MAX_NUM_LOAD_RETRIES)
+    micros = getattr(args, "load_retry_interval_micros", None)
+    if retries < 0:
+        raise ValueError(f"--max-num-load-retries: expected an int >= 0, got {retries}")
+    if micros is not None and micros < 0:
+        raise ValueError(f"--load-retry-interval-micros: expected an int >= 0, got {micros}")
+    interval_s = DEFAULT_LOAD_RETRY_INTERVAL_S if micros is None else micros / 1e6
+    return {"max_num_load_retries": retries, "load_retry_interval_s": interval_s}
+
+
 def observability_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """``metrics_path`` (from ``--monitoring-config-file``, as TF Serving: the page is served
     only when that file enables it) and ``access_log`` (``--access-log``, else
@@ -691,6 +707,7 @@ def model_server_from_args(args: argparse.Namespace, graph_source: Any = None) -
         labels=None if config_file else _parse_labels(getattr(args, "version_label", None)),
         model_config=config_file or None,
         poll_wait_s=getattr(args, "file_system_poll_wait_seconds", None),
+        **load_retries(args),
         batching=batching_options(args),
         warmup=getattr(args, "enable_model_warmup", True),
         **common,

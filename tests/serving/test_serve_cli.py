@@ -75,6 +75,12 @@ def test_serve_a_directory_without_versions(tmp_path):
             "--tensorflow-inter-op-parallelism: expected an int >= 0 "
             "(0: TensorFlow's choice), got -1",
         ),
+        ("--max-num-load-retries", "-1", "--max-num-load-retries: expected an int >= 0, got -1"),
+        (
+            "--load-retry-interval-micros",
+            "-5",
+            "--load-retry-interval-micros: expected an int >= 0, got -5",
+        ),
     ],
 )
 def test_serve_bad_settings(tmp_path, flag, value, message):
@@ -168,3 +174,38 @@ def test_install_modules_into_a_new_directory_succeeds(tmp_path):
     proc = run("install-modules", str(tmp_path / "new" / "dir"))
     assert proc.returncode == 0, proc.stderr
     assert str(tmp_path / "new" / "dir" / "tf_features.py") in proc.stdout.splitlines()
+
+
+def test_load_retry_flags_reach_the_model_server(toy_base):
+    """TF Serving's ``--max_num_load_retries`` and ``--load_retry_interval_micros``
+    (``model_servers/main.cc``), in either spelling, set the model server's retries; the defaults
+    are TF Serving's (``model_servers/server.h``: 5 retries, one minute apart)."""
+    from memgraph_tf import cli
+    from memgraph_tf.serving import server
+    from memgraph_tf.serving.model_server import (
+        DEFAULT_LOAD_RETRY_INTERVAL_S,
+        DEFAULT_MAX_NUM_LOAD_RETRIES,
+    )
+
+    parser = cli.build_parser()
+    args = parser.parse_args(
+        [
+            "serve",
+            str(toy_base),
+            "--max_num_load_retries",
+            "2",
+            "--load-retry-interval-micros",
+            "1500000",
+        ]
+    )
+    assert server.load_retries(args) == {"max_num_load_retries": 2, "load_retry_interval_s": 1.5}
+    ms = server.model_server_from_args(args)
+    try:
+        assert (ms.max_num_load_retries, ms.load_retry_interval_s) == (2, 1.5)
+    finally:
+        ms.close()
+    defaults = server.load_retries(parser.parse_args(["serve", str(toy_base)]))
+    assert defaults == {
+        "max_num_load_retries": DEFAULT_MAX_NUM_LOAD_RETRIES,
+        "load_retry_interval_s": DEFAULT_LOAD_RETRY_INTERVAL_S,
+    }
