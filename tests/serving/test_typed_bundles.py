@@ -1,4 +1,4 @@
-"""Typed bundles (issue 24, build point 4): a TypedGraphSAGE exported with and without the op
+"""Typed bundles: a TypedGraphSAGE exported with and without the op
 reads one ``tf_features.sample_typed`` blob per node; both give the in-process model's scores on
 the same blobs; ``memgraph-tf serve --graph`` answers ``{"node_id": N}`` for the seed label over
 REST and gRPC by sampling that blob with the bundle's typed settings, and refuses a node it
