@@ -22,7 +22,9 @@ import sys
 
 COMMIT = "93e52a3"
 PACKAGE = f"_memgraph_tf_{COMMIT}"
-MODULE_NAME = "_sample_baseline"
+#: the query module file written for the older sampler; named apart from this helper module, since
+#: the embedded runtime, like Memgraph, imports a module file by its stem
+MODULE_NAME = f"tf_features_{COMMIT}"
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # The query module and the helper files it imports at that commit (all stdlib-only).

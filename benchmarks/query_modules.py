@@ -238,7 +238,7 @@ def bench_sample(
     baseline_rev: str | None = None,
 ) -> None:
     """Sampling seeds/s of ``tf_features.sample`` against the older code path
-    (``_sample_baseline.sample``: commit 93e52a3's sampler from git history, written under
+    (``tf_features_93e52a3.sample``: commit 93e52a3's sampler from git history, written under
     ``baseline_dir``), alternating the two ``rounds`` times on the same
     graph and seeds; the ratio is of the best round of each, in wall-clock time and in this
     thread's CPU time (steadier on a shared machine). The two must write the same bytes. With
@@ -247,7 +247,7 @@ def bench_sample(
     g = power_law_graph(n, 4, d)
     if baseline_rev is None:
         g.load_module(_sample_baseline.materialise(baseline_dir))
-        base_proc = "_sample_baseline.sample"
+        base_proc = f"{_sample_baseline.MODULE_NAME}.sample"
         base_text = f"the older sampler at commit {_sample_baseline.COMMIT} (from git history"
     else:
         module_file, sha = materialise_rev(baseline_rev, baseline_dir)
