@@ -258,7 +258,9 @@ def _install_triggers(args: argparse.Namespace) -> int:
 
     source = None
     try:
-        statements = change_log.trigger_statements(args.id_property, args.log)
+        statements = change_log.schema_statements() + change_log.trigger_statements(
+            args.id_property, args.log
+        )
         if args.dry_run:
             for trigger in statements:
                 print(f"{trigger.statement};")

@@ -224,12 +224,35 @@ class ChangeLog:
 # -------------------------------------------------------------------------- Memgraph's triggers
 @dataclasses.dataclass(frozen=True)
 class TriggerStatement:
-    """One ``CREATE TRIGGER`` statement: its trigger ``name``, its event (``ON () CREATE``, ...)
-    and the whole ``statement``."""
+    """One statement ``install-triggers`` runs: a ``CREATE TRIGGER`` (its trigger ``name``, its
+    ``event``, e.g. ``ON () CREATE``) or a schema statement (``event`` empty), and the whole
+    ``statement``."""
 
     name: str
     event: str
     statement: str
+
+    @property
+    def described(self) -> str:
+        """What the statement is, for messages: ``trigger NAME (EVENT)`` or its name."""
+        return f"trigger {self.name} ({self.event})" if self.event else self.name
+
+
+def schema_statements() -> list[TriggerStatement]:
+    """Memgraph's uniqueness constraint on the counters' ``log`` (two transactions that log the
+    first change of a log at once cannot create two counters: one fails and the trigger's
+    change is not logged, rather than numbered twice) and the label-property index on the
+    changes' ``seq`` (the reader's keyset)."""
+    return [
+        TriggerStatement(
+            f"the unique constraint on :{COUNTER_LABEL}(log)",
+            "",
+            f"CREATE CONSTRAINT ON (c:{COUNTER_LABEL}) ASSERT c.log IS UNIQUE",
+        ),
+        TriggerStatement(
+            f"the index on :{CHANGE_LABEL}(seq)", "", f"CREATE INDEX ON :{CHANGE_LABEL}(seq)"
+        ),
+    ]
 
 
 def _not_ours(var: str) -> str:
@@ -314,11 +337,12 @@ def trigger_statements(
 
 
 def install_triggers(source: GraphSource, statements: Sequence[TriggerStatement]) -> list[str]:
-    """Runs each statement on ``source`` (auto-commit: Memgraph refuses trigger queries inside a
-    transaction); returns the names installed. A server that refuses one (no triggers, e.g.
-    ArcadeDB; a trigger of that name already there) raises ``ConfigurationError`` naming the
-    trigger, what was installed before it, and the server's message; an embedded graph has no
-    triggers (``ConfigurationError``)."""
+    """Runs each statement (:func:`schema_statements` then :func:`trigger_statements`) on
+    ``source``, in order, each auto-commit (Memgraph refuses trigger, index and constraint
+    queries inside a transaction); returns their names. A server that refuses one (no triggers,
+    e.g. ArcadeDB; a trigger of that name already there) raises ``ConfigurationError`` naming
+    it, those run before it, and the server's message; an embedded graph has no triggers
+    (``ConfigurationError``)."""
     from memgraph_tf.errors import QueryError
 
     if isinstance(source, EmbeddedSource):
@@ -332,9 +356,9 @@ def install_triggers(source: GraphSource, statements: Sequence[TriggerStatement]
             list(source.run(trigger.statement))
         except QueryError as exc:
             raise ConfigurationError(
-                f"the server refused trigger {trigger.name} ({trigger.event}; installed before "
-                f"it: {', '.join(installed) or 'none'}): {exc}. Triggers need Memgraph; on "
-                "another server record changes with ChangeLog.record"
+                f"the server refused {trigger.described}, run before it: "
+                f"{', '.join(installed) or 'none'}: {exc}. Triggers need Memgraph; on another "
+                "server record changes with ChangeLog.record"
             ) from exc
         installed.append(trigger.name)
     return installed
