@@ -248,6 +248,37 @@ def _score_links(args: argparse.Namespace) -> int:
     return link_scoring.run_cli(args, sources.open_graph, parse_params)
 
 
+def _install_triggers(args: argparse.Namespace) -> int:
+    """``memgraph-tf install-triggers``: the Memgraph triggers that write the change log
+    (:mod:`memgraph_tf.client.change_log`); ``--dry-run`` prints them (one per line, ``;``
+    ended) without opening the graph. A server that refuses one (no triggers, e.g. ArcadeDB) is
+    one line naming the trigger, exit 2."""
+    from memgraph_tf.client import change_log, sources
+    from memgraph_tf.errors import command_failure
+
+    source = None
+    try:
+        statements = change_log.schema_statements() + change_log.trigger_statements(
+            args.id_property, args.log
+        )
+        if args.dry_run:
+            for trigger in statements:
+                print(f"{trigger.statement};")
+            return 0
+        source = sources.open_graph(args.graph)
+        installed = change_log.install_triggers(source, statements)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
+        code, message = command_failure(exc, log=logging.getLogger(__name__))
+        print(f"memgraph-tf install-triggers: {message}", file=sys.stderr)
+        return code
+    finally:
+        if source is not None:
+            source.close()
+    for name in installed:
+        print(name)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     import os
 
@@ -635,6 +666,38 @@ def _add_score_links(sub: Any) -> None:
     p.set_defaults(func=_score_links)
 
 
+def _add_install_triggers(sub: Any) -> None:
+    p = sub.add_parser(
+        "install-triggers",
+        help="install the Memgraph triggers that log every change (for refreshing predictions)",
+        description="Create the AFTER COMMIT triggers that append each created, updated and "
+        "deleted node and relationship to the change log (:MemgraphTfChange nodes). See "
+        "docs/batch-inference.md, 'The change log'.",
+    )
+    p.add_argument(
+        "--graph",
+        required=True,
+        help="bolt://HOST:PORT of a Memgraph server (user and password from "
+        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD); not opened with --dry-run",
+    )
+    p.add_argument(
+        "--id-property",
+        default=None,
+        metavar="P",
+        help="record each element's (and each relationship endpoint's) property P as its key",
+    )
+    p.add_argument(
+        "--log",
+        default="default",
+        metavar="NAME",
+        help="the log's name (default 'default'): part of the trigger names",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the statements instead of running them"
+    )
+    p.set_defaults(func=_install_triggers)
+
+
 def _add_demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
@@ -653,6 +716,7 @@ SUBCOMMANDS = (
     _add_serve,
     _add_classify,
     _add_score_links,
+    _add_install_triggers,
     _add_demo,
 )
 """One function per subcommand, each adding its parser (in ``--help``'s order)."""

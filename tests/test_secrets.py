@@ -1,9 +1,9 @@
 """A password never appears in what a command writes, logs or answers: one is planted in every
 place a user can give one -- a URI's userinfo (``--graph``, ``--serving``, ``--serving-grpc``,
 ``--upstream``), ``MEMGRAPH_TF_PASSWORD`` -- and every command is run into its failure paths
-(``serve``, the gateway ``serve --upstream``, ``classify``, ``score-links``, ``demo``), with
-``-v`` so that debug logs and tracebacks are searched too. Over real Bolt (ArcadeDB) the server
-refuses a wrong password, and that refusal is searched as well."""
+(``serve``, the gateway ``serve --upstream``, ``classify``, ``score-links``, ``demo``,
+``install-triggers``), with ``-v`` so that debug logs and tracebacks are searched too. Over real
+Bolt (ArcadeDB) the server refuses a wrong password, and that refusal is searched as well."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ PASSWORD = f"pw-{secrets.token_hex(8)}"
 USER = "someone"
 
 
+COMMANDS = ["serve", "classify", "score-links", "demo", "install-triggers"]
+
+
 def _commands(tmp_path, graph: str) -> dict[str, list[str]]:
     """Each command run against ``graph`` (a URI that cannot be used), into its failure path."""
     missing = str(tmp_path / "missing")
@@ -28,6 +31,7 @@ def _commands(tmp_path, graph: str) -> dict[str, list[str]]:
         "classify": ["classify", "--graph", graph, "--model", missing, "--no-progress"],
         "score-links": ["score-links", "--graph", graph, "--model", missing, "--top-k", "1"],
         "demo": ["demo", "--graph", graph, "--out", str(tmp_path / "demo"), "--no-progress"],
+        "install-triggers": ["install-triggers", "--graph", graph],
     }
 
 
@@ -50,7 +54,7 @@ def _assert_no_password(text: str, what: str) -> None:
     assert PASSWORD not in text, f"{what}: the password is shown:\n{text}"
 
 
-@pytest.mark.parametrize("command", ["serve", "classify", "score-links", "demo"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_password_in_the_graph_uri_is_never_shown(command, tmp_path, capsys, caplog):
     graph = f"bolt://{USER}:{PASSWORD}@127.0.0.1:{free_port()}"
     text = _run(_commands(tmp_path, graph)[command], capsys, caplog)
@@ -59,7 +63,7 @@ def test_a_password_in_the_graph_uri_is_never_shown(command, tmp_path, capsys, c
     assert "***@127.0.0.1" in text, text  # the URI is named, its credentials masked
 
 
-@pytest.mark.parametrize("command", ["serve", "classify", "score-links", "demo"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_the_password_from_the_environment_is_never_shown(
     command, tmp_path, capsys, caplog, monkeypatch
 ):
@@ -106,7 +110,7 @@ def test_a_password_in_a_model_server_address_is_never_shown(argv, capsys, caplo
 
 
 @pytest.mark.arcadedb
-@pytest.mark.parametrize("command", ["serve", "classify", "score-links", "demo"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_wrong_password_refused_by_the_server_is_never_shown(
     command, tmp_path, capsys, caplog, monkeypatch, arcadedb_server
 ):
