@@ -28,6 +28,7 @@ from tests.graphs import (
     predictions,
     use_credentials,
 )
+from tests.processes import interruptible
 
 
 # ------------------------------------------------------------------------------------ the CLI
@@ -199,7 +200,11 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
         """Starts the command, sends ``sig`` once ``after`` nodes carry version 1, waits for the
         end."""
         proc = subprocess.Popen(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            interruptible(command),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             deadline = time.monotonic() + 180

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.processes import interruptible
+
 TOY_LABELS = ["cold", "hot"]
 
 
@@ -141,7 +143,9 @@ def cli_server(repo_root):
     ) -> Iterator[types.SimpleNamespace]:
         port = free_port()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "memgraph_tf.cli", "serve", *args, "--port", str(port)],
+            interruptible(
+                [sys.executable, "-m", "memgraph_tf.cli", "serve", *args, "--port", str(port)]
+            ),
             cwd=repo_root,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONFAULTHANDLER": "1"},
             stdout=subprocess.PIPE,
