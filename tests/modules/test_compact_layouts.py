@@ -401,7 +401,7 @@ def test_handle_path_public_api_and_baseline_write_the_same_bytes(
         seeds = [cases.V(i) if i % 2 else cases.I(i) for i in picks]
     [fast] = runner.call("tf_features.sample", seeds, fanouts, ["f"], opts)
     [public] = runner.call("public_api.sample", seeds, fanouts, ["f"], opts)
-    [old] = runner.call("_sample_baseline.sample", seeds, fanouts, ["f"], opts)
+    [old] = runner.call(f"{baseline_module_file.stem}.sample", seeds, fanouts, ["f"], opts)
     assert fast["blob"] == public["blob"] == old["blob"]
 
 
