@@ -53,10 +53,10 @@ import grpc
 from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import bundle, grpc_codec, metrics
 from memgraph_tf.serving.bundle import BundleConfig
+from memgraph_tf.serving.json_parse import DEFAULT_MAX_JSON_DEPTH
 from memgraph_tf.serving.model_server import DEFAULT_MAX_REQUEST_BYTES, ModelServer
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES
-from memgraph_tf.serving.rest_json import DEFAULT_MAX_JSON_DEPTH
 
 logger = logging.getLogger(__name__)
 

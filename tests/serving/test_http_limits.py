@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from memgraph_tf.errors import ServingFailure
-from memgraph_tf.serving import rest_json
+from memgraph_tf.serving import json_parse
 from tests.serving.http_kit import assert_error
 
 
@@ -130,14 +130,14 @@ def test_deep_nesting_is_a_400_naming_the_key(limited, suffix, depth):
 def test_brackets_inside_strings_do_not_count():
     deep_text = "[" * 5000 + '\\" {{{ \\\\' + "]" * 10
     body = json.dumps({"examples": [{"s": deep_text}], "t": '\\"[[[['}).encode()
-    rest_json.check_json_depth(body, 8)  # no failure: the brackets are inside strings
-    assert rest_json.parse_request_body(body, max_depth=8)["examples"][0]["s"] == deep_text
+    json_parse.check_json_depth(body, 8)  # no failure: the brackets are inside strings
+    assert json_parse.parse_request_body(body, max_depth=8)["examples"][0]["s"] == deep_text
     with pytest.raises(
         ServingFailure,
         match=r"nesting deeper than 3 levels at offset: 15 under "
         r"key 'examples'",
     ):
-        rest_json.check_json_depth(b'{"examples": [[[[1]]]]}', 3)
+        json_parse.check_json_depth(b'{"examples": [[[[1]]]]}', 3)
 
 
 # ---------------------------------------------------------------------------- integer range
@@ -174,7 +174,7 @@ def test_floats_beyond_double_range_are_refused_not_read_as_infinity(limited, li
 
 
 def test_floats_near_the_double_limits_still_parse():
-    doc = rest_json.parse_request_body(b'{"instances": [1.5e308, -1e308, 1e-999, 2E+2, "e999"]}')
+    doc = json_parse.parse_request_body(b'{"instances": [1.5e308, -1e308, 1e-999, 2E+2, "e999"]}')
     assert doc["instances"] == [
         1.5e308,
         -1e308,

@@ -373,7 +373,7 @@ def test_the_serving_package_never_imports_the_client_package():
         "server.py",
         "model_server.py",
         "neighbourhoods.py",
-        "rest_json.py",
+        "json_parse.py",
         "bundle.py",
         "client.py",
         "export.py",
@@ -395,13 +395,12 @@ def test_the_serving_package_never_imports_the_client_package():
 
 def test_the_model_core_imports_no_http_module():
     """model_server.py runs TF Serving's semantics without HTTP: it imports the JSON conversions
-    (json_parse, json_examples, json_tensors) but never the REST routing, the HTTP server, their
-    re-exporting rest_json, or an HTTP library -- at any level, functions included."""
+    (json_parse, json_examples, json_tensors) but never the REST routing, the HTTP server, the
+    gateway or an HTTP library -- at any level, functions included."""
     imported = _imports(SERVING_DIR / "model_server.py")
     assert {"memgraph_tf.serving.json_parse", "memgraph_tf.serving.json_tensors"} <= imported
     http = {
         "memgraph_tf.serving.rest_api",
-        "memgraph_tf.serving.rest_json",
         "memgraph_tf.serving.server",
         "memgraph_tf.serving.gateway",
     }

@@ -18,7 +18,7 @@ from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_g
 from memgraph_tf import errors
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.grpc_server import start_grpc_server
-from memgraph_tf.serving.rest_json import format_decimal
+from memgraph_tf.serving.json_values import format_decimal
 from tests.graphs import KeyedGraph, node_id, predictions
 
 LABEL = "Seedless"

@@ -18,7 +18,14 @@ import pytest
 
 from memgraph_tf import errors
 from memgraph_tf.errors import STATUS_TABLE, ServingFailure
-from memgraph_tf.serving import bundle, client, json_output, node_examples, rest_json
+from memgraph_tf.serving import (
+    bundle,
+    client,
+    json_output,
+    json_tensors,
+    json_values,
+    node_examples,
+)
 
 SERVING = pathlib.Path(__file__).resolve().parents[2] / "memgraph_tf" / "serving"
 
@@ -222,7 +229,7 @@ def test_uint16_and_complex_are_refused_by_server_and_grpc_client_alike(dtype, n
     message = f"Failed to write JSON value for tensor type: {name}$"
     for columnar in (True, False):
         with pytest.raises(ServingFailure, match=message) as by_server:
-            rest_json.predict_response({"y": arr}, columnar)
+            json_tensors.predict_response({"y": arr}, columnar)
         with pytest.raises(ServingFailure, match=message) as by_client:
             json_output.arrange({"y": arr}, columnar, json_output.json_value)
         assert by_server.value.status == by_client.value.status == 400
@@ -235,8 +242,8 @@ def test_server_and_grpc_client_lay_outputs_out_alike():
         "c": np.array([b"text", b"\xff"], dtype=object),
     }
     for columnar in (True, False):
-        server = rest_json.predict_response(out, columnar)
-        written = json.loads(rest_json.dumps(server))
+        server = json_tensors.predict_response(out, columnar)
+        written = json.loads(json_values.dumps(server))
         key = "outputs" if columnar else "predictions"
         assert written[key] == json_output.arrange(out, columnar, json_output.json_value)
     assert written["predictions"][1] == {
@@ -261,7 +268,7 @@ def test_row_format_refusals_are_tf_serving_s(out, message):
     with pytest.raises(ServingFailure, match=message):
         json_output.arrange(out, False, json_output.json_value)
     with pytest.raises(ServingFailure, match=message):
-        rest_json.predict_response(out, False)
+        json_tensors.predict_response(out, False)
 
 
 # ------------------------------------------------------------------- node_id rule, max_examples
