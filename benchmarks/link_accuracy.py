@@ -166,7 +166,7 @@ def main() -> int:
     parser.add_argument("--eval-every", type=int, default=25)
     parser.add_argument("--patience", type=int, default=100)
     parser.add_argument("--fanouts", nargs="+", type=int, default=[10, 5])
-    parser.add_argument("--hidden", dest="hidden_units", type=int, default=128)
+    parser.add_argument("--hidden", dest="hidden_units", metavar="HIDDEN", type=int, default=128)
     parser.add_argument("--scorer", default="dot", choices=["dot", "mlp"])
     parser.add_argument("--test-draws", type=int, default=3)
     parser.add_argument("--leak", action="store_true", help="also the keep-pair-edges ablation")
