@@ -189,6 +189,7 @@ SCHEMA_OPTIONS = ("dtype",)
 SAMPLE_PAIRS_OPTIONS = (
     "allow_non_finite",
     "dtype",
+    "feature_spec",
     "id_property",
     "layout",
     "max_blob_bytes",
@@ -198,7 +199,8 @@ SAMPLE_PAIRS_OPTIONS = (
     "target_label",
 ) + SPLIT_OPTIONS
 """Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
-defaults to it; ``negatives`` is the number of negative targets drawn per pair."""
+defaults to it; ``negatives`` is the number of negative targets drawn per pair; ``feature_spec``
+as in :data:`SAMPLE_TYPED_OPTIONS` (both halves)."""
 SPLIT_EDGES_OPTIONS = ("id_property", "seed", "split_property", "test_fraction", "val_fraction")
 """Options of ``tf_features.split_edges``: ``seed`` is required."""
 OPTION_NAMES = {

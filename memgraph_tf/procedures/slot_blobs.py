@@ -145,6 +145,20 @@ def check_size(
     )
 
 
+def check_packed(data: bytes, n: int, what: str, raw_labels: Sequence[str], opts: Options) -> None:
+    """Refuses a built blob ``data`` of ``n`` rows of ``what`` larger than
+    ``options.max_blob_bytes`` when it holds raw columns (``raw_labels``): their texts' sizes are
+    known only once read, so the checks before could count their offsets alone."""
+    if not raw_labels or len(data) <= opts.max_blob_bytes:
+        return
+    limits.refuse(
+        f"the blob holds {len(data):,} bytes ({n:,} {what}{'s' if n != 1 else ''}, raw property "
+        f"columns of {', '.join(map(repr, raw_labels))}; after reading them)",
+        opts.max_blob_bytes,
+        f"fewer {what}s or smaller fanouts",
+    )
+
+
 def seed_columns(
     nav: Any,
     keys: Keys,

@@ -60,7 +60,7 @@ def _want(doc: dict) -> dict[str, np.ndarray]:
         if s["dtype"] == "string":
             value = np.asarray([v.encode() for v in s["values"]], dtype=object)
         else:
-            value = np.asarray(s["values"], dtype=blob._NUMPY_DTYPES[s["dtype"]])
+            value = np.asarray(s["values"], dtype=np.dtype(s["dtype"]))
         out[s["name"]] = value.reshape(s["shape"])
     return out
 
