@@ -312,3 +312,16 @@ def test_a_client_may_give_label_specs_themselves():
     opts = options(*FULL)
     given = {**opts, "feature_spec": {"Item": LabelSpec("Item", list(FULL))}}
     assert src.sample_typed([1, 2], NN, None, given) == src.sample_typed([1, 2], NN, None, opts)
+
+
+def test_a_raw_blob_splits_into_each_seed_s_own_blob():
+    """What serving and batch inference send per node: byte for byte the seed sampled alone,
+    the bags' rows cut per seed too."""
+    from memgraph_tf.ops.sample_decoding import split_typed_blob
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    src = source()
+    opts = options(*FULL)
+    whole = src.sample_typed([1, 2, 3], NN, None, opts)
+    parts = split_typed_blob(whole, 3, TypedSamplingSpec.from_num_neighbors("Item", NN))
+    assert parts == [src.sample_typed([seed], NN, None, opts) for seed in (1, 2, 3)]
