@@ -256,7 +256,12 @@ def test_non_finite_numbers_need_allow_non_finite():
             r"^options\.layout \('compact'\): label 'Item': raw property columns "
             r"\(options\.feature_spec\) are written in the dense layout only$",
         ),
-        ({"max_blob_bytes": 300}, r"^max_blob_bytes: the blob would hold at least [\d,]+ bytes"),
+        (
+            {"max_blob_bytes": 300},
+            r"^max_blob_bytes: the blob would hold at least [\d,]+ bytes \(2 seeds, 3 slots each, "
+            r"feature widths none; raw columns of Item: num 6, time 4, cat 2, bag 1, has 11 "
+            r"\(float32\); before sampling\)",
+        ),
     ],
 )
 def test_the_option_s_refusals(opts, message):
