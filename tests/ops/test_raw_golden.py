@@ -16,8 +16,6 @@ from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.feature_spec import LabelSpec
-from memgraph_tf.procedures.raw import RawLayout
-from memgraph_tf.procedures.tables import Column
 from memgraph_tf.typed_sampling import TypedSamplingSpec
 
 tf = pytest.importorskip("tensorflow")
@@ -77,9 +75,8 @@ def _call(source: EmbeddedSource, call: dict) -> bytes:
 
 def _layout(call: dict) -> list[layout.Section]:
     """The sections the layout module gives for the call (the required ``f``: 2 numbers)."""
-    user = [Column("f", "vector", 2, 0)]
     raw = {
-        label: RawLayout(label, LabelSpec.from_dict(spec), user if label == "User" else []).widths
+        label: layout.raw_widths(LabelSpec.from_dict(spec), {"f": 2})
         for label, spec in call["options"]["feature_spec"].items()
     }
     nn = call["num_neighbors"]
