@@ -22,6 +22,10 @@ DIM = 4
 SEED = 11
 N = 90
 #: the attributes of a Bolt server object that a command reads from the environment
+#: The short training run of the trained models the client tests share (the typed GraphSAGE of
+#: ``tests.client.typed_kit``, the link predictor of test_link_prediction.py).
+SHORT_RUN = {"hidden_units": 16, "batch_size": 64, "steps": 20, "eval_every": 10, "seed": 0}
+
 CREDENTIALS = ("user", "password", "database")
 
 
