@@ -24,9 +24,9 @@ per layer, each with its own dropout, then the classifier's dropout: the order t
 run's initial weights and dropout draws) and first layers over each distinct feature row
 (:meth:`GraphSAGE.call_rows`, its sparse form, :meth:`GraphSAGE.call_table`), whose later layers
 are again the typed loop. Those first layers stay specialisations of the one-label case: they
-take the neighbour mean of raw rows before the product (the typed
-:meth:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE.encode_rows` projects rows first),
-which is what keeps a seeded homogeneous run's figures as they are.
+take the neighbour mean of raw rows before the product, where the typed
+:meth:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE.encode_rows` projects each row first
+(the same function with another float rounding, and other dropout draws).
 """
 
 from __future__ import annotations
