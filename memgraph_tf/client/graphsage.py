@@ -170,6 +170,11 @@ class GraphSAGE(TypedGraphSAGE):
     ``feature_dtype``: the dtype of the ``features_h`` inputs, as the blobs carry them
     (``options.dtype``: ``float32`` or ``float64``; the model computes in float32).
 
+    The typed interface (:meth:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE.encode`,
+    :meth:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE.table_input_names`) reads the one
+    label's slot tables (``features_h{h}_Node``, ``mask_h{h}_Node``) without feature
+    normalisation.
+
     Guarantees: ``model(inputs)`` returns logits ``[B, num_classes]`` for a dict holding
     ``features_0..K`` (and optionally ``mask_1..K``); extra keys are ignored; the same config
     rebuilds the same architecture (``get_config`` / ``from_config``); :meth:`input_signature`
@@ -305,6 +310,10 @@ class GraphSAGE(TypedGraphSAGE):
     def input_names(self, masks: bool = True) -> list[str]:
         """``features_0..K`` then (``masks``) ``mask_1..K``."""
         return layout.model_input_names(self.hops, masks)
+
+    def input_shapes(self, batch_size: int | None = None) -> dict[str, tuple[int | None, ...]]:
+        """Shape per input of :meth:`input_names` (``batch_size`` None: any batch)."""
+        return {n: tuple(s.shape) for n, s in self.input_signature(True, batch_size).items()}
 
     def input_signature(
         self, masks: bool = True, batch_size: int | None = None

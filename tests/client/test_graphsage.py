@@ -229,6 +229,7 @@ def test_is_the_one_label_typed_model(masks):
     expected = model(x, training=False).numpy()
     assert np.array_equal(TypedGraphSAGE.call(model, typed, training=False).numpy(), expected)
     assert sorted(model.table_input_names(masks)) == sorted(typed)
+    assert sorted(model.input_shapes()) == sorted(model.input_names())
 
 
 def test_weights_are_drawn_in_the_layer_order():
