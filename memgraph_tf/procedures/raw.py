@@ -348,22 +348,18 @@ def raw_sections(
     rows = [None if k == PAD_ID else table.row_of[k] for k in flat]
     shape = [batch, slots]
     out: dict[str, Any] = {}
-    if w.num:
-        num = array.array("f")
-        zero = array.array("f", bytes(4 * w.num))
-        for r in rows:
-            num.extend(zero if r is None else table.num[r * w.num : (r + 1) * w.num])
-        out[layout.typed_raw_name("num", hop, label)] = blob.Dense(
-            le(num), shape + [w.num], "float32"
-        )
-    if w.time:
-        time = array.array("q")
-        zero = array.array("q", bytes(8 * w.time))
-        for r in rows:
-            time.extend(zero if r is None else table.time[r * w.time : (r + 1) * w.time])
-        out[layout.typed_raw_name("time", hop, label)] = blob.Dense(
-            le(time), shape + [w.time], "int64"
-        )
+    for kind, width, column, dtype in (
+        ("num", w.num, table.num, "float32"),
+        ("time", w.time, table.time, "int64"),
+    ):
+        if width:
+            gathered = array.array(column.typecode)
+            zero = array.array(column.typecode, bytes(column.itemsize * width))
+            for r in rows:
+                gathered.extend(zero if r is None else column[r * width : (r + 1) * width])
+            out[layout.typed_raw_name(kind, hop, label)] = blob.Dense(
+                le(gathered), shape + [width], dtype
+            )
     if w.cat:
         cat: list[str] = []
         for r in rows:
