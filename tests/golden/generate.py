@@ -160,6 +160,23 @@ _TYPED_CALL = {
     "properties": {"User": ["features"], "Product": ["features"]},
     "options": {"label": "User", "id_property": "id", "label_property": "label", "seed": 0},
 }
+# the pairs (10, 21), (11, 21) of both pair vectors (typed/pair_dense, raw/pair_raw_dense)
+_PAIR_CALL = {
+    "procedure": "sample_pairs",
+    "sources": [10, 11],
+    "targets": [21, 21],
+    "num_neighbors": {
+        "source": {"(:User)-[:BOUGHT]->(:Product)": [2]},
+        "target": {"(:Product)<-[:BOUGHT]-(:User)": [2]},
+    },
+    "properties": {"User": ["features"], "Product": ["features"]},
+    "options": {
+        "source_label": "User",
+        "target_label": "Product",
+        "id_property": "id",
+        "seed": 0,
+    },
+}
 # the slot tables: h0 User 1 slot, h1 Product 2 (user 10: 20, 21; user 11: 21, padded),
 # h2 Category 2 (under 20 and 21: 30, 30; under 21: 30, padded)
 _INDEX = [
@@ -224,22 +241,7 @@ TYPED: dict[str, tuple[str, dict, str | None, list[dict]]] = {
     "pair_dense": (
         "tf_features.sample_pairs, dense: pairs (10, 21), (11, 21); each pair's own BOUGHT "
         "left out (section 10)",
-        {
-            "procedure": "sample_pairs",
-            "sources": [10, 11],
-            "targets": [21, 21],
-            "num_neighbors": {
-                "source": {"(:User)-[:BOUGHT]->(:Product)": [2]},
-                "target": {"(:Product)<-[:BOUGHT]-(:User)": [2]},
-            },
-            "properties": {"User": ["features"], "Product": ["features"]},
-            "options": {
-                "source_label": "User",
-                "target_label": "Product",
-                "id_property": "id",
-                "seed": 0,
-            },
-        },
+        _PAIR_CALL,
         None,
         [
             sec("src.ids_h0_User", "int64", [2, 1], [10, 11]),
@@ -378,19 +380,10 @@ RAW: dict[str, tuple[str, dict, list[dict]]] = {
         "tf_features.sample_pairs with options.feature_spec, dense: pairs (10, 21), (11, 21), "
         "each pair's own BOUGHT left out (sections 10 and 11)",
         {
-            "procedure": "sample_pairs",
-            "sources": [10, 11],
-            "targets": [21, 21],
-            "num_neighbors": {
-                "source": {"(:User)-[:BOUGHT]->(:Product)": [2]},
-                "target": {"(:Product)<-[:BOUGHT]-(:User)": [2]},
-            },
+            **_PAIR_CALL,
             "properties": None,
             "options": {
-                "source_label": "User",
-                "target_label": "Product",
-                "id_property": "id",
-                "seed": 0,
+                **_PAIR_CALL["options"],
                 "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
             },
         },
