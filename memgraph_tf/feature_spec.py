@@ -51,6 +51,7 @@ __all__ = [
     "PropertySpec",
     "RequiredSpec",
     "TemporalSpec",
+    "category_text",
 ]
 
 FORMAT = "memgraph-tf feature spec"
@@ -370,3 +371,18 @@ class LabelSpec:
         """The validated spec in the file ``path`` (:meth:`from_json`)."""
         with open(path, encoding="utf-8") as f:
             return cls.from_json(f.read())
+
+
+def category_text(value: Any) -> str:
+    """The text a categorical value is looked up by (in blobs and vocabularies alike): a string
+    itself, a boolean ``"true"``/``"false"``, an integer its decimal form (``"-3"``). Any other
+    value raises :class:`FeatureSpecError` naming its type."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    raise FeatureSpecError(
+        f"expected a category (a string, an integer or a boolean), got {type(value).__name__}"
+    )
