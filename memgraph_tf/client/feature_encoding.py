@@ -40,7 +40,7 @@ Columns follow the spec's property order within each group. :class:`LabelEncoder
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import keras
@@ -53,6 +53,8 @@ __all__ = [
     "GROUPS",
     "LabelEncoder",
     "bag_splits_name",
+    "encoders_config",
+    "label_encoders",
     "label_features",
     "raw_section_name",
     "raw_section_names",
@@ -323,3 +325,47 @@ def raw_section_names(encoders: Mapping[str, LabelEncoder], hop: int, label: str
     """The raw sections of table ``(hop, label)`` (none for a label without an encoder)."""
     enc = encoders.get(label)
     return [] if enc is None else enc.section_names(hop, label)
+
+
+def label_encoders(
+    feature_spec: Mapping[str, Any] | None,
+    labels: Sequence[str],
+    embedding_dim: int = 8,
+    required_widths: Mapping[str, Mapping[str, int]] | None = None,
+) -> dict[str, LabelEncoder]:
+    """A :class:`LabelEncoder` per label of ``feature_spec`` (label -> ``LabelSpec`` or its
+    ``to_dict()`` form). :class:`ConfigurationError` naming the label for a label outside
+    ``labels`` or a spec whose label differs from its key; the spec's own
+    :class:`~memgraph_tf.feature_spec.FeatureSpecError` for a malformed one."""
+    out: dict[str, LabelEncoder] = {}
+    for label, spec in (feature_spec or {}).items():
+        if label not in labels:
+            raise ConfigurationError(
+                f"feature_spec: label {label!r} has no slots in the sampled neighbourhood "
+                f"(labels: {', '.join(labels)})"
+            )
+        spec = _as_spec(spec)
+        if spec.label != label:
+            raise ConfigurationError(
+                f"feature_spec[{label!r}]: expected the spec of label {label!r}, got label "
+                f"{spec.label!r}"
+            )
+        key = "".join(c if c.isalnum() else "_" for c in label)
+        out[label] = LabelEncoder(
+            spec,
+            embedding_dim=embedding_dim,
+            required_widths=(required_widths or {}).get(label),
+            name=f"encoder_{key}",
+        )
+    return out
+
+
+def encoders_config(encoders: Mapping[str, LabelEncoder], embedding_dim: int) -> dict[str, Any]:
+    """The model-config entries :func:`label_encoders` rebuilds ``encoders`` from (plain JSON):
+    ``feature_spec``, ``embedding_dim``, ``required_widths``."""
+    return {
+        "feature_spec": {label: enc.spec.to_dict() for label, enc in encoders.items()} or None,
+        "embedding_dim": embedding_dim,
+        "required_widths": {label: dict(enc.required_widths) for label, enc in encoders.items()}
+        or None,
+    }

@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import layout
-from memgraph_tf.client import encoder, trainer
+from memgraph_tf.client import encoder, feature_encoding, trainer
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
 from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
@@ -71,7 +71,11 @@ class TypedGraphSAGE(keras.Model):
     or one per layer); ``dropout`` on every layer's inputs; ``l2`` on all kernels;
     ``normalize_hidden``: L2-normalise each layer's output; ``feature_dtype``: the dtype of the
     ``features_*`` inputs as the typed blobs carry them (``options.dtype``; the model computes in
-    float32).
+    float32); ``feature_spec``: label -> :class:`~memgraph_tf.feature_spec.LabelSpec` (or its
+    ``to_dict()`` form) for the labels whose features a
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` makes from the raw property
+    sections (``num_/time_/cat_/bag_/has_h{h}_{label}``) -- their width is the encoder's, and
+    ``embedding_dim`` and ``required_widths`` (label -> property -> columns) go to the encoders.
 
     Set by :func:`train_typed_graphsage` (not part of the config): ``properties`` (label ->
     feature property names the blobs were sampled with) and ``schema`` (the part of
@@ -96,6 +100,9 @@ class TypedGraphSAGE(keras.Model):
         normalize_hidden: bool = False,
         class_names: Sequence[str] | None = None,
         feature_dtype: str = "float32",
+        feature_spec: Mapping[str, Any] | None = None,
+        embedding_dim: int = 8,
+        required_widths: Mapping[str, Mapping[str, int]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -112,9 +119,15 @@ class TypedGraphSAGE(keras.Model):
             raise ConfigurationError(str(exc)) from None
         self.layout = self.spec.layout()
         labels = self.spec.labels()
+        self.label_encoders = feature_encoding.label_encoders(
+            feature_spec, labels, embedding_dim, required_widths
+        )
+        self.embedding_dim = embedding_dim
         dims = {}
         for label in labels:
             width = feature_dims.get(label, 0)
+            if label in self.label_encoders:
+                width = self.label_encoders[label].output_width
             if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 0:
                 raise ConfigurationError(
                     f"feature_dims[{label!r}]: expected an integer >= 0, got {width!r}"
@@ -192,6 +205,7 @@ class TypedGraphSAGE(keras.Model):
             "normalize_hidden": self.normalize_hidden,
             "class_names": self.class_names,
             "feature_dtype": self.feature_dtype,
+            **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
         }
 
     @classmethod
@@ -202,10 +216,12 @@ class TypedGraphSAGE(keras.Model):
         """Every ``features_*`` input (labels with features), then (``masks``) every ``mask_*``."""
         tables = self.layout.tables
         names = [
-            typed_features_name(h, label)
+            name
             for h, table in enumerate(tables)
             for label in table
             if self.feature_dims[label]
+            for name in feature_encoding.raw_section_names(self.label_encoders, h, label)
+            or [typed_features_name(h, label)]
         ]
         if masks:
             names += [typed_mask_name(h, label) for h, t in enumerate(tables) if h for label in t]
@@ -216,7 +232,11 @@ class TypedGraphSAGE(keras.Model):
         shapes: dict[str, tuple[int | None, ...]] = {}
         for h, table in enumerate(self.layout.tables):
             for label, slots in table.items():
-                if self.feature_dims[label]:
+                if label in self.label_encoders:
+                    shapes.update(
+                        self.label_encoders[label].section_shapes(h, label, slots, batch_size)
+                    )
+                elif self.feature_dims[label]:
                     shapes[typed_features_name(h, label)] = (
                         batch_size,
                         slots,
@@ -241,6 +261,8 @@ class TypedGraphSAGE(keras.Model):
 
     def build(self, input_shape: Any = None) -> None:
         """Creates every weight from the config alone."""
+        for enc in self.label_encoders.values():
+            enc.build()
         width = dict(self.feature_dims)
         for k, u in enumerate(self.hidden_units, start=1):
             for label in self._updated_labels(k):
@@ -270,8 +292,9 @@ class TypedGraphSAGE(keras.Model):
         tables = self.layout.tables
         batch = None
         for name in self.input_names(masks=False):
-            batch = keras.ops.shape(inputs[name])[0]
-            break
+            if not name.startswith("bag_"):  # (a bag's flat values have no batch dimension)
+                batch = keras.ops.shape(inputs[name])[0]
+                break
         if batch is None:
             present = [n for n in self.input_names() if n in inputs]
             if not present:
@@ -280,7 +303,11 @@ class TypedGraphSAGE(keras.Model):
         reps: dict[tuple[int, str], Any] = {}
         for h, table in enumerate(tables):
             for label, slots in table.items():
-                if self.feature_dims[label]:
+                if label in self.label_encoders:
+                    reps[(h, label)] = feature_encoding.label_features(
+                        self.label_encoders[label], inputs, h, label
+                    )
+                elif self.feature_dims[label]:
                     reps[(h, label)] = keras.ops.cast(
                         inputs[typed_features_name(h, label)], "float32"
                     )
@@ -399,6 +426,11 @@ class TypedGraphSAGE(keras.Model):
         same random draws)."""
         if not self.built:
             self.build()
+        if self.label_encoders:
+            raise ConfigurationError(
+                "encode_rows: expected a model without feature encoders (labels "
+                f"{', '.join(self.label_encoders)} take raw sections: use encode)"
+            )
         masks = masks or {}
         tables = self.layout.tables
         batch = self._rows_batch(rows, index, masks)
