@@ -91,7 +91,10 @@ def sample_typed(
     ``(:User)-[:BOUGHT]->(:Product)`` to a fanout per hop, ``properties`` maps labels to feature
     property names. One blob with, per hop and label, ``ids_h{h}_{label}``,
     ``features_h{h}_{label}`` and ``mask_h{h}_{label}``, and ``labels`` (with
-    ``options.label_property``); ``count``: the number of seeds."""
+    ``options.label_property``); ``count``: the number of seeds. ``options.feature_spec`` maps a
+    label to its feature spec (``LabelSpec.to_dict()``): that label's raw values travel instead,
+    as ``num_``/``time_``/``cat_``/``bag_``/``has_h{h}_{label}`` (docs/blob-format.md section 11).
+    """
     encoded, count = _procedures.run_sample_typed(ctx, seeds, num_neighbors, properties, options)
     return mgp.Record(blob=encoded, count=count)
 

@@ -3,6 +3,7 @@
 valid/NAME.bin   + NAME.json  {"description", "sections": [{"name", "dtype", "shape", "values"}]}
 invalid/NAME.bin + NAME.json  {"description", "error", optional "ragged": [names]}
 typed/NAME.bin   + NAME.json  {"description", "call", "decodes_to", "sections"}; typed/graph.json
+raw/NAME.bin     + NAME.json  {"description", "call", "sections"}; raw/graph.json
 
 The valid bytes are written by hand here with ``struct`` from the spec's layout, not by
 ``memgraph_tf.blob.pack``, so that the test "the packer's bytes equal the golden vectors" checks the
@@ -280,6 +281,100 @@ def i64(b: bytes, off: int, v: int) -> bytes:
 
 def byte(b: bytes, off: int, v: int) -> bytes:
     return b[:off] + bytes([v]) + b[off + 1 :]
+
+
+# Raw property columns (docs/blob-format.md section 11: options.feature_spec) of a graph small
+# enough to sample by hand: every fanout covers the degree it meets. Typed values in graph.json are
+# tagged maps: {"Date": "YYYY-MM-DD"}, {"LocalDateTime": "YYYY-MM-DDTHH:MM:SS"}. Written to
+# tests/golden/raw/; tests/ops/test_raw_golden.py checks them.
+RAW_GRAPH = {
+    "description": "(:User)-[:BOUGHT]->(:Product); keys are the id property; absent properties "
+    "are left out of a node",
+    "nodes": [
+        {
+            "label": "User",
+            "properties": {
+                "id": 10,
+                "f": [0.5, -1.0],
+                "age": 31,
+                "country": "de",
+                "born": {"Date": "1990-01-02"},
+                "tags": ["a", "b"],
+                "vip": True,
+            },
+        },
+        {
+            "label": "User",
+            "properties": {"id": 11, "f": [0.0, 0.25], "country": 7, "tags": [], "vip": False},
+        },
+        {
+            "label": "Product",
+            "properties": {
+                "id": 20,
+                "price": 2.5,
+                "color": "red",
+                "added": {"LocalDateTime": "1970-01-02T00:00:01"},
+            },
+        },
+        {"label": "Product", "properties": {"id": 21, "price": 4.0}},
+    ],
+    "relationships": [[10, "BOUGHT", 20], [10, "BOUGHT", 21], [11, "BOUGHT", 21]],
+}
+_USER_SPEC = {
+    "label": "User",
+    "properties": [
+        {"name": "f", "kind": "required"},
+        {"name": "age", "kind": "numeric", "mean": 30.0, "std": 5.0},
+        {"name": "country", "kind": "categorical", "vocabulary": ["de", "fr"]},
+        {"name": "born", "kind": "temporal", "type": "Date"},
+        {"name": "tags", "kind": "multi_categorical", "vocabulary": ["a"]},
+        {"name": "vip", "kind": "boolean"},
+    ],
+}
+_PRODUCT_SPEC = {
+    "label": "Product",
+    "properties": [
+        {"name": "price", "kind": "numeric"},
+        {"name": "color", "kind": "categorical", "hash_buckets": 8},
+        {"name": "added", "kind": "temporal", "type": "LocalDateTime"},
+    ],
+}
+T, F = True, False
+RAW: dict[str, tuple[str, dict, list[dict]]] = {
+    "typed_raw_dense": (
+        "tf_features.sample_typed with options.feature_spec, dense layout, 2 seeds (section 11): "
+        "user 11 lacks age and born, product 21 color and added, user 11's second slot padded",
+        {
+            "procedure": "sample_typed",
+            "seeds": [10, 11],
+            "num_neighbors": {"(:User)-[:BOUGHT]->(:Product)": [2]},
+            "properties": None,
+            "options": {
+                "label": "User",
+                "id_property": "id",
+                "seed": 0,
+                "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
+            },
+        },
+        [
+            sec("ids_h0_User", "int64", [2, 1], [10, 11]),
+            # num: f (2 columns), age, vip; time: born (days since 1970-01-01: 20 * 365 + 5 + 1)
+            sec("num_h0_User", "float32", [2, 1, 4], [0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0.0, 0.0]),
+            sec("time_h0_User", "int64", [2, 1, 1], [7306, 0]),
+            sec("cat_h0_User", "string", [2, 1, 1], ["de", "7"]),
+            sec("bag_h0_User", "string", [2], ["a", "b"]),
+            sec("bag_h0_User.row_splits", "int64", [3], [0, 2, 2]),
+            sec("has_h0_User", "bool", [2, 1, 6], [T, T, T, T, T, T, T, F, T, F, T, T]),
+            sec("ids_h1_Product", "int64", [2, 2], [20, 21, 21, -1]),
+            sec("num_h1_Product", "float32", [2, 2, 1], [2.5, 4.0, 4.0, 0.0]),
+            # added: one day and one second after the epoch, in microseconds
+            sec("time_h1_Product", "int64", [2, 2, 1], [86_401_000_000, 0, 0, 0]),
+            sec("cat_h1_Product", "string", [2, 2, 1], ["red", "", "", ""]),
+            sec("has_h1_Product", "bool", [2, 2, 3], [T, T, T, T, F, F, T, F, F, F, F, F]),
+            sec("mask_h1_Product", "bool", [2, 2], [T, T, T, F]),
+        ],
+    ),
+}
 
 
 def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
@@ -578,6 +673,15 @@ def main() -> None:
         (typed / f"{name}.bin").write_bytes(build(sections))
         doc = {"description": desc, "call": call, "decodes_to": dense, "sections": sections}
         (typed / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    raw = HERE / "raw"
+    raw.mkdir(exist_ok=True)
+    for old in raw.glob("*"):
+        old.unlink()
+    (raw / "graph.json").write_text(json.dumps(RAW_GRAPH, indent=1) + "\n")
+    for name, (desc, call, sections) in RAW.items():
+        (raw / f"{name}.bin").write_bytes(build(sections))
+        doc = {"description": desc, "call": call, "sections": sections}
+        (raw / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":
