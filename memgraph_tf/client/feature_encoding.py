@@ -46,43 +46,35 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from memgraph_tf import layout
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.feature_spec import LabelSpec, PropertySpec, category_text
 
 __all__ = [
     "GROUPS",
     "LabelEncoder",
+    "as_label_specs",
     "bag_splits_name",
     "encoders_config",
     "label_encoders",
     "label_features",
-    "raw_section_name",
     "raw_section_names",
+    "raw_widths",
+    "required_names",
+    "required_widths_of",
+    "spec_option",
+    "split_properties",
+    "with_spec_option",
 ]
 
-GROUPS = ("num", "time", "cat", "bag", "has")
-"""The raw section groups, in blob order."""
-
-_GROUP_OF_KIND = {
-    "required": "num",
-    "numeric": "num",
-    "boolean": "num",
-    "temporal": "time",
-    "categorical": "cat",
-    "multi_categorical": "bag",
-}
-
-
-def raw_section_name(group: str, hop: int, label: str) -> str:
-    """``{group}_h{hop}_{label}`` (``group`` one of :data:`GROUPS`)."""
-    if group not in GROUPS:
-        raise ValueError(f"group: expected one of {', '.join(GROUPS)}, got {group!r}")
-    return f"{group}_h{hop}_{label}"
+GROUPS = layout.RAW_GROUPS
+"""The raw section groups, in blob order (:data:`memgraph_tf.layout.RAW_GROUPS`)."""
+_GROUP_OF_KIND = layout.RAW_GROUP_OF_KIND
 
 
 def bag_splits_name(hop: int, label: str) -> str:
     """The row-splits section of ``bag_h{hop}_{label}``."""
-    return raw_section_name("bag", hop, label) + ".row_splits"
+    return layout.row_splits_name(layout.typed_raw_name("bag", hop, label))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,7 +266,7 @@ class LabelEncoder(keras.layers.Layer):
         """The raw sections this label's table of hop ``hop`` has, in blob order."""
         names = []
         for group in self.groups:
-            names.append(raw_section_name(group, hop, label))
+            names.append(layout.typed_raw_name(group, hop, label))
             if group == "bag":
                 names.append(bag_splits_name(hop, label))
         return names
@@ -284,7 +276,7 @@ class LabelEncoder(keras.layers.Layer):
     ) -> dict[str, tuple[int | None, ...]]:
         """Shape per dense raw section (ragged ``bag`` sections are left out)."""
         return {
-            raw_section_name(g, hop, label): (batch, slots, self.group_widths[g])
+            layout.typed_raw_name(g, hop, label): (batch, slots, self.group_widths[g])
             for g in self.groups
             if g != "bag"
         }
@@ -299,7 +291,7 @@ def raw_inputs(encoder: LabelEncoder, inputs: Mapping[str, Any], hop: int, label
     missing = [n for n in names if n not in inputs and not n.endswith(".row_splits")]
     if missing:
         raise ConfigurationError(f"inputs: missing {', '.join(missing)}")
-    raw = {g: inputs[raw_section_name(g, hop, label)] for g in encoder.groups}
+    raw = {g: inputs[layout.typed_raw_name(g, hop, label)] for g in encoder.groups}
     if "bag" in raw and not isinstance(raw["bag"], tf.RaggedTensor):
         splits_name = bag_splits_name(hop, label)
         if splits_name not in inputs:
@@ -338,17 +330,11 @@ def label_encoders(
     ``labels`` or a spec whose label differs from its key; the spec's own
     :class:`~memgraph_tf.feature_spec.FeatureSpecError` for a malformed one."""
     out: dict[str, LabelEncoder] = {}
-    for label, spec in (feature_spec or {}).items():
+    for label, spec in as_label_specs(feature_spec).items():
         if label not in labels:
             raise ConfigurationError(
                 f"feature_spec: label {label!r} has no slots in the sampled neighbourhood "
                 f"(labels: {', '.join(labels)})"
-            )
-        spec = _as_spec(spec)
-        if spec.label != label:
-            raise ConfigurationError(
-                f"feature_spec[{label!r}]: expected the spec of label {label!r}, got label "
-                f"{spec.label!r}"
             )
         key = "".join(c if c.isalnum() else "_" for c in label)
         out[label] = LabelEncoder(
@@ -369,3 +355,95 @@ def encoders_config(encoders: Mapping[str, LabelEncoder], embedding_dim: int) ->
         "required_widths": {label: dict(enc.required_widths) for label, enc in encoders.items()}
         or None,
     }
+
+
+def as_label_specs(feature_spec: Mapping[str, Any] | None) -> dict[str, LabelSpec]:
+    """``feature_spec`` (label -> ``LabelSpec`` or its ``to_dict()`` form) as validated specs;
+    :class:`ConfigurationError` naming the label whose spec names another."""
+    out: dict[str, LabelSpec] = {}
+    for label, spec in (feature_spec or {}).items():
+        spec = _as_spec(spec)
+        if spec.label != label:
+            raise ConfigurationError(
+                f"feature_spec[{label!r}]: expected the spec of label {label!r}, got label "
+                f"{spec.label!r}"
+            )
+        out[str(label)] = spec
+    return out
+
+
+def split_properties(
+    specs: Mapping[str, LabelSpec],
+    properties: Mapping[str, Sequence[str]],
+    *,
+    explicit: bool,
+) -> tuple[dict[str, LabelSpec], dict[str, list[str]]]:
+    """The specs that need an encoder and the ``properties`` the blobs carry as
+    ``features_*``: a spec of ``required`` properties alone is ``properties[label] = names`` (the
+    same blob); the other spec labels leave ``properties``. With ``explicit`` (``properties``
+    given per label) a label in both raises :class:`ConfigurationError` naming it and both
+    arguments; otherwise (one list for every label) the spec wins."""
+    props = {label: list(names) for label, names in properties.items()}
+    encoded: dict[str, LabelSpec] = {}
+    for label, spec in specs.items():
+        if label in props and explicit and props[label]:
+            raise ConfigurationError(
+                f"label {label!r} is in both properties and feature_spec: give its columns once"
+            )
+        props.pop(label, None)
+        if all(p.kind == "required" for p in spec.properties):
+            props[label] = [p.name for p in spec.properties]
+        else:
+            encoded[label] = spec
+    return encoded, props
+
+
+def required_names(specs: Mapping[str, LabelSpec]) -> dict[str, list[str]]:
+    """Per encoded label, its ``required`` properties (whose widths ``tf_features.schema``
+    reports)."""
+    return {
+        label: [p.name for p in spec.properties if p.kind == "required"]
+        for label, spec in specs.items()
+    }
+
+
+def required_widths_of(schema: Mapping[str, Any], specs: Mapping[str, LabelSpec]) -> dict:
+    """label -> required property -> width, from a ``tf_features.schema`` answer."""
+    wanted = required_names(specs)
+    out: dict[str, dict[str, int]] = {}
+    for entry in schema.get("labels", []):
+        names = wanted.get(entry["label"])
+        if names:
+            out[entry["label"]] = {
+                p["name"]: int(p["width"]) for p in entry["properties"] if p["name"] in names
+            }
+    return out
+
+
+def spec_option(encoders: Mapping[str, LabelEncoder]) -> dict[str, Any]:
+    """``options.feature_spec`` of the encoders' labels: label -> ``LabelSpec.to_dict()``."""
+    return {label: enc.spec.to_dict() for label, enc in encoders.items()}
+
+
+def with_spec_option(
+    options: Mapping[str, Any] | None, encoders: Mapping[str, LabelEncoder]
+) -> dict[str, Any]:
+    """``options`` with ``feature_spec`` set to the encoders' specs (unchanged without
+    encoders); :class:`ConfigurationError` when ``options`` holds another one."""
+    opts = dict(options or {})
+    if not encoders:
+        return opts
+    want = spec_option(encoders)
+    given = opts.get("feature_spec")
+    if given is not None and given != want:
+        raise ConfigurationError(
+            "options.feature_spec: expected the model's feature specs (or none), got "
+            f"labels {sorted(given)}"
+        )
+    opts["feature_spec"] = want
+    return opts
+
+
+def raw_widths(encoders: Mapping[str, LabelEncoder]) -> dict[str, Any]:
+    """Per encoded label, its :class:`memgraph_tf.layout.RawWidths` (columns per raw group)."""
+    return {label: layout.RawWidths(**enc.group_widths) for label, enc in encoders.items()}

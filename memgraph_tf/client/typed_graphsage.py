@@ -637,6 +637,7 @@ def typed_sample_dataset(
     draws: int = 1,
     decoder: str = "auto",
     num_parallel_calls: int | None = None,
+    raw: Mapping[str, Any] | None = None,
 ) -> Any:
     """Typed GraphSAGE batches: per batch of seed keys one ``tf_features.sample_typed`` call
     (``source.sample_typed_b64``) decoded by the unpack op into a dict of the typed sections
@@ -649,7 +650,9 @@ def typed_sample_dataset(
     while every batch draws its own neighbourhoods (the procedure's ``options.seed`` derived from
     ``seed`` and the batch index, as :func:`~memgraph_tf.client.pipeline.sample_dataset` does);
     an explicit ``options["seed"]`` fixes every seed's neighbourhood. ``draws`` passes over the
-    batches (no batch mixes two). Guarantees: every section has its static shape but the batch
+    batches (no batch mixes two). ``raw``: per label sampled with ``options["feature_spec"]``, its
+    :class:`~memgraph_tf.layout.RawWidths` (the dense raw sections, ``bag_*`` as flat values and
+    ``.row_splits``). Guarantees: every section has its static shape but the batch
     dimension."""
     ids = node_id_array(node_ids)
     batch_size = positive_int("batch_size", batch_size)
@@ -666,7 +669,7 @@ def typed_sample_dataset(
     props = {label: list(names) for label, names in properties.items()}
     with_labels = bool(opts.get("label_property"))
     sections = layout.typed_sample_sections(
-        spec, dict(widths), dtype, labels=with_labels, batch=None
+        spec, dict(widths), dtype, labels=with_labels, batch=None, raw=raw or None
     )
     names = [s.name for s in sections]
     dtypes = [s.dtype for s in sections]
@@ -721,8 +724,15 @@ def typed_sampler(
     :func:`typed_sample_dataset` batches of ``properties`` (labels with features only) in the
     model's spec, widths and dtype; training batches sampled by parallel workers; ``keep`` caches
     the batches of a seeded pipeline (the same neighbourhoods every pass)."""
-    props = {label: names for label, names in properties.items() if model.feature_dims.get(label)}
+    encoders = model.label_encoders
+    props = {
+        label: names
+        for label, names in properties.items()
+        if model.feature_dims.get(label) and label not in encoders
+    }
     widths = {label: model.feature_dims[label] for label in props}
+    options = feature_encoding.with_spec_option(options, encoders)
+    raw = feature_encoding.raw_widths(encoders)
 
     def sample(ids: np.ndarray, plan: trainer.BatchPlan) -> tf.data.Dataset:
         ds = typed_sample_dataset(
@@ -735,6 +745,7 @@ def typed_sampler(
             dtype=model.feature_dtype,
             decoder=decoder,
             num_parallel_calls=tf.data.AUTOTUNE if plan.training else None,
+            raw=raw,
             **plan.tail(),
         )
         return ds.cache() if plan.keep and plan.seed is not None else ds
@@ -846,12 +857,19 @@ def train_typed_graphsage(
     seed: int | None = None,
     decoder: str = "auto",
     progress: bool = False,
+    feature_spec: Mapping[str, Any] | None = None,
+    embedding_dim: int = 8,
 ) -> Any:
     """Trains a :class:`TypedGraphSAGE` on the ``seed_label`` nodes ``train_ids`` (seed keys:
     ``options["id_property"]`` values, else internal ids) with typed neighbourhoods sampled by
     the source's ``tf_features.sample_typed`` (``num_neighbors``: edge pattern -> fanout per hop;
     ``properties``: label -> feature property names, or one list of names for every label; a
-    label left out has no features) and decoded by the unpack op.
+    label left out has no features) and decoded by the unpack op. ``feature_spec`` (label ->
+    :class:`~memgraph_tf.feature_spec.LabelSpec`, e.g. from
+    :func:`~memgraph_tf.client.feature_specs.infer_feature_spec`) samples those labels' raw
+    property columns (``options.feature_spec``) and gives the model a
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
+    columns per categorical property); such a label takes no ``properties``.
 
     Without ``train_ids`` the split is read from the database: the training nodes are the
     ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
@@ -884,7 +902,11 @@ def train_typed_graphsage(
             f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
         )
     opts["label"] = spec.seed_label
-    props = typed_properties(spec, properties)
+    specs, props = feature_encoding.split_properties(
+        feature_encoding.as_label_specs(feature_spec),
+        typed_properties(spec, properties),
+        explicit=isinstance(properties, Mapping),
+    )
     if train_ids is None:
         train_ids = split_node_ids(
             source, spec.seed_label, "train", split_property=split_property, options=opts
@@ -897,7 +919,8 @@ def train_typed_graphsage(
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
     trainer.seed_run(seed)
-    widths, dtype, schema = typed_feature_widths(source, spec, props, opts)
+    required = feature_encoding.required_names(specs)
+    widths, dtype, schema = typed_feature_widths(source, spec, {**props, **required}, opts)
     if num_classes is None:
         num_classes = infer_num_classes(source, label_property, opts)
     model = TypedGraphSAGE(
@@ -911,6 +934,9 @@ def train_typed_graphsage(
         normalize_hidden=normalize_hidden,
         class_names=class_names,
         feature_dtype=dtype,
+        feature_spec=specs,
+        embedding_dim=embedding_dim,
+        required_widths=feature_encoding.required_widths_of(schema, specs),
     )
     model.properties = props
     model.schema = schema

@@ -717,6 +717,25 @@ def zero_typed_node_blob(
     return blob.pack(out)
 
 
+def _seed_rows(name: str, value: Any, i: int, count: int) -> Any:
+    """Seed ``i``'s part of a dense per-seed section: row ``i``; of a ragged one (a raw ``bag_*``
+    section, rows row-major over ``[count, slots, columns]``) its equal share of the rows, the
+    row splits rebased to 0. ValueError names a ragged section whose rows ``count`` does not
+    divide."""
+    if not isinstance(value, blob.Ragged):
+        return value[i : i + 1]
+    splits = np.asarray(value.row_splits, np.int64)
+    rows = len(splits) - 1
+    if rows % count:
+        raise ValueError(
+            f"typed blob: ragged section {name!r} has {rows} rows, expected a multiple of {count} "
+            "(the same number per seed)"
+        )
+    per = rows // count
+    part = splits[i * per : (i + 1) * per + 1]
+    return blob.Ragged(np.asarray(value.values)[part[0] : part[-1]], part - part[0])
+
+
 def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dense") -> list[bytes]:
     """A ``tf_features.sample_typed`` blob of ``count`` seeds (``spec``, ``layout_name``) cut into
     ``count`` one-seed blobs, in numpy (no TensorFlow).
@@ -735,7 +754,10 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
                 "(one per seed)"
             )
     if layout_name == "dense":
-        return [blob.pack({n: v[i : i + 1] for n, v in sections.items()}) for i in range(count)]
+        return [
+            blob.pack({n: _seed_rows(n, v, i, count) for n, v in sections.items()})
+            for i in range(count)
+        ]
     index_of: dict[str, list[str]] = {}
     for h, table in enumerate(spec.layout().tables):
         for label in table:

@@ -11,7 +11,6 @@ from memgraph_tf.client.feature_encoding import (
     LabelEncoder,
     bag_splits_name,
     label_features,
-    raw_section_name,
 )
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.feature_spec import (
@@ -23,8 +22,8 @@ from memgraph_tf.feature_spec import (
     NumericSpec,
     RequiredSpec,
     TemporalSpec,
-    category_text,
 )
+from memgraph_tf.layout import typed_raw_name
 
 
 def bag(rows, cells: int, slots: int):
@@ -35,18 +34,6 @@ def bag(rows, cells: int, slots: int):
     return tf.RaggedTensor.from_uniform_row_length(
         tf.RaggedTensor.from_uniform_row_length(flat, cells), slots
     )
-
-
-def test_category_text():
-    assert [category_text(v) for v in ("a", True, False, -3, 7)] == [
-        "a",
-        "true",
-        "false",
-        "-3",
-        "7",
-    ]
-    with pytest.raises(FeatureSpecError, match="got float"):
-        category_text(1.5)
 
 
 def test_numeric_boolean_required_standardised_with_defaults():
@@ -165,10 +152,10 @@ def test_label_features_from_flat_bag_sections_and_missing_sections():
         "has_h1_P",
     ]
     inputs = {
-        raw_section_name("cat", 1, "P"): np.array([[["a"], ["b"]]]),
-        raw_section_name("bag", 1, "P"): np.array(["x", "x", "z"]),
+        typed_raw_name("cat", 1, "P"): np.array([[["a"], ["b"]]]),
+        typed_raw_name("bag", 1, "P"): np.array(["x", "x", "z"]),
         bag_splits_name(1, "P"): np.array([0, 2, 3], np.int64),
-        raw_section_name("has", 1, "P"): np.ones((1, 2, 2), bool),
+        typed_raw_name("has", 1, "P"): np.ones((1, 2, 2), bool),
     }
     ragged = {
         **inputs,
