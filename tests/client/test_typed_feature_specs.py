@@ -168,3 +168,26 @@ def test_missing_raw_sections_and_encode_rows_are_named():
         m(raw)
     with pytest.raises(ConfigurationError, match="expected a model without feature encoders"):
         m.encode_rows({}, {})
+
+
+def test_properties_and_specs_split_and_the_spec_option():
+    from memgraph_tf.client import feature_encoding as fe
+    from memgraph_tf.feature_spec import RequiredSpec
+
+    only_required = LabelSpec("Product", [RequiredSpec("features")])
+    specs = fe.as_label_specs({"User": USER.to_dict(), "Product": only_required})
+    encoded, props = fe.split_properties(
+        specs, {"User": ["features"], "Product": ["features"]}, explicit=False
+    )
+    # one list for every label: the spec wins; a required-only spec is plain properties
+    assert list(encoded) == ["User"] and props == {"Product": ["features"]}
+    with pytest.raises(ConfigurationError, match="label 'User' is in both properties and"):
+        fe.split_properties(specs, {"User": ["age"]}, explicit=True)
+    m = model()
+    opts = fe.with_spec_option({"id_property": "id"}, m.label_encoders)
+    assert opts == {"id_property": "id", "feature_spec": {"User": USER.to_dict()}}
+    assert fe.with_spec_option(opts, m.label_encoders) == opts
+    other = {"feature_spec": {"User": LabelSpec("User", [NumericSpec("x")]).to_dict()}}
+    with pytest.raises(ConfigurationError, match=r"options\.feature_spec: expected the model's"):
+        fe.with_spec_option(other, m.label_encoders)
+    assert fe.raw_widths(m.label_encoders)["User"] == (2, 1, 1, 1, 5)
