@@ -84,3 +84,15 @@ def test_the_inferred_spec_has_every_kind():
 def test_bad_arguments_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         planted_property_graph(**{"num_people": 100, **kwargs})
+
+
+def test_open_graph_names_it():
+    from memgraph_tf.client import open_graph
+    from memgraph_tf.property_datasets import planted_property_graph
+
+    source = open_graph("embedded:people")
+    try:
+        ids = source.node_ids(label="Person", id_property="id", where={"split": "test"})
+    finally:
+        source.close()
+    assert ids == planted_property_graph().ids("test")
