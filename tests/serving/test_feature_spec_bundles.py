@@ -149,3 +149,22 @@ def test_served_by_node_id_equals_in_process(exported):
     names = bundle.read_bundle_config(exported.path).class_names
     got = np.array([[dict(row)[n] for n in names] for row in r.json()["results"]])
     np.testing.assert_allclose(got, in_process(IDS), rtol=1e-5, atol=1e-6)
+
+
+def test_batch_inference_writes_the_in_process_classes(exported):
+    from memgraph_tf.batch import BundleBackend, classify_graph
+    from memgraph_tf.client.node_tables import property_names
+
+    _, source, _, result = trained()
+    prop = "spec_class"
+    cls, score, _ = property_names(prop)
+    with BundleBackend(exported.path) as backend:
+        run = classify_graph(source, backend, write_property=prop, batch_size=64, progress=False)
+    assert (run.classified, run.failed) == (PEOPLE + 1, 0)
+    probs = in_process(IDS)
+    embedded = source.graph
+    by_key = {embedded.get_property(n, "id"): n for n in embedded.nodes("Person")}
+    for row, key in zip(probs, IDS):
+        node = by_key[key]
+        assert embedded.get_property(node, cls) == result.model.class_names[int(row.argmax())]
+        np.testing.assert_allclose(embedded.get_property(node, score), row.max(), rtol=1e-5)
