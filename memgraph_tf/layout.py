@@ -73,6 +73,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from memgraph_tf.feature_spec import LabelSpec
     from memgraph_tf.typed_sampling import TypedSamplingSpec
 
 __all__ = [
@@ -116,6 +117,7 @@ __all__ = [
     "pack_sections",
     "pair_sample_sections",
     "ragged_names",
+    "raw_widths",
     "row_splits_name",
     "sample_sections",
     "typed_ids_name",
@@ -189,6 +191,7 @@ SCHEMA_OPTIONS = ("dtype",)
 SAMPLE_PAIRS_OPTIONS = (
     "allow_non_finite",
     "dtype",
+    "feature_spec",
     "id_property",
     "layout",
     "max_blob_bytes",
@@ -198,7 +201,8 @@ SAMPLE_PAIRS_OPTIONS = (
     "target_label",
 ) + SPLIT_OPTIONS
 """Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
-defaults to it; ``negatives`` is the number of negative targets drawn per pair."""
+defaults to it; ``negatives`` is the number of negative targets drawn per pair; ``feature_spec``
+as in :data:`SAMPLE_TYPED_OPTIONS` (both halves)."""
 SPLIT_EDGES_OPTIONS = ("id_property", "seed", "split_property", "test_fraction", "val_fraction")
 """Options of ``tf_features.split_edges``: ``seed`` is required."""
 OPTION_NAMES = {
@@ -490,6 +494,31 @@ class RawWidths(NamedTuple):
     cat: int = 0
     bag: int = 0
     has: int = 0
+
+
+def raw_widths(spec: LabelSpec, required: Mapping[str, int] | None = None) -> RawWidths:
+    """The raw column widths of a label's feature spec (``options.feature_spec``): per group
+    the columns of its properties (``numeric``: ``length`` or 1; ``required``: its width in
+    ``required``, the numbers per node as the first node the procedure meets fixes them; any
+    other kind: 1), ``has`` the number of properties. What a model reading the blob sizes its
+    inputs with (:func:`typed_sample_sections`' ``raw``).
+
+    Guarantees: the widths the procedure writes for that spec and those required widths; a
+    ``required`` property missing from ``required`` raises ValueError naming it."""
+    counts = dict.fromkeys(RAW_GROUPS, 0)
+    for prop in spec.properties:
+        if prop.kind == "required":
+            if prop.name not in (required or {}):
+                raise ValueError(
+                    f"required: expected the width of required property {prop.name!r} of label "
+                    f"{spec.label!r}, got none"
+                )
+            width = required[prop.name]
+        else:
+            width = (getattr(prop, "length", None) or 1) if prop.kind == "numeric" else 1
+        counts[RAW_GROUP_OF_KIND[prop.kind]] += width
+    counts["has"] = len(spec.properties)
+    return RawWidths(**counts)
 
 
 def typed_raw_name(group: str, hop: int, label: str) -> str:

@@ -718,22 +718,23 @@ def zero_typed_node_blob(
 
 
 def _seed_rows(name: str, value: Any, i: int, count: int) -> Any:
-    """Seed ``i``'s part of a dense per-seed section: row ``i``; of a ragged one (a raw ``bag_*``
-    section, rows row-major over ``[count, slots, columns]``) its equal share of the rows, the
-    row splits rebased to 0. ValueError names a ragged section whose rows ``count`` does not
-    divide."""
+    """Seed ``i``'s part of a dense typed section of ``count`` seeds: its row of a dense one; of
+    a ragged one (a raw ``bag_*`` section: ``count * slots * columns`` rows, seed-major) its
+    rows, their splits starting at 0."""
     if not isinstance(value, blob.Ragged):
         return value[i : i + 1]
-    splits = np.asarray(value.row_splits, np.int64)
-    rows = len(splits) - 1
-    if rows % count:
+    splits = value.row_splits
+    if (len(splits) - 1) % count:
         raise ValueError(
-            f"typed blob: ragged section {name!r} has {rows} rows, expected a multiple of {count} "
-            "(the same number per seed)"
+            f"typed blob: ragged section {name!r} has {len(splits) - 1} rows, expected a multiple "
+            f"of {count} (the seeds)"
         )
-    per = rows // count
-    part = splits[i * per : (i + 1) * per + 1]
-    return blob.Ragged(np.asarray(value.values)[part[0] : part[-1]], part - part[0])
+    per = (len(splits) - 1) // count
+    own = splits[i * per : (i + 1) * per + 1]
+    values = value.values[own[0] : own[-1]]
+    if values.dtype == object:  # strings (an empty slice keeps its dtype this way)
+        values = blob.Dense(list(values), [len(values)], "string")
+    return blob.Ragged(values, own - own[0])
 
 
 def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dense") -> list[bytes]:

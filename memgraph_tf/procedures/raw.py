@@ -147,7 +147,7 @@ class RawLayout:
     def __init__(self, label: str, spec: LabelSpec, required: Sequence[Column]) -> None:
         self.label, self.spec = label, spec
         fixed = {c.name: c for c in required}
-        counts = dict.fromkeys(layout.RAW_GROUPS, 0)
+        counts = dict.fromkeys(layout.RAW_GROUPS[:-1], 0)
         self.columns: list[RawColumn] = []
         for index, prop in enumerate(spec.properties):
             group = layout.RAW_GROUP_OF_KIND[prop.kind]
@@ -158,8 +158,8 @@ class RawLayout:
                 width, vector = prop.length, True
             self.columns.append(RawColumn(prop, group, counts[group], width, index, vector))
             counts[group] += width
-        counts["has"] = len(spec.properties)
-        self.widths = RawWidths(**counts)
+        self.widths = layout.raw_widths(spec, {c.name: c.width for c in required})
+        assert self.widths == RawWidths(**counts, has=len(spec.properties))
 
 
 def temporal_number(kind_type: str, value: Any) -> int | None:

@@ -126,21 +126,40 @@ def check_size(
     what: str = "seed",
     rows_of: Mapping[str, int] | None = None,
     nnz_of: Mapping[str, int] | None = None,
+    raw: Mapping[str, layout.RawWidths] | None = None,
 ) -> None:
     """Refuses (:func:`memgraph_tf.procedures.limits.refuse`) a typed or pair blob of
     ``sections`` larger than ``options.max_blob_bytes``, naming ``n`` rows of ``what`` (``seed``,
     ``pair``), ``slots`` slots each, the feature ``widths`` and the ``phase`` (``before`` sampling:
     a lower bound; ``after``); the tables' varying lengths come from ``rows_of`` and ``nnz_of``
-    (:func:`_sizes`)."""
+    (:func:`_sizes`); ``raw``: the raw column widths per label (named too; string sections count
+    their offsets alone)."""
     size = _sizes(sections, rows_of, nnz_of)
     if size <= options.max_blob_bytes:
         return
     shown = ", ".join(f"{label} {w}" for label, w in widths.items()) or "none"
+    for label, w in (raw or {}).items():
+        columns = ", ".join(f"{group} {c}" for group, c in zip(layout.RAW_GROUPS, w) if c)
+        shown += f"; raw columns of {label}: {columns}"
     limits.refuse(  # (the one wording of a refusal)
         f"the blob would hold {'at least ' if phase == 'before' else ''}{size:,} bytes "
         f"({n:,} {what}{'s' if n != 1 else ''}, {slots} slots each, feature widths "
         f"{shown} ({options.dtype}); {phase} sampling)",
         options.max_blob_bytes,
+        f"fewer {what}s or smaller fanouts",
+    )
+
+
+def check_packed(data: bytes, n: int, what: str, raw_labels: Sequence[str], opts: Options) -> None:
+    """Refuses a built blob ``data`` of ``n`` rows of ``what`` larger than
+    ``options.max_blob_bytes`` when it holds raw columns (``raw_labels``): their texts' sizes are
+    known only once read, so the checks before could count their offsets alone."""
+    if not raw_labels or len(data) <= opts.max_blob_bytes:
+        return
+    limits.refuse(
+        f"the blob holds {len(data):,} bytes ({n:,} {what}{'s' if n != 1 else ''}, raw property "
+        f"columns of {', '.join(map(repr, raw_labels))}; after reading them)",
+        opts.max_blob_bytes,
         f"fewer {what}s or smaller fanouts",
     )
 
@@ -412,7 +431,9 @@ class RoleCall:
         def check(phase: str, nnz_of: Mapping[str, int] | None = None) -> None:
             rows_of = table_counts(roles, prefixes) if roles else None
             sections = layout_of(self.widths)
-            check_size(sections, n, slots, self.widths, opts, phase, what, rows_of, nnz_of)
+            check_size(
+                sections, n, slots, self.widths, opts, phase, what, rows_of, nnz_of, self.raw_widths
+            )
 
         check("before")
         roles.extend(make_roles())

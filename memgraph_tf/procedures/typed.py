@@ -19,7 +19,6 @@ import dataclasses
 from typing import Any
 
 from memgraph_tf import blob, layout
-from memgraph_tf.procedures import limits
 from memgraph_tf.procedures.access import READ_CHUNK, AccessFactory
 from memgraph_tf.procedures.draw import base_seed
 from memgraph_tf.procedures.errors import OptionError
@@ -31,7 +30,7 @@ from memgraph_tf.procedures.options import (
     parse_typed_call,
 )
 from memgraph_tf.procedures.raw import parse_feature_specs, split_feature_specs
-from memgraph_tf.procedures.slot_blobs import LabelView, RoleCall, layout_sections
+from memgraph_tf.procedures.slot_blobs import LabelView, RoleCall, check_packed, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, resolve_seeds
 from memgraph_tf.procedures.tables import build_table, first_columns, le, refuse_strings
 
@@ -93,13 +92,7 @@ def sample_typed(
         data = le(array.array("q", [got.labels[k] for k in internals]))
         sections[layout.LABELS] = blob.Dense(data, [n], "int64")
     data = blob.pack(sections)
-    if raw_of and len(data) > opts.max_blob_bytes:  # (the texts' sizes are known only now)
-        limits.refuse(
-            f"the blob holds {len(data):,} bytes ({n:,} seed{'s' if n != 1 else ''}, raw property "
-            f"columns of {', '.join(map(repr, raw_of))}; after reading them)",
-            opts.max_blob_bytes,
-            "fewer seeds or smaller fanouts",
-        )
+    check_packed(data, n, "seed", list(raw_of), opts)
     return data, n
 
 

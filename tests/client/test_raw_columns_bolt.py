@@ -105,3 +105,18 @@ def test_a_wrong_type_is_the_same_error_on_both(twins):
     for source in (embedded, bolt):
         with pytest.raises(GraphDataError, match=message):
             source.sample_typed([0], NN, None, options)
+
+
+def test_the_same_raw_pair_blobs_byte_for_byte(twins):
+    embedded, bolt, spec = twins
+    options = {
+        "source_label": LABEL,
+        "id_property": "id",
+        "seed": 2,
+        "negatives": 1,
+        "feature_spec": {LABEL: spec.to_dict()},
+    }
+    sources, targets = [0, 5, 9], [11, 20, 31]
+    expected = embedded.sample_pairs(sources, targets, NN, None, options)
+    assert bolt.sample_pairs(sources, targets, NN, None, options) == expected
+    assert {"src.cat_h1_RawPerson", "dst.time_h2_RawPerson"} <= set(blob.unpack(expected))

@@ -374,6 +374,68 @@ RAW: dict[str, tuple[str, dict, list[dict]]] = {
             sec("mask_h1_Product", "bool", [2, 2], [T, T, T, F]),
         ],
     ),
+    "pair_raw_dense": (
+        "tf_features.sample_pairs with options.feature_spec, dense: pairs (10, 21), (11, 21), "
+        "each pair's own BOUGHT left out (sections 10 and 11)",
+        {
+            "procedure": "sample_pairs",
+            "sources": [10, 11],
+            "targets": [21, 21],
+            "num_neighbors": {
+                "source": {"(:User)-[:BOUGHT]->(:Product)": [2]},
+                "target": {"(:Product)<-[:BOUGHT]-(:User)": [2]},
+            },
+            "properties": None,
+            "options": {
+                "source_label": "User",
+                "target_label": "Product",
+                "id_property": "id",
+                "seed": 0,
+                "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
+            },
+        },
+        [
+            sec("src.ids_h0_User", "int64", [2, 1], [10, 11]),
+            sec("src.num_h0_User", "float32", [2, 1, 4], [0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0, 0]),
+            sec("src.time_h0_User", "int64", [2, 1, 1], [7306, 0]),
+            sec("src.cat_h0_User", "string", [2, 1, 1], ["de", "7"]),
+            sec("src.bag_h0_User", "string", [2], ["a", "b"]),
+            sec("src.bag_h0_User.row_splits", "int64", [3], [0, 2, 2]),
+            sec("src.has_h0_User", "bool", [2, 1, 6], [T, T, T, T, T, T, T, F, T, F, T, T]),
+            # user 10 without 21 (the pair's own): 20 and a pad; user 11 bought 21 alone
+            sec("src.ids_h1_Product", "int64", [2, 2], [20, -1, -1, -1]),
+            sec("src.num_h1_Product", "float32", [2, 2, 1], [2.5, 0.0, 0.0, 0.0]),
+            sec("src.time_h1_Product", "int64", [2, 2, 1], [86_401_000_000, 0, 0, 0]),
+            sec("src.cat_h1_Product", "string", [2, 2, 1], ["red", "", "", ""]),
+            sec("src.has_h1_Product", "bool", [2, 2, 3], [T, T, T] + [F] * 9),
+            sec("src.mask_h1_Product", "bool", [2, 2], [T, F, F, F]),
+            sec("dst.ids_h0_Product", "int64", [2, 1], [21, 21]),
+            sec("dst.num_h0_Product", "float32", [2, 1, 1], [4.0, 4.0]),
+            sec("dst.time_h0_Product", "int64", [2, 1, 1], [0, 0]),
+            sec("dst.cat_h0_Product", "string", [2, 1, 1], ["", ""]),
+            sec("dst.has_h0_Product", "bool", [2, 1, 3], [T, F, F, T, F, F]),
+            # product 21's buyers without the row's own source: 11 for (10, 21), 10 for (11, 21)
+            sec("dst.ids_h1_User", "int64", [2, 2], [11, -1, 10, -1]),
+            sec(
+                "dst.num_h1_User",
+                "float32",
+                [2, 2, 4],
+                [0.0, 0.25, 0.0, 0.0] + [0.0] * 4 + [0.5, -1.0, 31.0, 1.0] + [0.0] * 4,
+            ),
+            sec("dst.time_h1_User", "int64", [2, 2, 1], [0, 0, 7306, 0]),
+            sec("dst.cat_h1_User", "string", [2, 2, 1], ["7", "", "de", ""]),
+            sec("dst.bag_h1_User", "string", [2], ["a", "b"]),
+            sec("dst.bag_h1_User.row_splits", "int64", [5], [0, 0, 0, 2, 2]),
+            sec(
+                "dst.has_h1_User",
+                "bool",
+                [2, 2, 6],
+                [T, F, T, F, T, T] + [F] * 6 + [T] * 6 + [F] * 6,
+            ),
+            sec("dst.mask_h1_User", "bool", [2, 2], [T, F, T, F]),
+            sec("pair_labels", "int64", [2], [1, 1]),
+        ],
+    ),
 }
 
 

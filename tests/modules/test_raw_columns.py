@@ -256,7 +256,12 @@ def test_non_finite_numbers_need_allow_non_finite():
             r"^options\.layout \('compact'\): label 'Item': raw property columns "
             r"\(options\.feature_spec\) are written in the dense layout only$",
         ),
-        ({"max_blob_bytes": 300}, r"^max_blob_bytes: the blob would hold at least [\d,]+ bytes"),
+        (
+            {"max_blob_bytes": 300},
+            r"^max_blob_bytes: the blob would hold at least [\d,]+ bytes \(2 seeds, 3 slots each, "
+            r"feature widths none; raw columns of Item: num 6, time 4, cat 2, bag 1, has 11 "
+            r"\(float32\); before sampling\)",
+        ),
     ],
 )
 def test_the_option_s_refusals(opts, message):
@@ -288,3 +293,40 @@ def test_a_label_too_long_for_the_bag_section_is_refused_naming_it():
         EmbeddedSource(g).sample_typed(
             [0], nn, None, {"label": label, "feature_spec": {label: raw}}
         )
+
+
+def test_sample_pairs_takes_feature_spec_for_both_halves():
+    src = source()
+    opts = options(*FULL)
+    pair_opts = {**{k: v for k, v in opts.items() if k != "label"}, "source_label": "Item"}
+    got = blob.unpack(src.sample_pairs([1, 2], [2, 3], NN, None, pair_opts))
+    typed = blob.unpack(src.sample_typed([1, 2, 3], NN, None, opts))
+    row_of = {1: 0, 2: 1, 3: 2}
+    for prefix, ids in (("src.", [1, 2]), ("dst.", [2, 3])):
+        assert got[f"{prefix}ids_h0_Item"][:, 0].tolist() == ids
+        for group in ("num", "time", "cat", "has"):  # hop 0: the row's own node's raw row
+            want = typed[f"{group}_h0_Item"][[row_of[i] for i in ids]]
+            np.testing.assert_array_equal(got[f"{prefix}{group}_h0_Item"], want)
+    assert got["pair_labels"].tolist() == [1, 1]
+    assert "src.bag_h1_Item" in got and "dst.has_h1_Item" in got
+    assert not any(name.startswith(("src.features", "dst.features")) for name in got)
+
+
+def test_a_client_may_give_label_specs_themselves():
+    src = source()
+    opts = options(*FULL)
+    given = {**opts, "feature_spec": {"Item": LabelSpec("Item", list(FULL))}}
+    assert src.sample_typed([1, 2], NN, None, given) == src.sample_typed([1, 2], NN, None, opts)
+
+
+def test_a_raw_blob_splits_into_each_seed_s_own_blob():
+    """What serving and batch inference send per node: byte for byte the seed sampled alone,
+    the bags' rows cut per seed too."""
+    from memgraph_tf.ops.sample_decoding import split_typed_blob
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    src = source()
+    opts = options(*FULL)
+    whole = src.sample_typed([1, 2, 3], NN, None, opts)
+    parts = split_typed_blob(whole, 3, TypedSamplingSpec.from_num_neighbors("Item", NN))
+    assert parts == [src.sample_typed([seed], NN, None, opts) for seed in (1, 2, 3)]

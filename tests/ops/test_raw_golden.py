@@ -16,8 +16,6 @@ from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.feature_spec import LabelSpec
-from memgraph_tf.procedures.raw import RawLayout
-from memgraph_tf.procedures.tables import Column
 from memgraph_tf.typed_sampling import TypedSamplingSpec
 
 tf = pytest.importorskip("tensorflow")
@@ -38,7 +36,7 @@ def vectors(golden_dir):
         path.stem: (path.read_bytes(), json.loads(path.with_suffix(".json").read_text()))
         for path in sorted(folder.glob("*.bin"))
     }
-    assert set(out) == {"typed_raw_dense"}
+    assert set(out) == {"typed_raw_dense", "pair_raw_dense"}
     graph = json.loads((folder / "graph.json").read_text())
     return out, graph
 
@@ -60,47 +58,59 @@ def _want(doc: dict) -> dict[str, np.ndarray]:
         if s["dtype"] == "string":
             value = np.asarray([v.encode() for v in s["values"]], dtype=object)
         else:
-            value = np.asarray(s["values"], dtype=blob._NUMPY_DTYPES[s["dtype"]])
+            value = np.asarray(s["values"], dtype=np.dtype(s["dtype"]))
         out[s["name"]] = value.reshape(s["shape"])
     return out
+
+
+def _call(source: EmbeddedSource, call: dict) -> bytes:
+    if call["procedure"] == "sample_typed":
+        return source.sample_typed(
+            call["seeds"], call["num_neighbors"], call["properties"], call["options"]
+        )
+    return source.sample_pairs(
+        call["sources"], call["targets"], call["num_neighbors"], call["properties"], call["options"]
+    )
+
+
+def _layout(call: dict) -> list[layout.Section]:
+    """The sections the layout module gives for the call (the required ``f``: 2 numbers)."""
+    raw = {
+        label: layout.raw_widths(LabelSpec.from_dict(spec), {"f": 2})
+        for label, spec in call["options"]["feature_spec"].items()
+    }
+    nn = call["num_neighbors"]
+    if call["procedure"] == "sample_typed":
+        spec = TypedSamplingSpec.from_num_neighbors("User", nn)
+        return layout.typed_sample_sections(spec, {}, batch=2, raw=raw)
+    src = TypedSamplingSpec.from_num_neighbors("User", nn["source"])
+    dst = TypedSamplingSpec.from_num_neighbors("Product", nn["target"])
+    return layout.pair_sample_sections(src, dst, {}, batch=2, raw=raw)
 
 
 def test_the_query_module_samples_the_golden_bytes_and_python_reads_them(vectors):
     docs, graph = vectors
     source = _source(graph)
     for name, (data, doc) in docs.items():
-        call = doc["call"]
         sections = {
             s["name"]: blob.Dense(s["values"], s["shape"], s["dtype"]) for s in doc["sections"]
         }
         assert blob.pack(sections) == data, name  # the packer against the hand-built bytes
-        got = source.sample_typed(
-            call["seeds"], call["num_neighbors"], call["properties"], call["options"]
-        )
-        assert got == data, name
-        specs = call["options"]["feature_spec"]
-        user = [Column("f", "vector", 2, 0)]  # the required property: 2 numbers on the first node
-        raw = {
-            label: RawLayout(
-                label, LabelSpec.from_dict(spec), user if label == "User" else []
-            ).widths
-            for label, spec in specs.items()
-        }
-        spec = TypedSamplingSpec.from_num_neighbors("User", call["num_neighbors"])
-        sections = layout.typed_sample_sections(spec, {}, batch=2, raw=raw)
-        assert [(s.name, s.dtype) for s in sections] == [
-            (s["name"], s["dtype"]) for s in doc["sections"]
-        ]
-        assert [list(s.shape) for s in sections if s.name != "bag_h0_User"] == [
-            s["shape"] for s in doc["sections"] if s["name"] != "bag_h0_User"
+        assert _call(source, doc["call"]) == data, name
+        want = doc["sections"]
+        got = _layout(doc["call"])
+        assert [(s.name, s.dtype) for s in got] == [(s["name"], s["dtype"]) for s in want]
+        fixed = [s for s in got if s.role != "bag"]  # (a bag's length varies: -1 in the layout)
+        assert [list(s.shape) for s in fixed] == [
+            s["shape"] for s in want if s["name"] in {f.name for f in fixed}
         ]
         unpacked = blob.unpack(data)
-        for s_name, want in _want(doc).items():
+        for s_name, value_want in _want(doc).items():
             base = s_name.removesuffix(".row_splits")
             value = unpacked[base]
             if isinstance(value, blob.Ragged):
                 value = value.row_splits if base != s_name else value.values
-            np.testing.assert_array_equal(value, want, err_msg=f"{name}/{s_name}")
+            np.testing.assert_array_equal(value, value_want, err_msg=f"{name}/{s_name}")
 
 
 def test_the_cpp_reader_reads_them_and_rejects_every_truncation(
