@@ -445,5 +445,21 @@ def with_spec_option(
 
 
 def raw_widths(encoders: Mapping[str, LabelEncoder]) -> dict[str, Any]:
-    """Per encoded label, its :class:`memgraph_tf.layout.RawWidths` (columns per raw group)."""
-    return {label: layout.RawWidths(**enc.group_widths) for label, enc in encoders.items()}
+    """Per encoded label, its :class:`memgraph_tf.layout.RawWidths` (columns per raw group), as
+    :func:`memgraph_tf.layout.raw_widths` gives them for its spec and required widths.
+    :class:`ConfigurationError` naming the label if the encoder reads other widths."""
+    out = {}
+    for label, enc in encoders.items():
+        required = {
+            p.name: enc.required_widths.get(p.name, 1)
+            for p in enc.spec.properties
+            if p.kind == "required"
+        }
+        widths = layout.raw_widths(enc.spec, required)
+        if widths != layout.RawWidths(**enc.group_widths):
+            raise ConfigurationError(
+                f"label {label!r}: the encoder reads raw widths {enc.group_widths}, the blob "
+                f"carries {widths._asdict()}"
+            )
+        out[label] = widths
+    return out

@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from memgraph_tf import layout
 from memgraph_tf.client.feature_encoding import (
     LabelEncoder,
     bag_splits_name,
     label_features,
+    raw_widths,
 )
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.feature_spec import (
@@ -50,6 +52,8 @@ def test_numeric_boolean_required_standardised_with_defaults():
     assert enc.groups == ["num", "has"]
     assert enc.group_widths["num"] == 1 + 2 + 1 + 2
     assert enc.output_width == 2 + 2 + 1 + 2
+    # the widths the blob carries for this spec (the procedure's layout) are the encoder's
+    assert raw_widths({"P": enc})["P"] == layout.raw_widths(spec, {"w": 2})
     num = np.array([[[50, 3, 4, 0, 7, 8], [0, 0, 0, 0, 5, 6]]], np.float32)
     has = np.array([[[True] * 4, [False, False, False, True]]])
     out = enc({"num": num, "has": has}).numpy()
