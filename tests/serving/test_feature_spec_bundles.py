@@ -1,7 +1,7 @@
 """A typed model trained with an inferred feature spec keeps its encoders (vocabularies,
 statistics, embedding tables) in the bundle: the bundle samples the raw property columns by
 node_id (``options.feature_spec`` in its config) and answers exactly as the in-process model,
-an unseen category included (an OOV bucket, never an error)."""
+an unseen category included (an OOV bucket, never an error), over REST, gRPC and batch inference."""
 
 from __future__ import annotations
 
@@ -131,24 +131,39 @@ def test_the_bundle_holds_the_encoders_and_answers_as_in_process(exported):
 
 
 def test_served_by_node_id_equals_in_process(exported):
+    import grpc
+    from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
+
+    from memgraph_tf.serving.grpc_server import start_grpc_server
     from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
     _, source, _, _ = trained()
+    names = bundle.read_bundle_config(exported.path).class_names
+    expected = in_process(IDS)
     ms = ModelServer(exported.path.parent, graph_source=source, warmup=True)
     try:
-        with start_server(ms) as rest:
+        with start_server(ms) as rest, start_grpc_server(ms) as rpc:
             r = requests.post(
                 f"{rest.url}/v1/models/people:classify",
                 json={"examples": [{"node_id": i} for i in IDS]},
                 timeout=60,
             )
+            req = classification_pb2.ClassificationRequest()
+            req.model_spec.name = "people"
+            for i in IDS:
+                example = req.input.example_list.examples.add()
+                example.features.feature["node_id"].int64_list.value.append(i)
+            with grpc.insecure_channel(rpc.target) as channel:
+                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+                rows = stub.Classify(req, timeout=60).result.classifications
     finally:
         ms.close()
     assert r.status_code == 200, r.text
-    names = bundle.read_bundle_config(exported.path).class_names
     got = np.array([[dict(row)[n] for n in names] for row in r.json()["results"]])
-    np.testing.assert_allclose(got, in_process(IDS), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    got = np.array([[{c.label: c.score for c in row.classes}[n] for n in names] for row in rows])
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_batch_inference_writes_the_in_process_classes(exported):
