@@ -124,7 +124,8 @@ def sample_pairs(
     ``options.target_label``) both endpoints' typed neighbourhoods in one blob, with the pair's own
     relationships removed from both at every hop: ``src.*`` and ``dst.*`` typed sections and
     ``pair_labels`` (1 for a given pair, 0 for each of the ``options.negatives`` negatives drawn
-    per pair); ``count``: the number of rows (pairs and negatives)."""
+    per pair); ``count``: the number of rows (pairs and negatives). ``options.feature_spec`` as in
+    ``sample_typed``, for both halves."""
     encoded, count = _procedures.run_sample_pairs(
         ctx, sources, targets, num_neighbors, properties, options
     )

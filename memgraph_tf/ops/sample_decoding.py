@@ -327,6 +327,24 @@ def _first_bad_blob(bad: Any) -> Any:
     return tf.argmax(padded, output_type=tf.int64)
 
 
+def _check_counts(want: Any, got: Any, section: str, what: str) -> Any:
+    """A :func:`_check` that the per-blob counts ``got`` equal ``want``; its message names the
+    first blob where they differ, ``section``, ``what`` was expected and both counts."""
+    import tensorflow as tf
+
+    bad = tf.not_equal(want, got)
+    b = _first_bad_blob(bad)
+    return _check(
+        tf.logical_not(tf.reduce_any(bad)),
+        "blob ",
+        b,
+        f" section {section}: expected {what}, ",
+        _pick(want, b),
+        ", got ",
+        _pick(got, b),
+    )
+
+
 def _pick(values: Any, at: Any) -> Any:
     """``values[at]`` for a vector, 0 when ``at`` is out of range (an error message's operand)."""
     import tensorflow as tf
@@ -442,18 +460,8 @@ def _feature_table(
     table = _Table(starts, sizes, cols.row_splits[-1])
     _, nnz = _one_row_spans(cols)
     _, vnnz = _one_row_spans(vals)
-    bad = tf.not_equal(nnz, vnnz)
-    b = _first_bad_blob(bad)
     checks.append(
-        _check(
-            tf.logical_not(tf.reduce_any(bad)),
-            "blob ",
-            b,
-            f" section {names.values}: expected as many values as {names.columns} has columns, ",
-            _pick(nnz, b),
-            ", got ",
-            _pick(vnnz, b),
-        )
+        _check_counts(nnz, vnnz, names.values, f"as many values as {names.columns} has columns")
     )
     column = cols.flat_values
     row = cols.values.value_rowids()  # the global table row of every entry
@@ -503,18 +511,8 @@ def _id_table(
         if table is None:
             table = _Table(id_starts, id_sizes, tf.shape(id_rows, out_type=tf.int64)[0])
         else:
-            bad = tf.not_equal(id_sizes, table.sizes)
-            b = _first_bad_blob(bad)
             checks.append(
-                _check(
-                    tf.logical_not(tf.reduce_any(bad)),
-                    "blob ",
-                    b,
-                    f" section {names.table_ids}: expected one id per table row, ",
-                    _pick(table.sizes, b),
-                    ", got ",
-                    _pick(id_sizes, b),
-                )
+                _check_counts(table.sizes, id_sizes, names.table_ids, "one id per table row")
             )
     return table, id_rows
 
