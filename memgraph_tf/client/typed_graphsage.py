@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import layout
-from memgraph_tf.client import encoder, trainer
+from memgraph_tf.client import encoder, feature_encoding, trainer
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
 from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
@@ -73,7 +73,11 @@ class TypedGraphSAGE(keras.Model):
     or one per layer); ``dropout`` on every layer's inputs; ``l2`` on all kernels;
     ``normalize_hidden``: L2-normalise each layer's output; ``feature_dtype``: the dtype of the
     ``features_*`` inputs as the typed blobs carry them (``options.dtype``; the model computes in
-    float32).
+    float32); ``feature_spec``: label -> :class:`~memgraph_tf.feature_spec.LabelSpec` (or its
+    ``to_dict()`` form) for the labels whose features a
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` makes from the raw property
+    sections (``num_/time_/cat_/bag_/has_h{h}_{label}``) -- their width is the encoder's, and
+    ``embedding_dim`` and ``required_widths`` (label -> property -> columns) go to the encoders.
 
     Set by :func:`train_typed_graphsage` (not part of the config): ``properties`` (label ->
     feature property names the blobs were sampled with) and ``schema`` (the part of
@@ -98,6 +102,9 @@ class TypedGraphSAGE(keras.Model):
         normalize_hidden: bool = False,
         class_names: Sequence[str] | None = None,
         feature_dtype: str = "float32",
+        feature_spec: Mapping[str, Any] | None = None,
+        embedding_dim: int = 8,
+        required_widths: Mapping[str, Mapping[str, int]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -114,9 +121,15 @@ class TypedGraphSAGE(keras.Model):
             raise ConfigurationError(str(exc)) from None
         self.layout = self.spec.layout()
         labels = self.spec.labels()
+        self.label_encoders = feature_encoding.label_encoders(
+            feature_spec, labels, embedding_dim, required_widths
+        )
+        self.embedding_dim = embedding_dim
         dims = {}
         for label in labels:
             width = feature_dims.get(label, 0)
+            if label in self.label_encoders:
+                width = self.label_encoders[label].output_width
             if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 0:
                 raise ConfigurationError(
                     f"feature_dims[{label!r}]: expected an integer >= 0, got {width!r}"
@@ -222,6 +235,7 @@ class TypedGraphSAGE(keras.Model):
             "normalize_hidden": self.normalize_hidden,
             "class_names": self.class_names,
             "feature_dtype": self.feature_dtype,
+            **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
         }
 
     @classmethod
@@ -237,10 +251,12 @@ class TypedGraphSAGE(keras.Model):
         with features), then (``masks``) every ``mask_*``."""
         tables = self.layout.tables
         names = [
-            typed_features_name(h, label)
+            name
             for h, table in enumerate(tables)
             for label in table
             if self.feature_dims[label]
+            for name in feature_encoding.raw_section_names(self.label_encoders, h, label)
+            or [typed_features_name(h, label)]
         ]
         if masks:
             names += [typed_mask_name(h, label) for h, t in enumerate(tables) if h for label in t]
@@ -251,7 +267,11 @@ class TypedGraphSAGE(keras.Model):
         shapes: dict[str, tuple[int | None, ...]] = {}
         for h, table in enumerate(self.layout.tables):
             for label, slots in table.items():
-                if self.feature_dims[label]:
+                if label in self.label_encoders:
+                    shapes.update(
+                        self.label_encoders[label].section_shapes(h, label, slots, batch_size)
+                    )
+                elif self.feature_dims[label]:
                     shapes[typed_features_name(h, label)] = (
                         batch_size,
                         slots,
@@ -279,6 +299,8 @@ class TypedGraphSAGE(keras.Model):
 
     def build(self, input_shape: Any = None) -> None:
         """Creates every weight from the config alone."""
+        for enc in self.label_encoders.values():
+            enc.build()
         width = dict(self.feature_dims)
         for k, u in enumerate(self.hidden_units, start=1):
             for label in self._updated_labels(k):
@@ -309,8 +331,9 @@ class TypedGraphSAGE(keras.Model):
         tables = self.layout.tables
         batch = None
         for name in self.table_input_names(masks=False):
-            batch = keras.ops.shape(inputs[name])[0]
-            break
+            if not name.startswith("bag_"):  # (a bag's flat values have no batch dimension)
+                batch = keras.ops.shape(inputs[name])[0]
+                break
         if batch is None:
             present = [n for n in self.table_input_names() if n in inputs]
             if not present:
@@ -319,7 +342,11 @@ class TypedGraphSAGE(keras.Model):
         reps: dict[tuple[int, str], Any] = {}
         for h, table in enumerate(tables):
             for label, slots in table.items():
-                if self.feature_dims[label]:
+                if label in self.label_encoders:
+                    reps[(h, label)] = feature_encoding.label_features(
+                        self.label_encoders[label], inputs, h, label
+                    )
+                elif self.feature_dims[label]:
                     reps[(h, label)] = keras.ops.cast(
                         inputs[typed_features_name(h, label)], "float32"
                     )
@@ -449,6 +476,11 @@ class TypedGraphSAGE(keras.Model):
         same random draws)."""
         if not self.built:
             self.build()
+        if self.label_encoders:
+            raise ConfigurationError(
+                "encode_rows: expected a model without feature encoders (labels "
+                f"{', '.join(self.label_encoders)} take raw sections: use encode)"
+            )
         masks = masks or {}
         tables = self.layout.tables
         batch = self._rows_batch(rows, index, masks)
@@ -655,6 +687,7 @@ def typed_sample_dataset(
     draws: int = 1,
     decoder: str = "auto",
     num_parallel_calls: int | None = None,
+    raw: Mapping[str, Any] | None = None,
 ) -> Any:
     """Typed GraphSAGE batches: per batch of seed keys one ``tf_features.sample_typed`` call
     (``source.sample_typed_b64``) decoded by the unpack op into a dict of the typed sections
@@ -667,7 +700,9 @@ def typed_sample_dataset(
     while every batch draws its own neighbourhoods (the procedure's ``options.seed`` derived from
     ``seed`` and the batch index, as :func:`~memgraph_tf.client.pipeline.sample_dataset` does);
     an explicit ``options["seed"]`` fixes every seed's neighbourhood. ``draws`` passes over the
-    batches (no batch mixes two). Guarantees: every section has its static shape but the batch
+    batches (no batch mixes two). ``raw``: per label sampled with ``options["feature_spec"]``, its
+    :class:`~memgraph_tf.layout.RawWidths` (the dense raw sections, ``bag_*`` as flat values and
+    ``.row_splits``). Guarantees: every section has its static shape but the batch
     dimension."""
     ids = node_id_array(node_ids)
     batch_size = positive_int("batch_size", batch_size)
@@ -684,7 +719,7 @@ def typed_sample_dataset(
     props = {label: list(names) for label, names in properties.items()}
     with_labels = bool(opts.get("label_property"))
     sections = layout.typed_sample_sections(
-        spec, dict(widths), dtype, labels=with_labels, batch=None
+        spec, dict(widths), dtype, labels=with_labels, batch=None, raw=raw or None
     )
     names = [s.name for s in sections]
     dtypes = [s.dtype for s in sections]
@@ -739,8 +774,15 @@ def typed_sampler(
     :func:`typed_sample_dataset` batches of ``properties`` (labels with features only) in the
     model's spec, widths and dtype; training batches sampled by parallel workers; ``keep`` caches
     the batches of a seeded pipeline (the same neighbourhoods every pass)."""
-    props = {label: names for label, names in properties.items() if model.feature_dims.get(label)}
+    encoders = model.label_encoders
+    props = {
+        label: names
+        for label, names in properties.items()
+        if model.feature_dims.get(label) and label not in encoders
+    }
     widths = {label: model.feature_dims[label] for label in props}
+    options = feature_encoding.with_spec_option(options, encoders)
+    raw = feature_encoding.raw_widths(encoders)
 
     def sample(ids: np.ndarray, plan: trainer.BatchPlan) -> tf.data.Dataset:
         ds = typed_sample_dataset(
@@ -753,6 +795,7 @@ def typed_sampler(
             dtype=model.feature_dtype,
             decoder=decoder,
             num_parallel_calls=tf.data.AUTOTUNE if plan.training else None,
+            raw=raw,
             **plan.tail(),
         )
         return ds.cache() if plan.keep and plan.seed is not None else ds
@@ -864,12 +907,19 @@ def train_typed_graphsage(
     seed: int | None = None,
     decoder: str = "auto",
     progress: bool = False,
+    feature_spec: Mapping[str, Any] | None = None,
+    embedding_dim: int = 8,
 ) -> Any:
     """Trains a :class:`TypedGraphSAGE` on the ``seed_label`` nodes ``train_ids`` (seed keys:
     ``options["id_property"]`` values, else internal ids) with typed neighbourhoods sampled by
     the source's ``tf_features.sample_typed`` (``num_neighbors``: edge pattern -> fanout per hop;
     ``properties``: label -> feature property names, or one list of names for every label; a
-    label left out has no features) and decoded by the unpack op.
+    label left out has no features) and decoded by the unpack op. ``feature_spec`` (label ->
+    :class:`~memgraph_tf.feature_spec.LabelSpec`, e.g. from
+    :func:`~memgraph_tf.client.feature_specs.infer_feature_spec`) samples those labels' raw
+    property columns (``options.feature_spec``) and gives the model a
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
+    columns per categorical property); such a label takes no ``properties``.
 
     Without ``train_ids`` the split is read from the database: the training nodes are the
     ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
@@ -902,7 +952,11 @@ def train_typed_graphsage(
             f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
         )
     opts["label"] = spec.seed_label
-    props = typed_properties(spec, properties)
+    specs, props = feature_encoding.split_properties(
+        feature_encoding.as_label_specs(feature_spec),
+        typed_properties(spec, properties),
+        explicit=isinstance(properties, Mapping),
+    )
     if train_ids is None:
         train_ids = split_node_ids(
             source, spec.seed_label, "train", split_property=split_property, options=opts
@@ -915,7 +969,8 @@ def train_typed_graphsage(
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
     trainer.seed_run(seed)
-    widths, dtype, schema = typed_feature_widths(source, spec, props, opts)
+    required = feature_encoding.required_names(specs)
+    widths, dtype, schema = typed_feature_widths(source, spec, {**props, **required}, opts)
     if num_classes is None:
         num_classes = infer_num_classes(source, label_property, opts)
     model = TypedGraphSAGE(
@@ -929,6 +984,9 @@ def train_typed_graphsage(
         normalize_hidden=normalize_hidden,
         class_names=class_names,
         feature_dtype=dtype,
+        feature_spec=specs,
+        embedding_dim=embedding_dim,
+        required_widths=feature_encoding.required_widths_of(schema, specs),
     )
     model.properties = props
     model.schema = schema
