@@ -2,7 +2,7 @@
 unchanged query module (embedded runtime, Memgraph's real mgp.py): train before t1, val from t1
 to before t2, test from t2, an edge's time being its earliest relationship's; integer, Date and
 LocalDateTime times; bad times and cutoffs rejected naming the relationship, property and value,
-with nothing written."""
+with nothing written; options.exclude_splits then keeps the future out of sampled neighbourhoods."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import datetime
 
 import pytest
 
+from memgraph_tf import blob, layout
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import GraphDataError
@@ -138,3 +139,22 @@ def test_bad_times_and_cutoffs_name_what_is_at_fault_and_write_nothing(times, cu
 def test_time_options_that_do_not_fit_are_rejected(opts, message):
     with pytest.raises(GraphDataError, match=message):
         EmbeddedSource(_transfers(TIMES)).split_edges(SENT, opts)
+
+
+def test_training_neighbourhoods_hold_only_the_past():
+    # account 0: one transfer before t1 (to 1), the rest from t1 on (to 2, 3, 4)
+    times = [(0, 1, 5), (0, 2, 60), (3, 0, 95), (0, 4, 120), (5, 6, 1)]
+    g = _transfers(times)
+    source = EmbeddedSource(g)
+    pattern = "(:Account)-[:SENT]-(:Account)"
+    source.split_edges(pattern, {"time_property": "ts", "cutoffs": [50, 100], "id_property": "id"})
+    nn = {pattern: [8]}  # more than any degree: every walkable neighbour is drawn
+    opts = {"label": "Account", "id_property": "id", "seed": 1}
+
+    def hop1(exclude):
+        got = blob.unpack(source.sample_typed([100], nn, None, {**opts, "exclude_splits": exclude}))
+        return {int(x) - 100 for x in got[layout.typed_ids_name(1, "Account")][0] if x >= 0}
+
+    assert hop1(["val", "test"]) == {1}  # training: before t1 only
+    assert hop1(["test"]) == {1, 2, 3}  # evaluating the test period: before t2
+    assert hop1([]) == {1, 2, 3, 4}
