@@ -1,7 +1,7 @@
 """tf_features.split_edges by time over real Bolt (ArcadeDB, no tf_features procedures: the
 client-side split runs the procedure's own code over plain Cypher): the same counts and the same
-values written as the embedded query module, for integer and Date times, and the same error for
-a relationship without the time property."""
+values written as the embedded query module, for integer, Date and LocalDateTime times, and the
+same error for a relationship without the time property."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ pytestmark = pytest.mark.arcadedb
 SENT = "(:Acct)-[:SENT]->(:Acct)"
 N = 40
 DAY0 = datetime.date(2024, 3, 1)
+NOON0 = datetime.datetime(2024, 3, 1, 12, 0)
 
 
 @pytest.fixture(scope="module")
 def twin_accounts(bolt_source):
     """The same accounts (id = 700 + i) and transfers (parallel ones included), each with an
-    integer ``ts`` and a Date ``day``, in an EmbeddedGraph and in ArcadeDB."""
+    integer ``ts``, a Date ``day`` and a LocalDateTime ``at`` (all in the same order), in an
+    EmbeddedGraph and in ArcadeDB."""
     rng = np.random.default_rng(4)
     rows = [
         {
@@ -32,6 +34,7 @@ def twin_accounts(bolt_source):
             "b": 700 + int(b),
             "ts": int(t),
             "day": DAY0 + datetime.timedelta(int(t)),
+            "at": NOON0 + datetime.timedelta(hours=int(t)),
         }
         for a, b, t in zip(
             rng.integers(0, N, 150), rng.integers(0, N, 150), rng.integers(0, 60, 150)
@@ -41,12 +44,14 @@ def twin_accounts(bolt_source):
     embedded = EmbeddedGraph()
     nodes = {700 + i: embedded.add_node(["Acct"], {"id": 700 + i}) for i in range(N)}
     for r in rows:
-        embedded.add_edge(nodes[r["a"]], nodes[r["b"]], "SENT", {"ts": r["ts"], "day": r["day"]})
+        embedded.add_edge(
+            nodes[r["a"]], nodes[r["b"]], "SENT", {k: r[k] for k in ("ts", "day", "at")}
+        )
     bolt_source.write("MATCH (n:Acct) DETACH DELETE n")
     bolt_source.write("UNWIND $ids AS i CREATE (:Acct {id: i})", {"ids": sorted(nodes)})
     bolt_source.write(
         "UNWIND $rows AS r MATCH (x:Acct) WHERE x.id = r.a MATCH (y:Acct) WHERE y.id = r.b "
-        "CREATE (x)-[:SENT {ts: r.ts, day: r.day}]->(y)",
+        "CREATE (x)-[:SENT {ts: r.ts, day: r.day, at: r.at}]->(y)",
         {"rows": rows},
     )
     yield EmbeddedSource(embedded), embedded, bolt_source
@@ -65,8 +70,12 @@ def _written(embedded, bolt, key):
 
 @pytest.mark.parametrize(
     ("prop", "cutoffs"),
-    [("ts", [20, 45]), ("day", [DAY0 + datetime.timedelta(20), DAY0 + datetime.timedelta(45)])],
-    ids=["integer", "Date"],
+    [
+        ("ts", [20, 45]),
+        ("day", [DAY0 + datetime.timedelta(20), DAY0 + datetime.timedelta(45)]),
+        ("at", [NOON0 + datetime.timedelta(hours=20), NOON0 + datetime.timedelta(hours=45)]),
+    ],
+    ids=["integer", "Date", "LocalDateTime"],
 )
 def test_the_same_temporal_split_over_bolt(twin_accounts, prop, cutoffs):
     source, embedded, bolt = twin_accounts
