@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import datetime
 import pathlib
 import re
 import traceback
@@ -407,6 +408,42 @@ CASES = {
         ("(:User)-[:LIKES]->(:Product)", {"seed": 1}),
         r"^pattern: \(:User\)-\[:LIKES\]->\(:Product\): the graph has no such relationships ",
     ),
+    "split_edges: cutoffs without a time_property": Case(
+        "split_edges",
+        (BOUGHT, {"cutoffs": [1, 2]}),
+        r"^options\.time_property: expected a relationship property name \(options\.cutoffs ",
+    ),
+    "split_edges: a time_property without cutoffs": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at"}),
+        r"^options\.cutoffs: expected \[t1, t2\] \(train before t1, .*got null$",
+    ),
+    "split_edges: a cutoff of no time kind": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2.5]}),
+        r"^options\.cutoffs\[1\]: expected an integer, a Date or a LocalDateTime, got float 2\.5$",
+    ),
+    "split_edges: cutoffs of two kinds": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, datetime.date(2024, 1, 1)]}),
+        r"^options\.cutoffs: expected two values of one kind, got int 1 and date ",
+    ),
+    "split_edges: cutoffs not increasing": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [5, 5]}),
+        r"^options\.cutoffs: expected t1 < t2, got int 5 and int 5$",
+    ),
+    "split_edges: a fraction with a time split": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2], "test_fraction": 0.2}),
+        r"^options\.test_fraction: not used with options\.time_property ",
+    ),
+    "split_edges: a relationship without the time property": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2]}),
+        r"^options\.time_property: relationship \(node 0\)-\[:BOUGHT\]->\(node 4\): property "
+        r"'at': expected an integer \(the kind of options\.cutoffs\), got no such property$",
+    ),
     "sample_pairs: no source label": Case(
         "sample_pairs",
         ([0], [1], {FOLLOWS: [1]}, None, {}),
@@ -472,7 +509,7 @@ UNREACHABLE = {
     ("tables.py", "_raise_bad_value", "expected a number in float range"),
     ("options.py", "parse_typed_call", "options: expected a map"),
     ("options.py", "parse_properties", "properties: expected a map of label"),
-    ("pairs.py", "split_edges", "options: expected a map"),
+    ("pairs.py", "_parse_split_options", "options: expected a map"),
     ("pairs.py", "_parse_pair_options", "options: expected a map"),
     ("profile.py", "parse_profile_call", "options: expected a map"),
 }

@@ -303,6 +303,23 @@ class CypherGraphAccess:
                 out.append(((row["r"], start, step.rel_type), row["a"], row["b"]))
         return out
 
+    def relationship_values(self, handles: Sequence[Any], name: str) -> list[Any]:
+        """Read in chunks of 1000 relationships per type; values through :func:`native_value`."""
+        by_type: dict[str, list[dict[str, Any]]] = {}
+        for rel, start, rel_type in handles:
+            by_type.setdefault(rel_type, []).append({"r": rel, "s": start})
+        prop = quote_name(name, "options.time_property")
+        found: dict[Any, Any] = {}
+        for rel_type, items in by_type.items():
+            query = (
+                f"UNWIND $rows AS row MATCH (s)-[r:{quote_name(rel_type, 'type')}]->() "
+                f"WHERE id(s) = row.s AND id(r) = row.r RETURN row.r AS r, r.{prop} AS v"
+            )
+            for start in range(0, len(items), 1000):
+                for row in self._source.read(query, {"rows": items[start : start + 1000]}):
+                    found[row["r"]] = native_value(row["v"])
+        return [found.get(rel) for rel, _, _ in handles]
+
     def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
         """In write transactions of up to 1000 relationships."""
         by_type: dict[str, list[dict[str, Any]]] = {}
