@@ -42,6 +42,14 @@ OPTIONS = {"id_property": "id"}
 HORIZON = 1000
 
 
+def labelled(positives, negatives):
+    """The pairs ``positives`` then ``negatives``, with labels 1 and 0."""
+    import numpy as np
+
+    labels = np.r_[np.ones(len(positives)), np.zeros(len(negatives))]
+    return np.concatenate([positives, negatives]), labels
+
+
 def temporal_accounts(args, seed):
     """(EmbeddedGraph, number of accounts): accounts ``id = i`` with ``features``, transfers with
     an integer ``ts`` (module docstring)."""
@@ -119,10 +127,14 @@ def run(args, seed, split):
     pairs = split_pairs(g)
     rng = np.random.default_rng(seed)
     val_neg, test_neg = non_edges(g, n, (len(pairs["val"]), len(pairs["test"])), rng)
-    val = np.concatenate([pairs["val"], val_neg])
-    val_y = np.r_[np.ones(len(pairs["val"])), np.zeros(len(val_neg))]
-    test = np.concatenate([pairs["test"], test_neg])
-    test_y = np.r_[np.ones(len(pairs["test"])), np.zeros(len(test_neg))]
+    val, val_y = labelled(pairs["val"], val_neg)
+    test, test_y = labelled(pairs["test"], test_neg)
+    training = {
+        "hidden_units": args.hidden,
+        "steps": args.steps,
+        "eval_every": args.eval_every,
+        "patience": args.patience,
+    }
     started = time.monotonic()
     result = train_link_predictor(
         source,
@@ -133,26 +145,21 @@ def run(args, seed, split):
         val,
         val_y,
         options=OPTIONS,
-        hidden_units=args.hidden,
-        steps=args.steps,
-        eval_every=args.eval_every,
-        patience=args.patience,
         seed=seed,
+        **training,
     )
     train_s = time.monotonic() - started
     seen = set(pairs["train"].ravel().tolist())
     cold = sum(a not in seen or b not in seen for a, b in pairs["test"].tolist())
-    metrics = evaluate_links(
-        result.model,
-        source,
-        test,
-        test_y,
-        options=OPTIONS,
-        exclude_splits=["test"],
-        draws=args.test_draws,
-        seed=seed,
-        feature_caches=result.feature_caches,
-    )
+    # The test period's relationships stay out of the neighbourhoods it is scored on.
+    scoring = {
+        "options": OPTIONS,
+        "exclude_splits": ["test"],
+        "draws": args.test_draws,
+        "seed": seed,
+        "feature_caches": result.feature_caches,
+    }
+    metrics = evaluate_links(result.model, source, test, test_y, **scoring)
     return {
         "seed": seed,
         "split": split,
