@@ -248,6 +248,17 @@ def _score_links(args: argparse.Namespace) -> int:
     return link_scoring.run_cli(args, sources.open_graph, parse_params)
 
 
+def _embed(args: argparse.Namespace) -> int:
+    """``memgraph-tf embed`` (:func:`memgraph_tf.batch.embedder.run_cli`)."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.batch import embedder
+    from memgraph_tf.client import sources
+
+    return embedder.run_cli(args, sources.open_graph)
+
+
 def _install_triggers(args: argparse.Namespace) -> int:
     """``memgraph-tf install-triggers``: the Memgraph triggers that write the change log
     (:mod:`memgraph_tf.client.change_log`); ``--dry-run`` prints them (one per line, ``;``
@@ -666,6 +677,21 @@ def _add_score_links(sub: Any) -> None:
     p.set_defaults(func=_score_links)
 
 
+def _add_embed(sub: Any) -> None:
+    p = sub.add_parser(
+        "embed",
+        help="write each node's embedding from a bundle's encoder back as a list property",
+        description="Run a bundle's encoder (a node model's last hidden layer, a link model's "
+        "source or target encoder) over every node and write P (the embedding) and P_version; "
+        "resumable and shardable; --create-index adds Memgraph's vector index. See "
+        "docs/batch-inference.md.",
+    )
+    from memgraph_tf.batch import embedder  # no TensorFlow until it runs
+
+    embedder.add_arguments(p)
+    p.set_defaults(func=_embed)
+
+
 def _add_install_triggers(sub: Any) -> None:
     p = sub.add_parser(
         "install-triggers",
@@ -716,6 +742,7 @@ SUBCOMMANDS = (
     _add_serve,
     _add_classify,
     _add_score_links,
+    _add_embed,
     _add_install_triggers,
     _add_demo,
 )
