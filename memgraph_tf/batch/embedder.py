@@ -49,7 +49,7 @@ from memgraph_tf.client.node_tables import NodeTable, Shard
 from memgraph_tf.client.sources import GraphSource
 from memgraph_tf.errors import ConfigurationError, ModelError, ModelInputError
 from memgraph_tf.serving import bundle
-from memgraph_tf.serving.bundle import SamplingSpec, TypedSampling
+from memgraph_tf.serving.bundle import SamplingSpec
 
 logger = logging.getLogger(__name__)
 
@@ -89,10 +89,11 @@ class EmbedBackend(ModelBackend):
             if role not in ROLES:
                 raise ConfigurationError(f"role: expected source or target, got {role!r}")
             signature = bundle.EMBED_ROLE_SIGNATURES[role]
-            nn, props, options = inference_role(config, role)
-            label = options.pop("label")
-            self._sampling = SamplingSpec((), (), options, TypedSampling(label, nn, props))
-            self._options = {"label": label, "id_property": options.get("id_property")}
+            self._sampling = bundle.inference_sampling(config).role_sampling(role)
+            self._options = {
+                "label": self._sampling.typed.seed_label,
+                "id_property": self._sampling.options.get("id_property"),
+            }
         else:
             if role is not None:
                 raise ConfigurationError(
@@ -148,15 +149,6 @@ class EmbedBackend(ModelBackend):
     def close(self) -> None:
         self._embed = None
         self._loaded = None
-
-
-def inference_role(
-    config: bundle.BundleConfig, role: str
-) -> tuple[dict[str, list[int]], dict[str, list[str]], dict[str, Any]]:
-    """A link bundle's ``sample_typed`` arguments for ``role``'s nodes, with the inference seed
-    (:func:`~memgraph_tf.serving.bundle.inference_sampling`): link scoring's, so a node's
-    embedding is the one ``score-links`` scores with."""
-    return bundle.inference_sampling(config).role_arguments(role)
 
 
 @dataclasses.dataclass
@@ -352,6 +344,5 @@ __all__ = [
     "EmbedSummary",
     "add_arguments",
     "embed_nodes",
-    "inference_role",
     "run_cli",
 ]

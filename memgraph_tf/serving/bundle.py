@@ -505,6 +505,15 @@ class SamplingSpec:
         options["label"] = label
         return nn, props, options
 
+    def role_sampling(self, role: str) -> SamplingSpec:
+        """One endpoint role's nodes of a link bundle as typed sampling settings: one
+        ``sample_typed`` blob per node with :meth:`role_arguments` (what the ``embed_source`` /
+        ``embed_target`` signatures read), for the per-node fetch of the serving and batch
+        paths."""
+        nn, props, options = self.role_arguments(role)
+        label = options.pop("label")
+        return SamplingSpec((), (), options, TypedSampling(label, nn, props))
+
 
 def _typed_empty(fanouts: Any, properties: Any, feature_dim: Any = 0) -> None:
     """A typed config's homogeneous fields must be empty: the ``typed`` key holds the settings."""
