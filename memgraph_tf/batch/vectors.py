@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource, quote_name
 from memgraph_tf.errors import ConfigurationError, QueryError
@@ -144,25 +145,56 @@ def search(
 ) -> list[tuple[int, float]]:
     """``vector_search.search(index, k, vector)``: up to ``k`` ``(node key, similarity)``,
     nearest first; the key is property ``key`` (None: the internal id)."""
-    vector = [float(x) for x in vector]
+    [hits] = search_many(source, index, k, [vector], key)
+    return [(node, similarity) for node, similarity, _ in hits]
+
+
+def search_many(
+    source: GraphSource,
+    index: str,
+    k: int,
+    vectors: Sequence[Sequence[float]],
+    key: str | None,
+    prop: str | None = None,
+) -> list[list[tuple[int, float, Any]]]:
+    """``vector_search.search(index, k, v)`` for each vector ``v`` (one query over Bolt: ``UNWIND``
+    then ``CALL``): per vector, up to ``k`` ``(node key, similarity, the node's property prop or
+    None)``, nearest first; the key is property ``key`` (None: the internal id)."""
+    queries = [[float(x) for x in v] for v in vectors]
     if isinstance(source, EmbeddedSource):
         graph = source.graph
+        out = []
         with source.lock:
-            rows = graph.call("vector_search.search", index, int(k), vector)
-            return [
-                (
-                    int(r["node"].id if key is None else graph.get_property(r["node"].id, key)),
-                    float(r["similarity"]),
+            for v in queries:
+                rows = graph.call("vector_search.search", index, int(k), v)
+                out.append(
+                    [
+                        (
+                            int(
+                                r["node"].id
+                                if key is None
+                                else graph.get_property(r["node"].id, key)
+                            ),
+                            float(r["similarity"]),
+                            None if prop is None else graph.get_property(r["node"].id, prop),
+                        )
+                        for r in rows
+                    ]
                 )
-                for r in rows
-            ]
+        return out
     expr = "id(node)" if key is None else f"node.{quote_name(key, 'id_property')}"
+    value = "null" if prop is None else f"node.{quote_name(prop, 'property')}"
     rows = source.read(
-        f"CALL vector_search.search($index, $k, $vector) YIELD node, similarity "
-        f"RETURN {expr} AS key, similarity",
-        {"index": index, "k": int(k), "vector": vector},
+        f"UNWIND $queries AS q CALL vector_search.search($index, $k, q.v) YIELD node, similarity "
+        f"RETURN q.i AS i, {expr} AS key, similarity, {value} AS value",
+        {"index": index, "k": int(k), "queries": [{"i": i, "v": v} for i, v in enumerate(queries)]},
     )
-    return [(int(r["key"]), float(r["similarity"])) for r in rows]
+    out = [[] for _ in queries]
+    for r in rows:
+        out[int(r["i"])].append((int(r["key"]), float(r["similarity"]), r["value"]))
+    for hits in out:
+        hits.sort(key=lambda h: -h[1])
+    return out
 
 
 __all__ = [
@@ -173,4 +205,5 @@ __all__ = [
     "index_for",
     "index_info",
     "search",
+    "search_many",
 ]
