@@ -264,10 +264,10 @@ def _similar(args: argparse.Namespace) -> int:
     import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-    from memgraph_tf.batch import retrieval
+    from memgraph_tf.batch import link_scoring, retrieval
     from memgraph_tf.client import sources
 
-    return retrieval.run_cli(args, sources.open_graph)
+    return retrieval.run_cli(args, sources.open_graph, link_scoring.BundleLinkBackend)
 
 
 def _install_triggers(args: argparse.Namespace) -> int:

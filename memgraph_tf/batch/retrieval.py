@@ -247,10 +247,11 @@ def add_arguments(p: Any) -> None:
     )
 
 
-def run_cli(args: Any, open_graph: Any) -> int:
+def run_cli(args: Any, open_graph: Any, open_link_bundle: Any) -> int:
     """``memgraph-tf similar``: one ``key<TAB>score`` line per node, nearest first; one line on
     failure, exit codes from :data:`memgraph_tf.errors.EXIT_CODES` (2: a bad option, label,
-    node or bundle)."""
+    node or bundle). ``open_graph`` opens ``--graph``, ``open_link_bundle`` loads
+    ``--rerank-model`` (a :class:`~memgraph_tf.batch.link_scoring.BundleLinkBackend`)."""
     import sys
 
     from memgraph_tf.errors import command_failure
@@ -259,9 +260,7 @@ def run_cli(args: Any, open_graph: Any) -> int:
     try:
         source = open_graph(args.graph)
         if args.rerank_model is not None:
-            from memgraph_tf.batch.link_scoring import BundleLinkBackend
-
-            backend = BundleLinkBackend(args.rerank_model)
+            backend = open_link_bundle(args.rerank_model)
         found = similar_nodes(
             source,
             args.node_id,
