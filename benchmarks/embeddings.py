@@ -84,7 +84,7 @@ def precision_cora(base: str, steps: int) -> None:
     )
     print(f"cora: trained {steps} steps in {time.perf_counter() - start:.1f} s")
     export_bundle(result.model, base, "cora", 1, use_op=True, layout="sparse", warmup=False)
-    summary = embed_nodes(source, f"{base}/cora", create_index=True)
+    summary = embed_nodes(source, f"{base}/cora", create_index=True, label="Paper")
     print(f"cora: {summary.text()}")
     stored = retrieval.read_embeddings(source, "Paper", "embedding", None)
     labels = {i: int(c) for i, c in enumerate(data.labels)}
