@@ -200,7 +200,9 @@ class BatchEmbedder(BatchClassifier):
     ) -> vectors.VectorIndex | None:
         label, prop, dim = self.label, self.write_property, self.model.dimension
         if create and not label:
-            raise ConfigurationError("create_index: a vector index needs a label (label=)")
+            raise ConfigurationError(
+                "create_index: a vector index needs a label (--label, label=): the model has none"
+            )
         existing = vectors.index_for(vectors.index_info(self.source), label, prop)
         vectors.check_dimension(existing, dim, f"the embeddings of {self.model.name}")
         if not create or existing is not None:

@@ -151,3 +151,29 @@ def test_similar_cli_prints_the_neighbours_and_refuses_an_unknown_node(monkeypat
         "memgraph-tf similar: error: node: :Doc node 12345 has no embedding 'embedding' (run "
         "memgraph-tf embed first, or check the id)"
     ]
+
+
+def test_a_served_link_bundle_embeds_each_role_by_node_id(bundle):
+    """``:predict`` of ``embed_source`` / ``embed_target`` by ``node_id`` answers what
+    ``memgraph-tf embed --role`` writes."""
+    from memgraph_tf.serving.client import ServingClient
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    ids = [-200, -151, 297]
+    source, _, _ = kit.embedded_graph()
+    ms = ModelServer(bundle, graph_source=source, warmup=False)
+    try:
+        with start_server(ms) as rest:
+            client = ServingClient(rest.url, "links")
+            for role in ("source", "target"):
+                written, _, _ = kit.embedded_graph()
+                embed_nodes(written, str(bundle), node_ids=ids, role=role, write_property="z")
+                graph = written.graph
+                want = [
+                    graph.get_property(graph.find_nodes(kit.LABEL, "id", i)[0], "z") for i in ids
+                ]
+                got = client.embed(ids, signature_name=f"embed_{role}")
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    finally:
+        ms.close()
