@@ -38,6 +38,11 @@ from memgraph_tf.errors import ConfigurationError
 CHANGE_LABEL = "MemgraphTfChange"
 #: The label of a log's counter node (its ``seq`` is the log's last sequence number).
 COUNTER_LABEL = "MemgraphTfChangeCounter"
+#: The label of a reader's cursor node (``memgraph-tf refresh``: the last ``seq`` it applied).
+CURSOR_LABEL = "MemgraphTfRefreshCursor"
+#: memgraph-tf's own bookkeeping labels: changes to such nodes are not logged by the triggers,
+#: and a reader ignores them.
+OWN_LABELS = frozenset({CHANGE_LABEL, COUNTER_LABEL, CURSOR_LABEL})
 #: The log a change goes to when none is named.
 DEFAULT_LOG = "default"
 #: The kinds of change.
@@ -207,6 +212,32 @@ class ChangeLog:
             changes = [_change(row) for row in rows]
         return changes, (changes[-1].seq if changes else after)
 
+    def deleted_nodes(self, element_ids: Iterable[int], after: int = 0) -> set[int]:
+        """Which of ``element_ids`` a change of this log with ``seq > after`` records as a
+        deleted node."""
+        ids = sorted(set(element_ids))
+        if not ids:
+            return set()
+        if isinstance(self.source, EmbeddedSource):
+            graph, wanted = self.source.graph, set(ids)
+            with self.source.lock:
+                return {
+                    graph.get_property(n, "element_id")
+                    for n in graph.nodes(CHANGE_LABEL)
+                    if graph.get_property(n, "log") == self.log
+                    and graph.get_property(n, "seq") > after
+                    and graph.get_property(n, "kind") == "deleted"
+                    and graph.get_property(n, "entity") == "node"
+                    and graph.get_property(n, "element_id") in wanted
+                }
+        rows = self.source.read(
+            f"MATCH (x:{CHANGE_LABEL}) WHERE x.log = $log AND x.seq > $after "
+            "AND x.kind = 'deleted' AND x.entity = 'node' AND x.element_id IN $ids "
+            "RETURN DISTINCT x.element_id AS i",
+            {"log": self.log, "after": after, "ids": ids},
+        )
+        return {r["i"] for r in rows}
+
     def _read_embedded(self, after: int, limit: int) -> list[Change]:
         graph = self.source.graph
         with self.source.lock:
@@ -256,7 +287,7 @@ def schema_statements() -> list[TriggerStatement]:
 
 
 def _not_ours(var: str) -> str:
-    return f"NOT {var}:{CHANGE_LABEL} AND NOT {var}:{COUNTER_LABEL}"
+    return " AND ".join(f"NOT {var}:{label}" for label in sorted(OWN_LABELS))
 
 
 def _append(log: str, fields: str) -> str:
