@@ -248,6 +248,17 @@ def _score_links(args: argparse.Namespace) -> int:
     return link_scoring.run_cli(args, sources.open_graph, parse_params)
 
 
+def _refresh(args: argparse.Namespace) -> int:
+    """``memgraph-tf refresh`` (:func:`memgraph_tf.batch.refresh.run_cli`)."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.batch import refresh
+    from memgraph_tf.client import sources
+
+    return refresh.run_cli(args, sources.open_graph)
+
+
 def _install_triggers(args: argparse.Namespace) -> int:
     """``memgraph-tf install-triggers``: the Memgraph triggers that write the change log
     (:mod:`memgraph_tf.client.change_log`); ``--dry-run`` prints them (one per line, ``;``
@@ -698,6 +709,21 @@ def _add_install_triggers(sub: Any) -> None:
     p.set_defaults(func=_install_triggers)
 
 
+def _add_refresh(sub: Any) -> None:
+    p = sub.add_parser(
+        "refresh",
+        help="keep predictions fresh: re-score only the nodes the change log's changes affect",
+        description="Read the change log from this model's cursor, re-score the nodes whose "
+        "sampled neighbourhood can hold a changed node or relationship (the bundle's sampling "
+        "steps walked backwards inside the database), write their predictions as classify does, "
+        "then move the cursor. Once, or --follow. See docs/batch-inference.md.",
+    )
+    from memgraph_tf.batch import refresh  # no TensorFlow until it runs
+
+    refresh.add_arguments(p)
+    p.set_defaults(func=_refresh)
+
+
 def _add_demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
@@ -717,6 +743,7 @@ SUBCOMMANDS = (
     _add_classify,
     _add_score_links,
     _add_install_triggers,
+    _add_refresh,
     _add_demo,
 )
 """One function per subcommand, each adding its parser (in ``--help``'s order)."""
