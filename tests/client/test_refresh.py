@@ -237,3 +237,42 @@ def test_killed_mid_refresh_over_bolt_and_rerun_nothing_lost_nothing_twice(
         classify_graph(bolt_source, model, overwrite=True, progress=False)
         assert len(refreshed) == N - 1  # the deleted node's predictions went with it
         assert_same(refreshed, BOLT.bolt_predictions(bolt_source))
+
+
+@pytest.mark.arcadedb
+def test_follow_refreshes_each_new_change_and_stops_cleanly_on_sigterm(
+    bolt_source, arcadedb_server, bolt_bundle
+):
+    BOLT.write_bolt(bolt_source)
+    log = ChangeLog(bolt_source, "followlog")
+    bolt_source.write("MATCH (n:MemgraphTfChange) WHERE n.log = 'followlog' DETACH DELETE n")
+    bolt_source.write("MATCH (n:MemgraphTfChangeCounter) WHERE n.log = 'followlog' DELETE n")
+    bolt_source.write("MATCH (n:MemgraphTfRefreshCursor) WHERE n.log = 'followlog' DELETE n")
+    env = {**os.environ, **credentials_env(arcadedb_server), "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memgraph_tf.cli", "refresh", "--graph", arcadedb_server.uri,
+         "--model", str(bolt_bundle), "--log", "followlog", "--follow", "--poll-interval-s",
+         "0.2", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        [a, b] = [
+            r["i"] for r in bolt_source.read("MATCH (n:RefreshItem) RETURN id(n) AS i LIMIT 2")
+        ]
+        [row] = bolt_source.write(
+            "MATCH (a), (b) WHERE id(a) = $a AND id(b) = $b CREATE (a)-[r:LINK]->(b) "
+            "RETURN id(r) AS r",
+            {"a": a, "b": b},
+        )
+        log.record(
+            [Change("created", "relationship", row["r"], rel_type="LINK", start_id=a, end_id=b)]
+        )
+        line = proc.stdout.readline()  # the pass that read the change (the earlier ones found none)
+        assert line.startswith("refresh: 1 change(s), seq 1..1 of log 'followlog'"), line
+        assert "cursor moved" in line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.strip().endswith("refresh: stopped (SIGTERM)")
+    assert "Traceback" not in err
