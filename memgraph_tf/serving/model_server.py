@@ -37,6 +37,7 @@ from memgraph_tf import errors
 from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import (
     bundle,
+    freshness,
     input_specs,
     json_examples,
     json_parse,
@@ -175,6 +176,7 @@ class TimedFetcher:
         return getattr(self.inner, name)
 
     def fetch(self, *args: Any, **kwargs: Any) -> Any:
+        freshness.note_graph_read()
         start = time.perf_counter()
         try:
             return self.inner.fetch(*args, **kwargs)
@@ -775,6 +777,7 @@ class ModelServer:
         protos = node_examples.json_examples(
             examples, mv.bundle_config, self.neighbourhoods, mv.sampling
         )
+        freshness.note_model_version(mv.version)
         return node_examples.examples_with_context(protos, context)
 
     # -- running signatures
