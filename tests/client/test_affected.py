@@ -204,3 +204,48 @@ def test_the_cypher_walk_over_bolt_finds_the_embedded_walks_set(bolt_source):
     feature = Change("updated", "node", ids[6], labels=("AfCategory",), properties=("f",))
     assert {key_of[i] for i in _affected(bolt_source, spec, [feature], walker)} == {0, 1, 2}
     assert walker.keys([ids[2], ids[6]], "k") == {ids[2]: 2, ids[6]: 6}
+
+
+def test_every_typed_seed_whose_neighbourhood_changed_is_affected():
+    """The property on a random typed graph: users -BOUGHT-> products -IN-> categories, users
+    -FOLLOWS-> users, with relationship insertions and deletions of each type and a product's
+    feature update."""
+    rng = random.Random(3)
+    graph = EmbeddedGraph()
+    users = [graph.add_node(["User"], {"f": [rng.random()]}) for _ in range(40)]
+    products = [graph.add_node(["Product"], {"f": [rng.random()]}) for _ in range(30)]
+    cats = [graph.add_node(["Category"], {"f": [rng.random()]}) for _ in range(6)]
+    pools = {"BOUGHT": (users, products), "IN": (products, cats), "FOLLOWS": (users, users)}
+    edges = {}
+    for t, (left, right) in pools.items():
+        for _ in range(60):
+            a, b = rng.choice(left), rng.choice(right)
+            edges[graph.add_edge(a, b, t)] = (a, b, t)
+    source = EmbeddedSource(graph)
+    typed = {
+        "seed_label": "User",
+        "num_neighbors": {
+            "(:User)-[:BOUGHT]->(:Product)": [2, 0],
+            "(:User)-[:FOLLOWS]-(:User)": [2, 2],
+            "(:Product)-[:IN]->(:Category)": [0, 1],
+        },
+        "properties": {"User": ["f"], "Product": ["f"], "Category": ["f"]},
+    }
+    sampling = SamplingSpec((), (), {"seed": 2}, typed)
+    spec = WalkSpec.from_sampling(sampling)
+    before = _blobs(source, sampling, users)
+    changes = []
+    bought = sorted({b for _, b, t in edges.values() if t == "BOUGHT"})  # products at hop 1
+    for t, (left, right) in pools.items():
+        a, b = rng.choice(bought if t == "IN" else left), rng.choice(right)
+        changes.append(_rel("created", graph.add_edge(a, b, t), a, b, t))
+    for eid in rng.sample(sorted(edges), 4):
+        graph.delete_edge(eid)
+        changes.append(_rel("deleted", eid, *edges[eid]))
+    graph.set_property(bought[3], "f", [5.0])
+    changes.append(Change("updated", "node", bought[3], labels=("Product",), properties=("f",)))
+    after = _blobs(source, sampling, users)
+    changed = {u for u in users if before[u] != after[u]}
+    affected = _affected(source, spec, changes)
+    assert changed and changed <= affected <= set(users)
+    assert len(affected) < len(users)

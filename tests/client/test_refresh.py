@@ -276,3 +276,31 @@ def test_follow_refreshes_each_new_change_and_stops_cleanly_on_sigterm(
     assert proc.returncode == 0, err
     assert out.strip().endswith("refresh: stopped (SIGTERM)")
     assert "Traceback" not in err
+
+
+@pytest.mark.arcadedb
+def test_the_command_names_an_unknown_node_of_the_log_exit_2(
+    bolt_source, arcadedb_server, bolt_bundle, monkeypatch, capsys
+):
+    from tests.graphs import use_credentials
+
+    use_credentials(monkeypatch, arcadedb_server)
+    bolt_source.write("MATCH (n:MemgraphTfChange) WHERE n.log = 'badlog' DETACH DELETE n")
+    bolt_source.write("MATCH (n:MemgraphTfChangeCounter) WHERE n.log = 'badlog' DELETE n")
+    unknown = 10**15 + 7
+    assert not bolt_source.read("MATCH (n) WHERE id(n) = $i RETURN 1 AS one", {"i": unknown})
+    ChangeLog(bolt_source, "badlog").record(
+        [Change("updated", "node", unknown, labels=(BOLT.label,), properties=("features",))]
+    )
+    code = cli.main(
+        ["refresh", "--graph", arcadedb_server.uri, "--model", str(bolt_bundle), "--log",
+         "badlog", "--no-progress"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert (
+        f"memgraph-tf refresh: error: change log 'badlog', seq 1 (updated node): the node, node "
+        f"{unknown}, is not in the graph and no later change deletes it" in err
+    )
+    assert "Traceback" not in err
+    assert Refresher(bolt_source, BundleBackend(bolt_bundle), log="badlog").cursor() == 0
