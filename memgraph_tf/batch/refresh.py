@@ -16,7 +16,11 @@ Guarantees of one pass (:meth:`Refresher.once`):
   backwards inside the database; sampling is keyed by node, so re-scoring exactly these nodes
   leaves every node's prediction equal to a full re-score of the graph as it is now;
 * they are re-scored through :class:`~memgraph_tf.batch.classifier.BatchClassifier` (the batches,
-  the write-back and its properties of ``memgraph-tf classify``);
+  the write-back and its properties of ``memgraph-tf classify``), and, given an ``embed`` backend
+  (:class:`~memgraph_tf.batch.embedder.EmbedBackend`: the bundle's ``embed`` signature), re-embedded
+  through :class:`~memgraph_tf.batch.embedder.BatchEmbedder` (``memgraph-tf embed``'s write-back:
+  ``embedding_property`` and its ``_version``, which Memgraph's vector index on that property
+  follows);
 * a deleted node takes its predictions with it (they are its properties); its former
   neighbours are placed by the deletions of its relationships, whose endpoints the log records;
 * a created or updated change naming a node that is not in the graph, and that no later change
@@ -42,8 +46,9 @@ from collections.abc import Callable
 from typing import Any
 
 from memgraph_tf.batch.affected import WalkSpec, affected_nodes, start_positions, walker_for
-from memgraph_tf.batch.backends import ModelBackend, sampling_for
+from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampling_for
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
+from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY
 from memgraph_tf.client.change_log import CURSOR_LABEL, DEFAULT_LOG, Change, ChangeLog
 from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, NodeTable, bundle_selection
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource
@@ -85,6 +90,7 @@ class RefreshSummary:
     affected: int = 0
     graph_nodes: int = 0
     classified: int = 0
+    embedded: int = 0
     skipped: int = 0
     failed: int = 0
     deleted_nodes: int = 0
@@ -103,7 +109,8 @@ class RefreshSummary:
         return (
             f"refresh: {self.changes} change(s), seq {self.cursor_from + 1}..{self.cursor_to} of "
             f"log {self.log!r}: {self.affected} affected node(s) of {self.graph_nodes} "
-            f"({self.ratio:.4%}), {self.classified} re-scored, {self.skipped} skipped, "
+            f"({self.ratio:.4%}), {self.classified} re-scored, {self.embedded} re-embedded, "
+            f"{self.skipped} skipped, "
             f"{self.failed} failed, {self.deleted_nodes} deleted node(s) in "
             f"{self.elapsed_s:.2f} s; "
             + ("cursor moved" if self.committed else "cursor NOT moved (rerun to redo)")
@@ -114,7 +121,9 @@ class Refresher:
     """Refreshes the predictions of ``model`` (a :class:`ModelBackend` of a node bundle) on
     ``source`` from the change log ``log``: :meth:`once` runs one pass, :meth:`follow` passes
     until stopped. ``write_property``, ``label``, ``batch_size``, ``skip_invalid`` and
-    ``progress`` are ``memgraph-tf classify``'s."""
+    ``progress`` are ``memgraph-tf classify``'s; ``embed`` (an
+    :class:`~memgraph_tf.batch.embedder.EmbedBackend` of the same bundle, or None) re-embeds the
+    affected nodes into ``embedding_property``."""
 
     def __init__(
         self,
@@ -128,6 +137,8 @@ class Refresher:
         max_changes: int = DEFAULT_MAX_CHANGES,
         skip_invalid: bool = False,
         progress: bool = False,
+        embed: ModelBackend | None = None,
+        embedding_property: str = DEFAULT_EMBEDDING_PROPERTY,
     ) -> None:
         if isinstance(max_changes, bool) or not isinstance(max_changes, int) or max_changes < 1:
             raise ConfigurationError(f"max_changes: expected an int >= 1, got {max_changes!r}")
@@ -148,6 +159,12 @@ class Refresher:
         self.skip_invalid, self.progress = bool(skip_invalid), progress
         self.walker = walker_for(source)
         self.cursor_name = f"{model.name}/{write_property}"
+        self.embed, self.embedding_property = embed, embedding_property
+        if embed is not None and embed.version != model.version:
+            raise ConfigurationError(
+                f"embed: expected the encoder of {model.name} version {model.version}, got "
+                f"{embed.name} version {embed.version}"
+            )
         self._run: BatchClassifier | None = None
         self._stop = threading.Event()
 
@@ -258,14 +275,42 @@ class Refresher:
             finally:
                 s.elapsed_s = time.perf_counter() - t0
             s.classified, s.skipped, s.failed = run.classified, run.skipped, run.failed
-            if self._stop.is_set() and s.classified + s.skipped + s.failed < len(keys):
-                logger.info("%s", s.text())
+            if not self._complete(s.classified + s.skipped + s.failed, len(keys), s):
                 return s  # stopped between batches: the next pass redoes these changes
+            if self.embed is not None:
+                run = self._embed(keys)
+                s.embedded, s.failed = run.classified, s.failed + run.failed
+                if not self._complete(run.classified + run.skipped + run.failed, len(keys), s):
+                    return s
         self._set_cursor(last)
         s.committed = True
         s.elapsed_s = time.perf_counter() - t0
         logger.info("%s", s.text())
         return s
+
+    def _complete(self, done: int, wanted: int, s: RefreshSummary) -> bool:
+        """Whether the run just made did every node (a stop can end it between batches)."""
+        if self._stop.is_set() and done < wanted:
+            logger.info("%s", s.text())
+            return False
+        return True
+
+    def _embed(self, keys: list[int]) -> Any:
+        """Re-embeds ``keys`` with :attr:`embed`; returns the run's summary."""
+        from memgraph_tf.batch.embedder import BatchEmbedder
+
+        self._run = BatchEmbedder(
+            self.source,
+            self.embed,
+            write_property=self.embedding_property,
+            label=self.label,
+            node_ids=keys,
+            batch_size=self.batch_size,
+            skip_invalid=self.skip_invalid,
+            overwrite=True,
+            progress=self.progress,
+        )
+        return self._run.run()
 
     # -- following the log ----------------------------------------------------------------------
     def stop(self) -> None:
@@ -356,7 +401,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="report and skip nodes that cannot be classified instead of stopping",
     )
+    p.add_argument(
+        "--embedding-property",
+        default=DEFAULT_EMBEDDING_PROPERTY,
+        metavar="P",
+        help="re-embed the affected nodes into P and P_version when the bundle has an 'embed' "
+        f"signature, as memgraph-tf embed writes them (default {DEFAULT_EMBEDDING_PROPERTY})",
+    )
+    p.add_argument(
+        "--no-embed", action="store_true", help="re-score only, even with an 'embed' signature"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _encoder(path: Any) -> Any:
+    """The bundle's :class:`~memgraph_tf.batch.embedder.EmbedBackend`, or None when it has no
+    ``embed`` signature (then nothing is re-embedded)."""
+    from memgraph_tf.batch.embedder import EmbedBackend
+    from memgraph_tf.serving.bundle import EMBED_SIGNATURE
+    from memgraph_tf.serving.loading import read_saved_model_proto
+
+    version_dir, _ = resolve_version_dir(path)
+    proto = read_saved_model_proto(version_dir)
+    if not any(EMBED_SIGNATURE in graph.signature_def for graph in proto.meta_graphs):
+        logger.info("%s has no %r signature: re-scoring only", path, EMBED_SIGNATURE)
+        return None
+    return EmbedBackend(version_dir)
 
 
 def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
@@ -367,13 +437,14 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
     from memgraph_tf.batch.backends import BundleBackend
     from memgraph_tf.errors import command_failure
 
-    source = model = None
+    source = model = encoder = None
     previous = None
     try:
         if args.follow:
             check_poll_interval(args.poll_interval_s)
         source = open_graph(args.graph)
         model = BundleBackend(args.model)
+        encoder = None if args.no_embed else _encoder(args.model)
         refresher = Refresher(
             source,
             model,
@@ -384,6 +455,8 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
             max_changes=args.max_changes,
             skip_invalid=args.skip_invalid,
             progress=not args.no_progress,
+            embed=encoder,
+            embedding_property=args.embedding_property,
         )
         if not args.follow:
             print(refresher.once().text())
@@ -400,6 +473,6 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        for closable in (model, source):
+        for closable in (encoder, model, source):
             if closable is not None:
                 closable.close()

@@ -269,6 +269,11 @@ class GraphSAGE(keras.Model):
         return self
 
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        return self.classifier(self.out_dropout(self.encode(inputs, training), training=training))
+
+    def encode(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        """The seed's last hidden layer, ``[B, 2 * hidden_units[-1]]``: what the classifier reads
+        (node embeddings; the same inputs as :meth:`call`)."""
         hops = self.hops
         names = [layout.features_name(i) for i in range(hops + 1)]
         missing = [name for name in names if name not in inputs]
@@ -283,7 +288,7 @@ class GraphSAGE(keras.Model):
             h = [x / keras.ops.maximum(keras.ops.sum(x, axis=-1, keepdims=True), 1e-12) for x in h]
         for layer in self.sage_layers:
             h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
-        return self.classifier(self.out_dropout(h[0], training=training))
+        return h[0]
 
     def call_rows(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
         """The same function as :meth:`call`, over a :func:`~memgraph_tf.client.pipeline.
@@ -366,7 +371,11 @@ class GraphSAGE(keras.Model):
         return inputs
 
     def call_table(self, inputs: Mapping[str, Any]) -> Any:
-        """The same function as :meth:`call` for inference (``training=False``), over a table of
+        """:meth:`encode_table` then the classifier: the logits of :meth:`call` for inference."""
+        return self.classifier(self.encode_table(inputs), training=False)
+
+    def encode_table(self, inputs: Mapping[str, Any]) -> Any:
+        """The same function as :meth:`encode` for inference (``training=False``), over a table of
         feature rows and the row of every slot: ``rows`` (``[r, d]``, a dense tensor or a
         ``tf.SparseTensor``: the decoded tables of compact or sparse sample blobs,
         :func:`memgraph_tf.ops.sample_decoding.decode_sample_rows`), ``index_h`` (each slot's row,
@@ -378,8 +387,8 @@ class GraphSAGE(keras.Model):
         ``tf.SparseTensor``: the cost follows the non-zero values, and the ``[slots, d]`` features
         are never made), feature normalisation dividing each row by its sum first; each slot then
         reads its row's ``2 * units`` projections, and each masked mean is a sparse product over
-        the valid slots (as in :meth:`call_rows`). Guarantees: the logits equal
-        ``call(features, training=False)``'s, where ``features_h = rows[index_h]``, up to float
+        the valid slots (as in :meth:`call_rows`). Guarantees: the embeddings equal
+        ``encode(features, training=False)``'s, where ``features_h = rows[index_h]``, up to float
         rounding (the mean and the product are taken in the other order)."""
         rows = inputs[ROWS]
         sparse = isinstance(rows, tf.SparseTensor)
@@ -413,7 +422,7 @@ class GraphSAGE(keras.Model):
         ]
         for layer in self.sage_layers[1:]:
             h = [layer(h[i], h[i + 1], masks[i + 1], training=False) for i in range(len(h) - 1)]
-        return self.classifier(h[0], training=False)
+        return h[0]
 
     def _sparse_first_layer(
         self,

@@ -382,9 +382,9 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
 
     def predict(self, request: Any) -> Any:
         """PredictRequest -> PredictResponse: the signature's outputs (or those in
-        ``output_filter``) for the request's input tensors."""
-        from tensorflow_serving.apis import predict_pb2
-
+        ``output_filter``) for the request's input tensors. On a signature that embeds nodes
+        (:func:`memgraph_tf.serving.node_examples.embed_role`), one int64 vector ``node_id`` may
+        stand for the ``blobs`` input (:meth:`ModelServer.node_id_feeds`)."""
         core = self.core
         mv = core.resolve(request)
         name = request.model_spec.signature_name or DEFAULT_SIGNATURE
@@ -393,6 +393,17 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                 "FAILED_PRECONDITION", f'Serving signature key "{name}" not found.'
             )
         sig = mv.signature_defs[name]
+        if set(request.inputs) == {NODE_ID_FEATURE} and node_examples.embed_role(
+            mv.bundle_config, name
+        ):
+            aliases = self._aliases(request, sig)
+            ids = grpc_codec.tensor_to_array(
+                request.inputs[NODE_ID_FEATURE],
+                f"input '{NODE_ID_FEATURE}'",
+                core.limits.max_tensor_elements,
+            )
+            arrays = core.model_server.node_id_feeds(mv, name, ids)
+            return self._predict_response(mv, name, arrays, aliases)
         if set(request.inputs) != set(sig.inputs):
             sent, want = sorted(request.inputs), sorted(sig.inputs)
             raise ServingFailure.for_code(
@@ -402,20 +413,7 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                 f"{{{','.join(k for k in sent if k not in sig.inputs)}}}. Missing but required: "
                 f"{{{','.join(k for k in want if k not in request.inputs)}}}.",
             )
-        aliases = list(request.output_filter)
-        seen: set[str] = set()
-        for alias in aliases:
-            if alias not in sig.outputs:
-                raise ServingFailure.for_code(
-                    "INVALID_ARGUMENT",
-                    f"output tensor alias not found in signature: {alias} Outputs "
-                    f"expected to be in the set {{{','.join(sorted(sig.outputs))}}}.",
-                )
-            if alias in seen:
-                raise ServingFailure.for_code(
-                    "INVALID_ARGUMENT", f"duplicate output tensor alias: {alias}"
-                )
-            seen.add(alias)
+        aliases = self._aliases(request, sig)
         arrays = {}
         for key, tensor in request.inputs.items():
             info = sig.inputs[key]
@@ -430,6 +428,33 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                     key, info, dims, signature=name
                 ),
             )
+        return self._predict_response(mv, name, arrays, aliases)
+
+    @staticmethod
+    def _aliases(request: Any, sig: Any) -> list[str]:
+        """The request's ``output_filter``, each checked to be one output of ``sig``, once."""
+        aliases = list(request.output_filter)
+        seen: set[str] = set()
+        for alias in aliases:
+            if alias not in sig.outputs:
+                raise ServingFailure.for_code(
+                    "INVALID_ARGUMENT",
+                    f"output tensor alias not found in signature: {alias} Outputs "
+                    f"expected to be in the set {{{','.join(sorted(sig.outputs))}}}.",
+                )
+            if alias in seen:
+                raise ServingFailure.for_code(
+                    "INVALID_ARGUMENT", f"duplicate output tensor alias: {alias}"
+                )
+            seen.add(alias)
+        return aliases
+
+    def _predict_response(self, mv: Any, name: str, arrays: dict, aliases: list[str]) -> Any:
+        """Runs signature ``name`` on ``arrays``: the PredictResponse of ``aliases`` (all
+        outputs when empty)."""
+        from tensorflow_serving.apis import predict_pb2
+
+        core = self.core
         outputs = core.model_server.run_predict(mv, arrays, name)
         resp = predict_pb2.PredictResponse()
         core.response_spec(resp.model_spec, mv, name)

@@ -78,6 +78,40 @@ def test_a_pass_equals_a_full_rescore_and_rescored_only_the_affected(op_backend)
     assert again.changes == 0 and not source.graph.writes
 
 
+def _embeddings(source):
+    graph = source.graph
+    return {
+        graph.get_property(i, "id"): graph.get_property(i, "embedding")
+        for i in graph.nodes(GRAPH.label)
+    }
+
+
+def test_a_pass_re_embeds_the_affected_nodes_as_a_full_embed_run(op_backend, op_bundle_base):
+    """With the bundle's ``embed`` signature: the affected nodes' embeddings (what Memgraph's
+    vector index on the property holds) equal those of a full ``embed`` run, node for node."""
+    import numpy as np
+
+    from memgraph_tf.batch.embedder import EmbedBackend, embed_nodes
+
+    source = GRAPH.embedded_source()
+    with EmbedBackend(op_bundle_base) as encoder:
+        embed_nodes(source, encoder)
+        classify_graph(source, op_backend, progress=False)
+        _change_graph(source, random.Random(5))
+        source.graph.writes.clear()
+        summary = Refresher(source, op_backend, embed=encoder, batch_size=16).once()
+        assert summary.committed and 0 < summary.embedded == summary.affected < N
+        written = {key for _, key in source.graph.writes}
+        assert {"embedding", "embedding_version", "predicted_class"} <= written
+        refreshed = _embeddings(source)
+        embed_nodes(source, encoder, overwrite=True)
+        full = _embeddings(source)
+    assert sorted(refreshed) == sorted(full)
+    np.testing.assert_allclose(
+        [refreshed[k] for k in sorted(full)], [full[k] for k in sorted(full)], rtol=1e-6
+    )
+
+
 def test_a_change_naming_an_unknown_node_stops_the_pass_before_any_write(op_backend):
     source = GRAPH.embedded_source()
     log = ChangeLog(source)
