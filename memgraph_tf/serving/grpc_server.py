@@ -302,11 +302,9 @@ class _Core:
         """Each example serialized, the ``node_id`` rule applied with the ModelServer's graph
         source (:func:`.node_examples.proto_examples`: REST's checks, messages and codes)."""
         ms = self.model_server
-        serialized = node_examples.proto_examples(
+        return node_examples.proto_examples(
             examples, mv.bundle_config, ms.neighbourhoods, mv.sampling
         )
-        freshness.note_model_version(mv.version)
-        return serialized
 
 
 def _rpc(name: str, work: str) -> Any:

@@ -725,6 +725,7 @@ class ModelServer:
             mv = versions[version]
         if record is not None:
             record.version = mv.version
+        freshness.note_model_version(mv.version)  # the version that answers
         return mv
 
     @staticmethod
@@ -777,7 +778,6 @@ class ModelServer:
         protos = node_examples.json_examples(
             examples, mv.bundle_config, self.neighbourhoods, mv.sampling
         )
-        freshness.note_model_version(mv.version)
         return node_examples.examples_with_context(protos, context)
 
     # -- running signatures
