@@ -338,3 +338,62 @@ def test_the_command_names_an_unknown_node_of_the_log_exit_2(
     )
     assert "Traceback" not in err
     assert Refresher(bolt_source, BundleBackend(bolt_bundle), log="badlog").cursor() == 0
+
+
+def test_a_typed_bundles_pass_equals_a_full_rescore():
+    """The typed bundle of tests/client/typed_kit.py on a fresh copy of its shop graph: after
+    BOUGHT, FOLLOWS and IN insertions and deletions and a product's feature update, the users'
+    predictions equal a full re-score's, node for node, and only the affected users were
+    re-scored."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.typed_datasets import shop_graph, typed_embedded_graph
+    from tests.client import typed_kit as kit
+
+    graph = shop_graph(
+        600, num_products=120, num_categories=4, num_classes=2, follows_per_user=3, signal=0.9
+    )  # typed_kit.shop()'s graph, a copy of its own: this test changes it
+    embedded, ids = typed_embedded_graph(graph)
+    source = EmbeddedSource(embedded)
+    prop = "typed_class"
+    rng = random.Random(8)
+    with BundleBackend(kit.bundle(True).path) as model:
+        classify_graph(source, model, write_property=prop, progress=False)
+        edges = list(enumerate(embedded.edges()))  # none deleted: ids in order
+        changes = []
+        for eid, (a, b, _) in rng.sample(edges, 6):
+            t = next(t for t in ("BOUGHT", "FOLLOWS", "IN") if (a, b, {}) in embedded.edges(t))
+            embedded.delete_edge(eid)
+            changes.append(Change("deleted", "relationship", eid, rel_type=t, start_id=a, end_id=b))
+        for t, left, right in [("BOUGHT", "User", "Product"), ("FOLLOWS", "User", "User"),
+                               ("IN", "Product", "Category")] * 3:  # fmt: skip
+            a, b = rng.choice(ids[left]), rng.choice(ids[right])
+            eid = embedded.add_edge(a, b, t)
+            changes.append(Change("created", "relationship", eid, rel_type=t, start_id=a, end_id=b))
+        product = ids["Product"][5]
+        embedded.set_property(
+            product, "features", [0.0] * len(embedded.get_property(product, "features"))
+        )
+        changes.append(
+            Change("updated", "node", product, labels=("Product",), properties=("features",))
+        )
+        ChangeLog(source).record(changes)
+        summary = Refresher(source, model, write_property=prop).once()
+        users = ids["User"]
+        assert summary.committed and 0 < summary.affected < len(users)
+        assert summary.classified == summary.affected and summary.graph_nodes == len(users)
+        refreshed = predictions(source, prop)
+        classify_graph(source, model, write_property=prop, overwrite=True, progress=False)
+    full = predictions(source, prop)
+    assert_same(refreshed, full)
+
+
+def test_memgraphs_triggers_do_not_log_the_refresh_cursor():
+    """The cursor's writes are memgraph-tf's bookkeeping: the node triggers skip its label as
+    they skip the log's own (a refresh must not feed its own log)."""
+    from memgraph_tf.client.change_log import OWN_LABELS, trigger_statements
+
+    for trigger in trigger_statements("id"):
+        if trigger.event.startswith("ON ()"):
+            for label in sorted(OWN_LABELS):
+                assert f"NOT v:{label}" in trigger.statement, trigger.statement
+    assert "MemgraphTfRefreshCursor" in OWN_LABELS
