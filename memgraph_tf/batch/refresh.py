@@ -26,6 +26,8 @@ Guarantees of one pass (:meth:`Refresher.once`):
 * a created or updated change naming a node that is not in the graph, and that no later change
   deletes, stops the pass before anything is written (``ConfigurationError`` naming the change and
   the node);
+* its summary reports the lag of the changes it read: from each one's logging (``logged_at``) to
+  the cursor's move after its fresh prediction was written;
 * the cursor (a ``(:MemgraphTfRefreshCursor {log, name})`` node, ``name`` = model name and write
   property) moves to the last change read only after every re-scored batch has committed, in a
   write of its own. A pass killed before that is redone by the next one: re-scoring is
@@ -96,6 +98,10 @@ class RefreshSummary:
     deleted_nodes: int = 0
     committed: bool = False
     elapsed_s: float = 0.0
+    #: From the logging of the oldest / newest change read to the cursor's move (None: the
+    #: changes carry no ``logged_at``, or the cursor did not move).
+    oldest_lag_s: float | None = None
+    newest_lag_s: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -114,6 +120,12 @@ class RefreshSummary:
             f"{self.failed} failed, {self.deleted_nodes} deleted node(s) in "
             f"{self.elapsed_s:.2f} s; "
             + ("cursor moved" if self.committed else "cursor NOT moved (rerun to redo)")
+            + (
+                ""
+                if self.oldest_lag_s is None
+                else f"; lag from a change's logging to its fresh prediction "
+                f"{self.newest_lag_s:.2f}-{self.oldest_lag_s:.2f} s"
+            )
         )
 
 
@@ -285,6 +297,13 @@ class Refresher:
         self._set_cursor(last)
         s.committed = True
         s.elapsed_s = time.perf_counter() - t0
+        logged = [c.logged_at for c in changes if c.logged_at is not None]
+        if logged:
+            now_us = time.time_ns() // 1000
+            s.oldest_lag_s, s.newest_lag_s = (
+                (now_us - min(logged)) / 1e6,
+                (now_us - max(logged)) / 1e6,
+            )
         logger.info("%s", s.text())
         return s
 

@@ -8,7 +8,9 @@ docs/batch-inference.md, "The change log"):
 ``element_id`` (the element's internal id, ``id(x)``), ``key`` (its ``id_property`` value, where
 it has one), ``labels`` (a node's labels), ``rel_type``, ``start_id`` / ``end_id`` and
 ``start_key`` / ``end_key`` (a relationship's type and endpoints), ``properties`` (the names of
-the properties the change set or removed; all of a created element's).
+the properties the change set or removed; all of a created element's), ``logged_at`` (when it was
+logged, microseconds since the epoch: the server's ``timestamp()`` in a trigger, the writer's clock
+in :meth:`ChangeLog.record`).
 
 The next ``seq`` of a log lives on its one ``(:MemgraphTfChangeCounter {log})`` node, raised in
 the transaction that writes the changes, so two writers conflict on it (and one retries) rather
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -66,6 +69,7 @@ FIELDS = (
     "start_key",
     "end_key",
     "properties",
+    "logged_at",
 )
 
 
@@ -86,6 +90,9 @@ class Change:
     end_key: Any = None
     properties: tuple[str, ...] = ()
     seq: int | None = None
+    #: When the change was logged (microseconds since the epoch); None until it is in a log. Not
+    #: part of a change's equality.
+    logged_at: int | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -108,7 +115,7 @@ class Change:
 
     def row(self) -> dict[str, Any]:
         """The change's fields but ``seq``, as stored on its change node (lists for tuples)."""
-        row = {name: getattr(self, name) for name in FIELDS if name != "seq"}
+        row = {name: getattr(self, name) for name in FIELDS if name not in ("seq", "logged_at")}
         row["labels"] = list(self.labels)
         row["properties"] = list(self.properties)
         return row
@@ -133,9 +140,14 @@ def _record_query() -> str:
         "SET c.seq = base + size($rows) "
         "WITH base UNWIND range(0, size($rows) - 1) AS i "
         "WITH base + i + 1 AS seq, $rows[i] AS row "
-        f"CREATE (x:{CHANGE_LABEL} {{log: $log, seq: seq}}) SET x += row "
+        f"CREATE (x:{CHANGE_LABEL} {{log: $log, seq: seq, logged_at: $now}}) SET x += row "
         "RETURN seq ORDER BY seq"
     )
+
+
+def _now_us() -> int:
+    """Now, in microseconds since the epoch (Memgraph's ``timestamp()`` unit)."""
+    return time.time_ns() // 1000
 
 
 def _read_query() -> str:
@@ -175,7 +187,8 @@ class ChangeLog:
             return []
         if isinstance(self.source, EmbeddedSource):
             return self._record_embedded(rows)
-        result = self.source.write(_record_query(), {"log": self.log, "rows": rows})
+        params = {"log": self.log, "rows": rows, "now": _now_us()}
+        result = self.source.write(_record_query(), params)
         return [int(r["seq"]) for r in result]
 
     def _record_embedded(self, rows: list[dict[str, Any]]) -> list[int]:
@@ -188,9 +201,10 @@ class ChangeLog:
                 node = counter[0]
             else:
                 node = graph.add_node([COUNTER_LABEL], {"log": self.log, "seq": 0})
-            base = int(graph.get_property(node, "seq", 0))
+            base, now = int(graph.get_property(node, "seq", 0)), _now_us()
             for i, row in enumerate(rows, start=1):
                 stored = {k: v for k, v in row.items() if v is not None and v != []}
+                stored["logged_at"] = now
                 graph.add_node([CHANGE_LABEL], {"log": self.log, "seq": base + i, **stored})
             graph.set_property(node, "seq", base + len(rows))
         return list(range(base + 1, base + len(rows) + 1))
@@ -295,7 +309,7 @@ def _append(log: str, fields: str) -> str:
     return (
         f"MERGE (c:{COUNTER_LABEL} {{log: '{log}'}}) "
         "SET c.seq = coalesce(c.seq, 0) + 1 "
-        f"CREATE (:{CHANGE_LABEL} {{log: '{log}', seq: c.seq, {fields}}})"
+        f"CREATE (:{CHANGE_LABEL} {{log: '{log}', seq: c.seq, logged_at: timestamp(), {fields}}})"
     )
 
 

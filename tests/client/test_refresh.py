@@ -67,6 +67,10 @@ def test_a_pass_equals_a_full_rescore_and_rescored_only_the_affected(op_backend)
     assert summary.committed and summary.changes == 16 and refresher.cursor() == 16
     assert 0 < summary.affected < N and summary.graph_nodes == N
     assert summary.classified == summary.affected
+    # the lag, from each change's logging (logged_at: the writer's clock) to the cursor's move
+    assert all(isinstance(c.logged_at, int) for c in ChangeLog(source).read()[0])
+    assert 0 <= summary.newest_lag_s <= summary.oldest_lag_s < 600
+    assert "lag from a change's logging to its fresh prediction" in summary.text()
     rescored = writes_per_node(source)
     assert len(rescored) == summary.affected and set(rescored.values()) == {1}
     refreshed = predictions(source)
@@ -264,7 +268,7 @@ def test_killed_mid_refresh_over_bolt_and_rerun_nothing_lost_nothing_twice(
         )  # fmt: skip
         assert rerun.returncode == 0, rerun.stderr
         assert f"refresh: {len(changes)} change(s), seq 1..{len(changes)}" in rerun.stdout
-        assert "cursor moved" in rerun.stdout
+        assert "cursor moved; lag from a change's logging to its fresh prediction" in rerun.stdout
         assert refresher.cursor() == len(changes)
         assert refresher.once().changes == 0  # nothing is applied twice
         refreshed = BOLT.bolt_predictions(bolt_source)
