@@ -3,7 +3,8 @@ place a user can give one -- a URI's userinfo (``--graph``, ``--serving``, ``--s
 ``--upstream``), ``MEMGRAPH_TF_PASSWORD`` -- and every command is run into its failure paths
 (``serve``, the gateway ``serve --upstream``, ``classify``, ``score-links``, ``demo``,
 ``install-triggers``, ``refresh``), with ``-v`` so that debug logs and tracebacks are searched
-too. Over real Bolt (ArcadeDB) the server refuses a wrong password, and that refusal is searched as well."""
+too. Over real Bolt (ArcadeDB) the server refuses a wrong password, and that refusal is searched
+as well."""
 
 from __future__ import annotations
 
