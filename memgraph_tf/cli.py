@@ -254,6 +254,17 @@ def _score_links(args: argparse.Namespace) -> int:
     return link_scoring.run_cli(args, sources.open_graph, parse_params)
 
 
+def _refresh(args: argparse.Namespace) -> int:
+    """``memgraph-tf refresh`` (:func:`memgraph_tf.batch.refresh.run_cli`)."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.batch import refresh
+    from memgraph_tf.client import sources
+
+    return refresh.run_cli(args, sources.open_graph)
+
+
 def _embed(args: argparse.Namespace) -> int:
     """``memgraph-tf embed`` (:func:`memgraph_tf.batch.embedder.run_cli`)."""
     import os
@@ -755,6 +766,21 @@ def _add_install_triggers(sub: Any) -> None:
     p.set_defaults(func=_install_triggers)
 
 
+def _add_refresh(sub: Any) -> None:
+    p = sub.add_parser(
+        "refresh",
+        help="keep predictions fresh: re-score only the nodes the change log's changes affect",
+        description="Read the change log from this model's cursor, re-score the nodes whose "
+        "sampled neighbourhood can hold a changed node or relationship (the bundle's sampling "
+        "steps walked backwards inside the database), write their predictions as classify does, "
+        "then move the cursor. Once, or --follow. See docs/batch-inference.md.",
+    )
+    from memgraph_tf.batch import refresh  # no TensorFlow until it runs
+
+    refresh.add_arguments(p)
+    p.set_defaults(func=_refresh)
+
+
 def _add_demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
@@ -776,6 +802,7 @@ SUBCOMMANDS = (
     _add_embed,
     _add_similar,
     _add_install_triggers,
+    _add_refresh,
     _add_demo,
 )
 """One function per subcommand, each adding its parser (in ``--help``'s order)."""

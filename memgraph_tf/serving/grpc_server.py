@@ -62,7 +62,14 @@ from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_p
 
 from memgraph_tf import errors
 from memgraph_tf.errors import ServingFailure
-from memgraph_tf.serving import access_log, grpc_codec, input_specs, metrics, node_examples
+from memgraph_tf.serving import (
+    access_log,
+    freshness,
+    grpc_codec,
+    input_specs,
+    metrics,
+    node_examples,
+)
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE, SIGNATURE_DEF_FIELD
 from memgraph_tf.serving.link_pairs import PairExamples
 from memgraph_tf.serving.model_server import ModelServer, ModelVersion
@@ -204,6 +211,7 @@ def _answer(
         record, token = metrics.begin("GRPC", method, f"gRPC {method}")
     code = grpc.StatusCode.OK
     context_token = metrics.set_grpc_context(context)
+    fresh, fresh_token = freshness.begin()
     try:
         if isinstance(request, _Undecodable):
             code, message = (
@@ -213,6 +221,8 @@ def _answer(
         else:
             try:
                 response = work(request)
+                if fresh.metadata():  # a node_id answer: what it reflects (freshness.py)
+                    context.set_trailing_metadata(fresh.metadata())
                 logger.debug("%s answered in %.1f ms", method, 1e3 * (time.perf_counter() - start))
                 return response
             except ServingFailure as exc:
@@ -221,6 +231,7 @@ def _answer(
                 logger.exception("internal error in %s", method)  # goes to the log only
                 code, message = grpc.StatusCode.INTERNAL, errors.INTERNAL_ERROR_MESSAGE
     finally:
+        freshness.end(fresh_token)
         metrics.reset_grpc_context(context_token)
         if observed:
             metrics.end(token)

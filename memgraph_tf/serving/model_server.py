@@ -37,6 +37,7 @@ from memgraph_tf import errors
 from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import (
     bundle,
+    freshness,
     input_specs,
     json_examples,
     json_parse,
@@ -175,6 +176,7 @@ class TimedFetcher:
         return getattr(self.inner, name)
 
     def fetch(self, *args: Any, **kwargs: Any) -> Any:
+        freshness.note_graph_read()
         start = time.perf_counter()
         try:
             return self.inner.fetch(*args, **kwargs)
@@ -723,6 +725,7 @@ class ModelServer:
             mv = versions[version]
         if record is not None:
             record.version = mv.version
+        freshness.note_model_version(mv.version)  # the version that answers
         return mv
 
     @staticmethod
