@@ -51,7 +51,8 @@ nodes expanded, ``right`` the label of the neighbours reached."""
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PATTERN = re.compile(
-    rf"^\(:(?P<left>{_NAME})\)(?P<a><?)-\[:(?P<type>{_NAME})\]-(?P<b>>?)\(:(?P<right>{_NAME})\)$"
+    rf"^\(:(?P<left>{_NAME})\)(?P<a><?)-\[:(?P<type>{_NAME})(?:\{{weight:(?P<weight>{_NAME})\}})?\]"
+    rf"-(?P<b>>?)\(:(?P<right>{_NAME})\)$"
 )
 
 
@@ -73,18 +74,23 @@ def typed_mask_name(hop: int, label: str) -> str:
 
 @dataclasses.dataclass(frozen=True, order=True)
 class EdgeStep:
-    """One relationship type walked from ``left``-labelled nodes to ``right``-labelled ones."""
+    """One relationship type walked from ``left``-labelled nodes to ``right``-labelled ones;
+    with a ``weight`` (a relationship property name) its neighbours are drawn with probability
+    proportional to that property's value summed over the relationships to each neighbour
+    (:mod:`memgraph_tf.procedures.weighted`), else uniformly."""
 
     left: str
     rel_type: str
     right: str
     direction: str = "out"
+    weight: str | None = None
 
     def __post_init__(self) -> None:
         for field, value in (
             ("left", self.left),
             ("rel_type", self.rel_type),
             ("right", self.right),
+            *((("weight", self.weight),) if self.weight is not None else ()),
         ):
             if not isinstance(value, str) or not re.fullmatch(_NAME, value):
                 raise ValueError(
@@ -98,20 +104,23 @@ class EdgeStep:
 
     @classmethod
     def parse(cls, text: str) -> EdgeStep:
-        """``(:A)-[:T]->(:B)`` (out), ``(:A)<-[:T]-(:B)`` (in) or ``(:A)-[:T]-(:B)`` (both);
+        """``(:A)-[:T]->(:B)`` (out), ``(:A)<-[:T]-(:B)`` (in) or ``(:A)-[:T]-(:B)`` (both), the
+        relationship optionally weighted by one of its properties: ``-[:T {weight: amount}]->``;
         ValueError naming the text."""
         m = _PATTERN.match(text.replace(" ", "")) if isinstance(text, str) else None
         if m is None or (m["a"] and m["b"]):
             raise ValueError(
                 f"edge step: expected a pattern like '(:User)-[:BOUGHT]->(:Product)', "
-                f"'(:Product)<-[:BOUGHT]-(:User)' or '(:Paper)-[:CITES]-(:Paper)', got {text!r}"
+                f"'(:Product)<-[:BOUGHT]-(:User)', '(:Paper)-[:CITES]-(:Paper)' or "
+                f"'(:Account)-[:TRANSFER {{weight: amount}}]->(:Account)', got {text!r}"
             )
         direction = "in" if m["a"] else "out" if m["b"] else "both"
-        return cls(m["left"], m["type"], m["right"], direction)
+        return cls(m["left"], m["type"], m["right"], direction, m["weight"])
 
     def __str__(self) -> str:
         arrow = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[self.direction]
-        return f"(:{self.left}){arrow[0]}[:{self.rel_type}]{arrow[1]}(:{self.right})"
+        rel = self.rel_type if self.weight is None else f"{self.rel_type} {{weight: {self.weight}}}"
+        return f"(:{self.left}){arrow[0]}[:{rel}]{arrow[1]}(:{self.right})"
 
 
 @dataclasses.dataclass(frozen=True)

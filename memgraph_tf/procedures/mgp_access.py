@@ -589,6 +589,72 @@ class MgpGraphAccess:
             out.append(row)
         return out
 
+    def weighted_neighbours(
+        self, keys: Sequence[int], step: Any, held_out: SplitFilter | None = None
+    ) -> list[list[tuple[int, Any, Any, bool]]]:
+        """Edge by edge, through the ``_mgp`` handles or the public API (whichever path the
+        call is on), with the same abort checks as :meth:`neighbours`."""
+        out: list[list[tuple[int, Any, Any, bool]]] = []
+        for key in keys:
+            row: list[tuple[int, Any, Any, bool]] = []
+            vertex = self._vertices[key]
+            for outgoing in (True, False):
+                if step.direction != "both" and outgoing != (step.direction == "out"):
+                    continue
+                if self._handles:
+                    edges: list[Any] = []
+                    self._collect(
+                        vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
+                    )
+                    self._weighted_handles(edges, outgoing, step, held_out, row)
+                else:
+                    edges = list(vertex.out_edges if outgoing else vertex.in_edges)
+                    self._spend(len(edges))
+                    self._weighted_public(edges, outgoing, step, held_out, row)
+            out.append(row)
+        return out
+
+    def _weighted_handles(
+        self,
+        edges: list[Any],
+        outgoing: bool,
+        step: Any,
+        held_out: SplitFilter | None,
+        row: list[tuple[int, Any, Any, bool]],
+    ) -> None:
+        for edge in edges:
+            if edge.get_type_name() != step.rel_type:
+                continue
+            if held_out is not None:
+                split = edge.get_property(held_out.property)
+                if isinstance(split, str) and split in held_out.values:
+                    continue
+            other = edge.to_vertex() if outgoing else edge.from_vertex()
+            if _handle_label_is(other, step.right):
+                value = edge.get_property(step.weight)
+                row.append((self._register_handle(other), value, edge.get_id(), outgoing))
+
+    def _weighted_public(
+        self,
+        edges: list[Any],
+        outgoing: bool,
+        step: Any,
+        held_out: SplitFilter | None,
+        row: list[tuple[int, Any, Any, bool]],
+    ) -> None:
+        for edge in edges:
+            if edge.type.name != step.rel_type:
+                continue
+            props = edge.properties
+            if held_out is not None:
+                split = props.get(held_out.property)
+                if isinstance(split, str) and split in held_out.values:
+                    continue
+            other = edge.to_vertex if outgoing else edge.from_vertex
+            if any(lb.name == step.right for lb in other.labels):
+                value = props.get(step.weight)
+                row.append((self._register_handle(other), value, edge.id, outgoing))
+
     # -- metagraph scans (tf_features.schema, sample_typed, sample_pairs) -----------------------
     def _scan(self) -> Iterator[Any]:
         """Every vertex, in graph order, through the public mgp API, with an abort check every

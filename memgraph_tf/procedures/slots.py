@@ -36,6 +36,7 @@ from memgraph_tf.procedures.errors import (
     describe_value,
 )
 from memgraph_tf.procedures.options import Options, SplitFilter
+from memgraph_tf.procedures.weighted import WeightedDrawer, read_weighted, without
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 
@@ -83,6 +84,14 @@ class Keys:
                     f"and {internal}"
                 )
             of[internal] = key
+
+    def name(self, label: str, internal: int) -> str:
+        """How errors name a ``label`` node the call met: ``(:Label {id: 3})`` by its key with
+        ``options.id_property``, else ``(:Label)`` and its internal id (``(node 5:Label)``)."""
+        if self._id_property is None:
+            return f"(node {internal}:{label})"
+        key = self.of.get(label, {}).get(internal, internal)
+        return f"(:{label} {{{self._id_property}: {key}}})"
 
 
 def no_relationships(graph: GraphAccess, step: EdgeStep) -> OptionError | None:
@@ -188,7 +197,7 @@ def _without_pair(
     own: dict[int, list[int]] = {}
     for node, other in ((a, b), (b, a)):
         if node in parents and other in nbrs[node]:
-            own[node] = [k for k in nbrs[node] if k != other]
+            own[node] = without(nbrs[node], other)
     return collections.ChainMap(own, nbrs) if own else nbrs
 
 
@@ -199,6 +208,15 @@ def _read_step(
     their keys registered with ``keys``."""
     found = nav.neighbours(part, [step.rel_type], step.direction, step.right, split)
     keys.add(step.right, list(itertools.chain.from_iterable(found)))
+    return found
+
+
+def _read_weighted_step(
+    nav: GraphAccess, keys: Keys, step: EdgeStep, split: SplitFilter | None, part: list[int]
+) -> list[list[tuple[int, Any, Any, bool]]]:
+    """:func:`_read_step` with each relationship's weight (``step.weight``) and identity."""
+    found = nav.weighted_neighbours(part, step, split)
+    keys.add(step.right, [row[0] for rows in found for row in rows])
     return found
 
 
@@ -220,12 +238,17 @@ def draw_role(
         nbrs = cache.setdefault(step, {})
         todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
         key_of = keys.of.setdefault(step.right, {})  # (filled by keys.add as they are read)
-        read = functools.partial(_read_step, nav, keys, step, split)
-        read_neighbours(nav, todo, nbrs, read, key_of.__getitem__)
+        if step.weight is None:
+            read = functools.partial(_read_step, nav, keys, step, split)
+            read_neighbours(nav, todo, nbrs, read, key_of.__getitem__)
+            draw: Any = Drawer(f)  # tf_features.sample's draw without replacement, padding
+        else:  # the weighted draw without replacement, padding (procedures.weighted)
+            read = functools.partial(_read_weighted_step, nav, keys, step, split)
+            read_weighted(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
+            draw = WeightedDrawer(f)
         target = tables[(group.hop, step.right)]
         width = role.layout.tables[group.hop][step.right]
         per = group.parents
-        draw = Drawer(f)  # tf_features.sample's draw without replacement, padding
         avoid = role.avoid
         for row, rng in enumerate(role.rngs):
             base = row * width + group.offset
