@@ -6,7 +6,8 @@ The rules, on top of :mod:`memgraph_tf.procedures.draw`'s (the same keyed genera
 slot order, the same padding):
 
 * a node's weighted neighbours (:func:`read_weighted`) are the distinct neighbours of positive
-  total weight, sorted by key, each with its total: the sum of the weight over the *distinct*
+  total weight, sorted by key, each with its total: the exactly rounded sum (``math.fsum``, so
+  the order an access hands them out in does not matter) of the weight over the *distinct*
   relationships to it (a self-loop walked both ways counts once); a neighbour of total 0 is never
   drawn; every weight is checked (:func:`check_weight`), so a bad one fails the call whichever
   node draws first;
@@ -14,21 +15,23 @@ slot order, the same padding):
   in key order, then padding (no generator call, as the uniform draw); else one
   ``rng.random()`` per neighbour in key order, ``u``, giving the key ``log(1 - u) / w``
   (Efraimidis-Spirakis), and the ``f`` neighbours with the largest keys, largest first (ties: the
-  smaller neighbour first) -- successive weighted draws without replacement;
+  earlier neighbour first) -- successive weighted draws without replacement;
 * with replacement: ``f`` times ``rng.random() * total`` located in the running sums (the first
   neighbour whose running sum exceeds it).
 
-Float sums are taken in key order, so the same graph, arguments and seed give the same slots on
-any graph access.
+So the same graph, arguments and seed give the same slots on any graph access.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
+import heapq
 import itertools
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.layout import PAD_ID
@@ -120,25 +123,39 @@ def read_weighted(
     sorted by ``key`` (the nodes' keys); errors name nodes by ``name(label, node)``. Reads
     :data:`~memgraph_tf.procedures.access.READ_CHUNK` nodes at a time, with an abort check before
     each read; raises :func:`check_weight`'s error for the first bad weight in key order."""
-    prop = step.weight
     for start in range(0, len(todo), READ_CHUNK):
         access.check_abort()
         part = list(todo[start : start + READ_CHUNK])
         for node, found in zip(part, read(part)):
             distinct = {rel: (nbr, value, out) for nbr, value, rel, out in found}
-            rows = sorted(distinct.values(), key=lambda r: (key(r[0]), r[2], repr(r[1])))
-            totals: dict[int, float] = {}
-            for nbr, value, out in rows:
-                where = _namer(name, step, node, nbr, out)
-                totals[nbr] = totals.get(nbr, 0.0) + check_weight(value, where, prop)
-            kept = [(n, w) for n, w in totals.items() if w > 0]
+            per: dict[int, list[float]] = {}
+            for nbr, value, _ in distinct.values():
+                kind = value.__class__
+                if (kind is float or kind is int) and 0 <= value <= _LARGEST:
+                    per.setdefault(nbr, []).append(float(value))
+                else:  # a bad weight: the error for the first one in key order
+                    _first_bad(step, node, distinct.values(), key, name)
+                    per.setdefault(nbr, []).append(float(value))  # (a number of another type)
+            totals = [(n, math.fsum(per[n])) for n in sorted(per, key=key)]
+            kept = [(n, w) for n, w in totals if w > 0]
             cache[node] = Weighted([n for n, _ in kept], [w for _, w in kept])
 
 
-def _namer(
-    name: Callable[[str, int], str], step: Any, node: int, nbr: int, out: bool
-) -> Callable[[], str]:
-    return lambda: relationship_name(name, step, node, nbr, out)
+_LARGEST = sys.float_info.max
+
+
+def _first_bad(
+    step: Any,
+    node: int,
+    rows: Iterable[tuple[int, Any, bool]],
+    key: Callable[[int], Any],
+    name: Callable[[str, int], str],
+) -> None:
+    """Raises :func:`check_weight`'s error for the first bad weight of ``rows`` in key order
+    (then direction, then value), whatever order the access gave them in."""
+    for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
+        where = functools.partial(relationship_name, name, step, node, nbr, out)
+        check_weight(value, where, step.weight)
 
 
 class WeightedDrawer:
@@ -183,6 +200,5 @@ class WeightedDrawer:
                 mask += [True] * d + [False] * (f - d)
             else:
                 keys = [math.log(1.0 - rng.random()) / w for w in weights]
-                order = sorted(range(d), key=lambda i: (-keys[i], i))[:f]
-                ids += [nbrs[i] for i in order]
+                ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
                 mask += [True] * f
