@@ -149,3 +149,37 @@ def test_a_bad_weight_names_the_relationship_the_property_and_the_value(amount, 
     reverse = "(:Leaf)<-[:PAYS {weight: amount}]-(:Hub)"  # named the same from the other end
     with pytest.raises(GraphDataError, match=message):
         source.sample_typed([9], {reverse: [1]}, None, {**OPTS, "label": "Leaf"})
+
+
+@pytest.fixture(scope="module")
+def accounts():
+    """Accounts 0..5: 0 pays 1..5 (amount 1..5), 1 pays 2 (amount 4); 0's payment to 3 is held
+    out (split 'test')."""
+    g = EmbeddedGraph()
+    node = [g.add_node(["Acct"], {"id": i, "f": [float(i)]}) for i in range(6)]
+    for b in range(1, 6):
+        g.add_edge(node[0], node[b], "PAYS", {"amount": b, **({"split": "test"} if b == 3 else {})})
+    g.add_edge(node[1], node[2], "PAYS", {"amount": 4.0})
+    return EmbeddedSource(g)
+
+
+ACCT = "(:Acct)-[:PAYS {weight: amount}]-(:Acct)"
+ACCT_OPTS = {"label": "Acct", "id_property": "id"}
+
+
+def test_a_held_out_relationship_is_never_walked_by_a_weighted_step(accounts):
+    drawn = collections.Counter()
+    for seed in range(200):
+        opts = {**ACCT_OPTS, "seed": seed, "exclude_splits": ["test"]}
+        got = blob.unpack(accounts.sample_typed([0], {ACCT: [2]}, None, opts))
+        drawn.update(got["ids_h1_Acct"][0].tolist())
+    assert set(drawn) == {1, 2, 4, 5}
+    kept = blob.unpack(accounts.sample_typed([0], {ACCT: [5]}, None, {**ACCT_OPTS, "seed": 1}))
+    assert kept["ids_h1_Acct"][0].tolist() == [1, 2, 3, 4, 5]  # not held out: all five
+
+
+def test_a_pair_never_walks_its_own_relationship_over_a_weighted_step(accounts):
+    opts = {"source_label": "Acct", "id_property": "id", "seed": 3}
+    got = blob.unpack(accounts.sample_pairs([0], [4], {ACCT: [5]}, None, opts))
+    assert got["src.ids_h1_Acct"][0].tolist() == [1, 2, 3, 5, -1]
+    assert got["dst.ids_h1_Acct"][0].tolist() == [-1] * 5  # 4's only relationship is the pair's
