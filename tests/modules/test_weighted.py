@@ -9,6 +9,7 @@ import collections
 import math
 import random
 
+import numpy as np
 import pytest
 
 from memgraph_tf import blob
@@ -183,3 +184,14 @@ def test_a_pair_never_walks_its_own_relationship_over_a_weighted_step(accounts):
     got = blob.unpack(accounts.sample_pairs([0], [4], {ACCT: [5]}, None, opts))
     assert got["src.ids_h1_Acct"][0].tolist() == [1, 2, 3, 5, -1]
     assert got["dst.ids_h1_Acct"][0].tolist() == [-1] * 5  # 4's only relationship is the pair's
+
+
+def test_the_numpy_reference_sampler_refuses_a_weighted_step():
+    from memgraph_tf.typed_datasets import sample_neighbourhoods, shop_graph
+
+    graph = shop_graph(100, num_products=10, num_categories=2, num_classes=2)
+    spec = TypedSamplingSpec.from_num_neighbors(
+        "User", {"(:User)-[:BOUGHT {weight: amount}]->(:Product)": [2]}
+    )
+    with pytest.raises(ValueError, match=r"BOUGHT \{weight: amount\}\]->\(:Product\): a weighted"):
+        sample_neighbourhoods(graph, spec, [0, 1], np.random.default_rng(0))
