@@ -589,7 +589,7 @@ class MgpGraphAccess:
             out.append(row)
         return out
 
-    def weighted_neighbours(
+    def valued_neighbours(
         self, keys: Sequence[int], step: Any, held_out: SplitFilter | None = None
     ) -> list[list[tuple[int, Any, Any, bool]]]:
         """Edge by edge, through the ``_mgp`` handles or the public API (whichever path the
@@ -624,9 +624,9 @@ class MgpGraphAccess:
         row: list[tuple[int, Any, Any, bool]],
         labelled: dict[int, bool],
     ) -> None:
-        """The handle path's part of :meth:`weighted_neighbours` (``labelled``: internal id ->
+        """The handle path's part of :meth:`valued_neighbours` (``labelled``: internal id ->
         has the step's right label, shared by the call's reads)."""
-        rel_type, weight, label = step.rel_type, step.weight, step.right
+        rel_type, weight, label = step.rel_type, step.relationship_property, step.right
         by_internal = self._id_property is None
         for edge in edges:
             if edge.get_type_name() != rel_type:
@@ -668,7 +668,7 @@ class MgpGraphAccess:
                     continue
             other = edge.to_vertex if outgoing else edge.from_vertex
             if any(lb.name == step.right for lb in other.labels):
-                value = props.get(step.weight)
+                value = props.get(step.relationship_property)
                 row.append((self._register_handle(other), value, edge.id, outgoing))
 
     # -- metagraph scans (tf_features.schema, sample_typed, sample_pairs) -----------------------

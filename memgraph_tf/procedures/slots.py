@@ -36,6 +36,7 @@ from memgraph_tf.procedures.errors import (
     describe_value,
 )
 from memgraph_tf.procedures.options import Options, SplitFilter
+from memgraph_tf.procedures.timed import RecentDrawer, SeedTimes, as_of_row, read_timed
 from memgraph_tf.procedures.weighted import WeightedDrawer, read_weighted, without
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
@@ -151,7 +152,8 @@ class Role:
     """One list of seeds (a row each) and its slot tables under a spec: what ``sample_typed``
     samples once and ``sample_pairs`` twice (the sources', the targets'). ``avoid[row] = (a, b)``
     (internal ids): in that row a slot holding ``a`` never reaches ``b`` and one holding ``b``
-    never reaches ``a`` (a pair's own relationships)."""
+    never reaches ``a`` (a pair's own relationships). ``timing``: the seeds' times, for steps
+    with a time (:mod:`memgraph_tf.procedures.timed`)."""
 
     def __init__(
         self,
@@ -160,8 +162,10 @@ class Role:
         seed_keys: Sequence[int],
         base_seed: int,
         avoid: Sequence[tuple[int, int]] | None = None,
+        timing: SeedTimes | None = None,
     ) -> None:
         self.spec, self.layout = spec, spec.layout()
+        self.timing = timing
         self.internals = internals
         self.rngs = [rng_for(base_seed, key) for key in seed_keys]  # tf_features.sample's RNG
         self.avoid = avoid
@@ -211,11 +215,12 @@ def _read_step(
     return found
 
 
-def _read_weighted_step(
+def _read_valued_step(
     nav: GraphAccess, keys: Keys, step: EdgeStep, split: SplitFilter | None, part: list[int]
 ) -> list[list[tuple[int, Any, Any, bool]]]:
-    """:func:`_read_step` with each relationship's weight (``step.weight``) and identity."""
-    found = nav.weighted_neighbours(part, step, split)
+    """:func:`_read_step` with each relationship's weight or time
+    (``step.relationship_property``) and identity."""
+    found = nav.valued_neighbours(part, step, split)
     keys.add(step.right, [row[0] for rows in found for row in rows])
     return found
 
@@ -238,14 +243,19 @@ def draw_role(
         nbrs = cache.setdefault(step, {})
         todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
         key_of = keys.of.setdefault(step.right, {})  # (filled by keys.add as they are read)
-        if step.weight is None:
-            read = functools.partial(_read_step, nav, keys, step, split)
-            read_neighbours(nav, todo, nbrs, read, key_of.__getitem__)
-            draw: Any = Drawer(f)  # tf_features.sample's draw without replacement, padding
-        else:  # the weighted draw without replacement, padding (procedures.weighted)
-            read = functools.partial(_read_weighted_step, nav, keys, step, split)
+        draw: Any = Drawer(f)  # tf_features.sample's draw without replacement, padding
+        if step.weight is not None:  # the weighted draw (procedures.weighted)
+            read = functools.partial(_read_valued_step, nav, keys, step, split)
             read_weighted(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
             draw = WeightedDrawer(f)
+        elif step.time is not None:  # point in time, per row (procedures.timed)
+            read = functools.partial(_read_valued_step, nav, keys, step, split)
+            read_timed(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
+            if role.timing is not None and role.timing.most_recent:
+                draw = RecentDrawer(f)
+        else:
+            read = functools.partial(_read_step, nav, keys, step, split)
+            read_neighbours(nav, todo, nbrs, read, key_of.__getitem__)
         target = tables[(group.hop, step.right)]
         width = role.layout.tables[group.hop][step.right]
         per = group.parents
@@ -254,6 +264,8 @@ def draw_role(
             base = row * width + group.offset
             row_parents = parents[row * per : (row + 1) * per]
             row_nbrs = nbrs if avoid is None else _without_pair(nbrs, row_parents, *avoid[row])
+            if step.time is not None:
+                row_nbrs = as_of_row(nbrs, role.timing, row, step)
             ids: list[int] = []
             draw(rng, row_nbrs, row_parents, [p != PAD_ID for p in row_parents], ids, [])
             target[base : base + per * f] = ids  # children of a padded slot stay padded

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import array
 import dataclasses
+import functools
 from typing import Any
 
 from memgraph_tf import blob, layout
@@ -32,6 +33,7 @@ from memgraph_tf.procedures.options import (
 from memgraph_tf.procedures.slot_blobs import LabelView, RoleCall, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, resolve_seeds
 from memgraph_tf.procedures.tables import build_table, first_columns, le, refuse_strings
+from memgraph_tf.procedures.timed import check_timing, seed_times
 
 __all__ = ["sample_typed", "schema"]
 
@@ -50,6 +52,7 @@ def sample_typed(
     opts, split = parse_typed_call(options)
     seed_label = opts.label
     spec = parse_spec(seed_label, num_neighbors)
+    check_timing(spec, opts.seed_time)
     names_of = parse_properties(properties, spec.labels())
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
     nav = factory(plain)
@@ -73,8 +76,14 @@ def sample_typed(
             layout=opts.layout,
         )
 
+    timing = None
+    if opts.seed_time is not None:
+        name = functools.partial(keys.name, seed_label)
+        most_recent = opts.time_order == "most_recent"
+        timing = seed_times(nav, internals, name, opts.seed_time, most_recent)
+
     def make_roles() -> list[Role]:
-        return [Role(spec, internals, seed_keys, base_seed(opts))]
+        return [Role(spec, internals, seed_keys, base_seed(opts), timing=timing)]
 
     sections = call.sample_sections(n, spec.layout().slots, "seed", layout_of, make_roles)
     if opts.label_property:

@@ -148,10 +148,10 @@ class CypherGraphAccess:
             found[row["key"]].append(nbr)
         return [found[k] for k in keys]
 
-    def weighted_neighbours(
+    def valued_neighbours(
         self, keys: Sequence[int], step: Any, held_out: Any = None
     ) -> list[list[tuple[int, Any, Any, bool]]]:
-        """One ``UNWIND`` query per batch: each relationship of ``step`` with its weight
+        """One ``UNWIND`` query per batch: each relationship of ``step`` with its weight or time
         property, its ``id(r)`` and whether it starts at the key's node."""
         params: dict[str, Any] = {"rows": self._rows(keys)}
         rel = f"[r:{quote_name(step.rel_type, 'type')}]"
@@ -161,10 +161,11 @@ class CypherGraphAccess:
             prop = f"r.{quote_name(held_out.property, 'options.split_property')}"
             where = f" AND ({prop} IS NULL OR NOT {prop} IN $held_out)"
             params["held_out"] = sorted(held_out.values)
+        value = f"r.{quote_name(step.relationship_property, 'property')}"
         query = (
             f"UNWIND $rows AS row MATCH (n){pattern}(m:{quote_name(step.right, 'label')}) "
             f"WHERE id(n) = row.internal{where} RETURN row.key AS key, {self._key('m')} AS nbr, "
-            f"id(m) AS internal, r.{quote_name(step.weight, 'weight')} AS weight, id(r) AS rel, "
+            f"id(m) AS internal, {value} AS weight, id(r) AS rel, "
             "id(startNode(r)) = id(n) AS outgoing"
         )
         found: dict[int, list[tuple[int, Any, Any, bool]]] = {k: [] for k in keys}
