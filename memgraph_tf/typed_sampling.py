@@ -4,7 +4,8 @@ where each sampled node lands in the per-hop, per-label slot tables.
 This is the one home of the typed-sampling contract. A spec names a *seed label* and,
 per **edge step** -- a relationship type walked from nodes of one label to nodes of another, in one
 direction, written as a Cypher pattern -- a fanout per hop (PyG's ``num_neighbors`` dict, TF-GNN's
-sampling spec)::
+sampling spec); the relationship may name a property as its weight, ``-[:TRANSFER {weight:
+amount}]->``, or its time, ``-[:TRANSFER {time: ts}]->`` (:class:`EdgeStep`)::
 
     spec = TypedSamplingSpec.from_num_neighbors(
         "User",

@@ -10,6 +10,8 @@ The rules (docs/blob-format.md section 9):
   relationship of the step's type away in the step's direction (``both``: either way), sorted by
   key; ``fanout`` of them are drawn uniformly without replacement, or all of them and the rest of
   the slots padded (:data:`~memgraph_tf.layout.PAD_ID`); every child of a padded slot is padded;
+  a step with a weight draws by :mod:`memgraph_tf.procedures.weighted`'s rules, one with a time
+  by :mod:`memgraph_tf.procedures.timed`'s;
 * each seed row draws from its own generator keyed by ``(options.seed, seed key)``
   (:func:`~memgraph_tf.procedures.draw.rng_for`), in this order: groups in layout order (hop by
   hop, steps in spec order), within a group parent slots in order, ``fanout`` draws per parent. So
