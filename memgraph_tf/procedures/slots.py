@@ -90,10 +90,11 @@ class Keys:
 
     def name(self, label: str, internal: int) -> str:
         """How errors name a ``label`` node the call met: ``(:Label {id: 3})`` by its key with
-        ``options.id_property``, else ``(:Label)`` and its internal id (``(node 5:Label)``)."""
-        if self._id_property is None:
+        ``options.id_property``, else (or before its key is known) by its internal id:
+        ``(node 5:Label)``."""
+        key = self.of.get(label, {}).get(internal)
+        if self._id_property is None or key is None:
             return f"(node {internal}:{label})"
-        key = self.of.get(label, {}).get(internal, internal)
         return f"(:{label} {{{self._id_property}: {key}}})"
 
 

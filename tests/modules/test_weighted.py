@@ -195,3 +195,15 @@ def test_the_numpy_reference_sampler_refuses_a_weighted_step():
     )
     with pytest.raises(ValueError, match=r"BOUGHT \{weight: amount\}\]->\(:Product\): a weighted"):
         sample_neighbourhoods(graph, spec, [0, 1], np.random.default_rng(0))
+
+
+def test_without_an_id_property_the_endpoints_are_named_by_internal_id():
+    source = weighted_graph(-2)
+    [hub] = source.graph.find_nodes("Hub", "id", 0)
+    [leaf] = source.graph.find_nodes("Leaf", "id", 9)
+    message = (
+        rf"relationship \(node {hub}:Hub\)-\[:PAYS\]->\(node {leaf}:Leaf\) property 'amount': "
+        r"expected a finite number >= 0, got int -2$"
+    )
+    with pytest.raises(GraphDataError, match=message):
+        source.sample_typed([hub], {WEIGHTED: [1]}, None, {"label": "Hub", "seed": 1})
