@@ -585,6 +585,11 @@ def float_payload(args: argparse.Namespace, tmp: pathlib.Path) -> None:
             s.close()
 
 
+def ratio(r: dict, base: dict, key: str) -> str:
+    """Row ``r``'s figure ``key`` over its baseline's, as the ratio tables print it (``1.23x``)."""
+    return f"{r[key] / base[key]:.2f}x"
+
+
 def print_ratios(rows: dict) -> None:
     """Each row against its baseline (REST, batching off, same case and size), and each layout
     against dense (same transport, batching and size)."""
@@ -595,8 +600,8 @@ def print_ratios(rows: dict) -> None:
             continue
         print(
             f"  {case:>9} {n:>2}-node {transport:>4} batching {batching:>3}: req/s "
-            f"{r['rps'] / base['rps']:.2f}x, p50 {r['p50_ms'] / base['p50_ms']:.2f}x, "
-            f"p99 {r['p99_ms'] / base['p99_ms']:.2f}x"
+            f"{ratio(r, base, 'rps')}, p50 {ratio(r, base, 'p50_ms')}, "
+            f"p99 {ratio(r, base, 'p99_ms')}"
         )
     print("\n## layouts (baseline: dense, same transport, batching and nodes/request, this run)")
     for (case, n, transport, batching), r in rows.items():
@@ -604,7 +609,7 @@ def print_ratios(rows: dict) -> None:
         if case in ("compact", "sparse") and base is not None:
             print(
                 f"  {case:>9} {n:>2}-node {transport:>4} batching {batching:>3}: req/s "
-                f"{r['rps'] / base['rps']:.2f}x, p99 {r['p99_ms'] / base['p99_ms']:.2f}x"
+                f"{ratio(r, base, 'rps')}, p99 {ratio(r, base, 'p99_ms')}"
             )
 
 

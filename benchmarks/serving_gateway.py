@@ -44,7 +44,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import layouts
 import serving
-from serving import CASES, MODEL, Server, load, load_phase, make_client, print_row
+from serving import CASES, MODEL, Server, load, load_phase, make_client, print_row, ratio
 
 log = logging.getLogger("benchmarks.serving_gateway")
 
@@ -102,6 +102,12 @@ def check_scores(servers: dict[str, Server], transports: list[str], version: int
     print(f"scores checked: gateway = local over {', '.join(transports)} ({len(nodes)} nodes)")
 
 
+def versus(r: dict, base: dict, key: str) -> str:
+    """Row ``r``'s latency ``key`` against the local server's: the ratio and the difference
+    (``1.23x (+4.5 ms)``)."""
+    return f"{ratio(r, base, key)} ({r[key] - base[key]:+.1f} ms)"
+
+
 def print_ratios(rows: dict) -> None:
     print("\n## gateway / local (baseline: the local server, same transport and size, this run)")
     for (n, transport), by_setup in rows.items():
@@ -109,9 +115,8 @@ def print_ratios(rows: dict) -> None:
         if base is None or r is None:
             continue
         print(
-            f"  {n:>2}-node {transport:>4}: req/s {r['rps'] / base['rps']:.2f}x, "
-            f"p50 {r['p50_ms'] / base['p50_ms']:.2f}x ({r['p50_ms'] - base['p50_ms']:+.1f} ms), "
-            f"p99 {r['p99_ms'] / base['p99_ms']:.2f}x ({r['p99_ms'] - base['p99_ms']:+.1f} ms); "
+            f"  {n:>2}-node {transport:>4}: req/s {ratio(r, base, 'rps')}, "
+            f"p50 {versus(r, base, 'p50_ms')}, p99 {versus(r, base, 'p99_ms')}; "
             f"load {base['load']:.1f} / {r['load']:.1f}"
         )
 

@@ -91,7 +91,10 @@ def sample_typed(
     ``(:User)-[:BOUGHT]->(:Product)`` to a fanout per hop, ``properties`` maps labels to feature
     property names. One blob with, per hop and label, ``ids_h{h}_{label}``,
     ``features_h{h}_{label}`` and ``mask_h{h}_{label}``, and ``labels`` (with
-    ``options.label_property``); ``count``: the number of seeds."""
+    ``options.label_property``); ``count``: the number of seeds. ``options.feature_spec`` maps a
+    label to its feature spec (``LabelSpec.to_dict()``): that label's raw values travel instead,
+    as ``num_``/``time_``/``cat_``/``bag_``/``has_h{h}_{label}`` (docs/blob-format.md section 11).
+    """
     encoded, count = _procedures.run_sample_typed(ctx, seeds, num_neighbors, properties, options)
     return mgp.Record(blob=encoded, count=count)
 
@@ -121,7 +124,8 @@ def sample_pairs(
     ``options.target_label``) both endpoints' typed neighbourhoods in one blob, with the pair's own
     relationships removed from both at every hop: ``src.*`` and ``dst.*`` typed sections and
     ``pair_labels`` (1 for a given pair, 0 for each of the ``options.negatives`` negatives drawn
-    per pair); ``count``: the number of rows (pairs and negatives)."""
+    per pair); ``count``: the number of rows (pairs and negatives). ``options.feature_spec`` as in
+    ``sample_typed``, for both halves."""
     encoded, count = _procedures.run_sample_pairs(
         ctx, sources, targets, num_neighbors, properties, options
     )
@@ -137,7 +141,9 @@ def split_edges(
     """Link prediction: sets ``options.split_property`` (default ``split``) to ``train``, ``val``
     or ``test`` on every relationship ``pattern`` (e.g. ``(:Paper)-[:CITES]-(:Paper)``) matches,
     drawn from ``options.seed`` (``options.val_fraction`` 0.05, ``options.test_fraction`` 0.10 by
-    default); the counts of edges per split and of relationships written."""
+    default), or by time with ``options.time_property`` and ``options.cutoffs = [t1, t2]`` (train
+    before ``t1``, val before ``t2``, test from ``t2``); the counts of edges per split and of
+    relationships written."""
     return mgp.Record(**_procedures.run_split_edges(ctx, pattern, options))
 
 

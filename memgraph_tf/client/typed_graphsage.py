@@ -15,8 +15,10 @@ layout, reshaped to ``[B, parents, fanout, D]``) and the mean counts only filled
 zero). Weights are per layer and per label (self) or per edge step (neighbours), shared across
 hops, so the model is inductive: nothing is per node, and new nodes are scored from their
 neighbourhood. Only the weights some hop uses exist. With one label and one step it is the
-mean-aggregator GraphSAGE of :mod:`memgraph_tf.client.graphsage`. The classifier is a dense layer
-on the seed's representation; the output is logits ``[B, classes]``.
+mean-aggregator GraphSAGE: :class:`memgraph_tf.client.graphsage.GraphSAGE` is that case, a subclass
+that reads the homogeneous sample layout and lays its weights out per layer
+(:meth:`TypedGraphSAGE.make_transforms`). The classifier is a dense layer on the seed's
+representation; the output is logits ``[B, classes]``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import layout
-from memgraph_tf.client import encoder, trainer
+from memgraph_tf.client import encoder, feature_encoding, trainer
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
 from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
@@ -71,7 +73,11 @@ class TypedGraphSAGE(keras.Model):
     or one per layer); ``dropout`` on every layer's inputs; ``l2`` on all kernels;
     ``normalize_hidden``: L2-normalise each layer's output; ``feature_dtype``: the dtype of the
     ``features_*`` inputs as the typed blobs carry them (``options.dtype``; the model computes in
-    float32).
+    float32); ``feature_spec``: label -> :class:`~memgraph_tf.feature_spec.LabelSpec` (or its
+    ``to_dict()`` form) for the labels whose features a
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` makes from the raw property
+    sections (``num_/time_/cat_/bag_/has_h{h}_{label}``) -- their width is the encoder's, and
+    ``embedding_dim`` and ``required_widths`` (label -> property -> columns) go to the encoders.
 
     Set by :func:`train_typed_graphsage` (not part of the config): ``properties`` (label ->
     feature property names the blobs were sampled with) and ``schema`` (the part of
@@ -96,6 +102,9 @@ class TypedGraphSAGE(keras.Model):
         normalize_hidden: bool = False,
         class_names: Sequence[str] | None = None,
         feature_dtype: str = "float32",
+        feature_spec: Mapping[str, Any] | None = None,
+        embedding_dim: int = 8,
+        required_widths: Mapping[str, Mapping[str, int]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -112,9 +121,15 @@ class TypedGraphSAGE(keras.Model):
             raise ConfigurationError(str(exc)) from None
         self.layout = self.spec.layout()
         labels = self.spec.labels()
+        self.label_encoders = feature_encoding.label_encoders(
+            feature_spec, labels, embedding_dim, required_widths
+        )
+        self.embedding_dim = embedding_dim
         dims = {}
         for label in labels:
             width = feature_dims.get(label, 0)
+            if label in self.label_encoders:
+                width = self.label_encoders[label].output_width
             if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 0:
                 raise ConfigurationError(
                     f"feature_dims[{label!r}]: expected an integer >= 0, got {width!r}"
@@ -144,11 +159,21 @@ class TypedGraphSAGE(keras.Model):
         self.l2 = float(l2)
         self.normalize_hidden = bool(normalize_hidden)
         self.class_names = None if class_names is None else [str(c) for c in class_names]
+        self.make_transforms()
+
+    def make_transforms(self) -> None:
+        """Creates the layers that hold the weights, in the order that fixes their initial values
+        (each initialiser and each dropout draws its seed from Keras' seeded random state when it
+        is made): per layer ``k`` the self transform of every label it updates, then the neighbour
+        transform of every step it aggregates; one dropout for every layer's inputs and the
+        classifier's; the classifier. A subclass that lays the same transforms out otherwise
+        overrides this with :meth:`self_transform`, :meth:`neigh_transform`, :meth:`dropout`,
+        :meth:`output_dropout`, :meth:`layer_out` and :meth:`build`."""
         reg = keras.regularizers.L2(self.l2) if self.l2 else None
         self.self_dense: dict[str, keras.layers.Dense] = {}
         self.neigh_dense: dict[str, keras.layers.Dense] = {}
         self.biases: dict[str, Any] = {}
-        for k, u in enumerate(units, start=1):
+        for k, u in enumerate(self.hidden_units, start=1):
             for label in self._updated_labels(k):
                 name = f"self_{k}_{_key(label)}"
                 self.self_dense[name] = keras.layers.Dense(
@@ -160,7 +185,25 @@ class TypedGraphSAGE(keras.Model):
                     u, use_bias=False, kernel_regularizer=reg, name=name
                 )
         self.drop = keras.layers.Dropout(self.dropout_rate)
-        self.classifier = keras.layers.Dense(num_classes, kernel_regularizer=reg, name="classifier")
+        self.classifier = keras.layers.Dense(
+            self.num_classes, kernel_regularizer=reg, name="classifier"
+        )
+
+    def self_transform(self, k: int, label: str) -> keras.layers.Dense:
+        """Layer ``k``'s self transform of ``label`` (``k`` from 1)."""
+        return self.self_dense[f"self_{k}_{_key(label)}"]
+
+    def neigh_transform(self, k: int, step: Any) -> keras.layers.Dense:
+        """Layer ``k``'s neighbour transform of the edge step ``step``."""
+        return self.neigh_dense[f"neigh_{k}_{_key(str(step))}"]
+
+    def dropout(self, k: int) -> keras.layers.Dropout:
+        """The dropout on layer ``k``'s inputs (its tables and its neighbour means)."""
+        return self.drop
+
+    def output_dropout(self) -> keras.layers.Dropout:
+        """The dropout on the classifier's input."""
+        return self.drop
 
     def _updated_labels(self, k: int) -> list[str]:
         """The labels whose tables layer ``k`` updates (tables of hops ``0..K-k``)."""
@@ -192,6 +235,7 @@ class TypedGraphSAGE(keras.Model):
             "normalize_hidden": self.normalize_hidden,
             "class_names": self.class_names,
             "feature_dtype": self.feature_dtype,
+            **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
         }
 
     @classmethod
@@ -200,12 +244,19 @@ class TypedGraphSAGE(keras.Model):
 
     def input_names(self, masks: bool = True) -> list[str]:
         """Every ``features_*`` input (labels with features), then (``masks``) every ``mask_*``."""
+        return self.table_input_names(masks)
+
+    def table_input_names(self, masks: bool = True) -> list[str]:
+        """The slot tables' input names :meth:`encode` reads: every ``features_*`` input (labels
+        with features), then (``masks``) every ``mask_*``."""
         tables = self.layout.tables
         names = [
-            typed_features_name(h, label)
+            name
             for h, table in enumerate(tables)
             for label in table
             if self.feature_dims[label]
+            for name in feature_encoding.raw_section_names(self.label_encoders, h, label)
+            or [typed_features_name(h, label)]
         ]
         if masks:
             names += [typed_mask_name(h, label) for h, t in enumerate(tables) if h for label in t]
@@ -216,7 +267,11 @@ class TypedGraphSAGE(keras.Model):
         shapes: dict[str, tuple[int | None, ...]] = {}
         for h, table in enumerate(self.layout.tables):
             for label, slots in table.items():
-                if self.feature_dims[label]:
+                if label in self.label_encoders:
+                    shapes.update(
+                        self.label_encoders[label].section_shapes(h, label, slots, batch_size)
+                    )
+                elif self.feature_dims[label]:
                     shapes[typed_features_name(h, label)] = (
                         batch_size,
                         slots,
@@ -228,6 +283,9 @@ class TypedGraphSAGE(keras.Model):
 
     output_is_logits = True
     """The model returns logits (serving applies the softmax)."""
+
+    typed_inputs = True
+    """The model reads typed slot tables (its bundles are typed node bundles)."""
 
     def batch_logits(self, batch: Mapping[str, Any], training: bool | None = None) -> Any:
         """The logits for a batch of :func:`typed_sampler` (its features and masks)."""
@@ -241,6 +299,8 @@ class TypedGraphSAGE(keras.Model):
 
     def build(self, input_shape: Any = None) -> None:
         """Creates every weight from the config alone."""
+        for enc in self.label_encoders.values():
+            enc.build()
         width = dict(self.feature_dims)
         for k, u in enumerate(self.hidden_units, start=1):
             for label in self._updated_labels(k):
@@ -258,36 +318,42 @@ class TypedGraphSAGE(keras.Model):
         self.built = True
 
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
-        return self.classifier(self.drop(self.encode(inputs, training=training), training=training))
+        seed = self.encode(inputs, training=training)
+        return self.classifier(self.output_dropout()(seed, training=training))
 
     def encode(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
         """The seed's representation before the classifier, ``[B, 2 * hidden_units[-1]]``."""
         if not self.built:
             self.build()
-        missing = [n for n in self.input_names(masks=False) if n not in inputs]
+        missing = [n for n in self.table_input_names(masks=False) if n not in inputs]
         if missing:
             raise ConfigurationError(f"inputs: missing {', '.join(missing)}")
         tables = self.layout.tables
         batch = None
-        for name in self.input_names(masks=False):
-            batch = keras.ops.shape(inputs[name])[0]
-            break
+        for name in self.table_input_names(masks=False):
+            if not name.startswith("bag_"):  # (a bag's flat values have no batch dimension)
+                batch = keras.ops.shape(inputs[name])[0]
+                break
         if batch is None:
-            present = [n for n in self.input_names() if n in inputs]
+            present = [n for n in self.table_input_names() if n in inputs]
             if not present:
                 raise ConfigurationError("inputs: expected at least one features or mask input")
             batch = keras.ops.shape(inputs[present[0]])[0]
         reps: dict[tuple[int, str], Any] = {}
         for h, table in enumerate(tables):
             for label, slots in table.items():
-                if self.feature_dims[label]:
+                if label in self.label_encoders:
+                    reps[(h, label)] = feature_encoding.label_features(
+                        self.label_encoders[label], inputs, h, label
+                    )
+                elif self.feature_dims[label]:
                     reps[(h, label)] = keras.ops.cast(
                         inputs[typed_features_name(h, label)], "float32"
                     )
                 else:
                     reps[(h, label)] = keras.ops.ones((batch, slots, 1), "float32")
         masks = self._float_masks(lambda h, label: inputs.get(typed_mask_name(h, label)), batch)
-        return self._layers_from(reps, masks, batch, 1, training)
+        return self.layers_from(reps, masks, batch, 1, training)
 
     def _float_masks(self, mask_of: Any, batch: Any) -> dict[tuple[int, str], Any]:
         """Every table ``(h, label)`` of a hop ``h >= 1`` -> its mask as float32 ``[B, slots]``
@@ -334,13 +400,14 @@ class TypedGraphSAGE(keras.Model):
             first = present[0]
         return tf.shape(first)[0]
 
-    def _layer_out(self, k: int, label: str, own: Any, neigh: Any) -> Any:
-        """Layer ``k``'s output for ``label`` from its self and neighbour transforms."""
+    def layer_out(self, k: int, label: str, own: Any, neigh: Any) -> Any:
+        """Layer ``k``'s output for ``label`` from its self and neighbour transforms: bias,
+        ReLU and (``normalize_hidden``) L2 normalisation."""
         out = keras.ops.concatenate([own, neigh], axis=-1)
         bias = self.biases[f"bias_{k}_{_key(label)}"]
         return encoder.layer_output(out, bias, keras.ops.relu, self.normalize_hidden)
 
-    def _layers_from(
+    def layers_from(
         self,
         reps: dict[tuple[int, str], Any],
         masks: dict[tuple[int, str], Any],
@@ -348,27 +415,37 @@ class TypedGraphSAGE(keras.Model):
         start: int,
         training: bool | None,
     ) -> Any:
-        """Layers ``start..K`` over the tables' representations; the seed's ``[B, D]``."""
+        """Layers ``start..K`` (from 1) over the tables' representations ``reps`` (``(h, label)``
+        -> ``[B, slots, D]``) and ``masks`` (``(h, label)`` of a hop ``h >= 1`` -> ``[B, slots]``,
+        bool or 0/1 floats; absent: every slot filled); the seed's ``[B, D]``. Per layer and table
+        the order is fixed: dropout on the table, its self transform, then per child group the
+        dropout on the masked mean and its neighbour transform, then :meth:`layer_out`."""
         tables = self.layout.tables
         hops = len(tables) - 1
         for k in range(start, len(self.hidden_units) + 1):
+            drop = self.dropout(k)
             updated: dict[tuple[int, str], Any] = {}
             for h in range(0, hops - k + 1):
                 for label in tables[h]:
-                    x = self.drop(reps[(h, label)], training=training)
-                    own = self.self_dense[f"self_{k}_{_key(label)}"](x)
-                    neigh = keras.ops.zeros_like(own)
+                    x = drop(reps[(h, label)], training=training)
+                    own = self.self_transform(k, label)(x)
+                    neigh = None
                     for group in self.layout.children(h, label):
                         key = (h + 1, group.step.right)
                         child = reps[key][:, group.offset : group.offset + group.size, :]
                         child = keras.ops.reshape(
                             child, (batch, group.parents, group.fanout, child.shape[-1])
                         )
-                        m = masks[key][:, group.offset : group.offset + group.size]
-                        m = keras.ops.reshape(m, (batch, group.parents, group.fanout))
-                        mean = self.drop(encoder.masked_mean(child, m), training=training)
-                        neigh = neigh + self.neigh_dense[f"neigh_{k}_{_key(str(group.step))}"](mean)
-                    updated[(h, label)] = self._layer_out(k, label, own, neigh)
+                        m = masks.get(key)
+                        if m is not None:
+                            m = m[:, group.offset : group.offset + group.size]
+                            m = keras.ops.reshape(m, (batch, group.parents, group.fanout))
+                        mean = drop(encoder.masked_mean(child, m), training=training)
+                        part = self.neigh_transform(k, group.step)(mean)
+                        neigh = part if neigh is None else neigh + part
+                    if neigh is None:  # no step leaves the label: no neighbour term
+                        neigh = keras.ops.zeros_like(own)
+                    updated[(h, label)] = self.layer_out(k, label, own, neigh)
             reps = updated
         return reps[(0, self.spec.seed_label)][:, 0, :]
 
@@ -399,6 +476,11 @@ class TypedGraphSAGE(keras.Model):
         same random draws)."""
         if not self.built:
             self.build()
+        if self.label_encoders:
+            raise ConfigurationError(
+                "encode_rows: expected a model without feature encoders (labels "
+                f"{', '.join(self.label_encoders)} take raw sections: use encode)"
+            )
         masks = masks or {}
         tables = self.layout.tables
         batch = self._rows_batch(rows, index, masks)
@@ -441,7 +523,7 @@ class TypedGraphSAGE(keras.Model):
 
         def dropped(part: Any, dense: Any) -> Any:  # dropout on the entries, then the product
             part = tf.SparseTensor(
-                part.indices, self.drop(part.values, training=True), part.dense_shape
+                part.indices, self.dropout(1)(part.values, training=True), part.dense_shape
             )
             return encoder.sparse_matmul(part, dense.kernel)
 
@@ -450,9 +532,9 @@ class TypedGraphSAGE(keras.Model):
         hops = len(tables) - 1
         for h in range(0, hops):
             for label, slots in tables[h].items():
-                dense = self.self_dense[f"self_{k}_{_key(label)}"]
+                dense = self.self_transform(k, label)
                 if not fast(label):
-                    x = self.drop(slot_features(h, label, slots), training=training)
+                    x = self.dropout(k)(slot_features(h, label, slots), training=training)
                     own = dense(x)
                 elif not drop:
                     own = tf.gather(product(label, dense), index[(h, label)])
@@ -464,7 +546,7 @@ class TypedGraphSAGE(keras.Model):
                 for group in self.layout.children(h, label):
                     key = (h + 1, group.step.right)
                     right = group.step.right
-                    dense = self.neigh_dense[f"neigh_{k}_{_key(str(group.step))}"]
+                    dense = self.neigh_transform(k, group.step)
                     part = slice(group.offset, group.offset + group.size)
                     m = float_masks[key][:, part]
                     m = tf.reshape(m, (batch, group.parents, group.fanout))
@@ -474,7 +556,7 @@ class TypedGraphSAGE(keras.Model):
                             child[:, part, :],
                             (batch, group.parents, group.fanout, child.shape[-1]),
                         )
-                        mean = self.drop(encoder.masked_mean(child, m), training=training)
+                        mean = self.dropout(k)(encoder.masked_mean(child, m), training=training)
                         neigh = neigh + dense(mean)
                         continue
                     children = tf.reshape(index[key][:, part], (batch, group.parents, group.fanout))
@@ -488,8 +570,8 @@ class TypedGraphSAGE(keras.Model):
                             encoder.sparse_rows_mean(*table(right), flat, flat_valid), dense
                         )
                         neigh = neigh + tf.reshape(mean, [batch, group.parents, dense.units])
-                reps[(h, label)] = self._layer_out(k, label, own, neigh)
-        return self._layers_from(reps, float_masks, batch, 2, training)
+                reps[(h, label)] = self.layer_out(k, label, own, neigh)
+        return self.layers_from(reps, float_masks, batch, 2, training)
 
 
 def typed_model_inputs(
@@ -605,6 +687,7 @@ def typed_sample_dataset(
     draws: int = 1,
     decoder: str = "auto",
     num_parallel_calls: int | None = None,
+    raw: Mapping[str, Any] | None = None,
 ) -> Any:
     """Typed GraphSAGE batches: per batch of seed keys one ``tf_features.sample_typed`` call
     (``source.sample_typed_b64``) decoded by the unpack op into a dict of the typed sections
@@ -617,7 +700,9 @@ def typed_sample_dataset(
     while every batch draws its own neighbourhoods (the procedure's ``options.seed`` derived from
     ``seed`` and the batch index, as :func:`~memgraph_tf.client.pipeline.sample_dataset` does);
     an explicit ``options["seed"]`` fixes every seed's neighbourhood. ``draws`` passes over the
-    batches (no batch mixes two). Guarantees: every section has its static shape but the batch
+    batches (no batch mixes two). ``raw``: per label sampled with ``options["feature_spec"]``, its
+    :class:`~memgraph_tf.layout.RawWidths` (the dense raw sections, ``bag_*`` as flat values and
+    ``.row_splits``). Guarantees: every section has its static shape but the batch
     dimension."""
     ids = node_id_array(node_ids)
     batch_size = positive_int("batch_size", batch_size)
@@ -634,7 +719,7 @@ def typed_sample_dataset(
     props = {label: list(names) for label, names in properties.items()}
     with_labels = bool(opts.get("label_property"))
     sections = layout.typed_sample_sections(
-        spec, dict(widths), dtype, labels=with_labels, batch=None
+        spec, dict(widths), dtype, labels=with_labels, batch=None, raw=raw or None
     )
     names = [s.name for s in sections]
     dtypes = [s.dtype for s in sections]
@@ -689,8 +774,15 @@ def typed_sampler(
     :func:`typed_sample_dataset` batches of ``properties`` (labels with features only) in the
     model's spec, widths and dtype; training batches sampled by parallel workers; ``keep`` caches
     the batches of a seeded pipeline (the same neighbourhoods every pass)."""
-    props = {label: names for label, names in properties.items() if model.feature_dims.get(label)}
+    encoders = model.label_encoders
+    props = {
+        label: names
+        for label, names in properties.items()
+        if model.feature_dims.get(label) and label not in encoders
+    }
     widths = {label: model.feature_dims[label] for label in props}
+    options = feature_encoding.with_spec_option(options, encoders)
+    raw = feature_encoding.raw_widths(encoders)
 
     def sample(ids: np.ndarray, plan: trainer.BatchPlan) -> tf.data.Dataset:
         ds = typed_sample_dataset(
@@ -703,6 +795,7 @@ def typed_sampler(
             dtype=model.feature_dtype,
             decoder=decoder,
             num_parallel_calls=tf.data.AUTOTUNE if plan.training else None,
+            raw=raw,
             **plan.tail(),
         )
         return ds.cache() if plan.keep and plan.seed is not None else ds
@@ -814,12 +907,19 @@ def train_typed_graphsage(
     seed: int | None = None,
     decoder: str = "auto",
     progress: bool = False,
+    feature_spec: Mapping[str, Any] | None = None,
+    embedding_dim: int = 8,
 ) -> Any:
     """Trains a :class:`TypedGraphSAGE` on the ``seed_label`` nodes ``train_ids`` (seed keys:
     ``options["id_property"]`` values, else internal ids) with typed neighbourhoods sampled by
     the source's ``tf_features.sample_typed`` (``num_neighbors``: edge pattern -> fanout per hop;
     ``properties``: label -> feature property names, or one list of names for every label; a
-    label left out has no features) and decoded by the unpack op.
+    label left out has no features) and decoded by the unpack op. ``feature_spec`` (label ->
+    :class:`~memgraph_tf.feature_spec.LabelSpec`, e.g. from
+    :func:`~memgraph_tf.client.feature_specs.infer_feature_spec`) samples those labels' raw
+    property columns (``options.feature_spec``) and gives the model a
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
+    columns per categorical property); such a label takes no ``properties``.
 
     Without ``train_ids`` the split is read from the database: the training nodes are the
     ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
@@ -852,7 +952,11 @@ def train_typed_graphsage(
             f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
         )
     opts["label"] = spec.seed_label
-    props = typed_properties(spec, properties)
+    specs, props = feature_encoding.split_properties(
+        feature_encoding.as_label_specs(feature_spec),
+        typed_properties(spec, properties),
+        explicit=isinstance(properties, Mapping),
+    )
     if train_ids is None:
         train_ids = split_node_ids(
             source, spec.seed_label, "train", split_property=split_property, options=opts
@@ -865,7 +969,8 @@ def train_typed_graphsage(
     train_ids = np.asarray(train_ids, dtype=np.int64)
     val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
     trainer.seed_run(seed)
-    widths, dtype, schema = typed_feature_widths(source, spec, props, opts)
+    required = feature_encoding.required_names(specs)
+    widths, dtype, schema = typed_feature_widths(source, spec, {**props, **required}, opts)
     if num_classes is None:
         num_classes = infer_num_classes(source, label_property, opts)
     model = TypedGraphSAGE(
@@ -879,6 +984,9 @@ def train_typed_graphsage(
         normalize_hidden=normalize_hidden,
         class_names=class_names,
         feature_dtype=dtype,
+        feature_spec=specs,
+        embedding_dim=embedding_dim,
+        required_widths=feature_encoding.required_widths_of(schema, specs),
     )
     model.properties = props
     model.schema = schema

@@ -715,6 +715,26 @@ def zero_typed_node_blob(
     return blob.pack(out)
 
 
+def _seed_rows(name: str, value: Any, i: int, count: int) -> Any:
+    """Seed ``i``'s part of a dense typed section of ``count`` seeds: its row of a dense one; of
+    a ragged one (a raw ``bag_*`` section: ``count * slots * columns`` rows, seed-major) its
+    rows, their splits starting at 0."""
+    if not isinstance(value, blob.Ragged):
+        return value[i : i + 1]
+    splits = value.row_splits
+    if (len(splits) - 1) % count:
+        raise ValueError(
+            f"typed blob: ragged section {name!r} has {len(splits) - 1} rows, expected a multiple "
+            f"of {count} (the seeds)"
+        )
+    per = (len(splits) - 1) // count
+    own = splits[i * per : (i + 1) * per + 1]
+    values = value.values[own[0] : own[-1]]
+    if values.dtype == object:  # strings (an empty slice keeps its dtype this way)
+        values = blob.Dense(list(values), [len(values)], "string")
+    return blob.Ragged(values, own - own[0])
+
+
 def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dense") -> list[bytes]:
     """A ``tf_features.sample_typed`` blob of ``count`` seeds (``spec``, ``layout_name``) cut into
     ``count`` one-seed blobs, in numpy (no TensorFlow).
@@ -733,7 +753,10 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
                 "(one per seed)"
             )
     if layout_name == "dense":
-        return [blob.pack({n: v[i : i + 1] for n, v in sections.items()}) for i in range(count)]
+        return [
+            blob.pack({n: _seed_rows(n, v, i, count) for n, v in sections.items()})
+            for i in range(count)
+        ]
     index_of: dict[str, list[str]] = {}
     for h, table in enumerate(spec.layout().tables):
         for label in table:

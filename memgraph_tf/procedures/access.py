@@ -109,6 +109,11 @@ class GraphAccess(Protocol):
         :class:`~memgraph_tf.typed_sampling.EdgeStep` matches (``left``: its endpoint with the
         step's left label), in any order."""
 
+    def relationship_values(self, handles: Sequence[Any], name: str) -> list[Any]:
+        """Property ``name`` of each relationship handle (from :meth:`relationships`), in order:
+        ``None`` where it is missing; temporal values as ``mgp`` gives them (``datetime.date``
+        for a Date, a naive ``datetime.datetime`` for a LocalDateTime)."""
+
     def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
         """Sets property ``name`` to the value on each relationship ``handle`` of ``rows``."""
 

@@ -737,6 +737,14 @@ class MgpGraphAccess:
                         out.append((edge, vertex.id, other.id))
         return out
 
+    def relationship_values(self, handles: Sequence[Any], name: str) -> list[Any]:
+        out = []
+        for i, edge in enumerate(handles):
+            if i % ABORT_CHECK_EVERY == 0:
+                self._ctx.check_must_abort()
+            out.append(edge.properties.get(name))
+        return out
+
     def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
         for i, (edge, value) in enumerate(rows):
             if i % ABORT_CHECK_EVERY == 0:

@@ -205,10 +205,11 @@ def parse_split_filter(raw: dict[str, Any]) -> SplitFilter | None:
     return SplitFilter(name, frozenset(values)) if values else None
 
 
-def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None]:
+def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
     """The options of ``sample_typed`` (with ``seed_time``: the seeds' time property, and
-    ``time_order``, one of :data:`TIME_ORDERS`, for steps with a time) and its held-out
-    relationships (:func:`parse_split_filter`)."""
+    ``time_order``, one of :data:`TIME_ORDERS`, for steps with a time), its held-out
+    relationships (:func:`parse_split_filter`) and the value of ``options.feature_spec`` as given
+    (parsed by :func:`memgraph_tf.procedures.raw.parse_feature_specs`)."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -219,13 +220,15 @@ def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None]:
             f"the left label of the first hop's steps), got {describe_value(label)}"
         )
     split = parse_split_filter(raw)
+    feature_spec = raw.pop("feature_spec", None)
     seed_time = raw.pop("seed_time", None)
     if seed_time is not None:
         seed_time = _name("seed_time", seed_time)
     time_order = raw.pop("time_order", None)
     time_order = "uniform" if time_order is None else _choice("time_order", time_order, TIME_ORDERS)
     opts = parse_options("sample_typed", raw)
-    return dataclasses.replace(opts, label=label, seed_time=seed_time, time_order=time_order), split
+    opts = dataclasses.replace(opts, label=label, seed_time=seed_time, time_order=time_order)
+    return opts, split, feature_spec
 
 
 def parse_spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:

@@ -59,9 +59,11 @@ from memgraph_tf.procedures.options import (
     parse_spec,
     parse_split_filter,
 )
-from memgraph_tf.procedures.slot_blobs import RoleCall, layout_sections
+from memgraph_tf.procedures.raw import parse_feature_specs, split_feature_specs
+from memgraph_tf.procedures.slot_blobs import RoleCall, check_packed, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, no_relationships, resolve_seeds
 from memgraph_tf.procedures.tables import le
+from memgraph_tf.procedures.time_split import TimeSplit, parse_time_split
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 __all__ = ["MAX_NEGATIVES", "sample_pairs", "split_edges"]
@@ -89,15 +91,9 @@ def _fraction(raw: dict[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
-def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str, int]:
-    """``tf_features.split_edges``: writes the split of every relationship ``pattern`` matches
-    (module docstring); returns ``{"train", "val", "test"}`` (edges per split) and
-    ``"relationships"`` (relationships written).
-
-    Guarantees: the same graph, pattern and ``options.seed`` write the same values over any
-    graph access (idempotent); nothing is written when an input is bad (the options, the
-    pattern, an endpoint without an integer ``options.id_property``) or when the graph has no
-    relationship of the pattern (an error naming the relationships it has)."""
+def _parse_split_options(options: Any) -> tuple[Options, Any, float, float, str, TimeSplit | None]:
+    """``split_edges``'s options: (parsed ``id_property``, seed, val and test fractions, split
+    property, temporal split or None)."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -108,8 +104,18 @@ def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str,
                 f"options: unknown option {key!r} for tf_features.split_edges (allowed: "
                 f"{', '.join(map(repr, allowed))})"
             )
+    timed = parse_time_split(raw)
+    if timed is not None:
+        for key in ("val_fraction", "test_fraction"):
+            if raw.get(key) is not None:
+                raise OptionError(
+                    f"options.{key}: not used with options.time_property (options.cutoffs set "
+                    "the split)"
+                )
     seed = raw.pop("seed", None)
-    if not isinstance(seed, int) or isinstance(seed, bool):
+    if (timed is None or seed is not None) and (
+        not isinstance(seed, int) or isinstance(seed, bool)
+    ):
         raise OptionError(
             "options.seed: expected an integer (the split is drawn from it: the same seed writes "
             f"the same split), got {describe_value(seed)}"
@@ -126,7 +132,21 @@ def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str,
         raise OptionError(
             f"options.split_property: expected a property name, got {describe_value(name)}"
         )
-    opts = parse_options("split_edges", raw)  # id_property
+    return parse_options("split_edges", raw), seed, val, test, name, timed  # id_property
+
+
+def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str, int]:
+    """``tf_features.split_edges``: writes the split of every relationship ``pattern`` matches
+    (module docstring; by time with ``options.time_property``:
+    :mod:`memgraph_tf.procedures.time_split`); returns ``{"train", "val", "test"}`` (edges per
+    split) and ``"relationships"`` (relationships written).
+
+    Guarantees: the same graph, pattern and ``options.seed`` (or cutoffs) write the same values
+    over any graph access (idempotent); nothing is written when an input is bad (the options, the
+    pattern, an endpoint without an integer ``options.id_property``, a relationship whose time is
+    missing or not of the cutoffs' kind) or when the graph has no relationship of the pattern (an
+    error naming the relationships it has)."""
+    opts, seed, val, test, name, timed = _parse_split_options(options)
     try:
         step = EdgeStep.parse(pattern)
     except ValueError as exc:
@@ -149,6 +169,23 @@ def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str,
     def unit(a: int, b: int) -> tuple[int, int]:
         ka, kb = left_of[a], right_of[b]
         return (min(ka, kb), max(ka, kb)) if unordered else (ka, kb)
+
+    if timed is not None:
+        arrow = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[step.direction]
+
+        def name_of(i: int) -> str:
+            _, a, b = found[i]
+            left, right = (node_name(k, opts.id_property) for k in (left_of[a], right_of[b]))
+            return f"relationship ({left}){arrow[0]}[:{step.rel_type}]{arrow[1]}({right})"
+
+        values = nav.relationship_values([h for h, _, _ in found], timed.prop)
+        split_of = timed.assign([unit(a, b) for _, a, b in found], values, name_of)
+        rows = [(handle, split_of[unit(a, b)]) for handle, a, b in found]
+        nav.write_splits(rows, name)
+        counts = {s: 0 for s in layout.SPLITS}
+        for s in split_of.values():
+            counts[s] += 1
+        return {**counts, "relationships": len(rows)}
 
     units = sorted({unit(a, b) for _, a, b in found})
     rng_for(seed, "split_edges").shuffle(units)  # the keyed RNG of the samplers
@@ -178,7 +215,9 @@ class _PairOptions:
     negatives: int
 
 
-def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any]:
+def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any, Any]:
+    """The options, the pair options, the held-out relationships and ``options.feature_spec``
+    as given."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -205,8 +244,9 @@ def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any]:
             f"{MAX_NEGATIVES}, got {describe_value(negatives)}"
         )
     split = parse_split_filter(raw)
+    feature_spec = raw.pop("feature_spec", None)
     opts = parse_options("sample_pairs", raw)
-    return opts, _PairOptions(labels[0], labels[1], negatives), split
+    return opts, _PairOptions(labels[0], labels[1], negatives), split, feature_spec
 
 
 def _parse_specs(
@@ -299,10 +339,12 @@ def sample_pairs(
     ``targets[i]``; the same graph, arguments and ``options.seed`` give the same bytes over any
     graph access; neither neighbourhood of a row walks a relationship between the row's two
     endpoints, nor (``options.exclude_splits``) a held-out relationship."""
-    opts, pair, split = _parse_pair_options(options)
+    opts, pair, split, feature_spec = _parse_pair_options(options)
+    specs_of = parse_feature_specs(feature_spec)
     src_spec, dst_spec = _parse_specs(num_neighbors, pair.source_label, pair.target_label)
     labels = list(dict.fromkeys(src_spec.labels() + dst_spec.labels()))
     names_of = parse_properties(properties, labels)
+    raw_of = split_feature_specs(specs_of, properties, names_of, labels)
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
     nav = factory(plain)
     s_int, s_keys = resolve_seeds(
@@ -320,7 +362,7 @@ def sample_pairs(
     keys.add(pair.target_label, t_int, t_keys)
     seed = base_seed(opts)
     n = len(s_int) * (1 + pair.negatives)
-    call = RoleCall(factory, nav, keys, names_of, opts, split)
+    call = RoleCall(factory, nav, keys, names_of, opts, split, raw_of=raw_of)
     call.fix_seed_columns(pair.source_label, s_int[0])
     call.fix_seed_columns(pair.target_label, t_int[0])
 
@@ -333,6 +375,7 @@ def sample_pairs(
             opts.dtype,
             batch=n,
             layout=opts.layout,
+            raw=call.raw_widths,
         )
 
     def make_roles() -> list[Role]:
@@ -357,4 +400,6 @@ def sample_pairs(
     sections = call.sample_sections(n, slots, "pair", layout_of, make_roles, prefixes)
     labels_data = [1] * len(s_int) + [0] * (n - len(s_int))
     sections[layout.PAIR_LABELS] = blob.Dense(le(array.array("q", labels_data)), [n], "int64")
-    return blob.pack(sections), n
+    data = blob.pack(sections)
+    check_packed(data, n, "pair", list(raw_of), opts)
+    return data, n

@@ -569,11 +569,9 @@ def _sections(key: str, value: Any) -> dict[str, Section]:
             dtype, shape = spec
         else:
             raise _fail(key, "{dtype, shape}", spec, where)
-        if dtype not in DTYPES or dtype == "string":
+        if dtype not in DTYPES:  # string: a typed blob's raw category sections
             raise BundleError(
-                f"{where}.dtype: expected one of "
-                f"{sorted(d for d in DTYPES if d != 'string')}, got {_show(dtype)}",
-                key=key,
+                f"{where}.dtype: expected one of {sorted(DTYPES)}, got {_show(dtype)}", key=key
             )
         if not isinstance(shape, (list, tuple)) or not all(_is_int(d) and d >= -1 for d in shape):
             raise BundleError(

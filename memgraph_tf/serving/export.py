@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memgraph_tf.errors import BundleError, BundleExistsError
+from memgraph_tf.layout import ROW_SPLITS_SUFFIX
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.bundle import (
     CLASSIFY_SIGNATURE,
@@ -540,18 +541,25 @@ def _set_method_names(saved_dir: pathlib.Path, methods: Mapping[str, str]) -> No
 
 
 def warmup_blob(sections: Mapping[str, tuple[str, Sequence[int]]]) -> bytes:
-    """A blob holding every section of ``sections`` filled with zeros (false for bool): a node
-    with no features, used for warmup requests."""
+    """A blob holding every section of ``sections`` filled with zeros (false for bool, empty
+    strings, empty rows for a ragged pair ``name`` + ``.row_splits``): a node with no features,
+    used for warmup requests."""
     import numpy as np
 
     from memgraph_tf import blob
 
-    return blob.pack(
-        {
-            k: np.zeros(tuple(shape), dtype=np.bool_ if dt == "bool" else dt)
-            for k, (dt, shape) in sections.items()
-        }
-    )
+    out: dict[str, Any] = {}
+    for k, (dt, shape) in sections.items():
+        if k.endswith(ROW_SPLITS):
+            continue
+        if k + ROW_SPLITS in sections:
+            rows = sections[k + ROW_SPLITS][1][0]
+            out[k] = blob.Ragged(np.array([], dtype=object), np.zeros(rows, np.int64))
+        elif dt == "string":
+            out[k] = np.full(tuple(shape), "", dtype=object)
+        else:
+            out[k] = np.zeros(tuple(shape), dtype=np.bool_ if dt == "bool" else dt)
+    return blob.pack(out)
 
 
 def _write_warmup(
@@ -600,7 +608,7 @@ def _typed_settings(
     from memgraph_tf.typed_sampling import TypedSamplingSpec
 
     spec = getattr(model, "spec", None)
-    if not isinstance(spec, TypedSamplingSpec):
+    if not isinstance(spec, TypedSamplingSpec) or not getattr(model, "typed_inputs", True):
         return None
     if sections is not None:
         raise BundleError(
@@ -617,7 +625,10 @@ def _typed_settings(
     # options.label is the seed label, as in the sample_typed call: batch inference selects the
     # nodes of that label by default (memgraph_tf.client.node_tables.bundle_selection)
     options["label"] = spec.seed_label
-    widths = model.feature_dims
+    encoders = getattr(model, "label_encoders", None) or {}
+    if encoders:  # the raw property columns of these labels: the bundle's sample_typed calls
+        options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
+    widths = {label: w for label, w in model.feature_dims.items() if label not in encoders}
     if isinstance(properties, Mapping):
         props = {str(k): [str(n) for n in v] for k, v in properties.items()}
     elif getattr(model, "properties", None) and list(properties) == ["features"]:
@@ -652,10 +663,13 @@ def _typed_sections(model: Any, layout: str = "dense") -> dict[str, tuple[str, t
     from memgraph_tf import layout as blob_layout
 
     wanted = set(model.input_names())
+    encoders = getattr(model, "label_encoders", None) or {}
+    raw = {label: blob_layout.RawWidths(**enc.group_widths) for label, enc in encoders.items()}
+    widths = {label: w for label, w in model.feature_dims.items() if label not in encoders}
     return {
         s.name: (s.dtype, tuple(s.shape))
         for s in blob_layout.typed_sample_sections(
-            model.spec, dict(model.feature_dims), model.feature_dtype, batch=1, layout=layout
+            model.spec, widths, model.feature_dtype, batch=1, layout=layout, raw=raw or None
         )
         if (s.name in wanted if layout == "dense" else s.role != "labels")
     }
@@ -687,6 +701,33 @@ def _decode_gathered(blobs: Any, unpack: Any, gathered: dict[str, Any]) -> dict[
     )
     tensors = decode(blobs, unpack=unpack, **args)
     return {n: t[:, 0] for n, t in tensors.items() if inputs is None or n in inputs}
+
+
+ROW_SPLITS = ROW_SPLITS_SUFFIX
+"""The suffix of a ragged section's row splits (a typed blob's ``bag_*`` sections)."""
+
+
+def decode_with_bags(
+    blobs: Any, unpack: Any, sections: Mapping[str, tuple[str, Sequence[int]]]
+) -> dict[str, Any]:
+    """``{name: [batch, ...]}`` of a vector of one-row typed blobs whose ``sections`` include
+    ragged pairs (raw ``bag_*`` sections and their ``.row_splits``): dense sections as
+    :meth:`decode_sections` gives them; each ragged pair as its flat values and row splits over
+    the whole batch (rows row-major over ``[batch, slots, columns]``), the form a
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` reads."""
+    names = [n for n in sections if not n.endswith(ROW_SPLITS)]
+    ragged = [n for n in names if n + ROW_SPLITS in sections]
+    dtypes = [sections[n][0] for n in names]
+    shapes = [[None] if n in ragged else list(sections[n][1]) for n in names]
+    tensors = unpack(blobs, names, dtypes, ragged=ragged, shapes=shapes)
+    out: dict[str, Any] = {}
+    for name, t in zip(names, tensors):
+        if name in ragged:  # [batch, (rows), (values)]: the rows of every blob, in order
+            out[name] = t.flat_values
+            out[name + ROW_SPLITS] = t.values.row_splits
+        else:
+            out[name] = t[:, 0]
+    return out
 
 
 def _sample_layout(layout: str | None, options: dict[str, Any], sections: Any) -> str:
@@ -836,6 +877,8 @@ def _make_module_class():
         def _decode(self, blobs):
             if self._gathered is not None:  # gathered/densified back to the dense model inputs
                 return _decode_gathered(blobs, self.unpack(), self._gathered)
+            if any(n.endswith(ROW_SPLITS) for n in self._sections):
+                return decode_with_bags(blobs, self.unpack(), self._sections)
             return self.decode_sections(blobs, self._sections)
 
         def _table_logits(self, blobs):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import datetime
 import pathlib
 import re
 import traceback
@@ -125,6 +126,12 @@ USER = {"label": "User"}
 PAIRS = {"source_label": "User"}
 BOUGHT = "(:User)-[:BOUGHT]->(:Product)"
 FOLLOWS = "(:User)-[:FOLLOWS]-(:User)"
+SPEC_F = {"label": "User", "properties": [{"name": "f", "kind": "numeric", "length": 2}]}
+SPEC_F_CATEGORY = {"label": "User", "properties": [{"name": "f", "kind": "categorical"}]}
+SPEC_CATEGORY = {
+    "label": "Category",
+    "properties": [{"name": "w", "kind": "required"}, {"name": "v", "kind": "boolean"}],
+}
 CASES = {
     "unknown internal id": Case(
         "pack", ([999], ["f"], {}), r"^nodes\[0\]: unknown node id 999 \(no node has that "
@@ -285,6 +292,63 @@ CASES = {
         ([Node(0), Node(4)], {BOUGHT: [1]}, None, {**USER, **ID}),
         r"^seeds\[1\]: node with id = 10 is not a :User node \(the seed label, options\.label\)$",
     ),
+    "sample_typed: a feature_spec that is no map": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "feature_spec": 5}),
+        r"^options\.feature_spec: expected a map of label -> feature spec .*, got int 5$",
+    ),
+    "sample_typed: a feature_spec label key that is empty": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "feature_spec": {"": SPEC_F}}),
+        r"^options\.feature_spec: expected label names as keys, got ''$",
+    ),
+    "sample_typed: a feature_spec of an unknown kind": Case(
+        "sample_typed",
+        (
+            [0],
+            {BOUGHT: [1]},
+            None,
+            {
+                **USER,
+                "feature_spec": {"User": {**SPEC_F, "properties": [{"name": "f", "kind": "x"}]}},
+            },
+        ),
+        r"^options\.feature_spec\['User'\]: label 'User' property 'f': expected a 'kind' among ",
+    ),
+    "sample_typed: a feature_spec under another label's key": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "feature_spec": {"Product": SPEC_F}}),
+        r"^options\.feature_spec\['Product'\]: expected the spec's 'label' to be 'Product' \(its "
+        r"key\), got 'User'$",
+    ),
+    "sample_typed: a feature_spec label without slots": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "feature_spec": {"Category": SPEC_CATEGORY}}),
+        r"^options\.feature_spec: label 'Category' has no slots in this sampling spec",
+    ),
+    "sample_typed: a label in feature_spec and properties": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, {"User": ["f"]}, {**USER, "feature_spec": {"User": SPEC_F}}),
+        r"^options\.feature_spec and properties: expected label 'User' in one of them, got it in "
+        r"both",
+    ),
+    "sample_typed: a value of the wrong type for its kind": Case(
+        "sample_typed",
+        ([1], {BOUGHT: [1]}, None, {**USER, **ID, "feature_spec": {"User": SPEC_F_CATEGORY}}),
+        r"^node with id = 1 \(:User\) property 'f' \(kind 'categorical'\): expected a string, an "
+        r"integer or a boolean, got list \[1\.0, 2\.0\]$",
+    ),
+    "sample_typed: no node of a raw label met or having its required properties": Case(
+        "sample_typed",
+        (
+            [3],
+            {BOUGHT: [1, 0], "(:Product)-[:IN]->(:Category)": [0, 1]},
+            None,
+            {**USER, "feature_spec": {"Category": SPEC_CATEGORY}},
+        ),
+        r"^properties: expected a node having all of \['w'\], got no :Category node with all of "
+        r"them$",
+    ),
     "sample_typed: a neighbour whose id is not an integer": Case(
         "sample_typed",
         ([2], {BOUGHT: [1]}, None, {**USER, **ID}),
@@ -343,6 +407,42 @@ CASES = {
         "split_edges",
         ("(:User)-[:LIKES]->(:Product)", {"seed": 1}),
         r"^pattern: \(:User\)-\[:LIKES\]->\(:Product\): the graph has no such relationships ",
+    ),
+    "split_edges: cutoffs without a time_property": Case(
+        "split_edges",
+        (BOUGHT, {"cutoffs": [1, 2]}),
+        r"^options\.time_property: expected a relationship property name \(options\.cutoffs ",
+    ),
+    "split_edges: a time_property without cutoffs": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at"}),
+        r"^options\.cutoffs: expected \[t1, t2\] \(train before t1, .*got null$",
+    ),
+    "split_edges: a cutoff of no time kind": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2.5]}),
+        r"^options\.cutoffs\[1\]: expected an integer, a Date or a LocalDateTime, got float 2\.5$",
+    ),
+    "split_edges: cutoffs of two kinds": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, datetime.date(2024, 1, 1)]}),
+        r"^options\.cutoffs: expected two values of one kind, got int 1 and date ",
+    ),
+    "split_edges: cutoffs not increasing": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [5, 5]}),
+        r"^options\.cutoffs: expected t1 < t2, got int 5 and int 5$",
+    ),
+    "split_edges: a fraction with a time split": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2], "test_fraction": 0.2}),
+        r"^options\.test_fraction: not used with options\.time_property ",
+    ),
+    "split_edges: a relationship without the time property": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2]}),
+        r"^options\.time_property: relationship \(node 0\)-\[:BOUGHT\]->\(node 4\): property "
+        r"'at': expected an integer \(the kind of options\.cutoffs\), got no such property$",
     ),
     "sample_pairs: no source label": Case(
         "sample_pairs",
@@ -409,7 +509,7 @@ UNREACHABLE = {
     ("tables.py", "_raise_bad_value", "expected a number in float range"),
     ("options.py", "parse_typed_call", "options: expected a map"),
     ("options.py", "parse_properties", "properties: expected a map of label"),
-    ("pairs.py", "split_edges", "options: expected a map"),
+    ("pairs.py", "_parse_split_options", "options: expected a map"),
     ("pairs.py", "_parse_pair_options", "options: expected a map"),
     ("profile.py", "parse_profile_call", "options: expected a map"),
 }

@@ -3,6 +3,7 @@
 valid/NAME.bin   + NAME.json  {"description", "sections": [{"name", "dtype", "shape", "values"}]}
 invalid/NAME.bin + NAME.json  {"description", "error", optional "ragged": [names]}
 typed/NAME.bin   + NAME.json  {"description", "call", "decodes_to", "sections"}; typed/graph.json
+raw/NAME.bin     + NAME.json  {"description", "call", "sections"}; raw/graph.json
 
 The valid bytes are written by hand here with ``struct`` from the spec's layout, not by
 ``memgraph_tf.blob.pack``, so that the test "the packer's bytes equal the golden vectors" checks the
@@ -159,6 +160,23 @@ _TYPED_CALL = {
     "properties": {"User": ["features"], "Product": ["features"]},
     "options": {"label": "User", "id_property": "id", "label_property": "label", "seed": 0},
 }
+# the pairs (10, 21), (11, 21) of both pair vectors (typed/pair_dense, raw/pair_raw_dense)
+_PAIR_CALL = {
+    "procedure": "sample_pairs",
+    "sources": [10, 11],
+    "targets": [21, 21],
+    "num_neighbors": {
+        "source": {"(:User)-[:BOUGHT]->(:Product)": [2]},
+        "target": {"(:Product)<-[:BOUGHT]-(:User)": [2]},
+    },
+    "properties": {"User": ["features"], "Product": ["features"]},
+    "options": {
+        "source_label": "User",
+        "target_label": "Product",
+        "id_property": "id",
+        "seed": 0,
+    },
+}
 # the slot tables: h0 User 1 slot, h1 Product 2 (user 10: 20, 21; user 11: 21, padded),
 # h2 Category 2 (under 20 and 21: 30, 30; under 21: 30, padded)
 _INDEX = [
@@ -223,22 +241,7 @@ TYPED: dict[str, tuple[str, dict, str | None, list[dict]]] = {
     "pair_dense": (
         "tf_features.sample_pairs, dense: pairs (10, 21), (11, 21); each pair's own BOUGHT "
         "left out (section 10)",
-        {
-            "procedure": "sample_pairs",
-            "sources": [10, 11],
-            "targets": [21, 21],
-            "num_neighbors": {
-                "source": {"(:User)-[:BOUGHT]->(:Product)": [2]},
-                "target": {"(:Product)<-[:BOUGHT]-(:User)": [2]},
-            },
-            "properties": {"User": ["features"], "Product": ["features"]},
-            "options": {
-                "source_label": "User",
-                "target_label": "Product",
-                "id_property": "id",
-                "seed": 0,
-            },
-        },
+        _PAIR_CALL,
         None,
         [
             sec("src.ids_h0_User", "int64", [2, 1], [10, 11]),
@@ -280,6 +283,153 @@ def i64(b: bytes, off: int, v: int) -> bytes:
 
 def byte(b: bytes, off: int, v: int) -> bytes:
     return b[:off] + bytes([v]) + b[off + 1 :]
+
+
+# Raw property columns (docs/blob-format.md section 11: options.feature_spec) of a graph small
+# enough to sample by hand: every fanout covers the degree it meets. Typed values in graph.json are
+# tagged maps: {"Date": "YYYY-MM-DD"}, {"LocalDateTime": "YYYY-MM-DDTHH:MM:SS"}. Written to
+# tests/golden/raw/; tests/ops/test_raw_golden.py checks them.
+RAW_GRAPH = {
+    "description": "(:User)-[:BOUGHT]->(:Product); keys are the id property; absent properties "
+    "are left out of a node",
+    "nodes": [
+        {
+            "label": "User",
+            "properties": {
+                "id": 10,
+                "f": [0.5, -1.0],
+                "age": 31,
+                "country": "de",
+                "born": {"Date": "1990-01-02"},
+                "tags": ["a", "b"],
+                "vip": True,
+            },
+        },
+        {
+            "label": "User",
+            "properties": {"id": 11, "f": [0.0, 0.25], "country": 7, "tags": [], "vip": False},
+        },
+        {
+            "label": "Product",
+            "properties": {
+                "id": 20,
+                "price": 2.5,
+                "color": "red",
+                "added": {"LocalDateTime": "1970-01-02T00:00:01"},
+            },
+        },
+        {"label": "Product", "properties": {"id": 21, "price": 4.0}},
+    ],
+    "relationships": [[10, "BOUGHT", 20], [10, "BOUGHT", 21], [11, "BOUGHT", 21]],
+}
+_USER_SPEC = {
+    "label": "User",
+    "properties": [
+        {"name": "f", "kind": "required"},
+        {"name": "age", "kind": "numeric", "mean": 30.0, "std": 5.0},
+        {"name": "country", "kind": "categorical", "vocabulary": ["de", "fr"]},
+        {"name": "born", "kind": "temporal", "type": "Date"},
+        {"name": "tags", "kind": "multi_categorical", "vocabulary": ["a"]},
+        {"name": "vip", "kind": "boolean"},
+    ],
+}
+_PRODUCT_SPEC = {
+    "label": "Product",
+    "properties": [
+        {"name": "price", "kind": "numeric"},
+        {"name": "color", "kind": "categorical", "hash_buckets": 8},
+        {"name": "added", "kind": "temporal", "type": "LocalDateTime"},
+    ],
+}
+T, F = True, False
+RAW: dict[str, tuple[str, dict, list[dict]]] = {
+    "typed_raw_dense": (
+        "tf_features.sample_typed with options.feature_spec, dense layout, 2 seeds (section 11): "
+        "user 11 lacks age and born, product 21 color and added, user 11's second slot padded",
+        {
+            "procedure": "sample_typed",
+            "seeds": [10, 11],
+            "num_neighbors": {"(:User)-[:BOUGHT]->(:Product)": [2]},
+            "properties": None,
+            "options": {
+                "label": "User",
+                "id_property": "id",
+                "seed": 0,
+                "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
+            },
+        },
+        [
+            sec("ids_h0_User", "int64", [2, 1], [10, 11]),
+            # num: f (2 columns), age, vip; time: born (days since 1970-01-01: 20 * 365 + 5 + 1)
+            sec("num_h0_User", "float32", [2, 1, 4], [0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0.0, 0.0]),
+            sec("time_h0_User", "int64", [2, 1, 1], [7306, 0]),
+            sec("cat_h0_User", "string", [2, 1, 1], ["de", "7"]),
+            sec("bag_h0_User", "string", [2], ["a", "b"]),
+            sec("bag_h0_User.row_splits", "int64", [3], [0, 2, 2]),
+            sec("has_h0_User", "bool", [2, 1, 6], [T, T, T, T, T, T, T, F, T, F, T, T]),
+            sec("ids_h1_Product", "int64", [2, 2], [20, 21, 21, -1]),
+            sec("num_h1_Product", "float32", [2, 2, 1], [2.5, 4.0, 4.0, 0.0]),
+            # added: one day and one second after the epoch, in microseconds
+            sec("time_h1_Product", "int64", [2, 2, 1], [86_401_000_000, 0, 0, 0]),
+            sec("cat_h1_Product", "string", [2, 2, 1], ["red", "", "", ""]),
+            sec("has_h1_Product", "bool", [2, 2, 3], [T, T, T, T, F, F, T, F, F, F, F, F]),
+            sec("mask_h1_Product", "bool", [2, 2], [T, T, T, F]),
+        ],
+    ),
+    "pair_raw_dense": (
+        "tf_features.sample_pairs with options.feature_spec, dense: pairs (10, 21), (11, 21), "
+        "each pair's own BOUGHT left out (sections 10 and 11)",
+        {
+            **_PAIR_CALL,
+            "properties": None,
+            "options": {
+                **_PAIR_CALL["options"],
+                "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
+            },
+        },
+        [
+            sec("src.ids_h0_User", "int64", [2, 1], [10, 11]),
+            sec("src.num_h0_User", "float32", [2, 1, 4], [0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0, 0]),
+            sec("src.time_h0_User", "int64", [2, 1, 1], [7306, 0]),
+            sec("src.cat_h0_User", "string", [2, 1, 1], ["de", "7"]),
+            sec("src.bag_h0_User", "string", [2], ["a", "b"]),
+            sec("src.bag_h0_User.row_splits", "int64", [3], [0, 2, 2]),
+            sec("src.has_h0_User", "bool", [2, 1, 6], [T, T, T, T, T, T, T, F, T, F, T, T]),
+            # user 10 without 21 (the pair's own): 20 and a pad; user 11 bought 21 alone
+            sec("src.ids_h1_Product", "int64", [2, 2], [20, -1, -1, -1]),
+            sec("src.num_h1_Product", "float32", [2, 2, 1], [2.5, 0.0, 0.0, 0.0]),
+            sec("src.time_h1_Product", "int64", [2, 2, 1], [86_401_000_000, 0, 0, 0]),
+            sec("src.cat_h1_Product", "string", [2, 2, 1], ["red", "", "", ""]),
+            sec("src.has_h1_Product", "bool", [2, 2, 3], [T, T, T] + [F] * 9),
+            sec("src.mask_h1_Product", "bool", [2, 2], [T, F, F, F]),
+            sec("dst.ids_h0_Product", "int64", [2, 1], [21, 21]),
+            sec("dst.num_h0_Product", "float32", [2, 1, 1], [4.0, 4.0]),
+            sec("dst.time_h0_Product", "int64", [2, 1, 1], [0, 0]),
+            sec("dst.cat_h0_Product", "string", [2, 1, 1], ["", ""]),
+            sec("dst.has_h0_Product", "bool", [2, 1, 3], [T, F, F, T, F, F]),
+            # product 21's buyers without the row's own source: 11 for (10, 21), 10 for (11, 21)
+            sec("dst.ids_h1_User", "int64", [2, 2], [11, -1, 10, -1]),
+            sec(
+                "dst.num_h1_User",
+                "float32",
+                [2, 2, 4],
+                [0.0, 0.25, 0.0, 0.0] + [0.0] * 4 + [0.5, -1.0, 31.0, 1.0] + [0.0] * 4,
+            ),
+            sec("dst.time_h1_User", "int64", [2, 2, 1], [0, 0, 7306, 0]),
+            sec("dst.cat_h1_User", "string", [2, 2, 1], ["7", "", "de", ""]),
+            sec("dst.bag_h1_User", "string", [2], ["a", "b"]),
+            sec("dst.bag_h1_User.row_splits", "int64", [5], [0, 0, 0, 2, 2]),
+            sec(
+                "dst.has_h1_User",
+                "bool",
+                [2, 2, 6],
+                [T, F, T, F, T, T] + [F] * 6 + [T] * 6 + [F] * 6,
+            ),
+            sec("dst.mask_h1_User", "bool", [2, 2], [T, F, T, F]),
+            sec("pair_labels", "int64", [2], [1, 1]),
+        ],
+    ),
+}
 
 
 def invalid() -> dict[str, tuple[str, bytes, str, dict]]:
@@ -599,6 +749,15 @@ def main() -> None:
         (typed / f"{name}.bin").write_bytes(build(sections))
         doc = {"description": desc, "call": call, "decodes_to": dense, "sections": sections}
         (typed / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    raw = HERE / "raw"
+    raw.mkdir(exist_ok=True)
+    for old in raw.glob("*"):
+        old.unlink()
+    (raw / "graph.json").write_text(json.dumps(RAW_GRAPH, indent=1) + "\n")
+    for name, (desc, call, sections) in RAW.items():
+        (raw / f"{name}.bin").write_bytes(build(sections))
+        doc = {"description": desc, "call": call, "sections": sections}
+        (raw / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":

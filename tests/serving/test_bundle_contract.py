@@ -112,7 +112,8 @@ def test_config_detaches_from_the_callers_options():
         (
             with_(sections={"f": {"dtype": "complex64", "shape": [1]}}),
             "sections",
-            r"sections.f.dtype: expected one of \['bool', 'float32', 'float64', 'int32', 'int64'\]",
+            r"sections.f.dtype: expected one of "
+            r"\['bool', 'float32', 'float64', 'int32', 'int64', 'string'\]",
         ),
         (
             with_(sections={"f": {"dtype": "float32", "shape": [1, -2]}}),

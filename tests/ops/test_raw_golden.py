@@ -1,0 +1,77 @@
+"""The raw-column golden vectors (tests/golden/raw, written by hand from docs/blob-format.md section
+11 by tests/golden/generate.py): the query module samples exactly these bytes from the vectors'
+graph (strings, a Date, a LocalDateTime, lists, absent values); the Python packer writes them; the
+Python reader, the C++ reader (its CLI harness, every truncation too) and both TF decoders read
+their values. scripts/fuzz.sh seeds its corpus with them (it takes every tests/golden/**/*.bin)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from memgraph_tf import layout
+from memgraph_tf.feature_spec import LabelSpec
+from memgraph_tf.typed_sampling import TypedSamplingSpec
+from tests.ops import golden_kit as kit
+
+tf = pytest.importorskip("tensorflow")
+
+
+def _value(v):
+    if isinstance(v, dict) and set(v) == {"Date"}:
+        return datetime.date.fromisoformat(v["Date"])
+    if isinstance(v, dict) and set(v) == {"LocalDateTime"}:
+        return datetime.datetime.fromisoformat(v["LocalDateTime"])
+    return v
+
+
+@pytest.fixture(scope="module")
+def vectors(golden_dir):
+    return kit.load_vectors(golden_dir / "raw", {"typed_raw_dense", "pair_raw_dense"})
+
+
+def _properties(node: dict) -> dict:
+    return {k: _value(v) for k, v in node["properties"].items()}
+
+
+def _layout(call: dict) -> list[layout.Section]:
+    """The sections the layout module gives for the call (the required ``f``: 2 numbers)."""
+    raw = {
+        label: layout.raw_widths(LabelSpec.from_dict(spec), {"f": 2})
+        for label, spec in call["options"]["feature_spec"].items()
+    }
+    nn = call["num_neighbors"]
+    if call["procedure"] == "sample_typed":
+        spec = TypedSamplingSpec.from_num_neighbors("User", nn)
+        return layout.typed_sample_sections(spec, {}, batch=2, raw=raw)
+    src = TypedSamplingSpec.from_num_neighbors("User", nn["source"])
+    dst = TypedSamplingSpec.from_num_neighbors("Product", nn["target"])
+    return layout.pair_sample_sections(src, dst, {}, batch=2, raw=raw)
+
+
+def test_the_query_module_samples_the_golden_bytes_and_python_reads_them(vectors, helpers):
+    docs, graph = vectors
+    source = kit.embedded_source(graph, _properties)
+    for name, (data, doc) in docs.items():
+        kit.assert_packed_and_read(helpers, name, data, doc)
+        assert kit.sample(source, doc["call"]) == data, name
+        want = doc["sections"]
+        got = _layout(doc["call"])
+        assert [(s.name, s.dtype) for s in got] == [(s["name"], s["dtype"]) for s in want]
+        fixed = [s for s in got if s.role != "bag"]  # (a bag's length varies: -1 in the layout)
+        assert [list(s.shape) for s in fixed] == [
+            s["shape"] for s in want if s["name"] in {f.name for f in fixed}
+        ]
+
+
+def test_the_cpp_reader_reads_them_and_rejects_every_truncation(
+    vectors, reader_cli, helpers, tmp_path
+):
+    kit.assert_cpp_reader_reads(helpers, reader_cli, vectors[0], tmp_path / "typed_raw_dense.bin")
+
+
+@pytest.mark.parametrize("decoder", ["op", "portable"])
+def test_both_decoders_read_them(ops, vectors, helpers, decoder):
+    unpack = ops.unpack_blob if decoder == "op" else ops.unpack_blob_portable
+    kit.assert_decoder_reads(helpers, unpack, vectors[0])
