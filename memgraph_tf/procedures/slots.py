@@ -38,7 +38,7 @@ from memgraph_tf.procedures.errors import (
     describe_value,
 )
 from memgraph_tf.procedures.options import Options, SplitFilter
-from memgraph_tf.procedures.timed import RecentDrawer, SeedTimes, as_of_row, read_timed
+from memgraph_tf.procedures.timed import AsOf, RecentDrawer, SeedTimes, read_timed, require_timing
 from memgraph_tf.procedures.weighted import WeightedDrawer, read_weighted, without
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
@@ -247,6 +247,7 @@ def draw_role(
         todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
         key_of = keys.of.setdefault(step.right, {})  # (filled by keys.add as they are read)
         draw: Any = Drawer(f)  # tf_features.sample's draw without replacement, padding
+        timing = None if step.time is None else require_timing(role.timing, step)
         if step.weight is not None:  # the weighted draw (procedures.weighted)
             read = functools.partial(_read_valued_step, nav, keys, step, split)
             read_weighted(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
@@ -254,7 +255,7 @@ def draw_role(
         elif step.time is not None:  # point in time, per row (procedures.timed)
             read = functools.partial(_read_valued_step, nav, keys, step, split)
             read_timed(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
-            if role.timing is not None and role.timing.most_recent:
+            if timing is not None and timing.most_recent:
                 draw = RecentDrawer(f)
         else:
             read = functools.partial(_read_step, nav, keys, step, split)
@@ -267,8 +268,8 @@ def draw_role(
             base = row * width + group.offset
             row_parents = parents[row * per : (row + 1) * per]
             row_nbrs = nbrs if avoid is None else _without_pair(nbrs, row_parents, *avoid[row])
-            if step.time is not None:
-                row_nbrs = as_of_row(nbrs, role.timing, row, step)
+            if timing is not None:
+                row_nbrs = AsOf(nbrs, timing.times[row], timing.most_recent)
             ids: list[int] = []
             draw(rng, row_nbrs, row_parents, [p != PAD_ID for p in row_parents], ids, [])
             target[base : base + per * f] = ids  # children of a padded slot stay padded

@@ -29,9 +29,9 @@ __all__ = [
     "AsOf",
     "RecentDrawer",
     "SeedTimes",
-    "as_of_row",
     "check_timing",
     "read_timed",
+    "require_timing",
     "seed_times",
 ]
 
@@ -175,12 +175,12 @@ class RecentDrawer:
             mask += [True] * len(got) + [False] * (f - len(got))
 
 
-def as_of_row(cache: dict[int, Timed], timing: SeedTimes | None, row: int, step: Any) -> AsOf:
-    """Row ``row``'s :class:`AsOf` view; an OptionError naming the step when the call has no seed
-    times (only ``sample_typed`` takes ``options.seed_time``)."""
+def require_timing(timing: SeedTimes | None, step: Any) -> SeedTimes:
+    """The call's seed times; an OptionError naming the step when it has none (only
+    ``sample_typed`` takes ``options.seed_time``)."""
     if timing is None:
         raise OptionError(
             f"num_neighbors: {step}: a step with a time is sampled by tf_features.sample_typed "
             "only (with options.seed_time)"
         )
-    return AsOf(cache, timing.times[row], timing.most_recent)
+    return timing
