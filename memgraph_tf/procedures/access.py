@@ -70,6 +70,15 @@ class GraphAccess(Protocol):
         given, and without the relationships ``held_out`` names (a relationship lacking its
         property is kept)."""
 
+    def valued_neighbours(
+        self, keys: Sequence[int], step: Any, held_out: SplitFilter | None = None
+    ) -> list[list[tuple[int, Any, Any, bool]]]:
+        """Per key, ``(neighbour key, value of step.relationship_property or None, relationship id,
+        outgoing)`` per relationship the :class:`~memgraph_tf.typed_sampling.EdgeStep` ``step``
+        walks from it (to a node with the step's right label, without those ``held_out`` names),
+        in any order, possibly repeated (``outgoing``: the key's node is the relationship's
+        start)."""
+
     def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
         """Per key, whether its node has ``label``."""
 

@@ -444,6 +444,40 @@ CASES = {
         r"^options\.time_property: relationship \(node 0\)-\[:BOUGHT\]->\(node 4\): property "
         r"'at': expected an integer \(the kind of options\.cutoffs\), got no such property$",
     ),
+    "sample_typed: a weighted step over a relationship without its weight": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {weight: w}]->(:Product)": [1]}, None, USER),
+        r"^relationship \(node 0:User\)-\[:BOUGHT\]->\(node 4:Product\) property 'w': expected "
+        r"a number \(the step's weight\), got no value$",
+    ),
+    "sample_typed: a timed step without options.seed_time": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, USER),
+        r"^options\.seed_time: expected the seeds' time property \(\(:User\)-\[:BOUGHT "
+        r"\{time: at\}\]->\(:Product\) has a time\), got none$",
+    ),
+    "sample_typed: options.seed_time without a timed step": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "seed_time": "id"}),
+        r"^options\.seed_time: expected a step with a time in num_neighbors ",
+    ),
+    "sample_typed: a seed without a time": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, {**USER, "seed_time": "t"}),
+        r"^seeds\[0\]: \(node 0:User\) property 't': expected an integer time, got no value$",
+    ),
+    "sample_typed: a relationship without its time": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, {**USER, "seed_time": "id"}),
+        r"^relationship \(node 0:User\)-\[:BOUGHT\]->\(node 4:Product\) property 'at': "
+        r"expected an integer time, got no value$",
+    ),
+    "sample_pairs: a timed step": Case(
+        "sample_pairs",
+        ([0], [1], {"(:User)-[:FOLLOWS {time: at}]-(:User)": [1]}, None, PAIRS),
+        r"^num_neighbors: \(:User\)-\[:FOLLOWS \{time: at\}\]-\(:User\): a step with a time is "
+        r"sampled by tf_features\.sample_typed only",
+    ),
     "sample_pairs: no source label": Case(
         "sample_pairs",
         ([0], [1], {FOLLOWS: [1]}, None, {}),
