@@ -161,9 +161,11 @@ SAMPLE_OPTIONS = PACK_OPTIONS + (
     "layout",
     "low_degree",
     "replace",
+    "reservoir_threshold",
     "seed",
 )
-"""Options of ``tf_features.sample`` and ``sample_per_node``."""
+"""Options of ``tf_features.sample`` and ``sample_per_node`` (``reservoir_threshold``: the bounded
+mode, :mod:`memgraph_tf.procedures.reservoir`)."""
 DESCRIBE_OPTIONS = SAMPLE_OPTIONS + ("fanouts",)
 """Options of ``tf_features.describe``."""
 SPLIT_PROPERTY = "split"

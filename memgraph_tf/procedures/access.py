@@ -53,6 +53,11 @@ class GraphAccess(Protocol):
         """The internal id of the node each of ``keys`` (resolved or met in this call) stands
         for."""
 
+    def adopt(self, keys: Sequence[int], internals: Sequence[int]) -> None:
+        """Registers ``keys[i]`` as the key of the node with internal id ``internals[i]``: nodes
+        met without an edge walk (a reservoir's members, :mod:`.reservoir`), read later like
+        any other key."""
+
     # -- reads ----------------------------------------------------------------------------------
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
         """Property values per key, ``None`` where missing."""
