@@ -167,6 +167,8 @@ def sample_ids(
                     access.check_abort()
                 hi = min(stop, lo + slots_per_check)
                 draw(rng, neighbour_cache, prev_ids[lo:hi], prev_mask[lo:hi], cur_ids, cur_mask)
+        if bounded is not None:
+            bounded.verify(access, cur_ids, cur_mask)
         ids.append(cur_ids)
         masks.append(cur_mask)
         per_row *= f

@@ -10,7 +10,7 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, is_int, node_name
+from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, is_int, node_name, stale_member
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
     ProcedureInputError,
@@ -319,12 +319,7 @@ class MgpGraphAccess:
         except IndexError:
             vertex = None
         if vertex is None or (self._id_property is not None and self._key_of(vertex) != key):
-            raise NodeNotFoundError(
-                f"{self.node_name(key)} (internal id {internal}): in a reservoir "
-                "(options.reservoir_threshold) but no longer in the graph under that key: the "
-                "reservoir lags the graph (apply the change log with "
-                "tf_features.update_reservoirs, or rebuild it with tf_features.build_reservoirs)"
-            )
+            raise NodeNotFoundError(stale_member(self.node_name(key), internal))
         return vertex
 
     # -- keys of vertices -----------------------------------------------------------------------

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -219,6 +220,7 @@ class BoundedReads:
         self.threshold = threshold
         self.name = property_name(edge_types, direction, id_property)
         self._drawn: dict[int, tuple[int, int]] = {}  # node -> (capacity, distinct members)
+        self._members: set[int] = set()  # the keys of the reservoirs' members met so far
 
     @classmethod
     def of(cls, options: Any) -> BoundedReads | None:
@@ -260,7 +262,17 @@ class BoundedReads:
                 self._drawn[key] = (reservoir.capacity, len(distinct))
                 self._check(access, key, fanout, hop)
                 access.adopt(reservoir.keys, reservoir.internals)
+                self._members.update(distinct)
                 cache[key] = distinct
+
+    def verify(self, access: GraphAccess, ids: Sequence[int], mask: Sequence[bool]) -> None:
+        """Reads the nodes of a hop's slots (``ids`` where ``mask``) drawn from reservoirs, so a
+        member no longer in the graph under its key (a reservoir behind the change log) raises
+        naming it, even where nothing else of it would be read (ids only, the last hop): one
+        lookup per drawn member, not per member."""
+        drawn = [k for k in dict.fromkeys(itertools.compress(ids, mask)) if k in self._members]
+        for start in range(0, len(drawn), READ_CHUNK):
+            access.properties(drawn[start : start + READ_CHUNK], [])
 
     def _check(self, access: GraphAccess, key: int, fanout: int, hop: int) -> None:
         capacity, distinct = self._drawn[key]

@@ -198,7 +198,7 @@ CASES = {
     ),
     "bounded: a member no longer in the graph": Case(
         "sample",
-        ([0], [3, 1], [], {**RESERVOIR, **ID, "edge_types": ["E"], "direction": "out"}),
+        ([0], [3], [], {**RESERVOIR, **ID, "edge_types": ["E"], "direction": "out"}),
         r"^node with id = 999 \(internal id 999\): in a reservoir \(options\.reservoir_threshold\)"
         r" but no longer in the graph under that key",
         "hubs",

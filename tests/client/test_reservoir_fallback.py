@@ -10,7 +10,7 @@ from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.change_log import Change, ChangeLog, apply_to_reservoirs, build_reservoirs
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import GraphDataError
-from memgraph_tf.procedures.reservoir import Reservoir, property_name
+from memgraph_tf.procedures.reservoir import FORMAT, Reservoir, property_name
 
 pytestmark = pytest.mark.arcadedb
 
@@ -142,3 +142,21 @@ def test_bad_input_is_the_same_error_on_both(twins):
             GraphDataError, match=r"options\.reservoir_threshold: expected an integer >= 0"
         ):
             sample(source, [3], reservoir_threshold=-2)
+        # a member deleted since the reservoir was written (ids only: nothing else reads it)
+        if isinstance(source, EmbeddedSource):
+            [hub, a, b] = (source.graph.find_nodes(LABEL, "id", k)[0] for k in (1, 100, 101))
+            stale = [FORMAT, 3, 30, 0, 0, 1, 0, 3, 100, 101, 999, 1, 2, 3, a, b, 10**12]
+            source.graph.set_property(hub, NAME, stale)
+        else:
+            rows = source.read(
+                f"MATCH (n:{LABEL}) WHERE n.id IN [100, 101] RETURN n.id AS k, id(n) AS i"
+            )
+            a, b = (row["i"] for row in sorted(rows, key=lambda row: row["k"]))
+            stale = [FORMAT, 3, 30, 0, 0, 1, 0, 3, 100, 101, 999, 1, 2, 3, a, b, 10**12]
+            source.write(f"MATCH (n:{LABEL}) WHERE n.id = 1 SET n.{NAME} = $v", {"v": stale})
+        with pytest.raises(
+            GraphDataError,
+            match=r"^node with id = 999 \(internal id 1000000000000\): in a reservoir "
+            r"\(options\.reservoir_threshold\) but no longer in the graph under that key",
+        ):
+            source.sample_blob([1], [3], [], {**STEP, "reservoir_threshold": 0})

@@ -48,6 +48,7 @@ class CypherGraphAccess:
         self._label = options.label
         self._node = f"(n:{quote_name(self._label, 'options.label')})" if self._label else "(n)"
         self._internal: dict[int, Any] = {}  # key -> the server's id(n) of the node it stands for
+        self._adopted: dict[int, Any] = {}  # key -> id(n): a reservoir's members (adopt)
 
     @classmethod
     def factory(cls, source: CypherReader) -> Callable[[Any], CypherGraphAccess]:
@@ -95,11 +96,13 @@ class CypherGraphAccess:
             )
 
     def adopt(self, keys: Sequence[int], internals: Sequence[int]) -> None:
-        """Registers each key as the node with that ``id(n)`` (a reservoir's members); without
-        ``options.id_property`` keys are internal ids already."""
-        if self._id_property is not None:
-            for key, internal in zip(keys, internals):
+        """Registers each key as the node with that ``id(n)`` (a reservoir's members; without
+        ``options.id_property`` keys are internal ids already). Reading one no longer in the
+        graph raises the query module's error for it."""
+        for key, internal in zip(keys, internals):
+            if self._id_property is not None:
                 self._register(key, internal)
+            self._adopted[key] = internal
 
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
         columns = ", ".join(
@@ -111,6 +114,11 @@ class CypherGraphAccess:
         rows = self._source.read(query, {"rows": self._rows(keys)})
         by_key = {row["key"]: [row[f"p{i}"] for i in range(len(names))] for row in rows}
         missing = [k for k in keys if k not in by_key]
+        if missing and missing[0] in self._adopted:
+            from memgraph_tf.procedures.access import stale_member
+
+            name = self.node_name(missing[0])
+            raise GraphDataError(stale_member(name, self._adopted[missing[0]]))
         if missing:
             raise GraphDataError(
                 f"{self.node_name(missing[0])}: expected the node to exist, got none (deleted "
