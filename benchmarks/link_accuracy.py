@@ -101,6 +101,10 @@ def labelled(pos, neg):
     return np.concatenate([pos, neg]), np.r_[np.ones(len(pos)), np.zeros(len(neg))]
 
 
+#: The options handed to train_link_predictor as parsed.
+TRAINING_OPTIONS = ("scorer", "hidden_units", "steps", "eval_every", "patience")
+
+
 def run(name, g, source, data, seed, args, keep_pair_edges=False):
     import numpy as np
 
@@ -123,13 +127,9 @@ def run(name, g, source, data, seed, args, keep_pair_edges=False):
         val,
         val_y,
         options=OPTIONS,
-        scorer=args.scorer,
-        hidden_units=args.hidden,
-        steps=args.steps,
-        eval_every=args.eval_every,
-        patience=args.patience,
         keep_pair_edges=keep_pair_edges,
         seed=seed,
+        **{name: getattr(args, name) for name in TRAINING_OPTIONS},
     )
     train_s = time.monotonic() - started
     common = dict(options=OPTIONS, seed=seed, feature_caches=result.feature_caches)
@@ -166,7 +166,7 @@ def main() -> int:
     parser.add_argument("--eval-every", type=int, default=25)
     parser.add_argument("--patience", type=int, default=100)
     parser.add_argument("--fanouts", nargs="+", type=int, default=[10, 5])
-    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--hidden", dest="hidden_units", metavar="HIDDEN", type=int, default=128)
     parser.add_argument("--scorer", default="dot", choices=["dot", "mlp"])
     parser.add_argument("--test-draws", type=int, default=3)
     parser.add_argument("--leak", action="store_true", help="also the keep-pair-edges ablation")
@@ -183,8 +183,8 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     print(
         f"link prediction, GAE protocol, through tf_features.sample_pairs (embedded); "
-        f"fanouts {args.fanouts}, {args.hidden} units, scorer {args.scorer}, up to {args.steps} "
-        f"steps; load average {os.getloadavg()[0]:.1f}",
+        f"fanouts {args.fanouts}, {args.hidden_units} units, scorer {args.scorer}, up to "
+        f"{args.steps} steps; load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
     runs = []

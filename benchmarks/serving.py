@@ -456,9 +456,11 @@ def load() -> str:
     return "load avg " + "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def print_header(name: str, args: argparse.Namespace, settings: str) -> None:
-    """Prints a benchmark's first line: its clients and seconds per row, ``settings``, the CPUs
-    and the load."""
+def begin(name: str, args: argparse.Namespace, settings: str) -> None:
+    """A serving benchmark's start: logs warnings only (the servers' request logs would drown the
+    rows) and prints its first line: its clients and seconds per row, ``settings``, the CPUs and
+    the load."""
+    logging.basicConfig(level=logging.WARNING)
     print(
         f"# {name} benchmark: {args.clients} clients, {args.duration_s:g} s per row, {settings}, "
         f"{os.cpu_count()} CPUs, {load()}"
@@ -643,8 +645,7 @@ def print_targets(rows: dict, before_rev: str | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    print_header("serving", args, f"decoder {args.decoder}")
+    begin("serving", args, f"decoder {args.decoder}")
     print(f"# memgraph-tf serve arguments: {' '.join(args.serve_arg) or '(the defaults)'}")
     graph = layouts.cora_graph()
     print("\n## bytes")

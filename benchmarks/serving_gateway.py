@@ -118,10 +118,7 @@ def print_ratios(rows: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    serving.print_header(
-        "gateway", args, f"layout {args.layout}, decoder {args.decoder}, graph {GRAPH}"
-    )
+    serving.begin("gateway", args, f"layout {args.layout}, decoder {args.decoder}, graph {GRAPH}")
     version = CASES[args.layout]
     total_errors = 0
     rows: dict = {}

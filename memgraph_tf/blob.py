@@ -229,24 +229,33 @@ def _shape_of(name: str, value: Any) -> tuple[list[int], list[Any]]:
     return shape, flat
 
 
+#: The section dtype a Python value asks for, by its type (bool first: a bool is an int too).
+_PYTHON_KINDS = (
+    (bool, "bool"),
+    (int, "int64"),
+    (float, "float64"),
+    ((str, bytes, bytearray), "string"),
+)
+
+
+def _value_kind(name: str, i: int, v: Any) -> str:
+    """The dtype value ``v`` (index ``i`` of section ``name``) asks for; a numpy scalar asks for
+    its own. Another type raises BlobFormatError naming the section and the index."""
+    for types, kind in _PYTHON_KINDS:
+        if isinstance(v, types):
+            return kind
+    if _np is not None and isinstance(v, _np.generic):
+        return _numpy_dtype_name(name, v.dtype)
+    raise BlobFormatError(
+        f"section {name!r}: expected bool, int, float, str or bytes values, "
+        f"got {type(v).__name__} {v!r} at index {i}"
+    )
+
+
 def _infer_dtype(name: str, flat: Sequence[Any]) -> str:
     kinds: set[str] = set()
     for i, v in enumerate(flat):
-        if isinstance(v, bool):
-            k = "bool"
-        elif isinstance(v, int):
-            k = "int64"
-        elif isinstance(v, float):
-            k = "float64"
-        elif isinstance(v, (str, bytes, bytearray)):
-            k = "string"
-        elif _np is not None and isinstance(v, _np.generic):
-            k = _numpy_dtype_name(name, v.dtype)
-        else:
-            raise BlobFormatError(
-                f"section {name!r}: expected bool, int, float, str or bytes values, "
-                f"got {type(v).__name__} {v!r} at index {i}"
-            )
+        k = _value_kind(name, i, v)
         if k not in kinds:
             if kinds and (k == "string") != ("string" in kinds):
                 raise BlobFormatError(

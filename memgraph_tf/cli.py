@@ -143,6 +143,18 @@ def _check_where_on_server(source: Any, where: str, params: dict[str, Any]) -> N
         ) from exc
 
 
+#: The ``classify`` options handed to :class:`~memgraph_tf.batch.BatchClassifier` as parsed.
+CLASSIFIER_OPTIONS = (
+    "write_property",
+    "label",
+    "where",
+    "batch_size",
+    "skip_invalid",
+    "overwrite",
+    "fetch_workers",
+)
+
+
 def _classify(args: argparse.Namespace) -> int:
     """``memgraph-tf classify``: one line on failure, the summary on success. Exit codes, from the
     one table (:func:`memgraph_tf.errors.exit_code_for`): 0 done, 1 the run failed or stopped
@@ -196,16 +208,10 @@ def _classify(args: argparse.Namespace) -> int:
         run = batch.BatchClassifier(
             source,
             model,
-            write_property=args.write_property,
-            label=args.label,
-            where=args.where,
             where_params=params,
             shard=shard,
-            batch_size=args.batch_size,
-            skip_invalid=args.skip_invalid,
-            overwrite=args.overwrite,
             progress=not args.no_progress,
-            fetch_workers=args.fetch_workers,
+            **{name: getattr(args, name) for name in CLASSIFIER_OPTIONS},
         )
         summary = run.run()
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code

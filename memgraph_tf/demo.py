@@ -919,18 +919,11 @@ def run(
     :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``).
 
     ``dataset`` :data:`SHOP` runs :func:`run_shop` (``shop``: its graph's overrides)."""
-    if dataset == SHOP:
-        return run_shop(
-            out,
-            graph=graph,
-            replace=replace,
-            steps=steps,
-            seed=seed,
-            classify_count=classify_count,
-            progress=progress,
-            shop=shop,
-        )
-    demo = _PlanetoidDemo(dataset, graph, replace, steps)
+    demo = (
+        _ShopDemo(graph, replace, steps, shop)
+        if dataset == SHOP
+        else _PlanetoidDemo(dataset, graph, replace, steps)
+    )
     return _run_stages(demo, out, seed=seed, classify_count=classify_count, progress=progress)
 
 

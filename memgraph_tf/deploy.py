@@ -27,6 +27,7 @@ HELPER_FILES = (
     "__init__.py",
     "blob.py",
     "errors.py",
+    "feature_spec.py",
     "layout.py",
     "lazy.py",
     "typed_sampling.py",

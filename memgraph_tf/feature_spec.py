@@ -51,6 +51,8 @@ __all__ = [
     "PropertySpec",
     "RequiredSpec",
     "TemporalSpec",
+    "category_text",
+    "is_category",
 ]
 
 FORMAT = "memgraph-tf feature spec"
@@ -68,8 +70,29 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _is_category(v: Any) -> bool:
+def is_category(v: Any) -> bool:
+    """Whether ``v`` can be a category: a string, an integer or a boolean (what a vocabulary holds
+    and what ``categorical`` / ``multi_categorical`` properties may store)."""
     return isinstance(v, (str, int))  # bool is an int
+
+
+def category_text(value: Any) -> str:
+    """The text a category travels as in a blob and is looked up by in a vocabulary: a string is
+    itself, a boolean ``"true"`` / ``"false"``, an integer its decimal digits (``"-3"``).
+
+    Guarantees: one text per value, equal for equal values of one type; ``True`` and ``1`` differ
+    (``"true"``, ``"1"``); anything else (a float, a list, null...) raises :class:`TypeError`
+    naming its type."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    raise TypeError(
+        f"category: expected a string, an integer or a boolean, got {type(value).__name__} "
+        f"{value!r}"[:200]
+    )
 
 
 def _count(minimum: int) -> tuple[Any, str]:
@@ -87,7 +110,7 @@ _CHECKS: dict[str, tuple[Any, str]] = {
     "std": (lambda v: _is_number(v) and v > 0, "a number > 0"),
     "length": (lambda v: v is None or _count(1)[0](v), "null or an integer >= 1"),
     "vocabulary": (
-        lambda v: isinstance(v, list) and all(_is_category(x) for x in v),
+        lambda v: isinstance(v, list) and all(is_category(x) for x in v),
         "a list of strings, integers or booleans",
     ),
     "oov_buckets": _count(0),

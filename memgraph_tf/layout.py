@@ -73,6 +73,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from memgraph_tf.feature_spec import LabelSpec
     from memgraph_tf.typed_sampling import TypedSamplingSpec
 
 __all__ = [
@@ -89,6 +90,9 @@ __all__ = [
     "PAIR_LABELS",
     "PAIR_SOURCE_PREFIX",
     "PAIR_TARGET_PREFIX",
+    "RAW_DTYPES",
+    "RAW_GROUPS",
+    "RAW_GROUP_OF_KIND",
     "ROW_SPLITS_SUFFIX",
     "SAMPLE_OPTIONS",
     "SAMPLE_PAIRS_OPTIONS",
@@ -102,6 +106,7 @@ __all__ = [
     "TABLE_COLUMNS",
     "TABLE_IDS",
     "TABLE_VALUES",
+    "RawWidths",
     "Section",
     "features_name",
     "ids_name",
@@ -112,10 +117,12 @@ __all__ = [
     "pack_sections",
     "pair_sample_sections",
     "ragged_names",
+    "raw_widths",
     "row_splits_name",
     "sample_sections",
     "typed_ids_name",
     "typed_index_name",
+    "typed_raw_name",
     "typed_sample_sections",
     "typed_table_name",
 ]
@@ -175,16 +182,18 @@ SPLITS = ("train", "val", "test")
 """The values ``tf_features.split_edges`` writes (the GAE protocol's edge split)."""
 SPLIT_OPTIONS = ("exclude_splits", "split_property")
 """Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
-SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("layout", "seed") + SPLIT_OPTIONS
+SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("feature_spec", "layout", "seed") + SPLIT_OPTIONS
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one
-of :data:`LAYOUTS`; the typed sampler always draws distinct neighbours without replacement and
-pads (no ``replace``, ``low_degree``, ``direction``, ``edge_types``: the spec says which
-relationships, which way)."""
+of :data:`LAYOUTS`; ``feature_spec`` a map label -> feature spec (the raw property columns,
+:func:`typed_sample_sections`' ``raw``); the typed sampler always draws distinct neighbours
+without replacement and pads (no ``replace``, ``low_degree``, ``direction``, ``edge_types``: the
+spec says which relationships, which way)."""
 SCHEMA_OPTIONS = ("dtype",)
 """Options of ``tf_features.schema``."""
 SAMPLE_PAIRS_OPTIONS = (
     "allow_non_finite",
     "dtype",
+    "feature_spec",
     "id_property",
     "layout",
     "max_blob_bytes",
@@ -194,7 +203,8 @@ SAMPLE_PAIRS_OPTIONS = (
     "target_label",
 ) + SPLIT_OPTIONS
 """Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
-defaults to it; ``negatives`` is the number of negative targets drawn per pair."""
+defaults to it; ``negatives`` is the number of negative targets drawn per pair; ``feature_spec``
+as in :data:`SAMPLE_TYPED_OPTIONS` (both halves)."""
 SPLIT_EDGES_OPTIONS = ("id_property", "seed", "split_property", "test_fraction", "val_fraction")
 """Options of ``tf_features.split_edges``: ``seed`` is required."""
 OPTION_NAMES = {
@@ -459,6 +469,95 @@ def typed_table_name(name: str, label: str) -> str:
     return f"{name}_{label}"
 
 
+RAW_GROUPS = ("num", "time", "cat", "bag", "has")
+"""The raw column groups of a typed slot table (``options.feature_spec``), in blob order:
+``num`` float32 (kinds ``required``, ``numeric``, ``boolean``), ``time`` int64 (``temporal``),
+``cat`` string (``categorical``: category texts), ``bag`` ragged string (``multi_categorical``),
+``has`` bool (one column per spec property: present and not null)."""
+RAW_DTYPES = {"num": "float32", "time": "int64", "cat": "string", "bag": "string", "has": "bool"}
+"""The dtype of each raw group's section."""
+RAW_GROUP_OF_KIND = {
+    "required": "num",
+    "numeric": "num",
+    "boolean": "num",
+    "temporal": "time",
+    "categorical": "cat",
+    "multi_categorical": "bag",
+}
+"""The raw group each feature-spec kind's columns go to (:mod:`memgraph_tf.feature_spec`)."""
+
+
+class RawWidths(NamedTuple):
+    """The raw column widths of one label (``options.feature_spec``): columns per group (0: no
+    section); ``has`` is the number of spec properties."""
+
+    num: int = 0
+    time: int = 0
+    cat: int = 0
+    bag: int = 0
+    has: int = 0
+
+
+def raw_widths(spec: LabelSpec, required: Mapping[str, int] | None = None) -> RawWidths:
+    """The raw column widths of a label's feature spec (``options.feature_spec``): per group
+    the columns of its properties (``numeric``: ``length`` or 1; ``required``: its width in
+    ``required``, the numbers per node as the first node the procedure meets fixes them; any
+    other kind: 1), ``has`` the number of properties. What a model reading the blob sizes its
+    inputs with (:func:`typed_sample_sections`' ``raw``).
+
+    Guarantees: the widths the procedure writes for that spec and those required widths; a
+    ``required`` property missing from ``required`` raises ValueError naming it."""
+    counts = dict.fromkeys(RAW_GROUPS, 0)
+    for prop in spec.properties:
+        if prop.kind == "required":
+            if prop.name not in (required or {}):
+                raise ValueError(
+                    f"required: expected the width of required property {prop.name!r} of label "
+                    f"{spec.label!r}, got none"
+                )
+            width = required[prop.name]
+        else:
+            width = (getattr(prop, "length", None) or 1) if prop.kind == "numeric" else 1
+        counts[RAW_GROUP_OF_KIND[prop.kind]] += width
+    counts["has"] = len(spec.properties)
+    return RawWidths(**counts)
+
+
+def typed_raw_name(group: str, hop: int, label: str) -> str:
+    """The dense typed sample section of table ``(hop, label)``'s raw ``group``
+    (:data:`RAW_GROUPS`): ``{group}_h{hop}_{label}``, e.g. ``cat_h1_Product``."""
+    if group not in RAW_GROUPS:
+        raise ValueError(
+            f"group: expected one of {', '.join(map(repr, RAW_GROUPS))}, got {group!r}"
+        )
+    return f"{group}_h{_hop(hop)}_{label}"
+
+
+def _raw_sections(
+    h: int, label: str, slots: int, widths: RawWidths, batch: int | None
+) -> list[Section]:
+    """The raw sections of slot table ``(h, label)``: per group with columns, in
+    :data:`RAW_GROUPS` order; ``bag`` a ragged pair of ``batch * slots * bag`` rows."""
+    out: list[Section] = []
+    for group, width in zip(RAW_GROUPS, widths):
+        if not isinstance(width, int) or isinstance(width, bool) or width < 0:
+            raise ValueError(
+                f"raw[{label!r}].{group}: expected a column count, an integer >= 0, got {width!r}"
+            )
+        if not width:
+            continue
+        name = typed_raw_name(group, h, label)
+        if group != "bag":
+            shape = (batch, slots, width)
+            out.append(Section(name, RAW_DTYPES[group], shape, group, h, label))
+            continue
+        var = None if batch is None else -1
+        rows = var if batch is None or batch < 0 else batch * slots * width + 1
+        out.append(Section(name, "string", (var,), group, h, label))
+        out.append(Section(row_splits_name(name), "int64", (rows,), "row_splits", h, label))
+    return out
+
+
 def typed_sample_sections(
     spec: TypedSamplingSpec,
     widths: Mapping[str, int],
@@ -467,20 +566,26 @@ def typed_sample_sections(
     labels: bool = False,
     batch: int | None = -1,
     layout: str = "dense",
+    raw: Mapping[str, RawWidths] | None = None,
 ) -> list[Section]:
     """The sections of a ``tf_features.sample_typed`` blob, in blob order (module docstring).
 
     ``spec``: the sampling spec (its :meth:`~memgraph_tf.typed_sampling.TypedSamplingSpec.layout`
     fixes the tables); ``widths``: the feature width per label (absent or 0: the label has no
     features and no ``features_*`` / feature-table section); ``dtype``, ``labels``, ``batch``,
-    ``layout`` (:data:`LAYOUTS`, ``options.layout``) as in :func:`sample_sections`.
-    ``Section.hop`` is the slot table's hop, ``Section.label`` the label of a per-label section.
+    ``layout`` (:data:`LAYOUTS`, ``options.layout``) as in :func:`sample_sections`; ``raw``:
+    per label given a feature spec (``options.feature_spec``), its :class:`RawWidths`: in place of
+    ``features_h{h}_{label}`` each slot table of the label has the raw sections
+    ``num_``/``time_``/``cat_``/``bag_``/``has_h{h}_{label}`` (:data:`RAW_GROUPS`; a group without
+    columns has none; ``bag`` a ragged pair). ``Section.hop`` is the slot table's hop,
+    ``Section.label`` the label of a per-label section.
 
     Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes (a length
     that varies from blob to blob reads ``-1``, None when ``batch`` is None); the dense
     ``features_*``/``mask_*`` names are the typed model's input names; a bad width, a width for a
     label without slots, two sections named alike, or a section name longer than the blob format
-    allows raises ValueError naming the label or section.
+    allows raises ValueError naming the label or section; so does ``raw`` for a label without
+    slots, a label also in ``widths``, or any layout but ``dense``.
     """
     from memgraph_tf import typed_sampling  # (stdlib only, shipped beside this module)
 
@@ -488,6 +593,16 @@ def typed_sample_sections(
     layout = _layout(layout)
     slot_layout = spec.layout()
     known = spec.labels()
+    raw = dict(raw or {})
+    for label in raw:
+        if label not in known or widths.get(label):
+            why = "has no slots in this spec" if label not in known else "has feature widths too"
+            raise ValueError(f"raw: label {label!r} {why}")
+        if layout != "dense":
+            raise ValueError(
+                f"label {label!r}: raw property columns (options.feature_spec) are written in the "
+                "dense layout only"
+            )
     for label, width in widths.items():
         if label not in known:
             raise ValueError(
@@ -507,7 +622,9 @@ def typed_sample_sections(
                 continue
             out.append(Section(typed_ids_name(h, label), "int64", shape, "ids", h, label))
             width = widths.get(label, 0)
-            if width:
+            if label in raw:
+                out.extend(_raw_sections(h, label, slots, RawWidths(*raw[label]), batch))
+            elif width:
                 name = typed_sampling.typed_features_name(h, label)
                 out.append(Section(name, dtype, shape + (width,), "features", h, label))
             if h:
@@ -566,13 +683,15 @@ def pair_sample_sections(
     *,
     batch: int | None = -1,
     layout: str = "dense",
+    raw: Mapping[str, RawWidths] | None = None,
 ) -> list[Section]:
     """The sections of a ``tf_features.sample_pairs`` blob, in blob order (module docstring):
     :func:`typed_sample_sections` of ``source_spec`` (seed label: the source label) prefixed
     :data:`PAIR_SOURCE_PREFIX`, of ``target_spec`` prefixed :data:`PAIR_TARGET_PREFIX`, then
     :data:`PAIR_LABELS`. ``widths``: the feature width per label (a label without slots in one
     spec is ignored for that spec); ``dtype``, ``batch``, ``layout`` as in
-    :func:`typed_sample_sections` (compact/sparse: each endpoint has its own per-label tables).
+    :func:`typed_sample_sections` (compact/sparse: each endpoint has its own per-label tables);
+    ``raw`` the raw widths per label (``options.feature_spec``), as ``widths``.
 
     Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes; stripping
     a prefix gives that endpoint's :func:`typed_sample_sections` (in the dense layout the typed
@@ -582,7 +701,8 @@ def pair_sample_sections(
     for prefix, spec in ((PAIR_SOURCE_PREFIX, source_spec), (PAIR_TARGET_PREFIX, target_spec)):
         labels = spec.labels()
         own = {label: w for label, w in widths.items() if label in labels}
-        for sec in typed_sample_sections(spec, own, dtype, batch=batch, layout=layout):
+        own_raw = {label: w for label, w in (raw or {}).items() if label in labels}
+        for sec in typed_sample_sections(spec, own, dtype, batch=batch, layout=layout, raw=own_raw):
             out.append(sec._replace(name=prefix + sec.name))
     out.append(Section(PAIR_LABELS, "int64", (batch,), "pair_labels"))
     _check_names(out, layout)

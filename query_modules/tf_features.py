@@ -91,7 +91,10 @@ def sample_typed(
     ``(:User)-[:BOUGHT]->(:Product)`` to a fanout per hop, ``properties`` maps labels to feature
     property names. One blob with, per hop and label, ``ids_h{h}_{label}``,
     ``features_h{h}_{label}`` and ``mask_h{h}_{label}``, and ``labels`` (with
-    ``options.label_property``); ``count``: the number of seeds."""
+    ``options.label_property``); ``count``: the number of seeds. ``options.feature_spec`` maps a
+    label to its feature spec (``LabelSpec.to_dict()``): that label's raw values travel instead,
+    as ``num_``/``time_``/``cat_``/``bag_``/``has_h{h}_{label}`` (docs/blob-format.md section 11).
+    """
     encoded, count = _procedures.run_sample_typed(ctx, seeds, num_neighbors, properties, options)
     return mgp.Record(blob=encoded, count=count)
 
@@ -121,7 +124,8 @@ def sample_pairs(
     ``options.target_label``) both endpoints' typed neighbourhoods in one blob, with the pair's own
     relationships removed from both at every hop: ``src.*`` and ``dst.*`` typed sections and
     ``pair_labels`` (1 for a given pair, 0 for each of the ``options.negatives`` negatives drawn
-    per pair); ``count``: the number of rows (pairs and negatives)."""
+    per pair); ``count``: the number of rows (pairs and negatives). ``options.feature_spec`` as in
+    ``sample_typed``, for both halves."""
     encoded, count = _procedures.run_sample_pairs(
         ctx, sources, targets, num_neighbors, properties, options
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 
 import numpy as np
+import pytest
 
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.node_tables import property_names
@@ -21,6 +22,17 @@ FANOUTS = [3, 2]
 DIM = 4
 SEED = 11
 N = 90
+#: The short training run of the trained models the client tests share (the typed GraphSAGE of
+#: ``tests.client.typed_kit``, the link predictor of test_link_prediction.py).
+SHORT_RUN = {"hidden_units": 16, "batch_size": 64, "steps": 20, "eval_every": 10, "seed": 0}
+
+
+def short_run(**overrides):
+    """The training settings of :data:`SHORT_RUN` with ``overrides`` (other values, more
+    settings): for a test's own run of a trainer."""
+    return {**SHORT_RUN, **overrides}
+
+
 #: the attributes of a Bolt server object that a command reads from the environment
 CREDENTIALS = ("user", "password", "database")
 
@@ -130,6 +142,25 @@ class KeyedGraph:
             f"RETURN n.id AS id, n.`{cls}` AS c, n.`{score}` AS s, n.`{version}` AS v"
         )
         return {r["id"]: (r["c"], r["s"], r["v"]) for r in rows}
+
+
+# The fixtures both batch suites share (tests/client, tests/beam: each conftest imports them and
+# gives them its ``bundle_base`` and its ``keyed_graph``).
+@pytest.fixture(scope="session")
+def backend(bundle_base):
+    """The suite's op-free bundle loaded in-process once for the session
+    (memgraph_tf.batch.BundleBackend; loading costs seconds)."""
+    from memgraph_tf.batch import BundleBackend
+
+    with BundleBackend(bundle_base) as model:
+        yield model
+
+
+@pytest.fixture(scope="session")
+def reference(keyed_graph, backend):
+    """``memgraph_tf.batch``'s uninterrupted full run of ``backend`` over the suite's embedded
+    graph: ``{id: (class, score, version)}`` (:meth:`KeyedGraph.reference`)."""
+    return keyed_graph.reference(backend)
 
 
 def predictions(source: EmbeddedSource, prop: str = "predicted_class") -> dict[int, tuple]:

@@ -19,15 +19,16 @@ MAX_LISTED_INVALID = 1000
 @dataclasses.dataclass
 class RunSummary:
     """The model a run used (``model_name``, ``model_version``), the property it wrote
-    (``write_property``: the class; its score and version properties beside it) and how long it
-    took (``elapsed_s``, keyword-only). A subclass adds its counters, names in :attr:`rate_of` the
-    one :attr:`nodes_per_s` divides by ``elapsed_s``, and says what the run did in
-    :meth:`counts_text`."""
+    (``write_property``: the class; its score and version properties beside it), how long it
+    took (``elapsed_s``) and how many nodes it classified (``classified``; both keyword-only). A
+    subclass adds its other counters, names in :attr:`rate_of` the one :attr:`nodes_per_s`
+    divides by ``elapsed_s``, and says what the run did in :meth:`counts_text`."""
 
     model_name: str
     model_version: int
     write_property: str
     elapsed_s: float = dataclasses.field(default=0.0, kw_only=True)
+    classified: int = dataclasses.field(default=0, kw_only=True)
 
     #: The counter :attr:`nodes_per_s` divides by ``elapsed_s``.
     rate_of: ClassVar[str] = "classified"
@@ -65,7 +66,6 @@ class BatchSummary(RunSummary):
 
     shard: str = "0/1"
     total: int = 0
-    classified: int = 0
     skipped: int = 0
     failed: int = 0
     up_to_date: int = 0

@@ -181,7 +181,6 @@ class BeamSummary(RunSummary):
     selected: int = 0
     read: int = 0
     fetched: int = 0
-    classified: int = 0
     written: int = 0
     unchanged: int = 0
     invalid: int = 0

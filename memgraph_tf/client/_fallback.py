@@ -12,11 +12,11 @@ graph, ids, arguments and ``options.seed`` the blobs are byte-identical to the q
 from __future__ import annotations
 
 import contextlib
-import datetime
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memgraph_tf import blob
+from memgraph_tf.client.sources.cypher import native_value
 from memgraph_tf.errors import GraphDataError
 from memgraph_tf.procedures import AccessFactory, ProcedureRunner
 from memgraph_tf.procedures.errors import ProcedureInputError
@@ -130,25 +130,6 @@ def update_reservoirs(source: Any, changes: Any, options: Any) -> dict[str, int]
         return reservoir.update(CypherReservoirStore(source), changes, opts)
 
 
-def _native(value: Any) -> Any:
-    """A value as the Bolt driver gives it -> the Python value ``mgp`` gives for it: the driver's
-    temporal types (``neo4j.time``) to ``datetime`` ones (a Duration without months to a
-    ``timedelta``, nanoseconds cut to microseconds as Memgraph keeps them), lists element-wise."""
-    if isinstance(value, list):
-        return [_native(v) for v in value]
-    if not type(value).__module__.startswith("neo4j"):
-        return value
-    months = getattr(value, "months", None)
-    if months is not None:  # neo4j.time.Duration
-        if months:
-            return value
-        return datetime.timedelta(
-            days=value.days, seconds=value.seconds, microseconds=value.nanoseconds // 1000
-        )
-    to_native = getattr(value, "to_native", None)
-    return to_native() if callable(to_native) else value
-
-
 def profile(
     source: Any, quote_name: Any, label: Any, properties: Any, options: Any
 ) -> dict[str, Any]:
@@ -164,13 +145,13 @@ def profile(
         node = f"(n:{quote_name(label, 'label')})"
         if names is None:
             for row in source.run(f"MATCH {node} RETURN properties(n) AS p"):
-                profiler.add_all((k, _native(v)) for k, v in row["p"].items())
+                profiler.add_all((k, native_value(v)) for k, v in row["p"].items())
         else:
             columns = ", ".join(
                 f"n.{quote_name(name, 'properties')} AS v{j}" for j, name in enumerate(names)
             )
             for row in source.run(f"MATCH {node} RETURN {columns}"):
-                profiler.add_named([_native(row[f"v{j}"]) for j in range(len(names))])
+                profiler.add_named([native_value(row[f"v{j}"]) for j in range(len(names))])
         if not profiler.nodes:
             rows = source.read("MATCH (n) UNWIND labels(n) AS label RETURN DISTINCT label")
             raise prof.no_such_label(label, (r["label"] for r in rows))

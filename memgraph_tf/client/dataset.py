@@ -26,17 +26,11 @@ from memgraph_tf.errors import (
     ValueLengthError,
     ValueTypeError,
 )
+from memgraph_tf.ops.portable import TF_DTYPES
 
 logger = logging.getLogger(__name__)
 
-DTYPES: dict[str, tf.DType] = {
-    "bool": tf.bool,
-    "int32": tf.int32,
-    "int64": tf.int64,
-    "float32": tf.float32,
-    "float64": tf.float64,
-    "string": tf.string,
-}
+DTYPES: dict[str, tf.DType] = dict(TF_DTYPES)
 """The column dtypes a query result can be cast to."""
 
 _NUMPY = {

@@ -36,19 +36,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memgraph_tf import feature_spec
 from memgraph_tf.client.sources import procedure_table as table
 from memgraph_tf.errors import ConfigurationError
-from memgraph_tf.feature_spec import (
-    TIMESTAMP_UNITS,
-    BooleanSpec,
-    CategoricalSpec,
-    FeatureSpecError,
-    LabelSpec,
-    MultiCategoricalSpec,
-    NumericSpec,
-    PropertySpec,
-    TemporalSpec,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -121,15 +111,15 @@ def _group(label: str, prop: Mapping[str, Any], mixed: str) -> str:
             continue
         counts[group] = counts.get(group, 0) + entry["count"]
     if unencodable and (mixed != "majority" or not counts):
-        raise FeatureSpecError(
+        raise feature_spec.FeatureSpecError(
             f"{where}: no kind encodes values of type {unencodable['type']!r} "
             f"({unencodable['count']} nodes); leave the property out or convert it"
         )
     if not counts:
-        raise FeatureSpecError(f"{where}: no node of the label has a value")
+        raise feature_spec.FeatureSpecError(f"{where}: no node of the label has a value")
     if len(counts) > 1 and mixed != "majority":
         seen = ", ".join(f"{e['type']} ({e['count']})" for e in prop["types"])
-        raise FeatureSpecError(
+        raise feature_spec.FeatureSpecError(
             f"{where}: expected values of one kind, got {seen}; pass mixed='majority' to keep "
             "the most common kind and count the others as missing"
         )
@@ -144,7 +134,7 @@ def _property_spec(
     max_vocabulary: int,
     oov_buckets: int,
     timestamps: Mapping[str, str],
-) -> PropertySpec:
+) -> feature_spec.PropertySpec:
     name = prop["name"]
     group = _group(label, prop, mixed)
     missing = prop["coverage"] < 1.0 or any(_GROUPS.get(t["type"]) != group for t in prop["types"])
@@ -154,11 +144,11 @@ def _property_spec(
             or prop["numeric"]["non_finite"]
             or any(t["type"] == "float" for t in prop["types"])
         ):
-            raise FeatureSpecError(
+            raise feature_spec.FeatureSpecError(
                 f"label {label!r} property {name!r}: a timestamp must hold integers, got "
                 + ", ".join(t["type"] for t in prop["types"])
             )
-        return TemporalSpec(
+        return feature_spec.TemporalSpec(
             name,
             type="timestamp",
             unit=timestamps[name],
@@ -166,15 +156,17 @@ def _property_spec(
             missing_indicator=missing,
         )
     if group == "number":
-        return NumericSpec(name, **_standardisation(prop["numeric"]), missing_indicator=missing)
+        return feature_spec.NumericSpec(
+            name, **_standardisation(prop["numeric"]), missing_indicator=missing
+        )
     if group == "number list":
         lengths = prop["lengths"]
         if lengths["min"] != lengths["max"]:
-            raise FeatureSpecError(
+            raise feature_spec.FeatureSpecError(
                 f"label {label!r} property {name!r}: a numeric list must have one length, got "
                 f"lengths {lengths['min']} to {lengths['max']}"
             )
-        return NumericSpec(
+        return feature_spec.NumericSpec(
             name,
             **_standardisation(prop["element_numeric"]),
             length=lengths["max"],
@@ -182,10 +174,14 @@ def _property_spec(
         )
     if group in ("Date", "LocalDateTime", "Duration"):
         (stats,) = [t for t in prop["temporal"] if t["type"] == group]
-        return TemporalSpec(name, type=group, **_standardisation(stats), missing_indicator=missing)
+        return feature_spec.TemporalSpec(
+            name, type=group, **_standardisation(stats), missing_indicator=missing
+        )
     if group == "bool":
         flags = [t["value"] for t in prop["top"] if isinstance(t["value"], bool)]
-        return BooleanSpec(name, default=bool(flags and flags[0]), missing_indicator=missing)
+        return feature_spec.BooleanSpec(
+            name, default=bool(flags and flags[0]), missing_indicator=missing
+        )
     if group == "string":
         fields = _vocabulary_fields(
             prop["cardinality"],
@@ -194,7 +190,7 @@ def _property_spec(
             max_vocabulary,
             oov_buckets,
         )
-        return CategoricalSpec(name, **fields, missing_indicator=missing)
+        return feature_spec.CategoricalSpec(name, **fields, missing_indicator=missing)
     top = [t for t in prop["element_top"] if isinstance(t["value"], str)]
     fields = _vocabulary_fields(
         prop["element_cardinality"] or 0,
@@ -203,7 +199,7 @@ def _property_spec(
         max_vocabulary,
         oov_buckets,
     )
-    return MultiCategoricalSpec(name, **fields, missing_indicator=missing)
+    return feature_spec.MultiCategoricalSpec(name, **fields, missing_indicator=missing)
 
 
 def infer_feature_spec(
@@ -215,7 +211,7 @@ def infer_feature_spec(
     oov_buckets: int = 1,
     mixed: str = "error",
     timestamps: Mapping[str, str] | None = None,
-) -> LabelSpec:
+) -> feature_spec.LabelSpec:
     """The :class:`~memgraph_tf.feature_spec.LabelSpec` of ``label`` (``properties``: those, in
     order; None: every property its nodes have, by name) from one ``tf_features.profile`` scan
     through ``source``, by the rules of the module docstring. Guarantees: a validated spec; a
@@ -236,10 +232,10 @@ def infer_feature_spec(
         raise ConfigurationError(f"mixed: expected 'error' or 'majority', got {mixed!r}")
     timestamps = dict(timestamps or {})
     for name, unit in timestamps.items():
-        if unit not in TIMESTAMP_UNITS:
+        if unit not in feature_spec.TIMESTAMP_UNITS:
             raise ConfigurationError(
                 f"timestamps[{name!r}]: expected a unit among "
-                f"{', '.join(map(repr, TIMESTAMP_UNITS))}, got {unit!r}"
+                f"{', '.join(map(repr, feature_spec.TIMESTAMP_UNITS))}, got {unit!r}"
             )
     options = {"top_k": max_vocabulary, "max_distinct": max(10_000, max_vocabulary + 1)}
     profile = profile_label(source, label, properties, options)
@@ -260,7 +256,7 @@ def infer_feature_spec(
         )
         for prop in profile["properties"]
     ]
-    spec = LabelSpec(label, specs)
+    spec = feature_spec.LabelSpec(label, specs)
     spec.validate()
     logger.info(
         "%s: feature spec of %d properties inferred from %d nodes",

@@ -13,6 +13,20 @@ Layer ``k`` (of ``K = len(fanouts)``) updates every hop ``i <= K - k``:
 neighbour axis and counts only slots whose mask is true (zero valid neighbours -> a zero mean). The
 classifier is a dense layer on ``h_0``. Because the mean is linear, the first layer averages raw
 neighbour features before multiplying by ``W_neigh`` -- the same function, far fewer FLOPs.
+
+:class:`GraphSAGE` is the one-label, one-step case of the typed model
+(:class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE`): ``h_i`` is the one label's slot
+table of hop ``i``, and :meth:`GraphSAGE.call` runs the typed layer loop
+(:meth:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE.layers_from`) over them. What it adds is
+the homogeneous layout's interface (``features_h`` / ``mask_h`` inputs, ``fanouts``,
+``feature_dim``, ``normalize_features``), a weight layout of its own (one :class:`MeanAggregator`
+per layer, each with its own dropout, then the classifier's dropout: the order that fixes a seeded
+run's initial weights and dropout draws) and first layers over each distinct feature row
+(:meth:`GraphSAGE.call_rows`, its sparse form, :meth:`GraphSAGE.call_table`), whose later layers
+are again the typed loop. Those first layers stay specialisations of the one-label case: they
+take the neighbour mean of raw rows before the product, where the typed
+:meth:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE.encode_rows` projects each row first
+(the same function with another float rounding, and other dropout draws).
 """
 
 from __future__ import annotations
@@ -57,9 +71,18 @@ from memgraph_tf.client.trainer import (
     seed_run,
     training_options,
 )
+from memgraph_tf.client.typed_graphsage import TypedGraphSAGE
 from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
+
+ONE_LABEL = "Node"
+"""The one label of the typed spec a :class:`GraphSAGE` is: a name in the model's layout only (the
+homogeneous sample procedures sample whatever nodes ``options.label`` selects)."""
+
+ONE_STEP = f"(:{ONE_LABEL})-[:EDGE]-(:{ONE_LABEL})"
+"""The one edge step of that spec (likewise a name only: the homogeneous procedures follow the
+relationships their options select)."""
 
 
 @keras.saving.register_keras_serializable(package="memgraph_tf")
@@ -132,8 +155,12 @@ class MeanAggregator(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="memgraph_tf")
-class GraphSAGE(keras.Model):
-    """GraphSAGE node classifier over sampled ``K``-hop neighbourhoods (see the module docstring).
+class GraphSAGE(TypedGraphSAGE):
+    """GraphSAGE node classifier over sampled ``K``-hop neighbourhoods (see the module docstring):
+    the :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` of one label
+    (:data:`ONE_LABEL`) and one edge step (:data:`ONE_STEP`, fanouts ``fanouts``) over the sample
+    layout's hop tensors -- ``features_h`` ``[B, f1..fh, d]`` is the typed table
+    ``[B, f1 * .. * fh, d]`` of that label -- so every layer runs the typed model's layer loop.
 
     ``fanouts``: neighbours per hop (``K = len(fanouts)`` layers); ``feature_dim``: ``d``;
     ``num_classes``; ``hidden_units``: width of each layer's self and neighbour transforms (an int,
@@ -142,6 +169,11 @@ class GraphSAGE(keras.Model):
     ``class_names``: optional label text per class index (kept in the config, used by serving);
     ``feature_dtype``: the dtype of the ``features_h`` inputs, as the blobs carry them
     (``options.dtype``: ``float32`` or ``float64``; the model computes in float32).
+
+    The typed interface (:meth:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE.encode`,
+    :meth:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE.table_input_names`) reads the one
+    label's slot tables (``features_h{h}_Node``, ``mask_h{h}_Node``) without feature
+    normalisation.
 
     Guarantees: ``model(inputs)`` returns logits ``[B, num_classes]`` for a dict holding
     ``features_0..K`` (and optionally ``mask_1..K``); extra keys are ignored; the same config
@@ -164,45 +196,65 @@ class GraphSAGE(keras.Model):
         feature_dtype: str = "float32",
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
         if not isinstance(fanouts, (list, tuple)) or not fanouts:
             raise ConfigurationError(
                 f"fanouts: expected a non-empty list of integers >= 1, got {fanouts!r}"
             )
-        self.fanouts = tuple(positive_int(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
-        self.feature_dim = positive_int("feature_dim", feature_dim)
-        self.num_classes = positive_int("num_classes", num_classes)
+        fanouts = tuple(positive_int(f"fanouts[{i}]", f) for i, f in enumerate(fanouts))
+        feature_dim = positive_int("feature_dim", feature_dim)
+        num_classes = positive_int("num_classes", num_classes)
         if num_classes < 2:
             raise ConfigurationError(f"num_classes: expected >= 2, got {num_classes}")
         units = (
-            [hidden_units] * len(self.fanouts)
+            [hidden_units] * len(fanouts)
             if isinstance(hidden_units, (int, np.integer))
             else list(hidden_units)
         )
-        if len(units) != len(self.fanouts):
+        if len(units) != len(fanouts):
             raise ConfigurationError(
-                f"hidden_units: expected an int or one width per layer ({len(self.fanouts)}), got "
+                f"hidden_units: expected an int or one width per layer ({len(fanouts)}), got "
                 f"{hidden_units!r}"
             )
-        self.hidden_units = [positive_int(f"hidden_units[{i}]", u) for i, u in enumerate(units)]
-        self.dropout_rate = rate("dropout", dropout)
-        self.l2 = rate("l2", l2, upper=float("inf"))
-        self.normalize_features = bool(normalize_features)
-        self.normalize_hidden = bool(normalize_hidden)
+        units = [positive_int(f"hidden_units[{i}]", u) for i, u in enumerate(units)]
+        dropout = rate("dropout", dropout)
+        l2 = rate("l2", l2, upper=float("inf"))
         if class_names is not None:
             class_names = [str(c) for c in class_names]
-            if len(class_names) != self.num_classes:
+            if len(class_names) != num_classes:
                 raise ConfigurationError(
-                    f"class_names: expected {self.num_classes} names (one per class), got "
+                    f"class_names: expected {num_classes} names (one per class), got "
                     f"{len(class_names)}"
                 )
-        self.class_names = class_names
         if feature_dtype not in layout.FEATURE_DTYPES:
             raise ConfigurationError(
                 f"feature_dtype: expected one of {', '.join(layout.FEATURE_DTYPES)}, got "
                 f"{feature_dtype!r}"
             )
-        self.feature_dtype = feature_dtype
+        super().__init__(
+            ONE_LABEL,
+            {ONE_STEP: list(fanouts)},
+            {ONE_LABEL: feature_dim},
+            num_classes,
+            hidden_units=units,
+            dropout=dropout,
+            l2=l2,
+            normalize_hidden=normalize_hidden,
+            class_names=class_names,
+            feature_dtype=feature_dtype,
+            **kwargs,
+        )
+        self.fanouts = fanouts
+        self.feature_dim = feature_dim
+        self.normalize_features = bool(normalize_features)
+
+    typed_inputs = False
+    """The model reads the homogeneous sample layout (``features_h``, ``mask_h``), not typed slot
+    tables: its bundles are node bundles of that layout."""
+
+    def make_transforms(self) -> None:
+        """Per layer a :class:`MeanAggregator` (self transform, neighbour transform, bias, its
+        own dropout), then the classifier's dropout and the classifier: the layer order that fixes
+        the initial weights and the dropout draws of a seeded run."""
         self.sage_layers = [
             MeanAggregator(
                 u,
@@ -221,6 +273,36 @@ class GraphSAGE(keras.Model):
             name="classifier",
         )
 
+    def self_transform(self, k: int, label: str) -> keras.layers.Dense:
+        return self.sage_layers[k - 1].self_dense
+
+    def neigh_transform(self, k: int, step: Any) -> keras.layers.Dense:
+        return self.sage_layers[k - 1].neigh_dense
+
+    def dropout(self, k: int) -> keras.layers.Dropout:
+        return self.sage_layers[k - 1].drop
+
+    def output_dropout(self) -> keras.layers.Dropout:
+        return self.out_dropout
+
+    def layer_out(self, k: int, label: str, own: Any, neigh: Any) -> Any:
+        return self.sage_layers[k - 1].finish(keras.ops.concatenate([own, neigh], -1))
+
+    def hop_layers(
+        self, h: Sequence[Any], masks: Sequence[Any], start: int, training: bool | None
+    ) -> Any:
+        """Layers ``start..K`` of the typed layer loop over the hop tensors ``h[0..K-start+1]``
+        (``[B, f1..fi, D]``) and ``masks`` (``masks[i]`` of hop ``i``, None: every slot filled),
+        reshaped into the one label's slot tables; the seed's ``[B, D]``."""
+        batch = keras.ops.shape(h[0])[0]
+        reps, table_masks = {}, {}
+        for i, x in enumerate(h):
+            slots = int(np.prod(self.fanouts[:i], dtype=np.int64))
+            reps[(i, ONE_LABEL)] = keras.ops.reshape(x, (batch, slots, x.shape[-1]))
+            if i and masks[i] is not None:
+                table_masks[(i, ONE_LABEL)] = keras.ops.reshape(masks[i], (batch, slots))
+        return self.layers_from(reps, table_masks, batch, start, training)
+
     @property
     def hops(self) -> int:
         return len(self.fanouts)
@@ -228,6 +310,10 @@ class GraphSAGE(keras.Model):
     def input_names(self, masks: bool = True) -> list[str]:
         """``features_0..K`` then (``masks``) ``mask_1..K``."""
         return layout.model_input_names(self.hops, masks)
+
+    def input_shapes(self, batch_size: int | None = None) -> dict[str, tuple[int | None, ...]]:
+        """Shape per input of :meth:`input_names` (``batch_size`` None: any batch)."""
+        return {n: tuple(s.shape) for n, s in self.input_signature(True, batch_size).items()}
 
     def input_signature(
         self, masks: bool = True, batch_size: int | None = None
@@ -262,12 +348,6 @@ class GraphSAGE(keras.Model):
             self.classifier.build((None, width))
         self.built = True
 
-    def ensure_built(self) -> GraphSAGE:
-        """Creates the weights if needed; returns self."""
-        if not self.built:
-            self.build()
-        return self
-
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
         hops = self.hops
         names = [layout.features_name(i) for i in range(hops + 1)]
@@ -281,9 +361,8 @@ class GraphSAGE(keras.Model):
         masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, hops + 1)]
         if self.normalize_features:
             h = [x / keras.ops.maximum(keras.ops.sum(x, axis=-1, keepdims=True), 1e-12) for x in h]
-        for layer in self.sage_layers:
-            h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
-        return self.classifier(self.out_dropout(h[0], training=training))
+        seed = self.hop_layers(h, masks, 1, training)
+        return self.classifier(self.out_dropout(seed, training=training))
 
     def call_rows(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
         """The same function as :meth:`call`, over a :func:`~memgraph_tf.client.pipeline.
@@ -304,12 +383,8 @@ class GraphSAGE(keras.Model):
         masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, self.hops + 1)]
         if isinstance(inputs[ROWS], tf.SparseTensor):
             h = self._sparse_first_layer(inputs[ROWS], index, masks, training)
-            for layer in self.sage_layers[1:]:
-                h = [
-                    layer(h[i], h[i + 1], masks[i + 1], training=training)
-                    for i in range(len(h) - 1)
-                ]
-            return self.classifier(self.out_dropout(h[0], training=training))
+            seed = self.hop_layers(h, masks, 2, training)
+            return self.classifier(self.out_dropout(seed, training=training))
         rows = tf.cast(inputs[ROWS], tf.float32)
         if self.normalize_features:
             rows = rows / tf.maximum(tf.reduce_sum(rows, axis=-1, keepdims=True), 1e-12)
@@ -340,9 +415,8 @@ class GraphSAGE(keras.Model):
             )
             dense.set_shape(index[i].shape.concatenate(out.shape[-1:]))
             h.append(dense)
-        for layer in self.sage_layers[1:]:
-            h = [layer(h[i], h[i + 1], masks[i + 1], training=training) for i in range(len(h) - 1)]
-        return self.classifier(self.out_dropout(h[0], training=training))
+        seed = self.hop_layers(h, masks, 2, training)
+        return self.classifier(self.out_dropout(seed, training=training))
 
     def batch_logits(self, batch: Mapping[str, Any], training: bool | None = None) -> Any:
         """The logits for a batch of :func:`node_sampler`: :meth:`call_rows` on a
@@ -411,9 +485,7 @@ class GraphSAGE(keras.Model):
             )
             for i in range(self.hops)
         ]
-        for layer in self.sage_layers[1:]:
-            h = [layer(h[i], h[i + 1], masks[i + 1], training=False) for i in range(len(h) - 1)]
-        return self.classifier(h[0], training=False)
+        return self.classifier(self.hop_layers(h, masks, 2, False), training=False)
 
     def _sparse_first_layer(
         self,

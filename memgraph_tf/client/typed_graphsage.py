@@ -15,8 +15,10 @@ layout, reshaped to ``[B, parents, fanout, D]``) and the mean counts only filled
 zero). Weights are per layer and per label (self) or per edge step (neighbours), shared across
 hops, so the model is inductive: nothing is per node, and new nodes are scored from their
 neighbourhood. Only the weights some hop uses exist. With one label and one step it is the
-mean-aggregator GraphSAGE of :mod:`memgraph_tf.client.graphsage`. The classifier is a dense layer
-on the seed's representation; the output is logits ``[B, classes]``.
+mean-aggregator GraphSAGE: :class:`memgraph_tf.client.graphsage.GraphSAGE` is that case, a subclass
+that reads the homogeneous sample layout and lays its weights out per layer
+(:meth:`TypedGraphSAGE.make_transforms`). The classifier is a dense layer on the seed's
+representation; the output is logits ``[B, classes]``.
 """
 
 from __future__ import annotations
@@ -144,11 +146,21 @@ class TypedGraphSAGE(keras.Model):
         self.l2 = float(l2)
         self.normalize_hidden = bool(normalize_hidden)
         self.class_names = None if class_names is None else [str(c) for c in class_names]
+        self.make_transforms()
+
+    def make_transforms(self) -> None:
+        """Creates the layers that hold the weights, in the order that fixes their initial values
+        (each initialiser and each dropout draws its seed from Keras' seeded random state when it
+        is made): per layer ``k`` the self transform of every label it updates, then the neighbour
+        transform of every step it aggregates; one dropout for every layer's inputs and the
+        classifier's; the classifier. A subclass that lays the same transforms out otherwise
+        overrides this with :meth:`self_transform`, :meth:`neigh_transform`, :meth:`dropout`,
+        :meth:`output_dropout`, :meth:`layer_out` and :meth:`build`."""
         reg = keras.regularizers.L2(self.l2) if self.l2 else None
         self.self_dense: dict[str, keras.layers.Dense] = {}
         self.neigh_dense: dict[str, keras.layers.Dense] = {}
         self.biases: dict[str, Any] = {}
-        for k, u in enumerate(units, start=1):
+        for k, u in enumerate(self.hidden_units, start=1):
             for label in self._updated_labels(k):
                 name = f"self_{k}_{_key(label)}"
                 self.self_dense[name] = keras.layers.Dense(
@@ -160,7 +172,25 @@ class TypedGraphSAGE(keras.Model):
                     u, use_bias=False, kernel_regularizer=reg, name=name
                 )
         self.drop = keras.layers.Dropout(self.dropout_rate)
-        self.classifier = keras.layers.Dense(num_classes, kernel_regularizer=reg, name="classifier")
+        self.classifier = keras.layers.Dense(
+            self.num_classes, kernel_regularizer=reg, name="classifier"
+        )
+
+    def self_transform(self, k: int, label: str) -> keras.layers.Dense:
+        """Layer ``k``'s self transform of ``label`` (``k`` from 1)."""
+        return self.self_dense[f"self_{k}_{_key(label)}"]
+
+    def neigh_transform(self, k: int, step: Any) -> keras.layers.Dense:
+        """Layer ``k``'s neighbour transform of the edge step ``step``."""
+        return self.neigh_dense[f"neigh_{k}_{_key(str(step))}"]
+
+    def dropout(self, k: int) -> keras.layers.Dropout:
+        """The dropout on layer ``k``'s inputs (its tables and its neighbour means)."""
+        return self.drop
+
+    def output_dropout(self) -> keras.layers.Dropout:
+        """The dropout on the classifier's input."""
+        return self.drop
 
     def _updated_labels(self, k: int) -> list[str]:
         """The labels whose tables layer ``k`` updates (tables of hops ``0..K-k``)."""
@@ -200,6 +230,11 @@ class TypedGraphSAGE(keras.Model):
 
     def input_names(self, masks: bool = True) -> list[str]:
         """Every ``features_*`` input (labels with features), then (``masks``) every ``mask_*``."""
+        return self.table_input_names(masks)
+
+    def table_input_names(self, masks: bool = True) -> list[str]:
+        """The slot tables' input names :meth:`encode` reads: every ``features_*`` input (labels
+        with features), then (``masks``) every ``mask_*``."""
         tables = self.layout.tables
         names = [
             typed_features_name(h, label)
@@ -228,6 +263,9 @@ class TypedGraphSAGE(keras.Model):
 
     output_is_logits = True
     """The model returns logits (serving applies the softmax)."""
+
+    typed_inputs = True
+    """The model reads typed slot tables (its bundles are typed node bundles)."""
 
     def batch_logits(self, batch: Mapping[str, Any], training: bool | None = None) -> Any:
         """The logits for a batch of :func:`typed_sampler` (its features and masks)."""
@@ -258,22 +296,23 @@ class TypedGraphSAGE(keras.Model):
         self.built = True
 
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
-        return self.classifier(self.drop(self.encode(inputs, training=training), training=training))
+        seed = self.encode(inputs, training=training)
+        return self.classifier(self.output_dropout()(seed, training=training))
 
     def encode(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
         """The seed's representation before the classifier, ``[B, 2 * hidden_units[-1]]``."""
         if not self.built:
             self.build()
-        missing = [n for n in self.input_names(masks=False) if n not in inputs]
+        missing = [n for n in self.table_input_names(masks=False) if n not in inputs]
         if missing:
             raise ConfigurationError(f"inputs: missing {', '.join(missing)}")
         tables = self.layout.tables
         batch = None
-        for name in self.input_names(masks=False):
+        for name in self.table_input_names(masks=False):
             batch = keras.ops.shape(inputs[name])[0]
             break
         if batch is None:
-            present = [n for n in self.input_names() if n in inputs]
+            present = [n for n in self.table_input_names() if n in inputs]
             if not present:
                 raise ConfigurationError("inputs: expected at least one features or mask input")
             batch = keras.ops.shape(inputs[present[0]])[0]
@@ -287,7 +326,7 @@ class TypedGraphSAGE(keras.Model):
                 else:
                     reps[(h, label)] = keras.ops.ones((batch, slots, 1), "float32")
         masks = self._float_masks(lambda h, label: inputs.get(typed_mask_name(h, label)), batch)
-        return self._layers_from(reps, masks, batch, 1, training)
+        return self.layers_from(reps, masks, batch, 1, training)
 
     def _float_masks(self, mask_of: Any, batch: Any) -> dict[tuple[int, str], Any]:
         """Every table ``(h, label)`` of a hop ``h >= 1`` -> its mask as float32 ``[B, slots]``
@@ -334,13 +373,14 @@ class TypedGraphSAGE(keras.Model):
             first = present[0]
         return tf.shape(first)[0]
 
-    def _layer_out(self, k: int, label: str, own: Any, neigh: Any) -> Any:
-        """Layer ``k``'s output for ``label`` from its self and neighbour transforms."""
+    def layer_out(self, k: int, label: str, own: Any, neigh: Any) -> Any:
+        """Layer ``k``'s output for ``label`` from its self and neighbour transforms: bias,
+        ReLU and (``normalize_hidden``) L2 normalisation."""
         out = keras.ops.concatenate([own, neigh], axis=-1)
         bias = self.biases[f"bias_{k}_{_key(label)}"]
         return encoder.layer_output(out, bias, keras.ops.relu, self.normalize_hidden)
 
-    def _layers_from(
+    def layers_from(
         self,
         reps: dict[tuple[int, str], Any],
         masks: dict[tuple[int, str], Any],
@@ -348,27 +388,37 @@ class TypedGraphSAGE(keras.Model):
         start: int,
         training: bool | None,
     ) -> Any:
-        """Layers ``start..K`` over the tables' representations; the seed's ``[B, D]``."""
+        """Layers ``start..K`` (from 1) over the tables' representations ``reps`` (``(h, label)``
+        -> ``[B, slots, D]``) and ``masks`` (``(h, label)`` of a hop ``h >= 1`` -> ``[B, slots]``,
+        bool or 0/1 floats; absent: every slot filled); the seed's ``[B, D]``. Per layer and table
+        the order is fixed: dropout on the table, its self transform, then per child group the
+        dropout on the masked mean and its neighbour transform, then :meth:`layer_out`."""
         tables = self.layout.tables
         hops = len(tables) - 1
         for k in range(start, len(self.hidden_units) + 1):
+            drop = self.dropout(k)
             updated: dict[tuple[int, str], Any] = {}
             for h in range(0, hops - k + 1):
                 for label in tables[h]:
-                    x = self.drop(reps[(h, label)], training=training)
-                    own = self.self_dense[f"self_{k}_{_key(label)}"](x)
-                    neigh = keras.ops.zeros_like(own)
+                    x = drop(reps[(h, label)], training=training)
+                    own = self.self_transform(k, label)(x)
+                    neigh = None
                     for group in self.layout.children(h, label):
                         key = (h + 1, group.step.right)
                         child = reps[key][:, group.offset : group.offset + group.size, :]
                         child = keras.ops.reshape(
                             child, (batch, group.parents, group.fanout, child.shape[-1])
                         )
-                        m = masks[key][:, group.offset : group.offset + group.size]
-                        m = keras.ops.reshape(m, (batch, group.parents, group.fanout))
-                        mean = self.drop(encoder.masked_mean(child, m), training=training)
-                        neigh = neigh + self.neigh_dense[f"neigh_{k}_{_key(str(group.step))}"](mean)
-                    updated[(h, label)] = self._layer_out(k, label, own, neigh)
+                        m = masks.get(key)
+                        if m is not None:
+                            m = m[:, group.offset : group.offset + group.size]
+                            m = keras.ops.reshape(m, (batch, group.parents, group.fanout))
+                        mean = drop(encoder.masked_mean(child, m), training=training)
+                        part = self.neigh_transform(k, group.step)(mean)
+                        neigh = part if neigh is None else neigh + part
+                    if neigh is None:  # no step leaves the label: no neighbour term
+                        neigh = keras.ops.zeros_like(own)
+                    updated[(h, label)] = self.layer_out(k, label, own, neigh)
             reps = updated
         return reps[(0, self.spec.seed_label)][:, 0, :]
 
@@ -441,7 +491,7 @@ class TypedGraphSAGE(keras.Model):
 
         def dropped(part: Any, dense: Any) -> Any:  # dropout on the entries, then the product
             part = tf.SparseTensor(
-                part.indices, self.drop(part.values, training=True), part.dense_shape
+                part.indices, self.dropout(1)(part.values, training=True), part.dense_shape
             )
             return encoder.sparse_matmul(part, dense.kernel)
 
@@ -450,9 +500,9 @@ class TypedGraphSAGE(keras.Model):
         hops = len(tables) - 1
         for h in range(0, hops):
             for label, slots in tables[h].items():
-                dense = self.self_dense[f"self_{k}_{_key(label)}"]
+                dense = self.self_transform(k, label)
                 if not fast(label):
-                    x = self.drop(slot_features(h, label, slots), training=training)
+                    x = self.dropout(k)(slot_features(h, label, slots), training=training)
                     own = dense(x)
                 elif not drop:
                     own = tf.gather(product(label, dense), index[(h, label)])
@@ -464,7 +514,7 @@ class TypedGraphSAGE(keras.Model):
                 for group in self.layout.children(h, label):
                     key = (h + 1, group.step.right)
                     right = group.step.right
-                    dense = self.neigh_dense[f"neigh_{k}_{_key(str(group.step))}"]
+                    dense = self.neigh_transform(k, group.step)
                     part = slice(group.offset, group.offset + group.size)
                     m = float_masks[key][:, part]
                     m = tf.reshape(m, (batch, group.parents, group.fanout))
@@ -474,7 +524,7 @@ class TypedGraphSAGE(keras.Model):
                             child[:, part, :],
                             (batch, group.parents, group.fanout, child.shape[-1]),
                         )
-                        mean = self.drop(encoder.masked_mean(child, m), training=training)
+                        mean = self.dropout(k)(encoder.masked_mean(child, m), training=training)
                         neigh = neigh + dense(mean)
                         continue
                     children = tf.reshape(index[key][:, part], (batch, group.parents, group.fanout))
@@ -488,8 +538,8 @@ class TypedGraphSAGE(keras.Model):
                             encoder.sparse_rows_mean(*table(right), flat, flat_valid), dense
                         )
                         neigh = neigh + tf.reshape(mean, [batch, group.parents, dense.units])
-                reps[(h, label)] = self._layer_out(k, label, own, neigh)
-        return self._layers_from(reps, float_masks, batch, 2, training)
+                reps[(h, label)] = self.layer_out(k, label, own, neigh)
+        return self.layers_from(reps, float_masks, batch, 2, training)
 
 
 def typed_model_inputs(

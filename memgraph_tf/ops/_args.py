@@ -10,20 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from memgraph_tf import blob
+
 #: Accepted values of ``encoding``: the blobs' raw bytes, or base64url text as blobs leave Memgraph.
 ENCODINGS = ("raw", "base64")
 
-#: Accepted dtype spellings -> the blob dtype name.
-DTYPES = {
-    "bool": "bool",
-    "int32": "int32",
-    "int64": "int64",
-    "float32": "float32",
-    "float": "float32",
-    "float64": "float64",
-    "double": "float64",
-    "string": "string",
-}
+#: Accepted dtype spellings -> the blob dtype name: the blob dtype names themselves
+#: (:data:`memgraph_tf.blob.DTYPES`), ``float`` and ``double``.
+DTYPES = {**{name: name for name in blob.DTYPES}, "float": "float32", "double": "float64"}
 
 
 def normalize_args(

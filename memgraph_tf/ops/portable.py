@@ -51,7 +51,8 @@ _BIG = np.int64(2**62)
 _DT_CODE = {"bool": 1, "int32": 2, "int64": 3, "float32": 4, "float64": 5, "string": 6}
 _DT_NAMES = ["?", "bool", "int32", "int64", "float32", "float64", "string", "?"]
 _SIZES = [0, 1, 4, 8, 4, 8, 0, 0]
-_TF = {
+#: Blob dtype name -> the ``tf.DType`` its values decode to.
+TF_DTYPES: dict[str, tf.DType] = {
     "bool": tf.bool,
     "int32": tf.int32,
     "int64": tf.int64,
@@ -854,10 +855,10 @@ def _elements(p: _Blobs, dtype: str, p_off: tf.Tensor, count: tf.Tensor, single:
         raw = tf.slice(p.F, tf.reshape(p_off[0], [1]), tf.reshape(count[0] * size, [1]))
         if dtype == "bool":
             return tf.cast(raw, tf.bool)
-        return tf.reshape(tf.bitcast(tf.reshape(raw, [-1, size]), _TF[dtype]), [-1])
+        return tf.reshape(tf.bitcast(tf.reshape(raw, [-1, size]), TF_DTYPES[dtype]), [-1])
     payload = tf.strings.substr(p.vec, p_off, count * size)
     payload = tf.strings.reduce_join(payload)  # blobs may hold different counts (ragged)
-    return tf.reshape(tf.io.decode_raw(payload, _TF[dtype]), [-1])
+    return tf.reshape(tf.io.decode_raw(payload, TF_DTYPES[dtype]), [-1])
 
 
 def _prefix(b: tf.Tensor, batched: bool) -> tf.Tensor:

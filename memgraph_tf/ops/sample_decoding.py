@@ -327,6 +327,24 @@ def _first_bad_blob(bad: Any) -> Any:
     return tf.argmax(padded, output_type=tf.int64)
 
 
+def _check_counts(want: Any, got: Any, section: str, what: str) -> Any:
+    """A :func:`_check` that the per-blob counts ``got`` equal ``want``; its message names the
+    first blob where they differ, ``section``, ``what`` was expected and both counts."""
+    import tensorflow as tf
+
+    bad = tf.not_equal(want, got)
+    b = _first_bad_blob(bad)
+    return _check(
+        tf.logical_not(tf.reduce_any(bad)),
+        "blob ",
+        b,
+        f" section {section}: expected {what}, ",
+        _pick(want, b),
+        ", got ",
+        _pick(got, b),
+    )
+
+
 def _pick(values: Any, at: Any) -> Any:
     """``values[at]`` for a vector, 0 when ``at`` is out of range (an error message's operand)."""
     import tensorflow as tf
@@ -442,18 +460,8 @@ def _feature_table(
     table = _Table(starts, sizes, cols.row_splits[-1])
     _, nnz = _one_row_spans(cols)
     _, vnnz = _one_row_spans(vals)
-    bad = tf.not_equal(nnz, vnnz)
-    b = _first_bad_blob(bad)
     checks.append(
-        _check(
-            tf.logical_not(tf.reduce_any(bad)),
-            "blob ",
-            b,
-            f" section {names.values}: expected as many values as {names.columns} has columns, ",
-            _pick(nnz, b),
-            ", got ",
-            _pick(vnnz, b),
-        )
+        _check_counts(nnz, vnnz, names.values, f"as many values as {names.columns} has columns")
     )
     column = cols.flat_values
     row = cols.values.value_rowids()  # the global table row of every entry
@@ -503,18 +511,8 @@ def _id_table(
         if table is None:
             table = _Table(id_starts, id_sizes, tf.shape(id_rows, out_type=tf.int64)[0])
         else:
-            bad = tf.not_equal(id_sizes, table.sizes)
-            b = _first_bad_blob(bad)
             checks.append(
-                _check(
-                    tf.logical_not(tf.reduce_any(bad)),
-                    "blob ",
-                    b,
-                    f" section {names.table_ids}: expected one id per table row, ",
-                    _pick(table.sizes, b),
-                    ", got ",
-                    _pick(id_sizes, b),
-                )
+                _check_counts(table.sizes, id_sizes, names.table_ids, "one id per table row")
             )
     return table, id_rows
 
@@ -717,6 +715,26 @@ def zero_typed_node_blob(
     return blob.pack(out)
 
 
+def _seed_rows(name: str, value: Any, i: int, count: int) -> Any:
+    """Seed ``i``'s part of a dense typed section of ``count`` seeds: its row of a dense one; of
+    a ragged one (a raw ``bag_*`` section: ``count * slots * columns`` rows, seed-major) its
+    rows, their splits starting at 0."""
+    if not isinstance(value, blob.Ragged):
+        return value[i : i + 1]
+    splits = value.row_splits
+    if (len(splits) - 1) % count:
+        raise ValueError(
+            f"typed blob: ragged section {name!r} has {len(splits) - 1} rows, expected a multiple "
+            f"of {count} (the seeds)"
+        )
+    per = (len(splits) - 1) // count
+    own = splits[i * per : (i + 1) * per + 1]
+    values = value.values[own[0] : own[-1]]
+    if values.dtype == object:  # strings (an empty slice keeps its dtype this way)
+        values = blob.Dense(list(values), [len(values)], "string")
+    return blob.Ragged(values, own - own[0])
+
+
 def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dense") -> list[bytes]:
     """A ``tf_features.sample_typed`` blob of ``count`` seeds (``spec``, ``layout_name``) cut into
     ``count`` one-seed blobs, in numpy (no TensorFlow).
@@ -735,7 +753,10 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
                 "(one per seed)"
             )
     if layout_name == "dense":
-        return [blob.pack({n: v[i : i + 1] for n, v in sections.items()}) for i in range(count)]
+        return [
+            blob.pack({n: _seed_rows(n, v, i, count) for n, v in sections.items()})
+            for i in range(count)
+        ]
     index_of: dict[str, list[str]] = {}
     for h, table in enumerate(spec.layout().tables):
         for label in table:

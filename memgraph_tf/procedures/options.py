@@ -210,9 +210,10 @@ def parse_split_filter(raw: dict[str, Any]) -> SplitFilter | None:
     return SplitFilter(name, frozenset(values)) if values else None
 
 
-def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None]:
-    """The options of ``sample_typed`` and its held-out relationships
-    (:func:`parse_split_filter`)."""
+def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
+    """The options of ``sample_typed``, its held-out relationships (:func:`parse_split_filter`)
+    and the value of ``options.feature_spec`` as given (parsed by
+    :func:`memgraph_tf.procedures.raw.parse_feature_specs`)."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -223,8 +224,9 @@ def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None]:
             f"the left label of the first hop's steps), got {describe_value(label)}"
         )
     split = parse_split_filter(raw)
+    feature_spec = raw.pop("feature_spec", None)
     opts = parse_options("sample_typed", raw)
-    return dataclasses.replace(opts, label=label), split
+    return dataclasses.replace(opts, label=label), split, feature_spec
 
 
 def parse_spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:

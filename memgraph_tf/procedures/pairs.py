@@ -59,7 +59,8 @@ from memgraph_tf.procedures.options import (
     parse_spec,
     parse_split_filter,
 )
-from memgraph_tf.procedures.slot_blobs import RoleCall, layout_sections
+from memgraph_tf.procedures.raw import parse_feature_specs, split_feature_specs
+from memgraph_tf.procedures.slot_blobs import RoleCall, check_packed, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, no_relationships, resolve_seeds
 from memgraph_tf.procedures.tables import le
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
@@ -178,7 +179,9 @@ class _PairOptions:
     negatives: int
 
 
-def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any]:
+def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any, Any]:
+    """The options, the pair options, the held-out relationships and ``options.feature_spec``
+    as given."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -205,8 +208,9 @@ def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any]:
             f"{MAX_NEGATIVES}, got {describe_value(negatives)}"
         )
     split = parse_split_filter(raw)
+    feature_spec = raw.pop("feature_spec", None)
     opts = parse_options("sample_pairs", raw)
-    return opts, _PairOptions(labels[0], labels[1], negatives), split
+    return opts, _PairOptions(labels[0], labels[1], negatives), split, feature_spec
 
 
 def _parse_specs(
@@ -299,10 +303,12 @@ def sample_pairs(
     ``targets[i]``; the same graph, arguments and ``options.seed`` give the same bytes over any
     graph access; neither neighbourhood of a row walks a relationship between the row's two
     endpoints, nor (``options.exclude_splits``) a held-out relationship."""
-    opts, pair, split = _parse_pair_options(options)
+    opts, pair, split, feature_spec = _parse_pair_options(options)
+    specs_of = parse_feature_specs(feature_spec)
     src_spec, dst_spec = _parse_specs(num_neighbors, pair.source_label, pair.target_label)
     labels = list(dict.fromkeys(src_spec.labels() + dst_spec.labels()))
     names_of = parse_properties(properties, labels)
+    raw_of = split_feature_specs(specs_of, properties, names_of, labels)
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
     nav = factory(plain)
     s_int, s_keys = resolve_seeds(
@@ -320,7 +326,7 @@ def sample_pairs(
     keys.add(pair.target_label, t_int, t_keys)
     seed = base_seed(opts)
     n = len(s_int) * (1 + pair.negatives)
-    call = RoleCall(factory, nav, keys, names_of, opts, split)
+    call = RoleCall(factory, nav, keys, names_of, opts, split, raw_of=raw_of)
     call.fix_seed_columns(pair.source_label, s_int[0])
     call.fix_seed_columns(pair.target_label, t_int[0])
 
@@ -333,6 +339,7 @@ def sample_pairs(
             opts.dtype,
             batch=n,
             layout=opts.layout,
+            raw=call.raw_widths,
         )
 
     def make_roles() -> list[Role]:
@@ -357,4 +364,6 @@ def sample_pairs(
     sections = call.sample_sections(n, slots, "pair", layout_of, make_roles, prefixes)
     labels_data = [1] * len(s_int) + [0] * (n - len(s_int))
     sections[layout.PAIR_LABELS] = blob.Dense(le(array.array("q", labels_data)), [n], "int64")
-    return blob.pack(sections), n
+    data = blob.pack(sections)
+    check_packed(data, n, "pair", list(raw_of), opts)
+    return data, n

@@ -19,11 +19,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import blob, layout
+from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures import limits
 from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
 from memgraph_tf.procedures.errors import OptionError
 from memgraph_tf.procedures.options import Options, SplitFilter
+from memgraph_tf.procedures.raw import (
+    RawLayout,
+    RawTable,
+    build_raw_table,
+    raw_sections,
+    required_names,
+)
 from memgraph_tf.procedures.slots import Keys, Role, check_steps, draw_role
 from memgraph_tf.procedures.tables import (
     INT32,
@@ -82,7 +90,10 @@ def _sizes(
                 else:
                     d = u
             elements *= d
-        payloads.append(elements * blob.ITEM_BYTES[sec.dtype])
+        if sec.dtype == "string":  # (offsets only: the texts' bytes are not known yet)
+            payloads.append(8 * (elements + 1))
+        else:
+            payloads.append(elements * blob.ITEM_BYTES[sec.dtype])
     return limits.total_bytes(payloads)  # (the one home of the blob-size rule)
 
 
@@ -115,21 +126,40 @@ def check_size(
     what: str = "seed",
     rows_of: Mapping[str, int] | None = None,
     nnz_of: Mapping[str, int] | None = None,
+    raw: Mapping[str, layout.RawWidths] | None = None,
 ) -> None:
     """Refuses (:func:`memgraph_tf.procedures.limits.refuse`) a typed or pair blob of
     ``sections`` larger than ``options.max_blob_bytes``, naming ``n`` rows of ``what`` (``seed``,
     ``pair``), ``slots`` slots each, the feature ``widths`` and the ``phase`` (``before`` sampling:
     a lower bound; ``after``); the tables' varying lengths come from ``rows_of`` and ``nnz_of``
-    (:func:`_sizes`)."""
+    (:func:`_sizes`); ``raw``: the raw column widths per label (named too; string sections count
+    their offsets alone)."""
     size = _sizes(sections, rows_of, nnz_of)
     if size <= options.max_blob_bytes:
         return
     shown = ", ".join(f"{label} {w}" for label, w in widths.items()) or "none"
+    for label, w in (raw or {}).items():
+        columns = ", ".join(f"{group} {c}" for group, c in zip(layout.RAW_GROUPS, w) if c)
+        shown += f"; raw columns of {label}: {columns}"
     limits.refuse(  # (the one wording of a refusal)
         f"the blob would hold {'at least ' if phase == 'before' else ''}{size:,} bytes "
         f"({n:,} {what}{'s' if n != 1 else ''}, {slots} slots each, feature widths "
         f"{shown} ({options.dtype}); {phase} sampling)",
         options.max_blob_bytes,
+        f"fewer {what}s or smaller fanouts",
+    )
+
+
+def check_packed(data: bytes, n: int, what: str, raw_labels: Sequence[str], opts: Options) -> None:
+    """Refuses a built blob ``data`` of ``n`` rows of ``what`` larger than
+    ``options.max_blob_bytes`` when it holds raw columns (``raw_labels``): their texts' sizes are
+    known only once read, so the checks before could count their offsets alone."""
+    if not raw_labels or len(data) <= opts.max_blob_bytes:
+        return
+    limits.refuse(
+        f"the blob holds {len(data):,} bytes ({n:,} {what}{'s' if n != 1 else ''}, raw property "
+        f"columns of {', '.join(map(repr, raw_labels))}; after reading them)",
+        opts.max_blob_bytes,
         f"fewer {what}s or smaller fanouts",
     )
 
@@ -168,12 +198,7 @@ def feature_tables(
     columns of the labels not fixed yet (first node met, tables in layout order, roles in order)
     and calls ``widths_known()`` once every width is known, before any feature is read."""
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
-    met: dict[str, list[int]] = {}
-    for role in roles:
-        for (_, label), flat in role.tables.items():
-            met.setdefault(label, [])
-            met[label].extend(k for k in flat if k != PAD_ID)
-    met = {label: list(dict.fromkeys(ks)) for label, ks in met.items()}
+    met = met_nodes(roles)
     for label, names in names_of.items():
         if label in columns_of:
             continue
@@ -198,6 +223,17 @@ def feature_tables(
     return tables_of
 
 
+def met_nodes(roles: Sequence[Role]) -> dict[str, list[int]]:
+    """Per label, the distinct nodes (internal ids) of the roles' filled slots, in order of
+    first appearance (roles in order, tables in layout order, each row-major)."""
+    met: dict[str, list[int]] = {}
+    for role in roles:
+        for (_, label), flat in role.tables.items():
+            met.setdefault(label, [])
+            met[label].extend(k for k in flat if k != PAD_ID)
+    return {label: list(dict.fromkeys(ks)) for label, ks in met.items()}
+
+
 def role_sections(
     role: Role,
     keys: Keys,
@@ -206,6 +242,7 @@ def role_sections(
     opts: Options,
     check_abort: Any,
     prefix: str = "",
+    raw_tables: Mapping[str, RawTable] | None = None,
 ) -> dict[str, Any]:
     """The typed sections of ``role`` in ``opts.layout``
     (:func:`memgraph_tf.layout.typed_sample_sections`, without ``labels``), each name prefixed
@@ -214,8 +251,12 @@ def role_sections(
     ``tf_features.sample``'s); gathering them by index gives exactly the dense layout's
     sections."""
     n = len(role.internals)
+    raw_tables = raw_tables or {}  # (a label given a feature spec: raw_sections, in place of
+    raw = {  # its features_* sections)
+        label: t.layout.widths for label, t in raw_tables.items() if label in role.spec.labels()
+    }
     specs = layout.typed_sample_sections(
-        role.spec, role.widths(widths), opts.dtype, batch=n, layout=opts.layout
+        role.spec, role.widths(widths), opts.dtype, batch=n, layout=opts.layout, raw=raw
     )
     sections: dict[str, Any] = {}
     if opts.layout != "dense":
@@ -223,6 +264,13 @@ def role_sections(
         row_of = {label: dict(zip(order, range(len(order)))) for label, order in order_of.items()}
     for sec in specs:
         label = sec.label or ""
+        if label in raw and sec.role in (*layout.RAW_GROUPS, "row_splits"):
+            if sec.role == "has":  # (the last raw section of a slot table: write them all)
+                flat = role.tables[(sec.hop, label)]
+                slots = role.layout.tables[sec.hop][label]
+                got = raw_sections(raw_tables[label], flat, sec.hop, n, slots)
+                sections.update((prefix + name, value) for name, value in got.items())
+            continue
         if sec.role == "index":
             rows = row_of[label]
             flat = role.tables[(sec.hop, label)]
@@ -301,8 +349,9 @@ def nnz_counts(
 class RoleCall:
     """One typed call's shared state (``sample_typed``: one role; ``sample_pairs``: the sources'
     and the targets'): the access factory and the call's access by internal id ``nav``, the keys
-    met, the feature properties per label, the options and held-out relationships, and the
-    columns and widths fixed so far (per label)."""
+    met, the feature properties per label, the options and held-out relationships, the
+    columns and widths fixed so far (per label), and the labels given a feature spec with raw
+    columns (``raw_of``) with their raw layouts fixed so far."""
 
     factory: AccessFactory
     nav: GraphAccess
@@ -312,9 +361,45 @@ class RoleCall:
     split: SplitFilter | None
     columns_of: dict[str, list[Column]] = dataclasses.field(default_factory=dict)
     widths: dict[str, int] = dataclasses.field(default_factory=dict)
+    raw_of: Mapping[str, LabelSpec] = dataclasses.field(default_factory=dict)
+    raw_layouts: dict[str, RawLayout] = dataclasses.field(default_factory=dict)
+
+    @property
+    def raw_widths(self) -> dict[str, layout.RawWidths]:
+        """The raw column widths of the labels whose raw layout is fixed."""
+        return {label: raw.widths for label, raw in self.raw_layouts.items()}
+
+    def fix_raw_layout(self, label: str, first: int | None) -> None:
+        """Fixes the raw layout of ``label`` (in ``raw_of``): its ``required`` properties' widths
+        from the node ``first`` (internal id), or when None from the first node of the label
+        having them all (an error when none has); a spec without ``required`` properties reads no
+        node."""
+        spec = self.raw_of[label]
+        names = required_names(spec)
+        required: list[Column] = []
+        if names:
+            plain = dataclasses.replace(self.opts, id_property=None, label_property=None)
+            if first is None:
+                finder = self.factory(dataclasses.replace(plain, label=label))
+                first = finder.first_node_with(names)
+                if first is None:
+                    raise no_node_error(names, dataclasses.replace(plain, label=label))
+                required = first_columns(finder, first, names)
+            else:
+                view = LabelView(
+                    self.nav, label, self.keys.of.get(label, {}), self.opts.id_property
+                )
+                required = first_columns(view, first, names)
+            refuse_strings(required)
+        self.raw_layouts[label] = RawLayout(label, spec, required)
 
     def fix_seed_columns(self, label: str, first: int) -> None:
-        """Fixes ``label``'s feature columns from its seed ``first`` (before sampling)."""
+        """Fixes ``label``'s feature columns (or raw layout) from its seed ``first`` (before
+        sampling)."""
+        if label in self.raw_of:
+            if label not in self.raw_layouts:
+                self.fix_raw_layout(label, first)
+            return
         seed_columns(
             self.nav,
             self.keys,
@@ -346,7 +431,9 @@ class RoleCall:
         def check(phase: str, nnz_of: Mapping[str, int] | None = None) -> None:
             rows_of = table_counts(roles, prefixes) if roles else None
             sections = layout_of(self.widths)
-            check_size(sections, n, slots, self.widths, opts, phase, what, rows_of, nnz_of)
+            check_size(
+                sections, n, slots, self.widths, opts, phase, what, rows_of, nnz_of, self.raw_widths
+            )
 
         check("before")
         roles.extend(make_roles())
@@ -354,6 +441,10 @@ class RoleCall:
         for role in roles:
             draw_role(nav, self.keys, role, cache, self.split)
         check_steps(nav, cache)
+        met = met_nodes(roles) if self.raw_of else {}
+        for label in self.raw_of:
+            if label not in self.raw_layouts:
+                self.fix_raw_layout(label, met[label][0] if met.get(label) else None)
         tables_of = feature_tables(
             self.factory,
             nav,
@@ -367,11 +458,27 @@ class RoleCall:
         )
         if opts.layout == "sparse":  # its size is known once the values are read
             check("after", nnz_counts(roles, tables_of, prefixes))
+        raw_tables = {
+            label: build_raw_table(
+                LabelView(nav, label, self.keys.of.get(label, {}), opts.id_property),
+                met.get(label, []),
+                raw_layout,
+                opts.allow_non_finite,
+            )
+            for label, raw_layout in self.raw_layouts.items()
+        }
         sections: dict[str, Any] = {}
         for role, prefix in zip(roles, prefixes):
             sections.update(
                 role_sections(
-                    role, self.keys, tables_of, self.widths, opts, nav.check_abort, prefix
+                    role,
+                    self.keys,
+                    tables_of,
+                    self.widths,
+                    opts,
+                    nav.check_abort,
+                    prefix,
+                    raw_tables,
                 )
             )
         return sections

@@ -29,7 +29,8 @@ from memgraph_tf.procedures.options import (
     parse_spec,
     parse_typed_call,
 )
-from memgraph_tf.procedures.slot_blobs import LabelView, RoleCall, layout_sections
+from memgraph_tf.procedures.raw import parse_feature_specs, split_feature_specs
+from memgraph_tf.procedures.slot_blobs import LabelView, RoleCall, check_packed, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, resolve_seeds
 from memgraph_tf.procedures.tables import build_table, first_columns, le, refuse_strings
 
@@ -42,15 +43,22 @@ def sample_typed(
     """``tf_features.sample_typed``: (blob, seed count). See :mod:`memgraph_tf.procedures.slots`
     for the rules and :func:`memgraph_tf.layout.typed_sample_sections` for the layout.
 
-    Guarantees: checks, in this order, the options, the spec, the properties map, then the seeds
+    ``options.feature_spec`` (a map label -> feature spec) gives a label raw property columns
+    in place of ``properties`` (:mod:`memgraph_tf.procedures.raw`; a spec of ``required``
+    properties only is exactly ``properties[label]``).
+
+    Guarantees: checks, in this order, the options (``options.feature_spec`` included), the spec,
+    the properties map and the feature specs' labels, then the seeds
     (each must have the seed label); a bad input raises a :class:`ProcedureInputError` naming the
     option, step, label, property or node; the same graph, arguments and ``options.seed`` give the
     same bytes over any graph access; with ``options.exclude_splits`` no relationship whose
     ``options.split_property`` is one of them is walked, at any hop."""
-    opts, split = parse_typed_call(options)
+    opts, split, feature_spec = parse_typed_call(options)
+    specs = parse_feature_specs(feature_spec)
     seed_label = opts.label
     spec = parse_spec(seed_label, num_neighbors)
     names_of = parse_properties(properties, spec.labels())
+    raw_of = split_feature_specs(specs, properties, names_of, spec.labels())
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
     nav = factory(plain)
     internals, seed_keys = resolve_seeds(
@@ -59,7 +67,7 @@ def sample_typed(
     n = len(internals)
     keys = Keys(nav, opts.id_property)
     keys.add(seed_label, internals, seed_keys)
-    call = RoleCall(factory, nav, keys, names_of, opts, split)
+    call = RoleCall(factory, nav, keys, names_of, opts, split, raw_of=raw_of)
     call.fix_seed_columns(seed_label, internals[0])
 
     def layout_of(widths: Any) -> list[layout.Section]:
@@ -71,6 +79,7 @@ def sample_typed(
             labels=bool(opts.label_property),
             batch=n,
             layout=opts.layout,
+            raw=call.raw_widths,
         )
 
     def make_roles() -> list[Role]:
@@ -82,7 +91,9 @@ def sample_typed(
         got = build_table(view, internals, [], opts, allow_strings=False, columns=[])
         data = le(array.array("q", [got.labels[k] for k in internals]))
         sections[layout.LABELS] = blob.Dense(data, [n], "int64")
-    return blob.pack(sections), n
+    data = blob.pack(sections)
+    check_packed(data, n, "seed", list(raw_of), opts)
+    return data, n
 
 
 # ------------------------------------------------------------------------------------------------

@@ -600,7 +600,7 @@ def _typed_settings(
     from memgraph_tf.typed_sampling import TypedSamplingSpec
 
     spec = getattr(model, "spec", None)
-    if not isinstance(spec, TypedSamplingSpec):
+    if not isinstance(spec, TypedSamplingSpec) or not getattr(model, "typed_inputs", True):
         return None
     if sections is not None:
         raise BundleError(

@@ -15,26 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from memgraph_tf.errors import ServingFailure
-from memgraph_tf.serving.json_values import (
-    INT64_MAX,
-    INT64_MIN,
-    JsonBigNumber,
-    RawJson,
-    as_json_number,
-    b64_value,
-    bad_request,
-    float_tokens,
-    format_error,
-    is_b64,
-    json_type,
-)
+from memgraph_tf.serving import json_values
 
 _F32_MAX = 3.4028234663852886e38
 _KIND_NAMES = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64"}
 
 
 def _kind_error(name: str, kind: str) -> ServingFailure:
-    return bad_request(
+    return json_values.bad_request(
         f"Unexpected element type in feature: {name} expecting type: {_KIND_NAMES[kind]}"
     )
 
@@ -42,29 +30,35 @@ def _kind_error(name: str, kind: str) -> ServingFailure:
 def _add_feature_value(feature, name: str, v: Any) -> None:
     """TF Serving's ``AddValueToFeature`` for one JSON value."""
     kind = feature.WhichOneof("kind")
-    v = as_json_number(v)
+    v = json_values.as_json_number(v)
 
     def want(k: str) -> None:
         if kind is not None and kind != k:
             raise _kind_error(name, kind)
 
-    if v is None or isinstance(v, list) or (isinstance(v, dict) and not is_b64(v)):
-        raise bad_request(f"Feature: {name} has element with unexpected JSON type: {json_type(v)}")
+    if v is None or isinstance(v, list) or (isinstance(v, dict) and not json_values.is_b64(v)):
+        raise json_values.bad_request(
+            f"Feature: {name} has element with unexpected JSON type: {json_values.json_type(v)}"
+        )
     if isinstance(v, bool):
         want("int64_list")
         feature.int64_list.value.append(int(v))
     elif isinstance(v, dict):
         want("bytes_list")
-        feature.bytes_list.value.append(b64_value(v))
+        feature.bytes_list.value.append(json_values.b64_value(v))
     elif isinstance(v, str):
         want("bytes_list")
         feature.bytes_list.value.append(v.encode("utf-8"))
-    elif isinstance(v, float) or (isinstance(v, JsonBigNumber) and v.kind == "double"):
+    elif isinstance(v, float) or (isinstance(v, json_values.JsonBigNumber) and v.kind == "double"):
         want("float_list")  # GetFloat(): rounded to float32, infinity beyond its range
-        feature.float_list.value.append(_to_float32(v.value if isinstance(v, JsonBigNumber) else v))
-    elif isinstance(v, JsonBigNumber):  # uint64
+        feature.float_list.value.append(
+            _to_float32(v.value if isinstance(v, json_values.JsonBigNumber) else v)
+        )
+    elif isinstance(v, json_values.JsonBigNumber):  # uint64
         want("int64_list")
-        raise bad_request(f"Feature: {name} has uint64_t element. Only int64_t is supported.")
+        raise json_values.bad_request(
+            f"Feature: {name} has uint64_t element. Only int64_t is supported."
+        )
     else:
         want("int64_list")
         feature.int64_list.value.append(v)
@@ -90,7 +84,7 @@ def _fast_fill(feature, content: list) -> bool:
         feature.float_list.value.extend(content)
         return True
     if first is int and all(type(v) is int for v in content):
-        if any(v > INT64_MAX or v < INT64_MIN for v in content):
+        if any(v > json_values.INT64_MAX or v < json_values.INT64_MIN for v in content):
             return False
         feature.int64_list.value.extend(content)
         return True
@@ -107,7 +101,9 @@ def json_to_example(obj: Any):
     from tensorflow.core.example import example_pb2
 
     if not isinstance(obj, dict):
-        raise bad_request(f"Example must be JSON object but got JSON {json_type(obj)}")
+        raise json_values.bad_request(
+            f"Example must be JSON object but got JSON {json_values.json_type(obj)}"
+        )
     ex = example_pb2.Example()
     for name, content in obj.items():
         feature = ex.features.feature[name]
@@ -139,14 +135,14 @@ def request_examples(doc: dict, method: str = "classify") -> list:
     for ``:regress`` too, and so does this one; ``method`` is kept for callers."""
     del method
     if "examples" not in doc:
-        raise format_error(
+        raise json_values.format_error(
             doc, "When method is classify, key 'examples' is expected and was not found"
         )
     examples = doc["examples"]
     if not isinstance(examples, list):
-        raise format_error(doc, "Expecting 'examples' value to be an list/array")
+        raise json_values.format_error(doc, "Expecting 'examples' value to be an list/array")
     if not examples:
-        raise format_error(doc, "'examples' value is an empty array")
+        raise json_values.format_error(doc, "'examples' value is an empty array")
     return examples
 
 
@@ -171,14 +167,14 @@ def serialize_examples(examples: Sequence[Any], context: Any = NO_CONTEXT) -> li
 def classify_response(classes, scores) -> dict:
     """``{"results": [[[label, score], ...], ...]}`` from ``[n, k]`` arrays of class labels
     (bytes) and/or scores (either may be None: labels "" / scores 0.0, as TF Serving writes);
-    scores printed as float32 (:func:`format_decimal`). The results are one :class:`RawJson`
-    text; write the answer with :func:`dumps`."""
+    scores printed as float32 (:func:`format_decimal`). The results are one
+    :class:`~.json_values.RawJson` text; write the answer with :func:`dumps`."""
     import numpy as np
 
     ref = classes if classes is not None else scores
     n, k = ref.shape
     if scores is not None:
-        tokens = float_tokens(np.asarray(scores, dtype=np.float32))
+        tokens = json_values.float_tokens(np.asarray(scores, dtype=np.float32))
     else:
         tokens = ["0.0"] * (n * k)
     if classes is not None:
@@ -196,7 +192,7 @@ def classify_response(classes, scores) -> dict:
         rows.append(
             "[" + ",".join(f"[{labels[base + j]},{tokens[base + j]}]" for j in range(k)) + "]"
         )
-    return {"results": RawJson("[" + ",".join(rows) + "]")}
+    return {"results": json_values.RawJson("[" + ",".join(rows) + "]")}
 
 
 def regress_response(values) -> dict:
@@ -204,7 +200,11 @@ def regress_response(values) -> dict:
     value is a float). Write it with :func:`dumps`."""
     import numpy as np
 
-    return {"results": [RawJson(t) for t in float_tokens(np.asarray(values, np.float32))]}
+    return {
+        "results": [
+            json_values.RawJson(t) for t in json_values.float_tokens(np.asarray(values, np.float32))
+        ]
+    }
 
 
 __all__ = [

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from tests.beam import helpers as h
+from tests.graphs import backend, reference  # noqa: F401 -- fixtures, shared with tests/client
 
 
 @pytest.fixture(scope="session")
@@ -27,19 +28,9 @@ def op_bundle_base(small_sage_bundle):
 
 
 @pytest.fixture(scope="session")
-def backend(bundle_base):
-    """The op-free bundle loaded in-process once for the session (loading costs seconds)."""
-    from memgraph_tf.batch import BundleBackend
-
-    with BundleBackend(bundle_base) as model:
-        yield model
-
-
-@pytest.fixture(scope="session")
-def reference(backend):
-    """``memgraph_tf.batch``'s uninterrupted full run over the embedded graph: ``{id: (class,
-    score, version)}``."""
-    return h.GRAPH.reference(backend)
+def keyed_graph():
+    """The Beam suite's keyed graph, for the shared ``backend`` / ``reference`` fixtures."""
+    return h.GRAPH
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.graphs import backend, reference  # noqa: F401 -- fixtures, shared with tests/beam
+
 
 @pytest.fixture(scope="session")
 def cora_graph():
@@ -92,20 +94,11 @@ def op_bundle_base(small_sage_bundle):
 
 
 @pytest.fixture(scope="session")
-def backend(bundle_base):
-    """The op-free bundle loaded in-process (memgraph_tf.batch.BundleBackend)."""
-    from memgraph_tf.batch import BundleBackend
-
-    with BundleBackend(bundle_base) as model:
-        yield model
-
-
-@pytest.fixture(scope="module")
-def reference(backend):
-    """An uninterrupted full run over the embedded graph: ``{id: (class, score, version)}``."""
+def keyed_graph():
+    """The batch suite's keyed graph, for the shared ``backend`` / ``reference`` fixtures."""
     from tests.client.classify_kit import GRAPH
 
-    return GRAPH.reference(backend)
+    return GRAPH
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -28,7 +27,7 @@ from tests.graphs import (
     predictions,
     use_credentials,
 )
-from tests.processes import interruptible
+from tests.processes import signal_when
 
 
 # ------------------------------------------------------------------------------------ the CLI
@@ -199,26 +198,7 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
     def interrupt(sig: int, after: int) -> subprocess.CompletedProcess:
         """Starts the command, sends ``sig`` once ``after`` nodes carry version 1, waits for the
         end."""
-        proc = subprocess.Popen(
-            interruptible(command),
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            deadline = time.monotonic() + 180
-            while done() < after:
-                assert proc.poll() is None, f"the run ended before the signal: {proc.communicate()}"
-                assert time.monotonic() < deadline, "no batch written within 180 s"
-                time.sleep(0.02)
-            proc.send_signal(sig)
-            out, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        return subprocess.CompletedProcess(command, proc.returncode, out, err)
+        return signal_when(command, env, lambda: done() >= after, sig, "batch")
 
     # Ctrl-C: the batch being written is finished, one line says how to resume, exit code 130
     stopped = interrupt(signal.SIGINT, 2)

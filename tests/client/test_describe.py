@@ -19,6 +19,7 @@ from memgraph_tf.client.pipeline import feature_width, model_inputs
 from memgraph_tf.client.tasks import infer_num_classes
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import ConfigurationError, GraphDataError
+from tests.graphs import short_run
 
 ID0 = 10_000
 OPTS = {"id_property": "id"}
@@ -138,14 +139,10 @@ def test_graphsage_trains_on_float64_features(make_community, use_feature_cache)
         ids[:16],
         ids[16:],
         options=opts,
-        fanouts=(3, 2),
-        hidden_units=4,
-        steps=1,
-        eval_every=1,
-        eval_draws=1,
-        batch_size=8,
-        seed=0,
         use_feature_cache=use_feature_cache,
+        **short_run(
+            fanouts=(3, 2), hidden_units=4, steps=1, eval_every=1, eval_draws=1, batch_size=8
+        ),
     )
     model = result.model
     assert model.feature_dtype == "float64" and model.num_classes == 3 and model.feature_dim == 4

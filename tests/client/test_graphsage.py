@@ -206,3 +206,54 @@ def test_call_rows_and_call_table_are_the_same_function_as_call(masks, sparse):
         for grad, ref in zip(tape.gradient(loss, kernels), tape_dense.gradient(ref_loss, kernels)):
             assert np.abs(ref.numpy()).max() > 1e-3
             np.testing.assert_allclose(grad.numpy(), ref.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("masks", [True, False])
+def test_is_the_one_label_typed_model(masks):
+    """GraphSAGE runs the typed model's layers: the typed call on its hop tensors as the one
+    label's slot tables gives the same logits, bit for bit."""
+    from memgraph_tf.client.graphsage import ONE_LABEL
+    from memgraph_tf.client.typed_graphsage import TypedGraphSAGE
+    from memgraph_tf.typed_sampling import typed_features_name, typed_mask_name
+
+    rng = np.random.default_rng(5)
+    model = GraphSAGE([3, 2], feature_dim=4, num_classes=3, hidden_units=[5, 6])
+    assert isinstance(model, TypedGraphSAGE) and model.spec.labels() == [ONE_LABEL]
+    assert [dict(t) for t in model.layout.tables] == [{ONE_LABEL: n} for n in (1, 3, 6)]
+    x = _inputs(rng, 4, [3, 2], 4, masks=masks)
+    typed = {}
+    for h, slots in enumerate((1, 3, 6)):
+        typed[typed_features_name(h, ONE_LABEL)] = x[f"features_{h}"].reshape(4, slots, 4)
+        if h and masks:
+            typed[typed_mask_name(h, ONE_LABEL)] = x[f"mask_{h}"].reshape(4, slots)
+    expected = model(x, training=False).numpy()
+    assert np.array_equal(TypedGraphSAGE.call(model, typed, training=False).numpy(), expected)
+    assert sorted(model.table_input_names(masks)) == sorted(typed)
+    assert sorted(model.input_shapes()) == sorted(model.input_names())
+
+
+def test_weights_are_drawn_in_the_layer_order():
+    """A seeded GraphSAGE's initial weights are those of its layers made one after the other:
+    per layer the self and neighbour kernels and the layer's own dropout, then the classifier's
+    dropout and the classifier -- the order a seeded run's figures depend on."""
+    from memgraph_tf.client.graphsage import MeanAggregator
+
+    keras.utils.set_random_seed(11)
+    model = GraphSAGE([3, 2], feature_dim=4, num_classes=3, hidden_units=[5, 6], dropout=0.3)
+    model.ensure_built()
+    keras.utils.set_random_seed(11)
+    layers = [MeanAggregator(u, dropout=0.3) for u in (5, 6)]
+    keras.layers.Dropout(0.3)
+    classifier = keras.layers.Dense(3)
+    for layer, width in zip(layers, (4, 10)):
+        layer.build((None, width))
+    classifier.build((None, 12))
+    for k, layer in enumerate(layers, start=1):
+        assert model.dropout(k) is model.sage_layers[k - 1].drop
+        for ours, theirs in (
+            (model.self_transform(k, "Node"), layer.self_dense),
+            (model.neigh_transform(k, "any"), layer.neigh_dense),
+        ):
+            assert np.array_equal(ours.kernel.numpy(), theirs.kernel.numpy())
+    assert model.output_dropout() is model.out_dropout
+    assert np.array_equal(model.classifier.kernel.numpy(), classifier.kernel.numpy())

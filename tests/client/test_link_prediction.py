@@ -30,6 +30,7 @@ from memgraph_tf.client.link_prediction import (
 )
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import ConfigurationError
+from tests.graphs import SHORT_RUN
 
 PATTERN = "(:Item)-[:LINK]-(:Item)"
 NN = {PATTERN: [5, 3]}
@@ -192,11 +193,7 @@ def trained(split_graph):
         val,
         val_y,
         options=OPTIONS,
-        hidden_units=16,
-        batch_size=64,
-        steps=20,
-        eval_every=10,
-        seed=0,
+        **SHORT_RUN,
     )
     return result, spy
 

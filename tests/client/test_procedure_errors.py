@@ -159,6 +159,12 @@ FOLLOWS = "(:User)-[:FOLLOWS]-(:User)"
 RESERVOIR = {"reservoir_threshold": 0}
 RESERVOIR_NAME = "'tf_reservoir_[0-9a-f]{12}'"
 RELATIONSHIP = {"entity": "relationship", "kind": "created", "rel_type": "E", "seq": 1}
+SPEC_F = {"label": "User", "properties": [{"name": "f", "kind": "numeric", "length": 2}]}
+SPEC_F_CATEGORY = {"label": "User", "properties": [{"name": "f", "kind": "categorical"}]}
+SPEC_CATEGORY = {
+    "label": "Category",
+    "properties": [{"name": "w", "kind": "required"}, {"name": "v", "kind": "boolean"}],
+}
 CASES = {
     # -- the bounded mode (hub_case_graph)
     "bounded: a capacity below the fanout": Case(
@@ -424,6 +430,63 @@ CASES = {
         "sample_typed",
         ([Node(0), Node(4)], {BOUGHT: [1]}, None, {**USER, **ID}),
         r"^seeds\[1\]: node with id = 10 is not a :User node \(the seed label, options\.label\)$",
+    ),
+    "sample_typed: a feature_spec that is no map": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "feature_spec": 5}),
+        r"^options\.feature_spec: expected a map of label -> feature spec .*, got int 5$",
+    ),
+    "sample_typed: a feature_spec label key that is empty": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "feature_spec": {"": SPEC_F}}),
+        r"^options\.feature_spec: expected label names as keys, got ''$",
+    ),
+    "sample_typed: a feature_spec of an unknown kind": Case(
+        "sample_typed",
+        (
+            [0],
+            {BOUGHT: [1]},
+            None,
+            {
+                **USER,
+                "feature_spec": {"User": {**SPEC_F, "properties": [{"name": "f", "kind": "x"}]}},
+            },
+        ),
+        r"^options\.feature_spec\['User'\]: label 'User' property 'f': expected a 'kind' among ",
+    ),
+    "sample_typed: a feature_spec under another label's key": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "feature_spec": {"Product": SPEC_F}}),
+        r"^options\.feature_spec\['Product'\]: expected the spec's 'label' to be 'Product' \(its "
+        r"key\), got 'User'$",
+    ),
+    "sample_typed: a feature_spec label without slots": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "feature_spec": {"Category": SPEC_CATEGORY}}),
+        r"^options\.feature_spec: label 'Category' has no slots in this sampling spec",
+    ),
+    "sample_typed: a label in feature_spec and properties": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, {"User": ["f"]}, {**USER, "feature_spec": {"User": SPEC_F}}),
+        r"^options\.feature_spec and properties: expected label 'User' in one of them, got it in "
+        r"both",
+    ),
+    "sample_typed: a value of the wrong type for its kind": Case(
+        "sample_typed",
+        ([1], {BOUGHT: [1]}, None, {**USER, **ID, "feature_spec": {"User": SPEC_F_CATEGORY}}),
+        r"^node with id = 1 \(:User\) property 'f' \(kind 'categorical'\): expected a string, an "
+        r"integer or a boolean, got list \[1\.0, 2\.0\]$",
+    ),
+    "sample_typed: no node of a raw label met or having its required properties": Case(
+        "sample_typed",
+        (
+            [3],
+            {BOUGHT: [1, 0], "(:Product)-[:IN]->(:Category)": [0, 1]},
+            None,
+            {**USER, "feature_spec": {"Category": SPEC_CATEGORY}},
+        ),
+        r"^properties: expected a node having all of \['w'\], got no :Category node with all of "
+        r"them$",
     ),
     "sample_typed: a neighbour whose id is not an integer": Case(
         "sample_typed",

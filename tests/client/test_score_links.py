@@ -13,9 +13,7 @@ from __future__ import annotations
 import collections
 import os
 import signal
-import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -27,6 +25,7 @@ from memgraph_tf.client.link_tables import LinkSelection, LinkTable, check_candi
 from memgraph_tf.errors import ConfigurationError
 from tests.client import links_kit as kit
 from tests.graphs import credentials_env, use_credentials
+from tests.processes import signal_when
 
 K = 3
 
@@ -325,26 +324,10 @@ def test_sigkill_midway_then_rerun_writes_exactly_the_uninterrupted_links_none_t
         return rows[0]["c"]
 
     env = _cli_env(arcadedb_server)
-    proc = subprocess.Popen(
-        [*command, "--batch-size", "6"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    killed = signal_when(
+        [*command, "--batch-size", "6"], env, lambda: done() >= 12, signal.SIGKILL, "page"
     )
-    try:
-        deadline = time.monotonic() + 180
-        while done() < 12:
-            assert proc.poll() is None, f"the run ended before the kill: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no page written within 180 s"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    assert killed.returncode == -signal.SIGKILL
     at_kill = done()
     assert 12 <= at_kill < 90 and at_kill % 6 == 0, (
         f"killed too late to test a resume: {at_kill} of 90 done"

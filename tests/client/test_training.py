@@ -8,6 +8,7 @@ import pytest
 from memgraph_tf.client import EmbeddedSource, evaluate, predict_and_write, train_graphsage
 from memgraph_tf.client.inference import predict
 from memgraph_tf.errors import ConfigurationError
+from tests.graphs import short_run
 
 ID0 = 10_000
 OPTS = {"id_property": "id"}
@@ -23,14 +24,8 @@ def trained(community):
         train,
         val,
         options=OPTS,
-        fanouts=(5, 3),
-        hidden_units=16,
-        steps=60,
-        eval_every=10,
-        batch_size=32,
-        seed=0,
-        learning_rate=0.01,
         class_names=["a", "b", "c"],
+        **short_run(fanouts=(5, 3), steps=60, batch_size=32, learning_rate=0.01),
     )
     return result, train, val, test
 
@@ -224,20 +219,17 @@ def test_training_traces_nothing_after_the_first_evaluation(
     handler, level = Snapshot(logging.INFO), logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    settings = short_run(
+        fanouts=(4, 3), hidden_units=8, steps=15, eval_every=5, eval_draws=2, batch_size=25, seed=1
+    )
     try:
         result = train_graphsage(
             source,
             ids[:60],
             ids[60:100],
             options=OPTS,
-            fanouts=(4, 3),
-            hidden_units=8,
-            steps=15,
-            eval_every=5,
-            eval_draws=2,
-            batch_size=25,
-            seed=1,
             use_feature_cache=use_feature_cache,
+            **settings,
         )
     finally:
         logger.removeHandler(handler)

@@ -10,6 +10,8 @@ import functools
 import shutil
 import tempfile
 
+from tests.graphs import SHORT_RUN
+
 NN = {
     "(:User)-[:BOUGHT]->(:Product)": [5, 0],
     "(:User)-[:FOLLOWS]->(:User)": [3, 0],
@@ -49,13 +51,9 @@ def trained():
         graph.ids("train"),
         graph.ids("val"),
         options=OPTIONS,
-        steps=20,
-        batch_size=64,
-        eval_every=10,
-        hidden_units=16,
         dropout=0.1,
         class_names=["even", "odd"],
-        seed=0,
+        **SHORT_RUN,
     )
 
 

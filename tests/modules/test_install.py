@@ -72,6 +72,7 @@ def test_install_layout(tmp_path):
         "memgraph_tf/__init__.py",
         "memgraph_tf/blob.py",
         "memgraph_tf/errors.py",
+        "memgraph_tf/feature_spec.py",
         "memgraph_tf/layout.py",
         "memgraph_tf/lazy.py",
         "memgraph_tf/typed_sampling.py",

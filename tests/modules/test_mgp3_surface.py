@@ -198,32 +198,37 @@ proc.add_arg("count", _mgp.type_int())
 proc.add_result("n", _mgp.type_int())
 
 
+# A read procedure registered as include/mgp.py's _register_proc does: register_func, then
+# add_arg / add_result per (name, _mgp type).
+def read_procedure(func, args, results):
+    proc = _mgp.Module.add_read_procedure(_mgp._MODULE, func)
+    for name, cypher_type in args:
+        proc.add_arg(name, cypher_type)
+    for name, cypher_type in results:
+        proc.add_result(name, cypher_type)
+
+
 def echo(graph, args):
     return mgp.Record(value=args[0])
 
 
-proc = _mgp.Module.add_read_procedure(_mgp._MODULE, echo)
-proc.add_arg("value", _mgp.type_nullable(_mgp.type_any()))
-proc.add_result("value", _mgp.type_nullable(_mgp.type_any()))
+ANY = _mgp.type_nullable(_mgp.type_any())
+read_procedure(echo, [("value", ANY)], [("value", ANY)])
 
 
 def zoned(graph, args):
     return mgp.Record(at=args[0], stamp=graph.get_start_timestamp())
 
 
-proc = _mgp.Module.add_read_procedure(_mgp._MODULE, zoned)
-proc.add_arg("at", _mgp.type_zoned_date_time())
-proc.add_result("at", _mgp.type_zoned_date_time())
-proc.add_result("stamp", _mgp.type_int())
+ZONED = _mgp.type_zoned_date_time()
+read_procedure(zoned, [("at", ZONED)], [("at", ZONED), ("stamp", _mgp.type_int())])
 
 
 def point(graph, args):
     return mgp.Record(p=args[0])
 
 
-proc = _mgp.Module.add_read_procedure(_mgp._MODULE, point)
-proc.add_arg("p", _mgp.type_nullable(_mgp.type_any()))
-proc.add_result("p", _mgp.type_point_2d())
+read_procedure(point, [("p", ANY)], [("p", _mgp.type_point_2d())])
 
 
 def popped(graph, args):
@@ -240,9 +245,7 @@ def popped(graph, args):
     return mgp.Record(sizes=sizes, start=path.vertex_at(0).get_id())
 
 
-proc = _mgp.Module.add_read_procedure(_mgp._MODULE, popped)
-proc.add_result("sizes", _mgp.type_list(_mgp.type_any()))
-proc.add_result("start", _mgp.type_int())
+read_procedure(popped, [], [("sizes", _mgp.type_list(_mgp.type_any())), ("start", _mgp.type_int())])
 
 
 BAD = {"int_key": lambda: {"b": 2, 3: 4}, "set_value": lambda: {"b": 2, "c": {1}}}

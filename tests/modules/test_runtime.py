@@ -174,6 +174,12 @@ def test_int_overflow_is_refused(graph):
             r"probe.not_a_record: TypeError: Value '\{'a': 1\}' is not an instance of "
             r"'mgp.Record' \(embedded runtime: record 0\)",
         ),
+        (
+            # py_module.cpp CallPythonProcedure (3.x): None with declared fields is refused
+            "probe.nothing",
+            r"\Aprobe.nothing: Procedure implementation returned None, but its signature "
+            r"declares result fields. Did you forget a 'return mgp.Record\(...\)' statement\?\Z",
+        ),
     ],
 )
 def test_result_fields_must_match_the_declaration(graph, procedure, message):
@@ -183,13 +189,6 @@ def test_result_fields_must_match_the_declaration(graph, procedure, message):
 
 def test_records(graph):
     assert graph.call("probe.many", 3) == [{"i": 0}, {"i": 1}, {"i": 2}]
-    # py_module.cpp CallPythonProcedure (3.x): None with declared fields is refused
-    with pytest.raises(
-        ResultConversionError,
-        match=r"\Aprobe.nothing: Procedure implementation returned None, but its signature "
-        r"declares result fields. Did you forget a 'return mgp.Record\(...\)' statement\?\Z",
-    ):
-        graph.call("probe.nothing")
 
 
 def test_read_procedures_see_an_immutable_graph(graph):

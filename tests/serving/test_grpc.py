@@ -1170,6 +1170,17 @@ def _mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(b)
 
 
+#: The answers a fuzz case must never get: a server error, a dropped or timed-out call.
+BAD_CODES = (
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.DATA_LOSS,
+)
+
+
 def test_fuzz_random_and_malformed_messages_never_internal(toy_grpc, sage_pair):
     """1,000 messages (random bytes, mutated valid requests, random field values for every request
     type) to both servers: every answer is OK or a client-error code, never INTERNAL, UNKNOWN or
@@ -1212,14 +1223,7 @@ def test_fuzz_random_and_malformed_messages_never_internal(toy_grpc, sage_pair):
         except grpc.RpcError as exc:
             code, details = exc.code(), exc.details()
         counts[code.name] = counts.get(code.name, 0) + 1
-        if code in (
-            grpc.StatusCode.INTERNAL,
-            grpc.StatusCode.UNKNOWN,
-            grpc.StatusCode.UNAVAILABLE,
-            grpc.StatusCode.DEADLINE_EXCEEDED,
-            grpc.StatusCode.CANCELLED,
-            grpc.StatusCode.DATA_LOSS,
-        ):
+        if code in BAD_CODES:
             bad.append((kind, path, code.name, details, data[:80]))
     logger.info("fuzz: %d messages, answers by code: %s", len(messages), counts)
     assert bad == []
@@ -1233,16 +1237,6 @@ def test_fuzz_random_and_malformed_messages_never_internal(toy_grpc, sage_pair):
             get_model_status_pb2.ModelVersionStatus.AVAILABLE
         ]
         ch.close()
-
-
-_BAD_CODES = (
-    grpc.StatusCode.INTERNAL,
-    grpc.StatusCode.UNKNOWN,
-    grpc.StatusCode.UNAVAILABLE,
-    grpc.StatusCode.DEADLINE_EXCEEDED,
-    grpc.StatusCode.CANCELLED,
-    grpc.StatusCode.DATA_LOSS,
-)
 
 
 # with the 1,000 messages of the test above: >= 3,000 gRPC fuzz cases
@@ -1301,7 +1295,7 @@ def test_fuzz_grammar_tensors_never_internal(toy_grpc, sage_pair, any_rank_base)
             except grpc.RpcError as exc:
                 code, details = exc.code(), exc.details()
             counts[code.name] = counts.get(code.name, 0) + 1
-            if code in _BAD_CODES:
+            if code in BAD_CODES:
                 shapes = {k: len(v.tensor_shape.dim) for k, v in req.inputs.items()}
                 bad.append((i, model, code.name, details, shapes))
         logger.info(

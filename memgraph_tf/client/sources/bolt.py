@@ -19,28 +19,14 @@ from typing import Any
 import neo4j
 import neo4j.exceptions as neo4j_errors
 
-from memgraph_tf import blob
+from memgraph_tf import blob, errors
 from memgraph_tf.client.procedure_errors import called_procedures, translate_procedure_failure
+from memgraph_tf.client.sources import config
 from memgraph_tf.client.sources import procedure_table as table
-from memgraph_tf.client.sources.config import (
-    RETRY_TIME_S,
-    connect_timeout,
-    procedure_memory,
-    quote_name,
-    redact,
-    short_query,
-)
 from memgraph_tf.client.sources.cypher import CypherGraphAccess
 from memgraph_tf.client.sources.interface import CheckedWrite, GraphSource
 from memgraph_tf.client.sources.keyed import INDEX_INFO_TTL_S, keyed_call_query, keyed_lists
 from memgraph_tf.client.sources.procedure_table import PROCEDURES, Procedure, to_python
-from memgraph_tf.errors import (
-    AuthenticationError,
-    ConfigurationError,
-    GraphConnectionError,
-    QueryError,
-    ServerUnavailable,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +55,12 @@ class BoltSource(GraphSource):
         fetch_size: int = 1000,
         procedure_memory_limit_mb: int | str | None = None,
         connect_timeout_s: float | str | None = None,
-        retry_time_s: float = RETRY_TIME_S,
+        retry_time_s: float = config.RETRY_TIME_S,
     ) -> None:
         self._driver = driver
-        self.connect_timeout_s = connect_timeout(connect_timeout_s)
+        self.connect_timeout_s = config.connect_timeout(connect_timeout_s)
         self.retry_time_s = retry_time_s
-        self.uri = redact(uri)
+        self.uri = config.redact(uri)
         self.database = database
         self._user = user
         self._use_procedures = use_procedures
@@ -82,7 +68,7 @@ class BoltSource(GraphSource):
             None  # whether mg.procedures() answers: the server is Memgraph
         )
         self.fetch_size = fetch_size
-        self.procedure_memory = procedure_memory(procedure_memory_limit_mb)
+        self.procedure_memory = config.procedure_memory(procedure_memory_limit_mb)
         self._closed = False
         self._index_info: tuple[float, frozenset[tuple[str, str]]] | None = None
         self._unindexed_warned: set[tuple[str, str]] = set()
@@ -115,7 +101,7 @@ class BoltSource(GraphSource):
                         and isinstance(props[0], str)
                     ):
                         found.add((on, props[0]))  # a composite index serves its first
-            except (QueryError, ValueError, IndexError) as exc:  # unreachable: raised
+            except (errors.QueryError, ValueError, IndexError) as exc:  # unreachable: raised
                 logger.info(
                     "%s: SHOW INDEX INFO failed (%s): keys go to the procedures", self.uri, exc
                 )
@@ -141,7 +127,7 @@ class BoltSource(GraphSource):
         where = f"{self.uri}" + (f" (database {self.database!r})" if self.database else "")
         if isinstance(exc, neo4j_errors.AuthError):
             who = f" for user {self._user!r}" if self._user is not None else ""
-            return AuthenticationError(
+            return errors.AuthenticationError(
                 f"{where}: the server refused the credentials{who}: {_server_message(exc)}"
             )
         if isinstance(
@@ -154,8 +140,8 @@ class BoltSource(GraphSource):
                 OSError,
             ),
         ):
-            during = f" while running {short_query(query)!r}" if query else ""
-            return ServerUnavailable(
+            during = f" while running {config.short_query(query)!r}" if query else ""
+            return errors.ServerUnavailable(
                 f"{where}: server unavailable or connection lost{during}: "
                 f"{' '.join(str(exc).split())}"
             )
@@ -169,12 +155,12 @@ class BoltSource(GraphSource):
             )
             if translated is not None:
                 return translated
-            return QueryError(
+            return errors.QueryError(
                 f"{where}: query failed: {message}"
-                + (f" (query: {short_query(query)!r})" if query else "")
+                + (f" (query: {config.short_query(query)!r})" if query else "")
             )
         if isinstance(exc, neo4j_errors.DriverError):
-            return GraphConnectionError(f"{where}: driver error: {exc}")
+            return errors.GraphConnectionError(f"{where}: driver error: {exc}")
         return exc  # anything else unchanged (the caller re-raises it)
 
     def _session(
@@ -185,7 +171,7 @@ class BoltSource(GraphSource):
         whose managed transactions are retried for ``retry_time_s`` (its
         ``max_transaction_retry_time``; 0: not retried)."""
         if self._closed:
-            raise ConfigurationError(f"{self!r}: expected an open source, got a closed one")
+            raise errors.ConfigurationError(f"{self!r}: expected an open source, got a closed one")
         kwargs: dict[str, Any] = {
             "default_access_mode": neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS,
             "fetch_size": fetch_size or self.fetch_size,
@@ -218,9 +204,9 @@ class BoltSource(GraphSource):
     ) -> list[dict[str, Any]]:
         """``query`` in a managed transaction. A server that cannot be reached within
         :attr:`connect_timeout_s`, or a connection lost, is reported at once
-        (:class:`ServerUnavailable`), not retried; a transient failure of a reachable server (a
-        conflict with a concurrent transaction) is retried as the driver retries them, for
-        :attr:`retry_time_s`."""
+        (:class:`~.errors.ServerUnavailable`), not retried; a transient failure of a reachable
+        server (a conflict with a concurrent transaction) is retried as the driver retries them,
+        for :attr:`retry_time_s`."""
 
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query, dict(parameters or {}))]
@@ -245,8 +231,9 @@ class BoltSource(GraphSource):
         """Yields the records of ``query`` as the server streams them (``fetch_size`` per pull).
 
         Guarantees: at most about ``fetch_size`` records are buffered; the session is closed when
-        the iterator is exhausted or closed; a lost connection raises :class:`ServerUnavailable`
-        (not a hang: the driver sees the socket close). Not retried: rows may already be consumed.
+        the iterator is exhausted or closed; a lost connection raises
+        :class:`~.errors.ServerUnavailable` (not a hang: the driver sees the socket close). Not
+        retried: rows may already be consumed.
         """
         session = self._session(fetch_size=fetch_size)
         try:
@@ -262,10 +249,12 @@ class BoltSource(GraphSource):
 
     def _write_checked(self, write: CheckedWrite) -> int:
         names = list(write.columns)
-        sets = ", ".join(f"n.{quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names))
-        node = f"(n:{quote_name(write.label, 'label')})" if write.label else "(n)"
+        sets = ", ".join(
+            f"n.{config.quote_name(name, 'name')} = row.v{j}" for j, name in enumerate(names)
+        )
+        node = f"(n:{config.quote_name(write.label, 'label')})" if write.label else "(n)"
         match = (
-            f"MATCH {node} WHERE n.{quote_name(write.id_property, 'id_property')} = row.id"
+            f"MATCH {node} WHERE n.{config.quote_name(write.id_property, 'id_property')} = row.id"
             if write.id_property
             else f"MATCH {node} WHERE id(n) = row.id"
         )
@@ -287,12 +276,12 @@ class BoltSource(GraphSource):
     def _node_ids(
         self, label: str | None, id_property: str | None, where: dict[str, Any]
     ) -> list[int]:
-        node = f"(n:{quote_name(label, 'label')})" if label else "(n)"
-        key = f"n.{quote_name(id_property, 'id_property')}" if id_property else "id(n)"
+        node = f"(n:{config.quote_name(label, 'label')})" if label else "(n)"
+        key = f"n.{config.quote_name(id_property, 'id_property')}" if id_property else "id(n)"
         tests = [f"{key} IS NOT NULL"]
         params: dict[str, Any] = {}
         for j, (name, value) in enumerate(where.items()):
-            tests.append(f"n.{quote_name(name, 'where')} = $w{j}")
+            tests.append(f"n.{config.quote_name(name, 'where')} = $w{j}")
             params[f"w{j}"] = to_python(value)
         rows = self.read(f"MATCH {node} WHERE {' AND '.join(tests)} RETURN {key} AS id", params)
         return sorted(row["id"] for row in rows)
@@ -308,7 +297,7 @@ class BoltSource(GraphSource):
         records which it was."""
         try:
             rows = self.read("CALL mg.procedures() YIELD name RETURN name")
-        except (QueryError, ValueError) as exc:
+        except (errors.QueryError, ValueError) as exc:
             logger.info("%s: no mg.procedures() (%s): not Memgraph", self.uri, exc)
             self._memgraph = False
             return None
@@ -387,7 +376,7 @@ CLIENT_SIDE: dict[str, Callable[..., Any]] = {
         _fallback().sample_pairs(s.access_factory(), *a)
     ),
     table.SPLIT_EDGES.name: lambda s, *a: _fallback().split_edges(s.access_factory(), *a),
-    table.PROFILE.name: lambda s, *a: _fallback().profile(s, quote_name, *a),
+    table.PROFILE.name: lambda s, *a: _fallback().profile(s, config.quote_name, *a),
     table.BUILD_RESERVOIRS.name: lambda s, *a: _fallback().build_reservoirs(s, *a),
     table.UPDATE_RESERVOIRS.name: lambda s, *a: _fallback().update_reservoirs(s, *a),
 }

@@ -4,6 +4,7 @@ with on a server without the ``tf_features`` procedures."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -12,6 +13,27 @@ from memgraph_tf.client.sources.config import quote_name
 from memgraph_tf.errors import GraphDataError
 
 logger = logging.getLogger(__name__)
+
+
+def native_value(value: Any) -> Any:
+    """A property value as the Bolt driver gives it -> the Python value ``mgp`` gives a procedure
+    for it: the driver's temporal types (``neo4j.time``) to ``datetime`` ones (a Duration without
+    months to a ``timedelta``, nanoseconds cut to microseconds as Memgraph keeps them), lists
+    element-wise; any other value unchanged (a Duration with months has no ``mgp`` form: Memgraph
+    keeps none)."""
+    if isinstance(value, list):
+        return [native_value(v) for v in value]
+    if not type(value).__module__.startswith("neo4j"):
+        return value
+    months = getattr(value, "months", None)
+    if months is not None:  # neo4j.time.Duration
+        if months:
+            return value
+        return datetime.timedelta(
+            days=value.days, seconds=value.seconds, microseconds=value.nanoseconds // 1000
+        )
+    to_native = getattr(value, "to_native", None)
+    return to_native() if callable(to_native) else value
 
 
 class CypherReader(Protocol):
@@ -112,7 +134,9 @@ class CypherGraphAccess:
             f", {columns}" if columns else ""
         )
         rows = self._source.read(query, {"rows": self._rows(keys)})
-        by_key = {row["key"]: [row[f"p{i}"] for i in range(len(names))] for row in rows}
+        by_key = {
+            row["key"]: [native_value(row[f"p{i}"]) for i in range(len(names))] for row in rows
+        }
         missing = [k for k in keys if k not in by_key]
         if missing and missing[0] in self._adopted:
             from memgraph_tf.procedures.access import stale_member

@@ -5,8 +5,9 @@ through the procedure table (:mod:`.procedure_table`) to one method each source 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import blob
@@ -16,6 +17,30 @@ from memgraph_tf.client.sources.procedure_table import Procedure, to_python
 from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
+
+
+def decoded(b64_method: Callable[..., Any], doc: str) -> Callable[..., Any]:
+    """The raw-bytes twin of a ``*_b64`` method of :class:`GraphSource` (``pack_blob`` of
+    ``pack_blob_b64``...): the same parameters, and it returns ``blob.b64decode`` of what the
+    instance's own ``*_b64`` method returns (of each item, when that is a list of blobs), so a
+    source overriding the ``*_b64`` method changes both. ``doc`` is its docstring."""
+    b64_name = b64_method.__name__
+    signature = inspect.signature(b64_method)
+    returns_list = str(signature.return_annotation).startswith("list")
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        text = getattr(self, b64_name)(*args, **kwargs)
+        if returns_list:
+            return [blob.b64decode(t) for t in text]
+        return blob.b64decode(text)
+
+    method.__name__ = b64_name.removesuffix("_b64")
+    method.__qualname__ = b64_method.__qualname__.removesuffix("_b64")
+    method.__doc__ = doc
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined] -- inspect reads it
+        return_annotation="list[bytes]" if returns_list else "bytes"
+    )
+    return method
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,37 +125,18 @@ class GraphSource:
             table.SAMPLE_PER_NODE, table.SAMPLE_PER_NODE.plain(seeds, fanouts, properties, options)
         )
 
-    def pack_blob(
-        self,
-        node_ids: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> bytes:
-        """The ``tf_features.pack`` blob (``ids``, ``features``, ``labels``...) of ``node_ids``."""
-        return blob.b64decode(self.pack_blob_b64(node_ids, properties, options))
-
-    def sample_blob(
-        self,
-        seeds: Sequence[int],
-        fanouts: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> bytes:
-        """The ``tf_features.sample`` blob (``ids_h``, ``features_h``, ``mask_h``, ``labels``)."""
-        return blob.b64decode(self.sample_blob_b64(seeds, fanouts, properties, options))
-
-    def sample_blobs_per_node(
-        self,
-        seeds: Sequence[int],
-        fanouts: Sequence[int],
-        properties: Sequence[str],
-        options: Mapping[str, Any] | None = None,
-    ) -> list[bytes]:
-        """One blob per seed (n = 1), in seed order; each equals ``sample_blob([seed], ...)``."""
-        return [
-            blob.b64decode(t)
-            for t in self.sample_blobs_per_node_b64(seeds, fanouts, properties, options)
-        ]
+    pack_blob = decoded(
+        pack_blob_b64,
+        """The ``tf_features.pack`` blob (``ids``, ``features``, ``labels``...) of ``node_ids``.""",
+    )
+    sample_blob = decoded(
+        sample_blob_b64,
+        """The ``tf_features.sample`` blob (``ids_h``, ``features_h``, ``mask_h``, ``labels``).""",
+    )
+    sample_blobs_per_node = decoded(
+        sample_blobs_per_node_b64,
+        """One blob per seed (n = 1), in seed order; each equals ``sample_blob([seed], ...)``.""",
+    )
 
     def describe(
         self, properties: Sequence[str], options: Mapping[str, Any] | None = None
@@ -157,20 +163,15 @@ class GraphSource:
             table.SAMPLE_TYPED, table.SAMPLE_TYPED.plain(seeds, num_neighbors, properties, options)
         )
 
-    def sample_typed(
-        self,
-        seeds: Sequence[int],
-        num_neighbors: Mapping[str, Sequence[int]],
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> bytes:
+    sample_typed = decoded(
+        sample_typed_b64,
         """The typed sample blob of ``seeds`` (nodes of the seed label ``options["label"]``):
         ``num_neighbors`` maps edge patterns (``"(:User)-[:BOUGHT]->(:Product)"``) to a fanout per
         hop, ``properties`` maps labels to feature property names (memgraph_tf.layout,
         ``typed_sample_sections``; docs/query-modules.md). Guarantees: the same bytes from the
         procedure and from the client-side sampler for the same graph, ids and ``options["seed"]``;
-        a bad input raises :class:`GraphDataError` with the procedure's message."""
-        return blob.b64decode(self.sample_typed_b64(seeds, num_neighbors, properties, options))
+        a bad input raises :class:`GraphDataError` with the procedure's message.""",
+    )
 
     def schema(
         self,
@@ -213,24 +214,16 @@ class GraphSource:
         args = table.SAMPLE_PAIRS.plain(sources, targets, num_neighbors, properties, options)
         return self.call_procedure(table.SAMPLE_PAIRS, args)
 
-    def sample_pairs(
-        self,
-        sources: Sequence[int],
-        targets: Sequence[int],
-        num_neighbors: Mapping[str, Any],
-        properties: Mapping[str, Sequence[str]] | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> bytes:
+    sample_pairs = decoded(
+        sample_pairs_b64,
         """The pair blob of ``(sources[i], targets[i])`` (nodes of ``options["source_label"]`` and
         ``options["target_label"]``): both endpoints' typed neighbourhoods with the pair's own
         relationships removed at every hop, ``options["negatives"]`` drawn negatives per pair and
         ``pair_labels`` (memgraph_tf.layout, ``pair_sample_sections``; docs/query-modules.md).
         Guarantees: the same bytes from the procedure and from the client-side sampler for the
         same graph, ids and ``options["seed"]``; a bad input raises :class:`GraphDataError` with
-        the procedure's message."""
-        return blob.b64decode(
-            self.sample_pairs_b64(sources, targets, num_neighbors, properties, options)
-        )
+        the procedure's message.""",
+    )
 
     def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
         """``tf_features.split_edges``: writes ``train``/``val``/``test`` into

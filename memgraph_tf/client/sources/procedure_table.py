@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.feature_spec import LabelSpec
 
 logger = logging.getLogger(__name__)
 
@@ -31,13 +32,22 @@ def to_python(value: Any) -> Any:
 
 
 def plain_options(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A procedure's ``options`` map with plain Python values (None stays None); anything but a
-    mapping raises :class:`ConfigurationError`."""
+    """A procedure's ``options`` map with plain Python values (None stays None; a
+    :class:`~memgraph_tf.feature_spec.LabelSpec` in ``options.feature_spec`` as its
+    :meth:`~memgraph_tf.feature_spec.LabelSpec.to_dict`); anything but a mapping raises
+    :class:`ConfigurationError`."""
     if options is None:
         return None
     if not isinstance(options, Mapping):
         raise ConfigurationError(f"options: expected a map or None, got {type(options).__name__}")
-    return {k: to_python(v) for k, v in options.items()}
+    out = {k: to_python(v) for k, v in options.items()}
+    specs = out.get("feature_spec")
+    if isinstance(specs, Mapping):
+        out["feature_spec"] = {
+            label: spec.to_dict() if isinstance(spec, LabelSpec) else spec
+            for label, spec in specs.items()
+        }
+    return out
 
 
 def typed_properties(properties: Any) -> Any:
