@@ -72,18 +72,24 @@ HEADER = 8
 """Integers before the members: format, capacity, degree, c1, c2, seed, applied_seq, m."""
 PROPERTY_PREFIX = "tf_reservoir_"
 BUILD_OPTIONS = ("after", "applied_seq", "batch_nodes", "capacity", "direction", "edge_types")
-BUILD_OPTIONS += ("id_property", "label", "seed")
+BUILD_OPTIONS += ("id_property", "label", "neighbour_label", "seed")
 UPDATE_OPTIONS = ("direction", "edge_types", "id_property")
 DEFAULT_BATCH_NODES = 100_000
 
 
-def property_name(edge_types: Sequence[str] | None, direction: str, id_property: str | None) -> str:
+def property_name(
+    edge_types: Sequence[str] | None,
+    direction: str,
+    id_property: str | None,
+    label: str | None = None,
+) -> str:
     """The node property holding the reservoir of the edge step (``edge_types`` None: every type;
-    ``direction``) in the key space of ``id_property`` (None: internal ids): ``tf_reservoir_``
-    and 12 hex digits of the step's BLAKE2b digest. A reservoir built for another step has
-    another name, so a draw never reads it."""
+    ``direction``; ``label``: only neighbours with it, a typed step's right label) in the key
+    space of ``id_property`` (None: internal ids): ``tf_reservoir_`` and 12 hex digits of the
+    step's BLAKE2b digest. A reservoir built for another step has another name, so a draw never
+    reads it."""
     types = ",".join(sorted(set(edge_types))) if edge_types is not None else "*"
-    text = f"{FORMAT}|{direction}|{types}|{id_property or ''}"
+    text = f"{FORMAT}|{direction}|{types}|{id_property or ''}" + (f"|{label}" if label else "")
     return PROPERTY_PREFIX + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
@@ -216,9 +222,12 @@ class BoundedReads:
         edge_types: Sequence[str] | None,
         direction: str,
         id_property: str | None,
+        label: str | None = None,
+        register: Any = None,
     ) -> None:
         self.threshold = threshold
-        self.name = property_name(edge_types, direction, id_property)
+        self.name = property_name(edge_types, direction, id_property, label)
+        self._register = register  # typed steps: (internals, keys) -> None; nodes by internal id
         self._drawn: dict[int, tuple[int, int]] = {}  # node -> (capacity, distinct members)
         self._members: set[int] = set()  # the keys of the reservoirs' members met so far
 
@@ -258,10 +267,16 @@ class BoundedReads:
                 reservoir = Reservoir.decode(value, access.node_name(key), self.name)
                 if reservoir.degree <= self.threshold:
                     continue
-                distinct = sorted(set(reservoir.keys))
-                self._drawn[key] = (reservoir.capacity, len(distinct))
+                pairs = sorted(set(zip(reservoir.keys, reservoir.internals)))
+                self._drawn[key] = (reservoir.capacity, len(pairs))
                 self._check(access, key, fanout, hop)
-                access.adopt(reservoir.keys, reservoir.internals)
+                if self._register is None:
+                    distinct = [k for k, _ in pairs]
+                    access.adopt(reservoir.keys, reservoir.internals)
+                else:  # the access keys nodes by internal id; their keys go to the call's Keys
+                    distinct = [i for _, i in pairs]
+                    access.adopt(distinct, distinct)
+                    self._register(distinct, [k for k, _ in pairs])
                 self._members.update(distinct)
                 cache[key] = distinct
 
@@ -307,10 +322,14 @@ class ReservoirStore(Protocol):
         given), ascending, at most ``limit``."""
 
     def step_relationships(
-        self, internals: Sequence[int], edge_types: Sequence[str] | None, direction: str
+        self,
+        internals: Sequence[int],
+        edge_types: Sequence[str] | None,
+        direction: str,
+        label: str | None,
     ) -> list[list[tuple[int, int]]]:
         """Per node, ``(relationship id, other end's internal id)`` of each distinct
-        relationship of the step (a self-loop once)."""
+        relationship of the step (a self-loop once; with ``label``, to such nodes only)."""
 
     def read(self, internals: Sequence[int], name: str) -> list[Any]:
         """Per node, property ``name`` (None where missing; a list as a Python list)."""
@@ -329,6 +348,7 @@ class BuildOptions:
     direction: str = "both"
     id_property: str | None = None
     label: str | None = None
+    neighbour_label: str | None = None
     seed: int = 0
     after: int | None = None
     batch_nodes: int = DEFAULT_BATCH_NODES
@@ -337,7 +357,9 @@ class BuildOptions:
     @property
     def name(self) -> str:
         """The reservoir property of this step (:func:`property_name`)."""
-        return property_name(self.edge_types, self.direction, self.id_property)
+        return property_name(
+            self.edge_types, self.direction, self.id_property, self.neighbour_label
+        )
 
 
 def _parse(procedure: str, options: Any, allowed: Sequence[str]) -> dict[str, Any]:
@@ -367,7 +389,7 @@ def _parse(procedure: str, options: Any, allowed: Sequence[str]) -> dict[str, An
                     f"{describe_value(value)}"
                 )
             value = tuple(sorted(set(value)))
-        elif key in ("id_property", "label"):
+        elif key in ("id_property", "label", "neighbour_label"):
             if not isinstance(value, str) or not value:
                 raise OptionError(
                     f"options.{key}: expected a non-empty string, got {describe_value(value)}"
@@ -388,6 +410,7 @@ def parse_build_options(options: Any) -> BuildOptions:
     """``tf_features.build_reservoirs``' options: ``capacity`` (R, required, >= 1), the step
     (``edge_types``, ``direction``) and key space (``id_property``) the samplers will use,
     ``seed`` (default 0), ``label`` (only its nodes get reservoirs; default every node),
+    ``neighbour_label`` (a typed step's right label: only neighbours with it count),
     ``after`` / ``batch_nodes`` (the page of nodes), ``applied_seq`` (the change-log cursor the
     build reflects). A bad one raises :class:`OptionError` naming it."""
     values = _parse("build_reservoirs", options, BUILD_OPTIONS)
@@ -430,7 +453,9 @@ def build(store: ReservoirStore, opts: BuildOptions) -> dict[str, Any]:
     for start in range(0, len(page), READ_CHUNK):
         store.check_abort()
         part = page[start : start + READ_CHUNK]
-        found = store.step_relationships(part, opts.edge_types, opts.direction)
+        found = store.step_relationships(
+            part, opts.edge_types, opts.direction, opts.neighbour_label
+        )
         old = store.read(part, name)
         others = sorted({other for rels in found for _, other in rels})
         key_of = dict(zip(others, _node_keys(store, others, opts.id_property)))
@@ -581,7 +606,11 @@ class MgpReservoirStore:
         return ids[:limit]
 
     def step_relationships(
-        self, internals: Sequence[int], edge_types: Sequence[str] | None, direction: str
+        self,
+        internals: Sequence[int],
+        edge_types: Sequence[str] | None,
+        direction: str,
+        label: str | None,
     ) -> list[list[tuple[int, int]]]:
         types = None if edge_types is None else frozenset(edge_types)
         out = []
@@ -599,7 +628,8 @@ class MgpReservoirStore:
                     if types is not None and edge.type.name not in types:
                         continue
                     other = edge.to_vertex if outgoing else edge.from_vertex
-                    seen.setdefault(edge.id, other.id)
+                    if label is None or any(lb.name == label for lb in other.labels):
+                        seen.setdefault(edge.id, other.id)
             out.append(list(seen.items()))
         return out
 

@@ -215,6 +215,11 @@ CASES = {
         r"^options\.reservoir_threshold: expected an integer >= 0 \(the degree above which",
         "hubs",
     ),
+    "sample_typed: the bounded mode with held-out relationships": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "reservoir_threshold": 0, "exclude_splits": ["test"]}),
+        r"^options\.reservoir_threshold: expected without options\.exclude_splits \(a reservoir ",
+    ),
     "build_reservoirs: no capacity": Case(
         "build_reservoirs", ({},), r"^options\.capacity: expected the reservoir size R", "hubs"
     ),

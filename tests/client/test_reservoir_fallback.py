@@ -160,3 +160,17 @@ def test_bad_input_is_the_same_error_on_both(twins):
             r"\(options\.reservoir_threshold\) but no longer in the graph under that key",
         ):
             source.sample_blob([1], [3], [], {**STEP, "reservoir_threshold": 0})
+
+
+def test_typed_steps_are_byte_identical(twins):
+    embedded, bolt, _ = twins
+    step = {**BUILD, "neighbour_label": LABEL}
+    spec = {f"(:{LABEL})-[:R]-(:{LABEL})": [5, 2]}
+    opts = {"label": LABEL, "id_property": "id", "seed": 6, "reservoir_threshold": 20}
+    blobs = []
+    for source in (embedded, bolt):
+        assert build_reservoirs(source, step)["reservoirs"] >= 1
+        blobs.append(source.sample_typed([0, 100], spec, {}, opts))
+    assert blobs[0] == blobs[1]
+    exact = embedded.sample_typed([0, 100], spec, {}, {**opts, "reservoir_threshold": None})
+    assert blobs[0] != exact

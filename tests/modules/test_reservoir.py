@@ -300,3 +300,54 @@ def test_a_reservoir_shrunk_below_the_fanout_is_refused_naming_the_node():
         "neighbours (capacity 12, shrunk by deletions or parallel relationships), below hop 1's "
         "fanout 10: rebuild it (tf_features.build_reservoirs)"
     )
+
+
+# -- typed steps (tf_features.sample_typed) -------------------------------------------------------
+def shop(buyers: int = 120) -> tuple[EmbeddedGraph, int]:
+    """One product bought by ``buyers`` users (ids 1000 + i) and a category; the product's id is
+    7."""
+    g = EmbeddedGraph()
+    product = g.add_node(["Product"], {"id": 7})
+    for i in range(buyers):
+        g.add_edge(g.add_node(["User"], {"id": 1000 + i}), product, "BOUGHT")
+    g.add_edge(product, g.add_node(["Category"], {"id": 3}), "IN")
+    return g, product
+
+
+TYPED_STEP = {
+    "edge_types": ["BOUGHT"],
+    "direction": "in",
+    "id_property": "id",
+    "label": "Product",
+    "neighbour_label": "User",
+}
+
+
+def typed_ids(g: EmbeddedGraph, **options) -> list[int]:
+    [row] = g.call(
+        "tf_features.sample_typed",
+        [7],
+        {"(:Product)<-[:BOUGHT]-(:User)": [5]},
+        {},
+        {"label": "Product", "id_property": "id", "seed": 4, **options},
+    )
+    return blob.unpack_b64(row["blob"])["ids_h1_User"].tolist()
+
+
+def test_a_typed_step_draws_from_its_reservoir_by_the_exact_draw_rule():
+    g, product = shop()
+    g.call("tf_features.build_reservoirs", {"capacity": 20, "seed": 2, **TYPED_STEP})
+    name = property_name(("BOUGHT",), "in", "id", "User")
+    members = sorted(stored(g, product, name).keys)
+    assert len(members) == 20 and all(1000 <= k < 1120 for k in members)
+    assert typed_ids(g, reservoir_threshold=50) == [rng_for(4, 7).sample(members, 5)]
+    assert typed_ids(g, reservoir_threshold=120) == typed_ids(g)  # at the threshold: exact
+    text = failure(
+        g,
+        "tf_features.sample_typed",
+        [7],
+        {"(:Product)<-[:BOUGHT]-(:User)": [5]},
+        {},
+        {"label": "Product", "reservoir_threshold": 0, "exclude_splits": ["test"]},
+    )
+    assert "options.reservoir_threshold: expected without options.exclude_splits" in text

@@ -354,9 +354,14 @@ class CypherReservoirStore:
         return [row["i"] for row in rows]
 
     def step_relationships(
-        self, internals: Sequence[int], edge_types: Sequence[str] | None, direction: str
+        self,
+        internals: Sequence[int],
+        edge_types: Sequence[str] | None,
+        direction: str,
+        label: str | None,
     ) -> list[list[tuple[int, int]]]:
         where, params = "", {"ids": list(internals)}
+        other = "(m)" if label is None else f"(m:{quote_name(label, 'options.neighbour_label')})"
         if edge_types is not None:
             where, params["types"] = " AND type(r) IN $types", list(edge_types)
         found: dict[Any, dict[int, int]] = {i: {} for i in internals}
@@ -364,7 +369,7 @@ class CypherReservoirStore:
             if direction != "both" and arrow != ("-[r]->" if direction == "out" else "<-[r]-"):
                 continue
             rows = self._source.read(
-                f"UNWIND $ids AS i MATCH (n){arrow}(m) WHERE id(n) = i{where} "
+                f"UNWIND $ids AS i MATCH (n){arrow}{other} WHERE id(n) = i{where} "
                 "RETURN i, id(r) AS r, id(m) AS m",
                 params,
             )
