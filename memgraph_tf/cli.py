@@ -254,6 +254,39 @@ def _score_links(args: argparse.Namespace) -> int:
     return link_scoring.run_cli(args, sources.open_graph, parse_params)
 
 
+def _refresh(args: argparse.Namespace) -> int:
+    """``memgraph-tf refresh`` (:func:`memgraph_tf.batch.refresh.run_cli`)."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.batch import refresh
+    from memgraph_tf.client import sources
+
+    return refresh.run_cli(args, sources.open_graph)
+
+
+def _embed(args: argparse.Namespace) -> int:
+    """``memgraph-tf embed`` (:func:`memgraph_tf.batch.embedder.run_cli`)."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.batch import embedder
+    from memgraph_tf.client import sources
+
+    return embedder.run_cli(args, sources.open_graph)
+
+
+def _similar(args: argparse.Namespace) -> int:
+    """``memgraph-tf similar`` (:func:`memgraph_tf.batch.retrieval.run_cli`)."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from memgraph_tf.batch import link_scoring, retrieval
+    from memgraph_tf.client import sources
+
+    return retrieval.run_cli(args, sources.open_graph, link_scoring.BundleLinkBackend)
+
+
 def _install_triggers(args: argparse.Namespace) -> int:
     """``memgraph-tf install-triggers``: the Memgraph triggers that write the change log
     (:mod:`memgraph_tf.client.change_log`); ``--dry-run`` prints them (one per line, ``;``
@@ -672,6 +705,35 @@ def _add_score_links(sub: Any) -> None:
     p.set_defaults(func=_score_links)
 
 
+def _add_embed(sub: Any) -> None:
+    p = sub.add_parser(
+        "embed",
+        help="write each node's embedding from a bundle's encoder back as a list property",
+        description="Run a bundle's encoder (a node model's last hidden layer, a link model's "
+        "source or target encoder) over every node and write P (the embedding) and P_version; "
+        "resumable and shardable; --create-index adds Memgraph's vector index. See "
+        "docs/batch-inference.md.",
+    )
+    from memgraph_tf.batch import embedder  # no TensorFlow until it runs
+
+    embedder.add_arguments(p)
+    p.set_defaults(func=_embed)
+
+
+def _add_similar(sub: Any) -> None:
+    p = sub.add_parser(
+        "similar",
+        help="the k nodes nearest to a node by embedding (vector index or exact search)",
+        description="The k nodes nearest to --node-id by their embedding property, from "
+        "Memgraph's vector index when there is one, else an exact search; --rerank-model "
+        "re-ranks them by a link model. See docs/batch-inference.md.",
+    )
+    from memgraph_tf.batch import retrieval  # no TensorFlow until it runs
+
+    retrieval.add_arguments(p)
+    p.set_defaults(func=_similar)
+
+
 def _add_install_triggers(sub: Any) -> None:
     p = sub.add_parser(
         "install-triggers",
@@ -704,6 +766,21 @@ def _add_install_triggers(sub: Any) -> None:
     p.set_defaults(func=_install_triggers)
 
 
+def _add_refresh(sub: Any) -> None:
+    p = sub.add_parser(
+        "refresh",
+        help="keep predictions fresh: re-score only the nodes the change log's changes affect",
+        description="Read the change log from this model's cursor, re-score the nodes whose "
+        "sampled neighbourhood can hold a changed node or relationship (the bundle's sampling "
+        "steps walked backwards inside the database), write their predictions as classify does, "
+        "then move the cursor. Once, or --follow. See docs/batch-inference.md.",
+    )
+    from memgraph_tf.batch import refresh  # no TensorFlow until it runs
+
+    refresh.add_arguments(p)
+    p.set_defaults(func=_refresh)
+
+
 def _add_demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
@@ -722,7 +799,10 @@ SUBCOMMANDS = (
     _add_serve,
     _add_classify,
     _add_score_links,
+    _add_embed,
+    _add_similar,
     _add_install_triggers,
+    _add_refresh,
     _add_demo,
 )
 """One function per subcommand, each adding its parser (in ``--help``'s order)."""

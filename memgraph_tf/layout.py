@@ -203,8 +203,18 @@ SAMPLE_PAIRS_OPTIONS = (
 """Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
 defaults to it; ``negatives`` is the number of negative targets drawn per pair; ``feature_spec``
 as in :data:`SAMPLE_TYPED_OPTIONS` (both halves)."""
-SPLIT_EDGES_OPTIONS = ("id_property", "seed", "split_property", "test_fraction", "val_fraction")
-"""Options of ``tf_features.split_edges``: ``seed`` is required."""
+SPLIT_EDGES_OPTIONS = (
+    "cutoffs",
+    "id_property",
+    "seed",
+    "split_property",
+    "test_fraction",
+    "time_property",
+    "val_fraction",
+)
+"""Options of ``tf_features.split_edges``: ``seed`` is required for the random split;
+``time_property`` with ``cutoffs = [t1, t2]`` splits by time instead (train before ``t1``, val
+before ``t2``, test from ``t2``)."""
 OPTION_NAMES = {
     "pack": PACK_OPTIONS,
     "sample": SAMPLE_OPTIONS,

@@ -482,12 +482,20 @@ def sample_neighbourhoods(
 
     ``exclude`` = ``(source_label, target_label, pairs)`` with ``pairs[b] = (s, t)`` leaves the
     relationship between ``s`` and ``t`` out of row ``b``'s neighbourhood at every hop (link
-    prediction: a pair's own relationship must not be seen while scoring it).
+    prediction: a pair's own relationship must not be seen while scoring it). A
+    :class:`TypedGraph` holds no relationship properties: a weighted step is refused
+    (``ValueError`` naming it).
     """
     import numpy as np
 
     from memgraph_tf.typed_sampling import slot_table_name
 
+    weighted = [str(s) for s in spec.steps if s.weight is not None]
+    if weighted:
+        raise ValueError(
+            f"sample_neighbourhoods: {', '.join(weighted)}: a weighted step needs relationship "
+            "properties, which a TypedGraph does not hold (sample it from a graph source)"
+        )
     layout = spec.layout()
     batch = len(seeds)
     tables = {

@@ -4,7 +4,8 @@ where each sampled node lands in the per-hop, per-label slot tables.
 This is the one home of the typed-sampling contract. A spec names a *seed label* and,
 per **edge step** -- a relationship type walked from nodes of one label to nodes of another, in one
 direction, written as a Cypher pattern -- a fanout per hop (PyG's ``num_neighbors`` dict, TF-GNN's
-sampling spec)::
+sampling spec); the relationship may name a property as its weight, ``-[:TRANSFER {weight:
+amount}]->``, or its time, ``-[:TRANSFER {time: ts}]->`` (:class:`EdgeStep`)::
 
     spec = TypedSamplingSpec.from_num_neighbors(
         "User",
@@ -51,7 +52,8 @@ nodes expanded, ``right`` the label of the neighbours reached."""
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PATTERN = re.compile(
-    rf"^\(:(?P<left>{_NAME})\)(?P<a><?)-\[:(?P<type>{_NAME})\]-(?P<b>>?)\(:(?P<right>{_NAME})\)$"
+    rf"^\(:(?P<left>{_NAME})\)(?P<a><?)-\[:(?P<type>{_NAME})(?:\{{(?P<key>weight|time):(?P<prop>{_NAME})\}})?\]"
+    rf"-(?P<b>>?)\(:(?P<right>{_NAME})\)$"
 )
 
 
@@ -73,45 +75,72 @@ def typed_mask_name(hop: int, label: str) -> str:
 
 @dataclasses.dataclass(frozen=True, order=True)
 class EdgeStep:
-    """One relationship type walked from ``left``-labelled nodes to ``right``-labelled ones."""
+    """One relationship type walked from ``left``-labelled nodes to ``right``-labelled ones;
+    with a ``weight`` (a relationship property name) its neighbours are drawn with probability
+    proportional to that property's value summed over the relationships to each neighbour
+    (:mod:`memgraph_tf.procedures.weighted`); with a ``time`` (a relationship property name) only
+    the relationships whose time is not after the seed's are walked
+    (:mod:`memgraph_tf.procedures.timed`); else every relationship, uniformly. Not both."""
 
     left: str
     rel_type: str
     right: str
     direction: str = "out"
+    weight: str | None = None
+    time: str | None = None
 
     def __post_init__(self) -> None:
         for field, value in (
             ("left", self.left),
             ("rel_type", self.rel_type),
             ("right", self.right),
+            *((("weight", self.weight),) if self.weight is not None else ()),
+            *((("time", self.time),) if self.time is not None else ()),
         ):
             if not isinstance(value, str) or not re.fullmatch(_NAME, value):
                 raise ValueError(
                     f"edge step: {field}: expected a plain label or type name, got {value!r}"
                 )
+        if self.weight is not None and self.time is not None:
+            raise ValueError(
+                f"edge step: expected a weight or a time, not both, got weight {self.weight!r} "
+                f"and time {self.time!r}"
+            )
         if self.direction not in DIRECTIONS:
             raise ValueError(
                 f"edge step: direction: expected one of {', '.join(DIRECTIONS)}, got "
                 f"{self.direction!r}"
             )
 
+    @property
+    def relationship_property(self) -> str | None:
+        """The relationship property the step reads: its weight or its time (None: neither)."""
+        return self.weight if self.weight is not None else self.time
+
     @classmethod
     def parse(cls, text: str) -> EdgeStep:
-        """``(:A)-[:T]->(:B)`` (out), ``(:A)<-[:T]-(:B)`` (in) or ``(:A)-[:T]-(:B)`` (both);
-        ValueError naming the text."""
+        """``(:A)-[:T]->(:B)`` (out), ``(:A)<-[:T]-(:B)`` (in) or ``(:A)-[:T]-(:B)`` (both), the
+        relationship optionally weighted by one of its properties: ``-[:T {weight: amount}]->``,
+        or timed by one: ``-[:T {time: ts}]->``; ValueError naming the text."""
         m = _PATTERN.match(text.replace(" ", "")) if isinstance(text, str) else None
         if m is None or (m["a"] and m["b"]):
             raise ValueError(
                 f"edge step: expected a pattern like '(:User)-[:BOUGHT]->(:Product)', "
-                f"'(:Product)<-[:BOUGHT]-(:User)' or '(:Paper)-[:CITES]-(:Paper)', got {text!r}"
+                f"'(:Product)<-[:BOUGHT]-(:User)', '(:Paper)-[:CITES]-(:Paper)' or "
+                f"'(:Account)-[:TRANSFER {{weight: amount}}]->(:Account)', got {text!r}"
             )
         direction = "in" if m["a"] else "out" if m["b"] else "both"
-        return cls(m["left"], m["type"], m["right"], direction)
+        prop = {m["key"]: m["prop"]} if m["key"] else {}
+        return cls(m["left"], m["type"], m["right"], direction, **prop)
 
     def __str__(self) -> str:
         arrow = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[self.direction]
-        return f"(:{self.left}){arrow[0]}[:{self.rel_type}]{arrow[1]}(:{self.right})"
+        rel = self.rel_type
+        if self.weight is not None:
+            rel += f" {{weight: {self.weight}}}"
+        elif self.time is not None:
+            rel += f" {{time: {self.time}}}"
+        return f"(:{self.left}){arrow[0]}[:{rel}]{arrow[1]}(:{self.right})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -141,7 +141,9 @@ def split_edges(
     """Link prediction: sets ``options.split_property`` (default ``split``) to ``train``, ``val``
     or ``test`` on every relationship ``pattern`` (e.g. ``(:Paper)-[:CITES]-(:Paper)``) matches,
     drawn from ``options.seed`` (``options.val_fraction`` 0.05, ``options.test_fraction`` 0.10 by
-    default); the counts of edges per split and of relationships written."""
+    default), or by time with ``options.time_property`` and ``options.cutoffs = [t1, t2]`` (train
+    before ``t1``, val before ``t2``, test from ``t2``); the counts of edges per split and of
+    relationships written."""
     return mgp.Record(**_procedures.run_split_edges(ctx, pattern, options))
 
 

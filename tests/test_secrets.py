@@ -2,8 +2,9 @@
 place a user can give one -- a URI's userinfo (``--graph``, ``--serving``, ``--serving-grpc``,
 ``--upstream``), ``MEMGRAPH_TF_PASSWORD`` -- and every command is run into its failure paths
 (``serve``, the gateway ``serve --upstream``, ``classify``, ``score-links``, ``demo``,
-``install-triggers``), with ``-v`` so that debug logs and tracebacks are searched too. Over real
-Bolt (ArcadeDB) the server refuses a wrong password, and that refusal is searched as well."""
+``install-triggers``, ``refresh``), with ``-v`` so that debug logs and tracebacks are searched
+too. Over real Bolt (ArcadeDB) the server refuses a wrong password, and that refusal is searched
+as well."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ PASSWORD = f"pw-{secrets.token_hex(8)}"
 USER = "someone"
 
 
-COMMANDS = ["serve", "classify", "score-links", "demo", "install-triggers"]
+COMMANDS = ["serve", "classify", "score-links", "demo", "install-triggers", "refresh"]
 
 
 def _commands(tmp_path, graph: str) -> dict[str, list[str]]:
@@ -32,6 +33,7 @@ def _commands(tmp_path, graph: str) -> dict[str, list[str]]:
         "score-links": ["score-links", "--graph", graph, "--model", missing, "--top-k", "1"],
         "demo": ["demo", "--graph", graph, "--out", str(tmp_path / "demo"), "--no-progress"],
         "install-triggers": ["install-triggers", "--graph", graph],
+        "refresh": ["refresh", "--graph", graph, "--model", missing, "--no-progress"],
     }
 
 

@@ -9,6 +9,9 @@ sources, node selection, paging and write-back: :mod:`memgraph_tf.client.node_ta
   and the sampling settings of a run (:func:`sampling_for`);
 - :mod:`~memgraph_tf.batch.classifier` -- :class:`BatchClassifier` and :func:`classify_graph`: the
   resumable, sharded, pipelined run (fetch threads or forked fetch processes);
+- :mod:`~memgraph_tf.batch.embedder` -- :class:`EmbedBackend`, :class:`BatchEmbedder` and
+  :func:`embed_nodes`: a bundle's encoder over every node, the embedding written back (the
+  classifier's run); :mod:`~memgraph_tf.batch.vectors` -- Memgraph's vector index from the client;
 - :mod:`~memgraph_tf.batch.summary` -- :class:`RunSummary` and :class:`BatchSummary`, what a run
   reports (the Beam runner's ``BeamSummary`` is a :class:`RunSummary` too).
 
@@ -35,6 +38,9 @@ _EXPORTS = {
     "BatchClassifier": ".classifier",
     "classify_graph": ".classifier",
     "isolate": ".classifier",
+    "EmbedBackend": ".embedder",
+    "BatchEmbedder": ".embedder",
+    "embed_nodes": ".embedder",
     "LinkBackend": ".link_scoring",
     "BundleLinkBackend": ".link_scoring",
     "ModelLinkBackend": ".link_scoring",

@@ -102,6 +102,21 @@ class ModelBackend:
         another error when the model or its server fails."""
         raise NotImplementedError
 
+    def infer(self, blobs: Sequence[bytes]) -> list[tuple[Any, float | None]]:
+        """What batch inference writes for each per-node blob, in order: ``(value, score)``,
+        ``P`` and ``P_score`` (a score of None writes no ``P_score``); by default
+        :meth:`classify`'s ``(label, score)``."""
+        return list(self.classify(blobs))
+
+    def sampling(self) -> SamplingSpec:
+        """How a run samples each node's blob: :func:`sampling_for` the config."""
+        return sampling_for(self.config)
+
+    def selection_options(self) -> Mapping[str, Any]:
+        """The sampling options the run selects its nodes by (``label``, ``id_property``:
+        :func:`~memgraph_tf.client.node_tables.bundle_selection`): the config's."""
+        return self.config.options
+
     def close(self) -> None:
         """Releases the backend's resources; idempotent."""
 

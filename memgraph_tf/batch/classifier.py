@@ -74,7 +74,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import errors as serving_errors
-from memgraph_tf.batch.backends import ModelBackend, sampling_for
+from memgraph_tf.batch.backends import ModelBackend
 from memgraph_tf.batch.summary import MAX_LISTED_INVALID, BatchSummary
 from memgraph_tf.client.node_tables import (
     DEFAULT_WRITE_PROPERTY,
@@ -347,7 +347,17 @@ class BatchClassifier:
     of workers (Linux/macOS: needs ``fork``; each worker's memory grows towards the graph's size as
     it touches the graph's objects). ``queue_batches`` bounds each queue between stages.
     :attr:`summary` is updated as batches are written, also when :meth:`run` raises.
+
+    What a node's answer is comes from the model backend (:meth:`ModelBackend.infer`: the class
+    and its score; an embedding backend's ``(vector, None)``), as do the sampling settings and the
+    selection's options: a subclass changes :attr:`action` (the log's verb) and
+    :attr:`summary_class`, the rest of the run is shared.
     """
+
+    #: The verb of the log lines and the progress bar.
+    action = "classify"
+    #: The summary a run fills.
+    summary_class: type[BatchSummary] = BatchSummary
 
     def __init__(
         self,
@@ -378,7 +388,7 @@ class BatchClassifier:
             raise ConfigurationError(f"model: expected a ModelBackend, got {type(model).__name__}")
         cfg = model.config
         self.selection = bundle_selection(
-            cfg.options,
+            model.selection_options(),
             model.version,
             label=label,
             where=where,
@@ -398,7 +408,7 @@ class BatchClassifier:
         self.write_property = write_property
         self.label = self.selection.label
         self.id_property = self.selection.id_property
-        self.sampling = sampling_for(cfg)
+        self.sampling = model.sampling()
         written = set(property_names(write_property)) & set(cfg.properties)
         if isinstance(source, EmbeddedSource) and fetch_workers > 1 and written:
             raise ConfigurationError(
@@ -409,7 +419,7 @@ class BatchClassifier:
         self._table = NodeTable(source, self.selection)
         self._fetcher = NeighbourhoodFetcher(source, serialize=False)
         self._node_ids = None if node_ids is None else self._explicit_ids(node_ids)
-        self.summary = BatchSummary(
+        self.summary = self.summary_class(
             model.name, model.version, write_property, shard=str(self.shard)
         )
         self._stop = threading.Event()
@@ -455,7 +465,7 @@ class BatchClassifier:
     def _infer(self, batch: _Batch) -> _Batch:
         good, bad = isolate(
             batch.pairs,
-            lambda items: self.model.classify([b for _, b in items]),
+            lambda items: self.model.infer([b for _, b in items]),
             lambda exc: isinstance(exc, ModelInputError),
             node_of=_first,
             skip_invalid=self.skip_invalid,
@@ -575,8 +585,8 @@ class BatchClassifier:
             if not self.overwrite:
                 s.up_to_date = self._table.count(False) - s.total
         logger.info(
-            "classifying %d node(s) with %s version %d (shard %s, batches of %d; %d already "
-            "up to date)",
+            "%s %d node(s) with %s version %d (shard %s, batches of %d; %d already up to date)",
+            self.action,
             s.total,
             self.model.name,
             self.model.version,
@@ -609,7 +619,7 @@ class BatchClassifier:
         bar = tqdm(
             total=s.total,
             unit="node",
-            desc=f"classify {self.shard}",
+            desc=f"{self.action} {self.shard}",
             disable=not self.progress,
             smoothing=0.1,
             dynamic_ncols=True,

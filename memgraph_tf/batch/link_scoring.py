@@ -58,6 +58,10 @@ ROLES = ("src", "dst")
 """The two endpoint roles (the pair layout's prefixes without the dot)."""
 DEFAULT_BATCH_SIZE = 256
 """Source nodes per page (one links write and one marker write each)."""
+RETRIEVALS = ("auto", "index", "exact")
+"""Where top-k candidates come from: ``index`` the vector index on the targets' embeddings,
+``exact`` every target scored, ``auto`` the index when it holds this model version's
+embeddings of every target (:meth:`LinkScorer.prepare`), else exact."""
 BLOCK_FLOATS = 1 << 24
 """The largest ``[sources, targets, width]`` block :meth:`LinkBackend.score_block` materialises at
 once (64 MB of float32); larger blocks are scored in target chunks."""
@@ -300,6 +304,7 @@ class LinkSummary:
     pairs: int = 0
     links: int = 0
     elapsed_s: float = 0.0
+    index: str | None = None
 
     @property
     def pairs_per_s(self) -> float:
@@ -311,6 +316,7 @@ class LinkSummary:
             f":{self.link_type} link(s), already up to date {self.up_to_date} source(s) "
             f"({self.model_name} version {self.model_version}; {self.elapsed_s:.1f} s, "
             f"{self.pairs_per_s:,.0f} pairs/s)"
+            + (f"; candidates from vector index {self.index}" if self.index else "")
         )
 
 
@@ -352,6 +358,9 @@ class LinkScorer:
         shard: Shard | str | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         overwrite: bool = False,
+        retrieval: str = "auto",
+        embedding_property: str = "embedding",
+        oversample: int = 2,
     ) -> None:
         given = [
             name for name, v in (("k", k), ("pairs", pairs), ("query", query)) if v is not None
@@ -371,6 +380,15 @@ class LinkScorer:
         self.k, self.query, self.query_params = k, query, dict(query_params or {})
         self.pairs = None if pairs is None else _pair_array(pairs)
         self.batch_size, self.overwrite = batch_size, overwrite
+        if retrieval not in RETRIEVALS:
+            raise ConfigurationError(
+                f"retrieval: expected one of {', '.join(RETRIEVALS)}, got {retrieval!r}"
+            )
+        if isinstance(oversample, bool) or not isinstance(oversample, int) or oversample < 1:
+            raise ConfigurationError(f"oversample: expected an integer >= 1, got {oversample!r}")
+        self.retrieval, self.oversample = retrieval, oversample
+        self.embedding_property = embedding_property
+        self.index: Any = None  # the vector index top-k candidates come from (prepare)
         self.selection = LinkSelection(
             source_label=backend.source_label,
             target_label=backend.target_label,
@@ -428,6 +446,11 @@ class LinkScorer:
             return
         self.table.check()
         if self.k is not None:
+            self.index = self._candidate_index()
+            self.summary.index = None if self.index is None else self.index.name
+        if self.index is not None:
+            pass  # top k from the index: no target is embedded here
+        elif self.k is not None:
             self._targets = np.asarray(self.table.target_keys(), dtype=np.int64)
             self._z_targets = self.embed("dst", self._targets.tolist())
             self._cache["dst"].clear()  # _z_targets holds them
@@ -464,6 +487,8 @@ class LinkScorer:
             self._cache["src"].clear()
             probs = self.backend.score(z_s, z_t).astype(np.float64)
             return [(s, t, float(p)) for (s, t), p in zip(rows, probs)], len(rows)
+        if self.index is not None:
+            return self._score_page_from_index(keys)
         same = self.selection.source_label == self.selection.target_label
         targets, position, k = self._targets, self._position, self.k
         z_sources = self.embed("src", list(keys))
@@ -485,6 +510,76 @@ class LinkScorer:
             top = top[np.lexsort((top, -s[top]))]
             links.extend((key, int(targets[j]), float(s[j])) for j in top)
         return links, len(keys) * len(targets)
+
+    def _candidate_index(self) -> Any:
+        """The vector index top-k candidates come from (``retrieval``): the index on
+        ``:TargetLabel(embedding_property)`` when every target carries this model version's
+        embedding there (``embedding_property_version``, written by ``memgraph-tf embed --role
+        target``); None for exact retrieval. ``auto`` falls back to exact where ``index``
+        raises :class:`ConfigurationError` naming what is missing."""
+        from memgraph_tf.batch.retrieval import resolve_index
+        from memgraph_tf.client.node_tables import NodeSelection, NodeTable
+
+        s = self.selection
+        index = resolve_index(self.source, s.target_label, self.embedding_property, self.retrieval)
+        if index is None:
+            return None
+        stale = NodeTable(
+            self.source,
+            NodeSelection(
+                label=s.target_label,
+                id_property=s.id_property,
+                write_property=self.embedding_property,
+                version=self.backend.version,
+            ),
+        ).count(True)
+        if stale == 0:
+            logger.info("top-k candidates from vector index %s", index.name)
+            return index
+        message = (
+            f"retrieval: {stale} :{s.target_label} node(s) lack {self.embedding_property!r} of "
+            f"{self.backend.name} version {self.backend.version} (memgraph-tf embed --role target "
+            f"--write-property {self.embedding_property} writes them)"
+        )
+        if self.retrieval == "index":
+            raise ConfigurationError(message)
+        logger.warning("%s: exact retrieval instead", message)
+        return None
+
+    def _score_page_from_index(
+        self, keys: Sequence[int]
+    ) -> tuple[list[tuple[int, int, float]], int]:
+        """:meth:`score_page` with candidates from the vector index: per source, the
+        ``k * oversample`` nearest targets by the source's embedding (beyond those excluded),
+        each scored with the model's scorer on its stored embedding; the ``k`` best."""
+        from memgraph_tf.batch import vectors
+
+        same = self.selection.source_label == self.selection.target_label
+        z_sources = self.embed("src", list(keys))
+        self._cache["src"].clear()
+        excluded = self.table.neighbours(list(keys))
+        drops = [set(excluded[key]) | ({key} if same else set()) for key in keys]
+        want = self.k * self.oversample + max(len(d) for d in drops)
+        hits = vectors.search_many(
+            self.source,
+            self.index.name,
+            want,
+            z_sources.tolist(),
+            self.selection.id_property,
+            self.embedding_property,
+        )
+        links: list[tuple[int, int, float]] = []
+        pairs = 0
+        for key, z, drop, found in zip(keys, z_sources, drops, hits):
+            candidates = [(t, zt) for t, _, zt in found if t not in drop and zt is not None]
+            if not candidates:
+                continue
+            z_t = np.asarray([zt for _, zt in candidates], np.float32)
+            probs = self.backend.score(np.broadcast_to(z, z_t.shape), z_t).astype(np.float64)
+            pairs += len(candidates)
+            order = sorted(range(len(candidates)), key=lambda i: (-probs[i], candidates[i][0]))
+            links.extend((key, candidates[i][0], float(probs[i])) for i in order[: self.k])
+        return links, pairs
 
     def commit(
         self, keys: Sequence[int], links: Sequence[tuple[int, int, float]], pairs: int
@@ -589,6 +684,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--overwrite", action="store_true", help="also rescore sources done with this version"
     )
+    p.add_argument(
+        "--retrieval",
+        choices=RETRIEVALS,
+        default="auto",
+        help="top-k candidates from Memgraph's vector index on the targets' embeddings (index), "
+        "every target (exact), or the index when it holds this model's embeddings (auto)",
+    )
+    p.add_argument(
+        "--embedding-property",
+        default="embedding",
+        metavar="P",
+        help="the targets' embedding property the vector index is on (memgraph-tf embed --role "
+        "target --write-property P --create-index --metric ip)",
+    )
 
 
 def run_cli(
@@ -627,6 +736,8 @@ def run_cli(
             shard=shard,
             batch_size=args.batch_size,
             overwrite=args.overwrite,
+            retrieval=args.retrieval,
+            embedding_property=args.embedding_property,
         )
         summary = run.run()
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
@@ -650,6 +761,7 @@ def run_cli(
 __all__ = [
     "BLOCK_FLOATS",
     "DEFAULT_BATCH_SIZE",
+    "RETRIEVALS",
     "BundleLinkBackend",
     "LinkBackend",
     "LinkScorer",

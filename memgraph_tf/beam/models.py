@@ -47,6 +47,9 @@ class ModelSpec:
     model_name: str
     version: int
     config_json: str
+    #: None: the model classifies; ``node`` / ``source`` / ``target``: a bundle's encoder embeds
+    #: (a node bundle's ``embed``, a link bundle's role: :class:`~memgraph_tf.batch.EmbedBackend`)
+    embed: str | None = None
 
     @property
     def config(self) -> BundleConfig:
@@ -62,6 +65,7 @@ class ModelSpec:
         grpc: str | None = None,
         model_name: str | None = None,
         version: int | None = None,
+        embed: str | None = None,
     ) -> ModelSpec:
         """Exactly one of ``bundle`` (``BASE/NAME`` -- its highest version -- or
         ``BASE/NAME/VERSION``), ``rest`` or ``grpc`` (with ``model_name``, and ``version``:
@@ -88,19 +92,51 @@ class ModelSpec:
                     f"model: {str(version_dir)!r} is not a memgraph-tf bundle "
                     f"(no bundle config in its assets)"
                 )
+            if embed not in (None, "node", "source", "target"):
+                raise ConfigurationError(
+                    f"embed: expected None, node, source or target, got {embed!r}"
+                )
+            if embed is not None and (embed == "node") != (config.link is None):
+                raise ConfigurationError(
+                    f"embed: {embed!r} does not fit {config.model_name!r} (a "
+                    f"{'link' if config.link is not None else 'node'} bundle: "
+                    f"{'source or target' if config.link is not None else 'node'})"
+                )
             return cls(
                 "bundle",
                 str(version_dir.resolve()),
                 config.model_name,
                 number if number is not None else config.version,
                 config.to_json(),
+                embed,
             )
+        if embed is not None:
+            raise ConfigurationError("embed: only for a bundle run in-process (bundle=)")
         if not model_name:
             raise ConfigurationError("model_name: required for a served model (rest, grpc)")
         kind, target = ("rest", rest) if rest is not None else ("grpc", grpc)
         spec = cls(kind, str(target), model_name, version if version is not None else 0, "")
         with spec._connect(version) as backend:
             return cls(kind, str(target), model_name, backend.version, backend.config.to_json())
+
+    def sampling(self) -> Any:
+        """How each node is sampled: :func:`sampling_for` the config, or for a link bundle's
+        encoder that role's ``sample_typed`` settings (as :class:`~memgraph_tf.batch.EmbedBackend`
+        samples)."""
+        config = self.config
+        if self.embed in ("source", "target"):
+            from memgraph_tf.serving.bundle import inference_sampling
+
+            return inference_sampling(config).role_sampling(self.embed)
+        return sampling_for(config)
+
+    def selection_options(self) -> Any:
+        """The options nodes are selected by (``label``, ``id_property``): the config's, or a
+        link role's label and key."""
+        if self.embed in ("source", "target"):
+            spec = self.sampling()
+            return {"label": spec.typed.seed_label, "id_property": spec.options.get("id_property")}
+        return self.config.options
 
     def _connect(self, version: int | None) -> ModelBackend:
         if self.kind == "rest":
@@ -122,8 +158,14 @@ class ModelSpec:
                 if backend is None:
                     backend = _SHARED[self] = self.open()
                 return backend
-        if self.kind == "bundle":
-            backend: ModelBackend = BundleBackend(self.target)
+        if self.kind == "bundle" and self.embed is not None:
+            from memgraph_tf.batch.embedder import EmbedBackend
+
+            backend: ModelBackend = EmbedBackend(
+                self.target, role=None if self.embed == "node" else self.embed
+            )
+        elif self.kind == "bundle":
+            backend = BundleBackend(self.target)
         else:
             backend = self._connect(self.version)
         if backend.version != self.version or backend.name != self.model_name:

@@ -54,7 +54,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
-from memgraph_tf.batch.backends import ModelBackend, sampling_for
+from memgraph_tf.batch.backends import ModelBackend
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, fetch_error_is_node_specific, isolate
 from memgraph_tf.beam.graph_specs import GraphSpec, acquire, release
 from memgraph_tf.beam.models import ModelSpec
@@ -479,7 +479,7 @@ class BlobModelHandler(ModelHandler):
         blob_of = dict(batch)
         good, bad = isolate(
             keys,
-            lambda ks: model.classify([blob_of[k] for k in ks]),
+            lambda ks: model.infer([blob_of[k] for k in ks]),
             lambda exc: isinstance(exc, ModelInputError),
         )
         if bad and not self.skip_invalid:
@@ -508,7 +508,7 @@ def split_prediction(result: PredictionResult) -> tuple[bool, tuple]:
         logger.warning("skipped node %d: %s", result.example, result.inference.reason)
         return False, (result.example, result.inference.reason)
     label, score = result.inference
-    return True, (result.example, label, float(score))
+    return True, (result.example, label, None if score is None else float(score))
 
 
 class _SplitPredictionsFn(beam.DoFn):
@@ -679,7 +679,7 @@ def selection_for(
     ``options.label``, another label refused; keyed by ``options.id_property``, else internal
     ids)."""
     return bundle_selection(
-        model.config.options,
+        model.selection_options(),
         model.version,
         label=label,
         where=where,
@@ -739,7 +739,7 @@ class ClassifyNodes(beam.PTransform):
             num_ranges=num_ranges,
             page_size=batch_size,
         )
-        self.sampling = sampling_for(model.config)
+        self.sampling = model.sampling()
         self.batch_size, self.skip_invalid, self.overwrite = batch_size, skip_invalid, overwrite
         #: The key ranges read (set when applied on the DaskRunner).
         self.plan: KeyRangePlan | None = None

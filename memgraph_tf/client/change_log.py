@@ -8,7 +8,9 @@ docs/batch-inference.md, "The change log"):
 ``element_id`` (the element's internal id, ``id(x)``), ``key`` (its ``id_property`` value, where
 it has one), ``labels`` (a node's labels), ``rel_type``, ``start_id`` / ``end_id`` and
 ``start_key`` / ``end_key`` (a relationship's type and endpoints), ``properties`` (the names of
-the properties the change set or removed; all of a created element's).
+the properties the change set or removed; all of a created element's), ``logged_at`` (when it was
+logged, microseconds since the epoch: the server's ``timestamp()`` in a trigger, the writer's clock
+in :meth:`ChangeLog.record`).
 
 The next ``seq`` of a log lives on its one ``(:MemgraphTfChangeCounter {log})`` node, raised in
 the transaction that writes the changes, so two writers conflict on it (and one retries) rather
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -38,6 +41,11 @@ from memgraph_tf.errors import ConfigurationError
 CHANGE_LABEL = "MemgraphTfChange"
 #: The label of a log's counter node (its ``seq`` is the log's last sequence number).
 COUNTER_LABEL = "MemgraphTfChangeCounter"
+#: The label of a reader's cursor node (``memgraph-tf refresh``: the last ``seq`` it applied).
+CURSOR_LABEL = "MemgraphTfRefreshCursor"
+#: memgraph-tf's own bookkeeping labels: changes to such nodes are not logged by the triggers,
+#: and a reader ignores them.
+OWN_LABELS = frozenset({CHANGE_LABEL, COUNTER_LABEL, CURSOR_LABEL})
 #: The log a change goes to when none is named.
 DEFAULT_LOG = "default"
 #: The kinds of change.
@@ -61,6 +69,7 @@ FIELDS = (
     "start_key",
     "end_key",
     "properties",
+    "logged_at",
 )
 
 
@@ -81,6 +90,9 @@ class Change:
     end_key: Any = None
     properties: tuple[str, ...] = ()
     seq: int | None = None
+    #: When the change was logged (microseconds since the epoch); None until it is in a log. Not
+    #: part of a change's equality.
+    logged_at: int | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -103,7 +115,7 @@ class Change:
 
     def row(self) -> dict[str, Any]:
         """The change's fields but ``seq``, as stored on its change node (lists for tuples)."""
-        row = {name: getattr(self, name) for name in FIELDS if name != "seq"}
+        row = {name: getattr(self, name) for name in FIELDS if name not in ("seq", "logged_at")}
         row["labels"] = list(self.labels)
         row["properties"] = list(self.properties)
         return row
@@ -128,9 +140,14 @@ def _record_query() -> str:
         "SET c.seq = base + size($rows) "
         "WITH base UNWIND range(0, size($rows) - 1) AS i "
         "WITH base + i + 1 AS seq, $rows[i] AS row "
-        f"CREATE (x:{CHANGE_LABEL} {{log: $log, seq: seq}}) SET x += row "
+        f"CREATE (x:{CHANGE_LABEL} {{log: $log, seq: seq, logged_at: $now}}) SET x += row "
         "RETURN seq ORDER BY seq"
     )
+
+
+def _now_us() -> int:
+    """Now, in microseconds since the epoch (Memgraph's ``timestamp()`` unit)."""
+    return time.time_ns() // 1000
 
 
 def _read_query() -> str:
@@ -170,7 +187,8 @@ class ChangeLog:
             return []
         if isinstance(self.source, EmbeddedSource):
             return self._record_embedded(rows)
-        result = self.source.write(_record_query(), {"log": self.log, "rows": rows})
+        params = {"log": self.log, "rows": rows, "now": _now_us()}
+        result = self.source.write(_record_query(), params)
         return [int(r["seq"]) for r in result]
 
     def _record_embedded(self, rows: list[dict[str, Any]]) -> list[int]:
@@ -183,9 +201,10 @@ class ChangeLog:
                 node = counter[0]
             else:
                 node = graph.add_node([COUNTER_LABEL], {"log": self.log, "seq": 0})
-            base = int(graph.get_property(node, "seq", 0))
+            base, now = int(graph.get_property(node, "seq", 0)), _now_us()
             for i, row in enumerate(rows, start=1):
                 stored = {k: v for k, v in row.items() if v is not None and v != []}
+                stored["logged_at"] = now
                 graph.add_node([CHANGE_LABEL], {"log": self.log, "seq": base + i, **stored})
             graph.set_property(node, "seq", base + len(rows))
         return list(range(base + 1, base + len(rows) + 1))
@@ -206,6 +225,32 @@ class ChangeLog:
             )
             changes = [_change(row) for row in rows]
         return changes, (changes[-1].seq if changes else after)
+
+    def deleted_nodes(self, element_ids: Iterable[int], after: int = 0) -> set[int]:
+        """Which of ``element_ids`` a change of this log with ``seq > after`` records as a
+        deleted node."""
+        ids = sorted(set(element_ids))
+        if not ids:
+            return set()
+        if isinstance(self.source, EmbeddedSource):
+            graph, wanted = self.source.graph, set(ids)
+            with self.source.lock:
+                return {
+                    graph.get_property(n, "element_id")
+                    for n in graph.nodes(CHANGE_LABEL)
+                    if graph.get_property(n, "log") == self.log
+                    and graph.get_property(n, "seq") > after
+                    and graph.get_property(n, "kind") == "deleted"
+                    and graph.get_property(n, "entity") == "node"
+                    and graph.get_property(n, "element_id") in wanted
+                }
+        rows = self.source.read(
+            f"MATCH (x:{CHANGE_LABEL}) WHERE x.log = $log AND x.seq > $after "
+            "AND x.kind = 'deleted' AND x.entity = 'node' AND x.element_id IN $ids "
+            "RETURN DISTINCT x.element_id AS i",
+            {"log": self.log, "after": after, "ids": ids},
+        )
+        return {r["i"] for r in rows}
 
     def _read_embedded(self, after: int, limit: int) -> list[Change]:
         graph = self.source.graph
@@ -256,7 +301,7 @@ def schema_statements() -> list[TriggerStatement]:
 
 
 def _not_ours(var: str) -> str:
-    return f"NOT {var}:{CHANGE_LABEL} AND NOT {var}:{COUNTER_LABEL}"
+    return " AND ".join(f"NOT {var}:{label}" for label in sorted(OWN_LABELS))
 
 
 def _append(log: str, fields: str) -> str:
@@ -264,7 +309,7 @@ def _append(log: str, fields: str) -> str:
     return (
         f"MERGE (c:{COUNTER_LABEL} {{log: '{log}'}}) "
         "SET c.seq = coalesce(c.seq, 0) + 1 "
-        f"CREATE (:{CHANGE_LABEL} {{log: '{log}', seq: c.seq, {fields}}})"
+        f"CREATE (:{CHANGE_LABEL} {{log: '{log}', seq: c.seq, logged_at: timestamp(), {fields}}})"
     )
 
 

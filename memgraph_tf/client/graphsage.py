@@ -349,6 +349,11 @@ class GraphSAGE(TypedGraphSAGE):
         self.built = True
 
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        return self.classifier(self.out_dropout(self.encode(inputs, training), training=training))
+
+    def encode(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        """The seed's last hidden layer, ``[B, 2 * hidden_units[-1]]``: what the classifier reads
+        (node embeddings; the same inputs as :meth:`call`)."""
         hops = self.hops
         names = [layout.features_name(i) for i in range(hops + 1)]
         missing = [name for name in names if name not in inputs]
@@ -361,8 +366,7 @@ class GraphSAGE(TypedGraphSAGE):
         masks = [None] + [inputs.get(layout.mask_name(i)) for i in range(1, hops + 1)]
         if self.normalize_features:
             h = [x / keras.ops.maximum(keras.ops.sum(x, axis=-1, keepdims=True), 1e-12) for x in h]
-        seed = self.hop_layers(h, masks, 1, training)
-        return self.classifier(self.out_dropout(seed, training=training))
+        return self.hop_layers(h, masks, 1, training)
 
     def call_rows(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
         """The same function as :meth:`call`, over a :func:`~memgraph_tf.client.pipeline.
@@ -440,7 +444,11 @@ class GraphSAGE(TypedGraphSAGE):
         return inputs
 
     def call_table(self, inputs: Mapping[str, Any]) -> Any:
-        """The same function as :meth:`call` for inference (``training=False``), over a table of
+        """:meth:`encode_table` then the classifier: the logits of :meth:`call` for inference."""
+        return self.classifier(self.encode_table(inputs), training=False)
+
+    def encode_table(self, inputs: Mapping[str, Any]) -> Any:
+        """The same function as :meth:`encode` for inference (``training=False``), over a table of
         feature rows and the row of every slot: ``rows`` (``[r, d]``, a dense tensor or a
         ``tf.SparseTensor``: the decoded tables of compact or sparse sample blobs,
         :func:`memgraph_tf.ops.sample_decoding.decode_sample_rows`), ``index_h`` (each slot's row,
@@ -452,8 +460,8 @@ class GraphSAGE(TypedGraphSAGE):
         ``tf.SparseTensor``: the cost follows the non-zero values, and the ``[slots, d]`` features
         are never made), feature normalisation dividing each row by its sum first; each slot then
         reads its row's ``2 * units`` projections, and each masked mean is a sparse product over
-        the valid slots (as in :meth:`call_rows`). Guarantees: the logits equal
-        ``call(features, training=False)``'s, where ``features_h = rows[index_h]``, up to float
+        the valid slots (as in :meth:`call_rows`). Guarantees: the embeddings equal
+        ``encode(features, training=False)``'s, where ``features_h = rows[index_h]``, up to float
         rounding (the mean and the product are taken in the other order)."""
         rows = inputs[ROWS]
         sparse = isinstance(rows, tf.SparseTensor)
@@ -485,7 +493,7 @@ class GraphSAGE(TypedGraphSAGE):
             )
             for i in range(self.hops)
         ]
-        return self.classifier(self.hop_layers(h, masks, 2, False), training=False)
+        return self.hop_layers(h, masks, 2, False)
 
     def _sparse_first_layer(
         self,

@@ -42,8 +42,9 @@ LEGACY_SCORE_PROPERTY = "predicted_score"
 #: The prefix of the query parameters batch inference adds; ``where`` parameters may not use it.
 PARAM_PREFIX = "mgtf_"
 
-Prediction = tuple[int, str, float]
-"""``(node key, class label, score)``."""
+Prediction = tuple[int, Any, float | None]
+"""``(node key, class label, score)``; an embedding run writes ``(node key, vector, None)``: a
+score of None sets no ``P_score``."""
 
 
 def property_names(write_property: str) -> tuple[str, str, str]:
@@ -575,11 +576,15 @@ class NodeTable:
                     ):
                         continue
                     graph.set_property(internal, cls, label)
-                    graph.set_property(internal, score, float(value))
+                    if value is not None:
+                        graph.set_property(internal, score, float(value))
                     graph.set_property(internal, ver, version)
                     written += 1
             return written
-        rows = [{"id": nid, "c": label, "s": float(score)} for nid, label, score in predictions]
+        rows = [
+            {"id": nid, "c": label, "s": None if score is None else float(score)}
+            for nid, label, score in predictions
+        ]
         guard = (
             f" AND (n.{self._ver} IS NULL OR n.{self._ver} <> ${PARAM_PREFIX}version)"
             if only_todo

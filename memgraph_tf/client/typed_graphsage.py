@@ -318,11 +318,17 @@ class TypedGraphSAGE(keras.Model):
         self.built = True
 
     def call(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
-        seed = self.encode(inputs, training=training)
+        seed = self.encode_tables(inputs, training=training)
         return self.classifier(self.output_dropout()(seed, training=training))
 
     def encode(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
-        """The seed's representation before the classifier, ``[B, 2 * hidden_units[-1]]``."""
+        """The seed's representation before the classifier, ``[B, 2 * hidden_units[-1]]``, from
+        the inputs of :meth:`input_names` (node embeddings: what the classifier reads)."""
+        return self.encode_tables(inputs, training=training)
+
+    def encode_tables(self, inputs: Mapping[str, Any], training: bool | None = None) -> Any:
+        """:meth:`encode` from the slot tables of :meth:`table_input_names` (the typed inputs of
+        every model of this family, the one-label :class:`GraphSAGE` included)."""
         if not self.built:
             self.build()
         missing = [n for n in self.table_input_names(masks=False) if n not in inputs]

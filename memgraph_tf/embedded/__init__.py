@@ -115,6 +115,7 @@ class EmbeddedGraph:
             count_api_calls=count_api_calls,
         )
         self._store = self._runtime.store
+        self._deleted_edges: set[int] = set()
         #: the notifications of the last :meth:`execute` (Memgraph's, e.g. "Created vector
         #: index idx." or "Vector index idx doesn't exist.")
         self.notifications: list[str] = []
@@ -153,6 +154,18 @@ class EmbeddedGraph:
                 return e
         return self.add_edge(src, dst, edge_type, properties)
 
+    def delete_edge(self, edge_id: int) -> None:
+        """Cypher's ``DELETE r``: edge ``edge_id`` leaves its endpoints' adjacency (no procedure
+        or scan sees it again; its id is not reused). An unknown or deleted edge: IndexError."""
+        s = self._store
+        if not isinstance(edge_id, int) or not 0 <= edge_id < len(s.etype):
+            raise IndexError(f"edge_id: expected an id in 0..{len(s.etype) - 1}, got {edge_id!r}")
+        if edge_id in self._deleted_edges:
+            raise IndexError(f"edge_id: edge {edge_id} is already deleted")
+        s.out_edges[s.esrc[edge_id]].remove(edge_id)
+        s.in_edges[s.edst[edge_id]].remove(edge_id)
+        self._deleted_edges.add(edge_id)
+
     def edges(self, edge_type: str | None = None) -> list[tuple[int, int, dict[str, Any]]]:
         """``(src, dst, properties)`` of every edge (of ``edge_type`` if given), in creation order
         (one row per edge: parallel edges show as many times)."""
@@ -164,7 +177,7 @@ class EmbeddedGraph:
                 {k: _runtime.load_value(v) for k, v in (s.eprops[e] or {}).items()},
             )
             for e in range(len(s.etype))
-            if edge_type is None or s.etype[e] == edge_type
+            if (edge_type is None or s.etype[e] == edge_type) and e not in self._deleted_edges
         ]
 
     def set_property(self, node_id: int, key: str, value: Any) -> None:
@@ -242,7 +255,7 @@ class EmbeddedGraph:
 
     @property
     def edge_count(self) -> int:
-        return len(self._store.etype)
+        return len(self._store.etype) - len(self._deleted_edges)
 
     def _check_node(self, node_id: int) -> None:
         if not isinstance(node_id, int) or not 0 <= node_id < len(self._store.labels):

@@ -70,6 +70,15 @@ class GraphAccess(Protocol):
         given, and without the relationships ``held_out`` names (a relationship lacking its
         property is kept)."""
 
+    def valued_neighbours(
+        self, keys: Sequence[int], step: Any, held_out: SplitFilter | None = None
+    ) -> list[list[tuple[int, Any, Any, bool]]]:
+        """Per key, ``(neighbour key, value of step.relationship_property or None, relationship id,
+        outgoing)`` per relationship the :class:`~memgraph_tf.typed_sampling.EdgeStep` ``step``
+        walks from it (to a node with the step's right label, without those ``held_out`` names),
+        in any order, possibly repeated (``outgoing``: the key's node is the relationship's
+        start)."""
+
     def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
         """Per key, whether its node has ``label``."""
 
@@ -99,6 +108,11 @@ class GraphAccess(Protocol):
         """``(handle, left internal id, right internal id)`` per distinct relationship the
         :class:`~memgraph_tf.typed_sampling.EdgeStep` matches (``left``: its endpoint with the
         step's left label), in any order."""
+
+    def relationship_values(self, handles: Sequence[Any], name: str) -> list[Any]:
+        """Property ``name`` of each relationship handle (from :meth:`relationships`), in order:
+        ``None`` where it is missing; temporal values as ``mgp`` gives them (``datetime.date``
+        for a Date, a naive ``datetime.datetime`` for a LocalDateTime)."""
 
     def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
         """Sets property ``name`` to the value on each relationship ``handle`` of ``rows``."""

@@ -589,6 +589,88 @@ class MgpGraphAccess:
             out.append(row)
         return out
 
+    def valued_neighbours(
+        self, keys: Sequence[int], step: Any, held_out: SplitFilter | None = None
+    ) -> list[list[tuple[int, Any, Any, bool]]]:
+        """Edge by edge, through the ``_mgp`` handles or the public API (whichever path the
+        call is on), with the same abort checks as :meth:`neighbours`."""
+        out: list[list[tuple[int, Any, Any, bool]]] = []
+        labelled: dict[int, bool] = {}
+        for key in keys:
+            row: list[tuple[int, Any, Any, bool]] = []
+            vertex = self._vertices[key]
+            for outgoing in (True, False):
+                if step.direction != "both" and outgoing != (step.direction == "out"):
+                    continue
+                if self._handles:
+                    edges: list[Any] = []
+                    self._collect(
+                        vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
+                    )
+                    self._weighted_handles(edges, outgoing, step, held_out, row, labelled)
+                else:
+                    edges = list(vertex.out_edges if outgoing else vertex.in_edges)
+                    self._spend(len(edges))
+                    self._weighted_public(edges, outgoing, step, held_out, row)
+            out.append(row)
+        return out
+
+    def _weighted_handles(
+        self,
+        edges: list[Any],
+        outgoing: bool,
+        step: Any,
+        held_out: SplitFilter | None,
+        row: list[tuple[int, Any, Any, bool]],
+        labelled: dict[int, bool],
+    ) -> None:
+        """The handle path's part of :meth:`valued_neighbours` (``labelled``: internal id ->
+        has the step's right label, shared by the call's reads)."""
+        rel_type, weight, label = step.rel_type, step.relationship_property, step.right
+        by_internal = self._id_property is None
+        for edge in edges:
+            if edge.get_type_name() != rel_type:
+                continue
+            if held_out is not None:
+                split = edge.get_property(held_out.property)
+                if isinstance(split, str) and split in held_out.values:
+                    continue
+            other = edge.to_vertex() if outgoing else edge.from_vertex()
+            internal = other.get_id()
+            ok = labelled.get(internal)
+            if ok is None:
+                ok = labelled[internal] = _handle_label_is(other, label)
+            if not ok:
+                continue
+            if by_internal:
+                if self._vertices.lookup is None:
+                    self._vertices[internal] = other  # any handle of a vertex will do
+                key = internal
+            else:
+                key = self._register_handle(other)
+            row.append((key, edge.get_property(weight), edge.get_id(), outgoing))
+
+    def _weighted_public(
+        self,
+        edges: list[Any],
+        outgoing: bool,
+        step: Any,
+        held_out: SplitFilter | None,
+        row: list[tuple[int, Any, Any, bool]],
+    ) -> None:
+        for edge in edges:
+            if edge.type.name != step.rel_type:
+                continue
+            props = edge.properties
+            if held_out is not None:
+                split = props.get(held_out.property)
+                if isinstance(split, str) and split in held_out.values:
+                    continue
+            other = edge.to_vertex if outgoing else edge.from_vertex
+            if any(lb.name == step.right for lb in other.labels):
+                value = props.get(step.relationship_property)
+                row.append((self._register_handle(other), value, edge.id, outgoing))
+
     # -- metagraph scans (tf_features.schema, sample_typed, sample_pairs) -----------------------
     def _scan(self) -> Iterator[Any]:
         """Every vertex, in graph order, through the public mgp API, with an abort check every
@@ -653,6 +735,14 @@ class MgpGraphAccess:
                     if any(lb.name == step.right for lb in other.labels):
                         seen.add(edge.id)
                         out.append((edge, vertex.id, other.id))
+        return out
+
+    def relationship_values(self, handles: Sequence[Any], name: str) -> list[Any]:
+        out = []
+        for i, edge in enumerate(handles):
+            if i % ABORT_CHECK_EVERY == 0:
+                self._ctx.check_must_abort()
+            out.append(edge.properties.get(name))
         return out
 
     def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:

@@ -13,6 +13,9 @@ from memgraph_tf.typed_sampling import TypedSamplingSpec
 FEATURE_DTYPES = layout.FEATURE_DTYPES
 DIRECTIONS = ("out", "in", "both")
 LOW_DEGREE = ("pad", "resample")
+TIME_ORDERS = ("uniform", "most_recent")
+"""``options.time_order`` of ``sample_typed``: how a timed step draws among the relationships not
+after the seed's time (:mod:`memgraph_tf.procedures.timed`)."""
 LAYOUTS = layout.LAYOUTS
 MAX_HOPS = 6
 """``features_K`` has rank K + 2 and the blob format allows rank <= 8."""
@@ -44,6 +47,8 @@ class Options:
     fanouts: tuple[int, ...] | None = None
     layout: str = "dense"
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    seed_time: str | None = None
+    time_order: str = "uniform"
 
     @property
     def pad(self) -> bool:
@@ -201,9 +206,10 @@ def parse_split_filter(raw: dict[str, Any]) -> SplitFilter | None:
 
 
 def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
-    """The options of ``sample_typed``, its held-out relationships (:func:`parse_split_filter`)
-    and the value of ``options.feature_spec`` as given (parsed by
-    :func:`memgraph_tf.procedures.raw.parse_feature_specs`)."""
+    """The options of ``sample_typed`` (with ``seed_time``: the seeds' time property, and
+    ``time_order``, one of :data:`TIME_ORDERS`, for steps with a time), its held-out
+    relationships (:func:`parse_split_filter`) and the value of ``options.feature_spec`` as given
+    (parsed by :func:`memgraph_tf.procedures.raw.parse_feature_specs`)."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -215,8 +221,14 @@ def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
         )
     split = parse_split_filter(raw)
     feature_spec = raw.pop("feature_spec", None)
+    seed_time = raw.pop("seed_time", None)
+    if seed_time is not None:
+        seed_time = _name("seed_time", seed_time)
+    time_order = raw.pop("time_order", None)
+    time_order = "uniform" if time_order is None else _choice("time_order", time_order, TIME_ORDERS)
     opts = parse_options("sample_typed", raw)
-    return dataclasses.replace(opts, label=label), split, feature_spec
+    opts = dataclasses.replace(opts, label=label, seed_time=seed_time, time_order=time_order)
+    return opts, split, feature_spec
 
 
 def parse_spec(seed_label: str, num_neighbors: Any) -> TypedSamplingSpec:

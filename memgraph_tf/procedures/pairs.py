@@ -63,6 +63,7 @@ from memgraph_tf.procedures.raw import parse_feature_specs, split_feature_specs
 from memgraph_tf.procedures.slot_blobs import RoleCall, check_packed, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, no_relationships, resolve_seeds
 from memgraph_tf.procedures.tables import le
+from memgraph_tf.procedures.time_split import TimeSplit, parse_time_split
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 __all__ = ["MAX_NEGATIVES", "sample_pairs", "split_edges"]
@@ -90,15 +91,9 @@ def _fraction(raw: dict[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
-def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str, int]:
-    """``tf_features.split_edges``: writes the split of every relationship ``pattern`` matches
-    (module docstring); returns ``{"train", "val", "test"}`` (edges per split) and
-    ``"relationships"`` (relationships written).
-
-    Guarantees: the same graph, pattern and ``options.seed`` write the same values over any
-    graph access (idempotent); nothing is written when an input is bad (the options, the
-    pattern, an endpoint without an integer ``options.id_property``) or when the graph has no
-    relationship of the pattern (an error naming the relationships it has)."""
+def _parse_split_options(options: Any) -> tuple[Options, Any, float, float, str, TimeSplit | None]:
+    """``split_edges``'s options: (parsed ``id_property``, seed, val and test fractions, split
+    property, temporal split or None)."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -109,8 +104,18 @@ def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str,
                 f"options: unknown option {key!r} for tf_features.split_edges (allowed: "
                 f"{', '.join(map(repr, allowed))})"
             )
+    timed = parse_time_split(raw)
+    if timed is not None:
+        for key in ("val_fraction", "test_fraction"):
+            if raw.get(key) is not None:
+                raise OptionError(
+                    f"options.{key}: not used with options.time_property (options.cutoffs set "
+                    "the split)"
+                )
     seed = raw.pop("seed", None)
-    if not isinstance(seed, int) or isinstance(seed, bool):
+    if (timed is None or seed is not None) and (
+        not isinstance(seed, int) or isinstance(seed, bool)
+    ):
         raise OptionError(
             "options.seed: expected an integer (the split is drawn from it: the same seed writes "
             f"the same split), got {describe_value(seed)}"
@@ -127,7 +132,21 @@ def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str,
         raise OptionError(
             f"options.split_property: expected a property name, got {describe_value(name)}"
         )
-    opts = parse_options("split_edges", raw)  # id_property
+    return parse_options("split_edges", raw), seed, val, test, name, timed  # id_property
+
+
+def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str, int]:
+    """``tf_features.split_edges``: writes the split of every relationship ``pattern`` matches
+    (module docstring; by time with ``options.time_property``:
+    :mod:`memgraph_tf.procedures.time_split`); returns ``{"train", "val", "test"}`` (edges per
+    split) and ``"relationships"`` (relationships written).
+
+    Guarantees: the same graph, pattern and ``options.seed`` (or cutoffs) write the same values
+    over any graph access (idempotent); nothing is written when an input is bad (the options, the
+    pattern, an endpoint without an integer ``options.id_property``, a relationship whose time is
+    missing or not of the cutoffs' kind) or when the graph has no relationship of the pattern (an
+    error naming the relationships it has)."""
+    opts, seed, val, test, name, timed = _parse_split_options(options)
     try:
         step = EdgeStep.parse(pattern)
     except ValueError as exc:
@@ -150,6 +169,23 @@ def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str,
     def unit(a: int, b: int) -> tuple[int, int]:
         ka, kb = left_of[a], right_of[b]
         return (min(ka, kb), max(ka, kb)) if unordered else (ka, kb)
+
+    if timed is not None:
+        arrow = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[step.direction]
+
+        def name_of(i: int) -> str:
+            _, a, b = found[i]
+            left, right = (node_name(k, opts.id_property) for k in (left_of[a], right_of[b]))
+            return f"relationship ({left}){arrow[0]}[:{step.rel_type}]{arrow[1]}({right})"
+
+        values = nav.relationship_values([h for h, _, _ in found], timed.prop)
+        split_of = timed.assign([unit(a, b) for _, a, b in found], values, name_of)
+        rows = [(handle, split_of[unit(a, b)]) for handle, a, b in found]
+        nav.write_splits(rows, name)
+        counts = {s: 0 for s in layout.SPLITS}
+        for s in split_of.values():
+            counts[s] += 1
+        return {**counts, "relationships": len(rows)}
 
     units = sorted({unit(a, b) for _, a, b in found})
     rng_for(seed, "split_edges").shuffle(units)  # the keyed RNG of the samplers

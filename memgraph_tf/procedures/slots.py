@@ -10,6 +10,8 @@ The rules (docs/blob-format.md section 9):
   relationship of the step's type away in the step's direction (``both``: either way), sorted by
   key; ``fanout`` of them are drawn uniformly without replacement, or all of them and the rest of
   the slots padded (:data:`~memgraph_tf.layout.PAD_ID`); every child of a padded slot is padded;
+  a step with a weight draws by :mod:`memgraph_tf.procedures.weighted`'s rules, one with a time
+  by :mod:`memgraph_tf.procedures.timed`'s;
 * each seed row draws from its own generator keyed by ``(options.seed, seed key)``
   (:func:`~memgraph_tf.procedures.draw.rng_for`), in this order: groups in layout order (hop by
   hop, steps in spec order), within a group parent slots in order, ``fanout`` draws per parent. So
@@ -36,6 +38,8 @@ from memgraph_tf.procedures.errors import (
     describe_value,
 )
 from memgraph_tf.procedures.options import Options, SplitFilter
+from memgraph_tf.procedures.timed import AsOf, RecentDrawer, SeedTimes, read_timed, require_timing
+from memgraph_tf.procedures.weighted import WeightedDrawer, read_weighted, without
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 
@@ -83,6 +87,15 @@ class Keys:
                     f"and {internal}"
                 )
             of[internal] = key
+
+    def name(self, label: str, internal: int) -> str:
+        """How errors name a ``label`` node the call met: ``(:Label {id: 3})`` by its key with
+        ``options.id_property``, else (or before its key is known) by its internal id:
+        ``(node 5:Label)``."""
+        key = self.of.get(label, {}).get(internal)
+        if self._id_property is None or key is None:
+            return f"(node {internal}:{label})"
+        return f"(:{label} {{{self._id_property}: {key}}})"
 
 
 def no_relationships(graph: GraphAccess, step: EdgeStep) -> OptionError | None:
@@ -142,7 +155,8 @@ class Role:
     """One list of seeds (a row each) and its slot tables under a spec: what ``sample_typed``
     samples once and ``sample_pairs`` twice (the sources', the targets'). ``avoid[row] = (a, b)``
     (internal ids): in that row a slot holding ``a`` never reaches ``b`` and one holding ``b``
-    never reaches ``a`` (a pair's own relationships)."""
+    never reaches ``a`` (a pair's own relationships). ``timing``: the seeds' times, for steps
+    with a time (:mod:`memgraph_tf.procedures.timed`)."""
 
     def __init__(
         self,
@@ -151,8 +165,10 @@ class Role:
         seed_keys: Sequence[int],
         base_seed: int,
         avoid: Sequence[tuple[int, int]] | None = None,
+        timing: SeedTimes | None = None,
     ) -> None:
         self.spec, self.layout = spec, spec.layout()
+        self.timing = timing
         self.internals = internals
         self.rngs = [rng_for(base_seed, key) for key in seed_keys]  # tf_features.sample's RNG
         self.avoid = avoid
@@ -188,7 +204,7 @@ def _without_pair(
     own: dict[int, list[int]] = {}
     for node, other in ((a, b), (b, a)):
         if node in parents and other in nbrs[node]:
-            own[node] = [k for k in nbrs[node] if k != other]
+            own[node] = without(nbrs[node], other)
     return collections.ChainMap(own, nbrs) if own else nbrs
 
 
@@ -199,6 +215,16 @@ def _read_step(
     their keys registered with ``keys``."""
     found = nav.neighbours(part, [step.rel_type], step.direction, step.right, split)
     keys.add(step.right, list(itertools.chain.from_iterable(found)))
+    return found
+
+
+def _read_valued_step(
+    nav: GraphAccess, keys: Keys, step: EdgeStep, split: SplitFilter | None, part: list[int]
+) -> list[list[tuple[int, Any, Any, bool]]]:
+    """:func:`_read_step` with each relationship's weight or time
+    (``step.relationship_property``) and identity."""
+    found = nav.valued_neighbours(part, step, split)
+    keys.add(step.right, [row[0] for rows in found for row in rows])
     return found
 
 
@@ -220,17 +246,30 @@ def draw_role(
         nbrs = cache.setdefault(step, {})
         todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
         key_of = keys.of.setdefault(step.right, {})  # (filled by keys.add as they are read)
-        read = functools.partial(_read_step, nav, keys, step, split)
-        read_neighbours(nav, todo, nbrs, read, key_of.__getitem__)
+        draw: Any = Drawer(f)  # tf_features.sample's draw without replacement, padding
+        timing = None if step.time is None else require_timing(role.timing, step)
+        if step.weight is not None:  # the weighted draw (procedures.weighted)
+            read = functools.partial(_read_valued_step, nav, keys, step, split)
+            read_weighted(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
+            draw = WeightedDrawer(f)
+        elif step.time is not None:  # point in time, per row (procedures.timed)
+            read = functools.partial(_read_valued_step, nav, keys, step, split)
+            read_timed(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
+            if timing is not None and timing.most_recent:
+                draw = RecentDrawer(f)
+        else:
+            read = functools.partial(_read_step, nav, keys, step, split)
+            read_neighbours(nav, todo, nbrs, read, key_of.__getitem__)
         target = tables[(group.hop, step.right)]
         width = role.layout.tables[group.hop][step.right]
         per = group.parents
-        draw = Drawer(f)  # tf_features.sample's draw without replacement, padding
         avoid = role.avoid
         for row, rng in enumerate(role.rngs):
             base = row * width + group.offset
             row_parents = parents[row * per : (row + 1) * per]
             row_nbrs = nbrs if avoid is None else _without_pair(nbrs, row_parents, *avoid[row])
+            if timing is not None:
+                row_nbrs = AsOf(nbrs, timing.times[row], timing.most_recent)
             ids: list[int] = []
             draw(rng, row_nbrs, row_parents, [p != PAD_ID for p in row_parents], ids, [])
             target[base : base + per * f] = ids  # children of a padded slot stay padded

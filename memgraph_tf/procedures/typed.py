@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import array
 import dataclasses
+import functools
 from typing import Any
 
 from memgraph_tf import blob, layout
@@ -33,6 +34,7 @@ from memgraph_tf.procedures.raw import parse_feature_specs, split_feature_specs
 from memgraph_tf.procedures.slot_blobs import LabelView, RoleCall, check_packed, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, resolve_seeds
 from memgraph_tf.procedures.tables import build_table, first_columns, le, refuse_strings
+from memgraph_tf.procedures.timed import check_timing, seed_times
 
 __all__ = ["sample_typed", "schema"]
 
@@ -57,6 +59,7 @@ def sample_typed(
     specs = parse_feature_specs(feature_spec)
     seed_label = opts.label
     spec = parse_spec(seed_label, num_neighbors)
+    check_timing(spec, opts.seed_time)
     names_of = parse_properties(properties, spec.labels())
     raw_of = split_feature_specs(specs, properties, names_of, spec.labels())
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
@@ -82,8 +85,14 @@ def sample_typed(
             raw=call.raw_widths,
         )
 
+    timing = None
+    if opts.seed_time is not None:
+        name = functools.partial(keys.name, seed_label)
+        most_recent = opts.time_order == "most_recent"
+        timing = seed_times(nav, internals, name, opts.seed_time, most_recent)
+
     def make_roles() -> list[Role]:
-        return [Role(spec, internals, seed_keys, base_seed(opts))]
+        return [Role(spec, internals, seed_keys, base_seed(opts), timing=timing)]
 
     sections = call.sample_sections(n, spec.layout().slots, "seed", layout_of, make_roles)
     if opts.label_property:

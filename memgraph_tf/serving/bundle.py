@@ -19,7 +19,9 @@ input ``CLASSIFY_INPUT``, outputs ``CLASSES_OUTPUT`` and ``SCORES_OUTPUT``; meth
 ``CLASSIFY_METHOD_NAME``), ``PREDICT_SIGNATURE`` (input ``PREDICT_INPUT``: raw blobs) and
 ``CONFIG_SIGNATURE`` (input ``CONFIG_INPUT``, output ``CONFIG_OUTPUT``: the config JSON text).
 ``PREDICT_SIGNATURE`` is TF Serving's ``DEFAULT_SIGNATURE`` (the signature a request without a
-name runs); ``SIGNATURE_DEF_FIELD`` is the one metadata field TF Serving answers.
+name runs); ``SIGNATURE_DEF_FIELD`` is the one metadata field TF Serving answers. A node bundle
+whose model has an encoder (``encode``: the last hidden layer) also has ``EMBED_SIGNATURE``
+(input ``EMBED_INPUT``: raw blobs, output ``EMBEDDINGS_OUTPUT``: DT_FLOAT [batch, D]).
 
 Inference sampling (:func:`inference_sampling`): how every inference path -- ``memgraph-tf serve``'s
 ``node_id`` examples, ``classify_nodes``, batch inference -- samples a node's neighbourhood with a
@@ -122,6 +124,12 @@ EMBED_SOURCE_SIGNATURE = "embed_source"
 EMBED_TARGET_SIGNATURE = "embed_target"
 EMBED_INPUT = "blobs"
 EMBEDDINGS_OUTPUT = "embeddings"
+#: A node bundle's embeddings: the model's last hidden layer (the classifier's input) for one
+#: per-node blob each, ``EMBED_INPUT`` (DT_STRING [batch]) -> ``EMBEDDINGS_OUTPUT`` (DT_FLOAT
+#: [batch, D]); only for a model with ``encode``.
+EMBED_SIGNATURE = "embed"
+#: The signature that embeds each endpoint role of a link bundle (``source`` / ``target``).
+EMBED_ROLE_SIGNATURES = {"source": EMBED_SOURCE_SIGNATURE, "target": EMBED_TARGET_SIGNATURE}
 #: (``Z_SOURCE_INPUT``, ``Z_TARGET_INPUT``: DT_FLOAT [batch, D]) -> ``REGRESS_OUTPUT`` P(link)
 #: and ``LOGITS_OUTPUT`` (DT_FLOAT [batch]).
 SCORE_EMBEDDINGS_SIGNATURE = "score_embeddings"
@@ -496,6 +504,15 @@ class SamplingSpec:
         }
         options["label"] = label
         return nn, props, options
+
+    def role_sampling(self, role: str) -> SamplingSpec:
+        """One endpoint role's nodes of a link bundle as typed sampling settings: one
+        ``sample_typed`` blob per node with :meth:`role_arguments` (what the ``embed_source`` /
+        ``embed_target`` signatures read), for the per-node fetch of the serving and batch
+        paths."""
+        nn, props, options = self.role_arguments(role)
+        label = options.pop("label")
+        return SamplingSpec((), (), options, TypedSampling(label, nn, props))
 
 
 def _typed_empty(fanouts: Any, properties: Any, feature_dim: Any = 0) -> None:

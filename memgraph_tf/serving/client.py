@@ -38,6 +38,7 @@ from memgraph_tf.serving.bundle import (
     CONFIG_OUTPUT,
     CONFIG_SIGNATURE,
     DEFAULT_BLOB_FEATURE_KEY,
+    EMBED_SIGNATURE,
     BundleConfig,
     SamplingSpec,
     inference_sampling,
@@ -536,6 +537,18 @@ class ServingClient(ServingClientBase):
                 f"{self.max_request_bytes}"
             )
         return self._outputs(self._request("POST", url, body), url)
+
+    def embed(self, node_ids: Sequence[int], *, signature_name: str = EMBED_SIGNATURE) -> Any:
+        """The embeddings of the nodes ``node_ids``, named by id (``:predict`` of
+        ``signature_name`` with ``{"inputs": {"node_id": [...]}}``: a node bundle's ``embed``, a
+        link bundle's ``embed_source`` / ``embed_target``) from a server started with
+        ``--graph``: float32 ``[len(node_ids), D]``, in order."""
+        import numpy as np
+
+        ids = [int(i) for i in node_ids]
+        return np.asarray(
+            self.predict(inputs={"node_id": ids}, signature_name=signature_name), np.float32
+        )
 
     @staticmethod
     def _outputs(payload: dict, url: str) -> Any:

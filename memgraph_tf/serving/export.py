@@ -865,7 +865,7 @@ def _make_module_class():
 
     class BundleModule(module_base_class()):
         """The exported object of a node bundle: the Keras model plus decoding and the three
-        signatures."""
+        signatures, and the ``embed`` signature for a model with ``encode``."""
 
         def __init__(self, model, config, logits, labels_asset, config_asset, gathered=None):
             super().__init__("memgraph_tf_bundle", model, config, labels_asset, config_asset)
@@ -881,9 +881,10 @@ def _make_module_class():
                 return decode_with_bags(blobs, self.unpack(), self._sections)
             return self.decode_sections(blobs, self._sections)
 
-        def _table_logits(self, blobs):
-            """A GraphSAGE's logits over compact/sparse blobs, each table row read once
-            (``GraphSAGE.call_table``); None for another model or the dense layout."""
+        def _table_logits(self, blobs, encode=False):
+            """A GraphSAGE's logits (``encode``: its last hidden layer) over compact/sparse
+            blobs, each table row read once (``GraphSAGE.call_table`` / ``encode_table``); None
+            for another model or the dense layout."""
             model = self.model
             if (
                 self._gathered is None
@@ -904,7 +905,7 @@ def _make_module_class():
                 [index[:, 0] for index in table.index],
                 [None if mask is None else mask[:, 0] for mask in table.masks],
             )
-            return model.call_table(inputs)
+            return model.encode_table(inputs) if encode else model.call_table(inputs)
 
         def _scores(self, blobs):
             out = self._table_logits(blobs)
@@ -931,6 +932,11 @@ def _make_module_class():
                     tf.TensorSpec(None, tf.int64, name=bundle.CONFIG_INPUT),
                 ),
             }
+            if callable(getattr(self.model, "encode", None)):
+                specs[bundle.EMBED_SIGNATURE] = (
+                    self.embed,
+                    tf.TensorSpec([None], tf.string, name=bundle.EMBED_INPUT),
+                )
             return {
                 name: self.trace(fn, spec).get_concrete_function()
                 for name, (fn, spec) in specs.items()
@@ -938,6 +944,13 @@ def _make_module_class():
 
         def classify(self, inputs):
             return self.class_outputs(self._scores(self.parse_blobs(inputs)), self._class_names)
+
+        def embed(self, blobs):
+            """The model's last hidden layer (``encode``) for each blob, float32 ``[batch, D]``."""
+            out = self._table_logits(blobs, encode=True)
+            if out is None:
+                out = self.model.encode(self._decode(blobs), training=False)
+            return {bundle.EMBEDDINGS_OUTPUT: tf.cast(out, tf.float32)}
 
         def predict(self, blobs):
             scores = self._scores(blobs)

@@ -75,6 +75,8 @@ from memgraph_tf.serving.bundle import (
     CONFIG_SIGNATURE,
     DEFAULT_BLOB_FEATURE_KEY,
     DEFAULT_SIGNATURE,
+    EMBED_SIGNATURE,
+    EMBEDDINGS_OUTPUT,
     SIGNATURE_DEF_FIELD,
     BundleConfig,
 )
@@ -452,6 +454,20 @@ class GrpcServingClient(ServingClientBase):
             raise errors.error_for_status(
                 exc.status, exc.message, self.target, grpc_code=exc.grpc_code
             ) from None
+
+    def embed(
+        self,
+        node_ids: Sequence[int],
+        *,
+        signature_name: str = EMBED_SIGNATURE,
+        timeout_s: float | None = None,
+    ) -> np.ndarray:
+        """The embeddings of the nodes ``node_ids``, named by id (Predict of ``signature_name``
+        with the int64 input ``node_id``), as the REST client's ``embed``: float32
+        ``[len(node_ids), D]``, in order."""
+        ids = np.asarray([int(i) for i in node_ids], np.int64)
+        out = self._predict_arrays({"node_id": ids}, signature_name, None, timeout_s)
+        return np.asarray(out[EMBEDDINGS_OUTPUT], np.float32)
 
     @staticmethod
     def _only_input(sig: Any) -> str:

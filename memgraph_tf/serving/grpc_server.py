@@ -62,7 +62,14 @@ from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_p
 
 from memgraph_tf import errors
 from memgraph_tf.errors import ServingFailure
-from memgraph_tf.serving import access_log, grpc_codec, input_specs, metrics, node_examples
+from memgraph_tf.serving import (
+    access_log,
+    freshness,
+    grpc_codec,
+    input_specs,
+    metrics,
+    node_examples,
+)
 from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE, SIGNATURE_DEF_FIELD
 from memgraph_tf.serving.link_pairs import PairExamples
 from memgraph_tf.serving.model_server import ModelServer, ModelVersion
@@ -204,6 +211,7 @@ def _answer(
         record, token = metrics.begin("GRPC", method, f"gRPC {method}")
     code = grpc.StatusCode.OK
     context_token = metrics.set_grpc_context(context)
+    fresh, fresh_token = freshness.begin()
     try:
         if isinstance(request, _Undecodable):
             code, message = (
@@ -213,6 +221,8 @@ def _answer(
         else:
             try:
                 response = work(request)
+                if fresh.metadata():  # a node_id answer: what it reflects (freshness.py)
+                    context.set_trailing_metadata(fresh.metadata())
                 logger.debug("%s answered in %.1f ms", method, 1e3 * (time.perf_counter() - start))
                 return response
             except ServingFailure as exc:
@@ -221,6 +231,7 @@ def _answer(
                 logger.exception("internal error in %s", method)  # goes to the log only
                 code, message = grpc.StatusCode.INTERNAL, errors.INTERNAL_ERROR_MESSAGE
     finally:
+        freshness.end(fresh_token)
         metrics.reset_grpc_context(context_token)
         if observed:
             metrics.end(token)
@@ -369,9 +380,9 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
 
     def predict(self, request: Any) -> Any:
         """PredictRequest -> PredictResponse: the signature's outputs (or those in
-        ``output_filter``) for the request's input tensors."""
-        from tensorflow_serving.apis import predict_pb2
-
+        ``output_filter``) for the request's input tensors. On a signature that embeds nodes
+        (:func:`memgraph_tf.serving.node_examples.embed_role`), one int64 vector ``node_id`` may
+        stand for the ``blobs`` input (:meth:`ModelServer.node_id_feeds`)."""
         core = self.core
         mv = core.resolve(request)
         name = request.model_spec.signature_name or DEFAULT_SIGNATURE
@@ -380,6 +391,17 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                 "FAILED_PRECONDITION", f'Serving signature key "{name}" not found.'
             )
         sig = mv.signature_defs[name]
+        if set(request.inputs) == {NODE_ID_FEATURE} and node_examples.embed_role(
+            mv.bundle_config, name
+        ):
+            aliases = self._aliases(request, sig)
+            ids = grpc_codec.tensor_to_array(
+                request.inputs[NODE_ID_FEATURE],
+                f"input '{NODE_ID_FEATURE}'",
+                core.limits.max_tensor_elements,
+            )
+            arrays = core.model_server.node_id_feeds(mv, name, ids)
+            return self._predict_response(mv, name, arrays, aliases)
         if set(request.inputs) != set(sig.inputs):
             sent, want = sorted(request.inputs), sorted(sig.inputs)
             raise ServingFailure.for_code(
@@ -389,20 +411,7 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                 f"{{{','.join(k for k in sent if k not in sig.inputs)}}}. Missing but required: "
                 f"{{{','.join(k for k in want if k not in request.inputs)}}}.",
             )
-        aliases = list(request.output_filter)
-        seen: set[str] = set()
-        for alias in aliases:
-            if alias not in sig.outputs:
-                raise ServingFailure.for_code(
-                    "INVALID_ARGUMENT",
-                    f"output tensor alias not found in signature: {alias} Outputs "
-                    f"expected to be in the set {{{','.join(sorted(sig.outputs))}}}.",
-                )
-            if alias in seen:
-                raise ServingFailure.for_code(
-                    "INVALID_ARGUMENT", f"duplicate output tensor alias: {alias}"
-                )
-            seen.add(alias)
+        aliases = self._aliases(request, sig)
         arrays = {}
         for key, tensor in request.inputs.items():
             info = sig.inputs[key]
@@ -417,6 +426,33 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                     key, info, dims, signature=name
                 ),
             )
+        return self._predict_response(mv, name, arrays, aliases)
+
+    @staticmethod
+    def _aliases(request: Any, sig: Any) -> list[str]:
+        """The request's ``output_filter``, each checked to be one output of ``sig``, once."""
+        aliases = list(request.output_filter)
+        seen: set[str] = set()
+        for alias in aliases:
+            if alias not in sig.outputs:
+                raise ServingFailure.for_code(
+                    "INVALID_ARGUMENT",
+                    f"output tensor alias not found in signature: {alias} Outputs "
+                    f"expected to be in the set {{{','.join(sorted(sig.outputs))}}}.",
+                )
+            if alias in seen:
+                raise ServingFailure.for_code(
+                    "INVALID_ARGUMENT", f"duplicate output tensor alias: {alias}"
+                )
+            seen.add(alias)
+        return aliases
+
+    def _predict_response(self, mv: Any, name: str, arrays: dict, aliases: list[str]) -> Any:
+        """Runs signature ``name`` on ``arrays``: the PredictResponse of ``aliases`` (all
+        outputs when empty)."""
+        from tensorflow_serving.apis import predict_pb2
+
+        core = self.core
         outputs = core.model_server.run_predict(mv, arrays, name)
         resp = predict_pb2.PredictResponse()
         core.response_spec(resp.model_spec, mv, name)

@@ -37,6 +37,7 @@ from memgraph_tf import errors
 from memgraph_tf.errors import ServingFailure
 from memgraph_tf.serving import (
     bundle,
+    freshness,
     input_specs,
     json_examples,
     json_parse,
@@ -175,6 +176,7 @@ class TimedFetcher:
         return getattr(self.inner, name)
 
     def fetch(self, *args: Any, **kwargs: Any) -> Any:
+        freshness.note_graph_read()
         start = time.perf_counter()
         try:
             return self.inner.fetch(*args, **kwargs)
@@ -723,6 +725,7 @@ class ModelServer:
             mv = versions[version]
         if record is not None:
             record.version = mv.version
+        freshness.note_model_version(mv.version)  # the version that answers
         return mv
 
     @staticmethod
@@ -1002,8 +1005,18 @@ class ModelServer:
         return json_examples.regress_response(self.run_regress(mv, serialized, name))
 
     def predict(self, mv: ModelVersion, doc: dict) -> dict:
-        """``:predict`` for a parsed body, row (``instances``) or columnar (``inputs``)."""
+        """``:predict`` for a parsed body, row (``instances``) or columnar (``inputs``). On a
+        signature that embeds nodes (:func:`.node_examples.embed_role`), ``node_id`` may stand for
+        the ``blobs`` input (``{"instances": [{"node_id": 1}, ...]}`` or ``{"inputs":
+        {"node_id": [1, ...]}}``): :meth:`node_id_feeds`."""
         name, sig, _ = self._signature(mv, doc.get("signature_name"))
+        role = node_examples.embed_role(mv.bundle_config, name)
+        if role is not None and _names_node_ids(doc):
+            feeds, columnar = json_tensors.predict_feeds(
+                doc, {node_examples.NODE_ID_FEATURE: DT_INT64}, name
+            )
+            feeds = self.node_id_feeds(mv, name, feeds[node_examples.NODE_ID_FEATURE])
+            return json_tensors.predict_response(self.run_predict(mv, feeds, name), columnar)
 
         def check(key: str, shape: list[int]) -> None:
             input_specs.check_input(key, sig.inputs[key], shape, signature=name)
@@ -1015,6 +1028,22 @@ class ModelServer:
             check=check,
         )
         return json_tensors.predict_response(self.run_predict(mv, feeds, name), columnar)
+
+    def node_id_feeds(self, mv: ModelVersion, name: str, node_ids: Any) -> dict:
+        """The feeds of embed signature ``name`` for the nodes ``node_ids`` (any transport): their
+        blobs, sampled with the version's settings (:func:`.node_examples.embed_feeds`)."""
+        role = node_examples.embed_role(mv.bundle_config, name)
+        if role is None:
+            raise bad_request(
+                f"{node_examples.NODE_ID_FEATURE}: signature {name!r} does not embed nodes"
+            )
+        record = metrics_mod.current()
+        if record is not None:
+            record.examples = len(node_ids)
+        node_examples.check_example_count(len(node_ids), self.max_examples, "node ids")
+        return node_examples.embed_feeds(
+            mv.bundle_config, mv.sampling, role, self.neighbourhoods, node_ids
+        )
 
     # -- status and metadata
     def status_response(
@@ -1100,6 +1129,21 @@ class ModelServer:
             "model_spec": json_format.MessageToDict(resp.model_spec, **opts),
             "metadata": {bundle.SIGNATURE_DEF_FIELD: json_format.MessageToDict(sig_map, **opts)},
         }
+
+
+#: TensorFlow's DT_INT64 enum value (``types.proto``), the dtype of ``node_id`` inputs.
+DT_INT64 = 9
+
+
+def _names_node_ids(doc: Any) -> bool:
+    """Whether a ``:predict`` body names nodes: its first instance, or its columnar inputs, an
+    object with the key ``node_id``."""
+    key = node_examples.NODE_ID_FEATURE
+    inst = doc.get("instances") if isinstance(doc, dict) else None
+    if isinstance(inst, list) and inst and isinstance(inst[0], dict):
+        return key in inst[0]
+    inputs = doc.get("inputs") if isinstance(doc, dict) else None
+    return isinstance(inputs, dict) and key in inputs
 
 
 __all__ = [

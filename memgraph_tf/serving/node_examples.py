@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memgraph_tf.errors import NeighbourhoodError, ServingFailure
+from memgraph_tf.serving import bundle as bundle_mod
 from memgraph_tf.serving import json_examples as json_examples_mod
 from memgraph_tf.serving import json_values
 from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec, inference_sampling
@@ -116,6 +117,59 @@ def fetch_node_blobs(
         )
     except NeighbourhoodError as exc:
         raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
+
+
+def embed_role(config: BundleConfig | None, signature: str) -> str | None:
+    """Whether signature ``signature`` of a bundle with ``config`` embeds nodes a predict request
+    may name by ``node_id``: ``"node"`` for a node bundle's ``embed``, ``"source"`` /
+    ``"target"`` for a link bundle's ``embed_source`` / ``embed_target``; None otherwise (other
+    signatures, other SavedModels)."""
+    if config is None:
+        return None
+    if config.link is None:
+        return "node" if signature == bundle_mod.EMBED_SIGNATURE else None
+    for role, name in bundle_mod.EMBED_ROLE_SIGNATURES.items():
+        if signature == name:
+            return role
+    return None
+
+
+def embed_feeds(
+    config: BundleConfig,
+    sampling: SamplingSpec | None,
+    role: str,
+    fetcher: Any,
+    node_ids: Any,
+) -> dict[str, list[bytes]]:
+    """The ``embed`` signature's feeds for a predict request that names nodes (``node_id``, a
+    vector of int64 ids) instead of sending their blobs: ``{blobs: [blob per id]}``, sampled as
+    ``:classify`` samples a ``node_id`` example (a node bundle; ``sampling`` the version's) or as
+    link scoring samples ``role``'s nodes (a link bundle). Refused with 400: ids that are not a
+    vector of integers, a server without ``--graph``; the graph's failures as
+    :func:`fetch_node_blobs` reports them (a missing node names ``node_id[i]``)."""
+    import numpy as np
+
+    ids = np.asarray(node_ids)
+    if ids.ndim != 1 or ids.dtype.kind not in "iu":
+        raise bad_request(
+            f"{NODE_ID_FEATURE}: expected a vector of int64 node ids, got {ids.dtype} of shape "
+            f"{list(ids.shape)}"
+        )
+    if fetcher is None:
+        raise bad_request(
+            f"{NODE_ID_FEATURE}: needs a server started with --graph; without one, send the "
+            f"nodes' blobs as '{bundle_mod.EMBED_INPUT}'"
+        )
+    spec = sampling if sampling is not None else inference_sampling(config)
+    if role != "node":
+        spec = spec.role_sampling(role)
+    try:
+        blobs = fetcher.fetch(
+            ids.tolist(), spec, names=[f"{NODE_ID_FEATURE}[{i}]" for i in range(len(ids))]
+        )
+    except NeighbourhoodError as exc:
+        raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
+    return {bundle_mod.EMBED_INPUT: blobs}
 
 
 def _link_description(config: BundleConfig) -> str:
@@ -428,6 +482,8 @@ __all__ = [
     "check_example_count",
     "check_example_kinds",
     "check_node_ids",
+    "embed_feeds",
+    "embed_role",
     "examples_with_context",
     "fetch_node_blobs",
     "fetch_pair_sample",

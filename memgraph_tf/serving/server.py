@@ -51,7 +51,7 @@ from memgraph_tf.errors import (
     code_for_http,
     http_reason,
 )
-from memgraph_tf.serving import access_log, metrics, rest_api
+from memgraph_tf.serving import access_log, freshness, metrics, rest_api
 from memgraph_tf.serving.bundle import RANDOM_SAMPLING
 from memgraph_tf.serving.json_parse import DEFAULT_MAX_JSON_DEPTH
 from memgraph_tf.serving.model_server import (
@@ -380,21 +380,27 @@ class RestApp:
         path = self._path(environ)
         if ms.metrics is not None and method == "GET" and path == ms.metrics_path:
             return self._metrics_page(start_response)
-        if ms.metrics is None and not ms.access_log:
-            status, data = self._answer(ms, method, path, environ)
-        else:
-            record, token = metrics.begin("REST", rest_api_name(method, path), f"{method} {path}")
-            status = 500
-            try:
+        fresh, fresh_token = freshness.begin()
+        try:
+            if ms.metrics is None and not ms.access_log:
                 status, data = self._answer(ms, method, path, environ)
-            finally:
-                metrics.end(token)
-                code = "OK" if 200 <= status < 300 else code_for_http(status)
-                access_log.finish(ms, record, status, code)
-        start_response(
-            f"{status} {http_reason(status)}",
-            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
-        )
+            else:
+                record, token = metrics.begin(
+                    "REST", rest_api_name(method, path), f"{method} {path}"
+                )
+                status = 500
+                try:
+                    status, data = self._answer(ms, method, path, environ)
+                finally:
+                    metrics.end(token)
+                    code = "OK" if 200 <= status < 300 else code_for_http(status)
+                    access_log.finish(ms, record, status, code)
+        finally:
+            freshness.end(fresh_token)
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+        if status == 200:  # a node_id answer: what it reflects (freshness.py)
+            headers += fresh.headers()
+        start_response(f"{status} {http_reason(status)}", headers)
         return [data]
 
     @staticmethod

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from memgraph_tf import feature_spec as fs
 from memgraph_tf import layout
 from memgraph_tf.client.feature_encoding import (
     LabelEncoder,
@@ -15,16 +16,6 @@ from memgraph_tf.client.feature_encoding import (
     raw_widths,
 )
 from memgraph_tf.errors import ConfigurationError
-from memgraph_tf.feature_spec import (
-    BooleanSpec,
-    CategoricalSpec,
-    FeatureSpecError,
-    LabelSpec,
-    MultiCategoricalSpec,
-    NumericSpec,
-    RequiredSpec,
-    TemporalSpec,
-)
 from memgraph_tf.layout import typed_raw_name
 
 
@@ -39,13 +30,13 @@ def bag(rows, cells: int, slots: int):
 
 
 def test_numeric_boolean_required_standardised_with_defaults():
-    spec = LabelSpec(
+    spec = fs.LabelSpec(
         "P",
         [
-            NumericSpec("age", default=10.0, mean=30.0, std=10.0, missing_indicator=True),
-            NumericSpec("pos", length=2, standardize=False, default=-1.0),
-            BooleanSpec("vip", default=True),
-            RequiredSpec("w"),
+            fs.NumericSpec("age", default=10.0, mean=30.0, std=10.0, missing_indicator=True),
+            fs.NumericSpec("pos", length=2, standardize=False, default=-1.0),
+            fs.BooleanSpec("vip", default=True),
+            fs.RequiredSpec("w"),
         ],
     )
     enc = LabelEncoder(spec, required_widths={"w": 2})
@@ -64,9 +55,9 @@ def test_numeric_boolean_required_standardised_with_defaults():
 
 def test_temporal_microseconds_keep_precision():
     mean = 1_700_000_000_000_000.0
-    spec = LabelSpec(
+    spec = fs.LabelSpec(
         "E",
-        [TemporalSpec("at", type="LocalDateTime", mean=mean, std=1.0, default=mean + 5)],
+        [fs.TemporalSpec("at", type="LocalDateTime", mean=mean, std=1.0, default=mean + 5)],
     )
     enc = LabelEncoder(spec)
     time = np.array([[[1_700_000_000_000_003], [0]]], np.int64)
@@ -77,12 +68,12 @@ def test_temporal_microseconds_keep_precision():
 
 
 def test_categorical_vocabulary_oov_missing_and_hashing():
-    spec = LabelSpec(
+    spec = fs.LabelSpec(
         "P",
         [
-            CategoricalSpec("city", vocabulary=["a", 3, True], oov_buckets=2),
-            CategoricalSpec("code", hash_buckets=8),
-            CategoricalSpec("strict", vocabulary=["x"], oov_buckets=0),
+            fs.CategoricalSpec("city", vocabulary=["a", 3, True], oov_buckets=2),
+            fs.CategoricalSpec("code", hash_buckets=8),
+            fs.CategoricalSpec("strict", vocabulary=["x"], oov_buckets=0),
         ],
     )
     enc = LabelEncoder(spec, embedding_dim=3)
@@ -111,11 +102,11 @@ def test_categorical_vocabulary_oov_missing_and_hashing():
 
 
 def test_multi_categorical_mean_and_empty_bags():
-    spec = LabelSpec(
+    spec = fs.LabelSpec(
         "P",
         [
-            MultiCategoricalSpec("tags", vocabulary=["x", "y"], oov_buckets=1),
-            MultiCategoricalSpec("more", hash_buckets=4, missing_indicator=True),
+            fs.MultiCategoricalSpec("tags", vocabulary=["x", "y"], oov_buckets=1),
+            fs.MultiCategoricalSpec("more", hash_buckets=4, missing_indicator=True),
         ],
     )
     enc = LabelEncoder(spec, embedding_dim=2)
@@ -141,11 +132,11 @@ def test_multi_categorical_mean_and_empty_bags():
 
 
 def test_label_features_from_flat_bag_sections_and_missing_sections():
-    spec = LabelSpec(
+    spec = fs.LabelSpec(
         "P",
         [
-            CategoricalSpec("city", vocabulary=["a"]),
-            MultiCategoricalSpec("tags", vocabulary=["x"]),
+            fs.CategoricalSpec("city", vocabulary=["a"]),
+            fs.MultiCategoricalSpec("tags", vocabulary=["x"]),
         ],
     )
     enc = LabelEncoder(spec, embedding_dim=2)
@@ -179,20 +170,20 @@ def test_label_features_from_flat_bag_sections_and_missing_sections():
 
 
 def test_bad_embedding_dim_and_bad_spec():
-    spec = LabelSpec("P", [NumericSpec("x")])
+    spec = fs.LabelSpec("P", [fs.NumericSpec("x")])
     with pytest.raises(ConfigurationError, match="embedding_dim: expected an integer >= 1, got 0"):
         LabelEncoder(spec, embedding_dim=0)
-    with pytest.raises(FeatureSpecError, match="label 'P' property 'x'"):
+    with pytest.raises(fs.FeatureSpecError, match="label 'P' property 'x'"):
         LabelEncoder({"label": "P", "properties": [{"name": "x", "kind": "numeric", "std": 0}]})
 
 
-MIXED = LabelSpec(
+MIXED = fs.LabelSpec(
     "Person",
     [
-        NumericSpec("age", mean=40.0, std=12.0, missing_indicator=True),
-        TemporalSpec("joined", type="Date", mean=19000.0, std=300.0),
-        CategoricalSpec("city", vocabulary=["Oslo", "Rome"], oov_buckets=1),
-        MultiCategoricalSpec("tags", hash_buckets=16),
+        fs.NumericSpec("age", mean=40.0, std=12.0, missing_indicator=True),
+        fs.TemporalSpec("joined", type="Date", mean=19000.0, std=300.0),
+        fs.CategoricalSpec("city", vocabulary=["Oslo", "Rome"], oov_buckets=1),
+        fs.MultiCategoricalSpec("tags", hash_buckets=16),
     ],
 )
 

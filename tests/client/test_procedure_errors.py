@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import datetime
 import pathlib
 import re
 import traceback
@@ -407,6 +408,76 @@ CASES = {
         ("(:User)-[:LIKES]->(:Product)", {"seed": 1}),
         r"^pattern: \(:User\)-\[:LIKES\]->\(:Product\): the graph has no such relationships ",
     ),
+    "split_edges: cutoffs without a time_property": Case(
+        "split_edges",
+        (BOUGHT, {"cutoffs": [1, 2]}),
+        r"^options\.time_property: expected a relationship property name \(options\.cutoffs ",
+    ),
+    "split_edges: a time_property without cutoffs": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at"}),
+        r"^options\.cutoffs: expected \[t1, t2\] \(train before t1, .*got null$",
+    ),
+    "split_edges: a cutoff of no time kind": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2.5]}),
+        r"^options\.cutoffs\[1\]: expected an integer, a Date or a LocalDateTime, got float 2\.5$",
+    ),
+    "split_edges: cutoffs of two kinds": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, datetime.date(2024, 1, 1)]}),
+        r"^options\.cutoffs: expected two values of one kind, got int 1 and date ",
+    ),
+    "split_edges: cutoffs not increasing": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [5, 5]}),
+        r"^options\.cutoffs: expected t1 < t2, got int 5 and int 5$",
+    ),
+    "split_edges: a fraction with a time split": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2], "test_fraction": 0.2}),
+        r"^options\.test_fraction: not used with options\.time_property ",
+    ),
+    "split_edges: a relationship without the time property": Case(
+        "split_edges",
+        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2]}),
+        r"^options\.time_property: relationship \(node 0\)-\[:BOUGHT\]->\(node 4\): property "
+        r"'at': expected an integer \(the kind of options\.cutoffs\), got no such property$",
+    ),
+    "sample_typed: a weighted step over a relationship without its weight": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {weight: w}]->(:Product)": [1]}, None, USER),
+        r"^relationship \(node 0:User\)-\[:BOUGHT\]->\(node 4:Product\) property 'w': expected "
+        r"a number \(the step's weight\), got no value$",
+    ),
+    "sample_typed: a timed step without options.seed_time": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, USER),
+        r"^options\.seed_time: expected the seeds' time property \(\(:User\)-\[:BOUGHT "
+        r"\{time: at\}\]->\(:Product\) has a time\), got none$",
+    ),
+    "sample_typed: options.seed_time without a timed step": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "seed_time": "id"}),
+        r"^options\.seed_time: expected a step with a time in num_neighbors ",
+    ),
+    "sample_typed: a seed without a time": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, {**USER, "seed_time": "t"}),
+        r"^seeds\[0\]: \(node 0:User\) property 't': expected an integer time, got no value$",
+    ),
+    "sample_typed: a relationship without its time": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, {**USER, "seed_time": "id"}),
+        r"^relationship \(node 0:User\)-\[:BOUGHT\]->\(node 4:Product\) property 'at': "
+        r"expected an integer time, got no value$",
+    ),
+    "sample_pairs: a timed step": Case(
+        "sample_pairs",
+        ([0], [1], {"(:User)-[:FOLLOWS {time: at}]-(:User)": [1]}, None, PAIRS),
+        r"^num_neighbors: \(:User\)-\[:FOLLOWS \{time: at\}\]-\(:User\): a step with a time is "
+        r"sampled by tf_features\.sample_typed only",
+    ),
     "sample_pairs: no source label": Case(
         "sample_pairs",
         ([0], [1], {FOLLOWS: [1]}, None, {}),
@@ -472,7 +543,7 @@ UNREACHABLE = {
     ("tables.py", "_raise_bad_value", "expected a number in float range"),
     ("options.py", "parse_typed_call", "options: expected a map"),
     ("options.py", "parse_properties", "properties: expected a map of label"),
-    ("pairs.py", "split_edges", "options: expected a map"),
+    ("pairs.py", "_parse_split_options", "options: expected a map"),
     ("pairs.py", "_parse_pair_options", "options: expected a map"),
     ("profile.py", "parse_profile_call", "options: expected a map"),
 }

@@ -172,6 +172,35 @@ class CypherGraphAccess:
             found[row["key"]].append(nbr)
         return [found[k] for k in keys]
 
+    def valued_neighbours(
+        self, keys: Sequence[int], step: Any, held_out: Any = None
+    ) -> list[list[tuple[int, Any, Any, bool]]]:
+        """One ``UNWIND`` query per batch: each relationship of ``step`` with its weight or time
+        property, its ``id(r)`` and whether it starts at the key's node."""
+        params: dict[str, Any] = {"rows": self._rows(keys)}
+        rel = f"[r:{quote_name(step.rel_type, 'type')}]"
+        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[step.direction]
+        where = ""
+        if held_out is not None:  # a relationship without the split property is kept
+            prop = f"r.{quote_name(held_out.property, 'options.split_property')}"
+            where = f" AND ({prop} IS NULL OR NOT {prop} IN $held_out)"
+            params["held_out"] = sorted(held_out.values)
+        value = f"r.{quote_name(step.relationship_property, 'property')}"
+        query = (
+            f"UNWIND $rows AS row MATCH (n){pattern}(m:{quote_name(step.right, 'label')}) "
+            f"WHERE id(n) = row.internal{where} RETURN row.key AS key, {self._key('m')} AS nbr, "
+            f"id(m) AS internal, {value} AS weight, id(r) AS rel, "
+            "id(startNode(r)) = id(n) AS outgoing"
+        )
+        found: dict[int, list[tuple[int, Any, Any, bool]]] = {k: [] for k in keys}
+        for row in self._source.read(query, params):
+            nbr = row["nbr"]
+            self._check_id(nbr, row["internal"])
+            if self._id_property is not None:
+                self._register(nbr, row["internal"])
+            found[row["key"]].append((nbr, row["weight"], row["rel"], row["outgoing"]))
+        return [found[k] for k in keys]
+
     def first_node_with(self, names: Sequence[str]) -> int | None:
         """The key of the node with the smallest ``id(n)`` (with ``options.label``) having all
         ``names`` and, with ``options.id_property``, an id; None when there is none."""
@@ -302,6 +331,23 @@ class CypherGraphAccess:
                 start = row["a"] if direction == "out" else row["b"]  # the relationship's start
                 out.append(((row["r"], start, step.rel_type), row["a"], row["b"]))
         return out
+
+    def relationship_values(self, handles: Sequence[Any], name: str) -> list[Any]:
+        """Read in chunks of 1000 relationships per type; values through :func:`native_value`."""
+        by_type: dict[str, list[dict[str, Any]]] = {}
+        for rel, start, rel_type in handles:
+            by_type.setdefault(rel_type, []).append({"r": rel, "s": start})
+        prop = quote_name(name, "options.time_property")
+        found: dict[Any, Any] = {}
+        for rel_type, items in by_type.items():
+            query = (
+                f"UNWIND $rows AS row MATCH (s)-[r:{quote_name(rel_type, 'type')}]->() "
+                f"WHERE id(s) = row.s AND id(r) = row.r RETURN row.r AS r, r.{prop} AS v"
+            )
+            for start in range(0, len(items), 1000):
+                for row in self._source.read(query, {"rows": items[start : start + 1000]}):
+                    found[row["r"]] = native_value(row["v"])
+        return [found.get(rel) for rel, _, _ in handles]
 
     def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
         """In write transactions of up to 1000 relationships."""

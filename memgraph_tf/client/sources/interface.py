@@ -228,7 +228,8 @@ class GraphSource:
     def split_edges(self, pattern: str, options: Mapping[str, Any] | None = None) -> dict[str, int]:
         """``tf_features.split_edges``: writes ``train``/``val``/``test`` into
         ``options["split_property"]`` (default ``split``) of every relationship ``pattern``
-        matches, drawn from ``options["seed"]``; returns ``{"train", "val", "test",
+        matches, drawn from ``options["seed"]`` (or by time: ``options["time_property"]`` and
+        ``options["cutoffs"]``, docs/query-modules.md); returns ``{"train", "val", "test",
         "relationships"}``. Guarantees: idempotent for a seed, the same split from the procedure
         and the client-side fallback (with ``options["id_property"]``), run in a write
         transaction; a bad input raises :class:`GraphDataError` and writes nothing."""

@@ -1,0 +1,230 @@
+"""The leakage gap of a random edge split on a graph that grows: test AUC of the same link
+predictor trained and tested on a random split vs on a split by time, through the database path
+(the embedded graph running the unchanged query module: ``tf_features.split_edges``,
+``tf_features.sample_pairs``).
+
+The generated graph (``--accounts``, ``--transfers``, seeded): accounts open one after another
+(account ``i`` opens at a time spread uniformly over ``[0, 1000)``) and belong to one of
+``--communities`` communities; an account's ``features`` are its community's one-hot plus
+Gaussian noise (``--noise``), so one account's own features say little and its neighbourhood
+says more. Each transfer happens at a uniform time ``ts`` in ``[0, 1000)`` from an account open
+by then to another open account, of the same community with probability ``--affinity``, else
+any. Undirected edges ``(:Account)-[:SENT]-(:Account)`` are the links.
+
+Per seed, both splits of the same graph:
+
+* **random**: ``split_edges`` with the seed and ``--val-fraction`` / ``--test-fraction``;
+* **time**: ``split_edges`` with ``time_property: 'ts'`` and ``cutoffs = --cutoffs`` (train
+  before t1, val before t2, test from t2; an edge's time is its first transfer's).
+
+Each trains :func:`~memgraph_tf.client.link_prediction.train_link_predictor` on its train edges
+(``exclude_splits: ["val", "test"]``), early stopping on its validation edges + as many uniform
+non-edges, and is scored on its test edges + as many uniform non-edges with only the test split
+excluded (``evaluate_links``). The random split lets training see the future (later transfers and
+the accounts they involve); the time split tests on edges, and accounts, the model could not have
+seen. Prints each run (with the share of test edges that touch an account no training edge
+touches) and the mean gap (random AUC - time AUC).
+
+    .venv/bin/python benchmarks/temporal_links.py --seeds 0 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import time
+
+PATTERN = "(:Account)-[:SENT]-(:Account)"
+OPTIONS = {"id_property": "id"}
+HORIZON = 1000
+
+
+def labelled(positives, negatives):
+    """The pairs ``positives`` then ``negatives``, with labels 1 and 0."""
+    import numpy as np
+
+    labels = np.r_[np.ones(len(positives)), np.zeros(len(negatives))]
+    return np.concatenate([positives, negatives]), labels
+
+
+def temporal_accounts(args, seed):
+    """(EmbeddedGraph, number of accounts): accounts ``id = i`` with ``features``, transfers with
+    an integer ``ts`` (module docstring)."""
+    import numpy as np
+
+    from memgraph_tf.embedded import EmbeddedGraph
+
+    rng = np.random.default_rng(seed)
+    n, k = args.accounts, args.communities
+    opens = np.sort(rng.uniform(0, HORIZON * 0.95, n))
+    opens[: max(2, n // 20)] = 0.0  # a first few accounts exist from the start
+    community = rng.integers(0, k, n)
+    feats = np.eye(k, dtype=np.float32)[community] + rng.normal(0, args.noise, (n, k))
+    g = EmbeddedGraph()
+    nodes = [
+        g.add_node(["Account"], {"id": i, "features": [float(x) for x in feats[i]]})
+        for i in range(n)
+    ]
+    for t in np.sort(rng.integers(0, HORIZON, args.transfers)):
+        open_now = int(np.searchsorted(opens, t, side="right"))
+        if open_now < 2:
+            continue
+        a = int(rng.integers(0, open_now))
+        pool = np.flatnonzero(community[:open_now] == community[a])
+        if rng.random() >= args.affinity or len(pool) < 2:
+            pool = np.arange(open_now)
+        b = int(rng.choice(pool))
+        if a != b:
+            g.add_edge(nodes[a], nodes[b], "SENT", {"ts": int(t)})
+    return g, n
+
+
+def split_pairs(g) -> dict:
+    """split -> ``[m, 2]`` distinct undirected pairs (smaller id first) carrying it."""
+    import numpy as np
+
+    out: dict[str, set] = {"train": set(), "val": set(), "test": set()}
+    for a, b, props in g.edges("SENT"):  # node i has internal id i and id i
+        out[props["split"]].add((min(a, b), max(a, b)))
+    return {s: np.array(sorted(v), dtype=np.int64).reshape(-1, 2) for s, v in out.items()}
+
+
+def non_edges(g, n, counts, rng):
+    """One ``[c, 2]`` array of uniform non-edges (no transfer either way) per count, disjoint."""
+    import numpy as np
+
+    known = {(min(a, b), max(a, b)) for a, b, _ in g.edges("SENT")}
+    out = []
+    for c in counts:
+        drawn = []
+        while len(drawn) < c:
+            a, b = (int(x) for x in rng.integers(0, n, 2))
+            pair = (min(a, b), max(a, b))
+            if a != b and pair not in known:
+                known.add(pair)
+                drawn.append(pair)
+        out.append(np.array(drawn, dtype=np.int64).reshape(-1, 2))
+    return out
+
+
+def run(args, seed, split):
+    import numpy as np
+
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.client.link_prediction import evaluate_links, train_link_predictor
+
+    g, n = temporal_accounts(args, seed)
+    source = EmbeddedSource(g)
+    if split == "time":
+        opts = {"time_property": "ts", "cutoffs": list(args.cutoffs), **OPTIONS}
+    else:
+        fractions = {"val_fraction": args.val_fraction, "test_fraction": args.test_fraction}
+        opts = {"seed": seed, **fractions, **OPTIONS}
+    counts = source.split_edges(PATTERN, opts)
+    pairs = split_pairs(g)
+    rng = np.random.default_rng(seed)
+    val_neg, test_neg = non_edges(g, n, (len(pairs["val"]), len(pairs["test"])), rng)
+    val, val_y = labelled(pairs["val"], val_neg)
+    test, test_y = labelled(pairs["test"], test_neg)
+    training = {
+        "hidden_units": args.hidden,
+        "steps": args.steps,
+        "eval_every": args.eval_every,
+        "patience": args.patience,
+    }
+    started = time.monotonic()
+    result = train_link_predictor(
+        source,
+        "Account",
+        {PATTERN: list(args.fanouts)},
+        ["features"],
+        pairs["train"],
+        val,
+        val_y,
+        options=OPTIONS,
+        seed=seed,
+        **training,
+    )
+    train_s = time.monotonic() - started
+    seen = set(pairs["train"].ravel().tolist())
+    cold = sum(a not in seen or b not in seen for a, b in pairs["test"].tolist())
+    # The test period's relationships stay out of the neighbourhoods it is scored on.
+    scoring = {
+        "options": OPTIONS,
+        "exclude_splits": ["test"],
+        "draws": args.test_draws,
+        "seed": seed,
+        "feature_caches": result.feature_caches,
+    }
+    metrics = evaluate_links(result.model, source, test, test_y, **scoring)
+    return {
+        "seed": seed,
+        "split": split,
+        "edges": {s: counts[s] for s in ("train", "val", "test")},
+        "cold_test_edges": cold / max(1, len(pairs["test"])),
+        "test_auc": metrics["auc"],
+        "test_ap": metrics["ap"],
+        "best_val_auc": result.best_val_auc,
+        "train_s": train_s,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--accounts", type=int, default=600)
+    parser.add_argument("--transfers", type=int, default=4000)
+    parser.add_argument("--communities", type=int, default=8)
+    parser.add_argument("--noise", type=float, default=1.0)
+    parser.add_argument("--affinity", type=float, default=0.85)
+    parser.add_argument("--cutoffs", nargs=2, type=int, default=[750, 850])
+    parser.add_argument("--val-fraction", type=float, default=0.10)
+    parser.add_argument("--test-fraction", type=float, default=0.15)
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--patience", type=int, default=75)
+    parser.add_argument("--fanouts", nargs="+", type=int, default=[10, 5])
+    parser.add_argument("--hidden", type=int, default=32)
+    parser.add_argument("--test-draws", type=int, default=2)
+    parser.add_argument("--json", help="write every run's figures here")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    print(
+        f"temporal links: {args.accounts} accounts, {args.transfers} transfers, cutoffs "
+        f"{args.cutoffs}, random split {args.val_fraction}/{args.test_fraction}; "
+        f"{args.steps} steps, fanouts {args.fanouts}; load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    rows = []
+    for seed in args.seeds:
+        for split in ("random", "time"):
+            row = run(args, seed, split)
+            rows.append(row)
+            print(
+                f"seed {seed} {split:6s}: edges {row['edges']}, test AUC {row['test_auc']:.3f} "
+                f"AP {row['test_ap']:.3f} (best val AUC {row['best_val_auc']:.3f}, "
+                f"{row['train_s']:.0f} s); test edges with an account no train edge has: "
+                f"{row['cold_test_edges']:.0%}",
+                flush=True,
+            )
+    auc = {s: [r["test_auc"] for r in rows if r["split"] == s] for s in ("random", "time")}
+    gaps = [a - b for a, b in zip(auc["random"], auc["time"])]
+    spread = statistics.stdev(gaps) if len(gaps) > 1 else 0.0
+    print(
+        f"test AUC: random split {statistics.mean(auc['random']):.3f}, time split "
+        f"{statistics.mean(auc['time']):.3f}; leakage gap (random - time) "
+        f"{statistics.mean(gaps):+.3f} +- {spread:.3f} over {len(gaps)} seeds"
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

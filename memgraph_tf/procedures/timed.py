@@ -1,0 +1,186 @@
+"""Point-in-time draws (stdlib only): an edge step that names a relationship property as its time
+(``(:Account)-[:TRANSFER {time: ts}]->(:Account)``) walks, in each seed's row and at every hop,
+only the relationships whose time is not after that seed's time (``options.seed_time``: the
+seeds' time property). Times are integers (e.g. epoch seconds); a relationship or seed without
+one, or with another type, fails the call naming it.
+
+Per row (seed time ``T``), a node's neighbours over a timed step are the distinct neighbours with
+at least one relationship of the step at a time ``<= T``; ``options.time_order``:
+
+* ``uniform``: those, sorted by key, drawn exactly as an untimed step draws
+  (:class:`~memgraph_tf.procedures.draw.Drawer` without replacement, padding: the same ``rng``
+  calls);
+* ``most_recent``: those ordered by their latest such relationship's time, latest first (ties:
+  by key), the first ``fanout`` of them, then padding; no generator call.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from memgraph_tf.layout import PAD_ID
+from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
+from memgraph_tf.procedures.weighted import relationship_name
+
+__all__ = [
+    "AsOf",
+    "RecentDrawer",
+    "SeedTimes",
+    "check_timing",
+    "read_timed",
+    "require_timing",
+    "seed_times",
+]
+
+Timed = list[tuple[int, int]]
+"""A node's ``(neighbour, time)`` per distinct relationship, sorted by neighbour key, then time."""
+
+
+class SeedTimes:
+    """The seeds' times, row by row, and whether timed steps draw the most recent first."""
+
+    __slots__ = ("most_recent", "times")
+
+    def __init__(self, times: list[int], most_recent: bool) -> None:
+        self.times, self.most_recent = times, most_recent
+
+
+def check_timing(spec: Any, seed_time: str | None) -> None:
+    """An :class:`OptionError` unless ``options.seed_time`` is given exactly when some step of
+    ``spec`` has a time."""
+    timed = [str(s) for s in spec.steps if s.time is not None]
+    if timed and seed_time is None:
+        raise OptionError(
+            f"options.seed_time: expected the seeds' time property ({timed[0]} has a time), got "
+            "none"
+        )
+    if seed_time is not None and not timed:
+        raise OptionError(
+            f"options.seed_time: expected a step with a time in num_neighbors (e.g. "
+            f"'(:Account)-[:TRANSFER {{time: ts}}]->(:Account)'), got none (seed_time "
+            f"{seed_time!r})"
+        )
+
+
+def _time_error(where: str, prop: str, value: Any) -> PropertyValueError:
+    got = "no value" if value is None else describe_value(value)
+    return PropertyValueError(f"{where} property {prop!r}: expected an integer time, got {got}")
+
+
+def seed_times(
+    access: GraphAccess,
+    internals: Sequence[int],
+    name: Callable[[int], str],
+    prop: str,
+    most_recent: bool,
+) -> SeedTimes:
+    """The seeds' (``internals``) integer times from property ``prop``; an error naming the seed
+    (``seeds[i]``, ``name(internal)``) for a missing one or one of another type."""
+    times: list[int] = []
+    for start in range(0, len(internals), READ_CHUNK):
+        part = list(internals[start : start + READ_CHUNK])
+        for i, (value,) in enumerate(access.properties(part, [prop]), start):
+            if not is_int(value):
+                raise _time_error(f"seeds[{i}]: {name(internals[i])}", f"{prop}", value)
+            times.append(value)
+    return SeedTimes(times, most_recent)
+
+
+def read_timed(
+    access: GraphAccess,
+    step: Any,
+    todo: Sequence[int],
+    cache: dict[int, Timed],
+    read: Callable[[list[int]], list[list[tuple[int, Any, Any, bool]]]],
+    key: Callable[[int], Any],
+    name: Callable[[str, int], str],
+) -> None:
+    """Puts each node of ``todo``'s :data:`Timed` list into ``cache`` (``read``: as
+    :func:`memgraph_tf.procedures.weighted.read_weighted` reads); an error naming the relationship
+    (its endpoints, ``name(label, node)``), the property and the value for the first time in key
+    order that is not an integer."""
+    for start in range(0, len(todo), READ_CHUNK):
+        access.check_abort()
+        part = list(todo[start : start + READ_CHUNK])
+        for node, found in zip(part, read(part)):
+            distinct = {rel: (nbr, value, out) for nbr, value, rel, out in found}
+            rows = list(distinct.values())
+            if not all(is_int(value) for _, value, _ in rows):
+                for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
+                    if not is_int(value):
+                        where = relationship_name(name, step, node, nbr, out)
+                        raise _time_error(where, step.time, value)
+            cache[node] = sorted(((n, t) for n, t, _ in rows), key=lambda r: (key(r[0]), r[1]))
+
+
+class AsOf(collections.abc.Mapping):
+    """``cache`` (node -> :data:`Timed`) as one row sees it at time ``time``: node -> its
+    neighbours with a relationship not after ``time``, in key order, or (``most_recent``) latest
+    first; computed once per node."""
+
+    def __init__(self, cache: dict[int, Timed], time: int, most_recent: bool) -> None:
+        self._cache, self._time, self._most_recent = cache, time, most_recent
+        self._seen: dict[int, list[int]] = {}
+
+    def __getitem__(self, node: int) -> list[int]:
+        got = self._seen.get(node)
+        if got is None:
+            latest: dict[int, int] = {}
+            for nbr, t in self._cache[node]:
+                if t <= self._time:
+                    latest[nbr] = t  # (times ascending within a neighbour)
+            if self._most_recent:
+                order = {n: i for i, n in enumerate(latest)}
+                got = sorted(latest, key=lambda n: (-latest[n], order[n]))
+            else:
+                got = list(latest)
+            self._seen[node] = got
+        return got
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._cache)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+
+class RecentDrawer:
+    """Draws ``f`` slots per parent slot: the first ``f`` of the parent's neighbours as
+    :class:`AsOf` orders them (most recent first), then padding; padding under a padded parent;
+    no generator call."""
+
+    __slots__ = ("_f",)
+
+    def __init__(self, f: int) -> None:
+        self._f = f
+
+    def __call__(
+        self,
+        rng: Any,
+        neighbours: collections.abc.Mapping[int, list[int]],
+        parents: Sequence[int],
+        valid: Sequence[bool],
+        ids: list[int],
+        mask: list[bool],
+    ) -> None:
+        """Draws the slots of ``parents`` (``valid``: which of them are real nodes) in order."""
+        f = self._f
+        for parent, ok in zip(parents, valid):
+            got = neighbours[parent][:f] if ok else []
+            ids += got
+            ids += [PAD_ID] * (f - len(got))
+            mask += [True] * len(got) + [False] * (f - len(got))
+
+
+def require_timing(timing: SeedTimes | None, step: Any) -> SeedTimes:
+    """The call's seed times; an OptionError naming the step when it has none (only
+    ``sample_typed`` takes ``options.seed_time``)."""
+    if timing is None:
+        raise OptionError(
+            f"num_neighbors: {step}: a step with a time is sampled by tf_features.sample_typed "
+            "only (with options.seed_time)"
+        )
+    return timing

@@ -1,0 +1,204 @@
+"""Weighted draws (stdlib only): an edge step that names a relationship property as its weight
+(``(:Account)-[:TRANSFER {weight: amount}]->(:Account)``) draws each neighbour with probability
+proportional to that property summed over the step's relationships to it.
+
+The rules, on top of :mod:`memgraph_tf.procedures.draw`'s (the same keyed generators, the same
+slot order, the same padding):
+
+* a node's weighted neighbours (:func:`read_weighted`) are the distinct neighbours of positive
+  total weight, sorted by key, each with its total: the exactly rounded sum (``math.fsum``, so
+  the order an access hands them out in does not matter) of the weight over the *distinct*
+  relationships to it (a self-loop walked both ways counts once); a neighbour of total 0 is never
+  drawn; every weight is checked (:func:`check_weight`), so a bad one fails the call whichever
+  node draws first;
+* without replacement, from ``d`` weighted neighbours and ``f`` slots: when ``d <= f`` all of them
+  in key order, then padding (no generator call, as the uniform draw); else one
+  ``rng.random()`` per neighbour in key order, ``u``, giving the key ``log(1 - u) / w``
+  (Efraimidis-Spirakis), and the ``f`` neighbours with the largest keys, largest first (ties: the
+  earlier neighbour first) -- successive weighted draws without replacement;
+* with replacement: ``f`` times ``rng.random() * total`` located in the running sums (the first
+  neighbour whose running sum exceeds it).
+
+So the same graph, arguments and seed give the same slots on any graph access.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import heapq
+import itertools
+import math
+import random
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from memgraph_tf.layout import PAD_ID
+from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.errors import PropertyValueError, describe_value
+
+__all__ = [
+    "NO_NEIGHBOURS",
+    "Weighted",
+    "WeightedDrawer",
+    "check_weight",
+    "read_weighted",
+    "relationship_name",
+    "without",
+]
+
+
+class Weighted:
+    """A node's weighted neighbours: ``ids``, the sorted distinct neighbours of positive total
+    weight, and ``weights``, their totals, index by index. Its length is the neighbour count."""
+
+    __slots__ = ("ids", "weights")
+
+    def __init__(self, ids: list[int], weights: list[float]) -> None:
+        self.ids, self.weights = ids, weights
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self.ids
+
+    def without(self, node: int) -> Weighted:
+        """These neighbours but ``node``."""
+        kept = [(n, w) for n, w in zip(self.ids, self.weights) if n != node]
+        return Weighted([n for n, _ in kept], [w for _, w in kept])
+
+
+NO_NEIGHBOURS = Weighted([], [])
+"""No neighbour to draw (what a padded parent draws from)."""
+
+
+def without(neighbours: Any, node: int) -> Any:
+    """A neighbour list (sorted ids, or :class:`Weighted`) but ``node``."""
+    if isinstance(neighbours, Weighted):
+        return neighbours.without(node)
+    return [k for k in neighbours if k != node]
+
+
+def relationship_name(
+    name: Callable[[str, int], str], step: Any, node: int, neighbour: int, outgoing: bool
+) -> str:
+    """How errors name a relationship of ``step`` between ``node`` (of the step's left label) and
+    ``neighbour`` (right label): its endpoints (``name(label, node)``) and type, as Cypher writes
+    it, e.g. ``relationship (:Account {id: 3})-[:TRANSFER]->(:Account {id: 5})``."""
+    a, b = name(step.left, node), name(step.right, neighbour)
+    if not outgoing:
+        a, b = b, a
+    return f"relationship {a}-[:{step.rel_type}]->{b}"
+
+
+def check_weight(value: Any, where: Callable[[], str], prop: str) -> float:
+    """``value`` as a float when it is a finite number >= 0 (an int or a float, not a bool);
+    else a :class:`PropertyValueError` naming the relationship (``where()``), the property and the
+    value."""
+    if isinstance(value, float) or is_int(value):
+        number = float(value)
+        if math.isfinite(number) and number >= 0:
+            return number
+        what = "a finite number >= 0"
+    else:
+        what = "a number (the step's weight)"
+    got = "no value" if value is None else describe_value(value)
+    raise PropertyValueError(f"{where()} property {prop!r}: expected {what}, got {got}")
+
+
+def read_weighted(
+    access: GraphAccess,
+    step: Any,
+    todo: Sequence[int],
+    cache: dict[int, Weighted],
+    read: Callable[[list[int]], list[list[tuple[int, Any, Any, bool]]]],
+    key: Callable[[int], Any],
+    name: Callable[[str, int], str],
+) -> None:
+    """Puts each node of ``todo``'s weighted neighbours (:data:`Weighted`, see the module
+    docstring) into ``cache``; ``read`` hands out, per node, ``(neighbour, weight value,
+    relationship id, outgoing)`` per relationship of ``step`` (in any order, possibly repeated);
+    sorted by ``key`` (the nodes' keys); errors name nodes by ``name(label, node)``. Reads
+    :data:`~memgraph_tf.procedures.access.READ_CHUNK` nodes at a time, with an abort check before
+    each read; raises :func:`check_weight`'s error for the first bad weight in key order."""
+    for start in range(0, len(todo), READ_CHUNK):
+        access.check_abort()
+        part = list(todo[start : start + READ_CHUNK])
+        for node, found in zip(part, read(part)):
+            distinct = {rel: (nbr, value, out) for nbr, value, rel, out in found}
+            per: dict[int, list[float]] = {}
+            for nbr, value, _ in distinct.values():
+                kind = value.__class__
+                if (kind is float or kind is int) and 0 <= value <= _LARGEST:
+                    per.setdefault(nbr, []).append(float(value))
+                else:  # a bad weight: the error for the first one in key order
+                    _first_bad(step, node, distinct.values(), key, name)
+                    per.setdefault(nbr, []).append(float(value))  # (a number of another type)
+            totals = [(n, math.fsum(per[n])) for n in sorted(per, key=key)]
+            kept = [(n, w) for n, w in totals if w > 0]
+            cache[node] = Weighted([n for n, _ in kept], [w for _, w in kept])
+
+
+_LARGEST = sys.float_info.max
+
+
+def _first_bad(
+    step: Any,
+    node: int,
+    rows: Iterable[tuple[int, Any, bool]],
+    key: Callable[[int], Any],
+    name: Callable[[str, int], str],
+) -> None:
+    """Raises :func:`check_weight`'s error for the first bad weight of ``rows`` in key order
+    (then direction, then value), whatever order the access gave them in."""
+    for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
+        where = functools.partial(relationship_name, name, step, node, nbr, out)
+        check_weight(value, where, step.weight)
+
+
+class WeightedDrawer:
+    """Draws ``f`` slots per parent slot from :data:`Weighted` neighbour lists, appending ids to
+    ``ids`` and validity to ``mask`` (the rules of the module docstring; padding under a padded
+    parent or for missing neighbours, as :class:`~memgraph_tf.procedures.draw.Drawer` pads)."""
+
+    __slots__ = ("_f", "_replace")
+
+    def __init__(self, f: int, replace: bool = False) -> None:
+        self._f, self._replace = f, replace
+
+    def __call__(
+        self,
+        rng: random.Random,
+        neighbours: Mapping[int, Weighted],
+        parents: Sequence[int],
+        valid: Sequence[bool],
+        ids: list[int],
+        mask: list[bool],
+    ) -> None:
+        """Draws the slots of ``parents`` (``valid``: which of them are real nodes) in order."""
+        f = self._f
+        for parent, ok in zip(parents, valid):
+            found = neighbours[parent] if ok else NO_NEIGHBOURS
+            nbrs, weights = found.ids, found.weights
+            d = len(nbrs)
+            if d == 0:
+                ids += [PAD_ID] * f
+                mask += [False] * f
+            elif self._replace:
+                sums = list(itertools.accumulate(weights))
+                total, last = sums[-1], d - 1
+                ids += [
+                    nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)]
+                    for _ in range(f)
+                ]
+                mask += [True] * f
+            elif d <= f:
+                ids += nbrs
+                ids += [PAD_ID] * (f - d)
+                mask += [True] * d + [False] * (f - d)
+            else:
+                keys = [math.log(1.0 - rng.random()) / w for w in weights]
+                ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
+                mask += [True] * f
