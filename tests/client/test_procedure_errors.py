@@ -595,6 +595,13 @@ CASES = {
         r"^relationship \(node 0:User\)-\[:BOUGHT\]->\(node 4:Product\) property 'w': expected "
         r"a number \(the step's weight\), got no value$",
     ),
+    "sample_typed: the bounded mode on a weighted step": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {weight: w}]->(:Product)": [1]}, None, {**USER, **RESERVOIR}),
+        r"^options\.reservoir_threshold: step \(:User\)-\[:BOUGHT \{weight: w\}\]->\(:Product\) "
+        r"is weighted, and reservoirs hold a uniform sample of a node's relationships \(allowed: "
+        r"steps without a weight or a time\)$",
+    ),
     "sample_typed: a timed step without options.seed_time": Case(
         "sample_typed",
         ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, USER),
