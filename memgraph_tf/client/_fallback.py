@@ -109,6 +109,24 @@ def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str,
         return ProcedureRunner(factory).split_edges(pattern, options)
 
 
+def structural(factory: AccessFactory, label: Any, options: Any) -> list[dict[str, Any]]:
+    """``tf_features.structural`` on the client: the rows the procedure yields
+    (``node_id``, ``features``, ``columns``), bit-identical vectors."""
+    with _as_graph_data_errors():
+        result = ProcedureRunner(factory).structural(label, options)
+    return [
+        {"node_id": key, "features": vector, "columns": result.columns}
+        for key, vector in zip(result.keys, result.vectors)
+    ]
+
+
+def structural_write(factory: AccessFactory, label: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.structural_write`` on the client: the procedure's vectors written over
+    Cypher, the same map it returns."""
+    with _as_graph_data_errors():
+        return ProcedureRunner(factory).structural_write(label, options)
+
+
 def _native(value: Any) -> Any:
     """A value as the Bolt driver gives it -> the Python value ``mgp`` gives for it: the driver's
     temporal types (``neo4j.time``) to ``datetime`` ones (a Duration without months to a

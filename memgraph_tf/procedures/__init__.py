@@ -13,7 +13,8 @@ The modules: :mod:`.options` (arguments), :mod:`.access` (the protocol), :mod:`.
 :mod:`.core` (pack, homogeneous sampling, describe) and :mod:`.sections` (the sample blob),
 :mod:`.slots` and :mod:`.slot_blobs` (typed slot sampling and its blob), :mod:`.typed`
 (``sample_typed``, ``schema``), :mod:`.pairs` (``sample_pairs``, ``split_edges``),
-:mod:`.limits` (``options.max_blob_bytes``), :mod:`.errors`.
+:mod:`.structural` (``structural``, ``structural_write``), :mod:`.limits`
+(``options.max_blob_bytes``), :mod:`.errors`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memgraph_tf import blob
-from memgraph_tf.procedures import core, pairs, sections, tables, typed
+from memgraph_tf.procedures import core, pairs, sections, structural, tables, typed
 from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
@@ -59,6 +60,8 @@ __all__ = [
     "run_sample_typed",
     "run_schema",
     "run_split_edges",
+    "run_structural",
+    "run_structural_write",
     "sample_blob",
     "sample_per_node_blobs",
 ]
@@ -216,6 +219,16 @@ class ProcedureRunner:
         :func:`memgraph_tf.procedures.pairs.split_edges`."""
         return pairs.split_edges(self._factory, pattern, options)
 
+    def structural(self, label: Any, options: Any = None) -> structural.StructuralResult:
+        """``tf_features.structural``: keys, vectors and column names; see
+        :func:`memgraph_tf.procedures.structural.structural`."""
+        return structural.structural(self._factory, label, options)
+
+    def structural_write(self, label: Any, options: Any = None) -> dict[str, Any]:
+        """``tf_features.structural_write``; see
+        :func:`memgraph_tf.procedures.structural.structural_write`."""
+        return structural.structural_write(self._factory, label, options)
+
 
 def mgp_runner(ctx: Any) -> ProcedureRunner:
     """The runner over Memgraph's ``mgp.ProcCtx`` (inside Memgraph or the embedded runtime)."""
@@ -270,3 +283,14 @@ def run_sample_pairs(
 def run_split_edges(ctx: Any, pattern: Any, options: Any) -> dict[str, int]:
     """``tf_features.split_edges``: see :func:`memgraph_tf.procedures.pairs.split_edges`."""
     return mgp_runner(ctx).split_edges(pattern, options)
+
+
+def run_structural(ctx: Any, label: Any, options: Any) -> structural.StructuralResult:
+    """``tf_features.structural``: see :func:`memgraph_tf.procedures.structural.structural`."""
+    return mgp_runner(ctx).structural(label, options)
+
+
+def run_structural_write(ctx: Any, label: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.structural_write``: see
+    :func:`memgraph_tf.procedures.structural.structural_write`."""
+    return mgp_runner(ctx).structural_write(label, options)
