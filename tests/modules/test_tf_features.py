@@ -31,6 +31,8 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
         "tf_features.sample_typed",
         "tf_features.schema",
         "tf_features.split_edges",
+        "tf_features.structural",
+        "tf_features.structural_write",
     ]
     assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
     # the list arguments are declared loosely (LIST OF ANY?): the procedures check each element
@@ -194,9 +196,12 @@ def test_module_file_is_thin_and_imports_only_what_memgraph_has():
         "sample_pairs",
         "split_edges",
         "profile",
+        "structural",
+        "structural_write",
     ]
     for proc in procs:
-        kind = "mgp.write_proc" if proc.name == "split_edges" else "mgp.read_proc"
+        write = proc.name in ("split_edges", "structural_write")
+        kind = "mgp.write_proc" if write else "mgp.read_proc"
         assert [ast.unparse(d) for d in proc.decorator_list] == [kind]
         assert all(a.annotation is not None for a in proc.args.args), proc.name
         assert len(proc.body) <= 4, f"{proc.name} should delegate to memgraph_tf.procedures"
