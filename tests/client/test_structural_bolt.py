@@ -16,6 +16,7 @@ from memgraph_tf.errors import GraphDataError
 pytestmark = pytest.mark.arcadedb
 
 N = 60
+CITES = "(:Paper)-[:CITES]-(:Paper)"
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +63,14 @@ def test_the_same_vectors_bit_for_bit_and_the_same_writes(twin_graphs):
         np.testing.assert_array_equal(theirs.node_ids, ours.node_ids)
         assert theirs.features.tobytes() == ours.features.tobytes()
     assert ours.columns == ["degree:CITES:out", "degree:CITES:in", "degree:IN:out", "degree:IN:in"]
+    split = {"seed": 1, "id_property": "id", "test_fraction": 0.3}
+    assert bolt.split_edges(CITES, split) == embedded.split_edges(CITES, split)
+    held = {"id_property": "id", "seed": 5, "dimension": 16, "exclude_splits": ["test"]}
+    ours = structural_features(embedded, "Paper", held)
+    theirs = structural_features(bolt, "Paper", held)
+    assert theirs.features.tobytes() == ours.features.tobytes()
+    full = structural_features(embedded, "Paper", {**held, "exclude_splits": None})
+    assert full.features.tobytes() != ours.features.tobytes()
     opts = {"id_property": "id", "seed": 2, "dimension": 8, "write_property": "s"}
     assert write_structural_features(bolt, "Paper", opts) == write_structural_features(
         embedded, "Paper", opts
