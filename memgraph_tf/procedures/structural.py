@@ -97,8 +97,8 @@ class StructuralOptions:
     features: tuple[str, ...] = FEATURE_PARTS
     degree: str = "log1p"
     relationship_types: tuple[str, ...] | None = None
-    dimension: int = 128
-    iteration_weights: tuple[float, ...] = (0.0, 1.0, 1.0, 1.0, 1.0)
+    dimension: int = 256
+    iteration_weights: tuple[float, ...] = (0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
     self_weight: float = 0.0
     normalization_strength: float = 0.0
     seed: int = 0
