@@ -41,7 +41,6 @@ import argparse
 import dataclasses
 import logging
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from typing import Any
 from memgraph_tf.batch.affected import WalkSpec, affected_nodes, start_positions, walker_for
 from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampling_for
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
+from memgraph_tf.batch.commands import close_all, report_failure
 from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY
 from memgraph_tf.client.change_log import CURSOR_LABEL, DEFAULT_LOG, Change, ChangeLog
 from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, NodeTable, bundle_selection
@@ -454,7 +454,6 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
     SIGTERM --, 1 failed: rerun to redo the pass, 2 a bad command line, bundle or log entry:
     nothing written, 130 Ctrl-C). ``open_graph`` opens ``--graph``."""
     from memgraph_tf.batch.backends import BundleBackend
-    from memgraph_tf.errors import command_failure
 
     source = model = encoder = None
     previous = None
@@ -486,12 +485,8 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
         print("refresh: stopped (SIGTERM)", flush=True)
         return 0
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
-        code, message = command_failure(exc, interrupted="the pass in progress", log=logger)
-        print(f"memgraph-tf refresh: {message}", file=sys.stderr)
-        return code
+        return report_failure("refresh", exc, log=logger, interrupted="the pass in progress")
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        for closable in (encoder, model, source):
-            if closable is not None:
-                closable.close()
+        close_all(encoder, model, source)
