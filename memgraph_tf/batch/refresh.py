@@ -50,7 +50,7 @@ from memgraph_tf.batch.affected import WalkSpec, affected_nodes, start_positions
 from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampling_for
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
 from memgraph_tf.batch.commands import close_all, report_failure
-from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY
+from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY, BatchEmbedder
 from memgraph_tf.client.change_log import CURSOR_LABEL, DEFAULT_LOG, Change, ChangeLog
 from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, NodeTable, bundle_selection
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource
@@ -271,26 +271,15 @@ class Refresher:
         s.deleted_nodes = sum(c.entity == "node" and c.kind == "deleted" for c in changes)
         s.graph_nodes = NodeTable(self.source, self.selection).count(False)
         if keys:
-            self._run = BatchClassifier(
-                self.source,
-                self.model,
-                write_property=self.write_property,
-                label=self.label,
-                node_ids=keys,
-                batch_size=self.batch_size,
-                skip_invalid=self.skip_invalid,
-                overwrite=True,
-                progress=self.progress,
-            )
             try:
-                run = self._run.run()
+                run = self._rerun(BatchClassifier, self.model, self.write_property, keys)
             finally:
                 s.elapsed_s = time.perf_counter() - t0
             s.classified, s.skipped, s.failed = run.classified, run.skipped, run.failed
             if not self._complete(s.classified + s.skipped + s.failed, len(keys), s):
                 return s  # stopped between batches: the next pass redoes these changes
             if self.embed is not None:
-                run = self._embed(keys)
+                run = self._rerun(BatchEmbedder, self.embed, self.embedding_property, keys)
                 s.embedded, s.failed = run.classified, s.failed + run.failed
                 if not self._complete(run.classified + run.skipped + run.failed, len(keys), s):
                     return s
@@ -314,14 +303,16 @@ class Refresher:
             return False
         return True
 
-    def _embed(self, keys: list[int]) -> Any:
-        """Re-embeds ``keys`` with :attr:`embed`; returns the run's summary."""
-        from memgraph_tf.batch.embedder import BatchEmbedder
-
-        self._run = BatchEmbedder(
+    def _rerun(
+        self, run_class: type[BatchClassifier], model: ModelBackend, prop: str, keys: list[int]
+    ) -> Any:
+        """Runs ``run_class`` (:class:`BatchClassifier`, or :class:`BatchEmbedder` for
+        :attr:`embed`) with ``model`` over the nodes ``keys``, rewriting ``prop``; returns the
+        run's summary. The run is :attr:`_run` meanwhile, so that :meth:`stop` reaches it."""
+        self._run = run_class(
             self.source,
-            self.embed,
-            write_property=self.embedding_property,
+            model,
+            write_property=prop,
             label=self.label,
             node_ids=keys,
             batch_size=self.batch_size,
