@@ -23,7 +23,7 @@ from typing import Any
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
-from memgraph_tf.procedures.weighted import relationship_name
+from memgraph_tf.procedures.weighted import distinct_relationships, relationship_name
 
 __all__ = [
     "AsOf",
@@ -102,18 +102,13 @@ def read_timed(
     :func:`memgraph_tf.procedures.weighted.read_weighted` reads); an error naming the relationship
     (its endpoints, ``name(label, node)``), the property and the value for the first time in key
     order that is not an integer."""
-    for start in range(0, len(todo), READ_CHUNK):
-        access.check_abort()
-        part = list(todo[start : start + READ_CHUNK])
-        for node, found in zip(part, read(part)):
-            distinct = {rel: (nbr, value, out) for nbr, value, rel, out in found}
-            rows = list(distinct.values())
-            if not all(is_int(value) for _, value, _ in rows):
-                for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
-                    if not is_int(value):
-                        where = relationship_name(name, step, node, nbr, out)
-                        raise _time_error(where, step.time, value)
-            cache[node] = sorted(((n, t) for n, t, _ in rows), key=lambda r: (key(r[0]), r[1]))
+    for node, rows in distinct_relationships(access, todo, read):
+        if not all(is_int(value) for _, value, _ in rows):
+            for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
+                if not is_int(value):
+                    where = relationship_name(name, step, node, nbr, out)
+                    raise _time_error(where, step.time, value)
+        cache[node] = sorted(((n, t) for n, t, _ in rows), key=lambda r: (key(r[0]), r[1]))
 
 
 class AsOf(collections.abc.Mapping):
