@@ -180,7 +180,11 @@ SPLITS = ("train", "val", "test")
 """The values ``tf_features.split_edges`` writes (the GAE protocol's edge split)."""
 SPLIT_OPTIONS = ("exclude_splits", "split_property")
 """Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
-SAMPLE_TYPED_OPTIONS = PACK_OPTIONS + ("feature_spec", "layout", "seed") + SPLIT_OPTIONS
+SAMPLE_TYPED_OPTIONS = (
+    PACK_OPTIONS
+    + ("feature_spec", "layout", "seed", "seed_time", "time_order", "at")
+    + SPLIT_OPTIONS
+)
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one
 of :data:`LAYOUTS`; ``feature_spec`` a map label -> feature spec (the raw property columns,
 :func:`typed_sample_sections`' ``raw``); the typed sampler always draws distinct neighbours
