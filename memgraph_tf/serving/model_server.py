@@ -775,8 +775,9 @@ class ModelServer:
         record = metrics_mod.current()
         if record is not None:
             record.examples = len(examples)
+        sampling = node_examples.sampling_at(mv.bundle_config, mv.sampling, context)
         protos = node_examples.json_examples(
-            examples, mv.bundle_config, self.neighbourhoods, mv.sampling
+            examples, mv.bundle_config, self.neighbourhoods, sampling
         )
         return node_examples.examples_with_context(protos, context)
 

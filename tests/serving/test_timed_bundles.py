@@ -186,3 +186,45 @@ def test_every_sample_typed_option_passes_the_option_table():
 
     for name in ("seed_time", "time_order", "at"):
         assert name in layout.SAMPLE_TYPED_OPTIONS
+
+
+def test_a_requests_context_at_samples_every_node_id_at_that_time(served):
+    """``{"context": {"at": T}, "examples": [{"node_id": N}, ...]}`` (REST) and an
+    ``example_list_with_context`` whose context holds the int64 feature ``at`` (gRPC): every seed
+    sampled with ``options.at = T`` instead of its own time; a non-integer ``at`` is a 400 /
+    INVALID_ARGUMENT naming ``context.at``."""
+    url, stub = served
+    source, model = ledger_shop()[3], trained().model
+    opts = {**OPTIONS, "label": "User", "seed": bundle.DEFAULT_SEED, "at": 40}
+    x = blob.unpack(source.sample_typed(USERS, NN, PROPS, opts))
+    expected = tf.nn.softmax(model({k: x[k] for k in model.input_names()})).numpy()
+    assert not np.allclose(expected, in_process(USERS), atol=1e-6)  # the time matters
+    body = {"context": {"at": 40}, "examples": [{"node_id": i} for i in USERS]}
+    r = requests.post(url, json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    got = np.array([[dict(row)["even"], dict(row)["odd"]] for row in r.json()["results"]])
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    req = classification_pb2.ClassificationRequest()
+    req.model_spec.name = "ledger"
+    holder = req.input.example_list_with_context
+    holder.context.features.feature["at"].int64_list.value.append(40)
+    for i in USERS:
+        holder.examples.add().features.feature["node_id"].int64_list.value.append(i)
+    rows = stub.Classify(req, timeout=60).result.classifications
+    got = np.array(
+        [[{c.label: c.score for c in row.classes}[k] for k in ("even", "odd")] for row in rows]
+    )
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+    r = requests.post(url, json={**body, "context": {"at": 1.5}}, timeout=60)
+    assert r.status_code == 400
+    assert (
+        "context.at: expected one integer time (int64), got float_list [1.5]" in r.json()["error"]
+    )
+    holder.context.features.feature["at"].int64_list.value.append(41)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Classify(req, timeout=60)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "context.at: expected one integer time (int64), got int64_list [40, 41]" in (
+        err.value.details()
+    )
