@@ -2,7 +2,8 @@
 ``options.seed_time``) and a weighted step (``{weight: w}``): the model trains with them, the
 export keeps ``seed_time`` / ``time_order`` in its sampling options, ``memgraph-tf serve --graph``
 answers ``{"node_id": N}`` over REST and gRPC with the in-process model's scores on the same
-point-in-time blobs, and batch inference writes the in-process classes."""
+point-in-time blobs, and batch inference writes the in-process classes; ``options.at`` (one time
+for every seed) and a ``:classify`` request's context ``at``, which the server passes as it."""
 
 from __future__ import annotations
 
@@ -228,3 +229,27 @@ def test_a_requests_context_at_samples_every_node_id_at_that_time(served):
     assert "context.at: expected one integer time (int64), got int64_list [40, 41]" in (
         err.value.details()
     )
+
+
+def test_context_at_on_other_bundles_is_refused_naming_it(sage_op_bundle):
+    """A homogeneous bundle has no ``options.at``: refused in the server naming ``context.at``; a
+    typed bundle without a timed step: the procedure's refusal, a 400 (not a 5xx)."""
+    from memgraph_tf.errors import ServingFailure
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.node_examples import sampling_at
+    from memgraph_tf.serving.server import start_server
+    from tests.client import typed_kit as kit
+
+    context = tf.train.Example()
+    context.features.feature["at"].int64_list.value.append(4)
+    sage_config = bundle.read_bundle_config(sage_op_bundle.info.path)
+    with pytest.raises(ServingFailure, match=r"context\.at: only a typed node bundle") as err:
+        sampling_at(sage_config, None, context)
+    assert err.value.status == 400
+    ms = ModelServer(kit.bundle(True).path.parent, graph_source=kit.shop()[3], warmup=False)
+    body = {"context": {"at": 4}, "examples": [{"node_id": 1}]}
+    with start_server(ms) as rest:
+        r = requests.post(f"{rest.url}/v1/models/shop:classify", json=body, timeout=60)
+    ms.close()
+    assert r.status_code == 400
+    assert "options.at: expected a step with a time in num_neighbors" in r.json()["error"]
