@@ -394,16 +394,20 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                 "FAILED_PRECONDITION", f'Serving signature key "{name}" not found.'
             )
         sig = mv.signature_defs[name]
-        if set(request.inputs) == {NODE_ID_FEATURE} and node_examples.embed_role(
+        at_key = node_examples.AT_FEATURE
+        sent = set(request.inputs)
+        if sent in ({NODE_ID_FEATURE}, {NODE_ID_FEATURE, at_key}) and node_examples.embed_role(
             mv.bundle_config, name
         ):
             aliases = self._aliases(request, sig)
+            limit = core.limits.max_tensor_elements
             ids = grpc_codec.tensor_to_array(
-                request.inputs[NODE_ID_FEATURE],
-                f"input '{NODE_ID_FEATURE}'",
-                core.limits.max_tensor_elements,
+                request.inputs[NODE_ID_FEATURE], f"input '{NODE_ID_FEATURE}'", limit
             )
-            arrays = core.model_server.node_id_feeds(mv, name, ids)
+            at = None
+            if at_key in sent:
+                at = grpc_codec.tensor_to_array(request.inputs[at_key], f"input '{at_key}'", 1)
+            arrays = core.model_server.node_id_feeds(mv, name, ids, at)
             return self._predict_response(mv, name, arrays, aliases)
         if set(request.inputs) != set(sig.inputs):
             sent, want = sorted(request.inputs), sorted(sig.inputs)

@@ -130,7 +130,7 @@ def sampling_at(
     time, passed as ``options.at`` so that every ``node_id`` seed of the request is sampled at
     that time instead of its own ``seed_time`` property. Without ``at``, ``sampling`` unchanged.
     400 (INVALID_ARGUMENT) naming ``context.at`` for anything but one int64 value, or a bundle
-    that is not a typed node bundle."""
+    that is not a typed node bundle (:func:`sampling_with_at`)."""
     if config is None or context is json_examples_mod.NO_CONTEXT or context is None:
         return sampling
     if AT_FEATURE not in context.features.feature:
@@ -142,13 +142,34 @@ def sampling_at(
             f"context.{AT_FEATURE}: expected one integer time (int64), got "
             f"{_describe_feature(feature)}"
         )
+    return sampling_with_at(config, sampling, int(values[0]), f"context.{AT_FEATURE}")
+
+
+def sampling_with_at(
+    config: BundleConfig, sampling: SamplingSpec | None, at: int, where: str
+) -> SamplingSpec:
+    """``sampling`` (default: the bundle's inference settings) with ``options.at = at``; 400
+    naming ``where`` unless ``config`` is a typed node bundle."""
     if config.typed is None or config.link is not None:
         raise bad_request(
-            f"context.{AT_FEATURE}: only a typed node bundle with a timed step samples at a "
-            "request's time"
+            f"{where}: only a typed node bundle with a timed step samples at a request's time"
         )
     spec = sampling if sampling is not None else inference_sampling(config)
-    return dataclasses.replace(spec, options={**spec.options, "at": int(values[0])})
+    return dataclasses.replace(spec, options={**spec.options, "at": at})
+
+
+def read_at(value: Any, where: str) -> int:
+    """A predict request's ``at`` input (a JSON value or an array): one integer, else 400 naming
+    ``where``."""
+    import numpy as np
+
+    arr = np.asarray(value)
+    if arr.size != 1 or arr.dtype.kind not in "iu" or arr.ndim > 1:
+        raise bad_request(
+            f"{where}: expected one integer time (int64), got {arr.dtype} of shape "
+            f"{list(arr.shape)}"
+        )
+    return int(arr.reshape(-1)[0])
 
 
 def embed_role(config: BundleConfig | None, signature: str) -> str | None:
@@ -523,5 +544,7 @@ __all__ = [
     "json_examples",
     "pair_positions",
     "proto_examples",
+    "read_at",
     "sampling_at",
+    "sampling_with_at",
 ]

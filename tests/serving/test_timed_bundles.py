@@ -253,3 +253,48 @@ def test_context_at_on_other_bundles_is_refused_naming_it(sage_op_bundle):
     ms.close()
     assert r.status_code == 400
     assert "options.at: expected a step with a time in num_neighbors" in r.json()["error"]
+
+
+def test_embed_by_node_id_at_a_time(served, exported):
+    """``:predict`` on ``embed`` with ``{"inputs": {"node_id": [...], "at": T}}`` (REST) or the
+    int64 inputs ``node_id`` and ``at`` (gRPC): the embeddings of the blobs sampled with
+    ``options.at = T``; an ``at`` that is not one integer is refused naming ``at``."""
+    import base64
+
+    from tensorflow_serving.apis import predict_pb2
+
+    from memgraph_tf.serving.neighbourhoods import fetch_blobs
+    from memgraph_tf.serving.node_examples import sampling_with_at
+
+    url, stub = served
+    predict_url = url.replace(":classify", ":predict")
+    config = bundle.read_bundle_config(exported.path)
+    blobs = fetch_blobs(ledger_shop()[3], USERS, sampling_with_at(config, None, 40, "at"))
+    sig = bundle.EMBED_SIGNATURE
+    by_blob = {
+        "signature_name": sig,
+        "inputs": {bundle.EMBED_INPUT: [{"b64": base64.b64encode(b).decode()} for b in blobs]},
+    }
+    expected = np.array(requests.post(predict_url, json=by_blob, timeout=60).json()["outputs"])
+    body = {"signature_name": sig, "inputs": {"node_id": USERS, "at": 40}}
+    r = requests.post(predict_url, json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    np.testing.assert_allclose(np.array(r.json()["outputs"]), expected, rtol=1e-5, atol=1e-6)
+    own = requests.post(predict_url, json={**body, "inputs": {"node_id": USERS}}, timeout=60)
+    assert not np.allclose(np.array(own.json()["outputs"]), expected, atol=1e-6)
+    req = predict_pb2.PredictRequest()
+    req.model_spec.name, req.model_spec.signature_name = "ledger", sig
+    req.inputs["node_id"].CopyFrom(tf.make_tensor_proto(np.array(USERS, dtype=np.int64)))
+    req.inputs["at"].CopyFrom(tf.make_tensor_proto(np.int64(40)))
+    got = tf.make_ndarray(next(iter(stub.Predict(req, timeout=60).outputs.values())))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    r = requests.post(
+        predict_url, json={**body, "inputs": {"node_id": USERS, "at": 1.5}}, timeout=60
+    )
+    assert r.status_code == 400
+    assert "at: expected one integer time (int64), got float64 of shape []" in r.json()["error"]
+    req.inputs["at"].CopyFrom(tf.make_tensor_proto(np.float32(1.5)))
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Predict(req, timeout=60)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "at: expected one integer time (int64), got float32 of shape []" in err.value.details()
