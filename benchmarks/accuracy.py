@@ -48,6 +48,14 @@ def main() -> int:
         metavar="KEY=JSON",
         help="override a recipe setting, e.g. --set eval_draws=8 --set fanouts=[25,10]",
     )
+    parser.add_argument(
+        "--reservoir",
+        type=int,
+        default=None,
+        metavar="R",
+        help="the bounded mode: build reservoirs of R relationships (direction both) first and "
+        "sample with options.reservoir_threshold = R (training, validation and test)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(
@@ -86,11 +94,27 @@ def main() -> int:
             parser.error(f"--set: expected one of {', '.join(recipe)}, got {key!r}")
         recipe[key] = json.loads(value)
     print("recipe:", ", ".join(f"{k}={v}" for k, v in recipe.items()))
+    options = None
+    if args.reservoir is not None:
+        from memgraph_tf.client.change_log import build_reservoirs
+
+        built = build_reservoirs(source, {"capacity": args.reservoir, "direction": "both"})
+        options = {"reservoir_threshold": args.reservoir}
+        print(
+            f"bounded mode: {built['reservoirs']} nodes of more than {args.reservoir} "
+            f"relationships draw from a reservoir of {args.reservoir}"
+        )
     accuracies = []
     for seed in args.seeds:
         t0 = time.perf_counter()
         result = train_graphsage(
-            source, split["train"], split["val"], feature_cache=cache, seed=seed, **recipe
+            source,
+            split["train"],
+            split["val"],
+            feature_cache=cache,
+            seed=seed,
+            options=options,
+            **recipe,
         )
         train_s = time.perf_counter() - t0
         test = evaluate(
@@ -100,6 +124,7 @@ def main() -> int:
             feature_cache=cache,
             draws=args.test_draws,
             seed=10_000 + seed,
+            options=options,
         )["accuracy"]
         accuracies.append(test)
         print(

@@ -39,6 +39,7 @@ figures.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import random
@@ -164,6 +165,49 @@ def embedded_rows(degrees: list[int], rounds: int) -> list[tuple[Any, ...]]:
             f"{', '.join(f'{m} {c:,}' for m, c in top)})"
         )
         rows.append(("embedded", proc, hop, degree, t_hub, t_base, total / slots))
+    return rows
+
+
+# -- the bounded mode (memgraph_tf/procedures/reservoir.py) ------------------------------------
+def bounded_rows(degrees: list[int], rounds: int, capacity: int) -> list[tuple[Any, ...]]:
+    """``tf_features.sample`` (ids only, fanout 10) in the bounded mode on the embedded runtime:
+    reservoirs of ``capacity`` built by ``tf_features.build_reservoirs`` (one page), drawn from
+    above a threshold of ``capacity``; hop 1 from each hub and hop 2 from a leaf, against the
+    same call from the degree-10 star (exact: no reservoir there). Prints the build's time and
+    the acceptance figure: the time per call at the largest degree over that at the smallest."""
+    t0 = time.perf_counter()
+    g, hubs, leaves = build_embedded(degrees)
+    t1 = time.perf_counter()
+    [page] = g.call(
+        "tf_features.build_reservoirs",
+        {"capacity": capacity, "seed": 1, "direction": "both", "batch_nodes": g.node_count + 1},
+    )
+    print(
+        f"bounded: graph of {g.node_count:,} nodes built in {t1 - t0:.1f} s; "
+        f"{page['reservoirs']} reservoirs of {capacity} built in {time.perf_counter() - t1:.1f} s "
+        "(tf_features.build_reservoirs, one pass)"
+    )
+    options = {**HOMOGENEOUS, "reservoir_threshold": capacity}
+
+    def sample(seed: int, fanouts: list[int]) -> str:
+        [row] = g.call("tf_features.sample", [seed], fanouts, [], options)
+        return row["blob"]
+
+    rows = []
+    for hop, seed_of in ((1, hubs), (2, leaves)):
+        fanouts = [10] * hop
+        base = functools.partial(sample, seed_of[BASE_DEGREE], fanouts)
+        best = {}
+        for degree in degrees:
+            hub = functools.partial(sample, seed_of[degree], fanouts)
+            best[degree], t_base = compare(hub, base, rounds)
+            print(row_text("bounded", "sample", hop, degree, best[degree], t_base))
+            rows.append(("bounded", "sample", hop, degree, best[degree], t_base, None))
+        lo, hi = min(degrees), max(degrees)
+        print(
+            f"bounded  sample       hop {hop}  d={hi:,} / d={lo:,}: "
+            f"{best[hi] / best[lo]:.2f}x the time per call"
+        )
     return rows
 
 
@@ -294,11 +338,22 @@ def main() -> int:
     parser.add_argument("--skip-bolt", action="store_true")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--markdown", action="store_true", help="also print the table as markdown")
+    parser.add_argument(
+        "--bounded", action="store_true", help="add the bounded mode's rows (embedded)"
+    )
+    parser.add_argument("--bounded-only", action="store_true", help="only the bounded mode's rows")
+    parser.add_argument("--capacity", type=int, default=100, help="the bounded mode's R")
     args = parser.parse_args()
     degrees = sorted(set(args.degrees) | ({1_000_000} if args.with_million else set()))
     start = time.perf_counter()
     print(f"load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs); {args.rounds} rounds")
-    rows = embedded_rows(degrees, args.rounds)
+    if args.bounded_only:
+        rows = bounded_rows(degrees, args.rounds, args.capacity)
+        args.skip_bolt = True
+    else:
+        rows = embedded_rows(degrees, args.rounds)
+        if args.bounded:
+            rows += bounded_rows(degrees, args.rounds, args.capacity)
     if args.skip_bolt:
         pass
     elif importlib.util.find_spec("arcadedb_embedded") is None:

@@ -8,6 +8,8 @@ what a person can follow up -- bundles, pictures and a report in ``--out`` (defa
    ``UNWIND`` batches (:func:`memgraph_tf.client.loaders.load_into_graph`).
 2. **train** GraphSAGE with features and neighbourhoods coming only through ``tf_features.*`` blobs,
    unpacked by the C++ op; measure test accuracy (mean of several neighbourhood draws).
+   On ``--dataset people`` (the planted property graph) the :Person properties are profiled
+   and their feature spec inferred first (printed); the model encodes the raw property columns.
 3. **export** two TF Serving bundles into ``OUT/``: ``portable/`` (stock ops only, for the stock
    ``tensorflow/serving`` image) and ``with_op/`` (the C++ op inside).
 4. **serve** the portable bundle with the local TF-Serving-compatible server (REST, and gRPC where
@@ -37,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from memgraph_tf import datasets, report, typed_datasets
+from memgraph_tf import datasets, property_datasets, report, typed_datasets
 
 logger = logging.getLogger(__name__)
 
@@ -822,6 +824,207 @@ class _ShopDemo:
         return {"best_possible": self.data.best_accuracy}
 
 
+PEOPLE = property_datasets.PROPERTY_DATASET
+"""``--dataset people``: the planted property graph (:func:`memgraph_tf.property_datasets.
+planted_property_graph`), its :Person properties profiled, a feature spec inferred from the
+profile and the typed GraphSAGE trained on the raw property columns."""
+PEOPLE_NUM_NEIGHBORS = {"(:Person)-[:KNOWS]->(:Person)": [3]}
+PEOPLE_OPTIONS = {"id_property": "id"}
+PEOPLE_PROPERTIES = [*property_datasets.SIGNAL_PROPERTIES, *property_datasets.NOISE_PROPERTIES]
+"""The :Person properties the people demo profiles and encodes (not ``id``, ``label``,
+``split``)."""
+PEOPLE_RECIPE = {
+    "hidden_units": 32,
+    "dropout": 0.1,
+    "l2": 1e-4,
+    "batch_size": 256,
+    "steps": 150,
+    "eval_every": 25,
+    "eval_draws": 1,
+}
+"""``train_typed_graphsage`` settings of the people demo (a few seconds on 2 cores)."""
+SPEC_FILE = "feature_spec.json"
+
+
+def spec_lines(spec: Any) -> list[str]:
+    """One line per property of ``spec`` (a :class:`~memgraph_tf.feature_spec.LabelSpec`): its
+    name, kind and the encoding's parameters (vocabulary size and OOV buckets, hash buckets, the
+    standardisation, a missing indicator)."""
+    lines = []
+    for prop in spec.to_dict()["properties"]:
+        kind, parts = prop["kind"], []
+        if prop.get("vocabulary") is not None:
+            parts.append(f"{len(prop['vocabulary'])} values + {prop['oov_buckets']} OOV")
+        if prop.get("hash_buckets"):
+            parts.append(f"{prop['hash_buckets']} hash buckets")
+        if prop.get("type"):
+            parts.append(prop["type"])
+        if prop.get("standardize"):
+            parts.append(f"standardised: mean {prop['mean']:.4g}, std {prop['std']:.4g}")
+        if prop.get("missing_indicator"):
+            parts.append("missing indicator")
+        lines.append(f"{prop['name']}: {kind}" + (f" ({', '.join(parts)})" if parts else ""))
+    return lines
+
+
+def profile_lines(profile: Mapping[str, Any]) -> list[str]:
+    """One line per property of a ``tf_features.profile`` answer: coverage, value types and the
+    number of distinct values."""
+    lines = []
+    for prop in profile["properties"]:
+        types = "/".join(t["type"] for t in prop["types"])
+        distinct = prop.get("cardinality")
+        if prop.get("element_cardinality") is not None:
+            distinct = f"{prop['element_cardinality']} element"
+        lines.append(
+            f"{prop['name']}: {types}, coverage {prop['coverage']:.0%}"
+            + (f", {distinct} distinct" if distinct is not None else "")
+        )
+    return lines
+
+
+class _PeopleDemo(_ShopDemo):
+    """What the demo does on the planted property graph (``--dataset people``) at each stage
+    where the datasets differ: stage 2 first profiles the :Person properties and infers their
+    feature spec (printed, and written to ``OUT/feature_spec.json`` at stage 4); training,
+    export, serving and batch inference run with that spec. The in-process runtime only: no
+    loader writes the property maps to a Bolt server."""
+
+    def __init__(self, graph: str | None, replace: bool, steps: int | None, people: Any) -> None:
+        from memgraph_tf.errors import ConfigurationError
+
+        if graph is not None:
+            raise ConfigurationError(
+                f"--graph: --dataset {PEOPLE} runs on the in-process runtime only (no loader "
+                "writes the planted property graph to a Bolt server); leave --graph out"
+            )
+        super().__init__(None, replace, steps, None)
+        self.dataset, self.people, self.out = PEOPLE, dict(people or {}), None
+
+    def load(self, progress: bool) -> _Loaded:
+        from memgraph_tf import client
+
+        data = self.data = property_datasets.planted_property_graph(**self.people)
+        self.num_nodes, self.num_edges = len(data.nodes), len(data.edges)
+        embedded, _ = property_datasets.property_embedded_graph(data)
+        source = client.EmbeddedSource(embedded)
+        self.users = property_datasets.LABEL
+        self.train_n, self.val_n = len(data.ids("train")), len(data.ids("val"))
+        names = [f"segment_{k}" for k in range(data.num_classes)]
+        return _Loaded(
+            source,
+            embedded,
+            "the in-process runtime (the query modules through mgp.py)",
+            data.ids("test"),
+            data.labels,
+            names,
+        )
+
+    def loaded_line(self, g: _Loaded) -> tuple[int, str]:
+        return self.num_nodes, (
+            f"loaded the planted property graph into {g.text}: :{self.users} "
+            f"{self.num_nodes:,}; :KNOWS {self.num_edges:,}; train/val/test {self.train_n}/"
+            f"{self.val_n}/{len(g.test_ids)}"
+        )
+
+    def infer_spec(self, g: _Loaded) -> None:
+        """Profiles the :Person properties (``tf_features.profile``), infers their feature spec
+        and prints both."""
+        from memgraph_tf.client.feature_specs import infer_feature_spec, profile_label
+
+        label = self.users
+        clock = _Clock()
+        profile = profile_label(g.source, label, PEOPLE_PROPERTIES)
+        self.spec = infer_feature_spec(g.source, label, PEOPLE_PROPERTIES)
+        _say(f"      profiled :{label} ({profile['count']:,} nodes, tf_features.profile):")
+        for line in profile_lines(profile):
+            _say(f"        {line}")
+        _say(f"      inferred the feature spec of :{label} ({clock.seconds:.1f} s in all):")
+        for line in spec_lines(self.spec):
+            _say(f"        {line}")
+
+    def train(self, g: _Loaded, seed: int, progress: bool) -> tuple[Any, str, Callable]:
+        from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
+
+        self.infer_spec(g)
+        recipe = dict(PEOPLE_RECIPE)
+        if self.steps is not None:
+            recipe["steps"] = self.steps
+        result = train_typed_graphsage(
+            g.source,
+            self.users,
+            PEOPLE_NUM_NEIGHBORS,
+            {},
+            options=PEOPLE_OPTIONS,  # the split is read from the :Person nodes' `split`
+            feature_spec={self.users: self.spec},
+            seed=seed,
+            class_names=g.class_names,
+            progress=progress,
+            **recipe,
+        )
+        detail = f"{self.train_n} :{self.users} nodes, {len(self.spec.properties)} properties"
+        predict = functools.partial(
+            predict_typed_proba, result.model, g.source, g.test_ids, options=PEOPLE_OPTIONS
+        )
+        return result, detail, predict
+
+    def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
+        data = self.data
+        return (
+            f"trained the typed GraphSAGE on the encoded property columns for {steps} steps via "
+            f"tf_features.sample_typed blobs (options.feature_spec; {seconds:.1f} s): best val "
+            f"acc {result.best_val_accuracy:.3f} (step {result.best_step}), test acc {acc:.3f} "
+            f"(best possible {data.best_accuracy:.3f}, chance {data.chance:.3f})"
+        )
+
+    def export_options(self) -> dict[str, Any]:
+        return {"sample_options": PEOPLE_OPTIONS, "seed_label": self.users}
+
+    def local_classes(self, g: _Loaded, result: Any, ids: list[int], portable: Any, seed: int):
+        """The in-process model's classes of ``ids`` on the blobs the server fetches (the
+        bundle's inference sampling, its feature spec included), decoded by the bundle's own
+        decoding step; writes the spec beside the bundles."""
+        import tensorflow as tf
+
+        from memgraph_tf import ops
+        from memgraph_tf.serving.bundle import inference_sampling, read_bundle_config
+        from memgraph_tf.serving.export import decode_with_bags
+        from memgraph_tf.serving.neighbourhoods import fetch_blobs
+
+        (portable.path.parents[2] / SPEC_FILE).write_text(self.spec.to_json(), encoding="utf-8")
+        config = read_bundle_config(portable.path)
+        blobs = fetch_blobs(g.source, ids, inference_sampling(config))
+        inputs = decode_with_bags(tf.constant(blobs), ops.unpack_blob_portable, config.sections)
+        return tf.nn.softmax(result.model(inputs, training=False)).numpy().argmax(axis=1)
+
+    def serve_options(self) -> dict[str, str]:
+        return {
+            "nodes": f":{self.users} nodes",
+            "compared_with": "the in-process model on the same blobs",
+            "noun": "person",
+        }
+
+    def report_options(self, g: _Loaded) -> dict[str, Any]:
+        data = self.data
+        return {
+            "title": "Planted property graph (feature spec)",
+            "test_nodes": "test persons",
+            "published": {},
+            "best_possible": data.best_accuracy,
+            "model_name": "typed GraphSAGE",
+            "dataset": PEOPLE,
+            "num_nodes": self.num_nodes,
+            "num_edges": self.num_edges,
+            "num_features": f"{self.users} {len(self.spec.properties)} properties (inferred spec)",
+            "train_nodes": self.train_n,
+            "val_nodes": self.val_n,
+            "same_blobs": True,
+        }
+
+    def extra_figures(self) -> dict[str, Any]:
+        return {"best_possible": self.data.best_accuracy, "feature_spec": self.spec}
+
+
 def _run_stages(
     demo: Any, out: str | os.PathLike[str], *, seed: int, classify_count: int, progress: bool
 ) -> dict[str, Any]:
@@ -913,17 +1116,23 @@ def run(
     classify_count: int = 64,
     progress: bool = True,
     shop: Mapping[str, Any] | None = None,
+    people: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Runs the demo (see the module docstring) and returns its figures: ``test_accuracy``,
     ``val_accuracy``, ``served_accuracy``, ``served_agreement``, ``written``, ``seconds``, the
     :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``).
 
-    ``dataset`` :data:`SHOP` runs :func:`run_shop` (``shop``: its graph's overrides)."""
-    demo = (
-        _ShopDemo(graph, replace, steps, shop)
-        if dataset == SHOP
-        else _PlanetoidDemo(dataset, graph, replace, steps)
-    )
+    ``dataset`` :data:`SHOP` runs :func:`run_shop` (``shop``: its graph's overrides);
+    :data:`PEOPLE` the planted property graph with an inferred feature spec (``people``:
+    :func:`~memgraph_tf.property_datasets.planted_property_graph`'s arguments; also returns
+    ``best_possible`` and the ``feature_spec``)."""
+    demo: Any
+    if dataset == SHOP:
+        demo = _ShopDemo(graph, replace, steps, shop)
+    elif dataset == PEOPLE:
+        demo = _PeopleDemo(graph, replace, steps, people)
+    else:
+        demo = _PlanetoidDemo(dataset, graph, replace, steps)
     return _run_stages(demo, out, seed=seed, classify_count=classify_count, progress=progress)
 
 
@@ -992,9 +1201,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         default="cora",
-        choices=[*datasets.DATASETS, SHOP],
-        help="cora / citeseer (shipped in the package), synthetic (a small random graph) or shop "
-        "(a generated typed graph: users, products, categories; the typed GraphSAGE)",
+        choices=[*datasets.DATASETS, SHOP, PEOPLE],
+        help="cora / citeseer (shipped in the package), synthetic (a small random graph), shop "
+        "(a generated typed graph: users, products, categories; the typed GraphSAGE) or people "
+        "(a planted property graph: its properties profiled, a feature spec inferred and "
+        "encoded inside the model; in-process only)",
     )
     parser.add_argument(
         "--graph",

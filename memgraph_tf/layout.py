@@ -168,9 +168,11 @@ SAMPLE_OPTIONS = PACK_OPTIONS + (
     "layout",
     "low_degree",
     "replace",
+    "reservoir_threshold",
     "seed",
 )
-"""Options of ``tf_features.sample`` and ``sample_per_node``."""
+"""Options of ``tf_features.sample`` and ``sample_per_node`` (``reservoir_threshold``: the bounded
+mode, :mod:`memgraph_tf.procedures.reservoir`)."""
 DESCRIBE_OPTIONS = SAMPLE_OPTIONS + ("fanouts",)
 """Options of ``tf_features.describe``."""
 SPLIT_PROPERTY = "split"
@@ -182,7 +184,7 @@ SPLIT_OPTIONS = ("exclude_splits", "split_property")
 """Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
 SAMPLE_TYPED_OPTIONS = (
     PACK_OPTIONS
-    + ("feature_spec", "layout", "seed", "seed_time", "time_order", "at")
+    + ("at", "feature_spec", "layout", "reservoir_threshold", "seed", "seed_time", "time_order")
     + SPLIT_OPTIONS
 )
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one

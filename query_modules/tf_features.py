@@ -147,6 +147,32 @@ def split_edges(
     return mgp.Record(**_procedures.run_split_edges(ctx, pattern, options))
 
 
+# -- the bounded mode: per-node reservoirs of relationships (memgraph_tf/procedures/reservoir.py)
+
+
+@mgp.write_proc
+def build_reservoirs(
+    ctx: mgp.ProcCtx,
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(nodes=int, reservoirs=int, removed=int, next=mgp.Nullable[int]):
+    """One page (``options.batch_nodes`` nodes after the cursor ``options.after``, in internal id
+    order) of the build: each node with more than ``options.capacity`` relationships of the step
+    (``options.edge_types``, ``options.direction``) gets a uniform sample of that many as a
+    reservoir property; ``next``: the cursor of the next page, null when done."""
+    return mgp.Record(**_procedures.run_build_reservoirs(ctx, options))
+
+
+@mgp.write_proc
+def update_reservoirs(
+    ctx: mgp.ProcCtx,
+    changes: mgp.List[mgp.Map],
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(applied=int, skipped=int, updated=int, short=int):
+    """Applies change-log entries (relationships created and deleted) to the reservoirs of the
+    step (``options.edge_types``, ``options.direction``) of their endpoints."""
+    return mgp.Record(**_procedures.run_update_reservoirs(ctx, changes, options))
+
+
 # -- profile: what one label's node properties hold (memgraph_tf/procedures/profile.py) ----------
 
 

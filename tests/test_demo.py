@@ -157,6 +157,81 @@ def test_shop_demo_trains_typed_serves_by_node_id_and_scores_every_user(shop_run
     assert "--graph embedded:shop --port 8501" in summary.commands[1]
 
 
+SMALL_PEOPLE = {"num_people": 600, "strength": 3.0, "seed": 1}
+"""A small planted property graph with a strong signal (best possible accuracy 0.902, chance
+0.417)."""
+
+
+@pytest.fixture(scope="module")
+def people_run(tmp_path_factory):
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("people")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        figures = demo.run(
+            "people", out, steps=30, classify_count=12, progress=False, people=SMALL_PEOPLE
+        )
+    return out, figures, printed.getvalue()
+
+
+def test_people_demo_infers_a_spec_trains_serves_and_scores_every_person(people_run) -> None:
+    from memgraph_tf.feature_spec import LabelSpec
+    from memgraph_tf.property_datasets import planted_property_graph
+    from memgraph_tf.serving import bundle
+
+    out, figures, printed = people_run
+    graph = planted_property_graph(**SMALL_PEOPLE)
+    for step in range(1, 7):
+        assert f"[{step}/6]" in printed
+    # profile -> inferred spec (printed) -> training, in that order
+    profiled = printed.index("profiled :Person (600 nodes, tf_features.profile)")
+    inferred = printed.index("inferred the feature spec of :Person")
+    assert printed.index("[1/6]") < profiled < inferred < printed.index("[2/6]")
+    assert "plan: string/missing, coverage 61%, 3 distinct" in printed
+    assert re.search(r"city: categorical \(10 values \+ 1 OOV\)", printed)
+    assert re.search(r"plan: categorical \(3 values \+ 1 OOV, missing indicator\)", printed)
+    assert "joined: temporal (Date, standardised: mean" in printed
+    spec = figures["feature_spec"]
+    assert [p.name for p in spec.properties] == [
+        "city",
+        "tags",
+        "joined",
+        "plan",
+        "score",
+        "visits",
+    ]
+    assert LabelSpec.from_json((out / "feature_spec.json").read_text()).to_dict() == spec.to_dict()
+    # well above chance, at most the exact best possible accuracy (with a finite-sample margin)
+    assert figures["best_possible"] == graph.best_accuracy
+    assert graph.chance + 0.2 < figures["test_accuracy"] <= graph.best_accuracy + 0.08
+    # served by node_id over REST and gRPC: the in-process model's class on the same blobs
+    grpc = importlib.util.find_spec("memgraph_tf.serving.grpc_server") is not None
+    summary = figures["summary"]
+    assert [c.how for c in summary.served] == ["REST :classify by node_id"] + (
+        ["gRPC Classify by node_id"] if grpc else []
+    )
+    for check in summary.served:
+        assert (check.nodes, check.agreement) == (12, 1.0), check
+    # batch inference wrote every :Person node
+    assert figures["written"] == 600
+    # both bundles sample the raw property columns with the inferred spec
+    for kind in ("portable", "with_op"):
+        config = bundle.read_bundle_config(out / kind / "GraphSage" / "1")
+        assert config.typed["seed_label"] == "Person"
+        assert config.options["feature_spec"] == {"Person": spec.to_dict()}
+        assert config.class_names == ("segment_0", "segment_1", "segment_2")
+    assert "--graph embedded:people --port 8501" in summary.commands[1]
+
+
+def test_people_demo_refuses_a_bolt_graph() -> None:
+    from memgraph_tf.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"--dataset people runs on the in-process"):
+        demo.run("people", "unused", graph="bolt://db:7687", progress=False)
+
+
 @pytest.mark.arcadedb
 def test_demo_with_graph_loads_a_real_bolt_server_through_cypher(
     tmp_path, monkeypatch, arcadedb_server, bolt_source
@@ -227,6 +302,7 @@ def test_demo_output_folder_is_the_one_given(tmp_path, monkeypatch) -> None:
     with pytest.raises(SystemExit, match=r"^2$"):
         cli.build_parser().parse_args(["demo", "--dataset", "pubmed"])
     assert cli.build_parser().parse_args(["demo", "--dataset", "shop"]).dataset == "shop"
+    assert cli.build_parser().parse_args(["demo", "--dataset", "people"]).dataset == "people"
 
 
 def test_commands_to_go_on_name_the_output_folder() -> None:

@@ -109,6 +109,27 @@ def split_edges(factory: AccessFactory, pattern: Any, options: Any) -> dict[str,
         return ProcedureRunner(factory).split_edges(pattern, options)
 
 
+def build_reservoirs(source: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.build_reservoirs`` on the client (one page, written in one transaction per
+    chunk of nodes): the same reservoirs and counts the procedure writes and returns."""
+    from memgraph_tf.client.sources.cypher import CypherReservoirStore
+    from memgraph_tf.procedures import reservoir
+
+    with _as_graph_data_errors():
+        opts = reservoir.parse_build_options(options)
+        return reservoir.build(CypherReservoirStore(source), opts)
+
+
+def update_reservoirs(source: Any, changes: Any, options: Any) -> dict[str, int]:
+    """``tf_features.update_reservoirs`` on the client: the same reservoirs and counts."""
+    from memgraph_tf.client.sources.cypher import CypherReservoirStore
+    from memgraph_tf.procedures import reservoir
+
+    with _as_graph_data_errors():
+        opts = reservoir.parse_update_options(options)
+        return reservoir.update(CypherReservoirStore(source), changes, opts)
+
+
 def profile(
     source: Any, quote_name: Any, label: Any, properties: Any, options: Any
 ) -> dict[str, Any]:

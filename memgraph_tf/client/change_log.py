@@ -407,3 +407,68 @@ def install_triggers(source: GraphSource, statements: Sequence[TriggerStatement]
             ) from exc
         installed.append(trigger.name)
     return installed
+
+
+# ------------------------------------------------------------- the bounded mode's reservoirs
+def last_seq(log: ChangeLog) -> int:
+    """The ``seq`` of the last change of ``log`` (0 when it has none): the cursor a reservoir
+    build reflects when nothing is written during it."""
+    source = log.source
+    if isinstance(source, EmbeddedSource):
+        graph = source.graph
+        with source.lock:
+            for node in graph.nodes(COUNTER_LABEL):
+                if graph.get_property(node, "log") == log.log:
+                    return int(graph.get_property(node, "seq", 0))
+        return 0
+    rows = source.read(
+        f"MATCH (c:{COUNTER_LABEL}) WHERE c.log = $log RETURN c.seq AS seq", {"log": log.log}
+    )
+    return int(rows[0]["seq"] or 0) if rows else 0
+
+
+def build_reservoirs(
+    source: GraphSource, options: dict[str, Any], log: ChangeLog | None = None
+) -> dict[str, int]:
+    """Builds the reservoirs of one edge step (``tf_features.build_reservoirs``: ``options``
+    holds ``capacity``, ``edge_types``, ``direction``, ``id_property``, ``seed``,
+    ``batch_nodes``) page by page, one write transaction each, from ``options["after"]`` (a
+    cursor a previous, interrupted build returned) to the end; with ``log``, the reservoirs
+    record its last ``seq`` as applied (read before the build: changes logged during it may be
+    applied twice). Returns the totals of ``nodes``, ``reservoirs`` and ``removed``."""
+    from memgraph_tf.client.sources.procedure_table import BUILD_RESERVOIRS
+
+    opts = dict(options)
+    if log is not None:
+        opts["applied_seq"] = last_seq(log)
+    totals = {"nodes": 0, "reservoirs": 0, "removed": 0}
+    while True:
+        page = source.call_procedure(BUILD_RESERVOIRS, BUILD_RESERVOIRS.plain(opts))
+        for name in totals:
+            totals[name] += page[name]
+        if page["next"] is None:
+            return totals
+        opts["after"] = page["next"]
+
+
+def apply_to_reservoirs(
+    log: ChangeLog, options: dict[str, Any], after: int = 0, limit: int = 1000
+) -> tuple[dict[str, int], int]:
+    """Keeps the reservoirs of one edge step (``options``: its ``edge_types``, ``direction``,
+    ``id_property``) current: applies the changes of ``log`` after the cursor ``after``,
+    ``limit`` per ``tf_features.update_reservoirs`` call, and returns the totals (``applied``,
+    ``skipped``, ``updated``, ``short``: see :func:`memgraph_tf.procedures.reservoir.update`)
+    and the new cursor. Re-applying changes is harmless (each reservoir skips those at or below
+    its ``applied_seq``), so a crash between calls loses nothing."""
+    from memgraph_tf.client.sources.procedure_table import UPDATE_RESERVOIRS
+
+    totals = {"applied": 0, "skipped": 0, "updated": 0, "short": 0}
+    while True:
+        changes, cursor = log.read(after, limit)
+        if not changes:
+            return totals, after
+        rows = [{**change.row(), "seq": change.seq} for change in changes]
+        got = log.source.call_procedure(UPDATE_RESERVOIRS, UPDATE_RESERVOIRS.plain(rows, options))
+        for name in totals:
+            totals[name] += got[name]
+        after = cursor

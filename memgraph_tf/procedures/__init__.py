@@ -13,7 +13,8 @@ The modules: :mod:`.options` (arguments), :mod:`.access` (the protocol), :mod:`.
 :mod:`.core` (pack, homogeneous sampling, describe) and :mod:`.sections` (the sample blob),
 :mod:`.slots` and :mod:`.slot_blobs` (typed slot sampling and its blob), :mod:`.typed`
 (``sample_typed``, ``schema``), :mod:`.pairs` (``sample_pairs``, ``split_edges``),
-:mod:`.limits` (``options.max_blob_bytes``), :mod:`.errors`.
+:mod:`.limits` (``options.max_blob_bytes``), :mod:`.reservoir` (the bounded mode: stored
+per-node samples of hubs' relationships), :mod:`.errors`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memgraph_tf import blob
-from memgraph_tf.procedures import core, pairs, sections, tables, typed
+from memgraph_tf.procedures import core, pairs, reservoir, sections, tables, typed
 from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
@@ -50,6 +51,7 @@ __all__ = [
     "pack_blob",
     "parse_fanouts",
     "parse_options",
+    "run_build_reservoirs",
     "run_describe",
     "run_pack",
     "run_profile",
@@ -59,6 +61,7 @@ __all__ = [
     "run_sample_typed",
     "run_schema",
     "run_split_edges",
+    "run_update_reservoirs",
     "sample_blob",
     "sample_per_node_blobs",
 ]
@@ -270,3 +273,17 @@ def run_sample_pairs(
 def run_split_edges(ctx: Any, pattern: Any, options: Any) -> dict[str, int]:
     """``tf_features.split_edges``: see :func:`memgraph_tf.procedures.pairs.split_edges`."""
     return mgp_runner(ctx).split_edges(pattern, options)
+
+
+def run_build_reservoirs(ctx: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.build_reservoirs``: one page of the build (a write procedure's context);
+    see :func:`memgraph_tf.procedures.reservoir.build`."""
+    opts = reservoir.parse_build_options(options)
+    return reservoir.build(reservoir.MgpReservoirStore(ctx), opts)
+
+
+def run_update_reservoirs(ctx: Any, changes: Any, options: Any) -> dict[str, int]:
+    """``tf_features.update_reservoirs``: change-log entries applied to the reservoirs; see
+    :func:`memgraph_tf.procedures.reservoir.update`."""
+    opts = reservoir.parse_update_options(options)
+    return reservoir.update(reservoir.MgpReservoirStore(ctx), changes, opts)

@@ -18,7 +18,15 @@ from typing import Any, Protocol
 
 from memgraph_tf.procedures.options import Options, SplitFilter
 
-__all__ = ["ABORT_CHECK_EVERY", "READ_CHUNK", "AccessFactory", "GraphAccess", "is_int", "node_name"]
+__all__ = [
+    "ABORT_CHECK_EVERY",
+    "READ_CHUNK",
+    "AccessFactory",
+    "GraphAccess",
+    "is_int",
+    "node_name",
+    "stale_member",
+]
 
 ABORT_CHECK_EVERY = 256
 """An access checks for abort at least every this many nodes or edges read."""
@@ -52,6 +60,11 @@ class GraphAccess(Protocol):
     def internal_ids(self, keys: Sequence[int]) -> list[int]:
         """The internal id of the node each of ``keys`` (resolved or met in this call) stands
         for."""
+
+    def adopt(self, keys: Sequence[int], internals: Sequence[int]) -> None:
+        """Registers ``keys[i]`` as the key of the node with internal id ``internals[i]``: nodes
+        met without an edge walk (a reservoir's members, :mod:`.reservoir`), read later like
+        any other key."""
 
     # -- reads ----------------------------------------------------------------------------------
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
@@ -130,3 +143,13 @@ def node_name(key: int, id_property: str | None) -> str:
 def is_int(value: Any) -> bool:
     """Whether ``value`` is an integer key (an ``int``, not a ``bool``)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def stale_member(name: str, internal: Any) -> str:
+    """The message, on every access, for a reservoir member (``name``: the node as
+    :func:`node_name` names it) no longer in the graph under its key."""
+    return (
+        f"{name} (internal id {internal}): in a reservoir (options.reservoir_threshold) but no "
+        "longer in the graph under that key: the reservoir lags the graph (apply the change log "
+        "with tf_features.update_reservoirs, or rebuild it with tf_features.build_reservoirs)"
+    )

@@ -13,7 +13,10 @@ depend on whether numpy is present. Everything is deterministic given the graph,
   (:func:`~memgraph_tf.procedures.draw.rng_for`), so a seed's
   neighbourhood does not depend on the other seeds in the call (``sample`` of n seeds equals the n
   single-seed blobs of ``sample_per_node`` stacked);
-* per seed, hops are drawn in order 1..K and, within a hop, slots in row-major order.
+* per seed, hops are drawn in order 1..K and, within a hop, slots in row-major order;
+* with ``options.reservoir_threshold`` (the bounded mode, :mod:`.reservoir`) a node whose stored
+  reservoir records a degree above it draws, by the same rule, from its reservoir's members
+  instead of all its neighbours.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from memgraph_tf.procedures.draw import (
 )
 from memgraph_tf.procedures.errors import PropertyValueError, describe_value
 from memgraph_tf.procedures.options import Options, check_names
+from memgraph_tf.procedures.reservoir import BoundedReads
 from memgraph_tf.procedures.sections import Sample
 from memgraph_tf.procedures.tables import (
     Column,
@@ -135,14 +139,14 @@ def sample_ids(
     ids: list[list[int]] = [list(seeds)]
     masks: list[list[bool]] = [[True] * len(seeds)]
     neighbour_cache: dict[int, list[int]] = {}
+    bounded = BoundedReads.of(options)  # the bounded mode: hubs draw from their reservoirs
     per_row = 1
     for h, f in enumerate(fanouts, start=1):
         prev_ids, prev_mask = ids[h - 1], masks[h - 1]
-        todo = [
-            k
-            for k in dict.fromkeys(k for k, m in zip(prev_ids, prev_mask) if m)
-            if k not in neighbour_cache
-        ]
+        parents = list(dict.fromkeys(k for k, m in zip(prev_ids, prev_mask) if m))
+        if bounded is not None:
+            bounded.fill(access, parents, neighbour_cache, f, h)
+        todo = [k for k in parents if k not in neighbour_cache]
         read = functools.partial(
             access.neighbours, edge_types=options.edge_types, direction=options.direction
         )
@@ -163,6 +167,8 @@ def sample_ids(
                     access.check_abort()
                 hi = min(stop, lo + slots_per_check)
                 draw(rng, neighbour_cache, prev_ids[lo:hi], prev_mask[lo:hi], cur_ids, cur_mask)
+        if bounded is not None:
+            bounded.verify(access, cur_ids, cur_mask)
         ids.append(cur_ids)
         masks.append(cur_mask)
         per_row *= f

@@ -10,7 +10,7 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, is_int, node_name
+from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, is_int, node_name, stale_member
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
     ProcedureInputError,
@@ -53,8 +53,15 @@ class _Vertices(dict):
     neighbours need not be registered."""
 
     lookup: Any = None
+    adopted: dict[int, int] | None = None
+    """Key -> internal id of the nodes :meth:`MgpGraphAccess.adopt` registered, not fetched yet."""
+    fetch: Any = None
+    """``fetch(key, internal id)``: the vertex of an adopted key (set with :attr:`adopted`)."""
 
     def __missing__(self, key: int) -> Any:
+        if self.adopted and key in self.adopted:
+            vertex = self[key] = self.fetch(key, self.adopted.pop(key))
+            return vertex
         if self.lookup is None:
             raise KeyError(key)
         return self.lookup(key)
@@ -291,6 +298,29 @@ class MgpGraphAccess:
                 if label is None or any(lb.name == label for lb in other.labels):
                     found.append(self._register_handle(other))
         return found
+
+    def adopt(self, keys: Sequence[int], internals: Sequence[int]) -> None:
+        """Registers nodes met by internal id rather than over an edge (a reservoir's members:
+        ``keys[i]`` is the key of the node with internal id ``internals[i]``). A key is fetched
+        when first read; a node no longer in the graph, or (with ``options.id_property``) no
+        longer holding its key, then raises :class:`NodeNotFoundError` naming it: the reservoir
+        lags the graph."""
+        vertices = self._vertices
+        if vertices.adopted is None:
+            vertices.adopted, vertices.fetch = {}, self._fetch_adopted
+        for key, internal in zip(keys, internals):
+            if key not in vertices:
+                vertices.adopted.setdefault(key, internal)
+
+    def _fetch_adopted(self, key: int, internal: int) -> Any:
+        graph = getattr(self._graph, "_graph", None) if self._handles else None
+        try:
+            vertex = (graph or self._graph).get_vertex_by_id(internal)
+        except IndexError:
+            vertex = None
+        if vertex is None or (self._id_property is not None and self._key_of(vertex) != key):
+            raise NodeNotFoundError(stale_member(self.node_name(key), internal))
+        return vertex
 
     # -- keys of vertices -----------------------------------------------------------------------
     def _key_of(self, vertex: Any) -> int:

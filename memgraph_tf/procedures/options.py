@@ -50,6 +50,7 @@ class Options:
     seed_time: str | None = None
     time_order: str = "uniform"
     at: int | None = None
+    reservoir_threshold: int | None = None
 
     @property
     def pad(self) -> bool:
@@ -118,6 +119,15 @@ def parse_options(procedure: str, options: Mapping[str, Any] | None) -> Options:
         elif key == "seed":
             ok = isinstance(value, int) and not isinstance(value, bool)
             _expect(key, value, ok, "an integer or null")
+            values[key] = value
+        elif key == "reservoir_threshold":
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            _expect(
+                key,
+                value,
+                ok,
+                "an integer >= 0 (the degree above which a node's reservoir is drawn from) or null",
+            )
             values[key] = value
         elif key == "fanouts":
             values[key] = parse_fanouts(value, "options.fanouts")

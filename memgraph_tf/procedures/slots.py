@@ -38,6 +38,7 @@ from memgraph_tf.procedures.errors import (
     describe_value,
 )
 from memgraph_tf.procedures.options import Options, SplitFilter
+from memgraph_tf.procedures.reservoir import BoundedReads
 from memgraph_tf.procedures.timed import AsOf, RecentDrawer, SeedTimes, read_timed, require_timing
 from memgraph_tf.procedures.weighted import WeightedDrawer, read_weighted, without
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
@@ -166,10 +167,15 @@ class Role:
         base_seed: int,
         avoid: Sequence[tuple[int, int]] | None = None,
         timing: SeedTimes | None = None,
+        *,
+        reservoir_threshold: int | None = None,
+        id_property: str | None = None,
     ) -> None:
         self.spec, self.layout = spec, spec.layout()
         self.timing = timing
         self.internals = internals
+        self.reservoir_threshold, self.id_property = reservoir_threshold, id_property
+        self.bounded: dict[EdgeStep, BoundedReads] = {}  # per step, with reservoir_threshold
         self.rngs = [rng_for(base_seed, key) for key in seed_keys]  # tf_features.sample's RNG
         self.avoid = avoid
         n = len(internals)
@@ -177,6 +183,29 @@ class Role:
         for h, table in enumerate(self.layout.tables):
             for label, size in table.items():
                 self.tables.setdefault((h, label), [PAD_ID] * (n * size))
+
+    def bounded_reads(self, step: EdgeStep, keys: Keys) -> BoundedReads | None:
+        """The bounded mode of ``step`` (its reservoirs: :mod:`.reservoir`), None when the
+        role's ``reservoir_threshold`` is not set; the members' keys go to ``keys``."""
+        if self.reservoir_threshold is None:
+            return None
+        if step.weight is not None or step.time is not None:
+            raise OptionError(
+                f"options.reservoir_threshold: step {step} is "
+                f"{'weighted' if step.weight is not None else 'timed'}, and reservoirs hold a "
+                "uniform sample of a node's relationships (allowed: steps without a weight or "
+                "a time)"
+            )
+        if step not in self.bounded:
+            self.bounded[step] = BoundedReads(
+                self.reservoir_threshold,
+                [step.rel_type],
+                step.direction,
+                self.id_property,
+                step.right,
+                register=functools.partial(keys.add, step.right),
+            )
+        return self.bounded[step]
 
     def widths(self, widths: Mapping[str, int]) -> dict[str, int]:
         """``widths`` restricted to the labels with slots in this role's spec."""
@@ -244,6 +273,10 @@ def draw_role(
         step, f = group.step, group.fanout
         parents = tables[(group.hop - 1, step.left)]
         nbrs = cache.setdefault(step, {})
+        bounded = role.bounded_reads(step, keys)
+        if bounded is not None:  # the bounded mode: hubs draw from their reservoirs
+            met = [k for k in dict.fromkeys(parents) if k != PAD_ID]
+            bounded.fill(nav, met, nbrs, f, group.hop)
         todo = [k for k in dict.fromkeys(parents) if k != PAD_ID and k not in nbrs]
         key_of = keys.of.setdefault(step.right, {})  # (filled by keys.add as they are read)
         draw: Any = Drawer(f)  # tf_features.sample's draw without replacement, padding
@@ -273,6 +306,8 @@ def draw_role(
             ids: list[int] = []
             draw(rng, row_nbrs, row_parents, [p != PAD_ID for p in row_parents], ids, [])
             target[base : base + per * f] = ids  # children of a padded slot stay padded
+            if bounded is not None:
+                bounded.verify(nav, ids, [k != PAD_ID for k in ids])
             drawn += per * f
             if drawn >= DRAWS_PER_CHECK:
                 drawn = 0

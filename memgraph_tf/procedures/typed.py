@@ -56,6 +56,11 @@ def sample_typed(
     same bytes over any graph access; with ``options.exclude_splits`` no relationship whose
     ``options.split_property`` is one of them is walked, at any hop."""
     opts, split, feature_spec = parse_typed_call(options)
+    if split is not None and opts.reservoir_threshold is not None:
+        raise OptionError(
+            "options.reservoir_threshold: expected without options.exclude_splits (a reservoir "
+            "samples every relationship of its step, held-out ones included), got both"
+        )
     specs = parse_feature_specs(feature_spec)
     seed_label = opts.label
     spec = parse_spec(seed_label, num_neighbors)
@@ -94,7 +99,17 @@ def sample_typed(
         timing = seed_times(nav, internals, name, opts.seed_time, most_recent)
 
     def make_roles() -> list[Role]:
-        return [Role(spec, internals, seed_keys, base_seed(opts), timing=timing)]
+        return [
+            Role(
+                spec,
+                internals,
+                seed_keys,
+                base_seed(opts),
+                timing=timing,
+                reservoir_threshold=opts.reservoir_threshold,
+                id_property=opts.id_property,
+            )
+        ]
 
     sections = call.sample_sections(n, spec.layout().slots, "seed", layout_of, make_roles)
     if opts.label_property:

@@ -30,6 +30,7 @@ from memgraph_tf.client.procedure_errors import (
     translate_procedure_failure,
 )
 from memgraph_tf.client.sources import BoltSource
+from memgraph_tf.client.sources.procedure_table import BUILD_RESERVOIRS, UPDATE_RESERVOIRS
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import (
     ConfigurationError,
@@ -104,11 +105,41 @@ def typed_case_graph() -> EmbeddedGraph:
     return g
 
 
+def hub_case_graph() -> EmbeddedGraph:
+    """The bounded mode's cases (internal id = index): hub 0 (``:H {id: 0}``) with leaves 1..6
+    (``(0)-[:E]->(leaf)``) and node 7 (a leaf too, ``key: 'x'``: the others' ``key`` is their
+    ``id``); hub 0 holds one reservoir per
+    edge step, each broken one way (memgraph_tf/procedures/reservoir.py)."""
+    from memgraph_tf.procedures.reservoir import FORMAT, property_name
+
+    g = EmbeddedGraph()
+    hub = g.add_node(["H"], {"id": 0, "key": 0})
+    for i in range(1, 8):
+        g.add_edge(hub, g.add_node(["H"], {"id": i, "key": i if i < 7 else "x"}), "E")
+
+    def reservoir(capacity, degree, keys, internals=None):
+        internals = keys if internals is None else internals
+        head = [FORMAT, capacity, degree, 0, 0, 1, 0, len(keys)]
+        return head + keys + [100 + k for k in keys] + internals
+
+    for step, value in (
+        ((["E"], "out", None), reservoir(3, 7, [1, 2, 3])),  # capacity 3
+        ((["E"], "in", None), reservoir(5, 7, [1, 2])),  # shrunk to 2
+        ((["E"], "both", None), [FORMAT - 1, *reservoir(3, 7, [1, 2, 3])[1:]]),  # old format
+        ((["E", "G"], "out", None), "not a reservoir"),
+        ((["E", "G"], "both", None), reservoir(3, 7, [1, 2, 3])[:-1]),  # truncated
+        ((["E"], "out", "id"), reservoir(3, 7, [1, 2, 999], [1, 2, 999])),  # a deleted member
+    ):
+        g.set_property(hub, property_name(*step), value)
+    return g
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
     call: str  # pack, sample, sample_per_node, describe, profile; typed graph: TYPED_CALLS
     args: tuple
     match: str  # what the message must say (the node, argument, property at fault)
+    graph: str = ""  # "hubs": hub_case_graph() (else by the call: typed or plain)
 
 
 TYPED_CALLS = ("sample_typed", "schema", "sample_pairs", "split_edges")
@@ -126,6 +157,9 @@ USER = {"label": "User"}
 PAIRS = {"source_label": "User"}
 BOUGHT = "(:User)-[:BOUGHT]->(:Product)"
 FOLLOWS = "(:User)-[:FOLLOWS]-(:User)"
+RESERVOIR = {"reservoir_threshold": 0}
+RESERVOIR_NAME = "'tf_reservoir_[0-9a-f]{12}'"
+RELATIONSHIP = {"entity": "relationship", "kind": "created", "rel_type": "E", "seq": 1}
 SPEC_F = {"label": "User", "properties": [{"name": "f", "kind": "numeric", "length": 2}]}
 SPEC_F_CATEGORY = {"label": "User", "properties": [{"name": "f", "kind": "categorical"}]}
 SPEC_CATEGORY = {
@@ -133,6 +167,117 @@ SPEC_CATEGORY = {
     "properties": [{"name": "w", "kind": "required"}, {"name": "v", "kind": "boolean"}],
 }
 CASES = {
+    # -- the bounded mode (hub_case_graph)
+    "bounded: a capacity below the fanout": Case(
+        "sample",
+        ([0], [4], [], {**RESERVOIR, "edge_types": ["E"], "direction": "out"}),
+        rf"^options\.reservoir_threshold: node 0 has a reservoir \({RESERVOIR_NAME}\) of "
+        r"capacity 3, below hop 1's fanout 4: rebuild it with options\.capacity >= 4 ",
+        "hubs",
+    ),
+    "bounded: a reservoir shrunk below the fanout": Case(
+        "sample",
+        ([0], [3], [], {**RESERVOIR, "edge_types": ["E"], "direction": "in"}),
+        rf"^options\.reservoir_threshold: node 0 has a reservoir \({RESERVOIR_NAME}\) holding 2 "
+        r"distinct neighbours \(capacity 5, shrunk by deletions",
+        "hubs",
+    ),
+    "bounded: a reservoir of an older format": Case(
+        "sample",
+        ([0], [2], [], {**RESERVOIR, "edge_types": ["E"]}),
+        rf"^options\.reservoir_threshold: node 0 has a reservoir \({RESERVOIR_NAME}\) of format "
+        r"0, this sampler reads format 1: rebuild it",
+        "hubs",
+    ),
+    "bounded: a property that is no reservoir": Case(
+        "sample",
+        ([0], [2], [], {**RESERVOIR, "edge_types": ["E", "G"], "direction": "out"}),
+        rf"^options\.reservoir_threshold: node 0 property {RESERVOIR_NAME}: expected a "
+        r"reservoir \(a list of integers, format 1\), got str 'not a reservoir'",
+        "hubs",
+    ),
+    "bounded: a truncated reservoir": Case(
+        "sample",
+        ([0], [2], [], {**RESERVOIR, "edge_types": ["E", "G"]}),
+        rf"^options\.reservoir_threshold: node 0 property {RESERVOIR_NAME}: a malformed "
+        r"reservoir \(3 members, capacity 3, degree 7, 16 integers\)",
+        "hubs",
+    ),
+    "bounded: a member no longer in the graph": Case(
+        "sample",
+        ([0], [3], [], {**RESERVOIR, **ID, "edge_types": ["E"], "direction": "out"}),
+        r"^node with id = 999 \(internal id 999\): in a reservoir \(options\.reservoir_threshold\)"
+        r" but no longer in the graph under that key",
+        "hubs",
+    ),
+    "bounded: a negative threshold": Case(
+        "sample",
+        ([0], [2], [], {"reservoir_threshold": -1}),
+        r"^options\.reservoir_threshold: expected an integer >= 0 \(the degree above which",
+        "hubs",
+    ),
+    "sample_typed: the bounded mode with held-out relationships": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "reservoir_threshold": 0, "exclude_splits": ["test"]}),
+        r"^options\.reservoir_threshold: expected without options\.exclude_splits \(a reservoir ",
+    ),
+    "build_reservoirs: no capacity": Case(
+        "build_reservoirs", ({},), r"^options\.capacity: expected the reservoir size R", "hubs"
+    ),
+    "build_reservoirs: an unknown option": Case(
+        "build_reservoirs",
+        ({"capacity": 2, "fanouts": [2]},),
+        r"^options: unknown option 'fanouts' for tf_features\.build_reservoirs \(allowed: ",
+        "hubs",
+    ),
+    "build_reservoirs: a bad direction": Case(
+        "build_reservoirs",
+        ({"capacity": 2, "direction": "up"},),
+        r"^options\.direction: expected one of 'out', 'in', 'both', got str 'up'$",
+        "hubs",
+    ),
+    "build_reservoirs: bad edge types": Case(
+        "build_reservoirs",
+        ({"capacity": 2, "edge_types": "E"},),
+        r"^options\.edge_types: expected a list of edge type names \(strings\), got str 'E'$",
+        "hubs",
+    ),
+    "build_reservoirs: an empty label": Case(
+        "build_reservoirs",
+        ({"capacity": 2, "label": ""},),
+        r"^options\.label: expected a non-empty string, got str ''$",
+        "hubs",
+    ),
+    "build_reservoirs: a capacity of 0": Case(
+        "build_reservoirs",
+        ({"capacity": 0},),
+        r"^options\.capacity: expected an integer >= 1, got int 0$",
+        "hubs",
+    ),
+    "build_reservoirs: a seed that is no integer": Case(
+        "build_reservoirs",
+        ({"capacity": 2, "seed": "7"},),
+        r"^options\.seed: expected an integer, got str '7'$",
+        "hubs",
+    ),
+    "build_reservoirs: an id that is no integer": Case(
+        "build_reservoirs",
+        ({"capacity": 2, "id_property": "key"},),
+        r"^node 7 property 'key' \(options\.id_property\): expected an integer id, got str 'x'$",
+        "hubs",
+    ),
+    "update_reservoirs: a relationship id that is no integer": Case(
+        "update_reservoirs",
+        ([{**RELATIONSHIP, "element_id": "r", "start_id": 0, "end_id": 1}], None),
+        r"^changes\[0\]\.element_id: expected an integer, got str 'r'$",
+        "hubs",
+    ),
+    "update_reservoirs: an endpoint without its key": Case(
+        "update_reservoirs",
+        ([{**RELATIONSHIP, "element_id": 5, "start_id": 0, "end_id": 1, "start_key": 0}], ID),
+        r"^changes\[0\]: expected the integer id of node 1 \(options\.id_property: the change's ",
+        "hubs",
+    ),
     "unknown internal id": Case(
         "pack", ([999], ["f"], {}), r"^nodes\[0\]: unknown node id 999 \(no node has that "
     ),
@@ -450,6 +595,13 @@ CASES = {
         r"^relationship \(node 0:User\)-\[:BOUGHT\]->\(node 4:Product\) property 'w': expected "
         r"a number \(the step's weight\), got no value$",
     ),
+    "sample_typed: the bounded mode on a weighted step": Case(
+        "sample_typed",
+        ([0], {"(:User)-[:BOUGHT {weight: w}]->(:Product)": [1]}, None, {**USER, **RESERVOIR}),
+        r"^options\.reservoir_threshold: step \(:User\)-\[:BOUGHT \{weight: w\}\]->\(:Product\) "
+        r"is weighted, and reservoirs hold a uniform sample of a node's relationships \(allowed: "
+        r"steps without a weight or a time\)$",
+    ),
     "sample_typed: a timed step without options.seed_time": Case(
         "sample_typed",
         ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, USER),
@@ -538,6 +690,10 @@ CASES = {
 # procedures' properties a map or null, pattern a string), and a Memgraph integer is an int64, far
 # inside float range. (check_names' "expected a list" is reached: a typed properties map's value.)
 UNREACHABLE = {
+    # declared MAP? / LIST OF MAP: Memgraph refuses anything else before the call
+    ("reservoir.py", "_parse", "options: expected a map"),
+    ("reservoir.py", "update", "changes: expected a list of change maps"),
+    ("reservoir.py", "update", "expected a change map"),
     ("mgp_access.py", "resolve", "expected a list of nodes or integer ids"),
     ("options.py", "parse_options", "options: expected a map"),
     ("tables.py", "_raise_bad_value", "expected a number in float range"),
@@ -560,6 +716,8 @@ def _call(source: Any, case: Case, graph: EmbeddedGraph) -> Any:
         "sample_pairs": source.sample_pairs,
         "split_edges": source.split_edges,  # a write procedure: a write transaction over Bolt
         "profile": lambda *a: profile_label(source, *a),
+        "build_reservoirs": lambda *a: source.call_procedure(BUILD_RESERVOIRS, a),
+        "update_reservoirs": lambda *a: source.call_procedure(UPDATE_RESERVOIRS, a),
     }[case.call]
     args = [
         [graph.node(v.internal) if isinstance(v, Node) else v for v in a]
@@ -572,8 +730,8 @@ def _call(source: Any, case: Case, graph: EmbeddedGraph) -> Any:
 
 @pytest.fixture(scope="module")
 def graphs():
-    """The plain case graph and the typed one (for TYPED_CALLS)."""
-    return {"plain": case_graph(), "typed": typed_case_graph()}
+    """The plain case graph, the typed one (for TYPED_CALLS) and the hubs (the bounded mode)."""
+    return {"plain": case_graph(), "typed": typed_case_graph(), "hubs": hub_case_graph()}
 
 
 @pytest.fixture(scope="module")
@@ -587,7 +745,7 @@ def test_every_procedure_error_is_the_same_client_error_over_bolt_and_embedded(
     name, graphs, raised_at
 ):
     case = CASES[name]
-    graph = graphs["typed" if case.call in TYPED_CALLS else "plain"]
+    graph = graphs[case.graph or ("typed" if case.call in TYPED_CALLS else "plain")]
     driver = MemgraphLikeDriver(graph)
     bolt = BoltSource(driver, uri=URI, database=None)
     with pytest.raises(GraphDataError) as embedded_error:
@@ -608,8 +766,8 @@ def test_every_procedure_error_is_the_same_client_error_over_bolt_and_embedded(
     assert server.message.startswith(f"tf_features.{case.call}: Traceback (most recent call")
     assert server.message.endswith(f": {message}\n")
     assert "PROCEDURE MEMORY LIMIT 1024 MB YIELD" in driver.calls[-1]
-    # split_edges, a write procedure, in a write transaction (BoltSource.write); the rest read
-    write = case.call == "split_edges"
+    # the write procedures in a write transaction (BoltSource.write); the rest read
+    write = case.call in ("split_edges", "build_reservoirs", "update_reservoirs")
     assert driver.modes[-1] == ("execute_write" if write else "execute_read"), driver.modes
     raised = embedded_error.value.__cause__.__cause__
     last = traceback.extract_tb(raised.__traceback__)[-1]

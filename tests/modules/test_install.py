@@ -165,6 +165,7 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
     assert child["helper"] == str(installed / "memgraph_tf" / "__init__.py")
     assert child["mgp"] == str(mgp_dir / "mgp.py")
     assert child["procedures"] == [
+        "build_reservoirs",
         "describe",
         "pack",
         "profile",
@@ -174,6 +175,7 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
         "sample_typed",
         "schema",
         "split_edges",
+        "update_reservoirs",
     ]
     assert child["error"].startswith("tf_features.pack: Traceback (most recent call last):\n")
     assert child["error"].endswith(

@@ -22,6 +22,7 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
     embedded_runner.build(cases.small_graph())
     procs = embedded_runner.graph.procedures()
     assert sorted(procs) == [
+        "tf_features.build_reservoirs",
         "tf_features.describe",
         "tf_features.pack",
         "tf_features.profile",
@@ -31,6 +32,7 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
         "tf_features.sample_typed",
         "tf_features.schema",
         "tf_features.split_edges",
+        "tf_features.update_reservoirs",
     ]
     assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
     # the list arguments are declared loosely (LIST OF ANY?): the procedures check each element
@@ -193,10 +195,13 @@ def test_module_file_is_thin_and_imports_only_what_memgraph_has():
         "schema",
         "sample_pairs",
         "split_edges",
+        "build_reservoirs",
+        "update_reservoirs",
         "profile",
     ]
+    writers = ("split_edges", "build_reservoirs", "update_reservoirs")
     for proc in procs:
-        kind = "mgp.write_proc" if proc.name == "split_edges" else "mgp.read_proc"
+        kind = "mgp.write_proc" if proc.name in writers else "mgp.read_proc"
         assert [ast.unparse(d) for d in proc.decorator_list] == [kind]
         assert all(a.annotation is not None for a in proc.args.args), proc.name
         assert len(proc.body) <= 4, f"{proc.name} should delegate to memgraph_tf.procedures"

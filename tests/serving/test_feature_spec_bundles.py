@@ -78,9 +78,11 @@ def exported(tmp_path_factory):
     return export_bundle(trained()[3].model, base, "people", 1, use_op=True, sample_options=OPTIONS)
 
 
-def in_process(ids: list[int]) -> np.ndarray:
-    """The trained model's probabilities on one sample_typed blob of ``ids`` (inference seed)."""
-    _, source, spec, result = trained()
+def in_process(ids: list[int], source=None) -> np.ndarray:
+    """The trained model's probabilities on one sample_typed blob of ``ids`` (inference seed)
+    sampled from ``source`` (default: the graph it was trained on)."""
+    _, trained_source, spec, result = trained()
+    source = trained_source if source is None else source
     model = result.model
     opts = {
         **OPTIONS,

@@ -377,6 +377,8 @@ CLIENT_SIDE: dict[str, Callable[..., Any]] = {
     ),
     table.SPLIT_EDGES.name: lambda s, *a: _fallback().split_edges(s.access_factory(), *a),
     table.PROFILE.name: lambda s, *a: _fallback().profile(s, config.quote_name, *a),
+    table.BUILD_RESERVOIRS.name: lambda s, *a: _fallback().build_reservoirs(s, *a),
+    table.UPDATE_RESERVOIRS.name: lambda s, *a: _fallback().update_reservoirs(s, *a),
 }
 """Per procedure of the table, its answer computed on the client by the procedure's own code
 (:mod:`memgraph_tf.client._fallback`) over a :class:`BoltSource`'s plain Cypher: ``(source,

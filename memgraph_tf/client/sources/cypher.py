@@ -70,6 +70,7 @@ class CypherGraphAccess:
         self._label = options.label
         self._node = f"(n:{quote_name(self._label, 'options.label')})" if self._label else "(n)"
         self._internal: dict[int, Any] = {}  # key -> the server's id(n) of the node it stands for
+        self._adopted: dict[int, Any] = {}  # key -> id(n): a reservoir's members (adopt)
 
     @classmethod
     def factory(cls, source: CypherReader) -> Callable[[Any], CypherGraphAccess]:
@@ -116,6 +117,15 @@ class CypherGraphAccess:
                 f"nodes with internal ids {seen} and {internal}"
             )
 
+    def adopt(self, keys: Sequence[int], internals: Sequence[int]) -> None:
+        """Registers each key as the node with that ``id(n)`` (a reservoir's members; without
+        ``options.id_property`` keys are internal ids already). Reading one no longer in the
+        graph raises the query module's error for it."""
+        for key, internal in zip(keys, internals):
+            if self._id_property is not None:
+                self._register(key, internal)
+            self._adopted[key] = internal
+
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
         columns = ", ".join(
             f"n.{quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names)
@@ -128,6 +138,11 @@ class CypherGraphAccess:
             row["key"]: [native_value(row[f"p{i}"]) for i in range(len(names))] for row in rows
         }
         missing = [k for k in keys if k not in by_key]
+        if missing and missing[0] in self._adopted:
+            from memgraph_tf.procedures.access import stale_member
+
+            name = self.node_name(missing[0])
+            raise GraphDataError(stale_member(name, self._adopted[missing[0]]))
         if missing:
             raise GraphDataError(
                 f"{self.node_name(missing[0])}: expected the node to exist, got none (deleted "
@@ -362,3 +377,66 @@ class CypherGraphAccess:
             )
             for start in range(0, len(items), 1000):
                 self._source.write(query, {"rows": items[start : start + 1000]})
+
+
+class CypherReservoirStore:
+    """The bounded mode's :class:`~memgraph_tf.procedures.reservoir.ReservoirStore` over plain
+    Cypher (``tf_features.build_reservoirs`` / ``update_reservoirs`` on the client): nodes by
+    ``id(n)``, one batched query per read or write."""
+
+    def __init__(self, source: CypherReader) -> None:
+        self._source = source
+
+    def check_abort(self) -> None:
+        """Nothing to check on the client: the caller can interrupt."""
+
+    def node_page(self, after: int | None, limit: int, label: str | None) -> list[int]:
+        where = "" if after is None else "WHERE id(n) > $after "
+        node = "(n)" if label is None else f"(n:{quote_name(label, 'options.label')})"
+        rows = self._source.read(
+            f"MATCH {node} {where}RETURN id(n) AS i ORDER BY i LIMIT $limit",
+            {"after": after, "limit": limit},
+        )
+        return [row["i"] for row in rows]
+
+    def step_relationships(
+        self,
+        internals: Sequence[int],
+        edge_types: Sequence[str] | None,
+        direction: str,
+        label: str | None,
+    ) -> list[list[tuple[int, int]]]:
+        where, params = "", {"ids": list(internals)}
+        other = "(m)" if label is None else f"(m:{quote_name(label, 'options.neighbour_label')})"
+        if edge_types is not None:
+            where, params["types"] = " AND type(r) IN $types", list(edge_types)
+        found: dict[Any, dict[int, int]] = {i: {} for i in internals}
+        for arrow in ("-[r]->", "<-[r]-"):
+            if direction != "both" and arrow != ("-[r]->" if direction == "out" else "<-[r]-"):
+                continue
+            rows = self._source.read(
+                f"UNWIND $ids AS i MATCH (n){arrow}{other} WHERE id(n) = i{where} "
+                "RETURN i, id(r) AS r, id(m) AS m",
+                params,
+            )
+            for row in rows:
+                found[row["i"]].setdefault(row["r"], row["m"])
+        return [list(found[i].items()) for i in internals]
+
+    def read(self, internals: Sequence[int], name: str) -> list[Any]:
+        prop = quote_name(name, "property")
+        rows = self._source.read(
+            f"UNWIND $ids AS i MATCH (n) WHERE id(n) = i RETURN i, n.{prop} AS v",
+            {"ids": list(internals)},
+        )
+        values = {row["i"]: row["v"] for row in rows}
+        return [values.get(i) for i in internals]
+
+    def write(self, rows: Sequence[tuple[int, Any]], name: str) -> None:
+        if not rows:
+            return
+        prop = quote_name(name, "property")
+        self._source.write(
+            f"UNWIND $rows AS row MATCH (n) WHERE id(n) = row.i SET n.{prop} = row.v",
+            {"rows": [{"i": i, "v": v} for i, v in rows]},
+        )

@@ -229,6 +229,32 @@ PROFILE = Procedure(
     _profile_args,
 )
 
+
+def _build_reservoirs_args(options: Any) -> tuple:
+    return (plain_options(options),)
+
+
+def _update_reservoirs_args(changes: Any, options: Any) -> tuple:
+    return to_python(list(changes)), plain_options(options)
+
+
+BUILD_RESERVOIRS = Procedure(
+    "tf_features.build_reservoirs",
+    ("options",),
+    ("nodes", "reservoirs", "removed", "next"),
+    "map",
+    _build_reservoirs_args,
+    write=True,
+)
+UPDATE_RESERVOIRS = Procedure(
+    "tf_features.update_reservoirs",
+    ("changes", "options"),
+    ("applied", "skipped", "updated", "short"),
+    "map",
+    _update_reservoirs_args,
+    write=True,
+)
+
 TABLE: dict[str, Procedure] = {
     p.name: p
     for p in (
@@ -241,6 +267,8 @@ TABLE: dict[str, Procedure] = {
         SAMPLE_PAIRS,
         SPLIT_EDGES,
         PROFILE,
+        BUILD_RESERVOIRS,
+        UPDATE_RESERVOIRS,
     )
 }
 """Every procedure a source calls, by name."""

@@ -1,0 +1,647 @@
+"""The bounded mode (stdlib only): a stored sample of at most ``R`` relationships per node and
+edge step -- its *reservoir* -- that the samplers draw from instead of the node's whole
+neighbourhood when the node's degree exceeds ``options.reservoir_threshold``.
+
+A reservoir is data in the graph: one integer-list property on the node (:func:`property_name`,
+named after the edge step it samples), so the query module, the embedded runtime and the Bolt
+fallback read the same list and draw the same bytes. Its layout (:class:`Reservoir`)::
+
+    [FORMAT, capacity R, degree n, c1, c2, seed, applied_seq, m,
+     key_1 .. key_m, relationship_1 .. relationship_m, internal_1 .. internal_m]
+
+``n`` is the number of relationships of the step at the node (kept current by maintenance: the
+cheap degree check), the members are ``m <= R`` of those relationships (the neighbour's key, the
+relationship's internal id, the neighbour's internal id); ``c1``/``c2`` are the uncompensated
+deletions of Random Pairing (below); ``seed`` keys the generators of its build and maintenance;
+``applied_seq`` is the last change-log ``seq`` applied (changes at or below it are skipped, so
+re-applying a batch is harmless).
+
+* **Build** (:func:`build`, ``tf_features.build_reservoirs``): one pass over the nodes in internal
+  id order, ``options.batch_nodes`` per call (resumable from ``options.after``, the cursor the
+  previous call returned), an abort check at least every
+  :data:`~memgraph_tf.procedures.access.ABORT_CHECK_EVERY` relationships. A node with ``n > R``
+  relationships of the step gets the members at positions ``rng.sample(range(n), R)`` of its
+  relationships sorted by (neighbour key, relationship id), ``rng = rng_for(seed,
+  "reservoir/<key>")``: a uniform R-subset of its relationships. A node with ``n <= R`` keeps no
+  reservoir (one left from an earlier build is removed): the exact path draws from it.
+* **Maintenance** (:func:`update`, ``tf_features.update_reservoirs``, fed from the change log):
+  Random Pairing (Gemulla, Lehner, Haas: "A dip in the reservoir", VLDB 2006). A deleted member
+  leaves the reservoir (``c1 += 1``), a deleted non-member counts (``c2 += 1``); an insert while
+  deletions are uncompensated joins the reservoir with probability ``c1 / (c1 + c2)``, else it
+  is skipped, and either way compensates one deletion; with none uncompensated it is Algorithm R
+  (joins with probability ``R / n``, replacing a uniformly chosen member). **Guarantee:** given its
+  size, the reservoir is a uniform random subset of the node's current relationships of the step.
+  Its size stays ``R`` under inserts, and falls by one per deleted member until inserts make up
+  for them: a delete-heavy node's reservoir shrinks, which :func:`update` reports (``short``) and
+  the draw refuses once it holds fewer distinct neighbours than the fanout.
+
+The population is the node's *relationships*: with no parallel relationships of the step (and,
+for ``both``, no mutual pair) that is its distinct neighbours, as for the exact path; a
+neighbour with k relationships to the node is k times as likely to be in the reservoir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.draw import rng_for
+from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
+from memgraph_tf.procedures.options import DIRECTIONS
+
+__all__ = [
+    "FORMAT",
+    "BoundedReads",
+    "BuildOptions",
+    "Reservoir",
+    "ReservoirStore",
+    "build",
+    "parse_build_options",
+    "parse_update_options",
+    "property_name",
+    "update",
+]
+
+FORMAT = 1
+"""The layout version of a reservoir property this code reads and writes."""
+HEADER = 8
+"""Integers before the members: format, capacity, degree, c1, c2, seed, applied_seq, m."""
+PROPERTY_PREFIX = "tf_reservoir_"
+BUILD_OPTIONS = ("after", "applied_seq", "batch_nodes", "capacity", "direction", "edge_types")
+BUILD_OPTIONS += ("id_property", "label", "neighbour_label", "seed")
+UPDATE_OPTIONS = ("direction", "edge_types", "id_property")
+DEFAULT_BATCH_NODES = 100_000
+
+
+def property_name(
+    edge_types: Sequence[str] | None,
+    direction: str,
+    id_property: str | None,
+    label: str | None = None,
+) -> str:
+    """The node property holding the reservoir of the edge step (``edge_types`` None: every type;
+    ``direction``; ``label``: only neighbours with it, a typed step's right label) in the key
+    space of ``id_property`` (None: internal ids): ``tf_reservoir_`` and 12 hex digits of the
+    step's BLAKE2b digest. A reservoir built for another step has another name, so a draw never
+    reads it."""
+    types = ",".join(sorted(set(edge_types))) if edge_types is not None else "*"
+    text = f"{FORMAT}|{direction}|{types}|{id_property or ''}" + (f"|{label}" if label else "")
+    return PROPERTY_PREFIX + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+@dataclasses.dataclass
+class Reservoir:
+    """One node's reservoir (see the module docstring). ``keys[i]``, ``rels[i]``,
+    ``internals[i]``: member i's neighbour key, relationship id, neighbour internal id."""
+
+    capacity: int
+    degree: int
+    c1: int
+    c2: int
+    seed: int
+    applied_seq: int
+    keys: list[int]
+    rels: list[int]
+    internals: list[int]
+
+    def encode(self) -> list[int]:
+        """The property value: the header, then the members sorted by (key, relationship)."""
+        order = sorted(range(len(self.keys)), key=lambda i: (self.keys[i], self.rels[i]))
+        head = [FORMAT, self.capacity, self.degree, self.c1, self.c2, self.seed]
+        head += [self.applied_seq, len(order)]
+        return (
+            head
+            + [self.keys[i] for i in order]
+            + [self.rels[i] for i in order]
+            + [self.internals[i] for i in order]
+        )
+
+    @classmethod
+    def decode(cls, value: Any, where: str, name: str) -> Reservoir:
+        """The reservoir stored as ``value`` on the node ``where`` names; a value of another
+        format (an older or newer build) or a malformed one raises :class:`ProcedureInputError`
+        naming the node, the property and ``options.reservoir_threshold``."""
+        if (
+            not isinstance(value, (list, tuple))
+            or len(value) < HEADER
+            or not all(map(is_int, value))
+        ):
+            raise ProcedureInputError(
+                f"options.reservoir_threshold: {where} property {name!r}: expected a reservoir "
+                f"(a list of integers, format {FORMAT}), got {describe_value(value)}; rebuild it "
+                "with tf_features.build_reservoirs"
+            )
+        if value[0] != FORMAT:
+            raise ProcedureInputError(
+                f"options.reservoir_threshold: {where} has a reservoir ({name!r}) of format "
+                f"{value[0]}, this sampler reads format {FORMAT}: rebuild it with "
+                "tf_features.build_reservoirs"
+            )
+        capacity, degree, c1, c2, seed, applied, m = value[1:HEADER]
+        if len(value) != HEADER + 3 * m or not 0 <= m <= capacity or degree < m:
+            raise ProcedureInputError(
+                f"options.reservoir_threshold: {where} property {name!r}: a malformed reservoir "
+                f"({m} members, capacity {capacity}, degree {degree}, {len(value)} integers); "
+                "rebuild it with tf_features.build_reservoirs"
+            )
+        members = list(value[HEADER:])
+        return cls(
+            capacity,
+            degree,
+            c1,
+            c2,
+            seed,
+            applied,
+            members[:m],
+            members[m : 2 * m],
+            members[2 * m :],
+        )
+
+    # -- maintenance (Random Pairing) ------------------------------------------------------------
+    def insert(self, rel: int, key: int, internal: int, rng: Any) -> None:
+        """One created relationship of the step (``rel`` to the neighbour ``key`` /
+        ``internal``); a relationship already a member is ignored (applied twice)."""
+        if rel in self.rels:
+            return
+        self.degree += 1
+        uncompensated = self.c1 + self.c2
+        if uncompensated:
+            if rng.random() * uncompensated < self.c1:
+                self.c1 -= 1
+                self._append(rel, key, internal)
+            else:
+                self.c2 -= 1
+        elif len(self.rels) < self.capacity:
+            self._append(rel, key, internal)
+        elif rng.random() * self.degree < self.capacity:
+            i = rng.randrange(len(self.rels))
+            self.keys[i], self.rels[i], self.internals[i] = key, rel, internal
+
+    def delete(self, rel: int) -> None:
+        """One deleted relationship of the step."""
+        self.degree = max(0, self.degree - 1)
+        try:
+            i = self.rels.index(rel)
+        except ValueError:
+            self.c2 += 1
+            return
+        self.c1 += 1
+        last = len(self.rels) - 1  # swap with the last member, then drop it
+        for members in (self.keys, self.rels, self.internals):
+            members[i] = members[last]
+            members.pop()
+
+    def _append(self, rel: int, key: int, internal: int) -> None:
+        self.keys.append(key)
+        self.rels.append(rel)
+        self.internals.append(internal)
+
+
+# ------------------------------------------------------------------------------------------------
+# the draw: which nodes read their reservoir
+# ------------------------------------------------------------------------------------------------
+
+
+class BoundedReads:
+    """The bounded mode of one edge step in one call: which nodes draw from their reservoir.
+
+    Guarantees (:meth:`fill`): a node whose reservoir (the step's property, :func:`property_name`)
+    records a degree above ``threshold`` draws from its members' distinct keys, sorted; any other
+    node is left to the exact path. A reservoir of another format, or one holding fewer distinct
+    neighbours than a hop's fanout (a capacity below it, or a reservoir shrunk by deletions),
+    raises naming ``options.reservoir_threshold``, the node and what to do; nothing is drawn in
+    silence from a reservoir that cannot fill the slots."""
+
+    def __init__(
+        self,
+        threshold: int,
+        edge_types: Sequence[str] | None,
+        direction: str,
+        id_property: str | None,
+        label: str | None = None,
+        register: Any = None,
+    ) -> None:
+        self.threshold = threshold
+        self.name = property_name(edge_types, direction, id_property, label)
+        self._register = register  # typed steps: (internals, keys) -> None; nodes by internal id
+        self._drawn: dict[int, tuple[int, int]] = {}  # node -> (capacity, distinct members)
+        self._members: set[int] = set()  # the keys of the reservoirs' members met so far
+
+    @classmethod
+    def of(cls, options: Any) -> BoundedReads | None:
+        """The bounded mode of ``tf_features.sample``'s step (``options.edge_types``,
+        ``options.direction``, keys of ``options.id_property``), None when
+        ``options.reservoir_threshold`` is not set."""
+        if options.reservoir_threshold is None:
+            return None
+        return cls(
+            options.reservoir_threshold, options.edge_types, options.direction, options.id_property
+        )
+
+    def fill(
+        self,
+        access: GraphAccess,
+        nodes: Sequence[int],
+        cache: dict[int, list[int]],
+        fanout: int,
+        hop: int,
+    ) -> None:
+        """Puts the sorted distinct member keys of each of ``nodes`` (distinct keys) that draws
+        from its reservoir into ``cache`` (their members registered with the access) and checks
+        every such node against ``fanout`` (``hop``: for the message); the nodes left out of
+        ``cache`` are the exact path's to read."""
+        todo = [k for k in nodes if k not in cache]
+        for key in nodes:
+            if key in self._drawn:
+                self._check(access, key, fanout, hop)
+        for start in range(0, len(todo), READ_CHUNK):
+            access.check_abort()
+            part = todo[start : start + READ_CHUNK]
+            for key, (value,) in zip(part, access.properties(part, [self.name])):
+                if value is None:
+                    continue
+                reservoir = Reservoir.decode(value, access.node_name(key), self.name)
+                if reservoir.degree <= self.threshold:
+                    continue
+                pairs = sorted(set(zip(reservoir.keys, reservoir.internals)))
+                self._drawn[key] = (reservoir.capacity, len(pairs))
+                self._check(access, key, fanout, hop)
+                if self._register is None:
+                    distinct = [k for k, _ in pairs]
+                    access.adopt(reservoir.keys, reservoir.internals)
+                else:  # the access keys nodes by internal id; their keys go to the call's Keys
+                    distinct = [i for _, i in pairs]
+                    access.adopt(distinct, distinct)
+                    self._register(distinct, [k for k, _ in pairs])
+                self._members.update(distinct)
+                cache[key] = distinct
+
+    def verify(self, access: GraphAccess, ids: Sequence[int], mask: Sequence[bool]) -> None:
+        """Reads the nodes of a hop's slots (``ids`` where ``mask``) drawn from reservoirs, so a
+        member no longer in the graph under its key (a reservoir behind the change log) raises
+        naming it, even where nothing else of it would be read (ids only, the last hop): one
+        lookup per drawn member, not per member."""
+        drawn = [k for k in dict.fromkeys(itertools.compress(ids, mask)) if k in self._members]
+        for start in range(0, len(drawn), READ_CHUNK):
+            access.properties(drawn[start : start + READ_CHUNK], [])
+
+    def _check(self, access: GraphAccess, key: int, fanout: int, hop: int) -> None:
+        capacity, distinct = self._drawn[key]
+        if capacity < fanout:
+            raise OptionError(
+                f"options.reservoir_threshold: {access.node_name(key)} has a reservoir "
+                f"({self.name!r}) of capacity {capacity}, below hop {hop}'s fanout {fanout}: "
+                f"rebuild it with options.capacity >= {fanout} (tf_features.build_reservoirs)"
+            )
+        if distinct < fanout:
+            raise OptionError(
+                f"options.reservoir_threshold: {access.node_name(key)} has a reservoir "
+                f"({self.name!r}) holding {distinct} distinct neighbours (capacity {capacity}, "
+                f"shrunk by deletions or parallel relationships), below hop {hop}'s fanout "
+                f"{fanout}: rebuild it (tf_features.build_reservoirs)"
+            )
+
+
+# ------------------------------------------------------------------------------------------------
+# build and maintenance over a store
+# ------------------------------------------------------------------------------------------------
+
+
+class ReservoirStore(Protocol):
+    """What building and maintaining reservoirs needs of a graph (nodes by internal id)."""
+
+    def check_abort(self) -> None:
+        """Raises if the procedure must stop."""
+
+    def node_page(self, after: int | None, limit: int, label: str | None) -> list[int]:
+        """The internal ids above ``after`` (None: all) of the nodes (with ``label`` when
+        given), ascending, at most ``limit``."""
+
+    def step_relationships(
+        self,
+        internals: Sequence[int],
+        edge_types: Sequence[str] | None,
+        direction: str,
+        label: str | None,
+    ) -> list[list[tuple[int, int]]]:
+        """Per node, ``(relationship id, other end's internal id)`` of each distinct
+        relationship of the step (a self-loop once; with ``label``, to such nodes only)."""
+
+    def read(self, internals: Sequence[int], name: str) -> list[Any]:
+        """Per node, property ``name`` (None where missing; a list as a Python list)."""
+
+    def write(self, rows: Sequence[tuple[int, Any]], name: str) -> None:
+        """Sets property ``name`` to the value of each ``(internal id, value)`` row; None
+        removes it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildOptions:
+    """Validated options of ``tf_features.build_reservoirs`` / ``update_reservoirs``."""
+
+    capacity: int = 0
+    edge_types: tuple[str, ...] | None = None
+    direction: str = "both"
+    id_property: str | None = None
+    label: str | None = None
+    neighbour_label: str | None = None
+    seed: int = 0
+    after: int | None = None
+    batch_nodes: int = DEFAULT_BATCH_NODES
+    applied_seq: int = 0
+
+    @property
+    def name(self) -> str:
+        """The reservoir property of this step (:func:`property_name`)."""
+        return property_name(
+            self.edge_types, self.direction, self.id_property, self.neighbour_label
+        )
+
+
+def _parse(procedure: str, options: Any, allowed: Sequence[str]) -> dict[str, Any]:
+    if options is not None and not isinstance(options, Mapping):
+        raise OptionError(f"options: expected a map, got {describe_value(options)}")
+    values: dict[str, Any] = {}
+    for key, value in sorted((options or {}).items()):
+        if key not in allowed:
+            raise OptionError(
+                f"options: unknown option {key!r} for tf_features.{procedure} (allowed: "
+                f"{', '.join(map(repr, allowed))})"
+            )
+        if value is None:
+            continue
+        if key == "direction":
+            if value not in DIRECTIONS:
+                raise OptionError(
+                    f"options.direction: expected one of {', '.join(map(repr, DIRECTIONS))}, "
+                    f"got {describe_value(value)}"
+                )
+        elif key == "edge_types":
+            if not isinstance(value, (list, tuple)) or not all(
+                isinstance(t, str) and t for t in value
+            ):
+                raise OptionError(
+                    "options.edge_types: expected a list of edge type names (strings), got "
+                    f"{describe_value(value)}"
+                )
+            value = tuple(sorted(set(value)))
+        elif key in ("id_property", "label", "neighbour_label"):
+            if not isinstance(value, str) or not value:
+                raise OptionError(
+                    f"options.{key}: expected a non-empty string, got {describe_value(value)}"
+                )
+        else:
+            least = {"capacity": 1, "batch_nodes": 1, "after": -(2**63)}.get(key, 0)
+            if key != "seed" and (not is_int(value) or value < least):
+                raise OptionError(
+                    f"options.{key}: expected an integer >= {least}, got {describe_value(value)}"
+                )
+            if key == "seed" and not is_int(value):
+                raise OptionError(f"options.seed: expected an integer, got {describe_value(value)}")
+        values[key] = value
+    return values
+
+
+def parse_build_options(options: Any) -> BuildOptions:
+    """``tf_features.build_reservoirs``' options: ``capacity`` (R, required, >= 1), the step
+    (``edge_types``, ``direction``) and key space (``id_property``) the samplers will use,
+    ``seed`` (default 0), ``label`` (only its nodes get reservoirs; default every node),
+    ``neighbour_label`` (a typed step's right label: only neighbours with it count),
+    ``after`` / ``batch_nodes`` (the page of nodes), ``applied_seq`` (the change-log cursor the
+    build reflects). A bad one raises :class:`OptionError` naming it."""
+    values = _parse("build_reservoirs", options, BUILD_OPTIONS)
+    if "capacity" not in values:
+        raise OptionError(
+            "options.capacity: expected the reservoir size R (an integer >= 1, at least the "
+            "largest fanout the samplers will draw), got none"
+        )
+    return BuildOptions(**values)
+
+
+def parse_update_options(options: Any) -> BuildOptions:
+    """``tf_features.update_reservoirs``' options: the step (``edge_types``, ``direction``) and
+    key space (``id_property``) of the reservoirs to maintain."""
+    return BuildOptions(**_parse("update_reservoirs", options, UPDATE_OPTIONS))
+
+
+def _node_keys(store: ReservoirStore, internals: Sequence[int], id_property: str | None) -> list:
+    """The key of each node: its ``id_property`` value (an integer, else an error naming the
+    node) or its internal id."""
+    if id_property is None:
+        return list(internals)
+    values = store.read(internals, id_property)
+    for internal, value in zip(internals, values):
+        if not is_int(value):
+            what = "no value" if value is None else describe_value(value)
+            raise ProcedureInputError(
+                f"node {internal} property {id_property!r} (options.id_property): expected an "
+                f"integer id, got {what}"
+            )
+    return values
+
+
+def build(store: ReservoirStore, opts: BuildOptions) -> dict[str, Any]:
+    """One page of ``tf_features.build_reservoirs`` (see the module docstring): ``{"nodes"
+    (scanned), "reservoirs" (written), "removed" (old reservoirs of nodes at or below the
+    capacity), "next" (the cursor for the next page; None when every node was scanned)}``."""
+    page = store.node_page(opts.after, opts.batch_nodes, opts.label)
+    name, written, removed = opts.name, 0, 0
+    for start in range(0, len(page), READ_CHUNK):
+        store.check_abort()
+        part = page[start : start + READ_CHUNK]
+        found = store.step_relationships(
+            part, opts.edge_types, opts.direction, opts.neighbour_label
+        )
+        old = store.read(part, name)
+        others = sorted({other for rels in found for _, other in rels})
+        key_of = dict(zip(others, _node_keys(store, others, opts.id_property)))
+        own = _node_keys(store, part, opts.id_property)
+        rows: list[tuple[int, Any]] = []
+        for internal, key, rels, before in zip(part, own, found, old):
+            if len(rels) <= opts.capacity:
+                if before is not None:
+                    rows.append((internal, None))
+                    removed += 1
+                continue
+            members = sorted((key_of[other], rel, other) for rel, other in rels)
+            rng = rng_for(opts.seed, f"reservoir/{key}")
+            picked = [members[i] for i in rng.sample(range(len(members)), opts.capacity)]
+            reservoir = Reservoir(
+                opts.capacity,
+                len(members),
+                0,
+                0,
+                opts.seed,
+                opts.applied_seq,
+                [m[0] for m in picked],
+                [m[1] for m in picked],
+                [m[2] for m in picked],
+            )
+            rows.append((internal, reservoir.encode()))
+            written += 1
+        store.write(rows, name)
+    done = len(page) < opts.batch_nodes
+    return {
+        "nodes": len(page),
+        "reservoirs": written,
+        "removed": removed,
+        "next": None if done or not page else page[-1],
+    }
+
+
+def _endpoints(change: Mapping[str, Any], opts: BuildOptions, i: int) -> list[tuple[int, int, Any]]:
+    """``(node internal id, other end's internal id, other end's key)`` for each endpoint of the
+    relationship ``change`` whose reservoir of the step it touches."""
+    for field in ("element_id", "start_id", "end_id", "seq"):
+        value = change.get(field)
+        if not is_int(value):
+            raise OptionError(
+                f"changes[{i}].{field}: expected an integer, got {describe_value(value)}"
+            )
+    start, end = change["start_id"], change["end_id"]
+    keyed = opts.id_property is not None
+    start_key = change.get("start_key") if keyed else start
+    end_key = change.get("end_key") if keyed else end
+    out = []
+    if opts.direction in ("out", "both"):
+        out.append((start, end, end_key))
+    if opts.direction in ("in", "both") and not (opts.direction == "both" and start == end):
+        out.append((end, start, start_key))
+    for _, other, key in out:
+        if not is_int(key):
+            raise OptionError(
+                f"changes[{i}]: expected the integer {opts.id_property} of node {other} "
+                f"(options.id_property: the change's start_key / end_key), got "
+                f"{describe_value(key)}"
+            )
+    return out
+
+
+def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str, int]:
+    """``tf_features.update_reservoirs``: applies the relationship changes of the step (created,
+    deleted; in ``seq`` order; others ignored) to the reservoirs of their endpoints. A node
+    without a reservoir is left alone (the exact path reads it); a change at or below a
+    reservoir's ``applied_seq`` is skipped. Each node's changes of one call draw from
+    ``rng_for(seed, "reservoir/<key>/<first seq>")``. Returns ``{"applied", "skipped" (changes
+    at or below applied_seq), "updated" (reservoirs written), "short" (of those, reservoirs
+    holding fewer than their capacity)}``."""
+    if not isinstance(changes, (list, tuple)):
+        raise OptionError(f"changes: expected a list of change maps, got {describe_value(changes)}")
+    per_node: dict[int, list[tuple[int, str, int, int, Any]]] = {}
+    types = None if opts.edge_types is None else set(opts.edge_types)
+    for i, change in enumerate(changes):
+        if i % ABORT_CHECK_EVERY == 0:
+            store.check_abort()
+        if not isinstance(change, Mapping):
+            raise OptionError(f"changes[{i}]: expected a change map, got {describe_value(change)}")
+        if change.get("entity") != "relationship" or change.get("kind") not in (
+            "created",
+            "deleted",
+        ):
+            continue
+        if types is not None and change.get("rel_type") not in types:
+            continue
+        for node, other, key in _endpoints(change, opts, i):
+            row = (change["seq"], change["kind"], change["element_id"], other, key)
+            per_node.setdefault(node, []).append(row)
+    nodes = sorted(per_node)
+    name = opts.name
+    stats = {"applied": 0, "skipped": 0, "updated": 0, "short": 0}
+    for start in range(0, len(nodes), READ_CHUNK):
+        store.check_abort()
+        part = nodes[start : start + READ_CHUNK]
+        rows = []
+        own = None
+        for j, (internal, value) in enumerate(zip(part, store.read(part, name))):
+            if value is None:
+                continue
+            if own is None:
+                own = _node_keys(store, part, opts.id_property)
+            reservoir = Reservoir.decode(value, f"node {internal}", name)
+            todo = sorted(per_node[internal])
+            fresh = [c for c in todo if c[0] > reservoir.applied_seq]
+            stats["skipped"] += len(todo) - len(fresh)
+            if not fresh:
+                continue
+            rng = rng_for(reservoir.seed, f"reservoir/{own[j]}/{fresh[0][0]}")
+            for _, kind, rel, other, key in fresh:
+                if kind == "created":
+                    reservoir.insert(rel, key, other, rng)
+                else:
+                    reservoir.delete(rel)
+            reservoir.applied_seq = fresh[-1][0]
+            stats["applied"] += len(fresh)
+            stats["updated"] += 1
+            stats["short"] += len(reservoir.rels) < reservoir.capacity
+            rows.append((internal, reservoir.encode()))
+        store.write(rows, name)
+    return stats
+
+
+class MgpReservoirStore:
+    """:class:`ReservoirStore` over an ``mgp.ProcCtx`` (the public mgp API; a write procedure's
+    context for :meth:`write`)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+        self._graph = ctx.graph
+
+    def check_abort(self) -> None:
+        self._ctx.check_must_abort()
+
+    def node_page(self, after: int | None, limit: int, label: str | None) -> list[int]:
+        ids = []
+        for i, vertex in enumerate(self._graph.vertices):
+            if i % ABORT_CHECK_EVERY == 0:
+                self._ctx.check_must_abort()
+            if (after is None or vertex.id > after) and (
+                label is None or any(lb.name == label for lb in vertex.labels)
+            ):
+                ids.append(vertex.id)
+        ids.sort()
+        return ids[:limit]
+
+    def step_relationships(
+        self,
+        internals: Sequence[int],
+        edge_types: Sequence[str] | None,
+        direction: str,
+        label: str | None,
+    ) -> list[list[tuple[int, int]]]:
+        types = None if edge_types is None else frozenset(edge_types)
+        out = []
+        walked = 0
+        for internal in internals:
+            vertex = self._graph.get_vertex_by_id(internal)
+            seen: dict[int, int] = {}
+            for outgoing in (True, False):
+                if direction != "both" and outgoing != (direction == "out"):
+                    continue
+                for edge in vertex.out_edges if outgoing else vertex.in_edges:
+                    walked += 1
+                    if walked % ABORT_CHECK_EVERY == 0:
+                        self._ctx.check_must_abort()
+                    if types is not None and edge.type.name not in types:
+                        continue
+                    other = edge.to_vertex if outgoing else edge.from_vertex
+                    if label is None or any(lb.name == label for lb in other.labels):
+                        seen.setdefault(edge.id, other.id)
+            out.append(list(seen.items()))
+        return out
+
+    def read(self, internals: Sequence[int], name: str) -> list[Any]:
+        out = []
+        for internal in internals:
+            value = self._graph.get_vertex_by_id(internal).properties.get(name)
+            out.append(list(value) if isinstance(value, (list, tuple)) else value)
+        return out
+
+    def write(self, rows: Sequence[tuple[int, Any]], name: str) -> None:
+        for i, (internal, value) in enumerate(rows):
+            if i % ABORT_CHECK_EVERY == 0:
+                self._ctx.check_must_abort()
+            self._graph.get_vertex_by_id(internal).properties.set(name, value)

@@ -1,0 +1,176 @@
+"""The bounded mode over the Bolt fallback (ArcadeDB, plain Cypher) gives the embedded query
+module's exact reservoirs and bytes: the reservoir is data in the graph, built, maintained and
+drawn from by the same code (memgraph_tf/procedures/reservoir.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.change_log import Change, ChangeLog, apply_to_reservoirs, build_reservoirs
+from memgraph_tf.embedded import EmbeddedGraph
+from memgraph_tf.errors import GraphDataError
+from memgraph_tf.procedures.reservoir import FORMAT, Reservoir, property_name
+
+pytestmark = pytest.mark.arcadedb
+
+LABEL = "ResNode"
+LOG = "reservoirs"
+HUBS = {0: 40, 1: 25}  # hub id -> leaves; the leaves' ids follow from 100 on
+STEP = {"edge_types": ["R"], "direction": "both", "id_property": "id"}
+BUILD = {**STEP, "capacity": 12, "seed": 9, "label": LABEL, "batch_nodes": 16}
+NAME = property_name(("R",), "both", "id")
+
+
+def _edges() -> list[tuple[int, int]]:
+    edges, leaf = [], 100
+    for hub, degree in HUBS.items():
+        for _ in range(degree):
+            edges.append((hub, leaf))
+            leaf += 1
+    return edges + [(100, 101), (0, 1)]
+
+
+@pytest.fixture(scope="module")
+def twins(bolt_source):
+    edges = _edges()
+    ids = sorted({i for e in edges for i in e})
+    embedded = EmbeddedGraph()
+    node = {i: embedded.add_node([LABEL], {"id": i}) for i in ids}
+    for a, b in edges:
+        embedded.add_edge(node[a], node[b], "R")
+    bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
+    bolt_source.write(f"UNWIND $ids AS i CREATE (:{LABEL} {{id: i}})", {"ids": ids})
+    bolt_source.write(
+        f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p[0]}}), (b:{LABEL} {{id: p[1]}}) "
+        "CREATE (a)-[:R]->(b)",
+        {"pairs": [list(e) for e in edges]},
+    )
+    yield EmbeddedSource(embedded), bolt_source, node
+    bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
+    bolt_source.write("MATCH (c:MemgraphTfChange) WHERE c.log = $log DELETE c", {"log": LOG})
+    bolt_source.write("MATCH (c:MemgraphTfChangeCounter) WHERE c.log = $log DELETE c", {"log": LOG})
+
+
+def members(source, key: int) -> list[int]:
+    """The hub's reservoir members (neighbour keys, sorted), read from the graph."""
+    if isinstance(source, EmbeddedSource):
+        [internal] = source.graph.find_nodes(LABEL, "id", key)
+        value = source.graph.get_property(internal, NAME)
+    else:
+        [row] = source.read(f"MATCH (n:{LABEL}) WHERE n.id = $k RETURN n.{NAME} AS r", {"k": key})
+        value = row["r"]
+    return sorted(Reservoir.decode(list(value), f"node {key}", NAME).keys)
+
+
+def sample(source, fanouts, **extra) -> bytes:
+    opts = {**STEP, "label": LABEL, "seed": 4, "reservoir_threshold": 20, **extra}
+    return source.sample_blob([0, 1, 100], fanouts, [], opts)
+
+
+def test_build_maintenance_and_draws_are_byte_identical(twins):
+    embedded, bolt, node = twins
+    for source in (embedded, bolt):
+        totals = build_reservoirs(source, BUILD, log=ChangeLog(source, LOG))
+        assert totals["reservoirs"] == 2  # hubs 0 (41 relationships) and 1 (26)
+    assert members(bolt, 0) == members(embedded, 0) and len(members(bolt, 0)) == 12
+    assert members(bolt, 1) == members(embedded, 1)
+    assert sample(bolt, [5, 3]) == sample(embedded, [5, 3])
+    assert sample(bolt, [5, 3]) != sample(embedded, [5, 3], reservoir_threshold=None)
+
+    # the same changes logged on both: 6 new leaves of hub 0, then the deletion of 3 of them
+    # (only logged: neither store deletes them in this test; the reservoirs follow the log)
+    for source in (embedded, bolt):
+        log = ChangeLog(source, LOG)
+        changes = []
+        for leaf in range(500, 506):
+            if source is embedded:
+                new = embedded.graph.add_node([LABEL], {"id": leaf})
+                node[leaf] = new
+                rel = embedded.graph.add_edge(node[0], new, "R")
+                hub, other = node[0], new
+            else:
+                [row] = bolt.write(
+                    f"MATCH (h:{LABEL} {{id: 0}}) CREATE (h)-[r:R]->(m:{LABEL} {{id: $k}}) "
+                    "RETURN id(r) AS r, id(h) AS h, id(m) AS m",
+                    {"k": leaf},
+                )
+                rel, hub, other = row["r"], row["h"], row["m"]
+            changes.append(
+                Change(
+                    "created",
+                    "relationship",
+                    rel,
+                    rel_type="R",
+                    start_id=hub,
+                    end_id=other,
+                    start_key=0,
+                    end_key=leaf,
+                )
+            )
+        changes += [
+            Change(
+                "deleted",
+                "relationship",
+                c.element_id,
+                rel_type="R",
+                start_id=c.start_id,
+                end_id=c.end_id,
+                start_key=0,
+                end_key=c.end_key,
+            )
+            for c in changes[:3]
+        ]
+        log.record(changes)
+        totals, _ = apply_to_reservoirs(log, STEP, after=0)
+        assert (totals["applied"], totals["updated"]) == (9, 1)  # the leaves have no reservoir
+    assert members(bolt, 0) == members(embedded, 0)
+    assert sample(bolt, [5, 3]) == sample(embedded, [5, 3])
+
+
+def test_bad_input_is_the_same_error_on_both(twins):
+    embedded, bolt, _ = twins
+    for source in (embedded, bolt):
+        build_reservoirs(source, BUILD)
+        with pytest.raises(
+            GraphDataError,
+            match=r"options\.reservoir_threshold: node with id = 0 has a reservoir "
+            rf"\('{NAME}'\) of capacity 12, below hop 1's fanout 13",
+        ):
+            sample(source, [13])
+        with pytest.raises(
+            GraphDataError, match=r"options\.reservoir_threshold: expected an integer >= 0"
+        ):
+            sample(source, [3], reservoir_threshold=-2)
+        # a member deleted since the reservoir was written (ids only: nothing else reads it)
+        if isinstance(source, EmbeddedSource):
+            [hub, a, b] = (source.graph.find_nodes(LABEL, "id", k)[0] for k in (1, 100, 101))
+            stale = [FORMAT, 3, 30, 0, 0, 1, 0, 3, 100, 101, 999, 1, 2, 3, a, b, 10**12]
+            source.graph.set_property(hub, NAME, stale)
+        else:
+            rows = source.read(
+                f"MATCH (n:{LABEL}) WHERE n.id IN [100, 101] RETURN n.id AS k, id(n) AS i"
+            )
+            a, b = (row["i"] for row in sorted(rows, key=lambda row: row["k"]))
+            stale = [FORMAT, 3, 30, 0, 0, 1, 0, 3, 100, 101, 999, 1, 2, 3, a, b, 10**12]
+            source.write(f"MATCH (n:{LABEL}) WHERE n.id = 1 SET n.{NAME} = $v", {"v": stale})
+        with pytest.raises(
+            GraphDataError,
+            match=r"^node with id = 999 \(internal id 1000000000000\): in a reservoir "
+            r"\(options\.reservoir_threshold\) but no longer in the graph under that key",
+        ):
+            source.sample_blob([1], [3], [], {**STEP, "reservoir_threshold": 0})
+
+
+def test_typed_steps_are_byte_identical(twins):
+    embedded, bolt, _ = twins
+    step = {**BUILD, "neighbour_label": LABEL}
+    spec = {f"(:{LABEL})-[:R]-(:{LABEL})": [5, 2]}
+    opts = {"label": LABEL, "id_property": "id", "seed": 6, "reservoir_threshold": 20}
+    blobs = []
+    for source in (embedded, bolt):
+        assert build_reservoirs(source, step)["reservoirs"] >= 1
+        blobs.append(source.sample_typed([0, 100], spec, {}, opts))
+    assert blobs[0] == blobs[1]
+    exact = embedded.sample_typed([0, 100], spec, {}, {**opts, "reservoir_threshold": None})
+    assert blobs[0] != exact

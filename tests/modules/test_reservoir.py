@@ -1,0 +1,353 @@
+"""The bounded mode (memgraph_tf/procedures/reservoir.py) on the embedded runtime: the build
+procedure, the draw from a reservoir, the bad inputs, and maintenance from the change log (with a
+chi-square test of uniformity after 10,000 inserts and deletes)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from memgraph_tf import blob
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.change_log import (
+    Change,
+    ChangeLog,
+    apply_to_reservoirs,
+    build_reservoirs,
+)
+from memgraph_tf.embedded import EmbeddedGraph, ProcedureError
+from memgraph_tf.procedures.draw import rng_for
+from memgraph_tf.procedures.reservoir import FORMAT, Reservoir, property_name
+
+DEGREE = 300
+CAPACITY = 40
+STEP = {"edge_types": ["E"], "direction": "out"}
+NAME = property_name(("E",), "out", None)
+
+
+def star(degree: int = DEGREE, small: int = 5) -> tuple[EmbeddedGraph, int, int]:
+    """A hub with ``degree`` leaves and a node with ``small`` leaves (``:E`` out of each), plus
+    an ``:F`` relationship from the hub (another edge step)."""
+    g = EmbeddedGraph()
+    hub = g.add_node(["N"], {"id": 10_000})
+    leaves = [g.add_node(["N"], {"id": i}) for i in range(degree)]
+    for leaf in leaves:
+        g.add_edge(hub, leaf, "E")
+    low = g.add_node(["N"], {"id": 20_000})
+    for leaf in leaves[:small]:
+        g.add_edge(low, leaf, "E")
+    g.add_edge(hub, low, "F")
+    return g, hub, low
+
+
+def stored(g: EmbeddedGraph, node: int, name: str = NAME) -> Reservoir:
+    return Reservoir.decode(g.get_property(node, name), f"node {node}", name)
+
+
+def ids(g: EmbeddedGraph, seed_node: int, fanouts: list[int], **options) -> list:
+    [row] = g.call("tf_features.sample", [seed_node], fanouts, [], {"seed": 7, **STEP, **options})
+    return [v.tolist() for k, v in sorted(blob.unpack_b64(row["blob"]).items()) if "ids" in k]
+
+
+# -- the build and the draw ----------------------------------------------------------------------
+def test_build_stores_a_uniform_subset_on_nodes_above_the_capacity_only():
+    g, hub, low = star()
+    [page] = g.call("tf_features.build_reservoirs", {"capacity": CAPACITY, "seed": 3, **STEP})
+    assert page == {"nodes": g.node_count, "reservoirs": 1, "removed": 0, "next": None}
+    res = stored(g, hub)
+    leaves = sorted(g.neighbours(hub, ["E"], "out"))
+    assert (res.capacity, res.degree, len(res.keys)) == (CAPACITY, DEGREE, CAPACITY)
+    assert set(res.keys) <= set(leaves) and len(set(res.keys)) == CAPACITY
+    assert g.get_property(low, NAME) is None  # 5 relationships: the exact path's
+    # the positions rng.sample(range(n), R) picks, of the relationships sorted by key
+    picked = rng_for(3, f"reservoir/{hub}").sample(range(DEGREE), CAPACITY)
+    assert sorted(res.keys) == sorted(leaves[i] for i in picked)
+
+
+def test_build_pages_resume_from_the_cursor_and_give_the_same_reservoirs():
+    one, hub, _ = star()
+    one.call("tf_features.build_reservoirs", {"capacity": CAPACITY, "seed": 3, **STEP})
+    paged, hub2, _ = star()
+    totals = build_reservoirs(
+        EmbeddedSource(paged), {"capacity": CAPACITY, "seed": 3, "batch_nodes": 7, **STEP}
+    )
+    assert totals == {"nodes": paged.node_count, "reservoirs": 1, "removed": 0}
+    assert paged.get_property(hub2, NAME) == one.get_property(hub, NAME)
+
+
+def test_a_hub_draws_from_its_reservoir_by_the_exact_draw_rule():
+    g, hub, low = star()
+    g.call("tf_features.build_reservoirs", {"capacity": CAPACITY, "seed": 3, **STEP})
+    members = sorted(stored(g, hub).keys)
+    [_, hop1] = ids(g, hub, [10], reservoir_threshold=100)
+    assert hop1 == [rng_for(7, hub).sample(members, 10)]  # Drawer's rule over the reservoir
+    assert hop1 != ids(g, hub, [10])[1]  # (the exact path draws from all 300)
+    # below the threshold, and for a node without a reservoir, the exact path's bytes
+    assert ids(g, hub, [10], reservoir_threshold=DEGREE) == ids(g, hub, [10])
+    assert ids(g, low, [3], reservoir_threshold=0) == ids(g, low, [3])
+
+
+def test_the_reservoir_of_another_step_is_not_read():
+    g, hub, _ = star()
+    g.call("tf_features.build_reservoirs", {"capacity": CAPACITY, "seed": 3, **STEP})
+    both = {"edge_types": ["E"], "direction": "both"}
+    [row_b] = g.call("tf_features.sample", [hub], [10], [], {"seed": 7, **both})
+    [row_r] = g.call(
+        "tf_features.sample", [hub], [10], [], {"seed": 7, "reservoir_threshold": 0, **both}
+    )
+    assert row_b["blob"] == row_r["blob"]
+
+
+def test_a_removed_relationships_node_loses_its_old_reservoir_on_rebuild():
+    g, hub, _ = star()
+    g.call("tf_features.build_reservoirs", {"capacity": CAPACITY, "seed": 3, **STEP})
+    [page] = g.call("tf_features.build_reservoirs", {"capacity": DEGREE, "seed": 3, **STEP})
+    assert (page["reservoirs"], page["removed"]) == (0, 1)
+    assert g.get_property(hub, NAME) is None
+
+
+# -- bad input -----------------------------------------------------------------------------------
+def failure(g: EmbeddedGraph, *args) -> str:
+    with pytest.raises(ProcedureError) as info:
+        g.call(*args)
+    return str(info.value).rstrip().rsplit("\n", 1)[-1]
+
+
+def test_a_negative_threshold_is_refused_naming_the_option():
+    g, hub, _ = star()
+    text = failure(g, "tf_features.sample", [hub], [10], [], {"reservoir_threshold": -1})
+    assert "options.reservoir_threshold: expected an integer >= 0" in text
+    assert "got int -1" in text
+
+
+def test_a_capacity_below_the_fanout_is_refused_naming_the_option_and_the_node():
+    g, hub, _ = star()
+    g.call("tf_features.build_reservoirs", {"capacity": 8, "seed": 3, **STEP})
+    args = ("tf_features.sample", [hub], [10], [], {"reservoir_threshold": 100, **STEP})
+    assert failure(g, *args).endswith(
+        f"options.reservoir_threshold: node {hub} has a reservoir ({NAME!r}) of capacity 8, "
+        "below hop 1's fanout 10: rebuild it with options.capacity >= 10 "
+        "(tf_features.build_reservoirs)"
+    )
+    # a hub met again at a later hop with a larger fanout is checked there too
+    both = {"edge_types": ["E"], "direction": "both"}
+    g.call("tf_features.build_reservoirs", {"capacity": 12, "seed": 3, **both})
+    args = ("tf_features.sample", [hub], [12, 1, 13], [], {"reservoir_threshold": 100, **both})
+    text = failure(g, *args)
+    assert "below hop 3's fanout 13" in text
+
+
+def test_a_reservoir_of_another_format_is_refused_naming_the_node():
+    g, hub, _ = star()
+    g.call("tf_features.build_reservoirs", {"capacity": CAPACITY, "seed": 3, **STEP})
+    old = list(g.get_property(hub, NAME))
+    g.set_property(hub, NAME, [FORMAT - 1, *old[1:]])
+    text = failure(g, "tf_features.sample", [hub], [10], [], {"reservoir_threshold": 100, **STEP})
+    assert text.endswith(
+        f"options.reservoir_threshold: node {hub} has a reservoir ({NAME!r}) of format "
+        f"{FORMAT - 1}, this sampler reads format {FORMAT}: rebuild it with "
+        "tf_features.build_reservoirs"
+    )
+    g.set_property(hub, NAME, old[:-1])  # a truncated one
+    text = failure(g, "tf_features.sample", [hub], [10], [], {"reservoir_threshold": 100, **STEP})
+    assert f"node {hub} property {NAME!r}: a malformed reservoir (40 members" in text
+
+
+def test_build_options_are_checked_by_name():
+    g, _, _ = star(10)
+    assert "options.capacity: expected the reservoir size R" in failure(
+        g, "tf_features.build_reservoirs", {}
+    )
+    assert "options.capacity: expected an integer >= 1, got int 0" in failure(
+        g, "tf_features.build_reservoirs", {"capacity": 0}
+    )
+    assert "options: unknown option 'fanout'" in failure(
+        g, "tf_features.build_reservoirs", {"capacity": 3, "fanout": 2}
+    )
+
+
+# -- maintenance ---------------------------------------------------------------------------------
+def churn(rng: random.Random, n: int, steps: int) -> list[tuple]:
+    """``steps`` changes to a hub with relationships 0..n-1 (relationship i to neighbour key i):
+    ``("created", rel, key)`` of a new relationship or ``("deleted", rel, None)`` of a
+    uniformly chosen current one, at random while the hub keeps between n/2 and 2n."""
+    current = list(range(n))
+    out = []
+    rel = n
+    for _ in range(steps):
+        create = len(current) < n // 2 or (len(current) < 2 * n and rng.random() < 0.5)
+        if create:
+            out.append(("created", rel, rel))
+            current.append(rel)
+            rel += 1
+        else:
+            out.append(("deleted", current.pop(rng.randrange(len(current))), None))
+    return out
+
+
+def maintained(
+    seed: int, n: int, changes: list[tuple], capacity: int, pairing: bool = True
+) -> Reservoir:
+    """A reservoir over relationships 0..n-1 (relationship i to neighbour key i) built with
+    ``seed`` as ``build`` builds it, then maintained through ``changes`` in batches of 100 as
+    ``update`` applies them (one generator per batch); without ``pairing`` deletions are
+    forgotten (a short reservoir then takes every insert: the naive refill)."""
+    picked = sorted(rng_for(seed, "reservoir/0").sample(range(n), capacity))
+    res = Reservoir(capacity, n, 0, 0, seed, 0, list(picked), list(picked), list(picked))
+    for lo in range(0, len(changes), 100):
+        rng = rng_for(seed, f"reservoir/0/{lo + 1}")
+        for kind, rel, key in changes[lo : lo + 100]:
+            if kind == "created":
+                res.insert(rel, key, key, rng)
+            else:
+                res.delete(rel)
+                if not pairing:
+                    res.c1 = res.c2 = 0
+    return res
+
+
+def chi_square_critical(df: int, z: float = 3.090) -> float:
+    """The chi-square quantile at the normal quantile ``z`` (3.090: 0.999) by the
+    Wilson-Hilferty approximation."""
+    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+
+
+def frequencies(trials: int, n: int, changes: list[tuple], pairing: bool) -> dict[int, int]:
+    """How often each final neighbour is among 10 drawn from each of ``trials`` reservoirs
+    (capacity 30, built with seeds 0..trials-1) maintained through ``changes``."""
+    final = set(range(n))
+    for kind, rel, _ in changes:
+        if kind == "created":
+            final.add(rel)
+        else:
+            final.discard(rel)
+    counts = dict.fromkeys(final, 0)
+    for seed in range(trials):
+        res = maintained(seed, n, changes, 30, pairing)
+        assert res.degree == len(final) and set(res.rels) <= final
+        for key in rng_for(seed, "draw").sample(sorted(res.keys), min(10, len(res.keys))):
+            counts[key] += 1
+    return counts
+
+
+def chi_square(counts: dict[int, int]) -> float:
+    """Pearson's statistic of ``counts`` against the uniform distribution over its keys."""
+    expected = sum(counts.values()) / len(counts)
+    return sum((c - expected) ** 2 / expected for c in counts.values())
+
+
+def test_maintained_reservoirs_draw_each_neighbour_uniformly():
+    """Over reservoirs built with 120 seeds and each maintained through the same 10,000
+    inserts and deletes, the neighbours 10 draws per reservoir pick are uniform over the hub's
+    final relationships (chi-square at 0.1%, ~12 expected per neighbour)."""
+    changes = churn(random.Random(5), 100, 10_000)
+    counts = frequencies(120, 100, changes, pairing=True)
+    assert chi_square(counts) < chi_square_critical(len(counts) - 1)
+    # the test has power: the naive refill (a short reservoir takes every insert) fails it
+    naive = frequencies(60, 100, changes, pairing=False)
+    assert chi_square(naive) > chi_square_critical(len(naive) - 1)
+
+
+def test_update_reservoirs_applies_the_change_log_once():
+    g, hub, _ = star()
+    source = EmbeddedSource(g)
+    log = ChangeLog(source)
+    build_reservoirs(source, {"capacity": CAPACITY, "seed": 3, **STEP}, log=log)
+    before = stored(g, hub)
+    changes = []
+    for i in range(60):  # 60 new leaves, and a deletion of every member but the first 10
+        leaf = g.add_node(["N"], {"id": 50_000 + i})
+        rel = g.add_edge(hub, leaf, "E")
+        changes.append(
+            Change("created", "relationship", rel, rel_type="E", start_id=hub, end_id=leaf)
+        )
+    for rel, key in list(zip(before.rels, before.keys))[10:]:
+        changes.append(
+            Change("deleted", "relationship", rel, rel_type="E", start_id=hub, end_id=key)
+        )
+    changes.append(Change("created", "relationship", 10**6, rel_type="F", start_id=hub, end_id=hub))
+    log.record(changes)
+    totals, cursor = apply_to_reservoirs(log, STEP, limit=25)
+    assert cursor == len(changes)
+    assert totals["applied"] == 60 + 30 and totals["skipped"] == 0
+    after = stored(g, hub)
+    assert after.degree == DEGREE + 60 - 30  # (the :F change is not of the step)
+    assert after.applied_seq == len(changes) - 1
+    assert after.c1 + after.c2 + len(after.keys) >= 10
+    # the same stream applied again changes nothing
+    again, _ = apply_to_reservoirs(log, STEP, after=0, limit=1000)
+    assert again["applied"] == 0 and again["skipped"] == 60 + 30
+    assert stored(g, hub) == after
+
+
+def test_a_reservoir_shrunk_below_the_fanout_is_refused_naming_the_node():
+    g, hub, _ = star()
+    source = EmbeddedSource(g)
+    log = ChangeLog(source)
+    build_reservoirs(source, {"capacity": 12, "seed": 3, **STEP}, log=log)
+    res = stored(g, hub)
+    log.record(
+        Change("deleted", "relationship", rel, rel_type="E", start_id=hub, end_id=key)
+        for rel, key in list(zip(res.rels, res.keys))[:5]
+    )
+    totals, _ = apply_to_reservoirs(log, STEP)
+    assert totals["short"] == 1
+    text = failure(g, "tf_features.sample", [hub], [10], [], {"reservoir_threshold": 0, **STEP})
+    assert text.endswith(
+        f"options.reservoir_threshold: node {hub} has a reservoir ({NAME!r}) holding 7 distinct "
+        "neighbours (capacity 12, shrunk by deletions or parallel relationships), below hop 1's "
+        "fanout 10: rebuild it (tf_features.build_reservoirs)"
+    )
+
+
+# -- typed steps (tf_features.sample_typed) -------------------------------------------------------
+def shop(buyers: int = 120) -> tuple[EmbeddedGraph, int]:
+    """One product bought by ``buyers`` users (ids 1000 + i) and a category; the product's id is
+    7."""
+    g = EmbeddedGraph()
+    product = g.add_node(["Product"], {"id": 7})
+    for i in range(buyers):
+        g.add_edge(g.add_node(["User"], {"id": 1000 + i}), product, "BOUGHT")
+    g.add_edge(product, g.add_node(["Category"], {"id": 3}), "IN")
+    return g, product
+
+
+TYPED_STEP = {
+    "edge_types": ["BOUGHT"],
+    "direction": "in",
+    "id_property": "id",
+    "label": "Product",
+    "neighbour_label": "User",
+}
+
+
+def typed_ids(g: EmbeddedGraph, **options) -> list[int]:
+    [row] = g.call(
+        "tf_features.sample_typed",
+        [7],
+        {"(:Product)<-[:BOUGHT]-(:User)": [5]},
+        {},
+        {"label": "Product", "id_property": "id", "seed": 4, **options},
+    )
+    return blob.unpack_b64(row["blob"])["ids_h1_User"].tolist()
+
+
+def test_a_typed_step_draws_from_its_reservoir_by_the_exact_draw_rule():
+    g, product = shop()
+    g.call("tf_features.build_reservoirs", {"capacity": 20, "seed": 2, **TYPED_STEP})
+    name = property_name(("BOUGHT",), "in", "id", "User")
+    members = sorted(stored(g, product, name).keys)
+    assert len(members) == 20 and all(1000 <= k < 1120 for k in members)
+    assert typed_ids(g, reservoir_threshold=50) == [rng_for(4, 7).sample(members, 5)]
+    assert typed_ids(g, reservoir_threshold=120) == typed_ids(g)  # at the threshold: exact
+    text = failure(
+        g,
+        "tf_features.sample_typed",
+        [7],
+        {"(:Product)<-[:BOUGHT]-(:User)": [5]},
+        {},
+        {"label": "Product", "reservoir_threshold": 0, "exclude_splits": ["test"]},
+    )
+    assert "options.reservoir_threshold: expected without options.exclude_splits" in text
