@@ -267,7 +267,12 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _embed(args: argparse.Namespace) -> int:
-    """``memgraph-tf embed`` (:func:`memgraph_tf.batch.embedder.run_cli`)."""
+    """``memgraph-tf embed`` (:func:`memgraph_tf.batch.embedder.run_cli`; with ``--runner``, a
+    Beam pipeline: :func:`memgraph_tf.beam.runner.run_classify_pipeline`)."""
+    if getattr(args, "runner", None) or getattr(args, "pipeline_args", None):
+        from memgraph_tf.beam.runner import run_classify_pipeline
+
+        return run_classify_pipeline(args, command="embed")
     embedder = _batch_module("embedder")
     from memgraph_tf.client import sources
 
@@ -686,13 +691,16 @@ def _add_classify(sub: Any) -> None:
     p.set_defaults(func=_classify)
 
 
-def _add_batch_command(sub: Any, name: str, module: str, func: Any, **texts: str) -> None:
+def _add_batch_command(
+    sub: Any, name: str, module: str, func: Any, **texts: str
+) -> argparse.ArgumentParser:
     """Add the subcommand ``name`` (``texts``: its ``help`` and ``description``), its arguments
-    from ``memgraph_tf.batch.<module>.add_arguments``, running ``func``. The batch modules import
-    no TensorFlow until they run, so ``--help`` stays instant."""
+    from ``memgraph_tf.batch.<module>.add_arguments``, running ``func``; returns its parser. The
+    batch modules import no TensorFlow until they run, so ``--help`` stays instant."""
     p = sub.add_parser(name, **texts)
     importlib.import_module(f"memgraph_tf.batch.{module}").add_arguments(p)
     p.set_defaults(func=func)
+    return p
 
 
 def _add_score_links(sub: Any) -> None:
@@ -709,7 +717,7 @@ def _add_score_links(sub: Any) -> None:
 
 
 def _add_embed(sub: Any) -> None:
-    _add_batch_command(
+    p = _add_batch_command(
         sub,
         "embed",
         "embedder",
@@ -720,6 +728,9 @@ def _add_embed(sub: Any) -> None:
         "resumable and shardable; --create-index adds Memgraph's vector index. See "
         "docs/batch-inference.md.",
     )
+    from memgraph_tf.beam.runner import add_runner_arguments  # imports no Beam
+
+    add_runner_arguments(p)
 
 
 def _add_similar(sub: Any) -> None:

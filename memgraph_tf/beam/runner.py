@@ -395,9 +395,9 @@ def check_read_all(summary: BeamSummary, transform: Any) -> None:
 def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds ``--runner``, ``--dask-address``, ``--num-workers``, ``--running-mode``,
     ``--id-ranges``, ``--read-graph``
-    and the trailing Beam pipeline options (everything after ``--``) to the ``classify`` parser.
-    Without ``--runner`` nothing changes (``args.runner`` is None); with it, call
-    :func:`run_classify_pipeline`. Needs no Beam to add the arguments."""
+    and the trailing Beam pipeline options (everything after ``--``) to the ``classify`` or
+    ``embed`` parser. Without ``--runner`` nothing changes (``args.runner`` is None); with it,
+    call :func:`run_classify_pipeline`. Needs no Beam to add the arguments."""
     group = parser.add_argument_group(
         "Apache Beam (pip install 'memgraph-tf[beam]'; see docs/scaling.md)"
     )
@@ -479,12 +479,50 @@ def _worker_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(text.split())[:1000]}"
 
 
-def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any = None) -> int:
-    """``memgraph-tf classify ... --runner R [-- BEAM OPTIONS]``: batch inference as a Beam pipeline
-    with the classify command's options (``--graph``, ``--model`` / ``--serving`` /
-    ``--serving-grpc`` with ``--model-name`` / ``--model-version``, ``--label``, ``--where`` /
-    ``--param``, ``--write-property``, ``--batch-size``, ``--skip-invalid``, ``--overwrite``) plus
-    :func:`add_runner_arguments`'s. Prints the summary line; returns the exit code of the one
+def pipeline_model(args: argparse.Namespace, command: str = "classify") -> Any:
+    """The :class:`~memgraph_tf.beam.models.ModelSpec` a command line names: ``classify``'s
+    ``--model`` or ``--serving`` / ``--serving-grpc`` (with ``--model-name`` /
+    ``--model-version``); ``embed``'s ``--model`` with ``--role`` (default: a node bundle's
+    encoder, a link bundle's source encoder). Raises
+    :class:`~memgraph_tf.errors.ConfigurationError` for a bad combination."""
+    from memgraph_tf.beam.models import ModelSpec
+    from memgraph_tf.errors import ConfigurationError
+
+    if command == "embed":
+        for name in ("create_index", "index_name"):
+            if getattr(args, name, None):
+                flag = "--" + name.replace("_", "-")
+                raise ConfigurationError(
+                    f"{flag}: not with --runner (run `memgraph-tf embed --create-index` "
+                    f"without --runner once the pipeline has written the embeddings)"
+                )
+        role = getattr(args, "role", None)
+        if role is None:
+            role = "node" if ModelSpec.resolve(bundle=args.model).config.link is None else "source"
+        return ModelSpec.resolve(bundle=args.model, embed=role)
+    if args.model is not None:
+        if args.model_name or args.model_version is not None:
+            raise ConfigurationError(
+                "--model-name / --model-version: only with --serving or --serving-grpc"
+            )
+        return ModelSpec.resolve(bundle=args.model)
+    return ModelSpec.resolve(
+        rest=args.serving,
+        grpc=args.serving_grpc,
+        model_name=args.model_name,
+        version=args.model_version,
+    )
+
+
+def run_classify_pipeline(
+    args: argparse.Namespace, *, out: Any = None, err: Any = None, command: str = "classify"
+) -> int:
+    """``memgraph-tf classify ... --runner R [-- BEAM OPTIONS]`` (or ``memgraph-tf embed ...
+    --runner R``): batch inference as a Beam pipeline with the command's options (``--graph``,
+    the model of :func:`pipeline_model`, ``--label``, ``--where`` / ``--param`` (classify),
+    ``--write-property``, ``--batch-size``, ``--skip-invalid``, ``--overwrite``) plus
+    :func:`add_runner_arguments`'s. Beam pipeline options without ``--runner`` are a usage
+    error. Prints the summary line; returns the exit code of the one
     table (:func:`memgraph_tf.errors.exit_code_for`): 0 done, 1 the pipeline failed (what was
     written stays; rerun to resume), 2 a bad command line or setting, or Beam missing (nothing
     was run), 130 interrupted. Errors are one line on stderr, never a traceback."""
@@ -492,17 +530,23 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
     err = err or sys.stderr
 
     def fail(code: int, message: str) -> int:
-        print(f"memgraph-tf classify: {message}", file=err)
+        print(f"memgraph-tf {command}: {message}", file=err)
         return code
 
     from memgraph_tf.errors import EXIT_INTERRUPTED, EXIT_USAGE, MemgraphTfError, exit_code_for
+
+    if not args.runner:
+        return fail(
+            EXIT_USAGE,
+            f"error: unexpected arguments {args.pipeline_args} (Beam pipeline options after -- "
+            f"need --runner)",
+        )
 
     try:
         require_beam()
     except ImportError as exc:
         return fail(exit_code_for(exc), f"error: {exc}")
     from memgraph_tf.beam.graph_specs import GraphSpec
-    from memgraph_tf.beam.models import ModelSpec
     from memgraph_tf.beam.transforms import DEFAULT_NUM_RANGES
     from memgraph_tf.errors import ConfigurationError
 
@@ -528,30 +572,18 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
             else max(DEFAULT_NUM_RANGES, 4 * args.num_workers)
         )
         params = parse_params(getattr(args, "param", None))
-        if params and args.where is None:
+        if params and getattr(args, "where", None) is None:
             raise ConfigurationError("--param: only with --where")
         graph = GraphSpec(args.graph)
         read_graph = GraphSpec(args.read_graph) if getattr(args, "read_graph", None) else None
-        if args.where is not None and graph.in_process:
+        if getattr(args, "where", None) is not None and graph.in_process:
             raise ConfigurationError(
                 "where: the embedded graph runs no Cypher; --where needs a Bolt graph "
                 "(--graph bolt://...)"
             )
         mode = running_mode_for(graph, args.num_workers, args.running_mode)
         check_runner_for_graph(graph, args.runner, mode if args.runner == "DirectRunner" else None)
-        if args.model is not None:
-            if args.model_name or args.model_version is not None:
-                raise ConfigurationError(
-                    "--model-name / --model-version: only with --serving or --serving-grpc"
-                )
-            model = ModelSpec.resolve(bundle=args.model)
-        else:
-            model = ModelSpec.resolve(
-                rest=args.serving,
-                grpc=args.serving_grpc,
-                model_name=args.model_name,
-                version=args.model_version,
-            )
+        model = pipeline_model(args, command)
         summary = classify_with_beam(
             graph,
             model,
@@ -561,7 +593,7 @@ def run_classify_pipeline(args: argparse.Namespace, *, out: Any = None, err: Any
             pipeline_args=list(args.pipeline_args or []),
             dask_address=getattr(args, "dask_address", None),
             label=args.label,
-            where=args.where,
+            where=getattr(args, "where", None),
             where_params=params,
             write_property=args.write_property,
             batch_size=args.batch_size,
@@ -605,6 +637,7 @@ __all__ = [
     "create_pipeline",
     "create_runner",
     "parse_params",
+    "pipeline_model",
     "pipeline_options",
     "require_beam",
     "run_classify_pipeline",

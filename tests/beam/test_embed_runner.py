@@ -1,0 +1,80 @@
+"""``memgraph-tf embed --runner DirectRunner``: the command line's Beam pipeline writes the
+embeddings the one-process ``memgraph-tf embed`` writes; what the pipeline cannot do is a usage
+error (exit 2, one line)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+try:
+    import apache_beam  # noqa: F401 -- imported only to see whether Beam is installed
+except ImportError as exc:
+    if os.environ.get("CI"):  # CI installs the beam extra: the Beam suite must run there
+        pytest.fail(f"apache-beam is not installed, but CI runs the Beam suite: {exc}")
+    pytest.skip("apache-beam is not installed here", allow_module_level=True)
+
+from memgraph_tf import cli
+from memgraph_tf.batch.embedder import EmbedBackend, embed_nodes
+from memgraph_tf.beam import register_graph, unregister_graph
+from tests.beam import helpers as h
+
+
+def _embeddings(source, prop: str = "embedding") -> dict[int, list[float]]:
+    graph = source.graph
+    out = {}
+    for node in graph.nodes(h.LABEL):
+        z = graph.get_property(node, prop)
+        if z is not None:
+            out[graph.get_property(node, "id")] = list(z)
+    return out
+
+
+def test_embed_on_the_direct_runner_writes_the_one_process_embeddings(op_bundle_base, capsys):
+    source = h.embedded_source()
+    spec = register_graph(source)
+    argv = ["embed", "--graph", spec.uri, "--model", str(op_bundle_base), "--batch-size", "16"]
+    try:
+        code = cli.main([*argv, "--no-progress", "--runner", "DirectRunner", "--num-workers", "2"])
+        out = capsys.readouterr().out
+    finally:
+        unregister_graph(spec)
+    assert code == 0, capsys.readouterr().err
+    assert f"classified {h.N} nodes, written {h.N}" in out
+    assert {k for (_, k), n in source.graph.writes.items() if n != 1} == set()
+    reference = h.embedded_source()
+    with EmbedBackend(op_bundle_base) as backend:
+        embed_nodes(reference, backend)
+    want, got = _embeddings(reference), _embeddings(source)
+    assert len(want) == h.N and sorted(got) == sorted(want)
+    np.testing.assert_allclose(
+        [got[k] for k in sorted(want)], [want[k] for k in sorted(want)], rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--runner", "DirectRunner", "--create-index"], r"--create-index: not with --runner"),
+        (["--runner", "DirectRunner", "--role", "source"], r"embed: 'source' does not fit"),
+        (["--runner", "DirectRunner", "--shard", "1/3"], r"--shard: not with --runner"),
+        (["--", "--direct_num_workers=2"], r"Beam pipeline options after -- need --runner"),
+    ],
+)
+def test_embed_pipeline_refusals_are_one_line_with_exit_code_2(
+    op_bundle_base, capsys, extra, message
+):
+    source = h.embedded_source()
+    spec = register_graph(source)
+    try:
+        code = cli.main(["embed", "--graph", spec.uri, "--model", str(op_bundle_base), *extra])
+    finally:
+        unregister_graph(spec)
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("memgraph-tf embed: error: ")
+    assert len(err.strip().splitlines()) == 1
+    assert re.search(message, err), err
+    assert _embeddings(source) == {}
