@@ -18,6 +18,13 @@ It holds no model: :class:`UpstreamServer` stands in for the
   request is pinned to it, so blobs are always sampled with the settings of the version that
   runs them, even while the upstream switches versions.
 - **Blobs pass through unchanged**; examples without ``node_id`` are forwarded as sent.
+- **Embeddings by node id**: ``:predict`` / ``Predict`` on a signature that embeds nodes
+  (``embed``, ``embed_source``, ``embed_target``: :func:`.node_examples.embed_role`) may name
+  ``node_id`` for the ``blobs`` input, as on the model server: the gateway samples the blobs and
+  forwards a ``Predict`` of blobs; the answer has the model server's shape.
+- **Freshness**: a ``node_id`` answer carries the model server's REST headers and gRPC trailing
+  metadata (:mod:`.freshness`): the upstream version the forwarded request was pinned to, and
+  the moment the gateway began reading the graph.
 - **Errors**: a status the upstream answers keeps its gRPC code and message (REST: that code's
   HTTP status from the status table, :mod:`.errors`). An upstream that refuses connections is
   UNAVAILABLE (503) at once; the channel retries connecting after 0.1-2 s, not TF's default of
@@ -51,7 +58,7 @@ from typing import Any
 import grpc
 
 from memgraph_tf.errors import ServingFailure
-from memgraph_tf.serving import bundle, grpc_codec, metrics
+from memgraph_tf.serving import bundle, freshness, grpc_codec, metrics
 from memgraph_tf.serving.bundle import BundleConfig
 from memgraph_tf.serving.json_parse import DEFAULT_MAX_JSON_DEPTH
 from memgraph_tf.serving.model_server import DEFAULT_MAX_REQUEST_BYTES, ModelServer
@@ -237,7 +244,8 @@ class UpstreamServer(ModelServer):
     # -- resolution
     def resolve(self, name: str, version: str | int | None, label: str | None) -> RemoteVersion:
         """The upstream version a request names, through ``GetModelMetadata`` (cached
-        ``metadata_ttl_s``), with its bundle config and sampling settings."""
+        ``metadata_ttl_s``), with its bundle config and sampling settings; noted as the version
+        that answers (:func:`.freshness.note_model_version`)."""
         from tensorflow_serving.apis import get_model_metadata_pb2
 
         record = metrics.current()
@@ -284,6 +292,7 @@ class UpstreamServer(ModelServer):
                 self._resolved[key] = (now + self.metadata_ttl_s, mv)
         if record is not None:
             record.version = mv.version
+        freshness.note_model_version(mv.version)  # the version the forwarded request is pinned to
         return mv
 
     def _bundle_config(self, name: str, version: int, sigs: dict) -> BundleConfig | None:
