@@ -184,14 +184,25 @@ class BeamSummary(RunSummary):
     written: int = 0
     unchanged: int = 0
     invalid: int = 0
+    #: the model embedded (``P`` the embedding, ``P_version``) rather than classified
+    embedded: bool = False
 
     rate_of: ClassVar[str] = "written"
 
     def counts_text(self) -> str:
         return (
-            f"classified {self.classified} nodes, written {self.written}, unchanged "
-            f"{self.unchanged}, skipped {self.invalid} invalid on {self.runner} "
-            f"({self.workers} worker(s))"
+            f"{'embedded' if self.embedded else 'classified'} {self.classified} nodes, written "
+            f"{self.written}, unchanged {self.unchanged}, skipped {self.invalid} invalid on "
+            f"{self.runner} ({self.workers} worker(s))"
+        )
+
+    def text(self) -> str:
+        if not self.embedded:
+            return super().text()
+        return (
+            f"{self.counts_text()} in {self.elapsed_s:.1f} s: {self.nodes_per_s:.0f} nodes/s; "
+            f"model {self.model_name} version {self.model_version} -> {self.write_property}, "
+            f"{self.write_property}_version"
         )
 
 
@@ -352,6 +363,7 @@ def classify_with_beam(
         written=counts.get("nodes_written", 0),
         unchanged=counts.get("nodes_unchanged", 0),
         invalid=counts.get("nodes_invalid", 0),
+        embedded=getattr(model, "embed", None) is not None,
         elapsed_s=time.perf_counter() - t0,
     )
     logger.info("%s", summary.text())

@@ -43,7 +43,11 @@ def test_embed_on_the_direct_runner_writes_the_one_process_embeddings(op_bundle_
     finally:
         unregister_graph(spec)
     assert code == 0, capsys.readouterr().err
-    assert f"classified {h.N} nodes, written {h.N}" in out
+    assert out.startswith(f"embedded {h.N} nodes, written {h.N}, unchanged 0"), out
+    assert "model BeamSageOp version 2 -> embedding, embedding_version" in out
+    assert all(
+        source.graph.get_property(n, "embedding_score") is None for n in source.graph.nodes(h.LABEL)
+    )
     assert {k for (_, k), n in source.graph.writes.items() if n != 1} == set()
     reference = h.embedded_source()
     with EmbedBackend(op_bundle_base) as backend:
