@@ -8,6 +8,7 @@ op bundle with an ``embed`` signature; it also answers node ids itself, to compa
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import time
 
@@ -154,3 +155,42 @@ def test_the_serving_clients_embed_through_the_gateway(stack):
     np.testing.assert_allclose(
         GrpcServingClient(stack.gw_grpc, "sage").embed(NODES), want, rtol=1e-5, atol=1e-6
     )
+
+
+def test_a_link_bundles_roles_embed_by_node_id_through_the_gateway(tmp_path):
+    """``embed_source`` / ``embed_target`` of a link bundle (each role sampled with its own
+    settings) by ``node_id`` through the gateway: the model server's vectors and headers."""
+    from memgraph_tf.serving.client import ServingClient
+    from memgraph_tf.serving.export_links import export_link_bundle
+    from memgraph_tf.serving.gateway import UpstreamServer
+    from memgraph_tf.serving.grpc_server import start_grpc_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+    from tests.client import links_kit as kit
+
+    options = {**kit.OPTIONS, "seed": kit.SEED}
+    export_link_bundle(
+        kit.model(), tmp_path, "links", 2, decoder="op", sample_options=options, warmup=False
+    )
+    ids = [-200, -151, 297]
+    source, _, _ = kit.embedded_graph()
+    with (
+        contextlib.closing(
+            ModelServer(tmp_path / "links", graph_source=source, warmup=False)
+        ) as local,
+        start_server(local) as rest,
+        start_grpc_server(local) as rpc,
+        contextlib.closing(UpstreamServer(rpc.target, source, timeout_s=20)) as gateway,
+        start_server(gateway) as gw_rest,
+    ):
+        for role in ("source", "target"):
+            body = {"signature_name": f"embed_{role}", "inputs": {"node_id": ids}}
+            want = requests.post(f"{rest.url}/v1/models/links:predict", json=body, timeout=60)
+            via = requests.post(f"{gw_rest.url}/v1/models/links:predict", json=body, timeout=60)
+            assert want.status_code == via.status_code == 200, (want.text, via.text)
+            np.testing.assert_allclose(
+                via.json()["outputs"], want.json()["outputs"], rtol=1e-5, atol=1e-6
+            )
+            assert via.headers[freshness.MODEL_VERSION_HEADER] == "2"
+            got = ServingClient(gw_rest.url, "links").embed(ids, signature_name=f"embed_{role}")
+            np.testing.assert_allclose(got, want.json()["outputs"], rtol=1e-5, atol=1e-6)
