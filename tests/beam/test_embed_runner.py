@@ -82,3 +82,50 @@ def test_embed_pipeline_refusals_are_one_line_with_exit_code_2(
     assert len(err.strip().splitlines()) == 1
     assert re.search(message, err), err
     assert _embeddings(source) == {}
+
+
+@pytest.mark.parametrize("role", [None, "target"], ids=["default-source", "target"])
+def test_embed_a_link_bundles_role_on_the_direct_runner(tmp_path_factory, capsys, role):
+    """A link bundle's encoder (``--role``, default source) on the DirectRunner writes what the
+    one-process run of that role writes."""
+    from memgraph_tf.serving.export_links import export_link_bundle
+    from tests.client import links_kit as kit
+
+    base = tmp_path_factory.mktemp("embed-links")
+    options = {**kit.OPTIONS, "seed": kit.SEED}
+    export_link_bundle(
+        kit.model(), base, "links", 2, decoder="op", sample_options=options, warmup=False
+    )
+    source, _, _ = kit.embedded_graph()
+    spec = register_graph(source)
+    argv = ["embed", "--graph", spec.uri, "--model", str(base / "links"), "--no-progress"]
+    try:
+        code = cli.main(
+            [
+                *argv,
+                *(["--role", role] if role else []),
+                "--write-property",
+                "z",
+                "--runner",
+                "DirectRunner",
+            ]
+        )
+    finally:
+        unregister_graph(spec)
+    assert code == 0, capsys.readouterr().err
+    reference, _, _ = kit.embedded_graph()
+    embed_nodes(reference, str(base / "links"), role=role, write_property="z")
+
+    def vectors(src):
+        graph = src.graph
+        return {
+            graph.get_property(n, "id"): list(graph.get_property(n, "z"))
+            for n in graph.nodes(kit.LABEL)
+            if graph.get_property(n, "z") is not None
+        }
+
+    want, got = vectors(reference), vectors(source)
+    assert want and sorted(got) == sorted(want)
+    np.testing.assert_allclose(
+        [got[k] for k in sorted(want)], [want[k] for k in sorted(want)], rtol=1e-5, atol=1e-6
+    )
