@@ -18,7 +18,12 @@ from memgraph_tf.client.link_prediction import (
 )
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import ConfigurationError
-from memgraph_tf.feature_spec import CategoricalSpec, LabelSpec, RequiredSpec
+from memgraph_tf.feature_spec import (
+    CategoricalSpec,
+    LabelSpec,
+    MultiCategoricalSpec,
+    RequiredSpec,
+)
 from tests.graphs import short_run
 
 PATTERN = "(:Item)-[:LINK]-(:Item)"
@@ -26,19 +31,32 @@ NN = {PATTERN: [4]}
 OPTIONS = {"id_property": "id"}
 N, GROUPS, BASE = 120, 4, 100
 NAMES = [f"g{k}" for k in range(GROUPS)]
-SPEC = {"Item": LabelSpec("Item", [CategoricalSpec("group", vocabulary=NAMES)])}
+TAGS = ["red", "green", "blue"]
+SPEC = {
+    "Item": LabelSpec(
+        "Item",
+        [CategoricalSpec("group", vocabulary=NAMES), MultiCategoricalSpec("tags", vocabulary=TAGS)],
+    )
+}
 
 
-def _graph():
-    """Items in 4 groups (``group``: the group's name) linked only inside their group, with
-    ``noise`` (2 random numbers, no signal): links follow from ``group`` alone."""
+def graph_source():
+    """``(source, positive pairs, negative pairs)``: items in 4 groups (``group``: the group's
+    name) linked only inside their group, with ``tags`` (a possibly empty list of :data:`TAGS`)
+    and ``noise`` (2 random numbers), neither carrying signal: links follow from ``group``
+    alone; the negatives join items of different groups."""
     rng = np.random.default_rng(0)
     groups = np.arange(N) % GROUPS
     g = EmbeddedGraph()
     for i in range(N):
         g.add_node(
             ["Item"],
-            {"id": BASE + i, "group": NAMES[groups[i]], "noise": rng.standard_normal(2).tolist()},
+            {
+                "id": BASE + i,
+                "group": NAMES[groups[i]],
+                "tags": [t for t in TAGS if rng.random() < 0.4],
+                "noise": rng.standard_normal(2).tolist(),
+            },
         )
     edges: set[tuple[int, int]] = set()
     while len(edges) < 3 * N:
@@ -58,7 +76,7 @@ def _graph():
 
 @pytest.fixture(scope="module")
 def graph():
-    source, pos, neg = _graph()
+    source, pos, neg = graph_source()
     cut = int(0.8 * len(pos))
     val = np.concatenate([pos[cut:], neg[cut:]])
     val_y = np.r_[np.ones(len(pos) - cut), np.zeros(len(pos) - cut)]
@@ -89,7 +107,8 @@ def test_a_categorical_spec_trains_and_beats_chance(graph, trained):
     model = trained.model
     assert set(model.label_encoders) == {"Item"}
     assert model.properties == {}
-    assert model.feature_dims == {"Item": 4}  # the embedding's columns
+    assert model.feature_dims == {"Item": 8}  # two embeddings' columns
+    assert "src.bag_h1_Item.row_splits" in model.input_names()
     assert "src.cat_h0_Item" in model.input_names() and "dst.cat_h1_Item" in model.input_names()
     metrics = evaluate_links(model, source, val, val_y, options=OPTIONS, seed=1)
     assert metrics["auc"] >= 0.8  # chance: 0.5; group alone decides a link
