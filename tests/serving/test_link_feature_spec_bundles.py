@@ -113,3 +113,21 @@ def test_served_by_pair_ids_over_rest_equals_in_process(link_kit):
     finally:
         server.close()
         ms.close()
+
+
+def test_batch_scoring_with_the_bundle_writes_the_in_process_scores(link_kit):
+    """``score_links`` over the bundle (``BundleLinkBackend``: each node's own ``sample_typed``
+    blob with the bundle's raw columns) on non-edges, whose pair blobs remove nothing: the
+    in-process scores. A fresh graph: the run writes relationships."""
+    from memgraph_tf.batch.link_scoring import BundleLinkBackend, score_links
+    from memgraph_tf.client.link_tables import LinkSelection, LinkTable
+
+    _, model, info, pairs = link_kit
+    source, _, _ = graph_source()
+    non_edges = pairs[3:]
+    summary = score_links(source, BundleLinkBackend(info.path), pairs=non_edges)
+    assert summary.links == len(non_edges)
+    links = LinkTable(source, LinkSelection("Item", "Item", 1, id_property="id")).read_links()
+    got = {(s, t): p for s, t, p, _ in links}
+    want = _in_process(source, model, non_edges)
+    np.testing.assert_allclose([got[tuple(p)] for p in non_edges.tolist()], want, atol=1e-5)
