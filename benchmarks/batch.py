@@ -107,6 +107,8 @@ def _cpu_s(who: int) -> float:
 
 
 def build_graph(n: int, dim: int, degree: float, seed: int = 0):
+    """An embedded graph of ``n`` :Node nodes with ``dim`` random ``features`` each and about
+    ``degree`` random relationships per node (``seed``: the same graph each time)."""
     import numpy as np
 
     from memgraph_tf.embedded import EmbeddedGraph
@@ -121,7 +123,11 @@ def build_graph(n: int, dim: int, degree: float, seed: int = 0):
     )
 
 
-def export(directory: pathlib.Path, fanouts: list[int], dim: int, use_op: bool) -> pathlib.Path:
+def export(
+    directory: pathlib.Path, fanouts: list[int], dim: int, use_op: bool, name: str = "BenchSage"
+) -> pathlib.Path:
+    """A 4-class GraphSAGE node bundle ``name`` version 1 over the ``features`` property (random
+    weights, seed 0) under ``directory``; returns its version directory."""
     import keras
 
     from memgraph_tf.client import GraphSAGE
@@ -132,7 +138,7 @@ def export(directory: pathlib.Path, fanouts: list[int], dim: int, use_op: bool) 
         fanouts, dim, 4, hidden_units=16, dropout=0.0, class_names=["a", "b", "c", "d"]
     ).ensure_built()
     info = export_bundle(
-        model, directory, "BenchSage", 1, use_op=use_op, properties=["features"], warmup=False
+        model, directory, name, 1, use_op=use_op, properties=["features"], warmup=False
     )
     return info.path
 

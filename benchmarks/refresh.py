@@ -33,37 +33,7 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-
-
-def build_graph(n: int, dim: int, degree: float, seed: int = 0):
-    import numpy as np
-
-    from memgraph_tf.embedded import EmbeddedGraph
-
-    rng = np.random.default_rng(seed)
-    features = rng.standard_normal((n, dim)).astype(np.float32).tolist()
-    m = int(n * degree / 2)
-    src = rng.integers(0, n, size=m).tolist()
-    dst = rng.integers(0, n, size=m).tolist()
-    return EmbeddedGraph.from_edge_list(
-        zip(src, dst), num_nodes=n, label="Node", node_properties={"features": features}
-    )
-
-
-def export(directory: pathlib.Path, fanouts: list[int], dim: int) -> pathlib.Path:
-    import keras
-
-    from memgraph_tf.client import GraphSAGE
-    from memgraph_tf.serving import export_bundle
-
-    keras.utils.set_random_seed(0)
-    model = GraphSAGE(
-        fanouts, dim, 4, hidden_units=16, dropout=0.0, class_names=["a", "b", "c", "d"]
-    ).ensure_built()
-    export_bundle(
-        model, directory, "RefreshSage", 1, use_op=True, properties=["features"], warmup=False
-    )
-    return directory / "RefreshSage"
+from batch import build_graph, export  # noqa: E402 -- beside this file: importable once HERE is on sys.path
 
 
 def predictions(graph) -> dict[int, tuple]:
@@ -161,7 +131,7 @@ def main() -> None:
           f"({time.perf_counter() - t:.1f} s)")  # fmt: skip
     with (
         tempfile.TemporaryDirectory() as tmp,
-        BundleBackend(export(pathlib.Path(tmp), fanouts, args.dim)) as model,
+        BundleBackend(export(pathlib.Path(tmp), fanouts, args.dim, True, "RefreshSage")) as model,
     ):
         full = classify_graph(
             source, model, label="Node", batch_size=args.batch_size, progress=False

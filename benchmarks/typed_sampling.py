@@ -25,7 +25,8 @@ import argparse
 import os
 import statistics
 import sys
-import time
+
+from _timing import paired_rates, timed  # beside this file (the script's directory is on sys.path)
 
 FOLLOWS = "(:User)-[:FOLLOWS]->(:User)"
 SHOP = {
@@ -33,12 +34,6 @@ SHOP = {
     FOLLOWS: [10, 0],
     "(:Product)-[:IN]->(:Category)": [0, 1],
 }
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def main() -> int:
@@ -77,13 +72,7 @@ def main() -> int:
         ("same edges, ids only", typed({FOLLOWS: [10, 5]}, {}), homogeneous([])),
     ]
     for name, typed_call, homogeneous_call in rows:
-        typed_call(), homogeneous_call()  # warm-up
-        t_typed, t_homo = [], []
-        for _ in range(args.rounds):
-            t_typed.append(timed(typed_call))
-            t_homo.append(timed(homogeneous_call))
-        typed_rate = len(seeds) / statistics.median(t_typed)
-        homo_rate = len(seeds) / statistics.median(t_homo)
+        typed_rate, homo_rate = paired_rates(len(seeds), typed_call, homogeneous_call, args.rounds)
         print(
             f"{name:22s} typed {typed_rate:8.0f} seeds/s   homogeneous {homo_rate:8.0f} seeds/s   "
             f"typed/homogeneous {typed_rate / homo_rate:.2f}x"

@@ -23,18 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
-import time
+
+from _timing import paired_rates  # beside this file (the script's directory is on sys.path)
 
 UNIFORM = "(:Account)-[:TRANSFER]->(:Account)"
 WEIGHTED = "(:Account)-[:TRANSFER {weight: amount}]->(:Account)"
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def build(accounts: int, degree: int):
@@ -76,13 +70,7 @@ def main() -> int:
 
     for name, props in (("ids only", {}), ("features", {"Account": ["features"]})):
         weighted, uniform = call(WEIGHTED, props), call(UNIFORM, props)
-        weighted(), uniform()  # warm-up
-        t_weighted, t_uniform = [], []
-        for _ in range(args.rounds):
-            t_weighted.append(timed(weighted))
-            t_uniform.append(timed(uniform))
-        w_rate = len(seeds) / statistics.median(t_weighted)
-        u_rate = len(seeds) / statistics.median(t_uniform)
+        w_rate, u_rate = paired_rates(len(seeds), weighted, uniform, args.rounds)
         print(
             f"{name:10s} weighted {w_rate:8.0f} seeds/s   uniform {u_rate:8.0f} seeds/s   "
             f"weighted/uniform {w_rate / u_rate:.2f}x"

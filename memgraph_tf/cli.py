@@ -7,7 +7,9 @@ Each subcommand imports its implementation lazily, so ``memgraph-tf --help`` is 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
+import os
 import sys
 import urllib.parse
 from typing import Any
@@ -54,7 +56,6 @@ def _install_modules(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     """``memgraph-tf serve``: exit 0 after Ctrl-C; a user error (missing or empty model
     directory, bad label, busy port, unreachable --graph) is one line on stderr and exit 2."""
-    import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
     from memgraph_tf.client import sources
@@ -173,7 +174,6 @@ def _classify(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    import os
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
     from memgraph_tf import batch
@@ -242,12 +242,16 @@ def _classify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch_module(name: str) -> Any:
+    """``memgraph_tf.batch.<name>``, imported after switching TensorFlow's C++ info and warning
+    lines off (the variable only counts before TensorFlow is imported)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return importlib.import_module(f"memgraph_tf.batch.{name}")
+
+
 def _score_links(args: argparse.Namespace) -> int:
     """``memgraph-tf score-links`` (:func:`memgraph_tf.batch.link_scoring.run_cli`)."""
-    import os
-
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-    from memgraph_tf.batch import link_scoring
+    link_scoring = _batch_module("link_scoring")
     from memgraph_tf.beam.runner import parse_params  # standard library only
     from memgraph_tf.client import sources
 
@@ -256,10 +260,7 @@ def _score_links(args: argparse.Namespace) -> int:
 
 def _refresh(args: argparse.Namespace) -> int:
     """``memgraph-tf refresh`` (:func:`memgraph_tf.batch.refresh.run_cli`)."""
-    import os
-
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-    from memgraph_tf.batch import refresh
+    refresh = _batch_module("refresh")
     from memgraph_tf.client import sources
 
     return refresh.run_cli(args, sources.open_graph)
@@ -267,10 +268,7 @@ def _refresh(args: argparse.Namespace) -> int:
 
 def _embed(args: argparse.Namespace) -> int:
     """``memgraph-tf embed`` (:func:`memgraph_tf.batch.embedder.run_cli`)."""
-    import os
-
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-    from memgraph_tf.batch import embedder
+    embedder = _batch_module("embedder")
     from memgraph_tf.client import sources
 
     return embedder.run_cli(args, sources.open_graph)
@@ -278,10 +276,8 @@ def _embed(args: argparse.Namespace) -> int:
 
 def _similar(args: argparse.Namespace) -> int:
     """``memgraph-tf similar`` (:func:`memgraph_tf.batch.retrieval.run_cli`)."""
-    import os
-
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-    from memgraph_tf.batch import link_scoring, retrieval
+    retrieval = _batch_module("retrieval")
+    from memgraph_tf.batch import link_scoring
     from memgraph_tf.client import sources
 
     return retrieval.run_cli(args, sources.open_graph, link_scoring.BundleLinkBackend)
@@ -319,7 +315,6 @@ def _install_triggers(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    import os
 
     # before TensorFlow is imported: keep its C++ info and warning lines off the demo's screen
     # (demo.import_tensorflow_quietly filters the start-up lines this variable does not reach)
@@ -691,47 +686,53 @@ def _add_classify(sub: Any) -> None:
     p.set_defaults(func=_classify)
 
 
+def _add_batch_command(sub: Any, name: str, module: str, func: Any, **texts: str) -> None:
+    """Add the subcommand ``name`` (``texts``: its ``help`` and ``description``), its arguments
+    from ``memgraph_tf.batch.<module>.add_arguments``, running ``func``. The batch modules import
+    no TensorFlow until they run, so ``--help`` stays instant."""
+    p = sub.add_parser(name, **texts)
+    importlib.import_module(f"memgraph_tf.batch.{module}").add_arguments(p)
+    p.set_defaults(func=func)
+
+
 def _add_score_links(sub: Any) -> None:
-    p = sub.add_parser(
+    _add_batch_command(
+        sub,
         "score-links",
+        "link_scoring",
+        _score_links,
         help="score candidate pairs with a link model and write them back as relationships",
         description="Score the top K targets per source node, or the pairs a Cypher query "
         "returns, with a link model and MERGE (s)-[:PREDICTED_LINK {score, model_version}]->(t); "
         "resumable and shardable. See docs/batch-inference.md.",
     )
-    from memgraph_tf.batch import link_scoring  # no TensorFlow until it runs
-
-    link_scoring.add_arguments(p)
-    p.set_defaults(func=_score_links)
 
 
 def _add_embed(sub: Any) -> None:
-    p = sub.add_parser(
+    _add_batch_command(
+        sub,
         "embed",
+        "embedder",
+        _embed,
         help="write each node's embedding from a bundle's encoder back as a list property",
         description="Run a bundle's encoder (a node model's last hidden layer, a link model's "
         "source or target encoder) over every node and write P (the embedding) and P_version; "
         "resumable and shardable; --create-index adds Memgraph's vector index. See "
         "docs/batch-inference.md.",
     )
-    from memgraph_tf.batch import embedder  # no TensorFlow until it runs
-
-    embedder.add_arguments(p)
-    p.set_defaults(func=_embed)
 
 
 def _add_similar(sub: Any) -> None:
-    p = sub.add_parser(
+    _add_batch_command(
+        sub,
         "similar",
+        "retrieval",
+        _similar,
         help="the k nodes nearest to a node by embedding (vector index or exact search)",
         description="The k nodes nearest to --node-id by their embedding property, from "
         "Memgraph's vector index when there is one, else an exact search; --rerank-model "
         "re-ranks them by a link model. See docs/batch-inference.md.",
     )
-    from memgraph_tf.batch import retrieval  # no TensorFlow until it runs
-
-    retrieval.add_arguments(p)
-    p.set_defaults(func=_similar)
 
 
 def _add_install_triggers(sub: Any) -> None:
@@ -767,18 +768,17 @@ def _add_install_triggers(sub: Any) -> None:
 
 
 def _add_refresh(sub: Any) -> None:
-    p = sub.add_parser(
+    _add_batch_command(
+        sub,
         "refresh",
+        "refresh",
+        _refresh,
         help="keep predictions fresh: re-score only the nodes the change log's changes affect",
         description="Read the change log from this model's cursor, re-score the nodes whose "
         "sampled neighbourhood can hold a changed node or relationship (the bundle's sampling "
         "steps walked backwards inside the database), write their predictions as classify does, "
         "then move the cursor. Once, or --follow. See docs/batch-inference.md.",
     )
-    from memgraph_tf.batch import refresh  # no TensorFlow until it runs
-
-    refresh.add_arguments(p)
-    p.set_defaults(func=_refresh)
 
 
 def _add_demo(sub: Any) -> None:

@@ -183,7 +183,9 @@ SPLITS = ("train", "val", "test")
 SPLIT_OPTIONS = ("exclude_splits", "split_property")
 """Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
 SAMPLE_TYPED_OPTIONS = (
-    PACK_OPTIONS + ("feature_spec", "layout", "reservoir_threshold", "seed") + SPLIT_OPTIONS
+    PACK_OPTIONS
+    + ("at", "feature_spec", "layout", "reservoir_threshold", "seed", "seed_time", "time_order")
+    + SPLIT_OPTIONS
 )
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one
 of :data:`LAYOUTS`; ``feature_spec`` a map label -> feature spec (the raw property columns,

@@ -187,3 +187,34 @@ def profile(
     property found) the value types with counts, coverage, numeric and temporal statistics, list
     lengths and element types, cardinality and the ``options.top_k`` most frequent values."""
     return mgp.Record(**_procedures.run_profile(ctx, label, properties, options))
+
+
+# -- structural: features from the graph's structure (memgraph_tf/procedures/structural.py) -------
+
+
+@mgp.read_proc
+def structural(
+    ctx: mgp.ProcCtx,
+    label: mgp.Nullable[mgp.Any],
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(node_id=int, features=mgp.List[float], columns=mgp.List[str]):
+    """One row per node of ``label`` (sorted by key): its key (``options.id_property`` or the
+    internal id) and its structural vector -- log degrees per relationship type and direction,
+    then a seeded FastRP embedding -- with the name of each entry in ``columns``."""
+    result = _procedures.run_structural(ctx, label, options)
+    return [
+        mgp.Record(node_id=key, features=vector, columns=result.columns)
+        for key, vector in zip(result.keys, result.vectors)
+    ]
+
+
+@mgp.write_proc
+def structural_write(
+    ctx: mgp.ProcCtx,
+    label: mgp.Nullable[mgp.Any],
+    options: mgp.Nullable[mgp.Map] = None,
+) -> mgp.Record(nodes=int, width=int, columns=mgp.List[str]):
+    """``structural``'s vector of every node of ``label`` written into
+    ``options.write_property`` (a list of floats, read back as a numeric feature); the node
+    count, the vector width and the entries' names."""
+    return mgp.Record(**_procedures.run_structural_write(ctx, label, options))

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +43,7 @@ import numpy as np
 from memgraph_tf.batch import vectors
 from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampling_for
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
+from memgraph_tf.batch.commands import close_all, report_failure
 from memgraph_tf.batch.summary import BatchSummary
 from memgraph_tf.client.node_tables import NodeTable, Shard
 from memgraph_tf.client.sources import GraphSource
@@ -292,12 +292,6 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
     """``memgraph-tf embed``: the summary on success, one line on failure; exit codes from
     :data:`memgraph_tf.errors.EXIT_CODES` (0 done, 1 failed: rerun to resume, 2 a bad command
     line, bundle or index: nothing written, 130 interrupted)."""
-    from memgraph_tf.errors import command_failure
-
-    def fail(code: int, message: str) -> int:
-        print(f"memgraph-tf embed: {message}", file=sys.stderr)
-        return code
-
     source = backend = run = None
     try:
         shard = Shard.parse(args.shard)
@@ -321,18 +315,15 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
         summary = run.run()
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
         done = run.summary.classified if run is not None else 0
-        return fail(
-            *command_failure(
-                exc,
-                interrupted=f"embedding {done} node(s)",
-                written=f"{done} node(s) embedded and written",
-                log=logger,
-            )
+        return report_failure(
+            "embed",
+            exc,
+            log=logger,
+            interrupted=f"embedding {done} node(s)",
+            written=f"{done} node(s) embedded and written",
         )
     finally:
-        for closable in (backend, source):
-            if closable is not None:
-                closable.close()
+        close_all(backend, source)
     print(summary.text())
     if run.index is not None:
         print(f"vector index {run.index.name} on :{run.index.label}({run.index.property})")

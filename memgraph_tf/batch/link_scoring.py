@@ -36,13 +36,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from memgraph_tf.batch.commands import close_all, report_failure
 from memgraph_tf.client.link_tables import (
     DEFAULT_LINK_TYPE,
     LinkSelection,
@@ -709,12 +709,6 @@ def run_cli(
     :data:`memgraph_tf.errors.EXIT_CODES` (0 done, 1 failed: rerun to resume, 2 a bad command
     line, label, relationship type or candidate: nothing written, 130 interrupted). ``open_graph``
     opens ``--graph``; ``parse_params`` reads the ``--param NAME=VALUE`` list (``classify``'s)."""
-    from memgraph_tf.errors import command_failure
-
-    def fail(code: int, message: str) -> int:
-        print(f"memgraph-tf score-links: {message}", file=sys.stderr)
-        return code
-
     source = backend = run = None
     try:
         shard = Shard.parse(args.shard)
@@ -742,18 +736,15 @@ def run_cli(
         summary = run.run()
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
         done = run.summary.sources if run is not None else 0
-        return fail(
-            *command_failure(
-                exc,
-                interrupted=f"scoring {done} source node(s)",
-                written=f"{done} source node(s) scored and written",
-                log=logger,
-            )
+        return report_failure(
+            "score-links",
+            exc,
+            log=logger,
+            interrupted=f"scoring {done} source node(s)",
+            written=f"{done} source node(s) scored and written",
         )
     finally:
-        for closable in (backend, source):
-            if closable is not None:
-                closable.close()
+        close_all(backend, source)
     print(summary.text())
     return 0
 

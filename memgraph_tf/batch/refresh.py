@@ -41,7 +41,6 @@ import argparse
 import dataclasses
 import logging
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -50,7 +49,8 @@ from typing import Any
 from memgraph_tf.batch.affected import WalkSpec, affected_nodes, start_positions, walker_for
 from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampling_for
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
-from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY
+from memgraph_tf.batch.commands import close_all, report_failure
+from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY, BatchEmbedder
 from memgraph_tf.client.change_log import CURSOR_LABEL, DEFAULT_LOG, Change, ChangeLog
 from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, NodeTable, bundle_selection
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource
@@ -271,26 +271,15 @@ class Refresher:
         s.deleted_nodes = sum(c.entity == "node" and c.kind == "deleted" for c in changes)
         s.graph_nodes = NodeTable(self.source, self.selection).count(False)
         if keys:
-            self._run = BatchClassifier(
-                self.source,
-                self.model,
-                write_property=self.write_property,
-                label=self.label,
-                node_ids=keys,
-                batch_size=self.batch_size,
-                skip_invalid=self.skip_invalid,
-                overwrite=True,
-                progress=self.progress,
-            )
             try:
-                run = self._run.run()
+                run = self._rerun(BatchClassifier, self.model, self.write_property, keys)
             finally:
                 s.elapsed_s = time.perf_counter() - t0
             s.classified, s.skipped, s.failed = run.classified, run.skipped, run.failed
             if not self._complete(s.classified + s.skipped + s.failed, len(keys), s):
                 return s  # stopped between batches: the next pass redoes these changes
             if self.embed is not None:
-                run = self._embed(keys)
+                run = self._rerun(BatchEmbedder, self.embed, self.embedding_property, keys)
                 s.embedded, s.failed = run.classified, s.failed + run.failed
                 if not self._complete(run.classified + run.skipped + run.failed, len(keys), s):
                     return s
@@ -314,14 +303,16 @@ class Refresher:
             return False
         return True
 
-    def _embed(self, keys: list[int]) -> Any:
-        """Re-embeds ``keys`` with :attr:`embed`; returns the run's summary."""
-        from memgraph_tf.batch.embedder import BatchEmbedder
-
-        self._run = BatchEmbedder(
+    def _rerun(
+        self, run_class: type[BatchClassifier], model: ModelBackend, prop: str, keys: list[int]
+    ) -> Any:
+        """Runs ``run_class`` (:class:`BatchClassifier`, or :class:`BatchEmbedder` for
+        :attr:`embed`) with ``model`` over the nodes ``keys``, rewriting ``prop``; returns the
+        run's summary. The run is :attr:`_run` meanwhile, so that :meth:`stop` reaches it."""
+        self._run = run_class(
             self.source,
-            self.embed,
-            write_property=self.embedding_property,
+            model,
+            write_property=prop,
             label=self.label,
             node_ids=keys,
             batch_size=self.batch_size,
@@ -454,7 +445,6 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
     SIGTERM --, 1 failed: rerun to redo the pass, 2 a bad command line, bundle or log entry:
     nothing written, 130 Ctrl-C). ``open_graph`` opens ``--graph``."""
     from memgraph_tf.batch.backends import BundleBackend
-    from memgraph_tf.errors import command_failure
 
     source = model = encoder = None
     previous = None
@@ -486,12 +476,8 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
         print("refresh: stopped (SIGTERM)", flush=True)
         return 0
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
-        code, message = command_failure(exc, interrupted="the pass in progress", log=logger)
-        print(f"memgraph-tf refresh: {message}", file=sys.stderr)
-        return code
+        return report_failure("refresh", exc, log=logger, interrupted="the pass in progress")
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        for closable in (encoder, model, source):
-            if closable is not None:
-                closable.close()
+        close_all(encoder, model, source)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from memgraph_tf.batch import vectors
+from memgraph_tf.batch.commands import close_all, report_failure
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource, quote_name
 from memgraph_tf.errors import ConfigurationError, GraphDataError
 
@@ -252,10 +253,6 @@ def run_cli(args: Any, open_graph: Any, open_link_bundle: Any) -> int:
     failure, exit codes from :data:`memgraph_tf.errors.EXIT_CODES` (2: a bad option, label,
     node or bundle). ``open_graph`` opens ``--graph``, ``open_link_bundle`` loads
     ``--rerank-model`` (a :class:`~memgraph_tf.batch.link_scoring.BundleLinkBackend`)."""
-    import sys
-
-    from memgraph_tf.errors import command_failure
-
     source = backend = None
     try:
         source = open_graph(args.graph)
@@ -273,13 +270,9 @@ def run_cli(args: Any, open_graph: Any, open_link_bundle: Any) -> int:
             rerank=backend,
         )
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
-        code, message = command_failure(exc, log=logger)
-        print(f"memgraph-tf similar: {message}", file=sys.stderr)
-        return code
+        return report_failure("similar", exc, log=logger)
     finally:
-        for closable in (backend, source):
-            if closable is not None:
-                closable.close()
+        close_all(backend, source)
     for key, score in found:
         print(f"{key}\t{score:.6f}")
     return 0

@@ -130,6 +130,24 @@ def update_reservoirs(source: Any, changes: Any, options: Any) -> dict[str, int]
         return reservoir.update(CypherReservoirStore(source), changes, opts)
 
 
+def structural(factory: AccessFactory, label: Any, options: Any) -> list[dict[str, Any]]:
+    """``tf_features.structural`` on the client: the rows the procedure yields
+    (``node_id``, ``features``, ``columns``), bit-identical vectors."""
+    with _as_graph_data_errors():
+        result = ProcedureRunner(factory).structural(label, options)
+    return [
+        {"node_id": key, "features": vector, "columns": result.columns}
+        for key, vector in zip(result.keys, result.vectors)
+    ]
+
+
+def structural_write(factory: AccessFactory, label: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.structural_write`` on the client: the procedure's vectors written over
+    Cypher, the same map it returns."""
+    with _as_graph_data_errors():
+        return ProcedureRunner(factory).structural_write(label, options)
+
+
 def profile(
     source: Any, quote_name: Any, label: Any, properties: Any, options: Any
 ) -> dict[str, Any]:

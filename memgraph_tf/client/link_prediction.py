@@ -52,6 +52,7 @@ from memgraph_tf.client.metrics import (
     ranks,
     roc_auc,
 )
+from memgraph_tf.client.node_embeddings import NodeEmbedding, embedding_keys
 from memgraph_tf.client.pipeline import FeatureCache, call_batches, distinct_rows, unpacker
 from memgraph_tf.client.tasks import LinkPrediction
 from memgraph_tf.client.trainer import (
@@ -120,6 +121,25 @@ def _role_specs(
 
 
 @keras.saving.register_keras_serializable(package="memgraph_tf")
+def _embedding_config(config: Any) -> dict[str, dict[str, int]]:
+    """``node_embeddings`` checked: label -> ``{"size", "dimension"}`` (integers >= 1)."""
+    if config is None:
+        return {}
+    if not isinstance(config, Mapping):
+        raise ConfigurationError(
+            f"node_embeddings: expected a map label -> {{'size', 'dimension'}}, got {config!r}"
+        )
+    out = {}
+    for label, entry in config.items():
+        if not isinstance(entry, Mapping) or set(entry) != {"size", "dimension"}:
+            raise ConfigurationError(
+                f"node_embeddings[{label!r}]: expected {{'size': n, 'dimension': d}}, got {entry!r}"
+            )
+        NodeEmbedding(entry["size"], entry["dimension"])  # checks both
+        out[str(label)] = {"size": int(entry["size"]), "dimension": int(entry["dimension"])}
+    return out
+
+
 class LinkPredictor(keras.Model):
     """A link predictor over pair blobs (module docstring).
 
@@ -127,10 +147,16 @@ class LinkPredictor(keras.Model):
     ``num_neighbors``: one pattern map for both endpoints, or ``{"source": map, "target": map}``
     (as ``tf_features.sample_pairs`` takes it); ``feature_dims``: width per label;
     ``hidden_units``, ``dropout``, ``l2``, ``normalize_hidden``, ``feature_dtype``: the encoders'
-    (:class:`TypedGraphSAGE`); ``scorer``: ``dot`` or ``mlp`` (``mlp_units`` its hidden widths);
+    (:class:`TypedGraphSAGE`); ``scorer``: ``dot`` or ``mlp`` (``mlp_units`` its hidden widths).
+    ``node_embeddings``: label -> ``{"size", "dimension"}``, a learned vector per node key of that
+    label (:class:`~memgraph_tf.client.node_embeddings.NodeEmbedding`, keys set by
+    :meth:`set_node_keys`; a node not among them gets the shared out-of-vocabulary vector),
+    appended to the label's features (or its only input): the model then reads that label's
+    ``ids_h{h}_{label}`` sections too, and always per slot (no distinct-rows batches).
     ``feature_spec`` (label -> :class:`~memgraph_tf.feature_spec.LabelSpec`), ``embedding_dim``,
     ``required_widths``: each encoder's
-    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` of its labels (raw sections).
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` of its labels (raw sections; a
+    label with a spec takes no node embedding).
 
     Guarantees: ``model(inputs)`` returns logits ``[B]`` from a dict holding every
     :meth:`input_names` ``features`` input (masks optional: absent = all filled; extra keys such as
@@ -155,13 +181,20 @@ class LinkPredictor(keras.Model):
         scorer: str = "dot",
         mlp_units: Sequence[int] = (128,),
         feature_dtype: str = "float32",
+        node_embeddings: Mapping[str, Mapping[str, int]] | None = None,
         feature_spec: Mapping[str, Any] | None = None,
         embedding_dim: int = 8,
         required_widths: Mapping[str, Mapping[str, int]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.embedding_config = _embedding_config(node_embeddings)
         specs = feature_encoding.as_label_specs(feature_spec)
+        both = sorted(set(specs) & set(self.embedding_config))
+        if both:
+            raise ConfigurationError(
+                f"label {both[0]!r} is in both feature_spec and node_embeddings: give it one"
+            )
         if scorer not in SCORERS:
             raise ConfigurationError(
                 f"scorer: expected one of {', '.join(SCORERS)}, got {scorer!r}"
@@ -180,7 +213,11 @@ class LinkPredictor(keras.Model):
                 spec = TypedSamplingSpec.from_num_neighbors(label, nn)
             except ValueError as exc:
                 raise ConfigurationError(str(exc)) from None
-            dims = {lb: int(feature_dims.get(lb, 0)) for lb in spec.labels()}
+            dims = {
+                lb: int(feature_dims.get(lb, 0))
+                + self.embedding_config.get(lb, {}).get("dimension", 0)
+                for lb in spec.labels()
+            }
             own = {lb: s for lb, s in specs.items() if lb in spec.labels()}
             return TypedGraphSAGE(
                 label,
@@ -222,6 +259,16 @@ class LinkPredictor(keras.Model):
             for lb in sorted(labels)
         }
         self.embedding_dim = embedding_dim
+        unknown = sorted(set(self.embedding_config) - labels)
+        if unknown:
+            raise ConfigurationError(
+                f"node_embeddings: {', '.join(map(repr, unknown))}: no such label in the sampled "
+                f"neighbourhoods (labels: {', '.join(sorted(labels))})"
+            )
+        self.node_embeddings = {
+            lb: NodeEmbedding(c["size"], c["dimension"], name=f"node_embedding_{i}")
+            for i, (lb, c) in enumerate(sorted(self.embedding_config.items()))
+        }
         self.hidden_units = list(self.source_encoder.hidden_units)
         self.dropout_rate = self.source_encoder.dropout_rate
         self.l2 = self.source_encoder.l2
@@ -266,6 +313,7 @@ class LinkPredictor(keras.Model):
             "scorer": self.scorer,
             "mlp_units": list(self.mlp_units),
             "feature_dtype": self.feature_dtype,
+            "node_embeddings": {lb: dict(c) for lb, c in self.embedding_config.items()} or None,
             **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
         }
 
@@ -275,20 +323,66 @@ class LinkPredictor(keras.Model):
 
     def input_names(self, masks: bool = True) -> list[str]:
         """The pair blob's section names the model reads: the source encoder's inputs prefixed
-        ``src.``, then the target encoder's prefixed ``dst.``."""
-        return [layout.PAIR_SOURCE_PREFIX + n for n in self.source_encoder.input_names(masks)] + [
-            layout.PAIR_TARGET_PREFIX + n for n in self.target_encoder.input_names(masks)
-        ]
+        ``src.``, then the target encoder's prefixed ``dst.`` (with :attr:`node_embeddings`: a
+        label's ``ids`` sections in place of features it lacks, beside those it has; with
+        feature specs: a label's raw sections in place of its features)."""
+        return list(self.input_shapes(masks=masks))
 
-    def input_shapes(self, batch_size: int | None = None) -> dict[str, tuple[int | None, ...]]:
-        """Shape per input (``batch_size`` None: any batch)."""
+    def input_shapes(
+        self, batch_size: int | None = None, masks: bool = True
+    ) -> dict[str, tuple[int | None, ...]]:
+        """Shape per input (``batch_size`` None: any batch), in :meth:`input_names` order."""
         out: dict[str, tuple[int | None, ...]] = {}
         for prefix, enc in (
             (layout.PAIR_SOURCE_PREFIX, self.source_encoder),
             (layout.PAIR_TARGET_PREFIX, self.target_encoder),
         ):
-            out.update({prefix + k: v for k, v in enc.input_shapes(batch_size).items()})
+            shapes = enc.input_shapes(batch_size)
+            for h, table in enumerate(enc.layout.tables):
+                for label, slots in table.items():
+                    raw = feature_encoding.raw_section_names(enc.label_encoders, h, label)
+                    if raw:  # a feature spec's raw sections (ragged ones: flat values, splits)
+                        out.update({prefix + n: shapes.get(n, (None,)) for n in raw})
+                        continue
+                    name = typed_features_name(h, label)
+                    if self.feature_dims[label]:
+                        out[prefix + name] = (batch_size, slots, self.feature_dims[label])
+                    if label in self.node_embeddings:
+                        out[prefix + layout.typed_ids_name(h, label)] = (batch_size, slots)
+            if masks:
+                out.update({prefix + k: v for k, v in shapes.items() if k.startswith("mask_")})
         return out
+
+    def set_node_keys(self, label: str, keys: Any) -> None:
+        """The node keys of ``label`` that get their own learned vector (exactly the configured
+        ``size`` distinct integers); every other key gets the shared out-of-vocabulary vector."""
+        if label not in self.node_embeddings:
+            raise ConfigurationError(
+                f"label: {label!r} has no node embedding (configured: "
+                f"{', '.join(sorted(self.node_embeddings)) or 'none'})"
+            )
+        self.node_embeddings[label].set_keys(keys)
+
+    def _with_embeddings(self, own: dict[str, Any], enc: TypedGraphSAGE, prefix: str) -> None:
+        """Puts each embedded label's learned vectors (looked up by its ``ids`` sections) into its
+        ``features`` inputs of ``own``, after the features it has."""
+        for h, table in enumerate(enc.layout.tables):
+            for label in table:
+                layer = self.node_embeddings.get(label)
+                if layer is None:
+                    continue
+                ids = own.get(layout.typed_ids_name(h, label))
+                if ids is None:
+                    raise ConfigurationError(
+                        f"inputs: missing {prefix}{layout.typed_ids_name(h, label)} (the keys of "
+                        f"the learned node embeddings of {label!r})"
+                    )
+                name = typed_features_name(h, label)
+                vectors = layer(ids)
+                if self.feature_dims[label]:
+                    base = keras.ops.cast(own[name], "float32")
+                    vectors = keras.ops.concatenate([base, vectors], axis=-1)
+                own[name] = vectors
 
     def ensure_built(self) -> LinkPredictor:
         """Creates the weights if needed; returns self."""
@@ -300,6 +394,9 @@ class LinkPredictor(keras.Model):
         """Creates every weight from the config alone."""
         self.source_encoder.ensure_built()
         self.target_encoder.ensure_built()
+        for layer in self.node_embeddings.values():
+            if not layer.built:
+                layer.build()
         width = 2 * self.hidden_units[-1]
         if self.scorer == "dot":
             self.scale = self.add_weight(
@@ -335,6 +432,8 @@ class LinkPredictor(keras.Model):
             else (layout.PAIR_TARGET_PREFIX, self.target_encoder)
         )
         own = {k[len(prefix) :]: v for k, v in inputs.items() if k.startswith(prefix)}
+        if self.node_embeddings:
+            self._with_embeddings(own, enc, prefix)
         missing = [prefix + n for n in enc.input_names(masks=False) if n not in own]
         if missing:
             raise ConfigurationError(f"inputs: missing {', '.join(missing)}")
@@ -353,6 +452,11 @@ class LinkPredictor(keras.Model):
         """:meth:`embed` over a distinct-rows batch (:func:`pair_sample_dataset` with ``rows``):
         ``rows.{label}`` (shared by both roles), the role's ``index_h{h}_{label}`` and masks
         (prefixed names), through :meth:`TypedGraphSAGE.encode_rows` (its guarantees)."""
+        if self.node_embeddings:
+            raise ConfigurationError(
+                "inputs: distinct-rows batches carry no node keys; a model with node_embeddings "
+                "reads per-slot batches (pair_sample_dataset without rows)"
+            )
         prefix, enc = (
             (layout.PAIR_SOURCE_PREFIX, self.source_encoder)
             if role == "src"
@@ -533,7 +637,7 @@ def pair_sample_dataset(
         for prefix in (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
     }
     # distinct rows need every label with features cached (else the per-slot path)
-    distinct = bool(rows and caches and not encoders) and all(
+    distinct = bool(rows and caches and not model.node_embeddings and not encoders) and all(
         caches.get(lb) is not None for lb, width in model.feature_dims.items() if width
     )
 
@@ -899,6 +1003,25 @@ def _link_model(
     return model.ensure_built()
 
 
+def _embedding_vocabulary(
+    train_pairs: np.ndarray, source_label: str, target_label: str, dimension: Any
+) -> dict[str, np.ndarray]:
+    """Label -> the sorted distinct keys of the training pairs' endpoints of that label (none
+    when ``dimension`` is 0)."""
+    if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)) or dimension < 0:
+        raise ConfigurationError(
+            f"node_embedding_dim: expected an integer >= 0 (0: none), got {dimension!r}"
+        )
+    if not dimension:
+        return {}
+    if source_label == target_label:
+        return {source_label: embedding_keys(train_pairs, "train_pairs")}
+    return {
+        source_label: embedding_keys(train_pairs[:, 0], "train_pairs[:, 0]"),
+        target_label: embedding_keys(train_pairs[:, 1], "train_pairs[:, 1]"),
+    }
+
+
 def _check_cache_widths(caches: Mapping[str, Any] | None, widths: Mapping[str, int]) -> None:
     """:class:`ConfigurationError` naming the first label whose cache width is not the model's."""
     for label, cache in (caches or {}).items():
@@ -961,6 +1084,7 @@ def train_link_predictor(
     decoder: str = "auto",
     progress: bool = False,
     use_rows: bool = True,
+    node_embedding_dim: int = 0,
     feature_spec: Mapping[str, Any] | None = None,
     embedding_dim: int = 8,
 ) -> LinkTrainResult:
@@ -992,6 +1116,12 @@ def train_link_predictor(
     ``properties`` and no cache (its batches take the per-slot path); a spec of ``required``
     properties alone is those ``properties``.
 
+    ``node_embedding_dim`` > 0: learned per-node embeddings (transductive) of that width for the
+    pairs' labels (:class:`LinkPredictor` ``node_embeddings``), appended to their features (or
+    their only input, for a label without features): every node that is an endpoint of a
+    training pair gets its own vector; any other node -- without a training edge, or added later
+    -- the shared out-of-vocabulary vector, beside its features and neighbourhood.
+
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
     schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
@@ -1002,6 +1132,7 @@ def train_link_predictor(
     opts = _pair_options(opts, source_label, target_label, exclude_splits)
     train_pairs = _pairs(train_pairs, "train_pairs")
     val_pairs, val_labels = _labelled_pairs(val_pairs, val_labels)
+    keys = _embedding_vocabulary(train_pairs, source_label, target_label, node_embedding_dim)
     model = _link_model(
         source,
         source_label,
@@ -1017,8 +1148,14 @@ def train_link_predictor(
         normalize_hidden=normalize_hidden,
         scorer=scorer,
         mlp_units=mlp_units,
+        node_embeddings={
+            lb: {"size": len(k), "dimension": node_embedding_dim} for lb, k in keys.items()
+        }
+        or None,
         embedding_dim=embedding_dim,
     )
+    for label, label_keys in keys.items():
+        model.set_node_keys(label, label_keys)
     props = model.properties
     if feature_caches is None and use_feature_cache:
         feature_caches = link_feature_caches(source, props, opts)

@@ -13,8 +13,9 @@ The modules: :mod:`.options` (arguments), :mod:`.access` (the protocol), :mod:`.
 :mod:`.core` (pack, homogeneous sampling, describe) and :mod:`.sections` (the sample blob),
 :mod:`.slots` and :mod:`.slot_blobs` (typed slot sampling and its blob), :mod:`.typed`
 (``sample_typed``, ``schema``), :mod:`.pairs` (``sample_pairs``, ``split_edges``),
-:mod:`.limits` (``options.max_blob_bytes``), :mod:`.reservoir` (the bounded mode: stored
-per-node samples of hubs' relationships), :mod:`.errors`.
+:mod:`.structural` (``structural``, ``structural_write``), :mod:`.limits`
+(``options.max_blob_bytes``), :mod:`.reservoir` (the bounded mode: stored per-node samples of hubs'
+relationships), :mod:`.errors`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memgraph_tf import blob
-from memgraph_tf.procedures import core, pairs, reservoir, sections, tables, typed
+from memgraph_tf.procedures import core, pairs, reservoir, sections, structural, tables, typed
 from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
@@ -61,6 +62,8 @@ __all__ = [
     "run_sample_typed",
     "run_schema",
     "run_split_edges",
+    "run_structural",
+    "run_structural_write",
     "run_update_reservoirs",
     "sample_blob",
     "sample_per_node_blobs",
@@ -219,6 +222,16 @@ class ProcedureRunner:
         :func:`memgraph_tf.procedures.pairs.split_edges`."""
         return pairs.split_edges(self._factory, pattern, options)
 
+    def structural(self, label: Any, options: Any = None) -> structural.StructuralResult:
+        """``tf_features.structural``: keys, vectors and column names; see
+        :func:`memgraph_tf.procedures.structural.structural`."""
+        return structural.structural(self._factory, label, options)
+
+    def structural_write(self, label: Any, options: Any = None) -> dict[str, Any]:
+        """``tf_features.structural_write``; see
+        :func:`memgraph_tf.procedures.structural.structural_write`."""
+        return structural.structural_write(self._factory, label, options)
+
 
 def mgp_runner(ctx: Any) -> ProcedureRunner:
     """The runner over Memgraph's ``mgp.ProcCtx`` (inside Memgraph or the embedded runtime)."""
@@ -287,3 +300,14 @@ def run_update_reservoirs(ctx: Any, changes: Any, options: Any) -> dict[str, int
     :func:`memgraph_tf.procedures.reservoir.update`."""
     opts = reservoir.parse_update_options(options)
     return reservoir.update(reservoir.MgpReservoirStore(ctx), changes, opts)
+
+
+def run_structural(ctx: Any, label: Any, options: Any) -> structural.StructuralResult:
+    """``tf_features.structural``: see :func:`memgraph_tf.procedures.structural.structural`."""
+    return mgp_runner(ctx).structural(label, options)
+
+
+def run_structural_write(ctx: Any, label: Any, options: Any) -> dict[str, Any]:
+    """``tf_features.structural_write``: see
+    :func:`memgraph_tf.procedures.structural.structural_write`."""
+    return mgp_runner(ctx).structural_write(label, options)

@@ -130,6 +130,10 @@ class GraphAccess(Protocol):
     def write_splits(self, rows: Sequence[tuple[Any, str]], name: str) -> None:
         """Sets property ``name`` to the value on each relationship ``handle`` of ``rows``."""
 
+    def write_node_values(self, rows: Sequence[tuple[int, Any]], name: str) -> None:
+        """Sets property ``name`` of each node (internal id) of ``rows`` to its value
+        (``tf_features.structural_write``)."""
+
 
 AccessFactory = Callable[[Options], GraphAccess]
 """Makes the graph access for one call from its parsed options."""

@@ -781,6 +781,13 @@ class MgpGraphAccess:
                 self._ctx.check_must_abort()
             edge.properties.set(name, value)
 
+    def write_node_values(self, rows: Sequence[tuple[int, Any]], name: str) -> None:
+        """Through the public ``mgp`` API (``get_vertex_by_id``, a write procedure's context)."""
+        for i, (internal, value) in enumerate(rows):
+            if i % ABORT_CHECK_EVERY == 0:
+                self._ctx.check_must_abort()
+            self._graph.get_vertex_by_id(internal).properties.set(name, value)
+
 
 def _handle_label_is(handle: Any, label: str) -> bool:
     """Whether the ``_mgp`` vertex handle has ``label``."""

@@ -49,6 +49,7 @@ class Options:
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
     seed_time: str | None = None
     time_order: str = "uniform"
+    at: int | None = None
     reservoir_threshold: int | None = None
 
     @property
@@ -216,8 +217,9 @@ def parse_split_filter(raw: dict[str, Any]) -> SplitFilter | None:
 
 
 def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
-    """The options of ``sample_typed`` (with ``seed_time``: the seeds' time property, and
-    ``time_order``, one of :data:`TIME_ORDERS`, for steps with a time), its held-out
+    """The options of ``sample_typed`` (with ``seed_time``: the seeds' time property, ``at``: one
+    integer time for every seed instead, and ``time_order``, one of :data:`TIME_ORDERS`, for
+    steps with a time), its held-out
     relationships (:func:`parse_split_filter`) and the value of ``options.feature_spec`` as given
     (parsed by :func:`memgraph_tf.procedures.raw.parse_feature_specs`)."""
     if options is not None and not isinstance(options, Mapping):
@@ -236,8 +238,11 @@ def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
         seed_time = _name("seed_time", seed_time)
     time_order = raw.pop("time_order", None)
     time_order = "uniform" if time_order is None else _choice("time_order", time_order, TIME_ORDERS)
+    at = raw.pop("at", None)
+    if at is not None:
+        _expect("at", at, isinstance(at, int) and not isinstance(at, bool), "an integer time")
     opts = parse_options("sample_typed", raw)
-    opts = dataclasses.replace(opts, label=label, seed_time=seed_time, time_order=time_order)
+    opts = dataclasses.replace(opts, label=label, seed_time=seed_time, time_order=time_order, at=at)
     return opts, split, feature_spec
 
 

@@ -1,8 +1,9 @@
 """Point-in-time draws (stdlib only): an edge step that names a relationship property as its time
 (``(:Account)-[:TRANSFER {time: ts}]->(:Account)``) walks, in each seed's row and at every hop,
 only the relationships whose time is not after that seed's time (``options.seed_time``: the
-seeds' time property). Times are integers (e.g. epoch seconds); a relationship or seed without
-one, or with another type, fails the call naming it.
+seeds' time property, or ``options.at``: one time for every seed, read instead of it). Times are
+integers (e.g. epoch seconds); a relationship or seed without one, or with another type, fails
+the call naming it.
 
 Per row (seed time ``T``), a node's neighbours over a timed step are the distinct neighbours with
 at least one relationship of the step at a time ``<= T``; ``options.time_order``:
@@ -23,7 +24,7 @@ from typing import Any
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
-from memgraph_tf.procedures.weighted import relationship_name
+from memgraph_tf.procedures.weighted import distinct_relationships, relationship_name
 
 __all__ = [
     "AsOf",
@@ -48,20 +49,21 @@ class SeedTimes:
         self.times, self.most_recent = times, most_recent
 
 
-def check_timing(spec: Any, seed_time: str | None) -> None:
-    """An :class:`OptionError` unless ``options.seed_time`` is given exactly when some step of
-    ``spec`` has a time."""
+def check_timing(spec: Any, seed_time: str | None, at: int | None = None) -> None:
+    """An :class:`OptionError` unless the seeds' times are given (``options.seed_time``, or
+    ``options.at``: one time for every seed, which wins over ``seed_time``) exactly when some
+    step of ``spec`` has a time."""
     timed = [str(s) for s in spec.steps if s.time is not None]
-    if timed and seed_time is None:
+    if timed and seed_time is None and at is None:
         raise OptionError(
             f"options.seed_time: expected the seeds' time property ({timed[0]} has a time), got "
             "none"
         )
-    if seed_time is not None and not timed:
+    if (seed_time is not None or at is not None) and not timed:
+        given = f"seed_time {seed_time!r}" if at is None else f"at {at}"
         raise OptionError(
-            f"options.seed_time: expected a step with a time in num_neighbors (e.g. "
-            f"'(:Account)-[:TRANSFER {{time: ts}}]->(:Account)'), got none (seed_time "
-            f"{seed_time!r})"
+            f"options.{given.split()[0]}: expected a step with a time in num_neighbors (e.g. "
+            f"'(:Account)-[:TRANSFER {{time: ts}}]->(:Account)'), got none ({given})"
         )
 
 
@@ -102,18 +104,13 @@ def read_timed(
     :func:`memgraph_tf.procedures.weighted.read_weighted` reads); an error naming the relationship
     (its endpoints, ``name(label, node)``), the property and the value for the first time in key
     order that is not an integer."""
-    for start in range(0, len(todo), READ_CHUNK):
-        access.check_abort()
-        part = list(todo[start : start + READ_CHUNK])
-        for node, found in zip(part, read(part)):
-            distinct = {rel: (nbr, value, out) for nbr, value, rel, out in found}
-            rows = list(distinct.values())
-            if not all(is_int(value) for _, value, _ in rows):
-                for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
-                    if not is_int(value):
-                        where = relationship_name(name, step, node, nbr, out)
-                        raise _time_error(where, step.time, value)
-            cache[node] = sorted(((n, t) for n, t, _ in rows), key=lambda r: (key(r[0]), r[1]))
+    for node, rows in distinct_relationships(access, todo, read):
+        if not all(is_int(value) for _, value, _ in rows):
+            for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
+                if not is_int(value):
+                    where = relationship_name(name, step, node, nbr, out)
+                    raise _time_error(where, step.time, value)
+        cache[node] = sorted(((n, t) for n, t, _ in rows), key=lambda r: (key(r[0]), r[1]))
 
 
 class AsOf(collections.abc.Mapping):

@@ -34,7 +34,7 @@ from memgraph_tf.procedures.raw import parse_feature_specs, split_feature_specs
 from memgraph_tf.procedures.slot_blobs import LabelView, RoleCall, check_packed, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, resolve_seeds
 from memgraph_tf.procedures.tables import build_table, first_columns, le, refuse_strings
-from memgraph_tf.procedures.timed import check_timing, seed_times
+from memgraph_tf.procedures.timed import SeedTimes, check_timing, seed_times
 
 __all__ = ["sample_typed", "schema"]
 
@@ -64,7 +64,7 @@ def sample_typed(
     specs = parse_feature_specs(feature_spec)
     seed_label = opts.label
     spec = parse_spec(seed_label, num_neighbors)
-    check_timing(spec, opts.seed_time)
+    check_timing(spec, opts.seed_time, opts.at)
     names_of = parse_properties(properties, spec.labels())
     raw_of = split_feature_specs(specs, properties, names_of, spec.labels())
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
@@ -91,7 +91,9 @@ def sample_typed(
         )
 
     timing = None
-    if opts.seed_time is not None:
+    if opts.at is not None:
+        timing = SeedTimes([opts.at] * n, opts.time_order == "most_recent")
+    elif opts.seed_time is not None:
         name = functools.partial(keys.name, seed_label)
         most_recent = opts.time_order == "most_recent"
         timing = seed_times(nav, internals, name, opts.seed_time, most_recent)

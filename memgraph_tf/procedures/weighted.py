@@ -31,7 +31,7 @@ import itertools
 import math
 import random
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.layout import PAD_ID
@@ -43,6 +43,7 @@ __all__ = [
     "Weighted",
     "WeightedDrawer",
     "check_weight",
+    "distinct_relationships",
     "read_weighted",
     "relationship_name",
     "without",
@@ -123,22 +124,35 @@ def read_weighted(
     sorted by ``key`` (the nodes' keys); errors name nodes by ``name(label, node)``. Reads
     :data:`~memgraph_tf.procedures.access.READ_CHUNK` nodes at a time, with an abort check before
     each read; raises :func:`check_weight`'s error for the first bad weight in key order."""
+    for node, rows in distinct_relationships(access, todo, read):
+        per: dict[int, list[float]] = {}
+        for nbr, value, _ in rows:
+            kind = value.__class__
+            if (kind is float or kind is int) and 0 <= value <= _LARGEST:
+                per.setdefault(nbr, []).append(float(value))
+            else:  # a bad weight: the error for the first one in key order
+                _first_bad(step, node, rows, key, name)
+                per.setdefault(nbr, []).append(float(value))  # (a number of another type)
+        totals = [(n, math.fsum(per[n])) for n in sorted(per, key=key)]
+        kept = [(n, w) for n, w in totals if w > 0]
+        cache[node] = Weighted([n for n, _ in kept], [w for _, w in kept])
+
+
+def distinct_relationships(
+    access: GraphAccess,
+    todo: Sequence[int],
+    read: Callable[[list[int]], list[list[tuple[int, Any, Any, bool]]]],
+) -> Iterator[tuple[int, list[tuple[int, Any, bool]]]]:
+    """Yields each node of ``todo`` (in order) with one ``(neighbour, value, outgoing)`` per
+    distinct relationship id of what ``read`` hands out for it (``(neighbour, value,
+    relationship id, outgoing)`` rows, in any order, possibly repeated). Reads
+    :data:`~memgraph_tf.procedures.access.READ_CHUNK` nodes at a time, with an abort check before
+    each read."""
     for start in range(0, len(todo), READ_CHUNK):
         access.check_abort()
         part = list(todo[start : start + READ_CHUNK])
         for node, found in zip(part, read(part)):
-            distinct = {rel: (nbr, value, out) for nbr, value, rel, out in found}
-            per: dict[int, list[float]] = {}
-            for nbr, value, _ in distinct.values():
-                kind = value.__class__
-                if (kind is float or kind is int) and 0 <= value <= _LARGEST:
-                    per.setdefault(nbr, []).append(float(value))
-                else:  # a bad weight: the error for the first one in key order
-                    _first_bad(step, node, distinct.values(), key, name)
-                    per.setdefault(nbr, []).append(float(value))  # (a number of another type)
-            totals = [(n, math.fsum(per[n])) for n in sorted(per, key=key)]
-            kept = [(n, w) for n, w in totals if w > 0]
-            cache[node] = Weighted([n for n, _ in kept], [w for _, w in kept])
+            yield node, list({rel: (nbr, value, out) for nbr, value, rel, out in found}.values())
 
 
 _LARGEST = sys.float_info.max

@@ -290,20 +290,23 @@ class _Core:
         if record is not None:
             record.examples = len(examples)
         node_examples.check_example_count(len(examples), self.limits.max_examples, "examples")
-        context = b""
+        context, sampling = b"", mv.sampling
         if kind == "example_list_with_context" and holder.HasField("context"):
             context = holder.context.SerializeToString()
-        serialized = self.with_node_blobs(examples, mv)
+            sampling = node_examples.sampling_at(mv.bundle_config, mv.sampling, holder.context)
+        serialized = self.with_node_blobs(examples, mv, sampling)
         if isinstance(serialized, PairExamples):  # pair blobs built chunk by chunk, later
             return serialized.with_prefix(context)
         return [context + s for s in serialized] if context else serialized
 
-    def with_node_blobs(self, examples: Any, mv: ModelVersion) -> list[bytes]:
+    def with_node_blobs(self, examples: Any, mv: ModelVersion, sampling: Any = None) -> list[bytes]:
         """Each example serialized, the ``node_id`` rule applied with the ModelServer's graph
-        source (:func:`.node_examples.proto_examples`: REST's checks, messages and codes)."""
+        source (:func:`.node_examples.proto_examples`: REST's checks, messages and codes),
+        sampled with ``sampling`` (default: the version's; a request's context ``at``:
+        :func:`.node_examples.sampling_at`)."""
         ms = self.model_server
         return node_examples.proto_examples(
-            examples, mv.bundle_config, ms.neighbourhoods, mv.sampling
+            examples, mv.bundle_config, ms.neighbourhoods, sampling or mv.sampling
         )
 
 
@@ -391,16 +394,20 @@ class PredictionServicer(_Servicer, prediction_service_pb2_grpc.PredictionServic
                 "FAILED_PRECONDITION", f'Serving signature key "{name}" not found.'
             )
         sig = mv.signature_defs[name]
-        if set(request.inputs) == {NODE_ID_FEATURE} and node_examples.embed_role(
+        at_key = node_examples.AT_FEATURE
+        sent = set(request.inputs)
+        if sent in ({NODE_ID_FEATURE}, {NODE_ID_FEATURE, at_key}) and node_examples.embed_role(
             mv.bundle_config, name
         ):
             aliases = self._aliases(request, sig)
+            limit = core.limits.max_tensor_elements
             ids = grpc_codec.tensor_to_array(
-                request.inputs[NODE_ID_FEATURE],
-                f"input '{NODE_ID_FEATURE}'",
-                core.limits.max_tensor_elements,
+                request.inputs[NODE_ID_FEATURE], f"input '{NODE_ID_FEATURE}'", limit
             )
-            arrays = core.model_server.node_id_feeds(mv, name, ids)
+            at = None
+            if at_key in sent:
+                at = grpc_codec.tensor_to_array(request.inputs[at_key], f"input '{at_key}'", 1)
+            arrays = core.model_server.node_id_feeds(mv, name, ids, at)
             return self._predict_response(mv, name, arrays, aliases)
         if set(request.inputs) != set(sig.inputs):
             sent, want = sorted(request.inputs), sorted(sig.inputs)

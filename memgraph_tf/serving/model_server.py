@@ -775,8 +775,9 @@ class ModelServer:
         record = metrics_mod.current()
         if record is not None:
             record.examples = len(examples)
+        sampling = node_examples.sampling_at(mv.bundle_config, mv.sampling, context)
         protos = node_examples.json_examples(
-            examples, mv.bundle_config, self.neighbourhoods, mv.sampling
+            examples, mv.bundle_config, self.neighbourhoods, sampling
         )
         return node_examples.examples_with_context(protos, context)
 
@@ -1012,10 +1013,11 @@ class ModelServer:
         name, sig, _ = self._signature(mv, doc.get("signature_name"))
         role = node_examples.embed_role(mv.bundle_config, name)
         if role is not None and _names_node_ids(doc):
+            at, doc = _pop_at(doc)
             feeds, columnar = json_tensors.predict_feeds(
                 doc, {node_examples.NODE_ID_FEATURE: DT_INT64}, name
             )
-            feeds = self.node_id_feeds(mv, name, feeds[node_examples.NODE_ID_FEATURE])
+            feeds = self.node_id_feeds(mv, name, feeds[node_examples.NODE_ID_FEATURE], at)
             return json_tensors.predict_response(self.run_predict(mv, feeds, name), columnar)
 
         def check(key: str, shape: list[int]) -> None:
@@ -1029,9 +1031,11 @@ class ModelServer:
         )
         return json_tensors.predict_response(self.run_predict(mv, feeds, name), columnar)
 
-    def node_id_feeds(self, mv: ModelVersion, name: str, node_ids: Any) -> dict:
+    def node_id_feeds(self, mv: ModelVersion, name: str, node_ids: Any, at: Any = None) -> dict:
         """The feeds of embed signature ``name`` for the nodes ``node_ids`` (any transport): their
-        blobs, sampled with the version's settings (:func:`.node_examples.embed_feeds`)."""
+        blobs, sampled with the version's settings (:func:`.node_examples.embed_feeds`); with
+        ``at`` (the request's ``at`` input) every node at that time
+        (:func:`.node_examples.sampling_with_at`, 400 naming ``at``)."""
         role = node_examples.embed_role(mv.bundle_config, name)
         if role is None:
             raise bad_request(
@@ -1041,8 +1045,14 @@ class ModelServer:
         if record is not None:
             record.examples = len(node_ids)
         node_examples.check_example_count(len(node_ids), self.max_examples, "node ids")
+        sampling = mv.sampling
+        if at is not None:
+            when = node_examples.read_at(at, node_examples.AT_FEATURE)
+            sampling = node_examples.sampling_with_at(
+                mv.bundle_config, sampling, when, node_examples.AT_FEATURE
+            )
         return node_examples.embed_feeds(
-            mv.bundle_config, mv.sampling, role, self.neighbourhoods, node_ids
+            mv.bundle_config, sampling, role, self.neighbourhoods, node_ids
         )
 
     # -- status and metadata
@@ -1133,6 +1143,16 @@ class ModelServer:
 
 #: TensorFlow's DT_INT64 enum value (``types.proto``), the dtype of ``node_id`` inputs.
 DT_INT64 = 9
+
+
+def _pop_at(doc: dict) -> tuple[Any, dict]:
+    """A columnar ``:predict`` body's ``inputs.at`` (our extension: one time for every
+    ``node_id``) and the body without it; ``(None, doc)`` when it has none."""
+    inputs = doc.get("inputs")
+    if not isinstance(inputs, dict) or node_examples.AT_FEATURE not in inputs:
+        return None, doc
+    rest = {k: v for k, v in inputs.items() if k != node_examples.AT_FEATURE}
+    return inputs[node_examples.AT_FEATURE], {**doc, "inputs": rest}
 
 
 def _names_node_ids(doc: Any) -> bool:

@@ -39,6 +39,7 @@ on first use (to build tf.Example protos).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,6 +58,8 @@ NODE_ID_FEATURE = "node_id"
 SOURCE_ID_FEATURE = "source_id"
 TARGET_ID_FEATURE = "target_id"
 PAIR_ID_FEATURES = (SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
+#: The context feature that samples every ``node_id`` of a request at one time (typed bundles).
+AT_FEATURE = "at"
 #: Default cap on the examples / instances of one request (``--max-examples``).
 DEFAULT_MAX_EXAMPLES = 1024
 
@@ -117,6 +120,56 @@ def fetch_node_blobs(
         )
     except NeighbourhoodError as exc:
         raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
+
+
+def sampling_at(
+    config: BundleConfig | None, sampling: SamplingSpec | None, context: Any
+) -> SamplingSpec | None:
+    """``sampling`` (default: the bundle's inference settings) for a ``:classify`` request whose
+    context (a ``tf.train.Example``, or :data:`.json_examples.NO_CONTEXT`) holds ``at``: one int64
+    time, passed as ``options.at`` so that every ``node_id`` seed of the request is sampled at
+    that time instead of its own ``seed_time`` property. Without ``at``, ``sampling`` unchanged.
+    400 (INVALID_ARGUMENT) naming ``context.at`` for anything but one int64 value, or a bundle
+    that is not a typed node bundle (:func:`sampling_with_at`)."""
+    if config is None or context is json_examples_mod.NO_CONTEXT or context is None:
+        return sampling
+    if AT_FEATURE not in context.features.feature:
+        return sampling
+    feature = context.features.feature[AT_FEATURE]
+    values = feature.int64_list.value if feature.WhichOneof("kind") == "int64_list" else None
+    if values is None or len(values) != 1:
+        raise bad_request(
+            f"context.{AT_FEATURE}: expected one integer time (int64), got "
+            f"{_describe_feature(feature)}"
+        )
+    return sampling_with_at(config, sampling, int(values[0]), f"context.{AT_FEATURE}")
+
+
+def sampling_with_at(
+    config: BundleConfig, sampling: SamplingSpec | None, at: int, where: str
+) -> SamplingSpec:
+    """``sampling`` (default: the bundle's inference settings) with ``options.at = at``; 400
+    naming ``where`` unless ``config`` is a typed node bundle."""
+    if config.typed is None or config.link is not None:
+        raise bad_request(
+            f"{where}: only a typed node bundle with a timed step samples at a request's time"
+        )
+    spec = sampling if sampling is not None else inference_sampling(config)
+    return dataclasses.replace(spec, options={**spec.options, "at": at})
+
+
+def read_at(value: Any, where: str) -> int:
+    """A predict request's ``at`` input (a JSON value or an array): one integer, else 400 naming
+    ``where``."""
+    import numpy as np
+
+    arr = np.asarray(value)
+    if arr.size != 1 or arr.dtype.kind not in "iu" or arr.ndim > 1:
+        raise bad_request(
+            f"{where}: expected one integer time (int64), got {arr.dtype} of shape "
+            f"{list(arr.shape)}"
+        )
+    return int(arr.reshape(-1)[0])
 
 
 def embed_role(config: BundleConfig | None, signature: str) -> str | None:
@@ -474,6 +527,7 @@ def proto_examples(
 
 
 __all__ = [
+    "AT_FEATURE",
     "DEFAULT_MAX_EXAMPLES",
     "NODE_ID_FEATURE",
     "PAIR_ID_FEATURES",
@@ -490,4 +544,7 @@ __all__ = [
     "json_examples",
     "pair_positions",
     "proto_examples",
+    "read_at",
+    "sampling_at",
+    "sampling_with_at",
 ]

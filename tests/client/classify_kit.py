@@ -5,16 +5,29 @@ shared by test_batch.py and test_batch_cli.py (their fixtures are in conftest.py
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 
 from memgraph_tf.batch.backends import ModelBackend
 from memgraph_tf.client.node_tables import NodeTable
-from tests.graphs import KeyedGraph
+from tests.graphs import KeyedGraph, credentials_env
 
 LABEL = "BatchItem"
 GRAPH = KeyedGraph(LABEL)
 OPTIONS = GRAPH.options
 embedded_source = GRAPH.embedded_source
 bolt_predictions = GRAPH.bolt_predictions
+
+
+def killable_run(command: str, server, bundle, write_property: str) -> tuple[list[str], dict]:
+    """The command line and environment of ``memgraph-tf COMMAND`` (classify, embed) as a child
+    process over the Bolt ``server`` (its credentials in the environment) with ``bundle``, in
+    batches of 2 writing ``write_property`` and no progress bar: the runs the tests stop midway."""
+    env = {**os.environ, **credentials_env(server), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    argv = [sys.executable, "-m", "memgraph_tf.cli", command, "--graph", server.uri]
+    argv += ["--model", str(bundle), "--batch-size", "2", "--write-property", write_property]
+    return [*argv, "--no-progress"], env
+
 
 # ------------------------------------------ keyset paging (test_batch*.py): servers that page badly
 PAGING = KeyedGraph("PagingItem")  # its own label: other suites share the ArcadeDB server

@@ -6,11 +6,9 @@ graph in ``tests.client.classify_kit`` and ``tests.graphs``)."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
-import sys
 
 import pytest
 
@@ -22,7 +20,6 @@ from tests.graphs import (
     CLASSES,
     N,
     assert_same,
-    credentials_env,
     node_id,
     predictions,
     use_credentials,
@@ -169,26 +166,7 @@ def test_sigkill_midway_then_rerun_completes_with_the_uninterrupted_predictions(
 
     prop = "killed"
     cls, _, version = property_names(prop)
-    env = {
-        **os.environ,
-        **credentials_env(arcadedb_server),
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "memgraph_tf.cli",
-        "classify",
-        "--graph",
-        arcadedb_server.uri,
-        "--model",
-        str(op_bundle_base),
-        "--batch-size",
-        "2",
-        "--write-property",
-        prop,
-        "--no-progress",
-    ]
+    command, env = kit.killable_run("classify", arcadedb_server, op_bundle_base, prop)
 
     def done() -> int:
         return bolt_graph.read(f"MATCH (n:{LABEL}) WHERE n.`{version}` = 1 RETURN count(n) AS c")[

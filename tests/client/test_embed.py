@@ -5,11 +5,9 @@ match. The graph and bundles are test_batch.py's (fixtures in conftest.py)."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -18,8 +16,8 @@ import pytest
 from memgraph_tf.batch import BundleBackend
 from memgraph_tf.batch.embedder import BatchEmbedder, EmbedBackend, embed_nodes
 from memgraph_tf.errors import ConfigurationError
-from tests.client.classify_kit import LABEL, embedded_source
-from tests.graphs import N, credentials_env, use_credentials
+from tests.client.classify_kit import LABEL, embedded_source, killable_run
+from tests.graphs import N, use_credentials
 from tests.processes import interruptible
 
 
@@ -201,22 +199,7 @@ def test_sigkill_midway_then_rerun_embeds_every_node_once(
 ):
     from memgraph_tf import cli
 
-    env = {**os.environ, **credentials_env(arcadedb_server), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    command = [
-        sys.executable,
-        "-m",
-        "memgraph_tf.cli",
-        "embed",
-        "--graph",
-        arcadedb_server.uri,
-        "--model",
-        str(op_bundle_base),
-        "--batch-size",
-        "2",
-        "--write-property",
-        "killed_z",
-        "--no-progress",
-    ]
+    command, env = killable_run("embed", arcadedb_server, op_bundle_base, "killed_z")
 
     def done() -> int:
         query = f"MATCH (n:{LABEL}) WHERE n.killed_z_version = 1 RETURN count(n) AS c"

@@ -149,3 +149,12 @@ def test_a_spec_outside_the_neighbourhoods_is_named(graph):
         train_link_predictor(
             source, "Item", NN, [], train, options=OPTIONS, feature_spec=spec, steps=1
         )
+
+
+def test_a_label_with_a_spec_and_node_embeddings_is_refused_by_name():
+    with pytest.raises(
+        ConfigurationError, match=r"label 'Item' is in both feature_spec and node_embeddings"
+    ):
+        LinkPredictor(
+            "Item", NN, {}, feature_spec=SPEC, node_embeddings={"Item": {"size": 4, "dimension": 2}}
+        )

@@ -30,7 +30,12 @@ from memgraph_tf.client.procedure_errors import (
     translate_procedure_failure,
 )
 from memgraph_tf.client.sources import BoltSource
-from memgraph_tf.client.sources.procedure_table import BUILD_RESERVOIRS, UPDATE_RESERVOIRS
+from memgraph_tf.client.sources.procedure_table import (
+    BUILD_RESERVOIRS,
+    STRUCTURAL,
+    STRUCTURAL_WRITE,
+    UPDATE_RESERVOIRS,
+)
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import (
     ConfigurationError,
@@ -651,6 +656,78 @@ CASES = {
         ([0], [1], {FOLLOWS: [1]}, None, {**PAIRS, "negatives": 1}),
         r"^options\.negatives: sources\[0\]: node 0 \(:User\) is joined to every :User node ",
     ),
+    "structural: no label": Case(
+        "structural", (None, None), r"^label: expected a non-empty label name, got null$"
+    ),
+    "structural: an unknown option": Case(
+        "structural",
+        ("P", {"write_property": "v"}),
+        r"^options: unknown option 'write_property' for tf_features\.structural \(allowed: ",
+    ),
+    "structural_write: no write_property": Case(
+        "structural_write",
+        ("P", {}),
+        r"^options\.write_property: expected the property name to write the vectors into, got "
+        r"nothing \(tf_features\.structural_write requires it\)$",
+    ),
+    "structural: features not a list": Case(
+        "structural",
+        ("P", {"features": "degree"}),
+        r"^options\.features: expected a non-empty list of 'degree', 'fastrp', got str 'degree'$",
+    ),
+    "structural: an unknown feature": Case(
+        "structural",
+        ("P", {"features": ["degree", "pagerank"]}),
+        r"^options\.features\[1\]: expected a non-empty list of 'degree', 'fastrp', got str ",
+    ),
+    "structural: a feature named twice": Case(
+        "structural",
+        ("P", {"relationship_types": ["E", "E"]}),
+        r"^options\.relationship_types\[1\]: 'E' is named twice$",
+    ),
+    "structural: a bad degree scale": Case(
+        "structural",
+        ("P", {"degree": "sqrt"}),
+        r"^options\.degree: expected one of 'log1p', 'count', got str 'sqrt'$",
+    ),
+    "structural: a dimension too large": Case(
+        "structural",
+        ("P", {"dimension": 5000}),
+        r"^options\.dimension: expected an integer from 1 to 4096, got int 5000$",
+    ),
+    "structural: too many iteration weights": Case(
+        "structural",
+        ("P", {"iteration_weights": [1.0] * 9}),
+        r"^options\.iteration_weights: expected a list of 1 to 8 numbers, got ",
+    ),
+    "structural: a weight that is no number": Case(
+        "structural",
+        ("P", {"iteration_weights": [1.0, "x"]}),
+        r"^options\.iteration_weights\[1\]: expected a finite number, got str 'x'$",
+    ),
+    "structural: a bad seed": Case(
+        "structural", ("P", {"seed": 1.5}), r"^options\.seed: expected an integer, got float 1\.5$"
+    ),
+    "structural: a bad id_property": Case(
+        "structural",
+        ("P", {"id_property": 3}),
+        r"^options\.id_property: expected a property name, got int 3$",
+    ),
+    "structural: a label no node has": Case(
+        "structural", ("Nobody", None), r"^label: no node has the label 'Nobody'$"
+    ),
+    "structural: an id that is no integer": Case(
+        "structural",
+        ("X", {"id_property": "id"}),
+        r"^node 7 \(:X\) property 'id' \(options\.id_property\): expected an integer id, got "
+        r"str 'x'$",
+    ),
+    "structural: two nodes with one id": Case(
+        "structural",
+        ("Q", {"id_property": "qid"}),
+        r"^options\.id_property: expected unique ids within a label, got qid = 7 on the :Q nodes "
+        r"with internal ids 10 and 11$",
+    ),
     "profile: no label": Case(
         "profile", (None, None, None), r"^label: expected a non-empty label name, got null$"
     ),
@@ -692,6 +769,7 @@ CASES = {
 UNREACHABLE = {
     # declared MAP? / LIST OF MAP: Memgraph refuses anything else before the call
     ("reservoir.py", "_parse", "options: expected a map"),
+    ("structural.py", "parse_structural_call", "options: expected a map"),
     ("reservoir.py", "update", "changes: expected a list of change maps"),
     ("reservoir.py", "update", "expected a change map"),
     ("mgp_access.py", "resolve", "expected a list of nodes or integer ids"),
@@ -718,6 +796,8 @@ def _call(source: Any, case: Case, graph: EmbeddedGraph) -> Any:
         "profile": lambda *a: profile_label(source, *a),
         "build_reservoirs": lambda *a: source.call_procedure(BUILD_RESERVOIRS, a),
         "update_reservoirs": lambda *a: source.call_procedure(UPDATE_RESERVOIRS, a),
+        "structural": lambda *a: source.call_procedure(STRUCTURAL, a),
+        "structural_write": lambda *a: source.call_procedure(STRUCTURAL_WRITE, a),
     }[case.call]
     args = [
         [graph.node(v.internal) if isinstance(v, Node) else v for v in a]
@@ -767,7 +847,12 @@ def test_every_procedure_error_is_the_same_client_error_over_bolt_and_embedded(
     assert server.message.endswith(f": {message}\n")
     assert "PROCEDURE MEMORY LIMIT 1024 MB YIELD" in driver.calls[-1]
     # the write procedures in a write transaction (BoltSource.write); the rest read
-    write = case.call in ("split_edges", "build_reservoirs", "update_reservoirs")
+    write = case.call in (
+        "split_edges",
+        "build_reservoirs",
+        "update_reservoirs",
+        "structural_write",
+    )
     assert driver.modes[-1] == ("execute_write" if write else "execute_read"), driver.modes
     raised = embedded_error.value.__cause__.__cause__
     last = traceback.extract_tb(raised.__traceback__)[-1]

@@ -177,6 +177,11 @@ def bolt_bundle(small_sage_bundle):
     return BOLT.bundle(small_sage_bundle, "RefreshSage", 1, use_op=True)
 
 
+def _link_change(kind, rel_id, start_id, end_id):
+    """The application's record of a ``kind`` (created / deleted) LINK relationship."""
+    return Change(kind, "relationship", rel_id, rel_type="LINK", start_id=start_id, end_id=end_id)
+
+
 def _bolt_changes(bolt_source, rng):
     """LINK insertions and deletions and a DETACH DELETE of a node over Cypher, each recorded by
     the application (ArcadeDB has no triggers)."""
@@ -191,40 +196,20 @@ def _bolt_changes(bolt_source, rng):
             "RETURN id(r) AS r",
             {"a": a, "b": b},
         )
-        changes.append(
-            Change("created", "relationship", row["r"], rel_type="LINK", start_id=a, end_id=b)
-        )
+        changes.append(_link_change("created", row["r"], a, b))
     rels = bolt_source.read(
         f"MATCH (a:{label})-[r:LINK]->(b:{label}) RETURN id(r) AS r, id(a) AS a, id(b) AS b"
     )
     for rel in rng.sample(sorted(rels, key=lambda r: (r["a"], r["b"])), 3):
         bolt_source.write("MATCH ()-[r]->() WHERE id(r) = $r DELETE r", {"r": rel["r"]})
-        changes.append(
-            Change(
-                "deleted",
-                "relationship",
-                rel["r"],
-                rel_type="LINK",
-                start_id=rel["a"],
-                end_id=rel["b"],
-            )
-        )
+        changes.append(_link_change("deleted", rel["r"], rel["a"], rel["b"]))
     gone = nodes[-1]  # its relationships' deletions record its former neighbours
     for rel in bolt_source.read(
         "MATCH (a)-[r]-(b) WHERE id(a) = $n RETURN DISTINCT id(r) AS r, id(startNode(r)) AS s, "
         "id(endNode(r)) AS t",
         {"n": gone},
     ):
-        changes.append(
-            Change(
-                "deleted",
-                "relationship",
-                rel["r"],
-                rel_type="LINK",
-                start_id=rel["s"],
-                end_id=rel["t"],
-            )
-        )
+        changes.append(_link_change("deleted", rel["r"], rel["s"], rel["t"]))
     bolt_source.write("MATCH (n) WHERE id(n) = $n DETACH DELETE n", {"n": gone})
     changes.append(Change("deleted", "node", gone, labels=(label,)))
     ChangeLog(bolt_source, "refreshbolt").record(changes)

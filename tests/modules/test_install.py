@@ -175,6 +175,8 @@ def test_installed_module_runs_alone_and_gives_the_same_bytes(tmp_path):
         "sample_typed",
         "schema",
         "split_edges",
+        "structural",
+        "structural_write",
         "update_reservoirs",
     ]
     assert child["error"].startswith("tf_features.pack: Traceback (most recent call last):\n")

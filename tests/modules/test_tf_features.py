@@ -32,6 +32,8 @@ def test_module_is_the_file_memgraph_loads(embedded_runner):
         "tf_features.sample_typed",
         "tf_features.schema",
         "tf_features.split_edges",
+        "tf_features.structural",
+        "tf_features.structural_write",
         "tf_features.update_reservoirs",
     ]
     assert find_module_file() == HERE.parent.parent / "query_modules" / "tf_features.py"
@@ -198,8 +200,10 @@ def test_module_file_is_thin_and_imports_only_what_memgraph_has():
         "build_reservoirs",
         "update_reservoirs",
         "profile",
+        "structural",
+        "structural_write",
     ]
-    writers = ("split_edges", "build_reservoirs", "update_reservoirs")
+    writers = ("split_edges", "build_reservoirs", "update_reservoirs", "structural_write")
     for proc in procs:
         kind = "mgp.write_proc" if proc.name in writers else "mgp.read_proc"
         assert [ast.unparse(d) for d in proc.decorator_list] == [kind]

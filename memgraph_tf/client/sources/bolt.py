@@ -379,6 +379,8 @@ CLIENT_SIDE: dict[str, Callable[..., Any]] = {
     table.PROFILE.name: lambda s, *a: _fallback().profile(s, config.quote_name, *a),
     table.BUILD_RESERVOIRS.name: lambda s, *a: _fallback().build_reservoirs(s, *a),
     table.UPDATE_RESERVOIRS.name: lambda s, *a: _fallback().update_reservoirs(s, *a),
+    table.STRUCTURAL.name: lambda s, *a: _fallback().structural(s.access_factory(), *a),
+    table.STRUCTURAL_WRITE.name: lambda s, *a: _fallback().structural_write(s.access_factory(), *a),
 }
 """Per procedure of the table, its answer computed on the client by the procedure's own code
 (:mod:`memgraph_tf.client._fallback`) over a :class:`BoltSource`'s plain Cypher: ``(source,

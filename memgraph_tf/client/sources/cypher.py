@@ -378,6 +378,14 @@ class CypherGraphAccess:
             for start in range(0, len(items), 1000):
                 self._source.write(query, {"rows": items[start : start + 1000]})
 
+    def write_node_values(self, rows: Sequence[tuple[int, Any]], name: str) -> None:
+        """In write transactions of up to 1000 nodes (by internal id)."""
+        prop = quote_name(name, "options.write_property")
+        query = f"UNWIND $rows AS row MATCH (n) WHERE id(n) = row.n SET n.{prop} = row.v"
+        items = [{"n": n, "v": v} for n, v in rows]
+        for start in range(0, len(items), 1000):
+            self._source.write(query, {"rows": items[start : start + 1000]})
+
 
 class CypherReservoirStore:
     """The bounded mode's :class:`~memgraph_tf.procedures.reservoir.ReservoirStore` over plain

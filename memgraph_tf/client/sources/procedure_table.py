@@ -119,6 +119,10 @@ def _split_args(pattern: Any, options: Any) -> tuple:
     return pattern, plain_options(options)
 
 
+def _structural_args(label: Any, options: Any) -> tuple:
+    return label, plain_options(options)
+
+
 def _profile_args(label: Any, properties: Any, options: Any) -> tuple:
     names = to_python(list(properties)) if isinstance(properties, (list, tuple)) else properties
     return label, names, plain_options(options)
@@ -129,12 +133,13 @@ class Procedure:
     """One ``tf_features`` procedure as the sources call it.
 
     ``params``: its arguments in order; ``fields``: the result fields a call yields; ``answer``:
-    ``"blob"`` (the first row's blob), ``"blobs"`` (each row's blob, in row order) or ``"map"``
-    (the first row's fields); ``plain``: the operation's arguments -> plain Python values in
-    ``params`` order; ``write``: a write procedure (a write transaction over Bolt); ``detected``:
-    one of the procedures whose presence makes a Bolt source call the procedures rather than
-    pack on the client (:data:`PROCEDURES`); ``keyed``: its node lists of ``options.id_property``
-    keys may be resolved by the caller (:mod:`.keyed`)."""
+    ``"blob"`` (the first row's blob), ``"blobs"`` (each row's blob, in row order), ``"map"``
+    (the first row's fields) or ``"rows"`` (every row's fields, in row order); ``plain``: the
+    operation's arguments -> plain Python values in ``params`` order; ``write``: a write
+    procedure (a write transaction over Bolt); ``detected``: one of the procedures whose presence
+    makes a Bolt source call the procedures rather than pack on the client
+    (:data:`PROCEDURES`); ``keyed``: its node lists of ``options.id_property`` keys may be
+    resolved by the caller (:mod:`.keyed`)."""
 
     name: str
     params: tuple[str, ...]
@@ -152,6 +157,8 @@ class Procedure:
             return rows[0]["blob"]
         if self.answer == "blobs":
             return [row["blob"] for row in rows]
+        if self.answer == "rows":
+            return [{name: row[name] for name in self.fields} for row in rows]
         return {name: rows[0][name] for name in self.fields}
 
 
@@ -228,6 +235,21 @@ PROFILE = Procedure(
     "map",
     _profile_args,
 )
+STRUCTURAL = Procedure(
+    "tf_features.structural",
+    ("label", "options"),
+    ("node_id", "features", "columns"),
+    "rows",
+    _structural_args,
+)
+STRUCTURAL_WRITE = Procedure(
+    "tf_features.structural_write",
+    ("label", "options"),
+    ("nodes", "width", "columns"),
+    "map",
+    _structural_args,
+    write=True,
+)
 
 
 def _build_reservoirs_args(options: Any) -> tuple:
@@ -269,6 +291,8 @@ TABLE: dict[str, Procedure] = {
         PROFILE,
         BUILD_RESERVOIRS,
         UPDATE_RESERVOIRS,
+        STRUCTURAL,
+        STRUCTURAL_WRITE,
     )
 }
 """Every procedure a source calls, by name."""

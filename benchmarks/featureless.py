@@ -1,0 +1,228 @@
+"""Link prediction on Cora *without node features*, the GAE protocol (Kipf and Welling 2016:
+GAE without features, test AUC 0.843 / AP 0.881), every option for a featureless label in one run.
+
+The graph holds only the citations: nodes carry an ``id`` and nothing else. Per seed:
+
+1. ``tf_features.split_edges`` splits the undirected edges 85/5/10 (self-loops dropped, as GAE
+   does); validation and test get as many uniform non-edges as they have edges
+   (benchmarks/link_accuracy.py's protocol and helpers);
+2. ``tf_features.structural_write`` computes, on the training graph only
+   (``exclude_splits: ["val", "test"]``), the degree features (``degree``: log(1 + degree) per
+   type and direction) and the FastRP embedding (``fastrp``) of every node;
+3. the options, each scored on the same test pairs:
+
+   * ``popularity``: score = deg(a) * deg(b) on the training graph (no model);
+   * ``fastrp-cosine``: the cosine of the two FastRP vectors (no model);
+   * ``degree``: the link predictor (typed GraphSAGE, dot scorer) on the degree features;
+   * ``fastrp``: the same link predictor on the FastRP features;
+   * ``fastrp+degree`` (with ``--options``): the same on both;
+   * ``learned``: the same link predictor on learned per-node embeddings alone (transductive:
+     ``node_embedding_dim``; a test node without a training edge gets the shared
+     out-of-vocabulary vector);
+   * ``learned+fastrp``: learned embeddings beside the FastRP features.
+
+Prints each run, then per option the mean and spread over the seeds beside the published figure.
+
+    .venv/bin/python benchmarks/featureless.py --seeds 0 1 2 3 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from link_accuracy import labelled, non_edges, read_splits, sd
+
+PATTERN = "(:Paper)-[:CITES]-(:Paper)"
+PUBLISHED = (0.843, 0.881)  # Kipf and Welling 2016, GAE without features on Cora (AUC, AP)
+OPTIONS = {"id_property": "id"}
+HELD_OUT = ["val", "test"]
+TRAINED = {  # option -> (feature properties, learned node embedding width)
+    "degree": (["degree"], 0),
+    "fastrp": (["fastrp"], 0),
+    "fastrp+degree": (["fastrp", "degree"], 0),
+    "learned": ([], 64),
+    "learned+fastrp": (["fastrp"], 64),
+}
+ALL = ("popularity", "fastrp-cosine", *TRAINED)
+DEFAULT = ("popularity", "fastrp-cosine", "degree", "fastrp", "learned", "learned+fastrp")
+
+
+def load():
+    """(EmbeddedGraph of Cora's citations with ``id`` only, EmbeddedSource, Planetoid)."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.datasets import load_dataset
+    from memgraph_tf.embedded import EmbeddedGraph
+
+    data = load_dataset("cora")
+    data = dataclasses.replace(data, edges=[(a, b) for a, b in data.edges if a != b])
+    g = EmbeddedGraph.from_edge_list(
+        data.edges,
+        num_nodes=data.num_nodes,
+        label="Paper",
+        edge_type="CITES",
+        node_properties={"id": list(range(data.num_nodes))},
+    )
+    return g, EmbeddedSource(g), data
+
+
+def structural(g, source, args, seed):
+    """Writes ``degree`` and ``fastrp`` on every paper (training graph only); returns the
+    numpy arrays ``(degree count, fastrp)`` read back from the graph (node ``i`` has id ``i``)."""
+    import numpy as np
+
+    from memgraph_tf.client.structural import write_structural_features
+
+    common = {**OPTIONS, "exclude_splits": HELD_OUT, "seed": seed}
+    fastrp = {
+        **common,
+        "features": ["fastrp"],
+        "dimension": args.dimension,
+        "iteration_weights": args.weights,
+        "self_weight": args.self_weight,
+        "normalization_strength": args.beta,
+    }
+    write_structural_features(source, "Paper", {**fastrp, "write_property": "fastrp"})
+    degree = {**common, "features": ["degree"], "write_property": "degree"}
+    write_structural_features(source, "Paper", degree)
+    write_structural_features(source, "Paper", {**degree, "degree": "count", "write_property": "n"})
+    nodes = range(g.node_count)
+    count = np.array([sum(g.get_property(i, "n")) for i in nodes])
+    return count, np.array([g.get_property(i, "fastrp") for i in nodes])
+
+
+def scores_without_model(pairs, degree, fastrp):
+    import numpy as np
+
+    a, b = pairs[:, 0], pairs[:, 1]
+    norm = np.linalg.norm(fastrp, axis=1) + 1e-12
+    cosine = (fastrp[a] * fastrp[b]).sum(axis=1) / (norm[a] * norm[b])
+    return {"popularity": degree[a] * degree[b], "fastrp-cosine": cosine}
+
+
+def run(source, g, data, seed, args):
+    import numpy as np
+
+    from memgraph_tf.client.link_prediction import evaluate_links, train_link_predictor
+    from memgraph_tf.client.metrics import average_precision, roc_auc
+
+    source.split_edges(PATTERN, {"seed": seed, **OPTIONS})
+    splits = read_splits(g)
+    rng = np.random.default_rng(seed)
+    val_neg, test_neg = non_edges(data, (len(splits["val"]), len(splits["test"])), rng)
+    val, val_y = labelled(splits["val"], val_neg)
+    test, test_y = labelled(splits["test"], test_neg)
+    started = time.monotonic()
+    degree, fastrp = structural(g, source, args, seed)
+    rows = []
+    structural_s = time.monotonic() - started
+    for name, scores in scores_without_model(test, degree, fastrp).items():
+        if name in args.options:
+            auc, ap = roc_auc(test_y, scores), average_precision(test_y, scores)
+            rows.append({"option": name, "seed": seed, "test_auc": auc, "test_ap": ap})
+    for name, (props, width) in TRAINED.items():
+        if name not in args.options:
+            continue
+        started = time.monotonic()
+        result = train_link_predictor(
+            source,
+            "Paper",
+            {PATTERN: list(args.fanouts)},
+            props,
+            splits["train"],
+            val,
+            val_y,
+            options=OPTIONS,
+            hidden_units=args.hidden,
+            steps=args.steps,
+            eval_every=args.eval_every,
+            patience=args.patience,
+            seed=seed,
+            node_embedding_dim=width,
+        )
+        train_s = time.monotonic() - started
+        metrics = evaluate_links(
+            result.model,
+            source,
+            test,
+            test_y,
+            options=OPTIONS,
+            seed=seed,
+            feature_caches=result.feature_caches,
+            draws=args.test_draws,
+        )
+        rows.append(
+            {
+                "option": name,
+                "seed": seed,
+                "test_auc": metrics["auc"],
+                "test_ap": metrics["ap"],
+                "best_val_auc": result.best_val_auc,
+                "best_step": result.best_step,
+                "train_s": round(train_s, 1),
+            }
+        )
+    for row in rows:
+        row["structural_s"] = round(structural_s, 2)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--options", nargs="+", default=list(DEFAULT), choices=ALL)
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--patience", type=int, default=50)
+    parser.add_argument("--fanouts", nargs="+", type=int, default=[10, 5])
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--test-draws", type=int, default=3)
+    parser.add_argument("--dimension", type=int, default=256, help="FastRP dimension")
+    parser.add_argument("--weights", nargs="+", type=float, default=[0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    parser.add_argument("--self-weight", type=float, default=0.0)
+    parser.add_argument("--beta", type=float, default=0.0, help="FastRP normalization strength")
+    parser.add_argument("--json", help="write every run's figures here")
+    args = parser.parse_args()
+
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    print(
+        f"Cora without features, GAE protocol; fanouts {args.fanouts}, {args.hidden} units, up to "
+        f"{args.steps} steps; FastRP d={args.dimension} weights {args.weights} self "
+        f"{args.self_weight} beta {args.beta}; load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    g, source, data = load()
+    runs = []
+    for seed in args.seeds:
+        runs += run(source, g, data, seed, args)
+    print()
+    for name in args.options:
+        mine = [r for r in runs if r["option"] == name]
+        aucs = [r["test_auc"] for r in mine]
+        aps = [r["test_ap"] for r in mine]
+        auc, ap = statistics.mean(aucs), statistics.mean(aps)
+        print(
+            f"{name:14s} test AUC {auc:.3f} +- {sd(aucs):.3f}  AP {ap:.3f} +- {sd(aps):.3f}  "
+            f"({len(mine)} seeds; AUC {auc / PUBLISHED[0]:.3f}x, AP {ap / PUBLISHED[1]:.3f}x "
+            "the published GAE without features)"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(runs, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
