@@ -43,6 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 from memgraph_tf import layout
+from memgraph_tf.client import feature_encoding
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.metrics import (
     average_precision,
@@ -152,6 +153,10 @@ class LinkPredictor(keras.Model):
     :meth:`set_node_keys`; a node not among them gets the shared out-of-vocabulary vector),
     appended to the label's features (or its only input): the model then reads that label's
     ``ids_h{h}_{label}`` sections too, and always per slot (no distinct-rows batches).
+    ``feature_spec`` (label -> :class:`~memgraph_tf.feature_spec.LabelSpec`), ``embedding_dim``,
+    ``required_widths``: each encoder's
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` of its labels (raw sections; a
+    label with a spec takes no node embedding).
 
     Guarantees: ``model(inputs)`` returns logits ``[B]`` from a dict holding every
     :meth:`input_names` ``features`` input (masks optional: absent = all filled; extra keys such as
@@ -177,10 +182,19 @@ class LinkPredictor(keras.Model):
         mlp_units: Sequence[int] = (128,),
         feature_dtype: str = "float32",
         node_embeddings: Mapping[str, Mapping[str, int]] | None = None,
+        feature_spec: Mapping[str, Any] | None = None,
+        embedding_dim: int = 8,
+        required_widths: Mapping[str, Mapping[str, int]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.embedding_config = _embedding_config(node_embeddings)
+        specs = feature_encoding.as_label_specs(feature_spec)
+        both = sorted(set(specs) & set(self.embedding_config))
+        if both:
+            raise ConfigurationError(
+                f"label {both[0]!r} is in both feature_spec and node_embeddings: give it one"
+            )
         if scorer not in SCORERS:
             raise ConfigurationError(
                 f"scorer: expected one of {', '.join(SCORERS)}, got {scorer!r}"
@@ -204,6 +218,7 @@ class LinkPredictor(keras.Model):
                 + self.embedding_config.get(lb, {}).get("dimension", 0)
                 for lb in spec.labels()
             }
+            own = {lb: s for lb, s in specs.items() if lb in spec.labels()}
             return TypedGraphSAGE(
                 label,
                 nn,
@@ -214,6 +229,9 @@ class LinkPredictor(keras.Model):
                 l2=l2,
                 normalize_hidden=normalize_hidden,
                 feature_dtype=feature_dtype,
+                feature_spec=own,
+                embedding_dim=embedding_dim,
+                required_widths={lb: w for lb, w in (required_widths or {}).items() if lb in own},
                 name=name,
             )
 
@@ -223,13 +241,24 @@ class LinkPredictor(keras.Model):
         else:
             self.target_encoder = encoder(self.target_label, dst_nn, "target_encoder")
         labels = set(self.source_encoder.spec.labels()) | set(self.target_encoder.spec.labels())
+        outside = sorted(set(specs) - labels)
+        if outside:
+            raise ConfigurationError(
+                f"feature_spec: label {outside[0]!r} has no slots in the sampled neighbourhoods "
+                f"(labels: {', '.join(sorted(labels))})"
+            )
         extra = sorted(set(feature_dims) - labels)
         if extra:
             raise ConfigurationError(
                 f"feature_dims: {', '.join(map(repr, extra))}: no such label in the sampled "
                 f"neighbourhoods (labels: {', '.join(sorted(labels))})"
             )
-        self.feature_dims = {lb: int(feature_dims.get(lb, 0)) for lb in sorted(labels)}
+        encoded = {**self.target_encoder.feature_dims, **self.source_encoder.feature_dims}
+        self.feature_dims = {
+            lb: encoded[lb] if lb in specs else int(feature_dims.get(lb, 0))
+            for lb in sorted(labels)
+        }
+        self.embedding_dim = embedding_dim
         unknown = sorted(set(self.embedding_config) - labels)
         if unknown:
             raise ConfigurationError(
@@ -256,6 +285,12 @@ class LinkPredictor(keras.Model):
         self.mlp_out = keras.layers.Dense(1, name="mlp_out") if scorer == "mlp" else None
 
     @property
+    def label_encoders(self) -> dict[str, Any]:
+        """label -> :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` over both
+        encoders (one per label and role; the source's where both have it)."""
+        return {**self.target_encoder.label_encoders, **self.source_encoder.label_encoders}
+
+    @property
     def source_spec(self) -> TypedSamplingSpec:
         return self.source_encoder.spec
 
@@ -279,6 +314,7 @@ class LinkPredictor(keras.Model):
             "mlp_units": list(self.mlp_units),
             "feature_dtype": self.feature_dtype,
             "node_embeddings": {lb: dict(c) for lb, c in self.embedding_config.items()} or None,
+            **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
         }
 
     @classmethod
@@ -288,7 +324,8 @@ class LinkPredictor(keras.Model):
     def input_names(self, masks: bool = True) -> list[str]:
         """The pair blob's section names the model reads: the source encoder's inputs prefixed
         ``src.``, then the target encoder's prefixed ``dst.`` (with :attr:`node_embeddings`: a
-        label's ``ids`` sections in place of features it lacks, beside those it has)."""
+        label's ``ids`` sections in place of features it lacks, beside those it has; with
+        feature specs: a label's raw sections in place of its features)."""
         return list(self.input_shapes(masks=masks))
 
     def input_shapes(
@@ -303,6 +340,10 @@ class LinkPredictor(keras.Model):
             shapes = enc.input_shapes(batch_size)
             for h, table in enumerate(enc.layout.tables):
                 for label, slots in table.items():
+                    raw = feature_encoding.raw_section_names(enc.label_encoders, h, label)
+                    if raw:  # a feature spec's raw sections (ragged ones: flat values, splits)
+                        out.update({prefix + n: shapes.get(n, (None,)) for n in raw})
+                        continue
                     name = typed_features_name(h, label)
                     if self.feature_dims[label]:
                         out[prefix + name] = (batch_size, slots, self.feature_dims[label])
@@ -573,12 +614,19 @@ def pair_sample_dataset(
         opts["negatives"] = int(negatives)
     dtype = model.feature_dtype
     opts["dtype"] = dtype
+    encoders = model.label_encoders
+    opts = feature_encoding.with_spec_option(opts, encoders)
     caches = dict(feature_caches or {})
-    props = {lb: list(n) for lb, n in properties.items() if lb not in caches}
+    props = {lb: list(n) for lb, n in properties.items() if lb not in caches and lb not in encoders}
     blob_widths = {lb: model.feature_dims[lb] for lb in props if model.feature_dims.get(lb)}
     nn = model.num_neighbors_config
     sections = layout.pair_sample_sections(
-        model.source_spec, model.target_spec, blob_widths, dtype, batch=None
+        model.source_spec,
+        model.target_spec,
+        blob_widths,
+        dtype,
+        batch=None,
+        raw=feature_encoding.raw_widths(encoders) or None,
     )
     names = [s.name for s in sections]
     dtypes = [s.dtype for s in sections]
@@ -589,7 +637,7 @@ def pair_sample_dataset(
         for prefix in (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
     }
     # distinct rows need every label with features cached (else the per-slot path)
-    distinct = bool(rows and caches and not model.node_embeddings) and all(
+    distinct = bool(rows and caches and not model.node_embeddings and not encoders) and all(
         caches.get(lb) is not None for lb, width in model.feature_dims.items() if width
     )
 
@@ -916,11 +964,13 @@ def _link_model(
     properties: Mapping[str, Sequence[str]] | Sequence[str],
     options: Mapping[str, Any],
     seed: int | None,
+    feature_spec: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> LinkPredictor:
     """:func:`train_link_predictor`'s model, built (after :func:`seed_run` of ``seed``), with its
     ``properties`` (label -> names; a plain list applies to every label of both endpoints) and
-    ``schema`` set; widths and dtype from ``tf_features.schema``."""
+    ``schema`` set; widths and dtype from ``tf_features.schema``; ``feature_spec`` labels split
+    off ``properties`` (:func:`~memgraph_tf.client.feature_encoding.split_properties`)."""
     src_nn, dst_nn = _role_specs(source_label, target_label, num_neighbors)
     specs = [typed_spec(source_label, src_nn), typed_spec(target_label, dst_nn)]
     labels = list(dict.fromkeys(specs[0].labels() + specs[1].labels()))
@@ -930,14 +980,22 @@ def _link_model(
         props = {
             label: list(typed_properties(specs[0], properties)[source_label]) for label in labels
         }
+    encoded, props = feature_encoding.split_properties(
+        feature_encoding.as_label_specs(feature_spec),
+        props,
+        explicit=isinstance(properties, Mapping),
+    )
     seed_run(seed)
-    widths, dtype, schema = _link_widths(source, specs, props, options)
+    required = feature_encoding.required_names(encoded)
+    widths, dtype, schema = _link_widths(source, specs, {**props, **required}, options)
     model = LinkPredictor(
         source_label,
         num_neighbors,
-        widths,
+        {lb: w for lb, w in widths.items() if lb not in encoded},
         target_label=target_label,
         feature_dtype=dtype,
+        feature_spec=encoded,
+        required_widths=feature_encoding.required_widths_of(schema, encoded),
         **settings,
     )
     model.properties = props
@@ -1027,6 +1085,8 @@ def train_link_predictor(
     progress: bool = False,
     use_rows: bool = True,
     node_embedding_dim: int = 0,
+    feature_spec: Mapping[str, Any] | None = None,
+    embedding_dim: int = 8,
 ) -> LinkTrainResult:
     """Trains a :class:`LinkPredictor` on ``train_pairs`` (``[n, 2]`` source and target keys:
     ``options["id_property"]`` values, else internal ids -- the positive relationships of the
@@ -1048,7 +1108,13 @@ def train_link_predictor(
     and with ``use_rows`` (default) the batches carry each label's distinct rows and the first
     layer works per distinct row (per non-zero entry for sparse features;
     :meth:`TypedGraphSAGE.encode_rows`: the same model function, dropout on the same tensors);
-    false: the per-slot features path.
+    false: the per-slot features path. ``feature_spec`` (label ->
+    :class:`~memgraph_tf.feature_spec.LabelSpec`) samples those labels' raw property columns
+    (``options.feature_spec``) and gives the encoders a
+    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
+    columns per categorical property), as in ``train_typed_graphsage``; such a label takes no
+    ``properties`` and no cache (its batches take the per-slot path); a spec of ``required``
+    properties alone is those ``properties``.
 
     ``node_embedding_dim`` > 0: learned per-node embeddings (transductive) of that width for the
     pairs' labels (:class:`LinkPredictor` ``node_embeddings``), appended to their features (or
@@ -1075,6 +1141,7 @@ def train_link_predictor(
         properties,
         opts,
         seed,
+        feature_spec,
         hidden_units=hidden_units,
         dropout=dropout,
         l2=l2,
@@ -1085,6 +1152,7 @@ def train_link_predictor(
             lb: {"size": len(k), "dimension": node_embedding_dim} for lb, k in keys.items()
         }
         or None,
+        embedding_dim=embedding_dim,
     )
     for label, label_keys in keys.items():
         model.set_node_keys(label, label_keys)

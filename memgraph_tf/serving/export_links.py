@@ -49,10 +49,12 @@ from memgraph_tf.errors import BundleError
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.bundle import DEFAULT_BLOB_FEATURE_KEY, BundleConfig
 from memgraph_tf.serving.export import (
+    ROW_SPLITS,
     BundleInfo,
     check_blob_feature_key,
     check_name_and_version,
     check_version_labels,
+    decode_with_bags,
     lazy_class,
     module_base_class,
     save_bundle,
@@ -110,6 +112,9 @@ def link_settings(
                 key="sample_options",
             )
     set_model_dtype(options, model.feature_dtype)
+    encoders = encoders_of(model)
+    if encoders:  # the raw property columns of these labels: the bundle's sample_pairs calls
+        options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
     if exclude_splits is not None:
         splits = list(exclude_splits)
         if options.get("exclude_splits") not in (None, splits):
@@ -119,14 +124,14 @@ def link_settings(
             )
         options["exclude_splits"] = splits
     props = properties if properties is not None else model.properties
-    if not props:
+    if props is None or (not props and not encoders):
         raise BundleError(
             "properties: not given and the model has none (train_link_predictor sets them); "
             "pass properties={label: [names]}",
             key="properties",
         )
     props = {str(k): [str(n) for n in v] for k, v in props.items() if v}
-    featured = sorted(lb for lb, w in model.feature_dims.items() if w)
+    featured = sorted(lb for lb, w in model.feature_dims.items() if w and lb not in encoders)
     if sorted(props) != featured:
         raise BundleError(
             f"properties: expected feature properties for exactly the labels the model has "
@@ -154,18 +159,34 @@ def link_settings(
     return link, options
 
 
+def encoders_of(model: Any) -> dict[str, Any]:
+    """The model's label -> ``LabelEncoder`` (none for a model without feature specs)."""
+    return dict(getattr(model, "label_encoders", None) or {})
+
+
+def _raw_and_widths(model: Any) -> tuple[dict[str, Any], dict[str, int]]:
+    """Per encoded label its raw widths; per other label its feature width."""
+    encoders = encoders_of(model)
+    raw = {label: layout.RawWidths(**enc.group_widths) for label, enc in encoders.items()}
+    widths = {lb: w for lb, w in model.feature_dims.items() if lb not in encoders}
+    return raw, widths
+
+
 def pair_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
     """The per-pair blob sections the model reads (``n = 1``): :func:`memgraph_tf.layout.
-    pair_sample_sections` restricted to :meth:`LinkPredictor.input_names`."""
+    pair_sample_sections` restricted to :meth:`LinkPredictor.input_names` (raw sections, with
+    the ``.row_splits`` of ragged ones, for labels with feature specs)."""
     wanted = set(model.input_names())
+    raw, widths = _raw_and_widths(model)
     return {
         s.name: (s.dtype, tuple(s.shape))
         for s in layout.pair_sample_sections(
             model.source_spec,
             model.target_spec,
-            dict(model.feature_dims),
+            widths,
             model.feature_dtype,
             batch=1,
+            raw=raw or None,
         )
         if s.name in wanted
     }
@@ -181,10 +202,14 @@ def role_sections(model: Any, role: str) -> dict[str, tuple[str, tuple[int, ...]
     )
     wanted = {n[len(prefix) :] for n in model.input_names() if n.startswith(prefix)}
     labels = spec.labels()
-    widths = {lb: w for lb, w in model.feature_dims.items() if lb in labels}
+    raw, widths = _raw_and_widths(model)
+    widths = {lb: w for lb, w in widths.items() if lb in labels}
+    raw = {lb: w for lb, w in raw.items() if lb in labels}
     return {
         s.name: (s.dtype, tuple(s.shape))
-        for s in layout.typed_sample_sections(spec, widths, model.feature_dtype, batch=1)
+        for s in layout.typed_sample_sections(
+            spec, widths, model.feature_dtype, batch=1, raw=raw or None
+        )
         if s.name in wanted
     }
 
@@ -283,8 +308,13 @@ def _make_module_class() -> Any:
             probabilities = self.trace(self._pair_probabilities, tf.TensorSpec([None], tf.string))
             self._probabilities = lambda inputs: probabilities(inputs)
 
+        def _decode(self, blobs, sections):
+            if any(n.endswith(ROW_SPLITS) for n in sections):
+                return decode_with_bags(blobs, self.unpack(), sections)
+            return self.decode_sections(blobs, sections)
+
         def _pair_probabilities(self, inputs):
-            pair = self.decode_sections(self.parse_blobs(inputs), self._pair)
+            pair = self._decode(self.parse_blobs(inputs), self._pair)
             logits = self.model(pair, training=False)
             return tf.sigmoid(tf.cast(logits, tf.float32))
 
@@ -301,7 +331,7 @@ def _make_module_class() -> Any:
                 if role == "source"
                 else (layout.PAIR_TARGET_PREFIX, "dst")
             )
-            own = self.decode_sections(blobs, self._roles[role])
+            own = self._decode(blobs, self._roles[role])
             z = self.model.embed({prefix + k: v for k, v in own.items()}, short, training=False)
             return {bundle.EMBEDDINGS_OUTPUT: tf.cast(z, tf.float32)}
 
@@ -354,6 +384,7 @@ _LinkModule = lazy_class(_make_module_class)
 __all__ = [
     "DECODERS",
     "LINK_OPTIONS",
+    "encoders_of",
     "export_link_bundle",
     "link_settings",
     "pair_sections",

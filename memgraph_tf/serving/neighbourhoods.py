@@ -212,7 +212,8 @@ class NeighbourhoodFetcher:
                 f"link bundle needs"
             )
         num_neighbors, properties, options = sampling.pair_arguments()
-        options["layout"] = "compact"
+        # raw property columns (options.feature_spec) are written in the dense layout only
+        options["layout"] = "dense" if options.get("feature_spec") else "compact"
         rename = position_renamer(
             {
                 "sources": list(source_names or (f"sources[{i}]" for i in range(len(src)))),
@@ -296,10 +297,13 @@ def dense_pair_blobs(raw: bytes, count: int, sampling: SamplingSpec) -> Any:
     """A compact ``sample_pairs`` blob of ``count`` pairs sampled with a link bundle's
     ``sampling``, as a :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` (the dense one-pair
     blobs, built on demand); a blob that does not fit raises :class:`GraphSourceError` naming the
-    section."""
+    section. A bundle with feature specs samples in the dense layout: its blob is cut into the
+    one-pair blobs at once (:class:`PairBlobList`)."""
     from memgraph_tf.ops import sample_decoding
     from memgraph_tf.typed_sampling import TypedSamplingSpec
 
+    if sampling.options.get("feature_spec"):
+        return PairBlobList(split_typed_blob(raw, count))
     link = sampling.link
     specs = [
         TypedSamplingSpec.from_num_neighbors(label, nn)
@@ -309,6 +313,23 @@ def dense_pair_blobs(raw: bytes, count: int, sampling: SamplingSpec) -> Any:
         return sample_decoding.DensePairBlobs(raw, count, specs[0], specs[1])
     except ValueError as exc:
         raise GraphSourceError(str(exc)) from None
+
+
+class PairBlobList:
+    """One-pair blobs already built, handed as
+    :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` hands them (``len``, ``blobs``,
+    ``blob_bytes``)."""
+
+    def __init__(self, blobs: list[bytes]):
+        self._blobs = list(blobs)
+        self.blob_bytes = max(map(len, self._blobs), default=0)
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    def blobs(self, start: int, stop: int) -> list[bytes]:
+        """The blobs of pairs ``start..stop-1``."""
+        return self._blobs[start:stop]
 
 
 def fetch_blobs(
@@ -324,6 +345,7 @@ def fetch_blobs(
 
 __all__ = [
     "NeighbourhoodFetcher",
+    "PairBlobList",
     "check_node_ids",
     "dense_pair_blobs",
     "fetch_blobs",

@@ -1,0 +1,160 @@
+"""Link prediction with feature specs: ``train_link_predictor(..., feature_spec=...)`` samples the
+raw property columns through ``tf_features.sample_pairs`` (``options.feature_spec``, both halves),
+encodes them with the encoders' :class:`LabelEncoder` and beats chance on a graph whose links are
+decided by a categorical property alone; a spec of ``required`` properties is exactly the
+``properties`` run (same seed, same figures)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.link_prediction import (
+    LinkPredictor,
+    evaluate_links,
+    predict_links,
+    train_link_predictor,
+)
+from memgraph_tf.embedded import EmbeddedGraph
+from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.feature_spec import (
+    CategoricalSpec,
+    LabelSpec,
+    MultiCategoricalSpec,
+    RequiredSpec,
+)
+from tests.graphs import short_run
+
+PATTERN = "(:Item)-[:LINK]-(:Item)"
+NN = {PATTERN: [4]}
+OPTIONS = {"id_property": "id"}
+N, GROUPS, BASE = 120, 4, 100
+NAMES = [f"g{k}" for k in range(GROUPS)]
+TAGS = ["red", "green", "blue"]
+SPEC = {
+    "Item": LabelSpec(
+        "Item",
+        [CategoricalSpec("group", vocabulary=NAMES), MultiCategoricalSpec("tags", vocabulary=TAGS)],
+    )
+}
+
+
+def graph_source():
+    """``(source, positive pairs, negative pairs)``: items in 4 groups (``group``: the group's
+    name) linked only inside their group, with ``tags`` (a possibly empty list of :data:`TAGS`)
+    and ``noise`` (2 random numbers), neither carrying signal: links follow from ``group``
+    alone; the negatives join items of different groups."""
+    rng = np.random.default_rng(0)
+    groups = np.arange(N) % GROUPS
+    g = EmbeddedGraph()
+    for i in range(N):
+        g.add_node(
+            ["Item"],
+            {
+                "id": BASE + i,
+                "group": NAMES[groups[i]],
+                "tags": [t for t in TAGS if rng.random() < 0.4],
+                "noise": rng.standard_normal(2).tolist(),
+            },
+        )
+    edges: set[tuple[int, int]] = set()
+    while len(edges) < 3 * N:
+        a, b = (int(x) for x in rng.integers(0, N, 2))
+        if a != b and groups[a] == groups[b] and (b, a) not in edges:
+            edges.add((a, b))
+    for a, b in sorted(edges):
+        g.add_edge(a, b, "LINK")
+    pos = np.array(sorted(edges), dtype=np.int64) + BASE
+    neg = []
+    while len(neg) < len(pos):
+        a, b = (int(x) for x in rng.integers(0, N, 2))
+        if groups[a] != groups[b]:
+            neg.append((BASE + a, BASE + b))
+    return EmbeddedSource(g), pos, np.array(neg, dtype=np.int64)
+
+
+@pytest.fixture(scope="module")
+def graph():
+    source, pos, neg = graph_source()
+    cut = int(0.8 * len(pos))
+    val = np.concatenate([pos[cut:], neg[cut:]])
+    val_y = np.r_[np.ones(len(pos) - cut), np.zeros(len(pos) - cut)]
+    return source, pos[:cut], val, val_y
+
+
+@pytest.fixture(scope="module")
+def trained(graph):
+    source, train, val, val_y = graph
+    return train_link_predictor(
+        source,
+        "Item",
+        NN,
+        [],
+        train,
+        val,
+        val_y,
+        options=OPTIONS,
+        exclude_splits=None,
+        feature_spec=SPEC,
+        embedding_dim=4,
+        **short_run(steps=30, learning_rate=0.02),
+    )
+
+
+def test_a_categorical_spec_trains_and_beats_chance(graph, trained):
+    source, _, val, val_y = graph
+    model = trained.model
+    assert set(model.label_encoders) == {"Item"}
+    assert model.properties == {}
+    assert model.feature_dims == {"Item": 8}  # two embeddings' columns
+    assert "src.bag_h1_Item.row_splits" in model.input_names()
+    assert "src.cat_h0_Item" in model.input_names() and "dst.cat_h1_Item" in model.input_names()
+    metrics = evaluate_links(model, source, val, val_y, options=OPTIONS, seed=1)
+    assert metrics["auc"] >= 0.8  # chance: 0.5; group alone decides a link
+    probs = predict_links(model, source, val, options=OPTIONS, seed=1)
+    assert probs.shape == (len(val),)
+    assert probs[val_y == 1].mean() > probs[val_y == 0].mean() + 0.2
+
+
+def test_the_config_rebuilds_the_encoders(trained):
+    model = trained.model
+    config = model.get_config()
+    assert config["feature_spec"] == {"Item": SPEC["Item"].to_dict()}
+    clone = LinkPredictor.from_config(config).ensure_built()
+    assert clone.feature_dims == model.feature_dims
+    assert clone.input_names() == model.input_names()
+
+
+def test_a_spec_of_required_properties_is_the_properties_run(graph):
+    source, train, val, val_y = graph
+    run = {
+        "options": OPTIONS,
+        "exclude_splits": None,
+        **short_run(steps=10, eval_every=5, batch_size=32),
+    }
+    plain = train_link_predictor(source, "Item", NN, ["noise"], train, val, val_y, **run)
+    spec = {"Item": LabelSpec("Item", [RequiredSpec("noise")])}
+    req = train_link_predictor(source, "Item", NN, [], train, val, val_y, feature_spec=spec, **run)
+    assert req.model.label_encoders == {}
+    assert req.model.properties == plain.model.properties == {"Item": ["noise"]}
+    assert req.history["loss"] == plain.history["loss"]
+    assert req.history["val_auc"] == plain.history["val_auc"]
+
+
+def test_a_spec_outside_the_neighbourhoods_is_named(graph):
+    source, train, _, _ = graph
+    spec = {"User": LabelSpec("User", [CategoricalSpec("group", vocabulary=NAMES)])}
+    with pytest.raises(ConfigurationError, match=r"feature_spec: label 'User' has no slots"):
+        train_link_predictor(
+            source, "Item", NN, [], train, options=OPTIONS, feature_spec=spec, steps=1
+        )
+
+
+def test_a_label_with_a_spec_and_node_embeddings_is_refused_by_name():
+    with pytest.raises(
+        ConfigurationError, match=r"label 'Item' is in both feature_spec and node_embeddings"
+    ):
+        LinkPredictor(
+            "Item", NN, {}, feature_spec=SPEC, node_embeddings={"Item": {"size": 4, "dimension": 2}}
+        )
