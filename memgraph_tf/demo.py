@@ -579,6 +579,13 @@ class _Loaded:
     labels: Any
     class_names: list[str]
 
+    def via(self, procedures: str, client_side: str) -> str:
+        """How the training blobs were made: ``procedures`` where the graph runs the tf_features
+        procedures (in-process, or a server that has them), else ``client_side`` and why."""
+        if self.embedded is not None or self.source.has_procedures():
+            return procedures
+        return f"{client_side} (this server has no tf_features procedures)"
+
 
 class _PlanetoidDemo:
     """What the demo does on a Planetoid dataset (cora, citeseer, synthetic) at each stage where
@@ -635,11 +642,7 @@ class _PlanetoidDemo:
     def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
         published = datasets.PUBLISHED_ACCURACY.get(self.dataset, {})
         beside = ", ".join(f"{k} {v:.3f}" for k, v in published.items())
-        via = (
-            "tf_features blobs"
-            if g.embedded is not None or g.source.has_procedures()
-            else "blobs packed on the client (this server has no tf_features procedures)"
-        )
+        via = g.via("tf_features blobs", "blobs packed on the client")
         return (
             f"trained GraphSAGE for {steps} steps via {via} "
             f"({seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step "
@@ -776,11 +779,7 @@ class _ShopDemo:
 
     def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
         data = self.data
-        via = (
-            "tf_features.sample_typed blobs"
-            if g.embedded is not None or g.source.has_procedures()
-            else "typed blobs sampled on the client (this server has no tf_features procedures)"
-        )
+        via = g.via("tf_features.sample_typed blobs", "typed blobs sampled on the client")
         return (
             f"trained the typed GraphSAGE for {steps} steps via {via} "
             f"({seconds:.1f} s; split read from the :{self.users} nodes' "
