@@ -595,21 +595,26 @@ def _serve_runtime_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _graph_parser(sub: Any, name: str, graph_help: str, **texts: str) -> Any:
+    """The subcommand ``name`` (``texts``: its ``help`` and ``description``) with its required
+    ``--graph`` option (``graph_help``)."""
+    p = sub.add_parser(name, **texts)
+    p.add_argument("--graph", required=True, help=graph_help)
+    return p
+
+
 def _add_classify(sub: Any) -> None:
-    p = sub.add_parser(
+    p = _graph_parser(
+        sub,
         "classify",
+        "bolt://HOST:PORT (or neo4j://, +s, +ssc; user and password from "
+        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD, database MEMGRAPH_TF_DATABASE), or "
+        "embedded:NAME / embedded:DIR/NAME (a dataset in-process)",
         help="classify a graph's nodes with a model and write the predictions back",
         description="Classify the nodes of a graph with an exported bundle (in-process, or behind "
         "TF Serving's REST or gRPC API) and write P (class label), P_score and P_version "
         "(model version) on each node; resumable (a rerun skips nodes that carry this "
         "version's prediction) and shardable. See docs/batch-inference.md.",
-    )
-    p.add_argument(
-        "--graph",
-        required=True,
-        help="bolt://HOST:PORT (or neo4j://, +s, +ssc; user and password from "
-        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD, database MEMGRAPH_TF_DATABASE), or "
-        "embedded:NAME / embedded:DIR/NAME (a dataset in-process)",
     )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument(
@@ -747,18 +752,15 @@ def _add_similar(sub: Any) -> None:
 
 
 def _add_install_triggers(sub: Any) -> None:
-    p = sub.add_parser(
+    p = _graph_parser(
+        sub,
         "install-triggers",
+        "bolt://HOST:PORT of a Memgraph server (user and password from "
+        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD); not opened with --dry-run",
         help="install the Memgraph triggers that log every change (for refreshing predictions)",
         description="Create the AFTER COMMIT triggers that append each created, updated and "
         "deleted node and relationship to the change log (:MemgraphTfChange nodes). See "
         "docs/batch-inference.md, 'The change log'.",
-    )
-    p.add_argument(
-        "--graph",
-        required=True,
-        help="bolt://HOST:PORT of a Memgraph server (user and password from "
-        "MEMGRAPH_TF_USER / MEMGRAPH_TF_PASSWORD); not opened with --dry-run",
     )
     p.add_argument(
         "--id-property",

@@ -579,6 +579,13 @@ class _Loaded:
     labels: Any
     class_names: list[str]
 
+    def via(self, procedures: str, client_side: str) -> str:
+        """How the training blobs were made: ``procedures`` where the graph runs the tf_features
+        procedures (in-process, or a server that has them), else ``client_side`` and why."""
+        if self.embedded is not None or self.source.has_procedures():
+            return procedures
+        return f"{client_side} (this server has no tf_features procedures)"
+
 
 class _PlanetoidDemo:
     """What the demo does on a Planetoid dataset (cora, citeseer, synthetic) at each stage where
@@ -635,11 +642,7 @@ class _PlanetoidDemo:
     def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
         published = datasets.PUBLISHED_ACCURACY.get(self.dataset, {})
         beside = ", ".join(f"{k} {v:.3f}" for k, v in published.items())
-        via = (
-            "tf_features blobs"
-            if g.embedded is not None or g.source.has_procedures()
-            else "blobs packed on the client (this server has no tf_features procedures)"
-        )
+        via = g.via("tf_features blobs", "blobs packed on the client")
         return (
             f"trained GraphSAGE for {steps} steps via {via} "
             f"({seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step "
@@ -685,7 +688,16 @@ class _PlanetoidDemo:
 
 class _ShopDemo:
     """What the demo does on the generated typed shop graph at each stage where the datasets
-    differ (see :func:`run_shop`); :func:`_run_stages` runs the stages."""
+    differ (see :func:`run_shop`); :func:`_run_stages` runs the stages. A subclass on another
+    typed graph sets the class attributes below and the hooks :meth:`train_arguments` and
+    :meth:`report_options`."""
+
+    #: The sampling options, training recipe and neighbour counts of the graph; the noun of
+    #: one target node.
+    options: dict[str, Any] = SHOP_OPTIONS
+    recipe: dict[str, Any] = SHOP_RECIPE
+    num_neighbors: dict[str, list[int]] = SHOP_NUM_NEIGHBORS
+    noun = "user"
 
     def __init__(self, graph: str | None, replace: bool, steps: int | None, shop: Any) -> None:
         self.dataset, self.graph, self.replace, self.steps, self.shop = (
@@ -735,36 +747,39 @@ class _ShopDemo:
             f":{self.users} train/val/test {self.train_n}/{self.val_n}/{len(g.test_ids)}"
         )
 
+    def train_arguments(self, g: _Loaded) -> tuple[Any, dict[str, Any], str]:
+        """The properties and extra keyword arguments :meth:`train` passes to
+        ``train_typed_graphsage``, and what the training line says of the input."""
+        return SHOP_PROPERTIES, {}, f"{len(self.num_neighbors)} edge steps"
+
     def train(self, g: _Loaded, seed: int, progress: bool) -> tuple[Any, str, Callable]:
         from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
 
-        recipe = dict(SHOP_RECIPE)
+        properties, extra, input_text = self.train_arguments(g)
+        recipe = dict(self.recipe)
         if self.steps is not None:
             recipe["steps"] = self.steps
         result = train_typed_graphsage(
             g.source,
             self.users,
-            SHOP_NUM_NEIGHBORS,
-            SHOP_PROPERTIES,
-            options=SHOP_OPTIONS,  # no train_ids: the split is read from the :User nodes' `split`
+            self.num_neighbors,
+            properties,
+            options=self.options,  # no train_ids: the split is read from the nodes' `split`
             seed=seed,
             class_names=g.class_names,
             progress=progress,
+            **extra,
             **recipe,
         )
-        detail = f"{self.train_n} :{self.users} nodes, {len(SHOP_NUM_NEIGHBORS)} edge steps"
+        detail = f"{self.train_n} :{self.users} nodes, {input_text}"
         predict = functools.partial(
-            predict_typed_proba, result.model, g.source, g.test_ids, options=SHOP_OPTIONS
+            predict_typed_proba, result.model, g.source, g.test_ids, options=self.options
         )
         return result, detail, predict
 
     def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
         data = self.data
-        via = (
-            "tf_features.sample_typed blobs"
-            if g.embedded is not None or g.source.has_procedures()
-            else "typed blobs sampled on the client (this server has no tf_features procedures)"
-        )
+        via = g.via("tf_features.sample_typed blobs", "typed blobs sampled on the client")
         return (
             f"trained the typed GraphSAGE for {steps} steps via {via} "
             f"({seconds:.1f} s; split read from the :{self.users} nodes' "
@@ -775,7 +790,7 @@ class _ShopDemo:
         )
 
     def export_options(self) -> dict[str, Any]:
-        return {"sample_options": SHOP_OPTIONS, "seed_label": self.users}
+        return {"sample_options": self.options, "seed_label": self.users}
 
     def local_classes(self, g: _Loaded, result: Any, ids: list[int], portable: Any, seed: int):
         """The in-process model's classes of ``ids`` on the blobs the bundle's inference
@@ -795,7 +810,7 @@ class _ShopDemo:
         return {
             "nodes": f":{self.users} nodes",
             "compared_with": "the in-process model on the same blobs",
-            "noun": "user",
+            "noun": self.noun,
         }
 
     def classify_options(self, g: _Loaded) -> dict[str, Any]:
@@ -809,16 +824,18 @@ class _ShopDemo:
             "published": {},
             "best_possible": data.best_accuracy,
             "model_name": "typed GraphSAGE",
-            "dataset": SHOP,
+            "dataset": self.dataset,
             "num_nodes": self.num_nodes,
             "num_edges": self.num_edges,
-            "num_features": ", ".join(
-                f"{label} {ns.width}" for label, ns in data.node_sets.items()
-            ),
+            "num_features": self.features_text(),
             "train_nodes": self.train_n,
             "val_nodes": self.val_n,
             "same_blobs": True,
         }
+
+    def features_text(self) -> str:
+        """The report's line of the model's input features."""
+        return ", ".join(f"{label} {ns.width}" for label, ns in self.data.node_sets.items())
 
     def extra_figures(self) -> dict[str, Any]:
         return {"best_possible": self.data.best_accuracy}
@@ -890,6 +907,11 @@ class _PeopleDemo(_ShopDemo):
     export, serving and batch inference run with that spec. The in-process runtime only: no
     loader writes the property maps to a Bolt server."""
 
+    options = PEOPLE_OPTIONS
+    recipe = PEOPLE_RECIPE
+    num_neighbors = PEOPLE_NUM_NEIGHBORS
+    noun = "person"
+
     def __init__(self, graph: str | None, replace: bool, steps: int | None, people: Any) -> None:
         from memgraph_tf.errors import ConfigurationError
 
@@ -943,30 +965,12 @@ class _PeopleDemo(_ShopDemo):
         for line in spec_lines(self.spec):
             _say(f"        {line}")
 
-    def train(self, g: _Loaded, seed: int, progress: bool) -> tuple[Any, str, Callable]:
-        from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
-
+    def train_arguments(self, g: _Loaded) -> tuple[Any, dict[str, Any], str]:
+        """Infers the feature spec first (:meth:`infer_spec`): the model reads the properties
+        through it."""
         self.infer_spec(g)
-        recipe = dict(PEOPLE_RECIPE)
-        if self.steps is not None:
-            recipe["steps"] = self.steps
-        result = train_typed_graphsage(
-            g.source,
-            self.users,
-            PEOPLE_NUM_NEIGHBORS,
-            {},
-            options=PEOPLE_OPTIONS,  # the split is read from the :Person nodes' `split`
-            feature_spec={self.users: self.spec},
-            seed=seed,
-            class_names=g.class_names,
-            progress=progress,
-            **recipe,
-        )
-        detail = f"{self.train_n} :{self.users} nodes, {len(self.spec.properties)} properties"
-        predict = functools.partial(
-            predict_typed_proba, result.model, g.source, g.test_ids, options=PEOPLE_OPTIONS
-        )
-        return result, detail, predict
+        extra = {"feature_spec": {self.users: self.spec}}
+        return {}, extra, f"{len(self.spec.properties)} properties"
 
     def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
         data = self.data
@@ -976,9 +980,6 @@ class _PeopleDemo(_ShopDemo):
             f"acc {result.best_val_accuracy:.3f} (step {result.best_step}), test acc {acc:.3f} "
             f"(best possible {data.best_accuracy:.3f}, chance {data.chance:.3f})"
         )
-
-    def export_options(self) -> dict[str, Any]:
-        return {"sample_options": PEOPLE_OPTIONS, "seed_label": self.users}
 
     def local_classes(self, g: _Loaded, result: Any, ids: list[int], portable: Any, seed: int):
         """The in-process model's classes of ``ids`` on the blobs the server fetches (the
@@ -997,29 +998,15 @@ class _PeopleDemo(_ShopDemo):
         inputs = decode_with_bags(tf.constant(blobs), ops.unpack_blob_portable, config.sections)
         return tf.nn.softmax(result.model(inputs, training=False)).numpy().argmax(axis=1)
 
-    def serve_options(self) -> dict[str, str]:
-        return {
-            "nodes": f":{self.users} nodes",
-            "compared_with": "the in-process model on the same blobs",
-            "noun": "person",
-        }
-
     def report_options(self, g: _Loaded) -> dict[str, Any]:
-        data = self.data
         return {
+            **super().report_options(g),
             "title": "Planted property graph (feature spec)",
             "test_nodes": "test persons",
-            "published": {},
-            "best_possible": data.best_accuracy,
-            "model_name": "typed GraphSAGE",
-            "dataset": PEOPLE,
-            "num_nodes": self.num_nodes,
-            "num_edges": self.num_edges,
-            "num_features": f"{self.users} {len(self.spec.properties)} properties (inferred spec)",
-            "train_nodes": self.train_n,
-            "val_nodes": self.val_n,
-            "same_blobs": True,
         }
+
+    def features_text(self) -> str:
+        return f"{self.users} {len(self.spec.properties)} properties (inferred spec)"
 
     def extra_figures(self) -> dict[str, Any]:
         return {"best_possible": self.data.best_accuracy, "feature_spec": self.spec}

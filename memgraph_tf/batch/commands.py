@@ -1,5 +1,5 @@
 """What the batch subcommands' ``run_cli`` functions share: the one line and exit code of a
-failure, and closing what the command opened.
+failure, closing what the command opened, and the run between (:func:`run_batch`).
 
 Standard library and :mod:`memgraph_tf.errors` only.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from memgraph_tf.errors import command_failure
@@ -36,4 +37,39 @@ def close_all(*closables: Any) -> None:
             closable.close()
 
 
-__all__ = ["close_all", "report_failure"]
+def run_batch(
+    command: str,
+    start: Callable[[list[Any]], Any],
+    report: Callable[[Any, Any], None],
+    *,
+    log: logging.Logger,
+    done: Callable[[Any], int],
+    interrupted: str,
+    written: str,
+) -> int:
+    """Runs a batch command: ``start(opened)`` opens what the run needs (appending each to
+    ``opened``) and returns the run; its ``run()`` gives the summary that ``report(run,
+    summary)`` prints once everything opened is closed (last opened first). A failure is
+    :func:`report_failure`'s one line, ``interrupted`` and ``written`` formatted with
+    ``done(run.summary)`` (0 before the run exists). Returns the exit code."""
+    opened: list[Any] = []
+    run = None
+    try:
+        run = start(opened)
+        summary = run.run()
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
+        count = done(run.summary) if run is not None else 0
+        return report_failure(
+            command,
+            exc,
+            log=log,
+            interrupted=interrupted.format(count),
+            written=written.format(count),
+        )
+    finally:
+        close_all(*reversed(opened))
+    report(run, summary)
+    return 0
+
+
+__all__ = ["close_all", "report_failure", "run_batch"]

@@ -43,7 +43,7 @@ import numpy as np
 from memgraph_tf.batch import vectors
 from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampling_for
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
-from memgraph_tf.batch.commands import close_all, report_failure
+from memgraph_tf.batch.commands import run_batch
 from memgraph_tf.batch.summary import BatchSummary
 from memgraph_tf.client.node_tables import NodeTable, Shard
 from memgraph_tf.client.sources import GraphSource
@@ -292,12 +292,14 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
     """``memgraph-tf embed``: the summary on success, one line on failure; exit codes from
     :data:`memgraph_tf.errors.EXIT_CODES` (0 done, 1 failed: rerun to resume, 2 a bad command
     line, bundle or index: nothing written, 130 interrupted)."""
-    source = backend = run = None
-    try:
+
+    def start(opened: list[Any]) -> BatchEmbedder:
         shard = Shard.parse(args.shard)
         source = open_graph(args.graph)
+        opened.append(source)
         backend = EmbedBackend(args.model, role=args.role)
-        run = BatchEmbedder(
+        opened.append(backend)
+        return BatchEmbedder(
             source,
             backend,
             write_property=args.write_property,
@@ -312,22 +314,21 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
             index_name=args.index_name,
             metric=args.metric,
         )
-        summary = run.run()
-    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
-        done = run.summary.classified if run is not None else 0
-        return report_failure(
-            "embed",
-            exc,
-            log=logger,
-            interrupted=f"embedding {done} node(s)",
-            written=f"{done} node(s) embedded and written",
-        )
-    finally:
-        close_all(backend, source)
-    print(summary.text())
-    if run.index is not None:
-        print(f"vector index {run.index.name} on :{run.index.label}({run.index.property})")
-    return 0
+
+    def report(run: BatchEmbedder, summary: Any) -> None:
+        print(summary.text())
+        if run.index is not None:
+            print(f"vector index {run.index.name} on :{run.index.label}({run.index.property})")
+
+    return run_batch(
+        "embed",
+        start,
+        report,
+        log=logger,
+        done=lambda summary: summary.classified,
+        interrupted="embedding {} node(s)",
+        written="{} node(s) embedded and written",
+    )
 
 
 __all__ = [

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from memgraph_tf.batch.commands import close_all, report_failure
+from memgraph_tf.batch.commands import run_batch
 from memgraph_tf.client.link_tables import (
     DEFAULT_LINK_TYPE,
     LinkSelection,
@@ -709,15 +709,17 @@ def run_cli(
     :data:`memgraph_tf.errors.EXIT_CODES` (0 done, 1 failed: rerun to resume, 2 a bad command
     line, label, relationship type or candidate: nothing written, 130 interrupted). ``open_graph``
     opens ``--graph``; ``parse_params`` reads the ``--param NAME=VALUE`` list (``classify``'s)."""
-    source = backend = run = None
-    try:
+
+    def start(opened: list[Any]) -> LinkScorer:
         shard = Shard.parse(args.shard)
         params = parse_params(args.param)
         if params and args.candidates is None:
             raise ConfigurationError("--param: only with --candidates")
         source = open_graph(args.graph)
+        opened.append(source)
         backend = backend_from_args(args)
-        run = LinkScorer(
+        opened.append(backend)
+        return LinkScorer(
             source,
             backend,
             k=args.top_k,
@@ -733,20 +735,16 @@ def run_cli(
             retrieval=args.retrieval,
             embedding_property=args.embedding_property,
         )
-        summary = run.run()
-    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
-        done = run.summary.sources if run is not None else 0
-        return report_failure(
-            "score-links",
-            exc,
-            log=logger,
-            interrupted=f"scoring {done} source node(s)",
-            written=f"{done} source node(s) scored and written",
-        )
-    finally:
-        close_all(backend, source)
-    print(summary.text())
-    return 0
+
+    return run_batch(
+        "score-links",
+        start,
+        lambda run, summary: print(summary.text()),
+        log=logger,
+        done=lambda summary: summary.sources,
+        interrupted="scoring {} source node(s)",
+        written="{} source node(s) scored and written",
+    )
 
 
 __all__ = [
