@@ -10,7 +10,13 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, is_int, node_name, stale_member
+from memgraph_tf.procedures.access import (
+    ABORT_CHECK_EVERY,
+    is_int,
+    node_name,
+    require_int_id,
+    stale_member,
+)
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
     ProcedureInputError,
@@ -333,13 +339,7 @@ class MgpGraphAccess:
             if self._id_property is None:
                 return vertex.id
             value = vertex.properties.get(self._id_property)
-        if not is_int(value):
-            what = "no value" if value is None else describe_value(value)
-            raise PropertyValueError(
-                f"node {self._internal_id(vertex)} property {self._id_property!r} "
-                f"(options.id_property): expected an integer id, got {what}"
-            )
-        return value
+        return require_int_id(value, f"node {self._internal_id(vertex)}", self._id_property)
 
     def _internal_id(self, vertex: Any) -> int:
         return vertex.get_id() if self._handles else vertex.id

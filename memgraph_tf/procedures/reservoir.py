@@ -48,7 +48,13 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.access import (
+    ABORT_CHECK_EVERY,
+    READ_CHUNK,
+    GraphAccess,
+    is_int,
+    require_int_id,
+)
 from memgraph_tf.procedures.draw import rng_for
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
 from memgraph_tf.procedures.options import DIRECTIONS
@@ -435,12 +441,7 @@ def _node_keys(store: ReservoirStore, internals: Sequence[int], id_property: str
         return list(internals)
     values = store.read(internals, id_property)
     for internal, value in zip(internals, values):
-        if not is_int(value):
-            what = "no value" if value is None else describe_value(value)
-            raise ProcedureInputError(
-                f"node {internal} property {id_property!r} (options.id_property): expected an "
-                f"integer id, got {what}"
-            )
+        require_int_id(value, f"node {internal}", id_property, ProcedureInputError)
     return values
 
 

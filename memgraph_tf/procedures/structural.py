@@ -40,11 +40,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, READ_CHUNK, AccessFactory, is_int
+from memgraph_tf.procedures.access import (
+    ABORT_CHECK_EVERY,
+    READ_CHUNK,
+    AccessFactory,
+    is_int,
+    require_int_id,
+    require_unique_id,
+)
 from memgraph_tf.procedures.errors import (
     OptionError,
-    ProcedureInputError,
-    PropertyValueError,
     describe_value,
     quoted,
 )
@@ -344,18 +349,8 @@ def _label_keys(walk: _Walk, label: str, nodes: list[int]) -> dict[int, int]:
     out: dict[int, int] = {}
     seen: dict[int, int] = {}
     for i, value in zip(nodes, walk.id_values(nodes)):
-        if not is_int(value):
-            what = "no value" if value is None else describe_value(value)
-            raise PropertyValueError(
-                f"node {i} (:{label}) property {name!r} (options.id_property): expected an "
-                f"integer id, got {what}"
-            )
-        other = seen.setdefault(value, i)
-        if other != i:
-            raise ProcedureInputError(
-                f"options.id_property: expected unique ids within a label, got {name} = {value} "
-                f"on the :{label} nodes with internal ids {other} and {i}"
-            )
+        require_int_id(value, f"node {i} (:{label})", name)
+        require_unique_id(seen, value, i, name, label)
         out[i] = value
     return out
 

@@ -24,7 +24,7 @@ from typing import Any
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
-from memgraph_tf.procedures.weighted import distinct_relationships, relationship_name
+from memgraph_tf.procedures.weighted import ValuedRead
 
 __all__ = [
     "AsOf",
@@ -91,25 +91,17 @@ def seed_times(
     return SeedTimes(times, most_recent)
 
 
-def read_timed(
-    access: GraphAccess,
-    step: Any,
-    todo: Sequence[int],
-    cache: dict[int, Timed],
-    read: Callable[[list[int]], list[list[tuple[int, Any, Any, bool]]]],
-    key: Callable[[int], Any],
-    name: Callable[[str, int], str],
-) -> None:
-    """Puts each node of ``todo``'s :data:`Timed` list into ``cache`` (``read``: as
+def read_timed(how: ValuedRead, todo: Sequence[int], cache: dict[int, Timed]) -> None:
+    """Puts each node of ``todo``'s :data:`Timed` list into ``cache`` (read as
     :func:`memgraph_tf.procedures.weighted.read_weighted` reads); an error naming the relationship
-    (its endpoints, ``name(label, node)``), the property and the value for the first time in key
-    order that is not an integer."""
-    for node, rows in distinct_relationships(access, todo, read):
+    (its endpoints, ``how.name(label, node)``), the property and the value for the first time in
+    key order that is not an integer."""
+    key = how.key
+    for node, rows in how.rows(todo):
         if not all(is_int(value) for _, value, _ in rows):
-            for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
+            for nbr, value, out in how.in_key_order(rows):
                 if not is_int(value):
-                    where = relationship_name(name, step, node, nbr, out)
-                    raise _time_error(where, step.time, value)
+                    raise _time_error(how.where(node, nbr, out), how.step.time, value)
         cache[node] = sorted(((n, t) for n, t, _ in rows), key=lambda r: (key(r[0]), r[1]))
 
 
