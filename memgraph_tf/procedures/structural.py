@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from memgraph_tf.procedures.access import (
@@ -53,7 +53,7 @@ from memgraph_tf.procedures.errors import (
     describe_value,
     quoted,
 )
-from memgraph_tf.procedures.options import Options, SplitFilter, parse_split_filter
+from memgraph_tf.procedures.options import Options, SplitFilter, options_map, parse_split_filter
 
 __all__ = [
     "DEGREE_SCALES",
@@ -189,16 +189,7 @@ def parse_structural_call(
     procedure = "structural_write" if write else "structural"
     if not isinstance(label, str) or not label:
         raise OptionError(f"label: expected a non-empty label name, got {describe_value(label)}")
-    if options is not None and not isinstance(options, Mapping):
-        raise OptionError(f"options: expected a map, got {describe_value(options)}")
-    raw = dict(options or {})
-    allowed = WRITE_OPTIONS if write else READ_OPTIONS
-    for key in sorted(raw):
-        if key not in allowed:
-            raise OptionError(
-                f"options: unknown option {key!r} for tf_features.{procedure} (allowed: "
-                f"{quoted(allowed)})"
-            )
+    raw = options_map(options, procedure, WRITE_OPTIONS if write else READ_OPTIONS)
     held_out = parse_split_filter(raw)
     values = {key: _parse_one(key, value) for key, value in raw.items() if value is not None}
     opts = StructuralOptions(held_out=held_out, **values)
