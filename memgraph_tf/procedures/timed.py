@@ -23,6 +23,7 @@ from typing import Any
 
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.draw import ParentDrawer
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
 from memgraph_tf.procedures.weighted import ValuedRead
 
@@ -136,32 +137,20 @@ class AsOf(collections.abc.Mapping):
         return len(self._cache)
 
 
-class RecentDrawer:
+class RecentDrawer(ParentDrawer):
     """Draws ``f`` slots per parent slot: the first ``f`` of the parent's neighbours as
     :class:`AsOf` orders them (most recent first), then padding; padding under a padded parent;
     no generator call."""
 
-    __slots__ = ("_f",)
+    __slots__ = ()
 
-    def __init__(self, f: int) -> None:
-        self._f = f
-
-    def __call__(
-        self,
-        rng: Any,
-        neighbours: collections.abc.Mapping[int, list[int]],
-        parents: Sequence[int],
-        valid: Sequence[bool],
-        ids: list[int],
-        mask: list[bool],
-    ) -> None:
-        """Draws the slots of ``parents`` (``valid``: which of them are real nodes) in order."""
+    def draw_parent(self, rng: Any, found: list[int], ids: list[int], mask: list[bool]) -> None:
+        """Appends the ``f`` slots of a parent with neighbours ``found`` (most recent first)."""
         f = self._f
-        for parent, ok in zip(parents, valid):
-            got = neighbours[parent][:f] if ok else []
-            ids += got
-            ids += [PAD_ID] * (f - len(got))
-            mask += [True] * len(got) + [False] * (f - len(got))
+        got = found[:f]
+        ids += got
+        ids += [PAD_ID] * (f - len(got))
+        mask += [True] * len(got) + [False] * (f - len(got))
 
 
 def require_timing(timing: SeedTimes | None, step: Any) -> SeedTimes:

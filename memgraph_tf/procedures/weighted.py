@@ -32,11 +32,12 @@ import itertools
 import math
 import random
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.draw import ParentDrawer
 from memgraph_tf.procedures.errors import PropertyValueError, describe_value
 
 __all__ = [
@@ -187,47 +188,40 @@ def _first_bad(how: ValuedRead, node: int, rows: Iterable[tuple[int, Any, bool]]
         check_weight(value, functools.partial(how.where, node, nbr, out), how.step.weight)
 
 
-class WeightedDrawer:
+class WeightedDrawer(ParentDrawer):
     """Draws ``f`` slots per parent slot from :data:`Weighted` neighbour lists, appending ids to
     ``ids`` and validity to ``mask`` (the rules of the module docstring; padding under a padded
     parent or for missing neighbours, as :class:`~memgraph_tf.procedures.draw.Drawer` pads)."""
 
-    __slots__ = ("_f", "_replace")
+    __slots__ = ("_replace",)
+    empty = NO_NEIGHBOURS
 
     def __init__(self, f: int, replace: bool = False) -> None:
-        self._f, self._replace = f, replace
+        super().__init__(f)
+        self._replace = replace
 
-    def __call__(
-        self,
-        rng: random.Random,
-        neighbours: Mapping[int, Weighted],
-        parents: Sequence[int],
-        valid: Sequence[bool],
-        ids: list[int],
-        mask: list[bool],
+    def draw_parent(
+        self, rng: random.Random, found: Weighted, ids: list[int], mask: list[bool]
     ) -> None:
-        """Draws the slots of ``parents`` (``valid``: which of them are real nodes) in order."""
+        """Appends the ``f`` slots of a parent with weighted neighbours ``found``."""
         f = self._f
-        for parent, ok in zip(parents, valid):
-            found = neighbours[parent] if ok else NO_NEIGHBOURS
-            nbrs, weights = found.ids, found.weights
-            d = len(nbrs)
-            if d == 0:
-                ids += [PAD_ID] * f
-                mask += [False] * f
-            elif self._replace:
-                sums = list(itertools.accumulate(weights))
-                total, last = sums[-1], d - 1
-                ids += [
-                    nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)]
-                    for _ in range(f)
-                ]
-                mask += [True] * f
-            elif d <= f:
-                ids += nbrs
-                ids += [PAD_ID] * (f - d)
-                mask += [True] * d + [False] * (f - d)
-            else:
-                keys = [math.log(1.0 - rng.random()) / w for w in weights]
-                ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
-                mask += [True] * f
+        nbrs, weights = found.ids, found.weights
+        d = len(nbrs)
+        if d == 0:
+            ids += [PAD_ID] * f
+            mask += [False] * f
+        elif self._replace:
+            sums = list(itertools.accumulate(weights))
+            total, last = sums[-1], d - 1
+            ids += [
+                nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)] for _ in range(f)
+            ]
+            mask += [True] * f
+        elif d <= f:
+            ids += nbrs
+            ids += [PAD_ID] * (f - d)
+            mask += [True] * d + [False] * (f - d)
+        else:
+            keys = [math.log(1.0 - rng.random()) / w for w in weights]
+            ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
+            mask += [True] * f
