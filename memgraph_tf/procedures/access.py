@@ -16,6 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from memgraph_tf.procedures.errors import (
+    ProcedureInputError,
+    PropertyValueError,
+    describe_value,
+)
 from memgraph_tf.procedures.options import Options, SplitFilter
 
 __all__ = [
@@ -25,6 +30,8 @@ __all__ = [
     "GraphAccess",
     "is_int",
     "node_name",
+    "require_int_id",
+    "require_unique_id",
     "stale_member",
 ]
 
@@ -147,6 +154,38 @@ def node_name(key: int, id_property: str | None) -> str:
 def is_int(value: Any) -> bool:
     """Whether ``value`` is an integer key (an ``int``, not a ``bool``)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def require_int_id(
+    value: Any,
+    node: str,
+    id_property: str,
+    error: type[ProcedureInputError] = PropertyValueError,
+) -> int:
+    """``value`` (the ``id_property`` value of ``node``, e.g. ``node 5`` or ``node 5 (:User)``)
+    when it is an integer id; else raises ``error`` naming the node, the property and the value
+    (``no value`` where missing)."""
+    if not is_int(value):
+        what = "no value" if value is None else describe_value(value)
+        raise error(
+            f"{node} property {id_property!r} (options.id_property): expected an integer id, "
+            f"got {what}"
+        )
+    return value
+
+
+def require_unique_id(
+    seen: dict[int, int], key: int, internal: int, id_property: str, label: str
+) -> None:
+    """Records ``key`` as the ``id_property`` value of the ``label`` node ``internal`` in ``seen``
+    (key -> internal id); raises :class:`ProcedureInputError` naming both nodes where another
+    node of the label already has that key."""
+    other = seen.setdefault(key, internal)
+    if other != internal:
+        raise ProcedureInputError(
+            f"options.id_property: expected unique ids within a label, got {id_property} = {key} "
+            f"on the :{label} nodes with internal ids {other} and {internal}"
+        )
 
 
 def stale_member(name: str, internal: Any) -> str:

@@ -58,6 +58,37 @@ def read_neighbours(
             cache[node] = sorted(set(found), key=key)
 
 
+class ParentDrawer:
+    """A draw (called as :class:`Drawer` is) that draws each parent's ``f`` slots on its own:
+    :meth:`draw_parent` from the parent's entry of ``neighbours``, or from :attr:`empty` under a
+    padded parent, in parent order."""
+
+    __slots__ = ("_f",)
+    empty: Any = ()
+    """What a padded parent draws from (a subclass's form of no neighbours)."""
+
+    def __init__(self, f: int) -> None:
+        self._f = f
+
+    def __call__(
+        self,
+        rng: random.Random,
+        neighbours: Mapping[int, Any],
+        parents: Sequence[int],
+        valid: Sequence[bool],
+        ids: list[int],
+        mask: list[bool],
+    ) -> None:
+        """Draws the slots of ``parents`` (``valid``: which of them are real nodes) in order."""
+        draw, empty = self.draw_parent, self.empty
+        for parent, ok in zip(parents, valid):
+            draw(rng, neighbours[parent] if ok else empty, ids, mask)
+
+    def draw_parent(self, rng: random.Random, found: Any, ids: list[int], mask: list[bool]) -> None:
+        """Appends one parent's ``f`` slots, drawn from ``found``, to ``ids`` and ``mask``."""
+        raise NotImplementedError
+
+
 class Drawer:
     """Draws ``f`` slots per parent slot, appending ids to ``ids`` and validity to ``mask``:
     padding (``PAD_ID``, false) under a padded or masked parent; else from the parent's sorted

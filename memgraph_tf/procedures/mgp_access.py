@@ -10,7 +10,13 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, is_int, node_name, stale_member
+from memgraph_tf.procedures.access import (
+    ABORT_CHECK_EVERY,
+    is_int,
+    node_name,
+    require_int_id,
+    stale_member,
+)
 from memgraph_tf.procedures.errors import (
     NodeNotFoundError,
     ProcedureInputError,
@@ -333,13 +339,7 @@ class MgpGraphAccess:
             if self._id_property is None:
                 return vertex.id
             value = vertex.properties.get(self._id_property)
-        if not is_int(value):
-            what = "no value" if value is None else describe_value(value)
-            raise PropertyValueError(
-                f"node {self._internal_id(vertex)} property {self._id_property!r} "
-                f"(options.id_property): expected an integer id, got {what}"
-            )
-        return value
+        return require_int_id(value, f"node {self._internal_id(vertex)}", self._id_property)
 
     def _internal_id(self, vertex: Any) -> int:
         return vertex.get_id() if self._handles else vertex.id
@@ -570,19 +570,26 @@ class MgpGraphAccess:
             for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
                 row = out[i]
                 for other in others[lo:hi]:
-                    internal = other.get_id()
-                    ok = is_labelled.get(internal)
-                    if ok is None:
-                        ok = is_labelled[internal] = _handle_label_is(other, label)
-                    if not ok:
-                        continue
-                    if self._id_property is not None:
-                        row.append(self._register_handle(other))
-                        continue
-                    if self._vertices.lookup is None:
-                        self._vertices[internal] = other  # any handle of a vertex will do
-                    row.append(internal)
+                    key = self._labelled_key(other, label, is_labelled)
+                    if key is not None:
+                        row.append(key)
         return out
+
+    def _labelled_key(self, other: Any, label: str, labelled: dict[int, bool]) -> int | None:
+        """The key of the vertex handle ``other`` (registered, or remembered as its vertex's
+        handle) when it has ``label``, else None; ``labelled`` (internal id -> has the label)
+        caches the label checks of one call."""
+        internal = other.get_id()
+        ok = labelled.get(internal)
+        if ok is None:
+            ok = labelled[internal] = _handle_label_is(other, label)
+        if not ok:
+            return None
+        if self._id_property is not None:
+            return self._register_handle(other)
+        if self._vertices.lookup is None:
+            self._vertices[internal] = other  # any handle of a vertex will do
+        return internal
 
     def _kept_neighbours(
         self,
@@ -657,7 +664,6 @@ class MgpGraphAccess:
         """The handle path's part of :meth:`valued_neighbours` (``labelled``: internal id ->
         has the step's right label, shared by the call's reads)."""
         rel_type, weight, label = step.rel_type, step.relationship_property, step.right
-        by_internal = self._id_property is None
         for edge in edges:
             if edge.get_type_name() != rel_type:
                 continue
@@ -666,18 +672,9 @@ class MgpGraphAccess:
                 if isinstance(split, str) and split in held_out.values:
                     continue
             other = edge.to_vertex() if outgoing else edge.from_vertex()
-            internal = other.get_id()
-            ok = labelled.get(internal)
-            if ok is None:
-                ok = labelled[internal] = _handle_label_is(other, label)
-            if not ok:
+            key = self._labelled_key(other, label, labelled)
+            if key is None:
                 continue
-            if by_internal:
-                if self._vertices.lookup is None:
-                    self._vertices[internal] = other  # any handle of a vertex will do
-                key = internal
-            else:
-                key = self._register_handle(other)
             row.append((key, edge.get_property(weight), edge.get_id(), outgoing))
 
     def _weighted_public(

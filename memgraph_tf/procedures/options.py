@@ -76,6 +76,22 @@ def _name(name: str, value: Any) -> str:
     return value
 
 
+def options_map(options: Any, procedure: str, allowed: Sequence[str]) -> dict[str, Any]:
+    """The ``options`` argument of ``tf_features.<procedure>`` as a new dict (None: empty); an
+    OptionError for anything but a map, or naming the first key in sorted order that is not in
+    ``allowed``, before any value is looked at."""
+    if options is not None and not isinstance(options, Mapping):
+        raise OptionError(f"options: expected a map, got {describe_value(options)}")
+    raw = dict(options or {})
+    for key in sorted(raw):
+        if key not in allowed:
+            raise OptionError(
+                f"options: unknown option {key!r} for tf_features.{procedure} (allowed: "
+                f"{quoted(allowed)})"
+            )
+    return raw
+
+
 def parse_options(procedure: str, options: Mapping[str, Any] | None) -> Options:
     """Validates ``options`` for ``procedure`` (``pack``, ``sample``, ``sample_per_node``,
     ``describe``).

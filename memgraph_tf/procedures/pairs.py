@@ -54,6 +54,7 @@ from memgraph_tf.procedures.draw import base_seed, rng_for
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
 from memgraph_tf.procedures.options import (
     Options,
+    options_map,
     parse_options,
     parse_properties,
     parse_spec,
@@ -94,16 +95,7 @@ def _fraction(raw: dict[str, Any], name: str, default: float) -> float:
 def _parse_split_options(options: Any) -> tuple[Options, Any, float, float, str, TimeSplit | None]:
     """``split_edges``'s options: (parsed ``id_property``, seed, val and test fractions, split
     property, temporal split or None)."""
-    if options is not None and not isinstance(options, Mapping):
-        raise OptionError(f"options: expected a map, got {describe_value(options)}")
-    raw = dict(options or {})
-    allowed = layout.SPLIT_EDGES_OPTIONS
-    for key in sorted(raw):
-        if key not in allowed:
-            raise OptionError(
-                f"options: unknown option {key!r} for tf_features.split_edges (allowed: "
-                f"{', '.join(map(repr, allowed))})"
-            )
+    raw = options_map(options, "split_edges", layout.SPLIT_EDGES_OPTIONS)
     timed = parse_time_split(raw)
     if timed is not None:
         for key in ("val_fraction", "test_fraction"):

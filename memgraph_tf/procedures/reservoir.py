@@ -48,7 +48,13 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.access import (
+    ABORT_CHECK_EVERY,
+    READ_CHUNK,
+    GraphAccess,
+    is_int,
+    require_int_id,
+)
 from memgraph_tf.procedures.draw import rng_for
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
 from memgraph_tf.procedures.options import DIRECTIONS
@@ -322,14 +328,11 @@ class ReservoirStore(Protocol):
         given), ascending, at most ``limit``."""
 
     def step_relationships(
-        self,
-        internals: Sequence[int],
-        edge_types: Sequence[str] | None,
-        direction: str,
-        label: str | None,
+        self, internals: Sequence[int], opts: BuildOptions
     ) -> list[list[tuple[int, int]]]:
         """Per node, ``(relationship id, other end's internal id)`` of each distinct
-        relationship of the step (a self-loop once; with ``label``, to such nodes only)."""
+        relationship of the step of ``opts`` (``edge_types``, ``direction``; a self-loop once;
+        with ``neighbour_label``, to such nodes only)."""
 
     def read(self, internals: Sequence[int], name: str) -> list[Any]:
         """Per node, property ``name`` (None where missing; a list as a Python list)."""
@@ -435,12 +438,7 @@ def _node_keys(store: ReservoirStore, internals: Sequence[int], id_property: str
         return list(internals)
     values = store.read(internals, id_property)
     for internal, value in zip(internals, values):
-        if not is_int(value):
-            what = "no value" if value is None else describe_value(value)
-            raise ProcedureInputError(
-                f"node {internal} property {id_property!r} (options.id_property): expected an "
-                f"integer id, got {what}"
-            )
+        require_int_id(value, f"node {internal}", id_property, ProcedureInputError)
     return values
 
 
@@ -453,9 +451,7 @@ def build(store: ReservoirStore, opts: BuildOptions) -> dict[str, Any]:
     for start in range(0, len(page), READ_CHUNK):
         store.check_abort()
         part = page[start : start + READ_CHUNK]
-        found = store.step_relationships(
-            part, opts.edge_types, opts.direction, opts.neighbour_label
-        )
+        found = store.step_relationships(part, opts)
         old = store.read(part, name)
         others = sorted({other for rels in found for _, other in rels})
         key_of = dict(zip(others, _node_keys(store, others, opts.id_property)))
@@ -606,12 +602,9 @@ class MgpReservoirStore:
         return ids[:limit]
 
     def step_relationships(
-        self,
-        internals: Sequence[int],
-        edge_types: Sequence[str] | None,
-        direction: str,
-        label: str | None,
+        self, internals: Sequence[int], opts: BuildOptions
     ) -> list[list[tuple[int, int]]]:
+        edge_types, direction, label = opts.edge_types, opts.direction, opts.neighbour_label
         types = None if edge_types is None else frozenset(edge_types)
         out = []
         walked = 0

@@ -29,18 +29,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.layout import PAD_ID
-from memgraph_tf.procedures.access import READ_CHUNK, AccessFactory, GraphAccess, node_name
+from memgraph_tf.procedures.access import (
+    READ_CHUNK,
+    AccessFactory,
+    GraphAccess,
+    node_name,
+    require_int_id,
+    require_unique_id,
+)
 from memgraph_tf.procedures.draw import DRAWS_PER_CHECK, Drawer, read_neighbours, rng_for
 from memgraph_tf.procedures.errors import (
     OptionError,
-    ProcedureInputError,
-    PropertyValueError,
-    describe_value,
 )
 from memgraph_tf.procedures.options import Options, SplitFilter
 from memgraph_tf.procedures.reservoir import BoundedReads
 from memgraph_tf.procedures.timed import AsOf, RecentDrawer, SeedTimes, read_timed, require_timing
-from memgraph_tf.procedures.weighted import WeightedDrawer, read_weighted, without
+from memgraph_tf.procedures.weighted import ValuedRead, WeightedDrawer, read_weighted, without
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 
@@ -74,19 +78,8 @@ class Keys:
             keys = [given[i] for i in new]
         seen = self._seen.setdefault(label, {})
         for internal, key in zip(new, keys):
-            if not isinstance(key, int) or isinstance(key, bool):
-                what = "no value" if key is None else describe_value(key)
-                raise PropertyValueError(
-                    f"node {internal} (:{label}) property {self._id_property!r} "
-                    f"(options.id_property): expected an integer id, got {what}"
-                )
-            other = seen.setdefault(key, internal)
-            if other != internal:
-                raise ProcedureInputError(
-                    f"options.id_property: expected unique ids within a label, got "
-                    f"{self._id_property} = {key} on the :{label} nodes with internal ids {other} "
-                    f"and {internal}"
-                )
+            require_int_id(key, f"node {internal} (:{label})", self._id_property)
+            require_unique_id(seen, key, internal, self._id_property, label)
             of[internal] = key
 
     def name(self, label: str, internal: int) -> str:
@@ -281,18 +274,18 @@ def draw_role(
         key_of = keys.of.setdefault(step.right, {})  # (filled by keys.add as they are read)
         draw: Any = Drawer(f)  # tf_features.sample's draw without replacement, padding
         timing = None if step.time is None else require_timing(role.timing, step)
+        read = functools.partial(_read_valued_step, nav, keys, step, split)
+        valued = ValuedRead(nav, step, read, key_of.__getitem__, keys.name)  # (weight or time)
         if step.weight is not None:  # the weighted draw (procedures.weighted)
-            read = functools.partial(_read_valued_step, nav, keys, step, split)
-            read_weighted(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
+            read_weighted(valued, todo, nbrs)
             draw = WeightedDrawer(f)
         elif step.time is not None:  # point in time, per row (procedures.timed)
-            read = functools.partial(_read_valued_step, nav, keys, step, split)
-            read_timed(nav, step, todo, nbrs, read, key_of.__getitem__, keys.name)
+            read_timed(valued, todo, nbrs)
             if timing is not None and timing.most_recent:
                 draw = RecentDrawer(f)
         else:
-            read = functools.partial(_read_step, nav, keys, step, split)
-            read_neighbours(nav, todo, nbrs, read, key_of.__getitem__)
+            plain = functools.partial(_read_step, nav, keys, step, split)
+            read_neighbours(nav, todo, nbrs, plain, key_of.__getitem__)
         target = tables[(group.hop, step.right)]
         width = role.layout.tables[group.hop][step.right]
         per = group.parents

@@ -37,18 +37,23 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from memgraph_tf.procedures.access import ABORT_CHECK_EVERY, READ_CHUNK, AccessFactory, is_int
+from memgraph_tf.procedures.access import (
+    ABORT_CHECK_EVERY,
+    READ_CHUNK,
+    AccessFactory,
+    is_int,
+    require_int_id,
+    require_unique_id,
+)
 from memgraph_tf.procedures.errors import (
     OptionError,
-    ProcedureInputError,
-    PropertyValueError,
     describe_value,
     quoted,
 )
-from memgraph_tf.procedures.options import Options, SplitFilter, parse_split_filter
+from memgraph_tf.procedures.options import Options, SplitFilter, options_map, parse_split_filter
 
 __all__ = [
     "DEGREE_SCALES",
@@ -184,16 +189,7 @@ def parse_structural_call(
     procedure = "structural_write" if write else "structural"
     if not isinstance(label, str) or not label:
         raise OptionError(f"label: expected a non-empty label name, got {describe_value(label)}")
-    if options is not None and not isinstance(options, Mapping):
-        raise OptionError(f"options: expected a map, got {describe_value(options)}")
-    raw = dict(options or {})
-    allowed = WRITE_OPTIONS if write else READ_OPTIONS
-    for key in sorted(raw):
-        if key not in allowed:
-            raise OptionError(
-                f"options: unknown option {key!r} for tf_features.{procedure} (allowed: "
-                f"{quoted(allowed)})"
-            )
+    raw = options_map(options, procedure, WRITE_OPTIONS if write else READ_OPTIONS)
     held_out = parse_split_filter(raw)
     values = {key: _parse_one(key, value) for key, value in raw.items() if value is not None}
     opts = StructuralOptions(held_out=held_out, **values)
@@ -344,18 +340,8 @@ def _label_keys(walk: _Walk, label: str, nodes: list[int]) -> dict[int, int]:
     out: dict[int, int] = {}
     seen: dict[int, int] = {}
     for i, value in zip(nodes, walk.id_values(nodes)):
-        if not is_int(value):
-            what = "no value" if value is None else describe_value(value)
-            raise PropertyValueError(
-                f"node {i} (:{label}) property {name!r} (options.id_property): expected an "
-                f"integer id, got {what}"
-            )
-        other = seen.setdefault(value, i)
-        if other != i:
-            raise ProcedureInputError(
-                f"options.id_property: expected unique ids within a label, got {name} = {value} "
-                f"on the :{label} nodes with internal ids {other} and {i}"
-            )
+        require_int_id(value, f"node {i} (:{label})", name)
+        require_unique_id(seen, value, i, name, label)
         out[i] = value
     return out
 

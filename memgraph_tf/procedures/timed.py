@@ -23,8 +23,9 @@ from typing import Any
 
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.draw import ParentDrawer
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
-from memgraph_tf.procedures.weighted import distinct_relationships, relationship_name
+from memgraph_tf.procedures.weighted import ValuedRead
 
 __all__ = [
     "AsOf",
@@ -91,25 +92,17 @@ def seed_times(
     return SeedTimes(times, most_recent)
 
 
-def read_timed(
-    access: GraphAccess,
-    step: Any,
-    todo: Sequence[int],
-    cache: dict[int, Timed],
-    read: Callable[[list[int]], list[list[tuple[int, Any, Any, bool]]]],
-    key: Callable[[int], Any],
-    name: Callable[[str, int], str],
-) -> None:
-    """Puts each node of ``todo``'s :data:`Timed` list into ``cache`` (``read``: as
+def read_timed(how: ValuedRead, todo: Sequence[int], cache: dict[int, Timed]) -> None:
+    """Puts each node of ``todo``'s :data:`Timed` list into ``cache`` (read as
     :func:`memgraph_tf.procedures.weighted.read_weighted` reads); an error naming the relationship
-    (its endpoints, ``name(label, node)``), the property and the value for the first time in key
-    order that is not an integer."""
-    for node, rows in distinct_relationships(access, todo, read):
+    (its endpoints, ``how.name(label, node)``), the property and the value for the first time in
+    key order that is not an integer."""
+    key = how.key
+    for node, rows in how.rows(todo):
         if not all(is_int(value) for _, value, _ in rows):
-            for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
+            for nbr, value, out in how.in_key_order(rows):
                 if not is_int(value):
-                    where = relationship_name(name, step, node, nbr, out)
-                    raise _time_error(where, step.time, value)
+                    raise _time_error(how.where(node, nbr, out), how.step.time, value)
         cache[node] = sorted(((n, t) for n, t, _ in rows), key=lambda r: (key(r[0]), r[1]))
 
 
@@ -144,32 +137,20 @@ class AsOf(collections.abc.Mapping):
         return len(self._cache)
 
 
-class RecentDrawer:
+class RecentDrawer(ParentDrawer):
     """Draws ``f`` slots per parent slot: the first ``f`` of the parent's neighbours as
     :class:`AsOf` orders them (most recent first), then padding; padding under a padded parent;
     no generator call."""
 
-    __slots__ = ("_f",)
+    __slots__ = ()
 
-    def __init__(self, f: int) -> None:
-        self._f = f
-
-    def __call__(
-        self,
-        rng: Any,
-        neighbours: collections.abc.Mapping[int, list[int]],
-        parents: Sequence[int],
-        valid: Sequence[bool],
-        ids: list[int],
-        mask: list[bool],
-    ) -> None:
-        """Draws the slots of ``parents`` (``valid``: which of them are real nodes) in order."""
+    def draw_parent(self, rng: Any, found: list[int], ids: list[int], mask: list[bool]) -> None:
+        """Appends the ``f`` slots of a parent with neighbours ``found`` (most recent first)."""
         f = self._f
-        for parent, ok in zip(parents, valid):
-            got = neighbours[parent][:f] if ok else []
-            ids += got
-            ids += [PAD_ID] * (f - len(got))
-            mask += [True] * len(got) + [False] * (f - len(got))
+        got = found[:f]
+        ids += got
+        ids += [PAD_ID] * (f - len(got))
+        mask += [True] * len(got) + [False] * (f - len(got))
 
 
 def require_timing(timing: SeedTimes | None, step: Any) -> SeedTimes:

@@ -25,21 +25,24 @@ So the same graph, arguments and seed give the same slots on any graph access.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import heapq
 import itertools
 import math
 import random
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
+from memgraph_tf.procedures.draw import ParentDrawer
 from memgraph_tf.procedures.errors import PropertyValueError, describe_value
 
 __all__ = [
     "NO_NEIGHBOURS",
+    "ValuedRead",
     "Weighted",
     "WeightedDrawer",
     "check_weight",
@@ -109,29 +112,49 @@ def check_weight(value: Any, where: Callable[[], str], prop: str) -> float:
     raise PropertyValueError(f"{where()} property {prop!r}: expected {what}, got {got}")
 
 
-def read_weighted(
-    access: GraphAccess,
-    step: Any,
-    todo: Sequence[int],
-    cache: dict[int, Weighted],
-    read: Callable[[list[int]], list[list[tuple[int, Any, Any, bool]]]],
-    key: Callable[[int], Any],
-    name: Callable[[str, int], str],
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class ValuedRead:
+    """How :func:`read_weighted` and :func:`memgraph_tf.procedures.timed.read_timed` read one
+    step's valued relationships: ``read`` hands out, per node, ``(neighbour, value, relationship
+    id, outgoing)`` per relationship of ``step`` (in any order, possibly repeated) through
+    ``access``; ``key`` gives the nodes' keys (the sort order); errors name nodes by
+    ``name(label, node)``."""
+
+    access: GraphAccess
+    step: Any
+    read: Callable[[list[int]], list[list[tuple[int, Any, Any, bool]]]]
+    key: Callable[[int], Any]
+    name: Callable[[str, int], str]
+
+    def rows(self, todo: Sequence[int]) -> Iterator[tuple[int, list[tuple[int, Any, bool]]]]:
+        """:func:`distinct_relationships` of ``todo`` through this read."""
+        return distinct_relationships(self.access, todo, self.read)
+
+    def in_key_order(self, rows: Iterable[tuple[int, Any, bool]]) -> list[tuple[int, Any, bool]]:
+        """``(neighbour, value, outgoing)`` ``rows`` sorted by the neighbour's key, then
+        direction, then value: the order in which the first bad value is reported, whatever
+        order the access gave them in."""
+        return sorted(rows, key=lambda r: (self.key(r[0]), r[2], repr(r[1])))
+
+    def where(self, node: int, nbr: int, out: bool) -> str:
+        """:func:`relationship_name` of the step's relationship between ``node`` and ``nbr``."""
+        return relationship_name(self.name, self.step, node, nbr, out)
+
+
+def read_weighted(how: ValuedRead, todo: Sequence[int], cache: dict[int, Weighted]) -> None:
     """Puts each node of ``todo``'s weighted neighbours (:data:`Weighted`, see the module
-    docstring) into ``cache``; ``read`` hands out, per node, ``(neighbour, weight value,
-    relationship id, outgoing)`` per relationship of ``step`` (in any order, possibly repeated);
-    sorted by ``key`` (the nodes' keys); errors name nodes by ``name(label, node)``. Reads
+    docstring), sorted by ``how.key``, into ``cache``. Reads
     :data:`~memgraph_tf.procedures.access.READ_CHUNK` nodes at a time, with an abort check before
     each read; raises :func:`check_weight`'s error for the first bad weight in key order."""
-    for node, rows in distinct_relationships(access, todo, read):
+    key = how.key
+    for node, rows in how.rows(todo):
         per: dict[int, list[float]] = {}
         for nbr, value, _ in rows:
             kind = value.__class__
             if (kind is float or kind is int) and 0 <= value <= _LARGEST:
                 per.setdefault(nbr, []).append(float(value))
             else:  # a bad weight: the error for the first one in key order
-                _first_bad(step, node, rows, key, name)
+                _first_bad(how, node, rows)
                 per.setdefault(nbr, []).append(float(value))  # (a number of another type)
         totals = [(n, math.fsum(per[n])) for n in sorted(per, key=key)]
         kept = [(n, w) for n, w in totals if w > 0]
@@ -158,61 +181,47 @@ def distinct_relationships(
 _LARGEST = sys.float_info.max
 
 
-def _first_bad(
-    step: Any,
-    node: int,
-    rows: Iterable[tuple[int, Any, bool]],
-    key: Callable[[int], Any],
-    name: Callable[[str, int], str],
-) -> None:
+def _first_bad(how: ValuedRead, node: int, rows: Iterable[tuple[int, Any, bool]]) -> None:
     """Raises :func:`check_weight`'s error for the first bad weight of ``rows`` in key order
     (then direction, then value), whatever order the access gave them in."""
-    for nbr, value, out in sorted(rows, key=lambda r: (key(r[0]), r[2], repr(r[1]))):
-        where = functools.partial(relationship_name, name, step, node, nbr, out)
-        check_weight(value, where, step.weight)
+    for nbr, value, out in how.in_key_order(rows):
+        check_weight(value, functools.partial(how.where, node, nbr, out), how.step.weight)
 
 
-class WeightedDrawer:
+class WeightedDrawer(ParentDrawer):
     """Draws ``f`` slots per parent slot from :data:`Weighted` neighbour lists, appending ids to
     ``ids`` and validity to ``mask`` (the rules of the module docstring; padding under a padded
     parent or for missing neighbours, as :class:`~memgraph_tf.procedures.draw.Drawer` pads)."""
 
-    __slots__ = ("_f", "_replace")
+    __slots__ = ("_replace",)
+    empty = NO_NEIGHBOURS
 
     def __init__(self, f: int, replace: bool = False) -> None:
-        self._f, self._replace = f, replace
+        super().__init__(f)
+        self._replace = replace
 
-    def __call__(
-        self,
-        rng: random.Random,
-        neighbours: Mapping[int, Weighted],
-        parents: Sequence[int],
-        valid: Sequence[bool],
-        ids: list[int],
-        mask: list[bool],
+    def draw_parent(
+        self, rng: random.Random, found: Weighted, ids: list[int], mask: list[bool]
     ) -> None:
-        """Draws the slots of ``parents`` (``valid``: which of them are real nodes) in order."""
+        """Appends the ``f`` slots of a parent with weighted neighbours ``found``."""
         f = self._f
-        for parent, ok in zip(parents, valid):
-            found = neighbours[parent] if ok else NO_NEIGHBOURS
-            nbrs, weights = found.ids, found.weights
-            d = len(nbrs)
-            if d == 0:
-                ids += [PAD_ID] * f
-                mask += [False] * f
-            elif self._replace:
-                sums = list(itertools.accumulate(weights))
-                total, last = sums[-1], d - 1
-                ids += [
-                    nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)]
-                    for _ in range(f)
-                ]
-                mask += [True] * f
-            elif d <= f:
-                ids += nbrs
-                ids += [PAD_ID] * (f - d)
-                mask += [True] * d + [False] * (f - d)
-            else:
-                keys = [math.log(1.0 - rng.random()) / w for w in weights]
-                ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
-                mask += [True] * f
+        nbrs, weights = found.ids, found.weights
+        d = len(nbrs)
+        if d == 0:
+            ids += [PAD_ID] * f
+            mask += [False] * f
+        elif self._replace:
+            sums = list(itertools.accumulate(weights))
+            total, last = sums[-1], d - 1
+            ids += [
+                nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)] for _ in range(f)
+            ]
+            mask += [True] * f
+        elif d <= f:
+            ids += nbrs
+            ids += [PAD_ID] * (f - d)
+            mask += [True] * d + [False] * (f - d)
+        else:
+            keys = [math.log(1.0 - rng.random()) / w for w in weights]
+            ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
+            mask += [True] * f

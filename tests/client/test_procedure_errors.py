@@ -769,7 +769,7 @@ CASES = {
 UNREACHABLE = {
     # declared MAP? / LIST OF MAP: Memgraph refuses anything else before the call
     ("reservoir.py", "_parse", "options: expected a map"),
-    ("structural.py", "parse_structural_call", "options: expected a map"),
+    ("options.py", "options_map", "options: expected a map"),  # (structural, split_edges)
     ("reservoir.py", "update", "changes: expected a list of change maps"),
     ("reservoir.py", "update", "expected a change map"),
     ("mgp_access.py", "resolve", "expected a list of nodes or integer ids"),
@@ -777,7 +777,6 @@ UNREACHABLE = {
     ("tables.py", "_raise_bad_value", "expected a number in float range"),
     ("options.py", "parse_typed_call", "options: expected a map"),
     ("options.py", "parse_properties", "properties: expected a map of label"),
-    ("pairs.py", "_parse_split_options", "options: expected a map"),
     ("pairs.py", "_parse_pair_options", "options: expected a map"),
     ("profile.py", "parse_profile_call", "options: expected a map"),
 }

@@ -7,10 +7,13 @@ from __future__ import annotations
 import datetime
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memgraph_tf.client.sources.config import quote_name
 from memgraph_tf.errors import GraphDataError
+
+if TYPE_CHECKING:
+    from memgraph_tf.procedures.reservoir import BuildOptions
 
 logger = logging.getLogger(__name__)
 
@@ -408,12 +411,9 @@ class CypherReservoirStore:
         return [row["i"] for row in rows]
 
     def step_relationships(
-        self,
-        internals: Sequence[int],
-        edge_types: Sequence[str] | None,
-        direction: str,
-        label: str | None,
+        self, internals: Sequence[int], opts: BuildOptions
     ) -> list[list[tuple[int, int]]]:
+        edge_types, direction, label = opts.edge_types, opts.direction, opts.neighbour_label
         where, params = "", {"ids": list(internals)}
         other = "(m)" if label is None else f"(m:{quote_name(label, 'options.neighbour_label')})"
         if edge_types is not None:
