@@ -56,7 +56,8 @@ def twins(bolt_source):
     assert not bolt_source.has_procedures()
     embedded = EmbeddedSource(graph)
     spec = infer_feature_spec(embedded, LABEL, timestamps={"created": "s"})
-    return embedded, bolt_source, spec
+    yield embedded, bolt_source, spec
+    bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")  # the server is shared by modules
 
 
 def test_the_same_raw_blobs_byte_for_byte(twins):

@@ -84,7 +84,9 @@ def twins(bolt_source):
             f"CREATE (a)-[:{rel} {{{prop}: r.w, ts: r.ts}}]->(b)",
             {"rows": rows},
         )
-    return g, EmbeddedSource(g), bolt_source
+    yield g, EmbeddedSource(g), bolt_source
+    for label in ("WAccount", "WShop"):  # the server is shared by modules
+        bolt_source.write(f"MATCH (n:{label}) DETACH DELETE n")
 
 
 def test_the_same_weighted_blobs_byte_for_byte(twins):
