@@ -32,14 +32,13 @@ import argparse
 import dataclasses
 import json
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _links import add_training_arguments, link_metrics, training, write_runs
-from link_accuracy import gae_split, sd
+from link_accuracy import auc_ap, gae_split
 
 PATTERN = "(:Paper)-[:CITES]-(:Paper)"
 PUBLISHED = (0.843, 0.881)  # Kipf and Welling 2016, GAE without features on Cora (AUC, AP)
@@ -187,11 +186,9 @@ def main() -> int:
     print()
     for name in args.options:
         mine = [r for r in runs if r["option"] == name]
-        aucs = [r["test_auc"] for r in mine]
-        aps = [r["test_ap"] for r in mine]
-        auc, ap = statistics.mean(aucs), statistics.mean(aps)
+        auc, auc_sd, ap, ap_sd = auc_ap(mine)
         print(
-            f"{name:14s} test AUC {auc:.3f} +- {sd(aucs):.3f}  AP {ap:.3f} +- {sd(aps):.3f}  "
+            f"{name:14s} test AUC {auc:.3f} +- {auc_sd:.3f}  AP {ap:.3f} +- {ap_sd:.3f}  "
             f"({len(mine)} seeds; AUC {auc / PUBLISHED[0]:.3f}x, AP {ap / PUBLISHED[1]:.3f}x "
             "the published GAE without features)"
         )

@@ -98,6 +98,14 @@ def sd(values):
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
+def auc_ap(rows) -> tuple[float, float, float, float]:
+    """The mean test AUC of ``rows``, its standard deviation (0 for one row), the mean test AP
+    and its standard deviation."""
+    aucs = [r["test_auc"] for r in rows]
+    aps = [r["test_ap"] for r in rows]
+    return statistics.mean(aucs), sd(aucs), statistics.mean(aps), sd(aps)
+
+
 def labelled(pos, neg):
     import numpy as np
 
@@ -217,11 +225,9 @@ def main() -> int:
                 row["untrained_test_auc"], row["untrained_test_ap"] = base["auc"], base["ap"]
             rows.append(row)
             print(json.dumps(row), flush=True)
-        aucs = [r["test_auc"] for r in rows]
-        aps = [r["test_ap"] for r in rows]
-        auc, ap = statistics.mean(aucs), statistics.mean(aps)
+        auc, auc_sd, ap, ap_sd = auc_ap(rows)
         print(
-            f"\n{name}: test AUC {auc:.3f} +- {sd(aucs):.3f}, AP {ap:.3f} +- {sd(aps):.3f} "
+            f"\n{name}: test AUC {auc:.3f} +- {auc_sd:.3f}, AP {ap:.3f} +- {ap_sd:.3f} "
             f"({len(rows)} seeds; untrained encoder, seed {args.seeds[0]}: AUC "
             f"{rows[0]['untrained_test_auc']:.3f}, AP {rows[0]['untrained_test_ap']:.3f})"
         )
