@@ -32,13 +32,13 @@ import argparse
 import dataclasses
 import json
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from link_accuracy import labelled, non_edges, read_splits, sd
+from _links import add_training_arguments, link_metrics, training, write_runs
+from link_accuracy import auc_ap, gae_split
 
 PATTERN = "(:Paper)-[:CITES]-(:Paper)"
 PUBLISHED = (0.843, 0.881)  # Kipf and Welling 2016, GAE without features on Cora (AUC, AP)
@@ -108,17 +108,10 @@ def scores_without_model(pairs, degree, fastrp):
 
 
 def run(source, g, data, seed, args):
-    import numpy as np
-
-    from memgraph_tf.client.link_prediction import evaluate_links, train_link_predictor
+    from memgraph_tf.client.link_prediction import train_link_predictor
     from memgraph_tf.client.metrics import average_precision, roc_auc
 
-    source.split_edges(PATTERN, {"seed": seed, **OPTIONS})
-    splits = read_splits(g)
-    rng = np.random.default_rng(seed)
-    val_neg, test_neg = non_edges(data, (len(splits["val"]), len(splits["test"])), rng)
-    val, val_y = labelled(splits["val"], val_neg)
-    test, test_y = labelled(splits["test"], test_neg)
+    splits, _, (val, val_y), (test, test_y) = gae_split(source, g, data, seed)
     started = time.monotonic()
     degree, fastrp = structural(g, source, args, seed)
     rows = []
@@ -140,24 +133,12 @@ def run(source, g, data, seed, args):
             val,
             val_y,
             options=OPTIONS,
-            hidden_units=args.hidden,
-            steps=args.steps,
-            eval_every=args.eval_every,
-            patience=args.patience,
             seed=seed,
             node_embedding_dim=width,
+            **training(args),
         )
         train_s = time.monotonic() - started
-        metrics = evaluate_links(
-            result.model,
-            source,
-            test,
-            test_y,
-            options=OPTIONS,
-            seed=seed,
-            feature_caches=result.feature_caches,
-            draws=args.test_draws,
-        )
+        metrics = link_metrics(result, source, test, test_y, seed=seed, draws=args.test_draws)
         rows.append(
             {
                 "option": name,
@@ -181,12 +162,7 @@ def main() -> int:
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--options", nargs="+", default=list(DEFAULT), choices=ALL)
-    parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--eval-every", type=int, default=25)
-    parser.add_argument("--patience", type=int, default=50)
-    parser.add_argument("--fanouts", nargs="+", type=int, default=[10, 5])
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--test-draws", type=int, default=3)
+    add_training_arguments(parser, steps=150, patience=50, hidden=64, test_draws=3)
     parser.add_argument("--dimension", type=int, default=256, help="FastRP dimension")
     parser.add_argument("--weights", nargs="+", type=float, default=[0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
     parser.add_argument("--self-weight", type=float, default=0.0)
@@ -210,18 +186,13 @@ def main() -> int:
     print()
     for name in args.options:
         mine = [r for r in runs if r["option"] == name]
-        aucs = [r["test_auc"] for r in mine]
-        aps = [r["test_ap"] for r in mine]
-        auc, ap = statistics.mean(aucs), statistics.mean(aps)
+        auc, auc_sd, ap, ap_sd = auc_ap(mine)
         print(
-            f"{name:14s} test AUC {auc:.3f} +- {sd(aucs):.3f}  AP {ap:.3f} +- {sd(aps):.3f}  "
+            f"{name:14s} test AUC {auc:.3f} +- {auc_sd:.3f}  AP {ap:.3f} +- {ap_sd:.3f}  "
             f"({len(mine)} seeds; AUC {auc / PUBLISHED[0]:.3f}x, AP {ap / PUBLISHED[1]:.3f}x "
             "the published GAE without features)"
         )
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(runs, f, indent=1)
-    return 0
+    return write_runs(args.json, runs)
 
 
 if __name__ == "__main__":

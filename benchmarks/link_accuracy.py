@@ -36,6 +36,9 @@ import statistics
 import sys
 import time
 
+# beside this file (the script's directory is on sys.path)
+from _links import add_training_arguments, link_metrics, training, write_runs
+
 PATTERN = "(:Paper)-[:CITES]-(:Paper)"
 PUBLISHED = {  # (AUC, AP), Kipf and Welling, "Variational Graph Auto-Encoders", 2016, table 1
     "cora": {"GAE": (0.910, 0.920), "VGAE": (0.914, 0.926)},
@@ -95,27 +98,37 @@ def sd(values):
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
 
+def auc_ap(rows) -> tuple[float, float, float, float]:
+    """The mean test AUC of ``rows``, its standard deviation (0 for one row), the mean test AP
+    and its standard deviation."""
+    aucs = [r["test_auc"] for r in rows]
+    aps = [r["test_ap"] for r in rows]
+    return statistics.mean(aucs), sd(aucs), statistics.mean(aps), sd(aps)
+
+
 def labelled(pos, neg):
     import numpy as np
 
     return np.concatenate([pos, neg]), np.r_[np.ones(len(pos)), np.zeros(len(neg))]
 
 
-#: The options handed to train_link_predictor as parsed.
-TRAINING_OPTIONS = ("scorer", "hidden_units", "steps", "eval_every", "patience")
-
-
-def run(name, g, source, data, seed, args, keep_pair_edges=False):
+def gae_split(source, g, data, seed):
+    """Splits the citation edges with ``seed`` (the split written into the graph ``g``) and
+    labels each held-out part with as many non-edges: ``(splits, rng, (val, val_y), (test,
+    test_y))``, ``rng`` seeded with ``seed`` and past the negatives' draws."""
     import numpy as np
-
-    from memgraph_tf.client.link_prediction import evaluate_links, train_link_predictor
 
     source.split_edges(PATTERN, {"seed": seed, **OPTIONS})
     splits = read_splits(g)
     rng = np.random.default_rng(seed)
     val_neg, test_neg = non_edges(data, (len(splits["val"]), len(splits["test"])), rng)
-    val, val_y = labelled(splits["val"], val_neg)
-    test, test_y = labelled(splits["test"], test_neg)
+    return splits, rng, labelled(splits["val"], val_neg), labelled(splits["test"], test_neg)
+
+
+def run(name, g, source, data, seed, args, keep_pair_edges=False):
+    from memgraph_tf.client.link_prediction import train_link_predictor
+
+    splits, rng, (val, val_y), (test, test_y) = gae_split(source, g, data, seed)
     nn = {PATTERN: list(args.fanouts)}
     started = time.monotonic()
     result = train_link_predictor(
@@ -129,11 +142,11 @@ def run(name, g, source, data, seed, args, keep_pair_edges=False):
         options=OPTIONS,
         keep_pair_edges=keep_pair_edges,
         seed=seed,
-        **{name: getattr(args, name) for name in TRAINING_OPTIONS},
+        scorer=args.scorer,
+        **training(args),
     )
     train_s = time.monotonic() - started
-    common = dict(options=OPTIONS, seed=seed, feature_caches=result.feature_caches)
-    metrics = evaluate_links(result.model, source, test, test_y, draws=args.test_draws, **common)
+    metrics = link_metrics(result, source, test, test_y, seed=seed, draws=args.test_draws)
     out = {
         "dataset": name,
         "seed": seed,
@@ -149,9 +162,7 @@ def run(name, g, source, data, seed, args, keep_pair_edges=False):
         pick = rng.choice(len(splits["train"]), 500, replace=False)
         [train_neg] = non_edges(data, (500,), rng)
         pairs, y = labelled(splits["train"][pick], train_neg)
-        seen = evaluate_links(
-            result.model, source, pairs, y, keep_pair_edges=keep_pair_edges, **common
-        )
+        seen = link_metrics(result, source, pairs, y, seed=seed, keep_pair_edges=keep_pair_edges)
         out["train_pairs_auc"], out["train_pairs_ap"] = seen["auc"], seen["ap"]
     return result, test, test_y, out
 
@@ -162,13 +173,8 @@ def main() -> int:
     )
     parser.add_argument("--datasets", nargs="+", default=["cora"], choices=sorted(PUBLISHED))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--eval-every", type=int, default=25)
-    parser.add_argument("--patience", type=int, default=100)
-    parser.add_argument("--fanouts", nargs="+", type=int, default=[10, 5])
-    parser.add_argument("--hidden", dest="hidden_units", metavar="HIDDEN", type=int, default=128)
+    add_training_arguments(parser, steps=400, patience=100, hidden=128, test_draws=3)
     parser.add_argument("--scorer", default="dot", choices=["dot", "mlp"])
-    parser.add_argument("--test-draws", type=int, default=3)
     parser.add_argument("--leak", action="store_true", help="also the keep-pair-edges ablation")
     parser.add_argument("--json", help="write every run's figures here")
     args = parser.parse_args()
@@ -183,7 +189,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     print(
         f"link prediction, GAE protocol, through tf_features.sample_pairs (embedded); "
-        f"fanouts {args.fanouts}, {args.hidden_units} units, scorer {args.scorer}, up to "
+        f"fanouts {args.fanouts}, {args.hidden} units, scorer {args.scorer}, up to "
         f"{args.steps} steps; load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
@@ -219,11 +225,9 @@ def main() -> int:
                 row["untrained_test_auc"], row["untrained_test_ap"] = base["auc"], base["ap"]
             rows.append(row)
             print(json.dumps(row), flush=True)
-        aucs = [r["test_auc"] for r in rows]
-        aps = [r["test_ap"] for r in rows]
-        auc, ap = statistics.mean(aucs), statistics.mean(aps)
+        auc, auc_sd, ap, ap_sd = auc_ap(rows)
         print(
-            f"\n{name}: test AUC {auc:.3f} +- {sd(aucs):.3f}, AP {ap:.3f} +- {sd(aps):.3f} "
+            f"\n{name}: test AUC {auc:.3f} +- {auc_sd:.3f}, AP {ap:.3f} +- {ap_sd:.3f} "
             f"({len(rows)} seeds; untrained encoder, seed {args.seeds[0]}: AUC "
             f"{rows[0]['untrained_test_auc']:.3f}, AP {rows[0]['untrained_test_ap']:.3f})"
         )
@@ -249,10 +253,7 @@ def main() -> int:
             rows.append(leaky)
         runs += rows
         print(flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(runs, f, indent=1)
-    return 0
+    return write_runs(args.json, runs)
 
 
 if __name__ == "__main__":

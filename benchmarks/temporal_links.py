@@ -31,11 +31,13 @@ touches) and the mean gap (random AUC - time AUC).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import statistics
 import time
+
+# beside this file (the script's directory is on sys.path)
+from _links import add_training_arguments, link_metrics, training, write_runs
 
 PATTERN = "(:Account)-[:SENT]-(:Account)"
 OPTIONS = {"id_property": "id"}
@@ -114,7 +116,7 @@ def run(args, seed, split):
     import numpy as np
 
     from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.client.link_prediction import evaluate_links, train_link_predictor
+    from memgraph_tf.client.link_prediction import train_link_predictor
 
     g, n = temporal_accounts(args, seed)
     source = EmbeddedSource(g)
@@ -129,12 +131,6 @@ def run(args, seed, split):
     val_neg, test_neg = non_edges(g, n, (len(pairs["val"]), len(pairs["test"])), rng)
     val, val_y = labelled(pairs["val"], val_neg)
     test, test_y = labelled(pairs["test"], test_neg)
-    training = {
-        "hidden_units": args.hidden,
-        "steps": args.steps,
-        "eval_every": args.eval_every,
-        "patience": args.patience,
-    }
     started = time.monotonic()
     result = train_link_predictor(
         source,
@@ -146,20 +142,15 @@ def run(args, seed, split):
         val_y,
         options=OPTIONS,
         seed=seed,
-        **training,
+        **training(args),
     )
     train_s = time.monotonic() - started
     seen = set(pairs["train"].ravel().tolist())
     cold = sum(a not in seen or b not in seen for a, b in pairs["test"].tolist())
     # The test period's relationships stay out of the neighbourhoods it is scored on.
-    scoring = {
-        "options": OPTIONS,
-        "exclude_splits": ["test"],
-        "draws": args.test_draws,
-        "seed": seed,
-        "feature_caches": result.feature_caches,
-    }
-    metrics = evaluate_links(result.model, source, test, test_y, **scoring)
+    metrics = link_metrics(
+        result, source, test, test_y, seed=seed, exclude_splits=["test"], draws=args.test_draws
+    )
     return {
         "seed": seed,
         "split": split,
@@ -185,12 +176,7 @@ def main() -> int:
     parser.add_argument("--cutoffs", nargs=2, type=int, default=[750, 850])
     parser.add_argument("--val-fraction", type=float, default=0.10)
     parser.add_argument("--test-fraction", type=float, default=0.15)
-    parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--eval-every", type=int, default=25)
-    parser.add_argument("--patience", type=int, default=75)
-    parser.add_argument("--fanouts", nargs="+", type=int, default=[10, 5])
-    parser.add_argument("--hidden", type=int, default=32)
-    parser.add_argument("--test-draws", type=int, default=2)
+    add_training_arguments(parser, steps=150, patience=75, hidden=32, test_draws=2)
     parser.add_argument("--json", help="write every run's figures here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -220,10 +206,7 @@ def main() -> int:
         f"{statistics.mean(auc['time']):.3f}; leakage gap (random - time) "
         f"{statistics.mean(gaps):+.3f} +- {spread:.3f} over {len(gaps)} seeds"
     )
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-    return 0
+    return write_runs(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -165,6 +165,7 @@ def planted_property_graph(
     Guarantees: ``best_accuracy`` is exact for the generating distribution (the Bayes rule's
     expected accuracy; a finite test split scatters around it); the class depends on ``city``,
     ``tags``, ``joined`` and ``plan`` only. ValueError naming the argument for a bad one."""
+    params = dict(locals())  # the arguments as given, before any other name is bound
     import numpy as np
 
     for name, value, low in (
@@ -221,14 +222,6 @@ def planted_property_graph(
         for j in rng.choice(n - 1, min(knows_per_person, n - 1), replace=False)
     ]
     edges = [(i, j + (j >= i)) for i, j in edges]  # never oneself
-    params = dict(
-        num_people=num_people,
-        num_classes=num_classes,
-        months=months,
-        strength=strength,
-        knows_per_person=knows_per_person,
-        seed=seed,
-    )
     return PropertyGraph(
         nodes=nodes,
         edges=edges,

@@ -15,16 +15,21 @@ import pytest
 from memgraph_tf import cli, datasets, demo, report
 
 
-@pytest.fixture(scope="module")
-def synthetic_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo")
+def run_quietly(dataset: str, out, **kwargs):
+    """``demo.run(dataset, out, progress=False, **kwargs)`` with its stdout captured: returns
+    ``(out, figures, printed)``."""
     import contextlib
     import io
 
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        figures = demo.run("synthetic", out, steps=30, classify_count=16, progress=False)
+        figures = demo.run(dataset, out, progress=False, **kwargs)
     return out, figures, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def synthetic_run(tmp_path_factory):
+    return run_quietly("synthetic", tmp_path_factory.mktemp("demo"), steps=30, classify_count=16)
 
 
 def test_demo_pipeline_on_the_synthetic_graph(synthetic_run) -> None:
@@ -97,16 +102,8 @@ SMALL_SHOP = {
 
 @pytest.fixture(scope="module")
 def shop_run(tmp_path_factory):
-    import contextlib
-    import io
-
     out = tmp_path_factory.mktemp("shop")
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        figures = demo.run(
-            "shop", out, steps=20, classify_count=12, progress=False, shop=SMALL_SHOP
-        )
-    return out, figures, printed.getvalue()
+    return run_quietly("shop", out, steps=20, classify_count=12, shop=SMALL_SHOP)
 
 
 def test_shop_demo_trains_typed_serves_by_node_id_and_scores_every_user(shop_run) -> None:
@@ -164,16 +161,8 @@ SMALL_PEOPLE = {"num_people": 600, "strength": 3.0, "seed": 1}
 
 @pytest.fixture(scope="module")
 def people_run(tmp_path_factory):
-    import contextlib
-    import io
-
     out = tmp_path_factory.mktemp("people")
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        figures = demo.run(
-            "people", out, steps=30, classify_count=12, progress=False, people=SMALL_PEOPLE
-        )
-    return out, figures, printed.getvalue()
+    return run_quietly("people", out, steps=30, classify_count=12, people=SMALL_PEOPLE)
 
 
 def test_people_demo_infers_a_spec_trains_serves_and_scores_every_person(people_run) -> None:

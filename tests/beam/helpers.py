@@ -23,6 +23,33 @@ OPTIONS = GRAPH.options
 embedded_source = GRAPH.embedded_source
 bolt_predictions = GRAPH.bolt_predictions
 
+
+def classify_on_two_threads(source, bundle, nodes: int, **options) -> None:
+    """Registers ``source``, classifies it with ``bundle`` in a DirectRunner job (2 workers,
+    multi-threading, batches of 32, 4 key ranges; ``options`` go to ``classify_with_beam``),
+    unregisters it, and asserts that all ``nodes`` nodes were read, classified and written,
+    none left unchanged."""
+    from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
+    from memgraph_tf.beam.models import ModelSpec
+
+    spec = register_graph(source)
+    try:
+        summary = classify_with_beam(
+            spec,
+            ModelSpec.resolve(bundle=bundle),
+            runner="DirectRunner",
+            num_workers=2,
+            running_mode="multi_threading",
+            batch_size=32,
+            num_ranges=4,
+            **options,
+        )
+    finally:
+        unregister_graph(spec)
+    counts = (summary.read, summary.classified, summary.written, summary.unchanged)
+    assert counts == (nodes, nodes, nodes, 0)
+
+
 __all__ = [
     "CLASSES",
     "DIM",
@@ -34,6 +61,7 @@ __all__ = [
     "N",
     "assert_same",
     "bolt_predictions",
+    "classify_on_two_threads",
     "embedded_source",
     "graph_data",
     "node_id",

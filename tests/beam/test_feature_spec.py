@@ -23,6 +23,7 @@ except ImportError as exc:
 
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.node_tables import property_names
+from tests.beam import helpers as h
 from tests.serving.test_feature_spec_bundles import OPTIONS, PEOPLE, in_process, trained
 
 
@@ -80,26 +81,8 @@ def test_classify_command_writes_the_in_process_classes(bundle_path, expected, m
 
 
 def test_beam_direct_runner_writes_the_in_process_classes(bundle_path, expected):
-    from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
-    from memgraph_tf.beam.models import ModelSpec
-
     source = _fresh()
-    spec = register_graph(source)
-    try:
-        summary = classify_with_beam(
-            spec,
-            ModelSpec.resolve(bundle=bundle_path),
-            runner="DirectRunner",
-            num_workers=2,
-            running_mode="multi_threading",
-            write_property="beam_spec",
-            batch_size=32,
-            num_ranges=4,
-        )
-    finally:
-        unregister_graph(spec)
-    counts = (summary.read, summary.classified, summary.written, summary.unchanged)
-    assert counts == (PEOPLE, PEOPLE, PEOPLE, 0)
+    h.classify_on_two_threads(source, bundle_path, PEOPLE, write_property="beam_spec")
     classes, scores = _written(source, "beam_spec")
     assert classes == expected[0]
     assert len(set(classes)) > 1  # not one class for all

@@ -87,21 +87,7 @@ def test_direct_runner_writes_each_user_once_with_the_one_process_predictions(
     bundle_dir, reference
 ):
     source = _embedded()
-    spec = register_graph(source)
-    try:
-        summary = classify_with_beam(
-            spec,
-            ModelSpec.resolve(bundle=bundle_dir),
-            runner="DirectRunner",
-            num_workers=2,
-            running_mode="multi_threading",
-            batch_size=32,
-            num_ranges=4,
-        )
-    finally:
-        unregister_graph(spec)
-    counts = (summary.read, summary.classified, summary.written, summary.unchanged)
-    assert counts == (USERS, USERS, USERS, 0)
+    h.classify_on_two_threads(source, bundle_dir, USERS)
     h.assert_same(h.predictions(source), reference)
     assert h.writes_per_node(source) == {k: 1 for k in range(USERS)}
     assert _labels_written(source) == {"User"}  # never a :Product or :Category node

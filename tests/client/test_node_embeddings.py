@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.core.example import example_pb2
 
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.link_prediction import (
@@ -23,7 +22,9 @@ from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.export_links import export_link_bundle
+from memgraph_tf.serving.link_pairs import blob_example
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
+from tests.graphs import short_run
 
 PATTERN = "(:Item)-[:LINK]-(:Item)"
 NN = {PATTERN: [4, 2]}
@@ -94,12 +95,7 @@ def featureless():
         val,
         ys[0],
         options=OPTIONS,
-        hidden_units=16,
-        batch_size=64,
-        steps=60,
-        eval_every=20,
-        seed=0,
-        node_embedding_dim=8,
+        **short_run(steps=60, eval_every=20, node_embedding_dim=8),
     )
     return source, pairs, (test, ys[1]), result
 
@@ -157,11 +153,7 @@ def test_the_op_bundle_scores_pairs_as_the_model_does(featureless, tmp_path):
     blobs = NeighbourhoodFetcher(source, serialize=False).fetch_pairs(
         chosen[:, 0].tolist(), chosen[:, 1].tolist(), bundle.inference_sampling(config)
     )
-    examples = []
-    for data in blobs:
-        ex = example_pb2.Example()
-        ex.features.feature["blob"].bytes_list.value.append(data)
-        examples.append(ex.SerializeToString())
+    examples = [blob_example("blob", data) for data in blobs]
     loaded = tf.saved_model.load(str(info.path))
     served = loaded.signatures[bundle.REGRESS_SIGNATURE](inputs=tf.constant(examples))
     expected = predict_links(

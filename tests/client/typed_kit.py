@@ -36,25 +36,30 @@ def shop():
     return graph, embedded, ids, EmbeddedSource(embedded)
 
 
+def train_users(graph, source, nn, props, options, **kwargs):
+    """``train_typed_graphsage`` on ``source`` with :User seeds: ``graph``'s train and val ids,
+    the classes ``even`` and ``odd``; ``kwargs`` go to the trainer."""
+    from memgraph_tf.client.typed_graphsage import train_typed_graphsage
+
+    return train_typed_graphsage(
+        source,
+        "User",
+        nn,
+        props,
+        graph.ids("train"),
+        graph.ids("val"),
+        options=options,
+        class_names=["even", "odd"],
+        **kwargs,
+    )
+
+
 @functools.cache
 def trained():
     """The :class:`~memgraph_tf.client.trainer.TrainResult` of ``train_typed_graphsage`` on
     :func:`shop` (20 steps, seed 0)."""
-    from memgraph_tf.client.typed_graphsage import train_typed_graphsage
-
     graph, _, _, source = shop()
-    return train_typed_graphsage(
-        source,
-        "User",
-        NN,
-        PROPS,
-        graph.ids("train"),
-        graph.ids("val"),
-        options=OPTIONS,
-        dropout=0.1,
-        class_names=["even", "odd"],
-        **SHORT_RUN,
-    )
+    return train_users(graph, source, NN, PROPS, OPTIONS, dropout=0.1, **SHORT_RUN)
 
 
 @functools.cache

@@ -16,6 +16,7 @@ import tensorflow as tf
 from memgraph_tf import blob
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.neighbourhoods import fetch_blobs
+from tests.serving.grpc_kit import node_id_request
 
 NN = {"(:Person)-[:KNOWS]->(:Person)": [3]}
 OPTIONS = {"id_property": "id"}
@@ -134,7 +135,7 @@ def test_the_bundle_holds_the_encoders_and_answers_as_in_process(exported):
 
 def test_served_by_node_id_equals_in_process(exported):
     import grpc
-    from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
 
     from memgraph_tf.serving.grpc_server import start_grpc_server
     from memgraph_tf.serving.model_server import ModelServer
@@ -151,11 +152,7 @@ def test_served_by_node_id_equals_in_process(exported):
                 json={"examples": [{"node_id": i} for i in IDS]},
                 timeout=60,
             )
-            req = classification_pb2.ClassificationRequest()
-            req.model_spec.name = "people"
-            for i in IDS:
-                example = req.input.example_list.examples.add()
-                example.features.feature["node_id"].int64_list.value.append(i)
+            req = node_id_request("people", IDS)
             with grpc.insecure_channel(rpc.target) as channel:
                 stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
                 rows = stub.Classify(req, timeout=60).result.classifications

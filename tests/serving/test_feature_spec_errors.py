@@ -12,6 +12,7 @@ import grpc
 import pytest
 import requests
 
+from tests.serving.grpc_kit import node_id_request
 from tests.serving.test_feature_spec_bundles import OPTIONS, trained
 
 BAD_ID = 501  # a Person whose 'score' (numeric in the spec) holds a string
@@ -77,13 +78,9 @@ def _rest(url: str, ids: list[int]) -> requests.Response:
 
 
 def _grpc(target: str, ids: list[int]):
-    from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-    req = classification_pb2.ClassificationRequest()
-    req.model_spec.name = "people"
-    for i in ids:
-        example = req.input.example_list.examples.add()
-        example.features.feature["node_id"].int64_list.value.append(i)
+    req = node_id_request("people", ids)
     with grpc.insecure_channel(target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         return stub.Classify(req, timeout=60)

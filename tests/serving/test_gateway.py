@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 import requests
 
+from tests.serving.grpc_kit import node_id_request
+
 NODES = [1, 5, 42, 399]
 
 
@@ -89,13 +91,9 @@ def _classify_rest(url: str, examples: list, model: str = "sage", **extra) -> re
 
 
 def _classify_grpc(target: str, node_ids: list[int], model: str = "sage", timeout_s=30):
-    from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-    req = classification_pb2.ClassificationRequest()
-    req.model_spec.name = model
-    for n in node_ids:
-        ex = req.input.example_list.examples.add()
-        ex.features.feature["node_id"].int64_list.value.append(n)
+    req = node_id_request(model, node_ids)
     with grpc.insecure_channel(target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         return stub.Classify(req, timeout=timeout_s)

@@ -13,13 +13,14 @@ import grpc
 import numpy as np
 import pytest
 import requests
-from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
+from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 from memgraph_tf import errors
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.grpc_server import start_grpc_server
 from memgraph_tf.serving.json_values import format_decimal
 from tests.graphs import KeyedGraph, node_id, predictions
+from tests.serving.grpc_kit import node_id_request
 
 LABEL = "Seedless"
 NODES = [node_id(i) for i in range(6)]
@@ -84,10 +85,7 @@ def rest_scores(url: str, ids: list[int]) -> list[dict[str, str]]:
 
 
 def grpc_scores(stub, ids: list[int]) -> list[dict[str, float]]:
-    req = classification_pb2.ClassificationRequest()
-    req.model_spec.name = "seedless"
-    for i in ids:
-        req.input.example_list.examples.add().features.feature["node_id"].int64_list.value.append(i)
+    req = node_id_request("seedless", ids)
     resp = stub.Classify(req, timeout=60)
     return [{c.label: c.score for c in row.classes} for row in resp.result.classifications]
 

@@ -18,7 +18,9 @@ from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_g
 
 from memgraph_tf import blob
 from memgraph_tf.serving import bundle
+from tests.client import typed_kit as kit
 from tests.graphs import short_run
+from tests.serving.grpc_kit import node_id_request
 
 TIMED = "(:User)-[:FOLLOWS {time: ts}]->(:User)"
 WEIGHTED = "(:User)-[:BOUGHT {weight: w}]->(:Product)"
@@ -57,20 +59,8 @@ def ledger_shop():
 
 @functools.cache
 def trained():
-    from memgraph_tf.client.typed_graphsage import train_typed_graphsage
-
     graph, _, _, source = ledger_shop()
-    return train_typed_graphsage(
-        source,
-        "User",
-        NN,
-        PROPS,
-        graph.ids("train"),
-        graph.ids("val"),
-        options=OPTIONS,
-        class_names=["even", "odd"],
-        **short_run(steps=4, eval_every=2),
-    )
+    return kit.train_users(graph, source, NN, PROPS, OPTIONS, **short_run(steps=4, eval_every=2))
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +115,7 @@ def test_served_by_node_id_equals_in_process(served):
     assert r.status_code == 200, r.text
     got = np.array([[dict(row)["even"], dict(row)["odd"]] for row in r.json()["results"]])
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
-    req = classification_pb2.ClassificationRequest()
-    req.model_spec.name = "ledger"
-    for i in USERS:
-        req.input.example_list.examples.add().features.feature["node_id"].int64_list.value.append(i)
+    req = node_id_request("ledger", USERS)
     rows = stub.Classify(req, timeout=60).result.classifications
     got = np.array(
         [[{c.label: c.score for c in row.classes}[k] for k in ("even", "odd")] for row in rows]

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 import requests
 import tensorflow as tf
-from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
+from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 from memgraph_tf import blob
 from memgraph_tf.errors import BundleError
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.neighbourhoods import fetch_blobs
 from tests.client import typed_kit as kit
+from tests.serving.grpc_kit import node_id_request
 
 USERS = [0, 5, 17, 42, 599]
 
@@ -151,10 +152,7 @@ def _rest(url: str, ids: list[int]) -> requests.Response:
 
 
 def _grpc(stub, ids: list[int]):
-    req = classification_pb2.ClassificationRequest()
-    req.model_spec.name = "shop"
-    for i in ids:
-        req.input.example_list.examples.add().features.feature["node_id"].int64_list.value.append(i)
+    req = node_id_request("shop", ids)
     return stub.Classify(req, timeout=60)
 
 

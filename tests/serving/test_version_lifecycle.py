@@ -33,6 +33,8 @@ import grpc
 import pytest
 import requests
 
+from tests.serving.grpc_kit import node_id_request
+
 NODES = [1, 5, 42, 399]
 CLIENTS = 8
 #: the pause between two requests of one client: a steady load that leaves the 2 cores room
@@ -91,13 +93,9 @@ class Load:
                 self.stop.wait(CLIENT_PAUSE_S)
 
     def _grpc(self) -> None:
-        from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
+        from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-        req = classification_pb2.ClassificationRequest()
-        req.model_spec.name = "sage"
-        for n in NODES:
-            ex = req.input.example_list.examples.add()
-            ex.features.feature["node_id"].int64_list.value.append(n)
+        req = node_id_request("sage", NODES)
         with grpc.insecure_channel(self.grpc_target) as channel:
             stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
             while not self.stop.is_set():
