@@ -124,6 +124,9 @@ EMBED_SOURCE_SIGNATURE = "embed_source"
 EMBED_TARGET_SIGNATURE = "embed_target"
 EMBED_INPUT = "blobs"
 EMBEDDINGS_OUTPUT = "embeddings"
+#: The input a ``:predict`` request of an embed signature names nodes by in place of
+#: ``EMBED_INPUT`` (``{"inputs": {"node_id": [...]}}``): the server samples their blobs.
+EMBED_NODE_ID_INPUT = "node_id"
 #: A node bundle's embeddings: the model's last hidden layer (the classifier's input) for one
 #: per-node blob each, ``EMBED_INPUT`` (DT_STRING [batch]) -> ``EMBEDDINGS_OUTPUT`` (DT_FLOAT
 #: [batch, D]); only for a model with ``encode``.

@@ -38,6 +38,7 @@ from memgraph_tf.serving.bundle import (
     CONFIG_OUTPUT,
     CONFIG_SIGNATURE,
     DEFAULT_BLOB_FEATURE_KEY,
+    EMBED_NODE_ID_INPUT,
     EMBED_SIGNATURE,
     BundleConfig,
     SamplingSpec,
@@ -546,9 +547,8 @@ class ServingClient(ServingClientBase):
         import numpy as np
 
         ids = [int(i) for i in node_ids]
-        return np.asarray(
-            self.predict(inputs={"node_id": ids}, signature_name=signature_name), np.float32
-        )
+        answer = self.predict(inputs={EMBED_NODE_ID_INPUT: ids}, signature_name=signature_name)
+        return np.asarray(answer, np.float32)
 
     @staticmethod
     def _outputs(payload: dict, url: str) -> Any:

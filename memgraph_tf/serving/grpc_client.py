@@ -75,6 +75,7 @@ from memgraph_tf.serving.bundle import (
     CONFIG_SIGNATURE,
     DEFAULT_BLOB_FEATURE_KEY,
     DEFAULT_SIGNATURE,
+    EMBED_NODE_ID_INPUT,
     EMBED_SIGNATURE,
     EMBEDDINGS_OUTPUT,
     SIGNATURE_DEF_FIELD,
@@ -466,7 +467,7 @@ class GrpcServingClient(ServingClientBase):
         with the int64 input ``node_id``), as the REST client's ``embed``: float32
         ``[len(node_ids), D]``, in order."""
         ids = np.asarray([int(i) for i in node_ids], np.int64)
-        out = self._predict_arrays({"node_id": ids}, signature_name, None, timeout_s)
+        out = self._predict_arrays({EMBED_NODE_ID_INPUT: ids}, signature_name, None, timeout_s)
         return np.asarray(out[EMBEDDINGS_OUTPUT], np.float32)
 
     @staticmethod
