@@ -159,7 +159,7 @@ def test_bad_input_is_the_same_error_on_both(twins):
             match=r"^node with id = 999 \(internal id 1000000000000\): in a reservoir "
             r"\(options\.reservoir_threshold\) but no longer in the graph under that key",
         ):
-            source.sample_blob([1], [3], [], {**STEP, "reservoir_threshold": 0})
+            source.sample_blob([1], [3], [], {**STEP, "label": LABEL, "reservoir_threshold": 0})
 
 
 def test_typed_steps_are_byte_identical(twins):
