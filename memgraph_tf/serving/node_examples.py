@@ -51,6 +51,7 @@ from memgraph_tf.serving.bundle import BundleConfig, SamplingSpec, inference_sam
 from memgraph_tf.serving.json_examples import json_to_example
 from memgraph_tf.serving.json_values import bad_request
 from memgraph_tf.serving.link_pairs import PairExamples
+from memgraph_tf.serving.neighbourhoods import PairBlobList
 
 #: The example feature that names a node instead of carrying its blob.
 NODE_ID_FEATURE = "node_id"
@@ -327,25 +328,10 @@ def fetch_pair_sample(
     }
     try:
         if not callable(getattr(fetcher, "fetch_pair_sample", None)):  # a fetcher of blobs only
-            return _BlobList(fetcher.fetch_pairs(sources, targets, spec, **names))
+            return PairBlobList(fetcher.fetch_pairs(sources, targets, spec, **names))
         return fetcher.fetch_pair_sample(sources, targets, spec, **names)
     except NeighbourhoodError as exc:
         raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
-
-
-class _BlobList:
-    """Blobs already built, as :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` hands
-    them."""
-
-    def __init__(self, blobs: list[bytes]):
-        self._blobs = blobs
-        self.blob_bytes = max(map(len, blobs), default=0)
-
-    def __len__(self) -> int:
-        return len(self._blobs)
-
-    def blobs(self, start: int, stop: int) -> list[bytes]:
-        return self._blobs[start:stop]
 
 
 def examples_with_context(examples: Any, context: Any = json_examples_mod.NO_CONTEXT) -> Any:
