@@ -202,13 +202,18 @@ SAMPLE_PAIRS_OPTIONS = (
     "layout",
     "max_blob_bytes",
     "negatives",
+    "pair_time",
+    "pair_times",
     "seed",
     "source_label",
     "target_label",
+    "time_order",
 ) + SPLIT_OPTIONS
 """Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
 defaults to it; ``negatives`` is the number of negative targets drawn per pair; ``feature_spec``
-as in :data:`SAMPLE_TYPED_OPTIONS` (both halves)."""
+as in :data:`SAMPLE_TYPED_OPTIONS` (both halves); ``pair_time`` (a relationship property) or
+``pair_times`` (one integer per pair) give each pair's time for steps with a time, and
+``time_order`` how they draw (:mod:`memgraph_tf.procedures.pair_times`)."""
 SPLIT_EDGES_OPTIONS = (
     "cutoffs",
     "id_property",

@@ -155,10 +155,11 @@ class RecentDrawer(ParentDrawer):
 
 def require_timing(timing: SeedTimes | None, step: Any) -> SeedTimes:
     """The call's seed times; an OptionError naming the step when it has none (only
-    ``sample_typed`` takes ``options.seed_time``)."""
+    ``sample_typed``, with ``options.seed_time`` or ``options.at``, and ``sample_pairs``, with
+    ``options.pair_time`` or ``options.pair_times``, sample timed steps)."""
     if timing is None:
         raise OptionError(
             f"num_neighbors: {step}: a step with a time is sampled by tf_features.sample_typed "
-            "only (with options.seed_time)"
+            "and tf_features.sample_pairs only (with the seeds' or pairs' times)"
         )
     return timing
