@@ -77,6 +77,7 @@ from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.typed_sampling import TypedSamplingSpec, typed_features_name, typed_mask_name
 
 __all__ = [
+    "PAIR_TIME_COLUMN",
     "SCORERS",
     "LinkPredictor",
     "LinkTrainResult",
@@ -513,13 +514,27 @@ class LinkTrainResult(NamedTuple):
 
 
 def _pairs(pairs: Any, name: str) -> np.ndarray:
+    """``pairs`` as int64 ``[n, 2]`` (source, target keys) or ``[n, 3]`` (and each pair's time:
+    :data:`PAIR_TIME_COLUMN`)."""
     arr = np.asarray(pairs)
-    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0 or arr.dtype.kind not in "iu":
+    if (
+        arr.ndim != 2
+        or arr.shape[1] not in (2, 3)
+        or arr.shape[0] == 0
+        or arr.dtype.kind not in "iu"
+    ):
         raise ConfigurationError(
-            f"{name}: expected a non-empty [n, 2] array of integer (source, target) keys, got "
-            f"shape {list(arr.shape)} of {arr.dtype}"
+            f"{name}: expected a non-empty [n, 2] array of integer (source, target) keys, or "
+            f"[n, 3] with each pair's integer time, got shape {list(arr.shape)} of {arr.dtype}"
         )
     return arr.astype(np.int64)
+
+
+PAIR_TIME_COLUMN = 2
+"""The column of a ``[n, 3]`` pairs array that holds each pair's time: the pair is sampled as of
+it (``tf_features.sample_pairs``' ``options.pair_times``: steps with a time walk only the
+relationships not after it, and negatives are drawn among the targets active by then), in place
+of ``options["pair_time"]``."""
 
 
 def _pair_options(
@@ -582,8 +597,9 @@ def pair_sample_dataset(
     num_parallel_calls: int | None = None,
     rows: bool = False,
 ) -> Any:
-    """Pair batches: per batch of ``pairs`` (``[n, 2]`` source and target keys) one
-    ``tf_features.sample_pairs`` call (``source.sample_pairs_b64``) with ``negatives`` keyed
+    """Pair batches: per batch of ``pairs`` (``[n, 2]`` source and target keys, or ``[n, 3]``
+    with each pair's time, :data:`PAIR_TIME_COLUMN`) one ``tf_features.sample_pairs`` call
+    (``source.sample_pairs_b64``) with ``negatives`` keyed
     negatives per pair, decoded by the unpack op into a dict of the pair sections
     (:func:`memgraph_tf.layout.pair_sample_sections`) -- the model's inputs by name -- with
     ``pair_labels``. With ``feature_caches`` (label -> FeatureCache) the call asks for no
@@ -642,6 +658,9 @@ def pair_sample_dataset(
     )
 
     def call(batch: np.ndarray, call_opts: dict[str, Any]) -> str:
+        if batch.shape[1] > PAIR_TIME_COLUMN:  # each pair's time, given with it
+            call_opts.pop("pair_time", None)
+            call_opts["pair_times"] = batch[:, PAIR_TIME_COLUMN].tolist()
         text = source.sample_pairs_b64(
             batch[:, 0].tolist(), batch[:, 1].tolist(), nn, props, call_opts
         )
@@ -1095,6 +1114,13 @@ def train_link_predictor(
     database (rows: ``batch_size * (1 + negatives)``), ``exclude_splits`` (default val and test)
     left out of every neighbourhood, each row's own relationships removed by the procedure
     (unless ``keep_pair_edges``, the ablation of :func:`pair_sample_dataset`).
+
+    **Training on the past, testing on the future** (steps with a time, ``{time: ts}``, after
+    ``split_edges`` by time): each pair is sampled as of its time -- ``options["pair_time"]``
+    (the property of the pair's relationships: training positives) or a third column of
+    ``train_pairs`` / ``val_pairs`` (:data:`PAIR_TIME_COLUMN`: validation pairs, whose given
+    negatives have no relationship to read it from) -- so no neighbourhood walks a relationship
+    after it and the drawn negatives are targets active by then.
 
     The sibling of :func:`~memgraph_tf.client.typed_graphsage.train_typed_graphsage`, with its
     conventions: ``num_neighbors`` (pattern -> fanouts, or ``{"source", "target"}`` maps),

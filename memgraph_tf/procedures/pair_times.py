@@ -24,7 +24,10 @@ endpoint; held-out relationships, ``options.exclude_splits``, do not count) at a
 link", a shortcut the future does not keep. The known neighbours of the source stay excluded at
 any time (a link formed after ``T`` is a positive of a later period, never a negative). The
 draw is keyed exactly as the untimed one (``(options.seed, source key, target key)``), over the
-active nodes ordered by (first active time, key).
+active nodes ordered by (first active time, key). Where every node active by ``T`` is the source
+or a known neighbour of it (the earliest pairs of a growing graph), the pool extends, in that
+order, to the first nodes to become active after ``T`` until it holds one; a source joined to
+every active node fails the call naming it.
 """
 
 from __future__ import annotations

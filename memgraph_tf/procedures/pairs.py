@@ -321,11 +321,14 @@ def _negatives(
         else:
             size = active.count(times[i])
             free = size - sum(1 for c in forbidden if active.rank.get(c, size) < size)
+            while free <= 0 and size < len(candidates):  # none yet: the next to become active
+                free += candidates[size] not in forbidden
+                size += 1
             if free <= 0:
                 raise ProcedureInputError(
-                    f"options.negatives: sources[{i}]: {source} has no negative target as of the "
-                    f"pair's time {times[i]}: every :{label} node active by then (with a "
-                    "relationship of a timed step not after it) is joined to it or is it"
+                    f"options.negatives: sources[{i}]: {source} has no negative target at the "
+                    f"pair's time {times[i]} or later: every active :{label} node (one with a "
+                    "relationship of a timed step) is joined to it or is it"
                 )
         if free <= 0:
             raise ProcedureInputError(

@@ -142,13 +142,14 @@ def hub_case_graph() -> EmbeddedGraph:
 def ledger_case_graph() -> EmbeddedGraph:
     """Point-in-time pairs (internal id = index): accounts 0..3 (``:Acct``, ids 1..4);
     ``SENT {ts}``: 0->1 at 5, 1->2 at 7, 2->3 at 9; ``LATE {ts: 'late'}``: 0->1; ``PAID
-    {w: -2}``: 0->1."""
+    {w: -2}``: 0->1; ``ONE {ts: 1}``: 0->1."""
     g = EmbeddedGraph()
     acct = [g.add_node(["Acct"], {"id": i + 1}) for i in range(4)]
     for a, b, ts in ((0, 1, 5), (1, 2, 7), (2, 3, 9)):
         g.add_edge(acct[a], acct[b], "SENT", {"ts": ts})
     g.add_edge(acct[0], acct[1], "LATE", {"ts": "late"})
     g.add_edge(acct[0], acct[1], "PAID", {"w": -2})
+    g.add_edge(acct[0], acct[1], "ONE", {"ts": 1})
     return g
 
 
@@ -713,12 +714,18 @@ CASES = {
         r"property 'ts': expected an integer time, got str 'late'$",
         "ledger",
     ),
-    "sample_pairs: no negative active at the pair's time": Case(
+    "sample_pairs: no negative active at the pair's time or later": Case(
         "sample_pairs",
-        ([1], [2], {SENT: [1]}, None, {**ACCT, "pair_time": "ts", "negatives": 1}),
+        (
+            [1],
+            [3],
+            {"(:Acct)-[:ONE {time: ts}]-(:Acct)": [1]},
+            None,
+            {**ACCT, "pair_times": [5], "negatives": 1},
+        ),
         r"^options\.negatives: sources\[0\]: node with id = 1 \(:Acct\) has no negative target "
-        r"as of the pair's time 5: every :Acct node active by then \(with a relationship of a "
-        r"timed step not after it\) is joined to it or is it$",
+        r"at the pair's time 5 or later: every active :Acct node \(one with a relationship of a "
+        r"timed step\) is joined to it or is it$",
         "ledger",
     ),
     "sample_pairs: a negative weight on a step with replacement": Case(

@@ -162,3 +162,18 @@ def test_without_a_time_the_pairs_are_the_untimed_draws(ledger):
     untimed = blob.unpack(source.sample_pairs(src, dst, {plain: [3]}, None, BASE))
     for name, value in untimed.items():
         assert timed[name].tolist() == value.tolist(), name
+
+
+def test_the_earliest_pair_draws_from_the_next_nodes_to_become_active(ledger):
+    """At the first transfer's time only its two accounts are active, both the pair's own: the
+    pool extends, in activity order, to the first account not joined to the source."""
+    _, source, edges = ledger
+    as_of, first = timeline(edges)
+    a, b, t = min(edges, key=lambda e: e[2])
+    known = as_of(a, 10**9) | {a}
+    order = sorted(first, key=lambda n: (first[n], n))
+    assert all(n in known for n in order if first[n] <= t)  # nothing free at the pair's time
+    expected = next(n for n in order if n not in known)
+    opts = {**BASE, "pair_time": "ts", "negatives": 3}
+    got = blob.unpack(source.sample_pairs([a], [b], {TIMED: [1]}, None, opts))
+    assert got["dst.ids_h0_Acct"][1:, 0].tolist() == [expected] * 3
