@@ -12,6 +12,7 @@ from typing import Any
 
 from memgraph_tf.procedures.access import (
     ABORT_CHECK_EVERY,
+    NeighbourRead,
     is_int,
     node_name,
     require_int_id,
@@ -140,22 +141,15 @@ class MgpGraphAccess:
             self._budget += ABORT_CHECK_EVERY
             self._ctx.check_must_abort()
 
-    def neighbours(
-        self,
-        keys: Sequence[int],
-        edge_types: Sequence[str] | None,
-        direction: str,
-        label: str | None = None,
-        held_out: SplitFilter | None = None,
-    ) -> list[list[int]]:
-        types = None if edge_types is None else frozenset(edge_types)
+    def neighbours(self, keys: Sequence[int], read: NeighbourRead) -> list[list[int]]:
+        types = None if read.edge_types is None else frozenset(read.edge_types)
         if not self._handles:
-            return [self._public_neighbours(key, types, direction, label, held_out) for key in keys]
-        if held_out is not None:
-            return self._kept_neighbours(keys, types, direction, label, held_out)
-        if label is not None:
-            return self._labelled_neighbours(keys, types, direction, label)
-        return self._any_neighbours(keys, types, direction)
+            return [self._public_neighbours(key, types, read) for key in keys]
+        if read.held_out is not None:
+            return self._kept_neighbours(keys, types, read)
+        if read.label is not None:
+            return self._labelled_neighbours(keys, types, read.direction, read.label)
+        return self._any_neighbours(keys, types, read.direction)
 
     def _any_neighbours(
         self, keys: Sequence[int], types: frozenset[str] | None, direction: str
@@ -279,14 +273,11 @@ class MgpGraphAccess:
                 return
 
     def _public_neighbours(
-        self,
-        key: int,
-        types: frozenset[str] | None,
-        direction: str,
-        label: str | None,
-        held_out: SplitFilter | None,
+        self, key: int, types: frozenset[str] | None, read: NeighbourRead
     ) -> list[int]:
-        """:meth:`neighbours` of one key through the public mgp API (the public path)."""
+        """:meth:`neighbours` of one key through the public mgp API (the public path);
+        ``types``: ``read.edge_types`` as a set."""
+        direction, label, held_out = read.direction, read.label, read.held_out
         vertex = self._vertices[key]
         found: list[int] = []
         for outgoing in (True, False):
@@ -592,17 +583,13 @@ class MgpGraphAccess:
         return internal
 
     def _kept_neighbours(
-        self,
-        keys: Sequence[int],
-        types: frozenset[str] | None,
-        direction: str,
-        label: str | None,
-        held_out: SplitFilter,
+        self, keys: Sequence[int], types: frozenset[str] | None, read: NeighbourRead
     ) -> list[list[int]]:
-        """:meth:`neighbours` over only the relationships whose ``held_out.property`` is not one
-        of ``held_out.values`` (a relationship without it is kept): the samplers'
-        ``options.exclude_splits`` (the handle path)."""
-        split_property, values = held_out.property, held_out.values
+        """:meth:`neighbours` over only the relationships whose ``read.held_out.property`` is not
+        one of ``read.held_out.values`` (a relationship without it is kept): the samplers'
+        ``options.exclude_splits`` (the handle path); ``types``: ``read.edge_types`` as a set."""
+        direction, label = read.direction, read.label
+        split_property, values = read.held_out.property, read.held_out.values
         out: list[list[int]] = []
         for key in keys:
             row: list[int] = []
