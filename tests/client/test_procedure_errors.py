@@ -150,6 +150,17 @@ class Case:
 TYPED_CALLS = ("sample_typed", "schema", "sample_pairs", "split_edges")
 
 
+def split_case(options: Any, match: str, pattern: str | None = None) -> Case:
+    """A ``split_edges`` case: the call ``split_edges(pattern, options)`` (``pattern`` None:
+    :data:`BOUGHT`)."""
+    return Case("split_edges", (BOUGHT if pattern is None else pattern, options), match)
+
+
+def structural_case(options: Any, match: str, label: Any = "P", call: str = "structural") -> Case:
+    """A ``structural`` (or ``structural_write``) case: the call ``call(label, options)``."""
+    return Case(call, (label, options), match)
+
+
 @dataclasses.dataclass(frozen=True)
 class Node:
     """A vertex argument (Cypher: a node a MATCH found): the case graph's node ``internal``."""
@@ -171,17 +182,6 @@ SPEC_CATEGORY = {
     "label": "Category",
     "properties": [{"name": "w", "kind": "required"}, {"name": "v", "kind": "boolean"}],
 }
-
-
-def split_case(options: Any, match: str, pattern: str = BOUGHT) -> Case:
-    """A ``split_edges`` case: the call ``split_edges(pattern, options)``."""
-    return Case("split_edges", (pattern, options), match)
-
-
-def structural_case(options: Any, match: str, label: Any = "P", call: str = "structural") -> Case:
-    """A ``structural`` (or ``structural_write``) case: the call ``call(label, options)``."""
-    return Case(call, (label, options), match)
-
 
 CASES = {
     # -- the bounded mode (hub_case_graph)
