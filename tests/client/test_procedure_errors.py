@@ -182,7 +182,6 @@ SPEC_CATEGORY = {
     "label": "Category",
     "properties": [{"name": "w", "kind": "required"}, {"name": "v", "kind": "boolean"}],
 }
-
 CASES = {
     # -- the bounded mode (hub_case_graph)
     "bounded: a capacity below the fanout": Case(
