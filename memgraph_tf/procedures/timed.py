@@ -1,7 +1,8 @@
 """Point-in-time draws (stdlib only): an edge step that names a relationship property as its time
 (``(:Account)-[:TRANSFER {time: ts}]->(:Account)``) walks, in each seed's row and at every hop,
 only the relationships whose time is not after that seed's time (``options.seed_time``: the
-seeds' time property, or ``options.at``: one time for every seed, read instead of it). Times are
+seeds' time property, or ``options.at``: one time for every seed, read instead of it; in
+``sample_pairs``, each pair's time: :mod:`memgraph_tf.procedures.pair_times`). Times are
 integers (e.g. epoch seconds); a relationship or seed without one, or with another type, fails
 the call naming it.
 
