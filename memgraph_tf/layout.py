@@ -188,19 +188,30 @@ SPLIT_OPTIONS = ("exclude_splits", "split_property")
 """Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
 SAMPLE_TYPED_OPTIONS = (
     PACK_OPTIONS
-    + ("at", "feature_spec", "layout", "reservoir_threshold", "seed", "seed_time", "time_order")
+    + (
+        "at",
+        "edge_feature_spec",
+        "feature_spec",
+        "layout",
+        "reservoir_threshold",
+        "seed",
+        "seed_time",
+        "time_order",
+    )
     + SPLIT_OPTIONS
 )
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one
 of :data:`LAYOUTS`; ``feature_spec`` a map label -> feature spec (the raw property columns,
 :func:`typed_sample_sections`' ``raw``); the typed sampler always draws distinct neighbours
 without replacement and pads (no ``replace``, ``low_degree``, ``direction``, ``edge_types``: the
-spec says which relationships, which way)."""
+spec says which relationships, which way); ``edge_feature_spec`` a map edge pattern -> feature spec
+of the step's relationship properties (the edge feature columns, :func:`typed_edge_sections`)."""
 SCHEMA_OPTIONS = ("dtype",)
 """Options of ``tf_features.schema``."""
 SAMPLE_PAIRS_OPTIONS = (
     "allow_non_finite",
     "dtype",
+    "edge_feature_spec",
     "feature_spec",
     "id_property",
     "layout",
@@ -212,7 +223,7 @@ SAMPLE_PAIRS_OPTIONS = (
 ) + SPLIT_OPTIONS
 """Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
 defaults to it; ``negatives`` is the number of negative targets drawn per pair; ``feature_spec``
-as in :data:`SAMPLE_TYPED_OPTIONS` (both halves)."""
+and ``edge_feature_spec`` as in :data:`SAMPLE_TYPED_OPTIONS` (both halves)."""
 SPLIT_EDGES_OPTIONS = (
     "cutoffs",
     "id_property",

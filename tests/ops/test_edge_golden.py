@@ -1,8 +1,8 @@
 """The edge-feature golden vectors (tests/golden/edge, written by hand from docs/blob-format.md
 section 12 by tests/golden/generate.py): the layout module names exactly their sections; the Python
-packer writes them; the Python reader, the C++ reader (its CLI harness, every truncation too) and
-both TF decoders read their values. scripts/fuzz.sh seeds its corpus with them (it takes every
-tests/golden/**/*.bin)."""
+packer writes them and the query module samples them from the vectors' graph; the Python reader,
+the C++ reader (its CLI harness, every truncation too) and both TF decoders read their values.
+scripts/fuzz.sh seeds its corpus with them (it takes every tests/golden/**/*.bin)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,12 @@ def _layout(call: dict) -> list[layout.Section]:
     return layout.typed_sample_sections(spec, {}, batch=2, edges=edges)
 
 
-def test_the_layout_names_the_sections_and_python_reads_them(vectors, helpers):
-    docs, _ = vectors
+def test_the_query_module_samples_the_golden_bytes_and_the_layout_names_them(vectors, helpers):
+    docs, graph = vectors
+    source = kit.embedded_source(graph, lambda node: node["properties"])
     for name, (data, doc) in docs.items():
         kit.assert_packed_and_read(helpers, name, data, doc)
+        assert kit.sample(source, doc["call"]) == data, name
         want = doc["sections"]
         got = _layout(doc["call"])
         assert [(s.name, s.dtype, list(s.shape)) for s in got] == [
