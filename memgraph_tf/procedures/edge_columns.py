@@ -138,6 +138,21 @@ def _order_key(table: RawTable, row: int, outgoing: bool) -> tuple:
     )
 
 
+class _LazyName:
+    """A relationship's name in an error message, computed only when a message is made."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+
+    def __str__(self) -> str:
+        return self._make()
+
+    def __format__(self, spec: str) -> str:
+        return format(self._make(), spec)
+
+
 @dataclasses.dataclass
 class EdgeTables:
     """The edge feature rows of one call: per step given a spec (``edge_of``), a
@@ -220,12 +235,15 @@ class EdgeTables:
         best: tuple | None = None
         for outgoing, values in candidates:
             row = len(table.has) // width
-            where = relationship_name(self.name, step, parent, node, outgoing)
+            where = functools.partial(relationship_name, self.name, step, parent, node, outgoing)
             try:
-                table.add(where, values, self.allow_non_finite)
+                table.add(_LazyName(where), values, self.allow_non_finite)
             except PropertyValueError as exc:
                 errors.append(str(exc))
                 continue
+            if len(candidates) == 1:  # (the common case: nothing to rank)
+                best = ((), row)
+                break
             key = _order_key(table, row, outgoing)
             if best is None or key < best[0]:
                 best = (key, row)
