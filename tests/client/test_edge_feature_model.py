@@ -108,3 +108,10 @@ def test_the_model_reads_the_relationship_properties_of_filled_slots_only():
 def test_a_bad_edge_spec_is_refused_naming_the_pattern(edge_spec, message):
     with pytest.raises(ConfigurationError, match=message):
         TypedGraphSAGE("Account", NN, {"Account": 2}, 2, edge_feature_spec=edge_spec)
+
+
+def test_the_homogeneous_graphsage_refuses_edge_features_naming_the_typed_model():
+    from memgraph_tf.client.graphsage import GraphSAGE
+
+    with pytest.raises(ConfigurationError, match=r"use TypedGraphSAGE with a typed step"):
+        GraphSAGE([2], 3, 2, edge_feature_spec={TRANSFER_STEP: transfer_spec()})
