@@ -199,22 +199,14 @@ class EdgeTables:
         for start in range(0, len(parents), READ_CHUNK):
             self.nav.check_abort()
             part = parents[start : start + READ_CHUNK]
-            rels: dict[int, dict[tuple[Any, bool], tuple[int, list[Any]]]] = {p: {} for p in part}
-            for j, name in enumerate(names):
-                valued = dataclasses.replace(step, weight=name, time=None)
-                for parent, rows in zip(part, self.nav.valued_neighbours(part, valued, self.split)):
-                    own = rels[parent]
-                    for nbr, value, rel, outgoing in rows:
-                        got = own.get((rel, outgoing))
-                        if got is None:
-                            if j:  # (a relationship the first read did not see)
-                                continue
-                            got = own[(rel, outgoing)] = (nbr, [None] * len(names))
-                        got[1][j] = value
-            for parent in part:
+            found = self.nav.valued_neighbours(part, step, self.split, names=names)
+            for parent, rows in zip(part, found):
+                seen: set[tuple[Any, bool]] = set()
                 per: dict[int, list[tuple[bool, list[Any]]]] = {}
-                for (_, outgoing), (nbr, values) in rels[parent].items():
-                    per.setdefault(nbr, []).append((outgoing, values))
+                for nbr, values, rel, outgoing in rows:
+                    if (rel, outgoing) not in seen:  # (an access may hand one out twice)
+                        seen.add((rel, outgoing))
+                        per.setdefault(nbr, []).append((outgoing, list(values)))
                 out[parent] = per
         return out
 

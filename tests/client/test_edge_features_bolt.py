@@ -1,11 +1,13 @@
 """Edge feature columns (``options.edge_feature_spec``, docs/blob-format.md section 12) over real
 Bolt (ArcadeDB, which has no tf_features procedures: the client samples over plain Cypher with the
 procedure's own code) give the embedded query module's exact bytes for a fixed seed -- parallel
-relationships, a self-loop, both directions, a weighted step and a pair blob included -- and the
+relationships, a self-loop, both directions, a weighted step, a Date as the driver hands it and a
+pair blob included -- and the
 same error for a value of the wrong type."""
 
 from __future__ import annotations
 
+import datetime
 import random
 
 import pytest
@@ -25,6 +27,7 @@ SPEC = {
         {"name": "channel", "kind": "categorical", "vocabulary": ["web", "atm"]},
         {"name": "flagged", "kind": "boolean"},
         {"name": "ts", "kind": "temporal", "type": "timestamp", "unit": "s"},
+        {"name": "on", "kind": "temporal", "type": "Date"},
     ],
 }
 OUT = "(:EAccount)-[:EPAYS]->(:EAccount)"
@@ -46,6 +49,7 @@ def graph_data():
                 "channel": rng.choice(["web", "atm", "card", 7, True, None]),
                 "flagged": rng.choice([True, False, None]),
                 "ts": rng.randint(0, 100),
+                "on": rng.choice([datetime.date(2026, 1, 1 + rng.randint(0, 27)), None]),
             }
             pays.append({"a": ID_OFFSET + i, "b": ID_OFFSET + j, "p": props})
     pays += [  # a self-loop, parallel relationships, and both ways between two accounts
