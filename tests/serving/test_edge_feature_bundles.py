@@ -1,8 +1,8 @@
 """A typed model trained with edge features (``edge_feature_spec``: the relationship properties
 beside each sampled slot, docs/blob-format.md section 12) keeps its edge encoder in the bundle:
 the bundle samples the relationship properties by node_id (``options.edge_feature_spec`` in its
-config) and answers over REST exactly as the in-process model; its signature reads the edge
-sections."""
+config) and answers over REST and in batch inference exactly as the in-process model; its
+signature reads the edge sections."""
 
 from __future__ import annotations
 
@@ -118,3 +118,22 @@ def test_served_by_node_id_over_rest_equals_in_process(exported):
     assert r.status_code == 200, r.text
     got = np.array([[dict(row)[n] for n in names] for row in r.json()["results"]])
     np.testing.assert_allclose(got, in_process(IDS), rtol=1e-5, atol=1e-6)
+
+
+def test_batch_inference_writes_the_in_process_classes(exported):
+    from memgraph_tf.batch import BundleBackend, classify_graph
+    from memgraph_tf.client.node_tables import property_names
+
+    source, result = trained()
+    prop = "edge_class"
+    cls, score, _ = property_names(prop)
+    with BundleBackend(exported.path) as backend:
+        run = classify_graph(source, backend, write_property=prop, batch_size=64, progress=False)
+    assert (run.classified, run.failed) == (200, 0)
+    probs = in_process(IDS)
+    graph = source.graph
+    by_key = {graph.get_property(n, "id"): n for n in graph.nodes("Account")}
+    for row, key in zip(probs, IDS):
+        node = by_key[key]
+        assert graph.get_property(node, cls) == result.model.class_names[int(row.argmax())]
+        np.testing.assert_allclose(graph.get_property(node, score), row.max(), rtol=1e-5)
