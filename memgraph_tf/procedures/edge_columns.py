@@ -20,8 +20,11 @@ The rules:
   relationships of a slot hold bad values, the error is the first of their messages in text
   order; slots are checked in order of first appearance (roles, groups in layout order, rows,
   slots);
-* a step with a time, ``options.reservoir_threshold``, a layout other than ``dense``, or a spec
-  property of kind ``required`` is refused naming the option.
+* over a step with a time (point-in-time sampling), a slot's relationships are those not after
+  its row's seed time (the relationships the draw walked), so no later relationship's
+  properties reach the row;
+* ``options.reservoir_threshold``, a layout other than ``dense``, or a spec property of kind
+  ``required`` is refused naming the option.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 from memgraph_tf import layout
 from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.layout import PAD_ID
-from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess
+from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
 from memgraph_tf.procedures.options import Options, SplitFilter
 from memgraph_tf.procedures.raw import RawLayout, RawTable, parse_label_spec, raw_sections
@@ -58,7 +61,7 @@ def parse_edge_feature_specs(
     Guarantees: an :class:`OptionError` naming ``options.edge_feature_spec[pattern]`` for a
     pattern that is not one of the ``specs``' steps, a bad spec (the spec's own error), a spec
     without properties, of another relationship type, with a ``required`` property or a
-    property name that is not a plain name, a step with a time, and for
+    property name that is not a plain name, and for
     ``options.reservoir_threshold`` or a layout other than ``dense``."""
     if value is None:
         return {}
@@ -106,11 +109,6 @@ def _check_spec(where: str, step: EdgeStep, spec: LabelSpec, opts: Options) -> N
                 f"{where}: expected plain property names ([A-Za-z_][A-Za-z0-9_]*), got "
                 f"{prop.name!r}"
             )
-    if step.time is not None:
-        raise OptionError(
-            f"{where}: step {step} has a time (point-in-time sampling), and edge feature "
-            "columns are written for steps without a time"
-        )
     if opts.reservoir_threshold is not None:
         raise OptionError(
             f"{where}: expected without options.reservoir_threshold (a reservoir holds no "
@@ -157,8 +155,9 @@ class _LazyName:
 class EdgeTables:
     """The edge feature rows of one call: per step given a spec (``edge_of``), a
     :class:`RawTable` whose ``row_of`` maps each ``(parent, node)`` pair of internal ids that a
-    slot joins to the row of the relationship the slot carries. ``name(label, internal)`` names
-    nodes in errors."""
+    slot joins (for a step with a time ``(parent, node, seed time)``: only the relationships not
+    after the row's seed time count) to the row of the relationship the slot carries.
+    ``name(label, internal)`` names nodes in errors."""
 
     nav: GraphAccess
     name: Any
@@ -179,34 +178,43 @@ class EdgeTables:
         for step, spec in self.edge_of.items():
             table = RawTable(RawLayout(step.rel_type, spec, []))
             self.tables[step] = table
-            pairs: dict[int, dict[int, None]] = {}
+            pairs: dict[int, dict[tuple, None]] = {}
             for role in roles:
-                for (parent, node), _ in self._slots(role, step):
-                    if node != PAD_ID:
-                        pairs.setdefault(parent, {})[node] = None
+                for key, _ in self._slots(role, step):
+                    if key[1] != PAD_ID:
+                        pairs.setdefault(key[0], {})[key] = None
             found = self._read(step, spec, list(pairs))
-            for parent, nodes in pairs.items():
-                for node in nodes:
-                    self._encode(table, step, parent, node, found[parent].get(node, []))
+            for parent, keys in pairs.items():
+                for key in keys:
+                    rels = found[parent].get(key[1], [])
+                    if step.time is not None:  # (times are integers: the draw checked them)
+                        rels = [r for r in rels if is_int(r[2]) and r[2] <= key[2]]
+                    self._encode(table, step, key, [(out, values) for out, values, _ in rels])
 
     def _read(
         self, step: EdgeStep, spec: LabelSpec, parents: list[int]
-    ) -> dict[int, dict[int, list[tuple[bool, list[Any]]]]]:
-        """Per parent, per neighbour, ``(outgoing, values in spec order)`` per relationship of
-        ``step`` (a relationship walked both ways, a self-loop, once each way)."""
+    ) -> dict[int, dict[int, list[tuple[bool, list[Any], Any]]]]:
+        """Per parent, per neighbour, ``(outgoing, values in spec order, time or None)`` per
+        relationship of ``step`` (a relationship walked both ways, a self-loop, once each way;
+        the time: ``step.time``'s value for a step with a time)."""
         names = [p.name for p in spec.properties]
-        out: dict[int, dict[int, list[tuple[bool, list[Any]]]]] = {}
+        timed = step.time is not None
+        if timed:
+            names.append(step.time)
+        out: dict[int, dict[int, list[tuple[bool, list[Any], Any]]]] = {}
         for start in range(0, len(parents), READ_CHUNK):
             self.nav.check_abort()
             part = parents[start : start + READ_CHUNK]
             found = self.nav.valued_neighbours(part, step, self.split, names=names)
             for parent, rows in zip(part, found):
                 seen: set[tuple[Any, bool]] = set()
-                per: dict[int, list[tuple[bool, list[Any]]]] = {}
+                per: dict[int, list[tuple[bool, list[Any], Any]]] = {}
                 for nbr, values, rel, outgoing in rows:
                     if (rel, outgoing) not in seen:  # (an access may hand one out twice)
                         seen.add((rel, outgoing))
-                        per.setdefault(nbr, []).append((outgoing, list(values)))
+                        got = list(values)
+                        time = got.pop() if timed else None
+                        per.setdefault(nbr, []).append((outgoing, got, time))
                 out[parent] = per
         return out
 
@@ -214,12 +222,13 @@ class EdgeTables:
         self,
         table: RawTable,
         step: EdgeStep,
-        parent: int,
-        node: int,
+        key: tuple,
         candidates: list[tuple[bool, list[Any]]],
     ) -> None:
-        """Adds the rows of the relationships between ``parent`` and ``node`` and points the
-        pair at the one the slot carries; the first error in text order for bad values."""
+        """Adds the rows of the relationships ``candidates`` between ``key``'s parent and node
+        and points ``key`` at the one the slot carries; the first error in text order for bad
+        values."""
+        parent, node = key[0], key[1]
         width = table.layout.widths.has
         if not candidates:  # (the graph changed during the call: written as missing)
             candidates = [(True, [None] * width)]
@@ -236,20 +245,22 @@ class EdgeTables:
             if len(candidates) == 1:  # (the common case: nothing to rank)
                 best = ((), row)
                 break
-            key = _order_key(table, row, outgoing)
-            if best is None or key < best[0]:
-                best = (key, row)
+            rank = _order_key(table, row, outgoing)
+            if best is None or rank < best[0]:
+                best = (rank, row)
         if errors:
             raise PropertyValueError(min(errors))
         assert best is not None
-        table.row_of[(parent, node)] = best[1]
+        table.row_of[key] = best[1]
 
     @staticmethod
-    def _slots(role: Any, step: EdgeStep) -> list[tuple[tuple[int, int], Any]]:
-        """Each slot of the role's groups of ``step``, row by row: ``((parent, node), group)``
+    def _slots(role: Any, step: EdgeStep) -> list[tuple[tuple, Any]]:
+        """Each slot of the role's groups of ``step``, row by row: ``(key, group)``, the key
+        ``(parent, node)`` or, for a step with a time, ``(parent, node, the row's seed time)``
         (``node`` :data:`PAD_ID` where padded)."""
         out = []
         n = len(role.internals)
+        times = role.timing.times if step.time is not None else None
         for group in role.layout.groups:
             if group.step != step:
                 continue
@@ -259,9 +270,10 @@ class EdgeTables:
             per, f = group.parents, group.fanout
             for row in range(n):
                 base = row * width + group.offset
+                at = () if times is None else (times[row],)
                 for j in range(group.size):
                     parent = parents[row * per + j // f]
-                    out.append(((parent, nodes[base + j]), group))
+                    out.append(((parent, nodes[base + j], *at), group))
         return out
 
     def sections(self, role: Any) -> dict[str, Any]:

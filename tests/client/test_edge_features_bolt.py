@@ -1,8 +1,8 @@
 """Edge feature columns (``options.edge_feature_spec``, docs/blob-format.md section 12) over real
 Bolt (ArcadeDB, which has no tf_features procedures: the client samples over plain Cypher with the
 procedure's own code) give the embedded query module's exact bytes for a fixed seed -- parallel
-relationships, a self-loop, both directions, a weighted step, a Date as the driver hands it and a
-pair blob included -- and the
+relationships, a self-loop, both directions, a weighted step, a point-in-time step, a Date as the
+driver hands it and a pair blob included -- and the
 same error for a value of the wrong type."""
 
 from __future__ import annotations
@@ -88,6 +88,11 @@ def test_the_same_edge_feature_blobs_byte_for_byte(twins):
     assert bolt.sample_typed(seeds, NN, None, OPTS) == expected
     without = embedded.sample_typed(seeds, NN, None, {**OPTS, "edge_feature_spec": None})
     assert len(without) < len(expected)  # (the same draws, without the edge sections)
+    timed = "(:EAccount)-[:EPAYS {time: ts}]-(:EAccount)"  # point in time: at 50
+    for order in ("uniform", "most_recent"):
+        opts = {**OPTS, "at": 50, "time_order": order, "edge_feature_spec": {timed: SPEC}}
+        expected = embedded.sample_typed(seeds, {timed: [3, 2]}, None, opts)
+        assert bolt.sample_typed(seeds, {timed: [3, 2]}, None, opts) == expected
     pair_opts = {"source_label": "EAccount", "id_property": "id", "seed": 4, "negatives": 1}
     pair_opts["edge_feature_spec"] = {OUT: SPEC}
     nn = {"source": {OUT: [2]}, "target": {BOTH: [2]}}

@@ -185,7 +185,6 @@ SPEC_CATEGORY = {
     "properties": [{"name": "w", "kind": "required"}, {"name": "v", "kind": "boolean"}],
 }
 PAID = "(:User)-[:PAID]->(:Product)"
-PAID_AT = "(:User)-[:PAID {time: t}]->(:Product)"
 EDGE_SPEC = {"label": "PAID", "properties": [{"name": "q", "kind": "numeric"}]}
 EDGE_REQUIRED = {"label": "PAID", "properties": [{"name": "q", "kind": "required"}]}
 EDGE_ODD_NAME = {"label": "PAID", "properties": [{"name": "a b", "kind": "numeric"}]}
@@ -676,11 +675,6 @@ CASES = {
         "sample_typed",
         ([0], {PAID: [1]}, None, {**USER, "edge_feature_spec": {PAID: EDGE_ODD_NAME}}),
         r"\]: expected plain property names \(\[A-Za-z_\]\[A-Za-z0-9_\]\*\), got 'a b'$",
-    ),
-    "sample_typed: edge_feature_spec of a timed step": Case(
-        "sample_typed",
-        ([0], {PAID_AT: [1]}, None, {**USER, "at": 1, "edge_feature_spec": {PAID_AT: EDGE_SPEC}}),
-        r"\]: step \(:User\)-\[:PAID \{time: t\}\]->\(:Product\) has a time ",
     ),
     "sample_typed: edge_feature_spec with the bounded mode": Case(
         "sample_typed",

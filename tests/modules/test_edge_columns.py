@@ -121,8 +121,18 @@ def test_bad_options_are_refused_naming_them(edge_spec, extra, message):
         source_of(EDGES).sample_typed([1], {STEP: [2]}, None, opts)
 
 
-def test_a_timed_step_takes_no_edge_spec():
-    timed = "(:A)-[:R {time: w}]->(:A)"
-    opts = {**OPTS, "at": 10, "edge_feature_spec": {timed: SPEC}}
-    with pytest.raises(GraphDataError, match=r"has a time \(point-in-time sampling\)"):
-        source_of(EDGES).sample_typed([1], {timed: [2]}, None, opts)
+def test_over_a_timed_step_a_slot_carries_only_relationships_not_after_the_seed_time():
+    timed = "(:A)-[:R {time: t}]->(:A)"
+    spec = {"label": "R", "properties": [{"name": "w", "kind": "numeric"}]}
+    edges = [(1, 2, {"w": 1.0, "t": 5}), (1, 2, {"w": -3.0, "t": 50}), (1, 3, {"w": 7.0, "t": 60})]
+    source = source_of(edges)
+
+    def carried(at):
+        opts = {**OPTS, "at": at, "edge_feature_spec": {timed: spec}}
+        got = blob.unpack(source.sample_typed([1], {timed: [2]}, None, opts))
+        return got["ids_h1_A"][0].tolist(), got["edge_num_h1_s0"][0, :, 0].tolist()
+
+    # at 10 the later relationships are not walked: neither their node nor their properties
+    assert carried(10) == ([2, -1], [1.0, 0.0])
+    # at 100 both relationships to 2 count, and the smaller columns win
+    assert carried(100) == ([2, 3], [-3.0, 7.0])
