@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from memgraph_tf.batch.commands import run_batch
+from memgraph_tf.batch.commands import options_from, run_batch
 from memgraph_tf.client.link_tables import (
     DEFAULT_LINK_TYPE,
     LinkSelection,
@@ -700,6 +700,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: The ``memgraph-tf score-links`` options that :class:`LinkScorer` takes under the same names.
+_SCORER_OPTIONS = (
+    "relationship_type",
+    "link_type",
+    "source_label",
+    "target_label",
+    "batch_size",
+    "overwrite",
+    "retrieval",
+    "embedding_property",
+)
+
+
 def run_cli(
     args: argparse.Namespace,
     open_graph: Callable[[str], Any],
@@ -725,15 +738,8 @@ def run_cli(
             k=args.top_k,
             query=args.candidates,
             query_params=params,
-            relationship_type=args.relationship_type,
-            link_type=args.link_type,
-            source_label=args.source_label,
-            target_label=args.target_label,
             shard=shard,
-            batch_size=args.batch_size,
-            overwrite=args.overwrite,
-            retrieval=args.retrieval,
-            embedding_property=args.embedding_property,
+            **options_from(args, _SCORER_OPTIONS),
         )
 
     return run_batch(
