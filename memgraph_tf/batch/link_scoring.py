@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from memgraph_tf.batch.commands import options_from, run_batch
+from memgraph_tf.batch.summary import ModelRun
 from memgraph_tf.client.link_tables import (
     DEFAULT_LINK_TYPE,
     LinkSelection,
@@ -292,18 +293,17 @@ class BundleLinkBackend(LinkBackend):
 
 
 @dataclasses.dataclass
-class LinkSummary:
-    """What a run did: ``sources`` scored, ``up_to_date`` (sources skipped: their links carry this
-    version already), ``pairs`` scored, ``links`` written, ``elapsed_s``."""
+class LinkSummary(ModelRun):
+    """What a run did (:class:`~memgraph_tf.batch.summary.ModelRun`: the model, ``elapsed_s``):
+    ``sources`` scored, ``up_to_date`` (sources skipped: their links carry this version already),
+    ``pairs`` scored, ``links`` of ``link_type`` written, candidates from the vector ``index``
+    (None: from the graph)."""
 
-    model_name: str
-    model_version: int
     link_type: str
     sources: int = 0
     up_to_date: int = 0
     pairs: int = 0
     links: int = 0
-    elapsed_s: float = 0.0
     index: str | None = None
 
     @property
