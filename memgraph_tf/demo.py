@@ -1228,7 +1228,7 @@ def main(args: argparse.Namespace) -> int:
     exit code of :func:`memgraph_tf.errors.command_failure`: 2 for a bad ``--graph`` (a URI
     with credentials, refused credentials), 1 for a graph that cannot be reached, 130 after
     Ctrl-C."""
-    from memgraph_tf.errors import command_failure
+    from memgraph_tf.batch.commands import options_from, report_failure
 
     if not getattr(args, "verbose", False):
         for name in ("memgraph_tf", "absl"):  # absl: SavedModel export's renaming notes
@@ -1238,16 +1238,11 @@ def main(args: argparse.Namespace) -> int:
         figures = run(
             args.dataset,
             args.out,
-            graph=args.graph,
-            replace=args.replace,
-            steps=args.steps,
-            seed=args.seed,
             progress=not args.no_progress,
+            **options_from(args, ("graph", "replace", "steps", "seed")),
         )
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
-        code, message = command_failure(exc, log=logger)
-        print(f"memgraph-tf demo: {message}", file=sys.stderr)
-        return code
+        return report_failure("demo", exc, log=logger)
     summary = figures["summary"]
     _say()
     _say(report.summary_text(summary))

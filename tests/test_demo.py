@@ -16,14 +16,16 @@ from memgraph_tf import cli, datasets, demo, report
 
 
 def run_quietly(dataset: str, out, **kwargs):
-    """``demo.run(dataset, out, progress=False, **kwargs)`` with its stdout captured: returns
-    ``(out, figures, printed)``."""
+    """``demo.run(dataset, out, progress=False, **kwargs)`` with its stdout captured; asserts
+    that the run printed each of its six stages and returns ``(out, figures, printed)``."""
     import contextlib
     import io
 
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         figures = demo.run(dataset, out, progress=False, **kwargs)
+    for step in range(1, 7):
+        assert f"[{step}/6]" in printed.getvalue()
     return out, figures, printed.getvalue()
 
 
@@ -33,9 +35,7 @@ def synthetic_run(tmp_path_factory):
 
 
 def test_demo_pipeline_on_the_synthetic_graph(synthetic_run) -> None:
-    _, figures, printed = synthetic_run
-    for step in range(1, 7):
-        assert f"[{step}/6]" in printed
+    _, figures, _ = synthetic_run
     assert figures["written"] == 400
     assert figures["test_accuracy"] > 0.8  # 4 balanced classes: chance is 0.25
     assert figures["served_agreement"] >= 0.75
@@ -100,20 +100,14 @@ SMALL_SHOP = {
 """A small shop graph with a strong signal (best possible accuracy 0.999, chance 0.5)."""
 
 
-@pytest.fixture(scope="module")
-def shop_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("shop")
-    return run_quietly("shop", out, steps=20, classify_count=12, shop=SMALL_SHOP)
-
-
-def test_shop_demo_trains_typed_serves_by_node_id_and_scores_every_user(shop_run) -> None:
+def test_shop_demo_trains_typed_serves_by_node_id_and_scores_every_user(tmp_path) -> None:
     from memgraph_tf.serving import bundle
     from memgraph_tf.typed_datasets import shop_graph
 
-    out, figures, printed = shop_run
+    out, figures, printed = run_quietly(
+        "shop", tmp_path, steps=20, classify_count=12, shop=SMALL_SHOP
+    )
     graph = shop_graph(**SMALL_SHOP)
-    for step in range(1, 7):
-        assert f"[{step}/6]" in printed
     assert "split read from the :User nodes' 'split' property" in printed
     # the test accuracy beside the graph's exact best possible accuracy, well above chance
     assert figures["best_possible"] == graph.best_accuracy > 0.99
@@ -159,21 +153,15 @@ SMALL_PEOPLE = {"num_people": 600, "strength": 3.0, "seed": 1}
 0.417)."""
 
 
-@pytest.fixture(scope="module")
-def people_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("people")
-    return run_quietly("people", out, steps=30, classify_count=12, people=SMALL_PEOPLE)
-
-
-def test_people_demo_infers_a_spec_trains_serves_and_scores_every_person(people_run) -> None:
+def test_people_demo_infers_a_spec_trains_serves_and_scores_every_person(tmp_path) -> None:
     from memgraph_tf.feature_spec import LabelSpec
     from memgraph_tf.property_datasets import planted_property_graph
     from memgraph_tf.serving import bundle
 
-    out, figures, printed = people_run
+    out, figures, printed = run_quietly(
+        "people", tmp_path, steps=30, classify_count=12, people=SMALL_PEOPLE
+    )
     graph = planted_property_graph(**SMALL_PEOPLE)
-    for step in range(1, 7):
-        assert f"[{step}/6]" in printed
     # profile -> inferred spec (printed) -> training, in that order
     profiled = printed.index("profiled :Person (600 nodes, tf_features.profile)")
     inferred = printed.index("inferred the feature spec of :Person")

@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from memgraph_tf.batch.commands import run_batch
+from memgraph_tf.batch.commands import options_from, run_batch
+from memgraph_tf.batch.summary import ModelRun
 from memgraph_tf.client.link_tables import (
     DEFAULT_LINK_TYPE,
     LinkSelection,
@@ -292,18 +293,17 @@ class BundleLinkBackend(LinkBackend):
 
 
 @dataclasses.dataclass
-class LinkSummary:
-    """What a run did: ``sources`` scored, ``up_to_date`` (sources skipped: their links carry this
-    version already), ``pairs`` scored, ``links`` written, ``elapsed_s``."""
+class LinkSummary(ModelRun):
+    """What a run did (:class:`~memgraph_tf.batch.summary.ModelRun`: the model, ``elapsed_s``):
+    ``sources`` scored, ``up_to_date`` (sources skipped: their links carry this version already),
+    ``pairs`` scored, ``links`` of ``link_type`` written, candidates from the vector ``index``
+    (None: from the graph)."""
 
-    model_name: str
-    model_version: int
     link_type: str
     sources: int = 0
     up_to_date: int = 0
     pairs: int = 0
     links: int = 0
-    elapsed_s: float = 0.0
     index: str | None = None
 
     @property
@@ -700,6 +700,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: The ``memgraph-tf score-links`` options that :class:`LinkScorer` takes under the same names.
+_SCORER_OPTIONS = (
+    "relationship_type",
+    "link_type",
+    "source_label",
+    "target_label",
+    "batch_size",
+    "overwrite",
+    "retrieval",
+    "embedding_property",
+)
+
+
 def run_cli(
     args: argparse.Namespace,
     open_graph: Callable[[str], Any],
@@ -725,15 +738,8 @@ def run_cli(
             k=args.top_k,
             query=args.candidates,
             query_params=params,
-            relationship_type=args.relationship_type,
-            link_type=args.link_type,
-            source_label=args.source_label,
-            target_label=args.target_label,
             shard=shard,
-            batch_size=args.batch_size,
-            overwrite=args.overwrite,
-            retrieval=args.retrieval,
-            embedding_property=args.embedding_property,
+            **options_from(args, _SCORER_OPTIONS),
         )
 
     return run_batch(
