@@ -177,3 +177,52 @@ def test_in_process_batch_scoring_refuses_properties_for_a_spec_label(link_kit):
     _, model, _, _ = link_kit
     with pytest.raises(ConfigurationError, match=r"properties\['Item'\]: expected none.*'Item'"):
         ModelLinkBackend(model, properties={"Item": ["noise"]}, options=OPTIONS)
+
+
+def test_a_bundle_with_a_spec_and_learned_embeddings_serves_the_in_process_scores(tmp_path):
+    """A spec label with learned node embeddings too: its link bundle reads the raw sections
+    and the ids, and answers pair ids over REST as ``predict_links`` (the table's keys: half
+    the items, so the pairs mix nodes with their own vector and nodes with the shared one)."""
+    import keras
+
+    from memgraph_tf.client.link_prediction import LinkPredictor
+    from memgraph_tf.serving.export_links import export_link_bundle
+    from memgraph_tf.serving.model_config import ModelEntry
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+    from tests.client.test_link_feature_specs import BASE, N
+
+    source, pos, neg = graph_source()
+    keras.utils.set_random_seed(0)
+    keys = np.arange(BASE, BASE + N, 2)
+    model = LinkPredictor(
+        "Item",
+        NN,
+        {},
+        hidden_units=8,
+        feature_spec=SPEC,
+        embedding_dim=4,
+        node_embeddings={"Item": {"size": len(keys), "dimension": 3}},
+    )
+    model.set_node_keys("Item", keys)
+    model.properties = {}
+    model.ensure_built()
+    model.node_embeddings["Item"].table.assign(
+        np.random.default_rng(1).standard_normal(model.node_embeddings["Item"].table.shape)
+    )
+    info = export_link_bundle(model, tmp_path, "links", 1, decoder="op", sample_options=OPTIONS)
+    assert "src.ids_h0_Item" in bundle.read_bundle_config(info.path).sections
+    pairs = np.concatenate([pos[:3], neg[:3]])
+    expected = _in_process(source, model, pairs)
+    ms = ModelServer(model_config=[ModelEntry("links", info.path.parent)], graph_source=source)
+    server = start_server(ms)
+    try:
+        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in pairs]
+        r = requests.post(
+            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
+        )
+        assert r.status_code == 200, r.text
+        np.testing.assert_allclose(r.json()["results"], expected, rtol=1e-5, atol=1e-6)
+    finally:
+        server.close()
+        ms.close()
