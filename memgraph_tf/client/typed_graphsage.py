@@ -793,6 +793,7 @@ def typed_sample_dataset(
                 labels=with_labels,
                 unpack=unpack,
                 encoding="base64",
+                raw=raw or None,
             )
         return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 
