@@ -833,6 +833,11 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
     table_of = {
         layout.typed_table_name(base, label): (base, label) for label in index_of for base in bases
     }
+    table_of.update(  # a feature-spec label's raw tables (docs/blob-format.md section 11)
+        (layout.typed_raw_table_name(group, label), (f"table_{group}", label))
+        for label in index_of
+        for group in layout.RAW_GROUPS
+    )
     for label in index_of:
         name = layout.typed_table_name(layout.TABLE_IDS, label)
         if not isinstance(sections.get(name), blob.Ragged):
@@ -864,8 +869,14 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
             else:
                 base, label = table_of[name]
                 rows = rows_of[label]
-                if base in (layout.TABLE_IDS, layout.TABLE):
+                if base in (layout.TABLE_IDS, layout.TABLE) or (
+                    base in layout.RAW_TABLE_ROLES and base != "table_bag"
+                ):
                     one_seed[name] = blob.Ragged(value.values[rows], [0, len(rows)])
+                    continue
+                if base == "table_bag":  # one row per (table row, column)
+                    u_all = len(sections[layout.typed_table_name(layout.TABLE_IDS, label)].values)
+                    one_seed[name] = _bag_rows(value, rows, u_all)
                     continue
                 if base == layout.TABLE_COLUMNS:
                     splits = np.asarray(value.row_splits, np.int64)
@@ -882,6 +893,18 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
                 one_seed[name] = blob.Ragged(value.values[picked], [0, len(picked)])
         out.append(blob.pack(one_seed))
     return out
+
+
+def _bag_rows(value: Any, rows: np.ndarray, table_rows: int) -> Any:
+    """The cells of table rows ``rows`` of a raw ``table_bag_*`` section (``table_rows`` rows of
+    ``Wb`` cells each), as its ragged pair."""
+    splits = np.asarray(value.row_splits, np.int64)
+    width = (len(splits) - 1) // table_rows if table_rows else 0
+    cells = (rows[:, None] * width + np.arange(width)).reshape(-1)
+    lengths = splits[cells + 1] - splits[cells]
+    picked = [value.values[a:b] for a, b in zip(splits[cells], splits[cells + 1])]
+    values = np.concatenate(picked) if picked else np.zeros([0], object)
+    return blob.Ragged(values, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
 
 
 class DensePairBlobs:

@@ -362,3 +362,18 @@ def test_a_raw_blob_splits_into_each_seed_s_own_blob():
     whole = src.sample_typed([1, 2, 3], NN, None, opts)
     parts = split_typed_blob(whole, 3, TypedSamplingSpec.from_num_neighbors("Item", NN))
     assert parts == [src.sample_typed([seed], NN, None, opts) for seed in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("layout_name", ["compact", "sparse"])
+def test_a_compact_blob_with_raw_tables_splits_into_each_seed_s_own_blob(layout_name):
+    """``split_typed_blob`` rebuilds each label's raw tables from the rows a seed reaches
+    (bags cell by cell): byte for byte the blob of that seed sampled alone."""
+    from memgraph_tf.ops.sample_decoding import split_typed_blob
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    src = source()
+    opts = options(*FULL, layout=layout_name)
+    data = src.sample_typed([1, 2, 3], NN, None, opts)
+    spec = TypedSamplingSpec.from_num_neighbors("Item", NN)
+    parts = split_typed_blob(data, 3, spec, layout_name)
+    assert parts == [src.sample_typed([k], NN, None, opts) for k in (1, 2, 3)]

@@ -110,3 +110,36 @@ def test_the_compact_vector_decodes_to_the_dense_vector(ops, vectors, decoder, l
             value = np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(value)
         assert list(value.shape) == want["shape"], name
         assert value.reshape(-1).tolist() == want["values"], name
+
+
+def test_a_raw_table_short_of_rows_is_refused_naming_blob_and_section(ops, vectors):
+    """A compact blob whose ``table_cat_User`` holds one row for two table rows: the decode
+    fails naming the blob, the section and both counts (``InvalidArgumentError``)."""
+    from memgraph_tf import blob
+    from memgraph_tf.ops.sample_decoding import decode_typed_sample
+
+    docs, _ = vectors
+    doc = docs["typed_raw_compact"][1]
+    sections = {}
+    for s in doc["sections"]:
+        sections[s["name"]] = blob.Dense(s["values"], s["shape"], s["dtype"])
+    sections["table_cat_User"] = blob.Dense(["de"], [1, 1], "string")
+    sections["table_cat_User.row_splits"] = blob.Dense([0, 1], [2], "int64")
+    raw = {
+        label: layout.raw_widths(LabelSpec.from_dict(spec), {"f": 2})
+        for label, spec in doc["call"]["options"]["feature_spec"].items()
+    }
+    spec = TypedSamplingSpec.from_num_neighbors("User", doc["call"]["num_neighbors"])
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"memgraph_tf layout: blob 0 section table_cat_User: expected one row per table "
+        r"row, 2, got 1",
+    ):
+        decode_typed_sample(
+            tf.constant(blob.pack(sections)),
+            spec,
+            {},
+            layout_name="compact",
+            raw=raw,
+            unpack=ops.unpack_blob,
+        )
