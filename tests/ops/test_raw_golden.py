@@ -143,3 +143,50 @@ def test_a_raw_table_short_of_rows_is_refused_naming_blob_and_section(ops, vecto
             raw=raw,
             unpack=ops.unpack_blob,
         )
+
+
+def test_a_compact_pair_blob_s_halves_decode_to_the_dense_pair_vector(ops, vectors):
+    """pair_raw_dense's call in the compact layout: each half, expanded with its prefix, gives
+    exactly that half's sections of the dense pair vector."""
+    import numpy as np
+
+    from memgraph_tf.ops.sample_decoding import decode_typed_sample
+
+    docs, graph = vectors
+    doc = docs["pair_raw_dense"][1]
+    call = {**doc["call"], "options": {**doc["call"]["options"], "layout": "compact"}}
+    data = kit.sample(kit.embedded_source(graph, _properties), call)
+    assert "src.table_cat_User" in blob_names(data)
+    raw = {
+        label: layout.raw_widths(LabelSpec.from_dict(spec), {"f": 2})
+        for label, spec in call["options"]["feature_spec"].items()
+    }
+    nn = call["num_neighbors"]
+    for prefix, label, role in (("src.", "User", "source"), ("dst.", "Product", "target")):
+        spec = TypedSamplingSpec.from_num_neighbors(label, nn[role])
+        got = decode_typed_sample(
+            tf.constant(data),
+            spec,
+            {},
+            layout_name="compact",
+            ids=True,
+            raw=raw,
+            prefix=prefix,
+            unpack=ops.unpack_blob,
+        )
+        want = {
+            s["name"][len(prefix) :]: s for s in doc["sections"] if s["name"].startswith(prefix)
+        }
+        assert set(got) == set(want)
+        for name, w in want.items():
+            value = got[name].numpy()
+            if w["dtype"] == "string":
+                value = np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(value)
+            assert list(value.shape) == w["shape"], name
+            assert value.reshape(-1).tolist() == w["values"], name
+
+
+def blob_names(data: bytes) -> list[str]:
+    from memgraph_tf import blob
+
+    return [s.name for s in blob.read_table(memoryview(data))]
