@@ -1,23 +1,31 @@
 """Served ``{"node_id": N}`` classify requests whose neighbourhood reaches a hub, in the bounded
 mode (memgraph_tf/procedures/reservoir.py): p50 / p99 latency at ``--clients`` concurrent clients.
 
-The graph (embedded, in process): a hub with ``--degree`` leaves (``hub -[:E]-> leaf``, all
-``:N`` with an 8-float ``features`` property) and a star of 10 leaves (the baseline). The
-reservoirs (R = ``--capacity``) are built by ``tf_features.build_reservoirs`` before the server
-starts. The model: an untrained seeded GraphSAGE (fanouts 10, 10; 8 features; 4 classes) exported
-with the op decoder and ``sample_options`` ``{"seed": 1, "reservoir_threshold": R}``, served by an
-in-process ``ModelServer`` over that graph (REST). The requests: node ids of leaves of the hub
-(their 2-hop neighbourhood draws from the hub at hop 2) and the hub itself, in turn; the baseline
-rows ask the same of the degree-10 star in the same run. Each row: requests, p50 / p99 ms,
-errors (must be zero). Then, for reference, one request from the hub in the exact mode (a bundle
-without ``reservoir_threshold``): what the bounded mode avoids.
+The graph (embedded, in the server's process): a hub with ``--degree`` leaves
+(``hub -[:E]-> leaf``, all ``:N`` with an 8-float ``features`` property) and a star of 10 leaves
+(the baseline). The reservoirs (R = ``--capacity``) are built by ``tf_features.build_reservoirs``
+before the server starts. The model: an untrained seeded GraphSAGE (fanouts 10, 10; 8 features;
+4 classes) exported with the op decoder and ``sample_options``
+``{"seed": 1, "reservoir_threshold": R}``, served over that graph (REST) by a ``ModelServer`` in a
+child process, as a served model runs apart from its clients; the clients are threads of this
+process (``http.client``, one kept-alive connection each). Each row runs once without and once
+with server-side batching (``--enable-batching``: concurrent node-id fetches and model calls
+merged). The requests: node ids of leaves of the hub (their 2-hop neighbourhood draws from the
+hub at hop 2) and the hub itself, in turn; the baseline rows ask the same of the degree-10 star in
+the same run. Each row: requests, p50 / p99 ms, errors (must be zero). Then, for reference, one
+request from the hub in the exact mode (a bundle without ``reservoir_threshold``): what the
+bounded mode avoids.
 
     .venv/bin/python benchmarks/hub_serving.py [--degree 1000000] [--clients 8] [--duration-s 10]
+        [--cpus 0,1]  # pin the server and the clients to these CPUs
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
+import multiprocessing
 import os
 import pathlib
 import random
@@ -25,9 +33,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from typing import Any
-
-import requests
 
 BASE_DEGREE = 10
 FEATURES = 8
@@ -65,25 +72,84 @@ def export(base: pathlib.Path, name: str, options: dict[str, Any]) -> pathlib.Pa
     return info.path.parent
 
 
+def pin(cpus: str | None) -> None:
+    if cpus:
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+
+
+def serve(conn: Any, args: argparse.Namespace) -> None:
+    """The child process: the graph, its reservoirs and three servers over it (bounded;
+    bounded with batching; exact); sends ``{urls, hubs, leaves, text}`` and serves until
+    ``conn`` says stop."""
+    pin(args.cpus)
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.serving.batching import BatchingOptions
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    t0 = time.perf_counter()
+    g, hubs, leaves = build_graph(args.degree)
+    t1 = time.perf_counter()
+    [page] = g.call(
+        "tf_features.build_reservoirs",
+        {"capacity": args.capacity, "seed": 1, "batch_nodes": g.node_count + 1},
+    )
+    text = (
+        f"graph: {g.node_count:,} nodes in {t1 - t0:.1f} s; {page['reservoirs']} reservoirs of "
+        f"{args.capacity} in {time.perf_counter() - t1:.1f} s"
+    )
+    source = EmbeddedSource(g)
+    batching = BatchingOptions(max_batch_size=args.clients, batch_timeout_micros=0)
+    with tempfile.TemporaryDirectory(prefix="memgraph-tf-hub-serving-") as tmp:
+        bounded = export(
+            pathlib.Path(tmp) / "bounded", "hub", {"seed": 1, "reservoir_threshold": args.capacity}
+        )
+        exact = export(pathlib.Path(tmp) / "exact", "hub", {"seed": 1})
+        servers = {
+            "bounded": ModelServer(bounded, graph_source=source, warmup=False),
+            "bounded, batching": ModelServer(
+                bounded, graph_source=source, warmup=False, batching=batching
+            ),
+            "exact": ModelServer(exact, graph_source=source, warmup=False),
+        }
+        running = {k: start_server(ms, threads=args.clients) for k, ms in servers.items()}
+        conn.send(
+            {
+                "urls": {k: r.url for k, r in running.items()},
+                "hubs": hubs,
+                "leaves": leaves,
+                "text": text,
+            }
+        )
+        conn.recv()
+        for r in running.values():
+            r.close()
+
+
 def load(url: str, model: str, ids: list[int], clients: int, duration_s: float) -> dict:
-    """``clients`` threads posting one node id each per request, in turn, for ``duration_s``."""
+    """``clients`` threads posting one node id each per request, in turn, for ``duration_s``,
+    each over its own kept-alive connection."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
+    where = urllib.parse.urlsplit(url)
     stop = time.perf_counter() + duration_s
 
     def client(k: int) -> None:
-        session = requests.Session()
+        conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
         i = k
         mine, bad = [], []
         while time.perf_counter() < stop:
-            body = {"examples": [{"node_id": ids[i % len(ids)]}]}
+            body = json.dumps({"examples": [{"node_id": ids[i % len(ids)]}]})
             t0 = time.perf_counter()
-            r = session.post(f"{url}/v1/models/{model}:classify", json=body, timeout=60)
+            conn.request("POST", f"/v1/models/{model}:classify", body)
+            r = conn.getresponse()
+            text = r.read()
             mine.append(time.perf_counter() - t0)
-            if r.status_code != 200:
-                bad.append(r.text[:200])
+            if r.status != 200:
+                bad.append(text[:200].decode(errors="replace"))
             i += clients
+        conn.close()
         with lock:
             latencies.extend(mine)
             errors.extend(bad)
@@ -101,6 +167,25 @@ def load(url: str, model: str, ids: list[int], clients: int, duration_s: float) 
     return {"requests": len(latencies), "p50": pct(0.50), "p99": pct(0.99), "errors": errors}
 
 
+def rows(args: argparse.Namespace, urls: dict, hubs: dict, leaves: dict) -> int:
+    """The bounded rows (star and hub, without and with batching, twice); the error count."""
+    errors = 0
+    for name in ("bounded", "bounded, batching"):  # warm-up: the model's first calls trace it
+        for d in (BASE_DEGREE, args.degree):
+            load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, 1.0)
+    print(f"{args.clients} clients, {args.duration_s:g} s per row, one node id per request")
+    for d in (BASE_DEGREE, args.degree, BASE_DEGREE, args.degree):
+        for name in ("bounded", "bounded, batching"):
+            r = load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, args.duration_s)
+            errors += len(r["errors"])
+            print(
+                f"  {name + ',':18} hub degree {d:>9,}: {r['requests']:6,} requests "
+                f"({r['requests'] / args.duration_s:5.0f}/s)  p50 {r['p50']:6.1f} ms  "
+                f"p99 {r['p99']:6.1f} ms  errors {len(r['errors'])} (load {os.getloadavg()[0]:.1f})"
+            )
+    return errors
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -109,51 +194,37 @@ def main() -> int:
     parser.add_argument("--capacity", type=int, default=100)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration-s", type=float, default=10.0)
+    parser.add_argument("--cpus", default=None, help="comma-separated CPU ids to pin to")
     args = parser.parse_args()
 
-    from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
-
-    print(f"load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
-    t0 = time.perf_counter()
-    g, hubs, leaves = build_graph(args.degree)
-    t1 = time.perf_counter()
-    [page] = g.call(
-        "tf_features.build_reservoirs",
-        {"capacity": args.capacity, "seed": 1, "batch_nodes": g.node_count + 1},
-    )
-    print(
-        f"graph: {g.node_count:,} nodes in {t1 - t0:.1f} s; {page['reservoirs']} reservoirs of "
-        f"{args.capacity} in {time.perf_counter() - t1:.1f} s"
-    )
-    source = EmbeddedSource(g)
-    errors = 0
-    with tempfile.TemporaryDirectory(prefix="memgraph-tf-hub-serving-") as tmp:
-        bounded = {"seed": 1, "reservoir_threshold": args.capacity}
-        base = export(pathlib.Path(tmp) / "bounded", "hub", bounded)
-        with start_server(ModelServer(base, graph_source=source, warmup=False)) as srv:
-            print(f"{args.clients} clients, {args.duration_s:g} s per row, one node id per request")
-            for d in (BASE_DEGREE, args.degree):  # warm-up: the model's first calls trace it
-                load(srv.url, "hub", [hubs[d], *leaves[d]], args.clients, 1.0)
-            for d in (BASE_DEGREE, args.degree, BASE_DEGREE, args.degree):
-                ids = [hubs[d], *leaves[d]]
-                r = load(srv.url, "hub", ids, args.clients, args.duration_s)
-                errors += len(r["errors"])
-                print(
-                    f"  bounded, hub degree {d:>9,}: {r['requests']:6,} requests  "
-                    f"p50 {r['p50']:6.1f} ms  p99 {r['p99']:6.1f} ms  errors {len(r['errors'])} "
-                    f"(load {os.getloadavg()[0]:.1f})"
-                )
-        exact = export(pathlib.Path(tmp) / "exact", "hub", {"seed": 1})
-        with start_server(ModelServer(exact, graph_source=source, warmup=False)) as srv:
-            body = {"examples": [{"node_id": leaves[args.degree][0]}]}
-            t0 = time.perf_counter()
-            got = requests.post(f"{srv.url}/v1/models/hub:classify", json=body, timeout=600)
-            print(
-                f"  exact, one request through the hub of {args.degree:,}: "
-                f"{(time.perf_counter() - t0) * 1e3:,.0f} ms (status {got.status_code})"
-            )
+    pin(args.cpus)
+    print(f"load average {os.getloadavg()[0]:.1f} ({len(os.sched_getaffinity(0))} CPUs used)")
+    here, there = multiprocessing.Pipe()
+    child = multiprocessing.get_context("spawn").Process(target=serve, args=(there, args))
+    child.start()
+    try:
+        info = here.recv()
+        print(info["text"])
+        urls = info["urls"]
+        hubs = {int(k): v for k, v in info["hubs"].items()}
+        leaves = {int(k): v for k, v in info["leaves"].items()}
+        errors = rows(args, urls, hubs, leaves)
+        where = urllib.parse.urlsplit(urls["exact"])
+        conn = http.client.HTTPConnection(where.hostname, where.port, timeout=600)
+        body = json.dumps({"examples": [{"node_id": leaves[args.degree][0]}]})
+        t0 = time.perf_counter()
+        conn.request("POST", "/v1/models/hub:classify", body)
+        status = conn.getresponse().status
+        conn.close()
+        print(
+            f"  exact, one request through the hub of {args.degree:,}: "
+            f"{(time.perf_counter() - t0) * 1e3:,.0f} ms (status {status})"
+        )
+        here.send("stop")
+    finally:
+        child.join(timeout=60)
+        if child.is_alive():
+            child.kill()
     print(f"errors: {errors}; load average {os.getloadavg()[0]:.1f}")
     return 1 if errors else 0
 

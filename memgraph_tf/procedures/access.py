@@ -13,6 +13,7 @@ graph, arguments and seed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -28,6 +29,7 @@ __all__ = [
     "READ_CHUNK",
     "AccessFactory",
     "GraphAccess",
+    "NeighbourRead",
     "is_int",
     "node_name",
     "require_int_id",
@@ -39,6 +41,23 @@ ABORT_CHECK_EVERY = 256
 """An access checks for abort at least every this many nodes or edges read."""
 READ_CHUNK = 512
 """Nodes per batched read the procedures ask an access for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NeighbourRead:
+    """Which relationships a :meth:`GraphAccess.neighbours` read walks from each key: those of
+    ``edge_types`` (None: every type; kept as a tuple) along ``direction`` (``out``, ``in``,
+    ``both``) to a node with ``label`` (None: any node), without the relationships ``held_out``
+    names (a relationship lacking its property is kept)."""
+
+    edge_types: Sequence[str] | None = None
+    direction: str = "both"
+    label: str | None = None
+    held_out: SplitFilter | None = None
+
+    def __post_init__(self) -> None:
+        if self.edge_types is not None:
+            object.__setattr__(self, "edge_types", tuple(self.edge_types))
 
 
 class GraphAccess(Protocol):
@@ -77,18 +96,9 @@ class GraphAccess(Protocol):
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
         """Property values per key, ``None`` where missing."""
 
-    def neighbours(
-        self,
-        keys: Sequence[int],
-        edge_types: Sequence[str] | None,
-        direction: str,
-        label: str | None = None,
-        held_out: SplitFilter | None = None,
-    ) -> list[list[int]]:
-        """Per key, the keys of the nodes one relationship away along ``direction`` (``out``,
-        ``in``, ``both``) over ``edge_types`` (None: all types), only those with ``label`` when
-        given, and without the relationships ``held_out`` names (a relationship lacking its
-        property is kept)."""
+    def neighbours(self, keys: Sequence[int], read: NeighbourRead) -> list[list[int]]:
+        """Per key, the keys of the nodes one relationship away over the relationships ``read``
+        walks (its edge types, direction, neighbour label and held-out split)."""
 
     def valued_neighbours(
         self, keys: Sequence[int], step: Any, held_out: SplitFilter | None = None

@@ -29,7 +29,7 @@ from typing import Any
 
 from memgraph_tf import blob, layout
 from memgraph_tf.procedures import limits
-from memgraph_tf.procedures.access import GraphAccess
+from memgraph_tf.procedures.access import GraphAccess, NeighbourRead
 from memgraph_tf.procedures.draw import (
     DRAWS_PER_CHECK,
     Drawer,
@@ -148,7 +148,7 @@ def sample_ids(
             bounded.fill(access, parents, neighbour_cache, f, h)
         todo = [k for k in parents if k not in neighbour_cache]
         read = functools.partial(
-            access.neighbours, edge_types=options.edge_types, direction=options.direction
+            access.neighbours, read=NeighbourRead(options.edge_types, options.direction)
         )
         read_neighbours(access, todo, neighbour_cache, read)
         cur_ids: list[int] = []

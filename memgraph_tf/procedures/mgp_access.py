@@ -12,6 +12,7 @@ from typing import Any
 
 from memgraph_tf.procedures.access import (
     ABORT_CHECK_EVERY,
+    NeighbourRead,
     is_int,
     node_name,
     require_int_id,
@@ -41,6 +42,14 @@ _NOT_NONE = functools.partial(operator.is_not, None)
 _NO_ARGS = itertools.repeat(())
 _FEW_EDGES = 8
 """Edges of a node read one by one before the C-level loops take over (:meth:`_read_keys`)."""
+_SIDES = {"out": (True,), "in": (False,), "both": (True, False)}
+"""Per direction, which edge lists of a node a read walks, in order (True: the outgoing ones)."""
+
+
+def _held_out(split: Any, held_out: SplitFilter) -> bool:
+    """Whether a relationship whose ``held_out.property`` is ``split`` (None: missing) is held
+    out (a relationship without the property is kept)."""
+    return isinstance(split, str) and split in held_out.values
 
 
 def _handle_of(vertex: Any) -> Any:
@@ -140,22 +149,15 @@ class MgpGraphAccess:
             self._budget += ABORT_CHECK_EVERY
             self._ctx.check_must_abort()
 
-    def neighbours(
-        self,
-        keys: Sequence[int],
-        edge_types: Sequence[str] | None,
-        direction: str,
-        label: str | None = None,
-        held_out: SplitFilter | None = None,
-    ) -> list[list[int]]:
-        types = None if edge_types is None else frozenset(edge_types)
+    def neighbours(self, keys: Sequence[int], read: NeighbourRead) -> list[list[int]]:
+        types = None if read.edge_types is None else frozenset(read.edge_types)
         if not self._handles:
-            return [self._public_neighbours(key, types, direction, label, held_out) for key in keys]
-        if held_out is not None:
-            return self._kept_neighbours(keys, types, direction, label, held_out)
-        if label is not None:
-            return self._labelled_neighbours(keys, types, direction, label)
-        return self._any_neighbours(keys, types, direction)
+            return [self._public_neighbours(key, types, read) for key in keys]
+        if read.held_out is not None:
+            return self._kept_neighbours(keys, types, read)
+        if read.label is not None:
+            return self._labelled_neighbours(keys, types, read.direction, read.label)
+        return self._any_neighbours(keys, types, read.direction)
 
     def _any_neighbours(
         self, keys: Sequence[int], types: frozenset[str] | None, direction: str
@@ -279,27 +281,22 @@ class MgpGraphAccess:
                 return
 
     def _public_neighbours(
-        self,
-        key: int,
-        types: frozenset[str] | None,
-        direction: str,
-        label: str | None,
-        held_out: SplitFilter | None,
+        self, key: int, types: frozenset[str] | None, read: NeighbourRead
     ) -> list[int]:
-        """:meth:`neighbours` of one key through the public mgp API (the public path)."""
+        """:meth:`neighbours` of one key through the public mgp API (the public path);
+        ``types``: ``read.edge_types`` as a set."""
+        direction, label, held_out = read.direction, read.label, read.held_out
         vertex = self._vertices[key]
         found: list[int] = []
-        for outgoing in (True, False):
-            if direction != "both" and outgoing != (direction == "out"):
-                continue
+        for outgoing in _SIDES[direction]:
             for edge in vertex.out_edges if outgoing else vertex.in_edges:
                 self._spend(1)
                 if types is not None and edge.type.name not in types:
                     continue
-                if held_out is not None:
-                    split = edge.properties.get(held_out.property)
-                    if isinstance(split, str) and split in held_out.values:
-                        continue
+                if held_out is not None and _held_out(
+                    edge.properties.get(held_out.property), held_out
+                ):
+                    continue
                 other = edge.to_vertex if outgoing else edge.from_vertex
                 if label is None or any(lb.name == label for lb in other.labels):
                     found.append(self._register_handle(other))
@@ -563,9 +560,7 @@ class MgpGraphAccess:
         handles = list(map(self._handle_getter(), keys))
         is_labelled: dict[int, bool] = {}  # internal id -> has the label (fixed during a call)
         out: list[list[int]] = [[] for _ in keys]
-        for outgoing in (True, False):
-            if direction != "both" and outgoing != (direction == "out"):
-                continue
+        for outgoing in _SIDES[direction]:
             others, bounds = self._other_ends(handles, outgoing, types)
             for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
                 row = out[i]
@@ -592,24 +587,17 @@ class MgpGraphAccess:
         return internal
 
     def _kept_neighbours(
-        self,
-        keys: Sequence[int],
-        types: frozenset[str] | None,
-        direction: str,
-        label: str | None,
-        held_out: SplitFilter,
+        self, keys: Sequence[int], types: frozenset[str] | None, read: NeighbourRead
     ) -> list[list[int]]:
-        """:meth:`neighbours` over only the relationships whose ``held_out.property`` is not one
-        of ``held_out.values`` (a relationship without it is kept): the samplers'
-        ``options.exclude_splits`` (the handle path)."""
-        split_property, values = held_out.property, held_out.values
+        """:meth:`neighbours` over only the relationships whose ``read.held_out.property`` is not
+        one of ``read.held_out.values`` (a relationship without it is kept): the samplers'
+        ``options.exclude_splits`` (the handle path); ``types``: ``read.edge_types`` as a set."""
+        label, held_out = read.label, read.held_out
         out: list[list[int]] = []
         for key in keys:
             row: list[int] = []
             vertex = self._vertices[key]
-            for outgoing in (True, False):
-                if direction != "both" and outgoing != (direction == "out"):
-                    continue
+            for outgoing in _SIDES[read.direction]:
                 edges: list[Any] = []
                 self._collect(
                     vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
@@ -617,8 +605,7 @@ class MgpGraphAccess:
                 for edge in edges:
                     if types is not None and edge.get_type_name() not in types:
                         continue
-                    split = edge.get_property(split_property)
-                    if isinstance(split, str) and split in values:
+                    if _held_out(edge.get_property(held_out.property), held_out):
                         continue
                     other = edge.to_vertex() if outgoing else edge.from_vertex()
                     if label is None or _handle_label_is(other, label):
@@ -636,67 +623,58 @@ class MgpGraphAccess:
         for key in keys:
             row: list[tuple[int, Any, Any, bool]] = []
             vertex = self._vertices[key]
-            for outgoing in (True, False):
-                if step.direction != "both" and outgoing != (step.direction == "out"):
-                    continue
+            for outgoing in _SIDES[step.direction]:
                 if self._handles:
-                    edges: list[Any] = []
-                    self._collect(
-                        vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
-                    )
-                    self._weighted_handles(edges, outgoing, step, held_out, row, labelled)
+                    row += self._weighted_handles(vertex, outgoing, step, held_out, labelled)
                 else:
-                    edges = list(vertex.out_edges if outgoing else vertex.in_edges)
-                    self._spend(len(edges))
-                    self._weighted_public(edges, outgoing, step, held_out, row)
+                    row += self._weighted_public(vertex, outgoing, step, held_out)
             out.append(row)
         return out
 
     def _weighted_handles(
         self,
-        edges: list[Any],
+        handle: Any,
         outgoing: bool,
         step: Any,
         held_out: SplitFilter | None,
-        row: list[tuple[int, Any, Any, bool]],
         labelled: dict[int, bool],
-    ) -> None:
-        """The handle path's part of :meth:`valued_neighbours` (``labelled``: internal id ->
-        has the step's right label, shared by the call's reads)."""
+    ) -> list[tuple[int, Any, Any, bool]]:
+        """The handle path's part of :meth:`valued_neighbours`: the entries of the ``outgoing``
+        (else incoming) edges of the vertex ``handle`` (``labelled``: internal id -> has the
+        step's right label, shared by the call's reads)."""
+        edges: list[Any] = []
+        self._collect(handle.iter_out_edges() if outgoing else handle.iter_in_edges(), edges)
         rel_type, weight, label = step.rel_type, step.relationship_property, step.right
+        found = []
         for edge in edges:
             if edge.get_type_name() != rel_type:
                 continue
-            if held_out is not None:
-                split = edge.get_property(held_out.property)
-                if isinstance(split, str) and split in held_out.values:
-                    continue
+            if held_out is not None and _held_out(edge.get_property(held_out.property), held_out):
+                continue
             other = edge.to_vertex() if outgoing else edge.from_vertex()
             key = self._labelled_key(other, label, labelled)
-            if key is None:
-                continue
-            row.append((key, edge.get_property(weight), edge.get_id(), outgoing))
+            if key is not None:
+                found.append((key, edge.get_property(weight), edge.get_id(), outgoing))
+        return found
 
     def _weighted_public(
-        self,
-        edges: list[Any],
-        outgoing: bool,
-        step: Any,
-        held_out: SplitFilter | None,
-        row: list[tuple[int, Any, Any, bool]],
-    ) -> None:
+        self, vertex: Any, outgoing: bool, step: Any, held_out: SplitFilter | None
+    ) -> list[tuple[int, Any, Any, bool]]:
+        """The public path's part of :meth:`valued_neighbours` (see :meth:`_weighted_handles`)."""
+        edges = list(vertex.out_edges if outgoing else vertex.in_edges)
+        self._spend(len(edges))
+        found = []
         for edge in edges:
             if edge.type.name != step.rel_type:
                 continue
             props = edge.properties
-            if held_out is not None:
-                split = props.get(held_out.property)
-                if isinstance(split, str) and split in held_out.values:
-                    continue
+            if held_out is not None and _held_out(props.get(held_out.property), held_out):
+                continue
             other = edge.to_vertex if outgoing else edge.from_vertex
             if any(lb.name == step.right for lb in other.labels):
                 value = props.get(step.relationship_property)
-                row.append((self._register_handle(other), value, edge.id, outgoing))
+                found.append((self._register_handle(other), value, edge.id, outgoing))
+        return found
 
     # -- metagraph scans (tf_features.schema, sample_typed, sample_pairs) -----------------------
     def _scan(self) -> Iterator[Any]:

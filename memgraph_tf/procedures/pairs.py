@@ -49,7 +49,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import blob, layout
-from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
+from memgraph_tf.procedures.access import AccessFactory, GraphAccess, NeighbourRead, node_name
 from memgraph_tf.procedures.draw import base_seed, rng_for
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
 from memgraph_tf.procedures.options import (
@@ -284,7 +284,8 @@ def _negatives(
     distinct = list(dict.fromkeys(sources))
     known: dict[int, set[int]] = {s: {s} for s in distinct}
     for rel_type in joining:
-        for s, found in zip(distinct, nav.neighbours(distinct, [rel_type], "both", label)):
+        read = NeighbourRead((rel_type,), "both", label)
+        for s, found in zip(distinct, nav.neighbours(distinct, read)):
             known[s].update(found)
     source_key_of = keys.of[pair.source_label]
     in_label = set(candidates)

@@ -33,6 +33,7 @@ from memgraph_tf.procedures.access import (
     READ_CHUNK,
     AccessFactory,
     GraphAccess,
+    NeighbourRead,
     node_name,
     require_int_id,
     require_unique_id,
@@ -235,7 +236,7 @@ def _read_step(
 ) -> list[list[int]]:
     """The neighbours of the nodes ``part`` over ``step`` (without the held-out relationships),
     their keys registered with ``keys``."""
-    found = nav.neighbours(part, [step.rel_type], step.direction, step.right, split)
+    found = nav.neighbours(part, NeighbourRead((step.rel_type,), step.direction, step.right, split))
     keys.add(step.right, list(itertools.chain.from_iterable(found)))
     return found
 

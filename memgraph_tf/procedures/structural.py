@@ -44,6 +44,7 @@ from memgraph_tf.procedures.access import (
     ABORT_CHECK_EVERY,
     READ_CHUNK,
     AccessFactory,
+    NeighbourRead,
     is_int,
     require_int_id,
     require_unique_id,
@@ -236,7 +237,7 @@ class _Walk:
             out.extend(
                 sorted(row)
                 for row in self.nav.neighbours(
-                    part, rel_types, direction, held_out=self.opts.held_out
+                    part, NeighbourRead(rel_types, direction, held_out=self.opts.held_out)
                 )
             )
         return out

@@ -232,7 +232,8 @@ def export_bundle(
         fanouts, feature_dim = _node_shape(model, fanouts, feature_dim)
     sample_layout = _sample_layout(layout, options, sections)
     sections = _node_sections(model, typed, sections, fanouts, feature_dim, options, sample_layout)
-    bundle.check_plain_json(list(properties), "properties")
+    properties = list(properties)
+    bundle.check_plain_json(properties, "properties")
     check_version_labels(labels)
     config = BundleConfig(
         model_name=name,
@@ -242,7 +243,7 @@ def export_bundle(
         class_names=class_names,
         fanouts=fanouts,
         feature_dim=feature_dim,
-        properties=list(properties),
+        properties=properties,
         options=options,
         sections=sections,
         scores=_scores_kind(model, scores),

@@ -166,7 +166,9 @@ class _SamplingView(MutableMapping):
 
 class TimedFetcher:
     """The graph source's fetcher, timed: each fetch is added to the request's record and to
-    the graph-fetch latency metric."""
+    the graph-fetch latency metric. With server-side batching on, concurrent node-id fetches
+    of the same sampling settings are merged into one source call by the server's batch
+    scheduler (:meth:`fetch`)."""
 
     def __init__(self, inner: NeighbourhoodFetcher, server: ModelServer):
         self.inner = inner
@@ -175,11 +177,20 @@ class TimedFetcher:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def fetch(self, *args: Any, **kwargs: Any) -> Any:
+    def fetch(
+        self, node_ids: Sequence[Any], sampling: Any, *, names: Sequence[str] | None = None
+    ) -> Any:
+        """:meth:`NeighbourhoodFetcher.fetch`, timed. With batching on, through the batch
+        scheduler: blobs are keyed per seed, so a merged call gives each id the bytes a call of
+        its own gives; a merged call that fails is run again request by request, so each error
+        names its own request's examples."""
         freshness.note_graph_read()
         start = time.perf_counter()
         try:
-            return self.inner.fetch(*args, **kwargs)
+            batcher = self.server.batcher
+            if batcher is None or not node_ids or getattr(self.server._local, "warming", False):
+                return self.inner.fetch(node_ids, sampling, names=names)
+            return self._batched(batcher, node_ids, sampling, names)
         finally:
             elapsed = time.perf_counter() - start
             record = metrics_mod.current()
@@ -188,6 +199,26 @@ class TimedFetcher:
                 self.server.metrics.graph_fetch(record, model, elapsed)
             elif record is not None:
                 record.graph_fetch_s += elapsed
+
+    def _batched(
+        self, batcher: BatchScheduler, node_ids: Sequence[Any], sampling: Any, names: Any
+    ) -> list[bytes]:
+        import numpy as np
+
+        own = {"node_ids": np.empty(len(node_ids), dtype=object)}
+        own["node_ids"][:] = list(node_ids)
+
+        def run(feeds: Mapping[str, Any]) -> dict:
+            mine = feeds is own  # a merged call names no request's examples
+            blobs = self.inner.fetch(
+                list(feeds["node_ids"]), sampling, names=names if mine else None
+            )
+            out = np.empty(len(blobs), dtype=object)
+            out[:] = blobs
+            return {"blobs": out}
+
+        key = ("neighbourhoods", repr(sampling))
+        return list(batcher.submit(key, own, len(node_ids), run)["blobs"])
 
 
 class ModelServer:

@@ -150,6 +150,17 @@ class Case:
 TYPED_CALLS = ("sample_typed", "schema", "sample_pairs", "split_edges")
 
 
+def split_case(options: Any, match: str, pattern: str | None = None) -> Case:
+    """A ``split_edges`` case: the call ``split_edges(pattern, options)`` (``pattern`` None:
+    :data:`BOUGHT`)."""
+    return Case("split_edges", (BOUGHT if pattern is None else pattern, options), match)
+
+
+def structural_case(options: Any, match: str, label: Any = "P", call: str = "structural") -> Case:
+    """A ``structural`` (or ``structural_write``) case: the call ``call(label, options)``."""
+    return Case(call, (label, options), match)
+
+
 @dataclasses.dataclass(frozen=True)
 class Node:
     """A vertex argument (Cypher: a node a MATCH found): the case graph's node ``internal``."""
@@ -527,70 +538,59 @@ CASES = {
         r"^node 5 \(:Product\) property 'g': expected a list of 1 ",
     ),
     # -- link prediction
-    "split_edges: an unknown option": Case(
-        "split_edges",
-        (BOUGHT, {"seed": 1, "negatives": 2}),
+    "split_edges: an unknown option": split_case(
+        {"seed": 1, "negatives": 2},
         r"^options: unknown option 'negatives' for tf_features\.split_edges \(allowed: ",
     ),
-    "split_edges: no seed": Case(
-        "split_edges", (BOUGHT, {}), r"^options\.seed: expected an integer \(the split is drawn "
+    "split_edges: no seed": split_case(
+        {}, r"^options\.seed: expected an integer \(the split is drawn "
     ),
-    "split_edges: a fraction out of range": Case(
-        "split_edges",
-        (BOUGHT, {"seed": 1, "val_fraction": 1.5}),
+    "split_edges: a fraction out of range": split_case(
+        {"seed": 1, "val_fraction": 1.5},
         r"^options\.val_fraction: expected a fraction from 0 to 1, got float 1\.5$",
     ),
-    "split_edges: fractions over 1": Case(
-        "split_edges",
-        (BOUGHT, {"seed": 1, "val_fraction": 0.6, "test_fraction": 0.5}),
+    "split_edges: fractions over 1": split_case(
+        {"seed": 1, "val_fraction": 0.6, "test_fraction": 0.5},
         r"^options\.val_fraction \+ options\.test_fraction: expected at most 1, got 0\.6 \+ 0\.5$",
     ),
-    "split_edges: a bad split_property": Case(
-        "split_edges",
-        (BOUGHT, {"seed": 1, "split_property": ""}),
+    "split_edges: a bad split_property": split_case(
+        {"seed": 1, "split_property": ""},
         r"^options\.split_property: expected a property name, got ",
     ),
-    "split_edges: a pattern that is no edge step": Case(
-        "split_edges", ("User-BOUGHT->Product", {"seed": 1}), r"^pattern: edge step: expected a "
+    "split_edges: a pattern that is no edge step": split_case(
+        {"seed": 1}, r"^pattern: edge step: expected a ", pattern="User-BOUGHT->Product"
     ),
-    "split_edges: a pattern the graph has no relationships of": Case(
-        "split_edges",
-        ("(:User)-[:LIKES]->(:Product)", {"seed": 1}),
+    "split_edges: a pattern the graph has no relationships of": split_case(
+        {"seed": 1},
         r"^pattern: \(:User\)-\[:LIKES\]->\(:Product\): the graph has no such relationships ",
+        pattern="(:User)-[:LIKES]->(:Product)",
     ),
-    "split_edges: cutoffs without a time_property": Case(
-        "split_edges",
-        (BOUGHT, {"cutoffs": [1, 2]}),
+    "split_edges: cutoffs without a time_property": split_case(
+        {"cutoffs": [1, 2]},
         r"^options\.time_property: expected a relationship property name \(options\.cutoffs ",
     ),
-    "split_edges: a time_property without cutoffs": Case(
-        "split_edges",
-        (BOUGHT, {"time_property": "at"}),
+    "split_edges: a time_property without cutoffs": split_case(
+        {"time_property": "at"},
         r"^options\.cutoffs: expected \[t1, t2\] \(train before t1, .*got null$",
     ),
-    "split_edges: a cutoff of no time kind": Case(
-        "split_edges",
-        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2.5]}),
+    "split_edges: a cutoff of no time kind": split_case(
+        {"time_property": "at", "cutoffs": [1, 2.5]},
         r"^options\.cutoffs\[1\]: expected an integer, a Date or a LocalDateTime, got float 2\.5$",
     ),
-    "split_edges: cutoffs of two kinds": Case(
-        "split_edges",
-        (BOUGHT, {"time_property": "at", "cutoffs": [1, datetime.date(2024, 1, 1)]}),
+    "split_edges: cutoffs of two kinds": split_case(
+        {"time_property": "at", "cutoffs": [1, datetime.date(2024, 1, 1)]},
         r"^options\.cutoffs: expected two values of one kind, got int 1 and date ",
     ),
-    "split_edges: cutoffs not increasing": Case(
-        "split_edges",
-        (BOUGHT, {"time_property": "at", "cutoffs": [5, 5]}),
+    "split_edges: cutoffs not increasing": split_case(
+        {"time_property": "at", "cutoffs": [5, 5]},
         r"^options\.cutoffs: expected t1 < t2, got int 5 and int 5$",
     ),
-    "split_edges: a fraction with a time split": Case(
-        "split_edges",
-        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2], "test_fraction": 0.2}),
+    "split_edges: a fraction with a time split": split_case(
+        {"time_property": "at", "cutoffs": [1, 2], "test_fraction": 0.2},
         r"^options\.test_fraction: not used with options\.time_property ",
     ),
-    "split_edges: a relationship without the time property": Case(
-        "split_edges",
-        (BOUGHT, {"time_property": "at", "cutoffs": [1, 2]}),
+    "split_edges: a relationship without the time property": split_case(
+        {"time_property": "at", "cutoffs": [1, 2]},
         r"^options\.time_property: relationship \(node 0\)-\[:BOUGHT\]->\(node 4\): property "
         r"'at': expected an integer \(the kind of options\.cutoffs\), got no such property$",
     ),
@@ -656,77 +656,66 @@ CASES = {
         ([0], [1], {FOLLOWS: [1]}, None, {**PAIRS, "negatives": 1}),
         r"^options\.negatives: sources\[0\]: node 0 \(:User\) is joined to every :User node ",
     ),
-    "structural: no label": Case(
-        "structural", (None, None), r"^label: expected a non-empty label name, got null$"
+    "structural: no label": structural_case(
+        None, r"^label: expected a non-empty label name, got null$", label=None
     ),
-    "structural: an unknown option": Case(
-        "structural",
-        ("P", {"write_property": "v"}),
+    "structural: an unknown option": structural_case(
+        {"write_property": "v"},
         r"^options: unknown option 'write_property' for tf_features\.structural \(allowed: ",
     ),
-    "structural_write: no write_property": Case(
-        "structural_write",
-        ("P", {}),
+    "structural_write: no write_property": structural_case(
+        {},
         r"^options\.write_property: expected the property name to write the vectors into, got "
         r"nothing \(tf_features\.structural_write requires it\)$",
+        call="structural_write",
     ),
-    "structural: features not a list": Case(
-        "structural",
-        ("P", {"features": "degree"}),
+    "structural: features not a list": structural_case(
+        {"features": "degree"},
         r"^options\.features: expected a non-empty list of 'degree', 'fastrp', got str 'degree'$",
     ),
-    "structural: an unknown feature": Case(
-        "structural",
-        ("P", {"features": ["degree", "pagerank"]}),
+    "structural: an unknown feature": structural_case(
+        {"features": ["degree", "pagerank"]},
         r"^options\.features\[1\]: expected a non-empty list of 'degree', 'fastrp', got str ",
     ),
-    "structural: a feature named twice": Case(
-        "structural",
-        ("P", {"relationship_types": ["E", "E"]}),
+    "structural: a feature named twice": structural_case(
+        {"relationship_types": ["E", "E"]},
         r"^options\.relationship_types\[1\]: 'E' is named twice$",
     ),
-    "structural: a bad degree scale": Case(
-        "structural",
-        ("P", {"degree": "sqrt"}),
-        r"^options\.degree: expected one of 'log1p', 'count', got str 'sqrt'$",
+    "structural: a bad degree scale": structural_case(
+        {"degree": "sqrt"}, r"^options\.degree: expected one of 'log1p', 'count', got str 'sqrt'$"
     ),
-    "structural: a dimension too large": Case(
-        "structural",
-        ("P", {"dimension": 5000}),
+    "structural: a dimension too large": structural_case(
+        {"dimension": 5000},
         r"^options\.dimension: expected an integer from 1 to 4096, got int 5000$",
     ),
-    "structural: too many iteration weights": Case(
-        "structural",
-        ("P", {"iteration_weights": [1.0] * 9}),
+    "structural: too many iteration weights": structural_case(
+        {"iteration_weights": [1.0] * 9},
         r"^options\.iteration_weights: expected a list of 1 to 8 numbers, got ",
     ),
-    "structural: a weight that is no number": Case(
-        "structural",
-        ("P", {"iteration_weights": [1.0, "x"]}),
+    "structural: a weight that is no number": structural_case(
+        {"iteration_weights": [1.0, "x"]},
         r"^options\.iteration_weights\[1\]: expected a finite number, got str 'x'$",
     ),
-    "structural: a bad seed": Case(
-        "structural", ("P", {"seed": 1.5}), r"^options\.seed: expected an integer, got float 1\.5$"
+    "structural: a bad seed": structural_case(
+        {"seed": 1.5}, r"^options\.seed: expected an integer, got float 1\.5$"
     ),
-    "structural: a bad id_property": Case(
-        "structural",
-        ("P", {"id_property": 3}),
-        r"^options\.id_property: expected a property name, got int 3$",
+    "structural: a bad id_property": structural_case(
+        {"id_property": 3}, r"^options\.id_property: expected a property name, got int 3$"
     ),
-    "structural: a label no node has": Case(
-        "structural", ("Nobody", None), r"^label: no node has the label 'Nobody'$"
+    "structural: a label no node has": structural_case(
+        None, r"^label: no node has the label 'Nobody'$", label="Nobody"
     ),
-    "structural: an id that is no integer": Case(
-        "structural",
-        ("X", {"id_property": "id"}),
+    "structural: an id that is no integer": structural_case(
+        {"id_property": "id"},
         r"^node 7 \(:X\) property 'id' \(options\.id_property\): expected an integer id, got "
         r"str 'x'$",
+        label="X",
     ),
-    "structural: two nodes with one id": Case(
-        "structural",
-        ("Q", {"id_property": "qid"}),
+    "structural: two nodes with one id": structural_case(
+        {"id_property": "qid"},
         r"^options\.id_property: expected unique ids within a label, got qid = 7 on the :Q nodes "
         r"with internal ids 10 and 11$",
+        label="Q",
     ),
     "profile: no label": Case(
         "profile", (None, None, None), r"^label: expected a non-empty label name, got null$"

@@ -226,8 +226,11 @@ class DictAccess:
     def properties(self, keys, names):
         return [[self.spec.nodes[k][1].get(n) for n in names] for k in keys]
 
-    def neighbours(self, keys, edge_types, direction):
-        return [sorted(self.spec.neighbours(k, edge_types, direction), reverse=True) for k in keys]
+    def neighbours(self, keys, read):
+        return [
+            sorted(self.spec.neighbours(k, read.edge_types, read.direction), reverse=True)
+            for k in keys
+        ]
 
     def resolve(self, nodes, param):
         return list(nodes)

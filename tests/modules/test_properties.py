@@ -86,10 +86,10 @@ class ShuffledDictAccess:
     def properties(self, keys, names):
         return [[self.spec.nodes[k][1].get(n) for n in names] for k in keys]
 
-    def neighbours(self, keys, edge_types, direction):
+    def neighbours(self, keys, read):
         out = []
         for k in keys:
-            found = list(self.spec.neighbours(k, edge_types, direction)) * 2
+            found = list(self.spec.neighbours(k, read.edge_types, read.direction)) * 2
             self.rng.shuffle(found)
             out.append(found)
         return out

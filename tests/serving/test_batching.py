@@ -203,3 +203,49 @@ def test_batched_answers_equal_unbatched_and_calls_are_merged(servers):
     # 14 requests over 3 signatures (plus the bad predict, refused before the model): far fewer
     # model calls than requests, the failing classify batch re-run task by task
     assert batches <= 6 and calls < len(REQUESTS) - 1, (calls, batches)
+
+
+# ------------------------------------------------------------------ node ids, batched fetches
+class CountingTable:
+    """A graph source answering blobs by node id from a table, counting its calls."""
+
+    def __init__(self, table):
+        self.table, self.calls, self.lock = table, [], threading.Lock()
+
+    def sample_blobs_per_node(self, ids, fanouts, properties, options):
+        with self.lock:
+            self.calls.append(list(ids))
+        return [self.table[i] for i in ids]
+
+
+def test_node_id_fetches_are_merged_and_answers_equal_unbatched(sage_op_bundle, sage):
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    blobs, _ = sage.blobs(6, seed=3)
+    table = dict(enumerate(blobs, 100))
+    plain_source, batched_source = CountingTable(table), CountingTable(table)
+    plain = ModelServer(sage_op_bundle.path, graph_source=plain_source, warmup=False)
+    options = BatchingOptions(max_batch_size=64, batch_timeout_micros=200_000, num_batch_threads=1)
+    batched = ModelServer(
+        sage_op_bundle.path, graph_source=batched_source, warmup=False, batching=options
+    )
+    good = [{"examples": [{"node_id": 100 + i % 6}]} for i in range(11)]
+    mixed = [*good[:5], {"examples": [{"node_id": 100}, {"node_id": 7}]}]  # 7: not in the graph
+
+    def post(srv, body):
+        r = requests.post(f"{srv.url}/v1/models/sage:classify", json=body, timeout=60)
+        return r.status_code, r.text
+
+    with start_server(plain) as a, start_server(batched, threads=16) as b:
+        want = [post(a, body) for body in good]
+        got = _concurrently(len(good), lambda i: post(b, good[i]))
+        assert got == want and {s for s, _ in got} == {200}  # same bytes, request by request
+        assert len(batched_source.calls) < len(good) / 2, batched_source.calls
+        want = [post(a, body) for body in mixed]
+        got = _concurrently(len(mixed), lambda i: post(b, mixed[i]))
+    batched.close()
+    assert got == want
+    # the missing id's error names only its own request's ids: a merged call that fails is run
+    # again request by request
+    assert want[-1][0] == 400 and "node ids [100, 7] from the graph" in want[-1][1], want[-1]

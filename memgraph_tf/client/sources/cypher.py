@@ -13,6 +13,7 @@ from memgraph_tf.client.sources.config import quote_name
 from memgraph_tf.errors import GraphDataError
 
 if TYPE_CHECKING:
+    from memgraph_tf.procedures.access import NeighbourRead
     from memgraph_tf.procedures.reservoir import BuildOptions
 
 logger = logging.getLogger(__name__)
@@ -153,16 +154,11 @@ class CypherGraphAccess:
             )
         return [by_key[k] for k in keys]
 
-    def neighbours(
-        self,
-        keys: Sequence[int],
-        edge_types: Sequence[str] | None,
-        direction: str,
-        label: str | None = None,
-        held_out: Any = None,
-    ) -> list[list[int]]:
-        """With a ``label`` (a typed step: one relationship type, its name checked by the step's
-        parser) the type and the label are in the pattern; else the types are a parameter."""
+    def neighbours(self, keys: Sequence[int], read: NeighbourRead) -> list[list[int]]:
+        """With a ``read.label`` (a typed step: one relationship type, its name checked by the
+        step's parser) the type and the label are in the pattern; else the types are a
+        parameter."""
+        edge_types, label, held_out = read.edge_types, read.label, read.held_out
         params: dict[str, Any] = {"rows": self._rows(keys)}
         where = ""
         if label is not None and edge_types is not None and len(edge_types) == 1:
@@ -171,7 +167,7 @@ class CypherGraphAccess:
             rel = "[r]"
             if edge_types is not None:
                 where, params["types"] = " AND type(r) IN $types", list(edge_types)
-        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[direction]
+        pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[read.direction]
         other = "(m)" if label is None else f"(m:{quote_name(label, 'label')})"
         if held_out is not None:  # a relationship without the split property is kept
             prop = f"r.{quote_name(held_out.property, 'options.split_property')}"

@@ -10,6 +10,7 @@ both)."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -132,23 +133,27 @@ def _profile_args(label: Any, properties: Any, options: Any) -> tuple:
 class Procedure:
     """One ``tf_features`` procedure as the sources call it.
 
-    ``params``: its arguments in order; ``fields``: the result fields a call yields; ``answer``:
-    ``"blob"`` (the first row's blob), ``"blobs"`` (each row's blob, in row order), ``"map"``
-    (the first row's fields) or ``"rows"`` (every row's fields, in row order); ``plain``: the
-    operation's arguments -> plain Python values in ``params`` order; ``write``: a write
-    procedure (a write transaction over Bolt); ``detected``: one of the procedures whose presence
-    makes a Bolt source call the procedures rather than pack on the client
-    (:data:`PROCEDURES`); ``keyed``: its node lists of ``options.id_property`` keys may be
-    resolved by the caller (:mod:`.keyed`)."""
+    ``fields``: the result fields a call yields; ``plain``: the operation's arguments -> plain
+    Python values, its parameters named as the procedure's, in order; ``params``: those names
+    (the procedure's arguments in order); ``answer``: ``"map"`` (the first row's fields),
+    ``"blob"`` (the first row's blob), ``"blobs"`` (each row's blob, in row order) or ``"rows"``
+    (every row's fields, in row order); ``write``: a write procedure (a write transaction over
+    Bolt); ``detected``: one of the procedures whose presence makes a Bolt source call the
+    procedures rather than pack on the client (:data:`PROCEDURES`); ``keyed``: its node lists of
+    ``options.id_property`` keys may be resolved by the caller (:mod:`.keyed`)."""
 
     name: str
-    params: tuple[str, ...]
     fields: tuple[str, ...]
-    answer: str
     plain: Callable[..., tuple]
+    answer: str = "map"
     write: bool = False
     detected: bool = False
     keyed: bool = False
+    params: tuple[str, ...] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        params = tuple(inspect.signature(self.plain).parameters)
+        object.__setattr__(self, "params", params)
 
     def answer_of(self, rows: Sequence[Mapping[str, Any]]) -> Any:
         """The operation's answer from the rows of one call: a base64url blob, a list of them,
@@ -162,93 +167,34 @@ class Procedure:
         return {name: rows[0][name] for name in self.fields}
 
 
-PACK = Procedure(
-    "tf_features.pack",
-    ("nodes", "properties", "options"),
-    ("blob",),
-    "blob",
-    _nodes_args,
-    detected=True,
-    keyed=True,
-)
-SAMPLE = Procedure(
-    "tf_features.sample",
-    ("seeds", "fanouts", "properties", "options"),
-    ("blob",),
-    "blob",
-    _sample_args,
-    detected=True,
-    keyed=True,
-)
+PACK = Procedure("tf_features.pack", ("blob",), _nodes_args, "blob", detected=True, keyed=True)
+SAMPLE = Procedure("tf_features.sample", ("blob",), _sample_args, "blob", detected=True, keyed=True)
 SAMPLE_PER_NODE = Procedure(
     "tf_features.sample_per_node",
-    ("seeds", "fanouts", "properties", "options"),
     ("node_id", "blob"),
-    "blobs",
     _sample_args,
+    "blobs",
     detected=True,
     keyed=True,
 )
 DESCRIBE = Procedure(
     "tf_features.describe",
-    ("properties", "options"),
     ("feature_width", "dtype", "columns", "sections", "num_classes"),
-    "map",
     _describe_args,
     detected=True,
 )
-SAMPLE_TYPED = Procedure(
-    "tf_features.sample_typed",
-    ("seeds", "num_neighbors", "properties", "options"),
-    ("blob",),
-    "blob",
-    typed_args,
-    keyed=True,
-)
-SCHEMA = Procedure(
-    "tf_features.schema",
-    ("properties", "options"),
-    ("labels", "relationships"),
-    "map",
-    _schema_args,
-)
-SAMPLE_PAIRS = Procedure(
-    "tf_features.sample_pairs",
-    ("sources", "targets", "num_neighbors", "properties", "options"),
-    ("blob",),
-    "blob",
-    pair_args,
-    keyed=True,
-)
+SAMPLE_TYPED = Procedure("tf_features.sample_typed", ("blob",), typed_args, "blob", keyed=True)
+SCHEMA = Procedure("tf_features.schema", ("labels", "relationships"), _schema_args)
+SAMPLE_PAIRS = Procedure("tf_features.sample_pairs", ("blob",), pair_args, "blob", keyed=True)
 SPLIT_EDGES = Procedure(
-    "tf_features.split_edges",
-    ("pattern", "options"),
-    ("train", "val", "test", "relationships"),
-    "map",
-    _split_args,
-    write=True,
+    "tf_features.split_edges", ("train", "val", "test", "relationships"), _split_args, write=True
 )
-PROFILE = Procedure(
-    "tf_features.profile",
-    ("label", "properties", "options"),
-    ("label", "count", "properties"),
-    "map",
-    _profile_args,
-)
+PROFILE = Procedure("tf_features.profile", ("label", "count", "properties"), _profile_args)
 STRUCTURAL = Procedure(
-    "tf_features.structural",
-    ("label", "options"),
-    ("node_id", "features", "columns"),
-    "rows",
-    _structural_args,
+    "tf_features.structural", ("node_id", "features", "columns"), _structural_args, "rows"
 )
 STRUCTURAL_WRITE = Procedure(
-    "tf_features.structural_write",
-    ("label", "options"),
-    ("nodes", "width", "columns"),
-    "map",
-    _structural_args,
-    write=True,
+    "tf_features.structural_write", ("nodes", "width", "columns"), _structural_args, write=True
 )
 
 
@@ -262,17 +208,13 @@ def _update_reservoirs_args(changes: Any, options: Any) -> tuple:
 
 BUILD_RESERVOIRS = Procedure(
     "tf_features.build_reservoirs",
-    ("options",),
     ("nodes", "reservoirs", "removed", "next"),
-    "map",
     _build_reservoirs_args,
     write=True,
 )
 UPDATE_RESERVOIRS = Procedure(
     "tf_features.update_reservoirs",
-    ("changes", "options"),
     ("applied", "skipped", "updated", "short"),
-    "map",
     _update_reservoirs_args,
     write=True,
 )
