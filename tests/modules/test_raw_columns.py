@@ -327,6 +327,28 @@ def test_a_label_too_long_for_the_bag_section_is_refused_naming_it():
         )
 
 
+def test_a_label_too_long_for_a_raw_table_is_refused_naming_it():
+    """18 characters fit ``table_time_{label}.row_splits`` in 40 bytes, 19 do not."""
+    for size, fits in ((18, True), (19, False)):
+        label = "L" * size
+        g = EmbeddedGraph()
+        a = g.add_node([label], {"d": datetime.date(1970, 1, 2)})
+        g.add_edge(a, g.add_node([label], {}), "R")
+        raw = LabelSpec(label, [TemporalSpec("d", type="Date")]).to_dict()
+        nn = {f"(:{label})-[:R]->(:{label})": [1]}
+        opts = {"label": label, "layout": "compact", "feature_spec": {label: raw}}
+        if fits:
+            got = blob.unpack(EmbeddedSource(g).sample_typed([0], nn, None, opts))
+            assert got[f"table_time_{label}"].values.tolist() == [[1], [0]]
+            continue
+        with pytest.raises(
+            GraphDataError,
+            match=rf"^options\.layout \('compact'\): section 'table_time_{label}\.row_splits': "
+            r"expected a name of at most 40 bytes",
+        ):
+            EmbeddedSource(g).sample_typed([0], nn, None, opts)
+
+
 def test_sample_pairs_takes_feature_spec_for_both_halves():
     src = source()
     opts = options(*FULL)
