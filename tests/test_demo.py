@@ -412,6 +412,9 @@ def test_graph_uri_opens_a_packaged_dataset() -> None:
     shop = open_graph("embedded:shop")  # the shop demo's graph, as its commands to go on use it
     assert len(shop.node_ids(label="User", id_property="id")) == 3_000
     assert shop.node_ids(label="User", id_property="id", where={"split": "test"})[:2] == [18, 32]
+    ledger = open_graph("embedded:ledger")  # the ledger demo's graph: 3,000 customers
+    assert len(ledger.node_ids(label="Account", where={"split": "counterparty"})) == 4 * 150
+    assert len(ledger.node_ids(label="Account")) == 3_000 + 4 * 150
     with pytest.raises(
         ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'nope'"
     ):
