@@ -199,7 +199,8 @@ def ledger_graph(
     Guarantees: ``best_accuracy`` is exact for the generating distribution given what exists at
     each customer's time (a finite test split scatters around it); every test customer's time is
     within 100 of ``horizon`` and every transfer after it is left out; every early customer's
-    transfers after its time are in. ValueError naming the argument for a bad one."""
+    transfers after its time are in. ``horizon`` is at least 1000 (room for the early period,
+    the gap and the test period). ValueError naming the argument for a bad one."""
     params = dict(locals())  # the arguments as given, before any other name is bound
     _check(params)
     import numpy as np
