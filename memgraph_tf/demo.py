@@ -902,6 +902,19 @@ def profile_lines(profile: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def in_process_only(graph: str | None, dataset: str, what: str) -> None:
+    """A :class:`~memgraph_tf.errors.ConfigurationError` naming ``--graph`` when a ``graph`` URI
+    is given for ``dataset`` (``what``: how the error names its graph), which no loader writes to
+    a Bolt server."""
+    from memgraph_tf.errors import ConfigurationError
+
+    if graph is not None:
+        raise ConfigurationError(
+            f"--graph: --dataset {dataset} runs on the in-process runtime only (no loader "
+            f"writes {what} to a Bolt server); leave --graph out"
+        )
+
+
 class _PeopleDemo(_ShopDemo):
     """What the demo does on the planted property graph (``--dataset people``) at each stage
     where the datasets differ: stage 2 first profiles the :Person properties and infers their
@@ -915,13 +928,7 @@ class _PeopleDemo(_ShopDemo):
     noun = "person"
 
     def __init__(self, graph: str | None, replace: bool, steps: int | None, people: Any) -> None:
-        from memgraph_tf.errors import ConfigurationError
-
-        if graph is not None:
-            raise ConfigurationError(
-                f"--graph: --dataset {PEOPLE} runs on the in-process runtime only (no loader "
-                "writes the planted property graph to a Bolt server); leave --graph out"
-            )
+        in_process_only(graph, PEOPLE, "the planted property graph")
         super().__init__(None, replace, steps, None)
         self.dataset, self.people, self.out = PEOPLE, dict(people or {}), None
 
@@ -1026,16 +1033,6 @@ LEDGER_NUM_NEIGHBORS = {
 time."""
 LEDGER_OPTIONS = {"id_property": "id", "seed_time": ledger_datasets.SEED_TIME}
 """Seed keys are the ``id`` property; each seed is sampled as of its time ``t``."""
-LEDGER_RECIPE = {
-    "hidden_units": 32,
-    "dropout": 0.1,
-    "l2": 1e-4,
-    "batch_size": 256,
-    "steps": 150,
-    "eval_every": 25,
-    "eval_draws": 1,
-}
-"""``train_typed_graphsage`` settings of the ledger demo."""
 
 
 class _LedgerDemo(_ShopDemo):
@@ -1045,18 +1042,12 @@ class _LedgerDemo(_ShopDemo):
     serving and batch inference alike). The in-process runtime only."""
 
     options = LEDGER_OPTIONS
-    recipe = LEDGER_RECIPE
+    recipe = PEOPLE_RECIPE  # the same small recipe serves both generated graphs
     num_neighbors = LEDGER_NUM_NEIGHBORS
     noun = "account"
 
     def __init__(self, graph: str | None, replace: bool, steps: int | None, ledger: Any) -> None:
-        from memgraph_tf.errors import ConfigurationError
-
-        if graph is not None:
-            raise ConfigurationError(
-                f"--graph: --dataset {LEDGER} runs on the in-process runtime only (no loader "
-                "writes the generated ledger to a Bolt server); leave --graph out"
-            )
+        in_process_only(graph, LEDGER, "the generated ledger")
         super().__init__(None, replace, steps, None)
         self.dataset, self.ledger = LEDGER, dict(ledger or {})
 
