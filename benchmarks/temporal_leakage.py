@@ -112,7 +112,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--accounts", type=int, default=6000)
+    parser.add_argument("--accounts", type=int, default=12_000)
     parser.add_argument("--past", type=int, default=6)
     parser.add_argument("--past-quality", type=float, default=0.3)
     parser.add_argument("--leaks", type=int, default=6)
