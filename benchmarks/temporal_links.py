@@ -31,13 +31,11 @@ touches) and the mean gap (random AUC - time AUC).
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import statistics
 import time
 
 # beside this file (the script's directory is on sys.path)
-from _links import add_training_arguments, link_metrics, training, write_runs
+from _links import add_training_arguments, announce, link_metrics, parse_args, training, write_runs
 
 PATTERN = "(:Account)-[:SENT]-(:Account)"
 OPTIONS = {"id_property": "id"}
@@ -177,14 +175,11 @@ def main() -> int:
     parser.add_argument("--val-fraction", type=float, default=0.10)
     parser.add_argument("--test-fraction", type=float, default=0.15)
     add_training_arguments(parser, steps=150, patience=75, hidden=32, test_draws=2)
-    parser.add_argument("--json", help="write every run's figures here")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    print(
+    args = parse_args(parser)
+    announce(
         f"temporal links: {args.accounts} accounts, {args.transfers} transfers, cutoffs "
         f"{args.cutoffs}, random split {args.val_fraction}/{args.test_fraction}; "
-        f"{args.steps} steps, fanouts {args.fanouts}; load average {os.getloadavg()[0]:.1f}",
-        flush=True,
+        f"{args.steps} steps, fanouts {args.fanouts}"
     )
     rows = []
     for seed in args.seeds:

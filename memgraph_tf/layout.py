@@ -586,6 +586,44 @@ def typed_edge_name(group: str, hop: int, step: int) -> str:
     return f"edge_{group}_h{_hop(hop)}_s{step}"
 
 
+RAW_TABLE_ROLES = tuple(f"table_{group}" for group in RAW_GROUPS)
+"""The section roles of a compact/sparse typed sample's raw tables (one per :data:`RAW_GROUPS`
+group, in that order: ``table_num`` ... ``table_has``)."""
+
+
+def typed_raw_table_name(group: str, label: str) -> str:
+    """The compact/sparse typed sample's raw table section of ``label``'s ``group``
+    (:data:`RAW_GROUPS`): ``table_{group}_{label}``, e.g. ``table_cat_Product`` (one row per
+    table row of the label)."""
+    if group not in RAW_GROUPS:
+        raise ValueError(
+            f"group: expected one of {', '.join(map(repr, RAW_GROUPS))}, got {group!r}"
+        )
+    return f"table_{group}_{label}"
+
+
+def _raw_table_sections(label: str, widths: RawWidths, batch: int | None) -> list[Section]:
+    """The raw tables of ``label`` in the compact/sparse layouts: per group with columns, a
+    ragged pair ``table_{group}_{label}`` of one row (``[u, W]``, splits ``[0, u]``); ``bag``
+    one row per (table row, column) (splits ``[u * Wb + 1]``)."""
+    out: list[Section] = []
+    for group, width in zip(RAW_GROUPS, widths):
+        if not isinstance(width, int) or isinstance(width, bool) or width < 0:
+            raise ValueError(
+                f"raw[{label!r}].{group}: expected a column count, an integer >= 0, got {width!r}"
+            )
+        if not width:
+            continue
+        name = typed_raw_table_name(group, label)
+        role = f"table_{group}"
+        if group == "bag":
+            pair = _ragged(name, "string", (), role, batch, rows=None)
+        else:
+            pair = _ragged(name, RAW_DTYPES[group], (width,), role, batch)
+        out.extend(sec._replace(label=label) for sec in pair)
+    return out
+
+
 def _raw_sections(
     h: int,
     label: str,
@@ -672,21 +710,22 @@ def typed_sample_sections(
     fixes the tables); ``widths``: the feature width per label (absent or 0: the label has no
     features and no ``features_*`` / feature-table section); ``dtype``, ``labels``, ``batch``,
     ``layout`` (:data:`LAYOUTS`, ``options.layout``) as in :func:`sample_sections`; ``raw``:
-    per label given a feature spec (``options.feature_spec``), its :class:`RawWidths`: in place of
-    ``features_h{h}_{label}`` each slot table of the label has the raw sections
-    ``num_``/``time_``/``cat_``/``bag_``/``has_h{h}_{label}`` (:data:`RAW_GROUPS`; a group without
-    columns has none; ``bag`` a ragged pair); ``edges``: per step given an edge feature spec
-    (``options.edge_feature_spec``), its :class:`RawWidths`: the step's groups' edge sections
-    (:func:`typed_edge_sections`) follow the slot tables' sections. ``Section.hop`` is the slot
-    table's hop, ``Section.label`` the label of a per-label section.
+    per label given a feature spec (``options.feature_spec``), its :class:`RawWidths`: in the
+    dense layout, in place of ``features_h{h}_{label}`` each slot table of the label has the raw
+    sections ``num_``/``time_``/``cat_``/``bag_``/``has_h{h}_{label}`` (:data:`RAW_GROUPS`; a
+    group without columns has none; ``bag`` a ragged pair); in the compact and sparse layouts, in
+    place of the label's feature table, its raw tables ``table_{group}_{label}``
+    (:func:`typed_raw_table_name`, one row per table row); ``edges``: per step given an edge
+    feature spec (``options.edge_feature_spec``), its :class:`RawWidths`: the step's groups' edge
+    sections (:func:`typed_edge_sections`, dense layout only) follow the slot tables' sections.
+    ``Section.hop`` is the slot table's hop, ``Section.label`` the label of a per-label section.
 
     Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes (a length
     that varies from blob to blob reads ``-1``, None when ``batch`` is None); the dense
     ``features_*``/``mask_*`` names are the typed model's input names; a bad width, a width for a
     label without slots, two sections named alike, or a section name longer than the blob format
     allows raises ValueError naming the label or section; so does ``raw`` for a label without
-    slots, a label also in ``widths``, or any layout but ``dense``, and ``edges`` in any layout
-    but ``dense``.
+    slots or a label also in ``widths``, and ``edges`` in any layout but ``dense``.
     """
     from memgraph_tf import typed_sampling  # (stdlib only, shipped beside this module)
 
@@ -699,11 +738,6 @@ def typed_sample_sections(
         if label not in known or widths.get(label):
             why = "has no slots in this spec" if label not in known else "has feature widths too"
             raise ValueError(f"raw: label {label!r} {why}")
-        if layout != "dense":
-            raise ValueError(
-                f"label {label!r}: raw property columns (options.feature_spec) are written in the "
-                "dense layout only"
-            )
     for label, width in widths.items():
         if label not in known:
             raise ValueError(
@@ -748,6 +782,8 @@ def typed_sample_sections(
                 base = sec.name.removesuffix(ROW_SPLITS_SUFFIX)
                 name = typed_table_name(base, label) + sec.name[len(base) :]
                 out.append(sec._replace(name=name, label=label))
+            if label in raw:
+                out.extend(_raw_table_sections(label, RawWidths(*raw[label]), batch))
     if labels:
         out.append(Section(LABELS, "int64", (batch,), "labels"))
     _check_names(out, layout)

@@ -50,6 +50,7 @@ from memgraph_tf.typed_sampling import (
 
 __all__ = [
     "TypedGraphSAGE",
+    "appended_name",
     "evaluate_typed",
     "predict_typed_proba",
     "split_node_ids",
@@ -60,6 +61,13 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+def appended_name(h: int, label: str) -> str:
+    """The model input (not a blob section) holding the vectors appended after a feature-spec
+    label's encoded properties in slot table ``(h, label)`` (:class:`TypedGraphSAGE`
+    ``appended_dims``), ``[B, slots, width]``."""
+    return f"appended_h{h}_{label}"
 
 
 def _key(name: str) -> str:
@@ -85,6 +93,10 @@ class TypedGraphSAGE(keras.Model):
     ``edge_feature_spec``: edge pattern -> the ``LabelSpec`` of the step's relationship
     properties (sampled with ``options.edge_feature_spec``; its encoded columns join each
     neighbour's message, module docstring).
+    ``appended_dims``: label -> width of vectors appended after a feature-spec label's encoded
+    properties (the input :func:`appended_name` per slot table, e.g. the learned node embeddings
+    of :class:`~memgraph_tf.client.link_prediction.LinkPredictor`): that label's width is the
+    encoder's plus this.
 
     Set by :func:`train_typed_graphsage` (not part of the config): ``properties`` (label ->
     feature property names the blobs were sampled with) and ``schema`` (the part of
@@ -113,6 +125,7 @@ class TypedGraphSAGE(keras.Model):
         embedding_dim: int = 8,
         required_widths: Mapping[str, Mapping[str, int]] | None = None,
         edge_feature_spec: Mapping[str, Any] | None = None,
+        appended_dims: Mapping[str, int] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -136,11 +149,12 @@ class TypedGraphSAGE(keras.Model):
         self.edge_encoders = feature_encoding.edge_encoders(
             edge_feature_spec, self.spec, embedding_dim
         )
+        self.appended_dims = self._appended(appended_dims)
         dims = {}
         for label in labels:
             width = feature_dims.get(label, 0)
             if label in self.label_encoders:
-                width = self.label_encoders[label].output_width
+                width = self.label_encoders[label].output_width + self.appended_dims.get(label, 0)
             if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 0:
                 raise ConfigurationError(
                     f"feature_dims[{label!r}]: expected an integer >= 0, got {width!r}"
@@ -171,6 +185,22 @@ class TypedGraphSAGE(keras.Model):
         self.normalize_hidden = bool(normalize_hidden)
         self.class_names = None if class_names is None else [str(c) for c in class_names]
         self.make_transforms()
+
+    def _appended(self, appended_dims: Mapping[str, int] | None) -> dict[str, int]:
+        """``appended_dims`` checked: feature-spec labels -> integers >= 1."""
+        out: dict[str, int] = {}
+        for label, width in (appended_dims or {}).items():
+            if label not in self.label_encoders:
+                raise ConfigurationError(
+                    f"appended_dims[{label!r}]: expected a label with a feature spec (labels "
+                    f"with one: {', '.join(map(repr, self.label_encoders)) or 'none'})"
+                )
+            if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
+                raise ConfigurationError(
+                    f"appended_dims[{label!r}]: expected an integer >= 1, got {width!r}"
+                )
+            out[label] = int(width)
+        return out
 
     def make_transforms(self) -> None:
         """Creates the layers that hold the weights, in the order that fixes their initial values
@@ -247,7 +277,12 @@ class TypedGraphSAGE(keras.Model):
             "class_names": self.class_names,
             "feature_dtype": self.feature_dtype,
             **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
-            "edge_feature_spec": feature_encoding.edge_spec_option(self.edge_encoders) or None,
+            **(
+                {"edge_feature_spec": feature_encoding.edge_spec_option(self.edge_encoders)}
+                if self.edge_encoders
+                else {}
+            ),
+            **({"appended_dims": dict(self.appended_dims)} if self.appended_dims else {}),
         }
 
     @classmethod
@@ -378,9 +413,7 @@ class TypedGraphSAGE(keras.Model):
         for h, table in enumerate(tables):
             for label, slots in table.items():
                 if label in self.label_encoders:
-                    reps[(h, label)] = feature_encoding.label_features(
-                        self.label_encoders[label], inputs, h, label
-                    )
+                    reps[(h, label)] = self._encoded(inputs, h, label)
                 elif self.feature_dims[label]:
                     reps[(h, label)] = keras.ops.cast(
                         inputs[typed_features_name(h, label)], "float32"
@@ -397,6 +430,20 @@ class TypedGraphSAGE(keras.Model):
             if str(g.step) in self.edge_encoders
         }
         return self.layers_from(reps, masks, batch, 1, training, edges=edges)
+
+    def _encoded(self, inputs: Mapping[str, Any], h: int, label: str) -> Any:
+        """A feature-spec label's slot features: its encoded raw sections, then (with
+        ``appended_dims``) the vectors of its :func:`appended_name` input."""
+        rep = feature_encoding.label_features(self.label_encoders[label], inputs, h, label)
+        if label not in self.appended_dims:
+            return rep
+        extra = inputs.get(appended_name(h, label))
+        if extra is None:
+            raise ConfigurationError(
+                f"inputs: missing {appended_name(h, label)} (the {self.appended_dims[label]} "
+                f"columns appended after label {label!r}'s encoded properties)"
+            )
+        return keras.ops.concatenate([rep, keras.ops.cast(extra, "float32")], axis=-1)
 
     def _float_masks(self, mask_of: Any, batch: Any) -> dict[tuple[int, str], Any]:
         """Every table ``(h, label)`` of a hop ``h >= 1`` -> its mask as float32 ``[B, slots]``
@@ -797,6 +844,7 @@ def typed_sample_dataset(
                 labels=with_labels,
                 unpack=unpack,
                 encoding="base64",
+                raw=raw or None,
             )
         return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 

@@ -31,6 +31,7 @@ from memgraph_tf.procedures.raw import (
     RawTable,
     build_raw_table,
     raw_sections,
+    raw_table_sections,
     required_names,
 )
 from memgraph_tf.procedures.slots import Keys, Role, check_steps, draw_role
@@ -270,6 +271,11 @@ def role_sections(
                 flat = role.tables[(sec.hop, label)]
                 slots = role.layout.tables[sec.hop][label]
                 got = raw_sections(raw_tables[label], flat, sec.hop, n, slots)
+                sections.update((prefix + name, value) for name, value in got.items())
+            continue
+        if label in raw and sec.role in layout.RAW_TABLE_ROLES:
+            if sec.role == "table_has":  # (the last raw table of a label: write them all)
+                got = raw_table_sections(raw_tables[label], order_of[label])
                 sections.update((prefix + name, value) for name, value in got.items())
             continue
         if sec.role == "index":

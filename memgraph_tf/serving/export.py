@@ -692,12 +692,18 @@ def _typed_sections(model: Any, layout: str = "dense") -> dict[str, tuple[str, t
 
 
 def _typed_gathered(model: Any, layout: str) -> dict[str, Any]:
-    """A typed compact/sparse bundle's decoding arguments (:func:`_decode_gathered`)."""
+    """A typed compact/sparse bundle's decoding arguments (:func:`_decode_gathered`): a label
+    with an encoder reads raw tables (``raw``), no feature table."""
+    from memgraph_tf import layout as blob_layout
+
+    encoders = getattr(model, "label_encoders", None) or {}
+    raw = {label: blob_layout.RawWidths(**enc.group_widths) for label, enc in encoders.items()}
     return dict(
         spec=model.spec,
-        widths=dict(model.feature_dims),
+        widths={label: w for label, w in model.feature_dims.items() if label not in encoders},
         dtype=model.feature_dtype,
         layout_name=layout,
+        raw=raw or None,
         inputs=list(model.input_names()),
     )
 
@@ -716,7 +722,11 @@ def _decode_gathered(blobs: Any, unpack: Any, gathered: dict[str, Any]) -> dict[
         sample_decoding.decode_sample if inputs is None else sample_decoding.decode_typed_sample
     )
     tensors = decode(blobs, unpack=unpack, **args)
-    return {n: t[:, 0] for n, t in tensors.items() if inputs is None or n in inputs}
+    return {  # (a raw bag's flat values and splits run over the whole batch already)
+        n: t if n.startswith("bag_h") else t[:, 0]
+        for n, t in tensors.items()
+        if inputs is None or n in inputs
+    }
 
 
 ROW_SPLITS = ROW_SPLITS_SUFFIX
