@@ -166,12 +166,6 @@ class EdgeTables:
     allow_non_finite: bool
     tables: dict[EdgeStep, RawTable] = dataclasses.field(default_factory=dict)
 
-    @property
-    def widths(self) -> dict[EdgeStep, layout.RawWidths]:
-        """The edge column widths per step (what :func:`memgraph_tf.layout.typed_edge_sections`
-        takes)."""
-        return {step: layout.raw_widths(spec) for step, spec in self.edge_of.items()}
-
     def build(self, roles: Sequence[Any]) -> None:
         """Reads and encodes the relationships of every filled slot of the ``roles``
         (:class:`~memgraph_tf.procedures.slots.Role` s) over the steps given a spec."""
