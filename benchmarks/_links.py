@@ -1,11 +1,14 @@
 """Helpers the link-prediction benchmarks (link_accuracy.py, featureless.py, temporal_links.py)
-share: their training flags, the training keyword arguments those flags give, and the ``--json``
-file of every run's figures. Imported from beside them (the script's directory is on sys.path)."""
+share: their training flags, the training keyword arguments those flags give, the start of a run
+(:func:`parse_args`: ``--json``, logging; :func:`announce`) and the ``--json`` file of every
+run's figures. Imported from beside them (the script's directory is on sys.path)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 
 #: train_link_predictor's keyword arguments and the flags (argparse destinations) that give them.
 TRAINING_FLAGS = {
@@ -27,6 +30,20 @@ def add_training_arguments(
     parser.add_argument("--fanouts", nargs="+", type=int, default=[10, 5])
     parser.add_argument("--hidden", type=int, default=hidden)
     parser.add_argument("--test-draws", type=int, default=test_draws)
+
+
+def parse_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Adds ``--json`` (the file :func:`write_runs` writes), parses the command line and logs at
+    WARNING level; returns the parsed arguments."""
+    parser.add_argument("--json", help="write every run's figures here")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    return args
+
+
+def announce(what: str) -> None:
+    """Prints what the run measures, with the machine's load average, at once."""
+    print(f"{what}; load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
 def training(args: argparse.Namespace) -> dict:

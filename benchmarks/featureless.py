@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _links import add_training_arguments, link_metrics, training, write_runs
+from _links import add_training_arguments, announce, link_metrics, parse_args, training, write_runs
 from link_accuracy import auc_ap, gae_split
 
 PATTERN = "(:Paper)-[:CITES]-(:Paper)"
@@ -167,17 +167,11 @@ def main() -> int:
     parser.add_argument("--weights", nargs="+", type=float, default=[0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
     parser.add_argument("--self-weight", type=float, default=0.0)
     parser.add_argument("--beta", type=float, default=0.0, help="FastRP normalization strength")
-    parser.add_argument("--json", help="write every run's figures here")
-    args = parser.parse_args()
-
-    import logging
-
-    logging.basicConfig(level=logging.WARNING)
-    print(
+    args = parse_args(parser)
+    announce(
         f"Cora without features, GAE protocol; fanouts {args.fanouts}, {args.hidden} units, up to "
         f"{args.steps} steps; FastRP d={args.dimension} weights {args.weights} self "
-        f"{args.self_weight} beta {args.beta}; load average {os.getloadavg()[0]:.1f}",
-        flush=True,
+        f"{args.self_weight} beta {args.beta}"
     )
     g, source, data = load()
     runs = []

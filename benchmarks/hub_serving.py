@@ -36,6 +36,8 @@ import time
 import urllib.parse
 from typing import Any
 
+from _options import number_options  # beside this file (the script's directory is on sys.path)
+
 BASE_DEGREE = 10
 FEATURES = 8
 
@@ -187,13 +189,7 @@ def rows(args: argparse.Namespace, urls: dict, hubs: dict, leaves: dict) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--degree", type=int, default=1_000_000)
-    parser.add_argument("--capacity", type=int, default=100)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--duration-s", type=float, default=10.0)
+    parser = number_options(__doc__, degree=1_000_000, capacity=100, clients=8, duration_s=10.0)
     parser.add_argument("--cpus", default=None, help="comma-separated CPU ids to pin to")
     args = parser.parse_args()
 

@@ -31,13 +31,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import statistics
 import sys
 import time
 
 # beside this file (the script's directory is on sys.path)
-from _links import add_training_arguments, link_metrics, training, write_runs
+from _links import add_training_arguments, announce, link_metrics, parse_args, training, write_runs
 
 PATTERN = "(:Paper)-[:CITES]-(:Paper)"
 PUBLISHED = {  # (AUC, AP), Kipf and Welling, "Variational Graph Auto-Encoders", 2016, table 1
@@ -176,22 +175,17 @@ def main() -> int:
     add_training_arguments(parser, steps=400, patience=100, hidden=128, test_draws=3)
     parser.add_argument("--scorer", default="dot", choices=["dot", "mlp"])
     parser.add_argument("--leak", action="store_true", help="also the keep-pair-edges ablation")
-    parser.add_argument("--json", help="write every run's figures here")
-    args = parser.parse_args()
-
-    import logging
+    args = parse_args(parser)
 
     from memgraph_tf.client.link_prediction import (
         LinkPredictor,
         evaluate_links,
     )
 
-    logging.basicConfig(level=logging.WARNING)
-    print(
+    announce(
         f"link prediction, GAE protocol, through tf_features.sample_pairs (embedded); "
         f"fanouts {args.fanouts}, {args.hidden} units, scorer {args.scorer}, up to "
-        f"{args.steps} steps; load average {os.getloadavg()[0]:.1f}",
-        flush=True,
+        f"{args.steps} steps"
     )
     runs = []
     for name in args.datasets:

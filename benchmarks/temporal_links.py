@@ -48,13 +48,11 @@ each pair's time.
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import statistics
 import time
 
 # beside this file (the script's directory is on sys.path)
-from _links import add_training_arguments, link_metrics, training, write_runs
+from _links import add_training_arguments, announce, link_metrics, parse_args, training, write_runs
 
 PATTERN = "(:Account)-[:SENT]-(:Account)"
 TIMED = "(:Account)-[:SENT {time: ts}]-(:Account)"
@@ -257,14 +255,11 @@ def main() -> int:
     parser.add_argument(
         "--no-as-of", action="store_true", help="leave out the point-in-time runs (time, as of)"
     )
-    parser.add_argument("--json", help="write every run's figures here")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    print(
+    args = parse_args(parser)
+    announce(
         f"temporal links: {args.accounts} accounts, {args.transfers} transfers, cutoffs "
         f"{args.cutoffs}, random split {args.val_fraction}/{args.test_fraction}; "
-        f"{args.steps} steps, fanouts {args.fanouts}; load average {os.getloadavg()[0]:.1f}",
-        flush=True,
+        f"{args.steps} steps, fanouts {args.fanouts}"
     )
     rows = []
     splits = ("random", "time") + (() if args.no_as_of else ("time, as of", AS_OF_HELD_OUT))

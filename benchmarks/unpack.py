@@ -29,7 +29,6 @@ round), so a noisy stretch of a shared machine slows all of them alike; look at 
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
 import statistics
@@ -38,6 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
+from _options import number_options  # beside this file (the script's directory is on sys.path)
 
 from memgraph_tf import blob
 from memgraph_tf.ops import load_library, unpack_blob, unpack_blob_portable
@@ -287,14 +287,7 @@ def base64_blob(rows: int, cols: int, repeat: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--cols", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--repeat", type=int, default=21)
-    args = parser.parse_args()
+    args = number_options(__doc__, rows=100_000, cols=128, batch=256, repeat=21).parse_args()
     logging.basicConfig(level=logging.INFO)
     load_library()
     print(f"TensorFlow {tf.__version__}, numpy {np.__version__}")

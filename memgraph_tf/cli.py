@@ -177,6 +177,7 @@ def _classify(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
     from memgraph_tf import batch
+    from memgraph_tf.batch.commands import options_from
     from memgraph_tf.beam.runner import parse_params  # standard library only
     from memgraph_tf.client import BoltSource, sources
     from memgraph_tf.errors import ConfigurationError, InvalidNodeError, command_failure
@@ -211,7 +212,7 @@ def _classify(args: argparse.Namespace) -> int:
             where_params=params,
             shard=shard,
             progress=not args.no_progress,
-            **{name: getattr(args, name) for name in CLASSIFIER_OPTIONS},
+            **options_from(args, CLASSIFIER_OPTIONS),
         )
         summary = run.run()
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
@@ -696,59 +697,61 @@ def _add_classify(sub: Any) -> None:
     p.set_defaults(func=_classify)
 
 
-def _add_batch_command(
-    sub: Any, name: str, module: str, func: Any, **texts: str
-) -> argparse.ArgumentParser:
-    """Add the subcommand ``name`` (``texts``: its ``help`` and ``description``), its arguments
-    from ``memgraph_tf.batch.<module>.add_arguments``, running ``func``; returns its parser. The
-    batch modules import no TensorFlow until they run, so ``--help`` stays instant."""
-    p = sub.add_parser(name, **texts)
+#: The batch subcommands' ``help`` and ``description`` (:func:`_add_batch_command`), by name.
+_BATCH_TEXTS = {
+    "score-links": dict(
+        help="score candidate pairs with a link model and write them back as relationships",
+        description="Score the top K targets per source node, or the pairs a Cypher query "
+        "returns, with a link model and MERGE (s)-[:PREDICTED_LINK {score, model_version}]->(t); "
+        "resumable and shardable. See docs/batch-inference.md.",
+    ),
+    "embed": dict(
+        help="write each node's embedding from a bundle's encoder back as a list property",
+        description="Run a bundle's encoder (a node model's last hidden layer, a link model's "
+        "source or target encoder) over every node and write P (the embedding) and P_version; "
+        "resumable and shardable; --create-index adds Memgraph's vector index. See "
+        "docs/batch-inference.md.",
+    ),
+    "similar": dict(
+        help="the k nodes nearest to a node by embedding (vector index or exact search)",
+        description="The k nodes nearest to --node-id by their embedding property, from "
+        "Memgraph's vector index when there is one, else an exact search; --rerank-model "
+        "re-ranks them by a link model. See docs/batch-inference.md.",
+    ),
+    "refresh": dict(
+        help="keep predictions fresh: re-score only the nodes the change log's changes affect",
+        description="Read the change log from this model's cursor, re-score the nodes whose "
+        "sampled neighbourhood can hold a changed node or relationship (the bundle's sampling "
+        "steps walked backwards inside the database), write their predictions as classify does, "
+        "then move the cursor. Once, or --follow. See docs/batch-inference.md.",
+    ),
+}
+
+
+def _add_batch_command(sub: Any, name: str, module: str, func: Any) -> argparse.ArgumentParser:
+    """Add the subcommand ``name`` (its ``help`` and ``description`` from :data:`_BATCH_TEXTS`),
+    its arguments from ``memgraph_tf.batch.<module>.add_arguments``, running ``func``; returns
+    its parser. The batch modules import no TensorFlow until they run, so ``--help`` stays
+    instant."""
+    p = sub.add_parser(name, **_BATCH_TEXTS[name])
     importlib.import_module(f"memgraph_tf.batch.{module}").add_arguments(p)
     p.set_defaults(func=func)
     return p
 
 
 def _add_score_links(sub: Any) -> None:
-    _add_batch_command(
-        sub,
-        "score-links",
-        "link_scoring",
-        _score_links,
-        help="score candidate pairs with a link model and write them back as relationships",
-        description="Score the top K targets per source node, or the pairs a Cypher query "
-        "returns, with a link model and MERGE (s)-[:PREDICTED_LINK {score, model_version}]->(t); "
-        "resumable and shardable. See docs/batch-inference.md.",
-    )
+    _add_batch_command(sub, "score-links", "link_scoring", _score_links)
 
 
 def _add_embed(sub: Any) -> None:
-    p = _add_batch_command(
-        sub,
-        "embed",
-        "embedder",
-        _embed,
-        help="write each node's embedding from a bundle's encoder back as a list property",
-        description="Run a bundle's encoder (a node model's last hidden layer, a link model's "
-        "source or target encoder) over every node and write P (the embedding) and P_version; "
-        "resumable and shardable; --create-index adds Memgraph's vector index. See "
-        "docs/batch-inference.md.",
-    )
+    p = _add_batch_command(sub, "embed", "embedder", _embed)
     from memgraph_tf.beam.runner import add_runner_arguments  # imports no Beam
 
     add_runner_arguments(p)
 
 
 def _add_similar(sub: Any) -> None:
-    _add_batch_command(
-        sub,
-        "similar",
-        "retrieval",
-        _similar,
-        help="the k nodes nearest to a node by embedding (vector index or exact search)",
-        description="The k nodes nearest to --node-id by their embedding property, from "
-        "Memgraph's vector index when there is one, else an exact search; --rerank-model "
-        "re-ranks them by a link model. See docs/batch-inference.md.",
-    )
+    _add_batch_command(sub, "similar", "retrieval", _similar)
 
 
 def _add_install_triggers(sub: Any) -> None:
@@ -781,17 +784,7 @@ def _add_install_triggers(sub: Any) -> None:
 
 
 def _add_refresh(sub: Any) -> None:
-    _add_batch_command(
-        sub,
-        "refresh",
-        "refresh",
-        _refresh,
-        help="keep predictions fresh: re-score only the nodes the change log's changes affect",
-        description="Read the change log from this model's cursor, re-score the nodes whose "
-        "sampled neighbourhood can hold a changed node or relationship (the bundle's sampling "
-        "steps walked backwards inside the database), write their predictions as classify does, "
-        "then move the cursor. Once, or --follow. See docs/batch-inference.md.",
-    )
+    _add_batch_command(sub, "refresh", "refresh", _refresh)
 
 
 def _add_demo(sub: Any) -> None:

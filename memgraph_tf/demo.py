@@ -10,6 +10,8 @@ what a person can follow up -- bundles, pictures and a report in ``--out`` (defa
    unpacked by the C++ op; measure test accuracy (mean of several neighbourhood draws).
    On ``--dataset people`` (the planted property graph) the :Person properties are profiled
    and their feature spec inferred first (printed); the model encodes the raw property columns.
+   On ``--dataset ledger`` (accounts, payees and transfers) the payees are drawn by their limit
+   and the transfers as of each account's time.
 3. **export** two TF Serving bundles into ``OUT/``: ``portable/`` (stock ops only, for the stock
    ``tensorflow/serving`` image) and ``with_op/`` (the C++ op inside).
 4. **serve** the portable bundle with the local TF-Serving-compatible server (REST, and gRPC where
@@ -39,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from memgraph_tf import datasets, property_datasets, report, typed_datasets
+from memgraph_tf import datasets, ledger_datasets, property_datasets, report, typed_datasets
 
 logger = logging.getLogger(__name__)
 
@@ -900,6 +902,19 @@ def profile_lines(profile: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def in_process_only(graph: str | None, dataset: str, what: str) -> None:
+    """A :class:`~memgraph_tf.errors.ConfigurationError` naming ``--graph`` when a ``graph`` URI
+    is given for ``dataset`` (``what``: how the error names its graph), which no loader writes to
+    a Bolt server."""
+    from memgraph_tf.errors import ConfigurationError
+
+    if graph is not None:
+        raise ConfigurationError(
+            f"--graph: --dataset {dataset} runs on the in-process runtime only (no loader "
+            f"writes {what} to a Bolt server); leave --graph out"
+        )
+
+
 class _PeopleDemo(_ShopDemo):
     """What the demo does on the planted property graph (``--dataset people``) at each stage
     where the datasets differ: stage 2 first profiles the :Person properties and infers their
@@ -913,13 +928,7 @@ class _PeopleDemo(_ShopDemo):
     noun = "person"
 
     def __init__(self, graph: str | None, replace: bool, steps: int | None, people: Any) -> None:
-        from memgraph_tf.errors import ConfigurationError
-
-        if graph is not None:
-            raise ConfigurationError(
-                f"--graph: --dataset {PEOPLE} runs on the in-process runtime only (no loader "
-                "writes the planted property graph to a Bolt server); leave --graph out"
-            )
+        in_process_only(graph, PEOPLE, "the planted property graph")
         super().__init__(None, replace, steps, None)
         self.dataset, self.people, self.out = PEOPLE, dict(people or {}), None
 
@@ -1010,6 +1019,83 @@ class _PeopleDemo(_ShopDemo):
 
     def extra_figures(self) -> dict[str, Any]:
         return {"best_possible": self.data.best_accuracy, "feature_spec": self.spec}
+
+
+LEDGER = ledger_datasets.LEDGER_DATASET
+"""``--dataset ledger``: the generated ledger (:func:`memgraph_tf.ledger_datasets.ledger_graph`):
+accounts, their payees (a limit: the weight) and transfers (an amount and a time), the typed
+GraphSAGE trained with a weighted step and a point-in-time step."""
+LEDGER_NUM_NEIGHBORS = {
+    "(:Account)-[:PAYEE {weight: limit}]->(:Account)": [3],
+    "(:Account)-[:TRANSFER {time: ts}]->(:Account)": [10],
+}
+"""The ledger demo's sampling: three payees drawn by limit, ten transfers not after the seed's
+time."""
+LEDGER_OPTIONS = {"id_property": "id", "seed_time": ledger_datasets.SEED_TIME}
+"""Seed keys are the ``id`` property; each seed is sampled as of its time ``t``."""
+
+
+class _LedgerDemo(_ShopDemo):
+    """What the demo does on the generated ledger (``--dataset ledger``) at each stage where the
+    datasets differ: the customers' classes are learnt from a weighted ``PAYEE`` step and a
+    point-in-time ``TRANSFER`` step (each customer sampled as of its time ``t``, in training,
+    serving and batch inference alike). The in-process runtime only."""
+
+    options = LEDGER_OPTIONS
+    recipe = PEOPLE_RECIPE  # the same small recipe serves both generated graphs
+    num_neighbors = LEDGER_NUM_NEIGHBORS
+    noun = "account"
+
+    def __init__(self, graph: str | None, replace: bool, steps: int | None, ledger: Any) -> None:
+        in_process_only(graph, LEDGER, "the generated ledger")
+        super().__init__(None, replace, steps, None)
+        self.dataset, self.ledger = LEDGER, dict(ledger or {})
+
+    def load(self, progress: bool) -> _Loaded:
+        from memgraph_tf import client
+
+        data = self.data = ledger_datasets.ledger_graph(**self.ledger)
+        self.num_nodes = len(data.nodes)
+        self.num_edges = len(data.payees) + len(data.transfers)
+        embedded, _ = ledger_datasets.ledger_embedded_graph(data)
+        self.users = ledger_datasets.LABEL
+        self.train_n, self.val_n = len(data.ids("train")), len(data.ids("val"))
+        names = [f"segment_{k}" for k in range(data.num_classes)]
+        text = "the in-process runtime (the query modules through mgp.py)"
+        source = client.EmbeddedSource(embedded)
+        return _Loaded(source, embedded, text, data.ids("test"), data.labels, names)
+
+    def loaded_line(self, g: _Loaded) -> tuple[int, str]:
+        data = self.data
+        return self.num_nodes, (
+            f"loaded the ledger into {g.text}: :{self.users} {self.num_nodes:,} "
+            f"({len(data.labels):,} customers); :{ledger_datasets.PAYEE} {len(data.payees):,} "
+            f"(limit); :{ledger_datasets.TRANSFER} {len(data.transfers):,} (amount, ts); "
+            f"train/val/test {self.train_n}/{self.val_n}/{len(g.test_ids)} (test: the latest)"
+        )
+
+    def train_arguments(self, g: _Loaded) -> tuple[Any, dict[str, Any], str]:
+        return {self.users: ["features"]}, {}, "payees by limit, transfers as of each time"
+
+    def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
+        data = self.data
+        return (
+            f"trained the typed GraphSAGE for {steps} steps via tf_features.sample_typed blobs "
+            f"(weighted PAYEE draws, TRANSFER as of each account's {ledger_datasets.SEED_TIME!r}; "
+            f"{seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step "
+            f"{result.best_step}), test acc {acc:.3f} (best possible as of each account's time "
+            f"{data.best_accuracy:.3f}, chance {data.chance:.3f})"
+        )
+
+    def report_options(self, g: _Loaded) -> dict[str, Any]:
+        return {
+            **super().report_options(g),
+            "title": "Ledger (weights and time)",
+            "test_nodes": "test accounts",
+        }
+
+    def features_text(self) -> str:
+        return f"{self.users} {self.data.num_classes} (a counterparty's class; customers: zeros)"
 
 
 def _run_stages(
@@ -1104,6 +1190,7 @@ def run(
     progress: bool = True,
     shop: Mapping[str, Any] | None = None,
     people: Mapping[str, Any] | None = None,
+    ledger: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Runs the demo (see the module docstring) and returns its figures: ``test_accuracy``,
     ``val_accuracy``, ``served_accuracy``, ``served_agreement``, ``written``, ``seconds``, the
@@ -1112,12 +1199,16 @@ def run(
     ``dataset`` :data:`SHOP` runs :func:`run_shop` (``shop``: its graph's overrides);
     :data:`PEOPLE` the planted property graph with an inferred feature spec (``people``:
     :func:`~memgraph_tf.property_datasets.planted_property_graph`'s arguments; also returns
-    ``best_possible`` and the ``feature_spec``)."""
+    ``best_possible`` and the ``feature_spec``); :data:`LEDGER` the generated ledger with
+    weighted and point-in-time steps (``ledger``: :func:`~memgraph_tf.ledger_datasets.
+    ledger_graph`'s arguments; also returns ``best_possible``)."""
     demo: Any
     if dataset == SHOP:
         demo = _ShopDemo(graph, replace, steps, shop)
     elif dataset == PEOPLE:
         demo = _PeopleDemo(graph, replace, steps, people)
+    elif dataset == LEDGER:
+        demo = _LedgerDemo(graph, replace, steps, ledger)
     else:
         demo = _PlanetoidDemo(dataset, graph, replace, steps)
     return _run_stages(demo, out, seed=seed, classify_count=classify_count, progress=progress)
@@ -1188,11 +1279,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         default="cora",
-        choices=[*datasets.DATASETS, SHOP, PEOPLE],
+        choices=[*datasets.DATASETS, SHOP, PEOPLE, LEDGER],
         help="cora / citeseer (shipped in the package), synthetic (a small random graph), shop "
-        "(a generated typed graph: users, products, categories; the typed GraphSAGE) or people "
+        "(a generated typed graph: users, products, categories; the typed GraphSAGE), people "
         "(a planted property graph: its properties profiled, a feature spec inferred and "
-        "encoded inside the model; in-process only)",
+        "encoded inside the model; in-process only) or ledger (accounts, payees with limits and "
+        "transfers with amounts and times: weighted and point-in-time steps; in-process only)",
     )
     parser.add_argument(
         "--graph",
@@ -1228,7 +1320,7 @@ def main(args: argparse.Namespace) -> int:
     exit code of :func:`memgraph_tf.errors.command_failure`: 2 for a bad ``--graph`` (a URI
     with credentials, refused credentials), 1 for a graph that cannot be reached, 130 after
     Ctrl-C."""
-    from memgraph_tf.errors import command_failure
+    from memgraph_tf.batch.commands import options_from, report_failure
 
     if not getattr(args, "verbose", False):
         for name in ("memgraph_tf", "absl"):  # absl: SavedModel export's renaming notes
@@ -1238,16 +1330,11 @@ def main(args: argparse.Namespace) -> int:
         figures = run(
             args.dataset,
             args.out,
-            graph=args.graph,
-            replace=args.replace,
-            steps=args.steps,
-            seed=args.seed,
             progress=not args.no_progress,
+            **options_from(args, ("graph", "replace", "steps", "seed")),
         )
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 -- errors.command_failure: one line, an exit code
-        code, message = command_failure(exc, log=logger)
-        print(f"memgraph-tf demo: {message}", file=sys.stderr)
-        return code
+        return report_failure("demo", exc, log=logger)
     summary = figures["summary"]
     _say()
     _say(report.summary_text(summary))

@@ -69,15 +69,17 @@ Two layouts, ``n`` nodes (or seeds) per blob, ``d`` the feature width, ``K = len
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from memgraph_tf.feature_spec import LabelSpec
-    from memgraph_tf.typed_sampling import TypedSamplingSpec
+    from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 __all__ = [
     "DESCRIBE_OPTIONS",
+    "EDGE_GROUPS",
+    "EDGE_ROLE_PREFIX",
     "FEATURES",
     "FEATURE_DTYPES",
     "IDS",
@@ -120,6 +122,8 @@ __all__ = [
     "raw_widths",
     "row_splits_name",
     "sample_sections",
+    "typed_edge_name",
+    "typed_edge_sections",
     "typed_ids_name",
     "typed_index_name",
     "typed_raw_name",
@@ -184,19 +188,30 @@ SPLIT_OPTIONS = ("exclude_splits", "split_property")
 """Options of the typed samplers that leave held-out relationships out of every neighbourhood."""
 SAMPLE_TYPED_OPTIONS = (
     PACK_OPTIONS
-    + ("at", "feature_spec", "layout", "reservoir_threshold", "seed", "seed_time", "time_order")
+    + (
+        "at",
+        "edge_feature_spec",
+        "feature_spec",
+        "layout",
+        "reservoir_threshold",
+        "seed",
+        "seed_time",
+        "time_order",
+    )
     + SPLIT_OPTIONS
 )
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one
 of :data:`LAYOUTS`; ``feature_spec`` a map label -> feature spec (the raw property columns,
 :func:`typed_sample_sections`' ``raw``); the typed sampler always draws distinct neighbours
 without replacement and pads (no ``replace``, ``low_degree``, ``direction``, ``edge_types``: the
-spec says which relationships, which way)."""
+spec says which relationships, which way); ``edge_feature_spec`` a map edge pattern -> feature spec
+of the step's relationship properties (the edge feature columns, :func:`typed_edge_sections`)."""
 SCHEMA_OPTIONS = ("dtype",)
 """Options of ``tf_features.schema``."""
 SAMPLE_PAIRS_OPTIONS = (
     "allow_non_finite",
     "dtype",
+    "edge_feature_spec",
     "feature_spec",
     "id_property",
     "layout",
@@ -211,9 +226,9 @@ SAMPLE_PAIRS_OPTIONS = (
 ) + SPLIT_OPTIONS
 """Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
 defaults to it; ``negatives`` is the number of negative targets drawn per pair; ``feature_spec``
-as in :data:`SAMPLE_TYPED_OPTIONS` (both halves); ``pair_time`` (a relationship property) or
-``pair_times`` (one integer per pair) give each pair's time for steps with a time, and
-``time_order`` how they draw (:mod:`memgraph_tf.procedures.pair_times`)."""
+and ``edge_feature_spec`` as in :data:`SAMPLE_TYPED_OPTIONS` (both halves); ``pair_time`` (a
+relationship property) or ``pair_times`` (one integer per pair) give each pair's time for steps
+with a time, and ``time_order`` how they draw (:mod:`memgraph_tf.procedures.pair_times`)."""
 SPLIT_EDGES_OPTIONS = (
     "cutoffs",
     "id_property",
@@ -552,11 +567,50 @@ def typed_raw_name(group: str, hop: int, label: str) -> str:
     return f"{group}_h{_hop(hop)}_{label}"
 
 
-def _raw_sections(
-    h: int, label: str, slots: int, widths: RawWidths, batch: int | None
-) -> list[Section]:
-    """The raw sections of slot table ``(h, label)``: per group with columns, in
-    :data:`RAW_GROUPS` order; ``bag`` a ragged pair of ``batch * slots * bag`` rows."""
+EDGE_GROUPS = RAW_GROUPS
+"""The edge feature column groups of an edge step's group of slots (``options.edge_feature_spec``,
+docs/blob-format.md section 12), in blob order: the raw groups of :data:`RAW_GROUPS`, filled from
+the properties of the relationship that reached each slot."""
+
+
+EDGE_ROLE_PREFIX = "edge_"
+"""The :class:`Section` role of an edge feature section is this prefix and its raw group's role
+(``edge_num``, ..., ``edge_row_splits``)."""
+
+
+def typed_edge_name(group: str, hop: int, step: int) -> str:
+    """The dense typed sample section with edge feature ``group`` (:data:`EDGE_GROUPS`) of the
+    slots that step ``step`` (its index in the sampling spec's steps) fills at hop ``hop``:
+    ``edge_{group}_h{hop}_s{step}``, e.g. ``edge_num_h1_s0``."""
+    if group not in EDGE_GROUPS:
+        raise ValueError(
+            f"group: expected one of {', '.join(map(repr, EDGE_GROUPS))}, got {group!r}"
+        )
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ValueError(f"step: expected a step index, an integer >= 0, got {step!r}")
+    return f"edge_{group}_h{_hop(hop)}_s{step}"
+
+
+RAW_TABLE_ROLES = tuple(f"table_{group}" for group in RAW_GROUPS)
+"""The section roles of a compact/sparse typed sample's raw tables (one per :data:`RAW_GROUPS`
+group, in that order: ``table_num`` ... ``table_has``)."""
+
+
+def typed_raw_table_name(group: str, label: str) -> str:
+    """The compact/sparse typed sample's raw table section of ``label``'s ``group``
+    (:data:`RAW_GROUPS`): ``table_{group}_{label}``, e.g. ``table_cat_Product`` (one row per
+    table row of the label)."""
+    if group not in RAW_GROUPS:
+        raise ValueError(
+            f"group: expected one of {', '.join(map(repr, RAW_GROUPS))}, got {group!r}"
+        )
+    return f"table_{group}_{label}"
+
+
+def _raw_table_sections(label: str, widths: RawWidths, batch: int | None) -> list[Section]:
+    """The raw tables of ``label`` in the compact/sparse layouts: per group with columns, a
+    ragged pair ``table_{group}_{label}`` of one row (``[u, W]``, splits ``[0, u]``); ``bag``
+    one row per (table row, column) (splits ``[u * Wb + 1]``)."""
     out: list[Section] = []
     for group, width in zip(RAW_GROUPS, widths):
         if not isinstance(width, int) or isinstance(width, bool) or width < 0:
@@ -565,7 +619,36 @@ def _raw_sections(
             )
         if not width:
             continue
-        name = typed_raw_name(group, h, label)
+        name = typed_raw_table_name(group, label)
+        role = f"table_{group}"
+        if group == "bag":
+            pair = _ragged(name, "string", (), role, batch, rows=None)
+        else:
+            pair = _ragged(name, RAW_DTYPES[group], (width,), role, batch)
+        out.extend(sec._replace(label=label) for sec in pair)
+    return out
+
+
+def _raw_sections(
+    h: int,
+    label: str,
+    slots: int,
+    widths: RawWidths,
+    batch: int | None,
+    name_of: Callable[[str], str] | None = None,
+) -> list[Section]:
+    """The raw sections of slot table ``(h, label)``: per group with columns, in
+    :data:`RAW_GROUPS` order; ``bag`` a ragged pair of ``batch * slots * bag`` rows; named
+    ``name_of(group)`` (default :func:`typed_raw_name`)."""
+    out: list[Section] = []
+    for group, width in zip(RAW_GROUPS, widths):
+        if not isinstance(width, int) or isinstance(width, bool) or width < 0:
+            raise ValueError(
+                f"raw[{label!r}].{group}: expected a column count, an integer >= 0, got {width!r}"
+            )
+        if not width:
+            continue
+        name = typed_raw_name(group, h, label) if name_of is None else name_of(group)
         if group != "bag":
             shape = (batch, slots, width)
             out.append(Section(name, RAW_DTYPES[group], shape, group, h, label))
@@ -574,6 +657,44 @@ def _raw_sections(
         rows = var if batch is None or batch < 0 else batch * slots * width + 1
         out.append(Section(name, "string", (var,), group, h, label))
         out.append(Section(row_splits_name(name), "int64", (rows,), "row_splits", h, label))
+    return out
+
+
+def typed_edge_sections(
+    spec: TypedSamplingSpec, edges: Mapping[EdgeStep, RawWidths], batch: int | None = -1
+) -> list[Section]:
+    """The edge feature sections (``options.edge_feature_spec``, docs/blob-format.md section 12)
+    of the spec's groups (:meth:`~memgraph_tf.typed_sampling.TypedSamplingSpec.layout`, in layout
+    order) whose step is in ``edges`` (step -> the :class:`RawWidths` of its edge feature spec):
+    per group of hop ``h`` of step ``i`` with ``parents * fanout`` slots, the raw groups with
+    columns (:data:`EDGE_GROUPS` order) named :func:`typed_edge_name`, shape
+    ``[batch, parents * fanout, width]`` (``bag`` a ragged pair). ``Section.hop`` is ``h``,
+    ``Section.label`` the step's right label, ``Section.role`` :data:`EDGE_ROLE_PREFIX` and the
+    group (``edge_num``, ``edge_row_splits``).
+
+    Guarantees: the names, dtypes, order and shapes the procedure writes; a step of ``edges``
+    that is not in the spec raises ValueError naming it."""
+    steps = list(spec.steps)
+    for step in edges:
+        if step not in steps:
+            raise ValueError(
+                f"edges: step {step} is not in this sampling spec (its steps: "
+                f"{', '.join(map(str, steps))})"
+            )
+    out: list[Section] = []
+    for group in spec.layout().groups:
+        if group.step not in edges:
+            continue
+        index = steps.index(group.step)
+        sections = _raw_sections(
+            group.hop,
+            group.step.right,
+            group.size,
+            RawWidths(*edges[group.step]),
+            batch,
+            name_of=lambda g, h=group.hop, i=index: typed_edge_name(g, h, i),
+        )
+        out.extend(sec._replace(role=EDGE_ROLE_PREFIX + sec.role) for sec in sections)
     return out
 
 
@@ -586,6 +707,7 @@ def typed_sample_sections(
     batch: int | None = -1,
     layout: str = "dense",
     raw: Mapping[str, RawWidths] | None = None,
+    edges: Mapping[EdgeStep, RawWidths] | None = None,
 ) -> list[Section]:
     """The sections of a ``tf_features.sample_typed`` blob, in blob order (module docstring).
 
@@ -593,18 +715,22 @@ def typed_sample_sections(
     fixes the tables); ``widths``: the feature width per label (absent or 0: the label has no
     features and no ``features_*`` / feature-table section); ``dtype``, ``labels``, ``batch``,
     ``layout`` (:data:`LAYOUTS`, ``options.layout``) as in :func:`sample_sections`; ``raw``:
-    per label given a feature spec (``options.feature_spec``), its :class:`RawWidths`: in place of
-    ``features_h{h}_{label}`` each slot table of the label has the raw sections
-    ``num_``/``time_``/``cat_``/``bag_``/``has_h{h}_{label}`` (:data:`RAW_GROUPS`; a group without
-    columns has none; ``bag`` a ragged pair). ``Section.hop`` is the slot table's hop,
-    ``Section.label`` the label of a per-label section.
+    per label given a feature spec (``options.feature_spec``), its :class:`RawWidths`: in the
+    dense layout, in place of ``features_h{h}_{label}`` each slot table of the label has the raw
+    sections ``num_``/``time_``/``cat_``/``bag_``/``has_h{h}_{label}`` (:data:`RAW_GROUPS`; a
+    group without columns has none; ``bag`` a ragged pair); in the compact and sparse layouts, in
+    place of the label's feature table, its raw tables ``table_{group}_{label}``
+    (:func:`typed_raw_table_name`, one row per table row); ``edges``: per step given an edge
+    feature spec (``options.edge_feature_spec``), its :class:`RawWidths`: the step's groups' edge
+    sections (:func:`typed_edge_sections`, dense layout only) follow the slot tables' sections.
+    ``Section.hop`` is the slot table's hop, ``Section.label`` the label of a per-label section.
 
     Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes (a length
     that varies from blob to blob reads ``-1``, None when ``batch`` is None); the dense
     ``features_*``/``mask_*`` names are the typed model's input names; a bad width, a width for a
     label without slots, two sections named alike, or a section name longer than the blob format
     allows raises ValueError naming the label or section; so does ``raw`` for a label without
-    slots, a label also in ``widths``, or any layout but ``dense``.
+    slots or a label also in ``widths``, and ``edges`` in any layout but ``dense``.
     """
     from memgraph_tf import typed_sampling  # (stdlib only, shipped beside this module)
 
@@ -617,11 +743,6 @@ def typed_sample_sections(
         if label not in known or widths.get(label):
             why = "has no slots in this spec" if label not in known else "has feature widths too"
             raise ValueError(f"raw: label {label!r} {why}")
-        if layout != "dense":
-            raise ValueError(
-                f"label {label!r}: raw property columns (options.feature_spec) are written in the "
-                "dense layout only"
-            )
     for label, width in widths.items():
         if label not in known:
             raise ValueError(
@@ -649,6 +770,13 @@ def typed_sample_sections(
             if h:
                 name = typed_sampling.typed_mask_name(h, label)
                 out.append(Section(name, "bool", shape, "mask", h, label))
+    if edges:
+        if layout != "dense":
+            raise ValueError(
+                "edges: edge feature columns (options.edge_feature_spec) are written in the dense "
+                "layout only"
+            )
+        out.extend(typed_edge_sections(spec, edges, batch))
     if layout != "dense":
         for label in known:  # one table per label, labels in order of first appearance
             table_sections = _ragged(TABLE_IDS, "int64", (), "table_ids", batch)
@@ -659,6 +787,8 @@ def typed_sample_sections(
                 base = sec.name.removesuffix(ROW_SPLITS_SUFFIX)
                 name = typed_table_name(base, label) + sec.name[len(base) :]
                 out.append(sec._replace(name=name, label=label))
+            if label in raw:
+                out.extend(_raw_table_sections(label, RawWidths(*raw[label]), batch))
     if labels:
         out.append(Section(LABELS, "int64", (batch,), "labels"))
     _check_names(out, layout)
@@ -703,6 +833,7 @@ def pair_sample_sections(
     batch: int | None = -1,
     layout: str = "dense",
     raw: Mapping[str, RawWidths] | None = None,
+    edges: Mapping[EdgeStep, RawWidths] | None = None,
 ) -> list[Section]:
     """The sections of a ``tf_features.sample_pairs`` blob, in blob order (module docstring):
     :func:`typed_sample_sections` of ``source_spec`` (seed label: the source label) prefixed
@@ -710,7 +841,9 @@ def pair_sample_sections(
     :data:`PAIR_LABELS`. ``widths``: the feature width per label (a label without slots in one
     spec is ignored for that spec); ``dtype``, ``batch``, ``layout`` as in
     :func:`typed_sample_sections` (compact/sparse: each endpoint has its own per-label tables);
-    ``raw`` the raw widths per label (``options.feature_spec``), as ``widths``.
+    ``raw`` the raw widths per label (``options.feature_spec``), as ``widths``; ``edges`` the edge
+    feature widths per step (``options.edge_feature_spec``; a step not in one spec is ignored for
+    that spec).
 
     Guarantees: the names, dtypes, order and shapes of the blobs the procedure writes; stripping
     a prefix gives that endpoint's :func:`typed_sample_sections` (in the dense layout the typed
@@ -721,7 +854,10 @@ def pair_sample_sections(
         labels = spec.labels()
         own = {label: w for label, w in widths.items() if label in labels}
         own_raw = {label: w for label, w in (raw or {}).items() if label in labels}
-        for sec in typed_sample_sections(spec, own, dtype, batch=batch, layout=layout, raw=own_raw):
+        own_edges = {s: w for s, w in (edges or {}).items() if s in spec.steps}
+        for sec in typed_sample_sections(
+            spec, own, dtype, batch=batch, layout=layout, raw=own_raw, edges=own_edges
+        ):
             out.append(sec._replace(name=prefix + sec.name))
     out.append(Section(PAIR_LABELS, "int64", (batch,), "pair_labels"))
     _check_names(out, layout)

@@ -50,6 +50,7 @@ __all__ = [
     "node_properties",
     "sample_neighbourhoods",
     "shop_graph",
+    "transfer_graph",
     "typed_embedded_graph",
 ]
 
@@ -424,6 +425,79 @@ def typed_embedded_graph(
         for a, b in zip(edge_set.source.tolist(), edge_set.target.tolist(), strict=True):
             g.add_edge(src_ids[a], dst_ids[b], rel_type)
     return g, ids
+
+
+TRANSFER_STEP = "(:Account)-[:TRANSFER]->(:Account)"
+"""The edge step of :func:`transfer_graph`: an account's outgoing transfers."""
+TRANSFER_CHANNELS = ("card", "wire", "cash", "atm")
+"""The ``channel`` values of :func:`transfer_graph`'s transfers; class ``c`` prefers channel
+``c``."""
+
+
+def transfer_spec() -> dict[str, Any]:
+    """The feature spec (``LabelSpec.to_dict()`` form) of :func:`transfer_graph`'s ``TRANSFER``
+    properties: ``amount`` numeric (standardised), ``channel`` categorical."""
+    return {
+        "label": "TRANSFER",
+        "properties": [
+            {"name": "amount", "kind": "numeric", "mean": 0.0, "std": 1.0},
+            {"name": "channel", "kind": "categorical", "vocabulary": list(TRANSFER_CHANNELS)},
+        ],
+    }
+
+
+def transfer_graph(
+    num_accounts: int = 600,
+    transfers_per_account: int = 5,
+    num_classes: int = 2,
+    signal: float = 0.6,
+    seed: int = 0,
+) -> EmbeddedGraph:
+    """An in-process graph whose label signal lies **only in relationship properties**:
+    ``num_accounts`` ``:Account`` nodes (``id``, ``features``: two noise floats, ``label``: a class
+    uniform over ``num_classes`` <= 4, ``split``: 60/20/20 train/val/test), each with
+    ``transfers_per_account`` outgoing ``TRANSFER`` relationships to accounts drawn uniformly (the
+    structure and the neighbours' features are independent of the class). Each transfer of an
+    account of class ``c`` has ``channel`` :data:`TRANSFER_CHANNELS` ``[c]`` with probability
+    ``signal``, else one drawn uniformly, and ``amount`` drawn from ``N(c - (num_classes - 1) / 2,
+    1)``; one transfer in ten has no ``amount`` (missing). So a model that reads the transfers'
+    properties (``options.edge_feature_spec`` with :func:`transfer_spec`) can learn the class,
+    one that reads nodes and structure alone cannot (chance). Needs numpy."""
+    import numpy as np
+
+    from memgraph_tf.embedded import EmbeddedGraph
+
+    if not 2 <= num_classes <= len(TRANSFER_CHANNELS):
+        raise ValueError(f"num_classes: expected 2..{len(TRANSFER_CHANNELS)}, got {num_classes!r}")
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, num_classes, num_accounts)
+    split = _shop_split(rng, num_accounts)
+    features = rng.normal(size=(num_accounts, 2)).round(4).tolist()
+    g = EmbeddedGraph()
+    ids = [
+        g.add_node(
+            ["Account"],
+            {
+                ID_PROPERTY: i,
+                FEATURES: features[i],
+                LABEL_PROPERTY: int(labels[i]),
+                SPLIT_PROPERTY: split[i],
+            },
+        )
+        for i in range(num_accounts)
+    ]
+    centre = (num_classes - 1) / 2
+    for i in range(num_accounts):
+        c = int(labels[i])
+        targets = rng.choice(num_accounts, size=transfers_per_account, replace=False)
+        for t in targets.tolist():
+            keep = rng.random() < signal
+            channel = c if keep else int(rng.integers(0, len(TRANSFER_CHANNELS)))
+            props: dict[str, Any] = {"channel": TRANSFER_CHANNELS[channel]}
+            if rng.random() >= 0.1:
+                props["amount"] = round(float(rng.normal(c - centre, 1.0)), 4)
+            g.add_edge(ids[i], ids[t], "TRANSFER", props)
+    return g
 
 
 _ADJACENCY: weakref.WeakKeyDictionary[TypedGraph, dict[EdgeStep, tuple[np.ndarray, np.ndarray]]]

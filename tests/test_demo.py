@@ -16,14 +16,16 @@ from memgraph_tf import cli, datasets, demo, report
 
 
 def run_quietly(dataset: str, out, **kwargs):
-    """``demo.run(dataset, out, progress=False, **kwargs)`` with its stdout captured: returns
-    ``(out, figures, printed)``."""
+    """``demo.run(dataset, out, progress=False, **kwargs)`` with its stdout captured; asserts
+    that the run printed each of its six stages and returns ``(out, figures, printed)``."""
     import contextlib
     import io
 
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         figures = demo.run(dataset, out, progress=False, **kwargs)
+    for step in range(1, 7):
+        assert f"[{step}/6]" in printed.getvalue()
     return out, figures, printed.getvalue()
 
 
@@ -33,9 +35,7 @@ def synthetic_run(tmp_path_factory):
 
 
 def test_demo_pipeline_on_the_synthetic_graph(synthetic_run) -> None:
-    _, figures, printed = synthetic_run
-    for step in range(1, 7):
-        assert f"[{step}/6]" in printed
+    _, figures, _ = synthetic_run
     assert figures["written"] == 400
     assert figures["test_accuracy"] > 0.8  # 4 balanced classes: chance is 0.25
     assert figures["served_agreement"] >= 0.75
@@ -100,20 +100,14 @@ SMALL_SHOP = {
 """A small shop graph with a strong signal (best possible accuracy 0.999, chance 0.5)."""
 
 
-@pytest.fixture(scope="module")
-def shop_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("shop")
-    return run_quietly("shop", out, steps=20, classify_count=12, shop=SMALL_SHOP)
-
-
-def test_shop_demo_trains_typed_serves_by_node_id_and_scores_every_user(shop_run) -> None:
+def test_shop_demo_trains_typed_serves_by_node_id_and_scores_every_user(tmp_path) -> None:
     from memgraph_tf.serving import bundle
     from memgraph_tf.typed_datasets import shop_graph
 
-    out, figures, printed = shop_run
+    out, figures, printed = run_quietly(
+        "shop", tmp_path, steps=20, classify_count=12, shop=SMALL_SHOP
+    )
     graph = shop_graph(**SMALL_SHOP)
-    for step in range(1, 7):
-        assert f"[{step}/6]" in printed
     assert "split read from the :User nodes' 'split' property" in printed
     # the test accuracy beside the graph's exact best possible accuracy, well above chance
     assert figures["best_possible"] == graph.best_accuracy > 0.99
@@ -159,21 +153,15 @@ SMALL_PEOPLE = {"num_people": 600, "strength": 3.0, "seed": 1}
 0.417)."""
 
 
-@pytest.fixture(scope="module")
-def people_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("people")
-    return run_quietly("people", out, steps=30, classify_count=12, people=SMALL_PEOPLE)
-
-
-def test_people_demo_infers_a_spec_trains_serves_and_scores_every_person(people_run) -> None:
+def test_people_demo_infers_a_spec_trains_serves_and_scores_every_person(tmp_path) -> None:
     from memgraph_tf.feature_spec import LabelSpec
     from memgraph_tf.property_datasets import planted_property_graph
     from memgraph_tf.serving import bundle
 
-    out, figures, printed = people_run
+    out, figures, printed = run_quietly(
+        "people", tmp_path, steps=30, classify_count=12, people=SMALL_PEOPLE
+    )
     graph = planted_property_graph(**SMALL_PEOPLE)
-    for step in range(1, 7):
-        assert f"[{step}/6]" in printed
     # profile -> inferred spec (printed) -> training, in that order
     profiled = printed.index("profiled :Person (600 nodes, tf_features.profile)")
     inferred = printed.index("inferred the feature spec of :Person")
@@ -219,6 +207,82 @@ def test_people_demo_refuses_a_bolt_graph() -> None:
 
     with pytest.raises(ConfigurationError, match=r"--dataset people runs on the in-process"):
         demo.run("people", "unused", graph="bolt://db:7687", progress=False)
+
+
+SMALL_LEDGER = {"num_accounts": 400, "counterparties_per_class": 30, "occasional": 10, "seed": 1}
+"""A small ledger (best possible accuracy as of each account's time 0.963, chance 0.25)."""
+
+
+@pytest.fixture(scope="module")
+def ledger_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ledger")
+    return run_quietly("ledger", out, steps=30, classify_count=12, ledger=SMALL_LEDGER)
+
+
+def test_ledger_demo_trains_with_weights_and_time_serves_and_scores_every_account(
+    ledger_run,
+) -> None:
+    from memgraph_tf.ledger_datasets import ledger_graph
+    from memgraph_tf.serving import bundle
+
+    out, figures, printed = ledger_run
+    graph = ledger_graph(**SMALL_LEDGER)
+    for step in range(1, 7):
+        assert f"[{step}/6]" in printed
+    assert "weighted PAYEE draws, TRANSFER as of each account's 't'" in printed
+    # well above chance, at most the exact best possible accuracy (with a finite-sample margin)
+    assert figures["best_possible"] == graph.best_accuracy
+    assert 0.6 < figures["test_accuracy"] <= graph.best_accuracy + 0.05
+    # served by node_id over REST and gRPC: the in-process model's class on the same blobs
+    summary = figures["summary"]
+    for check in summary.served:
+        assert (check.nodes, check.agreement) == (12, 1.0), check
+    # batch inference wrote every :Account node (customers and counterparties)
+    assert figures["written"] == len(graph.nodes)
+    # both bundles sample the payees by limit and the transfers as of each seed's time
+    for kind in ("portable", "with_op"):
+        config = bundle.read_bundle_config(out / kind / "GraphSage" / "1")
+        assert config.typed["seed_label"] == "Account"
+        assert config.typed["num_neighbors"] == demo.LEDGER_NUM_NEIGHBORS
+        assert config.options["seed_time"] == "t"
+    assert "--graph embedded:ledger --port 8501" in summary.commands[1]
+
+
+def test_ledger_demo_samples_each_account_as_of_its_time(ledger_run) -> None:
+    """The served sampling (the bundle's) of early accounts, whose transfers after their time are
+    in the graph: their neighbourhoods hold every counterparty of their past transfers (six, under
+    the fanout of ten) and none reached only by a later transfer."""
+    from memgraph_tf import blob
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.ledger_datasets import ledger_embedded_graph, ledger_graph
+    from memgraph_tf.serving import bundle
+
+    out, _, _ = ledger_run
+    graph = ledger_graph(**SMALL_LEDGER)
+    source = EmbeddedSource(ledger_embedded_graph(graph)[0])
+    config = bundle.read_bundle_config(out / "portable" / "GraphSage" / "1")
+    early = graph.ids("train")[:20]
+    x = blob.unpack(
+        source.sample_typed(early, *bundle.inference_sampling(config).typed_arguments())
+    )
+    later_only = 0
+    for row, i in zip(x["ids_h1_Account"].tolist(), early):
+        t = graph.nodes[i]["t"]
+        payees = {b for a, b, _ in graph.payees if a == i}
+        past = {b for a, b, p in graph.transfers if a == i and p["ts"] <= t}
+        later = {b for a, b, p in graph.transfers if a == i and p["ts"] > t} - past - payees
+        seen = set(row) - {-1}
+        assert past <= seen <= past | payees, i
+        assert not seen & later, i
+        later_only += len(later)
+    assert later_only > 50  # the later transfers exist: leaving them out is the sampler's doing
+
+
+def test_ledger_demo_refuses_a_bolt_graph() -> None:
+    from memgraph_tf.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"--dataset ledger runs on the in-process"):
+        demo.run("ledger", "unused", graph="bolt://db:7687", progress=False)
 
 
 @pytest.mark.arcadedb
@@ -292,6 +356,7 @@ def test_demo_output_folder_is_the_one_given(tmp_path, monkeypatch) -> None:
         cli.build_parser().parse_args(["demo", "--dataset", "pubmed"])
     assert cli.build_parser().parse_args(["demo", "--dataset", "shop"]).dataset == "shop"
     assert cli.build_parser().parse_args(["demo", "--dataset", "people"]).dataset == "people"
+    assert cli.build_parser().parse_args(["demo", "--dataset", "ledger"]).dataset == "ledger"
 
 
 def test_commands_to_go_on_name_the_output_folder() -> None:
@@ -335,6 +400,9 @@ def test_graph_uri_opens_a_packaged_dataset() -> None:
     shop = open_graph("embedded:shop")  # the shop demo's graph, as its commands to go on use it
     assert len(shop.node_ids(label="User", id_property="id")) == 3_000
     assert shop.node_ids(label="User", id_property="id", where={"split": "test"})[:2] == [18, 32]
+    ledger = open_graph("embedded:ledger")  # the ledger demo's graph: 3,000 customers
+    assert len(ledger.node_ids(label="Account", where={"split": "counterparty"})) == 4 * 150
+    assert len(ledger.node_ids(label="Account")) == 3_000 + 4 * 150
     with pytest.raises(
         ValueError, match=r"dataset: expected one of cora, citeseer, synthetic, got 'nope'"
     ):

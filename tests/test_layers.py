@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "datasets",
         "typed_datasets",
         "property_datasets",
+        "ledger_datasets",
         "query_modules",
     ),
     ("client",),

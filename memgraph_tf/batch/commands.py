@@ -1,5 +1,6 @@
 """What the batch subcommands' ``run_cli`` functions share: the one line and exit code of a
-failure, closing what the command opened, and the run between (:func:`run_batch`).
+failure, closing what the command opened, the run between (:func:`run_batch`), and the options
+passed on to a run's constructor under their own names (:func:`options_from`).
 
 Standard library and :mod:`memgraph_tf.errors` only.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from memgraph_tf.errors import command_failure
@@ -28,6 +29,12 @@ def report_failure(
     code, message = command_failure(exc, interrupted=interrupted, written=written, log=log)
     print(f"memgraph-tf {command}: {message}", file=sys.stderr)
     return code
+
+
+def options_from(args: Any, names: Iterable[str]) -> dict[str, Any]:
+    """``{name: args.name}`` for each of ``names``: the command-line options a run's constructor
+    takes as keyword arguments of the same names."""
+    return {name: getattr(args, name) for name in names}
 
 
 def close_all(*closables: Any) -> None:
@@ -72,4 +79,4 @@ def run_batch(
     return 0
 
 
-__all__ = ["close_all", "report_failure", "run_batch"]
+__all__ = ["close_all", "options_from", "report_failure", "run_batch"]

@@ -43,7 +43,7 @@ import numpy as np
 from memgraph_tf.batch import vectors
 from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampling_for
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
-from memgraph_tf.batch.commands import run_batch
+from memgraph_tf.batch.commands import options_from, run_batch
 from memgraph_tf.batch.summary import BatchSummary
 from memgraph_tf.client.node_tables import NodeTable, Shard
 from memgraph_tf.client.sources import GraphSource
@@ -288,6 +288,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+#: The ``memgraph-tf embed`` options that :class:`BatchEmbedder` takes under the same names.
+_EMBEDDER_OPTIONS = (
+    "write_property",
+    "label",
+    "batch_size",
+    "overwrite",
+    "skip_invalid",
+    "fetch_workers",
+    "create_index",
+    "index_name",
+    "metric",
+)
+
+
 def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
     """``memgraph-tf embed``: the summary on success, one line on failure; exit codes from
     :data:`memgraph_tf.errors.EXIT_CODES` (0 done, 1 failed: rerun to resume, 2 a bad command
@@ -302,17 +316,9 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
         return BatchEmbedder(
             source,
             backend,
-            write_property=args.write_property,
-            label=args.label,
             shard=shard,
-            batch_size=args.batch_size,
-            overwrite=args.overwrite,
-            skip_invalid=args.skip_invalid,
-            fetch_workers=args.fetch_workers,
             progress=not args.no_progress,
-            create_index=args.create_index,
-            index_name=args.index_name,
-            metric=args.metric,
+            **options_from(args, _EMBEDDER_OPTIONS),
         )
 
     def report(run: BatchEmbedder, summary: Any) -> None:

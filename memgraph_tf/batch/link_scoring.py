@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from memgraph_tf.batch.commands import run_batch
+from memgraph_tf.batch.commands import options_from, run_batch
+from memgraph_tf.batch.summary import ModelRun
 from memgraph_tf.client.link_tables import (
     DEFAULT_LINK_TYPE,
     LinkSelection,
@@ -140,7 +141,12 @@ class ModelLinkBackend(LinkBackend):
 
     ``properties``: label -> feature names (default the model's, set by training); ``options``:
     sampling options (``id_property``, ``exclude_splits``...; default none); ``seed``: the
-    sampling seed (default :data:`memgraph_tf.batch.DEFAULT_SEED`)."""
+    sampling seed (default :data:`memgraph_tf.batch.DEFAULT_SEED`).
+
+    A model with feature specs (its ``label_encoders``) samples those labels' raw property
+    columns (``options.feature_spec`` set to the model's specs, as its link bundle does), so its
+    scores are the served ones; such a label takes no ``properties``, and a model whose every
+    featured label has a spec needs none."""
 
     def __init__(
         self,
@@ -152,23 +158,32 @@ class ModelLinkBackend(LinkBackend):
         options: Mapping[str, Any] | None = None,
         seed: int | None = None,
     ) -> None:
+        from memgraph_tf.client.feature_encoding import with_spec_option
         from memgraph_tf.serving.bundle import DEFAULT_SEED
 
+        encoders = model.label_encoders
         props = properties if properties is not None else model.properties
-        if not props:
+        if props is None or (not props and not encoders):
             raise ConfigurationError(
                 "properties: expected the feature names per label (the model carries none: "
                 "pass properties=)"
+            )
+        both = sorted(lb for lb, names in props.items() if names and lb in encoders)
+        if both:
+            raise ConfigurationError(
+                f"properties[{both[0]!r}]: expected none, the model reads label {both[0]!r} "
+                "through its feature spec (raw property columns)"
             )
         opts = dict(options or {})
         for key in ("label", "seed", "negatives", "source_label", "target_label"):
             if key in opts:
                 raise ConfigurationError(f"options.{key}: expected none (set by the backend)")
+        opts = with_spec_option(opts, encoders)
         self.model = model.ensure_built()
         self.name, self.version = name, version
         self.source_label, self.target_label = model.source_label, model.target_label
         self.id_property = opts.get("id_property")
-        self._props = {lb: list(names) for lb, names in props.items()}
+        self._props = {lb: list(names) for lb, names in props.items() if lb not in encoders}
         self._opts = {**opts, "dtype": model.feature_dtype}
         self.seed = DEFAULT_SEED if seed is None else seed
 
@@ -180,14 +195,25 @@ class ModelLinkBackend(LinkBackend):
     def sampling(self, role: str) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, Any]]:
         spec = self._encoder(role).spec
         label = self.source_label if role == "src" else self.target_label
-        props = {lb: names for lb, names in self._props.items() if lb in spec.labels()}
-        return spec.num_neighbors(), props, {**self._opts, "label": label, "seed": self.seed}
+        labels = spec.labels()
+        props = {lb: names for lb, names in self._props.items() if lb in labels}
+        opts = {**self._opts, "label": label, "seed": self.seed}
+        own = {lb: s for lb, s in opts.pop("feature_spec", {}).items() if lb in labels}
+        if own:  # the role's labels' specs (another label has no slots in this half)
+            opts["feature_spec"] = own
+        return spec.num_neighbors(), props, opts
 
     def embed(self, role: str, data: bytes) -> np.ndarray:
         from memgraph_tf import blob, layout
 
         enc = self._encoder(role)
-        sections = blob.unpack(data)
+        sections = {}
+        for name, value in blob.unpack(data).items():
+            if isinstance(value, blob.Ragged):  # a raw bag: flat values and row splits
+                sections[name] = value.values
+                sections[name + blob.ROW_SPLITS_SUFFIX] = value.row_splits
+            else:
+                sections[name] = value
         prefix = layout.PAIR_SOURCE_PREFIX if role == "src" else layout.PAIR_TARGET_PREFIX
         inputs = {prefix + n: sections[n] for n in enc.input_names() if n in sections}
         return np.asarray(self.model.embed(inputs, role, training=False), dtype=np.float32)
@@ -292,18 +318,17 @@ class BundleLinkBackend(LinkBackend):
 
 
 @dataclasses.dataclass
-class LinkSummary:
-    """What a run did: ``sources`` scored, ``up_to_date`` (sources skipped: their links carry this
-    version already), ``pairs`` scored, ``links`` written, ``elapsed_s``."""
+class LinkSummary(ModelRun):
+    """What a run did (:class:`~memgraph_tf.batch.summary.ModelRun`: the model, ``elapsed_s``):
+    ``sources`` scored, ``up_to_date`` (sources skipped: their links carry this version already),
+    ``pairs`` scored, ``links`` of ``link_type`` written, candidates from the vector ``index``
+    (None: from the graph)."""
 
-    model_name: str
-    model_version: int
     link_type: str
     sources: int = 0
     up_to_date: int = 0
     pairs: int = 0
     links: int = 0
-    elapsed_s: float = 0.0
     index: str | None = None
 
     @property
@@ -700,6 +725,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: The ``memgraph-tf score-links`` options that :class:`LinkScorer` takes under the same names.
+_SCORER_OPTIONS = (
+    "relationship_type",
+    "link_type",
+    "source_label",
+    "target_label",
+    "batch_size",
+    "overwrite",
+    "retrieval",
+    "embedding_property",
+)
+
+
 def run_cli(
     args: argparse.Namespace,
     open_graph: Callable[[str], Any],
@@ -725,15 +763,8 @@ def run_cli(
             k=args.top_k,
             query=args.candidates,
             query_params=params,
-            relationship_type=args.relationship_type,
-            link_type=args.link_type,
-            source_label=args.source_label,
-            target_label=args.target_label,
             shard=shard,
-            batch_size=args.batch_size,
-            overwrite=args.overwrite,
-            retrieval=args.retrieval,
-            embedding_property=args.embedding_property,
+            **options_from(args, _SCORER_OPTIONS),
         )
 
     return run_batch(

@@ -1,7 +1,8 @@
 """What a batch-inference run reports, in one shape (:class:`RunSummary`) for both ways to run it:
 :class:`BatchSummary` (``memgraph-tf classify``:
 :class:`~memgraph_tf.batch.classifier.BatchClassifier`) and
-:class:`~memgraph_tf.beam.runner.BeamSummary` (``classify --runner``).
+:class:`~memgraph_tf.beam.runner.BeamSummary` (``classify --runner``); :class:`ModelRun`, the
+model and the time that every run's summary reports (link scoring's too).
 
 Imports no TensorFlow, no Bolt driver and no serving module (the Beam runner builds on it before
 Beam is imported).
@@ -17,17 +18,24 @@ MAX_LISTED_INVALID = 1000
 
 
 @dataclasses.dataclass
-class RunSummary:
-    """The model a run used (``model_name``, ``model_version``), the property it wrote
-    (``write_property``: the class; its score and version properties beside it), how long it
-    took (``elapsed_s``) and how many nodes it classified (``classified``; both keyword-only). A
-    subclass adds its other counters, names in :attr:`rate_of` the one :attr:`nodes_per_s`
-    divides by ``elapsed_s``, and says what the run did in :meth:`counts_text`."""
+class ModelRun:
+    """The model a run used (``model_name``, ``model_version``) and how long the run took
+    (``elapsed_s``, keyword-only)."""
 
     model_name: str
     model_version: int
-    write_property: str
     elapsed_s: float = dataclasses.field(default=0.0, kw_only=True)
+
+
+@dataclasses.dataclass
+class RunSummary(ModelRun):
+    """A :class:`ModelRun` that classified nodes: the property it wrote (``write_property``: the
+    class; its score and version properties beside it) and how many nodes it classified
+    (``classified``, keyword-only). A subclass adds its other counters, names in :attr:`rate_of`
+    the one :attr:`nodes_per_s` divides by ``elapsed_s``, and says what the run did in
+    :meth:`counts_text`."""
+
+    write_property: str
     classified: int = dataclasses.field(default=0, kw_only=True)
 
     #: The counter :attr:`nodes_per_s` divides by ``elapsed_s``.
@@ -80,4 +88,4 @@ class BatchSummary(RunSummary):
         )
 
 
-__all__ = ["MAX_LISTED_INVALID", "BatchSummary", "RunSummary"]
+__all__ = ["MAX_LISTED_INVALID", "BatchSummary", "ModelRun", "RunSummary"]

@@ -35,12 +35,18 @@ Columns follow the spec's property order within each group. :class:`LabelEncoder
 * ``multi_categorical``: the same lookup and embedding per element, averaged over the bag (zeros
   for an empty or missing bag);
 * ``missing_indicator``: one more column, 1 where the property is missing.
+
+An edge step with an edge feature spec (``options.edge_feature_spec``: the ``LabelSpec`` of its
+relationship properties) carries the same groups per group of slots it fills,
+``edge_{group}_h{h}_s{i}`` (:func:`memgraph_tf.layout.typed_edge_sections`); :func:`edge_encoders`
+gives one :class:`LabelEncoder` per such step, read by :func:`edge_features`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -49,12 +55,18 @@ import tensorflow as tf
 from memgraph_tf import layout
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.feature_spec import LabelSpec, PropertySpec, category_text
+from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 __all__ = [
     "GROUPS",
     "LabelEncoder",
     "as_label_specs",
     "bag_splits_name",
+    "edge_encoders",
+    "edge_features",
+    "edge_raw_widths",
+    "edge_section_names",
+    "edge_spec_option",
     "encoders_config",
     "label_encoders",
     "label_features",
@@ -282,18 +294,28 @@ class LabelEncoder(keras.layers.Layer):
         }
 
 
-def raw_inputs(encoder: LabelEncoder, inputs: Mapping[str, Any], hop: int, label: str) -> dict:
+def raw_inputs(
+    encoder: LabelEncoder,
+    inputs: Mapping[str, Any],
+    hop: int,
+    label: str,
+    name_of: Callable[[str], str] | None = None,
+) -> dict:
     """``encoder``'s raw dict from the model inputs of table ``(hop, label)``: the dense sections
     as they are; ``bag`` either given as a ``tf.RaggedTensor`` ``[n, s, Wb, None]`` or rebuilt
     from its flat values and ``.row_splits`` (one row per ``[n, s, Wb]`` cell, row-major).
+    ``name_of(group)`` names the sections (default :func:`memgraph_tf.layout.typed_raw_name` of
+    the table; the edge columns' :func:`memgraph_tf.layout.typed_edge_name`).
     :class:`ConfigurationError` naming the missing sections."""
-    names = encoder.section_names(hop, label)
+    if name_of is None:
+        name_of = functools.partial(_raw_name, hop=hop, label=label)
+    names = _section_names(encoder, name_of)
     missing = [n for n in names if n not in inputs and not n.endswith(".row_splits")]
     if missing:
         raise ConfigurationError(f"inputs: missing {', '.join(missing)}")
-    raw = {g: inputs[layout.typed_raw_name(g, hop, label)] for g in encoder.groups}
+    raw = {g: inputs[name_of(g)] for g in encoder.groups}
     if "bag" in raw and not isinstance(raw["bag"], tf.RaggedTensor):
-        splits_name = bag_splits_name(hop, label)
+        splits_name = layout.row_splits_name(name_of("bag"))
         if splits_name not in inputs:
             raise ConfigurationError(f"inputs: missing {splits_name}")
         flat = tf.RaggedTensor.from_row_splits(
@@ -305,6 +327,83 @@ def raw_inputs(encoder: LabelEncoder, inputs: Mapping[str, Any], hop: int, label
         cells = tf.RaggedTensor.from_uniform_row_length(flat, encoder.group_widths["bag"])
         raw["bag"] = tf.RaggedTensor.from_uniform_row_length(cells, shape[1])
     return raw
+
+
+def _raw_name(group: str, hop: int, label: str) -> str:
+    return layout.typed_raw_name(group, hop, label)
+
+
+def _section_names(encoder: LabelEncoder, name_of: Callable[[str], str]) -> list[str]:
+    names = []
+    for group in encoder.groups:
+        names.append(name_of(group))
+        if group == "bag":
+            names.append(layout.row_splits_name(name_of(group)))
+    return names
+
+
+def edge_encoders(
+    edge_feature_spec: Mapping[Any, Any] | None, spec: TypedSamplingSpec, embedding_dim: int = 8
+) -> dict[str, LabelEncoder]:
+    """A :class:`LabelEncoder` per edge step of ``edge_feature_spec`` (edge pattern or
+    :class:`~memgraph_tf.typed_sampling.EdgeStep` -> the ``LabelSpec`` of its relationship
+    properties, or its ``to_dict()`` form, labelled with the relationship type), keyed by the
+    step's pattern (``str(step)``: string keys, as a model's tracked dicts need), named
+    ``edge_encoder_{i}`` (``i``: the step's index in ``spec``). :class:`ConfigurationError` naming
+    the pattern for a pattern that is not a step of ``spec``, a spec of another relationship type
+    or one with a ``required`` property; the spec's own error for a malformed one."""
+    out: dict[str, LabelEncoder] = {}
+    steps = list(spec.steps)
+    for pattern, raw in (edge_feature_spec or {}).items():
+        try:
+            step = pattern if isinstance(pattern, EdgeStep) else EdgeStep.parse(pattern)
+        except ValueError as exc:
+            raise ConfigurationError(f"edge_feature_spec: {exc}") from None
+        if step not in steps:
+            raise ConfigurationError(
+                f"edge_feature_spec[{str(pattern)!r}]: expected one of the steps "
+                f"({', '.join(map(str, steps))}), got {step}"
+            )
+        label_spec = _as_spec(raw)
+        if label_spec.label != step.rel_type:
+            raise ConfigurationError(
+                f"edge_feature_spec[{str(pattern)!r}]: expected the spec of relationship type "
+                f"{step.rel_type!r}, got label {label_spec.label!r}"
+            )
+        if any(p.kind == "required" for p in label_spec.properties):
+            raise ConfigurationError(
+                f"edge_feature_spec[{str(pattern)!r}]: expected no 'required' property (a "
+                "relationship property may be missing: use 'numeric')"
+            )
+        out[str(step)] = LabelEncoder(
+            label_spec, embedding_dim=embedding_dim, name=f"edge_encoder_{steps.index(step)}"
+        )
+    return out
+
+
+def edge_section_names(encoder: LabelEncoder, hop: int, index: int) -> list[str]:
+    """The edge sections of step ``index``'s group at hop ``hop``, in blob order."""
+    return _section_names(encoder, functools.partial(layout.typed_edge_name, hop=hop, step=index))
+
+
+def edge_features(encoder: LabelEncoder, inputs: Mapping[str, Any], hop: int, index: int) -> Any:
+    """The float32 edge features ``[n, g, output_width]`` of step ``index``'s group at hop
+    ``hop`` from its edge sections in ``inputs`` (:func:`raw_inputs`)."""
+    name_of = functools.partial(layout.typed_edge_name, hop=hop, step=index)
+    return encoder(raw_inputs(encoder, inputs, hop, "", name_of=name_of))
+
+
+def edge_spec_option(encoders: Mapping[str, LabelEncoder]) -> dict[str, Any]:
+    """``options.edge_feature_spec`` of edge encoders (:func:`edge_encoders`): edge pattern ->
+    ``LabelSpec.to_dict()``."""
+    return {pattern: enc.spec.to_dict() for pattern, enc in encoders.items()}
+
+
+def edge_raw_widths(encoders: Mapping[str, LabelEncoder]) -> dict[EdgeStep, Any]:
+    """Per step of the edge encoders (:func:`edge_encoders`), the
+    :class:`memgraph_tf.layout.RawWidths` of its spec (what
+    :func:`memgraph_tf.layout.typed_sample_sections` takes as ``edges``)."""
+    return {EdgeStep.parse(p): layout.raw_widths(enc.spec) for p, enc in encoders.items()}
 
 
 def label_features(encoder: LabelEncoder, inputs: Mapping[str, Any], hop: int, label: str) -> Any:

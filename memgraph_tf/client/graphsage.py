@@ -230,6 +230,12 @@ class GraphSAGE(TypedGraphSAGE):
                 f"feature_dtype: expected one of {', '.join(layout.FEATURE_DTYPES)}, got "
                 f"{feature_dtype!r}"
             )
+        if kwargs.get("edge_feature_spec"):
+            raise ConfigurationError(
+                "edge_feature_spec: the homogeneous sample layout (tf_features.sample) carries no "
+                "relationship properties; use TypedGraphSAGE with a typed step such as "
+                f"{ONE_STEP!r} and edge_feature_spec"
+            )
         super().__init__(
             ONE_LABEL,
             {ONE_STEP: list(fanouts)},

@@ -69,6 +69,7 @@ from memgraph_tf.client.trainer import (
 )
 from memgraph_tf.client.typed_graphsage import (
     TypedGraphSAGE,
+    appended_name,
     typed_feature_widths,
     typed_properties,
     typed_spec,
@@ -157,7 +158,8 @@ class LinkPredictor(keras.Model):
     ``feature_spec`` (label -> :class:`~memgraph_tf.feature_spec.LabelSpec`), ``embedding_dim``,
     ``required_widths``: each encoder's
     :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` of its labels (raw sections; a
-    label with a spec takes no node embedding).
+    label with both a spec and a node embedding reads its encoded properties, then its learned
+    vector).
 
     Guarantees: ``model(inputs)`` returns logits ``[B]`` from a dict holding every
     :meth:`input_names` ``features`` input (masks optional: absent = all filled; extra keys such as
@@ -191,11 +193,6 @@ class LinkPredictor(keras.Model):
         super().__init__(**kwargs)
         self.embedding_config = _embedding_config(node_embeddings)
         specs = feature_encoding.as_label_specs(feature_spec)
-        both = sorted(set(specs) & set(self.embedding_config))
-        if both:
-            raise ConfigurationError(
-                f"label {both[0]!r} is in both feature_spec and node_embeddings: give it one"
-            )
         if scorer not in SCORERS:
             raise ConfigurationError(
                 f"scorer: expected one of {', '.join(SCORERS)}, got {scorer!r}"
@@ -220,6 +217,9 @@ class LinkPredictor(keras.Model):
                 for lb in spec.labels()
             }
             own = {lb: s for lb, s in specs.items() if lb in spec.labels()}
+            learned = {  # learned vectors after a spec label's encoded properties
+                lb: c["dimension"] for lb, c in self.embedding_config.items() if lb in own
+            }
             return TypedGraphSAGE(
                 label,
                 nn,
@@ -233,6 +233,7 @@ class LinkPredictor(keras.Model):
                 feature_spec=own,
                 embedding_dim=embedding_dim,
                 required_widths={lb: w for lb, w in (required_widths or {}).items() if lb in own},
+                appended_dims=learned,
                 name=name,
             )
 
@@ -254,7 +255,7 @@ class LinkPredictor(keras.Model):
                 f"feature_dims: {', '.join(map(repr, extra))}: no such label in the sampled "
                 f"neighbourhoods (labels: {', '.join(sorted(labels))})"
             )
-        encoded = {**self.target_encoder.feature_dims, **self.source_encoder.feature_dims}
+        encoded = {lb: e.output_width for lb, e in self.label_encoders.items()}
         self.feature_dims = {
             lb: encoded[lb] if lb in specs else int(feature_dims.get(lb, 0))
             for lb in sorted(labels)
@@ -344,9 +345,8 @@ class LinkPredictor(keras.Model):
                     raw = feature_encoding.raw_section_names(enc.label_encoders, h, label)
                     if raw:  # a feature spec's raw sections (ragged ones: flat values, splits)
                         out.update({prefix + n: shapes.get(n, (None,)) for n in raw})
-                        continue
-                    name = typed_features_name(h, label)
-                    if self.feature_dims[label]:
+                    elif self.feature_dims[label]:
+                        name = typed_features_name(h, label)
                         out[prefix + name] = (batch_size, slots, self.feature_dims[label])
                     if label in self.node_embeddings:
                         out[prefix + layout.typed_ids_name(h, label)] = (batch_size, slots)
@@ -366,7 +366,9 @@ class LinkPredictor(keras.Model):
 
     def _with_embeddings(self, own: dict[str, Any], enc: TypedGraphSAGE, prefix: str) -> None:
         """Puts each embedded label's learned vectors (looked up by its ``ids`` sections) into its
-        ``features`` inputs of ``own``, after the features it has."""
+        ``features`` inputs of ``own``, after the features it has (a feature-spec label: into its
+        :func:`~memgraph_tf.client.typed_graphsage.appended_name` inputs, which the encoder
+        appends after the encoded properties)."""
         for h, table in enumerate(enc.layout.tables):
             for label in table:
                 layer = self.node_embeddings.get(label)
@@ -380,6 +382,9 @@ class LinkPredictor(keras.Model):
                     )
                 name = typed_features_name(h, label)
                 vectors = layer(ids)
+                if label in enc.label_encoders:
+                    own[appended_name(h, label)] = vectors
+                    continue
                 if self.feature_dims[label]:
                     base = keras.ops.cast(own[name], "float32")
                     vectors = keras.ops.concatenate([base, vectors], axis=-1)
@@ -1143,10 +1148,11 @@ def train_link_predictor(
     properties alone is those ``properties``.
 
     ``node_embedding_dim`` > 0: learned per-node embeddings (transductive) of that width for the
-    pairs' labels (:class:`LinkPredictor` ``node_embeddings``), appended to their features (or
-    their only input, for a label without features): every node that is an endpoint of a
-    training pair gets its own vector; any other node -- without a training edge, or added later
-    -- the shared out-of-vocabulary vector, beside its features and neighbourhood.
+    pairs' labels (:class:`LinkPredictor` ``node_embeddings``), appended to their features (a
+    spec label: after its encoded properties; a label without features: its only input): every
+    node that is an endpoint of a training pair gets its own vector; any other node -- without a
+    training edge, or added later -- the shared out-of-vocabulary vector, beside its features
+    and neighbourhood.
 
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""

@@ -12,7 +12,11 @@ Layer ``k`` (of ``K`` hops) updates every table of hop ``h <= K - k``::
 
 where ``children_s`` are the slots step ``s`` added below ``x``'s slots (the group of the
 layout, reshaped to ``[B, parents, fanout, D]``) and the mean counts only filled slots (none ->
-zero). Weights are per layer and per label (self) or per edge step (neighbours), shared across
+zero). A step given an edge feature spec (``edge_feature_spec``) concatenates to each child's
+representation the encoded properties of the relationship that reached it
+(``edge_{group}_h{h}_s{i}`` sections, a :class:`~memgraph_tf.client.feature_encoding.LabelEncoder`
+per step), so the message of a neighbour is ``[x_child || e_relationship]`` before the mean, at
+every layer. Weights are per layer and per label (self) or per edge step (neighbours), shared across
 hops, so the model is inductive: nothing is per node, and new nodes are scored from their
 neighbourhood. Only the weights some hop uses exist. With one label and one step it is the
 mean-aggregator GraphSAGE: :class:`memgraph_tf.client.graphsage.GraphSAGE` is that case, a subclass
@@ -46,6 +50,7 @@ from memgraph_tf.typed_sampling import (
 
 __all__ = [
     "TypedGraphSAGE",
+    "appended_name",
     "evaluate_typed",
     "predict_typed_proba",
     "split_node_ids",
@@ -56,6 +61,13 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+def appended_name(h: int, label: str) -> str:
+    """The model input (not a blob section) holding the vectors appended after a feature-spec
+    label's encoded properties in slot table ``(h, label)`` (:class:`TypedGraphSAGE`
+    ``appended_dims``), ``[B, slots, width]``."""
+    return f"appended_h{h}_{label}"
 
 
 def _key(name: str) -> str:
@@ -77,7 +89,14 @@ class TypedGraphSAGE(keras.Model):
     ``to_dict()`` form) for the labels whose features a
     :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` makes from the raw property
     sections (``num_/time_/cat_/bag_/has_h{h}_{label}``) -- their width is the encoder's, and
-    ``embedding_dim`` and ``required_widths`` (label -> property -> columns) go to the encoders.
+    ``embedding_dim`` and ``required_widths`` (label -> property -> columns) go to the encoders;
+    ``edge_feature_spec``: edge pattern -> the ``LabelSpec`` of the step's relationship
+    properties (sampled with ``options.edge_feature_spec``; its encoded columns join each
+    neighbour's message, module docstring).
+    ``appended_dims``: label -> width of vectors appended after a feature-spec label's encoded
+    properties (the input :func:`appended_name` per slot table, e.g. the learned node embeddings
+    of :class:`~memgraph_tf.client.link_prediction.LinkPredictor`): that label's width is the
+    encoder's plus this.
 
     Set by :func:`train_typed_graphsage` (not part of the config): ``properties`` (label ->
     feature property names the blobs were sampled with) and ``schema`` (the part of
@@ -105,6 +124,8 @@ class TypedGraphSAGE(keras.Model):
         feature_spec: Mapping[str, Any] | None = None,
         embedding_dim: int = 8,
         required_widths: Mapping[str, Mapping[str, int]] | None = None,
+        edge_feature_spec: Mapping[str, Any] | None = None,
+        appended_dims: Mapping[str, int] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -125,11 +146,15 @@ class TypedGraphSAGE(keras.Model):
             feature_spec, labels, embedding_dim, required_widths
         )
         self.embedding_dim = embedding_dim
+        self.edge_encoders = feature_encoding.edge_encoders(
+            edge_feature_spec, self.spec, embedding_dim
+        )
+        self.appended_dims = self._appended(appended_dims)
         dims = {}
         for label in labels:
             width = feature_dims.get(label, 0)
             if label in self.label_encoders:
-                width = self.label_encoders[label].output_width
+                width = self.label_encoders[label].output_width + self.appended_dims.get(label, 0)
             if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 0:
                 raise ConfigurationError(
                     f"feature_dims[{label!r}]: expected an integer >= 0, got {width!r}"
@@ -160,6 +185,22 @@ class TypedGraphSAGE(keras.Model):
         self.normalize_hidden = bool(normalize_hidden)
         self.class_names = None if class_names is None else [str(c) for c in class_names]
         self.make_transforms()
+
+    def _appended(self, appended_dims: Mapping[str, int] | None) -> dict[str, int]:
+        """``appended_dims`` checked: feature-spec labels -> integers >= 1."""
+        out: dict[str, int] = {}
+        for label, width in (appended_dims or {}).items():
+            if label not in self.label_encoders:
+                raise ConfigurationError(
+                    f"appended_dims[{label!r}]: expected a label with a feature spec (labels "
+                    f"with one: {', '.join(map(repr, self.label_encoders)) or 'none'})"
+                )
+            if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
+                raise ConfigurationError(
+                    f"appended_dims[{label!r}]: expected an integer >= 1, got {width!r}"
+                )
+            out[label] = int(width)
+        return out
 
     def make_transforms(self) -> None:
         """Creates the layers that hold the weights, in the order that fixes their initial values
@@ -236,6 +277,12 @@ class TypedGraphSAGE(keras.Model):
             "class_names": self.class_names,
             "feature_dtype": self.feature_dtype,
             **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
+            **(
+                {"edge_feature_spec": feature_encoding.edge_spec_option(self.edge_encoders)}
+                if self.edge_encoders
+                else {}
+            ),
+            **({"appended_dims": dict(self.appended_dims)} if self.appended_dims else {}),
         }
 
     @classmethod
@@ -248,7 +295,8 @@ class TypedGraphSAGE(keras.Model):
 
     def table_input_names(self, masks: bool = True) -> list[str]:
         """The slot tables' input names :meth:`encode` reads: every ``features_*`` input (labels
-        with features), then (``masks``) every ``mask_*``."""
+        with features), then every edge section (steps with an edge encoder, groups in layout
+        order), then (``masks``) every ``mask_*``."""
         tables = self.layout.tables
         names = [
             name
@@ -258,6 +306,12 @@ class TypedGraphSAGE(keras.Model):
             for name in feature_encoding.raw_section_names(self.label_encoders, h, label)
             or [typed_features_name(h, label)]
         ]
+        steps = list(self.spec.steps)
+        for group in self.layout.groups:
+            enc = self.edge_encoders.get(str(group.step))
+            if enc is not None:
+                index = steps.index(group.step)
+                names += feature_encoding.edge_section_names(enc, group.hop, index)
         if masks:
             names += [typed_mask_name(h, label) for h, t in enumerate(tables) if h for label in t]
         return names
@@ -279,6 +333,14 @@ class TypedGraphSAGE(keras.Model):
                     )
                 if h:
                     shapes[typed_mask_name(h, label)] = (batch_size, slots)
+        steps = list(self.spec.steps)
+        for group in self.layout.groups:
+            enc = self.edge_encoders.get(str(group.step))
+            if enc is not None:
+                for g in enc.groups:
+                    if g != "bag":
+                        name = layout.typed_edge_name(g, group.hop, steps.index(group.step))
+                        shapes[name] = (batch_size, group.size, enc.group_widths[g])
         return shapes
 
     output_is_logits = True
@@ -299,7 +361,7 @@ class TypedGraphSAGE(keras.Model):
 
     def build(self, input_shape: Any = None) -> None:
         """Creates every weight from the config alone."""
-        for enc in self.label_encoders.values():
+        for enc in (*self.label_encoders.values(), *self.edge_encoders.values()):
             enc.build()
         width = dict(self.feature_dims)
         for k, u in enumerate(self.hidden_units, start=1):
@@ -312,7 +374,9 @@ class TypedGraphSAGE(keras.Model):
                     )
             for step in self._used_steps(k):
                 dense = self.neigh_dense[f"neigh_{k}_{_key(str(step))}"]
-                dense.build((None, width[step.right] or 1))
+                edge = self.edge_encoders.get(str(step))
+                extra = edge.output_width if edge is not None else 0
+                dense.build((None, (width[step.right] or 1) + extra))
             width = dict.fromkeys(width, 2 * u)
         self.classifier.build((None, 2 * self.hidden_units[-1]))
         self.built = True
@@ -337,7 +401,7 @@ class TypedGraphSAGE(keras.Model):
         tables = self.layout.tables
         batch = None
         for name in self.table_input_names(masks=False):
-            if not name.startswith("bag_"):  # (a bag's flat values have no batch dimension)
+            if not name.startswith(("bag_", "edge_bag_")):  # (a bag's flat values: no batch)
                 batch = keras.ops.shape(inputs[name])[0]
                 break
         if batch is None:
@@ -349,9 +413,7 @@ class TypedGraphSAGE(keras.Model):
         for h, table in enumerate(tables):
             for label, slots in table.items():
                 if label in self.label_encoders:
-                    reps[(h, label)] = feature_encoding.label_features(
-                        self.label_encoders[label], inputs, h, label
-                    )
+                    reps[(h, label)] = self._encoded(inputs, h, label)
                 elif self.feature_dims[label]:
                     reps[(h, label)] = keras.ops.cast(
                         inputs[typed_features_name(h, label)], "float32"
@@ -359,7 +421,29 @@ class TypedGraphSAGE(keras.Model):
                 else:
                     reps[(h, label)] = keras.ops.ones((batch, slots, 1), "float32")
         masks = self._float_masks(lambda h, label: inputs.get(typed_mask_name(h, label)), batch)
-        return self.layers_from(reps, masks, batch, 1, training)
+        steps = list(self.spec.steps)
+        edges = {
+            (g.hop, g.step): feature_encoding.edge_features(
+                self.edge_encoders[str(g.step)], inputs, g.hop, steps.index(g.step)
+            )
+            for g in self.layout.groups
+            if str(g.step) in self.edge_encoders
+        }
+        return self.layers_from(reps, masks, batch, 1, training, edges=edges)
+
+    def _encoded(self, inputs: Mapping[str, Any], h: int, label: str) -> Any:
+        """A feature-spec label's slot features: its encoded raw sections, then (with
+        ``appended_dims``) the vectors of its :func:`appended_name` input."""
+        rep = feature_encoding.label_features(self.label_encoders[label], inputs, h, label)
+        if label not in self.appended_dims:
+            return rep
+        extra = inputs.get(appended_name(h, label))
+        if extra is None:
+            raise ConfigurationError(
+                f"inputs: missing {appended_name(h, label)} (the {self.appended_dims[label]} "
+                f"columns appended after label {label!r}'s encoded properties)"
+            )
+        return keras.ops.concatenate([rep, keras.ops.cast(extra, "float32")], axis=-1)
 
     def _float_masks(self, mask_of: Any, batch: Any) -> dict[tuple[int, str], Any]:
         """Every table ``(h, label)`` of a hop ``h >= 1`` -> its mask as float32 ``[B, slots]``
@@ -420,10 +504,13 @@ class TypedGraphSAGE(keras.Model):
         batch: Any,
         start: int,
         training: bool | None,
+        edges: Mapping[tuple[int, Any], Any] | None = None,
     ) -> Any:
         """Layers ``start..K`` (from 1) over the tables' representations ``reps`` (``(h, label)``
         -> ``[B, slots, D]``) and ``masks`` (``(h, label)`` of a hop ``h >= 1`` -> ``[B, slots]``,
-        bool or 0/1 floats; absent: every slot filled); the seed's ``[B, D]``. Per layer and table
+        bool or 0/1 floats; absent: every slot filled); the seed's ``[B, D]``. ``edges``: per
+        ``(hop, step)`` of a group with edge features, their ``[B, parents * fanout, E]``,
+        concatenated to the group's children before the mean. Per layer and table
         the order is fixed: dropout on the table, its self transform, then per child group the
         dropout on the masked mean and its neighbour transform, then :meth:`layer_out`."""
         tables = self.layout.tables
@@ -439,6 +526,9 @@ class TypedGraphSAGE(keras.Model):
                     for group in self.layout.children(h, label):
                         key = (h + 1, group.step.right)
                         child = reps[key][:, group.offset : group.offset + group.size, :]
+                        edge = (edges or {}).get((group.hop, group.step))
+                        if edge is not None:
+                            child = keras.ops.concatenate([child, edge], axis=-1)
                         child = keras.ops.reshape(
                             child, (batch, group.parents, group.fanout, child.shape[-1])
                         )
@@ -482,10 +572,12 @@ class TypedGraphSAGE(keras.Model):
         same random draws)."""
         if not self.built:
             self.build()
-        if self.label_encoders:
+        if self.label_encoders or self.edge_encoders:
             raise ConfigurationError(
                 "encode_rows: expected a model without feature encoders (labels "
-                f"{', '.join(self.label_encoders)} take raw sections: use encode)"
+                f"{', '.join(self.label_encoders) or 'none'} and steps "
+                f"{', '.join(self.edge_encoders) or 'none'} take raw sections: use "
+                "encode)"
             )
         masks = masks or {}
         tables = self.layout.tables
@@ -694,6 +786,7 @@ def typed_sample_dataset(
     decoder: str = "auto",
     num_parallel_calls: int | None = None,
     raw: Mapping[str, Any] | None = None,
+    edges: Mapping[Any, Any] | None = None,
 ) -> Any:
     """Typed GraphSAGE batches: per batch of seed keys one ``tf_features.sample_typed`` call
     (``source.sample_typed_b64``) decoded by the unpack op into a dict of the typed sections
@@ -708,8 +801,9 @@ def typed_sample_dataset(
     an explicit ``options["seed"]`` fixes every seed's neighbourhood. ``draws`` passes over the
     batches (no batch mixes two). ``raw``: per label sampled with ``options["feature_spec"]``, its
     :class:`~memgraph_tf.layout.RawWidths` (the dense raw sections, ``bag_*`` as flat values and
-    ``.row_splits``). Guarantees: every section has its static shape but the batch
-    dimension."""
+    ``.row_splits``); ``edges``: per step sampled with ``options["edge_feature_spec"]``, its
+    :class:`~memgraph_tf.layout.RawWidths` (the ``edge_*`` sections, dense layout). Guarantees:
+    every section has its static shape but the batch dimension."""
     ids = node_id_array(node_ids)
     batch_size = positive_int("batch_size", batch_size)
     draws = positive_int("draws", draws)
@@ -725,7 +819,7 @@ def typed_sample_dataset(
     props = {label: list(names) for label, names in properties.items()}
     with_labels = bool(opts.get("label_property"))
     sections = layout.typed_sample_sections(
-        spec, dict(widths), dtype, labels=with_labels, batch=None, raw=raw or None
+        spec, dict(widths), dtype, labels=with_labels, batch=None, raw=raw or None, edges=edges
     )
     names = [s.name for s in sections]
     dtypes = [s.dtype for s in sections]
@@ -750,6 +844,7 @@ def typed_sample_dataset(
                 labels=with_labels,
                 unpack=unpack,
                 encoding="base64",
+                raw=raw or None,
             )
         return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 
@@ -789,6 +884,12 @@ def typed_sampler(
     widths = {label: model.feature_dims[label] for label in props}
     options = feature_encoding.with_spec_option(options, encoders)
     raw = feature_encoding.raw_widths(encoders)
+    edges = feature_encoding.edge_raw_widths(model.edge_encoders)
+    if edges:
+        options = {
+            **options,
+            "edge_feature_spec": feature_encoding.edge_spec_option(model.edge_encoders),
+        }
 
     def sample(ids: np.ndarray, plan: trainer.BatchPlan) -> tf.data.Dataset:
         ds = typed_sample_dataset(
@@ -802,6 +903,7 @@ def typed_sampler(
             decoder=decoder,
             num_parallel_calls=tf.data.AUTOTUNE if plan.training else None,
             raw=raw,
+            edges=edges or None,
             **plan.tail(),
         )
         return ds.cache() if plan.keep and plan.seed is not None else ds
@@ -915,6 +1017,7 @@ def train_typed_graphsage(
     progress: bool = False,
     feature_spec: Mapping[str, Any] | None = None,
     embedding_dim: int = 8,
+    edge_feature_spec: Mapping[str, Any] | None = None,
 ) -> Any:
     """Trains a :class:`TypedGraphSAGE` on the ``seed_label`` nodes ``train_ids`` (seed keys:
     ``options["id_property"]`` values, else internal ids) with typed neighbourhoods sampled by
@@ -926,6 +1029,9 @@ def train_typed_graphsage(
     property columns (``options.feature_spec``) and gives the model a
     :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
     columns per categorical property); such a label takes no ``properties``.
+    ``edge_feature_spec`` (edge pattern -> the ``LabelSpec`` of the step's relationship
+    properties) samples them beside each slot (``options.edge_feature_spec``) and joins them,
+    encoded, to each neighbour's message.
 
     Without ``train_ids`` the split is read from the database: the training nodes are the
     ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
@@ -993,6 +1099,7 @@ def train_typed_graphsage(
         feature_spec=specs,
         embedding_dim=embedding_dim,
         required_widths=feature_encoding.required_widths_of(schema, specs),
+        edge_feature_spec=edge_feature_spec,
     )
     model.properties = props
     model.schema = schema

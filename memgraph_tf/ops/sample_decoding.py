@@ -577,6 +577,7 @@ def decode_typed_sample(
     prefix: str = "",
     unpack: Callable[..., list[Any]] | None = None,
     encoding: str = "raw",
+    raw: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Decodes typed sample blobs (``tf_features.sample_typed``) written in ``layout_name`` into
     the typed dense layout's tensors -- the typed model's inputs by name.
@@ -587,9 +588,12 @@ def decode_typed_sample(
     ``ids_h*`` sections, ``labels`` for ``labels`` (``options.label_property`` was set);
     ``prefix``: the sections' name prefix (a pair blob's ``src.`` / ``dst.``: one endpoint of
     ``tf_features.sample_pairs``; ``labels`` must then be false); ``unpack``, ``encoding`` as
-    in :func:`decode_sample`.
+    in :func:`decode_sample`; ``raw``: per label sampled with ``options.feature_spec``, its
+    :class:`~memgraph_tf.layout.RawWidths` (docs/blob-format.md section 11).
 
-    Guarantees: returns, unprefixed, ``features_h{h}_{label}`` (labels with features),
+    Guarantees: returns, unprefixed, ``features_h{h}_{label}`` (labels with features), the raw
+    sections of each ``raw`` label's slot tables (``bag_h{h}_{label}`` as flat values and
+    ``.row_splits``, one row per cell, row-major over every blob's ``[n, slots, Wb]``),
     ``mask_h{h}_{label}`` (h >= 1), with ``ids`` ``ids_h{h}_{label}`` and with ``labels``
     ``labels``, each ``[n, slots, ...]`` (a leading ``[batch]`` for a vector of blobs): exactly
     what decoding the dense layout of the same sample gives. Compact and sparse tables are
@@ -601,8 +605,9 @@ def decode_typed_sample(
     if prefix and labels:
         raise ValueError(f"labels: expected false with a prefix ({prefix!r}: a pair blob's half)")
     widths = {label: int(w) for label, w in widths.items() if int(w)}
+    raw = {label: layout.RawWidths(*w) for label, w in (raw or {}).items()}
     all_sections = layout.typed_sample_sections(
-        spec, widths, dtype, labels=labels, batch=None, layout=layout_name
+        spec, widths, dtype, labels=labels, batch=None, layout=layout_name, raw=raw
     )
     fn = _unpacker(unpack)
     blobs = tf.convert_to_tensor(blobs, dtype=tf.string)
@@ -614,7 +619,7 @@ def decode_typed_sample(
     wanted = [
         s
         for s in all_sections
-        if s.role in ("index", "labels", "table", "columns", "values")
+        if s.role in ("index", "labels", "table", "columns", "values", *layout.RAW_TABLE_ROLES)
         or (s.role == "table_ids" and (ids or not widths.get(s.label or "")))
     ]
     decoded = _unpack(fn, vec, wanted, encoding, prefix=prefix, all_sections=all_sections)
@@ -638,10 +643,73 @@ def decode_typed_sample(
             if s.role == "index" and s.label == label
         ]
         out.update(_expand(decoded, table_names, slots, width, layout_name, bool(width), ids))
+        if label in raw:
+            hops = [s for s in all_sections if s.role == "index" and s.label == label]
+            out.update(_expand_raw(decoded, label, raw[label], hops, table_names.table_ids))
     if labels:
         out[layout.LABELS] = decoded[layout.LABELS]
-    if scalar:
-        out = {k: v[0] for k, v in out.items()}
+    if scalar:  # (a bag's flat values and splits have no blob dimension)
+        out = {k: v if _flat_bag(k) else v[0] for k, v in out.items()}
+    return out
+
+
+def _flat_bag(name: str) -> bool:
+    """Whether ``name`` is a dense raw ``bag`` section or its row splits (flat, no blob axis)."""
+    return name.startswith("bag_h")
+
+
+def _expand_raw(
+    decoded: dict[str, Any],
+    label: str,
+    widths: layout.RawWidths,
+    index_sections: Sequence[Any],
+    table_ids: str,
+) -> dict[str, Any]:
+    """The dense raw sections of ``label``'s slot tables from its compact/sparse raw tables
+    (docs/blob-format.md section 11): every slot's table row gathered (a padded slot: zeros,
+    ``""``, ``false``, empty bags); checks each raw table holds one row per table row (``bag``:
+    one per table row and column), naming the blob and the section. The index sections were
+    checked by :func:`_expand`."""
+    import tensorflow as tf
+
+    ids_rt = decoded[table_ids]
+    starts, sizes = _one_row_spans(ids_rt)
+    total = tf.shape(ids_rt.flat_values, out_type=tf.int64)[0]
+    checks = []
+    for group, width in zip(layout.RAW_GROUPS, widths):
+        if width:
+            name = layout.typed_raw_table_name(group, label)
+            if group == "bag":  # (its rows are the cells: [B, (u * Wb), (k)])
+                got = tf.cast(decoded[name].row_lengths(), tf.int64)
+                want, what = sizes * width, f"{width} rows (one per column) per table row"
+            else:
+                _, got = _one_row_spans(decoded[name])
+                want, what = sizes, "one row per table row"
+            checks.append(_check_counts(want, got, name, what))
+    out: dict[str, Any] = {}
+    with tf.control_dependencies(checks):
+        for sec in index_sections:
+            index = tf.cast(decoded[sec.name], tf.int64)  # [B, n, slots]
+            shifted = index + tf.reshape(starts, [-1, 1, 1])
+            rows = tf.where(index >= 0, shifted, total)  # -1 -> the padding row after the tables
+            for group, width in zip(layout.RAW_GROUPS, widths):
+                if not width:
+                    continue
+                table = decoded[layout.typed_raw_table_name(group, label)]
+                name = layout.typed_raw_name(group, sec.hop, label)
+                if group == "bag":
+                    cells = tf.RaggedTensor.from_uniform_row_length(table.values, width)
+                    empty = tf.RaggedTensor.from_row_lengths(
+                        tf.zeros([0], tf.string), tf.zeros([width], tf.int64)
+                    )
+                    padded = tf.concat([cells, tf.expand_dims(empty, 0)], 0)
+                    picked = tf.gather(padded, tf.reshape(rows, [-1])).values  # [cells, (k)]
+                    out[name] = picked.values
+                    out[layout.row_splits_name(name)] = picked.row_splits
+                    continue
+                values = table.flat_values
+                pad = tf.zeros([1, width], values.dtype)
+                out[name] = tf.gather(tf.concat([values, pad], 0), rows)
     return out
 
 
@@ -765,6 +833,11 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
     table_of = {
         layout.typed_table_name(base, label): (base, label) for label in index_of for base in bases
     }
+    table_of.update(  # a feature-spec label's raw tables (docs/blob-format.md section 11)
+        (layout.typed_raw_table_name(group, label), (f"table_{group}", label))
+        for label in index_of
+        for group in layout.RAW_GROUPS
+    )
     for label in index_of:
         name = layout.typed_table_name(layout.TABLE_IDS, label)
         if not isinstance(sections.get(name), blob.Ragged):
@@ -796,8 +869,14 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
             else:
                 base, label = table_of[name]
                 rows = rows_of[label]
-                if base in (layout.TABLE_IDS, layout.TABLE):
+                if base in (layout.TABLE_IDS, layout.TABLE) or (
+                    base in layout.RAW_TABLE_ROLES and base != "table_bag"
+                ):
                     one_seed[name] = blob.Ragged(value.values[rows], [0, len(rows)])
+                    continue
+                if base == "table_bag":  # one row per (table row, column)
+                    u_all = len(sections[layout.typed_table_name(layout.TABLE_IDS, label)].values)
+                    one_seed[name] = _bag_rows(value, rows, u_all)
                     continue
                 if base == layout.TABLE_COLUMNS:
                     splits = np.asarray(value.row_splits, np.int64)
@@ -814,6 +893,18 @@ def split_typed_blob(raw: bytes, count: int, spec: Any, layout_name: str = "dens
                 one_seed[name] = blob.Ragged(value.values[picked], [0, len(picked)])
         out.append(blob.pack(one_seed))
     return out
+
+
+def _bag_rows(value: Any, rows: np.ndarray, table_rows: int) -> Any:
+    """The cells of table rows ``rows`` of a raw ``table_bag_*`` section (``table_rows`` rows of
+    ``Wb`` cells each), as its ragged pair."""
+    splits = np.asarray(value.row_splits, np.int64)
+    width = (len(splits) - 1) // table_rows if table_rows else 0
+    cells = (rows[:, None] * width + np.arange(width)).reshape(-1)
+    lengths = splits[cells + 1] - splits[cells]
+    picked = [value.values[a:b] for a, b in zip(splits[cells], splits[cells + 1])]
+    values = np.concatenate(picked) if picked else np.zeros([0], object)
+    return blob.Ragged(values, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
 
 
 class DensePairBlobs:

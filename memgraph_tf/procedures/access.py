@@ -101,13 +101,18 @@ class GraphAccess(Protocol):
         walks (its edge types, direction, neighbour label and held-out split)."""
 
     def valued_neighbours(
-        self, keys: Sequence[int], step: Any, held_out: SplitFilter | None = None
+        self,
+        keys: Sequence[int],
+        step: Any,
+        held_out: SplitFilter | None = None,
+        names: Sequence[str] | None = None,
     ) -> list[list[tuple[int, Any, Any, bool]]]:
         """Per key, ``(neighbour key, value of step.relationship_property or None, relationship id,
         outgoing)`` per relationship the :class:`~memgraph_tf.typed_sampling.EdgeStep` ``step``
         walks from it (to a node with the step's right label, without those ``held_out`` names),
         in any order, possibly repeated (``outgoing``: the key's node is the relationship's
-        start)."""
+        start). With ``names`` the value is a tuple of those properties' values instead (None
+        where missing; temporal values as ``mgp`` gives them, as :meth:`relationship_values`)."""
 
     def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
         """Per key, whether its node has ``label``."""

@@ -614,20 +614,25 @@ class MgpGraphAccess:
         return out
 
     def valued_neighbours(
-        self, keys: Sequence[int], step: Any, held_out: SplitFilter | None = None
+        self,
+        keys: Sequence[int],
+        step: Any,
+        held_out: SplitFilter | None = None,
+        names: Sequence[str] | None = None,
     ) -> list[list[tuple[int, Any, Any, bool]]]:
         """Edge by edge, through the ``_mgp`` handles or the public API (whichever path the
         call is on), with the same abort checks as :meth:`neighbours`."""
         out: list[list[tuple[int, Any, Any, bool]]] = []
         labelled: dict[int, bool] = {}
+        names = None if names is None else tuple(names)
         for key in keys:
             row: list[tuple[int, Any, Any, bool]] = []
             vertex = self._vertices[key]
             for outgoing in _SIDES[step.direction]:
                 if self._handles:
-                    row += self._weighted_handles(vertex, outgoing, step, held_out, labelled)
+                    row += self._weighted_handles(vertex, outgoing, step, held_out, labelled, names)
                 else:
-                    row += self._weighted_public(vertex, outgoing, step, held_out)
+                    row += self._weighted_public(vertex, outgoing, step, held_out, names)
             out.append(row)
         return out
 
@@ -638,10 +643,12 @@ class MgpGraphAccess:
         step: Any,
         held_out: SplitFilter | None,
         labelled: dict[int, bool],
+        names: tuple[str, ...] | None,
     ) -> list[tuple[int, Any, Any, bool]]:
         """The handle path's part of :meth:`valued_neighbours`: the entries of the ``outgoing``
         (else incoming) edges of the vertex ``handle`` (``labelled``: internal id -> has the
-        step's right label, shared by the call's reads)."""
+        step's right label, shared by the call's reads), each with the step's property or (with
+        ``names``) the tuple of those properties' values."""
         edges: list[Any] = []
         self._collect(handle.iter_out_edges() if outgoing else handle.iter_in_edges(), edges)
         rel_type, weight, label = step.rel_type, step.relationship_property, step.right
@@ -654,11 +661,20 @@ class MgpGraphAccess:
             other = edge.to_vertex() if outgoing else edge.from_vertex()
             key = self._labelled_key(other, label, labelled)
             if key is not None:
-                found.append((key, edge.get_property(weight), edge.get_id(), outgoing))
+                if names is None:
+                    value = edge.get_property(weight)
+                else:
+                    value = tuple(edge.get_property(n) for n in names)
+                found.append((key, value, edge.get_id(), outgoing))
         return found
 
     def _weighted_public(
-        self, vertex: Any, outgoing: bool, step: Any, held_out: SplitFilter | None
+        self,
+        vertex: Any,
+        outgoing: bool,
+        step: Any,
+        held_out: SplitFilter | None,
+        names: tuple[str, ...] | None,
     ) -> list[tuple[int, Any, Any, bool]]:
         """The public path's part of :meth:`valued_neighbours` (see :meth:`_weighted_handles`)."""
         edges = list(vertex.out_edges if outgoing else vertex.in_edges)
@@ -672,7 +688,10 @@ class MgpGraphAccess:
                 continue
             other = edge.to_vertex if outgoing else edge.from_vertex
             if any(lb.name == step.right for lb in other.labels):
-                value = props.get(step.relationship_property)
+                if names is None:
+                    value = props.get(step.relationship_property)
+                else:
+                    value = tuple(props.get(n) for n in names)
                 found.append((self._register_handle(other), value, edge.id, outgoing))
         return found
 

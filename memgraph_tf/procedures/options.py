@@ -51,6 +51,7 @@ class Options:
     time_order: str = "uniform"
     at: int | None = None
     reservoir_threshold: int | None = None
+    edge_feature_spec: Any = None
 
     @property
     def pad(self) -> bool:
@@ -237,7 +238,9 @@ def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
     integer time for every seed instead, and ``time_order``, one of :data:`TIME_ORDERS`, for
     steps with a time), its held-out
     relationships (:func:`parse_split_filter`) and the value of ``options.feature_spec`` as given
-    (parsed by :func:`memgraph_tf.procedures.raw.parse_feature_specs`)."""
+    (parsed by :func:`memgraph_tf.procedures.raw.parse_feature_specs`);
+    ``options.edge_feature_spec`` is kept as given in the options (parsed by
+    :func:`memgraph_tf.procedures.edge_columns.parse_edge_feature_specs`)."""
     if options is not None and not isinstance(options, Mapping):
         raise OptionError(f"options: expected a map, got {describe_value(options)}")
     raw = dict(options or {})
@@ -249,6 +252,7 @@ def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
         )
     split = parse_split_filter(raw)
     feature_spec = raw.pop("feature_spec", None)
+    edge_feature_spec = raw.pop("edge_feature_spec", None)
     seed_time = raw.pop("seed_time", None)
     if seed_time is not None:
         seed_time = _name("seed_time", seed_time)
@@ -258,7 +262,14 @@ def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
     if at is not None:
         _expect("at", at, isinstance(at, int) and not isinstance(at, bool), "an integer time")
     opts = parse_options("sample_typed", raw)
-    opts = dataclasses.replace(opts, label=label, seed_time=seed_time, time_order=time_order, at=at)
+    opts = dataclasses.replace(
+        opts,
+        label=label,
+        seed_time=seed_time,
+        time_order=time_order,
+        at=at,
+        edge_feature_spec=edge_feature_spec,
+    )
     return opts, split, feature_spec
 
 

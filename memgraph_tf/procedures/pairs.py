@@ -56,6 +56,7 @@ from typing import Any
 from memgraph_tf import blob, layout
 from memgraph_tf.procedures.access import AccessFactory, GraphAccess, NeighbourRead, node_name
 from memgraph_tf.procedures.draw import base_seed, rng_for
+from memgraph_tf.procedures.edge_columns import parse_edge_feature_specs
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
 from memgraph_tf.procedures.options import (
     Options,
@@ -251,8 +252,10 @@ def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any, Any]:
         )
     split = parse_split_filter(raw)
     feature_spec = raw.pop("feature_spec", None)
+    edge_feature_spec = raw.pop("edge_feature_spec", None)
     timing = parse_pair_timing(raw)
     opts = parse_options("sample_pairs", raw)
+    opts = dataclasses.replace(opts, edge_feature_spec=edge_feature_spec)
     return opts, _PairOptions(labels[0], labels[1], negatives, timing), split, feature_spec
 
 
@@ -377,6 +380,7 @@ def sample_pairs(
     labels = list(dict.fromkeys(src_spec.labels() + dst_spec.labels()))
     names_of = parse_properties(properties, labels)
     raw_of = split_feature_specs(specs_of, properties, names_of, labels)
+    edge_of = parse_edge_feature_specs(opts.edge_feature_spec, [src_spec, dst_spec], opts)
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
     nav = factory(plain)
     s_int, s_keys = resolve_seeds(
@@ -399,7 +403,7 @@ def sample_pairs(
     if pair.timing is not None:
         ends = (pair.source_label, pair.target_label)
         times = pair_times(nav, pair.timing, specs, ends, (s_int, t_int), keys.name)
-    call = RoleCall(factory, nav, keys, names_of, opts, split, raw_of=raw_of)
+    call = RoleCall(factory, nav, keys, names_of, opts, split, raw_of=raw_of, edge_of=edge_of)
     call.fix_seed_columns(pair.source_label, s_int[0])
     call.fix_seed_columns(pair.target_label, t_int[0])
 
@@ -413,6 +417,7 @@ def sample_pairs(
             batch=n,
             layout=opts.layout,
             raw=call.raw_widths,
+            edges=call.edge_widths,
         )
 
     def make_roles() -> list[Role]:
@@ -442,5 +447,5 @@ def sample_pairs(
     labels_data = [1] * len(s_int) + [0] * (n - len(s_int))
     sections[layout.PAIR_LABELS] = blob.Dense(le(array.array("q", labels_data)), [n], "int64")
     data = blob.pack(sections)
-    check_packed(data, n, "pair", list(raw_of), opts)
+    check_packed(data, n, "pair", [*raw_of, *map(str, edge_of)], opts)
     return data, n

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import array
 import datetime
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 from memgraph_tf import blob, layout
@@ -39,6 +40,7 @@ __all__ = [
     "RawTable",
     "build_raw_table",
     "parse_feature_specs",
+    "parse_label_spec",
     "raw_sections",
     "split_feature_specs",
     "temporal_number",
@@ -78,10 +80,7 @@ def parse_feature_specs(value: Any) -> dict[str, LabelSpec]:
         where = f"options.feature_spec[{label!r}]"
         if not isinstance(label, str) or not label:
             raise OptionError(f"options.feature_spec: expected label names as keys, got {label!r}")
-        try:
-            spec = LabelSpec.from_dict(_plain(raw))
-        except FeatureSpecError as exc:
-            raise OptionError(f"{where}: {exc}") from None
+        spec = parse_label_spec(raw, where)
         if spec.label != label:
             raise OptionError(
                 f"{where}: expected the spec's 'label' to be {label!r} (its key), got "
@@ -89,6 +88,16 @@ def parse_feature_specs(value: Any) -> dict[str, LabelSpec]:
             )
         out[label] = spec
     return out
+
+
+def parse_label_spec(raw: Any, where: str) -> LabelSpec:
+    """A feature spec in :meth:`LabelSpec.to_dict`'s form (lists may come as tuples, as Memgraph
+    hands them over); a bad one raises :class:`OptionError` naming ``where`` and the spec's own
+    error (the property, the kind, the value)."""
+    try:
+        return LabelSpec.from_dict(_plain(raw))
+    except FeatureSpecError as exc:
+        raise OptionError(f"{where}: {exc}") from None
 
 
 def split_feature_specs(
@@ -289,6 +298,10 @@ class RawTable:
         return list(value)
 
 
+def _raw_name(group: str, hop: int, label: str) -> str:
+    return layout.typed_raw_name(group, hop, label)
+
+
 def _overflows(col: RawColumn, values: Sequence[Any]) -> bool:
     value = values[col.index]
     items = value if isinstance(value, (list, tuple)) else [value]
@@ -336,17 +349,12 @@ def build_raw_table(
     return table
 
 
-def raw_sections(
-    table: RawTable, flat: Sequence[int], hop: int, batch: int, slots: int
-) -> dict[str, Any]:
-    """The raw sections of slot table ``(hop, table.layout.label)`` whose slots hold ``flat``
-    (internal ids, :data:`~memgraph_tf.layout.PAD_ID` where padded), as
-    :func:`memgraph_tf.layout.typed_sample_sections` lays them out: a padded slot is zero, ``""``,
-    empty bags and ``has`` false."""
+def _gathered(table: RawTable, flat: Sequence[Any], shape: list[int]) -> dict[str, Any]:
+    """Per raw group with columns, the rows of the nodes ``flat`` (internal ids,
+    :data:`~memgraph_tf.layout.PAD_ID` where padded: zero, ``""``, empty bags, ``has`` false) as
+    a section value of leading shape ``shape`` (``bag``: a ragged pair, one row per cell)."""
     w = table.layout.widths
-    label = table.layout.label
     rows = [None if k == PAD_ID else table.row_of[k] for k in flat]
-    shape = [batch, slots]
     out: dict[str, Any] = {}
     for kind, width, column, dtype in (
         ("num", w.num, table.num, "float32"),
@@ -357,14 +365,12 @@ def raw_sections(
             zero = array.array(column.typecode, bytes(column.itemsize * width))
             for r in rows:
                 gathered.extend(zero if r is None else column[r * width : (r + 1) * width])
-            out[layout.typed_raw_name(kind, hop, label)] = blob.Dense(
-                le(gathered), shape + [width], dtype
-            )
+            out[kind] = blob.Dense(le(gathered), shape + [width], dtype)
     if w.cat:
         cat: list[str] = []
         for r in rows:
             cat.extend([""] * w.cat if r is None else table.cat[r * w.cat : (r + 1) * w.cat])
-        out[layout.typed_raw_name("cat", hop, label)] = blob.Dense(cat, shape + [w.cat], "string")
+        out["cat"] = blob.Dense(cat, shape + [w.cat], "string")
     if w.bag:
         values: list[str] = []
         splits = array.array("q", [0])
@@ -373,10 +379,45 @@ def raw_sections(
                 if r is not None:
                     values.extend(table.bag[r * w.bag + j])
                 splits.append(len(values))
-        name = layout.typed_raw_name("bag", hop, label)
-        out[name] = blob.Ragged(blob.Dense(values, [len(values)], "string"), splits)
+        out["bag"] = blob.Ragged(blob.Dense(values, [len(values)], "string"), splits)
     has = bytearray()
     for r in rows:
         has.extend(bytes(w.has) if r is None else table.has[r * w.has : (r + 1) * w.has])
-    out[layout.typed_raw_name("has", hop, label)] = blob.Dense(bytes(has), shape + [w.has], "bool")
+    out["has"] = blob.Dense(bytes(has), shape + [w.has], "bool")
+    return out
+
+
+def raw_sections(
+    table: RawTable,
+    flat: Sequence[Any],
+    hop: int,
+    batch: int,
+    slots: int,
+    name_of: Callable[[str], str] | None = None,
+) -> dict[str, Any]:
+    """The raw sections of slot table ``(hop, table.layout.label)`` whose slots hold ``flat``
+    (keys of ``table.row_of``: internal ids for a label's table; :data:`~memgraph_tf.layout.PAD_ID`
+    where padded), as :func:`memgraph_tf.layout.typed_sample_sections` lays them out in the dense
+    layout: a padded slot is zero, ``""``, empty bags and ``has`` false. ``name_of(group)`` names
+    the sections (default :func:`memgraph_tf.layout.typed_raw_name` of the table; the edge
+    columns' :func:`memgraph_tf.layout.typed_edge_name`)."""
+    label = table.layout.label
+    if name_of is None:
+        name_of = functools.partial(_raw_name, hop=hop, label=label)
+    return {
+        name_of(group): value for group, value in _gathered(table, flat, [batch, slots]).items()
+    }
+
+
+def raw_table_sections(table: RawTable, order: Sequence[int]) -> dict[str, Any]:
+    """The compact/sparse raw tables of ``table.layout.label`` whose rows are the nodes
+    ``order`` (internal ids, the label's table rows), as
+    :func:`memgraph_tf.layout.typed_sample_sections` lays them out: ``table_{group}_{label}``,
+    each a ragged pair of one row (``bag``: one row per (table row, column))."""
+    label = table.layout.label
+    one_row = array.array("q", [0, len(order)])
+    out: dict[str, Any] = {}
+    for group, value in _gathered(table, order, [len(order)]).items():
+        name = layout.typed_raw_table_name(group, label)
+        out[name] = value if group == "bag" else blob.Ragged(value, one_row)
     return out

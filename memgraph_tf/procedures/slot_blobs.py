@@ -23,6 +23,7 @@ from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures import limits
 from memgraph_tf.procedures.access import AccessFactory, GraphAccess, node_name
+from memgraph_tf.procedures.edge_columns import EdgeTables
 from memgraph_tf.procedures.errors import OptionError
 from memgraph_tf.procedures.options import Options, SplitFilter
 from memgraph_tf.procedures.raw import (
@@ -30,6 +31,7 @@ from memgraph_tf.procedures.raw import (
     RawTable,
     build_raw_table,
     raw_sections,
+    raw_table_sections,
     required_names,
 )
 from memgraph_tf.procedures.slots import Keys, Role, check_steps, draw_role
@@ -271,6 +273,11 @@ def role_sections(
                 got = raw_sections(raw_tables[label], flat, sec.hop, n, slots)
                 sections.update((prefix + name, value) for name, value in got.items())
             continue
+        if label in raw and sec.role in layout.RAW_TABLE_ROLES:
+            if sec.role == "table_has":  # (the last raw table of a label: write them all)
+                got = raw_table_sections(raw_tables[label], order_of[label])
+                sections.update((prefix + name, value) for name, value in got.items())
+            continue
         if sec.role == "index":
             rows = row_of[label]
             flat = role.tables[(sec.hop, label)]
@@ -350,8 +357,9 @@ class RoleCall:
     """One typed call's shared state (``sample_typed``: one role; ``sample_pairs``: the sources'
     and the targets'): the access factory and the call's access by internal id ``nav``, the keys
     met, the feature properties per label, the options and held-out relationships, the
-    columns and widths fixed so far (per label), and the labels given a feature spec with raw
-    columns (``raw_of``) with their raw layouts fixed so far."""
+    columns and widths fixed so far (per label), the labels given a feature spec with raw
+    columns (``raw_of``) with their raw layouts fixed so far, and the steps given an edge feature
+    spec (``edge_of``)."""
 
     factory: AccessFactory
     nav: GraphAccess
@@ -363,6 +371,12 @@ class RoleCall:
     widths: dict[str, int] = dataclasses.field(default_factory=dict)
     raw_of: Mapping[str, LabelSpec] = dataclasses.field(default_factory=dict)
     raw_layouts: dict[str, RawLayout] = dataclasses.field(default_factory=dict)
+    edge_of: Mapping[EdgeStep, LabelSpec] = dataclasses.field(default_factory=dict)
+
+    @property
+    def edge_widths(self) -> dict[EdgeStep, layout.RawWidths]:
+        """The edge feature column widths per step given a spec (``options.edge_feature_spec``)."""
+        return {step: layout.raw_widths(spec) for step, spec in self.edge_of.items()}
 
     @property
     def raw_widths(self) -> dict[str, layout.RawWidths]:
@@ -467,6 +481,8 @@ class RoleCall:
             )
             for label, raw_layout in self.raw_layouts.items()
         }
+        edges = EdgeTables(nav, self.keys.name, self.edge_of, self.split, opts.allow_non_finite)
+        edges.build(roles)
         sections: dict[str, Any] = {}
         for role, prefix in zip(roles, prefixes):
             sections.update(
@@ -481,4 +497,5 @@ class RoleCall:
                     raw_tables,
                 )
             )
+            sections.update((prefix + name, value) for name, value in edges.sections(role).items())
         return sections

@@ -22,6 +22,7 @@ from typing import Any
 from memgraph_tf import blob, layout
 from memgraph_tf.procedures.access import READ_CHUNK, AccessFactory
 from memgraph_tf.procedures.draw import base_seed
+from memgraph_tf.procedures.edge_columns import parse_edge_feature_specs
 from memgraph_tf.procedures.errors import OptionError
 from memgraph_tf.procedures.options import (
     Options,
@@ -47,7 +48,9 @@ def sample_typed(
 
     ``options.feature_spec`` (a map label -> feature spec) gives a label raw property columns
     in place of ``properties`` (:mod:`memgraph_tf.procedures.raw`; a spec of ``required``
-    properties only is exactly ``properties[label]``).
+    properties only is exactly ``properties[label]``); ``options.edge_feature_spec`` (a map edge
+    pattern -> feature spec) gives a step's slots the properties of their relationships
+    (:mod:`memgraph_tf.procedures.edge_columns`).
 
     Guarantees: checks, in this order, the options (``options.feature_spec`` included), the spec,
     the properties map and the feature specs' labels, then the seeds
@@ -67,6 +70,7 @@ def sample_typed(
     check_timing(spec, opts.seed_time, opts.at)
     names_of = parse_properties(properties, spec.labels())
     raw_of = split_feature_specs(specs, properties, names_of, spec.labels())
+    edge_of = parse_edge_feature_specs(opts.edge_feature_spec, [spec], opts)
     plain = dataclasses.replace(opts, id_property=None, label=None, label_property=None)
     nav = factory(plain)
     internals, seed_keys = resolve_seeds(
@@ -75,7 +79,7 @@ def sample_typed(
     n = len(internals)
     keys = Keys(nav, opts.id_property)
     keys.add(seed_label, internals, seed_keys)
-    call = RoleCall(factory, nav, keys, names_of, opts, split, raw_of=raw_of)
+    call = RoleCall(factory, nav, keys, names_of, opts, split, raw_of=raw_of, edge_of=edge_of)
     call.fix_seed_columns(seed_label, internals[0])
 
     def layout_of(widths: Any) -> list[layout.Section]:
@@ -88,6 +92,7 @@ def sample_typed(
             batch=n,
             layout=opts.layout,
             raw=call.raw_widths,
+            edges=call.edge_widths,
         )
 
     timing = None
@@ -118,7 +123,7 @@ def sample_typed(
         data = le(array.array("q", [got.labels[k] for k in internals]))
         sections[layout.LABELS] = blob.Dense(data, [n], "int64")
     data = blob.pack(sections)
-    check_packed(data, n, "seed", list(raw_of), opts)
+    check_packed(data, n, "seed", [*raw_of, *map(str, edge_of)], opts)
     return data, n
 
 

@@ -629,6 +629,9 @@ def _typed_settings(
     encoders = getattr(model, "label_encoders", None) or {}
     if encoders:  # the raw property columns of these labels: the bundle's sample_typed calls
         options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
+    edge_encoders = getattr(model, "edge_encoders", None) or {}
+    if edge_encoders:  # the relationship properties of these steps, beside their slots
+        options["edge_feature_spec"] = {p: enc.spec.to_dict() for p, enc in edge_encoders.items()}
     widths = {label: w for label, w in model.feature_dims.items() if label not in encoders}
     if isinstance(properties, Mapping):
         props = {str(k): [str(n) for n in v] for k, v in properties.items()}
@@ -662,27 +665,45 @@ def _typed_sections(model: Any, layout: str = "dense") -> dict[str, tuple[str, t
     (the index and table sections, ``-1`` for a length that varies from blob to blob). From
     :func:`memgraph_tf.layout.typed_sample_sections`."""
     from memgraph_tf import layout as blob_layout
+    from memgraph_tf.typed_sampling import EdgeStep
 
     wanted = set(model.input_names())
     encoders = getattr(model, "label_encoders", None) or {}
     raw = {label: blob_layout.RawWidths(**enc.group_widths) for label, enc in encoders.items()}
+    edge_encoders = getattr(model, "edge_encoders", None) or {}
+    edges = {
+        EdgeStep.parse(p): blob_layout.RawWidths(**enc.group_widths)
+        for p, enc in edge_encoders.items()
+    }
     widths = {label: w for label, w in model.feature_dims.items() if label not in encoders}
     return {
         s.name: (s.dtype, tuple(s.shape))
         for s in blob_layout.typed_sample_sections(
-            model.spec, widths, model.feature_dtype, batch=1, layout=layout, raw=raw or None
+            model.spec,
+            widths,
+            model.feature_dtype,
+            batch=1,
+            layout=layout,
+            raw=raw or None,
+            edges=edges or None,
         )
         if (s.name in wanted if layout == "dense" else s.role != "labels")
     }
 
 
 def _typed_gathered(model: Any, layout: str) -> dict[str, Any]:
-    """A typed compact/sparse bundle's decoding arguments (:func:`_decode_gathered`)."""
+    """A typed compact/sparse bundle's decoding arguments (:func:`_decode_gathered`): a label
+    with an encoder reads raw tables (``raw``), no feature table."""
+    from memgraph_tf import layout as blob_layout
+
+    encoders = getattr(model, "label_encoders", None) or {}
+    raw = {label: blob_layout.RawWidths(**enc.group_widths) for label, enc in encoders.items()}
     return dict(
         spec=model.spec,
-        widths=dict(model.feature_dims),
+        widths={label: w for label, w in model.feature_dims.items() if label not in encoders},
         dtype=model.feature_dtype,
         layout_name=layout,
+        raw=raw or None,
         inputs=list(model.input_names()),
     )
 
@@ -701,7 +722,11 @@ def _decode_gathered(blobs: Any, unpack: Any, gathered: dict[str, Any]) -> dict[
         sample_decoding.decode_sample if inputs is None else sample_decoding.decode_typed_sample
     )
     tensors = decode(blobs, unpack=unpack, **args)
-    return {n: t[:, 0] for n, t in tensors.items() if inputs is None or n in inputs}
+    return {  # (a raw bag's flat values and splits run over the whole batch already)
+        n: t if n.startswith("bag_h") else t[:, 0]
+        for n, t in tensors.items()
+        if inputs is None or n in inputs
+    }
 
 
 ROW_SPLITS = ROW_SPLITS_SUFFIX

@@ -212,7 +212,8 @@ class NeighbourhoodFetcher:
                 f"link bundle needs"
             )
         num_neighbors, properties, options = sampling.pair_arguments()
-        # raw property columns (options.feature_spec) are written in the dense layout only
+        # DensePairBlobs expands feature tables, not raw ones: a bundle with feature specs
+        # (options.feature_spec) samples the dense layout and cuts its blob per pair
         options["layout"] = "dense" if options.get("feature_spec") else "compact"
         rename = position_renamer(
             {

@@ -3,7 +3,7 @@ over Bolt, an exported op-free bundle, the batch package's predictions as the re
 real Dask cluster (scheduler and 2 worker processes) for Beam's DaskRunner.
 
 Nothing here imports apache_beam: test modules that need it skip on their own
-(``pytest.importorskip``), so a venv without Beam reports why."""
+(``helpers.beam_missing``), so a venv without Beam reports why."""
 
 from __future__ import annotations
 

@@ -17,23 +17,19 @@ import sys
 
 import pytest
 
+from tests.beam import helpers as h
+
 try:
     import apache_beam as beam
     import distributed
 except ImportError as exc:
-    if os.environ.get("CI"):  # CI installs the beam extra (dask[distributed] included)
-        pytest.fail(f"the beam extra is not installed, but CI runs the Beam suite: {exc}")
-    pytest.skip(
-        f"the beam extra is not installed here (pip install 'memgraph-tf[beam]'): {exc}",
-        allow_module_level=True,
-    )
+    h.beam_missing(exc)
 
 from memgraph_tf.beam import classify_with_beam, create_pipeline, register_graph, unregister_graph
 from memgraph_tf.beam.graph_specs import GraphSpec
 from memgraph_tf.beam.models import ModelSpec
 from memgraph_tf.beam.runner import run_pipeline
 from memgraph_tf.errors import ConfigurationError, InvalidNodeError
-from tests.beam import helpers as h
 
 pytestmark = pytest.mark.arcadedb
 

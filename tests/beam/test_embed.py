@@ -4,23 +4,20 @@ node once; a rerun writes nothing."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+
+from tests.beam import helpers as h
 
 try:
     import apache_beam  # noqa: F401 -- imported only to see whether Beam is installed
 except ImportError as exc:
-    if os.environ.get("CI"):  # CI installs the beam extra: the Beam suite must run there
-        pytest.fail(f"apache-beam is not installed, but CI runs the Beam suite: {exc}")
-    pytest.skip("apache-beam is not installed here", allow_module_level=True)
+    h.beam_missing(exc)
 
 from memgraph_tf.batch.embedder import EmbedBackend, embed_nodes
 from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
 from memgraph_tf.beam.models import ModelSpec
 from memgraph_tf.errors import ConfigurationError
-from tests.beam import helpers as h
 
 
 def _embeddings(source) -> dict[int, list[float]]:

@@ -4,23 +4,21 @@ error (exit 2, one line)."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
 import pytest
 
+from tests.beam import helpers as h
+
 try:
     import apache_beam  # noqa: F401 -- imported only to see whether Beam is installed
 except ImportError as exc:
-    if os.environ.get("CI"):  # CI installs the beam extra: the Beam suite must run there
-        pytest.fail(f"apache-beam is not installed, but CI runs the Beam suite: {exc}")
-    pytest.skip("apache-beam is not installed here", allow_module_level=True)
+    h.beam_missing(exc)
 
 from memgraph_tf import cli
 from memgraph_tf.batch.embedder import EmbedBackend, embed_nodes
 from memgraph_tf.beam import register_graph, unregister_graph
-from tests.beam import helpers as h
 
 
 def _embeddings(source, prop: str = "embedding") -> dict[int, list[float]]:

@@ -6,24 +6,18 @@ run on a fresh copy of the graph."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+
+from tests.beam import helpers as h
 
 try:
     import apache_beam  # noqa: F401 -- imported only to see whether Beam is installed
 except ImportError as exc:
-    if os.environ.get("CI"):  # CI installs the beam extra: the Beam suite must run there
-        pytest.fail(f"apache-beam is not installed, but CI runs the Beam suite: {exc}")
-    pytest.skip(
-        "apache-beam is not installed here (pip install 'memgraph-tf[beam]')",
-        allow_module_level=True,
-    )
+    h.beam_missing(exc)
 
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.node_tables import property_names
-from tests.beam import helpers as h
 from tests.serving.test_feature_spec_bundles import OPTIONS, PEOPLE, in_process, trained
 
 

@@ -5,16 +5,15 @@ links were already written (a worker failing after its write committed)."""
 from __future__ import annotations
 
 import collections
-import os
 
 import pytest
+
+from tests.beam import helpers as h
 
 try:
     import apache_beam  # noqa: F401 -- imported only to see whether Beam is installed
 except ImportError as exc:
-    if os.environ.get("CI"):
-        pytest.fail(f"the beam extra is not installed, but CI runs the Beam suite: {exc}")
-    pytest.skip(f"the beam extra is not installed here: {exc}", allow_module_level=True)
+    h.beam_missing(exc)
 
 from memgraph_tf.batch.link_scoring import score_links
 from memgraph_tf.beam import ScoreLinks, create_pipeline, register_graph, unregister_graph

@@ -8,28 +8,17 @@ export, the REST and op-bundle backends and the ``--runner`` command line."""
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import re
 
 import pytest
 
+from tests.beam import helpers as h
+
 try:
     import apache_beam  # noqa: F401 -- imported only to see whether Beam is installed
 except ImportError as exc:
-    if os.environ.get(
-        "CI"
-    ):  # CI installs the beam extra (scripts/bootstrap.sh): the Beam suite must run there
-        pytest.fail(
-            "apache-beam is not installed, but CI runs the Beam suite (scripts/bootstrap.sh "
-            "installs "
-            f"'.[test,beam]'): {exc}",
-            pytrace=False,
-        )
-    pytest.skip(
-        "apache-beam is not installed here (pip install 'memgraph-tf[beam]')",
-        allow_module_level=True,
-    )
+    h.beam_missing(exc)
 
 from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
 from memgraph_tf.beam.graph_specs import GraphSpec, acquire, release
@@ -37,7 +26,6 @@ from memgraph_tf.beam.models import ModelSpec, sampling_for
 from memgraph_tf.beam.transforms import example_bytes, split_key_range
 from memgraph_tf.client.node_tables import NodeSelection, NodeTable
 from memgraph_tf.errors import ConfigurationError
-from tests.beam import helpers as h
 
 
 @pytest.fixture

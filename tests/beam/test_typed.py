@@ -10,20 +10,16 @@ each run on a fresh copy of the graph."""
 
 from __future__ import annotations
 
-import os
 import random
 
 import pytest
 
+from tests.beam import helpers as h
+
 try:
     import apache_beam  # noqa: F401 -- imported only to see whether Beam is installed
 except ImportError as exc:
-    if os.environ.get("CI"):  # CI installs the beam extra: the Beam suite must run there
-        pytest.fail(f"apache-beam is not installed, but CI runs the Beam suite: {exc}")
-    pytest.skip(
-        "apache-beam is not installed here (pip install 'memgraph-tf[beam]')",
-        allow_module_level=True,
-    )
+    h.beam_missing(exc)
 
 from memgraph_tf.beam import classify_with_beam, register_graph, unregister_graph
 from memgraph_tf.beam.graph_specs import GraphSpec
@@ -31,7 +27,6 @@ from memgraph_tf.beam.models import ModelSpec
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.node_tables import property_names
 from memgraph_tf.typed_datasets import typed_embedded_graph
-from tests.beam import helpers as h
 from tests.client import typed_kit as kit
 from tests.graphs import CountingGraph
 

@@ -151,10 +151,78 @@ def test_a_spec_outside_the_neighbourhoods_is_named(graph):
         )
 
 
-def test_a_label_with_a_spec_and_node_embeddings_is_refused_by_name():
+@pytest.fixture(scope="module")
+def learned(graph):
+    """A short run with the spec and learned node embeddings on the same label."""
+    source, train, val, val_y = graph
+    return train_link_predictor(
+        source,
+        "Item",
+        NN,
+        [],
+        train,
+        val,
+        val_y,
+        options=OPTIONS,
+        exclude_splits=None,
+        feature_spec=SPEC,
+        embedding_dim=4,
+        **short_run(steps=30, learning_rate=0.02, node_embedding_dim=3),
+    )
+
+
+def test_a_spec_label_with_learned_embeddings_reads_both(graph, learned):
+    """Encoded properties (8 columns), then the learned vector (3): the encoders' first layer
+    reads 11 columns; the model reads the raw sections and the ids; it learns the links; a
+    node's learned vector changes its score, an unseen node gets the shared one."""
+    import tensorflow as tf
+
+    source, train, val, val_y = graph
+    model = learned.model
+    assert set(model.label_encoders) == set(model.node_embeddings) == {"Item"}
+    assert model.feature_dims == {"Item": 8}
+    assert model.source_encoder.feature_dims == {"Item": 11}
+    names = model.input_names()
+    assert {"src.cat_h0_Item", "src.ids_h0_Item", "dst.ids_h1_Item"} <= set(names)
+    np.testing.assert_array_equal(model.node_embeddings["Item"].keys.numpy(), np.unique(train))
+    metrics = evaluate_links(model, source, val, val_y, options=OPTIONS, seed=1)
+    assert metrics["auc"] >= 0.8  # chance: 0.5
+    before = predict_links(model, source, val[:4], options=OPTIONS, seed=1)
+    layer = model.node_embeddings["Item"]
+    saved = layer.table.numpy()
+    try:
+        layer.table.assign(saved + 1.0)
+        after = predict_links(model, source, val[:4], options=OPTIONS, seed=1)
+    finally:
+        layer.table.assign(saved)
+    assert np.abs(after - before).max() > 1e-3
+    unseen = int(BASE + N + 7)
+    rows = layer.rows(tf.constant([int(train[0, 0]), unseen], dtype=tf.int64)).numpy()
+    assert rows[0] > 0 and rows[1] == 0
+    clone = LinkPredictor.from_config(model.get_config()).ensure_built()
+    assert clone.input_names() == names
+    assert clone.source_encoder.get_config()["appended_dims"] == {"Item": 3}
+
+
+def test_a_spec_label_without_its_learned_vectors_is_named(graph, learned):
+    from memgraph_tf import blob
+    from memgraph_tf.batch.link_scoring import ModelLinkBackend
+
+    source = graph[0]
+    model = learned.model
+    enc = model.source_encoder
+    nn, props, opts = ModelLinkBackend(model, options=OPTIONS).sampling("src")
+    inputs = {}
+    for name, value in blob.unpack(source.sample_typed([BASE], nn, props, opts)).items():
+        if isinstance(value, blob.Ragged):
+            inputs[name], inputs[name + ".row_splits"] = value.values, value.row_splits
+        else:
+            inputs[name] = value
     with pytest.raises(
-        ConfigurationError, match=r"label 'Item' is in both feature_spec and node_embeddings"
+        ConfigurationError, match=r"inputs: missing appended_h0_Item \(the 3 columns appended"
     ):
-        LinkPredictor(
-            "Item", NN, {}, feature_spec=SPEC, node_embeddings={"Item": {"size": 4, "dimension": 2}}
-        )
+        enc.encode(inputs)
+    with pytest.raises(
+        ConfigurationError, match=r"appended_dims\['User'\]: expected a label with a feature spec"
+    ):
+        type(enc)("Item", NN, {}, 2, feature_spec=SPEC, appended_dims={"User": 2})

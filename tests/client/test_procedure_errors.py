@@ -87,7 +87,8 @@ def typed_case_graph() -> EmbeddedGraph:
 
     Users 0..3 (ids 1..4; 3 bought nothing); products 4 (id 10) and 5 (id 11, a ``g`` of another
     width, bought by no one), 6 (id 'x', bought by user 1), 7 and 8 (both id 12, bought by user
-    2); category 9 (of product 4). User 0 follows every other user."""
+    2); category 9 (of product 4). User 0 follows every other user; user 1 ``PAID`` product 4
+    (``q: 'x'``)."""
     g = EmbeddedGraph()
     nodes = [
         (["User"], {"id": 1, "f": [1.0, 2.0]}),
@@ -107,6 +108,7 @@ def typed_case_graph() -> EmbeddedGraph:
     edges += [(0, 1, "FOLLOWS"), (0, 2, "FOLLOWS"), (0, 3, "FOLLOWS")]
     for a, b, rel_type in edges:
         g.add_edge(a, b, rel_type)
+    g.add_edge(1, 4, "PAID", {"q": "x"})  # (a relationship property of the wrong kind)
     return g
 
 
@@ -198,6 +200,10 @@ SPEC_CATEGORY = {
     "label": "Category",
     "properties": [{"name": "w", "kind": "required"}, {"name": "v", "kind": "boolean"}],
 }
+PAID = "(:User)-[:PAID]->(:Product)"
+EDGE_SPEC = {"label": "PAID", "properties": [{"name": "q", "kind": "numeric"}]}
+EDGE_REQUIRED = {"label": "PAID", "properties": [{"name": "q", "kind": "required"}]}
+EDGE_ODD_NAME = {"label": "PAID", "properties": [{"name": "a b", "kind": "numeric"}]}
 CASES = {
     # -- the bounded mode (hub_case_graph)
     "bounded: a capacity below the fanout": Case(
@@ -644,6 +650,69 @@ CASES = {
         ([0], {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]}, None, {**USER, "seed_time": "id"}),
         r"^relationship \(node 0:User\)-\[:BOUGHT\]->\(node 4:Product\) property 'at': "
         r"expected an integer time, got no value$",
+    ),
+    "sample_typed: edge_feature_spec not a map": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "edge_feature_spec": [1]}),
+        r"^options\.edge_feature_spec: expected a map of edge pattern -> feature spec ",
+    ),
+    "sample_typed: edge_feature_spec of a bad pattern": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "edge_feature_spec": {"(:User)": EDGE_SPEC}}),
+        r"^options\.edge_feature_spec\['\(:User\)'\]: edge step: expected a pattern like ",
+    ),
+    "sample_typed: edge_feature_spec of a step not sampled": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "edge_feature_spec": {FOLLOWS: EDGE_SPEC}}),
+        r"^options\.edge_feature_spec\['\(:User\)-\[:FOLLOWS\]-\(:User\)'\]: expected one of the "
+        r"steps of num_neighbors \(\(:User\)-\[:BOUGHT\]->\(:Product\)\), got ",
+    ),
+    "sample_typed: edge_feature_spec of another relationship type": Case(
+        "sample_typed",
+        ([0], {BOUGHT: [1]}, None, {**USER, "edge_feature_spec": {BOUGHT: EDGE_SPEC}}),
+        r"expected the spec's 'label' to be the relationship type 'BOUGHT', got 'PAID'$",
+    ),
+    "sample_typed: edge_feature_spec without properties": Case(
+        "sample_typed",
+        (
+            [0],
+            {PAID: [1]},
+            None,
+            {**USER, "edge_feature_spec": {PAID: {"label": "PAID", "properties": []}}},
+        ),
+        r"\]: expected at least one relationship property, got none$",
+    ),
+    "sample_typed: edge_feature_spec of a required property": Case(
+        "sample_typed",
+        ([0], {PAID: [1]}, None, {**USER, "edge_feature_spec": {PAID: EDGE_REQUIRED}}),
+        r"\]: property 'q': expected a kind other than 'required' for a relationship property ",
+    ),
+    "sample_typed: edge_feature_spec of a property name that is not plain": Case(
+        "sample_typed",
+        ([0], {PAID: [1]}, None, {**USER, "edge_feature_spec": {PAID: EDGE_ODD_NAME}}),
+        r"\]: expected plain property names \(\[A-Za-z_\]\[A-Za-z0-9_\]\*\), got 'a b'$",
+    ),
+    "sample_typed: edge_feature_spec with the bounded mode": Case(
+        "sample_typed",
+        ([0], {PAID: [1]}, None, {**USER, **RESERVOIR, "edge_feature_spec": {PAID: EDGE_SPEC}}),
+        r"\]: expected without options\.reservoir_threshold \(a reservoir holds no relationship ",
+    ),
+    "sample_typed: edge_feature_spec in the compact layout": Case(
+        "sample_typed",
+        (
+            [0],
+            {PAID: [1]},
+            None,
+            {**USER, "layout": "compact", "edge_feature_spec": {PAID: EDGE_SPEC}},
+        ),
+        r"^options\.layout \('compact'\): edge feature columns \(options\.edge_feature_spec\) are "
+        r"written in the dense layout only$",
+    ),
+    "sample_typed: a relationship property of the wrong kind": Case(
+        "sample_typed",
+        ([1], {PAID: [1]}, None, {**USER, "edge_feature_spec": {PAID: EDGE_SPEC}}),
+        r"^relationship \(node 1:User\)-\[:PAID\]->\(node 4:Product\) property 'q' \(kind "
+        r"'numeric'\): expected a number, got str 'x'$",
     ),
     "sample_pairs: a timed step without the pairs' times": Case(
         "sample_pairs",

@@ -85,10 +85,14 @@ def test_the_same_raw_blobs_byte_for_byte(twins):
         want = [name in rows[s] for s in seeds]
         assert has[:, names.index(name)].tolist() == want, name
     assert not all(name in rows[0] for name in ("score", "seen"))
-    other = {**options, "seed": 6}
-    assert bolt.sample_typed(seeds, NN, None, other) == embedded.sample_typed(
-        seeds, NN, None, other
-    )
+    for other in (
+        {**options, "seed": 6},
+        {**options, "layout": "compact"},  # raw tables (docs/blob-format.md section 11, rule 7)
+        {**options, "layout": "sparse"},
+    ):
+        assert bolt.sample_typed(seeds, NN, None, other) == embedded.sample_typed(
+            seeds, NN, None, other
+        ), other
 
 
 def test_a_wrong_type_is_the_same_error_on_both(twins):

@@ -191,3 +191,30 @@ def test_properties_and_specs_split_and_the_spec_option():
     with pytest.raises(ConfigurationError, match=r"options\.feature_spec: expected the model's"):
         fe.with_spec_option(other, m.label_encoders)
     assert fe.raw_widths(m.label_encoders)["User"] == (2, 1, 1, 1, 5)
+
+
+@pytest.mark.parametrize("layout_name", ["compact", "sparse"])
+def test_compact_and_sparse_batches_are_the_dense_batches_and_encode_alike(layout_name):
+    """``typed_sample_dataset`` over blobs with raw tables (docs/blob-format.md section 11, rule
+    7) expands them to exactly the dense layout's raw sections, so a spec model reads either."""
+    from memgraph_tf import layout
+    from memgraph_tf.client.typed_graphsage import typed_sample_dataset
+    from tests.client.test_link_feature_specs import SPEC, graph_source
+
+    source = graph_source()[0]
+    nn = {"(:Item)-[:LINK]-(:Item)": [3, 2]}
+    model = TypedGraphSAGE("Item", nn, {}, 2, hidden_units=4, feature_spec=SPEC, embedding_dim=2)
+    raw = {"Item": layout.raw_widths(SPEC["Item"])}
+    spec_option = {"Item": SPEC["Item"].to_dict()}
+    ids = list(range(100, 112))
+    batches = {}
+    for name in ("dense", layout_name):
+        opts = {"id_property": "id", "seed": 3, "feature_spec": spec_option, "layout": name}
+        ds = typed_sample_dataset(source, model.spec, ids, {}, {}, options=opts, raw=raw)
+        batches[name] = next(iter(ds))
+    dense, other = batches["dense"], batches[layout_name]
+    for name in model.input_names() + ["ids_h1_Item", "bag_h2_Item.row_splits"]:
+        np.testing.assert_array_equal(other[name].numpy(), dense[name].numpy(), err_msg=name)
+    np.testing.assert_allclose(
+        model.encode(other).numpy(), model.encode(dense).numpy(), rtol=1e-6, atol=1e-6
+    )

@@ -4,6 +4,7 @@ valid/NAME.bin   + NAME.json  {"description", "sections": [{"name", "dtype", "sh
 invalid/NAME.bin + NAME.json  {"description", "error", optional "ragged": [names]}
 typed/NAME.bin   + NAME.json  {"description", "call", "decodes_to", "sections"}; typed/graph.json
 raw/NAME.bin     + NAME.json  {"description", "call", "sections"}; raw/graph.json
+edge/NAME.bin    + NAME.json  {"description", "call", "sections"}; edge/graph.json
 
 The valid bytes are written by hand here with ``struct`` from the spec's layout, not by
 ``memgraph_tf.blob.pack``, so that the test "the packer's bytes equal the golden vectors" checks the
@@ -376,6 +377,50 @@ RAW: dict[str, tuple[str, dict, list[dict]]] = {
             sec("mask_h1_Product", "bool", [2, 2], [T, T, T, F]),
         ],
     ),
+    "typed_raw_compact": (
+        "typed_raw_dense's call in the compact layout (section 11, rule 7): per label its table "
+        "ids, then one raw table per group, a row per distinct node; user 11's second slot padded "
+        "(index -1). The sparse layout writes the same bytes (no feature table to put in CSR)",
+        {
+            "procedure": "sample_typed",
+            "seeds": [10, 11],
+            "num_neighbors": {"(:User)-[:BOUGHT]->(:Product)": [2]},
+            "properties": None,
+            "options": {
+                "label": "User",
+                "id_property": "id",
+                "seed": 0,
+                "layout": "compact",
+                "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
+            },
+        },
+        [
+            sec("index_h0_User", "int32", [2, 1], [0, 1]),
+            sec("index_h1_Product", "int32", [2, 2], [0, 1, 1, -1]),
+            sec("table_ids_User", "int64", [2], [10, 11]),
+            sec("table_ids_User.row_splits", "int64", [2], [0, 2]),
+            sec("table_num_User", "float32", [2, 4], [0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0.0, 0.0]),
+            sec("table_num_User.row_splits", "int64", [2], [0, 2]),
+            sec("table_time_User", "int64", [2, 1], [7306, 0]),
+            sec("table_time_User.row_splits", "int64", [2], [0, 2]),
+            sec("table_cat_User", "string", [2, 1], ["de", "7"]),
+            sec("table_cat_User.row_splits", "int64", [2], [0, 2]),
+            sec("table_bag_User", "string", [2], ["a", "b"]),
+            sec("table_bag_User.row_splits", "int64", [3], [0, 2, 2]),
+            sec("table_has_User", "bool", [2, 6], [T, T, T, T, T, T, T, F, T, F, T, T]),
+            sec("table_has_User.row_splits", "int64", [2], [0, 2]),
+            sec("table_ids_Product", "int64", [2], [20, 21]),
+            sec("table_ids_Product.row_splits", "int64", [2], [0, 2]),
+            sec("table_num_Product", "float32", [2, 1], [2.5, 4.0]),
+            sec("table_num_Product.row_splits", "int64", [2], [0, 2]),
+            sec("table_time_Product", "int64", [2, 1], [86_401_000_000, 0]),
+            sec("table_time_Product.row_splits", "int64", [2], [0, 2]),
+            sec("table_cat_Product", "string", [2, 1], ["red", ""]),
+            sec("table_cat_Product.row_splits", "int64", [2], [0, 2]),
+            sec("table_has_Product", "bool", [2, 3], [T, T, T, T, F, F]),
+            sec("table_has_Product.row_splits", "int64", [2], [0, 2]),
+        ],
+    ),
     "pair_raw_dense": (
         "tf_features.sample_pairs with options.feature_spec, dense: pairs (10, 21), (11, 21), "
         "each pair's own BOUGHT left out (sections 10 and 11)",
@@ -721,6 +766,70 @@ def hexdump(data: bytes) -> str:
     return "\n".join(lines)
 
 
+# Edge feature columns (docs/blob-format.md section 12: options.edge_feature_spec) of a graph small
+# enough to sample by hand: every fanout covers the degree it meets. Relationships are
+# [a, type, b, properties]; 1 and 2 are joined twice, and the slot 1 -> 2 carries the relationship
+# whose columns are smaller (num [1, 1] before [2.5, 0]). Written to tests/golden/edge/;
+# tests/ops/test_edge_golden.py checks them.
+EDGE_GRAPH = {
+    "description": "(:Account)-[:TRANSFER]->(:Account); keys are the id property; absent "
+    "properties are left out of a relationship",
+    "nodes": [{"label": "Account", "properties": {"id": i}} for i in (1, 2, 3)],
+    "relationships": [
+        [1, "TRANSFER", 2, {"amount": 2.5, "channel": "web", "at": 100}],
+        [1, "TRANSFER", 2, {"amount": 1.0, "channel": "atm", "flagged": True, "at": 50}],
+        [1, "TRANSFER", 3, {"amount": 4, "channel": 7, "at": 70}],
+        [2, "TRANSFER", 3, {"channel": "web", "flagged": False}],
+    ],
+}
+_TRANSFER_SPEC = {
+    "label": "TRANSFER",
+    "properties": [
+        {"name": "amount", "kind": "numeric", "mean": 2.0, "std": 1.0},
+        {"name": "channel", "kind": "categorical", "vocabulary": ["web", "atm"]},
+        {"name": "flagged", "kind": "boolean"},
+        {"name": "at", "kind": "temporal", "type": "timestamp", "unit": "s"},
+    ],
+}
+EDGE: dict[str, tuple[str, dict, list[dict]]] = {
+    "typed_edge_dense": (
+        "tf_features.sample_typed with options.edge_feature_spec, dense layout, 2 seeds, 2 hops "
+        "(section 12): accounts 1 and 2 joined twice, 2 -> 3 without amount and at",
+        {
+            "procedure": "sample_typed",
+            "seeds": [1, 2],
+            "num_neighbors": {"(:Account)-[:TRANSFER]->(:Account)": [2, 1]},
+            "properties": None,
+            "options": {
+                "label": "Account",
+                "id_property": "id",
+                "seed": 0,
+                "edge_feature_spec": {"(:Account)-[:TRANSFER]->(:Account)": _TRANSFER_SPEC},
+            },
+        },
+        [
+            sec("ids_h0_Account", "int64", [2, 1], [1, 2]),
+            sec("ids_h1_Account", "int64", [2, 2], [2, 3, 3, -1]),
+            sec("mask_h1_Account", "bool", [2, 2], [T, T, T, F]),
+            # hop 2, one child per hop-1 slot: 2 -> 3; 3, 3 and the pad have none
+            sec("ids_h2_Account", "int64", [2, 2], [3, -1, -1, -1]),
+            sec("mask_h2_Account", "bool", [2, 2], [T, F, F, F]),
+            # num: amount, flagged; slots 1 -> 2 (the smaller of the two), 1 -> 3, 2 -> 3, pad
+            sec("edge_num_h1_s0", "float32", [2, 2, 2], [1.0, 1.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+            sec("edge_time_h1_s0", "int64", [2, 2, 1], [50, 70, 0, 0]),
+            sec("edge_cat_h1_s0", "string", [2, 2, 1], ["atm", "7", "web", ""]),
+            sec(
+                "edge_has_h1_s0", "bool", [2, 2, 4], [T] * 4 + [T, T, F, T] + [F, T, T, F] + [F] * 4
+            ),
+            sec("edge_num_h2_s0", "float32", [2, 2, 2], [0.0] * 8),
+            sec("edge_time_h2_s0", "int64", [2, 2, 1], [0, 0, 0, 0]),
+            sec("edge_cat_h2_s0", "string", [2, 2, 1], ["web", "", "", ""]),
+            sec("edge_has_h2_s0", "bool", [2, 2, 4], [F, T, T, F] + [F] * 12),
+        ],
+    ),
+}
+
+
 def main() -> None:
     for sub in ("valid", "invalid"):
         (HERE / sub).mkdir(exist_ok=True)
@@ -758,6 +867,15 @@ def main() -> None:
         (raw / f"{name}.bin").write_bytes(build(sections))
         doc = {"description": desc, "call": call, "sections": sections}
         (raw / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    edge = HERE / "edge"
+    edge.mkdir(exist_ok=True)
+    for old in edge.glob("*"):
+        old.unlink()
+    (edge / "graph.json").write_text(json.dumps(EDGE_GRAPH, indent=1) + "\n")
+    for name, (desc, call, sections) in EDGE.items():
+        (edge / f"{name}.bin").write_bytes(build(sections))
+        doc = {"description": desc, "call": call, "sections": sections}
+        (edge / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":

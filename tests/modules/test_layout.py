@@ -318,3 +318,33 @@ def test_runner_describe_errors_over_another_access():
         r"got no :B node with all of them",
     ):
         runner.describe(["f", "nope"], {"label": "B"})
+
+
+def test_edge_sections_follow_the_slot_tables_per_group_and_are_prefixed_in_pair_blobs():
+    from memgraph_tf.feature_spec import LabelSpec
+    from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
+
+    bought = "(:User)-[:BOUGHT]->(:Product)"
+    spec = TypedSamplingSpec.from_num_neighbors("User", {bought: [3]})
+    edge_spec = LabelSpec.from_dict(
+        {"label": "BOUGHT", "properties": [{"name": "qty", "kind": "numeric"}]}
+    )
+    edges = {EdgeStep.parse(bought): layout.raw_widths(edge_spec)}
+    got = layout.typed_sample_sections(spec, {}, batch=4, labels=True, edges=edges)
+    assert [(s.name, s.shape, s.role) for s in got[-3:]] == [
+        ("edge_num_h1_s0", (4, 3, 1), "edge_num"),
+        ("edge_has_h1_s0", (4, 3, 1), "edge_has"),
+        ("labels", (4,), "labels"),
+    ]
+    target = TypedSamplingSpec.from_num_neighbors("Product", {"(:Product)<-[:BOUGHT]-(:User)": [2]})
+    pair = layout.pair_sample_sections(spec, target, {}, batch=2, edges=edges)
+    assert [s.name for s in pair if "edge_" in s.name] == [
+        "src.edge_num_h1_s0",
+        "src.edge_has_h1_s0",
+    ]
+    with pytest.raises(ValueError, match="written in the dense layout only"):
+        layout.typed_sample_sections(spec, {}, layout="compact", edges=edges)
+    with pytest.raises(ValueError, match=r"step \(:Product\)<-\[:BOUGHT\]-\(:User\) is not in"):
+        layout.typed_edge_sections(spec, {target.steps[0]: layout.raw_widths(edge_spec)})
+    with pytest.raises(ValueError, match="step: expected a step index, an integer >= 0, got -1"):
+        layout.typed_edge_name("num", 1, -1)

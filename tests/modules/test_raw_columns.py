@@ -252,11 +252,6 @@ def test_non_finite_numbers_need_allow_non_finite():
     ("opts", "message"),
     [
         (
-            {"layout": "compact"},
-            r"^options\.layout \('compact'\): label 'Item': raw property columns "
-            r"\(options\.feature_spec\) are written in the dense layout only$",
-        ),
-        (
             {"max_blob_bytes": 300},
             r"^max_blob_bytes: the blob would hold at least [\d,]+ bytes \(2 seeds, 3 slots each, "
             r"feature widths none; raw columns of Item: num 6, time 4, cat 2, bag 1, has 11 "
@@ -267,6 +262,43 @@ def test_non_finite_numbers_need_allow_non_finite():
 def test_the_option_s_refusals(opts, message):
     with pytest.raises(GraphDataError, match=message):
         source().sample_typed([1, 2], NN, None, options(*FULL, **opts))
+
+
+@pytest.mark.parametrize("layout_name", ["compact", "sparse"])
+def test_the_compact_and_sparse_layouts_carry_raw_tables_that_gather_to_the_dense_sections(
+    layout_name,
+):
+    """docs/blob-format.md section 11, rule 7: one ``table_{group}_Item`` per group, a row per
+    distinct node (``table_ids_Item`` order); each slot's row gathered by its index (a padded
+    slot: zeros, ``""``, empty bags, false) is exactly the dense layout's section."""
+    src = source()
+    dense = blob.unpack(src.sample_typed([1, 2], NN, None, options(*FULL)))
+    got = blob.unpack(src.sample_typed([1, 2], NN, None, options(*FULL, layout=layout_name)))
+    assert list(got) == ["index_h0_Item", "index_h1_Item", "table_ids_Item"] + [
+        f"table_{group}_Item" for group in ("num", "time", "cat", "bag", "has")
+    ]
+    ids = got["table_ids_Item"].values
+    assert ids.tolist() == [1, 2, 3]  # first appearance: the seeds, then 1's second neighbour
+    bag = got["table_bag_Item"]
+    cells = [bag.values[a:b].tolist() for a, b in zip(bag.row_splits[:-1], bag.row_splits[1:])]
+    width = len(cells) // len(ids)
+    for h in (0, 1):
+        index = got[f"index_h{h}_Item"]
+        valid = index >= 0
+        np.testing.assert_array_equal(np.where(valid, ids[index], -1), dense[f"ids_h{h}_Item"])
+        for group in ("num", "time", "cat", "has"):
+            table = got[f"table_{group}_Item"]
+            assert table.row_splits.tolist() == [0, len(ids)]
+            want = dense[f"{group}_h{h}_Item"]
+            pad = b"" if want.dtype == object else np.zeros_like(want[0, 0])
+            rows = np.where(valid[..., None], table.values[index], pad)
+            np.testing.assert_array_equal(rows, want, err_msg=f"{group}_h{h}")
+        want_bag = dense[f"bag_h{h}_Item"]
+        flat = [
+            cells[r * width + j] if r >= 0 else [] for r in index.reshape(-1) for j in range(width)
+        ]
+        assert [len(c) for c in flat] == np.diff(want_bag.row_splits).tolist()
+        assert [v for c in flat for v in c] == want_bag.values.tolist()
 
 
 def test_the_exact_size_is_checked_once_the_texts_are_read():
@@ -293,6 +325,28 @@ def test_a_label_too_long_for_the_bag_section_is_refused_naming_it():
         EmbeddedSource(g).sample_typed(
             [0], nn, None, {"label": label, "feature_spec": {label: raw}}
         )
+
+
+def test_a_label_too_long_for_a_raw_table_is_refused_naming_it():
+    """18 characters fit ``table_time_{label}.row_splits`` in 40 bytes, 19 do not."""
+    for size, fits in ((18, True), (19, False)):
+        label = "L" * size
+        g = EmbeddedGraph()
+        a = g.add_node([label], {"d": datetime.date(1970, 1, 2)})
+        g.add_edge(a, g.add_node([label], {}), "R")
+        raw = LabelSpec(label, [TemporalSpec("d", type="Date")]).to_dict()
+        nn = {f"(:{label})-[:R]->(:{label})": [1]}
+        opts = {"label": label, "layout": "compact", "feature_spec": {label: raw}}
+        if fits:
+            got = blob.unpack(EmbeddedSource(g).sample_typed([0], nn, None, opts))
+            assert got[f"table_time_{label}"].values.tolist() == [[1], [0]]
+            continue
+        with pytest.raises(
+            GraphDataError,
+            match=rf"^options\.layout \('compact'\): section 'table_time_{label}\.row_splits': "
+            r"expected a name of at most 40 bytes",
+        ):
+            EmbeddedSource(g).sample_typed([0], nn, None, opts)
 
 
 def test_sample_pairs_takes_feature_spec_for_both_halves():
@@ -330,3 +384,18 @@ def test_a_raw_blob_splits_into_each_seed_s_own_blob():
     whole = src.sample_typed([1, 2, 3], NN, None, opts)
     parts = split_typed_blob(whole, 3, TypedSamplingSpec.from_num_neighbors("Item", NN))
     assert parts == [src.sample_typed([seed], NN, None, opts) for seed in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("layout_name", ["compact", "sparse"])
+def test_a_compact_blob_with_raw_tables_splits_into_each_seed_s_own_blob(layout_name):
+    """``split_typed_blob`` rebuilds each label's raw tables from the rows a seed reaches
+    (bags cell by cell): byte for byte the blob of that seed sampled alone."""
+    from memgraph_tf.ops.sample_decoding import split_typed_blob
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    src = source()
+    opts = options(*FULL, layout=layout_name)
+    data = src.sample_typed([1, 2, 3], NN, None, opts)
+    spec = TypedSamplingSpec.from_num_neighbors("Item", NN)
+    parts = split_typed_blob(data, 3, spec, layout_name)
+    assert parts == [src.sample_typed([k], NN, None, opts) for k in (1, 2, 3)]

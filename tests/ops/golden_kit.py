@@ -36,14 +36,15 @@ def embedded_source(
     graph: dict[str, Any], properties: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> EmbeddedSource:
     """The vectors' graph in an embedded graph: a node per ``graph["nodes"]`` entry, with its label
-    and ``properties(node)`` (which hold its ``id``), and the ``[a, type, b]`` relationships."""
+    and ``properties(node)`` (which hold its ``id``), and the ``[a, type, b]`` relationships (or
+    ``[a, type, b, properties]``)."""
     g = EmbeddedGraph()
     internal = {}
     for node in graph["nodes"]:
         props = properties(node)
         internal[props["id"]] = g.add_node([node["label"]], props)
-    for a, rel_type, b in graph["relationships"]:
-        g.add_edge(internal[a], internal[b], rel_type)
+    for a, rel_type, b, *rel_props in graph["relationships"]:
+        g.add_edge(internal[a], internal[b], rel_type, *rel_props)
     return EmbeddedSource(g)
 
 

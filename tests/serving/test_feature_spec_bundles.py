@@ -182,3 +182,36 @@ def test_batch_inference_writes_the_in_process_classes(exported):
         node = by_key[key]
         assert embedded.get_property(node, cls) == result.model.class_names[int(row.argmax())]
         np.testing.assert_allclose(embedded.get_property(node, score), row.max(), rtol=1e-5)
+
+
+def test_a_compact_bundle_reads_raw_tables_and_answers_as_in_process(tmp_path):
+    """The bundle samples each node's raw columns once per distinct node (raw tables,
+    docs/blob-format.md section 11, rule 7), expands them in the graph and answers by node id
+    over REST exactly as the in-process model, the unseen person included. (A sparse bundle of
+    this model reads the same bytes: no feature table to put in CSR.)"""
+    layout_name = "compact"
+    from memgraph_tf.serving.export import export_bundle
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    _, source, _, result = trained()
+    info = export_bundle(
+        result.model, tmp_path, "people", 1, use_op=True, sample_options=OPTIONS, layout=layout_name
+    )
+    config = bundle.read_bundle_config(info.path)
+    assert config.options["layout"] == layout_name
+    assert "table_cat_Person" in config.sections and "cat_h0_Person" not in config.sections
+    names = config.class_names
+    ms = ModelServer(info.path.parent, graph_source=source)
+    try:
+        with start_server(ms) as rest:
+            r = requests.post(
+                f"{rest.url}/v1/models/people:classify",
+                json={"examples": [{"node_id": i} for i in IDS]},
+                timeout=60,
+            )
+    finally:
+        ms.close()
+    assert r.status_code == 200, r.text
+    got = np.array([[dict(row)[n] for n in names] for row in r.json()["results"]])
+    np.testing.assert_allclose(got, in_process(IDS), rtol=1e-5, atol=1e-6)

@@ -131,3 +131,98 @@ def test_batch_scoring_with_the_bundle_writes_the_in_process_scores(link_kit):
     got = {(s, t): p for s, t, p, _ in links}
     want = _in_process(source, model, non_edges)
     np.testing.assert_allclose([got[tuple(p)] for p in non_edges.tolist()], want, atol=1e-5)
+
+
+def test_in_process_batch_scoring_samples_the_specs_and_equals_rest(link_kit):
+    """``score_links`` over the in-memory model (``ModelLinkBackend``, no ``properties``: the
+    model reads its one label through its spec) samples each node with the model's
+    ``options.feature_spec`` and writes, for non-edges, the scores the bundle serves over REST."""
+    from memgraph_tf.batch.link_scoring import ModelLinkBackend, score_links
+    from memgraph_tf.client.link_tables import LinkSelection, LinkTable
+    from memgraph_tf.serving.model_config import ModelEntry
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    served_source, model, info, pairs = link_kit
+    non_edges = pairs[3:]
+    ms = ModelServer(
+        model_config=[ModelEntry("links", info.path.parent)], graph_source=served_source
+    )
+    server = start_server(ms)
+    try:
+        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in non_edges]
+        r = requests.post(
+            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
+        )
+        assert r.status_code == 200, r.text
+        served = r.json()["results"]
+    finally:
+        server.close()
+        ms.close()
+    backend = ModelLinkBackend(model, options=OPTIONS)
+    _, props, opts = backend.sampling("src")
+    assert props == {} and opts["feature_spec"] == {"Item": SPEC["Item"].to_dict()}
+    source, _, _ = graph_source()  # a fresh graph: the run writes relationships
+    summary = score_links(source, backend, pairs=non_edges)
+    assert summary.links == len(non_edges)
+    links = LinkTable(source, LinkSelection("Item", "Item", 1, id_property="id")).read_links()
+    got = {(s, t): p for s, t, p, _ in links}
+    np.testing.assert_allclose([got[tuple(p)] for p in non_edges.tolist()], served, atol=1e-5)
+
+
+def test_in_process_batch_scoring_refuses_properties_for_a_spec_label(link_kit):
+    from memgraph_tf.batch.link_scoring import ModelLinkBackend
+    from memgraph_tf.errors import ConfigurationError
+
+    _, model, _, _ = link_kit
+    with pytest.raises(ConfigurationError, match=r"properties\['Item'\]: expected none.*'Item'"):
+        ModelLinkBackend(model, properties={"Item": ["noise"]}, options=OPTIONS)
+
+
+def test_a_bundle_with_a_spec_and_learned_embeddings_serves_the_in_process_scores(tmp_path):
+    """A spec label with learned node embeddings too: its link bundle reads the raw sections
+    and the ids, and answers pair ids over REST as ``predict_links`` (the table's keys: half
+    the items, so the pairs mix nodes with their own vector and nodes with the shared one)."""
+    import keras
+
+    from memgraph_tf.client.link_prediction import LinkPredictor
+    from memgraph_tf.serving.export_links import export_link_bundle
+    from memgraph_tf.serving.model_config import ModelEntry
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+    from tests.client.test_link_feature_specs import BASE, N
+
+    source, pos, neg = graph_source()
+    keras.utils.set_random_seed(0)
+    keys = np.arange(BASE, BASE + N, 2)
+    model = LinkPredictor(
+        "Item",
+        NN,
+        {},
+        hidden_units=8,
+        feature_spec=SPEC,
+        embedding_dim=4,
+        node_embeddings={"Item": {"size": len(keys), "dimension": 3}},
+    )
+    model.set_node_keys("Item", keys)
+    model.properties = {}
+    model.ensure_built()
+    model.node_embeddings["Item"].table.assign(
+        np.random.default_rng(1).standard_normal(model.node_embeddings["Item"].table.shape)
+    )
+    info = export_link_bundle(model, tmp_path, "links", 1, decoder="op", sample_options=OPTIONS)
+    assert "src.ids_h0_Item" in bundle.read_bundle_config(info.path).sections
+    pairs = np.concatenate([pos[:3], neg[:3]])
+    expected = _in_process(source, model, pairs)
+    ms = ModelServer(model_config=[ModelEntry("links", info.path.parent)], graph_source=source)
+    server = start_server(ms)
+    try:
+        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in pairs]
+        r = requests.post(
+            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
+        )
+        assert r.status_code == 200, r.text
+        np.testing.assert_allclose(r.json()["results"], expected, rtol=1e-5, atol=1e-6)
+    finally:
+        server.close()
+        ms.close()

@@ -187,10 +187,15 @@ class CypherGraphAccess:
         return [found[k] for k in keys]
 
     def valued_neighbours(
-        self, keys: Sequence[int], step: Any, held_out: Any = None
+        self,
+        keys: Sequence[int],
+        step: Any,
+        held_out: Any = None,
+        names: Sequence[str] | None = None,
     ) -> list[list[tuple[int, Any, Any, bool]]]:
         """One ``UNWIND`` query per batch: each relationship of ``step`` with its weight or time
-        property, its ``id(r)`` and whether it starts at the key's node."""
+        property (with ``names``: the tuple of those properties, through :func:`native_value`),
+        its ``id(r)`` and whether it starts at the key's node."""
         params: dict[str, Any] = {"rows": self._rows(keys)}
         rel = f"[r:{quote_name(step.rel_type, 'type')}]"
         pattern = {"out": f"-{rel}->", "in": f"<-{rel}-", "both": f"-{rel}-"}[step.direction]
@@ -199,7 +204,10 @@ class CypherGraphAccess:
             prop = f"r.{quote_name(held_out.property, 'options.split_property')}"
             where = f" AND ({prop} IS NULL OR NOT {prop} IN $held_out)"
             params["held_out"] = sorted(held_out.values)
-        value = f"r.{quote_name(step.relationship_property, 'property')}"
+        if names is None:
+            value = f"r.{quote_name(step.relationship_property, 'property')}"
+        else:
+            value = "[" + ", ".join(f"r.{quote_name(n, 'property')}" for n in names) + "]"
         query = (
             f"UNWIND $rows AS row MATCH (n){pattern}(m:{quote_name(step.right, 'label')}) "
             f"WHERE id(n) = row.internal{where} RETURN row.key AS key, {self._key('m')} AS nbr, "
@@ -212,7 +220,10 @@ class CypherGraphAccess:
             self._check_id(nbr, row["internal"])
             if self._id_property is not None:
                 self._register(nbr, row["internal"])
-            found[row["key"]].append((nbr, row["weight"], row["rel"], row["outgoing"]))
+            weight = row["weight"]
+            if names is not None:
+                weight = tuple(native_value(v) for v in weight)
+            found[row["key"]].append((nbr, weight, row["rel"], row["outgoing"]))
         return [found[k] for k in keys]
 
     def first_node_with(self, names: Sequence[str]) -> int | None:

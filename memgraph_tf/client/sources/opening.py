@@ -24,6 +24,7 @@ from memgraph_tf.client.sources.config import (
 from memgraph_tf.client.sources.embedded import EmbeddedSource
 from memgraph_tf.client.sources.interface import GraphSource
 from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.ledger_datasets import LEDGER_DATASET
 from memgraph_tf.property_datasets import PROPERTY_DATASET
 from memgraph_tf.typed_datasets import SHOP_DATASET
 
@@ -123,6 +124,8 @@ def open_graph(
       (:func:`memgraph_tf.typed_datasets.demo_shop_graph`), the same way;
     * ``embedded:people``: the planted property graph
       (:func:`memgraph_tf.property_datasets.planted_property_graph`, its defaults), the same way;
+    * ``embedded:ledger``: the generated ledger
+      (:func:`memgraph_tf.ledger_datasets.ledger_graph`, its defaults), the same way;
     * ``embedded:DIR/NAME``: the Planetoid dataset NAME from ``DIR/ind.NAME.*``, the same way;
     * anything else: a Bolt URI for :func:`connect` (with ``database`` and ``connect_timeout_s``:
       None reads ``MEMGRAPH_TF_CONNECT_TIMEOUT_S``, else 5 s), which takes the user name
@@ -151,6 +154,10 @@ def open_graph(
             )
 
             return EmbeddedSource(property_embedded_graph(planted_property_graph())[0])
+        if spec == LEDGER_DATASET:
+            from memgraph_tf.ledger_datasets import ledger_embedded_graph, ledger_graph
+
+            return EmbeddedSource(ledger_embedded_graph(ledger_graph())[0])
         if "/" not in spec:
             return EmbeddedSource(planetoid_graph(spec))
         path = pathlib.Path(spec)

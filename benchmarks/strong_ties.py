@@ -1,0 +1,145 @@
+"""Strong ties: a typed GraphSAGE whose signal lies in a few high-weight relationships amid many
+weak noisy ones, sampled by weight and uniformly, against the exact best accuracy, in the same
+run, through the database path (the embedded graph running the unchanged query module:
+``tf_features.sample_typed``).
+
+The graph is :func:`memgraph_tf.ledger_datasets.ledger_graph` without transfers: ``--accounts``
+customers, each with a class and ``PAYEE {limit}`` relationships to counterparty accounts whose
+features are the one-hot of their class: ``--regular`` payees with a high limit (2,000-10,000),
+each of the customer's class with probability ``--regular-quality``, else of a uniform class, and
+``--occasional`` payees with a low limit (1-10) of a uniform class. A customer's own features are
+zeros: its class is in its strong ties only. The best accuracy is exact (the Bayes rule on the
+regular payees' classes, summed over every outcome).
+
+The same model (one hop, ``--fanout`` neighbours, default the number of regular payees) is
+trained on the train customers, early stopping on the validation ones, and scored on the test
+ones (``evaluate_typed``, ``--draws`` draws) twice:
+
+* **weighted**: ``(:Account)-[:PAYEE {weight: limit}]->(:Account)``: neighbours drawn with
+  probability proportional to the limit, without replacement;
+* **uniform**: ``(:Account)-[:PAYEE]->(:Account)``: every payee alike.
+
+Prints each run, weighted / best (goal >= 0.97), weighted / the Bayes rule on the same test
+customers and uniform / best.
+
+    .venv/bin/python benchmarks/strong_ties.py --seeds 0 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+OPTIONS = {"id_property": "id"}
+MODES = {
+    "weighted": "(:Account)-[:PAYEE {weight: limit}]->(:Account)",
+    "uniform": "(:Account)-[:PAYEE]->(:Account)",
+}
+
+
+def run(seed: int, args: argparse.Namespace) -> dict:
+    import numpy as np
+
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.client.typed_graphsage import evaluate_typed, train_typed_graphsage
+    from memgraph_tf.ledger_datasets import LABEL, ledger_embedded_graph, ledger_graph
+
+    graph = ledger_graph(
+        args.accounts,
+        regular=args.regular,
+        regular_quality=args.regular_quality,
+        occasional=args.occasional,
+        past=0,
+        leaks=0,
+        seed=seed,
+    )
+    source = EmbeddedSource(ledger_embedded_graph(graph)[0])
+    train, val, test = (graph.ids(s) for s in ("train", "val", "test"))
+    out = {
+        "seed": seed,
+        "best": graph.best_accuracy,
+        "bayes_test": float(np.mean(graph.bayes[test] == graph.labels[test])),
+        "chance": graph.chance,
+    }
+    for mode, step in MODES.items():
+        started = time.perf_counter()
+        result = train_typed_graphsage(
+            source,
+            LABEL,
+            {step: [args.fanout or args.regular]},
+            {LABEL: ["features"]},
+            train,
+            val,
+            options=OPTIONS,
+            num_classes=graph.num_classes,
+            steps=args.steps,
+            eval_every=args.eval_every,
+            batch_size=args.batch_size,
+            hidden_units=args.hidden,
+            dropout=0.1,
+            l2=1e-4,
+            seed=seed,
+        )
+        acc = evaluate_typed(
+            result.model, source, test, options=OPTIONS, draws=args.draws, seed=seed
+        )["accuracy"]
+        out[mode] = acc
+        seconds = time.perf_counter() - started
+        print(f"seed {seed} {mode:8s} test accuracy {acc:.4f} ({seconds:.0f} s)", flush=True)
+    print(
+        f"seed {seed} best {out['best']:.4f} (Bayes rule on the test customers "
+        f"{out['bayes_test']:.4f}), chance {out['chance']:.4f}; weighted / best "
+        f"{out['weighted'] / out['best']:.4f}, uniform / best {out['uniform'] / out['best']:.4f}",
+        flush=True,
+    )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--accounts", type=int, default=4000)
+    parser.add_argument("--regular", type=int, default=3)
+    parser.add_argument("--regular-quality", type=float, default=0.8)
+    parser.add_argument("--occasional", type=int, default=30)
+    parser.add_argument("--fanout", type=int, default=None, help="default: --regular")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--hidden", type=int, default=32)
+    parser.add_argument("--draws", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help="print every run as JSON too")
+    args = parser.parse_args()
+    print(
+        f"strong ties: {args.accounts} customers, {args.regular} regular payees (quality "
+        f"{args.regular_quality}) amid {args.occasional} occasional ones; fanout "
+        f"{args.fanout or args.regular}, {args.steps} steps",
+        flush=True,
+    )
+    runs = [run(seed, args) for seed in args.seeds]
+
+    def spread(xs: list[float]) -> str:
+        sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
+        return f"{statistics.mean(xs):.4f} +- {sd:.4f}"
+
+    ratio = [r["weighted"] / r["best"] for r in runs]
+    print(f"best possible  {spread([r['best'] for r in runs])}")
+    print(f"weighted       {spread([r['weighted'] for r in runs])}")
+    print(f"uniform        {spread([r['uniform'] for r in runs])}")
+    print(f"chance         {spread([r['chance'] for r in runs])}")
+    print(f"weighted / best: {spread(ratio)} (goal >= 0.97; worst {min(ratio):.4f})")
+    on_test = [r["weighted"] / r["bayes_test"] for r in runs]
+    print(f"weighted / Bayes rule on the same test customers: {spread(on_test)}")
+    print(f"uniform / best: {spread([r['uniform'] / r['best'] for r in runs])}")
+    if args.json:
+        print(json.dumps(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Planted leakage in node classification: validation accuracy against test accuracy on future
+accounts, with point-in-time sampling and without it, in the same run, through the database path
+(the embedded graph running the unchanged query module: ``tf_features.sample_typed``).
+
+The graph is :func:`memgraph_tf.ledger_datasets.ledger_graph` without payees: ``--accounts``
+customers, each with a class, a time ``t`` and ``TRANSFER {amount, ts}`` relationships to
+counterparty accounts whose features are the one-hot of their class: ``--past`` transfers in the
+100 before ``t``, each to a counterparty of the customer's class with probability
+``--past-quality`` (a weak signal), and ``--leaks`` transfers 100-300 after ``t``, each to one of
+its class with probability ``--leak-quality`` (the planted leakage: what happens after the moment
+the label refers to). The snapshot is taken at 1000: the early customers (``t`` < 700: train and,
+held out, validation) have all their later transfers in it; the test customers (``t`` >= 900, the
+future) have none yet, as when a deployed model meets them.
+
+The same typed GraphSAGE (one hop, ``--fanout`` neighbours) is trained twice on the train
+customers, early stopping on the validation ones:
+
+* **point in time**: ``(:Account)-[:TRANSFER {time: ts}]->(:Account)`` with ``options.seed_time =
+  't'``: every customer's neighbourhood holds only the transfers not after its own time, in
+  training, validation and test alike;
+* **snapshot**: ``(:Account)-[:TRANSFER]->(:Account)``: every transfer in the graph.
+
+Each is then scored with the same protocol (``evaluate_typed``, ``--draws`` draws) on the
+validation and the test customers; the gap is validation - test. Prints each run, the mean gaps
+and the exact best accuracy available at a customer's time (the Bayes rule on its past).
+
+    .venv/bin/python benchmarks/temporal_leakage.py --seeds 0 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+OPTIONS = {"id_property": "id"}
+MODES = {
+    "point in time": ("(:Account)-[:TRANSFER {time: ts}]->(:Account)", {"seed_time": "t"}),
+    "snapshot": ("(:Account)-[:TRANSFER]->(:Account)", {}),
+}
+
+
+def run(seed: int, args: argparse.Namespace) -> list[dict]:
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.client.typed_graphsage import evaluate_typed, train_typed_graphsage
+    from memgraph_tf.ledger_datasets import LABEL, ledger_embedded_graph, ledger_graph
+
+    graph = ledger_graph(
+        args.accounts,
+        regular=0,
+        occasional=0,
+        past=args.past,
+        past_quality=args.past_quality,
+        leaks=args.leaks,
+        leak_quality=args.leak_quality,
+        seed=seed,
+    )
+    source = EmbeddedSource(ledger_embedded_graph(graph)[0])
+    train, val, test = (graph.ids(s) for s in ("train", "val", "test"))
+    rows = []
+    for mode, (step, extra) in MODES.items():
+        options = {**OPTIONS, **extra}
+        started = time.perf_counter()
+        result = train_typed_graphsage(
+            source,
+            LABEL,
+            {step: [args.fanout]},
+            {LABEL: ["features"]},
+            train,
+            val,
+            options=options,
+            num_classes=graph.num_classes,
+            steps=args.steps,
+            eval_every=args.eval_every,
+            batch_size=args.batch_size,
+            hidden_units=args.hidden,
+            dropout=0.1,
+            l2=1e-4,
+            seed=seed,
+        )
+
+        def accuracy(ids, model=result.model, options=options):
+            return evaluate_typed(model, source, ids, options=options, draws=args.draws, seed=seed)[
+                "accuracy"
+            ]
+
+        row = {
+            "seed": seed,
+            "mode": mode,
+            "val": accuracy(val),
+            "test": accuracy(test),
+            "best_val_during_training": result.best_val_accuracy,
+            "best_as_of_t": graph.best_accuracy,
+            "nodes": {"train": len(train), "val": len(val), "test": len(test)},
+            "seconds": time.perf_counter() - started,
+        }
+        row["gap"] = row["val"] - row["test"]
+        rows.append(row)
+        print(
+            f"seed {seed} {mode:13s}: val {row['val']:.4f}, test {row['test']:.4f}, gap "
+            f"{row['gap']:+.4f} (best val during training {row['best_val_during_training']:.4f}; "
+            f"{row['seconds']:.0f} s)",
+            flush=True,
+        )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--accounts", type=int, default=12_000)
+    parser.add_argument("--past", type=int, default=6)
+    parser.add_argument("--past-quality", type=float, default=0.3)
+    parser.add_argument("--leaks", type=int, default=6)
+    parser.add_argument("--leak-quality", type=float, default=0.9)
+    parser.add_argument("--fanout", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--hidden", type=int, default=32)
+    parser.add_argument("--draws", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help="print every run as JSON too")
+    args = parser.parse_args()
+    print(
+        f"planted leakage: {args.accounts} customers, {args.past} past transfers (quality "
+        f"{args.past_quality}), {args.leaks} after the customer's time (quality "
+        f"{args.leak_quality}); fanout {args.fanout}, {args.steps} steps",
+        flush=True,
+    )
+    rows = [row for seed in args.seeds for row in run(seed, args)]
+
+    def spread(xs: list[float]) -> str:
+        sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
+        return f"{statistics.mean(xs):.4f} +- {sd:.4f}"
+
+    for mode in MODES:
+        mine = [r for r in rows if r["mode"] == mode]
+        print(
+            f"{mode:13s}: val {spread([r['val'] for r in mine])}, test "
+            f"{spread([r['test'] for r in mine])}, gap (val - test) "
+            f"{spread([r['gap'] for r in mine])}, worst |gap| "
+            f"{max(abs(r['gap']) for r in mine):.4f}"
+        )
+    best = [r["best_as_of_t"] for r in rows if r["mode"] == "point in time"]
+    print(f"best accuracy as of the customer's time (exact): {spread(best)}")
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
