@@ -202,9 +202,10 @@ SAMPLE_TYPED_OPTIONS = (
 )
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one
 of :data:`LAYOUTS`; ``feature_spec`` a map label -> feature spec (the raw property columns,
-:func:`typed_sample_sections`' ``raw``); the typed sampler always draws distinct neighbours
-without replacement and pads (no ``replace``, ``low_degree``, ``direction``, ``edge_types``: the
-spec says which relationships, which way); ``edge_feature_spec`` a map edge pattern -> feature spec
+:func:`typed_sample_sections`' ``raw``); the typed sampler draws distinct neighbours without
+replacement and pads -- a weighted step with ``replace: true`` in its pattern draws with
+replacement -- (no ``replace``, ``low_degree``, ``direction``, ``edge_types`` options: the spec
+says which relationships, which way, how); ``edge_feature_spec`` a map edge pattern -> feature spec
 of the step's relationship properties (the edge feature columns, :func:`typed_edge_sections`)."""
 SCHEMA_OPTIONS = ("dtype",)
 """Options of ``tf_features.schema``."""
