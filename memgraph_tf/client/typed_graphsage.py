@@ -35,6 +35,7 @@ from memgraph_tf import layout
 from memgraph_tf.client import encoder, feature_encoding, trainer
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
+from memgraph_tf.client.structural import default_structural_spec
 from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.typed_sampling import (
@@ -915,6 +916,7 @@ def train_typed_graphsage(
     progress: bool = False,
     feature_spec: Mapping[str, Any] | None = None,
     embedding_dim: int = 8,
+    structural_default: bool = True,
 ) -> Any:
     """Trains a :class:`TypedGraphSAGE` on the ``seed_label`` nodes ``train_ids`` (seed keys:
     ``options["id_property"]`` values, else internal ids) with typed neighbourhoods sampled by
@@ -925,7 +927,12 @@ def train_typed_graphsage(
     :func:`~memgraph_tf.client.feature_specs.infer_feature_spec`) samples those labels' raw
     property columns (``options.feature_spec``) and gives the model a
     :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
-    columns per categorical property); such a label takes no ``properties``.
+    columns per categorical property); such a label takes no ``properties``. With
+    ``structural_default`` a ``seed_label`` without features (no ``properties``, no
+    ``feature_spec``) gets its FastRP embedding (projection drawn from ``seed``) written on its
+    nodes and read through a feature spec that gives a node without it zeros
+    (:func:`~memgraph_tf.client.structural.default_structural_spec`); false: its nodes share one
+    learned vector.
 
     Without ``train_ids`` the split is read from the database: the training nodes are the
     ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
@@ -958,6 +965,10 @@ def train_typed_graphsage(
             f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
         )
     opts["label"] = spec.seed_label
+    if structural_default:
+        feature_spec = default_structural_spec(
+            source, [spec.seed_label], properties, feature_spec, opts, seed=seed
+        )
     specs, props = feature_encoding.split_properties(
         feature_encoding.as_label_specs(feature_spec),
         typed_properties(spec, properties),
