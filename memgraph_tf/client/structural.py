@@ -7,7 +7,7 @@ Both run the procedure on a server with the query module and the procedure's own
 Cypher on one without it, with bit-identical vectors (:mod:`memgraph_tf.procedures.structural`).
 
 :func:`default_structural_spec` is the default the trainers give a label without features
-(docs/training.md, "Labels without features"): its FastRP embedding, written into
+(docs/client.md, "Labels without features"): its FastRP embedding, written into
 :data:`STRUCTURAL_PROPERTY` and read as a numeric feature whose missing value is zeros.
 """
 
