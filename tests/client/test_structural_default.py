@@ -17,7 +17,9 @@ from memgraph_tf.client.structural import (
     STRUCTURAL_OPTIONS,
     STRUCTURAL_PROPERTY,
     featureless_labels,
+    structural_call,
     structural_features,
+    write_structural_features,
 )
 from memgraph_tf.client.typed_graphsage import train_typed_graphsage
 from memgraph_tf.embedded import EmbeddedGraph
@@ -139,6 +141,13 @@ def test_a_node_added_after_training_is_scored_from_its_neighbours():
     probs = predict_links(result.model, EmbeddedSource(later), pairs, options=OPTIONS, seed=0)
     assert probs.shape == (2,) and np.isfinite(probs).all()
     assert probs[0] > probs[1]  # its neighbours' vectors place it in group 0
+    # the trainer's own call gives it its vector, nothing retrained
+    call = structural_call(OPTIONS, seed=RUN["seed"], exclude_splits=["val", "test"])
+    write_structural_features(EmbeddedSource(later), "Item", call)
+    own = np.array(later.get_property(new, STRUCTURAL_PROPERTY))
+    assert own.shape == (256,) and np.linalg.norm(own) > 0
+    again = predict_links(result.model, EmbeddedSource(later), pairs, options=OPTIONS, seed=0)
+    assert again[0] > again[1]
 
 
 def test_structural_default_off_keeps_the_shared_vector():
