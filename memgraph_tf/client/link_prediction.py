@@ -54,6 +54,7 @@ from memgraph_tf.client.metrics import (
 )
 from memgraph_tf.client.node_embeddings import NodeEmbedding, embedding_keys
 from memgraph_tf.client.pipeline import FeatureCache, call_batches, distinct_rows, unpacker
+from memgraph_tf.client.structural import default_structural_spec
 from memgraph_tf.client.tasks import LinkPrediction
 from memgraph_tf.client.trainer import (
     RANKING_STREAM,
@@ -1111,6 +1112,7 @@ def train_link_predictor(
     node_embedding_dim: int = 0,
     feature_spec: Mapping[str, Any] | None = None,
     embedding_dim: int = 8,
+    structural_default: bool = True,
 ) -> LinkTrainResult:
     """Trains a :class:`LinkPredictor` on ``train_pairs`` (``[n, 2]`` source and target keys:
     ``options["id_property"]`` values, else internal ids -- the positive relationships of the
@@ -1154,6 +1156,13 @@ def train_link_predictor(
     training edge, or added later -- the shared out-of-vocabulary vector, beside its features
     and neighbourhood.
 
+    ``structural_default`` (and ``node_embedding_dim`` 0): an endpoint label without features
+    (no ``properties``, no ``feature_spec``) gets its FastRP embedding (projection drawn from
+    ``seed``) computed on the training graph (``exclude_splits`` left out) and written on its
+    nodes, read through a feature spec that gives a node without it zeros
+    (:func:`~memgraph_tf.client.structural.default_structural_spec`); false: such a label's
+    nodes share one learned vector.
+
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
     schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
@@ -1162,6 +1171,16 @@ def train_link_predictor(
     opts = training_options(options, "label")
     opts.pop("label_property")  # (no labels: the pairs are the supervision)
     opts = _pair_options(opts, source_label, target_label, exclude_splits)
+    if structural_default and not node_embedding_dim:
+        feature_spec = default_structural_spec(
+            source,
+            [source_label, target_label],
+            properties,
+            feature_spec,
+            opts,
+            seed=seed,
+            exclude_splits=exclude_splits,
+        )
     train_pairs = _pairs(train_pairs, "train_pairs")
     val_pairs, val_labels = _labelled_pairs(val_pairs, val_labels)
     keys = _embedding_vocabulary(train_pairs, source_label, target_label, node_embedding_dim)
