@@ -1,7 +1,7 @@
 """Helpers the typed GraphSAGE accuracy benchmarks on generated graphs (strong_ties.py,
 temporal_leakage.py, property_features.py) share: their command line (``--seeds``, the
-graph's numbers, the training flags, ``--json``), one model's training with those flags and one
-figure's mean and spread over the seeds. Imported from beside them (the script's directory is on
+graph's numbers, the training flags, ``--json``), one model's training with those flags and the
+figures' means and spreads over the seeds. Imported from beside them (the script's directory is on
 sys.path)."""
 
 from __future__ import annotations
@@ -74,3 +74,10 @@ def spread(xs: list[float]) -> str:
     """``xs``'s mean +- its sample standard deviation (0 for one value), four decimals."""
     sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
     return f"{statistics.mean(xs):.4f} +- {sd:.4f}"
+
+
+def print_spreads(runs: list[dict], figures: dict[str, str]) -> None:
+    """Prints a line per entry of ``figures``: its title, padded to 14 characters, and the
+    :func:`spread` of the figure it names over ``runs``."""
+    for title, key in figures.items():
+        print(f"{title:14s} {spread([r[key] for r in runs])}")

@@ -91,10 +91,15 @@ def main() -> int:
     ratio = [r["inferred"] / r["best"] for r in runs]
     gap = [r["numeric"] - r["chance"] for r in runs]
     spread = _typed_runs.spread
-    print(f"best possible  {spread([r['best'] for r in runs])}")
-    print(f"inferred spec  {spread([r['inferred'] for r in runs])}")
-    print(f"numeric only   {spread([r['numeric'] for r in runs])}")
-    print(f"chance         {spread([r['chance'] for r in runs])}")
+    _typed_runs.print_spreads(
+        runs,
+        {
+            "best possible": "best",
+            "inferred spec": "inferred",
+            "numeric only": "numeric",
+            "chance": "chance",
+        },
+    )
     print(f"inferred / best: {spread(ratio)} (goal >= 0.97; worst {min(ratio):.4f})")
     on_test = [r["inferred"] / r["bayes_test"] for r in runs]
     print(f"inferred / Bayes rule on the same test nodes: {spread(on_test)}")

@@ -39,6 +39,8 @@ MODES = {
     "weighted": "(:Account)-[:PAYEE {weight: limit}]->(:Account)",
     "uniform": "(:Account)-[:PAYEE]->(:Account)",
 }
+#: ledger_graph's keyword arguments given by the flags of the same names, with their defaults.
+GRAPH = {"regular": 3, "regular_quality": 0.8, "occasional": 30}
 
 
 def run(seed: int, args: argparse.Namespace) -> dict:
@@ -49,13 +51,7 @@ def run(seed: int, args: argparse.Namespace) -> dict:
     from memgraph_tf.ledger_datasets import LABEL, ledger_embedded_graph, ledger_graph
 
     graph = ledger_graph(
-        args.accounts,
-        regular=args.regular,
-        regular_quality=args.regular_quality,
-        occasional=args.occasional,
-        past=0,
-        leaks=0,
-        seed=seed,
+        args.accounts, **{k: getattr(args, k) for k in GRAPH}, past=0, leaks=0, seed=seed
     )
     source = EmbeddedSource(ledger_embedded_graph(graph)[0])
     train, val, test = (graph.ids(s) for s in ("train", "val", "test"))
@@ -96,14 +92,7 @@ def run(seed: int, args: argparse.Namespace) -> dict:
 
 def main() -> int:
     parser = _typed_runs.parser(
-        __doc__,
-        steps=200,
-        json_what="every run",
-        accounts=4000,
-        regular=3,
-        regular_quality=0.8,
-        occasional=30,
-        draws=2,
+        __doc__, steps=200, json_what="every run", accounts=4000, draws=2, **GRAPH
     )
     parser.add_argument("--fanout", type=int, default=None, help="default: --regular")
     args = parser.parse_args()
@@ -116,10 +105,10 @@ def main() -> int:
     runs = [run(seed, args) for seed in args.seeds]
     spread = _typed_runs.spread
     ratio = [r["weighted"] / r["best"] for r in runs]
-    print(f"best possible  {spread([r['best'] for r in runs])}")
-    print(f"weighted       {spread([r['weighted'] for r in runs])}")
-    print(f"uniform        {spread([r['uniform'] for r in runs])}")
-    print(f"chance         {spread([r['chance'] for r in runs])}")
+    _typed_runs.print_spreads(
+        runs,
+        {"best possible": "best", "weighted": "weighted", "uniform": "uniform", "chance": "chance"},
+    )
     print(f"weighted / best: {spread(ratio)} (goal >= 0.97; worst {min(ratio):.4f})")
     on_test = [r["weighted"] / r["bayes_test"] for r in runs]
     print(f"weighted / Bayes rule on the same test customers: {spread(on_test)}")

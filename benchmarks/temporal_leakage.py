@@ -41,6 +41,8 @@ MODES = {
     "point in time": ("(:Account)-[:TRANSFER {time: ts}]->(:Account)", {"seed_time": "t"}),
     "snapshot": ("(:Account)-[:TRANSFER]->(:Account)", {}),
 }
+#: ledger_graph's keyword arguments given by the flags of the same names, with their defaults.
+GRAPH = {"past": 6, "past_quality": 0.3, "leaks": 6, "leak_quality": 0.9}
 
 
 def run(seed: int, args: argparse.Namespace) -> list[dict]:
@@ -49,14 +51,7 @@ def run(seed: int, args: argparse.Namespace) -> list[dict]:
     from memgraph_tf.ledger_datasets import LABEL, ledger_embedded_graph, ledger_graph
 
     graph = ledger_graph(
-        args.accounts,
-        regular=0,
-        occasional=0,
-        past=args.past,
-        past_quality=args.past_quality,
-        leaks=args.leaks,
-        leak_quality=args.leak_quality,
-        seed=seed,
+        args.accounts, regular=0, occasional=0, **{k: getattr(args, k) for k in GRAPH}, seed=seed
     )
     source = EmbeddedSource(ledger_embedded_graph(graph)[0])
     train, val, test = (graph.ids(s) for s in ("train", "val", "test"))
@@ -105,16 +100,7 @@ def run(seed: int, args: argparse.Namespace) -> list[dict]:
 
 def main() -> int:
     parser = _typed_runs.parser(
-        __doc__,
-        steps=200,
-        json_what="every run",
-        accounts=12_000,
-        past=6,
-        past_quality=0.3,
-        leaks=6,
-        leak_quality=0.9,
-        fanout=10,
-        draws=2,
+        __doc__, steps=200, json_what="every run", accounts=12_000, fanout=10, draws=2, **GRAPH
     )
     args = parser.parse_args()
     print(
