@@ -924,6 +924,7 @@ class _PlantedDemo(_ShopDemo):
     (no loader writes its property maps to a Bolt server); its classes are named
     ``segment_K``. A subclass sets the class attributes below and :meth:`generate`."""
 
+    recipe = PEOPLE_RECIPE  # the same small recipe serves every generated graph
     #: ``--dataset`` (``name``), how an error names the graph (``what``), the seed label, the
     #: report's title and how it names the test nodes.
     name: str
@@ -964,7 +965,6 @@ class _PeopleDemo(_PlantedDemo):
     loader writes the property maps to a Bolt server."""
 
     options = PEOPLE_OPTIONS
-    recipe = PEOPLE_RECIPE
     num_neighbors = PEOPLE_NUM_NEIGHBORS
     noun = "person"
     name, what, label = PEOPLE, "the planted property graph", property_datasets.LABEL
@@ -1058,7 +1058,6 @@ class _LedgerDemo(_PlantedDemo):
     serving and batch inference alike). The in-process runtime only."""
 
     options = LEDGER_OPTIONS
-    recipe = PEOPLE_RECIPE  # the same small recipe serves both generated graphs
     num_neighbors = LEDGER_NUM_NEIGHBORS
     noun = "account"
     name, what, label = LEDGER, "the generated ledger", ledger_datasets.LABEL
