@@ -35,8 +35,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import statistics
-import time
 from typing import Any
+
+from _timing import timed  # beside this file (the script's directory is on sys.path)
 
 NN = {"(:Person)-[:KNOWS]->(:Person)": [3]}
 OPTIONS = {"id_property": "id"}
@@ -68,26 +69,24 @@ def numeric_twin(graph: Any) -> Any:
 def model_inputs(model: Any, sections: dict) -> dict:
     """The decoded blob's sections as ``model``'s inputs (a ragged section as its values and
     row splits, strings as tf.string)."""
+    import numpy as np
     import tensorflow as tf
 
     from memgraph_tf import blob
 
-    inputs: dict[str, Any] = {}
+    flat: dict[str, Any] = {}
     for name, value in sections.items():
-        if isinstance(value, blob.Ragged):
-            inputs[name] = tf.constant(list(value.values), tf.string)
-            inputs[name + ".row_splits"] = tf.constant(value.row_splits, tf.int64)
-        elif value.dtype == object:
-            inputs[name] = tf.constant(value.tolist(), tf.string)
-        else:
-            inputs[name] = tf.constant(value)
-    return {k: inputs[k] for k in model.input_names()}
+        if isinstance(value, blob.Ragged):  # a bag of strings: its flat values and row splits
+            flat[name + blob.ROW_SPLITS_SUFFIX] = np.asarray(value.row_splits, np.int64)
+            value = np.asarray(list(value.values), dtype=object)
+        flat[name] = value
 
+    def tensor(value: Any) -> Any:
+        if value.dtype == object:
+            return tf.constant(value.tolist(), tf.string)
+        return tf.constant(value)
 
-def timed(fn: Any) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+    return {k: tensor(flat[k]) for k in model.input_names()}
 
 
 def main() -> None:

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
+
+import _typed_runs  # beside this file (the script's directory is on sys.path)
 
 NN = {"(:Person)-[:KNOWS]->(:Person)": [3]}
 OPTIONS = {"id_property": "id"}
@@ -38,7 +39,7 @@ def run(seed: int, args: argparse.Namespace) -> dict[str, float]:
 
     from memgraph_tf.client.feature_specs import infer_feature_spec
     from memgraph_tf.client.sources import EmbeddedSource
-    from memgraph_tf.client.typed_graphsage import evaluate_typed, train_typed_graphsage
+    from memgraph_tf.client.typed_graphsage import evaluate_typed
     from memgraph_tf.feature_spec import LabelSpec
     from memgraph_tf.property_datasets import (
         LABEL,
@@ -60,20 +61,16 @@ def run(seed: int, args: argparse.Namespace) -> dict[str, float]:
     }
     for name, s in (("inferred", spec), ("numeric", numeric)):
         start = time.perf_counter()
-        result = train_typed_graphsage(
+        result = _typed_runs.train(
             source,
             LABEL,
             NN,
             {},
+            args=args,
+            seed=seed,
+            l2=args.l2,
             options=OPTIONS,
             feature_spec={LABEL: s},
-            steps=args.steps,
-            batch_size=args.batch_size,
-            eval_every=args.eval_every,
-            hidden_units=args.hidden,
-            dropout=0.1,
-            l2=args.l2,
-            seed=seed,
         )
         acc = evaluate_typed(result.model, source, test, options=OPTIONS, seed=seed)["accuracy"]
         out[name] = acc
@@ -88,30 +85,21 @@ def run(seed: int, args: argparse.Namespace) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--people", type=int, default=10_000)
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--eval-every", type=int, default=25)
-    parser.add_argument("--hidden", type=int, default=32)
-    parser.add_argument("--l2", type=float, default=1e-4)
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON too")
+    parser = _typed_runs.parser(__doc__, steps=400, json_what="the summary", people=10_000, l2=1e-4)
     args = parser.parse_args()
     runs = [run(seed, args) for seed in args.seeds]
     ratio = [r["inferred"] / r["best"] for r in runs]
     gap = [r["numeric"] - r["chance"] for r in runs]
-
-    def spread(xs: list[float]) -> str:
-        sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
-        return f"{statistics.mean(xs):.4f} +- {sd:.4f}"
-
-    print(f"best possible  {spread([r['best'] for r in runs])}")
-    print(f"inferred spec  {spread([r['inferred'] for r in runs])}")
-    print(f"numeric only   {spread([r['numeric'] for r in runs])}")
-    print(f"chance         {spread([r['chance'] for r in runs])}")
+    spread = _typed_runs.spread
+    _typed_runs.print_spreads(
+        runs,
+        {
+            "best possible": "best",
+            "inferred spec": "inferred",
+            "numeric only": "numeric",
+            "chance": "chance",
+        },
+    )
     print(f"inferred / best: {spread(ratio)} (goal >= 0.97; worst {min(ratio):.4f})")
     on_test = [r["inferred"] / r["bayes_test"] for r in runs]
     print(f"inferred / Bayes rule on the same test nodes: {spread(on_test)}")

@@ -29,32 +29,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
+
+import _typed_runs  # beside this file (the script's directory is on sys.path)
 
 OPTIONS = {"id_property": "id"}
 MODES = {
     "weighted": "(:Account)-[:PAYEE {weight: limit}]->(:Account)",
     "uniform": "(:Account)-[:PAYEE]->(:Account)",
 }
+#: ledger_graph's keyword arguments given by the flags of the same names, with their defaults.
+GRAPH = {"regular": 3, "regular_quality": 0.8, "occasional": 30}
 
 
 def run(seed: int, args: argparse.Namespace) -> dict:
     import numpy as np
 
     from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.client.typed_graphsage import evaluate_typed, train_typed_graphsage
+    from memgraph_tf.client.typed_graphsage import evaluate_typed
     from memgraph_tf.ledger_datasets import LABEL, ledger_embedded_graph, ledger_graph
 
     graph = ledger_graph(
-        args.accounts,
-        regular=args.regular,
-        regular_quality=args.regular_quality,
-        occasional=args.occasional,
-        past=0,
-        leaks=0,
-        seed=seed,
+        args.accounts, **{k: getattr(args, k) for k in GRAPH}, past=0, leaks=0, seed=seed
     )
     source = EmbeddedSource(ledger_embedded_graph(graph)[0])
     train, val, test = (graph.ids(s) for s in ("train", "val", "test"))
@@ -66,22 +63,17 @@ def run(seed: int, args: argparse.Namespace) -> dict:
     }
     for mode, step in MODES.items():
         started = time.perf_counter()
-        result = train_typed_graphsage(
+        result = _typed_runs.train(
             source,
             LABEL,
             {step: [args.fanout or args.regular]},
             {LABEL: ["features"]},
             train,
             val,
+            args=args,
+            seed=seed,
             options=OPTIONS,
             num_classes=graph.num_classes,
-            steps=args.steps,
-            eval_every=args.eval_every,
-            batch_size=args.batch_size,
-            hidden_units=args.hidden,
-            dropout=0.1,
-            l2=1e-4,
-            seed=seed,
         )
         acc = evaluate_typed(
             result.model, source, test, options=OPTIONS, draws=args.draws, seed=seed
@@ -99,21 +91,10 @@ def run(seed: int, args: argparse.Namespace) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = _typed_runs.parser(
+        __doc__, steps=200, json_what="every run", accounts=4000, draws=2, **GRAPH
     )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--accounts", type=int, default=4000)
-    parser.add_argument("--regular", type=int, default=3)
-    parser.add_argument("--regular-quality", type=float, default=0.8)
-    parser.add_argument("--occasional", type=int, default=30)
     parser.add_argument("--fanout", type=int, default=None, help="default: --regular")
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--eval-every", type=int, default=25)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--hidden", type=int, default=32)
-    parser.add_argument("--draws", type=int, default=2)
-    parser.add_argument("--json", action="store_true", help="print every run as JSON too")
     args = parser.parse_args()
     print(
         f"strong ties: {args.accounts} customers, {args.regular} regular payees (quality "
@@ -122,16 +103,12 @@ def main() -> int:
         flush=True,
     )
     runs = [run(seed, args) for seed in args.seeds]
-
-    def spread(xs: list[float]) -> str:
-        sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
-        return f"{statistics.mean(xs):.4f} +- {sd:.4f}"
-
+    spread = _typed_runs.spread
     ratio = [r["weighted"] / r["best"] for r in runs]
-    print(f"best possible  {spread([r['best'] for r in runs])}")
-    print(f"weighted       {spread([r['weighted'] for r in runs])}")
-    print(f"uniform        {spread([r['uniform'] for r in runs])}")
-    print(f"chance         {spread([r['chance'] for r in runs])}")
+    _typed_runs.print_spreads(
+        runs,
+        {"best possible": "best", "weighted": "weighted", "uniform": "uniform", "chance": "chance"},
+    )
     print(f"weighted / best: {spread(ratio)} (goal >= 0.97; worst {min(ratio):.4f})")
     on_test = [r["weighted"] / r["bayes_test"] for r in runs]
     print(f"weighted / Bayes rule on the same test customers: {spread(on_test)}")

@@ -31,31 +31,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
+
+import _typed_runs  # beside this file (the script's directory is on sys.path)
 
 OPTIONS = {"id_property": "id"}
 MODES = {
     "point in time": ("(:Account)-[:TRANSFER {time: ts}]->(:Account)", {"seed_time": "t"}),
     "snapshot": ("(:Account)-[:TRANSFER]->(:Account)", {}),
 }
+#: ledger_graph's keyword arguments given by the flags of the same names, with their defaults.
+GRAPH = {"past": 6, "past_quality": 0.3, "leaks": 6, "leak_quality": 0.9}
 
 
 def run(seed: int, args: argparse.Namespace) -> list[dict]:
     from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.client.typed_graphsage import evaluate_typed, train_typed_graphsage
+    from memgraph_tf.client.typed_graphsage import evaluate_typed
     from memgraph_tf.ledger_datasets import LABEL, ledger_embedded_graph, ledger_graph
 
     graph = ledger_graph(
-        args.accounts,
-        regular=0,
-        occasional=0,
-        past=args.past,
-        past_quality=args.past_quality,
-        leaks=args.leaks,
-        leak_quality=args.leak_quality,
-        seed=seed,
+        args.accounts, regular=0, occasional=0, **{k: getattr(args, k) for k in GRAPH}, seed=seed
     )
     source = EmbeddedSource(ledger_embedded_graph(graph)[0])
     train, val, test = (graph.ids(s) for s in ("train", "val", "test"))
@@ -63,22 +59,17 @@ def run(seed: int, args: argparse.Namespace) -> list[dict]:
     for mode, (step, extra) in MODES.items():
         options = {**OPTIONS, **extra}
         started = time.perf_counter()
-        result = train_typed_graphsage(
+        result = _typed_runs.train(
             source,
             LABEL,
             {step: [args.fanout]},
             {LABEL: ["features"]},
             train,
             val,
+            args=args,
+            seed=seed,
             options=options,
             num_classes=graph.num_classes,
-            steps=args.steps,
-            eval_every=args.eval_every,
-            batch_size=args.batch_size,
-            hidden_units=args.hidden,
-            dropout=0.1,
-            l2=1e-4,
-            seed=seed,
         )
 
         def accuracy(ids, model=result.model, options=options):
@@ -108,22 +99,9 @@ def run(seed: int, args: argparse.Namespace) -> list[dict]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = _typed_runs.parser(
+        __doc__, steps=200, json_what="every run", accounts=12_000, fanout=10, draws=2, **GRAPH
     )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--accounts", type=int, default=12_000)
-    parser.add_argument("--past", type=int, default=6)
-    parser.add_argument("--past-quality", type=float, default=0.3)
-    parser.add_argument("--leaks", type=int, default=6)
-    parser.add_argument("--leak-quality", type=float, default=0.9)
-    parser.add_argument("--fanout", type=int, default=10)
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--eval-every", type=int, default=25)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--hidden", type=int, default=32)
-    parser.add_argument("--draws", type=int, default=2)
-    parser.add_argument("--json", action="store_true", help="print every run as JSON too")
     args = parser.parse_args()
     print(
         f"planted leakage: {args.accounts} customers, {args.past} past transfers (quality "
@@ -132,11 +110,7 @@ def main() -> int:
         flush=True,
     )
     rows = [row for seed in args.seeds for row in run(seed, args)]
-
-    def spread(xs: list[float]) -> str:
-        sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
-        return f"{statistics.mean(xs):.4f} +- {sd:.4f}"
-
+    spread = _typed_runs.spread
     for mode in MODES:
         mine = [r for r in rows if r["mode"] == mode]
         print(

@@ -49,6 +49,8 @@ DEFAULT_OUT = "memgraph-tf-demo"
 MODEL_NAME = "GraphSage"
 EVAL_DRAWS = 10
 STAGES = 6
+IN_PROCESS_TEXT = "the in-process runtime (the query modules through mgp.py)"
+"""Where stage 1 says the graph was loaded when it runs in-process."""
 """The demo's stages (the ``[i/6]`` of its printed lines), on every dataset."""
 GRAPH_LABEL = "Paper"
 GRAPH_EDGE_TYPE = "CITES"
@@ -166,7 +168,7 @@ def _load(
             client.EmbeddedSource(g),
             {},
             g,
-            "the in-process runtime (the query modules through mgp.py)",
+            IN_PROCESS_TEXT,
         )
     source = client.connect(graph)
     total = data.num_nodes + len(data.edges)
@@ -724,7 +726,7 @@ class _ShopDemo:
         if self.graph is None:
             embedded, _ = typed_datasets.typed_embedded_graph(data)
             source: Any = client.EmbeddedSource(embedded)
-            text = "the in-process runtime (the query modules through mgp.py)"
+            text = IN_PROCESS_TEXT
         else:
             source = client.connect(self.graph)
             with _bar(
@@ -915,7 +917,47 @@ def in_process_only(graph: str | None, dataset: str, what: str) -> None:
         )
 
 
-class _PeopleDemo(_ShopDemo):
+class _PlantedDemo(_ShopDemo):
+    """What the demo does on a generated one-label graph with a planted signal (a
+    :class:`~memgraph_tf.typed_datasets.PlantedGraph`) where it differs from the shop graph: the
+    graph is generated with the dataset's overrides and loaded into the in-process runtime only
+    (no loader writes its property maps to a Bolt server); its classes are named
+    ``segment_K``. A subclass sets the class attributes below and :meth:`generate`."""
+
+    recipe = PEOPLE_RECIPE  # the same small recipe serves every generated graph
+    #: ``--dataset`` (``name``), how an error names the graph (``what``), the seed label, the
+    #: report's title and how it names the test nodes.
+    name: str
+    what: str
+    label: str
+    title: str
+    test_nodes: str
+
+    def __init__(self, graph: str | None, replace: bool, steps: int | None, overrides: Any) -> None:
+        in_process_only(graph, self.name, self.what)
+        super().__init__(None, replace, steps, None)
+        self.dataset, self.overrides = self.name, dict(overrides or {})
+
+    def generate(self) -> tuple[Any, Any, int]:
+        """The generated graph (the overrides as the generator's arguments), the in-process
+        graph of it and its number of relationships."""
+        raise NotImplementedError
+
+    def load(self, progress: bool) -> _Loaded:
+        from memgraph_tf import client
+
+        data, embedded, self.num_edges = self.generate()
+        self.data, self.num_nodes, self.users = data, len(data.nodes), self.label
+        self.train_n, self.val_n = len(data.ids("train")), len(data.ids("val"))
+        names = [f"segment_{k}" for k in range(data.num_classes)]
+        source = client.EmbeddedSource(embedded)
+        return _Loaded(source, embedded, IN_PROCESS_TEXT, data.ids("test"), data.labels, names)
+
+    def report_options(self, g: _Loaded) -> dict[str, Any]:
+        return {**super().report_options(g), "title": self.title, "test_nodes": self.test_nodes}
+
+
+class _PeopleDemo(_PlantedDemo):
     """What the demo does on the planted property graph (``--dataset people``) at each stage
     where the datasets differ: stage 2 first profiles the :Person properties and infers their
     feature spec (printed, and written to ``OUT/feature_spec.json`` at stage 4); training,
@@ -923,33 +965,14 @@ class _PeopleDemo(_ShopDemo):
     loader writes the property maps to a Bolt server."""
 
     options = PEOPLE_OPTIONS
-    recipe = PEOPLE_RECIPE
     num_neighbors = PEOPLE_NUM_NEIGHBORS
     noun = "person"
+    name, what, label = PEOPLE, "the planted property graph", property_datasets.LABEL
+    title, test_nodes = "Planted property graph (feature spec)", "test persons"
 
-    def __init__(self, graph: str | None, replace: bool, steps: int | None, people: Any) -> None:
-        in_process_only(graph, PEOPLE, "the planted property graph")
-        super().__init__(None, replace, steps, None)
-        self.dataset, self.people, self.out = PEOPLE, dict(people or {}), None
-
-    def load(self, progress: bool) -> _Loaded:
-        from memgraph_tf import client
-
-        data = self.data = property_datasets.planted_property_graph(**self.people)
-        self.num_nodes, self.num_edges = len(data.nodes), len(data.edges)
-        embedded, _ = property_datasets.property_embedded_graph(data)
-        source = client.EmbeddedSource(embedded)
-        self.users = property_datasets.LABEL
-        self.train_n, self.val_n = len(data.ids("train")), len(data.ids("val"))
-        names = [f"segment_{k}" for k in range(data.num_classes)]
-        return _Loaded(
-            source,
-            embedded,
-            "the in-process runtime (the query modules through mgp.py)",
-            data.ids("test"),
-            data.labels,
-            names,
-        )
+    def generate(self) -> tuple[Any, Any, int]:
+        data = property_datasets.planted_property_graph(**self.overrides)
+        return data, property_datasets.property_embedded_graph(data)[0], len(data.edges)
 
     def loaded_line(self, g: _Loaded) -> tuple[int, str]:
         return self.num_nodes, (
@@ -1007,13 +1030,6 @@ class _PeopleDemo(_ShopDemo):
         inputs = decode_with_bags(tf.constant(blobs), ops.unpack_blob_portable, config.sections)
         return tf.nn.softmax(result.model(inputs, training=False)).numpy().argmax(axis=1)
 
-    def report_options(self, g: _Loaded) -> dict[str, Any]:
-        return {
-            **super().report_options(g),
-            "title": "Planted property graph (feature spec)",
-            "test_nodes": "test persons",
-        }
-
     def features_text(self) -> str:
         return f"{self.users} {len(self.spec.properties)} properties (inferred spec)"
 
@@ -1035,35 +1051,22 @@ LEDGER_OPTIONS = {"id_property": "id", "seed_time": ledger_datasets.SEED_TIME}
 """Seed keys are the ``id`` property; each seed is sampled as of its time ``t``."""
 
 
-class _LedgerDemo(_ShopDemo):
+class _LedgerDemo(_PlantedDemo):
     """What the demo does on the generated ledger (``--dataset ledger``) at each stage where the
     datasets differ: the customers' classes are learnt from a weighted ``PAYEE`` step and a
     point-in-time ``TRANSFER`` step (each customer sampled as of its time ``t``, in training,
     serving and batch inference alike). The in-process runtime only."""
 
     options = LEDGER_OPTIONS
-    recipe = PEOPLE_RECIPE  # the same small recipe serves both generated graphs
     num_neighbors = LEDGER_NUM_NEIGHBORS
     noun = "account"
+    name, what, label = LEDGER, "the generated ledger", ledger_datasets.LABEL
+    title, test_nodes = "Ledger (weights and time)", "test accounts"
 
-    def __init__(self, graph: str | None, replace: bool, steps: int | None, ledger: Any) -> None:
-        in_process_only(graph, LEDGER, "the generated ledger")
-        super().__init__(None, replace, steps, None)
-        self.dataset, self.ledger = LEDGER, dict(ledger or {})
-
-    def load(self, progress: bool) -> _Loaded:
-        from memgraph_tf import client
-
-        data = self.data = ledger_datasets.ledger_graph(**self.ledger)
-        self.num_nodes = len(data.nodes)
-        self.num_edges = len(data.payees) + len(data.transfers)
-        embedded, _ = ledger_datasets.ledger_embedded_graph(data)
-        self.users = ledger_datasets.LABEL
-        self.train_n, self.val_n = len(data.ids("train")), len(data.ids("val"))
-        names = [f"segment_{k}" for k in range(data.num_classes)]
-        text = "the in-process runtime (the query modules through mgp.py)"
-        source = client.EmbeddedSource(embedded)
-        return _Loaded(source, embedded, text, data.ids("test"), data.labels, names)
+    def generate(self) -> tuple[Any, Any, int]:
+        data = ledger_datasets.ledger_graph(**self.overrides)
+        num_edges = len(data.payees) + len(data.transfers)
+        return data, ledger_datasets.ledger_embedded_graph(data)[0], num_edges
 
     def loaded_line(self, g: _Loaded) -> tuple[int, str]:
         data = self.data
@@ -1086,13 +1089,6 @@ class _LedgerDemo(_ShopDemo):
             f"{result.best_step}), test acc {acc:.3f} (best possible as of each account's time "
             f"{data.best_accuracy:.3f}, chance {data.chance:.3f})"
         )
-
-    def report_options(self, g: _Loaded) -> dict[str, Any]:
-        return {
-            **super().report_options(g),
-            "title": "Ledger (weights and time)",
-            "test_nodes": "test accounts",
-        }
 
     def features_text(self) -> str:
         return f"{self.users} {self.data.num_classes} (a counterparty's class; customers: zeros)"

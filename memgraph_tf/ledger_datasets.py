@@ -45,9 +45,9 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import numpy as np
+from memgraph_tf.typed_datasets import PlantedGraph, embedded_rows
 
+if TYPE_CHECKING:
     from memgraph_tf.embedded import EmbeddedGraph
 
 __all__ = [
@@ -81,27 +81,16 @@ OCCASIONAL_LIMIT = (1.0, 10.0)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class LedgerGraph:
+class LedgerGraph(PlantedGraph):
     """The generated ledger: ``nodes[i]`` the property map of account ``i`` (customers first),
-    ``payees`` and ``transfers`` rows ``(source, target, properties)``, ``labels[i]`` and
-    ``split[i]`` of each customer, ``best_accuracy`` exact as of each customer's time (module
-    docstring), ``bayes[i]`` the Bayes rule's class for customer ``i``, ``chance`` the largest
-    class prior, ``params`` the generator's arguments."""
+    ``payees`` and ``transfers`` rows ``(source, target, properties)``; the seeds are the
+    customers: ``labels[i]`` and ``split[i]`` of each, ``best_accuracy`` exact as of each
+    customer's time (module docstring), ``bayes[i]`` the Bayes rule's class for customer ``i``,
+    ``chance`` the largest class prior, ``params`` the generator's arguments."""
 
     nodes: Sequence[Mapping[str, Any]]
     payees: Sequence[tuple[int, int, Mapping[str, Any]]]
     transfers: Sequence[tuple[int, int, Mapping[str, Any]]]
-    labels: np.ndarray
-    split: tuple[str, ...]
-    num_classes: int
-    best_accuracy: float
-    chance: float
-    bayes: np.ndarray
-    params: Mapping[str, Any]
-
-    def ids(self, split: str) -> list[int]:
-        """The ``id`` of each customer in ``split`` (``train``, ``val``, ``test``)."""
-        return [i for i, s in enumerate(self.split) if s == split]
 
 
 def _hit(quality: float, k: int) -> tuple[float, float]:
@@ -288,11 +277,6 @@ def ledger_embedded_graph(
     """``graph`` as an in-process graph running the query modules: one ``:Account`` node per
     account with its property map, its ``PAYEE`` and ``TRANSFER`` relationships; returns it and
     the internal id of each account."""
-    from memgraph_tf.embedded import EmbeddedGraph
-
-    g = EmbeddedGraph(modules)
-    ids = [g.add_node([LABEL], props) for props in graph.nodes]
-    for rel_type, rows in ((PAYEE, graph.payees), (TRANSFER, graph.transfers)):
-        for a, b, props in rows:
-            g.add_edge(ids[a], ids[b], rel_type, props)
-    return g, ids
+    return embedded_rows(
+        LABEL, graph.nodes, {PAYEE: graph.payees, TRANSFER: graph.transfers}, modules
+    )

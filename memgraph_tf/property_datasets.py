@@ -33,9 +33,9 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import numpy as np
+from memgraph_tf.typed_datasets import PlantedGraph, embedded_rows
 
+if TYPE_CHECKING:
     from memgraph_tf.embedded import EmbeddedGraph
 
 __all__ = [
@@ -64,26 +64,15 @@ PLAN_MISSING = 0.4
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class PropertyGraph:
+class PropertyGraph(PlantedGraph):
     """The generated graph: ``nodes[i]`` the property map of person ``i`` (an absent property is
-    not in the map), ``edges`` pairs ``(i, j)`` of ``KNOWS`` relationships, ``labels[i]`` and
-    ``split[i]`` as in the maps, ``best_accuracy`` and ``chance`` exact over the generating
-    distribution, ``bayes[i]`` the Bayes rule's class for person ``i``, ``params`` the
-    generator's arguments."""
+    not in the map), ``edges`` pairs ``(i, j)`` of ``KNOWS`` relationships; every person is a
+    seed: ``labels[i]`` and ``split[i]`` as in the maps, ``best_accuracy`` and ``chance`` exact
+    over the generating distribution, ``bayes[i]`` the Bayes rule's class for person ``i``,
+    ``params`` the generator's arguments."""
 
     nodes: Sequence[Mapping[str, Any]]
     edges: Sequence[tuple[int, int]]
-    labels: np.ndarray
-    split: tuple[str, ...]
-    num_classes: int
-    best_accuracy: float
-    chance: float
-    bayes: np.ndarray
-    params: Mapping[str, Any]
-
-    def ids(self, split: str) -> list[int]:
-        """The ``id`` of each person in ``split``."""
-        return [i for i, s in enumerate(self.split) if s == split]
 
 
 def _effects(rng: Any, num_classes: int, months: int, strength: float) -> dict[str, Any]:
@@ -241,10 +230,4 @@ def property_embedded_graph(
     """``graph`` as an in-process graph running the query modules: one ``:Person`` node per
     person with its property map (absent properties left out) and its ``KNOWS`` relationships;
     returns it and the internal id of each person."""
-    from memgraph_tf.embedded import EmbeddedGraph
-
-    g = EmbeddedGraph(modules)
-    ids = [g.add_node([LABEL], props) for props in graph.nodes]
-    for a, b in graph.edges:
-        g.add_edge(ids[a], ids[b], "KNOWS")
-    return g, ids
+    return embedded_rows(LABEL, graph.nodes, {"KNOWS": graph.edges}, modules)

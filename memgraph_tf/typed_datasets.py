@@ -43,10 +43,12 @@ if TYPE_CHECKING:
 __all__ = [
     "EdgeSet",
     "NodeSet",
+    "PlantedGraph",
     "TypedGraph",
     "bayes_predictions",
     "best_accuracy",
     "demo_shop_graph",
+    "embedded_rows",
     "node_properties",
     "sample_neighbourhoods",
     "shop_graph",
@@ -126,6 +128,48 @@ class TypedGraph:
     def ids(self, split: str) -> list[int]:
         """Numbers (inside the target node set) of the target nodes in ``split``."""
         return [i for i, s in enumerate(self.split) if s == split]
+
+
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
+class PlantedGraph:
+    """What a generated one-label graph with a planted signal holds besides its nodes and
+    relationships (:class:`memgraph_tf.ledger_datasets.LedgerGraph`,
+    :class:`memgraph_tf.property_datasets.PropertyGraph`): ``labels[i]`` and ``split[i]`` of seed
+    node ``i`` (its ``id``), ``best_accuracy`` exact, ``chance``, ``bayes[i]`` the Bayes rule's
+    class for seed node ``i`` and ``params``, the generator's arguments. Keyword-only fields."""
+
+    labels: np.ndarray
+    split: tuple[str, ...]
+    num_classes: int
+    best_accuracy: float
+    chance: float
+    bayes: np.ndarray
+    params: Mapping[str, Any]
+
+    def ids(self, split: str) -> list[int]:
+        """The ``id`` of each seed node in ``split`` (``train``, ``val``, ``test``)."""
+        return [i for i, s in enumerate(self.split) if s == split]
+
+
+def embedded_rows(
+    label: str,
+    nodes: Iterable[Mapping[str, Any]],
+    relationships: Mapping[str, Iterable[Sequence[Any]]],
+    modules: Iterable[Any] | None = None,
+) -> tuple[EmbeddedGraph, list[int]]:
+    """An in-process graph running the query modules (``modules``: as for
+    :class:`~memgraph_tf.embedded.EmbeddedGraph`) with one ``label`` node per property map of
+    ``nodes`` and, per type of ``relationships``, one relationship of that type per row
+    ``(source, target)`` or ``(source, target, properties)`` (numbers into ``nodes``), in order;
+    returns it and the internal id of each node."""
+    from memgraph_tf.embedded import EmbeddedGraph
+
+    g = EmbeddedGraph(modules)
+    ids = [g.add_node([label], props) for props in nodes]
+    for rel_type, rows in relationships.items():
+        for a, b, *props in rows:
+            g.add_edge(ids[a], ids[b], rel_type, *props)
+    return g, ids
 
 
 SHOP_DATASET = "shop"

@@ -1,0 +1,83 @@
+"""Helpers the typed GraphSAGE accuracy benchmarks on generated graphs (strong_ties.py,
+temporal_leakage.py, property_features.py) share: their command line (``--seeds``, the
+graph's numbers, the training flags, ``--json``), one model's training with those flags and the
+figures' means and spreads over the seeds. Imported from beside them (the script's directory is on
+sys.path)."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from typing import Any
+
+#: train_typed_graphsage's keyword arguments and the flags (argparse destinations) that give them.
+TRAINING_FLAGS = {
+    "steps": "steps",
+    "eval_every": "eval_every",
+    "batch_size": "batch_size",
+    "hidden_units": "hidden",
+}
+#: The training flags' defaults but --steps' (argparse destinations).
+TRAINING_DEFAULTS = {"eval_every": 25, "batch_size": 256, "hidden": 32}
+
+
+def parser(
+    doc: str | None, *, steps: int, json_what: str, **numbers: int | float
+) -> argparse.ArgumentParser:
+    """A parser with ``--seeds`` (0 1 2), one option ``--NAME`` per keyword of ``numbers`` (``_``
+    written ``-``) of its default's type with that default, the training flags :func:`train`
+    reads (--steps, default ``steps``; --eval-every 25; --batch-size 256; --hidden 32) and
+    ``--json`` (a switch: print ``json_what`` as JSON too); ``--help`` shows ``doc`` (the
+    script's docstring) as written."""
+    out = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    out.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    for name, default in {**numbers, "steps": steps, **TRAINING_DEFAULTS}.items():
+        out.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
+    out.add_argument("--json", action="store_true", help=f"print {json_what} as JSON too")
+    return out
+
+
+def train(
+    source: Any,
+    label: str,
+    num_neighbors: dict,
+    properties: dict,
+    *split: Any,
+    args: argparse.Namespace,
+    seed: int,
+    l2: float = 1e-4,
+    **kwargs: Any,
+) -> Any:
+    """``train_typed_graphsage``'s result for ``label`` seeds of ``source`` (``split``: the train
+    and validation seed keys, or none for the graph's ``split`` property) with the training flags
+    of :func:`parser`, dropout 0.1, weight decay ``l2`` and ``seed``; ``kwargs``
+    (``options``, ``num_classes``, ``feature_spec``, ...) go to ``train_typed_graphsage``."""
+    from memgraph_tf.client.typed_graphsage import train_typed_graphsage
+
+    return train_typed_graphsage(
+        source,
+        label,
+        num_neighbors,
+        properties,
+        *split,
+        **{name: getattr(args, flag) for name, flag in TRAINING_FLAGS.items()},
+        dropout=0.1,
+        l2=l2,
+        seed=seed,
+        **kwargs,
+    )
+
+
+def spread(xs: list[float]) -> str:
+    """``xs``'s mean +- its sample standard deviation (0 for one value), four decimals."""
+    sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
+    return f"{statistics.mean(xs):.4f} +- {sd:.4f}"
+
+
+def print_spreads(runs: list[dict], figures: dict[str, str]) -> None:
+    """Prints a line per entry of ``figures``: its title, padded to 14 characters, and the
+    :func:`spread` of the figure it names over ``runs``."""
+    for title, key in figures.items():
+        print(f"{title:14s} {spread([r[key] for r in runs])}")
