@@ -10,7 +10,6 @@ import functools
 
 import numpy as np
 import pytest
-import requests
 import tensorflow as tf
 
 from memgraph_tf import blob
@@ -18,6 +17,7 @@ from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.neighbourhoods import fetch_blobs
 from memgraph_tf.typed_datasets import TRANSFER_STEP, transfer_graph, transfer_spec
+from tests.serving.bundle_kit import assert_batch_writes_classes, classified_over_rest
 
 NN = {TRANSFER_STEP: [4]}
 OPTIONS = {"id_property": "id"}
@@ -100,40 +100,20 @@ def test_the_bundle_samples_the_relationship_properties_and_answers_as_in_proces
 
 
 def test_served_by_node_id_over_rest_equals_in_process(exported):
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
-
     source, _ = trained()
-    names = bundle.read_bundle_config(exported.path).class_names
-    ms = ModelServer(exported.path.parent, graph_source=source, warmup=True)
-    try:
-        with start_server(ms) as rest:
-            r = requests.post(
-                f"{rest.url}/v1/models/accounts:classify",
-                json={"examples": [{"node_id": i} for i in IDS]},
-                timeout=60,
-            )
-    finally:
-        ms.close()
-    assert r.status_code == 200, r.text
-    got = np.array([[dict(row)[n] for n in names] for row in r.json()["results"]])
+    got = classified_over_rest(exported.path, source, "accounts", IDS, warmup=True)
     np.testing.assert_allclose(got, in_process(IDS), rtol=1e-5, atol=1e-6)
 
 
 def test_batch_inference_writes_the_in_process_classes(exported):
-    from memgraph_tf.batch import BundleBackend, classify_graph
-    from memgraph_tf.client.node_tables import property_names
-
     source, result = trained()
-    prop = "edge_class"
-    cls, score, _ = property_names(prop)
-    with BundleBackend(exported.path) as backend:
-        run = classify_graph(source, backend, write_property=prop, batch_size=64, progress=False)
-    assert (run.classified, run.failed) == (200, 0)
-    probs = in_process(IDS)
-    graph = source.graph
-    by_key = {graph.get_property(n, "id"): n for n in graph.nodes("Account")}
-    for row, key in zip(probs, IDS):
-        node = by_key[key]
-        assert graph.get_property(node, cls) == result.model.class_names[int(row.argmax())]
-        np.testing.assert_allclose(graph.get_property(node, score), row.max(), rtol=1e-5)
+    assert_batch_writes_classes(
+        source,
+        exported.path,
+        "edge_class",
+        label="Account",
+        nodes=200,
+        ids=IDS,
+        probs=in_process(IDS),
+        class_names=result.model.class_names,
+    )

@@ -16,6 +16,7 @@ import tensorflow as tf
 from memgraph_tf import blob
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.neighbourhoods import fetch_blobs
+from tests.serving.bundle_kit import assert_batch_writes_classes, classified_over_rest
 from tests.serving.grpc_kit import node_id_request
 
 NN = {"(:Person)-[:KNOWS]->(:Person)": [3]}
@@ -166,22 +167,17 @@ def test_served_by_node_id_equals_in_process(exported):
 
 
 def test_batch_inference_writes_the_in_process_classes(exported):
-    from memgraph_tf.batch import BundleBackend, classify_graph
-    from memgraph_tf.client.node_tables import property_names
-
     _, source, _, result = trained()
-    prop = "spec_class"
-    cls, score, _ = property_names(prop)
-    with BundleBackend(exported.path) as backend:
-        run = classify_graph(source, backend, write_property=prop, batch_size=64, progress=False)
-    assert (run.classified, run.failed) == (PEOPLE + 1, 0)
-    probs = in_process(IDS)
-    embedded = source.graph
-    by_key = {embedded.get_property(n, "id"): n for n in embedded.nodes("Person")}
-    for row, key in zip(probs, IDS):
-        node = by_key[key]
-        assert embedded.get_property(node, cls) == result.model.class_names[int(row.argmax())]
-        np.testing.assert_allclose(embedded.get_property(node, score), row.max(), rtol=1e-5)
+    assert_batch_writes_classes(
+        source,
+        exported.path,
+        "spec_class",
+        label="Person",
+        nodes=PEOPLE + 1,
+        ids=IDS,
+        probs=in_process(IDS),
+        class_names=result.model.class_names,
+    )
 
 
 def test_a_compact_bundle_reads_raw_tables_and_answers_as_in_process(tmp_path):
@@ -191,8 +187,6 @@ def test_a_compact_bundle_reads_raw_tables_and_answers_as_in_process(tmp_path):
     this model reads the same bytes: no feature table to put in CSR.)"""
     layout_name = "compact"
     from memgraph_tf.serving.export import export_bundle
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
 
     _, source, _, result = trained()
     info = export_bundle(
@@ -201,17 +195,5 @@ def test_a_compact_bundle_reads_raw_tables_and_answers_as_in_process(tmp_path):
     config = bundle.read_bundle_config(info.path)
     assert config.options["layout"] == layout_name
     assert "table_cat_Person" in config.sections and "cat_h0_Person" not in config.sections
-    names = config.class_names
-    ms = ModelServer(info.path.parent, graph_source=source)
-    try:
-        with start_server(ms) as rest:
-            r = requests.post(
-                f"{rest.url}/v1/models/people:classify",
-                json={"examples": [{"node_id": i} for i in IDS]},
-                timeout=60,
-            )
-    finally:
-        ms.close()
-    assert r.status_code == 200, r.text
-    got = np.array([[dict(row)[n] for n in names] for row in r.json()["results"]])
+    got = classified_over_rest(info.path, source, "people", IDS)
     np.testing.assert_allclose(got, in_process(IDS), rtol=1e-5, atol=1e-6)

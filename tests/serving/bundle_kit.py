@@ -1,0 +1,67 @@
+"""Checks the typed bundle tests share: a bundle's answers by node id over REST and in batch
+inference. Imported by name: ``from tests.serving.bundle_kit import classified_over_rest``."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import requests
+
+
+def classified_over_rest(
+    bundle_path: pathlib.Path, source: Any, model: str, ids: Sequence[int], **server_args: Any
+) -> np.ndarray:
+    """The probabilities a model server over ``source`` serving the bundle at ``bundle_path``
+    answers to REST ``:classify`` of ``model`` with one ``{"node_id"}`` example per id: a row
+    per id, a column per class in the bundle's ``class_names`` order (``server_args`` go to
+    ``ModelServer``). Asserts a 200."""
+    from memgraph_tf.serving import bundle
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    names = bundle.read_bundle_config(bundle_path).class_names
+    ms = ModelServer(bundle_path.parent, graph_source=source, **server_args)
+    try:
+        with start_server(ms) as rest:
+            r = requests.post(
+                f"{rest.url}/v1/models/{model}:classify",
+                json={"examples": [{"node_id": i} for i in ids]},
+                timeout=60,
+            )
+    finally:
+        ms.close()
+    assert r.status_code == 200, r.text
+    return np.array([[dict(row)[n] for n in names] for row in r.json()["results"]])
+
+
+def assert_batch_writes_classes(
+    source: Any,
+    bundle_path: pathlib.Path,
+    prop: str,
+    *,
+    label: str,
+    nodes: int,
+    ids: Sequence[int],
+    probs: np.ndarray,
+    class_names: Sequence[str],
+) -> None:
+    """``classify_graph`` over ``source`` with the bundle at ``bundle_path`` classifies all
+    ``nodes`` nodes, none failing, and writes, for the ``label`` nodes of ``ids`` (their ``id``
+    property), the class of highest probability in ``probs`` (a row per id) and its score
+    under ``prop``'s property names."""
+    from memgraph_tf.batch import BundleBackend, classify_graph
+    from memgraph_tf.client.node_tables import property_names
+
+    cls, score, _ = property_names(prop)
+    with BundleBackend(bundle_path) as backend:
+        run = classify_graph(source, backend, write_property=prop, batch_size=64, progress=False)
+    assert (run.classified, run.failed) == (nodes, 0)
+    graph = source.graph
+    by_key = {graph.get_property(n, "id"): n for n in graph.nodes(label)}
+    for row, key in zip(probs, ids):
+        node = by_key[key]
+        assert graph.get_property(node, cls) == class_names[int(row.argmax())]
+        np.testing.assert_allclose(graph.get_property(node, score), row.max(), rtol=1e-5)
