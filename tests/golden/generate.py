@@ -825,11 +825,28 @@ EDGE: dict[str, tuple[str, dict, list[dict]]] = {
 }
 
 
+def _emptied(folder: pathlib.Path) -> pathlib.Path:
+    """``folder``, made if missing, with every file in it removed."""
+    folder.mkdir(exist_ok=True)
+    for old in folder.glob("*"):
+        old.unlink()
+    return folder
+
+
+def _write_sampled(folder: pathlib.Path, graph: dict, vectors: dict[str, tuple]) -> None:
+    """Writes ``graph`` to ``folder/graph.json`` and each sampled vector, ``(description, call,
+    [decodes_to,] sections)``, to ``NAME.bin`` and ``NAME.json`` (those keys, in that order)."""
+    (_emptied(folder) / "graph.json").write_text(json.dumps(graph, indent=1) + "\n")
+    for name, (desc, call, *dense, sections) in vectors.items():
+        (folder / f"{name}.bin").write_bytes(build(sections))
+        decodes_to = {"decodes_to": dense[0]} if dense else {}
+        doc = {"description": desc, "call": call, **decodes_to, "sections": sections}
+        (folder / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def main() -> None:
     for sub in ("valid", "invalid"):
-        (HERE / sub).mkdir(exist_ok=True)
-        for old in (HERE / sub).glob("*"):
-            old.unlink()
+        _emptied(HERE / sub)
     for name, (desc, sections) in VALID.items():
         data = build(sections)
         (HERE / "valid" / f"{name}.bin").write_bytes(data)
@@ -844,33 +861,9 @@ def main() -> None:
         (HERE / "invalid" / f"{name}.bin").write_bytes(data)
         doc = {"description": desc, "error": error, **extra}
         (HERE / "invalid" / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
-    typed = HERE / "typed"
-    typed.mkdir(exist_ok=True)
-    for old in typed.glob("*"):
-        old.unlink()
-    (typed / "graph.json").write_text(json.dumps(TYPED_GRAPH, indent=1) + "\n")
-    for name, (desc, call, dense, sections) in TYPED.items():
-        (typed / f"{name}.bin").write_bytes(build(sections))
-        doc = {"description": desc, "call": call, "decodes_to": dense, "sections": sections}
-        (typed / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
-    raw = HERE / "raw"
-    raw.mkdir(exist_ok=True)
-    for old in raw.glob("*"):
-        old.unlink()
-    (raw / "graph.json").write_text(json.dumps(RAW_GRAPH, indent=1) + "\n")
-    for name, (desc, call, sections) in RAW.items():
-        (raw / f"{name}.bin").write_bytes(build(sections))
-        doc = {"description": desc, "call": call, "sections": sections}
-        (raw / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
-    edge = HERE / "edge"
-    edge.mkdir(exist_ok=True)
-    for old in edge.glob("*"):
-        old.unlink()
-    (edge / "graph.json").write_text(json.dumps(EDGE_GRAPH, indent=1) + "\n")
-    for name, (desc, call, sections) in EDGE.items():
-        (edge / f"{name}.bin").write_bytes(build(sections))
-        doc = {"description": desc, "call": call, "sections": sections}
-        (edge / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    _write_sampled(HERE / "typed", TYPED_GRAPH, TYPED)
+    _write_sampled(HERE / "raw", RAW_GRAPH, RAW)
+    _write_sampled(HERE / "edge", EDGE_GRAPH, EDGE)
 
 
 if __name__ == "__main__":
