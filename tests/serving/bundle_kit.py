@@ -1,5 +1,6 @@
-"""Checks the typed bundle tests share: a bundle's answers by node id over REST and in batch
-inference. Imported by name: ``from tests.serving.bundle_kit import classified_over_rest``."""
+"""Checks the typed bundle tests share: a bundle's answers by node id through its signature,
+over REST and in batch inference. Imported by name: ``from tests.serving.bundle_kit import
+classified_over_rest``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,28 @@ from typing import Any
 
 import numpy as np
 import requests
+
+
+def predicted_by_node_id(
+    bundle_path: pathlib.Path, source: Any, ids: Sequence[int], check: int
+) -> tuple[list[bytes], np.ndarray]:
+    """``(blobs, scores)``: the blobs the bundle at ``bundle_path`` samples from ``source`` for
+    ``ids`` (one call, cut per node) and its predict signature's scores on them (the op loaded).
+    Asserts that the blob of ``ids[check]`` is what ``sample_typed`` writes for it alone."""
+    import tensorflow as tf
+
+    from memgraph_tf import ops
+    from memgraph_tf.serving import bundle
+    from memgraph_tf.serving.neighbourhoods import fetch_blobs
+
+    sampling = bundle.inference_sampling(bundle.read_bundle_config(bundle_path))
+    blobs = fetch_blobs(source, ids, sampling)
+    nn, props, opts = sampling.typed_arguments()
+    assert blobs[check] == source.sample_typed([ids[check]], nn, props, opts)
+    ops.load_library()
+    loaded = tf.saved_model.load(str(bundle_path))
+    scores = loaded.signatures[bundle.PREDICT_SIGNATURE](blobs=tf.constant(blobs))["scores"]
+    return blobs, scores.numpy()
 
 
 def classified_over_rest(

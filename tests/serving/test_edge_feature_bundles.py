@@ -15,9 +15,12 @@ import tensorflow as tf
 from memgraph_tf import blob
 from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.serving import bundle
-from memgraph_tf.serving.neighbourhoods import fetch_blobs
 from memgraph_tf.typed_datasets import TRANSFER_STEP, transfer_graph, transfer_spec
-from tests.serving.bundle_kit import assert_batch_writes_classes, classified_over_rest
+from tests.serving.bundle_kit import (
+    assert_batch_writes_classes,
+    classified_over_rest,
+    predicted_by_node_id,
+)
 
 NN = {TRANSFER_STEP: [4]}
 OPTIONS = {"id_property": "id"}
@@ -80,21 +83,13 @@ def in_process(ids: list[int]) -> np.ndarray:
 
 
 def test_the_bundle_samples_the_relationship_properties_and_answers_as_in_process(exported):
-    from memgraph_tf import ops
-
     source, result = trained()
     config = bundle.read_bundle_config(exported.path)
     spec = LabelSpec.from_dict(transfer_spec()).to_dict()
     assert config.options["edge_feature_spec"] == {TRANSFER_STEP: spec}
     assert {"edge_num_h1_s0", "edge_cat_h1_s0", "edge_has_h1_s0"} <= set(config.sections)
-    sampling = bundle.inference_sampling(config)
-    blobs = fetch_blobs(source, IDS, sampling)
-    nn, props, opts = sampling.typed_arguments()
-    assert blobs[1] == source.sample_typed([IDS[1]], nn, props, opts)
-    ops.load_library()
-    loaded = tf.saved_model.load(str(exported.path))
-    scores = loaded.signatures[bundle.PREDICT_SIGNATURE](blobs=tf.constant(blobs))["scores"]
-    np.testing.assert_allclose(scores.numpy(), in_process(IDS), rtol=1e-5, atol=1e-6)
+    _, scores = predicted_by_node_id(exported.path, source, IDS, check=1)
+    np.testing.assert_allclose(scores, in_process(IDS), rtol=1e-5, atol=1e-6)
     rebuilt = type(result.model).from_config(result.model.get_config())
     assert rebuilt.edge_encoders.keys() == result.model.edge_encoders.keys()
 

@@ -15,8 +15,11 @@ import tensorflow as tf
 
 from memgraph_tf import blob
 from memgraph_tf.serving import bundle
-from memgraph_tf.serving.neighbourhoods import fetch_blobs
-from tests.serving.bundle_kit import assert_batch_writes_classes, classified_over_rest
+from tests.serving.bundle_kit import (
+    assert_batch_writes_classes,
+    classified_over_rest,
+    predicted_by_node_id,
+)
 from tests.serving.grpc_kit import node_id_request
 
 NN = {"(:Person)-[:KNOWS]->(:Person)": [3]}
@@ -116,16 +119,10 @@ def test_the_bundle_holds_the_encoders_and_answers_as_in_process(exported):
     assert config.typed["properties"] == {}
     assert "cat_h0_Person" in config.sections and "bag_h1_Person.row_splits" in config.sections
     assert not any(name.startswith("features_") for name in config.sections)
-    sampling = bundle.inference_sampling(config)
-    blobs = fetch_blobs(source, IDS, sampling)
     # each node's blob (cut out of one call) is what sample_typed writes for it alone
-    nn, props, opts = sampling.typed_arguments()
-    assert blobs[2] == source.sample_typed([IDS[2]], nn, props, opts)
-    ops.load_library()
-    loaded = tf.saved_model.load(str(exported.path))
-    scores = loaded.signatures[bundle.PREDICT_SIGNATURE](blobs=tf.constant(blobs))["scores"]
+    blobs, scores = predicted_by_node_id(exported.path, source, IDS, check=2)
     expected = in_process(IDS)
-    np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-6)
     # the unseen person is scored (OOV buckets), not refused
     assert np.isfinite(expected[-1]).all() and abs(expected[-1].sum() - 1) < 1e-5
     # the op-free decoder through the bundle's decoding step: the same model inputs, scores
