@@ -12,6 +12,26 @@ import numpy as np
 import requests
 
 
+def model_inputs(sections: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """The inputs ``names`` of a model from a blob's unpacked ``sections`` (``blob.unpack``):
+    strings as ``tf.string`` tensors, a ragged section (a raw bag) as its values and its
+    ``NAME.row_splits`` (int64), the rest as unpacked."""
+    import tensorflow as tf
+
+    from memgraph_tf import blob
+
+    inputs = {}
+    for name, value in sections.items():
+        if isinstance(value, blob.Ragged):
+            inputs[name] = tf.constant(list(value.values), tf.string)
+            inputs[name + ".row_splits"] = tf.constant(value.row_splits, tf.int64)
+        elif value.dtype == object:
+            inputs[name] = tf.constant(value.tolist(), tf.string)
+        else:
+            inputs[name] = value
+    return {k: inputs[k] for k in names}
+
+
 def predicted_by_node_id(
     bundle_path: pathlib.Path, source: Any, ids: Sequence[int], check: int
 ) -> tuple[list[bytes], np.ndarray]:

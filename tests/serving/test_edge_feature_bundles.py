@@ -19,6 +19,7 @@ from memgraph_tf.typed_datasets import TRANSFER_STEP, transfer_graph, transfer_s
 from tests.serving.bundle_kit import (
     assert_batch_writes_classes,
     classified_over_rest,
+    model_inputs,
     predicted_by_node_id,
 )
 
@@ -73,11 +74,7 @@ def in_process(ids: list[int]) -> np.ndarray:
         "edge_feature_spec": {TRANSFER_STEP: transfer_spec()},
     }
     sections = blob.unpack(source.sample_typed(ids, NN, {"Account": ["features"]}, opts))
-    inputs = {
-        name: tf.constant(value.tolist(), tf.string) if value.dtype == object else value
-        for name, value in sections.items()
-    }
-    inputs = {k: inputs[k] for k in model.input_names()}
+    inputs = model_inputs(sections, model.input_names())
     assert "edge_cat_h1_s0" in inputs and "edge_has_h1_s0" in inputs
     return tf.nn.softmax(model(inputs, training=False)).numpy()
 

@@ -18,6 +18,7 @@ from memgraph_tf.serving import bundle
 from tests.serving.bundle_kit import (
     assert_batch_writes_classes,
     classified_over_rest,
+    model_inputs,
     predicted_by_node_id,
 )
 from tests.serving.grpc_kit import node_id_request
@@ -96,16 +97,7 @@ def in_process(ids: list[int], source=None) -> np.ndarray:
         "feature_spec": {"Person": spec.to_dict()},
     }
     sections = blob.unpack(source.sample_typed(ids, NN, {}, opts))
-    inputs = {}
-    for name, value in sections.items():
-        if isinstance(value, blob.Ragged):
-            inputs[name] = tf.constant(list(value.values), tf.string)
-            inputs[name + ".row_splits"] = tf.constant(value.row_splits, tf.int64)
-        elif value.dtype == object:
-            inputs[name] = tf.constant(value.tolist(), tf.string)
-        else:
-            inputs[name] = value
-    inputs = {k: inputs[k] for k in model.input_names()}
+    inputs = model_inputs(sections, model.input_names())
     return tf.nn.softmax(model(inputs, training=False)).numpy()
 
 
