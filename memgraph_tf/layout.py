@@ -608,18 +608,26 @@ def typed_raw_table_name(group: str, label: str) -> str:
     return f"table_{group}_{label}"
 
 
-def _raw_table_sections(label: str, widths: RawWidths, batch: int | None) -> list[Section]:
-    """The raw tables of ``label`` in the compact/sparse layouts: per group with columns, a
-    ragged pair ``table_{group}_{label}`` of one row (``[u, W]``, splits ``[0, u]``); ``bag``
-    one row per (table row, column) (splits ``[u * Wb + 1]``)."""
-    out: list[Section] = []
+def _raw_columns(label: str, widths: RawWidths) -> list[tuple[str, int]]:
+    """``(group, width)`` for each group of ``label`` with columns, in :data:`RAW_GROUPS` order;
+    ValueError naming ``raw[label].group`` for a width that is not an integer >= 0."""
+    out = []
     for group, width in zip(RAW_GROUPS, widths):
         if not isinstance(width, int) or isinstance(width, bool) or width < 0:
             raise ValueError(
                 f"raw[{label!r}].{group}: expected a column count, an integer >= 0, got {width!r}"
             )
-        if not width:
-            continue
+        if width:
+            out.append((group, width))
+    return out
+
+
+def _raw_table_sections(label: str, widths: RawWidths, batch: int | None) -> list[Section]:
+    """The raw tables of ``label`` in the compact/sparse layouts: per group with columns, a
+    ragged pair ``table_{group}_{label}`` of one row (``[u, W]``, splits ``[0, u]``); ``bag``
+    one row per (table row, column) (splits ``[u * Wb + 1]``)."""
+    out: list[Section] = []
+    for group, width in _raw_columns(label, widths):
         name = typed_raw_table_name(group, label)
         role = f"table_{group}"
         if group == "bag":
@@ -642,13 +650,7 @@ def _raw_sections(
     :data:`RAW_GROUPS` order; ``bag`` a ragged pair of ``batch * slots * bag`` rows; named
     ``name_of(group)`` (default :func:`typed_raw_name`)."""
     out: list[Section] = []
-    for group, width in zip(RAW_GROUPS, widths):
-        if not isinstance(width, int) or isinstance(width, bool) or width < 0:
-            raise ValueError(
-                f"raw[{label!r}].{group}: expected a column count, an integer >= 0, got {width!r}"
-            )
-        if not width:
-            continue
+    for group, width in _raw_columns(label, widths):
         name = typed_raw_name(group, h, label) if name_of is None else name_of(group)
         if group != "bag":
             shape = (batch, slots, width)

@@ -15,6 +15,7 @@ import pytest
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import GraphDataError
+from tests.client.twins_kit import add_bad_amount
 
 pytestmark = pytest.mark.arcadedb
 
@@ -102,18 +103,9 @@ def test_the_same_edge_feature_blobs_byte_for_byte(twins):
 
 
 def test_the_same_error_for_a_value_of_the_wrong_type(twins):
-    g, embedded, bolt = twins
-    bolt.write(
-        f"MATCH (a:EAccount {{id: {ID_OFFSET + 1}}}), (b:EAccount {{id: {ID_OFFSET + 2}}}) "
-        "CREATE (a)-[:EBAD {amount: 'ten'}]->(b)"
-    )
-    [a] = g.find_nodes("EAccount", "id", ID_OFFSET + 1)
-    [b] = g.find_nodes("EAccount", "id", ID_OFFSET + 2)
-    g.add_edge(a, b, "EBAD", {"amount": "ten"})
-    message = (
-        rf"relationship \(:EAccount \{{id: {ID_OFFSET + 1}\}}\)-\[:EBAD\]->"
-        rf"\(:EAccount \{{id: {ID_OFFSET + 2}\}}\) property 'amount' \(kind 'numeric'\): "
-        r"expected a number, got str 'ten'"
+    _, embedded, bolt = twins
+    message = add_bad_amount(twins, "EAccount", "EBAD", ID_OFFSET + 1, ID_OFFSET + 2) + (
+        r" \(kind 'numeric'\): expected a number, got str 'ten'"
     )
     step = "(:EAccount)-[:EBAD]-(:EAccount)"
     spec = {"label": "EBAD", "properties": [{"name": "amount", "kind": "numeric"}]}

@@ -83,8 +83,9 @@ def graph():
     return source, pos[:cut], val, val_y
 
 
-@pytest.fixture(scope="module")
-def trained(graph):
+def train_with_spec(graph, **overrides):
+    """A short run of 30 steps with :data:`SPEC` on the split ``graph``; ``overrides`` go to
+    :func:`tests.graphs.short_run`."""
     source, train, val, val_y = graph
     return train_link_predictor(
         source,
@@ -98,8 +99,13 @@ def trained(graph):
         exclude_splits=None,
         feature_spec=SPEC,
         embedding_dim=4,
-        **short_run(steps=30, learning_rate=0.02),
+        **short_run(steps=30, learning_rate=0.02, **overrides),
     )
+
+
+@pytest.fixture(scope="module")
+def trained(graph):
+    return train_with_spec(graph)
 
 
 def test_a_categorical_spec_trains_and_beats_chance(graph, trained):
@@ -154,21 +160,7 @@ def test_a_spec_outside_the_neighbourhoods_is_named(graph):
 @pytest.fixture(scope="module")
 def learned(graph):
     """A short run with the spec and learned node embeddings on the same label."""
-    source, train, val, val_y = graph
-    return train_link_predictor(
-        source,
-        "Item",
-        NN,
-        [],
-        train,
-        val,
-        val_y,
-        options=OPTIONS,
-        exclude_splits=None,
-        feature_spec=SPEC,
-        embedding_dim=4,
-        **short_run(steps=30, learning_rate=0.02, node_embedding_dim=3),
-    )
+    return train_with_spec(graph, node_embedding_dim=3)
 
 
 def test_a_spec_label_with_learned_embeddings_reads_both(graph, learned):

@@ -11,6 +11,7 @@ import pytest
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import GraphDataError
+from tests.client.twins_kit import add_bad_amount
 
 pytestmark = pytest.mark.arcadedb
 
@@ -122,18 +123,9 @@ def test_the_same_timed_blobs_byte_for_byte(twins):
 
 
 def test_the_same_error_for_a_bad_weight(twins):
-    g, embedded, bolt = twins
-    bolt.write(
-        f"MATCH (a:WAccount {{id: {ID_OFFSET + 1}}}), (b:WAccount {{id: {ID_OFFSET + 2}}}) "
-        "CREATE (a)-[:WBAD {amount: 'ten'}]->(b)"
-    )
-    [a] = g.find_nodes("WAccount", "id", ID_OFFSET + 1)
-    [b] = g.find_nodes("WAccount", "id", ID_OFFSET + 2)
-    g.add_edge(a, b, "WBAD", {"amount": "ten"})
-    message = (
-        rf"relationship \(:WAccount \{{id: {ID_OFFSET + 1}\}}\)-\[:WBAD\]->"
-        rf"\(:WAccount \{{id: {ID_OFFSET + 2}\}}\) property 'amount': expected a number "
-        r"\(the step's weight\), got str 'ten'"
+    _, embedded, bolt = twins
+    message = add_bad_amount(twins, "WAccount", "WBAD", ID_OFFSET + 1, ID_OFFSET + 2) + (
+        r": expected a number \(the step's weight\), got str 'ten'"
     )
     step = {"(:WAccount)-[:WBAD {weight: amount}]-(:WAccount)": [2]}
     for source in (embedded, bolt):

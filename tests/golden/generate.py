@@ -343,83 +343,115 @@ _PRODUCT_SPEC = {
     ],
 }
 T, F = True, False
+_RAW_SPECS = {"User": _USER_SPEC, "Product": _PRODUCT_SPEC}
+# Each node's raw columns in the vectors, by label and key: (num, time, cat, bag, has), in the
+# specs' group order; key -1 is a padded slot's (zeros, empty strings, False). User num: f (2
+# columns), age, vip; time: born (days since 1970-01-01: 20 * 365 + 5 + 1). Product num: price;
+# time: added (one day and one second after the epoch, in microseconds). Products have no bag.
+_RAW_COLUMNS: dict[str, dict[int, tuple[list, list, list, list | None, list]]] = {
+    "User": {
+        10: ([0.5, -1.0, 31.0, 1.0], [7306], ["de"], ["a", "b"], [T] * 6),
+        11: ([0.0, 0.25, 0.0, 0.0], [0], ["7"], [], [T, F, T, F, T, T]),
+        -1: ([0.0] * 4, [0], [""], [], [F] * 6),
+    },
+    "Product": {
+        20: ([2.5], [86_401_000_000], ["red"], None, [T, T, T]),
+        21: ([4.0], [0], [""], None, [T, F, F]),
+        -1: ([0.0], [0], [""], None, [F] * 3),
+    },
+}
+_RAW_GROUPS = (("num", "float32"), ("time", "int64"), ("cat", "string"))
+
+
+def _flat(rows: list[tuple], group: int) -> list:
+    """Column ``group`` of :data:`_RAW_COLUMNS` rows, one after another."""
+    return [v for row in rows for v in row[group]]
+
+
+def _bag(name: str, rows: list[tuple]) -> list[dict]:
+    """The bag section ``name`` of ``rows`` (none when their label has no bag) and its row
+    splits, a row per node."""
+    if rows[0][3] is None:
+        return []
+    splits = [0]
+    for row in rows:
+        splits.append(splits[-1] + len(row[3]))
+    return [
+        sec(name, "string", [splits[-1]], _flat(rows, 3)),
+        sec(name + ".row_splits", "int64", [len(splits)], splits),
+    ]
+
+
+def _raw_slots(prefix: str, hop: int, label: str, ids: list[int], num: list | None = None):
+    """The dense sections (ids, num, time, cat, bag, has, mask) of table ``(hop, label)`` of 2
+    seeds whose slots hold the nodes ``ids`` (-1: padded), from :data:`_RAW_COLUMNS`; ``num``:
+    the num section's values as the vector's JSON writes them, when not the table's floats."""
+    shape = [2, len(ids) // 2]
+    rows = [_RAW_COLUMNS[label][key] for key in ids]
+    out = [sec(f"{prefix}ids_h{hop}_{label}", "int64", shape, ids)]
+    for i, (group, dtype) in enumerate(_RAW_GROUPS):
+        width = len(rows[0][i])
+        out.append(sec(f"{prefix}{group}_h{hop}_{label}", dtype, shape + [width], _flat(rows, i)))
+    if num is not None:
+        out[1]["values"] = num
+    out += _bag(f"{prefix}bag_h{hop}_{label}", rows)
+    has = shape + [len(rows[0][4])]
+    out.append(sec(f"{prefix}has_h{hop}_{label}", "bool", has, _flat(rows, 4)))
+    if hop:
+        out.append(sec(f"{prefix}mask_h{hop}_{label}", "bool", shape, [k != -1 for k in ids]))
+    return out
+
+
+def _raw_tables(label: str, ids: list[int]) -> list[dict]:
+    """The compact layout's raw tables of ``label`` (section 11, rule 7): its table ids, then a
+    table per group, a row per distinct node of ``ids`` (from :data:`_RAW_COLUMNS`), each with
+    its row splits (a bag's: per node)."""
+    rows = [_RAW_COLUMNS[label][key] for key in ids]
+    out = _one_row(f"table_ids_{label}", "int64", [len(ids)], ids)
+    for i, (group, dtype) in enumerate(_RAW_GROUPS):
+        out += _one_row(
+            f"table_{group}_{label}", dtype, [len(ids), len(rows[0][i])], _flat(rows, i)
+        )
+    out += _bag(f"table_bag_{label}", rows)
+    return out + _one_row(f"table_has_{label}", "bool", [len(ids), len(rows[0][4])], _flat(rows, 4))
+
+
+def _typed_raw_call(**layout: str) -> dict:
+    """The call of the typed raw vectors: seeds 10 and 11, one BOUGHT hop of 2, the raw specs;
+    ``layout``: ``options.layout`` when given (written before the specs)."""
+    return {
+        "procedure": "sample_typed",
+        "seeds": [10, 11],
+        "num_neighbors": {"(:User)-[:BOUGHT]->(:Product)": [2]},
+        "properties": None,
+        "options": {
+            "label": "User",
+            "id_property": "id",
+            "seed": 0,
+            **layout,
+            "feature_spec": _RAW_SPECS,
+        },
+    }
+
+
 RAW: dict[str, tuple[str, dict, list[dict]]] = {
     "typed_raw_dense": (
         "tf_features.sample_typed with options.feature_spec, dense layout, 2 seeds (section 11): "
         "user 11 lacks age and born, product 21 color and added, user 11's second slot padded",
-        {
-            "procedure": "sample_typed",
-            "seeds": [10, 11],
-            "num_neighbors": {"(:User)-[:BOUGHT]->(:Product)": [2]},
-            "properties": None,
-            "options": {
-                "label": "User",
-                "id_property": "id",
-                "seed": 0,
-                "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
-            },
-        },
-        [
-            sec("ids_h0_User", "int64", [2, 1], [10, 11]),
-            # num: f (2 columns), age, vip; time: born (days since 1970-01-01: 20 * 365 + 5 + 1)
-            sec("num_h0_User", "float32", [2, 1, 4], [0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0.0, 0.0]),
-            sec("time_h0_User", "int64", [2, 1, 1], [7306, 0]),
-            sec("cat_h0_User", "string", [2, 1, 1], ["de", "7"]),
-            sec("bag_h0_User", "string", [2], ["a", "b"]),
-            sec("bag_h0_User.row_splits", "int64", [3], [0, 2, 2]),
-            sec("has_h0_User", "bool", [2, 1, 6], [T, T, T, T, T, T, T, F, T, F, T, T]),
-            sec("ids_h1_Product", "int64", [2, 2], [20, 21, 21, -1]),
-            sec("num_h1_Product", "float32", [2, 2, 1], [2.5, 4.0, 4.0, 0.0]),
-            # added: one day and one second after the epoch, in microseconds
-            sec("time_h1_Product", "int64", [2, 2, 1], [86_401_000_000, 0, 0, 0]),
-            sec("cat_h1_Product", "string", [2, 2, 1], ["red", "", "", ""]),
-            sec("has_h1_Product", "bool", [2, 2, 3], [T, T, T, T, F, F, T, F, F, F, F, F]),
-            sec("mask_h1_Product", "bool", [2, 2], [T, T, T, F]),
-        ],
+        _typed_raw_call(),
+        _raw_slots("", 0, "User", [10, 11]) + _raw_slots("", 1, "Product", [20, 21, 21, -1]),
     ),
     "typed_raw_compact": (
         "typed_raw_dense's call in the compact layout (section 11, rule 7): per label its table "
         "ids, then one raw table per group, a row per distinct node; user 11's second slot padded "
         "(index -1). The sparse layout writes the same bytes (no feature table to put in CSR)",
-        {
-            "procedure": "sample_typed",
-            "seeds": [10, 11],
-            "num_neighbors": {"(:User)-[:BOUGHT]->(:Product)": [2]},
-            "properties": None,
-            "options": {
-                "label": "User",
-                "id_property": "id",
-                "seed": 0,
-                "layout": "compact",
-                "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
-            },
-        },
+        _typed_raw_call(layout="compact"),
         [
             sec("index_h0_User", "int32", [2, 1], [0, 1]),
             sec("index_h1_Product", "int32", [2, 2], [0, 1, 1, -1]),
-            sec("table_ids_User", "int64", [2], [10, 11]),
-            sec("table_ids_User.row_splits", "int64", [2], [0, 2]),
-            sec("table_num_User", "float32", [2, 4], [0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0.0, 0.0]),
-            sec("table_num_User.row_splits", "int64", [2], [0, 2]),
-            sec("table_time_User", "int64", [2, 1], [7306, 0]),
-            sec("table_time_User.row_splits", "int64", [2], [0, 2]),
-            sec("table_cat_User", "string", [2, 1], ["de", "7"]),
-            sec("table_cat_User.row_splits", "int64", [2], [0, 2]),
-            sec("table_bag_User", "string", [2], ["a", "b"]),
-            sec("table_bag_User.row_splits", "int64", [3], [0, 2, 2]),
-            sec("table_has_User", "bool", [2, 6], [T, T, T, T, T, T, T, F, T, F, T, T]),
-            sec("table_has_User.row_splits", "int64", [2], [0, 2]),
-            sec("table_ids_Product", "int64", [2], [20, 21]),
-            sec("table_ids_Product.row_splits", "int64", [2], [0, 2]),
-            sec("table_num_Product", "float32", [2, 1], [2.5, 4.0]),
-            sec("table_num_Product.row_splits", "int64", [2], [0, 2]),
-            sec("table_time_Product", "int64", [2, 1], [86_401_000_000, 0]),
-            sec("table_time_Product.row_splits", "int64", [2], [0, 2]),
-            sec("table_cat_Product", "string", [2, 1], ["red", ""]),
-            sec("table_cat_Product.row_splits", "int64", [2], [0, 2]),
-            sec("table_has_Product", "bool", [2, 3], [T, T, T, T, F, F]),
-            sec("table_has_Product.row_splits", "int64", [2], [0, 2]),
-        ],
+        ]
+        + _raw_tables("User", [10, 11])
+        + _raw_tables("Product", [20, 21]),
     ),
     "pair_raw_dense": (
         "tf_features.sample_pairs with options.feature_spec, dense: pairs (10, 21), (11, 21), "
@@ -427,52 +459,15 @@ RAW: dict[str, tuple[str, dict, list[dict]]] = {
         {
             **_PAIR_CALL,
             "properties": None,
-            "options": {
-                **_PAIR_CALL["options"],
-                "feature_spec": {"User": _USER_SPEC, "Product": _PRODUCT_SPEC},
-            },
+            "options": {**_PAIR_CALL["options"], "feature_spec": _RAW_SPECS},
         },
-        [
-            sec("src.ids_h0_User", "int64", [2, 1], [10, 11]),
-            sec("src.num_h0_User", "float32", [2, 1, 4], [0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0, 0]),
-            sec("src.time_h0_User", "int64", [2, 1, 1], [7306, 0]),
-            sec("src.cat_h0_User", "string", [2, 1, 1], ["de", "7"]),
-            sec("src.bag_h0_User", "string", [2], ["a", "b"]),
-            sec("src.bag_h0_User.row_splits", "int64", [3], [0, 2, 2]),
-            sec("src.has_h0_User", "bool", [2, 1, 6], [T, T, T, T, T, T, T, F, T, F, T, T]),
-            # user 10 without 21 (the pair's own): 20 and a pad; user 11 bought 21 alone
-            sec("src.ids_h1_Product", "int64", [2, 2], [20, -1, -1, -1]),
-            sec("src.num_h1_Product", "float32", [2, 2, 1], [2.5, 0.0, 0.0, 0.0]),
-            sec("src.time_h1_Product", "int64", [2, 2, 1], [86_401_000_000, 0, 0, 0]),
-            sec("src.cat_h1_Product", "string", [2, 2, 1], ["red", "", "", ""]),
-            sec("src.has_h1_Product", "bool", [2, 2, 3], [T, T, T] + [F] * 9),
-            sec("src.mask_h1_Product", "bool", [2, 2], [T, F, F, F]),
-            sec("dst.ids_h0_Product", "int64", [2, 1], [21, 21]),
-            sec("dst.num_h0_Product", "float32", [2, 1, 1], [4.0, 4.0]),
-            sec("dst.time_h0_Product", "int64", [2, 1, 1], [0, 0]),
-            sec("dst.cat_h0_Product", "string", [2, 1, 1], ["", ""]),
-            sec("dst.has_h0_Product", "bool", [2, 1, 3], [T, F, F, T, F, F]),
-            # product 21's buyers without the row's own source: 11 for (10, 21), 10 for (11, 21)
-            sec("dst.ids_h1_User", "int64", [2, 2], [11, -1, 10, -1]),
-            sec(
-                "dst.num_h1_User",
-                "float32",
-                [2, 2, 4],
-                [0.0, 0.25, 0.0, 0.0] + [0.0] * 4 + [0.5, -1.0, 31.0, 1.0] + [0.0] * 4,
-            ),
-            sec("dst.time_h1_User", "int64", [2, 2, 1], [0, 0, 7306, 0]),
-            sec("dst.cat_h1_User", "string", [2, 2, 1], ["7", "", "de", ""]),
-            sec("dst.bag_h1_User", "string", [2], ["a", "b"]),
-            sec("dst.bag_h1_User.row_splits", "int64", [5], [0, 0, 0, 2, 2]),
-            sec(
-                "dst.has_h1_User",
-                "bool",
-                [2, 2, 6],
-                [T, F, T, F, T, T] + [F] * 6 + [T] * 6 + [F] * 6,
-            ),
-            sec("dst.mask_h1_User", "bool", [2, 2], [T, F, T, F]),
-            sec("pair_labels", "int64", [2], [1, 1]),
-        ],
+        # user 10 without 21 (the pair's own): 20 and a pad; user 11 bought 21 alone; product
+        # 21's buyers without the row's own source: 11 for (10, 21), 10 for (11, 21)
+        _raw_slots("src.", 0, "User", [10, 11], num=[0.5, -1.0, 31.0, 1.0, 0.0, 0.25, 0, 0])
+        + _raw_slots("src.", 1, "Product", [20, -1, -1, -1])
+        + _raw_slots("dst.", 0, "Product", [21, 21])
+        + _raw_slots("dst.", 1, "User", [11, -1, 10, -1])
+        + [sec("pair_labels", "int64", [2], [1, 1])],
     ),
 }
 
@@ -830,11 +825,28 @@ EDGE: dict[str, tuple[str, dict, list[dict]]] = {
 }
 
 
+def _emptied(folder: pathlib.Path) -> pathlib.Path:
+    """``folder``, made if missing, with every file in it removed."""
+    folder.mkdir(exist_ok=True)
+    for old in folder.glob("*"):
+        old.unlink()
+    return folder
+
+
+def _write_sampled(folder: pathlib.Path, graph: dict, vectors: dict[str, tuple]) -> None:
+    """Writes ``graph`` to ``folder/graph.json`` and each sampled vector, ``(description, call,
+    [decodes_to,] sections)``, to ``NAME.bin`` and ``NAME.json`` (those keys, in that order)."""
+    (_emptied(folder) / "graph.json").write_text(json.dumps(graph, indent=1) + "\n")
+    for name, (desc, call, *dense, sections) in vectors.items():
+        (folder / f"{name}.bin").write_bytes(build(sections))
+        decodes_to = {"decodes_to": dense[0]} if dense else {}
+        doc = {"description": desc, "call": call, **decodes_to, "sections": sections}
+        (folder / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def main() -> None:
     for sub in ("valid", "invalid"):
-        (HERE / sub).mkdir(exist_ok=True)
-        for old in (HERE / sub).glob("*"):
-            old.unlink()
+        _emptied(HERE / sub)
     for name, (desc, sections) in VALID.items():
         data = build(sections)
         (HERE / "valid" / f"{name}.bin").write_bytes(data)
@@ -849,33 +861,9 @@ def main() -> None:
         (HERE / "invalid" / f"{name}.bin").write_bytes(data)
         doc = {"description": desc, "error": error, **extra}
         (HERE / "invalid" / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
-    typed = HERE / "typed"
-    typed.mkdir(exist_ok=True)
-    for old in typed.glob("*"):
-        old.unlink()
-    (typed / "graph.json").write_text(json.dumps(TYPED_GRAPH, indent=1) + "\n")
-    for name, (desc, call, dense, sections) in TYPED.items():
-        (typed / f"{name}.bin").write_bytes(build(sections))
-        doc = {"description": desc, "call": call, "decodes_to": dense, "sections": sections}
-        (typed / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
-    raw = HERE / "raw"
-    raw.mkdir(exist_ok=True)
-    for old in raw.glob("*"):
-        old.unlink()
-    (raw / "graph.json").write_text(json.dumps(RAW_GRAPH, indent=1) + "\n")
-    for name, (desc, call, sections) in RAW.items():
-        (raw / f"{name}.bin").write_bytes(build(sections))
-        doc = {"description": desc, "call": call, "sections": sections}
-        (raw / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
-    edge = HERE / "edge"
-    edge.mkdir(exist_ok=True)
-    for old in edge.glob("*"):
-        old.unlink()
-    (edge / "graph.json").write_text(json.dumps(EDGE_GRAPH, indent=1) + "\n")
-    for name, (desc, call, sections) in EDGE.items():
-        (edge / f"{name}.bin").write_bytes(build(sections))
-        doc = {"description": desc, "call": call, "sections": sections}
-        (edge / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    _write_sampled(HERE / "typed", TYPED_GRAPH, TYPED)
+    _write_sampled(HERE / "raw", RAW_GRAPH, RAW)
+    _write_sampled(HERE / "edge", EDGE_GRAPH, EDGE)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
-"""The checks that the sampled-blob golden vectors (tests/golden/typed and tests/golden/raw) share:
+"""The checks that the sampled-blob golden vectors (tests/golden/typed, raw and edge) share:
 loading a folder of vectors, building the vectors' graph, and checking that the packer, the Python
 reader, the C++ reader harness and both TF decoders agree with each vector's JSON document.
 Imported by name: ``from tests.ops import golden_kit as kit``; ``helpers`` is the fixture of that
-name in tests/ops/conftest.py."""
+name in tests/ops/conftest.py; :class:`ReaderTests` holds the reader tests as a base class."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
 
 from memgraph_tf import blob
 from memgraph_tf.client import EmbeddedSource
@@ -118,3 +119,23 @@ def assert_decoder_reads(helpers: SimpleNamespace, unpack: Callable, docs: Docs)
                 )
                 value = value.flat_values
             helpers.assert_same_array(value.numpy(), want[section.name], what)
+
+
+class ReaderTests:
+    """The C++ reader and both TF decoders read a folder's vectors, as tests: a test module runs
+    them with a subclass named ``Test...`` that sets :attr:`truncated` and whose module provides
+    the ``vectors`` fixture (:func:`load_vectors`'s pair)."""
+
+    #: the stem of the vector whose every truncation the C++ reader must reject
+    truncated: str
+
+    def test_the_cpp_reader_reads_them_and_rejects_every_truncation(
+        self, vectors, reader_cli, helpers, tmp_path
+    ):
+        path = tmp_path / f"{self.truncated}.bin"
+        assert_cpp_reader_reads(helpers, reader_cli, vectors[0], path)
+
+    @pytest.mark.parametrize("decoder", ["op", "portable"])
+    def test_both_decoders_read_them(self, ops, vectors, helpers, decoder):
+        unpack = ops.unpack_blob if decoder == "op" else ops.unpack_blob_portable
+        assert_decoder_reads(helpers, unpack, vectors[0])

@@ -50,13 +50,5 @@ def test_the_query_module_samples_the_golden_bytes_and_the_layout_names_them(vec
         }
 
 
-def test_the_cpp_reader_reads_them_and_rejects_every_truncation(
-    vectors, reader_cli, helpers, tmp_path
-):
-    kit.assert_cpp_reader_reads(helpers, reader_cli, vectors[0], tmp_path / "typed_edge_dense.bin")
-
-
-@pytest.mark.parametrize("decoder", ["op", "portable"])
-def test_both_decoders_read_them(ops, vectors, helpers, decoder):
-    unpack = ops.unpack_blob if decoder == "op" else ops.unpack_blob_portable
-    kit.assert_decoder_reads(helpers, unpack, vectors[0])
+class TestReaders(kit.ReaderTests):
+    truncated = "typed_edge_dense"

@@ -15,7 +15,12 @@ import tensorflow as tf
 
 from memgraph_tf import blob
 from memgraph_tf.serving import bundle
-from memgraph_tf.serving.neighbourhoods import fetch_blobs
+from tests.serving.bundle_kit import (
+    assert_batch_writes_classes,
+    classified_over_rest,
+    model_inputs,
+    predicted_by_node_id,
+)
 from tests.serving.grpc_kit import node_id_request
 
 NN = {"(:Person)-[:KNOWS]->(:Person)": [3]}
@@ -92,16 +97,7 @@ def in_process(ids: list[int], source=None) -> np.ndarray:
         "feature_spec": {"Person": spec.to_dict()},
     }
     sections = blob.unpack(source.sample_typed(ids, NN, {}, opts))
-    inputs = {}
-    for name, value in sections.items():
-        if isinstance(value, blob.Ragged):
-            inputs[name] = tf.constant(list(value.values), tf.string)
-            inputs[name + ".row_splits"] = tf.constant(value.row_splits, tf.int64)
-        elif value.dtype == object:
-            inputs[name] = tf.constant(value.tolist(), tf.string)
-        else:
-            inputs[name] = value
-    inputs = {k: inputs[k] for k in model.input_names()}
+    inputs = model_inputs(sections, model.input_names())
     return tf.nn.softmax(model(inputs, training=False)).numpy()
 
 
@@ -115,16 +111,10 @@ def test_the_bundle_holds_the_encoders_and_answers_as_in_process(exported):
     assert config.typed["properties"] == {}
     assert "cat_h0_Person" in config.sections and "bag_h1_Person.row_splits" in config.sections
     assert not any(name.startswith("features_") for name in config.sections)
-    sampling = bundle.inference_sampling(config)
-    blobs = fetch_blobs(source, IDS, sampling)
     # each node's blob (cut out of one call) is what sample_typed writes for it alone
-    nn, props, opts = sampling.typed_arguments()
-    assert blobs[2] == source.sample_typed([IDS[2]], nn, props, opts)
-    ops.load_library()
-    loaded = tf.saved_model.load(str(exported.path))
-    scores = loaded.signatures[bundle.PREDICT_SIGNATURE](blobs=tf.constant(blobs))["scores"]
+    blobs, scores = predicted_by_node_id(exported.path, source, IDS, check=2)
     expected = in_process(IDS)
-    np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-6)
     # the unseen person is scored (OOV buckets), not refused
     assert np.isfinite(expected[-1]).all() and abs(expected[-1].sum() - 1) < 1e-5
     # the op-free decoder through the bundle's decoding step: the same model inputs, scores
@@ -166,22 +156,17 @@ def test_served_by_node_id_equals_in_process(exported):
 
 
 def test_batch_inference_writes_the_in_process_classes(exported):
-    from memgraph_tf.batch import BundleBackend, classify_graph
-    from memgraph_tf.client.node_tables import property_names
-
     _, source, _, result = trained()
-    prop = "spec_class"
-    cls, score, _ = property_names(prop)
-    with BundleBackend(exported.path) as backend:
-        run = classify_graph(source, backend, write_property=prop, batch_size=64, progress=False)
-    assert (run.classified, run.failed) == (PEOPLE + 1, 0)
-    probs = in_process(IDS)
-    embedded = source.graph
-    by_key = {embedded.get_property(n, "id"): n for n in embedded.nodes("Person")}
-    for row, key in zip(probs, IDS):
-        node = by_key[key]
-        assert embedded.get_property(node, cls) == result.model.class_names[int(row.argmax())]
-        np.testing.assert_allclose(embedded.get_property(node, score), row.max(), rtol=1e-5)
+    assert_batch_writes_classes(
+        source,
+        exported.path,
+        "spec_class",
+        label="Person",
+        nodes=PEOPLE + 1,
+        ids=IDS,
+        probs=in_process(IDS),
+        class_names=result.model.class_names,
+    )
 
 
 def test_a_compact_bundle_reads_raw_tables_and_answers_as_in_process(tmp_path):
@@ -191,8 +176,6 @@ def test_a_compact_bundle_reads_raw_tables_and_answers_as_in_process(tmp_path):
     this model reads the same bytes: no feature table to put in CSR.)"""
     layout_name = "compact"
     from memgraph_tf.serving.export import export_bundle
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
 
     _, source, _, result = trained()
     info = export_bundle(
@@ -201,17 +184,5 @@ def test_a_compact_bundle_reads_raw_tables_and_answers_as_in_process(tmp_path):
     config = bundle.read_bundle_config(info.path)
     assert config.options["layout"] == layout_name
     assert "table_cat_Person" in config.sections and "cat_h0_Person" not in config.sections
-    names = config.class_names
-    ms = ModelServer(info.path.parent, graph_source=source)
-    try:
-        with start_server(ms) as rest:
-            r = requests.post(
-                f"{rest.url}/v1/models/people:classify",
-                json={"examples": [{"node_id": i} for i in IDS]},
-                timeout=60,
-            )
-    finally:
-        ms.close()
-    assert r.status_code == 200, r.text
-    got = np.array([[dict(row)[n] for n in names] for row in r.json()["results"]])
+    got = classified_over_rest(info.path, source, "people", IDS)
     np.testing.assert_allclose(got, in_process(IDS), rtol=1e-5, atol=1e-6)

@@ -48,6 +48,36 @@ def _in_process(source, model, pairs) -> np.ndarray:
     return predict_links(model, source, pairs, options={**OPTIONS, "seed": bundle.DEFAULT_SEED})
 
 
+def _served(source, info, pairs) -> list:
+    """The probabilities the bundle at ``info`` serves over REST ``:regress`` for ``pairs``
+    given as ``{"source_id", "target_id"}`` examples, from a model server over ``source``."""
+    from memgraph_tf.serving.model_config import ModelEntry
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    ms = ModelServer(model_config=[ModelEntry("links", info.path.parent)], graph_source=source)
+    server = start_server(ms)
+    try:
+        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in pairs]
+        r = requests.post(
+            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
+        )
+        assert r.status_code == 200, r.text
+        return r.json()["results"]
+    finally:
+        server.close()
+        ms.close()
+
+
+def _written(source, pairs) -> list:
+    """The probabilities a batch scoring run wrote into ``source`` for ``pairs``, in order."""
+    from memgraph_tf.client.link_tables import LinkSelection, LinkTable
+
+    links = LinkTable(source, LinkSelection("Item", "Item", 1, id_property="id")).read_links()
+    got = {(s, t): p for s, t, p, _ in links}
+    return [got[tuple(p)] for p in pairs.tolist()]
+
+
 def test_the_bundle_holds_the_spec_and_its_signatures_agree(link_kit):
     source, model, info, pairs = link_kit
     config = bundle.read_bundle_config(info.path)
@@ -120,17 +150,14 @@ def test_batch_scoring_with_the_bundle_writes_the_in_process_scores(link_kit):
     blob with the bundle's raw columns) on non-edges, whose pair blobs remove nothing: the
     in-process scores. A fresh graph: the run writes relationships."""
     from memgraph_tf.batch.link_scoring import BundleLinkBackend, score_links
-    from memgraph_tf.client.link_tables import LinkSelection, LinkTable
 
     _, model, info, pairs = link_kit
     source, _, _ = graph_source()
     non_edges = pairs[3:]
     summary = score_links(source, BundleLinkBackend(info.path), pairs=non_edges)
     assert summary.links == len(non_edges)
-    links = LinkTable(source, LinkSelection("Item", "Item", 1, id_property="id")).read_links()
-    got = {(s, t): p for s, t, p, _ in links}
     want = _in_process(source, model, non_edges)
-    np.testing.assert_allclose([got[tuple(p)] for p in non_edges.tolist()], want, atol=1e-5)
+    np.testing.assert_allclose(_written(source, non_edges), want, atol=1e-5)
 
 
 def test_in_process_batch_scoring_samples_the_specs_and_equals_rest(link_kit):
@@ -138,36 +165,17 @@ def test_in_process_batch_scoring_samples_the_specs_and_equals_rest(link_kit):
     model reads its one label through its spec) samples each node with the model's
     ``options.feature_spec`` and writes, for non-edges, the scores the bundle serves over REST."""
     from memgraph_tf.batch.link_scoring import ModelLinkBackend, score_links
-    from memgraph_tf.client.link_tables import LinkSelection, LinkTable
-    from memgraph_tf.serving.model_config import ModelEntry
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
 
     served_source, model, info, pairs = link_kit
     non_edges = pairs[3:]
-    ms = ModelServer(
-        model_config=[ModelEntry("links", info.path.parent)], graph_source=served_source
-    )
-    server = start_server(ms)
-    try:
-        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in non_edges]
-        r = requests.post(
-            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
-        )
-        assert r.status_code == 200, r.text
-        served = r.json()["results"]
-    finally:
-        server.close()
-        ms.close()
+    served = _served(served_source, info, non_edges)
     backend = ModelLinkBackend(model, options=OPTIONS)
     _, props, opts = backend.sampling("src")
     assert props == {} and opts["feature_spec"] == {"Item": SPEC["Item"].to_dict()}
     source, _, _ = graph_source()  # a fresh graph: the run writes relationships
     summary = score_links(source, backend, pairs=non_edges)
     assert summary.links == len(non_edges)
-    links = LinkTable(source, LinkSelection("Item", "Item", 1, id_property="id")).read_links()
-    got = {(s, t): p for s, t, p, _ in links}
-    np.testing.assert_allclose([got[tuple(p)] for p in non_edges.tolist()], served, atol=1e-5)
+    np.testing.assert_allclose(_written(source, non_edges), served, atol=1e-5)
 
 
 def test_in_process_batch_scoring_refuses_properties_for_a_spec_label(link_kit):
@@ -187,9 +195,6 @@ def test_a_bundle_with_a_spec_and_learned_embeddings_serves_the_in_process_score
 
     from memgraph_tf.client.link_prediction import LinkPredictor
     from memgraph_tf.serving.export_links import export_link_bundle
-    from memgraph_tf.serving.model_config import ModelEntry
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
     from tests.client.test_link_feature_specs import BASE, N
 
     source, pos, neg = graph_source()
@@ -214,15 +219,4 @@ def test_a_bundle_with_a_spec_and_learned_embeddings_serves_the_in_process_score
     assert "src.ids_h0_Item" in bundle.read_bundle_config(info.path).sections
     pairs = np.concatenate([pos[:3], neg[:3]])
     expected = _in_process(source, model, pairs)
-    ms = ModelServer(model_config=[ModelEntry("links", info.path.parent)], graph_source=source)
-    server = start_server(ms)
-    try:
-        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in pairs]
-        r = requests.post(
-            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
-        )
-        assert r.status_code == 200, r.text
-        np.testing.assert_allclose(r.json()["results"], expected, rtol=1e-5, atol=1e-6)
-    finally:
-        server.close()
-        ms.close()
+    np.testing.assert_allclose(_served(source, info, pairs), expected, rtol=1e-5, atol=1e-6)
