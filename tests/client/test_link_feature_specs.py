@@ -24,12 +24,17 @@ from memgraph_tf.feature_spec import (
     MultiCategoricalSpec,
     RequiredSpec,
 )
+from tests.client.communities_kit import (
+    BASE,
+    GROUPS,
+    NN,
+    OPTIONS,
+    N,
+    cross_group_pairs,
+    group_edges,
+)
 from tests.graphs import short_run
 
-PATTERN = "(:Item)-[:LINK]-(:Item)"
-NN = {PATTERN: [4]}
-OPTIONS = {"id_property": "id"}
-N, GROUPS, BASE = 120, 4, 100
 NAMES = [f"g{k}" for k in range(GROUPS)]
 TAGS = ["red", "green", "blue"]
 SPEC = {
@@ -58,19 +63,11 @@ def graph_source():
                 "noise": rng.standard_normal(2).tolist(),
             },
         )
-    edges: set[tuple[int, int]] = set()
-    while len(edges) < 3 * N:
-        a, b = (int(x) for x in rng.integers(0, N, 2))
-        if a != b and groups[a] == groups[b] and (b, a) not in edges:
-            edges.add((a, b))
-    for a, b in sorted(edges):
+    edges = group_edges(rng, groups)
+    for a, b in edges:
         g.add_edge(a, b, "LINK")
-    pos = np.array(sorted(edges), dtype=np.int64) + BASE
-    neg = []
-    while len(neg) < len(pos):
-        a, b = (int(x) for x in rng.integers(0, N, 2))
-        if groups[a] != groups[b]:
-            neg.append((BASE + a, BASE + b))
+    pos = np.array(edges, dtype=np.int64) + BASE
+    neg = cross_group_pairs(rng, groups, len(pos))
     return EmbeddedSource(g), pos, np.array(neg, dtype=np.int64)
 
 

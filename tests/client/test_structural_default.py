@@ -23,12 +23,16 @@ from memgraph_tf.client.structural import (
 )
 from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_graphsage
 from memgraph_tf.embedded import EmbeddedGraph
+from tests.client.communities_kit import (
+    BASE,
+    GROUPS,
+    NN,
+    OPTIONS,
+    N,
+    cross_group_pairs,
+    group_edges,
+)
 from tests.graphs import short_run
-
-PATTERN = "(:Item)-[:LINK]-(:Item)"
-NN = {PATTERN: [4]}
-OPTIONS = {"id_property": "id"}
-N, GROUPS, BASE = 120, 4, 100
 
 
 def communities(held_out: float = 0.2):
@@ -41,21 +45,12 @@ def communities(held_out: float = 0.2):
     g = EmbeddedGraph()
     for i in range(N):
         g.add_node(["Item"], {"id": BASE + i, "label": int(groups[i])})
-    edges: set[tuple[int, int]] = set()
-    while len(edges) < 3 * N:
-        a, b = (int(x) for x in rng.integers(0, N, 2))
-        if a != b and groups[a] == groups[b] and (b, a) not in edges:
-            edges.add((a, b))
     pairs = {"train": [], "val": []}
-    for a, b in sorted(edges):
+    for a, b in group_edges(rng, groups):
         split = "val" if rng.random() < held_out else "train"
         g.add_edge(a, b, "LINK", {"split": split})
         pairs[split].append((BASE + a, BASE + b))
-    neg = []
-    while len(neg) < len(pairs["val"]):
-        a, b = (int(x) for x in rng.integers(0, N, 2))
-        if groups[a] != groups[b]:
-            neg.append((BASE + a, BASE + b))
+    neg = cross_group_pairs(rng, groups, len(pairs["val"]))
     val = np.array(pairs["val"] + neg, dtype=np.int64)
     val_y = np.r_[np.ones(len(pairs["val"])), np.zeros(len(neg))]
     return g, np.array(pairs["train"], dtype=np.int64), val, val_y
@@ -150,7 +145,14 @@ def test_a_node_added_after_training_is_scored_from_its_neighbours():
     assert again[0] > again[1]
 
 
-def test_structural_default_off_keeps_the_shared_vector():
+@pytest.mark.parametrize(
+    "opt_out",
+    [{"structural_default": False}, {"node_embedding_dim": 4}],
+    ids=["default-off", "learned-embeddings"],
+)
+def test_an_opt_out_writes_nothing_and_keeps_learned_vectors(opt_out):
+    """Off, the label's nodes share one learned vector; with learned per-node embeddings those
+    take the default's place. Either way nothing is written and no encoder is built."""
     g, train, val, val_y = communities()
     source = EmbeddedSource(g)
     result = train_link_predictor(
@@ -162,46 +164,33 @@ def test_structural_default_off_keeps_the_shared_vector():
         val,
         val_y,
         options=OPTIONS,
-        structural_default=False,
+        **opt_out,
         **short_run(steps=2, eval_every=2),
     )
     assert result.model.label_encoders == {}
     assert g.get_property(0, STRUCTURAL_PROPERTY) is None
 
 
-def test_learned_embeddings_take_the_place_of_the_default():
-    g, train, val, val_y = communities()
-    source = EmbeddedSource(g)
-    result = train_link_predictor(
-        source,
-        "Item",
-        NN,
-        [],
-        train,
-        val,
-        val_y,
-        options=OPTIONS,
-        node_embedding_dim=4,
-        **short_run(steps=2, eval_every=2),
-    )
-    assert result.model.label_encoders == {}
-    assert g.get_property(0, STRUCTURAL_PROPERTY) is None
-
-
-@pytest.mark.parametrize("default", [True, False])
-def test_node_classification_on_a_featureless_label(default):
-    g, *_ = communities(held_out=0.0)
-    source = EmbeddedSource(g)
-    result = train_typed_graphsage(
-        source,
+def train_classifier(g: EmbeddedGraph, **kwargs):
+    """The typed classifier of the items' group on ``g`` (even items train, odd validate)."""
+    return train_typed_graphsage(
+        EmbeddedSource(g),
         "Item",
         NN,
         {},
         train_ids=np.arange(BASE, BASE + N, 2),
         val_ids=np.arange(BASE + 1, BASE + N, 2),
         options=OPTIONS,
-        structural_default=default,
-        **short_run(steps=2, eval_every=2, seed=3),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("default", [True, False])
+def test_node_classification_on_a_featureless_label(default):
+    g, *_ = communities(held_out=0.0)
+    source = EmbeddedSource(g)
+    result = train_classifier(
+        g, structural_default=default, **short_run(steps=2, eval_every=2, seed=3)
     )
     model = result.model
     if default:

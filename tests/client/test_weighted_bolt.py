@@ -5,6 +5,7 @@ module's exact bytes for a fixed seed, and the same errors for a bad weight."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -90,14 +91,24 @@ def twins(bolt_source):
         bolt_source.write(f"MATCH (n:{label}) DETACH DELETE n")
 
 
-def test_the_same_weighted_blobs_byte_for_byte(twins):
+SEEDS = [ID_OFFSET + i for i in (0, 3, 4, 5, 17, N - 1, 4)]
+LAYOUTS = (OPTS, {**OPTS, "seed": 6, "layout": "compact"})
+
+
+def same_blobs(twins, num_neighbors, options) -> Any:
+    """Asserts that for each of ``options`` the Bolt fallback's ``sample_typed`` blob of
+    :data:`SEEDS` is the embedded runtime's, byte for byte; returns the Bolt source."""
     _, embedded, bolt = twins
-    seeds = [ID_OFFSET + i for i in (0, 3, 4, 5, 17, N - 1, 4)]
-    for opts in (OPTS, {**OPTS, "seed": 6, "layout": "compact"}):
-        expected = embedded.sample_typed(seeds, NN, PROPS, opts)
-        assert bolt.sample_typed(seeds, NN, PROPS, opts) == expected
-    assert bolt.sample_typed(seeds, NN, PROPS, {**OPTS, "seed": 9}) != bolt.sample_typed(
-        seeds, NN, PROPS, OPTS
+    for opts in options:
+        expected = embedded.sample_typed(SEEDS, num_neighbors, PROPS, opts)
+        assert bolt.sample_typed(SEEDS, num_neighbors, PROPS, opts) == expected
+    return bolt
+
+
+def test_the_same_weighted_blobs_byte_for_byte(twins):
+    bolt = same_blobs(twins, NN, LAYOUTS)
+    assert bolt.sample_typed(SEEDS, NN, PROPS, {**OPTS, "seed": 9}) != bolt.sample_typed(
+        SEEDS, NN, PROPS, OPTS
     )
 
 
@@ -109,16 +120,11 @@ TIMED = {
 
 
 def test_the_same_timed_blobs_byte_for_byte(twins):
-    _, embedded, bolt = twins
-    seeds = [ID_OFFSET + i for i in (0, 3, 4, 5, 17, N - 1, 4)]
-    for order in ("uniform", "most_recent"):
-        opts = {**OPTS, "seed_time": "born", "time_order": order}
-        expected = embedded.sample_typed(seeds, TIMED, PROPS, opts)
-        assert bolt.sample_typed(seeds, TIMED, PROPS, opts) == expected
     uniform = {**OPTS, "seed_time": "born"}
     recent = {**uniform, "time_order": "most_recent"}
-    assert bolt.sample_typed(seeds, TIMED, PROPS, uniform) != bolt.sample_typed(
-        seeds, TIMED, PROPS, recent
+    bolt = same_blobs(twins, TIMED, ({**uniform, "time_order": "uniform"}, recent))
+    assert bolt.sample_typed(SEEDS, TIMED, PROPS, uniform) != bolt.sample_typed(
+        SEEDS, TIMED, PROPS, recent
     )
 
 
@@ -141,14 +147,10 @@ REPLACED = {
 
 
 def test_the_same_blobs_with_replacement_byte_for_byte(twins):
-    _, embedded, bolt = twins
-    seeds = [ID_OFFSET + i for i in (0, 3, 4, 5, 17, N - 1, 4)]
-    for opts in (OPTS, {**OPTS, "seed": 6, "layout": "compact"}):
-        expected = embedded.sample_typed(seeds, REPLACED, PROPS, opts)
-        assert bolt.sample_typed(seeds, REPLACED, PROPS, opts) == expected
+    bolt = same_blobs(twins, REPLACED, LAYOUTS)
     without = {k.replace(", replace: true", ""): v for k, v in REPLACED.items()}
-    assert bolt.sample_typed(seeds, REPLACED, PROPS, OPTS) != bolt.sample_typed(
-        seeds, without, PROPS, OPTS
+    assert bolt.sample_typed(SEEDS, REPLACED, PROPS, OPTS) != bolt.sample_typed(
+        SEEDS, without, PROPS, OPTS
     )
 
 
