@@ -115,6 +115,9 @@ def link_settings(
     encoders = encoders_of(model)
     if encoders:  # the raw property columns of these labels: the bundle's sample_pairs calls
         options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
+    edge_encoders = edge_encoders_of(model)
+    if edge_encoders:  # the relationship properties of these steps, beside their slots
+        options["edge_feature_spec"] = {p: e.spec.to_dict() for p, e in edge_encoders.items()}
     if exclude_splits is not None:
         splits = list(exclude_splits)
         if options.get("exclude_splits") not in (None, splits):
@@ -164,6 +167,22 @@ def encoders_of(model: Any) -> dict[str, Any]:
     return dict(getattr(model, "label_encoders", None) or {})
 
 
+def edge_encoders_of(model: Any) -> dict[str, Any]:
+    """The model's edge pattern -> ``LabelEncoder`` (none for a model without edge features)."""
+    return dict(getattr(model, "edge_encoders", None) or {})
+
+
+def _edge_widths(model: Any, spec: Any = None) -> dict[Any, Any]:
+    """Per step with an edge encoder (of ``spec`` alone, when given) its raw widths."""
+    from memgraph_tf.typed_sampling import EdgeStep
+
+    out = {
+        EdgeStep.parse(p): layout.RawWidths(**enc.group_widths)
+        for p, enc in edge_encoders_of(model).items()
+    }
+    return {s: w for s, w in out.items() if spec is None or s in spec.steps}
+
+
 def _raw_and_widths(model: Any) -> tuple[dict[str, Any], dict[str, int]]:
     """Per encoded label its raw widths; per other label its feature width."""
     encoders = encoders_of(model)
@@ -187,6 +206,7 @@ def pair_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
             model.feature_dtype,
             batch=1,
             raw=raw or None,
+            edges=_edge_widths(model) or None,
         )
         if s.name in wanted
     }
@@ -208,7 +228,12 @@ def role_sections(model: Any, role: str) -> dict[str, tuple[str, tuple[int, ...]
     return {
         s.name: (s.dtype, tuple(s.shape))
         for s in layout.typed_sample_sections(
-            spec, widths, model.feature_dtype, batch=1, raw=raw or None
+            spec,
+            widths,
+            model.feature_dtype,
+            batch=1,
+            raw=raw or None,
+            edges=_edge_widths(model, spec) or None,
         )
         if s.name in wanted
     }
@@ -384,6 +409,7 @@ _LinkModule = lazy_class(_make_module_class)
 __all__ = [
     "DECODERS",
     "LINK_OPTIONS",
+    "edge_encoders_of",
     "encoders_of",
     "export_link_bundle",
     "link_settings",
