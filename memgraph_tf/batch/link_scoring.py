@@ -165,7 +165,7 @@ class ModelLinkBackend(LinkBackend):
 
         encoders = model.label_encoders
         props = properties if properties is not None else model.properties
-        if props is None or (not props and not encoders):
+        if props is None or (not props and not encoders and not model.edge_encoders):
             raise ConfigurationError(
                 "properties: expected the feature names per label (the model carries none: "
                 "pass properties=)"
@@ -207,9 +207,9 @@ class ModelLinkBackend(LinkBackend):
             opts["feature_spec"] = own
         from memgraph_tf.client.link_prediction import role_edge_spec
 
-        edge_spec = opts.pop("edge_feature_spec", None)
+        edge_spec = role_edge_spec(opts.pop("edge_feature_spec", None), spec)
         if edge_spec:  # the role's steps' specs (sample_typed rejects another step)
-            opts["edge_feature_spec"] = role_edge_spec(edge_spec, spec)
+            opts["edge_feature_spec"] = edge_spec
         return spec.num_neighbors(), props, opts
 
     def embed(self, role: str, data: bytes) -> np.ndarray:

@@ -171,7 +171,8 @@ def test_each_endpoint_reads_its_own_steps():
     other = "(:Item)-[:OWNS]->(:Hub)"
     with pytest.raises(
         ConfigurationError,
-        match=r"edge_feature_spec\['\(:Item\)-\[:OWNS\]->\(:Hub\)'\]: expected one of the steps of either endpoint",
+        match=r"edge_feature_spec\['\(:Item\)-\[:OWNS\]->\(:Hub\)'\]: expected one of the steps "
+        r"of either endpoint",
     ):
         LinkPredictor(
             "Item", nn, {}, edge_feature_spec={other: {**EDGE_SPEC[TAGGED], "label": "OWNS"}}
