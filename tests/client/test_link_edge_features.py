@@ -177,3 +177,21 @@ def test_each_endpoint_reads_its_own_steps():
         LinkPredictor(
             "Item", nn, {}, edge_feature_spec={other: {**EDGE_SPEC[TAGGED], "label": "OWNS"}}
         )
+
+
+def test_the_keep_pair_edges_ablation_samples_each_role_with_its_own_steps(graph):
+    """The ablation re-samples each endpoint with ``sample_typed``, which refuses a step outside
+    its spec: the target (LINK alone) gets no edge spec. On non-edges (nothing to remove) it
+    gives the pair blob's scores."""
+    import keras
+
+    source, _, val, val_y = graph
+    keras.utils.set_random_seed(0)
+    nn = {"source": NN, "target": {"(:Item)-[:LINK]-(:Item)": [2]}}
+    model = LinkPredictor("Item", nn, {}, hidden_units=4, edge_feature_spec=EDGE_SPEC)
+    model.properties = {}
+    model.ensure_built()
+    negatives = val[val_y == 0][:4]
+    kept = predict_links(model, source, negatives, options=OPTIONS, seed=1, keep_pair_edges=True)
+    plain = predict_links(model, source, negatives, options=OPTIONS, seed=1)
+    np.testing.assert_allclose(kept, plain, rtol=1e-5, atol=1e-6)
