@@ -18,12 +18,29 @@ Per seed, both splits of the same graph:
   before t1, val before t2, test from t2; an edge's time is its first transfer's).
 
 Each trains :func:`~memgraph_tf.client.link_prediction.train_link_predictor` on its train edges
-(``exclude_splits: ["val", "test"]``), early stopping on its validation edges + as many uniform
-non-edges, and is scored on its test edges + as many uniform non-edges with only the test split
-excluded (``evaluate_links``). The random split lets training see the future (later transfers and
-the accounts they involve); the time split tests on edges, and accounts, the model could not have
+(``exclude_splits: ["val", "test"]``), early stopping on its validation edges + as many
+negatives, and is scored on its test edges + as many negatives with only the test split excluded
+(``evaluate_links``). The random split lets training see the future (later transfers and the
+accounts they involve); the time split tests on edges, and accounts, the model could not have
 seen. Prints each run (with the share of test edges that touch an account no training edge
 touches) and the mean gap (random AUC - time AUC).
+
+**With and without point-in-time sampling, same run** (``--no-as-of`` leaves it out): on the split
+by time, ``time`` samples as before (the step ``(:Account)-[:SENT]-(:Account)``: a training
+pair's neighbourhoods hold every training-period transfer, later ones included, and its drawn
+negatives are uniform over every account, the not-yet-opened ones included); ``time, as of``
+walks ``(:Account)-[:SENT {time: ts}]-(:Account)`` as of each pair's time (training positives:
+``options.pair_time: 'ts'``; validation and test pairs carry their time as a third column) and
+the database draws each training negative among the accounts active by then. Both are scored on
+the same pairs: the split's edges, each with one time-matched negative (the same source and an
+account that had transferred by the edge's time and never with it), at the edge's time. The
+random split keeps uniform non-edges. As of each pair's time no split needs holding out
+(``exclude_splits`` none, in training and scoring alike): the time bound keeps every pair's
+future out, and a test pair sees its whole past -- the earlier test-period transfers included --
+as the deployed model would. ``time, as of, held out`` separates the two parts of the effect: as
+of each pair's time, but with ``time``'s held-out splits (``["val", "test"]`` in training,
+``["test"]`` in scoring), so that it sees exactly the relationships ``time`` sees, bounded by
+each pair's time.
 
     .venv/bin/python benchmarks/temporal_links.py --seeds 0 1 2
 """
@@ -38,6 +55,8 @@ import time
 from _links import add_training_arguments, announce, link_metrics, parse_args, training, write_runs
 
 PATTERN = "(:Account)-[:SENT]-(:Account)"
+TIMED = "(:Account)-[:SENT {time: ts}]-(:Account)"
+AS_OF_HELD_OUT = "time, as of, held out"
 OPTIONS = {"id_property": "id"}
 HORIZON = 1000
 
@@ -110,6 +129,51 @@ def non_edges(g, n, counts, rng):
     return out
 
 
+def edge_times(g) -> dict:
+    """(smaller id, larger id) -> the first transfer's time, per undirected edge."""
+    out: dict = {}
+    for a, b, props in g.edges("SENT"):
+        key = (min(a, b), max(a, b))
+        out[key] = min(props["ts"], out.get(key, props["ts"]))
+    return out
+
+
+def timed_negatives(g, positives, rng):
+    """``[m, 3]``: per positive ``(a, b)`` of ``positives``, ``(a, c, t)`` -- ``t`` the edge's
+    time, ``c`` uniform among the accounts that had transferred by ``t``, never ``a`` nor an
+    account ``a`` ever transferred with."""
+    import numpy as np
+
+    times = edge_times(g)
+    first: dict = {}
+    known: dict = {}
+    for (a, b), t in times.items():
+        for x, y in ((a, b), (b, a)):
+            first[x] = min(t, first.get(x, t))
+            known.setdefault(x, {x}).add(y)
+    order = sorted(first, key=first.get)
+    firsts = [first[n] for n in order]
+    out = []
+    for a, b in positives.tolist():
+        t = times[(min(a, b), max(a, b))]
+        active = int(np.searchsorted(firsts, t, side="right"))
+        while True:
+            c = order[int(rng.integers(0, active))]
+            if c not in known[a]:
+                break
+        out.append((a, c, t))
+    return np.array(out, dtype=np.int64).reshape(-1, 3)
+
+
+def with_times(g, pairs):
+    """``pairs`` ``[m, 2]`` with each edge's time as a third column."""
+    import numpy as np
+
+    times = edge_times(g)
+    column = [times[(min(a, b), max(a, b))] for a, b in pairs.tolist()]
+    return np.c_[pairs, np.array(column, dtype=np.int64)]
+
+
 def run(args, seed, split):
     import numpy as np
 
@@ -118,7 +182,7 @@ def run(args, seed, split):
 
     g, n = temporal_accounts(args, seed)
     source = EmbeddedSource(g)
-    if split == "time":
+    if split.startswith("time"):
         opts = {"time_property": "ts", "cutoffs": list(args.cutoffs), **OPTIONS}
     else:
         fractions = {"val_fraction": args.val_fraction, "test_fraction": args.test_fraction}
@@ -126,28 +190,41 @@ def run(args, seed, split):
     counts = source.split_edges(PATTERN, opts)
     pairs = split_pairs(g)
     rng = np.random.default_rng(seed)
-    val_neg, test_neg = non_edges(g, n, (len(pairs["val"]), len(pairs["test"])), rng)
-    val, val_y = labelled(pairs["val"], val_neg)
-    test, test_y = labelled(pairs["test"], test_neg)
+    if split == "random":
+        val_neg, test_neg = non_edges(g, n, (len(pairs["val"]), len(pairs["test"])), rng)
+        val, val_y = labelled(pairs["val"], val_neg)
+        test, test_y = labelled(pairs["test"], test_neg)
+    else:  # time-matched negatives, the same for both time runs of a seed
+        val, val_y = labelled(with_times(g, pairs["val"]), timed_negatives(g, pairs["val"], rng))
+        test, test_y = labelled(
+            with_times(g, pairs["test"]), timed_negatives(g, pairs["test"], rng)
+        )
+    as_of = split.startswith("time, as of")
+    held_out = not as_of or split.endswith("held out")
+    if not as_of:  # the pairs alone: no time column
+        val, test = val[:, :2], test[:, :2]
     started = time.monotonic()
     result = train_link_predictor(
         source,
         "Account",
-        {PATTERN: list(args.fanouts)},
+        {(TIMED if as_of else PATTERN): list(args.fanouts)},
         ["features"],
         pairs["train"],
         val,
         val_y,
-        options=OPTIONS,
+        options={**OPTIONS, "pair_time": "ts"} if as_of else OPTIONS,
+        exclude_splits=["val", "test"] if held_out else None,
         seed=seed,
         **training(args),
     )
     train_s = time.monotonic() - started
     seen = set(pairs["train"].ravel().tolist())
     cold = sum(a not in seen or b not in seen for a, b in pairs["test"].tolist())
-    # The test period's relationships stay out of the neighbourhoods it is scored on.
+    # The test period's relationships stay out of the neighbourhoods it is scored on (as of each
+    # pair's time: those before it are its past, those after it never walked).
+    excluded = ["test"] if held_out else None
     metrics = link_metrics(
-        result, source, test, test_y, seed=seed, exclude_splits=["test"], draws=args.test_draws
+        result, source, test, test_y, seed=seed, exclude_splits=excluded, draws=args.test_draws
     )
     return {
         "seed": seed,
@@ -175,6 +252,9 @@ def main() -> int:
     parser.add_argument("--val-fraction", type=float, default=0.10)
     parser.add_argument("--test-fraction", type=float, default=0.15)
     add_training_arguments(parser, steps=150, patience=75, hidden=32, test_draws=2)
+    parser.add_argument(
+        "--no-as-of", action="store_true", help="leave out the point-in-time runs (time, as of)"
+    )
     args = parse_args(parser)
     announce(
         f"temporal links: {args.accounts} accounts, {args.transfers} transfers, cutoffs "
@@ -182,26 +262,41 @@ def main() -> int:
         f"{args.steps} steps, fanouts {args.fanouts}"
     )
     rows = []
+    splits = ("random", "time") + (() if args.no_as_of else ("time, as of", AS_OF_HELD_OUT))
     for seed in args.seeds:
-        for split in ("random", "time"):
+        for split in splits:
             row = run(args, seed, split)
             rows.append(row)
             print(
-                f"seed {seed} {split:6s}: edges {row['edges']}, test AUC {row['test_auc']:.3f} "
+                f"seed {seed} {split:21s}: edges {row['edges']}, test AUC {row['test_auc']:.3f} "
                 f"AP {row['test_ap']:.3f} (best val AUC {row['best_val_auc']:.3f}, "
                 f"{row['train_s']:.0f} s); test edges with an account no train edge has: "
                 f"{row['cold_test_edges']:.0%}",
                 flush=True,
             )
-    auc = {s: [r["test_auc"] for r in rows if r["split"] == s] for s in ("random", "time")}
+    auc = {s: [r["test_auc"] for r in rows if r["split"] == s] for s in splits}
     gaps = [a - b for a, b in zip(auc["random"], auc["time"])]
-    spread = statistics.stdev(gaps) if len(gaps) > 1 else 0.0
     print(
         f"test AUC: random split {statistics.mean(auc['random']):.3f}, time split "
-        f"{statistics.mean(auc['time']):.3f}; leakage gap (random - time) "
-        f"{statistics.mean(gaps):+.3f} +- {spread:.3f} over {len(gaps)} seeds"
+        f"{statistics.mean(auc['time']):.3f}; leakage gap (random - time) {spread(gaps)} over "
+        f"{len(gaps)} seeds"
     )
+    for s in splits:
+        val_gap = [r["best_val_auc"] - r["test_auc"] for r in rows if r["split"] == s]
+        print(f"{s:21s}: best validation AUC - test AUC {spread(val_gap)}")
+    for s in splits[2:]:
+        effect = [a - b for a, b in zip(auc[s], auc["time"])]
+        print(
+            f"point in time on the time split ({s}): test AUC {statistics.mean(auc[s]):.3f} vs "
+            f"{statistics.mean(auc['time']):.3f} without; effect {spread(effect)}"
+        )
     return write_runs(args.json, rows)
+
+
+def spread(values) -> str:
+    """``mean +- standard deviation`` of ``values`` (0 for one value)."""
+    deviation = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):+.3f} +- {deviation:.3f}"
 
 
 if __name__ == "__main__":

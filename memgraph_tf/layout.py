@@ -202,9 +202,10 @@ SAMPLE_TYPED_OPTIONS = (
 )
 """Options of ``tf_features.sample_typed``: ``label`` is the seed label (required); ``layout`` one
 of :data:`LAYOUTS`; ``feature_spec`` a map label -> feature spec (the raw property columns,
-:func:`typed_sample_sections`' ``raw``); the typed sampler always draws distinct neighbours
-without replacement and pads (no ``replace``, ``low_degree``, ``direction``, ``edge_types``: the
-spec says which relationships, which way); ``edge_feature_spec`` a map edge pattern -> feature spec
+:func:`typed_sample_sections`' ``raw``); the typed sampler draws distinct neighbours without
+replacement and pads -- a weighted step with ``replace: true`` in its pattern draws with
+replacement -- (no ``replace``, ``low_degree``, ``direction``, ``edge_types`` options: the spec
+says which relationships, which way, how); ``edge_feature_spec`` a map edge pattern -> feature spec
 of the step's relationship properties (the edge feature columns, :func:`typed_edge_sections`)."""
 SCHEMA_OPTIONS = ("dtype",)
 """Options of ``tf_features.schema``."""
@@ -217,13 +218,18 @@ SAMPLE_PAIRS_OPTIONS = (
     "layout",
     "max_blob_bytes",
     "negatives",
+    "pair_time",
+    "pair_times",
     "seed",
     "source_label",
     "target_label",
+    "time_order",
 ) + SPLIT_OPTIONS
 """Options of ``tf_features.sample_pairs``: ``source_label`` is required, ``target_label``
 defaults to it; ``negatives`` is the number of negative targets drawn per pair; ``feature_spec``
-and ``edge_feature_spec`` as in :data:`SAMPLE_TYPED_OPTIONS` (both halves)."""
+and ``edge_feature_spec`` as in :data:`SAMPLE_TYPED_OPTIONS` (both halves); ``pair_time`` (a
+relationship property) or ``pair_times`` (one integer per pair) give each pair's time for steps
+with a time, and ``time_order`` how they draw (:mod:`memgraph_tf.procedures.pair_times`)."""
 SPLIT_EDGES_OPTIONS = (
     "cutoffs",
     "id_property",

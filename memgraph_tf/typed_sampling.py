@@ -52,7 +52,8 @@ nodes expanded, ``right`` the label of the neighbours reached."""
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PATTERN = re.compile(
-    rf"^\(:(?P<left>{_NAME})\)(?P<a><?)-\[:(?P<type>{_NAME})(?:\{{(?P<key>weight|time):(?P<prop>{_NAME})\}})?\]"
+    rf"^\(:(?P<left>{_NAME})\)(?P<a><?)-\[:(?P<type>{_NAME})"
+    rf"(?:\{{(?P<key>weight|time):(?P<prop>{_NAME})(?:,replace:(?P<replace>true|false))?\}})?\]"
     rf"-(?P<b>>?)\(:(?P<right>{_NAME})\)$"
 )
 
@@ -80,7 +81,10 @@ class EdgeStep:
     proportional to that property's value summed over the relationships to each neighbour
     (:mod:`memgraph_tf.procedures.weighted`); with a ``time`` (a relationship property name) only
     the relationships whose time is not after the seed's are walked
-    (:mod:`memgraph_tf.procedures.timed`); else every relationship, uniformly. Not both."""
+    (:mod:`memgraph_tf.procedures.timed`); else every relationship, uniformly. Not both. A
+    weighted step draws distinct neighbours (without replacement) unless ``replace``
+    (``-[:T {weight: amount, replace: true}]->``): then each slot is an independent draw, so a
+    neighbour may fill several slots and a node with a weighted neighbour fills them all."""
 
     left: str
     rel_type: str
@@ -88,6 +92,7 @@ class EdgeStep:
     direction: str = "out"
     weight: str | None = None
     time: str | None = None
+    replace: bool = False
 
     def __post_init__(self) -> None:
         for field, value in (
@@ -106,6 +111,15 @@ class EdgeStep:
                 f"edge step: expected a weight or a time, not both, got weight {self.weight!r} "
                 f"and time {self.time!r}"
             )
+        if not isinstance(self.replace, bool):
+            raise ValueError(f"edge step: replace: expected true or false, got {self.replace!r}")
+        if self.replace and self.weight is None:
+            prop = f"time: {self.time}, " if self.time is not None else ""
+            raise ValueError(
+                f"edge step {self._arrows(f' {{{prop}replace: true}}')}: replace: expected on a "
+                "step with a weight only (draws with replacement are weighted draws), got it on "
+                f"a step with {'a time' if self.time is not None else 'no weight'}"
+            )
         if self.direction not in DIRECTIONS:
             raise ValueError(
                 f"edge step: direction: expected one of {', '.join(DIRECTIONS)}, got "
@@ -120,8 +134,9 @@ class EdgeStep:
     @classmethod
     def parse(cls, text: str) -> EdgeStep:
         """``(:A)-[:T]->(:B)`` (out), ``(:A)<-[:T]-(:B)`` (in) or ``(:A)-[:T]-(:B)`` (both), the
-        relationship optionally weighted by one of its properties: ``-[:T {weight: amount}]->``,
-        or timed by one: ``-[:T {time: ts}]->``; ValueError naming the text."""
+        relationship optionally weighted by one of its properties: ``-[:T {weight: amount}]->``
+        (with replacement: ``-[:T {weight: amount, replace: true}]->``), or timed by one:
+        ``-[:T {time: ts}]->``; ValueError naming the text."""
         m = _PATTERN.match(text.replace(" ", "")) if isinstance(text, str) else None
         if m is None or (m["a"] and m["b"]):
             raise ValueError(
@@ -130,17 +145,23 @@ class EdgeStep:
                 f"'(:Account)-[:TRANSFER {{weight: amount}}]->(:Account)', got {text!r}"
             )
         direction = "in" if m["a"] else "out" if m["b"] else "both"
-        prop = {m["key"]: m["prop"]} if m["key"] else {}
+        prop: dict[str, object] = {m["key"]: m["prop"]} if m["key"] else {}
+        if m["replace"] is not None:
+            prop["replace"] = m["replace"] == "true"
         return cls(m["left"], m["type"], m["right"], direction, **prop)
 
+    def _arrows(self, rel: str) -> str:
+        arrow = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}.get(
+            self.direction, ("-", "-")
+        )
+        return f"(:{self.left}){arrow[0]}[:{self.rel_type}{rel}]{arrow[1]}(:{self.right})"
+
     def __str__(self) -> str:
-        arrow = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[self.direction]
-        rel = self.rel_type
         if self.weight is not None:
-            rel += f" {{weight: {self.weight}}}"
-        elif self.time is not None:
-            rel += f" {{time: {self.time}}}"
-        return f"(:{self.left}){arrow[0]}[:{rel}]{arrow[1]}(:{self.right})"
+            return self._arrows(
+                f" {{weight: {self.weight}{', replace: true' if self.replace else ''}}}"
+            )
+        return self._arrows(f" {{time: {self.time}}}" if self.time is not None else "")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -125,7 +125,10 @@ def sample_pairs(
     relationships removed from both at every hop: ``src.*`` and ``dst.*`` typed sections and
     ``pair_labels`` (1 for a given pair, 0 for each of the ``options.negatives`` negatives drawn
     per pair); ``count``: the number of rows (pairs and negatives). ``options.feature_spec`` as in
-    ``sample_typed``, for both halves."""
+    ``sample_typed``, for both halves. With steps that have a time, each pair's time
+    (``options.pair_time``: its relationships' property, or ``options.pair_times``: one per pair)
+    bounds both neighbourhoods of its rows, and its negatives are drawn among the target nodes
+    active by then."""
     encoded, count = _procedures.run_sample_pairs(
         ctx, sources, targets, num_neighbors, properties, options
     )

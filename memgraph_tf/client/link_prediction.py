@@ -54,6 +54,7 @@ from memgraph_tf.client.metrics import (
 )
 from memgraph_tf.client.node_embeddings import NodeEmbedding, embedding_keys
 from memgraph_tf.client.pipeline import FeatureCache, call_batches, distinct_rows, unpacker
+from memgraph_tf.client.structural import default_structural_spec
 from memgraph_tf.client.tasks import LinkPrediction
 from memgraph_tf.client.trainer import (
     RANKING_STREAM,
@@ -83,6 +84,7 @@ from memgraph_tf.typed_sampling import (
 )
 
 __all__ = [
+    "PAIR_TIME_COLUMN",
     "SCORERS",
     "LinkPredictor",
     "LinkTrainResult",
@@ -583,13 +585,27 @@ class LinkTrainResult(NamedTuple):
 
 
 def _pairs(pairs: Any, name: str) -> np.ndarray:
+    """``pairs`` as int64 ``[n, 2]`` (source, target keys) or ``[n, 3]`` (and each pair's time:
+    :data:`PAIR_TIME_COLUMN`)."""
     arr = np.asarray(pairs)
-    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0 or arr.dtype.kind not in "iu":
+    if (
+        arr.ndim != 2
+        or arr.shape[1] not in (2, 3)
+        or arr.shape[0] == 0
+        or arr.dtype.kind not in "iu"
+    ):
         raise ConfigurationError(
-            f"{name}: expected a non-empty [n, 2] array of integer (source, target) keys, got "
-            f"shape {list(arr.shape)} of {arr.dtype}"
+            f"{name}: expected a non-empty [n, 2] array of integer (source, target) keys, or "
+            f"[n, 3] with each pair's integer time, got shape {list(arr.shape)} of {arr.dtype}"
         )
     return arr.astype(np.int64)
+
+
+PAIR_TIME_COLUMN = 2
+"""The column of a ``[n, 3]`` pairs array that holds each pair's time: the pair is sampled as of
+it (``tf_features.sample_pairs``' ``options.pair_times``: steps with a time walk only the
+relationships not after it, and negatives are drawn among the targets active by then), in place
+of ``options["pair_time"]``."""
 
 
 def _pair_options(
@@ -652,8 +668,9 @@ def pair_sample_dataset(
     num_parallel_calls: int | None = None,
     rows: bool = False,
 ) -> Any:
-    """Pair batches: per batch of ``pairs`` (``[n, 2]`` source and target keys) one
-    ``tf_features.sample_pairs`` call (``source.sample_pairs_b64``) with ``negatives`` keyed
+    """Pair batches: per batch of ``pairs`` (``[n, 2]`` source and target keys, or ``[n, 3]``
+    with each pair's time, :data:`PAIR_TIME_COLUMN`) one ``tf_features.sample_pairs`` call
+    (``source.sample_pairs_b64``) with ``negatives`` keyed
     negatives per pair, decoded by the unpack op into a dict of the pair sections
     (:func:`memgraph_tf.layout.pair_sample_sections`) -- the model's inputs by name -- with
     ``pair_labels``. With ``feature_caches`` (label -> FeatureCache) the call asks for no
@@ -716,6 +733,9 @@ def pair_sample_dataset(
     ) and all(caches.get(lb) is not None for lb, width in model.feature_dims.items() if width)
 
     def call(batch: np.ndarray, call_opts: dict[str, Any]) -> str:
+        if batch.shape[1] > PAIR_TIME_COLUMN:  # each pair's time, given with it
+            call_opts.pop("pair_time", None)
+            call_opts["pair_times"] = batch[:, PAIR_TIME_COLUMN].tolist()
         text = source.sample_pairs_b64(
             batch[:, 0].tolist(), batch[:, 1].tolist(), nn, props, call_opts
         )
@@ -1164,6 +1184,7 @@ def train_link_predictor(
     node_embedding_dim: int = 0,
     feature_spec: Mapping[str, Any] | None = None,
     embedding_dim: int = 8,
+    structural_default: bool = True,
     edge_feature_spec: Mapping[str, Any] | None = None,
 ) -> LinkTrainResult:
     """Trains a :class:`LinkPredictor` on ``train_pairs`` (``[n, 2]`` source and target keys:
@@ -1173,6 +1194,13 @@ def train_link_predictor(
     database (rows: ``batch_size * (1 + negatives)``), ``exclude_splits`` (default val and test)
     left out of every neighbourhood, each row's own relationships removed by the procedure
     (unless ``keep_pair_edges``, the ablation of :func:`pair_sample_dataset`).
+
+    **Training on the past, testing on the future** (steps with a time, ``{time: ts}``, after
+    ``split_edges`` by time): each pair is sampled as of its time -- ``options["pair_time"]``
+    (the property of the pair's relationships: training positives) or a third column of
+    ``train_pairs`` / ``val_pairs`` (:data:`PAIR_TIME_COLUMN`: validation pairs, whose given
+    negatives have no relationship to read it from) -- so no neighbourhood walks a relationship
+    after it and the drawn negatives are targets active by then.
 
     The sibling of :func:`~memgraph_tf.client.typed_graphsage.train_typed_graphsage`, with its
     conventions: ``num_neighbors`` (pattern -> fanouts, or ``{"source", "target"}`` maps),
@@ -1206,6 +1234,13 @@ def train_link_predictor(
     training edge, or added later -- the shared out-of-vocabulary vector, beside its features
     and neighbourhood.
 
+    ``structural_default`` (and ``node_embedding_dim`` 0): an endpoint label without features
+    (no ``properties``, no ``feature_spec``) gets its FastRP embedding (projection drawn from
+    ``seed``) computed on the training graph (``exclude_splits`` left out) and written on its
+    nodes, read through a feature spec that gives a node without it zeros
+    (:func:`~memgraph_tf.client.structural.default_structural_spec`); false: such a label's
+    nodes share one learned vector.
+
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
     schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
@@ -1214,6 +1249,16 @@ def train_link_predictor(
     opts = training_options(options, "label")
     opts.pop("label_property")  # (no labels: the pairs are the supervision)
     opts = _pair_options(opts, source_label, target_label, exclude_splits)
+    if structural_default and not node_embedding_dim:
+        feature_spec = default_structural_spec(
+            source,
+            [source_label, target_label],
+            properties,
+            feature_spec,
+            opts,
+            seed=seed,
+            exclude_splits=exclude_splits,
+        )
     train_pairs = _pairs(train_pairs, "train_pairs")
     val_pairs, val_labels = _labelled_pairs(val_pairs, val_labels)
     keys = _embedding_vocabulary(train_pairs, source_label, target_label, node_embedding_dim)

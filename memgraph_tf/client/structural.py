@@ -5,18 +5,41 @@ the ordinary feature path (``pack``, ``sample*``, feature specs) reads.
 
 Both run the procedure on a server with the query module and the procedure's own code over plain
 Cypher on one without it, with bit-identical vectors (:mod:`memgraph_tf.procedures.structural`).
+
+:func:`default_structural_spec` is the default the trainers give a label without features
+(docs/client.md, "Labels without features"): its FastRP embedding, written into
+:data:`STRUCTURAL_PROPERTY` and read as a numeric feature whose missing value is zeros.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from memgraph_tf.client.sources import procedure_table as table
+from memgraph_tf.feature_spec import LabelSpec, NumericSpec
 
-__all__ = ["StructuralFeatures", "structural_features", "write_structural_features"]
+__all__ = [
+    "STRUCTURAL_OPTIONS",
+    "STRUCTURAL_PROPERTY",
+    "StructuralFeatures",
+    "default_structural_spec",
+    "featureless_labels",
+    "structural_call",
+    "structural_features",
+    "write_structural_features",
+]
+
+logger = logging.getLogger(__name__)
+
+STRUCTURAL_PROPERTY = "memgraph_tf_fastrp"
+"""The property the trainers write a featureless label's default structural features into."""
+STRUCTURAL_OPTIONS = {"features": ["fastrp"]}
+"""The ``tf_features.structural_write`` options of that default beside those
+:func:`structural_call` adds (the rest: the procedure's defaults)."""
 
 
 class StructuralFeatures(NamedTuple):
@@ -51,3 +74,80 @@ def write_structural_features(
     return source.call_procedure(
         table.STRUCTURAL_WRITE, table.STRUCTURAL_WRITE.plain(label, options)
     )
+
+
+def featureless_labels(
+    labels: Sequence[str],
+    properties: Mapping[str, Sequence[str]] | Sequence[str],
+    feature_spec: Mapping[str, Any] | None,
+) -> list[str]:
+    """The labels among ``labels`` that have no feature: no property named for them
+    (``properties``: label -> names, or one list of names for every label) and no entry in
+    ``feature_spec``; in the order of ``labels``, each once."""
+    specs = feature_spec or {}
+    out = []
+    for label in dict.fromkeys(labels):
+        names = properties.get(label) if isinstance(properties, Mapping) else properties
+        if not names and label not in specs:
+            out.append(label)
+    return out
+
+
+def structural_call(
+    options: Mapping[str, Any],
+    *,
+    seed: int | None = None,
+    exclude_splits: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The ``tf_features.structural_write`` options of the trainers' default for a featureless
+    label: :data:`STRUCTURAL_OPTIONS` into :data:`STRUCTURAL_PROPERTY`, ``options``'
+    ``id_property`` and ``split_property``, the training ``seed`` (None: the procedure's 0) and
+    ``exclude_splits``. The same call gives a node added after training its own vector."""
+    call: dict[str, Any] = dict(STRUCTURAL_OPTIONS, write_property=STRUCTURAL_PROPERTY)
+    call.update((k, options[k]) for k in ("id_property", "split_property") if options.get(k))
+    if seed is not None:
+        call["seed"] = int(seed)
+    if exclude_splits:
+        call["exclude_splits"] = list(exclude_splits)
+    return call
+
+
+def default_structural_spec(
+    source: Any,
+    labels: Sequence[str],
+    properties: Mapping[str, Sequence[str]] | Sequence[str],
+    feature_spec: Mapping[str, Any] | None,
+    options: Mapping[str, Any],
+    *,
+    seed: int | None = None,
+    exclude_splits: Sequence[str] | None = None,
+) -> Mapping[str, Any] | None:
+    """The trainers' default for a label without features (:func:`featureless_labels` of
+    ``labels``): per such label, ``tf_features.structural_write`` of its FastRP embedding
+    (:func:`structural_call`: relationships of ``exclude_splits`` left out -- the training graph
+    of a link split -- and the projection drawn from the training ``seed``) into
+    :data:`STRUCTURAL_PROPERTY` on every node of the label, and a
+    :class:`~memgraph_tf.feature_spec.LabelSpec` reading it as a ``numeric`` list (not
+    standardised) whose missing value is zeros -- the vector FastRP gives a node without
+    relationships -- so a node added after training is answered from its neighbours' vectors
+    until the same call gives it its own.
+
+    Guarantees: returns ``feature_spec`` itself when no label is featureless, else a new mapping
+    with those labels' specs added; nothing is written for a label that has features."""
+    todo = featureless_labels(labels, properties, feature_spec)
+    if not todo:
+        return feature_spec
+    call = structural_call(options, seed=seed, exclude_splits=exclude_splits)
+    out = dict(feature_spec or {})
+    for label in todo:
+        written = write_structural_features(source, label, call)
+        logger.info(
+            "label %r has no features: wrote its FastRP embedding (%d wide) into %r on %d nodes",
+            label,
+            written["width"],
+            STRUCTURAL_PROPERTY,
+            written["nodes"],
+        )
+        prop = NumericSpec(STRUCTURAL_PROPERTY, standardize=False, length=written["width"])
+        out[label] = LabelSpec(label, [prop])
+    return out

@@ -39,6 +39,7 @@ from memgraph_tf import layout
 from memgraph_tf.client import encoder, feature_encoding, trainer
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
+from memgraph_tf.client.structural import default_structural_spec
 from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.typed_sampling import (
@@ -928,7 +929,8 @@ def predict_typed_proba(
     over ``draws`` typed samples (``properties`` default: the model's); with ``with_labels`` also
     the labels the blobs carry (``options["label_property"]`` must be set). The prediction loop is
     :func:`~memgraph_tf.client.trainer.predict_task`'s."""
-    props = typed_properties(model.spec, properties or model.properties or ["features"])
+    chosen = properties if properties is not None else model.properties
+    props = typed_properties(model.spec, chosen if chosen is not None else ["features"])
     return trainer.predict_class_probabilities(
         model,
         typed_sampler(model, source, props, options, decoder=decoder),
@@ -1018,6 +1020,7 @@ def train_typed_graphsage(
     feature_spec: Mapping[str, Any] | None = None,
     embedding_dim: int = 8,
     edge_feature_spec: Mapping[str, Any] | None = None,
+    structural_default: bool = True,
 ) -> Any:
     """Trains a :class:`TypedGraphSAGE` on the ``seed_label`` nodes ``train_ids`` (seed keys:
     ``options["id_property"]`` values, else internal ids) with typed neighbourhoods sampled by
@@ -1031,7 +1034,12 @@ def train_typed_graphsage(
     columns per categorical property); such a label takes no ``properties``.
     ``edge_feature_spec`` (edge pattern -> the ``LabelSpec`` of the step's relationship
     properties) samples them beside each slot (``options.edge_feature_spec``) and joins them,
-    encoded, to each neighbour's message.
+    encoded, to each neighbour's message. With ``structural_default`` a ``seed_label`` without
+    features (no ``properties``, no ``feature_spec``) gets its FastRP embedding (projection drawn
+    from ``seed``) written on its nodes and read through a feature spec that gives a node
+    without it zeros
+    (:func:`~memgraph_tf.client.structural.default_structural_spec`); false: its nodes share one
+    learned vector.
 
     Without ``train_ids`` the split is read from the database: the training nodes are the
     ``seed_label`` nodes whose ``split_property`` is ``train`` and, without ``val_ids``, the
@@ -1064,6 +1072,10 @@ def train_typed_graphsage(
             f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
         )
     opts["label"] = spec.seed_label
+    if structural_default:
+        feature_spec = default_structural_spec(
+            source, [spec.seed_label], properties, feature_spec, opts, seed=seed
+        )
     specs, props = feature_encoding.split_properties(
         feature_encoding.as_label_specs(feature_spec),
         typed_properties(spec, properties),

@@ -38,7 +38,12 @@ seeded at the source label) and of ``t`` (seeded at the target label) into one b
   of a type that some step walks between the two labels, in either direction, held out or not (a
   held-out edge is a positive of its split, never a negative);
 * rows: the given pairs in order, then the negatives (pair ``i``'s ``j``-th at ``n + i * k +
-  j``); ``pair_labels`` is 1 for a given pair, 0 for a negative.
+  j``); ``pair_labels`` is 1 for a given pair, 0 for a negative;
+* **point in time**: with steps that have a time (``{time: ts}``) each pair has a time --
+  ``options.pair_time`` (its relationships' smallest value of a property) or
+  ``options.pair_times`` (one per pair) -- and every row of the pair, its negatives' included,
+  walks both neighbourhoods as of that time; the negatives are drawn among the target nodes
+  active by then (:mod:`memgraph_tf.procedures.pair_times`).
 """
 
 from __future__ import annotations
@@ -61,11 +66,19 @@ from memgraph_tf.procedures.options import (
     parse_spec,
     parse_split_filter,
 )
+from memgraph_tf.procedures.pair_times import (
+    ActiveTargets,
+    PairTiming,
+    check_pair_timing,
+    pair_times,
+    parse_pair_timing,
+)
 from memgraph_tf.procedures.raw import parse_feature_specs, split_feature_specs
 from memgraph_tf.procedures.slot_blobs import RoleCall, check_packed, layout_sections
 from memgraph_tf.procedures.slots import Keys, Role, no_relationships, resolve_seeds
 from memgraph_tf.procedures.tables import le
 from memgraph_tf.procedures.time_split import TimeSplit, parse_time_split
+from memgraph_tf.procedures.timed import SeedTimes
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 __all__ = ["MAX_NEGATIVES", "sample_pairs", "split_edges"]
@@ -206,6 +219,7 @@ class _PairOptions:
     source_label: str
     target_label: str
     negatives: int
+    timing: PairTiming | None = None
 
 
 def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any, Any]:
@@ -239,9 +253,10 @@ def _parse_pair_options(options: Any) -> tuple[Options, _PairOptions, Any, Any]:
     split = parse_split_filter(raw)
     feature_spec = raw.pop("feature_spec", None)
     edge_feature_spec = raw.pop("edge_feature_spec", None)
+    timing = parse_pair_timing(raw)
     opts = parse_options("sample_pairs", raw)
     opts = dataclasses.replace(opts, edge_feature_spec=edge_feature_spec)
-    return opts, _PairOptions(labels[0], labels[1], negatives), split, feature_spec
+    return opts, _PairOptions(labels[0], labels[1], negatives, timing), split, feature_spec
 
 
 def _parse_specs(
@@ -261,13 +276,16 @@ def _negatives(
     keys: Keys,
     specs: Sequence[TypedSamplingSpec],
     pair: _PairOptions,
-    sources: Sequence[int],
-    targets: Sequence[int],
+    rows: tuple[Sequence[int], Sequence[int], Sequence[int] | None],
     seed: int,
-    id_property: str | None,
+    opts: Options,
+    split: Any,
 ) -> list[int]:
     """``pair.negatives`` negative targets (internal ids) per pair, pair-major (module
-    docstring)."""
+    docstring); ``rows``: the pairs' sources, targets and times (None: untimed), with times only
+    the targets active as of each pair's time
+    (:class:`~memgraph_tf.procedures.pair_times.ActiveTargets`)."""
+    sources, targets, times = rows
     k = pair.negatives
     label = pair.target_label
     candidates = nav.label_nodes(label)
@@ -276,17 +294,20 @@ def _negatives(
     keys.add(label, candidates)
     key_of = keys.of[label]
     candidates = sorted(dict.fromkeys(candidates), key=key_of.__getitem__)
-    joining = sorted(
+    active = None
+    if times is not None:
+        active = ActiveTargets(nav, specs, label, candidates, keys, split)
+        candidates = active.ordered
+    distinct = list(dict.fromkeys(sources))
+    known: dict[int, set[int]] = {s: {s} for s in distinct}
+    for rel_type in sorted(
         {
             s.rel_type
             for spec in specs
             for s in spec.steps
             if {s.left, s.right} == {pair.source_label, pair.target_label}
         }
-    )
-    distinct = list(dict.fromkeys(sources))
-    known: dict[int, set[int]] = {s: {s} for s in distinct}
-    for rel_type in joining:
+    ):
         read = NeighbourRead((rel_type,), "both", label)
         for s, found in zip(distinct, nav.neighbours(distinct, read)):
             known[s].update(found)
@@ -297,23 +318,37 @@ def _negatives(
         if i % 256 == 0:
             nav.check_abort()
         forbidden = known[s]
-        free = len(candidates) - len(forbidden & in_label)
+        source = f"{node_name(source_key_of[s], opts.id_property)} (:{pair.source_label})"
+        if active is None or times is None:
+            size = len(candidates)
+            free = size - len(forbidden & in_label)
+        else:
+            size = active.count(times[i])
+            free = size - sum(1 for c in forbidden if active.rank.get(c, size) < size)
+            while free <= 0 and size < len(candidates):  # none yet: the next to become active
+                free += candidates[size] not in forbidden
+                size += 1
+            if free <= 0:
+                raise ProcedureInputError(
+                    f"options.negatives: sources[{i}]: {source} has no negative target at the "
+                    f"pair's time {times[i]} or later: every active :{label} node (one with a "
+                    "relationship of a timed step) is joined to it or is it"
+                )
         if free <= 0:
             raise ProcedureInputError(
-                f"options.negatives: sources[{i}]: {node_name(source_key_of[s], id_property)} "
-                f"(:{pair.source_label}) is joined to every :{label} node (or is the only one): "
-                "no negative target to draw"
+                f"options.negatives: sources[{i}]: {source} is joined to every :{label} node (or "
+                "is the only one): no negative target to draw"
             )
         rng = rng_for(seed, f"negatives/{source_key_of[s]}/{keys.of[label][t]}")
-        if free * 4 >= len(candidates):  # rejection: uniform over the free candidates
+        if free * 4 >= size:  # rejection: uniform over the free candidates
             for _ in range(k):
                 while True:
-                    c = candidates[rng.randrange(len(candidates))]
+                    c = candidates[rng.randrange(size)]
                     if c not in forbidden:
                         break
                 out.append(c)
         else:  # few free candidates: draw from them directly (uniform too)
-            pool = [c for c in candidates if c not in forbidden]
+            pool = [c for c in candidates[:size] if c not in forbidden]
             out.extend(pool[rng.randrange(len(pool))] for _ in range(k))
     return out
 
@@ -334,10 +369,14 @@ def sample_pairs(
     :class:`ProcedureInputError` naming the option, step, label, property or ``sources[i]`` /
     ``targets[i]``; the same graph, arguments and ``options.seed`` give the same bytes over any
     graph access; neither neighbourhood of a row walks a relationship between the row's two
-    endpoints, nor (``options.exclude_splits``) a held-out relationship."""
+    endpoints, nor (``options.exclude_splits``) a held-out relationship, nor (steps with a time)
+    one after the row's pair's time; with a time, a negative target is a node of the target
+    label active at the pair's time (:mod:`memgraph_tf.procedures.pair_times`), and a pair
+    without a time, or a time that is not an integer, fails the call naming it."""
     opts, pair, split, feature_spec = _parse_pair_options(options)
     specs_of = parse_feature_specs(feature_spec)
     src_spec, dst_spec = _parse_specs(num_neighbors, pair.source_label, pair.target_label)
+    check_pair_timing((src_spec, dst_spec), pair.timing)
     labels = list(dict.fromkeys(src_spec.labels() + dst_spec.labels()))
     names_of = parse_properties(properties, labels)
     raw_of = split_feature_specs(specs_of, properties, names_of, labels)
@@ -359,6 +398,11 @@ def sample_pairs(
     keys.add(pair.target_label, t_int, t_keys)
     seed = base_seed(opts)
     n = len(s_int) * (1 + pair.negatives)
+    specs = (src_spec, dst_spec)
+    times = None
+    if pair.timing is not None:
+        ends = (pair.source_label, pair.target_label)
+        times = pair_times(nav, pair.timing, specs, ends, (s_int, t_int), keys.name)
     call = RoleCall(factory, nav, keys, names_of, opts, split, raw_of=raw_of, edge_of=edge_of)
     call.fix_seed_columns(pair.source_label, s_int[0])
     call.fix_seed_columns(pair.target_label, t_int[0])
@@ -379,18 +423,22 @@ def sample_pairs(
     def make_roles() -> list[Role]:
         sources_of_rows, targets_of_rows = list(s_int), list(t_int)
         if pair.negatives:
-            specs = (src_spec, dst_spec)
-            drawn = _negatives(nav, keys, specs, pair, s_int, t_int, seed, opts.id_property)
+            rows = (s_int, t_int, times)
+            drawn = _negatives(nav, keys, specs, pair, rows, seed, opts, split)
             sources_of_rows += [s for s in s_int for _ in range(pair.negatives)]
             targets_of_rows += drawn
+        timing = None
+        if times is not None and pair.timing is not None:
+            row_times = times + [t for t in times for _ in range(pair.negatives)]
+            timing = SeedTimes(row_times, pair.timing.most_recent)
         avoid = list(zip(sources_of_rows, targets_of_rows))
         roles = []
-        for spec, rows, label in (
+        for spec, rows_of, label in (
             (src_spec, sources_of_rows, pair.source_label),
             (dst_spec, targets_of_rows, pair.target_label),
         ):
             key_of = keys.of[label]
-            roles.append(Role(spec, rows, [key_of[i] for i in rows], seed, avoid))
+            roles.append(Role(spec, rows_of, [key_of[i] for i in rows_of], seed, avoid, timing))
         return roles
 
     slots = src_spec.layout().slots + dst_spec.layout().slots

@@ -279,7 +279,7 @@ def draw_role(
         valued = ValuedRead(nav, step, read, key_of.__getitem__, keys.name)  # (weight or time)
         if step.weight is not None:  # the weighted draw (procedures.weighted)
             read_weighted(valued, todo, nbrs)
-            draw = WeightedDrawer(f)
+            draw = WeightedDrawer(f, step.replace)
         elif step.time is not None:  # point in time, per row (procedures.timed)
             read_timed(valued, todo, nbrs)
             if timing is not None and timing.most_recent:
@@ -294,9 +294,11 @@ def draw_role(
         for row, rng in enumerate(role.rngs):
             base = row * width + group.offset
             row_parents = parents[row * per : (row + 1) * per]
-            row_nbrs = nbrs if avoid is None else _without_pair(nbrs, row_parents, *avoid[row])
-            if timing is not None:
+            row_nbrs: Mapping[int, Any] = nbrs
+            if timing is not None:  # as of the row's time, then without the pair's own ones
                 row_nbrs = AsOf(nbrs, timing.times[row], timing.most_recent)
+            if avoid is not None:
+                row_nbrs = _without_pair(row_nbrs, row_parents, *avoid[row])
             ids: list[int] = []
             draw(rng, row_nbrs, row_parents, [p != PAD_ID for p in row_parents], ids, [])
             target[base : base + per * f] = ids  # children of a padded slot stay padded

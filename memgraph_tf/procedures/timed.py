@@ -1,7 +1,8 @@
 """Point-in-time draws (stdlib only): an edge step that names a relationship property as its time
 (``(:Account)-[:TRANSFER {time: ts}]->(:Account)``) walks, in each seed's row and at every hop,
 only the relationships whose time is not after that seed's time (``options.seed_time``: the
-seeds' time property, or ``options.at``: one time for every seed, read instead of it). Times are
+seeds' time property, or ``options.at``: one time for every seed, read instead of it; in
+``sample_pairs``, each pair's time: :mod:`memgraph_tf.procedures.pair_times`). Times are
 integers (e.g. epoch seconds); a relationship or seed without one, or with another type, fails
 the call naming it.
 
@@ -155,10 +156,11 @@ class RecentDrawer(ParentDrawer):
 
 def require_timing(timing: SeedTimes | None, step: Any) -> SeedTimes:
     """The call's seed times; an OptionError naming the step when it has none (only
-    ``sample_typed`` takes ``options.seed_time``)."""
+    ``sample_typed``, with ``options.seed_time`` or ``options.at``, and ``sample_pairs``, with
+    ``options.pair_time`` or ``options.pair_times``, sample timed steps)."""
     if timing is None:
         raise OptionError(
             f"num_neighbors: {step}: a step with a time is sampled by tf_features.sample_typed "
-            "only (with options.seed_time)"
+            "and tf_features.sample_pairs only (with the seeds' or pairs' times)"
         )
     return timing

@@ -91,6 +91,7 @@ def train(graph, **kwargs):
         options=OPTIONS,
         exclude_splits=None,
         embedding_dim=4,
+        structural_default=False,  # (FastRP over the LINK relationships would carry the groups)
         **short_run(steps=30, learning_rate=0.02, hidden_units=8),
         **kwargs,
     )

@@ -141,12 +141,26 @@ def hub_case_graph() -> EmbeddedGraph:
     return g
 
 
+def ledger_case_graph() -> EmbeddedGraph:
+    """Point-in-time pairs (internal id = index): accounts 0..3 (``:Acct``, ids 1..4);
+    ``SENT {ts}``: 0->1 at 5, 1->2 at 7, 2->3 at 9; ``LATE {ts: 'late'}``: 0->1; ``PAID
+    {w: -2}``: 0->1; ``ONE {ts: 1}``: 0->1."""
+    g = EmbeddedGraph()
+    acct = [g.add_node(["Acct"], {"id": i + 1}) for i in range(4)]
+    for a, b, ts in ((0, 1, 5), (1, 2, 7), (2, 3, 9)):
+        g.add_edge(acct[a], acct[b], "SENT", {"ts": ts})
+    g.add_edge(acct[0], acct[1], "LATE", {"ts": "late"})
+    g.add_edge(acct[0], acct[1], "PAID", {"w": -2})
+    g.add_edge(acct[0], acct[1], "ONE", {"ts": 1})
+    return g
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
     call: str  # pack, sample, sample_per_node, describe, profile; typed graph: TYPED_CALLS
     args: tuple
     match: str  # what the message must say (the node, argument, property at fault)
-    graph: str = ""  # "hubs": hub_case_graph() (else by the call: typed or plain)
+    graph: str = ""  # "hubs": hub_case_graph(), "ledger": ledger_case_graph() (else by the call)
 
 
 TYPED_CALLS = ("sample_typed", "schema", "sample_pairs", "split_edges")
@@ -175,6 +189,8 @@ USER = {"label": "User"}
 PAIRS = {"source_label": "User"}
 BOUGHT = "(:User)-[:BOUGHT]->(:Product)"
 FOLLOWS = "(:User)-[:FOLLOWS]-(:User)"
+SENT = "(:Acct)-[:SENT {time: ts}]-(:Acct)"
+ACCT = {"source_label": "Acct", "id_property": "id"}
 RESERVOIR = {"reservoir_threshold": 0}
 RESERVOIR_NAME = "'tf_reservoir_[0-9a-f]{12}'"
 RELATIONSHIP = {"entity": "relationship", "kind": "created", "rel_type": "E", "seq": 1}
@@ -698,11 +714,103 @@ CASES = {
         r"^relationship \(node 1:User\)-\[:PAID\]->\(node 4:Product\) property 'q' \(kind "
         r"'numeric'\): expected a number, got str 'x'$",
     ),
-    "sample_pairs: a timed step": Case(
+    "sample_pairs: a timed step without the pairs' times": Case(
         "sample_pairs",
-        ([0], [1], {"(:User)-[:FOLLOWS {time: at}]-(:User)": [1]}, None, PAIRS),
-        r"^num_neighbors: \(:User\)-\[:FOLLOWS \{time: at\}\]-\(:User\): a step with a time is "
-        r"sampled by tf_features\.sample_typed only",
+        ([1], [2], {SENT: [1]}, None, ACCT),
+        r"^options\.pair_time: expected the pairs' times \(\(:Acct\)-\[:SENT \{time: ts\}\]-"
+        r"\(:Acct\) has a time\): options\.pair_time \(a relationship property\) or "
+        r"options\.pair_times \(one per pair\), got neither$",
+        "ledger",
+    ),
+    "sample_pairs: pair times without a timed step": Case(
+        "sample_pairs",
+        ([1], [2], {"(:Acct)-[:SENT]-(:Acct)": [1]}, None, {**ACCT, "pair_times": [5]}),
+        r"^options\.pair_times: expected a step with a time in num_neighbors \(e\.g\. "
+        r"'\(:Account\)-\[:SENT \{time: ts\}\]-\(:Account\)'\), got none$",
+        "ledger",
+    ),
+    "sample_pairs: a bad options.time_order": Case(
+        "sample_pairs",
+        ([1], [2], {SENT: [1]}, None, {**ACCT, "pair_time": "ts", "time_order": "latest"}),
+        r"^options\.time_order: expected one of uniform, most_recent, got str 'latest'$",
+        "ledger",
+    ),
+    "sample_pairs: both pair_time and pair_times": Case(
+        "sample_pairs",
+        ([1], [2], {SENT: [1]}, None, {**ACCT, "pair_time": "ts", "pair_times": [5]}),
+        r"^options\.pair_times: expected either options\.pair_times \(one time per pair\) or "
+        r"options\.pair_time \(a relationship property\), got both \(pair_time 'ts'\)$",
+        "ledger",
+    ),
+    "sample_pairs: pair_time not a name": Case(
+        "sample_pairs",
+        ([1], [2], {SENT: [1]}, None, {**ACCT, "pair_time": 5}),
+        r"^options\.pair_time: expected a relationship property name \(each pair's time is its "
+        r"relationships' smallest value of it\), got int 5$",
+        "ledger",
+    ),
+    "sample_pairs: pair_times not a list": Case(
+        "sample_pairs",
+        ([1], [2], {SENT: [1]}, None, {**ACCT, "pair_times": 5}),
+        r"^options\.pair_times: expected a list of integer times, one per pair, got int 5$",
+        "ledger",
+    ),
+    "sample_pairs: a pair time of the wrong type": Case(
+        "sample_pairs",
+        ([1], [2], {SENT: [1]}, None, {**ACCT, "pair_times": [2.5]}),
+        r"^options\.pair_times\[0\]: expected an integer time, got float 2\.5$",
+        "ledger",
+    ),
+    "sample_pairs: a pair time per pair": Case(
+        "sample_pairs",
+        ([1], [2], {SENT: [1]}, None, {**ACCT, "pair_times": [5, 6]}),
+        r"^options\.pair_times: expected one time per pair \(1\), got 2$",
+        "ledger",
+    ),
+    "sample_pairs: a pair without a time": Case(
+        "sample_pairs",
+        ([1, 1], [2, 3], {SENT: [1]}, None, {**ACCT, "pair_time": "ts"}),
+        r"^options\.pair_time: sources\[1\], targets\[1\]: no relationship between "
+        r"\(:Acct \{id: 1\}\) and \(:Acct \{id: 3\}\) of a type the steps walk between :Acct "
+        r"and :Acct to read its time 'ts' from \(a pair without a time: give "
+        r"options\.pair_times\)$",
+        "ledger",
+    ),
+    "sample_pairs: a pair's relationship time of the wrong type": Case(
+        "sample_pairs",
+        ([1], [2], {"(:Acct)-[:LATE {time: ts}]-(:Acct)": [1]}, None, {**ACCT, "pair_time": "ts"}),
+        r"^options\.pair_time: relationship \(:Acct \{id: 1\}\)-\[:LATE\]->\(:Acct \{id: 2\}\) "
+        r"property 'ts': expected an integer time, got str 'late'$",
+        "ledger",
+    ),
+    "sample_pairs: no negative active at the pair's time or later": Case(
+        "sample_pairs",
+        (
+            [1],
+            [3],
+            {"(:Acct)-[:ONE {time: ts}]-(:Acct)": [1]},
+            None,
+            {**ACCT, "pair_times": [5], "negatives": 1},
+        ),
+        r"^options\.negatives: sources\[0\]: node with id = 1 \(:Acct\) has no negative target "
+        r"at the pair's time 5 or later: every active :Acct node \(one with a relationship of a "
+        r"timed step\) is joined to it or is it$",
+        "ledger",
+    ),
+    "sample_pairs: a negative weight on a step with replacement": Case(
+        "sample_pairs",
+        ([1], [2], {"(:Acct)-[:PAID {weight: w, replace: true}]-(:Acct)": [2]}, None, ACCT),
+        r"^relationship \(:Acct \{id: 1\}\)-\[:PAID\]->\(:Acct \{id: 2\}\) property 'w': "
+        r"expected a finite number >= 0, got int -2$",
+        "ledger",
+    ),
+    "sample_typed: replacement on a step with a time": Case(
+        "sample_typed",
+        ([1], {"(:Acct)-[:SENT {time: ts, replace: true}]-(:Acct)": [1]}, None, {"label": "Acct"}),
+        r"^edge step \(:Acct\)-\[:SENT \{time: ts, replace: true\}\]-\(:Acct\): "
+        r"replace: expected on a step with a weight only \(draws with replacement are weighted "
+        r"draws\), got it on a step with a time$",
+        "ledger",
     ),
     "sample_pairs: no source label": Case(
         "sample_pairs",
@@ -837,6 +945,8 @@ UNREACHABLE = {
     ("options.py", "parse_properties", "properties: expected a map of label"),
     ("pairs.py", "_parse_pair_options", "options: expected a map"),
     ("profile.py", "parse_profile_call", "options: expected a map"),
+    # sample_typed and sample_pairs check their seeds' / pairs' times before any draw
+    ("timed.py", "require_timing", "a step with a time is sampled"),
 }
 
 
@@ -867,8 +977,14 @@ def _call(source: Any, case: Case, graph: EmbeddedGraph) -> Any:
 
 @pytest.fixture(scope="module")
 def graphs():
-    """The plain case graph, the typed one (for TYPED_CALLS) and the hubs (the bounded mode)."""
-    return {"plain": case_graph(), "typed": typed_case_graph(), "hubs": hub_case_graph()}
+    """The plain case graph, the typed one (for TYPED_CALLS), the hubs (the bounded mode) and the
+    ledger (point-in-time pairs)."""
+    return {
+        "plain": case_graph(),
+        "typed": typed_case_graph(),
+        "hubs": hub_case_graph(),
+        "ledger": ledger_case_graph(),
+    }
 
 
 @pytest.fixture(scope="module")

@@ -139,3 +139,50 @@ def test_the_same_error_for_a_bad_weight(twins):
     for source in (embedded, bolt):
         with pytest.raises(GraphDataError, match=message):
             source.sample_typed([ID_OFFSET + 2], step, None, OPTS)
+
+
+REPLACED = {
+    "(:WAccount)-[:WPAYS {weight: amount, replace: true}]->(:WAccount)": [3, 2],
+    "(:WAccount)-[:WPAYS {weight: amount}]-(:WAccount)": [2, 1],
+    "(:WAccount)-[:WOWNS {weight: share, replace: true}]->(:WShop)": [2, 0],
+}
+
+
+def test_the_same_blobs_with_replacement_byte_for_byte(twins):
+    _, embedded, bolt = twins
+    seeds = [ID_OFFSET + i for i in (0, 3, 4, 5, 17, N - 1, 4)]
+    for opts in (OPTS, {**OPTS, "seed": 6, "layout": "compact"}):
+        expected = embedded.sample_typed(seeds, REPLACED, PROPS, opts)
+        assert bolt.sample_typed(seeds, REPLACED, PROPS, opts) == expected
+    without = {k.replace(", replace: true", ""): v for k, v in REPLACED.items()}
+    assert bolt.sample_typed(seeds, REPLACED, PROPS, OPTS) != bolt.sample_typed(
+        seeds, without, PROPS, OPTS
+    )
+
+
+TIMED_PAIRS = {"(:WAccount)-[:WPAYS {time: ts}]-(:WAccount)": [3, 2]}
+PAIR_PROPS = {"WAccount": ["features"]}
+PAIR_OPTS = {"source_label": "WAccount", "id_property": "id", "seed": 8, "negatives": 2}
+
+
+def test_the_same_point_in_time_pairs_byte_for_byte(twins):
+    """Neighbourhoods as of each pair's time and negatives among the accounts active by then,
+    over Bolt as on the embedded graph; the time read from the pair's relationships or given."""
+    _, embedded, bolt = twins
+    pays = graph_data()[2]
+    late = [(r["a"], r["b"]) for r in pays if r["a"] != r["b"] and r["ts"] >= 60][:10]
+    sources, targets = [a for a, _ in late], [b for _, b in late]
+    times = [
+        min(r["ts"] for r in pays if {r["a"], r["b"]} == {a, b}) for a, b in zip(sources, targets)
+    ]
+    for opts in (
+        {**PAIR_OPTS, "pair_time": "ts"},
+        {**PAIR_OPTS, "pair_times": times, "time_order": "most_recent"},
+    ):
+        expected = embedded.sample_pairs(sources, targets, TIMED_PAIRS, PAIR_PROPS, opts)
+        assert bolt.sample_pairs(sources, targets, TIMED_PAIRS, PAIR_PROPS, opts) == expected
+    by_prop = bolt.sample_pairs(
+        sources, targets, TIMED_PAIRS, PAIR_PROPS, {**PAIR_OPTS, "pair_time": "ts"}
+    )
+    given = {**PAIR_OPTS, "pair_times": times}
+    assert bolt.sample_pairs(sources, targets, TIMED_PAIRS, PAIR_PROPS, given) == by_prop

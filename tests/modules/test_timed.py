@@ -126,12 +126,13 @@ def test_a_relationship_time_of_the_wrong_type_names_the_relationship():
         EmbeddedSource(g).sample_typed([0], {STEP: [1]}, None, OPTS)
 
 
-def test_sample_pairs_refuses_a_step_with_a_time(ledger):
+def test_sample_pairs_takes_a_step_with_a_time_with_the_pairs_times_only(ledger):
     _, source = ledger
     with pytest.raises(
         GraphDataError,
-        match=r"num_neighbors: \(:Acct\)-\[:PAYS \{time: ts\}\]->\(:Acct\): a step with a time is "
-        r"sampled by tf_features\.sample_typed only",
+        match=r"^options\.pair_time: expected the pairs' times \(\(:Acct\)-\[:PAYS \{time: ts\}\]->"
+        r"\(:Acct\) has a time\): options\.pair_time \(a relationship property\) or "
+        r"options\.pair_times \(one per pair\), got neither$",
     ):
         source.sample_pairs(
             [0], [1], {STEP: [1]}, None, {"source_label": "Acct", "id_property": "id"}

@@ -207,3 +207,52 @@ def test_without_an_id_property_the_endpoints_are_named_by_internal_id():
     )
     with pytest.raises(GraphDataError, match=message):
         source.sample_typed([hub], {WEIGHTED: [1]}, None, {"label": "Hub", "seed": 1})
+
+
+REPLACE = "(:Hub)-[:PAYS {weight: amount, replace: true}]->(:Leaf)"
+
+
+def test_replace_is_a_step_option_of_weighted_steps_and_round_trips():
+    step = EdgeStep.parse("(:A)-[:T {weight: w, replace: true}]->(:B)")
+    assert (step.weight, step.replace) == ("w", True)
+    assert str(step) == "(:A)-[:T {weight: w, replace: true}]->(:B)"
+    assert EdgeStep.parse("(:A)-[:T{weight:w,replace:false}]->(:B)") == EdgeStep.parse(
+        "(:A)-[:T {weight: w}]->(:B)"
+    )
+    spec = TypedSamplingSpec.from_num_neighbors(
+        "A", {str(step): [2], "(:A)-[:T {weight: w}]->(:B)": [1]}
+    )
+    assert len(spec.steps) == 2  # with and without replacement are different steps
+    with pytest.raises(ValueError, match=r"replace: expected on a step with a weight only"):
+        EdgeStep.parse("(:A)-[:T {time: ts, replace: true}]->(:B)")
+    with pytest.raises(ValueError, match=r"edge step: expected a pattern like"):
+        EdgeStep.parse("(:A)-[:T {replace: true}]->(:B)")
+
+
+def test_draws_with_replacement_are_proportional_to_the_weights_chi_square(hubs):
+    """Six independent draws per hub (12,000 in all) over the four leaves of positive weight:
+    the counts fit the weights (Pearson's chi-square, 3 degrees of freedom, below its 0.999
+    quantile 16.27), every slot is filled, and a leaf repeats within a row."""
+    _, source = hubs
+    ids, mask = leaf_ids(source, 6, step=REPLACE)
+    assert all(m == [True] * 6 for m in mask)  # four neighbours, six slots: no padding
+    assert any(len(set(row)) < len(row) for row in ids)
+    counts = collections.Counter(leaf for row in ids for leaf in row)
+    assert set(counts) == set(TOTALS)  # leaf 3 (weight 0) is never drawn
+    draws, total = 6 * HUBS, sum(TOTALS.values())
+    chi2 = sum(
+        (counts[leaf] - draws * w / total) ** 2 / (draws * w / total) for leaf, w in TOTALS.items()
+    )
+    assert chi2 < 16.27, (chi2, counts)
+    # and without replacement the same counts are far from proportional (distinct leaves per row)
+    ids, _ = leaf_ids(source, 4)
+    assert all(sorted(row) == sorted(TOTALS) for row in ids)
+
+
+def test_draws_with_replacement_are_keyed(hubs):
+    _, source = hubs
+    assert leaf_ids(source, 3, step=REPLACE) == leaf_ids(source, 3, step=REPLACE)
+    assert leaf_ids(source, 3, step=REPLACE) != leaf_ids(
+        source, 3, {**OPTS, "seed": 12}, step=REPLACE
+    )
+    assert leaf_ids(source, 3, step=REPLACE) != leaf_ids(source, 3)
