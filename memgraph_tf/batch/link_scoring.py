@@ -144,7 +144,9 @@ class ModelLinkBackend(LinkBackend):
     sampling seed (default :data:`memgraph_tf.batch.DEFAULT_SEED`).
 
     A model with feature specs (its ``label_encoders``) samples those labels' raw property
-    columns (``options.feature_spec`` set to the model's specs, as its link bundle does), so its
+    columns (``options.feature_spec`` set to the model's specs, as its link bundle does), and one
+    with edge features (its ``edge_encoders``) its steps' relationship properties
+    (``options.edge_feature_spec``, each role's ``sample_typed`` call its own steps), so its
     scores are the served ones; such a label takes no ``properties``, and a model whose every
     featured label has a spec needs none."""
 
@@ -158,12 +160,12 @@ class ModelLinkBackend(LinkBackend):
         options: Mapping[str, Any] | None = None,
         seed: int | None = None,
     ) -> None:
-        from memgraph_tf.client.feature_encoding import with_spec_option
+        from memgraph_tf.client.feature_encoding import edge_spec_option, with_spec_option
         from memgraph_tf.serving.bundle import DEFAULT_SEED
 
         encoders = model.label_encoders
         props = properties if properties is not None else model.properties
-        if props is None or (not props and not encoders):
+        if props is None or (not props and not encoders and not model.edge_encoders):
             raise ConfigurationError(
                 "properties: expected the feature names per label (the model carries none: "
                 "pass properties=)"
@@ -179,6 +181,8 @@ class ModelLinkBackend(LinkBackend):
             if key in opts:
                 raise ConfigurationError(f"options.{key}: expected none (set by the backend)")
         opts = with_spec_option(opts, encoders)
+        if model.edge_encoders:  # the relationship properties the encoders read, as its bundle
+            opts["edge_feature_spec"] = edge_spec_option(model.edge_encoders)
         self.model = model.ensure_built()
         self.name, self.version = name, version
         self.source_label, self.target_label = model.source_label, model.target_label
@@ -201,6 +205,11 @@ class ModelLinkBackend(LinkBackend):
         own = {lb: s for lb, s in opts.pop("feature_spec", {}).items() if lb in labels}
         if own:  # the role's labels' specs (another label has no slots in this half)
             opts["feature_spec"] = own
+        from memgraph_tf.client.link_prediction import role_edge_spec
+
+        edge_spec = role_edge_spec(opts.pop("edge_feature_spec", None), spec)
+        if edge_spec:  # the role's steps' specs (sample_typed rejects another step)
+            opts["edge_feature_spec"] = edge_spec
         return spec.num_neighbors(), props, opts
 
     def embed(self, role: str, data: bytes) -> np.ndarray:

@@ -76,7 +76,12 @@ from memgraph_tf.client.typed_graphsage import (
     typed_spec,
 )
 from memgraph_tf.errors import ConfigurationError
-from memgraph_tf.typed_sampling import TypedSamplingSpec, typed_features_name, typed_mask_name
+from memgraph_tf.typed_sampling import (
+    EdgeStep,
+    TypedSamplingSpec,
+    typed_features_name,
+    typed_mask_name,
+)
 
 __all__ = [
     "PAIR_TIME_COLUMN",
@@ -94,6 +99,7 @@ __all__ = [
     "predict_links",
     "ranks",
     "roc_auc",
+    "role_edge_spec",
     "train_link_predictor",
 ]
 
@@ -121,6 +127,44 @@ def _role_specs(
     if set(num_neighbors) == {"source", "target"}:
         return dict(num_neighbors["source"]), dict(num_neighbors["target"])
     return dict(num_neighbors), dict(num_neighbors)
+
+
+def role_edge_spec(
+    edge_feature_spec: Mapping[Any, Any] | None, spec: TypedSamplingSpec
+) -> dict[str, Any]:
+    """The entries of ``edge_feature_spec`` (edge pattern -> spec of the step's relationship
+    properties, as ``options.edge_feature_spec`` of ``tf_features.sample_pairs`` takes it for
+    both halves) whose step is one of ``spec``'s, keyed ``str(step)``: what one endpoint's encoder
+    and its ``sample_typed`` call take (that procedure rejects a pattern outside its spec). A
+    pattern that does not parse is kept (the encoder's check names it)."""
+    out: dict[str, Any] = {}
+    for pattern, raw in (edge_feature_spec or {}).items():
+        try:
+            step = pattern if isinstance(pattern, EdgeStep) else EdgeStep.parse(pattern)
+        except ValueError:
+            out[str(pattern)] = raw
+            continue
+        if step in spec.steps:
+            out[str(step)] = raw
+    return out
+
+
+def _check_edge_patterns(
+    edge_feature_spec: Mapping[Any, Any] | None, specs: Sequence[TypedSamplingSpec]
+) -> None:
+    """:class:`ConfigurationError` naming a pattern of ``edge_feature_spec`` that is a step of
+    neither endpoint's spec."""
+    steps = list(dict.fromkeys(s for spec in specs for s in spec.steps))
+    for pattern in edge_feature_spec or {}:
+        try:
+            step = pattern if isinstance(pattern, EdgeStep) else EdgeStep.parse(pattern)
+        except ValueError as exc:
+            raise ConfigurationError(f"edge_feature_spec: {exc}") from None
+        if step not in steps:
+            raise ConfigurationError(
+                f"edge_feature_spec[{str(pattern)!r}]: expected one of the steps of either "
+                f"endpoint ({', '.join(map(str, steps))}), got {step}"
+            )
 
 
 @keras.saving.register_keras_serializable(package="memgraph_tf")
@@ -161,6 +205,9 @@ class LinkPredictor(keras.Model):
     :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` of its labels (raw sections; a
     label with both a spec and a node embedding reads its encoded properties, then its learned
     vector).
+    ``edge_feature_spec``: edge pattern -> the ``LabelSpec`` of the step's relationship
+    properties (each a step of one endpoint's spec, or both): each encoder gets its steps'
+    entries (:func:`role_edge_spec`) and reads their ``edge_*_h{h}_s{i}`` sections.
 
     Guarantees: ``model(inputs)`` returns logits ``[B]`` from a dict holding every
     :meth:`input_names` ``features`` input (masks optional: absent = all filled; extra keys such as
@@ -189,6 +236,7 @@ class LinkPredictor(keras.Model):
         feature_spec: Mapping[str, Any] | None = None,
         embedding_dim: int = 8,
         required_widths: Mapping[str, Mapping[str, int]] | None = None,
+        edge_feature_spec: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -235,6 +283,7 @@ class LinkPredictor(keras.Model):
                 embedding_dim=embedding_dim,
                 required_widths={lb: w for lb, w in (required_widths or {}).items() if lb in own},
                 appended_dims=learned,
+                edge_feature_spec=role_edge_spec(edge_feature_spec, spec),
                 name=name,
             )
 
@@ -243,6 +292,9 @@ class LinkPredictor(keras.Model):
             self.target_encoder = self.source_encoder
         else:
             self.target_encoder = encoder(self.target_label, dst_nn, "target_encoder")
+        _check_edge_patterns(
+            edge_feature_spec, [self.source_encoder.spec, self.target_encoder.spec]
+        )
         labels = set(self.source_encoder.spec.labels()) | set(self.target_encoder.spec.labels())
         outside = sorted(set(specs) - labels)
         if outside:
@@ -294,6 +346,12 @@ class LinkPredictor(keras.Model):
         return {**self.target_encoder.label_encoders, **self.source_encoder.label_encoders}
 
     @property
+    def edge_encoders(self) -> dict[str, Any]:
+        """edge pattern -> :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` of the
+        step's relationship properties over both encoders (the source's where both have it)."""
+        return {**self.target_encoder.edge_encoders, **self.source_encoder.edge_encoders}
+
+    @property
     def source_spec(self) -> TypedSamplingSpec:
         return self.source_encoder.spec
 
@@ -318,6 +376,11 @@ class LinkPredictor(keras.Model):
             "feature_dtype": self.feature_dtype,
             "node_embeddings": {lb: dict(c) for lb, c in self.embedding_config.items()} or None,
             **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
+            **(
+                {"edge_feature_spec": feature_encoding.edge_spec_option(self.edge_encoders)}
+                if self.edge_encoders
+                else {}
+            ),
         }
 
     @classmethod
@@ -351,6 +414,8 @@ class LinkPredictor(keras.Model):
                         out[prefix + name] = (batch_size, slots, self.feature_dims[label])
                     if label in self.node_embeddings:
                         out[prefix + layout.typed_ids_name(h, label)] = (batch_size, slots)
+            edge_names = [n for n in enc.table_input_names(masks=False) if n.startswith("edge_")]
+            out.update({prefix + n: shapes.get(n, (None,)) for n in edge_names})
             if masks:
                 out.update({prefix + k: v for k, v in shapes.items() if k.startswith("mask_")})
         return out
@@ -638,6 +703,9 @@ def pair_sample_dataset(
     opts["dtype"] = dtype
     encoders = model.label_encoders
     opts = feature_encoding.with_spec_option(opts, encoders)
+    edges = feature_encoding.edge_raw_widths(model.edge_encoders)
+    if edges:  # the relationship properties of these steps, beside their slots (both halves)
+        opts["edge_feature_spec"] = feature_encoding.edge_spec_option(model.edge_encoders)
     caches = dict(feature_caches or {})
     props = {lb: list(n) for lb, n in properties.items() if lb not in caches and lb not in encoders}
     blob_widths = {lb: model.feature_dims[lb] for lb in props if model.feature_dims.get(lb)}
@@ -649,6 +717,7 @@ def pair_sample_dataset(
         dtype,
         batch=None,
         raw=feature_encoding.raw_widths(encoders) or None,
+        edges=edges or None,
     )
     names = [s.name for s in sections]
     dtypes = [s.dtype for s in sections]
@@ -659,9 +728,9 @@ def pair_sample_dataset(
         for prefix in (layout.PAIR_SOURCE_PREFIX, layout.PAIR_TARGET_PREFIX)
     }
     # distinct rows need every label with features cached (else the per-slot path)
-    distinct = bool(rows and caches and not model.node_embeddings and not encoders) and all(
-        caches.get(lb) is not None for lb, width in model.feature_dims.items() if width
-    )
+    distinct = bool(
+        rows and caches and not model.node_embeddings and not encoders and not edges
+    ) and all(caches.get(lb) is not None for lb, width in model.feature_dims.items() if width)
 
     def call(batch: np.ndarray, call_opts: dict[str, Any]) -> str:
         if batch.shape[1] > PAIR_TIME_COLUMN:  # each pair's time, given with it
@@ -756,9 +825,10 @@ def _keep_pair_edges(
     ):
         seeds = sections[prefix + layout.typed_ids_name(0, label)][:, 0].tolist()
         own = {lb: list(n) for lb, n in props.items() if lb in spec.labels()}
-        typed = blob.unpack(
-            source.sample_typed(seeds, spec.num_neighbors(), own, {**typed_opts, "label": label})
-        )
+        role_opts = {**typed_opts, "label": label}
+        if "edge_feature_spec" in role_opts:  # (sample_typed takes this role's steps only)
+            role_opts["edge_feature_spec"] = role_edge_spec(role_opts["edge_feature_spec"], spec)
+        typed = blob.unpack(source.sample_typed(seeds, spec.num_neighbors(), own, role_opts))
         for name in typed_names[prefix]:
             out[name] = typed[name[len(prefix) :]]
     out[layout.PAIR_LABELS] = sections[layout.PAIR_LABELS]
@@ -990,6 +1060,7 @@ def _link_model(
     options: Mapping[str, Any],
     seed: int | None,
     feature_spec: Mapping[str, Any] | None = None,
+    edge_feature_spec: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> LinkPredictor:
     """:func:`train_link_predictor`'s model, built (after :func:`seed_run` of ``seed``), with its
@@ -1021,6 +1092,7 @@ def _link_model(
         feature_dtype=dtype,
         feature_spec=encoded,
         required_widths=feature_encoding.required_widths_of(schema, encoded),
+        edge_feature_spec=edge_feature_spec,
         **settings,
     )
     model.properties = props
@@ -1113,6 +1185,7 @@ def train_link_predictor(
     feature_spec: Mapping[str, Any] | None = None,
     embedding_dim: int = 8,
     structural_default: bool = True,
+    edge_feature_spec: Mapping[str, Any] | None = None,
 ) -> LinkTrainResult:
     """Trains a :class:`LinkPredictor` on ``train_pairs`` (``[n, 2]`` source and target keys:
     ``options["id_property"]`` values, else internal ids -- the positive relationships of the
@@ -1148,6 +1221,11 @@ def train_link_predictor(
     columns per categorical property), as in ``train_typed_graphsage``; such a label takes no
     ``properties`` and no cache (its batches take the per-slot path); a spec of ``required``
     properties alone is those ``properties``.
+    ``edge_feature_spec`` (edge pattern -> the ``LabelSpec`` of the step's relationship
+    properties, for the steps of either endpoint) samples them beside each slot
+    (``options.edge_feature_spec`` of ``sample_pairs``, both halves) and gives each endpoint's
+    encoder its steps' edge encoders (:class:`TypedGraphSAGE` ``edge_feature_spec``: the encoded
+    properties join each neighbour's message); such batches take the per-slot path.
 
     ``node_embedding_dim`` > 0: learned per-node embeddings (transductive) of that width for the
     pairs' labels (:class:`LinkPredictor` ``node_embeddings``), appended to their features (a
@@ -1193,6 +1271,7 @@ def train_link_predictor(
         opts,
         seed,
         feature_spec,
+        edge_feature_spec,
         hidden_units=hidden_units,
         dropout=dropout,
         l2=l2,

@@ -506,6 +506,17 @@ class SamplingSpec:
             if k in layout.SAMPLE_TYPED_OPTIONS
         }
         options["label"] = label
+        if options.get("edge_feature_spec"):  # (sample_typed takes this role's steps only)
+            from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
+
+            steps = TypedSamplingSpec.from_num_neighbors(label, nn).steps
+            own = {
+                p: s
+                for p, s in options.pop("edge_feature_spec").items()
+                if EdgeStep.parse(p) in steps
+            }
+            if own:
+                options["edge_feature_spec"] = own
         return nn, props, options
 
     def role_sampling(self, role: str) -> SamplingSpec:

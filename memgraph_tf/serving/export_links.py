@@ -115,6 +115,10 @@ def link_settings(
     encoders = encoders_of(model)
     if encoders:  # the raw property columns of these labels: the bundle's sample_pairs calls
         options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
+    edge_encoders = edge_encoders_of(model)
+    _check_edge_step_order(model, edge_encoders)
+    if edge_encoders:  # the relationship properties of these steps, beside their slots
+        options["edge_feature_spec"] = {p: e.spec.to_dict() for p, e in edge_encoders.items()}
     if exclude_splits is not None:
         splits = list(exclude_splits)
         if options.get("exclude_splits") not in (None, splits):
@@ -124,7 +128,7 @@ def link_settings(
             )
         options["exclude_splits"] = splits
     props = properties if properties is not None else model.properties
-    if props is None or (not props and not encoders):
+    if props is None or (not props and not encoders and not edge_encoders):
         raise BundleError(
             "properties: not given and the model has none (train_link_predictor sets them); "
             "pass properties={label: [names]}",
@@ -164,6 +168,39 @@ def encoders_of(model: Any) -> dict[str, Any]:
     return dict(getattr(model, "label_encoders", None) or {})
 
 
+def _check_edge_step_order(model: Any, edge_encoders: Mapping[str, Any]) -> None:
+    """:class:`BundleError` (key ``model``) for a model with edge features whose role lists its
+    steps in another order than the bundle config keeps them (its JSON sorts the patterns, and
+    the edge sections ``edge_*_h{h}_s{i}`` are named by the step's index ``i``)."""
+    if not edge_encoders:
+        return
+    for role, spec in (("source", model.source_spec), ("target", model.target_spec)):
+        patterns = list(spec.num_neighbors())
+        if patterns != sorted(patterns):
+            raise BundleError(
+                f"model: the {role} neighbourhood's steps {patterns} are not in sorted order; a "
+                "link bundle keeps num_neighbors sorted by pattern and names the edge feature "
+                "sections by step index: train the model with num_neighbors in sorted order",
+                key="model",
+            )
+
+
+def edge_encoders_of(model: Any) -> dict[str, Any]:
+    """The model's edge pattern -> ``LabelEncoder`` (none for a model without edge features)."""
+    return dict(getattr(model, "edge_encoders", None) or {})
+
+
+def _edge_widths(model: Any, spec: Any = None) -> dict[Any, Any]:
+    """Per step with an edge encoder (of ``spec`` alone, when given) its raw widths."""
+    from memgraph_tf.typed_sampling import EdgeStep
+
+    out = {
+        EdgeStep.parse(p): layout.RawWidths(**enc.group_widths)
+        for p, enc in edge_encoders_of(model).items()
+    }
+    return {s: w for s, w in out.items() if spec is None or s in spec.steps}
+
+
 def _raw_and_widths(model: Any) -> tuple[dict[str, Any], dict[str, int]]:
     """Per encoded label its raw widths; per other label its feature width."""
     encoders = encoders_of(model)
@@ -187,6 +224,7 @@ def pair_sections(model: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
             model.feature_dtype,
             batch=1,
             raw=raw or None,
+            edges=_edge_widths(model) or None,
         )
         if s.name in wanted
     }
@@ -208,7 +246,12 @@ def role_sections(model: Any, role: str) -> dict[str, tuple[str, tuple[int, ...]
     return {
         s.name: (s.dtype, tuple(s.shape))
         for s in layout.typed_sample_sections(
-            spec, widths, model.feature_dtype, batch=1, raw=raw or None
+            spec,
+            widths,
+            model.feature_dtype,
+            batch=1,
+            raw=raw or None,
+            edges=_edge_widths(model, spec) or None,
         )
         if s.name in wanted
     }
@@ -384,6 +427,7 @@ _LinkModule = lazy_class(_make_module_class)
 __all__ = [
     "DECODERS",
     "LINK_OPTIONS",
+    "edge_encoders_of",
     "encoders_of",
     "export_link_bundle",
     "link_settings",

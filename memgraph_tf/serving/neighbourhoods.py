@@ -39,7 +39,7 @@ import logging
 import numbers
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.errors import (
@@ -213,8 +213,9 @@ class NeighbourhoodFetcher:
             )
         num_neighbors, properties, options = sampling.pair_arguments()
         # DensePairBlobs expands feature tables, not raw ones: a bundle with feature specs
-        # (options.feature_spec) samples the dense layout and cuts its blob per pair
-        options["layout"] = "dense" if options.get("feature_spec") else "compact"
+        # (options.feature_spec) or edge features (options.edge_feature_spec, written in the
+        # dense layout only) samples the dense layout and cuts its blob per pair
+        options["layout"] = "dense" if samples_dense_pairs(options) else "compact"
         rename = position_renamer(
             {
                 "sources": list(source_names or (f"sources[{i}]" for i in range(len(src)))),
@@ -294,16 +295,24 @@ def split_typed_blob(
         raise GraphSourceError(str(exc)) from None
 
 
+def samples_dense_pairs(options: Mapping[str, Any]) -> bool:
+    """Whether a link bundle with these sampling ``options`` fetches its pairs in the dense
+    layout: with raw property columns (``feature_spec``) or relationship properties
+    (``edge_feature_spec``, written in the dense layout only); else the compact one."""
+    return bool(options.get("feature_spec") or options.get("edge_feature_spec"))
+
+
 def dense_pair_blobs(raw: bytes, count: int, sampling: SamplingSpec) -> Any:
     """A compact ``sample_pairs`` blob of ``count`` pairs sampled with a link bundle's
     ``sampling``, as a :class:`~memgraph_tf.ops.sample_decoding.DensePairBlobs` (the dense one-pair
     blobs, built on demand); a blob that does not fit raises :class:`GraphSourceError` naming the
-    section. A bundle with feature specs samples in the dense layout: its blob is cut into the
-    one-pair blobs at once (:class:`PairBlobList`)."""
+    section. A bundle with feature specs or edge features samples in the dense layout
+    (:func:`samples_dense_pairs`): its blob is cut into the one-pair blobs at once
+    (:class:`PairBlobList`)."""
     from memgraph_tf.ops import sample_decoding
     from memgraph_tf.typed_sampling import TypedSamplingSpec
 
-    if sampling.options.get("feature_spec"):
+    if samples_dense_pairs(sampling.options):
         return PairBlobList(split_typed_blob(raw, count))
     link = sampling.link
     specs = [

@@ -109,3 +109,27 @@ def test_batch_inference_writes_the_in_process_classes(exported):
         probs=in_process(IDS),
         class_names=result.model.class_names,
     )
+
+
+def test_a_model_whose_steps_the_config_would_reorder_is_refused(tmp_path):
+    """The bundle config keeps num_neighbors sorted by pattern (its JSON) and the edge sections
+    are named by step index: a model listing its steps otherwise would read another step's
+    sections, so the export refuses it."""
+    from memgraph_tf.client.typed_graphsage import TypedGraphSAGE
+    from memgraph_tf.errors import BundleError
+    from memgraph_tf.serving.export import export_bundle
+
+    back = "(:Account)<-[:TRANSFER]-(:Account)"
+    assert back > TRANSFER_STEP  # so {back, TRANSFER_STEP} is out of sorted order
+    model = TypedGraphSAGE(
+        "Account",
+        {back: [2], TRANSFER_STEP: [2]},
+        {"Account": 2},
+        2,
+        hidden_units=4,
+        class_names=["honest", "fraud"],
+        edge_feature_spec={TRANSFER_STEP: transfer_spec()},
+    ).ensure_built()
+    model.properties = {"Account": ["features"]}
+    with pytest.raises(BundleError, match=r"model: the steps .* are not in sorted order"):
+        export_bundle(model, tmp_path, "accounts", 1, use_op=True, sample_options=OPTIONS)
