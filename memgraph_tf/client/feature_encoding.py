@@ -342,6 +342,23 @@ def _section_names(encoder: LabelEncoder, name_of: Callable[[str], str]) -> list
     return names
 
 
+def edge_step(pattern: Any, steps: Sequence[EdgeStep], whose: str = "") -> EdgeStep:
+    """The step of ``steps`` that ``pattern`` (an edge pattern or
+    :class:`~memgraph_tf.typed_sampling.EdgeStep`, a key of an ``edge_feature_spec``) names.
+    :class:`ConfigurationError` naming the pattern for a malformed one or one not among
+    ``steps`` (``whose``: what the message adds to "the steps", e.g. ``" of either endpoint"``)."""
+    try:
+        step = pattern if isinstance(pattern, EdgeStep) else EdgeStep.parse(pattern)
+    except ValueError as exc:
+        raise ConfigurationError(f"edge_feature_spec: {exc}") from None
+    if step not in steps:
+        raise ConfigurationError(
+            f"edge_feature_spec[{str(pattern)!r}]: expected one of the steps{whose} "
+            f"({', '.join(map(str, steps))}), got {step}"
+        )
+    return step
+
+
 def edge_encoders(
     edge_feature_spec: Mapping[Any, Any] | None, spec: TypedSamplingSpec, embedding_dim: int = 8
 ) -> dict[str, LabelEncoder]:
@@ -355,15 +372,7 @@ def edge_encoders(
     out: dict[str, LabelEncoder] = {}
     steps = list(spec.steps)
     for pattern, raw in (edge_feature_spec or {}).items():
-        try:
-            step = pattern if isinstance(pattern, EdgeStep) else EdgeStep.parse(pattern)
-        except ValueError as exc:
-            raise ConfigurationError(f"edge_feature_spec: {exc}") from None
-        if step not in steps:
-            raise ConfigurationError(
-                f"edge_feature_spec[{str(pattern)!r}]: expected one of the steps "
-                f"({', '.join(map(str, steps))}), got {step}"
-            )
+        step = edge_step(pattern, steps)
         label_spec = _as_spec(raw)
         if label_spec.label != step.rel_type:
             raise ConfigurationError(
@@ -445,15 +454,23 @@ def label_encoders(
     return out
 
 
-def encoders_config(encoders: Mapping[str, LabelEncoder], embedding_dim: int) -> dict[str, Any]:
+def encoders_config(
+    encoders: Mapping[str, LabelEncoder],
+    embedding_dim: int,
+    edge_encoders: Mapping[str, LabelEncoder] | None = None,
+) -> dict[str, Any]:
     """The model-config entries :func:`label_encoders` rebuilds ``encoders`` from (plain JSON):
-    ``feature_spec``, ``embedding_dim``, ``required_widths``."""
-    return {
+    ``feature_spec``, ``embedding_dim``, ``required_widths``; with ``edge_encoders``
+    (:func:`edge_encoders`) also ``edge_feature_spec`` (:func:`edge_spec_option`)."""
+    config = {
         "feature_spec": {label: enc.spec.to_dict() for label, enc in encoders.items()} or None,
         "embedding_dim": embedding_dim,
         "required_widths": {label: dict(enc.required_widths) for label, enc in encoders.items()}
         or None,
     }
+    if edge_encoders:
+        config["edge_feature_spec"] = edge_spec_option(edge_encoders)
+    return config
 
 
 def as_label_specs(feature_spec: Mapping[str, Any] | None) -> dict[str, LabelSpec]:

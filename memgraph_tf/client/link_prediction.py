@@ -156,15 +156,7 @@ def _check_edge_patterns(
     neither endpoint's spec."""
     steps = list(dict.fromkeys(s for spec in specs for s in spec.steps))
     for pattern in edge_feature_spec or {}:
-        try:
-            step = pattern if isinstance(pattern, EdgeStep) else EdgeStep.parse(pattern)
-        except ValueError as exc:
-            raise ConfigurationError(f"edge_feature_spec: {exc}") from None
-        if step not in steps:
-            raise ConfigurationError(
-                f"edge_feature_spec[{str(pattern)!r}]: expected one of the steps of either "
-                f"endpoint ({', '.join(map(str, steps))}), got {step}"
-            )
+        feature_encoding.edge_step(pattern, steps, " of either endpoint")
 
 
 @keras.saving.register_keras_serializable(package="memgraph_tf")
@@ -375,11 +367,8 @@ class LinkPredictor(keras.Model):
             "mlp_units": list(self.mlp_units),
             "feature_dtype": self.feature_dtype,
             "node_embeddings": {lb: dict(c) for lb, c in self.embedding_config.items()} or None,
-            **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
-            **(
-                {"edge_feature_spec": feature_encoding.edge_spec_option(self.edge_encoders)}
-                if self.edge_encoders
-                else {}
+            **feature_encoding.encoders_config(
+                self.label_encoders, self.embedding_dim, self.edge_encoders
             ),
         }
 

@@ -277,11 +277,8 @@ class TypedGraphSAGE(keras.Model):
             "normalize_hidden": self.normalize_hidden,
             "class_names": self.class_names,
             "feature_dtype": self.feature_dtype,
-            **feature_encoding.encoders_config(self.label_encoders, self.embedding_dim),
-            **(
-                {"edge_feature_spec": feature_encoding.edge_spec_option(self.edge_encoders)}
-                if self.edge_encoders
-                else {}
+            **feature_encoding.encoders_config(
+                self.label_encoders, self.embedding_dim, self.edge_encoders
             ),
             **({"appended_dims": dict(self.appended_dims)} if self.appended_dims else {}),
         }

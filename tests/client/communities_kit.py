@@ -3,6 +3,8 @@ featureless-label tests. Imported by name: ``from tests.client.communities_kit i
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 PATTERN = "(:Item)-[:LINK]-(:Item)"
@@ -32,3 +34,24 @@ def cross_group_pairs(
         if groups[a] != groups[b]:
             pairs.append((BASE + a, BASE + b))
     return pairs
+
+
+def split_pairs(source: Any, pos: np.ndarray, neg: np.ndarray) -> tuple:
+    """``(source, training pairs, validation pairs, validation labels)``: the first 80% of the
+    positive pairs train; the rest and as many negatives validate."""
+    cut = int(0.8 * len(pos))
+    val = np.concatenate([pos[cut:], neg[cut:]])
+    val_y = np.r_[np.ones(len(pos) - cut), np.zeros(len(pos) - cut)]
+    return source, pos[:cut], val, val_y
+
+
+def train_items(graph: tuple, properties: Any, num_neighbors: Any = None, **kwargs: Any) -> Any:
+    """``train_link_predictor`` on the ``:Item`` pairs of ``graph`` (as :func:`split_pairs`
+    gives it) with :data:`OPTIONS`, ``num_neighbors`` (default :data:`NN`) and ``kwargs``."""
+    from memgraph_tf.client.link_prediction import train_link_predictor
+
+    source, train, val, val_y = graph
+    nn = NN if num_neighbors is None else num_neighbors
+    return train_link_predictor(
+        source, "Item", nn, properties, train, val, val_y, options=OPTIONS, **kwargs
+    )

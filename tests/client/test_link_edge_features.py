@@ -18,12 +18,12 @@ from memgraph_tf.client.link_prediction import (
     evaluate_links,
     predict_links,
     role_edge_spec,
-    train_link_predictor,
 )
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.typed_sampling import TypedSamplingSpec
+from tests.client.communities_kit import split_pairs, train_items
 from tests.graphs import short_run
 
 TAGGED = "(:Item)-[:TAGGED]->(:Hub)"
@@ -71,24 +71,14 @@ def graph_source():
 
 @pytest.fixture(scope="module")
 def graph():
-    source, pos, neg = graph_source()
-    cut = int(0.8 * len(pos))
-    val = np.concatenate([pos[cut:], neg[cut:]])
-    val_y = np.r_[np.ones(len(pos) - cut), np.zeros(len(pos) - cut)]
-    return source, pos[:cut], val, val_y
+    return split_pairs(*graph_source())
 
 
 def train(graph, **kwargs):
-    source, train_pairs, val, val_y = graph
-    return train_link_predictor(
-        source,
-        "Item",
-        NN,
+    return train_items(
+        graph,
         {},
-        train_pairs,
-        val,
-        val_y,
-        options=OPTIONS,
+        NN,
         exclude_splits=None,
         embedding_dim=4,
         structural_default=False,  # (FastRP over the LINK relationships would carry the groups)

@@ -32,6 +32,8 @@ from tests.client.communities_kit import (
     N,
     cross_group_pairs,
     group_edges,
+    split_pairs,
+    train_items,
 )
 from tests.graphs import short_run
 
@@ -73,26 +75,15 @@ def graph_source():
 
 @pytest.fixture(scope="module")
 def graph():
-    source, pos, neg = graph_source()
-    cut = int(0.8 * len(pos))
-    val = np.concatenate([pos[cut:], neg[cut:]])
-    val_y = np.r_[np.ones(len(pos) - cut), np.zeros(len(pos) - cut)]
-    return source, pos[:cut], val, val_y
+    return split_pairs(*graph_source())
 
 
 def train_with_spec(graph, **overrides):
     """A short run of 30 steps with :data:`SPEC` on the split ``graph``; ``overrides`` go to
     :func:`tests.graphs.short_run`."""
-    source, train, val, val_y = graph
-    return train_link_predictor(
-        source,
-        "Item",
-        NN,
+    return train_items(
+        graph,
         [],
-        train,
-        val,
-        val_y,
-        options=OPTIONS,
         exclude_splits=None,
         feature_spec=SPEC,
         embedding_dim=4,

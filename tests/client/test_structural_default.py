@@ -31,6 +31,7 @@ from tests.client.communities_kit import (
     N,
     cross_group_pairs,
     group_edges,
+    train_items,
 )
 from tests.graphs import short_run
 
@@ -154,16 +155,9 @@ def test_an_opt_out_writes_nothing_and_keeps_learned_vectors(opt_out):
     """Off, the label's nodes share one learned vector; with learned per-node embeddings those
     take the default's place. Either way nothing is written and no encoder is built."""
     g, train, val, val_y = communities()
-    source = EmbeddedSource(g)
-    result = train_link_predictor(
-        source,
-        "Item",
-        NN,
+    result = train_items(
+        (EmbeddedSource(g), train, val, val_y),
         [],
-        train,
-        val,
-        val_y,
-        options=OPTIONS,
         **opt_out,
         **short_run(steps=2, eval_every=2),
     )

@@ -108,3 +108,26 @@ def assert_batch_writes_classes(
         node = by_key[key]
         assert graph.get_property(node, cls) == class_names[int(row.argmax())]
         np.testing.assert_allclose(graph.get_property(node, score), row.max(), rtol=1e-5)
+
+
+def scores_by_embeddings(loaded: Any, sampling: Any, source: Any, pairs: np.ndarray) -> np.ndarray:
+    """A loaded link bundle's scores of ``pairs`` (``[n, 2]`` ids) the two-tower way: each
+    role's ``sample_typed`` blobs (``sampling.role_arguments``) through its ``embed_source`` /
+    ``embed_target`` signature, then ``score_embeddings`` on the two embeddings."""
+    import tensorflow as tf
+
+    from memgraph_tf.serving import bundle
+    from memgraph_tf.serving.neighbourhoods import split_typed_blob
+
+    z = {}
+    for role, column, sig in (
+        ("source", 0, bundle.EMBED_SOURCE_SIGNATURE),
+        ("target", 1, bundle.EMBED_TARGET_SIGNATURE),
+    ):
+        nn, props, opts = sampling.role_arguments(role)
+        ids = pairs[:, column].tolist()
+        role_blobs = split_typed_blob(source.sample_typed(ids, nn, props, opts), len(ids))
+        z[role] = loaded.signatures[sig](blobs=tf.constant(role_blobs))[bundle.EMBEDDINGS_OUTPUT]
+    return loaded.signatures[bundle.SCORE_EMBEDDINGS_SIGNATURE](
+        z_source=z["source"], z_target=z["target"]
+    )[bundle.REGRESS_OUTPUT].numpy()

@@ -16,8 +16,8 @@ import tensorflow as tf
 
 from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.serving import bundle
-from memgraph_tf.serving.neighbourhoods import split_typed_blob
 from tests.client.test_link_edge_features import EDGE_SPEC, OPTIONS, TAGGED, graph_source
+from tests.serving.bundle_kit import scores_by_embeddings
 
 LINK = "(:Item)-[:LINK]-(:Item)"
 NN = {"source": {TAGGED: [3]}, "target": {LINK: [2], TAGGED: [2]}}  # (patterns sorted)
@@ -107,18 +107,7 @@ def test_the_role_signatures_read_each_roles_own_steps(link_kit):
     _, _, target_opts = sampling.role_arguments("target")
     assert target_opts["edge_feature_spec"] == SPEC_DICT  # (the target walks TAGGED too)
     loaded = tf.saved_model.load(str(info.path))
-    z = {}
-    for role, column, sig in (
-        ("source", 0, bundle.EMBED_SOURCE_SIGNATURE),
-        ("target", 1, bundle.EMBED_TARGET_SIGNATURE),
-    ):
-        nn, props, opts = sampling.role_arguments(role)
-        ids = pairs[:, column].tolist()
-        role_blobs = split_typed_blob(source.sample_typed(ids, nn, props, opts), len(ids))
-        z[role] = loaded.signatures[sig](blobs=tf.constant(role_blobs))[bundle.EMBEDDINGS_OUTPUT]
-    by_z = loaded.signatures[bundle.SCORE_EMBEDDINGS_SIGNATURE](
-        z_source=z["source"], z_target=z["target"]
-    )[bundle.REGRESS_OUTPUT].numpy()
+    by_z = scores_by_embeddings(loaded, sampling, source, pairs)
     # the non-edges: no own relationship to remove, so the nodes' own blobs are the pair's halves
     np.testing.assert_allclose(
         by_z[3:], _in_process(source, model, pairs)[3:], rtol=1e-5, atol=1e-6

@@ -12,8 +12,9 @@ import requests
 import tensorflow as tf
 
 from memgraph_tf.serving import bundle
-from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher, split_typed_blob
+from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from tests.client.test_link_feature_specs import NN, OPTIONS, SPEC, graph_source
+from tests.serving.bundle_kit import scores_by_embeddings
 
 
 @pytest.fixture(scope="module")
@@ -102,18 +103,7 @@ def test_the_bundle_holds_the_spec_and_its_signatures_agree(link_kit):
         examples.append(ex.SerializeToString())
     p = loaded.signatures[bundle.REGRESS_SIGNATURE](inputs=tf.constant(examples))
     np.testing.assert_allclose(p[bundle.REGRESS_OUTPUT].numpy(), expected, rtol=1e-5, atol=1e-6)
-    z = {}
-    for role, column, sig in (
-        ("source", 0, bundle.EMBED_SOURCE_SIGNATURE),
-        ("target", 1, bundle.EMBED_TARGET_SIGNATURE),
-    ):
-        nn, props, opts = sampling.role_arguments(role)
-        ids = pairs[:, column].tolist()
-        role_blobs = split_typed_blob(source.sample_typed(ids, nn, props, opts), len(ids))
-        z[role] = loaded.signatures[sig](blobs=tf.constant(role_blobs))[bundle.EMBEDDINGS_OUTPUT]
-    by_z = loaded.signatures[bundle.SCORE_EMBEDDINGS_SIGNATURE](
-        z_source=z["source"], z_target=z["target"]
-    )[bundle.REGRESS_OUTPUT].numpy()
+    by_z = scores_by_embeddings(loaded, sampling, source, pairs)
     # the non-edges: no own relationship to remove, so the nodes' own blobs are the pair's halves
     np.testing.assert_allclose(by_z[3:], expected[3:], rtol=1e-5, atol=1e-6)
 
