@@ -131,3 +131,25 @@ def scores_by_embeddings(loaded: Any, sampling: Any, source: Any, pairs: np.ndar
     return loaded.signatures[bundle.SCORE_EMBEDDINGS_SIGNATURE](
         z_source=z["source"], z_target=z["target"]
     )[bundle.REGRESS_OUTPUT].numpy()
+
+
+def regressed_over_rest(source: Any, bundle_path: pathlib.Path, pairs: Any) -> np.ndarray:
+    """The scores a model server over ``source`` serving the link bundle at ``bundle_path`` (as
+    model ``links``) answers to REST ``:regress`` with one ``{"source_id", "target_id"}``
+    example per pair of ``pairs``. Asserts a 200."""
+    from memgraph_tf.serving.model_config import ModelEntry
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    ms = ModelServer(model_config=[ModelEntry("links", bundle_path.parent)], graph_source=source)
+    server = start_server(ms)
+    try:
+        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in pairs]
+        r = requests.post(
+            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
+        )
+    finally:
+        server.close()
+        ms.close()
+    assert r.status_code == 200, r.text
+    return np.array(r.json()["results"])

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import requests
 import tensorflow as tf
 
 from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.serving import bundle
 from tests.client.test_link_edge_features import EDGE_SPEC, OPTIONS, TAGGED, graph_source
-from tests.serving.bundle_kit import scores_by_embeddings
+from tests.serving.bundle_kit import regressed_over_rest, scores_by_embeddings
 
 LINK = "(:Item)-[:LINK]-(:Item)"
 NN = {"source": {TAGGED: [3]}, "target": {LINK: [2], TAGGED: [2]}}  # (patterns sorted)
@@ -63,25 +62,6 @@ def _in_process(source, model, pairs) -> np.ndarray:
     return predict_links(model, source, pairs, options={**OPTIONS, "seed": bundle.DEFAULT_SEED})
 
 
-def _regress_over_rest(source, info, pairs):
-    from memgraph_tf.serving.model_config import ModelEntry
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
-
-    ms = ModelServer(model_config=[ModelEntry("links", info.path.parent)], graph_source=source)
-    server = start_server(ms)
-    try:
-        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in pairs]
-        r = requests.post(
-            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
-        )
-    finally:
-        server.close()
-        ms.close()
-    assert r.status_code == 200, r.text
-    return np.array(r.json()["results"])
-
-
 def test_the_bundle_holds_the_edge_spec_and_serves_pair_ids_as_in_process(link_kit):
     source, model, info, pairs = link_kit
     config = bundle.read_bundle_config(info.path)
@@ -96,7 +76,7 @@ def test_the_bundle_holds_the_edge_spec_and_serves_pair_ids_as_in_process(link_k
     assert bundle.BundleConfig.from_json(config.to_json()) == config
     expected = _in_process(source, model, pairs)
     np.testing.assert_allclose(
-        _regress_over_rest(source, info, pairs), expected, rtol=1e-5, atol=1e-6
+        regressed_over_rest(source, info.path, pairs), expected, rtol=1e-5, atol=1e-6
     )
 
 
@@ -143,7 +123,7 @@ def test_in_process_batch_scoring_samples_the_edge_spec_and_equals_rest(link_kit
 
     served_source, model, info, pairs = link_kit
     non_edges = pairs[3:]
-    served = _regress_over_rest(served_source, info, non_edges)
+    served = regressed_over_rest(served_source, info.path, non_edges)
     backend = ModelLinkBackend(model, options=OPTIONS)
     _, props, opts = backend.sampling("src")
     assert props == {} and opts["edge_feature_spec"] == SPEC_DICT

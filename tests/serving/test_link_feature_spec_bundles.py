@@ -14,7 +14,7 @@ import tensorflow as tf
 from memgraph_tf.serving import bundle
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from tests.client.test_link_feature_specs import NN, OPTIONS, SPEC, graph_source
-from tests.serving.bundle_kit import scores_by_embeddings
+from tests.serving.bundle_kit import regressed_over_rest, scores_by_embeddings
 
 
 @pytest.fixture(scope="module")
@@ -47,27 +47,6 @@ def _in_process(source, model, pairs) -> np.ndarray:
     from memgraph_tf.client.link_prediction import predict_links
 
     return predict_links(model, source, pairs, options={**OPTIONS, "seed": bundle.DEFAULT_SEED})
-
-
-def _served(source, info, pairs) -> list:
-    """The probabilities the bundle at ``info`` serves over REST ``:regress`` for ``pairs``
-    given as ``{"source_id", "target_id"}`` examples, from a model server over ``source``."""
-    from memgraph_tf.serving.model_config import ModelEntry
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
-
-    ms = ModelServer(model_config=[ModelEntry("links", info.path.parent)], graph_source=source)
-    server = start_server(ms)
-    try:
-        examples = [{"source_id": int(s), "target_id": int(t)} for s, t in pairs]
-        r = requests.post(
-            f"{server.url}/v1/models/links:regress", json={"examples": examples}, timeout=60
-        )
-        assert r.status_code == 200, r.text
-        return r.json()["results"]
-    finally:
-        server.close()
-        ms.close()
 
 
 def _written(source, pairs) -> list:
@@ -158,7 +137,7 @@ def test_in_process_batch_scoring_samples_the_specs_and_equals_rest(link_kit):
 
     served_source, model, info, pairs = link_kit
     non_edges = pairs[3:]
-    served = _served(served_source, info, non_edges)
+    served = regressed_over_rest(served_source, info.path, non_edges)
     backend = ModelLinkBackend(model, options=OPTIONS)
     _, props, opts = backend.sampling("src")
     assert props == {} and opts["feature_spec"] == {"Item": SPEC["Item"].to_dict()}
@@ -209,4 +188,6 @@ def test_a_bundle_with_a_spec_and_learned_embeddings_serves_the_in_process_score
     assert "src.ids_h0_Item" in bundle.read_bundle_config(info.path).sections
     pairs = np.concatenate([pos[:3], neg[:3]])
     expected = _in_process(source, model, pairs)
-    np.testing.assert_allclose(_served(source, info, pairs), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        regressed_over_rest(source, info.path, pairs), expected, rtol=1e-5, atol=1e-6
+    )
