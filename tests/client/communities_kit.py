@@ -3,6 +3,7 @@ featureless-label tests. Imported by name: ``from tests.client.communities_kit i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,23 @@ PATTERN = "(:Item)-[:LINK]-(:Item)"
 NN = {PATTERN: [4]}
 OPTIONS = {"id_property": "id"}
 N, GROUPS, BASE = 120, 4, 100
+
+
+def item_graph(
+    node_properties: Callable[[np.random.Generator, int], dict[str, Any]],
+) -> tuple[Any, np.random.Generator, np.ndarray, list[tuple[int, int]]]:
+    """``(graph, rng, groups, edges)``: an embedded graph of ``N`` ``:Item`` nodes at positions
+    ``0..N-1`` (``id``: ``BASE`` + position, plus ``node_properties(rng, group)``) in ``GROUPS``
+    groups (``groups[i]``: item ``i``'s), and the :func:`group_edges` drawn after them, not yet
+    added (the caller gives them their properties); ``rng`` (seed 0) continues for the caller."""
+    from memgraph_tf.embedded import EmbeddedGraph
+
+    rng = np.random.default_rng(0)
+    groups = np.arange(N) % GROUPS
+    g = EmbeddedGraph()
+    for i in range(N):
+        g.add_node(["Item"], {"id": BASE + i, **node_properties(rng, int(groups[i]))})
+    return g, rng, groups, group_edges(rng, groups)
 
 
 def group_edges(rng: np.random.Generator, groups: np.ndarray) -> list[tuple[int, int]]:

@@ -16,7 +16,6 @@ from memgraph_tf.client.link_prediction import (
     predict_links,
     train_link_predictor,
 )
-from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.feature_spec import (
     CategoricalSpec,
@@ -24,20 +23,11 @@ from memgraph_tf.feature_spec import (
     MultiCategoricalSpec,
     RequiredSpec,
 )
-from tests.client.communities_kit import (
-    BASE,
-    GROUPS,
-    NN,
-    OPTIONS,
-    N,
-    cross_group_pairs,
-    group_edges,
-    split_pairs,
-    train_items,
-)
+from tests.client import communities_kit as kit
+from tests.client.communities_kit import NN, OPTIONS
 from tests.graphs import short_run
 
-NAMES = [f"g{k}" for k in range(GROUPS)]
+NAMES = [f"g{k}" for k in range(kit.GROUPS)]
 TAGS = ["red", "green", "blue"]
 SPEC = {
     "Item": LabelSpec(
@@ -52,36 +42,29 @@ def graph_source():
     name) linked only inside their group, with ``tags`` (a possibly empty list of :data:`TAGS`)
     and ``noise`` (2 random numbers), neither carrying signal: links follow from ``group``
     alone; the negatives join items of different groups."""
-    rng = np.random.default_rng(0)
-    groups = np.arange(N) % GROUPS
-    g = EmbeddedGraph()
-    for i in range(N):
-        g.add_node(
-            ["Item"],
-            {
-                "id": BASE + i,
-                "group": NAMES[groups[i]],
-                "tags": [t for t in TAGS if rng.random() < 0.4],
-                "noise": rng.standard_normal(2).tolist(),
-            },
-        )
-    edges = group_edges(rng, groups)
+    g, rng, groups, edges = kit.item_graph(
+        lambda rng, group: {
+            "group": NAMES[group],
+            "tags": [t for t in TAGS if rng.random() < 0.4],
+            "noise": rng.standard_normal(2).tolist(),
+        }
+    )
     for a, b in edges:
         g.add_edge(a, b, "LINK")
-    pos = np.array(edges, dtype=np.int64) + BASE
-    neg = cross_group_pairs(rng, groups, len(pos))
+    pos = np.array(edges, dtype=np.int64) + kit.BASE
+    neg = kit.cross_group_pairs(rng, groups, len(pos))
     return EmbeddedSource(g), pos, np.array(neg, dtype=np.int64)
 
 
 @pytest.fixture(scope="module")
 def graph():
-    return split_pairs(*graph_source())
+    return kit.split_pairs(*graph_source())
 
 
 def train_with_spec(graph, **overrides):
     """A short run of 30 steps with :data:`SPEC` on the split ``graph``; ``overrides`` go to
     :func:`tests.graphs.short_run`."""
-    return train_items(
+    return kit.train_items(
         graph,
         [],
         exclude_splits=None,
@@ -176,7 +159,7 @@ def test_a_spec_label_with_learned_embeddings_reads_both(graph, learned):
     finally:
         layer.table.assign(saved)
     assert np.abs(after - before).max() > 1e-3
-    unseen = int(BASE + N + 7)
+    unseen = int(kit.BASE + kit.N + 7)
     rows = layer.rows(tf.constant([int(train[0, 0]), unseen], dtype=tf.int64)).numpy()
     assert rows[0] > 0 and rows[1] == 0
     clone = LinkPredictor.from_config(model.get_config()).ensure_built()
@@ -193,7 +176,7 @@ def test_a_spec_label_without_its_learned_vectors_is_named(graph, learned):
     enc = model.source_encoder
     nn, props, opts = ModelLinkBackend(model, options=OPTIONS).sampling("src")
     inputs = {}
-    for name, value in blob.unpack(source.sample_typed([BASE], nn, props, opts)).items():
+    for name, value in blob.unpack(source.sample_typed([kit.BASE], nn, props, opts)).items():
         if isinstance(value, blob.Ragged):
             inputs[name], inputs[name + ".row_splits"] = value.values, value.row_splits
         else:

@@ -25,12 +25,11 @@ from memgraph_tf.client.typed_graphsage import predict_typed_proba, train_typed_
 from memgraph_tf.embedded import EmbeddedGraph
 from tests.client.communities_kit import (
     BASE,
-    GROUPS,
     NN,
     OPTIONS,
     N,
     cross_group_pairs,
-    group_edges,
+    item_graph,
     train_items,
 )
 from tests.graphs import short_run
@@ -41,13 +40,9 @@ def communities(held_out: float = 0.2):
     ``label``: the group -- no feature) in 4 groups linked only inside their group; a share
     ``held_out`` of the links carries ``split: "val"``, the rest ``"train"``; the validation
     negatives join items of different groups."""
-    rng = np.random.default_rng(0)
-    groups = np.arange(N) % GROUPS
-    g = EmbeddedGraph()
-    for i in range(N):
-        g.add_node(["Item"], {"id": BASE + i, "label": int(groups[i])})
+    g, rng, groups, edges = item_graph(lambda rng, group: {"label": group})
     pairs = {"train": [], "val": []}
-    for a, b in group_edges(rng, groups):
+    for a, b in edges:
         split = "val" if rng.random() < held_out else "train"
         g.add_edge(a, b, "LINK", {"split": split})
         pairs[split].append((BASE + a, BASE + b))

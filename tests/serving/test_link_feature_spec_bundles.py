@@ -164,7 +164,7 @@ def test_a_bundle_with_a_spec_and_learned_embeddings_serves_the_in_process_score
 
     from memgraph_tf.client.link_prediction import LinkPredictor
     from memgraph_tf.serving.export_links import export_link_bundle
-    from tests.client.test_link_feature_specs import BASE, N
+    from tests.client.communities_kit import BASE, N
 
     source, pos, neg = graph_source()
     keras.utils.set_random_seed(0)
