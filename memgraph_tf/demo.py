@@ -529,7 +529,7 @@ def _figures(
     written: int,
     **extra: Any,
 ) -> dict[str, Any]:
-    """What :func:`run` and :func:`run_shop` return (``extra``: figures of one demo only)."""
+    """What :func:`run` returns (``extra``: figures of one demo only)."""
     return {
         "dataset": summary.dataset,
         "test_accuracy": summary.test_accuracy,
@@ -692,7 +692,8 @@ class _PlanetoidDemo:
 
 class _ShopDemo:
     """What the demo does on the generated typed shop graph at each stage where the datasets
-    differ (see :func:`run_shop`); :func:`_run_stages` runs the stages. A subclass on another
+    differ (``run(dataset="shop")``: the typed path, the train/validation split read from the
+    nodes' ``split`` property); :func:`_run_stages` runs the stages. A subclass on another
     typed graph sets the class attributes below and the hooks :meth:`train_arguments` and
     :meth:`report_options`."""
 
@@ -1192,7 +1193,11 @@ def run(
     ``val_accuracy``, ``served_accuracy``, ``served_agreement``, ``written``, ``seconds``, the
     :class:`~memgraph_tf.report.Summary` (``summary``) and the files written (``files``).
 
-    ``dataset`` :data:`SHOP` runs :func:`run_shop` (``shop``: its graph's overrides);
+    ``dataset`` :data:`SHOP` runs the same six stages through the typed path on the generated
+    shop graph (``shop``: :func:`~memgraph_tf.typed_datasets.shop_graph`'s overrides; also
+    returns ``best_possible``): :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` on
+    the :User nodes with ``tf_features.sample_typed`` blobs, served and batch-scored by
+    ``node_id`` like the others;
     :data:`PEOPLE` the planted property graph with an inferred feature spec (``people``:
     :func:`~memgraph_tf.property_datasets.planted_property_graph`'s arguments; also returns
     ``best_possible`` and the ``feature_spec``); :data:`LEDGER` the generated ledger with
@@ -1207,38 +1212,6 @@ def run(
         demo = _LedgerDemo(graph, replace, steps, ledger)
     else:
         demo = _PlanetoidDemo(dataset, graph, replace, steps)
-    return _run_stages(demo, out, seed=seed, classify_count=classify_count, progress=progress)
-
-
-def run_shop(
-    out: str | os.PathLike[str] = DEFAULT_OUT,
-    *,
-    graph: str | None = None,
-    replace: bool = False,
-    steps: int | None = None,
-    seed: int = 0,
-    classify_count: int = 64,
-    progress: bool = True,
-    shop: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The demo on the generated typed shop graph (``memgraph-tf demo --dataset shop``), the same
-    six stages as on Cora, through the typed path:
-
-    1. load :func:`~memgraph_tf.typed_datasets.demo_shop_graph` (or ``shop_graph(**shop)``) into
-       the in-process runtime, or with ``graph`` into a real database through Cypher
-       (:func:`~memgraph_tf.client.loaders.load_typed_graph`);
-    2. train :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` on :User nodes with
-       ``tf_features.sample_typed`` blobs, the train/validation split read from the nodes'
-       ``split`` property; test accuracy (mean of :data:`EVAL_DRAWS` draws) beside the graph's
-       exact best possible accuracy;
-    3. export the op-free and the op typed bundles;
-    4. serve the op-free one by ``node_id`` over REST and gRPC, compared with the in-process model
-       on the same blobs (the bundle's inference sampling: the same neighbourhoods);
-    5. batch inference over every :User node, the class written back;
-    6. pictures and report.
-
-    Returns the figures :func:`run` does, plus ``best_possible``."""
-    demo = _ShopDemo(graph, replace, steps, shop)
     return _run_stages(demo, out, seed=seed, classify_count=classify_count, progress=progress)
 
 
