@@ -81,3 +81,33 @@ def print_spreads(runs: list[dict], figures: dict[str, str]) -> None:
     :func:`spread` of the figure it names over ``runs``."""
     for title, key in figures.items():
         print(f"{title:14s} {spread([r[key] for r in runs])}")
+
+
+def ledger(args: argparse.Namespace, seed: int, flags: dict, **fixed: Any) -> tuple:
+    """``(graph, source, train, val, test)``: ``ledger_graph`` of ``args.accounts`` customers
+    with the ``flags`` (a script's ``GRAPH`` table) read from ``args``, ``fixed`` and ``seed``,
+    in the embedded runtime, and its split's seed keys."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.ledger_datasets import ledger_embedded_graph, ledger_graph
+
+    graph = ledger_graph(args.accounts, **{k: getattr(args, k) for k in flags}, **fixed, seed=seed)
+    source = EmbeddedSource(ledger_embedded_graph(graph)[0])
+    return (graph, source, *(graph.ids(s) for s in ("train", "val", "test")))
+
+
+def train_ledger(
+    source: Any, graph: Any, step: str, fanout: int, *split: Any, **kwargs: Any
+) -> Any:
+    """:func:`train` on the ledger's customers (their ``features``) through ``step`` with
+    ``fanout``; ``kwargs``: :func:`train`'s (``args``, ``seed``, ``options``)."""
+    from memgraph_tf.ledger_datasets import LABEL
+
+    return train(
+        source,
+        LABEL,
+        {step: [fanout]},
+        {LABEL: ["features"]},
+        *split,
+        num_classes=graph.num_classes,
+        **kwargs,
+    )

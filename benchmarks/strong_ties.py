@@ -46,15 +46,9 @@ GRAPH = {"regular": 3, "regular_quality": 0.8, "occasional": 30}
 def run(seed: int, args: argparse.Namespace) -> dict:
     import numpy as np
 
-    from memgraph_tf.client import EmbeddedSource
     from memgraph_tf.client.typed_graphsage import evaluate_typed
-    from memgraph_tf.ledger_datasets import LABEL, ledger_embedded_graph, ledger_graph
 
-    graph = ledger_graph(
-        args.accounts, **{k: getattr(args, k) for k in GRAPH}, past=0, leaks=0, seed=seed
-    )
-    source = EmbeddedSource(ledger_embedded_graph(graph)[0])
-    train, val, test = (graph.ids(s) for s in ("train", "val", "test"))
+    graph, source, train, val, test = _typed_runs.ledger(args, seed, GRAPH, past=0, leaks=0)
     out = {
         "seed": seed,
         "best": graph.best_accuracy,
@@ -63,17 +57,9 @@ def run(seed: int, args: argparse.Namespace) -> dict:
     }
     for mode, step in MODES.items():
         started = time.perf_counter()
-        result = _typed_runs.train(
-            source,
-            LABEL,
-            {step: [args.fanout or args.regular]},
-            {LABEL: ["features"]},
-            train,
-            val,
-            args=args,
-            seed=seed,
-            options=OPTIONS,
-            num_classes=graph.num_classes,
+        fanout = args.fanout or args.regular
+        result = _typed_runs.train_ledger(
+            source, graph, step, fanout, train, val, args=args, seed=seed, options=OPTIONS
         )
         acc = evaluate_typed(
             result.model, source, test, options=OPTIONS, draws=args.draws, seed=seed

@@ -46,30 +46,15 @@ GRAPH = {"past": 6, "past_quality": 0.3, "leaks": 6, "leak_quality": 0.9}
 
 
 def run(seed: int, args: argparse.Namespace) -> list[dict]:
-    from memgraph_tf.client import EmbeddedSource
     from memgraph_tf.client.typed_graphsage import evaluate_typed
-    from memgraph_tf.ledger_datasets import LABEL, ledger_embedded_graph, ledger_graph
 
-    graph = ledger_graph(
-        args.accounts, regular=0, occasional=0, **{k: getattr(args, k) for k in GRAPH}, seed=seed
-    )
-    source = EmbeddedSource(ledger_embedded_graph(graph)[0])
-    train, val, test = (graph.ids(s) for s in ("train", "val", "test"))
+    graph, source, train, val, test = _typed_runs.ledger(args, seed, GRAPH, regular=0, occasional=0)
     rows = []
     for mode, (step, extra) in MODES.items():
         options = {**OPTIONS, **extra}
         started = time.perf_counter()
-        result = _typed_runs.train(
-            source,
-            LABEL,
-            {step: [args.fanout]},
-            {LABEL: ["features"]},
-            train,
-            val,
-            args=args,
-            seed=seed,
-            options=options,
-            num_classes=graph.num_classes,
+        result = _typed_runs.train_ledger(
+            source, graph, step, args.fanout, train, val, args=args, seed=seed, options=options
         )
 
         def accuracy(ids, model=result.model, options=options):
