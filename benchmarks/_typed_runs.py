@@ -111,3 +111,10 @@ def train_ledger(
         num_classes=graph.num_classes,
         **kwargs,
     )
+
+
+def ledger_parser(doc: str | None, flags: dict, **numbers: int | float) -> argparse.ArgumentParser:
+    """:func:`parser` with the ledger benchmarks' shared defaults (200 steps, 2 evaluation
+    draws, ``--json`` of every run), the graph ``flags`` (a script's ``GRAPH`` table) and
+    ``numbers`` (e.g. ``accounts``)."""
+    return parser(doc, steps=200, json_what="every run", **numbers, draws=2, **flags)

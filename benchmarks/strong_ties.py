@@ -77,9 +77,7 @@ def run(seed: int, args: argparse.Namespace) -> dict:
 
 
 def main() -> int:
-    parser = _typed_runs.parser(
-        __doc__, steps=200, json_what="every run", accounts=4000, draws=2, **GRAPH
-    )
+    parser = _typed_runs.ledger_parser(__doc__, GRAPH, accounts=4000)
     parser.add_argument("--fanout", type=int, default=None, help="default: --regular")
     args = parser.parse_args()
     print(

@@ -84,9 +84,7 @@ def run(seed: int, args: argparse.Namespace) -> list[dict]:
 
 
 def main() -> int:
-    parser = _typed_runs.parser(
-        __doc__, steps=200, json_what="every run", accounts=12_000, fanout=10, draws=2, **GRAPH
-    )
+    parser = _typed_runs.ledger_parser(__doc__, GRAPH, accounts=12_000, fanout=10)
     args = parser.parse_args()
     print(
         f"planted leakage: {args.accounts} customers, {args.past} past transfers (quality "
