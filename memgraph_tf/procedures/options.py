@@ -72,6 +72,13 @@ def _choice(name: str, value: Any, allowed: Sequence[str]) -> str:
     return value
 
 
+def parse_time_order(raw: dict[str, Any]) -> str:
+    """Pops ``time_order`` from the options ``raw``: one of :data:`TIME_ORDERS` (default
+    ``uniform``); an :class:`OptionError` naming the option and the value otherwise."""
+    value = raw.pop("time_order", None)
+    return "uniform" if value is None else _choice("time_order", value, TIME_ORDERS)
+
+
 def _name(name: str, value: Any) -> str:
     _expect(name, value, isinstance(value, str) and value != "", "a non-empty string")
     return value
@@ -256,8 +263,7 @@ def parse_typed_call(options: Any) -> tuple[Options, SplitFilter | None, Any]:
     seed_time = raw.pop("seed_time", None)
     if seed_time is not None:
         seed_time = _name("seed_time", seed_time)
-    time_order = raw.pop("time_order", None)
-    time_order = "uniform" if time_order is None else _choice("time_order", time_order, TIME_ORDERS)
+    time_order = parse_time_order(raw)
     at = raw.pop("at", None)
     if at is not None:
         _expect("at", at, isinstance(at, int) and not isinstance(at, bool), "an integer time")

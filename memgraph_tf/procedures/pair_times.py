@@ -39,7 +39,7 @@ from typing import Any
 
 from memgraph_tf.procedures.access import GraphAccess, is_int
 from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
-from memgraph_tf.procedures.options import TIME_ORDERS, SplitFilter
+from memgraph_tf.procedures.options import SplitFilter, parse_time_order
 from memgraph_tf.procedures.timed import read_timed
 from memgraph_tf.procedures.weighted import ValuedRead, distinct_relationships, relationship_name
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
@@ -75,13 +75,7 @@ def parse_pair_timing(raw: dict[str, Any]) -> PairTiming | None:
     neither time option is given; an :class:`OptionError` naming the option (and for a bad time
     ``options.pair_times[i]``) and the value otherwise."""
     times, prop = raw.pop("pair_times", None), raw.pop("pair_time", None)
-    order = raw.pop("time_order", None)
-    order = "uniform" if order is None else order
-    if order not in TIME_ORDERS:
-        raise OptionError(
-            f"options.time_order: expected one of {', '.join(TIME_ORDERS)}, got "
-            f"{describe_value(order)}"
-        )
+    order = parse_time_order(raw)
     if times is None and prop is None:
         return None
     if times is not None and prop is not None:

@@ -732,7 +732,7 @@ CASES = {
     "sample_pairs: a bad options.time_order": Case(
         "sample_pairs",
         ([1], [2], {SENT: [1]}, None, {**ACCT, "pair_time": "ts", "time_order": "latest"}),
-        r"^options\.time_order: expected one of uniform, most_recent, got str 'latest'$",
+        r"^options\.time_order: expected one of 'uniform', 'most_recent', got str 'latest'$",
         "ledger",
     ),
     "sample_pairs: both pair_time and pair_times": Case(
