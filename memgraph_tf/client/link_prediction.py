@@ -159,7 +159,6 @@ def _check_edge_patterns(
         feature_encoding.edge_step(pattern, steps, " of either endpoint")
 
 
-@keras.saving.register_keras_serializable(package="memgraph_tf")
 def _embedding_config(config: Any) -> dict[str, dict[str, int]]:
     """``node_embeddings`` checked: label -> ``{"size", "dimension"}`` (integers >= 1)."""
     if config is None:
@@ -179,6 +178,7 @@ def _embedding_config(config: Any) -> dict[str, dict[str, int]]:
     return out
 
 
+@keras.saving.register_keras_serializable(package="memgraph_tf")
 class LinkPredictor(keras.Model):
     """A link predictor over pair blobs (module docstring).
 

@@ -430,3 +430,16 @@ def test_bad_training_arguments_name_what_is_wrong(split_graph):
         )
     with pytest.raises(ConfigurationError, match=r"val_labels: expected one 0/1 label per pair"):
         train_link_predictor(source, "Item", NN, ["features"], train, val, val_y[:3], steps=1)
+
+
+def test_the_model_classes_are_registered_with_keras_by_name():
+    """Keras rebuilds a saved model by its registered name (``package>Class``): each model and
+    layer class is registered under its own name."""
+    import keras
+
+    from memgraph_tf.client.feature_encoding import LabelEncoder
+    from memgraph_tf.client.graphsage import GraphSAGE
+    from memgraph_tf.client.typed_graphsage import TypedGraphSAGE
+
+    for cls in (LinkPredictor, TypedGraphSAGE, GraphSAGE, LabelEncoder):
+        assert keras.saving.get_registered_object(f"memgraph_tf>{cls.__name__}") is cls
