@@ -1093,7 +1093,7 @@ def _embedding_vocabulary(
     train_pairs: np.ndarray, source_label: str, target_label: str, dimension: Any
 ) -> dict[str, np.ndarray]:
     """Label -> the sorted distinct keys of the training pairs' endpoints of that label (none
-    when ``dimension`` is 0)."""
+    when ``dimension`` is 0); a third column of pair times is no key."""
     if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)) or dimension < 0:
         raise ConfigurationError(
             f"node_embedding_dim: expected an integer >= 0 (0: none), got {dimension!r}"
@@ -1101,7 +1101,7 @@ def _embedding_vocabulary(
     if not dimension:
         return {}
     if source_label == target_label:
-        return {source_label: embedding_keys(train_pairs, "train_pairs")}
+        return {source_label: embedding_keys(train_pairs[:, :2], "train_pairs")}
     return {
         source_label: embedding_keys(train_pairs[:, 0], "train_pairs[:, 0]"),
         target_label: embedding_keys(train_pairs[:, 1], "train_pairs[:, 1]"),

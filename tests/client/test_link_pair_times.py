@@ -137,3 +137,26 @@ def test_a_time_column_is_the_calls_pair_times(ledger):
         np.testing.assert_array_equal(batch[name], value, err_msg=name)
     with pytest.raises(ConfigurationError, match=r"or \[n, 3\] with each pair's integer time"):
         train_link_predictor(source, "Acct", NN, ["f"], np.zeros((4, 4), np.int64), steps=1)
+
+
+def test_learned_embeddings_index_the_nodes_not_the_time_column(ledger):
+    """With ``node_embedding_dim``, the vocabulary is the training pairs' endpoints: a third
+    column of times adds no keys."""
+    source, split = ledger
+    configs = [
+        train_link_predictor(
+            source,
+            "Acct",
+            NN,
+            ["f"],
+            pairs,
+            options=opts,
+            node_embedding_dim=2,
+            **{**SHORT_RUN, "steps": 1},
+        ).model.embedding_config
+        for pairs, opts in (
+            (split["train"], OPTIONS),  # times from the third column
+            (split["train"][:, :2], {**OPTIONS, "pair_time": "ts"}),  # from the relationships
+        )
+    ]
+    assert configs[0] == configs[1]
