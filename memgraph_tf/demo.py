@@ -49,9 +49,9 @@ DEFAULT_OUT = "memgraph-tf-demo"
 MODEL_NAME = "GraphSage"
 EVAL_DRAWS = 10
 STAGES = 6
+"""The demo's stages (the ``[i/6]`` of its printed lines), on every dataset."""
 IN_PROCESS_TEXT = "the in-process runtime (the query modules through mgp.py)"
 """Where stage 1 says the graph was loaded when it runs in-process."""
-"""The demo's stages (the ``[i/6]`` of its printed lines), on every dataset."""
 GRAPH_LABEL = "Paper"
 GRAPH_EDGE_TYPE = "CITES"
 #: The largest share of non-zero feature values for which the demo exports sparse-layout bundles.
