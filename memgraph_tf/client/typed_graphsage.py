@@ -196,11 +196,7 @@ class TypedGraphSAGE(keras.Model):
                     f"appended_dims[{label!r}]: expected a label with a feature spec (labels "
                     f"with one: {', '.join(map(repr, self.label_encoders)) or 'none'})"
                 )
-            if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
-                raise ConfigurationError(
-                    f"appended_dims[{label!r}]: expected an integer >= 1, got {width!r}"
-                )
-            out[label] = int(width)
+            out[label] = positive_int(f"appended_dims[{label!r}]", width)
         return out
 
     def make_transforms(self) -> None:
