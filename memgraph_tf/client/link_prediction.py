@@ -1238,7 +1238,10 @@ def train_link_predictor(
     opts = training_options(options, "label")
     opts.pop("label_property")  # (no labels: the pairs are the supervision)
     opts = _pair_options(opts, source_label, target_label, exclude_splits)
-    if structural_default and not node_embedding_dim:
+    train_pairs = _pairs(train_pairs, "train_pairs")
+    val_pairs, val_labels = _labelled_pairs(val_pairs, val_labels)
+    keys = _embedding_vocabulary(train_pairs, source_label, target_label, node_embedding_dim)
+    if structural_default and not node_embedding_dim:  # (after the checks: it writes)
         feature_spec = default_structural_spec(
             source,
             [source_label, target_label],
@@ -1248,9 +1251,6 @@ def train_link_predictor(
             seed=seed,
             exclude_splits=exclude_splits,
         )
-    train_pairs = _pairs(train_pairs, "train_pairs")
-    val_pairs, val_labels = _labelled_pairs(val_pairs, val_labels)
-    keys = _embedding_vocabulary(train_pairs, source_label, target_label, node_embedding_dim)
     model = _link_model(
         source,
         source_label,
