@@ -626,11 +626,9 @@ def _typed_settings(
     # options.label is the seed label, as in the sample_typed call: batch inference selects the
     # nodes of that label by default (memgraph_tf.client.node_tables.bundle_selection)
     options["label"] = spec.seed_label
-    from memgraph_tf.client import feature_encoding
-
     encoders = getattr(model, "label_encoders", None) or {}
     if encoders:  # the raw property columns of these labels: the bundle's sample_typed calls
-        options["feature_spec"] = feature_encoding.spec_option(encoders)
+        options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
     edge_encoders = getattr(model, "edge_encoders", None) or {}
     if edge_encoders:  # the relationship properties of these steps, beside their slots
         patterns = list(spec.num_neighbors())
@@ -641,7 +639,7 @@ def _typed_settings(
                 "index: train the model with num_neighbors in sorted order",
                 key="model",
             )
-        options["edge_feature_spec"] = feature_encoding.edge_spec_option(edge_encoders)
+        options["edge_feature_spec"] = {p: enc.spec.to_dict() for p, enc in edge_encoders.items()}
     widths = {label: w for label, w in model.feature_dims.items() if label not in encoders}
     if isinstance(properties, Mapping):
         props = {str(k): [str(n) for n in v] for k, v in properties.items()}
@@ -675,12 +673,16 @@ def _typed_sections(model: Any, layout: str = "dense") -> dict[str, tuple[str, t
     (the index and table sections, ``-1`` for a length that varies from blob to blob). From
     :func:`memgraph_tf.layout.typed_sample_sections`."""
     from memgraph_tf import layout as blob_layout
-    from memgraph_tf.client import feature_encoding
+    from memgraph_tf.typed_sampling import EdgeStep
 
     wanted = set(model.input_names())
     encoders = getattr(model, "label_encoders", None) or {}
     raw = {label: blob_layout.RawWidths(**enc.group_widths) for label, enc in encoders.items()}
-    edges = feature_encoding.edge_raw_widths(getattr(model, "edge_encoders", None) or {})
+    edge_encoders = getattr(model, "edge_encoders", None) or {}
+    edges = {
+        EdgeStep.parse(p): blob_layout.RawWidths(**enc.group_widths)
+        for p, enc in edge_encoders.items()
+    }
     widths = {label: w for label, w in model.feature_dims.items() if label not in encoders}
     return {
         s.name: (s.dtype, tuple(s.shape))

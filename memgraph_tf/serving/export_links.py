@@ -112,15 +112,13 @@ def link_settings(
                 key="sample_options",
             )
     set_model_dtype(options, model.feature_dtype)
-    from memgraph_tf.client import feature_encoding
-
     encoders = encoders_of(model)
     if encoders:  # the raw property columns of these labels: the bundle's sample_pairs calls
-        options["feature_spec"] = feature_encoding.spec_option(encoders)
+        options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
     edge_encoders = edge_encoders_of(model)
     _check_edge_step_order(model, edge_encoders)
     if edge_encoders:  # the relationship properties of these steps, beside their slots
-        options["edge_feature_spec"] = feature_encoding.edge_spec_option(edge_encoders)
+        options["edge_feature_spec"] = {p: e.spec.to_dict() for p, e in edge_encoders.items()}
     if exclude_splits is not None:
         splits = list(exclude_splits)
         if options.get("exclude_splits") not in (None, splits):
@@ -194,9 +192,12 @@ def edge_encoders_of(model: Any) -> dict[str, Any]:
 
 def _edge_widths(model: Any, spec: Any = None) -> dict[Any, Any]:
     """Per step with an edge encoder (of ``spec`` alone, when given) its raw widths."""
-    from memgraph_tf.client import feature_encoding
+    from memgraph_tf.typed_sampling import EdgeStep
 
-    out = feature_encoding.edge_raw_widths(edge_encoders_of(model))
+    out = {
+        EdgeStep.parse(p): layout.RawWidths(**enc.group_widths)
+        for p, enc in edge_encoders_of(model).items()
+    }
     return {s: w for s, w in out.items() if spec is None or s in spec.steps}
 
 
