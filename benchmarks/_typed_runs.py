@@ -1,12 +1,13 @@
 """Helpers the typed GraphSAGE accuracy benchmarks on generated graphs (strong_ties.py,
 temporal_leakage.py, property_features.py) share: their command line (``--seeds``, the
-graph's numbers, the training flags, ``--json``), one model's training with those flags and the
-figures' means and spreads over the seeds. Imported from beside them (the script's directory is on
-sys.path)."""
+graph's numbers, the training flags, ``--json``), one model's training with those flags, the
+figures' means and spreads over the seeds and their JSON. Imported from beside them (the script's
+directory is on sys.path)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from typing import Any
 
@@ -81,6 +82,14 @@ def print_spreads(runs: list[dict], figures: dict[str, str]) -> None:
     :func:`spread` of the figure it names over ``runs``."""
     for title, key in figures.items():
         print(f"{title:14s} {spread([r[key] for r in runs])}")
+
+
+def print_json(args: argparse.Namespace, figures: Any) -> int:
+    """Prints ``figures`` as JSON where the command line has :func:`parser`'s ``--json``;
+    returns 0, the benchmark's exit status."""
+    if args.json:
+        print(json.dumps(figures))
+    return 0
 
 
 def ledger(args: argparse.Namespace, seed: int, flags: dict, **fixed: Any) -> tuple:

@@ -23,7 +23,6 @@ test accuracy, inferred / best (goal >= 0.97), inferred / the Bayes rule on the 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
@@ -104,9 +103,7 @@ def main() -> int:
     on_test = [r["inferred"] / r["bayes_test"] for r in runs]
     print(f"inferred / Bayes rule on the same test nodes: {spread(on_test)}")
     print(f"numeric - chance: {spread(gap)} (goal within 0.05; worst {max(map(abs, gap)):.4f})")
-    if args.json:
-        print(json.dumps({"runs": runs, "ratio": ratio, "numeric_minus_chance": gap}))
-    return 0
+    return _typed_runs.print_json(args, {"runs": runs, "ratio": ratio, "numeric_minus_chance": gap})
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ customers and uniform / best.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
@@ -97,9 +96,7 @@ def main() -> int:
     on_test = [r["weighted"] / r["bayes_test"] for r in runs]
     print(f"weighted / Bayes rule on the same test customers: {spread(on_test)}")
     print(f"uniform / best: {spread([r['uniform'] / r['best'] for r in runs])}")
-    if args.json:
-        print(json.dumps(runs))
-    return 0
+    return _typed_runs.print_json(args, runs)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ and the exact best accuracy available at a customer's time (the Bayes rule on it
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
@@ -104,9 +103,7 @@ def main() -> int:
         )
     best = [r["best_as_of_t"] for r in rows if r["mode"] == "point in time"]
     print(f"best accuracy as of the customer's time (exact): {spread(best)}")
-    if args.json:
-        print(json.dumps(rows))
-    return 0
+    return _typed_runs.print_json(args, rows)
 
 
 if __name__ == "__main__":
