@@ -34,6 +34,18 @@ from tests.serving.http_kit import assert_error
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_STRING, DT_INT64, DT_UINT64, DT_HALF = 1, 2, 3, 7, 9, 23, 19
 
 
+def save_signatures(module, path: pathlib.Path) -> None:
+    """Saves the ``tf.Module`` ``module`` as a SavedModel at ``path`` whose signatures are its
+    class's ``tf.function`` methods, each under the method's name."""
+    import tensorflow as tf
+
+    functions = tf.types.experimental.PolymorphicFunction
+    names = [name for name, attr in vars(type(module)).items() if isinstance(attr, functions)]
+    tf.saved_model.save(
+        module, str(path), signatures={name: getattr(module, name) for name in names}
+    )
+
+
 # ------------------------------------------------------------------------------ a quirky model
 def export_quirks(path: pathlib.Path) -> None:
     """A SavedModel whose signatures produce the outputs TF Serving's JSON writer refuses or
@@ -46,7 +58,7 @@ def export_quirks(path: pathlib.Path) -> None:
 
     class Quirks(tf.Module):
         @tf.function(input_signature=[vec])
-        def echo(self, x):
+        def serving_default(self, x):  # the float echo
             return {"y": tf.identity(x)}
 
         @tf.function(input_signature=[vec])
@@ -72,19 +84,7 @@ def export_quirks(path: pathlib.Path) -> None:
             v = tf.io.parse_example(inputs, {"v": tf.io.FixedLenFeature([1], tf.float32)})["v"]
             return {"outputs": v[:, 0]}
 
-    m = Quirks()
-    tf.saved_model.save(
-        m,
-        str(path),
-        signatures={
-            "serving_default": m.echo,
-            "complex": m.complex,
-            "scalar": m.scalar,
-            "mismatch": m.mismatch,
-            "classify": m.classify,
-            "regress": m.regress,
-        },
-    )
+    save_signatures(Quirks(), path)
 
 
 @pytest.fixture(scope="module")
@@ -724,29 +724,20 @@ def export_half_plus_two(path: pathlib.Path) -> None:
             self.b = tf.Variable(2.0)
 
         @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32, name="x")])
-        def predict(self, x):
+        def serving_default(self, x):
             return {"y": self.a * x + self.b}
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
-        def regress(self, inputs):
+        def regress_x_to_y(self, inputs):
             x = tf.io.parse_example(inputs, features)["x"]
             return {"outputs": self.a * x + self.b}
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
-        def classify(self, inputs):
+        def classify_x_to_y(self, inputs):
             x = tf.io.parse_example(inputs, features)["x"]
             return {"scores": self.a * x + self.b}
 
-    m = HalfPlusTwo()
-    tf.saved_model.save(
-        m,
-        str(path),
-        signatures={
-            "serving_default": m.predict,
-            "regress_x_to_y": m.regress,
-            "classify_x_to_y": m.classify,
-        },
-    )
+    save_signatures(HalfPlusTwo(), path)
 
 
 @pytest.fixture(scope="module")
