@@ -591,6 +591,11 @@ class _Loaded:
         return f"{client_side} (this server has no tf_features procedures)"
 
 
+def _split_text(train_n: int, val_n: int, g: _Loaded) -> str:
+    """The stage 1 line's split: ``train/val/test`` and the number of seeds in each."""
+    return f"train/val/test {train_n}/{val_n}/{len(g.test_ids)}"
+
+
 class _PlanetoidDemo:
     """What the demo does on a Planetoid dataset (cora, citeseer, synthetic) at each stage where
     the datasets differ; :func:`_run_stages` runs the stages."""
@@ -609,8 +614,7 @@ class _PlanetoidDemo:
         data = self.data
         return data.num_nodes, (
             f"loaded {self.dataset} into {g.text}: {data.num_nodes:,} nodes, "
-            f"{len(data.edges):,} edges; train/val/test "
-            f"{len(self.train_ids)}/{len(self.val_ids)}/{len(g.test_ids)}"
+            f"{len(data.edges):,} edges; {_split_text(len(self.train_ids), len(self.val_ids), g)}"
         )
 
     def train(self, g: _Loaded, seed: int, progress: bool) -> tuple[Any, str, Callable]:
@@ -697,12 +701,12 @@ class _ShopDemo:
     typed graph sets the class attributes below and the hooks :meth:`train_arguments` and
     :meth:`report_options`."""
 
-    #: The sampling options, training recipe and neighbour counts of the graph; the noun of
-    #: one target node.
+    #: The sampling options, training recipe and neighbour counts of the graph; the report's
+    #: title and the noun of one target node (the report's test nodes are ``test <noun>s``).
     options: dict[str, Any] = SHOP_OPTIONS
     recipe: dict[str, Any] = SHOP_RECIPE
     num_neighbors: dict[str, list[int]] = SHOP_NUM_NEIGHBORS
-    noun = "user"
+    title, noun = "Shop graph (typed)", "user"
 
     def __init__(self, graph: str | None, replace: bool, steps: int | None, shop: Any) -> None:
         self.dataset, self.graph, self.replace, self.steps, self.shop = (
@@ -749,7 +753,7 @@ class _ShopDemo:
         types_text = ", ".join(f":{t} {es.size:,}" for (_, t, _), es in data.edge_sets.items())
         return self.num_nodes, (
             f"loaded the shop graph into {g.text}: {labels_text}; {types_text}; "
-            f":{self.users} train/val/test {self.train_n}/{self.val_n}/{len(g.test_ids)}"
+            f":{self.users} {_split_text(self.train_n, self.val_n, g)}"
         )
 
     def train_arguments(self, g: _Loaded) -> tuple[Any, dict[str, Any], str]:
@@ -788,10 +792,18 @@ class _ShopDemo:
         return (
             f"trained the typed GraphSAGE for {steps} steps via {via} "
             f"({seconds:.1f} s; split read from the :{self.users} nodes' "
-            f"{typed_datasets.SPLIT_PROPERTY!r} property): best val acc "
-            f"{result.best_val_accuracy:.3f} (step {result.best_step}), test acc "
-            f"{acc:.3f} (best possible {data.best_accuracy:.3f}, chance "
-            f"{1 / data.num_classes:.3f})"
+            f"{typed_datasets.SPLIT_PROPERTY!r} property): "
+            + self.scores_text(result, acc, 1 / data.num_classes)
+        )
+
+    def scores_text(
+        self, result: Any, acc: float, chance: float, best: str = "best possible"
+    ) -> str:
+        """The stage 2 line's figures: the best validation accuracy and its step, the test
+        accuracy ``acc``, the graph's best possible accuracy (``best`` names it) and ``chance``."""
+        return (
+            f"best val acc {result.best_val_accuracy:.3f} (step {result.best_step}), test acc "
+            f"{acc:.3f} ({best} {self.data.best_accuracy:.3f}, chance {chance:.3f})"
         )
 
     def export_options(self) -> dict[str, Any]:
@@ -824,8 +836,8 @@ class _ShopDemo:
     def report_options(self, g: _Loaded) -> dict[str, Any]:
         data = self.data
         return {
-            "title": "Shop graph (typed)",
-            "test_nodes": "test users",
+            "title": self.title,
+            "test_nodes": f"test {self.noun}s",
             "published": {},
             "best_possible": data.best_accuracy,
             "model_name": "typed GraphSAGE",
@@ -923,39 +935,32 @@ class _PlantedDemo(_ShopDemo):
     :class:`~memgraph_tf.typed_datasets.PlantedGraph`) where it differs from the shop graph: the
     graph is generated with the dataset's overrides and loaded into the in-process runtime only
     (no loader writes its property maps to a Bolt server); its classes are named
-    ``segment_K``. A subclass sets the class attributes below and :meth:`generate`."""
+    ``segment_K``. A subclass sets the class attributes below; :data:`GENERATORS` makes the
+    graph of its ``name``."""
 
     recipe = PEOPLE_RECIPE  # the same small recipe serves every generated graph
-    #: ``--dataset`` (``name``), how an error names the graph (``what``), the seed label, the
-    #: report's title and how it names the test nodes.
+    #: ``--dataset`` (``name``), how an error names the graph (``what``) and the seed label.
     name: str
     what: str
     label: str
-    title: str
-    test_nodes: str
 
     def __init__(self, graph: str | None, replace: bool, steps: int | None, overrides: Any) -> None:
         in_process_only(graph, self.name, self.what)
         super().__init__(None, replace, steps, None)
         self.dataset, self.overrides = self.name, dict(overrides or {})
 
-    def generate(self) -> tuple[Any, Any, int]:
-        """The generated graph (the overrides as the generator's arguments), the in-process
-        graph of it and its number of relationships."""
-        raise NotImplementedError
-
     def load(self, progress: bool) -> _Loaded:
         from memgraph_tf import client
 
-        data, embedded, self.num_edges = self.generate()
+        generate, embedded_graph = GENERATORS[self.name]
+        data = generate(**self.overrides)
+        embedded = embedded_graph(data)[0]
+        self.num_edges = embedded.edge_count
         self.data, self.num_nodes, self.users = data, len(data.nodes), self.label
         self.train_n, self.val_n = len(data.ids("train")), len(data.ids("val"))
         names = [f"segment_{k}" for k in range(data.num_classes)]
         source = client.EmbeddedSource(embedded)
         return _Loaded(source, embedded, IN_PROCESS_TEXT, data.ids("test"), data.labels, names)
-
-    def report_options(self, g: _Loaded) -> dict[str, Any]:
-        return {**super().report_options(g), "title": self.title, "test_nodes": self.test_nodes}
 
 
 class _PeopleDemo(_PlantedDemo):
@@ -967,19 +972,13 @@ class _PeopleDemo(_PlantedDemo):
 
     options = PEOPLE_OPTIONS
     num_neighbors = PEOPLE_NUM_NEIGHBORS
-    noun = "person"
     name, what, label = PEOPLE, "the planted property graph", property_datasets.LABEL
-    title, test_nodes = "Planted property graph (feature spec)", "test persons"
-
-    def generate(self) -> tuple[Any, Any, int]:
-        data = property_datasets.planted_property_graph(**self.overrides)
-        return data, property_datasets.property_embedded_graph(data)[0], len(data.edges)
+    title, noun = "Planted property graph (feature spec)", "person"
 
     def loaded_line(self, g: _Loaded) -> tuple[int, str]:
         return self.num_nodes, (
-            f"loaded the planted property graph into {g.text}: :{self.users} "
-            f"{self.num_nodes:,}; :KNOWS {self.num_edges:,}; train/val/test {self.train_n}/"
-            f"{self.val_n}/{len(g.test_ids)}"
+            f"loaded the planted property graph into {g.text}: :{self.users} {self.num_nodes:,}; "
+            f":KNOWS {self.num_edges:,}; {_split_text(self.train_n, self.val_n, g)}"
         )
 
     def infer_spec(self, g: _Loaded) -> None:
@@ -1006,12 +1005,10 @@ class _PeopleDemo(_PlantedDemo):
         return {}, extra, f"{len(self.spec.properties)} properties"
 
     def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
-        data = self.data
         return (
             f"trained the typed GraphSAGE on the encoded property columns for {steps} steps via "
-            f"tf_features.sample_typed blobs (options.feature_spec; {seconds:.1f} s): best val "
-            f"acc {result.best_val_accuracy:.3f} (step {result.best_step}), test acc {acc:.3f} "
-            f"(best possible {data.best_accuracy:.3f}, chance {data.chance:.3f})"
+            f"tf_features.sample_typed blobs (options.feature_spec; {seconds:.1f} s): "
+            + self.scores_text(result, acc, self.data.chance)
         )
 
     def local_classes(self, g: _Loaded, result: Any, ids: list[int], portable: Any, seed: int):
@@ -1050,6 +1047,12 @@ LEDGER_NUM_NEIGHBORS = {
 time."""
 LEDGER_OPTIONS = {"id_property": "id", "seed_time": ledger_datasets.SEED_TIME}
 """Seed keys are the ``id`` property; each seed is sampled as of its time ``t``."""
+GENERATORS = {
+    PEOPLE: (property_datasets.planted_property_graph, property_datasets.property_embedded_graph),
+    LEDGER: (ledger_datasets.ledger_graph, ledger_datasets.ledger_embedded_graph),
+}
+"""Per generated one-label graph (``--dataset``): its generator (the dataset's overrides are its
+arguments) and the function that makes the in-process graph of what it generates."""
 
 
 class _LedgerDemo(_PlantedDemo):
@@ -1060,14 +1063,8 @@ class _LedgerDemo(_PlantedDemo):
 
     options = LEDGER_OPTIONS
     num_neighbors = LEDGER_NUM_NEIGHBORS
-    noun = "account"
     name, what, label = LEDGER, "the generated ledger", ledger_datasets.LABEL
-    title, test_nodes = "Ledger (weights and time)", "test accounts"
-
-    def generate(self) -> tuple[Any, Any, int]:
-        data = ledger_datasets.ledger_graph(**self.overrides)
-        num_edges = len(data.payees) + len(data.transfers)
-        return data, ledger_datasets.ledger_embedded_graph(data)[0], num_edges
+    title, noun = "Ledger (weights and time)", "account"
 
     def loaded_line(self, g: _Loaded) -> tuple[int, str]:
         data = self.data
@@ -1075,20 +1072,20 @@ class _LedgerDemo(_PlantedDemo):
             f"loaded the ledger into {g.text}: :{self.users} {self.num_nodes:,} "
             f"({len(data.labels):,} customers); :{ledger_datasets.PAYEE} {len(data.payees):,} "
             f"(limit); :{ledger_datasets.TRANSFER} {len(data.transfers):,} (amount, ts); "
-            f"train/val/test {self.train_n}/{self.val_n}/{len(g.test_ids)} (test: the latest)"
+            f"{_split_text(self.train_n, self.val_n, g)} (test: the latest)"
         )
 
     def train_arguments(self, g: _Loaded) -> tuple[Any, dict[str, Any], str]:
         return {self.users: ["features"]}, {}, "payees by limit, transfers as of each time"
 
     def trained_line(self, g: _Loaded, result: Any, steps: int, seconds: float, acc: float) -> str:
-        data = self.data
         return (
             f"trained the typed GraphSAGE for {steps} steps via tf_features.sample_typed blobs "
             f"(weighted PAYEE draws, TRANSFER as of each account's {ledger_datasets.SEED_TIME!r}; "
-            f"{seconds:.1f} s): best val acc {result.best_val_accuracy:.3f} (step "
-            f"{result.best_step}), test acc {acc:.3f} (best possible as of each account's time "
-            f"{data.best_accuracy:.3f}, chance {data.chance:.3f})"
+            f"{seconds:.1f} s): "
+            + self.scores_text(
+                result, acc, self.data.chance, "best possible as of each account's time"
+            )
         )
 
     def features_text(self) -> str:
