@@ -16,21 +16,13 @@ from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import GraphDataError
 from tests.client.twins_kit import add_bad_amount
+from tests.golden.generate import payment_spec
 
 pytestmark = pytest.mark.arcadedb
 
 N = 30
 ID_OFFSET = 700
-SPEC = {
-    "label": "EPAYS",
-    "properties": [
-        {"name": "amount", "kind": "numeric", "mean": 10.0, "std": 5.0},
-        {"name": "channel", "kind": "categorical", "vocabulary": ["web", "atm"]},
-        {"name": "flagged", "kind": "boolean"},
-        {"name": "ts", "kind": "temporal", "type": "timestamp", "unit": "s"},
-        {"name": "on", "kind": "temporal", "type": "Date"},
-    ],
-}
+SPEC = payment_spec("EPAYS", "ts", 10.0, 5.0, {"name": "on", "kind": "temporal", "type": "Date"})
 OUT = "(:EAccount)-[:EPAYS]->(:EAccount)"
 BOTH = "(:EAccount)-[:EPAYS]-(:EAccount)"
 WEIGHTED = "(:EAccount)-[:EPAYS {weight: ts}]->(:EAccount)"

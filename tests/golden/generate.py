@@ -761,6 +761,23 @@ def hexdump(data: bytes) -> str:
     return "\n".join(lines)
 
 
+def payment_spec(label: str, time: str, mean: float, std: float, *more: dict) -> dict:
+    """The edge feature spec of payments of type ``label`` with a column of every kind (section
+    12): ``amount`` numeric standardised by ``mean`` and ``std``, ``channel`` categorical over
+    ``web`` and ``atm``, ``flagged`` boolean and ``time`` a timestamp in seconds; then the
+    columns ``more``."""
+    return {
+        "label": label,
+        "properties": [
+            {"name": "amount", "kind": "numeric", "mean": mean, "std": std},
+            {"name": "channel", "kind": "categorical", "vocabulary": ["web", "atm"]},
+            {"name": "flagged", "kind": "boolean"},
+            {"name": time, "kind": "temporal", "type": "timestamp", "unit": "s"},
+            *more,
+        ],
+    }
+
+
 # Edge feature columns (docs/blob-format.md section 12: options.edge_feature_spec) of a graph small
 # enough to sample by hand: every fanout covers the degree it meets. Relationships are
 # [a, type, b, properties]; 1 and 2 are joined twice, and the slot 1 -> 2 carries the relationship
@@ -777,15 +794,7 @@ EDGE_GRAPH = {
         [2, "TRANSFER", 3, {"channel": "web", "flagged": False}],
     ],
 }
-_TRANSFER_SPEC = {
-    "label": "TRANSFER",
-    "properties": [
-        {"name": "amount", "kind": "numeric", "mean": 2.0, "std": 1.0},
-        {"name": "channel", "kind": "categorical", "vocabulary": ["web", "atm"]},
-        {"name": "flagged", "kind": "boolean"},
-        {"name": "at", "kind": "temporal", "type": "timestamp", "unit": "s"},
-    ],
-}
+_TRANSFER_SPEC = payment_spec("TRANSFER", "at", 2.0, 1.0)
 EDGE: dict[str, tuple[str, dict, list[dict]]] = {
     "typed_edge_dense": (
         "tf_features.sample_typed with options.edge_feature_spec, dense layout, 2 seeds, 2 hops "
