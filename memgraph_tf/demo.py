@@ -935,8 +935,8 @@ class _PlantedDemo(_ShopDemo):
     :class:`~memgraph_tf.typed_datasets.PlantedGraph`) where it differs from the shop graph: the
     graph is generated with the dataset's overrides and loaded into the in-process runtime only
     (no loader writes its property maps to a Bolt server); its classes are named
-    ``segment_K``. A subclass sets the class attributes below; :data:`GENERATORS` makes the
-    graph of its ``name``."""
+    ``segment_K``. A subclass sets the class attributes below, ``title`` and ``noun``;
+    :data:`GENERATORS` makes the graph of its ``name``."""
 
     recipe = PEOPLE_RECIPE  # the same small recipe serves every generated graph
     #: ``--dataset`` (``name``), how an error names the graph (``what``) and the seed label.
