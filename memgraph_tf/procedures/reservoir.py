@@ -44,10 +44,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import heapq
 import itertools
+import math
+import random
+import struct
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import (
     ABORT_CHECK_EVERY,
     READ_CHUNK,
@@ -55,16 +61,21 @@ from memgraph_tf.procedures.access import (
     is_int,
     require_int_id,
 )
-from memgraph_tf.procedures.draw import rng_for
+from memgraph_tf.procedures.draw import ParentDrawer, rng_for
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
 from memgraph_tf.procedures.options import DIRECTIONS
+from memgraph_tf.procedures.weighted import Weighted, WeightedDrawer, check_weight
 
 __all__ = [
     "FORMAT",
+    "WEIGHTED_FORMAT",
     "BoundedReads",
     "BuildOptions",
     "Reservoir",
+    "ReservoirDrawer",
     "ReservoirStore",
+    "WeightedMembers",
+    "WeightedReservoir",
     "build",
     "parse_build_options",
     "parse_update_options",
@@ -78,8 +89,8 @@ HEADER = 8
 """Integers before the members: format, capacity, degree, c1, c2, seed, applied_seq, m."""
 PROPERTY_PREFIX = "tf_reservoir_"
 BUILD_OPTIONS = ("after", "applied_seq", "batch_nodes", "capacity", "direction", "edge_types")
-BUILD_OPTIONS += ("id_property", "label", "neighbour_label", "seed")
-UPDATE_OPTIONS = ("direction", "edge_types", "id_property")
+BUILD_OPTIONS += ("id_property", "label", "neighbour_label", "seed", "weight")
+UPDATE_OPTIONS = ("direction", "edge_types", "id_property", "label", "neighbour_label", "weight")
 DEFAULT_BATCH_NODES = 100_000
 
 
@@ -88,14 +99,17 @@ def property_name(
     direction: str,
     id_property: str | None,
     label: str | None = None,
+    weight: str | None = None,
 ) -> str:
     """The node property holding the reservoir of the edge step (``edge_types`` None: every type;
-    ``direction``; ``label``: only neighbours with it, a typed step's right label) in the key
-    space of ``id_property`` (None: internal ids): ``tf_reservoir_`` and 12 hex digits of the
-    step's BLAKE2b digest. A reservoir built for another step has another name, so a draw never
-    reads it."""
+    ``direction``; ``label``: only neighbours with it, a typed step's right label; ``weight``: the
+    relationship property a weighted step draws by) in the key space of ``id_property`` (None:
+    internal ids): ``tf_reservoir_`` and 12 hex digits of the step's BLAKE2b digest. A reservoir
+    built for another step (a weighted step's and the unweighted step's of the same
+    relationships included) has another name, so a draw never reads it."""
     types = ",".join(sorted(set(edge_types))) if edge_types is not None else "*"
     text = f"{FORMAT}|{direction}|{types}|{id_property or ''}" + (f"|{label}" if label else "")
+    text += f"|weight={weight}" if weight else ""
     return PROPERTY_PREFIX + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
@@ -207,6 +221,226 @@ class Reservoir:
         self.internals.append(internal)
 
 
+WEIGHTED_FORMAT = 2
+"""The layout version of a weighted step's reservoir property (:class:`WeightedReservoir`)."""
+WEIGHTED_HEADER = 7
+"""Integers before a weighted reservoir's members: format, capacity, degree, seed,
+applied_seq, m, the threshold's bits."""
+LOWEST = -sys.float_info.max
+"""The threshold of a weighted reservoir holding every relationship of positive weight."""
+
+
+def float_bits(value: float) -> int:
+    """``value``'s IEEE-754 binary64 bit pattern as a signed 64-bit integer (how a weighted
+    reservoir stores its floats, so its property is a list of integers that any store
+    round-trips exactly)."""
+    return struct.unpack("<q", struct.pack("<d", value))[0]
+
+
+def bits_float(bits: int) -> float:
+    """The float whose bit pattern :func:`float_bits` gave."""
+    return struct.unpack("<d", struct.pack("<q", bits))[0]
+
+
+def priority(rng: random.Random, weight: float) -> float:
+    """A relationship's Efraimidis-Spirakis key ``log(1 - u) / weight`` (one ``rng.random()``;
+    ``weight > 0``): the relationships of largest key are a weighted sample without replacement.
+    Never below :data:`LOWEST` (a subnormal weight)."""
+    return max(math.log(1.0 - rng.random()) / weight, LOWEST)
+
+
+@dataclasses.dataclass
+class WeightedReservoir:
+    """One node's reservoir of a weighted step: ``keys[i]``, ``rels[i]``, ``internals[i]``,
+    ``weights[i]``, ``priorities[i]``: member i's neighbour key, relationship id, neighbour
+    internal id, weight and Efraimidis-Spirakis key (:func:`priority`). ``threshold``: every
+    member's priority is above it and every other relationship's at or below it (the members
+    are the relationships of largest priority). Its property (:meth:`encode`)::
+
+        [WEIGHTED_FORMAT, capacity R, degree n, seed, applied_seq, m, bits(threshold),
+         key_1 .. key_m, relationship_1 .. relationship_m, internal_1 .. internal_m,
+         bits(weight_1) .. bits(weight_m), bits(priority_1) .. bits(priority_m)]
+
+    (floats as their bit patterns, :func:`float_bits`)."""
+
+    capacity: int
+    degree: int
+    seed: int
+    applied_seq: int
+    threshold: float
+    keys: list[int]
+    rels: list[int]
+    internals: list[int]
+    weights: list[float]
+    priorities: list[float]
+
+    def encode(self) -> list[int]:
+        """The property value: the header, then the members sorted by (key, relationship)."""
+        order = sorted(range(len(self.keys)), key=lambda i: (self.keys[i], self.rels[i]))
+        head = [WEIGHTED_FORMAT, self.capacity, self.degree, self.seed, self.applied_seq]
+        head += [len(order), float_bits(self.threshold)]
+        columns = (self.keys, self.rels, self.internals)
+        floats = (self.weights, self.priorities)
+        return (
+            head
+            + [c[i] for c in columns for i in order]
+            + [float_bits(c[i]) for c in floats for i in order]
+        )
+
+    @classmethod
+    def decode(cls, value: Any, where: str, name: str) -> WeightedReservoir:
+        """The weighted reservoir stored as ``value`` on the node ``where`` names; another
+        layout or a malformed one raises :class:`ProcedureInputError` naming the node, the
+        property and ``options.reservoir_threshold``."""
+        if (
+            not isinstance(value, (list, tuple))
+            or len(value) < WEIGHTED_HEADER
+            or not all(map(is_int, value))
+            or value[0] != WEIGHTED_FORMAT
+        ):
+            raise ProcedureInputError(
+                f"options.reservoir_threshold: {where} property {name!r}: expected a weighted "
+                f"step's reservoir (a list of integers, format {WEIGHTED_FORMAT}), got "
+                f"{describe_value(value)}; rebuild it with tf_features.build_reservoirs"
+            )
+        capacity, degree, seed, applied, m, threshold = value[1:WEIGHTED_HEADER]
+        if len(value) != WEIGHTED_HEADER + 5 * m or not 0 <= m <= capacity or degree < m:
+            raise ProcedureInputError(
+                f"options.reservoir_threshold: {where} property {name!r}: a malformed reservoir "
+                f"({m} members, capacity {capacity}, degree {degree}, {len(value)} integers); "
+                "rebuild it with tf_features.build_reservoirs"
+            )
+        cols = [
+            list(value[WEIGHTED_HEADER + j * m : WEIGHTED_HEADER + (j + 1) * m]) for j in range(5)
+        ]
+        weights, priorities = ([bits_float(b) for b in c] for c in cols[3:])
+        return cls(
+            capacity, degree, seed, applied, bits_float(threshold), *cols[:3], weights, priorities
+        )
+
+    # -- maintenance (the members stay the relationships of largest priority) --------------------
+    def insert(self, rel: int, key: int, internal: int, weight: float | None, rng: Any) -> None:
+        """One created relationship of the step (``rel`` to the neighbour ``key`` / ``internal``,
+        of ``weight``; None: no longer in the graph, so never a member). It draws a priority
+        (weight > 0) and joins when that is above the threshold; a reservoir then over its
+        capacity drops its member of least priority, whose priority becomes the threshold. A
+        relationship already a member is ignored (applied twice)."""
+        if rel in self.rels:
+            return
+        self.degree += 1
+        if not weight:
+            return
+        key_ = priority(rng, weight)
+        if key_ <= self.threshold:
+            return
+        for column, v in zip(self._columns(), (key, rel, internal, weight, key_)):
+            column.append(v)
+        if len(self.rels) > self.capacity:
+            least = min(range(len(self.rels)), key=lambda i: (self.priorities[i], self.rels[i]))
+            self.threshold = self.priorities[least]
+            self._drop(least)
+
+    def delete(self, rel: int) -> None:
+        """One deleted relationship of the step: a member leaves (the reservoir shrinks; the
+        threshold stays, so the rest are still the relationships of largest priority)."""
+        self.degree = max(0, self.degree - 1)
+        if rel in self.rels:
+            self._drop(self.rels.index(rel))
+
+    def _columns(self) -> tuple[list, ...]:
+        return (self.keys, self.rels, self.internals, self.weights, self.priorities)
+
+    def _drop(self, i: int) -> None:
+        for column in self._columns():
+            column[i] = column[-1]
+            column.pop()
+
+
+class WeightedMembers(Weighted):
+    """What a parent drawing from its weighted reservoir draws from: the distinct members
+    (``ids``, sorted by key; ``weights``: their members' summed weights, as
+    :class:`~memgraph_tf.procedures.weighted.Weighted` holds them) and, per member relationship,
+    its neighbour's index in ``ids`` (``owner``), its weight and the reservoir's ``threshold``
+    (:class:`ReservoirDrawer` draws from these)."""
+
+    __slots__ = ("owner", "rel_weights", "spans", "threshold")
+
+    def __init__(
+        self, ids: list[int], owner: list[int], rel_weights: list[float], threshold: float
+    ) -> None:
+        totals = [0.0] * len(ids)
+        for i, w in zip(owner, rel_weights):
+            totals[i] += w
+        super().__init__(ids, totals)
+        self.owner, self.rel_weights, self.threshold = owner, rel_weights, threshold
+        # 1 - exp(threshold * w): a member's priority is log(1 - span * u) / w, u in [0, 1)
+        self.spans = [-math.expm1(threshold * w) for w in rel_weights]
+
+    def without(self, node: int) -> WeightedMembers:
+        """These members but those to ``node``."""
+        kept = [j for j, i in enumerate(self.owner) if self.ids[i] != node]
+        ids = [n for n in self.ids if n != node]
+        index = {n: i for i, n in enumerate(ids)}
+        return WeightedMembers(
+            ids,
+            [index[self.ids[self.owner[j]]] for j in kept],
+            [self.rel_weights[j] for j in kept],
+            self.threshold,
+        )
+
+    def neighbour_keys(self, rng: random.Random) -> list[float]:
+        """A fresh priority per member (one ``rng.random()`` each, in member order), drawn given
+        that it is above the threshold, and per neighbour the largest of its members'."""
+        best = [-math.inf] * len(self.ids)
+        for i, w, span in zip(self.owner, self.rel_weights, self.spans):
+            k = math.log(1.0 - span * rng.random()) / w
+            if k > best[i]:
+                best[i] = k
+        return best
+
+
+class ReservoirDrawer(ParentDrawer):
+    """A weighted step's draw in the bounded mode: a parent with :class:`WeightedMembers` (a
+    reservoir) draws by the rule below, any other by
+    :class:`~memgraph_tf.procedures.weighted.WeightedDrawer`'s exact rule.
+
+    From a reservoir (``d`` distinct neighbours among its members; module docstring of
+    :mod:`.reservoir`, "weighted steps"): without replacement, when ``d <= f`` all of them in key
+    order then padding (no generator call); else :meth:`WeightedMembers.neighbour_keys` once and
+    the ``f`` neighbours of largest key, largest first (ties: the earlier neighbour first). With
+    replacement, each of the ``f`` slots is the neighbour of largest key of its own
+    :meth:`WeightedMembers.neighbour_keys` (ties: the earlier)."""
+
+    __slots__ = ("exact", "fanout", "replace")
+    empty = WeightedDrawer.empty
+
+    def __init__(self, f: int, replace: bool = False) -> None:
+        super().__init__(f)
+        self.exact = WeightedDrawer(f, replace)
+        self.fanout, self.replace = f, replace
+
+    def draw_parent(self, rng: random.Random, found: Any, ids: list[int], mask: list[bool]) -> None:
+        """Appends the ``f`` slots of a parent drawing from ``found``."""
+        if not isinstance(found, WeightedMembers) or not found.ids:
+            self.exact.draw_parent(rng, found, ids, mask)
+            return
+        nbrs, d = found.ids, len(found.ids)
+        f = self.fanout
+        if self.replace:
+            for _ in range(f):
+                keys = found.neighbour_keys(rng)
+                ids.append(nbrs[max(range(d), key=keys.__getitem__)])
+            mask += [True] * f
+        elif d <= f:
+            ids += nbrs
+            ids += [PAD_ID] * (f - d)
+            mask += [True] * d + [False] * (f - d)
+        else:
+            keys = found.neighbour_keys(rng)
+            ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
+            mask += [True] * f
+
+
 # ------------------------------------------------------------------------------------------------
 # the draw: which nodes read their reservoir
 # ------------------------------------------------------------------------------------------------
@@ -230,9 +464,11 @@ class BoundedReads:
         id_property: str | None,
         label: str | None = None,
         register: Any = None,
+        weight: str | None = None,
     ) -> None:
         self.threshold = threshold
-        self.name = property_name(edge_types, direction, id_property, label)
+        self.weight = weight
+        self.name = property_name(edge_types, direction, id_property, label, weight)
         self._register = register  # typed steps: (internals, keys) -> None; nodes by internal id
         self._drawn: dict[int, tuple[int, int]] = {}  # node -> (capacity, distinct members)
         self._members: set[int] = set()  # the keys of the reservoirs' members met so far
@@ -270,7 +506,13 @@ class BoundedReads:
             for key, (value,) in zip(part, access.properties(part, [self.name])):
                 if value is None:
                     continue
-                reservoir = Reservoir.decode(value, access.node_name(key), self.name)
+                where = access.node_name(key)
+                if self.weight is not None:
+                    weighted = WeightedReservoir.decode(value, where, self.name)
+                    if weighted.degree > self.threshold:
+                        cache[key] = self._weighted(access, key, weighted, fanout, hop)
+                    continue
+                reservoir = Reservoir.decode(value, where, self.name)
                 if reservoir.degree <= self.threshold:
                     continue
                 pairs = sorted(set(zip(reservoir.keys, reservoir.internals)))
@@ -285,6 +527,28 @@ class BoundedReads:
                     self._register(distinct, [k for k, _ in pairs])
                 self._members.update(distinct)
                 cache[key] = distinct
+
+    def _weighted(
+        self, access: GraphAccess, key: int, res: WeightedReservoir, fanout: int, hop: int
+    ) -> WeightedMembers:
+        """The :class:`WeightedMembers` a weighted step's node draws from, checked against the
+        fanout, its members registered as :meth:`fill` registers them."""
+        pairs = sorted(set(zip(res.keys, res.internals)))
+        self._drawn[key] = (res.capacity, len(pairs))
+        self._check(access, key, fanout, hop)
+        if self._register is None:  # (weighted steps are typed; kept for an untyped access)
+            ids = [k for k, _ in pairs]
+            access.adopt(res.keys, res.internals)
+            index = {k: i for i, k in enumerate(ids)}
+            owner = [index[k] for k in res.keys]
+        else:
+            ids = [i for _, i in pairs]
+            access.adopt(ids, ids)
+            self._register(ids, [k for k, _ in pairs])
+            index = {i: j for j, i in enumerate(ids)}
+            owner = [index[i] for i in res.internals]
+        self._members.update(ids)
+        return WeightedMembers(ids, owner, list(res.weights), res.threshold)
 
     def verify(self, access: GraphAccess, ids: Sequence[int], mask: Sequence[bool]) -> None:
         """Reads the nodes of a hop's slots (``ids`` where ``mask``) drawn from reservoirs, so a
@@ -329,10 +593,21 @@ class ReservoirStore(Protocol):
 
     def step_relationships(
         self, internals: Sequence[int], opts: BuildOptions
-    ) -> list[list[tuple[int, int]]]:
-        """Per node, ``(relationship id, other end's internal id)`` of each distinct
+    ) -> list[list[tuple[int, int, Any]]]:
+        """Per node, ``(relationship id, other end's internal id, value)`` of each distinct
         relationship of the step of ``opts`` (``edge_types``, ``direction``; a self-loop once;
-        with ``neighbour_label``, to such nodes only)."""
+        with ``neighbour_label``, to such nodes only); ``value``: the relationship's
+        ``opts.weight`` property (None where missing, or without ``opts.weight``)."""
+
+    def relationship_values(
+        self, rows: Sequence[tuple[int, int, bool]], prop: str
+    ) -> dict[int, Any]:
+        """For each ``(node internal id, relationship id, outgoing)`` row, the relationship's
+        property ``prop`` (None where missing), found among the node's outgoing (or incoming)
+        relationships; a relationship not found (deleted since) is left out."""
+
+    def labelled(self, internals: Sequence[int], label: str) -> list[bool]:
+        """Per node, whether it has ``label`` (False for a node no longer in the graph)."""
 
     def read(self, internals: Sequence[int], name: str) -> list[Any]:
         """Per node, property ``name`` (None where missing; a list as a Python list)."""
@@ -356,12 +631,13 @@ class BuildOptions:
     after: int | None = None
     batch_nodes: int = DEFAULT_BATCH_NODES
     applied_seq: int = 0
+    weight: str | None = None
 
     @property
     def name(self) -> str:
         """The reservoir property of this step (:func:`property_name`)."""
         return property_name(
-            self.edge_types, self.direction, self.id_property, self.neighbour_label
+            self.edge_types, self.direction, self.id_property, self.neighbour_label, self.weight
         )
 
 
@@ -392,7 +668,7 @@ def _parse(procedure: str, options: Any, allowed: Sequence[str]) -> dict[str, An
                     f"{describe_value(value)}"
                 )
             value = tuple(sorted(set(value)))
-        elif key in ("id_property", "label", "neighbour_label"):
+        elif key in ("id_property", "label", "neighbour_label", "weight"):
             if not isinstance(value, str) or not value:
                 raise OptionError(
                     f"options.{key}: expected a non-empty string, got {describe_value(value)}"
@@ -453,7 +729,7 @@ def build(store: ReservoirStore, opts: BuildOptions) -> dict[str, Any]:
         part = page[start : start + READ_CHUNK]
         found = store.step_relationships(part, opts)
         old = store.read(part, name)
-        others = sorted({other for rels in found for _, other in rels})
+        others = sorted({r[1] for rels in found for r in rels})
         key_of = dict(zip(others, _node_keys(store, others, opts.id_property)))
         own = _node_keys(store, part, opts.id_property)
         rows: list[tuple[int, Any]] = []
@@ -463,8 +739,13 @@ def build(store: ReservoirStore, opts: BuildOptions) -> dict[str, Any]:
                     rows.append((internal, None))
                     removed += 1
                 continue
-            members = sorted((key_of[other], rel, other) for rel, other in rels)
             rng = rng_for(opts.seed, f"reservoir/{key}")
+            if opts.weight is not None:
+                sides = (internal, key, key_of)
+                rows.append((internal, build_weighted(opts, sides, rels, rng).encode()))
+                written += 1
+                continue
+            members = sorted((key_of[other], rel, other) for rel, other, *_ in rels)
             picked = [members[i] for i in rng.sample(range(len(members)), opts.capacity)]
             reservoir = Reservoir(
                 opts.capacity,
@@ -489,9 +770,69 @@ def build(store: ReservoirStore, opts: BuildOptions) -> dict[str, Any]:
     }
 
 
-def _endpoints(change: Mapping[str, Any], opts: BuildOptions, i: int) -> list[tuple[int, int, Any]]:
-    """``(node internal id, other end's internal id, other end's key)`` for each endpoint of the
-    relationship ``change`` whose reservoir of the step it touches."""
+def relationship_text(
+    opts: BuildOptions, node: tuple[int, Any], other: tuple[int, Any], outgoing: bool
+) -> str:
+    """How build and maintenance errors name a relationship of the step between ``node`` and
+    ``other`` (each ``(internal id, key)``) as the weighted draw names it
+    (:func:`~memgraph_tf.procedures.weighted.relationship_name`): ``relationship (:L {id:
+    3})-[:T]->(:M {id: 5})`` with ``options.id_property``, else by internal id, ``(node 3:L)``;
+    the labels are ``options.label`` and ``options.neighbour_label`` where given."""
+
+    def name(label: str | None, internal: int, key: Any) -> str:
+        if opts.id_property is None:
+            return f"(node {internal}" + (f":{label})" if label else ")")
+        return f"({':' + label + ' ' if label else ''}{{{opts.id_property}: {key}}})"
+
+    a, b = name(opts.label, *node), name(opts.neighbour_label, *other)
+    if not outgoing:
+        a, b = b, a
+    types = "|".join(opts.edge_types or ())
+    return f"relationship {a}-[{':' + types if types else ''}]->{b}"
+
+
+def build_weighted(
+    opts: BuildOptions, node: tuple[int, Any, Mapping[int, Any]], rels: Sequence, rng: Any
+) -> WeightedReservoir:
+    """The weighted reservoir of one node (``node``: its internal id, its key, the keys of its
+    neighbours by internal id) over its relationships ``rels`` (``(relationship, other end,
+    weight, node is the start)``), in (neighbour key, relationship) order: each weight checked
+    (:func:`~memgraph_tf.procedures.weighted.check_weight`, the error naming the relationship
+    by :func:`relationship_text`), one :func:`priority` per relationship of positive weight, the
+    ``capacity`` of largest priority kept (ties: the earlier), the next one's priority the
+    threshold (:data:`LOWEST` when none is left out)."""
+    internal, key, key_of = node
+    members = sorted((key_of[other], rel, other, out, value) for rel, other, value, out in rels)
+    ranked = []
+    for nkey, rel, other, outgoing, value in members:
+        def where(other: int = other, nkey: Any = nkey, outgoing: bool = outgoing) -> str:
+            return relationship_text(opts, (internal, key), (other, nkey), outgoing)
+
+        weight = check_weight(value, where, opts.weight or "")
+        if weight > 0:
+            ranked.append((priority(rng, weight), nkey, rel, other, weight))
+    order = sorted(range(len(ranked)), key=lambda i: (-ranked[i][0], i))
+    kept = [ranked[i] for i in order[: opts.capacity]]
+    threshold = ranked[order[opts.capacity]][0] if len(order) > opts.capacity else LOWEST
+    return WeightedReservoir(
+        opts.capacity,
+        len(members),
+        opts.seed,
+        opts.applied_seq,
+        threshold,
+        [m[1] for m in kept],
+        [m[2] for m in kept],
+        [m[3] for m in kept],
+        [m[4] for m in kept],
+        [m[0] for m in kept],
+    )
+
+
+def _endpoints(
+    change: Mapping[str, Any], opts: BuildOptions, i: int
+) -> list[tuple[int, int, Any, bool]]:
+    """``(node internal id, other end's internal id, other end's key, node is the start)`` for
+    each endpoint of the relationship ``change`` whose reservoir of the step it touches."""
     for field in ("element_id", "start_id", "end_id", "seq"):
         value = change.get(field)
         if not is_int(value):
@@ -504,10 +845,10 @@ def _endpoints(change: Mapping[str, Any], opts: BuildOptions, i: int) -> list[tu
     end_key = change.get("end_key") if keyed else end
     out = []
     if opts.direction in ("out", "both"):
-        out.append((start, end, end_key))
+        out.append((start, end, end_key, True))
     if opts.direction in ("in", "both") and not (opts.direction == "both" and start == end):
-        out.append((end, start, start_key))
-    for _, other, key in out:
+        out.append((end, start, start_key, False))
+    for _, other, key, _ in out:
         if not is_int(key):
             raise OptionError(
                 f"changes[{i}]: expected the integer {opts.id_property} of node {other} "
@@ -517,33 +858,110 @@ def _endpoints(change: Mapping[str, Any], opts: BuildOptions, i: int) -> list[tu
     return out
 
 
-def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str, int]:
-    """``tf_features.update_reservoirs``: applies the relationship changes of the step (created,
-    deleted; in ``seq`` order; others ignored) to the reservoirs of their endpoints. A node
-    without a reservoir is left alone (the exact path reads it); a change at or below a
-    reservoir's ``applied_seq`` is skipped. Each node's changes of one call draw from
-    ``rng_for(seed, "reservoir/<key>/<first seq>")``. Returns ``{"applied", "skipped" (changes
-    at or below applied_seq), "updated" (reservoirs written), "short" (of those, reservoirs
-    holding fewer than their capacity)}``."""
+def _step_kinds(change: Mapping[str, Any], opts: BuildOptions) -> tuple[str, ...]:
+    """What ``change`` does to the step's reservoirs, in order: ``("created",)``,
+    ``("deleted",)``, for a weighted step's relationship whose weight was set or removed
+    ``("deleted", "created")`` (it leaves and comes back with its new weight), else ``()``."""
+    if change.get("entity") != "relationship":
+        return ()
+    kind = change.get("kind")
+    if kind in ("created", "deleted"):
+        return (kind,)
+    props = change.get("properties")
+    if kind == "updated" and opts.weight is not None and isinstance(props, (list, tuple)):
+        return ("deleted", "created") if opts.weight in props else ()
+    return ()
+
+
+def _per_node(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[int, list[tuple]]:
+    """The changes of the step per endpoint node: ``(seq, order, kind, relationship, other
+    end, its key, node is the start)`` rows (with ``neighbour_label``, only those whose other
+    end has it)."""
     if not isinstance(changes, (list, tuple)):
         raise OptionError(f"changes: expected a list of change maps, got {describe_value(changes)}")
-    per_node: dict[int, list[tuple[int, str, int, int, Any]]] = {}
+    per_node: dict[int, list[tuple]] = {}
     types = None if opts.edge_types is None else set(opts.edge_types)
     for i, change in enumerate(changes):
         if i % ABORT_CHECK_EVERY == 0:
             store.check_abort()
         if not isinstance(change, Mapping):
             raise OptionError(f"changes[{i}]: expected a change map, got {describe_value(change)}")
-        if change.get("entity") != "relationship" or change.get("kind") not in (
-            "created",
-            "deleted",
-        ):
+        kinds = _step_kinds(change, opts)
+        if not kinds or (types is not None and change.get("rel_type") not in types):
             continue
-        if types is not None and change.get("rel_type") not in types:
+        for node, other, key, outgoing in _endpoints(change, opts, i):
+            for order, kind in enumerate(kinds):
+                row = (change["seq"], order, kind, change["element_id"], other, key, outgoing)
+                per_node.setdefault(node, []).append(row)
+    if opts.neighbour_label is not None:
+        others = sorted({row[4] for rows in per_node.values() for row in rows})
+        ok = dict(zip(others, store.labelled(others, opts.neighbour_label)))
+        per_node = {n: [r for r in rows if ok[r[4]]] for n, rows in per_node.items()}
+    return per_node
+
+
+def _weights(
+    store: ReservoirStore, opts: BuildOptions, node: tuple[int, Any], fresh: Sequence[tuple]
+) -> dict[int, float | None]:
+    """The checked weight (:func:`~memgraph_tf.procedures.weighted.check_weight`) of each
+    relationship ``fresh`` creates at ``node`` (``(internal id, key)``), read from the graph
+    now; None for one no longer there."""
+    wanted = [(r[4], r[3], not r[6]) for r in fresh if r[2] == "created"]
+    values = store.relationship_values(wanted, opts.weight or "")
+    out: dict[int, float | None] = {}
+    for *_, rel, other, key, outgoing in (r for r in fresh if r[2] == "created"):
+        if rel not in values:
+            out[rel] = None
             continue
-        for node, other, key in _endpoints(change, opts, i):
-            row = (change["seq"], change["kind"], change["element_id"], other, key)
-            per_node.setdefault(node, []).append(row)
+
+        def where(other: int = other, key: Any = key, outgoing: bool = outgoing) -> str:
+            return relationship_text(opts, node, (other, key), outgoing)
+
+        out[rel] = check_weight(values[rel], where, opts.weight or "")
+    return out
+
+
+def _apply(
+    store: ReservoirStore, value: Any, node: tuple[int, Any], rows: list, opts: BuildOptions
+) -> tuple[Any, int, int]:
+    """The reservoir stored as ``value`` on ``node`` (``(internal id, key)``) after the
+    ``rows`` of its changes above its ``applied_seq`` (None when every change was at or below
+    it), and how many changes it applied and skipped."""
+    internal, key = node
+    weighted = opts.weight is not None
+    name = opts.name
+    where = f"node {internal}"
+    res: Any = (WeightedReservoir if weighted else Reservoir).decode(value, where, name)
+    todo = sorted(rows)
+    fresh = [c for c in todo if c[0] > res.applied_seq]
+    skipped = len({c[0] for c in todo}) - len({c[0] for c in fresh})
+    if not fresh:
+        return None, 0, skipped
+    rng = rng_for(res.seed, f"reservoir/{key}/{fresh[0][0]}")
+    weights = _weights(store, opts, node, fresh) if weighted else {}
+    for _, _, kind, rel, other, nkey, _ in fresh:
+        if kind == "deleted":
+            res.delete(rel)
+        elif weighted:
+            res.insert(rel, nkey, other, weights[rel], rng)
+        else:
+            res.insert(rel, nkey, other, rng)
+    res.applied_seq = fresh[-1][0]
+    return res, len({c[0] for c in fresh}), skipped
+
+
+def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str, int]:
+    """``tf_features.update_reservoirs``: applies the relationship changes of the step (created,
+    deleted; for a weighted step also updated where the weight was set or removed: a deletion,
+    then a creation with the weight the graph holds now; in ``seq`` order; others ignored) to
+    the reservoirs of their endpoints. A node without a reservoir is left alone (the exact path
+    reads it); a change at or below a reservoir's ``applied_seq`` is skipped. Each node's
+    changes of one call draw from ``rng_for(seed, "reservoir/<key>/<first seq>")``. A weighted
+    step reads each created relationship's weight from the graph (one that is gone never joins:
+    its deletion follows in the log); a bad weight raises naming the relationship, the property
+    and the value. Returns ``{"applied", "skipped" (changes at or below applied_seq), "updated"
+    (reservoirs written), "short" (of those, reservoirs holding fewer than their capacity)}``."""
+    per_node = _per_node(store, changes, opts)
     nodes = sorted(per_node)
     name = opts.name
     stats = {"applied": 0, "skipped": 0, "updated": 0, "short": 0}
@@ -557,23 +975,16 @@ def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str,
                 continue
             if own is None:
                 own = _node_keys(store, part, opts.id_property)
-            reservoir = Reservoir.decode(value, f"node {internal}", name)
-            todo = sorted(per_node[internal])
-            fresh = [c for c in todo if c[0] > reservoir.applied_seq]
-            stats["skipped"] += len(todo) - len(fresh)
-            if not fresh:
+            res, applied, skipped = _apply(
+                store, value, (internal, own[j]), per_node[internal], opts
+            )
+            stats["skipped"] += skipped
+            if res is None:
                 continue
-            rng = rng_for(reservoir.seed, f"reservoir/{own[j]}/{fresh[0][0]}")
-            for _, kind, rel, other, key in fresh:
-                if kind == "created":
-                    reservoir.insert(rel, key, other, rng)
-                else:
-                    reservoir.delete(rel)
-            reservoir.applied_seq = fresh[-1][0]
-            stats["applied"] += len(fresh)
+            stats["applied"] += applied
             stats["updated"] += 1
-            stats["short"] += len(reservoir.rels) < reservoir.capacity
-            rows.append((internal, reservoir.encode()))
+            stats["short"] += len(res.rels) < res.capacity
+            rows.append((internal, res.encode()))
         store.write(rows, name)
     return stats
 
@@ -603,14 +1014,14 @@ class MgpReservoirStore:
 
     def step_relationships(
         self, internals: Sequence[int], opts: BuildOptions
-    ) -> list[list[tuple[int, int]]]:
+    ) -> list[list[tuple[int, int, Any, bool]]]:
         edge_types, direction, label = opts.edge_types, opts.direction, opts.neighbour_label
         types = None if edge_types is None else frozenset(edge_types)
         out = []
         walked = 0
         for internal in internals:
             vertex = self._graph.get_vertex_by_id(internal)
-            seen: dict[int, int] = {}
+            seen: dict[int, tuple[int, int, Any, bool]] = {}
             for outgoing in (True, False):
                 if direction != "both" and outgoing != (direction == "out"):
                     continue
@@ -621,9 +1032,44 @@ class MgpReservoirStore:
                     if types is not None and edge.type.name not in types:
                         continue
                     other = edge.to_vertex if outgoing else edge.from_vertex
-                    if label is None or any(lb.name == label for lb in other.labels):
-                        seen.setdefault(edge.id, other.id)
-            out.append(list(seen.items()))
+                    if edge.id not in seen and (
+                        label is None or any(lb.name == label for lb in other.labels)
+                    ):
+                        value = None if opts.weight is None else edge.properties.get(opts.weight)
+                        seen[edge.id] = (edge.id, other.id, value, outgoing)
+            out.append(list(seen.values()))
+        return out
+
+    def relationship_values(
+        self, rows: Sequence[tuple[int, int, bool]], prop: str
+    ) -> dict[int, Any]:
+        wanted: dict[tuple[int, bool], set[int]] = {}
+        for internal, rel, outgoing in rows:
+            wanted.setdefault((internal, outgoing), set()).add(rel)
+        found: dict[int, Any] = {}
+        walked = 0
+        for (internal, outgoing), rels in sorted(wanted.items()):
+            try:
+                vertex = self._graph.get_vertex_by_id(internal)
+            except IndexError:  # (the node was deleted, and its relationships with it)
+                continue
+            for edge in vertex.out_edges if outgoing else vertex.in_edges:
+                walked += 1
+                if walked % ABORT_CHECK_EVERY == 0:
+                    self._ctx.check_must_abort()
+                if edge.id in rels:
+                    found[edge.id] = edge.properties.get(prop)
+        return found
+
+    def labelled(self, internals: Sequence[int], label: str) -> list[bool]:
+        out = []
+        for internal in internals:
+            try:
+                vertex = self._graph.get_vertex_by_id(internal)
+            except IndexError:
+                out.append(False)
+                continue
+            out.append(any(lb.name == label for lb in vertex.labels))
         return out
 
     def read(self, internals: Sequence[int], name: str) -> list[Any]:

@@ -43,7 +43,7 @@ from memgraph_tf.procedures.errors import (
     OptionError,
 )
 from memgraph_tf.procedures.options import Options, SplitFilter
-from memgraph_tf.procedures.reservoir import BoundedReads
+from memgraph_tf.procedures.reservoir import BoundedReads, ReservoirDrawer
 from memgraph_tf.procedures.timed import AsOf, RecentDrawer, SeedTimes, read_timed, require_timing
 from memgraph_tf.procedures.weighted import ValuedRead, WeightedDrawer, read_weighted, without
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
@@ -183,12 +183,12 @@ class Role:
         role's ``reservoir_threshold`` is not set; the members' keys go to ``keys``."""
         if self.reservoir_threshold is None:
             return None
-        if step.weight is not None or step.time is not None:
+        if step.time is not None:
             raise OptionError(
-                f"options.reservoir_threshold: step {step} is "
-                f"{'weighted' if step.weight is not None else 'timed'}, and reservoirs hold a "
-                "uniform sample of a node's relationships (allowed: steps without a weight or "
-                "a time)"
+                f"options.reservoir_threshold: step {step} has a time ({step.time!r}): a "
+                "reservoir samples the relationships the graph holds now and cannot answer which "
+                "were there as of a seed's time; sample this spec without "
+                "options.reservoir_threshold (allowed: steps without a time)"
             )
         if step not in self.bounded:
             self.bounded[step] = BoundedReads(
@@ -198,6 +198,7 @@ class Role:
                 self.id_property,
                 step.right,
                 register=functools.partial(keys.add, step.right),
+                weight=step.weight,
             )
         return self.bounded[step]
 
@@ -279,7 +280,7 @@ def draw_role(
         valued = ValuedRead(nav, step, read, key_of.__getitem__, keys.name)  # (weight or time)
         if step.weight is not None:  # the weighted draw (procedures.weighted)
             read_weighted(valued, todo, nbrs)
-            draw = WeightedDrawer(f, step.replace)
+            draw = (WeightedDrawer if bounded is None else ReservoirDrawer)(f, step.replace)
         elif step.time is not None:  # point in time, per row (procedures.timed)
             read_timed(valued, todo, nbrs)
             if timing is not None and timing.most_recent:

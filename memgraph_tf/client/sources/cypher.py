@@ -419,24 +419,53 @@ class CypherReservoirStore:
 
     def step_relationships(
         self, internals: Sequence[int], opts: BuildOptions
-    ) -> list[list[tuple[int, int]]]:
+    ) -> list[list[tuple[int, int, Any, bool]]]:
         edge_types, direction, label = opts.edge_types, opts.direction, opts.neighbour_label
         where, params = "", {"ids": list(internals)}
         other = "(m)" if label is None else f"(m:{quote_name(label, 'options.neighbour_label')})"
         if edge_types is not None:
             where, params["types"] = " AND type(r) IN $types", list(edge_types)
-        found: dict[Any, dict[int, int]] = {i: {} for i in internals}
+        value = "null" if opts.weight is None else f"r.{quote_name(opts.weight, 'options.weight')}"
+        found: dict[Any, dict[int, tuple[int, int, Any, bool]]] = {i: {} for i in internals}
         for arrow in ("-[r]->", "<-[r]-"):
             if direction != "both" and arrow != ("-[r]->" if direction == "out" else "<-[r]-"):
                 continue
             rows = self._source.read(
                 f"UNWIND $ids AS i MATCH (n){arrow}{other} WHERE id(n) = i{where} "
-                "RETURN i, id(r) AS r, id(m) AS m",
+                f"RETURN i, id(r) AS r, id(m) AS m, {value} AS v",
                 params,
             )
             for row in rows:
-                found[row["i"]].setdefault(row["r"], row["m"])
-        return [list(found[i].items()) for i in internals]
+                found[row["i"]].setdefault(
+                    row["r"], (row["r"], row["m"], row["v"], arrow == "-[r]->")
+                )
+        return [list(found[i].values()) for i in internals]
+
+    def relationship_values(
+        self, rows: Sequence[tuple[int, int, bool]], prop: str
+    ) -> dict[int, Any]:
+        found: dict[int, Any] = {}
+        name = quote_name(prop, "options.weight")
+        for outgoing, arrow in ((True, "-[r]->"), (False, "<-[r]-")):
+            wanted = [{"i": i, "r": r} for i, r, out in rows if out == outgoing]
+            if not wanted:
+                continue
+            got = self._source.read(
+                f"UNWIND $rows AS row MATCH (n){arrow}() WHERE id(n) = row.i AND id(r) = row.r "
+                f"RETURN id(r) AS r, r.{name} AS v",
+                {"rows": wanted},
+            )
+            found.update((row["r"], row["v"]) for row in got)
+        return found
+
+    def labelled(self, internals: Sequence[int], label: str) -> list[bool]:
+        rows = self._source.read(
+            f"UNWIND $ids AS i MATCH (n:{quote_name(label, 'options.neighbour_label')}) "
+            "WHERE id(n) = i RETURN i",
+            {"ids": list(internals)},
+        )
+        have = {row["i"] for row in rows}
+        return [i in have for i in internals]
 
     def read(self, internals: Sequence[int], name: str) -> list[Any]:
         prop = quote_name(name, "property")
