@@ -805,6 +805,7 @@ def build_weighted(
     members = sorted((key_of[other], rel, other, out, value) for rel, other, value, out in rels)
     ranked = []
     for nkey, rel, other, outgoing, value in members:
+
         def where(other: int = other, nkey: Any = nkey, outgoing: bool = outgoing) -> str:
             return relationship_text(opts, (internal, key), (other, nkey), outgoing)
 

@@ -117,7 +117,7 @@ def hub_case_graph() -> EmbeddedGraph:
     (``(0)-[:E]->(leaf)``) and node 7 (a leaf too, ``key: 'x'``: the others' ``key`` is their
     ``id``); hub 0 holds one reservoir per
     edge step, each broken one way (memgraph_tf/procedures/reservoir.py)."""
-    from memgraph_tf.procedures.reservoir import FORMAT, property_name
+    from memgraph_tf.procedures.reservoir import FORMAT, WEIGHTED_FORMAT, property_name
 
     g = EmbeddedGraph()
     hub = g.add_node(["H"], {"id": 0, "key": 0})
@@ -136,6 +136,8 @@ def hub_case_graph() -> EmbeddedGraph:
         ((["E", "G"], "out", None), "not a reservoir"),
         ((["E", "G"], "both", None), reservoir(3, 7, [1, 2, 3])[:-1]),  # truncated
         ((["E"], "out", "id"), reservoir(3, 7, [1, 2, 999], [1, 2, 999])),  # a deleted member
+        ((["E"], "out", None, "H", "w"), "not a reservoir"),  # a weighted step's
+        ((["E"], "in", None, "H", "w"), [WEIGHTED_FORMAT, 3, 7, 0, 0, 3, 0] + [1] * 14),
     ):
         g.set_property(hub, property_name(*step), value)
     return g
@@ -246,6 +248,20 @@ CASES = {
         ([0], [3], [], {**RESERVOIR, **ID, "edge_types": ["E"], "direction": "out"}),
         r"^node with id = 999 \(internal id 999\): in a reservoir \(options\.reservoir_threshold\)"
         r" but no longer in the graph under that key",
+        "hubs",
+    ),
+    "bounded: a weighted step's property that is no reservoir": Case(
+        "sample_typed",
+        ([0], {"(:H)-[:E {weight: w}]->(:H)": [2]}, None, {"label": "H", **RESERVOIR}),
+        rf"^options\.reservoir_threshold: node 0 property {RESERVOIR_NAME}: expected a weighted "
+        r"step's reservoir \(a list of integers, format 2\), got str 'not a reservoir'",
+        "hubs",
+    ),
+    "bounded: a truncated weighted reservoir": Case(
+        "sample_typed",
+        ([0], {"(:H)<-[:E {weight: w}]-(:H)": [2]}, None, {"label": "H", **RESERVOIR}),
+        rf"^options\.reservoir_threshold: node 0 property {RESERVOIR_NAME}: a malformed "
+        r"reservoir \(3 members, capacity 3, degree 7, 21 integers\)",
         "hubs",
     ),
     "bounded: a negative threshold": Case(
@@ -622,12 +638,18 @@ CASES = {
         r"^relationship \(node 0:User\)-\[:BOUGHT\]->\(node 4:Product\) property 'w': expected "
         r"a number \(the step's weight\), got no value$",
     ),
-    "sample_typed: the bounded mode on a weighted step": Case(
+    "sample_typed: the bounded mode on a timed step": Case(
         "sample_typed",
-        ([0], {"(:User)-[:BOUGHT {weight: w}]->(:Product)": [1]}, None, {**USER, **RESERVOIR}),
-        r"^options\.reservoir_threshold: step \(:User\)-\[:BOUGHT \{weight: w\}\]->\(:Product\) "
-        r"is weighted, and reservoirs hold a uniform sample of a node's relationships \(allowed: "
-        r"steps without a weight or a time\)$",
+        (
+            [0],
+            {"(:User)-[:BOUGHT {time: at}]->(:Product)": [1]},
+            None,
+            {**USER, **RESERVOIR, "seed_time": "id"},
+        ),
+        r"^options\.reservoir_threshold: step \(:User\)-\[:BOUGHT \{time: at\}\]->\(:Product\) "
+        r"has a time \('at'\): a reservoir samples the relationships the graph holds now and "
+        r"cannot answer which were there as of a seed's time; sample this spec without "
+        r"options\.reservoir_threshold \(allowed: steps without a time\)$",
     ),
     "sample_typed: a timed step without options.seed_time": Case(
         "sample_typed",
@@ -936,8 +958,8 @@ UNREACHABLE = {
     # declared MAP? / LIST OF MAP: Memgraph refuses anything else before the call
     ("reservoir.py", "_parse", "options: expected a map"),
     ("options.py", "options_map", "options: expected a map"),  # (structural, split_edges)
-    ("reservoir.py", "update", "changes: expected a list of change maps"),
-    ("reservoir.py", "update", "expected a change map"),
+    ("reservoir.py", "_per_node", "changes: expected a list of change maps"),
+    ("reservoir.py", "_per_node", "expected a change map"),
     ("mgp_access.py", "resolve", "expected a list of nodes or integer ids"),
     ("options.py", "parse_options", "options: expected a map"),
     ("tables.py", "_raise_bad_value", "expected a number in float range"),
