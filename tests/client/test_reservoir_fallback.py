@@ -4,13 +4,15 @@ drawn from by the same code (memgraph_tf/procedures/reservoir.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.change_log import Change, ChangeLog, apply_to_reservoirs, build_reservoirs
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import GraphDataError
-from memgraph_tf.procedures.reservoir import FORMAT, Reservoir, property_name
+from memgraph_tf.procedures.reservoir import FORMAT, Reservoir, WeightedReservoir, property_name
 
 pytestmark = pytest.mark.arcadedb
 
@@ -31,6 +33,11 @@ def _edges() -> list[tuple[int, int]]:
     return edges + [(100, 101), (0, 1)]
 
 
+def weight(a: int, b: int) -> float:
+    """The ``w`` of the relationship ``a -> b`` (a weighted step's weight): 0.5 .. 2.0."""
+    return 0.5 * (1 + (a + b) % 4)
+
+
 @pytest.fixture(scope="module")
 def twins(bolt_source):
     edges = _edges()
@@ -38,13 +45,13 @@ def twins(bolt_source):
     embedded = EmbeddedGraph()
     node = {i: embedded.add_node([LABEL], {"id": i}) for i in ids}
     for a, b in edges:
-        embedded.add_edge(node[a], node[b], "R")
+        embedded.add_edge(node[a], node[b], "R", {"w": weight(a, b)})
     bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
     bolt_source.write(f"UNWIND $ids AS i CREATE (:{LABEL} {{id: i}})", {"ids": ids})
     bolt_source.write(
         f"UNWIND $pairs AS p MATCH (a:{LABEL} {{id: p[0]}}), (b:{LABEL} {{id: p[1]}}) "
-        "CREATE (a)-[:R]->(b)",
-        {"pairs": [list(e) for e in edges]},
+        "CREATE (a)-[:R {w: p[2]}]->(b)",
+        {"pairs": [[a, b, weight(a, b)] for a, b in edges]},
     )
     yield EmbeddedSource(embedded), bolt_source, node
     bolt_source.write(f"MATCH (n:{LABEL}) DETACH DELETE n")
@@ -87,12 +94,12 @@ def test_build_maintenance_and_draws_are_byte_identical(twins):
             if source is embedded:
                 new = embedded.graph.add_node([LABEL], {"id": leaf})
                 node[leaf] = new
-                rel = embedded.graph.add_edge(node[0], new, "R")
+                rel = embedded.graph.add_edge(node[0], new, "R", {"w": 1.0})
                 hub, other = node[0], new
             else:
                 [row] = bolt.write(
-                    f"MATCH (h:{LABEL} {{id: 0}}) CREATE (h)-[r:R]->(m:{LABEL} {{id: $k}}) "
-                    "RETURN id(r) AS r, id(h) AS h, id(m) AS m",
+                    f"MATCH (h:{LABEL} {{id: 0}}) CREATE (h)-[r:R {{w: 1.0}}]->"
+                    f"(m:{LABEL} {{id: $k}}) RETURN id(r) AS r, id(h) AS h, id(m) AS m",
                     {"k": leaf},
                 )
                 rel, hub, other = row["r"], row["h"], row["m"]
@@ -174,3 +181,99 @@ def test_typed_steps_are_byte_identical(twins):
     assert blobs[0] == blobs[1]
     exact = embedded.sample_typed([0, 100], spec, {}, {**opts, "reservoir_threshold": None})
     assert blobs[0] != exact
+
+
+WEIGHTED = {**STEP, "neighbour_label": LABEL, "weight": "w"}
+WEIGHTED_NAME = property_name(("R",), "both", "id", LABEL, "w")
+
+
+def weighted(source, key: int) -> WeightedReservoir:
+    """The hub's weighted reservoir, read from the graph, but its relationship and internal
+    ids (each store numbers its own)."""
+    if isinstance(source, EmbeddedSource):
+        [internal] = source.graph.find_nodes(LABEL, "id", key)
+        value = source.graph.get_property(internal, WEIGHTED_NAME)
+    else:
+        [row] = source.read(
+            f"MATCH (n:{LABEL}) WHERE n.id = $k RETURN n.{WEIGHTED_NAME} AS r", {"k": key}
+        )
+        value = row["r"]
+    res = WeightedReservoir.decode(list(value), f"node {key}", WEIGHTED_NAME)
+    return dataclasses.replace(res, rels=[], internals=[])
+
+
+def weighted_ids(source, key: int) -> tuple[list[int], list[int]]:
+    """The hub's weighted reservoir's relationship and neighbour internal ids."""
+    if isinstance(source, EmbeddedSource):
+        [internal] = source.graph.find_nodes(LABEL, "id", key)
+        value = source.graph.get_property(internal, WEIGHTED_NAME)
+    else:
+        [row] = source.read(
+            f"MATCH (n:{LABEL}) WHERE n.id = $k RETURN n.{WEIGHTED_NAME} AS r", {"k": key}
+        )
+        value = row["r"]
+    res = WeightedReservoir.decode(list(value), f"node {key}", WEIGHTED_NAME)
+    return res.rels, res.internals
+
+
+def weighted_blobs(source, threshold: int | None = 20) -> list[bytes]:
+    """sample_typed's blobs over the weighted step, without and with replacement."""
+    opts = {"label": LABEL, "id_property": "id", "seed": 6, "reservoir_threshold": threshold}
+    return [
+        source.sample_typed(
+            [0, 1, 100], {f"(:{LABEL})-[:R {{weight: w{extra}}}]-(:{LABEL})": [5, 2]}, {}, opts
+        )
+        for extra in ("", ", replace: true")
+    ]
+
+
+def test_weighted_reservoirs_build_maintain_and_draw_byte_identically(twins):
+    embedded, bolt, node = twins
+    for source in (embedded, bolt):
+        log = ChangeLog(source, LOG)
+        totals = build_reservoirs(source, {**BUILD, **WEIGHTED}, log=log)
+        assert totals["reservoirs"] == 2
+    assert weighted(bolt, 0) == weighted(embedded, 0) and len(weighted(bolt, 0).keys) == 12
+    assert weighted(bolt, 1) == weighted(embedded, 1)
+    assert weighted_blobs(bolt) == weighted_blobs(embedded)
+    exact = weighted_blobs(embedded, None)
+    assert all(a != b for a, b in zip(weighted_blobs(embedded), exact))
+    # 5 new heavy payees of hub 0, one of them deleted again, and a member's weight set to 0
+    member_key = next(k for k in weighted(embedded, 0).keys if k >= 100)  # (a leaf)
+    for source in (embedded, bolt):
+        log = ChangeLog(source, LOG)
+        changes = []
+        for leaf in range(600, 605):
+            if source is embedded:
+                node[leaf] = embedded.graph.add_node([LABEL], {"id": leaf})
+                rel = embedded.graph.add_edge(node[0], node[leaf], "R", {"w": 40.0})
+                hub, other = node[0], node[leaf]
+            else:
+                [row] = bolt.write(
+                    f"MATCH (h:{LABEL} {{id: 0}}) CREATE (h)-[r:R {{w: 40.0}}]->(m:{LABEL} "
+                    "{id: $k}) RETURN id(r) AS r, id(h) AS h, id(m) AS m",
+                    {"k": leaf},
+                )
+                rel, hub, other = row["r"], row["h"], row["m"]
+            changes.append(Change("created", "relationship", rel, rel_type="R", start_id=hub,
+                                  end_id=other, start_key=0, end_key=leaf))  # fmt: skip
+        first = changes[0]
+        changes.append(dataclasses.replace(first, kind="deleted"))
+        res = weighted(source, 0)
+        i = res.keys.index(member_key)
+        rels, internals = weighted_ids(source, 0)
+        if source is embedded:
+            embedded.graph.merge_edge(node[0], node[member_key], "R", {"w": 0.0})
+            embedded.graph.delete_edge(first.element_id)
+        else:
+            bolt.write("MATCH ()-[r]->() WHERE id(r) = $r SET r.w = 0.0", {"r": rels[i]})
+            bolt.write("MATCH ()-[r]->() WHERE id(r) = $r DELETE r", {"r": first.element_id})
+        changes.append(Change("updated", "relationship", rels[i], rel_type="R",
+                              start_id=hub, end_id=internals[i], start_key=0,
+                              end_key=member_key, properties=("w",)))  # fmt: skip
+        log.record(changes)
+        totals, _ = apply_to_reservoirs(log, WEIGHTED, after=0)
+        assert totals["updated"] == 1 and totals["applied"] == 7
+        assert member_key not in weighted(source, 0).keys
+    assert weighted(bolt, 0) == weighted(embedded, 0)
+    assert weighted_blobs(bolt) == weighted_blobs(embedded)
