@@ -34,6 +34,11 @@ figures.
 
     .venv/bin/python benchmarks/hub_sampling.py [--degrees 1000 10000 100000] [--with-million]
         [--bolt-degrees 1000 10000 100000] [--skip-bolt] [--rounds N] [--markdown]
+        [--bounded | --bounded-only | --weighted-only] [--capacity R]
+
+``--bounded`` adds the bounded mode's rows (``tf_features.sample`` from uniform reservoirs, and
+``sample_typed`` over a weighted step from weighted reservoirs, without and with replacement);
+``--bounded-only`` / ``--weighted-only`` print only the uniform / the weighted ones.
 """
 
 from __future__ import annotations
@@ -113,8 +118,11 @@ def row_text(backend: str, proc: str, hop: int, degree: int, t_hub: float, t_bas
 
 
 # -- embedded -----------------------------------------------------------------------------------
-def build_embedded(degrees: list[int]) -> tuple[Any, dict[int, int], dict[int, int]]:
-    """(graph, degree -> hub id, degree -> one leaf id); degree 10 is the baseline star."""
+def build_embedded(
+    degrees: list[int], weighted: bool = False
+) -> tuple[Any, dict[int, int], dict[int, int]]:
+    """(graph, degree -> hub id, degree -> one leaf id); degree 10 is the baseline star. With
+    ``weighted`` each relationship has ``w`` = 1 .. 5 (its leaf's index mod 5, plus 1)."""
     from memgraph_tf.embedded import EmbeddedGraph
 
     g = EmbeddedGraph(default_memory_limit_bytes=None, count_api_calls=False)
@@ -122,9 +130,9 @@ def build_embedded(degrees: list[int]) -> tuple[Any, dict[int, int], dict[int, i
     for degree in [BASE_DEGREE, *degrees]:
         hub = g.add_node(["N"])
         hubs[degree] = hub
-        for _ in range(degree):
+        for i in range(degree):
             leaf = g.add_node(["N"])
-            g.add_edge(hub, leaf, "E")
+            g.add_edge(hub, leaf, "E", {"w": float(1 + i % 5)} if weighted else None)
         leaves[degree] = leaf
     return g, hubs, leaves
 
@@ -208,6 +216,52 @@ def bounded_rows(degrees: list[int], rounds: int, capacity: int) -> list[tuple[A
             f"bounded  sample       hop {hop}  d={hi:,} / d={lo:,}: "
             f"{best[hi] / best[lo]:.2f}x the time per call"
         )
+    return rows
+
+
+WEIGHTED_SPECS = {
+    "weighted": "(:N)-[:E {weight: w}]-(:N)",
+    "weighted, replace": "(:N)-[:E {weight: w, replace: true}]-(:N)",
+}
+
+
+def weighted_bounded_rows(degrees: list[int], rounds: int, capacity: int) -> list[tuple]:
+    """``tf_features.sample_typed`` over a weighted step (``WEIGHTED_SPECS``: without and with
+    replacement; ids only, fanout 10) in the bounded mode on the embedded runtime: weighted
+    reservoirs of ``capacity`` (``options.weight``), drawn from above a threshold of
+    ``capacity``; hop 1 from each hub against the same call from the degree-10 weighted star
+    (exact: no reservoir there), and the exact path's time at each degree for scale."""
+    t0 = time.perf_counter()
+    g, hubs, _ = build_embedded(degrees, weighted=True)
+    t1 = time.perf_counter()
+    step = {"edge_types": ["E"], "direction": "both", "neighbour_label": "N", "weight": "w"}
+    [page] = g.call(
+        "tf_features.build_reservoirs",
+        {"capacity": capacity, "seed": 1, "batch_nodes": g.node_count + 1, **step},
+    )
+    print(
+        f"weighted bounded: graph of {g.node_count:,} nodes built in {t1 - t0:.1f} s; "
+        f"{page['reservoirs']} weighted reservoirs of {capacity} built in "
+        f"{time.perf_counter() - t1:.1f} s (tf_features.build_reservoirs, one pass)"
+    )
+
+    def sample(spec: str, seed: int, threshold: int | None) -> str:
+        opts = {**TYPED, "reservoir_threshold": threshold}
+        [row] = g.call("tf_features.sample_typed", [seed], {spec: [10]}, {}, opts)
+        return row["blob"]
+
+    rows = []
+    for name, spec in WEIGHTED_SPECS.items():
+        base = functools.partial(sample, spec, hubs[BASE_DEGREE], capacity)
+        for degree in degrees:
+            hub = functools.partial(sample, spec, hubs[degree], capacity)
+            t_hub, t_base = compare(hub, base, rounds)
+            exact, _ = compare(functools.partial(sample, spec, hubs[degree], None), base, 1)
+            print(
+                f"{row_text('bounded', name, 1, degree, t_hub, t_base)}  "
+                f"(exact path {exact * 1e3:.1f} ms/call)"
+            )
+            rows.append(("bounded", f"sample_typed ({name})", 1, degree, t_hub, t_base, None))
     return rows
 
 
@@ -343,17 +397,26 @@ def main() -> int:
     )
     parser.add_argument("--bounded-only", action="store_true", help="only the bounded mode's rows")
     parser.add_argument("--capacity", type=int, default=100, help="the bounded mode's R")
+    parser.add_argument(
+        "--weighted-only",
+        action="store_true",
+        help="only the bounded mode's rows of a weighted step (sample_typed)",
+    )
     args = parser.parse_args()
     degrees = sorted(set(args.degrees) | ({1_000_000} if args.with_million else set()))
     start = time.perf_counter()
     print(f"load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs); {args.rounds} rounds")
-    if args.bounded_only:
+    if args.weighted_only:
+        rows = weighted_bounded_rows(degrees, args.rounds, args.capacity)
+        args.skip_bolt = True
+    elif args.bounded_only:
         rows = bounded_rows(degrees, args.rounds, args.capacity)
         args.skip_bolt = True
     else:
         rows = embedded_rows(degrees, args.rounds)
         if args.bounded:
             rows += bounded_rows(degrees, args.rounds, args.capacity)
+            rows += weighted_bounded_rows(degrees, args.rounds, args.capacity)
     if args.skip_bolt:
         pass
     elif importlib.util.find_spec("arcadedb_embedded") is None:

@@ -391,9 +391,12 @@ class WeightedMembers(Weighted):
     def neighbour_keys(self, rng: random.Random) -> list[float]:
         """A fresh priority per member (one ``rng.random()`` each, in member order), drawn given
         that it is above the threshold, and per neighbour the largest of its members'."""
+        rand, log = rng.random, math.log
+        keys = [log(1.0 - s * rand()) / w for s, w in zip(self.spans, self.rel_weights)]
+        if len(keys) == len(self.ids):  # one member per neighbour (no parallel relationships)
+            return keys
         best = [-math.inf] * len(self.ids)
-        for i, w, span in zip(self.owner, self.rel_weights, self.spans):
-            k = math.log(1.0 - span * rng.random()) / w
+        for i, k in zip(self.owner, keys):
             if k > best[i]:
                 best[i] = k
         return best
@@ -429,7 +432,7 @@ class ReservoirDrawer(ParentDrawer):
         if self.replace:
             for _ in range(f):
                 keys = found.neighbour_keys(rng)
-                ids.append(nbrs[max(range(d), key=keys.__getitem__)])
+                ids.append(nbrs[keys.index(max(keys))])  # (the first of the largest)
             mask += [True] * f
         elif d <= f:
             ids += nbrs
