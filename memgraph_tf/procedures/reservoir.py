@@ -35,6 +35,16 @@ re-applying a batch is harmless).
   for them: a delete-heavy node's reservoir shrinks, which :func:`update` reports (``short``) and
   the draw refuses once it holds fewer distinct neighbours than the fanout.
 
+**Weighted steps** (``options.weight``: the relationship property a weighted step draws by; the
+reservoir is another property, :class:`WeightedReservoir`, format :data:`WEIGHTED_FORMAT`): the
+build gives each relationship of positive weight an Efraimidis-Spirakis priority
+(:func:`priority`) and keeps the ``R`` largest, the next one's priority as the threshold; an
+insert joins when its priority is above the threshold (evicting the least member, whose priority
+becomes the threshold), a deleted member leaves (the reservoir shrinks), a reweighted relationship
+leaves and rejoins. So the members are always the relationships of largest priority. A draw
+(:class:`ReservoirDrawer`) redraws the members' priorities given that they exceed the threshold,
+which gives one call the exact path's law (docs/hubs.md, "Weighted steps").
+
 The population is the node's *relationships*: with no parallel relationships of the step (and,
 for ``both``, no mutual pair) that is its distinct neighbours, as for the exact path; a
 neighbour with k relationships to the node is k times as likely to be in the reservoir.
@@ -453,8 +463,9 @@ class BoundedReads:
     """The bounded mode of one edge step in one call: which nodes draw from their reservoir.
 
     Guarantees (:meth:`fill`): a node whose reservoir (the step's property, :func:`property_name`)
-    records a degree above ``threshold`` draws from its members' distinct keys, sorted; any other
-    node is left to the exact path. A reservoir of another format, or one holding fewer distinct
+    records a degree above ``threshold`` draws from its members' distinct keys, sorted (a
+    weighted step's, ``weight``: from its :class:`WeightedMembers`); any other node is left to
+    the exact path. A reservoir of another format, or one holding fewer distinct
     neighbours than a hop's fanout (a capacity below it, or a reservoir shrunk by deletions),
     raises naming ``options.reservoir_threshold``, the node and what to do; nothing is drawn in
     silence from a reservoir that cannot fill the slots."""
