@@ -150,7 +150,7 @@ def test_a_weighted_hub_draws_from_its_reservoir_by_the_reservoir_rule(pattern):
     assert slots(g, pattern, reservoir_threshold=DEGREE) == slots(g, pattern)
 
 
-def test_the_draw_from_members_without_the_pair_node_and_with_few_neighbours():
+def test_members_without_a_node_and_a_draw_with_fewer_neighbours_than_slots():
     res = WeightedReservoir(4, 9, 0, 0, -0.5, [3, 5, 5, 8], [1, 2, 3, 4], [3, 5, 5, 8],
                             [1.0, 2.0, 0.5, 4.0], [-0.1, -0.2, -0.3, -0.4])  # fmt: skip
     found = members_of(res)
