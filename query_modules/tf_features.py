@@ -160,8 +160,9 @@ def build_reservoirs(
 ) -> mgp.Record(nodes=int, reservoirs=int, removed=int, next=mgp.Nullable[int]):
     """One page (``options.batch_nodes`` nodes after the cursor ``options.after``, in internal id
     order) of the build: each node with more than ``options.capacity`` relationships of the step
-    (``options.edge_types``, ``options.direction``) gets a uniform sample of that many as a
-    reservoir property; ``next``: the cursor of the next page, null when done."""
+    (``options.edge_types``, ``options.direction``) gets a uniform sample of that many (with
+    ``options.weight``, a weighted one) as a reservoir property; ``next``: the cursor of the next
+    page, null when done."""
     return mgp.Record(**_procedures.run_build_reservoirs(ctx, options))
 
 
@@ -171,8 +172,9 @@ def update_reservoirs(
     changes: mgp.List[mgp.Map],
     options: mgp.Nullable[mgp.Map] = None,
 ) -> mgp.Record(applied=int, skipped=int, updated=int, short=int):
-    """Applies change-log entries (relationships created and deleted) to the reservoirs of the
-    step (``options.edge_types``, ``options.direction``) of their endpoints."""
+    """Applies change-log entries (relationships created and deleted; with ``options.weight``,
+    also reweighted) to the reservoirs of the step (``options.edge_types``,
+    ``options.direction``) of their endpoints."""
     return mgp.Record(**_procedures.run_update_reservoirs(ctx, changes, options))
 
 

@@ -351,3 +351,26 @@ def test_a_typed_step_draws_from_its_reservoir_by_the_exact_draw_rule():
         {"label": "Product", "reservoir_threshold": 0, "exclude_splits": ["test"]},
     )
     assert "options.reservoir_threshold: expected without options.exclude_splits" in text
+
+
+def test_a_typed_steps_reservoir_is_maintained_from_changes_to_its_neighbour_label_only():
+    g, product = shop()
+    source = EmbeddedSource(g)
+    log = ChangeLog(source)
+    build_reservoirs(source, {"capacity": 20, "seed": 2, **TYPED_STEP}, log=log)
+    name = property_name(("BOUGHT",), "in", "id", "User")
+    before = stored(g, product, name)
+    changes = []
+    for labels, key in ((["User"], 5000), (["Bot"], 6000)):
+        buyer = g.add_node(labels, {"id": key})
+        rel = g.add_edge(buyer, product, "BOUGHT")
+        changes.append(Change("created", "relationship", rel, rel_type="BOUGHT", start_id=buyer,
+                              end_id=product, start_key=key, end_key=7))  # fmt: skip
+    log.record(changes)
+    step = {k: TYPED_STEP[k] for k in ("edge_types", "direction", "id_property", "neighbour_label")}
+    totals, _ = apply_to_reservoirs(log, step)
+    assert (totals["applied"], totals["updated"]) == (
+        1,
+        1,
+    )  # the :Bot's relationship: not of the step
+    assert stored(g, product, name).degree == before.degree + 1
