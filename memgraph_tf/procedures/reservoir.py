@@ -607,11 +607,12 @@ class ReservoirStore(Protocol):
 
     def step_relationships(
         self, internals: Sequence[int], opts: BuildOptions
-    ) -> list[list[tuple[int, int, Any]]]:
-        """Per node, ``(relationship id, other end's internal id, value)`` of each distinct
-        relationship of the step of ``opts`` (``edge_types``, ``direction``; a self-loop once;
-        with ``neighbour_label``, to such nodes only); ``value``: the relationship's
-        ``opts.weight`` property (None where missing, or without ``opts.weight``)."""
+    ) -> list[list[tuple[int, int, Any, bool]]]:
+        """Per node, ``(relationship id, other end's internal id, value, outgoing)`` of each
+        distinct relationship of the step of ``opts`` (``edge_types``, ``direction``; a self-loop
+        once; with ``neighbour_label``, to such nodes only); ``value``: the relationship's
+        ``opts.weight`` property (None where missing, or without ``opts.weight``);
+        ``outgoing``: whether the node is its start."""
 
     def relationship_values(
         self, rows: Sequence[tuple[int, int, bool]], prop: str
@@ -701,7 +702,8 @@ def _parse(procedure: str, options: Any, allowed: Sequence[str]) -> dict[str, An
 
 def parse_build_options(options: Any) -> BuildOptions:
     """``tf_features.build_reservoirs``' options: ``capacity`` (R, required, >= 1), the step
-    (``edge_types``, ``direction``) and key space (``id_property``) the samplers will use,
+    (``edge_types``, ``direction``; ``weight``: a weighted step's weight property) and key space
+    (``id_property``) the samplers will use,
     ``seed`` (default 0), ``label`` (only its nodes get reservoirs; default every node),
     ``neighbour_label`` (a typed step's right label: only neighbours with it count),
     ``after`` / ``batch_nodes`` (the page of nodes), ``applied_seq`` (the change-log cursor the
@@ -716,8 +718,9 @@ def parse_build_options(options: Any) -> BuildOptions:
 
 
 def parse_update_options(options: Any) -> BuildOptions:
-    """``tf_features.update_reservoirs``' options: the step (``edge_types``, ``direction``) and
-    key space (``id_property``) of the reservoirs to maintain."""
+    """``tf_features.update_reservoirs``' options: the step (``edge_types``, ``direction``,
+    ``neighbour_label``, ``weight``) and key space (``id_property``) of the reservoirs to
+    maintain; ``label`` (the build's) only names the nodes in errors."""
     return BuildOptions(**_parse("update_reservoirs", options, UPDATE_OPTIONS))
 
 
