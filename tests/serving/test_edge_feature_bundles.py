@@ -144,6 +144,19 @@ def unsorted_kit(tmp_path_factory):
     return EmbeddedSource(transfer_graph(200, seed=3)), model, info.path
 
 
+def unsorted_in_process(source, model) -> np.ndarray:
+    """The model's probabilities on one ``sample_typed`` blob of IDS with its own
+    ``num_neighbors`` (its step order) and edge specs (inference seed)."""
+    opts = {
+        **OPTIONS,
+        "label": "Account",
+        "seed": bundle.DEFAULT_SEED,
+        "edge_feature_spec": BOTH_SPECS,
+    }
+    sections = blob.unpack(source.sample_typed(IDS, UNSORTED_NN, {"Account": ["features"]}, opts))
+    return tf.nn.softmax(model(model_inputs(sections, model.input_names()), training=False)).numpy()
+
+
 def test_a_model_with_edge_features_on_unsorted_steps_serves_by_node_id_as_in_process(
     unsorted_kit,
 ):
@@ -157,13 +170,27 @@ def test_a_model_with_edge_features_on_unsorted_steps_serves_by_node_id_as_in_pr
     assert {"edge_num_h1_s0", "edge_num_h1_s1"} <= set(config.sections)
     slots = [config.sections[f"edge_has_h1_s{i}"][1][1] for i in (0, 1)]
     assert slots == [3, 2]  # the steps' fanouts, in the model's order
-    opts = {
-        **OPTIONS,
-        "label": "Account",
-        "seed": bundle.DEFAULT_SEED,
-        "edge_feature_spec": BOTH_SPECS,
-    }
-    sections = blob.unpack(source.sample_typed(IDS, UNSORTED_NN, {"Account": ["features"]}, opts))
-    expected = tf.nn.softmax(model(model_inputs(sections, model.input_names()), training=False))
     got = classified_over_rest(path, source, "accounts", IDS)
-    np.testing.assert_allclose(got, expected.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, unsorted_in_process(source, model), rtol=1e-5, atol=1e-5)
+
+
+def test_batch_and_beam_sample_the_unsorted_steps_in_the_models_order(unsorted_kit):
+    """``classify_graph`` (batch) writes the in-process classes and scores, and a Beam
+    pipeline's model spec (the config through its JSON) samples the steps in the model's
+    order."""
+    from memgraph_tf.beam.models import ModelSpec
+    from memgraph_tf.client.sources import EmbeddedSource
+
+    source, model, path = unsorted_kit
+    spec = ModelSpec.resolve(bundle=path)
+    assert list(spec.sampling().typed_arguments()[0].items()) == list(UNSORTED_NN.items())
+    assert_batch_writes_classes(
+        EmbeddedSource(transfer_graph(200, seed=3)),  # (a fresh graph: the run writes to it)
+        path,
+        "unsorted_class",
+        label="Account",
+        nodes=200,
+        ids=IDS,
+        probs=unsorted_in_process(source, model),
+        class_names=model.class_names,
+    )
