@@ -75,8 +75,8 @@ BUNDLE_FORMAT = "memgraph-tf-bundle"
 #: The newest config format this code reads and the one it writes.
 BUNDLE_FORMAT_VERSION = 2
 #: The first config format whose ``num_neighbors`` (``typed``'s, and ``link``'s per role) is a
-#: list of ``[edge pattern, [fanout per hop]]`` pairs in the model's step order. Format 1 wrote a
-#: JSON object there, which the config's sorted-key JSON put in pattern order; it still reads.
+#: list of ``[edge pattern, [fanout per hop]]`` pairs in the model's step order. Format 1 has a
+#: JSON object there, in pattern order (the config's JSON sorts keys); it is read too.
 STEP_LIST_FORMAT_VERSION = 2
 
 ASSETS_DIR = "assets"
