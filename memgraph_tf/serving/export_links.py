@@ -116,7 +116,6 @@ def link_settings(
     if encoders:  # the raw property columns of these labels: the bundle's sample_pairs calls
         options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
     edge_encoders = edge_encoders_of(model)
-    _check_edge_step_order(model, edge_encoders)
     if edge_encoders:  # the relationship properties of these steps, beside their slots
         options["edge_feature_spec"] = {p: e.spec.to_dict() for p, e in edge_encoders.items()}
     if exclude_splits is not None:
@@ -166,23 +165,6 @@ def link_settings(
 def encoders_of(model: Any) -> dict[str, Any]:
     """The model's label -> ``LabelEncoder`` (none for a model without feature specs)."""
     return dict(getattr(model, "label_encoders", None) or {})
-
-
-def _check_edge_step_order(model: Any, edge_encoders: Mapping[str, Any]) -> None:
-    """:class:`BundleError` (key ``model``) for a model with edge features whose role lists its
-    steps in another order than the bundle config keeps them (its JSON sorts the patterns, and
-    the edge sections ``edge_*_h{h}_s{i}`` are named by the step's index ``i``)."""
-    if not edge_encoders:
-        return
-    for role, spec in (("source", model.source_spec), ("target", model.target_spec)):
-        patterns = list(spec.num_neighbors())
-        if patterns != sorted(patterns):
-            raise BundleError(
-                f"model: the {role} neighbourhood's steps {patterns} are not in sorted order; a "
-                "link bundle keeps num_neighbors sorted by pattern and names the edge feature "
-                "sections by step index: train the model with num_neighbors in sorted order",
-                key="model",
-            )
 
 
 def edge_encoders_of(model: Any) -> dict[str, Any]:
