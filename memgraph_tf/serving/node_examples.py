@@ -25,7 +25,10 @@ INVALID_ARGUMENT (400), each naming ``examples[i]`` and the key: one id without 
 ids and the blob feature; an example with neither the ids nor the blob; an id that is not one
 int64 value; ``node_id`` on a link bundle and ``source_id`` / ``target_id`` on a node bundle (the
 message says what the bundle expects); an id the graph lacks or a node without the pair's label
-(the source's refusal, its ``sources[i]`` renamed ``examples[j].source_id``).
+(the source's refusal, its ``sources[i]`` renamed ``examples[j].source_id``). A link bundle
+with a timed step samples every pair of a request as of the context's ``at`` (else "now",
+:data:`.bundle.NOW_TIME`: no upper time bound); ``at`` on a link bundle without one is refused
+naming ``context.at`` (:func:`sampling_with_at`).
 
 - REST (``{"node_id": N}`` in a JSON example): :func:`json_examples`;
 - gRPC (an int64 feature ``node_id`` of one value in a ``tf.Example``): :func:`proto_examples`;
