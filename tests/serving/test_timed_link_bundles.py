@@ -32,7 +32,8 @@ def exported(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(exported):
-    """``(graph source, REST url, gRPC stub)`` of a local server holding both bundles."""
+    """``(graph source, REST url, gRPC stub, gRPC target)`` of a local server holding both
+    bundles."""
     from memgraph_tf.serving.grpc_server import start_grpc_server
     from memgraph_tf.serving.model_config import ModelEntry
     from memgraph_tf.serving.model_server import ModelServer
@@ -43,7 +44,8 @@ def served(exported):
     ms = ModelServer(model_config=entries, graph_source=source, warmup=False)
     with start_server(ms) as rest, start_grpc_server(ms) as rpc:
         channel = grpc.insecure_channel(rpc.target)
-        yield source, rest.url, prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        yield source, rest.url, stub, rpc.target
         channel.close()
     ms.close()
 
@@ -101,7 +103,7 @@ def _grpc(stub, model: str, verb: str, pairs, at) -> list[float]:
 def test_served_pairs_as_of_at_or_now_equal_predict_links(served):
     """REST and gRPC, ``:classify`` and ``:regress``, op and op-free: the scores of
     ``predict_links`` on the pairs with the time column ``at`` (``NOW_TIME`` without one)."""
-    source, url, stub = served
+    source, url, stub, _ = served
     pairs = np.r_[kit.non_edges(4), [[0, 3], [5, 7]]]  # and two pairs that may be edges
     expected = {at: kit.in_process(source, pairs, at) for at in (kit.AT, None)}
     assert np.abs(expected[kit.AT] - expected[None]).max() > 1e-3  # the time matters
@@ -126,7 +128,7 @@ def test_served_pairs_as_of_at_or_now_equal_predict_links(served):
     [(1.5, "float_list [1.5]"), ([40, 41], "int64_list [40, 41]"), ("x", "bytes_list [b'x']")],
 )
 def test_an_at_that_is_not_one_integer_is_refused_naming_context_at(served, at, shown):
-    _, url, stub = served
+    _, url, stub, _ = served
     pairs = kit.non_edges(1)
     for verb in ("classify", "regress"):
         r = requests.post(f"{url}/v1/models/timed_links:{verb}", json=_body(pairs, at), timeout=60)
@@ -153,7 +155,7 @@ def test_embed_by_node_id_takes_the_same_at(served):
     blobs sampled as of T (without ``at``: now); ``embed_target`` (no timed step) ignores it."""
     from memgraph_tf.batch.link_scoring import ModelLinkBackend
 
-    source, url, stub = served
+    source, url, stub, _ = served
     users = [0, 14, 21]
     backend = ModelLinkBackend(kit.model(), options=kit.OPTIONS, seed=bundle.DEFAULT_SEED)
 
@@ -183,3 +185,23 @@ def test_embed_by_node_id_takes_the_same_at(served):
     at = requests.post(f"{url}/v1/models/timed_links:predict", json=body, timeout=60)
     assert at.status_code == now.status_code == 200, at.text
     assert at.json() == now.json()
+
+
+def test_the_gateway_samples_the_pairs_as_of_the_requests_at(served):
+    """The gateway in front of the server's gRPC port samples the pairs itself, with the same
+    context ``at``."""
+    from memgraph_tf.serving.gateway import UpstreamServer
+    from memgraph_tf.serving.server import start_server
+
+    source, _, _, target = served
+    pairs = kit.non_edges(3)
+    want = kit.in_process(source, pairs, kit.AT)
+    gateway = UpstreamServer(target, source, timeout_s=30)
+    try:
+        with start_server(gateway) as rest:
+            url = f"{rest.url}/v1/models/timed_links:regress"
+            r = requests.post(url, json=_body(pairs, kit.AT), timeout=60)
+    finally:
+        gateway.close()
+    assert r.status_code == 200, r.text
+    np.testing.assert_allclose(r.json()["results"], want, rtol=0, atol=1e-5)
