@@ -42,7 +42,9 @@ pair sampling settings in the config's ``link`` key (:class:`LinkSampling`: the 
 ``REGRESS_SIGNATURE``, ``EMBED_SOURCE_SIGNATURE`` / ``EMBED_TARGET_SIGNATURE`` and
 ``SCORE_EMBEDDINGS_SIGNATURE``; :attr:`SamplingSpec.link` tells the serving paths to sample
 pairs with ``sample_pairs`` (:meth:`SamplingSpec.pair_arguments`) and one endpoint with
-``sample_typed`` (:meth:`SamplingSpec.role_arguments`).
+``sample_typed`` (:meth:`SamplingSpec.role_arguments`). A link bundle with a timed step samples
+every pair and node of a call at one time: ``options.at`` when the request names one, else
+:data:`NOW_TIME` ("now": no upper time bound, every relationship whatever its time).
 
 Every failure to meet the contract is a :class:`memgraph_tf.errors.BundleError` (also a
 ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
@@ -426,6 +428,14 @@ def has_timed_step(label: str, num_neighbors: Mapping[str, Any]) -> bool:
     return any(step.time is not None for step in spec.steps)
 
 
+def _untimed_at(at: Any) -> BundleError:
+    return BundleError(
+        f"options.at: expected none, the link bundle's neighbourhoods have no timed step (got "
+        f"at {at!r})",
+        key="at",
+    )
+
+
 def role_time_options(
     label: str, num_neighbors: Mapping[str, Any], options: Mapping[str, Any], at: Any = None
 ) -> dict[str, Any]:
@@ -538,11 +548,7 @@ class SamplingSpec:
                 )
             options["pair_times"] = [NOW_TIME if at is None else at] * count
         elif at is not None:
-            raise BundleError(
-                f"options.at: expected none, the link bundle's neighbourhoods have no timed step "
-                f"(got at {at!r})",
-                key="at",
-            )
+            raise _untimed_at(at)
         return link["num_neighbors"], link["properties"], options
 
     def role_arguments(
@@ -564,11 +570,7 @@ class SamplingSpec:
             if k in layout.SAMPLE_TYPED_OPTIONS
         }
         if AT_OPTION in options and not self.link.timed_roles():
-            raise BundleError(
-                f"options.at: expected none, the link bundle's neighbourhoods have no timed step "
-                f"(got at {options[AT_OPTION]!r})",
-                key="at",
-            )
+            raise _untimed_at(options[AT_OPTION])
         options = role_time_options(label, nn, options)
         options["label"] = label
         if options.get("edge_feature_spec"):  # (sample_typed takes this role's steps only)

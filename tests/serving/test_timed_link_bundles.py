@@ -205,3 +205,27 @@ def test_the_gateway_samples_the_pairs_as_of_the_requests_at(served):
         gateway.close()
     assert r.status_code == 200, r.text
     np.testing.assert_allclose(r.json()["results"], want, rtol=0, atol=1e-5)
+
+
+def test_sampling_settings_without_a_timed_step_refuse_options_at():
+    """Sampling settings built by hand (no request check in front of them): ``options.at`` on a
+    link bundle without a timed step is a BundleError naming it, never a procedure call that
+    fails on an unknown option."""
+    from memgraph_tf.errors import BundleError
+
+    step = {"(:A)-[:R]->(:A)": [2]}
+    link = {
+        "source_label": "A",
+        "target_label": "A",
+        "num_neighbors": {"source": step, "target": step},
+        "properties": {},
+    }
+    untimed = bundle.SamplingSpec((), (), {"seed": 1}, link=link)
+    assert untimed.link.timed_roles() == ()
+    assert "pair_times" not in untimed.pair_arguments()[2]
+    at = bundle.SamplingSpec((), (), {"seed": 1, "at": 3}, link=link)
+    message = r"^options\.at: expected none, the link bundle's neighbourhoods have no timed step"
+    for call in (lambda: at.pair_arguments(2), lambda: at.role_arguments("source")):
+        with pytest.raises(BundleError, match=message + r" \(got at 3\)$") as err:
+            call()
+        assert err.value.key == "at"
