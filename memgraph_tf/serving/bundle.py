@@ -47,7 +47,9 @@ label, plus ``schema``); their ``class_names`` are
 ``REGRESS_SIGNATURE``, ``EMBED_SOURCE_SIGNATURE`` / ``EMBED_TARGET_SIGNATURE`` and
 ``SCORE_EMBEDDINGS_SIGNATURE``; :attr:`SamplingSpec.link` tells the serving paths to sample
 pairs with ``sample_pairs`` (:meth:`SamplingSpec.pair_arguments`) and one endpoint with
-``sample_typed`` (:meth:`SamplingSpec.role_arguments`).
+``sample_typed`` (:meth:`SamplingSpec.role_arguments`). A link bundle with a timed step samples
+every pair and node of a call at one time: ``options.at`` when the request names one, else
+:data:`NOW_TIME` ("now": no upper time bound, every relationship whatever its time).
 
 Every failure to meet the contract is a :class:`memgraph_tf.errors.BundleError` (also a
 ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
@@ -151,6 +153,15 @@ LOGITS_OUTPUT = "logits"
 
 SCORES_KINDS = ("probabilities", "logits")
 INT64_MAX = 2**63 - 1
+#: The time a link bundle with a timed step samples at when no time is named ("now"): the
+#: largest int64, no upper bound, so each timed step walks every relationship the graph holds,
+#: whatever its time (``options.pair_times`` of ``sample_pairs``, ``options.at`` of
+#: ``sample_typed``; the procedures' times are int64).
+NOW_TIME = INT64_MAX
+#: The sampling option that names one time for every pair or node of a call (``sample_typed``'s
+#: ``options.at``; for ``sample_pairs``, :meth:`SamplingSpec.pair_arguments` turns it into
+#: ``options.pair_times``).
+AT_OPTION = "at"
 
 _CREDENTIAL_KEY = re.compile(r"(uri|url|host|auth|user|passw|secret|token|credential|key)", re.I)
 _MODEL_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -440,6 +451,43 @@ class LinkSampling:
         labels = TypedSamplingSpec.from_num_neighbors(label, nn).labels()
         return label, nn, {k: v for k, v in data["properties"].items() if k in labels}
 
+    def timed_roles(self) -> tuple[str, ...]:
+        """The roles (of :data:`LINK_ROLES`) whose neighbourhood has a step with a time
+        (``{time: ts}``): empty for a link bundle that samples no time."""
+        return tuple(role for role in LINK_ROLES if has_timed_step(*self.role(role)[:2]))
+
+
+def has_timed_step(label: str, num_neighbors: Mapping[str, Any]) -> bool:
+    """Whether the typed spec ``num_neighbors`` seeded at ``label`` has a step with a time."""
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    spec = TypedSamplingSpec.from_num_neighbors(
+        label, {k: list(v) for k, v in num_neighbors.items()}
+    )
+    return any(step.time is not None for step in spec.steps)
+
+
+def _untimed_at(at: Any) -> BundleError:
+    return BundleError(
+        f"options.at: expected none, the link bundle's neighbourhoods have no timed step (got "
+        f"at {at!r})",
+        key="at",
+    )
+
+
+def role_time_options(
+    label: str, num_neighbors: Mapping[str, Any], options: Mapping[str, Any], at: Any = None
+) -> dict[str, Any]:
+    """``options`` for one link role's ``sample_typed`` call (seed label ``label``, steps
+    ``num_neighbors``) with the time settled: for a spec with a timed step ``options.at`` =
+    ``at``, else the options' own ``at``, else :data:`NOW_TIME`; for a spec without one no
+    ``at`` (the other role's time; ``sample_typed`` refuses ``at`` without a timed step)."""
+    out = dict(options)
+    given = out.pop(AT_OPTION, None)
+    if has_timed_step(label, num_neighbors):
+        out[AT_OPTION] = at if at is not None else given if given is not None else NOW_TIME
+    return out
+
 
 @dataclass(frozen=True)
 class SamplingSpec:
@@ -515,17 +563,31 @@ class SamplingSpec:
         return typed["num_neighbors"], typed["properties"], options
 
     def pair_arguments(
-        self,
+        self, count: int | None = None
     ) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[str]], dict[str, Any]]:
-        """``(num_neighbors, properties, options)`` for ``sample_pairs`` (``options`` with the
-        pair labels), fresh plain values; :class:`BundleError` (key ``link``) when these are not
-        a link bundle's settings."""
+        """``(num_neighbors, properties, options)`` for ``sample_pairs`` of ``count`` pairs
+        (``options`` with the pair labels), fresh plain values. With a timed step
+        (:meth:`LinkSampling.timed_roles`) every pair gets one time, ``options.pair_times`` =
+        ``count`` times ``options.at`` (else :data:`NOW_TIME`). :class:`BundleError` (key
+        ``link``) when these are not a link bundle's settings; (key ``at``) for ``options.at``
+        without a timed step; (key ``count``) for a timed bundle without ``count``."""
         if self.link is None:
             raise BundleError("link: these sampling settings are not a link bundle's", key="link")
         link = self.link.to_dict()
         options = json.loads(json.dumps(self.options))
         options["source_label"] = self.link.source_label
         options["target_label"] = self.link.target_label
+        at = options.pop(AT_OPTION, None)
+        if self.link.timed_roles():
+            if count is None:
+                raise BundleError(
+                    "count: a link bundle with a timed step gives each pair a time: pass the "
+                    "number of pairs",
+                    key="count",
+                )
+            options["pair_times"] = [NOW_TIME if at is None else at] * count
+        elif at is not None:
+            raise _untimed_at(at)
         return link["num_neighbors"], link["properties"], options
 
     def role_arguments(
@@ -533,7 +595,9 @@ class SamplingSpec:
     ) -> tuple[dict[str, list[int]], dict[str, list[str]], dict[str, Any]]:
         """``(num_neighbors, properties, options)`` for ``sample_typed`` of one endpoint role
         (``source`` / ``target``) of a link bundle: the node's neighbourhood as the pair blob's
-        half of that role holds it (the same keyed draws; ``options.label`` the role's label)."""
+        half of that role holds it (the same keyed draws; ``options.label`` the role's label;
+        a role with a timed step at ``options.at``, else :data:`NOW_TIME`:
+        :func:`role_time_options`)."""
         from memgraph_tf import layout
 
         if self.link is None:
@@ -544,6 +608,9 @@ class SamplingSpec:
             for k, v in json.loads(json.dumps(self.options)).items()
             if k in layout.SAMPLE_TYPED_OPTIONS
         }
+        if AT_OPTION in options and not self.link.timed_roles():
+            raise _untimed_at(options[AT_OPTION])
+        options = role_time_options(label, nn, options)
         options["label"] = label
         if options.get("edge_feature_spec"):  # (sample_typed takes this role's steps only)
             from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
@@ -1006,8 +1073,10 @@ def discover_versions(base_path: str | os.PathLike) -> dict[int, pathlib.Path]:
 
 
 __all__ = [
+    "AT_OPTION",
     "DEFAULT_SEED",
     "LINK_ROLES",
+    "NOW_TIME",
     "RANDOM_SAMPLING",
     "BundleConfig",
     "LinkSampling",
@@ -1017,11 +1086,13 @@ __all__ = [
     "check_fanouts",
     "check_plain_json",
     "discover_versions",
+    "has_timed_step",
     "inference_sampling",
     "op_library_dir",
     "parse_version_dir",
     "read_bundle_config",
     "read_op_library_info",
+    "role_time_options",
     "version_dir_name",
     "warmup_path",
     "write_assets",
