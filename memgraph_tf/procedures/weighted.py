@@ -17,7 +17,9 @@ slot order, the same padding):
   (Efraimidis-Spirakis), and the ``f`` neighbours with the largest keys, largest first (ties: the
   earlier neighbour first) -- successive weighted draws without replacement;
 * with replacement: ``f`` times ``rng.random() * total`` located in the running sums (the first
-  neighbour whose running sum exceeds it).
+  neighbour whose running sum exceeds it, the last where none does): what
+  ``rng.choices(ids, cum_weights=sums, k=f)`` draws, which the draw calls where the total is
+  finite.
 
 So the same graph, arguments and seed give the same slots on any graph access.
 """
@@ -212,10 +214,14 @@ class WeightedDrawer(ParentDrawer):
             mask += [False] * f
         elif self._replace:
             sums = list(itertools.accumulate(weights))
-            total, last = sums[-1], d - 1
-            ids += [
-                nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)] for _ in range(f)
-            ]
+            if sums[-1] < math.inf:  # (the same rng.random() and bisection per slot, local)
+                ids += rng.choices(nbrs, cum_weights=sums, k=f)
+            else:  # (choices refuses an infinite total: every slot is the last neighbour)
+                total, last = sums[-1], d - 1
+                ids += [
+                    nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)]
+                    for _ in range(f)
+                ]
             mask += [True] * f
         elif d <= f:
             ids += nbrs
