@@ -20,15 +20,15 @@ PROPERTIES = {"ids only": {}, "features": {"Account": ["features"]}}
 HORIZON = 1_000_000
 
 
-def parser(doc: str | None, *, rounds: int = 5, seeds: int = 500) -> argparse.ArgumentParser:
-    """``--accounts`` (20,000), ``--degree`` (15), ``--seeds`` (``seeds``) and ``--rounds``
+def parser(doc: str | None, *, rounds: int = 5) -> argparse.ArgumentParser:
+    """``--accounts`` (20,000), ``--degree`` (15), ``--seeds`` (500) and ``--rounds``
     (``rounds``); ``--help`` shows ``doc`` (the script's docstring) as written."""
     out = argparse.ArgumentParser(
         description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     out.add_argument("--accounts", type=int, default=20_000)
     out.add_argument("--degree", type=int, default=15, help="mean relationships per account")
-    out.add_argument("--seeds", type=int, default=seeds, help="seeds per call")
+    out.add_argument("--seeds", type=int, default=500, help="seeds per call")
     out.add_argument("--rounds", type=int, default=rounds)
     return out
 
