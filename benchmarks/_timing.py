@@ -17,17 +17,29 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def alternating_rates(items: int, calls: Sequence[Callable[[], Any]], rounds: int) -> list[float]:
-    """``items`` per second of each of ``calls``, each from the median of ``rounds`` calls, after
-    one warm-up call each; every round calls each once, in order, so all see the same machine
-    load."""
+def alternating_times(calls: Sequence[Callable[[], Any]], rounds: int) -> list[list[float]]:
+    """Per call of ``calls``, its seconds in each of ``rounds`` rounds, after one warm-up call
+    each; every round calls each once, in order, so all see the same machine load."""
     for call in calls:  # warm-up
         call()
     times: list[list[float]] = [[] for _ in calls]
     for _ in range(rounds):
         for call, spent in zip(calls, times):
             spent.append(timed(call))
-    return [items / statistics.median(spent) for spent in times]
+    return times
+
+
+def alternating_rates(items: int, calls: Sequence[Callable[[], Any]], rounds: int) -> list[float]:
+    """``items`` per second of each of ``calls``, each from the median of its
+    :func:`alternating_times`."""
+    return [items / statistics.median(spent) for spent in alternating_times(calls, rounds)]
+
+
+def round_ratio(spent: Sequence[float], baseline: Sequence[float]) -> float:
+    """The median over rounds of ``baseline``'s seconds over ``spent``'s in the same round (two
+    lists of :func:`alternating_times`): how many times faster ``spent``'s call runs, each round
+    compared with its own, so that load that drifts between rounds cancels."""
+    return statistics.median(b / s for s, b in zip(spent, baseline))
 
 
 def paired_rates(

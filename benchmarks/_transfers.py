@@ -76,12 +76,21 @@ def prepare(args: argparse.Namespace) -> tuple[int, Callable[..., Callable[[], A
     return len(seeds), sampler(g, seeds)
 
 
-def print_row(what: str, rate: float, uniform: float, ratio: str) -> None:
-    """Prints one row: ``what``, ``rate`` and ``uniform`` (seeds/s) and their ratio, named
-    ``ratio``."""
+def filled_slots(call: Callable[[], Any], seeds: int) -> float:
+    """The mean number of filled (valid) neighbour slots per seed of the blob ``call`` returns,
+    all hops together."""
+    from memgraph_tf import blob
+
+    sections = blob.unpack(blob.b64decode(call()[0]["blob"]))
+    return sum(int(v.sum()) for k, v in sections.items() if k.startswith("mask_h")) / seeds
+
+
+def print_row(what: str, rates: tuple[float, float], name: str, ratio: float, slots: tuple) -> None:
+    """Prints one row: ``what``, its rate and the uniform step's (``rates``, seeds/s), ``ratio``
+    (named ``name``) and the filled slots per seed of each (``slots``)."""
     print(
-        f"{what:34s} {rate:8.0f} seeds/s   uniform {uniform:8.0f} seeds/s   {ratio} "
-        f"{rate / uniform:.2f}x",
+        f"{what:32s} {rates[0]:6.0f} seeds/s  uniform {rates[1]:6.0f} seeds/s  {name} "
+        f"{ratio:.2f}x  slots/seed {slots[0]:.1f} (uniform {slots[1]:.1f})",
         flush=True,
     )
 

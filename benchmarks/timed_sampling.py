@@ -18,8 +18,9 @@ relationship's time, filtering per seed row and hop) and with every sampled acco
 features (what a training batch pays).
 
 Every round calls the untimed uniform step and the four timed ones in turn, so that load on the
-machine hits all alike; seeds/s is the median over rounds and each timed rate is divided by the
-uniform rate of the same rounds. The embedded runtime's per-call costs are not Memgraph's: compare
+machine hits all alike; seeds/s is the median over rounds, and timed/uniform the median over rounds
+of the uniform call's time over the timed call's in the same round (load that drifts between rounds
+cancels). The embedded runtime's per-call costs are not Memgraph's: compare
 the ratios, not the absolute figures.
 
     .venv/bin/python benchmarks/timed_sampling.py [--accounts N] [--degree N] [--seeds N]
@@ -28,11 +29,12 @@ the ratios, not the absolute figures.
 
 from __future__ import annotations
 
+import statistics
 import sys
 
 # beside this file (the script's directory is on sys.path)
-from _timing import alternating_rates
-from _transfers import HORIZON, PROPERTIES, UNIFORM, parser, prepare, print_row
+from _timing import alternating_times, round_ratio
+from _transfers import HORIZON, PROPERTIES, UNIFORM, filled_slots, parser, prepare, print_row
 
 TIMED = "(:Account)-[:TRANSFER {time: ts}]->(:Account)"
 ORDERS = ("uniform", "most_recent")
@@ -50,11 +52,13 @@ def main() -> int:
             for timing, opts in timings.items()
             for order in ORDERS
         }
-        uniform, *rates = alternating_rates(
-            seeds, [call(UNIFORM, props), *rows.values()], args.rounds
-        )
-        for what, rate in zip(rows, rates):
-            print_row(what, rate, uniform, "timed/uniform")
+        baseline = call(UNIFORM, props)
+        uniform, *times = alternating_times([baseline, *rows.values()], args.rounds)
+        u_rate, u_slots = seeds / statistics.median(uniform), filled_slots(baseline, seeds)
+        for (what, timed), spent in zip(rows.items(), times):
+            rates = seeds / statistics.median(spent), u_rate
+            slots = filled_slots(timed, seeds), u_slots
+            print_row(what, rates, "timed/uniform", round_ratio(spent, uniform), slots)
     return 0
 
 

@@ -27,7 +27,7 @@ import sys
 
 # beside this file (the script's directory is on sys.path)
 from _timing import paired_rates
-from _transfers import PROPERTIES, UNIFORM, parser, prepare, print_row
+from _transfers import PROPERTIES, UNIFORM, filled_slots, parser, prepare, print_row
 
 WEIGHTED = "(:Account)-[:TRANSFER {weight: amount}]->(:Account)"
 REPLACE = "(:Account)-[:TRANSFER {weight: amount, replace: true}]->(:Account)"
@@ -37,10 +37,12 @@ def main() -> int:
     args = parser(__doc__).parse_args()
     seeds, call = prepare(args)
     for name, props in PROPERTIES.items():
+        uniform = call(UNIFORM, props)
         for kind, step in (("weighted", WEIGHTED), ("replace", REPLACE)):
-            weighted, uniform = call(step, props), call(UNIFORM, props)
-            w_rate, u_rate = paired_rates(seeds, weighted, uniform, args.rounds)
-            print_row(f"{name} {kind}", w_rate, u_rate, f"{kind}/uniform")
+            weighted = call(step, props)
+            rates = paired_rates(seeds, weighted, uniform, args.rounds)
+            slots = filled_slots(weighted, seeds), filled_slots(uniform, seeds)
+            print_row(f"{name} {kind}", rates, f"{kind}/uniform", rates[0] / rates[1], slots)
     return 0
 
 
