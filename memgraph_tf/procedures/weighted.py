@@ -26,7 +26,6 @@ So the same graph, arguments and seed give the same slots on any graph access.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import functools
 import heapq
@@ -214,14 +213,12 @@ class WeightedDrawer(ParentDrawer):
             mask += [False] * f
         elif self._replace:
             sums = list(itertools.accumulate(weights))
-            if sums[-1] < math.inf:  # (the same rng.random() and bisection per slot, local)
+            if sums[-1] < math.inf:  # one rng.random() and one bisection per slot
                 ids += rng.choices(nbrs, cum_weights=sums, k=f)
-            else:  # (choices refuses an infinite total: every slot is the last neighbour)
-                total, last = sums[-1], d - 1
-                ids += [
-                    nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)]
-                    for _ in range(f)
-                ]
+            else:  # (choices refuses it) no running sum exceeds rng.random() * inf: the last
+                for _ in range(f):
+                    rng.random()
+                ids += [nbrs[-1]] * f
             mask += [True] * f
         elif d <= f:
             ids += nbrs
