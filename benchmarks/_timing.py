@@ -1,11 +1,12 @@
-"""Timing shared by the sampling benchmarks (typed_sampling.py, weighted_sampling.py): one call's
-wall time, and two calls' rates measured in alternating rounds of the same run."""
+"""Timing shared by the sampling benchmarks (typed_sampling.py, weighted_sampling.py,
+timed_sampling.py, edge_features.py): one call's wall time, and several calls' rates measured in
+alternating rounds of the same run."""
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -16,14 +17,34 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
+def alternating_times(calls: Sequence[Callable[[], Any]], rounds: int) -> list[list[float]]:
+    """Per call of ``calls``, its seconds in each of ``rounds`` rounds, after one warm-up call
+    each; every round calls each once, in order, so all see the same machine load."""
+    for call in calls:  # warm-up
+        call()
+    times: list[list[float]] = [[] for _ in calls]
+    for _ in range(rounds):
+        for call, spent in zip(calls, times):
+            spent.append(timed(call))
+    return times
+
+
+def alternating_rates(items: int, calls: Sequence[Callable[[], Any]], rounds: int) -> list[float]:
+    """``items`` per second of each of ``calls``, each from the median of its
+    :func:`alternating_times`."""
+    return [items / statistics.median(spent) for spent in alternating_times(calls, rounds)]
+
+
+def round_ratio(spent: Sequence[float], baseline: Sequence[float]) -> float:
+    """The median over rounds of ``baseline``'s seconds over ``spent``'s in the same round (two
+    lists of :func:`alternating_times`): how many times faster ``spent``'s call runs, each round
+    compared with its own, so that load that drifts between rounds cancels."""
+    return statistics.median(b / s for s, b in zip(spent, baseline))
+
+
 def paired_rates(
     items: int, first: Callable[[], Any], second: Callable[[], Any], rounds: int
 ) -> tuple[float, float]:
-    """``items`` per second of ``first`` and of ``second``, each from the median of ``rounds``
-    calls, after one warm-up call each; the two alternate, so both see the same machine load."""
-    first(), second()  # warm-up
-    t_first, t_second = [], []
-    for _ in range(rounds):
-        t_first.append(timed(first))
-        t_second.append(timed(second))
-    return items / statistics.median(t_first), items / statistics.median(t_second)
+    """:func:`alternating_rates` of ``first`` and ``second``: ``items`` per second of each."""
+    first_rate, second_rate = alternating_rates(items, (first, second), rounds)
+    return first_rate, second_rate

@@ -20,6 +20,15 @@ For a pair not already joined by a relationship this equals the pair model's sco
 served ``:classify`` / ``:regress``) with the same seed -- that procedure only differs by removing
 the pair's own relationships.
 
+**Point in time.** A model with timed steps (``{time: ts}`` in its ``num_neighbors``) samples
+every node as of one time: ``at`` (``--at``), else "now" (:data:`~memgraph_tf.serving.bundle.
+NOW_TIME`: every relationship, whatever its time) -- ``sample_typed``'s ``options.at`` for each
+role with a timed step -- so that a score equals ``predict_links`` on ``[n, 3]`` pairs whose time
+column is that time (for a pair not joined by a relationship), and the served score of a request
+whose context ``at`` is it. ``at`` is not part of the source markers: a run at another time
+rescoring the same version needs ``overwrite``. Top-k candidates with ``at`` come from every
+target (the vector index holds the targets' embeddings as of now).
+
 **Idempotent, resumable, sharded.** Links are MERGEd on ``(s, TYPE, t)`` (a rerun or a retried
 batch writes no relationship twice); sources are paged by key and each page's sources get the
 marker ``predicted_link_version`` once their links are written, so a rerun skips them (a kill
@@ -90,7 +99,8 @@ class LinkBackend:
 
     def sampling(self, role: str) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, Any]]:
         """``(num_neighbors, properties, options)`` for ``tf_features.sample_typed`` of ``role``'s
-        nodes (``options`` holds the seed label as ``label``, the ``seed`` and ``id_property``)."""
+        nodes (``options`` holds the seed label as ``label``, the ``seed`` and ``id_property``;
+        for a role with a timed step its time ``at``, "now" by default)."""
         raise NotImplementedError
 
     def embed(self, role: str, data: bytes) -> np.ndarray:
@@ -140,8 +150,10 @@ class ModelLinkBackend(LinkBackend):
     (inference mode: no dropout).
 
     ``properties``: label -> feature names (default the model's, set by training); ``options``:
-    sampling options (``id_property``, ``exclude_splits``...; default none); ``seed``: the
-    sampling seed (default :data:`memgraph_tf.batch.DEFAULT_SEED`).
+    sampling options (``id_property``, ``exclude_splits``, ``time_order``...; default none);
+    ``seed``: the sampling seed (default :data:`memgraph_tf.batch.DEFAULT_SEED`). A role with a
+    timed step samples "now" (:data:`~memgraph_tf.serving.bundle.NOW_TIME`) unless
+    ``options["at"]`` or the scorer's ``at`` names a time.
 
     A model with feature specs (its ``label_encoders``) samples those labels' raw property
     columns (``options.feature_spec`` set to the model's specs, as its link bundle does), and one
@@ -210,7 +222,10 @@ class ModelLinkBackend(LinkBackend):
         edge_spec = role_edge_spec(opts.pop("edge_feature_spec", None), spec)
         if edge_spec:  # the role's steps' specs (sample_typed rejects another step)
             opts["edge_feature_spec"] = edge_spec
-        return spec.num_neighbors(), props, opts
+        from memgraph_tf.serving.bundle import role_time_options
+
+        nn = spec.num_neighbors()  # a timed role: "now", unless the options name a time
+        return nn, props, role_time_options(label, nn, opts)
 
     def embed(self, role: str, data: bytes) -> np.ndarray:
         from memgraph_tf import blob, layout
@@ -372,6 +387,10 @@ class LinkScorer:
     ``query_params``). :meth:`run` returns a :class:`LinkSummary`; :attr:`summary` counts as it
     goes (read it after an interruption).
 
+    ``at``: the time a model with timed steps samples every node at (module docstring, "Point
+    in time"; default "now"); :class:`ConfigurationError` for a time that is not an integer or a
+    model without a timed step.
+
     Guarantees: with the same graph, model and seed, a run that is interrupted or killed at any
     point and rerun writes the same relationships as one uninterrupted run, each once; nothing is
     written before the labels, the relationship type and every candidate's ids are checked."""
@@ -395,6 +414,7 @@ class LinkScorer:
         retrieval: str = "auto",
         embedding_property: str = "embedding",
         oversample: int = 2,
+        at: int | None = None,
     ) -> None:
         given = [
             name for name, v in (("k", k), ("pairs", pairs), ("query", query)) if v is not None
@@ -410,6 +430,7 @@ class LinkScorer:
         if query_params and query is None:
             raise ConfigurationError("query_params: only with a candidates query")
         _labels(backend, source_label, target_label)
+        self.at = _check_at(at, backend)
         self.source, self.backend = source, backend
         self.k, self.query, self.query_params = k, query, dict(query_params or {})
         self.pairs = None if pairs is None else _pair_array(pairs)
@@ -445,6 +466,10 @@ class LinkScorer:
         cache = self._cache[role]
         missing = list(dict.fromkeys(k for k in keys if k not in cache))
         nn, props, opts = self.backend.sampling(role)
+        if self.at is not None:
+            from memgraph_tf.serving.bundle import role_time_options
+
+            opts = role_time_options(opts["label"], nn, opts, self.at)
         for lo in range(0, len(missing), self.batch_size):
             chunk = missing[lo : lo + self.batch_size]
             z = self.backend.embed(role, self.source.sample_typed(chunk, nn, props, opts))
@@ -555,6 +580,13 @@ class LinkScorer:
         from memgraph_tf.client.node_tables import NodeSelection, NodeTable
 
         s = self.selection
+        if self.at is not None:  # the index holds the targets' embeddings as of now
+            if self.retrieval == "index":
+                raise ConfigurationError(
+                    f"retrieval: 'index' holds the targets' embeddings as of now, not at "
+                    f"{self.at}: with at, use retrieval 'exact' (or 'auto')"
+                )
+            return None
         index = resolve_index(self.source, s.target_label, self.embedding_property, self.retrieval)
         if index is None:
             return None
@@ -645,6 +677,28 @@ class LinkScorer:
                     )
 
 
+def _check_at(at: Any, backend: LinkBackend) -> int | None:
+    """``at`` as an int (None: "now"); :class:`ConfigurationError` naming ``at`` for anything but
+    an integer, or for a model none of whose roles has a timed step."""
+    if at is None:
+        return None
+    if isinstance(at, bool) or not isinstance(at, (int, np.integer)):
+        raise ConfigurationError(f"at: expected an integer time, got {at!r}")
+    from memgraph_tf.serving.bundle import has_timed_step
+
+    timed = False
+    for role in ROLES:
+        nn, _, opts = backend.sampling(role)
+        timed = timed or has_timed_step(opts["label"], nn)
+    if not timed:
+        raise ConfigurationError(
+            f"at: model {backend.name!r} has no timed step (no {{time: ...}} in its "
+            f"num_neighbors): it samples every node with every relationship, at no time; leave "
+            f"at out (got {int(at)})"
+        )
+    return int(at)
+
+
 def _pair_array(pairs: Any) -> np.ndarray:
     arr = np.asarray(pairs)
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype.kind not in "iu":
@@ -726,6 +780,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "every target (exact), or the index when it holds this model's embeddings (auto)",
     )
     p.add_argument(
+        "--at",
+        type=int,
+        default=None,
+        metavar="T",
+        help="a model with timed steps samples every node as of integer time T (default: now, "
+        "every relationship whatever its time)",
+    )
+    p.add_argument(
         "--embedding-property",
         default="embedding",
         metavar="P",
@@ -744,6 +806,7 @@ _SCORER_OPTIONS = (
     "overwrite",
     "retrieval",
     "embedding_property",
+    "at",
 )
 
 

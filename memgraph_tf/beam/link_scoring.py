@@ -99,7 +99,8 @@ class ScoreLinks(beam.PTransform):
     labels,
     key property and version, read once here on the launcher); exactly one of ``k`` or ``query``
     (with ``query_params``); ``relationship_type``, ``link_type``, ``batch_size`` (sources per
-    page), ``overwrite`` as for ``memgraph-tf score-links``; ``num_ranges`` key ranges.
+    page), ``overwrite``, ``at`` (the time a model with timed steps samples every node at;
+    default "now") as for ``memgraph-tf score-links``; ``num_ranges`` key ranges.
 
     Guarantees: the relationships written are those of ``memgraph-tf score-links`` with the same
     model and graph, each once, also when the runner retries a bundle. The launcher checks the
@@ -119,6 +120,7 @@ class ScoreLinks(beam.PTransform):
         batch_size: int = DEFAULT_BATCH_SIZE,
         num_ranges: int = DEFAULT_NUM_RANGES,
         overwrite: bool = False,
+        at: int | None = None,
     ) -> None:
         super().__init__()
         self.graph, self.model = graph, model
@@ -130,6 +132,7 @@ class ScoreLinks(beam.PTransform):
             "link_type": link_type,
             "batch_size": batch_size,
             "overwrite": overwrite,
+            "at": at,
         }
         self.num_ranges = num_ranges
         #: The key ranges read (set when applied).

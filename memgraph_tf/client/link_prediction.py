@@ -53,15 +53,23 @@ from memgraph_tf.client.metrics import (
     roc_auc,
 )
 from memgraph_tf.client.node_embeddings import NodeEmbedding, embedding_keys
-from memgraph_tf.client.pipeline import FeatureCache, call_batches, distinct_rows, unpacker
+from memgraph_tf.client.pipeline import (
+    FeatureCache,
+    batching,
+    call_batches,
+    distinct_rows,
+    unpacker,
+)
 from memgraph_tf.client.structural import default_structural_spec
 from memgraph_tf.client.tasks import LinkPrediction
 from memgraph_tf.client.trainer import (
     RANKING_STREAM,
     BatchPlan,
+    SampledModel,
     Sampler,
     check_schedule,
     fit_task,
+    keep_seeded_batches,
     predict_task,
     prediction_fn,
     seed_run,
@@ -179,7 +187,7 @@ def _embedding_config(config: Any) -> dict[str, dict[str, int]]:
 
 
 @keras.saving.register_keras_serializable(package="memgraph_tf")
-class LinkPredictor(keras.Model):
+class LinkPredictor(SampledModel, keras.Model):
     """A link predictor over pair blobs (module docstring).
 
     ``source_label`` / ``target_label`` (default the source label): the pairs' labels;
@@ -445,12 +453,6 @@ class LinkPredictor(keras.Model):
                     vectors = keras.ops.concatenate([base, vectors], axis=-1)
                 own[name] = vectors
 
-    def ensure_built(self) -> LinkPredictor:
-        """Creates the weights if needed; returns self."""
-        if not self.built:
-            self.build()
-        return self
-
     def build(self, input_shape: Any = None) -> None:
         """Creates every weight from the config alone."""
         self.source_encoder.ensure_built()
@@ -681,8 +683,7 @@ def pair_sample_dataset(
     model reads them through :meth:`LinkPredictor.embed_rows`. Without a cache for every label
     with features, ``rows`` is ignored (the per-slot sections)."""
     pairs = _pairs(pairs, "pairs")
-    batch_size = positive_int("batch_size", batch_size)
-    draws = positive_int("draws", draws)
+    batches = batching(batch_size, draws, seed, shuffle, repeat, num_parallel_calls)
     opts = dict(options or {})
     if isinstance(negatives, bool) or not isinstance(negatives, (int, np.integer)) or negatives < 0:
         raise ConfigurationError(f"negatives: expected an integer >= 0, got {negatives!r}")
@@ -747,19 +748,7 @@ def pair_sample_dataset(
                 out[prefix + typed_features_name(hop, label)] = cache.gather(out[sec.name])
         return out
 
-    return call_batches(
-        pairs,
-        call,
-        decode,
-        options=opts,
-        seed=seed,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        repeat=repeat,
-        draws=draws,
-        num_parallel_calls=num_parallel_calls,
-        name="sample_pairs",
-    )
+    return call_batches(pairs, call, decode, options=opts, name="sample_pairs", **batches)
 
 
 def _distinct_rows(
@@ -857,7 +846,7 @@ def pair_sampler(
     ``keep`` caches the batches of a seeded pipeline (the same neighbourhoods every pass)."""
 
     def sample(pairs: np.ndarray, plan: BatchPlan) -> tf.data.Dataset:
-        ds = pair_sample_dataset(
+        return pair_sample_dataset(
             source,
             model,
             pairs,
@@ -871,9 +860,8 @@ def pair_sampler(
             rows=rows,
             **plan.tail(),
         )
-        return ds.cache() if plan.keep and plan.seed is not None else ds
 
-    return sample
+    return keep_seeded_batches(sample)
 
 
 def predict_links(
@@ -1084,9 +1072,7 @@ def _link_model(
         edge_feature_spec=edge_feature_spec,
         **settings,
     )
-    model.properties = props
-    model.schema = schema
-    return model.ensure_built()
+    return model.trained_on(props, schema)
 
 
 def _embedding_vocabulary(

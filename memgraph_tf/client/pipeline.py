@@ -293,8 +293,7 @@ def sample_dataset(
     """
     ids = node_id_array(node_ids)
     fanouts = _fanouts(list(fanouts))
-    batch_size = positive_int("batch_size", batch_size)
-    draws = positive_int("draws", draws)
+    batches = batching(batch_size, draws, seed, shuffle, repeat, num_parallel_calls)
     if not gather_features and feature_cache is None:
         raise ConfigurationError(
             "gather_features: expected True without a feature_cache (the features then come in "
@@ -350,16 +349,33 @@ def sample_dataset(
         call,
         decode,
         options=options,
-        seed=seed,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        repeat=repeat,
         drop_remainder=drop_remainder,
-        draws=draws,
-        num_parallel_calls=num_parallel_calls,
         prefetch=prefetch,
         name="tf_features_sample",
+        **batches,
     )
+
+
+def batching(
+    batch_size: Any,
+    draws: Any,
+    seed: int | None,
+    shuffle: bool,
+    repeat: bool,
+    num_parallel_calls: int | None,
+) -> dict[str, Any]:
+    """The keyword arguments of :func:`call_batches` that every sampling dataset function takes
+    from its caller as they are (``batch_size``, ``draws``, ``seed``, ``shuffle``, ``repeat``,
+    ``num_parallel_calls``), checked: ``batch_size`` then ``draws`` integers >= 1
+    (:class:`ConfigurationError` naming the first bad one)."""
+    return {
+        "batch_size": positive_int("batch_size", batch_size),
+        "draws": positive_int("draws", draws),
+        "seed": seed,
+        "shuffle": shuffle,
+        "repeat": repeat,
+        "num_parallel_calls": num_parallel_calls,
+    }
 
 
 def call_batches(

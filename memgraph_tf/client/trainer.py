@@ -17,8 +17,8 @@ seeds, so validation, prediction and ranking with one ``seed`` never draw each o
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, Protocol, Self
 
 import keras
 import numpy as np
@@ -122,6 +122,38 @@ class Sampler(Protocol):
     ``tf.data.Dataset`` of dicts the model's ``batch_logits`` reads."""
 
     def __call__(self, items: np.ndarray, plan: BatchPlan) -> tf.data.Dataset: ...
+
+
+def keep_seeded_batches(dataset: Callable[[np.ndarray, BatchPlan], tf.data.Dataset]) -> Sampler:
+    """The :class:`Sampler` of ``dataset`` (items and plan -> their batches) that caches the
+    batches of a seeded pipeline whose plan has ``keep`` (the same neighbourhoods every pass);
+    other plans get ``dataset``'s batches as they are."""
+
+    def sample(items: np.ndarray, plan: BatchPlan) -> tf.data.Dataset:
+        ds = dataset(items, plan)
+        return ds.cache() if plan.keep and plan.seed is not None else ds
+
+    return sample
+
+
+class SampledModel:
+    """The methods the client's subclassed Keras models share (a base listed before
+    ``keras.Model``): their weights follow from their config alone (``build()`` takes no input
+    shape), and a trained one carries the sampling settings a bundle export reads."""
+
+    def ensure_built(self) -> Self:
+        """Creates the weights if needed; returns self."""
+        if not self.built:
+            self.build()
+        return self
+
+    def trained_on(self, properties: dict[str, list[str]], schema: dict[str, Any]) -> Self:
+        """Sets ``properties`` (label -> the feature property names the blobs are sampled with)
+        and ``schema`` (the part of ``tf_features.schema`` the model was trained on), which
+        :func:`~memgraph_tf.serving.export.export_bundle` reads; returns :meth:`ensure_built`."""
+        self.properties = properties
+        self.schema = schema
+        return self.ensure_built()
 
 
 def average_draws(parts: list[np.ndarray], draws: int, n: int) -> np.ndarray:

@@ -38,7 +38,7 @@ import tensorflow as tf
 from memgraph_tf import layout
 from memgraph_tf.client import encoder, feature_encoding, trainer
 from memgraph_tf.client.checks import positive_int
-from memgraph_tf.client.pipeline import call_batches, node_id_array, unpacker
+from memgraph_tf.client.pipeline import batching, call_batches, node_id_array, unpacker
 from memgraph_tf.client.structural import default_structural_spec
 from memgraph_tf.client.tasks import NodeClassification, accuracy_figures, infer_num_classes
 from memgraph_tf.errors import ConfigurationError
@@ -77,7 +77,7 @@ def _key(name: str) -> str:
 
 
 @keras.saving.register_keras_serializable(package="memgraph_tf")
-class TypedGraphSAGE(keras.Model):
+class TypedGraphSAGE(trainer.SampledModel, keras.Model):
     """Typed GraphSAGE node classifier (see the module docstring).
 
     ``seed_label`` and ``num_neighbors`` define the spec
@@ -346,12 +346,6 @@ class TypedGraphSAGE(keras.Model):
     def batch_logits(self, batch: Mapping[str, Any], training: bool | None = None) -> Any:
         """The logits for a batch of :func:`typed_sampler` (its features and masks)."""
         return self({k: batch[k] for k in self.input_names() if k in batch}, training=training)
-
-    def ensure_built(self) -> TypedGraphSAGE:
-        """Creates the weights if needed; returns self."""
-        if not self.built:
-            self.build()
-        return self
 
     def build(self, input_shape: Any = None) -> None:
         """Creates every weight from the config alone."""
@@ -799,8 +793,7 @@ def typed_sample_dataset(
     :class:`~memgraph_tf.layout.RawWidths` (the ``edge_*`` sections, dense layout). Guarantees:
     every section has its static shape but the batch dimension."""
     ids = node_id_array(node_ids)
-    batch_size = positive_int("batch_size", batch_size)
-    draws = positive_int("draws", draws)
+    batches = batching(batch_size, draws, seed, shuffle, repeat, num_parallel_calls)
     opts = dict(options or {})
     given = opts.get("label")
     if given is not None and given != spec.seed_label:
@@ -842,19 +835,7 @@ def typed_sample_dataset(
             )
         return dict(zip(names, unpack(text, names, dtypes, shapes=shapes, encoding="base64")))
 
-    return call_batches(
-        ids,
-        call,
-        decode,
-        options=opts,
-        seed=seed,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        repeat=repeat,
-        draws=draws,
-        num_parallel_calls=num_parallel_calls,
-        name="sample_typed",
-    )
+    return call_batches(ids, call, decode, options=opts, name="sample_typed", **batches)
 
 
 def typed_sampler(
@@ -886,7 +867,7 @@ def typed_sampler(
         }
 
     def sample(ids: np.ndarray, plan: trainer.BatchPlan) -> tf.data.Dataset:
-        ds = typed_sample_dataset(
+        return typed_sample_dataset(
             source,
             model.spec,
             ids,
@@ -900,9 +881,8 @@ def typed_sampler(
             edges=edges or None,
             **plan.tail(),
         )
-        return ds.cache() if plan.keep and plan.seed is not None else ds
 
-    return sample
+    return trainer.keep_seeded_batches(sample)
 
 
 def predict_typed_proba(
@@ -1106,9 +1086,7 @@ def train_typed_graphsage(
         required_widths=feature_encoding.required_widths_of(schema, specs),
         edge_feature_spec=edge_feature_spec,
     )
-    model.properties = props
-    model.schema = schema
-    model.ensure_built()
+    model.trained_on(props, schema)
     history, best_step, best_acc = trainer.fit_task(
         model,
         NodeClassification(num_classes),

@@ -165,6 +165,9 @@ class EdgeTables:
     split: SplitFilter | None
     allow_non_finite: bool
     tables: dict[EdgeStep, RawTable] = dataclasses.field(default_factory=dict)
+    _keys: dict[int, dict[int, list[tuple]]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def build(self, roles: Sequence[Any]) -> None:
         """Reads and encodes the relationships of every filled slot of the ``roles``
@@ -174,10 +177,12 @@ class EdgeTables:
             self.tables[step] = table
             pairs: dict[int, dict[tuple, None]] = {}
             for role in roles:
-                for key, _ in self._slots(role, step):
-                    if key[1] != PAD_ID:
-                        pairs.setdefault(key[0], {})[key] = None
-            found = self._read(step, spec, list(pairs))
+                for group in role.layout.groups:
+                    if group.step == step:
+                        for key in self._slot_keys(role, group):
+                            if key[1] != PAD_ID:
+                                pairs.setdefault(key[0], {})[key] = None
+            found = self._read(step, spec, pairs)
             for parent, keys in pairs.items():
                 for key in keys:
                     rels = found[parent].get(key[1], [])
@@ -186,25 +191,28 @@ class EdgeTables:
                     self._encode(table, step, key, [(out, values) for out, values, _ in rels])
 
     def _read(
-        self, step: EdgeStep, spec: LabelSpec, parents: list[int]
+        self, step: EdgeStep, spec: LabelSpec, pairs: Mapping[int, Mapping[tuple, None]]
     ) -> dict[int, dict[int, list[tuple[bool, list[Any], Any]]]]:
-        """Per parent, per neighbour, ``(outgoing, values in spec order, time or None)`` per
-        relationship of ``step`` (a relationship walked both ways, a self-loop, once each way;
-        the time: ``step.time``'s value for a step with a time)."""
+        """Per parent of ``pairs`` (parent -> the slot keys it joins), per neighbour its slots
+        hold, ``(outgoing, values in spec order, time or None)`` per relationship of ``step`` (a
+        relationship walked both ways, a self-loop, once each way; the time: ``step.time``'s
+        value for a step with a time)."""
         names = [p.name for p in spec.properties]
         timed = step.time is not None
         if timed:
             names.append(step.time)
+        parents = list(pairs)
         out: dict[int, dict[int, list[tuple[bool, list[Any], Any]]]] = {}
         for start in range(0, len(parents), READ_CHUNK):
             self.nav.check_abort()
             part = parents[start : start + READ_CHUNK]
             found = self.nav.valued_neighbours(part, step, self.split, names=names)
             for parent, rows in zip(part, found):
+                picked = {key[1] for key in pairs[parent]}
                 seen: set[tuple[Any, bool]] = set()
                 per: dict[int, list[tuple[bool, list[Any], Any]]] = {}
                 for nbr, values, rel, outgoing in rows:
-                    if (rel, outgoing) not in seen:  # (an access may hand one out twice)
+                    if nbr in picked and (rel, outgoing) not in seen:  # (may come twice)
                         seen.add((rel, outgoing))
                         got = list(values)
                         time = got.pop() if timed else None
@@ -247,28 +255,15 @@ class EdgeTables:
         assert best is not None
         table.row_of[key] = best[1]
 
-    @staticmethod
-    def _slots(role: Any, step: EdgeStep) -> list[tuple[tuple, Any]]:
-        """Each slot of the role's groups of ``step``, row by row: ``(key, group)``, the key
-        ``(parent, node)`` or, for a step with a time, ``(parent, node, the row's seed time)``
-        (``node`` :data:`PAD_ID` where padded)."""
-        out = []
-        n = len(role.internals)
-        times = role.timing.times if step.time is not None else None
-        for group in role.layout.groups:
-            if group.step != step:
-                continue
-            parents = role.tables[(group.hop - 1, step.left)]
-            nodes = role.tables[(group.hop, step.right)]
-            width = role.layout.tables[group.hop][step.right]
-            per, f = group.parents, group.fanout
-            for row in range(n):
-                base = row * width + group.offset
-                at = () if times is None else (times[row],)
-                for j in range(group.size):
-                    parent = parents[row * per + j // f]
-                    out.append(((parent, nodes[base + j], *at), group))
-        return out
+    def _slot_keys(self, role: Any, group: Any) -> list[tuple]:
+        """Each slot of ``group`` (of ``role``'s layout), row by row: its key ``(parent, node)``
+        or, for a step with a time, ``(parent, node, the row's seed time)`` (``node``
+        :data:`PAD_ID` where padded); computed once per role and group of a call."""
+        cache = self._keys.setdefault(id(role), {})
+        got = cache.get(id(group))
+        if got is None:
+            got = cache[id(group)] = _group_slot_keys(role, group)
+        return got
 
     def sections(self, role: Any) -> dict[str, Any]:
         """The edge sections of ``role`` (:func:`memgraph_tf.layout.typed_edge_sections`:
@@ -280,13 +275,30 @@ class EdgeTables:
             table = self.tables.get(group.step)
             if table is None:
                 continue
-            flat = [
-                PAD_ID if pair[1] == PAD_ID else pair
-                for pair, g in self._slots(role, group.step)
-                if g is group
-            ]
+            flat = [PAD_ID if key[1] == PAD_ID else key for key in self._slot_keys(role, group)]
             name_of = functools.partial(
                 layout.typed_edge_name, hop=group.hop, step=steps.index(group.step)
             )
             out.update(raw_sections(table, flat, group.hop, n, group.size, name_of=name_of))
         return out
+
+
+def _group_slot_keys(role: Any, group: Any) -> list[tuple]:
+    """:meth:`EdgeTables._slot_keys` of ``group``, computed."""
+    step, f = group.step, group.fanout
+    parents = role.tables[(group.hop - 1, step.left)]
+    nodes = role.tables[(group.hop, step.right)]
+    width = role.layout.tables[group.hop][step.right]
+    per = group.parents
+    times = role.timing.times if step.time is not None else None
+    out: list[tuple] = []
+    for row in range(len(role.internals)):
+        base = row * width + group.offset
+        row_nodes = nodes[base : base + per * f]
+        row_parents = [p for p in parents[row * per : (row + 1) * per] for _ in range(f)]
+        if times is None:
+            out += zip(row_parents, row_nodes)
+        else:
+            t = times[row]
+            out += [(p, n, t) for p, n in zip(row_parents, row_nodes)]
+    return out

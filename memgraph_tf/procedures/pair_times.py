@@ -148,7 +148,9 @@ def pair_times(
         return list(timing.times)
     prop = timing.prop
     source, target = labels
-    found: dict[tuple[int, int], list[tuple[Any, str]]] = {}
+    # per pair its relationships' (value, step, direction); a relationship is named only when
+    # its value fails the call (names cost a key lookup and a format per relationship)
+    found: dict[tuple[int, int], list[tuple[Any, EdgeStep, bool]]] = {}
     distinct = list(dict.fromkeys(sources))
     for rel_type in _joining(specs, source, target):
         step = EdgeStep(source, rel_type, target, "both", time=prop)
@@ -158,11 +160,10 @@ def pair_times(
 
         for s, rows in distinct_relationships(nav, distinct, read):
             for t, value, out in rows:
-                where = relationship_name(name, step, s, t, out)
-                found.setdefault((s, t), []).append((value, where))
+                found.setdefault((s, t), []).append((value, step, out))
     times = []
     for i, (s, t) in enumerate(zip(sources, targets)):
-        got = sorted(found.get((s, t), []), key=lambda r: (r[1], describe_value(r[0])))
+        got = found.get((s, t), [])
         if not got:
             raise PropertyValueError(
                 f"options.pair_time: sources[{i}], targets[{i}]: no relationship between "
@@ -170,15 +171,32 @@ def pair_times(
                 f":{source} and :{target} to read its time {prop!r} from (a pair without a "
                 "time: give options.pair_times)"
             )
-        for value, where in got:
-            if not is_int(value):
-                shown = "no value" if value is None else describe_value(value)
-                raise PropertyValueError(
-                    f"options.pair_time: {where} property {prop!r}: expected an integer time, "
-                    f"got {shown}"
-                )
-        times.append(min(v for v, _ in got))
+        if not all(is_int(value) for value, _, _ in got):
+            _raise_bad_time(got, (s, t), prop, name)
+        times.append(min(v for v, _, _ in got))
     return times
+
+
+def _raise_bad_time(
+    got: list[tuple[Any, EdgeStep, bool]],
+    pair: tuple[int, int],
+    prop: str,
+    name: Callable[[str, int], str],
+) -> None:
+    """The :class:`PropertyValueError` of the first relationship of ``pair`` (by name, then
+    value) whose time property ``prop`` is no integer."""
+    s, t = pair
+    named = sorted(
+        ((relationship_name(name, step, s, t, out), value) for value, step, out in got),
+        key=lambda r: (r[0], describe_value(r[1])),
+    )
+    for where, value in named:
+        if not is_int(value):
+            shown = "no value" if value is None else describe_value(value)
+            raise PropertyValueError(
+                f"options.pair_time: {where} property {prop!r}: expected an integer time, got "
+                f"{shown}"
+            )
 
 
 class ActiveTargets:

@@ -17,14 +17,15 @@ slot order, the same padding):
   (Efraimidis-Spirakis), and the ``f`` neighbours with the largest keys, largest first (ties: the
   earlier neighbour first) -- successive weighted draws without replacement;
 * with replacement: ``f`` times ``rng.random() * total`` located in the running sums (the first
-  neighbour whose running sum exceeds it).
+  neighbour whose running sum exceeds it, the last where none does): what
+  ``rng.choices(ids, cum_weights=sums, k=f)`` draws, which the draw calls where the total is
+  finite.
 
 So the same graph, arguments and seed give the same slots on any graph access.
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import functools
 import heapq
@@ -212,10 +213,12 @@ class WeightedDrawer(ParentDrawer):
             mask += [False] * f
         elif self._replace:
             sums = list(itertools.accumulate(weights))
-            total, last = sums[-1], d - 1
-            ids += [
-                nbrs[min(bisect.bisect_right(sums, rng.random() * total), last)] for _ in range(f)
-            ]
+            if sums[-1] < math.inf:  # one rng.random() and one bisection per slot
+                ids += rng.choices(nbrs, cum_weights=sums, k=f)
+            else:  # (choices refuses it) no running sum exceeds rng.random() * inf: the last
+                for _ in range(f):
+                    rng.random()
+                ids += [nbrs[-1]] * f
             mask += [True] * f
         elif d <= f:
             ids += nbrs

@@ -30,19 +30,26 @@ has one answer on every path; :data:`RANDOM_SAMPLING` asks for new draws on ever
 
 Typed bundles (a :class:`~memgraph_tf.client.typed_graphsage.TypedGraphSAGE` reading
 ``tf_features.sample_typed`` blobs) carry their sampling settings in the config's ``typed`` key
-(:class:`TypedSampling`: seed label, ``num_neighbors``, properties per label, plus the schema part
-the model was trained on); their ``fanouts``, ``feature_dim`` and ``properties`` are empty (0),
-and :attr:`SamplingSpec.typed` tells every inference path to sample with ``sample_typed``.
+(:class:`TypedSampling`: seed label, ``num_neighbors`` as ``[edge pattern, [fanout per hop]]``
+pairs in the model's step order, properties per label, plus the schema part the model was trained
+on; :func:`read_steps` reads that list and format 1's sorted object alike); their ``fanouts``,
+``feature_dim`` and ``properties`` are empty (0), and :attr:`SamplingSpec.typed` tells every
+inference path to sample with ``sample_typed``. Every inference path samples the steps in that
+order: the blob's slot groups and its edge sections ``edge_*_h{h}_s{i}`` (``i``: the step's index)
+are the ones the model reads.
 
 Link bundles (a :class:`~memgraph_tf.client.link_prediction.LinkPredictor` reading one
 ``tf_features.sample_pairs`` blob per pair, :mod:`memgraph_tf.serving.export_links`) carry their
 pair sampling settings in the config's ``link`` key (:class:`LinkSampling`: the pair labels,
-``num_neighbors`` per role, ``properties`` per label, plus ``schema``); their ``class_names`` are
+``num_neighbors`` per role, each role's steps as pairs in the model's order, ``properties`` per
+label, plus ``schema``); their ``class_names`` are
 :data:`LINK_CLASS_NAMES` and their signatures ``LINK_CLASSIFY_SIGNATURE`` (``serving_default``),
 ``REGRESS_SIGNATURE``, ``EMBED_SOURCE_SIGNATURE`` / ``EMBED_TARGET_SIGNATURE`` and
 ``SCORE_EMBEDDINGS_SIGNATURE``; :attr:`SamplingSpec.link` tells the serving paths to sample
 pairs with ``sample_pairs`` (:meth:`SamplingSpec.pair_arguments`) and one endpoint with
-``sample_typed`` (:meth:`SamplingSpec.role_arguments`).
+``sample_typed`` (:meth:`SamplingSpec.role_arguments`). A link bundle with a timed step samples
+every pair and node of a call at one time: ``options.at`` when the request names one, else
+:data:`NOW_TIME` ("now": no upper time bound, every relationship whatever its time).
 
 Every failure to meet the contract is a :class:`memgraph_tf.errors.BundleError` (also a
 ValueError) whose ``key`` names the config key or parameter at fault. Credentials rule: a config
@@ -68,7 +75,11 @@ logger = logging.getLogger(__name__)
 # ----------------------------------------------------------------------------------------- names
 BUNDLE_FORMAT = "memgraph-tf-bundle"
 #: The newest config format this code reads and the one it writes.
-BUNDLE_FORMAT_VERSION = 1
+BUNDLE_FORMAT_VERSION = 2
+#: The first config format whose ``num_neighbors`` (``typed``'s, and ``link``'s per role) is a
+#: list of ``[edge pattern, [fanout per hop]]`` pairs in the model's step order. Format 1 has a
+#: JSON object there, in pattern order (the config's JSON sorts keys); it is read too.
+STEP_LIST_FORMAT_VERSION = 2
 
 ASSETS_DIR = "assets"
 ASSETS_EXTRA_DIR = "assets.extra"
@@ -142,6 +153,15 @@ LOGITS_OUTPUT = "logits"
 
 SCORES_KINDS = ("probabilities", "logits")
 INT64_MAX = 2**63 - 1
+#: The time a link bundle with a timed step samples at when no time is named ("now"): the
+#: largest int64, no upper bound, so each timed step walks every relationship the graph holds,
+#: whatever its time (``options.pair_times`` of ``sample_pairs``, ``options.at`` of
+#: ``sample_typed``; the procedures' times are int64).
+NOW_TIME = INT64_MAX
+#: The sampling option that names one time for every pair or node of a call (``sample_typed``'s
+#: ``options.at``; for ``sample_pairs``, :meth:`SamplingSpec.pair_arguments` turns it into
+#: ``options.pair_times``).
+AT_OPTION = "at"
 
 _CREDENTIAL_KEY = re.compile(r"(uri|url|host|auth|user|passw|secret|token|credential|key)", re.I)
 _MODEL_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -267,11 +287,50 @@ def _options(key: str, value: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dict(value)))  # a detached deep copy
 
 
+def read_steps(where: str, value: Any, key: str) -> dict[str, Any]:
+    """One neighbourhood's ``num_neighbors`` as a config holds it (``where`` names it in errors,
+    ``key`` is the error's key): a list of ``[edge pattern, [fanout per hop]]`` pairs (what a
+    bundle writes from format :data:`STEP_LIST_FORMAT_VERSION` on: the model's step order), or
+    an object ``{edge pattern: [fanout per hop]}`` (format 1; its order, the sorted one its JSON
+    was written in). Returns ``{pattern: fanouts}`` in that order, the order the bundle samples
+    its steps in. A value of another shape, a malformed pair or a pattern listed twice is a
+    :class:`BundleError` naming ``where`` (and the pair's index); patterns and fanouts themselves
+    are checked by the :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec` built from them."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if not isinstance(value, (list, tuple)):
+        raise BundleError(
+            f"{where}: expected a list of [edge pattern, [fanout per hop]] pairs, got "
+            f"{_show(value)}",
+            key=key,
+        )
+    steps: dict[str, Any] = {}
+    for i, pair in enumerate(value):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not isinstance(pair[0], str):
+            raise BundleError(
+                f"{where}[{i}]: expected an [edge pattern, [fanout per hop]] pair, got "
+                f"{_show(pair)}",
+                key=key,
+            )
+        if pair[0] in steps:
+            raise BundleError(f"{where}[{i}]: edge pattern {pair[0]!r} is listed twice", key=key)
+        steps[pair[0]] = pair[1]
+    return steps
+
+
+def step_pairs(num_neighbors: Mapping[str, Sequence[int]]) -> list[list[Any]]:
+    """``{pattern: fanouts}`` as the list of ``[pattern, [fanout per hop]]`` pairs a config
+    writes: the mapping's order kept (a JSON object's keys have no order, and the config's JSON
+    sorts them)."""
+    return [[str(k), list(v)] for k, v in num_neighbors.items()]
+
+
 # -------------------------------------------------------------------------------------- sampling
 @dataclass(frozen=True)
 class TypedSampling:
     """The typed sampling settings of a typed bundle: ``tf_features.sample_typed``'s
-    ``num_neighbors`` (edge pattern -> fanout per hop) from seeds of ``seed_label``, and
+    ``num_neighbors`` (edge pattern -> fanout per hop, in the model's step order; given as a
+    mapping or as :func:`read_steps` reads a config's) from seeds of ``seed_label``, and
     ``properties`` (label -> feature property names; a label left out has no features).
     Validated on construction by :class:`memgraph_tf.typed_sampling.TypedSamplingSpec` (a bad
     pattern or fanout is a :class:`BundleError` naming it), properties plain names of labels with
@@ -284,16 +343,9 @@ class TypedSampling:
     def __post_init__(self) -> None:
         from memgraph_tf.typed_sampling import TypedSamplingSpec
 
-        if not isinstance(self.num_neighbors, Mapping):
-            raise _fail(
-                "typed.num_neighbors",
-                "an object {edge pattern: [fanout per hop]}",
-                self.num_neighbors,
-            )
+        nn = read_steps("typed.num_neighbors", self.num_neighbors, "typed")
         try:
-            spec = TypedSamplingSpec.from_num_neighbors(
-                self.seed_label, {k: list(v) for k, v in self.num_neighbors.items()}
-            )
+            spec = TypedSamplingSpec.from_num_neighbors(self.seed_label, nn)
         except (ValueError, TypeError) as exc:
             raise BundleError(f"typed: {exc}", key="typed") from None
         props = _label_properties("typed", self.properties, spec.labels(), "neighbourhood")
@@ -326,7 +378,8 @@ LINK_ROLES = ("source", "target")
 @dataclass(frozen=True)
 class LinkSampling:
     """The pair sampling settings of a link bundle: ``tf_features.sample_pairs``'
-    ``num_neighbors`` per role (``{"source": {pattern: fanouts}, "target": {...}}``, each
+    ``num_neighbors`` per role (``{"source": {pattern: fanouts}, "target": {...}}``, each role's
+    steps in the model's order, given as a mapping or as :func:`read_steps` reads a config's; each
     validated by :class:`memgraph_tf.typed_sampling.TypedSamplingSpec` seeded at that role's
     label), the pair labels, and ``properties`` (label -> feature property names, labels with
     slots in either neighbourhood). A bad value is a :class:`BundleError` naming ``link.<key>``."""
@@ -343,7 +396,7 @@ class LinkSampling:
         if not isinstance(nn, Mapping) or set(nn) != set(LINK_ROLES):
             raise _fail(
                 "link.num_neighbors",
-                "an object {source: {edge pattern: [fanout per hop]}, target: {...}}",
+                "an object {source: [[edge pattern, [fanout per hop]], ...], target: [...]}",
                 nn,
             )
         labels: set[str] = set()
@@ -351,12 +404,9 @@ class LinkSampling:
         for role, label in zip(LINK_ROLES, (self.source_label, self.target_label)):
             if not isinstance(label, str) or not label:
                 raise _fail(f"link.{role}_label", "a label name", label)
-            if not isinstance(nn[role], Mapping):
-                raise _fail(f"link.num_neighbors.{role}", "an object {edge pattern: fanouts}", nn)
+            steps = read_steps(f"link.num_neighbors.{role}", nn[role], "link")
             try:
-                spec = TypedSamplingSpec.from_num_neighbors(
-                    label, {k: list(v) for k, v in nn[role].items()}
-                )
+                spec = TypedSamplingSpec.from_num_neighbors(label, steps)
             except (ValueError, TypeError) as exc:
                 raise BundleError(f"link.num_neighbors.{role}: {exc}", key="link") from None
             fixed[role] = spec.num_neighbors()
@@ -400,6 +450,43 @@ class LinkSampling:
         nn = data["num_neighbors"][role]
         labels = TypedSamplingSpec.from_num_neighbors(label, nn).labels()
         return label, nn, {k: v for k, v in data["properties"].items() if k in labels}
+
+    def timed_roles(self) -> tuple[str, ...]:
+        """The roles (of :data:`LINK_ROLES`) whose neighbourhood has a step with a time
+        (``{time: ts}``): empty for a link bundle that samples no time."""
+        return tuple(role for role in LINK_ROLES if has_timed_step(*self.role(role)[:2]))
+
+
+def has_timed_step(label: str, num_neighbors: Mapping[str, Any]) -> bool:
+    """Whether the typed spec ``num_neighbors`` seeded at ``label`` has a step with a time."""
+    from memgraph_tf.typed_sampling import TypedSamplingSpec
+
+    spec = TypedSamplingSpec.from_num_neighbors(
+        label, {k: list(v) for k, v in num_neighbors.items()}
+    )
+    return any(step.time is not None for step in spec.steps)
+
+
+def _untimed_at(at: Any) -> BundleError:
+    return BundleError(
+        f"options.at: expected none, the link bundle's neighbourhoods have no timed step (got "
+        f"at {at!r})",
+        key="at",
+    )
+
+
+def role_time_options(
+    label: str, num_neighbors: Mapping[str, Any], options: Mapping[str, Any], at: Any = None
+) -> dict[str, Any]:
+    """``options`` for one link role's ``sample_typed`` call (seed label ``label``, steps
+    ``num_neighbors``) with the time settled: for a spec with a timed step ``options.at`` =
+    ``at``, else the options' own ``at``, else :data:`NOW_TIME`; for a spec without one no
+    ``at`` (the other role's time; ``sample_typed`` refuses ``at`` without a timed step)."""
+    out = dict(options)
+    given = out.pop(AT_OPTION, None)
+    if has_timed_step(label, num_neighbors):
+        out[AT_OPTION] = at if at is not None else given if given is not None else NOW_TIME
+    return out
 
 
 @dataclass(frozen=True)
@@ -476,17 +563,31 @@ class SamplingSpec:
         return typed["num_neighbors"], typed["properties"], options
 
     def pair_arguments(
-        self,
+        self, count: int | None = None
     ) -> tuple[dict[str, dict[str, list[int]]], dict[str, list[str]], dict[str, Any]]:
-        """``(num_neighbors, properties, options)`` for ``sample_pairs`` (``options`` with the
-        pair labels), fresh plain values; :class:`BundleError` (key ``link``) when these are not
-        a link bundle's settings."""
+        """``(num_neighbors, properties, options)`` for ``sample_pairs`` of ``count`` pairs
+        (``options`` with the pair labels), fresh plain values. With a timed step
+        (:meth:`LinkSampling.timed_roles`) every pair gets one time, ``options.pair_times`` =
+        ``count`` times ``options.at`` (else :data:`NOW_TIME`). :class:`BundleError` (key
+        ``link``) when these are not a link bundle's settings; (key ``at``) for ``options.at``
+        without a timed step; (key ``count``) for a timed bundle without ``count``."""
         if self.link is None:
             raise BundleError("link: these sampling settings are not a link bundle's", key="link")
         link = self.link.to_dict()
         options = json.loads(json.dumps(self.options))
         options["source_label"] = self.link.source_label
         options["target_label"] = self.link.target_label
+        at = options.pop(AT_OPTION, None)
+        if self.link.timed_roles():
+            if count is None:
+                raise BundleError(
+                    "count: a link bundle with a timed step gives each pair a time: pass the "
+                    "number of pairs",
+                    key="count",
+                )
+            options["pair_times"] = [NOW_TIME if at is None else at] * count
+        elif at is not None:
+            raise _untimed_at(at)
         return link["num_neighbors"], link["properties"], options
 
     def role_arguments(
@@ -494,7 +595,9 @@ class SamplingSpec:
     ) -> tuple[dict[str, list[int]], dict[str, list[str]], dict[str, Any]]:
         """``(num_neighbors, properties, options)`` for ``sample_typed`` of one endpoint role
         (``source`` / ``target``) of a link bundle: the node's neighbourhood as the pair blob's
-        half of that role holds it (the same keyed draws; ``options.label`` the role's label)."""
+        half of that role holds it (the same keyed draws; ``options.label`` the role's label;
+        a role with a timed step at ``options.at``, else :data:`NOW_TIME`:
+        :func:`role_time_options`)."""
         from memgraph_tf import layout
 
         if self.link is None:
@@ -505,6 +608,9 @@ class SamplingSpec:
             for k, v in json.loads(json.dumps(self.options)).items()
             if k in layout.SAMPLE_TYPED_OPTIONS
         }
+        if AT_OPTION in options and not self.link.timed_roles():
+            raise _untimed_at(options[AT_OPTION])
+        options = role_time_options(label, nn, options)
         options["label"] = label
         if options.get("edge_feature_spec"):  # (sample_typed takes this role's steps only)
             from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
@@ -732,7 +838,9 @@ class BundleConfig:
     # -- JSON
     def to_dict(self) -> dict[str, Any]:
         """The config as plain JSON values (lists, not tuples); ``typed`` only in a typed
-        bundle's."""
+        bundle's, ``link`` only in a link bundle's. Their ``num_neighbors`` (``link``'s per role)
+        is the list of ``[edge pattern, [fanout per hop]]`` pairs of :func:`step_pairs`, in the
+        model's step order (a config of format 1, read back, keeps the object it had)."""
         out = {
             "format": BUNDLE_FORMAT,
             "format_version": self.format_version,
@@ -755,6 +863,12 @@ class BundleConfig:
             out["typed"] = json.loads(json.dumps(self.typed))
         if self.link is not None:
             out["link"] = json.loads(json.dumps(self.link))
+        if self.format_version >= STEP_LIST_FORMAT_VERSION:  # (format 1: objects, as it wrote)
+            if self.typed is not None:
+                out["typed"]["num_neighbors"] = step_pairs(self.typed["num_neighbors"])
+            if self.link is not None:
+                nn = self.link["num_neighbors"]
+                out["link"]["num_neighbors"] = {role: step_pairs(nn[role]) for role in LINK_ROLES}
         return out
 
     def to_json(self) -> str:
@@ -959,8 +1073,10 @@ def discover_versions(base_path: str | os.PathLike) -> dict[int, pathlib.Path]:
 
 
 __all__ = [
+    "AT_OPTION",
     "DEFAULT_SEED",
     "LINK_ROLES",
+    "NOW_TIME",
     "RANDOM_SAMPLING",
     "BundleConfig",
     "LinkSampling",
@@ -970,11 +1086,13 @@ __all__ = [
     "check_fanouts",
     "check_plain_json",
     "discover_versions",
+    "has_timed_step",
     "inference_sampling",
     "op_library_dir",
     "parse_version_dir",
     "read_bundle_config",
     "read_op_library_info",
+    "role_time_options",
     "version_dir_name",
     "warmup_path",
     "write_assets",

@@ -631,14 +631,6 @@ def _typed_settings(
         options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
     edge_encoders = getattr(model, "edge_encoders", None) or {}
     if edge_encoders:  # the relationship properties of these steps, beside their slots
-        patterns = list(spec.num_neighbors())
-        if patterns != sorted(patterns):  # (the config's JSON sorts them; sections use indices)
-            raise BundleError(
-                f"model: the steps {patterns} are not in sorted order; a bundle keeps "
-                "num_neighbors sorted by pattern and names the edge feature sections by step "
-                "index: train the model with num_neighbors in sorted order",
-                key="model",
-            )
         options["edge_feature_spec"] = {p: enc.spec.to_dict() for p, enc in edge_encoders.items()}
     widths = {label: w for label, w in model.feature_dims.items() if label not in encoders}
     if isinstance(properties, Mapping):

@@ -30,7 +30,12 @@ Signatures (names and keys: :mod:`memgraph_tf.serving.bundle`, the one home):
 The config asset's ``link`` key holds the pair sampling settings (``source_label``,
 ``target_label``, ``num_neighbors`` per role, ``properties`` per label) and ``schema`` (the part
 of ``tf_features.schema`` the model was trained on); ``options`` the ``sample_pairs`` options
-(``dtype``, ``seed``, ``exclude_splits``, ``id_property`` ...); never a URI or password.
+(``dtype``, ``seed``, ``exclude_splits``, ``id_property``, ``time_order`` ...); never a URI or
+password. A model with timed steps (``{time: ts}`` in ``num_neighbors``) keeps them in
+``link.num_neighbors`` and its ``time_order`` in ``options``: the serving and batch paths sample
+every pair at one time, the request's ``at`` or else "now" (:data:`~memgraph_tf.serving.bundle.
+NOW_TIME`: every relationship, whatever its time), as ``predict_links`` samples ``[n, 3]`` pairs
+whose time column is that time (:meth:`~memgraph_tf.serving.bundle.SamplingSpec.pair_arguments`).
 Guarantees: ``serving_default``'s P(link) = ``regress`` = ``score_embeddings`` of the two
 ``embed_*`` outputs = the in-process ``sigmoid(model(inputs))`` on the same blobs; the op and the
 op-free (``decoder="portable"``: stock TensorFlow ops only) bundles give the same scores.
@@ -67,8 +72,15 @@ logger = logging.getLogger(__name__)
 #: ``decoder=`` values: the C++ op or stock TensorFlow ops only.
 DECODERS = ("op", "portable")
 #: The ``sample_pairs`` options a link bundle may store (the pair labels come from the model;
-#: ``negatives`` are a training matter).
-LINK_OPTIONS = ("allow_non_finite", "dtype", "id_property", "seed") + layout.SPLIT_OPTIONS
+#: ``negatives`` are a training matter; a pair's time is the request's, never the bundle's:
+#: ``pair_time`` / ``pair_times`` are not stored, ``time_order`` is).
+LINK_OPTIONS = (
+    "allow_non_finite",
+    "dtype",
+    "id_property",
+    "seed",
+    "time_order",
+) + layout.SPLIT_OPTIONS
 
 
 def _check_arguments(name: Any, version: Any, decoder: Any, blob_feature_key: Any) -> None:
@@ -116,7 +128,6 @@ def link_settings(
     if encoders:  # the raw property columns of these labels: the bundle's sample_pairs calls
         options["feature_spec"] = {label: enc.spec.to_dict() for label, enc in encoders.items()}
     edge_encoders = edge_encoders_of(model)
-    _check_edge_step_order(model, edge_encoders)
     if edge_encoders:  # the relationship properties of these steps, beside their slots
         options["edge_feature_spec"] = {p: e.spec.to_dict() for p, e in edge_encoders.items()}
     if exclude_splits is not None:
@@ -166,23 +177,6 @@ def link_settings(
 def encoders_of(model: Any) -> dict[str, Any]:
     """The model's label -> ``LabelEncoder`` (none for a model without feature specs)."""
     return dict(getattr(model, "label_encoders", None) or {})
-
-
-def _check_edge_step_order(model: Any, edge_encoders: Mapping[str, Any]) -> None:
-    """:class:`BundleError` (key ``model``) for a model with edge features whose role lists its
-    steps in another order than the bundle config keeps them (its JSON sorts the patterns, and
-    the edge sections ``edge_*_h{h}_s{i}`` are named by the step's index ``i``)."""
-    if not edge_encoders:
-        return
-    for role, spec in (("source", model.source_spec), ("target", model.target_spec)):
-        patterns = list(spec.num_neighbors())
-        if patterns != sorted(patterns):
-            raise BundleError(
-                f"model: the {role} neighbourhood's steps {patterns} are not in sorted order; a "
-                "link bundle keeps num_neighbors sorted by pattern and names the edge feature "
-                "sections by step index: train the model with num_neighbors in sorted order",
-                key="model",
-            )
 
 
 def edge_encoders_of(model: Any) -> dict[str, Any]:
@@ -281,7 +275,8 @@ def export_link_bundle(
     ``decoder``: ``"op"`` (the C++ op; serve with ``memgraph-tf serve`` or a TF Serving built
     with it) or ``"portable"`` (stock ops only: the stock ``tensorflow/serving`` image).
     ``sample_options``: the ``sample_pairs`` options servers sample with (:data:`LINK_OPTIONS`;
-    ``seed`` default: :data:`~memgraph_tf.serving.bundle.DEFAULT_SEED` at inference);
+    ``seed`` default: :data:`~memgraph_tf.serving.bundle.DEFAULT_SEED` at inference; a model
+    with timed steps: the ``time_order`` it was trained with, never a pair time);
     ``exclude_splits``: held-out splits left out of every served neighbourhood (default none:
     every relationship is known at serving time); ``properties`` / ``schema``: default the
     model's (set by :func:`~memgraph_tf.client.link_prediction.train_link_predictor`).

@@ -27,7 +27,9 @@ Link bundles (:attr:`~memgraph_tf.serving.bundle.SamplingSpec.link`) are fetched
 pair with :meth:`NeighbourhoodFetcher.fetch_pairs`: one ``sample_pairs(sources, targets,
 num_neighbors, properties, options)`` call for all the pairs (each pair's own relationships removed
 from both neighbourhoods, each endpoint's draws keyed by ``(options.seed, its key)``, so a pair's
-blob does not depend on the other pairs of the call), cut into one blob per pair. The source's
+blob does not depend on the other pairs of the call), cut into one blob per pair; a bundle with a
+timed step gives every pair of the call one time (``options.at``, else "now":
+:meth:`~memgraph_tf.serving.bundle.SamplingSpec.pair_arguments`). The source's
 ``sources[i]`` / ``targets[i]`` in a refusal (an unknown id, a node of the wrong label) is renamed
 to the caller's name for that id (``examples[j].source_id``).
 """
@@ -211,7 +213,7 @@ class NeighbourhoodFetcher:
                 f"the graph source ({type(self.source).__name__}) has no sample_pairs, which a "
                 f"link bundle needs"
             )
-        num_neighbors, properties, options = sampling.pair_arguments()
+        num_neighbors, properties, options = sampling.pair_arguments(len(src))
         # DensePairBlobs expands feature tables, not raw ones: a bundle with feature specs
         # (options.feature_spec) or edge features (options.edge_feature_spec, written in the
         # dense layout only) samples the dense layout and cuts its blob per pair

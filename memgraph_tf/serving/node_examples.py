@@ -25,7 +25,10 @@ INVALID_ARGUMENT (400), each naming ``examples[i]`` and the key: one id without 
 ids and the blob feature; an example with neither the ids nor the blob; an id that is not one
 int64 value; ``node_id`` on a link bundle and ``source_id`` / ``target_id`` on a node bundle (the
 message says what the bundle expects); an id the graph lacks or a node without the pair's label
-(the source's refusal, its ``sources[i]`` renamed ``examples[j].source_id``).
+(the source's refusal, its ``sources[i]`` renamed ``examples[j].source_id``). A link bundle
+with a timed step samples every pair of a request as of the context's ``at`` (else "now",
+:data:`.bundle.NOW_TIME`: no upper time bound); ``at`` on a link bundle without one is refused
+naming ``context.at`` (:func:`sampling_with_at`).
 
 - REST (``{"node_id": N}`` in a JSON example): :func:`json_examples`;
 - gRPC (an int64 feature ``node_id`` of one value in a ``tf.Example``): :func:`proto_examples`;
@@ -59,7 +62,8 @@ NODE_ID_FEATURE = "node_id"
 SOURCE_ID_FEATURE = "source_id"
 TARGET_ID_FEATURE = "target_id"
 PAIR_ID_FEATURES = (SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
-#: The context feature that samples every ``node_id`` of a request at one time (typed bundles).
+#: The context feature that samples every ``node_id`` of a request at one time (typed bundles), or
+#: every ``source_id`` / ``target_id`` pair (link bundles with a timed step).
 AT_FEATURE = "at"
 #: Default cap on the examples / instances of one request (``--max-examples``).
 DEFAULT_MAX_EXAMPLES = 1024
@@ -126,12 +130,14 @@ def fetch_node_blobs(
 def sampling_at(
     config: BundleConfig | None, sampling: SamplingSpec | None, context: Any
 ) -> SamplingSpec | None:
-    """``sampling`` (default: the bundle's inference settings) for a ``:classify`` request whose
-    context (a ``tf.train.Example``, or :data:`.json_examples.NO_CONTEXT`) holds ``at``: one int64
-    time, passed as ``options.at`` so that every ``node_id`` seed of the request is sampled at
-    that time instead of its own ``seed_time`` property. Without ``at``, ``sampling`` unchanged.
-    400 (INVALID_ARGUMENT) naming ``context.at`` for anything but one int64 value, or a bundle
-    that is not a typed node bundle (:func:`sampling_with_at`)."""
+    """``sampling`` (default: the bundle's inference settings) for a ``:classify`` /
+    ``:regress`` request whose context (a ``tf.train.Example``, or
+    :data:`.json_examples.NO_CONTEXT`) holds ``at``: one int64 time, passed as ``options.at`` so
+    that every ``node_id`` seed of the request is sampled at that time instead of its own
+    ``seed_time`` property, or on a link bundle with a timed step every ``source_id`` /
+    ``target_id`` pair as of that time (without ``at``: "now", :data:`.bundle.NOW_TIME`).
+    Without ``at``, ``sampling`` unchanged. 400 (INVALID_ARGUMENT) naming ``context.at`` for
+    anything but one int64 value, or a bundle that takes no time (:func:`sampling_with_at`)."""
     if config is None or context is json_examples_mod.NO_CONTEXT or context is None:
         return sampling
     if AT_FEATURE not in context.features.feature:
@@ -149,14 +155,25 @@ def sampling_at(
 def sampling_with_at(
     config: BundleConfig, sampling: SamplingSpec | None, at: int, where: str
 ) -> SamplingSpec:
-    """``sampling`` (default: the bundle's inference settings) with ``options.at = at``; 400
-    naming ``where`` unless ``config`` is a typed node bundle."""
-    if config.typed is None or config.link is not None:
+    """``sampling`` (default: the bundle's inference settings) with ``options.at = at``: every
+    seed of a typed node bundle, every pair (and every node an ``embed_*`` signature embeds) of
+    a link bundle with a timed step sampled at ``at``. 400 naming ``where`` for a homogeneous
+    node bundle and for a link bundle without a timed step (on a typed node bundle without one,
+    the procedure refuses ``options.at``)."""
+    link = config.link_sampling
+    if link is not None and not link.timed_roles():
         raise bad_request(
-            f"{where}: only a typed node bundle with a timed step samples at a request's time"
+            f"{where}: model {config.model_name!r} is a link bundle without a timed step (no "
+            f"{{time: ...}} in its num_neighbors): it samples every pair with every "
+            f"relationship, at no time; send no '{AT_FEATURE}'"
+        )
+    if config.typed is None and link is None:
+        raise bad_request(
+            f"{where}: only a typed node bundle or a link bundle with a timed step samples at a "
+            f"request's time"
         )
     spec = sampling if sampling is not None else inference_sampling(config)
-    return dataclasses.replace(spec, options={**spec.options, "at": at})
+    return dataclasses.replace(spec, options={**spec.options, bundle_mod.AT_OPTION: at})
 
 
 def read_at(value: Any, where: str) -> int:

@@ -79,3 +79,41 @@ def test_a_retried_bundle_writes_no_link_twice_and_the_links_equal_score_links(s
     assert [(s, t) for s, t, _, _ in links] == [(s, t) for s, t, _, _ in reference]
     assert [p for *_, p, _ in links] == pytest.approx([p for *_, p, _ in reference], abs=1e-5)
     assert transform.plan.selected == 90
+
+
+def test_at_a_time_the_pipeline_writes_predict_links_scores(tmp_path):
+    """``ScoreLinks(..., at=T)`` with a link bundle of a model with a timed step
+    (tests/serving/timed_links_kit.py): each written link's score is ``predict_links``'s on the
+    pair with the time column T (top-k candidates are no :BOUGHT neighbours: the pair blob and
+    the two embeddings see the same neighbourhoods)."""
+    import functools
+
+    import numpy as np
+
+    from memgraph_tf.batch.link_scoring import BundleLinkBackend
+    from tests.serving import timed_links_kit as timed
+
+    path = timed.export(tmp_path).path.parent
+    source = timed.graph()
+    spec = register_graph(source)
+    try:
+        pipeline = create_pipeline("BundleBasedDirectRunner")
+        factory = functools.partial(BundleLinkBackend, str(path))
+        _ = pipeline | ScoreLinks(
+            spec,
+            factory,
+            k=1,
+            relationship_type="BOUGHT",
+            batch_size=100,
+            num_ranges=1,
+            at=timed.AT,
+        )
+        run_pipeline(pipeline)
+    finally:
+        unregister_graph(spec)
+    links = LinkTable(source, LinkSelection("User", "Product", 1, "id")).read_links()
+    assert len(links) == 200
+    pairs = np.array([(s, t) for s, t, _, _ in links], dtype=np.int64)
+    want = timed.in_process(source, pairs, timed.AT)
+    np.testing.assert_allclose([p for _, _, p, _ in links], want, atol=1e-5)
+    assert np.abs(timed.in_process(source, pairs, None) - want).max() > 1e-3  # the time matters

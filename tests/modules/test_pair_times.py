@@ -177,3 +177,23 @@ def test_the_earliest_pair_draws_from_the_next_nodes_to_become_active(ledger):
     opts = {**BASE, "pair_time": "ts", "negatives": 3}
     got = blob.unpack(source.sample_pairs([a], [b], {TIMED: [1]}, None, opts))
     assert got["dst.ids_h0_Acct"][1:, 0].tolist() == [expected] * 3
+
+
+def test_a_relationship_time_that_is_no_integer_names_the_first_such_relationship():
+    """With ``options.pair_time``, the pair's relationships are named in order (name, then value)
+    and the first whose time is no integer fails the call: here the one without a value sorts
+    before the reversed one holding a string."""
+    g = EmbeddedGraph()
+    a, b, c = (g.add_node(["Acct"], {"id": i, "f": [float(i)]}) for i in range(3))
+    g.add_edge(a, b, "SENT", {"ts": 5})
+    g.add_edge(b, a, "SENT", {"ts": "late"})
+    g.add_edge(a, b, "SENT", {})
+    g.add_edge(a, c, "SENT", {"ts": 3})
+    source = EmbeddedSource(g)
+    options = {**BASE, "pair_time": "ts"}
+    with pytest.raises(
+        GraphDataError,
+        match=r"^options\.pair_time: relationship \(:Acct \{id: 0\}\)-\[:SENT\]->"
+        r"\(:Acct \{id: 1\}\) property 'ts': expected an integer time, got no value$",
+    ):
+        source.sample_pairs([2, 0], [0, 1], {TIMED: [1]}, None, options)

@@ -6,6 +6,7 @@ value (memgraph_tf.procedures.weighted)."""
 from __future__ import annotations
 
 import collections
+import itertools
 import math
 import random
 
@@ -113,6 +114,41 @@ def test_the_drawer_is_efraimidis_spirakis_and_samples_with_replacement_by_runni
     for nbr, weight in zip(nbrs, weights):
         assert counts[nbr] / 20000 == pytest.approx(weight / sum(weights), abs=0.015)
     assert all(mask)
+
+
+def reference_with_replacement(rng, nbrs, weights, f):
+    """The running-sums rule as the module states it: per slot ``rng.random() * total``, the
+    first neighbour whose running sum exceeds it, the last where none does."""
+    sums = list(itertools.accumulate(weights))
+    out = []
+    for _ in range(f):
+        x = rng.random() * sums[-1]
+        out.append(next((n for n, s in zip(nbrs, sums) if s > x), nbrs[-1]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        [0.5, 2.0, 1.0, 4.5],
+        [1e-300, 3.0, 1e-300],
+        [7.0],
+        [1e308, 1e308, 5.0],  # an infinite total: every slot the last neighbour
+    ],
+)
+def test_draws_with_replacement_follow_the_running_sums_rule_call_for_call(weights):
+    """The same slots as the rule written out, and the generator left in the same state (one
+    ``rng.random()`` per slot: the row's later draws see the same sequence)."""
+    nbrs = [10 * (i + 1) for i in range(len(weights))]
+    table = {7: Weighted(nbrs, weights)}
+    for seed in range(40):
+        rng, ref_rng = random.Random(seed), random.Random(seed)
+        ids: list[int] = []
+        WeightedDrawer(9, replace=True)(rng, table, [7, -1, 7], [True, False, True], ids, [])
+        want = reference_with_replacement(ref_rng, nbrs, weights, 9)
+        want += [-1] * 9 + reference_with_replacement(ref_rng, nbrs, weights, 9)
+        assert ids == want
+        assert rng.random() == ref_rng.random()
 
 
 def weighted_graph(amount):

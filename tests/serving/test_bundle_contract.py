@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import pathlib
+import re
 
 import pytest
 
@@ -78,10 +79,10 @@ def test_config_detaches_from_the_callers_options():
             r"format: expected 'memgraph-tf-bundle', got 'tf-model'",
         ),
         (
-            with_(format_version=2),
+            with_(format_version=3),
             "format_version",
-            r"format_version: expected an int from 1 to 1 "
-            r"\(this memgraph-tf reads bundle formats up to 1\)",
+            r"format_version: expected an int from 1 to 2 "
+            r"\(this memgraph-tf reads bundle formats up to 2\), got 3",
         ),
         (with_(model_name="a/b"), "model_name", r"model_name: expected letters, digits"),
         (with_(version=True), "version", r"version: expected an int >= 1, got True"),
@@ -171,6 +172,86 @@ def test_read_bundle_config_from_a_version_dir(tmp_path):
     ) as info:
         bundle.read_bundle_config(tmp_path)
     assert info.value.key == "scores" and str(path) in str(info.value)
+
+
+# ------------------------------------------------------------------------- step order
+FOLLOWS = "(:User)-[:FOLLOWS]->(:User)"
+BOUGHT = "(:User)-[:BOUGHT]->(:Product)"
+UNSORTED = {FOLLOWS: [2], BOUGHT: [3]}  # (BOUGHT sorts first)
+TYPED = {"seed_label": "User", "num_neighbors": UNSORTED, "properties": {"User": ["features"]}}
+
+
+def typed_config(typed, format_version=bundle.BUNDLE_FORMAT_VERSION):
+    empty = {"fanouts": [], "feature_dim": 0, "properties": []}
+    return BundleConfig.from_dict({**with_(**empty, format_version=format_version), "typed": typed})
+
+
+def test_a_typed_config_keeps_the_models_step_order_through_its_json():
+    """JSON objects have no order and the config's JSON sorts keys: the steps are written as a
+    list of [pattern, fanouts] pairs, read back in that order, and sampled in it."""
+    assert sorted(UNSORTED) != list(UNSORTED)
+    cfg = typed_config(TYPED)
+    text = cfg.to_json()
+    assert json.loads(text)["typed"]["num_neighbors"] == [[FOLLOWS, [2]], [BOUGHT, [3]]]
+    again = BundleConfig.from_json(text)
+    assert list(again.typed["num_neighbors"]) == [FOLLOWS, BOUGHT]
+    assert again == cfg and again.to_json() == text
+    nn, _, _ = bundle.inference_sampling(again).typed_arguments()
+    assert list(nn.items()) == [(FOLLOWS, [2]), (BOUGHT, [3])]
+
+
+def test_a_link_config_keeps_each_roles_step_order_through_its_json():
+    link = {
+        "source_label": "User",
+        "target_label": "User",
+        "num_neighbors": {"source": UNSORTED, "target": {FOLLOWS: [1], BOUGHT: [1]}},
+        "properties": {"User": ["features"]},
+    }
+    empty = {"fanouts": [], "feature_dim": 0, "properties": [], "class_names": ["link", "no link"]}
+    cfg = BundleConfig.from_dict({**with_(**empty, format_version=2), "link": link})
+    written = json.loads(cfg.to_json())["link"]["num_neighbors"]
+    assert written == {
+        "source": [[FOLLOWS, [2]], [BOUGHT, [3]]],
+        "target": [[FOLLOWS, [1]], [BOUGHT, [1]]],
+    }
+    sampling = bundle.inference_sampling(BundleConfig.from_json(cfg.to_json()))
+    nn, _, _ = sampling.pair_arguments()
+    assert [list(nn[role]) for role in ("source", "target")] == [[FOLLOWS, BOUGHT]] * 2
+    assert list(sampling.role_arguments("target")[0]) == [FOLLOWS, BOUGHT]
+
+
+def test_a_format_1_config_reads_its_sorted_object_and_writes_it_back_unchanged():
+    """A bundle written before the step list (format 1) holds ``num_neighbors`` as an object,
+    sorted by its JSON: it samples in that order and its text round-trips as it was."""
+    old = {**TYPED, "num_neighbors": {BOUGHT: [3], FOLLOWS: [2]}}
+    text = typed_config(old, format_version=1).to_json()
+    assert json.loads(text)["typed"]["num_neighbors"] == {BOUGHT: [3], FOLLOWS: [2]}
+    again = BundleConfig.from_json(text)
+    assert again.format_version == 1 and again.to_json() == text
+    nn, _, _ = bundle.inference_sampling(again).typed_arguments()
+    assert list(nn) == [BOUGHT, FOLLOWS]
+
+
+@pytest.mark.parametrize(
+    "steps, message",
+    [
+        ("(:User)-[:FOLLOWS]->(:User)", r"typed.num_neighbors: expected a list of \[edge pattern"),
+        ([[FOLLOWS, [2]], [BOUGHT]], r"typed.num_neighbors\[1\]: expected an \[edge pattern, "),
+        ([[FOLLOWS, [2]], [3, [1]]], r"typed.num_neighbors\[1\]: expected an .* got \[3, \[1\]\]"),
+        (
+            [[FOLLOWS, [2]], [FOLLOWS, [1]]],
+            rf"typed.num_neighbors\[1\]: edge pattern '{re.escape(FOLLOWS)}' is listed twice",
+        ),
+        (
+            [[FOLLOWS, 2]],
+            rf"typed: num_neighbors\[{re.escape(repr(FOLLOWS))}\]: expected a list of fanouts",
+        ),
+    ],
+)
+def test_a_bad_step_list_is_named(steps, message):
+    with pytest.raises(BundleError, match=message) as info:
+        typed_config({**TYPED, "num_neighbors": steps})
+    assert info.value.key == "typed"
 
 
 # ----------------------------------------------------------------------------------- sampling

@@ -111,25 +111,86 @@ def test_batch_inference_writes_the_in_process_classes(exported):
     )
 
 
-def test_a_model_whose_steps_the_config_would_reorder_is_refused(tmp_path):
-    """The bundle config keeps num_neighbors sorted by pattern (its JSON) and the edge sections
-    are named by step index: a model listing its steps otherwise would read another step's
-    sections, so the export refuses it."""
+BACK_STEP = "(:Account)<-[:TRANSFER]-(:Account)"
+UNSORTED_NN = {BACK_STEP: [3], TRANSFER_STEP: [2]}  # (BACK_STEP sorts after TRANSFER_STEP)
+BOTH_SPECS = {BACK_STEP: transfer_spec(), TRANSFER_STEP: transfer_spec()}
+
+
+@pytest.fixture(scope="module")
+def unsorted_kit(tmp_path_factory):
+    """``(source, model, bundle path)``: an initialised model with edge features on two steps
+    listed out of sorted order (different fanouts, both into the ``Account`` table of hop 1),
+    and its op bundle. The contract is the plumbing, so the model is not trained."""
+    import keras
+
+    from memgraph_tf.client.sources import EmbeddedSource
     from memgraph_tf.client.typed_graphsage import TypedGraphSAGE
-    from memgraph_tf.errors import BundleError
     from memgraph_tf.serving.export import export_bundle
 
-    back = "(:Account)<-[:TRANSFER]-(:Account)"
-    assert back > TRANSFER_STEP  # so {back, TRANSFER_STEP} is out of sorted order
+    assert list(UNSORTED_NN) != sorted(UNSORTED_NN)
+    keras.utils.set_random_seed(0)
     model = TypedGraphSAGE(
         "Account",
-        {back: [2], TRANSFER_STEP: [2]},
+        UNSORTED_NN,
         {"Account": 2},
         2,
-        hidden_units=4,
+        hidden_units=8,
         class_names=["honest", "fraud"],
-        edge_feature_spec={TRANSFER_STEP: transfer_spec()},
+        edge_feature_spec=BOTH_SPECS,
     ).ensure_built()
     model.properties = {"Account": ["features"]}
-    with pytest.raises(BundleError, match=r"model: the steps .* are not in sorted order"):
-        export_bundle(model, tmp_path, "accounts", 1, use_op=True, sample_options=OPTIONS)
+    base = tmp_path_factory.mktemp("unsorted-edge-bundles")
+    info = export_bundle(model, base, "accounts", 1, use_op=True, sample_options=OPTIONS)
+    return EmbeddedSource(transfer_graph(200, seed=3)), model, info.path
+
+
+def unsorted_in_process(source, model) -> np.ndarray:
+    """The model's probabilities on one ``sample_typed`` blob of IDS with its own
+    ``num_neighbors`` (its step order) and edge specs (inference seed)."""
+    opts = {
+        **OPTIONS,
+        "label": "Account",
+        "seed": bundle.DEFAULT_SEED,
+        "edge_feature_spec": BOTH_SPECS,
+    }
+    sections = blob.unpack(source.sample_typed(IDS, UNSORTED_NN, {"Account": ["features"]}, opts))
+    return tf.nn.softmax(model(model_inputs(sections, model.input_names()), training=False)).numpy()
+
+
+def test_a_model_with_edge_features_on_unsorted_steps_serves_by_node_id_as_in_process(
+    unsorted_kit,
+):
+    """The bundle keeps the model's step order (its config lists the steps as pairs), so the
+    blob it samples by node_id has the slot groups and the edge sections ``edge_*_h1_s{i}`` the
+    model reads: REST ``:classify`` answers as the model in process on ``sample_typed`` with the
+    model's ``num_neighbors``."""
+    source, model, path = unsorted_kit
+    config = bundle.read_bundle_config(path)
+    assert list(config.typed["num_neighbors"]) == list(UNSORTED_NN)
+    assert {"edge_num_h1_s0", "edge_num_h1_s1"} <= set(config.sections)
+    slots = [config.sections[f"edge_has_h1_s{i}"][1][1] for i in (0, 1)]
+    assert slots == [3, 2]  # the steps' fanouts, in the model's order
+    got = classified_over_rest(path, source, "accounts", IDS)
+    np.testing.assert_allclose(got, unsorted_in_process(source, model), rtol=1e-5, atol=1e-5)
+
+
+def test_batch_and_beam_sample_the_unsorted_steps_in_the_models_order(unsorted_kit):
+    """``classify_graph`` (batch) writes the in-process classes and scores, and a Beam
+    pipeline's model spec (the config through its JSON) samples the steps in the model's
+    order."""
+    from memgraph_tf.beam.models import ModelSpec
+    from memgraph_tf.client.sources import EmbeddedSource
+
+    source, model, path = unsorted_kit
+    spec = ModelSpec.resolve(bundle=path)
+    assert list(spec.sampling().typed_arguments()[0].items()) == list(UNSORTED_NN.items())
+    assert_batch_writes_classes(
+        EmbeddedSource(transfer_graph(200, seed=3)),  # (a fresh graph: the run writes to it)
+        path,
+        "unsorted_class",
+        label="Account",
+        nodes=200,
+        ids=IDS,
+        probs=unsorted_in_process(source, model),
+        class_names=model.class_names,
+    )

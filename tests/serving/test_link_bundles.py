@@ -309,6 +309,39 @@ def test_bad_pairs_are_refused_naming_them(
     assert re.search(grpc_message or rest_message, err.value.details()), err.value.details()
 
 
+def test_context_at_on_a_link_bundle_without_a_timed_step_is_refused_naming_it(served):
+    """A request's context ``at`` names the time of a link bundle with a timed step
+    (tests/serving/test_timed_link_bundles.py); this bundle has none: 400 / INVALID_ARGUMENT
+    naming ``context.at``, from the local server and from the gateway, over REST and gRPC; so is
+    ``at`` beside ``node_id`` on its ``embed_source``."""
+    _, urls, stubs = served
+    message = (
+        "context.at: model 'links' is a link bundle without a timed step (no {time: ...} in its "
+        "num_neighbors): it samples every pair with every relationship, at no time; send no 'at'"
+    )
+    body = {"context": {"at": 40}, "examples": [{"source_id": 0, "target_id": 3}]}
+    for url, stub in zip(urls, stubs):
+        for verb in ("classify", "regress"):
+            r = requests.post(f"{url}/v1/models/links:{verb}", json=body, timeout=60)
+            assert r.status_code == 400, r.text
+            assert r.json()["error"] == message
+        req = regression_pb2.RegressionRequest()
+        req.model_spec.name = "links"
+        holder = req.input.example_list_with_context
+        holder.context.features.feature["at"].int64_list.value.append(40)
+        ex = holder.examples.add().features.feature
+        ex["source_id"].int64_list.value.append(0)
+        ex["target_id"].int64_list.value.append(3)
+        with pytest.raises(grpc.RpcError) as err:
+            stub.Regress(req, timeout=60)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert err.value.details() == message
+    embed = {"signature_name": "embed_source", "inputs": {"node_id": [0], "at": 40}}
+    r = requests.post(f"{urls[0]}/v1/models/links:predict", json=embed, timeout=60)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == message.replace("context.at", "at")
+
+
 def test_a_node_of_the_wrong_label_is_refused_naming_it(served, monkeypatch):
     """By internal ids (no id_property), a :User node as the target is not a :Product node."""
     ms, urls, stubs = served

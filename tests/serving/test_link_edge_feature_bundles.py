@@ -19,7 +19,7 @@ from tests.client.test_link_edge_features import EDGE_SPEC, OPTIONS, TAGGED, gra
 from tests.serving.bundle_kit import regressed_over_rest, scores_by_embeddings
 
 LINK = "(:Item)-[:LINK]-(:Item)"
-NN = {"source": {TAGGED: [3]}, "target": {LINK: [2], TAGGED: [2]}}  # (patterns sorted)
+NN = {"source": {TAGGED: [3]}, "target": {LINK: [2], TAGGED: [2]}}
 TARGET_ONLY = {"source": {LINK: [2]}, "target": {TAGGED: [3]}}
 SPEC_DICT = {TAGGED: LabelSpec.from_dict(EDGE_SPEC[TAGGED]).to_dict()}
 
@@ -135,13 +135,40 @@ def test_in_process_batch_scoring_samples_the_edge_spec_and_equals_rest(link_kit
     np.testing.assert_allclose([got[tuple(p)] for p in non_edges.tolist()], served, atol=1e-5)
 
 
-def test_a_model_whose_steps_the_config_would_reorder_is_refused(tmp_path):
-    """The bundle config keeps num_neighbors sorted by pattern and the edge sections are named
-    by step index: a model listing its steps otherwise would read the wrong step's properties,
-    so the export refuses it, naming the role."""
-    from memgraph_tf.errors import BundleError
+def test_a_model_with_edge_features_on_unsorted_steps_serves_pair_ids_as_in_process(tmp_path):
+    """Both roles list their two steps out of sorted order (TAGGED before LINK, different
+    fanouts), each step with edge features (``LINK`` relationships have no ``weight``: all
+    missing). The link bundle keeps each role's step order, so the pair blob it samples has the
+    edge sections ``{src,dst}.edge_*_h1_s{i}`` of the model's step indices: REST ``:regress``
+    answers as ``predict_links``."""
+    import keras
+
+    from memgraph_tf.client.link_prediction import LinkPredictor
     from memgraph_tf.serving.export_links import export_link_bundle
 
-    model = initialised({"source": {TAGGED: [3]}, "target": {TAGGED: [2], LINK: [2]}})
-    with pytest.raises(BundleError, match=r"model: the target neighbourhood's steps .* sorted"):
-        export_link_bundle(model, tmp_path, "links", 1, decoder="op", sample_options=OPTIONS)
+    nn = {"source": {TAGGED: [3], LINK: [1]}, "target": {TAGGED: [2], LINK: [3]}}
+    assert all(list(steps) != sorted(steps) for steps in nn.values())
+    weight = {"name": "weight", "kind": "numeric", "mean": 0.0, "std": 1.0}
+    specs = {**EDGE_SPEC, LINK: {"label": "LINK", "properties": [weight]}}
+    keras.utils.set_random_seed(0)
+    model = LinkPredictor("Item", nn, {}, hidden_units=8, embedding_dim=4, edge_feature_spec=specs)
+    model.properties = {}
+    model.ensure_built()
+    info = export_link_bundle(model, tmp_path, "links", 1, decoder="op", sample_options=OPTIONS)
+    config = bundle.read_bundle_config(info.path)
+    assert {r: list(s) for r, s in config.link["num_neighbors"].items()} == {
+        r: list(s) for r, s in nn.items()
+    }
+    shapes = {n: config.sections[n][1][1] for n in config.sections if ".edge_has_h1_" in n}
+    assert shapes == {
+        "src.edge_has_h1_s0": 3,
+        "src.edge_has_h1_s1": 1,
+        "dst.edge_has_h1_s0": 2,
+        "dst.edge_has_h1_s1": 3,
+    }
+    source, pos, neg = graph_source()
+    pairs = np.concatenate([pos[:3], neg[:3]])
+    expected = _in_process(source, model, pairs)
+    np.testing.assert_allclose(
+        regressed_over_rest(source, info.path, pairs), expected, rtol=1e-5, atol=1e-5
+    )
