@@ -187,9 +187,8 @@ WEIGHTED = {**STEP, "neighbour_label": LABEL, "weight": "w"}
 WEIGHTED_NAME = property_name(("R",), "both", "id", LABEL, "w")
 
 
-def weighted(source, key: int) -> WeightedReservoir:
-    """The hub's weighted reservoir, read from the graph, but its relationship and internal
-    ids (each store numbers its own)."""
+def stored_weighted(source, key: int) -> WeightedReservoir:
+    """The hub's weighted reservoir as stored in the graph."""
     if isinstance(source, EmbeddedSource):
         [internal] = source.graph.find_nodes(LABEL, "id", key)
         value = source.graph.get_property(internal, WEIGHTED_NAME)
@@ -198,21 +197,18 @@ def weighted(source, key: int) -> WeightedReservoir:
             f"MATCH (n:{LABEL}) WHERE n.id = $k RETURN n.{WEIGHTED_NAME} AS r", {"k": key}
         )
         value = row["r"]
-    res = WeightedReservoir.decode(list(value), f"node {key}", WEIGHTED_NAME)
-    return dataclasses.replace(res, rels=[], internals=[])
+    return WeightedReservoir.decode(list(value), f"node {key}", WEIGHTED_NAME)
+
+
+def weighted(source, key: int) -> WeightedReservoir:
+    """The hub's weighted reservoir, read from the graph, but its relationship and internal
+    ids (each store numbers its own)."""
+    return dataclasses.replace(stored_weighted(source, key), rels=[], internals=[])
 
 
 def weighted_ids(source, key: int) -> tuple[list[int], list[int]]:
     """The hub's weighted reservoir's relationship and neighbour internal ids."""
-    if isinstance(source, EmbeddedSource):
-        [internal] = source.graph.find_nodes(LABEL, "id", key)
-        value = source.graph.get_property(internal, WEIGHTED_NAME)
-    else:
-        [row] = source.read(
-            f"MATCH (n:{LABEL}) WHERE n.id = $k RETURN n.{WEIGHTED_NAME} AS r", {"k": key}
-        )
-        value = row["r"]
-    res = WeightedReservoir.decode(list(value), f"node {key}", WEIGHTED_NAME)
+    res = stored_weighted(source, key)
     return res.rels, res.internals
 
 
