@@ -51,9 +51,11 @@ from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampli
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
 from memgraph_tf.batch.commands import close_all, report_failure
 from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY, BatchEmbedder
+from memgraph_tf.batch.structural_refresh import StructuralRefresh, named_nodes
 from memgraph_tf.client.change_log import CURSOR_LABEL, DEFAULT_LOG, Change, ChangeLog
 from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, NodeTable, bundle_selection
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource
+from memgraph_tf.client.structural import STRUCTURAL_PROPERTY
 from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -82,8 +84,8 @@ MAX_POLL_INTERVAL_S = 300.0
 @dataclasses.dataclass
 class RefreshSummary:
     """What one pass did: the cursor it read from and moved to, the changes read, the affected
-    nodes (and the selected nodes of the graph they are a part of), what was re-scored, and
-    whether the cursor moved (``committed``)."""
+    nodes (and the selected nodes of the graph they are a part of), the nodes whose structural
+    property was recomputed, what was re-scored, and whether the cursor moved (``committed``)."""
 
     log: str
     cursor_from: int
@@ -91,6 +93,7 @@ class RefreshSummary:
     changes: int = 0
     affected: int = 0
     graph_nodes: int = 0
+    structural: int = 0
     classified: int = 0
     embedded: int = 0
     skipped: int = 0
@@ -115,7 +118,8 @@ class RefreshSummary:
         return (
             f"refresh: {self.changes} change(s), seq {self.cursor_from + 1}..{self.cursor_to} of "
             f"log {self.log!r}: {self.affected} affected node(s) of {self.graph_nodes} "
-            f"({self.ratio:.4%}), {self.classified} re-scored, {self.embedded} re-embedded, "
+            f"({self.ratio:.4%}), {self.structural} FastRP vector(s) recomputed, "
+            f"{self.classified} re-scored, {self.embedded} re-embedded, "
             f"{self.skipped} skipped, "
             f"{self.failed} failed, {self.deleted_nodes} deleted node(s) in "
             f"{self.elapsed_s:.2f} s; "
@@ -151,6 +155,8 @@ class Refresher:
         progress: bool = False,
         embed: ModelBackend | None = None,
         embedding_property: str = DEFAULT_EMBEDDING_PROPERTY,
+        structural: bool = True,
+        structural_seed: int | None = None,
     ) -> None:
         if isinstance(max_changes, bool) or not isinstance(max_changes, int) or max_changes < 1:
             raise ConfigurationError(f"max_changes: expected an int >= 1, got {max_changes!r}")
@@ -166,6 +172,11 @@ class Refresher:
             self.spec = WalkSpec.from_sampling(sampling_for(model.config), self.label)
         except ValueError as exc:
             raise ConfigurationError(f"model: {exc}") from None
+        self.structural = StructuralRefresh(model.config.options, structural_seed)
+        if not structural:
+            self.structural.labels = []
+        if self.structural.labels:
+            self.spec = self.structural.walk_spec(self.spec)
         self.write_property = write_property
         self.batch_size, self.max_changes = batch_size, max_changes
         self.skip_invalid, self.progress = bool(skip_invalid), progress
@@ -236,8 +247,11 @@ class Refresher:
                     f"node {node}, is not in the graph and no later change deletes it"
                 )
 
-    def affected(self, changes: list[Change], after: int) -> set[int]:
-        """The internal ids of the nodes ``changes`` (read after cursor ``after``) can affect."""
+    def affected(self, changes: list[Change], after: int) -> tuple[set[int], int]:
+        """The internal ids of the nodes ``changes`` (read after cursor ``after``) can affect,
+        and the number of nodes whose structural property was recomputed first (the bundle's
+        featureless labels: :mod:`memgraph_tf.batch.structural_refresh`; their updates join
+        ``changes``)."""
         ids = set()
         for c in changes:
             if c.entity == "node":
@@ -246,8 +260,14 @@ class Refresher:
                 ids.update((c.start_id, c.end_id))
         labels = self.walker.labels(sorted(ids))
         self._check_known(changes, labels, after)
-        starts = start_positions(self.spec, changes, labels)
-        return affected_nodes(self.spec, starts, self.walker)
+        rewritten: list[Change] = []
+        if self.structural.labels:
+            present = [i for i in named_nodes(changes) if i in labels]
+            rewritten = self.structural.rewrite(self.source, present)
+            more = sorted({c.element_id for c in rewritten} - labels.keys())
+            labels.update(self.walker.labels(more))
+        starts = start_positions(self.spec, changes + rewritten, labels)
+        return affected_nodes(self.spec, starts, self.walker), len(rewritten)
 
     def _keys(self, internal: set[int]) -> list[int]:
         if self.selection.id_property is None:
@@ -265,7 +285,7 @@ class Refresher:
         if not changes:
             s.elapsed_s = time.perf_counter() - t0
             return s
-        affected = self.affected(changes, after)
+        affected, s.structural = self.affected(changes, after)
         keys = self._keys(affected)
         s.affected = len(keys)
         s.deleted_nodes = sum(c.entity == "node" and c.kind == "deleted" for c in changes)
@@ -421,6 +441,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-embed", action="store_true", help="re-score only, even with an 'embed' signature"
     )
+    p.add_argument(
+        "--no-structural",
+        action="store_true",
+        help=f"do not recompute the FastRP property ({STRUCTURAL_PROPERTY}) the trainers write "
+        "for a featureless label (default: where the bundle reads it, it is recomputed near the "
+        "changes before re-scoring)",
+    )
+    p.add_argument(
+        "--structural-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the training seed the FastRP projection was drawn from (default: the trainers' "
+        "default, 0)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -466,6 +501,8 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
             progress=not args.no_progress,
             embed=encoder,
             embedding_property=args.embedding_property,
+            structural=not args.no_structural,
+            structural_seed=args.structural_seed,
         )
         if not args.follow:
             print(refresher.once().text())

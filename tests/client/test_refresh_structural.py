@@ -1,0 +1,119 @@
+"""``memgraph-tf refresh`` keeps a featureless label's FastRP property fresh: a classifier trained
+on items without features (the trainer writes ``memgraph_tf_fastrp``), a node added with
+relationships and logged, one pass -- the structural property is recomputed near the changes
+before re-scoring, so every stored FastRP vector equals a full recompute on the changed graph and
+every stored prediction (the new node's, its neighbours') equals a full re-score on that graph;
+``structural=False`` leaves the property as it was."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from memgraph_tf.batch import BundleBackend, classify_graph
+from memgraph_tf.batch.refresh import Refresher
+from memgraph_tf.batch.structural_refresh import structural_labels
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.change_log import Change, ChangeLog
+from memgraph_tf.client.structural import (
+    STRUCTURAL_OPTIONS,
+    STRUCTURAL_PROPERTY,
+    structural_call,
+    structural_features,
+    write_structural_features,
+)
+from memgraph_tf.errors import ConfigurationError
+from tests.client.test_structural_default import BASE, OPTIONS, N, communities, train_classifier
+from tests.graphs import predictions, short_run
+
+NEW = BASE + N  # the key of the item added after training
+FRIENDS = (0, 4, 8)  # the items it links to (internal ids = positions)
+SEED = 0  # short_run's training seed
+
+
+@functools.cache
+def trained_bundle(base: str) -> str:
+    """The featureless items' classifier exported as an op bundle under ``base``."""
+    from memgraph_tf.serving.export import export_bundle
+
+    g, *_ = communities(held_out=0.0)
+    result = train_classifier(
+        g, class_names=["g0", "g1", "g2", "g3"], **short_run(steps=10, eval_every=5)
+    )
+    return str(
+        export_bundle(result.model, base, "items", 1, use_op=True, sample_options=OPTIONS).path
+    )
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    with BundleBackend(trained_bundle(str(tmp_path_factory.mktemp("bundles")))) as model:
+        yield model
+
+
+def scored_graph(backend) -> EmbeddedSource:
+    """The training graph as the trainer left it (its FastRP property), every item classified,
+    then a new item linked to three items of group 0, the changes in the default log."""
+    g, *_ = communities(held_out=0.0)
+    source = EmbeddedSource(g)
+    write_structural_features(source, "Item", structural_call(OPTIONS, seed=SEED))
+    classify_graph(source, backend, progress=False)
+    new = g.add_node(["Item"], {"id": NEW, "label": 0})
+    changes = [
+        Change("created", "node", new, key=NEW, labels=("Item",), properties=("id", "label"))
+    ]
+    for friend in FRIENDS:
+        eid = g.add_edge(new, friend, "LINK", {"split": "train"})
+        changes.append(
+            Change("created", "relationship", eid, rel_type="LINK", start_id=new, end_id=friend)
+        )
+    ChangeLog(source).record(changes)
+    return source
+
+
+def stored_fastrp(source: EmbeddedSource) -> dict[int, list[float] | None]:
+    g = source.graph
+    return {
+        g.get_property(i, "id"): g.get_property(i, STRUCTURAL_PROPERTY) for i in g.nodes("Item")
+    }
+
+
+def test_the_bundle_names_its_structural_label(backend):
+    assert structural_labels(backend.config.options) == ["Item"]
+
+
+def test_a_pass_recomputes_fastrp_and_rescores_as_a_full_run(backend):
+    source = scored_graph(backend)
+    summary = Refresher(source, backend, batch_size=32).once()
+    assert summary.committed and summary.changes == 4
+    assert summary.structural > len(FRIENDS) and "FastRP vector(s) recomputed" in summary.text()
+    fastrp = stored_fastrp(source)
+    full = structural_features(source, "Item", {**STRUCTURAL_OPTIONS, **OPTIONS, "seed": SEED})
+    assert fastrp == dict(zip(full.node_ids.tolist(), full.features.tolist()))
+    assert any(fastrp[NEW])  # no longer the zero vector the feature spec gives a missing one
+    refreshed = predictions(source)
+    assert NEW in refreshed
+    classify_graph(source, backend, overwrite=True, progress=False)
+    again = predictions(source)
+    assert sorted(refreshed) == sorted(again) and len(again) == N + 1
+    for key in [NEW, *(BASE + f for f in FRIENDS), *sorted(again)]:
+        assert refreshed[key][0] == again[key][0], key
+        np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+
+
+def test_opting_out_leaves_the_property_as_it_was(backend):
+    source = scored_graph(backend)
+    before = stored_fastrp(source)
+    summary = Refresher(source, backend, structural=False).once()
+    assert summary.committed and summary.structural == 0
+    assert stored_fastrp(source) == before and before[NEW] is None
+
+
+def test_a_bundle_reading_fastrp_at_another_width_is_refused():
+    spec = {"Item": {"properties": [{"name": STRUCTURAL_PROPERTY, "length": 64}]}}
+    with pytest.raises(
+        ConfigurationError, match=r"label 'Item' reads 'memgraph_tf_fastrp' with length 64"
+    ):
+        structural_labels({"feature_spec": spec})
