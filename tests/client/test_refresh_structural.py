@@ -34,17 +34,21 @@ SEED = 0  # short_run's training seed
 
 
 @functools.cache
-def trained_bundle(base: str) -> str:
-    """The featureless items' classifier exported as an op bundle under ``base``."""
-    from memgraph_tf.serving.export import export_bundle
-
+def trained_model():
+    """The featureless items' classifier (the trainer writes their FastRP property)."""
     g, *_ = communities(held_out=0.0)
     result = train_classifier(
         g, class_names=["g0", "g1", "g2", "g3"], **short_run(steps=10, eval_every=5)
     )
-    return str(
-        export_bundle(result.model, base, "items", 1, use_op=True, sample_options=OPTIONS).path
-    )
+    return result.model
+
+
+def trained_bundle(base: str) -> str:
+    """:func:`trained_model` exported as an op bundle under ``base``; returns its path."""
+    from memgraph_tf.serving.export import export_bundle
+
+    exported = export_bundle(trained_model(), base, "items", 1, use_op=True, sample_options=OPTIONS)
+    return str(exported.path)
 
 
 @pytest.fixture(scope="module")
