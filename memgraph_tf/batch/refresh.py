@@ -15,6 +15,11 @@ Guarantees of one pass (:meth:`Refresher.once`):
   can hold a changed element under the bundle's sampling spec, found by walking the spec's steps
   backwards inside the database; sampling is keyed by node, so re-scoring exactly these nodes
   leaves every node's prediction equal to a full re-score of the graph as it is now;
+* a bundle that reads a featureless label's FastRP property (the trainers' default,
+  :data:`~memgraph_tf.client.structural.STRUCTURAL_PROPERTY`) first has it recomputed for the
+  label's nodes within reach of the changed nodes, exactly as a full recompute on the graph as it
+  is now gives them (:mod:`memgraph_tf.batch.structural_refresh`), and the seeds that read a
+  rewritten vector join the affected set;
 * they are re-scored through :class:`~memgraph_tf.batch.classifier.BatchClassifier` (the batches,
   the write-back and its properties of ``memgraph-tf classify``), and, given an ``embed`` backend
   (:class:`~memgraph_tf.batch.embedder.EmbedBackend`: the bundle's ``embed`` signature), re-embedded
@@ -139,7 +144,9 @@ class Refresher:
     until stopped. ``write_property``, ``label``, ``batch_size``, ``skip_invalid`` and
     ``progress`` are ``memgraph-tf classify``'s; ``embed`` (an
     :class:`~memgraph_tf.batch.embedder.EmbedBackend` of the same bundle, or None) re-embeds the
-    affected nodes into ``embedding_property``."""
+    affected nodes into ``embedding_property``; ``structural`` (default true) recomputes the
+    bundle's FastRP property near the changes first, its projection drawn from
+    ``structural_seed`` (the training seed; None: the trainers' default)."""
 
     def __init__(
         self,
@@ -172,9 +179,9 @@ class Refresher:
             self.spec = WalkSpec.from_sampling(sampling_for(model.config), self.label)
         except ValueError as exc:
             raise ConfigurationError(f"model: {exc}") from None
-        self.structural = StructuralRefresh(model.config.options, structural_seed)
-        if not structural:
-            self.structural.labels = []
+        self.structural = StructuralRefresh(
+            model.config.options, structural_seed, enabled=structural
+        )
         if self.structural.labels:
             self.spec = self.structural.walk_spec(self.spec)
         self.write_property = write_property

@@ -62,10 +62,13 @@ class StructuralRefresh:
     """The FastRP recompute of one bundle's featureless labels: the trainers' call
     (:func:`~memgraph_tf.client.structural.structural_call` of the bundle's ``options``, the
     projection drawn from ``seed`` -- the training seed; None: the trainers' default) limited to
-    what changed. :attr:`labels` empty: the bundle reads no structural property."""
+    what changed. :attr:`labels` empty: the bundle reads no structural property (or not
+    ``enabled``)."""
 
-    def __init__(self, options: Mapping[str, Any], seed: int | None = None) -> None:
-        self.labels = structural_labels(options)
+    def __init__(
+        self, options: Mapping[str, Any], seed: int | None = None, *, enabled: bool = True
+    ) -> None:
+        self.labels = structural_labels(options) if enabled else []
         self.call = structural_call(options, seed=seed)
 
     def walk_spec(self, spec: WalkSpec) -> WalkSpec:

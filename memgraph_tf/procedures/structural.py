@@ -20,6 +20,10 @@ Per node of ``label``, one float vector, its parts in the order of ``options.fea
   ``options.self_weight * N_0 + sum_i options.iteration_weights[i-1] * N_i`` (a node without
   relationships: its ``N_i`` are zero).
 
+``options.changed_nodes`` (``structural_write`` only): the exact local recompute -- only the label's
+nodes within ``len(options.iteration_weights)`` hops of those nodes are written, each with the
+vector of the whole label's call (:func:`structural_write`).
+
 ``options.exclude_splits`` (and ``split_property``) leave held-out relationships (the GAE
 protocol, ``tf_features.split_edges``) out of degrees and propagation, so link prediction is
 measured on structure the model may see.
