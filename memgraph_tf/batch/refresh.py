@@ -56,7 +56,7 @@ from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampli
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
 from memgraph_tf.batch.commands import close_all, report_failure
 from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY, BatchEmbedder
-from memgraph_tf.batch.structural_refresh import StructuralRefresh, named_nodes
+from memgraph_tf.batch.structural_refresh import StructuralRefresh
 from memgraph_tf.client.change_log import CURSOR_LABEL, DEFAULT_LOG, Change, ChangeLog
 from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, NodeTable, bundle_selection
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource
@@ -254,11 +254,11 @@ class Refresher:
                     f"node {node}, is not in the graph and no later change deletes it"
                 )
 
-    def affected(self, changes: list[Change], after: int) -> tuple[set[int], int]:
-        """The internal ids of the nodes ``changes`` (read after cursor ``after``) can affect,
-        and the number of nodes whose structural property was recomputed first (the bundle's
-        featureless labels: :mod:`memgraph_tf.batch.structural_refresh`; their updates join
-        ``changes``)."""
+    def affected(self, changes: list[Change], after: int) -> tuple[set[int] | None, int]:
+        """The internal ids of the nodes ``changes`` (read after cursor ``after``) can affect
+        (None: every node), and the number of nodes whose structural property was recomputed
+        first (the bundle's featureless labels: :mod:`memgraph_tf.batch.structural_refresh`;
+        their updates join ``changes``; a label recomputed in full affects every node)."""
         ids = set()
         for c in changes:
             if c.entity == "node":
@@ -267,16 +267,17 @@ class Refresher:
                 ids.update((c.start_id, c.end_id))
         labels = self.walker.labels(sorted(ids))
         self._check_known(changes, labels, after)
-        rewritten: list[Change] = []
-        if self.structural.labels:
-            present = [i for i in named_nodes(changes) if i in labels]
-            rewritten = self.structural.rewrite(self.source, present)
-            more = sorted({c.element_id for c in rewritten} - labels.keys())
-            labels.update(self.walker.labels(more))
-        starts = start_positions(self.spec, changes + rewritten, labels)
-        return affected_nodes(self.spec, starts, self.walker), len(rewritten)
+        rewrite = self.structural.rewrite(self.source, changes, labels)
+        if rewrite.everything:
+            return None, rewrite.count
+        more = sorted({c.element_id for c in rewrite.updates} - labels.keys())
+        labels.update(self.walker.labels(more))
+        starts = start_positions(self.spec, changes + rewrite.updates, labels)
+        return affected_nodes(self.spec, starts, self.walker), rewrite.count
 
-    def _keys(self, internal: set[int]) -> list[int]:
+    def _keys(self, internal: set[int] | None) -> list[int] | None:
+        if internal is None:
+            return None
         if self.selection.id_property is None:
             return sorted(internal)
         return sorted(self.walker.keys(sorted(internal), self.selection.id_property).values())
@@ -294,21 +295,21 @@ class Refresher:
             return s
         affected, s.structural = self.affected(changes, after)
         keys = self._keys(affected)
-        s.affected = len(keys)
         s.deleted_nodes = sum(c.entity == "node" and c.kind == "deleted" for c in changes)
         s.graph_nodes = NodeTable(self.source, self.selection).count(False)
-        if keys:
+        s.affected = s.graph_nodes if keys is None else len(keys)
+        if keys is None or keys:
             try:
                 run = self._rerun(BatchClassifier, self.model, self.write_property, keys)
             finally:
                 s.elapsed_s = time.perf_counter() - t0
             s.classified, s.skipped, s.failed = run.classified, run.skipped, run.failed
-            if not self._complete(s.classified + s.skipped + s.failed, len(keys), s):
+            if not self._complete(s.classified + s.skipped + s.failed, s.affected, s):
                 return s  # stopped between batches: the next pass redoes these changes
             if self.embed is not None:
                 run = self._rerun(BatchEmbedder, self.embed, self.embedding_property, keys)
                 s.embedded, s.failed = run.classified, s.failed + run.failed
-                if not self._complete(run.classified + run.skipped + run.failed, len(keys), s):
+                if not self._complete(run.classified + run.skipped + run.failed, s.affected, s):
                     return s
         self._set_cursor(last)
         s.committed = True
@@ -331,10 +332,15 @@ class Refresher:
         return True
 
     def _rerun(
-        self, run_class: type[BatchClassifier], model: ModelBackend, prop: str, keys: list[int]
+        self,
+        run_class: type[BatchClassifier],
+        model: ModelBackend,
+        prop: str,
+        keys: list[int] | None,
     ) -> Any:
         """Runs ``run_class`` (:class:`BatchClassifier`, or :class:`BatchEmbedder` for
-        :attr:`embed`) with ``model`` over the nodes ``keys``, rewriting ``prop``; returns the
+        :attr:`embed`) with ``model`` over the nodes ``keys`` (None: every node of the
+        selection), rewriting ``prop``; returns the
         run's summary. The run is :attr:`_run` meanwhile, so that :meth:`stop` reaches it."""
         self._run = run_class(
             self.source,

@@ -15,9 +15,10 @@ a feature update.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.batch.affected import WalkSpec
@@ -31,7 +32,14 @@ from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_FASTRP_WIDTH", "StructuralRefresh", "named_nodes", "structural_labels"]
+__all__ = [
+    "DEFAULT_FASTRP_WIDTH",
+    "StructuralRefresh",
+    "StructuralRewrite",
+    "named_nodes",
+    "structural_labels",
+    "type_change",
+]
 
 #: The width of the trainers' default FastRP property (the procedure's ``dimension`` default).
 DEFAULT_FASTRP_WIDTH = 256
@@ -79,30 +87,106 @@ class StructuralRefresh:
             reads[label] = frozenset(reads.get(label, frozenset()) | {STRUCTURAL_PROPERTY})
         return dataclasses.replace(spec, read_properties=reads)
 
-    def rewrite(self, source: Any, present: Iterable[int]) -> list[Change]:
-        """Rewrites the property of each label's nodes within reach of the nodes ``present``
-        (internal ids of nodes in the graph that changes name); returns one node update of
-        :data:`STRUCTURAL_PROPERTY` per node rewritten, for the affected set."""
-        changed = sorted(set(present))
-        out: list[Change] = []
-        if not changed:
+    def rewrite(
+        self, source: Any, changes: Sequence[Change], labels: Mapping[int, Sequence[str]]
+    ) -> StructuralRewrite:
+        """Rewrites the property where ``changes`` can have altered it; ``labels``: the labels of
+        the nodes the changes name that are in the graph now (the others are gone).
+
+        Per label, the relationship types touching it now (``tf_features.schema``) are the call's;
+        when the changes may have added or removed one of them (:func:`type_change`), every
+        node's vector changes and the label is recomputed in full (``everything``); else the
+        label's nodes within reach of the nodes the changes name are, and each rewritten node
+        comes back as an update of :data:`STRUCTURAL_PROPERTY` for the affected set."""
+        present = sorted(i for i in named_nodes(changes) if i in labels)
+        out = StructuralRewrite()
+        if not self.labels or not changes:
             return out
+        triples = source.schema()["relationships"]
         for label in self.labels:
-            answer = write_structural_features(
-                source, label, {**self.call, "changed_nodes": changed}
-            )
+            touching: dict[str, int] = {}  # type -> a lower bound of its relationships at label
+            for t in triples:
+                if label in (t["source"], t["target"]):
+                    touching[t["type"]] = max(touching.get(t["type"], 0), t["count"])
+            call = {**self.call, "relationship_types": sorted(touching) or None}
+            reason = type_change(label, touching, changes, labels)
+            if reason is not None:
+                answer = write_structural_features(source, label, call)
+                logger.info(
+                    "label %r: %s: rewrote %r on all %d node(s)",
+                    label,
+                    reason,
+                    STRUCTURAL_PROPERTY,
+                    answer["nodes"],
+                )
+                out.everything = True
+                out.count += answer["nodes"]
+                continue
+            if not present:
+                continue
+            answer = write_structural_features(source, label, {**call, "changed_nodes": present})
             logger.info(
                 "label %r: rewrote %r on %d node(s) near %d changed node(s)",
                 label,
                 STRUCTURAL_PROPERTY,
                 answer["nodes"],
-                len(changed),
+                len(present),
             )
-            out += [
+            out.count += answer["nodes"]
+            out.updates += [
                 Change("updated", "node", i, labels=(label,), properties=(STRUCTURAL_PROPERTY,))
                 for i in answer["updated"]
             ]
         return out
+
+
+@dataclasses.dataclass
+class StructuralRewrite:
+    """What :meth:`StructuralRefresh.rewrite` did: ``count`` vectors rewritten, ``updates`` (one
+    node update per vector rewritten near the changes) and ``everything`` (a label was recomputed
+    in full: every prediction reading it may change)."""
+
+    count: int = 0
+    updates: list[Change] = dataclasses.field(default_factory=list)
+    everything: bool = False
+
+
+def type_change(
+    label: str,
+    touching: Mapping[str, int],
+    changes: Sequence[Change],
+    labels: Mapping[int, Sequence[str]],
+) -> str | None:
+    """Why ``changes`` may have changed the set of relationship types touching ``label`` (the
+    types a default call walks), or None. ``touching``: per type touching it now, a lower bound
+    of its relationships there; ``labels``: the labels of the named nodes in the graph now.
+
+    A type may have started touching it when a created relationship is of it and no more of its
+    relationships touch the label than the pass created of it; it may have stopped when a
+    deleted relationship is of a type that no longer touches it and an endpoint has the label
+    (or is gone, unless its deletion in ``changes`` lists its labels without it). A node update
+    naming no property (a label change) may have done either."""
+    created = collections.Counter(
+        c.rel_type for c in changes if c.entity == "relationship" and c.kind == "created"
+    )
+    gone = {c.element_id: c.labels for c in changes if c.entity == "node" and c.kind == "deleted"}
+    for c in changes:
+        if set(c.labels) & OWN_LABELS:
+            continue
+        if c.entity == "node":
+            if c.kind == "updated" and not c.properties:
+                return f"node {c.element_id}'s labels changed"
+            continue
+        if c.kind == "updated":
+            continue
+        if c.rel_type in touching:
+            if c.kind == "created" and touching[c.rel_type] <= created[c.rel_type]:
+                return f"relationship type {c.rel_type!r} may have started touching it"
+        elif c.kind == "deleted":
+            ends = [labels.get(e, gone.get(e)) for e in (c.start_id, c.end_id)]
+            if any(own is None or label in own for own in ends):
+                return f"relationship type {c.rel_type!r} may have stopped touching it"
+    return None
 
 
 def named_nodes(changes: Iterable[Change]) -> set[int]:

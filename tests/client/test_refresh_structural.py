@@ -14,7 +14,7 @@ import pytest
 
 from memgraph_tf.batch import BundleBackend, classify_graph
 from memgraph_tf.batch.refresh import Refresher
-from memgraph_tf.batch.structural_refresh import structural_labels
+from memgraph_tf.batch.structural_refresh import structural_labels, type_change
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.change_log import Change, ChangeLog
 from memgraph_tf.client.structural import (
@@ -121,3 +121,52 @@ def test_a_bundle_reading_fastrp_at_another_width_is_refused():
         ConfigurationError, match=r"label 'Item' reads 'memgraph_tf_fastrp' with length 64"
     ):
         structural_labels({"feature_spec": spec})
+
+
+def test_a_new_relationship_type_at_the_label_recomputes_it_in_full(backend):
+    """A type that first touches the label changes every node's FastRP (the default call walks
+    every type touching it): the pass recomputes the label in full and re-scores every node."""
+    source = scored_graph(backend)
+    g = source.graph
+    eid = g.add_edge(1, 2, "SIMILAR")
+    ChangeLog(source).record(
+        [Change("created", "relationship", eid, rel_type="SIMILAR", start_id=1, end_id=2)]
+    )
+    summary = Refresher(source, backend, batch_size=64).once()
+    assert summary.committed and summary.structural == N + 1
+    assert summary.affected == summary.classified == N + 1
+    full = structural_features(source, "Item", {**STRUCTURAL_OPTIONS, **OPTIONS, "seed": SEED})
+    assert full.columns == [f"fastrp:{j}" for j in range(256)]
+    assert stored_fastrp(source) == dict(zip(full.node_ids.tolist(), full.features.tolist()))
+    refreshed = predictions(source)
+    classify_graph(source, backend, overwrite=True, progress=False)
+    again = predictions(source)
+    for key in sorted(again):
+        assert refreshed[key][0] == again[key][0], key
+        np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+
+
+def _rel(kind, eid, start, end, rel_type="LINK"):
+    return Change(kind, "relationship", eid, rel_type=rel_type, start_id=start, end_id=end)
+
+
+@pytest.mark.parametrize(
+    ("changes", "labels", "reason"),
+    [
+        ([_rel("created", 9, 1, 2)], {1: ["Item"], 2: ["Item"]}, None),  # LINK: 5 there already
+        ([_rel("created", 9, 1, 2, "NEW")], {1: ["Item"]}, "'NEW' may have started touching it"),
+        ([_rel("deleted", 9, 1, 2, "OLD")], {1: ["Item"]}, "'OLD' may have stopped touching it"),
+        ([_rel("deleted", 9, 1, 2, "OLD")], {1: ["Tag"], 2: ["Tag"]}, None),  # never touched it
+        ([_rel("deleted", 9, 1, 2, "OLD")], {1: ["Tag"]}, "'OLD' may have stopped touching it"),
+        (
+            [_rel("deleted", 9, 1, 2, "OLD"), Change("deleted", "node", 2, labels=("Tag",))],
+            {1: ["Tag"]},
+            None,
+        ),
+        ([Change("updated", "node", 1)], {1: ["Item"]}, "node 1's labels changed"),
+        ([Change("updated", "node", 1, properties=("x",))], {1: ["Item"]}, None),
+    ],
+)
+def test_type_change_says_when_the_types_at_the_label_may_have_changed(changes, labels, reason):
+    got = type_change("Item", {"LINK": 5, "NEW": 1}, changes, labels)
+    assert (got is None) if reason is None else (reason in got), got
