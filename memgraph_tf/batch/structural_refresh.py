@@ -11,6 +11,10 @@ node, a relationship's endpoints) are the only ones whose value can change, and 
 label gives it on the graph as it is now (tests/client/test_structural_local.py). Their
 predictions read that value, so the refresh re-scores the seeds that reach them as it does for
 a feature update.
+
+That holds while the call walks the same relationship types: the trainers' call walks every type
+touching the label, so when the changes may have added or removed one (:func:`type_change`) the
+label is recomputed in full and every prediction re-scored.
 """
 
 from __future__ import annotations
