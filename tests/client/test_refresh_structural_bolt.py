@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from memgraph_tf import cli
 from memgraph_tf.batch import BundleBackend, classify_graph
 from memgraph_tf.batch.refresh import Refresher
 from memgraph_tf.client.change_log import Change, ChangeLog
@@ -99,28 +100,36 @@ def _predictions(bolt) -> dict[int, tuple]:
     return {r["id"]: (r["c"], r["s"]) for r in rows}
 
 
-def test_refresh_over_bolt_equals_a_full_recompute_and_rescore(bolt, tmp_path):
+def _scenario(bolt, model) -> None:
+    """The training graph on the server with its FastRP property, every item classified, then a
+    new item linked to three items, the changes in the log :data:`LOG`."""
     _load_items(bolt)
     write_structural_features(bolt, "Item", structural_call(OPTIONS, seed=SEED))
+    classify_graph(bolt, model, progress=False)
+    [row] = bolt.write("CREATE (n:Item {id: $k, label: 0}) RETURN id(n) AS i", {"k": NEW})
+    new = row["i"]
+    changes = [Change("created", "node", new, key=NEW, labels=("Item",), properties=("id",))]
+    for friend in FRIENDS:
+        rel = _link(bolt, "Item", NEW, BASE + friend, split="train")
+        end = _node_id(bolt, "Item", BASE + friend)
+        changes.append(
+            Change("created", "relationship", rel, rel_type="LINK", start_id=new, end_id=end)
+        )
+    ChangeLog(bolt, LOG).record(changes)
+
+
+def _fastrp(bolt) -> dict[int, list[float] | None]:
+    rows = bolt.read(f"MATCH (n:Item) RETURN n.id AS id, n.{STRUCTURAL_PROPERTY} AS v")
+    return {r["id"]: None if r["v"] is None else list(r["v"]) for r in rows}
+
+
+def test_refresh_over_bolt_equals_a_full_recompute_and_rescore(bolt, tmp_path):
     with BundleBackend(trained_bundle(str(tmp_path))) as model:
-        classify_graph(bolt, model, progress=False)
-        [row] = bolt.write("CREATE (n:Item {id: $k, label: 0}) RETURN id(n) AS i", {"k": NEW})
-        new = row["i"]
-        changes = [Change("created", "node", new, key=NEW, labels=("Item",), properties=("id",))]
-        for friend in FRIENDS:
-            rel = _link(bolt, "Item", NEW, BASE + friend, split="train")
-            end = _node_id(bolt, "Item", BASE + friend)
-            changes.append(
-                Change("created", "relationship", rel, rel_type="LINK", start_id=new, end_id=end)
-            )
-        ChangeLog(bolt, LOG).record(changes)
+        _scenario(bolt, model)
         summary = Refresher(bolt, model, log=LOG, progress=False).once()
         assert summary.committed and summary.structural > len(FRIENDS)
-        rows = bolt.read(f"MATCH (n:Item) RETURN n.id AS id, n.{STRUCTURAL_PROPERTY} AS v")
         full = structural_features(bolt, "Item", {**STRUCTURAL_OPTIONS, **OPTIONS, "seed": SEED})
-        assert {r["id"]: list(r["v"]) for r in rows} == dict(
-            zip(full.node_ids.tolist(), full.features.tolist())
-        )
+        assert _fastrp(bolt) == dict(zip(full.node_ids.tolist(), full.features.tolist()))
         refreshed = _predictions(bolt)
         classify_graph(bolt, model, overwrite=True, progress=False)
         again = _predictions(bolt)
@@ -128,3 +137,23 @@ def test_refresh_over_bolt_equals_a_full_recompute_and_rescore(bolt, tmp_path):
     for key in [NEW, *(BASE + f for f in FRIENDS), *sorted(again)]:
         assert refreshed[key][0] == again[key][0], key
         np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+
+
+def test_the_command_opts_out_with_no_structural(
+    bolt, arcadedb_server, tmp_path, monkeypatch, capsys
+):
+    from tests.graphs import use_credentials
+
+    use_credentials(monkeypatch, arcadedb_server)
+    path = trained_bundle(str(tmp_path))
+    with BundleBackend(path) as model:
+        _scenario(bolt, model)
+    before = _fastrp(bolt)
+    code = cli.main(
+        ["refresh", "--graph", arcadedb_server.uri, "--model", path, "--log", LOG,
+         "--no-progress", "--no-structural"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "4 change(s)" in out and "0 FastRP vector(s) recomputed" in out
+    assert _fastrp(bolt) == before and before[NEW] is None
