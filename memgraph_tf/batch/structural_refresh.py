@@ -33,6 +33,7 @@ from memgraph_tf.client.structural import (
     write_structural_features,
 )
 from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.layout import SPLIT_PROPERTY
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ __all__ = [
     "DEFAULT_FASTRP_WIDTH",
     "StructuralRefresh",
     "StructuralRewrite",
-    "named_nodes",
+    "fastrp_nodes",
     "structural_labels",
     "type_change",
 ]
@@ -102,7 +103,7 @@ class StructuralRefresh:
         node's vector changes and the label is recomputed in full (``everything``); else the
         label's nodes within reach of the nodes the changes name are, and each rewritten node
         comes back as an update of :data:`STRUCTURAL_PROPERTY` for the affected set."""
-        present = sorted(i for i in named_nodes(changes) if i in labels)
+        present = sorted(i for i in fastrp_nodes(changes, self.call) if i in labels)
         out = StructuralRewrite()
         if not self.labels or not changes:
             return out
@@ -193,12 +194,23 @@ def type_change(
     return None
 
 
-def named_nodes(changes: Iterable[Change]) -> set[int]:
-    """The internal ids the ``changes`` name (a node; a relationship's endpoints), memgraph-tf's
-    own bookkeeping nodes left out."""
+def fastrp_nodes(changes: Iterable[Change], call: Mapping[str, Any]) -> set[int]:
+    """The internal ids of the nodes whose FastRP inputs ``changes`` can have altered under the
+    ``tf_features.structural_write`` options ``call``: a created or deleted node, a
+    relationship's endpoints, a node whose labels or ``call["id_property"]`` changed (an update
+    naming no property, or that one), the endpoints of a relationship whose
+    ``call["split_property"]`` changed when ``call`` leaves splits out. Other property updates
+    -- the property the vectors are written into among them, which a server's triggers log --
+    change no FastRP input; memgraph-tf's own bookkeeping nodes are left out."""
+    id_property = call.get("id_property")
+    split = call.get("split_property") or SPLIT_PROPERTY if call.get("exclude_splits") else None
     ids: set[int] = set()
     for c in changes:
         if set(c.labels) & OWN_LABELS:
             continue
+        if c.kind == "updated" and c.properties:
+            named = id_property if c.entity == "node" else split
+            if named is None or named not in c.properties:
+                continue
         ids.update([c.element_id] if c.entity == "node" else [c.start_id, c.end_id])
     return ids

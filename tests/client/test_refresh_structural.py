@@ -14,7 +14,7 @@ import pytest
 
 from memgraph_tf.batch import BundleBackend, classify_graph
 from memgraph_tf.batch.refresh import Refresher
-from memgraph_tf.batch.structural_refresh import structural_labels, type_change
+from memgraph_tf.batch.structural_refresh import fastrp_nodes, structural_labels, type_change
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.change_log import Change, ChangeLog
 from memgraph_tf.client.structural import (
@@ -170,3 +170,52 @@ def _rel(kind, eid, start, end, rel_type="LINK"):
 def test_type_change_says_when_the_types_at_the_label_may_have_changed(changes, labels, reason):
     got = type_change("Item", {"LINK": 5, "NEW": 1}, changes, labels)
     assert (got is None) if reason is None else (reason in got), got
+
+
+@pytest.mark.parametrize(
+    ("change", "call", "named"),
+    [
+        (Change("created", "node", 1), {}, {1}),
+        (Change("deleted", "node", 1), {}, {1}),
+        (_rel("created", 9, 1, 2), {}, {1, 2}),
+        (_rel("deleted", 9, 1, 2), {}, {1, 2}),
+        (Change("updated", "node", 1), {}, {1}),  # a label change
+        (Change("updated", "node", 1, properties=("id",)), {"id_property": "id"}, {1}),
+        (Change("updated", "node", 1, properties=("x",)), {"id_property": "id"}, set()),
+        (Change("updated", "node", 1, properties=(STRUCTURAL_PROPERTY,)), {}, set()),
+        (
+            Change("updated", "relationship", 9, rel_type="L", start_id=1, end_id=2,
+                   properties=("split",)),
+            {"exclude_splits": ["val"]},
+            {1, 2},
+        ),
+        (
+            Change("updated", "relationship", 9, rel_type="L", start_id=1, end_id=2,
+                   properties=("split",)),
+            {},
+            set(),
+        ),
+        (Change("created", "node", 1, labels=("MemgraphTfChange",)), {}, set()),
+    ],
+)  # fmt: skip
+def test_fastrp_nodes_are_those_whose_fastrp_inputs_changed(change, call, named):
+    assert fastrp_nodes([change], call) == named
+
+
+def test_the_logged_writes_of_a_pass_recompute_nothing_more(backend):
+    """A server's triggers log the pass's own writes of the property: the next pass re-scores
+    the seeds that read them (the same values) and recomputes no vector."""
+    source = scored_graph(backend)
+    first = Refresher(source, backend, batch_size=64).once()
+    g = source.graph
+    logged = [
+        Change("updated", "node", i, labels=("Item",), properties=(STRUCTURAL_PROPERTY,))
+        for i in g.nodes("Item")
+    ]
+    ChangeLog(source).record(logged)
+    before = predictions(source)
+    second = Refresher(source, backend, batch_size=64).once()
+    assert first.structural > 0 and second.structural == 0
+    assert second.committed and second.classified == N + 1
+    after = predictions(source)
+    assert {k: v[:2] for k, v in after.items()} == {k: v[:2] for k, v in before.items()}
