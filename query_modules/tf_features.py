@@ -218,8 +218,9 @@ def structural_write(
     ctx: mgp.ProcCtx,
     label: mgp.Nullable[mgp.Any],
     options: mgp.Nullable[mgp.Map] = None,
-) -> mgp.Record(nodes=int, width=int, columns=mgp.List[str]):
+) -> mgp.Record(nodes=int, width=int, columns=mgp.List[str], updated=mgp.Nullable[mgp.List[int]]):
     """``structural``'s vector of every node of ``label`` written into
     ``options.write_property`` (a list of floats, read back as a numeric feature); the node
-    count, the vector width and the entries' names."""
+    count, the vector width and the entries' names. With ``options.changed_nodes`` only the
+    label's nodes within reach of those nodes are written, their internal ids in ``updated``."""
     return mgp.Record(**_procedures.run_structural_write(ctx, label, options))

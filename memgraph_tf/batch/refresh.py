@@ -15,6 +15,11 @@ Guarantees of one pass (:meth:`Refresher.once`):
   can hold a changed element under the bundle's sampling spec, found by walking the spec's steps
   backwards inside the database; sampling is keyed by node, so re-scoring exactly these nodes
   leaves every node's prediction equal to a full re-score of the graph as it is now;
+* a bundle that reads a featureless label's FastRP property (the trainers' default,
+  :data:`~memgraph_tf.client.structural.STRUCTURAL_PROPERTY`) first has it recomputed for the
+  label's nodes within reach of the changed nodes, exactly as a full recompute on the graph as it
+  is now gives them (:mod:`memgraph_tf.batch.structural_refresh`), and the seeds that read a
+  rewritten vector join the affected set;
 * they are re-scored through :class:`~memgraph_tf.batch.classifier.BatchClassifier` (the batches,
   the write-back and its properties of ``memgraph-tf classify``), and, given an ``embed`` backend
   (:class:`~memgraph_tf.batch.embedder.EmbedBackend`: the bundle's ``embed`` signature), re-embedded
@@ -51,9 +56,11 @@ from memgraph_tf.batch.backends import ModelBackend, resolve_version_dir, sampli
 from memgraph_tf.batch.classifier import DEFAULT_BATCH_SIZE, BatchClassifier
 from memgraph_tf.batch.commands import close_all, report_failure
 from memgraph_tf.batch.embedder import DEFAULT_EMBEDDING_PROPERTY, BatchEmbedder
+from memgraph_tf.batch.structural_refresh import StructuralRefresh
 from memgraph_tf.client.change_log import CURSOR_LABEL, DEFAULT_LOG, Change, ChangeLog
 from memgraph_tf.client.node_tables import DEFAULT_WRITE_PROPERTY, NodeTable, bundle_selection
 from memgraph_tf.client.sources import EmbeddedSource, GraphSource
+from memgraph_tf.client.structural import STRUCTURAL_PROPERTY
 from memgraph_tf.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -82,8 +89,8 @@ MAX_POLL_INTERVAL_S = 300.0
 @dataclasses.dataclass
 class RefreshSummary:
     """What one pass did: the cursor it read from and moved to, the changes read, the affected
-    nodes (and the selected nodes of the graph they are a part of), what was re-scored, and
-    whether the cursor moved (``committed``)."""
+    nodes (and the selected nodes of the graph they are a part of), the nodes whose structural
+    property was recomputed, what was re-scored, and whether the cursor moved (``committed``)."""
 
     log: str
     cursor_from: int
@@ -91,6 +98,7 @@ class RefreshSummary:
     changes: int = 0
     affected: int = 0
     graph_nodes: int = 0
+    structural: int = 0
     classified: int = 0
     embedded: int = 0
     skipped: int = 0
@@ -115,7 +123,8 @@ class RefreshSummary:
         return (
             f"refresh: {self.changes} change(s), seq {self.cursor_from + 1}..{self.cursor_to} of "
             f"log {self.log!r}: {self.affected} affected node(s) of {self.graph_nodes} "
-            f"({self.ratio:.4%}), {self.classified} re-scored, {self.embedded} re-embedded, "
+            f"({self.ratio:.4%}), {self.structural} FastRP vector(s) recomputed, "
+            f"{self.classified} re-scored, {self.embedded} re-embedded, "
             f"{self.skipped} skipped, "
             f"{self.failed} failed, {self.deleted_nodes} deleted node(s) in "
             f"{self.elapsed_s:.2f} s; "
@@ -135,7 +144,9 @@ class Refresher:
     until stopped. ``write_property``, ``label``, ``batch_size``, ``skip_invalid`` and
     ``progress`` are ``memgraph-tf classify``'s; ``embed`` (an
     :class:`~memgraph_tf.batch.embedder.EmbedBackend` of the same bundle, or None) re-embeds the
-    affected nodes into ``embedding_property``."""
+    affected nodes into ``embedding_property``; ``structural`` (default true) recomputes the
+    bundle's FastRP property near the changes first, its projection drawn from
+    ``structural_seed`` (the training seed; None: the trainers' default)."""
 
     def __init__(
         self,
@@ -151,6 +162,8 @@ class Refresher:
         progress: bool = False,
         embed: ModelBackend | None = None,
         embedding_property: str = DEFAULT_EMBEDDING_PROPERTY,
+        structural: bool = True,
+        structural_seed: int | None = None,
     ) -> None:
         if isinstance(max_changes, bool) or not isinstance(max_changes, int) or max_changes < 1:
             raise ConfigurationError(f"max_changes: expected an int >= 1, got {max_changes!r}")
@@ -166,6 +179,11 @@ class Refresher:
             self.spec = WalkSpec.from_sampling(sampling_for(model.config), self.label)
         except ValueError as exc:
             raise ConfigurationError(f"model: {exc}") from None
+        self.structural = StructuralRefresh(
+            model.config.options, structural_seed, enabled=structural
+        )
+        if self.structural.labels:
+            self.spec = self.structural.walk_spec(self.spec)
         self.write_property = write_property
         self.batch_size, self.max_changes = batch_size, max_changes
         self.skip_invalid, self.progress = bool(skip_invalid), progress
@@ -236,8 +254,11 @@ class Refresher:
                     f"node {node}, is not in the graph and no later change deletes it"
                 )
 
-    def affected(self, changes: list[Change], after: int) -> set[int]:
-        """The internal ids of the nodes ``changes`` (read after cursor ``after``) can affect."""
+    def affected(self, changes: list[Change], after: int) -> tuple[set[int] | None, int]:
+        """The internal ids of the nodes ``changes`` (read after cursor ``after``) can affect
+        (None: every node), and the number of nodes whose structural property was recomputed
+        first (the bundle's featureless labels: :mod:`memgraph_tf.batch.structural_refresh`;
+        their updates join ``changes``; a label recomputed in full affects every node)."""
         ids = set()
         for c in changes:
             if c.entity == "node":
@@ -246,10 +267,17 @@ class Refresher:
                 ids.update((c.start_id, c.end_id))
         labels = self.walker.labels(sorted(ids))
         self._check_known(changes, labels, after)
-        starts = start_positions(self.spec, changes, labels)
-        return affected_nodes(self.spec, starts, self.walker)
+        rewrite = self.structural.rewrite(self.source, changes, labels)
+        if rewrite.everything:
+            return None, rewrite.count
+        more = sorted({c.element_id for c in rewrite.updates} - labels.keys())
+        labels.update(self.walker.labels(more))
+        starts = start_positions(self.spec, changes + rewrite.updates, labels)
+        return affected_nodes(self.spec, starts, self.walker), rewrite.count
 
-    def _keys(self, internal: set[int]) -> list[int]:
+    def _keys(self, internal: set[int] | None) -> list[int] | None:
+        if internal is None:
+            return None
         if self.selection.id_property is None:
             return sorted(internal)
         return sorted(self.walker.keys(sorted(internal), self.selection.id_property).values())
@@ -265,23 +293,23 @@ class Refresher:
         if not changes:
             s.elapsed_s = time.perf_counter() - t0
             return s
-        affected = self.affected(changes, after)
+        affected, s.structural = self.affected(changes, after)
         keys = self._keys(affected)
-        s.affected = len(keys)
         s.deleted_nodes = sum(c.entity == "node" and c.kind == "deleted" for c in changes)
         s.graph_nodes = NodeTable(self.source, self.selection).count(False)
-        if keys:
+        s.affected = s.graph_nodes if keys is None else len(keys)
+        if keys is None or keys:
             try:
                 run = self._rerun(BatchClassifier, self.model, self.write_property, keys)
             finally:
                 s.elapsed_s = time.perf_counter() - t0
             s.classified, s.skipped, s.failed = run.classified, run.skipped, run.failed
-            if not self._complete(s.classified + s.skipped + s.failed, len(keys), s):
+            if not self._complete(s.classified + s.skipped + s.failed, s.affected, s):
                 return s  # stopped between batches: the next pass redoes these changes
             if self.embed is not None:
                 run = self._rerun(BatchEmbedder, self.embed, self.embedding_property, keys)
                 s.embedded, s.failed = run.classified, s.failed + run.failed
-                if not self._complete(run.classified + run.skipped + run.failed, len(keys), s):
+                if not self._complete(run.classified + run.skipped + run.failed, s.affected, s):
                     return s
         self._set_cursor(last)
         s.committed = True
@@ -304,10 +332,15 @@ class Refresher:
         return True
 
     def _rerun(
-        self, run_class: type[BatchClassifier], model: ModelBackend, prop: str, keys: list[int]
+        self,
+        run_class: type[BatchClassifier],
+        model: ModelBackend,
+        prop: str,
+        keys: list[int] | None,
     ) -> Any:
         """Runs ``run_class`` (:class:`BatchClassifier`, or :class:`BatchEmbedder` for
-        :attr:`embed`) with ``model`` over the nodes ``keys``, rewriting ``prop``; returns the
+        :attr:`embed`) with ``model`` over the nodes ``keys`` (None: every node of the
+        selection), rewriting ``prop``; returns the
         run's summary. The run is :attr:`_run` meanwhile, so that :meth:`stop` reaches it."""
         self._run = run_class(
             self.source,
@@ -421,6 +454,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-embed", action="store_true", help="re-score only, even with an 'embed' signature"
     )
+    p.add_argument(
+        "--no-structural",
+        action="store_true",
+        help=f"do not recompute the FastRP property ({STRUCTURAL_PROPERTY}) the trainers write "
+        "for a featureless label (default: where the bundle reads it, it is recomputed near the "
+        "changes before re-scoring)",
+    )
+    p.add_argument(
+        "--structural-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the training seed the FastRP projection was drawn from (default: the trainers' "
+        "default, 0)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -466,6 +514,8 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
             progress=not args.no_progress,
             embed=encoder,
             embedding_property=args.embedding_property,
+            structural=not args.no_structural,
+            structural_seed=args.structural_seed,
         )
         if not args.follow:
             print(refresher.once().text())

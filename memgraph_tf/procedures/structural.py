@@ -20,6 +20,10 @@ Per node of ``label``, one float vector, its parts in the order of ``options.fea
   ``options.self_weight * N_0 + sum_i options.iteration_weights[i-1] * N_i`` (a node without
   relationships: its ``N_i`` are zero).
 
+``options.changed_nodes`` (``structural_write`` only): the exact local recompute -- only the label's
+nodes within ``len(options.iteration_weights)`` hops of those nodes are written, each with the
+vector of the whole label's call (:func:`structural_write`).
+
 ``options.exclude_splits`` (and ``split_property``) leave held-out relationships (the GAE
 protocol, ``tf_features.split_edges``) out of degrees and propagation, so link prediction is
 measured on structure the model may see.
@@ -87,7 +91,7 @@ READ_OPTIONS = (
     "split_property",
 )
 """The options of ``tf_features.structural``."""
-WRITE_OPTIONS = (*READ_OPTIONS, "write_property")
+WRITE_OPTIONS = (*READ_OPTIONS, "changed_nodes", "write_property")
 """The options of ``tf_features.structural_write``."""
 MAX_DIMENSION = 4096
 """The largest ``options.dimension``."""
@@ -111,6 +115,7 @@ class StructuralOptions:
     id_property: str | None = None
     held_out: SplitFilter | None = None
     write_property: str | None = None
+    changed_nodes: tuple[int, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +174,19 @@ def _parse_one(key: str, value: Any) -> Any:
                 f"got {describe_value(value)}"
             )
         return tuple(_number(f"iteration_weights[{i}]", v) for i, v in enumerate(value))
+    if key == "changed_nodes":
+        if not isinstance(value, (list, tuple)):
+            raise OptionError(
+                f"options.changed_nodes: expected a list of internal node ids, got "
+                f"{describe_value(value)}"
+            )
+        for i, item in enumerate(value):
+            if not is_int(item):
+                raise OptionError(
+                    f"options.changed_nodes[{i}]: expected an internal node id, got "
+                    f"{describe_value(item)}"
+                )
+        return tuple(value)
     if key in ("self_weight", "normalization_strength"):
         return _number(key, value)
     if key == "seed":
@@ -243,15 +261,20 @@ class _Walk:
         return out
 
     def expand(self, ids: Sequence[int], hops: int) -> None:
-        """Adjacency (either direction, over the types) of every node within ``hops`` of ids."""
-        frontier = [i for i in dict.fromkeys(ids) if i not in self.adjacency]
+        """Adjacency (either direction, over the types) of every node within ``hops`` of ids;
+        reads only the rows not read before in the call (a node read before is walked through:
+        its own reach may be shorter than this one's)."""
+        frontier = list(dict.fromkeys(ids))
+        seen = set(frontier)
         for _ in range(hops + 1):
             if not frontier or not self.types:
                 return
-            rows = self.neighbours(frontier, self.types, "both")
-            self.adjacency.update(zip(frontier, rows))
-            met = dict.fromkeys(u for row in rows for u in row)
-            frontier = [u for u in met if u not in self.adjacency]
+            todo = [i for i in frontier if i not in self.adjacency]
+            if todo:
+                self.adjacency.update(zip(todo, self.neighbours(todo, self.types, "both")))
+            met = dict.fromkeys(u for v in frontier for u in self.adjacency[v])
+            frontier = [u for u in met if u not in seen]
+            seen.update(frontier)
 
     def id_values(self, ids: Sequence[int]) -> list[Any]:
         """``options.id_property``'s value on each of ``ids`` (None where missing)."""
@@ -347,25 +370,50 @@ def _label_keys(walk: _Walk, label: str, nodes: list[int]) -> dict[int, int]:
     return out
 
 
+def _region(walk: _Walk, label: str, changed: list[int]) -> list[int]:
+    """The ``label`` nodes within ``len(options.iteration_weights)`` hops of ``changed`` (over
+    the call's relationships, either direction): the nodes whose FastRP embedding a change of
+    the nodes ``changed`` (their relationships, keys or degrees) can alter -- no other node's
+    embedding reads anything of theirs."""
+    hops = len(walk.opts.iteration_weights)
+    walk.expand(changed, hops - 1)
+    seen = dict.fromkeys(changed)
+    frontier = list(seen)
+    for _ in range(hops):
+        met = [u for v in frontier for u in walk.adjacency.get(v, ()) if u not in seen]
+        frontier = list(dict.fromkeys(met))
+        seen.update(dict.fromkeys(frontier))
+    ids = list(seen)
+    return [i for i, labelled in zip(ids, walk.nav.has_label(ids, label)) if labelled]
+
+
 def _compute(factory: AccessFactory, label: str, opts: StructuralOptions) -> tuple:
-    """(access, sorted keys, internal ids in that order, vectors, columns)."""
+    """(access, sorted keys, internal ids in that order, vectors, columns); with
+    ``options.changed_nodes`` of the label nodes :func:`_region` finds only, each vector the one
+    the whole label's call gives it."""
     nav = factory(Options())
-    nodes = nav.label_nodes(label)
-    if not nodes:
-        raise OptionError(f"label: no node has the label {label!r}")
-    nodes = nav.resolve(nodes, "label nodes")
+    if opts.changed_nodes is None:
+        nodes = nav.label_nodes(label)
+        if not nodes:
+            raise OptionError(f"label: no node has the label {label!r}")
+        nodes = nav.resolve(nodes, "label nodes")
     types = _types(nav, label, opts)
     walk = _Walk(nav, opts, types)
+    if opts.changed_nodes is not None:
+        changed = list(opts.changed_nodes)
+        nodes = (
+            _region(walk, label, nav.resolve(changed, "options.changed_nodes")) if changed else []
+        )
     keys = _label_keys(walk, label, nodes)
     nodes.sort(key=lambda i: keys[i])
     parts: list[list[list[float]]] = []
     columns: list[str] = []
     for part in opts.features:
         if part == "degree":
-            parts.append(_degrees(walk, nodes))
+            parts.append(_degrees(walk, nodes) if nodes else [])
             columns += [f"degree:{t}:{d}" for t in types for d in ("out", "in")]
         else:
-            parts.append(_fastrp(walk, nodes))
+            parts.append(_fastrp(walk, nodes) if nodes else [])
             columns += [f"fastrp:{j}" for j in range(opts.dimension)]
     vectors = [[x for part in parts for x in part[n]] for n in range(len(nodes))]
     return nav, [keys[i] for i in nodes], nodes, vectors, columns
@@ -382,9 +430,20 @@ def structural(factory: AccessFactory, label: Any, options: Any) -> StructuralRe
 
 def structural_write(factory: AccessFactory, label: Any, options: Any) -> dict[str, Any]:
     """``tf_features.structural_write``: writes each node's vector (a list of floats) into
-    ``options.write_property``; returns ``{"nodes", "width", "columns"}``. Nothing is written
-    when an input is bad."""
+    ``options.write_property``; returns ``{"nodes", "width", "columns", "updated"}``. Nothing is
+    written when an input is bad.
+
+    With ``options.changed_nodes`` (internal ids of nodes in the graph, e.g. the nodes and the
+    relationship endpoints a change log names) the exact local recompute: only the label's nodes
+    within ``len(options.iteration_weights)`` hops of them are written, each with the vector the
+    call without the option writes on the same graph (FastRP reads nothing farther: a node's
+    random start is a function of the seed and its key only), and ``updated`` lists their
+    internal ids, sorted; without it, every node of the label is written and ``updated`` is
+    null. Exact while the relationship types the call uses are the same as when the label's
+    other vectors were written (``options.relationship_types`` fixes them)."""
     label, opts = parse_structural_call(label, options, write=True)
     nav, _, internals, vectors, columns = _compute(factory, label, opts)
-    nav.write_node_values(list(zip(internals, vectors)), opts.write_property)
-    return {"nodes": len(internals), "width": len(columns), "columns": columns}
+    if internals:
+        nav.write_node_values(list(zip(internals, vectors)), opts.write_property)
+    updated = None if opts.changed_nodes is None else sorted(nav.internal_ids(internals))
+    return {"nodes": len(internals), "width": len(columns), "columns": columns, "updated": updated}

@@ -868,6 +868,16 @@ CASES = {
         r"nothing \(tf_features\.structural_write requires it\)$",
         call="structural_write",
     ),
+    "structural_write: changed_nodes not a list": structural_case(
+        {"write_property": "v", "changed_nodes": 3},
+        r"^options\.changed_nodes: expected a list of internal node ids, got int 3$",
+        call="structural_write",
+    ),
+    "structural_write: a changed node that is no id": structural_case(
+        {"write_property": "v", "changed_nodes": [1, "x"]},
+        r"^options\.changed_nodes\[1\]: expected an internal node id, got str 'x'$",
+        call="structural_write",
+    ),
     "structural: features not a list": structural_case(
         {"features": "degree"},
         r"^options\.features: expected a non-empty list of 'degree', 'fastrp', got str 'degree'$",

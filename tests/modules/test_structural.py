@@ -133,7 +133,7 @@ def test_the_written_property_is_a_numeric_feature():
     source = EmbeddedSource(g)
     opts = {"id_property": "id", "seed": 2, "dimension": 4, "write_property": "s"}
     answer = write_structural_features(source, "P", opts)
-    assert answer == {"nodes": 3, "width": 6, "columns": answer["columns"]}
+    assert answer == {"nodes": 3, "width": 6, "columns": answer["columns"], "updated": None}
     read = structural_features(
         source, "P", {k: v for k, v in opts.items() if k != "write_property"}
     )

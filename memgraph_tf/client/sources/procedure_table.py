@@ -194,7 +194,10 @@ STRUCTURAL = Procedure(
     "tf_features.structural", ("node_id", "features", "columns"), _structural_args, "rows"
 )
 STRUCTURAL_WRITE = Procedure(
-    "tf_features.structural_write", ("nodes", "width", "columns"), _structural_args, write=True
+    "tf_features.structural_write",
+    ("nodes", "width", "columns", "updated"),
+    _structural_args,
+    write=True,
 )
 
 
