@@ -476,14 +476,24 @@ def _untimed_at(at: Any) -> BundleError:
 
 
 def role_time_options(
-    label: str, num_neighbors: Mapping[str, Any], options: Mapping[str, Any], at: Any = None
+    label: str,
+    num_neighbors: Mapping[str, Any],
+    options: Mapping[str, Any],
+    at: Any = None,
+    *,
+    link_timed: bool,
 ) -> dict[str, Any]:
     """``options`` for one link role's ``sample_typed`` call (seed label ``label``, steps
     ``num_neighbors``) with the time settled: for a spec with a timed step ``options.at`` =
     ``at``, else the options' own ``at``, else :data:`NOW_TIME`; for a spec without one no
-    ``at`` (the other role's time; ``sample_typed`` refuses ``at`` without a timed step)."""
+    ``at`` (the other role's time; ``sample_typed`` refuses ``at`` without a timed step).
+    ``link_timed`` says whether either role of the link has a timed step: without one a time
+    (``at`` or ``options.at``) is refused with a :class:`BundleError` naming ``options.at``,
+    never dropped."""
     out = dict(options)
     given = out.pop(AT_OPTION, None)
+    if not link_timed and (at is not None or given is not None):
+        raise _untimed_at(at if at is not None else given)
     if has_timed_step(label, num_neighbors):
         out[AT_OPTION] = at if at is not None else given if given is not None else NOW_TIME
     return out
@@ -608,9 +618,7 @@ class SamplingSpec:
             for k, v in json.loads(json.dumps(self.options)).items()
             if k in layout.SAMPLE_TYPED_OPTIONS
         }
-        if AT_OPTION in options and not self.link.timed_roles():
-            raise _untimed_at(options[AT_OPTION])
-        options = role_time_options(label, nn, options)
+        options = role_time_options(label, nn, options, link_timed=bool(self.link.timed_roles()))
         options["label"] = label
         if options.get("edge_feature_spec"):  # (sample_typed takes this role's steps only)
             from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec

@@ -161,7 +161,7 @@ def test_embed_by_node_id_takes_the_same_at(served):
 
     def expected(at):
         nn, props, opts = backend.sampling("src")
-        opts = bundle.role_time_options("User", nn, opts, at)
+        opts = bundle.role_time_options("User", nn, opts, at, link_timed=True)
         return backend.embed("src", source.sample_typed(users, nn, props, opts))
 
     want = {kit.AT: expected(kit.AT), None: expected(None)}
@@ -229,3 +229,18 @@ def test_sampling_settings_without_a_timed_step_refuse_options_at():
         with pytest.raises(BundleError, match=message + r" \(got at 3\)$") as err:
             call()
         assert err.value.key == "at"
+
+
+def test_role_time_options_refuse_a_time_for_a_link_without_a_timed_step():
+    """``role_time_options`` drops a time only for the untimed role of a link with a timed step;
+    for a link with none (``link_timed=False``) a time is a BundleError naming ``options.at``."""
+    from memgraph_tf.errors import BundleError
+
+    step = {"(:A)-[:R]->(:A)": [2]}
+    message = r"^options\.at: expected none, the link bundle's neighbourhoods have no timed step"
+    for at, options in ((5, {"seed": 1}), (None, {"seed": 1, "at": 5})):
+        with pytest.raises(BundleError, match=message + r" \(got at 5\)$") as err:
+            bundle.role_time_options("A", step, options, at, link_timed=False)
+        assert err.value.key == "at"
+    assert bundle.role_time_options("A", step, {"seed": 1}, link_timed=False) == {"seed": 1}
+    assert bundle.role_time_options("A", step, {"seed": 1, "at": 5}, link_timed=True) == {"seed": 1}
