@@ -202,6 +202,21 @@ class ModelLinkBackend(LinkBackend):
         self._props = {lb: list(names) for lb, names in props.items() if lb not in encoders}
         self._opts = {**opts, "dtype": model.feature_dtype}
         self.seed = DEFAULT_SEED if seed is None else seed
+        self.timed = self._timed()
+        if opts.get("at") is not None and not self.timed:
+            raise ConfigurationError(
+                f"options.at: model {name!r} has no timed step (no {{time: ...}} in its "
+                f"num_neighbors): it samples every node with every relationship, at no time; "
+                f"leave options.at out (got {opts['at']!r})"
+            )
+
+    def _timed(self) -> bool:
+        from memgraph_tf.serving.bundle import has_timed_step
+
+        return any(
+            has_timed_step(label, self._encoder(role).spec.num_neighbors())
+            for role, label in zip(ROLES, (self.source_label, self.target_label), strict=True)
+        )
 
     def _encoder(self, role: str) -> Any:
         if role not in ROLES:
@@ -225,7 +240,7 @@ class ModelLinkBackend(LinkBackend):
         from memgraph_tf.serving.bundle import role_time_options
 
         nn = spec.num_neighbors()  # a timed role: "now", unless the options name a time
-        return nn, props, role_time_options(label, nn, opts)
+        return nn, props, role_time_options(label, nn, opts, link_timed=self.timed)
 
     def embed(self, role: str, data: bytes) -> np.ndarray:
         from memgraph_tf import blob, layout
@@ -469,7 +484,8 @@ class LinkScorer:
         if self.at is not None:
             from memgraph_tf.serving.bundle import role_time_options
 
-            opts = role_time_options(opts["label"], nn, opts, self.at)
+            # (_check_at refused an at for a backend none of whose roles has a timed step)
+            opts = role_time_options(opts["label"], nn, opts, self.at, link_timed=True)
         for lo in range(0, len(missing), self.batch_size):
             chunk = missing[lo : lo + self.batch_size]
             z = self.backend.embed(role, self.source.sample_typed(chunk, nn, props, opts))

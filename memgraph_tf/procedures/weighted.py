@@ -10,7 +10,9 @@ slot order, the same padding):
   the order an access hands them out in does not matter) of the weight over the *distinct*
   relationships to it (a self-loop walked both ways counts once); a neighbour of total 0 is never
   drawn; every weight is checked (:func:`check_weight`), so a bad one fails the call whichever
-  node draws first;
+  node draws first; where a total would pass the largest float, the node's weights are first
+  scaled by one power of two (:func:`node_totals`): the same ratios, so the same draws as the
+  weights scaled down by hand;
 * without replacement, from ``d`` weighted neighbours and ``f`` slots: when ``d <= f`` all of them
   in key order, then padding (no generator call, as the uniform draw); else one
   ``rng.random()`` per neighbour in key order, ``u``, giving the key ``log(1 - u) / w``
@@ -18,8 +20,8 @@ slot order, the same padding):
   earlier neighbour first) -- successive weighted draws without replacement;
 * with replacement: ``f`` times ``rng.random() * total`` located in the running sums (the first
   neighbour whose running sum exceeds it, the last where none does): what
-  ``rng.choices(ids, cum_weights=sums, k=f)`` draws, which the draw calls where the total is
-  finite.
+  ``rng.choices(ids, cum_weights=sums, k=f)`` draws, which the draw calls (running sums that
+  would pass the largest float are those of the weights scaled by :func:`overflow_shift`).
 
 So the same graph, arguments and seed give the same slots on any graph access.
 """
@@ -48,6 +50,8 @@ __all__ = [
     "WeightedDrawer",
     "check_weight",
     "distinct_relationships",
+    "node_totals",
+    "overflow_shift",
     "read_weighted",
     "relationship_name",
     "without",
@@ -157,9 +161,34 @@ def read_weighted(how: ValuedRead, todo: Sequence[int], cache: dict[int, Weighte
             else:  # a bad weight: the error for the first one in key order
                 _first_bad(how, node, rows)
                 per.setdefault(nbr, []).append(float(value))  # (a number of another type)
-        totals = [(n, math.fsum(per[n])) for n in sorted(per, key=key)]
+        order = sorted(per, key=key)
+        totals = zip(order, node_totals([per[n] for n in order]))
         kept = [(n, w) for n, w in totals if w > 0]
         cache[node] = Weighted([n for n, _ in kept], [w for _, w in kept])
+
+
+def node_totals(weights: Sequence[Sequence[float]]) -> list[float]:
+    """Each neighbour's total of its finite weights >= 0 (``weights`` one list per neighbour):
+    ``math.fsum`` of them where every total is a float (every graph short of weights near
+    ``sys.float_info.max``); else the totals of every weight scaled by :func:`overflow_shift` of
+    the weight count (a power of two: the same ratios; finite totals, and so is their sum), a
+    positive total that the scaling rounds to zero kept as the smallest positive float (the
+    neighbour stays a weighted neighbour)."""
+    try:
+        return [math.fsum(ws) for ws in weights]
+    except OverflowError:  # a total beyond the largest float
+        pass
+    shift = overflow_shift(sum(len(ws) for ws in weights))
+    return [
+        math.fsum(math.ldexp(w, shift) for w in ws) or (_TINIEST if any(ws) else 0.0)
+        for ws in weights
+    ]
+
+
+def overflow_shift(count: int) -> int:
+    """The power of two (a negative exponent) that scales ``count`` finite floats so that any
+    sum of them stays at most half the largest float: ``-(count.bit_length() + 1)``."""
+    return -(count.bit_length() + 1)
 
 
 def distinct_relationships(
@@ -180,6 +209,7 @@ def distinct_relationships(
 
 
 _LARGEST = sys.float_info.max
+_TINIEST = math.ulp(0.0)
 
 
 def _first_bad(how: ValuedRead, node: int, rows: Iterable[tuple[int, Any, bool]]) -> None:
@@ -213,12 +243,10 @@ class WeightedDrawer(ParentDrawer):
             mask += [False] * f
         elif self._replace:
             sums = list(itertools.accumulate(weights))
-            if sums[-1] < math.inf:  # one rng.random() and one bisection per slot
-                ids += rng.choices(nbrs, cum_weights=sums, k=f)
-            else:  # (choices refuses it) no running sum exceeds rng.random() * inf: the last
-                for _ in range(f):
-                    rng.random()
-                ids += [nbrs[-1]] * f
+            if sums[-1] == math.inf:  # the same ratios, scaled by a power of two: a finite total
+                shift = overflow_shift(d)
+                sums = list(itertools.accumulate(math.ldexp(w, shift) for w in weights))
+            ids += rng.choices(nbrs, cum_weights=sums, k=f)  # one random() and bisection a slot
             mask += [True] * f
         elif d <= f:
             ids += nbrs

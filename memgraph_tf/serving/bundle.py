@@ -74,7 +74,9 @@ logger = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------------------- names
 BUNDLE_FORMAT = "memgraph-tf-bundle"
-#: The newest config format this code reads and the one it writes.
+#: The newest config format this code reads. A config is written in the oldest format that holds
+#: it (:attr:`BundleConfig.format_version`): this one for a typed or link config, 1 for a
+#: homogeneous one (nothing in it differs between the two), so an older release reads it.
 BUNDLE_FORMAT_VERSION = 2
 #: The first config format whose ``num_neighbors`` (``typed``'s, and ``link``'s per role) is a
 #: list of ``[edge pattern, [fanout per hop]]`` pairs in the model's step order. Format 1 has a
@@ -476,14 +478,24 @@ def _untimed_at(at: Any) -> BundleError:
 
 
 def role_time_options(
-    label: str, num_neighbors: Mapping[str, Any], options: Mapping[str, Any], at: Any = None
+    label: str,
+    num_neighbors: Mapping[str, Any],
+    options: Mapping[str, Any],
+    at: Any = None,
+    *,
+    link_timed: bool,
 ) -> dict[str, Any]:
     """``options`` for one link role's ``sample_typed`` call (seed label ``label``, steps
     ``num_neighbors``) with the time settled: for a spec with a timed step ``options.at`` =
     ``at``, else the options' own ``at``, else :data:`NOW_TIME`; for a spec without one no
-    ``at`` (the other role's time; ``sample_typed`` refuses ``at`` without a timed step)."""
+    ``at`` (the other role's time; ``sample_typed`` refuses ``at`` without a timed step).
+    ``link_timed`` says whether either role of the link has a timed step: without one a time
+    (``at`` or ``options.at``) is refused with a :class:`BundleError` naming ``options.at``,
+    never dropped."""
     out = dict(options)
     given = out.pop(AT_OPTION, None)
+    if not link_timed and (at is not None or given is not None):
+        raise _untimed_at(at if at is not None else given)
     if has_timed_step(label, num_neighbors):
         out[AT_OPTION] = at if at is not None else given if given is not None else NOW_TIME
     return out
@@ -608,9 +620,7 @@ class SamplingSpec:
             for k, v in json.loads(json.dumps(self.options)).items()
             if k in layout.SAMPLE_TYPED_OPTIONS
         }
-        if AT_OPTION in options and not self.link.timed_roles():
-            raise _untimed_at(options[AT_OPTION])
-        options = role_time_options(label, nn, options)
+        options = role_time_options(label, nn, options, link_timed=bool(self.link.timed_roles()))
         options["label"] = label
         if options.get("edge_feature_spec"):  # (sample_typed takes this role's steps only)
             from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
@@ -726,7 +736,9 @@ class BundleConfig:
     client needs to build the model's input, and how the bundle was made. ``options`` are the
     sampling options (``options.layout`` the sample layout the bundle reads); ``sections`` the blob
     sections the model reads, a shape's ``-1`` a length that varies from blob to blob. The JSON
-    keys are the field names plus ``format`` (always ``BUNDLE_FORMAT``).
+    keys are the field names plus ``format`` (always ``BUNDLE_FORMAT``). ``format_version``
+    defaults to the oldest format that holds the config: :data:`STEP_LIST_FORMAT_VERSION` with
+    ``typed`` or ``link`` (their step lists), else 1.
 
     Guarantees: an instance is valid -- every field is checked on construction and a bad one
     raises :class:`BundleError` naming its key; ``from_dict(to_dict())`` gives an equal config;
@@ -745,7 +757,7 @@ class BundleConfig:
     sections: Mapping[str, Section]
     scores: str
     tensorflow_version: str
-    format_version: int = BUNDLE_FORMAT_VERSION
+    format_version: int | None = None
     typed: Mapping[str, Any] | None = None
     link: Mapping[str, Any] | None = None
 
@@ -762,6 +774,9 @@ class BundleConfig:
         if not isinstance(self.blob_feature_key, str) or not self.blob_feature_key:
             raise _fail("blob_feature_key", "a non-empty string", self.blob_feature_key)
         put("class_names", _str_list("class_names", self.class_names, unique=True))
+        if self.format_version is None:  # the oldest format that holds this config
+            stepped = self.typed is not None or self.link is not None
+            put("format_version", STEP_LIST_FORMAT_VERSION if stepped else 1)
         if any("\n" in c for c in self.class_names):
             raise _fail("class_names", "labels without newlines", list(self.class_names))
         if self.link is not None:
@@ -794,12 +809,7 @@ class BundleConfig:
             not _is_int(self.format_version)
             or not 1 <= self.format_version <= BUNDLE_FORMAT_VERSION
         ):
-            raise _fail(
-                "format_version",
-                f"an int from 1 to {BUNDLE_FORMAT_VERSION} (this "
-                f"memgraph-tf reads bundle formats up to {BUNDLE_FORMAT_VERSION})",
-                self.format_version,
-            )
+            raise _fail("format_version", _FORMAT_VERSIONS, self.format_version)
 
     def _check_link(self, put: Any) -> None:
         """A link bundle's config: ``link`` holds the pair settings (plus ``schema``), the
@@ -897,6 +907,8 @@ class BundleConfig:
                 f"{missing[0]}: missing from the bundle config (missing: {missing})", key=missing[0]
             )
         values = {k: v for k, v in data.items() if k != "format"}
+        if values["format_version"] is None:  # (None is the constructor's "choose one")
+            raise _fail("format_version", _FORMAT_VERSIONS, None)
         return cls(**values)
 
     @classmethod
@@ -912,6 +924,10 @@ class BundleConfig:
 
 
 _CONFIG_KEYS = frozenset(BundleConfig.__dataclass_fields__) | {"format"}
+_FORMAT_VERSIONS = (
+    f"an int from 1 to {BUNDLE_FORMAT_VERSION} (this memgraph-tf reads bundle formats up to "
+    f"{BUNDLE_FORMAT_VERSION})"
+)
 
 
 def write_assets(

@@ -177,17 +177,27 @@ def sampling_with_at(
 
 
 def read_at(value: Any, where: str) -> int:
-    """A predict request's ``at`` input (a JSON value or an array): one integer, else 400 naming
-    ``where``."""
+    """A predict request's ``at`` input (a JSON value or an array): one integer in the int64
+    range, else 400 (INVALID_ARGUMENT) naming ``where`` (an integer outside the range, e.g. a
+    uint64 ``2**64 - 1``, shown with its value)."""
     import numpy as np
 
     arr = np.asarray(value)
-    if arr.size != 1 or arr.dtype.kind not in "iu" or arr.ndim > 1:
+    one = arr.reshape(-1)[0] if arr.size == 1 and arr.ndim <= 1 else None
+    if isinstance(one, json_values.JsonBigNumber):  # a JSON integer token outside int64
+        text = one.text if len(one.text) <= 40 else one.text[:40] + "..."
+        raise bad_request(f"{where}: expected one integer time (int64), got {text}: out of range")
+    if one is None or arr.dtype.kind not in "iu":
         raise bad_request(
             f"{where}: expected one integer time (int64), got {arr.dtype} of shape "
             f"{list(arr.shape)}"
         )
-    return int(arr.reshape(-1)[0])
+    at = int(one)
+    if not json_values.INT64_MIN <= at <= json_values.INT64_MAX:
+        raise bad_request(
+            f"{where}: expected one integer time (int64), got {arr.dtype} {at}: out of range"
+        )
+    return at
 
 
 def embed_role(config: BundleConfig | None, signature: str) -> str | None:

@@ -96,3 +96,22 @@ def test_a_bad_at_is_refused_by_name_before_anything_is_written(bundle):
         LinkScorer(docs, untimed, k=2, at=3)
     _, _, opts = untimed.sampling("src")
     assert bundle_mod.AT_OPTION not in opts  # an untimed model samples no time
+
+
+def test_options_at_is_refused_for_a_model_without_a_timed_step_and_dropped_per_untimed_role():
+    """``options["at"]`` names a time only a timed step can use: a model none of whose roles has
+    one refuses it by name (as ``LinkScorer(at=...)`` does), never samples "at no time" in
+    silence; a timed model samples its timed role at it and leaves it out of the untimed role's
+    options (``sample_typed`` refuses ``at`` without a timed step)."""
+    with pytest.raises(
+        ConfigurationError,
+        match=r"^options\.at: model 'LinkPredictor' has no timed step \(no \{time: \.\.\.\} in "
+        r"its num_neighbors\): it samples every node with every relationship, at no time; leave "
+        r"options\.at out \(got 5\)$",
+    ):
+        ModelLinkBackend(
+            links_kit.model(), properties=links_kit.PROPS, options={"id_property": "id", "at": 5}
+        )
+    timed = ModelLinkBackend(kit.model(), options={**kit.OPTIONS, "at": kit.AT})
+    assert timed.sampling("src")[2][bundle_mod.AT_OPTION] == kit.AT
+    assert bundle_mod.AT_OPTION not in timed.sampling("dst")[2]

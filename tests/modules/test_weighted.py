@@ -133,7 +133,6 @@ def reference_with_replacement(rng, nbrs, weights, f):
         [0.5, 2.0, 1.0, 4.5],
         [1e-300, 3.0, 1e-300],
         [7.0],
-        [1e308, 1e308, 5.0],  # an infinite total: every slot the last neighbour
     ],
 )
 def test_draws_with_replacement_follow_the_running_sums_rule_call_for_call(weights):
@@ -149,6 +148,55 @@ def test_draws_with_replacement_follow_the_running_sums_rule_call_for_call(weigh
         want += [-1] * 9 + reference_with_replacement(ref_rng, nbrs, weights, 9)
         assert ids == want
         assert rng.random() == ref_rng.random()
+
+
+def test_draws_with_replacement_keep_the_ratios_of_weights_whose_sum_passes_the_largest_float():
+    """Weights whose running sum passes the largest float (1e308 twice) draw, call for call, as
+    the same weights scaled down by a power of two (the running-sums rule on a finite total):
+    each heavy neighbour about half the slots, never the last neighbour every time."""
+    nbrs, weights = [10, 20, 30], [1e308, 1e308, 5.0]
+    scaled = [math.ldexp(w, -40) for w in weights]
+    table = {7: Weighted(nbrs, weights)}
+    for seed in range(40):
+        rng, ref_rng = random.Random(seed), random.Random(seed)
+        ids: list[int] = []
+        WeightedDrawer(9, replace=True)(rng, table, [7], [True], ids, [])
+        assert ids == reference_with_replacement(ref_rng, nbrs, scaled, 9)
+        assert rng.random() == ref_rng.random()
+    ids = []
+    WeightedDrawer(4000, replace=True)(random.Random(5), table, [7], [True], ids, [])
+    counts = collections.Counter(ids)
+    assert counts[10] / 4000 == pytest.approx(0.5, abs=0.04)
+    assert counts[20] / 4000 == pytest.approx(0.5, abs=0.04)
+
+
+def huge_weights_graph(scale):
+    """40 hubs, each with two relationships weighing ``scale * 1e308`` to leaf 1 (a total past the
+    largest float when ``scale`` is 1), one to leaf 2 and one weighing ``scale * 3`` to leaf 3."""
+    g = EmbeddedGraph()
+    leaves = {i: g.add_node(["Leaf"], {"id": i}) for i in range(1, 4)}
+    for h in range(40):
+        hub = g.add_node(["Hub"], {"id": h})
+        for leaf, amount in ((1, 1e308), (1, 1e308), (2, 1e308), (3, 3.0)):
+            g.add_edge(hub, leaves[leaf], "PAYS", {"amount": math.ldexp(amount, scale)})
+    return EmbeddedSource(g)
+
+
+def test_weights_whose_totals_pass_the_largest_float_draw_as_the_same_weights_scaled_down():
+    """A neighbour's total (2e308) or a node's sum of totals past the largest float neither fails
+    the call nor skews the draw: the blobs are those of the graph whose weights are all scaled
+    down by 2**-40 (the same ratios), with and without replacement; with replacement leaf 1
+    takes about two thirds of the slots, leaf 2 one third."""
+    huge, scaled = huge_weights_graph(0), huge_weights_graph(-40)
+    hubs = list(range(40))
+    for step in (WEIGHTED, REPLACE):
+        for fanout in (1, 2, 30):
+            got = huge.sample_typed(hubs, {step: [fanout]}, None, OPTS)
+            assert got == scaled.sample_typed(hubs, {step: [fanout]}, None, OPTS), (step, fanout)
+    ids = blob.unpack(huge.sample_typed(hubs, {REPLACE: [30]}, None, OPTS))["ids_h1_Leaf"]
+    counts = collections.Counter(ids.ravel().tolist())
+    assert counts[1] / ids.size == pytest.approx(2 / 3, abs=0.05)
+    assert counts[2] / ids.size == pytest.approx(1 / 3, abs=0.05)
 
 
 def weighted_graph(amount):

@@ -84,6 +84,12 @@ def test_config_detaches_from_the_callers_options():
             r"format_version: expected an int from 1 to 2 "
             r"\(this memgraph-tf reads bundle formats up to 2\), got 3",
         ),
+        (
+            with_(format_version=None),
+            "format_version",
+            r"format_version: expected an int from 1 to 2 "
+            r"\(this memgraph-tf reads bundle formats up to 2\), got None$",
+        ),
         (with_(model_name="a/b"), "model_name", r"model_name: expected letters, digits"),
         (with_(version=True), "version", r"version: expected an int >= 1, got True"),
         (with_(version="1"), "version", r"version: expected an int >= 1, got '1'"),
@@ -218,6 +224,29 @@ def test_a_link_config_keeps_each_roles_step_order_through_its_json():
     nn, _, _ = sampling.pair_arguments()
     assert [list(nn[role]) for role in ("source", "target")] == [[FOLLOWS, BOUGHT]] * 2
     assert list(sampling.role_arguments("target")[0]) == [FOLLOWS, BOUGHT]
+
+
+def test_a_config_is_written_in_the_oldest_format_that_holds_it(sage_op_bundle):
+    """Only typed and link configs hold step lists (format 2): a homogeneous config (an exported
+    plain bundle's too) is written as format 1, which a release reading format 1 only reads; a
+    typed or link config as format 2; a format the caller names is kept."""
+    fields = {k: v for k, v in GOOD.items() if k not in ("format", "format_version")}
+    plain = BundleConfig(**fields)
+    assert plain.format_version == 1 and json.loads(plain.to_json())["format_version"] == 1
+    assert BundleConfig(**fields, format_version=2).format_version == 2
+    exported = bundle.read_bundle_config(sage_op_bundle.info.path)
+    assert exported.typed is None and exported.link is None and exported.format_version == 1
+    empty = {**fields, "fanouts": [], "feature_dim": 0, "properties": []}
+    typed = BundleConfig(**empty, typed=TYPED)
+    assert typed.format_version == bundle.STEP_LIST_FORMAT_VERSION == 2
+    link = {
+        "source_label": "User",
+        "target_label": "User",
+        "num_neighbors": {"source": UNSORTED, "target": UNSORTED},
+        "properties": {"User": ["features"]},
+    }
+    linked = BundleConfig(**{**empty, "class_names": ["link", "no link"]}, link=link)
+    assert json.loads(linked.to_json())["format_version"] == 2
 
 
 def test_a_format_1_config_reads_its_sorted_object_and_writes_it_back_unchanged():

@@ -161,7 +161,7 @@ def test_embed_by_node_id_takes_the_same_at(served):
 
     def expected(at):
         nn, props, opts = backend.sampling("src")
-        opts = bundle.role_time_options("User", nn, opts, at)
+        opts = bundle.role_time_options("User", nn, opts, at, link_timed=True)
         return backend.embed("src", source.sample_typed(users, nn, props, opts))
 
     want = {kit.AT: expected(kit.AT), None: expected(None)}
@@ -229,3 +229,54 @@ def test_sampling_settings_without_a_timed_step_refuse_options_at():
         with pytest.raises(BundleError, match=message + r" \(got at 3\)$") as err:
             call()
         assert err.value.key == "at"
+
+
+def test_role_time_options_refuse_a_time_for_a_link_without_a_timed_step():
+    """``role_time_options`` drops a time only for the untimed role of a link with a timed step;
+    for a link with none (``link_timed=False``) a time is a BundleError naming ``options.at``."""
+    from memgraph_tf.errors import BundleError
+
+    step = {"(:A)-[:R]->(:A)": [2]}
+    message = r"^options\.at: expected none, the link bundle's neighbourhoods have no timed step"
+    for at, options in ((5, {"seed": 1}), (None, {"seed": 1, "at": 5})):
+        with pytest.raises(BundleError, match=message + r" \(got at 5\)$") as err:
+            bundle.role_time_options("A", step, options, at, link_timed=False)
+        assert err.value.key == "at"
+    assert bundle.role_time_options("A", step, {"seed": 1}, link_timed=False) == {"seed": 1}
+    assert bundle.role_time_options("A", step, {"seed": 1, "at": 5}, link_timed=True) == {"seed": 1}
+
+
+@pytest.mark.parametrize("at", [2**64 - 1, 2**63, -(2**63) - 1])
+def test_an_at_outside_int64_is_refused_naming_it(served, at):
+    """An embed request's ``at`` outside int64 is a 400 / INVALID_ARGUMENT naming ``at`` and the
+    value over REST (a JSON integer token) and gRPC (a uint64 tensor), never a graph failure. A
+    ``context.at`` outside int64 is a 400 too: TF Serving's own for a uint64 JSON context feature
+    (json_tensor.cc: "Feature: at has uint64_t element. Only int64_t is supported."), or, for a
+    token read as a double, the float feature refused naming ``context.at``; a gRPC context holds
+    int64 values only."""
+    from tensorflow_serving.apis import predict_pb2
+
+    _, url, stub, _ = served
+    sig = bundle.EMBED_SOURCE_SIGNATURE
+    body = {"signature_name": sig, "inputs": {"node_id": [0, 14], "at": at}}
+    r = requests.post(f"{url}/v1/models/timed_links:predict", json=body, timeout=60)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == f"at: expected one integer time (int64), got {at}: out of range"
+    pairs = kit.non_edges(1)
+    r = requests.post(f"{url}/v1/models/timed_links:classify", json=_body(pairs, at), timeout=60)
+    assert r.status_code == 400, r.text
+    if at > 0:
+        assert r.json()["error"] == "Feature: at has uint64_t element. Only int64_t is supported."
+    else:
+        assert r.json()["error"].startswith("context.at: expected one integer time (int64), got")
+        return  # (a uint64 tensor holds no negative time)
+    req = predict_pb2.PredictRequest()
+    req.model_spec.name, req.model_spec.signature_name = "timed_links", sig
+    req.inputs["node_id"].CopyFrom(tf.make_tensor_proto(np.array([0, 14], dtype=np.int64)))
+    req.inputs["at"].CopyFrom(tf.make_tensor_proto(np.uint64(at)))
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Predict(req, timeout=60)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.details() == (
+        f"at: expected one integer time (int64), got uint64 {at}: out of range"
+    )
