@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import heapq
 import itertools
 import math
 import random
@@ -63,7 +62,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import (
     ABORT_CHECK_EVERY,
     READ_CHUNK,
@@ -74,7 +72,7 @@ from memgraph_tf.procedures.access import (
 from memgraph_tf.procedures.draw import ParentDrawer, rng_for
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
 from memgraph_tf.procedures.options import DIRECTIONS
-from memgraph_tf.procedures.weighted import Weighted, WeightedDrawer, check_weight
+from memgraph_tf.procedures.weighted import Weighted, WeightedDrawer, check_weight, take_largest
 
 __all__ = [
     "FORMAT",
@@ -437,21 +435,15 @@ class ReservoirDrawer(ParentDrawer):
         if not isinstance(found, WeightedMembers) or not found.ids:
             self.exact.draw_parent(rng, found, ids, mask)
             return
-        nbrs, d = found.ids, len(found.ids)
+        nbrs = found.ids
         f = self.fanout
         if self.replace:
             for _ in range(f):
                 keys = found.neighbour_keys(rng)
                 ids.append(nbrs[keys.index(max(keys))])  # (the first of the largest)
             mask += [True] * f
-        elif d <= f:
-            ids += nbrs
-            ids += [PAD_ID] * (f - d)
-            mask += [True] * d + [False] * (f - d)
         else:
-            keys = found.neighbour_keys(rng)
-            ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
-            mask += [True] * f
+            take_largest(nbrs, f, lambda: found.neighbour_keys(rng), ids, mask)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -248,11 +248,29 @@ class WeightedDrawer(ParentDrawer):
                 sums = list(itertools.accumulate(math.ldexp(w, shift) for w in weights))
             ids += rng.choices(nbrs, cum_weights=sums, k=f)  # one random() and bisection a slot
             mask += [True] * f
-        elif d <= f:
-            ids += nbrs
-            ids += [PAD_ID] * (f - d)
-            mask += [True] * d + [False] * (f - d)
         else:
-            keys = [math.log(1.0 - rng.random()) / w for w in weights]
-            ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=keys.__getitem__)]
-            mask += [True] * f
+            take_largest(nbrs, f, functools.partial(priorities, rng, weights), ids, mask)
+
+
+def priorities(rng: random.Random, weights: Sequence[float]) -> list[float]:
+    """One Efraimidis-Spirakis priority ``log(1 - u) / w`` per weight, in order (one
+    ``rng.random()`` each): the ``f`` largest are a weighted draw of ``f`` without replacement."""
+    return [math.log(1.0 - rng.random()) / w for w in weights]
+
+
+def take_largest(
+    nbrs: Sequence[int], f: int, keys: Callable[[], list[float]], ids: list[int], mask: list[bool]
+) -> None:
+    """Appends ``f`` slots drawn without replacement from ``nbrs`` by their priorities: every
+    neighbour, then padding, when there are at most ``f`` (``keys`` is not called: no random
+    number is drawn); else the ``f`` of largest ``keys()`` (one priority per neighbour, in
+    ``nbrs``'s order; ties: the first), in decreasing priority."""
+    d = len(nbrs)
+    if d <= f:
+        ids += nbrs
+        ids += [PAD_ID] * (f - d)
+        mask += [True] * d + [False] * (f - d)
+        return
+    order = keys()
+    ids += [nbrs[i] for i in heapq.nlargest(f, range(d), key=order.__getitem__)]
+    mask += [True] * f
