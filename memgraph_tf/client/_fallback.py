@@ -12,7 +12,7 @@ graph, ids, arguments and ``options.seed`` the blobs are byte-identical to the q
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import blob
@@ -20,6 +20,20 @@ from memgraph_tf.client.sources.cypher import native_value
 from memgraph_tf.errors import GraphDataError
 from memgraph_tf.procedures import AccessFactory, ProcedureRunner
 from memgraph_tf.procedures.errors import ProcedureInputError
+
+
+def memgraph_argument(value: Any) -> Any:
+    """``value`` with every map in it (nested, and in lists) rebuilt with its keys sorted: the
+    order in which Memgraph hands a procedure an argument map, whatever order the client wrote it
+    in (``src/communication/bolt/v1/value.hpp`` ``map_t`` and ``src/query/procedure/
+    mg_procedure_impl.hpp`` ``mgp_map::map_type`` are sorted maps; see
+    :func:`memgraph_tf.embedded.memgraph_map_order`). The client-side procedures get their
+    arguments this way, so a map's order never makes their answer differ from the procedures'."""
+    if isinstance(value, Mapping):
+        return {k: memgraph_argument(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [memgraph_argument(v) for v in value]
+    return value
 
 
 @contextlib.contextmanager

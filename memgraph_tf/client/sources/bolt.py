@@ -320,10 +320,11 @@ class BoltSource(GraphSource):
     def call_procedure(self, procedure: Procedure, args: tuple) -> Any:
         """With the ``tf_features`` procedures (:meth:`has_procedures`): one ``CALL`` of
         ``procedure`` (:meth:`_call`); without them: the procedure's own code on the client
-        (:data:`CLIENT_SIDE`), over plain Cypher, with the same answer for the same graph."""
+        (:data:`CLIENT_SIDE`), over plain Cypher, with the same answer for the same graph (its
+        argument maps sorted by key, as Memgraph hands them to a procedure)."""
         if self.has_procedures():
             return procedure.answer_of(self._call(procedure, dict(zip(procedure.params, args))))
-        return CLIENT_SIDE[procedure.name](self, *args)
+        return CLIENT_SIDE[procedure.name](self, *map(_fallback().memgraph_argument, args))
 
     def _call(self, procedure: Procedure, params: dict[str, Any]) -> list[dict[str, Any]]:
         """``CALL procedure($a, $b, ...) [PROCEDURE MEMORY ...] YIELD fields RETURN fields`` with
