@@ -21,10 +21,10 @@ with fanout ``f > 0`` expands every slot of hop ``h - 1``'s table of its left la
 slots of hop ``h``'s table of its right label; these ``n * f`` slots are the step's *group*,
 contiguous in that table, parent-major (child ``j`` of parent slot ``p`` at ``offset + p * f +
 j``). Groups are appended in the spec's step order: the patterns' sorted order (as
-``str(step)`` writes them), whatever order ``num_neighbors`` lists them in. :meth:`TypedSamplingSpec.layout` computes the
-tables' sizes and every group's offset; they depend on the spec alone, so a model reads
-neighbourhoods by reshaping, and a padded slot (a missing neighbour, or any child of a padded
-slot) is masked out.
+``str(step)`` writes them), whatever order ``num_neighbors`` lists them in.
+:meth:`TypedSamplingSpec.layout` computes the tables' sizes and every group's offset; they
+depend on the spec alone, so a model reads neighbourhoods by reshaping, and a padded slot (a
+missing neighbour, or any child of a padded slot) is masked out.
 
 Standard library only.
 """

@@ -22,17 +22,19 @@ from memgraph_tf.procedures import AccessFactory, ProcedureRunner
 from memgraph_tf.procedures.errors import ProcedureInputError
 
 
-def memgraph_argument(value: Any) -> Any:
-    """``value`` with every map in it (nested, and in lists) rebuilt with its keys sorted: the
-    order in which Memgraph hands a procedure an argument map, whatever order the client wrote it
-    in (``src/communication/bolt/v1/value.hpp`` ``map_t`` and ``src/query/procedure/
+def memgraph_value(value: Any) -> Any:
+    """``value`` with every map in it (nested, and in lists) rebuilt with its keys sorted, lists
+    and tuples as lists: how Memgraph hands a procedure an argument map, and a Bolt client a
+    procedure's result map, whatever order the other side wrote it in
+    (``src/communication/bolt/v1/value.hpp`` ``map_t`` and ``src/query/procedure/
     mg_procedure_impl.hpp`` ``mgp_map::map_type`` are sorted maps; see
-    :func:`memgraph_tf.embedded.memgraph_map_order`). The client-side procedures get their
-    arguments this way, so a map's order never makes their answer differ from the procedures'."""
+    :func:`memgraph_tf.embedded.memgraph_map_order`). The client-side procedures take their
+    arguments and give their answers this way, so a map's order never makes them differ from
+    the procedures."""
     if isinstance(value, Mapping):
-        return {k: memgraph_argument(value[k]) for k in sorted(value)}
+        return {k: memgraph_value(value[k]) for k in sorted(value)}
     if isinstance(value, (list, tuple)):
-        return [memgraph_argument(v) for v in value]
+        return [memgraph_value(v) for v in value]
     return value
 
 

@@ -102,3 +102,61 @@ def test_without_train_ids_the_split_property_is_read(monkeypatch):
         )
     with pytest.raises(ConfigurationError, match=r"where: expected a non-empty name without backq"):
         split_node_ids(source, "User", "train", split_property="a`b")
+
+
+SAME_MODEL_SCRIPT = """
+import numpy as np
+import tensorflow as tf
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+
+from tests.client import typed_kit as kit
+
+graph, _, _, source = kit.shop()
+orders = {"unsorted": dict(reversed(kit.NN.items())), "sorted": dict(sorted(kit.NN.items()))}
+for name, nn in orders.items():
+    orders[name] = kit.train_users(
+        graph, source, nn, kit.PROPS, kit.OPTIONS,
+        hidden_units=8, batch_size=32, steps=4, eval_every=2, seed=0,
+    )
+a, b = orders["unsorted"], orders["sorted"]
+assert list(a.model.spec.num_neighbors()) == sorted(kit.NN), a.model.spec.num_neighbors()
+assert a.model.get_config()["num_neighbors"] == b.model.get_config()["num_neighbors"]
+wa, wb = a.model.get_weights(), b.model.get_weights()
+assert len(wa) == len(wb) > 0
+assert all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(wa, wb)), "weights differ"
+kept = ("step", "loss", "train_accuracy", "eval_step", "val_accuracy")  # (not the timings)
+assert [a.history[k] for k in kept] == [b.history[k] for k in kept], (a.history, b.history)
+print("bit-identical", len(wa), "weight arrays")
+"""
+
+
+def test_unsorted_steps_train_the_model_of_the_sorted_steps_bit_for_bit():
+    """The same ``num_neighbors`` listed out of the patterns' sorted order (FOLLOWS before
+    BOUGHT: hop 1's User groups swap) trains the very model of the sorted listing: same step
+    numbering, same blobs, same weights bit for bit and the same losses and accuracies (seed 0,
+    TensorFlow pinned to one thread, in a fresh process since the pinning must precede
+    TensorFlow's first op). Memgraph hands the procedures the map sorted (``src/query/procedure/
+    mg_procedure_impl.hpp`` ``mgp_map::map_type``), so only this order can match it."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    assert list(reversed(kit.NN)) != sorted(kit.NN)
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", SAME_MODEL_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "bit-identical" in proc.stdout
