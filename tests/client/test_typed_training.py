@@ -115,12 +115,13 @@ from tests.client import typed_kit as kit
 
 graph, _, _, source = kit.shop()
 orders = {"unsorted": dict(reversed(kit.NN.items())), "sorted": dict(sorted(kit.NN.items()))}
+runs = {}
 for name, nn in orders.items():
-    orders[name] = kit.train_users(
+    runs[name] = kit.train_users(
         graph, source, nn, kit.PROPS, kit.OPTIONS,
         hidden_units=8, batch_size=32, steps=4, eval_every=2, seed=0,
     )
-a, b = orders["unsorted"], orders["sorted"]
+a, b = runs["unsorted"], runs["sorted"]
 assert list(a.model.spec.num_neighbors()) == sorted(kit.NN), a.model.spec.num_neighbors()
 assert a.model.get_config()["num_neighbors"] == b.model.get_config()["num_neighbors"]
 wa, wb = a.model.get_weights(), b.model.get_weights()
@@ -128,7 +129,18 @@ assert len(wa) == len(wb) > 0
 assert all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(wa, wb)), "weights differ"
 kept = ("step", "loss", "train_accuracy", "eval_step", "val_accuracy")  # (not the timings)
 assert [a.history[k] for k in kept] == [b.history[k] for k in kept], (a.history, b.history)
-print("bit-identical", len(wa), "weight arrays")
+import keras
+
+from memgraph_tf.client.link_prediction import LinkPredictor
+
+dims = {label: ns.width for label, ns in graph.node_sets.items()}
+links = []
+for nn in orders.values():
+    keras.utils.set_random_seed(0)
+    links.append(LinkPredictor("User", nn, dims, hidden_units=8, embedding_dim=4).ensure_built())
+la, lb = (m.get_weights() for m in links)
+assert len(la) == len(lb) > 0 and all(np.array_equal(x, y) for x, y in zip(la, lb))
+print("bit-identical", len(wa), "and", len(la), "weight arrays")
 """
 
 
@@ -137,7 +149,8 @@ def test_unsorted_steps_train_the_model_of_the_sorted_steps_bit_for_bit():
     BOUGHT: hop 1's User groups swap) trains the very model of the sorted listing: same step
     numbering, same blobs, same weights bit for bit and the same losses and accuracies (seed 0,
     TensorFlow pinned to one thread, in a fresh process since the pinning must precede
-    TensorFlow's first op). Memgraph hands the procedures the map sorted (``src/query/procedure/
+    TensorFlow's first op); a link model built from either listing has the same initial
+    weights. Memgraph hands the procedures the map sorted (``src/query/procedure/
     mg_procedure_impl.hpp`` ``mgp_map::map_type``), so only this order can match it."""
     import os
     import pathlib
