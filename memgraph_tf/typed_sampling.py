@@ -20,10 +20,11 @@ amount}]->``, or its time, ``-[:TRANSFER {time: ts}]->`` (:class:`EdgeStep`)::
 with fanout ``f > 0`` expands every slot of hop ``h - 1``'s table of its left label into ``f``
 slots of hop ``h``'s table of its right label; these ``n * f`` slots are the step's *group*,
 contiguous in that table, parent-major (child ``j`` of parent slot ``p`` at ``offset + p * f +
-j``). Groups are appended in the spec's step order. :meth:`TypedSamplingSpec.layout` computes the
-tables' sizes and every group's offset; they depend on the spec alone, so a model reads
-neighbourhoods by reshaping, and a padded slot (a missing neighbour, or any child of a padded
-slot) is masked out.
+j``). Groups are appended in the spec's step order: the patterns' sorted order (as
+``str(step)`` writes them), whatever order ``num_neighbors`` lists them in.
+:meth:`TypedSamplingSpec.layout` computes the tables' sizes and every group's offset; they
+depend on the spec alone, so a model reads neighbourhoods by reshaping, and a padded slot (a
+missing neighbour, or any child of a padded slot) is masked out.
 
 Standard library only.
 """
@@ -209,7 +210,14 @@ class SlotLayout:
 @dataclasses.dataclass(frozen=True)
 class TypedSamplingSpec:
     """A seed label and, per edge step, one fanout per hop (``fanouts[i][h - 1]`` for
-    ``steps[i]`` at hop ``h``); every step has the same number of hops."""
+    ``steps[i]`` at hop ``h``); every step has the same number of hops.
+
+    The steps are kept in the canonical order, sorted by their patterns as ``str(step)`` writes
+    them (steps and fanouts reordered together on construction), whatever order they are given
+    in: the same ``num_neighbors`` gives the same step numbering -- slot groups, a model's
+    per-step weights, edge sections ``edge_*_h{h}_s{i}`` -- on the embedded runtime, over Bolt
+    to Memgraph (which hands a procedure every map with its keys sorted, so a map's order never
+    reaches it) and on the client-side procedures."""
 
     seed_label: str
     steps: tuple[EdgeStep, ...]
@@ -227,6 +235,9 @@ class TypedSamplingSpec:
             )
         if len(set(self.steps)) != len(self.steps):
             raise ValueError("num_neighbors: an edge step is listed twice")
+        order = sorted(range(len(self.steps)), key=lambda i: str(self.steps[i]))
+        object.__setattr__(self, "steps", tuple(self.steps[i] for i in order))
+        object.__setattr__(self, "fanouts", tuple(self.fanouts[i] for i in order))
         hops = {len(f) for f in self.fanouts}
         if len(hops) != 1 or 0 in hops:
             by_step = ", ".join(f"{s}: {len(f)}" for s, f in zip(self.steps, self.fanouts))
@@ -259,7 +270,8 @@ class TypedSamplingSpec:
         cls, seed_label: str, num_neighbors: Mapping[str | EdgeStep, Sequence[int]]
     ) -> TypedSamplingSpec:
         """A spec from a ``{pattern: [fanout per hop]}`` mapping (patterns as :meth:`EdgeStep.parse`
-        reads them, or :class:`EdgeStep` objects), steps kept in the mapping's order."""
+        reads them, or :class:`EdgeStep` objects), its steps in the canonical sorted order
+        whatever the mapping's order."""
         if not isinstance(num_neighbors, Mapping):
             raise ValueError(
                 f"num_neighbors: expected a mapping of edge patterns to fanout lists, got "
@@ -281,8 +293,8 @@ class TypedSamplingSpec:
         return len(self.fanouts[0])
 
     def num_neighbors(self) -> dict[str, list[int]]:
-        """The spec as a ``{pattern: [fanout per hop]}`` mapping (JSON-friendly; round-trips
-        through :meth:`from_num_neighbors`)."""
+        """The spec as a ``{pattern: [fanout per hop]}`` mapping, patterns in the canonical
+        sorted order (JSON-friendly; round-trips through :meth:`from_num_neighbors`)."""
         return {str(s): list(f) for s, f in zip(self.steps, self.fanouts)}
 
     def labels(self) -> list[str]:

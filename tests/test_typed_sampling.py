@@ -37,16 +37,39 @@ def test_the_layout_places_every_group_parent_major_in_step_order():
         {"Product": 6, "User": 12, "Category": 5},
     ]
     hop2 = [(str(g.step), g.parents, g.fanout, g.offset) for g in layout.groups if g.hop == 2]
-    assert hop2 == [
+    assert hop2 == [  # the steps' sorted order, not SHOP's
+        ("(:Product)-[:IN]->(:Category)", 5, 1, 0),
         ("(:User)-[:BOUGHT]->(:Product)", 3, 2, 0),
         ("(:User)-[:FOLLOWS]->(:User)", 3, 4, 0),
-        ("(:Product)-[:IN]->(:Category)", 5, 1, 0),
     ]
     assert [str(g.step) for g in layout.children(1, "User")] == [
         "(:User)-[:BOUGHT]->(:Product)",
         "(:User)-[:FOLLOWS]->(:User)",
     ]
     assert layout.slots == 1 + 8 + 23
+
+
+def test_the_steps_are_numbered_in_the_patterns_sorted_order_whatever_the_mapping_order():
+    """Memgraph hands a procedure the ``num_neighbors`` map with its keys sorted
+    (``src/query/procedure/mg_procedure_impl.hpp`` ``mgp_map::map_type``, a sorted map), so the
+    spec numbers its steps in that order, given in any order: every permutation (and a pattern
+    spelt with spaces, sorted by its canonical text) gives the same spec."""
+    import itertools
+
+    canonical = TypedSamplingSpec.from_num_neighbors("User", SHOP)
+    assert list(canonical.num_neighbors()) == sorted(SHOP) != list(SHOP)
+    assert [list(f) for f in canonical.fanouts] == [SHOP[k] for k in sorted(SHOP)]
+    for order in itertools.permutations(SHOP):
+        spec = TypedSamplingSpec.from_num_neighbors("User", {k: SHOP[k] for k in order})
+        assert spec == canonical and spec.layout() == canonical.layout()
+    spaced = {"(:User) - [:FOLLOWS] -> (:User)": [3, 4], "(:User)-[:BOUGHT]->(:Product)": [5, 2]}
+    spec = TypedSamplingSpec.from_num_neighbors("User", spaced)
+    assert [str(s) for s in spec.steps] == [
+        "(:User)-[:BOUGHT]->(:Product)",
+        "(:User)-[:FOLLOWS]->(:User)",
+    ]
+    direct = TypedSamplingSpec("User", tuple(reversed(spec.steps)), ((3, 4), (5, 2)))
+    assert direct == spec
 
 
 @pytest.mark.parametrize(

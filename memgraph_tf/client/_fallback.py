@@ -12,7 +12,7 @@ graph, ids, arguments and ``options.seed`` the blobs are byte-identical to the q
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from memgraph_tf import blob
@@ -20,6 +20,22 @@ from memgraph_tf.client.sources.cypher import native_value
 from memgraph_tf.errors import GraphDataError
 from memgraph_tf.procedures import AccessFactory, ProcedureRunner
 from memgraph_tf.procedures.errors import ProcedureInputError
+
+
+def memgraph_value(value: Any) -> Any:
+    """``value`` with every map in it (nested, and in lists) rebuilt with its keys sorted, lists
+    and tuples as lists: how Memgraph hands a procedure an argument map, and a Bolt client a
+    procedure's result map, whatever order the other side wrote it in
+    (``src/communication/bolt/v1/value.hpp`` ``map_t`` and ``src/query/procedure/
+    mg_procedure_impl.hpp`` ``mgp_map::map_type`` are sorted maps; see
+    :func:`memgraph_tf.embedded.memgraph_map_order`). The client-side procedures take their
+    arguments and give their answers this way, so a map's order never makes them differ from
+    the procedures."""
+    if isinstance(value, Mapping):
+        return {k: memgraph_value(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [memgraph_value(v) for v in value]
+    return value
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ from memgraph_tf.embedded._runtime import (
     ProcedureError,
     ProcedureNotFoundError,
     ResultConversionError,
+    memgraph_map_order,
     parse_procedure_memory_clause,
     procedure_memory_clause,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "ProcedureNotFoundError",
     "ResultConversionError",
     "default_module_paths",
+    "memgraph_map_order",
     "parse_procedure_memory_clause",
     "procedure_memory_clause",
 ]

@@ -470,13 +470,29 @@ def _map_of(
     error: type[Exception],
     message: Callable[[Any], str],
 ) -> dict[str, Any]:
-    """``{k: convert(k, v)}``; raises ``error(message(k))`` for the first key that is not a str."""
+    """``{k: convert(k, v)}`` with its keys in Memgraph's order (:func:`memgraph_map_order`);
+    raises ``error(message(k))`` for the first key that is not a str."""
     out = {}
     for k, v in value.items():
         if not isinstance(k, str):
             raise error(message(k))
         out[k] = convert(k, v)
-    return out
+    return memgraph_map_order(out)
+
+
+def memgraph_map_order(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with its keys sorted, as every map reaches a procedure, is stored and comes back
+    in Memgraph, whatever order the client wrote it in: a Bolt map is decoded into a ``std::map``
+    (``src/communication/bolt/v1/value.hpp`` ``map_t``), a query's map is a ``std::pmr::map``
+    (``src/query/typed_value.hpp`` ``TMap``), the ``mgp_map`` a procedure's argument or a stored
+    map property is built into is one (``src/query/procedure/mg_procedure_impl.hpp``
+    ``mgp_map::map_type``; ``mg_procedure_impl.cpp`` ``mgp_value`` from a ``TypedValue`` or a
+    ``PropertyValue``), and ``py_module.cpp`` ``MgpValueToPyObject`` fills the ``dict`` in that
+    order; a procedure's result map is made by ``mgp_map_make_empty``, sorted too. Those maps
+    compare keys as ``std::string``s, byte by byte as unsigned chars; Python compares ``str``s
+    by code point, and UTF-8 keeps code point order in its bytes, so ``sorted`` gives the same
+    order."""
+    return {k: value[k] for k in sorted(value)}
 
 
 class _ScalarList(tuple):
@@ -498,7 +514,8 @@ def load_value(value: Any) -> Any:
 
 def proc_value(value: Any) -> Any:
     """A stored or argument value as a Python procedure sees it in Memgraph: every list a
-    ``tuple`` (nested, and inside maps), strings cut at the first NUL, maps fresh dicts.
+    ``tuple`` (nested, and inside maps), strings cut at the first NUL, maps fresh dicts with
+    their keys sorted (:func:`memgraph_map_order`).
 
     Memgraph: ``src/query/procedure/py_module.cpp`` ``MgpListToPyTuple`` (lists become tuples) and
     ``MgpValueToPyObject`` (strings through ``PyUnicode_FromString`` of a C string)."""
@@ -509,7 +526,7 @@ def proc_value(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return tuple(map(proc_value, value))
     if isinstance(value, dict):
-        return {k: proc_value(v) for k, v in value.items()}
+        return {k: proc_value(value[k]) for k in sorted(value)}  # (memgraph_map_order)
     return value
 
 
@@ -1560,7 +1577,7 @@ def from_python(value: Any, where: str, store: Store | None) -> Any:
                     f"{where}: a map key of type {type(k).__name__}",
                 )
             out[k] = from_python(v, f"{where}.{k}", store)
-        return out
+        return memgraph_map_order(out)
     if _is_mgp(value, "Vertex"):
         return NodeRef(store, value._vertex.get_id())
     if _is_mgp(value, "Edge"):

@@ -292,12 +292,13 @@ def _options(key: str, value: Any) -> dict[str, Any]:
 def read_steps(where: str, value: Any, key: str) -> dict[str, Any]:
     """One neighbourhood's ``num_neighbors`` as a config holds it (``where`` names it in errors,
     ``key`` is the error's key): a list of ``[edge pattern, [fanout per hop]]`` pairs (what a
-    bundle writes from format :data:`STEP_LIST_FORMAT_VERSION` on: the model's step order), or
-    an object ``{edge pattern: [fanout per hop]}`` (format 1; its order, the sorted one its JSON
-    was written in). Returns ``{pattern: fanouts}`` in that order, the order the bundle samples
-    its steps in. A value of another shape, a malformed pair or a pattern listed twice is a
-    :class:`BundleError` naming ``where`` (and the pair's index); patterns and fanouts themselves
-    are checked by the :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec` built from them."""
+    bundle writes from format :data:`STEP_LIST_FORMAT_VERSION` on: the model's step order, the
+    sorted order of the patterns), or an object ``{edge pattern: [fanout per hop]}`` (format 1;
+    its JSON sorted it). Returns ``{pattern: fanouts}`` in that order, the order the bundle
+    samples its steps in. A value of another shape, a malformed pair, a pattern listed twice or
+    a list out of the patterns' sorted order is a :class:`BundleError` naming ``where`` (and the
+    pair's index); patterns and fanouts themselves are checked by the
+    :class:`~memgraph_tf.typed_sampling.TypedSamplingSpec` built from them."""
     if isinstance(value, Mapping):
         return dict(value)
     if not isinstance(value, (list, tuple)):
@@ -317,7 +318,29 @@ def read_steps(where: str, value: Any, key: str) -> dict[str, Any]:
         if pair[0] in steps:
             raise BundleError(f"{where}[{i}]: edge pattern {pair[0]!r} is listed twice", key=key)
         steps[pair[0]] = pair[1]
+    _check_step_order(where, list(steps), key)
     return steps
+
+
+def _check_step_order(where: str, patterns: list[str], key: str) -> None:
+    """A :class:`BundleError` naming ``where`` when a config's step list is not in the sorted
+    order of its patterns, the order every model and sampler numbers its steps in
+    (:class:`~memgraph_tf.typed_sampling.TypedSamplingSpec`): a model that numbered them in the
+    list's order would read one step's slots as another's. Malformed patterns are left to the
+    spec."""
+    from memgraph_tf.typed_sampling import EdgeStep
+
+    try:
+        canonical = [str(EdgeStep.parse(p)) for p in patterns]
+    except ValueError:
+        return
+    if canonical != sorted(canonical):
+        raise BundleError(
+            f"{where}: the steps {patterns} are not in the sorted order of their patterns, the "
+            "order models number their steps in and the procedures sample them in; export the "
+            "bundle again from a model built with the same num_neighbors",
+            key=key,
+        )
 
 
 def step_pairs(num_neighbors: Mapping[str, Sequence[int]]) -> list[list[Any]]:

@@ -82,6 +82,47 @@ def test_the_same_typed_blobs_byte_for_byte(twin_shops):
     )
 
 
+def _reversed(mapping):
+    return dict(reversed(mapping.items()))
+
+
+def test_any_order_of_the_maps_gives_the_same_bytes_on_both(twin_shops):
+    """Memgraph hands a procedure every argument map with its keys sorted
+    (``src/communication/bolt/v1/value.hpp`` ``map_t``, ``src/query/procedure/
+    mg_procedure_impl.hpp`` ``mgp_map::map_type``): the embedded runtime does too, the client-side
+    procedures get their maps sorted, and the steps are numbered in the patterns' sorted order;
+    so ``num_neighbors``, ``properties`` and ``options`` in any order give the bytes of the sorted
+    maps, the same over Bolt and embedded (``sample_typed`` and ``sample_pairs``, per role)."""
+    embedded, bolt = twin_shops
+    seeds = [0, 5, 199]
+    ordered = {k: NN[k] for k in sorted(NN)}
+    assert list(NN) != list(ordered) != list(_reversed(NN))
+    expected = embedded.sample_typed(seeds, ordered, PROPS, OPTS)
+    for nn, props, opts in (
+        (NN, PROPS, OPTS),
+        (_reversed(NN), _reversed(PROPS), _reversed(OPTS)),
+    ):
+        assert embedded.sample_typed(seeds, nn, props, opts) == expected
+        assert bolt.sample_typed(seeds, nn, props, opts) == expected
+    bought = "(:User)-[:BOUGHT]->(:Product)"
+    role_nn = {
+        "source": {"(:User)-[:FOLLOWS]-(:User)": [2], bought: [3]},
+        "target": {"(:Product)<-[:BOUGHT]-(:User)": [2], "(:Product)-[:IN]->(:Category)": [1]},
+    }
+    pair_opts = {"source_label": "User", "target_label": "Product", "id_property": "id", "seed": 3}
+    sources, targets = [0, 5, 7], [1, 2, 3]
+    want = embedded.sample_pairs(
+        sources,
+        targets,
+        {r: dict(sorted(nn.items())) for r, nn in role_nn.items()},
+        PROPS,
+        pair_opts,
+    )
+    for nn in (role_nn, {r: _reversed(role_nn[r]) for r in ("target", "source")}):
+        for source in (embedded, bolt):
+            assert source.sample_pairs(sources, targets, nn, PROPS, _reversed(pair_opts)) == want
+
+
 def test_the_same_schema(twin_shops):
     embedded, bolt = twin_shops
     # the ArcadeDB server is shared by the suite's modules: other modules' labels are there too

@@ -102,3 +102,74 @@ def test_without_train_ids_the_split_property_is_read(monkeypatch):
         )
     with pytest.raises(ConfigurationError, match=r"where: expected a non-empty name without backq"):
         split_node_ids(source, "User", "train", split_property="a`b")
+
+
+SAME_MODEL_SCRIPT = """
+import numpy as np
+import tensorflow as tf
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+
+from tests.client import typed_kit as kit
+
+graph, _, _, source = kit.shop()
+orders = {"unsorted": dict(reversed(kit.NN.items())), "sorted": dict(sorted(kit.NN.items()))}
+runs = {}
+for name, nn in orders.items():
+    runs[name] = kit.train_users(
+        graph, source, nn, kit.PROPS, kit.OPTIONS,
+        hidden_units=8, batch_size=32, steps=4, eval_every=2, seed=0,
+    )
+a, b = runs["unsorted"], runs["sorted"]
+assert list(a.model.spec.num_neighbors()) == sorted(kit.NN), a.model.spec.num_neighbors()
+assert a.model.get_config()["num_neighbors"] == b.model.get_config()["num_neighbors"]
+wa, wb = a.model.get_weights(), b.model.get_weights()
+assert len(wa) == len(wb) > 0
+assert all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(wa, wb)), "weights differ"
+kept = ("step", "loss", "train_accuracy", "eval_step", "val_accuracy")  # (not the timings)
+assert [a.history[k] for k in kept] == [b.history[k] for k in kept], (a.history, b.history)
+import keras
+
+from memgraph_tf.client.link_prediction import LinkPredictor
+
+dims = {label: ns.width for label, ns in graph.node_sets.items()}
+links = []
+for nn in orders.values():
+    keras.utils.set_random_seed(0)
+    links.append(LinkPredictor("User", nn, dims, hidden_units=8, embedding_dim=4).ensure_built())
+la, lb = (m.get_weights() for m in links)
+assert len(la) == len(lb) > 0 and all(np.array_equal(x, y) for x, y in zip(la, lb))
+print("bit-identical", len(wa), "and", len(la), "weight arrays")
+"""
+
+
+def test_unsorted_steps_train_the_model_of_the_sorted_steps_bit_for_bit():
+    """The same ``num_neighbors`` listed out of the patterns' sorted order (FOLLOWS before
+    BOUGHT: hop 1's User groups swap) trains the very model of the sorted listing: same step
+    numbering, same blobs, same weights bit for bit and the same losses and accuracies (seed 0,
+    TensorFlow pinned to one thread, in a fresh process since the pinning must precede
+    TensorFlow's first op); a link model built from either listing has the same initial
+    weights. Memgraph hands the procedures the map sorted (``src/query/procedure/
+    mg_procedure_impl.hpp`` ``mgp_map::map_type``), so only this order can match it."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    assert list(reversed(kit.NN)) != sorted(kit.NN)
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", SAME_MODEL_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "bit-identical" in proc.stdout

@@ -88,6 +88,19 @@ PROBE = textwrap.dedent(
         return mgp.Record(id=KEPT[-1].id)
 
     @mgp.read_proc
+    def map_keys(ctx: mgp.ProcCtx, m: mgp.Map) -> mgp.Record(keys=list, inner=list):
+        return mgp.Record(keys=list(m), inner=list(m["inner"]))
+
+    @mgp.read_proc
+    def stored_keys(ctx: mgp.ProcCtx, v: mgp.Vertex) -> mgp.Record(keys=list, inner=list):
+        m = v.properties.get("m")
+        return mgp.Record(keys=list(m), inner=list(m["inner"]))
+
+    @mgp.read_proc
+    def unsorted_map(ctx: mgp.ProcCtx) -> mgp.Record(m=mgp.Map):
+        return mgp.Record(m={"b": 1, "inner": {"y": 1, "x": 2}, "a": 0})
+
+    @mgp.read_proc
     def args(ctx: mgp.ProcCtx, x: mgp.Number, y: mgp.Nullable[float] = None,
              z: mgp.List[mgp.Nullable[int]] = [1]
              ) -> mgp.Record(x=mgp.Number, y=mgp.Nullable[float], z=list):
@@ -246,6 +259,33 @@ def test_argument_types_and_defaults(graph):
     other.add_node()
     with pytest.raises(ArgumentTypeError, match=r"the node NodeRef\(0\) belongs to another graph"):
         graph.call("probe.keep", other.node(0))
+
+
+# keys out of order, some beyond ASCII: "é" (UTF-8 C3 A9), U+FFFF (EF BF BF), "😀" (F0 9F 98 80)
+UNSORTED_KEYS = ["z", "\U0001f600", "inner", "\uffff", "B", "\u00e9", "a"]
+
+
+def test_maps_reach_procedures_and_clients_with_their_keys_sorted(graph):
+    """Memgraph keeps every map sorted by key: a Bolt map is decoded into a ``std::map``
+    (``src/communication/bolt/v1/value.hpp`` ``map_t``), a query's map is a ``std::pmr::map``
+    (``src/query/typed_value.hpp`` ``TMap``), and the ``mgp_map`` built for a procedure from an
+    argument or a stored map property is one (``src/query/procedure/mg_procedure_impl.hpp``
+    ``mgp_map::map_type``, filled in ``mg_procedure_impl.cpp``'s ``mgp_value`` constructors),
+    which ``py_module.cpp`` ``MgpValueToPyObject`` copies into the ``dict`` in order; a result
+    map is made by ``mgp_map_make_empty``. Keys compare as ``std::string``s (bytes, unsigned),
+    which for UTF-8 is Python's code point order."""
+    by_bytes = sorted(UNSORTED_KEYS, key=lambda k: k.encode("utf-8"))
+    assert by_bytes == sorted(UNSORTED_KEYS) != UNSORTED_KEYS
+    inner = {"y": 1, "x": 2}
+    given = {k: (inner if k == "inner" else 0) for k in UNSORTED_KEYS}
+    expected = [{"keys": by_bytes, "inner": ["x", "y"]}]
+    assert graph.call("probe.map_keys", given) == expected
+    graph.set_property(0, "m", given)
+    assert graph.call("probe.stored_keys", graph.node(0)) == expected
+    stored = graph.get_property(0, "m")  # as a Bolt client reads it back
+    assert list(stored) == by_bytes and list(stored["inner"]) == ["x", "y"]
+    (row,) = graph.call("probe.unsorted_map")
+    assert list(row["m"]) == ["a", "b", "inner"] and list(row["m"]["inner"]) == ["x", "y"]
 
 
 def test_unknown_procedure(graph):

@@ -192,21 +192,22 @@ def typed_config(typed, format_version=bundle.BUNDLE_FORMAT_VERSION):
     return BundleConfig.from_dict({**with_(**empty, format_version=format_version), "typed": typed})
 
 
-def test_a_typed_config_keeps_the_models_step_order_through_its_json():
-    """JSON objects have no order and the config's JSON sorts keys: the steps are written as a
-    list of [pattern, fanouts] pairs, read back in that order, and sampled in it."""
+def test_a_typed_config_writes_the_models_step_order_the_sorted_one_through_its_json():
+    """Steps given out of order are numbered in the patterns' sorted order (the model's order,
+    :class:`TypedSamplingSpec`); the config writes them as a list of [pattern, fanouts] pairs in
+    it, reads them back in it, and samples in it."""
     assert sorted(UNSORTED) != list(UNSORTED)
     cfg = typed_config(TYPED)
     text = cfg.to_json()
-    assert json.loads(text)["typed"]["num_neighbors"] == [[FOLLOWS, [2]], [BOUGHT, [3]]]
+    assert json.loads(text)["typed"]["num_neighbors"] == [[BOUGHT, [3]], [FOLLOWS, [2]]]
     again = BundleConfig.from_json(text)
-    assert list(again.typed["num_neighbors"]) == [FOLLOWS, BOUGHT]
+    assert list(again.typed["num_neighbors"]) == [BOUGHT, FOLLOWS]
     assert again == cfg and again.to_json() == text
     nn, _, _ = bundle.inference_sampling(again).typed_arguments()
-    assert list(nn.items()) == [(FOLLOWS, [2]), (BOUGHT, [3])]
+    assert list(nn.items()) == [(BOUGHT, [3]), (FOLLOWS, [2])]
 
 
-def test_a_link_config_keeps_each_roles_step_order_through_its_json():
+def test_a_link_config_writes_each_roles_steps_in_sorted_order_through_its_json():
     link = {
         "source_label": "User",
         "target_label": "User",
@@ -217,13 +218,34 @@ def test_a_link_config_keeps_each_roles_step_order_through_its_json():
     cfg = BundleConfig.from_dict({**with_(**empty, format_version=2), "link": link})
     written = json.loads(cfg.to_json())["link"]["num_neighbors"]
     assert written == {
-        "source": [[FOLLOWS, [2]], [BOUGHT, [3]]],
-        "target": [[FOLLOWS, [1]], [BOUGHT, [1]]],
+        "source": [[BOUGHT, [3]], [FOLLOWS, [2]]],
+        "target": [[BOUGHT, [1]], [FOLLOWS, [1]]],
     }
     sampling = bundle.inference_sampling(BundleConfig.from_json(cfg.to_json()))
     nn, _, _ = sampling.pair_arguments()
-    assert [list(nn[role]) for role in ("source", "target")] == [[FOLLOWS, BOUGHT]] * 2
-    assert list(sampling.role_arguments("target")[0]) == [FOLLOWS, BOUGHT]
+    assert [list(nn[role]) for role in ("source", "target")] == [[BOUGHT, FOLLOWS]] * 2
+    assert list(sampling.role_arguments("target")[0]) == [BOUGHT, FOLLOWS]
+
+
+def test_a_step_list_out_of_sorted_order_is_refused_naming_it():
+    """A config listing its steps out of the patterns' sorted order was written for a model that
+    numbered its steps otherwise than every sampler does: refused, not reordered."""
+    with pytest.raises(
+        BundleError,
+        match=r"typed.num_neighbors: the steps .* are not in the "
+        r"sorted order of their patterns",
+    ) as info:
+        typed_config({**TYPED, "num_neighbors": [[FOLLOWS, [2]], [BOUGHT, [3]]]})
+    assert info.value.key == "typed"
+    link = {
+        "source_label": "User",
+        "target_label": "User",
+        "num_neighbors": {"source": [[BOUGHT, [1]]], "target": [[FOLLOWS, [1]], [BOUGHT, [1]]]},
+        "properties": {"User": ["features"]},
+    }
+    with pytest.raises(BundleError, match=r"link.num_neighbors.target: the steps \[") as info:
+        bundle.LinkSampling.from_mapping(link)
+    assert info.value.key == "link"
 
 
 def test_a_config_is_written_in_the_oldest_format_that_holds_it(sage_op_bundle):

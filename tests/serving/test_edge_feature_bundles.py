@@ -160,16 +160,16 @@ def unsorted_in_process(source, model) -> np.ndarray:
 def test_a_model_with_edge_features_on_unsorted_steps_serves_by_node_id_as_in_process(
     unsorted_kit,
 ):
-    """The bundle keeps the model's step order (its config lists the steps as pairs), so the
-    blob it samples by node_id has the slot groups and the edge sections ``edge_*_h1_s{i}`` the
-    model reads: REST ``:classify`` answers as the model in process on ``sample_typed`` with the
-    model's ``num_neighbors``."""
+    """The model numbers the steps in the patterns' sorted order, as every sampler does, and the
+    bundle keeps it (its config lists the steps as pairs), so the blob it samples by node_id has
+    the slot groups and the edge sections ``edge_*_h1_s{i}`` the model reads: REST ``:classify``
+    answers as the model in process on ``sample_typed`` with the unsorted ``num_neighbors``."""
     source, model, path = unsorted_kit
     config = bundle.read_bundle_config(path)
-    assert list(config.typed["num_neighbors"]) == list(UNSORTED_NN)
+    assert list(config.typed["num_neighbors"]) == sorted(UNSORTED_NN)
     assert {"edge_num_h1_s0", "edge_num_h1_s1"} <= set(config.sections)
     slots = [config.sections[f"edge_has_h1_s{i}"][1][1] for i in (0, 1)]
-    assert slots == [3, 2]  # the steps' fanouts, in the model's order
+    assert slots == [2, 3]  # the steps' fanouts, in the model's (sorted) order
     got = classified_over_rest(path, source, "accounts", IDS)
     np.testing.assert_allclose(got, unsorted_in_process(source, model), rtol=1e-5, atol=1e-5)
 
@@ -183,7 +183,7 @@ def test_batch_and_beam_sample_the_unsorted_steps_in_the_models_order(unsorted_k
 
     source, model, path = unsorted_kit
     spec = ModelSpec.resolve(bundle=path)
-    assert list(spec.sampling().typed_arguments()[0].items()) == list(UNSORTED_NN.items())
+    assert list(spec.sampling().typed_arguments()[0].items()) == sorted(UNSORTED_NN.items())
     assert_batch_writes_classes(
         EmbeddedSource(transfer_graph(200, seed=3)),  # (a fresh graph: the run writes to it)
         path,

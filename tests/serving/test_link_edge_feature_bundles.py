@@ -138,9 +138,10 @@ def test_in_process_batch_scoring_samples_the_edge_spec_and_equals_rest(link_kit
 def test_a_model_with_edge_features_on_unsorted_steps_serves_pair_ids_as_in_process(tmp_path):
     """Both roles list their two steps out of sorted order (TAGGED before LINK, different
     fanouts), each step with edge features (``LINK`` relationships have no ``weight``: all
-    missing). The link bundle keeps each role's step order, so the pair blob it samples has the
-    edge sections ``{src,dst}.edge_*_h1_s{i}`` of the model's step indices: REST ``:regress``
-    answers as ``predict_links``."""
+    missing). The model numbers each role's steps in the patterns' sorted order and the link
+    bundle keeps it, so the pair blob it samples has the edge sections
+    ``{src,dst}.edge_*_h1_s{i}`` of the model's step indices: REST ``:regress`` answers as
+    ``predict_links``."""
     import keras
 
     from memgraph_tf.client.link_prediction import LinkPredictor
@@ -157,14 +158,14 @@ def test_a_model_with_edge_features_on_unsorted_steps_serves_pair_ids_as_in_proc
     info = export_link_bundle(model, tmp_path, "links", 1, decoder="op", sample_options=OPTIONS)
     config = bundle.read_bundle_config(info.path)
     assert {r: list(s) for r, s in config.link["num_neighbors"].items()} == {
-        r: list(s) for r, s in nn.items()
+        r: sorted(s) for r, s in nn.items()
     }
     shapes = {n: config.sections[n][1][1] for n in config.sections if ".edge_has_h1_" in n}
-    assert shapes == {
-        "src.edge_has_h1_s0": 3,
-        "src.edge_has_h1_s1": 1,
-        "dst.edge_has_h1_s0": 2,
-        "dst.edge_has_h1_s1": 3,
+    assert shapes == {  # (LINK sorts first)
+        "src.edge_has_h1_s0": 1,
+        "src.edge_has_h1_s1": 3,
+        "dst.edge_has_h1_s0": 3,
+        "dst.edge_has_h1_s1": 2,
     }
     source, pos, neg = graph_source()
     pairs = np.concatenate([pos[:3], neg[:3]])

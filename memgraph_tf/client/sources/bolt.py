@@ -320,10 +320,12 @@ class BoltSource(GraphSource):
     def call_procedure(self, procedure: Procedure, args: tuple) -> Any:
         """With the ``tf_features`` procedures (:meth:`has_procedures`): one ``CALL`` of
         ``procedure`` (:meth:`_call`); without them: the procedure's own code on the client
-        (:data:`CLIENT_SIDE`), over plain Cypher, with the same answer for the same graph."""
+        (:data:`CLIENT_SIDE`), over plain Cypher, with the same answer for the same graph (maps
+        in and out sorted by key, as Memgraph hands them over)."""
         if self.has_procedures():
             return procedure.answer_of(self._call(procedure, dict(zip(procedure.params, args))))
-        return CLIENT_SIDE[procedure.name](self, *args)
+        value = _fallback().memgraph_value
+        return value(CLIENT_SIDE[procedure.name](self, *map(value, args)))
 
     def _call(self, procedure: Procedure, params: dict[str, Any]) -> list[dict[str, Any]]:
         """``CALL procedure($a, $b, ...) [PROCEDURE MEMORY ...] YIELD fields RETURN fields`` with
