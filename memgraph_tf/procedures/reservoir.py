@@ -209,14 +209,19 @@ class Reservoir:
             i = rng.randrange(len(self.rels))
             self.keys[i], self.rels[i], self.internals[i] = key, rel, internal
 
-    def delete(self, rel: int) -> None:
-        """One deleted relationship of the step."""
-        self.degree = max(0, self.degree - 1)
+    def delete(self, rel: int, of_step: bool = True) -> None:
+        """One deleted relationship: a member leaves (``c1 += 1``); a non-member counts
+        (``c2 += 1``) when ``of_step`` (its other end had the step's neighbour label), else it
+        was never of the step and changes nothing. Either way the degree falls by one when
+        the relationship counted toward it (a member, or ``of_step``)."""
         try:
             i = self.rels.index(rel)
         except ValueError:
-            self.c2 += 1
+            if of_step:
+                self.degree = max(0, self.degree - 1)
+                self.c2 += 1
             return
+        self.degree = max(0, self.degree - 1)
         self.c1 += 1
         last = len(self.rels) - 1  # swap with the last member, then drop it
         for members in (self.keys, self.rels, self.internals):
@@ -348,12 +353,16 @@ class WeightedReservoir:
             self.threshold = self.priorities[least]
             self._drop(least)
 
-    def delete(self, rel: int) -> None:
-        """One deleted relationship of the step: a member leaves (the reservoir shrinks; the
-        threshold stays, so the rest are still the relationships of largest priority)."""
-        self.degree = max(0, self.degree - 1)
+    def delete(self, rel: int, of_step: bool = True) -> None:
+        """One deleted relationship: a member leaves (the reservoir shrinks; the threshold
+        stays, so the rest are still the relationships of largest priority). The degree falls by
+        one when it counted toward it: a member, or ``of_step`` (its other end had the step's
+        neighbour label; else it was never of the step and changes nothing)."""
         if rel in self.rels:
             self._drop(self.rels.index(rel))
+        elif not of_step:
+            return
+        self.degree = max(0, self.degree - 1)
 
     def _columns(self) -> tuple[list, ...]:
         return (self.keys, self.rels, self.internals, self.weights, self.priorities)
@@ -885,28 +894,42 @@ def _step_kinds(change: Mapping[str, Any], opts: BuildOptions) -> tuple[str, ...
 
 def _per_node(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[int, list[tuple]]:
     """The changes of the step per endpoint node: ``(seq, order, kind, relationship, other
-    end, its key, node is the start)`` rows (with ``neighbour_label``, only those whose other
-    end has it)."""
+    end, its key, node is the start, of the step)`` rows. ``of the step``: whether the other end
+    has ``neighbour_label`` (always, without one): it has it now, or it is a node this call's
+    changes delete and their deletion lists it among its ``labels``. A created relationship
+    not of the step is left out; a deleted one is kept (:func:`_apply`: it still leaves the
+    reservoir when it is a member -- its other end may be gone, or have lost the label, since it
+    joined)."""
     if not isinstance(changes, (list, tuple)):
         raise OptionError(f"changes: expected a list of change maps, got {describe_value(changes)}")
     per_node: dict[int, list[tuple]] = {}
     types = None if opts.edge_types is None else set(opts.edge_types)
+    gone: dict[int, bool] = {}  # a node these changes delete -> whether it had neighbour_label
     for i, change in enumerate(changes):
         if i % ABORT_CHECK_EVERY == 0:
             store.check_abort()
         if not isinstance(change, Mapping):
             raise OptionError(f"changes[{i}]: expected a change map, got {describe_value(change)}")
+        if change.get("entity") == "node" and change.get("kind") == "deleted":
+            labels = change.get("labels")
+            gone[change.get("element_id")] = isinstance(labels, (list, tuple)) and (
+                opts.neighbour_label in labels
+            )
         kinds = _step_kinds(change, opts)
         if not kinds or (types is not None and change.get("rel_type") not in types):
             continue
         for node, other, key, outgoing in _endpoints(change, opts, i):
             for order, kind in enumerate(kinds):
-                row = (change["seq"], order, kind, change["element_id"], other, key, outgoing)
+                row = (change["seq"], order, kind, change["element_id"], other, key, outgoing, True)
                 per_node.setdefault(node, []).append(row)
     if opts.neighbour_label is not None:
         others = sorted({row[4] for rows in per_node.values() for row in rows})
         ok = dict(zip(others, store.labelled(others, opts.neighbour_label)))
-        per_node = {n: [r for r in rows if ok[r[4]]] for n, rows in per_node.items()}
+        ok.update((n, had) for n, had in gone.items() if n in ok and not ok[n])
+        per_node = {
+            n: [(*r[:7], ok[r[4]]) for r in rows if ok[r[4]] or r[2] == "deleted"]
+            for n, rows in per_node.items()
+        }
     return per_node
 
 
@@ -919,7 +942,7 @@ def _weights(
     wanted = [(r[4], r[3], not r[6]) for r in fresh if r[2] == "created"]
     values = store.relationship_values(wanted, opts.weight or "")
     out: dict[int, float | None] = {}
-    for *_, rel, other, key, outgoing in (r for r in fresh if r[2] == "created"):
+    for *_, rel, other, key, outgoing, _ in (r for r in fresh if r[2] == "created"):
         if rel not in values:
             out[rel] = None
             continue
@@ -949,9 +972,9 @@ def _apply(
         return None, 0, skipped
     rng = rng_for(res.seed, f"reservoir/{key}/{fresh[0][0]}")
     weights = _weights(store, opts, node, fresh) if weighted else {}
-    for _, _, kind, rel, other, nkey, _ in fresh:
+    for _, _, kind, rel, other, nkey, _, of_step in fresh:
         if kind == "deleted":
-            res.delete(rel)
+            res.delete(rel, of_step)
         elif weighted:
             res.insert(rel, nkey, other, weights[rel], rng)
         else:
@@ -969,7 +992,10 @@ def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str,
     changes of one call draw from ``rng_for(seed, "reservoir/<key>/<first seq>")``. A weighted
     step reads each created relationship's weight from the graph (one that is gone never joins:
     its deletion follows in the log); a bad weight raises naming the relationship, the property
-    and the value. Returns ``{"applied", "skipped" (changes at or below applied_seq), "updated"
+    and the value. With ``neighbour_label`` a created relationship counts when its other end has
+    the label now (or this call's changes delete that node listing it); a deleted one always
+    leaves the reservoir when it is a member, and otherwise lowers the degree only under the
+    same rule. Returns ``{"applied", "skipped" (changes at or below applied_seq), "updated"
     (reservoirs written), "short" (of those, reservoirs holding fewer than their capacity)}``."""
     per_node = _per_node(store, changes, opts)
     nodes = sorted(per_node)

@@ -374,3 +374,41 @@ def test_a_typed_steps_reservoir_is_maintained_from_changes_to_its_neighbour_lab
         1,
     )  # the :Bot's relationship: not of the step
     assert stored(g, product, name).degree == before.degree + 1
+
+
+def test_a_deleted_relationship_leaves_whatever_its_neighbour_holds_now():
+    """A deleted relationship of a typed step is not filtered by ``neighbour_label`` (its other
+    end may be gone, or have lost the label): a member leaves, a non-member counts when its other
+    end has the label or the same changes delete it listing the label, and one to a node that
+    never had the label changes nothing. Memgraph logs each relationship a ``DETACH DELETE``
+    removes (memgraph/memgraph src/query/plan/operator.cpp, the DeleteCursor's detach branch;
+    tests/e2e/triggers/on_delete_triggers.cpp), alongside the node's own deletion."""
+    g = EmbeddedGraph()
+    product = g.add_node(["Product"], {"id": 7})
+    buyer, rel = {}, {}
+    for key in [*range(1000, 1120), 6000]:
+        buyer[key] = g.add_node(["Bot"] if key == 6000 else ["User"], {"id": key})
+        rel[key] = g.add_edge(buyer[key], product, "BOUGHT")
+    source = EmbeddedSource(g)
+    log = ChangeLog(source)
+    build_reservoirs(source, {"capacity": 20, "seed": 2, **TYPED_STEP}, log=log)
+    name = property_name(("BOUGHT",), "in", "id", "User")
+    before = stored(g, product, name)
+    member = before.keys[0]  # loses the label, then its relationship
+    outside = min(k for k in range(1000, 1120) if k not in before.keys)  # deleted with its node
+
+    def deleted(key: int) -> Change:
+        return Change("deleted", "relationship", rel[key], rel_type="BOUGHT",
+                      start_id=buyer[key], end_id=product, start_key=key, end_key=7)  # fmt: skip
+
+    for key in (member, outside, 6000):
+        g.delete_edge(rel[key])
+        g.remove_label(buyer[key], "Bot" if key == 6000 else "User")
+    gone = Change("deleted", "node", buyer[outside], key=outside, labels=("User",))
+    log.record([deleted(member), deleted(outside), gone, deleted(6000)])
+    step = {k: TYPED_STEP[k] for k in ("edge_types", "direction", "id_property", "neighbour_label")}
+    totals, _ = apply_to_reservoirs(log, step)
+    after = stored(g, product, name)
+    assert totals["updated"] == 1 and rel[member] not in after.rels
+    assert (after.degree, after.c1, after.c2) == (before.degree - 2, 1, 1)
+    assert sorted(after.keys) == sorted(k for k in before.keys if k != member)

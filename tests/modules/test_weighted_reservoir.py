@@ -281,6 +281,34 @@ def test_update_reads_a_bad_weight_and_names_the_relationship():
         apply_to_reservoirs(log, STEP)
 
 
+def test_a_deleted_relationship_leaves_whatever_its_neighbour_holds_now():
+    """A deleted relationship is not filtered by ``neighbour_label``: a member whose neighbour
+    lost the label leaves, and a non-member deleted with its node (Memgraph logs each
+    relationship a ``DETACH DELETE`` removes: memgraph/memgraph src/query/plan/operator.cpp, the
+    DeleteCursor's detach branch) lowers the degree when the node's deletion lists the label."""
+    g, hub, node = star()
+    node[900] = g.add_node(["Acct"], {"id": 900})
+    zero = g.add_edge(hub, node[900], "PAID", {"w": 0.0})  # weight 0: never a member
+    log = ChangeLog(EmbeddedSource(g))
+    build(g)
+    before = stored(g, hub)
+    rel, key = before.rels[0], before.keys[0]
+    g.remove_label(node[key], "Acct")
+    g.delete_edge(rel)
+    g.delete_edge(zero)
+    g.remove_label(node[900], "Acct")
+    gone = Change("deleted", "node", node[900], key=900, labels=("Acct",))
+    log.record(
+        [change("deleted", rel, hub, node[key], key), change("deleted", zero, hub, node[900], 900)]
+        + [gone]
+    )
+    totals, _ = apply_to_reservoirs(log, STEP)
+    after = stored(g, hub)
+    assert (totals["applied"], totals["updated"], totals["short"]) == (2, 1, 1)
+    assert rel not in after.rels and after.degree == before.degree - 2
+    assert key not in slots(g, fanout=len(after.keys), reservoir_threshold=0)
+
+
 # -- statistics ----------------------------------------------------------------------------------
 def stat_weight(rel: int) -> float:
     return float(1 + rel % 5)
