@@ -466,10 +466,11 @@ class BoundedReads:
     Guarantees (:meth:`fill`): a node whose reservoir (the step's property, :func:`property_name`)
     records a degree above ``threshold`` draws from its members' distinct keys, sorted (a
     weighted step's, ``weight``: from its :class:`WeightedMembers`); any other node is left to
-    the exact path. A reservoir of another format, or one holding fewer distinct
-    neighbours than a hop's fanout (a capacity below it, or a reservoir shrunk by deletions),
-    raises naming ``options.reservoir_threshold``, the node and what to do; nothing is drawn in
-    silence from a reservoir that cannot fill the slots."""
+    the exact path. A reservoir of another format, one of a capacity below a hop's fanout, or
+    one holding fewer distinct neighbours than the draw needs (a hop's fanout; with ``replace``
+    one; none for a complete weighted reservoir, which pads as the exact path does) raises
+    naming ``options.reservoir_threshold``, the node and what to do; nothing is drawn in silence
+    from a reservoir that cannot fill the slots as the exact path would."""
 
     def __init__(
         self,
@@ -480,12 +481,14 @@ class BoundedReads:
         label: str | None = None,
         register: Any = None,
         weight: str | None = None,
+        replace: bool = False,
     ) -> None:
         self.threshold = threshold
         self.weight = weight
+        self.replace = replace
         self.name = property_name(edge_types, direction, id_property, label, weight)
         self._register = register  # typed steps: (internals, keys) -> None; nodes by internal id
-        self._drawn: dict[int, tuple[int, int]] = {}  # node -> (capacity, distinct members)
+        self._drawn: dict[int, tuple[int, int, bool]] = {}  # node -> (capacity, distinct, complete)
         self._members: set[int] = set()  # the keys of the reservoirs' members met so far
 
     @classmethod
@@ -496,7 +499,11 @@ class BoundedReads:
         if options.reservoir_threshold is None:
             return None
         return cls(
-            options.reservoir_threshold, options.edge_types, options.direction, options.id_property
+            options.reservoir_threshold,
+            options.edge_types,
+            options.direction,
+            options.id_property,
+            replace=options.replace,
         )
 
     def fill(
@@ -531,7 +538,7 @@ class BoundedReads:
                 if reservoir.degree <= self.threshold:
                     continue
                 pairs = sorted(set(zip(reservoir.keys, reservoir.internals)))
-                self._drawn[key] = (reservoir.capacity, len(pairs))
+                self._drawn[key] = (reservoir.capacity, len(pairs), False)
                 self._check(access, key, fanout, hop)
                 if self._register is None:
                     distinct = [k for k, _ in pairs]
@@ -549,7 +556,7 @@ class BoundedReads:
         """The :class:`WeightedMembers` a weighted step's node draws from, checked against the
         fanout, its members registered as :meth:`fill` registers them."""
         pairs = sorted(set(zip(res.keys, res.internals)))
-        self._drawn[key] = (res.capacity, len(pairs))
+        self._drawn[key] = (res.capacity, len(pairs), res.threshold == LOWEST)
         self._check(access, key, fanout, hop)
         if self._register is None:  # (weighted steps are typed; kept for an untyped access)
             ids = [k for k, _ in pairs]
@@ -575,19 +582,29 @@ class BoundedReads:
             access.properties(drawn[start : start + READ_CHUNK], [])
 
     def _check(self, access: GraphAccess, key: int, fanout: int, hop: int) -> None:
-        capacity, distinct = self._drawn[key]
+        """Refuses a reservoir of a capacity below ``fanout``, and one holding fewer distinct
+        neighbours than the draw needs: ``fanout`` without replacement, one with replacement,
+        none when it is complete (a weighted reservoir holding every relationship of positive
+        weight: the exact path's population, so its draw pads as the exact one does)."""
+        capacity, distinct, complete = self._drawn[key]
         if capacity < fanout:
             raise OptionError(
                 f"options.reservoir_threshold: {access.node_name(key)} has a reservoir "
                 f"({self.name!r}) of capacity {capacity}, below hop {hop}'s fanout {fanout}: "
                 f"rebuild it with options.capacity >= {fanout} (tf_features.build_reservoirs)"
             )
-        if distinct < fanout:
+        need = 0 if complete else min(fanout, 1) if self.replace else fanout
+        if distinct < need:
+            below = (
+                f"below the one neighbour hop {hop}'s draw with replacement needs"
+                if self.replace
+                else f"below hop {hop}'s fanout {fanout}"
+            )
             raise OptionError(
                 f"options.reservoir_threshold: {access.node_name(key)} has a reservoir "
                 f"({self.name!r}) holding {distinct} distinct neighbours (capacity {capacity}, "
-                f"shrunk by deletions or parallel relationships), below hop {hop}'s fanout "
-                f"{fanout}: rebuild it (tf_features.build_reservoirs)"
+                f"shrunk by deletions or parallel relationships), {below}: rebuild it "
+                "(tf_features.build_reservoirs)"
             )
 
 
@@ -983,6 +1000,14 @@ def _apply(
     return res, len({c[0] for c in fresh}), skipped
 
 
+def _is_short(res: Reservoir | WeightedReservoir) -> bool:
+    """Whether ``res`` holds fewer members than its capacity, a weighted reservoir holding
+    every relationship of positive weight (threshold :data:`LOWEST`: complete) excepted: what
+    :func:`update` reports as ``short``."""
+    complete = isinstance(res, WeightedReservoir) and res.threshold == LOWEST
+    return len(res.rels) < res.capacity and not complete
+
+
 def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str, int]:
     """``tf_features.update_reservoirs``: applies the relationship changes of the step (created,
     deleted; for a weighted step also updated where the weight was set or removed: a deletion,
@@ -996,7 +1021,8 @@ def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str,
     the label now (or this call's changes delete that node listing it); a deleted one always
     leaves the reservoir when it is a member, and otherwise lowers the degree only under the
     same rule. Returns ``{"applied", "skipped" (changes at or below applied_seq), "updated"
-    (reservoirs written), "short" (of those, reservoirs holding fewer than their capacity)}``."""
+    (reservoirs written), "short" (of those, reservoirs holding fewer than their capacity, but
+    complete weighted ones: :func:`_is_short`)}``."""
     per_node = _per_node(store, changes, opts)
     nodes = sorted(per_node)
     name = opts.name
@@ -1019,7 +1045,7 @@ def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str,
                 continue
             stats["applied"] += applied
             stats["updated"] += 1
-            stats["short"] += len(res.rels) < res.capacity
+            stats["short"] += _is_short(res)
             rows.append((internal, res.encode()))
         store.write(rows, name)
     return stats

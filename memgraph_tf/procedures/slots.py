@@ -199,6 +199,7 @@ class Role:
                 step.right,
                 register=functools.partial(keys.add, step.right),
                 weight=step.weight,
+                replace=step.replace,
             )
         return self.bounded[step]
 

@@ -135,6 +135,7 @@ def hub_case_graph() -> EmbeddedGraph:
         ((["E"], "both", None), [FORMAT - 1, *reservoir(3, 7, [1, 2, 3])[1:]]),  # old format
         ((["E", "G"], "out", None), "not a reservoir"),
         ((["E", "G"], "both", None), reservoir(3, 7, [1, 2, 3])[:-1]),  # truncated
+        ((["G"], "out", None), reservoir(3, 7, [])),  # every member deleted
         ((["E"], "out", "id"), reservoir(3, 7, [1, 2, 999], [1, 2, 999])),  # a deleted member
         ((["E"], "out", None, "H", "w"), "not a reservoir"),  # a weighted step's
         ((["E"], "in", None, "H", "w"), [WEIGHTED_FORMAT, 3, 7, 0, 0, 3, 0] + [1] * 14),
@@ -220,6 +221,14 @@ CASES = {
         ([0], [3], [], {**RESERVOIR, "edge_types": ["E"], "direction": "in"}),
         rf"^options\.reservoir_threshold: node 0 has a reservoir \({RESERVOIR_NAME}\) holding 2 "
         r"distinct neighbours \(capacity 5, shrunk by deletions",
+        "hubs",
+    ),
+    "bounded: an empty reservoir drawn with replacement": Case(
+        "sample",
+        ([0], [3], [], {**RESERVOIR, "edge_types": ["G"], "direction": "out", "replace": True}),
+        rf"^options\.reservoir_threshold: node 0 has a reservoir \({RESERVOIR_NAME}\) holding 0 "
+        r"distinct neighbours \(capacity 3, shrunk by deletions or parallel relationships\), "
+        r"below the one neighbour hop 1's draw with replacement needs: rebuild it ",
         "hubs",
     ),
     "bounded: a reservoir of an older format": Case(

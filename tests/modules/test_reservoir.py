@@ -302,6 +302,37 @@ def test_a_reservoir_shrunk_below_the_fanout_is_refused_naming_the_node():
     )
 
 
+def test_with_replacement_a_reservoir_shrunk_below_the_fanout_draws_from_its_members():
+    """With replacement a reservoir needs one distinct neighbour, not the fanout (the exact
+    path's draw with replacement fills f slots from d >= 1 neighbours)."""
+    g, hub, _ = star()
+    source = EmbeddedSource(g)
+    log = ChangeLog(source)
+    build_reservoirs(source, {"capacity": 12, "seed": 3, **STEP}, log=log)
+    res = stored(g, hub)
+    members = list(zip(res.rels, res.keys))
+
+    def delete(part: list) -> None:
+        log.record(
+            Change("deleted", "relationship", rel, rel_type="E", start_id=hub, end_id=key)
+            for rel, key in part
+        )
+        apply_to_reservoirs(log, STEP)  # (re-applying the earlier changes: skipped)
+
+    delete(members[:11])
+    [left] = stored(g, hub).keys
+    assert ids(g, hub, [10], reservoir_threshold=0, replace=True) == [[hub], [[left] * 10]]
+    delete(members[11:])
+    assert stored(g, hub).keys == []
+    options = {"reservoir_threshold": 0, **STEP, "replace": True}
+    text = failure(g, "tf_features.sample", [hub], [10], [], options)
+    assert text.endswith(
+        f"options.reservoir_threshold: node {hub} has a reservoir ({NAME!r}) holding 0 distinct "
+        "neighbours (capacity 12, shrunk by deletions or parallel relationships), below the one "
+        "neighbour hop 1's draw with replacement needs: rebuild it (tf_features.build_reservoirs)"
+    )
+
+
 # -- typed steps (tf_features.sample_typed) -------------------------------------------------------
 def shop(buyers: int = 120) -> tuple[EmbeddedGraph, int]:
     """One product bought by ``buyers`` users (ids 1000 + i) and a category; the product's id is

@@ -136,6 +136,23 @@ def test_a_node_with_few_relationships_of_positive_weight_keeps_them_all():
     assert sorted(res.keys) == [1, 2, 3, 4] and res.threshold == LOWEST and res.degree == 30
 
 
+def test_a_complete_reservoir_pads_as_the_exact_path_and_is_not_short():
+    """A reservoir holding every relationship of positive weight (threshold LOWEST) is the exact
+    path's population: fewer distinct neighbours than the fanout pad, with or without the
+    reservoir, and maintenance does not report it short."""
+    g = EmbeddedGraph()
+    hub = g.add_node(["Acct"], {"id": 0})
+    for key in range(1, 31):
+        g.add_edge(hub, g.add_node(["Acct"], {"id": key}), "PAID", {"w": float(key <= 4)})
+    log = ChangeLog(EmbeddedSource(g))
+    build(g)
+    assert slots(g, reservoir_threshold=0) == slots(g) == [1, 2, 3, 4, -1]
+    leaf = g.add_node(["Acct"], {"id": 31})
+    log.record([change("created", g.add_edge(hub, leaf, "PAID", {"w": 0.0}), hub, leaf, 31)])
+    totals, _ = apply_to_reservoirs(log, STEP)
+    assert (totals["updated"], totals["short"]) == (1, 0) and stored(g, hub).degree == 31
+
+
 # -- the draw ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("pattern", [PATTERN, REPLACE])
 def test_a_weighted_hub_draws_from_its_reservoir_by_the_reservoir_rule(pattern):
@@ -161,6 +178,35 @@ def test_members_without_a_node_and_a_draw_with_fewer_neighbours_than_slots():
     mask: list[bool] = []
     ReservoirDrawer(3).draw_parent(random.Random(1), fewer, out, mask)
     assert (out, mask) == ([3, 8, -1], [True, True, False])  # d <= f: all, then padding
+
+
+def test_with_replacement_a_shrunk_reservoir_draws_while_it_holds_a_neighbour():
+    """A draw with replacement needs one distinct neighbour, not the fanout: a reservoir shrunk
+    below the fanout draws its slots from its members; without replacement it is refused."""
+    g, hub, node = star(60)
+    log = ChangeLog(EmbeddedSource(g))
+    build(g)
+    res = stored(g, hub)
+    assert res.threshold > LOWEST
+    log.record(change("deleted", r, hub, node[k], k) for r, k in list(zip(res.rels, res.keys))[2:])
+    totals, _ = apply_to_reservoirs(log, STEP)
+    kept = stored(g, hub)
+    assert totals["short"] == 1 and len(kept.keys) == 2
+    expected: list[int] = []
+    ReservoirDrawer(5, True).draw_parent(rng_for(4, 0), members_of(kept), expected, [])
+    assert slots(g, REPLACE, reservoir_threshold=0) == expected
+    assert set(expected) <= set(kept.keys)
+    text = failure(
+        g,
+        "tf_features.sample_typed",
+        [0],
+        {PATTERN: [5]},
+        {},
+        {"label": "Acct", "id_property": "id", "reservoir_threshold": 0},
+    )
+    assert text.endswith("holding 2 distinct neighbours (capacity 24, shrunk by deletions or "
+                         "parallel relationships), below hop 1's fanout 5: rebuild it "
+                         "(tf_features.build_reservoirs)")  # fmt: skip
 
 
 # -- bad input -----------------------------------------------------------------------------------
