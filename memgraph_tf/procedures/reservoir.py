@@ -43,7 +43,9 @@ insert joins when its priority is above the threshold (evicting the least member
 becomes the threshold), a deleted member leaves (the reservoir shrinks), a reweighted relationship
 leaves and rejoins. So the members are always the relationships of largest priority. A draw
 (:class:`ReservoirDrawer`) redraws the members' priorities given that they exceed the threshold,
-which gives one call the exact path's law (docs/hubs.md, "Weighted steps").
+which gives one call the exact path's law while the reservoir has lost no member to a deletion;
+after deletions shrink it, the draw favours the relationships inserted since (by more the more it
+shrank; :func:`update` reports it ``short``: rebuild it). docs/hubs.md, "Weighted steps".
 
 The population is the node's *relationships*: with no parallel relationships of the step (and,
 for ``both``, no mutual pair) that is its distinct neighbours, as for the exact path; a
