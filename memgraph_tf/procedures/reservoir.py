@@ -639,7 +639,8 @@ class ReservoirStore(Protocol):
     ) -> dict[int, Any]:
         """For each ``(node internal id, relationship id, outgoing)`` row, the relationship's
         property ``prop`` (None where missing), found among the node's outgoing (or incoming)
-        relationships; a relationship not found (deleted since) is left out."""
+        relationships; a relationship not found (deleted since) is left out. Cost: the node's
+        relationships of that direction are walked, O(its degree) per row's node."""
 
     def labelled(self, internals: Sequence[int], label: str) -> list[bool]:
         """Per node, whether it has ``label`` (False for a node no longer in the graph)."""
@@ -957,7 +958,8 @@ def _weights(
 ) -> dict[int, float | None]:
     """The checked weight (:func:`~memgraph_tf.procedures.weighted.check_weight`) of each
     relationship ``fresh`` creates at ``node`` (``(internal id, key)``), read from the graph
-    now; None for one no longer there."""
+    now; None for one no longer there. Read from the other end's side (so ``node``, the hub, is
+    not walked; a relationship between two hubs walks the other one's relationships)."""
     wanted = [(r[4], r[3], not r[6]) for r in fresh if r[2] == "created"]
     values = store.relationship_values(wanted, opts.weight or "")
     out: dict[int, float | None] = {}
