@@ -646,7 +646,8 @@ class ReservoirStore(Protocol):
         """Per node, whether it has ``label`` (False for a node no longer in the graph)."""
 
     def read(self, internals: Sequence[int], name: str) -> list[Any]:
-        """Per node, property ``name`` (None where missing; a list as a Python list)."""
+        """Per node, property ``name`` (None where missing, or for a node no longer in the
+        graph; a list as a Python list)."""
 
     def write(self, rows: Sequence[tuple[int, Any]], name: str) -> None:
         """Sets property ``name`` to the value of each ``(internal id, value)`` row; None
@@ -1017,7 +1018,8 @@ def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str,
     deleted; for a weighted step also updated where the weight was set or removed: a deletion,
     then a creation with the weight the graph holds now; in ``seq`` order; others ignored) to
     the reservoirs of their endpoints. A node without a reservoir is left alone (the exact path
-    reads it); a change at or below a reservoir's ``applied_seq`` is skipped. Each node's
+    reads it), and so is an endpoint no longer in the graph (deleted with its relationships); a
+    change at or below a reservoir's ``applied_seq`` is skipped. Each node's
     changes of one call draw from ``rng_for(seed, "reservoir/<key>/<first seq>")``. A weighted
     step reads each created relationship's weight from the graph (one that is gone never joins:
     its deletion follows in the log); a bad weight raises naming the relationship, the property
@@ -1035,15 +1037,10 @@ def update(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[str,
         store.check_abort()
         part = nodes[start : start + READ_CHUNK]
         rows = []
-        own = None
-        for j, (internal, value) in enumerate(zip(part, store.read(part, name))):
-            if value is None:
-                continue
-            if own is None:
-                own = _node_keys(store, part, opts.id_property)
-            res, applied, skipped = _apply(
-                store, value, (internal, own[j]), per_node[internal], opts
-            )
+        held = [(i, v) for i, v in zip(part, store.read(part, name)) if v is not None]
+        own = _node_keys(store, [i for i, _ in held], opts.id_property) if held else []
+        for (internal, value), key in zip(held, own):  # (a node gone since holds none)
+            res, applied, skipped = _apply(store, value, (internal, key), per_node[internal], opts)
             stats["skipped"] += skipped
             if res is None:
                 continue
@@ -1141,7 +1138,10 @@ class MgpReservoirStore:
     def read(self, internals: Sequence[int], name: str) -> list[Any]:
         out = []
         for internal in internals:
-            value = self._graph.get_vertex_by_id(internal).properties.get(name)
+            try:
+                value = self._graph.get_vertex_by_id(internal).properties.get(name)
+            except IndexError:  # (a node deleted since: an endpoint of a logged deletion)
+                value = None
             out.append(list(value) if isinstance(value, (list, tuple)) else value)
         return out
 

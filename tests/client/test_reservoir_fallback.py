@@ -273,3 +273,39 @@ def test_weighted_reservoirs_build_maintain_and_draw_byte_identically(twins):
         assert member_key not in weighted(source, 0).keys
     assert weighted(bolt, 0) == weighted(embedded, 0)
     assert weighted_blobs(bolt) == weighted_blobs(embedded)
+
+
+def test_a_detach_deleted_member_leaves_the_weighted_reservoir_byte_identically(twins):
+    """A member's neighbour deleted with its relationships (Memgraph logs each relationship a
+    ``DETACH DELETE`` removes, and the node: memgraph/memgraph src/query/plan/operator.cpp, the
+    DeleteCursor's detach branch): the relationship leaves and ``n`` falls, though the neighbour
+    no longer has ``neighbour_label`` (the embedded graph deletes no node: it loses the label)."""
+    embedded, bolt, node = twins
+    for source in (embedded, bolt):
+        build_reservoirs(source, {**BUILD, **WEIGHTED}, log=ChangeLog(source, LOG))
+    key = next(k for k in sorted(weighted(embedded, 0).keys) if 102 <= k < 140)  # (one hub's leaf)
+    before = weighted(embedded, 0)
+    for source in (embedded, bolt):
+        res = stored_weighted(source, 0)
+        i = res.keys.index(key)
+        rel, leaf = res.rels[i], res.internals[i]
+        if source is embedded:
+            embedded.graph.delete_edge(rel)
+            embedded.graph.remove_label(leaf, LABEL)
+            hub = node[0]
+        else:
+            [row] = bolt.read(f"MATCH (h:{LABEL} {{id: 0}}) RETURN id(h) AS h")
+            hub = row["h"]
+            bolt.write(f"MATCH (n:{LABEL}) WHERE n.id = $k DETACH DELETE n", {"k": key})
+        ChangeLog(source, LOG).record(
+            [
+                Change("deleted", "relationship", rel, rel_type="R", start_id=hub, end_id=leaf,
+                       start_key=0, end_key=key),
+                Change("deleted", "node", leaf, key=key, labels=(LABEL,)),
+            ]
+        )  # fmt: skip
+        totals, _ = apply_to_reservoirs(ChangeLog(source, LOG), WEIGHTED, after=0)
+        assert totals["updated"] >= 1
+    after = weighted(embedded, 0)
+    assert key not in after.keys and after.degree == before.degree - 1
+    assert weighted(bolt, 0) == after

@@ -443,3 +443,23 @@ def test_a_deleted_relationship_leaves_whatever_its_neighbour_holds_now():
     assert totals["updated"] == 1 and rel[member] not in after.rels
     assert (after.degree, after.c1, after.c2) == (before.degree - 2, 1, 1)
     assert sorted(after.keys) == sorted(k for k in before.keys if k != member)
+
+
+def test_a_deletion_whose_other_end_is_gone_updates_the_hub_and_skips_the_gone_node():
+    """Both endpoints of a deleted relationship get its change (``direction: both``); one
+    deleted since (internal id no longer in the graph: ``get_vertex_by_id`` raises IndexError,
+    as Memgraph's mgp does) holds no reservoir and is skipped, and the hub's degree falls."""
+    g, hub, _ = star()
+    step = {"edge_types": ["E"], "direction": "both"}
+    name = property_name(("E",), "both", None)
+    source = EmbeddedSource(g)
+    log = ChangeLog(source)
+    build_reservoirs(source, {"capacity": 12, "seed": 3, **step}, log=log)
+    before = stored(g, hub, name)
+    gone = 10**6
+    log.record([Change("deleted", "relationship", 5 * 10**6, rel_type="E", start_id=hub,
+                       end_id=gone), Change("deleted", "node", gone)])  # fmt: skip
+    totals, _ = apply_to_reservoirs(log, step)
+    after = stored(g, hub, name)
+    assert (totals["applied"], totals["updated"]) == (1, 1)
+    assert (after.degree, after.c2, after.keys) == (before.degree - 1, 1, before.keys)
