@@ -278,12 +278,16 @@ def fastrp_nodes(changes: Iterable[Change], call: Mapping[str, Any]) -> set[int]
     naming no property, or that one), the endpoints of a relationship whose
     ``call["split_property"]`` changed when ``call`` leaves splits out. Other property updates
     -- the property the vectors are written into among them, which a server's triggers log --
-    change no FastRP input; memgraph-tf's own bookkeeping nodes are left out."""
+    change no FastRP input, nor does a relationship of a type that ``call["relationship_types"]``
+    (when given) does not name; memgraph-tf's own bookkeeping nodes are left out."""
+    types = call.get("relationship_types")
     id_property = call.get("id_property")
     split = call.get("split_property") or SPLIT_PROPERTY if call.get("exclude_splits") else None
     ids: set[int] = set()
     for c in changes:
         if set(c.labels) & OWN_LABELS:
+            continue
+        if c.entity == "relationship" and types is not None and c.rel_type not in types:
             continue
         if c.kind == "updated" and c.properties:
             named = id_property if c.entity == "node" else split

@@ -334,6 +334,8 @@ def test_type_change_says_when_the_types_at_the_label_may_have_changed(changes, 
             set(),
         ),
         (Change("created", "node", 1, labels=("MemgraphTfChange",)), {}, set()),
+        (_rel("created", 9, 1, 2, "SIMILAR"), {"relationship_types": ["LINK"]}, set()),
+        (_rel("deleted", 9, 1, 2), {"relationship_types": ["LINK"]}, {1, 2}),
     ],
 )  # fmt: skip
 def test_fastrp_nodes_are_those_whose_fastrp_inputs_changed(change, call, named):
@@ -379,6 +381,8 @@ def test_a_hand_written_record_with_fixed_types_recomputes_near_the_changes():
     changes.append(_rel("created", g.add_edge(1, 2, "SIMILAR"), 1, 2, "SIMILAR"))
     rewrite = refresh.rewrite(source, changes, {i: ["Item"] for i in (new, 1, 2, *FRIENDS)})
     assert not rewrite.everything and 0 < rewrite.count < N
+    alone = refresh.rewrite(source, changes[-1:], {1: ["Item"], 2: ["Item"]})
+    assert (alone.everything, alone.count) == (False, 0)  # SIMILAR is not walked
     assert {c.properties for c in rewrite.updates} == {("emb",)}
     full = structural_features(source, "Item", call)
     stored = {g.get_property(i, "id"): g.get_property(i, "emb") for i in g.nodes("Item")}
