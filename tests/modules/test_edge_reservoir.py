@@ -231,3 +231,35 @@ def test_a_member_relationship_deleted_since_the_build_is_named():
         r"lags the graph \(apply the change log with tf_features\.update_reservoirs",
     ):
         hub_only(g, THRESHOLD)
+
+
+PUBLIC_PATH_MODULE = """
+import mgp
+from memgraph_tf import blob, procedures
+from memgraph_tf.procedures.mgp_access import MgpGraphAccess
+
+
+@mgp.read_proc
+def sample_typed(ctx: mgp.ProcCtx, seeds: mgp.List[mgp.Any], num_neighbors: mgp.Map,
+                 properties: mgp.Nullable[mgp.Map] = None, options: mgp.Nullable[mgp.Map] = None
+                 ) -> mgp.Record(blob=str, count=int):
+    runner = procedures.ProcedureRunner(lambda opts: MgpGraphAccess(ctx, opts, handles=False))
+    data, count = runner.sample_typed(seeds, num_neighbors, properties, options)
+    return mgp.Record(blob=blob.b64encode(data), count=count)
+"""
+
+
+def test_the_public_mgp_path_reads_the_same_member_relationships(built, tmp_path):
+    """MgpGraphAccess through the public mgp API (where mgp.py exposes no handles) gives the
+    handle path's bytes."""
+    g, _ = built
+    path = tmp_path / "public_edges.py"
+    path.write_text(PUBLIC_PATH_MODULE)
+    g.load_module(path)
+    nn = {IN: [6, 0], BOTH: [4, 0], WEIGHTED: [3, 0], BACK: [0, 2]}
+    opts = {"label": "Merchant", "id_property": "id", "seed": 9, "reservoir_threshold": THRESHOLD}
+    opts["edge_feature_spec"] = {p: SPEC for p in nn}
+    [handles] = g.call("tf_features.sample_typed", [0, 100], nn, None, opts)
+    [public] = g.call("public_edges.sample_typed", [0, 100], nn, None, opts)
+    assert handles == public
+    assert blob.unpack_b64(handles["blob"])["edge_num_h1_s0"].shape == (2, 6, 1)
