@@ -16,6 +16,7 @@ from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import GraphDataError
 from memgraph_tf.procedures.reservoir import Reservoir, WeightedReservoir, property_name
+from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 
 ACCOUNTS = 40
 PARALLEL = 12  # accounts 1 .. 12 send the merchant three transfers each
@@ -104,6 +105,13 @@ def carried(rels: dict, parent: int, candidates: list[int]) -> tuple[float, byte
     return props["amount"], props.get("channel", "").encode()
 
 
+def edge_section(kind: str, hop: int, pattern: str, nn: dict) -> str:
+    """The name of the edge section of ``kind`` at ``hop`` of the step ``pattern`` of the
+    sampling spec ``nn`` (its index: the spec's canonical step order)."""
+    steps = TypedSamplingSpec.from_num_neighbors("Merchant", nn).steps
+    return f"edge_{kind}_h{hop}_s{list(steps).index(EdgeStep.parse(pattern))}"
+
+
 def sample(g: EmbeddedGraph, pattern: str, seed: int, threshold: int | None, **extra) -> bytes:
     opts = {
         "label": "Merchant",
@@ -122,6 +130,9 @@ def test_a_hub_slot_carries_its_member_relationship_and_other_slots_the_exact_on
     rels = relationships(g)
     hub_members = members(g, node[0], pattern)
     checked = differs = 0
+    nn = {pattern: [6, 0], BACK: [0, 2]}
+    num, cat, has = (edge_section(k, 1, pattern, nn) for k in ("num", "cat", "has"))
+    back_num = edge_section("num", 2, BACK, nn)
     for seed in range(8):
         got = blob.unpack(sample(g, pattern, seed, THRESHOLD))
         hop1, hop2 = got["ids_h1_Acct"], got["ids_h2_Merchant"]
@@ -136,13 +147,13 @@ def test_a_hub_slot_carries_its_member_relationship_and_other_slots_the_exact_on
                 own = hub_members[n] if parent == node[0] else every
                 want = carried(rels, parent, own)
                 differs += want != carried(rels, parent, every)
-                assert got["edge_num_h1_s0"][row, slot, 0] == want[0]
-                assert got["edge_cat_h1_s0"][row, slot, 0] == want[1]
-                assert got["edge_has_h1_s0"][row, slot].tolist() == [True, bool(want[1])]
+                assert got[num][row, slot, 0] == want[0]
+                assert got[cat][row, slot, 0] == want[1]
+                assert got[has][row, slot].tolist() == [True, bool(want[1])]
                 for j, m in enumerate(hop2[row, 2 * slot : 2 * slot + 2].tolist()):
                     if m != -1:  # hop 2: an account's own transfers (the exact path)
                         back = [r for r, (a, b, _) in rels.items() if (a, b) == (n, node[m])]
-                        assert got["edge_num_h2_s1"][row, 2 * slot + j, 0] == min(
+                        assert got[back_num][row, 2 * slot + j, 0] == min(
                             rels[r][2]["amount"] for r in back
                         )
                 checked += 1
@@ -262,4 +273,5 @@ def test_the_public_mgp_path_reads_the_same_member_relationships(built, tmp_path
     [handles] = g.call("tf_features.sample_typed", [0, 100], nn, None, opts)
     [public] = g.call("public_edges.sample_typed", [0, 100], nn, None, opts)
     assert handles == public
-    assert blob.unpack_b64(handles["blob"])["edge_num_h1_s0"].shape == (2, 6, 1)
+    got = blob.unpack_b64(handles["blob"])
+    assert got[edge_section("num", 1, IN, nn)].shape == (2, 6, 1)
