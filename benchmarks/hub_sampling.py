@@ -226,25 +226,35 @@ WEIGHTED_SPECS = {
 }
 
 
+def graph_with_reservoirs(
+    degrees: list[int], capacity: int, step: dict, what: str
+) -> tuple[Any, dict[int, int]]:
+    """The weighted stars of ``degrees`` on the embedded runtime with reservoirs of ``capacity``
+    built for ``step`` (``tf_features.build_reservoirs``, one pass); prints what it took under
+    the heading ``what``. Returns (graph, degree -> hub id)."""
+    t0 = time.perf_counter()
+    g, hubs, _ = build_embedded(degrees, weighted=True)
+    t1 = time.perf_counter()
+    [page] = g.call(
+        "tf_features.build_reservoirs",
+        {"capacity": capacity, "seed": 1, "batch_nodes": g.node_count + 1, **step},
+    )
+    print(
+        f"{what}: graph of {g.node_count:,} nodes built in {t1 - t0:.1f} s; "
+        f"{page['reservoirs']} reservoirs of {capacity} built in "
+        f"{time.perf_counter() - t1:.1f} s (tf_features.build_reservoirs, one pass)"
+    )
+    return g, hubs
+
+
 def weighted_bounded_rows(degrees: list[int], rounds: int, capacity: int) -> list[tuple]:
     """``tf_features.sample_typed`` over a weighted step (``WEIGHTED_SPECS``: without and with
     replacement; ids only, fanout 10) in the bounded mode on the embedded runtime: weighted
     reservoirs of ``capacity`` (``options.weight``), drawn from above a threshold of
     ``capacity``; hop 1 from each hub against the same call from the degree-10 weighted star
     (exact: no reservoir there), and the exact path's time at each degree for scale."""
-    t0 = time.perf_counter()
-    g, hubs, _ = build_embedded(degrees, weighted=True)
-    t1 = time.perf_counter()
     step = {"edge_types": ["E"], "direction": "both", "neighbour_label": "N", "weight": "w"}
-    [page] = g.call(
-        "tf_features.build_reservoirs",
-        {"capacity": capacity, "seed": 1, "batch_nodes": g.node_count + 1, **step},
-    )
-    print(
-        f"weighted bounded: graph of {g.node_count:,} nodes built in {t1 - t0:.1f} s; "
-        f"{page['reservoirs']} weighted reservoirs of {capacity} built in "
-        f"{time.perf_counter() - t1:.1f} s (tf_features.build_reservoirs, one pass)"
-    )
+    g, hubs = graph_with_reservoirs(degrees, capacity, step, "weighted bounded")
 
     def sample(spec: str, seed: int, threshold: int | None) -> str:
         opts = {**TYPED, "reservoir_threshold": threshold}
@@ -276,19 +286,8 @@ def edge_bounded_rows(degrees: list[int], rounds: int, capacity: int) -> list[tu
     ``capacity``, the slots' member relationships read from the leaves' side; hop 1 from each
     hub against the same call from the degree-10 star (exact: no reservoir there), and the same
     call without edge columns and on the exact path at each degree for scale."""
-    t0 = time.perf_counter()
-    g, hubs, _ = build_embedded(degrees, weighted=True)
-    t1 = time.perf_counter()
     step = {"edge_types": ["E"], "direction": "both", "neighbour_label": "N"}
-    [page] = g.call(
-        "tf_features.build_reservoirs",
-        {"capacity": capacity, "seed": 1, "batch_nodes": g.node_count + 1, **step},
-    )
-    print(
-        f"edge columns, bounded: graph of {g.node_count:,} nodes built in {t1 - t0:.1f} s; "
-        f"{page['reservoirs']} reservoirs of {capacity} built in "
-        f"{time.perf_counter() - t1:.1f} s"
-    )
+    g, hubs = graph_with_reservoirs(degrees, capacity, step, "edge columns, bounded")
 
     def sample(seed: int, threshold: int | None, edges: bool = True) -> str:
         opts = {**TYPED, "reservoir_threshold": threshold}
