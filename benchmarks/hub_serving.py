@@ -107,7 +107,11 @@ def serve(conn: Any, args: argparse.Namespace) -> None:
     gc.collect()
     gc.freeze()
     source = EmbeddedSource(g)
-    batching = BatchingOptions(max_batch_size=args.clients, batch_timeout_micros=0)
+    batching = BatchingOptions(
+        max_batch_size=args.clients,
+        batch_timeout_micros=0,
+        num_batch_threads=getattr(args, "batch_threads", 1),
+    )
     with tempfile.TemporaryDirectory(prefix="memgraph-tf-hub-serving-") as tmp:
         bounded = export(
             pathlib.Path(tmp) / "bounded", "hub", {"seed": 1, "reservoir_threshold": args.capacity}
