@@ -9,16 +9,19 @@ before the server starts. The model: an untrained seeded GraphSAGE (fanouts 10, 
 ``{"seed": 1, "reservoir_threshold": R}``, served over that graph (REST) by a ``ModelServer`` in a
 child process, as a served model runs apart from its clients (the graph, which stands in for
 the database, frozen out of Python's garbage collection once built); the clients are threads of this
-process (``http.client``, one kept-alive connection each). Each row runs once without and once
-with server-side batching (``--enable-batching``: concurrent node-id fetches and model calls
-merged). The requests: node ids of leaves of the hub (their 2-hop neighbourhood draws from the
-hub at hop 2) and the hub itself, in turn; the baseline rows ask the same of the degree-10 star in
-the same run. Each row: requests, p50 / p99 ms, errors (must be zero). Then, for reference, one
-request from the hub in the exact mode (a bundle without ``reservoir_threshold``): what the
-bounded mode avoids.
+process (``http.client``, one kept-alive connection each, every request body encoded before
+the row starts). Each row runs once without and once with server-side batching
+(``--enable-batching``: concurrent node-id fetches and model calls merged; a batch of at most
+``--clients`` examples, timeout 0, ``--batch-threads`` batch threads: ``memgraph-tf serve
+--enable-batching --max-batch-size 8 --batch-timeout-micros 0 --num-batch-threads 1``). The
+requests: node ids of leaves of the hub (their 2-hop neighbourhood draws from the hub at hop 2)
+and the hub itself, in turn; the baseline rows ask the same of the degree-10 star in the same
+run. Each row: requests, p50 / p99 ms, the server process's CPU time per request (Linux), errors
+(must be zero). Then, for reference, one request from the hub in the exact mode (a bundle
+without ``reservoir_threshold``): what the bounded mode avoids.
 
     .venv/bin/python benchmarks/hub_serving.py [--degree 1000000] [--clients 8] [--duration-s 10]
-        [--cpus 0,1]  # pin the server and the clients to these CPUs
+        [--batch-threads 1] [--cpus 0,1]  # pin the server and the clients to these CPUs
 """
 
 from __future__ import annotations
@@ -110,7 +113,7 @@ def serve(conn: Any, args: argparse.Namespace) -> None:
     batching = BatchingOptions(
         max_batch_size=args.clients,
         batch_timeout_micros=0,
-        num_batch_threads=getattr(args, "batch_threads", 1),
+        num_batch_threads=args.batch_threads,
     )
     with tempfile.TemporaryDirectory(prefix="memgraph-tf-hub-serving-") as tmp:
         bounded = export(
@@ -147,14 +150,17 @@ def load(url: str, model: str, ids: list[int], clients: int, duration_s: float) 
     where = urllib.parse.urlsplit(url)
     stop = time.perf_counter() + duration_s
 
+    path = f"/v1/models/{model}:classify"
+    bodies = [json.dumps({"examples": [{"node_id": i}]}).encode() for i in ids]
+
     def client(k: int) -> None:
         conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
         i = k
         mine, bad = [], []
         while time.perf_counter() < stop:
-            body = json.dumps({"examples": [{"node_id": ids[i % len(ids)]}]})
+            body = bodies[i % len(bodies)]
             t0 = time.perf_counter()
-            conn.request("POST", f"/v1/models/{model}:classify", body)
+            conn.request("POST", path, body)
             r = conn.getresponse()
             text = r.read()
             mine.append(time.perf_counter() - t0)
@@ -179,27 +185,46 @@ def load(url: str, model: str, ids: list[int], clients: int, duration_s: float) 
     return {"requests": len(latencies), "p50": pct(0.50), "p99": pct(0.99), "errors": errors}
 
 
-def rows(args: argparse.Namespace, urls: dict, hubs: dict, leaves: dict) -> int:
-    """The bounded rows (star and hub, without and with batching, twice); the error count."""
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far; NaN where /proc has none."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rows(args: argparse.Namespace, urls: dict, hubs: dict, leaves: dict, server: int) -> int:
+    """The bounded rows (star and hub, without and with batching, twice); the error count.
+    ``server``: the server process's id (its CPU time per request is printed)."""
     errors = 0
     for name in ("bounded", "bounded, batching"):  # warm-up: the model's first calls trace it
         for d in (BASE_DEGREE, args.degree):
             load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, 1.0)
-    print(f"{args.clients} clients, {args.duration_s:g} s per row, one node id per request")
+    print(
+        f"{args.clients} clients, {args.duration_s:g} s per row, one node id per request; "
+        f"batching: at most {args.clients} examples, timeout 0, {args.batch_threads} batch threads"
+    )
     for d in (BASE_DEGREE, args.degree, BASE_DEGREE, args.degree):
         for name in ("bounded", "bounded, batching"):
+            cpu = cpu_s(server)
             r = load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, args.duration_s)
+            cpu = (cpu_s(server) - cpu) / max(1, r["requests"]) * 1e3
             errors += len(r["errors"])
             print(
                 f"  {name + ',':18} hub degree {d:>9,}: {r['requests']:6,} requests "
                 f"({r['requests'] / args.duration_s:5.0f}/s)  p50 {r['p50']:6.1f} ms  "
-                f"p99 {r['p99']:6.1f} ms  errors {len(r['errors'])} (load {os.getloadavg()[0]:.1f})"
+                f"p99 {r['p99']:6.1f} ms  server CPU {cpu:4.2f} ms/request  "
+                f"errors {len(r['errors'])} (load {os.getloadavg()[0]:.1f})"
             )
     return errors
 
 
 def main() -> int:
-    parser = number_options(__doc__, degree=1_000_000, capacity=100, clients=8, duration_s=10.0)
+    parser = number_options(
+        __doc__, degree=1_000_000, capacity=100, clients=8, duration_s=10.0, batch_threads=1
+    )
     parser.add_argument("--cpus", default=None, help="comma-separated CPU ids to pin to")
     args = parser.parse_args()
 
@@ -214,7 +239,7 @@ def main() -> int:
         urls = info["urls"]
         hubs = {int(k): v for k, v in info["hubs"].items()}
         leaves = {int(k): v for k, v in info["leaves"].items()}
-        errors = rows(args, urls, hubs, leaves)
+        errors = rows(args, urls, hubs, leaves, child.pid)
         where = urllib.parse.urlsplit(urls["exact"])
         conn = http.client.HTTPConnection(where.hostname, where.port, timeout=600)
         body = json.dumps({"examples": [{"node_id": leaves[args.degree][0]}]})
