@@ -246,8 +246,9 @@ def type_change(
     A type may have started touching it when a created relationship is of it and no more of its
     relationships touch the label than the pass created of it; it may have stopped when a
     deleted relationship is of a type that no longer touches it and an endpoint has the label
-    (or is gone, unless its deletion in ``changes`` lists its labels without it). A node update
-    naming no property (a label change) may have done either."""
+    (or is gone, unless its deletion in ``changes`` lists its labels without it). A label change
+    (:attr:`Change.relabelled`: an update naming changed labels, or naming nothing) may have done
+    either."""
     created = collections.Counter(
         c.rel_type for c in changes if c.entity == "relationship" and c.kind == "created"
     )
@@ -256,7 +257,7 @@ def type_change(
         if set(c.labels) & OWN_LABELS:
             continue
         if c.entity == "node":
-            if c.kind == "updated" and not c.properties:
+            if c.relabelled:
                 return f"node {c.element_id}'s labels changed"
             continue
         if c.kind == "updated":
@@ -274,8 +275,8 @@ def type_change(
 def fastrp_nodes(changes: Iterable[Change], call: Mapping[str, Any]) -> set[int]:
     """The internal ids of the nodes whose FastRP inputs ``changes`` can have altered under the
     ``tf_features.structural_write`` options ``call``: a created or deleted node, a
-    relationship's endpoints, a node whose labels or ``call["id_property"]`` changed (an update
-    naming no property, or that one), the endpoints of a relationship whose
+    relationship's endpoints, a node whose labels (:attr:`Change.relabelled`) or
+    ``call["id_property"]`` changed, the endpoints of a relationship whose
     ``call["split_property"]`` changed when ``call`` leaves splits out. Other property updates
     -- the property the vectors are written into among them, which a server's triggers log --
     change no FastRP input, nor does a relationship of a type that ``call["relationship_types"]``
@@ -289,7 +290,7 @@ def fastrp_nodes(changes: Iterable[Change], call: Mapping[str, Any]) -> set[int]
             continue
         if c.entity == "relationship" and types is not None and c.rel_type not in types:
             continue
-        if c.kind == "updated" and c.properties:
+        if c.kind == "updated" and c.properties and not c.relabelled:
             named = id_property if c.entity == "node" else split
             if named is None or named not in c.properties:
                 continue

@@ -938,6 +938,13 @@ CASES = {
         r"with internal ids 10 and 11$",
         label="Q",
     ),
+    "structural_write: a changed node's id another node of the label holds": structural_case(
+        {"id_property": "qid", "write_property": "v", "changed_nodes": [11]},
+        r"^options\.id_property: expected unique ids within a label, got qid = 7 on the :Q nodes "
+        r"with internal ids 10 and 11$",
+        label="Q",
+        call="structural_write",
+    ),
     "profile: no label": Case(
         "profile", (None, None, None), r"^label: expected a non-empty label name, got null$"
     ),

@@ -303,6 +303,11 @@ def _rel(kind, eid, start, end, rel_type="LINK"):
         ),
         ([Change("updated", "node", 1)], {1: ["Item"]}, "node 1's labels changed"),
         ([Change("updated", "node", 1, properties=("x",))], {1: ["Item"]}, None),
+        (
+            [Change("updated", "node", 1, properties=("x",), changed_labels=("Item",))],
+            {1: ["Item"]},
+            "node 1's labels changed",
+        ),
     ],
 )
 def test_type_change_says_when_the_types_at_the_label_may_have_changed(changes, labels, reason):
@@ -318,6 +323,9 @@ def test_type_change_says_when_the_types_at_the_label_may_have_changed(changes, 
         (_rel("created", 9, 1, 2), {}, {1, 2}),
         (_rel("deleted", 9, 1, 2), {}, {1, 2}),
         (Change("updated", "node", 1), {}, {1}),  # a label change
+        (Change("updated", "node", 1, properties=("x",), changed_labels=("Item",)), {}, {1}),
+        (Change("updated", "node", 1, properties=("x",), changed_labels=("Old",)),
+         {"id_property": "id"}, {1}),
         (Change("updated", "node", 1, properties=("id",)), {"id_property": "id"}, {1}),
         (Change("updated", "node", 1, properties=("x",)), {"id_property": "id"}, set()),
         (Change("updated", "node", 1, properties=(STRUCTURAL_PROPERTY,)), {}, set()),
