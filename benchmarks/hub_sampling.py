@@ -34,11 +34,12 @@ figures.
 
     .venv/bin/python benchmarks/hub_sampling.py [--degrees 1000 10000 100000] [--with-million]
         [--bolt-degrees 1000 10000 100000] [--skip-bolt] [--rounds N] [--markdown]
-        [--bounded | --bounded-only | --weighted-only] [--capacity R]
+        [--bounded | --bounded-only | --weighted-only | --edges-only] [--capacity R]
 
-``--bounded`` adds the bounded mode's rows (``tf_features.sample`` from uniform reservoirs, and
-``sample_typed`` over a weighted step from weighted reservoirs, without and with replacement);
-``--bounded-only`` / ``--weighted-only`` print only the uniform / the weighted ones.
+``--bounded`` adds the bounded mode's rows (``tf_features.sample`` from uniform reservoirs,
+``sample_typed`` over a weighted step from weighted reservoirs, without and with replacement, and
+``sample_typed`` with edge feature columns from uniform reservoirs); ``--bounded-only`` /
+``--weighted-only`` / ``--edges-only`` print only the uniform / the weighted / the edge ones.
 """
 
 from __future__ import annotations
@@ -225,25 +226,35 @@ WEIGHTED_SPECS = {
 }
 
 
+def graph_with_reservoirs(
+    degrees: list[int], capacity: int, step: dict, what: str
+) -> tuple[Any, dict[int, int]]:
+    """The weighted stars of ``degrees`` on the embedded runtime with reservoirs of ``capacity``
+    built for ``step`` (``tf_features.build_reservoirs``, one pass); prints what it took under
+    the heading ``what``. Returns (graph, degree -> hub id)."""
+    t0 = time.perf_counter()
+    g, hubs, _ = build_embedded(degrees, weighted=True)
+    t1 = time.perf_counter()
+    [page] = g.call(
+        "tf_features.build_reservoirs",
+        {"capacity": capacity, "seed": 1, "batch_nodes": g.node_count + 1, **step},
+    )
+    print(
+        f"{what}: graph of {g.node_count:,} nodes built in {t1 - t0:.1f} s; "
+        f"{page['reservoirs']} reservoirs of {capacity} built in "
+        f"{time.perf_counter() - t1:.1f} s (tf_features.build_reservoirs, one pass)"
+    )
+    return g, hubs
+
+
 def weighted_bounded_rows(degrees: list[int], rounds: int, capacity: int) -> list[tuple]:
     """``tf_features.sample_typed`` over a weighted step (``WEIGHTED_SPECS``: without and with
     replacement; ids only, fanout 10) in the bounded mode on the embedded runtime: weighted
     reservoirs of ``capacity`` (``options.weight``), drawn from above a threshold of
     ``capacity``; hop 1 from each hub against the same call from the degree-10 weighted star
     (exact: no reservoir there), and the exact path's time at each degree for scale."""
-    t0 = time.perf_counter()
-    g, hubs, _ = build_embedded(degrees, weighted=True)
-    t1 = time.perf_counter()
     step = {"edge_types": ["E"], "direction": "both", "neighbour_label": "N", "weight": "w"}
-    [page] = g.call(
-        "tf_features.build_reservoirs",
-        {"capacity": capacity, "seed": 1, "batch_nodes": g.node_count + 1, **step},
-    )
-    print(
-        f"weighted bounded: graph of {g.node_count:,} nodes built in {t1 - t0:.1f} s; "
-        f"{page['reservoirs']} weighted reservoirs of {capacity} built in "
-        f"{time.perf_counter() - t1:.1f} s (tf_features.build_reservoirs, one pass)"
-    )
+    g, hubs = graph_with_reservoirs(degrees, capacity, step, "weighted bounded")
 
     def sample(spec: str, seed: int, threshold: int | None) -> str:
         opts = {**TYPED, "reservoir_threshold": threshold}
@@ -262,6 +273,40 @@ def weighted_bounded_rows(degrees: list[int], rounds: int, capacity: int) -> lis
                 f"(exact path {exact * 1e3:.1f} ms/call)"
             )
             rows.append(("bounded", f"sample_typed ({name})", 1, degree, t_hub, t_base, None))
+    return rows
+
+
+EDGE_SPEC = {"label": "E", "properties": [{"name": "w", "kind": "numeric"}]}
+
+
+def edge_bounded_rows(degrees: list[int], rounds: int, capacity: int) -> list[tuple]:
+    """``tf_features.sample_typed`` over ``(:N)-[:E]-(:N)`` with edge feature columns (the
+    relationships' ``w``, ``options.edge_feature_spec``; fanout 10) in the bounded mode on the
+    embedded runtime: uniform reservoirs of ``capacity`` drawn from above a threshold of
+    ``capacity``, the slots' member relationships read from the leaves' side; hop 1 from each
+    hub against the same call from the degree-10 star (exact: no reservoir there), and the same
+    call without edge columns and on the exact path at each degree for scale."""
+    step = {"edge_types": ["E"], "direction": "both", "neighbour_label": "N"}
+    g, hubs = graph_with_reservoirs(degrees, capacity, step, "edge columns, bounded")
+
+    def sample(seed: int, threshold: int | None, edges: bool = True) -> str:
+        opts = {**TYPED, "reservoir_threshold": threshold}
+        opts["edge_feature_spec"] = {SPEC: EDGE_SPEC} if edges else None
+        [row] = g.call("tf_features.sample_typed", [seed], {SPEC: [10]}, {}, opts)
+        return row["blob"]
+
+    rows = []
+    base = functools.partial(sample, hubs[BASE_DEGREE], capacity)
+    for degree in degrees:
+        hub = functools.partial(sample, hubs[degree], capacity)
+        t_hub, t_base = compare(hub, base, rounds)
+        plain, _ = compare(functools.partial(sample, hubs[degree], capacity, False), base, rounds)
+        exact, _ = compare(functools.partial(sample, hubs[degree], None), base, 1)
+        print(
+            f"{row_text('bounded', 'edge columns', 1, degree, t_hub, t_base)}  (without edge "
+            f"columns {plain * 1e3:.1f} ms/call; exact path {exact * 1e3:.1f} ms/call)"
+        )
+        rows.append(("bounded", "sample_typed (edge columns)", 1, degree, t_hub, t_base, None))
     return rows
 
 
@@ -402,12 +447,20 @@ def main() -> int:
         action="store_true",
         help="only the bounded mode's rows of a weighted step (sample_typed)",
     )
+    parser.add_argument(
+        "--edges-only",
+        action="store_true",
+        help="only the bounded mode's rows with edge feature columns (sample_typed)",
+    )
     args = parser.parse_args()
     degrees = sorted(set(args.degrees) | ({1_000_000} if args.with_million else set()))
     start = time.perf_counter()
     print(f"load average {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs); {args.rounds} rounds")
     if args.weighted_only:
         rows = weighted_bounded_rows(degrees, args.rounds, args.capacity)
+        args.skip_bolt = True
+    elif args.edges_only:
+        rows = edge_bounded_rows(degrees, args.rounds, args.capacity)
         args.skip_bolt = True
     elif args.bounded_only:
         rows = bounded_rows(degrees, args.rounds, args.capacity)
@@ -417,6 +470,7 @@ def main() -> int:
         if args.bounded:
             rows += bounded_rows(degrees, args.rounds, args.capacity)
             rows += weighted_bounded_rows(degrees, args.rounds, args.capacity)
+            rows += edge_bounded_rows(degrees, args.rounds, args.capacity)
     if args.skip_bolt:
         pass
     elif importlib.util.find_spec("arcadedb_embedded") is None:

@@ -9,16 +9,19 @@ before the server starts. The model: an untrained seeded GraphSAGE (fanouts 10, 
 ``{"seed": 1, "reservoir_threshold": R}``, served over that graph (REST) by a ``ModelServer`` in a
 child process, as a served model runs apart from its clients (the graph, which stands in for
 the database, frozen out of Python's garbage collection once built); the clients are threads of this
-process (``http.client``, one kept-alive connection each). Each row runs once without and once
-with server-side batching (``--enable-batching``: concurrent node-id fetches and model calls
-merged). The requests: node ids of leaves of the hub (their 2-hop neighbourhood draws from the
-hub at hop 2) and the hub itself, in turn; the baseline rows ask the same of the degree-10 star in
-the same run. Each row: requests, p50 / p99 ms, errors (must be zero). Then, for reference, one
-request from the hub in the exact mode (a bundle without ``reservoir_threshold``): what the
-bounded mode avoids.
+process (``http.client``, one kept-alive connection each, every request body encoded before
+the row starts). Each row runs once without and once with server-side batching
+(``--enable-batching``: concurrent node-id fetches and model calls merged; a batch of at most
+``--clients`` examples, timeout 0, ``--batch-threads`` batch threads: ``memgraph-tf serve
+--enable-batching --max-batch-size 8 --batch-timeout-micros 0 --num-batch-threads 1``). The
+requests: node ids of leaves of the hub (their 2-hop neighbourhood draws from the hub at hop 2)
+and the hub itself, in turn; the baseline rows ask the same of the degree-10 star in the same
+run. Each row: requests, p50 / p99 ms, the server process's CPU time per request (Linux), errors
+(must be zero). Then, for reference, one request from the hub in the exact mode (a bundle
+without ``reservoir_threshold``): what the bounded mode avoids.
 
     .venv/bin/python benchmarks/hub_serving.py [--degree 1000000] [--clients 8] [--duration-s 10]
-        [--cpus 0,1]  # pin the server and the clients to these CPUs
+        [--batch-threads 1] [--cpus 0,1]  # pin the server and the clients to these CPUs
 """
 
 from __future__ import annotations
@@ -81,15 +84,11 @@ def pin(cpus: str | None) -> None:
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
 
 
-def serve(conn: Any, args: argparse.Namespace) -> None:
-    """The child process: the graph, its reservoirs and three servers over it (bounded;
-    bounded with batching; exact); sends ``{urls, hubs, leaves, text}`` and serves until
-    ``conn`` says stop."""
-    pin(args.cpus)
+def open_graph(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The graph, its reservoirs, frozen out of Python's garbage collection (it stands in for
+    the database, which keeps it outside the server's heap: its million objects are no longer
+    walked on every collection): ``(EmbeddedSource, {hubs, leaves, text})``."""
     from memgraph_tf.client import EmbeddedSource
-    from memgraph_tf.serving.batching import BatchingOptions
-    from memgraph_tf.serving.model_server import ModelServer
-    from memgraph_tf.serving.server import start_server
 
     t0 = time.perf_counter()
     g, hubs, leaves = build_graph(args.degree)
@@ -102,12 +101,69 @@ def serve(conn: Any, args: argparse.Namespace) -> None:
         f"graph: {g.node_count:,} nodes in {t1 - t0:.1f} s; {page['reservoirs']} reservoirs of "
         f"{args.capacity} in {time.perf_counter() - t1:.1f} s"
     )
-    # The graph stands in for the database, which keeps it outside the server's heap: frozen,
-    # Python's collector no longer walks its million objects on every collection.
     gc.collect()
     gc.freeze()
-    source = EmbeddedSource(g)
-    batching = BatchingOptions(max_batch_size=args.clients, batch_timeout_micros=0)
+    return EmbeddedSource(g), {"hubs": hubs, "leaves": leaves, "text": text}
+
+
+def database(conn: Any, args: argparse.Namespace) -> None:
+    """The database process (``--graph-process``): the graph; sends ``{hubs, leaves, text}``,
+    then answers ``(method, args)`` calls of its source with ``("ok", result)`` or
+    ``("error", exception)`` until it receives None."""
+    pin(args.cpus)
+    source, info = open_graph(args)
+    conn.send(info)
+    while (call := conn.recv()) is not None:
+        method, call_args = call
+        try:
+            conn.send(("ok", getattr(source, method)(*call_args)))
+        except Exception as exc:  # noqa: BLE001 -- the caller's to raise
+            conn.send(("error", exc))
+
+
+class ProcessSource:
+    """The graph source of a server whose graph runs in :func:`database`'s process, as a
+    database runs apart from the server: each call is sent over ``conn`` (one at a time) and
+    its answer, or its error, comes back."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+        self.lock = threading.Lock()
+
+    def sample_blobs_per_node(self, ids, fanouts, properties, options) -> list[bytes]:
+        """The database source's ``sample_blobs_per_node`` (its errors raised here)."""
+        with self.lock:
+            self.conn.send(("sample_blobs_per_node", (ids, fanouts, properties, options)))
+            kind, value = self.conn.recv()
+        if kind == "error":
+            raise value
+        return value
+
+
+def serve(conn: Any, args: argparse.Namespace) -> None:
+    """The server process: the graph (or, with ``--graph-process``, a connection to the
+    database process it starts) and three servers over it (bounded; bounded with batching;
+    exact); sends ``{urls, hubs, leaves, text, database}`` (the database process's id, or None)
+    and serves until ``conn`` says stop."""
+    pin(args.cpus)
+    from memgraph_tf.serving.batching import BatchingOptions
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    db = None
+    if args.graph_process:
+        here, there = multiprocessing.Pipe()
+        db = multiprocessing.get_context("spawn").Process(target=database, args=(there, args))
+        db.start()
+        info = here.recv()
+        source: Any = ProcessSource(here)
+    else:
+        source, info = open_graph(args)
+    batching = BatchingOptions(
+        max_batch_size=args.clients,
+        batch_timeout_micros=0,
+        num_batch_threads=args.batch_threads,
+    )
     with tempfile.TemporaryDirectory(prefix="memgraph-tf-hub-serving-") as tmp:
         bounded = export(
             pathlib.Path(tmp) / "bounded", "hub", {"seed": 1, "reservoir_threshold": args.capacity}
@@ -122,16 +178,14 @@ def serve(conn: Any, args: argparse.Namespace) -> None:
         }
         running = {k: start_server(ms, threads=args.clients) for k, ms in servers.items()}
         conn.send(
-            {
-                "urls": {k: r.url for k, r in running.items()},
-                "hubs": hubs,
-                "leaves": leaves,
-                "text": text,
-            }
+            {"urls": {k: r.url for k, r in running.items()}, **info, "database": db and db.pid}
         )
         conn.recv()
         for r in running.values():
             r.close()
+    if db is not None:
+        here.send(None)
+        db.join(timeout=60)
 
 
 def load(url: str, model: str, ids: list[int], clients: int, duration_s: float) -> dict:
@@ -143,14 +197,17 @@ def load(url: str, model: str, ids: list[int], clients: int, duration_s: float) 
     where = urllib.parse.urlsplit(url)
     stop = time.perf_counter() + duration_s
 
+    path = f"/v1/models/{model}:classify"
+    bodies = [json.dumps({"examples": [{"node_id": i}]}).encode() for i in ids]
+
     def client(k: int) -> None:
         conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
         i = k
         mine, bad = [], []
         while time.perf_counter() < stop:
-            body = json.dumps({"examples": [{"node_id": ids[i % len(ids)]}]})
+            body = bodies[i % len(bodies)]
             t0 = time.perf_counter()
-            conn.request("POST", f"/v1/models/{model}:classify", body)
+            conn.request("POST", path, body)
             r = conn.getresponse()
             text = r.read()
             mine.append(time.perf_counter() - t0)
@@ -175,28 +232,57 @@ def load(url: str, model: str, ids: list[int], clients: int, duration_s: float) 
     return {"requests": len(latencies), "p50": pct(0.50), "p99": pct(0.99), "errors": errors}
 
 
-def rows(args: argparse.Namespace, urls: dict, hubs: dict, leaves: dict) -> int:
-    """The bounded rows (star and hub, without and with batching, twice); the error count."""
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far; NaN where /proc has none."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rows(
+    args: argparse.Namespace, urls: dict, hubs: dict, leaves: dict, server: int, db: int | None
+) -> int:
+    """The bounded rows (star and hub, without and with batching, twice); the error count.
+    ``server`` / ``db``: the server's and the database's process ids (None: no database
+    process), whose CPU time per request is printed."""
     errors = 0
     for name in ("bounded", "bounded, batching"):  # warm-up: the model's first calls trace it
         for d in (BASE_DEGREE, args.degree):
             load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, 1.0)
-    print(f"{args.clients} clients, {args.duration_s:g} s per row, one node id per request")
+    print(
+        f"{args.clients} clients, {args.duration_s:g} s per row, one node id per request; "
+        f"batching: at most {args.clients} examples, timeout 0, {args.batch_threads} batch threads"
+    )
     for d in (BASE_DEGREE, args.degree, BASE_DEGREE, args.degree):
         for name in ("bounded", "bounded, batching"):
+            cpu, db_cpu = cpu_s(server), cpu_s(db) if db else 0.0
             r = load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, args.duration_s)
+            n = max(1, r["requests"])
+            cpu = (cpu_s(server) - cpu) / n * 1e3
+            db_text = f" + database {(cpu_s(db) - db_cpu) / n * 1e3:4.2f}" if db else ""
             errors += len(r["errors"])
             print(
                 f"  {name + ',':18} hub degree {d:>9,}: {r['requests']:6,} requests "
                 f"({r['requests'] / args.duration_s:5.0f}/s)  p50 {r['p50']:6.1f} ms  "
-                f"p99 {r['p99']:6.1f} ms  errors {len(r['errors'])} (load {os.getloadavg()[0]:.1f})"
+                f"p99 {r['p99']:6.1f} ms  CPU: server {cpu:4.2f}{db_text} ms/request  "
+                f"errors {len(r['errors'])} (load {os.getloadavg()[0]:.1f})"
             )
     return errors
 
 
 def main() -> int:
-    parser = number_options(__doc__, degree=1_000_000, capacity=100, clients=8, duration_s=10.0)
+    parser = number_options(
+        __doc__, degree=1_000_000, capacity=100, clients=8, duration_s=10.0, batch_threads=1
+    )
     parser.add_argument("--cpus", default=None, help="comma-separated CPU ids to pin to")
+    parser.add_argument(
+        "--graph-process",
+        action="store_true",
+        help="run the graph in a process of its own, as a database runs apart from the server",
+    )
     args = parser.parse_args()
 
     pin(args.cpus)
@@ -210,7 +296,7 @@ def main() -> int:
         urls = info["urls"]
         hubs = {int(k): v for k, v in info["hubs"].items()}
         leaves = {int(k): v for k, v in info["leaves"].items()}
-        errors = rows(args, urls, hubs, leaves)
+        errors = rows(args, urls, hubs, leaves, child.pid, info["database"])
         where = urllib.parse.urlsplit(urls["exact"])
         conn = http.client.HTTPConnection(where.hostname, where.port, timeout=600)
         body = json.dumps({"examples": [{"node_id": leaves[args.degree][0]}]})

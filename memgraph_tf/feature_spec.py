@@ -9,7 +9,9 @@ kind                      parameters
 ``required``              none: a number or a fixed-length list of numbers on every node, packed
                           as it is (``tf_features.pack`` as it stands)
 ``numeric``               ``default`` (for a missing value), ``standardize`` with ``mean`` and
-                          ``std``, ``length`` (None: a scalar; n: a list of n numbers)
+                          ``std``, ``length`` (None: a scalar; n: a list of n numbers),
+                          ``structural`` (None, or the ``tf_features.structural_write`` options
+                          that wrote the property, so a refresh recomputes it alike)
 ``categorical``           ``vocabulary`` (strings, integers or booleans, most frequent first) and
                           ``oov_buckets`` for values outside it; or ``hash_buckets`` (no vocabulary)
 ``multi_categorical``     as ``categorical``, for lists of values (a bag)
@@ -117,6 +119,10 @@ _CHECKS: dict[str, tuple[Any, str]] = {
     "hash_buckets": (lambda v: v is None or _count(1)[0](v), "null or an integer >= 1"),
     "type": (lambda v: v in TEMPORAL_TYPES, f"one of {', '.join(map(repr, TEMPORAL_TYPES))}"),
     "unit": (lambda v: v is None or v in TIMESTAMP_UNITS, "null or 's', 'ms' or 'us'"),
+    "structural": (
+        lambda v: v is None or (isinstance(v, Mapping) and all(isinstance(k, str) for k in v)),
+        "null or a map of tf_features.structural_write options",
+    ),
 }
 """Per parameter: (check, what it expects)."""
 
@@ -173,7 +179,13 @@ class RequiredSpec(PropertySpec):
 @dataclasses.dataclass
 class NumericSpec(PropertySpec):
     """A number (``length`` None) or a list of ``length`` numbers; ``default`` for a missing one;
-    with ``standardize``: ``(x - mean) / std``."""
+    with ``standardize``: ``(x - mean) / std``.
+
+    ``structural``: for a property that ``tf_features.structural_write`` computes (a FastRP
+    embedding), the options of that call -- ``seed``, ``dimension``, ``iteration_weights``,
+    ``normalization_strength``... and ``write_property`` (this property) -- so that
+    ``memgraph-tf refresh`` recomputes changed nodes' values with them; None: not recorded. It
+    changes nothing in the encoding, and :meth:`to_dict` leaves it out when None."""
 
     kind: ClassVar[str] = "numeric"
     default: float = 0.0
@@ -182,6 +194,33 @@ class NumericSpec(PropertySpec):
     std: float = 1.0
     length: int | None = None
     missing_indicator: bool = False
+    structural: dict[str, Any] | None = None
+
+    def _check_more(self, label: str) -> None:
+        written = (self.structural or {}).get("write_property", self.name)
+        if written != self.name:
+            raise FeatureSpecError(
+                f"{self.where(label)}: kind 'numeric' takes 'structural' options whose "
+                f"'write_property' is the property itself, got {written!r}"
+            )
+        if "changed_nodes" in (self.structural or {}):
+            raise FeatureSpecError(
+                f"{self.where(label)}: kind 'numeric' takes 'structural' options of a call over "
+                "the whole label, got one with 'changed_nodes'"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """As :meth:`PropertySpec.to_dict`; ``structural`` only when recorded (a spec without it
+        reads as it always has)."""
+        out = super().to_dict()
+        if self.structural is None:
+            del out["structural"]
+        else:
+            out["structural"] = {
+                k: list(v) if isinstance(v, (list, tuple)) else v
+                for k, v in self.structural.items()
+            }
+        return out
 
 
 @dataclasses.dataclass

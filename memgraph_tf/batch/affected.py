@@ -14,9 +14,10 @@ graph as it is now. Hence the affected set is complete when computed by walking 
 * each endpoint whose neighbour list a created or deleted relationship changes, placed at hop
   ``h - 1`` for every step at hop ``h`` that reads it (the relationship's type, the direction
   that walks from that endpoint, the endpoint's label as the step's left label);
-* each created or updated node, at every hop ``0..K`` (typed: every table of its labels; an
-  update that names no property -- a label change -- every table), unless the update names only
-  properties the model does not read (its own predictions, for one).
+* each created or updated node, at every hop ``0..K`` (typed: every table of its labels; a label
+  change -- :attr:`~memgraph_tf.client.change_log.Change.relabelled`, whatever properties it set
+  too -- every table), unless the update is no label change and names only properties the model
+  does not read (its own predictions, for one).
 
 A node that is gone is no walk's starting point: its relationships' deletions (their recorded
 endpoints) place its former neighbours. The walk runs inside the database: one Cypher query per
@@ -248,9 +249,9 @@ def start_positions(
         own = labels.get(change.element_id)
         if change.kind == "deleted" or own is None or set(own) & OWN_LABELS:
             continue
-        if change.kind == "updated" and not spec.reads(change.properties, own):
+        every = change.relabelled  # a label change: it may move the node between tables
+        if change.kind == "updated" and not every and not spec.reads(change.properties, own):
             continue
-        every = change.kind == "updated" and not change.properties  # a label change
         for hop, table in enumerate(spec.tables):
             for label in table:
                 if label is None or every or label in own:

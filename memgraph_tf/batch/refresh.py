@@ -16,10 +16,13 @@ Guarantees of one pass (:meth:`Refresher.once`):
   backwards inside the database; sampling is keyed by node, so re-scoring exactly these nodes
   leaves every node's prediction equal to a full re-score of the graph as it is now;
 * a bundle that reads a featureless label's FastRP property (the trainers' default,
-  :data:`~memgraph_tf.client.structural.STRUCTURAL_PROPERTY`) first has it recomputed for the
-  label's nodes within reach of the changed nodes, exactly as a full recompute on the graph as it
-  is now gives them (:mod:`memgraph_tf.batch.structural_refresh`), and the seeds that read a
-  rewritten vector join the affected set;
+  :data:`~memgraph_tf.client.structural.STRUCTURAL_PROPERTY`, or any property whose feature spec
+  entry records its ``structural`` call) first has it recomputed for the label's nodes within
+  reach of the changed nodes, with the options its feature spec records, exactly as a full
+  recompute on the graph as it is now gives them (:mod:`memgraph_tf.batch.structural_refresh`),
+  and the seeds that read a rewritten vector join the affected set; a bundle whose spec reads
+  the FastRP property without the record is refused (``ConfigurationError`` naming the label,
+  the property and ``--structural-seed``) unless ``structural_seed`` is given;
 * they are re-scored through :class:`~memgraph_tf.batch.classifier.BatchClassifier` (the batches,
   the write-back and its properties of ``memgraph-tf classify``), and, given an ``embed`` backend
   (:class:`~memgraph_tf.batch.embedder.EmbedBackend`: the bundle's ``embed`` signature), re-embedded
@@ -145,8 +148,11 @@ class Refresher:
     ``progress`` are ``memgraph-tf classify``'s; ``embed`` (an
     :class:`~memgraph_tf.batch.embedder.EmbedBackend` of the same bundle, or None) re-embeds the
     affected nodes into ``embedding_property``; ``structural`` (default true) recomputes the
-    bundle's FastRP property near the changes first, its projection drawn from
-    ``structural_seed`` (the training seed; None: the trainers' default)."""
+    bundle's FastRP property near the changes first, with the options its feature spec records;
+    ``structural_seed`` stands for them where the spec has no record (a bundle exported before
+    the record existed: the trainers' default call with that seed) and is refused where it
+    differs from a recorded seed. A spec reading the FastRP property without the record and no
+    ``structural_seed``: ``ConfigurationError`` naming the label, the property and the flag."""
 
     def __init__(
         self,
@@ -466,8 +472,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="the training seed the FastRP projection was drawn from (default: the trainers' "
-        "default, 0)",
+        help="only for a bundle whose feature spec does not record the FastRP call (exported "
+        "before the record existed): the training seed the projection was drawn from (0 when "
+        "training set none); a bundle that records it uses its recorded options, and a "
+        "different N is refused",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 

@@ -1,6 +1,14 @@
-"""The structural property a refresh keeps fresh: a featureless label's FastRP embedding
+"""The structural properties a refresh keeps fresh: a featureless label's FastRP embedding
 (:data:`~memgraph_tf.client.structural.STRUCTURAL_PROPERTY`, written by the trainers and read by
-the model through its feature spec) recomputed where changes can alter it, before re-scoring.
+the model through its feature spec), or any property whose feature spec entry records the
+``tf_features.structural_write`` call that wrote it (``NumericSpec.structural``), recomputed
+where changes can alter it, before re-scoring.
+
+The recompute uses the options the spec records (the trainers record theirs: seed, dimension,
+iteration weights, normalisation strength...), so it writes the values the training call would
+write on the graph as it is now. A spec without the record (an export from before the record
+existed, or a hand-built spec) names no seed: :func:`structural_calls` refuses it unless a seed is
+given (``--structural-seed``), which stands for the trainers' default call with that seed.
 
 FastRP (:mod:`memgraph_tf.procedures.structural`) gives a node a value that reads nothing
 farther than ``len(iteration_weights)`` hops: the relationships of the nodes within one hop
@@ -12,9 +20,9 @@ label gives it on the graph as it is now (tests/client/test_structural_local.py)
 predictions read that value, so the refresh re-scores the seeds that reach them as it does for
 a feature update.
 
-That holds while the call walks the same relationship types: the trainers' call walks every type
-touching the label, so when the changes may have added or removed one (:func:`type_change`) the
-label is recomputed in full and every prediction re-scored.
+That holds while the call walks the same relationship types: a call that names none walks every
+type touching the label, so when the changes may have added or removed one (:func:`type_change`)
+the label is recomputed in full and every prediction re-scored.
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ from memgraph_tf.client.structural import (
 )
 from memgraph_tf.errors import ConfigurationError
 from memgraph_tf.layout import SPLIT_PROPERTY
+from memgraph_tf.procedures.errors import OptionError
+from memgraph_tf.procedures.structural import parse_structural_call
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +51,9 @@ __all__ = [
     "DEFAULT_FASTRP_WIDTH",
     "StructuralRefresh",
     "StructuralRewrite",
+    "StructuralTarget",
     "fastrp_nodes",
+    "structural_calls",
     "structural_labels",
     "type_change",
 ]
@@ -50,78 +62,143 @@ __all__ = [
 DEFAULT_FASTRP_WIDTH = 256
 
 
-def structural_labels(options: Mapping[str, Any]) -> list[str]:
-    """The labels whose feature spec (a bundle config's ``options.feature_spec``) reads
-    :data:`STRUCTURAL_PROPERTY`, sorted; a spec reading it at another width than the trainers'
-    default raises ``ConfigurationError`` naming the label (those vectors were written with
-    options the bundle does not record)."""
+@dataclasses.dataclass(frozen=True)
+class StructuralTarget:
+    """One structural property to keep fresh: ``label``, ``prop`` (the property its feature spec
+    reads) and ``call`` (the ``tf_features.structural_write`` options over the whole label)."""
+
+    label: str
+    prop: str
+    call: Mapping[str, Any]
+
+
+def _structural_entries(options: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(label, property entry)`` of each feature spec entry (a bundle config's
+    ``options.feature_spec``) that reads :data:`STRUCTURAL_PROPERTY` or records a
+    ``structural`` call, sorted by label and property."""
     out = []
     for label, spec in (options.get("feature_spec") or {}).items():
         props = spec.get("properties", []) if isinstance(spec, Mapping) else []
         for prop in props:
-            if not isinstance(prop, Mapping) or prop.get("name") != STRUCTURAL_PROPERTY:
-                continue
+            if isinstance(prop, Mapping) and (
+                prop.get("name") == STRUCTURAL_PROPERTY or prop.get("structural") is not None
+            ):
+                out.append((label, prop))
+    return sorted(out, key=lambda e: (e[0], str(e[1].get("name"))))
+
+
+def structural_labels(options: Mapping[str, Any]) -> list[str]:
+    """The labels whose feature spec (a bundle config's ``options.feature_spec``) reads
+    :data:`STRUCTURAL_PROPERTY` or a property with a recorded ``structural`` call, sorted."""
+    return sorted({label for label, _ in _structural_entries(options)})
+
+
+def structural_calls(options: Mapping[str, Any], seed: int | None = None) -> list[StructuralTarget]:
+    """The structural properties the feature spec of a bundle config's ``options`` reads, each
+    with the call that recomputes it: the ``structural`` options its entry records (checked with
+    the procedure's own parser), else -- an entry of :data:`STRUCTURAL_PROPERTY` without the
+    record -- the trainers' default call drawn from ``seed``.
+
+    Guarantees: ``ConfigurationError`` naming the label and the property, and nothing returned,
+    for an entry without the record when ``seed`` is None (its seed is unknown: a guess would
+    write vectors unlike the rest of the graph without any error), for one without the record at
+    another width than the trainers' default, for a ``seed`` other than the one recorded, and
+    for recorded options the procedure refuses."""
+    out = []
+    for label, prop in _structural_entries(options):
+        name, record = prop["name"], prop.get("structural")
+        where = f"model: label {label!r} reads {name!r}"
+        if record is None:
+            if seed is None:
+                raise ConfigurationError(
+                    f"{where}, and its feature spec records no 'structural' options (the seed "
+                    "and settings the vectors were written with): pass --structural-seed N (the "
+                    "training seed; 0 when training set none) to recompute it with the trainers' "
+                    "default options, or --no-structural to leave it as it is"
+                )
             if prop.get("length") != DEFAULT_FASTRP_WIDTH:
                 raise ConfigurationError(
-                    f"model: label {label!r} reads {STRUCTURAL_PROPERTY!r} with length "
-                    f"{prop.get('length')!r}, not the trainers' default {DEFAULT_FASTRP_WIDTH}: "
-                    "its options are unknown here (refresh it by hand and pass --no-structural)"
+                    f"{where} with length {prop.get('length')!r}, not the trainers' default "
+                    f"{DEFAULT_FASTRP_WIDTH}, and records no 'structural' options: they are "
+                    "unknown here (refresh it by hand and pass --no-structural)"
                 )
-            out.append(label)
-    return sorted(set(out))
+            out.append(StructuralTarget(label, name, structural_call(options, seed=seed)))
+            continue
+        call = {**record, "write_property": name}
+        try:
+            _, parsed = parse_structural_call(label, call, write=True)
+        except OptionError as exc:
+            raise ConfigurationError(f"{where}: its recorded 'structural' options: {exc}") from None
+        if seed is not None and seed != parsed.seed:
+            raise ConfigurationError(
+                f"{where}: --structural-seed {seed} is not the seed {parsed.seed} its feature "
+                "spec records for it (drop the flag: the recorded options are used)"
+            )
+        if parsed.features == ("fastrp",) and prop.get("length") != parsed.dimension:
+            raise ConfigurationError(
+                f"{where} with length {prop.get('length')!r}, but its recorded 'structural' "
+                f"options write {parsed.dimension} numbers"
+            )
+        out.append(StructuralTarget(label, name, call))
+    return out
 
 
 class StructuralRefresh:
-    """The FastRP recompute of one bundle's featureless labels: the trainers' call
-    (:func:`~memgraph_tf.client.structural.structural_call` of the bundle's ``options``, the
-    projection drawn from ``seed`` -- the training seed; None: the trainers' default) limited to
-    what changed. :attr:`labels` empty: the bundle reads no structural property (or not
+    """The recompute of one bundle's structural properties (:func:`structural_calls` of the
+    bundle's ``options``; ``seed``: only for an entry without a recorded call) limited to what
+    changed. :attr:`labels` empty: the bundle reads no structural property (or not
     ``enabled``)."""
 
     def __init__(
         self, options: Mapping[str, Any], seed: int | None = None, *, enabled: bool = True
     ) -> None:
-        self.labels = structural_labels(options) if enabled else []
-        self.call = structural_call(options, seed=seed)
+        self.targets = structural_calls(options, seed) if enabled else []
+        self.labels = sorted({t.label for t in self.targets})
 
     def walk_spec(self, spec: WalkSpec) -> WalkSpec:
-        """``spec`` reading :data:`STRUCTURAL_PROPERTY` on :attr:`labels` too (the model reads it
-        through its feature spec), so an update of it starts the backwards walk."""
+        """``spec`` reading each target's property on its label too (the model reads it through
+        its feature spec), so an update of it starts the backwards walk."""
         reads = dict(spec.read_properties)
-        for label in [None] if None in reads else self.labels:
-            reads[label] = frozenset(reads.get(label, frozenset()) | {STRUCTURAL_PROPERTY})
+        for t in self.targets:
+            for label in [None] if None in reads else [t.label]:
+                reads[label] = frozenset(reads.get(label, frozenset()) | {t.prop})
         return dataclasses.replace(spec, read_properties=reads)
 
     def rewrite(
         self, source: Any, changes: Sequence[Change], labels: Mapping[int, Sequence[str]]
     ) -> StructuralRewrite:
-        """Rewrites the property where ``changes`` can have altered it; ``labels``: the labels of
-        the nodes the changes name that are in the graph now (the others are gone).
+        """Rewrites the properties where ``changes`` can have altered them; ``labels``: the
+        labels of the nodes the changes name that are in the graph now (the others are gone).
 
-        Per label, the relationship types touching it now (``tf_features.schema``) are the call's;
-        when the changes may have added or removed one of them (:func:`type_change`), every
-        node's vector changes and the label is recomputed in full (``everything``); else the
-        label's nodes within reach of the nodes the changes name are, and each rewritten node
-        comes back as an update of :data:`STRUCTURAL_PROPERTY` for the affected set."""
-        present = sorted(i for i in fastrp_nodes(changes, self.call) if i in labels)
+        Per target without recorded ``relationship_types``, the relationship types touching its
+        label now (``tf_features.schema``) are the call's; when the changes may have added or
+        removed one of them (:func:`type_change`), every node's vector changes and the label is
+        recomputed in full (``everything``); else the label's nodes within reach of the nodes
+        the changes name are, and each rewritten node comes back as an update of the property
+        for the affected set."""
         out = StructuralRewrite()
-        if not self.labels or not changes:
+        if not self.targets or not changes:
             return out
-        triples = source.schema()["relationships"]
-        for label in self.labels:
-            touching: dict[str, int] = {}  # type -> a lower bound of its relationships at label
-            for t in triples:
-                if label in (t["source"], t["target"]):
-                    touching[t["type"]] = max(touching.get(t["type"], 0), t["count"])
-            call = {**self.call, "relationship_types": sorted(touching) or None}
-            reason = type_change(label, touching, changes, labels)
+        triples = None
+        for t in self.targets:
+            call = dict(t.call)
+            present = sorted(i for i in fastrp_nodes(changes, call) if i in labels)
+            reason = None
+            if call.get("relationship_types") is None:
+                triples = source.schema()["relationships"] if triples is None else triples
+                touching: dict[str, int] = {}  # type -> a lower bound of its relationships
+                for r in triples:
+                    if t.label in (r["source"], r["target"]):
+                        touching[r["type"]] = max(touching.get(r["type"], 0), r["count"])
+                call["relationship_types"] = sorted(touching) or None
+                reason = type_change(t.label, touching, changes, labels)
             if reason is not None:
-                answer = write_structural_features(source, label, call)
+                answer = write_structural_features(source, t.label, call)
                 logger.info(
                     "label %r: %s: rewrote %r on all %d node(s)",
-                    label,
+                    t.label,
                     reason,
-                    STRUCTURAL_PROPERTY,
+                    t.prop,
                     answer["nodes"],
                 )
                 out.everything = True
@@ -129,17 +206,17 @@ class StructuralRefresh:
                 continue
             if not present:
                 continue
-            answer = write_structural_features(source, label, {**call, "changed_nodes": present})
+            answer = write_structural_features(source, t.label, {**call, "changed_nodes": present})
             logger.info(
                 "label %r: rewrote %r on %d node(s) near %d changed node(s)",
-                label,
-                STRUCTURAL_PROPERTY,
+                t.label,
+                t.prop,
                 answer["nodes"],
                 len(present),
             )
             out.count += answer["nodes"]
             out.updates += [
-                Change("updated", "node", i, labels=(label,), properties=(STRUCTURAL_PROPERTY,))
+                Change("updated", "node", i, labels=(t.label,), properties=(t.prop,))
                 for i in answer["updated"]
             ]
         return out
@@ -169,8 +246,9 @@ def type_change(
     A type may have started touching it when a created relationship is of it and no more of its
     relationships touch the label than the pass created of it; it may have stopped when a
     deleted relationship is of a type that no longer touches it and an endpoint has the label
-    (or is gone, unless its deletion in ``changes`` lists its labels without it). A node update
-    naming no property (a label change) may have done either."""
+    (or is gone, unless its deletion in ``changes`` lists its labels without it). A label change
+    (:attr:`Change.relabelled`: an update naming changed labels, or naming nothing) may have done
+    either."""
     created = collections.Counter(
         c.rel_type for c in changes if c.entity == "relationship" and c.kind == "created"
     )
@@ -179,7 +257,7 @@ def type_change(
         if set(c.labels) & OWN_LABELS:
             continue
         if c.entity == "node":
-            if c.kind == "updated" and not c.properties:
+            if c.relabelled:
                 return f"node {c.element_id}'s labels changed"
             continue
         if c.kind == "updated":
@@ -197,18 +275,22 @@ def type_change(
 def fastrp_nodes(changes: Iterable[Change], call: Mapping[str, Any]) -> set[int]:
     """The internal ids of the nodes whose FastRP inputs ``changes`` can have altered under the
     ``tf_features.structural_write`` options ``call``: a created or deleted node, a
-    relationship's endpoints, a node whose labels or ``call["id_property"]`` changed (an update
-    naming no property, or that one), the endpoints of a relationship whose
+    relationship's endpoints, a node whose labels (:attr:`Change.relabelled`) or
+    ``call["id_property"]`` changed, the endpoints of a relationship whose
     ``call["split_property"]`` changed when ``call`` leaves splits out. Other property updates
     -- the property the vectors are written into among them, which a server's triggers log --
-    change no FastRP input; memgraph-tf's own bookkeeping nodes are left out."""
+    change no FastRP input, nor does a relationship of a type that ``call["relationship_types"]``
+    (when given) does not name; memgraph-tf's own bookkeeping nodes are left out."""
+    types = call.get("relationship_types")
     id_property = call.get("id_property")
     split = call.get("split_property") or SPLIT_PROPERTY if call.get("exclude_splits") else None
     ids: set[int] = set()
     for c in changes:
         if set(c.labels) & OWN_LABELS:
             continue
-        if c.kind == "updated" and c.properties:
+        if c.entity == "relationship" and types is not None and c.rel_type not in types:
+            continue
+        if c.kind == "updated" and c.properties and not c.relabelled:
             named = id_property if c.entity == "node" else split
             if named is None or named not in c.properties:
                 continue

@@ -8,9 +8,13 @@ docs/batch-inference.md, "The change log"):
 ``element_id`` (the element's internal id, ``id(x)``), ``key`` (its ``id_property`` value, where
 it has one), ``labels`` (a node's labels), ``rel_type``, ``start_id`` / ``end_id`` and
 ``start_key`` / ``end_key`` (a relationship's type and endpoints), ``properties`` (the names of
-the properties the change set or removed; all of a created element's), ``logged_at`` (when it was
-logged, microseconds since the epoch: the server's ``timestamp()`` in a trigger, the writer's clock
-in :meth:`ChangeLog.record`).
+the properties the change set or removed; all of a created element's), ``changed_labels`` (a node
+update's labels that the transaction set or removed, whatever properties it set too),
+``logged_at`` (when it was logged, microseconds since the epoch: the server's ``timestamp()`` in a
+trigger, the writer's clock in :meth:`ChangeLog.record`). A node update is a label change
+(:attr:`Change.relabelled`) when it names changed labels, or names neither labels nor properties
+(what it changed is unknown: an entry without ``changed_labels``, e.g. from a trigger that does not
+collect them).
 
 The next ``seq`` of a log lives on its one ``(:MemgraphTfChangeCounter {log})`` node, raised in
 the transaction that writes the changes, so two writers conflict on it (and one retries) rather
@@ -69,6 +73,7 @@ FIELDS = (
     "start_key",
     "end_key",
     "properties",
+    "changed_labels",
     "logged_at",
 )
 
@@ -90,6 +95,8 @@ class Change:
     end_key: Any = None
     properties: tuple[str, ...] = ()
     seq: int | None = None
+    #: The labels a node update set or removed (only a node update has them).
+    changed_labels: tuple[str, ...] = ()
     #: When the change was logged (microseconds since the epoch); None until it is in a log. Not
     #: part of a change's equality.
     logged_at: int | None = dataclasses.field(default=None, compare=False)
@@ -112,12 +119,28 @@ class Change:
             )
         object.__setattr__(self, "labels", tuple(self.labels))
         object.__setattr__(self, "properties", tuple(self.properties))
+        object.__setattr__(self, "changed_labels", tuple(self.changed_labels))
+        if self.changed_labels and (self.entity, self.kind) != ("node", "updated"):
+            raise ConfigurationError(
+                f"{self.entity} {self.element_id}: changed_labels: only a node update changes "
+                f"labels, got {list(self.changed_labels)!r} on a {self.kind} {self.entity}"
+            )
+
+    @property
+    def relabelled(self) -> bool:
+        """Whether this is a node update that may have changed the node's labels: one naming
+        the labels it set or removed, or one naming neither labels nor properties (what it
+        changed is unknown)."""
+        if (self.entity, self.kind) != ("node", "updated"):
+            return False
+        return bool(self.changed_labels) or not self.properties
 
     def row(self) -> dict[str, Any]:
         """The change's fields but ``seq``, as stored on its change node (lists for tuples)."""
         row = {name: getattr(self, name) for name in FIELDS if name not in ("seq", "logged_at")}
         row["labels"] = list(self.labels)
         row["properties"] = list(self.properties)
+        row["changed_labels"] = list(self.changed_labels)
         return row
 
 
@@ -162,6 +185,7 @@ def _change(row: dict[str, Any]) -> Change:
     values = dict(row)
     values["labels"] = tuple(values.get("labels") or ())
     values["properties"] = tuple(values.get("properties") or ())
+    values["changed_labels"] = tuple(values.get("changed_labels") or ())
     return Change(**values)
 
 
@@ -315,12 +339,17 @@ def _append(log: str, fields: str) -> str:
 
 #: Which (entity, event) reads which of Memgraph's predefined trigger variables, and binds the
 #: element to ``v`` (a node) or ``e`` with endpoints ``s`` and ``t`` (a relationship); an update
-#: groups the variable's elements per element, collecting the property names (``names``).
+#: groups the variable's elements per element, collecting the property names (``names``: a
+#: property entry's ``key``) and, for a node, the labels set or removed (``relabels``: a label
+#: entry's ``label``; a label entry has no ``key`` and a property entry no ``label``, and
+#: ``collect`` skips the nulls those lookups give).
 _SELECTS = {
     ("node", "CREATE"): f"UNWIND createdVertices AS v WITH v WHERE {_not_ours('v')} ",
     ("node", "UPDATE"): (
-        "UNWIND updatedVertices AS u WITH u.vertex AS v, collect(DISTINCT u.key) AS names "
-        f"WITH v, names WHERE {_not_ours('v')} "
+        "UNWIND updatedVertices AS u "
+        "WITH u.vertex AS v, collect(DISTINCT u.key) AS names, "
+        "collect(DISTINCT u.label) AS relabels "
+        f"WITH v, names, relabels WHERE {_not_ours('v')} "
     ),
     ("node", "DELETE"): f"UNWIND deletedVertices AS v WITH v WHERE {_not_ours('v')} ",
     ("relationship", "CREATE"): (
@@ -349,7 +378,8 @@ def _fields(entity: str, event: str, id_property: str | None) -> str:
         f"kind: '{_KINDS[event]}', entity: '{entity}', element_id: id({var}), key: {key(var)}, "
     )
     if entity == "node":
-        return fields + f"labels: labels(v), properties: {properties}"
+        relabels = ", changed_labels: relabels" if event == "UPDATE" else ""
+        return fields + f"labels: labels(v), properties: {properties}{relabels}"
     return fields + (
         f"rel_type: type(e), start_id: id(s), end_id: id(t), start_key: {key('s')}, "
         f"end_key: {key('t')}, properties: {properties}"

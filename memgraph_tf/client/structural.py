@@ -21,6 +21,7 @@ import numpy as np
 
 from memgraph_tf.client.sources import procedure_table as table
 from memgraph_tf.feature_spec import LabelSpec, NumericSpec
+from memgraph_tf.procedures.structural import StructuralOptions
 
 __all__ = [
     "STRUCTURAL_OPTIONS",
@@ -37,9 +38,16 @@ logger = logging.getLogger(__name__)
 
 STRUCTURAL_PROPERTY = "memgraph_tf_fastrp"
 """The property the trainers write a featureless label's default structural features into."""
-STRUCTURAL_OPTIONS = {"features": ["fastrp"]}
+STRUCTURAL_OPTIONS: dict[str, Any] = {
+    "features": ["fastrp"],
+    "dimension": StructuralOptions.dimension,
+    "iteration_weights": list(StructuralOptions.iteration_weights),
+    "self_weight": StructuralOptions.self_weight,
+    "normalization_strength": StructuralOptions.normalization_strength,
+}
 """The ``tf_features.structural_write`` options of that default beside those
-:func:`structural_call` adds (the rest: the procedure's defaults)."""
+:func:`structural_call` adds: FastRP alone, the procedure's defaults spelled out (so the record a
+feature spec keeps of the call does not depend on them)."""
 
 
 class StructuralFeatures(NamedTuple):
@@ -101,12 +109,14 @@ def structural_call(
 ) -> dict[str, Any]:
     """The ``tf_features.structural_write`` options of the trainers' default for a featureless
     label: :data:`STRUCTURAL_OPTIONS` into :data:`STRUCTURAL_PROPERTY`, ``options``'
-    ``id_property`` and ``split_property``, the training ``seed`` (None: the procedure's 0) and
-    ``exclude_splits``. The same call gives a node added after training its own vector."""
+    ``id_property`` and ``split_property``, the training ``seed`` (None: 0) and
+    ``exclude_splits``; every relationship type touching the label (no ``relationship_types``).
+    The same call gives a node added after training its own vector; the trainers record it in the
+    feature spec (``NumericSpec.structural``)."""
     call: dict[str, Any] = dict(STRUCTURAL_OPTIONS, write_property=STRUCTURAL_PROPERTY)
+    call["iteration_weights"] = list(STRUCTURAL_OPTIONS["iteration_weights"])
     call.update((k, options[k]) for k in ("id_property", "split_property") if options.get(k))
-    if seed is not None:
-        call["seed"] = int(seed)
+    call["seed"] = 0 if seed is None else int(seed)
     if exclude_splits:
         call["exclude_splits"] = list(exclude_splits)
     return call
@@ -130,7 +140,8 @@ def default_structural_spec(
     :class:`~memgraph_tf.feature_spec.LabelSpec` reading it as a ``numeric`` list (not
     standardised) whose missing value is zeros -- the vector FastRP gives a node without
     relationships -- so a node added after training is answered from its neighbours' vectors
-    until the same call gives it its own.
+    until the same call gives it its own. The spec records the call (``structural``: its
+    options), so the model and its bundles carry them to ``memgraph-tf refresh``.
 
     Guarantees: returns ``feature_spec`` itself when no label is featureless, else a new mapping
     with those labels' specs added; nothing is written for a label that has features."""
@@ -148,6 +159,8 @@ def default_structural_spec(
             STRUCTURAL_PROPERTY,
             written["nodes"],
         )
-        prop = NumericSpec(STRUCTURAL_PROPERTY, standardize=False, length=written["width"])
+        prop = NumericSpec(
+            STRUCTURAL_PROPERTY, standardize=False, length=written["width"], structural=dict(call)
+        )
         out[label] = LabelSpec(label, [prop])
     return out

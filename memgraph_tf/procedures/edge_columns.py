@@ -23,8 +23,15 @@ The rules:
 * over a step with a time (point-in-time sampling), a slot's relationships are those not after
   its row's seed time (the relationships the draw walked), so no later relationship's
   properties reach the row;
-* ``options.reservoir_threshold``, a layout other than ``dense``, or a spec property of kind
-  ``required`` is refused naming the option.
+* in the bounded mode (``options.reservoir_threshold``, :mod:`.reservoir`) a slot filled by a
+  parent that drew from its reservoir stands for the reservoir's members: its relationships are
+  the members' relationships to its node (not the parent's other relationships to it), chosen
+  among as above. They are read from the node's side (the node's relationships of the step
+  towards the parent), so the hub's own relationships are not walked; a member relationship no
+  longer in the graph (a reservoir behind the change log) raises naming the parent, the node
+  and the relationship id;
+* a layout other than ``dense``, or a spec property of kind ``required`` is refused naming the
+  option.
 """
 
 from __future__ import annotations
@@ -40,7 +47,12 @@ from memgraph_tf import layout
 from memgraph_tf.feature_spec import LabelSpec
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
-from memgraph_tf.procedures.errors import OptionError, PropertyValueError, describe_value
+from memgraph_tf.procedures.errors import (
+    OptionError,
+    ProcedureInputError,
+    PropertyValueError,
+    describe_value,
+)
 from memgraph_tf.procedures.options import Options, SplitFilter
 from memgraph_tf.procedures.raw import RawLayout, RawTable, parse_label_spec, raw_sections
 from memgraph_tf.procedures.weighted import relationship_name
@@ -49,6 +61,7 @@ from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
 __all__ = ["EdgeTables", "parse_edge_feature_specs"]
 
 _PROPERTY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_REVERSED = {"out": "in", "in": "out", "both": "both"}
 
 
 def parse_edge_feature_specs(
@@ -61,8 +74,7 @@ def parse_edge_feature_specs(
     Guarantees: an :class:`OptionError` naming ``options.edge_feature_spec[pattern]`` for a
     pattern that is not one of the ``specs``' steps, a bad spec (the spec's own error), a spec
     without properties, of another relationship type, with a ``required`` property or a
-    property name that is not a plain name, and for
-    ``options.reservoir_threshold`` or a layout other than ``dense``."""
+    property name that is not a plain name, and for a layout other than ``dense``."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -109,11 +121,6 @@ def _check_spec(where: str, step: EdgeStep, spec: LabelSpec, opts: Options) -> N
                 f"{where}: expected plain property names ([A-Za-z_][A-Za-z0-9_]*), got "
                 f"{prop.name!r}"
             )
-    if opts.reservoir_threshold is not None:
-        raise OptionError(
-            f"{where}: expected without options.reservoir_threshold (a reservoir holds no "
-            "relationship properties), got both"
-        )
     if opts.layout != "dense":
         raise OptionError(
             f"options.layout ({opts.layout!r}): edge feature columns "
@@ -182,7 +189,11 @@ class EdgeTables:
                         for key in self._slot_keys(role, group):
                             if key[1] != PAD_ID:
                                 pairs.setdefault(key[0], {})[key] = None
-            found = self._read(step, spec, pairs)
+            members = _reservoir_members(roles, step, pairs)
+            exact = {p: keys for p, keys in pairs.items() if p not in members}
+            found = self._read(step, spec, exact)
+            if members:
+                found.update(self._read_members(step, spec, pairs, members))
             for parent, keys in pairs.items():
                 for key in keys:
                     rels = found[parent].get(key[1], [])
@@ -219,6 +230,57 @@ class EdgeTables:
                         per.setdefault(nbr, []).append((outgoing, got, time))
                 out[parent] = per
         return out
+
+    def _read_members(
+        self,
+        step: EdgeStep,
+        spec: LabelSpec,
+        pairs: Mapping[int, Mapping[tuple, None]],
+        members: Mapping[int, Mapping[int, Sequence[int]]],
+    ) -> dict[int, dict[int, list[tuple[bool, list[Any], Any]]]]:
+        """:meth:`_read`'s rows for the parents of ``pairs`` that drew from their reservoirs
+        (``members``: parent -> neighbour -> its member relationship ids): per parent, per
+        neighbour its slots hold, the member relationships only, read from the neighbour's side
+        (the step walked backwards), so the parent's own relationships are not walked. Raises
+        naming the parent, the neighbour and the relationship for a member no longer there."""
+        names = [p.name for p in spec.properties]
+        back = EdgeStep(step.right, step.rel_type, step.left, _REVERSED[step.direction])
+        wanted: dict[int, dict[int, frozenset[int]]] = {}  # neighbour -> parent -> members
+        for parent, rels in members.items():
+            for key in pairs[parent]:
+                wanted.setdefault(key[1], {})[parent] = frozenset(rels.get(key[1], ()))
+        out: dict[int, dict[int, list[tuple[bool, list[Any], Any]]]] = {p: {} for p in members}
+        hit: set[tuple[int, int, Any]] = set()
+        nodes = list(wanted)
+        for start in range(0, len(nodes), READ_CHUNK):
+            self.nav.check_abort()
+            part = nodes[start : start + READ_CHUNK]
+            found = self.nav.valued_neighbours(part, back, self.split, names=names)
+            for node, rows in zip(part, found):
+                of = wanted[node]
+                seen: set[tuple[Any, bool]] = set()
+                for parent, values, rel, outgoing in rows:
+                    if rel in of.get(parent, ()) and (rel, outgoing) not in seen:  # (may repeat)
+                        seen.add((rel, outgoing))
+                        hit.add((parent, node, rel))
+                        out[parent].setdefault(node, []).append((not outgoing, list(values), None))
+        for parent, keys in pairs.items():  # (in slot order: the first one missing raises)
+            for key in keys if parent in members else ():
+                for rel in sorted(wanted[key[1]][parent]):
+                    if (parent, key[1], rel) not in hit:
+                        raise ProcedureInputError(self._stale(step, parent, key[1], rel))
+        return out
+
+    def _stale(self, step: EdgeStep, parent: int, node: int, rel: Any) -> str:
+        """The message for the member relationship ``rel`` between ``parent`` and ``node`` that
+        the graph no longer holds."""
+        return (
+            f"relationship {rel} of {step} between {self.name(step.left, parent)} and "
+            f"{self.name(step.right, node)}: in {self.name(step.left, parent)}'s reservoir "
+            "(options.reservoir_threshold) but no longer in the graph: the reservoir lags the "
+            "graph (apply the change log with tf_features.update_reservoirs, or rebuild it with "
+            "tf_features.build_reservoirs)"
+        )
 
     def _encode(
         self,
@@ -281,6 +343,23 @@ class EdgeTables:
             )
             out.update(raw_sections(table, flat, group.hop, n, group.size, name_of=name_of))
         return out
+
+
+def _reservoir_members(
+    roles: Sequence[Any], step: EdgeStep, pairs: Mapping[int, Any]
+) -> dict[int, Mapping[int, Sequence[int]]]:
+    """Of the parents of ``pairs``, those that drew ``step`` from their reservoirs in any of the
+    ``roles`` (:meth:`~memgraph_tf.procedures.reservoir.BoundedReads.member_relationships`):
+    parent -> neighbour internal id -> member relationship ids."""
+    reads = [r.bounded[step] for r in roles if step in r.bounded]
+    out: dict[int, Mapping[int, Sequence[int]]] = {}
+    for parent in pairs if reads else ():
+        for read in reads:
+            got = read.member_relationships(parent)
+            if got is not None:
+                out[parent] = got
+                break
+    return out
 
 
 def _group_slot_keys(role: Any, group: Any) -> list[tuple]:

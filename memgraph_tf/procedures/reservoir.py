@@ -492,6 +492,7 @@ class BoundedReads:
         self._register = register  # typed steps: (internals, keys) -> None; nodes by internal id
         self._drawn: dict[int, tuple[int, int, bool]] = {}  # node -> (capacity, distinct, complete)
         self._members: set[int] = set()  # the keys of the reservoirs' members met so far
+        self._relationships: dict[int, dict[int, list[int]]] = {}  # node -> neighbour -> rels
 
     @classmethod
     def of(cls, options: Any) -> BoundedReads | None:
@@ -542,6 +543,7 @@ class BoundedReads:
                 pairs = sorted(set(zip(reservoir.keys, reservoir.internals)))
                 self._drawn[key] = (reservoir.capacity, len(pairs), False)
                 self._check(access, key, fanout, hop)
+                self._record(key, reservoir.rels, reservoir.internals)
                 if self._register is None:
                     distinct = [k for k, _ in pairs]
                     access.adopt(reservoir.keys, reservoir.internals)
@@ -560,6 +562,7 @@ class BoundedReads:
         pairs = sorted(set(zip(res.keys, res.internals)))
         self._drawn[key] = (res.capacity, len(pairs), res.threshold == LOWEST)
         self._check(access, key, fanout, hop)
+        self._record(key, res.rels, res.internals)
         if self._register is None:  # (weighted steps are typed; kept for an untyped access)
             ids = [k for k, _ in pairs]
             access.adopt(res.keys, res.internals)
@@ -573,6 +576,18 @@ class BoundedReads:
             owner = [index[i] for i in res.internals]
         self._members.update(ids)
         return WeightedMembers(ids, owner, list(res.weights), res.threshold)
+
+    def _record(self, key: int, rels: Sequence[int], internals: Sequence[int]) -> None:
+        per: dict[int, list[int]] = {}
+        for rel, internal in zip(rels, internals):
+            per.setdefault(internal, []).append(rel)
+        self._relationships[key] = per
+
+    def member_relationships(self, key: int) -> Mapping[int, list[int]] | None:
+        """For a node :meth:`fill` gave its reservoir to draw from: its members' relationship
+        ids per neighbour internal id (the relationships a slot it fills stands for); None for a
+        node left to the exact path."""
+        return self._relationships.get(key)
 
     def verify(self, access: GraphAccess, ids: Sequence[int], mask: Sequence[bool]) -> None:
         """Reads the nodes of a hop's slots (``ids`` where ``mask``) drawn from reservoirs, so a

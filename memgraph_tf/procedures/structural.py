@@ -22,7 +22,8 @@ Per node of ``label``, one float vector, its parts in the order of ``options.fea
 
 ``options.changed_nodes`` (``structural_write`` only): the exact local recompute -- only the label's
 nodes within ``len(options.iteration_weights)`` hops of those nodes are written, each with the
-vector of the whole label's call (:func:`structural_write`).
+vector of the whole label's call (:func:`structural_write`); a key of one of them that another node
+of the label holds is refused as that call refuses it.
 
 ``options.exclude_splits`` (and ``split_property``) leave held-out relationships (the GAE
 protocol, ``tf_features.split_edges``) out of degrees and propagation, so link prediction is
@@ -370,6 +371,22 @@ def _label_keys(walk: _Walk, label: str, nodes: list[int]) -> dict[int, int]:
     return out
 
 
+def _require_unique_in_label(walk: _Walk, label: str, nodes: list[int]) -> None:
+    """With ``options.id_property``: raises the error the whole label's call raises (the same
+    message, naming the same two nodes) where another ``label`` node holds the integer key of
+    one of the ``label`` nodes ``nodes``: one pass over the label's keys, in the order that call
+    reads them, no embedding computed."""
+    name = walk.opts.id_property
+    if name is None or not nodes:
+        return
+    wanted = {v for v in walk.id_values(nodes) if is_int(v)}
+    everyone = walk.nav.resolve(walk.nav.label_nodes(label), "label nodes")
+    seen: dict[int, int] = {}
+    for i, value in zip(everyone, walk.id_values(everyone)):
+        if is_int(value) and value in wanted:
+            require_unique_id(seen, value, i, name, label)
+
+
 def _region(walk: _Walk, label: str, changed: list[int]) -> list[int]:
     """The ``label`` nodes within ``len(options.iteration_weights)`` hops of ``changed`` (over
     the call's relationships, either direction): the nodes whose FastRP embedding a change of
@@ -404,6 +421,7 @@ def _compute(factory: AccessFactory, label: str, opts: StructuralOptions) -> tup
         nodes = (
             _region(walk, label, nav.resolve(changed, "options.changed_nodes")) if changed else []
         )
+        _require_unique_in_label(walk, label, nodes)
     keys = _label_keys(walk, label, nodes)
     nodes.sort(key=lambda i: keys[i])
     parts: list[list[list[float]]] = []

@@ -108,5 +108,5 @@ def note_model_version(version: int) -> None:
 def graph_time_text(seconds: float) -> str:
     """``seconds`` since the epoch as RFC 3339, UTC, with microseconds:
     ``2026-11-28T23:45:01.123456Z``."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="microseconds") + "Z"

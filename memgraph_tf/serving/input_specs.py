@@ -24,12 +24,15 @@ once its elements are read, gRPC (:func:`.grpc_codec.tensor_to_array`) on the Te
 before its values are read, and :meth:`.model_server.ModelServer.run_predict` once more on the
 arrays of any caller. :func:`string_tensor` / :func:`output_array` move DT_STRING tensors of more
 than :data:`STRING_CONVERSION_RANK` dimensions between numpy and TensorFlow flattened, so that a
-signature of unknown rank can take them. Standard library only.
+signature of unknown rank can take them. :func:`flat_call` calls a signature function on its flat
+inputs when the tensors fit its input specs (else the function's own call answers). Standard
+library only (TensorFlow is imported by the functions that need it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgraph_tf.errors import ServingFailure
@@ -164,6 +167,81 @@ def string_tensor(array: Any) -> Any:
     return tf.reshape(tf.constant(array.reshape(-1), dtype=tf.string), list(array.shape))
 
 
+class FlatCall:
+    """A loaded signature function called on its flat inputs: what the function's own call does
+    once it has matched keyword arguments to its input specs (TensorFlow's
+    ``ConcreteFunction._call_with_structured_signature``: bind, cast, flatten), done here from a
+    plan made once per function, so a request pays for neither the binding nor the shape
+    objects TensorFlow builds for it. Built by :func:`flat_call` for a function whose inputs are
+    keyword-only tensors (every SavedModel signature function); a call whose tensors are not
+    exactly those inputs, of their dtypes and of shapes they accept, is declined (None) and
+    left to the function's own call, with its own errors."""
+
+    def __init__(self, fn: Any, names: list[str], specs: list[tuple[Any, tuple | None]]):
+        self.fn = fn
+        self.names = names
+        self.specs = specs
+        self.inference = fn.inference_fn
+
+    def __call__(self, tensors: Mapping[str, Any], shapes: Mapping[str, tuple]) -> Any:
+        """The function's outputs (as its own call returns them) for ``tensors`` (input name ->
+        ``tf.Tensor``) of ``shapes`` (input name -> shape tuple); None when they do not fit."""
+        if len(tensors) != len(self.names):
+            return None
+        args = []
+        for name, (dtype, dims) in zip(self.names, self.specs):
+            tensor = tensors.get(name)
+            if tensor is None or tensor.dtype != dtype:
+                return None
+            if dims is not None:
+                shape = shapes[name]
+                if len(shape) != len(dims):
+                    return None
+                for want, got in zip(dims, shape):
+                    if want is not None and want != got:
+                        return None
+            args.append(tensor)
+        return self.inference.call_preflattened(args + list(self.fn.captured_inputs))
+
+
+_FLAT_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NO_FLAT_CALL = "none"
+
+
+def _plan(fn: Any) -> FlatCall | None:
+    import tensorflow as tf
+
+    try:
+        ftype = fn.function_type
+        captures = list(fn.captured_inputs)
+        fn.inference_fn  # noqa: B018 -- present on every loaded concrete function
+    except AttributeError:
+        return None
+    if ftype is None or not all(isinstance(c, tf.Tensor) for c in captures):
+        return None  # (a distributed variable's handle is resolved per call by TensorFlow)
+    params = list(ftype.parameters.values())
+    flat = list(ftype.flat_inputs)
+    if len(params) != len(flat) or not all(
+        p.kind == p.KEYWORD_ONLY and isinstance(s, tf.TensorSpec) for p, s in zip(params, flat)
+    ):
+        return None
+    specs = [(s.dtype, None if s.shape.rank is None else tuple(s.shape.as_list())) for s in flat]
+    return FlatCall(fn, [p.name for p in params], specs)
+
+
+def flat_call(fn: Any) -> FlatCall | None:
+    """The :class:`FlatCall` of a loaded signature function (made once per function and kept
+    while the function lives), or None when its inputs are not keyword-only tensors."""
+    try:
+        entry = _FLAT_CALLS.get(fn)
+    except TypeError:  # not weakly referenceable: no plan
+        return None
+    if entry is None:
+        entry = _plan(fn) or _NO_FLAT_CALL
+        _FLAT_CALLS[fn] = entry
+    return None if entry is _NO_FLAT_CALL else entry
+
+
 def output_array(tensor: Any, name: str) -> Any:
     """A model output ``tf.Tensor`` as a numpy array (strings as an ``object`` array of bytes);
     a DT_STRING output beyond :data:`STRING_CONVERSION_RANK` dimensions is read flat and
@@ -191,8 +269,10 @@ __all__ = [
     "MAX_RANK",
     "STRING_CONVERSION_RANK",
     "TF_MAX_RANK",
+    "FlatCall",
     "check_input",
     "dtype_name",
+    "flat_call",
     "output_array",
     "shape_text",
     "signature_dims",

@@ -173,6 +173,7 @@ class TimedFetcher:
     def __init__(self, inner: NeighbourhoodFetcher, server: ModelServer):
         self.inner = inner
         self.server = server
+        self._last_key: tuple[Any, tuple] = (None, ())  # (sampling, its batch key)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -217,8 +218,17 @@ class TimedFetcher:
             out[:] = blobs
             return {"blobs": out}
 
-        key = ("neighbourhoods", repr(sampling))
-        return list(batcher.submit(key, own, len(node_ids), run)["blobs"])
+        return list(batcher.submit(self._batch_key(sampling), own, len(node_ids), run)["blobs"])
+
+    def _batch_key(self, sampling: Any) -> tuple:
+        """The batch key of a fetch with ``sampling``: fetches merge only when their settings
+        are equal (their ``repr``, written once per settings object: a version's own settings
+        are one object, read by every request)."""
+        last, key = self._last_key
+        if last is not sampling:
+            key = ("neighbourhoods", repr(sampling))
+            self._last_key = (sampling, key)
+        return key
 
 
 class ModelServer:
@@ -826,17 +836,21 @@ class ModelServer:
         # which TF Serving's session run does not add and which differs between loads
         return re.sub(r"\s*\[Op:[^\]]*\]\s*$", "", msg.strip())
 
-    def _execute(self, fn, tensors: dict) -> dict:
-        """Call a signature function on TF tensors; returns ``{output: numpy array}``. A TF error
-        is a ServingFailure with its own status code (gRPC answers it; REST the code's HTTP
-        status from the status table, TF Serving's ``http_server.cc``); inputs that do not fit
-        the function are 400."""
+    def _execute(self, fn, tensors: dict, shapes: Mapping[str, tuple] | None = None) -> dict:
+        """Call a signature function on TF tensors (of ``shapes``, when known: then through
+        :func:`.input_specs.flat_call` where they fit); returns ``{output: numpy array}``. A TF
+        error is a ServingFailure with its own status code (gRPC answers it; REST the code's
+        HTTP status from the status table, TF Serving's ``http_server.cc``); inputs that do not
+        fit the function are 400."""
         import tensorflow as tf
 
         with self._calls_lock:
             self.model_calls += 1
         try:
-            out = fn(**tensors)
+            flat = input_specs.flat_call(fn) if shapes is not None else None
+            out = flat(tensors, shapes) if flat is not None else None
+            if out is None:
+                out = fn(**tensors)
         except tf.errors.OpError as exc:  # answered with its own code (the status table)
             code = errors.code_name(exc.error_code)
             raise ServingFailure.for_code(code, self._tf_message(exc)) from None
@@ -861,7 +875,7 @@ class ModelServer:
                 )
                 for k, v in arrays.items()
             }
-            return self._execute(fn, tensors)
+            return self._execute(fn, tensors, {k: v.shape for k, v in arrays.items()})
 
         start = time.perf_counter()
         try:

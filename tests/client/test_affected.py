@@ -116,6 +116,10 @@ def test_typed_steps_walked_backwards_through_their_labels():
     # sit in is a start
     label_change = Change("updated", "node", 4, labels=("Product",))
     assert _affected(source, spec, [label_change]) == {0, 1}
+    # so is a label set beside a property the model does not read (one logged update names both)
+    both = Change("updated", "node", 4, labels=("Product",), properties=("name",),
+                  changed_labels=("Product",))  # fmt: skip
+    assert _affected(source, spec, [both]) == {0, 1}
 
 
 def _random_graph(rng, n=60, m=150, types=("R", "S")):

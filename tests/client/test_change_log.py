@@ -13,6 +13,7 @@ import pytest
 from memgraph_tf import cli
 from memgraph_tf.client.change_log import (
     CHANGE_LABEL,
+    FIELDS,
     Change,
     ChangeLog,
     schema_statements,
@@ -77,6 +78,68 @@ def test_each_trigger_statement_follows_memgraphs_documented_grammar(id_property
     assert len({t.name for t in statements}) == 6  # trigger names are globally unique
 
 
+# memgraph/memgraph src/query/trigger_context.cpp (SetVertexLabel::ToMap and
+# RemovedVertexLabel::ToMap): an updatedVertices entry of a label change holds `vertex`, `label`
+# (and `event_type`), no `key`; a property entry holds `key`, no `label`;
+# src/query/interpret/eval.cpp (PropertyLookup on a map): a missing key reads null, which
+# collect() skips.
+WRITTEN = re.compile(r"CREATE \(:MemgraphTfChange \{(?P<fields>.*)\}\)$")
+
+
+def _written(statement: str) -> dict[str, str]:
+    """The change node's fields a trigger statement writes: ``{name: Cypher expression}``."""
+    match = WRITTEN.search(statement)
+    assert match, statement
+    return dict(re.findall(r"(\w+): ((?:\w+\([^)]*\)|[^,])+)", match["fields"]))
+
+
+def test_the_node_update_trigger_logs_the_labels_set_or_removed_beside_the_properties():
+    for trigger in trigger_statements("id"):
+        written = _written(trigger.statement)
+        assert set(written) - {"log", "seq", "logged_at"} <= set(FIELDS), written
+        query = TRIGGER_GRAMMAR.fullmatch(trigger.statement)["query"]
+        if trigger.event != "ON () UPDATE":
+            assert "changed_labels" not in written and "u.label" not in query, trigger.statement
+            continue
+        # one change per node: its property entries' keys and its label entries' labels, both
+        # collected in the same group, so a label change beside a property change is kept
+        assert "UNWIND updatedVertices AS u WITH u.vertex AS v, " in query
+        group = query.split("WITH u.vertex AS v, ", 1)[1].split(" WITH ", 1)[0]
+        assert "collect(DISTINCT u.key) AS names" in group
+        assert "collect(DISTINCT u.label) AS relabels" in group
+        assert (written["properties"], written["changed_labels"]) == ("names", "relabels")
+
+
+def test_a_label_change_is_a_label_change_whatever_else_the_update_names():
+    both = Change("updated", "node", 1, properties=("name",), changed_labels=("Item",))
+    assert both.relabelled
+    assert Change("updated", "node", 1, changed_labels=("Old",)).relabelled
+    assert Change("updated", "node", 1).relabelled  # names nothing: what changed is unknown
+    assert not Change("updated", "node", 1, properties=("name",)).relabelled
+    assert not Change("created", "node", 1).relabelled
+    with pytest.raises(ConfigurationError, match=r"node 1: changed_labels: only a node update"):
+        Change("created", "node", 1, changed_labels=("Item",))
+
+
+def test_a_log_entry_without_changed_labels_is_read_by_what_it_names():
+    """An entry written by a trigger that does not collect labels: no ``changed_labels``; one
+    naming no property reads as a label change, one naming properties as a property update."""
+    from memgraph_tf.client import EmbeddedSource
+    from memgraph_tf.embedded import EmbeddedGraph
+
+    source = EmbeddedSource(EmbeddedGraph(modules=[]))
+    common = {"log": "default", "kind": "updated", "entity": "node", "labels": ["Item"]}
+    source.graph.add_node([CHANGE_LABEL], {**common, "seq": 1, "element_id": 4})
+    source.graph.add_node([CHANGE_LABEL], {**common, "seq": 2, "element_id": 5,
+                                           "properties": ["f"]})  # fmt: skip
+    changes, cursor = ChangeLog(source).read()
+    assert cursor == 2
+    assert [(c.element_id, c.changed_labels, c.relabelled) for c in changes] == [
+        (4, (), True),
+        (5, (), False),
+    ]
+
+
 def test_the_trigger_statements_refuse_a_bad_log_or_property_name():
     with pytest.raises(ConfigurationError, match=r"log: expected a letter .* got 'a-b'"):
         trigger_statements(log="a-b")
@@ -133,7 +196,8 @@ CHANGES = [
         "created", "relationship", 3, rel_type="LINK", start_id=7, end_id=8, start_key=107,
         end_key=108, properties=("weight",),
     ),
-    Change("updated", "node", 8, key=108, labels=("Item",), properties=("features",)),
+    Change("updated", "node", 8, key=108, labels=("Item", "Hot"), properties=("features",),
+           changed_labels=("Hot", "Cold")),
     Change("deleted", "relationship", 3, rel_type="LINK", start_id=7, end_id=8),
     Change("deleted", "node", 7, key=107, labels=("Item",)),
 ]  # fmt: skip

@@ -28,6 +28,7 @@ from tests.real_memgraph import AUTH, MARKS, URI
 
 pytestmark = MARKS
 LABEL = "MgtfChangeLogTest"
+EXTRA = "MgtfChangeLogExtra"
 DEADLINE_S = 30.0
 
 
@@ -62,14 +63,17 @@ def test_the_triggers_log_node_and_relationship_changes(logged):
     source.write(f"MATCH (:{LABEL})-[r:E]->() SET r.w = 2")
     source.write(f"MATCH (:{LABEL})-[r:E]->() DELETE r")
     source.write(f"MATCH (b:{LABEL} {{id: 2}}) DELETE b")
+    # a label set beside a property in one transaction: one update naming both
+    source.write(f"MATCH (a:{LABEL} {{id: 1}}) SET a:{EXTRA}, a.f = 0.9")
     expected = {
-        ("created", "node", 1, ("f", "id")),
-        ("created", "node", 2, ("id",)),
-        ("created", "relationship", None, ("w",)),
-        ("updated", "node", 1, ("f",)),
-        ("updated", "relationship", None, ("w",)),
-        ("deleted", "relationship", None, ()),
-        ("deleted", "node", 2, ()),
+        ("created", "node", 1, ("f", "id"), ()),
+        ("created", "node", 2, ("id",), ()),
+        ("created", "relationship", None, ("w",), ()),
+        ("updated", "node", 1, ("f",), ()),
+        ("updated", "relationship", None, ("w",), ()),
+        ("deleted", "relationship", None, (), ()),
+        ("deleted", "node", 2, (), ()),
+        ("updated", "node", 1, ("f",), (EXTRA,)),
     }
     deadline = time.monotonic() + DEADLINE_S
     changes: list = []
@@ -77,10 +81,12 @@ def test_the_triggers_log_node_and_relationship_changes(logged):
         changes = log.read(limit=100)[0]
         time.sleep(0.2)  # polling: AFTER COMMIT triggers signal nothing (module docstring)
     assert [c.seq for c in changes] == list(range(1, len(expected) + 1))
-    got = {(c.kind, c.entity, c.key, tuple(sorted(c.properties))) for c in changes}
+    got = {
+        (c.kind, c.entity, c.key, tuple(sorted(c.properties)), c.changed_labels) for c in changes
+    }
     assert got == expected
     for c in changes:
         if c.entity == "relationship":
             assert (c.rel_type, c.start_key, c.end_key) == ("E", 1, 2), c
         else:
-            assert c.labels == (LABEL,), c
+            assert LABEL in c.labels, c

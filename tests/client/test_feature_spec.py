@@ -66,6 +66,23 @@ def test_json_round_trip_and_file(tmp_path):
     assert LabelSpec.load(tmp_path / "p.json").property("country").vocabulary == ["de", "fr", "it"]
 
 
+def test_a_structural_record_travels_with_the_spec():
+    """The options of the ``structural_write`` call that wrote a property: in the JSON when
+    recorded (tuples as lists), absent when not, equal after the round trip."""
+    call = {"features": ["fastrp"], "dimension": 3, "iteration_weights": (0.0, 1.0), "seed": 7}
+    spec = LabelSpec("P", [NumericSpec("emb", length=3, structural=call)])
+    raw = json.loads(spec.to_json())
+    assert raw["properties"][0]["structural"] == {**call, "iteration_weights": [0.0, 1.0]}
+    assert (
+        LabelSpec.from_json(spec.to_json()).properties[0].structural
+        == raw["properties"][0]["structural"]
+    )
+    assert (
+        "structural"
+        not in LabelSpec("P", [NumericSpec("emb", length=3)]).to_dict()["properties"][0]
+    )
+
+
 def _with(index: int, **changes):
     raw = _spec().to_dict()
     raw["properties"][index].update(changes)
@@ -119,6 +136,21 @@ def _with(index: int, **changes):
             r"property 'vip': kind 'boolean' takes a 'default' that is true or false, got 1",
         ),
         (_with(2, name="age"), r"label 'P' property 'age': expected each property once"),
+        (
+            _with(2, structural=["fastrp"]),
+            r"property 'emb': kind 'numeric' takes a 'structural' that is null or a map of "
+            r"tf_features.structural_write options, got \['fastrp'\]",
+        ),
+        (
+            _with(2, structural={"seed": 7, "write_property": "other"}),
+            r"property 'emb': kind 'numeric' takes 'structural' options whose 'write_property' "
+            r"is the property itself, got 'other'",
+        ),
+        (
+            _with(2, structural={"seed": 7, "changed_nodes": [1]}),
+            r"property 'emb': kind 'numeric' takes 'structural' options of a call over the "
+            r"whole label, got one with 'changed_nodes'",
+        ),
         ({"label": "", "properties": []}, r"expected a non-empty 'label', got ''"),
     ],
 )

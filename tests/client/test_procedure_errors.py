@@ -116,7 +116,8 @@ def hub_case_graph() -> EmbeddedGraph:
     """The bounded mode's cases (internal id = index): hub 0 (``:H {id: 0}``) with leaves 1..6
     (``(0)-[:E]->(leaf)``) and node 7 (a leaf too, ``key: 'x'``: the others' ``key`` is their
     ``id``); hub 0 holds one reservoir per
-    edge step, each broken one way (memgraph_tf/procedures/reservoir.py)."""
+    edge step, each broken one way (memgraph_tf/procedures/reservoir.py; the typed step
+    ``(:H)-[:E]->(:H)``'s: member relationships the graph does not hold)."""
     from memgraph_tf.procedures.reservoir import FORMAT, WEIGHTED_FORMAT, property_name
 
     g = EmbeddedGraph()
@@ -139,6 +140,7 @@ def hub_case_graph() -> EmbeddedGraph:
         ((["E"], "out", "id"), reservoir(3, 7, [1, 2, 999], [1, 2, 999])),  # a deleted member
         ((["E"], "out", None, "H", "w"), "not a reservoir"),  # a weighted step's
         ((["E"], "in", None, "H", "w"), [WEIGHTED_FORMAT, 3, 7, 0, 0, 3, 0] + [1] * 14),
+        ((["E"], "out", None, "H"), reservoir(3, 7, [1, 2, 3])),  # relationships 101 .. 103
     ):
         g.set_property(hub, property_name(*step), value)
     return g
@@ -206,6 +208,7 @@ SPEC_CATEGORY = {
 PAID = "(:User)-[:PAID]->(:Product)"
 EDGE_SPEC = {"label": "PAID", "properties": [{"name": "q", "kind": "numeric"}]}
 EDGE_REQUIRED = {"label": "PAID", "properties": [{"name": "q", "kind": "required"}]}
+HUB_EDGE_SPEC = {"label": "E", "properties": [{"name": "q", "kind": "numeric"}]}
 EDGE_ODD_NAME = {"label": "PAID", "properties": [{"name": "a b", "kind": "numeric"}]}
 CASES = {
     # -- the bounded mode (hub_case_graph)
@@ -723,10 +726,19 @@ CASES = {
         ([0], {PAID: [1]}, None, {**USER, "edge_feature_spec": {PAID: EDGE_ODD_NAME}}),
         r"\]: expected plain property names \(\[A-Za-z_\]\[A-Za-z0-9_\]\*\), got 'a b'$",
     ),
-    "sample_typed: edge_feature_spec with the bounded mode": Case(
+    "sample_typed: a reservoir's relationship no longer in the graph (edge features)": Case(
         "sample_typed",
-        ([0], {PAID: [1]}, None, {**USER, **RESERVOIR, "edge_feature_spec": {PAID: EDGE_SPEC}}),
-        r"\]: expected without options\.reservoir_threshold \(a reservoir holds no relationship ",
+        (
+            [0],
+            {"(:H)-[:E]->(:H)": [3]},
+            None,
+            {"label": "H", **RESERVOIR, "edge_feature_spec": {"(:H)-[:E]->(:H)": HUB_EDGE_SPEC}},
+        ),
+        r"^relationship 10[123] of \(:H\)-\[:E\]->\(:H\) between \(node 0:H\) and \(node "
+        r"[123]:H\): in \(node 0:H\)'s reservoir \(options\.reservoir_threshold\) but no longer "
+        r"in the graph: the reservoir lags the graph \(apply the change log with "
+        r"tf_features\.update_reservoirs, or rebuild it with tf_features\.build_reservoirs\)$",
+        "hubs",
     ),
     "sample_typed: edge_feature_spec in the compact layout": Case(
         "sample_typed",
@@ -934,6 +946,13 @@ CASES = {
         r"^options\.id_property: expected unique ids within a label, got qid = 7 on the :Q nodes "
         r"with internal ids 10 and 11$",
         label="Q",
+    ),
+    "structural_write: a changed node's id another node of the label holds": structural_case(
+        {"id_property": "qid", "write_property": "v", "changed_nodes": [11]},
+        r"^options\.id_property: expected unique ids within a label, got qid = 7 on the :Q nodes "
+        r"with internal ids 10 and 11$",
+        label="Q",
+        call="structural_write",
     ),
     "profile: no label": Case(
         "profile", (None, None, None), r"^label: expected a non-empty label name, got null$"

@@ -1,20 +1,33 @@
 """``memgraph-tf refresh`` keeps a featureless label's FastRP property fresh: a classifier trained
-on items without features (the trainer writes ``memgraph_tf_fastrp``), a node added with
-relationships and logged, one pass -- the structural property is recomputed near the changes
-before re-scoring, so every stored FastRP vector equals a full recompute on the changed graph and
-every stored prediction (the new node's, its neighbours') equals a full re-score on that graph;
-``structural=False`` leaves the property as it was."""
+on items without features (the trainer writes ``memgraph_tf_fastrp`` and records the call in the
+feature spec), a node added with relationships and logged, one pass -- the structural property is
+recomputed near the changes with the recorded options (the training seed among them) before
+re-scoring, so every stored FastRP vector equals a full recompute on the changed graph and every
+stored prediction (the new node's, its neighbours') equals a full re-score on that graph;
+``structural=False`` leaves the property as it was; a bundle whose spec lacks the record is
+refused unless a seed is given."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import functools
+import json
+import pathlib
+import re
+import shutil
 
 import numpy as np
 import pytest
 
 from memgraph_tf.batch import BundleBackend, classify_graph
-from memgraph_tf.batch.refresh import Refresher
-from memgraph_tf.batch.structural_refresh import fastrp_nodes, structural_labels, type_change
+from memgraph_tf.batch.refresh import Refresher, add_arguments, run_cli
+from memgraph_tf.batch.structural_refresh import (
+    fastrp_nodes,
+    structural_calls,
+    structural_labels,
+    type_change,
+)
 from memgraph_tf.client import EmbeddedSource
 from memgraph_tf.client.change_log import Change, ChangeLog
 from memgraph_tf.client.structural import (
@@ -31,23 +44,26 @@ from tests.graphs import predictions, short_run
 NEW = BASE + N  # the key of the item added after training
 FRIENDS = (0, 4, 8)  # the items it links to (internal ids = positions)
 SEED = 0  # short_run's training seed
+SEVEN = 7  # a training seed other than the default
 
 
 @functools.cache
-def trained_model():
-    """The featureless items' classifier (the trainer writes their FastRP property)."""
+def trained_model(seed: int = SEED):
+    """The featureless items' classifier trained with ``seed`` (the trainer writes their FastRP
+    property, its projection drawn from that seed)."""
     g, *_ = communities(held_out=0.0)
     result = train_classifier(
-        g, class_names=["g0", "g1", "g2", "g3"], **short_run(steps=10, eval_every=5)
+        g, class_names=["g0", "g1", "g2", "g3"], **short_run(steps=10, eval_every=5, seed=seed)
     )
     return result.model
 
 
-def trained_bundle(base: str) -> str:
+def trained_bundle(base: str, seed: int = SEED) -> str:
     """:func:`trained_model` exported as an op bundle under ``base``; returns its path."""
     from memgraph_tf.serving.export import export_bundle
 
-    exported = export_bundle(trained_model(), base, "items", 1, use_op=True, sample_options=OPTIONS)
+    model = trained_model(seed)
+    exported = export_bundle(model, base, "items", 1, use_op=True, sample_options=OPTIONS)
     return str(exported.path)
 
 
@@ -57,12 +73,25 @@ def backend(tmp_path_factory):
         yield model
 
 
-def scored_graph(backend) -> EmbeddedSource:
-    """The training graph as the trainer left it (its FastRP property), every item classified,
-    then a new item linked to three items of group 0, the changes in the default log."""
+@pytest.fixture(scope="module")
+def seven(tmp_path_factory):
+    """The bundle of the classifier trained with seed 7: its path."""
+    return trained_bundle(str(tmp_path_factory.mktemp("bundles7")), seed=SEVEN)
+
+
+@pytest.fixture(scope="module")
+def backend7(seven):
+    with BundleBackend(seven) as model:
+        yield model
+
+
+def scored_graph(backend, seed: int = SEED) -> EmbeddedSource:
+    """The training graph as the trainer (training ``seed``) left it (its FastRP property), every
+    item classified, then a new item linked to three items of group 0, the changes in the
+    default log."""
     g, *_ = communities(held_out=0.0)
     source = EmbeddedSource(g)
-    write_structural_features(source, "Item", structural_call(OPTIONS, seed=SEED))
+    write_structural_features(source, "Item", structural_call(OPTIONS, seed=seed))
     classify_graph(source, backend, progress=False)
     new = g.add_node(["Item"], {"id": NEW, "label": 0})
     changes = [
@@ -115,12 +144,121 @@ def test_opting_out_leaves_the_property_as_it_was(backend):
     assert stored_fastrp(source) == before and before[NEW] is None
 
 
+def full_fastrp(source: EmbeddedSource, seed: int) -> dict[int, list[float]]:
+    """Every item's FastRP vector by a call over the whole label with the trainers' options."""
+    full = structural_features(source, "Item", {**STRUCTURAL_OPTIONS, **OPTIONS, "seed": seed})
+    return dict(zip(full.node_ids.tolist(), full.features.tolist()))
+
+
+def assert_rescored_as_a_full_run(source: EmbeddedSource, backend) -> None:
+    refreshed = predictions(source)
+    classify_graph(source, backend, overwrite=True, progress=False)
+    again = predictions(source)
+    assert sorted(refreshed) == sorted(again) and len(again) == N + 1
+    for key in sorted(again):
+        assert refreshed[key][0] == again[key][0], key
+        np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+
+
+def test_the_bundle_records_the_training_call(backend7):
+    [target] = structural_calls(backend7.config.options)
+    assert (target.label, target.prop) == ("Item", STRUCTURAL_PROPERTY)
+    assert target.call == structural_call(OPTIONS, seed=SEVEN)
+    assert target.call["seed"] == SEVEN and target.call["dimension"] == 256
+
+
+def test_a_pass_recomputes_with_the_recorded_training_seed(backend7):
+    """Trained with seed 7, refreshed with no seed given: the stored vectors equal a full
+    recompute with seed 7 (and the new node's differs from seed 0's: the seed matters)."""
+    source = scored_graph(backend7, seed=SEVEN)
+    summary = Refresher(source, backend7, batch_size=32).once()
+    assert summary.committed and summary.structural > len(FRIENDS)
+    fastrp = stored_fastrp(source)
+    assert fastrp == full_fastrp(source, SEVEN)
+    assert fastrp[NEW] != full_fastrp(source, SEED)[NEW]
+    assert_rescored_as_a_full_run(source, backend7)
+
+
+def without_record(options: dict) -> dict:
+    """``options`` as a bundle exported before the feature spec recorded the structural call."""
+    options = json.loads(json.dumps(options))
+    for prop in options["feature_spec"]["Item"]["properties"]:
+        del prop["structural"]
+    return options
+
+
+MISSING = (
+    r"model: label 'Item' reads 'memgraph_tf_fastrp', and its feature spec records no "
+    r"'structural' options \(the seed and settings the vectors were written with\): pass "
+    r"--structural-seed N \(the training seed; 0 when training set none\)"
+)
+
+
+def test_a_bundle_without_the_record_is_refused_without_a_seed(backend7, monkeypatch):
+    old = dataclasses.replace(backend7.config, options=without_record(backend7.config.options))
+    monkeypatch.setattr(backend7, "config", old)
+    source = scored_graph(backend7, seed=SEVEN)
+    with pytest.raises(ConfigurationError, match=MISSING):
+        Refresher(source, backend7)
+    summary = Refresher(source, backend7, structural_seed=SEVEN).once()  # the explicit override
+    assert summary.committed and stored_fastrp(source) == full_fastrp(source, SEVEN)
+
+
+def test_the_command_refuses_a_bundle_without_the_record(seven, tmp_path, capsys):
+    """``memgraph-tf refresh`` on a bundle of the earlier format: exit 2, the message on
+    stderr, nothing written, the cursor where it was."""
+    old = pathlib.Path(shutil.copytree(pathlib.Path(seven).parent, tmp_path / "items")) / "1"
+    config = old / "assets" / "memgraph_tf_bundle.json"
+    raw = json.loads(config.read_text())
+    raw["options"] = without_record(raw["options"])
+    config.write_text(json.dumps(raw))
+    with BundleBackend(str(old)) as model:
+        source = scored_graph(model, seed=SEVEN)
+    before = stored_fastrp(source)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--graph", "g", "--model", str(old), "--no-progress"])
+    assert run_cli(args, lambda _: source) == 2
+    assert re.search("memgraph-tf refresh: error: " + MISSING, capsys.readouterr().err)
+    assert stored_fastrp(source) == before and before[NEW] is None
+    with BundleBackend(str(old)) as model:
+        assert Refresher(source, model, structural=False).cursor() == 0
+
+
+def test_a_seed_other_than_the_recorded_one_is_refused(backend7):
+    source = EmbeddedSource(communities(held_out=0.0)[0])
+    with pytest.raises(
+        ConfigurationError,
+        match=r"label 'Item' reads 'memgraph_tf_fastrp': --structural-seed 0 is not the seed 7 "
+        r"its feature spec records for it",
+    ):
+        Refresher(source, backend7, structural_seed=0)
+    assert Refresher(source, backend7, structural_seed=SEVEN).structural.labels == ["Item"]
+
+
 def test_a_bundle_reading_fastrp_at_another_width_is_refused():
     spec = {"Item": {"properties": [{"name": STRUCTURAL_PROPERTY, "length": 64}]}}
     with pytest.raises(
         ConfigurationError, match=r"label 'Item' reads 'memgraph_tf_fastrp' with length 64"
     ):
-        structural_labels({"feature_spec": spec})
+        structural_calls({"feature_spec": spec}, seed=0)
+
+
+def test_a_hand_written_record_is_the_call():
+    """A spec written by hand for the user's own ``structural_write`` call (another property,
+    fixed relationship types) records it the same way; recorded options the procedure refuses
+    are named."""
+    call = {"features": ["fastrp"], "dimension": 8, "seed": 3, "relationship_types": ["LINK"]}
+    prop = {"name": "emb", "kind": "numeric", "length": 8, "structural": call}
+    [target] = structural_calls({"feature_spec": {"Item": {"properties": [prop]}}})
+    assert target.call == {**call, "write_property": "emb"}
+    bad = {**prop, "structural": {**call, "dimension": 0}}
+    with pytest.raises(
+        ConfigurationError,
+        match=r"label 'Item' reads 'emb': its recorded 'structural' options: options.dimension: "
+        r"expected an integer from 1 to 4096, got int 0",
+    ):
+        structural_calls({"feature_spec": {"Item": {"properties": [bad]}}})
 
 
 def test_a_new_relationship_type_at_the_label_recomputes_it_in_full(backend):
@@ -165,6 +303,11 @@ def _rel(kind, eid, start, end, rel_type="LINK"):
         ),
         ([Change("updated", "node", 1)], {1: ["Item"]}, "node 1's labels changed"),
         ([Change("updated", "node", 1, properties=("x",))], {1: ["Item"]}, None),
+        (
+            [Change("updated", "node", 1, properties=("x",), changed_labels=("Item",))],
+            {1: ["Item"]},
+            "node 1's labels changed",
+        ),
     ],
 )
 def test_type_change_says_when_the_types_at_the_label_may_have_changed(changes, labels, reason):
@@ -180,6 +323,9 @@ def test_type_change_says_when_the_types_at_the_label_may_have_changed(changes, 
         (_rel("created", 9, 1, 2), {}, {1, 2}),
         (_rel("deleted", 9, 1, 2), {}, {1, 2}),
         (Change("updated", "node", 1), {}, {1}),  # a label change
+        (Change("updated", "node", 1, properties=("x",), changed_labels=("Item",)), {}, {1}),
+        (Change("updated", "node", 1, properties=("x",), changed_labels=("Old",)),
+         {"id_property": "id"}, {1}),
         (Change("updated", "node", 1, properties=("id",)), {"id_property": "id"}, {1}),
         (Change("updated", "node", 1, properties=("x",)), {"id_property": "id"}, set()),
         (Change("updated", "node", 1, properties=(STRUCTURAL_PROPERTY,)), {}, set()),
@@ -196,6 +342,8 @@ def test_type_change_says_when_the_types_at_the_label_may_have_changed(changes, 
             set(),
         ),
         (Change("created", "node", 1, labels=("MemgraphTfChange",)), {}, set()),
+        (_rel("created", 9, 1, 2, "SIMILAR"), {"relationship_types": ["LINK"]}, set()),
+        (_rel("deleted", 9, 1, 2), {"relationship_types": ["LINK"]}, {1, 2}),
     ],
 )  # fmt: skip
 def test_fastrp_nodes_are_those_whose_fastrp_inputs_changed(change, call, named):
@@ -219,3 +367,31 @@ def test_the_logged_writes_of_a_pass_recompute_nothing_more(backend):
     assert second.committed and second.classified == N + 1
     after = predictions(source)
     assert {k: v[:2] for k, v in after.items()} == {k: v[:2] for k, v in before.items()}
+
+
+def test_a_hand_written_record_with_fixed_types_recomputes_near_the_changes():
+    """A property the user wrote with ``write_structural_features`` over fixed relationship
+    types and recorded in the spec: a new type at the label changes none of its vectors, so the
+    rewrite stays near the changes (no full recompute) and leaves every vector equal to a full
+    call with the recorded options."""
+    from memgraph_tf.batch.structural_refresh import StructuralRefresh
+
+    call = {**STRUCTURAL_OPTIONS, **OPTIONS, "seed": 3, "relationship_types": ["LINK"]}
+    spec = {"name": "emb", "kind": "numeric", "length": 256, "structural": call}
+    refresh = StructuralRefresh({"feature_spec": {"Item": {"properties": [spec]}}})
+    g, *_ = communities(held_out=0.0)
+    source = EmbeddedSource(g)
+    write_structural_features(source, "Item", {**call, "write_property": "emb"})
+    new = g.add_node(["Item"], {"id": NEW, "label": 0})
+    changes = [Change("created", "node", new, key=NEW, labels=("Item",), properties=("id",))]
+    for friend in FRIENDS:
+        changes.append(_rel("created", g.add_edge(new, friend, "LINK"), new, friend))
+    changes.append(_rel("created", g.add_edge(1, 2, "SIMILAR"), 1, 2, "SIMILAR"))
+    rewrite = refresh.rewrite(source, changes, {i: ["Item"] for i in (new, 1, 2, *FRIENDS)})
+    assert not rewrite.everything and 0 < rewrite.count < N
+    alone = refresh.rewrite(source, changes[-1:], {1: ["Item"], 2: ["Item"]})
+    assert (alone.everything, alone.count) == (False, 0)  # SIMILAR is not walked
+    assert {c.properties for c in rewrite.updates} == {("emb",)}
+    full = structural_features(source, "Item", call)
+    stored = {g.get_property(i, "id"): g.get_property(i, "emb") for i in g.nodes("Item")}
+    assert stored == dict(zip(full.node_ids.tolist(), full.features.tolist()))

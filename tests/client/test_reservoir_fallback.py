@@ -1,10 +1,13 @@
 """The bounded mode over the Bolt fallback (ArcadeDB, plain Cypher) gives the embedded query
 module's exact reservoirs and bytes: the reservoir is data in the graph, built, maintained and
-drawn from by the same code (memgraph_tf/procedures/reservoir.py)."""
+drawn from by the same code (memgraph_tf/procedures/reservoir.py), edge feature columns of the
+slots drawn from it included (memgraph_tf/procedures/edge_columns.py)."""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import random
 
 import pytest
 
@@ -13,6 +16,7 @@ from memgraph_tf.client.change_log import Change, ChangeLog, apply_to_reservoirs
 from memgraph_tf.embedded import EmbeddedGraph
 from memgraph_tf.errors import GraphDataError
 from memgraph_tf.procedures.reservoir import FORMAT, Reservoir, WeightedReservoir, property_name
+from tests.golden.generate import payment_spec
 
 pytestmark = pytest.mark.arcadedb
 
@@ -309,3 +313,122 @@ def test_a_detach_deleted_member_leaves_the_weighted_reservoir_byte_identically(
     after = weighted(embedded, 0)
     assert key not in after.keys and after.degree == before.degree - 1
     assert weighted(bolt, 0) == after
+
+
+# -- edge feature columns in the bounded mode ----------------------------------------------------
+SHOP, PAYER = "RShop", "RAcct"
+PAY_IN = f"(:{SHOP})<-[:RPAY]-(:{PAYER})"
+PAY_BOTH = f"(:{SHOP})-[:RPAY]-(:{PAYER})"
+PAY_WEIGHTED = f"(:{SHOP})<-[:RPAY {{weight: w}}]-(:{PAYER})"
+PAY_BACK = f"(:{PAYER})-[:RPAY]->(:{SHOP})"
+PAY_SPEC = payment_spec("RPAY", "ts", 10.0, 5.0, {"name": "on", "kind": "temporal", "type": "Date"})
+PAY_BUILD = {
+    "capacity": 10,
+    "seed": 5,
+    "edge_types": ["RPAY"],
+    "id_property": "id",
+    "label": SHOP,
+    "neighbour_label": PAYER,
+}
+
+
+def shop_data() -> tuple[list[dict], list[dict]]:
+    """Shop 0 (a hub: 30 payers, payers 1 .. 5 twice with equal properties, and refunds to
+    payers 1 .. 4) and shop 1000 (3 payers: below the threshold); ``(payer, shop, props)`` rows
+    of mixed property types, an absent property left out (ArcadeDB stores no null). Parallel
+    relationships carry equal properties: which of them a reservoir holds follows the stores'
+    relationship ids, which differ between them (docs/hubs.md, "Bytes")."""
+    rng = random.Random(20261129)
+    nodes = [{"label": SHOP, "id": 0}, {"label": SHOP, "id": 1000}]
+    nodes += [{"label": PAYER, "id": i} for i in range(1, 31)]
+    rows = []
+    for payer in range(1, 31):
+        props = {
+            "amount": rng.choice([rng.uniform(0, 100), rng.randint(0, 50), None]),
+            "channel": rng.choice(["web", "atm", 7, None]),
+            "flagged": rng.choice([True, False, None]),
+            "ts": rng.randint(0, 100),
+            "on": rng.choice([datetime.date(2026, 2, 1 + rng.randint(0, 27)), None]),
+            "w": rng.choice([1, 2, 3]),
+        }
+        props = {k: v for k, v in props.items() if v is not None}
+        rows += [{"a": payer, "b": 0, "p": props}] * (2 if payer <= 5 else 1)
+        if payer <= 4:
+            rows.append({"a": 0, "b": payer, "p": {"amount": -1.0 * payer, "w": 1}})
+        if payer <= 3:
+            rows.append({"a": payer, "b": 1000, "p": {"amount": 0.5, "ts": payer, "w": 2}})
+    return nodes, rows
+
+
+@pytest.fixture(scope="module")
+def shop_twins(bolt_source):
+    nodes, rows = shop_data()
+    g = EmbeddedGraph()
+    ids = {n["id"]: g.add_node([n["label"]], {"id": n["id"]}) for n in nodes}
+    for r in rows:
+        g.add_edge(ids[r["a"]], ids[r["b"]], "RPAY", r["p"])
+    for label in (SHOP, PAYER):
+        bolt_source.write(f"MATCH (n:{label}) DETACH DELETE n")
+        ids_of = [n["id"] for n in nodes if n["label"] == label]
+        bolt_source.write(f"UNWIND $ids AS i CREATE (:{label} {{id: i}})", {"ids": ids_of})
+    bolt_source.write(
+        f"UNWIND $rows AS r MATCH (a {{id: r.a}}), (b {{id: r.b}}) WHERE (a:{SHOP} OR "
+        f"a:{PAYER}) AND (b:{SHOP} OR b:{PAYER}) AND labels(a) <> labels(b) "
+        "CREATE (a)-[e:RPAY]->(b) SET e += r.p",
+        {"rows": rows},
+    )
+    embedded = EmbeddedSource(g)
+    for source in (embedded, bolt_source):
+        for extra in (
+            {"direction": "in"},
+            {"direction": "both"},
+            {"weight": "w", "direction": "in"},
+        ):
+            assert build_reservoirs(source, {**PAY_BUILD, **extra})["reservoirs"] == 1
+    yield g, embedded, bolt_source
+    for label in (SHOP, PAYER):
+        bolt_source.write(f"MATCH (n:{label}) DETACH DELETE n")
+
+
+def shop_sample(source, threshold: int | None = 10, fanouts: dict | None = None) -> bytes:
+    nn = fanouts or {PAY_IN: [5, 0], PAY_BOTH: [4, 0], PAY_WEIGHTED: [3, 0], PAY_BACK: [0, 2]}
+    opts = {"label": SHOP, "id_property": "id", "seed": 8, "reservoir_threshold": threshold}
+    opts["edge_feature_spec"] = {p: PAY_SPEC for p in nn}
+    return source.sample_typed([0, 1000], nn, None, opts)
+
+
+def shop_members(source, name: str) -> Reservoir:
+    """Shop 0's reservoir ``name``, read from the graph."""
+    if isinstance(source, EmbeddedSource):
+        [internal] = source.graph.find_nodes(SHOP, "id", 0)
+        value = source.graph.get_property(internal, name)
+    else:
+        [row] = source.read(f"MATCH (n:{SHOP}) WHERE n.id = 0 RETURN n.{name} AS r")
+        value = row["r"]
+    return Reservoir.decode(list(value), "node 0", name)
+
+
+def test_edge_features_from_reservoirs_are_byte_identical(shop_twins):
+    g, embedded, bolt = shop_twins
+    expected = shop_sample(embedded)
+    assert shop_sample(bolt) == expected
+    assert expected != shop_sample(embedded, None)  # (the hub drew from its reservoirs)
+    # a member relationship deleted since the build: the same message, but the stores' ids
+    name = property_name(("RPAY",), "in", "id", PAYER)
+    res = [shop_members(source, name) for source in (embedded, bolt)]
+    assert sorted(res[0].keys) == sorted(res[1].keys)
+    key = min(k for k in res[0].keys if k > 5)  # (a payer of one relationship)
+    fanout = {PAY_IN: [len(set(res[0].keys))]}
+    for source, stored in zip((embedded, bolt), res):
+        rel = stored.rels[stored.keys.index(key)]
+        if source is embedded:
+            g.delete_edge(rel)
+        else:
+            bolt.write("MATCH ()-[r]->() WHERE id(r) = $r DELETE r", {"r": rel})
+        with pytest.raises(
+            GraphDataError,
+            match=rf"^relationship {rel} of \(:{SHOP}\)<-\[:RPAY\]-\(:{PAYER}\) between "
+            rf"\(:{SHOP} \{{id: 0\}}\) and \(:{PAYER} \{{id: {key}\}}\): in \(:{SHOP} "
+            r"\{id: 0\}\)'s reservoir \(options\.reservoir_threshold\) but no longer in the graph",
+        ):
+            shop_sample(source, fanouts=fanout)

@@ -98,6 +98,17 @@ def test_link_training_writes_fastrp_of_the_training_graph_and_reads_it():
             "std": 1.0,
             "length": 256,
             "missing_indicator": False,
+            "structural": {  # the call that wrote it, for refresh (its options, spelled out)
+                "features": ["fastrp"],
+                "dimension": 256,
+                "iteration_weights": [0.0, 0.0, 1.0, 1.0, 1.0, 1.0],
+                "self_weight": 0.0,
+                "normalization_strength": 0.0,
+                "write_property": STRUCTURAL_PROPERTY,
+                "id_property": "id",
+                "seed": RUN["seed"],
+                "exclude_splits": ["val", "test"],
+            },
         }
     ]
     auc = evaluate_links(model, source, val, val_y, options=OPTIONS, seed=1)["auc"]

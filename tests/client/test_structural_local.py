@@ -6,6 +6,8 @@ embedded runtime and the client-side code over Bolt (ArcadeDB)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,26 @@ def test_a_bad_changed_node_is_named():
     call = {**CALL, "write_property": PROP, "changed_nodes": [1, "x"]}
     with pytest.raises(GraphDataError, match=r"options\.changed_nodes\[1\]: expected an internal"):
         write_structural_features(EmbeddedSource(g), "Item", call)
+
+
+@pytest.mark.parametrize("at", [60, 6])  # outside the region of the changed node 60, inside it
+def test_a_changed_key_another_node_of_the_label_holds_is_refused_as_the_full_call_refuses(at):
+    g, items = chain_graph()
+    source = EmbeddedSource(g)
+    write_structural_features(source, "Item", {**CALL, "write_property": PROP})
+    before = stored(g)
+    g.set_property(items[at], "id", 1005)  # item 5's key
+    with pytest.raises(GraphDataError) as full:
+        structural_features(source, "Item", CALL)
+    message = (
+        "options.id_property: expected unique ids within a label, got id = 1005 on the :Item "
+        f"nodes with internal ids {items[5]} and {items[at]}"
+    )
+    assert message in str(full.value)
+    call = {**CALL, "write_property": PROP, "changed_nodes": [items[at]]}
+    with pytest.raises(GraphDataError, match=re.escape(message)):
+        write_structural_features(source, "Item", call)
+    assert stored(g) == before  # nothing written
 
 
 def test_local_vectors_are_the_full_ones_with_degree_scaling():

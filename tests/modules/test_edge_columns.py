@@ -112,7 +112,6 @@ def test_a_value_of_the_wrong_type_names_the_relationship_property_kind_and_valu
             r"options.edge_feature_spec\['\(:A\)-\[:R\]->\(:A\)'\]: .*'w'",
         ),
         ({STEP: SPEC}, {"layout": "compact"}, r"written in the dense layout only"),
-        ({STEP: SPEC}, {"reservoir_threshold": 4}, r"expected without options.reservoir_threshold"),
     ],
 )
 def test_bad_options_are_refused_naming_them(edge_spec, extra, message):
