@@ -33,7 +33,8 @@ re-applying a batch is harmless).
   size, the reservoir is a uniform random subset of the node's current relationships of the step.
   Its size stays ``R`` under inserts, and falls by one per deleted member until inserts make up
   for them: a delete-heavy node's reservoir shrinks, which :func:`update` reports (``short``) and
-  the draw refuses once it holds fewer distinct neighbours than the fanout.
+  the draw refuses once it holds fewer distinct neighbours than the fanout (with replacement:
+  none).
 
 **Weighted steps** (``options.weight``: the relationship property a weighted step draws by; the
 reservoir is another property, :class:`WeightedReservoir`, format :data:`WEIGHTED_FORMAT`): the
