@@ -947,7 +947,11 @@ def _per_node(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[i
             store.check_abort()
         if not isinstance(change, Mapping):
             raise OptionError(f"changes[{i}]: expected a change map, got {describe_value(change)}")
-        if change.get("entity") == "node" and change.get("kind") == "deleted":
+        if (
+            change.get("entity") == "node"
+            and change.get("kind") == "deleted"
+            and is_int(change.get("element_id"))
+        ):
             labels = change.get("labels")
             gone[change.get("element_id")] = isinstance(labels, (list, tuple)) and (
                 opts.neighbour_label in labels
