@@ -20,8 +20,13 @@ label gives it on the graph as it is now (tests/client/test_structural_local.py)
 predictions read that value, so the refresh re-scores the seeds that reach them as it does for
 a feature update.
 
-That holds while the call walks the same relationship types: a call that names none walks every
-type touching the label, so when the changes may have added or removed one (:func:`type_change`)
+That holds while the call walks the same relationship types. The trainers' call names the types
+touching the label at training time (``relationship_types``, sorted): a refresh keeps walking
+exactly those -- the vectors the model was trained on -- so a type that first touches the label
+after training changes no vector, and a pass reads no schema. A record naming no types (written
+by hand, or a label without relationships at training time) walks every type touching the label
+now: each pass with changes reads the schema for them (``tf_features.schema``, a scan of every
+node and relationship), and when the changes may have added or removed one (:func:`type_change`)
 the label is recomputed in full and every prediction re-scored.
 """
 
@@ -170,8 +175,9 @@ class StructuralRefresh:
         """Rewrites the properties where ``changes`` can have altered them; ``labels``: the
         labels of the nodes the changes name that are in the graph now (the others are gone).
 
-        Per target without recorded ``relationship_types``, the relationship types touching its
-        label now (``tf_features.schema``) are the call's; when the changes may have added or
+        Per target without recorded ``relationship_types`` (the trainers record them), the
+        relationship types touching its label now (``tf_features.schema``: a scan of the graph,
+        made only for such a target) are the call's; when the changes may have added or
         removed one of them (:func:`type_change`), every node's vector changes and the label is
         recomputed in full (``everything``); else the label's nodes within reach of the nodes
         the changes name are, and each rewritten node comes back as an update of the property
