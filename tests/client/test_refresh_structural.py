@@ -407,23 +407,80 @@ def test_fastrp_nodes_are_those_whose_fastrp_inputs_changed(change, call, named)
     assert fastrp_nodes([change], call) == named
 
 
-def test_the_logged_writes_of_a_pass_recompute_nothing_more(backend):
-    """A server's triggers log the pass's own writes of the property: the next pass re-scores
-    the seeds that read them (the same values) and recomputes no vector."""
+def logging_writes(source: EmbeddedSource, monkeypatch) -> None:
+    """Emulates Memgraph's update trigger (memgraph_tf.client.change_log.trigger_statements) for
+    ``tf_features.structural_write`` on ``source``: after each call, one logged node update per
+    node it wrote, naming the property it set."""
+    call_procedure = source.call_procedure
+
+    def logged(procedure, args):
+        answer = call_procedure(procedure, args)
+        if procedure.name == "tf_features.structural_write":
+            label, options = args
+            ids = answer["updated"]
+            if ids is None:
+                ids = source.node_ids(label=label)
+            prop = options["write_property"]
+            ChangeLog(source).record(
+                [Change("updated", "node", i, labels=(label,), properties=(prop,)) for i in ids]
+            )
+        return answer
+
+    monkeypatch.setattr(source, "call_procedure", logged)
+
+
+def test_the_logged_writes_of_a_pass_rescore_nothing(backend, monkeypatch):
+    """A server's triggers log the pass's own writes of the property: the next pass recognises
+    them (the values it wrote are still there) and neither recomputes nor re-scores anything."""
     source = scored_graph(backend)
-    first = Refresher(source, backend, batch_size=64).once()
-    g = source.graph
-    logged = [
-        Change("updated", "node", i, labels=("Item",), properties=(STRUCTURAL_PROPERTY,))
-        for i in g.nodes("Item")
-    ]
-    ChangeLog(source).record(logged)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    first = refresher.once()
     before = predictions(source)
-    second = Refresher(source, backend, batch_size=64).once()
-    assert first.structural > 0 and second.structural == 0
-    assert second.committed and second.classified == N + 1
-    after = predictions(source)
-    assert {k: v[:2] for k, v in after.items()} == {k: v[:2] for k, v in before.items()}
+    second = refresher.once()
+    assert first.committed and first.structural > len(FRIENDS)
+    assert second.committed and second.changes == first.structural
+    assert (second.structural, second.affected, second.classified) == (0, 0, 0)
+    assert refresher.once().changes == 0  # the cursor moved past them
+    assert predictions(source) == before
+
+
+def test_a_genuine_write_of_the_property_is_rescored(backend, monkeypatch):
+    """Another writer's update of the property, logged among the pass's own writes -- on a node
+    the pass rewrote -- is re-scored: every prediction then equals a full re-score."""
+    source = scored_graph(backend)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    first = refresher.once()
+    friend = FRIENDS[0]
+    g = source.graph
+    g.set_property(
+        friend, STRUCTURAL_PROPERTY, [-x for x in g.get_property(friend, STRUCTURAL_PROPERTY)]
+    )
+    ChangeLog(source).record(
+        [Change("updated", "node", friend, labels=("Item",), properties=(STRUCTURAL_PROPERTY,))]
+    )
+    second = refresher.once()
+    assert second.changes == first.structural + 1 and second.structural == 0
+    assert second.committed and 0 < second.classified < N + 1
+    assert_rescored_as_a_full_run(source, backend)
+
+
+def test_the_logged_writes_of_a_full_recompute_rescore_nothing(backend, monkeypatch):
+    """After a full recompute (a record without types, a new type at the label) the triggers
+    log a write on every node: the next pass re-scores none of them."""
+    options = json.loads(json.dumps(backend.config.options))
+    for prop in options["feature_spec"]["Item"]["properties"]:
+        del prop["structural"]["relationship_types"]
+    monkeypatch.setattr(backend, "config", dataclasses.replace(backend.config, options=options))
+    source = scored_graph(backend)
+    with_new_type(source)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    first = refresher.once()
+    second = refresher.once()
+    assert first.structural == N + 1 and second.changes == N + 1
+    assert (second.structural, second.affected, second.classified) == (0, 0, 0)
 
 
 def test_a_hand_written_record_with_fixed_types_recomputes_near_the_changes():
