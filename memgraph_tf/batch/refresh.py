@@ -20,7 +20,9 @@ Guarantees of one pass (:meth:`Refresher.once`):
   entry records its ``structural`` call) first has it recomputed for the label's nodes within
   reach of the changed nodes, with the options its feature spec records, exactly as a full
   recompute on the graph as it is now gives them (:mod:`memgraph_tf.batch.structural_refresh`),
-  and the seeds that read a rewritten vector join the affected set; a bundle whose spec reads
+  and the seeds that read a rewritten vector join the affected set (the triggers' log of those
+  writes, still in place, re-scores nothing in the next pass of the same process); a bundle whose
+  spec reads
   the FastRP property without the record is refused (``ConfigurationError`` naming the label,
   the property and ``--structural-seed``) unless ``structural_seed`` is given;
 * they are re-scored through :class:`~memgraph_tf.batch.classifier.BatchClassifier` (the batches,
@@ -264,7 +266,10 @@ class Refresher:
         """The internal ids of the nodes ``changes`` (read after cursor ``after``) can affect
         (None: every node), and the number of nodes whose structural property was recomputed
         first (the bundle's featureless labels: :mod:`memgraph_tf.batch.structural_refresh`;
-        their updates join ``changes``; a label recomputed in full affects every node)."""
+        their updates join ``changes``; a label recomputed in full affects every node). The
+        logged writes of this refresher's own recomputes whose values are still in place
+        (:meth:`~memgraph_tf.batch.structural_refresh.StructuralRefresh.own_writes`) affect
+        nothing: the predictions were made with those values."""
         ids = set()
         for c in changes:
             if c.entity == "node":
@@ -273,6 +278,8 @@ class Refresher:
                 ids.update((c.start_id, c.end_id))
         labels = self.walker.labels(sorted(ids))
         self._check_known(changes, labels, after)
+        own = self.structural.own_writes(self.source, changes) if self.structural.written else ()
+        changes = [c for pos, c in enumerate(changes) if pos not in own]
         rewrite = self.structural.rewrite(self.source, changes, labels)
         if rewrite.everything:
             return None, rewrite.count

@@ -20,20 +20,37 @@ label gives it on the graph as it is now (tests/client/test_structural_local.py)
 predictions read that value, so the refresh re-scores the seeds that reach them as it does for
 a feature update.
 
-That holds while the call walks the same relationship types: a call that names none walks every
-type touching the label, so when the changes may have added or removed one (:func:`type_change`)
+That holds while the call walks the same relationship types. The trainers' call names the types
+touching the label at training time (``relationship_types``, sorted): a refresh keeps walking
+exactly those -- the vectors the model was trained on -- so a type that first touches the label
+after training changes no vector, and a pass reads no schema. A record naming no types (written
+by hand, or a label without relationships at training time) walks every type touching the label
+now: each pass with changes reads the schema for them (``tf_features.schema``, a scan of every
+node and relationship), and when the changes may have added or removed one (:func:`type_change`)
 the label is recomputed in full and every prediction re-scored.
+
+A server's triggers log the pass's own writes of the property, and the property is one the model
+reads, so the next pass would re-score the seeds reading every rewritten vector once more (every
+node after a full recompute) to the same values. :class:`StructuralRefresh` remembers a digest of
+each vector it wrote (read back after the write, before the pass re-scores: the value the
+predictions were made with) and :meth:`StructuralRefresh.own_writes` recognises a logged update
+that sets nothing but a target's property on a node whose stored value still has that digest: it
+starts no walk. A genuine write of the property by anyone else leaves another value (its digest
+differs) and is re-scored; one that writes the very value changes no prediction. The memory lives
+in the process (a digest per rewritten node of the structural labels): a new ``memgraph-tf
+refresh`` process re-scores the logged writes of the previous one once.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memgraph_tf.batch.affected import WalkSpec
+from memgraph_tf.batch.affected import WalkSpec, walker_for
 from memgraph_tf.client.change_log import OWN_LABELS, Change
 from memgraph_tf.client.structural import (
     STRUCTURAL_PROPERTY,
@@ -56,6 +73,7 @@ __all__ = [
     "structural_calls",
     "structural_labels",
     "type_change",
+    "value_digest",
 ]
 
 #: The width of the trainers' default FastRP property (the procedure's ``dimension`` default).
@@ -154,6 +172,44 @@ class StructuralRefresh:
     ) -> None:
         self.targets = structural_calls(options, seed) if enabled else []
         self.labels = sorted({t.label for t in self.targets})
+        #: ``(property, internal id)`` -> digest of the value this object last wrote there.
+        self.written: dict[tuple[str, int], bytes] = {}
+
+    def remember(self, source: Any, target: StructuralTarget, ids: Sequence[int] | None) -> None:
+        """Reads back ``target``'s property on the nodes ``ids`` (None: every node of its label)
+        and keeps each value's digest, so :meth:`own_writes` knows the logged writes of it."""
+        if ids is None:
+            ids = source.node_ids(label=target.label)
+        values = walker_for(source).keys(list(ids), target.prop)
+        for i in ids:
+            self.written[(target.prop, i)] = value_digest(values.get(i))
+
+    def own_writes(self, source: Any, changes: Sequence[Change]) -> set[int]:
+        """The positions in ``changes`` of the logged writes of this object's own rewrites: a node
+        update whose properties are all properties of the targets of its labels, on a node whose
+        stored values of them have the digests :meth:`remember` kept (the value it wrote and the
+        predictions were made with). Any other change -- a write of another value, one that sets
+        another property too, a node this object never wrote -- is not among them."""
+        props = {t.label: set() for t in self.targets}
+        for t in self.targets:
+            props[t.label].add(t.prop)
+        candidates: dict[int, tuple[str, ...]] = {}
+        for pos, c in enumerate(changes):
+            if c.entity != "node" or c.kind != "updated" or not c.properties:
+                continue
+            mine = set().union(*(props.get(label, set()) for label in c.labels))
+            if set(c.properties) <= mine and all(
+                (p, c.element_id) in self.written for p in c.properties
+            ):
+                candidates[pos] = c.properties
+        for prop in sorted({p for names in candidates.values() for p in names}):
+            ids = sorted({changes[pos].element_id for pos, n in candidates.items() if prop in n})
+            values = walker_for(source).keys(ids, prop)
+            same = {i for i in ids if value_digest(values.get(i)) == self.written[(prop, i)]}
+            for pos, names in candidates.items():
+                if prop in names and changes[pos].element_id not in same:
+                    candidates[pos] = ()  # another value: not (only) this object's write
+        return {pos for pos, names in candidates.items() if names}
 
     def walk_spec(self, spec: WalkSpec) -> WalkSpec:
         """``spec`` reading each target's property on its label too (the model reads it through
@@ -170,8 +226,9 @@ class StructuralRefresh:
         """Rewrites the properties where ``changes`` can have altered them; ``labels``: the
         labels of the nodes the changes name that are in the graph now (the others are gone).
 
-        Per target without recorded ``relationship_types``, the relationship types touching its
-        label now (``tf_features.schema``) are the call's; when the changes may have added or
+        Per target without recorded ``relationship_types`` (the trainers record them), the
+        relationship types touching its label now (``tf_features.schema``: a scan of the graph,
+        made only for such a target) are the call's; when the changes may have added or
         removed one of them (:func:`type_change`), every node's vector changes and the label is
         recomputed in full (``everything``); else the label's nodes within reach of the nodes
         the changes name are, and each rewritten node comes back as an update of the property
@@ -194,6 +251,7 @@ class StructuralRefresh:
                 reason = type_change(t.label, touching, changes, labels)
             if reason is not None:
                 answer = write_structural_features(source, t.label, call)
+                self.remember(source, t, None)
                 logger.info(
                     "label %r: %s: rewrote %r on all %d node(s)",
                     t.label,
@@ -207,6 +265,7 @@ class StructuralRefresh:
             if not present:
                 continue
             answer = write_structural_features(source, t.label, {**call, "changed_nodes": present})
+            self.remember(source, t, answer["updated"])
             logger.info(
                 "label %r: rewrote %r on %d node(s) near %d changed node(s)",
                 t.label,
@@ -220,6 +279,11 @@ class StructuralRefresh:
                 for i in answer["updated"]
             ]
         return out
+
+
+def value_digest(value: Any) -> bytes:
+    """A digest of a stored property value (its ``repr``: exact for floats), 16 bytes."""
+    return hashlib.blake2b(repr(value).encode(), digest_size=16).digest()
 
 
 @dataclasses.dataclass

@@ -31,6 +31,7 @@ __all__ = [
     "featureless_labels",
     "structural_call",
     "structural_features",
+    "touching_types",
     "write_structural_features",
 ]
 
@@ -106,20 +107,33 @@ def structural_call(
     *,
     seed: int | None = None,
     exclude_splits: Sequence[str] | None = None,
+    relationship_types: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The ``tf_features.structural_write`` options of the trainers' default for a featureless
     label: :data:`STRUCTURAL_OPTIONS` into :data:`STRUCTURAL_PROPERTY`, ``options``'
-    ``id_property`` and ``split_property``, the training ``seed`` (None: 0) and
-    ``exclude_splits``; every relationship type touching the label (no ``relationship_types``).
-    The same call gives a node added after training its own vector; the trainers record it in the
-    feature spec (``NumericSpec.structural``)."""
+    ``id_property`` and ``split_property``, the training ``seed`` (None: 0),
+    ``exclude_splits`` and ``relationship_types`` (None or empty: none named, so the call walks
+    every type touching the label when it runs). The same call gives a node added after training
+    its own vector; the trainers record it in the feature spec (``NumericSpec.structural``)."""
     call: dict[str, Any] = dict(STRUCTURAL_OPTIONS, write_property=STRUCTURAL_PROPERTY)
     call["iteration_weights"] = list(STRUCTURAL_OPTIONS["iteration_weights"])
     call.update((k, options[k]) for k in ("id_property", "split_property") if options.get(k))
     call["seed"] = 0 if seed is None else int(seed)
     if exclude_splits:
         call["exclude_splits"] = list(exclude_splits)
+    if relationship_types:
+        call["relationship_types"] = list(relationship_types)
     return call
+
+
+def touching_types(source: Any, labels: Sequence[str]) -> dict[str, list[str]]:
+    """Per label of ``labels``, the relationship types with an endpoint of it now
+    (``tf_features.schema``: one scan of the graph), sorted: the types a call naming none walks."""
+    found: dict[str, set[str]] = {label: set() for label in labels}
+    for r in source.schema()["relationships"]:
+        for label in {r["source"], r["target"]} & found.keys():
+            found[label].add(r["type"])
+    return {label: sorted(types) for label, types in found.items()}
 
 
 def default_structural_spec(
@@ -141,16 +155,24 @@ def default_structural_spec(
     standardised) whose missing value is zeros -- the vector FastRP gives a node without
     relationships -- so a node added after training is answered from its neighbours' vectors
     until the same call gives it its own. The spec records the call (``structural``: its
-    options), so the model and its bundles carry them to ``memgraph-tf refresh``.
+    options), so the model and its bundles carry them to ``memgraph-tf refresh``. The call names
+    the relationship types touching the label at training time (:func:`touching_types`, sorted),
+    so every later call -- ``memgraph-tf refresh``'s among them -- walks the types the model was
+    trained on, a type that first touches the label afterwards is not walked, and a refresh pass
+    needs no schema scan; a label with no relationship at training time names none (each call
+    walks the types touching it when it runs).
 
     Guarantees: returns ``feature_spec`` itself when no label is featureless, else a new mapping
     with those labels' specs added; nothing is written for a label that has features."""
     todo = featureless_labels(labels, properties, feature_spec)
     if not todo:
         return feature_spec
-    call = structural_call(options, seed=seed, exclude_splits=exclude_splits)
+    types = touching_types(source, todo)
     out = dict(feature_spec or {})
     for label in todo:
+        call = structural_call(
+            options, seed=seed, exclude_splits=exclude_splits, relationship_types=types[label]
+        )
         written = write_structural_features(source, label, call)
         logger.info(
             "label %r has no features: wrote its FastRP embedding (%d wide) into %r on %d nodes",

@@ -163,7 +163,8 @@ def assert_rescored_as_a_full_run(source: EmbeddedSource, backend) -> None:
 def test_the_bundle_records_the_training_call(backend7):
     [target] = structural_calls(backend7.config.options)
     assert (target.label, target.prop) == ("Item", STRUCTURAL_PROPERTY)
-    assert target.call == structural_call(OPTIONS, seed=SEVEN)
+    assert target.call == structural_call(OPTIONS, seed=SEVEN, relationship_types=["LINK"])
+    assert target.call["relationship_types"] == ["LINK"]  # the types at the label when trained
     assert target.call["seed"] == SEVEN and target.call["dimension"] == 256
 
 
@@ -261,27 +262,91 @@ def test_a_hand_written_record_is_the_call():
         structural_calls({"feature_spec": {"Item": {"properties": [bad]}}})
 
 
-def test_a_new_relationship_type_at_the_label_recomputes_it_in_full(backend):
-    """A type that first touches the label changes every node's FastRP (the default call walks
-    every type touching it): the pass recomputes the label in full and re-scores every node."""
+def counting_schema(source: EmbeddedSource, monkeypatch) -> list[str]:
+    """Records ``source``'s schema reads (``source.schema()`` calls the ``tf_features.schema``
+    procedure through ``call_procedure``): the returned list grows by one per read."""
+    calls: list[str] = []
+    call_procedure = source.call_procedure
+
+    def counted(procedure, *args, **kwargs):
+        if procedure.name == "tf_features.schema":
+            calls.append(procedure.name)
+        return call_procedure(procedure, *args, **kwargs)
+
+    monkeypatch.setattr(source, "call_procedure", counted)
+    return calls
+
+
+def recorded_call(backend) -> dict:
+    [target] = structural_calls(backend.config.options)
+    return dict(target.call)
+
+
+def test_a_pass_on_a_trained_model_reads_no_schema(backend, monkeypatch):
+    """The trainer records the types it walked, so a pass with changes scans no schema and its
+    vectors equal a full recompute with the recorded call."""
     source = scored_graph(backend)
-    g = source.graph
-    eid = g.add_edge(1, 2, "SIMILAR")
+    calls = counting_schema(source, monkeypatch)
+    summary = Refresher(source, backend, batch_size=32).once()
+    assert summary.committed and summary.structural > len(FRIENDS)
+    assert calls == []
+    assert stored_fastrp(source) == full_fastrp_of(source, recorded_call(backend))
+
+
+def full_fastrp_of(source: EmbeddedSource, call: dict) -> dict[int, list[float]]:
+    """Every item's vector by ``call`` (a ``structural_write`` call) over the whole label."""
+    full = structural_features(
+        source, "Item", {k: v for k, v in call.items() if k != "write_property"}
+    )
+    return dict(zip(full.node_ids.tolist(), full.features.tolist()))
+
+
+def with_new_type(source: EmbeddedSource) -> None:
+    """A relationship of a type that first touches the items after training, logged."""
+    eid = source.graph.add_edge(1, 2, "SIMILAR")
     ChangeLog(source).record(
         [Change("created", "relationship", eid, rel_type="SIMILAR", start_id=1, end_id=2)]
     )
+
+
+def test_a_new_relationship_type_after_training_is_not_walked(backend, monkeypatch):
+    """The model was trained on vectors over the recorded types: a type that first touches the
+    label afterwards changes no vector (no rewrite, no schema read), and every stored vector
+    still equals a full call with the recorded options."""
+    source = scored_graph(backend)
+    with_new_type(source)
+    calls = counting_schema(source, monkeypatch)
     summary = Refresher(source, backend, batch_size=64).once()
+    assert summary.committed and calls == []
+    assert len(FRIENDS) < summary.structural < N  # near the new item only
+    assert stored_fastrp(source) == full_fastrp_of(source, recorded_call(backend))
+    assert_rescored_as_a_full_run(source, backend)
+
+
+def test_a_record_without_types_reads_the_schema_and_recomputes_a_new_type_in_full(
+    backend, monkeypatch
+):
+    """A record naming no ``relationship_types`` (hand-written) walks every type touching the
+    label now: the pass reads the schema, and a type that first touches the label changes every
+    node's FastRP, so the label is recomputed in full and every node re-scored."""
+    options = json.loads(json.dumps(backend.config.options))
+    for prop in options["feature_spec"]["Item"]["properties"]:
+        del prop["structural"]["relationship_types"]
+    monkeypatch.setattr(backend, "config", dataclasses.replace(backend.config, options=options))
+    source = scored_graph(backend)
+    with_new_type(source)
+    calls = counting_schema(source, monkeypatch)
+    summary = Refresher(source, backend, batch_size=64).once()
+    assert calls == ["tf_features.schema"]
     assert summary.committed and summary.structural == N + 1
     assert summary.affected == summary.classified == N + 1
     full = structural_features(source, "Item", {**STRUCTURAL_OPTIONS, **OPTIONS, "seed": SEED})
     assert full.columns == [f"fastrp:{j}" for j in range(256)]
     assert stored_fastrp(source) == dict(zip(full.node_ids.tolist(), full.features.tolist()))
-    refreshed = predictions(source)
-    classify_graph(source, backend, overwrite=True, progress=False)
-    again = predictions(source)
-    for key in sorted(again):
-        assert refreshed[key][0] == again[key][0], key
-        np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+    link_only = {**STRUCTURAL_OPTIONS, **OPTIONS, "seed": SEED, "relationship_types": ["LINK"]}
+    assert stored_fastrp(source) != full_fastrp_of(source, link_only)  # SIMILAR is walked
+    monkeypatch.undo()
+    assert_rescored_as_a_full_run(source, backend)
 
 
 def _rel(kind, eid, start, end, rel_type="LINK"):
@@ -350,23 +415,80 @@ def test_fastrp_nodes_are_those_whose_fastrp_inputs_changed(change, call, named)
     assert fastrp_nodes([change], call) == named
 
 
-def test_the_logged_writes_of_a_pass_recompute_nothing_more(backend):
-    """A server's triggers log the pass's own writes of the property: the next pass re-scores
-    the seeds that read them (the same values) and recomputes no vector."""
+def logging_writes(source: EmbeddedSource, monkeypatch) -> None:
+    """Emulates Memgraph's update trigger (memgraph_tf.client.change_log.trigger_statements) for
+    ``tf_features.structural_write`` on ``source``: after each call, one logged node update per
+    node it wrote, naming the property it set."""
+    call_procedure = source.call_procedure
+
+    def logged(procedure, args):
+        answer = call_procedure(procedure, args)
+        if procedure.name == "tf_features.structural_write":
+            label, options = args
+            ids = answer["updated"]
+            if ids is None:
+                ids = source.node_ids(label=label)
+            prop = options["write_property"]
+            ChangeLog(source).record(
+                [Change("updated", "node", i, labels=(label,), properties=(prop,)) for i in ids]
+            )
+        return answer
+
+    monkeypatch.setattr(source, "call_procedure", logged)
+
+
+def test_the_logged_writes_of_a_pass_rescore_nothing(backend, monkeypatch):
+    """A server's triggers log the pass's own writes of the property: the next pass recognises
+    them (the values it wrote are still there) and neither recomputes nor re-scores anything."""
     source = scored_graph(backend)
-    first = Refresher(source, backend, batch_size=64).once()
-    g = source.graph
-    logged = [
-        Change("updated", "node", i, labels=("Item",), properties=(STRUCTURAL_PROPERTY,))
-        for i in g.nodes("Item")
-    ]
-    ChangeLog(source).record(logged)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    first = refresher.once()
     before = predictions(source)
-    second = Refresher(source, backend, batch_size=64).once()
-    assert first.structural > 0 and second.structural == 0
-    assert second.committed and second.classified == N + 1
-    after = predictions(source)
-    assert {k: v[:2] for k, v in after.items()} == {k: v[:2] for k, v in before.items()}
+    second = refresher.once()
+    assert first.committed and first.structural > len(FRIENDS)
+    assert second.committed and second.changes == first.structural
+    assert (second.structural, second.affected, second.classified) == (0, 0, 0)
+    assert refresher.once().changes == 0  # the cursor moved past them
+    assert predictions(source) == before
+
+
+def test_a_genuine_write_of_the_property_is_rescored(backend, monkeypatch):
+    """Another writer's update of the property, logged among the pass's own writes -- on a node
+    the pass rewrote -- is re-scored: every prediction then equals a full re-score."""
+    source = scored_graph(backend)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    first = refresher.once()
+    friend = FRIENDS[0]
+    g = source.graph
+    g.set_property(
+        friend, STRUCTURAL_PROPERTY, [-x for x in g.get_property(friend, STRUCTURAL_PROPERTY)]
+    )
+    ChangeLog(source).record(
+        [Change("updated", "node", friend, labels=("Item",), properties=(STRUCTURAL_PROPERTY,))]
+    )
+    second = refresher.once()
+    assert second.changes == first.structural + 1 and second.structural == 0
+    assert second.committed and 0 < second.classified < N + 1
+    assert_rescored_as_a_full_run(source, backend)
+
+
+def test_the_logged_writes_of_a_full_recompute_rescore_nothing(backend, monkeypatch):
+    """After a full recompute (a record without types, a new type at the label) the triggers
+    log a write on every node: the next pass re-scores none of them."""
+    options = json.loads(json.dumps(backend.config.options))
+    for prop in options["feature_spec"]["Item"]["properties"]:
+        del prop["structural"]["relationship_types"]
+    monkeypatch.setattr(backend, "config", dataclasses.replace(backend.config, options=options))
+    source = scored_graph(backend)
+    with_new_type(source)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    first = refresher.once()
+    second = refresher.once()
+    assert first.structural == N + 1 and second.changes == N + 1
+    assert (second.structural, second.affected, second.classified) == (0, 0, 0)
 
 
 def test_a_hand_written_record_with_fixed_types_recomputes_near_the_changes():

@@ -108,6 +108,7 @@ def test_link_training_writes_fastrp_of_the_training_graph_and_reads_it():
                 "id_property": "id",
                 "seed": RUN["seed"],
                 "exclude_splits": ["val", "test"],
+                "relationship_types": ["LINK"],  # the types at the label when trained
             },
         }
     ]
