@@ -24,9 +24,10 @@ negatives per pair drawn in the database and ``options.exclude_splits`` (default
 "test"]``) keeping held-out relationships out of every neighbourhood; the procedure removes each
 row's own relationships from both neighbourhoods. Binary cross-entropy on the rows'
 ``pair_labels``. Features come from a per-label :class:`~memgraph_tf.client.pipeline.FeatureCache`
-(``tf_features.pack`` once per label) joined to the blob's ``ids_*`` sections, as
-:func:`~memgraph_tf.client.graphsage.train_graphsage` does, or from the blobs themselves
-(``use_feature_cache=False``).
+(``tf_features.pack`` once per label; a feature-spec label's raw columns: a
+:class:`~memgraph_tf.client.pipeline.RawFeatureCache`, read once) joined to the blob's ``ids_*``
+sections, as :func:`~memgraph_tf.client.graphsage.train_graphsage` does, or from the blobs
+themselves (``use_feature_cache=False``).
 
 **Metrics** (numpy, no dependency; from :mod:`memgraph_tf.client.metrics`): :func:`roc_auc`,
 :func:`average_precision`, :func:`hits_at_k`, :func:`mean_reciprocal_rank`.
@@ -678,7 +679,9 @@ def pair_sample_dataset(
     (:func:`memgraph_tf.layout.pair_sample_sections`) -- the model's inputs by name -- with
     ``pair_labels``. With ``feature_caches`` (label -> FeatureCache) the call asks for no
     properties and each ``*.features_h{h}_{label}`` section is gathered from the cache by the
-    blob's ``*.ids_h{h}_{label}`` keys (zeros where padded): the same tensors, far smaller blobs.
+    blob's ``*.ids_h{h}_{label}`` keys (zeros where padded): the same tensors, far smaller blobs;
+    a feature-spec label with a :class:`~memgraph_tf.client.pipeline.RawFeatureCache` is left out
+    of the call's ``options.feature_spec`` and its raw sections are gathered the same way.
 
     ``keep_pair_edges`` (an ablation, not for real training): after the pair call, each endpoint's
     neighbourhood is replaced by ``tf_features.sample_typed``'s for the same node and seed, which
@@ -1226,8 +1229,10 @@ def train_link_predictor(
     (``options.feature_spec``) and gives the encoders a
     :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
     columns per categorical property), as in ``train_typed_graphsage``; such a label takes no
-    ``properties`` and no cache (its batches take the per-slot path); a spec of ``required``
-    properties alone is those ``properties``.
+    ``properties``, and with ``use_feature_cache`` its raw columns are read once
+    (:func:`link_feature_caches`: the model's inputs, and so the training, are those of the
+    sampled path; a label with a ``multi_categorical`` property is sampled); its batches take the
+    per-slot path. A spec of ``required`` properties alone is those ``properties``.
     ``edge_feature_spec`` (edge pattern -> the ``LabelSpec`` of the step's relationship
     properties, for the steps of either endpoint) samples them beside each slot
     (``options.edge_feature_spec`` of ``sample_pairs``, both halves) and gives each endpoint's
