@@ -24,9 +24,10 @@ negatives per pair drawn in the database and ``options.exclude_splits`` (default
 "test"]``) keeping held-out relationships out of every neighbourhood; the procedure removes each
 row's own relationships from both neighbourhoods. Binary cross-entropy on the rows'
 ``pair_labels``. Features come from a per-label :class:`~memgraph_tf.client.pipeline.FeatureCache`
-(``tf_features.pack`` once per label) joined to the blob's ``ids_*`` sections, as
-:func:`~memgraph_tf.client.graphsage.train_graphsage` does, or from the blobs themselves
-(``use_feature_cache=False``).
+(``tf_features.pack`` once per label; a feature-spec label's raw columns: a
+:class:`~memgraph_tf.client.pipeline.RawFeatureCache`, read once) joined to the blob's ``ids_*``
+sections, as :func:`~memgraph_tf.client.graphsage.train_graphsage` does, or from the blobs
+themselves (``use_feature_cache=False``).
 
 **Metrics** (numpy, no dependency; from :mod:`memgraph_tf.client.metrics`): :func:`roc_auc`,
 :func:`average_precision`, :func:`hits_at_k`, :func:`mean_reciprocal_rank`.
@@ -55,9 +56,11 @@ from memgraph_tf.client.metrics import (
 from memgraph_tf.client.node_embeddings import NodeEmbedding, embedding_keys
 from memgraph_tf.client.pipeline import (
     FeatureCache,
+    RawFeatureCache,
     batching,
     call_batches,
     distinct_rows,
+    raw_cacheable,
     unpacker,
 )
 from memgraph_tf.client.structural import default_structural_spec
@@ -624,19 +627,29 @@ def link_feature_caches(
     source: Any,
     properties: Mapping[str, Sequence[str]],
     options: Mapping[str, Any] | None = None,
+    model: LinkPredictor | None = None,
 ) -> dict[str, Any]:
     """A :class:`~memgraph_tf.client.pipeline.FeatureCache` per label of ``properties`` (every node
     of the label, keyed as the pair blobs' ``ids_*`` sections are: ``options["id_property"]``
-    values, else internal ids), packed once through ``tf_features.pack``."""
+    values, else internal ids), packed once through ``tf_features.pack``; with ``model``, also a
+    :class:`~memgraph_tf.client.pipeline.RawFeatureCache` per feature-spec label of its encoders
+    that :func:`~memgraph_tf.client.pipeline.raw_cacheable` accepts (the raw columns the pair
+    blobs would carry, read once; a label with a ``multi_categorical`` property keeps the
+    sampled path)."""
     opts = options or {}
     id_property = opts.get("id_property")
     pack = {k: opts[k] for k in ("id_property", "dtype", "allow_non_finite") if k in opts}
-    caches = {}
+    caches: dict[str, Any] = {}
     for label, names in properties.items():
         if not names:
             continue
         ids = source.node_ids(label=label, id_property=id_property)
         caches[label] = FeatureCache.from_source(source, ids, list(names), {**pack, "label": label})
+    if model is not None:
+        rel_type = model.source_spec.steps[0].rel_type
+        for label, enc in model.label_encoders.items():
+            if raw_cacheable(enc.spec):
+                caches[label] = RawFeatureCache.from_source(source, label, enc.spec, rel_type, pack)
     return caches
 
 
@@ -666,7 +679,9 @@ def pair_sample_dataset(
     (:func:`memgraph_tf.layout.pair_sample_sections`) -- the model's inputs by name -- with
     ``pair_labels``. With ``feature_caches`` (label -> FeatureCache) the call asks for no
     properties and each ``*.features_h{h}_{label}`` section is gathered from the cache by the
-    blob's ``*.ids_h{h}_{label}`` keys (zeros where padded): the same tensors, far smaller blobs.
+    blob's ``*.ids_h{h}_{label}`` keys (zeros where padded): the same tensors, far smaller blobs;
+    a feature-spec label with a :class:`~memgraph_tf.client.pipeline.RawFeatureCache` is left out
+    of the call's ``options.feature_spec`` and its raw sections are gathered the same way.
 
     ``keep_pair_edges`` (an ablation, not for real training): after the pair call, each endpoint's
     neighbourhood is replaced by ``tf_features.sample_typed``'s for the same node and seed, which
@@ -691,12 +706,17 @@ def pair_sample_dataset(
         opts["negatives"] = int(negatives)
     dtype = model.feature_dtype
     opts["dtype"] = dtype
-    encoders = model.label_encoders
-    opts = feature_encoding.with_spec_option(opts, encoders)
+    caches = dict(feature_caches or {})
+    opts = feature_encoding.with_spec_option(opts, model.label_encoders)
+    # a spec label with a raw cache: no raw columns in the blobs, gathered from the cache instead
+    raw_cached = {lb for lb in model.label_encoders if isinstance(caches.get(lb), RawFeatureCache)}
+    encoders = {lb: e for lb, e in model.label_encoders.items() if lb not in raw_cached}
+    if raw_cached:
+        opts.pop("feature_spec", None)
+        opts = feature_encoding.with_spec_option(opts, encoders)
     edges = feature_encoding.edge_raw_widths(model.edge_encoders)
     if edges:  # the relationship properties of these steps, beside their slots (both halves)
         opts["edge_feature_spec"] = feature_encoding.edge_spec_option(model.edge_encoders)
-    caches = dict(feature_caches or {})
     props = {lb: list(n) for lb, n in properties.items() if lb not in caches and lb not in encoders}
     blob_widths = {lb: model.feature_dims[lb] for lb in props if model.feature_dims.get(lb)}
     nn = model.num_neighbors_config
@@ -719,7 +739,7 @@ def pair_sample_dataset(
     }
     # distinct rows need every label with features cached (else the per-slot path)
     distinct = bool(
-        rows and caches and not model.node_embeddings and not encoders and not edges
+        rows and caches and not model.node_embeddings and not model.label_encoders and not edges
     ) and all(caches.get(lb) is not None for lb, width in model.feature_dims.items() if width)
 
     def call(batch: np.ndarray, call_opts: dict[str, Any]) -> str:
@@ -743,7 +763,10 @@ def pair_sample_dataset(
             prefix = sec.name[: sec.name.index(".") + 1]
             label = _table_label(sec.name[len(prefix) :])
             cache = caches.get(label)
-            if cache is not None and model.feature_dims.get(label):
+            if label in raw_cached:
+                for group, value in cache.gather(out[sec.name]).items():
+                    out[prefix + layout.typed_raw_name(group, sec.hop, label)] = value
+            elif cache is not None and model.feature_dims.get(label):
                 hop = sec.hop
                 out[prefix + typed_features_name(hop, label)] = cache.gather(out[sec.name])
         return out
@@ -1094,9 +1117,21 @@ def _embedding_vocabulary(
     }
 
 
-def _check_cache_widths(caches: Mapping[str, Any] | None, widths: Mapping[str, int]) -> None:
-    """:class:`ConfigurationError` naming the first label whose cache width is not the model's."""
+def _check_cache_widths(caches: Mapping[str, Any] | None, model: LinkPredictor) -> None:
+    """:class:`ConfigurationError` naming the first label whose cache width is not the model's
+    (a raw cache: whose columns per group are not its encoder's)."""
+    widths = model.feature_dims
     for label, cache in (caches or {}).items():
+        enc = model.label_encoders.get(label)
+        if isinstance(cache, RawFeatureCache) or enc is not None:
+            want = {g: w for g, w in (enc.group_widths if enc else {}).items() if w}
+            got = getattr(cache, "widths", None)
+            if got != want:
+                raise ConfigurationError(
+                    f"feature_caches[{label!r}]: expected the raw columns {want} of the label's "
+                    f"feature spec, got {got if got is not None else 'a feature cache'}"
+                )
+            continue
         if cache.width != widths.get(label, 0):
             raise ConfigurationError(
                 f"feature_caches[{label!r}]: expected width {widths.get(label, 0)} (the "
@@ -1194,8 +1229,10 @@ def train_link_predictor(
     (``options.feature_spec``) and gives the encoders a
     :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
     columns per categorical property), as in ``train_typed_graphsage``; such a label takes no
-    ``properties`` and no cache (its batches take the per-slot path); a spec of ``required``
-    properties alone is those ``properties``.
+    ``properties``, and with ``use_feature_cache`` its raw columns are read once
+    (:func:`link_feature_caches`: the model's inputs, and so the training, are those of the
+    sampled path; a label with a ``multi_categorical`` property is sampled); its batches take the
+    per-slot path. A spec of ``required`` properties alone is those ``properties``.
     ``edge_feature_spec`` (edge pattern -> the ``LabelSpec`` of the step's relationship
     properties, for the steps of either endpoint) samples them beside each slot
     (``options.edge_feature_spec`` of ``sample_pairs``, both halves) and gives each endpoint's
@@ -1263,8 +1300,8 @@ def train_link_predictor(
         model.set_node_keys(label, label_keys)
     props = model.properties
     if feature_caches is None and use_feature_cache:
-        feature_caches = link_feature_caches(source, props, opts)
-    _check_cache_widths(feature_caches, model.feature_dims)
+        feature_caches = link_feature_caches(source, props, opts, model)
+    _check_cache_widths(feature_caches, model)
     sampler = pair_sampler(
         model,
         source,

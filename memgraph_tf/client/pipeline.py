@@ -127,12 +127,7 @@ class FeatureCache:
         table = np.concatenate([features, np.zeros((1, self.width), dtype=features.dtype)])
         self._table = tf.constant(table)
         self.labels = None if labels is None else np.asarray(labels, dtype=np.int64)
-        self._rows = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(self.ids), tf.range(len(self.ids), dtype=tf.int64)
-            ),
-            default_value=len(self.ids),
-        )
+        self._index = RowIndex(self.ids)
         self.density = float(np.count_nonzero(table)) / max(table.size, 1)
         self._host_table = table
         self._csr_form: tuple[tf.Tensor, tf.Tensor, tf.Tensor] | None = None
@@ -184,19 +179,7 @@ class FeatureCache:
     def _lookup(self, ids: tf.Tensor) -> tf.Tensor:
         """The table row of each id (the zero row for ``PAD_ID``), after a check that every other
         id is cached."""
-        ids = tf.cast(ids, tf.int64)
-        rows = self._rows.lookup(ids)
-        missing = tf.logical_and(tf.equal(rows, len(self.ids)), tf.not_equal(ids, PAD_ID))
-        check = tf.debugging.Assert(
-            tf.logical_not(tf.reduce_any(missing)),
-            [
-                "feature cache: expected every sampled node id to be cached, got uncached id(s)",
-                tf.boolean_mask(ids, missing)[:5],
-            ],
-            name="feature_cache_check",
-        )
-        with tf.control_dependencies([check]):
-            return tf.identity(rows)
+        return self._index.lookup(ids)
 
     def gather(self, ids: tf.Tensor) -> tf.Tensor:
         """Rows for ``ids`` (any shape) -> ``ids.shape + [width]``."""
@@ -214,6 +197,140 @@ class FeatureCache:
             tf.gather(values, at),
             tf.stack([tf.size(rows, out_type=tf.int64), tf.constant(self.width, tf.int64)]),
         )
+
+
+CACHED_RAW_GROUPS = ("num", "time", "cat", "has")
+"""The raw groups (:data:`memgraph_tf.layout.RAW_GROUPS`) a :class:`RawFeatureCache` holds: the
+dense ones. A ``multi_categorical`` property (the ragged ``bag`` group) keeps its label on the
+sampled path."""
+
+
+def raw_cacheable(spec: Any) -> bool:
+    """Whether a :class:`RawFeatureCache` can serve a label of ``spec`` (a
+    :class:`~memgraph_tf.feature_spec.LabelSpec`): none of its properties is
+    ``multi_categorical``."""
+    return all(layout.RAW_GROUP_OF_KIND[p.kind] in CACHED_RAW_GROUPS for p in spec.properties)
+
+
+class RawFeatureCache:
+    """The raw property columns (``options.feature_spec``) of one label's nodes, read once: the
+    same values a sampled blob's raw sections carry for them (the model's encoder turns them
+    into features, vocabularies and statistics included, so nothing is encoded twice).
+
+    ``columns``: group of :data:`CACHED_RAW_GROUPS` -> ``[n, width]`` (``num`` float32,
+    ``time`` int64, ``cat`` bytes, ``has`` bool), row ``i`` that of ``ids[i]``.
+
+    Guarantees: :meth:`gather` returns, per group, the rows of ``ids`` of any shape
+    (``ids.shape + [width]``), a padded slot (``PAD_ID``) zero, ``b""`` and ``has`` false as the
+    procedures write it (:mod:`memgraph_tf.procedures.raw`); an id not cached fails with
+    ``tf.errors.InvalidArgumentError`` naming it."""
+
+    def __init__(self, ids: Any, columns: Mapping[str, Any]) -> None:
+        self.ids = np.asarray(ids, dtype=np.int64)
+        unknown = sorted(set(columns) - set(CACHED_RAW_GROUPS))
+        if unknown or "has" not in columns:
+            raise ConfigurationError(
+                f"columns: expected groups among {', '.join(CACHED_RAW_GROUPS)} with has, got "
+                f"{', '.join(sorted(columns))}"
+            )
+        self.widths: dict[str, int] = {}
+        self._tables: dict[str, tf.Tensor] = {}
+        for group in CACHED_RAW_GROUPS:
+            if group not in columns:
+                continue
+            values = np.asarray(columns[group])
+            if values.ndim != 2 or len(values) != len(self.ids):
+                raise ConfigurationError(
+                    f"columns[{group!r}]: expected [{len(self.ids)}, width], got shape "
+                    f"{list(values.shape)}"
+                )
+            pad = np.full((1, values.shape[1]), b"" if group == "cat" else 0, values.dtype)
+            self.widths[group] = int(values.shape[1])
+            self._tables[group] = tf.constant(np.concatenate([values, pad]))
+        self._index = RowIndex(self.ids)
+
+    @classmethod
+    def from_source(
+        cls,
+        source: GraphSource,
+        label: str,
+        spec: Any,
+        rel_type: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        chunk_size: int = 2048,
+    ) -> RawFeatureCache:
+        """Reads the raw columns of every ``label`` node (keyed by ``options["id_property"]``,
+        else internal ids) through the source's ``tf_features.sample_typed`` with ``spec``
+        (a :class:`~memgraph_tf.feature_spec.LabelSpec`) as ``options.feature_spec`` and one
+        step of fanout 0 (``rel_type``: any relationship type; nothing is walked), ``chunk_size``
+        seeds a call: the seeds' own table, written by the code that writes every sampled
+        blob's. :class:`ConfigurationError` for a spec :func:`raw_cacheable` refuses."""
+        from memgraph_tf.typed_sampling import EdgeStep
+
+        if not raw_cacheable(spec):
+            raise ConfigurationError(
+                f"label {label!r}: a multi_categorical property (ragged bags) is not cached; "
+                "its batches take the sampled path"
+            )
+        opts = {
+            k: v
+            for k, v in (options or {}).items()
+            if k in ("id_property", "dtype", "allow_non_finite")
+        }
+        opts.update(label=label, feature_spec={label: spec.to_dict()})
+        ids = np.unique(
+            node_id_array(source.node_ids(label=label, id_property=opts.get("id_property")))
+        )
+        step = {str(EdgeStep(label, rel_type, label)): [0]}
+        chunk_size = positive_int("chunk_size", chunk_size)
+        parts: dict[str, list[np.ndarray]] = {}
+        for start in range(0, len(ids), chunk_size):
+            seeds = ids[start : start + chunk_size].tolist()
+            sections = blob.unpack(source.sample_typed(seeds, step, {}, opts))
+            for group in CACHED_RAW_GROUPS:
+                name = layout.typed_raw_name(group, 0, label)
+                if name in sections:
+                    parts.setdefault(group, []).append(sections[name][:, 0, :])
+        logger.info("raw feature cache: %d %s nodes, groups %s", len(ids), label, sorted(parts))
+        return cls(ids, {g: np.concatenate(v) for g, v in parts.items()})
+
+    def gather(self, ids: tf.Tensor) -> dict[str, tf.Tensor]:
+        """Per cached group, the rows of ``ids`` (any shape) -> ``ids.shape + [width]``."""
+        rows = self._index.lookup(ids)
+        return {group: tf.gather(table, rows) for group, table in self._tables.items()}
+
+
+class RowIndex:
+    """Node id -> row of a cache's table (``len(ids)``, the zero row, for ``PAD_ID``).
+
+    Guarantees: :meth:`lookup` checks in the graph that every id but ``PAD_ID`` is one of
+    ``ids`` and fails with ``tf.errors.InvalidArgumentError`` naming the first uncached ones."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self.size = len(ids)
+        self._rows = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(ids, tf.int64), tf.range(len(ids), dtype=tf.int64)
+            ),
+            default_value=len(ids),
+        )
+
+    def lookup(self, ids: tf.Tensor) -> tf.Tensor:
+        """The table row of each id (any shape, int64)."""
+        ids = tf.cast(ids, tf.int64)
+        rows = self._rows.lookup(ids)
+        missing = tf.logical_and(tf.equal(rows, self.size), tf.not_equal(ids, PAD_ID))
+        check = tf.debugging.Assert(
+            tf.logical_not(tf.reduce_any(missing)),
+            [
+                "feature cache: expected every sampled node id to be cached, got uncached id(s)",
+                tf.boolean_mask(ids, missing)[:5],
+            ],
+            name="feature_cache_check",
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(rows)
 
 
 def csr_entries(splits: tf.Tensor, rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:

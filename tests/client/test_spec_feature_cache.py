@@ -1,0 +1,189 @@
+"""Feature-spec labels served from a cache: ``train_link_predictor`` reads a spec label's raw
+property columns once (:class:`~memgraph_tf.client.pipeline.RawFeatureCache`, through
+``tf_features.sample_typed`` with fanout 0) and gathers them by the pair blobs' ids, so the blobs
+carry ids only. The model's inputs are exactly the sampled ones, so a training with the cache is
+the training without it (same seed, TF threads pinned to 1): on a numeric, boolean, temporal and
+categorical spec and on the featureless default (FastRP read through a numeric spec). A
+``multi_categorical`` property (ragged bags) keeps its label on the sampled path."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from memgraph_tf.client import EmbeddedSource
+from memgraph_tf.client.link_prediction import (
+    pair_sample_dataset,
+    predict_links,
+    train_link_predictor,
+)
+from memgraph_tf.client.pipeline import RawFeatureCache, raw_cacheable
+from memgraph_tf.client.structural import STRUCTURAL_PROPERTY
+from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.feature_spec import (
+    BooleanSpec,
+    CategoricalSpec,
+    LabelSpec,
+    MultiCategoricalSpec,
+    NumericSpec,
+    TemporalSpec,
+)
+from tests.client import communities_kit as kit
+from tests.client.communities_kit import NN, OPTIONS
+from tests.graphs import short_run
+
+NAMES = [f"g{k}" for k in range(kit.GROUPS)]
+SPEC = {
+    "Item": LabelSpec(
+        "Item",
+        [
+            CategoricalSpec("group", vocabulary=NAMES[:3], oov_buckets=1),
+            NumericSpec("noise", length=2, standardize=True, mean=0.1, std=0.9),
+            BooleanSpec("flag", missing_indicator=True),
+            TemporalSpec("born", type="Date", mean=11500.0, std=300.0),
+        ],
+    )
+}
+RUN = short_run(steps=12, eval_every=6, batch_size=32, learning_rate=0.02)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """TF threads pinned to 1 when this module is the first to run TF (the setting is fixed
+    once TF has run an op), so the equalities below do not rest on the op scheduler."""
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:  # (TF already initialised by an earlier module)
+        pass
+
+
+def spec_graph():
+    """``(source, train, val, val_y)``: items with a categorical ``group`` (the link signal; some
+    missing), noisy numbers, a flag (some missing) and a date-time; links inside groups."""
+    g, rng, groups, edges = kit.item_graph(
+        lambda rng, group: {
+            "group": NAMES[group] if rng.random() < 0.9 else None,
+            "noise": rng.standard_normal(2).tolist(),
+            "flag": bool(rng.random() < 0.5) if rng.random() < 0.8 else None,
+            "born": datetime.date(2001, 1, 1) + datetime.timedelta(days=int(rng.integers(0, 900))),
+        }
+    )
+    for a, b in edges:
+        g.add_edge(a, b, "LINK")
+    pos = np.array(edges, dtype=np.int64) + kit.BASE
+    neg = np.array(kit.cross_group_pairs(rng, groups, len(pos)), dtype=np.int64)
+    return kit.split_pairs(EmbeddedSource(g), pos, neg)
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return spec_graph()
+
+
+def train(graph, feature_spec, use_feature_cache):
+    source, tr, val, val_y = graph
+    return train_link_predictor(
+        source,
+        "Item",
+        NN,
+        [],
+        tr,
+        val,
+        val_y,
+        options=OPTIONS,
+        exclude_splits=None,
+        feature_spec=feature_spec,
+        embedding_dim=4,
+        use_feature_cache=use_feature_cache,
+        **RUN,
+    )
+
+
+def assert_same_training(a, b):
+    assert a.history["loss"] == b.history["loss"]
+    assert a.history["val_auc"] == b.history["val_auc"]
+    for x, y in zip(a.model.get_weights(), b.model.get_weights(), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_a_spec_label_trains_the_same_with_the_raw_cache(graph):
+    cached = train(graph, SPEC, True)
+    sampled = train(graph, SPEC, False)
+    assert isinstance(cached.feature_caches["Item"], RawFeatureCache)
+    assert sampled.feature_caches is None
+    assert_same_training(cached, sampled)
+    source, _, val, _ = graph
+    with_cache = predict_links(
+        cached.model, source, val, options=OPTIONS, seed=1, feature_caches=cached.feature_caches
+    )
+    without = predict_links(cached.model, source, val, options=OPTIONS, seed=1)
+    np.testing.assert_array_equal(with_cache, without)
+
+
+def test_cached_batches_are_the_sampled_batches(graph):
+    """Every model input of a cached batch equals the sampled one, pads included, and the
+    cached call asks the procedure for no raw columns."""
+    cached = train(graph, SPEC, True)
+    source, tr, _, _ = graph
+    model, caches = cached.model, cached.feature_caches
+    labels = {"source_label": "Item", "target_label": "Item"}
+    common = dict(options={**OPTIONS, **labels}, negatives=1, batch_size=48, seed=3)
+    a = next(iter(pair_sample_dataset(source, model, tr, {}, feature_caches=caches, **common)))
+    b = next(iter(pair_sample_dataset(source, model, tr, {}, **common)))
+    names = model.input_names()
+    assert any(".cat_h1_Item" in n for n in names) and any(".time_h0_" in n for n in names)
+    assert any(bool(tf.reduce_any(~v)) for k, v in b.items() if ".mask_h" in k)  # pads present
+    for name in names:
+        np.testing.assert_array_equal(a[name].numpy(), b[name].numpy(), err_msg=name)
+
+
+def test_the_featureless_default_trains_the_same_with_the_cache(graph):
+    cached = train(graph, None, True)
+    sampled = train(graph, None, False)
+    enc = cached.model.label_encoders["Item"]
+    assert [p.name for p in enc.spec.properties] == [STRUCTURAL_PROPERTY]
+    assert cached.feature_caches["Item"].widths == {"num": enc.group_widths["num"], "has": 1}
+    assert_same_training(cached, sampled)
+
+
+def test_a_multi_categorical_label_keeps_the_sampled_path(graph):
+    source = graph[0]
+    bag = LabelSpec("Item", [MultiCategoricalSpec("tags", vocabulary=["a"])])
+    assert not raw_cacheable(bag) and raw_cacheable(SPEC["Item"])
+    with pytest.raises(ConfigurationError, match=r"label 'Item': a multi_categorical property"):
+        RawFeatureCache.from_source(source, "Item", bag, "LINK", OPTIONS)
+
+
+def test_an_uncached_id_is_named():
+    cache = RawFeatureCache([5, 9], {"num": [[1.0], [2.0]], "has": [[True], [True]]})
+    rows = cache.gather(tf.constant([[9, -1]], tf.int64))
+    np.testing.assert_array_equal(rows["num"].numpy(), [[[2.0], [0.0]]])
+    np.testing.assert_array_equal(rows["has"].numpy(), [[[True], [False]]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"uncached id"):
+        cache.gather(tf.constant([7], tf.int64))
+
+
+def test_a_plain_cache_for_a_spec_label_is_refused(graph):
+    from memgraph_tf.client.pipeline import FeatureCache
+
+    wrong = {"Item": FeatureCache(np.arange(kit.BASE, kit.BASE + kit.N), np.zeros((kit.N, 3)))}
+    source, tr, val, val_y = graph
+    with pytest.raises(ConfigurationError, match=r"feature_caches\['Item'\]: expected the raw"):
+        train_link_predictor(
+            source,
+            "Item",
+            NN,
+            [],
+            tr,
+            val,
+            val_y,
+            options=OPTIONS,
+            exclude_splits=None,
+            feature_spec=SPEC,
+            feature_caches=wrong,
+            **RUN,
+        )
