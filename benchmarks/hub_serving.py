@@ -17,8 +17,9 @@ the row starts). Each row runs once without and once with server-side batching
 requests: node ids of leaves of the hub (their 2-hop neighbourhood draws from the hub at hop 2)
 and the hub itself, in turn; the baseline rows ask the same of the degree-10 star in the same
 run. Each row: requests, p50 / p99 ms, the server process's CPU time per request (Linux), errors
-(must be zero). Then, for reference, one request from the hub in the exact mode (a bundle
-without ``reservoir_threshold``): what the bounded mode avoids.
+(must be zero), and on a batching row the tasks (node-id fetches and model calls) per batch.
+Then, for reference, one request from the hub in the exact mode (a bundle without
+``reservoir_threshold``): what the bounded mode avoids.
 
     .venv/bin/python benchmarks/hub_serving.py [--degree 1000000] [--clients 8] [--duration-s 10]
         [--batch-threads 1] [--cpus 0,1]  # pin the server and the clients to these CPUs
