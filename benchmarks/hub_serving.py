@@ -17,8 +17,9 @@ the row starts). Each row runs once without and once with server-side batching
 requests: node ids of leaves of the hub (their 2-hop neighbourhood draws from the hub at hop 2)
 and the hub itself, in turn; the baseline rows ask the same of the degree-10 star in the same
 run. Each row: requests, p50 / p99 ms, the server process's CPU time per request (Linux), errors
-(must be zero). Then, for reference, one request from the hub in the exact mode (a bundle
-without ``reservoir_threshold``): what the bounded mode avoids.
+(must be zero), and on a batching row the tasks (node-id fetches and model calls) per batch.
+Then, for reference, one request from the hub in the exact mode (a bundle without
+``reservoir_threshold``): what the bounded mode avoids.
 
     .venv/bin/python benchmarks/hub_serving.py [--degree 1000000] [--clients 8] [--duration-s 10]
         [--batch-threads 1] [--cpus 0,1]  # pin the server and the clients to these CPUs
@@ -180,7 +181,9 @@ def serve(conn: Any, args: argparse.Namespace) -> None:
         conn.send(
             {"urls": {k: r.url for k, r in running.items()}, **info, "database": db and db.pid}
         )
-        conn.recv()
+        batcher = servers["bounded, batching"].batcher
+        while conn.recv() == "batches":  # else: stop
+            conn.send((batcher.batches_run, batcher.tasks_run))
         for r in running.values():
             r.close()
     if db is not None:
@@ -243,11 +246,19 @@ def cpu_s(pid: int) -> float:
 
 
 def rows(
-    args: argparse.Namespace, urls: dict, hubs: dict, leaves: dict, server: int, db: int | None
+    args: argparse.Namespace,
+    urls: dict,
+    hubs: dict,
+    leaves: dict,
+    server: int,
+    db: int | None,
+    conn: Any,
 ) -> int:
     """The bounded rows (star and hub, without and with batching, twice); the error count.
     ``server`` / ``db``: the server's and the database's process ids (None: no database
-    process), whose CPU time per request is printed."""
+    process), whose CPU time per request is printed; ``conn``: the server process's pipe,
+    which answers ``"batches"`` with the batching server's (batches run, tasks run), whence
+    the tasks (node-id fetches and model calls) per batch of a batching row."""
     errors = 0
     for name in ("bounded", "bounded, batching"):  # warm-up: the model's first calls trace it
         for d in (BASE_DEGREE, args.degree):
@@ -258,9 +269,15 @@ def rows(
     )
     for d in (BASE_DEGREE, args.degree, BASE_DEGREE, args.degree):
         for name in ("bounded", "bounded, batching"):
+            conn.send("batches")
+            batches, tasks = conn.recv()
             cpu, db_cpu = cpu_s(server), cpu_s(db) if db else 0.0
             r = load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, args.duration_s)
             n = max(1, r["requests"])
+            conn.send("batches")
+            batches_after, tasks_after = conn.recv()
+            per_batch = (tasks_after - tasks) / max(1, batches_after - batches)
+            batch_text = f"  {per_batch:3.1f} tasks/batch" if batches_after > batches else ""
             cpu = (cpu_s(server) - cpu) / n * 1e3
             db_text = f" + database {(cpu_s(db) - db_cpu) / n * 1e3:4.2f}" if db else ""
             errors += len(r["errors"])
@@ -268,7 +285,7 @@ def rows(
                 f"  {name + ',':18} hub degree {d:>9,}: {r['requests']:6,} requests "
                 f"({r['requests'] / args.duration_s:5.0f}/s)  p50 {r['p50']:6.1f} ms  "
                 f"p99 {r['p99']:6.1f} ms  CPU: server {cpu:4.2f}{db_text} ms/request  "
-                f"errors {len(r['errors'])} (load {os.getloadavg()[0]:.1f})"
+                f"errors {len(r['errors'])}{batch_text} (load {os.getloadavg()[0]:.1f})"
             )
     return errors
 
@@ -296,7 +313,7 @@ def main() -> int:
         urls = info["urls"]
         hubs = {int(k): v for k, v in info["hubs"].items()}
         leaves = {int(k): v for k, v in info["leaves"].items()}
-        errors = rows(args, urls, hubs, leaves, child.pid, info["database"])
+        errors = rows(args, urls, hubs, leaves, child.pid, info["database"], here)
         where = urllib.parse.urlsplit(urls["exact"])
         conn = http.client.HTTPConnection(where.hostname, where.port, timeout=600)
         body = json.dumps({"examples": [{"node_id": leaves[args.degree][0]}]})
