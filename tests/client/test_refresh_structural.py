@@ -126,14 +126,8 @@ def test_a_pass_recomputes_fastrp_and_rescores_as_a_full_run(backend):
     full = structural_features(source, "Item", {**STRUCTURAL_OPTIONS, **OPTIONS, "seed": SEED})
     assert fastrp == dict(zip(full.node_ids.tolist(), full.features.tolist()))
     assert any(fastrp[NEW])  # no longer the zero vector the feature spec gives a missing one
-    refreshed = predictions(source)
-    assert NEW in refreshed
-    classify_graph(source, backend, overwrite=True, progress=False)
-    again = predictions(source)
-    assert sorted(refreshed) == sorted(again) and len(again) == N + 1
-    for key in [NEW, *(BASE + f for f in FRIENDS), *sorted(again)]:
-        assert refreshed[key][0] == again[key][0], key
-        np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+    assert NEW in predictions(source)
+    assert_rescored_as_a_full_run(source, backend)
 
 
 def test_opting_out_leaves_the_property_as_it_was(backend):
@@ -150,14 +144,18 @@ def full_fastrp(source: EmbeddedSource, seed: int) -> dict[int, list[float]]:
     return dict(zip(full.node_ids.tolist(), full.features.tolist()))
 
 
+def assert_same_predictions(refreshed: dict, again: dict) -> None:
+    """The refreshed predictions (class, scores) equal a full run's, for every node."""
+    assert sorted(refreshed) == sorted(again) and len(again) == N + 1
+    for key in [NEW, *(BASE + f for f in FRIENDS), *sorted(again)]:
+        assert refreshed[key][0] == again[key][0], key
+        np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+
+
 def assert_rescored_as_a_full_run(source: EmbeddedSource, backend) -> None:
     refreshed = predictions(source)
     classify_graph(source, backend, overwrite=True, progress=False)
-    again = predictions(source)
-    assert sorted(refreshed) == sorted(again) and len(again) == N + 1
-    for key in sorted(again):
-        assert refreshed[key][0] == again[key][0], key
-        np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+    assert_same_predictions(refreshed, predictions(source))
 
 
 def test_the_bundle_records_the_training_call(backend7):

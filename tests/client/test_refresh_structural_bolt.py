@@ -6,7 +6,6 @@ before re-scoring, so every stored prediction equals a full re-score on that gra
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from memgraph_tf import cli
@@ -21,7 +20,13 @@ from memgraph_tf.client.structural import (
     structural_features,
     write_structural_features,
 )
-from tests.client.test_refresh_structural import FRIENDS, NEW, SEED, trained_bundle
+from tests.client.test_refresh_structural import (
+    FRIENDS,
+    NEW,
+    SEED,
+    assert_same_predictions,
+    trained_bundle,
+)
 from tests.client.test_structural_default import BASE, OPTIONS, N, communities
 from tests.client.test_structural_local import CALL, PROP
 
@@ -146,11 +151,7 @@ def test_refresh_over_bolt_equals_a_full_recompute_and_rescore(bolt, tmp_path):
         assert (second.structural, second.classified) == (0, 0)
         assert _predictions(bolt) == refreshed
         classify_graph(bolt, model, overwrite=True, progress=False)
-        again = _predictions(bolt)
-    assert sorted(refreshed) == sorted(again) and len(again) == N + 1
-    for key in [NEW, *(BASE + f for f in FRIENDS), *sorted(again)]:
-        assert refreshed[key][0] == again[key][0], key
-        np.testing.assert_allclose(refreshed[key][1], again[key][1], atol=1e-5, err_msg=str(key))
+        assert_same_predictions(refreshed, _predictions(bolt))
 
 
 def test_the_command_opts_out_with_no_structural(
