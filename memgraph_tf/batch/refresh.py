@@ -80,6 +80,7 @@ __all__ = [
     "add_arguments",
     "check_poll_interval",
     "run_cli",
+    "signal_stopper",
 ]
 
 #: Changes one pass reads at most (a longer backlog takes several passes).
@@ -407,6 +408,18 @@ def check_poll_interval(value: Any) -> float:
 
 
 # ------------------------------------------------------------------------------ the command line
+def signal_stopper(stop: Callable[[], None]) -> Callable[[int, Any], None]:
+    """A signal handler that runs ``stop`` on a thread of its own and returns at once. A handler
+    runs in the main thread between two bytecodes, perhaps while that thread holds the lock of
+    the very ``threading.Event`` that ``stop`` sets (inside ``Event.wait``, as it is for most
+    of a follow loop): calling ``stop`` there would wait for itself forever."""
+
+    def handler(signum: int, frame: Any) -> None:
+        threading.Thread(target=stop, name="memgraph-tf-stop", daemon=True).start()
+
+    return handler
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``memgraph-tf refresh``."""
     p.add_argument(
@@ -535,7 +548,7 @@ def run_cli(args: argparse.Namespace, open_graph: Callable[[str], Any]) -> int:
         if not args.follow:
             print(refresher.once().text())
             return 0
-        previous = signal.signal(signal.SIGTERM, lambda *_: refresher.stop())
+        previous = signal.signal(signal.SIGTERM, signal_stopper(refresher.stop))
         logger.info("following log %r every %.2f s until SIGTERM", args.log, args.poll_interval_s)
         refresher.follow(args.poll_interval_s, lambda s: print(s.text(), flush=True))
         print("refresh: stopped (SIGTERM)", flush=True)

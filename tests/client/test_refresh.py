@@ -13,12 +13,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
 from memgraph_tf import cli
 from memgraph_tf.batch import BundleBackend, classify_graph
-from memgraph_tf.batch.refresh import Refresher
+from memgraph_tf.batch.refresh import Refresher, signal_stopper
 from memgraph_tf.client.change_log import Change, ChangeLog
 from memgraph_tf.errors import ConfigurationError
 from tests.client.classify_kit import GRAPH
@@ -153,7 +154,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from memgraph_tf.batch import BundleBackend
-    from memgraph_tf.batch.refresh import Refresher
+    from memgraph_tf.batch.refresh import Refresher, signal_stopper
     from memgraph_tf.client import connect
 
     class Stalls(BundleBackend):
@@ -386,3 +387,23 @@ def test_memgraphs_triggers_do_not_log_the_refresh_cursor():
             for label in sorted(OWN_LABELS):
                 assert f"NOT v:{label}" in trigger.statement, trigger.statement
     assert "MemgraphTfRefreshCursor" in OWN_LABELS
+
+
+def test_the_sigterm_handler_stops_even_when_the_signal_lands_inside_the_events_lock():
+    """A signal handler runs in the main thread between two bytecodes: in a follow loop, most
+    often inside ``Event.wait``, which holds the event's lock around its bookkeeping. A handler
+    that set the event itself would then wait for its own thread's lock forever (the SIGTERM
+    that left ``refresh --follow`` running); :func:`signal_stopper` returns at once and the stop
+    lands as soon as the interrupted thread lets go of the lock."""
+    event = threading.Event()
+    handler = signal_stopper(event.set)
+
+    def interrupted_inside_the_lock() -> None:
+        with event._cond:  # where Event.wait is when the signal arrives
+            handler(signal.SIGTERM, None)
+
+    t = threading.Thread(target=interrupted_inside_the_lock, daemon=True)
+    t.start()
+    t.join(5)
+    assert not t.is_alive(), "the handler waited for the lock its own thread holds"
+    assert event.wait(5)
