@@ -888,7 +888,9 @@ def _endpoints(
     change: Mapping[str, Any], opts: BuildOptions, i: int
 ) -> list[tuple[int, int, Any, bool]]:
     """``(node internal id, other end's internal id, other end's key, node is the start)`` for
-    each endpoint of the relationship ``change`` whose reservoir of the step it touches."""
+    each endpoint of the relationship ``change`` whose reservoir of the step it touches (the
+    key as the change gives it, unchecked: only a creation applied to a reservoir needs it,
+    :func:`_apply` checks it there)."""
     for field in ("element_id", "start_id", "end_id", "seq"):
         value = change.get(field)
         if not is_int(value):
@@ -904,13 +906,6 @@ def _endpoints(
         out.append((start, end, end_key, True))
     if opts.direction in ("in", "both") and not (opts.direction == "both" and start == end):
         out.append((end, start, start_key, False))
-    for _, other, key, _ in out:
-        if not is_int(key):
-            raise OptionError(
-                f"changes[{i}]: expected the integer {opts.id_property} of node {other} "
-                f"(options.id_property: the change's start_key / end_key), got "
-                f"{describe_value(key)}"
-            )
     return out
 
 
@@ -931,8 +926,9 @@ def _step_kinds(change: Mapping[str, Any], opts: BuildOptions) -> tuple[str, ...
 
 def _per_node(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[int, list[tuple]]:
     """The changes of the step per endpoint node: ``(seq, order, kind, relationship, other
-    end, its key, node is the start, of the step)`` rows. ``of the step``: whether the other end
-    has ``neighbour_label`` (always, without one): it has it now, or it is a node this call's
+    end, its key, node is the start, of the step, index in changes)`` rows (the key unchecked:
+    :func:`_apply` checks a creation's). ``of the step``: whether the other end has
+    ``neighbour_label`` (always, without one): it has it now, or it is a node this call's
     changes delete and their deletion lists it among its ``labels``. A created relationship
     not of the step is left out; a deleted one is kept (:func:`_apply`: it still leaves the
     reservoir when it is a member -- its other end may be gone, or have lost the label, since it
@@ -961,14 +957,24 @@ def _per_node(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[i
             continue
         for node, other, key, outgoing in _endpoints(change, opts, i):
             for order, kind in enumerate(kinds):
-                row = (change["seq"], order, kind, change["element_id"], other, key, outgoing, True)
+                row = (
+                    change["seq"],
+                    order,
+                    kind,
+                    change["element_id"],
+                    other,
+                    key,
+                    outgoing,
+                    True,
+                    i,
+                )
                 per_node.setdefault(node, []).append(row)
     if opts.neighbour_label is not None:
         others = sorted({row[4] for rows in per_node.values() for row in rows})
         ok = dict(zip(others, store.labelled(others, opts.neighbour_label)))
         ok.update((n, had) for n, had in gone.items() if n in ok and not ok[n])
         per_node = {
-            n: [(*r[:7], ok[r[4]]) for r in rows if ok[r[4]] or r[2] == "deleted"]
+            n: [(*r[:7], ok[r[4]], r[8]) for r in rows if ok[r[4]] or r[2] == "deleted"]
             for n, rows in per_node.items()
         }
     return per_node
@@ -984,7 +990,7 @@ def _weights(
     wanted = [(r[4], r[3], not r[6]) for r in fresh if r[2] == "created"]
     values = store.relationship_values(wanted, opts.weight or "")
     out: dict[int, float | None] = {}
-    for *_, rel, other, key, outgoing, _ in (r for r in fresh if r[2] == "created"):
+    for _, _, _, rel, other, key, outgoing, *_ in (r for r in fresh if r[2] == "created"):
         if rel not in values:
             out[rel] = None
             continue
@@ -1014,10 +1020,17 @@ def _apply(
         return None, 0, skipped
     rng = rng_for(res.seed, f"reservoir/{key}/{fresh[0][0]}")
     weights = _weights(store, opts, node, fresh) if weighted else {}
-    for _, _, kind, rel, other, nkey, _, of_step in fresh:
+    for _, _, kind, rel, other, nkey, _, of_step, i in fresh:
         if kind == "deleted":
             res.delete(rel, of_step)
-        elif weighted:
+            continue
+        if not is_int(nkey):
+            raise OptionError(
+                f"changes[{i}]: expected the integer {opts.id_property} of node {other} "
+                f"(options.id_property: the change's start_key / end_key), got "
+                f"{describe_value(nkey)}"
+            )
+        if weighted:
             res.insert(rel, nkey, other, weights[rel], rng)
         else:
             res.insert(rel, nkey, other, rng)

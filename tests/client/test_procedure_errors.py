@@ -338,9 +338,12 @@ CASES = {
         r"^changes\[0\]\.element_id: expected an integer, got str 'r'$",
         "hubs",
     ),
-    "update_reservoirs: an endpoint without its key": Case(
+    "update_reservoirs: an endpoint without its key": Case(  # (hub 0 holds the step's)
         "update_reservoirs",
-        ([{**RELATIONSHIP, "element_id": 5, "start_id": 0, "end_id": 1, "start_key": 0}], ID),
+        (
+            [{**RELATIONSHIP, "element_id": 5, "start_id": 0, "end_id": 1, "start_key": 0}],
+            {"edge_types": ["E"], "direction": "out", **ID},
+        ),
         r"^changes\[0\]: expected the integer id of node 1 \(options\.id_property: the change's ",
         "hubs",
     ),

@@ -463,3 +463,38 @@ def test_a_deletion_whose_other_end_is_gone_updates_the_hub_and_skips_the_gone_n
     after = stored(g, hub, name)
     assert (totals["applied"], totals["updated"]) == (1, 1)
     assert (after.degree, after.c2, after.keys) == (before.degree - 1, 1, before.keys)
+
+
+def test_update_reservoirs_needs_a_key_only_for_a_creation_it_applies():
+    """A change's ``start_key`` / ``end_key`` is checked only where a held reservoir takes the
+    relationship in: a relationship of the step's type between nodes that hold no reservoir (of
+    another label, keyed by another property) and a deletion pass without keys; a creation at
+    the hub without its other end's key is refused naming the change and the node."""
+    g, product = shop()
+    source = EmbeddedSource(g)
+    log = ChangeLog(source)
+    build_reservoirs(source, {"capacity": 20, "seed": 2, **TYPED_STEP}, log=log)
+    name = property_name(("BOUGHT",), "in", "id", "User")
+    before = stored(g, product, name)
+    x, y = (g.add_node(["Bot"], {"sku": s}) for s in "ab")
+    unrelated = g.add_edge(x, y, "BOUGHT")
+    member, start = before.rels[0], before.internals[0]
+    g.delete_edge(member)
+    log.record([
+        Change("created", "relationship", unrelated, rel_type="BOUGHT", start_id=x, end_id=y),
+        Change("deleted", "relationship", member, rel_type="BOUGHT", start_id=start,
+               end_id=product),
+    ])  # fmt: skip
+    step = {k: TYPED_STEP[k] for k in ("edge_types", "direction", "id_property", "neighbour_label")}
+    totals, _ = apply_to_reservoirs(log, step)
+    assert (totals["applied"], totals["updated"]) == (1, 1)
+    after = stored(g, product, name)
+    assert member not in after.rels and (after.degree, after.c1) == (before.degree - 1, 1)
+    buyer = g.add_node(["User"], {"id": 9000})
+    rel = g.add_edge(buyer, product, "BOUGHT")
+    change = {"entity": "relationship", "kind": "created", "element_id": rel, "seq": 99,
+              "rel_type": "BOUGHT", "start_id": buyer, "end_id": product, "end_key": 7}  # fmt: skip
+    assert failure(g, "tf_features.update_reservoirs", [change], step).endswith(
+        f"changes[0]: expected the integer id of node {buyer} (options.id_property: the "
+        "change's start_key / end_key), got null"
+    )
