@@ -481,6 +481,25 @@ def stale_calls(source) -> list[str | bytes]:
     return out
 
 
+def test_a_member_whose_key_changed_is_refused_the_same_on_both(bolt_source):
+    """Untyped and typed, on the Bolt fallback as embedded (before: the fallback's untyped draw
+    and both typed draws kept the member under its stored key in silence)."""
+    embedded, node = stale_twins(bolt_source)
+    before = stale_calls(embedded)
+    assert stale_calls(bolt_source) == before and all(isinstance(b, bytes) for b in before)
+    for i in range(100, 120):
+        embedded.graph.set_property(node[i], "id", i + 800)
+    bolt_source.write(f"MATCH (n:{STALE_LEAF}) SET n.id = n.id + 800")
+    untyped, typed = stale_calls(embedded)
+    assert stale_calls(bolt_source) == [untyped, typed]
+    lags = (
+        r" \(internal id _\): in a reservoir \(options\.reservoir_threshold\) but no longer in "
+        r"the graph under that key: the reservoir lags the graph"
+    )
+    assert re.match(r"^node with id = 1\d\d" + lags, untyped), untyped
+    assert re.match(rf"^\(:{STALE_LEAF} \{{id: 1\d\d\}}\)" + lags, typed), typed
+
+
 def test_a_member_relationship_deleted_since_is_refused_the_same_on_both(bolt_source):
     """Its neighbour still there (before: both draws held a node no longer a neighbour)."""
     embedded, node = stale_twins(bolt_source)

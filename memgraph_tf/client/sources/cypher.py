@@ -127,8 +127,8 @@ class CypherGraphAccess:
     ) -> None:
         """Registers each key as the node with that ``id(n)`` (a reservoir's members; without
         ``options.id_property`` keys are internal ids already). Reading one no longer in the
-        graph raises the query module's error for it (naming it ``names[i]``, default
-        :meth:`node_name`)."""
+        graph, or (with ``options.id_property``) no longer holding its key, raises the query
+        module's error for it (naming it ``names[i]``, default :meth:`node_name`)."""
         for i, (key, internal) in enumerate(zip(keys, internals)):
             if self._id_property is not None:
                 self._register(key, internal)
@@ -141,6 +141,9 @@ class CypherGraphAccess:
         columns = "".join(
             f", n.{quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names)
         )
+        checked = self._id_property is not None and any(k in self._adopted for k in keys)
+        if checked:  # an adopted key is checked against the node's (as the query module does)
+            columns += f", {self._key('n')} AS now"
         query = (
             "UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal RETURN row.key AS key"
             + columns
@@ -149,7 +152,11 @@ class CypherGraphAccess:
         by_key = {
             row["key"]: [native_value(row[f"p{i}"]) for i in range(len(names))] for row in rows
         }
-        missing = [k for k in keys if k not in by_key]
+        if checked:
+            now = {row["key"]: row["now"] for row in rows}
+        missing = [
+            k for k in keys if k not in by_key or (checked and k in self._adopted and now[k] != k)
+        ]
         if missing and missing[0] in self._adopted:
             from memgraph_tf.procedures.access import stale_member
 
