@@ -35,6 +35,8 @@ __all__ = [
     "require_int_id",
     "require_unique_id",
     "stale_member",
+    "stale_relationship",
+    "typed_node_name",
 ]
 
 ABORT_CHECK_EVERY = 256
@@ -87,10 +89,15 @@ class GraphAccess(Protocol):
         """The internal id of the node each of ``keys`` (resolved or met in this call) stands
         for."""
 
-    def adopt(self, keys: Sequence[int], internals: Sequence[int]) -> None:
+    def adopt(
+        self, keys: Sequence[int], internals: Sequence[int], names: Sequence[str] | None = None
+    ) -> None:
         """Registers ``keys[i]`` as the key of the node with internal id ``internals[i]``: nodes
         met without an edge walk (a reservoir's members, :mod:`.reservoir`), read later like
-        any other key."""
+        any other key. Reading one no longer in the graph (with ``options.id_property``: no
+        longer holding its key) raises :class:`~memgraph_tf.procedures.errors.ProcedureInputError`
+        with :func:`stale_member`'s message, the node named ``names[i]`` (default
+        :meth:`node_name`)."""
 
     # -- reads ----------------------------------------------------------------------------------
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
@@ -116,6 +123,14 @@ class GraphAccess(Protocol):
 
     def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
         """Per key, whether its node has ``label``."""
+
+    def relationship_ends(
+        self, keys: Sequence[int], read: NeighbourRead
+    ) -> list[list[tuple[Any, int]]]:
+        """Per key, ``(relationship id, other end's internal id)`` of each relationship ``read``
+        walks from its node (``read.edge_types`` and ``read.direction``; its label and
+        held-out split are not applied), in any order, possibly repeated. Cost: the node's
+        relationships of that direction are walked, O(its degree)."""
 
     # -- scans ----------------------------------------------------------------------------------
     def first_node_with(self, names: Sequence[str]) -> int | None:
@@ -203,11 +218,36 @@ def require_unique_id(
         )
 
 
-def stale_member(name: str, internal: Any) -> str:
+LAGS = (
+    "the reservoir lags the graph (apply the change log with tf_features.update_reservoirs, or "
+    "rebuild it with tf_features.build_reservoirs)"
+)
+
+
+def stale_member(name: str, internal: Any, what: str = "in the graph under that key") -> str:
     """The message, on every access, for a reservoir member (``name``: the node as
-    :func:`node_name` names it) no longer in the graph under its key."""
+    :func:`node_name` or :func:`typed_node_name` names it) no longer in the graph under its
+    key (``what``: what it no longer is, e.g. ``a :Label node``)."""
     return (
         f"{name} (internal id {internal}): in a reservoir (options.reservoir_threshold) but no "
-        "longer in the graph under that key: the reservoir lags the graph (apply the change log "
-        "with tf_features.update_reservoirs, or rebuild it with tf_features.build_reservoirs)"
+        f"longer {what}: {LAGS}"
     )
+
+
+def stale_relationship(rel: Any, step: str, hub: str, member: str) -> str:
+    """The message for the member relationship ``rel`` of the edge step ``step`` (its text)
+    between the node ``hub`` whose reservoir holds it and its neighbour ``member`` (both as
+    errors name them) that the graph no longer holds."""
+    return (
+        f"relationship {rel} of {step} between {hub} and {member}: in {hub}'s reservoir "
+        f"(options.reservoir_threshold) but no longer in the graph: {LAGS}"
+    )
+
+
+def typed_node_name(label: str, internal: int, key: int | None, id_property: str | None) -> str:
+    """How the typed procedures' errors name a ``label`` node: ``(:Label {id: 3})`` by its
+    ``key`` with ``id_property``, else (or with no key) by its internal id:
+    ``(node 5:Label)``."""
+    if id_property is None or key is None:
+        return f"(node {internal}:{label})"
+    return f"(:{label} {{{id_property}: {key}}})"

@@ -49,7 +49,6 @@ from memgraph_tf.layout import PAD_ID
 from memgraph_tf.procedures.access import READ_CHUNK, GraphAccess, is_int
 from memgraph_tf.procedures.errors import (
     OptionError,
-    ProcedureInputError,
     PropertyValueError,
     describe_value,
 )
@@ -241,8 +240,8 @@ class EdgeTables:
         """:meth:`_read`'s rows for the parents of ``pairs`` that drew from their reservoirs
         (``members``: parent -> neighbour -> its member relationship ids): per parent, per
         neighbour its slots hold, the member relationships only, read from the neighbour's side
-        (the step walked backwards), so the parent's own relationships are not walked. Raises
-        naming the parent, the neighbour and the relationship for a member no longer there."""
+        (the step walked backwards), so the parent's own relationships are not walked. (The draw
+        checked that each is still there: :meth:`~.reservoir.BoundedReads.verify`.)"""
         names = [p.name for p in spec.properties]
         back = EdgeStep(step.right, step.rel_type, step.left, _REVERSED[step.direction])
         wanted: dict[int, dict[int, frozenset[int]]] = {}  # neighbour -> parent -> members
@@ -250,7 +249,6 @@ class EdgeTables:
             for key in pairs[parent]:
                 wanted.setdefault(key[1], {})[parent] = frozenset(rels.get(key[1], ()))
         out: dict[int, dict[int, list[tuple[bool, list[Any], Any]]]] = {p: {} for p in members}
-        hit: set[tuple[int, int, Any]] = set()
         nodes = list(wanted)
         for start in range(0, len(nodes), READ_CHUNK):
             self.nav.check_abort()
@@ -262,25 +260,8 @@ class EdgeTables:
                 for parent, values, rel, outgoing in rows:
                     if rel in of.get(parent, ()) and (rel, outgoing) not in seen:  # (may repeat)
                         seen.add((rel, outgoing))
-                        hit.add((parent, node, rel))
                         out[parent].setdefault(node, []).append((not outgoing, list(values), None))
-        for parent, keys in pairs.items():  # (in slot order: the first one missing raises)
-            for key in keys if parent in members else ():
-                for rel in sorted(wanted[key[1]][parent]):
-                    if (parent, key[1], rel) not in hit:
-                        raise ProcedureInputError(self._stale(step, parent, key[1], rel))
         return out
-
-    def _stale(self, step: EdgeStep, parent: int, node: int, rel: Any) -> str:
-        """The message for the member relationship ``rel`` between ``parent`` and ``node`` that
-        the graph no longer holds."""
-        return (
-            f"relationship {rel} of {step} between {self.name(step.left, parent)} and "
-            f"{self.name(step.right, node)}: in {self.name(step.left, parent)}'s reservoir "
-            "(options.reservoir_threshold) but no longer in the graph: the reservoir lags the "
-            "graph (apply the change log with tf_features.update_reservoirs, or rebuild it with "
-            "tf_features.build_reservoirs)"
-        )
 
     def _encode(
         self,

@@ -105,6 +105,7 @@ class MgpGraphAccess:
         self._id_property = options.id_property
         self._label = options.label
         self._vertices = _Vertices()  # key -> _mgp handle (handle path) or mgp.Vertex
+        self._adopted_names: dict[int, str] = {}  # adopted key -> how errors name it (adopt)
         self._index: dict[int, Any] | None = None
         self._budget = ABORT_CHECK_EVERY  # reads left until the next abort check
         self._handles: bool | None = None if handles else False  # None: decided by the first vertex
@@ -302,18 +303,22 @@ class MgpGraphAccess:
                     found.append(self._register_handle(other))
         return found
 
-    def adopt(self, keys: Sequence[int], internals: Sequence[int]) -> None:
+    def adopt(
+        self, keys: Sequence[int], internals: Sequence[int], names: Sequence[str] | None = None
+    ) -> None:
         """Registers nodes met by internal id rather than over an edge (a reservoir's members:
         ``keys[i]`` is the key of the node with internal id ``internals[i]``). A key is fetched
         when first read; a node no longer in the graph, or (with ``options.id_property``) no
-        longer holding its key, then raises :class:`NodeNotFoundError` naming it: the reservoir
-        lags the graph."""
+        longer holding its key, then raises :class:`NodeNotFoundError` naming it (``names[i]``,
+        default :meth:`node_name`): the reservoir lags the graph."""
         vertices = self._vertices
         if vertices.adopted is None:
             vertices.adopted, vertices.fetch = {}, self._fetch_adopted
-        for key, internal in zip(keys, internals):
-            if key not in vertices:
-                vertices.adopted.setdefault(key, internal)
+        for i, (key, internal) in enumerate(zip(keys, internals)):
+            if key not in vertices and key not in vertices.adopted:
+                vertices.adopted[key] = internal
+                if names is not None:
+                    self._adopted_names[key] = names[i]
 
     def _fetch_adopted(self, key: int, internal: int) -> Any:
         graph = getattr(self._graph, "_graph", None) if self._handles else None
@@ -322,8 +327,41 @@ class MgpGraphAccess:
         except IndexError:
             vertex = None
         if vertex is None or (self._id_property is not None and self._key_of(vertex) != key):
-            raise NodeNotFoundError(stale_member(self.node_name(key), internal))
+            name = self._adopted_names.get(key) or self.node_name(key)
+            raise NodeNotFoundError(stale_member(name, internal))
         return vertex
+
+    def relationship_ends(
+        self, keys: Sequence[int], read: NeighbourRead
+    ) -> list[list[tuple[Any, int]]]:
+        """Edge by edge, through the ``_mgp`` handles or the public API, with the same abort
+        checks as :meth:`neighbours`."""
+        types = None if read.edge_types is None else frozenset(read.edge_types)
+        out: list[list[tuple[Any, int]]] = []
+        for key in keys:
+            vertex = self._vertices[key]
+            row: list[tuple[Any, int]] = []
+            for outgoing in _SIDES[read.direction]:
+                if self._handles:
+                    edges: list[Any] = []
+                    self._collect(
+                        vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
+                    )
+                    row += [
+                        (e.get_id(), (e.to_vertex() if outgoing else e.from_vertex()).get_id())
+                        for e in edges
+                        if types is None or e.get_type_name() in types
+                    ]
+                else:
+                    public = list(vertex.out_edges if outgoing else vertex.in_edges)
+                    self._spend(len(public))
+                    row += [
+                        (e.id, (e.to_vertex if outgoing else e.from_vertex).id)
+                        for e in public
+                        if types is None or e.type.name in types
+                    ]
+            out.append(row)
+        return out
 
     # -- keys of vertices -----------------------------------------------------------------------
     def _key_of(self, vertex: Any) -> int:

@@ -62,15 +62,19 @@ import math
 import random
 import struct
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from memgraph_tf.procedures.access import (
     ABORT_CHECK_EVERY,
     READ_CHUNK,
     GraphAccess,
+    NeighbourRead,
     is_int,
     require_int_id,
+    stale_member,
+    stale_relationship,
+    typed_node_name,
 )
 from memgraph_tf.procedures.draw import ParentDrawer, rng_for
 from memgraph_tf.procedures.errors import OptionError, ProcedureInputError, describe_value
@@ -463,6 +467,16 @@ class ReservoirDrawer(ParentDrawer):
 # ------------------------------------------------------------------------------------------------
 
 
+_REVERSED = {"out": "in", "in": "out", "both": "both"}
+
+
+def _step_text(edge_types: Sequence[str] | None, direction: str) -> str:
+    """An untyped edge step as errors write it, from the node drawn from: ``()<-[:T|U]-()``
+    (no type: ``()-[]->()``)."""
+    rel = f"[:{'|'.join(edge_types)}]" if edge_types else "[]"
+    return {"out": f"()-{rel}->()", "in": f"()<-{rel}-()", "both": f"()-{rel}-()"}[direction]
+
+
 class BoundedReads:
     """The bounded mode of one edge step in one call: which nodes draw from their reservoir.
 
@@ -473,7 +487,13 @@ class BoundedReads:
     one holding fewer distinct neighbours than the draw needs (a hop's fanout; with ``replace``
     one; none for a complete weighted reservoir, which pads as the exact path does) raises
     naming ``options.reservoir_threshold``, the node and what to do; nothing is drawn in silence
-    from a reservoir that cannot fill the slots as the exact path would."""
+    from a reservoir that cannot fill the slots as the exact path would. Each drawn member is
+    checked against the graph (:meth:`verify`).
+
+    Typed steps (``register`` given) key nodes by internal id: ``register(internals, keys)``
+    hands the members' stored keys to the call, ``hub_name(internal)`` names a node drawn from
+    in errors, ``label`` is the step's right label and ``step_text`` the step as errors write
+    it; the members are named ``(:Label {id: 3})`` by their stored keys."""
 
     def __init__(
         self,
@@ -485,14 +505,25 @@ class BoundedReads:
         register: Any = None,
         weight: str | None = None,
         replace: bool = False,
+        hub_name: Callable[[int], str] | None = None,
+        step_text: str | None = None,
     ) -> None:
         self.threshold = threshold
         self.weight = weight
         self.replace = replace
+        self.edge_types, self.direction = edge_types, direction
+        self.id_property, self.label = id_property, label
         self.name = property_name(edge_types, direction, id_property, label, weight)
         self._register = register  # typed steps: (internals, keys) -> None; nodes by internal id
+        self._hub_name = hub_name
+        self._step_text = step_text or _step_text(edge_types, direction)
         self._drawn: dict[int, tuple[int, int, bool]] = {}  # node -> (capacity, distinct, complete)
-        self._members: set[int] = set()  # the keys of the reservoirs' members met so far
+        self._members: dict[int, list[tuple[int, int, list[int]]]] = {}
+        """Drawn id of a member met so far (its key; typed: its internal id) -> ``(node whose
+        reservoir holds it, that node's internal id, the member relationships)`` per such node,
+        in the order the reservoirs were read."""
+        self._stored: dict[int, dict[int, None]] = {}  # typed: member internal -> stored keys
+        self._verified: set[int] = set()  # members :meth:`verify` checked
         self._relationships: dict[int, dict[int, list[int]]] = {}  # node -> neighbour -> rels
 
     @classmethod
@@ -509,6 +540,17 @@ class BoundedReads:
             options.id_property,
             replace=options.replace,
         )
+
+    def hub(self, access: GraphAccess, key: int) -> str:
+        """How errors name the node ``key`` that draws from its reservoir."""
+        return access.node_name(key) if self._hub_name is None else self._hub_name(key)
+
+    def member(self, access: GraphAccess, drawn: int, key: int) -> str:
+        """How errors name the member ``drawn`` (typed: its internal id) under its stored
+        ``key``."""
+        if self._register is None:
+            return access.node_name(key)
+        return typed_node_name(self.label or "", drawn, key, self.id_property)
 
     def fill(
         self,
@@ -532,57 +574,58 @@ class BoundedReads:
             for key, (value,) in zip(part, access.properties(part, [self.name])):
                 if value is None:
                     continue
-                where = access.node_name(key)
+                where = self.hub(access, key)
+                res: Reservoir | WeightedReservoir
                 if self.weight is not None:
-                    weighted = WeightedReservoir.decode(value, where, self.name)
-                    if weighted.degree > self.threshold:
-                        cache[key] = self._weighted(access, key, weighted, fanout, hop)
+                    res = WeightedReservoir.decode(value, where, self.name)
+                else:
+                    res = Reservoir.decode(value, where, self.name)
+                if res.degree <= self.threshold:
                     continue
-                reservoir = Reservoir.decode(value, where, self.name)
-                if reservoir.degree <= self.threshold:
-                    continue
-                pairs = sorted(set(zip(reservoir.keys, reservoir.internals)))
-                self._drawn[key] = (reservoir.capacity, len(pairs), False)
+                complete = isinstance(res, WeightedReservoir) and res.threshold == LOWEST
+                pairs = sorted(set(zip(res.keys, res.internals)))
+                self._drawn[key] = (res.capacity, len(pairs), complete)
                 self._check(access, key, fanout, hop)
-                self._record(key, reservoir.rels, reservoir.internals)
-                if self._register is None:
-                    distinct = [k for k, _ in pairs]
-                    access.adopt(reservoir.keys, reservoir.internals)
-                else:  # the access keys nodes by internal id; their keys go to the call's Keys
-                    distinct = [i for _, i in pairs]
-                    access.adopt(distinct, distinct)
-                    self._register(distinct, [k for k, _ in pairs])
-                self._members.update(distinct)
-                cache[key] = distinct
+                ids = self._adopt(access, key, res, pairs)
+                if isinstance(res, WeightedReservoir):
+                    index = {k: j for j, k in enumerate(ids)}
+                    drawn = res.keys if self._register is None else res.internals
+                    owner = [index[k] for k in drawn]
+                    cache[key] = WeightedMembers(ids, owner, list(res.weights), res.threshold)
+                else:
+                    cache[key] = ids
 
-    def _weighted(
-        self, access: GraphAccess, key: int, res: WeightedReservoir, fanout: int, hop: int
-    ) -> WeightedMembers:
-        """The :class:`WeightedMembers` a weighted step's node draws from, checked against the
-        fanout, its members registered as :meth:`fill` registers them."""
-        pairs = sorted(set(zip(res.keys, res.internals)))
-        self._drawn[key] = (res.capacity, len(pairs), res.threshold == LOWEST)
-        self._check(access, key, fanout, hop)
-        self._record(key, res.rels, res.internals)
-        if self._register is None:  # (weighted steps are typed; kept for an untyped access)
-            ids = [k for k, _ in pairs]
-            access.adopt(res.keys, res.internals)
-            index = {k: i for i, k in enumerate(ids)}
-            owner = [index[k] for k in res.keys]
-        else:
-            ids = [i for _, i in pairs]
-            access.adopt(ids, ids)
-            self._register(ids, [k for k, _ in pairs])
-            index = {i: j for j, i in enumerate(ids)}
-            owner = [index[i] for i in res.internals]
-        self._members.update(ids)
-        return WeightedMembers(ids, owner, list(res.weights), res.threshold)
-
-    def _record(self, key: int, rels: Sequence[int], internals: Sequence[int]) -> None:
+    def _adopt(
+        self,
+        access: GraphAccess,
+        key: int,
+        res: Reservoir | WeightedReservoir,
+        pairs: Sequence[tuple[int, int]],
+    ) -> list[int]:
+        """Registers the members of ``key``'s reservoir ``res`` (``pairs``: its distinct
+        ``(stored key, internal id)``, sorted) with the access (typed: with the call's keys too)
+        and for :meth:`verify`; returns the ids the node draws from (their keys; typed: their
+        internal ids, in key order)."""
         per: dict[int, list[int]] = {}
-        for rel, internal in zip(rels, internals):
+        for rel, internal in zip(res.rels, res.internals):
             per.setdefault(internal, []).append(rel)
         self._relationships[key] = per
+        if self._register is None:
+            ids = [k for k, _ in pairs]
+            access.adopt(res.keys, res.internals)
+            own = access.internal_ids([key])[0]
+        else:  # the access keys nodes by internal id; their keys go to the call's Keys
+            ids = [i for _, i in pairs]
+            names = [self.member(access, i, k) for k, i in pairs]
+            access.adopt(ids, ids, names)
+            self._register(ids, [k for k, _ in pairs])
+            own = key
+            for k, i in pairs:
+                self._stored.setdefault(i, {})[k] = None
+        for k, i in pairs:
+            drawn = k if self._register is None else i
+            self._members.setdefault(drawn, []).append((key, own, per[i]))
+        return ids
 
     def member_relationships(self, key: int) -> Mapping[int, list[int]] | None:
         """For a node :meth:`fill` gave its reservoir to draw from: its members' relationship
@@ -591,13 +634,59 @@ class BoundedReads:
         return self._relationships.get(key)
 
     def verify(self, access: GraphAccess, ids: Sequence[int], mask: Sequence[bool]) -> None:
-        """Reads the nodes of a hop's slots (``ids`` where ``mask``) drawn from reservoirs, so a
-        member no longer in the graph under its key (a reservoir behind the change log) raises
-        naming it, even where nothing else of it would be read (ids only, the last hop): one
-        lookup per drawn member, not per member."""
-        drawn = [k for k in dict.fromkeys(itertools.compress(ids, mask)) if k in self._members]
+        """Checks the nodes of a hop's slots (``ids`` where ``mask``) that are members of a
+        reservoir read this call, each once per call, against the graph, so a reservoir behind
+        the change log raises naming the member (:func:`~.access.stale_member`) or the
+        relationship (:func:`~.access.stale_relationship`) even where nothing else of it would
+        be read (ids only, the last hop): the node is still there (one lookup by its internal
+        id) under its stored key (typed: and with the step's right label), and each of its
+        member relationships, of every reservoir read this call that holds it, is still there
+        (read from the member's side: O(the member's degree in the step's types), not the
+        hub's)."""
+        drawn = [
+            k
+            for k in dict.fromkeys(itertools.compress(ids, mask))
+            if k in self._members and k not in self._verified
+        ]
         for start in range(0, len(drawn), READ_CHUNK):
-            access.properties(drawn[start : start + READ_CHUNK], [])
+            part = drawn[start : start + READ_CHUNK]
+            self._verify_nodes(access, part)
+            back = NeighbourRead(self.edge_types, _REVERSED[self.direction])
+            for k, ends in zip(part, access.relationship_ends(part, back)):
+                there = set(ends)
+                for hub, own, rels in self._members[k]:
+                    for rel in sorted(rels):
+                        if (rel, own) not in there:
+                            key = k if self._register is None else next(iter(self._stored[k]))
+                            raise ProcedureInputError(
+                                stale_relationship(
+                                    rel,
+                                    self._step_text,
+                                    self.hub(access, hub),
+                                    self.member(access, k, key),
+                                )
+                            )
+            self._verified.update(part)
+
+    def _verify_nodes(self, access: GraphAccess, part: Sequence[int]) -> None:
+        """:meth:`verify`'s node checks of the members ``part``: the read raises for a node
+        gone (and, untyped with ``options.id_property``, for a key changed: the access checks
+        it); typed, the key read is compared with each stored one and the label is checked."""
+        typed = self._register is not None
+        names = [self.id_property] if typed and self.id_property is not None else []
+        values = access.properties(part, names)
+        if not typed:
+            return
+        for internal, got in zip(part, values):
+            for stored in self._stored[internal]:
+                if names and got[0] != stored:
+                    name = self.member(access, internal, stored)
+                    raise ProcedureInputError(stale_member(name, internal))
+        if self.label is not None:
+            for internal, ok in zip(part, access.has_label(part, self.label)):
+                if not ok:
+                    name = self.member(access, internal, next(iter(self._stored[internal])))
+                    raise ProcedureInputError(stale_member(name, internal, f"a :{self.label} node"))
 
     def _check(self, access: GraphAccess, key: int, fanout: int, hop: int) -> None:
         """Refuses a reservoir of a capacity below ``fanout``, and one holding fewer distinct
@@ -607,7 +696,7 @@ class BoundedReads:
         capacity, distinct, complete = self._drawn[key]
         if capacity < fanout:
             raise OptionError(
-                f"options.reservoir_threshold: {access.node_name(key)} has a reservoir "
+                f"options.reservoir_threshold: {self.hub(access, key)} has a reservoir "
                 f"({self.name!r}) of capacity {capacity}, below hop {hop}'s fanout {fanout}: "
                 f"rebuild it with options.capacity >= {fanout} (tf_features.build_reservoirs)"
             )
@@ -619,7 +708,7 @@ class BoundedReads:
                 else f"below hop {hop}'s fanout {fanout}"
             )
             raise OptionError(
-                f"options.reservoir_threshold: {access.node_name(key)} has a reservoir "
+                f"options.reservoir_threshold: {self.hub(access, key)} has a reservoir "
                 f"({self.name!r}) holding {distinct} distinct neighbours (capacity {capacity}, "
                 f"shrunk by deletions or parallel relationships), {below}: rebuild it "
                 "(tf_features.build_reservoirs)"
@@ -888,7 +977,9 @@ def _endpoints(
     change: Mapping[str, Any], opts: BuildOptions, i: int
 ) -> list[tuple[int, int, Any, bool]]:
     """``(node internal id, other end's internal id, other end's key, node is the start)`` for
-    each endpoint of the relationship ``change`` whose reservoir of the step it touches."""
+    each endpoint of the relationship ``change`` whose reservoir of the step it touches (the
+    key as the change gives it, unchecked: only a creation applied to a reservoir needs it,
+    :func:`_apply` checks it there)."""
     for field in ("element_id", "start_id", "end_id", "seq"):
         value = change.get(field)
         if not is_int(value):
@@ -904,13 +995,6 @@ def _endpoints(
         out.append((start, end, end_key, True))
     if opts.direction in ("in", "both") and not (opts.direction == "both" and start == end):
         out.append((end, start, start_key, False))
-    for _, other, key, _ in out:
-        if not is_int(key):
-            raise OptionError(
-                f"changes[{i}]: expected the integer {opts.id_property} of node {other} "
-                f"(options.id_property: the change's start_key / end_key), got "
-                f"{describe_value(key)}"
-            )
     return out
 
 
@@ -931,8 +1015,9 @@ def _step_kinds(change: Mapping[str, Any], opts: BuildOptions) -> tuple[str, ...
 
 def _per_node(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[int, list[tuple]]:
     """The changes of the step per endpoint node: ``(seq, order, kind, relationship, other
-    end, its key, node is the start, of the step)`` rows. ``of the step``: whether the other end
-    has ``neighbour_label`` (always, without one): it has it now, or it is a node this call's
+    end, its key, node is the start, of the step, index in changes)`` rows (the key unchecked:
+    :func:`_apply` checks a creation's). ``of the step``: whether the other end has
+    ``neighbour_label`` (always, without one): it has it now, or it is a node this call's
     changes delete and their deletion lists it among its ``labels``. A created relationship
     not of the step is left out; a deleted one is kept (:func:`_apply`: it still leaves the
     reservoir when it is a member -- its other end may be gone, or have lost the label, since it
@@ -961,14 +1046,24 @@ def _per_node(store: ReservoirStore, changes: Any, opts: BuildOptions) -> dict[i
             continue
         for node, other, key, outgoing in _endpoints(change, opts, i):
             for order, kind in enumerate(kinds):
-                row = (change["seq"], order, kind, change["element_id"], other, key, outgoing, True)
+                row = (
+                    change["seq"],
+                    order,
+                    kind,
+                    change["element_id"],
+                    other,
+                    key,
+                    outgoing,
+                    True,
+                    i,
+                )
                 per_node.setdefault(node, []).append(row)
     if opts.neighbour_label is not None:
         others = sorted({row[4] for rows in per_node.values() for row in rows})
         ok = dict(zip(others, store.labelled(others, opts.neighbour_label)))
         ok.update((n, had) for n, had in gone.items() if n in ok and not ok[n])
         per_node = {
-            n: [(*r[:7], ok[r[4]]) for r in rows if ok[r[4]] or r[2] == "deleted"]
+            n: [(*r[:7], ok[r[4]], r[8]) for r in rows if ok[r[4]] or r[2] == "deleted"]
             for n, rows in per_node.items()
         }
     return per_node
@@ -984,7 +1079,7 @@ def _weights(
     wanted = [(r[4], r[3], not r[6]) for r in fresh if r[2] == "created"]
     values = store.relationship_values(wanted, opts.weight or "")
     out: dict[int, float | None] = {}
-    for *_, rel, other, key, outgoing, _ in (r for r in fresh if r[2] == "created"):
+    for _, _, _, rel, other, key, outgoing, *_ in (r for r in fresh if r[2] == "created"):
         if rel not in values:
             out[rel] = None
             continue
@@ -1014,10 +1109,17 @@ def _apply(
         return None, 0, skipped
     rng = rng_for(res.seed, f"reservoir/{key}/{fresh[0][0]}")
     weights = _weights(store, opts, node, fresh) if weighted else {}
-    for _, _, kind, rel, other, nkey, _, of_step in fresh:
+    for _, _, kind, rel, other, nkey, _, of_step, i in fresh:
         if kind == "deleted":
             res.delete(rel, of_step)
-        elif weighted:
+            continue
+        if not is_int(nkey):
+            raise OptionError(
+                f"changes[{i}]: expected the integer {opts.id_property} of node {other} "
+                f"(options.id_property: the change's start_key / end_key), got "
+                f"{describe_value(nkey)}"
+            )
+        if weighted:
             res.insert(rel, nkey, other, weights[rel], rng)
         else:
             res.insert(rel, nkey, other, rng)

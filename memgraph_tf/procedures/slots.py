@@ -37,6 +37,7 @@ from memgraph_tf.procedures.access import (
     node_name,
     require_int_id,
     require_unique_id,
+    typed_node_name,
 )
 from memgraph_tf.procedures.draw import DRAWS_PER_CHECK, Drawer, read_neighbours, rng_for
 from memgraph_tf.procedures.errors import (
@@ -87,10 +88,9 @@ class Keys:
         """How errors name a ``label`` node the call met: ``(:Label {id: 3})`` by its key with
         ``options.id_property``, else (or before its key is known) by its internal id:
         ``(node 5:Label)``."""
-        key = self.of.get(label, {}).get(internal)
-        if self._id_property is None or key is None:
-            return f"(node {internal}:{label})"
-        return f"(:{label} {{{self._id_property}: {key}}})"
+        return typed_node_name(
+            label, internal, self.of.get(label, {}).get(internal), self._id_property
+        )
 
 
 def no_relationships(graph: GraphAccess, step: EdgeStep) -> OptionError | None:
@@ -198,6 +198,8 @@ class Role:
                 self.id_property,
                 step.right,
                 register=functools.partial(keys.add, step.right),
+                hub_name=functools.partial(keys.name, step.left),
+                step_text=str(step),
                 weight=step.weight,
                 replace=step.replace,
             )

@@ -117,7 +117,8 @@ def hub_case_graph() -> EmbeddedGraph:
     (``(0)-[:E]->(leaf)``) and node 7 (a leaf too, ``key: 'x'``: the others' ``key`` is their
     ``id``); hub 0 holds one reservoir per
     edge step, each broken one way (memgraph_tf/procedures/reservoir.py; the typed step
-    ``(:H)-[:E]->(:H)``'s: member relationships the graph does not hold)."""
+    ``(:H)-[:E]->(:H)``'s: member relationships the graph does not hold; keyed by ``id``: a
+    member stored under a key it no longer has; ``(:H)-[:E]->(:K)``'s: members without ``:K``)."""
     from memgraph_tf.procedures.reservoir import FORMAT, WEIGHTED_FORMAT, property_name
 
     g = EmbeddedGraph()
@@ -141,6 +142,8 @@ def hub_case_graph() -> EmbeddedGraph:
         ((["E"], "out", None, "H", "w"), "not a reservoir"),  # a weighted step's
         ((["E"], "in", None, "H", "w"), [WEIGHTED_FORMAT, 3, 7, 0, 0, 3, 0] + [1] * 14),
         ((["E"], "out", None, "H"), reservoir(3, 7, [1, 2, 3])),  # relationships 101 .. 103
+        ((["E"], "out", "id", "H"), reservoir(3, 7, [1, 2, 33], [1, 2, 3])),  # 3's id is 3
+        ((["E"], "out", None, "K"), reservoir(3, 7, [1, 2, 3])),  # members without label K
     ):
         g.set_property(hub, property_name(*step), value)
     return g
@@ -262,17 +265,32 @@ CASES = {
         r" but no longer in the graph under that key",
         "hubs",
     ),
+    "bounded: a typed member whose key changed": Case(
+        "sample_typed",
+        ([0], {"(:H)-[:E]->(:H)": [3]}, None, {"label": "H", **ID, **RESERVOIR}),
+        r"^\(:H \{id: 33\}\) \(internal id 3\): in a reservoir \(options\.reservoir_threshold\) "
+        r"but no longer in the graph under that key: the reservoir lags the graph",
+        "hubs",
+    ),
+    "bounded: a typed member without the step's label": Case(
+        "sample_typed",
+        ([0], {"(:H)-[:E]->(:K)": [3]}, None, {"label": "H", **RESERVOIR}),
+        r"^\(node 1:K\) \(internal id 1\): in a reservoir \(options\.reservoir_threshold\) "
+        r"but no longer a :K node: the reservoir lags the graph",
+        "hubs",
+    ),
     "bounded: a weighted step's property that is no reservoir": Case(
         "sample_typed",
         ([0], {"(:H)-[:E {weight: w}]->(:H)": [2]}, None, {"label": "H", **RESERVOIR}),
-        rf"^options\.reservoir_threshold: node 0 property {RESERVOIR_NAME}: expected a weighted "
+        rf"^options\.reservoir_threshold: \(node 0:H\) property {RESERVOIR_NAME}: expected a "
+        r"weighted "
         r"step's reservoir \(a list of integers, format 2\), got str 'not a reservoir'",
         "hubs",
     ),
     "bounded: a truncated weighted reservoir": Case(
         "sample_typed",
         ([0], {"(:H)<-[:E {weight: w}]-(:H)": [2]}, None, {"label": "H", **RESERVOIR}),
-        rf"^options\.reservoir_threshold: node 0 property {RESERVOIR_NAME}: a malformed "
+        rf"^options\.reservoir_threshold: \(node 0:H\) property {RESERVOIR_NAME}: a malformed "
         r"reservoir \(3 members, capacity 3, degree 7, 21 integers\)",
         "hubs",
     ),
@@ -338,9 +356,12 @@ CASES = {
         r"^changes\[0\]\.element_id: expected an integer, got str 'r'$",
         "hubs",
     ),
-    "update_reservoirs: an endpoint without its key": Case(
+    "update_reservoirs: an endpoint without its key": Case(  # (hub 0 holds the step's)
         "update_reservoirs",
-        ([{**RELATIONSHIP, "element_id": 5, "start_id": 0, "end_id": 1, "start_key": 0}], ID),
+        (
+            [{**RELATIONSHIP, "element_id": 5, "start_id": 0, "end_id": 1, "start_key": 0}],
+            {"edge_types": ["E"], "direction": "out", **ID},
+        ),
         r"^changes\[0\]: expected the integer id of node 1 \(options\.id_property: the change's ",
         "hubs",
     ),

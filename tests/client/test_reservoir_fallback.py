@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import random
+import re
 
 import pytest
 
@@ -432,3 +433,92 @@ def test_edge_features_from_reservoirs_are_byte_identical(shop_twins):
             r"\{id: 0\}\)'s reservoir \(options\.reservoir_threshold\) but no longer in the graph",
         ):
             shop_sample(source, fanouts=fanout)
+
+
+# -- a reservoir behind the graph: refused the same on both --------------------------------------
+STALE_HUB, STALE_LEAF = "StaleHub", "StaleLeaf"
+STALE_STEP = {"edge_types": ["SRT"], "direction": "in", "id_property": "id", "label": STALE_HUB}
+STALE_TYPED = {f"(:{STALE_HUB})<-[:SRT]-(:{STALE_LEAF})": [12]}
+
+
+def stale_twins(bolt) -> tuple[EmbeddedSource, dict[int, int]]:
+    """Hub 0 (``:StaleHub``) paid by leaves 100 .. 119 (``:StaleLeaf``), on a fresh embedded
+    graph and, rewritten, on the server; both steps' reservoirs (capacity 12) built on both.
+    Returns the embedded source and its id -> node."""
+    g = EmbeddedGraph()
+    node = {0: g.add_node([STALE_HUB], {"id": 0})}
+    for i in range(100, 120):
+        node[i] = g.add_node([STALE_LEAF], {"id": i})
+        g.add_edge(node[i], node[0], "SRT")
+    for label in (STALE_HUB, STALE_LEAF):
+        bolt.write(f"MATCH (n:{label}) DETACH DELETE n")
+    bolt.write(f"CREATE (:{STALE_HUB} {{id: 0}})")
+    bolt.write(f"UNWIND range(100, 119) AS i CREATE (:{STALE_LEAF} {{id: i}})")
+    bolt.write(f"MATCH (h:{STALE_HUB}), (l:{STALE_LEAF}) CREATE (l)-[:SRT]->(h)")
+    embedded = EmbeddedSource(g)
+    for source in (embedded, bolt):
+        for extra in ({}, {"neighbour_label": STALE_LEAF}):
+            assert build_reservoirs(source, {**STALE_STEP, **extra, "capacity": 12})["reservoirs"]
+    return embedded, node
+
+
+def stale_calls(source) -> list[str | bytes]:
+    """The untyped and the typed draw of hub 0 (fanout 12: every member), or their errors with
+    the stores' own ids (internal, relationship) left out."""
+    opts = {"label": STALE_HUB, "id_property": "id", "seed": 3, "reservoir_threshold": 10}
+    step = {"edge_types": ["SRT"], "direction": "in"}
+    calls = (
+        lambda: source.sample_blob([0], [12], [], {**opts, **step}),
+        lambda: source.sample_typed([0], STALE_TYPED, None, opts),
+    )
+    out = []
+    for call in calls:
+        try:
+            out.append(call())
+        except GraphDataError as exc:
+            text = re.sub(r"internal id \d+", "internal id _", str(exc))
+            out.append(re.sub(r"^relationship \d+", "relationship _", text))
+    return out
+
+
+def test_a_member_whose_key_changed_is_refused_the_same_on_both(bolt_source):
+    """Untyped and typed, on the Bolt fallback as embedded (before: the fallback's untyped draw
+    and both typed draws kept the member under its stored key in silence)."""
+    embedded, node = stale_twins(bolt_source)
+    before = stale_calls(embedded)
+    assert stale_calls(bolt_source) == before and all(isinstance(b, bytes) for b in before)
+    for i in range(100, 120):
+        embedded.graph.set_property(node[i], "id", i + 800)
+    bolt_source.write(f"MATCH (n:{STALE_LEAF}) SET n.id = n.id + 800")
+    untyped, typed = stale_calls(embedded)
+    assert stale_calls(bolt_source) == [untyped, typed]
+    lags = (
+        r" \(internal id _\): in a reservoir \(options\.reservoir_threshold\) but no longer in "
+        r"the graph under that key: the reservoir lags the graph"
+    )
+    assert re.match(r"^node with id = 1\d\d" + lags, untyped), untyped
+    assert re.match(rf"^\(:{STALE_LEAF} \{{id: 1\d\d\}}\)" + lags, typed), typed
+
+
+def test_a_member_relationship_deleted_since_is_refused_the_same_on_both(bolt_source):
+    """Its neighbour still there (before: both draws held a node no longer a neighbour)."""
+    embedded, node = stale_twins(bolt_source)
+    name = property_name(("SRT",), "in", "id", STALE_LEAF)
+    res = Reservoir.decode(embedded.graph.get_property(node[0], name), "node 0", name)
+    first = min(res.keys)  # (fanout 12: the slots hold the members in key order)
+    embedded.graph.delete_edge(res.rels[res.keys.index(first)])
+    bolt_source.write(
+        f"MATCH (l:{STALE_LEAF} {{id: $k}})-[r:SRT]->(h:{STALE_HUB}) DELETE r", {"k": first}
+    )
+    untyped, typed = stale_calls(embedded)
+    assert stale_calls(bolt_source) == [untyped, typed]
+    assert untyped == (
+        f"relationship _ of ()<-[:SRT]-() between node with id = 0 and node with id = {first}: "
+        "in node with id = 0's reservoir (options.reservoir_threshold) but no longer in the "
+        "graph: the reservoir lags the graph (apply the change log with "
+        "tf_features.update_reservoirs, or rebuild it with tf_features.build_reservoirs)"
+    )
+    assert typed.startswith(
+        f"relationship _ of (:{STALE_HUB})<-[:SRT]-(:{STALE_LEAF}) between (:{STALE_HUB} "
+        f"{{id: 0}}) and (:{STALE_LEAF} {{id: {first}}}): in (:{STALE_HUB} {{id: 0}})'s reservoir"
+    )

@@ -8,12 +8,14 @@ deleted since the build names it."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from memgraph_tf import blob
 from memgraph_tf.client import EmbeddedSource
-from memgraph_tf.embedded import EmbeddedGraph
+from memgraph_tf.embedded import EmbeddedGraph, ProcedureError
 from memgraph_tf.errors import GraphDataError
 from memgraph_tf.procedures.reservoir import Reservoir, WeightedReservoir, property_name
 from memgraph_tf.typed_sampling import EdgeStep, TypedSamplingSpec
@@ -275,3 +277,45 @@ def test_the_public_mgp_path_reads_the_same_member_relationships(built, tmp_path
     assert handles == public
     got = blob.unpack_b64(handles["blob"])
     assert got[edge_section("num", 1, IN, nn)].shape == (2, 6, 1)
+
+
+def test_the_public_mgp_path_refuses_a_lagging_reservoir_as_the_handle_path_does(tmp_path):
+    """The draw's checks (memgraph_tf/procedures/reservoir.py, ``BoundedReads.verify``) through
+    the public mgp API: a member relationship deleted, then a member's key changed, refused
+    with the handle path's messages."""
+    g, node = shop()
+    g.call("tf_features.build_reservoirs", {**BUILD, "direction": "in"})
+    path = tmp_path / "public_edges.py"
+    path.write_text(PUBLIC_PATH_MODULE)
+    g.load_module(path)
+    inside = single_member(g, node)
+    opts = {"label": "Merchant", "id_property": "id", "seed": 1, "reservoir_threshold": THRESHOLD}
+
+    def messages() -> list[str]:
+        out = []
+        args = ([0], {IN: [len(members(g, node[0], IN))]}, None, opts)  # (every member)
+        for procedure in ("tf_features.sample_typed", "public_edges.sample_typed"):
+            with pytest.raises(ProcedureError) as info:
+                g.call(procedure, *args)
+            out.append(str(info.value).rstrip().rsplit("\n", 1)[-1])
+        return out
+
+    [rel] = members(g, node[0], IN)[node[inside]]
+    g.delete_edge(rel)
+    handles, public = messages()
+    assert handles == public and public.endswith(
+        f"relationship {rel} of (:Merchant)<-[:TRANSFER]-(:Acct) between (:Merchant {{id: 0}}) "
+        f"and (:Acct {{id: {inside}}}): in (:Merchant {{id: 0}})'s reservoir "
+        "(options.reservoir_threshold) but no longer in the graph: the reservoir lags the graph "
+        "(apply the change log with tf_features.update_reservoirs, or rebuild it with "
+        "tf_features.build_reservoirs)"
+    )
+    g.call("tf_features.build_reservoirs", {**BUILD, "direction": "in"})
+    for a in range(1, ACCOUNTS + 1):
+        g.set_property(node[a], "id", a + 500)
+    handles, public = messages()
+    assert handles == public and re.search(
+        r": \(:Acct \{id: \d+\}\) \(internal id \d+\): in a reservoir "
+        r"\(options\.reservoir_threshold\) but no longer in the graph under that key: ",
+        public,
+    )

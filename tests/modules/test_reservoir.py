@@ -463,3 +463,156 @@ def test_a_deletion_whose_other_end_is_gone_updates_the_hub_and_skips_the_gone_n
     after = stored(g, hub, name)
     assert (totals["applied"], totals["updated"]) == (1, 1)
     assert (after.degree, after.c2, after.keys) == (before.degree - 1, 1, before.keys)
+
+
+# -- a reservoir behind the graph: each drawn member is checked ----------------------------------
+TYPED_SPEC = {"(:Product)<-[:BOUGHT]-(:User)": [20]}
+TYPED_OPTIONS = {"label": "Product", "id_property": "id", "seed": 4, "reservoir_threshold": 50}
+UNTYPED_OPTIONS = {**TYPED_OPTIONS, "edge_types": ["BOUGHT"], "direction": "in"}
+LAGS = (
+    "the reservoir lags the graph (apply the change log with tf_features.update_reservoirs, or "
+    "rebuild it with tf_features.build_reservoirs)"
+)
+
+
+def lagging_shop() -> tuple[EmbeddedGraph, int, Reservoir, Reservoir]:
+    """:func:`shop` with the typed step's reservoir (20 members, all drawn by
+    :data:`TYPED_SPEC`) and the untyped step's: (graph, product, typed, untyped reservoir)."""
+    g, product = shop()
+    g.call("tf_features.build_reservoirs", {"capacity": 20, "seed": 2, **TYPED_STEP})
+    untyped = {k: v for k, v in TYPED_STEP.items() if k != "neighbour_label"}
+    g.call("tf_features.build_reservoirs", {"capacity": 20, "seed": 2, **untyped})
+    typed_res = stored(g, product, property_name(("BOUGHT",), "in", "id", "User"))
+    untyped_res = stored(g, product, property_name(("BOUGHT",), "in", "id"))
+    assert len(set(typed_res.keys)) == len(set(untyped_res.keys)) == 20
+    return g, product, typed_res, untyped_res
+
+
+def typed_failure(g: EmbeddedGraph, spec: dict | None = None, **options) -> str:
+    args = ([7], spec or TYPED_SPEC, {}, {**TYPED_OPTIONS, **options})
+    return failure(g, "tf_features.sample_typed", *args)
+
+
+def untyped_failure(g: EmbeddedGraph) -> str:
+    return failure(g, "tf_features.sample", [7], [20], [], UNTYPED_OPTIONS)
+
+
+def internal_of(res: Reservoir, key: int) -> int:
+    return res.internals[res.keys.index(key)]
+
+
+def test_a_typed_member_whose_key_changed_is_refused_as_the_untyped_one_is():
+    """A member whose ``id_property`` value changed since the build: the typed draw reads its
+    key and refuses it (it does not stay under its stored key), naming the node by label and
+    stored key, its internal id and the option, as the untyped draw does. The slots hold the 20
+    members in key order (fanout 20: all of them), so the smallest key is checked first."""
+    g, _, typed_res, untyped_res = lagging_shop()
+    before = typed_ids(g, reservoir_threshold=50)
+    for internal in typed_res.internals:
+        g.set_property(internal, "id", g.get_property(internal, "id") + 5000)
+    first = min(typed_res.keys)
+    assert typed_failure(g).endswith(
+        f"(:User {{id: {first}}}) (internal id {internal_of(typed_res, first)}): in a reservoir "
+        f"(options.reservoir_threshold) but no longer in the graph under that key: {LAGS}"
+    )
+    first = min(untyped_res.keys)
+    assert untyped_failure(g).endswith(
+        f"node with id = {first} (internal id {internal_of(untyped_res, first)}): in a "
+        f"reservoir (options.reservoir_threshold) but no longer in the graph under that key: "
+        f"{LAGS}"
+    )
+    for internal in typed_res.internals:  # the keys back: the draw is the one before
+        g.set_property(internal, "id", g.get_property(internal, "id") - 5000)
+    assert typed_ids(g, reservoir_threshold=50) == before
+
+
+def test_a_member_relationship_deleted_since_is_refused_with_or_without_edge_columns():
+    """A member relationship the graph no longer holds (its neighbour still there): the draw
+    refuses it naming the relationship, the hub and the member, typed (with or without
+    ``options.edge_feature_spec``: the same message) and untyped alike -- before, only edge
+    columns read it and the sample held a node no longer a neighbour."""
+    g, _, typed_res, untyped_res = lagging_shop()
+    first = min(typed_res.keys)
+    rel = typed_res.rels[typed_res.keys.index(first)]
+    g.delete_edge(rel)
+    expected = (
+        f"relationship {rel} of (:Product)<-[:BOUGHT]-(:User) between (:Product {{id: 7}}) and "
+        f"(:User {{id: {first}}}): in (:Product {{id: 7}})'s reservoir "
+        f"(options.reservoir_threshold) but no longer in the graph: {LAGS}"
+    )
+    assert typed_failure(g).endswith(expected)
+    spec = {"label": "BOUGHT", "properties": [{"name": "at", "kind": "numeric"}]}
+    edge_spec = {"edge_feature_spec": {"(:Product)<-[:BOUGHT]-(:User)": spec}}
+    assert typed_failure(g, **edge_spec).endswith(expected)
+    assert untyped_res.rels[untyped_res.keys.index(first)] == rel  # (the same 20 members)
+    assert untyped_failure(g).endswith(
+        f"relationship {rel} of ()<-[:BOUGHT]-() between node with id = 7 and node with id = "
+        f"{first}: in node with id = 7's reservoir (options.reservoir_threshold) but no longer in "
+        f"the graph: {LAGS}"
+    )
+
+
+def test_a_typed_member_without_the_steps_label_is_refused():
+    """A member that lost the step's right label since the build (its relationship still
+    there): refused naming it, its internal id and the label."""
+    g, _, typed_res, _ = lagging_shop()
+    first = min(typed_res.keys)
+    g.remove_label(internal_of(typed_res, first), "User")
+    assert typed_failure(g).endswith(
+        f"(:User {{id: {first}}}) (internal id {internal_of(typed_res, first)}): in a reservoir "
+        f"(options.reservoir_threshold) but no longer a :User node: {LAGS}"
+    )
+
+
+def test_typed_reservoir_errors_name_the_hub_by_label_and_key():
+    """A typed call's reservoir errors name the hub as its other errors do: ``(:Product {id:
+    7})``, not by internal id (which differs from the key here)."""
+    g, product, _, _ = lagging_shop()
+    name = property_name(("BOUGHT",), "in", "id", "User")
+    assert product != 7
+    assert typed_failure(g, {"(:Product)<-[:BOUGHT]-(:User)": [21]}).endswith(
+        f"options.reservoir_threshold: (:Product {{id: 7}}) has a reservoir ({name!r}) of "
+        "capacity 20, below hop 1's fanout 21: rebuild it with options.capacity >= 21 "
+        "(tf_features.build_reservoirs)"
+    )
+    g.set_property(product, name, "no reservoir")
+    assert typed_failure(g).endswith(
+        f"options.reservoir_threshold: (:Product {{id: 7}}) property {name!r}: expected a "
+        f"reservoir (a list of integers, format {FORMAT}), got str 'no reservoir'; rebuild it "
+        "with tf_features.build_reservoirs"
+    )
+
+
+def test_update_reservoirs_needs_a_key_only_for_a_creation_it_applies():
+    """A change's ``start_key`` / ``end_key`` is checked only where a held reservoir takes the
+    relationship in: a relationship of the step's type between nodes that hold no reservoir (of
+    another label, keyed by another property) and a deletion pass without keys; a creation at
+    the hub without its other end's key is refused naming the change and the node."""
+    g, product = shop()
+    source = EmbeddedSource(g)
+    log = ChangeLog(source)
+    build_reservoirs(source, {"capacity": 20, "seed": 2, **TYPED_STEP}, log=log)
+    name = property_name(("BOUGHT",), "in", "id", "User")
+    before = stored(g, product, name)
+    x, y = (g.add_node(["Bot"], {"sku": s}) for s in "ab")
+    unrelated = g.add_edge(x, y, "BOUGHT")
+    member, start = before.rels[0], before.internals[0]
+    g.delete_edge(member)
+    log.record([
+        Change("created", "relationship", unrelated, rel_type="BOUGHT", start_id=x, end_id=y),
+        Change("deleted", "relationship", member, rel_type="BOUGHT", start_id=start,
+               end_id=product),
+    ])  # fmt: skip
+    step = {k: TYPED_STEP[k] for k in ("edge_types", "direction", "id_property", "neighbour_label")}
+    totals, _ = apply_to_reservoirs(log, step)
+    assert (totals["applied"], totals["updated"]) == (1, 1)
+    after = stored(g, product, name)
+    assert member not in after.rels and (after.degree, after.c1) == (before.degree - 1, 1)
+    buyer = g.add_node(["User"], {"id": 9000})
+    rel = g.add_edge(buyer, product, "BOUGHT")
+    change = {"entity": "relationship", "kind": "created", "element_id": rel, "seq": 99,
+              "rel_type": "BOUGHT", "start_id": buyer, "end_id": product, "end_key": 7}  # fmt: skip
+    assert failure(g, "tf_features.update_reservoirs", [change], step).endswith(
+        f"changes[0]: expected the integer id of node {buyer} (options.id_property: the "
+        "change's start_key / end_key), got null"
+    )

@@ -466,3 +466,42 @@ def test_draws_from_maintained_weighted_reservoirs_follow_the_exact_law():
     critical = chi_square_critical(len(final) - 1)
     assert statistic(ours) < critical
     assert statistic(naive) > critical
+
+
+def test_a_complete_reservoir_gives_the_exact_bytes_or_with_parallel_relationships_its_law():
+    """A complete reservoir (every relationship of positive weight a member) drawn from: without
+    parallel relationships the exact path's bytes, seed for seed; with parallel ones the same
+    law (a neighbour's key is the largest of its relationships' priorities, distributed as one
+    priority of their summed weight) but other bytes, one generator call per relationship rather
+    than per neighbour (docs/hubs.md, "Weighted steps")."""
+    for parallel in (False, True):
+        g = EmbeddedGraph()
+        hub = g.add_node(["Acct"], {"id": 0})
+        for key in range(1, 13):
+            leaf = g.add_node(["Acct"], {"id": key})
+            g.add_edge(hub, leaf, "PAID", {"w": float(1 + key % 3) if key <= 8 else 0.0})
+            if parallel and key <= 3:
+                g.add_edge(hub, leaf, "PAID", {"w": 2.0})
+        build(g, capacity=11)
+        assert stored(g, hub).threshold == LOWEST
+        same = [slots(g, fanout=3, seed=s, reservoir_threshold=5) == slots(g, fanout=3, seed=s)
+                for s in range(20)]  # fmt: skip
+        assert all(same) if not parallel else not all(same)
+    # the law, with parallel relationships: the first slot's neighbour over 20,000 draws
+    weights = {k: float(1 + k % 3) + (2.0 if k <= 3 else 0.0) for k in range(1, 9)}
+    rel_keys = [k for k in range(1, 9) for _ in range(2 if k <= 3 else 1)]
+    rel_weights = [float(1 + k % 3) if i == 0 else 2.0 for k in range(1, 9)
+                   for i in range(2 if k <= 3 else 1)]  # fmt: skip
+    ids = sorted(weights)
+    found = WeightedMembers(ids, [ids.index(k) for k in rel_keys], rel_weights, LOWEST)
+    trials = 20_000
+    counts = dict.fromkeys(ids, 0)
+    for seed in range(trials):
+        out: list[int] = []
+        ReservoirDrawer(3).draw_parent(rng_for(seed, "law"), found, out, [])
+        counts[out[0]] += 1
+    total = sum(weights.values())
+    statistic = sum(
+        (counts[k] - trials * w / total) ** 2 / (trials * w / total) for k, w in weights.items()
+    )
+    assert statistic < chi_square_critical(len(ids) - 1)

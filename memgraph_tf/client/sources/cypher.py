@@ -75,6 +75,7 @@ class CypherGraphAccess:
         self._node = f"(n:{quote_name(self._label, 'options.label')})" if self._label else "(n)"
         self._internal: dict[int, Any] = {}  # key -> the server's id(n) of the node it stands for
         self._adopted: dict[int, Any] = {}  # key -> id(n): a reservoir's members (adopt)
+        self._adopted_names: dict[int, str] = {}  # adopted key -> how errors name it
 
     @classmethod
     def factory(cls, source: CypherReader) -> Callable[[Any], CypherGraphAccess]:
@@ -121,31 +122,45 @@ class CypherGraphAccess:
                 f"nodes with internal ids {seen} and {internal}"
             )
 
-    def adopt(self, keys: Sequence[int], internals: Sequence[int]) -> None:
+    def adopt(
+        self, keys: Sequence[int], internals: Sequence[int], names: Sequence[str] | None = None
+    ) -> None:
         """Registers each key as the node with that ``id(n)`` (a reservoir's members; without
         ``options.id_property`` keys are internal ids already). Reading one no longer in the
-        graph raises the query module's error for it."""
-        for key, internal in zip(keys, internals):
+        graph, or (with ``options.id_property``) no longer holding its key, raises the query
+        module's error for it (naming it ``names[i]``, default :meth:`node_name`)."""
+        for i, (key, internal) in enumerate(zip(keys, internals)):
             if self._id_property is not None:
                 self._register(key, internal)
-            self._adopted[key] = internal
+            if key not in self._adopted:
+                self._adopted[key] = internal
+                if names is not None:
+                    self._adopted_names[key] = names[i]
 
     def properties(self, keys: Sequence[int], names: Sequence[str]) -> list[list[Any]]:
-        columns = ", ".join(
-            f"n.{quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names)
+        columns = "".join(
+            f", n.{quote_name(name, 'properties')} AS p{i}" for i, name in enumerate(names)
         )
-        query = "UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal RETURN row.key AS key" + (
-            f", {columns}" if columns else ""
+        checked = self._id_property is not None and any(k in self._adopted for k in keys)
+        if checked:  # an adopted key is checked against the node's (as the query module does)
+            columns += f", {self._key('n')} AS now"
+        query = (
+            "UNWIND $rows AS row MATCH (n) WHERE id(n) = row.internal RETURN row.key AS key"
+            + columns
         )
         rows = self._source.read(query, {"rows": self._rows(keys)})
         by_key = {
             row["key"]: [native_value(row[f"p{i}"]) for i in range(len(names))] for row in rows
         }
-        missing = [k for k in keys if k not in by_key]
+        if checked:
+            now = {row["key"]: row["now"] for row in rows}
+        missing = [
+            k for k in keys if k not in by_key or (checked and k in self._adopted and now[k] != k)
+        ]
         if missing and missing[0] in self._adopted:
             from memgraph_tf.procedures.access import stale_member
 
-            name = self.node_name(missing[0])
+            name = self._adopted_names.get(missing[0]) or self.node_name(missing[0])
             raise GraphDataError(stale_member(name, self._adopted[missing[0]]))
         if missing:
             raise GraphDataError(
@@ -153,6 +168,22 @@ class CypherGraphAccess:
                 "while packing?)"
             )
         return [by_key[k] for k in keys]
+
+    def relationship_ends(self, keys: Sequence[int], read: NeighbourRead) -> list[list[tuple]]:
+        """One ``UNWIND`` query per batch: ``id(r)`` and ``id(m)`` of each relationship."""
+        params: dict[str, Any] = {"rows": self._rows(keys)}
+        where = ""
+        if read.edge_types is not None:
+            where, params["types"] = " AND type(r) IN $types", list(read.edge_types)
+        pattern = {"out": "-[r]->", "in": "<-[r]-", "both": "-[r]-"}[read.direction]
+        query = (
+            f"UNWIND $rows AS row MATCH (n){pattern}(m) WHERE id(n) = row.internal{where} "
+            "RETURN row.key AS key, id(r) AS rel, id(m) AS other"
+        )
+        found: dict[int, list[tuple]] = {k: [] for k in keys}
+        for row in self._source.read(query, params):
+            found[row["key"]].append((row["rel"], row["other"]))
+        return [found[k] for k in keys]
 
     def neighbours(self, keys: Sequence[int], read: NeighbourRead) -> list[list[int]]:
         """With a ``read.label`` (a typed step: one relationship type, its name checked by the
