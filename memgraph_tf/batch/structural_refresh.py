@@ -36,7 +36,10 @@ each vector it wrote (read back after the write, before the pass re-scores: the 
 predictions were made with) and :meth:`StructuralRefresh.own_writes` recognises a logged update
 that sets nothing but a target's property on a node whose stored value still has that digest: it
 starts no walk. A genuine write of the property by anyone else leaves another value (its digest
-differs) and is re-scored; one that writes the very value changes no prediction. The memory lives
+differs) and is re-scored; one that writes the very value changes no prediction. Any logged update
+of the property not recognised so (another value, other properties set with it) drops the node's
+digest: the pass re-scores with the value it left, so this object's old value written back later
+is re-scored too. The memory lives
 in the process (a digest per rewritten node of the structural labels): a new ``memgraph-tf
 refresh`` process re-scores the logged writes of the previous one once.
 """
@@ -189,7 +192,12 @@ class StructuralRefresh:
         update whose properties are all properties of the targets of its labels, on a node whose
         stored values of them have the digests :meth:`remember` kept (the value it wrote and the
         predictions were made with). Any other change -- a write of another value, one that sets
-        another property too, a node this object never wrote -- is not among them."""
+        another property too, a node this object never wrote -- is not among them.
+
+        Every other logged update that may have set a target's property on a node (naming it, or
+        naming no property) makes this object forget its digest there: the pass re-scores with the
+        value that update left, so a later write of this object's old value back is another
+        value for the predictions, and is re-scored too."""
         props = {t.label: set() for t in self.targets}
         for t in self.targets:
             props[t.label].add(t.prop)
@@ -209,7 +217,19 @@ class StructuralRefresh:
             for pos, names in candidates.items():
                 if prop in names and changes[pos].element_id not in same:
                     candidates[pos] = ()  # another value: not (only) this object's write
-        return {pos for pos, names in candidates.items() if names}
+        own = {pos for pos, names in candidates.items() if names}
+        self._forget(changes, own)
+        return own
+
+    def _forget(self, changes: Sequence[Change], own: set[int]) -> None:
+        """Drops the digests of the target properties that the node updates of ``changes`` not
+        at the positions ``own`` may have set."""
+        names = {t.prop for t in self.targets}
+        for pos, c in enumerate(changes):
+            if pos in own or c.entity != "node" or c.kind != "updated":
+                continue
+            for prop in names.intersection(c.properties) if c.properties else names:
+                self.written.pop((prop, c.element_id), None)
 
     def walk_spec(self, spec: WalkSpec) -> WalkSpec:
         """``spec`` reading each target's property on its label too (the model reads it through

@@ -472,6 +472,27 @@ def test_a_genuine_write_of_the_property_is_rescored(backend, monkeypatch):
     assert_rescored_as_a_full_run(source, backend)
 
 
+def test_the_refreshers_value_written_back_after_a_foreign_write_is_rescored(backend, monkeypatch):
+    """Another writer's value of the property, re-scored by a pass, then the value the refresher
+    wrote put back by that writer: the predictions were last made with the foreign value, so the
+    write back is re-scored too, and every prediction equals a full re-score."""
+    source = scored_graph(backend)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    refresher.once()
+    friend, g, log = FRIENDS[0], source.graph, ChangeLog(source)
+    mine = list(g.get_property(friend, STRUCTURAL_PROPERTY))
+    update = Change("updated", "node", friend, labels=("Item",), properties=(STRUCTURAL_PROPERTY,))
+    g.set_property(friend, STRUCTURAL_PROPERTY, [-x for x in mine])
+    log.record([update])
+    assert refresher.once().classified > 0
+    g.set_property(friend, STRUCTURAL_PROPERTY, mine)
+    log.record([update])
+    third = refresher.once()
+    assert third.committed and third.changes == 1 and third.classified > 0
+    assert_rescored_as_a_full_run(source, backend)
+
+
 def test_the_logged_writes_of_a_full_recompute_rescore_nothing(backend, monkeypatch):
     """After a full recompute (a record without types, a new type at the label) the triggers
     log a write on every node: the next pass re-scores none of them."""
