@@ -34,14 +34,14 @@ reads, so the next pass would re-score the seeds reading every rewritten vector 
 node after a full recompute) to the same values. :class:`StructuralRefresh` remembers a digest of
 each vector it wrote (read back after the write, before the pass re-scores: the value the
 predictions were made with) and :meth:`StructuralRefresh.own_writes` recognises a logged update
-that sets nothing but a target's property on a node whose stored value still has that digest: it
-starts no walk. A genuine write of the property by anyone else leaves another value (its digest
-differs) and is re-scored; one that writes the very value changes no prediction. Any logged update
-of the property not recognised so (another value, other properties set with it) drops the node's
-digest: the pass re-scores with the value it left, so this object's old value written back later
-is re-scored too. The memory lives
-in the process (a digest per rewritten node of the structural labels): a new ``memgraph-tf
-refresh`` process re-scores the logged writes of the previous one once.
+that sets nothing but a target's property, and changes no label, on a node whose stored value still
+has that digest: it starts no walk. A genuine write of the property by anyone else leaves another
+value (its digest differs) and is re-scored; one that writes the very value changes no prediction.
+Any logged update of the property not recognised so (another value, other properties set with it)
+drops the node's digest: the pass re-scores with the value it left, so this object's old value
+written back later is re-scored too. The memory lives in the process (a digest per rewritten node
+of the structural labels): a new ``memgraph-tf refresh`` process re-scores the logged writes of the
+previous one once.
 """
 
 from __future__ import annotations
@@ -189,10 +189,12 @@ class StructuralRefresh:
 
     def own_writes(self, source: Any, changes: Sequence[Change]) -> set[int]:
         """The positions in ``changes`` of the logged writes of this object's own rewrites: a node
-        update whose properties are all properties of the targets of its labels, on a node whose
-        stored values of them have the digests :meth:`remember` kept (the value it wrote and the
-        predictions were made with). Any other change -- a write of another value, one that sets
-        another property too, a node this object never wrote -- is not among them.
+        update whose properties are all properties of the targets of its labels and that changes
+        no label (:attr:`Change.relabelled`: Memgraph's update trigger folds a transaction's label
+        and property changes of a node into one entry), on a node whose stored values of them
+        have the digests :meth:`remember` kept (the value it wrote and the predictions were made
+        with). Any other change -- a write of another value, one that sets another property or a
+        label too, a node this object never wrote -- is not among them.
 
         Every other logged update that may have set a target's property on a node (naming it, or
         naming no property) makes this object forget its digest there: the pass re-scores with the
@@ -203,8 +205,8 @@ class StructuralRefresh:
             props[t.label].add(t.prop)
         candidates: dict[int, tuple[str, ...]] = {}
         for pos, c in enumerate(changes):
-            if c.entity != "node" or c.kind != "updated" or not c.properties:
-                continue
+            if c.entity != "node" or c.kind != "updated" or c.relabelled:
+                continue  # a label change folded into the entry is never this object's
             mine = set().union(*(props.get(label, set()) for label in c.labels))
             if set(c.properties) <= mine and all(
                 (p, c.element_id) in self.written for p in c.properties

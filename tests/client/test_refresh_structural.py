@@ -493,6 +493,32 @@ def test_the_refreshers_value_written_back_after_a_foreign_write_is_rescored(bac
     assert_rescored_as_a_full_run(source, backend)
 
 
+def test_a_relabel_logged_with_the_refreshers_value_is_walked(backend, monkeypatch):
+    """Memgraph's update trigger folds a transaction's label and property changes of a node into
+    one entry: one that sets the FastRP property to the value the refresher wrote and adds a
+    label is no write of the refresher's own, so the pass walks it (it recomputes FastRP near
+    the node, whose labels changed)."""
+    source = scored_graph(backend)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    first = refresher.once()
+    friend, g = FRIENDS[0], source.graph
+    g.add_label(friend, "Extra")
+    relabel = Change(
+        "updated",
+        "node",
+        friend,
+        labels=("Item", "Extra"),
+        properties=(STRUCTURAL_PROPERTY,),
+        changed_labels=("Extra",),
+    )
+    assert refresher.structural.own_writes(source, [relabel]) == set()
+    ChangeLog(source).record([relabel])
+    second = refresher.once()
+    assert second.committed and second.changes == first.structural + 1 and second.structural > 0
+    assert second.classified > 0
+
+
 def test_the_logged_writes_of_a_full_recompute_rescore_nothing(backend, monkeypatch):
     """After a full recompute (a record without types, a new type at the label) the triggers
     log a write on every node: the next pass re-scores none of them."""
