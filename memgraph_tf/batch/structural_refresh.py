@@ -41,7 +41,9 @@ Any logged update of the property not recognised so (another value, other proper
 drops the node's digest: the pass re-scores with the value it left, so this object's old value
 written back later is re-scored too. The memory lives in the process (a digest per rewritten node
 of the structural labels): a new ``memgraph-tf refresh`` process re-scores the logged writes of the
-previous one once.
+previous one once. The read back costs a read of every rewritten vector (every vector of the label
+after a full recompute), and the next pass reads the logged ones again; a logged deletion of a node
+drops its digest.
 """
 
 from __future__ import annotations
@@ -199,7 +201,8 @@ class StructuralRefresh:
         Every other logged update that may have set a target's property on a node (naming it, or
         naming no property) makes this object forget its digest there: the pass re-scores with the
         value that update left, so a later write of this object's old value back is another
-        value for the predictions, and is re-scored too."""
+        value for the predictions, and is re-scored too. A logged deletion of a node drops its
+        digests, so the memory holds no node the log says is gone."""
         props = {t.label: set() for t in self.targets}
         for t in self.targets:
             props[t.label].add(t.prop)
@@ -225,12 +228,13 @@ class StructuralRefresh:
 
     def _forget(self, changes: Sequence[Change], own: set[int]) -> None:
         """Drops the digests of the target properties that the node updates of ``changes`` not
-        at the positions ``own`` may have set."""
+        at the positions ``own`` may have set, and every digest of a node they delete."""
         names = {t.prop for t in self.targets}
         for pos, c in enumerate(changes):
-            if pos in own or c.entity != "node" or c.kind != "updated":
+            if pos in own or c.entity != "node" or c.kind == "created":
                 continue
-            for prop in names.intersection(c.properties) if c.properties else names:
+            named = c.kind == "updated" and c.properties
+            for prop in names.intersection(c.properties) if named else names:
                 self.written.pop((prop, c.element_id), None)
 
     def walk_spec(self, spec: WalkSpec) -> WalkSpec:

@@ -519,6 +519,26 @@ def test_a_relabel_logged_with_the_refreshers_value_is_walked(backend, monkeypat
     assert second.classified > 0
 
 
+def test_a_logged_deletion_drops_the_digests_of_the_node(backend):
+    """The refresher's digests of its writes: a node whose deletion is logged leaves them (the
+    memory keeps no node the log says is gone), and so does a node update that may have set the
+    property (one naming no property); an update of another property keeps them."""
+    source = scored_graph(backend)
+    refresher = Refresher(source, backend, batch_size=64)
+    refresher.once()
+    written = refresher.structural.written
+    gone, unknown, other = FRIENDS
+    assert {(STRUCTURAL_PROPERTY, i) for i in FRIENDS} <= written.keys()
+    changes = [
+        Change("deleted", "node", gone, labels=("Item",)),
+        Change("updated", "node", unknown, labels=("Item",)),
+        Change("updated", "node", other, labels=("Item",), properties=("name",)),
+    ]
+    before = len(written)
+    assert refresher.structural.own_writes(source, changes) == set()
+    assert {i for _, i in written}.isdisjoint({gone, unknown}) and len(written) == before - 2
+
+
 def test_the_logged_writes_of_a_full_recompute_rescore_nothing(backend, monkeypatch):
     """After a full recompute (a record without types, a new type at the label) the triggers
     log a write on every node: the next pass re-scores none of them."""
