@@ -13,6 +13,7 @@ which moves far fewer bytes per step when nodes recur across batches (small grap
 from __future__ import annotations
 
 import logging
+import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -205,6 +206,11 @@ dense ones. A ``multi_categorical`` property (the ragged ``bag`` group) keeps it
 sampled path."""
 
 
+DEFAULT_MAX_EXTRA_ROWS = 65536
+"""The most rows a :class:`RawFeatureCache` keeps beside those it was filled with (nodes read when
+a batch met them): past it, each batch meeting such a node reads it again."""
+
+
 def raw_cacheable(spec: Any) -> bool:
     """Whether a :class:`RawFeatureCache` can serve a label of ``spec`` (a
     :class:`~memgraph_tf.feature_spec.LabelSpec`): none of its properties is
@@ -219,13 +225,26 @@ class RawFeatureCache:
 
     ``columns``: group of :data:`CACHED_RAW_GROUPS` -> ``[n, width]`` (``num`` float32,
     ``time`` int64, ``cat`` bytes, ``has`` bool), row ``i`` that of ``ids[i]``.
+    ``reader``: reads the rows of ids that are not cached (a list of ids -> group -> ``[k,
+    width]``, rows in that order; :meth:`from_source`'s is the procedure call that filled the
+    cache, for those ids only); the rows it reads are kept, up to ``max_extra_rows`` of them (the
+    later ones are read again by each batch that meets them).
 
     Guarantees: :meth:`gather` returns, per group, the rows of ``ids`` of any shape
     (``ids.shape + [width]``), a padded slot (``PAD_ID``) zero, ``b""`` and ``has`` false as the
-    procedures write it (:mod:`memgraph_tf.procedures.raw`); an id not cached fails with
+    procedures write it (:mod:`memgraph_tf.procedures.raw`). An id not cached is read by
+    ``reader`` (its errors -- a node missing, a value the spec refuses, naming the node -- fail
+    the gather, as they fail a sampled batch); without one it fails with
     ``tf.errors.InvalidArgumentError`` naming it."""
 
-    def __init__(self, ids: Any, columns: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        ids: Any,
+        columns: Mapping[str, Any],
+        *,
+        reader: Callable[[list[int]], Mapping[str, np.ndarray]] | None = None,
+        max_extra_rows: int = DEFAULT_MAX_EXTRA_ROWS,
+    ) -> None:
         self.ids = np.asarray(ids, dtype=np.int64)
         unknown = sorted(set(columns) - set(CACHED_RAW_GROUPS))
         if unknown or "has" not in columns:
@@ -248,6 +267,14 @@ class RawFeatureCache:
             self.widths[group] = int(values.shape[1])
             self._tables[group] = tf.constant(np.concatenate([values, pad]))
         self._index = RowIndex(self.ids)
+        self._reader = reader
+        if isinstance(max_extra_rows, bool) or not isinstance(max_extra_rows, int):
+            raise ConfigurationError(
+                f"max_extra_rows: expected an integer >= 0, got {max_extra_rows!r}"
+            )
+        self.max_extra_rows = max(0, max_extra_rows)
+        self._extra: dict[int, tuple[np.ndarray, ...]] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def from_source(
@@ -259,13 +286,16 @@ class RawFeatureCache:
         options: Mapping[str, Any] | None = None,
         *,
         chunk_size: int = 2048,
+        max_extra_rows: int = DEFAULT_MAX_EXTRA_ROWS,
     ) -> RawFeatureCache:
         """Reads the raw columns of every ``label`` node (keyed by ``options["id_property"]``,
         else internal ids) through the source's ``tf_features.sample_typed`` with ``spec``
         (a :class:`~memgraph_tf.feature_spec.LabelSpec`) as ``options.feature_spec`` and one
         step of fanout 0 (``rel_type``: any relationship type; nothing is walked), ``chunk_size``
         seeds a call: the seeds' own table, written by the code that writes every sampled
-        blob's. :class:`ConfigurationError` for a spec :func:`raw_cacheable` refuses."""
+        blob's. The cache's ``reader`` is that call: a node the cache lacks (created since) is
+        read when a batch meets it, as a sampled batch reads it. :class:`ConfigurationError` for a
+        spec :func:`raw_cacheable` refuses."""
         from memgraph_tf.typed_sampling import EdgeStep
 
         if not raw_cacheable(spec):
@@ -279,26 +309,79 @@ class RawFeatureCache:
             if k in ("id_property", "dtype", "allow_non_finite")
         }
         opts.update(label=label, feature_spec={label: spec.to_dict()})
+        step = {str(EdgeStep(label, rel_type, label)): [0]}
+        chunk_size = positive_int("chunk_size", chunk_size)
         ids = np.unique(
             node_id_array(source.node_ids(label=label, id_property=opts.get("id_property")))
         )
-        step = {str(EdgeStep(label, rel_type, label)): [0]}
-        chunk_size = positive_int("chunk_size", chunk_size)
+
+        def reader(seeds: list[int]) -> dict[str, np.ndarray]:
+            sections = blob.unpack(source.sample_typed(seeds, step, {}, opts))
+            names = {g: layout.typed_raw_name(g, 0, label) for g in CACHED_RAW_GROUPS}
+            return {g: sections[n][:, 0, :] for g, n in names.items() if n in sections}
+
         parts: dict[str, list[np.ndarray]] = {}
         for start in range(0, len(ids), chunk_size):
-            seeds = ids[start : start + chunk_size].tolist()
-            sections = blob.unpack(source.sample_typed(seeds, step, {}, opts))
-            for group in CACHED_RAW_GROUPS:
-                name = layout.typed_raw_name(group, 0, label)
-                if name in sections:
-                    parts.setdefault(group, []).append(sections[name][:, 0, :])
+            for group, values in reader(ids[start : start + chunk_size].tolist()).items():
+                parts.setdefault(group, []).append(values)
         logger.info("raw feature cache: %d %s nodes, groups %s", len(ids), label, sorted(parts))
-        return cls(ids, {g: np.concatenate(v) for g, v in parts.items()})
+        return cls(
+            ids,
+            {g: np.concatenate(v) for g, v in parts.items()},
+            reader=reader,
+            max_extra_rows=max_extra_rows,
+        )
 
     def gather(self, ids: tf.Tensor) -> dict[str, tf.Tensor]:
         """Per cached group, the rows of ``ids`` (any shape) -> ``ids.shape + [width]``."""
-        rows = self._index.lookup(ids)
-        return {group: tf.gather(table, rows) for group, table in self._tables.items()}
+        ids = tf.cast(ids, tf.int64)
+        if self._reader is None:
+            rows = self._index.lookup(ids)
+            return {group: tf.gather(table, rows) for group, table in self._tables.items()}
+        rows = self._index.rows(ids)
+        out = {group: tf.gather(table, rows) for group, table in self._tables.items()}
+        where = tf.where(tf.logical_and(tf.equal(rows, self._index.size), ids != PAD_ID))
+        wanted = tf.gather_nd(ids, where)
+        groups = list(self._tables)
+
+        def read() -> list[tf.Tensor]:
+            values = tf.numpy_function(
+                self._read_uncached,
+                [wanted],
+                [self._tables[g].dtype for g in groups],
+                stateful=True,
+                name="feature_cache_read",
+            )
+            for value, group in zip(values, groups):
+                value.set_shape([None, self.widths[group]])
+            return list(values)
+
+        def none() -> list[tf.Tensor]:
+            return [tf.zeros([0, self.widths[g]], self._tables[g].dtype) for g in groups]
+
+        fetched = tf.cond(tf.size(wanted) > 0, read, none)
+        return {g: tf.tensor_scatter_nd_update(out[g], where, f) for g, f in zip(groups, fetched)}
+
+    def _read_uncached(self, wanted: np.ndarray) -> list[np.ndarray]:
+        """The rows of the uncached ids ``wanted`` in order, per group of the tables: kept ones,
+        else read (and kept while there is room)."""
+        groups = list(self._tables)
+        keys = [int(k) for k in np.unique(wanted)]
+        with self._lock:
+            rows = {k: self._extra[k] for k in keys if k in self._extra}
+        unread = [k for k in keys if k not in rows]
+        if unread:
+            read = self._reader(unread)
+            for i, k in enumerate(unread):
+                rows[k] = tuple(np.asarray(read[g][i]) for g in groups)
+            with self._lock:
+                for k in unread[: max(0, self.max_extra_rows - len(self._extra))]:
+                    self._extra[k] = rows[k]
+        out = []
+        for j, group in enumerate(groups):
+            table = [rows[int(k)][j] for k in wanted]
+            out.append(np.stack(table).astype(self._tables[group].dtype.as_numpy_dtype))
+        return out
 
 
 class RowIndex:
@@ -316,8 +399,12 @@ class RowIndex:
             default_value=len(ids),
         )
 
+    def rows(self, ids: tf.Tensor) -> tf.Tensor:
+        """The table row of each id (any shape, int64): ``len(ids)`` for one not among them."""
+        return self._rows.lookup(tf.cast(ids, tf.int64))
+
     def lookup(self, ids: tf.Tensor) -> tf.Tensor:
-        """The table row of each id (any shape, int64)."""
+        """The table row of each id (any shape, int64), checked."""
         ids = tf.cast(ids, tf.int64)
         rows = self._rows.lookup(ids)
         missing = tf.logical_and(tf.equal(rows, self.size), tf.not_equal(ids, PAD_ID))

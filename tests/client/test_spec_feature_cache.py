@@ -159,6 +159,7 @@ def test_a_multi_categorical_label_keeps_the_sampled_path(graph):
 
 
 def test_an_uncached_id_is_named():
+    """A cache without a reader (built from its columns) names an id it lacks."""
     cache = RawFeatureCache([5, 9], {"num": [[1.0], [2.0]], "has": [[True], [True]]})
     rows = cache.gather(tf.constant([[9, -1]], tf.int64))
     np.testing.assert_array_equal(rows["num"].numpy(), [[[2.0], [0.0]]])
@@ -187,3 +188,50 @@ def test_a_plain_cache_for_a_spec_label_is_refused(graph):
             feature_caches=wrong,
             **RUN,
         )
+
+
+def test_a_node_created_after_the_fill_is_read_by_the_batch_meeting_it():
+    """A live graph: a node created after the cache was filled is read by the first batch that
+    meets it (the fill's procedure call, for the uncached ids only) and kept, so the batches
+    equal the sampled ones as before."""
+    graph = spec_graph()
+    cached = train(graph, SPEC, True)
+    source, tr, _, _ = graph
+    model, cache = cached.model, cached.feature_caches["Item"]
+    new_id = kit.BASE + kit.N
+    new = source.graph.add_node(["Item"], {"id": new_id, "group": "g1", "noise": [0.5, -0.5]})
+    for i in range(0, kit.N, 3):
+        source.graph.add_edge(new, i, "LINK")
+    assert new_id not in cache.ids
+    labels = {"source_label": "Item", "target_label": "Item"}
+    common = dict(
+        options={**OPTIONS, **labels}, negatives=1, batch_size=48, seed=3, num_parallel_calls=4
+    )
+    with_cache = pair_sample_dataset(
+        source, model, tr, {}, feature_caches={"Item": cache}, **common
+    )
+    sampled = pair_sample_dataset(source, model, tr, {}, **common)
+    met = False
+    for a, b in zip(with_cache, sampled, strict=True):
+        met = met or any(bool(tf.reduce_any(v == new_id)) for k, v in b.items() if ".ids_h" in k)
+        for name in model.input_names():
+            np.testing.assert_array_equal(a[name].numpy(), b[name].numpy(), err_msg=name)
+    assert met  # (the new node is in some neighbourhood)
+    row = cache.gather(tf.constant([new_id], tf.int64))
+    np.testing.assert_array_equal(row["num"].numpy()[0, :2], [0.5, -0.5])
+
+
+def test_the_rows_read_for_uncached_ids_are_kept_up_to_the_bound():
+    calls = []
+
+    def reader(ids):
+        calls.append(list(ids))
+        return {"num": [[float(i)] for i in ids], "has": [[True] for _ in ids]}
+
+    cache = RawFeatureCache([5], {"num": [[1.0]], "has": [[True]]}, reader=reader, max_extra_rows=1)
+    rows = cache.gather(tf.constant([[7, 8, 7, -1], [5, 8, -1, -1]], tf.int64))
+    np.testing.assert_array_equal(rows["num"].numpy()[..., 0], [[7, 8, 7, 0], [1, 8, 0, 0]])
+    np.testing.assert_array_equal(rows["has"].numpy()[..., 0], [[1, 1, 1, 0], [1, 1, 0, 0]])
+    again = cache.gather(tf.constant([8, 7, 5], tf.int64))
+    np.testing.assert_array_equal(again["num"].numpy()[:, 0], [8, 7, 1])
+    assert calls == [[7, 8], [8]]  # 7 kept (one extra row at most), 8 read again
