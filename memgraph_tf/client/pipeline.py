@@ -224,7 +224,9 @@ class RawFeatureCache:
     into features, vocabularies and statistics included, so nothing is encoded twice).
 
     ``columns``: group of :data:`CACHED_RAW_GROUPS` -> ``[n, width]`` (``num`` float32,
-    ``time`` int64, ``cat`` bytes, ``has`` bool), row ``i`` that of ``ids[i]``.
+    ``time`` int64, ``cat`` bytes, ``has`` bool), row ``i`` that of ``ids[i]``; ``widths``
+    (group -> width) is needed only when ``ids`` is empty. ``spec``: the
+    :class:`~memgraph_tf.feature_spec.LabelSpec` the columns were read with (None: unknown).
     ``reader``: reads the rows of ids that are not cached (a list of ids -> group -> ``[k,
     width]``, rows in that order; :meth:`from_source`'s is the procedure call that filled the
     cache, for those ids only); the rows it reads are kept, up to ``max_extra_rows`` of them (the
@@ -242,16 +244,21 @@ class RawFeatureCache:
         ids: Any,
         columns: Mapping[str, Any],
         *,
+        widths: Mapping[str, int] | None = None,
+        spec: Any = None,
         reader: Callable[[list[int]], Mapping[str, np.ndarray]] | None = None,
         max_extra_rows: int = DEFAULT_MAX_EXTRA_ROWS,
     ) -> None:
-        self.ids = np.asarray(ids, dtype=np.int64)
+        self.ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if not len(self.ids) and widths is not None:
+            columns = {g: _empty_column(g, w) for g, w in widths.items() if w}
         unknown = sorted(set(columns) - set(CACHED_RAW_GROUPS))
         if unknown or "has" not in columns:
             raise ConfigurationError(
                 f"columns: expected groups among {', '.join(CACHED_RAW_GROUPS)} with has, got "
-                f"{', '.join(sorted(columns))}"
+                f"{', '.join(sorted(columns)) or 'none'}"
             )
+        self.spec = spec
         self.widths: dict[str, int] = {}
         self._tables: dict[str, tf.Tensor] = {}
         for group in CACHED_RAW_GROUPS:
@@ -286,6 +293,7 @@ class RawFeatureCache:
         options: Mapping[str, Any] | None = None,
         *,
         chunk_size: int = 2048,
+        widths: Mapping[str, int] | None = None,
         max_extra_rows: int = DEFAULT_MAX_EXTRA_ROWS,
     ) -> RawFeatureCache:
         """Reads the raw columns of every ``label`` node (keyed by ``options["id_property"]``,
@@ -294,8 +302,10 @@ class RawFeatureCache:
         step of fanout 0 (``rel_type``: any relationship type; nothing is walked), ``chunk_size``
         seeds a call: the seeds' own table, written by the code that writes every sampled
         blob's. The cache's ``reader`` is that call: a node the cache lacks (created since) is
-        read when a batch meets it, as a sampled batch reads it. :class:`ConfigurationError` for a
-        spec :func:`raw_cacheable` refuses."""
+        read when a batch meets it, as a sampled batch reads it. ``widths`` (group -> width,
+        e.g. the label encoder's ``group_widths``): the cache's widths when the label has no
+        nodes (an empty cache). :class:`ConfigurationError` for a spec :func:`raw_cacheable`
+        refuses, and for a label without nodes without ``widths``."""
         from memgraph_tf.typed_sampling import EdgeStep
 
         if not raw_cacheable(spec):
@@ -311,15 +321,19 @@ class RawFeatureCache:
         opts.update(label=label, feature_spec={label: spec.to_dict()})
         step = {str(EdgeStep(label, rel_type, label)): [0]}
         chunk_size = positive_int("chunk_size", chunk_size)
-        ids = np.unique(
-            node_id_array(source.node_ids(label=label, id_property=opts.get("id_property")))
-        )
+        keys = source.node_ids(label=label, id_property=opts.get("id_property"))
+        ids = np.unique(node_id_array(keys)) if len(keys) else np.zeros([0], np.int64)
 
         def reader(seeds: list[int]) -> dict[str, np.ndarray]:
             sections = blob.unpack(source.sample_typed(seeds, step, {}, opts))
             names = {g: layout.typed_raw_name(g, 0, label) for g in CACHED_RAW_GROUPS}
             return {g: sections[n][:, 0, :] for g, n in names.items() if n in sections}
 
+        if not len(ids) and widths is None:
+            raise ConfigurationError(
+                f"label {label!r}: no node's raw columns were read (the label has no nodes); "
+                "pass widths= for an empty cache"
+            )
         parts: dict[str, list[np.ndarray]] = {}
         for start in range(0, len(ids), chunk_size):
             for group, values in reader(ids[start : start + chunk_size].tolist()).items():
@@ -328,6 +342,8 @@ class RawFeatureCache:
         return cls(
             ids,
             {g: np.concatenate(v) for g, v in parts.items()},
+            widths=widths,
+            spec=spec,
             reader=reader,
             max_extra_rows=max_extra_rows,
         )
@@ -384,6 +400,11 @@ class RawFeatureCache:
         return out
 
 
+def _empty_column(group: str, width: int) -> np.ndarray:
+    """A ``[0, width]`` column of ``group``'s dtype."""
+    return np.zeros([0, int(width)], tf.as_dtype(layout.RAW_DTYPES[group]).as_numpy_dtype)
+
+
 class RowIndex:
     """Node id -> row of a cache's table (``len(ids)``, the zero row, for ``PAD_ID``).
 
@@ -392,11 +413,12 @@ class RowIndex:
 
     def __init__(self, ids: np.ndarray) -> None:
         self.size = len(ids)
+        keys, rows = np.asarray(ids, np.int64), np.arange(len(ids), dtype=np.int64)
+        if not self.size:  # (a table cannot be empty: PAD_ID to the zero row, the default)
+            keys, rows = np.array([PAD_ID], np.int64), np.zeros([1], np.int64)
         self._rows = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(ids, tf.int64), tf.range(len(ids), dtype=tf.int64)
-            ),
-            default_value=len(ids),
+            tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.constant(rows)),
+            default_value=self.size,
         )
 
     def rows(self, ids: tf.Tensor) -> tf.Tensor:

@@ -235,3 +235,89 @@ def test_the_rows_read_for_uncached_ids_are_kept_up_to_the_bound():
     again = cache.gather(tf.constant([8, 7, 5], tf.int64))
     np.testing.assert_array_equal(again["num"].numpy()[:, 0], [8, 7, 1])
     assert calls == [[7, 8], [8]]  # 7 kept (one extra row at most), 8 read again
+
+
+def test_a_spec_label_without_nodes_fails_as_without_the_cache():
+    """A spec label of the steps that has no node: no rows to cache, so the cache of it is empty
+    (its widths the encoder's) and the training fails where the sampled one does, with the
+    procedure's error naming the step; a cache of it read without widths is refused naming
+    the label."""
+    source, tr, val, val_y = spec_graph()
+    spec = {**SPEC, "Tag": LabelSpec("Tag", [NumericSpec("w")])}
+    nn = {**NN, "(:Item)-[:TAGGED]->(:Tag)": [2]}
+    for use in (True, False):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=r"num_neighbors: \(:Item\)-\[:TAGGED\]->\(:Tag\): the graph has no such "
+            r"relationships",
+        ):
+            train_link_predictor(
+                source,
+                "Item",
+                nn,
+                [],
+                tr,
+                val,
+                val_y,
+                options=OPTIONS,
+                exclude_splits=None,
+                feature_spec=spec,
+                embedding_dim=4,
+                use_feature_cache=use,
+                **RUN,
+            )
+    with pytest.raises(
+        ConfigurationError,
+        match=r"label 'Tag': no node's raw columns were read \(the label has no nodes\); pass "
+        r"widths= for an empty cache",
+    ):
+        RawFeatureCache.from_source(source, "Tag", spec["Tag"], "TAGGED", OPTIONS)
+
+
+def train_with_caches(graph, caches):
+    source, tr, val, val_y = graph
+    return train_link_predictor(
+        source,
+        "Item",
+        NN,
+        [],
+        tr,
+        val,
+        val_y,
+        options=OPTIONS,
+        exclude_splits=None,
+        feature_spec=SPEC,
+        embedding_dim=4,
+        feature_caches=caches,
+        **RUN,
+    )
+
+
+def test_a_cache_read_with_another_spec_is_refused(graph):
+    """A raw cache of the same widths read with another vocabulary: its category texts are the
+    other spec's columns, so the training refuses it, naming the property."""
+    other = LabelSpec(
+        "Item",
+        [
+            CategoricalSpec("group", vocabulary=NAMES[1:4], oov_buckets=1),
+            *SPEC["Item"].properties[1:],
+        ],
+    )
+    cache = RawFeatureCache.from_source(graph[0], "Item", other, "LINK", OPTIONS)
+    same = RawFeatureCache.from_source(graph[0], "Item", SPEC["Item"], "LINK", OPTIONS)
+    assert cache.widths == same.widths
+    with pytest.raises(
+        ConfigurationError,
+        match=r"feature_caches\['Item'\]: expected a cache read with the label's feature spec, "
+        r"got one read with another \(property 'group': ",
+    ):
+        train_with_caches(graph, {"Item": cache})
+
+
+def test_a_none_cache_is_named_as_none(graph):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"feature_caches\['Item'\]: expected a cache, got None \(leave the label out of "
+        r"feature_caches: its features are then sampled\)",
+    ):
+        train_with_caches(graph, {"Item": None})
