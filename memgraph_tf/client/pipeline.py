@@ -24,7 +24,7 @@ import tensorflow as tf
 from memgraph_tf import blob, layout
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.sources import GraphSource
-from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError, GraphDataError
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.ops import sample_decoding
 
@@ -210,6 +210,10 @@ DEFAULT_MAX_EXTRA_ROWS = 65536
 """The most rows a :class:`RawFeatureCache` keeps beside those it was filled with (nodes read when
 a batch met them): past it, each batch meeting such a node reads it again."""
 
+RAW_CACHE_MIN_CHUNK = 64
+"""The fewest seeds of a :meth:`RawFeatureCache.from_source` call that is split in halves when it
+fails: a failing call of this many or fewer leaves its nodes out of the cache."""
+
 
 def raw_cacheable(spec: Any) -> bool:
     """Whether a :class:`RawFeatureCache` can serve a label of ``spec`` (a
@@ -301,11 +305,17 @@ class RawFeatureCache:
         (a :class:`~memgraph_tf.feature_spec.LabelSpec`) as ``options.feature_spec`` and one
         step of fanout 0 (``rel_type``: any relationship type; nothing is walked), ``chunk_size``
         seeds a call: the seeds' own table, written by the code that writes every sampled
-        blob's. The cache's ``reader`` is that call: a node the cache lacks (created since) is
-        read when a batch meets it, as a sampled batch reads it. ``widths`` (group -> width,
-        e.g. the label encoder's ``group_widths``): the cache's widths when the label has no
-        nodes (an empty cache). :class:`ConfigurationError` for a spec :func:`raw_cacheable`
-        refuses, and for a label without nodes without ``widths``."""
+        blob's. The cache's ``reader`` is that call: a node the cache lacks (created since, or
+        one whose values failed) is read when a batch meets it, as a sampled batch reads it.
+
+        A call that fails with :class:`GraphDataError` (a value the spec refuses, a node deleted
+        meanwhile) is split in halves down to :data:`RAW_CACHE_MIN_CHUNK` seeds; the nodes of a
+        part that still fails are left out of the cache, so the error is raised -- by the
+        procedure, naming the node, the property and the value -- only when a batch gathers one
+        of them, as on the sampled path. ``widths`` (group -> width, e.g. the label encoder's
+        ``group_widths``): the cache's widths when no node is read (a label without nodes).
+        :class:`ConfigurationError` for a spec :func:`raw_cacheable` refuses, and for a label of
+        which no node is read without ``widths``."""
         from memgraph_tf.typed_sampling import EdgeStep
 
         if not raw_cacheable(spec):
@@ -329,18 +339,24 @@ class RawFeatureCache:
             names = {g: layout.typed_raw_name(g, 0, label) for g in CACHED_RAW_GROUPS}
             return {g: sections[n][:, 0, :] for g, n in names.items() if n in sections}
 
-        if not len(ids) and widths is None:
-            raise ConfigurationError(
-                f"label {label!r}: no node's raw columns were read (the label has no nodes); "
-                "pass widths= for an empty cache"
+        kept, parts, left_out = _read_rows(reader, ids, chunk_size)
+        if left_out:
+            logger.warning(
+                "raw feature cache: label %r: %d node(s) left out, read by the batches that "
+                "meet them (%s)",
+                label,
+                sum(len(p) for p, _ in left_out),
+                left_out[0][1],
             )
-        parts: dict[str, list[np.ndarray]] = {}
-        for start in range(0, len(ids), chunk_size):
-            for group, values in reader(ids[start : start + chunk_size].tolist()).items():
-                parts.setdefault(group, []).append(values)
-        logger.info("raw feature cache: %d %s nodes, groups %s", len(ids), label, sorted(parts))
+        if not kept and widths is None:
+            why = f"every node failed: {left_out[0][1]}" if left_out else "the label has no nodes"
+            raise ConfigurationError(
+                f"label {label!r}: no node's raw columns were read ({why}); pass widths= for "
+                "an empty cache"
+            )
+        logger.info("raw feature cache: %d %s nodes, groups %s", len(kept), label, sorted(parts))
         return cls(
-            ids,
+            np.concatenate(kept) if kept else np.zeros([0], np.int64),
             {g: np.concatenate(v) for g, v in parts.items()},
             widths=widths,
             spec=spec,
@@ -403,6 +419,33 @@ class RawFeatureCache:
 def _empty_column(group: str, width: int) -> np.ndarray:
     """A ``[0, width]`` column of ``group``'s dtype."""
     return np.zeros([0, int(width)], tf.as_dtype(layout.RAW_DTYPES[group]).as_numpy_dtype)
+
+
+def _read_rows(
+    reader: Callable[[list[int]], Mapping[str, np.ndarray]], ids: np.ndarray, chunk_size: int
+) -> tuple[list[np.ndarray], dict[str, list[np.ndarray]], list[tuple[np.ndarray, str]]]:
+    """:meth:`RawFeatureCache.from_source`'s reads of ``ids`` by ``reader``, ``chunk_size`` a
+    call, a failing call split in halves down to :data:`RAW_CACHE_MIN_CHUNK` ids: the ids read
+    (per call), their columns per group (per call), and each part left out with its error."""
+    pending = [ids[s : s + chunk_size] for s in range(0, len(ids), chunk_size)]
+    kept: list[np.ndarray] = []
+    parts: dict[str, list[np.ndarray]] = {}
+    left_out: list[tuple[np.ndarray, str]] = []
+    while pending:
+        seeds = pending.pop(0)
+        try:
+            columns = reader(seeds.tolist())
+        except GraphDataError as exc:
+            if len(seeds) > RAW_CACHE_MIN_CHUNK:
+                half = len(seeds) // 2
+                pending[:0] = [seeds[:half], seeds[half:]]
+            else:
+                left_out.append((seeds, str(exc)))
+            continue
+        kept.append(seeds)
+        for group, values in columns.items():
+            parts.setdefault(group, []).append(values)
+    return kept, parts, left_out
 
 
 class RowIndex:

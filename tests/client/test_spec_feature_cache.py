@@ -22,7 +22,7 @@ from memgraph_tf.client.link_prediction import (
 )
 from memgraph_tf.client.pipeline import RawFeatureCache, raw_cacheable
 from memgraph_tf.client.structural import STRUCTURAL_PROPERTY
-from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError, GraphDataError
 from memgraph_tf.feature_spec import (
     BooleanSpec,
     CategoricalSpec,
@@ -237,6 +237,50 @@ def test_the_rows_read_for_uncached_ids_are_kept_up_to_the_bound():
     assert calls == [[7, 8], [8]]  # 7 kept (one extra row at most), 8 read again
 
 
+def test_a_bad_value_on_a_node_never_sampled_trains_as_without_the_cache():
+    """A node of a spec label that no batch gathers (a tag no item is tagged with; negatives are
+    items), with a value the spec refuses (two numbers for one): the fill leaves it out (with
+    the nodes of its failing call), so the training is the one without the cache; a batch
+    gathering it fails with the procedure's error naming the node, the property and the value,
+    as a sampled batch does."""
+    source, tr, val, val_y = spec_graph()
+    g = source.graph
+    tags = [g.add_node(["Tag"], {"id": 1000 + t, "w": float(t)}) for t in range(8)]
+    for i in range(kit.N):
+        g.add_edge(i, tags[i % 8], "TAGGED")
+    g.add_node(["Tag"], {"id": 1100, "w": [1.0, 2.0]})
+    spec = {**SPEC, "Tag": LabelSpec("Tag", [NumericSpec("w")])}
+    nn = {**NN, "(:Item)-[:TAGGED]->(:Tag)": [2]}
+    runs = [
+        train_link_predictor(
+            source,
+            "Item",
+            nn,
+            [],
+            tr,
+            val,
+            val_y,
+            options=OPTIONS,
+            exclude_splits=None,
+            feature_spec=spec,
+            embedding_dim=4,
+            use_feature_cache=use,
+            **RUN,
+        )
+        for use in (True, False)
+    ]
+    assert_same_training(*runs)
+    cache = runs[0].feature_caches["Tag"]
+    assert len(cache.ids) == 0 and cache.widths == {"num": 1, "has": 1}  # (one failing call)
+    with pytest.raises(
+        GraphDataError,
+        match=r"node with id = 1100 \(:Tag\) property 'w' \(kind 'numeric'\): expected a number, "
+        r"got list \[1.0, 2.0\]",
+    ):
+        cache.gather(tf.constant([1000, 1100], tf.int64))
+    np.testing.assert_array_equal(cache.gather(tf.constant([1003]))["num"].numpy(), [[3.0]])
+
+
 def test_a_spec_label_without_nodes_fails_as_without_the_cache():
     """A spec label of the steps that has no node: no rows to cache, so the cache of it is empty
     (its widths the encoder's) and the training fails where the sampled one does, with the
@@ -321,3 +365,16 @@ def test_a_none_cache_is_named_as_none(graph):
         r"feature_caches: its features are then sampled\)",
     ):
         train_with_caches(graph, {"Item": None})
+
+
+def test_the_fill_leaves_out_only_the_failing_calls_nodes():
+    """A failing fill call is split in halves: of 121 items one bad, the half holding it (61,
+    at most RAW_CACHE_MIN_CHUNK) is left out, the other half cached."""
+    from memgraph_tf.client.pipeline import RAW_CACHE_MIN_CHUNK
+
+    source = spec_graph()[0]
+    bad = kit.BASE + kit.N
+    source.graph.add_node(["Item"], {"id": bad, "group": "g0", "noise": [1.0, 2.0, 3.0]})
+    cache = RawFeatureCache.from_source(source, "Item", SPEC["Item"], "LINK", OPTIONS)
+    assert bad not in cache.ids
+    assert kit.N + 1 - RAW_CACHE_MIN_CHUNK <= len(cache.ids) < kit.N
