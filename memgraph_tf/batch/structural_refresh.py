@@ -34,11 +34,16 @@ reads, so the next pass would re-score the seeds reading every rewritten vector 
 node after a full recompute) to the same values. :class:`StructuralRefresh` remembers a digest of
 each vector it wrote (read back after the write, before the pass re-scores: the value the
 predictions were made with) and :meth:`StructuralRefresh.own_writes` recognises a logged update
-that sets nothing but a target's property on a node whose stored value still has that digest: it
-starts no walk. A genuine write of the property by anyone else leaves another value (its digest
-differs) and is re-scored; one that writes the very value changes no prediction. The memory lives
-in the process (a digest per rewritten node of the structural labels): a new ``memgraph-tf
-refresh`` process re-scores the logged writes of the previous one once.
+that sets nothing but a target's property, and changes no label, on a node whose stored value still
+has that digest: it starts no walk. A genuine write of the property by anyone else leaves another
+value (its digest differs) and is re-scored; one that writes the very value changes no prediction.
+Any logged update of the property not recognised so (another value, other properties set with it)
+drops the node's digest: the pass re-scores with the value it left, so this object's old value
+written back later is re-scored too. The memory lives in the process (a digest per rewritten node
+of the structural labels): a new ``memgraph-tf refresh`` process re-scores the logged writes of the
+previous one once. The read back costs a read of every rewritten vector (every vector of the label
+after a full recompute), and the next pass reads the logged ones again; a logged deletion of a node
+drops its digest.
 """
 
 from __future__ import annotations
@@ -186,17 +191,25 @@ class StructuralRefresh:
 
     def own_writes(self, source: Any, changes: Sequence[Change]) -> set[int]:
         """The positions in ``changes`` of the logged writes of this object's own rewrites: a node
-        update whose properties are all properties of the targets of its labels, on a node whose
-        stored values of them have the digests :meth:`remember` kept (the value it wrote and the
-        predictions were made with). Any other change -- a write of another value, one that sets
-        another property too, a node this object never wrote -- is not among them."""
+        update whose properties are all properties of the targets of its labels and that changes
+        no label (:attr:`Change.relabelled`: Memgraph's update trigger folds a transaction's label
+        and property changes of a node into one entry), on a node whose stored values of them
+        have the digests :meth:`remember` kept (the value it wrote and the predictions were made
+        with). Any other change -- a write of another value, one that sets another property or a
+        label too, a node this object never wrote -- is not among them.
+
+        Every other logged update that may have set a target's property on a node (naming it, or
+        naming no property) makes this object forget its digest there: the pass re-scores with the
+        value that update left, so a later write of this object's old value back is another
+        value for the predictions, and is re-scored too. A logged deletion of a node drops its
+        digests, so the memory holds no node the log says is gone."""
         props = {t.label: set() for t in self.targets}
         for t in self.targets:
             props[t.label].add(t.prop)
         candidates: dict[int, tuple[str, ...]] = {}
         for pos, c in enumerate(changes):
-            if c.entity != "node" or c.kind != "updated" or not c.properties:
-                continue
+            if c.entity != "node" or c.kind != "updated" or c.relabelled:
+                continue  # a label change folded into the entry is never this object's
             mine = set().union(*(props.get(label, set()) for label in c.labels))
             if set(c.properties) <= mine and all(
                 (p, c.element_id) in self.written for p in c.properties
@@ -209,7 +222,20 @@ class StructuralRefresh:
             for pos, names in candidates.items():
                 if prop in names and changes[pos].element_id not in same:
                     candidates[pos] = ()  # another value: not (only) this object's write
-        return {pos for pos, names in candidates.items() if names}
+        own = {pos for pos, names in candidates.items() if names}
+        self._forget(changes, own)
+        return own
+
+    def _forget(self, changes: Sequence[Change], own: set[int]) -> None:
+        """Drops the digests of the target properties that the node updates of ``changes`` not
+        at the positions ``own`` may have set, and every digest of a node they delete."""
+        names = {t.prop for t in self.targets}
+        for pos, c in enumerate(changes):
+            if pos in own or c.entity != "node" or c.kind == "created":
+                continue
+            named = c.kind == "updated" and c.properties
+            for prop in names.intersection(c.properties) if named else names:
+                self.written.pop((prop, c.element_id), None)
 
     def walk_spec(self, spec: WalkSpec) -> WalkSpec:
         """``spec`` reading each target's property on its label too (the model reads it through

@@ -35,6 +35,7 @@ themselves (``use_feature_cache=False``).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -649,7 +650,9 @@ def link_feature_caches(
         rel_type = model.source_spec.steps[0].rel_type
         for label, enc in model.label_encoders.items():
             if raw_cacheable(enc.spec):
-                caches[label] = RawFeatureCache.from_source(source, label, enc.spec, rel_type, pack)
+                caches[label] = RawFeatureCache.from_source(
+                    source, label, enc.spec, rel_type, pack, widths=enc.group_widths
+                )
     return caches
 
 
@@ -1118,25 +1121,59 @@ def _embedding_vocabulary(
 
 
 def _check_cache_widths(caches: Mapping[str, Any] | None, model: LinkPredictor) -> None:
-    """:class:`ConfigurationError` naming the first label whose cache width is not the model's
-    (a raw cache: whose columns per group are not its encoder's)."""
+    """:class:`ConfigurationError` naming the first label whose cache does not fit the model: a
+    feature-spec label's must be a :class:`~memgraph_tf.client.pipeline.RawFeatureCache` read
+    with the label's spec (its columns per group the encoder's), another label's a
+    :class:`~memgraph_tf.client.pipeline.FeatureCache` of the schema's width; None is no cache."""
     widths = model.feature_dims
     for label, cache in (caches or {}).items():
         enc = model.label_encoders.get(label)
-        if isinstance(cache, RawFeatureCache) or enc is not None:
-            want = {g: w for g, w in (enc.group_widths if enc else {}).items() if w}
-            got = getattr(cache, "widths", None)
-            if got != want:
+        where = f"feature_caches[{label!r}]"
+        if cache is None:
+            raise ConfigurationError(
+                f"{where}: expected a cache, got None (leave the label out of feature_caches: "
+                "its features are then sampled)"
+            )
+        if enc is not None:
+            want = {g: w for g, w in enc.group_widths.items() if w}
+            if not isinstance(cache, RawFeatureCache) or cache.widths != want:
+                got = cache.widths if isinstance(cache, RawFeatureCache) else type(cache).__name__
                 raise ConfigurationError(
-                    f"feature_caches[{label!r}]: expected the raw columns {want} of the label's "
-                    f"feature spec, got {got if got is not None else 'a feature cache'}"
+                    f"{where}: expected the raw columns {want} of the label's feature spec (a "
+                    f"RawFeatureCache), got {got}"
+                )
+            differs = _spec_difference(cache.spec, enc.spec)
+            if differs:
+                raise ConfigurationError(
+                    f"{where}: expected a cache read with the label's feature spec, got one "
+                    f"read with another ({differs})"
                 )
             continue
+        if isinstance(cache, RawFeatureCache):
+            raise ConfigurationError(
+                f"{where}: expected a FeatureCache (the label has no feature spec), got a "
+                "RawFeatureCache"
+            )
         if cache.width != widths.get(label, 0):
             raise ConfigurationError(
-                f"feature_caches[{label!r}]: expected width {widths.get(label, 0)} (the "
-                f"schema's), got {cache.width}"
+                f"{where}: expected width {widths.get(label, 0)} (the schema's), got {cache.width}"
             )
+
+
+def _spec_difference(cached: Any, spec: Any) -> str:
+    """What tells the feature spec a raw cache was read with (None: unknown, taken as ``spec``)
+    from ``spec``: the first property that differs, or ""."""
+    if cached is None:
+        return ""
+    if cached.label != spec.label:
+        return f"label {cached.label!r}, not {spec.label!r}"
+    mine = [p.to_dict() for p in cached.properties]
+    want = [p.to_dict() for p in spec.properties]
+    for a, b in itertools.zip_longest(mine, want):
+        if a != b:
+            name = (a or b)["name"]
+            return f"property {name!r}: {a} where the model's spec has {b}"
+    return ""
 
 
 def _link_widths(
@@ -1233,6 +1270,11 @@ def train_link_predictor(
     (:func:`link_feature_caches`: the model's inputs, and so the training, are those of the
     sampled path; a label with a ``multi_categorical`` property is sampled); its batches take the
     per-slot path. A spec of ``required`` properties alone is those ``properties``.
+    ``feature_caches`` (label -> cache, as a :class:`LinkTrainResult` holds them): the caches to
+    use instead of reading new ones; they belong to the training session that filled them (the
+    values read then: a refresh or retraining that rewrites the FastRP property, or any write of
+    a cached property, makes them stale); one that does not fit the model (a spec label's not read
+    with its spec, a width not the schema's, None) is refused naming the label.
     ``edge_feature_spec`` (edge pattern -> the ``LabelSpec`` of the step's relationship
     properties, for the steps of either endpoint) samples them beside each slot
     (``options.edge_feature_spec`` of ``sample_pairs``, both halves) and gives each endpoint's

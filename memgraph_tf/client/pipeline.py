@@ -13,6 +13,7 @@ which moves far fewer bytes per step when nodes recur across batches (small grap
 from __future__ import annotations
 
 import logging
+import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -23,7 +24,7 @@ import tensorflow as tf
 from memgraph_tf import blob, layout
 from memgraph_tf.client.checks import positive_int
 from memgraph_tf.client.sources import GraphSource
-from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError, GraphDataError
 from memgraph_tf.layout import PAD_ID
 from memgraph_tf.ops import sample_decoding
 
@@ -205,6 +206,15 @@ dense ones. A ``multi_categorical`` property (the ragged ``bag`` group) keeps it
 sampled path."""
 
 
+DEFAULT_MAX_EXTRA_ROWS = 65536
+"""The most rows a :class:`RawFeatureCache` keeps beside those it was filled with (nodes read when
+a batch met them): past it, each batch meeting such a node reads it again."""
+
+RAW_CACHE_MIN_CHUNK = 64
+"""The fewest seeds of a :meth:`RawFeatureCache.from_source` call that is split in halves when it
+fails: a failing call of this many or fewer leaves its nodes out of the cache."""
+
+
 def raw_cacheable(spec: Any) -> bool:
     """Whether a :class:`RawFeatureCache` can serve a label of ``spec`` (a
     :class:`~memgraph_tf.feature_spec.LabelSpec`): none of its properties is
@@ -218,21 +228,41 @@ class RawFeatureCache:
     into features, vocabularies and statistics included, so nothing is encoded twice).
 
     ``columns``: group of :data:`CACHED_RAW_GROUPS` -> ``[n, width]`` (``num`` float32,
-    ``time`` int64, ``cat`` bytes, ``has`` bool), row ``i`` that of ``ids[i]``.
+    ``time`` int64, ``cat`` bytes, ``has`` bool), row ``i`` that of ``ids[i]``; ``widths``
+    (group -> width) is needed only when ``ids`` is empty. ``spec``: the
+    :class:`~memgraph_tf.feature_spec.LabelSpec` the columns were read with (None: unknown).
+    ``reader``: reads the rows of ids that are not cached (a list of ids -> group -> ``[k,
+    width]``, rows in that order; :meth:`from_source`'s is the procedure call that filled the
+    cache, for those ids only); the rows it reads are kept, up to ``max_extra_rows`` of them (the
+    later ones are read again by each batch that meets them).
 
     Guarantees: :meth:`gather` returns, per group, the rows of ``ids`` of any shape
     (``ids.shape + [width]``), a padded slot (``PAD_ID``) zero, ``b""`` and ``has`` false as the
-    procedures write it (:mod:`memgraph_tf.procedures.raw`); an id not cached fails with
+    procedures write it (:mod:`memgraph_tf.procedures.raw`). An id not cached is read by
+    ``reader`` (its errors -- a node missing, a value the spec refuses, naming the node -- fail
+    the gather, as they fail a sampled batch); without one it fails with
     ``tf.errors.InvalidArgumentError`` naming it."""
 
-    def __init__(self, ids: Any, columns: Mapping[str, Any]) -> None:
-        self.ids = np.asarray(ids, dtype=np.int64)
+    def __init__(
+        self,
+        ids: Any,
+        columns: Mapping[str, Any],
+        *,
+        widths: Mapping[str, int] | None = None,
+        spec: Any = None,
+        reader: Callable[[list[int]], Mapping[str, np.ndarray]] | None = None,
+        max_extra_rows: int = DEFAULT_MAX_EXTRA_ROWS,
+    ) -> None:
+        self.ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if not len(self.ids) and widths is not None:
+            columns = {g: _empty_column(g, w) for g, w in widths.items() if w}
         unknown = sorted(set(columns) - set(CACHED_RAW_GROUPS))
         if unknown or "has" not in columns:
             raise ConfigurationError(
                 f"columns: expected groups among {', '.join(CACHED_RAW_GROUPS)} with has, got "
-                f"{', '.join(sorted(columns))}"
+                f"{', '.join(sorted(columns)) or 'none'}"
             )
+        self.spec = spec
         self.widths: dict[str, int] = {}
         self._tables: dict[str, tf.Tensor] = {}
         for group in CACHED_RAW_GROUPS:
@@ -248,6 +278,14 @@ class RawFeatureCache:
             self.widths[group] = int(values.shape[1])
             self._tables[group] = tf.constant(np.concatenate([values, pad]))
         self._index = RowIndex(self.ids)
+        self._reader = reader
+        if isinstance(max_extra_rows, bool) or not isinstance(max_extra_rows, int):
+            raise ConfigurationError(
+                f"max_extra_rows: expected an integer >= 0, got {max_extra_rows!r}"
+            )
+        self.max_extra_rows = max(0, max_extra_rows)
+        self._extra: dict[int, tuple[np.ndarray, ...]] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def from_source(
@@ -259,13 +297,25 @@ class RawFeatureCache:
         options: Mapping[str, Any] | None = None,
         *,
         chunk_size: int = 2048,
+        widths: Mapping[str, int] | None = None,
+        max_extra_rows: int = DEFAULT_MAX_EXTRA_ROWS,
     ) -> RawFeatureCache:
         """Reads the raw columns of every ``label`` node (keyed by ``options["id_property"]``,
         else internal ids) through the source's ``tf_features.sample_typed`` with ``spec``
         (a :class:`~memgraph_tf.feature_spec.LabelSpec`) as ``options.feature_spec`` and one
         step of fanout 0 (``rel_type``: any relationship type; nothing is walked), ``chunk_size``
         seeds a call: the seeds' own table, written by the code that writes every sampled
-        blob's. :class:`ConfigurationError` for a spec :func:`raw_cacheable` refuses."""
+        blob's. The cache's ``reader`` is that call: a node the cache lacks (created since, or
+        one whose values failed) is read when a batch meets it, as a sampled batch reads it.
+
+        A call that fails with :class:`GraphDataError` (a value the spec refuses, a node deleted
+        meanwhile) is split in halves down to :data:`RAW_CACHE_MIN_CHUNK` seeds; the nodes of a
+        part that still fails are left out of the cache, so the error is raised -- by the
+        procedure, naming the node, the property and the value -- only when a batch gathers one
+        of them, as on the sampled path. ``widths`` (group -> width, e.g. the label encoder's
+        ``group_widths``): the cache's widths when no node is read (a label without nodes).
+        :class:`ConfigurationError` for a spec :func:`raw_cacheable` refuses, and for a label of
+        which no node is read without ``widths``."""
         from memgraph_tf.typed_sampling import EdgeStep
 
         if not raw_cacheable(spec):
@@ -279,26 +329,123 @@ class RawFeatureCache:
             if k in ("id_property", "dtype", "allow_non_finite")
         }
         opts.update(label=label, feature_spec={label: spec.to_dict()})
-        ids = np.unique(
-            node_id_array(source.node_ids(label=label, id_property=opts.get("id_property")))
-        )
         step = {str(EdgeStep(label, rel_type, label)): [0]}
         chunk_size = positive_int("chunk_size", chunk_size)
-        parts: dict[str, list[np.ndarray]] = {}
-        for start in range(0, len(ids), chunk_size):
-            seeds = ids[start : start + chunk_size].tolist()
+        keys = source.node_ids(label=label, id_property=opts.get("id_property"))
+        ids = np.unique(node_id_array(keys)) if len(keys) else np.zeros([0], np.int64)
+
+        def reader(seeds: list[int]) -> dict[str, np.ndarray]:
             sections = blob.unpack(source.sample_typed(seeds, step, {}, opts))
-            for group in CACHED_RAW_GROUPS:
-                name = layout.typed_raw_name(group, 0, label)
-                if name in sections:
-                    parts.setdefault(group, []).append(sections[name][:, 0, :])
-        logger.info("raw feature cache: %d %s nodes, groups %s", len(ids), label, sorted(parts))
-        return cls(ids, {g: np.concatenate(v) for g, v in parts.items()})
+            names = {g: layout.typed_raw_name(g, 0, label) for g in CACHED_RAW_GROUPS}
+            return {g: sections[n][:, 0, :] for g, n in names.items() if n in sections}
+
+        kept, parts, left_out = _read_rows(reader, ids, chunk_size)
+        if left_out:
+            logger.warning(
+                "raw feature cache: label %r: %d node(s) left out, read by the batches that "
+                "meet them (%s)",
+                label,
+                sum(len(p) for p, _ in left_out),
+                left_out[0][1],
+            )
+        if not kept and widths is None:
+            why = f"every node failed: {left_out[0][1]}" if left_out else "the label has no nodes"
+            raise ConfigurationError(
+                f"label {label!r}: no node's raw columns were read ({why}); pass widths= for "
+                "an empty cache"
+            )
+        logger.info("raw feature cache: %d %s nodes, groups %s", len(kept), label, sorted(parts))
+        return cls(
+            np.concatenate(kept) if kept else np.zeros([0], np.int64),
+            {g: np.concatenate(v) for g, v in parts.items()},
+            widths=widths,
+            spec=spec,
+            reader=reader,
+            max_extra_rows=max_extra_rows,
+        )
 
     def gather(self, ids: tf.Tensor) -> dict[str, tf.Tensor]:
         """Per cached group, the rows of ``ids`` (any shape) -> ``ids.shape + [width]``."""
-        rows = self._index.lookup(ids)
-        return {group: tf.gather(table, rows) for group, table in self._tables.items()}
+        ids = tf.cast(ids, tf.int64)
+        if self._reader is None:
+            rows = self._index.lookup(ids)
+            return {group: tf.gather(table, rows) for group, table in self._tables.items()}
+        rows = self._index.rows(ids)
+        out = {group: tf.gather(table, rows) for group, table in self._tables.items()}
+        where = tf.where(tf.logical_and(tf.equal(rows, self._index.size), ids != PAD_ID))
+        wanted = tf.gather_nd(ids, where)
+        groups = list(self._tables)
+
+        def read() -> list[tf.Tensor]:
+            values = tf.numpy_function(
+                self._read_uncached,
+                [wanted],
+                [self._tables[g].dtype for g in groups],
+                stateful=True,
+                name="feature_cache_read",
+            )
+            for value, group in zip(values, groups):
+                value.set_shape([None, self.widths[group]])
+            return list(values)
+
+        def none() -> list[tf.Tensor]:
+            return [tf.zeros([0, self.widths[g]], self._tables[g].dtype) for g in groups]
+
+        fetched = tf.cond(tf.size(wanted) > 0, read, none)
+        return {g: tf.tensor_scatter_nd_update(out[g], where, f) for g, f in zip(groups, fetched)}
+
+    def _read_uncached(self, wanted: np.ndarray) -> list[np.ndarray]:
+        """The rows of the uncached ids ``wanted`` in order, per group of the tables: kept ones,
+        else read (and kept while there is room)."""
+        groups = list(self._tables)
+        keys = [int(k) for k in np.unique(wanted)]
+        with self._lock:
+            rows = {k: self._extra[k] for k in keys if k in self._extra}
+        unread = [k for k in keys if k not in rows]
+        if unread:
+            read = self._reader(unread)
+            for i, k in enumerate(unread):
+                rows[k] = tuple(np.asarray(read[g][i]) for g in groups)
+            with self._lock:
+                for k in unread[: max(0, self.max_extra_rows - len(self._extra))]:
+                    self._extra[k] = rows[k]
+        out = []
+        for j, group in enumerate(groups):
+            table = [rows[int(k)][j] for k in wanted]
+            out.append(np.stack(table).astype(self._tables[group].dtype.as_numpy_dtype))
+        return out
+
+
+def _empty_column(group: str, width: int) -> np.ndarray:
+    """A ``[0, width]`` column of ``group``'s dtype."""
+    return np.zeros([0, int(width)], tf.as_dtype(layout.RAW_DTYPES[group]).as_numpy_dtype)
+
+
+def _read_rows(
+    reader: Callable[[list[int]], Mapping[str, np.ndarray]], ids: np.ndarray, chunk_size: int
+) -> tuple[list[np.ndarray], dict[str, list[np.ndarray]], list[tuple[np.ndarray, str]]]:
+    """:meth:`RawFeatureCache.from_source`'s reads of ``ids`` by ``reader``, ``chunk_size`` a
+    call, a failing call split in halves down to :data:`RAW_CACHE_MIN_CHUNK` ids: the ids read
+    (per call), their columns per group (per call), and each part left out with its error."""
+    pending = [ids[s : s + chunk_size] for s in range(0, len(ids), chunk_size)]
+    kept: list[np.ndarray] = []
+    parts: dict[str, list[np.ndarray]] = {}
+    left_out: list[tuple[np.ndarray, str]] = []
+    while pending:
+        seeds = pending.pop(0)
+        try:
+            columns = reader(seeds.tolist())
+        except GraphDataError as exc:
+            if len(seeds) > RAW_CACHE_MIN_CHUNK:
+                half = len(seeds) // 2
+                pending[:0] = [seeds[:half], seeds[half:]]
+            else:
+                left_out.append((seeds, str(exc)))
+            continue
+        kept.append(seeds)
+        for group, values in columns.items():
+            parts.setdefault(group, []).append(values)
+    return kept, parts, left_out
 
 
 class RowIndex:
@@ -309,15 +456,20 @@ class RowIndex:
 
     def __init__(self, ids: np.ndarray) -> None:
         self.size = len(ids)
+        keys, rows = np.asarray(ids, np.int64), np.arange(len(ids), dtype=np.int64)
+        if not self.size:  # (a table cannot be empty: PAD_ID to the zero row, the default)
+            keys, rows = np.array([PAD_ID], np.int64), np.zeros([1], np.int64)
         self._rows = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(ids, tf.int64), tf.range(len(ids), dtype=tf.int64)
-            ),
-            default_value=len(ids),
+            tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.constant(rows)),
+            default_value=self.size,
         )
 
+    def rows(self, ids: tf.Tensor) -> tf.Tensor:
+        """The table row of each id (any shape, int64): ``len(ids)`` for one not among them."""
+        return self._rows.lookup(tf.cast(ids, tf.int64))
+
     def lookup(self, ids: tf.Tensor) -> tf.Tensor:
-        """The table row of each id (any shape, int64)."""
+        """The table row of each id (any shape, int64), checked."""
         ids = tf.cast(ids, tf.int64)
         rows = self._rows.lookup(ids)
         missing = tf.logical_and(tf.equal(rows, self.size), tf.not_equal(ids, PAD_ID))

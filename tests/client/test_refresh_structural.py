@@ -472,6 +472,73 @@ def test_a_genuine_write_of_the_property_is_rescored(backend, monkeypatch):
     assert_rescored_as_a_full_run(source, backend)
 
 
+def test_the_refreshers_value_written_back_after_a_foreign_write_is_rescored(backend, monkeypatch):
+    """Another writer's value of the property, re-scored by a pass, then the value the refresher
+    wrote put back by that writer: the predictions were last made with the foreign value, so the
+    write back is re-scored too, and every prediction equals a full re-score."""
+    source = scored_graph(backend)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    refresher.once()
+    friend, g, log = FRIENDS[0], source.graph, ChangeLog(source)
+    mine = list(g.get_property(friend, STRUCTURAL_PROPERTY))
+    update = Change("updated", "node", friend, labels=("Item",), properties=(STRUCTURAL_PROPERTY,))
+    g.set_property(friend, STRUCTURAL_PROPERTY, [-x for x in mine])
+    log.record([update])
+    assert refresher.once().classified > 0
+    g.set_property(friend, STRUCTURAL_PROPERTY, mine)
+    log.record([update])
+    third = refresher.once()
+    assert third.committed and third.changes == 1 and third.classified > 0
+    assert_rescored_as_a_full_run(source, backend)
+
+
+def test_a_relabel_logged_with_the_refreshers_value_is_walked(backend, monkeypatch):
+    """Memgraph's update trigger folds a transaction's label and property changes of a node into
+    one entry: one that sets the FastRP property to the value the refresher wrote and adds a
+    label is no write of the refresher's own, so the pass walks it (it recomputes FastRP near
+    the node, whose labels changed)."""
+    source = scored_graph(backend)
+    logging_writes(source, monkeypatch)
+    refresher = Refresher(source, backend, batch_size=64)
+    first = refresher.once()
+    friend, g = FRIENDS[0], source.graph
+    g.add_label(friend, "Extra")
+    relabel = Change(
+        "updated",
+        "node",
+        friend,
+        labels=("Item", "Extra"),
+        properties=(STRUCTURAL_PROPERTY,),
+        changed_labels=("Extra",),
+    )
+    assert refresher.structural.own_writes(source, [relabel]) == set()
+    ChangeLog(source).record([relabel])
+    second = refresher.once()
+    assert second.committed and second.changes == first.structural + 1 and second.structural > 0
+    assert second.classified > 0
+
+
+def test_a_logged_deletion_drops_the_digests_of_the_node(backend):
+    """The refresher's digests of its writes: a node whose deletion is logged leaves them (the
+    memory keeps no node the log says is gone), and so does a node update that may have set the
+    property (one naming no property); an update of another property keeps them."""
+    source = scored_graph(backend)
+    refresher = Refresher(source, backend, batch_size=64)
+    refresher.once()
+    written = refresher.structural.written
+    gone, unknown, other = FRIENDS
+    assert {(STRUCTURAL_PROPERTY, i) for i in FRIENDS} <= written.keys()
+    changes = [
+        Change("deleted", "node", gone, labels=("Item",)),
+        Change("updated", "node", unknown, labels=("Item",)),
+        Change("updated", "node", other, labels=("Item",), properties=("name",)),
+    ]
+    before = len(written)
+    assert refresher.structural.own_writes(source, changes) == set()
+    assert {i for _, i in written}.isdisjoint({gone, unknown}) and len(written) == before - 2
+
+
 def test_the_logged_writes_of_a_full_recompute_rescore_nothing(backend, monkeypatch):
     """After a full recompute (a record without types, a new type at the label) the triggers
     log a write on every node: the next pass re-scores none of them."""

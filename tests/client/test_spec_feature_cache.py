@@ -22,7 +22,7 @@ from memgraph_tf.client.link_prediction import (
 )
 from memgraph_tf.client.pipeline import RawFeatureCache, raw_cacheable
 from memgraph_tf.client.structural import STRUCTURAL_PROPERTY
-from memgraph_tf.errors import ConfigurationError
+from memgraph_tf.errors import ConfigurationError, GraphDataError
 from memgraph_tf.feature_spec import (
     BooleanSpec,
     CategoricalSpec,
@@ -159,6 +159,7 @@ def test_a_multi_categorical_label_keeps_the_sampled_path(graph):
 
 
 def test_an_uncached_id_is_named():
+    """A cache without a reader (built from its columns) names an id it lacks."""
     cache = RawFeatureCache([5, 9], {"num": [[1.0], [2.0]], "has": [[True], [True]]})
     rows = cache.gather(tf.constant([[9, -1]], tf.int64))
     np.testing.assert_array_equal(rows["num"].numpy(), [[[2.0], [0.0]]])
@@ -187,3 +188,193 @@ def test_a_plain_cache_for_a_spec_label_is_refused(graph):
             feature_caches=wrong,
             **RUN,
         )
+
+
+def test_a_node_created_after_the_fill_is_read_by_the_batch_meeting_it():
+    """A live graph: a node created after the cache was filled is read by the first batch that
+    meets it (the fill's procedure call, for the uncached ids only) and kept, so the batches
+    equal the sampled ones as before."""
+    graph = spec_graph()
+    cached = train(graph, SPEC, True)
+    source, tr, _, _ = graph
+    model, cache = cached.model, cached.feature_caches["Item"]
+    new_id = kit.BASE + kit.N
+    new = source.graph.add_node(["Item"], {"id": new_id, "group": "g1", "noise": [0.5, -0.5]})
+    for i in range(0, kit.N, 3):
+        source.graph.add_edge(new, i, "LINK")
+    assert new_id not in cache.ids
+    labels = {"source_label": "Item", "target_label": "Item"}
+    common = dict(
+        options={**OPTIONS, **labels}, negatives=1, batch_size=48, seed=3, num_parallel_calls=4
+    )
+    with_cache = pair_sample_dataset(
+        source, model, tr, {}, feature_caches={"Item": cache}, **common
+    )
+    sampled = pair_sample_dataset(source, model, tr, {}, **common)
+    met = False
+    for a, b in zip(with_cache, sampled, strict=True):
+        met = met or any(bool(tf.reduce_any(v == new_id)) for k, v in b.items() if ".ids_h" in k)
+        for name in model.input_names():
+            np.testing.assert_array_equal(a[name].numpy(), b[name].numpy(), err_msg=name)
+    assert met  # (the new node is in some neighbourhood)
+    row = cache.gather(tf.constant([new_id], tf.int64))
+    np.testing.assert_array_equal(row["num"].numpy()[0, :2], [0.5, -0.5])
+
+
+def test_the_rows_read_for_uncached_ids_are_kept_up_to_the_bound():
+    calls = []
+
+    def reader(ids):
+        calls.append(list(ids))
+        return {"num": [[float(i)] for i in ids], "has": [[True] for _ in ids]}
+
+    cache = RawFeatureCache([5], {"num": [[1.0]], "has": [[True]]}, reader=reader, max_extra_rows=1)
+    rows = cache.gather(tf.constant([[7, 8, 7, -1], [5, 8, -1, -1]], tf.int64))
+    np.testing.assert_array_equal(rows["num"].numpy()[..., 0], [[7, 8, 7, 0], [1, 8, 0, 0]])
+    np.testing.assert_array_equal(rows["has"].numpy()[..., 0], [[1, 1, 1, 0], [1, 1, 0, 0]])
+    again = cache.gather(tf.constant([8, 7, 5], tf.int64))
+    np.testing.assert_array_equal(again["num"].numpy()[:, 0], [8, 7, 1])
+    assert calls == [[7, 8], [8]]  # 7 kept (one extra row at most), 8 read again
+
+
+def test_a_bad_value_on_a_node_never_sampled_trains_as_without_the_cache():
+    """A node of a spec label that no batch gathers (a tag no item is tagged with; negatives are
+    items), with a value the spec refuses (two numbers for one): the fill leaves it out (with
+    the nodes of its failing call), so the training is the one without the cache; a batch
+    gathering it fails with the procedure's error naming the node, the property and the value,
+    as a sampled batch does."""
+    source, tr, val, val_y = spec_graph()
+    g = source.graph
+    tags = [g.add_node(["Tag"], {"id": 1000 + t, "w": float(t)}) for t in range(8)]
+    for i in range(kit.N):
+        g.add_edge(i, tags[i % 8], "TAGGED")
+    g.add_node(["Tag"], {"id": 1100, "w": [1.0, 2.0]})
+    spec = {**SPEC, "Tag": LabelSpec("Tag", [NumericSpec("w")])}
+    nn = {**NN, "(:Item)-[:TAGGED]->(:Tag)": [2]}
+    runs = [
+        train_link_predictor(
+            source,
+            "Item",
+            nn,
+            [],
+            tr,
+            val,
+            val_y,
+            options=OPTIONS,
+            exclude_splits=None,
+            feature_spec=spec,
+            embedding_dim=4,
+            use_feature_cache=use,
+            **RUN,
+        )
+        for use in (True, False)
+    ]
+    assert_same_training(*runs)
+    cache = runs[0].feature_caches["Tag"]
+    assert len(cache.ids) == 0 and cache.widths == {"num": 1, "has": 1}  # (one failing call)
+    with pytest.raises(
+        GraphDataError,
+        match=r"node with id = 1100 \(:Tag\) property 'w' \(kind 'numeric'\): expected a number, "
+        r"got list \[1.0, 2.0\]",
+    ):
+        cache.gather(tf.constant([1000, 1100], tf.int64))
+    np.testing.assert_array_equal(cache.gather(tf.constant([1003]))["num"].numpy(), [[3.0]])
+
+
+def test_a_spec_label_without_nodes_fails_as_without_the_cache():
+    """A spec label of the steps that has no node: no rows to cache, so the cache of it is empty
+    (its widths the encoder's) and the training fails where the sampled one does, with the
+    procedure's error naming the step; a cache of it read without widths is refused naming
+    the label."""
+    source, tr, val, val_y = spec_graph()
+    spec = {**SPEC, "Tag": LabelSpec("Tag", [NumericSpec("w")])}
+    nn = {**NN, "(:Item)-[:TAGGED]->(:Tag)": [2]}
+    for use in (True, False):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=r"num_neighbors: \(:Item\)-\[:TAGGED\]->\(:Tag\): the graph has no such "
+            r"relationships",
+        ):
+            train_link_predictor(
+                source,
+                "Item",
+                nn,
+                [],
+                tr,
+                val,
+                val_y,
+                options=OPTIONS,
+                exclude_splits=None,
+                feature_spec=spec,
+                embedding_dim=4,
+                use_feature_cache=use,
+                **RUN,
+            )
+    with pytest.raises(
+        ConfigurationError,
+        match=r"label 'Tag': no node's raw columns were read \(the label has no nodes\); pass "
+        r"widths= for an empty cache",
+    ):
+        RawFeatureCache.from_source(source, "Tag", spec["Tag"], "TAGGED", OPTIONS)
+
+
+def train_with_caches(graph, caches):
+    source, tr, val, val_y = graph
+    return train_link_predictor(
+        source,
+        "Item",
+        NN,
+        [],
+        tr,
+        val,
+        val_y,
+        options=OPTIONS,
+        exclude_splits=None,
+        feature_spec=SPEC,
+        embedding_dim=4,
+        feature_caches=caches,
+        **RUN,
+    )
+
+
+def test_a_cache_read_with_another_spec_is_refused(graph):
+    """A raw cache of the same widths read with another vocabulary: its category texts are the
+    other spec's columns, so the training refuses it, naming the property."""
+    other = LabelSpec(
+        "Item",
+        [
+            CategoricalSpec("group", vocabulary=NAMES[1:4], oov_buckets=1),
+            *SPEC["Item"].properties[1:],
+        ],
+    )
+    cache = RawFeatureCache.from_source(graph[0], "Item", other, "LINK", OPTIONS)
+    same = RawFeatureCache.from_source(graph[0], "Item", SPEC["Item"], "LINK", OPTIONS)
+    assert cache.widths == same.widths
+    with pytest.raises(
+        ConfigurationError,
+        match=r"feature_caches\['Item'\]: expected a cache read with the label's feature spec, "
+        r"got one read with another \(property 'group': ",
+    ):
+        train_with_caches(graph, {"Item": cache})
+
+
+def test_a_none_cache_is_named_as_none(graph):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"feature_caches\['Item'\]: expected a cache, got None \(leave the label out of "
+        r"feature_caches: its features are then sampled\)",
+    ):
+        train_with_caches(graph, {"Item": None})
+
+
+def test_the_fill_leaves_out_only_the_failing_calls_nodes():
+    """A failing fill call is split in halves: of 121 items one bad, the half holding it (61,
+    at most RAW_CACHE_MIN_CHUNK) is left out, the other half cached."""
+    from memgraph_tf.client.pipeline import RAW_CACHE_MIN_CHUNK
+
+    source = spec_graph()[0]
+    bad = kit.BASE + kit.N
+    source.graph.add_node(["Item"], {"id": bad, "group": "g0", "noise": [1.0, 2.0, 3.0]})
+    cache = RawFeatureCache.from_source(source, "Item", SPEC["Item"], "LINK", OPTIONS)
+    assert bad not in cache.ids
+    assert kit.N + 1 - RAW_CACHE_MIN_CHUNK <= len(cache.ids) < kit.N
