@@ -321,18 +321,25 @@ def test_a_new_relationship_type_after_training_is_not_walked(backend, monkeypat
     assert_rescored_as_a_full_run(source, backend)
 
 
-def test_a_record_without_types_reads_the_schema_and_recomputes_a_new_type_in_full(
-    backend, monkeypatch
-):
-    """A record naming no ``relationship_types`` (hand-written) walks every type touching the
-    label now: the pass reads the schema, and a type that first touches the label changes every
-    node's FastRP, so the label is recomputed in full and every node re-scored."""
+def without_types_and_a_new_type(backend, monkeypatch) -> EmbeddedSource:
+    """A scored graph whose bundle's FastRP record names no ``relationship_types`` (as a
+    hand-written one), with a relationship type that first touches the label since."""
     options = json.loads(json.dumps(backend.config.options))
     for prop in options["feature_spec"]["Item"]["properties"]:
         del prop["structural"]["relationship_types"]
     monkeypatch.setattr(backend, "config", dataclasses.replace(backend.config, options=options))
     source = scored_graph(backend)
     with_new_type(source)
+    return source
+
+
+def test_a_record_without_types_reads_the_schema_and_recomputes_a_new_type_in_full(
+    backend, monkeypatch
+):
+    """A record naming no ``relationship_types`` (hand-written) walks every type touching the
+    label now: the pass reads the schema, and a type that first touches the label changes every
+    node's FastRP, so the label is recomputed in full and every node re-scored."""
+    source = without_types_and_a_new_type(backend, monkeypatch)
     calls = counting_schema(source, monkeypatch)
     summary = Refresher(source, backend, batch_size=64).once()
     assert calls == ["tf_features.schema"]
@@ -542,12 +549,7 @@ def test_a_logged_deletion_drops_the_digests_of_the_node(backend):
 def test_the_logged_writes_of_a_full_recompute_rescore_nothing(backend, monkeypatch):
     """After a full recompute (a record without types, a new type at the label) the triggers
     log a write on every node: the next pass re-scores none of them."""
-    options = json.loads(json.dumps(backend.config.options))
-    for prop in options["feature_spec"]["Item"]["properties"]:
-        del prop["structural"]["relationship_types"]
-    monkeypatch.setattr(backend, "config", dataclasses.replace(backend.config, options=options))
-    source = scored_graph(backend)
-    with_new_type(source)
+    source = without_types_and_a_new_type(backend, monkeypatch)
     logging_writes(source, monkeypatch)
     refresher = Refresher(source, backend, batch_size=64)
     first = refresher.once()

@@ -84,12 +84,14 @@ def graph():
     return spec_graph()
 
 
-def train(graph, feature_spec, use_feature_cache):
+def train(graph, feature_spec=SPEC, use_feature_cache=True, *, nn=NN, **extra):
+    """``train_link_predictor`` on ``graph`` (the tuple of :func:`spec_graph`) with this file's
+    short run; ``extra``: further keyword arguments."""
     source, tr, val, val_y = graph
     return train_link_predictor(
         source,
         "Item",
-        NN,
+        nn,
         [],
         tr,
         val,
@@ -100,6 +102,7 @@ def train(graph, feature_spec, use_feature_cache):
         embedding_dim=4,
         use_feature_cache=use_feature_cache,
         **RUN,
+        **extra,
     )
 
 
@@ -172,22 +175,8 @@ def test_a_plain_cache_for_a_spec_label_is_refused(graph):
     from memgraph_tf.client.pipeline import FeatureCache
 
     wrong = {"Item": FeatureCache(np.arange(kit.BASE, kit.BASE + kit.N), np.zeros((kit.N, 3)))}
-    source, tr, val, val_y = graph
     with pytest.raises(ConfigurationError, match=r"feature_caches\['Item'\]: expected the raw"):
-        train_link_predictor(
-            source,
-            "Item",
-            NN,
-            [],
-            tr,
-            val,
-            val_y,
-            options=OPTIONS,
-            exclude_splits=None,
-            feature_spec=SPEC,
-            feature_caches=wrong,
-            **RUN,
-        )
+        train(graph, feature_caches=wrong)
 
 
 def test_a_node_created_after_the_fill_is_read_by_the_batch_meeting_it():
@@ -251,24 +240,7 @@ def test_a_bad_value_on_a_node_never_sampled_trains_as_without_the_cache():
     g.add_node(["Tag"], {"id": 1100, "w": [1.0, 2.0]})
     spec = {**SPEC, "Tag": LabelSpec("Tag", [NumericSpec("w")])}
     nn = {**NN, "(:Item)-[:TAGGED]->(:Tag)": [2]}
-    runs = [
-        train_link_predictor(
-            source,
-            "Item",
-            nn,
-            [],
-            tr,
-            val,
-            val_y,
-            options=OPTIONS,
-            exclude_splits=None,
-            feature_spec=spec,
-            embedding_dim=4,
-            use_feature_cache=use,
-            **RUN,
-        )
-        for use in (True, False)
-    ]
+    runs = [train((source, tr, val, val_y), spec, use, nn=nn) for use in (True, False)]
     assert_same_training(*runs)
     cache = runs[0].feature_caches["Tag"]
     assert len(cache.ids) == 0 and cache.widths == {"num": 1, "has": 1}  # (one failing call)
@@ -295,46 +267,13 @@ def test_a_spec_label_without_nodes_fails_as_without_the_cache():
             match=r"num_neighbors: \(:Item\)-\[:TAGGED\]->\(:Tag\): the graph has no such "
             r"relationships",
         ):
-            train_link_predictor(
-                source,
-                "Item",
-                nn,
-                [],
-                tr,
-                val,
-                val_y,
-                options=OPTIONS,
-                exclude_splits=None,
-                feature_spec=spec,
-                embedding_dim=4,
-                use_feature_cache=use,
-                **RUN,
-            )
+            train((source, tr, val, val_y), spec, use, nn=nn)
     with pytest.raises(
         ConfigurationError,
         match=r"label 'Tag': no node's raw columns were read \(the label has no nodes\); pass "
         r"widths= for an empty cache",
     ):
         RawFeatureCache.from_source(source, "Tag", spec["Tag"], "TAGGED", OPTIONS)
-
-
-def train_with_caches(graph, caches):
-    source, tr, val, val_y = graph
-    return train_link_predictor(
-        source,
-        "Item",
-        NN,
-        [],
-        tr,
-        val,
-        val_y,
-        options=OPTIONS,
-        exclude_splits=None,
-        feature_spec=SPEC,
-        embedding_dim=4,
-        feature_caches=caches,
-        **RUN,
-    )
 
 
 def test_a_cache_read_with_another_spec_is_refused(graph):
@@ -355,7 +294,7 @@ def test_a_cache_read_with_another_spec_is_refused(graph):
         match=r"feature_caches\['Item'\]: expected a cache read with the label's feature spec, "
         r"got one read with another \(property 'group': ",
     ):
-        train_with_caches(graph, {"Item": cache})
+        train(graph, feature_caches={"Item": cache})
 
 
 def test_a_none_cache_is_named_as_none(graph):
@@ -364,7 +303,7 @@ def test_a_none_cache_is_named_as_none(graph):
         match=r"feature_caches\['Item'\]: expected a cache, got None \(leave the label out of "
         r"feature_caches: its features are then sampled\)",
     ):
-        train_with_caches(graph, {"Item": None})
+        train(graph, feature_caches={"Item": None})
 
 
 def test_the_fill_leaves_out_only_the_failing_calls_nodes():

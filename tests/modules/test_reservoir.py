@@ -384,12 +384,18 @@ def test_a_typed_step_draws_from_its_reservoir_by_the_exact_draw_rule():
     assert "options.reservoir_threshold: expected without options.exclude_splits" in text
 
 
-def test_a_typed_steps_reservoir_is_maintained_from_changes_to_its_neighbour_label_only():
+def shop_with_typed_reservoirs():
+    """The shop graph with reservoirs of :data:`TYPED_STEP` (R = 20) built, a change log, and
+    the product hub: ``(graph, product, log, reservoir property)``."""
     g, product = shop()
     source = EmbeddedSource(g)
     log = ChangeLog(source)
     build_reservoirs(source, {"capacity": 20, "seed": 2, **TYPED_STEP}, log=log)
-    name = property_name(("BOUGHT",), "in", "id", "User")
+    return g, product, log, property_name(("BOUGHT",), "in", "id", "User")
+
+
+def test_a_typed_steps_reservoir_is_maintained_from_changes_to_its_neighbour_label_only():
+    g, product, log, name = shop_with_typed_reservoirs()
     before = stored(g, product, name)
     changes = []
     for labels, key in ((["User"], 5000), (["Bot"], 6000)):
@@ -588,11 +594,7 @@ def test_update_reservoirs_needs_a_key_only_for_a_creation_it_applies():
     relationship in: a relationship of the step's type between nodes that hold no reservoir (of
     another label, keyed by another property) and a deletion pass without keys; a creation at
     the hub without its other end's key is refused naming the change and the node."""
-    g, product = shop()
-    source = EmbeddedSource(g)
-    log = ChangeLog(source)
-    build_reservoirs(source, {"capacity": 20, "seed": 2, **TYPED_STEP}, log=log)
-    name = property_name(("BOUGHT",), "in", "id", "User")
+    g, product, log, name = shop_with_typed_reservoirs()
     before = stored(g, product, name)
     x, y = (g.add_node(["Bot"], {"sku": s}) for s in "ab")
     unrelated = g.add_edge(x, y, "BOUGHT")
