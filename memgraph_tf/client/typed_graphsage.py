@@ -568,10 +568,24 @@ class TypedGraphSAGE(trainer.SampledModel, keras.Model):
                 "encode)"
             )
         masks = masks or {}
-        tables = self.layout.tables
         batch = self._rows_batch(rows, index, masks)
-        drop = bool(training) and self.dropout_rate > 0
         float_masks = self._float_masks(lambda h, label: masks.get((h, label)), batch)
+        reps = self._first_layer_rows(rows, index, float_masks, batch, training)
+        return self.layers_from(reps, float_masks, batch, 2, training)
+
+    def _first_layer_rows(
+        self,
+        rows: Mapping[str, Any],
+        index: Mapping[tuple[int, str], Any],
+        float_masks: Mapping[tuple[int, str], Any],
+        batch: Any,
+        training: bool | None,
+    ) -> dict[tuple[int, str], Any]:
+        """:meth:`encode_rows`' first layer, read from each label's distinct ``rows`` through each
+        table's ``index``: ``(h, label)`` -> the layer's output, for every table below the last hop
+        (``float_masks``: :meth:`_float_masks`'; ``batch``: the batch size)."""
+        tables = self.layout.tables
+        drop = bool(training) and self.dropout_rate > 0
         products: dict[tuple[str, str], Any] = {}
         csr: dict[str, Any] = {}
 
@@ -657,7 +671,7 @@ class TypedGraphSAGE(trainer.SampledModel, keras.Model):
                         )
                         neigh = neigh + tf.reshape(mean, [batch, group.parents, dense.units])
                 reps[(h, label)] = self.layer_out(k, label, own, neigh)
-        return self.layers_from(reps, float_masks, batch, 2, training)
+        return reps
 
 
 def typed_model_inputs(
