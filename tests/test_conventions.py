@@ -1,6 +1,7 @@
 """Code conventions of the library, checked over its source: no module imports or reads another
-module's private names (a private module may be used by its own package), and every module logs to
-``logger = logging.getLogger(__name__)``."""
+module's private names (a private module may be used by its own package), every module logs to
+``logger = logging.getLogger(__name__)``, and no function of the library is longer than
+:data:`MAX_FUNCTION_LINES`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCES = sorted(
     [*(REPO_ROOT / "memgraph_tf").rglob("*.py"), *(REPO_ROOT / "query_modules").rglob("*.py")]
 )
+
+# The most lines a function or method of memgraph_tf/ may span: the whole ``def``, from its first
+# line (decorators excluded) to its last, docstring included.
+MAX_FUNCTION_LINES = 120
 
 # Modules whose logger may keep another name (none).
 LOGGER_RENAME_PENDING: set[str] = set()
@@ -148,6 +153,70 @@ def test_every_module_logs_to_logger_named_after_itself():
     assert set(found) <= LOGGER_RENAME_PENDING, {
         k: v for k, v in found.items() if k not in LOGGER_RENAME_PENDING
     }
+
+
+def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``"{qualified name}: {lines} lines"`` for each function or method (nested ones too, async
+    ones too) in ``source`` whose whole ``def`` spans more than ``limit`` lines."""
+    found = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    lines = child.end_lineno - child.lineno + 1
+                    if lines > limit:
+                        found.append(f"{name}: {lines} lines")
+                visit(child, f"{name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def test_the_checker_sees_long_functions():
+    source = (
+        "def short():\n"  # 1
+        "    return 1\n"
+        "\n"
+        "\n"
+        "def long():\n"  # 5: 6 lines, 4 of them without the docstring
+        '    """Doc\n'
+        '    over two lines."""\n'
+        "    a = 1\n"
+        "    b = 2\n"
+        "    return a + b\n"  # 10
+        "\n"
+        "\n"
+        "class Model:\n"
+        "    @property\n"
+        "    async def method(self):\n"  # 15: 6 lines, the decorator not counted
+        "        def inner():\n"  # 16: 3 lines
+        "            a = 1\n"
+        "            return a\n"
+        "\n"
+        "        return inner\n"  # 20
+    )
+    assert long_functions(source, limit=5) == ["long: 6 lines", "Model.method: 6 lines"]
+    assert long_functions(source, limit=2) == [
+        "long: 6 lines",
+        "Model.method: 6 lines",
+        "Model.method.inner: 3 lines",
+    ]
+    assert long_functions(source, limit=6) == []
+
+
+def test_no_function_of_the_library_is_too_long():
+    found = {}
+    for path in SOURCES:
+        if path.relative_to(REPO_ROOT).parts[0] != "memgraph_tf":
+            continue
+        long = long_functions(path.read_text())
+        if long:
+            found[str(path.relative_to(REPO_ROOT))] = long
+    assert found == {}, f"functions over {MAX_FUNCTION_LINES} lines (split them): {found}"
 
 
 def _readme_table_paths() -> set[str]:

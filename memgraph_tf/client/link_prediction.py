@@ -569,8 +569,11 @@ class LinkTrainResult(NamedTuple):
     """What :func:`train_link_predictor` returns. ``history``: lists keyed ``step``, ``loss``,
     ``train_accuracy`` (rows whose logit has the sign of their label), ``wait_s``, ``step_s`` per
     step; ``eval_step``, ``val_auc``, ``val_ap``, ``eval_s``, ``elapsed_s`` per evaluation.
-    ``feature_caches``: label -> :class:`~memgraph_tf.client.pipeline.FeatureCache` (None when
-    the features travelled in the blobs)."""
+    ``feature_caches``: label -> :class:`~memgraph_tf.client.pipeline.FeatureCache`, or
+    :class:`~memgraph_tf.client.pipeline.RawFeatureCache` for a feature-spec label (None when the
+    features travelled in the blobs), for ``train_link_predictor(feature_caches=...)``: they belong
+    to the training session that filled them (the values read then: a refresh or retraining that
+    rewrites the FastRP property, or any write of a cached property, makes them stale)."""
 
     model: LinkPredictor
     history: dict[str, list[float]]
@@ -598,9 +601,10 @@ def _pairs(pairs: Any, name: str) -> np.ndarray:
 
 PAIR_TIME_COLUMN = 2
 """The column of a ``[n, 3]`` pairs array that holds each pair's time: the pair is sampled as of
-it (``tf_features.sample_pairs``' ``options.pair_times``: steps with a time walk only the
-relationships not after it, and negatives are drawn among the targets active by then), in place
-of ``options["pair_time"]``."""
+it (``tf_features.sample_pairs``' ``options.pair_times``: steps with a time -- ``{time: ts}``,
+e.g. after ``split_edges`` by time -- walk only the relationships not after it, and negatives are
+drawn among the targets active by then), in place of ``options["pair_time"]`` (the property of
+the pair's relationship, which the given negatives of validation pairs lack)."""
 
 
 def _pair_options(
@@ -1064,12 +1068,32 @@ def _link_model(
     seed: int | None,
     feature_spec: Mapping[str, Any] | None = None,
     edge_feature_spec: Mapping[str, Any] | None = None,
+    *,
+    structural_default: bool = False,
+    exclude_splits: Sequence[str] | None = None,
+    node_keys: Mapping[str, np.ndarray] | None = None,
+    node_embedding_dim: int = 0,
     **settings: Any,
 ) -> LinkPredictor:
     """:func:`train_link_predictor`'s model, built (after :func:`seed_run` of ``seed``), with its
     ``properties`` (label -> names; a plain list applies to every label of both endpoints) and
     ``schema`` set; widths and dtype from ``tf_features.schema``; ``feature_spec`` labels split
-    off ``properties`` (:func:`~memgraph_tf.client.feature_encoding.split_properties`)."""
+    off ``properties`` (:func:`~memgraph_tf.client.feature_encoding.split_properties`). With
+    ``structural_default``, first :func:`default_structural_spec` of both endpoints' labels on
+    the training graph (``exclude_splits`` left out; it writes); ``node_keys`` (label -> keys,
+    :func:`_embedding_vocabulary`'s): a ``node_embedding_dim`` vector per key of those labels,
+    the keys set."""
+    if structural_default:
+        feature_spec = default_structural_spec(
+            source,
+            [source_label, target_label],
+            properties,
+            feature_spec,
+            options,
+            seed=seed,
+            exclude_splits=exclude_splits,
+        )
+    node_keys = node_keys or {}
     src_nn, dst_nn = _role_specs(source_label, target_label, num_neighbors)
     specs = [typed_spec(source_label, src_nn), typed_spec(target_label, dst_nn)]
     labels = list(dict.fromkeys(specs[0].labels() + specs[1].labels()))
@@ -1096,9 +1120,16 @@ def _link_model(
         feature_spec=encoded,
         required_widths=feature_encoding.required_widths_of(schema, encoded),
         edge_feature_spec=edge_feature_spec,
+        node_embeddings={
+            lb: {"size": len(k), "dimension": node_embedding_dim} for lb, k in node_keys.items()
+        }
+        or None,
         **settings,
     )
-    return model.trained_on(props, schema)
+    model.trained_on(props, schema)
+    for label, keys in node_keys.items():
+        model.set_node_keys(label, keys)
+    return model
 
 
 def _embedding_vocabulary(
@@ -1118,6 +1149,69 @@ def _embedding_vocabulary(
         source_label: embedding_keys(train_pairs[:, 0], "train_pairs[:, 0]"),
         target_label: embedding_keys(train_pairs[:, 1], "train_pairs[:, 1]"),
     }
+
+
+def _training_pair_options(
+    options: Mapping[str, Any] | None,
+    source_label: str,
+    target_label: str,
+    exclude_splits: Sequence[str] | None,
+) -> dict[str, Any]:
+    """:func:`train_link_predictor`'s call options: :func:`training_options` without a label
+    property (the pairs are the supervision), checked and completed by :func:`_pair_options`."""
+    opts = training_options(options, "label")
+    opts.pop("label_property")
+    return _pair_options(opts, source_label, target_label, exclude_splits)
+
+
+def _training_caches(
+    source: Any,
+    model: LinkPredictor,
+    options: Mapping[str, Any],
+    caches: Mapping[str, Any] | None,
+    use_feature_cache: bool,
+) -> Mapping[str, Any] | None:
+    """The feature caches of a training: the given ``caches``, else (with
+    ``use_feature_cache``) :func:`link_feature_caches` of the model's properties read now;
+    checked against the model (:func:`_check_cache_widths`)."""
+    if caches is None and use_feature_cache:
+        caches = link_feature_caches(source, model.properties, options, model)
+    _check_cache_widths(caches, model)
+    return caches
+
+
+def _fit_links(
+    model: LinkPredictor,
+    source: Any,
+    options: Mapping[str, Any],
+    feature_caches: Mapping[str, Any] | None,
+    pairs: tuple[np.ndarray, np.ndarray | None, np.ndarray | None],
+    *,
+    decoder: str,
+    rows: bool,
+    negatives: int,
+    keep_pair_edges: bool,
+    **fit: Any,
+) -> LinkTrainResult:
+    """:func:`train_link_predictor`'s fit of the built ``model``: :func:`fit_task` of
+    :class:`~memgraph_tf.client.tasks.LinkPrediction` (``fit``: its ``schedule``, ``batch_size``,
+    ``seed``, ``progress``) on ``pairs`` -- the training pairs, the validation pairs and their
+    labels -- sampled by :func:`pair_sampler` with ``feature_caches``; the result holds a copy of
+    the caches (None: none)."""
+    sampler = pair_sampler(
+        model,
+        source,
+        model.properties,
+        options,
+        feature_caches=feature_caches,
+        decoder=decoder,
+        rows=rows,
+        negatives=negatives,
+        keep_pair_edges=keep_pair_edges,
+    )
+    history, best_step, best_auc = fit_task(model, LinkPrediction(), sampler, *pairs, **fit)
+    caches = dict(feature_caches) if feature_caches else None
+    return LinkTrainResult(model, history, best_step, best_auc, caches)
 
 
 def _check_cache_widths(caches: Mapping[str, Any] | None, model: LinkPredictor) -> None:
@@ -1240,83 +1334,45 @@ def train_link_predictor(
     ``batch_size`` positive pairs per step, each with ``negatives`` keyed negatives drawn in the
     database (rows: ``batch_size * (1 + negatives)``), ``exclude_splits`` (default val and test)
     left out of every neighbourhood, each row's own relationships removed by the procedure
-    (unless ``keep_pair_edges``, the ablation of :func:`pair_sample_dataset`).
-
-    **Training on the past, testing on the future** (steps with a time, ``{time: ts}``, after
-    ``split_edges`` by time): each pair is sampled as of its time -- ``options["pair_time"]``
-    (the property of the pair's relationships: training positives) or a third column of
-    ``train_pairs`` / ``val_pairs`` (:data:`PAIR_TIME_COLUMN`: validation pairs, whose given
-    negatives have no relationship to read it from) -- so no neighbourhood walks a relationship
-    after it and the drawn negatives are targets active by then.
+    (unless ``keep_pair_edges``, the ablation of :func:`pair_sample_dataset`). Each pair is
+    sampled as of its time (training on the past, testing on the future), if it has one:
+    ``options["pair_time"]`` (the property of the training positives' relationships) or a third
+    column of ``train_pairs`` / ``val_pairs`` (:data:`PAIR_TIME_COLUMN`).
 
     The sibling of :func:`~memgraph_tf.client.typed_graphsage.train_typed_graphsage`, with its
     conventions: ``num_neighbors`` (pattern -> fanouts, or ``{"source", "target"}`` maps),
     ``properties`` (label -> names, or one list for every label), ``options`` (no ``seed``:
     pass ``seed=``), ``steps``, ``eval_every``, ``eval_draws``, ``patience`` (in steps),
-    ``seed``, ``decoder``, ``progress``; Adam with binary cross-entropy (plus ``l2``), early
-    stopping on the validation AUC of ``val_pairs`` / ``val_labels`` (0/1; the same validation
-    neighbourhoods at every evaluation when ``seed`` is given), best weights restored. Widths
-    from ``tf_features.schema``; with ``use_feature_cache`` the features come from one
-    ``tf_features.pack`` per label (:func:`link_feature_caches`) rather than inside every blob,
-    and with ``use_rows`` (default) the batches carry each label's distinct rows and the first
-    layer works per distinct row (per non-zero entry for sparse features;
-    :meth:`TypedGraphSAGE.encode_rows`: the same model function, dropout on the same tensors);
-    false: the per-slot features path. ``feature_spec`` (label ->
-    :class:`~memgraph_tf.feature_spec.LabelSpec`) samples those labels' raw property columns
-    (``options.feature_spec``) and gives the encoders a
-    :class:`~memgraph_tf.client.feature_encoding.LabelEncoder` per label (``embedding_dim``
-    columns per categorical property), as in ``train_typed_graphsage``; such a label takes no
-    ``properties``, and with ``use_feature_cache`` its raw columns are read once
-    (:func:`link_feature_caches`: the model's inputs, and so the training, are those of the
-    sampled path; a label with a ``multi_categorical`` property is sampled); its batches take the
-    per-slot path. A spec of ``required`` properties alone is those ``properties``.
-    ``feature_caches`` (label -> cache, as a :class:`LinkTrainResult` holds them): the caches to
-    use instead of reading new ones; they belong to the training session that filled them (the
-    values read then: a refresh or retraining that rewrites the FastRP property, or any write of
-    a cached property, makes them stale); one that does not fit the model (a spec label's not read
-    with its spec, a width not the schema's, None) is refused naming the label.
-    ``edge_feature_spec`` (edge pattern -> the ``LabelSpec`` of the step's relationship
-    properties, for the steps of either endpoint) samples them beside each slot
-    (``options.edge_feature_spec`` of ``sample_pairs``, both halves) and gives each endpoint's
-    encoder its steps' edge encoders (:class:`TypedGraphSAGE` ``edge_feature_spec``: the encoded
-    properties join each neighbour's message); such batches take the per-slot path.
+    ``seed``, ``decoder``, ``progress``, ``feature_spec`` and ``embedding_dim`` (a spec of
+    ``required`` properties alone is those ``properties``), ``structural_default`` (with
+    ``node_embedding_dim`` 0, for either endpoint's label without features, FastRP on the
+    training graph: ``exclude_splits`` left out), widths from ``tf_features.schema``; Adam with
+    binary cross-entropy (plus ``l2``), early stopping on the validation AUC of ``val_pairs`` /
+    ``val_labels`` (0/1; the same validation neighbourhoods at every evaluation when ``seed`` is
+    given), best weights restored.
+    ``edge_feature_spec``: relationship properties for the steps of either endpoint
+    (:class:`LinkPredictor`'s). ``node_embedding_dim`` > 0: a learned vector of that width per
+    endpoint of a training pair (:class:`LinkPredictor` ``node_embeddings`` of the pairs' labels).
 
-    ``node_embedding_dim`` > 0: learned per-node embeddings (transductive) of that width for the
-    pairs' labels (:class:`LinkPredictor` ``node_embeddings``), appended to their features (a
-    spec label: after its encoded properties; a label without features: its only input): every
-    node that is an endpoint of a training pair gets its own vector; any other node -- without a
-    training edge, or added later -- the shared out-of-vocabulary vector, beside its features
-    and neighbourhood.
-
-    ``structural_default`` (and ``node_embedding_dim`` 0): an endpoint label without features
-    (no ``properties``, no ``feature_spec``) gets its FastRP embedding (projection drawn from
-    ``seed``) computed on the training graph (``exclude_splits`` left out) and written on its
-    nodes, read through a feature spec that gives a node without it zeros
-    (:func:`~memgraph_tf.client.structural.default_structural_spec`); false: such a label's
-    nodes share one learned vector.
+    ``use_feature_cache``: the features come from :func:`link_feature_caches`, read once, rather
+    than inside every blob (the same inputs, so the same training), and with ``use_rows``
+    (default) each batch carries each label's distinct rows (:meth:`TypedGraphSAGE.encode_rows`);
+    the batches are per slot without it, or when a label has a ``feature_spec`` or node
+    embeddings, or with an ``edge_feature_spec``. ``feature_caches`` (label -> cache, as a
+    :class:`LinkTrainResult` holds them): the caches to use instead of reading new ones; one that
+    does not fit the model (a spec label's not read with its spec, a width not the schema's,
+    None) is refused naming the label.
 
     Guarantees: returns a :class:`LinkTrainResult` whose model is built, holds the best weights
     and carries ``properties`` and ``schema`` (both endpoints' part)."""
     schedule = check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
     negatives = positive_int("negatives", negatives)
     target_label = target_label or source_label
-    opts = training_options(options, "label")
-    opts.pop("label_property")  # (no labels: the pairs are the supervision)
-    opts = _pair_options(opts, source_label, target_label, exclude_splits)
+    opts = _training_pair_options(options, source_label, target_label, exclude_splits)
     train_pairs = _pairs(train_pairs, "train_pairs")
     val_pairs, val_labels = _labelled_pairs(val_pairs, val_labels)
     keys = _embedding_vocabulary(train_pairs, source_label, target_label, node_embedding_dim)
-    if structural_default and not node_embedding_dim:  # (after the checks: it writes)
-        feature_spec = default_structural_spec(
-            source,
-            [source_label, target_label],
-            properties,
-            feature_spec,
-            opts,
-            seed=seed,
-            exclude_splits=exclude_splits,
-        )
-    model = _link_model(
+    model = _link_model(  # (after the checks: with structural_default, it writes)
         source,
         source_label,
         target_label,
@@ -1326,47 +1382,31 @@ def train_link_predictor(
         seed,
         feature_spec,
         edge_feature_spec,
+        structural_default=structural_default and not node_embedding_dim,
+        exclude_splits=exclude_splits,
+        node_keys=keys,
+        node_embedding_dim=node_embedding_dim,
         hidden_units=hidden_units,
         dropout=dropout,
         l2=l2,
         normalize_hidden=normalize_hidden,
         scorer=scorer,
         mlp_units=mlp_units,
-        node_embeddings={
-            lb: {"size": len(k), "dimension": node_embedding_dim} for lb, k in keys.items()
-        }
-        or None,
         embedding_dim=embedding_dim,
     )
-    for label, label_keys in keys.items():
-        model.set_node_keys(label, label_keys)
-    props = model.properties
-    if feature_caches is None and use_feature_cache:
-        feature_caches = link_feature_caches(source, props, opts, model)
-    _check_cache_widths(feature_caches, model)
-    sampler = pair_sampler(
+    feature_caches = _training_caches(source, model, opts, feature_caches, use_feature_cache)
+    return _fit_links(
         model,
         source,
-        props,
         opts,
-        feature_caches=feature_caches,
+        feature_caches,
+        (train_pairs, val_pairs, val_labels),
         decoder=decoder,
         rows=use_rows,
         negatives=negatives,
         keep_pair_edges=keep_pair_edges,
-    )
-    history, best_step, best_auc = fit_task(
-        model,
-        LinkPrediction(),
-        sampler,
-        train_pairs,
-        val_pairs,
-        val_labels,
         batch_size=batch_size,
         schedule=schedule,
         seed=seed,
         progress=progress,
-    )
-    return LinkTrainResult(
-        model, history, best_step, best_auc, dict(feature_caches) if feature_caches else None
     )

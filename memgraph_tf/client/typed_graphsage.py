@@ -568,10 +568,24 @@ class TypedGraphSAGE(trainer.SampledModel, keras.Model):
                 "encode)"
             )
         masks = masks or {}
-        tables = self.layout.tables
         batch = self._rows_batch(rows, index, masks)
-        drop = bool(training) and self.dropout_rate > 0
         float_masks = self._float_masks(lambda h, label: masks.get((h, label)), batch)
+        reps = self._first_layer_rows(rows, index, float_masks, batch, training)
+        return self.layers_from(reps, float_masks, batch, 2, training)
+
+    def _first_layer_rows(
+        self,
+        rows: Mapping[str, Any],
+        index: Mapping[tuple[int, str], Any],
+        float_masks: Mapping[tuple[int, str], Any],
+        batch: Any,
+        training: bool | None,
+    ) -> dict[tuple[int, str], Any]:
+        """:meth:`encode_rows`' first layer, read from each label's distinct ``rows`` through each
+        table's ``index``: ``(h, label)`` -> the layer's output, for every table below the last hop
+        (``float_masks``: :meth:`_float_masks`'; ``batch``: the batch size)."""
+        tables = self.layout.tables
+        drop = bool(training) and self.dropout_rate > 0
         products: dict[tuple[str, str], Any] = {}
         csr: dict[str, Any] = {}
 
@@ -657,7 +671,7 @@ class TypedGraphSAGE(trainer.SampledModel, keras.Model):
                         )
                         neigh = neigh + tf.reshape(mean, [batch, group.parents, dense.units])
                 reps[(h, label)] = self.layer_out(k, label, own, neigh)
-        return self.layers_from(reps, float_masks, batch, 2, training)
+        return reps
 
 
 def typed_model_inputs(
@@ -964,6 +978,81 @@ def split_node_ids(
     return list(ids)
 
 
+def _seed_options(
+    options: Mapping[str, Any] | None, label_property: str, seed_label: str
+) -> dict[str, Any]:
+    """:func:`~memgraph_tf.client.trainer.training_options` with ``label`` the seed label
+    (:class:`ConfigurationError` when ``options`` names another)."""
+    opts = trainer.training_options(options, label_property)
+    given = opts.get("label")
+    if given is not None and given != seed_label:
+        raise ConfigurationError(
+            f"options.label: expected the seed label {seed_label!r} (or none), got {given!r}"
+        )
+    opts["label"] = seed_label
+    return opts
+
+
+def _training_split(
+    source: Any,
+    seed_label: str,
+    train_ids: Any,
+    val_ids: Any,
+    split_property: str,
+    options: Mapping[str, Any],
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`train_typed_graphsage`'s training and validation seed keys as int64 arrays (None: no
+    validation): the given ``train_ids`` / ``val_ids``, else those :func:`split_node_ids` reads
+    (``val_ids`` only when ``train_ids`` is read too; no ``val`` node: no validation)."""
+    if train_ids is None:
+        train_ids = split_node_ids(
+            source, seed_label, "train", split_property=split_property, options=options
+        )
+        if val_ids is None:
+            val_ids = split_node_ids(
+                source, seed_label, "val", split_property=split_property, options=options
+            )
+            val_ids = val_ids or None
+    train_ids = np.asarray(train_ids, dtype=np.int64)
+    val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
+    return train_ids, val_ids
+
+
+def _typed_model(
+    source: Any,
+    spec: TypedSamplingSpec,
+    feature_spec: Mapping[str, Any],
+    properties: dict[str, list[str]],
+    options: Mapping[str, Any],
+    seed: int | None,
+    num_classes: int | None,
+    label_property: str,
+    **settings: Any,
+) -> TypedGraphSAGE:
+    """:func:`train_typed_graphsage`'s model, built (after
+    :func:`~memgraph_tf.client.trainer.seed_run` of ``seed``), with its ``properties`` and
+    ``schema`` set: widths and dtype from :func:`typed_feature_widths` of ``properties`` and the
+    ``required`` properties of ``feature_spec`` (label -> ``LabelSpec``, split off
+    ``properties``); ``num_classes`` None: read from ``label_property`` by
+    :func:`~memgraph_tf.client.tasks.infer_num_classes`."""
+    trainer.seed_run(seed)
+    required = feature_encoding.required_names(feature_spec)
+    widths, dtype, schema = typed_feature_widths(source, spec, {**properties, **required}, options)
+    if num_classes is None:
+        num_classes = infer_num_classes(source, label_property, options)
+    model = TypedGraphSAGE(
+        spec.seed_label,
+        spec.num_neighbors(),
+        widths,
+        num_classes,
+        feature_dtype=dtype,
+        feature_spec=feature_spec,
+        required_widths=feature_encoding.required_widths_of(schema, feature_spec),
+        **settings,
+    )
+    return model.trained_on(properties, schema)
+
+
 def train_typed_graphsage(
     source: Any,
     seed_label: str,
@@ -1038,13 +1127,7 @@ def train_typed_graphsage(
     ``seed_label`` nodes, at least 2). A homogeneous graph is the one-label, one-step case."""
     schedule = trainer.check_schedule(steps, eval_every, patience, eval_draws, learning_rate)
     spec = typed_spec(seed_label, num_neighbors)
-    opts = trainer.training_options(options, label_property)
-    given = opts.get("label")
-    if given is not None and given != spec.seed_label:
-        raise ConfigurationError(
-            f"options.label: expected the seed label {spec.seed_label!r} (or none), got {given!r}"
-        )
-    opts["label"] = spec.seed_label
+    opts = _seed_options(options, label_property, spec.seed_label)
     if structural_default:
         feature_spec = default_structural_spec(
             source, [spec.seed_label], properties, feature_spec, opts, seed=seed
@@ -1054,42 +1137,29 @@ def train_typed_graphsage(
         typed_properties(spec, properties),
         explicit=isinstance(properties, Mapping),
     )
-    if train_ids is None:
-        train_ids = split_node_ids(
-            source, spec.seed_label, "train", split_property=split_property, options=opts
-        )
-        if val_ids is None:
-            val_ids = split_node_ids(
-                source, spec.seed_label, "val", split_property=split_property, options=opts
-            )
-            val_ids = val_ids or None
-    train_ids = np.asarray(train_ids, dtype=np.int64)
-    val_ids = None if val_ids is None else np.asarray(val_ids, dtype=np.int64)
-    trainer.seed_run(seed)
-    required = feature_encoding.required_names(specs)
-    widths, dtype, schema = typed_feature_widths(source, spec, {**props, **required}, opts)
-    if num_classes is None:
-        num_classes = infer_num_classes(source, label_property, opts)
-    model = TypedGraphSAGE(
-        spec.seed_label,
-        spec.num_neighbors(),
-        widths,
+    train_ids, val_ids = _training_split(
+        source, spec.seed_label, train_ids, val_ids, split_property, opts
+    )
+    model = _typed_model(
+        source,
+        spec,
+        specs,
+        props,
+        opts,
+        seed,
         num_classes,
+        label_property,
         hidden_units=hidden_units,
         dropout=dropout,
         l2=l2,
         normalize_hidden=normalize_hidden,
         class_names=class_names,
-        feature_dtype=dtype,
-        feature_spec=specs,
         embedding_dim=embedding_dim,
-        required_widths=feature_encoding.required_widths_of(schema, specs),
         edge_feature_spec=edge_feature_spec,
     )
-    model.trained_on(props, schema)
     history, best_step, best_acc = trainer.fit_task(
         model,
-        NodeClassification(num_classes),
+        NodeClassification(model.num_classes),
         typed_sampler(model, source, props, opts, decoder=decoder),
         train_ids,
         val_ids,
