@@ -154,6 +154,7 @@ class _Channel(HTTPChannel):
     request_started: float | None = None
     headers_done: float | None = None
     timed_out = False  # a 408 is queued: closed once it is flushed (or at the next check)
+    task_sending = False  # a request thread is in write_soon, sending the answer itself
 
     def __init__(self, server, sock, addr, adj, map=None):
         super().__init__(server, sock, addr, adj, map=map)
@@ -182,6 +183,36 @@ class _Channel(HTTPChannel):
         if self.headers_done is None and request.headers_finished:
             self.headers_done = now
         return result
+
+    def writable(self) -> bool:
+        # waitress's writable is true while any answer is buffered, also while the request
+        # thread that buffered it sends it itself (write_soon flushes under the outbuf lock,
+        # channel.py): the event loop would poll POLLOUT, get it at once and find the lock
+        # held (``_flush_some_if_lockable``), some ten times an answer under concurrent
+        # requests, each time taking the GIL from the request thread finishing its send. Not
+        # writable while a request thread sends; what it leaves unsent wakes the loop
+        # (:meth:`write_soon`).
+        if self.task_sending and self.requests:
+            return False
+        return bool(super().writable())
+
+    def write_soon(self, data) -> int:
+        self.task_sending = True
+        try:
+            return super().write_soon(data)
+        finally:
+            self.task_sending = False
+            if self.total_outbufs_len and self.connected:
+                self.server.pull_trigger()  # left unsent (a full socket): the loop's to send
+
+    def _flush_outbufs_below_high_watermark(self) -> None:
+        # the request thread waits here for the event loop to drain the buffers (waitress
+        # pulls the trigger, then waits on the outbuf lock): the loop must see them writable
+        sending, self.task_sending = self.task_sending, False
+        try:
+            super()._flush_outbufs_below_high_watermark()
+        finally:
+            self.task_sending = sending
 
     def sheddable(self) -> bool:
         """True when closing this connection loses no request a worker holds or will hold
