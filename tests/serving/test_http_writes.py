@@ -1,8 +1,8 @@
-"""How the REST server writes its answers (server.py ``_Channel``): the event loop leaves an
-answer to the request thread that sends it; an answer larger than the socket's buffers, to a
-client that reads late, arrives whole and without a stall; pipelined requests on one
-connection, the first with an answer above waitress's 16 MiB high watermark, are each answered
-in order."""
+"""How the REST server writes its answers (server.py ``_WsgiTask``, ``_Channel``): the head and
+the body of an answer leave in one send; the event loop leaves an answer to the request thread
+that sends it; an answer larger than the socket's buffers, to a client that reads late, arrives
+whole and without a stall; pipelined requests on one connection, the first with an answer above
+waitress's 16 MiB high watermark, are each answered in order."""
 
 from __future__ import annotations
 
@@ -49,6 +49,22 @@ def _read_answer(sock: socket.socket, buffered: bytes = b"") -> tuple[bytes, byt
         assert chunk, f"connection closed {lengths[0] - len(data)} bytes before the body ended"
         data += chunk
     return head, data[: lengths[0]], data[lengths[0] :]
+
+
+def test_head_and_body_leave_in_one_send(toy_server):
+    # waitress sends the head and the body one by one (two segments with TCP_NODELAY); a
+    # client blocked in recv then wakes for the head alone. One send: the first recv has both.
+    body = json.dumps({"instances": [[1.0, 2.0, 3.0]]}).encode()
+    host, port = toy_server.server.server_address
+    with socket.create_connection((host, port), timeout=30) as sock:
+        for _ in range(5):
+            sock.sendall(_request("/v1/models/toy:predict", body))
+            first = sock.recv(1 << 20)
+            head, answer, rest = _read_answer(sock, first)
+            assert head.startswith(b"HTTP/1.1 200 OK"), (head, answer)
+            assert json.loads(answer)["predictions"], answer
+            assert rest == b""
+            assert len(first) == len(head) + 4 + len(answer), first
 
 
 def test_a_large_answer_read_late_arrives_whole_and_at_once(echo_server):
