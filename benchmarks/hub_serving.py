@@ -3,26 +3,34 @@ mode (memgraph_tf/procedures/reservoir.py): p50 / p99 latency at ``--clients`` c
 
 The graph (embedded, in the server's process): a hub with ``--degree`` leaves
 (``hub -[:E]-> leaf``, all ``:N`` with an 8-float ``features`` property) and a star of 10 leaves
-(the baseline). The reservoirs (R = ``--capacity``) are built by ``tf_features.build_reservoirs``
+(the reference). The reservoirs (R = ``--capacity``) are built by ``tf_features.build_reservoirs``
 before the server starts. The model: an untrained seeded GraphSAGE (fanouts 10, 10; 8 features;
 4 classes) exported with the op decoder and ``sample_options``
 ``{"seed": 1, "reservoir_threshold": R}``, served over that graph (REST) by a ``ModelServer`` in a
 child process, as a served model runs apart from its clients (the graph, which stands in for
 the database, frozen out of Python's garbage collection once built); the clients are threads of this
-process (``http.client``, one kept-alive connection each, every request body encoded before
-the row starts). Each row runs once without and once with server-side batching
+process, one kept-alive connection each, with a light HTTP/1.1 client (each request's bytes
+written before the row starts, sent with one ``sendall``, the answer read by its
+``Content-Length``: ``http.client`` parses every answer's head with the email parser, CPU
+taken from the cores the clients share with the server). Each row runs once without and once
+with server-side batching
 (``--enable-batching``: concurrent node-id fetches and model calls merged; a batch of at most
 ``--clients`` examples, timeout 0, ``--batch-threads`` batch threads: ``memgraph-tf serve
 --enable-batching --max-batch-size 8 --batch-timeout-micros 0 --num-batch-threads 1``). The
 requests: node ids of leaves of the hub (their 2-hop neighbourhood draws from the hub at hop 2)
-and the hub itself, in turn; the baseline rows ask the same of the degree-10 star in the same
-run. Each row: requests, p50 / p99 ms, the server process's CPU time per request (Linux), errors
-(must be zero), and on a batching row the tasks (node-id fetches and model calls) per batch.
-Then, for reference, one request from the hub in the exact mode (a bundle without
-``reservoir_threshold``): what the bounded mode avoids.
+and the hub itself, in turn; the reference rows ask the same of the degree-10 star in the same
+run. Each row: requests, p50 / p99 ms, the CPU time per request of the server process (Linux)
+and of the clients (this process), errors (must be zero), and on a batching row the tasks
+(node-id fetches and model calls) per batch. With ``--baseline REV`` the ``memgraph_tf`` of
+commit ``REV`` (``git archive``, first on its server's path) serves the same rows from a
+server process of its own: each row runs for the baseline, then for this checkout, and the
+ratios this checkout / baseline (mean of the rows) close the table. Then, for reference, one
+request from the hub in the exact mode (a bundle without ``reservoir_threshold``): what the
+bounded mode avoids.
 
     .venv/bin/python benchmarks/hub_serving.py [--degree 1000000] [--clients 8] [--duration-s 10]
         [--batch-threads 1] [--cpus 0,1]  # pin the server and the clients to these CPUs
+        [--baseline main]  # the same rows served by commit main's memgraph_tf, in the same run
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import multiprocessing
 import os
 import pathlib
 import random
+import socket
 import sys
 import tempfile
 import threading
@@ -141,11 +150,14 @@ class ProcessSource:
         return value
 
 
-def serve(conn: Any, args: argparse.Namespace) -> None:
+def serve(conn: Any, args: argparse.Namespace, package: str | None = None) -> None:
     """The server process: the graph (or, with ``--graph-process``, a connection to the
     database process it starts) and three servers over it (bounded; bounded with batching;
     exact); sends ``{urls, hubs, leaves, text, database}`` (the database process's id, or None)
-    and serves until ``conn`` says stop."""
+    and serves until ``conn`` says stop. ``package``: a directory put first on the path, whose
+    ``memgraph_tf`` serves (a baseline's; None: this checkout's)."""
+    if package is not None:
+        sys.path.insert(0, package)
     pin(args.cpus)
     from memgraph_tf.serving.batching import BatchingOptions
     from memgraph_tf.serving.model_server import ModelServer
@@ -191,33 +203,70 @@ def serve(conn: Any, args: argparse.Namespace) -> None:
         db.join(timeout=60)
 
 
+def _answer(sock: socket.socket, buf: bytearray) -> tuple[int, bytes, bool]:
+    """One answer read from ``sock`` (``buf``: bytes received past the last answer, kept for
+    the next): ``(status, body, whether the server closes the connection)``. The server's
+    answers carry ``Content-Length``."""
+    while (end := buf.find(b"\r\n\r\n")) < 0:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the server closed the connection before an answer")
+        buf += chunk
+    head = bytes(buf[:end]).lower()
+    del buf[: end + 4]
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip() == b"content-length":
+            length = int(value)
+    while len(buf) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the server closed the connection within an answer")
+        buf += chunk
+    body = bytes(buf[:length])
+    del buf[:length]
+    return int(head[9:12]), body, b"\r\nconnection: close" in head
+
+
 def load(url: str, model: str, ids: list[int], clients: int, duration_s: float) -> dict:
     """``clients`` threads posting one node id each per request, in turn, for ``duration_s``,
-    each over its own kept-alive connection."""
+    each over its own kept-alive connection. A light HTTP/1.1 client (the request's bytes
+    written before the row starts, one ``sendall`` a request, the answer read by its
+    ``Content-Length``): ``http.client`` parses each answer's head with the email parser, a
+    CPU cost on the cores the server shares that is the clients', not the server's."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
     where = urllib.parse.urlsplit(url)
+    address = (where.hostname, where.port)
     stop = time.perf_counter() + duration_s
 
-    path = f"/v1/models/{model}:classify"
-    bodies = [json.dumps({"examples": [{"node_id": i}]}).encode() for i in ids]
+    head = f"POST /v1/models/{model}:classify HTTP/1.1\r\nHost: {where.netloc}\r\n"
+    head += "Content-Type: application/json\r\n"
+    requests = []
+    for i in ids:
+        body = json.dumps({"examples": [{"node_id": i}]}).encode()
+        requests.append(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
     def client(k: int) -> None:
-        conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+        sock = socket.create_connection(address, timeout=60)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buf = bytearray()
         i = k
         mine, bad = [], []
         while time.perf_counter() < stop:
-            body = bodies[i % len(bodies)]
             t0 = time.perf_counter()
-            conn.request("POST", path, body)
-            r = conn.getresponse()
-            text = r.read()
+            sock.sendall(requests[i % len(requests)])
+            status, text, closing = _answer(sock, buf)
             mine.append(time.perf_counter() - t0)
-            if r.status != 200:
+            if status != 200:
                 bad.append(text[:200].decode(errors="replace"))
+            if closing:
+                sock.close()
+                sock, buf = socket.create_connection(address, timeout=60), bytearray()
             i += clients
-        conn.close()
+        sock.close()
         with lock:
             latencies.extend(mine)
             errors.extend(bad)
@@ -245,49 +294,119 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rows(
-    args: argparse.Namespace,
-    urls: dict,
-    hubs: dict,
-    leaves: dict,
-    server: int,
-    db: int | None,
-    conn: Any,
-) -> int:
-    """The bounded rows (star and hub, without and with batching, twice); the error count.
-    ``server`` / ``db``: the server's and the database's process ids (None: no database
-    process), whose CPU time per request is printed; ``conn``: the server process's pipe,
-    which answers ``"batches"`` with the batching server's (batches run, tasks run), whence
-    the tasks (node-id fetches and model calls) per batch of a batching row."""
-    errors = 0
-    for name in ("bounded", "bounded, batching"):  # warm-up: the model's first calls trace it
-        for d in (BASE_DEGREE, args.degree):
-            load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, 1.0)
+class Child:
+    """A server process of :func:`serve` (``package``: a baseline's ``memgraph_tf`` first on its
+    path; None: this checkout's), once it has sent its ``{urls, hubs, leaves, text, database}``."""
+
+    def __init__(self, label: str, args: argparse.Namespace, package: str | None):
+        self.label = label
+        self.conn, there = multiprocessing.Pipe()
+        self.proc = multiprocessing.get_context("spawn").Process(
+            target=serve, args=(there, args, package)
+        )
+        self.proc.start()
+
+    def ready(self) -> None:
+        info = self.conn.recv()
+        self.text, self.urls, self.db = info["text"], info["urls"], info["database"]
+        self.hubs = {int(k): v for k, v in info["hubs"].items()}
+        self.leaves = {int(k): v for k, v in info["leaves"].items()}
+
+    def batches(self) -> tuple[int, int]:
+        """The batching server's (batches run, tasks run) so far."""
+        self.conn.send("batches")
+        return self.conn.recv()
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            try:
+                self.conn.send("stop")
+            except OSError:
+                pass
+        self.proc.join(timeout=60)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def row(args: argparse.Namespace, child: Child, name: str, d: int) -> dict:
+    """One row: ``load`` of the server ``name`` of ``child`` around the hub of degree ``d``,
+    printed with the CPU time per request of the server (and of its database process) and
+    of the clients (this process), and the tasks per batch of a batching row."""
+    batches, tasks = child.batches()
+    cpu, db_cpu = cpu_s(child.proc.pid), cpu_s(child.db) if child.db else 0.0
+    clients_cpu = time.process_time()
+    r = load(
+        child.urls[name], "hub", [child.hubs[d], *child.leaves[d]], args.clients, args.duration_s
+    )
+    n = max(1, r["requests"])
+    clients_cpu = (time.process_time() - clients_cpu) / n * 1e3
+    batches_after, tasks_after = child.batches()
+    per_batch = (tasks_after - tasks) / max(1, batches_after - batches)
+    batch_text = f"  {per_batch:3.1f} tasks/batch" if batches_after > batches else ""
+    r["cpu"] = (cpu_s(child.proc.pid) - cpu) / n * 1e3
+    db_text = f" + database {(cpu_s(child.db) - db_cpu) / n * 1e3:4.2f}" if child.db else ""
+    who = f"{child.label}: " if args.baseline else ""
+    print(
+        f"  {who}{name + ',':18} hub degree {d:>9,}: {r['requests']:6,} requests "
+        f"({r['requests'] / args.duration_s:5.0f}/s)  p50 {r['p50']:6.1f} ms  "
+        f"p99 {r['p99']:6.1f} ms  CPU: server {r['cpu']:4.2f}{db_text}, clients "
+        f"{clients_cpu:4.2f} ms/request  errors {len(r['errors'])}{batch_text} "
+        f"(load {os.getloadavg()[0]:.1f})"
+    )
+    return r
+
+
+def mean(rs: list[dict], key: str) -> float:
+    return sum(r[key] for r in rs) / len(rs)
+
+
+def rows(args: argparse.Namespace, children: list[Child]) -> int:
+    """The bounded rows (star and hub, without and with batching, twice; with ``--baseline``
+    each row for the baseline's server, then for this checkout's), then the ratios this
+    checkout / baseline of the mean requests/s, p99 and server CPU; the error count."""
+    for child in children:  # warm-up: the model's first calls trace it
+        for name in ("bounded", "bounded, batching"):
+            for d in (BASE_DEGREE, args.degree):
+                load(child.urls[name], "hub", [child.hubs[d], *child.leaves[d]], args.clients, 1.0)
     print(
         f"{args.clients} clients, {args.duration_s:g} s per row, one node id per request; "
         f"batching: at most {args.clients} examples, timeout 0, {args.batch_threads} batch threads"
     )
+    seen: dict[tuple[str, str, int], list[dict]] = {}
     for d in (BASE_DEGREE, args.degree, BASE_DEGREE, args.degree):
         for name in ("bounded", "bounded, batching"):
-            conn.send("batches")
-            batches, tasks = conn.recv()
-            cpu, db_cpu = cpu_s(server), cpu_s(db) if db else 0.0
-            r = load(urls[name], "hub", [hubs[d], *leaves[d]], args.clients, args.duration_s)
-            n = max(1, r["requests"])
-            conn.send("batches")
-            batches_after, tasks_after = conn.recv()
-            per_batch = (tasks_after - tasks) / max(1, batches_after - batches)
-            batch_text = f"  {per_batch:3.1f} tasks/batch" if batches_after > batches else ""
-            cpu = (cpu_s(server) - cpu) / n * 1e3
-            db_text = f" + database {(cpu_s(db) - db_cpu) / n * 1e3:4.2f}" if db else ""
-            errors += len(r["errors"])
-            print(
-                f"  {name + ',':18} hub degree {d:>9,}: {r['requests']:6,} requests "
-                f"({r['requests'] / args.duration_s:5.0f}/s)  p50 {r['p50']:6.1f} ms  "
-                f"p99 {r['p99']:6.1f} ms  CPU: server {cpu:4.2f}{db_text} ms/request  "
-                f"errors {len(r['errors'])}{batch_text} (load {os.getloadavg()[0]:.1f})"
-            )
-    return errors
+            for child in children:
+                seen.setdefault((child.label, name, d), []).append(row(args, child, name, d))
+    if len(children) == 2:
+        base, now = (c.label for c in children)
+        print(f"{now} / {base} (mean of the rows):")
+        for name in ("bounded", "bounded, batching"):
+            for d in (BASE_DEGREE, args.degree):
+                ratio = {
+                    key: mean(seen[now, name, d], key) / mean(seen[base, name, d], key)
+                    for key in ("requests", "p50", "p99", "cpu")
+                }
+                print(
+                    f"  {name + ',':18} hub degree {d:>9,}: requests/s {ratio['requests']:4.2f}, "
+                    f"p50 {ratio['p50']:4.2f}, p99 {ratio['p99']:4.2f}, server CPU a request "
+                    f"{ratio['cpu']:4.2f}"
+                )
+    return sum(len(r["errors"]) for rs in seen.values() for r in rs)
+
+
+def exact_request(args: argparse.Namespace, child: Child) -> None:
+    """One request through the hub in the exact mode, timed and printed."""
+    where = urllib.parse.urlsplit(child.urls["exact"])
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=600)
+    body = json.dumps({"examples": [{"node_id": child.leaves[args.degree][0]}]})
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/models/hub:classify", body)
+    status = conn.getresponse().status
+    conn.close()
+    print(
+        f"  exact, one request through the hub of {args.degree:,}: "
+        f"{(time.perf_counter() - t0) * 1e3:,.0f} ms (status {status})"
+    )
 
 
 def main() -> int:
@@ -300,36 +419,33 @@ def main() -> int:
         action="store_true",
         help="run the graph in a process of its own, as a database runs apart from the server",
     )
+    parser.add_argument(
+        "--baseline",
+        help="a git revision whose memgraph_tf serves the same rows in the same run, each row "
+        "run for it, then for this checkout",
+    )
     args = parser.parse_args()
 
     pin(args.cpus)
     print(f"load average {os.getloadavg()[0]:.1f} ({len(os.sched_getaffinity(0))} CPUs used)")
-    here, there = multiprocessing.Pipe()
-    child = multiprocessing.get_context("spawn").Process(target=serve, args=(there, args))
-    child.start()
-    try:
-        info = here.recv()
-        print(info["text"])
-        urls = info["urls"]
-        hubs = {int(k): v for k, v in info["hubs"].items()}
-        leaves = {int(k): v for k, v in info["leaves"].items()}
-        errors = rows(args, urls, hubs, leaves, child.pid, info["database"], here)
-        where = urllib.parse.urlsplit(urls["exact"])
-        conn = http.client.HTTPConnection(where.hostname, where.port, timeout=600)
-        body = json.dumps({"examples": [{"node_id": leaves[args.degree][0]}]})
-        t0 = time.perf_counter()
-        conn.request("POST", "/v1/models/hub:classify", body)
-        status = conn.getresponse().status
-        conn.close()
-        print(
-            f"  exact, one request through the hub of {args.degree:,}: "
-            f"{(time.perf_counter() - t0) * 1e3:,.0f} ms (status {status})"
-        )
-        here.send("stop")
-    finally:
-        child.join(timeout=60)
-        if child.is_alive():
-            child.kill()
+    with tempfile.TemporaryDirectory(prefix="memgraph-tf-hub-baseline-") as tmp:
+        versions: list[tuple[str, str | None]] = [("now", None)]
+        if args.baseline:
+            from batch import materialise  # beside this file
+
+            package, sha = materialise(args.baseline, pathlib.Path(tmp))
+            versions.insert(0, (f"baseline {sha}", str(package)))
+        children = []
+        try:
+            for label, package in versions:  # one at a time: each builds its graph
+                children.append(Child(label, args, package))
+                children[-1].ready()
+                print(f"{label}: {children[-1].text}" if args.baseline else children[-1].text)
+            errors = rows(args, children)
+            exact_request(args, children[-1])
+        finally:
+            for child in children:
+                child.close()
     print(f"errors: {errors}; load average {os.getloadavg()[0]:.1f}")
     return 1 if errors else 0
 

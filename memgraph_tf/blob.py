@@ -16,7 +16,7 @@ Ragged data (ragged rank 1) is a pair of sections ``NAME`` (flat values) and ``N
 from __future__ import annotations
 
 import array
-import base64
+import binascii
 import functools
 import itertools
 import struct
@@ -919,17 +919,22 @@ def _check_ragged(mv: memoryview, values: SectionInfo, splits: SectionInfo) -> A
 # --------------------------------------------------------------------------------------------
 
 
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+
+
 def b64encode(data: bytes) -> str:
-    """base64url with padding (RFC 4648 section 5): the form blobs leave Memgraph in."""
-    return base64.urlsafe_b64encode(data).decode("ascii")
+    """base64url with padding (RFC 4648 section 5): the form blobs leave Memgraph in
+    (``base64.urlsafe_b64encode``'s bytes, without its two Python calls a blob)."""
+    return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).decode("ascii")
 
 
 def b64decode(text: str | bytes) -> bytes:
     """Decodes base64url text (with padding) to the raw blob bytes; raises BlobFormatError if
-    invalid."""
+    invalid (what ``base64.b64decode(altchars=b"-_", validate=True)`` accepts and returns)."""
     try:
         raw = text.encode("ascii") if isinstance(text, str) else bytes(text)
-        return base64.b64decode(raw, altchars=b"-_", validate=True)
+        return binascii.a2b_base64(raw.translate(_FROM_URLSAFE), strict_mode=True)
     except (ValueError, UnicodeEncodeError) as exc:
         sample = text[:16] if isinstance(text, (str, bytes)) else type(text).__name__
         raise BlobFormatError(

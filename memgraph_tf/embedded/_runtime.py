@@ -577,14 +577,17 @@ class HandleUseAfterCallError(RuntimeError):
     ``is_valid()`` first and raise ``mgp.InvalidContextError`` instead."""
 
 
-def _method_names(cls: type) -> list[str]:
-    """The public methods of an ``_mgp`` class and its bases (what a procedure may call)."""
+@functools.cache
+def _method_names(cls: type) -> tuple[str, ...]:
+    """The public methods of an ``_mgp`` class and its bases (what a procedure may call); of
+    this module's classes, read once each (a call's own subclasses have the same: pass their
+    base)."""
     names = set()
     for klass in cls.__mro__:
         if klass.__module__ != __name__:
             continue
         names.update(n for n, v in vars(klass).items() if not n.startswith("_") and callable(v))
-    return sorted(names)
+    return tuple(sorted(names))
 
 
 def _counted(method: Callable[..., Any], key: str, counts: dict[str, int]) -> Callable[..., Any]:
@@ -595,6 +598,7 @@ def _counted(method: Callable[..., Any], key: str, counts: dict[str, int]) -> Ca
     return counted
 
 
+@functools.cache  # one per key (a class's method): every ended call's classes share them
 def _dead(key: str) -> Callable[..., Any]:
     def dead(*_: Any, **__: Any) -> Any:
         raise HandleUseAfterCallError(
@@ -675,7 +679,7 @@ class CallContext:
         iterator's ``next()`` raises at its next vertex or edge)."""
         self.valid = False
         for own in (self.vertex, self.edge, self.graph, self.iterable):
-            for name in _method_names(own):
+            for name in _method_names(own.__bases__[0]):
                 if name != "is_valid":
                     setattr(own, name, _dead(f"_mgp.{own.__name__}.{name}"))
         for own in (self.vertex, self.edge):

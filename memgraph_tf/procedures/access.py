@@ -30,6 +30,7 @@ __all__ = [
     "AccessFactory",
     "GraphAccess",
     "NeighbourRead",
+    "all_ints",
     "is_int",
     "node_name",
     "require_int_id",
@@ -184,6 +185,16 @@ def node_name(key: int, id_property: str | None) -> str:
 def is_int(value: Any) -> bool:
     """Whether ``value`` is an integer key (an ``int``, not a ``bool``)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+_PLAIN_INT = frozenset({int})
+
+
+def all_ints(values: Sequence[Any]) -> bool:
+    """Whether :func:`is_int` holds for every item of ``values`` (a list or tuple): the items'
+    types are gathered first in one C-level pass (plain ``int`` alone: true), item by item
+    only when another type is among them."""
+    return set(map(type, values)) <= _PLAIN_INT or all(map(is_int, values))
 
 
 def require_int_id(

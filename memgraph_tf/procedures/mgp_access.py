@@ -264,15 +264,24 @@ class MgpGraphAccess:
         return list(map(_TO_VERTEX if outgoing else _FROM_VERTEX, edges)), bounds
 
     def _collect(self, edges: Any, into: list[Any]) -> None:
-        """Appends the edges of the ``_mgp`` iterator ``edges`` to ``into``, walking it with
-        C-level loops (``takewhile(is not None)`` over repeated ``next()`` calls) in steps of at
-        most the abort budget, and checks for abort every :data:`ABORT_CHECK_EVERY` edges."""
-        first = edges.get()
-        if first is None:
+        """Appends the edges of the ``_mgp`` iterator ``edges`` to ``into``: the first
+        :data:`_FEW_EDGES` in a plain loop (most nodes have few edges), the rest with C-level
+        loops (``takewhile(is not None)`` over repeated ``next()`` calls) in steps of at most the
+        abort budget; checks for abort every :data:`ABORT_CHECK_EVERY` edges."""
+        edge = edges.get()
+        if edge is None:
             return
-        into.append(first)
-        self._spend(1)
-        rest = itertools.takewhile(_NOT_NONE, itertools.starmap(edges.next, _NO_ARGS))
+        step = edges.next
+        for n in range(1, _FEW_EDGES + 1):
+            into.append(edge)
+            edge = step()
+            if edge is None:
+                self._spend(n)
+                return
+        self._spend(_FEW_EDGES)
+        rest = itertools.chain(
+            (edge,), itertools.takewhile(_NOT_NONE, itertools.starmap(step, _NO_ARGS))
+        )
         while True:
             before = len(into)
             budget = self._budget

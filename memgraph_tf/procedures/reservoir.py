@@ -70,6 +70,7 @@ from memgraph_tf.procedures.access import (
     READ_CHUNK,
     GraphAccess,
     NeighbourRead,
+    all_ints,
     is_int,
     require_int_id,
     stale_member,
@@ -160,11 +161,7 @@ class Reservoir:
         """The reservoir stored as ``value`` on the node ``where`` names; a value of another
         format (an older or newer build) or a malformed one raises :class:`ProcedureInputError`
         naming the node, the property and ``options.reservoir_threshold``."""
-        if (
-            not isinstance(value, (list, tuple))
-            or len(value) < HEADER
-            or not all(map(is_int, value))
-        ):
+        if not isinstance(value, (list, tuple)) or len(value) < HEADER or not all_ints(value):
             raise ProcedureInputError(
                 f"options.reservoir_threshold: {where} property {name!r}: expected a reservoir "
                 f"(a list of integers, format {FORMAT}), got {describe_value(value)}; rebuild it "
@@ -315,7 +312,7 @@ class WeightedReservoir:
         if (
             not isinstance(value, (list, tuple))
             or len(value) < WEIGHTED_HEADER
-            or not all(map(is_int, value))
+            or not all_ints(value)
             or value[0] != WEIGHTED_FORMAT
         ):
             raise ProcedureInputError(

@@ -40,7 +40,7 @@ from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.parser import HTTPRequestParser
 from waitress.server import TcpWSGIServer
-from waitress.task import ErrorTask, ThreadedTaskDispatcher
+from waitress.task import ErrorTask, ThreadedTaskDispatcher, WSGITask
 from waitress.utilities import RequestEntityTooLarge
 
 from memgraph_tf.errors import (
@@ -141,6 +141,27 @@ def _request_timeout_answer(timeout_s: float) -> bytes:
     return head.encode("ascii") + body
 
 
+class _WsgiTask(WSGITask):
+    """waitress's WSGI task, sending the head and a body that fits its ``Content-Length`` in
+    one write: waitress writes them one by one (task.py ``write``), and with ``send_bytes`` 1
+    each write is a send of its own -- two segments (``TCP_NODELAY``), two wake-ups of the
+    client, for every answer."""
+
+    def write(self, data: bytes) -> None:
+        if self.wrote_header or not data or not self.complete:
+            super().write(data)
+            return
+        head = self.build_response_header()  # decides chunked_response, close_on_finish
+        self.wrote_header = True
+        cl = self.content_length
+        if not self.has_body or self.chunked_response or cl is None or len(data) > cl:
+            self.channel.write_soon(head)
+            super().write(data)  # the head is written: waitress's own path for the body
+            return
+        self.content_bytes_written += len(data)
+        self.channel.write_soon(head + data)
+
+
 class _Channel(HTTPChannel):
     """waitress's connection, timing each request it receives. ``request_started``: when the
     request now being received began (its first byte; the connection's opening for the first
@@ -150,10 +171,12 @@ class _Channel(HTTPChannel):
     at a time hold a connection for ever; these two times are never reset by bytes."""
 
     error_task_class = _JsonErrorTask
+    task_class = _WsgiTask
     parser_class = _Parser
     request_started: float | None = None
     headers_done: float | None = None
     timed_out = False  # a 408 is queued: closed once it is flushed (or at the next check)
+    task_sending = False  # a request thread is in write_soon, sending the answer itself
 
     def __init__(self, server, sock, addr, adj, map=None):
         super().__init__(server, sock, addr, adj, map=map)
@@ -182,6 +205,36 @@ class _Channel(HTTPChannel):
         if self.headers_done is None and request.headers_finished:
             self.headers_done = now
         return result
+
+    def writable(self) -> bool:
+        # waitress's writable is true while any answer is buffered, also while the request
+        # thread that buffered it sends it itself (write_soon flushes under the outbuf lock,
+        # channel.py): the event loop would poll POLLOUT, get it at once and find the lock
+        # held (``_flush_some_if_lockable``), some ten times an answer under concurrent
+        # requests, each time taking the GIL from the request thread finishing its send. Not
+        # writable while a request thread sends; what it leaves unsent wakes the loop
+        # (:meth:`write_soon`).
+        if self.task_sending and self.requests:
+            return False
+        return bool(super().writable())
+
+    def write_soon(self, data) -> int:
+        self.task_sending = True
+        try:
+            return super().write_soon(data)
+        finally:
+            self.task_sending = False
+            if self.total_outbufs_len and self.connected:
+                self.server.pull_trigger()  # left unsent (a full socket): the loop's to send
+
+    def _flush_outbufs_below_high_watermark(self) -> None:
+        # the request thread waits here for the event loop to drain the buffers (waitress
+        # pulls the trigger, then waits on the outbuf lock): the loop must see them writable
+        sending, self.task_sending = self.task_sending, False
+        try:
+            super()._flush_outbufs_below_high_watermark()
+        finally:
+            self.task_sending = sending
 
     def sheddable(self) -> bool:
         """True when closing this connection loses no request a worker holds or will hold
