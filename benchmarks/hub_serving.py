@@ -24,13 +24,16 @@ and of the clients (this process), errors (must be zero), and on a batching row 
 (node-id fetches and model calls) per batch. With ``--baseline REV`` the ``memgraph_tf`` of
 commit ``REV`` (``git archive``, first on its server's path) serves the same rows from a
 server process of its own: each row runs for the baseline, then for this checkout, and the
-ratios this checkout / baseline (mean of the rows) close the table. Then, for reference, one
+ratios this checkout / baseline (mean of the rows) close the table. With ``--tf-threads N`` a
+second server of this checkout runs TensorFlow with N inter-op and N intra-op threads (set
+before its first op) and is compared with the default server the same way. Then, for reference, one
 request from the hub in the exact mode (a bundle without ``reservoir_threshold``): what the
 bounded mode avoids.
 
     .venv/bin/python benchmarks/hub_serving.py [--degree 1000000] [--clients 8] [--duration-s 10]
         [--batch-threads 1] [--cpus 0,1]  # pin the server and the clients to these CPUs
         [--baseline main]  # the same rows served by commit main's memgraph_tf, in the same run
+        [--tf-threads 1]  # the same rows served with TensorFlow's thread pools of 1, same run
 """
 
 from __future__ import annotations
@@ -150,14 +153,22 @@ class ProcessSource:
         return value
 
 
-def serve(conn: Any, args: argparse.Namespace, package: str | None = None) -> None:
+def serve(
+    conn: Any, args: argparse.Namespace, package: str | None = None, tf_threads: int | None = None
+) -> None:
     """The server process: the graph (or, with ``--graph-process``, a connection to the
     database process it starts) and three servers over it (bounded; bounded with batching;
     exact); sends ``{urls, hubs, leaves, text, database}`` (the database process's id, or None)
     and serves until ``conn`` says stop. ``package``: a directory put first on the path, whose
-    ``memgraph_tf`` serves (a baseline's; None: this checkout's)."""
+    ``memgraph_tf`` serves (a baseline's; None: this checkout's). ``tf_threads``: TensorFlow's
+    inter-op and intra-op threads (None: its defaults), set before its first op."""
     if package is not None:
         sys.path.insert(0, package)
+    if tf_threads is not None:
+        import tensorflow as tf
+
+        tf.config.threading.set_inter_op_parallelism_threads(tf_threads)
+        tf.config.threading.set_intra_op_parallelism_threads(tf_threads)
     pin(args.cpus)
     from memgraph_tf.serving.batching import BatchingOptions
     from memgraph_tf.serving.model_server import ModelServer
@@ -298,11 +309,17 @@ class Child:
     """A server process of :func:`serve` (``package``: a baseline's ``memgraph_tf`` first on its
     path; None: this checkout's), once it has sent its ``{urls, hubs, leaves, text, database}``."""
 
-    def __init__(self, label: str, args: argparse.Namespace, package: str | None):
+    def __init__(
+        self,
+        label: str,
+        args: argparse.Namespace,
+        package: str | None,
+        tf_threads: int | None = None,
+    ):
         self.label = label
         self.conn, there = multiprocessing.Pipe()
         self.proc = multiprocessing.get_context("spawn").Process(
-            target=serve, args=(there, args, package)
+            target=serve, args=(there, args, package, tf_threads)
         )
         self.proc.start()
 
@@ -345,7 +362,7 @@ def row(args: argparse.Namespace, child: Child, name: str, d: int) -> dict:
     batch_text = f"  {per_batch:3.1f} tasks/batch" if batches_after > batches else ""
     r["cpu"] = (cpu_s(child.proc.pid) - cpu) / n * 1e3
     db_text = f" + database {(cpu_s(child.db) - db_cpu) / n * 1e3:4.2f}" if child.db else ""
-    who = f"{child.label}: " if args.baseline else ""
+    who = f"{child.label}: " if args.baseline or args.tf_threads else ""
     print(
         f"  {who}{name + ',':18} hub degree {d:>9,}: {r['requests']:6,} requests "
         f"({r['requests'] / args.duration_s:5.0f}/s)  p50 {r['p50']:6.1f} ms  "
@@ -424,23 +441,32 @@ def main() -> int:
         help="a git revision whose memgraph_tf serves the same rows in the same run, each row "
         "run for it, then for this checkout",
     )
+    parser.add_argument(
+        "--tf-threads",
+        type=int,
+        default=None,
+        help="a second server of this checkout whose TensorFlow runs this many inter-op and "
+        "intra-op threads; each row run for the default server, then for it",
+    )
     args = parser.parse_args()
 
     pin(args.cpus)
     print(f"load average {os.getloadavg()[0]:.1f} ({len(os.sched_getaffinity(0))} CPUs used)")
     with tempfile.TemporaryDirectory(prefix="memgraph-tf-hub-baseline-") as tmp:
-        versions: list[tuple[str, str | None]] = [("now", None)]
+        versions: list[tuple[str, str | None, int | None]] = [("now", None, None)]
         if args.baseline:
             from batch import materialise  # beside this file
 
             package, sha = materialise(args.baseline, pathlib.Path(tmp))
-            versions.insert(0, (f"baseline {sha}", str(package)))
+            versions.insert(0, (f"baseline {sha}", str(package), None))
+        if args.tf_threads:
+            versions.append((f"TF threads {args.tf_threads}", None, args.tf_threads))
         children = []
         try:
-            for label, package in versions:  # one at a time: each builds its graph
-                children.append(Child(label, args, package))
+            for label, package, threads in versions:  # one at a time: each builds its graph
+                children.append(Child(label, args, package, threads))
                 children[-1].ready()
-                print(f"{label}: {children[-1].text}" if args.baseline else children[-1].text)
+                print(f"{label}: {children[-1].text}" if len(versions) > 1 else children[-1].text)
             errors = rows(args, children)
             exact_request(args, children[-1])
         finally:
