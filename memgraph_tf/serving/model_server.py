@@ -61,6 +61,7 @@ from memgraph_tf.serving.metrics import ServerMetrics
 from memgraph_tf.serving.model_config import ModelEntry, VersionPolicy
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES
+from memgraph_tf.serving.node_rows import NodeExamples, complete_rows
 
 logger = logging.getLogger(__name__)
 
@@ -193,13 +194,17 @@ class TimedFetcher:
                 return self.inner.fetch(node_ids, sampling, names=names)
             return self._batched(batcher, node_ids, sampling, names)
         finally:
-            elapsed = time.perf_counter() - start
-            record = metrics_mod.current()
-            if self.server.metrics is not None:
-                model = record.model if record is not None and record.model else ""
-                self.server.metrics.graph_fetch(record, model, elapsed)
-            elif record is not None:
-                record.graph_fetch_s += elapsed
+            self.observe(time.perf_counter() - start)
+
+    def observe(self, elapsed_s: float) -> None:
+        """A graph fetch of ``elapsed_s`` seconds for the request this thread answers: added to
+        its record and to the graph-fetch latency metric."""
+        record = metrics_mod.current()
+        if self.server.metrics is not None:
+            model = record.model if record is not None and record.model else ""
+            self.server.metrics.graph_fetch(record, model, elapsed_s)
+        elif record is not None:
+            record.graph_fetch_s += elapsed_s
 
     def _batched(
         self, batcher: BatchScheduler, node_ids: Sequence[Any], sampling: Any, names: Any
@@ -218,9 +223,9 @@ class TimedFetcher:
             out[:] = blobs
             return {"blobs": out}
 
-        return list(batcher.submit(self._batch_key(sampling), own, len(node_ids), run)["blobs"])
+        return list(batcher.submit(self.batch_key(sampling), own, len(node_ids), run)["blobs"])
 
-    def _batch_key(self, sampling: Any) -> tuple:
+    def batch_key(self, sampling: Any) -> tuple:
         """The batch key of a fetch with ``sampling``: fetches merge only when their settings
         are equal (their ``repr``, written once per settings object: a version's own settings
         are one object, read by every request)."""
@@ -818,9 +823,19 @@ class ModelServer:
             record.examples = len(examples)
         sampling = node_examples.sampling_at(mv.bundle_config, mv.sampling, context)
         protos = node_examples.json_examples(
-            examples, mv.bundle_config, self.neighbourhoods, sampling
+            examples, mv.bundle_config, self.neighbourhoods, sampling, self.later_fetcher()
         )
         return node_examples.examples_with_context(protos, context)
+
+    def later_fetcher(self) -> NeighbourhoodFetcher | None:
+        """With batching on (outside a warm-up) and a graph: the fetcher that reads the blobs of
+        ``node_id`` examples in the batch their model call runs in (:mod:`.node_rows`), else
+        None (blobs read right away)."""
+        if self.batcher is None or self.neighbourhoods is None:
+            return None
+        if getattr(self._local, "warming", False):
+            return None
+        return self.neighbourhoods.inner
 
     # -- running signatures
     @staticmethod
@@ -862,20 +877,10 @@ class ModelServer:
         """Run signature ``name`` of ``mv`` on numpy ``feeds`` (already of the signature's
         dtypes): ``{output: numpy array}``; through the batch scheduler when batching is on and
         every input has the same first dimension."""
-        import tensorflow as tf
-
         sig = mv.signature_defs[name]
 
         def run(arrays: Mapping[str, Any]) -> dict:
-            tensors = {
-                k: (
-                    input_specs.string_tensor(v)
-                    if sig.inputs[k].dtype == input_specs.DT_STRING
-                    else tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
-                )
-                for k, v in arrays.items()
-            }
-            return self._execute(fn, tensors, {k: v.shape for k, v in arrays.items()})
+            return self._run_arrays(sig, fn, arrays)
 
         start = time.perf_counter()
         try:
@@ -901,6 +906,20 @@ class ModelServer:
             return self.batcher.submit(key, dict(feeds), rows.pop(), run_batch)
         finally:
             self._observe_model_call(mv, time.perf_counter() - start)
+
+    def _run_arrays(self, sig: Any, fn, arrays: Mapping[str, Any]) -> dict:
+        """Run ``fn`` (of signature ``sig``) now, on numpy ``arrays`` of its input dtypes."""
+        import tensorflow as tf
+
+        tensors = {
+            k: (
+                input_specs.string_tensor(v)
+                if sig.inputs[k].dtype == input_specs.DT_STRING
+                else tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
+            )
+            for k, v in arrays.items()
+        }
+        return self._execute(fn, tensors, {k: v.shape for k, v in arrays.items()})
 
     def _observe_model_call(self, mv: ModelVersion, elapsed_s: float) -> None:
         record = metrics_mod.current()
@@ -957,7 +976,41 @@ class ModelServer:
         if isinstance(serialized, PairExamples):
             key = (mv.model_name, mv.version, name)
             return self.pair_runner.run(key, serialized, run)
+        if isinstance(serialized, NodeExamples) and self.batcher is not None:
+            return self._run_node_examples(mv, name, fn, in_key, serialized)
         return run(serialized)
+
+    def _run_node_examples(
+        self, mv: ModelVersion, name: str, fn, in_key: str, examples: NodeExamples
+    ) -> dict:
+        """Run signature ``name`` on ``examples`` as one task of the batch scheduler: the graph
+        read of their nodes and the model call (:mod:`.node_rows`), merged with concurrent
+        requests of the same version, signature and sampling settings. A merged task that
+        fails runs again request by request, so each error names its own examples."""
+        freshness.note_graph_read()
+        heads, ids, names = examples.parts()
+        own = {"heads": _objects(heads), "ids": _objects(ids), "names": _objects(names)}
+        sig, metrics = mv.signature_defs[name], self.metrics
+
+        def run(feeds: Mapping[str, Any]) -> dict:
+            import numpy as np
+
+            if metrics is not None:
+                metrics.batch_size.labels(mv.model_name).observe(len(feeds["heads"]))
+            start = time.perf_counter()
+            names = list(feeds["names"]) if feeds is own else None
+            rows = complete_rows(feeds["heads"], feeds["ids"], names, examples.fetch, examples.key)
+            read = time.perf_counter()
+            out = self._run_arrays(sig, fn, {in_key: _objects(rows)})
+            out[_FETCH_S] = np.full(len(rows), read - start)
+            out[_MODEL_S] = np.full(len(rows), time.perf_counter() - read)
+            return out
+
+        key = (mv.model_name, mv.version, name, self.neighbourhoods.batch_key(examples.sampling))
+        out = self.batcher.submit(key, own, len(heads), run)
+        self.neighbourhoods.observe(float(out.pop(_FETCH_S)[0]))
+        self._observe_model_call(mv, float(out.pop(_MODEL_S)[0]))
+        return out
 
     def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
         """Run a classify signature (TF Serving's classifier contract) on serialized
@@ -1188,6 +1241,20 @@ class ModelServer:
 
 #: TensorFlow's DT_INT64 enum value (``types.proto``), the dtype of ``node_id`` inputs.
 DT_INT64 = 9
+
+
+#: Outputs of a node-examples task beside the model's: its graph read's and its model call's
+#: seconds (per row; objects, so that no model output can share their names).
+_FETCH_S, _MODEL_S = object(), object()
+
+
+def _objects(values: Sequence[Any]) -> Any:
+    """A 1-D numpy object array of ``values``."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
 
 
 def _pop_at(doc: dict) -> tuple[Any, dict]:

@@ -249,3 +249,61 @@ def test_node_id_fetches_are_merged_and_answers_equal_unbatched(sage_op_bundle, 
     # the missing id's error names only its own request's ids: a merged call that fails is run
     # again request by request
     assert want[-1][0] == 400 and "node ids [100, 7] from the graph" in want[-1][1], want[-1]
+
+
+def test_a_node_id_request_is_one_batch_task_and_answers_as_unbatched(sage_op_bundle, sage, caplog):
+    """With batching on, a request's graph read and its model call are one task of the batch
+    scheduler (one task a request, not two; fewer source and model calls than requests).
+    Answers over REST and gRPC -- with a context, and beside an example that carries its blob
+    -- equal an unbatched server's, and the access log still times the read and the call."""
+    import base64
+    import logging
+
+    import grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    from memgraph_tf.serving.grpc_server import start_grpc_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+    from tests.serving.grpc_kit import node_id_request
+
+    blobs, _ = sage.blobs(6, seed=3)
+    table = dict(enumerate(blobs, 100))
+    plain = ModelServer(sage_op_bundle.path, graph_source=CountingTable(table), warmup=False)
+    source = CountingTable(table)
+    options = BatchingOptions(max_batch_size=64, batch_timeout_micros=200_000, num_batch_threads=1)
+    batched = ModelServer(
+        sage_op_bundle.path, graph_source=source, warmup=False, batching=options, access_log=True
+    )
+    key = plain.resolve("sage", None, None).bundle_config.blob_feature_key
+    carried = {key: {"b64": base64.b64encode(blobs[4]).decode()}}
+    bodies = [{"examples": [{"node_id": 100 + i % 6}]} for i in range(8)] + [
+        {"context": {"extra": 1.5}, "examples": [{"node_id": 101}, {"node_id": 102}]},
+        {"examples": [{"node_id": 103}, carried, {"node_id": 105}]},
+    ]
+
+    def post(srv, body):
+        r = requests.post(f"{srv.url}/v1/models/sage:classify", json=body, timeout=60)
+        return r.status_code, r.text
+
+    def classify(rpc, ids):
+        with grpc.insecure_channel(rpc.target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            return stub.Classify(node_id_request("sage", ids), timeout=30).result
+
+    with start_server(plain) as a, start_server(batched, threads=16) as b:
+        with start_grpc_server(plain) as a_rpc, start_grpc_server(batched) as b_rpc:
+            want = [post(a, body) for body in bodies]
+            tasks, calls = batched.batcher.tasks_run, batched.model_calls
+            with caplog.at_level(logging.INFO, logger="memgraph_tf.serving.access_log"):
+                got = _concurrently(len(bodies), lambda i: post(b, bodies[i]))
+            merged_tasks = batched.batcher.tasks_run - tasks
+            merged_calls = batched.model_calls - calls
+            assert classify(b_rpc, [104, 100]) == classify(a_rpc, [104, 100])
+    batched.close()
+    assert got == want and {s for s, _ in got} == {200}  # same bytes, request by request
+    assert merged_tasks == len(bodies), merged_tasks
+    assert merged_calls < len(bodies) / 2 and len(source.calls) <= merged_calls + 1
+    lines = [json.loads(r.getMessage()) for r in caplog.records]
+    assert len(lines) == len(bodies)
+    assert all(line["graph_fetch_ms"] > 0 and line["model_ms"] > 0 for line in lines), lines
