@@ -22,6 +22,7 @@ Names that moved keep working from here: ``ModelVersion``, ``load_version``, ``o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pathlib
@@ -169,7 +170,9 @@ class TimedFetcher:
     """The graph source's fetcher, timed: each fetch is added to the request's record and to
     the graph-fetch latency metric. With server-side batching on, concurrent node-id fetches
     of the same sampling settings are merged into one source call by the server's batch
-    scheduler (:meth:`fetch`)."""
+    scheduler (:meth:`fetch`: embedding requests); ``:classify`` / ``:regress`` requests read
+    their nodes in their model call's batch instead (:meth:`ModelServer._run_node_examples`,
+    through :attr:`inner`, timed with :meth:`observe`)."""
 
     def __init__(self, inner: NeighbourhoodFetcher, server: ModelServer):
         self.inner = inner
@@ -965,7 +968,9 @@ class ModelServer:
     def _run_examples(self, mv: ModelVersion, name: str, fn, in_key: str, serialized) -> dict:
         """Run signature ``name`` on serialized tf.Examples fed as ``in_key``; examples naming
         pairs (:class:`.link_pairs.PairExamples`) run through :attr:`pair_runner`: in chunks of
-        bounded size, shared with concurrent requests of the same version and signature."""
+        bounded size, shared with concurrent requests of the same version and signature;
+        examples naming nodes whose blobs are read later (:class:`.node_rows.NodeExamples`,
+        batching on) as one batch task with their read (:meth:`_run_node_examples`)."""
         import numpy as np
 
         def run(rows: Sequence[bytes]) -> dict:
@@ -985,39 +990,72 @@ class ModelServer:
     ) -> dict:
         """Run signature ``name`` on ``examples`` as one task of the batch scheduler: the graph
         read of their nodes and the model call (:mod:`.node_rows`), merged with concurrent
-        requests of the same version, signature and sampling settings. A merged task that
-        fails runs again request by request, so each error names its own examples."""
+        requests of the same version and signature (one read per sampling setting, then one
+        model call). A merged task that fails runs again request by request, so each error
+        names its own examples; rows a merged read completed are not read again. The request's
+        record gets its batch's read and model call times (the wait for the batch is in
+        neither), whether it succeeds or fails."""
         freshness.note_graph_read()
-        heads, ids, names = examples.parts()
-        own = {"heads": _objects(heads), "ids": _objects(ids), "names": _objects(names)}
+        task = _NodeTask(examples, self.neighbourhoods.batch_key(examples.sampling))
         sig, metrics = mv.signature_defs[name], self.metrics
 
         def run(feeds: Mapping[str, Any]) -> dict:
-            import numpy as np
-
+            tasks = list(dict.fromkeys(feeds["task"]))  # in the order of their rows
             if metrics is not None:
-                metrics.batch_size.labels(mv.model_name).observe(len(feeds["heads"]))
+                metrics.batch_size.labels(mv.model_name).observe(len(feeds["task"]))
+            pending = [t for t in tasks if t.rows is None]
             start = time.perf_counter()
-            names = list(feeds["names"]) if feeds is own else None
-            rows = complete_rows(feeds["heads"], feeds["ids"], names, examples.fetch, examples.key)
-            read = time.perf_counter()
-            out = self._run_arrays(sig, fn, {in_key: _objects(rows)})
-            out[_FETCH_S] = np.full(len(rows), read - start)
-            out[_MODEL_S] = np.full(len(rows), time.perf_counter() - read)
-            return out
+            try:
+                _read_rows(pending)
+            finally:
+                read = time.perf_counter()
+                for t in pending:
+                    t.fetch_s = read - start
+            rows = [row for t in tasks for row in t.rows]
+            try:
+                return self._run_arrays(sig, fn, {in_key: _objects(rows)})
+            finally:
+                for t in tasks:
+                    t.model_s = time.perf_counter() - read
 
-        key = (mv.model_name, mv.version, name, self.neighbourhoods.batch_key(examples.sampling))
-        out = self.batcher.submit(key, own, len(heads), run)
-        self.neighbourhoods.observe(float(out.pop(_FETCH_S)[0]))
-        self._observe_model_call(mv, float(out.pop(_MODEL_S)[0]))
-        return out
+        try:
+            key = (mv.model_name, mv.version, name, _NodeTask)
+            return self.batcher.submit(
+                key, {"task": _objects([task] * len(examples))}, len(examples), run
+            )
+        finally:
+            if task.fetch_s is not None:
+                self.neighbourhoods.observe(task.fetch_s)
+            if task.model_s is not None:
+                self._observe_model_call(mv, task.model_s)
 
-    def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
-        """Run a classify signature (TF Serving's classifier contract) on serialized
-        tf.Examples (any transport): ``(classes, scores)``, each ``[n, k]`` or None when the
-        signature lacks it. Without a signature name, our bundles use their ``classify``
-        signature (their ``serving_default`` is the predict one), other SavedModels
-        ``serving_default``."""
+    def _read_now(self, examples: NodeExamples) -> None:
+        """Read the blobs of ``examples`` now, timed and noted as the request's graph read, for
+        their errors only (the rows are dropped)."""
+        freshness.note_graph_read()
+        start = time.perf_counter()
+        try:
+            examples.rows(0, len(examples))
+        finally:
+            self.neighbourhoods.observe(time.perf_counter() - start)
+
+    @contextlib.contextmanager
+    def _graph_errors_first(self, serialized: Any) -> Iterator[None]:
+        """Around a signature's checks: a request whose node blobs are read in the model's batch
+        (:class:`~.node_rows.NodeExamples`) and whose signature is refused reads its nodes first,
+        so that a graph error is answered before the signature's, as where blobs are read
+        before the signature is looked at (unbatched)."""
+        try:
+            yield
+        except ServingFailure:
+            if isinstance(serialized, NodeExamples):
+                self._read_now(serialized)
+            raise
+
+    def _classify_signature(self, mv: ModelVersion, signature_name: str | None) -> tuple:
+        """``(name, function, input key)`` of the classify signature
+        ``signature_name`` of ``mv`` (:meth:`run_classify`), after TF Serving's classifier
+        checks (400 naming what does not fit)."""
         import tensorflow as tf
 
         name, sig, fn = self._signature(mv, self.example_signature(mv, signature_name, "classify"))
@@ -1037,8 +1075,19 @@ class ModelServer:
                 f"Expected signature {name!r} to have a 'classes' or 'scores' "
                 f"output, got {sorted(sig.outputs)}"
             )
+        return name, fn, in_key
+
+    def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
+        """Run a classify signature (TF Serving's classifier contract) on serialized
+        tf.Examples (any transport): ``(classes, scores)``, each ``[n, k]`` or None when the
+        signature lacks it. Without a signature name, our bundles use their ``classify``
+        signature (their ``serving_default`` is the predict one), other SavedModels
+        ``serving_default``."""
+        with self._graph_errors_first(serialized):
+            name, fn, in_key = self._classify_signature(mv, signature_name)
         out = self._run_examples(mv, name, fn, in_key, serialized)
         n = len(serialized)
+        classes_key, scores_key = bundle.CLASSES_OUTPUT, bundle.SCORES_OUTPUT
         classes, scores = out.get(classes_key), out.get(scores_key)
         for key, arr in ((classes_key, classes), (scores_key, scores)):
             if arr is not None and (arr.ndim != 2 or arr.shape[0] != n):
@@ -1062,17 +1111,20 @@ class ModelServer:
         (:meth:`example_signature`)."""
         import tensorflow as tf
 
-        name, sig, fn = self._signature(mv, self.example_signature(mv, signature_name, "regress"))
-        if (
-            len(sig.inputs) != 1
-            or next(iter(sig.inputs.values())).dtype != tf.string.as_datatype_enum
-        ):
-            raise bad_request(f"Expected one DT_STRING input Tensor in signature {name!r}")
-        if "outputs" not in sig.outputs:
-            raise bad_request(
-                f"Expected signature {name!r} to have an 'outputs' output, got "
-                f"{sorted(sig.outputs)}"
+        with self._graph_errors_first(serialized):
+            name, sig, fn = self._signature(
+                mv, self.example_signature(mv, signature_name, "regress")
             )
+            if (
+                len(sig.inputs) != 1
+                or next(iter(sig.inputs.values())).dtype != tf.string.as_datatype_enum
+            ):
+                raise bad_request(f"Expected one DT_STRING input Tensor in signature {name!r}")
+            if "outputs" not in sig.outputs:
+                raise bad_request(
+                    f"Expected signature {name!r} to have an 'outputs' output, got "
+                    f"{sorted(sig.outputs)}"
+                )
         out = self._run_examples(mv, name, fn, next(iter(sig.inputs)), serialized)
         vals = out["outputs"]
         if vals.ndim == 2 and vals.shape[1] == 1:
@@ -1243,9 +1295,42 @@ class ModelServer:
 DT_INT64 = 9
 
 
-#: Outputs of a node-examples task beside the model's: its graph read's and its model call's
-#: seconds (per row; objects, so that no model output can share their names).
-_FETCH_S, _MODEL_S = object(), object()
+class _NodeTask:
+    """A request's :class:`~.node_rows.NodeExamples` in the batch scheduler (every row of the
+    task's feed): ``key`` (its sampling setting: tasks of one key share a read), ``rows`` (its
+    serialized examples once read), and the seconds of the read that completed its rows (or
+    failed) and of the last model call run on them."""
+
+    __slots__ = ("examples", "fetch_s", "key", "model_s", "rows")
+
+    def __init__(self, examples: NodeExamples, key: Any):
+        self.examples, self.key = examples, key
+        self.rows: list[bytes] | None = None
+        self.fetch_s: float | None = None
+        self.model_s: float | None = None
+
+
+def _read_rows(tasks: Sequence[_NodeTask]) -> None:
+    """Complete the rows of ``tasks``: one read per sampling setting (a read of one task names
+    its examples, a merged one names none); a read that fails raises and completes nothing of
+    its setting."""
+    groups: dict[Any, list[_NodeTask]] = {}
+    for t in tasks:
+        groups.setdefault(t.key, []).append(t)
+    for group in groups.values():
+        heads: list[bytes] = []
+        ids: list[Any] = []
+        names: list[Any] = []
+        for t in group:
+            h, i, n = t.examples.parts()
+            heads += h
+            ids += i
+            names += n
+        first = group[0].examples
+        rows = complete_rows(heads, ids, names if len(group) == 1 else None, first.fetch, first.key)
+        start = 0
+        for t in group:
+            t.rows, start = rows[start : start + len(t.examples)], start + len(t.examples)
 
 
 def _objects(values: Sequence[Any]) -> Any:

@@ -450,7 +450,7 @@ def json_examples(
     fetcher: Any,
     sampling: SamplingSpec | None = None,
     later: Any = None,
-) -> list:
+) -> Sequence:
     """REST: JSON examples -> ``tf.train.Example`` s (:func:`.json_to_example`), the
     ``node_id`` rule applied (see the module docstring; blobs sampled with ``sampling``, as
     :func:`fetch_node_blobs`), or on a link bundle the ``source_id`` / ``target_id`` rule. An
@@ -556,7 +556,7 @@ def proto_examples(
     fetcher: Any,
     sampling: SamplingSpec | None = None,
     later: Any = None,
-) -> list[bytes]:
+) -> Sequence[bytes]:
     """gRPC: ``tf.Example`` protos -> their serialized bytes, the ``node_id`` rule applied (an
     int64 feature ``node_id`` of exactly one value; see the module docstring; blobs sampled with
     ``sampling``, as :func:`fetch_node_blobs`), or on a link bundle the ``source_id`` /

@@ -95,7 +95,8 @@ class NodeExamples(Sequence):
         return heads, [n for n, _ in named], [m for _, m in named]
 
     def rows(self, start: int, stop: int) -> list[bytes]:
-        """The serialized examples ``start..stop-1``, their blobs read now."""
+        """The serialized examples ``start..stop-1``, their blobs read now with ``fetch`` as it
+        is (untimed, no graph time noted: the server times and notes its own reads)."""
         heads, ids, names = self.parts(start, stop)
         return complete_rows(heads, ids, names, self.fetch, self.key)
 
@@ -103,11 +104,12 @@ class NodeExamples(Sequence):
         return len(self.base)
 
     def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return self.rows(*i.indices(len(self))[:2])
-        if i < 0:
-            i += len(self)
-        return self.rows(i, i + 1)[0]
+        chosen = range(len(self))[i]  # a bad index raises IndexError, as a list's does
+        if isinstance(chosen, int):
+            return self.rows(chosen, chosen + 1)[0]
+        if chosen.step == 1:
+            return self.rows(chosen.start, chosen.stop)
+        return [self.rows(j, j + 1)[0] for j in chosen]
 
     def __iter__(self) -> Any:
         return iter(self.rows(0, len(self)))

@@ -53,6 +53,9 @@ def test_rows_parse_to_the_examples_with_their_blobs():
     assert reads.calls == [([7, 300], ["examples[0].node_id", "x"])]
     assert examples[1] == base[1] and reads.calls[-1][0] == [7, 300]  # a row without a node
     assert examples[-1] == _example({"b": b"blob-300" * 300})
+    assert examples[::2] == [rows[0][len(prefix) :], rows[2][len(prefix) :]]
+    with pytest.raises(IndexError, match="out of range"):
+        examples[-4]
 
 
 def test_complete_rows_reads_once_and_a_merged_read_names_nothing():
