@@ -74,6 +74,7 @@ from memgraph_tf.serving.bundle import DEFAULT_SIGNATURE, SIGNATURE_DEF_FIELD
 from memgraph_tf.serving.link_pairs import PairExamples
 from memgraph_tf.serving.model_server import ModelServer, ModelVersion
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES, NODE_ID_FEATURE
+from memgraph_tf.serving.node_rows import NodeExamples
 
 logger = logging.getLogger(__name__)
 
@@ -295,7 +296,7 @@ class _Core:
             context = holder.context.SerializeToString()
             sampling = node_examples.sampling_at(mv.bundle_config, mv.sampling, holder.context)
         serialized = self.with_node_blobs(examples, mv, sampling)
-        if isinstance(serialized, PairExamples):  # pair blobs built chunk by chunk, later
+        if isinstance(serialized, (PairExamples, NodeExamples)):  # blobs read or built later
             return serialized.with_prefix(context)
         return [context + s for s in serialized] if context else serialized
 
@@ -306,7 +307,11 @@ class _Core:
         :func:`.node_examples.sampling_at`)."""
         ms = self.model_server
         return node_examples.proto_examples(
-            examples, mv.bundle_config, ms.neighbourhoods, sampling or mv.sampling
+            examples,
+            mv.bundle_config,
+            ms.neighbourhoods,
+            sampling or mv.sampling,
+            ms.later_fetcher(),
         )
 
 

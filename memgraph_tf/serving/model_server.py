@@ -22,6 +22,7 @@ Names that moved keep working from here: ``ModelVersion``, ``load_version``, ``o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pathlib
@@ -61,6 +62,7 @@ from memgraph_tf.serving.metrics import ServerMetrics
 from memgraph_tf.serving.model_config import ModelEntry, VersionPolicy
 from memgraph_tf.serving.neighbourhoods import NeighbourhoodFetcher
 from memgraph_tf.serving.node_examples import DEFAULT_MAX_EXAMPLES
+from memgraph_tf.serving.node_rows import NodeExamples, complete_rows
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +170,9 @@ class TimedFetcher:
     """The graph source's fetcher, timed: each fetch is added to the request's record and to
     the graph-fetch latency metric. With server-side batching on, concurrent node-id fetches
     of the same sampling settings are merged into one source call by the server's batch
-    scheduler (:meth:`fetch`)."""
+    scheduler (:meth:`fetch`: embedding requests); ``:classify`` / ``:regress`` requests read
+    their nodes in their model call's batch instead (:meth:`ModelServer._run_node_examples`,
+    through :attr:`inner`, timed with :meth:`observe`)."""
 
     def __init__(self, inner: NeighbourhoodFetcher, server: ModelServer):
         self.inner = inner
@@ -193,13 +197,17 @@ class TimedFetcher:
                 return self.inner.fetch(node_ids, sampling, names=names)
             return self._batched(batcher, node_ids, sampling, names)
         finally:
-            elapsed = time.perf_counter() - start
-            record = metrics_mod.current()
-            if self.server.metrics is not None:
-                model = record.model if record is not None and record.model else ""
-                self.server.metrics.graph_fetch(record, model, elapsed)
-            elif record is not None:
-                record.graph_fetch_s += elapsed
+            self.observe(time.perf_counter() - start)
+
+    def observe(self, elapsed_s: float) -> None:
+        """A graph fetch of ``elapsed_s`` seconds for the request this thread answers: added to
+        its record and to the graph-fetch latency metric."""
+        record = metrics_mod.current()
+        if self.server.metrics is not None:
+            model = record.model if record is not None and record.model else ""
+            self.server.metrics.graph_fetch(record, model, elapsed_s)
+        elif record is not None:
+            record.graph_fetch_s += elapsed_s
 
     def _batched(
         self, batcher: BatchScheduler, node_ids: Sequence[Any], sampling: Any, names: Any
@@ -218,9 +226,9 @@ class TimedFetcher:
             out[:] = blobs
             return {"blobs": out}
 
-        return list(batcher.submit(self._batch_key(sampling), own, len(node_ids), run)["blobs"])
+        return list(batcher.submit(self.batch_key(sampling), own, len(node_ids), run)["blobs"])
 
-    def _batch_key(self, sampling: Any) -> tuple:
+    def batch_key(self, sampling: Any) -> tuple:
         """The batch key of a fetch with ``sampling``: fetches merge only when their settings
         are equal (their ``repr``, written once per settings object: a version's own settings
         are one object, read by every request)."""
@@ -818,9 +826,19 @@ class ModelServer:
             record.examples = len(examples)
         sampling = node_examples.sampling_at(mv.bundle_config, mv.sampling, context)
         protos = node_examples.json_examples(
-            examples, mv.bundle_config, self.neighbourhoods, sampling
+            examples, mv.bundle_config, self.neighbourhoods, sampling, self.later_fetcher()
         )
         return node_examples.examples_with_context(protos, context)
+
+    def later_fetcher(self) -> NeighbourhoodFetcher | None:
+        """With batching on (outside a warm-up) and a graph: the fetcher that reads the blobs of
+        ``node_id`` examples in the batch their model call runs in (:mod:`.node_rows`), else
+        None (blobs read right away)."""
+        if self.batcher is None or self.neighbourhoods is None:
+            return None
+        if getattr(self._local, "warming", False):
+            return None
+        return self.neighbourhoods.inner
 
     # -- running signatures
     @staticmethod
@@ -862,20 +880,10 @@ class ModelServer:
         """Run signature ``name`` of ``mv`` on numpy ``feeds`` (already of the signature's
         dtypes): ``{output: numpy array}``; through the batch scheduler when batching is on and
         every input has the same first dimension."""
-        import tensorflow as tf
-
         sig = mv.signature_defs[name]
 
         def run(arrays: Mapping[str, Any]) -> dict:
-            tensors = {
-                k: (
-                    input_specs.string_tensor(v)
-                    if sig.inputs[k].dtype == input_specs.DT_STRING
-                    else tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
-                )
-                for k, v in arrays.items()
-            }
-            return self._execute(fn, tensors, {k: v.shape for k, v in arrays.items()})
+            return self._run_arrays(sig, fn, arrays)
 
         start = time.perf_counter()
         try:
@@ -901,6 +909,20 @@ class ModelServer:
             return self.batcher.submit(key, dict(feeds), rows.pop(), run_batch)
         finally:
             self._observe_model_call(mv, time.perf_counter() - start)
+
+    def _run_arrays(self, sig: Any, fn, arrays: Mapping[str, Any]) -> dict:
+        """Run ``fn`` (of signature ``sig``) now, on numpy ``arrays`` of its input dtypes."""
+        import tensorflow as tf
+
+        tensors = {
+            k: (
+                input_specs.string_tensor(v)
+                if sig.inputs[k].dtype == input_specs.DT_STRING
+                else tf.constant(v, dtype=tf.as_dtype(sig.inputs[k].dtype))
+            )
+            for k, v in arrays.items()
+        }
+        return self._execute(fn, tensors, {k: v.shape for k, v in arrays.items()})
 
     def _observe_model_call(self, mv: ModelVersion, elapsed_s: float) -> None:
         record = metrics_mod.current()
@@ -946,7 +968,9 @@ class ModelServer:
     def _run_examples(self, mv: ModelVersion, name: str, fn, in_key: str, serialized) -> dict:
         """Run signature ``name`` on serialized tf.Examples fed as ``in_key``; examples naming
         pairs (:class:`.link_pairs.PairExamples`) run through :attr:`pair_runner`: in chunks of
-        bounded size, shared with concurrent requests of the same version and signature."""
+        bounded size, shared with concurrent requests of the same version and signature;
+        examples naming nodes whose blobs are read later (:class:`.node_rows.NodeExamples`,
+        batching on) as one batch task with their read (:meth:`_run_node_examples`)."""
         import numpy as np
 
         def run(rows: Sequence[bytes]) -> dict:
@@ -957,14 +981,81 @@ class ModelServer:
         if isinstance(serialized, PairExamples):
             key = (mv.model_name, mv.version, name)
             return self.pair_runner.run(key, serialized, run)
+        if isinstance(serialized, NodeExamples) and self.batcher is not None:
+            return self._run_node_examples(mv, name, fn, in_key, serialized)
         return run(serialized)
 
-    def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
-        """Run a classify signature (TF Serving's classifier contract) on serialized
-        tf.Examples (any transport): ``(classes, scores)``, each ``[n, k]`` or None when the
-        signature lacks it. Without a signature name, our bundles use their ``classify``
-        signature (their ``serving_default`` is the predict one), other SavedModels
-        ``serving_default``."""
+    def _run_node_examples(
+        self, mv: ModelVersion, name: str, fn, in_key: str, examples: NodeExamples
+    ) -> dict:
+        """Run signature ``name`` on ``examples`` as one task of the batch scheduler: the graph
+        read of their nodes and the model call (:mod:`.node_rows`), merged with concurrent
+        requests of the same version and signature (one read per sampling setting, then one
+        model call). A merged task that fails runs again request by request, so each error
+        names its own examples; rows a merged read completed are not read again. The request's
+        record gets its batch's read and model call times (the wait for the batch is in
+        neither), whether it succeeds or fails."""
+        freshness.note_graph_read()
+        task = _NodeTask(examples, self.neighbourhoods.batch_key(examples.sampling))
+        sig, metrics = mv.signature_defs[name], self.metrics
+
+        def run(feeds: Mapping[str, Any]) -> dict:
+            tasks = list(dict.fromkeys(feeds["task"]))  # in the order of their rows
+            if metrics is not None:
+                metrics.batch_size.labels(mv.model_name).observe(len(feeds["task"]))
+            pending = [t for t in tasks if t.rows is None]
+            start = time.perf_counter()
+            try:
+                _read_rows(pending)
+            finally:
+                read = time.perf_counter()
+                for t in pending:
+                    t.fetch_s = read - start
+            rows = [row for t in tasks for row in t.rows]
+            try:
+                return self._run_arrays(sig, fn, {in_key: _objects(rows)})
+            finally:
+                for t in tasks:
+                    t.model_s = time.perf_counter() - read
+
+        try:
+            key = (mv.model_name, mv.version, name, _NodeTask)
+            return self.batcher.submit(
+                key, {"task": _objects([task] * len(examples))}, len(examples), run
+            )
+        finally:
+            if task.fetch_s is not None:
+                self.neighbourhoods.observe(task.fetch_s)
+            if task.model_s is not None:
+                self._observe_model_call(mv, task.model_s)
+
+    def _read_now(self, examples: NodeExamples) -> None:
+        """Read the blobs of ``examples`` now, timed and noted as the request's graph read, for
+        their errors only (the rows are dropped)."""
+        freshness.note_graph_read()
+        start = time.perf_counter()
+        try:
+            examples.rows(0, len(examples))
+        finally:
+            self.neighbourhoods.observe(time.perf_counter() - start)
+
+    @contextlib.contextmanager
+    def _graph_errors_first(self, serialized: Any) -> Iterator[None]:
+        """Around a signature's checks: a request whose node blobs are read in the model's batch
+        (:class:`~.node_rows.NodeExamples`) and whose signature is refused reads its nodes first,
+        so that a graph error is answered before the signature's, as where blobs are read
+        before the signature is looked at (unbatched)."""
+        try:
+            yield
+        except ServingFailure:
+            if isinstance(serialized, NodeExamples):
+                self._read_now(serialized)
+            raise
+
+    def _classify_signature(self, mv: ModelVersion, signature_name: str | None) -> tuple:
+        """``(name, function, input key)`` of the classify signature
+        ``signature_name`` of ``mv`` (:meth:`run_classify`), after TF Serving's classifier
+        checks (400 naming what does not fit)."""
         import tensorflow as tf
 
         name, sig, fn = self._signature(mv, self.example_signature(mv, signature_name, "classify"))
@@ -984,8 +1075,19 @@ class ModelServer:
                 f"Expected signature {name!r} to have a 'classes' or 'scores' "
                 f"output, got {sorted(sig.outputs)}"
             )
+        return name, fn, in_key
+
+    def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
+        """Run a classify signature (TF Serving's classifier contract) on serialized
+        tf.Examples (any transport): ``(classes, scores)``, each ``[n, k]`` or None when the
+        signature lacks it. Without a signature name, our bundles use their ``classify``
+        signature (their ``serving_default`` is the predict one), other SavedModels
+        ``serving_default``."""
+        with self._graph_errors_first(serialized):
+            name, fn, in_key = self._classify_signature(mv, signature_name)
         out = self._run_examples(mv, name, fn, in_key, serialized)
         n = len(serialized)
+        classes_key, scores_key = bundle.CLASSES_OUTPUT, bundle.SCORES_OUTPUT
         classes, scores = out.get(classes_key), out.get(scores_key)
         for key, arr in ((classes_key, classes), (scores_key, scores)):
             if arr is not None and (arr.ndim != 2 or arr.shape[0] != n):
@@ -1009,17 +1111,20 @@ class ModelServer:
         (:meth:`example_signature`)."""
         import tensorflow as tf
 
-        name, sig, fn = self._signature(mv, self.example_signature(mv, signature_name, "regress"))
-        if (
-            len(sig.inputs) != 1
-            or next(iter(sig.inputs.values())).dtype != tf.string.as_datatype_enum
-        ):
-            raise bad_request(f"Expected one DT_STRING input Tensor in signature {name!r}")
-        if "outputs" not in sig.outputs:
-            raise bad_request(
-                f"Expected signature {name!r} to have an 'outputs' output, got "
-                f"{sorted(sig.outputs)}"
+        with self._graph_errors_first(serialized):
+            name, sig, fn = self._signature(
+                mv, self.example_signature(mv, signature_name, "regress")
             )
+            if (
+                len(sig.inputs) != 1
+                or next(iter(sig.inputs.values())).dtype != tf.string.as_datatype_enum
+            ):
+                raise bad_request(f"Expected one DT_STRING input Tensor in signature {name!r}")
+            if "outputs" not in sig.outputs:
+                raise bad_request(
+                    f"Expected signature {name!r} to have an 'outputs' output, got "
+                    f"{sorted(sig.outputs)}"
+                )
         out = self._run_examples(mv, name, fn, next(iter(sig.inputs)), serialized)
         vals = out["outputs"]
         if vals.ndim == 2 and vals.shape[1] == 1:
@@ -1188,6 +1293,53 @@ class ModelServer:
 
 #: TensorFlow's DT_INT64 enum value (``types.proto``), the dtype of ``node_id`` inputs.
 DT_INT64 = 9
+
+
+class _NodeTask:
+    """A request's :class:`~.node_rows.NodeExamples` in the batch scheduler (every row of the
+    task's feed): ``key`` (its sampling setting: tasks of one key share a read), ``rows`` (its
+    serialized examples once read), and the seconds of the read that completed its rows (or
+    failed) and of the last model call run on them."""
+
+    __slots__ = ("examples", "fetch_s", "key", "model_s", "rows")
+
+    def __init__(self, examples: NodeExamples, key: Any):
+        self.examples, self.key = examples, key
+        self.rows: list[bytes] | None = None
+        self.fetch_s: float | None = None
+        self.model_s: float | None = None
+
+
+def _read_rows(tasks: Sequence[_NodeTask]) -> None:
+    """Complete the rows of ``tasks``: one read per sampling setting (a read of one task names
+    its examples, a merged one names none); a read that fails raises and completes nothing of
+    its setting."""
+    groups: dict[Any, list[_NodeTask]] = {}
+    for t in tasks:
+        groups.setdefault(t.key, []).append(t)
+    for group in groups.values():
+        heads: list[bytes] = []
+        ids: list[Any] = []
+        names: list[Any] = []
+        for t in group:
+            h, i, n = t.examples.parts()
+            heads += h
+            ids += i
+            names += n
+        first = group[0].examples
+        rows = complete_rows(heads, ids, names if len(group) == 1 else None, first.fetch, first.key)
+        start = 0
+        for t in group:
+            t.rows, start = rows[start : start + len(t.examples)], start + len(t.examples)
+
+
+def _objects(values: Sequence[Any]) -> Any:
+    """A 1-D numpy object array of ``values``."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
 
 
 def _pop_at(doc: dict) -> tuple[Any, dict]:

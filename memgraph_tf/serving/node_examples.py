@@ -55,6 +55,7 @@ from memgraph_tf.serving.json_examples import json_to_example
 from memgraph_tf.serving.json_values import bad_request
 from memgraph_tf.serving.link_pairs import PairExamples
 from memgraph_tf.serving.neighbourhoods import PairBlobList
+from memgraph_tf.serving.node_rows import NodeExamples
 
 #: The example feature that names a node instead of carrying its blob.
 NODE_ID_FEATURE = "node_id"
@@ -118,13 +119,48 @@ def fetch_node_blobs(
     :data:`.bundle.DEFAULT_SEED`); a :class:`~memgraph_tf.errors.NeighbourhoodError`
     becomes the ServingFailure of its class's ``grpc_code``, with its message (which names
     ``examples[i].node_id``)."""
+    return read_node_blobs(fetcher, config, node_ids, node_id_names(positions), sampling)
+
+
+def node_id_names(positions: Sequence[int]) -> list[str]:
+    """How errors name the ``node_id`` of the examples at ``positions``."""
+    return [f"examples[{i}].{NODE_ID_FEATURE}" for i in positions]
+
+
+def read_node_blobs(
+    fetcher: Any,
+    config: BundleConfig,
+    node_ids: list[int],
+    names: list[str] | None,
+    sampling: SamplingSpec | None = None,
+) -> list[bytes]:
+    """:func:`fetch_node_blobs` of ids named ``names`` (None: the source's own names, for a
+    read merged from several requests)."""
     spec = sampling if sampling is not None else inference_sampling(config)
     try:
-        return fetcher.fetch(
-            node_ids, spec, names=[f"examples[{i}].{NODE_ID_FEATURE}" for i in positions]
-        )
+        return fetcher.fetch(node_ids, spec, names=names)
     except NeighbourhoodError as exc:
         raise ServingFailure.for_code(exc.grpc_code or "INTERNAL", exc.message) from None
+
+
+def deferred_node_examples(
+    base: Sequence[bytes],
+    positions: Sequence[int],
+    node_ids: list[int],
+    config: BundleConfig,
+    later: Any,
+    sampling: SamplingSpec | None,
+) -> NodeExamples:
+    """The examples ``base`` (serialized; those at ``positions`` without ``node_id``) whose
+    blobs ``later`` (a fetcher) reads when the model's batch runs (:mod:`.node_rows`), with the
+    messages and codes of :func:`fetch_node_blobs`."""
+    spec = sampling if sampling is not None else inference_sampling(config)
+
+    def fetch(ids: list[int], names: list[str] | None) -> list[bytes]:
+        return read_node_blobs(later, config, ids, names, spec)
+
+    names = node_id_names(positions)
+    return NodeExamples(base, positions, node_ids, names, config.blob_feature_key, spec, fetch)
 
 
 def sampling_at(
@@ -363,9 +399,10 @@ def fetch_pair_sample(
 
 def examples_with_context(examples: Any, context: Any = json_examples_mod.NO_CONTEXT) -> Any:
     """:func:`.json_examples.serialize_examples` of ``examples`` (as :func:`json_examples` returns
-    them) with ``context``; a :class:`.link_pairs.PairExamples` stays one, the serialized
-    context put before each example."""
-    if isinstance(examples, PairExamples):
+    them) with ``context``; a :class:`.link_pairs.PairExamples` or
+    :class:`.node_rows.NodeExamples` stays one, the serialized context put before each
+    example."""
+    if isinstance(examples, (PairExamples, NodeExamples)):
         from tensorflow.core.example import example_pb2
 
         [prefix] = json_examples_mod.serialize_examples([example_pb2.Example()], context)
@@ -408,13 +445,18 @@ def _json_pair_examples(
 
 
 def json_examples(
-    examples: list, config: BundleConfig | None, fetcher: Any, sampling: SamplingSpec | None = None
-) -> list:
+    examples: list,
+    config: BundleConfig | None,
+    fetcher: Any,
+    sampling: SamplingSpec | None = None,
+    later: Any = None,
+) -> Sequence:
     """REST: JSON examples -> ``tf.train.Example`` s (:func:`.json_to_example`), the
     ``node_id`` rule applied (see the module docstring; blobs sampled with ``sampling``, as
     :func:`fetch_node_blobs`), or on a link bundle the ``source_id`` / ``target_id`` rule. An
     id beyond int64 is refused naming it; the other examples are converted before the graph is
-    asked."""
+    asked. With ``later`` (a fetcher), examples naming nodes come back serialized, as a
+    :class:`.node_rows.NodeExamples` whose blobs ``later`` reads when the model runs."""
     check_example_kinds(
         len(examples), config, lambda i, k: isinstance(examples[i], dict) and k in examples[i]
     )
@@ -445,6 +487,9 @@ def json_examples(
         json_to_example({k: v for k, v in e.items() if k != NODE_ID_FEATURE} if i in chosen else e)
         for i, e in enumerate(examples)
     ]
+    if later is not None:
+        base = [ex.SerializeToString() for ex in protos]
+        return deferred_node_examples(base, positions, node_ids, config, later, sampling)
     for i, blob in zip(positions, fetch_node_blobs(fetcher, config, node_ids, positions, sampling)):
         protos[i].features.feature[key].bytes_list.value.append(blob)
     return protos
@@ -506,12 +551,17 @@ def _proto_pair_examples(
 
 
 def proto_examples(
-    examples: Any, config: BundleConfig | None, fetcher: Any, sampling: SamplingSpec | None = None
-) -> list[bytes]:
+    examples: Any,
+    config: BundleConfig | None,
+    fetcher: Any,
+    sampling: SamplingSpec | None = None,
+    later: Any = None,
+) -> Sequence[bytes]:
     """gRPC: ``tf.Example`` protos -> their serialized bytes, the ``node_id`` rule applied (an
     int64 feature ``node_id`` of exactly one value; see the module docstring; blobs sampled with
     ``sampling``, as :func:`fetch_node_blobs`), or on a link bundle the ``source_id`` /
-    ``target_id`` rule (each an int64 feature of one value)."""
+    ``target_id`` rule (each an int64 feature of one value). With ``later``, as
+    :func:`json_examples`."""
     check_example_kinds(len(examples), config, lambda i, k: k in examples[i].features.feature)
     if config is not None and config.link is not None:
         return _proto_pair_examples(examples, config, fetcher, sampling)
@@ -535,6 +585,9 @@ def proto_examples(
         f"the bytes feature '{key}'",
         read_id,
     )
+    if later is not None:
+        base = _with_blobs(examples, positions, None, (NODE_ID_FEATURE,), key)
+        return deferred_node_examples(base, positions, node_ids, config, later, sampling)
     blobs = fetch_node_blobs(fetcher, config, node_ids, positions, sampling)
     return _with_blobs(examples, positions, blobs, (NODE_ID_FEATURE,), key)
 
@@ -549,15 +602,18 @@ __all__ = [
     "check_example_count",
     "check_example_kinds",
     "check_node_ids",
+    "deferred_node_examples",
     "embed_feeds",
     "embed_role",
     "examples_with_context",
     "fetch_node_blobs",
     "fetch_pair_sample",
     "json_examples",
+    "node_id_names",
     "pair_positions",
     "proto_examples",
     "read_at",
+    "read_node_blobs",
     "sampling_at",
     "sampling_with_at",
 ]

@@ -249,3 +249,119 @@ def test_node_id_fetches_are_merged_and_answers_equal_unbatched(sage_op_bundle, 
     # the missing id's error names only its own request's ids: a merged call that fails is run
     # again request by request
     assert want[-1][0] == 400 and "node ids [100, 7] from the graph" in want[-1][1], want[-1]
+
+
+def test_a_node_id_request_is_one_batch_task_and_answers_as_unbatched(sage_op_bundle, sage, caplog):
+    """With batching on, a request's graph read and its model call are one task of the batch
+    scheduler (one task a request, not two; fewer source and model calls than requests).
+    Answers over REST and gRPC -- with a context, and beside an example that carries its blob
+    -- equal an unbatched server's, and the access log still times the read and the call."""
+    import base64
+    import logging
+
+    import grpc
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    from memgraph_tf.serving.grpc_server import start_grpc_server
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+    from tests.serving.grpc_kit import node_id_request
+
+    blobs, _ = sage.blobs(6, seed=3)
+    table = dict(enumerate(blobs, 100))
+    plain = ModelServer(sage_op_bundle.path, graph_source=CountingTable(table), warmup=False)
+    source = CountingTable(table)
+    options = BatchingOptions(max_batch_size=64, batch_timeout_micros=200_000, num_batch_threads=1)
+    batched = ModelServer(
+        sage_op_bundle.path, graph_source=source, warmup=False, batching=options, access_log=True
+    )
+    key = plain.resolve("sage", None, None).bundle_config.blob_feature_key
+    carried = {key: {"b64": base64.b64encode(blobs[4]).decode()}}
+    bodies = [{"examples": [{"node_id": 100 + i % 6}]} for i in range(8)] + [
+        {"context": {"extra": 1.5}, "examples": [{"node_id": 101}, {"node_id": 102}]},
+        {"examples": [{"node_id": 103}, carried, {"node_id": 105}]},
+    ]
+
+    def post(srv, body):
+        r = requests.post(f"{srv.url}/v1/models/sage:classify", json=body, timeout=60)
+        return r.status_code, r.text
+
+    def classify(rpc, ids, context=False):
+        request = node_id_request("sage", ids)
+        if context:  # the same examples as an ExampleListWithContext
+            listed = request.input.example_list_with_context
+            listed.examples.extend(request.input.example_list.examples)
+            listed.context.features.feature["extra"].float_list.value.append(1.5)
+        with grpc.insecure_channel(rpc.target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            return stub.Classify(request, timeout=30).result
+
+    with start_server(plain) as a, start_server(batched, threads=16) as b:
+        with start_grpc_server(plain) as a_rpc, start_grpc_server(batched) as b_rpc:
+            want = [post(a, body) for body in bodies]
+            tasks, calls = batched.batcher.tasks_run, batched.model_calls
+            with caplog.at_level(logging.INFO, logger="memgraph_tf.serving.access_log"):
+                got = _concurrently(len(bodies), lambda i: post(b, bodies[i]))
+            merged_tasks = batched.batcher.tasks_run - tasks
+            merged_calls, reads = batched.model_calls - calls, len(source.calls)
+            assert classify(b_rpc, [104, 100]) == classify(a_rpc, [104, 100])
+            assert classify(b_rpc, [101], True) == classify(a_rpc, [101], True)
+            assert len(classify(b_rpc, [101], True).classifications) == 1
+    batched.close()
+    assert got == want and {s for s, _ in got} == {200}  # same bytes, request by request
+    assert merged_tasks == len(bodies), merged_tasks
+    assert merged_calls < len(bodies) / 2 and reads <= merged_calls + 1, (merged_calls, reads)
+    lines = [json.loads(r.getMessage()) for r in caplog.records]
+    assert len(lines) == len(bodies)
+    assert all(line["graph_fetch_ms"] > 0 and line["model_ms"] > 0 for line in lines), lines
+
+
+def test_node_id_errors_under_batching_are_the_unbatched_ones(sage_op_bundle, sage, caplog):
+    """Under batching: a request wrong in its nodes and its signature gets the graph's error
+    first, as unbatched; a bad example fails only its own request and the rows its batch read
+    are not read again for the others; a failed request's read is still timed."""
+    import base64
+    import logging
+
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    blobs, _ = sage.blobs(6, seed=3)
+    table = dict(enumerate(blobs, 100))
+    plain = ModelServer(sage_op_bundle.path, graph_source=CountingTable(table), warmup=False)
+    source = CountingTable(table)
+    options = BatchingOptions(max_batch_size=64, batch_timeout_micros=200_000, num_batch_threads=1)
+    batched = ModelServer(
+        sage_op_bundle.path, graph_source=source, warmup=False, batching=options, access_log=True
+    )
+    key = plain.resolve("sage", None, None).bundle_config.blob_feature_key
+    garbage = {key: {"b64": base64.b64encode(b"not a blob").decode()}}
+    wrong = [
+        {"signature_name": "nope", "examples": [{"node_id": 7}]},  # 7: not in the graph
+        {"signature_name": "nope", "examples": [{"node_id": 100}]},
+    ]
+    bodies = [{"examples": [{"node_id": 100 + i}]} for i in range(5)]
+    bodies.append({"examples": [{"node_id": 105}, garbage]})
+
+    def post(srv, body):
+        r = requests.post(f"{srv.url}/v1/models/sage:classify", json=body, timeout=60)
+        return r.status_code, r.text
+
+    with start_server(plain) as a, start_server(batched, threads=16) as b:
+        wrong_got = [post(b, body) for body in wrong]
+        assert wrong_got == [post(a, body) for body in wrong]
+        want = [post(a, body) for body in bodies]
+        del source.calls[:]
+        got = _concurrently(len(bodies), lambda i: post(b, bodies[i]))
+        with caplog.at_level(logging.INFO, logger="memgraph_tf.serving.access_log"):
+            missing = post(b, {"examples": [{"node_id": 7}]})
+    batched.close()
+    assert wrong_got[0][0] == 400 and "node ids [7] from the graph" in wrong_got[0][1]
+    assert (
+        wrong_got[1][0] == 400 and "nope" in wrong_got[1][1] and "not found" in wrong_got[1][1]
+    ), wrong_got
+    assert got == want and [s for s, _ in got] == [200] * 5 + [400]
+    assert len(source.calls) < len(bodies), source.calls  # the merged read, not one a request
+    assert missing[0] == 400 and "[7]" in missing[1], missing
+    [line] = [json.loads(r.getMessage()) for r in caplog.records]
+    assert line["status"] == 400 and line["graph_fetch_ms"] > 0, line
