@@ -59,6 +59,7 @@ import dataclasses
 import hashlib
 import itertools
 import math
+import operator
 import random
 import struct
 import sys
@@ -474,6 +475,14 @@ def _step_text(edge_types: Sequence[str] | None, direction: str) -> str:
     return {"out": f"()-{rel}->()", "in": f"()<-{rel}-()", "both": f"()-{rel}-()"}[direction]
 
 
+def _distinct_pairs(keys: list[int], internals: list[int]) -> list[tuple[int, int]]:
+    """``sorted(set(zip(keys, internals)))``; as a reservoir is written (:meth:`Reservoir.encode`:
+    sorted by key), without the set and the sort when the keys are strictly increasing."""
+    if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
+        return list(zip(keys, internals))
+    return sorted(set(zip(keys, internals)))
+
+
 class _Read:
     """One reservoir :class:`BoundedReads` read this call: the node drawing from it (``node``,
     its internal id ``own``), the reservoir, its distinct ``(stored key, internal id)``
@@ -562,6 +571,7 @@ class BoundedReads:
         self._register = register  # typed steps: (internals, keys) -> None; nodes by internal id
         self._hub_name = hub_name
         self._step_text = step_text or _step_text(edge_types, direction)
+        self._back = NeighbourRead(edge_types, _REVERSED[direction])  # (verify: members' side)
         self._drawn: dict[int, tuple[int, int, bool]] = {}  # node -> (capacity, distinct, complete)
         self._reads: list[_Read] = []  # the reservoirs read this call, in order
         self._by_node: dict[int, _Read] = {}  # node drawing from its reservoir -> that read
@@ -629,7 +639,7 @@ class BoundedReads:
                 if res.degree <= self.threshold:
                     continue
                 complete = isinstance(res, WeightedReservoir) and res.threshold == LOWEST
-                pairs = sorted(set(zip(res.keys, res.internals)))
+                pairs = _distinct_pairs(res.keys, res.internals)
                 self._drawn[key] = (res.capacity, len(pairs), complete)
                 self._check(access, key, fanout, hop)
                 ids = self._adopt(access, key, res, pairs)
@@ -708,28 +718,23 @@ class BoundedReads:
             for k in dict.fromkeys(itertools.compress(ids, mask))
             if k in self._first and k not in self._verified
         ]
-        back = NeighbourRead(self.edge_types, _REVERSED[self.direction])
         first, later, reads = self._first, self._later, self._reads
         for start in range(0, len(drawn), READ_CHUNK):
             part = drawn[start : start + READ_CHUNK]
             self._verify_nodes(access, part)
-            holders: list[Sequence[tuple[int, int, Sequence[int]]]] = []
             wanted: list[set[tuple[int, int]]] = []
             for k in part:
                 read = reads[first[k]]
                 if read.rel_of is not None and k not in later:  # (the common case, inline)
-                    rel = read.rel_of[k]
-                    holders.append(((read.node, read.own, (rel,)),))
-                    wanted.append({(rel, read.own)})
+                    wanted.append({(read.rel_of[k], read.own)})
                 else:
                     held = self._holders(k)
-                    holders.append(held)
                     wanted.append({(rel, own) for _, own, rels in held for rel in rels})
-            found = access.present_relationships(part, back, wanted)
-            for k, held, want, there in zip(part, holders, wanted, found):
+            found = access.present_relationships(part, self._back, wanted)
+            for k, want, there in zip(part, wanted, found):
                 if len(there) == len(want):  # (every one found)
                     continue
-                for hub, own, rels in held:
+                for hub, own, rels in self._holders(k):
                     for rel in sorted(rels):
                         if (rel, own) not in there:
                             key = k if self._register is None else next(iter(self._stored[k]))
