@@ -376,9 +376,12 @@ class MgpGraphAccess:
         vertices = self._vertices
         out: list[set[tuple[Any, int]]] = []
         for key, want in zip(keys, wanted):
-            vertex = vertices[key]
             found: set[tuple[Any, int]] = set()
             need = len(want)
+            if not need:
+                out.append(found)
+                continue
+            vertex = vertices[key]
             for n, outgoing in enumerate(sides):
                 if self._handles:
                     self._wanted_edges(vertex, outgoing, types, want, found)

@@ -485,12 +485,12 @@ def _distinct_pairs(keys: list[int], internals: list[int]) -> list[tuple[int, in
 
 class _Read:
     """One reservoir :class:`BoundedReads` read this call: the node drawing from it (``node``,
-    its internal id ``own``), the reservoir, its distinct ``(stored key, internal id)``
-    ``pairs`` (sorted) and ``drawn``: the members' drawn ids (``res.keys``; typed:
-    ``res.internals``). ``rel_of``: where no two members share a drawn id or a neighbour
-    (internal id), drawn id -> its member's relationship; else None (:meth:`holders` finds
-    them). The members' relationships per neighbour (:meth:`per_internal`) are grouped when
-    first asked for: a draw asks for a few of the R members."""
+    its internal id ``own``), the reservoir ``res`` and its distinct ``(stored key, internal
+    id)`` ``pairs`` (sorted). ``rel_of``: where no two members share a drawn id (``drawn``, the
+    members' in order: ``res.keys``; typed: ``res.internals``) or a neighbour (internal id),
+    drawn id -> its member's relationship; else None (:meth:`holders` finds them). The members'
+    relationships per neighbour (:meth:`per_internal`) are grouped when first asked for: a draw
+    asks for a few of the R members."""
 
     __slots__ = ("_per", "node", "own", "pairs", "rel_of", "res")
 
