@@ -80,6 +80,7 @@ _NUMPY_DTYPES = {"bool": "|b1", "int32": "<i4", "int64": "<i8", "float32": "<f4"
 
 _HEADER = struct.Struct("<4sHHIIQQ")
 _ENTRY = struct.Struct("<BBHIQQ8q40s")
+_SPAN = struct.Struct("<QQ")  # an entry's payload offset and length, 8 bytes into it
 assert _HEADER.size == HEADER_BYTES and _ENTRY.size == SECTION_ENTRY_BYTES
 
 _NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-:/")
@@ -775,6 +776,15 @@ def read_table(data: bytes | bytearray | memoryview) -> list[SectionInfo]:
     if expected_offset != total:
         raise _err("total_length", expected_offset, total, 16)
     return sections
+
+
+def payload_spans(data: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
+    """``(payload offset, payload length)`` of each section of a blob :func:`pack` wrote, in
+    table order, read from its section table as it stands (nothing validated: a blob from
+    elsewhere is :func:`read_table`'s)."""
+    count = _HEADER.unpack_from(data, 0)[3]
+    entry = HEADER_BYTES + 8
+    return [_SPAN.unpack_from(data, entry + SECTION_ENTRY_BYTES * i) for i in range(count)]
 
 
 def _check_bool(mv: memoryview, info: SectionInfo, where: str) -> None:

@@ -125,13 +125,17 @@ class GraphAccess(Protocol):
     def has_label(self, keys: Sequence[int], label: str) -> list[bool]:
         """Per key, whether its node has ``label``."""
 
-    def relationship_ends(
-        self, keys: Sequence[int], read: NeighbourRead
-    ) -> list[list[tuple[Any, int]]]:
-        """Per key, ``(relationship id, other end's internal id)`` of each relationship ``read``
-        walks from its node (``read.edge_types`` and ``read.direction``; its label and
-        held-out split are not applied), in any order, possibly repeated. Cost: the node's
-        relationships of that direction are walked, O(its degree)."""
+    def present_relationships(
+        self,
+        keys: Sequence[int],
+        read: NeighbourRead,
+        wanted: Sequence[set[tuple[Any, int]]],
+    ) -> list[set[tuple[Any, int]]]:
+        """Per key, those of the ``(relationship id, other end's internal id)`` pairs
+        ``wanted[i]`` that are among the relationships ``read`` walks from its node
+        (``read.edge_types`` and ``read.direction``; its label and held-out split are not
+        applied). Cost: O(the node's degree in that direction) at most; an access may stop
+        walking a node's relationships once all its wanted pairs are found."""
 
     # -- scans ----------------------------------------------------------------------------------
     def first_node_with(self, names: Sequence[str]) -> int | None:

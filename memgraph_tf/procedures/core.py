@@ -205,8 +205,8 @@ def sample(
         table = build_table(access, seeds, names, options, allow_strings=False, columns=columns)
         limits.check_sample(len(seeds), fanouts, table.width, options, per_row=per_row)
     ids, masks = sample_ids(access, seeds, fanouts, options)
-    every = [k for hop_ids, hop_mask in zip(ids, masks) for k, m in zip(hop_ids, hop_mask) if m]
-    distinct = dict.fromkeys(every)
+    chain = itertools.chain.from_iterable
+    distinct = dict.fromkeys(itertools.compress(chain(ids), chain(masks)))  # (in hop order)
     if table is None:
         assert columns is not None  # (set above for every layout but dense)
         _check_sampled(

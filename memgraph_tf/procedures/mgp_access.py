@@ -82,6 +82,19 @@ class _Vertices(dict):
         return self.lookup(key)
 
 
+class _Resumed:
+    """An ``_mgp`` iterator read from its current item ``first`` on (``get()``, then ``next``
+    until None), for :meth:`MgpGraphAccess._collect` of what is left of one."""
+
+    __slots__ = ("first", "next")
+
+    def __init__(self, first: Any, step: Any) -> None:
+        self.first, self.next = first, step
+
+    def get(self) -> Any:
+        return self.first
+
+
 class MgpGraphAccess:
     """:class:`~memgraph_tf.procedures.access.GraphAccess` over an ``mgp.ProcCtx`` (inside
     Memgraph or the embedded runtime).
@@ -323,6 +336,13 @@ class MgpGraphAccess:
         vertices = self._vertices
         if vertices.adopted is None:
             vertices.adopted, vertices.fetch = {}, self._fetch_adopted
+        adopted = vertices.adopted
+        if names is None and len(keys) == len(internals):  # (the loop below, in C-level steps)
+            fresh = dict(zip(reversed(keys), reversed(internals)))  # a key's first internal id
+            for key in (fresh.keys() & vertices.keys()) | (fresh.keys() & adopted.keys()):
+                del fresh[key]
+            adopted.update(fresh)
+            return
         for i, (key, internal) in enumerate(zip(keys, internals)):
             if key not in vertices and key not in vertices.adopted:
                 vertices.adopted[key] = internal
@@ -340,37 +360,86 @@ class MgpGraphAccess:
             raise NodeNotFoundError(stale_member(name, internal))
         return vertex
 
-    def relationship_ends(
-        self, keys: Sequence[int], read: NeighbourRead
-    ) -> list[list[tuple[Any, int]]]:
+    def present_relationships(
+        self,
+        keys: Sequence[int],
+        read: NeighbourRead,
+        wanted: Sequence[set[tuple[Any, int]]],
+    ) -> list[set[tuple[Any, int]]]:
         """Edge by edge, through the ``_mgp`` handles or the public API, with the same abort
-        checks as :meth:`neighbours`."""
+        checks as :meth:`neighbours`. A node's walk stops once its wanted pairs are all found:
+        its sides (``both``: its outgoing, then its incoming relationships; the side that found
+        the last node's first) one after the other, each side's first :data:`_FEW_EDGES` edges
+        one by one (most nodes have few), the rest read in C-level steps (:meth:`_collect`)."""
         types = None if read.edge_types is None else frozenset(read.edge_types)
-        out: list[list[tuple[Any, int]]] = []
-        for key in keys:
-            vertex = self._vertices[key]
-            row: list[tuple[Any, int]] = []
-            for outgoing in _SIDES[read.direction]:
+        sides = list(_SIDES[read.direction])
+        vertices = self._vertices
+        out: list[set[tuple[Any, int]]] = []
+        for key, want in zip(keys, wanted):
+            found: set[tuple[Any, int]] = set()
+            need = len(want)
+            if not need:
+                out.append(found)
+                continue
+            vertex = vertices[key]
+            for n, outgoing in enumerate(sides):
                 if self._handles:
-                    edges: list[Any] = []
-                    self._collect(
-                        vertex.iter_out_edges() if outgoing else vertex.iter_in_edges(), edges
-                    )
-                    row += [
-                        (e.get_id(), (e.to_vertex() if outgoing else e.from_vertex()).get_id())
-                        for e in edges
-                        if types is None or e.get_type_name() in types
-                    ]
+                    self._wanted_edges(vertex, outgoing, types, want, found)
                 else:
-                    public = list(vertex.out_edges if outgoing else vertex.in_edges)
-                    self._spend(len(public))
-                    row += [
-                        (e.id, (e.to_vertex if outgoing else e.from_vertex).id)
-                        for e in public
-                        if types is None or e.type.name in types
-                    ]
-            out.append(row)
+                    found.update(self._public_ends(vertex, outgoing, types, want))
+                if len(found) == need:
+                    if n:  # (this side first for the next node)
+                        sides.reverse()
+                    break
+            out.append(found)
         return out
+
+    def _wanted_edges(
+        self,
+        vertex: Any,
+        outgoing: bool,
+        types: frozenset[str] | None,
+        want: set[tuple[Any, int]],
+        found: set[tuple[Any, int]],
+    ) -> None:
+        """Adds to ``found`` those of the ``(relationship id, other end's internal id)`` pairs
+        ``want`` among the ``_mgp`` handle ``vertex``'s outgoing (else incoming) relationships of
+        ``types`` (None: any), until ``found`` holds as many as ``want``."""
+        edges = vertex.iter_out_edges() if outgoing else vertex.iter_in_edges()
+        end = _TO_VERTEX if outgoing else _FROM_VERTEX
+        edge = edges.get()
+        walked = 0
+        while edge is not None and walked < _FEW_EDGES:
+            walked += 1
+            if types is None or edge.get_type_name() in types:
+                pair = (edge.get_id(), end(edge).get_id())
+                if pair in want:
+                    found.add(pair)
+                    if len(found) == len(want):
+                        break
+            edge = edges.next()
+        self._spend(walked)
+        if edge is None or len(found) == len(want):
+            return
+        rest: list[Any] = []  # (edge is the next one to read: collected from it on)
+        self._collect(_Resumed(edge, edges.next), rest)
+        if types is not None:
+            rest = [e for e in rest if e.get_type_name() in types]
+        found.update(want.intersection(zip(map(_GET_ID, rest), map(_GET_ID, map(end, rest)))))
+
+    def _public_ends(
+        self, vertex: Any, outgoing: bool, types: frozenset[str] | None, want: set
+    ) -> set[tuple[Any, int]]:
+        """Those of the ``(relationship id, other end's internal id)`` pairs ``want`` among the
+        ``mgp.Vertex`` ``vertex``'s outgoing (else incoming) relationships of ``types`` (None:
+        any)."""
+        public = list(vertex.out_edges if outgoing else vertex.in_edges)
+        self._spend(len(public))
+        return want.intersection(
+            (e.id, (e.to_vertex if outgoing else e.from_vertex).id)
+            for e in public
+            if types is None or e.type.name in types
+        )
 
     # -- keys of vertices -----------------------------------------------------------------------
     def _key_of(self, vertex: Any) -> int:

@@ -59,6 +59,7 @@ import dataclasses
 import hashlib
 import itertools
 import math
+import operator
 import random
 import struct
 import sys
@@ -474,6 +475,62 @@ def _step_text(edge_types: Sequence[str] | None, direction: str) -> str:
     return {"out": f"()-{rel}->()", "in": f"()<-{rel}-()", "both": f"()-{rel}-()"}[direction]
 
 
+def _distinct_pairs(keys: list[int], internals: list[int]) -> list[tuple[int, int]]:
+    """``sorted(set(zip(keys, internals)))``; as a reservoir is written (:meth:`Reservoir.encode`:
+    sorted by key), without the set and the sort when the keys are strictly increasing."""
+    if all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
+        return list(zip(keys, internals))
+    return sorted(set(zip(keys, internals)))
+
+
+class _Read:
+    """One reservoir :class:`BoundedReads` read this call: the node drawing from it (``node``,
+    its internal id ``own``), the reservoir ``res`` and its distinct ``(stored key, internal
+    id)`` ``pairs`` (sorted). ``rel_of``: where no two members share a drawn id (``drawn``, the
+    members' in order: ``res.keys``; typed: ``res.internals``) or a neighbour (internal id),
+    drawn id -> its member's relationship; else None (:meth:`holders` finds them). The members'
+    relationships per neighbour (:meth:`per_internal`) are grouped when first asked for: a draw
+    asks for a few of the R members."""
+
+    __slots__ = ("_per", "node", "own", "pairs", "rel_of", "res")
+
+    def __init__(
+        self,
+        node: int,
+        own: int,
+        res: Reservoir | WeightedReservoir,
+        pairs: Sequence[tuple[int, int]],
+        drawn: Sequence[int],
+    ) -> None:
+        self.node, self.own, self.res, self.pairs = node, own, res, pairs
+        self._per: dict[int, list[int]] | None = None
+        self.rel_of = dict(zip(drawn, res.rels))
+        m = len(res.rels)
+        if len(self.rel_of) != m or len(set(res.internals)) != m:
+            self.rel_of = None
+
+    def per_internal(self) -> dict[int, list[int]]:
+        """The member relationship ids per neighbour internal id, in the reservoir's order."""
+        if self._per is None:
+            internals, rels = self.res.internals, self.res.rels
+            if self.rel_of is not None:  # (one relationship per neighbour)
+                self._per = dict(zip(internals, map(list, zip(rels))))
+            else:
+                self._per = {}
+                for rel, internal in zip(rels, internals):
+                    self._per.setdefault(internal, []).append(rel)
+        return self._per
+
+    def holders(self, drawn: int, untyped: bool) -> list[tuple[int, int, Sequence[int]]]:
+        """``(node, own, the member relationships)`` for each of ``pairs`` whose drawn id (its
+        key when ``untyped``, else its internal id) is ``drawn``, in ``pairs`` order."""
+        if self.rel_of is not None:
+            return [(self.node, self.own, (self.rel_of[drawn],))]
+        per = self.per_internal()
+        side = 0 if untyped else 1
+        return [(self.node, self.own, per[p[1]]) for p in self.pairs if p[side] == drawn]
+
+
 class BoundedReads:
     """The bounded mode of one edge step in one call: which nodes draw from their reservoir.
 
@@ -514,14 +571,16 @@ class BoundedReads:
         self._register = register  # typed steps: (internals, keys) -> None; nodes by internal id
         self._hub_name = hub_name
         self._step_text = step_text or _step_text(edge_types, direction)
+        self._back = NeighbourRead(edge_types, _REVERSED[direction])  # (verify: members' side)
         self._drawn: dict[int, tuple[int, int, bool]] = {}  # node -> (capacity, distinct, complete)
-        self._members: dict[int, list[tuple[int, int, list[int]]]] = {}
-        """Drawn id of a member met so far (its key; typed: its internal id) -> ``(node whose
-        reservoir holds it, that node's internal id, the member relationships)`` per such node,
-        in the order the reservoirs were read."""
+        self._reads: list[_Read] = []  # the reservoirs read this call, in order
+        self._by_node: dict[int, _Read] = {}  # node drawing from its reservoir -> that read
+        self._first: dict[int, int] = {}
+        """Drawn id of a member met so far (its key; typed: its internal id) -> the index in
+        ``_reads`` of the first reservoir holding it (:meth:`_holders`)."""
+        self._later: dict[int, list[int]] = {}  # drawn id -> the later reservoirs holding it
         self._stored: dict[int, dict[int, None]] = {}  # typed: member internal -> stored keys
         self._verified: set[int] = set()  # members :meth:`verify` checked
-        self._relationships: dict[int, dict[int, list[int]]] = {}  # node -> neighbour -> rels
 
     @classmethod
     def of(cls, options: Any) -> BoundedReads | None:
@@ -580,7 +639,7 @@ class BoundedReads:
                 if res.degree <= self.threshold:
                     continue
                 complete = isinstance(res, WeightedReservoir) and res.threshold == LOWEST
-                pairs = sorted(set(zip(res.keys, res.internals)))
+                pairs = _distinct_pairs(res.keys, res.internals)
                 self._drawn[key] = (res.capacity, len(pairs), complete)
                 self._check(access, key, fanout, hop)
                 ids = self._adopt(access, key, res, pairs)
@@ -601,12 +660,9 @@ class BoundedReads:
     ) -> list[int]:
         """Registers the members of ``key``'s reservoir ``res`` (``pairs``: its distinct
         ``(stored key, internal id)``, sorted) with the access (typed: with the call's keys too)
-        and for :meth:`verify`; returns the ids the node draws from (their keys; typed: their
-        internal ids, in key order)."""
-        per: dict[int, list[int]] = {}
-        for rel, internal in zip(res.rels, res.internals):
-            per.setdefault(internal, []).append(rel)
-        self._relationships[key] = per
+        and for :meth:`verify` (:meth:`_holders`, worked out for the members drawn only);
+        returns the ids the node draws from (their keys; typed: their internal ids, in key
+        order)."""
         if self._register is None:
             ids = [k for k, _ in pairs]
             access.adopt(res.keys, res.internals)
@@ -619,16 +675,33 @@ class BoundedReads:
             own = key
             for k, i in pairs:
                 self._stored.setdefault(i, {})[k] = None
-        for k, i in pairs:
-            drawn = k if self._register is None else i
-            self._members.setdefault(drawn, []).append((key, own, per[i]))
+        read = _Read(key, own, res, pairs, res.keys if self._register is None else res.internals)
+        index = len(self._reads)
+        self._reads.append(read)
+        self._by_node[key] = read
+        fresh = dict.fromkeys(ids, index)
+        for drawn in fresh.keys() & self._first.keys():  # (held by an earlier reservoir too)
+            self._later.setdefault(drawn, []).append(index)
+            del fresh[drawn]
+        self._first.update(fresh)
         return ids
 
-    def member_relationships(self, key: int) -> Mapping[int, list[int]] | None:
+    def _holders(self, drawn: int) -> list[tuple[int, int, Sequence[int]]]:
+        """``(node whose reservoir holds the member drawn, that node's internal id, the member
+        relationships)`` for each distinct ``(stored key, internal id)`` of the member ``drawn``
+        (its key; typed: its internal id) in each reservoir read this call that holds it, in
+        the order the reservoirs were read (each one's in its ``pairs`` order)."""
+        out: list[tuple[int, int, Sequence[int]]] = []
+        for index in (self._first[drawn], *self._later.get(drawn, ())):
+            out += self._reads[index].holders(drawn, self._register is None)
+        return out
+
+    def member_relationships(self, key: int) -> Mapping[int, Sequence[int]] | None:
         """For a node :meth:`fill` gave its reservoir to draw from: its members' relationship
         ids per neighbour internal id (the relationships a slot it fills stands for); None for a
         node left to the exact path."""
-        return self._relationships.get(key)
+        read = self._by_node.get(key)
+        return None if read is None else read.per_internal()
 
     def verify(self, access: GraphAccess, ids: Sequence[int], mask: Sequence[bool]) -> None:
         """Checks the nodes of a hop's slots (``ids`` where ``mask``) that are members of a
@@ -638,20 +711,30 @@ class BoundedReads:
         be read (ids only, the last hop): the node is still there (one lookup by its internal
         id) under its stored key (typed: and with the step's right label), and each of its
         member relationships, of every reservoir read this call that holds it, is still there
-        (read from the member's side: O(the member's degree in the step's types), not the
-        hub's)."""
+        (read from the member's side: O(the member's degree in the step's types) at most, not
+        the hub's; :meth:`~.access.GraphAccess.present_relationships`)."""
         drawn = [
             k
             for k in dict.fromkeys(itertools.compress(ids, mask))
-            if k in self._members and k not in self._verified
+            if k in self._first and k not in self._verified
         ]
+        first, later, reads = self._first, self._later, self._reads
         for start in range(0, len(drawn), READ_CHUNK):
             part = drawn[start : start + READ_CHUNK]
             self._verify_nodes(access, part)
-            back = NeighbourRead(self.edge_types, _REVERSED[self.direction])
-            for k, ends in zip(part, access.relationship_ends(part, back)):
-                there = set(ends)
-                for hub, own, rels in self._members[k]:
+            wanted: list[set[tuple[int, int]]] = []
+            for k in part:
+                read = reads[first[k]]
+                if read.rel_of is not None and k not in later:  # (the common case, inline)
+                    wanted.append({(read.rel_of[k], read.own)})
+                else:
+                    held = self._holders(k)
+                    wanted.append({(rel, own) for _, own, rels in held for rel in rels})
+            found = access.present_relationships(part, self._back, wanted)
+            for k, want, there in zip(part, wanted, found):
+                if len(there) == len(want):  # (every one found)
+                    continue
+                for hub, own, rels in self._holders(k):
                     for rel in sorted(rels):
                         if (rel, own) not in there:
                             key = k if self._register is None else next(iter(self._stored[k]))

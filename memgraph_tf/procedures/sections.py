@@ -75,19 +75,23 @@ def dense_row_blobs(
     (shapes ``[1, ...]``).
 
     Every row's blob has the same header and section table, and its payloads at the same offsets
-    (the same shapes, so the same lengths): row 0 is packed by :func:`blob.pack` and read back with
-    :func:`blob.read_table`, and each row is that template with its own payload bytes in place;
-    padding stays zero, as ``blob.pack`` writes it. ``check_abort`` is called every 256 rows."""
+    (the same shapes, so the same lengths): row 0 is packed by :func:`blob.pack_bytes` (the
+    bytes of ``blob.pack``) and its payloads found with :func:`blob.payload_spans`, and each row
+    is that template with its own payload bytes in place; padding stays zero, as ``blob.pack``
+    writes it. ``check_abort`` is called every 256 rows."""
     if n == 0:
         return []
     cut = [
         (name, memoryview(sec.flat), len(sec.flat) // n, [1, *sec.shape[1:]], sec.dtype)
         for name, sec in sections.items()
     ]
-    first = blob.pack(
-        {name: blob.Dense(data[:size], shape, dtype) for name, data, size, shape, dtype in cut}
+    first = blob.pack_bytes(
+        {
+            name: blob.Dense(bytes(data[:size]), shape, dtype)
+            for name, data, size, shape, dtype in cut
+        }
     )
-    spans = [(info.payload_offset, info.payload_length) for info in blob.read_table(first)]
+    spans = blob.payload_spans(first)
     assert [length for _, length in spans] == [size for _, _, size, _, _ in cut]
     pieces: list[Any] = []  # the template's bytes between payloads, then a payload slot, ...
     at = 0

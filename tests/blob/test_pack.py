@@ -206,6 +206,8 @@ def test_round_trip_random_sections(sections) -> None:
             assert out[name].dtype == arr.dtype
             np.testing.assert_array_equal(out[name], arr)
     assert blob.pack({k: out[k] for k in out}) == data  # canonical: same values -> same bytes
+    spans = [(info.payload_offset, info.payload_length) for info in blob.read_table(data)]
+    assert blob.payload_spans(data) == spans  # (read back without validating)
 
 
 def test_array_module_inputs() -> None:

@@ -532,6 +532,37 @@ def test_a_typed_member_whose_key_changed_is_refused_as_the_untyped_one_is():
     assert typed_ids(g, reservoir_threshold=50) == before
 
 
+def test_a_member_that_is_a_hub_is_checked_among_all_its_relationships():
+    """A drawn member with many relationships of its own (a hub drawn by a hub): its member
+    relationship is looked for among all of them, on either side (``both``: the member's
+    outgoing, then its incoming ones), of the step's types only; the draw goes through while
+    it is there and is refused naming it once deleted, though a relationship of another type
+    still joins the same two nodes."""
+    g = EmbeddedGraph()
+    hub, other = g.add_node(["N"]), g.add_node(["N"])
+    leaves = [g.add_node(["N"]) for _ in range(30)]
+    rels = [g.add_edge(hub, leaf, "E") for leaf in leaves[:9]]
+    for leaf in leaves:  # the other hub's own: 30 outgoing, 30 incoming, then the hub's
+        g.add_edge(other, leaf, "E")
+        g.add_edge(leaf, other, "E")
+    g.add_edge(hub, other, "F")
+    link = g.add_edge(hub, other, "E")  # (the last of the other hub's incoming relationships)
+    members = sorted([*leaves[:9], other])
+    rel_of = dict(zip([*leaves[:9], other], [*rels, link]))
+    step = {"edge_types": ["E"], "direction": "both"}
+    name = property_name(("E",), "both", None)
+    res = Reservoir(10, 500, 0, 0, 0, 0, members, [rel_of[m] for m in members], members)
+    g.set_property(hub, name, res.encode())
+    [_, hop1] = ids(g, hub, [10], reservoir_threshold=100, **step)
+    assert sorted(hop1[0]) == members  # (all ten drawn, the other hub among them)
+    g.delete_edge(link)
+    text = failure(g, "tf_features.sample", [hub], [10], [], {"reservoir_threshold": 100, **step})
+    assert text.endswith(
+        f"relationship {link} of ()-[:E]-() between node {hub} and node {other}: in node "
+        f"{hub}'s reservoir (options.reservoir_threshold) but no longer in the graph: {LAGS}"
+    )
+
+
 def test_a_member_relationship_deleted_since_is_refused_with_or_without_edge_columns():
     """A member relationship the graph no longer holds (its neighbour still there): the draw
     refuses it naming the relationship, the hub and the member, typed (with or without

@@ -169,8 +169,11 @@ class CypherGraphAccess:
             )
         return [by_key[k] for k in keys]
 
-    def relationship_ends(self, keys: Sequence[int], read: NeighbourRead) -> list[list[tuple]]:
-        """One ``UNWIND`` query per batch: ``id(r)`` and ``id(m)`` of each relationship."""
+    def present_relationships(
+        self, keys: Sequence[int], read: NeighbourRead, wanted: Sequence[set[tuple]]
+    ) -> list[set[tuple]]:
+        """One ``UNWIND`` query per batch: ``id(r)`` and ``id(m)`` of each relationship, those
+        wanted kept."""
         params: dict[str, Any] = {"rows": self._rows(keys)}
         where = ""
         if read.edge_types is not None:
@@ -183,7 +186,7 @@ class CypherGraphAccess:
         found: dict[int, list[tuple]] = {k: [] for k in keys}
         for row in self._source.read(query, params):
             found[row["key"]].append((row["rel"], row["other"]))
-        return [found[k] for k in keys]
+        return [want.intersection(found[k]) for k, want in zip(keys, wanted)]
 
     def neighbours(self, keys: Sequence[int], read: NeighbourRead) -> list[list[int]]:
         """With a ``read.label`` (a typed step: one relationship type, its name checked by the
