@@ -780,11 +780,24 @@ def read_table(data: bytes | bytearray | memoryview) -> list[SectionInfo]:
 
 def payload_spans(data: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
     """``(payload offset, payload length)`` of each section of a blob :func:`pack` wrote, in
-    table order, read from its section table as it stands (nothing validated: a blob from
-    elsewhere is :func:`read_table`'s)."""
-    count = _HEADER.unpack_from(data, 0)[3]
-    entry = HEADER_BYTES + 8
-    return [_SPAN.unpack_from(data, entry + SECTION_ENTRY_BYTES * i) for i in range(count)]
+    table order, read from its section table. Checks what it reads on: the header (magic,
+    version, section count, total length the data's size), the table within the data and
+    each payload after it and within the data; a blob failing one of those is refused with
+    :func:`read_table`'s :class:`BlobFormatError` naming the field. The rest (dtypes, names,
+    shapes, payload bytes) is not checked: a blob from elsewhere is :func:`read_table`'s."""
+    mv = memoryview(data).cast("B")
+    size = len(mv)
+    if size >= HEADER_BYTES:
+        magic, version, _, count, _, total, _ = _HEADER.unpack_from(mv, 0)
+        table_end = HEADER_BYTES + SECTION_ENTRY_BYTES * count
+        header_ok = (magic, version) == (MAGIC, VERSION) and count <= MAX_SECTIONS
+        if header_ok and total == size and table_end <= size:
+            entry = HEADER_BYTES + 8
+            spans = [_SPAN.unpack_from(mv, entry + SECTION_ENTRY_BYTES * i) for i in range(count)]
+            if all(table_end <= at and at + n <= size for at, n in spans):
+                return spans
+    # (read_table raises for each case left: the message naming the field is its own)
+    return [(info.payload_offset, info.payload_length) for info in read_table(mv)]
 
 
 def _check_bool(mv: memoryview, info: SectionInfo, where: str) -> None:

@@ -486,13 +486,13 @@ def _distinct_pairs(keys: list[int], internals: list[int]) -> list[tuple[int, in
 class _Read:
     """One reservoir :class:`BoundedReads` read this call: the node drawing from it (``node``,
     its internal id ``own``), the reservoir ``res`` and its distinct ``(stored key, internal
-    id)`` ``pairs`` (sorted). ``rel_of``: where no two members share a drawn id (``drawn``, the
-    members' in order: ``res.keys``; typed: ``res.internals``) or a neighbour (internal id),
-    drawn id -> its member's relationship; else None (:meth:`holders` finds them). The members'
-    relationships per neighbour (:meth:`per_internal`) are grouped when first asked for: a draw
-    asks for a few of the R members."""
+    id)`` ``pairs`` (sorted). A member's drawn id is its stored key when ``untyped``, else its
+    internal id. ``rel_of``: where no two members share a drawn id or a neighbour (internal id),
+    drawn id -> its member's relationship; else None (:meth:`holders` groups them). The members'
+    relationships per neighbour (:meth:`per_internal`) and their holders per drawn id are
+    grouped when first asked for, each in one pass: a draw asks for a few of the R members."""
 
-    __slots__ = ("_per", "node", "own", "pairs", "rel_of", "res")
+    __slots__ = ("_by_drawn", "_per", "_side", "node", "own", "pairs", "rel_of", "res")
 
     def __init__(
         self,
@@ -500,11 +500,13 @@ class _Read:
         own: int,
         res: Reservoir | WeightedReservoir,
         pairs: Sequence[tuple[int, int]],
-        drawn: Sequence[int],
+        untyped: bool,
     ) -> None:
         self.node, self.own, self.res, self.pairs = node, own, res, pairs
         self._per: dict[int, list[int]] | None = None
-        self.rel_of = dict(zip(drawn, res.rels))
+        self._by_drawn: dict[int, list[tuple[int, int, Sequence[int]]]] | None = None
+        self._side = 0 if untyped else 1  # (the drawn id's place in a pair)
+        self.rel_of = dict(zip(res.keys if untyped else res.internals, res.rels))
         m = len(res.rels)
         if len(self.rel_of) != m or len(set(res.internals)) != m:
             self.rel_of = None
@@ -521,14 +523,19 @@ class _Read:
                     self._per.setdefault(internal, []).append(rel)
         return self._per
 
-    def holders(self, drawn: int, untyped: bool) -> list[tuple[int, int, Sequence[int]]]:
-        """``(node, own, the member relationships)`` for each of ``pairs`` whose drawn id (its
-        key when ``untyped``, else its internal id) is ``drawn``, in ``pairs`` order."""
+    def holders(self, drawn: int) -> list[tuple[int, int, Sequence[int]]]:
+        """``(node, own, the member relationships)`` for each of ``pairs`` whose drawn id is
+        ``drawn``, in ``pairs`` order; without ``rel_of``, from all the drawn ids' holders,
+        grouped in one pass over ``pairs`` when first asked for."""
         if self.rel_of is not None:
             return [(self.node, self.own, (self.rel_of[drawn],))]
-        per = self.per_internal()
-        side = 0 if untyped else 1
-        return [(self.node, self.own, per[p[1]]) for p in self.pairs if p[side] == drawn]
+        if self._by_drawn is None:
+            per, side, by_drawn = self.per_internal(), self._side, {}
+            for pair in self.pairs:
+                held = (self.node, self.own, per[pair[1]])
+                by_drawn.setdefault(pair[side], []).append(held)
+            self._by_drawn = by_drawn
+        return self._by_drawn.get(drawn, [])
 
 
 class BoundedReads:
@@ -675,7 +682,7 @@ class BoundedReads:
             own = key
             for k, i in pairs:
                 self._stored.setdefault(i, {})[k] = None
-        read = _Read(key, own, res, pairs, res.keys if self._register is None else res.internals)
+        read = _Read(key, own, res, pairs, self._register is None)
         index = len(self._reads)
         self._reads.append(read)
         self._by_node[key] = read
@@ -693,7 +700,7 @@ class BoundedReads:
         the order the reservoirs were read (each one's in its ``pairs`` order)."""
         out: list[tuple[int, int, Sequence[int]]] = []
         for index in (self._first[drawn], *self._later.get(drawn, ())):
-            out += self._reads[index].holders(drawn, self._register is None)
+            out += self._reads[index].holders(drawn)
         return out
 
     def member_relationships(self, key: int) -> Mapping[int, Sequence[int]] | None:
@@ -711,8 +718,9 @@ class BoundedReads:
         be read (ids only, the last hop): the node is still there (one lookup by its internal
         id) under its stored key (typed: and with the step's right label), and each of its
         member relationships, of every reservoir read this call that holds it, is still there
-        (read from the member's side: O(the member's degree in the step's types) at most, not
-        the hub's; :meth:`~.access.GraphAccess.present_relationships`)."""
+        (read from the member's side: O(the member's degree in that direction) at most, its
+        relationships of other types walked too, not the hub's;
+        :meth:`~.access.GraphAccess.present_relationships`)."""
         drawn = [
             k
             for k in dict.fromkeys(itertools.compress(ids, mask))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import struct
 
 import numpy as np
 import pytest
@@ -111,3 +112,65 @@ def test_ragged_pairs_come_back_as_ragged() -> None:
     ]
     assert rows == [[10, 11], [], [12, 13, 14]]
     assert out["vec"].values.shape == (3, 2)
+
+
+# -- blob.payload_spans: the payloads of a blob from blob.pack, refused as read_table refuses ----
+SPAN_CHECKS = [  # the invalid vectors breaking a rule payload_spans checks
+    "bad_magic",
+    "bad_magic_binary",
+    "bad_version",
+    "dims_claim_more_than_held",
+    "short_header",
+    "table_truncated",
+    "too_many_sections",
+    "total_length_mismatch",
+]
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.stem)
+def test_payload_spans_are_read_tables(path: pathlib.Path) -> None:
+    _, data = _load(path)
+    spans = [(info.payload_offset, info.payload_length) for info in blob.read_table(data)]
+    assert blob.payload_spans(data) == spans
+    assert blob.payload_spans(memoryview(data)) == spans
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
+def test_payload_spans_refuse_a_blob_they_cannot_read_with_the_readers_message(
+    path: pathlib.Path,
+) -> None:
+    """A blob breaking a rule of what payload_spans reads (the header, the table's size, each
+    payload within the data) is refused with read_table's message; any other invalid blob
+    gives spans within the data, after the table (its other rules are read_table's)."""
+    doc, data = _load(path)
+    if path.stem in SPAN_CHECKS:
+        with pytest.raises(blob.BlobFormatError, match=re.escape(doc["error"])):
+            blob.payload_spans(data)
+        return
+    spans = blob.payload_spans(data)
+    table_end = blob.HEADER_BYTES + blob.SECTION_ENTRY_BYTES * len(spans)
+    assert spans and all(table_end <= at and at + n <= len(data) for at, n in spans)
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.stem)
+def test_payload_spans_refuse_every_truncation(path: pathlib.Path) -> None:
+    _, data = _load(path)
+    for cut in range(len(data)):
+        with pytest.raises(
+            blob.BlobFormatError, match=r"^(header|total_length): expected .* at offset (0|16)$"
+        ):
+            blob.payload_spans(data[:cut])
+
+
+def test_payload_spans_refuse_empty_data_and_a_payload_inside_the_table() -> None:
+    with pytest.raises(
+        blob.BlobFormatError, match=r"^header: expected at least 32 bytes, got 0 at offset 0$"
+    ):
+        blob.payload_spans(b"")
+    data = bytearray(blob.pack({"x": np.arange(3, dtype=np.int64)}))
+    struct.pack_into("<Q", data, blob.HEADER_BYTES + 8, 0)  # section 0's payload offset
+    with pytest.raises(
+        blob.BlobFormatError,
+        match=r"^section 0 \('x'\) payload_offset: expected 160, got 0 at offset 40$",
+    ):
+        blob.payload_spans(data)

@@ -207,7 +207,7 @@ def test_round_trip_random_sections(sections) -> None:
             np.testing.assert_array_equal(out[name], arr)
     assert blob.pack({k: out[k] for k in out}) == data  # canonical: same values -> same bytes
     spans = [(info.payload_offset, info.payload_length) for info in blob.read_table(data)]
-    assert blob.payload_spans(data) == spans  # (read back without validating)
+    assert blob.payload_spans(data) == spans
 
 
 def test_array_module_inputs() -> None:

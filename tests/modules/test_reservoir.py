@@ -563,6 +563,99 @@ def test_a_member_that_is_a_hub_is_checked_among_all_its_relationships():
     )
 
 
+PUBLIC_SAMPLE = """
+import mgp
+from memgraph_tf import blob, procedures
+from memgraph_tf.procedures.mgp_access import MgpGraphAccess
+
+
+@mgp.read_proc
+def sample(ctx: mgp.ProcCtx, seeds: mgp.List[mgp.Any], fanouts: mgp.List[mgp.Any],
+           properties: mgp.List[mgp.Any], options: mgp.Nullable[mgp.Map] = None
+           ) -> mgp.Record(blob=str):
+    runner = procedures.ProcedureRunner(lambda opts: MgpGraphAccess(ctx, opts, handles=False))
+    return mgp.Record(blob=blob.b64encode(runner.sample(seeds, fanouts, properties, options)))
+"""
+WALKED = 12  # the member's incoming relationships (the side verify walks for an outgoing step)
+PROCEDURES = ["tf_features.sample", "public_walk.sample"]  # the _mgp handles, the public mgp API
+
+
+def member_among_many(tmp_path, link_at: int, wrong_at: int = 0) -> tuple[EmbeddedGraph, dict]:
+    """A hub whose reservoir (written here, :data:`STEP`) holds ten members: nine leaves and a
+    node with :data:`WALKED` incoming relationships, the hub's ``:E`` one the ``link_at``-th of
+    them (from 1, in the order the graph gives them) and, with ``wrong_at``, an ``:F`` one from
+    the hub the ``wrong_at``-th, the others ``:E`` from nodes outside the reservoir. The
+    reservoir stores the member's ``:E`` relationship, or with ``wrong_at`` its ``:F`` one (a
+    corrupted reservoir: another type). Loads :data:`PUBLIC_SAMPLE` as ``public_walk``.
+    Returns the graph and ``hub``, ``member``, ``stored`` (its relationship in the reservoir),
+    ``link`` and ``members`` (sorted)."""
+    g = EmbeddedGraph()
+    path = tmp_path / "public_walk.py"
+    path.write_text(PUBLIC_SAMPLE)
+    g.load_module(path)
+    hub, member = g.add_node(["N"]), g.add_node(["N"])
+    leaves = [g.add_node(["N"]) for _ in range(9)]
+    rels = [g.add_edge(hub, leaf, "E") for leaf in leaves]
+    link = wrong = -1
+    for position in range(1, WALKED + 1):
+        if position == link_at:
+            link = g.add_edge(hub, member, "E")
+        elif position == wrong_at:
+            wrong = g.add_edge(hub, member, "F")
+        else:
+            g.add_edge(g.add_node(["N"]), member, "E")
+    stored_rel = wrong if wrong_at else link
+    assert link >= 0 and (wrong >= 0) == bool(wrong_at)
+    rel_of = dict(zip([*leaves, member], [*rels, stored_rel]))
+    members = sorted(rel_of)
+    res = Reservoir(10, 500, 0, 0, 0, 0, members, [rel_of[m] for m in members], members)
+    g.set_property(hub, NAME, res.encode())
+    return g, {"hub": hub, "member": member, "stored": stored_rel, "link": link, "members": members}
+
+
+def stale_relationship_text(rel: int, hub: int, member: int) -> str:
+    return (
+        f"relationship {rel} of ()-[:E]->() between node {hub} and node {member}: in node "
+        f"{hub}'s reservoir (options.reservoir_threshold) but no longer in the graph: {LAGS}"
+    )
+
+
+@pytest.mark.parametrize("procedure", PROCEDURES)
+@pytest.mark.parametrize("link_at", [1, 8, 9, WALKED])
+def test_a_member_relationship_is_found_wherever_it_is_among_the_members_ones(
+    tmp_path, link_at, procedure
+):
+    """The member's relationship is found whether it is among the first relationships the
+    check walks one by one (8 in the handle path) or among those read after them (the 9th: the
+    first of those; the last), on both paths: the draw goes through, and is refused naming it
+    once it is deleted."""
+    g, m = member_among_many(tmp_path, link_at)
+    opts = {"seed": 7, **STEP, "reservoir_threshold": 100}
+    [row] = g.call(procedure, [m["hub"]], [10], [], opts)
+    hop1 = blob.unpack_b64(row["blob"])["ids_1"]
+    assert sorted(hop1[0].tolist()) == m["members"]  # (all ten drawn, so all ten checked)
+    g.delete_edge(m["link"])
+    assert failure(g, procedure, [m["hub"]], [10], [], opts).endswith(
+        stale_relationship_text(m["link"], m["hub"], m["member"])
+    )
+
+
+@pytest.mark.parametrize("procedure", PROCEDURES)
+@pytest.mark.parametrize("wrong_at", [1, 8, 9, WALKED])
+def test_a_stored_relationship_of_another_type_between_the_same_nodes_is_refused(
+    tmp_path, wrong_at, procedure
+):
+    """A corrupted reservoir whose member relationship is an ``:F`` one (not the step's type)
+    joining the hub and the member, among the first relationships walked one by one or among
+    those read after them, an ``:E`` one joining them too: refused as a relationship no longer
+    in the graph, on both paths."""
+    g, m = member_among_many(tmp_path, 1 if wrong_at == WALKED else WALKED, wrong_at)
+    opts = {"seed": 7, **STEP, "reservoir_threshold": 100}
+    assert failure(g, procedure, [m["hub"]], [10], [], opts).endswith(
+        stale_relationship_text(m["stored"], m["hub"], m["member"])
+    )
+
+
 def test_a_member_relationship_deleted_since_is_refused_with_or_without_edge_columns():
     """A member relationship the graph no longer holds (its neighbour still there): the draw
     refuses it naming the relationship, the hub and the member, typed (with or without
