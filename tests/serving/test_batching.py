@@ -251,6 +251,22 @@ def test_node_id_fetches_are_merged_and_answers_equal_unbatched(sage_op_bundle, 
     assert want[-1][0] == 400 and "node ids [100, 7] from the graph" in want[-1][1], want[-1]
 
 
+def _node_servers(bundle, sage):
+    """An unbatched server and a batched one (access log on) of ``bundle`` over blobs of six
+    nodes (ids 100-105): ``(plain, batched, the batched one's CountingTable, the blobs)``."""
+    from memgraph_tf.serving.model_server import ModelServer
+
+    blobs, _ = sage.blobs(6, seed=3)
+    table = dict(enumerate(blobs, 100))
+    plain = ModelServer(bundle.path, graph_source=CountingTable(table), warmup=False)
+    source = CountingTable(table)
+    options = BatchingOptions(max_batch_size=64, batch_timeout_micros=200_000, num_batch_threads=1)
+    batched = ModelServer(
+        bundle.path, graph_source=source, warmup=False, batching=options, access_log=True
+    )
+    return plain, batched, source, blobs
+
+
 def test_a_node_id_request_is_one_batch_task_and_answers_as_unbatched(sage_op_bundle, sage, caplog):
     """With batching on, a request's graph read and its model call are one task of the batch
     scheduler (one task a request, not two; fewer source and model calls than requests).
@@ -263,18 +279,10 @@ def test_a_node_id_request_is_one_batch_task_and_answers_as_unbatched(sage_op_bu
     from tensorflow_serving.apis import prediction_service_pb2_grpc
 
     from memgraph_tf.serving.grpc_server import start_grpc_server
-    from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
     from tests.serving.grpc_kit import node_id_request
 
-    blobs, _ = sage.blobs(6, seed=3)
-    table = dict(enumerate(blobs, 100))
-    plain = ModelServer(sage_op_bundle.path, graph_source=CountingTable(table), warmup=False)
-    source = CountingTable(table)
-    options = BatchingOptions(max_batch_size=64, batch_timeout_micros=200_000, num_batch_threads=1)
-    batched = ModelServer(
-        sage_op_bundle.path, graph_source=source, warmup=False, batching=options, access_log=True
-    )
+    plain, batched, source, blobs = _node_servers(sage_op_bundle, sage)
     key = plain.resolve("sage", None, None).bundle_config.blob_feature_key
     carried = {key: {"b64": base64.b64encode(blobs[4]).decode()}}
     bodies = [{"examples": [{"node_id": 100 + i % 6}]} for i in range(8)] + [
@@ -323,17 +331,9 @@ def test_node_id_errors_under_batching_are_the_unbatched_ones(sage_op_bundle, sa
     import base64
     import logging
 
-    from memgraph_tf.serving.model_server import ModelServer
     from memgraph_tf.serving.server import start_server
 
-    blobs, _ = sage.blobs(6, seed=3)
-    table = dict(enumerate(blobs, 100))
-    plain = ModelServer(sage_op_bundle.path, graph_source=CountingTable(table), warmup=False)
-    source = CountingTable(table)
-    options = BatchingOptions(max_batch_size=64, batch_timeout_micros=200_000, num_batch_threads=1)
-    batched = ModelServer(
-        sage_op_bundle.path, graph_source=source, warmup=False, batching=options, access_log=True
-    )
+    plain, batched, source, _ = _node_servers(sage_op_bundle, sage)
     key = plain.resolve("sage", None, None).bundle_config.blob_feature_key
     garbage = {key: {"b64": base64.b64encode(b"not a blob").decode()}}
     wrong = [
