@@ -152,6 +152,7 @@ class BatchScheduler:
             if batch is None:
                 return
             self._run(batch)
+            del batch  # its tasks (their feeds and results) not kept while this thread waits
             # yield the GIL: the callers just released (and those still parsing requests)
             # run and submit before this thread takes the next batch, so batches hold more
             # tasks instead of the thread taking a batch of one right away

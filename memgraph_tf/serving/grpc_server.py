@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
@@ -277,7 +278,7 @@ class _Core:
         return name
 
     # -- examples
-    def serialized_examples(self, request_input: Any, mv: ModelVersion) -> list[bytes]:
+    def serialized_examples(self, request_input: Any, mv: ModelVersion) -> Sequence[bytes]:
         """The request's examples as serialized tf.Examples (context bytes first), node ids
         replaced by blobs; INVALID_ARGUMENT for no examples or more than max_examples."""
         kind = request_input.WhichOneof("kind")
@@ -300,7 +301,9 @@ class _Core:
             return serialized.with_prefix(context)
         return [context + s for s in serialized] if context else serialized
 
-    def with_node_blobs(self, examples: Any, mv: ModelVersion, sampling: Any = None) -> list[bytes]:
+    def with_node_blobs(
+        self, examples: Any, mv: ModelVersion, sampling: Any = None
+    ) -> Sequence[bytes]:
         """Each example serialized, the ``node_id`` rule applied with the ModelServer's graph
         source (:func:`.node_examples.proto_examples`: REST's checks, messages and codes),
         sampled with ``sampling`` (default: the version's; a request's context ``at``:

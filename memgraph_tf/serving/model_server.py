@@ -818,7 +818,7 @@ class ModelServer:
         ``max_json_depth``)."""
         return json_parse.parse_request_body(body, max_depth=self.max_json_depth)
 
-    def _examples(self, doc: dict, method: str, mv: ModelVersion) -> list[bytes]:
+    def _examples(self, doc: dict, method: str, mv: ModelVersion) -> Sequence[bytes]:
         context = json_examples.request_context(doc)
         examples = json_examples.request_examples(doc, method)
         record = metrics_mod.current()
@@ -1003,14 +1003,8 @@ class ModelServer:
             tasks = list(dict.fromkeys(feeds["task"]))  # in the order of their rows
             if metrics is not None:
                 metrics.batch_size.labels(mv.model_name).observe(len(feeds["task"]))
-            pending = [t for t in tasks if t.rows is None]
-            start = time.perf_counter()
-            try:
-                _read_rows(pending)
-            finally:
-                read = time.perf_counter()
-                for t in pending:
-                    t.fetch_s = read - start
+            _read_rows([t for t in tasks if t.rows is None])
+            read = time.perf_counter()
             rows = [row for t in tasks for row in t.rows]
             try:
                 return self._run_arrays(sig, fn, {in_key: _objects(rows)})
@@ -1077,7 +1071,9 @@ class ModelServer:
             )
         return name, fn, in_key
 
-    def run_classify(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
+    def run_classify(
+        self, mv: ModelVersion, serialized: Sequence[bytes], signature_name: str | None
+    ):
         """Run a classify signature (TF Serving's classifier contract) on serialized
         tf.Examples (any transport): ``(classes, scores)``, each ``[n, k]`` or None when the
         signature lacks it. Without a signature name, our bundles use their ``classify``
@@ -1105,7 +1101,9 @@ class ModelServer:
             raise bad_request(f"Expected classes Tensor of DT_STRING, got {classes.dtype}")
         return classes, scores
 
-    def run_regress(self, mv: ModelVersion, serialized: list[bytes], signature_name: str | None):
+    def run_regress(
+        self, mv: ModelVersion, serialized: Sequence[bytes], signature_name: str | None
+    ):
         """Run a regress signature on serialized tf.Examples (any transport): a ``[n]`` array.
         Without a signature name, a link bundle runs its ``regress`` signature
         (:meth:`example_signature`)."""
@@ -1298,8 +1296,8 @@ DT_INT64 = 9
 class _NodeTask:
     """A request's :class:`~.node_rows.NodeExamples` in the batch scheduler (every row of the
     task's feed): ``key`` (its sampling setting: tasks of one key share a read), ``rows`` (its
-    serialized examples once read), and the seconds of the read that completed its rows (or
-    failed) and of the last model call run on them."""
+    serialized examples once read), and the seconds of its setting's read that completed its
+    rows (or failed) and of the last model call run on them."""
 
     __slots__ = ("examples", "fetch_s", "key", "model_s", "rows")
 
@@ -1312,25 +1310,35 @@ class _NodeTask:
 
 def _read_rows(tasks: Sequence[_NodeTask]) -> None:
     """Complete the rows of ``tasks``: one read per sampling setting (a read of one task names
-    its examples, a merged one names none); a read that fails raises and completes nothing of
-    its setting."""
+    its examples, a merged one names none), timed per setting (``fetch_s`` of its tasks); a
+    read that fails raises and completes nothing of its setting."""
     groups: dict[Any, list[_NodeTask]] = {}
     for t in tasks:
         groups.setdefault(t.key, []).append(t)
     for group in groups.values():
-        heads: list[bytes] = []
-        ids: list[Any] = []
-        names: list[Any] = []
-        for t in group:
-            h, i, n = t.examples.parts()
-            heads += h
-            ids += i
-            names += n
-        first = group[0].examples
-        rows = complete_rows(heads, ids, names if len(group) == 1 else None, first.fetch, first.key)
-        start = 0
-        for t in group:
-            t.rows, start = rows[start : start + len(t.examples)], start + len(t.examples)
+        start = time.perf_counter()
+        try:
+            _read_group(group)
+        finally:
+            for t in group:
+                t.fetch_s = time.perf_counter() - start
+
+
+def _read_group(group: Sequence[_NodeTask]) -> None:
+    """Complete the rows of ``group`` (tasks of one sampling setting) with one read."""
+    heads: list[bytes] = []
+    ids: list[Any] = []
+    names: list[Any] = []
+    for t in group:
+        h, i, n = t.examples.parts()
+        heads += h
+        ids += i
+        names += n
+    first = group[0].examples
+    rows = complete_rows(heads, ids, names if len(group) == 1 else None, first.fetch, first.key)
+    start = 0
+    for t in group:
+        t.rows, start = rows[start : start + len(t.examples)], start + len(t.examples)
 
 
 def _objects(values: Sequence[Any]) -> Any:

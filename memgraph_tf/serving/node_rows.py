@@ -2,8 +2,8 @@
 
 With server-side batching on (``memgraph-tf serve --enable-batching``), a request of ``node_id``
 examples is one task of the batch scheduler: the graph read of its nodes and the model call on
-its examples run together, merged with the concurrent requests of the same model version,
-signature and sampling settings (one source call, then one model call, for the whole batch). A
+its examples run together, merged with the concurrent requests of the same model version and
+signature (one source call per sampling setting, then one model call, for the whole batch). A
 request thus waits for one batch, not for a batch of graph reads and then a batch of model calls.
 
 - :class:`NodeExamples`: a request's serialized tf.Examples on a node bundle, those naming a node

@@ -285,3 +285,48 @@ def test_embed_by_node_id_at_a_time(served, exported):
         stub.Predict(req, timeout=60)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "at: expected one integer time (int64), got float32 of shape []" in err.value.details()
+
+
+def test_batched_requests_at_several_times_share_model_calls(exported):
+    """With server-side batching, concurrent requests whose context ``at`` differs merge into
+    one model call per batch, each time's nodes read apart (one read per time), interleaved as
+    they arrive: every answer equals an unbatched server's, a missing node's error included."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memgraph_tf.serving.batching import BatchingOptions
+    from memgraph_tf.serving.model_server import ModelServer
+    from memgraph_tf.serving.server import start_server
+
+    source = ledger_shop()[3]
+    plain = ModelServer(exported.path.parent, graph_source=source, warmup=False)
+    options = BatchingOptions(max_batch_size=64, batch_timeout_micros=300_000, num_batch_threads=1)
+    batched = ModelServer(exported.path.parent, graph_source=source, warmup=False, batching=options)
+    bodies = []
+    for k, at in enumerate([None, 40, None, 60, 40, None, 60, 40]):
+        body = {"examples": [{"node_id": USERS[(k + j) % 5]} for j in range(1 + k % 3)]}
+        bodies.append(body if at is None else {**body, "context": {"at": at}})
+    missing = {"context": {"at": 40}, "examples": [{"node_id": 999999}]}
+    barrier = threading.Barrier(len(bodies))
+
+    def post(srv, body, wait=False):
+        if wait:
+            barrier.wait()
+        r = requests.post(f"{srv.url}/v1/models/ledger:classify", json=body, timeout=60)
+        return r.status_code, r.text
+
+    with start_server(plain) as a, start_server(batched, threads=16) as b:
+        want = [post(a, body) for body in bodies]
+        runs, calls = batched.batcher.batches_run, batched.model_calls
+        with ThreadPoolExecutor(len(bodies)) as pool:
+            got = list(pool.map(lambda body: post(b, body, True), bodies))
+        runs, calls = batched.batcher.batches_run - runs, batched.model_calls - calls
+        barrier = threading.Barrier(len(bodies) + 1)
+        with ThreadPoolExecutor(len(bodies) + 1) as pool:
+            got_missing = list(pool.map(lambda body: post(b, body, True), [*bodies, missing]))
+        want_missing = post(a, missing)
+    batched.close()
+    assert got == want and {s for s, _ in got} == {200}
+    # three times in at most two batches, one model call each: times share model calls
+    assert calls == runs and runs <= 2, (calls, runs)
+    assert got_missing == [*want, want_missing] and want_missing[0] == 400, want_missing
